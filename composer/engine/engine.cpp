@@ -1,0 +1,489 @@
+#include "composer/engine/engine.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <regex>
+#include <set>
+
+namespace switchyard {
+
+namespace asio = boost::asio;
+
+struct Engine::TimerHolder {
+  explicit TimerHolder(asio::io_context& io) : timer(io), guard(asio::make_work_guard(io)) {}
+  asio::steady_timer timer;
+  asio::executor_work_guard<asio::io_context::executor_type> guard;
+};
+
+Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions options)
+    : driver_(driver),
+      store_(store),
+      clock_(clock),
+      options_(options),
+      control_(std::make_unique<asio::io_context>(1)),
+      driverPool_(std::make_unique<asio::thread_pool>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
+      pollTimer_(std::make_unique<TimerHolder>(*control_)) {}
+
+Engine::~Engine() {
+  if (controlThread_.joinable()) stop(Duration::zero());
+  driverPool_->join();
+}
+
+template <typename F>
+auto Engine::onControl(F&& f) -> decltype(f()) {
+  using R = decltype(f());
+  if (!controlThread_.joinable()) return R(fail(Code::kAborted, "the engine is not running"));
+  if (std::this_thread::get_id() == controlThread_.get_id()) return f();
+  auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(f));
+  auto future = task->get_future();
+  asio::post(*control_, [task] { (*task)(); });
+  try {
+    return future.get();
+  } catch (const std::future_error&) {  // the control loop stopped before running it
+    return R(fail(Code::kAborted, "yardd is shutting down"));
+  }
+}
+
+Result<RecoveryReport> Engine::start() {
+  SY_TRY(loadState());
+  controlThread_ = std::thread([this] { control_->run(); });
+
+  RecoveryReport report;
+  SY_ASSIGN(auto resumed, onControl([this]() -> Result<std::vector<OperationId>> {
+              std::vector<OperationId> ids;
+              for (const auto& [id, op] : active_) ids.push_back(id);
+              std::sort(ids.begin(), ids.end());
+              for (const auto& id : ids) {
+                spdlog::info("resuming {} from its step log", id);
+                advance(id);
+              }
+              return ids;
+            }));
+  report.resumedOperations = resumed.size();
+  for (const auto& id : resumed) {
+    SY_ASSIGN(auto op, waitOperation(id, std::chrono::hours(1)));
+    spdlog::info("{} ({}) ended {} after restart{}", op.id, toString(op.kind), toString(op.state),
+                 op.error.empty() ? "" : ": " + op.error);
+  }
+  SY_ASSIGN(report.drifts, reconcile());
+  SY_TRY(onControl([this]() -> Result<void> {
+    accepting_ = true;
+    scheduleFabricPoll();
+    return {};
+  }));
+  return report;
+}
+
+void Engine::stop(Duration grace) {
+  if (!controlThread_.joinable()) return;
+  (void)onControl([this]() -> Result<void> {
+    accepting_ = false;
+    return {};
+  });
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto busy = onControl([this]() -> Result<bool> { return !active_.empty(); });
+    if (!busy || !*busy) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  (void)onControl([this]() -> Result<void> {
+    halted_ = true;
+    pollTimer_->timer.cancel();
+    if (!active_.empty()) spdlog::warn("stopping with {} operation(s) unfinished; they resume at next start", active_.size());
+    return {};
+  });
+  // Driver calls cannot be interrupted; wait for their results so that each is recorded.
+  while (true) {
+    auto inFlight = onControl([this]() -> Result<int> { return driverCallsInFlight_; });
+    if (!inFlight || *inFlight == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  (void)onControl([this]() -> Result<void> {
+    for (auto& weak : subscribers_)
+      if (auto s = weak.lock()) s->close();
+    subscribers_.clear();
+    pollTimer_->guard.reset();
+    control_->stop();
+    return {};
+  });
+  controlThread_.join();
+}
+
+Result<void> Engine::checkAccepting() const {
+  if (!accepting_) return fail(Code::kUnavailable, "yardd is starting or shutting down; retry shortly");
+  return {};
+}
+
+Operation Engine::newOperation(OperationKind kind, const System& system) {
+  Operation op;
+  op.id = fmt::format("op-{:06}", ++lastOperationNumber_);
+  op.kind = kind;
+  op.systemId = system.id;
+  op.hostId = system.hostId;
+  op.createdAt = op.updatedAt = clock_.now();
+  return op;
+}
+
+Result<Operation> Engine::launch(Operation op, Mutation mutation, const std::function<void()>& applyInMemory) {
+  mutation.writes.emplace_back(PutOperation{op});
+  mutation.events.push_back(makeEvent("operation.accepted", op.id,
+                                      fmt::format("{} {} accepted for {} on {}", toString(op.kind), op.id, op.systemId, op.hostId)));
+  SY_TRY(persist(mutation));
+  applyInMemory();
+  spdlog::info("{} {} accepted: system {} on {}{}", op.id, toString(op.kind), op.systemId, op.hostId,
+               op.explanation.empty() ? "" : " (" + op.explanation + ")");
+  const OperationId id = op.id;
+  active_.emplace(id, std::move(op));
+  Operation snapshot = active_.at(id);
+  advance(id);
+  return snapshot;
+}
+
+namespace {
+
+Result<void> validateName(const std::string& name) {
+  static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+  if (!std::regex_match(name, kName))
+    return fail(Code::kInvalidArgument,
+                fmt::format("system name '{}' is invalid: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", name));
+  return {};
+}
+
+std::vector<Step> bindSteps(const std::vector<PlacedDevice>& devices) {
+  std::vector<Step> steps;
+  steps.push_back({StepKind::kReserve, {}, {}, StepState::kDone});
+  for (const auto& d : devices) steps.push_back({StepKind::kBind, d.deviceId, d.upstreamPortId});
+  steps.push_back({StepKind::kVerify});
+  steps.push_back({StepKind::kCommit});
+  return steps;
+}
+
+}  // namespace
+
+Result<Operation> Engine::compose(const ComposeRequest& request) {
+  return onControl([&] { return acceptCompose(request); });
+}
+
+Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
+  SY_TRY(checkAccepting());
+  SY_TRY(validateName(request.name));
+  if (const System* existing = state_->findSystem(request.name))
+    return fail(Code::kAlreadyExists, fmt::format("a system named '{}' already exists ({})", request.name, existing->id));
+  for (const auto& [key, value] : request.labels)
+    if (key.empty()) return fail(Code::kInvalidArgument, "label keys must not be empty");
+  if (request.placement.tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");
+
+  PlacementDecision decision = place(state_->pool(), request.placement);
+  if (!decision.placement) return fail(*decision.error);
+  const Placement& placement = *decision.placement;
+
+  System system;
+  system.id = fmt::format("sys-{:06}", lastSystemNumber_ + 1);
+  system.name = request.name;
+  system.hostId = placement.hostId;
+  system.tenant = request.placement.tenant;
+  system.labels = request.labels;
+  system.state = SystemState::kComposing;
+  system.createdAt = system.updatedAt = clock_.now();
+  Operation op = newOperation(OperationKind::kCompose, system);
+  system.activeOperation = op.id;
+  op.explanation = placement.explanation;
+  op.steps = bindSteps(placement.devices);
+  op.steps.front().finishedAt = op.createdAt;
+
+  Mutation m;
+  m.writes.emplace_back(PutSystem{system});
+  std::vector<DeviceAssignment> reserved;
+  for (const auto& d : placement.devices) {
+    reserved.push_back({d.deviceId, DeviceAllocation::kReserved, op.id});
+    m.writes.emplace_back(PutAssignment{reserved.back()});
+  }
+  return launch(std::move(op), std::move(m), [&] {
+    ++lastSystemNumber_;
+    state_->putSystem(system);
+    for (const auto& a : reserved) state_->assign(a, system.hostId);
+  });
+}
+
+Result<Operation> Engine::decompose(const std::string& system) {
+  return onControl([&] { return acceptDecompose(system); });
+}
+
+namespace {
+
+Result<System> idleSystem(const PoolState& state, const std::string& idOrName) {
+  const System* s = state.findSystem(idOrName);
+  if (!s) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
+  if (!s->activeOperation.empty())
+    return fail(Code::kFailedPrecondition, fmt::format("system '{}' has operation {} in progress; wait for it with `yardctl ops wait {}`",
+                                                       s->name, s->activeOperation, s->activeOperation));
+  return *s;
+}
+
+}  // namespace
+
+Result<Operation> Engine::acceptDecompose(const std::string& idOrName) {
+  SY_TRY(checkAccepting());
+  SY_ASSIGN(System system, idleSystem(*state_, idOrName));
+  Operation op = newOperation(OperationKind::kDecompose, system);
+  for (const auto& b : system.bindings) op.steps.push_back({StepKind::kUnbind, b.deviceId, b.upstreamPortId});
+  op.steps.push_back({StepKind::kRelease});
+  system.state = SystemState::kDecomposing;
+  system.activeOperation = op.id;
+  system.updatedAt = op.createdAt;
+  Mutation m;
+  m.writes.emplace_back(PutSystem{system});
+  return launch(std::move(op), std::move(m), [&] { state_->putSystem(system); });
+}
+
+Result<Operation> Engine::attach(const AttachRequest& request) {
+  return onControl([&] { return acceptAttach(request); });
+}
+
+Result<Operation> Engine::acceptAttach(const AttachRequest& request) {
+  SY_TRY(checkAccepting());
+  SY_ASSIGN(System system, idleSystem(*state_, request.system));
+  PlacementRequest placement = request.placement;
+  placement.host = system.hostId;
+  placement.hostMayHaveSystem = true;
+  PlacementDecision decision = place(state_->pool(), placement);
+  if (!decision.placement) return fail(*decision.error);
+
+  Operation op = newOperation(OperationKind::kAttach, system);
+  op.explanation = decision.placement->explanation;
+  op.steps = bindSteps(decision.placement->devices);
+  op.steps.front().finishedAt = op.createdAt;
+  system.activeOperation = op.id;
+  system.updatedAt = op.createdAt;
+  Mutation m;
+  m.writes.emplace_back(PutSystem{system});
+  std::vector<DeviceAssignment> reserved;
+  for (const auto& d : decision.placement->devices) {
+    reserved.push_back({d.deviceId, DeviceAllocation::kReserved, op.id});
+    m.writes.emplace_back(PutAssignment{reserved.back()});
+  }
+  return launch(std::move(op), std::move(m), [&] {
+    state_->putSystem(system);
+    for (const auto& a : reserved) state_->assign(a, system.hostId);
+  });
+}
+
+Result<Operation> Engine::detach(const DetachRequest& request) {
+  return onControl([&] { return acceptDetach(request); });
+}
+
+Result<Operation> Engine::acceptDetach(const DetachRequest& request) {
+  SY_TRY(checkAccepting());
+  SY_ASSIGN(System system, idleSystem(*state_, request.system));
+  if (request.devices.empty()) return fail(Code::kInvalidArgument, "name at least one device to detach");
+  Operation op = newOperation(OperationKind::kDetach, system);
+  std::set<DeviceId> seen;
+  for (const auto& device : request.devices) {
+    if (!seen.insert(device).second) return fail(Code::kInvalidArgument, fmt::format("device '{}' is listed twice", device));
+    auto it = std::find_if(system.bindings.begin(), system.bindings.end(), [&](const Binding& b) { return b.deviceId == device; });
+    if (it == system.bindings.end()) {
+      if (!state_->index().device(device)) return fail(Code::kNotFound, fmt::format("no device '{}'", device));
+      return fail(Code::kFailedPrecondition, fmt::format("device '{}' is not in system '{}'", device, system.name));
+    }
+    op.steps.push_back({StepKind::kUnbind, it->deviceId, it->upstreamPortId});
+  }
+  op.steps.push_back({StepKind::kRelease});
+  system.activeOperation = op.id;
+  system.updatedAt = op.createdAt;
+  Mutation m;
+  m.writes.emplace_back(PutSystem{system});
+  return launch(std::move(op), std::move(m), [&] { state_->putSystem(system); });
+}
+
+Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
+  return onControl([&]() -> Result<PlacementDecision> { return place(state_->pool(), request); });
+}
+
+Result<System> Engine::getSystem(const std::string& idOrName) {
+  return onControl([&]() -> Result<System> {
+    const System* s = state_->findSystem(idOrName);
+    if (!s) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
+    return *s;
+  });
+}
+
+Result<std::vector<System>> Engine::listSystems() {
+  return onControl([&]() -> Result<std::vector<System>> {
+    std::vector<System> out;
+    for (const auto& [id, s] : state_->systems()) out.push_back(s);
+    return out;
+  });
+}
+
+Result<std::vector<DeviceView>> Engine::listDevices() {
+  return onControl([&]() -> Result<std::vector<DeviceView>> {
+    std::unordered_map<DeviceId, std::pair<const System*, PortId>> inSystem;
+    for (const auto& [id, s] : state_->systems())
+      for (const auto& b : s.bindings) inSystem[b.deviceId] = {&s, b.upstreamPortId};
+    std::vector<DeviceView> out;
+    for (const auto& d : state_->topology().devices) {
+      DeviceView v{d, {}, state_->assignment(d.id), {}, {}, {}};
+      if (const SwitchId* sw = state_->index().switchOfDevice(d.id)) v.switchId = *sw;
+      if (auto it = state_->assignments().find(d.id); it != state_->assignments().end()) v.hostId = it->second.second;
+      if (auto it = inSystem.find(d.id); it != inSystem.end()) {
+        v.systemId = it->second.first->id;
+        v.hostId = it->second.first->hostId;
+        v.upstreamPortId = it->second.second;
+      }
+      out.push_back(std::move(v));
+    }
+    return out;
+  });
+}
+
+Result<std::vector<HostView>> Engine::listHosts() {
+  return onControl([&]() -> Result<std::vector<HostView>> {
+    std::vector<HostView> out;
+    for (const auto& h : state_->topology().hosts) {
+      HostView v{h, {}, 0};
+      if (const System* s = state_->systemOfHost(h.id)) v.systemId = s->id;
+      v.attachedDevices = state_->pool().hosts()[static_cast<std::size_t>(state_->pool().hostIndex(h.id))].attachedDevices;
+      out.push_back(std::move(v));
+    }
+    return out;
+  });
+}
+
+Result<Topology> Engine::topology() {
+  return onControl([&]() -> Result<Topology> { return state_->topology(); });
+}
+
+Result<Operation> Engine::getOperation(const OperationId& id) {
+  return onControl([&]() -> Result<Operation> {
+    if (auto it = active_.find(id); it != active_.end()) return it->second;
+    SY_ASSIGN(auto stored, store_.getOperation(id));
+    if (!stored) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));
+    return *stored;
+  });
+}
+
+Result<std::vector<Operation>> Engine::listOperations(std::size_t limit) {
+  return onControl([&]() -> Result<std::vector<Operation>> {
+    SY_ASSIGN(auto ops, store_.listOperations(limit));
+    for (auto& op : ops)
+      if (auto it = active_.find(op.id); it != active_.end()) op = it->second;
+    return ops;
+  });
+}
+
+Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout) {
+  using Waiting = std::pair<std::optional<Operation>, std::shared_future<Operation>>;
+  SY_ASSIGN(Waiting waiting, onControl([&]() -> Result<Waiting> {
+              if (active_.contains(id)) {
+                auto promise = std::make_shared<std::promise<Operation>>();
+                waiters_[id].push_back(promise);
+                return Waiting{std::nullopt, promise->get_future().share()};
+              }
+              SY_ASSIGN(auto stored, store_.getOperation(id));
+              if (!stored) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));
+              return Waiting{std::move(*stored), {}};
+            }));
+  if (waiting.first) return *waiting.first;
+  if (waiting.second.wait_for(timeout) == std::future_status::ready) {
+    try {
+      return waiting.second.get();
+    } catch (const std::future_error&) {
+      return fail(Code::kAborted, "yardd is shutting down");
+    }
+  }
+  return getOperation(id);
+}
+
+Result<std::vector<Event>> Engine::listEvents(std::uint64_t afterSequence, std::size_t limit) {
+  return onControl([&]() -> Result<std::vector<Event>> { return store_.listEvents(afterSequence, limit); });
+}
+
+std::shared_ptr<EventStream> Engine::subscribe() {
+  auto stream = std::make_shared<EventStream>();
+  auto r = onControl([&]() -> Result<void> {
+    subscribers_.push_back(stream);
+    return {};
+  });
+  if (!r) stream->close();
+  return stream;
+}
+
+Event Engine::makeEvent(std::string type, std::string subject, std::string message) {
+  return Event{++lastEventSequence_, clock_.now(), std::move(type), std::move(subject), std::move(message)};
+}
+
+Result<void> Engine::persist(Mutation& m) {
+  for (const auto& e : m.events) m.writes.emplace_back(PutEvent{e});
+  if (auto r = store_.write(m.writes); !r) {
+    lastEventSequence_ -= m.events.size();
+    return fail(r.error().wrap("store"));
+  }
+  publish(m.events);
+  return {};
+}
+
+void Engine::persistOrDie(Mutation& m) {
+  // The step log is the only record that lets an operation resume; running on without it would let
+  // memory and disk disagree. Stop loudly; the next start resumes from the last durable step.
+  if (auto r = persist(m); !r) {
+    spdlog::critical("cannot record operation progress ({}); stopping so that restart can resume from the log", r.error().message);
+    std::abort();
+  }
+}
+
+void Engine::publish(const std::vector<Event>& events) {
+  for (const auto& e : events) {
+    spdlog::debug("event {} {} {}: {}", e.sequence, e.type, e.subject, e.message);
+    for (auto it = subscribers_.begin(); it != subscribers_.end();) {
+      if (auto s = it->lock(); s && !s->closed()) {
+        s->push(e);
+        ++it;
+      } else {
+        it = subscribers_.erase(it);
+      }
+    }
+  }
+}
+
+}  // namespace switchyard
+
+namespace switchyard {
+
+Result<void> Engine::pollFabricEvents() {
+  auto events = driver_.pollEvents();
+  return onControl([&]() -> Result<void> {
+    applyFabricEvents(events);
+    return {};
+  });
+}
+
+Result<std::vector<Drift>> Engine::reconcile() {
+  SY_ASSIGN(auto bindings, driver_.readBindings());
+  return onControl([&] { return reconcileOnControl(bindings); });
+}
+
+void Engine::scheduleFabricPoll() {
+  if (halted_ || options_.fabricPollInterval.count() <= 0) return;
+  pollTimer_->timer.expires_after(options_.fabricPollInterval);
+  pollTimer_->timer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || halted_) return;
+    ++driverCallsInFlight_;
+    asio::post(*driverPool_, [this] {
+      auto events = driver_.pollEvents();
+      asio::post(*control_, [this, events = std::move(events)] {
+        --driverCallsInFlight_;
+        applyFabricEvents(events);
+        scheduleFabricPoll();
+      });
+    });
+  });
+}
+
+}  // namespace switchyard

@@ -1,0 +1,186 @@
+// The operation engine: turns compose, decompose, attach and detach requests into durable operations
+// and drives them step by step against the fabric. See docs/architecture.md for the flow.
+//
+// Threading: one control thread owns every piece of mutable state (PoolState, active operations,
+// subscribers); public methods are thread-safe and run their body on it. Driver calls, which may take
+// seconds on a real switch, run on a small pool and post their result back to the control thread.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <future>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "composer/engine/event_stream.h"
+#include "composer/engine/pool_state.h"
+#include "composer/model/clock.h"
+#include "composer/model/composition.h"
+#include "composer/packing/packing.h"
+#include "fabric/fabric_driver.h"
+#include "inventory/store.h"
+
+namespace boost::asio {
+class io_context;
+class thread_pool;
+}  // namespace boost::asio
+
+namespace switchyard {
+
+struct EngineOptions {
+  int driverThreads = 4;
+  int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
+  std::chrono::milliseconds fabricPollInterval{1000};
+};
+
+struct ComposeRequest {
+  std::string name;
+  PlacementRequest placement;
+  std::map<std::string, std::string> labels;
+};
+
+struct AttachRequest {
+  std::string system;  // id or name
+  PlacementRequest placement;
+};
+
+struct DetachRequest {
+  std::string system;  // id or name
+  std::vector<DeviceId> devices;
+};
+
+struct DeviceView {
+  Device device;
+  SwitchId switchId;
+  DeviceAssignment assignment;
+  SystemId systemId;     // when in a system
+  HostId hostId;         // when reserved or in a system
+  PortId upstreamPortId; // when in a system
+};
+
+struct HostView {
+  Host host;
+  SystemId systemId;
+  int attachedDevices = 0;
+};
+
+struct Drift {
+  std::string kind;  // missing-binding, unexpected-binding, wrong-port
+  DeviceId deviceId;
+  std::string message;
+};
+
+struct RecoveryReport {
+  std::size_t resumedOperations = 0;
+  std::vector<Drift> drifts;
+};
+
+class Engine {
+ public:
+  Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions options = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Loads the store, merges the fabric's inventory, resumes or rolls back unfinished operations,
+  // waits for them, then reconciles the store against the fabric's real bindings.
+  [[nodiscard]] Result<RecoveryReport> start();
+  // Stops accepting work, lets running operations finish for up to `grace`, then halts: what is left
+  // stays resumable in the store.
+  void stop(Duration grace);
+
+  [[nodiscard]] Result<Operation> compose(const ComposeRequest& request);
+  [[nodiscard]] Result<Operation> decompose(const std::string& system);
+  [[nodiscard]] Result<Operation> attach(const AttachRequest& request);
+  [[nodiscard]] Result<Operation> detach(const DetachRequest& request);
+  [[nodiscard]] Result<PlacementDecision> plan(const PlacementRequest& request);
+
+  [[nodiscard]] Result<System> getSystem(const std::string& idOrName);
+  [[nodiscard]] Result<std::vector<System>> listSystems();
+  [[nodiscard]] Result<std::vector<DeviceView>> listDevices();
+  [[nodiscard]] Result<std::vector<HostView>> listHosts();
+  [[nodiscard]] Result<Topology> topology();
+  [[nodiscard]] Result<Operation> getOperation(const OperationId& id);
+  [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit);
+  // The operation once finished, or its current state when the timeout passes first.
+  [[nodiscard]] Result<Operation> waitOperation(const OperationId& id, std::chrono::milliseconds timeout);
+  [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit);
+  [[nodiscard]] std::shared_ptr<EventStream> subscribe();
+
+  // Pulls health and link events from the driver now (also done on a timer).
+  [[nodiscard]] Result<void> pollFabricEvents();
+  // Compares the store with the fabric and reports (and records) every disagreement.
+  [[nodiscard]] Result<std::vector<Drift>> reconcile();
+
+ private:
+  // A change to persist atomically, then apply and publish.
+  struct Mutation {
+    std::vector<StoreWrite> writes;
+    std::vector<Event> events;
+  };
+  using DriverCall = std::function<Result<void>(FabricDriver&)>;
+
+  template <typename F>
+  auto onControl(F&& f) -> decltype(f());
+
+  // Acceptance (engine.cpp).
+  [[nodiscard]] Result<Operation> acceptCompose(const ComposeRequest& request);
+  [[nodiscard]] Result<Operation> acceptDecompose(const std::string& system);
+  [[nodiscard]] Result<Operation> acceptAttach(const AttachRequest& request);
+  [[nodiscard]] Result<Operation> acceptDetach(const DetachRequest& request);
+  [[nodiscard]] Result<void> checkAccepting() const;
+  [[nodiscard]] Operation newOperation(OperationKind kind, const System& system);
+  // Persists the operation with its mutation, then applies the in-memory change and starts it.
+  [[nodiscard]] Result<Operation> launch(Operation op, Mutation mutation, const std::function<void()>& applyInMemory);
+
+  // Running steps (engine_steps.cpp).
+  void advance(const OperationId& id);
+  void dispatch(const OperationId& id, std::size_t step, DriverCall call);
+  void onStepResult(const OperationId& id, std::size_t step, Result<void> result);
+  void failForward(Operation& op, std::size_t step, const Error& error, Mutation& m);
+  void runLocalStep(Operation& op, std::size_t step, Mutation& m);
+  void finish(Operation& op, Mutation& m);
+  [[nodiscard]] Result<void> verifyBindings(FabricDriver& driver, const Operation& op) const;
+
+  // Persistence and events.
+  [[nodiscard]] Event makeEvent(std::string type, std::string subject, std::string message);
+  [[nodiscard]] Result<void> persist(Mutation& m);
+  void persistOrDie(Mutation& m);
+  void publish(const std::vector<Event>& events);
+
+  // Start-up (engine_recovery.cpp).
+  [[nodiscard]] Result<void> loadState();
+  [[nodiscard]] Result<std::vector<Drift>> reconcileOnControl(const std::vector<Binding>& fabricBindings);
+  void applyFabricEvents(const std::vector<FabricEvent>& events);
+  void scheduleFabricPoll();
+
+  FabricDriver& driver_;
+  Store& store_;
+  Clock& clock_;
+  EngineOptions options_;
+
+  std::unique_ptr<boost::asio::io_context> control_;
+  std::unique_ptr<boost::asio::thread_pool> driverPool_;
+  std::thread controlThread_;
+  struct TimerHolder;
+  std::unique_ptr<TimerHolder> pollTimer_;
+
+  // Everything below is touched on the control thread only.
+  std::unique_ptr<PoolState> state_;
+  std::unordered_map<OperationId, Operation> active_;
+  std::unordered_map<OperationId, std::vector<std::shared_ptr<std::promise<Operation>>>> waiters_;
+  std::vector<std::weak_ptr<EventStream>> subscribers_;
+  std::uint64_t lastEventSequence_ = 0;
+  std::uint64_t lastSystemNumber_ = 0;
+  std::uint64_t lastOperationNumber_ = 0;
+  int driverCallsInFlight_ = 0;
+  bool accepting_ = false;
+  bool halted_ = false;  // after stop's grace: record step results but start no new steps
+};
+
+}  // namespace switchyard

@@ -1,0 +1,164 @@
+// Start-up and drift: rebuild the in-memory pool from the store, merge what the fabric reports, and
+// compare the store's bindings with the switch's. Policies (docs/architecture.md, "Restart"):
+//  - bound in the store, not in the fabric  -> system degraded, devices stay in it, event;
+//  - bound to another port than recorded    -> system degraded, event;
+//  - bound in the fabric, unknown to us     -> device quarantined (never handed out), event;
+//  - quarantined, and unbound in the fabric -> back in the pool, event.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <set>
+#include <unordered_map>
+
+#include "composer/engine/engine.h"
+
+namespace switchyard {
+
+Result<void> Engine::loadState() {
+  SY_ASSIGN(StoreSnapshot snapshot, store_.load());
+  SY_ASSIGN(Topology discovered, driver_.discover());
+  SY_TRY(validateTopology(discovered));
+  lastEventSequence_ = snapshot.lastEventSequence;
+  lastSystemNumber_ = snapshot.lastSystemNumber;
+  lastOperationNumber_ = snapshot.lastOperationNumber;
+
+  Mutation m;
+  std::set<DeviceId> removed;
+  if (!snapshot.inventory) {
+    m.events.push_back(makeEvent("inventory.discovered", std::string(driver_.name()),
+                                 fmt::format("{} fabric: {} switch(es), {} host(s), {} device(s)", driver_.name(),
+                                             discovered.switches.size(), discovered.hosts.size(), discovered.devices.size())));
+  } else {
+    std::set<DeviceId> before, after;
+    for (const auto& d : snapshot.inventory->devices) before.insert(d.id);
+    for (const auto& d : discovered.devices) after.insert(d.id);
+    for (const auto& d : after)
+      if (!before.contains(d)) m.events.push_back(makeEvent("inventory.device-added", d, fmt::format("{} appeared in the fabric", d)));
+    for (const auto& d : before)
+      if (!after.contains(d)) {
+        removed.insert(d);
+        m.events.push_back(makeEvent("inventory.device-removed", d, fmt::format("{} is no longer reported by the fabric", d)));
+      }
+  }
+  m.writes.emplace_back(PutInventory{discovered});
+  state_ = std::make_unique<PoolState>(std::move(discovered));
+
+  std::unordered_map<std::string, HostId> hostOfOwner;
+  for (auto& s : snapshot.systems) {
+    hostOfOwner[s.id] = s.hostId;
+    const bool lostDevice = std::any_of(s.bindings.begin(), s.bindings.end(), [&](const Binding& b) { return removed.contains(b.deviceId); });
+    if (lostDevice && s.state == SystemState::kComposed) {
+      s.state = SystemState::kDegraded;
+      m.writes.emplace_back(PutSystem{s});
+      m.events.push_back(makeEvent("system.degraded", s.id, fmt::format("{} lost a device that the fabric no longer reports", s.name)));
+    }
+    state_->putSystem(s);
+  }
+  for (auto& op : snapshot.unfinishedOperations) {
+    hostOfOwner[op.id] = op.hostId;
+    const OperationId id = op.id;
+    active_.emplace(id, std::move(op));
+  }
+  for (const auto& a : snapshot.assignments) {
+    if (removed.contains(a.deviceId)) {
+      m.writes.emplace_back(PutAssignment{{a.deviceId, DeviceAllocation::kFree, {}}});
+      continue;
+    }
+    auto host = hostOfOwner.find(a.owner);
+    state_->assign(a, host == hostOfOwner.end() ? HostId{} : host->second);
+  }
+  SY_TRY(persist(m));
+  spdlog::info("loaded {} system(s), {} unfinished operation(s), {} held device(s)", state_->systems().size(), active_.size(),
+               state_->assignments().size());
+  return {};
+}
+
+Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>& fabricBindings) {
+  std::unordered_map<DeviceId, PortId> fabric;
+  for (const auto& b : fabricBindings) fabric.emplace(b.deviceId, b.upstreamPortId);
+
+  // Devices an operation is changing right now are not drift; leave them to the operation.
+  std::set<DeviceId> expected;
+  std::set<DeviceId> busy;
+  for (const auto& [device, held] : state_->assignments())
+    if (held.first.allocation == DeviceAllocation::kReserved) busy.insert(device);
+
+  Mutation m;
+  std::vector<Drift> drifts;
+  auto report = [&](std::string kind, const DeviceId& device, std::string message) {
+    spdlog::warn("drift: {}: {}", kind, message);
+    m.events.push_back(makeEvent("drift." + kind, device, message));
+    drifts.push_back({std::move(kind), device, std::move(message)});
+  };
+
+  std::vector<System> changed;
+  for (const auto& [id, system] : state_->systems()) {
+    for (const auto& b : system.bindings) {
+      expected.insert(b.deviceId);
+      if (!system.activeOperation.empty()) busy.insert(b.deviceId);
+    }
+    if (!system.activeOperation.empty()) continue;
+    bool degraded = false;
+    for (const auto& b : system.bindings) {
+      auto it = fabric.find(b.deviceId);
+      if (it == fabric.end()) {
+        degraded = true;
+        report("missing-binding", b.deviceId,
+               fmt::format("{} is in system {} ({}) bound to {}, but the fabric reports it unbound", b.deviceId, system.name, id, b.upstreamPortId));
+      } else if (it->second != b.upstreamPortId) {
+        degraded = true;
+        report("wrong-port", b.deviceId,
+               fmt::format("{} is in system {} ({}) bound to {}, but the fabric has it on {}", b.deviceId, system.name, id, b.upstreamPortId, it->second));
+      }
+    }
+    const SystemState next = degraded ? SystemState::kDegraded
+                                      : (system.state == SystemState::kDegraded ? SystemState::kComposed : system.state);
+    if (next != system.state) {
+      System updated = system;
+      updated.state = next;
+      updated.updatedAt = clock_.now();
+      changed.push_back(updated);
+      m.events.push_back(makeEvent(degraded ? "system.degraded" : "system.recovered", id,
+                                   fmt::format("{} ({}) is {}", system.name, id, toString(next))));
+    }
+  }
+  for (const auto& s : changed) {
+    state_->putSystem(s);
+    m.writes.emplace_back(PutSystem{s});
+  }
+
+  for (const auto& [device, port] : fabric) {
+    if (expected.contains(device) || busy.contains(device)) continue;
+    report("unexpected-binding", device,
+           fmt::format("{} is bound to {} in the fabric but to no system; quarantined until it is unbound", device, port));
+    DeviceAssignment q{device, DeviceAllocation::kQuarantined, fmt::format("bound to {} outside Switchyard", port)};
+    if (state_->assignment(device).owner != q.owner) {
+      state_->assign(q, {});
+      m.writes.emplace_back(PutAssignment{q});
+    }
+  }
+  std::vector<DeviceId> resolved;
+  for (const auto& [device, held] : state_->assignments())
+    if (held.first.allocation == DeviceAllocation::kQuarantined && !fabric.contains(device) && !expected.contains(device))
+      resolved.push_back(device);
+  for (const auto& device : resolved) {
+    state_->assign({device, DeviceAllocation::kFree, {}}, {});
+    m.writes.emplace_back(PutAssignment{{device, DeviceAllocation::kFree, {}}});
+    m.events.push_back(makeEvent("drift.resolved", device, fmt::format("{} is unbound in the fabric; back in the pool", device)));
+  }
+  if (drifts.empty()) spdlog::info("reconcile: store and fabric agree ({} binding(s))", fabric.size());
+  SY_TRY(persist(m));
+  return drifts;
+}
+
+void Engine::applyFabricEvents(const std::vector<FabricEvent>& events) {
+  if (events.empty()) return;
+  Mutation m;
+  for (const auto& e : events) {
+    if (e.type == "device.health") state_->setHealth(e.subject, e.health);
+    m.events.push_back(makeEvent("fabric." + e.type, e.subject, e.message));
+  }
+  if (auto r = persist(m); !r) spdlog::error("cannot record fabric events: {}", r.error().message);
+}
+
+}  // namespace switchyard

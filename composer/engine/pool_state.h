@@ -1,0 +1,51 @@
+// The engine's in-memory picture of the pool: inventory, who holds each device, the live systems, and
+// the packing index kept in step with them. Owned and touched by the control executor only.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "composer/model/composition.h"
+#include "composer/model/topology.h"
+#include "composer/packing/pool.h"
+
+namespace switchyard {
+
+class PoolState {
+ public:
+  explicit PoolState(Topology topology);
+
+  [[nodiscard]] const Topology& topology() const { return topology_; }
+  [[nodiscard]] const TopologyIndex& index() const { return *index_; }
+  [[nodiscard]] const Pool& pool() const { return pool_; }
+
+  // Device holders. A device absent from the map is free.
+  [[nodiscard]] DeviceAssignment assignment(const DeviceId& device) const;
+  // Sets a device's holder and keeps the packing index and host counts in step. hostId is the host the
+  // device counts against (empty for quarantined devices that belong to no host).
+  void assign(const DeviceAssignment& a, const HostId& hostId);
+  [[nodiscard]] const std::unordered_map<DeviceId, std::pair<DeviceAssignment, HostId>>& assignments() const {
+    return assignments_;
+  }
+  void setHealth(const DeviceId& device, DeviceHealth health);
+
+  // Live systems (not decomposed, not failed).
+  [[nodiscard]] System* system(const SystemId& id);
+  [[nodiscard]] const System* findSystem(std::string_view idOrName) const;
+  [[nodiscard]] const std::map<SystemId, System>& systems() const { return systems_; }
+  // Adds or updates a live system; a decomposed or failed one is dropped, freeing its host.
+  void putSystem(const System& s);
+  [[nodiscard]] const System* systemOfHost(const HostId& host) const;
+
+ private:
+  Topology topology_;
+  std::unique_ptr<TopologyIndex> index_;
+  Pool pool_;
+  std::unordered_map<DeviceId, std::pair<DeviceAssignment, HostId>> assignments_;
+  std::map<SystemId, System> systems_;
+};
+
+}  // namespace switchyard

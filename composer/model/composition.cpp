@@ -1,0 +1,76 @@
+#include "composer/model/composition.h"
+
+#include <array>
+#include <utility>
+
+namespace switchyard {
+
+std::size_t Operation::cursor() const {
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (steps[i].state == StepState::kPending) return i;
+  return steps.size();
+}
+
+namespace {
+
+// One table per enum keeps toString and parse in agreement.
+template <typename E, std::size_t N>
+using Names = std::array<std::pair<E, std::string_view>, N>;
+
+constexpr Names<SystemState, 6> kSystemStates{{{SystemState::kComposing, "composing"},
+                                                {SystemState::kComposed, "composed"},
+                                                {SystemState::kDegraded, "degraded"},
+                                                {SystemState::kDecomposing, "decomposing"},
+                                                {SystemState::kDecomposed, "decomposed"},
+                                                {SystemState::kFailed, "failed"}}};
+constexpr Names<OperationKind, 4> kOperationKinds{{{OperationKind::kCompose, "compose"},
+                                                   {OperationKind::kDecompose, "decompose"},
+                                                   {OperationKind::kAttach, "attach"},
+                                                   {OperationKind::kDetach, "detach"}}};
+constexpr Names<OperationState, 4> kOperationStates{{{OperationState::kRunning, "running"},
+                                                     {OperationState::kRollingBack, "rolling-back"},
+                                                     {OperationState::kSucceeded, "succeeded"},
+                                                     {OperationState::kFailed, "failed"}}};
+constexpr Names<StepKind, 6> kStepKinds{{{StepKind::kReserve, "reserve"},
+                                         {StepKind::kBind, "bind"},
+                                         {StepKind::kVerify, "verify"},
+                                         {StepKind::kCommit, "commit"},
+                                         {StepKind::kUnbind, "unbind"},
+                                         {StepKind::kRelease, "release"}}};
+constexpr Names<StepState, 3> kStepStates{
+    {{StepState::kPending, "pending"}, {StepState::kDone, "done"}, {StepState::kFailed, "failed"}}};
+constexpr Names<DeviceAllocation, 4> kAllocations{{{DeviceAllocation::kFree, "free"},
+                                                   {DeviceAllocation::kReserved, "reserved"},
+                                                   {DeviceAllocation::kAllocated, "allocated"},
+                                                   {DeviceAllocation::kQuarantined, "quarantined"}}};
+
+template <typename E, std::size_t N>
+std::string_view nameOf(const Names<E, N>& names, E v) {
+  for (const auto& [e, n] : names)
+    if (e == v) return n;
+  return "?";
+}
+
+template <typename E, std::size_t N>
+std::optional<E> valueOf(const Names<E, N>& names, std::string_view s) {
+  for (const auto& [e, n] : names)
+    if (n == s) return e;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view toString(SystemState v) { return nameOf(kSystemStates, v); }
+std::string_view toString(OperationKind v) { return nameOf(kOperationKinds, v); }
+std::string_view toString(OperationState v) { return nameOf(kOperationStates, v); }
+std::string_view toString(StepKind v) { return nameOf(kStepKinds, v); }
+std::string_view toString(StepState v) { return nameOf(kStepStates, v); }
+std::string_view toString(DeviceAllocation v) { return nameOf(kAllocations, v); }
+std::optional<SystemState> parseSystemState(std::string_view s) { return valueOf(kSystemStates, s); }
+std::optional<OperationKind> parseOperationKind(std::string_view s) { return valueOf(kOperationKinds, s); }
+std::optional<OperationState> parseOperationState(std::string_view s) { return valueOf(kOperationStates, s); }
+std::optional<StepKind> parseStepKind(std::string_view s) { return valueOf(kStepKinds, s); }
+std::optional<StepState> parseStepState(std::string_view s) { return valueOf(kStepStates, s); }
+std::optional<DeviceAllocation> parseDeviceAllocation(std::string_view s) { return valueOf(kAllocations, s); }
+
+}  // namespace switchyard

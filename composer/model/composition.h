@@ -1,0 +1,124 @@
+// What Switchyard changes: bindings of devices to host upstream ports, the composed systems that own
+// them, and the durable operations (with their step logs) that move the pool from one state to the next.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "composer/model/clock.h"
+#include "composer/model/topology.h"
+
+namespace switchyard {
+
+using SystemId = std::string;
+using OperationId = std::string;
+using TenantId = std::string;
+
+inline constexpr std::string_view kDefaultTenant = "default";
+
+// Device D is routed into the partition of host upstream port U.
+struct Binding {
+  DeviceId deviceId;
+  PortId upstreamPortId;
+  friend bool operator==(const Binding&, const Binding&) = default;
+};
+
+struct Tenant {
+  TenantId id;
+  std::string displayName;
+};
+
+enum class SystemState { kComposing, kComposed, kDegraded, kDecomposing, kDecomposed, kFailed };
+
+// A logical server: one host plus the devices bound to it by composition.
+struct System {
+  SystemId id;
+  std::string name;
+  HostId hostId;
+  std::vector<Binding> bindings;  // devices in the system, with the upstream port each is bound to
+  TenantId tenant{kDefaultTenant};
+  std::map<std::string, std::string> labels;
+  SystemState state = SystemState::kComposing;
+  OperationId activeOperation;  // empty when no operation is running on it
+  Timestamp createdAt = 0;
+  Timestamp updatedAt = 0;
+};
+
+enum class OperationKind { kCompose, kDecompose, kAttach, kDetach };
+enum class OperationState { kRunning, kRollingBack, kSucceeded, kFailed };
+enum class StepKind { kReserve, kBind, kVerify, kCommit, kUnbind, kRelease };
+enum class StepState { kPending, kDone, kFailed };
+
+struct Step {
+  StepKind kind = StepKind::kReserve;
+  DeviceId deviceId;          // bind / unbind
+  PortId upstreamPortId;      // bind / unbind
+  StepState state = StepState::kPending;
+  bool compensation = false;  // appended while rolling back
+  int attempts = 0;
+  std::string message;
+  Timestamp finishedAt = 0;
+};
+
+// A durable, resumable unit of change. Its step log is the state machine: the engine runs the first
+// pending step, records the outcome, and on failure appends compensating steps (undo in reverse).
+struct Operation {
+  OperationId id;
+  OperationKind kind = OperationKind::kCompose;
+  SystemId systemId;
+  HostId hostId;
+  OperationState state = OperationState::kRunning;
+  std::vector<Step> steps;
+  std::string explanation;  // why the packing core chose these devices
+  std::string error;        // set when it failed (and was rolled back)
+  Timestamp createdAt = 0;
+  Timestamp updatedAt = 0;
+
+  [[nodiscard]] bool finished() const {
+    return state == OperationState::kSucceeded || state == OperationState::kFailed;
+  }
+  // Index of the first pending step, or steps.size() when all are done.
+  [[nodiscard]] std::size_t cursor() const;
+};
+
+// Why a device cannot be handed out right now (besides being in a system).
+enum class DeviceAllocation {
+  kFree,
+  kReserved,     // held by a running operation
+  kAllocated,    // bound into a system
+  kQuarantined,  // fabric state unknown or foreign: needs an operator or reconcile
+};
+
+struct DeviceAssignment {
+  DeviceId deviceId;
+  DeviceAllocation allocation = DeviceAllocation::kFree;
+  std::string owner;  // operation id (reserved), system id (allocated) or reason (quarantined)
+};
+
+// The audit record: one per mutation, in a total order.
+struct Event {
+  std::uint64_t sequence = 0;  // assigned by the engine, strictly increasing
+  Timestamp at = 0;
+  std::string type;            // "operation.accepted", "device.bound", "drift.missing-binding", ...
+  std::string subject;         // the id the event is about
+  std::string message;         // a sentence an operator can read
+};
+
+[[nodiscard]] std::string_view toString(SystemState v);
+[[nodiscard]] std::string_view toString(OperationKind v);
+[[nodiscard]] std::string_view toString(OperationState v);
+[[nodiscard]] std::string_view toString(StepKind v);
+[[nodiscard]] std::string_view toString(StepState v);
+[[nodiscard]] std::string_view toString(DeviceAllocation v);
+[[nodiscard]] std::optional<SystemState> parseSystemState(std::string_view s);
+[[nodiscard]] std::optional<OperationKind> parseOperationKind(std::string_view s);
+[[nodiscard]] std::optional<OperationState> parseOperationState(std::string_view s);
+[[nodiscard]] std::optional<StepKind> parseStepKind(std::string_view s);
+[[nodiscard]] std::optional<StepState> parseStepState(std::string_view s);
+[[nodiscard]] std::optional<DeviceAllocation> parseDeviceAllocation(std::string_view s);
+
+}  // namespace switchyard

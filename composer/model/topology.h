@@ -1,0 +1,108 @@
+// The pool's inventory as a fabric reports it: switches, their ports, the hosts cabled to upstream
+// ports and the devices behind downstream ports. Plain values; lookups live in TopologyIndex.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "composer/model/error.h"
+
+namespace switchyard {
+
+using HostId = std::string;
+using SwitchId = std::string;
+using PortId = std::string;
+using DeviceId = std::string;
+
+enum class SwitchKind { kPcie, kCxl };
+enum class PortKind { kUpstream, kDownstream, kInterSwitch };
+enum class DeviceKind { kGpu, kNvme, kNic, kCxlMemory };
+enum class DeviceHealth { kOk, kWarning, kCritical };
+
+struct Switch {
+  SwitchId id;
+  SwitchKind kind = SwitchKind::kPcie;
+  std::string model;
+};
+
+struct Port {
+  PortId id;
+  SwitchId switchId;
+  PortKind kind = PortKind::kDownstream;
+  int linkGeneration = 5;  // PCIe gen (or CXL's PCIe PHY gen)
+  int linkWidth = 16;      // lanes
+  PortId peerPort;         // inter-switch links: the port at the other end
+};
+
+struct HostUpstreamPort {
+  PortId portId;
+  int numaNode = 0;
+};
+
+struct Host {
+  HostId id;
+  std::vector<HostUpstreamPort> upstreamPorts;
+  int cpuCores = 0;
+  int memoryGiB = 0;
+  int maxDevices = 8;  // what the host's BIOS/OS can enumerate (bus numbers, BAR space)
+};
+
+struct Device {
+  DeviceId id;
+  DeviceKind kind = DeviceKind::kGpu;
+  PortId portId;  // the downstream port it sits behind
+  std::string model;
+  int memoryGiB = 0;
+  std::string serial;
+  DeviceHealth health = DeviceHealth::kOk;
+  bool migCapable = false;
+};
+
+struct Topology {
+  std::vector<Switch> switches;
+  std::vector<Port> ports;
+  std::vector<Host> hosts;
+  std::vector<Device> devices;
+};
+
+// Checks references and uniqueness: every id unique within its kind, ports on existing switches,
+// upstream ports used by one host, devices behind downstream ports, ISL peers symmetric.
+[[nodiscard]] Result<void> validateTopology(const Topology& topology);
+
+// Read-only lookups over a Topology it does not own.
+class TopologyIndex {
+ public:
+  explicit TopologyIndex(const Topology& topology);
+
+  [[nodiscard]] const Host* host(std::string_view id) const;
+  [[nodiscard]] const Device* device(std::string_view id) const;
+  [[nodiscard]] const Port* port(std::string_view id) const;
+  [[nodiscard]] const Switch* findSwitch(std::string_view id) const;
+  [[nodiscard]] const SwitchId* switchOfDevice(std::string_view deviceId) const;
+  // Switches reachable from one another over inter-switch links share a fabric number.
+  [[nodiscard]] int fabricOf(std::string_view switchId) const;
+  [[nodiscard]] const Topology& topology() const { return *topology_; }
+
+ private:
+  const Topology* topology_;
+  std::unordered_map<std::string_view, const Host*> hosts_;
+  std::unordered_map<std::string_view, const Device*> devices_;
+  std::unordered_map<std::string_view, const Port*> ports_;
+  std::unordered_map<std::string_view, const Switch*> switches_;
+  std::unordered_map<std::string_view, int> fabricOfSwitch_;
+};
+
+[[nodiscard]] std::string_view toString(SwitchKind v);
+[[nodiscard]] std::string_view toString(PortKind v);
+[[nodiscard]] std::string_view toString(DeviceKind v);
+[[nodiscard]] std::string_view toString(DeviceHealth v);
+[[nodiscard]] std::optional<SwitchKind> parseSwitchKind(std::string_view s);
+[[nodiscard]] std::optional<PortKind> parsePortKind(std::string_view s);
+[[nodiscard]] std::optional<DeviceKind> parseDeviceKind(std::string_view s);
+[[nodiscard]] std::optional<DeviceHealth> parseDeviceHealth(std::string_view s);
+
+}  // namespace switchyard

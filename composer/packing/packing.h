@@ -1,0 +1,65 @@
+// Packing core v1: which host gets which devices. Pure and deterministic: the same Pool and request
+// always give the same answer. Topology-aware best fit:
+//  1. a candidate host must be free (one composed system per host) and have room under its device limit;
+//  2. prefer all devices under one switch that the host has an upstream port into (peer-to-peer);
+//  3. among those, the switch whose eligible free block is the tightest fit (keeps big blocks whole);
+//  4. otherwise (P2P preferred or not needed) span as few switches as possible, direct ones first.
+// Every rejected candidate gets a reason, so "does not fit" always says why.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "composer/model/composition.h"
+#include "composer/packing/pool.h"
+
+namespace switchyard {
+
+enum class PeerToPeer { kRequired, kPreferred, kNone };
+
+struct PlacementRequest {
+  int gpuCount = 0;
+  std::string model;      // empty: any model
+  int minMemoryGiB = 0;   // per GPU
+  PeerToPeer peerToPeer = PeerToPeer::kPreferred;
+  std::optional<HostId> host;      // pinned host
+  bool hostMayHaveSystem = false;  // attach: the pinned host already serves the system
+  std::vector<DeviceId> devices;   // explicit devices (then gpuCount is ignored)
+  TenantId tenant{kDefaultTenant};
+};
+
+struct PlacedDevice {
+  DeviceId deviceId;
+  SwitchId switchId;
+  PortId upstreamPortId;  // the host port the device is bound to
+};
+
+struct CandidateVerdict {
+  HostId hostId;
+  bool feasible = false;
+  std::string reason;  // why rejected, or what it would get
+};
+
+struct Placement {
+  HostId hostId;
+  std::vector<PlacedDevice> devices;
+  std::string explanation;
+};
+
+struct PlacementDecision {
+  std::optional<Placement> placement;
+  std::vector<CandidateVerdict> candidates;  // one per host considered, in host order
+  // When nothing fits: kResourceExhausted / kInvalidArgument / kNotFound / kFailedPrecondition.
+  std::optional<Error> error;
+};
+
+[[nodiscard]] std::string_view toString(PeerToPeer v);
+[[nodiscard]] std::optional<PeerToPeer> parsePeerToPeer(std::string_view s);
+
+// Checks the request on its own (counts, names) before any placement is tried.
+[[nodiscard]] Result<void> validatePlacementRequest(const Pool& pool, const PlacementRequest& request);
+
+[[nodiscard]] PlacementDecision place(const Pool& pool, const PlacementRequest& request);
+
+}  // namespace switchyard

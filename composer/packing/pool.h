@@ -1,0 +1,70 @@
+// The packing core's view of the pool: an index over the topology that the engine keeps current as
+// devices are reserved and released, so that a decision never scans the store or the whole inventory.
+// Pure data; no I/O.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "composer/model/topology.h"
+
+namespace switchyard {
+
+struct PoolDevice {
+  DeviceId id;
+  int switchIndex = -1;
+  DeviceKind kind = DeviceKind::kGpu;
+  std::string model;
+  int memoryGiB = 0;
+  DeviceHealth health = DeviceHealth::kOk;
+  bool free = true;
+};
+
+struct PoolSwitch {
+  SwitchId id;
+  int fabric = 0;
+  std::vector<int> freeDevices;  // device indices, ascending
+};
+
+struct PoolHostPort {
+  PortId portId;
+  int switchIndex = -1;
+  int numaNode = 0;
+};
+
+struct PoolHost {
+  HostId id;
+  std::vector<PoolHostPort> ports;
+  int maxDevices = 0;
+  int attachedDevices = 0;  // bound or reserved for this host
+  bool inSystem = false;    // a host serves at most one composed system
+};
+
+class Pool {
+ public:
+  explicit Pool(const Topology& topology);
+
+  // Marks a device free (back in the pool) or taken (reserved, allocated or quarantined).
+  void setFree(int deviceIndex, bool free);
+  void setHealth(int deviceIndex, DeviceHealth health);
+  void addAttached(int hostIndex, int delta);
+  void setInSystem(int hostIndex, bool inSystem);
+
+  [[nodiscard]] int deviceIndex(std::string_view id) const;  // -1 when unknown
+  [[nodiscard]] int hostIndex(std::string_view id) const;    // -1 when unknown
+  [[nodiscard]] const std::vector<PoolDevice>& devices() const { return devices_; }
+  [[nodiscard]] const std::vector<PoolSwitch>& switches() const { return switches_; }
+  [[nodiscard]] const std::vector<PoolHost>& hosts() const { return hosts_; }
+  [[nodiscard]] int freeCount() const { return freeCount_; }
+
+ private:
+  std::vector<PoolDevice> devices_;
+  std::vector<PoolSwitch> switches_;
+  std::vector<PoolHost> hosts_;
+  std::unordered_map<std::string, int> deviceByid_;
+  std::unordered_map<std::string, int> hostById_;
+  int freeCount_ = 0;
+};
+
+}  // namespace switchyard

@@ -1,0 +1,182 @@
+#include "fabric/simulated_fabric.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace switchyard {
+
+using nlohmann::json;
+
+Result<std::unique_ptr<SimulatedFabric>> SimulatedFabric::create(Topology topology, Clock& clock,
+                                                                 SimulatedFabricOptions options) {
+  if (auto v = validateTopology(topology); !v) return fail(v.error().wrap("simulated fabric"));
+  std::unique_ptr<SimulatedFabric> fabric(new SimulatedFabric(std::move(topology), clock, std::move(options)));
+  if (auto r = fabric->loadState(); !r) return fail(r.error());
+  return fabric;
+}
+
+SimulatedFabric::SimulatedFabric(Topology topology, Clock& clock, SimulatedFabricOptions options)
+    : topology_(std::move(topology)), index_(topology_), clock_(clock), options_(std::move(options)), rng_(options_.seed) {}
+
+Result<Topology> SimulatedFabric::discover() {
+  clock_.sleepFor(options_.latency);
+  std::lock_guard lock(mutex_);
+  ++calls_;
+  if (auto fault = nextFaultLocked(kFaultRead)) return fail(fault->first, "simulated switch did not answer discovery");
+  return topology_;
+}
+
+Result<void> SimulatedFabric::bind(const DeviceId& device, const PortId& upstreamPort) {
+  clock_.sleepFor(options_.latency);
+  std::lock_guard lock(mutex_);
+  ++calls_;
+  const Device* d = index_.device(device);
+  if (!d) return fail(Code::kNotFound, fmt::format("switch has no device '{}'", device));
+  const Port* usp = index_.port(upstreamPort);
+  if (!usp || usp->kind != PortKind::kUpstream)
+    return fail(Code::kNotFound, fmt::format("switch has no upstream port '{}'", upstreamPort));
+  if (index_.fabricOf(*index_.switchOfDevice(device)) != index_.fabricOf(usp->switchId))
+    return fail(Code::kInvalidArgument,
+                fmt::format("device '{}' and upstream port '{}' are in different fabrics", device, upstreamPort));
+  if (auto it = bindings_.find(device); it != bindings_.end()) {
+    if (it->second == upstreamPort) return {};  // idempotent
+    return fail(Code::kFailedPrecondition,
+                fmt::format("device '{}' is bound to upstream port '{}'", device, it->second));
+  }
+  auto fault = nextFaultLocked(kFaultBind);
+  if (fault && !fault->second) return reportFault(*fault, fmt::format("bind {} -> {}", device, upstreamPort));
+  bindings_.emplace(device, upstreamPort);
+  if (auto saved = saveStateLocked(); !saved) {
+    bindings_.erase(device);
+    return saved;
+  }
+  if (fault) return reportFault(*fault, fmt::format("bind {} -> {}", device, upstreamPort));
+  return {};
+}
+
+Result<void> SimulatedFabric::unbind(const DeviceId& device, const PortId& upstreamPort) {
+  clock_.sleepFor(options_.latency);
+  std::lock_guard lock(mutex_);
+  ++calls_;
+  if (!index_.device(device)) return fail(Code::kNotFound, fmt::format("switch has no device '{}'", device));
+  auto it = bindings_.find(device);
+  if (it == bindings_.end()) return {};  // idempotent
+  if (it->second != upstreamPort)
+    return fail(Code::kFailedPrecondition,
+                fmt::format("device '{}' is bound to '{}', not '{}'", device, it->second, upstreamPort));
+  auto fault = nextFaultLocked(kFaultUnbind);
+  if (fault && !fault->second) return reportFault(*fault, fmt::format("unbind {} from {}", device, upstreamPort));
+  bindings_.erase(it);
+  if (auto saved = saveStateLocked(); !saved) {
+    bindings_.emplace(device, upstreamPort);
+    return saved;
+  }
+  if (fault) return reportFault(*fault, fmt::format("unbind {} from {}", device, upstreamPort));
+  return {};
+}
+
+Result<std::vector<Binding>> SimulatedFabric::readBindings() {
+  clock_.sleepFor(options_.latency);
+  std::lock_guard lock(mutex_);
+  ++calls_;
+  if (auto fault = nextFaultLocked(kFaultRead)) return fail(fault->first, "simulated switch did not answer the binding read");
+  std::vector<Binding> out;
+  out.reserve(bindings_.size());
+  for (const auto& [device, port] : bindings_) out.push_back({device, port});
+  std::sort(out.begin(), out.end(), [](const Binding& a, const Binding& b) { return a.deviceId < b.deviceId; });
+  return out;
+}
+
+std::vector<FabricEvent> SimulatedFabric::pollEvents() {
+  std::lock_guard lock(mutex_);
+  return std::exchange(events_, {});
+}
+
+void SimulatedFabric::setFaults(const FaultPlan& plan) {
+  std::lock_guard lock(mutex_);
+  faults_ = plan;
+}
+
+Result<void> SimulatedFabric::setDeviceHealth(const DeviceId& device, DeviceHealth health) {
+  std::lock_guard lock(mutex_);
+  auto it = std::find_if(topology_.devices.begin(), topology_.devices.end(), [&](const Device& d) { return d.id == device; });
+  if (it == topology_.devices.end()) return fail(Code::kNotFound, fmt::format("switch has no device '{}'", device));
+  it->health = health;
+  events_.push_back({"device.health", device, fmt::format("device {} health is now {}", device, toString(health)), health});
+  return {};
+}
+
+std::uint64_t SimulatedFabric::callCount() const {
+  std::lock_guard lock(mutex_);
+  return calls_;
+}
+
+std::optional<std::pair<Code, bool>> SimulatedFabric::nextFaultLocked(FaultTarget target) {
+  if ((faults_.targets & target) == 0) return std::nullopt;
+  if (faults_.failNext > 0) {
+    --faults_.failNext;
+    return std::pair{faults_.failCode, false};
+  }
+  if (faults_.timeoutNext > 0) {
+    --faults_.timeoutNext;
+    return std::pair{Code::kDeadlineExceeded, true};
+  }
+  if (faults_.failProbability > 0.0 && std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < faults_.failProbability)
+    return std::pair{faults_.failCode, false};
+  return std::nullopt;
+}
+
+Result<void> SimulatedFabric::reportFault(std::pair<Code, bool> fault, std::string_view what) {
+  if (fault.first == Code::kDeadlineExceeded) {
+    clock_.sleepFor(options_.timeout);
+    return fail(Code::kDeadlineExceeded, fmt::format("simulated switch timed out: {}", what));
+  }
+  return fail(fault.first, fmt::format("simulated switch refused: {} (injected fault)", what));
+}
+
+Result<void> SimulatedFabric::loadState() {
+  if (options_.statePath.empty() || !std::filesystem::exists(options_.statePath)) return {};
+  const std::string where = options_.statePath.string();
+  std::ifstream in(options_.statePath);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  json root;
+  try {
+    root = json::parse(buffer.str());
+  } catch (const json::exception& e) {
+    return fail(Code::kInvalidArgument, fmt::format("{}: corrupt simulated switch state: {}", where, e.what()));
+  }
+  if (!root.contains("bindings") || !root["bindings"].is_object())
+    return fail(Code::kInvalidArgument, fmt::format("{}: /bindings: expected an object", where));
+  for (const auto& [device, port] : root["bindings"].items()) {
+    if (!index_.device(device) || !port.is_string() || !index_.port(port.get<std::string>()))
+      return fail(Code::kInvalidArgument,
+                  fmt::format("{}: /bindings/{}: names a device or port not in the topology", where, device));
+    bindings_.emplace(device, port.get<std::string>());
+  }
+  return {};
+}
+
+Result<void> SimulatedFabric::saveStateLocked() const {
+  if (options_.statePath.empty()) return {};
+  json root{{"bindings", json::object()}};
+  for (const auto& [device, port] : bindings_) root["bindings"][device] = port;
+  // Write then rename: the file is always a whole table, even if the daemon dies mid-write.
+  auto tmp = options_.statePath;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << root.dump(1);
+    if (!out) return fail(Code::kUnavailable, fmt::format("{}: cannot write simulated switch state", tmp.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, options_.statePath, ec);
+  if (ec) return fail(Code::kUnavailable, fmt::format("{}: {}", options_.statePath.string(), ec.message()));
+  return {};
+}
+
+}  // namespace switchyard

@@ -1,0 +1,74 @@
+// A simulated PCIe/CXL switch manager: a first-class FabricDriver with a real binding table (one
+// partition per host upstream port), per-operation latency on an injected clock, fault injection, and
+// an optional state file so that, like a real switch, its bindings outlive a crash of the daemon.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <random>
+#include <unordered_map>
+
+#include "composer/model/clock.h"
+#include "fabric/fabric_driver.h"
+
+namespace switchyard {
+
+struct SimulatedFabricOptions {
+  Duration latency{0};                       // added to every bind, unbind and read
+  Duration timeout{std::chrono::seconds(5)};  // how long a "timeout" fault takes before it reports
+  std::filesystem::path statePath;            // empty: bindings live in memory only
+  std::uint64_t seed = 1;                     // for probabilistic faults
+};
+
+// Which calls faults apply to.
+enum FaultTarget : unsigned { kFaultBind = 1, kFaultUnbind = 2, kFaultRead = 4 };
+
+struct FaultPlan {
+  int failNext = 0;              // the next N targeted calls fail with failCode
+  double failProbability = 0.0;  // then each targeted call fails with this probability
+  int timeoutNext = 0;           // the next N targeted calls apply, then report kDeadlineExceeded
+  Code failCode = Code::kUnavailable;
+  unsigned targets = kFaultBind | kFaultUnbind;
+};
+
+class SimulatedFabric final : public FabricDriver {
+ public:
+  // Loads bindings from options.statePath when the file exists; fails if it names unknown devices.
+  [[nodiscard]] static Result<std::unique_ptr<SimulatedFabric>> create(Topology topology, Clock& clock,
+                                                                       SimulatedFabricOptions options);
+
+  [[nodiscard]] std::string_view name() const override { return "simulated"; }
+  [[nodiscard]] Result<Topology> discover() override;
+  [[nodiscard]] Result<void> bind(const DeviceId& device, const PortId& upstreamPort) override;
+  [[nodiscard]] Result<void> unbind(const DeviceId& device, const PortId& upstreamPort) override;
+  [[nodiscard]] Result<std::vector<Binding>> readBindings() override;
+  [[nodiscard]] std::vector<FabricEvent> pollEvents() override;
+
+  void setFaults(const FaultPlan& plan);
+  // Changes a device's health as a switch's monitor would, and raises an event.
+  [[nodiscard]] Result<void> setDeviceHealth(const DeviceId& device, DeviceHealth health);
+  [[nodiscard]] std::uint64_t callCount() const;
+
+ private:
+  SimulatedFabric(Topology topology, Clock& clock, SimulatedFabricOptions options);
+  [[nodiscard]] Result<void> loadState();
+  [[nodiscard]] Result<void> saveStateLocked() const;
+  // Returns the injected fault for this call, if any: {code, applyAnyway}.
+  [[nodiscard]] std::optional<std::pair<Code, bool>> nextFaultLocked(FaultTarget target);
+  [[nodiscard]] Result<void> reportFault(std::pair<Code, bool> fault, std::string_view what);
+
+  Topology topology_;
+  TopologyIndex index_;
+  Clock& clock_;
+  SimulatedFabricOptions options_;
+
+  mutable std::mutex mutex_;
+  std::unordered_map<DeviceId, PortId> bindings_;  // the switch's partition table
+  std::vector<FabricEvent> events_;
+  FaultPlan faults_;
+  std::mt19937_64 rng_;
+  std::uint64_t calls_ = 0;
+};
+
+}  // namespace switchyard

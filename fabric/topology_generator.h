@@ -1,0 +1,30 @@
+// Builds regular topologies: the embedded default (two 8-GPU chassis, four hosts) and large pools for
+// benchmarks. Layout: fabrics of S switches chained by inter-switch links; each switch holds G GPUs;
+// each fabric has H hosts, each with P upstream ports into consecutive switches of its fabric.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "composer/model/topology.h"
+
+namespace switchyard {
+
+struct TopologyShape {
+  int totalGpus = 16;
+  int switchesPerFabric = 2;
+  int gpusPerSwitch = 8;
+  int hostsPerFabric = 4;
+  int upstreamPortsPerHost = 2;
+  int maxDevicesPerHost = 16;
+  // GPU model per switch, cycled (switch i gets models[i % size]).
+  std::vector<std::string> models{"H100-SXM5-80GB", "A100-SXM4-40GB"};
+};
+
+[[nodiscard]] Topology generateTopology(const TopologyShape& shape);
+
+// Two GPU chassis (one PCIe switch with 8 GPUs each) joined by an inter-switch link, and four hosts
+// with one upstream port into each switch.
+[[nodiscard]] Topology defaultTopology();
+
+}  // namespace switchyard

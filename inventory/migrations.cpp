@@ -1,0 +1,50 @@
+#include "inventory/migrations.h"
+
+namespace switchyard {
+
+const std::vector<Migration>& schemaMigrations() {
+  static const std::vector<Migration> kMigrations{
+      {1, "inventory, assignments, systems, operations and events", R"sql(
+CREATE TABLE switches (
+  id TEXT PRIMARY KEY, kind TEXT NOT NULL, model TEXT NOT NULL);
+CREATE TABLE ports (
+  id TEXT PRIMARY KEY, switch_id TEXT NOT NULL REFERENCES switches(id), kind TEXT NOT NULL,
+  link_generation INTEGER NOT NULL, link_width INTEGER NOT NULL, peer_port TEXT NOT NULL);
+CREATE TABLE hosts (
+  id TEXT PRIMARY KEY, cpu_cores INTEGER NOT NULL, memory_gib INTEGER NOT NULL, max_devices INTEGER NOT NULL);
+CREATE TABLE host_upstream_ports (
+  host_id TEXT NOT NULL REFERENCES hosts(id), port_id TEXT NOT NULL, numa_node INTEGER NOT NULL,
+  position INTEGER NOT NULL, PRIMARY KEY (host_id, port_id));
+CREATE TABLE devices (
+  id TEXT PRIMARY KEY, kind TEXT NOT NULL, port_id TEXT NOT NULL, model TEXT NOT NULL,
+  memory_gib INTEGER NOT NULL, serial TEXT NOT NULL, health TEXT NOT NULL, mig_capable INTEGER NOT NULL);
+CREATE TABLE device_assignments (
+  device_id TEXT PRIMARY KEY, allocation TEXT NOT NULL, owner TEXT NOT NULL);
+CREATE TABLE tenants (id TEXT PRIMARY KEY, display_name TEXT NOT NULL);
+INSERT INTO tenants VALUES ('default', 'Default tenant');
+CREATE TABLE systems (
+  id TEXT PRIMARY KEY, number INTEGER NOT NULL UNIQUE, name TEXT NOT NULL, host_id TEXT NOT NULL,
+  tenant TEXT NOT NULL, state TEXT NOT NULL, active_operation TEXT NOT NULL, labels TEXT NOT NULL,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+CREATE INDEX systems_by_state ON systems(state);
+CREATE TABLE system_devices (
+  system_id TEXT NOT NULL REFERENCES systems(id), device_id TEXT NOT NULL, upstream_port_id TEXT NOT NULL,
+  position INTEGER NOT NULL, PRIMARY KEY (system_id, device_id));
+CREATE TABLE operations (
+  id TEXT PRIMARY KEY, number INTEGER NOT NULL UNIQUE, kind TEXT NOT NULL, system_id TEXT NOT NULL,
+  host_id TEXT NOT NULL, state TEXT NOT NULL, explanation TEXT NOT NULL, error TEXT NOT NULL,
+  created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+CREATE INDEX operations_by_state ON operations(state);
+CREATE TABLE operation_steps (
+  operation_id TEXT NOT NULL REFERENCES operations(id), position INTEGER NOT NULL, kind TEXT NOT NULL,
+  device_id TEXT NOT NULL, upstream_port_id TEXT NOT NULL, state TEXT NOT NULL, compensation INTEGER NOT NULL,
+  attempts INTEGER NOT NULL, message TEXT NOT NULL, finished_at INTEGER NOT NULL,
+  PRIMARY KEY (operation_id, position));
+CREATE TABLE events (
+  sequence INTEGER PRIMARY KEY, at INTEGER NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL, message TEXT NOT NULL);
+)sql"},
+  };
+  return kMigrations;
+}
+
+}  // namespace switchyard

@@ -1,0 +1,339 @@
+#include "inventory/sqlite_store.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "inventory/migrations.h"
+
+namespace switchyard {
+
+namespace {
+
+std::uint64_t numberFromId(std::string_view id) {
+  const auto dash = id.rfind('-');
+  if (dash == std::string_view::npos) return 0;
+  std::uint64_t n = 0;
+  for (char c : id.substr(dash + 1)) {
+    if (c < '0' || c > '9') return 0;
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return n;
+}
+
+template <typename E, typename Parse>
+Result<E> parseColumn(const std::string& text, Parse parse, std::string_view what) {
+  if (auto v = parse(text)) return *v;
+  return fail(Code::kInternal, fmt::format("store holds an unknown {} '{}'", what, text));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::filesystem::path& path, Durability durability) {
+  if (path.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+    if (ec) return fail(Code::kUnavailable, fmt::format("{}: cannot create directory: {}", path.parent_path().string(), ec.message()));
+  }
+  SY_ASSIGN(auto db, SqliteDb::open(path, durability));
+  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
+  if (auto r = store->migrate(); !r) return fail(r.error().wrap(path.string()));
+  return store;
+}
+
+Result<int> SqliteStore::schemaVersion() {
+  SY_ASSIGN(auto stmt, db_->prepare("PRAGMA user_version"));
+  SY_ASSIGN(bool row, stmt.step());
+  const int version = row ? static_cast<int>(stmt.integer(0)) : 0;
+  stmt.reset();
+  return version;
+}
+
+Result<void> SqliteStore::migrate() {
+  SY_ASSIGN(int current, schemaVersion());
+  const auto& migrations = schemaMigrations();
+  const int newest = migrations.empty() ? 0 : migrations.back().version;
+  if (current > newest)
+    return fail(Code::kFailedPrecondition,
+                fmt::format("database schema version {} is newer than this yardd understands ({}); upgrade yardd", current, newest));
+  for (const auto& m : migrations) {
+    if (m.version <= current) continue;
+    Transaction tx(*db_);
+    SY_TRY(tx.begin());
+    if (auto r = db_->exec(m.sql); !r) return fail(r.error().wrap(fmt::format("migration {} ({})", m.version, m.description)));
+    SY_TRY(db_->exec(fmt::format("PRAGMA user_version = {}", m.version)));
+    SY_TRY(tx.commit());
+  }
+  return {};
+}
+
+Result<void> SqliteStore::write(std::span<const StoreWrite> batch) {
+  Transaction tx(*db_);
+  SY_TRY(tx.begin());
+  for (const auto& w : batch) {
+    auto r = std::visit([this](const auto& item) { return apply(item); }, w);
+    if (!r) return r;
+  }
+  return tx.commit();
+}
+
+Result<void> SqliteStore::apply(const PutInventory& w) {
+  for (const char* table : {"host_upstream_ports", "hosts", "devices", "ports", "switches"})
+    SY_TRY(db_->exec(fmt::format("DELETE FROM {}", table)));
+  const Topology& t = w.topology;
+  for (const auto& s : t.switches) {
+    SY_ASSIGN(auto st, db_->prepare("INSERT INTO switches VALUES (?1, ?2, ?3)"));
+    SY_TRY(st.bind(1, s.id).bind(2, toString(s.kind)).bind(3, s.model).run());
+  }
+  for (const auto& p : t.ports) {
+    SY_ASSIGN(auto st, db_->prepare("INSERT INTO ports VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    SY_TRY(st.bind(1, p.id).bind(2, p.switchId).bind(3, toString(p.kind)).bind(4, p.linkGeneration).bind(5, p.linkWidth).bind(6, p.peerPort).run());
+  }
+  for (const auto& h : t.hosts) {
+    SY_ASSIGN(auto st, db_->prepare("INSERT INTO hosts VALUES (?1, ?2, ?3, ?4)"));
+    SY_TRY(st.bind(1, h.id).bind(2, h.cpuCores).bind(3, h.memoryGiB).bind(4, h.maxDevices).run());
+    for (std::size_t i = 0; i < h.upstreamPorts.size(); ++i) {
+      SY_ASSIGN(auto us, db_->prepare("INSERT INTO host_upstream_ports VALUES (?1, ?2, ?3, ?4)"));
+      SY_TRY(us.bind(1, h.id).bind(2, h.upstreamPorts[i].portId).bind(3, h.upstreamPorts[i].numaNode).bind(4, static_cast<int>(i)).run());
+    }
+  }
+  for (const auto& d : t.devices) {
+    SY_ASSIGN(auto st, db_->prepare("INSERT INTO devices VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+    SY_TRY(st.bind(1, d.id).bind(2, toString(d.kind)).bind(3, d.portId).bind(4, d.model).bind(5, d.memoryGiB)
+               .bind(6, d.serial).bind(7, toString(d.health)).bind(8, d.migCapable ? 1 : 0).run());
+  }
+  return {};
+}
+
+Result<void> SqliteStore::apply(const PutSystem& w) {
+  const System& s = w.system;
+  nlohmann::json labels = s.labels;
+  SY_ASSIGN(auto st, db_->prepare(
+                         "INSERT INTO systems VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(id) DO UPDATE SET "
+                         "name=excluded.name, host_id=excluded.host_id, tenant=excluded.tenant, state=excluded.state, "
+                         "active_operation=excluded.active_operation, labels=excluded.labels, updated_at=excluded.updated_at"));
+  SY_TRY(st.bind(1, s.id).bind(2, static_cast<std::int64_t>(numberFromId(s.id))).bind(3, s.name).bind(4, s.hostId).bind(5, s.tenant)
+             .bind(6, toString(s.state)).bind(7, s.activeOperation).bind(8, labels.dump()).bind(9, s.createdAt).bind(10, s.updatedAt).run());
+  SY_ASSIGN(auto del, db_->prepare("DELETE FROM system_devices WHERE system_id = ?1"));
+  SY_TRY(del.bind(1, s.id).run());
+  for (std::size_t i = 0; i < s.bindings.size(); ++i) {
+    SY_ASSIGN(auto ins, db_->prepare("INSERT INTO system_devices VALUES (?1, ?2, ?3, ?4)"));
+    SY_TRY(ins.bind(1, s.id).bind(2, s.bindings[i].deviceId).bind(3, s.bindings[i].upstreamPortId).bind(4, static_cast<int>(i)).run());
+  }
+  return {};
+}
+
+Result<void> SqliteStore::apply(const PutOperation& w) {
+  const Operation& op = w.operation;
+  SY_ASSIGN(auto st, db_->prepare(
+                         "INSERT INTO operations VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(id) DO UPDATE SET "
+                         "state=excluded.state, explanation=excluded.explanation, error=excluded.error, updated_at=excluded.updated_at"));
+  SY_TRY(st.bind(1, op.id).bind(2, static_cast<std::int64_t>(numberFromId(op.id))).bind(3, toString(op.kind)).bind(4, op.systemId)
+             .bind(5, op.hostId).bind(6, toString(op.state)).bind(7, op.explanation).bind(8, op.error).bind(9, op.createdAt)
+             .bind(10, op.updatedAt).run());
+  for (std::size_t i = 0; i < op.steps.size(); ++i) {
+    const Step& s = op.steps[i];
+    SY_ASSIGN(auto ss, db_->prepare("INSERT OR REPLACE INTO operation_steps VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
+    SY_TRY(ss.bind(1, op.id).bind(2, static_cast<int>(i)).bind(3, toString(s.kind)).bind(4, s.deviceId).bind(5, s.upstreamPortId)
+               .bind(6, toString(s.state)).bind(7, s.compensation ? 1 : 0).bind(8, s.attempts).bind(9, s.message).bind(10, s.finishedAt).run());
+  }
+  return {};
+}
+
+Result<void> SqliteStore::apply(const PutAssignment& w) {
+  const DeviceAssignment& a = w.assignment;
+  if (a.allocation == DeviceAllocation::kFree) {
+    SY_ASSIGN(auto st, db_->prepare("DELETE FROM device_assignments WHERE device_id = ?1"));
+    return st.bind(1, a.deviceId).run();
+  }
+  SY_ASSIGN(auto st, db_->prepare("INSERT OR REPLACE INTO device_assignments VALUES (?1, ?2, ?3)"));
+  return st.bind(1, a.deviceId).bind(2, toString(a.allocation)).bind(3, a.owner).run();
+}
+
+Result<void> SqliteStore::apply(const PutEvent& w) {
+  const Event& e = w.event;
+  SY_ASSIGN(auto st, db_->prepare("INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5)"));
+  return st.bind(1, static_cast<std::int64_t>(e.sequence)).bind(2, e.at).bind(3, e.type).bind(4, e.subject).bind(5, e.message).run();
+}
+
+Result<std::optional<Topology>> SqliteStore::loadInventory() {
+  Topology t;
+  SY_ASSIGN(auto sw, db_->prepare("SELECT id, kind, model FROM switches ORDER BY rowid"));
+  while (true) {
+    SY_ASSIGN(bool row, sw.step());
+    if (!row) break;
+    SY_ASSIGN(auto kind, parseColumn<SwitchKind>(sw.text(1), parseSwitchKind, "switch kind"));
+    t.switches.push_back({sw.text(0), kind, sw.text(2)});
+  }
+  sw.reset();
+  if (t.switches.empty()) return std::optional<Topology>{};
+  SY_ASSIGN(auto ports, db_->prepare("SELECT id, switch_id, kind, link_generation, link_width, peer_port FROM ports ORDER BY rowid"));
+  while (true) {
+    SY_ASSIGN(bool row, ports.step());
+    if (!row) break;
+    SY_ASSIGN(auto kind, parseColumn<PortKind>(ports.text(2), parsePortKind, "port kind"));
+    t.ports.push_back({ports.text(0), ports.text(1), kind, static_cast<int>(ports.integer(3)), static_cast<int>(ports.integer(4)), ports.text(5)});
+  }
+  ports.reset();
+  SY_ASSIGN(auto hosts, db_->prepare("SELECT id, cpu_cores, memory_gib, max_devices FROM hosts ORDER BY rowid"));
+  while (true) {
+    SY_ASSIGN(bool row, hosts.step());
+    if (!row) break;
+    t.hosts.push_back({hosts.text(0), {}, static_cast<int>(hosts.integer(1)), static_cast<int>(hosts.integer(2)), static_cast<int>(hosts.integer(3))});
+  }
+  hosts.reset();
+  for (auto& h : t.hosts) {
+    SY_ASSIGN(auto usp, db_->prepare("SELECT port_id, numa_node FROM host_upstream_ports WHERE host_id = ?1 ORDER BY position"));
+    usp.bind(1, h.id);
+    while (true) {
+      SY_ASSIGN(bool row, usp.step());
+      if (!row) break;
+      h.upstreamPorts.push_back({usp.text(0), static_cast<int>(usp.integer(1))});
+    }
+    usp.reset();
+  }
+  SY_ASSIGN(auto dev, db_->prepare("SELECT id, kind, port_id, model, memory_gib, serial, health, mig_capable FROM devices ORDER BY rowid"));
+  while (true) {
+    SY_ASSIGN(bool row, dev.step());
+    if (!row) break;
+    SY_ASSIGN(auto kind, parseColumn<DeviceKind>(dev.text(1), parseDeviceKind, "device kind"));
+    SY_ASSIGN(auto health, parseColumn<DeviceHealth>(dev.text(6), parseDeviceHealth, "device health"));
+    t.devices.push_back({dev.text(0), kind, dev.text(2), dev.text(3), static_cast<int>(dev.integer(4)), dev.text(5), health, dev.integer(7) != 0});
+  }
+  dev.reset();
+  return std::optional<Topology>(std::move(t));
+}
+
+Result<std::vector<System>> SqliteStore::loadSystems() {
+  std::vector<System> out;
+  SY_ASSIGN(auto st, db_->prepare("SELECT id, name, host_id, tenant, state, active_operation, labels, created_at, updated_at "
+                                  "FROM systems WHERE state NOT IN ('decomposed', 'failed') ORDER BY number"));
+  while (true) {
+    SY_ASSIGN(bool row, st.step());
+    if (!row) break;
+    System s;
+    s.id = st.text(0);
+    s.name = st.text(1);
+    s.hostId = st.text(2);
+    s.tenant = st.text(3);
+    SY_ASSIGN(s.state, parseColumn<SystemState>(st.text(4), parseSystemState, "system state"));
+    s.activeOperation = st.text(5);
+    s.labels = nlohmann::json::parse(st.text(6)).get<std::map<std::string, std::string>>();
+    s.createdAt = st.integer(7);
+    s.updatedAt = st.integer(8);
+    out.push_back(std::move(s));
+  }
+  st.reset();
+  for (auto& s : out) {
+    SY_ASSIGN(auto d, db_->prepare("SELECT device_id, upstream_port_id FROM system_devices WHERE system_id = ?1 ORDER BY position"));
+    d.bind(1, s.id);
+    while (true) {
+      SY_ASSIGN(bool row, d.step());
+      if (!row) break;
+      s.bindings.push_back({d.text(0), d.text(1)});
+    }
+    d.reset();
+  }
+  return out;
+}
+
+Result<void> SqliteStore::loadSteps(Operation& op) {
+  SY_ASSIGN(auto st, db_->prepare("SELECT kind, device_id, upstream_port_id, state, compensation, attempts, message, finished_at "
+                                  "FROM operation_steps WHERE operation_id = ?1 ORDER BY position"));
+  st.bind(1, op.id);
+  while (true) {
+    SY_ASSIGN(bool row, st.step());
+    if (!row) break;
+    Step s;
+    SY_ASSIGN(s.kind, parseColumn<StepKind>(st.text(0), parseStepKind, "step kind"));
+    s.deviceId = st.text(1);
+    s.upstreamPortId = st.text(2);
+    SY_ASSIGN(s.state, parseColumn<StepState>(st.text(3), parseStepState, "step state"));
+    s.compensation = st.integer(4) != 0;
+    s.attempts = static_cast<int>(st.integer(5));
+    s.message = st.text(6);
+    s.finishedAt = st.integer(7);
+    op.steps.push_back(std::move(s));
+  }
+  st.reset();
+  return {};
+}
+
+Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& whereClause, std::size_t limit, std::string_view param) {
+  std::vector<Operation> out;
+  SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT id, kind, system_id, host_id, state, explanation, error, created_at, updated_at "
+                                              "FROM operations {} ORDER BY number DESC LIMIT ?2",
+                                              whereClause)));
+  if (!param.empty()) st.bind(1, param);
+  st.bind(2, static_cast<std::int64_t>(limit));
+  while (true) {
+    SY_ASSIGN(bool row, st.step());
+    if (!row) break;
+    Operation op;
+    op.id = st.text(0);
+    SY_ASSIGN(op.kind, parseColumn<OperationKind>(st.text(1), parseOperationKind, "operation kind"));
+    op.systemId = st.text(2);
+    op.hostId = st.text(3);
+    SY_ASSIGN(op.state, parseColumn<OperationState>(st.text(4), parseOperationState, "operation state"));
+    op.explanation = st.text(5);
+    op.error = st.text(6);
+    op.createdAt = st.integer(7);
+    op.updatedAt = st.integer(8);
+    out.push_back(std::move(op));
+  }
+  st.reset();
+  for (auto& op : out) SY_TRY(loadSteps(op));
+  return out;
+}
+
+Result<StoreSnapshot> SqliteStore::load() {
+  StoreSnapshot snap;
+  SY_ASSIGN(snap.inventory, loadInventory());
+  SY_ASSIGN(snap.systems, loadSystems());
+  SY_ASSIGN(snap.unfinishedOperations,
+            loadOperations("WHERE state IN ('running', 'rolling-back') AND ?1 IS NULL", 1'000'000, {}));
+  std::reverse(snap.unfinishedOperations.begin(), snap.unfinishedOperations.end());  // oldest first
+  SY_ASSIGN(auto as, db_->prepare("SELECT device_id, allocation, owner FROM device_assignments ORDER BY device_id"));
+  while (true) {
+    SY_ASSIGN(bool row, as.step());
+    if (!row) break;
+    SY_ASSIGN(auto allocation, parseColumn<DeviceAllocation>(as.text(1), parseDeviceAllocation, "device allocation"));
+    snap.assignments.push_back({as.text(0), allocation, as.text(2)});
+  }
+  as.reset();
+  SY_ASSIGN(auto mx, db_->prepare("SELECT (SELECT IFNULL(MAX(sequence), 0) FROM events), (SELECT IFNULL(MAX(number), 0) FROM systems), "
+                                  "(SELECT IFNULL(MAX(number), 0) FROM operations)"));
+  SY_ASSIGN(bool row, mx.step());
+  if (row) {
+    snap.lastEventSequence = static_cast<std::uint64_t>(mx.integer(0));
+    snap.lastSystemNumber = static_cast<std::uint64_t>(mx.integer(1));
+    snap.lastOperationNumber = static_cast<std::uint64_t>(mx.integer(2));
+  }
+  mx.reset();
+  return snap;
+}
+
+Result<std::optional<Operation>> SqliteStore::getOperation(const OperationId& id) {
+  SY_ASSIGN(auto ops, loadOperations("WHERE id = ?1", 1, id));
+  if (ops.empty()) return std::optional<Operation>{};
+  return std::optional<Operation>(std::move(ops.front()));
+}
+
+Result<std::vector<Operation>> SqliteStore::listOperations(std::size_t limit) {
+  return loadOperations("WHERE ?1 IS NULL", limit, {});
+}
+
+Result<std::vector<Event>> SqliteStore::listEvents(std::uint64_t afterSequence, std::size_t limit) {
+  std::vector<Event> out;
+  SY_ASSIGN(auto st, db_->prepare("SELECT sequence, at, type, subject, message FROM events WHERE sequence > ?1 ORDER BY sequence LIMIT ?2"));
+  st.bind(1, static_cast<std::int64_t>(afterSequence)).bind(2, static_cast<std::int64_t>(limit));
+  while (true) {
+    SY_ASSIGN(bool row, st.step());
+    if (!row) break;
+    out.push_back({static_cast<std::uint64_t>(st.integer(0)), st.integer(1), st.text(2), st.text(3), st.text(4)});
+  }
+  st.reset();
+  return out;
+}
+
+}  // namespace switchyard

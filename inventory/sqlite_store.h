@@ -1,0 +1,45 @@
+// The embedded default Store: one SQLite file in WAL mode. See docs/adr/0003-store.md for the choice
+// of synchronous mode.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "inventory/sqlite_db.h"
+#include "inventory/store.h"
+
+namespace switchyard {
+
+class SqliteStore final : public Store {
+ public:
+  // Opens (creating if needed) and migrates the schema to the newest version. A database written by a
+  // newer Switchyard is refused rather than guessed at.
+  [[nodiscard]] static Result<std::unique_ptr<SqliteStore>> open(const std::filesystem::path& path,
+                                                                 Durability durability = Durability::kNormal);
+
+  [[nodiscard]] Result<StoreSnapshot> load() override;
+  [[nodiscard]] Result<void> write(std::span<const StoreWrite> batch) override;
+  [[nodiscard]] Result<std::optional<Operation>> getOperation(const OperationId& id) override;
+  [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit) override;
+  [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) override;
+
+  [[nodiscard]] Result<int> schemaVersion();
+
+ private:
+  explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  [[nodiscard]] Result<void> migrate();
+  [[nodiscard]] Result<void> apply(const PutInventory& w);
+  [[nodiscard]] Result<void> apply(const PutSystem& w);
+  [[nodiscard]] Result<void> apply(const PutOperation& w);
+  [[nodiscard]] Result<void> apply(const PutAssignment& w);
+  [[nodiscard]] Result<void> apply(const PutEvent& w);
+  [[nodiscard]] Result<std::optional<Topology>> loadInventory();
+  [[nodiscard]] Result<std::vector<System>> loadSystems();
+  [[nodiscard]] Result<std::vector<Operation>> loadOperations(const std::string& whereClause, std::size_t limit,
+                                                              std::string_view param);
+  [[nodiscard]] Result<void> loadSteps(Operation& op);
+
+  std::unique_ptr<SqliteDb> db_;
+};
+
+}  // namespace switchyard

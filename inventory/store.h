@@ -1,0 +1,59 @@
+// The store: the durable record of inventory, device assignments, systems, operations with their step
+// logs, and the event/audit trail. An interface because an etcd backend (active/standby daemons) comes
+// later; the engine depends on this and nothing else of inventory/.
+//
+// Contract: write() applies a batch atomically (all or nothing) and, once it returns, the batch
+// survives a crash of the daemon process. Used from one thread (the engine's control executor).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <variant>
+#include <vector>
+
+#include "composer/model/composition.h"
+#include "composer/model/error.h"
+#include "composer/model/topology.h"
+
+namespace switchyard {
+
+struct PutInventory {
+  Topology topology;
+};
+struct PutSystem {
+  System system;
+};
+struct PutOperation {
+  Operation operation;
+};
+struct PutAssignment {
+  DeviceAssignment assignment;
+};
+struct PutEvent {
+  Event event;
+};
+using StoreWrite = std::variant<PutInventory, PutSystem, PutOperation, PutAssignment, PutEvent>;
+
+struct StoreSnapshot {
+  std::optional<Topology> inventory;          // absent on a new store
+  std::vector<System> systems;                // every system not yet decomposed
+  std::vector<Operation> unfinishedOperations;
+  std::vector<DeviceAssignment> assignments;  // every device that is not free
+  std::uint64_t lastEventSequence = 0;
+  std::uint64_t lastSystemNumber = 0;     // ids are sys-<n>
+  std::uint64_t lastOperationNumber = 0;  // ids are op-<n>
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  [[nodiscard]] virtual Result<StoreSnapshot> load() = 0;
+  [[nodiscard]] virtual Result<void> write(std::span<const StoreWrite> batch) = 0;
+  [[nodiscard]] virtual Result<std::optional<Operation>> getOperation(const OperationId& id) = 0;
+  // Newest first.
+  [[nodiscard]] virtual Result<std::vector<Operation>> listOperations(std::size_t limit) = 0;
+  [[nodiscard]] virtual Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) = 0;
+};
+
+}  // namespace switchyard
