@@ -1,0 +1,206 @@
+#include "composer/api/proto_convert.h"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+namespace switchyard {
+
+Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string& tenant) {
+  PlacementRequest r;
+  r.gpuCount = gpus.count();
+  r.model = gpus.model();
+  r.minMemoryGiB = gpus.min_memory_gib();
+  switch (gpus.peer_to_peer()) {
+    case pb::PEER_TO_PEER_UNSPECIFIED:
+    case pb::PEER_TO_PEER_PREFERRED: r.peerToPeer = PeerToPeer::kPreferred; break;
+    case pb::PEER_TO_PEER_REQUIRED: r.peerToPeer = PeerToPeer::kRequired; break;
+    case pb::PEER_TO_PEER_NONE: r.peerToPeer = PeerToPeer::kNone; break;
+    default:
+      return fail(Code::kInvalidArgument,
+                  fmt::format("peer_to_peer: unknown value {} (use REQUIRED, PREFERRED or NONE)", static_cast<int>(gpus.peer_to_peer())));
+  }
+  if (!gpus.host().empty()) r.host = gpus.host();
+  r.devices.assign(gpus.device_ids().begin(), gpus.device_ids().end());
+  r.tenant = tenant.empty() ? std::string(kDefaultTenant) : tenant;
+  return r;
+}
+
+namespace {
+
+pb::SystemState toProto(SystemState s) {
+  switch (s) {
+    case SystemState::kComposing: return pb::SYSTEM_STATE_COMPOSING;
+    case SystemState::kComposed: return pb::SYSTEM_STATE_COMPOSED;
+    case SystemState::kDegraded: return pb::SYSTEM_STATE_DEGRADED;
+    case SystemState::kDecomposing: return pb::SYSTEM_STATE_DECOMPOSING;
+    case SystemState::kDecomposed: return pb::SYSTEM_STATE_DECOMPOSED;
+    case SystemState::kFailed: return pb::SYSTEM_STATE_FAILED;
+  }
+  return pb::SYSTEM_STATE_UNSPECIFIED;
+}
+
+pb::OperationKind toProto(OperationKind k) {
+  switch (k) {
+    case OperationKind::kCompose: return pb::OPERATION_KIND_COMPOSE;
+    case OperationKind::kDecompose: return pb::OPERATION_KIND_DECOMPOSE;
+    case OperationKind::kAttach: return pb::OPERATION_KIND_ATTACH;
+    case OperationKind::kDetach: return pb::OPERATION_KIND_DETACH;
+  }
+  return pb::OPERATION_KIND_UNSPECIFIED;
+}
+
+pb::OperationState toProto(OperationState s) {
+  switch (s) {
+    case OperationState::kRunning: return pb::OPERATION_STATE_RUNNING;
+    case OperationState::kRollingBack: return pb::OPERATION_STATE_ROLLING_BACK;
+    case OperationState::kSucceeded: return pb::OPERATION_STATE_SUCCEEDED;
+    case OperationState::kFailed: return pb::OPERATION_STATE_FAILED;
+  }
+  return pb::OPERATION_STATE_UNSPECIFIED;
+}
+
+pb::DeviceAllocation toProto(DeviceAllocation a) {
+  switch (a) {
+    case DeviceAllocation::kFree: return pb::DEVICE_ALLOCATION_FREE;
+    case DeviceAllocation::kReserved: return pb::DEVICE_ALLOCATION_RESERVED;
+    case DeviceAllocation::kAllocated: return pb::DEVICE_ALLOCATION_ALLOCATED;
+    case DeviceAllocation::kQuarantined: return pb::DEVICE_ALLOCATION_QUARANTINED;
+  }
+  return pb::DEVICE_ALLOCATION_UNSPECIFIED;
+}
+
+}  // namespace
+
+void toProto(const System& s, pb::System& out) {
+  out.set_id(s.id);
+  out.set_name(s.name);
+  out.set_host_id(s.hostId);
+  for (const auto& b : s.bindings) {
+    auto* pbb = out.add_bindings();
+    pbb->set_device_id(b.deviceId);
+    pbb->set_upstream_port_id(b.upstreamPortId);
+  }
+  out.set_tenant(s.tenant);
+  for (const auto& [k, v] : s.labels) (*out.mutable_labels())[k] = v;
+  out.set_state(toProto(s.state));
+  out.set_active_operation(s.activeOperation);
+  out.set_created_at(formatTimestamp(s.createdAt));
+  out.set_updated_at(formatTimestamp(s.updatedAt));
+}
+
+void toProto(const Operation& op, pb::Operation& out) {
+  out.set_id(op.id);
+  out.set_kind(toProto(op.kind));
+  out.set_system_id(op.systemId);
+  out.set_host_id(op.hostId);
+  out.set_state(toProto(op.state));
+  out.set_done(op.finished());
+  for (const auto& s : op.steps) {
+    auto* ps = out.add_steps();
+    ps->set_kind(std::string(toString(s.kind)));
+    ps->set_device_id(s.deviceId);
+    ps->set_upstream_port_id(s.upstreamPortId);
+    ps->set_state(std::string(toString(s.state)));
+    ps->set_compensation(s.compensation);
+    ps->set_attempts(s.attempts);
+    ps->set_message(s.message);
+  }
+  out.set_explanation(op.explanation);
+  out.set_error(op.error);
+  out.set_created_at(formatTimestamp(op.createdAt));
+  out.set_updated_at(formatTimestamp(op.updatedAt));
+}
+
+void toProto(const DeviceView& v, pb::Device& out) {
+  const Device& d = v.device;
+  out.set_id(d.id);
+  out.set_kind(std::string(toString(d.kind)));
+  out.set_model(d.model);
+  out.set_memory_gib(d.memoryGiB);
+  out.set_serial(d.serial);
+  out.set_health(std::string(toString(d.health)));
+  out.set_mig_capable(d.migCapable);
+  out.set_switch_id(v.switchId);
+  out.set_port_id(d.portId);
+  out.set_allocation(toProto(v.assignment.allocation));
+  out.set_owner(v.assignment.owner);
+  out.set_system_id(v.systemId);
+  out.set_host_id(v.hostId);
+  out.set_upstream_port_id(v.upstreamPortId);
+}
+
+void toProto(const HostView& v, const TopologyIndex& index, pb::Host& out) {
+  out.set_id(v.host.id);
+  for (const auto& u : v.host.upstreamPorts) {
+    auto* pu = out.add_upstream_ports();
+    pu->set_port_id(u.portId);
+    if (const Port* p = index.port(u.portId)) pu->set_switch_id(p->switchId);
+    pu->set_numa_node(u.numaNode);
+  }
+  out.set_cpu_cores(v.host.cpuCores);
+  out.set_memory_gib(v.host.memoryGiB);
+  out.set_max_devices(v.host.maxDevices);
+  out.set_attached_devices(v.attachedDevices);
+  out.set_system_id(v.systemId);
+}
+
+void toProto(const Event& e, pb::Event& out) {
+  out.set_sequence(e.sequence);
+  out.set_at(formatTimestamp(e.at));
+  out.set_type(e.type);
+  out.set_subject(e.subject);
+  out.set_message(e.message);
+}
+
+void toProto(const PlacementDecision& d, pb::PlanResponse& out) {
+  out.set_fits(d.placement.has_value());
+  if (d.placement) {
+    out.set_host_id(d.placement->hostId);
+    out.set_explanation(d.placement->explanation);
+    for (const auto& p : d.placement->devices) {
+      auto* pd = out.add_devices();
+      pd->set_device_id(p.deviceId);
+      pd->set_switch_id(p.switchId);
+      pd->set_upstream_port_id(p.upstreamPortId);
+    }
+  } else if (d.error) {
+    out.set_explanation(d.error->message);
+  }
+  for (const auto& c : d.candidates) {
+    auto* pc = out.add_candidates();
+    pc->set_host_id(c.hostId);
+    pc->set_feasible(c.feasible);
+    pc->set_reason(c.reason);
+  }
+}
+
+void toProto(const Topology& t, const std::vector<HostView>& hosts, const std::vector<DeviceView>& devices, pb::Topology& out) {
+  TopologyIndex index(t);
+  std::unordered_map<std::string, HostId> hostOfPort;
+  for (const auto& h : t.hosts)
+    for (const auto& u : h.upstreamPorts) hostOfPort[u.portId] = h.id;
+  std::unordered_map<std::string, DeviceId> deviceOfPort;
+  for (const auto& d : t.devices) deviceOfPort[d.portId] = d.id;
+  for (const auto& sw : t.switches) {
+    auto* ps = out.add_switches();
+    ps->set_id(sw.id);
+    ps->set_kind(std::string(toString(sw.kind)));
+    ps->set_model(sw.model);
+    for (const auto& p : t.ports) {
+      if (p.switchId != sw.id) continue;
+      auto* pp = ps->add_ports();
+      pp->set_id(p.id);
+      pp->set_kind(std::string(toString(p.kind)));
+      pp->set_link_generation(p.linkGeneration);
+      pp->set_link_width(p.linkWidth);
+      pp->set_peer_port(p.peerPort);
+      if (auto it = hostOfPort.find(p.id); it != hostOfPort.end()) pp->set_host_id(it->second);
+      if (auto it = deviceOfPort.find(p.id); it != deviceOfPort.end()) pp->set_device_id(it->second);
+    }
+  }
+  for (const auto& h : hosts) toProto(h, index, *out.add_hosts());
+  for (const auto& d : devices) toProto(d, *out.add_devices());
+}
+
+}  // namespace switchyard

@@ -1,0 +1,21 @@
+// Translation between domain types and switchyard.v1 messages: the only file that knows both.
+#pragma once
+
+#include "composer/engine/engine.h"
+#include "switchyard/v1/switchyard.pb.h"
+
+namespace switchyard {
+
+namespace pb = ::switchyard::v1;
+
+[[nodiscard]] Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string& tenant);
+
+void toProto(const System& s, pb::System& out);
+void toProto(const Operation& op, pb::Operation& out);
+void toProto(const DeviceView& d, pb::Device& out);
+void toProto(const HostView& h, const TopologyIndex& index, pb::Host& out);
+void toProto(const Event& e, pb::Event& out);
+void toProto(const PlacementDecision& d, pb::PlanResponse& out);
+void toProto(const Topology& t, const std::vector<HostView>& hosts, const std::vector<DeviceView>& devices, pb::Topology& out);
+
+}  // namespace switchyard

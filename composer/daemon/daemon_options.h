@@ -1,0 +1,83 @@
+// yardd's flags (also readable from a TOML/INI config file with --config).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+namespace switchyard {
+
+struct DaemonOptions {
+  std::string listen = "127.0.0.1:7390";
+  std::filesystem::path stateDir = defaultStateDir();
+  std::filesystem::path dbPath;  // default: <state-dir>/yard.db
+  std::string durability = "normal";
+  std::filesystem::path topologyFile;
+  int generateGpus = 0;
+  std::string simStatePath;  // default: <state-dir>/sim-fabric.json; "none": memory only
+  int simLatencyMs = 0;
+  int simFailNext = 0;
+  double simFailProbability = 0.0;
+  int simTimeoutNext = 0;
+  std::uint64_t simSeed = 1;
+  int driverThreads = 4;
+  int shutdownGraceSeconds = 10;
+  std::string logLevel = "info";
+  std::filesystem::path portFile;
+
+  [[nodiscard]] std::filesystem::path db() const { return dbPath.empty() ? stateDir / "yard.db" : dbPath; }
+  [[nodiscard]] std::filesystem::path simState() const {
+    if (simStatePath == "none") return {};
+    return simStatePath.empty() ? stateDir / "sim-fabric.json" : std::filesystem::path(simStatePath);
+  }
+
+  static std::filesystem::path defaultStateDir() {
+    if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "switchyard";
+    if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".local/state/switchyard";
+    return "/var/lib/switchyard";
+  }
+};
+
+inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
+  app.set_config("--config", "", "Read flags from a TOML/INI file (flag names without dashes, e.g. listen = \"0.0.0.0:7390\")");
+  app.add_option("--listen", o.listen, "gRPC address; port 0 picks a free port (the bound port is logged)")->capture_default_str();
+  app.add_option("--state-dir", o.stateDir, "Directory for the database and the simulated switch's state")->capture_default_str();
+  app.add_option("--db", o.dbPath, "SQLite database path (default: <state-dir>/yard.db)");
+  app.add_option("--durability", o.durability,
+                 "normal: WAL + synchronous=NORMAL, survives kill -9 (default); full: fsync every commit, survives power loss")
+      ->check(CLI::IsMember({"normal", "full"}))->capture_default_str();
+  app.add_option("--topology", o.topologyFile, "Simulated fabric topology (JSON); default: the embedded two-chassis pool")
+      ->check(CLI::ExistingFile);
+  app.add_option("--generate-gpus", o.generateGpus, "Simulate a generated pool of N GPUs (16 per switch, 4 switches per fabric)")
+      ->check(CLI::Range(1, 1'000'000))->excludes("--topology");
+  app.add_option("--sim-state", o.simStatePath,
+                 "Where the simulated switch keeps its binding table (default: <state-dir>/sim-fabric.json; 'none': memory only)");
+  app.add_option("--sim-latency-ms", o.simLatencyMs, "Simulated switch latency per call")->check(CLI::Range(0, 600'000))->capture_default_str();
+  app.add_option("--sim-fail-next", o.simFailNext, "Fault injection: the next N binds/unbinds fail")->check(CLI::NonNegativeNumber);
+  app.add_option("--sim-fail-probability", o.simFailProbability, "Fault injection: each bind/unbind fails with probability p")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--sim-timeout-next", o.simTimeoutNext, "Fault injection: the next N binds/unbinds time out")->check(CLI::NonNegativeNumber);
+  app.add_option("--sim-seed", o.simSeed, "Seed for probabilistic faults")->capture_default_str();
+  app.add_option("--driver-threads", o.driverThreads, "Threads for switch calls")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")
+      ->check(CLI::Range(0, 3600))->capture_default_str();
+  app.add_option("--log-level", o.logLevel, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))->capture_default_str();
+  app.add_option("--port-file", o.portFile, "Write the bound gRPC port to this file once serving (for scripts and tests)");
+}
+
+// For main(): log the error and exit non-zero.
+#define SY_ASSIGN_OR_EXIT(decl, expr) SY_ASSIGN_OR_EXIT_IMPL(SY_CONCAT(sy_exit_, __LINE__), decl, expr)
+#define SY_ASSIGN_OR_EXIT_IMPL(tmp, decl, expr)        \
+  auto tmp = (expr);                                   \
+  if (!tmp) {                                          \
+    spdlog::critical("{}", tmp.error().message);       \
+    return 1;                                          \
+  }                                                    \
+  decl = std::move(*tmp)
+
+}  // namespace switchyard

@@ -1,0 +1,126 @@
+// yardd: the Switchyard daemon. The composition root: the only place that knows the concrete driver,
+// store and clock, and wires them into the engine and the gRPC service.
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+
+#include "composer/api/switchyard_service.h"
+#include "composer/daemon/daemon_options.h"
+#include "composer/engine/engine.h"
+#include "fabric/simulated_fabric.h"
+#include "fabric/topology_generator.h"
+#include "fabric/topology_json.h"
+#include "inventory/sqlite_store.h"
+
+using namespace switchyard;
+
+namespace {
+
+void setUpLogging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("yardd");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%-5l%$ %v", spdlog::pattern_time_type::utc);
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+
+Result<Topology> chooseTopology(const DaemonOptions& o) {
+  if (!o.topologyFile.empty()) return loadTopologyFile(o.topologyFile);
+  if (o.generateGpus > 0) {
+    TopologyShape shape;
+    shape.totalGpus = o.generateGpus;
+    shape.gpusPerSwitch = 16;
+    shape.switchesPerFabric = 4;
+    shape.hostsPerFabric = 8;
+    return generateTopology(shape);
+  }
+  return defaultTopology();
+}
+
+int run(const DaemonOptions& o) {
+  SystemClock clock;
+  SY_ASSIGN_OR_EXIT(Topology topology, chooseTopology(o));
+  SimulatedFabricOptions simOptions;
+  simOptions.latency = std::chrono::milliseconds(o.simLatencyMs);
+  simOptions.statePath = o.simState();
+  simOptions.seed = o.simSeed;
+  SY_ASSIGN_OR_EXIT(auto fabric, SimulatedFabric::create(std::move(topology), clock, simOptions));
+  FaultPlan faults;
+  faults.failNext = o.simFailNext;
+  faults.failProbability = o.simFailProbability;
+  faults.timeoutNext = o.simTimeoutNext;
+  fabric->setFaults(faults);
+
+  SY_ASSIGN_OR_EXIT(auto store, SqliteStore::open(o.db(), o.durability == "full" ? Durability::kFull : Durability::kNormal));
+  spdlog::info("store {} (SQLite WAL, synchronous={})", o.db().string(), o.durability == "full" ? "FULL" : "NORMAL");
+  spdlog::info("fabric driver '{}'{}", fabric->name(),
+               o.simState().empty() ? " (bindings in memory)" : " (bindings kept in " + o.simState().string() + ")");
+
+  EngineOptions engineOptions;
+  engineOptions.driverThreads = o.driverThreads;
+  Engine engine(*fabric, *store, clock, engineOptions);
+  SY_ASSIGN_OR_EXIT(auto report, engine.start());
+  spdlog::info("recovery: {} operation(s) resumed, {} drift(s) found", report.resumedOperations, report.drifts.size());
+
+  SwitchyardService service(engine);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(o.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    spdlog::critical("cannot listen on {}", o.listen);
+    engine.stop(std::chrono::seconds(0));
+    return 1;
+  }
+  const std::string host = o.listen.substr(0, o.listen.rfind(':'));
+  spdlog::info("yardd listening on {}:{}", host, port);
+  if (!o.portFile.empty()) {
+    std::ofstream(o.portFile.string() + ".tmp") << port << "\n";
+    std::filesystem::rename(o.portFile.string() + ".tmp", o.portFile);
+  }
+
+  // Signals were blocked before any thread started, so only this thread receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  int received = 0;
+  sigwait(&signals, &received);
+  spdlog::info("{} received: draining (up to {} s for running operations)", received == SIGTERM ? "SIGTERM" : "SIGINT",
+               o.shutdownGraceSeconds);
+  service.shutdown();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  engine.stop(std::chrono::seconds(o.shutdownGraceSeconds));
+  spdlog::info("yardd stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  DaemonOptions options;
+  CLI::App app{"yardd: the Switchyard composable-infrastructure daemon.\n"
+               "Keeps the pool's inventory, composes logical servers by binding fabric devices to host upstream\n"
+               "ports, and serves the switchyard.v1 gRPC API (with health checking and reflection).\n"
+               "With no flags it runs the embedded simulated fabric (two 8-GPU switches, four hosts) and keeps\n"
+               "its SQLite database under the state directory."};
+  addDaemonOptions(app, options);
+  CLI11_PARSE(app, argc, argv);
+  setUpLogging(options.logLevel);
+  return run(options);
+}
