@@ -1,0 +1,183 @@
+#include "cli/output.h"
+
+#include <fmt/format.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <map>
+#include <ostream>
+
+namespace yardctl {
+
+namespace pb = switchyard::v1;
+
+void Table::print(std::ostream& out) const {
+  std::vector<std::size_t> widths(headers_.size());
+  for (std::size_t i = 0; i < headers_.size(); ++i) widths[i] = headers_[i].size();
+  for (const auto& row : rows_)
+    for (std::size_t i = 0; i < row.size() && i < widths.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      s += cells[i];
+      if (i + 1 < cells.size()) s += std::string(widths[i] - cells[i].size() + 2, ' ');
+    }
+    out << s << "\n";
+  };
+  line(headers_);
+  for (const auto& row : rows_) line(row);
+}
+
+std::string toJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+namespace {
+
+// "SYSTEM_STATE_COMPOSED" -> "composed"
+std::string shortEnum(const std::string& full, std::string_view prefix) {
+  std::string s = full.starts_with(prefix) ? full.substr(prefix.size()) : full;
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return c == '_' ? '-' : static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
+
+}  // namespace
+
+std::string stateName(pb::SystemState s) { return shortEnum(pb::SystemState_Name(s), "SYSTEM_STATE_"); }
+std::string stateName(pb::OperationState s) { return shortEnum(pb::OperationState_Name(s), "OPERATION_STATE_"); }
+std::string kindName(pb::OperationKind k) { return shortEnum(pb::OperationKind_Name(k), "OPERATION_KIND_"); }
+std::string allocationName(pb::DeviceAllocation a) { return shortEnum(pb::DeviceAllocation_Name(a), "DEVICE_ALLOCATION_"); }
+
+void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
+  if (r.systems().empty()) {
+    out << "no composed systems (create one with `yardctl compose NAME --gpus N`)\n";
+    return;
+  }
+  Table t({"ID", "NAME", "HOST", "STATE", "GPUS", "TENANT", "DEVICES"});
+  for (const auto& s : r.systems()) {
+    std::string devices;
+    for (const auto& b : s.bindings()) devices += (devices.empty() ? "" : ",") + b.device_id();
+    t.add({s.id(), s.name(), s.host_id(), stateName(s.state()), std::to_string(s.bindings_size()), s.tenant(), orDash(devices)});
+  }
+  t.print(out);
+}
+
+void printSystem(const pb::System& s, std::ostream& out) {
+  out << fmt::format("{} ({})\n  host:    {}\n  state:   {}\n  tenant:  {}\n  created: {}\n", s.name(), s.id(), s.host_id(),
+                     stateName(s.state()), s.tenant(), s.created_at());
+  if (!s.active_operation().empty()) out << "  running: " << s.active_operation() << "\n";
+  for (const auto& [k, v] : std::map<std::string, std::string>(s.labels().begin(), s.labels().end()))
+    out << fmt::format("  label:   {}={}\n", k, v);
+  out << fmt::format("  devices: {}\n", s.bindings_size());
+  for (const auto& b : s.bindings()) out << fmt::format("    {}  via {}\n", b.device_id(), b.upstream_port_id());
+}
+
+void printDevices(const pb::ListDevicesResponse& r, std::ostream& out) {
+  Table t({"ID", "KIND", "MODEL", "MEM", "SWITCH", "HEALTH", "STATE", "SYSTEM", "HOST"});
+  for (const auto& d : r.devices())
+    t.add({d.id(), d.kind(), d.model(), fmt::format("{}G", d.memory_gib()), d.switch_id(), d.health(), allocationName(d.allocation()),
+           orDash(d.system_id()), orDash(d.host_id())});
+  t.print(out);
+  const auto free = std::count_if(r.devices().begin(), r.devices().end(), [](auto& d) { return d.allocation() == pb::DEVICE_ALLOCATION_FREE; });
+  out << fmt::format("{} device(s), {} free\n", r.devices_size(), free);
+}
+
+void printHosts(const pb::ListHostsResponse& r, std::ostream& out) {
+  Table t({"ID", "SYSTEM", "DEVICES", "CPU", "MEMORY", "UPSTREAM PORTS"});
+  for (const auto& h : r.hosts()) {
+    std::string ports;
+    for (const auto& u : h.upstream_ports())
+      ports += fmt::format("{}{}@{}(numa{})", ports.empty() ? "" : " ", u.port_id(), u.switch_id(), u.numa_node());
+    t.add({h.id(), orDash(h.system_id()), fmt::format("{}/{}", h.attached_devices(), h.max_devices()), std::to_string(h.cpu_cores()),
+           fmt::format("{}G", h.memory_gib()), ports});
+  }
+  t.print(out);
+}
+
+void printTopology(const pb::Topology& t, std::ostream& out) {
+  std::map<std::string, const pb::Device*> devices;
+  for (const auto& d : t.devices()) devices[d.id()] = &d;
+  std::map<std::string, std::string> systemOfHost;
+  for (const auto& h : t.hosts()) systemOfHost[h.id()] = h.system_id();
+  for (const auto& sw : t.switches()) {
+    out << fmt::format("{} ({}{})\n", sw.id(), sw.kind(), sw.model().empty() ? "" : ", " + sw.model());
+    for (int i = 0; i < sw.ports_size(); ++i) {
+      const auto& p = sw.ports(i);
+      const char* branch = i + 1 == sw.ports_size() ? "└─" : "├─";
+      std::string what;
+      if (p.kind() == "upstream") {
+        what = p.host_id().empty() ? "(not cabled)" : "host " + p.host_id();
+        if (!p.host_id().empty() && !systemOfHost[p.host_id()].empty()) what += " [" + systemOfHost[p.host_id()] + "]";
+      } else if (p.kind() == "inter-switch") {
+        what = "link to " + p.peer_port();
+      } else if (auto it = devices.find(p.device_id()); it != devices.end()) {
+        const pb::Device& d = *it->second;
+        what = fmt::format("{} {}", d.id(), d.model());
+        if (!d.upstream_port_id().empty())
+          what += fmt::format("  => {} via {} [{}]", d.host_id(), d.upstream_port_id(), d.system_id());
+        else if (d.allocation() != pb::DEVICE_ALLOCATION_FREE)
+          what += fmt::format("  ({}{})", allocationName(d.allocation()), d.owner().empty() ? "" : ": " + d.owner());
+        else
+          what += "  free";
+        if (d.health() != "ok") what += "  health " + d.health();
+      } else {
+        what = "(empty slot)";
+      }
+      out << fmt::format("  {} {:<10} {:<12} gen{} x{:<3} {}\n", branch, p.id(), p.kind(), p.link_generation(), p.link_width(), what);
+    }
+  }
+}
+
+void printOperations(const pb::ListOperationsResponse& r, std::ostream& out) {
+  if (r.operations().empty()) {
+    out << "no operations yet\n";
+    return;
+  }
+  Table t({"ID", "KIND", "SYSTEM", "HOST", "STATE", "STEPS", "UPDATED", "ERROR"});
+  for (const auto& op : r.operations()) {
+    const auto done = std::count_if(op.steps().begin(), op.steps().end(), [](auto& s) { return s.state() == "done"; });
+    t.add({op.id(), kindName(op.kind()), op.system_id(), op.host_id(), stateName(op.state()), fmt::format("{}/{}", done, op.steps_size()),
+           op.updated_at(), orDash(op.error())});
+  }
+  t.print(out);
+}
+
+void printOperation(const pb::Operation& op, std::ostream& out) {
+  out << fmt::format("{} {} of {} on {}: {}\n", op.id(), kindName(op.kind()), op.system_id(), op.host_id(), stateName(op.state()));
+  if (!op.explanation().empty()) out << "  why:   " << op.explanation() << "\n";
+  if (!op.error().empty()) out << "  error: " << op.error() << "\n";
+  for (int i = 0; i < op.steps_size(); ++i) {
+    const auto& s = op.steps(i);
+    std::string target = s.device_id().empty() ? "" : fmt::format(" {}", s.device_id());
+    if (!s.upstream_port_id().empty()) target += (s.kind() == "unbind" ? " from " : " -> ") + s.upstream_port_id();
+    out << fmt::format("  {:>2}. {:<8}{:<34} {}{}{}\n", i + 1, s.kind(), target, s.state(), s.compensation() ? " (undo)" : "",
+                       s.message().empty() ? "" : "  " + s.message());
+  }
+}
+
+void printPlan(const pb::PlanResponse& p, bool explain, std::ostream& out) {
+  if (p.fits()) {
+    out << "fits: " << p.explanation() << "\n";
+    for (const auto& d : p.devices()) out << fmt::format("  {}  on {}  via {}\n", d.device_id(), d.switch_id(), d.upstream_port_id());
+  } else {
+    out << "does not fit: " << p.explanation() << "\n";
+  }
+  if (explain && p.fits()) {
+    out << "candidates:\n";
+    for (const auto& c : p.candidates()) out << fmt::format("  {:<10} {:<10} {}\n", c.host_id(), c.feasible() ? "feasible" : "rejected", c.reason());
+  }
+}
+
+void printEvent(const pb::Event& e, std::ostream& out) {
+  out << fmt::format("{} #{:<6} {:<24} {:<12} {}\n", e.at(), e.sequence(), e.type(), e.subject(), e.message()) << std::flush;
+}
+
+}  // namespace yardctl

@@ -1,0 +1,380 @@
+// yardctl: the Switchyard command line. Talks to yardd over gRPC (switchyard.v1).
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <iostream>
+#include <map>
+#include <set>
+#include <thread>
+#include <unistd.h>
+
+#include "cli/output.h"
+#include "switchyard/v1/switchyard.grpc.pb.h"
+
+namespace pb = switchyard::v1;
+using yardctl::Format;
+
+namespace {
+
+// Exit codes (also in `yardctl --help`).
+constexpr int kExitOk = 0;
+constexpr int kExitOperationFailed = 1;  // the operation ran and was rolled back
+constexpr int kExitUsage = 2;            // bad flags or an invalid request
+constexpr int kExitRefused = 3;          // not found, does not fit, busy, already exists
+constexpr int kExitServer = 4;           // yardd unreachable or failing
+
+struct Globals {
+  std::string server = [] {
+    const char* env = std::getenv("YARD_SERVER");
+    return std::string(env && *env ? env : "127.0.0.1:7390");
+  }();
+  std::string output = "table";
+  int timeoutSeconds = 30;
+  [[nodiscard]] Format format() const { return output == "json" ? Format::kJson : Format::kTable; }
+};
+
+int exitCodeFor(const grpc::Status& s) {
+  switch (s.error_code()) {
+    case grpc::StatusCode::INVALID_ARGUMENT: return kExitUsage;
+    case grpc::StatusCode::NOT_FOUND:
+    case grpc::StatusCode::ALREADY_EXISTS:
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return kExitRefused;
+    default: return kExitServer;
+  }
+}
+
+std::string hintFor(const grpc::Status& s, const std::string& server) {
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+      return fmt::format("\nhint: is yardd running and listening on {}? Start it with `yardd`, or point yardctl elsewhere with "
+                         "--server or YARD_SERVER.",
+                         server);
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "\nhint: yardd did not answer in time; raise --timeout or check its log.";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "\nhint: `yardctl plan` shows what would fit; `yardctl devices` shows what is free.";
+    default: return "";
+  }
+}
+
+class Client {
+ public:
+  explicit Client(const Globals& g)
+      : globals_(g), stub_(pb::Switchyard::NewStub(grpc::CreateChannel(g.server, grpc::InsecureChannelCredentials()))) {}
+
+  // Runs one unary call with the global deadline; prints the error and returns its exit code on failure.
+  template <typename Request, typename Response, typename Method>
+  int call(Method method, const Request& request, Response& response) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(globals_.timeoutSeconds));
+    grpc::Status status = (stub_.get()->*method)(&ctx, request, &response);
+    if (status.ok()) return kExitOk;
+    std::cerr << "error: " << status.error_message() << hintFor(status, globals_.server) << "\n";
+    return exitCodeFor(status);
+  }
+
+  // Follows an operation to its end, printing each step as it finishes (to stderr).
+  int follow(pb::Operation op) {
+    std::set<int> shown;
+    auto progress = [&](const pb::Operation& o) {
+      for (int i = 0; i < o.steps_size(); ++i) {
+        const auto& s = o.steps(i);
+        if (s.state() == "pending" || shown.contains(i)) continue;
+        shown.insert(i);
+        std::string target = s.device_id().empty() ? "" : " " + s.device_id();
+        if (!s.upstream_port_id().empty()) target += (s.kind() == "unbind" ? " from " : " -> ") + s.upstream_port_id();
+        std::cerr << fmt::format("  [{}/{}] {}{}{} ... {}{}\n", i + 1, o.steps_size(), s.compensation() ? "undo: " : "", s.kind(),
+                                 target, s.state(), s.message().empty() ? "" : " (" + s.message() + ")");
+      }
+    };
+    std::cerr << fmt::format("{} {} {} on {}\n", op.id(), yardctl::kindName(op.kind()), op.system_id(), op.host_id());
+    if (!op.explanation().empty()) std::cerr << "  placement: " << op.explanation() << "\n";
+    progress(op);
+    while (!op.done()) {
+      pb::WaitOperationRequest req;
+      req.set_id(op.id());
+      req.set_timeout_ms(250);
+      pb::Operation next;
+      if (int rc = call(&pb::Switchyard::Stub::WaitOperation, req, next); rc != kExitOk) return rc;
+      op = std::move(next);
+      progress(op);
+    }
+    if (globals_.format() == Format::kJson) std::cout << yardctl::toJson(op) << "\n";
+    if (op.state() == pb::OPERATION_STATE_SUCCEEDED) {
+      std::cerr << fmt::format("{} succeeded\n", op.id());
+      return kExitOk;
+    }
+    std::cerr << fmt::format("{} failed and was rolled back: {}\n", op.id(), op.error());
+    return kExitOperationFailed;
+  }
+
+  pb::Switchyard::Stub& stub() { return *stub_; }
+
+ private:
+  const Globals& globals_;
+  std::unique_ptr<pb::Switchyard::Stub> stub_;
+};
+
+struct GpuFlags {
+  int count = 0;
+  std::string model;
+  int minMemory = 0;
+  std::string p2p = "preferred";
+  std::string host;
+  std::vector<std::string> devices;
+
+  void add(CLI::App* cmd, bool withHost) {
+    cmd->add_option("-g,--gpus", count, "Number of GPUs")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--model", model, "Only this GPU model (see `yardctl devices`)");
+    cmd->add_option("--min-memory", minMemory, "Minimum GPU memory in GiB")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--p2p", p2p, "required: all GPUs under one switch or fail; preferred: one switch if possible; none")
+        ->check(CLI::IsMember({"required", "preferred", "none"}))
+        ->capture_default_str();
+    if (withHost) cmd->add_option("--host", host, "Use this host instead of letting the packing core choose");
+    cmd->add_option("-d,--device", devices, "Use these devices instead of a count (repeatable)");
+  }
+
+  [[nodiscard]] pb::GpuRequest toProto() const {
+    pb::GpuRequest r;
+    r.set_count(count);
+    r.set_model(model);
+    r.set_min_memory_gib(minMemory);
+    r.set_peer_to_peer(p2p == "required" ? pb::PEER_TO_PEER_REQUIRED : p2p == "none" ? pb::PEER_TO_PEER_NONE : pb::PEER_TO_PEER_PREFERRED);
+    r.set_host(host);
+    for (const auto& d : devices) r.add_device_ids(d);
+    return r;
+  }
+};
+
+template <typename Response>
+void emit(const Globals& g, const Response& r, void (*table)(const Response&, std::ostream&)) {
+  if (g.format() == Format::kJson)
+    std::cout << yardctl::toJson(r) << "\n";
+  else
+    table(r, std::cout);
+}
+
+int runMutation(Client& client, const Globals& g, bool noWait, int rc, const pb::Operation& op) {
+  if (rc != kExitOk) return rc;
+  if (noWait) {
+    if (g.format() == Format::kJson)
+      std::cout << yardctl::toJson(op) << "\n";
+    else
+      std::cout << op.id() << "\n";
+    return kExitOk;
+  }
+  return client.follow(op);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Globals g;
+  CLI::App app{"yardctl: compose and inspect logical servers on a Switchyard fabric.\n\n"
+               "Examples:\n"
+               "  yardctl devices                          what is in the pool, and who holds it\n"
+               "  yardctl plan --gpus 4 --p2p required     where 4 peer-to-peer GPUs would go, and why\n"
+               "  yardctl compose train-a --gpus 4         bind 4 GPUs to a free host; waits, showing each step\n"
+               "  yardctl attach train-a --gpus 2          grow it\n"
+               "  yardctl detach train-a -d sw0-gpu3       shrink it\n"
+               "  yardctl decompose train-a                give everything back\n"
+               "  yardctl topology                         switches, ports and what is bound where\n"
+               "  yardctl -o json systems | jq .           the same data for scripts\n"};
+  app.footer("Exit codes: 0 ok; 1 the operation failed and was rolled back; 2 usage or invalid request;\n"
+             "3 not found, does not fit, busy or already exists; 4 yardd unreachable or failing.\n"
+             "YARD_SERVER sets the default --server.");
+  app.require_subcommand(1);
+  app.add_option("-s,--server", g.server, "yardd address")->capture_default_str();
+  app.add_option("-o,--output", g.output, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
+  app.add_option("--timeout", g.timeoutSeconds, "Seconds to wait for each call")->check(CLI::PositiveNumber)->capture_default_str();
+
+  // Created on first use, after the global flags are parsed.
+  std::unique_ptr<Client> clientHolder;
+  auto client = [&]() -> Client& {
+    if (!clientHolder) clientHolder = std::make_unique<Client>(g);
+    return *clientHolder;
+  };
+  int rc = kExitOk;
+
+  app.add_subcommand("hosts", "List hosts, their upstream ports and what they serve")->callback([&] {
+    pb::ListHostsResponse r;
+    if ((rc = client().call(&pb::Switchyard::Stub::ListHosts, pb::ListHostsRequest{}, r)) == kExitOk) emit(g, r, yardctl::printHosts);
+  });
+  app.add_subcommand("devices", "List devices with their switch, health and holder")->callback([&] {
+    pb::ListDevicesResponse r;
+    if ((rc = client().call(&pb::Switchyard::Stub::ListDevices, pb::ListDevicesRequest{}, r)) == kExitOk) emit(g, r, yardctl::printDevices);
+  });
+
+  auto* systems = app.add_subcommand("systems", "List composed systems, or show one");
+  std::string systemName, tenantFilter;
+  systems->add_option("system", systemName, "Show this system (id or name)");
+  systems->add_option("--tenant", tenantFilter, "Only this tenant's systems");
+  systems->callback([&] {
+    if (!systemName.empty()) {
+      pb::GetSystemRequest req;
+      req.set_system(systemName);
+      pb::System s;
+      if ((rc = client().call(&pb::Switchyard::Stub::GetSystem, req, s)) == kExitOk) emit(g, s, yardctl::printSystem);
+      return;
+    }
+    pb::ListSystemsRequest req;
+    req.set_tenant(tenantFilter);
+    pb::ListSystemsResponse r;
+    if ((rc = client().call(&pb::Switchyard::Stub::ListSystems, req, r)) == kExitOk) emit(g, r, yardctl::printSystems);
+  });
+
+  app.add_subcommand("topology", "Show switches and ports as a tree, with what is bound where")->callback([&] {
+    pb::Topology t;
+    if ((rc = client().call(&pb::Switchyard::Stub::GetTopology, pb::GetTopologyRequest{}, t)) == kExitOk) emit(g, t, yardctl::printTopology);
+  });
+
+  // compose
+  auto* compose = app.add_subcommand("compose", "Compose a logical server: bind GPUs to a free host");
+  std::string composeName, tenant;
+  std::vector<std::string> labels;
+  GpuFlags composeGpus;
+  bool noWait = false;
+  compose->add_option("name", composeName, "Name of the new system (letters, digits, . _ -)")->required();
+  composeGpus.add(compose, true);
+  compose->add_option("--tenant", tenant, "Owning tenant")->default_str("default");
+  compose->add_option("-l,--label", labels, "key=value label (repeatable)");
+  compose->add_flag("--no-wait", noWait, "Print the operation id and return at once");
+  compose->callback([&] {
+    pb::ComposeRequest req;
+    req.set_name(composeName);
+    *req.mutable_gpus() = composeGpus.toProto();
+    req.set_tenant(tenant);
+    for (const auto& l : labels) {
+      const auto eq = l.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "error: --label '" << l << "' must look like key=value\n";
+        rc = kExitUsage;
+        return;
+      }
+      (*req.mutable_labels())[l.substr(0, eq)] = l.substr(eq + 1);
+    }
+    pb::Operation op;
+    rc = runMutation(client(), g, noWait, client().call(&pb::Switchyard::Stub::Compose, req, op), op);
+  });
+
+  auto* decompose = app.add_subcommand("decompose", "Unbind every device of a system and return them to the pool");
+  std::string decomposeName;
+  decompose->add_option("system", decomposeName, "System id or name")->required();
+  decompose->add_flag("--no-wait", noWait, "Print the operation id and return at once");
+  decompose->callback([&] {
+    pb::DecomposeRequest req;
+    req.set_system(decomposeName);
+    pb::Operation op;
+    rc = runMutation(client(), g, noWait, client().call(&pb::Switchyard::Stub::Decompose, req, op), op);
+  });
+
+  auto* attach = app.add_subcommand("attach", "Add GPUs to an existing system");
+  std::string attachName;
+  GpuFlags attachGpus;
+  attach->add_option("system", attachName, "System id or name")->required();
+  attachGpus.add(attach, false);
+  attach->add_flag("--no-wait", noWait, "Print the operation id and return at once");
+  attach->callback([&] {
+    pb::AttachRequest req;
+    req.set_system(attachName);
+    *req.mutable_gpus() = attachGpus.toProto();
+    pb::Operation op;
+    rc = runMutation(client(), g, noWait, client().call(&pb::Switchyard::Stub::Attach, req, op), op);
+  });
+
+  auto* detach = app.add_subcommand("detach", "Remove devices from a system");
+  std::string detachName;
+  std::vector<std::string> detachDevices;
+  detach->add_option("system", detachName, "System id or name")->required();
+  detach->add_option("-d,--device", detachDevices, "Device to remove (repeatable)")->required();
+  detach->add_flag("--no-wait", noWait, "Print the operation id and return at once");
+  detach->callback([&] {
+    pb::DetachRequest req;
+    req.set_system(detachName);
+    for (const auto& d : detachDevices) req.add_device_ids(d);
+    pb::Operation op;
+    rc = runMutation(client(), g, noWait, client().call(&pb::Switchyard::Stub::Detach, req, op), op);
+  });
+
+  auto* plan = app.add_subcommand("plan", "Dry run: which host and GPUs a request would get, and why");
+  GpuFlags planGpus;
+  bool explain = false;
+  planGpus.add(plan, true);
+  plan->add_flag("--explain", explain, "Show every candidate host and why it was chosen or rejected");
+  plan->callback([&] {
+    pb::PlanRequest req;
+    *req.mutable_gpus() = planGpus.toProto();
+    pb::PlanResponse r;
+    if ((rc = client().call(&pb::Switchyard::Stub::Plan, req, r)) != kExitOk) return;
+    if (g.format() == Format::kJson)
+      std::cout << yardctl::toJson(r) << "\n";
+    else
+      yardctl::printPlan(r, explain, std::cout);
+    if (!r.fits()) rc = kExitRefused;
+  });
+
+  auto* ops = app.add_subcommand("ops", "List recent operations; `ops show ID`, `ops wait ID`");
+  int limit = 20;
+  ops->add_option("--limit", limit, "How many")->check(CLI::PositiveNumber)->capture_default_str();
+  std::string opId;
+  auto* opsShow = ops->add_subcommand("show", "Show one operation with its step log");
+  opsShow->add_option("id", opId, "Operation id")->required();
+  auto* opsWait = ops->add_subcommand("wait", "Wait for an operation to finish, showing progress");
+  opsWait->add_option("id", opId, "Operation id")->required();
+  ops->callback([&] {
+    if (opsShow->parsed() || opsWait->parsed()) {
+      pb::GetOperationRequest req;
+      req.set_id(opId);
+      pb::Operation op;
+      if ((rc = client().call(&pb::Switchyard::Stub::GetOperation, req, op)) != kExitOk) return;
+      if (opsWait->parsed()) {
+        rc = client().follow(op);
+      } else if (g.format() == Format::kJson) {
+        std::cout << yardctl::toJson(op) << "\n";
+      } else {
+        yardctl::printOperation(op, std::cout);
+      }
+      return;
+    }
+    pb::ListOperationsRequest req;
+    req.set_limit(limit);
+    pb::ListOperationsResponse r;
+    if ((rc = client().call(&pb::Switchyard::Stub::ListOperations, req, r)) == kExitOk) emit(g, r, yardctl::printOperations);
+  });
+
+  auto* watch = app.add_subcommand("watch", "Stream events (binds, operations, drift) until interrupted");
+  std::uint64_t after = 0;
+  watch->add_option("--after", after, "Replay recorded events after this sequence number first");
+  watch->callback([&] {
+    grpc::ClientContext ctx;
+    pb::WatchRequest req;
+    req.set_after_sequence(after);
+    auto reader = client().stub().Watch(&ctx, req);
+    pb::Event e;
+    while (reader->Read(&e)) {
+      if (g.format() == Format::kJson)
+        std::cout << yardctl::toJson(e) << std::endl;
+      else
+        yardctl::printEvent(e, std::cout);
+    }
+    grpc::Status s = reader->Finish();
+    if (!s.ok()) {
+      std::cerr << "error: " << s.error_message() << hintFor(s, g.server) << "\n";
+      rc = exitCodeFor(s);
+    }
+  });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "error: " << e.what() << "\nRun `yardctl --help` (or `yardctl COMMAND --help`) for usage.\n";
+    return kExitUsage;
+  }
+  return rc;
+}
