@@ -117,6 +117,10 @@ std::uint64_t SimulatedFabric::callCount() const {
 
 std::optional<std::pair<Code, bool>> SimulatedFabric::nextFaultLocked(FaultTarget target) {
   if ((faults_.targets & target) == 0) return std::nullopt;
+  if (faults_.passNext > 0) {
+    --faults_.passNext;
+    return std::nullopt;
+  }
   if (faults_.failNext > 0) {
     --faults_.failNext;
     return std::pair{faults_.failCode, false};

@@ -25,6 +25,7 @@ struct SimulatedFabricOptions {
 enum FaultTarget : unsigned { kFaultBind = 1, kFaultUnbind = 2, kFaultRead = 4 };
 
 struct FaultPlan {
+  int passNext = 0;              // let this many targeted calls through before the faults below start
   int failNext = 0;              // the next N targeted calls fail with failCode
   double failProbability = 0.0;  // then each targeted call fails with this probability
   int timeoutNext = 0;           // the next N targeted calls apply, then report kDeadlineExceeded

@@ -171,6 +171,8 @@ void Engine::failForward(Operation& op, std::size_t index, const Error& error, M
   failed.finishedAt = op.updatedAt;
   op.state = OperationState::kRollingBack;
   op.error = fmt::format("{} failed: {}", describe(failed), failed.message);
+  for (auto& s : op.steps)
+    if (s.state == StepState::kPending) s.state = StepState::kSkipped;
   spdlog::warn("{}: {}; rolling back", op.id, op.error);
 
   // A timed-out call may have been applied by the switch: undo it too (undo steps are idempotent).
@@ -221,6 +223,7 @@ void Engine::runLocalStep(Operation& op, std::size_t index, Mutation& m) {
       break;
     case StepKind::kRelease:
       if (step.compensation) {  // rollback of compose/attach: hand the reservation back
+        std::erase_if(grown, [&](const DeviceId& d) { return state_->assignment(d).allocation == DeviceAllocation::kQuarantined; });
         setDevices(grown, DeviceAllocation::kFree, {});
         if (op.kind == OperationKind::kCompose) updated.state = SystemState::kFailed;
         updated.activeOperation.clear();

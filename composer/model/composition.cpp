@@ -37,8 +37,10 @@ constexpr Names<StepKind, 6> kStepKinds{{{StepKind::kReserve, "reserve"},
                                          {StepKind::kCommit, "commit"},
                                          {StepKind::kUnbind, "unbind"},
                                          {StepKind::kRelease, "release"}}};
-constexpr Names<StepState, 3> kStepStates{
-    {{StepState::kPending, "pending"}, {StepState::kDone, "done"}, {StepState::kFailed, "failed"}}};
+constexpr Names<StepState, 4> kStepStates{{{StepState::kPending, "pending"},
+                                           {StepState::kDone, "done"},
+                                           {StepState::kFailed, "failed"},
+                                           {StepState::kSkipped, "skipped"}}};
 constexpr Names<DeviceAllocation, 4> kAllocations{{{DeviceAllocation::kFree, "free"},
                                                    {DeviceAllocation::kReserved, "reserved"},
                                                    {DeviceAllocation::kAllocated, "allocated"},

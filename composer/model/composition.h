@@ -51,7 +51,7 @@ struct System {
 enum class OperationKind { kCompose, kDecompose, kAttach, kDetach };
 enum class OperationState { kRunning, kRollingBack, kSucceeded, kFailed };
 enum class StepKind { kReserve, kBind, kVerify, kCommit, kUnbind, kRelease };
-enum class StepState { kPending, kDone, kFailed };
+enum class StepState { kPending, kDone, kFailed, kSkipped };  // skipped: abandoned by a rollback
 
 struct Step {
   StepKind kind = StepKind::kReserve;

@@ -1,0 +1,59 @@
+// Wraps a real driver and can hold one kind of call at a gate, so a test can freeze an operation
+// between two steps (to stop the engine there, or to race another request against it).
+#pragma once
+
+#include <condition_variable>
+#include <mutex>
+
+#include "fabric/fabric_driver.h"
+
+namespace switchyard::testing {
+
+class GatedDriver final : public FabricDriver {
+ public:
+  explicit GatedDriver(FabricDriver& inner) : inner_(inner) {}
+
+  // The (n+1)-th bind from now waits at the gate until open() is called.
+  void closeBeforeBind(int n) {
+    std::lock_guard lock(mutex_);
+    bindsBeforeGate_ = n;
+    closed_ = true;
+  }
+  void waitUntilHeld() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [this] { return held_; });
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    closed_ = false;
+    changed_.notify_all();
+  }
+
+  std::string_view name() const override { return inner_.name(); }
+  Result<Topology> discover() override { return inner_.discover(); }
+  Result<void> bind(const DeviceId& d, const PortId& u) override {
+    {
+      std::unique_lock lock(mutex_);
+      if (closed_ && bindsBeforeGate_-- <= 0) {
+        held_ = true;
+        changed_.notify_all();
+        changed_.wait(lock, [this] { return !closed_; });
+        held_ = false;
+      }
+    }
+    return inner_.bind(d, u);
+  }
+  Result<void> unbind(const DeviceId& d, const PortId& u) override { return inner_.unbind(d, u); }
+  Result<std::vector<Binding>> readBindings() override { return inner_.readBindings(); }
+  std::vector<FabricEvent> pollEvents() override { return inner_.pollEvents(); }
+
+ private:
+  FabricDriver& inner_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int bindsBeforeGate_ = 0;
+  bool closed_ = false;
+  bool held_ = false;
+};
+
+}  // namespace switchyard::testing

@@ -1,0 +1,55 @@
+// Readable topologies for tests: TopologyBuilder().sw("sw0").gpus("sw0", 4, "H100").host("h0", {"sw0"}).build()
+#pragma once
+
+#include <fmt/format.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "composer/model/topology.h"
+
+namespace switchyard::testing {
+
+class TopologyBuilder {
+ public:
+  TopologyBuilder& sw(const std::string& id) {
+    t_.switches.push_back({id, SwitchKind::kPcie, "test"});
+    return *this;
+  }
+  TopologyBuilder& gpus(const std::string& sw, int n, const std::string& model = "H100-SXM5-80GB", int memoryGiB = 80) {
+    for (int i = 0; i < n; ++i) {
+      const int slot = nextSlot_[sw]++;
+      const std::string port = fmt::format("{}-dsp{}", sw, slot);
+      t_.ports.push_back({port, sw, PortKind::kDownstream, 5, 16, {}});
+      t_.devices.push_back({fmt::format("{}-gpu{}", sw, slot), DeviceKind::kGpu, port, model, memoryGiB, fmt::format("SN-{}-{}", sw, slot),
+                            DeviceHealth::kOk, true});
+    }
+    return *this;
+  }
+  // A host with one upstream port into each listed switch.
+  TopologyBuilder& host(const std::string& id, const std::vector<std::string>& switches, int maxDevices = 16) {
+    Host h{id, {}, 64, 512, maxDevices};
+    int numa = 0;
+    for (const auto& sw : switches) {
+      const std::string port = fmt::format("{}-usp-{}", sw, id);
+      t_.ports.push_back({port, sw, PortKind::kUpstream, 5, 16, {}});
+      h.upstreamPorts.push_back({port, numa++});
+    }
+    t_.hosts.push_back(std::move(h));
+    return *this;
+  }
+  TopologyBuilder& link(const std::string& a, const std::string& b) {
+    const std::string pa = fmt::format("{}-isl-{}", a, b), pb = fmt::format("{}-isl-{}", b, a);
+    t_.ports.push_back({pa, a, PortKind::kInterSwitch, 5, 16, pb});
+    t_.ports.push_back({pb, b, PortKind::kInterSwitch, 5, 16, pa});
+    return *this;
+  }
+  [[nodiscard]] Topology build() const { return t_; }
+
+ private:
+  Topology t_;
+  std::map<std::string, int> nextSlot_;
+};
+
+}  // namespace switchyard::testing

@@ -1,0 +1,358 @@
+// The operation engine against the real simulated fabric and a real SQLite store (temp file).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <thread>
+
+#include "composer/engine/engine.h"
+#include "fabric/simulated_fabric.h"
+#include "fabric/topology_generator.h"
+#include "inventory/sqlite_store.h"
+#include "tests/support/gated_driver.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard {
+namespace {
+
+using namespace std::chrono_literals;
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { startFabric(defaultTopology()); }
+  void TearDown() override { engine_.reset(); }
+
+  void startFabric(Topology topology) {
+    auto f = SimulatedFabric::create(std::move(topology), clock_, {.statePath = dir_ / "switch.json"});
+    ASSERT_TRUE(f) << f.error().message;
+    fabric_ = std::move(*f);
+  }
+
+  // Starts (or restarts) the engine over the same store file and switch.
+  RecoveryReport start(FabricDriver* driver = nullptr) {
+    engine_.reset();
+    store_.reset();
+    auto s = SqliteStore::open(dir_ / "yard.db");
+    EXPECT_TRUE(s);
+    store_ = std::move(*s);
+    engine_ = std::make_unique<Engine>(driver ? *driver : *fabric_, *store_, clock_, EngineOptions{.fabricPollInterval = 0ms});
+    auto report = engine_->start();
+    EXPECT_TRUE(report) << report.error().message;
+    return report ? *report : RecoveryReport{};
+  }
+
+  Operation run(Result<Operation> accepted) {
+    EXPECT_TRUE(accepted) << accepted.error().message;
+    if (!accepted) return {};
+    auto done = engine_->waitOperation(accepted->id, 10s);
+    EXPECT_TRUE(done);
+    EXPECT_TRUE(done->finished()) << done->id;
+    return *done;
+  }
+
+  Operation compose(const std::string& name, int gpus, PeerToPeer p2p = PeerToPeer::kPreferred) {
+    ComposeRequest r{name, {}, {}};
+    r.placement.gpuCount = gpus;
+    r.placement.peerToPeer = p2p;
+    return run(engine_->compose(r));
+  }
+
+  std::vector<Binding> fabricBindings() { return *fabric_->readBindings(); }
+
+  std::size_t freeDevices() {
+    auto devices = engine_->listDevices();
+    return static_cast<std::size_t>(std::count_if(devices->begin(), devices->end(),
+                                                  [](const DeviceView& d) { return d.assignment.allocation == DeviceAllocation::kFree; }));
+  }
+
+  std::vector<std::string> eventTypes() {
+    std::vector<std::string> out;
+    const auto events = engine_->listEvents(0, 10'000);
+    for (const auto& e : *events) out.push_back(e.type);
+    return out;
+  }
+
+  testing::TempDir dir_;
+  ManualClock clock_;
+  std::unique_ptr<SimulatedFabric> fabric_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(EngineTest, ComposeBindsVerifiesAndCommits) {
+  start();
+  Operation op = compose("train", 4, PeerToPeer::kRequired);
+  EXPECT_EQ(op.state, OperationState::kSucceeded);
+  ASSERT_EQ(op.steps.size(), 7u);  // reserve, 4 binds, verify, commit
+  auto system = engine_->getSystem("train");
+  ASSERT_TRUE(system);
+  EXPECT_EQ(system->state, SystemState::kComposed);
+  EXPECT_EQ(system->bindings.size(), 4u);
+  auto bindings = fabricBindings();
+  std::sort(bindings.begin(), bindings.end(), [](auto& a, auto& b) { return a.deviceId < b.deviceId; });
+  auto expected = system->bindings;
+  std::sort(expected.begin(), expected.end(), [](auto& a, auto& b) { return a.deviceId < b.deviceId; });
+  EXPECT_EQ(bindings, expected) << "the switch holds exactly what the store says";
+  EXPECT_EQ(freeDevices(), 12u);
+  const auto types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "device.bound"), 4);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "system.composed"), 1);
+}
+
+TEST_F(EngineTest, DecomposeUnbindsAndReturnsEverything) {
+  start();
+  compose("train", 6);
+  Operation op = run(engine_->decompose("train"));
+  EXPECT_EQ(op.state, OperationState::kSucceeded);
+  EXPECT_TRUE(fabricBindings().empty());
+  EXPECT_EQ(freeDevices(), 16u);
+  EXPECT_EQ(engine_->getSystem("train").error().code, Code::kNotFound);
+  EXPECT_TRUE(engine_->listHosts()->at(0).systemId.empty()) << "the host is free for a new system";
+}
+
+TEST_F(EngineTest, AttachAndDetachChangeOneSystem) {
+  start();
+  compose("train", 2);
+  AttachRequest a{"train", {}};
+  a.placement.gpuCount = 3;
+  EXPECT_EQ(run(engine_->attach(a)).state, OperationState::kSucceeded);
+  auto system = *engine_->getSystem("train");
+  ASSERT_EQ(system.bindings.size(), 5u);
+  const DeviceId gone = system.bindings[1].deviceId;
+  EXPECT_EQ(run(engine_->detach({"train", {gone}})).state, OperationState::kSucceeded);
+  system = *engine_->getSystem("train");
+  EXPECT_EQ(system.bindings.size(), 4u);
+  for (const auto& b : system.bindings) EXPECT_NE(b.deviceId, gone);
+  EXPECT_EQ(fabricBindings().size(), 4u);
+  EXPECT_EQ(freeDevices(), 12u);
+}
+
+TEST_F(EngineTest, RejectsBadRequestsWithoutChangingAnything) {
+  start();
+  compose("train", 2);
+  ComposeRequest dup{"train", {}, {}};
+  dup.placement.gpuCount = 1;
+  EXPECT_EQ(engine_->compose(dup).error().code, Code::kAlreadyExists);
+  ComposeRequest bad{"no spaces allowed", {}, {}};
+  bad.placement.gpuCount = 1;
+  EXPECT_EQ(engine_->compose(bad).error().code, Code::kInvalidArgument);
+  ComposeRequest zero{"zero", {}, {}};
+  EXPECT_EQ(engine_->compose(zero).error().code, Code::kInvalidArgument);
+  ComposeRequest huge{"huge", {}, {}};
+  huge.placement.gpuCount = 15;
+  EXPECT_EQ(engine_->compose(huge).error().code, Code::kResourceExhausted);
+  EXPECT_EQ(engine_->decompose("ghost").error().code, Code::kNotFound);
+  EXPECT_EQ(engine_->detach({"train", {"sw1-gpu7"}}).error().code, Code::kFailedPrecondition);
+  EXPECT_EQ(engine_->detach({"train", {"nope"}}).error().code, Code::kNotFound);
+  EXPECT_EQ(engine_->listSystems()->size(), 1u);
+  EXPECT_EQ(fabricBindings().size(), 2u);
+  EXPECT_EQ(freeDevices(), 14u);
+}
+
+TEST_F(EngineTest, ASwitchThatSaysNoRollsTheComposeBack) {
+  start();
+  fabric_->setFaults({.passNext = 2, .failNext = 1});
+  Operation op = compose("train", 4);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("injected fault"), std::string::npos) << op.error;
+  // reserve, bind ok, bind ok, bind FAILED, bind (never run), verify, commit, then undo: unbind x2, release.
+  std::vector<std::string> log;
+  for (const auto& s : op.steps) log.push_back(std::string(toString(s.kind)) + ":" + std::string(toString(s.state)) + (s.compensation ? "*" : ""));
+  EXPECT_EQ(log, (std::vector<std::string>{"reserve:done", "bind:done", "bind:done", "bind:failed", "bind:skipped", "verify:skipped",
+                                           "commit:skipped", "unbind:done*", "unbind:done*", "release:done*"}));
+  EXPECT_EQ(op.steps[7].deviceId, op.steps[2].deviceId) << "undone in reverse order";
+  EXPECT_TRUE(fabricBindings().empty());
+  EXPECT_EQ(freeDevices(), 16u);
+  EXPECT_TRUE(engine_->listSystems()->empty());
+  EXPECT_EQ(compose("train", 4).state, OperationState::kSucceeded) << "name and devices are usable again";
+}
+
+TEST_F(EngineTest, ATimedOutBindIsUndoneToo) {
+  start();
+  fabric_->setFaults({.passNext = 1, .timeoutNext = 1});
+  Operation op = compose("train", 3);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("DEADLINE_EXCEEDED"), std::string::npos) << op.error;
+  EXPECT_TRUE(fabricBindings().empty()) << "the switch applied the timed-out bind; rollback removed it";
+  EXPECT_EQ(freeDevices(), 16u);
+}
+
+TEST_F(EngineTest, AnUndoThatKeepsFailingQuarantinesTheDevice) {
+  start();
+  fabric_->setFaults({.passNext = 1, .failNext = 4});  // bind #2 fails, then 3 unbind attempts of #1 fail
+  Operation op = compose("train", 2);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("quarantined"), std::string::npos) << op.error;
+  const DeviceId stuck = op.steps[1].deviceId;
+  EXPECT_EQ(op.steps[5].attempts, 3) << "the undo was retried";
+  auto devices = *engine_->listDevices();
+  auto it = std::find_if(devices.begin(), devices.end(), [&](const DeviceView& d) { return d.device.id == stuck; });
+  EXPECT_EQ(it->assignment.allocation, DeviceAllocation::kQuarantined);
+  EXPECT_EQ(freeDevices(), 15u) << "the stuck device is never handed out";
+  // Once the switch unbinds it, reconcile puts it back in the pool.
+  ASSERT_TRUE(fabric_->unbind(stuck, op.steps[1].upstreamPortId));
+  auto drifts = engine_->reconcile();
+  ASSERT_TRUE(drifts);
+  EXPECT_EQ(freeDevices(), 16u);
+}
+
+TEST_F(EngineTest, DecomposeRetriesTransientUnbindFailures) {
+  start();
+  compose("train", 2);
+  fabric_->setFaults({.failNext = 2, .targets = kFaultUnbind});
+  Operation op = run(engine_->decompose("train"));
+  EXPECT_EQ(op.state, OperationState::kSucceeded);
+  EXPECT_EQ(op.steps[0].attempts, 3);
+  EXPECT_TRUE(fabricBindings().empty());
+}
+
+TEST_F(EngineTest, DecomposeThatCannotUnbindLeavesTheSystemWhole) {
+  start();
+  compose("train", 3);
+  fabric_->setFaults({.passNext = 1, .failNext = 100, .targets = kFaultUnbind});
+  Operation op = run(engine_->decompose("train"));
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  auto system = engine_->getSystem("train");
+  ASSERT_TRUE(system);
+  EXPECT_EQ(system->state, SystemState::kComposed);
+  EXPECT_EQ(system->bindings.size(), 3u);
+  EXPECT_EQ(fabricBindings().size(), 3u) << "the device unbound first was bound back";
+}
+
+TEST_F(EngineTest, ConcurrentComposesNeverShareADevice) {
+  TopologyShape shape;
+  shape.totalGpus = 128;
+  shape.gpusPerSwitch = 16;
+  shape.switchesPerFabric = 4;
+  shape.hostsPerFabric = 16;
+  startFabric(generateTopology(shape));
+  start();
+  std::vector<std::thread> clients;
+  std::vector<Result<Operation>> results(32);
+  for (int i = 0; i < 32; ++i)
+    clients.emplace_back([&, i] {
+      ComposeRequest r{"job-" + std::to_string(i), {}, {}};
+      r.placement.gpuCount = 3;
+      auto accepted = engine_->compose(r);
+      results[static_cast<std::size_t>(i)] = accepted ? engine_->waitOperation(accepted->id, 10s) : accepted;
+    });
+  for (auto& c : clients) c.join();
+  std::set<DeviceId> seen;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->state, OperationState::kSucceeded);
+  }
+  const auto systems = engine_->listSystems();
+  for (const auto& s : *systems)
+    for (const auto& b : s.bindings) EXPECT_TRUE(seen.insert(b.deviceId).second) << b.deviceId << " is in two systems";
+  EXPECT_EQ(seen.size(), 96u);
+  EXPECT_EQ(fabricBindings().size(), 96u);
+}
+
+TEST_F(EngineTest, ACrashBetweenStepsResumesFromTheStepLog) {
+  testing::GatedDriver gated(*fabric_);
+  start(&gated);
+  gated.closeBeforeBind(2);
+  ComposeRequest r{"train", {}, {}};
+  r.placement.gpuCount = 4;
+  auto accepted = engine_->compose(r);
+  ASSERT_TRUE(accepted);
+  gated.waitUntilHeld();
+  // Stop while bind #3 is in the switch: its result is recorded, nothing after it runs.
+  std::thread stopper([&] { engine_->stop(0s); });
+  std::this_thread::sleep_for(20ms);
+  gated.open();
+  stopper.join();
+  EXPECT_EQ(fabricBindings().size(), 3u);
+
+  RecoveryReport report = start();
+  EXPECT_EQ(report.resumedOperations, 1u);
+  EXPECT_TRUE(report.drifts.empty());
+  auto op = engine_->getOperation(accepted->id);
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->state, OperationState::kSucceeded);
+  EXPECT_EQ(engine_->getSystem("train")->bindings.size(), 4u);
+  EXPECT_EQ(fabricBindings().size(), 4u);
+}
+
+TEST_F(EngineTest, RestartReportsEveryKindOfDrift) {
+  start();
+  compose("train", 3);
+  const System system = *engine_->getSystem("train");
+  engine_.reset();
+  // Someone works the switch behind our back.
+  ASSERT_TRUE(fabric_->unbind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));
+  ASSERT_TRUE(fabric_->unbind(system.bindings[1].deviceId, system.bindings[1].upstreamPortId));
+  ASSERT_TRUE(fabric_->bind(system.bindings[1].deviceId, "sw0-usp3"));
+  ASSERT_TRUE(fabric_->bind("sw1-gpu7", "sw1-usp2"));
+
+  RecoveryReport report = start();
+  std::set<std::string> kinds;
+  for (const auto& d : report.drifts) kinds.insert(d.kind + ":" + d.deviceId);
+  EXPECT_EQ(kinds, (std::set<std::string>{"missing-binding:" + system.bindings[0].deviceId, "wrong-port:" + system.bindings[1].deviceId,
+                                          "unexpected-binding:sw1-gpu7"}));
+  EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kDegraded);
+  PlacementRequest all;
+  all.gpuCount = 8;
+  all.model = "A100-SXM4-40GB";
+  EXPECT_FALSE(engine_->plan(all)->placement) << "the foreign-bound GPU is quarantined";
+
+  // Put the switch right; reconcile clears the drift.
+  ASSERT_TRUE(fabric_->bind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));
+  ASSERT_TRUE(fabric_->unbind(system.bindings[1].deviceId, "sw0-usp3"));
+  ASSERT_TRUE(fabric_->bind(system.bindings[1].deviceId, system.bindings[1].upstreamPortId));
+  ASSERT_TRUE(fabric_->unbind("sw1-gpu7", "sw1-usp2"));
+  auto drifts = engine_->reconcile();
+  ASSERT_TRUE(drifts);
+  EXPECT_TRUE(drifts->empty());
+  EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kComposed);
+  EXPECT_TRUE(engine_->plan(all)->placement);
+}
+
+TEST_F(EngineTest, ASystemMidOperationRefusesAnotherOperation) {
+  testing::GatedDriver gated(*fabric_);
+  start(&gated);
+  compose("train", 1);
+  gated.closeBeforeBind(0);
+  AttachRequest a{"train", {}};
+  a.placement.gpuCount = 1;
+  auto accepted = engine_->attach(a);
+  ASSERT_TRUE(accepted);
+  gated.waitUntilHeld();
+  auto second = engine_->decompose("train");
+  ASSERT_FALSE(second);
+  EXPECT_EQ(second.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(second.error().message.find(accepted->id), std::string::npos);
+  gated.open();
+  EXPECT_EQ(engine_->waitOperation(accepted->id, 10s)->state, OperationState::kSucceeded);
+}
+
+TEST_F(EngineTest, UnhealthyDevicesLeaveThePool) {
+  start();
+  ASSERT_TRUE(fabric_->setDeviceHealth("sw0-gpu0", DeviceHealth::kCritical));
+  ASSERT_TRUE(engine_->pollFabricEvents());
+  PlacementRequest eight;
+  eight.gpuCount = 8;
+  eight.model = "H100-SXM5-80GB";
+  auto plan = engine_->plan(eight);
+  ASSERT_TRUE(plan);
+  EXPECT_FALSE(plan->placement);
+  const auto types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "fabric.device.health"), types.end());
+}
+
+TEST_F(EngineTest, WatchersSeeEventsInOrder) {
+  start();
+  auto stream = engine_->subscribe();
+  compose("train", 1);
+  std::vector<std::string> types;
+  std::uint64_t last = 0;
+  while (auto e = stream->next(50ms)) {
+    EXPECT_GT(e->sequence, last);
+    last = e->sequence;
+    types.push_back(e->type);
+  }
+  EXPECT_EQ(types, (std::vector<std::string>{"operation.accepted", "device.bound", "system.composed", "operation.succeeded"}));
+}
+
+}  // namespace
+}  // namespace switchyard

@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include "composer/model/composition.h"
+#include "composer/model/topology.h"
+#include "fabric/topology_generator.h"
+#include "tests/support/topology_builder.h"
+
+namespace switchyard {
+namespace {
+
+using testing::TopologyBuilder;
+
+TEST(Topology, DefaultTopologyIsTwoChassisOfEightGpusAndFourHosts) {
+  const Topology t = defaultTopology();
+  ASSERT_TRUE(validateTopology(t));
+  EXPECT_EQ(t.switches.size(), 2u);
+  EXPECT_EQ(t.devices.size(), 16u);
+  EXPECT_EQ(t.hosts.size(), 4u);
+  TopologyIndex index(t);
+  EXPECT_EQ(index.fabricOf("sw0"), index.fabricOf("sw1")) << "the inter-switch link joins the chassis";
+  for (const auto& h : t.hosts) {
+    ASSERT_EQ(h.upstreamPorts.size(), 2u) << h.id;
+    EXPECT_NE(index.port(h.upstreamPorts[0].portId)->switchId, index.port(h.upstreamPorts[1].portId)->switchId);
+  }
+}
+
+TEST(Topology, GeneratesTenThousandGpus) {
+  TopologyShape shape;
+  shape.totalGpus = 10'000;
+  shape.gpusPerSwitch = 16;
+  shape.switchesPerFabric = 4;
+  shape.hostsPerFabric = 8;
+  const Topology t = generateTopology(shape);
+  EXPECT_EQ(t.devices.size(), 10'000u);
+  EXPECT_TRUE(validateTopology(t));
+}
+
+TEST(Topology, RejectsDuplicateIds) {
+  Topology t = TopologyBuilder().sw("sw0").gpus("sw0", 2).build();
+  t.devices[1].id = t.devices[0].id;
+  auto r = validateTopology(t);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Code::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("duplicate id 'sw0-gpu0'"), std::string::npos) << r.error().message;
+}
+
+TEST(Topology, RejectsDanglingReferences) {
+  Topology t = TopologyBuilder().sw("sw0").gpus("sw0", 1).host("h0", {"sw0"}).build();
+  t.devices[0].portId = "nowhere";
+  auto r = validateTopology(t);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("'nowhere' is not a downstream port"), std::string::npos) << r.error().message;
+
+  t = TopologyBuilder().sw("sw0").host("h0", {"sw0"}).build();
+  t.hosts[0].upstreamPorts.push_back(t.hosts[0].upstreamPorts[0]);
+  r = validateTopology(t);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("cabled to another host"), std::string::npos) << r.error().message;
+}
+
+TEST(Topology, RejectsOneSidedInterSwitchLink) {
+  Topology t = TopologyBuilder().sw("a").sw("b").link("a", "b").build();
+  t.ports.back().peerPort = "something-else";
+  EXPECT_FALSE(validateTopology(t));
+}
+
+TEST(Composition, EnumNamesRoundTrip) {
+  for (auto s : {SystemState::kComposing, SystemState::kComposed, SystemState::kDegraded, SystemState::kDecomposing,
+                 SystemState::kDecomposed, SystemState::kFailed})
+    EXPECT_EQ(parseSystemState(toString(s)), s);
+  for (auto s : {StepKind::kReserve, StepKind::kBind, StepKind::kVerify, StepKind::kCommit, StepKind::kUnbind, StepKind::kRelease})
+    EXPECT_EQ(parseStepKind(toString(s)), s);
+  for (auto a : {DeviceAllocation::kFree, DeviceAllocation::kReserved, DeviceAllocation::kAllocated, DeviceAllocation::kQuarantined})
+    EXPECT_EQ(parseDeviceAllocation(toString(a)), a);
+  EXPECT_FALSE(parseOperationState("paused"));
+}
+
+TEST(Composition, CursorIsFirstPendingStep) {
+  Operation op;
+  op.steps = {{StepKind::kReserve, {}, {}, StepState::kDone}, {StepKind::kBind, "d", "u"}, {StepKind::kCommit}};
+  EXPECT_EQ(op.cursor(), 1u);
+  op.steps[1].state = StepState::kDone;
+  op.steps[2].state = StepState::kDone;
+  EXPECT_EQ(op.cursor(), 3u);
+}
+
+}  // namespace
+}  // namespace switchyard

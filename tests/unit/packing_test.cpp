@@ -1,0 +1,185 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "composer/packing/packing.h"
+#include "fabric/topology_generator.h"
+#include "tests/support/topology_builder.h"
+
+namespace switchyard {
+namespace {
+
+using testing::TopologyBuilder;
+
+PlacementRequest gpus(int n, PeerToPeer p2p = PeerToPeer::kPreferred) {
+  PlacementRequest r;
+  r.gpuCount = n;
+  r.peerToPeer = p2p;
+  return r;
+}
+
+void take(Pool& pool, const std::string& device) { pool.setFree(pool.deviceIndex(device), false); }
+
+std::set<std::string> switchesOf(const Placement& p) {
+  std::set<std::string> s;
+  for (const auto& d : p.devices) s.insert(d.switchId);
+  return s;
+}
+
+TEST(Packing, PutsP2pGroupUnderOneSwitchReachedDirectly) {
+  Pool pool(defaultTopology());
+  auto d = place(pool, gpus(4, PeerToPeer::kRequired));
+  ASSERT_TRUE(d.placement);
+  EXPECT_EQ(switchesOf(*d.placement).size(), 1u);
+  for (const auto& dev : d.placement->devices) EXPECT_EQ(dev.upstreamPortId.substr(0, 3), dev.switchId) << "bound via the host's port on that switch";
+}
+
+TEST(Packing, BestFitKeepsTheLargerBlockWhole) {
+  // sw0 has 3 free, sw1 has 8 free: a 2-GPU request goes to sw0 so that 8 stay together.
+  Pool pool(defaultTopology());
+  for (auto id : {"sw0-gpu0", "sw0-gpu1", "sw0-gpu2", "sw0-gpu3", "sw0-gpu4"}) take(pool, id);
+  auto d = place(pool, gpus(2, PeerToPeer::kRequired));
+  ASSERT_TRUE(d.placement);
+  EXPECT_EQ(switchesOf(*d.placement), std::set<std::string>{"sw0"});
+  auto eight = place(pool, gpus(8, PeerToPeer::kRequired));
+  ASSERT_TRUE(eight.placement) << "the 8-block survived";
+}
+
+TEST(Packing, P2pRequiredFailsWithAReasonPerHost) {
+  Pool pool(defaultTopology());
+  for (auto id : {"sw0-gpu0", "sw0-gpu1", "sw1-gpu0", "sw1-gpu1"}) take(pool, id);
+  auto d = place(pool, gpus(7, PeerToPeer::kRequired));
+  ASSERT_FALSE(d.placement);
+  ASSERT_TRUE(d.error);
+  EXPECT_EQ(d.error->code, Code::kResourceExhausted);
+  ASSERT_EQ(d.candidates.size(), 4u);
+  for (const auto& c : d.candidates) {
+    EXPECT_FALSE(c.feasible);
+    EXPECT_NE(c.reason.find("sw0 has 6, sw1 has 6"), std::string::npos) << c.reason;
+    EXPECT_NE(d.error->message.find(c.hostId + ": "), std::string::npos);
+  }
+}
+
+TEST(Packing, PreferredSpansTheFewestSwitches) {
+  Pool pool(defaultTopology());
+  for (auto id : {"sw0-gpu0", "sw0-gpu1"}) take(pool, id);
+  auto d = place(pool, gpus(10));
+  ASSERT_TRUE(d.placement);
+  EXPECT_EQ(d.placement->devices.size(), 10u);
+  EXPECT_EQ(switchesOf(*d.placement).size(), 2u);
+  std::set<std::string> ids;
+  for (const auto& dev : d.placement->devices) ids.insert(dev.deviceId);
+  EXPECT_EQ(ids.size(), 10u) << "no device twice";
+}
+
+TEST(Packing, UsesInterSwitchLinkOnlyWhenTheHostHasNoDirectPort) {
+  const Topology t = TopologyBuilder().sw("a").sw("b").link("a", "b").gpus("a", 1).gpus("b", 4).host("h", {"a"}).build();
+  Pool pool(t);
+  EXPECT_FALSE(place(pool, gpus(3, PeerToPeer::kRequired)).placement);
+  auto d = place(pool, gpus(3));
+  ASSERT_TRUE(d.placement);
+  EXPECT_NE(d.placement->explanation.find("over an inter-switch link"), std::string::npos) << d.placement->explanation;
+  for (const auto& dev : d.placement->devices) EXPECT_EQ(dev.upstreamPortId, "a-usp-h");
+}
+
+TEST(Packing, RespectsModelMemoryAndHealth) {
+  Pool pool(defaultTopology());
+  PlacementRequest r = gpus(8, PeerToPeer::kRequired);
+  r.model = "A100-SXM4-40GB";
+  auto d = place(pool, r);
+  ASSERT_TRUE(d.placement);
+  EXPECT_EQ(switchesOf(*d.placement), std::set<std::string>{"sw1"});
+  r.model.clear();
+  r.minMemoryGiB = 80;
+  r.gpuCount = 9;
+  EXPECT_FALSE(place(pool, r).placement) << "only 8 GPUs have 80 GiB";
+  pool.setHealth(pool.deviceIndex("sw0-gpu0"), DeviceHealth::kCritical);
+  r.gpuCount = 8;
+  EXPECT_FALSE(place(pool, r).placement) << "a critical GPU is not eligible";
+}
+
+TEST(Packing, RespectsHostDeviceLimitAndOneSystemPerHost) {
+  const Topology t = TopologyBuilder().sw("a").gpus("a", 8).host("small", {"a"}, 2).host("big", {"a"}, 8).build();
+  Pool pool(t);
+  auto d = place(pool, gpus(4));
+  ASSERT_TRUE(d.placement);
+  EXPECT_EQ(d.placement->hostId, "big");
+  EXPECT_NE(d.candidates[0].reason.find("device limit: 0 of 2 attached"), std::string::npos) << d.candidates[0].reason;
+  pool.setInSystem(pool.hostIndex("big"), true);
+  auto again = place(pool, gpus(2));
+  ASSERT_TRUE(again.placement);
+  EXPECT_EQ(again.placement->hostId, "small");
+}
+
+TEST(Packing, PinnedHostAndExplicitDevices) {
+  Pool pool(defaultTopology());
+  PlacementRequest r = gpus(2);
+  r.host = "host2";
+  auto d = place(pool, r);
+  ASSERT_TRUE(d.placement);
+  EXPECT_EQ(d.placement->hostId, "host2");
+
+  PlacementRequest e;
+  e.host = "host1";
+  e.devices = {"sw1-gpu3", "sw0-gpu5"};
+  auto x = place(pool, e);
+  ASSERT_TRUE(x.placement);
+  EXPECT_EQ(x.placement->devices[0].upstreamPortId, "sw1-usp1");
+  EXPECT_EQ(x.placement->devices[1].upstreamPortId, "sw0-usp1");
+
+  take(pool, "sw1-gpu3");
+  auto busy = place(pool, e);
+  ASSERT_TRUE(busy.error);
+  EXPECT_EQ(busy.error->code, Code::kFailedPrecondition);
+}
+
+TEST(Packing, RejectsInvalidRequests) {
+  Pool pool(defaultTopology());
+  EXPECT_EQ(place(pool, gpus(0)).error->code, Code::kInvalidArgument);
+  EXPECT_EQ(place(pool, gpus(-3)).error->code, Code::kInvalidArgument);
+  EXPECT_EQ(place(pool, gpus(17)).error->code, Code::kResourceExhausted);
+  PlacementRequest r = gpus(1);
+  r.host = "ghost";
+  EXPECT_EQ(place(pool, r).error->code, Code::kNotFound);
+  PlacementRequest e;
+  e.host = "host0";
+  e.devices = {"sw0-gpu0", "sw0-gpu0"};
+  EXPECT_EQ(place(pool, e).error->code, Code::kInvalidArgument);
+  e.devices = {"nope"};
+  EXPECT_EQ(place(pool, e).error->code, Code::kNotFound);
+}
+
+TEST(Packing, IsDeterministic) {
+  TopologyShape shape;
+  shape.totalGpus = 1000;
+  shape.gpusPerSwitch = 16;
+  shape.switchesPerFabric = 4;
+  shape.hostsPerFabric = 8;
+  Pool pool(generateTopology(shape));
+  for (int i = 0; i < 1000; i += 3) pool.setFree(i, false);
+  auto a = place(pool, gpus(5));
+  auto b = place(pool, gpus(5));
+  ASSERT_TRUE(a.placement && b.placement);
+  EXPECT_EQ(a.placement->hostId, b.placement->hostId);
+  EXPECT_EQ(a.placement->explanation, b.placement->explanation);
+  for (std::size_t i = 0; i < a.placement->devices.size(); ++i) EXPECT_EQ(a.placement->devices[i].deviceId, b.placement->devices[i].deviceId);
+}
+
+TEST(Packing, NeverHandsOutATakenDevice) {
+  Pool pool(defaultTopology());
+  std::set<std::string> taken;
+  for (int round = 0; round < 8; ++round) {
+    auto d = place(pool, gpus(2));
+    ASSERT_TRUE(d.placement) << round;
+    for (const auto& dev : d.placement->devices) {
+      EXPECT_TRUE(taken.insert(dev.deviceId).second) << dev.deviceId;
+      take(pool, dev.deviceId);
+    }
+    pool.setInSystem(pool.hostIndex(d.placement->hostId), false);
+  }
+  EXPECT_EQ(pool.freeCount(), 0);
+  EXPECT_FALSE(place(pool, gpus(1)).placement);
+}
+
+}  // namespace
+}  // namespace switchyard

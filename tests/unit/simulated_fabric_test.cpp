@@ -1,0 +1,108 @@
+// What the simulator adds on top of the driver contract: latency, faults, persistence, events.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "fabric/simulated_fabric.h"
+#include "fabric/topology_generator.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::unique_ptr<SimulatedFabric> make(Clock& clock, SimulatedFabricOptions options = {}) {
+  auto f = SimulatedFabric::create(defaultTopology(), clock, std::move(options));
+  EXPECT_TRUE(f) << (f ? "" : f.error().message);
+  return f ? std::move(*f) : nullptr;
+}
+
+TEST(SimulatedFabric, LatencyRunsOnTheInjectedClock) {
+  ManualClock clock;
+  const Timestamp start = clock.now();
+  auto fabric = make(clock, {.latency = 40ms});
+  ASSERT_TRUE(fabric->bind("sw0-gpu0", "sw0-usp0"));
+  ASSERT_TRUE(fabric->readBindings());
+  EXPECT_EQ(clock.now() - start, std::chrono::nanoseconds(80ms).count());
+}
+
+TEST(SimulatedFabric, FailNextFailsExactlyNCallsWithoutApplyingThem) {
+  ManualClock clock;
+  auto fabric = make(clock);
+  fabric->setFaults({.failNext = 2});
+  EXPECT_EQ(fabric->bind("sw0-gpu0", "sw0-usp0").error().code, Code::kUnavailable);
+  EXPECT_FALSE(fabric->bind("sw0-gpu0", "sw0-usp0"));
+  EXPECT_TRUE(fabric->readBindings()->empty());
+  EXPECT_TRUE(fabric->bind("sw0-gpu0", "sw0-usp0"));
+}
+
+TEST(SimulatedFabric, TimeoutAppliesTheChangeButReportsDeadlineExceeded) {
+  ManualClock clock;
+  const Timestamp start = clock.now();
+  auto fabric = make(clock, {.timeout = 3s});
+  fabric->setFaults({.timeoutNext = 1});
+  auto r = fabric->bind("sw0-gpu0", "sw0-usp0");
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Code::kDeadlineExceeded);
+  EXPECT_EQ(fabric->readBindings()->size(), 1u) << "the switch did it; only the answer was lost";
+  EXPECT_EQ(clock.now() - start, std::chrono::nanoseconds(3s).count());
+}
+
+TEST(SimulatedFabric, ProbabilisticFaultsAreReproducibleForASeed) {
+  auto run = [](std::uint64_t seed) {
+    ManualClock clock;
+    auto fabric = make(clock, {.seed = seed});
+    fabric->setFaults({.failProbability = 0.5});
+    std::string pattern;
+    for (int i = 0; i < 16; ++i) pattern += fabric->bind("sw0-gpu" + std::to_string(i % 8), "sw0-usp0") ? '1' : '0';
+    return pattern;
+  };
+  EXPECT_EQ(run(7), run(7));
+  EXPECT_NE(run(7).find('0'), std::string::npos);
+  EXPECT_NE(run(7), run(8));
+}
+
+TEST(SimulatedFabric, FaultsTargetOnlyTheChosenCalls) {
+  ManualClock clock;
+  auto fabric = make(clock);
+  fabric->setFaults({.failNext = 1, .targets = kFaultUnbind});
+  EXPECT_TRUE(fabric->bind("sw0-gpu0", "sw0-usp0"));
+  EXPECT_FALSE(fabric->unbind("sw0-gpu0", "sw0-usp0"));
+  EXPECT_TRUE(fabric->unbind("sw0-gpu0", "sw0-usp0"));
+}
+
+TEST(SimulatedFabric, BindingsOutliveTheProcessInTheStateFile) {
+  testing::TempDir dir;
+  ManualClock clock;
+  {
+    auto fabric = make(clock, {.statePath = dir / "switch.json"});
+    ASSERT_TRUE(fabric->bind("sw1-gpu2", "sw1-usp3"));
+  }
+  auto fabric = make(clock, {.statePath = dir / "switch.json"});
+  EXPECT_EQ(*fabric->readBindings(), (std::vector<Binding>{{"sw1-gpu2", "sw1-usp3"}}));
+}
+
+TEST(SimulatedFabric, CorruptStateFileIsAnErrorNamingTheFile) {
+  testing::TempDir dir;
+  std::ofstream(dir / "switch.json") << R"({"bindings": {"ghost-gpu": "sw0-usp0"}})";
+  ManualClock clock;
+  auto f = SimulatedFabric::create(defaultTopology(), clock, {.statePath = dir / "switch.json"});
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().message.find("switch.json: /bindings/ghost-gpu"), std::string::npos) << f.error().message;
+}
+
+TEST(SimulatedFabric, HealthChangesBecomeEvents) {
+  ManualClock clock;
+  auto fabric = make(clock);
+  ASSERT_TRUE(fabric->setDeviceHealth("sw0-gpu4", DeviceHealth::kCritical));
+  auto events = fabric->pollEvents();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].type, "device.health");
+  EXPECT_EQ(events[0].health, DeviceHealth::kCritical);
+  EXPECT_TRUE(fabric->pollEvents().empty());
+  EXPECT_EQ(fabric->discover()->devices[4].health, DeviceHealth::kCritical);
+}
+
+}  // namespace
+}  // namespace switchyard

@@ -1,0 +1,150 @@
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "fabric/topology_generator.h"
+#include "inventory/migrations.h"
+#include "inventory/sqlite_store.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard {
+namespace {
+
+using testing::TempDir;
+
+System sampleSystem() {
+  System s;
+  s.id = "sys-000007";
+  s.name = "train";
+  s.hostId = "host0";
+  s.bindings = {{"sw0-gpu0", "sw0-usp0"}, {"sw0-gpu1", "sw0-usp0"}};
+  s.labels = {{"team", "ml"}};
+  s.state = SystemState::kComposed;
+  s.createdAt = 11;
+  s.updatedAt = 12;
+  return s;
+}
+
+Operation sampleOperation() {
+  Operation op;
+  op.id = "op-000042";
+  op.kind = OperationKind::kCompose;
+  op.systemId = "sys-000007";
+  op.hostId = "host0";
+  op.state = OperationState::kRunning;
+  op.steps = {{StepKind::kReserve, {}, {}, StepState::kDone}, {StepKind::kBind, "sw0-gpu0", "sw0-usp0", StepState::kDone, false, 1},
+              {StepKind::kBind, "sw0-gpu1", "sw0-usp0"}, {StepKind::kCommit}};
+  return op;
+}
+
+TEST(SqliteStore, MigratesANewDatabaseToTheNewestVersion) {
+  TempDir dir;
+  auto store = SqliteStore::open(dir / "yard.db");
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ(*(*store)->schemaVersion(), schemaMigrations().back().version);
+  auto snap = (*store)->load();
+  ASSERT_TRUE(snap);
+  EXPECT_FALSE(snap->inventory);
+  EXPECT_TRUE(snap->systems.empty());
+}
+
+TEST(SqliteStore, ReopeningIsANoOpAndKeepsData) {
+  TempDir dir;
+  {
+    auto store = SqliteStore::open(dir / "yard.db");
+    ASSERT_TRUE(store);
+    StoreWrite w = PutSystem{sampleSystem()};
+    ASSERT_TRUE((*store)->write({&w, 1}));
+  }
+  auto store = SqliteStore::open(dir / "yard.db");
+  ASSERT_TRUE(store);
+  auto snap = (*store)->load();
+  ASSERT_TRUE(snap);
+  ASSERT_EQ(snap->systems.size(), 1u);
+  EXPECT_EQ(snap->lastSystemNumber, 7u);
+}
+
+TEST(SqliteStore, RefusesADatabaseFromANewerSwitchyard) {
+  TempDir dir;
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open((dir / "yard.db").c_str(), &db);
+    sqlite3_exec(db, "PRAGMA user_version = 999", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  auto store = SqliteStore::open(dir / "yard.db");
+  ASSERT_FALSE(store);
+  EXPECT_EQ(store.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(store.error().message.find("newer than this yardd"), std::string::npos) << store.error().message;
+}
+
+TEST(SqliteStore, RoundTripsEverything) {
+  TempDir dir;
+  auto store = std::move(*SqliteStore::open(dir / "yard.db"));
+  const Topology topology = defaultTopology();
+  std::vector<StoreWrite> batch{PutInventory{topology}, PutSystem{sampleSystem()}, PutOperation{sampleOperation()},
+                                PutAssignment{{"sw0-gpu0", DeviceAllocation::kAllocated, "sys-000007"}},
+                                PutAssignment{{"sw1-gpu3", DeviceAllocation::kQuarantined, "bound outside"}},
+                                PutEvent{{5, 99, "device.bound", "sw0-gpu0", "bound"}}};
+  ASSERT_TRUE(store->write(batch));
+  auto snap = store->load();
+  ASSERT_TRUE(snap) << snap.error().message;
+  ASSERT_TRUE(snap->inventory);
+  EXPECT_EQ(snap->inventory->devices.size(), topology.devices.size());
+  EXPECT_EQ(snap->inventory->hosts[1].upstreamPorts[1].portId, topology.hosts[1].upstreamPorts[1].portId);
+  ASSERT_EQ(snap->systems.size(), 1u);
+  EXPECT_EQ(snap->systems[0].bindings, sampleSystem().bindings);
+  EXPECT_EQ(snap->systems[0].labels.at("team"), "ml");
+  ASSERT_EQ(snap->unfinishedOperations.size(), 1u);
+  const Operation& op = snap->unfinishedOperations[0];
+  ASSERT_EQ(op.steps.size(), 4u);
+  EXPECT_EQ(op.steps[1].state, StepState::kDone);
+  EXPECT_EQ(op.steps[1].attempts, 1);
+  EXPECT_EQ(op.cursor(), 2u);
+  EXPECT_EQ(snap->assignments.size(), 2u);
+  EXPECT_EQ(snap->lastEventSequence, 5u);
+  EXPECT_EQ(snap->lastOperationNumber, 42u);
+}
+
+TEST(SqliteStore, ABatchIsAllOrNothing) {
+  TempDir dir;
+  auto store = std::move(*SqliteStore::open(dir / "yard.db"));
+  StoreWrite first = PutEvent{{1, 1, "a", "x", "first"}};
+  ASSERT_TRUE(store->write({&first, 1}));
+  // The second event reuses sequence 1: the whole batch, system included, must be rejected.
+  std::vector<StoreWrite> batch{PutSystem{sampleSystem()}, PutEvent{{1, 2, "b", "y", "duplicate"}}};
+  EXPECT_FALSE(store->write(batch));
+  auto snap = store->load();
+  ASSERT_TRUE(snap);
+  EXPECT_TRUE(snap->systems.empty());
+  EXPECT_EQ(store->listEvents(0, 10)->size(), 1u);
+}
+
+TEST(SqliteStore, FinishedOperationsAreNotResumedButCanBeRead) {
+  TempDir dir;
+  auto store = std::move(*SqliteStore::open(dir / "yard.db"));
+  Operation op = sampleOperation();
+  op.state = OperationState::kSucceeded;
+  StoreWrite w = PutOperation{op};
+  ASSERT_TRUE(store->write({&w, 1}));
+  EXPECT_TRUE(store->load()->unfinishedOperations.empty());
+  auto got = store->getOperation(op.id);
+  ASSERT_TRUE(got && *got);
+  EXPECT_EQ((*got)->steps.size(), 4u);
+  EXPECT_FALSE(*store->getOperation("op-nope"));
+  EXPECT_EQ(store->listOperations(10)->size(), 1u);
+}
+
+TEST(SqliteStore, DecomposedSystemsAreHistoryNotLiveState) {
+  TempDir dir;
+  auto store = std::move(*SqliteStore::open(dir / "yard.db"));
+  System s = sampleSystem();
+  s.state = SystemState::kDecomposed;
+  StoreWrite w = PutSystem{s};
+  ASSERT_TRUE(store->write({&w, 1}));
+  auto snap = store->load();
+  EXPECT_TRUE(snap->systems.empty());
+  EXPECT_EQ(snap->lastSystemNumber, 7u) << "ids are never reused";
+}
+
+}  // namespace
+}  // namespace switchyard
