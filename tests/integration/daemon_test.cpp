@@ -1,0 +1,342 @@
+// The real yardd on port 0 with a temp database, driven by the real yardctl binary and a gRPC client.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/client_unary_call.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "switchyard/v1/switchyard.grpc.pb.h"
+#include "tests/support/daemon_process.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard {
+namespace {
+
+namespace pb = ::switchyard::v1;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+class DaemonTest : public ::testing::Test {
+ protected:
+  void SetUp() override { daemon_ = std::make_unique<testing::DaemonProcess>(YARDD_PATH, dir_.path()); }
+
+  void startDaemon(const std::vector<std::string>& args = {}) {
+    ASSERT_TRUE(daemon_->start(args)) << daemon_->log();
+    channel_ = grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials());
+    stub_ = pb::Switchyard::NewStub(channel_);
+  }
+
+  testing::CommandResult yardctl(const std::string& args) {
+    return testing::runCommand(std::string(YARDCTL_PATH) + " --server " + daemon_->address() + " " + args, dir_.path());
+  }
+
+  json yardctlJson(const std::string& args) {
+    auto r = yardctl("-o json " + args);
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    return json::parse(r.out);
+  }
+
+  template <typename Req, typename Resp, typename Method>
+  grpc::Status call(Method method, const Req& req, Resp& resp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    return (stub_.get()->*method)(&ctx, req, &resp);
+  }
+
+  pb::Operation composeAndWait(const std::string& name, int gpus) {
+    pb::ComposeRequest req;
+    req.set_name(name);
+    req.mutable_gpus()->set_count(gpus);
+    pb::Operation op;
+    auto s = call(&pb::Switchyard::Stub::Compose, req, op);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return wait(op.id());
+  }
+
+  pb::Operation wait(const std::string& id) {
+    pb::WaitOperationRequest w;
+    w.set_id(id);
+    w.set_timeout_ms(15'000);
+    pb::Operation op;
+    auto s = call(&pb::Switchyard::Stub::WaitOperation, w, op);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return op;
+  }
+
+  int countDevices(pb::DeviceAllocation allocation) {
+    pb::ListDevicesResponse r;
+    EXPECT_TRUE(call(&pb::Switchyard::Stub::ListDevices, pb::ListDevicesRequest{}, r).ok());
+    return static_cast<int>(std::count_if(r.devices().begin(), r.devices().end(), [&](auto& d) { return d.allocation() == allocation; }));
+  }
+
+  // The simulated switch's own table (written by rename, so always whole; absent before the first bind).
+  json simulatedSwitch() {
+    const std::string text = testing::readFile(dir_ / "sim-fabric.json");
+    return text.empty() ? json::object() : json::parse(text)["bindings"];
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<testing::DaemonProcess> daemon_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::Switchyard::Stub> stub_;
+};
+
+TEST_F(DaemonTest, ComposeListDecomposeWithYardctl) {
+  startDaemon();
+  auto composed = yardctl("compose train-a --gpus 4 --p2p required --label team=ml");
+  ASSERT_EQ(composed.exitCode, 0) << composed.err;
+  EXPECT_NE(composed.err.find("bind sw0-gpu0 -> sw0-usp0 ... done"), std::string::npos) << composed.err;
+  EXPECT_NE(composed.err.find("succeeded"), std::string::npos);
+
+  json systems = yardctlJson("systems");
+  ASSERT_EQ(systems["systems"].size(), 1u);
+  const json& s = systems["systems"][0];
+  EXPECT_EQ(s["name"], "train-a");
+  EXPECT_EQ(s["state"], "SYSTEM_STATE_COMPOSED");
+  EXPECT_EQ(s["labels"]["team"], "ml");
+  ASSERT_EQ(s["bindings"].size(), 4u);
+  EXPECT_EQ(simulatedSwitch().size(), 4u) << "the switch itself holds the bindings";
+
+  auto table = yardctl("systems");
+  EXPECT_NE(table.out.find("train-a"), std::string::npos);
+  auto topology = yardctl("topology");
+  EXPECT_NE(topology.out.find("=> host0 via sw0-usp0"), std::string::npos) << topology.out;
+
+  auto decomposed = yardctl("decompose train-a");
+  ASSERT_EQ(decomposed.exitCode, 0) << decomposed.err;
+  EXPECT_TRUE(yardctlJson("systems")["systems"].empty());
+  EXPECT_TRUE(simulatedSwitch().empty());
+  EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_FREE), 16);
+}
+
+TEST_F(DaemonTest, AttachAndDetachOverGrpc) {
+  startDaemon();
+  pb::Operation op = composeAndWait("infer", 1);
+  ASSERT_EQ(op.state(), pb::OPERATION_STATE_SUCCEEDED) << op.error();
+  pb::AttachRequest attach;
+  attach.set_system("infer");
+  attach.mutable_gpus()->set_count(2);
+  ASSERT_TRUE(call(&pb::Switchyard::Stub::Attach, attach, op).ok());
+  EXPECT_EQ(wait(op.id()).state(), pb::OPERATION_STATE_SUCCEEDED);
+
+  pb::GetSystemRequest get;
+  get.set_system("infer");
+  pb::System system;
+  ASSERT_TRUE(call(&pb::Switchyard::Stub::GetSystem, get, system).ok());
+  ASSERT_EQ(system.bindings_size(), 3);
+
+  auto detached = yardctl("detach infer -d " + system.bindings(0).device_id());
+  ASSERT_EQ(detached.exitCode, 0) << detached.err;
+  ASSERT_TRUE(call(&pb::Switchyard::Stub::GetSystem, get, system).ok());
+  EXPECT_EQ(system.bindings_size(), 2);
+  EXPECT_EQ(simulatedSwitch().size(), 2u);
+}
+
+TEST_F(DaemonTest, BadInputGivesAClearErrorAndChangesNothing) {
+  startDaemon();
+  auto unknownHost = yardctl("compose a --gpus 1 --host ghost");
+  EXPECT_EQ(unknownHost.exitCode, 3);
+  EXPECT_NE(unknownHost.err.find("no host 'ghost'"), std::string::npos) << unknownHost.err;
+  auto zero = yardctl("compose a --gpus 0");
+  EXPECT_EQ(zero.exitCode, 2);
+  EXPECT_NE(zero.err.find("gpu count must be at least 1"), std::string::npos) << zero.err;
+  auto tooMany = yardctl("compose a --gpus 64");
+  EXPECT_EQ(tooMany.exitCode, 3);
+  EXPECT_NE(tooMany.err.find("whole pool has 16"), std::string::npos) << tooMany.err;
+  auto badFlag = yardctl("compose a --gpus 2 --p2p sometimes");
+  EXPECT_EQ(badFlag.exitCode, 2);
+  auto unknownSystem = yardctl("decompose nothing-here");
+  EXPECT_EQ(unknownSystem.exitCode, 3);
+
+  pb::ComposeRequest req;
+  req.set_name("enum");
+  req.mutable_gpus()->set_count(1);
+  req.mutable_gpus()->set_peer_to_peer(static_cast<pb::PeerToPeer>(42));
+  pb::Operation op;
+  auto s = call(&pb::Switchyard::Stub::Compose, req, op);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("peer_to_peer: unknown value 42"), std::string::npos);
+  req.clear_gpus();
+  EXPECT_EQ(call(&pb::Switchyard::Stub::Compose, req, op).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+
+  ASSERT_EQ(composeAndWait("dup", 1).state(), pb::OPERATION_STATE_SUCCEEDED);
+  req.set_name("dup");
+  req.mutable_gpus()->set_count(1);
+  EXPECT_EQ(call(&pb::Switchyard::Stub::Compose, req, op).error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  pb::AttachRequest attach;
+  attach.set_system("dup");
+  attach.mutable_gpus()->add_device_ids("sw0-gpu0");
+  EXPECT_EQ(call(&pb::Switchyard::Stub::Attach, attach, op).error_code(), grpc::StatusCode::FAILED_PRECONDITION) << "busy device";
+
+  pb::ListOperationsResponse ops;
+  ASSERT_TRUE(call(&pb::Switchyard::Stub::ListOperations, pb::ListOperationsRequest{}, ops).ok());
+  EXPECT_EQ(ops.operations_size(), 1) << "rejected requests leave no operation behind";
+  EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_FREE), 15);
+}
+
+TEST_F(DaemonTest, MalformedTopologyFilesStopTheDaemonWithTheReason) {
+  std::ofstream(dir_ / "broken.json") << "{\n  \"switches\": [\n    {\"id\": \"sw0\",,}\n  ]\n}\n";
+  EXPECT_FALSE(daemon_->start({"--topology", (dir_ / "broken.json").string()}));
+  EXPECT_NE(daemon_->exitCode(), 0);
+  EXPECT_NE(daemon_->log().find("broken.json:3:"), std::string::npos) << daemon_->log();
+
+  std::ofstream(dir_ / "dups.json") << R"({"switches": [{"id": "sw0", "ports": [{"id": "d0", "kind": "downstream"},
+    {"id": "d1", "kind": "downstream"}]}], "devices": [{"id": "g", "port": "d0"}, {"id": "g", "port": "d1"}]})";
+  auto dups = testing::DaemonProcess(YARDD_PATH, dir_.path());
+  EXPECT_FALSE(dups.start({"--topology", (dir_ / "dups.json").string()}));
+  EXPECT_NE(dups.log().find("duplicate id 'g'"), std::string::npos) << dups.log();
+}
+
+TEST_F(DaemonTest, ThirtyTwoParallelComposesNeverShareADevice) {
+  startDaemon({"--generate-gpus", "256", "--sim-state", "none"});
+  std::vector<std::thread> clients;
+  std::vector<pb::Operation> results(32);
+  for (int i = 0; i < 32; ++i)
+    clients.emplace_back([&, i] {
+      auto stub = pb::Switchyard::NewStub(channel_);
+      pb::ComposeRequest req;
+      req.set_name("job-" + std::to_string(i));
+      req.mutable_gpus()->set_count(4);
+      grpc::ClientContext ctx;
+      pb::Operation op;
+      if (!stub->Compose(&ctx, req, &op).ok()) return;
+      grpc::ClientContext wctx;
+      pb::WaitOperationRequest w;
+      w.set_id(op.id());
+      w.set_timeout_ms(15'000);
+      stub->WaitOperation(&wctx, w, &results[static_cast<std::size_t>(i)]);
+    });
+  for (auto& c : clients) c.join();
+  for (const auto& r : results) EXPECT_EQ(r.state(), pb::OPERATION_STATE_SUCCEEDED) << r.id() << " " << r.error();
+  pb::ListSystemsResponse systems;
+  ASSERT_TRUE(call(&pb::Switchyard::Stub::ListSystems, pb::ListSystemsRequest{}, systems).ok());
+  std::set<std::string> devices, hosts;
+  for (const auto& s : systems.systems()) {
+    EXPECT_TRUE(hosts.insert(s.host_id()).second) << s.host_id();
+    for (const auto& b : s.bindings()) EXPECT_TRUE(devices.insert(b.device_id()).second) << b.device_id() << " in two systems";
+  }
+  EXPECT_EQ(devices.size(), 128u);
+  EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_ALLOCATED), 128);
+}
+
+TEST_F(DaemonTest, InjectedSwitchFaultsRollBackCleanly) {
+  startDaemon({"--sim-fail-probability", "0.25", "--sim-seed", "11"});
+  int failed = 0;
+  for (int i = 0; i < 12; ++i) {
+    auto r = yardctl("compose job-" + std::to_string(i) + " --gpus 3");
+    if (r.exitCode == 1) {
+      ++failed;
+      EXPECT_NE(r.err.find("rolled back"), std::string::npos) << r.err;
+    } else if (r.exitCode == 0) {
+      // A decompose whose unbind keeps failing is itself rolled back (the system stays whole): retry it.
+      int rc = 1;
+      for (int attempt = 0; attempt < 10 && rc == 1; ++attempt) rc = yardctl("decompose job-" + std::to_string(i)).exitCode;
+      EXPECT_EQ(rc, 0);
+    } else {
+      ADD_FAILURE() << r.exitCode << " " << r.err;
+    }
+  }
+  EXPECT_GT(failed, 0) << "the fault rate should have failed some binds";
+  EXPECT_TRUE(yardctlJson("systems")["systems"].empty());
+  EXPECT_TRUE(simulatedSwitch().empty()) << "every partial compose was unbound";
+  EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_FREE), 16);
+
+  daemon_->kill(SIGTERM);
+  startDaemon();
+  EXPECT_NE(daemon_->log().find("0 drift(s) found"), std::string::npos);
+}
+
+TEST_F(DaemonTest, KillNineMidComposeThenRestartResumesAndReconciles) {
+  startDaemon({"--sim-latency-ms", "150"});
+  auto started = yardctl("compose big --gpus 8 --no-wait");
+  ASSERT_EQ(started.exitCode, 0) << started.err;
+  const std::string opId = started.out.substr(0, started.out.find('\n'));
+  // Wait until the switch holds some but not all of the bindings, then kill without warning.
+  for (int i = 0; i < 200 && simulatedSwitch().size() < 2; ++i) std::this_thread::sleep_for(10ms);
+  daemon_->kill(SIGKILL);
+  const auto partial = simulatedSwitch().size();
+  ASSERT_GE(partial, 2u);
+  ASSERT_LT(partial, 8u);
+
+  startDaemon();
+  EXPECT_NE(daemon_->log().find("recovery: 1 operation(s) resumed, 0 drift(s) found"), std::string::npos) << daemon_->log();
+  pb::GetOperationRequest get;
+  get.set_id(opId);
+  pb::Operation op;
+  ASSERT_TRUE(call(&pb::Switchyard::Stub::GetOperation, get, op).ok());
+  EXPECT_EQ(op.state(), pb::OPERATION_STATE_SUCCEEDED) << op.error();
+  json systems = yardctlJson("systems");
+  ASSERT_EQ(systems["systems"].size(), 1u);
+  EXPECT_EQ(systems["systems"][0]["bindings"].size(), 8u);
+  EXPECT_EQ(simulatedSwitch().size(), 8u);
+}
+
+TEST_F(DaemonTest, DriftFoundAtStartIsReportedAsEvents) {
+  startDaemon();
+  ASSERT_EQ(composeAndWait("a", 2).state(), pb::OPERATION_STATE_SUCCEEDED);
+  daemon_->kill(SIGTERM);
+  json bindings = simulatedSwitch();
+  bindings.erase(bindings.begin());     // the switch lost one binding
+  bindings["sw1-gpu7"] = "sw1-usp3";    // and gained one nobody asked for
+  std::ofstream(dir_ / "sim-fabric.json") << json{{"bindings", bindings}}.dump();
+  startDaemon();
+  EXPECT_NE(daemon_->log().find("2 drift(s) found"), std::string::npos) << daemon_->log();
+  auto events = yardctl("watch --after 1 & sleep 1; kill $!");
+  EXPECT_NE(events.out.find("drift.missing-binding"), std::string::npos) << events.out;
+  EXPECT_NE(events.out.find("drift.unexpected-binding"), std::string::npos) << events.out;
+  json system = yardctlJson("systems a");
+  EXPECT_EQ(system["state"], "SYSTEM_STATE_DEGRADED");
+}
+
+TEST_F(DaemonTest, WatchStreamsOperationEvents) {
+  startDaemon();
+  grpc::ClientContext ctx;
+  auto reader = stub_->Watch(&ctx, pb::WatchRequest{});
+  std::this_thread::sleep_for(100ms);  // let the subscription register before the compose
+  ASSERT_EQ(composeAndWait("w", 1).state(), pb::OPERATION_STATE_SUCCEEDED);
+  std::vector<std::string> types;
+  pb::Event e;
+  while (reader->Read(&e)) {
+    types.push_back(e.type());
+    if (e.type() == "operation.succeeded") break;
+  }
+  ctx.TryCancel();
+  EXPECT_EQ(types, (std::vector<std::string>{"operation.accepted", "device.bound", "system.composed", "operation.succeeded"}));
+}
+
+TEST_F(DaemonTest, ServesGrpcHealthAndStopsCleanlyOnSigterm) {
+  startDaemon();
+  grpc::ClientContext ctx;
+  grpc::Slice empty("", 0);
+  grpc::ByteBuffer request(&empty, 1), response;  // an empty HealthCheckRequest
+  const grpc::internal::RpcMethod check("/grpc.health.v1.Health/Check", grpc::internal::RpcMethod::NORMAL_RPC);
+  auto status = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(channel_.get(), check, &ctx, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2)) << "status: SERVING";
+
+  daemon_->kill(SIGTERM);
+  EXPECT_EQ(daemon_->exitCode(), 0);
+  EXPECT_NE(daemon_->log().find("yardd stopped"), std::string::npos);
+}
+
+TEST_F(DaemonTest, PlanExplainsWithoutChangingAnything) {
+  startDaemon();
+  auto fits = yardctl("plan --gpus 8 --p2p required --model A100-SXM4-40GB --explain");
+  ASSERT_EQ(fits.exitCode, 0) << fits.err;
+  EXPECT_NE(fits.out.find("under sw1"), std::string::npos) << fits.out;
+  auto no = yardctl("plan --gpus 9 --p2p required");
+  EXPECT_EQ(no.exitCode, 3);
+  EXPECT_NE(no.out.find("host0: peer-to-peer required"), std::string::npos) << no.out;
+  EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_FREE), 16);
+}
+
+}  // namespace
+}  // namespace switchyard
