@@ -97,9 +97,11 @@ int run(const DaemonOptions& o) {
   sigwait(&signals, &received);
   spdlog::info("{} received: draining (up to {} s for running operations)", received == SIGTERM ? "SIGTERM" : "SIGINT",
                o.shutdownGraceSeconds);
+  // Refuse new work and let running operations finish (or leave them resumable), then close the
+  // server. Clients that stay connected but idle cannot acknowledge the close, so keep its wait short.
   service.shutdown();
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   engine.stop(std::chrono::seconds(o.shutdownGraceSeconds));
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   spdlog::info("yardd stopped");
   return 0;
 }
@@ -122,5 +124,9 @@ int main(int argc, char** argv) {
   addDaemonOptions(app, options);
   CLI11_PARSE(app, argc, argv);
   setUpLogging(options.logLevel);
-  return run(options);
+  const int rc = run(options);  // everything of ours is closed (store, engine, server) when it returns
+  spdlog::shutdown();
+  // gRPC's library teardown can block for seconds on idle client connections; nothing of ours is left
+  // to flush, so leave without it.
+  std::_Exit(rc);
 }

@@ -109,6 +109,10 @@ void Engine::stop(Duration grace) {
     for (auto& weak : subscribers_)
       if (auto s = weak.lock()) s->close();
     subscribers_.clear();
+    // Waiters get the operation as it stands (unfinished, resumable) rather than waiting on a halted engine.
+    for (auto& [id, promises] : waiters_)
+      for (auto& promise : promises) promise->set_value(active_.at(id));
+    waiters_.clear();
     pollTimer_->guard.reset();
     control_->stop();
     return {};

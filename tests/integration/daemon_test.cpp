@@ -275,6 +275,27 @@ TEST_F(DaemonTest, KillNineMidComposeThenRestartResumesAndReconciles) {
   EXPECT_EQ(simulatedSwitch().size(), 8u);
 }
 
+TEST_F(DaemonTest, SigtermWithNoGraceLeavesTheOperationResumable) {
+  startDaemon({"--sim-latency-ms", "100", "--shutdown-grace", "0"});
+  auto started = yardctl("compose slow --gpus 6 --no-wait");
+  ASSERT_EQ(started.exitCode, 0) << started.err;
+  const std::string opId = started.out.substr(0, started.out.find('\n'));
+  for (int i = 0; i < 200 && simulatedSwitch().empty(); ++i) std::this_thread::sleep_for(10ms);
+  daemon_->kill(SIGTERM);
+  EXPECT_EQ(daemon_->exitCode(), 0);
+  EXPECT_NE(daemon_->log().find("unfinished; they resume at next start"), std::string::npos) << daemon_->log();
+  EXPECT_LT(simulatedSwitch().size(), 6u);
+
+  startDaemon();
+  EXPECT_NE(daemon_->log().find("1 operation(s) resumed, 0 drift(s)"), std::string::npos) << daemon_->log();
+  pb::GetOperationRequest get;
+  get.set_id(opId);
+  pb::Operation op;
+  ASSERT_TRUE(call(&pb::Switchyard::Stub::GetOperation, get, op).ok());
+  EXPECT_EQ(op.state(), pb::OPERATION_STATE_SUCCEEDED);
+  EXPECT_EQ(simulatedSwitch().size(), 6u);
+}
+
 TEST_F(DaemonTest, DriftFoundAtStartIsReportedAsEvents) {
   startDaemon();
   ASSERT_EQ(composeAndWait("a", 2).state(), pb::OPERATION_STATE_SUCCEEDED);

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, starts yardd on the embedded default (simulated two-chassis fabric,
+# SQLite under a fresh state directory) and runs a short tour with yardctl: pool before, compose,
+# pool after, decompose. Leave yardd running afterwards with KEEP_RUNNING=1.
+set -euo pipefail
+cd "$(dirname "$0")"
+./setup.sh
+BUILD_DIR=${BUILD_DIR:-build}
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target yardd yardctl
+
+STATE_DIR=$(mktemp -d -t switchyard-demo-XXXXXX)
+"$BUILD_DIR/bin/yardd" --listen 127.0.0.1:0 --state-dir "$STATE_DIR" --port-file "$STATE_DIR/port" \
+  >"$STATE_DIR/yardd.log" 2>&1 &
+YARDD_PID=$!
+cleanup() {
+  if [ "${KEEP_RUNNING:-0}" != 1 ]; then kill -TERM "$YARDD_PID" 2>/dev/null || true; wait "$YARDD_PID" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+for _ in $(seq 1 500); do [ -s "$STATE_DIR/port" ] && break; sleep 0.02; done
+[ -s "$STATE_DIR/port" ] || { echo "yardd did not start:"; cat "$STATE_DIR/yardd.log"; exit 1; }
+export YARD_SERVER="127.0.0.1:$(cat "$STATE_DIR/port")"
+Y="$BUILD_DIR/bin/yardctl"
+
+step() { printf '\n\033[1m$ yardctl %s\033[0m\n' "$*"; "$Y" "$@"; }
+echo "yardd is serving on $YARD_SERVER (state in $STATE_DIR)"
+step hosts
+step devices
+step plan --gpus 4 --p2p required --explain
+step compose train-a --gpus 4 --p2p required --label team=vision
+step compose infer-b --gpus 2 --model A100-SXM4-40GB
+step systems
+step topology
+step devices
+step decompose train-a
+step decompose infer-b
+step ops
+printf '\nyardd log: %s/yardd.log\n' "$STATE_DIR"
+if [ "${KEEP_RUNNING:-0}" = 1 ]; then echo "yardd keeps running (pid $YARDD_PID); export YARD_SERVER=$YARD_SERVER"; fi
