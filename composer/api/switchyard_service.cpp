@@ -50,6 +50,7 @@ grpc::Status SwitchyardService::Detach(grpc::ServerContext*, const v1::DetachReq
 grpc::Status SwitchyardService::Plan(grpc::ServerContext*, const v1::PlanRequest* req, v1::PlanResponse* out) {
   auto placement = fromProto(req->gpus(), req->tenant());
   if (!placement) return toGrpcStatus(placement.error());
+  placement->explain = true;
   auto decision = engine_.plan(*placement);
   if (!decision) return toGrpcStatus(decision.error());
   // A request that cannot be valid is an error; one that merely does not fit now is an answer.

@@ -43,11 +43,20 @@ std::vector<std::vector<int>> eligibleBySwitch(const Pool& pool, const Placement
 // Lexicographic: fewer switches, fewer devices across an inter-switch link, tighter fit, then host order.
 using Score = std::tuple<int, int, int, int>;
 
+// Part of a candidate: `take` devices from one switch, through one host port.
+struct Part {
+  int switchIndex;
+  std::size_t take;
+  std::size_t eligible;
+  const PoolHostPort* port;
+  bool crossesIsl;
+};
+
+// A feasible host, kept as indices; strings are made only for the winner (or when explaining).
 struct Candidate {
   Score score;
   int hostIndex;
-  std::vector<PlacedDevice> devices;
-  std::string summary;
+  std::vector<Part> parts;
 };
 
 const PoolHostPort* portInto(const PoolHost& host, int switchIndex) {
@@ -63,54 +72,80 @@ const PoolHostPort* portIntoFabric(const Pool& pool, const PoolHost& host, int f
   return nullptr;
 }
 
+const std::string& switchName(const Pool& pool, int s) { return pool.switches()[static_cast<std::size_t>(s)].id; }
+
 std::string countsBySwitch(const Pool& pool, const std::vector<std::pair<int, std::size_t>>& counts) {
   std::string out;
-  for (const auto& [s, n] : counts)
-    out += fmt::format("{}{} has {}", out.empty() ? "" : ", ", pool.switches()[static_cast<std::size_t>(s)].id, n);
+  for (const auto& [s, n] : counts) out += fmt::format("{}{} has {}", out.empty() ? "" : ", ", switchName(pool, s), n);
   return out.empty() ? "no switch reachable" : out;
 }
 
-void addDevices(const Pool& pool, const std::vector<int>& from, std::size_t n, const PoolHostPort& port,
-                std::vector<PlacedDevice>& out) {
-  for (std::size_t i = 0; i < n && i < from.size(); ++i) {
-    const auto& d = pool.devices()[static_cast<std::size_t>(from[i])];
-    out.push_back({d.id, pool.switches()[static_cast<std::size_t>(d.switchIndex)].id, port.portId});
+std::string summarize(const Pool& pool, const Candidate& c, std::size_t n) {
+  if (c.parts.size() == 1 && !c.parts[0].crossesIsl) {
+    const Part& p = c.parts[0];
+    return fmt::format("{} GPU(s) under {} via {} (NUMA {}); {} eligible free there, {} left", n, switchName(pool, p.switchIndex),
+                       p.port->portId, p.port->numaNode, p.eligible, p.eligible - n);
   }
+  std::string parts;
+  for (const auto& p : c.parts)
+    parts += fmt::format("{}{} from {}{}", parts.empty() ? "" : ", ", p.take, switchName(pool, p.switchIndex),
+                         p.crossesIsl ? " (over an inter-switch link)" : "");
+  return fmt::format("{} GPU(s) across {} switches: {}", n, c.parts.size(), parts);
 }
 
-// Tries one host; returns a candidate or the reason it cannot serve the request.
-std::variant<Candidate, std::string> tryHost(const Pool& pool, int hostIndex, const PlacementRequest& r,
-                                             const std::vector<std::vector<int>>& eligibleSw) {
+std::vector<PlacedDevice> materialize(const Pool& pool, const Candidate& c, const std::vector<std::vector<int>>& eligibleSw) {
+  std::vector<PlacedDevice> out;
+  for (const auto& p : c.parts) {
+    const auto& from = eligibleSw[static_cast<std::size_t>(p.switchIndex)];
+    for (std::size_t i = 0; i < p.take; ++i)
+      out.push_back({pool.devices()[static_cast<std::size_t>(from[i])].id, switchName(pool, p.switchIndex), p.port->portId});
+  }
+  return out;
+}
+
+// Tries one host: a candidate, or nullopt with the reason in `why` (only when explaining).
+std::optional<Candidate> tryHost(const Pool& pool, int hostIndex, const PlacementRequest& r,
+                                 const std::vector<std::vector<int>>& eligibleSw, bool explain, std::string& why) {
   const PoolHost& host = pool.hosts()[static_cast<std::size_t>(hostIndex)];
   const auto n = static_cast<std::size_t>(r.gpuCount);
-  if (host.inSystem && !r.hostMayHaveSystem) return std::string("already serves a composed system (use attach to grow it)");
+  if (host.inSystem && !r.hostMayHaveSystem) {
+    if (explain) why = "already serves a composed system (use attach to grow it)";
+    return std::nullopt;
+  }
   const int room = host.maxDevices - host.attachedDevices;
-  if (room < r.gpuCount)
-    return fmt::format("device limit: {} of {} attached, needs room for {}", host.attachedDevices, host.maxDevices, r.gpuCount);
+  if (room < r.gpuCount) {
+    if (explain) why = fmt::format("device limit: {} of {} attached, needs room for {}", host.attachedDevices, host.maxDevices, r.gpuCount);
+    return std::nullopt;
+  }
+
+  // 1. All under one directly cabled switch: tightest fit.
+  const PoolHostPort* bestPort = nullptr;
+  std::size_t bestCount = 0;
+  for (const auto& p : host.ports) {
+    if (p.switchIndex < 0) continue;
+    const std::size_t count = eligibleSw[static_cast<std::size_t>(p.switchIndex)].size();
+    if (count >= n && (!bestPort || count < bestCount)) {
+      bestPort = &p;
+      bestCount = count;
+    }
+  }
+  if (bestPort)
+    return Candidate{{1, 0, static_cast<int>(bestCount - n), hostIndex}, hostIndex, {{bestPort->switchIndex, n, bestCount, bestPort, false}}};
 
   // Switches the host has an upstream port into, in port order, without repeats.
   std::vector<std::pair<int, std::size_t>> direct;
   for (const auto& p : host.ports)
     if (p.switchIndex >= 0 && std::none_of(direct.begin(), direct.end(), [&](auto& e) { return e.first == p.switchIndex; }))
       direct.emplace_back(p.switchIndex, eligibleSw[static_cast<std::size_t>(p.switchIndex)].size());
-  if (direct.empty()) return std::string("has no upstream port into any switch");
-
-  // 1. All under one directly cabled switch: tightest fit.
-  const std::pair<int, std::size_t>* best = nullptr;
-  for (const auto& e : direct)
-    if (e.second >= n && (!best || e.second < best->second)) best = &e;
-  if (best) {
-    Candidate c{{1, 0, static_cast<int>(best->second - n), hostIndex}, hostIndex, {}, {}};
-    const PoolHostPort& port = *portInto(host, best->first);
-    addDevices(pool, eligibleSw[static_cast<std::size_t>(best->first)], n, port, c.devices);
-    c.summary = fmt::format("{} GPU(s) under {} via {} (NUMA {}); {} eligible free there, {} left", n,
-                            pool.switches()[static_cast<std::size_t>(best->first)].id, port.portId, port.numaNode,
-                            best->second, best->second - n);
-    return c;
+  if (direct.empty()) {
+    if (explain) why = "has no upstream port into any switch";
+    return std::nullopt;
   }
-  if (r.peerToPeer == PeerToPeer::kRequired)
-    return fmt::format("peer-to-peer required: no directly cabled switch has {} eligible free GPUs ({})", n,
-                       countsBySwitch(pool, direct));
+  if (r.peerToPeer == PeerToPeer::kRequired) {
+    if (explain)
+      why = fmt::format("peer-to-peer required: no directly cabled switch has {} eligible free GPUs ({})", n, countsBySwitch(pool, direct));
+    return std::nullopt;
+  }
 
   // 2. Span switches: direct ones first (most free first), then others in the same fabric over an ISL.
   std::vector<std::tuple<int, int, std::size_t>> order;  // (crossesIsl, switch, count)
@@ -124,26 +159,22 @@ std::variant<Candidate, std::string> tryHost(const Pool& pool, int hostIndex, co
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
     return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<2>(a) > std::get<2>(b);
   });
-  Candidate c{{0, 0, 0, hostIndex}, hostIndex, {}, {}};
+  Candidate c{{0, 0, 0, hostIndex}, hostIndex, {}};
   std::size_t taken = 0;
-  std::string parts;
   for (const auto& [crosses, s, count] : order) {
     if (taken == n) break;
     const std::size_t take = std::min(count, n - taken);
-    const PoolHostPort* port = crosses ? portIntoFabric(pool, host, pool.switches()[static_cast<std::size_t>(s)].fabric)
-                                       : portInto(host, s);
-    addDevices(pool, eligibleSw[static_cast<std::size_t>(s)], take, *port, c.devices);
-    parts += fmt::format("{}{} from {}{}", parts.empty() ? "" : ", ", take, pool.switches()[static_cast<std::size_t>(s)].id,
-                         crosses ? " (over an inter-switch link)" : "");
+    const PoolHostPort* port = crosses ? portIntoFabric(pool, host, pool.switches()[static_cast<std::size_t>(s)].fabric) : portInto(host, s);
+    c.parts.push_back({s, take, count, port, crosses != 0});
     taken += take;
     std::get<0>(c.score) += 1;
     std::get<1>(c.score) += crosses ? static_cast<int>(take) : 0;
     std::get<2>(c.score) += static_cast<int>(count - take);
   }
   if (taken < n) {
-    return fmt::format("only {} eligible free GPU(s) reachable, needs {}", taken, n);
+    if (explain) why = fmt::format("only {} eligible free GPU(s) reachable, needs {}", taken, n);
+    return std::nullopt;
   }
-  c.summary = fmt::format("{} GPU(s) across {} switches: {}", n, std::get<0>(c.score), parts);
   return c;
 }
 
@@ -211,25 +242,30 @@ PlacementDecision place(const Pool& pool, const PlacementRequest& r) {
   if (!r.devices.empty()) return placeExplicit(pool, r);
 
   const auto eligibleSw = eligibleBySwitch(pool, r);
-  std::optional<Candidate> best;
-  auto consider = [&](int hi) {
-    auto result = tryHost(pool, hi, r, eligibleSw);
-    const HostId& id = pool.hosts()[static_cast<std::size_t>(hi)].id;
-    if (auto* reason = std::get_if<std::string>(&result)) {
-      out.candidates.push_back({id, false, std::move(*reason)});
-      return;
+  const auto n = static_cast<std::size_t>(r.gpuCount);
+  auto decide = [&](bool explain) {
+    out.candidates.clear();
+    std::optional<Candidate> best;
+    std::string why;
+    auto consider = [&](int hi) {
+      auto c = tryHost(pool, hi, r, eligibleSw, explain, why);
+      if (explain) {
+        const HostId& id = pool.hosts()[static_cast<std::size_t>(hi)].id;
+        out.candidates.push_back(c ? CandidateVerdict{id, true, summarize(pool, *c, n)} : CandidateVerdict{id, false, std::move(why)});
+      }
+      if (c && (!best || c->score < best->score)) best = std::move(c);
+    };
+    if (r.host) {
+      consider(pool.hostIndex(*r.host));
+    } else {
+      for (std::size_t hi = 0; hi < pool.hosts().size(); ++hi) consider(static_cast<int>(hi));
     }
-    auto& c = std::get<Candidate>(result);
-    out.candidates.push_back({id, true, c.summary});
-    if (!best || c.score < best->score) best = std::move(c);
+    return best;
   };
-  if (r.host) {
-    consider(pool.hostIndex(*r.host));
-  } else {
-    for (std::size_t hi = 0; hi < pool.hosts().size(); ++hi) consider(static_cast<int>(hi));
-  }
 
+  std::optional<Candidate> best = decide(r.explain);
   if (!best) {
+    if (!r.explain) decide(true);  // failures always say why, host by host
     std::string why = fmt::format("no host can take {} GPU(s){}{}{}:", r.gpuCount,
                                   r.model.empty() ? "" : fmt::format(" of model {}", r.model),
                                   r.minMemoryGiB ? fmt::format(" with >= {} GiB", r.minMemoryGiB) : "",
@@ -238,10 +274,13 @@ PlacementDecision place(const Pool& pool, const PlacementRequest& r) {
     out.error = Error{Code::kResourceExhausted, std::move(why)};
     return out;
   }
-  const auto feasible = std::count_if(out.candidates.begin(), out.candidates.end(), [](auto& c) { return c.feasible; });
   const HostId& hostId = pool.hosts()[static_cast<std::size_t>(best->hostIndex)].id;
-  out.placement = Placement{hostId, std::move(best->devices),
-                            fmt::format("{}: {}; best of {} feasible host(s)", hostId, best->summary, feasible)};
+  std::string explanation = fmt::format("{}: {}", hostId, summarize(pool, *best, n));
+  if (r.explain) {
+    const auto feasible = std::count_if(out.candidates.begin(), out.candidates.end(), [](auto& c) { return c.feasible; });
+    explanation += fmt::format("; best of {} feasible host(s)", feasible);
+  }
+  out.placement = Placement{hostId, materialize(pool, *best, eligibleSw), std::move(explanation)};
   return out;
 }
 

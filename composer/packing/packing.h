@@ -27,6 +27,9 @@ struct PlacementRequest {
   bool hostMayHaveSystem = false;  // attach: the pinned host already serves the system
   std::vector<DeviceId> devices;   // explicit devices (then gpuCount is ignored)
   TenantId tenant{kDefaultTenant};
+  // Give every candidate host a reason (Plan). Without it only a failure explains itself, which keeps
+  // the hot path free of string formatting.
+  bool explain = false;
 };
 
 struct PlacedDevice {

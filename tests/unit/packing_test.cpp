@@ -101,7 +101,9 @@ TEST(Packing, RespectsModelMemoryAndHealth) {
 TEST(Packing, RespectsHostDeviceLimitAndOneSystemPerHost) {
   const Topology t = TopologyBuilder().sw("a").gpus("a", 8).host("small", {"a"}, 2).host("big", {"a"}, 8).build();
   Pool pool(t);
-  auto d = place(pool, gpus(4));
+  PlacementRequest four = gpus(4);
+  four.explain = true;
+  auto d = place(pool, four);
   ASSERT_TRUE(d.placement);
   EXPECT_EQ(d.placement->hostId, "big");
   EXPECT_NE(d.candidates[0].reason.find("device limit: 0 of 2 attached"), std::string::npos) << d.candidates[0].reason;

@@ -1,0 +1,214 @@
+// switchyard_bench: prints tables for the performance targets.
+//   switchyard_bench packing [--gpus N ...] [--decisions N]   packing v1 decision latency
+//   switchyard_bench compose [--seconds S] [--clients N] [--durability normal|full]
+//                                                            compose+decompose through gRPC, durable store
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "composer/api/switchyard_service.h"
+#include "composer/engine/engine.h"
+#include "composer/packing/packing.h"
+#include "fabric/simulated_fabric.h"
+#include "fabric/topology_generator.h"
+#include "inventory/sqlite_store.h"
+#include "tests/support/temp_dir.h"
+
+using namespace switchyard;
+using Stopwatch = std::chrono::steady_clock;
+
+namespace {
+
+struct Percentiles {
+  double p50, p99, max, mean;
+};
+
+Percentiles summarize(std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<std::size_t>(q * static_cast<double>(us.size())))]; };
+  double sum = 0;
+  for (double v : us) sum += v;
+  return {at(0.50), at(0.99), us.back(), sum / static_cast<double>(us.size())};
+}
+
+long peakRssKiB() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
+  return 0;
+}
+
+Topology benchTopology(int gpus, int hostsPerFabric) {
+  TopologyShape shape;
+  shape.totalGpus = gpus;
+  shape.gpusPerSwitch = 16;
+  shape.switchesPerFabric = 4;
+  shape.hostsPerFabric = hostsPerFabric;
+  return generateTopology(shape);
+}
+
+// Packing v1: pool at a given fill, random request shapes, one decision at a time (single thread).
+int benchPacking(const std::vector<int>& sizes, const std::vector<double>& fills, int decisions) {
+  fmt::print("packing v1 decision latency (single thread, {} decisions per row, requests of 1/2/4/8 GPUs, P2P preferred)\n", decisions);
+  fmt::print("{:>8} {:>6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>12}\n", "GPUs", "hosts", "fill", "p50 us", "p99 us", "max us", "mean us",
+             "decisions/s");
+  for (int gpus : sizes) {
+    const Topology t = benchTopology(gpus, 8);
+    for (double fill : fills) {
+      Pool pool(t);
+      std::mt19937 rng(42);
+      std::vector<int> order(pool.devices().size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+      std::shuffle(order.begin(), order.end(), rng);
+      for (std::size_t i = 0; i < static_cast<std::size_t>(fill * static_cast<double>(order.size())); ++i) pool.setFree(order[i], false);
+      // About half the hosts already serve a system, as in a busy pool.
+      for (std::size_t h = 0; h < pool.hosts().size(); h += 2) pool.setInSystem(static_cast<int>(h), true);
+      const int shapes[] = {1, 2, 4, 8};
+      std::vector<double> us;
+      us.reserve(static_cast<std::size_t>(decisions));
+      int placed = 0;
+      const auto start = Stopwatch::now();
+      for (int i = 0; i < decisions; ++i) {
+        PlacementRequest r;
+        r.gpuCount = shapes[i % 4];
+        const auto t0 = Stopwatch::now();
+        PlacementDecision d = place(pool, r);
+        us.push_back(std::chrono::duration<double, std::micro>(Stopwatch::now() - t0).count());
+        placed += d.placement ? 1 : 0;
+      }
+      const double seconds = std::chrono::duration<double>(Stopwatch::now() - start).count();
+      const auto p = summarize(us);
+      fmt::print("{:>8} {:>6} {:>5.0f}% {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f} {:>12.0f}\n", gpus, pool.hosts().size(), fill * 100, p.p50,
+                 p.p99, p.max, p.mean, decisions / seconds);
+      if (placed == 0) {
+        fmt::print(stderr, "error: no decision placed anything; the benchmark pool is wrong\n");
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
+// Compose + decompose loops through the real gRPC service, engine, SQLite store and simulated switch.
+int benchCompose(double seconds, int clients, const std::string& durability, int gpusPerCompose) {
+  spdlog::set_level(spdlog::level::warn);
+  testing::TempDir dir;
+  SystemClock clock;
+  auto fabric = std::move(*SimulatedFabric::create(benchTopology(std::max(64, clients * 16), clients), clock, {}));
+  auto store = SqliteStore::open(dir / "yard.db", durability == "full" ? Durability::kFull : Durability::kNormal);
+  if (!store) {
+    fmt::print(stderr, "error: {}\n", store.error().message);
+    return 1;
+  }
+  Engine engine(*fabric, **store, clock, {.fabricPollInterval = std::chrono::milliseconds(0)});
+  if (auto r = engine.start(); !r) {
+    fmt::print(stderr, "error: {}\n", r.error().message);
+    return 1;
+  }
+  SwitchyardService service(engine);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::vector<double>> composeUs(static_cast<std::size_t>(clients)), decomposeUs(static_cast<std::size_t>(clients));
+  std::vector<std::thread> threads;
+  const auto begin = Stopwatch::now();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      auto stub = v1::Switchyard::NewStub(grpc::CreateChannel(fmt::format("127.0.0.1:{}", port), grpc::InsecureChannelCredentials()));
+      auto waitDone = [&](const std::string& id) {
+        grpc::ClientContext ctx;
+        v1::WaitOperationRequest w;
+        w.set_id(id);
+        w.set_timeout_ms(10'000);
+        v1::Operation op;
+        return stub->WaitOperation(&ctx, w, &op).ok() && op.state() == v1::OPERATION_STATE_SUCCEEDED;
+      };
+      for (int i = 0; !stop; ++i) {
+        const std::string name = fmt::format("bench-{}-{}", c, i);
+        auto t0 = Stopwatch::now();
+        v1::ComposeRequest req;
+        req.set_name(name);
+        req.mutable_gpus()->set_count(gpusPerCompose);
+        req.mutable_gpus()->set_host(fmt::format("host{}", c));
+        v1::Operation op;
+        grpc::ClientContext ctx;
+        if (!stub->Compose(&ctx, req, &op).ok() || !waitDone(op.id())) {
+          ++failures;
+          continue;
+        }
+        composeUs[static_cast<std::size_t>(c)].push_back(std::chrono::duration<double, std::micro>(Stopwatch::now() - t0).count());
+        t0 = Stopwatch::now();
+        v1::DecomposeRequest d;
+        d.set_system(name);
+        grpc::ClientContext dctx;
+        if (!stub->Decompose(&dctx, d, &op).ok() || !waitDone(op.id())) {
+          ++failures;
+          continue;
+        }
+        decomposeUs[static_cast<std::size_t>(c)].push_back(std::chrono::duration<double, std::micro>(Stopwatch::now() - t0).count());
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  stop = true;
+  for (auto& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(Stopwatch::now() - begin).count();
+  server->Shutdown(std::chrono::system_clock::now());
+  engine.stop(std::chrono::seconds(5));
+
+  std::vector<double> all, allDecompose;
+  for (auto& v : composeUs) all.insert(all.end(), v.begin(), v.end());
+  for (auto& v : decomposeUs) allDecompose.insert(allDecompose.end(), v.begin(), v.end());
+  if (all.empty() || failures > 0) {
+    fmt::print(stderr, "error: {} composes completed, {} failures\n", all.size(), failures.load());
+    return 1;
+  }
+  const auto c = summarize(all);
+  const auto d = summarize(allDecompose);
+  fmt::print("{:<12} {:>7} {:>5} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "durability", "clients", "gpus", "composes",
+             "composes/s", "p50 ms", "p99 ms", "max ms", "decomp p99", "peak RSS");
+  fmt::print("{:<12} {:>7} {:>5} {:>9} {:>12.0f} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>8}MiB\n", durability, clients, gpusPerCompose,
+             all.size(), static_cast<double>(all.size()) / elapsed, c.p50 / 1000, c.p99 / 1000, c.max / 1000, d.p99 / 1000,
+             peakRssKiB() / 1024);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Switchyard benchmarks (numbers for docs/benchmarks.md)"};
+  app.require_subcommand(1);
+  auto* packing = app.add_subcommand("packing", "Packing v1 decision latency");
+  std::vector<int> sizes{1000, 10000};
+  std::vector<double> fills{0.5, 0.9};
+  int decisions = 100'000;
+  packing->add_option("--gpus", sizes, "Pool sizes")->capture_default_str();
+  packing->add_option("--fill", fills, "Fractions of GPUs already taken")->capture_default_str();
+  packing->add_option("--decisions", decisions, "Decisions per row")->capture_default_str();
+  auto* compose = app.add_subcommand("compose", "Compose + decompose through gRPC on the simulated fabric (zero latency)");
+  double seconds = 10;
+  int clients = 8, gpus = 2;
+  std::string durability = "normal";
+  compose->add_option("--seconds", seconds, "How long to run")->capture_default_str();
+  compose->add_option("--clients", clients, "Concurrent gRPC clients, each on its own host")->capture_default_str();
+  compose->add_option("--gpus", gpus, "GPUs per compose")->capture_default_str();
+  compose->add_option("--durability", durability, "normal or full (SQLite synchronous mode)")
+      ->check(CLI::IsMember({"normal", "full"}))->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (packing->parsed()) return benchPacking(sizes, fills, decisions);
+  return benchCompose(seconds, clients, durability, gpus);
+}
