@@ -131,11 +131,17 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   SY_TRY(st.bind(1, op.id).bind(2, static_cast<std::int64_t>(numberFromId(op.id))).bind(3, toString(op.kind)).bind(4, op.systemId)
              .bind(5, op.hostId).bind(6, toString(op.state)).bind(7, op.explanation).bind(8, op.error).bind(9, op.createdAt)
              .bind(10, op.updatedAt).run());
-  for (std::size_t i = 0; i < op.steps.size(); ++i) {
-    const Step& s = op.steps[i];
+  auto writeStep = [&](std::size_t i) -> Result<void> {
+    const Step& s = op.steps.at(i);
     SY_ASSIGN(auto ss, db_->prepare("INSERT OR REPLACE INTO operation_steps VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
     SY_TRY(ss.bind(1, op.id).bind(2, static_cast<int>(i)).bind(3, toString(s.kind)).bind(4, s.deviceId).bind(5, s.upstreamPortId)
                .bind(6, toString(s.state)).bind(7, s.compensation ? 1 : 0).bind(8, s.attempts).bind(9, s.message).bind(10, s.finishedAt).run());
+    return {};
+  };
+  if (w.allSteps) {
+    for (std::size_t i = 0; i < op.steps.size(); ++i) SY_TRY(writeStep(i));
+  } else {
+    for (std::size_t i : w.changedSteps) SY_TRY(writeStep(i));
   }
   return {};
 }

@@ -26,6 +26,8 @@ struct PutSystem {
 };
 struct PutOperation {
   Operation operation;
+  bool allSteps = true;                  // write the whole step log
+  std::vector<std::size_t> changedSteps;  // or only these steps (when allSteps is false)
 };
 struct PutAssignment {
   DeviceAssignment assignment;

@@ -51,12 +51,16 @@ void Engine::advance(const OperationId& id) {
   auto it = active_.find(id);
   if (it == active_.end()) return;
   Operation& op = it->second;
+  Mutation m;  // consecutive local steps and the finish are recorded in one transaction
+  auto flush = [&] {
+    if (!m.writes.empty() || !m.events.empty()) persistOrDie(m);
+    m = {};
+  };
   while (!halted_) {
     const std::size_t i = op.cursor();
     if (i == op.steps.size()) {
-      Mutation m;
       finish(op, m);
-      persistOrDie(m);
+      flush();
       Operation done = std::move(op);
       active_.erase(it);
       if (auto w = waiters_.find(id); w != waiters_.end()) {
@@ -68,21 +72,22 @@ void Engine::advance(const OperationId& id) {
     const Step& s = op.steps[i];
     switch (s.kind) {
       case StepKind::kBind:
+        flush();
         dispatch(id, i, [d = s.deviceId, u = s.upstreamPortId](FabricDriver& f) { return f.bind(d, u); });
         return;
       case StepKind::kUnbind:
+        flush();
         dispatch(id, i, [d = s.deviceId, u = s.upstreamPortId](FabricDriver& f) { return f.unbind(d, u); });
         return;
       case StepKind::kVerify:
+        flush();
         dispatch(id, i, [this, snapshot = op](FabricDriver& f) { return verifyBindings(f, snapshot); });
         return;
-      default: {
-        Mutation m;
+      default:
         runLocalStep(op, i, m);
-        persistOrDie(m);
-      }
     }
   }
+  flush();
 }
 
 void Engine::dispatch(const OperationId& id, std::size_t step, DriverCall call) {
@@ -134,7 +139,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void>
     if (mustConverge && retryable(error.code) && step.attempts < options_.maxStepAttempts && !halted_) {
       step.message = fmt::format("attempt {} failed: {}; retrying", step.attempts, error.message);
       spdlog::warn("{}: {}: {}", op.id, describe(step), step.message);
-      m.writes.emplace_back(PutOperation{op});
+      m.writes.emplace_back(PutOperation{op, false, {index}});
       persistOrDie(m);
       const Step& s = step;
       if (s.kind == StepKind::kBind)
@@ -157,9 +162,13 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void>
       spdlog::error("{}: {}", op.id, q.owner);
     } else {
       failForward(op, index, error, m);
+      m.writes.emplace_back(PutOperation{op});  // skipped and appended undo steps: the whole log
+      persistOrDie(m);
+      advance(id);
+      return;
     }
   }
-  m.writes.emplace_back(PutOperation{op});
+  m.writes.emplace_back(PutOperation{op, false, {index}});
   persistOrDie(m);
   advance(id);
 }
@@ -247,7 +256,7 @@ void Engine::runLocalStep(Operation& op, std::size_t index, Mutation& m) {
   op.updatedAt = updated.updatedAt;
   state_->putSystem(updated);
   m.writes.emplace_back(PutSystem{updated});
-  m.writes.emplace_back(PutOperation{op});
+  m.writes.emplace_back(PutOperation{op, false, {index}});
 }
 
 void Engine::finish(Operation& op, Mutation& m) {
@@ -264,7 +273,7 @@ void Engine::finish(Operation& op, Mutation& m) {
       m.writes.emplace_back(PutSystem{updated});
     }
   }
-  m.writes.emplace_back(PutOperation{op});
+  m.writes.emplace_back(PutOperation{op, false, {}});
   const bool ok = op.state == OperationState::kSucceeded;
   m.events.push_back(makeEvent(ok ? "operation.succeeded" : "operation.failed", op.id,
                                ok ? fmt::format("{} {} succeeded", toString(op.kind), op.id)
