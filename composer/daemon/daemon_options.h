@@ -43,7 +43,7 @@ struct DaemonOptions {
 };
 
 inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
-  app.set_config("--config", "", "Read flags from a TOML/INI file (flag names without dashes, e.g. listen = \"0.0.0.0:7390\")");
+  app.set_config("--config", "", "Read flags from a TOML/INI file: long flag names as keys, e.g. listen = \"0.0.0.0:7390\" and durability = \"full\"; command-line flags win");
   app.add_option("--listen", o.listen, "gRPC address; port 0 picks a free port (the bound port is logged)")->capture_default_str();
   app.add_option("--state-dir", o.stateDir, "Directory for the database and the simulated switch's state")->capture_default_str();
   app.add_option("--db", o.dbPath, "SQLite database path (default: <state-dir>/yard.db)");

@@ -306,9 +306,18 @@ TEST_F(DaemonTest, DriftFoundAtStartIsReportedAsEvents) {
   std::ofstream(dir_ / "sim-fabric.json") << json{{"bindings", bindings}}.dump();
   startDaemon();
   EXPECT_NE(daemon_->log().find("2 drift(s) found"), std::string::npos) << daemon_->log();
-  auto events = yardctl("watch --after 1 & sleep 1; kill $!");
-  EXPECT_NE(events.out.find("drift.missing-binding"), std::string::npos) << events.out;
-  EXPECT_NE(events.out.find("drift.unexpected-binding"), std::string::npos) << events.out;
+  // Replay the recorded events through Watch until both drift events have been seen.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  pb::WatchRequest from;
+  from.set_after_sequence(1);
+  auto reader = stub_->Watch(&ctx, from);
+  std::set<std::string> drifts;
+  pb::Event e;
+  while (drifts.size() < 2 && reader->Read(&e))
+    if (e.type().rfind("drift.", 0) == 0) drifts.insert(e.type());
+  ctx.TryCancel();
+  EXPECT_EQ(drifts, (std::set<std::string>{"drift.missing-binding", "drift.unexpected-binding"}));
   json system = yardctlJson("systems a");
   EXPECT_EQ(system["state"], "SYSTEM_STATE_DEGRADED");
 }
@@ -346,6 +355,15 @@ TEST_F(DaemonTest, ServesGrpcHealthAndStopsCleanlyOnSigterm) {
   daemon_->kill(SIGTERM);
   EXPECT_EQ(daemon_->exitCode(), 0);
   EXPECT_NE(daemon_->log().find("yardd stopped"), std::string::npos);
+}
+
+TEST_F(DaemonTest, ReadsFlagsFromAConfigFile) {
+  std::ofstream(dir_ / "yardd.toml") << "sim-state = \"none\"\ndb = \"" << (dir_ / "elsewhere.db").string() << "\"\n";
+  startDaemon({"--config", (dir_ / "yardd.toml").string()});
+  ASSERT_EQ(composeAndWait("cfg", 1).state(), pb::OPERATION_STATE_SUCCEEDED);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "sim-fabric.json")) << "sim-state = none keeps bindings in memory";
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "elsewhere.db"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "yard.db"));
 }
 
 TEST_F(DaemonTest, PlanExplainsWithoutChangingAnything) {
