@@ -120,190 +120,20 @@ void Engine::stop(Duration grace) {
   controlThread_.join();
 }
 
-Result<void> Engine::checkAccepting() const {
-  if (!accepting_) return fail(Code::kUnavailable, "yardd is starting or shutting down; retry shortly");
-  return {};
-}
-
-Operation Engine::newOperation(OperationKind kind, const System& system) {
-  Operation op;
-  op.id = fmt::format("op-{:06}", ++lastOperationNumber_);
-  op.kind = kind;
-  op.systemId = system.id;
-  op.hostId = system.hostId;
-  op.createdAt = op.updatedAt = clock_.now();
-  return op;
-}
-
-Result<Operation> Engine::launch(Operation op, Mutation mutation, const std::function<void()>& applyInMemory) {
-  mutation.writes.emplace_back(PutOperation{op});
-  mutation.events.push_back(makeEvent("operation.accepted", op.id,
-                                      fmt::format("{} {} accepted for {} on {}", toString(op.kind), op.id, op.systemId, op.hostId)));
-  SY_TRY(persist(mutation));
-  applyInMemory();
-  spdlog::info("{} {} accepted: system {} on {}{}", op.id, toString(op.kind), op.systemId, op.hostId,
-               op.explanation.empty() ? "" : " (" + op.explanation + ")");
-  const OperationId id = op.id;
-  active_.emplace(id, std::move(op));
-  Operation snapshot = active_.at(id);
-  advance(id);
-  return snapshot;
-}
-
-namespace {
-
-Result<void> validateName(const std::string& name) {
-  static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
-  if (!std::regex_match(name, kName))
-    return fail(Code::kInvalidArgument,
-                fmt::format("system name '{}' is invalid: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", name));
-  return {};
-}
-
-std::vector<Step> bindSteps(const std::vector<PlacedDevice>& devices) {
-  std::vector<Step> steps;
-  steps.push_back({StepKind::kReserve, {}, {}, StepState::kDone});
-  for (const auto& d : devices) steps.push_back({StepKind::kBind, d.deviceId, d.upstreamPortId});
-  steps.push_back({StepKind::kVerify});
-  steps.push_back({StepKind::kCommit});
-  return steps;
-}
-
-}  // namespace
-
 Result<Operation> Engine::compose(const ComposeRequest& request) {
   return onControl([&] { return acceptCompose(request); });
-}
-
-Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
-  SY_TRY(checkAccepting());
-  SY_TRY(validateName(request.name));
-  if (const System* existing = state_->findSystem(request.name))
-    return fail(Code::kAlreadyExists, fmt::format("a system named '{}' already exists ({})", request.name, existing->id));
-  for (const auto& [key, value] : request.labels)
-    if (key.empty()) return fail(Code::kInvalidArgument, "label keys must not be empty");
-  if (request.placement.tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");
-
-  PlacementDecision decision = place(state_->pool(), request.placement);
-  if (!decision.placement) return fail(*decision.error);
-  const Placement& placement = *decision.placement;
-
-  System system;
-  system.id = fmt::format("sys-{:06}", lastSystemNumber_ + 1);
-  system.name = request.name;
-  system.hostId = placement.hostId;
-  system.tenant = request.placement.tenant;
-  system.labels = request.labels;
-  system.state = SystemState::kComposing;
-  system.createdAt = system.updatedAt = clock_.now();
-  Operation op = newOperation(OperationKind::kCompose, system);
-  system.activeOperation = op.id;
-  op.explanation = placement.explanation;
-  op.steps = bindSteps(placement.devices);
-  op.steps.front().finishedAt = op.createdAt;
-
-  Mutation m;
-  m.writes.emplace_back(PutSystem{system});
-  std::vector<DeviceAssignment> reserved;
-  for (const auto& d : placement.devices) {
-    reserved.push_back({d.deviceId, DeviceAllocation::kReserved, op.id});
-    m.writes.emplace_back(PutAssignment{reserved.back()});
-  }
-  return launch(std::move(op), std::move(m), [&] {
-    ++lastSystemNumber_;
-    state_->putSystem(system);
-    for (const auto& a : reserved) state_->assign(a, system.hostId);
-  });
 }
 
 Result<Operation> Engine::decompose(const std::string& system) {
   return onControl([&] { return acceptDecompose(system); });
 }
 
-namespace {
-
-Result<System> idleSystem(const PoolState& state, const std::string& idOrName) {
-  const System* s = state.findSystem(idOrName);
-  if (!s) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
-  if (!s->activeOperation.empty())
-    return fail(Code::kFailedPrecondition, fmt::format("system '{}' has operation {} in progress; wait for it with `yardctl ops wait {}`",
-                                                       s->name, s->activeOperation, s->activeOperation));
-  return *s;
-}
-
-}  // namespace
-
-Result<Operation> Engine::acceptDecompose(const std::string& idOrName) {
-  SY_TRY(checkAccepting());
-  SY_ASSIGN(System system, idleSystem(*state_, idOrName));
-  Operation op = newOperation(OperationKind::kDecompose, system);
-  for (const auto& b : system.bindings) op.steps.push_back({StepKind::kUnbind, b.deviceId, b.upstreamPortId});
-  op.steps.push_back({StepKind::kRelease});
-  system.state = SystemState::kDecomposing;
-  system.activeOperation = op.id;
-  system.updatedAt = op.createdAt;
-  Mutation m;
-  m.writes.emplace_back(PutSystem{system});
-  return launch(std::move(op), std::move(m), [&] { state_->putSystem(system); });
-}
-
 Result<Operation> Engine::attach(const AttachRequest& request) {
   return onControl([&] { return acceptAttach(request); });
 }
 
-Result<Operation> Engine::acceptAttach(const AttachRequest& request) {
-  SY_TRY(checkAccepting());
-  SY_ASSIGN(System system, idleSystem(*state_, request.system));
-  PlacementRequest placement = request.placement;
-  placement.host = system.hostId;
-  placement.hostMayHaveSystem = true;
-  PlacementDecision decision = place(state_->pool(), placement);
-  if (!decision.placement) return fail(*decision.error);
-
-  Operation op = newOperation(OperationKind::kAttach, system);
-  op.explanation = decision.placement->explanation;
-  op.steps = bindSteps(decision.placement->devices);
-  op.steps.front().finishedAt = op.createdAt;
-  system.activeOperation = op.id;
-  system.updatedAt = op.createdAt;
-  Mutation m;
-  m.writes.emplace_back(PutSystem{system});
-  std::vector<DeviceAssignment> reserved;
-  for (const auto& d : decision.placement->devices) {
-    reserved.push_back({d.deviceId, DeviceAllocation::kReserved, op.id});
-    m.writes.emplace_back(PutAssignment{reserved.back()});
-  }
-  return launch(std::move(op), std::move(m), [&] {
-    state_->putSystem(system);
-    for (const auto& a : reserved) state_->assign(a, system.hostId);
-  });
-}
-
 Result<Operation> Engine::detach(const DetachRequest& request) {
   return onControl([&] { return acceptDetach(request); });
-}
-
-Result<Operation> Engine::acceptDetach(const DetachRequest& request) {
-  SY_TRY(checkAccepting());
-  SY_ASSIGN(System system, idleSystem(*state_, request.system));
-  if (request.devices.empty()) return fail(Code::kInvalidArgument, "name at least one device to detach");
-  Operation op = newOperation(OperationKind::kDetach, system);
-  std::set<DeviceId> seen;
-  for (const auto& device : request.devices) {
-    if (!seen.insert(device).second) return fail(Code::kInvalidArgument, fmt::format("device '{}' is listed twice", device));
-    auto it = std::find_if(system.bindings.begin(), system.bindings.end(), [&](const Binding& b) { return b.deviceId == device; });
-    if (it == system.bindings.end()) {
-      if (!state_->index().device(device)) return fail(Code::kNotFound, fmt::format("no device '{}'", device));
-      return fail(Code::kFailedPrecondition, fmt::format("device '{}' is not in system '{}'", device, system.name));
-    }
-    op.steps.push_back({StepKind::kUnbind, it->deviceId, it->upstreamPortId});
-  }
-  op.steps.push_back({StepKind::kRelease});
-  system.activeOperation = op.id;
-  system.updatedAt = op.createdAt;
-  Mutation m;
-  m.writes.emplace_back(PutSystem{system});
-  return launch(std::move(op), std::move(m), [&] { state_->putSystem(system); });
 }
 
 Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {

@@ -1,5 +1,4 @@
 // The real yardd on port 0 with a temp database, driven by the real yardctl binary and a gRPC client.
-#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <gtest/gtest.h>
