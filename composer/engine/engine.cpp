@@ -9,8 +9,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <regex>
-#include <set>
 
 namespace switchyard {
 

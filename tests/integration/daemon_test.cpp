@@ -356,6 +356,28 @@ TEST_F(DaemonTest, ServesGrpcHealthAndStopsCleanlyOnSigterm) {
   EXPECT_NE(daemon_->log().find("yardd stopped"), std::string::npos);
 }
 
+TEST_F(DaemonTest, ServesReflectionSoGrpcurlCanListTheApi) {
+  startDaemon();
+  // grpc.reflection.v1alpha ServerReflectionInfo with list_services (field 7, empty string).
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  const grpc::internal::RpcMethod info("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                       grpc::internal::RpcMethod::BIDI_STREAMING);
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> stream(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(channel_.get(), info, &ctx));
+  grpc::Slice listServices("\x3a\x00", 2);
+  grpc::ByteBuffer request(&listServices, 1), response;
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  ASSERT_TRUE(stream->Read(&response));
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& s : slices) bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  EXPECT_NE(bytes.find("switchyard.v1.Switchyard"), std::string::npos);
+  EXPECT_NE(bytes.find("grpc.health.v1.Health"), std::string::npos);
+}
+
 TEST_F(DaemonTest, ReadsFlagsFromAConfigFile) {
   std::ofstream(dir_ / "yardd.toml") << "sim-state = \"none\"\ndb = \"" << (dir_ / "elsewhere.db").string() << "\"\n";
   startDaemon({"--config", (dir_ / "yardd.toml").string()});
