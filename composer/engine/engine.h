@@ -139,7 +139,7 @@ class Engine {
   [[nodiscard]] Result<Operation> launch(Operation op, Mutation mutation, const std::function<void()>& applyInMemory);
 
   // Running steps (engine_steps.cpp).
-  void advance(const OperationId& id);
+  void advance(const OperationId& id, Mutation carried = {});
   void dispatch(const OperationId& id, std::size_t step, DriverCall call);
   void onStepResult(const OperationId& id, std::size_t step, Result<void> result);
   void failForward(Operation& op, std::size_t step, const Error& error, Mutation& m);

@@ -47,11 +47,13 @@ std::string describe(const Step& s) {
 
 }  // namespace
 
-void Engine::advance(const OperationId& id) {
+void Engine::advance(const OperationId& id, Mutation carried) {
   auto it = active_.find(id);
   if (it == active_.end()) return;
   Operation& op = it->second;
-  Mutation m;  // consecutive local steps and the finish are recorded in one transaction
+  // The last step's outcome, the local steps after it and the finish are recorded in one transaction;
+  // it always commits before the next driver call starts.
+  Mutation m = std::move(carried);
   auto flush = [&] {
     if (!m.writes.empty() || !m.events.empty()) persistOrDie(m);
     m = {};
@@ -163,14 +165,12 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void>
     } else {
       failForward(op, index, error, m);
       m.writes.emplace_back(PutOperation{op});  // skipped and appended undo steps: the whole log
-      persistOrDie(m);
-      advance(id);
+      advance(id, std::move(m));
       return;
     }
   }
   m.writes.emplace_back(PutOperation{op, false, {index}});
-  persistOrDie(m);
-  advance(id);
+  advance(id, std::move(m));
 }
 
 void Engine::failForward(Operation& op, std::size_t index, const Error& error, Mutation& m) {
