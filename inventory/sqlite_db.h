@@ -52,6 +52,7 @@ class SqliteDb {
   // A cached prepared statement, reset and ready to bind.
   [[nodiscard]] Result<Statement> prepare(const std::string& sql);
   [[nodiscard]] std::string errorMessage() const;
+  [[nodiscard]] sqlite3* handle() const { return db_; }
 
  private:
   explicit SqliteDb(sqlite3* db) : db_(db) {}

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "inventory/migrations.h"
@@ -340,6 +341,33 @@ Result<std::vector<Event>> SqliteStore::listEvents(std::uint64_t afterSequence, 
   }
   st.reset();
   return out;
+}
+
+Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy) {
+  PruneReport report;
+  Transaction tx(*db_);
+  SY_TRY(tx.begin());
+  auto run = [&](const std::string& sql, std::size_t keep) -> Result<std::size_t> {
+    SY_ASSIGN(auto st, db_->prepare(sql));
+    SY_TRY(st.bind(1, static_cast<std::int64_t>(keep)).bind(2, static_cast<std::int64_t>(policy.maxRowsPerRun)).run());
+    return static_cast<std::size_t>(sqlite3_changes(db_->handle()));
+  };
+  SY_ASSIGN(report.events, run("DELETE FROM events WHERE sequence IN (SELECT sequence FROM events WHERE sequence <= "
+                               "(SELECT MAX(sequence) FROM events) - ?1 ORDER BY sequence LIMIT ?2)",
+                               std::max<std::size_t>(1, policy.events)));
+  // Steps first (they reference their operation), then the operations themselves.
+  const std::string oldOps = "SELECT id FROM operations WHERE state IN ('succeeded', 'failed') AND number <= "
+                             "(SELECT MAX(number) FROM operations) - ?1 ORDER BY number LIMIT ?2";
+  // Keep at least the newest row of each kind: ids are numbered from the largest one left.
+  const std::size_t keepOperations = std::max<std::size_t>(1, policy.finishedOperations);
+  SY_TRY(run("DELETE FROM operation_steps WHERE operation_id IN (" + oldOps + ")", keepOperations));
+  SY_ASSIGN(report.operations, run("DELETE FROM operations WHERE id IN (" + oldOps + ")", keepOperations));
+  const std::string oldSystems = "SELECT id FROM systems WHERE state IN ('decomposed', 'failed') AND number <= "
+                                 "(SELECT MAX(number) FROM systems) - ?1 ORDER BY number LIMIT ?2";
+  SY_TRY(run("DELETE FROM system_devices WHERE system_id IN (" + oldSystems + ")", keepOperations));
+  SY_ASSIGN(report.systems, run("DELETE FROM systems WHERE id IN (" + oldSystems + ")", keepOperations));
+  SY_TRY(tx.commit());
+  return report;
 }
 
 }  // namespace switchyard

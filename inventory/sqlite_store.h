@@ -23,6 +23,8 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit) override;
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) override;
 
+  [[nodiscard]] Result<PruneReport> prune(const RetentionPolicy& policy) override;
+
   [[nodiscard]] Result<int> schemaVersion();
 
  private:

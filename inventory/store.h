@@ -47,6 +47,20 @@ struct StoreSnapshot {
   std::uint64_t lastOperationNumber = 0;  // ids are op-<n>
 };
 
+// How much history to keep; the newest rows are always kept, live systems and unfinished operations
+// are never touched.
+struct RetentionPolicy {
+  std::size_t events = 1'000'000;
+  std::size_t finishedOperations = 100'000;  // also bounds the history of decomposed/failed systems
+  std::size_t maxRowsPerRun = 20'000;        // bounds how long one prune holds the writer
+};
+
+struct PruneReport {
+  std::size_t events = 0;
+  std::size_t operations = 0;
+  std::size_t systems = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -56,6 +70,8 @@ class Store {
   // Newest first.
   [[nodiscard]] virtual Result<std::vector<Operation>> listOperations(std::size_t limit) = 0;
   [[nodiscard]] virtual Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) = 0;
+  // Deletes the oldest history beyond the policy, at most maxRowsPerRun rows of each kind per call.
+  [[nodiscard]] virtual Result<PruneReport> prune(const RetentionPolicy& policy) = 0;
 };
 
 }  // namespace switchyard

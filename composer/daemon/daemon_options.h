@@ -27,6 +27,8 @@ struct DaemonOptions {
   int driverThreads = 4;
   int shutdownGraceSeconds = 10;
   std::string logLevel = "info";
+  std::size_t retainEvents = 1'000'000;
+  std::size_t retainOperations = 100'000;
   std::filesystem::path portFile;
 
   [[nodiscard]] std::filesystem::path db() const { return dbPath.empty() ? stateDir / "yard.db" : dbPath; }
@@ -65,6 +67,11 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--driver-threads", o.driverThreads, "Threads for switch calls")->check(CLI::Range(1, 256))->capture_default_str();
   app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")
       ->check(CLI::Range(0, 3600))->capture_default_str();
+  app.add_option("--retain-events", o.retainEvents, "Keep this many newest events in the store (older ones are pruned every minute)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))->capture_default_str();
+  app.add_option("--retain-operations", o.retainOperations,
+                 "Keep this many newest finished operations (and decomposed systems) in the store")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))->capture_default_str();
   app.add_option("--log-level", o.logLevel, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))->capture_default_str();
   app.add_option("--port-file", o.portFile, "Write the bound gRPC port to this file once serving (for scripts and tests)");

@@ -64,6 +64,8 @@ int run(const DaemonOptions& o) {
 
   EngineOptions engineOptions;
   engineOptions.driverThreads = o.driverThreads;
+  engineOptions.retention.events = o.retainEvents;
+  engineOptions.retention.finishedOperations = o.retainOperations;
   Engine engine(*fabric, *store, clock, engineOptions);
   SY_ASSIGN_OR_EXIT(auto report, engine.start());
   spdlog::info("recovery: {} operation(s) resumed, {} drift(s) found", report.resumedOperations, report.drifts.size());

@@ -15,8 +15,9 @@ namespace switchyard {
 namespace asio = boost::asio;
 
 struct Engine::TimerHolder {
-  explicit TimerHolder(asio::io_context& io) : timer(io), guard(asio::make_work_guard(io)) {}
+  explicit TimerHolder(asio::io_context& io) : timer(io), pruneTimer(io), guard(asio::make_work_guard(io)) {}
   asio::steady_timer timer;
+  asio::steady_timer pruneTimer;
   asio::executor_work_guard<asio::io_context::executor_type> guard;
 };
 
@@ -74,6 +75,7 @@ Result<RecoveryReport> Engine::start() {
   SY_TRY(onControl([this]() -> Result<void> {
     accepting_ = true;
     scheduleFabricPoll();
+    schedulePrune();
     return {};
   }));
   return report;
@@ -94,6 +96,7 @@ void Engine::stop(Duration grace) {
   (void)onControl([this]() -> Result<void> {
     halted_ = true;
     pollTimer_->timer.cancel();
+    pollTimer_->pruneTimer.cancel();
     if (!active_.empty()) spdlog::warn("stopping with {} operation(s) unfinished; they resume at next start", active_.size());
     return {};
   });
@@ -299,6 +302,26 @@ Result<void> Engine::pollFabricEvents() {
 Result<std::vector<Drift>> Engine::reconcile() {
   SY_ASSIGN(auto bindings, driver_.readBindings());
   return onControl([&] { return reconcileOnControl(bindings); });
+}
+
+Result<PruneReport> Engine::pruneHistory() {
+  return onControl([&]() -> Result<PruneReport> {
+    SY_ASSIGN(PruneReport report, store_.prune(options_.retention));
+    if (report.events + report.operations + report.systems > 0)
+      spdlog::info("pruned history: {} event(s), {} finished operation(s), {} old system(s)", report.events, report.operations,
+                   report.systems);
+    return report;
+  });
+}
+
+void Engine::schedulePrune() {
+  if (halted_ || options_.pruneInterval.count() <= 0) return;
+  pollTimer_->pruneTimer.expires_after(options_.pruneInterval);
+  pollTimer_->pruneTimer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || halted_) return;
+    if (auto r = pruneHistory(); !r) spdlog::error("cannot prune history: {}", r.error().message);
+    schedulePrune();
+  });
 }
 
 void Engine::scheduleFabricPoll() {

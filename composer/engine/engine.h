@@ -36,6 +36,8 @@ struct EngineOptions {
   int driverThreads = 4;
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
   std::chrono::milliseconds fabricPollInterval{1000};
+  RetentionPolicy retention;                      // history kept in the store
+  std::chrono::milliseconds pruneInterval{60'000};  // 0: prune only when asked
 };
 
 struct ComposeRequest {
@@ -116,6 +118,8 @@ class Engine {
   [[nodiscard]] Result<void> pollFabricEvents();
   // Compares the store with the fabric and reports (and records) every disagreement.
   [[nodiscard]] Result<std::vector<Drift>> reconcile();
+  // Deletes history beyond the retention policy (also done on a timer).
+  [[nodiscard]] Result<PruneReport> pruneHistory();
 
  private:
   // A change to persist atomically, then apply and publish.
@@ -158,6 +162,7 @@ class Engine {
   [[nodiscard]] Result<std::vector<Drift>> reconcileOnControl(const std::vector<Binding>& fabricBindings);
   void applyFabricEvents(const std::vector<FabricEvent>& events);
   void scheduleFabricPoll();
+  void schedulePrune();
 
   FabricDriver& driver_;
   Store& store_;

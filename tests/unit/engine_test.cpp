@@ -34,7 +34,8 @@ class EngineTest : public ::testing::Test {
     auto s = SqliteStore::open(dir_ / "yard.db");
     EXPECT_TRUE(s);
     store_ = std::move(*s);
-    engine_ = std::make_unique<Engine>(driver ? *driver : *fabric_, *store_, clock_, EngineOptions{.fabricPollInterval = 0ms});
+    EngineOptions options{.fabricPollInterval = 0ms, .retention = retention_, .pruneInterval = 0ms};
+    engine_ = std::make_unique<Engine>(driver ? *driver : *fabric_, *store_, clock_, options);
     auto report = engine_->start();
     EXPECT_TRUE(report) << report.error().message;
     return report ? *report : RecoveryReport{};
@@ -72,6 +73,7 @@ class EngineTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
+  RetentionPolicy retention_;
   ManualClock clock_;
   std::unique_ptr<SimulatedFabric> fabric_;
   std::unique_ptr<SqliteStore> store_;
@@ -338,6 +340,24 @@ TEST_F(EngineTest, UnhealthyDevicesLeaveThePool) {
   EXPECT_FALSE(plan->placement);
   const auto types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "fabric.device.health"), types.end());
+}
+
+TEST_F(EngineTest, PruningHistoryKeepsIdsMovingForward) {
+  retention_ = {.events = 5, .finishedOperations = 1};
+  start();
+  for (int i = 0; i < 3; ++i) {
+    compose("job", 1);
+    run(engine_->decompose("job"));
+  }
+  auto report = engine_->pruneHistory();
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->operations, 5u);
+  EXPECT_EQ(report->systems, 2u);
+  EXPECT_EQ(engine_->listEvents(0, 1000)->size(), 5u);
+  start();  // a restart after pruning continues numbering where it was
+  Operation op = compose("job", 1);
+  EXPECT_EQ(op.id, "op-000007");
+  EXPECT_EQ(op.systemId, "sys-000004");
 }
 
 TEST_F(EngineTest, WatchersSeeEventsInOrder) {

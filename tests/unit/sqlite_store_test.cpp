@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -144,6 +145,42 @@ TEST(SqliteStore, DecomposedSystemsAreHistoryNotLiveState) {
   auto snap = store->load();
   EXPECT_TRUE(snap->systems.empty());
   EXPECT_EQ(snap->lastSystemNumber, 7u) << "ids are never reused";
+}
+
+TEST(SqliteStore, PrunesOnlyOldFinishedHistory) {
+  TempDir dir;
+  auto store = std::move(*SqliteStore::open(dir / "yard.db"));
+  std::vector<StoreWrite> batch;
+  for (std::uint64_t i = 1; i <= 50; ++i) batch.emplace_back(PutEvent{{i, 1, "t", "s", "m"}});
+  for (int i = 1; i <= 10; ++i) {
+    Operation op = sampleOperation();
+    op.id = fmt::format("op-{:06}", i);
+    op.state = i == 2 ? OperationState::kRunning : OperationState::kSucceeded;
+    batch.emplace_back(PutOperation{op});
+    System s = sampleSystem();
+    s.id = fmt::format("sys-{:06}", i);
+    s.state = i == 3 ? SystemState::kComposed : SystemState::kDecomposed;
+    batch.emplace_back(PutSystem{s});
+  }
+  ASSERT_TRUE(store->write(batch));
+  auto report = store->prune({.events = 20, .finishedOperations = 4, .maxRowsPerRun = 1000});
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->events, 30u);
+  EXPECT_EQ(report->operations, 5u) << "ops 1 and 3..6 go; op 2 is still running";
+  EXPECT_EQ(report->systems, 5u) << "systems 1, 2 and 4..6 go; system 3 is live";
+  auto events = store->listEvents(0, 1000);
+  ASSERT_EQ(events->size(), 20u);
+  EXPECT_EQ(events->front().sequence, 31u);
+  auto snap = store->load();
+  EXPECT_EQ(snap->unfinishedOperations.size(), 1u);
+  EXPECT_EQ(snap->systems.size(), 1u);
+  EXPECT_EQ(snap->lastEventSequence, 50u);
+  EXPECT_EQ(snap->lastOperationNumber, 10u) << "ids are never reused after pruning";
+  EXPECT_EQ(snap->lastSystemNumber, 10u);
+  EXPECT_FALSE(*store->getOperation("op-000001"));
+  EXPECT_TRUE(*store->getOperation("op-000007"));
+  auto bounded = store->prune({.events = 1, .finishedOperations = 1, .maxRowsPerRun = 3});
+  EXPECT_EQ(bounded->events, 3u) << "one run deletes at most maxRowsPerRun rows of each kind";
 }
 
 }  // namespace
