@@ -27,6 +27,7 @@ struct DaemonOptions {
   int driverThreads = 4;
   int shutdownGraceSeconds = 10;
   std::string logLevel = "info";
+  int reconcileIntervalSeconds = 30;
   std::size_t retainEvents = 1'000'000;
   std::size_t retainOperations = 100'000;
   std::filesystem::path portFile;
@@ -67,6 +68,9 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--driver-threads", o.driverThreads, "Threads for switch calls")->check(CLI::Range(1, 256))->capture_default_str();
   app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")
       ->check(CLI::Range(0, 3600))->capture_default_str();
+  app.add_option("--reconcile-interval", o.reconcileIntervalSeconds,
+                 "Seconds between comparisons of the store with the fabric while running (0: only at start)")
+      ->check(CLI::Range(0, 86'400))->capture_default_str();
   app.add_option("--retain-events", o.retainEvents, "Keep this many newest events in the store (older ones are pruned every minute)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))->capture_default_str();
   app.add_option("--retain-operations", o.retainOperations,

@@ -64,6 +64,7 @@ int run(const DaemonOptions& o) {
 
   EngineOptions engineOptions;
   engineOptions.driverThreads = o.driverThreads;
+  engineOptions.reconcileInterval = std::chrono::seconds(o.reconcileIntervalSeconds);
   engineOptions.retention.events = o.retainEvents;
   engineOptions.retention.finishedOperations = o.retainOperations;
   Engine engine(*fabric, *store, clock, engineOptions);

@@ -15,9 +15,10 @@ namespace switchyard {
 namespace asio = boost::asio;
 
 struct Engine::TimerHolder {
-  explicit TimerHolder(asio::io_context& io) : timer(io), pruneTimer(io), guard(asio::make_work_guard(io)) {}
+  explicit TimerHolder(asio::io_context& io) : timer(io), pruneTimer(io), reconcileTimer(io), guard(asio::make_work_guard(io)) {}
   asio::steady_timer timer;
   asio::steady_timer pruneTimer;
+  asio::steady_timer reconcileTimer;
   asio::executor_work_guard<asio::io_context::executor_type> guard;
 };
 
@@ -76,6 +77,7 @@ Result<RecoveryReport> Engine::start() {
     accepting_ = true;
     scheduleFabricPoll();
     schedulePrune();
+    scheduleReconcile();
     return {};
   }));
   return report;
@@ -97,6 +99,7 @@ void Engine::stop(Duration grace) {
     halted_ = true;
     pollTimer_->timer.cancel();
     pollTimer_->pruneTimer.cancel();
+    pollTimer_->reconcileTimer.cancel();
     if (!active_.empty()) spdlog::warn("stopping with {} operation(s) unfinished; they resume at next start", active_.size());
     return {};
   });
@@ -321,6 +324,34 @@ void Engine::schedulePrune() {
     if (ec || halted_) return;
     if (auto r = pruneHistory(); !r) spdlog::error("cannot prune history: {}", r.error().message);
     schedulePrune();
+  });
+}
+
+void Engine::scheduleReconcile() {
+  if (halted_ || options_.reconcileInterval.count() <= 0) return;
+  pollTimer_->reconcileTimer.expires_after(options_.reconcileInterval);
+  pollTimer_->reconcileTimer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || halted_) return;
+    // A read taken while switch calls are running, or answered after one returned, may show a binding
+    // half-way through an operation: skip this round rather than report false drift.
+    if (driverCallsInFlight_ > 0) {
+      scheduleReconcile();
+      return;
+    }
+    const std::uint64_t before = driverResults_;
+    ++driverCallsInFlight_;
+    asio::post(*driverPool_, [this, before] {
+      auto bindings = driver_.readBindings();
+      asio::post(*control_, [this, before, bindings = std::move(bindings)] {
+        --driverCallsInFlight_;
+        if (!bindings) {
+          spdlog::warn("periodic reconcile: cannot read the fabric's bindings: {}", bindings.error().message);
+        } else if (driverResults_ == before && !halted_) {
+          if (auto r = reconcileOnControl(*bindings); !r) spdlog::error("periodic reconcile failed: {}", r.error().message);
+        }
+        scheduleReconcile();
+      });
+    });
   });
 }
 

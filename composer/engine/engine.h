@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -36,6 +37,7 @@ struct EngineOptions {
   int driverThreads = 4;
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
   std::chrono::milliseconds fabricPollInterval{1000};
+  std::chrono::milliseconds reconcileInterval{30'000};  // compare with the fabric while running; 0: only at start
   RetentionPolicy retention;                      // history kept in the store
   std::chrono::milliseconds pruneInterval{60'000};  // 0: prune only when asked
 };
@@ -163,6 +165,7 @@ class Engine {
   void applyFabricEvents(const std::vector<FabricEvent>& events);
   void scheduleFabricPoll();
   void schedulePrune();
+  void scheduleReconcile();
 
   FabricDriver& driver_;
   Store& store_;
@@ -184,6 +187,8 @@ class Engine {
   std::uint64_t lastSystemNumber_ = 0;
   std::uint64_t lastOperationNumber_ = 0;
   int driverCallsInFlight_ = 0;
+  std::uint64_t driverResults_ = 0;  // bumps whenever a switch call returns: a binding read older than that is stale
+  std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event
   bool accepting_ = false;
   bool halted_ = false;  // after stop's grace: record step results but start no new steps
 };

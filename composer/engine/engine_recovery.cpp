@@ -85,9 +85,15 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
 
   Mutation m;
   std::vector<Drift> drifts;
+  std::set<std::string> seen;
+  // Every drift is returned; only a drift not reported by the previous reconcile becomes an event.
   auto report = [&](std::string kind, const DeviceId& device, std::string message) {
-    spdlog::warn("drift: {}: {}", kind, message);
-    m.events.push_back(makeEvent("drift." + kind, device, message));
+    const std::string key = kind + ":" + device;
+    seen.insert(key);
+    if (!knownDrifts_.contains(key)) {
+      spdlog::warn("drift: {}: {}", kind, message);
+      m.events.push_back(makeEvent("drift." + kind, device, message));
+    }
     drifts.push_back({std::move(kind), device, std::move(message)});
   };
 
@@ -146,8 +152,9 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
     m.writes.emplace_back(PutAssignment{{device, DeviceAllocation::kFree, {}}});
     m.events.push_back(makeEvent("drift.resolved", device, fmt::format("{} is unbound in the fabric; back in the pool", device)));
   }
-  if (drifts.empty()) spdlog::info("reconcile: store and fabric agree ({} binding(s))", fabric.size());
+  if (drifts.empty() && !knownDrifts_.empty()) spdlog::info("reconcile: store and fabric agree again ({} binding(s))", fabric.size());
   SY_TRY(persist(m));
+  knownDrifts_ = std::move(seen);
   return drifts;
 }
 

@@ -98,6 +98,7 @@ void Engine::dispatch(const OperationId& id, std::size_t step, DriverCall call) 
     Result<void> result = call(driver_);
     asio::post(*control_, [this, id, step, result = std::move(result)] {
       --driverCallsInFlight_;
+      ++driverResults_;
       onStepResult(id, step, result);
     });
   });

@@ -34,7 +34,7 @@ class EngineTest : public ::testing::Test {
     auto s = SqliteStore::open(dir_ / "yard.db");
     EXPECT_TRUE(s);
     store_ = std::move(*s);
-    EngineOptions options{.fabricPollInterval = 0ms, .retention = retention_, .pruneInterval = 0ms};
+    EngineOptions options{.fabricPollInterval = 0ms, .reconcileInterval = reconcileInterval_, .retention = retention_, .pruneInterval = 0ms};
     engine_ = std::make_unique<Engine>(driver ? *driver : *fabric_, *store_, clock_, options);
     auto report = engine_->start();
     EXPECT_TRUE(report) << report.error().message;
@@ -74,6 +74,7 @@ class EngineTest : public ::testing::Test {
 
   testing::TempDir dir_;
   RetentionPolicy retention_;
+  std::chrono::milliseconds reconcileInterval_{0};
   ManualClock clock_;
   std::unique_ptr<SimulatedFabric> fabric_;
   std::unique_ptr<SqliteStore> store_;
@@ -308,6 +309,38 @@ TEST_F(EngineTest, RestartReportsEveryKindOfDrift) {
   EXPECT_TRUE(drifts->empty());
   EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kComposed);
   EXPECT_TRUE(engine_->plan(all)->placement);
+}
+
+TEST_F(EngineTest, ARepeatedDriftIsReportedButRecordedOnce) {
+  start();
+  compose("train", 1);
+  const Binding b = engine_->getSystem("train")->bindings[0];
+  ASSERT_TRUE(fabric_->unbind(b.deviceId, b.upstreamPortId));
+  for (int i = 0; i < 3; ++i) {
+    auto drifts = engine_->reconcile();
+    ASSERT_TRUE(drifts);
+    EXPECT_EQ(drifts->size(), 1u);
+  }
+  const auto types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "drift.missing-binding"), 1);
+}
+
+TEST_F(EngineTest, DriftIsFoundWhileRunning) {
+  reconcileInterval_ = 10ms;
+  start();
+  compose("train", 2);
+  auto stream = engine_->subscribe();
+  const Binding b = engine_->getSystem("train")->bindings[1];
+  ASSERT_TRUE(fabric_->unbind(b.deviceId, b.upstreamPortId));
+  std::optional<Event> drift;
+  for (auto e = stream->next(5s); e; e = stream->next(5s))
+    if (e->type == "drift.missing-binding") {
+      drift = e;
+      break;
+    }
+  ASSERT_TRUE(drift) << "the periodic reconcile should notice within a few intervals";
+  EXPECT_EQ(drift->subject, b.deviceId);
+  EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kDegraded);
 }
 
 TEST_F(EngineTest, ASystemMidOperationRefusesAnotherOperation) {
