@@ -176,6 +176,16 @@ void printPlan(const pb::PlanResponse& p, bool explain, std::ostream& out) {
   }
 }
 
+void printCapacity(const pb::Capacity& c, std::ostream& out) {
+  Table t({"REQUEST", "P2P", "MODEL", "PLACEABLE NOW"});
+  for (const auto& s : c.shapes())
+    t.add({fmt::format("{} GPU{}", s.gpus(), s.gpus() == 1 ? "" : "s"), shortEnum(pb::PeerToPeer_Name(s.peer_to_peer()), "PEER_TO_PEER_"),
+           s.model().empty() ? "any" : s.model(), std::to_string(s.placeable())});
+  t.print(out);
+  out << fmt::format("{} free GPU(s), {} stranded (free, but no host that could take a new system reaches them)\n", c.free_gpus(),
+                     c.stranded_gpus());
+}
+
 void printEvent(const pb::Event& e, std::ostream& out) {
   out << fmt::format("{} #{:<6} {:<24} {:<12} {}\n", e.at(), e.sequence(), e.type(), e.subject(), e.message()) << std::flush;
 }

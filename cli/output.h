@@ -41,5 +41,6 @@ void printOperations(const switchyard::v1::ListOperationsResponse& r, std::ostre
 void printOperation(const switchyard::v1::Operation& op, std::ostream& out);
 void printPlan(const switchyard::v1::PlanResponse& p, bool explain, std::ostream& out);
 void printEvent(const switchyard::v1::Event& e, std::ostream& out);
+void printCapacity(const switchyard::v1::Capacity& c, std::ostream& out);
 
 }  // namespace yardctl

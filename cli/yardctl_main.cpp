@@ -180,6 +180,7 @@ int main(int argc, char** argv) {
                "  yardctl detach train-a -d sw0-gpu3       shrink it\n"
                "  yardctl decompose train-a                give everything back\n"
                "  yardctl topology                         switches, ports and what is bound where\n"
+               "  yardctl capacity                         how many 1/2/4/8/16-GPU requests still fit\n"
                "  yardctl -o json systems | jq .           the same data for scripts\n"};
   app.footer("Exit codes: 0 ok; 1 the operation failed and was rolled back; 2 usage or invalid request;\n"
              "3 not found, does not fit, busy or already exists; 4 yardd unreachable or failing.\n"
@@ -312,6 +313,25 @@ int main(int argc, char** argv) {
     else
       yardctl::printPlan(r, explain, std::cout);
     if (!r.fits()) rc = kExitRefused;
+  });
+
+  auto* capacity = app.add_subcommand("capacity", "Usable capacity: how many more requests of each size fit now");
+  std::vector<int> capacityGpus;
+  std::string capacityP2p = "required", capacityModel;
+  capacity->add_option("-g,--gpus", capacityGpus, "Request sizes (default 1 2 4 8 16)")->check(CLI::PositiveNumber);
+  capacity->add_option("--p2p", capacityP2p, "required: each request under one switch; preferred; none")
+      ->check(CLI::IsMember({"required", "preferred", "none"}))
+      ->capture_default_str();
+  capacity->add_option("--model", capacityModel, "Only this GPU model");
+  capacity->callback([&] {
+    pb::GetCapacityRequest req;
+    for (int n : capacityGpus) req.add_gpus(n);
+    req.set_peer_to_peer(capacityP2p == "none" ? pb::PEER_TO_PEER_NONE
+                         : capacityP2p == "preferred" ? pb::PEER_TO_PEER_PREFERRED
+                                                      : pb::PEER_TO_PEER_REQUIRED);
+    req.set_model(capacityModel);
+    pb::Capacity r;
+    if ((rc = client().call(&pb::Switchyard::Stub::GetCapacity, req, r)) == kExitOk) emit(g, r, yardctl::printCapacity);
   });
 
   auto* ops = app.add_subcommand("ops", "List recent operations; `ops show ID`, `ops wait ID`");

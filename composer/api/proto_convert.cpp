@@ -6,24 +6,68 @@
 
 namespace switchyard {
 
+namespace {
+
+Result<PeerToPeer> peerToPeerFromProto(pb::PeerToPeer value, PeerToPeer unspecified) {
+  switch (value) {
+    case pb::PEER_TO_PEER_UNSPECIFIED: return unspecified;
+    case pb::PEER_TO_PEER_PREFERRED: return PeerToPeer::kPreferred;
+    case pb::PEER_TO_PEER_REQUIRED: return PeerToPeer::kRequired;
+    case pb::PEER_TO_PEER_NONE: return PeerToPeer::kNone;
+    default:
+      return fail(Code::kInvalidArgument,
+                  fmt::format("peer_to_peer: unknown value {} (use REQUIRED, PREFERRED or NONE)", static_cast<int>(value)));
+  }
+}
+
+pb::PeerToPeer peerToPeerToProto(PeerToPeer v) {
+  switch (v) {
+    case PeerToPeer::kRequired: return pb::PEER_TO_PEER_REQUIRED;
+    case PeerToPeer::kPreferred: return pb::PEER_TO_PEER_PREFERRED;
+    case PeerToPeer::kNone: return pb::PEER_TO_PEER_NONE;
+  }
+  return pb::PEER_TO_PEER_UNSPECIFIED;
+}
+
+}  // namespace
+
 Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string& tenant) {
   PlacementRequest r;
   r.gpuCount = gpus.count();
   r.model = gpus.model();
   r.minMemoryGiB = gpus.min_memory_gib();
-  switch (gpus.peer_to_peer()) {
-    case pb::PEER_TO_PEER_UNSPECIFIED:
-    case pb::PEER_TO_PEER_PREFERRED: r.peerToPeer = PeerToPeer::kPreferred; break;
-    case pb::PEER_TO_PEER_REQUIRED: r.peerToPeer = PeerToPeer::kRequired; break;
-    case pb::PEER_TO_PEER_NONE: r.peerToPeer = PeerToPeer::kNone; break;
-    default:
-      return fail(Code::kInvalidArgument,
-                  fmt::format("peer_to_peer: unknown value {} (use REQUIRED, PREFERRED or NONE)", static_cast<int>(gpus.peer_to_peer())));
-  }
+  SY_ASSIGN(r.peerToPeer, peerToPeerFromProto(gpus.peer_to_peer(), PeerToPeer::kPreferred));
   if (!gpus.host().empty()) r.host = gpus.host();
   r.devices.assign(gpus.device_ids().begin(), gpus.device_ids().end());
   r.tenant = tenant.empty() ? std::string(kDefaultTenant) : tenant;
   return r;
+}
+
+Result<std::vector<RequestShape>> fromProto(const pb::GetCapacityRequest& request) {
+  SY_ASSIGN(PeerToPeer p2p, peerToPeerFromProto(request.peer_to_peer(), PeerToPeer::kRequired));
+  std::vector<RequestShape> shapes;
+  if (request.gpus().empty()) {
+    shapes = defaultShapes();
+    for (auto& s : shapes) s.peerToPeer = p2p;
+  }
+  for (int gpus : request.gpus()) {
+    if (gpus <= 0) return fail(Code::kInvalidArgument, fmt::format("gpus: {} is not a request size (use 1 or more)", gpus));
+    shapes.push_back({gpus, p2p, {}});
+  }
+  for (auto& s : shapes) s.model = request.model();
+  return shapes;
+}
+
+void toProto(const CapacityReport& r, pb::Capacity& out) {
+  out.set_free_gpus(r.freeGpus);
+  out.set_stranded_gpus(r.strandedGpus);
+  for (const auto& s : r.shapes) {
+    auto* ps = out.add_shapes();
+    ps->set_gpus(s.shape.gpus);
+    ps->set_peer_to_peer(peerToPeerToProto(s.shape.peerToPeer));
+    ps->set_model(s.shape.model);
+    ps->set_placeable(s.placeable);
+  }
 }
 
 namespace {

@@ -10,7 +10,10 @@ namespace pb = ::switchyard::v1;
 
 [[nodiscard]] Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string& tenant);
 
+[[nodiscard]] Result<std::vector<RequestShape>> fromProto(const pb::GetCapacityRequest& request);
+
 void toProto(const System& s, pb::System& out);
+void toProto(const CapacityReport& r, pb::Capacity& out);
 void toProto(const Operation& op, pb::Operation& out);
 void toProto(const DeviceView& d, pb::Device& out);
 void toProto(const HostView& h, const TopologyIndex& index, pb::Host& out);

@@ -59,6 +59,12 @@ grpc::Status SwitchyardService::Plan(grpc::ServerContext*, const v1::PlanRequest
   return grpc::Status::OK;
 }
 
+grpc::Status SwitchyardService::GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest* req, v1::Capacity* out) {
+  auto shapes = fromProto(*req);
+  if (!shapes) return toGrpcStatus(shapes.error());
+  return reply(engine_.capacity(*shapes), [&](const CapacityReport& report) { toProto(report, *out); });
+}
+
 grpc::Status SwitchyardService::GetSystem(grpc::ServerContext*, const v1::GetSystemRequest* req, v1::System* out) {
   return reply(engine_.getSystem(req->system()), [&](const System& s) { toProto(s, *out); });
 }

@@ -21,6 +21,7 @@ class SwitchyardService final : public v1::Switchyard::Service {
   grpc::Status Attach(grpc::ServerContext*, const v1::AttachRequest*, v1::Operation*) override;
   grpc::Status Detach(grpc::ServerContext*, const v1::DetachRequest*, v1::Operation*) override;
   grpc::Status Plan(grpc::ServerContext*, const v1::PlanRequest*, v1::PlanResponse*) override;
+  grpc::Status GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest*, v1::Capacity*) override;
   grpc::Status GetSystem(grpc::ServerContext*, const v1::GetSystemRequest*, v1::System*) override;
   grpc::Status ListSystems(grpc::ServerContext*, const v1::ListSystemsRequest*, v1::ListSystemsResponse*) override;
   grpc::Status ListDevices(grpc::ServerContext*, const v1::ListDevicesRequest*, v1::ListDevicesResponse*) override;

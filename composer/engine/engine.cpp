@@ -144,6 +144,10 @@ Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
   return onControl([&]() -> Result<PlacementDecision> { return place(state_->pool(), request); });
 }
 
+Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes) {
+  return onControl([&]() -> Result<CapacityReport> { return usableCapacity(state_->pool(), shapes); });
+}
+
 Result<System> Engine::getSystem(const std::string& idOrName) {
   return onControl([&]() -> Result<System> {
     const System* s = state_->findSystem(idOrName);

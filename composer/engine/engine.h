@@ -22,6 +22,7 @@
 #include "composer/engine/pool_state.h"
 #include "composer/model/clock.h"
 #include "composer/model/composition.h"
+#include "composer/packing/capacity.h"
 #include "composer/packing/packing.h"
 #include "fabric/fabric_driver.h"
 #include "inventory/store.h"
@@ -103,6 +104,7 @@ class Engine {
   [[nodiscard]] Result<Operation> attach(const AttachRequest& request);
   [[nodiscard]] Result<Operation> detach(const DetachRequest& request);
   [[nodiscard]] Result<PlacementDecision> plan(const PlacementRequest& request);
+  [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes);
 
   [[nodiscard]] Result<System> getSystem(const std::string& idOrName);
   [[nodiscard]] Result<std::vector<System>> listSystems();

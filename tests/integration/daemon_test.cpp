@@ -387,6 +387,23 @@ TEST_F(DaemonTest, ReadsFlagsFromAConfigFile) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "yard.db"));
 }
 
+TEST_F(DaemonTest, CapacityShowsWhatStillFits) {
+  startDaemon();
+  ASSERT_EQ(yardctl("compose a --gpus 2 --host host0").exitCode, 0);
+  json capacity = yardctlJson("capacity");
+  EXPECT_EQ(capacity["free_gpus"], 14);
+  EXPECT_EQ(capacity["stranded_gpus"], 0);
+  ASSERT_EQ(capacity["shapes"].size(), 5u);
+  EXPECT_EQ(capacity["shapes"][0]["gpus"], 1);
+  EXPECT_EQ(capacity["shapes"][0]["placeable"], 3) << "three hosts are left";
+  EXPECT_EQ(capacity["shapes"][3]["gpus"], 8);
+  EXPECT_EQ(capacity["shapes"][3]["placeable"], 1) << "only sw1 still has 8 together";
+  auto table = yardctl("capacity --gpus 4 --p2p none");
+  EXPECT_EQ(table.exitCode, 0) << table.err;
+  EXPECT_NE(table.out.find("4 GPUs"), std::string::npos) << table.out;
+  EXPECT_EQ(yardctl("capacity --gpus 0").exitCode, 2);
+}
+
 TEST_F(DaemonTest, PlanExplainsWithoutChangingAnything) {
   startDaemon();
   auto fits = yardctl("plan --gpus 8 --p2p required --model A100-SXM4-40GB --explain");

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "composer/packing/capacity.h"
 #include "composer/packing/packing.h"
 #include "fabric/topology_generator.h"
 #include "tests/support/topology_builder.h"
@@ -181,6 +182,47 @@ TEST(Packing, NeverHandsOutATakenDevice) {
   }
   EXPECT_EQ(pool.freeCount(), 0);
   EXPECT_FALSE(place(pool, gpus(1)).placement);
+}
+
+int placeable(const CapacityReport& r, int gpus) {
+  for (const auto& s : r.shapes)
+    if (s.shape.gpus == gpus) return s.placeable;
+  return -1;
+}
+
+TEST(Capacity, CountsWhatFitsNotWhatIsFree) {
+  Pool pool(defaultTopology());
+  auto r = usableCapacity(pool, defaultShapes());
+  EXPECT_EQ(r.freeGpus, 16);
+  EXPECT_EQ(r.strandedGpus, 0);
+  EXPECT_EQ(placeable(r, 1), 4) << "one system per host: four free hosts";
+  EXPECT_EQ(placeable(r, 8), 2) << "one per switch";
+  EXPECT_EQ(placeable(r, 16), 0) << "no switch holds 16 GPUs";
+
+  // Two GPUs taken on each switch: 12 free GPUs, but no 8-GPU peer-to-peer group left.
+  for (auto id : {"sw0-gpu0", "sw0-gpu1", "sw1-gpu0", "sw1-gpu1"}) take(pool, id);
+  r = usableCapacity(pool, defaultShapes());
+  EXPECT_EQ(r.freeGpus, 12);
+  EXPECT_EQ(placeable(r, 8), 0);
+  EXPECT_EQ(placeable(r, 4), 2);
+  EXPECT_EQ(pool.freeCount(), 12) << "the pool itself is untouched";
+}
+
+TEST(Capacity, FreeGpusNoFreeHostCanReachAreStranded) {
+  Pool pool(defaultTopology());
+  for (int h = 0; h < 4; ++h) pool.setInSystem(h, true);
+  auto r = usableCapacity(pool, {{1, PeerToPeer::kNone, {}}});
+  EXPECT_EQ(r.strandedGpus, 16);
+  EXPECT_EQ(placeable(r, 1), 0);
+  pool.setInSystem(2, false);
+  EXPECT_EQ(usableCapacity(pool, {}).strandedGpus, 0);
+}
+
+TEST(Capacity, HonoursModel) {
+  Pool pool(defaultTopology());
+  auto r = usableCapacity(pool, {{8, PeerToPeer::kRequired, "A100-SXM4-40GB"}, {9, PeerToPeer::kPreferred, {}}});
+  EXPECT_EQ(placeable(r, 8), 1);
+  EXPECT_EQ(placeable(r, 9), 1) << "P2P preferred may span both switches";
 }
 
 }  // namespace

@@ -1,0 +1,57 @@
+#include "composer/packing/capacity.h"
+
+#include <unordered_set>
+
+namespace switchyard {
+
+std::vector<RequestShape> defaultShapes() {
+  std::vector<RequestShape> shapes;
+  for (int gpus : {1, 2, 4, 8, 16}) shapes.push_back({gpus, PeerToPeer::kRequired, {}});
+  return shapes;
+}
+
+namespace {
+
+bool usable(const PoolDevice& d) { return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical; }
+
+int placeRepeatedly(Pool pool, const RequestShape& shape) {
+  PlacementRequest request;
+  request.gpuCount = shape.gpus;
+  request.peerToPeer = shape.peerToPeer;
+  request.model = shape.model;
+  int placed = 0;
+  // Each round takes at least one GPU, so this ends; the bound only guards against a broken policy.
+  for (int round = 0; round <= static_cast<int>(pool.devices().size()); ++round) {
+    PlacementDecision d = place(pool, request);
+    if (!d.placement) break;
+    for (const auto& device : d.placement->devices) pool.setFree(pool.deviceIndex(device.deviceId), false);
+    const int host = pool.hostIndex(d.placement->hostId);
+    pool.addAttached(host, shape.gpus);
+    pool.setInSystem(host, true);
+    ++placed;
+  }
+  return placed;
+}
+
+}  // namespace
+
+CapacityReport usableCapacity(const Pool& pool, const std::vector<RequestShape>& shapes) {
+  CapacityReport report;
+  // Fabrics that some host able to take a new system is cabled to.
+  std::unordered_set<int> reachableFabrics;
+  for (const auto& h : pool.hosts()) {
+    if (h.inSystem || h.attachedDevices >= h.maxDevices) continue;
+    for (const auto& p : h.ports)
+      if (p.switchIndex >= 0) reachableFabrics.insert(pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric);
+  }
+  for (const auto& d : pool.devices()) {
+    if (!usable(d)) continue;
+    ++report.freeGpus;
+    if (d.switchIndex < 0 || !reachableFabrics.contains(pool.switches()[static_cast<std::size_t>(d.switchIndex)].fabric))
+      ++report.strandedGpus;
+  }
+  for (const auto& shape : shapes) report.shapes.push_back({shape, shape.gpus > 0 ? placeRepeatedly(pool, shape) : 0});
+  return report;
+}
+
+}  // namespace switchyard
