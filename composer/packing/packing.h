@@ -1,5 +1,6 @@
-// Packing core v1: which host gets which devices. Pure and deterministic: the same Pool and request
-// always give the same answer. Topology-aware best fit:
+// The packing core's entry point: which host gets which devices. Pure and deterministic: the same Pool
+// and request always give the same answer. The policy is a placement-framework profile
+// (composable_model.h); the default, switchyard-v1, is topology-aware best fit:
 //  1. a candidate host must be free (one composed system per host) and have room under its device limit;
 //  2. prefer all devices under one switch that the host has an upstream port into (peer-to-peer);
 //  3. among those, the switch whose eligible free block is the tightest fit (keeps big blocks whole);
@@ -63,6 +64,16 @@ struct PlacementDecision {
 // Checks the request on its own (counts, names) before any placement is tried.
 [[nodiscard]] Result<void> validatePlacementRequest(const Pool& pool, const PlacementRequest& request);
 
+struct ComposableModel;
+namespace placement {
+template <typename Model>
+class Scheduler;
+}  // namespace placement
+
+// Places with the default profile (switchyard-v1).
 [[nodiscard]] PlacementDecision place(const Pool& pool, const PlacementRequest& request);
+// Places with a configured scheduler (see composable_model.h for profiles and plugins).
+[[nodiscard]] PlacementDecision place(const placement::Scheduler<ComposableModel>& scheduler, const Pool& pool,
+                                      const PlacementRequest& request);
 
 }  // namespace switchyard

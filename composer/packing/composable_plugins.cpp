@@ -1,0 +1,253 @@
+// The composable pool's placement plugins. Together, in the switchyard-v1 profile, they are packing v1.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <tuple>
+
+#include "composer/packing/composable_model.h"
+
+namespace switchyard {
+
+using placement::CycleState;
+using placement::Status;
+using Candidate = ComposableModel::Candidate;
+
+namespace {
+
+const PoolHost& hostOf(const Pool& pool, const Candidate& c) { return pool.hosts()[static_cast<std::size_t>(c.hostIndex)]; }
+const std::string& switchName(const Pool& pool, int s) { return pool.switches()[static_cast<std::size_t>(s)].id; }
+
+const PoolHostPort* portInto(const PoolHost& host, int switchIndex) {
+  for (const auto& p : host.ports)
+    if (p.switchIndex == switchIndex) return &p;
+  return nullptr;
+}
+
+// The host port used for a device on another switch of the same fabric (traffic crosses the ISL).
+const PoolHostPort* portIntoFabric(const Pool& pool, const PoolHost& host, int fabric) {
+  for (const auto& p : host.ports)
+    if (p.switchIndex >= 0 && pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric == fabric) return &p;
+  return nullptr;
+}
+
+bool eligible(const PoolDevice& d, const PlacementRequest& r) {
+  return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical && (r.model.empty() || d.model == r.model) &&
+         d.memoryGiB >= r.minMemoryGiB;
+}
+
+class EligibleDevicesPlugin final : public placement::PreFilterPlugin<ComposableModel> {
+ public:
+  std::string_view name() const override { return "eligible-devices"; }
+  Status preFilter(CycleState& state, const Pool& pool, const PlacementRequest& r) override {
+    auto& e = state.emplace<EligibleDevices>();
+    e.bySwitch.resize(pool.switches().size());
+    for (std::size_t s = 0; s < pool.switches().size(); ++s)
+      for (int d : pool.switches()[s].freeDevices)
+        if (eligible(pool.devices()[static_cast<std::size_t>(d)], r)) e.bySwitch[s].push_back(d);
+    state.emplace<DevicePlans>().byHost.resize(pool.hosts().size());
+    return Status::fits();
+  }
+};
+
+class HostsPlugin final : public placement::CandidatePlugin<ComposableModel> {
+ public:
+  std::string_view name() const override { return "hosts"; }
+  void candidates(CycleState&, const Pool& pool, const PlacementRequest& r, std::vector<Candidate>& out) override {
+    if (r.host) {
+      if (const int h = pool.hostIndex(*r.host); h >= 0) out.push_back({h});
+      return;
+    }
+    out.reserve(pool.hosts().size());
+    for (std::size_t h = 0; h < pool.hosts().size(); ++h) out.push_back({static_cast<int>(h)});
+  }
+};
+
+class HostFreePlugin final : public placement::FilterPlugin<ComposableModel> {
+ public:
+  std::string_view name() const override { return "host-free"; }
+  Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
+    if (!hostOf(pool, c).inSystem || r.hostMayHaveSystem) return Status::fits();
+    return Status::rejected(placement::explaining(state) ? "already serves a composed system (use attach to grow it)" : "");
+  }
+};
+
+class DeviceLimitPlugin final : public placement::FilterPlugin<ComposableModel> {
+ public:
+  std::string_view name() const override { return "device-limit"; }
+  Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
+    const PoolHost& h = hostOf(pool, c);
+    if (h.maxDevices - h.attachedDevices >= r.gpuCount) return Status::fits();
+    if (!placement::explaining(state)) return Status::rejected({});
+    return Status::rejected(fmt::format("device limit: {} of {} attached, needs room for {}", h.attachedDevices, h.maxDevices, r.gpuCount));
+  }
+};
+
+// Works out which devices the host would get, honouring the peer-to-peer requirement:
+// 1. all under one directly cabled switch, the tightest such fit;
+// 2. otherwise (P2P preferred or none) direct switches with the most free first, then switches of
+//    the same fabric over an inter-switch link.
+class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
+ public:
+  std::string_view name() const override { return "device-set"; }
+  Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
+    const auto& eligibleSw = state.find<EligibleDevices>()->bySwitch;
+    const PoolHost& host = hostOf(pool, c);
+    const auto n = static_cast<std::size_t>(r.gpuCount);
+    const bool explain = placement::explaining(state);
+    auto& plan = state.find<DevicePlans>()->byHost[static_cast<std::size_t>(c.hostIndex)];
+
+    const PoolHostPort* bestPort = nullptr;
+    std::size_t bestCount = 0;
+    for (const auto& p : host.ports) {
+      if (p.switchIndex < 0) continue;
+      const std::size_t count = eligibleSw[static_cast<std::size_t>(p.switchIndex)].size();
+      if (count >= n && (!bestPort || count < bestCount)) {
+        bestPort = &p;
+        bestCount = count;
+      }
+    }
+    if (bestPort) {
+      plan = DevicePlan{{{bestPort->switchIndex, n, bestCount, bestPort, false}}, 0, bestCount - n};
+      return Status::fits();
+    }
+
+    std::vector<std::pair<int, std::size_t>> direct;  // switches with a host port, in port order
+    for (const auto& p : host.ports)
+      if (p.switchIndex >= 0 && std::none_of(direct.begin(), direct.end(), [&](auto& e) { return e.first == p.switchIndex; }))
+        direct.emplace_back(p.switchIndex, eligibleSw[static_cast<std::size_t>(p.switchIndex)].size());
+    if (direct.empty()) return Status::rejected(explain ? "has no upstream port into any switch" : "");
+    if (r.peerToPeer == PeerToPeer::kRequired) {
+      if (!explain) return Status::rejected({});
+      std::string counts;
+      for (const auto& [s, k] : direct) counts += fmt::format("{}{} has {}", counts.empty() ? "" : ", ", switchName(pool, s), k);
+      return Status::rejected(
+          fmt::format("peer-to-peer required: no directly cabled switch has {} eligible free GPUs ({})", n, counts));
+    }
+
+    std::vector<std::tuple<int, int, std::size_t>> order;  // (crossesIsl, switch, count)
+    for (const auto& [s, count] : direct)
+      if (count > 0) order.emplace_back(0, s, count);
+    for (std::size_t s = 0; s < pool.switches().size(); ++s) {
+      const int si = static_cast<int>(s);
+      if (eligibleSw[s].empty() || portInto(host, si)) continue;
+      if (portIntoFabric(pool, host, pool.switches()[s].fabric)) order.emplace_back(1, si, eligibleSw[s].size());
+    }
+    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
+      return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<2>(a) > std::get<2>(b);
+    });
+    DevicePlan p;
+    std::size_t taken = 0;
+    for (const auto& [crosses, s, count] : order) {
+      if (taken == n) break;
+      const std::size_t take = std::min(count, n - taken);
+      const PoolHostPort* port = crosses ? portIntoFabric(pool, host, pool.switches()[static_cast<std::size_t>(s)].fabric) : portInto(host, s);
+      p.parts.push_back({s, take, count, port, crosses != 0});
+      taken += take;
+      if (crosses) p.islDevices += take;
+      p.leftover += count - take;
+    }
+    if (taken < n) return Status::rejected(explain ? fmt::format("only {} eligible free GPU(s) reachable, needs {}", taken, n) : "");
+    plan = std::move(p);
+    return Status::fits();
+  }
+};
+
+const DevicePlan& planOf(const CycleState& state, const Candidate& c) {
+  return *state.find<DevicePlans>()->byHost[static_cast<std::size_t>(c.hostIndex)];
+}
+
+class FewestSwitchesPlugin final : public placement::ScorePlugin<ComposableModel> {
+ public:
+  std::string_view name() const override { return "fewest-switches"; }
+  double score(CycleState& state, const Pool&, const PlacementRequest&, const Candidate& c) override {
+    return -static_cast<double>(planOf(state, c).parts.size());
+  }
+};
+
+class AvoidInterSwitchLinksPlugin final : public placement::ScorePlugin<ComposableModel> {
+ public:
+  std::string_view name() const override { return "avoid-inter-switch-links"; }
+  double score(CycleState& state, const Pool&, const PlacementRequest&, const Candidate& c) override {
+    return -static_cast<double>(planOf(state, c).islDevices);
+  }
+};
+
+// Tightest fit: leave big free blocks whole for the requests that need them.
+class BestFitPlugin final : public placement::ScorePlugin<ComposableModel> {
+ public:
+  std::string_view name() const override { return "best-fit"; }
+  double score(CycleState& state, const Pool&, const PlacementRequest&, const Candidate& c) override {
+    return -static_cast<double>(planOf(state, c).leftover);
+  }
+};
+
+template <typename P>
+void add(ComposableRegistry& r) {
+  r.add(std::string(P().name()), [] { return std::make_unique<P>(); });
+}
+
+}  // namespace
+
+void registerComposablePlugins(ComposableRegistry& registry) {
+  add<EligibleDevicesPlugin>(registry);
+  add<HostsPlugin>(registry);
+  add<HostFreePlugin>(registry);
+  add<DeviceLimitPlugin>(registry);
+  add<DeviceSetPlugin>(registry);
+  add<FewestSwitchesPlugin>(registry);
+  add<AvoidInterSwitchLinksPlugin>(registry);
+  add<BestFitPlugin>(registry);
+}
+
+const ComposableRegistry& composableRegistry() {
+  static const ComposableRegistry kRegistry = [] {
+    ComposableRegistry r;
+    registerComposablePlugins(r);
+    return r;
+  }();
+  return kRegistry;
+}
+
+placement::Profile switchyardV1Profile() {
+  // Weights far apart make the sum lexicographic: switches, then ISL crossings, then fit.
+  return {"switchyard-v1",
+          {"eligible-devices"},
+          "hosts",
+          {"host-free", "device-limit", "device-set"},
+          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"best-fit", 1}},
+          {}};
+}
+
+Result<std::shared_ptr<const ComposableScheduler>> buildComposableScheduler(
+    const std::string& profileName, const std::vector<std::pair<std::string, double>>& weightOverrides) {
+  if (profileName != "switchyard-v1")
+    return fail(Code::kInvalidArgument, fmt::format("unknown placement profile '{}' (known: switchyard-v1)", profileName));
+  placement::Profile profile = switchyardV1Profile();
+  for (const auto& [plugin, weight] : weightOverrides) {
+    auto it = std::find_if(profile.scores.begin(), profile.scores.end(), [&](auto& s) { return s.first == plugin; });
+    if (it == profile.scores.end())
+      return fail(Code::kInvalidArgument, fmt::format("profile '{}' has no score plugin '{}'", profileName, plugin));
+    it->second = weight;
+  }
+  return ComposableScheduler::build(composableRegistry(), profile);
+}
+
+const ComposableScheduler& defaultComposableScheduler() {
+  static const std::shared_ptr<const ComposableScheduler> kDefault = *buildComposableScheduler("switchyard-v1");
+  return *kDefault;
+}
+
+std::string summarizePlan(const Pool& pool, const DevicePlan& plan, std::size_t n) {
+  if (plan.parts.size() == 1 && !plan.parts[0].crossesIsl) {
+    const PlanPart& p = plan.parts[0];
+    return fmt::format("{} GPU(s) under {} via {} (NUMA {}); {} eligible free there, {} left", n, switchName(pool, p.switchIndex),
+                       p.port->portId, p.port->numaNode, p.eligible, p.eligible - n);
+  }
+  std::string parts;
+  for (const auto& p : plan.parts)
+    parts += fmt::format("{}{} from {}{}", parts.empty() ? "" : ", ", p.take, switchName(pool, p.switchIndex),
+                         p.crossesIsl ? " (over an inter-switch link)" : "");
+  return fmt::format("{} GPU(s) across {} switches: {}", n, plan.parts.size(), parts);
+}
+
+}  // namespace switchyard
