@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -27,6 +28,8 @@ struct DaemonOptions {
   int driverThreads = 4;
   int shutdownGraceSeconds = 10;
   std::string logLevel = "info";
+  std::string placementProfile = "switchyard-v1";
+  std::vector<std::string> placementWeights;  // plugin=weight
   int reconcileIntervalSeconds = 30;
   std::size_t retainEvents = 1'000'000;
   std::size_t retainOperations = 100'000;
@@ -68,6 +71,11 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--driver-threads", o.driverThreads, "Threads for switch calls")->check(CLI::Range(1, 256))->capture_default_str();
   app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")
       ->check(CLI::Range(0, 3600))->capture_default_str();
+  app.add_option("--placement-profile", o.placementProfile, "Placement policy (profile of placement plugins)")
+      ->check(CLI::IsMember({"switchyard-v1"}))->capture_default_str();
+  app.add_option("--placement-weight", o.placementWeights,
+                 "Override a score plugin's weight, e.g. best-fit=10 (repeatable; plugins: fewest-switches, "
+                 "avoid-inter-switch-links, best-fit)");
   app.add_option("--reconcile-interval", o.reconcileIntervalSeconds,
                  "Seconds between comparisons of the store with the fabric while running (0: only at start)")
       ->check(CLI::Range(0, 86'400))->capture_default_str();

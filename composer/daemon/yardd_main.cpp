@@ -62,7 +62,22 @@ int run(const DaemonOptions& o) {
   spdlog::info("fabric driver '{}'{}", fabric->name(),
                o.simState().empty() ? " (bindings in memory)" : " (bindings kept in " + o.simState().string() + ")");
 
+  std::vector<std::pair<std::string, double>> weights;
+  for (const auto& w : o.placementWeights) {
+    const auto eq = w.find('=');
+    char* end = nullptr;
+    const double value = eq == std::string::npos ? 0 : std::strtod(w.c_str() + eq + 1, &end);
+    if (eq == std::string::npos || eq == 0 || end == w.c_str() + eq + 1 || *end != '\0') {
+      spdlog::critical("--placement-weight '{}': expected plugin=number, e.g. best-fit=10", w);
+      return 1;
+    }
+    weights.emplace_back(w.substr(0, eq), value);
+  }
+  SY_ASSIGN_OR_EXIT(auto scheduler, buildComposableScheduler(o.placementProfile, weights));
+  spdlog::info("placement profile {}", o.placementProfile);
+
   EngineOptions engineOptions;
+  engineOptions.placement = scheduler;
   engineOptions.driverThreads = o.driverThreads;
   engineOptions.reconcileInterval = std::chrono::seconds(o.reconcileIntervalSeconds);
   engineOptions.retention.events = o.retainEvents;

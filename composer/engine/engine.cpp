@@ -27,6 +27,7 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       store_(store),
       clock_(clock),
       options_(options),
+      placement_(options.placement ? options.placement : *buildComposableScheduler("switchyard-v1")),
       control_(std::make_unique<asio::io_context>(1)),
       driverPool_(std::make_unique<asio::thread_pool>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
       pollTimer_(std::make_unique<TimerHolder>(*control_)) {}
@@ -141,11 +142,11 @@ Result<Operation> Engine::detach(const DetachRequest& request) {
 }
 
 Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
-  return onControl([&]() -> Result<PlacementDecision> { return place(state_->pool(), request); });
+  return onControl([&]() -> Result<PlacementDecision> { return place(*placement_, state_->pool(), request); });
 }
 
 Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes) {
-  return onControl([&]() -> Result<CapacityReport> { return usableCapacity(state_->pool(), shapes); });
+  return onControl([&]() -> Result<CapacityReport> { return usableCapacity(*placement_, state_->pool(), shapes); });
 }
 
 Result<System> Engine::getSystem(const std::string& idOrName) {

@@ -23,6 +23,7 @@
 #include "composer/model/clock.h"
 #include "composer/model/composition.h"
 #include "composer/packing/capacity.h"
+#include "composer/packing/composable_model.h"
 #include "composer/packing/packing.h"
 #include "fabric/fabric_driver.h"
 #include "inventory/store.h"
@@ -35,6 +36,7 @@ class thread_pool;
 namespace switchyard {
 
 struct EngineOptions {
+  std::shared_ptr<const ComposableScheduler> placement;  // null: the switchyard-v1 profile
   int driverThreads = 4;
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
   std::chrono::milliseconds fabricPollInterval{1000};
@@ -173,6 +175,7 @@ class Engine {
   Store& store_;
   Clock& clock_;
   EngineOptions options_;
+  std::shared_ptr<const ComposableScheduler> placement_;
 
   std::unique_ptr<boost::asio::io_context> control_;
   std::unique_ptr<boost::asio::thread_pool> driverPool_;

@@ -71,7 +71,7 @@ Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
     if (key.empty()) return fail(Code::kInvalidArgument, "label keys must not be empty");
   if (request.placement.tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");
 
-  PlacementDecision decision = place(state_->pool(), request.placement);
+  PlacementDecision decision = place(*placement_, state_->pool(), request.placement);
   if (!decision.placement) return fail(*decision.error);
   const Placement& placement = *decision.placement;
 
@@ -136,7 +136,7 @@ Result<Operation> Engine::acceptAttach(const AttachRequest& request) {
   PlacementRequest placement = request.placement;
   placement.host = system.hostId;
   placement.hostMayHaveSystem = true;
-  PlacementDecision decision = place(state_->pool(), placement);
+  PlacementDecision decision = place(*placement_, state_->pool(), placement);
   if (!decision.placement) return fail(*decision.error);
 
   Operation op = newOperation(OperationKind::kAttach, system);

@@ -2,6 +2,8 @@
 
 #include <unordered_set>
 
+#include "composer/packing/composable_model.h"
+
 namespace switchyard {
 
 std::vector<RequestShape> defaultShapes() {
@@ -14,7 +16,7 @@ namespace {
 
 bool usable(const PoolDevice& d) { return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical; }
 
-int placeRepeatedly(Pool pool, const RequestShape& shape) {
+int placeRepeatedly(const ComposableScheduler& scheduler, Pool pool, const RequestShape& shape) {
   PlacementRequest request;
   request.gpuCount = shape.gpus;
   request.peerToPeer = shape.peerToPeer;
@@ -22,7 +24,7 @@ int placeRepeatedly(Pool pool, const RequestShape& shape) {
   int placed = 0;
   // Each round takes at least one GPU, so this ends; the bound only guards against a broken policy.
   for (int round = 0; round <= static_cast<int>(pool.devices().size()); ++round) {
-    PlacementDecision d = place(pool, request);
+    PlacementDecision d = place(scheduler, pool, request);
     if (!d.placement) break;
     for (const auto& device : d.placement->devices) pool.setFree(pool.deviceIndex(device.deviceId), false);
     const int host = pool.hostIndex(d.placement->hostId);
@@ -36,6 +38,10 @@ int placeRepeatedly(Pool pool, const RequestShape& shape) {
 }  // namespace
 
 CapacityReport usableCapacity(const Pool& pool, const std::vector<RequestShape>& shapes) {
+  return usableCapacity(defaultComposableScheduler(), pool, shapes);
+}
+
+CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& pool, const std::vector<RequestShape>& shapes) {
   CapacityReport report;
   // Fabrics that some host able to take a new system is cabled to.
   std::unordered_set<int> reachableFabrics;
@@ -50,7 +56,7 @@ CapacityReport usableCapacity(const Pool& pool, const std::vector<RequestShape>&
     if (d.switchIndex < 0 || !reachableFabrics.contains(pool.switches()[static_cast<std::size_t>(d.switchIndex)].fabric))
       ++report.strandedGpus;
   }
-  for (const auto& shape : shapes) report.shapes.push_back({shape, shape.gpus > 0 ? placeRepeatedly(pool, shape) : 0});
+  for (const auto& shape : shapes) report.shapes.push_back({shape, shape.gpus > 0 ? placeRepeatedly(scheduler, pool, shape) : 0});
   return report;
 }
 

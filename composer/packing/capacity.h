@@ -31,6 +31,9 @@ struct CapacityReport {
 // 1, 2, 4, 8 and 16 GPUs, all under one switch.
 [[nodiscard]] std::vector<RequestShape> defaultShapes();
 
+// With the default profile, or with the scheduler the daemon is configured with.
 [[nodiscard]] CapacityReport usableCapacity(const Pool& pool, const std::vector<RequestShape>& shapes);
+[[nodiscard]] CapacityReport usableCapacity(const placement::Scheduler<ComposableModel>& scheduler, const Pool& pool,
+                                            const std::vector<RequestShape>& shapes);
 
 }  // namespace switchyard

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "composer/packing/capacity.h"
+#include "composer/packing/composable_model.h"
 #include "composer/packing/packing.h"
 #include "fabric/topology_generator.h"
 #include "tests/support/topology_builder.h"
@@ -182,6 +183,38 @@ TEST(Packing, NeverHandsOutATakenDevice) {
   }
   EXPECT_EQ(pool.freeCount(), 0);
   EXPECT_FALSE(place(pool, gpus(1)).placement);
+}
+
+TEST(PackingProfiles, WeightsChangeThePolicy) {
+  // h1 reaches two 4-GPU switches, h2 one 10-GPU switch; 8 GPUs, P2P preferred.
+  const Topology t = TopologyBuilder().sw("a").sw("b").sw("c").gpus("a", 4).gpus("b", 4).gpus("c", 10)
+                         .host("h1", {"a", "b"}).host("h2", {"c"}).build();
+  Pool pool(t);
+  auto byDefault = place(pool, gpus(8));
+  ASSERT_TRUE(byDefault.placement);
+  EXPECT_EQ(byDefault.placement->hostId, "h2") << "one switch beats a tight fit";
+
+  auto fitFirst = buildComposableScheduler("switchyard-v1", {{"fewest-switches", 0}, {"best-fit", 1e9}});
+  ASSERT_TRUE(fitFirst) << fitFirst.error().message;
+  auto tuned = place(**fitFirst, pool, gpus(8));
+  ASSERT_TRUE(tuned.placement);
+  EXPECT_EQ(tuned.placement->hostId, "h1") << "with fit weighted above switches, the exact fit wins";
+
+  EXPECT_FALSE(buildComposableScheduler("fgd"));
+  EXPECT_FALSE(buildComposableScheduler("switchyard-v1", {{"no-such-plugin", 1}}));
+}
+
+TEST(PackingProfiles, PlanExplainsEveryHost) {
+  Pool pool(defaultTopology());
+  pool.setInSystem(pool.hostIndex("host1"), true);
+  PlacementRequest r = gpus(2);
+  r.explain = true;
+  auto d = place(pool, r);
+  ASSERT_EQ(d.candidates.size(), 4u);
+  EXPECT_FALSE(d.candidates[1].feasible);
+  EXPECT_NE(d.candidates[1].reason.find("already serves"), std::string::npos);
+  EXPECT_TRUE(d.candidates[0].feasible);
+  EXPECT_NE(d.candidates[0].reason.find("under sw0"), std::string::npos) << d.candidates[0].reason;
 }
 
 int placeable(const CapacityReport& r, int gpus) {
