@@ -17,19 +17,6 @@ namespace {
 const PoolHost& hostOf(const Pool& pool, const Candidate& c) { return pool.hosts()[static_cast<std::size_t>(c.hostIndex)]; }
 const std::string& switchName(const Pool& pool, int s) { return pool.switches()[static_cast<std::size_t>(s)].id; }
 
-const PoolHostPort* portInto(const PoolHost& host, int switchIndex) {
-  for (const auto& p : host.ports)
-    if (p.switchIndex == switchIndex) return &p;
-  return nullptr;
-}
-
-// The host port used for a device on another switch of the same fabric (traffic crosses the ISL).
-const PoolHostPort* portIntoFabric(const Pool& pool, const PoolHost& host, int fabric) {
-  for (const auto& p : host.ports)
-    if (p.switchIndex >= 0 && pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric == fabric) return &p;
-  return nullptr;
-}
-
 bool eligible(const PoolDevice& d, const PlacementRequest& r) {
   return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical && (r.model.empty() || d.model == r.model) &&
          d.memoryGiB >= r.minMemoryGiB;

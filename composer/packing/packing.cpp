@@ -28,18 +28,6 @@ std::optional<PeerToPeer> parsePeerToPeer(std::string_view s) {
 
 namespace {
 
-const PoolHostPort* portInto(const PoolHost& host, int switchIndex) {
-  for (const auto& p : host.ports)
-    if (p.switchIndex == switchIndex) return &p;
-  return nullptr;
-}
-
-const PoolHostPort* portIntoFabric(const Pool& pool, const PoolHost& host, int fabric) {
-  for (const auto& p : host.ports)
-    if (p.switchIndex >= 0 && pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric == fabric) return &p;
-  return nullptr;
-}
-
 std::vector<PlacedDevice> materialize(const Pool& pool, const DevicePlan& plan, const std::vector<std::vector<int>>& eligibleSw) {
   std::vector<PlacedDevice> out;
   for (const auto& p : plan.parts) {

@@ -64,4 +64,16 @@ int Pool::hostIndex(std::string_view id) const {
   return it == hostById_.end() ? -1 : it->second;
 }
 
+const PoolHostPort* portInto(const PoolHost& host, int switchIndex) {
+  for (const auto& p : host.ports)
+    if (p.switchIndex == switchIndex) return &p;
+  return nullptr;
+}
+
+const PoolHostPort* portIntoFabric(const Pool& pool, const PoolHost& host, int fabric) {
+  for (const auto& p : host.ports)
+    if (p.switchIndex >= 0 && pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric == fabric) return &p;
+  return nullptr;
+}
+
 }  // namespace switchyard

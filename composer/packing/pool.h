@@ -67,4 +67,9 @@ class Pool {
   int freeCount_ = 0;
 };
 
+// The host's upstream port into a switch, or null.
+[[nodiscard]] const PoolHostPort* portInto(const PoolHost& host, int switchIndex);
+// A host port into any switch of the fabric (a device elsewhere in it is reached over an inter-switch link).
+[[nodiscard]] const PoolHostPort* portIntoFabric(const Pool& pool, const PoolHost& host, int fabric);
+
 }  // namespace switchyard
