@@ -86,8 +86,6 @@ Result<Statement> SqliteDb::prepare(const std::string& sql) {
   return s;
 }
 
-std::string SqliteDb::errorMessage() const { return sqlite3_errmsg(db_); }
-
 Result<void> Transaction::commit() {
   auto r = db_.exec("COMMIT");
   if (r) open_ = false;

@@ -51,7 +51,6 @@ class SqliteDb {
   [[nodiscard]] Result<void> exec(std::string_view sql);
   // A cached prepared statement, reset and ready to bind.
   [[nodiscard]] Result<Statement> prepare(const std::string& sql);
-  [[nodiscard]] std::string errorMessage() const;
   [[nodiscard]] sqlite3* handle() const { return db_; }
 
  private:

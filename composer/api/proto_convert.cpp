@@ -174,13 +174,13 @@ void toProto(const DeviceView& v, pb::Device& out) {
   out.set_upstream_port_id(v.upstreamPortId);
 }
 
-void toProto(const HostView& v, const TopologyIndex& index, pb::Host& out) {
+void toProto(const HostView& v, pb::Host& out) {
   out.set_id(v.host.id);
-  for (const auto& u : v.host.upstreamPorts) {
+  for (std::size_t i = 0; i < v.host.upstreamPorts.size(); ++i) {
     auto* pu = out.add_upstream_ports();
-    pu->set_port_id(u.portId);
-    if (const Port* p = index.port(u.portId)) pu->set_switch_id(p->switchId);
-    pu->set_numa_node(u.numaNode);
+    pu->set_port_id(v.host.upstreamPorts[i].portId);
+    if (i < v.upstreamSwitches.size()) pu->set_switch_id(v.upstreamSwitches[i]);
+    pu->set_numa_node(v.host.upstreamPorts[i].numaNode);
   }
   out.set_cpu_cores(v.host.cpuCores);
   out.set_memory_gib(v.host.memoryGiB);
@@ -220,7 +220,6 @@ void toProto(const PlacementDecision& d, pb::PlanResponse& out) {
 }
 
 void toProto(const Topology& t, const std::vector<HostView>& hosts, const std::vector<DeviceView>& devices, pb::Topology& out) {
-  TopologyIndex index(t);
   std::unordered_map<std::string, HostId> hostOfPort;
   for (const auto& h : t.hosts)
     for (const auto& u : h.upstreamPorts) hostOfPort[u.portId] = h.id;
@@ -243,7 +242,7 @@ void toProto(const Topology& t, const std::vector<HostView>& hosts, const std::v
       if (auto it = deviceOfPort.find(p.id); it != deviceOfPort.end()) pp->set_device_id(it->second);
     }
   }
-  for (const auto& h : hosts) toProto(h, index, *out.add_hosts());
+  for (const auto& h : hosts) toProto(h, *out.add_hosts());
   for (const auto& d : devices) toProto(d, *out.add_devices());
 }
 

@@ -16,7 +16,7 @@ void toProto(const System& s, pb::System& out);
 void toProto(const CapacityReport& r, pb::Capacity& out);
 void toProto(const Operation& op, pb::Operation& out);
 void toProto(const DeviceView& d, pb::Device& out);
-void toProto(const HostView& h, const TopologyIndex& index, pb::Host& out);
+void toProto(const HostView& h, pb::Host& out);
 void toProto(const Event& e, pb::Event& out);
 void toProto(const PlacementDecision& d, pb::PlanResponse& out);
 void toProto(const Topology& t, const std::vector<HostView>& hosts, const std::vector<DeviceView>& devices, pb::Topology& out);

@@ -83,11 +83,8 @@ grpc::Status SwitchyardService::ListDevices(grpc::ServerContext*, const v1::List
 }
 
 grpc::Status SwitchyardService::ListHosts(grpc::ServerContext*, const v1::ListHostsRequest*, v1::ListHostsResponse* out) {
-  auto topology = engine_.topology();
-  if (!topology) return toGrpcStatus(topology.error());
-  TopologyIndex index(*topology);
   return reply(engine_.listHosts(), [&](const std::vector<HostView>& hosts) {
-    for (const auto& h : hosts) toProto(h, index, *out->add_hosts());
+    for (const auto& h : hosts) toProto(h, *out->add_hosts());
   });
 }
 
@@ -140,6 +137,9 @@ grpc::Status SwitchyardService::Watch(grpc::ServerContext* ctx, const v1::WatchR
     }
   }
   while (!ctx->IsCancelled() && !shuttingDown_) {
+    if (const auto dropped = stream->dropped(); dropped > 0)
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED,
+              fmt::format("watcher fell behind and {} event(s) were dropped; watch again with after_sequence={}", dropped, last)};
     auto e = stream->next(std::chrono::milliseconds(200));
     if (!e) {
       if (stream->closed()) break;

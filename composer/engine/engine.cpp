@@ -190,7 +190,11 @@ Result<std::vector<HostView>> Engine::listHosts() {
   return onControl([&]() -> Result<std::vector<HostView>> {
     std::vector<HostView> out;
     for (const auto& h : state_->topology().hosts) {
-      HostView v{h, {}, 0};
+      HostView v{h, {}, {}, 0};
+      for (const auto& u : h.upstreamPorts) {
+        const Port* port = state_->index().port(u.portId);
+        v.upstreamSwitches.push_back(port ? port->switchId : SwitchId{});
+      }
       if (const System* s = state_->systemOfHost(h.id)) v.systemId = s->id;
       v.attachedDevices = state_->pool().hosts()[static_cast<std::size_t>(state_->pool().hostIndex(h.id))].attachedDevices;
       out.push_back(std::move(v));
@@ -308,8 +312,19 @@ Result<void> Engine::pollFabricEvents() {
 }
 
 Result<std::vector<Drift>> Engine::reconcile() {
-  SY_ASSIGN(auto bindings, driver_.readBindings());
-  return onControl([&] { return reconcileOnControl(bindings); });
+  SY_ASSIGN(std::uint64_t before, onControl([this]() -> Result<std::uint64_t> {
+              if (stepCallsInFlight_ > 0) return fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later");
+              return stepResults_;
+            }));
+  auto bindings = driver_.readBindings();
+  return onControl([&] { return reconcileIfFresh(bindings, before); });
+}
+
+Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Binding>>& bindings, std::uint64_t before) {
+  if (!bindings) return fail(bindings.error().wrap("cannot read the fabric's bindings"));
+  if (stepResults_ != before || stepCallsInFlight_ > 0)
+    return fail(Code::kUnavailable, "an operation changed the fabric during the read; reconcile again later");
+  return reconcileOnControl(*bindings);
 }
 
 Result<PruneReport> Engine::pruneHistory() {
@@ -337,23 +352,20 @@ void Engine::scheduleReconcile() {
   pollTimer_->reconcileTimer.expires_after(options_.reconcileInterval);
   pollTimer_->reconcileTimer.async_wait([this](const boost::system::error_code& ec) {
     if (ec || halted_) return;
-    // A read taken while switch calls are running, or answered after one returned, may show a binding
-    // half-way through an operation: skip this round rather than report false drift.
-    if (driverCallsInFlight_ > 0) {
+    // A read taken while steps call the switch may show an operation half-way: skip the round.
+    if (stepCallsInFlight_ > 0) {
       scheduleReconcile();
       return;
     }
-    const std::uint64_t before = driverResults_;
+    const std::uint64_t before = stepResults_;
     ++driverCallsInFlight_;
     asio::post(*driverPool_, [this, before] {
       auto bindings = driver_.readBindings();
       asio::post(*control_, [this, before, bindings = std::move(bindings)] {
         --driverCallsInFlight_;
-        if (!bindings) {
-          spdlog::warn("periodic reconcile: cannot read the fabric's bindings: {}", bindings.error().message);
-        } else if (driverResults_ == before && !halted_) {
-          if (auto r = reconcileOnControl(*bindings); !r) spdlog::error("periodic reconcile failed: {}", r.error().message);
-        }
+        if (halted_) return;
+        if (auto r = reconcileIfFresh(bindings, before); !r && r.error().code != Code::kUnavailable)
+          spdlog::warn("periodic reconcile: {}", r.error().message);
         scheduleReconcile();
       });
     });

@@ -72,6 +72,7 @@ struct DeviceView {
 
 struct HostView {
   Host host;
+  std::vector<SwitchId> upstreamSwitches;  // the switch of each of host.upstreamPorts
   SystemId systemId;
   int attachedDevices = 0;
 };
@@ -122,7 +123,8 @@ class Engine {
 
   // Pulls health and link events from the driver now (also done on a timer).
   [[nodiscard]] Result<void> pollFabricEvents();
-  // Compares the store with the fabric and reports (and records) every disagreement.
+  // Compares the store with the fabric and reports (and records) every disagreement. Refused with
+  // kUnavailable while operation steps are calling the switch.
   [[nodiscard]] Result<std::vector<Drift>> reconcile();
   // Deletes history beyond the retention policy (also done on a timer).
   [[nodiscard]] Result<PruneReport> pruneHistory();
@@ -166,6 +168,10 @@ class Engine {
   // Start-up (engine_recovery.cpp).
   [[nodiscard]] Result<void> loadState();
   [[nodiscard]] Result<std::vector<Drift>> reconcileOnControl(const std::vector<Binding>& fabricBindings);
+  // Reconciles against a binding read taken when `stepResultsBefore` was current, unless a step's switch
+  // call returned since (the read may show an operation half-way): then kUnavailable, nothing recorded.
+  [[nodiscard]] Result<std::vector<Drift>> reconcileIfFresh(const Result<std::vector<Binding>>& fabricBindings,
+                                                            std::uint64_t stepResultsBefore);
   void applyFabricEvents(const std::vector<FabricEvent>& events);
   void scheduleFabricPoll();
   void schedulePrune();
@@ -191,8 +197,9 @@ class Engine {
   std::uint64_t lastEventSequence_ = 0;
   std::uint64_t lastSystemNumber_ = 0;
   std::uint64_t lastOperationNumber_ = 0;
-  int driverCallsInFlight_ = 0;
-  std::uint64_t driverResults_ = 0;  // bumps whenever a switch call returns: a binding read older than that is stale
+  int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
+  int stepCallsInFlight_ = 0;        // switch calls of operation steps: they may change bindings
+  std::uint64_t stepResults_ = 0;    // bumps whenever a step's switch call returns: an older binding read is stale
   std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event
   bool accepting_ = false;
   bool halted_ = false;  // after stop's grace: record step results but start no new steps

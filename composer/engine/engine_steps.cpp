@@ -94,11 +94,13 @@ void Engine::advance(const OperationId& id, Mutation carried) {
 
 void Engine::dispatch(const OperationId& id, std::size_t step, DriverCall call) {
   ++driverCallsInFlight_;
+  ++stepCallsInFlight_;
   asio::post(*driverPool_, [this, id, step, call = std::move(call)] {
     Result<void> result = call(driver_);
     asio::post(*control_, [this, id, step, result = std::move(result)] {
       --driverCallsInFlight_;
-      ++driverResults_;
+      --stepCallsInFlight_;
+      ++stepResults_;
       onStepResult(id, step, result);
     });
   });

@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <tuple>
-#include <variant>
 
 namespace switchyard {
 

@@ -393,6 +393,37 @@ TEST_F(EngineTest, PruningHistoryKeepsIdsMovingForward) {
   EXPECT_EQ(op.systemId, "sys-000004");
 }
 
+TEST_F(EngineTest, ReconcileWaitsForOperationsToLeaveTheSwitchAlone) {
+  testing::GatedDriver gated(*fabric_);
+  start(&gated);
+  gated.closeBeforeBind(1);
+  ComposeRequest r{"train", {}, {}};
+  r.placement.gpuCount = 2;
+  auto accepted = engine_->compose(r);
+  ASSERT_TRUE(accepted);
+  gated.waitUntilHeld();
+  auto during = engine_->reconcile();
+  ASSERT_FALSE(during) << "a bind is in the switch: a read now could show the operation half-way";
+  EXPECT_EQ(during.error().code, Code::kUnavailable);
+  gated.open();
+  ASSERT_EQ(engine_->waitOperation(accepted->id, 10s)->state, OperationState::kSucceeded);
+  auto after = engine_->reconcile();
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_TRUE(after->empty());
+}
+
+TEST(EventStream, ASlowSubscriberLosesTheOldestAndIsToldHowMany) {
+  EventStream stream(2);
+  for (std::uint64_t i = 1; i <= 3; ++i) stream.push({i, 0, "t", "s", "m"});
+  EXPECT_EQ(stream.dropped(), 1u);
+  EXPECT_EQ(stream.next(0ms)->sequence, 2u);
+  EXPECT_EQ(stream.next(0ms)->sequence, 3u);
+  EXPECT_FALSE(stream.next(0ms));
+  stream.close();
+  stream.push({4, 0, "t", "s", "m"});
+  EXPECT_FALSE(stream.next(0ms)) << "nothing arrives after close";
+}
+
 TEST_F(EngineTest, WatchersSeeEventsInOrder) {
   start();
   auto stream = engine_->subscribe();
