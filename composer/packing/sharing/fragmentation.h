@@ -1,0 +1,40 @@
+// GPU fragmentation of a node as FGD defines it: the milli-GPU left on the node that a request drawn from
+// the shape mix could not use. For each shape: if the node cannot serve it at all (CPU, model, or not
+// enough GPUs with enough left) every idle milli-GPU counts; if it can, only the GPUs with less left than
+// the shape needs count. CPU-only shapes count every idle milli-GPU (they never use GPUs), which is why an
+// empty cluster already shows some fragmentation. Weighted by the shapes' frequencies.
+#pragma once
+
+#include "composer/packing/sharing/shape_mix.h"
+
+namespace switchyard::sharing {
+
+// The reference definition, O(shapes x GPUs). Memory is not considered (as in FGD).
+[[nodiscard]] double nodeFragmentation(const ShareNode& n, const ShapeMix& mix);
+
+// The same value computed from a node summary; O(shapes x log GPUs). Used on hot paths.
+struct NodeSummary {
+  int32_t cpuLeft = 0;
+  uint8_t model = 0;
+  bool hasGpus = false;
+  int count = 0;                                       // GPUs
+  std::array<int32_t, kMaxGpusPerNode> sorted{};       // milli left, ascending
+  std::array<int64_t, kMaxGpusPerNode + 1> prefix{};   // prefix[i] = sum of the i smallest
+
+  static NodeSummary of(const ShareNode& n);
+  // The node after taking `r` on the GPUs with these milli-left values (one value per requested GPU).
+  [[nodiscard]] NodeSummary minus(int32_t cpu, const int32_t* takenFrom, int takenCount, int32_t milli) const;
+  [[nodiscard]] int64_t total() const { return prefix[static_cast<size_t>(count)]; }
+};
+
+[[nodiscard]] double fragmentation(const NodeSummary& s, const ShapeMix& mix);
+
+// Cluster totals, as % of the cluster's GPU capacity: fragmented milli-GPU with and without the CPU-only
+// shapes of the mix counted.
+struct ClusterFragmentation {
+  double percentOfCapacity = 0;
+  double percentOfCapacityGpuShapesOnly = 0;
+};
+[[nodiscard]] ClusterFragmentation clusterFragmentation(const ShareCluster& c, const ShapeMix& mix);
+
+}  // namespace switchyard::sharing

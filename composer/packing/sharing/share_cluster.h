@@ -1,0 +1,112 @@
+// A cluster of fixed servers whose GPUs can be shared: each GPU has 1000 milli-GPU, and a request asks for
+// CPU, memory and either whole GPUs or a share of one GPU. This is the resource model of the Alibaba
+// "openb" GPU trace and of the FGD paper (Weng et al., USENIX ATC '23), and of a host whose attached GPUs
+// serve several fractional requests. Pure; no I/O.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace switchyard::sharing {
+
+inline constexpr int32_t kMilliPerGpu = 1000;
+inline constexpr int kMaxGpusPerNode = 8;
+inline constexpr uint32_t kAnyModel = 0xffffffffu;
+
+// GPU model names interned to small ids, so an allowed-model set is a bitmask.
+class ModelTable {
+ public:
+  // The id of `name` (added if new); at most 32 distinct models.
+  uint8_t intern(std::string_view name);
+  [[nodiscard]] std::optional<uint8_t> find(std::string_view name) const;
+  [[nodiscard]] const std::string& name(uint8_t id) const { return names_.at(id); }
+  [[nodiscard]] size_t size() const { return names_.size(); }
+
+ private:
+  std::vector<std::string> names_;
+};
+
+struct ShareRequest {
+  int32_t cpuMilli = 0;
+  int64_t memoryMib = 0;
+  int32_t gpuCount = 0;   // 0 = CPU only
+  int32_t gpuMilli = 0;   // per GPU; < 1000 only when gpuCount == 1 (a shared GPU)
+  uint32_t modelMask = kAnyModel;
+
+  [[nodiscard]] int64_t totalGpuMilli() const { return int64_t{gpuCount} * gpuMilli; }
+  [[nodiscard]] bool sharesGpu() const { return gpuCount == 1 && gpuMilli < kMilliPerGpu; }
+  [[nodiscard]] bool wholeGpus() const { return gpuCount > 0 && gpuMilli == kMilliPerGpu; }
+  friend bool operator==(const ShareRequest&, const ShareRequest&) = default;
+};
+
+// Checks the invariants above; an error message or nothing.
+[[nodiscard]] std::optional<std::string> validate(const ShareRequest& r);
+
+struct ShareNode {
+  std::string name;
+  int32_t cpuCapacity = 0;
+  int32_t cpuLeft = 0;
+  int64_t memoryCapacity = 0;
+  int64_t memoryLeft = 0;
+  uint8_t model = 0;                  // meaningful only when the node has GPUs
+  std::vector<int32_t> gpuLeft;       // milli-GPU left on each GPU, index = device index
+  // How many GPU requests of each kind run here: [0] shared, [k] k whole GPUs (GpuClustering's affinity).
+  std::array<int32_t, kMaxGpusPerNode + 1> affinity{};
+  uint32_t version = 0;               // bumped on every change, so indexes can tell what is stale
+
+  [[nodiscard]] int gpuCount() const { return static_cast<int>(gpuLeft.size()); }
+  [[nodiscard]] int64_t gpuMilliLeft() const;
+  [[nodiscard]] int fullyFreeGpus() const;
+  [[nodiscard]] bool serves(uint32_t modelMask) const;  // model constraint only
+};
+
+// Which GPUs of a node a request takes (device indexes, one per requested GPU).
+struct GpuPick {
+  std::array<int8_t, kMaxGpusPerNode> index{};
+  int8_t count = 0;
+  void add(int i) { index[static_cast<size_t>(count++)] = static_cast<int8_t>(i); }
+};
+
+struct SharePlacement {
+  size_t node = 0;
+  GpuPick gpus;
+};
+
+// Every hard constraint: CPU, memory, model, and enough GPUs with enough milli-GPU left.
+[[nodiscard]] bool fits(const ShareNode& n, const ShareRequest& r);
+// Whole GPUs: the lowest-numbered fully free GPUs. Shared: the fitting GPU with the least left (best fit).
+[[nodiscard]] GpuPick pickExclusiveGpus(const ShareNode& n, const ShareRequest& r);
+[[nodiscard]] GpuPick pickBestFitGpu(const ShareNode& n, const ShareRequest& r);
+// A placement that `fits` and takes exactly the GPUs it names, each with enough left.
+[[nodiscard]] bool valid(const ShareNode& n, const ShareRequest& r, const GpuPick& pick);
+
+class ShareCluster {
+ public:
+  ShareCluster() = default;
+  ShareCluster(std::vector<ShareNode> nodes, ModelTable models);
+
+  [[nodiscard]] const std::vector<ShareNode>& nodes() const { return nodes_; }
+  [[nodiscard]] const ShareNode& node(size_t i) const { return nodes_.at(i); }
+  [[nodiscard]] const ModelTable& models() const { return models_; }
+  [[nodiscard]] size_t size() const { return nodes_.size(); }
+  [[nodiscard]] int64_t totalGpuMilli() const { return totalGpuMilli_; }
+  [[nodiscard]] int64_t allocatedGpuMilli() const { return allocatedGpuMilli_; }
+  [[nodiscard]] int totalGpus() const { return static_cast<int>(totalGpuMilli_ / kMilliPerGpu); }
+
+  // Takes the resources; throws std::logic_error if the placement is not valid (a policy bug).
+  void apply(const SharePlacement& p, const ShareRequest& r);
+  // Gives them back (the exact inverse of apply).
+  void release(const SharePlacement& p, const ShareRequest& r);
+
+ private:
+  std::vector<ShareNode> nodes_;
+  ModelTable models_;
+  int64_t totalGpuMilli_ = 0;
+  int64_t allocatedGpuMilli_ = 0;
+};
+
+}  // namespace switchyard::sharing

@@ -1,0 +1,62 @@
+// Placement policies for a GPU-sharing cluster: which node (and which GPUs on it) serves a request.
+//
+// The baselines reproduce the score plugins of the FGD authors' Kubernetes simulator (ties among the best
+// nodes go to the earliest node in the cluster's order, as that simulator breaks them) so their published
+// numbers can be checked; `switchyard` is ours.
+// A policy never changes the cluster: the caller applies the placement it returns.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "composer/packing/sharing/shape_mix.h"
+
+namespace switchyard::sharing {
+
+class SharePolicy {
+ public:
+  virtual ~SharePolicy() = default;
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  // Sees every arriving request before it is placed (policies that learn the shape mix use it).
+  virtual void observe(const ShareRequest&) {}
+  // A node that fits and the GPUs to take on it, or nothing when no node fits.
+  [[nodiscard]] virtual std::optional<SharePlacement> choose(const ShareCluster& c, const ShareRequest& r) = 0;
+};
+
+struct SharePolicyOptions {
+  uint64_t seed = 42;        // for random choices and tie-breaks
+  ShapeMix oracleMix;        // FGD's "typical pods": the shape mix of the whole workload, known up front
+  // switchyard only: learn the mix online from observed requests (true) or use oracleMix (false).
+  bool learnMix = true;
+  size_t learnWindow = 5000;
+  bool cacheFgd = false;     // fgd: reuse per-node scores until the node changes (same decisions, faster)
+};
+
+// random, first-fit, best-fit, worst-fit, dot-product, gpu-packing, gpu-clustering, fgd,
+// switchyard, switchyard-no-frag (ablation: our tie-breaks without the fragmentation term).
+[[nodiscard]] const std::vector<std::string>& sharePolicyNames();
+// nullptr for an unknown name.
+[[nodiscard]] std::unique_ptr<SharePolicy> makeSharePolicy(std::string_view name, const SharePolicyOptions& options);
+
+// Individual constructors (used by the factory and by tests).
+[[nodiscard]] std::unique_ptr<SharePolicy> makeRandomPolicy(uint64_t seed);
+[[nodiscard]] std::unique_ptr<SharePolicy> makeFirstFitPolicy();
+[[nodiscard]] std::unique_ptr<SharePolicy> makeBestFitPolicy(uint64_t seed);
+[[nodiscard]] std::unique_ptr<SharePolicy> makeWorstFitPolicy(uint64_t seed);
+[[nodiscard]] std::unique_ptr<SharePolicy> makeDotProductPolicy(uint64_t seed);
+[[nodiscard]] std::unique_ptr<SharePolicy> makeGpuPackingPolicy(uint64_t seed);
+[[nodiscard]] std::unique_ptr<SharePolicy> makeGpuClusteringPolicy(uint64_t seed);
+[[nodiscard]] std::unique_ptr<SharePolicy> makeFgdPolicy(ShapeMix mix, bool cached = false);
+struct SwitchyardShareOptions {
+  bool fragmentationAware = true;
+  bool learnMix = true;
+  size_t learnWindow = 5000;
+  ShapeMix fixedMix;  // used when learnMix is false
+};
+[[nodiscard]] std::unique_ptr<SharePolicy> makeSwitchyardSharePolicy(SwitchyardShareOptions options);
+
+}  // namespace switchyard::sharing

@@ -1,0 +1,201 @@
+// Switchyard's policy for GPU-sharing pools.
+//
+// Objective: keep the pool able to serve the request shapes it actually sees. It places each request where
+// the expected fragmentation (FGD's definition, over a shape mix learned online from recent requests) grows
+// least, using the exact change rather than a rounded score. Among equal changes it packs: least GPU left
+// afterwards, then least CPU left, then the lowest node index, so the result is deterministic.
+//
+// Indexed core: the change for (request shape, node) is cached and recomputed only for nodes whose version
+// moved since, so a decision costs one pass over flat arrays; node summaries (sorted GPUs, prefix sums) make
+// each recomputation O(shapes x log GPUs). A new mix (it is re-learned only when it drifts) drops the caches.
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include "composer/packing/sharing/fragmentation.h"
+#include "composer/packing/sharing/share_policy.h"
+
+namespace switchyard::sharing {
+namespace {
+
+struct ShapeHash {
+  size_t operator()(const ShareRequest& r) const {
+    uint64_t h = static_cast<uint64_t>(static_cast<uint32_t>(r.cpuMilli)) * uint64_t{0x9E3779B97F4A7C15};
+    h ^= static_cast<uint64_t>(static_cast<uint32_t>(r.gpuCount * 1009 + r.gpuMilli)) + (h << 6) + (h >> 2);
+    h ^= uint64_t{r.modelMask} + (h << 6) + (h >> 2);
+    return static_cast<size_t>(h);
+  }
+};
+
+constexpr float kNoFit = std::numeric_limits<float>::infinity();
+constexpr size_t kMaxCachedShapes = 512;
+
+// What placing one request shape on each node would do, valid while the node's version is unchanged.
+struct ShapeCache {
+  std::vector<float> delta;      // change in expected fragmentation (kNoFit: does not fit)
+  std::vector<float> leftAfter;  // GPU milli left on the node afterwards (tie-break)
+  std::vector<int32_t> cpuAfter; // CPU left afterwards (second tie-break)
+  std::vector<int8_t> gpu;       // shared requests: the GPU to use
+  std::vector<uint32_t> stamp;   // node version + 1 when computed; 0 = never
+};
+
+class SwitchyardPolicy final : public SharePolicy {
+ public:
+  explicit SwitchyardPolicy(SwitchyardShareOptions o)
+      : options_(std::move(o)), learner_(options_.learnWindow) {}
+
+  std::string_view name() const override { return options_.fragmentationAware ? "switchyard" : "switchyard-no-frag"; }
+
+  void observe(const ShareRequest& r) override {
+    if (options_.learnMix && options_.fragmentationAware && learner_.observe(r)) dropCaches();
+  }
+
+  std::optional<SharePlacement> choose(const ShareCluster& c, const ShareRequest& r) override {
+    if (c.size() != summaries_.size()) resize(c.size());
+    // Memory is not part of a shape (it would multiply the caches); it is checked on every pass instead.
+    ShareRequest shape = r;
+    shape.memoryMib = 0;
+    ShapeCache& cache = cacheFor(shape, c.size());
+    size_t best = c.size();
+    for (size_t i = 0; i < c.size(); ++i) {
+      const ShareNode& n = c.node(i);
+      const uint32_t stamp = n.version + 1;
+      if (cache.stamp[i] != stamp) {
+        evaluate(c, i, shape, cache);
+        cache.stamp[i] = stamp;
+      }
+      if (cache.delta[i] == kNoFit || n.memoryLeft < r.memoryMib) continue;
+      if (best == c.size() || better(cache, i, best)) best = i;
+    }
+    if (best == c.size()) return std::nullopt;
+    const ShareNode& n = c.node(best);
+    SharePlacement p{best, {}};
+    if (r.sharesGpu()) p.gpus.add(cache.gpu[best]);
+    else p.gpus = pickExclusiveGpus(n, r);
+    return p;
+  }
+
+ private:
+  static bool better(const ShapeCache& k, size_t a, size_t b) {
+    constexpr float kTolerance = 1e-3f;
+    if (k.delta[a] < k.delta[b] - kTolerance) return true;
+    if (k.delta[a] > k.delta[b] + kTolerance) return false;
+    if (k.leftAfter[a] != k.leftAfter[b]) return k.leftAfter[a] < k.leftAfter[b];
+    return k.cpuAfter[a] < k.cpuAfter[b];  // equal: the earlier node stays
+  }
+
+  const ShapeMix& mix() const { return options_.learnMix ? learner_.mix() : options_.fixedMix; }
+
+  void resize(size_t n) {
+    summaries_.assign(n, {});
+    summaryStamp_.assign(n, 0);
+    before_.assign(n, 0);
+    caches_.clear();
+  }
+
+  void dropCaches() {
+    caches_.clear();
+    std::fill(summaryStamp_.begin(), summaryStamp_.end(), 0u);
+  }
+
+  ShapeCache& cacheFor(const ShareRequest& r, size_t nodes) {
+    auto it = caches_.find(r);
+    if (it != caches_.end()) return it->second;
+    if (caches_.size() >= kMaxCachedShapes) caches_.clear();
+    ShapeCache& k = caches_[r];
+    k.delta.assign(nodes, kNoFit);
+    k.leftAfter.assign(nodes, 0);
+    k.cpuAfter.assign(nodes, 0);
+    k.gpu.assign(nodes, -1);
+    k.stamp.assign(nodes, 0);
+    return k;
+  }
+
+  const NodeSummary& summary(const ShareCluster& c, size_t i) {
+    const uint32_t stamp = c.node(i).version + 1;
+    if (summaryStamp_[i] != stamp) {
+      summaries_[i] = NodeSummary::of(c.node(i));
+      before_[i] = options_.fragmentationAware ? fragmentation(summaries_[i], mix()) : 0.0;
+      summaryStamp_[i] = stamp;
+    }
+    return summaries_[i];
+  }
+
+  double fragAfter(const NodeSummary& after) const {
+    return options_.fragmentationAware ? fragmentation(after, mix()) : 0.0;
+  }
+
+  void evaluate(const ShareCluster& c, size_t i, const ShareRequest& r, ShapeCache& k) {
+    const ShareNode& n = c.node(i);
+    if (!fits(n, r)) {
+      k.delta[i] = kNoFit;
+      return;
+    }
+    const NodeSummary& s = summary(c, i);
+    k.cpuAfter[i] = n.cpuLeft - r.cpuMilli;
+    k.leftAfter[i] = static_cast<float>(s.total() - r.totalGpuMilli());
+    if (!r.sharesGpu()) {
+      std::array<int32_t, kMaxGpusPerNode> taken{};
+      taken.fill(kMilliPerGpu);
+      k.delta[i] = static_cast<float>(fragAfter(s.minus(r.cpuMilli, taken.data(), r.gpuCount, r.gpuMilli)) - before_[i]);
+      return;
+    }
+    // A share of one GPU: try each distinct milli-left value that fits; the tightest wins a tie.
+    double bestDelta = std::numeric_limits<double>::infinity();
+    int32_t bestLeft = -1;
+    for (int g = 0; g < s.count; ++g) {
+      int32_t left = s.sorted[static_cast<size_t>(g)];
+      if (left < r.gpuMilli || left == bestLeft || (g > 0 && left == s.sorted[static_cast<size_t>(g - 1)])) continue;
+      double d = fragAfter(s.minus(r.cpuMilli, &left, 1, r.gpuMilli)) - before_[i];
+      if (d < bestDelta - 1e-3) {
+        bestDelta = d;
+        bestLeft = left;
+      }
+    }
+    k.delta[i] = static_cast<float>(bestDelta);
+    for (int g = 0; g < n.gpuCount(); ++g)
+      if (n.gpuLeft[static_cast<size_t>(g)] == bestLeft) {
+        k.gpu[i] = static_cast<int8_t>(g);
+        break;
+      }
+  }
+
+  SwitchyardShareOptions options_;
+  ShapeLearner learner_;
+  std::vector<NodeSummary> summaries_;
+  std::vector<uint32_t> summaryStamp_;
+  std::vector<double> before_;
+  std::unordered_map<ShareRequest, ShapeCache, ShapeHash> caches_;
+};
+
+}  // namespace
+
+std::unique_ptr<SharePolicy> makeSwitchyardSharePolicy(SwitchyardShareOptions options) {
+  return std::make_unique<SwitchyardPolicy>(std::move(options));
+}
+
+const std::vector<std::string>& sharePolicyNames() {
+  static const std::vector<std::string> names{"random",         "first-fit", "best-fit",   "worst-fit",
+                                              "dot-product",    "gpu-packing", "gpu-clustering", "fgd",
+                                              "switchyard",     "switchyard-no-frag"};
+  return names;
+}
+
+std::unique_ptr<SharePolicy> makeSharePolicy(std::string_view name, const SharePolicyOptions& o) {
+  if (name == "random") return makeRandomPolicy(o.seed);
+  if (name == "first-fit") return makeFirstFitPolicy();
+  if (name == "best-fit") return makeBestFitPolicy(o.seed);
+  if (name == "worst-fit") return makeWorstFitPolicy(o.seed);
+  if (name == "dot-product") return makeDotProductPolicy(o.seed);
+  if (name == "gpu-packing") return makeGpuPackingPolicy(o.seed);
+  if (name == "gpu-clustering") return makeGpuClusteringPolicy(o.seed);
+  if (name == "fgd") return makeFgdPolicy(o.oracleMix, o.cacheFgd);
+  if (name == "switchyard" || name == "switchyard-no-frag")
+    return makeSwitchyardSharePolicy({.fragmentationAware = name == "switchyard",
+                                      .learnMix = o.learnMix,
+                                      .learnWindow = o.learnWindow,
+                                      .fixedMix = o.oracleMix});
+  return nullptr;
+}
+
+}  // namespace switchyard::sharing

@@ -1,0 +1,257 @@
+// switchyard_packbench: packing-quality and decision-latency benchmarks on the public Alibaba openb trace.
+//
+//   switchyard_packbench static  --workloads default,cpu250 --seeds 42-51 --out OUT
+//   switchyard_packbench latency --gpus 1000,10000,100000 --fill 0.5,0.9
+//
+// Traces are read from --traces (default ../shared/traces/alibaba-gpu-2023); nothing is copied.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "tests/bench/packing/openb_trace.h"
+#include "tests/bench/packing/static_sim.h"
+
+namespace fs = std::filesystem;
+using namespace switchyard;
+using namespace switchyard::bench;
+
+namespace {
+
+const std::vector<std::string> kAllWorkloads{
+    "default",    "cpu050",     "cpu100",     "cpu200",     "cpu250",     "gpushare100", "gpushare40", "gpushare80",
+    "gpuspec10",  "gpuspec20",  "gpuspec33",  "multigpu20", "multigpu40", "multigpu50"};
+const std::vector<std::string> kDefaultPolicies{"random",     "first-fit", "best-fit",   "worst-fit",  "dot-product",
+                                                "gpu-packing", "gpu-clustering", "fgd", "switchyard", "switchyard-no-frag"};
+// Our names -> the FGD authors' names in their cached results.
+const std::map<std::string, std::string> kFgdNames{{"random", "01-Random"},        {"dot-product", "02-DotProd"},
+                                                   {"gpu-clustering", "03-GpuClustering"}, {"gpu-packing", "04-GpuPacking"},
+                                                   {"best-fit", "05-BestFit"},     {"fgd", "06-FGD"}};
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<uint64_t> parseSeeds(const std::string& s) {
+  std::vector<uint64_t> out;
+  for (const auto& part : splitList(s)) {
+    auto dash = part.find('-');
+    if (dash == std::string::npos) {
+      out.push_back(std::stoull(part));
+    } else {
+      for (uint64_t v = std::stoull(part.substr(0, dash)); v <= std::stoull(part.substr(dash + 1)); ++v) out.push_back(v);
+    }
+  }
+  return out;
+}
+
+struct Stats {
+  double mean = 0, sd = 0;
+};
+Stats stats(const std::vector<double>& v) {
+  Stats s;
+  if (v.empty()) return s;
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  double sq = 0;
+  for (double x : v) sq += (x - s.mean) * (x - s.mean);
+  s.sd = v.size() > 1 ? std::sqrt(sq / static_cast<double>(v.size() - 1)) : 0;
+  return s;
+}
+
+// The FGD authors' cached results: workload -> policy -> allocation % at 130 % arrived demand, per seed.
+std::map<std::string, std::map<std::string, std::vector<double>>> loadPublished(const fs::path& csv) {
+  std::map<std::string, std::map<std::string, std::vector<double>>> out;
+  std::ifstream in(csv);
+  std::string line;
+  if (!std::getline(in, line)) return out;
+  auto header = splitList(line);
+  auto col = std::find(header.begin(), header.end(), "130") - header.begin();
+  while (std::getline(in, line)) {
+    auto f = splitList(line);
+    if (static_cast<size_t>(col) >= f.size()) continue;
+    std::string w = f[0].rfind("openb_pod_list_", 0) == 0 ? f[0].substr(15) : f[0];
+    out[w][f[1]].push_back(std::stod(f[static_cast<size_t>(col)]));
+  }
+  return out;
+}
+
+struct Job {
+  std::string workload, policy;
+  uint64_t seed;
+};
+struct JobResult {
+  Job job;
+  StaticResult result;
+  size_t typicalShapes = 0;
+};
+
+int runStaticCommand(const fs::path& traces, const std::vector<std::string>& workloads,
+                     const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio,
+                     const fs::path& out, unsigned jobs, bool oracleForOurs, bool quiet) {
+  auto cluster = loadOpenbNodes((traces / "openb_node_list_gpu_node.csv").string());
+  if (!cluster) {
+    fmt::print(stderr, "error: {}\n", cluster.error());
+    return 2;
+  }
+  for (const auto& p : policies)
+    if (!sharing::makeSharePolicy(p, {})) {
+      fmt::print(stderr, "error: unknown policy '{}'; known: {}\n", p, fmt::join(sharing::sharePolicyNames(), ", "));
+      return 2;
+    }
+  std::map<std::string, std::vector<TracePod>> pods;
+  std::map<std::string, sharing::ShapeMix> mixes;
+  sharing::ModelTable models = cluster->models();
+  for (const auto& w : workloads) {
+    auto loaded = loadOpenbPods((traces / fmt::format("openb_pod_list_{}.csv", w)).string(), models);
+    if (!loaded) {
+      fmt::print(stderr, "error: {}\n", loaded.error());
+      return 2;
+    }
+    std::vector<sharing::ShareRequest> reqs;
+    for (const auto& p : *loaded) reqs.push_back(p.request);
+    mixes[w] = sharing::typicalShapes(reqs);
+    pods[w] = std::move(*loaded);
+  }
+  std::vector<Job> todo;
+  for (const auto& w : workloads)
+    for (const auto& p : policies)
+      for (uint64_t s : seeds) todo.push_back({w, p, s});
+
+  fs::create_directories(out);
+  std::vector<JobResult> results(todo.size());
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  std::mutex printMutex;
+  auto started = std::chrono::steady_clock::now();
+  auto worker = [&] {
+    for (size_t i; (i = next++) < todo.size();) {
+      const Job& j = todo[i];
+      sharing::ShareCluster c = shuffleNodes(*cluster, j.seed);
+      auto requests = inflateWorkload(pods[j.workload], c.totalGpuMilli(), j.seed, ratio);
+      sharing::SharePolicyOptions o{.seed = j.seed, .oracleMix = mixes[j.workload], .learnMix = !oracleForOurs, .cacheFgd = true};
+      auto policy = sharing::makeSharePolicy(j.policy, o);
+      results[i] = {j, runStatic(std::move(c), requests, *policy, mixes[j.workload]), mixes[j.workload].size()};
+      size_t n = ++done;
+      if (!quiet) {
+        std::lock_guard lock(printMutex);
+        double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        fmt::print(stderr, "[{}/{}] {:<11} {:<18} seed {}  alloc@130 {:6.2f}%  ({:.1f}s, {:.0f}s elapsed)\n", n, todo.size(),
+                   j.workload, j.policy, j.seed, results[i].result.allocationPercent.back(), results[i].result.seconds, elapsed);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::max(1u, jobs); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+
+  // Per-seed rows and curves.
+  std::ofstream runs(out / "static_runs.csv");
+  runs << "workload,policy,seed,arrived_pods,placed_pods,failed_pods,alloc_at_100,alloc_at_130,first_failure_arrived_pct,"
+          "frag_at_100_pct,frag_at_100_gpu_shapes_pct,frag_at_end_pct,frag_at_end_gpu_shapes_pct,typical_shapes,decide_seconds\n";
+  std::ofstream curves(out / "static_curves.csv");
+  curves << "workload,policy,seed";
+  for (int p = 0; p < kArrivalPoints; ++p) curves << ',' << p;
+  curves << '\n';
+  std::map<std::string, std::map<std::string, std::vector<double>>> at130, at100;
+  for (const auto& [j, r, shapes] : results) {
+    runs << fmt::format("{},{},{},{},{},{},{:.4f},{:.4f},{:.2f},{:.4f},{:.4f},{:.4f},{:.4f},{},{:.3f}\n", j.workload, j.policy, j.seed,
+                        r.arrived, r.placed, r.failed, r.allocationPercent[100], r.allocationPercent[130],
+                        r.firstFailureArrivedPercent, r.fragAt100.percentOfCapacity, r.fragAt100.percentOfCapacityGpuShapesOnly,
+                        r.fragAtEnd.percentOfCapacity, r.fragAtEnd.percentOfCapacityGpuShapesOnly, shapes, r.seconds);
+    curves << j.workload << ',' << j.policy << ',' << j.seed;
+    for (double a : r.allocationPercent) curves << fmt::format(",{:.3f}", a);
+    curves << '\n';
+    at130[j.workload][j.policy].push_back(r.allocationPercent[130]);
+    at100[j.workload][j.policy].push_back(r.allocationPercent[100]);
+  }
+
+  // Summary: ours next to the published numbers.
+  auto published = loadPublished(traces / "fgd-expected-results" / "analysis_allo_discrete.csv");
+  std::ofstream summary(out / "static_summary.md");
+  auto emit = [&](const std::string& s) {
+    summary << s;
+    fmt::print("{}", s);
+  };
+  emit(fmt::format("GPU allocation % at 130 % arrived demand, mean ± sd over {} seeds ({}); [published FGD-simulator mean, "
+                   "difference]\n\n",
+                   seeds.size(), fmt::join(seeds, ",")));
+  emit(fmt::format("| workload | {} |\n|---|{}\n", fmt::join(policies, " | "), [&] {
+         std::string s;
+         for (size_t i = 0; i < policies.size(); ++i) s += "---|";
+         return s;
+       }()));
+  for (const auto& w : workloads) {
+    std::string row = "| " + w + " |";
+    for (const auto& p : policies) {
+      Stats s = stats(at130[w][p]);
+      row += fmt::format(" {:.2f} ± {:.2f}", s.mean, s.sd);
+      auto name = kFgdNames.find(p);
+      if (name != kFgdNames.end() && published.contains(w) && published[w].contains(name->second)) {
+        Stats ref = stats(published[w][name->second]);
+        row += fmt::format(" [{:.2f}, {:+.2f}]", ref.mean, s.mean - ref.mean);
+      }
+      row += " |";
+    }
+    emit(row + "\n");
+  }
+  emit(fmt::format("\nGPU allocation % at 100 % arrived demand, mean over seeds\n\n| workload | {} |\n|---|{}\n",
+                   fmt::join(policies, " | "), [&] {
+                     std::string s;
+                     for (size_t i = 0; i < policies.size(); ++i) s += "---|";
+                     return s;
+                   }()));
+  for (const auto& w : workloads) {
+    std::string row = "| " + w + " |";
+    for (const auto& p : policies) row += fmt::format(" {:.2f} |", stats(at100[w][p]).mean);
+    emit(row + "\n");
+  }
+  fmt::print(stderr, "wrote {}/static_runs.csv, static_curves.csv, static_summary.md\n", out.string());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Switchyard packing benchmarks on the Alibaba openb GPU trace (see docs/benchmarks/packing.md)."};
+  app.require_subcommand(1);
+  std::string traces = "../shared/traces/alibaba-gpu-2023";
+  app.add_option("--traces", traces, "folder with openb_*.csv and fgd-expected-results/")->capture_default_str();
+
+  auto* st = app.add_subcommand("static", "FGD's workload-inflation protocol on the fixed openb cluster");
+  std::string workloads = "default", policies = fmt::format("{}", fmt::join(kDefaultPolicies, ",")), seeds = "42-51";
+  std::string out = "packbench-out";
+  double ratio = 1.3;
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  bool oracle = false, quiet = false;
+  st->add_option("--workloads", workloads, "comma-separated pod lists, or 'all'")->capture_default_str();
+  st->add_option("--policies", policies, "comma-separated policies")->capture_default_str();
+  st->add_option("--seeds", seeds, "seeds: '42-51' or '42,43'")->capture_default_str();
+  st->add_option("--ratio", ratio, "inflate the workload to this multiple of GPU capacity")->capture_default_str();
+  st->add_option("--out", out, "folder for CSVs and the summary")->capture_default_str();
+  st->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
+  st->add_flag("--oracle-mix", oracle, "give switchyard the whole workload's shape mix (as FGD has) instead of learning it");
+  st->add_flag("--quiet", quiet, "no per-run progress lines");
+
+  CLI11_PARSE(app, argc, argv);
+  if (st->parsed()) {
+    auto w = workloads == "all" ? kAllWorkloads : splitList(workloads);
+    return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs, oracle, quiet);
+  }
+  return 0;
+}

@@ -1,0 +1,40 @@
+// The FGD paper's static protocol ("workload inflation", arrival only) on a fixed cluster:
+//   1. shuffle the pod list with the seed;
+//   2. append pods resampled with replacement until the GPU demand reaches `ratio` x capacity;
+//   3. place pods one at a time with no departures; a pod that does not fit is skipped, not retried;
+//   4. record allocated milli-GPU / capacity against arrived demand (0..130 % of capacity).
+// Node order is also shuffled per seed (as in the authors' simulator), which matters only to tie-breaks.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "composer/packing/sharing/fragmentation.h"
+#include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/openb_trace.h"
+
+namespace switchyard::bench {
+
+inline constexpr int kArrivalPoints = 131;  // 0..130 % of capacity
+
+[[nodiscard]] std::vector<sharing::ShareRequest> inflateWorkload(const std::vector<TracePod>& pods, int64_t capacityMilli,
+                                                                 uint64_t seed, double ratio);
+[[nodiscard]] sharing::ShareCluster shuffleNodes(const sharing::ShareCluster& c, uint64_t seed);
+
+struct StaticResult {
+  std::array<double, kArrivalPoints> allocationPercent{};  // at arrived demand 0..130 %
+  size_t arrived = 0;
+  size_t placed = 0;
+  size_t failed = 0;
+  double firstFailureArrivedPercent = -1;  // -1: nothing failed
+  sharing::ClusterFragmentation fragAt100;
+  sharing::ClusterFragmentation fragAtEnd;
+  double seconds = 0;  // time spent choosing placements
+};
+
+// Checks every placement the policy returns (throws std::logic_error on an invalid one).
+[[nodiscard]] StaticResult runStatic(sharing::ShareCluster cluster, const std::vector<sharing::ShareRequest>& requests,
+                                     sharing::SharePolicy& policy, const sharing::ShapeMix& fragMix);
+
+}  // namespace switchyard::bench
