@@ -24,6 +24,11 @@ class FgdPolicy final : public SharePolicy {
  public:
   FgdPolicy(ShapeMix mix, bool cached) : mix_(std::move(mix)), cached_(cached) {}
   std::string_view name() const override { return "fgd"; }
+  size_t memoryBytes() const override {
+    size_t bytes = 0;
+    for (const auto& [k, v] : cache_) bytes += v.capacity() * sizeof(Entry);
+    return bytes;
+  }
 
   std::optional<SharePlacement> choose(const ShareCluster& c, const ShareRequest& r) override {
     std::vector<Entry>* entries = nullptr;

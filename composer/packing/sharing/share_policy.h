@@ -25,6 +25,8 @@ class SharePolicy {
   virtual void observe(const ShareRequest&) {}
   // A node that fits and the GPUs to take on it, or nothing when no node fits.
   [[nodiscard]] virtual std::optional<SharePlacement> choose(const ShareCluster& c, const ShareRequest& r) = 0;
+  // Bytes held in indexes and caches (not counting the cluster).
+  [[nodiscard]] virtual size_t memoryBytes() const { return 0; }
 };
 
 struct SharePolicyOptions {
@@ -53,6 +55,7 @@ struct SharePolicyOptions {
 [[nodiscard]] std::unique_ptr<SharePolicy> makeFgdPolicy(ShapeMix mix, bool cached = false);
 struct SwitchyardShareOptions {
   bool fragmentationAware = true;
+  double deltaResolution = 100;  // milli-GPU; changes in fragmentation closer than this count as equal
   bool learnMix = true;
   size_t learnWindow = 5000;
   ShapeMix fixedMix;  // used when learnMix is false

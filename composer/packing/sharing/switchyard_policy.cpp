@@ -1,9 +1,11 @@
 // Switchyard's policy for GPU-sharing pools.
 //
 // Objective: keep the pool able to serve the request shapes it actually sees. It places each request where
-// the expected fragmentation (FGD's definition, over a shape mix learned online from recent requests) grows
-// least, using the exact change rather than a rounded score. Among equal changes it packs: least GPU left
-// afterwards, then least CPU left, then the lowest node index, so the result is deterministic.
+// the expected fragmentation (FGD's definition, over a shape mix learned online from recent requests rather
+// than given up front) grows least. Changes are compared at a resolution of `deltaResolution` milli-GPU
+// (default 100, a tenth of a GPU) and equal ones go to the earliest node, so nodes fill one after another
+// instead of being spread over by tiny differences; the result is deterministic. docs/benchmarks/packing.md
+// shows the resolutions tried (0, 10, 40, 50, 100, 200) on six workloads and six seeds each.
 //
 // Indexed core: the change for (request shape, node) is cached and recomputed only for nodes whose version
 // moved since, so a decision costs one pass over flat arrays; node summaries (sorted GPUs, prefix sums) make
@@ -28,6 +30,22 @@ struct ShapeHash {
 };
 
 constexpr float kNoFit = std::numeric_limits<float>::infinity();
+
+struct StateKey {
+  int32_t cpuLeft;
+  uint8_t model;
+  int count;
+  std::array<int32_t, kMaxGpusPerNode> sorted;
+  bool operator==(const StateKey&) const = default;
+};
+struct StateKeyHash {
+  size_t operator()(const StateKey& k) const {
+    uint64_t h = static_cast<uint64_t>(static_cast<uint32_t>(k.cpuLeft)) * uint64_t{0x9E3779B97F4A7C15} ^ k.model;
+    for (int i = 0; i < k.count; ++i)
+      h = (h ^ static_cast<uint64_t>(static_cast<uint32_t>(k.sorted[static_cast<size_t>(i)]))) * uint64_t{0x100000001B3};
+    return static_cast<size_t>(h);
+  }
+};
 constexpr size_t kMaxCachedShapes = 512;
 
 // What placing one request shape on each node would do, valid while the node's version is unchanged.
@@ -46,6 +64,13 @@ class SwitchyardPolicy final : public SharePolicy {
 
   std::string_view name() const override { return options_.fragmentationAware ? "switchyard" : "switchyard-no-frag"; }
 
+  size_t memoryBytes() const override {
+    size_t bytes = summaries_.capacity() * sizeof(NodeSummary) + summaryStamp_.capacity() * 4 + before_.capacity() * 8;
+    for (const auto& [k, c] : caches_)
+      bytes += c.delta.capacity() * 4 + c.leftAfter.capacity() * 4 + c.cpuAfter.capacity() * 4 + c.gpu.capacity() + c.stamp.capacity() * 4;
+    return bytes;
+  }
+
   void observe(const ShareRequest& r) override {
     if (options_.learnMix && options_.fragmentationAware && learner_.observe(r)) dropCaches();
   }
@@ -56,6 +81,7 @@ class SwitchyardPolicy final : public SharePolicy {
     ShareRequest shape = r;
     shape.memoryMib = 0;
     ShapeCache& cache = cacheFor(shape, c.size());
+    memo_.clear();
     size_t best = c.size();
     for (size_t i = 0; i < c.size(); ++i) {
       const ShareNode& n = c.node(i);
@@ -76,12 +102,19 @@ class SwitchyardPolicy final : public SharePolicy {
   }
 
  private:
-  static bool better(const ShapeCache& k, size_t a, size_t b) {
-    constexpr float kTolerance = 1e-3f;
-    if (k.delta[a] < k.delta[b] - kTolerance) return true;
-    if (k.delta[a] > k.delta[b] + kTolerance) return false;
+  // Fragmentation-aware: the smaller change in expected fragmentation, compared at `deltaResolution`
+  // milli-GPU; equal changes go to the earlier node, which keeps filling the same nodes (consolidation).
+  // Without the fragmentation term (ablation): least GPU left afterwards, then least CPU, then earlier.
+  bool better(const ShapeCache& k, size_t a, size_t b) const {
+    if (options_.fragmentationAware) return k.delta[a] < k.delta[b];
     if (k.leftAfter[a] != k.leftAfter[b]) return k.leftAfter[a] < k.leftAfter[b];
-    return k.cpuAfter[a] < k.cpuAfter[b];  // equal: the earlier node stays
+    return k.cpuAfter[a] < k.cpuAfter[b];
+  }
+
+  // Changes are stored already rounded down to the resolution, so ties are exact.
+  float quantize(double delta) const {
+    const double q = options_.deltaResolution;
+    return static_cast<float>(q > 0 ? std::floor(delta / q) * q : delta);
   }
 
   const ShapeMix& mix() const { return options_.learnMix ? learner_.mix() : options_.fixedMix; }
@@ -134,10 +167,19 @@ class SwitchyardPolicy final : public SharePolicy {
     const NodeSummary& s = summary(c, i);
     k.cpuAfter[i] = n.cpuLeft - r.cpuMilli;
     k.leftAfter[i] = static_cast<float>(s.total() - r.totalGpuMilli());
+    // Nodes in the same state (same CPU left, model and GPUs left) give the same answer: compute it once per
+    // decision. Common when a shape is first seen: most nodes of a kind are empty, or full in the same way.
+    StateKey key{s.cpuLeft, s.model, s.count, s.sorted};
+    if (auto hit = memo_.find(key); hit != memo_.end()) {
+      k.delta[i] = hit->second.first;
+      setGpu(n, i, hit->second.second, k);
+      return;
+    }
     if (!r.sharesGpu()) {
       std::array<int32_t, kMaxGpusPerNode> taken{};
       taken.fill(kMilliPerGpu);
-      k.delta[i] = static_cast<float>(fragAfter(s.minus(r.cpuMilli, taken.data(), r.gpuCount, r.gpuMilli)) - before_[i]);
+      k.delta[i] = quantize(fragAfter(s.minus(r.cpuMilli, taken.data(), r.gpuCount, r.gpuMilli)) - before_[i]);
+      memo_.emplace(key, std::make_pair(k.delta[i], int32_t{-1}));
       return;
     }
     // A share of one GPU: try each distinct milli-left value that fits; the tightest wins a tie.
@@ -152,11 +194,16 @@ class SwitchyardPolicy final : public SharePolicy {
         bestLeft = left;
       }
     }
-    k.delta[i] = static_cast<float>(bestDelta);
+    k.delta[i] = quantize(bestDelta);
+    setGpu(n, i, bestLeft, k);
+    memo_.emplace(key, std::make_pair(k.delta[i], bestLeft));
+  }
+
+  static void setGpu(const ShareNode& n, size_t i, int32_t left, ShapeCache& k) {
     for (int g = 0; g < n.gpuCount(); ++g)
-      if (n.gpuLeft[static_cast<size_t>(g)] == bestLeft) {
+      if (n.gpuLeft[static_cast<size_t>(g)] == left) {
         k.gpu[i] = static_cast<int8_t>(g);
-        break;
+        return;
       }
   }
 
@@ -166,6 +213,7 @@ class SwitchyardPolicy final : public SharePolicy {
   std::vector<uint32_t> summaryStamp_;
   std::vector<double> before_;
   std::unordered_map<ShareRequest, ShapeCache, ShapeHash> caches_;
+  std::unordered_map<StateKey, std::pair<float, int32_t>, StateKeyHash> memo_;  // per decision
 };
 
 }  // namespace

@@ -50,6 +50,8 @@ class CsvFile {
     return false;
   }
 
+  bool has(const std::string& col) const { return column_.contains(col); }
+
   std::expected<std::string, std::string> text(const std::string& col) const {
     size_t i = column_.at(col);
     if (i >= fields_.size()) return std::unexpected(where(fmt::format("missing field '{}'", col)));
@@ -111,7 +113,7 @@ std::expected<sharing::ShareCluster, std::string> loadOpenbNodes(const std::stri
 }
 
 std::expected<std::vector<TracePod>, std::string> loadOpenbPods(const std::string& path, sharing::ModelTable& models) {
-  auto f = CsvFile::open(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec"});
+  auto f = CsvFile::open(path, {"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"});
   if (!f) return std::unexpected(f.error());
   std::vector<TracePod> pods;
   while (f->next()) {
@@ -120,7 +122,7 @@ std::expected<std::vector<TracePod>, std::string> loadOpenbPods(const std::strin
     auto mem = f->number<int64_t>("memory_mib");
     auto count = f->number<int32_t>("num_gpu");
     auto milli = f->number<int32_t>("gpu_milli");
-    auto spec = f->text("gpu_spec");
+    auto spec = f->has("gpu_spec") ? f->text("gpu_spec") : std::expected<std::string, std::string>("");  // optional column
     if (!name) return std::unexpected(name.error());
     if (!cpu) return std::unexpected(cpu.error());
     if (!mem) return std::unexpected(mem.error());

@@ -17,7 +17,8 @@ struct TracePod {
 
 // openb_node_list_*.csv: sn, cpu_milli, memory_mib, gpu, model.
 [[nodiscard]] std::expected<sharing::ShareCluster, std::string> loadOpenbNodes(const std::string& path);
-// openb_pod_list_*.csv: name, cpu_milli, memory_mib, num_gpu, gpu_milli, gpu_spec (models separated by '|').
+// openb_pod_list_*.csv: name, cpu_milli, memory_mib, num_gpu, gpu_milli, and optionally gpu_spec (allowed models
+// separated by '|'; some variants have no such column).
 // A model named in gpu_spec that no node has is interned into `models` (it can never be served).
 [[nodiscard]] std::expected<std::vector<TracePod>, std::string> loadOpenbPods(const std::string& path,
                                                                                sharing::ModelTable& models);

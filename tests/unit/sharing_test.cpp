@@ -1,0 +1,307 @@
+// GPU-sharing packing core: the cluster model, fragmentation, shape mixes and every policy.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "composer/packing/sharing/fragmentation.h"
+#include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/openb_trace.h"
+#include "tests/bench/packing/static_sim.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard::sharing {
+namespace {
+
+ShareNode node(std::string name, int gpus, uint8_t model = 0, int32_t cpu = 64000) {
+  ShareNode n;
+  n.name = std::move(name);
+  n.cpuCapacity = n.cpuLeft = cpu;
+  n.memoryCapacity = n.memoryLeft = 256 * 1024;
+  n.model = model;
+  n.gpuLeft.assign(static_cast<size_t>(gpus), kMilliPerGpu);
+  return n;
+}
+
+ShareRequest whole(int gpus, int32_t cpu = 4000) { return {.cpuMilli = cpu, .memoryMib = 1024, .gpuCount = gpus, .gpuMilli = 1000}; }
+ShareRequest share(int32_t milli, int32_t cpu = 2000) { return {.cpuMilli = cpu, .memoryMib = 1024, .gpuCount = 1, .gpuMilli = milli}; }
+// Shapes leave memory out.
+ShareRequest shapeOf(ShareRequest r) {
+  r.memoryMib = 0;
+  return r;
+}
+
+// A random cluster of 2/4/8-GPU nodes over two models, and a random request stream like the trace's.
+ShareCluster randomCluster(std::mt19937_64& rng, int nodes) {
+  ModelTable models;
+  models.intern("A");
+  models.intern("B");
+  std::vector<ShareNode> list;
+  for (int i = 0; i < nodes; ++i) {
+    int gpus = std::array{1, 2, 4, 8}[rng() % 4];
+    list.push_back(node("n" + std::to_string(i), gpus, static_cast<uint8_t>(rng() % 2), static_cast<int32_t>(16000 + 16000 * (rng() % 4))));
+  }
+  return ShareCluster(std::move(list), models);
+}
+
+ShareRequest randomRequest(std::mt19937_64& rng) {
+  ShareRequest r{.cpuMilli = static_cast<int32_t>(1000 * (1 + rng() % 12)), .memoryMib = static_cast<int64_t>(1024 * (1 + rng() % 8))};
+  switch (rng() % 5) {
+    case 0: break;  // CPU only
+    case 1:
+    case 2: r.gpuCount = 1; r.gpuMilli = static_cast<int32_t>(100 + 100 * (rng() % 9)); break;
+    case 3: r.gpuCount = 1; r.gpuMilli = 1000; break;
+    default: r.gpuCount = std::array{2, 4, 8}[rng() % 3]; r.gpuMilli = 1000; break;
+  }
+  if (r.gpuCount > 0 && rng() % 4 == 0) r.modelMask = 1u << (rng() % 2);
+  return r;
+}
+
+TEST(ShareCluster, FitsChecksEveryResource) {
+  ShareNode n = node("n", 2);
+  EXPECT_TRUE(fits(n, whole(2)));
+  EXPECT_FALSE(fits(n, whole(3)));
+  n.gpuLeft[0] = 300;
+  EXPECT_FALSE(fits(n, whole(2)));
+  EXPECT_TRUE(fits(n, share(300)));
+  EXPECT_FALSE(fits(n, ShareRequest{.cpuMilli = 70000, .gpuCount = 1, .gpuMilli = 100}));
+  EXPECT_FALSE(fits(n, ShareRequest{.memoryMib = 300 * 1024}));
+  EXPECT_FALSE(fits(n, ShareRequest{.cpuMilli = 1, .gpuCount = 1, .gpuMilli = 100, .modelMask = 1u << 3}));
+  EXPECT_TRUE(fits(n, ShareRequest{.cpuMilli = 1, .gpuCount = 1, .gpuMilli = 100, .modelMask = 1u}));
+}
+
+TEST(ShareCluster, ApplyRejectsAnInvalidPlacementAndReleaseUndoesApply) {
+  ShareCluster c({node("a", 2)}, {});
+  GpuPick same;
+  same.add(0);
+  same.add(0);
+  EXPECT_THROW(c.apply({0, same}, whole(2)), std::logic_error);  // the same GPU twice
+  SharePlacement p{0, pickBestFitGpu(c.node(0), share(400))};
+  c.apply(p, share(400));
+  EXPECT_EQ(c.allocatedGpuMilli(), 400);
+  EXPECT_EQ(c.node(0).gpuLeft[0], 600);
+  c.release(p, share(400));
+  EXPECT_EQ(c.allocatedGpuMilli(), 0);
+  EXPECT_EQ(c.node(0).cpuLeft, c.node(0).cpuCapacity);
+}
+
+TEST(ShareRequest, ValidateNamesTheProblem) {
+  EXPECT_FALSE(validate(share(500)));
+  EXPECT_TRUE(validate(ShareRequest{.gpuCount = 2, .gpuMilli = 500}));
+  EXPECT_TRUE(validate(ShareRequest{.gpuCount = 9, .gpuMilli = 1000}));
+  EXPECT_TRUE(validate(ShareRequest{.gpuCount = 1, .gpuMilli = 0}));
+}
+
+TEST(Fragmentation, SummaryFormMatchesTheReferenceDefinition) {
+  std::mt19937_64 rng(3);
+  ShareCluster c = randomCluster(rng, 40);
+  std::vector<ShareRequest> sample;
+  for (int i = 0; i < 400; ++i) sample.push_back(randomRequest(rng));
+  ShapeMix mix = typicalShapes(sample);
+  auto policy = makeBestFitPolicy(1);
+  for (const auto& r : sample) {
+    if (auto p = policy->choose(c, r)) c.apply(*p, r);
+    for (const auto& n : c.nodes()) ASSERT_NEAR(fragmentation(NodeSummary::of(n), mix), nodeFragmentation(n, mix), 1e-6);
+  }
+}
+
+TEST(Fragmentation, CountsGpusTooSmallForAShapeAndAllGpusOfANodeThatCannotServeIt) {
+  ShareNode n = node("n", 2);
+  n.gpuLeft = {300, 1000};
+  ShapeMix half{{share(500), 1.0}};
+  EXPECT_DOUBLE_EQ(nodeFragmentation(n, half), 300);  // the 300 left on GPU 0 cannot hold a half GPU
+  ShapeMix two{{whole(2), 1.0}};
+  EXPECT_DOUBLE_EQ(nodeFragmentation(n, two), 1300);  // cannot serve 2 GPUs at all
+  ShapeMix cpuOnly{{ShareRequest{.cpuMilli = 1000}, 1.0}};
+  EXPECT_DOUBLE_EQ(nodeFragmentation(n, cpuOnly), 1300);  // CPU-only shapes never use GPUs
+}
+
+TEST(ShapeMix, KeepsTheCommonShapesUpToTheCoverage) {
+  std::vector<ShareRequest> reqs(90, whole(1));
+  reqs.insert(reqs.end(), 9, share(500));
+  reqs.push_back(whole(8));
+  ShapeMix mix = typicalShapes(reqs, {.coverage = 0.95});
+  ASSERT_EQ(mix.size(), 2u);
+  EXPECT_EQ(mix[0].shape, shapeOf(whole(1)));
+  EXPECT_NEAR(mix[0].weight + mix[1].weight, 1.0, 1e-12);
+  EXPECT_NEAR(mix[0].weight, 90.0 / 99.0, 1e-12);
+}
+
+TEST(ShapeLearner, LearnsTheMixOfRecentRequests) {
+  ShapeLearner learner(100, {}, 10);
+  for (int i = 0; i < 300; ++i) learner.observe(i % 4 == 0 ? share(500) : whole(1));
+  ASSERT_EQ(learner.mix().size(), 2u);
+  EXPECT_EQ(learner.mix()[0].shape, shapeOf(whole(1)));
+  EXPECT_NEAR(learner.mix()[0].weight, 0.75, 0.02);
+}
+
+// Property tests: every policy, many random streams.
+class EveryPolicy : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryPolicy, NeverOverAllocatesAndRespectsModelsAndIsDeterministic) {
+  for (uint64_t seed : {1, 2, 3}) {
+    auto run = [&] {
+      std::mt19937_64 rng(seed);
+      ShareCluster c = randomCluster(rng, 30);
+      std::vector<ShareRequest> reqs;
+      for (int i = 0; i < 500; ++i) reqs.push_back(randomRequest(rng));
+      auto policy = makeSharePolicy(GetParam(), {.seed = seed, .oracleMix = typicalShapes(reqs)});
+      std::vector<std::optional<SharePlacement>> out;
+      for (const auto& r : reqs) {
+        policy->observe(r);
+        auto p = policy->choose(c, r);
+        if (p) {
+          const ShareNode& n = c.node(p->node);
+          EXPECT_TRUE(valid(n, r, p->gpus)) << GetParam() << " placed a request that does not fit on " << n.name;
+          EXPECT_TRUE(n.serves(r.modelMask) || r.gpuCount == 0);
+          c.apply(*p, r);
+        } else {
+          for (const auto& n : c.nodes()) EXPECT_FALSE(fits(n, r)) << GetParam() << " refused a request that fits " << n.name;
+        }
+        out.push_back(p);
+      }
+      for (const auto& n : c.nodes()) {
+        EXPECT_GE(n.cpuLeft, 0);
+        EXPECT_GE(n.memoryLeft, 0);
+        for (int32_t g : n.gpuLeft) EXPECT_TRUE(g >= 0 && g <= kMilliPerGpu);
+      }
+      std::vector<std::pair<size_t, std::vector<int>>> flat;
+      for (const auto& p : out)
+        flat.emplace_back(p ? p->node : SIZE_MAX,
+                          p ? std::vector<int>(p->gpus.index.begin(), p->gpus.index.begin() + p->gpus.count) : std::vector<int>{});
+      return flat;
+    };
+    EXPECT_EQ(run(), run()) << GetParam() << " is not deterministic for seed " << seed;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sharing, EveryPolicy, ::testing::ValuesIn(sharePolicyNames()),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
+
+TEST(FgdPolicy, CachedFormDecidesExactlyAsTheNaiveForm) {
+  std::mt19937_64 rng(9);
+  ShareCluster a = randomCluster(rng, 30);
+  ShareCluster b = a;
+  std::vector<ShareRequest> reqs;
+  for (int i = 0; i < 600; ++i) reqs.push_back(randomRequest(rng));
+  ShapeMix mix = typicalShapes(reqs);
+  auto naive = makeFgdPolicy(mix, false);
+  auto cached = makeFgdPolicy(mix, true);
+  for (const auto& r : reqs) {
+    auto p = naive->choose(a, r);
+    auto q = cached->choose(b, r);
+    ASSERT_EQ(p.has_value(), q.has_value());
+    if (!p) continue;
+    ASSERT_EQ(p->node, q->node);
+    ASSERT_EQ(p->gpus.index, q->gpus.index);
+    a.apply(*p, r);
+    b.apply(*q, r);
+  }
+}
+
+TEST(FgdPolicy, PrefersTheGpuThatLeavesNoUselessRemainder) {
+  // Half-GPU requests are the whole mix: a 500 request should go to the GPU with exactly 500 left,
+  // not split a fresh GPU into a useless 500 + ... (both are fine here) or leave 200 on the 700 GPU.
+  ShareNode n = node("n", 3);
+  n.gpuLeft = {700, 500, 1000};
+  ShareCluster c({n}, {});
+  auto fgd = makeFgdPolicy({{share(500), 1.0}});
+  auto p = fgd->choose(c, share(500));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->gpus.index[0], 1);
+}
+
+TEST(SwitchyardPolicy, PacksAPartlyUsedGpuBeforeOpeningAFreshNode) {
+  ShareNode used = node("used", 2);
+  used.gpuLeft = {500, 1000};
+  ShareCluster c({node("empty", 2), used}, {});
+  auto ours = makeSwitchyardSharePolicy({.learnMix = false, .fixedMix = {{share(500), 0.5}, {whole(2), 0.5}}});
+  auto p = ours->choose(c, share(500));
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->node, 1u);  // keeps the empty node whole for 2-GPU requests
+  EXPECT_EQ(p->gpus.index[0], 0);
+}
+
+TEST(SwitchyardPolicy, CachedDecisionsFollowNodeChanges) {
+  ShareCluster c({node("a", 1), node("b", 1)}, {});
+  auto ours = makeSwitchyardSharePolicy({.learnMix = false, .fixedMix = {{whole(1), 1.0}}});
+  auto first = ours->choose(c, whole(1));
+  ASSERT_TRUE(first);
+  c.apply(*first, whole(1));
+  auto second = ours->choose(c, whole(1));
+  ASSERT_TRUE(second);
+  EXPECT_NE(second->node, first->node);  // the cache must see that the first node is now full
+  c.apply(*second, whole(1));
+  EXPECT_FALSE(ours->choose(c, whole(1)));
+}
+
+}  // namespace
+}  // namespace switchyard::sharing
+
+namespace switchyard::bench {
+namespace {
+
+TEST(OpenbTrace, ReadsTheMiniTraceAndInflatesItToTheTarget) {
+  const std::string dir = std::string(SWITCHYARD_SOURCE_DIR) + "/tests/data/openb-mini/";
+  auto c = loadOpenbNodes(dir + "openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->totalGpus(), 25);
+  sharing::ModelTable models = c->models();
+  auto pods = loadOpenbPods(dir + "openb_pod_list_default.csv", models);
+  ASSERT_TRUE(pods) << pods.error();
+  EXPECT_EQ(pods->size(), 60u);
+  auto reqs = inflateWorkload(*pods, c->totalGpuMilli(), 42, 1.3);
+  int64_t total = 0;
+  for (const auto& r : reqs) total += r.totalGpuMilli();
+  EXPECT_LE(total, static_cast<int64_t>(1.3 * static_cast<double>(c->totalGpuMilli())));
+  EXPECT_GT(total, static_cast<int64_t>(1.1 * static_cast<double>(c->totalGpuMilli())));
+  EXPECT_EQ(inflateWorkload(*pods, c->totalGpuMilli(), 42, 1.3), reqs);  // deterministic per seed
+}
+
+TEST(OpenbTrace, MalformedRowsAreErrorsWithFileAndLine) {
+  switchyard::testing::TempDir dir;
+  auto path = dir.path() / "nodes.csv";
+  std::ofstream(path) << "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,1024,2,T4\nn1,lots,1024,2,T4\n";
+  auto c = loadOpenbNodes(path.string());
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("nodes.csv:3"), std::string::npos) << c.error();
+  EXPECT_NE(c.error().find("cpu_milli"), std::string::npos) << c.error();
+  std::ofstream(path) << "sn,cpu_milli,memory_mib,gpu\n";
+  EXPECT_FALSE(loadOpenbNodes(path.string()));  // missing column
+  sharing::ModelTable models;
+  std::ofstream(path) << "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,2,500\n";
+  auto pods = loadOpenbPods(path.string(), models);
+  ASSERT_FALSE(pods);
+  EXPECT_NE(pods.error().find("exactly one GPU"), std::string::npos) << pods.error();
+}
+
+TEST(StaticSimulation, EveryPolicyRunsTheMiniTraceAndAccountsForEveryPod) {
+  const std::string dir = std::string(SWITCHYARD_SOURCE_DIR) + "/tests/data/openb-mini/";
+  auto c = loadOpenbNodes(dir + "openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(c);
+  sharing::ModelTable models = c->models();
+  auto pods = loadOpenbPods(dir + "openb_pod_list_default.csv", models);
+  ASSERT_TRUE(pods);
+  std::vector<sharing::ShareRequest> all;
+  for (const auto& p : *pods) all.push_back(p.request);
+  auto mix = sharing::typicalShapes(all);
+  for (const auto& name : sharing::sharePolicyNames()) {
+    auto reqs = inflateWorkload(*pods, c->totalGpuMilli(), 42, 1.3);
+    auto policy = sharing::makeSharePolicy(name, {.seed = 42, .oracleMix = mix});
+    StaticResult r = runStatic(shuffleNodes(*c, 42), reqs, *policy, mix);
+    EXPECT_EQ(r.arrived, reqs.size()) << name;
+    EXPECT_EQ(r.placed + r.failed, r.arrived) << name;
+    EXPECT_GT(r.allocationPercent[130], 50.0) << name;
+    EXPECT_LE(r.allocationPercent[130], 100.0) << name;
+    for (int i = 1; i < kArrivalPoints; ++i)
+      EXPECT_GE(r.allocationPercent[static_cast<size_t>(i)], r.allocationPercent[static_cast<size_t>(i - 1)]) << name;
+  }
+}
+
+}  // namespace
+}  // namespace switchyard::bench
