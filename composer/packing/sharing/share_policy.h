@@ -36,6 +36,7 @@ struct SharePolicyOptions {
   bool learnMix = true;
   size_t learnWindow = 5000;
   bool cacheFgd = false;     // fgd: reuse per-node scores until the node changes (same decisions, faster)
+  double deltaResolution = 100;  // switchyard: see SwitchyardShareOptions
 };
 
 // random, first-fit, best-fit, worst-fit, dot-product, gpu-packing, gpu-clustering, fgd,

@@ -240,6 +240,7 @@ std::unique_ptr<SharePolicy> makeSharePolicy(std::string_view name, const ShareP
   if (name == "fgd") return makeFgdPolicy(o.oracleMix, o.cacheFgd);
   if (name == "switchyard" || name == "switchyard-no-frag")
     return makeSwitchyardSharePolicy({.fragmentationAware = name == "switchyard",
+                                      .deltaResolution = o.deltaResolution,
                                       .learnMix = o.learnMix,
                                       .learnWindow = o.learnWindow,
                                       .fixedMix = o.oracleMix});

@@ -103,7 +103,7 @@ struct JobResult {
 
 int runStaticCommand(const fs::path& traces, const std::vector<std::string>& workloads,
                      const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio,
-                     const fs::path& out, unsigned jobs, bool oracleForOurs, bool quiet) {
+                     const fs::path& out, unsigned jobs, bool oracleForOurs, double resolution, bool quiet) {
   auto cluster = loadOpenbNodes((traces / "openb_node_list_gpu_node.csv").string());
   if (!cluster) {
     fmt::print(stderr, "error: {}\n", cluster.error());
@@ -144,7 +144,8 @@ int runStaticCommand(const fs::path& traces, const std::vector<std::string>& wor
       const Job& j = todo[i];
       sharing::ShareCluster c = shuffleNodes(*cluster, j.seed);
       auto requests = inflateWorkload(pods[j.workload], c.totalGpuMilli(), j.seed, ratio);
-      sharing::SharePolicyOptions o{.seed = j.seed, .oracleMix = mixes[j.workload], .learnMix = !oracleForOurs, .cacheFgd = true};
+      sharing::SharePolicyOptions o{.seed = j.seed, .oracleMix = mixes[j.workload], .learnMix = !oracleForOurs, .cacheFgd = true,
+                                    .deltaResolution = resolution};
       auto policy = sharing::makeSharePolicy(j.policy, o);
       results[i] = {j, runStatic(std::move(c), requests, *policy, mixes[j.workload]), mixes[j.workload].size()};
       size_t n = ++done;
@@ -340,6 +341,7 @@ int main(int argc, char** argv) {
   double ratio = 1.3;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
   bool oracle = false, quiet = false;
+  double resolution = 100;
   st->add_option("--workloads", workloads, "comma-separated pod lists, or 'all'")->capture_default_str();
   st->add_option("--policies", policies, "comma-separated policies")->capture_default_str();
   st->add_option("--seeds", seeds, "seeds: '42-51' or '42,43'")->capture_default_str();
@@ -347,6 +349,8 @@ int main(int argc, char** argv) {
   st->add_option("--out", out, "folder for CSVs and the summary")->capture_default_str();
   st->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
   st->add_flag("--oracle-mix", oracle, "give switchyard the whole workload's shape mix (as FGD has) instead of learning it");
+  st->add_option("--delta-resolution", resolution, "switchyard: fragmentation changes closer than this (milli-GPU) tie")
+      ->capture_default_str();
   st->add_flag("--quiet", quiet, "no per-run progress lines");
 
   auto* lat = app.add_subcommand("latency", "decision latency, placements/s and memory at 1k, 10k, 100k GPUs");
@@ -367,7 +371,7 @@ int main(int argc, char** argv) {
   if (lat->parsed()) return runLatencyCommand(traces, sizes, fills, splitList(latPolicies), decisions, naiveDecisions, warmup, latOut);
   if (st->parsed()) {
     auto w = workloads == "all" ? kAllWorkloads : splitList(workloads);
-    return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs, oracle, quiet);
+    return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs, oracle, resolution, quiet);
   }
   return 0;
 }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Regenerates every packing benchmark figure in docs/benchmarks/packing/ (CSVs, summary tables, PNG plots).
+#   tests/bench/packing/regenerate.sh [TRACES_DIR]
+# Needs a built tree (./test.sh --quick or cmake --build build) and gnuplot (setup.sh installs gnuplot-nox).
+# About 10 minutes on a 2-core VM; the static runs use all cores.
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+TRACES="${1:-../shared/traces/alibaba-gpu-2023}"
+OUT=docs/benchmarks/packing
+BIN=build/tests/switchyard_packbench
+mkdir -p "$OUT"
+
+"$BIN" --traces "$TRACES" static --workloads all --seeds 42-51 --quiet --out "$OUT"
+"$BIN" --traces "$TRACES" latency --gpus 1000,10000,100000 --fill 0.5,0.9 --out "$OUT" | tee "$OUT/latency.md"
+
+# Mean allocation curve per policy (default workload) and the bar chart of allocation at 130 % demand.
+python3 - "$OUT" <<'PY'
+import csv, sys, statistics, collections
+out = sys.argv[1]
+curves = collections.defaultdict(list)
+for row in csv.DictReader(open(f"{out}/static_curves.csv")):
+    if row["workload"] == "default":
+        curves[row["policy"]].append([float(row[str(p)]) for p in range(131)])
+policies = sorted(curves)
+with open(f"{out}/curve_default.dat", "w") as f:
+    f.write("arrived " + " ".join(policies) + "\n")
+    for p in range(131):
+        f.write(f"{p} " + " ".join(f"{statistics.mean(c[p] for c in curves[k]):.3f}" for k in policies) + "\n")
+at130 = collections.defaultdict(lambda: collections.defaultdict(list))
+for row in csv.DictReader(open(f"{out}/static_runs.csv")):
+    at130[row["workload"]][row["policy"]].append(float(row["alloc_at_130"]))
+with open(f"{out}/alloc130.dat", "w") as f:
+    pols = sorted({p for w in at130 for p in at130[w]})
+    f.write("workload " + " ".join(pols) + "\n")
+    for w in at130:
+        f.write(w + " " + " ".join(f"{statistics.mean(at130[w][p]):.3f}" for p in pols) + "\n")
+PY
+
+gnuplot <<GP
+set terminal pngcairo size 1000,620 font ",10"
+set datafile columnheaders
+set output "$OUT/alloc_curve_default.png"
+set title "openb default: GPU allocation vs arrived GPU demand (mean of 10 seeds)"
+set xlabel "arrived GPU demand (% of capacity)"; set ylabel "GPUs allocated (% of capacity)"
+set key left top; set grid
+set xrange [60:130]; set yrange [60:100]
+plot for [i=2:11] "$OUT/curve_default.dat" using 1:i with lines lw 2 title columnheader(i)
+set output "$OUT/alloc130_by_workload.png"
+set title "GPU allocation at 130 % arrived demand (mean of 10 seeds)"
+set style data histogram; set style histogram clustered gap 1; set style fill solid 0.8 border -1
+set xtics rotate by -40; set yrange [75:100]; set xrange [*:*]; set key outside right
+set ylabel "GPUs allocated (% of capacity)"; set xlabel ""
+plot for [i=2:11] "$OUT/alloc130.dat" using i:xtic(1) title columnheader(i)
+GP
+
+rm -f "$OUT"/*.dat
+echo "wrote $OUT/*.png"
