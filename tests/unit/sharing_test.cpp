@@ -99,7 +99,7 @@ TEST(Fragmentation, SummaryFormMatchesTheReferenceDefinition) {
   std::vector<ShareRequest> sample;
   for (int i = 0; i < 400; ++i) sample.push_back(randomRequest(rng));
   ShapeMix mix = typicalShapes(sample);
-  auto policy = makeBestFitPolicy(1);
+  auto policy = makeBestFitPolicy();
   for (const auto& r : sample) {
     if (auto p = policy->choose(c, r)) c.apply(*p, r);
     for (const auto& n : c.nodes()) ASSERT_NEAR(fragmentation(NodeSummary::of(n), mix), nodeFragmentation(n, mix), 1e-6);
@@ -204,16 +204,17 @@ TEST(FgdPolicy, CachedFormDecidesExactlyAsTheNaiveForm) {
   }
 }
 
-TEST(FgdPolicy, PrefersTheGpuThatLeavesNoUselessRemainder) {
-  // Half-GPU requests are the whole mix: a 500 request should go to the GPU with exactly 500 left,
-  // not split a fresh GPU into a useless 500 + ... (both are fine here) or leave 200 on the 700 GPU.
+TEST(FgdPolicy, ChoosesTheGpuThatKeepsTheMixServableNotTheTightestOne) {
+  // Half-GPU requests are the whole mix. A 300 request on the 600 GPU (best fit) would leave 300 that no
+  // half-GPU request can use; on the 700 GPU, 400. On the fresh GPU every GPU can still take a half.
   ShareNode n = node("n", 3);
-  n.gpuLeft = {700, 500, 1000};
+  n.gpuLeft = {700, 600, 1000};
   ShareCluster c({n}, {});
   auto fgd = makeFgdPolicy({{share(500), 1.0}});
-  auto p = fgd->choose(c, share(500));
+  auto p = fgd->choose(c, share(300));
   ASSERT_TRUE(p);
-  EXPECT_EQ(p->gpus.index[0], 1);
+  EXPECT_EQ(p->gpus.index[0], 2);
+  EXPECT_EQ(pickBestFitGpu(c.node(0), share(300)).index[0], 1);  // best fit would differ
 }
 
 TEST(SwitchyardPolicy, PacksAPartlyUsedGpuBeforeOpeningAFreshNode) {

@@ -15,20 +15,15 @@ constexpr int64_t kMaxScore = 100;
 constexpr double kMaxSpecCpu = 128000;  // milli-CPU of the largest node: normalises CPU in scores
 constexpr double kMaxSpecGpu = 8000;    // milli-GPU of the largest node
 
-enum class GpuRule { kBestFit, kWorstFit, kRandom };
+enum class GpuRule { kBestFit, kWorstFit };
 
-GpuPick pickGpus(const ShareNode& n, const ShareRequest& r, GpuRule rule, std::mt19937_64& rng) {
+// A shared request goes to the fitting GPU with the least (best fit) or most (worst fit) left.
+GpuPick pickGpus(const ShareNode& n, const ShareRequest& r, GpuRule rule) {
   if (!r.sharesGpu() || rule == GpuRule::kBestFit) return pickBestFitGpu(n, r);
   int chosen = -1;
-  int seen = 0;
   for (int i = 0; i < n.gpuCount(); ++i) {
     int32_t left = n.gpuLeft[static_cast<size_t>(i)];
-    if (left < r.gpuMilli) continue;
-    if (rule == GpuRule::kWorstFit) {
-      if (chosen < 0 || left > n.gpuLeft[static_cast<size_t>(chosen)]) chosen = i;
-    } else if (std::uniform_int_distribution<int>(0, seen++)(rng) == 0) {
-      chosen = i;
-    }
+    if (left >= r.gpuMilli && (chosen < 0 || left > n.gpuLeft[static_cast<size_t>(chosen)])) chosen = i;
   }
   GpuPick pick;
   if (chosen >= 0) pick.add(chosen);
@@ -38,7 +33,7 @@ GpuPick pickGpus(const ShareNode& n, const ShareRequest& r, GpuRule rule, std::m
 // Score every node that fits, optionally min-max normalise, pick the best at random among ties.
 class ScoredPolicy : public SharePolicy {
  public:
-  ScoredPolicy(uint64_t seed, GpuRule rule, bool normalize) : rng_(seed), rule_(rule), normalize_(normalize) {}
+  ScoredPolicy(GpuRule rule, bool normalize) : rule_(rule), normalize_(normalize) {}
 
   std::optional<SharePlacement> choose(const ShareCluster& c, const ShareRequest& r) override {
     scores_.clear();
@@ -49,7 +44,7 @@ class ScoredPolicy : public SharePolicy {
     auto top = std::max_element(scores_.begin(), scores_.end(),
                                 [](const auto& a, const auto& b) { return a.second < b.second; });  // first of equals
     size_t chosen = top->first;
-    return SharePlacement{chosen, pickGpus(c.node(chosen), r, rule_, rng_)};
+    return SharePlacement{chosen, pickGpus(c.node(chosen), r, rule_)};
   }
 
  protected:
@@ -64,7 +59,6 @@ class ScoredPolicy : public SharePolicy {
     for (auto& s : scores_) s.second = range == 0 ? 0 : (s.second - low) * kMaxScore / range;
   }
 
-  std::mt19937_64 rng_;
   GpuRule rule_;
   bool normalize_;
   std::vector<std::pair<size_t, int64_t>> scores_;
@@ -78,7 +72,7 @@ double leftoverShare(const ShareNode& n, const ShareRequest& r) {
 
 class BestFit final : public ScoredPolicy {
  public:
-  explicit BestFit(uint64_t seed) : ScoredPolicy(seed, GpuRule::kBestFit, true) {}
+  BestFit() : ScoredPolicy(GpuRule::kBestFit, true) {}
   std::string_view name() const override { return "best-fit"; }
 
  protected:
@@ -89,7 +83,7 @@ class BestFit final : public ScoredPolicy {
 
 class WorstFit final : public ScoredPolicy {
  public:
-  explicit WorstFit(uint64_t seed) : ScoredPolicy(seed, GpuRule::kWorstFit, true) {}
+  WorstFit() : ScoredPolicy(GpuRule::kWorstFit, true) {}
   std::string_view name() const override { return "worst-fit"; }
 
  protected:
@@ -101,7 +95,7 @@ class WorstFit final : public ScoredPolicy {
 // Tetris: prefer the node whose free vector is least aligned with the request (packs the fuller node).
 class DotProduct final : public ScoredPolicy {
  public:
-  explicit DotProduct(uint64_t seed) : ScoredPolicy(seed, GpuRule::kBestFit, false) {}
+  DotProduct() : ScoredPolicy(GpuRule::kBestFit, false) {}
   std::string_view name() const override { return "dot-product"; }
 
  protected:
@@ -115,7 +109,7 @@ class DotProduct final : public ScoredPolicy {
 // Prefer shared GPUs already in use, then free GPUs on a used node, then an idle node (fewest GPUs first).
 class GpuPacking final : public ScoredPolicy {
  public:
-  explicit GpuPacking(uint64_t seed) : ScoredPolicy(seed, GpuRule::kBestFit, false) {}
+  GpuPacking() : ScoredPolicy(GpuRule::kBestFit, false) {}
   std::string_view name() const override { return "gpu-packing"; }
 
  protected:
@@ -145,7 +139,7 @@ class GpuPacking final : public ScoredPolicy {
 // Gandiva-style affinity: put requests of one kind (shared, 1, 2, 4, 8 GPUs) together, fuller nodes first.
 class GpuClustering final : public ScoredPolicy {
  public:
-  explicit GpuClustering(uint64_t seed) : ScoredPolicy(seed, GpuRule::kBestFit, false) {}
+  GpuClustering() : ScoredPolicy(GpuRule::kBestFit, false) {}
   std::string_view name() const override { return "gpu-clustering"; }
 
  protected:
@@ -154,7 +148,8 @@ class GpuClustering final : public ScoredPolicy {
     size_t kind = r.sharesGpu() ? 0 : static_cast<size_t>(r.gpuCount);
     int kinds = 0;
     for (int32_t a : n.affinity) kinds += a > 0 ? 1 : 0;
-    int64_t fullness = kMaxScore / 4 * (8000 - n.gpuMilliLeft()) / 8000;
+    constexpr auto kMaxGpu = static_cast<int64_t>(kMaxSpecGpu);
+    int64_t fullness = kMaxScore / 4 * (kMaxGpu - n.gpuMilliLeft()) / kMaxGpu;
     if (n.affinity[kind] > 0) return fullness + (kinds == 1 ? kMaxScore * 3 / 4 : kMaxScore * 2 / 4);
     return fullness + (kinds == 0 ? kMaxScore / 4 : 0);
   }
@@ -170,10 +165,22 @@ class RandomPolicy final : public SharePolicy {
       if (fits(c.node(i), r)) feasible_.push_back(i);
     if (feasible_.empty()) return std::nullopt;
     size_t node = feasible_[std::uniform_int_distribution<size_t>(0, feasible_.size() - 1)(rng_)];
-    return SharePlacement{node, pickGpus(c.node(node), r, GpuRule::kRandom, rng_)};
+    return SharePlacement{node, randomGpu(c.node(node), r)};
   }
 
  private:
+  // A shared request goes to a fitting GPU chosen uniformly; whole GPUs to the lowest free ones.
+  GpuPick randomGpu(const ShareNode& n, const ShareRequest& r) {
+    if (!r.sharesGpu()) return pickExclusiveGpus(n, r);
+    int chosen = -1;
+    int seen = 0;
+    for (int i = 0; i < n.gpuCount(); ++i)
+      if (n.gpuLeft[static_cast<size_t>(i)] >= r.gpuMilli && std::uniform_int_distribution<int>(0, seen++)(rng_) == 0) chosen = i;
+    GpuPick pick;
+    if (chosen >= 0) pick.add(chosen);
+    return pick;
+  }
+
   std::mt19937_64 rng_;
   std::vector<size_t> feasible_;
 };
@@ -192,10 +199,10 @@ class FirstFit final : public SharePolicy {
 
 std::unique_ptr<SharePolicy> makeRandomPolicy(uint64_t seed) { return std::make_unique<RandomPolicy>(seed); }
 std::unique_ptr<SharePolicy> makeFirstFitPolicy() { return std::make_unique<FirstFit>(); }
-std::unique_ptr<SharePolicy> makeBestFitPolicy(uint64_t seed) { return std::make_unique<BestFit>(seed); }
-std::unique_ptr<SharePolicy> makeWorstFitPolicy(uint64_t seed) { return std::make_unique<WorstFit>(seed); }
-std::unique_ptr<SharePolicy> makeDotProductPolicy(uint64_t seed) { return std::make_unique<DotProduct>(seed); }
-std::unique_ptr<SharePolicy> makeGpuPackingPolicy(uint64_t seed) { return std::make_unique<GpuPacking>(seed); }
-std::unique_ptr<SharePolicy> makeGpuClusteringPolicy(uint64_t seed) { return std::make_unique<GpuClustering>(seed); }
+std::unique_ptr<SharePolicy> makeBestFitPolicy() { return std::make_unique<BestFit>(); }
+std::unique_ptr<SharePolicy> makeWorstFitPolicy() { return std::make_unique<WorstFit>(); }
+std::unique_ptr<SharePolicy> makeDotProductPolicy() { return std::make_unique<DotProduct>(); }
+std::unique_ptr<SharePolicy> makeGpuPackingPolicy() { return std::make_unique<GpuPacking>(); }
+std::unique_ptr<SharePolicy> makeGpuClusteringPolicy() { return std::make_unique<GpuClustering>(); }
 
 }  // namespace switchyard::sharing

@@ -30,7 +30,7 @@ class SharePolicy {
 };
 
 struct SharePolicyOptions {
-  uint64_t seed = 42;        // for random choices and tie-breaks
+  uint64_t seed = 42;        // random: its random choices (the other policies are deterministic)
   ShapeMix oracleMix;        // FGD's "typical pods": the shape mix of the whole workload, known up front
   // switchyard only: learn the mix online from observed requests (true) or use oracleMix (false).
   bool learnMix = true;
@@ -48,11 +48,11 @@ struct SharePolicyOptions {
 // Individual constructors (used by the factory and by tests).
 [[nodiscard]] std::unique_ptr<SharePolicy> makeRandomPolicy(uint64_t seed);
 [[nodiscard]] std::unique_ptr<SharePolicy> makeFirstFitPolicy();
-[[nodiscard]] std::unique_ptr<SharePolicy> makeBestFitPolicy(uint64_t seed);
-[[nodiscard]] std::unique_ptr<SharePolicy> makeWorstFitPolicy(uint64_t seed);
-[[nodiscard]] std::unique_ptr<SharePolicy> makeDotProductPolicy(uint64_t seed);
-[[nodiscard]] std::unique_ptr<SharePolicy> makeGpuPackingPolicy(uint64_t seed);
-[[nodiscard]] std::unique_ptr<SharePolicy> makeGpuClusteringPolicy(uint64_t seed);
+[[nodiscard]] std::unique_ptr<SharePolicy> makeBestFitPolicy();
+[[nodiscard]] std::unique_ptr<SharePolicy> makeWorstFitPolicy();
+[[nodiscard]] std::unique_ptr<SharePolicy> makeDotProductPolicy();
+[[nodiscard]] std::unique_ptr<SharePolicy> makeGpuPackingPolicy();
+[[nodiscard]] std::unique_ptr<SharePolicy> makeGpuClusteringPolicy();
 [[nodiscard]] std::unique_ptr<SharePolicy> makeFgdPolicy(ShapeMix mix, bool cached = false);
 struct SwitchyardShareOptions {
   bool fragmentationAware = true;

@@ -81,7 +81,7 @@ class SwitchyardPolicy final : public SharePolicy {
     ShareRequest shape = r;
     shape.memoryMib = 0;
     ShapeCache& cache = cacheFor(shape, c.size());
-    memo_.clear();
+    if (!memo_.empty()) memo_.clear();  // clearing an empty map still wipes every bucket
     size_t best = c.size();
     for (size_t i = 0; i < c.size(); ++i) {
       const ShareNode& n = c.node(i);
@@ -232,11 +232,11 @@ const std::vector<std::string>& sharePolicyNames() {
 std::unique_ptr<SharePolicy> makeSharePolicy(std::string_view name, const SharePolicyOptions& o) {
   if (name == "random") return makeRandomPolicy(o.seed);
   if (name == "first-fit") return makeFirstFitPolicy();
-  if (name == "best-fit") return makeBestFitPolicy(o.seed);
-  if (name == "worst-fit") return makeWorstFitPolicy(o.seed);
-  if (name == "dot-product") return makeDotProductPolicy(o.seed);
-  if (name == "gpu-packing") return makeGpuPackingPolicy(o.seed);
-  if (name == "gpu-clustering") return makeGpuClusteringPolicy(o.seed);
+  if (name == "best-fit") return makeBestFitPolicy();
+  if (name == "worst-fit") return makeWorstFitPolicy();
+  if (name == "dot-product") return makeDotProductPolicy();
+  if (name == "gpu-packing") return makeGpuPackingPolicy();
+  if (name == "gpu-clustering") return makeGpuClusteringPolicy();
   if (name == "fgd") return makeFgdPolicy(o.oracleMix, o.cacheFgd);
   if (name == "switchyard" || name == "switchyard-no-frag")
     return makeSwitchyardSharePolicy({.fragmentationAware = name == "switchyard",

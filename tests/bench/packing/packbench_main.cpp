@@ -128,20 +128,20 @@ int runStaticCommand(const fs::path& traces, const std::vector<std::string>& wor
     mixes[w] = sharing::typicalShapes(reqs);
     pods[w] = std::move(*loaded);
   }
-  std::vector<Job> todo;
+  std::vector<Job> queue;
   for (const auto& w : workloads)
     for (const auto& p : policies)
-      for (uint64_t s : seeds) todo.push_back({w, p, s});
+      for (uint64_t s : seeds) queue.push_back({w, p, s});
 
   fs::create_directories(out);
-  std::vector<JobResult> results(todo.size());
+  std::vector<JobResult> results(queue.size());
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
   std::mutex printMutex;
   auto started = std::chrono::steady_clock::now();
   auto worker = [&] {
-    for (size_t i; (i = next++) < todo.size();) {
-      const Job& j = todo[i];
+    for (size_t i; (i = next++) < queue.size();) {
+      const Job& j = queue[i];
       sharing::ShareCluster c = shuffleNodes(*cluster, j.seed);
       auto requests = inflateWorkload(pods[j.workload], c.totalGpuMilli(), j.seed, ratio);
       sharing::SharePolicyOptions o{.seed = j.seed, .oracleMix = mixes[j.workload], .learnMix = !oracleForOurs, .cacheFgd = true,
@@ -152,7 +152,7 @@ int runStaticCommand(const fs::path& traces, const std::vector<std::string>& wor
       if (!quiet) {
         std::lock_guard lock(printMutex);
         double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        fmt::print(stderr, "[{}/{}] {:<11} {:<18} seed {}  alloc@130 {:6.2f}%  ({:.1f}s, {:.0f}s elapsed)\n", n, todo.size(),
+        fmt::print(stderr, "[{}/{}] {:<11} {:<18} seed {}  alloc@130 {:6.2f}%  ({:.1f}s, {:.0f}s elapsed)\n", n, queue.size(),
                    j.workload, j.policy, j.seed, results[i].result.allocationPercent.back(), results[i].result.seconds, elapsed);
       }
     }
