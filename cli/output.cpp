@@ -61,11 +61,13 @@ void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
     out << "no composed systems (create one with `yardctl compose NAME --gpus N`)\n";
     return;
   }
-  Table t({"ID", "NAME", "HOST", "STATE", "GPUS", "TENANT", "DEVICES"});
+  Table t({"ID", "NAME", "HOST", "STATE", "GPUS", "MIG", "TENANT", "DEVICES"});
   for (const auto& s : r.systems()) {
     std::string devices;
     for (const auto& b : s.bindings()) devices += (devices.empty() ? "" : ",") + b.device_id();
-    t.add({s.id(), s.name(), s.host_id(), stateName(s.state()), std::to_string(s.bindings_size()), s.tenant(), orDash(devices)});
+    std::string mig;
+    for (const auto& i : s.gpu_instances()) mig += (mig.empty() ? "" : ",") + i.profile();
+    t.add({s.id(), s.name(), s.host_id(), stateName(s.state()), std::to_string(s.bindings_size()), orDash(mig), s.tenant(), orDash(devices)});
   }
   t.print(out);
 }
@@ -77,7 +79,12 @@ void printSystem(const pb::System& s, std::ostream& out) {
   for (const auto& [k, v] : std::map<std::string, std::string>(s.labels().begin(), s.labels().end()))
     out << fmt::format("  label:   {}={}\n", k, v);
   out << fmt::format("  devices: {}\n", s.bindings_size());
-  for (const auto& b : s.bindings()) out << fmt::format("    {}  via {}\n", b.device_id(), b.upstream_port_id());
+  for (const auto& b : s.bindings()) {
+    out << fmt::format("    {}  via {}\n", b.device_id(), b.upstream_port_id());
+    for (const auto& i : s.gpu_instances())
+      if (i.device_id() == b.device_id())
+        out << fmt::format("      MIG {} at slice {}  (detach with -i {}@{})\n", i.profile(), i.start(), i.device_id(), i.start());
+  }
 }
 
 void printDevices(const pb::ListDevicesResponse& r, std::ostream& out) {
@@ -154,6 +161,8 @@ void printOperation(const pb::Operation& op, std::ostream& out) {
   out << fmt::format("{} {} of {} on {}: {}\n", op.id(), kindName(op.kind()), op.system_id(), op.host_id(), stateName(op.state()));
   if (!op.explanation().empty()) out << "  why:   " << op.explanation() << "\n";
   if (!op.error().empty()) out << "  error: " << op.error() << "\n";
+  for (const auto& i : op.gpu_instances())
+    out << fmt::format("  MIG:   {} on {} at slice {}\n", i.profile(), i.device_id(), i.start());
   for (int i = 0; i < op.steps_size(); ++i) {
     const auto& s = op.steps(i);
     std::string target = s.device_id().empty() ? "" : fmt::format(" {}", s.device_id());
@@ -167,6 +176,7 @@ void printPlan(const pb::PlanResponse& p, bool explain, std::ostream& out) {
   if (p.fits()) {
     out << "fits: " << p.explanation() << "\n";
     for (const auto& d : p.devices()) out << fmt::format("  {}  on {}  via {}\n", d.device_id(), d.switch_id(), d.upstream_port_id());
+    for (const auto& i : p.gpu_instances()) out << fmt::format("  MIG {} on {} at slice {}\n", i.profile(), i.device_id(), i.start());
   } else {
     out << "does not fit: " << p.explanation() << "\n";
   }
@@ -184,6 +194,14 @@ void printCapacity(const pb::Capacity& c, std::ostream& out) {
   t.print(out);
   out << fmt::format("{} free GPU(s), {} stranded (free, but no host that could take a new system reaches them)\n", c.free_gpus(),
                      c.stranded_gpus());
+  if (c.mig().empty()) return;
+  Table m({"MIG PROFILE", "ON PARTLY USED GPUS", "ON FREE GPUS"});
+  for (const auto& p : c.mig())
+    m.add({p.profile(), std::to_string(p.on_partly_used_gpus()), std::to_string(p.on_free_gpus())});
+  out << "\n";
+  m.print(out);
+  out << fmt::format("{} free MIG-capable GPU(s) can still be attached; a partly used GPU serves only its own system\n",
+                     c.attachable_mig_gpus());
 }
 
 void printEvent(const pb::Event& e, std::ostream& out) {

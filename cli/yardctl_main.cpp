@@ -123,6 +123,7 @@ struct GpuFlags {
   std::string p2p = "preferred";
   std::string host;
   std::vector<std::string> devices;
+  std::vector<std::string> mig;
 
   void add(CLI::App* cmd, bool withHost) {
     cmd->add_option("-g,--gpus", count, "Number of GPUs")->check(CLI::NonNegativeNumber);
@@ -133,6 +134,11 @@ struct GpuFlags {
         ->capture_default_str();
     if (withHost) cmd->add_option("--host", host, "Use this host instead of letting the packing core choose");
     cmd->add_option("-d,--device", devices, "Use these devices instead of a count (repeatable)");
+    cmd->add_option("--mig", mig,
+                    "Fractional GPUs: MIG instances instead of whole GPUs, e.g. --mig 3g,1g,1g (profiles 1g 2g 3g 4g 7g). "
+                    "A system's partly used GPUs are filled first; fresh MIG-capable GPUs are attached for the rest")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"1g", "2g", "3g", "4g", "7g"}));
   }
 
   [[nodiscard]] pb::GpuRequest toProto() const {
@@ -143,6 +149,7 @@ struct GpuFlags {
     r.set_peer_to_peer(p2p == "required" ? pb::PEER_TO_PEER_REQUIRED : p2p == "none" ? pb::PEER_TO_PEER_NONE : pb::PEER_TO_PEER_PREFERRED);
     r.set_host(host);
     for (const auto& d : devices) r.add_device_ids(d);
+    for (const auto& m : mig) r.add_mig_profiles(m);
     return r;
   }
 };
@@ -178,6 +185,8 @@ int main(int argc, char** argv) {
                "  yardctl compose train-a --gpus 4         bind 4 GPUs to a free host; waits, showing each step\n"
                "  yardctl attach train-a --gpus 2          grow it\n"
                "  yardctl detach train-a -d sw0-gpu3       shrink it\n"
+               "  yardctl compose infer-b --mig 3g,1g,1g   fractional GPUs: MIG instances on MIG-capable GPUs\n"
+               "  yardctl detach infer-b -i sw0-gpu5@4     drop one MIG instance (device@first-slice)\n"
                "  yardctl decompose train-a                give everything back\n"
                "  yardctl topology                         switches, ports and what is bound where\n"
                "  yardctl capacity                         how many 1/2/4/8/16-GPU requests still fit\n"
@@ -284,16 +293,35 @@ int main(int argc, char** argv) {
     rc = runMutation(client(), g, noWait, client().call(&pb::Switchyard::Stub::Attach, req, op), op);
   });
 
-  auto* detach = app.add_subcommand("detach", "Remove devices from a system");
+  auto* detach = app.add_subcommand("detach", "Remove devices or MIG instances from a system");
   std::string detachName;
-  std::vector<std::string> detachDevices;
+  std::vector<std::string> detachDevices, detachInstances;
   detach->add_option("system", detachName, "System id or name")->required();
-  detach->add_option("-d,--device", detachDevices, "Device to remove (repeatable)")->required();
+  detach->add_option("-d,--device", detachDevices, "Device to remove, with any MIG instances on it (repeatable)");
+  detach->add_option("-i,--instance", detachInstances,
+                     "MIG instance to remove, as DEVICE@START (see `yardctl systems NAME`); a GPU left with none is unbound")
+      ->check([](const std::string& v) -> std::string {
+        const auto at = v.rfind('@');
+        if (at == std::string::npos || at == 0 || at + 1 == v.size() || v.find_first_not_of("0123456789", at + 1) != std::string::npos)
+          return "must look like DEVICE@START, e.g. sw0-gpu5@4";
+        return {};
+      });
   detach->add_flag("--no-wait", noWait, "Print the operation id and return at once");
   detach->callback([&] {
     pb::DetachRequest req;
     req.set_system(detachName);
     for (const auto& d : detachDevices) req.add_device_ids(d);
+    for (const auto& i : detachInstances) {
+      const auto at = i.rfind('@');
+      auto* ref = req.add_gpu_instances();
+      ref->set_device_id(i.substr(0, at));
+      ref->set_start(std::stoi(i.substr(at + 1)));
+    }
+    if (req.device_ids().empty() && req.gpu_instances().empty()) {
+      std::cerr << "error: name what to remove with --device or --instance\n";
+      rc = kExitUsage;
+      return;
+    }
     pb::Operation op;
     rc = runMutation(client(), g, noWait, client().call(&pb::Switchyard::Stub::Detach, req, op), op);
   });
@@ -323,6 +351,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"required", "preferred", "none"}))
       ->capture_default_str();
   capacity->add_option("--model", capacityModel, "Only this GPU model");
+  std::vector<std::string> capacityMig{"1g", "2g", "3g", "4g", "7g"};
+  capacity->add_option("--mig", capacityMig, "MIG profiles to report (comma list; 'none' for no MIG rows)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"1g", "2g", "3g", "4g", "7g", "none"}))
+      ->capture_default_str();
   capacity->callback([&] {
     pb::GetCapacityRequest req;
     for (int n : capacityGpus) req.add_gpus(n);
@@ -330,6 +363,8 @@ int main(int argc, char** argv) {
                          : capacityP2p == "preferred" ? pb::PEER_TO_PEER_PREFERRED
                                                       : pb::PEER_TO_PEER_REQUIRED);
     req.set_model(capacityModel);
+    for (const auto& m : capacityMig)
+      if (m != "none") req.add_mig_profiles(m);
     pb::Capacity r;
     if ((rc = client().call(&pb::Switchyard::Stub::GetCapacity, req, r)) == kExitOk) emit(g, r, yardctl::printCapacity);
   });

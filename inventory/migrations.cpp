@@ -43,6 +43,14 @@ CREATE TABLE operation_steps (
 CREATE TABLE events (
   sequence INTEGER PRIMARY KEY, at INTEGER NOT NULL, type TEXT NOT NULL, subject TEXT NOT NULL, message TEXT NOT NULL);
 )sql"},
+      {2, "MIG GPU instances of systems and operations", R"sql(
+CREATE TABLE system_gpu_instances (
+  system_id TEXT NOT NULL REFERENCES systems(id), position INTEGER NOT NULL, device_id TEXT NOT NULL,
+  profile TEXT NOT NULL, start INTEGER NOT NULL, PRIMARY KEY (system_id, position));
+CREATE TABLE operation_gpu_instances (
+  operation_id TEXT NOT NULL REFERENCES operations(id), position INTEGER NOT NULL, device_id TEXT NOT NULL,
+  profile TEXT NOT NULL, start INTEGER NOT NULL, PRIMARY KEY (operation_id, position));
+)sql"},
   };
   return kMigrations;
 }

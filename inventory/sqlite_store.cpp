@@ -121,7 +121,34 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
     SY_ASSIGN(auto ins, db_->prepare("INSERT INTO system_devices VALUES (?1, ?2, ?3, ?4)"));
     SY_TRY(ins.bind(1, s.id).bind(2, s.bindings[i].deviceId).bind(3, s.bindings[i].upstreamPortId).bind(4, static_cast<int>(i)).run());
   }
+  return writeGpuInstances("system_gpu_instances", s.id, s.gpuInstances);
+}
+
+Result<void> SqliteStore::writeGpuInstances(std::string_view table, const std::string& owner, const std::vector<GpuInstance>& instances) {
+  const std::string_view ownerColumn = table == "system_gpu_instances" ? "system_id" : "operation_id";
+  SY_ASSIGN(auto del, db_->prepare(fmt::format("DELETE FROM {} WHERE {} = ?1", table, ownerColumn)));
+  SY_TRY(del.bind(1, owner).run());
+  for (std::size_t i = 0; i < instances.size(); ++i) {
+    SY_ASSIGN(auto ins, db_->prepare(fmt::format("INSERT INTO {} VALUES (?1, ?2, ?3, ?4, ?5)", table)));
+    SY_TRY(ins.bind(1, owner).bind(2, static_cast<int>(i)).bind(3, instances[i].deviceId).bind(4, toString(instances[i].profile))
+               .bind(5, instances[i].start).run());
+  }
   return {};
+}
+
+Result<std::vector<GpuInstance>> SqliteStore::loadGpuInstances(std::string_view table, const std::string& owner) {
+  const std::string_view ownerColumn = table == "system_gpu_instances" ? "system_id" : "operation_id";
+  SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT device_id, profile, start FROM {} WHERE {} = ?1 ORDER BY position", table, ownerColumn)));
+  st.bind(1, owner);
+  std::vector<GpuInstance> out;
+  while (true) {
+    SY_ASSIGN(bool row, st.step());
+    if (!row) break;
+    SY_ASSIGN(MigProfile profile, parseColumn<MigProfile>(st.text(1), parseMigProfile, "MIG profile"));
+    out.push_back({st.text(0), profile, static_cast<int>(st.integer(2))});
+  }
+  st.reset();
+  return out;
 }
 
 Result<void> SqliteStore::apply(const PutOperation& w) {
@@ -141,6 +168,7 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   };
   if (w.allSteps) {
     for (std::size_t i = 0; i < op.steps.size(); ++i) SY_TRY(writeStep(i));
+    SY_TRY(writeGpuInstances("operation_gpu_instances", op.id, op.gpuInstances));
   } else {
     for (std::size_t i : w.changedSteps) SY_TRY(writeStep(i));
   }
@@ -240,6 +268,7 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
       s.bindings.push_back({d.text(0), d.text(1)});
     }
     d.reset();
+    SY_ASSIGN(s.gpuInstances, loadGpuInstances("system_gpu_instances", s.id));
   }
   return out;
 }
@@ -289,7 +318,10 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& wh
     out.push_back(std::move(op));
   }
   st.reset();
-  for (auto& op : out) SY_TRY(loadSteps(op));
+  for (auto& op : out) {
+    SY_TRY(loadSteps(op));
+    SY_ASSIGN(op.gpuInstances, loadGpuInstances("operation_gpu_instances", op.id));
+  }
   return out;
 }
 
@@ -361,10 +393,12 @@ Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy) {
   // Keep at least the newest row of each kind: ids are numbered from the largest one left.
   const std::size_t keepOperations = std::max<std::size_t>(1, policy.finishedOperations);
   SY_TRY(run("DELETE FROM operation_steps WHERE operation_id IN (" + oldOps + ")", keepOperations));
+  SY_TRY(run("DELETE FROM operation_gpu_instances WHERE operation_id IN (" + oldOps + ")", keepOperations));
   SY_ASSIGN(report.operations, run("DELETE FROM operations WHERE id IN (" + oldOps + ")", keepOperations));
   const std::string oldSystems = "SELECT id FROM systems WHERE state IN ('decomposed', 'failed') AND number <= "
                                  "(SELECT MAX(number) FROM systems) - ?1 ORDER BY number LIMIT ?2";
   SY_TRY(run("DELETE FROM system_devices WHERE system_id IN (" + oldSystems + ")", keepOperations));
+  SY_TRY(run("DELETE FROM system_gpu_instances WHERE system_id IN (" + oldSystems + ")", keepOperations));
   SY_ASSIGN(report.systems, run("DELETE FROM systems WHERE id IN (" + oldSystems + ")", keepOperations));
   SY_TRY(tx.commit());
   return report;

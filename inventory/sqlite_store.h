@@ -40,6 +40,9 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<std::vector<Operation>> loadOperations(const std::string& whereClause, std::size_t limit,
                                                               std::string_view param);
   [[nodiscard]] Result<void> loadSteps(Operation& op);
+  // MIG instances of a system or an operation (table: system_gpu_instances or operation_gpu_instances).
+  [[nodiscard]] Result<void> writeGpuInstances(std::string_view table, const std::string& owner, const std::vector<GpuInstance>& instances);
+  [[nodiscard]] Result<std::vector<GpuInstance>> loadGpuInstances(std::string_view table, const std::string& owner);
 
   std::unique_ptr<SqliteDb> db_;
 };

@@ -29,6 +29,25 @@ pb::PeerToPeer peerToPeerToProto(PeerToPeer v) {
   return pb::PEER_TO_PEER_UNSPECIFIED;
 }
 
+Result<std::vector<MigProfile>> migProfilesFromProto(const google::protobuf::RepeatedPtrField<std::string>& names) {
+  std::vector<MigProfile> out;
+  for (const auto& name : names) {
+    auto p = parseMigProfile(name);
+    if (!p) return fail(Code::kInvalidArgument, fmt::format("mig_profiles: '{}' is not a MIG profile (use 1g, 2g, 3g, 4g or 7g)", name));
+    out.push_back(*p);
+  }
+  return out;
+}
+
+void addInstances(const std::vector<GpuInstance>& instances, google::protobuf::RepeatedPtrField<pb::GpuInstance>& out) {
+  for (const auto& i : instances) {
+    auto* pi = out.Add();
+    pi->set_device_id(i.deviceId);
+    pi->set_profile(std::string(toString(i.profile)));
+    pi->set_start(i.start);
+  }
+}
+
 }  // namespace
 
 Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string& tenant) {
@@ -39,8 +58,13 @@ Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string
   SY_ASSIGN(r.peerToPeer, peerToPeerFromProto(gpus.peer_to_peer(), PeerToPeer::kPreferred));
   if (!gpus.host().empty()) r.host = gpus.host();
   r.devices.assign(gpus.device_ids().begin(), gpus.device_ids().end());
+  SY_ASSIGN(r.gpuInstances, migProfilesFromProto(gpus.mig_profiles()));
   r.tenant = tenant.empty() ? std::string(kDefaultTenant) : tenant;
   return r;
+}
+
+Result<std::vector<MigProfile>> migProfilesOf(const pb::GetCapacityRequest& request) {
+  return migProfilesFromProto(request.mig_profiles());
 }
 
 Result<std::vector<RequestShape>> fromProto(const pb::GetCapacityRequest& request) {
@@ -67,6 +91,13 @@ void toProto(const CapacityReport& r, pb::Capacity& out) {
     ps->set_peer_to_peer(peerToPeerToProto(s.shape.peerToPeer));
     ps->set_model(s.shape.model);
     ps->set_placeable(s.placeable);
+  }
+  out.set_attachable_mig_gpus(r.attachableMigGpus);
+  for (const auto& m : r.mig) {
+    auto* pm = out.add_mig();
+    pm->set_profile(std::string(toString(m.profile)));
+    pm->set_on_partly_used_gpus(m.onPartlyUsedGpus);
+    pm->set_on_free_gpus(m.onFreeGpus);
   }
 }
 
@@ -131,6 +162,7 @@ void toProto(const System& s, pb::System& out) {
   out.set_active_operation(s.activeOperation);
   out.set_created_at(formatTimestamp(s.createdAt));
   out.set_updated_at(formatTimestamp(s.updatedAt));
+  addInstances(s.gpuInstances, *out.mutable_gpu_instances());
 }
 
 void toProto(const Operation& op, pb::Operation& out) {
@@ -154,6 +186,7 @@ void toProto(const Operation& op, pb::Operation& out) {
   out.set_error(op.error);
   out.set_created_at(formatTimestamp(op.createdAt));
   out.set_updated_at(formatTimestamp(op.updatedAt));
+  addInstances(op.gpuInstances, *out.mutable_gpu_instances());
 }
 
 void toProto(const DeviceView& v, pb::Device& out) {
@@ -208,6 +241,7 @@ void toProto(const PlacementDecision& d, pb::PlanResponse& out) {
       pd->set_switch_id(p.switchId);
       pd->set_upstream_port_id(p.upstreamPortId);
     }
+    addInstances(d.placement->gpuInstances, *out.mutable_gpu_instances());
   } else if (d.error) {
     out.set_explanation(d.error->message);
   }

@@ -11,6 +11,7 @@ namespace pb = ::switchyard::v1;
 [[nodiscard]] Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string& tenant);
 
 [[nodiscard]] Result<std::vector<RequestShape>> fromProto(const pb::GetCapacityRequest& request);
+[[nodiscard]] Result<std::vector<MigProfile>> migProfilesOf(const pb::GetCapacityRequest& request);
 
 void toProto(const System& s, pb::System& out);
 void toProto(const CapacityReport& r, pb::Capacity& out);

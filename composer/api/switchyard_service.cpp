@@ -43,7 +43,11 @@ grpc::Status SwitchyardService::Attach(grpc::ServerContext*, const v1::AttachReq
 
 grpc::Status SwitchyardService::Detach(grpc::ServerContext*, const v1::DetachRequest* req, v1::Operation* out) {
   if (req->system().empty()) return invalid("system: required (id or name)");
-  DetachRequest request{req->system(), {req->device_ids().begin(), req->device_ids().end()}};
+  DetachRequest request{req->system(), {req->device_ids().begin(), req->device_ids().end()}, {}};
+  for (const auto& ref : req->gpu_instances()) {
+    if (ref.device_id().empty()) return invalid("gpu_instances: device_id required");
+    request.gpuInstances.push_back({ref.device_id(), ref.start()});
+  }
   return reply(engine_.detach(request), [&](const Operation& op) { toProto(op, *out); });
 }
 
@@ -62,7 +66,9 @@ grpc::Status SwitchyardService::Plan(grpc::ServerContext*, const v1::PlanRequest
 grpc::Status SwitchyardService::GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest* req, v1::Capacity* out) {
   auto shapes = fromProto(*req);
   if (!shapes) return toGrpcStatus(shapes.error());
-  return reply(engine_.capacity(*shapes), [&](const CapacityReport& report) { toProto(report, *out); });
+  auto mig = migProfilesOf(*req);
+  if (!mig) return toGrpcStatus(mig.error());
+  return reply(engine_.capacity(*shapes, *mig), [&](const CapacityReport& report) { toProto(report, *out); });
 }
 
 grpc::Status SwitchyardService::GetSystem(grpc::ServerContext*, const v1::GetSystemRequest* req, v1::System* out) {

@@ -145,8 +145,13 @@ Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
   return onControl([&]() -> Result<PlacementDecision> { return place(*placement_, state_->pool(), request); });
 }
 
-Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes) {
-  return onControl([&]() -> Result<CapacityReport> { return usableCapacity(*placement_, state_->pool(), shapes); });
+Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles) {
+  return onControl([&]() -> Result<CapacityReport> {
+    CapacityQuery query{shapes, migProfiles, {}};
+    for (const auto& [id, system] : state_->systems())
+      query.gpuInstances.insert(query.gpuInstances.end(), system.gpuInstances.begin(), system.gpuInstances.end());
+    return usableCapacity(*placement_, state_->pool(), query);
+  });
 }
 
 Result<System> Engine::getSystem(const std::string& idOrName) {

@@ -56,9 +56,16 @@ struct AttachRequest {
   PlacementRequest placement;
 };
 
+// A MIG instance of a system, named by its device and first memory slice.
+struct GpuInstanceRef {
+  DeviceId deviceId;
+  int start = 0;
+};
+
 struct DetachRequest {
   std::string system;  // id or name
-  std::vector<DeviceId> devices;
+  std::vector<DeviceId> devices;             // whole devices (with any MIG instances on them)
+  std::vector<GpuInstanceRef> gpuInstances;  // single MIG instances; a GPU left with none is unbound
 };
 
 struct DeviceView {
@@ -107,7 +114,8 @@ class Engine {
   [[nodiscard]] Result<Operation> attach(const AttachRequest& request);
   [[nodiscard]] Result<Operation> detach(const DetachRequest& request);
   [[nodiscard]] Result<PlacementDecision> plan(const PlacementRequest& request);
-  [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes);
+  // Usable capacity per request shape, and per MIG profile when asked.
+  [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles = {});
 
   [[nodiscard]] Result<System> getSystem(const std::string& idOrName);
   [[nodiscard]] Result<std::vector<System>> listSystems();

@@ -86,6 +86,7 @@ Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
   Operation op = newOperation(OperationKind::kCompose, system);
   system.activeOperation = op.id;
   op.explanation = placement.explanation;
+  op.gpuInstances = placement.gpuInstances;
   op.steps = bindSteps(placement.devices);
   op.steps.front().finishedAt = op.createdAt;
 
@@ -136,11 +137,13 @@ Result<Operation> Engine::acceptAttach(const AttachRequest& request) {
   PlacementRequest placement = request.placement;
   placement.host = system.hostId;
   placement.hostMayHaveSystem = true;
+  placement.boundInstances = system.gpuInstances;
   PlacementDecision decision = place(*placement_, state_->pool(), placement);
   if (!decision.placement) return fail(*decision.error);
 
   Operation op = newOperation(OperationKind::kAttach, system);
   op.explanation = decision.placement->explanation;
+  op.gpuInstances = decision.placement->gpuInstances;
   op.steps = bindSteps(decision.placement->devices);
   op.steps.front().finishedAt = op.createdAt;
   system.activeOperation = op.id;
@@ -161,18 +164,38 @@ Result<Operation> Engine::acceptAttach(const AttachRequest& request) {
 Result<Operation> Engine::acceptDetach(const DetachRequest& request) {
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, request.system));
-  if (request.devices.empty()) return fail(Code::kInvalidArgument, "name at least one device to detach");
+  if (request.devices.empty() && request.gpuInstances.empty())
+    return fail(Code::kInvalidArgument, "name at least one device or MIG instance to detach");
   Operation op = newOperation(OperationKind::kDetach, system);
-  std::set<DeviceId> seen;
+  std::set<DeviceId> unbound;
   for (const auto& device : request.devices) {
-    if (!seen.insert(device).second) return fail(Code::kInvalidArgument, fmt::format("device '{}' is listed twice", device));
-    auto it = std::find_if(system.bindings.begin(), system.bindings.end(), [&](const Binding& b) { return b.deviceId == device; });
-    if (it == system.bindings.end()) {
+    if (!unbound.insert(device).second) return fail(Code::kInvalidArgument, fmt::format("device '{}' is listed twice", device));
+    if (std::none_of(system.bindings.begin(), system.bindings.end(), [&](const Binding& b) { return b.deviceId == device; })) {
       if (!state_->index().device(device)) return fail(Code::kNotFound, fmt::format("no device '{}'", device));
       return fail(Code::kFailedPrecondition, fmt::format("device '{}' is not in system '{}'", device, system.name));
     }
-    op.steps.push_back({StepKind::kUnbind, it->deviceId, it->upstreamPortId});
+    for (const auto& i : system.gpuInstances)  // its MIG instances go with it
+      if (i.deviceId == device) op.gpuInstances.push_back(i);
   }
+  for (const auto& ref : request.gpuInstances) {
+    auto it = std::find_if(system.gpuInstances.begin(), system.gpuInstances.end(),
+                           [&](const GpuInstance& i) { return i.deviceId == ref.deviceId && i.start == ref.start; });
+    if (it == system.gpuInstances.end())
+      return fail(Code::kNotFound, fmt::format("system '{}' has no MIG instance at {}@{} (see `yardctl systems show {}`)", system.name,
+                                               ref.deviceId, ref.start, system.name));
+    if (unbound.contains(ref.deviceId) || std::find(op.gpuInstances.begin(), op.gpuInstances.end(), *it) != op.gpuInstances.end())
+      return fail(Code::kInvalidArgument, fmt::format("MIG instance {}@{} is listed twice", ref.deviceId, ref.start));
+    op.gpuInstances.push_back(*it);
+  }
+  // A GPU whose last instance leaves goes back to the pool with them.
+  for (const auto& i : op.gpuInstances) {
+    const bool keepsOthers = std::any_of(system.gpuInstances.begin(), system.gpuInstances.end(), [&](const GpuInstance& j) {
+      return j.deviceId == i.deviceId && std::find(op.gpuInstances.begin(), op.gpuInstances.end(), j) == op.gpuInstances.end();
+    });
+    if (!keepsOthers) unbound.insert(i.deviceId);
+  }
+  for (const auto& b : system.bindings)
+    if (unbound.contains(b.deviceId)) op.steps.push_back({StepKind::kUnbind, b.deviceId, b.upstreamPortId});
   op.steps.push_back({StepKind::kRelease});
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;

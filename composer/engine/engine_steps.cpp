@@ -226,12 +226,15 @@ void Engine::runLocalStep(Operation& op, std::size_t index, Mutation& m) {
       break;  // recorded at acceptance
     case StepKind::kCommit:
       for (const auto& b : forwardBindings(op)) updated.bindings.push_back(b);
+      for (const auto& i : op.gpuInstances) updated.gpuInstances.push_back(i);
       setDevices(grown, DeviceAllocation::kAllocated, updated.id);
       updated.state = SystemState::kComposed;
       updated.activeOperation.clear();
       m.events.push_back(makeEvent(op.kind == OperationKind::kCompose ? "system.composed" : "system.attached", updated.id,
-                                   fmt::format("{} ({}) on {} now has {} device(s)", updated.name, updated.id, updated.hostId,
-                                               updated.bindings.size())));
+                                   fmt::format("{} ({}) on {} now has {} device(s){}", updated.name, updated.id, updated.hostId,
+                                               updated.bindings.size(),
+                                               updated.gpuInstances.empty() ? ""
+                                                   : fmt::format(" and {} MIG instance(s)", updated.gpuInstances.size()))));
       break;
     case StepKind::kRelease:
       if (step.compensation) {  // rollback of compose/attach: hand the reservation back
@@ -244,10 +247,15 @@ void Engine::runLocalStep(Operation& op, std::size_t index, Mutation& m) {
         const auto removed = forwardUnbinds(op);
         setDevices(removed, DeviceAllocation::kFree, {});
         std::erase_if(updated.bindings, [&](const Binding& b) { return std::find(removed.begin(), removed.end(), b.deviceId) != removed.end(); });
+        std::erase_if(updated.gpuInstances, [&](const GpuInstance& i) {
+          return op.kind == OperationKind::kDecompose || std::find(op.gpuInstances.begin(), op.gpuInstances.end(), i) != op.gpuInstances.end();
+        });
         if (op.kind == OperationKind::kDecompose) updated.state = SystemState::kDecomposed;
         updated.activeOperation.clear();
         m.events.push_back(makeEvent(op.kind == OperationKind::kDecompose ? "system.decomposed" : "system.detached", updated.id,
-                                     fmt::format("{} ({}) released {} device(s) to the pool", updated.name, updated.id, removed.size())));
+                                     fmt::format("{} ({}) released {} device(s) to the pool{}", updated.name, updated.id, removed.size(),
+                                                 op.gpuInstances.empty() ? ""
+                                                     : fmt::format(" and removed {} MIG instance(s)", op.gpuInstances.size()))));
       }
       break;
     default:

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "composer/model/clock.h"
+#include "composer/model/mig.h"
 #include "composer/model/topology.h"
 
 namespace switchyard {
@@ -27,6 +28,16 @@ struct Binding {
   friend bool operator==(const Binding&, const Binding&) = default;
 };
 
+// A MIG GPU instance carved out of a bound device for one system: the device is bound whole to the
+// system's host (the switch works at device granularity) and this system owns the slices
+// [start, start + memorySlices(profile)). A bound device that carries instances is used only through them.
+struct GpuInstance {
+  DeviceId deviceId;
+  MigProfile profile = MigProfile::k1g;
+  int start = 0;
+  friend bool operator==(const GpuInstance&, const GpuInstance&) = default;
+};
+
 struct Tenant {
   TenantId id;
   std::string displayName;
@@ -40,6 +51,7 @@ struct System {
   std::string name;
   HostId hostId;
   std::vector<Binding> bindings;  // devices in the system, with the upstream port each is bound to
+  std::vector<GpuInstance> gpuInstances;  // MIG instances on some of those devices
   TenantId tenant{kDefaultTenant};
   std::map<std::string, std::string> labels;
   SystemState state = SystemState::kComposing;
@@ -73,6 +85,7 @@ struct Operation {
   HostId hostId;
   OperationState state = OperationState::kRunning;
   std::vector<Step> steps;
+  std::vector<GpuInstance> gpuInstances;  // compose/attach: instances it adds; detach: instances it removes
   std::string explanation;  // why the packing core chose these devices
   std::string error;        // set when it failed (and was rolled back)
   Timestamp createdAt = 0;

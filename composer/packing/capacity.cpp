@@ -1,8 +1,10 @@
 #include "composer/packing/capacity.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "composer/packing/composable_model.h"
+#include "composer/packing/gpu_instances.h"
 
 namespace switchyard {
 
@@ -35,6 +37,25 @@ int placeRepeatedly(const ComposableScheduler& scheduler, Pool pool, const Reque
   return placed;
 }
 
+// Free MIG-capable GPUs that hosts can still attach: one at a time, to any host with room (a new
+// system or an attach), until none fits.
+int attachableMigGpus(const ComposableScheduler& scheduler, Pool pool) {
+  PlacementRequest request;
+  request.gpuCount = 1;
+  request.peerToPeer = PeerToPeer::kNone;
+  request.migCapable = true;
+  request.hostMayHaveSystem = true;
+  int placed = 0;
+  for (std::size_t round = 0; round < pool.devices().size(); ++round) {
+    PlacementDecision d = place(scheduler, pool, request);
+    if (!d.placement) break;
+    pool.setFree(pool.deviceIndex(d.placement->devices.front().deviceId), false);
+    pool.addAttached(pool.hostIndex(d.placement->hostId), 1);
+    ++placed;
+  }
+  return placed;
+}
+
 }  // namespace
 
 CapacityReport usableCapacity(const Pool& pool, const std::vector<RequestShape>& shapes) {
@@ -42,6 +63,11 @@ CapacityReport usableCapacity(const Pool& pool, const std::vector<RequestShape>&
 }
 
 CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& pool, const std::vector<RequestShape>& shapes) {
+  return usableCapacity(scheduler, pool, CapacityQuery{shapes, {}, {}});
+}
+
+CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& pool, const CapacityQuery& query) {
+  const auto& shapes = query.shapes;
   CapacityReport report;
   // Fabrics that some host able to take a new system is cabled to.
   std::unordered_set<int> reachableFabrics;
@@ -57,6 +83,19 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
       ++report.strandedGpus;
   }
   for (const auto& shape : shapes) report.shapes.push_back({shape, shape.gpus > 0 ? placeRepeatedly(scheduler, pool, shape) : 0});
+  if (query.migProfiles.empty()) return report;
+
+  report.attachableMigGpus = attachableMigGpus(scheduler, pool);
+  std::vector<MigLayout> carved;
+  for (const auto& i : query.gpuInstances)
+    if (std::none_of(query.gpuInstances.begin(), query.gpuInstances.begin() + (&i - query.gpuInstances.data()),
+                     [&](const GpuInstance& j) { return j.deviceId == i.deviceId; }))
+      carved.push_back(layoutOf(query.gpuInstances, i.deviceId));
+  for (MigProfile p : query.migProfiles) {
+    MigCapacity c{p, 0, report.attachableMigGpus * MigLayout{}.capacityFor(p)};
+    for (const auto& layout : carved) c.onPartlyUsedGpus += layout.capacityFor(p);
+    report.mig.push_back(c);
+  }
   return report;
 }
 

@@ -11,6 +11,10 @@
 
 namespace switchyard {
 
+struct RequestShape;
+// 1, 2, 4, 8 and 16 GPUs, all under one switch.
+[[nodiscard]] std::vector<RequestShape> defaultShapes();
+
 struct RequestShape {
   int gpus = 1;
   PeerToPeer peerToPeer = PeerToPeer::kRequired;
@@ -22,18 +26,34 @@ struct ShapeCapacity {
   int placeable = 0;
 };
 
+// MIG instances of one profile that could still be created. A partly used GPU serves only the system
+// it is bound to, so the two numbers are kept apart.
+struct MigCapacity {
+  MigProfile profile = MigProfile::k1g;
+  int onPartlyUsedGpus = 0;  // free slices of GPUs already carved for systems
+  int onFreeGpus = 0;        // on free MIG-capable GPUs that hosts can still attach
+};
+
 struct CapacityReport {
   int freeGpus = 0;      // free and not critical
   int strandedGpus = 0;  // free, yet no host that could take a new system reaches them
   std::vector<ShapeCapacity> shapes;
+  int attachableMigGpus = 0;  // free MIG-capable GPUs that hosts can still attach, within device limits
+  std::vector<MigCapacity> mig;
 };
 
-// 1, 2, 4, 8 and 16 GPUs, all under one switch.
-[[nodiscard]] std::vector<RequestShape> defaultShapes();
+struct CapacityQuery {
+  std::vector<RequestShape> shapes = defaultShapes();
+  std::vector<MigProfile> migProfiles;   // empty: no MIG rows
+  std::vector<GpuInstance> gpuInstances;  // every live system's MIG instances
+};
+
 
 // With the default profile, or with the scheduler the daemon is configured with.
 [[nodiscard]] CapacityReport usableCapacity(const Pool& pool, const std::vector<RequestShape>& shapes);
 [[nodiscard]] CapacityReport usableCapacity(const placement::Scheduler<ComposableModel>& scheduler, const Pool& pool,
                                             const std::vector<RequestShape>& shapes);
+[[nodiscard]] CapacityReport usableCapacity(const placement::Scheduler<ComposableModel>& scheduler, const Pool& pool,
+                                            const CapacityQuery& query);
 
 }  // namespace switchyard

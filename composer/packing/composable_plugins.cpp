@@ -19,7 +19,7 @@ const std::string& switchName(const Pool& pool, int s) { return pool.switches()[
 
 bool eligible(const PoolDevice& d, const PlacementRequest& r) {
   return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical && (r.model.empty() || d.model == r.model) &&
-         d.memoryGiB >= r.minMemoryGiB;
+         d.memoryGiB >= r.minMemoryGiB && (!r.migCapable || d.migCapable);
 }
 
 class EligibleDevicesPlugin final : public placement::PreFilterPlugin<ComposableModel> {

@@ -1,6 +1,7 @@
 #include "composer/packing/packing.h"
 
 #include "composer/packing/composable_model.h"
+#include "composer/packing/gpu_instances.h"
 
 #include <fmt/format.h>
 
@@ -74,7 +75,10 @@ PlacementDecision placeExplicit(const Pool& pool, const PlacementRequest& r) {
 }  // namespace
 
 Result<void> validatePlacementRequest(const Pool& pool, const PlacementRequest& r) {
-  if (r.devices.empty()) {
+  if (!r.gpuInstances.empty()) {
+    if (!r.devices.empty()) return fail(Code::kInvalidArgument, "ask for MIG instances or for explicit devices, not both");
+    if (r.gpuInstances.size() > 64) return fail(Code::kInvalidArgument, fmt::format("at most 64 MIG instances per request (got {})", r.gpuInstances.size()));
+  } else if (r.devices.empty()) {
     if (r.gpuCount <= 0) return fail(Code::kInvalidArgument, fmt::format("gpu count must be at least 1 (got {})", r.gpuCount));
     if (r.gpuCount > static_cast<int>(pool.devices().size()))
       return fail(Code::kResourceExhausted,
@@ -94,12 +98,53 @@ Result<void> validatePlacementRequest(const Pool& pool, const PlacementRequest& 
 
 PlacementDecision place(const Pool& pool, const PlacementRequest& r) { return place(defaultComposableScheduler(), pool, r); }
 
+namespace {
+
+// MIG instances: fill the system's partly used GPUs, then place the fresh GPUs still needed as whole
+// MIG-capable GPUs with the scheduler, and carve them.
+PlacementDecision placeInstances(const ComposableScheduler& scheduler, const Pool& pool, const PlacementRequest& r) {
+  const InstancePlan plan = planGpuInstances(r.boundInstances, r.gpuInstances);
+  std::string what = fmt::format("{} MIG instance(s) ({})", r.gpuInstances.size(), describe(r.gpuInstances));
+  std::string filled = plan.onBound.empty() ? "" : fmt::format("{} on partly used GPUs", plan.onBound.size());
+  PlacementDecision out;
+  Placement placement;
+  std::string fresh;
+  if (!plan.onFresh.empty()) {
+    PlacementRequest whole = r;
+    whole.gpuInstances.clear();
+    whole.gpuCount = static_cast<int>(plan.onFresh.size());
+    whole.migCapable = true;
+    out = place(scheduler, pool, whole);
+    if (!out.placement) {
+      if (out.error) out.error->message = fmt::format("{} need {} fresh MIG-capable GPU(s){}; {}", what, plan.onFresh.size(),
+                                                      filled.empty() ? "" : " after " + filled, out.error->message);
+      return out;
+    }
+    placement = std::move(*out.placement);
+    fresh = placement.explanation.substr(placement.explanation.find(": ") + 2);
+    for (std::size_t g = 0; g < plan.onFresh.size(); ++g)
+      for (const auto& i : plan.onFresh[g]) placement.gpuInstances.push_back({placement.devices[g].deviceId, i.profile, i.start});
+  } else {
+    placement.hostId = *r.host;  // only an attach has partly used GPUs to fill
+    out.candidates.push_back({placement.hostId, true, filled});
+  }
+  for (const auto& i : plan.onBound) placement.gpuInstances.push_back(i);
+  placement.explanation = fmt::format("{}: {} -> {}{}{}", placement.hostId, what,
+                                      filled.empty() ? "" : filled, !filled.empty() && !plan.onFresh.empty() ? ", " : "",
+                                      plan.onFresh.empty() ? "" : fmt::format("{} fresh GPU(s): {}", plan.onFresh.size(), fresh));
+  out.placement = std::move(placement);
+  return out;
+}
+
+}  // namespace
+
 PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, const PlacementRequest& r) {
   PlacementDecision out;
   if (auto v = validatePlacementRequest(pool, r); !v) {
     out.error = v.error();
     return out;
   }
+  if (!r.gpuInstances.empty()) return placeInstances(scheduler, pool, r);
   if (!r.devices.empty()) return placeExplicit(pool, r);
 
   placement::Decision<ComposableModel> d = scheduler.schedule(pool, r, r.explain);
@@ -115,7 +160,7 @@ PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, 
     return out;
   }
   if (!d.chosen) {
-    std::string why = fmt::format("no host can take {} GPU(s){}{}{}:", r.gpuCount,
+    std::string why = fmt::format("no host can take {}{} GPU(s){}{}{}:", r.gpuCount, r.migCapable ? " MIG-capable" : "",
                                   r.model.empty() ? "" : fmt::format(" of model {}", r.model),
                                   r.minMemoryGiB ? fmt::format(" with >= {} GiB", r.minMemoryGiB) : "",
                                   r.peerToPeer == PeerToPeer::kRequired ? " under one switch" : "");
@@ -131,7 +176,7 @@ PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, 
     const auto feasible = std::count_if(out.candidates.begin(), out.candidates.end(), [](auto& c) { return c.feasible; });
     explanation += fmt::format("; best of {} feasible host(s)", feasible);
   }
-  out.placement = Placement{hostId, materialize(pool, plan, d.state.find<EligibleDevices>()->bySwitch), std::move(explanation)};
+  out.placement = Placement{hostId, materialize(pool, plan, d.state.find<EligibleDevices>()->bySwitch), {}, std::move(explanation)};
   return out;
 }
 

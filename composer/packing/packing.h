@@ -5,6 +5,8 @@
 //  2. prefer all devices under one switch that the host has an upstream port into (peer-to-peer);
 //  3. among those, the switch whose eligible free block is the tightest fit (keeps big blocks whole);
 //  4. otherwise (P2P preferred or not needed) span as few switches as possible, direct ones first.
+// MIG requests are first packed into GPU instances (gpu_instances.h); only the fresh GPUs that needs
+// go through the steps above.
 // Every rejected candidate gets a reason, so "does not fit" always says why.
 #pragma once
 
@@ -27,6 +29,11 @@ struct PlacementRequest {
   std::optional<HostId> host;      // pinned host
   bool hostMayHaveSystem = false;  // attach: the pinned host already serves the system
   std::vector<DeviceId> devices;   // explicit devices (then gpuCount is ignored)
+  // Fractional GPUs: MIG instances instead of whole GPUs (then gpuCount is ignored). They go on the
+  // system's partly used GPUs first (`boundInstances`, attach) and on fresh MIG-capable GPUs otherwise.
+  std::vector<MigProfile> gpuInstances;
+  std::vector<GpuInstance> boundInstances;  // attach: the instances the system already has
+  bool migCapable = false;                  // whole GPUs must be MIG-capable
   TenantId tenant{kDefaultTenant};
   // Give every candidate host a reason (Plan). Without it only a failure explains itself, which keeps
   // the hot path free of string formatting.
@@ -47,7 +54,8 @@ struct CandidateVerdict {
 
 struct Placement {
   HostId hostId;
-  std::vector<PlacedDevice> devices;
+  std::vector<PlacedDevice> devices;     // devices to bind
+  std::vector<GpuInstance> gpuInstances;  // MIG instances to create, on those or on already bound devices
   std::string explanation;
 };
 

@@ -19,6 +19,7 @@ struct PoolDevice {
   int memoryGiB = 0;
   DeviceHealth health = DeviceHealth::kOk;
   bool free = true;
+  bool migCapable = false;
 };
 
 struct PoolSwitch {

@@ -404,6 +404,47 @@ TEST_F(DaemonTest, CapacityShowsWhatStillFits) {
   EXPECT_EQ(yardctl("capacity --gpus 0").exitCode, 2);
 }
 
+TEST_F(DaemonTest, FractionalGpusFromTheCommandLine) {
+  startDaemon();
+  auto composed = yardctl("compose infer --mig 3g,1g");
+  ASSERT_EQ(composed.exitCode, 0) << composed.err;
+  json system = yardctlJson("systems infer");
+  ASSERT_EQ(system["bindings"].size(), 1u);
+  ASSERT_EQ(system["gpu_instances"].size(), 2u);
+  const std::string device = system["bindings"][0]["device_id"];
+
+  auto filled = yardctl("attach infer --mig 2g");
+  ASSERT_EQ(filled.exitCode, 0) << filled.err;
+  EXPECT_EQ(yardctlJson("systems infer")["bindings"].size(), 1u) << "the 2g went beside the 3g and the 1g";
+  EXPECT_EQ(simulatedSwitch().size(), 1u);
+
+  json capacity = yardctlJson("capacity --mig 1g,7g");
+  ASSERT_EQ(capacity["mig"].size(), 2u);
+  EXPECT_EQ(capacity["mig"][0]["profile"], "1g");
+  EXPECT_EQ(capacity["mig"][0]["on_partly_used_gpus"], 1);
+  EXPECT_EQ(capacity["attachable_mig_gpus"], 15);
+  auto table = yardctl("capacity");
+  EXPECT_NE(table.out.find("MIG PROFILE"), std::string::npos) << table.out;
+
+  auto badProfile = yardctl("attach infer --mig 5g");
+  EXPECT_EQ(badProfile.exitCode, 2);
+  auto badRef = yardctl("detach infer -i " + device);
+  EXPECT_EQ(badRef.exitCode, 2);
+  EXPECT_NE(badRef.err.find("DEVICE@START"), std::string::npos) << badRef.err;
+  auto noSuch = yardctl("detach infer -i " + device + "@1");
+  EXPECT_EQ(noSuch.exitCode, 3);
+  EXPECT_NE(noSuch.err.find("no MIG instance"), std::string::npos) << noSuch.err;
+
+  const json carved = yardctlJson("systems infer")["gpu_instances"];
+  ASSERT_EQ(carved.size(), 3u);
+  for (const auto& i : carved) {
+    auto r = yardctl("detach infer -i " + i["device_id"].get<std::string>() + "@" + std::to_string(i.value("start", 0)));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+  }
+  EXPECT_TRUE(simulatedSwitch().empty()) << "the GPU went back when its last instance left";
+  EXPECT_EQ(yardctlJson("systems infer")["bindings"].size(), 0u);
+}
+
 TEST_F(DaemonTest, PlanExplainsWithoutChangingAnything) {
   startDaemon();
   auto fits = yardctl("plan --gpus 8 --p2p required --model A100-SXM4-40GB --explain");

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "composer/packing/mig.h"
+#include "composer/model/mig.h"
 
 namespace switchyard {
 namespace {

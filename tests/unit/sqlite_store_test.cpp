@@ -19,6 +19,7 @@ System sampleSystem() {
   s.hostId = "host0";
   s.bindings = {{"sw0-gpu0", "sw0-usp0"}, {"sw0-gpu1", "sw0-usp0"}};
   s.labels = {{"team", "ml"}};
+  s.gpuInstances = {{"sw0-gpu1", MigProfile::k3g, 4}, {"sw0-gpu1", MigProfile::k1g, 0}};
   s.state = SystemState::kComposed;
   s.createdAt = 11;
   s.updatedAt = 12;
@@ -34,6 +35,7 @@ Operation sampleOperation() {
   op.state = OperationState::kRunning;
   op.steps = {{StepKind::kReserve, {}, {}, StepState::kDone}, {StepKind::kBind, "sw0-gpu0", "sw0-usp0", StepState::kDone, false, 1},
               {StepKind::kBind, "sw0-gpu1", "sw0-usp0"}, {StepKind::kCommit}};
+  op.gpuInstances = {{"sw0-gpu1", MigProfile::k7g, 0}};
   return op;
 }
 
@@ -95,12 +97,14 @@ TEST(SqliteStore, RoundTripsEverything) {
   ASSERT_EQ(snap->systems.size(), 1u);
   EXPECT_EQ(snap->systems[0].bindings, sampleSystem().bindings);
   EXPECT_EQ(snap->systems[0].labels.at("team"), "ml");
+  EXPECT_EQ(snap->systems[0].gpuInstances, sampleSystem().gpuInstances);
   ASSERT_EQ(snap->unfinishedOperations.size(), 1u);
   const Operation& op = snap->unfinishedOperations[0];
   ASSERT_EQ(op.steps.size(), 4u);
   EXPECT_EQ(op.steps[1].state, StepState::kDone);
   EXPECT_EQ(op.steps[1].attempts, 1);
   EXPECT_EQ(op.cursor(), 2u);
+  EXPECT_EQ(op.gpuInstances, sampleOperation().gpuInstances);
   EXPECT_EQ(snap->assignments.size(), 2u);
   EXPECT_EQ(snap->lastEventSequence, 5u);
   EXPECT_EQ(snap->lastOperationNumber, 42u);

@@ -1,4 +1,4 @@
-#include "composer/packing/mig.h"
+#include "composer/model/mig.h"
 
 #include <algorithm>
 
