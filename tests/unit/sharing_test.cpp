@@ -7,8 +7,10 @@
 
 #include "composer/packing/sharing/fragmentation.h"
 #include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/composable_sim.h"
 #include "tests/bench/packing/openb_trace.h"
 #include "tests/bench/packing/static_sim.h"
+#include "tests/bench/packing/upper_bound.h"
 #include "tests/support/temp_dir.h"
 
 namespace switchyard::sharing {
@@ -89,7 +91,7 @@ TEST(ShareCluster, ApplyRejectsAnInvalidPlacementAndReleaseUndoesApply) {
 TEST(ShareRequest, ValidateNamesTheProblem) {
   EXPECT_FALSE(validate(share(500)));
   EXPECT_TRUE(validate(ShareRequest{.gpuCount = 2, .gpuMilli = 500}));
-  EXPECT_TRUE(validate(ShareRequest{.gpuCount = 9, .gpuMilli = 1000}));
+  EXPECT_TRUE(validate(ShareRequest{.gpuCount = kMaxGpusPerNode + 1, .gpuMilli = 1000}));
   EXPECT_TRUE(validate(ShareRequest{.gpuCount = 1, .gpuMilli = 0}));
 }
 
@@ -241,6 +243,85 @@ TEST(SwitchyardPolicy, CachedDecisionsFollowNodeChanges) {
   EXPECT_FALSE(ours->choose(c, whole(1)));
 }
 
+// Composable mode of the benchmark: views over switch enclosures, and the LP bound.
+TEST(ComposablePool, TheMirrorPoolReproducesStaticModeExactly) {
+  std::mt19937_64 rng(11);
+  const ShareCluster servers = randomCluster(rng, 25);
+  std::vector<ShareRequest> requests;
+  for (int i = 0; i < 400; ++i) requests.push_back(randomRequest(rng));
+  const auto mix = typicalShapes(requests);
+  const bench::ComposableShape mirror{.slots = 8, .enclosurePorts = 1, .hostPorts = 1, .deviceLimit = 8, .mirrorServers = true};
+  for (const auto& name : sharePolicyNames()) {
+    auto a = makeSharePolicy(name, {.seed = 1, .oracleMix = mix});
+    auto b = makeSharePolicy(name, {.seed = 1, .oracleMix = mix});
+    const auto composable = bench::runComposable(bench::ComposablePool(servers, mirror), requests, *a);
+    const auto fixed = bench::runStatic(servers, requests, *b, mix);
+    EXPECT_EQ(composable.allocationPercent, fixed.allocationPercent) << name;
+    EXPECT_EQ(composable.failed, fixed.failed) << name;
+    EXPECT_EQ(composable.attaches, 0u) << "a server's GPUs are bound to it once, before the run";
+    EXPECT_GT(composable.gpuRequestsPlaced, 0u);
+  }
+}
+
+TEST(ComposablePool, NeverBreaksAnInvariantUnderAnyPolicy) {
+  std::mt19937_64 rng(12);
+  const ShareCluster servers = randomCluster(rng, 30);
+  for (const auto& name : sharePolicyNames())
+    for (const bench::ComposableShape shape : {bench::ComposableShape{4, 2, 2, 6}, bench::ComposableShape{16, 8, 1, 16}}) {
+      bench::ComposablePool pool(servers, shape);
+      ASSERT_FALSE(pool.violation()) << *pool.violation();
+      auto policy = makeSharePolicy(name, {.seed = 3});
+      for (int i = 0; i < 600; ++i) {
+        const ShareRequest r = randomRequest(rng);
+        policy->observe(r);
+        auto p = policy->choose(pool.views(), r);
+        if (!p) {
+          for (const auto& v : pool.views().nodes()) EXPECT_FALSE(fits(v, r)) << name << ": refused though " << v.name << " fits";
+          continue;
+        }
+        pool.apply(*p, r);
+        auto broken = pool.violation();
+        ASSERT_FALSE(broken) << name << " " << shape.describe() << ": " << *broken;
+      }
+      EXPECT_GT(pool.attaches(), 0u);
+    }
+}
+
+TEST(ComposablePool, ServesLogicalServersNoFixedServerCan) {
+  ModelTable models;
+  models.intern("A");
+  std::vector<ShareNode> list;
+  for (int i = 0; i < 4; ++i) list.push_back(node("n" + std::to_string(i), 8, 0, 96000));
+  const ShareCluster servers(std::move(list), models);
+  const std::vector<ShareRequest> big{{.cpuMilli = 8000, .memoryMib = 1024, .gpuCount = 16, .gpuMilli = 1000},
+                                      {.cpuMilli = 8000, .memoryMib = 1024, .gpuCount = 16, .gpuMilli = 1000}};
+  auto a = makeSharePolicy("switchyard", {});
+  auto b = makeSharePolicy("switchyard", {});
+  EXPECT_EQ(bench::runStatic(servers, big, *a, typicalShapes(big)).failed, 2u);
+  const auto composable = bench::runComposable(bench::ComposablePool(servers, {.slots = 16, .enclosurePorts = 2, .hostPorts = 1, .deviceLimit = 16}),
+                                               big, *b);
+  EXPECT_EQ(composable.placed, 2u);
+  EXPECT_EQ(composable.attaches, 32u);
+  EXPECT_DOUBLE_EQ(composable.allocationPercent.back(), 100.0);
+}
+
+TEST(UpperBound, PoolsCpuAndRespectsModelSets) {
+  ModelTable models;
+  models.intern("A");
+  models.intern("B");
+  std::vector<ShareNode> list{node("a", 1, 0, 5000), node("b", 1, 1, 5000)};
+  const ShareCluster c(std::move(list), models);
+  // Two whole-GPU requests of 8 cores each and 10 cores in all: 1 + 2/8 of them.
+  std::vector<ShareRequest> r{{.cpuMilli = 8000, .gpuCount = 1, .gpuMilli = 1000}, {.cpuMilli = 8000, .gpuCount = 1, .gpuMilli = 1000}};
+  EXPECT_NEAR(*bench::allocationUpperBound(c, r), 1250.0, 1e-6);
+  // Three 1-core requests that all need model A: only A's one GPU.
+  r.assign(3, ShareRequest{.cpuMilli = 1000, .gpuCount = 1, .gpuMilli = 1000, .modelMask = 1u});
+  EXPECT_NEAR(*bench::allocationUpperBound(c, r), 1000.0, 1e-6);
+  r.push_back({.cpuMilli = 1000, .gpuCount = 1, .gpuMilli = 500});
+  EXPECT_NEAR(*bench::allocationUpperBound(c, r), 1500.0, 1e-6);
+  EXPECT_NEAR(*bench::allocationUpperBound(c, {}), 0.0, 1e-9);
+}
+
 }  // namespace
 }  // namespace switchyard::sharing
 
@@ -303,6 +384,7 @@ TEST(StaticSimulation, EveryPolicyRunsTheMiniTraceAndAccountsForEveryPod) {
       EXPECT_GE(r.allocationPercent[static_cast<size_t>(i)], r.allocationPercent[static_cast<size_t>(i - 1)]) << name;
   }
 }
+
 
 }  // namespace
 }  // namespace switchyard::bench

@@ -128,4 +128,10 @@ void ShareCluster::release(const SharePlacement& p, const ShareRequest& r) {
   ++n.version;
 }
 
+void ShareCluster::replaceNode(size_t i, ShareNode node) {
+  ShareNode& n = nodes_.at(i);
+  node.version = n.version + 1;
+  n = std::move(node);
+}
+
 }  // namespace switchyard::sharing

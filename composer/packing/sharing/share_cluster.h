@@ -14,7 +14,8 @@
 namespace switchyard::sharing {
 
 inline constexpr int32_t kMilliPerGpu = 1000;
-inline constexpr int kMaxGpusPerNode = 8;
+// 8 on the trace's servers; up to 32 on a composable host whose GPUs sit under one switch.
+inline constexpr int kMaxGpusPerNode = 32;
 inline constexpr uint32_t kAnyModel = 0xffffffffu;
 
 // GPU model names interned to small ids, so an allowed-model set is a bitmask.
@@ -101,6 +102,9 @@ class ShareCluster {
   void apply(const SharePlacement& p, const ShareRequest& r);
   // Gives them back (the exact inverse of apply).
   void release(const SharePlacement& p, const ShareRequest& r);
+  // Replaces a node whose resources changed outside apply/release (a composable host's view when GPUs
+  // are attached elsewhere); bumps its version. The allocation total is the caller's to keep.
+  void replaceNode(size_t i, ShareNode node);
 
  private:
   std::vector<ShareNode> nodes_;

@@ -35,8 +35,11 @@ struct StateKey {
   int32_t cpuLeft;
   uint8_t model;
   int count;
-  std::array<int32_t, kMaxGpusPerNode> sorted;
-  bool operator==(const StateKey&) const = default;
+  std::array<int32_t, kMaxGpusPerNode> sorted;  // only the first `count` are meaningful
+  bool operator==(const StateKey& o) const {
+    return cpuLeft == o.cpuLeft && model == o.model && count == o.count &&
+           std::equal(sorted.begin(), sorted.begin() + count, o.sorted.begin());
+  }
 };
 struct StateKeyHash {
   size_t operator()(const StateKey& k) const {

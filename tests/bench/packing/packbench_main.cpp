@@ -21,7 +21,9 @@
 #include <thread>
 
 #include "tests/bench/packing/openb_trace.h"
+#include "tests/bench/packing/composable_sim.h"
 #include "tests/bench/packing/static_sim.h"
+#include "tests/bench/packing/upper_bound.h"
 
 namespace fs = std::filesystem;
 using namespace switchyard;
@@ -327,6 +329,212 @@ int runLatencyCommand(const fs::path& traces, const std::vector<int>& sizes, con
   return 0;
 }
 
+
+// "default+big": the default pod list with logical servers only a composable pool can serve: of its
+// 8-GPU pods (in name order) every fourth asks for 32 GPUs and the next one for 16, CPU and memory scaled.
+std::vector<TracePod> withBigServers(std::vector<TracePod> pods) {
+  std::sort(pods.begin(), pods.end(), [](const TracePod& a, const TracePod& b) { return a.name < b.name; });
+  int eight = 0;
+  for (auto& p : pods) {
+    if (p.request.gpuCount != 8) continue;
+    const int factor = eight % 4 == 0 ? 4 : eight % 4 == 1 ? 2 : 1;
+    ++eight;
+    p.request.gpuCount *= factor;
+    p.request.cpuMilli *= factor;
+    p.request.memoryMib *= factor;
+  }
+  return pods;
+}
+
+std::optional<ComposableShape> parseShape(const std::string& s) {
+  if (s == "mirror") return ComposableShape{.slots = 8, .enclosurePorts = 1, .hostPorts = 1, .deviceLimit = 8, .mirrorServers = true};
+  ComposableShape shape;
+  if (std::sscanf(s.c_str(), "%d:%d:%d:%d", &shape.slots, &shape.enclosurePorts, &shape.hostPorts, &shape.deviceLimit) != 4 ||
+      shape.slots < 1 || shape.enclosurePorts < 1 || shape.hostPorts < 1 || shape.deviceLimit < 1 ||
+      shape.deviceLimit > sharing::kMaxGpusPerNode)
+    return std::nullopt;
+  return shape;
+}
+
+int runComposableCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& shapeNames,
+                         const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio, const fs::path& out,
+                         unsigned jobs, bool quiet) {
+  auto cluster = loadOpenbNodes((traces / "openb_node_list_gpu_node.csv").string());
+  if (!cluster) {
+    fmt::print(stderr, "error: {}\n", cluster.error());
+    return 2;
+  }
+  std::map<std::string, ComposableShape> shapes;
+  for (const auto& name : shapeNames) {
+    auto shape = parseShape(name);
+    if (!shape) {
+      fmt::print(stderr, "error: shape '{}' is neither 'mirror' nor K:U:P:L with L <= {}\n", name, sharing::kMaxGpusPerNode);
+      return 2;
+    }
+    shapes[name] = *shape;
+  }
+  for (const auto& p : policies)
+    if (!sharing::makeSharePolicy(p, {})) {
+      fmt::print(stderr, "error: unknown policy '{}'; known: {}\n", p, fmt::join(sharing::sharePolicyNames(), ", "));
+      return 2;
+    }
+  std::map<std::string, std::vector<TracePod>> pods;
+  std::map<std::string, sharing::ShapeMix> mixes;
+  sharing::ModelTable models = cluster->models();
+  for (const auto& w : workloads) {
+    const bool big = w.ends_with("+big");
+    const std::string file = big ? w.substr(0, w.size() - 4) : w;
+    auto loaded = loadOpenbPods((traces / fmt::format("openb_pod_list_{}.csv", file)).string(), models);
+    if (!loaded) {
+      fmt::print(stderr, "error: {}\n", loaded.error());
+      return 2;
+    }
+    pods[w] = big ? withBigServers(std::move(*loaded)) : std::move(*loaded);
+    std::vector<sharing::ShareRequest> reqs;
+    for (const auto& p : pods[w]) reqs.push_back(p.request);
+    mixes[w] = sharing::typicalShapes(reqs);
+  }
+
+  // The LP bound at 100 % arrived demand, once per workload and seed (the pool's resources do not depend
+  // on the shape).
+  std::map<std::pair<std::string, uint64_t>, double> bound;
+  for (const auto& w : workloads)
+    for (uint64_t seed : seeds) {
+      const auto requests = inflateWorkload(pods[w], cluster->totalGpuMilli(), seed, ratio);
+      std::vector<sharing::ShareRequest> arrived;
+      int64_t demand = 0;
+      for (const auto& r : requests) {
+        if (demand + r.totalGpuMilli() > cluster->totalGpuMilli()) break;
+        demand += r.totalGpuMilli();
+        arrived.push_back(r);
+      }
+      auto ub = allocationUpperBound(*cluster, arrived);
+      if (!ub) {
+        fmt::print(stderr, "error: upper bound for {} seed {}: {}\n", w, seed, ub.error());
+        return 1;
+      }
+      bound[{w, seed}] = 100.0 * *ub / static_cast<double>(cluster->totalGpuMilli());
+    }
+
+  struct Run {
+    std::string workload, shape, policy;
+    uint64_t seed;
+    ComposableResult result;
+    std::optional<StaticResult> staticResult;  // mirror runs: the same run in static mode
+  };
+  std::vector<Run> runs;
+  for (const auto& w : workloads)
+    for (const auto& sh : shapeNames)
+      for (const auto& p : policies)
+        for (uint64_t seed : seeds) runs.push_back({w, sh, p, seed, {}, {}});
+  fs::create_directories(out);
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex printMutex;
+  auto worker = [&] {
+    for (size_t i; (i = next++) < runs.size();) {
+      Run& run = runs[i];
+      sharing::ShareCluster c = shuffleNodes(*cluster, run.seed);
+      auto requests = inflateWorkload(pods[run.workload], c.totalGpuMilli(), run.seed, ratio);
+      sharing::SharePolicyOptions o{.seed = run.seed, .oracleMix = mixes[run.workload], .learnMix = true, .cacheFgd = true};
+      auto policy = sharing::makeSharePolicy(run.policy, o);
+      run.result = runComposable(ComposablePool(c, shapes[run.shape]), requests, *policy);
+      if (shapes[run.shape].mirrorServers) {
+        auto again = sharing::makeSharePolicy(run.policy, o);
+        run.staticResult = runStatic(c, requests, *again, mixes[run.workload]);
+      }
+      const size_t n = ++done;
+      if (!quiet) {
+        std::lock_guard lock(printMutex);
+        fmt::print(stderr, "[{}/{}] {:<14} {:<12} {:<18} seed {}  alloc@100 {:6.2f}%  bound {:6.2f}%\n", n, runs.size(), run.workload,
+                   run.shape, run.policy, run.seed, run.result.allocationPercent[100], bound[{run.workload, run.seed}]);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::max(1u, jobs); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+
+  std::ofstream csv(out / "composable_runs.csv");
+  csv << "workload,shape,policy,seed,arrived_pods,placed_pods,failed_pods,alloc_at_100,alloc_at_130,bound_at_100,"
+         "first_failure_arrived_pct,attaches,gpu_requests_placed,static_alloc_at_100,static_alloc_at_130\n";
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> at100, at130, churn;
+  std::map<std::string, std::vector<double>> bounds;
+  double mirrorDiff = 0;
+  size_t mirrorRuns = 0;
+  for (const auto& r : runs) {
+    const auto& c = r.result;
+    const double ub = bound[{r.workload, r.seed}];
+    csv << fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{},{},{},{}\n", r.workload, r.shape, r.policy, r.seed, c.arrived,
+                       c.placed, c.failed, c.allocationPercent[100], c.allocationPercent[130], ub, c.firstFailureArrivedPercent,
+                       c.attaches, c.gpuRequestsPlaced,
+                       r.staticResult ? fmt::format("{:.4f}", r.staticResult->allocationPercent[100]) : "",
+                       r.staticResult ? fmt::format("{:.4f}", r.staticResult->allocationPercent[130]) : "");
+    const auto key = std::make_tuple(r.workload, r.shape, r.policy);
+    at100[key].push_back(c.allocationPercent[100]);
+    at130[key].push_back(c.allocationPercent[130]);
+    churn[key].push_back(c.gpuRequestsPlaced ? static_cast<double>(c.attaches) / static_cast<double>(c.gpuRequestsPlaced) : 0);
+    if (r.staticResult) {
+      for (size_t p = 0; p < c.allocationPercent.size(); ++p)
+        mirrorDiff = std::max(mirrorDiff, std::abs(c.allocationPercent[p] - r.staticResult->allocationPercent[p]));
+      ++mirrorRuns;
+    }
+  }
+  for (const auto& w : workloads)
+    for (uint64_t seed : seeds) bounds[w].push_back(bound[{w, seed}]);
+
+  std::ofstream summary(out / "composable_summary.md");
+  auto emit = [&](const std::string& s) {
+    summary << s;
+    fmt::print("{}", s);
+  };
+  const std::string dashes = [&] {
+    std::string d;
+    for (size_t i = 0; i < policies.size() + 3; ++i) d += "---|";
+    return d;
+  }();
+  emit(fmt::format("GPU allocation % at 100 % arrived demand, mean over {} seeds ({}), against the LP upper bound\n\n"
+                   "| workload | pool | {} | bound | best gap |\n|{}\n",
+                   seeds.size(), fmt::join(seeds, ","), fmt::join(policies, " | "), dashes));
+  for (const auto& w : workloads)
+    for (const auto& sh : shapeNames) {
+      std::string row = fmt::format("| {} | {} |", w, shapes[sh].describe());
+      double best = 0;
+      for (const auto& p : policies) {
+        const double m = stats(at100[{w, sh, p}]).mean;
+        best = std::max(best, m);
+        row += fmt::format(" {:.2f} |", m);
+      }
+      const double ub = stats(bounds[w]).mean;
+      emit(row + fmt::format(" {:.2f} | {:.2f} |\n", ub, ub - best));
+    }
+  emit(fmt::format("\nGPU allocation % at 130 % arrived demand (mean ± sd)\n\n| workload | pool | {} |\n|{}\n", fmt::join(policies, " | "),
+                   dashes.substr(8)));
+  for (const auto& w : workloads)
+    for (const auto& sh : shapeNames) {
+      std::string row = fmt::format("| {} | {} |", w, shapes[sh].describe());
+      for (const auto& p : policies) {
+        const Stats s = stats(at130[{w, sh, p}]);
+        row += fmt::format(" {:.2f} ± {:.2f} |", s.mean, s.sd);
+      }
+      emit(row + "\n");
+    }
+  emit(fmt::format("\nGPU attaches per placed GPU request (hot-plug churn; 0 on the mirror pool, where GPUs never move)\n\n"
+                   "| workload | pool | {} |\n|{}\n",
+                   fmt::join(policies, " | "), dashes.substr(8)));
+  for (const auto& w : workloads)
+    for (const auto& sh : shapeNames) {
+      if (shapes[sh].mirrorServers) continue;
+      std::string row = fmt::format("| {} | {} |", w, shapes[sh].describe());
+      for (const auto& p : policies) row += fmt::format(" {:.3f} |", stats(churn[{w, sh, p}]).mean);
+      emit(row + "\n");
+    }
+  if (mirrorRuns > 0)
+    emit(fmt::format("\nMirror pool vs static mode: {} runs, largest difference in allocation at any arrived demand {:.4f} points\n",
+                     mirrorRuns, mirrorDiff));
+  fmt::print(stderr, "wrote {}/composable_runs.csv, composable_summary.md\n", out.string());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -367,7 +575,27 @@ int main(int argc, char** argv) {
   lat->add_option("--warmup", warmup, "untimed decisions first (our learner's window is 5000 requests)")->capture_default_str();
   lat->add_option("--out", latOut, "folder for latency.csv")->capture_default_str();
 
+  auto* comp = app.add_subcommand("composable", "the static protocol on composable pools of switch enclosures, against an LP bound");
+  std::string compWorkloads = "default", compShapes = "mirror,16:8:2:16", compPolicies = "first-fit,best-fit,fgd,switchyard";
+  std::string compSeeds = "42-51", compOut = "packbench-out";
+  comp->add_option("--workloads", compWorkloads, "comma-separated pod lists, or 'all'; NAME+big adds 16/32-GPU servers")
+      ->capture_default_str();
+  comp->add_option("--shapes", compShapes,
+                   "pools: 'mirror' (one enclosure per server, K=8 U=1: must equal static mode) or K:U:P:L "
+                   "(slots per enclosure, host ports per enclosure, ports per host, device limit per host)")
+      ->capture_default_str();
+  comp->add_option("--policies", compPolicies, "comma-separated policies")->capture_default_str();
+  comp->add_option("--seeds", compSeeds, "seeds: '42-51' or '42,43'")->capture_default_str();
+  comp->add_option("--ratio", ratio, "inflate the workload to this multiple of GPU capacity")->capture_default_str();
+  comp->add_option("--out", compOut, "folder for CSVs and the summary")->capture_default_str();
+  comp->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
+  comp->add_flag("--quiet", quiet, "no per-run progress lines");
+
   CLI11_PARSE(app, argc, argv);
+  if (comp->parsed()) {
+    auto w = compWorkloads == "all" ? kAllWorkloads : splitList(compWorkloads);
+    return runComposableCommand(traces, w, splitList(compShapes), splitList(compPolicies), parseSeeds(compSeeds), ratio, compOut, jobs, quiet);
+  }
   if (lat->parsed()) return runLatencyCommand(traces, sizes, fills, splitList(latPolicies), decisions, naiveDecisions, warmup, latOut);
   if (st->parsed()) {
     auto w = workloads == "all" ? kAllWorkloads : splitList(workloads);

@@ -1,0 +1,108 @@
+// Composable mode of the packing benchmark: the static cluster's hosts (CPU, memory) and GPUs, but the GPUs
+// sit in switch enclosures of K slots. Each enclosure has U host ports, each host P upstream ports, and a
+// host may have at most L GPUs attached. A request lands on one host and takes all its GPUs from ONE
+// enclosure the host is cabled to (peer-to-peer under one switch): GPUs already attached to that host there
+// (shared or idle) or free GPUs it attaches on the spot.
+//
+// The policies see one node ("view") per (host, enclosure) link: the host's CPU and memory left, the GPUs
+// attached to it from that enclosure, and as many free GPUs of the enclosure as the host's device limit
+// still allows. Placing a request changes the views of every link of that host and of that enclosure;
+// they are rebuilt and their versions bumped, so the policies' caches stay correct. Unchanged policies
+// therefore run on a composable pool, and on the degenerate pool (one enclosure per server holding its
+// GPUs, cabled to it alone and bound to it from the start: K=8, U=1) every view is exactly the server,
+// so static results reproduce.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "composer/packing/sharing/share_cluster.h"
+#include "composer/packing/sharing/share_policy.h"
+
+namespace switchyard::bench {
+
+struct ComposableShape {
+  int slots = 16;           // K: GPU slots per enclosure (one switch)
+  int enclosurePorts = 8;   // U: host ports per enclosure
+  int hostPorts = 2;        // P: upstream ports per host
+  int deviceLimit = 16;     // L: GPUs attached to one host at most
+  bool mirrorServers = false;  // the degenerate pool: one enclosure per server, cabled to that server only
+
+  [[nodiscard]] std::string describe() const;
+};
+
+class ComposablePool {
+ public:
+  // Hosts and GPUs from `servers` (in that order; the views follow it). Enclosures hold GPUs of one model;
+  // a host is cabled only to enclosures of its server's model.
+  ComposablePool(const sharing::ShareCluster& servers, const ComposableShape& shape);
+
+  [[nodiscard]] const sharing::ShareCluster& views() const { return views_; }
+  // Takes the resources of a placement on a view, attaching free GPUs as needed. Throws std::logic_error
+  // if the placement is not valid on that view.
+  void apply(const sharing::SharePlacement& p, const sharing::ShareRequest& r);
+
+  [[nodiscard]] int64_t totalGpuMilli() const { return totalGpuMilli_; }
+  [[nodiscard]] int64_t allocatedGpuMilli() const { return allocatedGpuMilli_; }
+  [[nodiscard]] size_t attaches() const { return attaches_; }
+  [[nodiscard]] size_t enclosureCount() const { return enclosures_.size(); }
+  [[nodiscard]] size_t linkCount() const { return links_.size(); }
+  [[nodiscard]] size_t hostsWithoutLinks() const;
+  // Checks every invariant of the pool (CPU, memory and milli-GPU never below zero, a GPU attached to at
+  // most one host and only through a link, device limits, port counts); a description of the first
+  // broken one, or nothing.
+  [[nodiscard]] std::optional<std::string> violation() const;
+
+ private:
+  struct Host {
+    std::string name;
+    int32_t cpuCapacity = 0, cpuLeft = 0;
+    int64_t memoryCapacity = 0, memoryLeft = 0;
+    uint8_t model = 0;
+    int attached = 0;
+    std::array<int32_t, sharing::kMaxGpusPerNode + 1> affinity{};
+    std::vector<size_t> links;
+  };
+  struct Enclosure {
+    uint8_t model = 0;
+    std::vector<size_t> gpus;  // indexes into gpuLeft_/gpuHost_
+    int free = 0;
+    std::vector<size_t> links;
+  };
+  struct Link {
+    size_t host = 0;
+    long enclosure = -1;             // -1: a host with no GPU link (CPU-only view)
+    std::vector<size_t> attached;    // GPUs of the enclosure attached to the host, in attach order
+  };
+  [[nodiscard]] sharing::ShareNode view(const Link& l) const;
+  void cable(const sharing::ShareCluster& servers, const ComposableShape& shape);
+
+  ComposableShape shape_;
+  std::vector<Host> hosts_;
+  std::vector<Enclosure> enclosures_;
+  std::vector<Link> links_;
+  std::vector<int32_t> gpuLeft_;
+  std::vector<long> gpuHost_;  // -1: free
+  sharing::ShareCluster views_;
+  int64_t totalGpuMilli_ = 0;
+  int64_t allocatedGpuMilli_ = 0;
+  size_t attaches_ = 0;
+};
+
+struct ComposableResult {
+  std::array<double, 131> allocationPercent{};  // at arrived demand 0..130 %
+  size_t arrived = 0, placed = 0, failed = 0;
+  size_t gpuRequestsPlaced = 0;
+  size_t attaches = 0;  // GPUs hot-plugged to a host
+  double firstFailureArrivedPercent = -1;
+  double seconds = 0;
+};
+
+// The static protocol (arrival only, a failure is skipped) on a composable pool.
+[[nodiscard]] ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::ShareRequest>& requests,
+                                             sharing::SharePolicy& policy);
+
+}  // namespace switchyard::bench
