@@ -8,6 +8,7 @@
 #include "composer/packing/sharing/fragmentation.h"
 #include "composer/packing/sharing/share_policy.h"
 #include "tests/bench/packing/composable_sim.h"
+#include "tests/bench/packing/dynamic_sim.h"
 #include "tests/bench/packing/openb_trace.h"
 #include "tests/bench/packing/static_sim.h"
 #include "tests/bench/packing/upper_bound.h"
@@ -322,6 +323,66 @@ TEST(UpperBound, PoolsCpuAndRespectsModelSets) {
   EXPECT_NEAR(*bench::allocationUpperBound(c, {}), 0.0, 1e-9);
 }
 
+
+TEST(ComposablePool, ReleaseIsTheExactInverseAndDetachesIdleGpus) {
+  std::mt19937_64 rng(13);
+  const ShareCluster servers = randomCluster(rng, 12);
+  bench::ComposablePool pool(servers, {.slots = 8, .enclosurePorts = 4, .hostPorts = 2, .deviceLimit = 8});
+  const std::vector<ShareNode> before = pool.views().nodes();
+  auto policy = makeSharePolicy("best-fit", {});
+  struct Held {
+    ShareRequest r;
+    size_t link;
+    std::vector<size_t> gpus;
+  };
+  std::vector<Held> held;
+  for (int i = 0; i < 200; ++i) {
+    const ShareRequest r = randomRequest(rng);
+    if (auto p = policy->choose(pool.views(), r)) held.push_back({r, p->node, pool.apply(*p, r)});
+  }
+  ASSERT_GT(pool.attaches(), 0u);
+  std::shuffle(held.begin(), held.end(), rng);
+  for (const auto& h : held) {
+    pool.release(h.link, h.gpus, h.r);
+    auto broken = pool.violation();
+    ASSERT_FALSE(broken) << *broken;
+  }
+  EXPECT_EQ(pool.allocatedGpuMilli(), 0);
+  EXPECT_EQ(pool.detaches(), pool.attaches()) << "every GPU went back to its enclosure";
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(pool.views().node(i).gpuLeft, before[i].gpuLeft) << i;
+    EXPECT_EQ(pool.views().node(i).cpuLeft, before[i].cpuLeft) << i;
+  }
+}
+
+TEST(DynamicSimulation, LightLoadIsAllAcceptedAndOverloadQueuesAndGivesUp) {
+  const std::string dir = std::string(SWITCHYARD_SOURCE_DIR) + "/tests/data/openb-mini/";
+  auto servers = bench::loadOpenbNodes(dir + "openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(servers) << servers.error();
+  ModelTable models = servers->models();
+  auto pods = bench::loadOpenbPods(dir + "openb_pod_list_default.csv", models);
+  ASSERT_TRUE(pods) << pods.error();
+  const bench::ComposableShape composable{.slots = 4, .enclosurePorts = 2, .hostPorts = 2, .deviceLimit = 8};
+  for (const bench::ComposableShape* shape : {static_cast<const bench::ComposableShape*>(nullptr), &composable}) {
+    bench::DynamicOptions light{.load = 0.1, .arrivals = 2000, .warmup = 500, .patienceSeconds = 300, .seed = 5};
+    auto policy = makeSharePolicy("switchyard", {});
+    const auto easy = bench::runDynamic(*servers, shape, *pods, *policy, light);
+    EXPECT_EQ(easy.arrived, 2000u);
+    EXPECT_GT(easy.acceptedAtOnce, 1900u);
+    EXPECT_LT(easy.meanAllocationPercent, 30.0);
+
+    bench::DynamicOptions heavy = light;
+    heavy.load = 3.0;
+    auto again = makeSharePolicy("switchyard", {});
+    const auto hard = bench::runDynamic(*servers, shape, *pods, *again, heavy);
+    EXPECT_LT(hard.accepted, hard.arrived);
+    EXPECT_GT(hard.gaveUp, 0u);
+    EXPECT_GT(hard.meanWaitSeconds, 0.0);
+    EXPECT_LE(hard.p99WaitSeconds, heavy.patienceSeconds);
+    EXPECT_GT(hard.meanAllocationPercent, easy.meanAllocationPercent);
+    if (shape) EXPECT_GT(hard.detaches, 0u);
+  }
+}
 }  // namespace
 }  // namespace switchyard::sharing
 

@@ -27,25 +27,31 @@ double nodeFragmentation(const ShareNode& n, const ShapeMix& mix) {
 
 NodeSummary NodeSummary::of(const ShareNode& n) {
   NodeSummary s;
+  s.prefix[0] = 0;
   s.cpuLeft = n.cpuLeft;
   s.model = n.model;
   s.hasGpus = !n.gpuLeft.empty();
   s.count = n.gpuCount();
-  std::copy(n.gpuLeft.begin(), n.gpuLeft.end(), s.sorted.begin());
+  std::transform(n.gpuLeft.begin(), n.gpuLeft.end(), s.sorted.begin(), [](int32_t g) { return static_cast<int16_t>(g); });
   std::sort(s.sorted.begin(), s.sorted.begin() + s.count);
   for (size_t i = 0; i < static_cast<size_t>(s.count); ++i) s.prefix[i + 1] = s.prefix[i] + s.sorted[i];
   return s;
 }
 
 NodeSummary NodeSummary::minus(int32_t cpu, const int32_t* takenFrom, int takenCount, int32_t milli) const {
-  NodeSummary out = *this;
-  out.cpuLeft -= cpu;
+  NodeSummary out;
+  out.cpuLeft = cpuLeft - cpu;
+  out.model = model;
+  out.hasGpus = hasGpus;
+  out.count = count;
+  std::copy_n(sorted.begin(), count, out.sorted.begin());
+  out.prefix[0] = 0;
   auto begin = out.sorted.begin();
   for (int t = 0; t < takenCount; ++t) {
     // Replace one GPU with `takenFrom[t]` left by one with `takenFrom[t] - milli`, keeping the order.
     auto end = begin + out.count;
-    auto it = std::lower_bound(begin, end, takenFrom[t]);
-    *it = takenFrom[t] - milli;
+    auto it = std::lower_bound(begin, end, static_cast<int16_t>(takenFrom[t]));
+    *it = static_cast<int16_t>(takenFrom[t] - milli);
     while (it != begin && *(it - 1) > *it) {
       std::iter_swap(it - 1, it);
       --it;
@@ -65,7 +71,7 @@ double fragmentation(const NodeSummary& n, const ShapeMix& mix) {
       frag += w.weight * static_cast<double>(total);
       continue;
     }
-    auto first = std::lower_bound(n.sorted.begin(), n.sorted.begin() + n.count, s.gpuMilli);
+    auto first = std::lower_bound(n.sorted.begin(), n.sorted.begin() + n.count, static_cast<int16_t>(s.gpuMilli));
     auto small = static_cast<size_t>(first - n.sorted.begin());
     bool serves = n.count - static_cast<int>(small) >= s.gpuCount && n.cpuLeft >= s.cpuMilli;
     frag += w.weight * static_cast<double>(serves ? n.prefix[small] : total);

@@ -18,8 +18,11 @@ struct NodeSummary {
   uint8_t model = 0;
   bool hasGpus = false;
   int count = 0;                                       // GPUs
-  std::array<int32_t, kMaxGpusPerNode> sorted{};       // milli left, ascending
-  std::array<int64_t, kMaxGpusPerNode + 1> prefix{};   // prefix[i] = sum of the i smallest
+  // Only the first `count` (and `count + 1`) entries are meaningful; the rest are left uninitialised so
+  // that making a summary costs O(count), not O(kMaxGpusPerNode).
+  // Narrow types keep a summary small (a GPU has at most 1000 milli, a node at most 32 GPUs).
+  std::array<int16_t, kMaxGpusPerNode> sorted;      // milli left, ascending
+  std::array<int32_t, kMaxGpusPerNode + 1> prefix;  // prefix[i] = sum of the i smallest
 
   static NodeSummary of(const ShareNode& n);
   // The node after taking `r` on the GPUs with these milli-left values (one value per requested GPU).

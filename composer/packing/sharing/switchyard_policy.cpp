@@ -35,7 +35,7 @@ struct StateKey {
   int32_t cpuLeft;
   uint8_t model;
   int count;
-  std::array<int32_t, kMaxGpusPerNode> sorted;  // only the first `count` are meaningful
+  std::array<int16_t, kMaxGpusPerNode> sorted;  // only the first `count` are meaningful
   bool operator==(const StateKey& o) const {
     return cpuLeft == o.cpuLeft && model == o.model && count == o.count &&
            std::equal(sorted.begin(), sorted.begin() + count, o.sorted.begin());
@@ -45,7 +45,7 @@ struct StateKeyHash {
   size_t operator()(const StateKey& k) const {
     uint64_t h = static_cast<uint64_t>(static_cast<uint32_t>(k.cpuLeft)) * uint64_t{0x9E3779B97F4A7C15} ^ k.model;
     for (int i = 0; i < k.count; ++i)
-      h = (h ^ static_cast<uint64_t>(static_cast<uint32_t>(k.sorted[static_cast<size_t>(i)]))) * uint64_t{0x100000001B3};
+      h = (h ^ static_cast<uint64_t>(static_cast<uint16_t>(k.sorted[static_cast<size_t>(i)]))) * uint64_t{0x100000001B3};
     return static_cast<size_t>(h);
   }
 };

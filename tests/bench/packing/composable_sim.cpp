@@ -116,6 +116,25 @@ size_t ComposablePool::hostsWithoutLinks() const {
   return static_cast<size_t>(std::count_if(links_.begin(), links_.end(), [](const Link& l) { return l.enclosure < 0; }));
 }
 
+int64_t ComposablePool::milliLeftOnAttachedGpus() const {
+  int64_t left = 0;
+  for (size_t g = 0; g < gpuLeft_.size(); ++g)
+    if (gpuHost_[g] >= 0) left += gpuLeft_[g];
+  return left;
+}
+
+size_t ComposablePool::hostsWithCpuButNoFreeGpu(int32_t cpuMilli) const {
+  size_t n = 0;
+  for (const auto& h : hosts_) {
+    if (h.cpuLeft < cpuMilli) continue;
+    const bool reaches = h.attached < shape_.deviceLimit && std::any_of(h.links.begin(), h.links.end(), [&](size_t l) {
+      return links_[l].enclosure >= 0 && enclosures_[static_cast<size_t>(links_[l].enclosure)].free > 0;
+    });
+    if (!reaches) ++n;
+  }
+  return n;
+}
+
 std::optional<std::string> ComposablePool::violation() const {
   std::vector<int> attachedTo(hosts_.size(), 0);
   std::vector<int> holders(gpuLeft_.size(), 0);
@@ -171,7 +190,7 @@ sharing::ShareNode ComposablePool::view(const Link& l) const {
   return n;
 }
 
-void ComposablePool::apply(const sharing::SharePlacement& p, const sharing::ShareRequest& r) {
+std::vector<size_t> ComposablePool::apply(const sharing::SharePlacement& p, const sharing::ShareRequest& r) {
   const sharing::ShareNode& v = views_.node(p.node);
   if (!sharing::valid(v, r, p.gpus))
     throw std::logic_error(fmt::format("invalid placement of a {}x{}m request on view {}", r.gpuCount, r.gpuMilli, v.name));
@@ -181,10 +200,12 @@ void ComposablePool::apply(const sharing::SharePlacement& p, const sharing::Shar
   h.memoryLeft -= r.memoryMib;
   if (r.gpuCount > 0) ++h.affinity[r.sharesGpu() ? 0 : static_cast<size_t>(r.gpuCount)];
   const size_t attachedBefore = l.attached.size();
+  std::vector<size_t> used;
   for (int a = 0; a < p.gpus.count; ++a) {
     const auto i = static_cast<size_t>(p.gpus.index[static_cast<size_t>(a)]);
     if (i < attachedBefore) {
       gpuLeft_[l.attached[i]] -= r.gpuMilli;
+      used.push_back(l.attached[i]);
       continue;
     }
     Enclosure& e = enclosures_[static_cast<size_t>(l.enclosure)];
@@ -193,14 +214,43 @@ void ComposablePool::apply(const sharing::SharePlacement& p, const sharing::Shar
     gpuHost_[*free] = static_cast<long>(l.host);
     gpuLeft_[*free] = kMilliPerGpu - r.gpuMilli;
     l.attached.push_back(*free);
+    used.push_back(*free);
     --e.free;
     ++h.attached;
     ++attaches_;
   }
   allocatedGpuMilli_ += r.totalGpuMilli();
-  // Rebuild every view that changed: the host's links (CPU, memory, device limit) and the enclosure's
-  // links (free GPUs).
-  std::vector<size_t> touched = h.links;
+  rebuildAround(p.node);
+  return used;
+}
+
+void ComposablePool::release(size_t link, const std::vector<size_t>& gpus, const sharing::ShareRequest& r) {
+  Link& l = links_.at(link);
+  Host& h = hosts_[l.host];
+  h.cpuLeft += r.cpuMilli;
+  h.memoryLeft += r.memoryMib;
+  if (r.gpuCount > 0) --h.affinity[r.sharesGpu() ? 0 : static_cast<size_t>(r.gpuCount)];
+  for (size_t g : gpus) {
+    if (gpuHost_.at(g) != static_cast<long>(l.host)) throw std::logic_error("released a GPU the host does not hold");
+    gpuLeft_[g] += r.gpuMilli;
+    if (gpuLeft_[g] > kMilliPerGpu) throw std::logic_error("released more milli-GPU than the GPU has");
+    if (gpuLeft_[g] < kMilliPerGpu || shape_.mirrorServers) continue;
+    // Idle now: hot-unplug it back into the enclosure.
+    gpuHost_[g] = -1;
+    std::erase(l.attached, g);
+    ++enclosures_[static_cast<size_t>(l.enclosure)].free;
+    --h.attached;
+    ++detaches_;
+  }
+  allocatedGpuMilli_ -= r.totalGpuMilli();
+  rebuildAround(link);
+}
+
+// Rebuilds every view a change on `link` touched: the host's links (CPU, memory, device limit) and the
+// enclosure's links (free GPUs).
+void ComposablePool::rebuildAround(size_t link) {
+  const Link& l = links_[link];
+  std::vector<size_t> touched = hosts_[l.host].links;
   if (l.enclosure >= 0)
     for (size_t other : enclosures_[static_cast<size_t>(l.enclosure)].links) touched.push_back(other);
   std::sort(touched.begin(), touched.end());
@@ -232,12 +282,14 @@ ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::S
         result.firstFailureArrivedPercent = 100.0 * static_cast<double>(arrived) / capacity;
       continue;
     }
-    pool.apply(*placement, r);
+    (void)pool.apply(*placement, r);
     ++result.placed;
     if (r.gpuCount > 0) ++result.gpuRequestsPlaced;
   }
   while (nextPoint < points) result.allocationPercent[static_cast<size_t>(nextPoint++)] = allocation();
   result.attaches = pool.attaches();
+  result.attachedLeftPercent = 100.0 * static_cast<double>(pool.milliLeftOnAttachedGpus()) / capacity;
+  result.hostsWithCpuButNoFreeGpu = pool.hostsWithCpuButNoFreeGpu(8000);
   result.seconds = std::chrono::duration<double>(spent).count();
   return result;
 }

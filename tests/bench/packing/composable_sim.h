@@ -41,9 +41,13 @@ class ComposablePool {
   ComposablePool(const sharing::ShareCluster& servers, const ComposableShape& shape);
 
   [[nodiscard]] const sharing::ShareCluster& views() const { return views_; }
-  // Takes the resources of a placement on a view, attaching free GPUs as needed. Throws std::logic_error
-  // if the placement is not valid on that view.
-  void apply(const sharing::SharePlacement& p, const sharing::ShareRequest& r);
+  // Takes the resources of a placement on a view, attaching free GPUs as needed; returns the GPUs used.
+  // Throws std::logic_error if the placement is not valid on that view.
+  std::vector<size_t> apply(const sharing::SharePlacement& p, const sharing::ShareRequest& r);
+  // Gives back what apply took on view `link`; a GPU left idle is detached back to its enclosure (except
+  // on the mirror pool, whose GPUs belong to their server).
+  void release(size_t link, const std::vector<size_t>& gpus, const sharing::ShareRequest& r);
+  [[nodiscard]] size_t detaches() const { return detaches_; }
 
   [[nodiscard]] int64_t totalGpuMilli() const { return totalGpuMilli_; }
   [[nodiscard]] int64_t allocatedGpuMilli() const { return allocatedGpuMilli_; }
@@ -51,6 +55,10 @@ class ComposablePool {
   [[nodiscard]] size_t enclosureCount() const { return enclosures_.size(); }
   [[nodiscard]] size_t linkCount() const { return links_.size(); }
   [[nodiscard]] size_t hostsWithoutLinks() const;
+  // Where capacity is stranded: milli-GPU left on GPUs attached to some host (only that host can use it),
+  // and hosts with at least `cpuMilli` CPU left that reach no free GPU.
+  [[nodiscard]] int64_t milliLeftOnAttachedGpus() const;
+  [[nodiscard]] size_t hostsWithCpuButNoFreeGpu(int32_t cpuMilli) const;
   // Checks every invariant of the pool (CPU, memory and milli-GPU never below zero, a GPU attached to at
   // most one host and only through a link, device limits, port counts); a description of the first
   // broken one, or nothing.
@@ -90,6 +98,8 @@ class ComposablePool {
   int64_t totalGpuMilli_ = 0;
   int64_t allocatedGpuMilli_ = 0;
   size_t attaches_ = 0;
+  size_t detaches_ = 0;
+  void rebuildAround(size_t link);
 };
 
 struct ComposableResult {
@@ -97,6 +107,8 @@ struct ComposableResult {
   size_t arrived = 0, placed = 0, failed = 0;
   size_t gpuRequestsPlaced = 0;
   size_t attaches = 0;  // GPUs hot-plugged to a host
+  double attachedLeftPercent = 0;  // at the end: milli-GPU left on attached GPUs, % of capacity
+  size_t hostsWithCpuButNoFreeGpu = 0;  // at the end: hosts with >= 8 cores left that reach no free GPU
   double firstFailureArrivedPercent = -1;
   double seconds = 0;
 };

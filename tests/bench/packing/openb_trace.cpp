@@ -138,7 +138,16 @@ std::expected<std::vector<TracePod>, std::string> loadOpenbPods(const std::strin
         if (!m.empty()) r.modelMask |= 1u << models.intern(m);
     }
     if (auto bad = sharing::validate(r)) return std::unexpected(f->where(*bad));
-    pods.push_back({*name, r});
+    int64_t duration = 0;
+    if (f->has("creation_time") && f->has("deletion_time")) {
+      auto created = f->number<int64_t>("creation_time");
+      auto deleted = f->number<int64_t>("deletion_time");
+      if (!created) return std::unexpected(created.error());
+      if (!deleted) return std::unexpected(deleted.error());
+      if (*deleted < *created) return std::unexpected(f->where("deletion_time is before creation_time"));
+      duration = *deleted - *created;
+    }
+    pods.push_back({*name, r, duration});
   }
   if (pods.empty()) return std::unexpected(fmt::format("{}: no pods", path));
   return pods;

@@ -22,6 +22,7 @@
 
 #include "tests/bench/packing/openb_trace.h"
 #include "tests/bench/packing/composable_sim.h"
+#include "tests/bench/packing/dynamic_sim.h"
 #include "tests/bench/packing/static_sim.h"
 #include "tests/bench/packing/upper_bound.h"
 
@@ -456,22 +457,25 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
 
   std::ofstream csv(out / "composable_runs.csv");
   csv << "workload,shape,policy,seed,arrived_pods,placed_pods,failed_pods,alloc_at_100,alloc_at_130,bound_at_100,"
-         "first_failure_arrived_pct,attaches,gpu_requests_placed,static_alloc_at_100,static_alloc_at_130\n";
-  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> at100, at130, churn;
+         "first_failure_arrived_pct,attaches,gpu_requests_placed,attached_left_pct_at_end,hosts_with_8_cores_but_no_free_gpu_at_end,"
+         "static_alloc_at_100,static_alloc_at_130\n";
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> at100, at130, churn, attachedLeft, cpuRich;
   std::map<std::string, std::vector<double>> bounds;
   double mirrorDiff = 0;
   size_t mirrorRuns = 0;
   for (const auto& r : runs) {
     const auto& c = r.result;
     const double ub = bound[{r.workload, r.seed}];
-    csv << fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{},{},{},{}\n", r.workload, r.shape, r.policy, r.seed, c.arrived,
-                       c.placed, c.failed, c.allocationPercent[100], c.allocationPercent[130], ub, c.firstFailureArrivedPercent,
-                       c.attaches, c.gpuRequestsPlaced,
+    csv << fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{},{},{:.4f},{},{},{}\n", r.workload, r.shape, r.policy, r.seed,
+                       c.arrived, c.placed, c.failed, c.allocationPercent[100], c.allocationPercent[130], ub,
+                       c.firstFailureArrivedPercent, c.attaches, c.gpuRequestsPlaced, c.attachedLeftPercent, c.hostsWithCpuButNoFreeGpu,
                        r.staticResult ? fmt::format("{:.4f}", r.staticResult->allocationPercent[100]) : "",
                        r.staticResult ? fmt::format("{:.4f}", r.staticResult->allocationPercent[130]) : "");
     const auto key = std::make_tuple(r.workload, r.shape, r.policy);
     at100[key].push_back(c.allocationPercent[100]);
     at130[key].push_back(c.allocationPercent[130]);
+    attachedLeft[key].push_back(c.attachedLeftPercent);
+    cpuRich[key].push_back(static_cast<double>(c.hostsWithCpuButNoFreeGpu));
     churn[key].push_back(c.gpuRequestsPlaced ? static_cast<double>(c.attaches) / static_cast<double>(c.gpuRequestsPlaced) : 0);
     if (r.staticResult) {
       for (size_t p = 0; p < c.allocationPercent.size(); ++p)
@@ -528,10 +532,142 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
       for (const auto& p : policies) row += fmt::format(" {:.3f} |", stats(churn[{w, sh, p}]).mean);
       emit(row + "\n");
     }
+  emit(fmt::format("\nWhere capacity is stranded at the end (130 %), mean over seeds: milli-GPU left on GPUs attached to a host "
+                   "(% of capacity) / hosts with >= 8 cores left that reach no free GPU\n\n| workload | pool | {} |\n|{}\n",
+                   fmt::join(policies, " | "), dashes.substr(8)));
+  for (const auto& w : workloads)
+    for (const auto& sh : shapeNames) {
+      std::string row = fmt::format("| {} | {} |", w, shapes[sh].describe());
+      for (const auto& p : policies) row += fmt::format(" {:.2f} / {:.0f} |", stats(attachedLeft[{w, sh, p}]).mean, stats(cpuRich[{w, sh, p}]).mean);
+      emit(row + "\n");
+    }
   if (mirrorRuns > 0)
     emit(fmt::format("\nMirror pool vs static mode: {} runs, largest difference in allocation at any arrived demand {:.4f} points\n",
                      mirrorRuns, mirrorDiff));
   fmt::print(stderr, "wrote {}/composable_runs.csv, composable_summary.md\n", out.string());
+  return 0;
+}
+
+int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& poolNames,
+                      const std::vector<double>& loads, const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds,
+                      const DynamicOptions& base, const fs::path& out, unsigned jobs, bool quiet) {
+  auto cluster = loadOpenbNodes((traces / "openb_node_list_gpu_node.csv").string());
+  if (!cluster) {
+    fmt::print(stderr, "error: {}\n", cluster.error());
+    return 2;
+  }
+  std::map<std::string, std::optional<ComposableShape>> poolShapes;
+  for (const auto& name : poolNames) {
+    if (name == "static") {
+      poolShapes[name] = std::nullopt;
+      continue;
+    }
+    auto shape = parseShape(name);
+    if (!shape) {
+      fmt::print(stderr, "error: pool '{}' is neither 'static', 'mirror' nor K:U:P:L\n", name);
+      return 2;
+    }
+    poolShapes[name] = *shape;
+  }
+  for (const auto& p : policies)
+    if (!sharing::makeSharePolicy(p, {})) {
+      fmt::print(stderr, "error: unknown policy '{}'; known: {}\n", p, fmt::join(sharing::sharePolicyNames(), ", "));
+      return 2;
+    }
+  std::map<std::string, std::vector<TracePod>> pods;
+  std::map<std::string, sharing::ShapeMix> mixes;
+  sharing::ModelTable models = cluster->models();
+  for (const auto& w : workloads) {
+    auto loaded = loadOpenbPods((traces / fmt::format("openb_pod_list_{}.csv", w)).string(), models);
+    if (!loaded) {
+      fmt::print(stderr, "error: {}\n", loaded.error());
+      return 2;
+    }
+    std::vector<sharing::ShareRequest> reqs;
+    for (const auto& p : *loaded) reqs.push_back(p.request);
+    mixes[w] = sharing::typicalShapes(reqs);
+    pods[w] = std::move(*loaded);
+  }
+  struct Run {
+    std::string workload, pool, policy;
+    double load;
+    uint64_t seed;
+    DynamicResult result;
+  };
+  std::vector<Run> runs;
+  for (const auto& w : workloads)
+    for (const auto& pl : poolNames)
+      for (double load : loads)
+        for (const auto& p : policies)
+          for (uint64_t seed : seeds) runs.push_back({w, pl, p, load, seed, {}});
+  fs::create_directories(out);
+  std::atomic<size_t> next{0}, done{0};
+  std::mutex printMutex;
+  auto worker = [&] {
+    for (size_t i; (i = next++) < runs.size();) {
+      Run& run = runs[i];
+      sharing::ShareCluster c = shuffleNodes(*cluster, run.seed);
+      auto policy = sharing::makeSharePolicy(run.policy, {.seed = run.seed, .oracleMix = mixes[run.workload], .cacheFgd = true});
+      DynamicOptions o = base;
+      o.load = run.load;
+      o.seed = run.seed;
+      const auto& shape = poolShapes[run.pool];
+      run.result = runDynamic(c, shape ? &*shape : nullptr, pods[run.workload], *policy, o);
+      const size_t n = ++done;
+      if (!quiet) {
+        std::lock_guard lock(printMutex);
+        fmt::print(stderr, "[{}/{}] {:<10} {:<12} load {:.2f} {:<12} seed {}  accepted {:5.1f}%  alloc {:5.1f}%\n", n, runs.size(),
+                   run.workload, run.pool, run.load, run.policy, run.seed,
+                   100.0 * static_cast<double>(run.result.accepted) / static_cast<double>(std::max<size_t>(1, run.result.arrived)),
+                   run.result.meanAllocationPercent);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < std::max(1u, jobs); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+
+  std::ofstream csv(out / "dynamic_runs.csv");
+  csv << "workload,pool,load,policy,seed,arrived,accepted_at_once,accepted,gave_up,mean_wait_s,p99_wait_s,attaches,detaches,"
+         "mean_allocation_pct,decide_seconds\n";
+  using Key = std::tuple<std::string, std::string, double, std::string>;
+  std::map<Key, std::vector<double>> acceptance, atOnce, meanWait, p99Wait, churn, alloc;
+  for (const auto& r : runs) {
+    const auto& d = r.result;
+    csv << fmt::format("{},{},{:.2f},{},{},{},{},{},{},{:.1f},{:.1f},{},{},{:.4f},{:.3f}\n", r.workload, r.pool, r.load, r.policy, r.seed,
+                       d.arrived, d.acceptedAtOnce, d.accepted, d.gaveUp, d.meanWaitSeconds, d.p99WaitSeconds, d.attaches, d.detaches,
+                       d.meanAllocationPercent, d.seconds);
+    const Key k{r.workload, r.pool, r.load, r.policy};
+    const double arrived = static_cast<double>(std::max<size_t>(1, d.arrived));
+    acceptance[k].push_back(100.0 * static_cast<double>(d.accepted) / arrived);
+    atOnce[k].push_back(100.0 * static_cast<double>(d.acceptedAtOnce) / arrived);
+    meanWait[k].push_back(d.meanWaitSeconds);
+    p99Wait[k].push_back(d.p99WaitSeconds);
+    churn[k].push_back(d.accepted ? static_cast<double>(d.attaches + d.detaches) / static_cast<double>(d.accepted) : 0);
+    alloc[k].push_back(d.meanAllocationPercent);
+  }
+  std::ofstream summary(out / "dynamic_summary.md");
+  auto emit = [&](const std::string& s) {
+    summary << s;
+    fmt::print("{}", s);
+  };
+  emit(fmt::format("Dynamic mode: Poisson arrivals, trace durations cut at {:.0f} s, {} measured arrivals after {} warm-up, "
+                   "patience {:.0f} s, backfill depth {}; mean over {} seeds ({})\n\n"
+                   "| workload | pool | load | policy | accepted % | at once % | mean wait s | p99 wait s | attach+detach per accepted | "
+                   "mean GPU allocation % |\n|---|---|---|---|---|---|---|---|---|---|\n",
+                   base.maxDurationSeconds, base.arrivals, base.warmup, base.patienceSeconds, base.backfillDepth, seeds.size(),
+                   fmt::join(seeds, ",")));
+  for (const auto& w : workloads)
+    for (const auto& pl : poolNames)
+      for (double load : loads)
+        for (const auto& p : policies) {
+          const Key k{w, pl, load, p};
+          emit(fmt::format("| {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.3f} | {:.2f} |\n", w,
+                           poolShapes[pl] ? poolShapes[pl]->describe() : "static", load, p, stats(acceptance[k]).mean,
+                           stats(atOnce[k]).mean, stats(meanWait[k]).mean, stats(p99Wait[k]).mean, stats(churn[k]).mean,
+                           stats(alloc[k]).mean));
+        }
+  fmt::print(stderr, "wrote {}/dynamic_runs.csv, dynamic_summary.md\n", out.string());
   return 0;
 }
 
@@ -591,7 +727,29 @@ int main(int argc, char** argv) {
   comp->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
   comp->add_flag("--quiet", quiet, "no per-run progress lines");
 
+  auto* dyn = app.add_subcommand("dynamic", "Poisson arrivals and trace durations at offered loads; acceptance, waiting, churn");
+  std::string dynWorkloads = "default", dynPools = "static,16:8:2:16", dynPolicies = "first-fit,best-fit,fgd,switchyard";
+  std::string dynSeeds = "42-44", dynOut = "packbench-out";
+  std::vector<double> loads{0.7, 0.8, 0.9, 1.0, 1.1};
+  DynamicOptions dynOptions;
+  dyn->add_option("--workloads", dynWorkloads, "comma-separated pod lists (they need creation/deletion times)")->capture_default_str();
+  dyn->add_option("--pools", dynPools, "'static', 'mirror' or K:U:P:L composable pools")->capture_default_str();
+  dyn->add_option("--loads", loads, "offered loads (GPU-time demand / capacity)")->delimiter(',')->capture_default_str();
+  dyn->add_option("--policies", dynPolicies, "comma-separated policies")->capture_default_str();
+  dyn->add_option("--seeds", dynSeeds, "seeds: '42-44' or '42,43'")->capture_default_str();
+  dyn->add_option("--arrivals", dynOptions.arrivals, "measured arrivals per run")->capture_default_str();
+  dyn->add_option("--warmup", dynOptions.warmup, "arrivals before measuring")->capture_default_str();
+  dyn->add_option("--max-duration", dynOptions.maxDurationSeconds, "durations are cut at this many seconds")->capture_default_str();
+  dyn->add_option("--patience", dynOptions.patienceSeconds, "seconds a request waits before giving up")->capture_default_str();
+  dyn->add_option("--backfill-depth", dynOptions.backfillDepth, "waiting requests tried after each departure")->capture_default_str();
+  dyn->add_option("--out", dynOut, "folder for CSVs and the summary")->capture_default_str();
+  dyn->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
+  dyn->add_flag("--quiet", quiet, "no per-run progress lines");
+
   CLI11_PARSE(app, argc, argv);
+  if (dyn->parsed())
+    return runDynamicCommand(traces, splitList(dynWorkloads), splitList(dynPools), loads, splitList(dynPolicies), parseSeeds(dynSeeds),
+                             dynOptions, dynOut, jobs, quiet);
   if (comp->parsed()) {
     auto w = compWorkloads == "all" ? kAllWorkloads : splitList(compWorkloads);
     return runComposableCommand(traces, w, splitList(compShapes), splitList(compPolicies), parseSeeds(compSeeds), ratio, compOut, jobs, quiet);

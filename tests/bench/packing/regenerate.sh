@@ -2,7 +2,7 @@
 # Regenerates every packing benchmark figure in docs/benchmarks/packing/ (CSVs, summary tables, PNG plots).
 #   tests/bench/packing/regenerate.sh [TRACES_DIR]
 # Needs a built tree (./test.sh --quick or cmake --build build) and gnuplot (setup.sh installs gnuplot-nox).
-# About 10 minutes on a 2-core VM; the static runs use all cores.
+# About 35 minutes on a 2-core VM; the static runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 TRACES="${1:-../shared/traces/alibaba-gpu-2023}"
@@ -12,6 +12,11 @@ mkdir -p "$OUT"
 
 "$BIN" --traces "$TRACES" static --workloads all --seeds 42-51 --quiet --out "$OUT"
 "$BIN" --traces "$TRACES" latency --gpus 1000,10000,100000 --fill 0.5,0.9 --out "$OUT" | tee "$OUT/latency.md"
+"$BIN" --traces "$TRACES" composable --workloads default,multigpu50,gpushare100,cpu250,default+big \
+  --shapes mirror,8:4:2:8,16:8:2:16,32:16:2:32 --seeds 42-51 \
+  --policies first-fit,best-fit,fgd,switchyard,switchyard-no-frag --quiet --out "$OUT"
+"$BIN" --traces "$TRACES" dynamic --workloads default --pools static,16:8:2:16 --loads 0.7,0.9,1.0,1.1 \
+  --policies best-fit,fgd,switchyard --seeds 42-43 --quiet --out "$OUT"
 
 # Mean allocation curve per policy (default workload) and the bar chart of allocation at 130 % demand.
 python3 - "$OUT" <<'PY'

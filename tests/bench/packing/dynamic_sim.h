@@ -1,0 +1,46 @@
+// Dynamic mode of the packing benchmark: requests drawn from a pod list arrive as a Poisson process and
+// leave after a duration drawn with them (deletion - creation time in the trace, cut at `maxDurationSeconds`:
+// the trace's tail reaches 145 days, and a run must reach steady state). The arrival rate is set
+// so that the offered load -- arrival rate x mean(milli-GPU x duration) / GPU capacity -- is `load`.
+//
+// A request that does not fit waits in a FIFO queue; after every departure the first `backfillDepth`
+// waiting requests are tried in order (later ones may pass one that still does not fit), and a request
+// that has waited longer than `patienceSeconds` gives up. Arrivals before `warmup` only fill the pool.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/composable_sim.h"
+#include "tests/bench/packing/openb_trace.h"
+
+namespace switchyard::bench {
+
+struct DynamicOptions {
+  double load = 0.9;
+  size_t arrivals = 50'000;  // measured arrivals, after the warm-up
+  size_t warmup = 150'000;   // at load 0.9 on openb about 1 day of arrivals: the longest (cut) duration
+  double maxDurationSeconds = 86'400;
+  double patienceSeconds = 1800;
+  size_t backfillDepth = 64;
+  uint64_t seed = 42;
+};
+
+struct DynamicResult {
+  size_t arrived = 0;        // measured arrivals
+  size_t acceptedAtOnce = 0; // placed on arrival
+  size_t accepted = 0;       // placed on arrival or from the queue
+  size_t gaveUp = 0;         // waited longer than the patience
+  double meanWaitSeconds = 0;  // over accepted requests, 0 for those placed at once
+  double p99WaitSeconds = 0;
+  size_t attaches = 0, detaches = 0;  // composable pools: GPUs hot-plugged / unplugged while measuring
+  double meanAllocationPercent = 0;   // time-weighted, while measuring
+  double seconds = 0;                 // time spent choosing placements
+};
+
+// The pool is a static cluster (`pool` empty) or a composable pool.
+[[nodiscard]] DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableShape* shape,
+                                       const std::vector<TracePod>& pods, sharing::SharePolicy& policy, const DynamicOptions& options);
+
+}  // namespace switchyard::bench
