@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -104,33 +105,68 @@ struct JobResult {
   size_t typicalShapes = 0;
 };
 
-int runStaticCommand(const fs::path& traces, const std::vector<std::string>& workloads,
-                     const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio,
-                     const fs::path& out, unsigned jobs, bool oracleForOurs, double resolution, bool quiet) {
+// "default+big": the default pod list with logical servers only a composable pool can serve: of its
+// 8-GPU pods (in name order) every fourth asks for 32 GPUs and the next one for 16, CPU and memory scaled.
+std::vector<TracePod> withBigServers(std::vector<TracePod> pods) {
+  std::sort(pods.begin(), pods.end(), [](const TracePod& a, const TracePod& b) { return a.name < b.name; });
+  int eight = 0;
+  for (auto& p : pods) {
+    if (p.request.gpuCount != 8) continue;
+    const int factor = eight % 4 == 0 ? 4 : eight % 4 == 1 ? 2 : 1;
+    ++eight;
+    p.request.gpuCount *= factor;
+    p.request.cpuMilli *= factor;
+    p.request.memoryMib *= factor;
+  }
+  return pods;
+}
+
+struct Inputs {
+  sharing::ShareCluster cluster;
+  std::map<std::string, std::vector<TracePod>> pods;  // by workload name
+  std::map<std::string, sharing::ShapeMix> mixes;      // each workload's typical shapes
+};
+
+// The node list and each workload's pod list ("NAME+big": with 16/32-GPU servers added), after checking
+// the policy names. Reports what is wrong on stderr.
+std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::string>& workloads,
+                                 const std::vector<std::string>& policies) {
   auto cluster = loadOpenbNodes((traces / "openb_node_list_gpu_node.csv").string());
   if (!cluster) {
     fmt::print(stderr, "error: {}\n", cluster.error());
-    return 2;
+    return std::nullopt;
   }
   for (const auto& p : policies)
     if (!sharing::makeSharePolicy(p, {})) {
       fmt::print(stderr, "error: unknown policy '{}'; known: {}\n", p, fmt::join(sharing::sharePolicyNames(), ", "));
-      return 2;
+      return std::nullopt;
     }
-  std::map<std::string, std::vector<TracePod>> pods;
-  std::map<std::string, sharing::ShapeMix> mixes;
-  sharing::ModelTable models = cluster->models();
+  Inputs in{std::move(*cluster), {}, {}};
+  sharing::ModelTable models = in.cluster.models();
   for (const auto& w : workloads) {
-    auto loaded = loadOpenbPods((traces / fmt::format("openb_pod_list_{}.csv", w)).string(), models);
+    const bool big = w.ends_with("+big");
+    const std::string file = big ? w.substr(0, w.size() - 4) : w;
+    auto loaded = loadOpenbPods((traces / fmt::format("openb_pod_list_{}.csv", file)).string(), models);
     if (!loaded) {
       fmt::print(stderr, "error: {}\n", loaded.error());
-      return 2;
+      return std::nullopt;
     }
+    in.pods[w] = big ? withBigServers(std::move(*loaded)) : std::move(*loaded);
     std::vector<sharing::ShareRequest> reqs;
-    for (const auto& p : *loaded) reqs.push_back(p.request);
-    mixes[w] = sharing::typicalShapes(reqs);
-    pods[w] = std::move(*loaded);
+    for (const auto& p : in.pods[w]) reqs.push_back(p.request);
+    in.mixes[w] = sharing::typicalShapes(reqs);
   }
+  return in;
+}
+
+int runStaticCommand(const fs::path& traces, const std::vector<std::string>& workloads,
+                     const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio,
+                     const fs::path& out, unsigned jobs, bool oracleForOurs, double resolution, bool quiet) {
+  auto inputs = loadInputs(traces, workloads, policies);
+  if (!inputs) return 2;
+  const sharing::ShareCluster* cluster = &inputs->cluster;
+  auto& pods = inputs->pods;
+  auto& mixes = inputs->mixes;
   std::vector<Job> queue;
   for (const auto& w : workloads)
     for (const auto& p : policies)
@@ -331,22 +367,6 @@ int runLatencyCommand(const fs::path& traces, const std::vector<int>& sizes, con
 }
 
 
-// "default+big": the default pod list with logical servers only a composable pool can serve: of its
-// 8-GPU pods (in name order) every fourth asks for 32 GPUs and the next one for 16, CPU and memory scaled.
-std::vector<TracePod> withBigServers(std::vector<TracePod> pods) {
-  std::sort(pods.begin(), pods.end(), [](const TracePod& a, const TracePod& b) { return a.name < b.name; });
-  int eight = 0;
-  for (auto& p : pods) {
-    if (p.request.gpuCount != 8) continue;
-    const int factor = eight % 4 == 0 ? 4 : eight % 4 == 1 ? 2 : 1;
-    ++eight;
-    p.request.gpuCount *= factor;
-    p.request.cpuMilli *= factor;
-    p.request.memoryMib *= factor;
-  }
-  return pods;
-}
-
 std::optional<ComposableShape> parseShape(const std::string& s) {
   if (s == "mirror") return ComposableShape{.slots = 8, .enclosurePorts = 1, .hostPorts = 1, .deviceLimit = 8, .mirrorServers = true};
   ComposableShape shape;
@@ -360,11 +380,6 @@ std::optional<ComposableShape> parseShape(const std::string& s) {
 int runComposableCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& shapeNames,
                          const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio, const fs::path& out,
                          unsigned jobs, bool quiet) {
-  auto cluster = loadOpenbNodes((traces / "openb_node_list_gpu_node.csv").string());
-  if (!cluster) {
-    fmt::print(stderr, "error: {}\n", cluster.error());
-    return 2;
-  }
   std::map<std::string, ComposableShape> shapes;
   for (const auto& name : shapeNames) {
     auto shape = parseShape(name);
@@ -374,27 +389,11 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
     }
     shapes[name] = *shape;
   }
-  for (const auto& p : policies)
-    if (!sharing::makeSharePolicy(p, {})) {
-      fmt::print(stderr, "error: unknown policy '{}'; known: {}\n", p, fmt::join(sharing::sharePolicyNames(), ", "));
-      return 2;
-    }
-  std::map<std::string, std::vector<TracePod>> pods;
-  std::map<std::string, sharing::ShapeMix> mixes;
-  sharing::ModelTable models = cluster->models();
-  for (const auto& w : workloads) {
-    const bool big = w.ends_with("+big");
-    const std::string file = big ? w.substr(0, w.size() - 4) : w;
-    auto loaded = loadOpenbPods((traces / fmt::format("openb_pod_list_{}.csv", file)).string(), models);
-    if (!loaded) {
-      fmt::print(stderr, "error: {}\n", loaded.error());
-      return 2;
-    }
-    pods[w] = big ? withBigServers(std::move(*loaded)) : std::move(*loaded);
-    std::vector<sharing::ShareRequest> reqs;
-    for (const auto& p : pods[w]) reqs.push_back(p.request);
-    mixes[w] = sharing::typicalShapes(reqs);
-  }
+  auto inputs = loadInputs(traces, workloads, policies);
+  if (!inputs) return 2;
+  const sharing::ShareCluster* cluster = &inputs->cluster;
+  auto& pods = inputs->pods;
+  auto& mixes = inputs->mixes;
 
   // The LP bound at 100 % arrived demand, once per workload and seed (the pool's resources do not depend
   // on the shape).
@@ -551,11 +550,6 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
 int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& poolNames,
                       const std::vector<double>& loads, const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds,
                       const DynamicOptions& base, const fs::path& out, unsigned jobs, bool quiet) {
-  auto cluster = loadOpenbNodes((traces / "openb_node_list_gpu_node.csv").string());
-  if (!cluster) {
-    fmt::print(stderr, "error: {}\n", cluster.error());
-    return 2;
-  }
   std::map<std::string, std::optional<ComposableShape>> poolShapes;
   for (const auto& name : poolNames) {
     if (name == "static") {
@@ -569,25 +563,11 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
     }
     poolShapes[name] = *shape;
   }
-  for (const auto& p : policies)
-    if (!sharing::makeSharePolicy(p, {})) {
-      fmt::print(stderr, "error: unknown policy '{}'; known: {}\n", p, fmt::join(sharing::sharePolicyNames(), ", "));
-      return 2;
-    }
-  std::map<std::string, std::vector<TracePod>> pods;
-  std::map<std::string, sharing::ShapeMix> mixes;
-  sharing::ModelTable models = cluster->models();
-  for (const auto& w : workloads) {
-    auto loaded = loadOpenbPods((traces / fmt::format("openb_pod_list_{}.csv", w)).string(), models);
-    if (!loaded) {
-      fmt::print(stderr, "error: {}\n", loaded.error());
-      return 2;
-    }
-    std::vector<sharing::ShareRequest> reqs;
-    for (const auto& p : *loaded) reqs.push_back(p.request);
-    mixes[w] = sharing::typicalShapes(reqs);
-    pods[w] = std::move(*loaded);
-  }
+  auto inputs = loadInputs(traces, workloads, policies);
+  if (!inputs) return 2;
+  const sharing::ShareCluster* cluster = &inputs->cluster;
+  auto& pods = inputs->pods;
+  auto& mixes = inputs->mixes;
   struct Run {
     std::string workload, pool, policy;
     double load;
