@@ -53,6 +53,7 @@ struct SharePolicyOptions {
 [[nodiscard]] std::unique_ptr<SharePolicy> makeDotProductPolicy();
 [[nodiscard]] std::unique_ptr<SharePolicy> makeGpuPackingPolicy();
 [[nodiscard]] std::unique_ptr<SharePolicy> makeGpuClusteringPolicy();
+[[nodiscard]] std::unique_ptr<SharePolicy> makeBuddyPolicy();  // HiveD-style buddy cells, "hived-buddy"
 [[nodiscard]] std::unique_ptr<SharePolicy> makeFgdPolicy(ShapeMix mix, bool cached = false);
 struct SwitchyardShareOptions {
   bool fragmentationAware = true;

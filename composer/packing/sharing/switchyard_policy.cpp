@@ -227,7 +227,7 @@ std::unique_ptr<SharePolicy> makeSwitchyardSharePolicy(SwitchyardShareOptions op
 
 const std::vector<std::string>& sharePolicyNames() {
   static const std::vector<std::string> names{"random",         "first-fit", "best-fit",   "worst-fit",
-                                              "dot-product",    "gpu-packing", "gpu-clustering", "fgd",
+                                              "dot-product",    "gpu-packing", "gpu-clustering", "hived-buddy", "fgd",
                                               "switchyard",     "switchyard-no-frag"};
   return names;
 }
@@ -240,6 +240,7 @@ std::unique_ptr<SharePolicy> makeSharePolicy(std::string_view name, const ShareP
   if (name == "dot-product") return makeDotProductPolicy();
   if (name == "gpu-packing") return makeGpuPackingPolicy();
   if (name == "gpu-clustering") return makeGpuClusteringPolicy();
+  if (name == "hived-buddy") return makeBuddyPolicy();
   if (name == "fgd") return makeFgdPolicy(o.oracleMix, o.cacheFgd);
   if (name == "switchyard" || name == "switchyard-no-frag")
     return makeSwitchyardSharePolicy({.fragmentationAware = name == "switchyard",

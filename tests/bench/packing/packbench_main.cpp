@@ -36,8 +36,9 @@ namespace {
 const std::vector<std::string> kAllWorkloads{
     "default",    "cpu050",     "cpu100",     "cpu200",     "cpu250",     "gpushare100", "gpushare40", "gpushare80",
     "gpuspec10",  "gpuspec20",  "gpuspec33",  "multigpu20", "multigpu40", "multigpu50"};
-const std::vector<std::string> kDefaultPolicies{"random",     "first-fit", "best-fit",   "worst-fit",  "dot-product",
-                                                "gpu-packing", "gpu-clustering", "fgd", "switchyard", "switchyard-no-frag"};
+const std::vector<std::string> kDefaultPolicies{"random",      "first-fit",      "best-fit",    "worst-fit", "dot-product",
+                                                "gpu-packing", "gpu-clustering", "hived-buddy", "fgd",       "switchyard",
+                                                "switchyard-no-frag"};
 // Our names -> the FGD authors' names in their cached results.
 const std::map<std::string, std::string> kFgdNames{{"random", "01-Random"},        {"dot-product", "02-DotProd"},
                                                    {"gpu-clustering", "03-GpuClustering"}, {"gpu-packing", "04-GpuPacking"},

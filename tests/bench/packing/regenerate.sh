@@ -41,21 +41,24 @@ with open(f"{out}/alloc130.dat", "w") as f:
         f.write(w + " " + " ".join(f"{statistics.mean(at130[w][p]):.3f}" for p in pols) + "\n")
 PY
 
+N=$(( $(head -1 "$OUT/curve_default.dat" | wc -w) ))  # first column is the x axis
 gnuplot <<GP
+N = $N
 set terminal pngcairo size 1000,620 font ",10"
 set datafile columnheaders
+set linetype 9 lc rgb "#8b4513"; set linetype 10 lc rgb "#ff1493"; set linetype 11 lc rgb "#808080"; set linetype 12 lc rgb "#000080"
 set output "$OUT/alloc_curve_default.png"
 set title "openb default: GPU allocation vs arrived GPU demand (mean of 10 seeds)"
 set xlabel "arrived GPU demand (% of capacity)"; set ylabel "GPUs allocated (% of capacity)"
 set key left top; set grid
 set xrange [60:130]; set yrange [60:100]
-plot for [i=2:11] "$OUT/curve_default.dat" using 1:i with lines lw 2 title columnheader(i)
+plot for [i=2:N] "$OUT/curve_default.dat" using 1:i with lines lw 2 lt (i-1) title columnheader(i)
 set output "$OUT/alloc130_by_workload.png"
 set title "GPU allocation at 130 % arrived demand (mean of 10 seeds)"
 set style data histogram; set style histogram clustered gap 1; set style fill solid 0.8 border -1
 set xtics rotate by -40; set yrange [75:100]; set xrange [*:*]; set key outside right
 set ylabel "GPUs allocated (% of capacity)"; set xlabel ""
-plot for [i=2:11] "$OUT/alloc130.dat" using i:xtic(1) title columnheader(i)
+plot for [i=2:N] "$OUT/alloc130.dat" using i:xtic(1) title columnheader(i)
 GP
 
 rm -f "$OUT"/*.dat
