@@ -77,6 +77,7 @@ PlacementDecision placeExplicit(const Pool& pool, const PlacementRequest& r) {
 Result<void> validatePlacementRequest(const Pool& pool, const PlacementRequest& r) {
   if (!r.gpuInstances.empty()) {
     if (!r.devices.empty()) return fail(Code::kInvalidArgument, "ask for MIG instances or for explicit devices, not both");
+    if (!r.boundInstances.empty() && !r.host) return fail(Code::kInvalidArgument, "partly used GPUs belong to a host: name it");
     if (r.gpuInstances.size() > 64) return fail(Code::kInvalidArgument, fmt::format("at most 64 MIG instances per request (got {})", r.gpuInstances.size()));
   } else if (r.devices.empty()) {
     if (r.gpuCount <= 0) return fail(Code::kInvalidArgument, fmt::format("gpu count must be at least 1 (got {})", r.gpuCount));

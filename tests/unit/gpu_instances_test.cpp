@@ -133,6 +133,10 @@ TEST(GpuInstancePlacement, RejectsMixingInstancesWithExplicitDevices) {
   r.devices = {"sw0-gpu2"};
   r.gpuInstances = profiles({MigProfile::k1g});
   EXPECT_EQ(place(pool, r).error->code, Code::kInvalidArgument);
+  PlacementRequest unpinned;
+  unpinned.gpuInstances = profiles({MigProfile::k1g});
+  unpinned.boundInstances = {{"sw1-gpu0", MigProfile::k4g, 0}};
+  EXPECT_EQ(place(pool, unpinned).error->code, Code::kInvalidArgument) << "partly used GPUs without their host";
 }
 
 TEST(MigCapacity, SeparatesPartlyUsedGpusFromAttachableOnes) {
