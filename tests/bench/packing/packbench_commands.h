@@ -1,0 +1,30 @@
+// The switchyard_packbench subcommands, one file each; packbench_main.cpp holds the command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/bench/packing/dynamic_sim.h"
+#include "tests/bench/packing/packbench_common.h"
+
+namespace switchyard::bench {
+
+// FGD's inflation protocol on the fixed openb cluster, next to the authors' published numbers.
+int runStaticCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& policies,
+                     const std::vector<uint64_t>& seeds, double ratio, const fs::path& out, unsigned jobs, bool oracleForOurs,
+                     double resolution, bool quiet);
+// Decision latency, placements/s and memory on pools of repeated openb nodes.
+int runLatencyCommand(const fs::path& traces, const std::vector<int>& sizes, const std::vector<double>& fills,
+                      const std::vector<std::string>& policies, size_t decisions, size_t naiveDecisions, size_t warmupDecisions,
+                      const fs::path& out);
+// The static protocol on composable pools, against the LP bound.
+int runComposableCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& shapeNames,
+                         const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio, const fs::path& out,
+                         unsigned jobs, bool quiet);
+// Poisson arrivals and departures at offered loads.
+int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& poolNames,
+                      const std::vector<double>& loads, const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds,
+                      const DynamicOptions& base, const fs::path& out, unsigned jobs, bool quiet);
+
+}  // namespace switchyard::bench

@@ -1,0 +1,52 @@
+// What the switchyard_packbench subcommands share: list and seed parsing, summary statistics, loading the
+// node list and pod lists, pool shapes, and running independent runs on several threads.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "composer/packing/sharing/shape_mix.h"
+#include "tests/bench/packing/composable_sim.h"
+#include "tests/bench/packing/openb_trace.h"
+
+namespace switchyard::bench {
+
+namespace fs = std::filesystem;
+
+// "a,b,c" -> {a, b, c}; empty items are dropped.
+[[nodiscard]] std::vector<std::string> splitList(const std::string& s);
+// "42-51" or "42,43" -> seeds.
+[[nodiscard]] std::vector<uint64_t> parseSeeds(const std::string& s);
+
+struct Stats {
+  double mean = 0, sd = 0;
+};
+[[nodiscard]] Stats stats(const std::vector<double>& v);
+[[nodiscard]] double percentile(std::vector<double> v, double q);
+
+struct Inputs {
+  sharing::ShareCluster cluster;
+  std::map<std::string, std::vector<TracePod>> pods;  // by workload name
+  std::map<std::string, sharing::ShapeMix> mixes;      // each workload's typical shapes
+};
+// The node list and each workload's pod list ("NAME+big": with 16/32-GPU servers added), after checking
+// the policy names. Reports what is wrong on stderr.
+[[nodiscard]] std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::string>& workloads,
+                                               const std::vector<std::string>& policies);
+
+// Pools by name: "mirror" or K:U:P:L composable pools, and "static" (no shape) where `allowStatic`.
+// Reports a bad name on stderr.
+[[nodiscard]] std::optional<std::map<std::string, std::optional<ComposableShape>>> parsePools(const std::vector<std::string>& names,
+                                                                                              bool allowStatic);
+
+// Runs work(i) for every i < count on `jobs` threads; after each run, report(i, finishedSoFar) is called
+// under one lock (for progress lines).
+void runInParallel(size_t count, unsigned jobs, const std::function<void(size_t)>& work,
+                   const std::function<void(size_t, size_t)>& report);
+
+}  // namespace switchyard::bench
