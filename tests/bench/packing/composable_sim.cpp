@@ -106,14 +106,11 @@ void ComposablePool::cable(const sharing::ShareCluster& servers, const Composabl
     sorted.push_back(links_[order[i]]);
   }
   links_ = std::move(sorted);
+  for (auto& l : links_) l.name = l.enclosure < 0 ? hosts_[l.host].name : fmt::format("{}/enc{}", hosts_[l.host].name, l.enclosure);
   for (auto& h : hosts_)
     for (auto& l : h.links) l = newIndex[l];
   for (auto& e : enclosures_)
     for (auto& l : e.links) l = newIndex[l];
-}
-
-size_t ComposablePool::hostsWithoutLinks() const {
-  return static_cast<size_t>(std::count_if(links_.begin(), links_.end(), [](const Link& l) { return l.enclosure < 0; }));
 }
 
 int64_t ComposablePool::milliLeftOnAttachedGpus() const {
@@ -175,7 +172,7 @@ std::optional<std::string> ComposablePool::violation() const {
 sharing::ShareNode ComposablePool::view(const Link& l) const {
   const Host& h = hosts_[l.host];
   sharing::ShareNode n;
-  n.name = l.enclosure < 0 ? h.name : fmt::format("{}/enc{}", h.name, l.enclosure);
+  n.name = l.name;
   n.cpuCapacity = h.cpuCapacity;
   n.cpuLeft = h.cpuLeft;
   n.memoryCapacity = h.memoryCapacity;

@@ -52,9 +52,6 @@ class ComposablePool {
   [[nodiscard]] int64_t totalGpuMilli() const { return totalGpuMilli_; }
   [[nodiscard]] int64_t allocatedGpuMilli() const { return allocatedGpuMilli_; }
   [[nodiscard]] size_t attaches() const { return attaches_; }
-  [[nodiscard]] size_t enclosureCount() const { return enclosures_.size(); }
-  [[nodiscard]] size_t linkCount() const { return links_.size(); }
-  [[nodiscard]] size_t hostsWithoutLinks() const;
   // Where capacity is stranded: milli-GPU left on GPUs attached to some host (only that host can use it),
   // and hosts with at least `cpuMilli` CPU left that reach no free GPU.
   [[nodiscard]] int64_t milliLeftOnAttachedGpus() const;
@@ -84,6 +81,7 @@ class ComposablePool {
     size_t host = 0;
     long enclosure = -1;             // -1: a host with no GPU link (CPU-only view)
     std::vector<size_t> attached;    // GPUs of the enclosure attached to the host, in attach order
+    std::string name;                // of the view: "host/encN", or the host's name
   };
   [[nodiscard]] sharing::ShareNode view(const Link& l) const;
   void cable(const sharing::ShareCluster& servers, const ComposableShape& shape);
