@@ -169,6 +169,21 @@ std::optional<std::string> ComposablePool::violation() const {
   return std::nullopt;
 }
 
+ComposablePool::Wiring ComposablePool::wiring() const {
+  if (allocatedGpuMilli_ != 0 || attaches_ != 0) throw std::logic_error("the wiring is only described before anything is placed");
+  Wiring w;
+  w.deviceLimit = shape_.deviceLimit;
+  for (const auto& h : hosts_) w.hosts.push_back({h.cpuCapacity, h.memoryCapacity});
+  for (const auto& e : enclosures_) {
+    long bound = -1;
+    if (shape_.mirrorServers) bound = gpuHost_[e.gpus.front()];
+    w.enclosures.push_back({e.model, static_cast<int>(e.gpus.size()), bound});
+  }
+  for (const auto& l : links_)
+    if (l.enclosure >= 0) w.links.emplace_back(l.host, static_cast<size_t>(l.enclosure));
+  return w;
+}
+
 sharing::ShareNode ComposablePool::view(const Link& l) const {
   const Host& h = hosts_[l.host];
   sharing::ShareNode n;

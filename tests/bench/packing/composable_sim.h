@@ -61,6 +61,25 @@ class ComposablePool {
   // broken one, or nothing.
   [[nodiscard]] std::optional<std::string> violation() const;
 
+  // The pool as cabled, for an exact model of it (the ILP reference). Throws std::logic_error once
+  // anything has been placed.
+  struct Wiring {
+    struct Host {
+      int32_t cpuMilli = 0;
+      int64_t memoryMib = 0;
+    };
+    struct Enclosure {
+      uint8_t model = 0;
+      int gpus = 0;
+      long boundTo = -1;  // the mirror pool: every GPU belongs to this host from the start
+    };
+    std::vector<Host> hosts;
+    std::vector<Enclosure> enclosures;
+    std::vector<std::pair<size_t, size_t>> links;  // (host, enclosure)
+    int deviceLimit = 0;                           // GPUs attached to one host at most (not counting bound ones)
+  };
+  [[nodiscard]] Wiring wiring() const;
+
  private:
   struct Host {
     std::string name;

@@ -66,7 +66,8 @@ DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableS
   for (size_t i = 0; i < pods.size(); ++i) gpuSeconds += static_cast<double>(pods[i].request.totalGpuMilli()) * duration(i);
   gpuSeconds /= static_cast<double>(pods.size());
   if (gpuSeconds <= 0) throw std::invalid_argument("the pod list has no GPU time (no durations?)");
-  const double rate = o.load * static_cast<double>(pool.capacity()) / gpuSeconds;  // arrivals per second
+  const double capacity = static_cast<double>(o.referenceCapacityMilli > 0 ? o.referenceCapacityMilli : pool.capacity());
+  const double rate = o.load * capacity / gpuSeconds;  // arrivals per second
 
   std::mt19937_64 rng(o.seed);
   std::exponential_distribution<double> gap(rate);

@@ -25,6 +25,9 @@ struct DynamicOptions {
   double patienceSeconds = 1800;
   size_t backfillDepth = 64;
   uint64_t seed = 42;
+  // The arrival rate is set against this GPU capacity instead of the pool's own (compaction: the same
+  // demand on a smaller pool); 0 = the pool's.
+  int64_t referenceCapacityMilli = 0;
 };
 
 struct DynamicResult {

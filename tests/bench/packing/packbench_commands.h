@@ -27,4 +27,21 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
                       const std::vector<double>& loads, const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds,
                       const DynamicOptions& base, const fs::path& out, unsigned jobs, bool quiet);
 
+struct CompactionOptions {
+  double load = 0.8;            // offered load against the whole cluster's GPU capacity
+  double targetPercent = 99;    // acceptance the pool must reach
+  int fromPercent = 50;         // the smallest share of servers considered (taken to miss the target)
+  int resolutionPercent = 1;    // the bisection stops when pass and miss are this close
+};
+// The smallest share of the servers that serves a fixed demand at the target acceptance, fixed servers vs
+// composable pools.
+int runCompactionCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& poolNames,
+                         const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, const CompactionOptions& options,
+                         const DynamicOptions& base, const fs::path& out, unsigned jobs, bool quiet);
+
+// Each policy against the exact optimum (GLPK ILP) on small sampled instances.
+int runOptimalityCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& shapeNames,
+                         const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, size_t servers,
+                         double timeLimit, const fs::path& out, unsigned jobs, bool quiet);
+
 }  // namespace switchyard::bench

@@ -4,6 +4,8 @@
 //   switchyard_packbench latency    --gpus 1000,10000,100000 --fill 0.5,0.9
 //   switchyard_packbench composable --shapes mirror,16:8:2:16 --seeds 42-51
 //   switchyard_packbench dynamic    --pools static,16:8:2:16 --loads 0.7,0.9,1.0,1.1
+//   switchyard_packbench compaction --pools static,16:8:2:16 --load 0.8 --target 99
+//   switchyard_packbench optimality --servers 8 --shapes mirror,8:2:2:8 --seeds 42-51
 //
 // Traces are read from --traces (default ../shared/traces/alibaba-gpu-2023); nothing is copied.
 #include <CLI/CLI.hpp>
@@ -100,7 +102,49 @@ int main(int argc, char** argv) {
   dyn->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
   dyn->add_flag("--quiet", quiet, "no per-run progress lines");
 
+  auto* opt = app.add_subcommand("optimality", "each policy against the exact optimum (GLPK integer program) on small sampled instances");
+  std::string optWorkloads = "default", optShapes = "mirror,8:2:2:8", optPolicies = "first-fit,best-fit,fgd,switchyard";
+  std::string optSeeds = "42-51", optOut = "packbench-out";
+  size_t optServers = 8;
+  double timeLimit = 60;
+  opt->add_option("--workloads", optWorkloads, "comma-separated pod lists")->capture_default_str();
+  opt->add_option("--shapes", optShapes, "pools: 'mirror' (the fixed servers) or K:U:P:L composable pools")->capture_default_str();
+  opt->add_option("--policies", optPolicies, "comma-separated policies")->capture_default_str();
+  opt->add_option("--seeds", optSeeds, "seeds (each samples its own servers): '42-51' or '42,43'")->capture_default_str();
+  opt->add_option("--servers", optServers, "openb servers sampled per instance")->capture_default_str();
+  opt->add_option("--time-limit", timeLimit, "seconds GLPK may search per instance (then: best found and a bound)")->capture_default_str();
+  opt->add_option("--out", optOut, "folder for CSVs and the summary")->capture_default_str();
+  opt->add_option("--jobs", jobs, "instances in parallel")->capture_default_str();
+  opt->add_flag("--quiet", quiet, "no per-instance progress lines");
+
+  auto* cmp = app.add_subcommand("compaction", "the smallest share of the servers that serves a fixed demand at a target acceptance");
+  std::string cmpWorkloads = "default", cmpPools = "static,16:8:2:16", cmpPolicies = "fgd,switchyard", cmpSeeds = "42-43";
+  std::string cmpOut = "packbench-out";
+  CompactionOptions cmpOptions;
+  DynamicOptions cmpDynamic;
+  cmp->add_option("--workloads", cmpWorkloads, "comma-separated pod lists (they need creation/deletion times)")->capture_default_str();
+  cmp->add_option("--pools", cmpPools, "'static', 'mirror' or K:U:P:L composable pools built from the kept servers")->capture_default_str();
+  cmp->add_option("--policies", cmpPolicies, "comma-separated policies")->capture_default_str();
+  cmp->add_option("--seeds", cmpSeeds, "seeds (each samples its own servers and arrivals)")->capture_default_str();
+  cmp->add_option("--load", cmpOptions.load, "offered load against the WHOLE cluster's GPU capacity")->capture_default_str();
+  cmp->add_option("--target", cmpOptions.targetPercent, "acceptance % the pool must reach")->capture_default_str();
+  cmp->add_option("--from", cmpOptions.fromPercent, "smallest share of servers considered, % (taken to miss the target)")
+      ->capture_default_str();
+  cmp->add_option("--resolution", cmpOptions.resolutionPercent, "bisection step, % of servers")->capture_default_str();
+  cmp->add_option("--arrivals", cmpDynamic.arrivals, "measured arrivals per probe")->capture_default_str();
+  cmp->add_option("--warmup", cmpDynamic.warmup, "arrivals before measuring")->capture_default_str();
+  cmp->add_option("--patience", cmpDynamic.patienceSeconds, "seconds a request waits before giving up")->capture_default_str();
+  cmp->add_option("--out", cmpOut, "folder for CSVs and the summary")->capture_default_str();
+  cmp->add_option("--jobs", jobs, "searches in parallel")->capture_default_str();
+  cmp->add_flag("--quiet", quiet, "no per-probe progress lines");
+
   CLI11_PARSE(app, argc, argv);
+  if (cmp->parsed())
+    return runCompactionCommand(traces, splitList(cmpWorkloads), splitList(cmpPools), splitList(cmpPolicies), parseSeeds(cmpSeeds),
+                                cmpOptions, cmpDynamic, cmpOut, jobs, quiet);
+  if (opt->parsed())
+    return runOptimalityCommand(traces, splitList(optWorkloads), splitList(optShapes), splitList(optPolicies), parseSeeds(optSeeds),
+                                optServers, timeLimit, optOut, jobs, quiet);
   if (dyn->parsed())
     return runDynamicCommand(traces, splitList(dynWorkloads), splitList(dynPools), loads, splitList(dynPolicies), parseSeeds(dynSeeds),
                              dynOptions, dynOut, jobs, quiet);

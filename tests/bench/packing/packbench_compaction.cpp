@@ -1,0 +1,167 @@
+// switchyard_packbench compaction: the smallest pool that serves a workload at a target acceptance.
+//
+// The demand is fixed: Poisson arrivals at `load` x the whole openb cluster's GPU capacity (dynamic mode).
+// The pool is a share of the servers, sampled per (GPU model, GPU count) class so the mix stays the same,
+// and nested (a larger share holds every server of a smaller one). A bisection over the share, in steps of
+// `resolution` percent, finds the smallest pool whose measured acceptance reaches the target, for fixed
+// servers and for composable pools built from the same servers.
+#include "tests/bench/packing/packbench_commands.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <tuple>
+
+#include "composer/packing/sharing/share_policy.h"
+
+namespace switchyard::bench {
+
+namespace {
+
+// The first round(percent% of each class) servers of a seeded order per (model, GPU count) class.
+sharing::ShareCluster shareOfServers(const sharing::ShareCluster& all, int percent, uint64_t seed) {
+  std::map<std::pair<uint8_t, int>, std::vector<const sharing::ShareNode*>> classes;
+  for (const auto& n : all.nodes()) classes[{n.gpuCount() > 0 ? n.model : uint8_t{255}, n.gpuCount()}].push_back(&n);
+  std::mt19937_64 rng(seed ^ 0xc0ffee);
+  std::vector<sharing::ShareNode> nodes;
+  for (auto& [key, members] : classes) {
+    std::shuffle(members.begin(), members.end(), rng);
+    const auto take = static_cast<size_t>(std::lround(static_cast<double>(members.size()) * percent / 100.0));
+    for (size_t i = 0; i < take; ++i) nodes.push_back(*members[i]);
+  }
+  std::shuffle(nodes.begin(), nodes.end(), rng);
+  return sharing::ShareCluster(std::move(nodes), all.models());
+}
+
+double acceptancePercent(const DynamicResult& r) {
+  return 100.0 * static_cast<double>(r.accepted) / static_cast<double>(std::max<size_t>(1, r.arrived));
+}
+
+}  // namespace
+
+int runCompactionCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& poolNames,
+                         const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, const CompactionOptions& options,
+                         const DynamicOptions& base, const fs::path& out, unsigned jobs, bool quiet) {
+  if (options.fromPercent < 1 || options.fromPercent >= 100 || options.resolutionPercent < 1) {
+    fmt::print(stderr, "error: --from must be in 1..99 and --resolution at least 1\n");
+    return 2;
+  }
+  auto parsed = parsePools(poolNames, /*allowStatic=*/true);
+  if (!parsed) return 2;
+  auto& poolShapes = *parsed;
+  auto inputs = loadInputs(traces, workloads, policies);
+  if (!inputs) return 2;
+
+  struct Probe {
+    int percent;
+    size_t servers;
+    int gpus;
+    DynamicResult result;
+  };
+  struct Search {
+    std::string workload, pool, policy;
+    uint64_t seed;
+    std::vector<Probe> probes;
+    int smallest = -1;  // percent of servers; -1: even the whole cluster misses the target
+  };
+  std::vector<Search> searches;
+  for (const auto& w : workloads)
+    for (const auto& pl : poolNames)
+      for (const auto& p : policies)
+        for (uint64_t seed : seeds) searches.push_back({w, pl, p, seed, {}, -1});
+  fs::create_directories(out);
+  std::mutex printing;
+  runInParallel(
+      searches.size(), jobs,
+      [&](size_t i) {
+        Search& s = searches[i];
+        auto probe = [&](int percent) {
+          sharing::ShareCluster servers = shareOfServers(inputs->cluster, percent, s.seed);
+          auto policy = sharing::makeSharePolicy(s.policy, {.seed = s.seed, .oracleMix = inputs->mixes[s.workload], .cacheFgd = true});
+          DynamicOptions o = base;
+          o.load = options.load;
+          o.seed = s.seed;
+          o.referenceCapacityMilli = inputs->cluster.totalGpuMilli();
+          const auto& shape = poolShapes[s.pool];
+          s.probes.push_back({percent, servers.size(), servers.totalGpus(),
+                              runDynamic(servers, shape ? &*shape : nullptr, inputs->pods[s.workload], *policy, o)});
+          const double accepted = acceptancePercent(s.probes.back().result);
+          if (!quiet) {
+            std::lock_guard lock(printing);
+            fmt::print(stderr, "  {:<10} {:<12} {:<12} seed {}: {:3d}% of servers ({} GPUs) accepts {:6.2f}%\n", s.workload, s.pool,
+                       s.policy, s.seed, percent, servers.totalGpus(), accepted);
+          }
+          return accepted >= options.targetPercent;
+        };
+        if (!probe(100)) return;
+        int fail = options.fromPercent, pass = 100;  // `from` is taken to miss the target
+        while (pass - fail > options.resolutionPercent) {
+          const int mid = (fail + pass) / 2;
+          (probe(mid) ? pass : fail) = mid;
+        }
+        s.smallest = pass;
+      },
+      [&](size_t i, size_t finished) {
+        if (quiet) return;
+        const Search& s = searches[i];
+        std::lock_guard lock(printing);
+        fmt::print(stderr, "[{}/{}] {} {} {} seed {}: smallest pool {}\n", finished, searches.size(), s.workload, s.pool, s.policy, s.seed,
+                   s.smallest < 0 ? std::string("none (the whole cluster misses the target)") : fmt::format("{}% of servers", s.smallest));
+      });
+
+  std::ofstream csv(out / "compaction_probes.csv");
+  csv << "workload,pool,policy,seed,percent_of_servers,servers,gpus,arrived,accepted,accepted_pct,mean_wait_s,mean_allocation_pct,"
+         "smallest_percent\n";
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::map<Key, std::vector<double>> smallest, gpus, servers;
+  std::map<Key, int> missed;
+  for (const auto& s : searches) {
+    for (const auto& p : s.probes)
+      csv << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.1f},{:.3f},{}\n", s.workload, s.pool, s.policy, s.seed, p.percent, p.servers,
+                         p.gpus, p.result.arrived, p.result.accepted, acceptancePercent(p.result), p.result.meanWaitSeconds,
+                         p.result.meanAllocationPercent, s.smallest);
+    const Key k{s.workload, s.pool, s.policy};
+    if (s.smallest < 0) {
+      ++missed[k];
+      continue;
+    }
+    smallest[k].push_back(s.smallest);
+    for (const auto& p : s.probes)
+      if (p.percent == s.smallest) {
+        gpus[k].push_back(p.gpus);
+        servers[k].push_back(static_cast<double>(p.servers));
+      }
+  }
+  std::ofstream summary(out / "compaction_summary.md");
+  auto emit = [&](const std::string& s) {
+    summary << s;
+    fmt::print("{}", s);
+  };
+  emit(fmt::format("Compaction: the smallest share of the openb servers that accepts >= {:.1f} % of requests arriving at load {:.2f} of "
+                   "the whole cluster (dynamic mode: {} measured arrivals after {} warm-up, patience {:.0f} s); bisection in steps of "
+                   "{} %, from {} %; mean ± sd over {} seeds ({}). The share is taken per (model, GPU count) class and rounded, so the servers "
+                   "and GPUs kept are the measure.\n\n| workload | pool | policy | share % | servers | GPUs | % of GPUs | missed at 100 % "
+                   "|\n|---|---|---|---|---|---|---|---|\n",
+                   options.targetPercent, options.load, base.arrivals, base.warmup, base.patienceSeconds, options.resolutionPercent,
+                   options.fromPercent, seeds.size(), fmt::join(seeds, ",")));
+  for (const auto& w : workloads)
+    for (const auto& pl : poolNames)
+      for (const auto& p : policies) {
+        const Key k{w, pl, p};
+        const Stats sm = stats(smallest[k]), g = stats(gpus[k]), sv = stats(servers[k]);
+        const bool found = !smallest[k].empty();
+        emit(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", w, poolShapes[pl] ? poolShapes[pl]->describe() : "static", p,
+                         found ? fmt::format("{:.1f} ± {:.1f}", sm.mean, sm.sd) : "–", found ? fmt::format("{:.0f}", sv.mean) : "–",
+                         found ? fmt::format("{:.0f} ± {:.0f}", g.mean, g.sd) : "–",
+                         found ? fmt::format("{:.1f}", 100.0 * g.mean / inputs->cluster.totalGpus()) : "–", missed[k]));
+      }
+  fmt::print(stderr, "wrote {}/compaction_probes.csv, compaction_summary.md\n", out.string());
+  return 0;
+}
+
+}  // namespace switchyard::bench
