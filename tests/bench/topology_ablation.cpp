@@ -1,0 +1,151 @@
+#include "tests/bench/topology_ablation.h"
+
+#include <fmt/format.h>
+
+#include <random>
+#include <string>
+#include <utility>
+
+#include "composer/packing/composable_model.h"
+#include "composer/packing/packing.h"
+#include "composer/packing/pool.h"
+#include "fabric/topology_generator.h"
+
+namespace switchyard::bench {
+
+namespace {
+
+struct Variant {
+  std::string name;
+  std::vector<std::pair<std::string, double>> weights;  // overrides of switchyard-v1's score weights
+};
+
+struct Tally {
+  long requests = 0, accepted = 0;
+  long bigRequests = 0, bigAccepted = 0;  // 8 and 16 GPUs
+  long multiGpuPlaced = 0, multiGpuOneSwitch = 0;
+  long gpusPlaced = 0, gpusOverIsl = 0;
+};
+
+struct LiveSystem {
+  int host;
+  std::vector<int> devices;
+};
+
+Tally run(const ComposableScheduler& scheduler, const AblationOptions& o, uint64_t seed) {
+  TopologyShape shape;
+  shape.totalGpus = o.gpus;
+  shape.gpusPerSwitch = o.gpusPerSwitch;
+  shape.switchesPerFabric = o.switchesPerFabric;
+  shape.hostsPerFabric = o.hostsPerFabric;
+  const Topology topology = generateTopology(shape);
+  Pool pool(topology);
+  const int total = static_cast<int>(pool.devices().size());
+  std::mt19937_64 rng(seed);
+  // Request sizes: mostly small, with the large P2P requests that fragmentation starves.
+  const int sizes[] = {1, 2, 4, 8, 16};
+  std::discrete_distribution<int> size({40, 25, 20, 10, 5});
+  std::vector<LiveSystem> live;
+  Tally t;
+  for (int i = 0; i < o.warmup + o.requests; ++i) {
+    const bool measured = i >= o.warmup;
+    PlacementRequest r;
+    r.gpuCount = sizes[size(rng)];
+    r.peerToPeer = PeerToPeer::kPreferred;
+    const PlacementDecision d = place(scheduler, pool, r);
+    const bool big = r.gpuCount >= 8;
+    if (measured) {
+      ++t.requests;
+      t.bigRequests += big ? 1 : 0;
+    }
+    if (d.placement) {
+      LiveSystem s{pool.hostIndex(d.placement->hostId), {}};
+      std::string firstSwitch;
+      bool oneSwitch = true;
+      for (const auto& dev : d.placement->devices) {
+        const int di = pool.deviceIndex(dev.deviceId);
+        pool.setFree(di, false);
+        s.devices.push_back(di);
+        if (firstSwitch.empty()) firstSwitch = dev.switchId;
+        oneSwitch = oneSwitch && dev.switchId == firstSwitch;
+      }
+      // A device is reached over an inter-switch link when no port of the host goes into its switch.
+      const auto& host = pool.hosts()[static_cast<size_t>(s.host)];
+      int overIsl = 0;
+      for (int di : s.devices) {
+        bool direct = false;
+        for (const auto& port : host.ports) direct = direct || port.switchIndex == pool.devices()[static_cast<size_t>(di)].switchIndex;
+        overIsl += direct ? 0 : 1;
+      }
+      pool.addAttached(s.host, static_cast<int>(s.devices.size()));
+      pool.setInSystem(s.host, true);
+      if (measured) {
+        ++t.accepted;
+        t.bigAccepted += big ? 1 : 0;
+        t.gpusPlaced += static_cast<long>(s.devices.size());
+        t.gpusOverIsl += overIsl;
+        if (s.devices.size() > 1) {
+          ++t.multiGpuPlaced;
+          t.multiGpuOneSwitch += oneSwitch ? 1 : 0;
+        }
+      }
+      live.push_back(std::move(s));
+    }
+    // Departures: random systems leave while the pool is fuller than the target.
+    while (!live.empty() && total - pool.freeCount() > static_cast<int>(o.fill * total)) {
+      const size_t k = std::uniform_int_distribution<size_t>(0, live.size() - 1)(rng);
+      for (int di : live[k].devices) pool.setFree(di, true);
+      pool.addAttached(live[k].host, -static_cast<int>(live[k].devices.size()));
+      pool.setInSystem(live[k].host, false);
+      live[k] = std::move(live.back());
+      live.pop_back();
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+int benchTopologyAblation(const AblationOptions& o) {
+  const std::vector<Variant> variants{
+      {"switchyard-v1", {}},
+      {"no-topology", {{"fewest-switches", 0}, {"avoid-inter-switch-links", 0}}},
+      {"no-fragmentation", {{"best-fit", 0}}},
+      {"neither", {{"fewest-switches", 0}, {"avoid-inter-switch-links", 0}, {"best-fit", 0}}},
+  };
+  fmt::print("switchyard-v1 ablation: {} GPUs, {} per switch, {} switches and {} hosts per fabric; requests of 1/2/4/8/16 GPUs "
+             "(40/25/20/10/5 %), P2P preferred; random systems leave while more than {:.0f} % of GPUs are taken; {} warm-up + {} measured "
+             "requests; sums over seeds {}\n\n",
+             o.gpus, o.gpusPerSwitch, o.switchesPerFabric, o.hostsPerFabric, o.fill * 100, o.warmup, o.requests, fmt::join(o.seeds, ","));
+  fmt::print("| profile | accepted % | 8/16-GPU accepted % | multi-GPU placements under one switch % | GPUs over an inter-switch link % |\n"
+             "|---|---|---|---|---|\n");
+  for (const auto& v : variants) {
+    auto scheduler = buildComposableScheduler("switchyard-v1", v.weights);
+    if (!scheduler) {
+      fmt::print(stderr, "error: {}\n", scheduler.error().message);
+      return 1;
+    }
+    Tally sum;
+    for (uint64_t seed : o.seeds) {
+      const Tally t = run(**scheduler, o, seed);
+      sum.requests += t.requests;
+      sum.accepted += t.accepted;
+      sum.bigRequests += t.bigRequests;
+      sum.bigAccepted += t.bigAccepted;
+      sum.multiGpuPlaced += t.multiGpuPlaced;
+      sum.multiGpuOneSwitch += t.multiGpuOneSwitch;
+      sum.gpusPlaced += t.gpusPlaced;
+      sum.gpusOverIsl += t.gpusOverIsl;
+    }
+    auto pct = [](long a, long b) { return b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 0.0; };
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", v.name, pct(sum.accepted, sum.requests), pct(sum.bigAccepted, sum.bigRequests),
+               pct(sum.multiGpuOneSwitch, sum.multiGpuPlaced), pct(sum.gpusOverIsl, sum.gpusPlaced));
+    if (sum.accepted == 0) {
+      fmt::print(stderr, "error: nothing was placed; the benchmark pool is wrong\n");
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace switchyard::bench

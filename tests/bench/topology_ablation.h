@@ -1,0 +1,25 @@
+// Ablation of Switchyard's composable placement profile (switchyard-v1) on a churning pool: the full
+// profile against the same profile with its topology scores (fewest-switches, avoid-inter-switch-links)
+// and/or its fragmentation score (best-fit) weighted 0. Same request stream and departures for each.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace switchyard::bench {
+
+struct AblationOptions {
+  int gpus = 1024;
+  int gpusPerSwitch = 16;
+  int switchesPerFabric = 4;
+  int hostsPerFabric = 32;
+  double fill = 0.85;       // after each request, random systems are decomposed while more than this share of GPUs is taken
+  int warmup = 2000;        // requests before measuring
+  int requests = 20000;     // measured requests
+  std::vector<uint64_t> seeds{42, 43, 44};
+};
+
+// Prints one table row per profile variant; returns a process exit code.
+int benchTopologyAblation(const AblationOptions& options);
+
+}  // namespace switchyard::bench
