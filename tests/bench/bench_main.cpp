@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
   ablation->add_option("--gpus", ab.gpus, "GPUs in the pool")->capture_default_str();
   ablation->add_option("--gpus-per-switch", ab.gpusPerSwitch, "GPUs under one switch")->capture_default_str();
   ablation->add_option("--hosts-per-fabric", ab.hostsPerFabric, "hosts per fabric of 4 switches")->capture_default_str();
-  ablation->add_option("--fill", ab.fill, "systems leave while more than this share of GPUs is taken")->capture_default_str();
+  ablation->add_option("--load", ab.load, "offered GPU load (arrival rate x mean GPUs x mean lifetime / GPUs)")->capture_default_str();
   ablation->add_option("--warmup", ab.warmup, "requests before measuring")->capture_default_str();
   ablation->add_option("--requests", ab.requests, "measured requests per seed")->capture_default_str();
   ablation->add_option("--seeds", ab.seeds, "seeds")->delimiter(',')->capture_default_str();

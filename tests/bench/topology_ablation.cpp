@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <queue>
 #include <random>
 #include <string>
 #include <utility>
@@ -30,6 +31,8 @@ struct Tally {
 struct LiveSystem {
   int host;
   std::vector<int> devices;
+  double leaves;
+  bool operator>(const LiveSystem& o) const { return leaves > o.leaves; }
 };
 
 Tally run(const ComposableScheduler& scheduler, const AblationOptions& o, uint64_t seed) {
@@ -40,14 +43,27 @@ Tally run(const ComposableScheduler& scheduler, const AblationOptions& o, uint64
   shape.hostsPerFabric = o.hostsPerFabric;
   const Topology topology = generateTopology(shape);
   Pool pool(topology);
-  const int total = static_cast<int>(pool.devices().size());
+  const double total = static_cast<double>(pool.devices().size());
   std::mt19937_64 rng(seed);
   // Request sizes: mostly small, with the large P2P requests that fragmentation starves.
   const int sizes[] = {1, 2, 4, 8, 16};
-  std::discrete_distribution<int> size({40, 25, 20, 10, 5});
-  std::vector<LiveSystem> live;
+  const double weights[] = {40, 25, 20, 10, 5};
+  std::discrete_distribution<int> size(std::begin(weights), std::end(weights));
+  double meanSize = 0;
+  for (int i = 0; i < 5; ++i) meanSize += sizes[i] * weights[i] / 100.0;
+  std::exponential_distribution<double> gap(o.load * total / meanSize), lifetime(1.0);
+  std::priority_queue<LiveSystem, std::vector<LiveSystem>, std::greater<>> live;
+  double now = 0;
   Tally t;
   for (int i = 0; i < o.warmup + o.requests; ++i) {
+    now += gap(rng);
+    while (!live.empty() && live.top().leaves <= now) {
+      const LiveSystem& s = live.top();
+      for (int di : s.devices) pool.setFree(di, true);
+      pool.addAttached(s.host, -static_cast<int>(s.devices.size()));
+      pool.setInSystem(s.host, false);
+      live.pop();
+    }
     const bool measured = i >= o.warmup;
     PlacementRequest r;
     r.gpuCount = sizes[size(rng)];
@@ -58,48 +74,34 @@ Tally run(const ComposableScheduler& scheduler, const AblationOptions& o, uint64
       ++t.requests;
       t.bigRequests += big ? 1 : 0;
     }
-    if (d.placement) {
-      LiveSystem s{pool.hostIndex(d.placement->hostId), {}};
-      std::string firstSwitch;
-      bool oneSwitch = true;
-      for (const auto& dev : d.placement->devices) {
-        const int di = pool.deviceIndex(dev.deviceId);
-        pool.setFree(di, false);
-        s.devices.push_back(di);
-        if (firstSwitch.empty()) firstSwitch = dev.switchId;
-        oneSwitch = oneSwitch && dev.switchId == firstSwitch;
-      }
-      // A device is reached over an inter-switch link when no port of the host goes into its switch.
-      const auto& host = pool.hosts()[static_cast<size_t>(s.host)];
-      int overIsl = 0;
-      for (int di : s.devices) {
-        bool direct = false;
-        for (const auto& port : host.ports) direct = direct || port.switchIndex == pool.devices()[static_cast<size_t>(di)].switchIndex;
-        overIsl += direct ? 0 : 1;
-      }
-      pool.addAttached(s.host, static_cast<int>(s.devices.size()));
-      pool.setInSystem(s.host, true);
-      if (measured) {
-        ++t.accepted;
-        t.bigAccepted += big ? 1 : 0;
-        t.gpusPlaced += static_cast<long>(s.devices.size());
-        t.gpusOverIsl += overIsl;
-        if (s.devices.size() > 1) {
-          ++t.multiGpuPlaced;
-          t.multiGpuOneSwitch += oneSwitch ? 1 : 0;
-        }
-      }
-      live.push_back(std::move(s));
+    if (!d.placement) continue;
+    LiveSystem s{pool.hostIndex(d.placement->hostId), {}, now + lifetime(rng)};
+    std::string firstSwitch;
+    bool oneSwitch = true;
+    for (const auto& dev : d.placement->devices) {
+      const int di = pool.deviceIndex(dev.deviceId);
+      pool.setFree(di, false);
+      s.devices.push_back(di);
+      if (firstSwitch.empty()) firstSwitch = dev.switchId;
+      oneSwitch = oneSwitch && dev.switchId == firstSwitch;
     }
-    // Departures: random systems leave while the pool is fuller than the target.
-    while (!live.empty() && total - pool.freeCount() > static_cast<int>(o.fill * total)) {
-      const size_t k = std::uniform_int_distribution<size_t>(0, live.size() - 1)(rng);
-      for (int di : live[k].devices) pool.setFree(di, true);
-      pool.addAttached(live[k].host, -static_cast<int>(live[k].devices.size()));
-      pool.setInSystem(live[k].host, false);
-      live[k] = std::move(live.back());
-      live.pop_back();
+    // A device is reached over an inter-switch link when no port of the host goes into its switch.
+    const auto& host = pool.hosts()[static_cast<size_t>(s.host)];
+    int overIsl = 0;
+    for (int di : s.devices) overIsl += portInto(host, pool.devices()[static_cast<size_t>(di)].switchIndex) ? 0 : 1;
+    pool.addAttached(s.host, static_cast<int>(s.devices.size()));
+    pool.setInSystem(s.host, true);
+    if (measured) {
+      ++t.accepted;
+      t.bigAccepted += big ? 1 : 0;
+      t.gpusPlaced += static_cast<long>(s.devices.size());
+      t.gpusOverIsl += overIsl;
+      if (s.devices.size() > 1) {
+        ++t.multiGpuPlaced;
+        t.multiGpuOneSwitch += oneSwitch ? 1 : 0;
+      }
     }
+    live.push(std::move(s));
   }
   return t;
 }
@@ -114,9 +116,9 @@ int benchTopologyAblation(const AblationOptions& o) {
       {"neither", {{"fewest-switches", 0}, {"avoid-inter-switch-links", 0}, {"best-fit", 0}}},
   };
   fmt::print("switchyard-v1 ablation: {} GPUs, {} per switch, {} switches and {} hosts per fabric; requests of 1/2/4/8/16 GPUs "
-             "(40/25/20/10/5 %), P2P preferred; random systems leave while more than {:.0f} % of GPUs are taken; {} warm-up + {} measured "
-             "requests; sums over seeds {}\n\n",
-             o.gpus, o.gpusPerSwitch, o.switchesPerFabric, o.hostsPerFabric, o.fill * 100, o.warmup, o.requests, fmt::join(o.seeds, ","));
+             "(40/25/20/10/5 %), P2P preferred, Poisson arrivals at offered load {:.2f}, exponential lifetimes, no queue; {} warm-up + {} "
+             "measured requests; sums over seeds {}\n\n",
+             o.gpus, o.gpusPerSwitch, o.switchesPerFabric, o.hostsPerFabric, o.load, o.warmup, o.requests, fmt::join(o.seeds, ","));
   fmt::print("| profile | accepted % | 8/16-GPU accepted % | multi-GPU placements under one switch % | GPUs over an inter-switch link % |\n"
              "|---|---|---|---|---|\n");
   for (const auto& v : variants) {

@@ -1,6 +1,8 @@
 // Ablation of Switchyard's composable placement profile (switchyard-v1) on a churning pool: the full
 // profile against the same profile with its topology scores (fewest-switches, avoid-inter-switch-links)
-// and/or its fragmentation score (best-fit) weighted 0. Same request stream and departures for each.
+// and/or its fragmentation score (best-fit) weighted 0. Same request stream for each: compose requests
+// arrive as a Poisson process, each system lives an exponential time (mean 1), and a request that does
+// not fit is lost (no queue). The arrival rate makes the offered GPU load `load` x the pool.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,7 @@ struct AblationOptions {
   int gpusPerSwitch = 16;
   int switchesPerFabric = 4;
   int hostsPerFabric = 32;
-  double fill = 0.85;       // after each request, random systems are decomposed while more than this share of GPUs is taken
+  double load = 0.9;        // offered load: arrival rate x mean GPUs per request x mean lifetime / GPUs
   int warmup = 2000;        // requests before measuring
   int requests = 20000;     // measured requests
   std::vector<uint64_t> seeds{42, 43, 44};

@@ -62,6 +62,7 @@ DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableS
   if (pods.empty()) throw std::invalid_argument("no pods");
   Pool pool(servers, shape);
   auto duration = [&](size_t pod) { return std::min(static_cast<double>(pods[pod].durationSeconds), o.maxDurationSeconds); };
+  auto gpuTime = [&](size_t pod) { return static_cast<double>(pods[pod].request.totalGpuMilli()) * duration(pod); };
   double gpuSeconds = 0;  // mean over the pod list of milli-GPU x duration
   for (size_t i = 0; i < pods.size(); ++i) gpuSeconds += static_cast<double>(pods[i].request.totalGpuMilli()) * duration(i);
   gpuSeconds /= static_cast<double>(pods.size());
@@ -123,6 +124,7 @@ DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableS
       if (tryPlace(it->pod)) {
         if (it->measured) {
           ++result.accepted;
+          result.acceptedGpuTime += gpuTime(it->pod);
           waits.push_back(now - it->since);
         }
         it = queue.erase(it);
@@ -155,12 +157,16 @@ DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableS
     const bool measured = a >= o.warmup;
     const size_t podIndex = pick(rng);
     policy.observe(pods[podIndex].request);
-    if (measured) ++result.arrived;
+    if (measured) {
+      ++result.arrived;
+      result.arrivedGpuTime += gpuTime(podIndex);
+    }
     // A newcomer that fits is placed at once even when others wait (backfill); otherwise it queues.
     if (tryPlace(podIndex)) {
       if (measured) {
         ++result.acceptedAtOnce;
         ++result.accepted;
+        result.acceptedGpuTime += gpuTime(podIndex);
         waits.push_back(0);
       }
     } else {

@@ -35,6 +35,9 @@ struct DynamicResult {
   size_t acceptedAtOnce = 0; // placed on arrival
   size_t accepted = 0;       // placed on arrival or from the queue
   size_t gaveUp = 0;         // waited longer than the patience
+  // GPU time (milli-GPU x duration) of the measured arrivals, and of those accepted: counting requests
+  // alone hides an overloaded pool that turns away the long, large ones.
+  double arrivedGpuTime = 0, acceptedGpuTime = 0;
   double meanWaitSeconds = 0;  // over accepted requests, 0 for those placed at once
   double p99WaitSeconds = 0;
   size_t attaches = 0, detaches = 0;  // composable pools: GPUs hot-plugged / unplugged while measuring
