@@ -371,6 +371,9 @@ TEST(DynamicSimulation, LightLoadIsAllAcceptedAndOverloadQueuesAndGivesUp) {
     EXPECT_EQ(easy.arrived, 2000u);
     EXPECT_GT(easy.acceptedAtOnce, 1900u);
     EXPECT_LT(easy.meanAllocationPercent, 30.0);
+    EXPECT_GT(easy.arrivedGpuTime, 0.0);
+    EXPECT_GT(easy.acceptedGpuTime, 0.95 * easy.arrivedGpuTime);
+    EXPECT_LE(easy.acceptedGpuTime, easy.arrivedGpuTime);
 
     bench::DynamicOptions heavy = light;
     heavy.load = 3.0;
@@ -381,6 +384,7 @@ TEST(DynamicSimulation, LightLoadIsAllAcceptedAndOverloadQueuesAndGivesUp) {
     EXPECT_GT(hard.meanWaitSeconds, 0.0);
     EXPECT_LE(hard.p99WaitSeconds, heavy.patienceSeconds);
     EXPECT_GT(hard.meanAllocationPercent, easy.meanAllocationPercent);
+    EXPECT_LT(hard.acceptedGpuTime, hard.arrivedGpuTime);
     if (shape) EXPECT_GT(hard.detaches, 0u);
   }
 }

@@ -2,7 +2,7 @@
 # Regenerates every packing benchmark figure in docs/benchmarks/packing/ (CSVs, summary tables, PNG plots).
 #   tests/bench/packing/regenerate.sh [TRACES_DIR]
 # Needs a built tree (./test.sh --quick or cmake --build build) and gnuplot (setup.sh installs gnuplot-nox).
-# About 35 minutes on a 2-core VM; the static runs use all cores.
+# About 55 minutes on a 2-core VM; the static runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 TRACES="${1:-../shared/traces/alibaba-gpu-2023}"
@@ -17,6 +17,13 @@ mkdir -p "$OUT"
   --policies first-fit,best-fit,fgd,switchyard,switchyard-no-frag --quiet --out "$OUT"
 "$BIN" --traces "$TRACES" dynamic --workloads default --pools static,16:8:2:16 --loads 0.7,0.9,1.0,1.1 \
   --policies best-fit,fgd,switchyard --seeds 42-43 --quiet --out "$OUT"
+"$BIN" --traces "$TRACES" compaction --workloads default --pools static,16:8:2:16 --policies best-fit,fgd,switchyard \
+  --seeds 42-46 --load 0.8 --target 99 --from 60 --quiet --out "$OUT"
+"$BIN" --traces "$TRACES" optimality --workloads default,gpushare100,multigpu50 --servers 4 --shapes mirror,8:2:2:8 \
+  --seeds 42-51 --time-limit 20 --quiet --out "$OUT"
+build/tests/switchyard_bench ablation --load 0.8 > "$OUT/ablation_load080.md"
+build/tests/switchyard_bench ablation --load 0.9 > "$OUT/ablation_load090.md"
+build/tests/switchyard_bench ablation --load 1.0 > "$OUT/ablation_load100.md"
 
 # Mean allocation curve per policy (default workload) and the bar chart of allocation at 130 % demand.
 python3 - "$OUT" <<'PY'
