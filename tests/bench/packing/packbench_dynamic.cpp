@@ -66,17 +66,19 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
 
   std::ofstream csv(out / "dynamic_runs.csv");
   csv << "workload,pool,load,policy,seed,arrived,accepted_at_once,accepted,gave_up,mean_wait_s,p99_wait_s,attaches,detaches,"
-         "mean_allocation_pct,decide_seconds\n";
+         "mean_allocation_pct,decide_seconds,accepted_gpu_time_pct\n";
   using Key = std::tuple<std::string, std::string, double, std::string>;
-  std::map<Key, std::vector<double>> acceptance, atOnce, meanWait, p99Wait, churn, alloc;
+  std::map<Key, std::vector<double>> acceptance, gpuTime, atOnce, meanWait, p99Wait, churn, alloc;
   for (const auto& r : runs) {
     const auto& d = r.result;
-    csv << fmt::format("{},{},{:.2f},{},{},{},{},{},{},{:.1f},{:.1f},{},{},{:.4f},{:.3f}\n", r.workload, r.pool, r.load, r.policy, r.seed,
-                       d.arrived, d.acceptedAtOnce, d.accepted, d.gaveUp, d.meanWaitSeconds, d.p99WaitSeconds, d.attaches, d.detaches,
-                       d.meanAllocationPercent, d.seconds);
+    const double gpuTimePct = d.arrivedGpuTime > 0 ? 100.0 * d.acceptedGpuTime / d.arrivedGpuTime : 100.0;
+    csv << fmt::format("{},{},{:.2f},{},{},{},{},{},{},{:.1f},{:.1f},{},{},{:.4f},{:.3f},{:.4f}\n", r.workload, r.pool, r.load, r.policy,
+                       r.seed, d.arrived, d.acceptedAtOnce, d.accepted, d.gaveUp, d.meanWaitSeconds, d.p99WaitSeconds, d.attaches,
+                       d.detaches, d.meanAllocationPercent, d.seconds, gpuTimePct);
     const Key k{r.workload, r.pool, r.load, r.policy};
     const double arrived = static_cast<double>(std::max<size_t>(1, d.arrived));
     acceptance[k].push_back(100.0 * static_cast<double>(d.accepted) / arrived);
+    gpuTime[k].push_back(gpuTimePct);
     atOnce[k].push_back(100.0 * static_cast<double>(d.acceptedAtOnce) / arrived);
     meanWait[k].push_back(d.meanWaitSeconds);
     p99Wait[k].push_back(d.p99WaitSeconds);
@@ -90,8 +92,8 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
   };
   emit(fmt::format("Dynamic mode: Poisson arrivals, trace durations cut at {:.0f} s, {} measured arrivals after {} warm-up, "
                    "patience {:.0f} s, backfill depth {}; mean over {} seeds ({})\n\n"
-                   "| workload | pool | load | policy | accepted % | at once % | mean wait s | p99 wait s | attach+detach per accepted | "
-                   "mean GPU allocation % |\n|---|---|---|---|---|---|---|---|---|---|\n",
+                   "| workload | pool | load | policy | accepted % | of GPU time % | at once % | mean wait s | p99 wait s | "
+                   "attach+detach per accepted | mean GPU allocation % |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
                    base.maxDurationSeconds, base.arrivals, base.warmup, base.patienceSeconds, base.backfillDepth, seeds.size(),
                    fmt::join(seeds, ",")));
   for (const auto& w : workloads)
@@ -99,10 +101,10 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
       for (double load : loads)
         for (const auto& p : policies) {
           const Key k{w, pl, load, p};
-          emit(fmt::format("| {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.3f} | {:.2f} |\n", w,
+          emit(fmt::format("| {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.3f} | {:.2f} |\n", w,
                            poolShapes[pl] ? poolShapes[pl]->describe() : "static", load, p, stats(acceptance[k]).mean,
-                           stats(atOnce[k]).mean, stats(meanWait[k]).mean, stats(p99Wait[k]).mean, stats(churn[k]).mean,
-                           stats(alloc[k]).mean));
+                           stats(gpuTime[k]).mean, stats(atOnce[k]).mean, stats(meanWait[k]).mean, stats(p99Wait[k]).mean,
+                           stats(churn[k]).mean, stats(alloc[k]).mean));
         }
   fmt::print(stderr, "wrote {}/dynamic_runs.csv, dynamic_summary.md\n", out.string());
   return 0;
