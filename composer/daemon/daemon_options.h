@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "composer/packing/composable_model.h"
+
 namespace switchyard {
 
 struct DaemonOptions {
@@ -71,8 +73,10 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--driver-threads", o.driverThreads, "Threads for switch calls")->check(CLI::Range(1, 256))->capture_default_str();
   app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")
       ->check(CLI::Range(0, 3600))->capture_default_str();
-  app.add_option("--placement-profile", o.placementProfile, "Placement policy (profile of placement plugins)")
-      ->check(CLI::IsMember({"switchyard-v1"}))->capture_default_str();
+  app.add_option("--placement-profile", o.placementProfile,
+                 "Placement policy (profile of placement plugins): switchyard-v1 (topology-aware best fit) or hived-buddy "
+                 "(HiveD-style buddy cells over the switch hierarchy, a baseline)")
+      ->check(CLI::IsMember(composableProfileNames()))->capture_default_str();
   app.add_option("--placement-weight", o.placementWeights,
                  "Override a score plugin's weight, e.g. best-fit=10 (repeatable; plugins: fewest-switches, "
                  "avoid-inter-switch-links, best-fit)");

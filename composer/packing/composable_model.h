@@ -20,12 +20,15 @@ struct PlanPart {
   std::size_t eligible;  // eligible free devices on that switch before taking
   const PoolHostPort* port;
   bool crossesIsl;
+  std::vector<int> devices{};  // the devices to take (buddy cells); empty: the first `take` eligible ones
 };
 
 struct DevicePlan {
   std::vector<PlanPart> parts;
   std::size_t islDevices = 0;  // devices reached over an inter-switch link
-  std::size_t leftover = 0;    // eligible devices left on the switches used (small: tight fit)
+  // Small is a tight fit: eligible devices left on the switches used ("device-set"), or left free in the
+  // smallest free buddy cell the plan takes its cell from ("buddy-cells").
+  std::size_t leftover = 0;
 };
 
 struct ComposableModel {
@@ -55,10 +58,17 @@ using ComposableRegistry = placement::Registry<ComposableModel>;
 void registerComposablePlugins(ComposableRegistry& registry);
 [[nodiscard]] const ComposableRegistry& composableRegistry();
 
+// The HiveD-style buddy cells over the switch hierarchy (buddy_plugins.cpp).
+void registerBuddyPlugins(ComposableRegistry& registry);
+
 // Packing v1 as a profile: same-switch first, fewest switches, fewest inter-switch-link crossings,
 // tightest fit, then host order.
 [[nodiscard]] placement::Profile switchyardV1Profile();
-// A profile by name ("switchyard-v1"), with optional weight overrides (plugin name -> weight).
+// The HiveD baseline: devices come in aligned buddy cells (buddy-cells), the cell split from the
+// smallest free cell (best-fit on the cell left), then as v1.
+[[nodiscard]] placement::Profile hivedBuddyProfile();
+[[nodiscard]] const std::vector<std::string>& composableProfileNames();
+// A profile by name (composableProfileNames()), with optional weight overrides (plugin name -> weight).
 [[nodiscard]] Result<std::shared_ptr<const ComposableScheduler>> buildComposableScheduler(
     const std::string& profileName, const std::vector<std::pair<std::string, double>>& weightOverrides = {});
 [[nodiscard]] const ComposableScheduler& defaultComposableScheduler();

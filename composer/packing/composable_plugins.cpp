@@ -184,6 +184,7 @@ void registerComposablePlugins(ComposableRegistry& registry) {
   add<FewestSwitchesPlugin>(registry);
   add<AvoidInterSwitchLinksPlugin>(registry);
   add<BestFitPlugin>(registry);
+  registerBuddyPlugins(registry);
 }
 
 const ComposableRegistry& composableRegistry() {
@@ -205,11 +206,31 @@ placement::Profile switchyardV1Profile() {
           {}};
 }
 
+placement::Profile hivedBuddyProfile() {
+  return {"hived-buddy",
+          {"eligible-devices"},
+          "hosts",
+          {"host-free", "device-limit", "buddy-cells"},
+          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"best-fit", 1}},
+          {}};
+}
+
+const std::vector<std::string>& composableProfileNames() {
+  static const std::vector<std::string> kNames{"switchyard-v1", "hived-buddy"};
+  return kNames;
+}
+
 Result<std::shared_ptr<const ComposableScheduler>> buildComposableScheduler(
     const std::string& profileName, const std::vector<std::pair<std::string, double>>& weightOverrides) {
-  if (profileName != "switchyard-v1")
-    return fail(Code::kInvalidArgument, fmt::format("unknown placement profile '{}' (known: switchyard-v1)", profileName));
-  placement::Profile profile = switchyardV1Profile();
+  placement::Profile profile;
+  if (profileName == "switchyard-v1") {
+    profile = switchyardV1Profile();
+  } else if (profileName == "hived-buddy") {
+    profile = hivedBuddyProfile();
+  } else {
+    return fail(Code::kInvalidArgument, fmt::format("unknown placement profile '{}' (known: {})", profileName,
+                                                    fmt::join(composableProfileNames(), ", ")));
+  }
   for (const auto& [plugin, weight] : weightOverrides) {
     auto it = std::find_if(profile.scores.begin(), profile.scores.end(), [&](auto& s) { return s.first == plugin; });
     if (it == profile.scores.end())

@@ -30,7 +30,7 @@ namespace {
 std::vector<PlacedDevice> materialize(const Pool& pool, const DevicePlan& plan, const std::vector<std::vector<int>>& eligibleSw) {
   std::vector<PlacedDevice> out;
   for (const auto& p : plan.parts) {
-    const auto& from = eligibleSw[static_cast<std::size_t>(p.switchIndex)];
+    const auto& from = p.devices.empty() ? eligibleSw[static_cast<std::size_t>(p.switchIndex)] : p.devices;
     for (std::size_t i = 0; i < p.take; ++i)
       out.push_back({pool.devices()[static_cast<std::size_t>(from[i])].id, pool.switches()[static_cast<std::size_t>(p.switchIndex)].id,
                      p.port->portId});

@@ -10,15 +10,22 @@ Pool::Pool(const Topology& topology) {
   std::unordered_map<std::string_view, int> switchIndex;
   for (const auto& sw : topology.switches) {
     switchIndex.emplace(sw.id, static_cast<int>(switches_.size()));
-    switches_.push_back({sw.id, index.fabricOf(sw.id), {}});
+    switches_.push_back({sw.id, index.fabricOf(sw.id), {}, {}});
   }
   for (const auto& d : topology.devices) {
     const SwitchId* sw = index.switchOfDevice(d.id);
     const int s = sw ? switchIndex.at(*sw) : -1;
     const int i = static_cast<int>(devices_.size());
-    devices_.push_back({d.id, s, d.kind, d.model, d.memoryGiB, d.health, true, d.migCapable});
+    devices_.push_back({d.id, s, d.kind, d.model, d.memoryGiB, d.health, true, d.migCapable, -1});
     deviceByid_.emplace(d.id, i);
-    if (s >= 0) switches_[static_cast<std::size_t>(s)].freeDevices.push_back(i);
+    if (s >= 0) {
+      PoolSwitch& owner = switches_[static_cast<std::size_t>(s)];
+      owner.freeDevices.push_back(i);
+      if (d.kind == DeviceKind::kGpu) {
+        devices_.back().slot = static_cast<int>(owner.gpus.size());
+        owner.gpus.push_back(i);
+      }
+    }
     ++freeCount_;
   }
   for (const auto& h : topology.hosts) {

@@ -20,12 +20,14 @@ struct PoolDevice {
   DeviceHealth health = DeviceHealth::kOk;
   bool free = true;
   bool migCapable = false;
+  int slot = -1;  // GPUs: position among its switch's GPUs (PoolSwitch::gpus); buddy cells are aligned on it
 };
 
 struct PoolSwitch {
   SwitchId id;
   int fabric = 0;
   std::vector<int> freeDevices;  // device indices, ascending
+  std::vector<int> gpus;         // every GPU under the switch, free or not, ascending: its GPU slots
 };
 
 struct PoolHostPort {

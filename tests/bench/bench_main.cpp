@@ -1,6 +1,6 @@
 // switchyard_bench: prints tables for the performance targets.
 //   switchyard_bench packing [--gpus N ...] [--decisions N]   packing v1 decision latency
-//   switchyard_bench ablation [--gpus N] [--requests N]      switchyard-v1 without its topology / fit scores
+//   switchyard_bench ablation [--gpus N] [--requests N]      switchyard-v1 without its topology / fit scores, and hived-buddy
 //   switchyard_bench compose [--seconds S] [--clients N] [--durability normal|full]
 //                                                            compose+decompose through gRPC, durable store
 #include <CLI/CLI.hpp>
@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   compose->add_option("--gpus", gpus, "GPUs per compose")->capture_default_str();
   compose->add_option("--durability", durability, "normal or full (SQLite synchronous mode)")
       ->check(CLI::IsMember({"normal", "full"}))->capture_default_str();
-  auto* ablation = app.add_subcommand("ablation", "switchyard-v1 against itself without topology and/or fit scores, on a churning pool");
+  auto* ablation = app.add_subcommand("ablation", "switchyard-v1 against itself without topology and/or fit scores, and the HiveD buddy baseline, on a churning pool");
   bench::AblationOptions ab;
   ablation->add_option("--gpus", ab.gpus, "GPUs in the pool")->capture_default_str();
   ablation->add_option("--gpus-per-switch", ab.gpusPerSwitch, "GPUs under one switch")->capture_default_str();
@@ -219,6 +219,8 @@ int main(int argc, char** argv) {
   ablation->add_option("--warmup", ab.warmup, "requests before measuring")->capture_default_str();
   ablation->add_option("--requests", ab.requests, "measured requests per seed")->capture_default_str();
   ablation->add_option("--seeds", ab.seeds, "seeds")->delimiter(',')->capture_default_str();
+  ablation->add_option("--sizes", ab.sizes, "request sizes in GPUs, comma-separated")->delimiter(',')->capture_default_str();
+  ablation->add_option("--size-weights", ab.sizeWeights, "relative weight of each request size")->delimiter(',')->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (ablation->parsed()) return bench::benchTopologyAblation(ab);
   if (packing->parsed()) return benchPacking(sizes, fills, decisions);

@@ -18,12 +18,14 @@ namespace {
 
 struct Variant {
   std::string name;
-  std::vector<std::pair<std::string, double>> weights;  // overrides of switchyard-v1's score weights
+  std::string profile;
+  std::vector<std::pair<std::string, double>> weights;  // overrides of the profile's score weights
 };
 
 struct Tally {
   long requests = 0, accepted = 0;
-  long bigRequests = 0, bigAccepted = 0;  // 8 and 16 GPUs
+  long bigRequests = 0, bigAccepted = 0;  // 8 GPUs or more
+  long gpusRequested = 0;
   long multiGpuPlaced = 0, multiGpuOneSwitch = 0;
   long gpusPlaced = 0, gpusOverIsl = 0;
 };
@@ -45,12 +47,13 @@ Tally run(const ComposableScheduler& scheduler, const AblationOptions& o, uint64
   Pool pool(topology);
   const double total = static_cast<double>(pool.devices().size());
   std::mt19937_64 rng(seed);
-  // Request sizes: mostly small, with the large P2P requests that fragmentation starves.
-  const int sizes[] = {1, 2, 4, 8, 16};
-  const double weights[] = {40, 25, 20, 10, 5};
-  std::discrete_distribution<int> size(std::begin(weights), std::end(weights));
-  double meanSize = 0;
-  for (int i = 0; i < 5; ++i) meanSize += sizes[i] * weights[i] / 100.0;
+  std::discrete_distribution<int> size(o.sizeWeights.begin(), o.sizeWeights.end());
+  double meanSize = 0, weightSum = 0;
+  for (std::size_t i = 0; i < o.sizes.size(); ++i) {
+    meanSize += o.sizes[i] * o.sizeWeights[i];
+    weightSum += o.sizeWeights[i];
+  }
+  meanSize /= weightSum;
   std::exponential_distribution<double> gap(o.load * total / meanSize), lifetime(1.0);
   std::priority_queue<LiveSystem, std::vector<LiveSystem>, std::greater<>> live;
   double now = 0;
@@ -66,13 +69,14 @@ Tally run(const ComposableScheduler& scheduler, const AblationOptions& o, uint64
     }
     const bool measured = i >= o.warmup;
     PlacementRequest r;
-    r.gpuCount = sizes[size(rng)];
+    r.gpuCount = o.sizes[static_cast<std::size_t>(size(rng))];
     r.peerToPeer = PeerToPeer::kPreferred;
     const PlacementDecision d = place(scheduler, pool, r);
     const bool big = r.gpuCount >= 8;
     if (measured) {
       ++t.requests;
       t.bigRequests += big ? 1 : 0;
+      t.gpusRequested += r.gpuCount;
     }
     if (!d.placement) continue;
     LiveSystem s{pool.hostIndex(d.placement->hostId), {}, now + lifetime(rng)};
@@ -109,20 +113,30 @@ Tally run(const ComposableScheduler& scheduler, const AblationOptions& o, uint64
 }  // namespace
 
 int benchTopologyAblation(const AblationOptions& o) {
+  if (o.sizes.empty() || o.sizes.size() != o.sizeWeights.size()) {
+    fmt::print(stderr, "error: give one weight per request size ({} sizes, {} weights)\n", o.sizes.size(), o.sizeWeights.size());
+    return 2;
+  }
+  for (std::size_t i = 0; i < o.sizes.size(); ++i)
+    if (o.sizes[i] < 1 || o.sizeWeights[i] < 0) {
+      fmt::print(stderr, "error: request sizes must be >= 1 and weights >= 0\n");
+      return 2;
+    }
   const std::vector<Variant> variants{
-      {"switchyard-v1", {}},
-      {"no-topology", {{"fewest-switches", 0}, {"avoid-inter-switch-links", 0}}},
-      {"no-fragmentation", {{"best-fit", 0}}},
-      {"neither", {{"fewest-switches", 0}, {"avoid-inter-switch-links", 0}, {"best-fit", 0}}},
+      {"switchyard-v1", "switchyard-v1", {}},
+      {"no-topology", "switchyard-v1", {{"fewest-switches", 0}, {"avoid-inter-switch-links", 0}}},
+      {"no-fragmentation", "switchyard-v1", {{"best-fit", 0}}},
+      {"neither", "switchyard-v1", {{"fewest-switches", 0}, {"avoid-inter-switch-links", 0}, {"best-fit", 0}}},
+      {"hived-buddy (baseline)", "hived-buddy", {}},
   };
-  fmt::print("switchyard-v1 ablation: {} GPUs, {} per switch, {} switches and {} hosts per fabric; requests of 1/2/4/8/16 GPUs "
-             "(40/25/20/10/5 %), P2P preferred, Poisson arrivals at offered load {:.2f}, exponential lifetimes, no queue; {} warm-up + {} "
+  fmt::print("switchyard-v1 ablation and the HiveD buddy baseline: {} GPUs, {} per switch, {} switches and {} hosts per fabric; requests of {} GPUs "
+             "(weights {}), P2P preferred, Poisson arrivals at offered load {:.2f}, exponential lifetimes, no queue; {} warm-up + {} "
              "measured requests; sums over seeds {}\n\n",
-             o.gpus, o.gpusPerSwitch, o.switchesPerFabric, o.hostsPerFabric, o.load, o.warmup, o.requests, fmt::join(o.seeds, ","));
-  fmt::print("| profile | accepted % | 8/16-GPU accepted % | multi-GPU placements under one switch % | GPUs over an inter-switch link % |\n"
-             "|---|---|---|---|---|\n");
+             o.gpus, o.gpusPerSwitch, o.switchesPerFabric, o.hostsPerFabric, fmt::join(o.sizes, "/"), fmt::join(o.sizeWeights, "/"), o.load, o.warmup, o.requests, fmt::join(o.seeds, ","));
+  fmt::print("| profile | accepted % | of GPUs asked % | >= 8-GPU accepted % | multi-GPU placements under one switch % | GPUs over an inter-switch link % |\n"
+             "|---|---|---|---|---|---|\n");
   for (const auto& v : variants) {
-    auto scheduler = buildComposableScheduler("switchyard-v1", v.weights);
+    auto scheduler = buildComposableScheduler(v.profile, v.weights);
     if (!scheduler) {
       fmt::print(stderr, "error: {}\n", scheduler.error().message);
       return 1;
@@ -134,13 +148,15 @@ int benchTopologyAblation(const AblationOptions& o) {
       sum.accepted += t.accepted;
       sum.bigRequests += t.bigRequests;
       sum.bigAccepted += t.bigAccepted;
+      sum.gpusRequested += t.gpusRequested;
       sum.multiGpuPlaced += t.multiGpuPlaced;
       sum.multiGpuOneSwitch += t.multiGpuOneSwitch;
       sum.gpusPlaced += t.gpusPlaced;
       sum.gpusOverIsl += t.gpusOverIsl;
     }
     auto pct = [](long a, long b) { return b ? 100.0 * static_cast<double>(a) / static_cast<double>(b) : 0.0; };
-    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", v.name, pct(sum.accepted, sum.requests), pct(sum.bigAccepted, sum.bigRequests),
+    fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", v.name, pct(sum.accepted, sum.requests),
+               pct(sum.gpusPlaced, sum.gpusRequested), pct(sum.bigAccepted, sum.bigRequests),
                pct(sum.multiGpuOneSwitch, sum.multiGpuPlaced), pct(sum.gpusOverIsl, sum.gpusPlaced));
     if (sum.accepted == 0) {
       fmt::print(stderr, "error: nothing was placed; the benchmark pool is wrong\n");

@@ -1,6 +1,7 @@
 // Ablation of Switchyard's composable placement profile (switchyard-v1) on a churning pool: the full
 // profile against the same profile with its topology scores (fewest-switches, avoid-inter-switch-links)
-// and/or its fragmentation score (best-fit) weighted 0. Same request stream for each: compose requests
+// and/or its fragmentation score (best-fit) weighted 0, and the HiveD-style buddy profile (hived-buddy) as
+// a baseline. Same request stream for each: compose requests
 // arrive as a Poisson process, each system lives an exponential time (mean 1), and a request that does
 // not fit is lost (no queue). The arrival rate makes the offered GPU load `load` x the pool.
 #pragma once
@@ -19,6 +20,9 @@ struct AblationOptions {
   int warmup = 2000;        // requests before measuring
   int requests = 20000;     // measured requests
   std::vector<uint64_t> seeds{42, 43, 44};
+  // Request sizes (GPUs) and their relative weights.
+  std::vector<int> sizes{1, 2, 4, 8, 16};
+  std::vector<double> sizeWeights{40, 25, 20, 10, 5};
 };
 
 // Prints one table row per profile variant; returns a process exit code.

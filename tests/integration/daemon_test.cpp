@@ -84,6 +84,25 @@ class DaemonTest : public ::testing::Test {
   std::unique_ptr<pb::Switchyard::Stub> stub_;
 };
 
+TEST_F(DaemonTest, PlacementProfileFromTheCommandLine) {
+  EXPECT_FALSE(daemon_->start({"--placement-profile", "fgd"}));
+  EXPECT_NE(daemon_->log().find("hived-buddy"), std::string::npos) << "the error names the known profiles: " << daemon_->log();
+
+  startDaemon({"--placement-profile", "hived-buddy"});
+  for (const char* name : {"a", "b", "c"}) ASSERT_EQ(yardctl(std::string("compose ") + name + " --gpus 1").exitCode, 0);
+  ASSERT_EQ(yardctl("decompose b").exitCode, 0);
+  // sw0-gpu1 and sw0-gpu3..7 are free. Buddy cells take the aligned pair sw0-gpu4,5, where switchyard-v1
+  // would gather sw0-gpu1 and sw0-gpu3.
+  auto composed = yardctl("compose d --gpus 2");
+  ASSERT_EQ(composed.exitCode, 0) << composed.err;
+  std::set<std::string> devices;
+  const json systems = yardctlJson("systems");
+  for (const auto& s : systems["systems"])
+    if (s["name"] == "d")
+      for (const auto& b : s["bindings"]) devices.insert(b["device_id"].get<std::string>());
+  EXPECT_EQ(devices, (std::set<std::string>{"sw0-gpu4", "sw0-gpu5"})) << systems.dump();
+}
+
 TEST_F(DaemonTest, ComposeListDecomposeWithYardctl) {
   startDaemon();
   auto composed = yardctl("compose train-a --gpus 4 --p2p required --label team=ml");

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <random>
 #include <set>
 
 #include "composer/packing/capacity.h"
@@ -215,6 +216,125 @@ TEST(PackingProfiles, PlanExplainsEveryHost) {
   EXPECT_NE(d.candidates[1].reason.find("already serves"), std::string::npos);
   EXPECT_TRUE(d.candidates[0].feasible);
   EXPECT_NE(d.candidates[0].reason.find("under sw0"), std::string::npos) << d.candidates[0].reason;
+}
+
+
+// The HiveD-style buddy profile: cells are aligned runs of a switch's GPU slots.
+const ComposableScheduler& hived() {
+  static const auto kScheduler = *buildComposableScheduler("hived-buddy");
+  return *kScheduler;
+}
+
+std::vector<std::string> deviceIds(const Placement& p) {
+  std::vector<std::string> ids;
+  for (const auto& d : p.devices) ids.push_back(d.deviceId);
+  return ids;
+}
+
+// Places and takes the devices, leaving the host free for the next request.
+std::vector<std::string> placeAndTake(Pool& pool, const PlacementRequest& r) {
+  auto d = place(hived(), pool, r);
+  if (!d.placement) return {};
+  for (const auto& dev : d.placement->devices) take(pool, dev.deviceId);
+  return deviceIds(*d.placement);
+}
+
+TEST(HivedBuddy, TakesTheCellSplitFromTheSmallestFreeCell) {
+  Pool pool(TopologyBuilder().sw("a").gpus("a", 8).host("h", {"a"}).build());
+  take(pool, "a-gpu5");
+  // Free cells of 1: slot 4 is the buddy of the taken slot 5; every other slot sits in a free 2- or 4-cell.
+  EXPECT_EQ(placeAndTake(pool, gpus(1)), (std::vector<std::string>{"a-gpu4"}));
+  // Free cells of 2: [0,1] and [2,3] inside the free 4-cell, [6,7] whose buddy [4,5] is taken.
+  EXPECT_EQ(placeAndTake(pool, gpus(2)), (std::vector<std::string>{"a-gpu6", "a-gpu7"}));
+  EXPECT_EQ(placeAndTake(pool, gpus(4)), (std::vector<std::string>{"a-gpu0", "a-gpu1", "a-gpu2", "a-gpu3"}));
+  EXPECT_EQ(pool.freeCount(), 0);
+}
+
+TEST(HivedBuddy, ANonPowerOfTwoRequestTakesTheFrontOfItsCell) {
+  Pool pool(TopologyBuilder().sw("a").gpus("a", 8).host("h", {"a"}).build());
+  EXPECT_EQ(placeAndTake(pool, gpus(3)), (std::vector<std::string>{"a-gpu0", "a-gpu1", "a-gpu2"}));
+  EXPECT_EQ(placeAndTake(pool, gpus(1)), (std::vector<std::string>{"a-gpu3"})) << "the free slot left in the 4-cell";
+  EXPECT_EQ(placeAndTake(pool, gpus(4)).size(), 4u);
+}
+
+TEST(HivedBuddy, RefusesFreeGpusThatFormNoAlignedCell) {
+  Pool pool(TopologyBuilder().sw("a").gpus("a", 8).host("h", {"a"}).build());
+  for (auto id : {"a-gpu0", "a-gpu2", "a-gpu4", "a-gpu6"}) take(pool, id);
+  PlacementRequest r = gpus(2);
+  r.explain = true;
+  auto d = place(hived(), pool, r);
+  ASSERT_FALSE(d.placement) << "four GPUs are free, but no two of them form a cell";
+  ASSERT_TRUE(d.error);
+  EXPECT_NE(d.error->message.find("no free aligned cell of 2"), std::string::npos) << d.error->message;
+  EXPECT_TRUE(place(pool, gpus(2)).placement) << "switchyard-v1 gathers them";
+}
+
+TEST(HivedBuddy, LargerThanASwitchTakesWholeFreeSwitchesOfOneFabric) {
+  const Topology t = TopologyBuilder().sw("a").sw("b").sw("c").gpus("a", 4).gpus("b", 4).gpus("c", 4).link("a", "b")
+                         .host("h", {"a"}).build();
+  Pool pool(t);
+  auto d = place(hived(), pool, gpus(6));
+  ASSERT_TRUE(d.placement) << d.error->message;
+  EXPECT_EQ(deviceIds(*d.placement), (std::vector<std::string>{"a-gpu0", "a-gpu1", "a-gpu2", "a-gpu3", "b-gpu0", "b-gpu1"}));
+  EXPECT_EQ(switchesOf(*d.placement), (std::set<std::string>{"a", "b"})) << "c is in another fabric";
+
+  EXPECT_FALSE(place(hived(), pool, gpus(6, PeerToPeer::kRequired)).placement);
+  take(pool, "b-gpu3");
+  PlacementRequest r = gpus(6);
+  r.explain = true;
+  auto refused = place(hived(), pool, r);
+  ASSERT_FALSE(refused.placement) << "b is no longer a whole free cell";
+  EXPECT_NE(refused.error->message.find("whole free switches of one fabric"), std::string::npos) << refused.error->message;
+}
+
+TEST(HivedBuddy, NeverHandsOutATakenDeviceAndKeepsP2pUnderOneSwitch) {
+  TopologyShape shape;
+  shape.totalGpus = 256;
+  shape.gpusPerSwitch = 16;
+  shape.switchesPerFabric = 4;
+  shape.hostsPerFabric = 16;
+  Pool pool(generateTopology(shape));
+  std::mt19937_64 rng(7);
+  std::vector<std::pair<int, std::vector<int>>> live;  // host, devices
+  const int sizes[] = {1, 2, 3, 4, 8, 16, 24};
+  int placed = 0;
+  for (int step = 0; step < 3000; ++step) {
+    if (!live.empty() && rng() % 2 == 0) {
+      const std::size_t k = rng() % live.size();
+      for (int di : live[k].second) pool.setFree(di, true);
+      pool.addAttached(live[k].first, -static_cast<int>(live[k].second.size()));
+      pool.setInSystem(live[k].first, false);
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+      continue;
+    }
+    PlacementRequest r = gpus(sizes[rng() % 7], rng() % 2 ? PeerToPeer::kRequired : PeerToPeer::kPreferred);
+    auto d = place(hived(), pool, r);
+    if (!d.placement) continue;
+    ASSERT_EQ(static_cast<int>(d.placement->devices.size()), r.gpuCount);
+    if (r.peerToPeer == PeerToPeer::kRequired) EXPECT_EQ(switchesOf(*d.placement).size(), 1u);
+    const int h = pool.hostIndex(d.placement->hostId);
+    ASSERT_FALSE(pool.hosts()[static_cast<std::size_t>(h)].inSystem);
+    std::vector<int> taken;
+    for (const auto& dev : d.placement->devices) {
+      const int di = pool.deviceIndex(dev.deviceId);
+      ASSERT_TRUE(pool.devices()[static_cast<std::size_t>(di)].free) << dev.deviceId << " handed out twice";
+      pool.setFree(di, false);
+      taken.push_back(di);
+    }
+    pool.addAttached(h, r.gpuCount);
+    ASSERT_LE(pool.hosts()[static_cast<std::size_t>(h)].attachedDevices, pool.hosts()[static_cast<std::size_t>(h)].maxDevices);
+    pool.setInSystem(h, true);
+    live.emplace_back(h, std::move(taken));
+    ++placed;
+  }
+  EXPECT_GT(placed, 500) << "the churn must exercise placements, not only refusals";
+}
+
+TEST(PackingProfiles, UnknownProfileNamesTheKnownOnes) {
+  auto bad = buildComposableScheduler("fgd");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("switchyard-v1, hived-buddy"), std::string::npos) << bad.error().message;
+  EXPECT_TRUE(buildComposableScheduler("hived-buddy", {{"best-fit", 0}}));
 }
 
 int placeable(const CapacityReport& r, int gpus) {

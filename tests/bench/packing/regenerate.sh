@@ -24,6 +24,11 @@ mkdir -p "$OUT"
 build/tests/switchyard_bench ablation --load 0.8 > "$OUT/ablation_load080.md"
 build/tests/switchyard_bench ablation --load 0.9 > "$OUT/ablation_load090.md"
 build/tests/switchyard_bench ablation --load 1.0 > "$OUT/ablation_load100.md"
+# The same with sizes that are not powers of two, where buddy cells round up.
+MIXED=(--sizes 1,2,3,4,6,8,12,16 --size-weights 30,20,10,15,5,10,5,5)
+build/tests/switchyard_bench ablation --load 0.8 "${MIXED[@]}" > "$OUT/ablation_mixed_load080.md"
+build/tests/switchyard_bench ablation --load 0.9 "${MIXED[@]}" > "$OUT/ablation_mixed_load090.md"
+build/tests/switchyard_bench ablation --load 1.0 "${MIXED[@]}" > "$OUT/ablation_mixed_load100.md"
 
 # Mean allocation curve per policy (default workload) and the bar chart of allocation at 130 % demand.
 python3 - "$OUT" <<'PY'
