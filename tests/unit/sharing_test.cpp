@@ -3,7 +3,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 
 #include "composer/packing/sharing/fragmentation.h"
 #include "composer/packing/sharing/share_policy.h"
@@ -59,6 +61,62 @@ ShareRequest randomRequest(std::mt19937_64& rng) {
   }
   if (r.gpuCount > 0 && rng() % 4 == 0) r.modelMask = 1u << (rng() % 2);
   return r;
+}
+
+// The same stream with half of the shares asked as MIG instances (1g..4g).
+ShareRequest randomRequestWithMig(std::mt19937_64& rng) {
+  ShareRequest r = randomRequest(rng);
+  if (r.sharesGpu() && rng() % 2 == 0) r = migRequest(r, static_cast<int>(rng() % kMigProfilesShared));
+  return r;
+}
+
+constexpr int k1g = 0, k2g = 1, k3g = 2, k4g = 3;
+
+TEST(ShareCluster, MigInstancesFollowTheA100SliceRules) {
+  ShareCluster c({node("a", 1)}, {});
+  const ShareRequest three = migRequest(share(100), k3g), one = migRequest(share(100), k1g);
+  EXPECT_EQ(three.gpuMilli, 428);
+  EXPECT_FALSE(validate(three));
+  // 3g may start at memory slice 0 or 4; at 4 it leaves 0-3 free for 4g, 2g and 1g.
+  const SharePlacement first = c.apply({0, pickBestFitGpu(c.node(0), three)}, three);
+  EXPECT_EQ(first.gpus.migStart, 4);
+  const SharePlacement second = c.apply({0, pickBestFitGpu(c.node(0), three)}, three);
+  EXPECT_EQ(second.gpus.migStart, 0);
+  EXPECT_EQ(c.node(0).gpuLeft[0], 144) << "one compute slice is left";
+  EXPECT_FALSE(fits(c.node(0), one)) << "but no memory slice at an allowed 1g start";
+  EXPECT_FALSE(fits(c.node(0), share(100))) << "a carved GPU serves only MIG instances";
+  c.release(first, three);
+  EXPECT_FALSE(fits(c.node(0), migRequest(share(100), k4g))) << "4g starts only at slice 0, which the other 3g holds";
+  EXPECT_TRUE(fits(c.node(0), migRequest(share(100), k2g)));
+  c.release(second, three);
+  EXPECT_EQ(c.node(0).migTakenOn(0), 0);
+  EXPECT_EQ(c.allocatedGpuMilli(), 0);
+
+  // A GPU partly used by a milli share cannot be carved.
+  const SharePlacement shared = c.apply({0, pickBestFitGpu(c.node(0), share(300))}, share(300));
+  EXPECT_FALSE(fits(c.node(0), one));
+  c.release(shared, share(300));
+  EXPECT_TRUE(fits(c.node(0), one));
+
+  // Seven 1g instances fill a GPU.
+  std::vector<SharePlacement> ones;
+  for (int i = 0; i < 7; ++i) ones.push_back(c.apply({0, pickBestFitGpu(c.node(0), one)}, one));
+  EXPECT_FALSE(fits(c.node(0), one));
+  EXPECT_THROW(c.release(SharePlacement{0, pickBestFitGpu(c.node(0), whole(1))}, one), std::logic_error) << "no start given";
+  for (const auto& p : ones) c.release(p, one);
+  EXPECT_TRUE(fits(c.node(0), whole(1)));
+}
+
+TEST(ShareRequest, ValidateChecksMigRequests) {
+  ShareRequest bad = migRequest(share(100), k2g);
+  bad.gpuMilli = 300;
+  EXPECT_TRUE(validate(bad));
+  bad = migRequest(whole(2), k1g);
+  bad.gpuCount = 2;
+  EXPECT_TRUE(validate(bad));
+  bad = migRequest(share(100), k1g);
+  bad.mig = 4;  // 7g is a whole GPU, not a share
+  EXPECT_TRUE(validate(bad));
 }
 
 TEST(ShareCluster, FitsChecksEveryResource) {
@@ -148,9 +206,12 @@ TEST_P(EveryPolicy, NeverOverAllocatesAndRespectsModelsAndIsDeterministic) {
       std::mt19937_64 rng(seed);
       ShareCluster c = randomCluster(rng, 30);
       std::vector<ShareRequest> reqs;
-      for (int i = 0; i < 500; ++i) reqs.push_back(randomRequest(rng));
+      for (int i = 0; i < 500; ++i) reqs.push_back(randomRequestWithMig(rng));
       auto policy = makeSharePolicy(GetParam(), {.seed = seed, .oracleMix = typicalShapes(reqs)});
       std::vector<std::optional<SharePlacement>> out;
+      // Kept apart from the cluster: MIG memory slices and compute slices per GPU, and GPUs with milli shares.
+      std::map<std::pair<size_t, int>, std::pair<uint8_t, int>> carved;
+      std::set<std::pair<size_t, int>> timeSliced;
       for (const auto& r : reqs) {
         policy->observe(r);
         auto p = policy->choose(c, r);
@@ -158,12 +219,26 @@ TEST_P(EveryPolicy, NeverOverAllocatesAndRespectsModelsAndIsDeterministic) {
           const ShareNode& n = c.node(p->node);
           EXPECT_TRUE(valid(n, r, p->gpus)) << GetParam() << " placed a request that does not fit on " << n.name;
           EXPECT_TRUE(n.serves(r.modelMask) || r.gpuCount == 0);
-          c.apply(*p, r);
+          const SharePlacement applied = c.apply(*p, r);
+          const std::pair<size_t, int> gpu{applied.node, applied.gpus.index[0]};
+          if (r.isMig()) {
+            auto& [slices, compute] = carved[gpu];
+            const uint8_t mask = migMask(r.mig, applied.gpus.migStart);
+            EXPECT_EQ(slices & mask, 0) << GetParam() << " overlapped MIG instances";
+            slices = static_cast<uint8_t>(slices | mask);
+            compute += std::array{1, 2, 3, 4}[static_cast<size_t>(r.mig)];
+            EXPECT_LE(compute, 7) << GetParam() << " over-allocated compute slices";
+            EXPECT_FALSE(timeSliced.contains(gpu)) << GetParam() << " carved a time-sliced GPU";
+          } else if (r.sharesGpu()) {
+            timeSliced.insert(gpu);
+            EXPECT_FALSE(carved.contains(gpu)) << GetParam() << " time-sliced a carved GPU";
+          }
         } else if (GetParam() != "hived-buddy") {  // a buddy allocator refuses misaligned GPUs by design
           for (const auto& n : c.nodes()) EXPECT_FALSE(fits(n, r)) << GetParam() << " refused a request that fits " << n.name;
         }
         out.push_back(p);
       }
+      EXPECT_FALSE(carved.empty()) << GetParam() << " placed no MIG instance: the MIG checks did not run";
       for (const auto& n : c.nodes()) {
         EXPECT_GE(n.cpuLeft, 0);
         EXPECT_GE(n.memoryLeft, 0);
@@ -273,7 +348,7 @@ TEST(ComposablePool, NeverBreaksAnInvariantUnderAnyPolicy) {
       ASSERT_FALSE(pool.violation()) << *pool.violation();
       auto policy = makeSharePolicy(name, {.seed = 3});
       for (int i = 0; i < 600; ++i) {
-        const ShareRequest r = randomRequest(rng);
+        const ShareRequest r = randomRequestWithMig(rng);
         policy->observe(r);
         auto p = policy->choose(pool.views(), r);
         if (!p) {
@@ -334,17 +409,18 @@ TEST(ComposablePool, ReleaseIsTheExactInverseAndDetachesIdleGpus) {
   struct Held {
     ShareRequest r;
     size_t link;
-    std::vector<size_t> gpus;
+    bench::ComposablePool::Taken taken;
   };
   std::vector<Held> held;
   for (int i = 0; i < 200; ++i) {
-    const ShareRequest r = randomRequest(rng);
+    const ShareRequest r = randomRequestWithMig(rng);
     if (auto p = policy->choose(pool.views(), r)) held.push_back({r, p->node, pool.apply(*p, r)});
   }
+  ASSERT_TRUE(std::any_of(held.begin(), held.end(), [](const auto& h) { return h.r.isMig(); }));
   ASSERT_GT(pool.attaches(), 0u);
   std::shuffle(held.begin(), held.end(), rng);
   for (const auto& h : held) {
-    pool.release(h.link, h.gpus, h.r);
+    pool.release(h.link, h.taken, h.r);
     auto broken = pool.violation();
     ASSERT_FALSE(broken) << *broken;
   }
@@ -353,6 +429,7 @@ TEST(ComposablePool, ReleaseIsTheExactInverseAndDetachesIdleGpus) {
   for (size_t i = 0; i < before.size(); ++i) {
     EXPECT_EQ(pool.views().node(i).gpuLeft, before[i].gpuLeft) << i;
     EXPECT_EQ(pool.views().node(i).cpuLeft, before[i].cpuLeft) << i;
+    EXPECT_TRUE(pool.views().node(i).migTaken.empty()) << i << ": every MIG instance was removed";
   }
 }
 

@@ -23,7 +23,7 @@ GpuPick pickGpus(const ShareNode& n, const ShareRequest& r, GpuRule rule) {
   int chosen = -1;
   for (int i = 0; i < n.gpuCount(); ++i) {
     int32_t left = n.gpuLeft[static_cast<size_t>(i)];
-    if (left >= r.gpuMilli && (chosen < 0 || left > n.gpuLeft[static_cast<size_t>(chosen)])) chosen = i;
+    if (gpuTakes(n, i, r) && (chosen < 0 || left > n.gpuLeft[static_cast<size_t>(chosen)])) chosen = i;
   }
   GpuPick pick;
   if (chosen >= 0) pick.add(chosen);
@@ -126,7 +126,7 @@ class GpuPacking final : public ScoredPolicy {
     int64_t freeShareOnUsed = 0;
     for (int k = 0; k < n.gpuCount() && need > 0; ++k) {
       int32_t left = n.gpuLeft[static_cast<size_t>(order[static_cast<size_t>(k)])];
-      if (left < r.gpuMilli) continue;
+      if (!gpuTakes(n, order[static_cast<size_t>(k)], r)) continue;
       --need;
       freeUsed += left == kMilliPerGpu ? 1 : 0;
       freeShareOnUsed += left * 100 / kMilliPerGpu;
@@ -175,7 +175,7 @@ class RandomPolicy final : public SharePolicy {
     int chosen = -1;
     int seen = 0;
     for (int i = 0; i < n.gpuCount(); ++i)
-      if (n.gpuLeft[static_cast<size_t>(i)] >= r.gpuMilli && std::uniform_int_distribution<int>(0, seen++)(rng_) == 0) chosen = i;
+      if (gpuTakes(n, i, r) && std::uniform_int_distribution<int>(0, seen++)(rng_) == 0) chosen = i;
     GpuPick pick;
     if (chosen >= 0) pick.add(chosen);
     return pick;

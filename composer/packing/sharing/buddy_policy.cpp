@@ -49,7 +49,7 @@ class BuddyPolicy final : public SharePolicy {
         // A partly used GPU first (score = milli left, < 1000), else the free GPU in the smallest free cell.
         for (int g = 0; g < n.gpuCount(); ++g) {
           const int32_t left = n.gpuLeft[static_cast<size_t>(g)];
-          if (left < r.gpuMilli) continue;
+          if (!gpuTakes(n, g, r)) continue;
           const int64_t s = left < kMilliPerGpu ? left : kMilliPerGpu + largestFreeCell(n, g, 1);
           if (s < score) {
             score = s;

@@ -73,7 +73,7 @@ class FgdPolicy final : public SharePolicy {
       GpuPick bestPick;
       for (int g = 0; g < n.gpuCount(); ++g) {
         auto gi = static_cast<size_t>(g);
-        if (n.gpuLeft[gi] < r.gpuMilli) continue;
+        if (!gpuTakes(n, g, r)) continue;
         scratch_.cpuLeft = n.cpuLeft - r.cpuMilli;
         scratch_.gpuLeft[gi] = n.gpuLeft[gi] - r.gpuMilli;
         int64_t s = fgdScore(before, nodeFragmentation(scratch_, mix_));

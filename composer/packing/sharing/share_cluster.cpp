@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "composer/model/mig.h"
+
 namespace switchyard::sharing {
 
 uint8_t ModelTable::intern(std::string_view name) {
@@ -29,7 +31,65 @@ std::optional<std::string> validate(const ShareRequest& r) {
     return fmt::format("milli-GPU {} is outside 1..{}", r.gpuMilli, kMilliPerGpu);
   if (r.gpuCount > 1 && r.gpuMilli != kMilliPerGpu) return "a share of a GPU must ask for exactly one GPU";
   if (r.modelMask == 0) return "no GPU model allowed";
+  if (r.isMig()) {
+    if (r.mig < 0 || r.mig >= kMigProfilesShared) return fmt::format("MIG profile {} is outside 1g..4g", r.mig);
+    if (r.gpuCount != 1 || r.gpuMilli != migMilli(r.mig))
+      return fmt::format("a MIG {} instance is one GPU with {} milli-GPU", toString(kMigProfiles[static_cast<size_t>(r.mig)]), migMilli(r.mig));
+  }
   return std::nullopt;
+}
+
+namespace {
+MigProfile profileOf(int profile) { return kMigProfiles.at(static_cast<size_t>(profile)); }
+}  // namespace
+
+int32_t migMilli(int profile) { return computeSlices(profileOf(profile)) * kMilliPerGpu / 7; }
+
+uint8_t migMask(int profile, int start) {
+  return static_cast<uint8_t>(((1u << memorySlices(profileOf(profile))) - 1u) << start);
+}
+
+bool migFits(uint8_t taken, int profile) { return migBestStart(taken, profile) >= 0; }
+
+int migBestStart(uint8_t taken, int profile) {
+  // Memory slices decide: every profile uses at least as many memory as compute slices, and slice 7 only
+  // serves 3g@4 (3 compute on 4 memory), so a layout that fits in memory never needs more than 7 compute.
+  int best = -1, bestRoom = -1;
+  for (int start : allowedStarts(profileOf(profile))) {
+    const uint8_t mask = migMask(profile, start);
+    if ((taken & mask) != 0) continue;
+    const auto after = static_cast<uint8_t>(taken | mask);
+    int room = 0;  // instances of each profile that could still be carved, one profile at a time
+    for (int q = 0; q < kMigProfilesShared; ++q) {
+      uint8_t trial = after;
+      for (int s : allowedStarts(profileOf(q)))
+        if ((trial & migMask(q, s)) == 0) {
+          trial = static_cast<uint8_t>(trial | migMask(q, s));
+          ++room;
+        }
+    }
+    if (room > bestRoom) {
+      best = start;
+      bestRoom = room;
+    }
+  }
+  return best;
+}
+
+ShareRequest migRequest(const ShareRequest& like, int profile) {
+  ShareRequest r = like;
+  r.gpuCount = 1;
+  r.gpuMilli = migMilli(profile);
+  r.mig = static_cast<int8_t>(profile);
+  return r;
+}
+
+bool gpuTakes(const ShareNode& n, int gpu, const ShareRequest& r) {
+  const int32_t left = n.gpuLeft[static_cast<size_t>(gpu)];
+  if (left < r.gpuMilli) return false;
+  const uint8_t taken = n.migTakenOn(gpu);
+  if (r.isMig()) return taken != 0 ? migFits(taken, r.mig) : left == kMilliPerGpu;
+  return taken == 0;
 }
 
 int64_t ShareNode::gpuMilliLeft() const {
@@ -54,7 +114,7 @@ bool fits(const ShareNode& n, const ShareRequest& r) {
   if (r.gpuCount == 0) return true;
   if (n.gpuLeft.empty() || !n.serves(r.modelMask)) return false;
   int enough = 0;
-  for (int32_t g : n.gpuLeft) enough += g >= r.gpuMilli ? 1 : 0;
+  for (int g = 0; g < n.gpuCount() && enough < r.gpuCount; ++g) enough += gpuTakes(n, g, r) ? 1 : 0;
   return enough >= r.gpuCount;
 }
 
@@ -70,7 +130,7 @@ GpuPick pickBestFitGpu(const ShareNode& n, const ShareRequest& r) {
   int best = -1;
   for (int i = 0; i < n.gpuCount(); ++i) {
     int32_t left = n.gpuLeft[static_cast<size_t>(i)];
-    if (left >= r.gpuMilli && (best < 0 || left < n.gpuLeft[static_cast<size_t>(best)])) best = i;
+    if (gpuTakes(n, i, r) && (best < 0 || left < n.gpuLeft[static_cast<size_t>(best)])) best = i;
   }
   GpuPick pick;
   if (best >= 0) pick.add(best);
@@ -81,9 +141,15 @@ bool valid(const ShareNode& n, const ShareRequest& r, const GpuPick& pick) {
   if (!fits(n, r) || pick.count != r.gpuCount) return false;
   for (int a = 0; a < pick.count; ++a) {
     int i = pick.index[static_cast<size_t>(a)];
-    if (i < 0 || i >= n.gpuCount() || n.gpuLeft[static_cast<size_t>(i)] < r.gpuMilli) return false;
+    if (i < 0 || i >= n.gpuCount() || !gpuTakes(n, i, r)) return false;
     for (int b = 0; b < a; ++b)
       if (pick.index[static_cast<size_t>(b)] == i) return false;
+  }
+  if (pick.migStart >= 0) {
+    if (!r.isMig()) return false;
+    const auto& starts = allowedStarts(profileOf(r.mig));
+    if (std::find(starts.begin(), starts.end(), pick.migStart) == starts.end()) return false;
+    if ((n.migTakenOn(pick.index[0]) & migMask(r.mig, pick.migStart)) != 0) return false;
   }
   return true;
 }
@@ -100,20 +166,35 @@ namespace {
 size_t affinitySlot(const ShareRequest& r) { return r.sharesGpu() ? 0 : static_cast<size_t>(r.gpuCount); }
 }  // namespace
 
-void ShareCluster::apply(const SharePlacement& p, const ShareRequest& r) {
+SharePlacement ShareCluster::apply(const SharePlacement& p, const ShareRequest& r) {
   ShareNode& n = nodes_.at(p.node);
   if (!valid(n, r, p.gpus))
     throw std::logic_error(fmt::format("invalid placement of a {}x{}m request on node {}", r.gpuCount, r.gpuMilli, n.name));
+  SharePlacement applied = p;
+  if (r.isMig()) {
+    const int gpu = p.gpus.index[0];
+    if (applied.gpus.migStart < 0) applied.gpus.migStart = static_cast<int8_t>(migBestStart(n.migTakenOn(gpu), r.mig));
+    n.migTaken.resize(n.gpuLeft.size(), 0);
+    n.migTaken[static_cast<size_t>(gpu)] |= migMask(r.mig, applied.gpus.migStart);
+  }
   n.cpuLeft -= r.cpuMilli;
   n.memoryLeft -= r.memoryMib;
   for (int a = 0; a < p.gpus.count; ++a) n.gpuLeft[static_cast<size_t>(p.gpus.index[static_cast<size_t>(a)])] -= r.gpuMilli;
   if (r.gpuCount > 0) ++n.affinity[affinitySlot(r)];
   allocatedGpuMilli_ += r.totalGpuMilli();
   ++n.version;
+  return applied;
 }
 
 void ShareCluster::release(const SharePlacement& p, const ShareRequest& r) {
   ShareNode& n = nodes_.at(p.node);
+  if (r.isMig()) {
+    const int gpu = p.gpus.index[0];
+    if (p.gpus.migStart < 0) throw std::logic_error("released a MIG instance without its start (release what apply returned)");
+    const uint8_t mask = migMask(r.mig, p.gpus.migStart);
+    if ((n.migTakenOn(gpu) & mask) != mask) throw std::logic_error("released a MIG instance the GPU does not hold");
+    n.migTaken[static_cast<size_t>(gpu)] &= static_cast<uint8_t>(~mask);
+  }
   n.cpuLeft += r.cpuMilli;
   n.memoryLeft += r.memoryMib;
   for (int a = 0; a < p.gpus.count; ++a) {

@@ -2,6 +2,12 @@
 // CPU, memory and either whole GPUs or a share of one GPU. This is the resource model of the Alibaba
 // "openb" GPU trace and of the FGD paper (Weng et al., USENIX ATC '23), and of a host whose attached GPUs
 // serve several fractional requests. Pure; no I/O.
+//
+// A share is either continuous (milli-GPU, time-sliced, as in the trace) or a MIG instance (1g..4g) with the
+// A100/H100 placement rules of composer/model/mig.h. A MIG instance takes its compute share in milli-GPU
+// (1g = 142, 2g = 285, 3g = 428, 4g = 571: slices x 1000 / 7, rounded down, so seven 1g fit) and a run of
+// memory slices at an allowed start. A GPU carved into MIG instances serves only MIG requests, and a GPU
+// partly used by milli shares cannot be carved: both modes never mix on one GPU.
 #pragma once
 
 #include <array>
@@ -31,18 +37,33 @@ class ModelTable {
   std::vector<std::string> names_;
 };
 
+inline constexpr int kNotMig = -1;
+inline constexpr int kMigProfilesShared = 4;  // 1g, 2g, 3g, 4g (a 7g instance is a whole GPU)
+
 struct ShareRequest {
   int32_t cpuMilli = 0;
   int64_t memoryMib = 0;
   int32_t gpuCount = 0;   // 0 = CPU only
   int32_t gpuMilli = 0;   // per GPU; < 1000 only when gpuCount == 1 (a shared GPU)
   uint32_t modelMask = kAnyModel;
+  int8_t mig = kNotMig;   // a MIG instance: the profile (MigProfile 1g..4g as int); then gpuMilli == migMilli(mig)
 
   [[nodiscard]] int64_t totalGpuMilli() const { return int64_t{gpuCount} * gpuMilli; }
   [[nodiscard]] bool sharesGpu() const { return gpuCount == 1 && gpuMilli < kMilliPerGpu; }
   [[nodiscard]] bool wholeGpus() const { return gpuCount > 0 && gpuMilli == kMilliPerGpu; }
+  [[nodiscard]] bool isMig() const { return mig != kNotMig; }
   friend bool operator==(const ShareRequest&, const ShareRequest&) = default;
 };
+
+// MIG geometry on a shared GPU, by memory-slice mask (bit i: memory slice i is taken).
+[[nodiscard]] int32_t migMilli(int profile);  // the compute share of profile 0..3 (1g..4g)
+[[nodiscard]] uint8_t migMask(int profile, int start);
+[[nodiscard]] bool migFits(uint8_t taken, int profile);
+// The allowed start that leaves the most instances of every profile placeable afterwards (ties: the lowest
+// start), or -1 when the profile does not fit.
+[[nodiscard]] int migBestStart(uint8_t taken, int profile);
+// A MIG request for `profile` with the CPU and memory of `like`.
+[[nodiscard]] ShareRequest migRequest(const ShareRequest& like, int profile);
 
 // Checks the invariants above; an error message or nothing.
 [[nodiscard]] std::optional<std::string> validate(const ShareRequest& r);
@@ -55,6 +76,8 @@ struct ShareNode {
   int64_t memoryLeft = 0;
   uint8_t model = 0;                  // meaningful only when the node has GPUs
   std::vector<int32_t> gpuLeft;       // milli-GPU left on each GPU, index = device index
+  // Memory slices taken by MIG instances on each GPU (0: not carved). Empty when no GPU of the node is.
+  std::vector<uint8_t> migTaken;
   // How many GPU requests of each kind run here: [0] shared, [k] k whole GPUs (GpuClustering's affinity).
   std::array<int32_t, kMaxGpusPerNode + 1> affinity{};
   uint32_t version = 0;               // bumped on every change, so indexes can tell what is stale
@@ -63,12 +86,21 @@ struct ShareNode {
   [[nodiscard]] int64_t gpuMilliLeft() const;
   [[nodiscard]] int fullyFreeGpus() const;
   [[nodiscard]] bool serves(uint32_t modelMask) const;  // model constraint only
+  [[nodiscard]] uint8_t migTakenOn(int gpu) const {
+    return static_cast<size_t>(gpu) < migTaken.size() ? migTaken[static_cast<size_t>(gpu)] : uint8_t{0};
+  }
 };
+
+// Whether GPU `gpu` of the node can take (its part of) the request: enough milli-GPU left, and the MIG rule
+// (a MIG instance needs a free GPU or a carved one with room at an allowed start; a milli share needs an
+// uncarved GPU).
+[[nodiscard]] bool gpuTakes(const ShareNode& n, int gpu, const ShareRequest& r);
 
 // Which GPUs of a node a request takes (device indexes, one per requested GPU).
 struct GpuPick {
   std::array<int8_t, kMaxGpusPerNode> index{};
   int8_t count = 0;
+  int8_t migStart = -1;  // a MIG instance: its first memory slice (-1: the cluster chooses, migBestStart)
   void add(int i) { index[static_cast<size_t>(count++)] = static_cast<int8_t>(i); }
 };
 
@@ -98,9 +130,10 @@ class ShareCluster {
   [[nodiscard]] int64_t allocatedGpuMilli() const { return allocatedGpuMilli_; }
   [[nodiscard]] int totalGpus() const { return static_cast<int>(totalGpuMilli_ / kMilliPerGpu); }
 
-  // Takes the resources; throws std::logic_error if the placement is not valid (a policy bug).
-  void apply(const SharePlacement& p, const ShareRequest& r);
-  // Gives them back (the exact inverse of apply).
+  // Takes the resources; throws std::logic_error if the placement is not valid (a policy bug). Returns
+  // the placement as applied: for a MIG instance with the start it was carved at, which release needs.
+  SharePlacement apply(const SharePlacement& p, const ShareRequest& r);
+  // Gives back what apply returned (the exact inverse of apply).
   void release(const SharePlacement& p, const ShareRequest& r);
   // Replaces a node whose resources changed outside apply/release (a composable host's view when GPUs
   // are attached elsewhere); bumps its version. The allocation total is the caller's to keep.

@@ -10,6 +10,7 @@
 // Indexed core: the change for (request shape, node) is cached and recomputed only for nodes whose version
 // moved since, so a decision costs one pass over flat arrays; node summaries (sorted GPUs, prefix sums) make
 // each recomputation O(shapes x log GPUs). A new mix (it is re-learned only when it drifts) drops the caches.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <unordered_map>
@@ -24,7 +25,7 @@ struct ShapeHash {
   size_t operator()(const ShareRequest& r) const {
     uint64_t h = static_cast<uint64_t>(static_cast<uint32_t>(r.cpuMilli)) * uint64_t{0x9E3779B97F4A7C15};
     h ^= static_cast<uint64_t>(static_cast<uint32_t>(r.gpuCount * 1009 + r.gpuMilli)) + (h << 6) + (h >> 2);
-    h ^= uint64_t{r.modelMask} + (h << 6) + (h >> 2);
+    h ^= uint64_t{r.modelMask} + static_cast<uint64_t>(r.mig + 1) * 131 + (h << 6) + (h >> 2);
     return static_cast<size_t>(h);
   }
 };
@@ -172,6 +173,10 @@ class SwitchyardPolicy final : public SharePolicy {
     k.leftAfter[i] = static_cast<float>(s.total() - r.totalGpuMilli());
     // Nodes in the same state (same CPU left, model and GPUs left) give the same answer: compute it once per
     // decision. Common when a shape is first seen: most nodes of a kind are empty, or full in the same way.
+    if (r.sharesGpu() && (r.isMig() || std::any_of(n.migTaken.begin(), n.migTaken.end(), [](uint8_t t) { return t != 0; }))) {
+      evaluateGpuByGpu(n, i, s, r, k);
+      return;
+    }
     StateKey key{s.cpuLeft, s.model, s.count, s.sorted};
     if (auto hit = memo_.find(key); hit != memo_.end()) {
       k.delta[i] = hit->second.first;
@@ -200,6 +205,26 @@ class SwitchyardPolicy final : public SharePolicy {
     k.delta[i] = quantize(bestDelta);
     setGpu(n, i, bestLeft, k);
     memo_.emplace(key, std::make_pair(k.delta[i], bestLeft));
+  }
+
+  // MIG instances, and shares on a node with carved GPUs: which GPUs can take the request depends on their
+  // slice layout, not only on the milli left, so each GPU is checked (and the per-decision memo, keyed by
+  // milli left alone, is not used). The change in fragmentation still depends on the milli left only.
+  void evaluateGpuByGpu(const ShareNode& n, size_t i, const NodeSummary& s, const ShareRequest& r, ShapeCache& k) {
+    double bestDelta = std::numeric_limits<double>::infinity();
+    int bestGpu = -1;
+    for (int g = 0; g < n.gpuCount(); ++g) {
+      if (!gpuTakes(n, g, r)) continue;
+      int32_t left = n.gpuLeft[static_cast<size_t>(g)];
+      if (bestGpu >= 0 && left == n.gpuLeft[static_cast<size_t>(bestGpu)]) continue;
+      double d = fragAfter(s.minus(r.cpuMilli, &left, 1, r.gpuMilli)) - before_[i];
+      if (d < bestDelta - 1e-3 || (d < bestDelta + 1e-3 && left < n.gpuLeft[static_cast<size_t>(bestGpu)])) {
+        bestDelta = d;
+        bestGpu = g;
+      }
+    }
+    k.delta[i] = quantize(bestDelta);
+    k.gpu[i] = static_cast<int8_t>(bestGpu);
   }
 
   static void setGpu(const ShareNode& n, size_t i, int32_t left, ShapeCache& k) {

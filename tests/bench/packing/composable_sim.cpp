@@ -31,6 +31,7 @@ void ComposablePool::cable(const sharing::ShareCluster& servers, const Composabl
     for (int g = 0; g < n; ++g) {
       e.gpus.push_back(gpuLeft_.size());
       gpuLeft_.push_back(kMilliPerGpu);
+      gpuMigTaken_.push_back(0);
       gpuHost_.push_back(-1);
     }
     e.free = n;
@@ -151,6 +152,7 @@ std::optional<std::string> ComposablePool::violation() const {
     if (holders[g] > 1) return fmt::format("GPU {} is attached to {} hosts", g, holders[g]);
     if ((gpuHost_[g] >= 0) != (holders[g] == 1)) return fmt::format("GPU {} holder record disagrees with the links", g);
     if (gpuHost_[g] < 0 && gpuLeft_[g] != kMilliPerGpu) return fmt::format("free GPU {} is partly used", g);
+    if (gpuMigTaken_[g] != 0 && gpuLeft_[g] == kMilliPerGpu) return fmt::format("idle GPU {} still carries MIG instances", g);
   }
   for (size_t h = 0; h < hosts_.size(); ++h) {
     const Host& host = hosts_[h];
@@ -196,13 +198,19 @@ sharing::ShareNode ComposablePool::view(const Link& l) const {
   if (l.enclosure < 0) return n;
   const Enclosure& e = enclosures_[static_cast<size_t>(l.enclosure)];
   n.model = e.model;
-  for (size_t g : l.attached) n.gpuLeft.push_back(gpuLeft_[g]);
+  for (size_t g : l.attached) {
+    n.gpuLeft.push_back(gpuLeft_[g]);
+    if (gpuMigTaken_[g] != 0) {
+      n.migTaken.resize(n.gpuLeft.size(), 0);
+      n.migTaken.back() = gpuMigTaken_[g];
+    }
+  }
   const int attachable = std::min(shape_.deviceLimit - h.attached, e.free);
   for (int i = 0; i < attachable && n.gpuCount() < sharing::kMaxGpusPerNode; ++i) n.gpuLeft.push_back(kMilliPerGpu);
   return n;
 }
 
-std::vector<size_t> ComposablePool::apply(const sharing::SharePlacement& p, const sharing::ShareRequest& r) {
+ComposablePool::Taken ComposablePool::apply(const sharing::SharePlacement& p, const sharing::ShareRequest& r) {
   const sharing::ShareNode& v = views_.node(p.node);
   if (!sharing::valid(v, r, p.gpus))
     throw std::logic_error(fmt::format("invalid placement of a {}x{}m request on view {}", r.gpuCount, r.gpuMilli, v.name));
@@ -212,11 +220,17 @@ std::vector<size_t> ComposablePool::apply(const sharing::SharePlacement& p, cons
   h.memoryLeft -= r.memoryMib;
   if (r.gpuCount > 0) ++h.affinity[r.sharesGpu() ? 0 : static_cast<size_t>(r.gpuCount)];
   const size_t attachedBefore = l.attached.size();
-  std::vector<size_t> used;
+  Taken taken;
+  std::vector<size_t>& used = taken.gpus;
+  if (r.isMig()) {
+    const int i = p.gpus.index[0];
+    taken.migStart = p.gpus.migStart >= 0 ? p.gpus.migStart : sharing::migBestStart(v.migTakenOn(i), r.mig);
+  }
   for (int a = 0; a < p.gpus.count; ++a) {
     const auto i = static_cast<size_t>(p.gpus.index[static_cast<size_t>(a)]);
     if (i < attachedBefore) {
       gpuLeft_[l.attached[i]] -= r.gpuMilli;
+      if (r.isMig()) gpuMigTaken_[l.attached[i]] |= sharing::migMask(r.mig, taken.migStart);
       used.push_back(l.attached[i]);
       continue;
     }
@@ -225,6 +239,7 @@ std::vector<size_t> ComposablePool::apply(const sharing::SharePlacement& p, cons
     if (free == e.gpus.end()) throw std::logic_error("enclosure has no free GPU left");
     gpuHost_[*free] = static_cast<long>(l.host);
     gpuLeft_[*free] = kMilliPerGpu - r.gpuMilli;
+    if (r.isMig()) gpuMigTaken_[*free] = sharing::migMask(r.mig, taken.migStart);
     l.attached.push_back(*free);
     used.push_back(*free);
     --e.free;
@@ -233,10 +248,11 @@ std::vector<size_t> ComposablePool::apply(const sharing::SharePlacement& p, cons
   }
   allocatedGpuMilli_ += r.totalGpuMilli();
   rebuildAround(p.node);
-  return used;
+  return taken;
 }
 
-void ComposablePool::release(size_t link, const std::vector<size_t>& gpus, const sharing::ShareRequest& r) {
+void ComposablePool::release(size_t link, const Taken& taken, const sharing::ShareRequest& r) {
+  const std::vector<size_t>& gpus = taken.gpus;
   Link& l = links_.at(link);
   Host& h = hosts_[l.host];
   h.cpuLeft += r.cpuMilli;
@@ -246,6 +262,11 @@ void ComposablePool::release(size_t link, const std::vector<size_t>& gpus, const
     if (gpuHost_.at(g) != static_cast<long>(l.host)) throw std::logic_error("released a GPU the host does not hold");
     gpuLeft_[g] += r.gpuMilli;
     if (gpuLeft_[g] > kMilliPerGpu) throw std::logic_error("released more milli-GPU than the GPU has");
+    if (r.isMig()) {
+      const uint8_t mask = sharing::migMask(r.mig, taken.migStart);
+      if (taken.migStart < 0 || (gpuMigTaken_[g] & mask) != mask) throw std::logic_error("released a MIG instance the GPU does not hold");
+      gpuMigTaken_[g] &= static_cast<uint8_t>(~mask);
+    }
     if (gpuLeft_[g] < kMilliPerGpu || shape_.mirrorServers) continue;
     // Idle now: hot-unplug it back into the enclosure.
     gpuHost_[g] = -1;

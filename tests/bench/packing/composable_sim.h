@@ -41,12 +41,18 @@ class ComposablePool {
   ComposablePool(const sharing::ShareCluster& servers, const ComposableShape& shape);
 
   [[nodiscard]] const sharing::ShareCluster& views() const { return views_; }
-  // Takes the resources of a placement on a view, attaching free GPUs as needed; returns the GPUs used.
-  // Throws std::logic_error if the placement is not valid on that view.
-  std::vector<size_t> apply(const sharing::SharePlacement& p, const sharing::ShareRequest& r);
+  // What a placement took: the pool's GPUs, and the first memory slice of a MIG instance (-1: none).
+  struct Taken {
+    std::vector<size_t> gpus;
+    int migStart = -1;
+  };
+  // Takes the resources of a placement on a view, attaching free GPUs as needed (a MIG instance is carved
+  // at the placement's start, or at sharing::migBestStart). Throws std::logic_error if the placement is not
+  // valid on that view.
+  Taken apply(const sharing::SharePlacement& p, const sharing::ShareRequest& r);
   // Gives back what apply took on view `link`; a GPU left idle is detached back to its enclosure (except
   // on the mirror pool, whose GPUs belong to their server).
-  void release(size_t link, const std::vector<size_t>& gpus, const sharing::ShareRequest& r);
+  void release(size_t link, const Taken& taken, const sharing::ShareRequest& r);
   [[nodiscard]] size_t detaches() const { return detaches_; }
 
   [[nodiscard]] int64_t totalGpuMilli() const { return totalGpuMilli_; }
@@ -110,6 +116,7 @@ class ComposablePool {
   std::vector<Enclosure> enclosures_;
   std::vector<Link> links_;
   std::vector<int32_t> gpuLeft_;
+  std::vector<uint8_t> gpuMigTaken_;  // memory slices taken by MIG instances
   std::vector<long> gpuHost_;  // -1: free
   sharing::ShareCluster views_;
   int64_t totalGpuMilli_ = 0;

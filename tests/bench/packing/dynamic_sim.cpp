@@ -16,8 +16,8 @@ namespace {
 class Pool {
  public:
   struct Holding {
-    sharing::SharePlacement placement;
-    std::vector<size_t> gpus;  // composable: the GPUs used
+    sharing::SharePlacement placement;  // as applied (a MIG instance's start included)
+    ComposablePool::Taken taken;        // composable: what the pool took
   };
   Pool(const sharing::ShareCluster& servers, const ComposableShape* shape) {
     if (shape) composable_.emplace(servers, *shape);
@@ -26,11 +26,10 @@ class Pool {
   const sharing::ShareCluster& view() const { return composable_ ? composable_->views() : cluster_; }
   Holding place(const sharing::SharePlacement& p, const sharing::ShareRequest& r) {
     if (composable_) return {p, composable_->apply(p, r)};
-    cluster_.apply(p, r);
-    return {p, {}};
+    return {cluster_.apply(p, r), {}};
   }
   void remove(const Holding& h, const sharing::ShareRequest& r) {
-    if (composable_) composable_->release(h.placement.node, h.gpus, r);
+    if (composable_) composable_->release(h.placement.node, h.taken, r);
     else cluster_.release(h.placement, r);
   }
   int64_t allocated() const { return composable_ ? composable_->allocatedGpuMilli() : cluster_.allocatedGpuMilli(); }

@@ -48,6 +48,19 @@ std::vector<TracePod> withBigServers(std::vector<TracePod> pods) {
   return pods;
 }
 
+// "default+mig": the pod list as it would run on MIG-capable GPUs (A100/H100 geometry, assumed for every
+// GPU of the cluster): a share becomes the smallest MIG profile with at least its compute (ceil(milli x 7 /
+// 1000) slices: 1g, 2g, 3g or 4g), and a share that needs 5 or more slices takes a whole GPU.
+std::vector<TracePod> withMigInstances(std::vector<TracePod> pods) {
+  for (auto& p : pods) {
+    if (!p.request.sharesGpu()) continue;
+    const int slices = (p.request.gpuMilli * 7 + sharing::kMilliPerGpu - 1) / sharing::kMilliPerGpu;
+    if (slices <= sharing::kMigProfilesShared) p.request = sharing::migRequest(p.request, slices - 1);
+    else p.request.gpuMilli = sharing::kMilliPerGpu;
+  }
+  return pods;
+}
+
 }  // namespace
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -103,14 +116,25 @@ std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::
   Inputs in{std::move(*cluster), {}, {}};
   sharing::ModelTable models = in.cluster.models();
   for (const auto& w : workloads) {
-    const bool big = w.ends_with("+big");
-    const std::string file = big ? w.substr(0, w.size() - 4) : w;
+    // NAME, then any of the suffixes +big and +mig.
+    std::string file = w;
+    bool big = false, mig = false;
+    for (bool stripped = true; stripped;) {
+      stripped = false;
+      for (auto [suffix, flag] : {std::pair{"+big", &big}, std::pair{"+mig", &mig}})
+        if (file.ends_with(suffix)) {
+          file.resize(file.size() - 4);
+          *flag = stripped = true;
+        }
+    }
     auto loaded = loadOpenbPods((traces / fmt::format("openb_pod_list_{}.csv", file)).string(), models);
     if (!loaded) {
       fmt::print(stderr, "error: {}\n", loaded.error());
       return std::nullopt;
     }
-    in.pods[w] = big ? withBigServers(std::move(*loaded)) : std::move(*loaded);
+    if (big) *loaded = withBigServers(std::move(*loaded));
+    if (mig) *loaded = withMigInstances(std::move(*loaded));
+    in.pods[w] = std::move(*loaded);
     std::vector<sharing::ShareRequest> reqs;
     for (const auto& p : in.pods[w]) reqs.push_back(p.request);
     in.mixes[w] = sharing::typicalShapes(reqs);

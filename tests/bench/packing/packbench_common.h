@@ -34,8 +34,8 @@ struct Inputs {
   std::map<std::string, std::vector<TracePod>> pods;  // by workload name
   std::map<std::string, sharing::ShapeMix> mixes;      // each workload's typical shapes
 };
-// The node list and each workload's pod list ("NAME+big": with 16/32-GPU servers added), after checking
-// the policy names. Reports what is wrong on stderr.
+// The node list and each workload's pod list ("NAME+big": with 16/32-GPU servers added; "NAME+mig": shares
+// asked as MIG instances, every GPU taken as MIG-capable), after checking the policy names. Reports what is wrong on stderr.
 [[nodiscard]] std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::string>& workloads,
                                                const std::vector<std::string>& policies);
 

@@ -97,8 +97,7 @@ int runLatencyCommand(const fs::path& traces, const std::vector<int>& sizes, con
           auto stop = std::chrono::steady_clock::now();
           if (k >= warmup) micros.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
           if (p) {
-            pool.apply(*p, r);
-            pool.release(*p, r);
+            pool.release(pool.apply(*p, r), r);
           }
         }
         const double mean = std::accumulate(micros.begin(), micros.end(), 0.0) / static_cast<double>(micros.size());

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   auto* comp = app.add_subcommand("composable", "the static protocol on composable pools of switch enclosures, against an LP bound");
   std::string compWorkloads = "default", compShapes = "mirror,16:8:2:16", compPolicies = "first-fit,best-fit,fgd,switchyard";
   std::string compSeeds = "42-51", compOut = "packbench-out";
-  comp->add_option("--workloads", compWorkloads, "comma-separated pod lists, or 'all'; NAME+big adds 16/32-GPU servers")
+  comp->add_option("--workloads", compWorkloads, "comma-separated pod lists, or 'all'; NAME+big adds 16/32-GPU servers, NAME+mig asks shares as MIG instances")
       ->capture_default_str();
   comp->add_option("--shapes", compShapes,
                    "pools: 'mirror' (one enclosure per server, K=8 U=1: must equal static mode) or K:U:P:L "
