@@ -68,6 +68,11 @@ int runOptimalityCommand(const fs::path& traces, const std::vector<std::string>&
     fmt::print(stderr, "error: --servers must be at least 1\n");
     return 2;
   }
+  for (const auto& w : workloads)
+    if (w.find("+mig") != std::string::npos) {
+      fmt::print(stderr, "error: workload '{}': the exact model has no MIG slices, so its optimum would only be a bound\n", w);
+      return 2;
+    }
   auto inputs = loadInputs(traces, workloads, policies);
   if (!inputs) return 2;
 

@@ -21,6 +21,12 @@ mkdir -p "$OUT"
   --seeds 42-46 --load 0.8 --target 99 --from 60 --quiet --out "$OUT"
 "$BIN" --traces "$TRACES" optimality --workloads default,gpushare100,multigpu50 --servers 4 --shapes mirror,8:2:2:8 \
   --seeds 42-51 --time-limit 20 --quiet --out "$OUT"
+# MIG requests (every GPU taken as A100/H100-class): composable and dynamic modes, in their own folder.
+mkdir -p "$OUT/mig"
+"$BIN" --traces "$TRACES" composable --workloads default+mig,gpushare100+mig,multigpu50+mig --shapes mirror,16:8:2:16 \
+  --seeds 42-51 --policies first-fit,best-fit,gpu-packing,hived-buddy,fgd,switchyard --quiet --out "$OUT/mig"
+"$BIN" --traces "$TRACES" dynamic --workloads default+mig --pools static,16:8:2:16 --loads 0.9,1.0,1.1 \
+  --policies best-fit,fgd,switchyard --seeds 42-43 --quiet --out "$OUT/mig"
 build/tests/switchyard_bench ablation --load 0.8 > "$OUT/ablation_load080.md"
 build/tests/switchyard_bench ablation --load 0.9 > "$OUT/ablation_load090.md"
 build/tests/switchyard_bench ablation --load 1.0 > "$OUT/ablation_load100.md"
