@@ -167,6 +167,36 @@ TEST(Fragmentation, SummaryFormMatchesTheReferenceDefinition) {
   }
 }
 
+TEST(Fragmentation, SummaryFormMatchesTheReferenceForMigShapesOnUncarvedNodes) {
+  std::mt19937_64 rng(4);
+  ShareCluster c = randomCluster(rng, 40);
+  std::vector<ShareRequest> sample, mixSample;
+  for (int i = 0; i < 400; ++i) sample.push_back(randomRequest(rng));  // milli only: no node gets carved
+  for (int i = 0; i < 400; ++i) mixSample.push_back(randomRequestWithMig(rng));
+  const ShapeMix mix = typicalShapes(mixSample);
+  ASSERT_TRUE(std::any_of(mix.begin(), mix.end(), [](const WeightedShape& w) { return w.shape.isMig(); }));
+  auto policy = makeBestFitPolicy();
+  for (const auto& r : sample) {
+    if (auto p = policy->choose(c, r)) c.apply(*p, r);
+    for (const auto& n : c.nodes()) ASSERT_NEAR(fragmentation(NodeSummary::of(n), mix), nodeFragmentation(n, mix), 1e-6);
+  }
+}
+
+TEST(Fragmentation, FollowsTheMigSliceLayout) {
+  ShareCluster c({node("n", 2)}, {});
+  const ShareRequest three = migRequest(share(100, 1000), k3g);
+  (void)c.apply({0, pickBestFitGpu(c.node(0), three)}, three);
+  (void)c.apply({0, pickBestFitGpu(c.node(0), three)}, three);
+  ASSERT_EQ(c.node(0).gpuLeft, (std::vector<int32_t>{144, 1000}));
+  const ShapeMix oneG{{shapeOf(migRequest(share(100, 1000), k1g)), 1.0}};
+  EXPECT_DOUBLE_EQ(nodeFragmentation(c.node(0), oneG), 144) << "144 milli left, but no 1g start free on GPU 0";
+  const ShapeMix milli{{shapeOf(share(100, 1000)), 1.0}};
+  EXPECT_DOUBLE_EQ(nodeFragmentation(c.node(0), milli), 144) << "a carved GPU serves no milli share";
+  ShareCluster d({node("m", 2)}, {});
+  (void)d.apply({0, pickBestFitGpu(d.node(0), share(400, 1000))}, share(400, 1000));
+  EXPECT_DOUBLE_EQ(nodeFragmentation(d.node(0), oneG), 600) << "a time-sliced GPU cannot be carved";
+}
+
 TEST(Fragmentation, CountsGpusTooSmallForAShapeAndAllGpusOfANodeThatCannotServeIt) {
   ShareNode n = node("n", 2);
   n.gpuLeft = {300, 1000};

@@ -33,7 +33,7 @@ class FgdPolicy final : public SharePolicy {
   std::optional<SharePlacement> choose(const ShareCluster& c, const ShareRequest& r) override {
     std::vector<Entry>* entries = nullptr;
     if (cached_) {
-      entries = &cache_[{r.cpuMilli, r.gpuCount, r.gpuMilli, r.modelMask}];
+      entries = &cache_[{r.cpuMilli, r.gpuCount, r.gpuMilli, r.modelMask, r.mig}];
       entries->resize(c.size());
     }
     std::optional<SharePlacement> chosen;
@@ -76,8 +76,13 @@ class FgdPolicy final : public SharePolicy {
         if (!gpuTakes(n, g, r)) continue;
         scratch_.cpuLeft = n.cpuLeft - r.cpuMilli;
         scratch_.gpuLeft[gi] = n.gpuLeft[gi] - r.gpuMilli;
+        if (r.isMig()) {  // carve it where apply will (migBestStart), so the slices left are scored
+          scratch_.migTaken.resize(n.gpuLeft.size(), 0);
+          scratch_.migTaken[gi] = static_cast<uint8_t>(n.migTakenOn(g) | migMask(r.mig, migBestStart(n.migTakenOn(g), r.mig)));
+        }
         int64_t s = fgdScore(before, nodeFragmentation(scratch_, mix_));
         scratch_.gpuLeft[gi] = n.gpuLeft[gi];
+        if (r.isMig()) scratch_.migTaken[gi] = n.migTakenOn(g);
         if (s > best) {
           best = s;
           bestPick = GpuPick{};
@@ -95,7 +100,7 @@ class FgdPolicy final : public SharePolicy {
   ShapeMix mix_;
   bool cached_;
   ShareNode scratch_;
-  std::map<std::tuple<int32_t, int32_t, int32_t, uint32_t>, std::vector<Entry>> cache_;
+  std::map<std::tuple<int32_t, int32_t, int32_t, uint32_t, int8_t>, std::vector<Entry>> cache_;
 };
 
 }  // namespace

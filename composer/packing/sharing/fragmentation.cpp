@@ -15,9 +15,9 @@ double nodeFragmentation(const ShareNode& n, const ShapeMix& mix) {
     }
     int enough = 0;
     int64_t tooSmall = 0;
-    for (int32_t g : n.gpuLeft) {
-      if (g >= s.gpuMilli) ++enough;
-      else tooSmall += g;
+    for (int g = 0; g < n.gpuCount(); ++g) {
+      if (gpuTakes(n, g, s)) ++enough;
+      else tooSmall += n.gpuLeft[static_cast<size_t>(g)];
     }
     bool serves = enough >= s.gpuCount && n.cpuLeft >= s.cpuMilli;
     frag += w.weight * static_cast<double>(serves ? tooSmall : total);
@@ -71,7 +71,9 @@ double fragmentation(const NodeSummary& n, const ShapeMix& mix) {
       frag += w.weight * static_cast<double>(total);
       continue;
     }
-    auto first = std::lower_bound(n.sorted.begin(), n.sorted.begin() + n.count, static_cast<int16_t>(s.gpuMilli));
+    // A MIG shape needs a whole free GPU on a node with none carved (the only nodes summaries describe).
+    const int32_t needs = s.isMig() ? kMilliPerGpu : s.gpuMilli;
+    auto first = std::lower_bound(n.sorted.begin(), n.sorted.begin() + n.count, static_cast<int16_t>(needs));
     auto small = static_cast<size_t>(first - n.sorted.begin());
     bool serves = n.count - static_cast<int>(small) >= s.gpuCount && n.cpuLeft >= s.cpuMilli;
     frag += w.weight * static_cast<double>(serves ? n.prefix[small] : total);

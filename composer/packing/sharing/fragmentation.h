@@ -9,10 +9,14 @@
 
 namespace switchyard::sharing {
 
-// The reference definition, O(shapes x GPUs). Memory is not considered (as in FGD).
+// The reference definition, O(shapes x GPUs). Memory is not considered (as in FGD). Whether a GPU can serve
+// a shape is gpuTakes(): for MIG it follows the slice layout, so a carved GPU with compute left but no free
+// start for a profile counts as fragmented for it, and a GPU partly used by milli shares counts as
+// fragmented for every MIG shape.
 [[nodiscard]] double nodeFragmentation(const ShareNode& n, const ShapeMix& mix);
 
-// The same value computed from a node summary; O(shapes x log GPUs). Used on hot paths.
+// The same value computed from a node summary; O(shapes x log GPUs). Used on hot paths. A summary holds
+// milli left only, so it is exact for nodes with no carved GPU; the caller uses the reference for the others.
 struct NodeSummary {
   int32_t cpuLeft = 0;
   uint8_t model = 0;

@@ -7,13 +7,13 @@
 namespace switchyard::sharing {
 namespace {
 
-using ShapeKey = std::tuple<int32_t, int32_t, int32_t, uint32_t>;
+using ShapeKey = std::tuple<int32_t, int32_t, int32_t, uint32_t, int8_t>;
 
-ShapeKey keyOf(const ShareRequest& r) { return {r.cpuMilli, r.gpuCount, r.gpuMilli, r.modelMask}; }
+ShapeKey keyOf(const ShareRequest& r) { return {r.cpuMilli, r.gpuCount, r.gpuMilli, r.modelMask, r.mig}; }
 
 ShareRequest shapeOf(const ShapeKey& k) {
   return ShareRequest{.cpuMilli = std::get<0>(k), .gpuCount = std::get<1>(k), .gpuMilli = std::get<2>(k),
-                      .modelMask = std::get<3>(k)};
+                      .modelMask = std::get<3>(k), .mig = std::get<4>(k)};
 }
 
 ShapeMix fromCounts(const std::map<ShapeKey, size_t>& counts, const ShapeMixOptions& options) {

@@ -44,7 +44,7 @@ class ShapeLearner {
   ShapeMixOptions options_;
   size_t refreshEvery_;
   std::deque<ShareRequest> recent_;
-  std::map<std::tuple<int32_t, int32_t, int32_t, uint32_t>, size_t> counts_;
+  std::map<std::tuple<int32_t, int32_t, int32_t, uint32_t, int8_t>, size_t> counts_;  // by shape (shape_mix.cpp)
   ShapeMix mix_;
   size_t total_ = 0;
   size_t sinceRefresh_ = 0;

@@ -152,7 +152,10 @@ class SwitchyardPolicy final : public SharePolicy {
     const uint32_t stamp = c.node(i).version + 1;
     if (summaryStamp_[i] != stamp) {
       summaries_[i] = NodeSummary::of(c.node(i));
-      before_[i] = options_.fragmentationAware ? fragmentation(summaries_[i], mix()) : 0.0;
+      // A summary knows milli left only; a node with carved GPUs is measured on its slice layout.
+      before_[i] = !options_.fragmentationAware ? 0.0
+                   : carved(c.node(i))           ? nodeFragmentation(c.node(i), mix())
+                                                 : fragmentation(summaries_[i], mix());
       summaryStamp_[i] = stamp;
     }
     return summaries_[i];
@@ -173,8 +176,8 @@ class SwitchyardPolicy final : public SharePolicy {
     k.leftAfter[i] = static_cast<float>(s.total() - r.totalGpuMilli());
     // Nodes in the same state (same CPU left, model and GPUs left) give the same answer: compute it once per
     // decision. Common when a shape is first seen: most nodes of a kind are empty, or full in the same way.
-    if (r.sharesGpu() && (r.isMig() || std::any_of(n.migTaken.begin(), n.migTaken.end(), [](uint8_t t) { return t != 0; }))) {
-      evaluateGpuByGpu(n, i, s, r, k);
+    if (r.isMig() || carved(n)) {
+      evaluateOnLayout(n, i, r, k);
       return;
     }
     StateKey key{s.cpuLeft, s.model, s.count, s.sorted};
@@ -207,24 +210,50 @@ class SwitchyardPolicy final : public SharePolicy {
     memo_.emplace(key, std::make_pair(k.delta[i], bestLeft));
   }
 
-  // MIG instances, and shares on a node with carved GPUs: which GPUs can take the request depends on their
-  // slice layout, not only on the milli left, so each GPU is checked (and the per-decision memo, keyed by
-  // milli left alone, is not used). The change in fragmentation still depends on the milli left only.
-  void evaluateGpuByGpu(const ShareNode& n, size_t i, const NodeSummary& s, const ShareRequest& r, ShapeCache& k) {
+  static bool carved(const ShareNode& n) {
+    return std::any_of(n.migTaken.begin(), n.migTaken.end(), [](uint8_t t) { return t != 0; });
+  }
+
+  // MIG instances, and any request on a node with carved GPUs: which GPUs can take it, and what is left
+  // usable afterwards, depend on the slice layout, which node summaries (and the per-decision memo keyed by
+  // them) do not hold. The placement is tried on a copy of the node and measured with the reference
+  // definition: O(GPUs x shapes x GPUs) per node, paid only for such nodes and only when they change.
+  void evaluateOnLayout(const ShareNode& n, size_t i, const ShareRequest& r, ShapeCache& k) {
+    scratch_ = n;
+    scratch_.cpuLeft -= r.cpuMilli;
+    if (!r.sharesGpu()) {
+      const GpuPick pick = pickExclusiveGpus(n, r);
+      for (int a = 0; a < pick.count; ++a) scratch_.gpuLeft[static_cast<size_t>(pick.index[static_cast<size_t>(a)])] -= r.gpuMilli;
+      k.delta[i] = quantize(layoutFragmentation(scratch_) - before_[i]);
+      return;
+    }
     double bestDelta = std::numeric_limits<double>::infinity();
     int bestGpu = -1;
+    scratch_.migTaken.resize(n.gpuLeft.size(), 0);
     for (int g = 0; g < n.gpuCount(); ++g) {
       if (!gpuTakes(n, g, r)) continue;
-      int32_t left = n.gpuLeft[static_cast<size_t>(g)];
-      if (bestGpu >= 0 && left == n.gpuLeft[static_cast<size_t>(bestGpu)]) continue;
-      double d = fragAfter(s.minus(r.cpuMilli, &left, 1, r.gpuMilli)) - before_[i];
-      if (d < bestDelta - 1e-3 || (d < bestDelta + 1e-3 && left < n.gpuLeft[static_cast<size_t>(bestGpu)])) {
+      const auto gi = static_cast<size_t>(g);
+      // GPUs in the same state give the same answer.
+      bool seen = false;
+      for (int h = 0; h < g && !seen; ++h)
+        seen = gpuTakes(n, h, r) && n.gpuLeft[static_cast<size_t>(h)] == n.gpuLeft[gi] && n.migTakenOn(h) == n.migTakenOn(g);
+      if (seen) continue;
+      scratch_.gpuLeft[gi] = n.gpuLeft[gi] - r.gpuMilli;
+      if (r.isMig()) scratch_.migTaken[gi] = static_cast<uint8_t>(n.migTakenOn(g) | migMask(r.mig, migBestStart(n.migTakenOn(g), r.mig)));
+      const double d = layoutFragmentation(scratch_) - before_[i];
+      scratch_.gpuLeft[gi] = n.gpuLeft[gi];
+      scratch_.migTaken[gi] = n.migTakenOn(g);
+      if (bestGpu < 0 || d < bestDelta - 1e-3 || (d < bestDelta + 1e-3 && n.gpuLeft[gi] < n.gpuLeft[static_cast<size_t>(bestGpu)])) {
         bestDelta = d;
         bestGpu = g;
       }
     }
     k.delta[i] = quantize(bestDelta);
     k.gpu[i] = static_cast<int8_t>(bestGpu);
+  }
+
+  double layoutFragmentation(const ShareNode& n) const {
+    return options_.fragmentationAware ? nodeFragmentation(n, mix()) : 0.0;
   }
 
   static void setGpu(const ShareNode& n, size_t i, int32_t left, ShapeCache& k) {
@@ -240,6 +269,7 @@ class SwitchyardPolicy final : public SharePolicy {
   std::vector<NodeSummary> summaries_;
   std::vector<uint32_t> summaryStamp_;
   std::vector<double> before_;
+  ShareNode scratch_;  // evaluateOnLayout's trial node
   std::unordered_map<ShareRequest, ShapeCache, ShapeHash> caches_;
   std::unordered_map<StateKey, std::pair<float, int32_t>, StateKeyHash> memo_;  // per decision
 };
