@@ -40,68 +40,75 @@ std::optional<MigProfile> parseMigProfile(std::string_view s) {
   return std::nullopt;
 }
 
-std::uint8_t MigLayout::maskOf(MigProfile p, int start) {
+std::uint8_t memoryMask(MigProfile p, int start) {
   return static_cast<std::uint8_t>(((1u << memorySlices(p)) - 1u) << start);
 }
 
-bool MigLayout::canPlace(MigProfile p, int start) const {
+bool fitsAt(std::uint8_t taken, MigProfile p, int start) {
   const auto& starts = allowedStarts(p);
-  if (std::find(starts.begin(), starts.end(), start) == starts.end()) return false;
-  return (memoryUsed_ & maskOf(p, start)) == 0 && computeUsed_ + computeSlices(p) <= 7;
+  return std::find(starts.begin(), starts.end(), start) != starts.end() && (taken & memoryMask(p, start)) == 0;
 }
 
-bool MigLayout::canPlace(MigProfile p) const {
-  return std::any_of(allowedStarts(p).begin(), allowedStarts(p).end(), [&](int s) { return canPlace(p, s); });
+bool fitsAnywhere(std::uint8_t taken, MigProfile p) {
+  return std::any_of(allowedStarts(p).begin(), allowedStarts(p).end(), [&](int s) { return (taken & memoryMask(p, s)) == 0; });
 }
+
+int capacityFor(std::uint8_t taken, MigProfile p) {
+  // Starts of one profile are aligned to its size and never overlap each other, so a greedy pass is exact.
+  int n = 0;
+  for (int start : allowedStarts(p))
+    if ((taken & memoryMask(p, start)) == 0) {
+      taken = static_cast<std::uint8_t>(taken | memoryMask(p, start));
+      ++n;
+    }
+  return n;
+}
+
+double usefulness(std::uint8_t taken, const MigDemand& demand) {
+  double total = 0;
+  for (std::size_t i = 0; i < kMigProfiles.size(); ++i) total += demand[i] * capacityFor(taken, kMigProfiles[i]);
+  return total;
+}
+
+std::optional<int> bestStart(std::uint8_t taken, MigProfile p, const MigDemand& demand) {
+  std::optional<int> best;
+  double bestUsefulness = -1;
+  for (int start : allowedStarts(p)) {
+    if ((taken & memoryMask(p, start)) != 0) continue;
+    const double u = usefulness(static_cast<std::uint8_t>(taken | memoryMask(p, start)), demand);
+    if (u > bestUsefulness) {  // ties keep the lowest start: deterministic
+      bestUsefulness = u;
+      best = start;
+    }
+  }
+  return best;
+}
+
+bool MigLayout::canPlace(MigProfile p, int start) const { return fitsAt(memoryUsed_, p, start); }
+
+bool MigLayout::canPlace(MigProfile p) const { return fitsAnywhere(memoryUsed_, p); }
 
 bool MigLayout::place(MigProfile p, int start) {
   if (!canPlace(p, start)) return false;
-  memoryUsed_ = static_cast<std::uint8_t>(memoryUsed_ | maskOf(p, start));
+  memoryUsed_ = static_cast<std::uint8_t>(memoryUsed_ | memoryMask(p, start));
   computeUsed_ += computeSlices(p);
   instances_.push_back({p, start});
   return true;
 }
 
 std::optional<int> MigLayout::placeBest(MigProfile p, const MigDemand& demand) {
-  std::optional<int> best;
-  double bestUsefulness = -1;
-  for (int start : allowedStarts(p)) {
-    if (!canPlace(p, start)) continue;
-    MigLayout trial = *this;
-    trial.place(p, start);
-    const double u = trial.usefulness(demand);
-    if (u > bestUsefulness) {  // ties keep the lowest start: deterministic
-      bestUsefulness = u;
-      best = start;
-    }
-  }
-  if (best) place(p, *best);
-  return best;
+  const std::optional<int> start = bestStart(memoryUsed_, p, demand);
+  if (start) place(p, *start);
+  return start;
 }
 
 bool MigLayout::remove(int start) {
   auto it = std::find_if(instances_.begin(), instances_.end(), [&](const MigInstance& i) { return i.start == start; });
   if (it == instances_.end()) return false;
-  memoryUsed_ = static_cast<std::uint8_t>(memoryUsed_ & ~maskOf(it->profile, it->start));
+  memoryUsed_ = static_cast<std::uint8_t>(memoryUsed_ & ~memoryMask(it->profile, it->start));
   computeUsed_ -= computeSlices(it->profile);
   instances_.erase(it);
   return true;
-}
-
-int MigLayout::capacityFor(MigProfile p) const {
-  // Starts of one profile never overlap each other (they are aligned to the profile's size), except
-  // where compute runs out first, so a greedy pass over the allowed starts is exact.
-  MigLayout trial = *this;
-  int n = 0;
-  for (int start : allowedStarts(p))
-    if (trial.place(p, start)) ++n;
-  return n;
-}
-
-double MigLayout::usefulness(const MigDemand& demand) const {
-  double total = 0;
-  for (std::size_t i = 0; i < kMigProfiles.size(); ++i) total += demand[i] * capacityFor(kMigProfiles[i]);
-  return total;
 }
 
 }  // namespace switchyard

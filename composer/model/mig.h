@@ -40,6 +40,21 @@ struct MigInstance {
 using MigDemand = std::array<double, kMigProfiles.size()>;
 inline constexpr MigDemand kUniformMigDemand{1, 1, 1, 1, 1};
 
+// The rules on a bare memory-slice mask (bit i: slice i is taken), for callers that keep masks rather than
+// instance lists (the sharing core keeps one per GPU). Memory decides: every profile takes at least as many
+// memory as compute slices, and slice 7 only serves 3g@4 (3 on 4) or 7g, so no layout that fits in memory
+// needs more than 7 compute slices (all 153 reachable layouts checked).
+[[nodiscard]] std::uint8_t memoryMask(MigProfile p, int start);
+// An allowed start whose slices are free.
+[[nodiscard]] bool fitsAt(std::uint8_t taken, MigProfile p, int start);
+[[nodiscard]] bool fitsAnywhere(std::uint8_t taken, MigProfile p);
+// How many more instances of p fit if only p were placed from now on.
+[[nodiscard]] int capacityFor(std::uint8_t taken, MigProfile p);
+// Sum over profiles of demand[p] * capacityFor(p): how useful the free part of the GPU still is.
+[[nodiscard]] double usefulness(std::uint8_t taken, const MigDemand& demand = kUniformMigDemand);
+// The start that leaves the most weighted future placements (ties: the lowest), or nothing.
+[[nodiscard]] std::optional<int> bestStart(std::uint8_t taken, MigProfile p, const MigDemand& demand = kUniformMigDemand);
+
 class MigLayout {
  public:
   [[nodiscard]] bool canPlace(MigProfile p, int start) const;
@@ -54,13 +69,10 @@ class MigLayout {
   [[nodiscard]] const std::vector<MigInstance>& instances() const { return instances_; }
   [[nodiscard]] int freeComputeSlices() const { return 7 - computeUsed_; }
   [[nodiscard]] bool empty() const { return instances_.empty(); }
-  // How many more instances of p fit if only p were placed from now on.
-  [[nodiscard]] int capacityFor(MigProfile p) const;
-  // Sum over profiles of demand[p] * capacityFor(p): how useful the free part of the GPU still is.
-  [[nodiscard]] double usefulness(const MigDemand& demand) const;
+  [[nodiscard]] int capacityFor(MigProfile p) const { return switchyard::capacityFor(memoryUsed_, p); }
+  [[nodiscard]] double usefulness(const MigDemand& demand) const { return switchyard::usefulness(memoryUsed_, demand); }
 
  private:
-  [[nodiscard]] static std::uint8_t maskOf(MigProfile p, int start);
   std::uint8_t memoryUsed_ = 0;  // bit i: memory slice i is taken
   int computeUsed_ = 0;
   std::vector<MigInstance> instances_;

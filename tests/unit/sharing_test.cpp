@@ -253,7 +253,7 @@ TEST_P(EveryPolicy, NeverOverAllocatesAndRespectsModelsAndIsDeterministic) {
           const std::pair<size_t, int> gpu{applied.node, applied.gpus.index[0]};
           if (r.isMig()) {
             auto& [slices, compute] = carved[gpu];
-            const uint8_t mask = migMask(r.mig, applied.gpus.migStart);
+            const uint8_t mask = memoryMask(r.migProfile(), applied.gpus.migStart);
             EXPECT_EQ(slices & mask, 0) << GetParam() << " overlapped MIG instances";
             slices = static_cast<uint8_t>(slices | mask);
             compute += std::array{1, 2, 3, 4}[static_cast<size_t>(r.mig)];

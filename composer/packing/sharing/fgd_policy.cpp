@@ -76,9 +76,9 @@ class FgdPolicy final : public SharePolicy {
         if (!gpuTakes(n, g, r)) continue;
         scratch_.cpuLeft = n.cpuLeft - r.cpuMilli;
         scratch_.gpuLeft[gi] = n.gpuLeft[gi] - r.gpuMilli;
-        if (r.isMig()) {  // carve it where apply will (migBestStart), so the slices left are scored
+        if (r.isMig()) {  // carve it where apply will (bestStart), so the slices left are scored
           scratch_.migTaken.resize(n.gpuLeft.size(), 0);
-          scratch_.migTaken[gi] = static_cast<uint8_t>(n.migTakenOn(g) | migMask(r.mig, migBestStart(n.migTakenOn(g), r.mig)));
+          scratch_.migTaken[gi] = static_cast<uint8_t>(n.migTakenOn(g) | memoryMask(r.migProfile(), bestStart(n.migTakenOn(g), r.migProfile()).value()));
         }
         int64_t s = fgdScore(before, nodeFragmentation(scratch_, mix_));
         scratch_.gpuLeft[gi] = n.gpuLeft[gi];

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "composer/model/mig.h"
-
 namespace switchyard::sharing {
 
 uint8_t ModelTable::intern(std::string_view name) {
@@ -39,42 +37,7 @@ std::optional<std::string> validate(const ShareRequest& r) {
   return std::nullopt;
 }
 
-namespace {
-MigProfile profileOf(int profile) { return kMigProfiles.at(static_cast<size_t>(profile)); }
-}  // namespace
-
-int32_t migMilli(int profile) { return computeSlices(profileOf(profile)) * kMilliPerGpu / 7; }
-
-uint8_t migMask(int profile, int start) {
-  return static_cast<uint8_t>(((1u << memorySlices(profileOf(profile))) - 1u) << start);
-}
-
-bool migFits(uint8_t taken, int profile) { return migBestStart(taken, profile) >= 0; }
-
-int migBestStart(uint8_t taken, int profile) {
-  // Memory slices decide: every profile uses at least as many memory as compute slices, and slice 7 only
-  // serves 3g@4 (3 compute on 4 memory), so a layout that fits in memory never needs more than 7 compute.
-  int best = -1, bestRoom = -1;
-  for (int start : allowedStarts(profileOf(profile))) {
-    const uint8_t mask = migMask(profile, start);
-    if ((taken & mask) != 0) continue;
-    const auto after = static_cast<uint8_t>(taken | mask);
-    int room = 0;  // instances of each profile that could still be carved, one profile at a time
-    for (int q = 0; q < kMigProfilesShared; ++q) {
-      uint8_t trial = after;
-      for (int s : allowedStarts(profileOf(q)))
-        if ((trial & migMask(q, s)) == 0) {
-          trial = static_cast<uint8_t>(trial | migMask(q, s));
-          ++room;
-        }
-    }
-    if (room > bestRoom) {
-      best = start;
-      bestRoom = room;
-    }
-  }
-  return best;
-}
+int32_t migMilli(int profile) { return computeSlices(kMigProfiles.at(static_cast<size_t>(profile))) * kMilliPerGpu / 7; }
 
 ShareRequest migRequest(const ShareRequest& like, int profile) {
   ShareRequest r = like;
@@ -88,7 +51,7 @@ bool gpuTakes(const ShareNode& n, int gpu, const ShareRequest& r) {
   const int32_t left = n.gpuLeft[static_cast<size_t>(gpu)];
   if (left < r.gpuMilli) return false;
   const uint8_t taken = n.migTakenOn(gpu);
-  if (r.isMig()) return taken != 0 ? migFits(taken, r.mig) : left == kMilliPerGpu;
+  if (r.isMig()) return taken != 0 ? fitsAnywhere(taken, r.migProfile()) : left == kMilliPerGpu;
   return taken == 0;
 }
 
@@ -145,12 +108,7 @@ bool valid(const ShareNode& n, const ShareRequest& r, const GpuPick& pick) {
     for (int b = 0; b < a; ++b)
       if (pick.index[static_cast<size_t>(b)] == i) return false;
   }
-  if (pick.migStart >= 0) {
-    if (!r.isMig()) return false;
-    const auto& starts = allowedStarts(profileOf(r.mig));
-    if (std::find(starts.begin(), starts.end(), pick.migStart) == starts.end()) return false;
-    if ((n.migTakenOn(pick.index[0]) & migMask(r.mig, pick.migStart)) != 0) return false;
-  }
+  if (pick.migStart >= 0 && (!r.isMig() || !fitsAt(n.migTakenOn(pick.index[0]), r.migProfile(), pick.migStart))) return false;
   return true;
 }
 
@@ -173,9 +131,9 @@ SharePlacement ShareCluster::apply(const SharePlacement& p, const ShareRequest& 
   SharePlacement applied = p;
   if (r.isMig()) {
     const int gpu = p.gpus.index[0];
-    if (applied.gpus.migStart < 0) applied.gpus.migStart = static_cast<int8_t>(migBestStart(n.migTakenOn(gpu), r.mig));
+    if (applied.gpus.migStart < 0) applied.gpus.migStart = static_cast<int8_t>(bestStart(n.migTakenOn(gpu), r.migProfile()).value());
     n.migTaken.resize(n.gpuLeft.size(), 0);
-    n.migTaken[static_cast<size_t>(gpu)] |= migMask(r.mig, applied.gpus.migStart);
+    n.migTaken[static_cast<size_t>(gpu)] |= memoryMask(r.migProfile(), applied.gpus.migStart);
   }
   n.cpuLeft -= r.cpuMilli;
   n.memoryLeft -= r.memoryMib;
@@ -191,7 +149,7 @@ void ShareCluster::release(const SharePlacement& p, const ShareRequest& r) {
   if (r.isMig()) {
     const int gpu = p.gpus.index[0];
     if (p.gpus.migStart < 0) throw std::logic_error("released a MIG instance without its start (release what apply returned)");
-    const uint8_t mask = migMask(r.mig, p.gpus.migStart);
+    const uint8_t mask = memoryMask(r.migProfile(), p.gpus.migStart);
     if ((n.migTakenOn(gpu) & mask) != mask) throw std::logic_error("released a MIG instance the GPU does not hold");
     n.migTaken[static_cast<size_t>(gpu)] &= static_cast<uint8_t>(~mask);
   }

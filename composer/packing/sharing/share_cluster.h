@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "composer/model/mig.h"
+
 namespace switchyard::sharing {
 
 inline constexpr int32_t kMilliPerGpu = 1000;
@@ -52,16 +54,13 @@ struct ShareRequest {
   [[nodiscard]] bool sharesGpu() const { return gpuCount == 1 && gpuMilli < kMilliPerGpu; }
   [[nodiscard]] bool wholeGpus() const { return gpuCount > 0 && gpuMilli == kMilliPerGpu; }
   [[nodiscard]] bool isMig() const { return mig != kNotMig; }
+  [[nodiscard]] MigProfile migProfile() const { return kMigProfiles.at(static_cast<size_t>(mig)); }  // only if isMig()
   friend bool operator==(const ShareRequest&, const ShareRequest&) = default;
 };
 
-// MIG geometry on a shared GPU, by memory-slice mask (bit i: memory slice i is taken).
+// The slice geometry itself (masks, allowed starts, the best start) is composer/model/mig.h's, shared with
+// the product's MIG placement.
 [[nodiscard]] int32_t migMilli(int profile);  // the compute share of profile 0..3 (1g..4g)
-[[nodiscard]] uint8_t migMask(int profile, int start);
-[[nodiscard]] bool migFits(uint8_t taken, int profile);
-// The allowed start that leaves the most instances of every profile placeable afterwards (ties: the lowest
-// start), or -1 when the profile does not fit.
-[[nodiscard]] int migBestStart(uint8_t taken, int profile);
 // A MIG request for `profile` with the CPU and memory of `like`.
 [[nodiscard]] ShareRequest migRequest(const ShareRequest& like, int profile);
 
@@ -100,7 +99,7 @@ struct ShareNode {
 struct GpuPick {
   std::array<int8_t, kMaxGpusPerNode> index{};
   int8_t count = 0;
-  int8_t migStart = -1;  // a MIG instance: its first memory slice (-1: the cluster chooses, migBestStart)
+  int8_t migStart = -1;  // a MIG instance: its first memory slice (-1: the cluster chooses, bestStart)
   void add(int i) { index[static_cast<size_t>(count++)] = static_cast<int8_t>(i); }
 };
 

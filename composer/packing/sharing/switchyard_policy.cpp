@@ -239,7 +239,7 @@ class SwitchyardPolicy final : public SharePolicy {
         seen = gpuTakes(n, h, r) && n.gpuLeft[static_cast<size_t>(h)] == n.gpuLeft[gi] && n.migTakenOn(h) == n.migTakenOn(g);
       if (seen) continue;
       scratch_.gpuLeft[gi] = n.gpuLeft[gi] - r.gpuMilli;
-      if (r.isMig()) scratch_.migTaken[gi] = static_cast<uint8_t>(n.migTakenOn(g) | migMask(r.mig, migBestStart(n.migTakenOn(g), r.mig)));
+      if (r.isMig()) scratch_.migTaken[gi] = static_cast<uint8_t>(n.migTakenOn(g) | memoryMask(r.migProfile(), bestStart(n.migTakenOn(g), r.migProfile()).value()));
       const double d = layoutFragmentation(scratch_) - before_[i];
       scratch_.gpuLeft[gi] = n.gpuLeft[gi];
       scratch_.migTaken[gi] = n.migTakenOn(g);

@@ -224,13 +224,13 @@ ComposablePool::Taken ComposablePool::apply(const sharing::SharePlacement& p, co
   std::vector<size_t>& used = taken.gpus;
   if (r.isMig()) {
     const int i = p.gpus.index[0];
-    taken.migStart = p.gpus.migStart >= 0 ? p.gpus.migStart : sharing::migBestStart(v.migTakenOn(i), r.mig);
+    taken.migStart = p.gpus.migStart >= 0 ? p.gpus.migStart : bestStart(v.migTakenOn(i), r.migProfile()).value();
   }
   for (int a = 0; a < p.gpus.count; ++a) {
     const auto i = static_cast<size_t>(p.gpus.index[static_cast<size_t>(a)]);
     if (i < attachedBefore) {
       gpuLeft_[l.attached[i]] -= r.gpuMilli;
-      if (r.isMig()) gpuMigTaken_[l.attached[i]] |= sharing::migMask(r.mig, taken.migStart);
+      if (r.isMig()) gpuMigTaken_[l.attached[i]] |= memoryMask(r.migProfile(), taken.migStart);
       used.push_back(l.attached[i]);
       continue;
     }
@@ -239,7 +239,7 @@ ComposablePool::Taken ComposablePool::apply(const sharing::SharePlacement& p, co
     if (free == e.gpus.end()) throw std::logic_error("enclosure has no free GPU left");
     gpuHost_[*free] = static_cast<long>(l.host);
     gpuLeft_[*free] = kMilliPerGpu - r.gpuMilli;
-    if (r.isMig()) gpuMigTaken_[*free] = sharing::migMask(r.mig, taken.migStart);
+    if (r.isMig()) gpuMigTaken_[*free] = memoryMask(r.migProfile(), taken.migStart);
     l.attached.push_back(*free);
     used.push_back(*free);
     --e.free;
@@ -263,8 +263,8 @@ void ComposablePool::release(size_t link, const Taken& taken, const sharing::Sha
     gpuLeft_[g] += r.gpuMilli;
     if (gpuLeft_[g] > kMilliPerGpu) throw std::logic_error("released more milli-GPU than the GPU has");
     if (r.isMig()) {
-      const uint8_t mask = sharing::migMask(r.mig, taken.migStart);
-      if (taken.migStart < 0 || (gpuMigTaken_[g] & mask) != mask) throw std::logic_error("released a MIG instance the GPU does not hold");
+      const uint8_t mask = taken.migStart < 0 ? 0 : memoryMask(r.migProfile(), taken.migStart);
+      if (mask == 0 || (gpuMigTaken_[g] & mask) != mask) throw std::logic_error("released a MIG instance the GPU does not hold");
       gpuMigTaken_[g] &= static_cast<uint8_t>(~mask);
     }
     if (gpuLeft_[g] < kMilliPerGpu || shape_.mirrorServers) continue;

@@ -47,7 +47,7 @@ class ComposablePool {
     int migStart = -1;
   };
   // Takes the resources of a placement on a view, attaching free GPUs as needed (a MIG instance is carved
-  // at the placement's start, or at sharing::migBestStart). Throws std::logic_error if the placement is not
+  // at the placement's start, or at bestStart, composer/model/mig.h). Throws std::logic_error if the placement is not
   // valid on that view.
   Taken apply(const sharing::SharePlacement& p, const sharing::ShareRequest& r);
   // Gives back what apply took on view `link`; a GPU left idle is detached back to its enclosure (except
