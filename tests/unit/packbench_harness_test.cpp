@@ -1,0 +1,233 @@
+// The packing benchmark's harness: the composable pool of switch enclosures, the LP upper bound, the dynamic
+// simulation, the openb trace reader and the static protocol, each on small pools against the sharing core.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/composable_sim.h"
+#include "tests/bench/packing/dynamic_sim.h"
+#include "tests/bench/packing/openb_trace.h"
+#include "tests/bench/packing/static_sim.h"
+#include "tests/bench/packing/upper_bound.h"
+#include "tests/support/share_fixtures.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard::sharing {
+namespace {
+
+using namespace fixtures;
+
+TEST(ComposablePool, TheMirrorPoolReproducesStaticModeExactly) {
+  std::mt19937_64 rng(11);
+  const ShareCluster servers = randomCluster(rng, 25);
+  std::vector<ShareRequest> requests;
+  for (int i = 0; i < 400; ++i) requests.push_back(randomRequest(rng));
+  const auto mix = typicalShapes(requests);
+  const bench::ComposableShape mirror{.slots = 8, .enclosurePorts = 1, .hostPorts = 1, .deviceLimit = 8, .mirrorServers = true};
+  for (const auto& name : sharePolicyNames()) {
+    auto a = makeSharePolicy(name, {.seed = 1, .oracleMix = mix});
+    auto b = makeSharePolicy(name, {.seed = 1, .oracleMix = mix});
+    const auto composable = bench::runComposable(bench::ComposablePool(servers, mirror), requests, *a);
+    const auto fixed = bench::runStatic(servers, requests, *b, mix);
+    EXPECT_EQ(composable.allocationPercent, fixed.allocationPercent) << name;
+    EXPECT_EQ(composable.failed, fixed.failed) << name;
+    EXPECT_EQ(composable.attaches, 0u) << "a server's GPUs are bound to it once, before the run";
+    EXPECT_GT(composable.gpuRequestsPlaced, 0u);
+  }
+}
+
+TEST(ComposablePool, NeverBreaksAnInvariantUnderAnyPolicy) {
+  std::mt19937_64 rng(12);
+  const ShareCluster servers = randomCluster(rng, 30);
+  for (const auto& name : sharePolicyNames())
+    for (const bench::ComposableShape shape : {bench::ComposableShape{4, 2, 2, 6}, bench::ComposableShape{16, 8, 1, 16}}) {
+      bench::ComposablePool pool(servers, shape);
+      ASSERT_FALSE(pool.violation()) << *pool.violation();
+      auto policy = makeSharePolicy(name, {.seed = 3});
+      for (int i = 0; i < 600; ++i) {
+        const ShareRequest r = randomRequestWithMig(rng);
+        policy->observe(r);
+        auto p = policy->choose(pool.views(), r);
+        if (!p) {
+          if (name != "hived-buddy")
+            for (const auto& v : pool.views().nodes()) EXPECT_FALSE(fits(v, r)) << name << ": refused though " << v.name << " fits";
+          continue;
+        }
+        pool.apply(*p, r);
+        auto broken = pool.violation();
+        ASSERT_FALSE(broken) << name << " " << shape.describe() << ": " << *broken;
+      }
+      EXPECT_GT(pool.attaches(), 0u);
+    }
+}
+
+TEST(ComposablePool, ServesLogicalServersNoFixedServerCan) {
+  ModelTable models;
+  models.intern("A");
+  std::vector<ShareNode> list;
+  for (int i = 0; i < 4; ++i) list.push_back(node("n" + std::to_string(i), 8, 0, 96000));
+  const ShareCluster servers(std::move(list), models);
+  const std::vector<ShareRequest> big{{.cpuMilli = 8000, .memoryMib = 1024, .gpuCount = 16, .gpuMilli = 1000},
+                                      {.cpuMilli = 8000, .memoryMib = 1024, .gpuCount = 16, .gpuMilli = 1000}};
+  auto a = makeSharePolicy("switchyard", {});
+  auto b = makeSharePolicy("switchyard", {});
+  EXPECT_EQ(bench::runStatic(servers, big, *a, typicalShapes(big)).failed, 2u);
+  const auto composable = bench::runComposable(bench::ComposablePool(servers, {.slots = 16, .enclosurePorts = 2, .hostPorts = 1, .deviceLimit = 16}),
+                                               big, *b);
+  EXPECT_EQ(composable.placed, 2u);
+  EXPECT_EQ(composable.attaches, 32u);
+  EXPECT_DOUBLE_EQ(composable.allocationPercent.back(), 100.0);
+}
+
+TEST(UpperBound, PoolsCpuAndRespectsModelSets) {
+  ModelTable models;
+  models.intern("A");
+  models.intern("B");
+  std::vector<ShareNode> list{node("a", 1, 0, 5000), node("b", 1, 1, 5000)};
+  const ShareCluster c(std::move(list), models);
+  // Two whole-GPU requests of 8 cores each and 10 cores in all: 1 + 2/8 of them.
+  std::vector<ShareRequest> r{{.cpuMilli = 8000, .gpuCount = 1, .gpuMilli = 1000}, {.cpuMilli = 8000, .gpuCount = 1, .gpuMilli = 1000}};
+  EXPECT_NEAR(*bench::allocationUpperBound(c, r), 1250.0, 1e-6);
+  // Three 1-core requests that all need model A: only A's one GPU.
+  r.assign(3, ShareRequest{.cpuMilli = 1000, .gpuCount = 1, .gpuMilli = 1000, .modelMask = 1u});
+  EXPECT_NEAR(*bench::allocationUpperBound(c, r), 1000.0, 1e-6);
+  r.push_back({.cpuMilli = 1000, .gpuCount = 1, .gpuMilli = 500});
+  EXPECT_NEAR(*bench::allocationUpperBound(c, r), 1500.0, 1e-6);
+  EXPECT_NEAR(*bench::allocationUpperBound(c, {}), 0.0, 1e-9);
+}
+
+TEST(ComposablePool, ReleaseIsTheExactInverseAndDetachesIdleGpus) {
+  std::mt19937_64 rng(13);
+  const ShareCluster servers = randomCluster(rng, 12);
+  bench::ComposablePool pool(servers, {.slots = 8, .enclosurePorts = 4, .hostPorts = 2, .deviceLimit = 8});
+  const std::vector<ShareNode> before = pool.views().nodes();
+  auto policy = makeSharePolicy("best-fit", {});
+  struct Held {
+    ShareRequest r;
+    size_t link;
+    bench::ComposablePool::Taken taken;
+  };
+  std::vector<Held> held;
+  for (int i = 0; i < 200; ++i) {
+    const ShareRequest r = randomRequestWithMig(rng);
+    if (auto p = policy->choose(pool.views(), r)) held.push_back({r, p->node, pool.apply(*p, r)});
+  }
+  ASSERT_TRUE(std::any_of(held.begin(), held.end(), [](const auto& h) { return h.r.isMig(); }));
+  ASSERT_GT(pool.attaches(), 0u);
+  std::shuffle(held.begin(), held.end(), rng);
+  for (const auto& h : held) {
+    pool.release(h.link, h.taken, h.r);
+    auto broken = pool.violation();
+    ASSERT_FALSE(broken) << *broken;
+  }
+  EXPECT_EQ(pool.allocatedGpuMilli(), 0);
+  EXPECT_EQ(pool.detaches(), pool.attaches()) << "every GPU went back to its enclosure";
+  for (size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(pool.views().node(i).gpuLeft, before[i].gpuLeft) << i;
+    EXPECT_EQ(pool.views().node(i).cpuLeft, before[i].cpuLeft) << i;
+    EXPECT_TRUE(pool.views().node(i).migTaken.empty()) << i << ": every MIG instance was removed";
+  }
+}
+
+TEST(DynamicSimulation, LightLoadIsAllAcceptedAndOverloadQueuesAndGivesUp) {
+  const std::string dir = std::string(SWITCHYARD_SOURCE_DIR) + "/tests/data/openb-mini/";
+  auto servers = bench::loadOpenbNodes(dir + "openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(servers) << servers.error();
+  ModelTable models = servers->models();
+  auto pods = bench::loadOpenbPods(dir + "openb_pod_list_default.csv", models);
+  ASSERT_TRUE(pods) << pods.error();
+  const bench::ComposableShape composable{.slots = 4, .enclosurePorts = 2, .hostPorts = 2, .deviceLimit = 8};
+  for (const bench::ComposableShape* shape : {static_cast<const bench::ComposableShape*>(nullptr), &composable}) {
+    bench::DynamicOptions light{.load = 0.1, .arrivals = 2000, .warmup = 500, .patienceSeconds = 300, .seed = 5};
+    auto policy = makeSharePolicy("switchyard", {});
+    const auto easy = bench::runDynamic(*servers, shape, *pods, *policy, light);
+    EXPECT_EQ(easy.arrived, 2000u);
+    EXPECT_GT(easy.acceptedAtOnce, 1900u);
+    EXPECT_LT(easy.meanAllocationPercent, 30.0);
+    EXPECT_GT(easy.arrivedGpuTime, 0.0);
+    EXPECT_GT(easy.acceptedGpuTime, 0.95 * easy.arrivedGpuTime);
+    EXPECT_LE(easy.acceptedGpuTime, easy.arrivedGpuTime);
+
+    bench::DynamicOptions heavy = light;
+    heavy.load = 3.0;
+    auto again = makeSharePolicy("switchyard", {});
+    const auto hard = bench::runDynamic(*servers, shape, *pods, *again, heavy);
+    EXPECT_LT(hard.accepted, hard.arrived);
+    EXPECT_GT(hard.gaveUp, 0u);
+    EXPECT_GT(hard.meanWaitSeconds, 0.0);
+    EXPECT_LE(hard.p99WaitSeconds, heavy.patienceSeconds);
+    EXPECT_GT(hard.meanAllocationPercent, easy.meanAllocationPercent);
+    EXPECT_LT(hard.acceptedGpuTime, hard.arrivedGpuTime);
+    if (shape) EXPECT_GT(hard.detaches, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace switchyard::sharing
+
+namespace switchyard::bench {
+namespace {
+
+TEST(OpenbTrace, ReadsTheMiniTraceAndInflatesItToTheTarget) {
+  const std::string dir = std::string(SWITCHYARD_SOURCE_DIR) + "/tests/data/openb-mini/";
+  auto c = loadOpenbNodes(dir + "openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(c) << c.error();
+  EXPECT_EQ(c->totalGpus(), 25);
+  sharing::ModelTable models = c->models();
+  auto pods = loadOpenbPods(dir + "openb_pod_list_default.csv", models);
+  ASSERT_TRUE(pods) << pods.error();
+  EXPECT_EQ(pods->size(), 60u);
+  auto reqs = inflateWorkload(*pods, c->totalGpuMilli(), 42, 1.3);
+  int64_t total = 0;
+  for (const auto& r : reqs) total += r.totalGpuMilli();
+  EXPECT_LE(total, static_cast<int64_t>(1.3 * static_cast<double>(c->totalGpuMilli())));
+  EXPECT_GT(total, static_cast<int64_t>(1.1 * static_cast<double>(c->totalGpuMilli())));
+  EXPECT_EQ(inflateWorkload(*pods, c->totalGpuMilli(), 42, 1.3), reqs);  // deterministic per seed
+}
+
+TEST(OpenbTrace, MalformedRowsAreErrorsWithFileAndLine) {
+  switchyard::testing::TempDir dir;
+  auto path = dir.path() / "nodes.csv";
+  std::ofstream(path) << "sn,cpu_milli,memory_mib,gpu,model\nn0,64000,1024,2,T4\nn1,lots,1024,2,T4\n";
+  auto c = loadOpenbNodes(path.string());
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().find("nodes.csv:3"), std::string::npos) << c.error();
+  EXPECT_NE(c.error().find("cpu_milli"), std::string::npos) << c.error();
+  std::ofstream(path) << "sn,cpu_milli,memory_mib,gpu\n";
+  EXPECT_FALSE(loadOpenbNodes(path.string()));  // missing column
+  sharing::ModelTable models;
+  std::ofstream(path) << "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,10,2,500\n";
+  auto pods = loadOpenbPods(path.string(), models);
+  ASSERT_FALSE(pods);
+  EXPECT_NE(pods.error().find("exactly one GPU"), std::string::npos) << pods.error();
+}
+
+TEST(StaticSimulation, EveryPolicyRunsTheMiniTraceAndAccountsForEveryPod) {
+  const std::string dir = std::string(SWITCHYARD_SOURCE_DIR) + "/tests/data/openb-mini/";
+  auto c = loadOpenbNodes(dir + "openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(c);
+  sharing::ModelTable models = c->models();
+  auto pods = loadOpenbPods(dir + "openb_pod_list_default.csv", models);
+  ASSERT_TRUE(pods);
+  std::vector<sharing::ShareRequest> all;
+  for (const auto& p : *pods) all.push_back(p.request);
+  auto mix = sharing::typicalShapes(all);
+  for (const auto& name : sharing::sharePolicyNames()) {
+    auto reqs = inflateWorkload(*pods, c->totalGpuMilli(), 42, 1.3);
+    auto policy = sharing::makeSharePolicy(name, {.seed = 42, .oracleMix = mix});
+    StaticResult r = runStatic(shuffleNodes(*c, 42), reqs, *policy, mix);
+    EXPECT_EQ(r.arrived, reqs.size()) << name;
+    EXPECT_EQ(r.placed + r.failed, r.arrived) << name;
+    EXPECT_GT(r.allocationPercent[130], 50.0) << name;
+    EXPECT_LE(r.allocationPercent[130], 100.0) << name;
+    for (int i = 1; i < kArrivalPoints; ++i)
+      EXPECT_GE(r.allocationPercent[static_cast<size_t>(i)], r.allocationPercent[static_cast<size_t>(i - 1)]) << name;
+  }
+}
+
+}  // namespace
+}  // namespace switchyard::bench
