@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <stdexcept>
 
@@ -293,37 +292,13 @@ void ComposablePool::rebuildAround(size_t link) {
 
 ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::ShareRequest>& requests, sharing::SharePolicy& policy) {
   ComposableResult result;
+  static_cast<ArrivalRun&>(result) = runArrivals(
+      pool.views(), pool.totalGpuMilli(), requests, policy, [&](const auto& p, const auto& r) { (void)pool.apply(p, r); },
+      [&] { return pool.allocatedGpuMilli(); }, [](int64_t) {});
   const double capacity = static_cast<double>(pool.totalGpuMilli());
-  const auto points = static_cast<int>(result.allocationPercent.size());
-  int64_t arrived = 0;
-  int nextPoint = 0;
-  std::chrono::steady_clock::duration spent{};
-  auto allocation = [&] { return 100.0 * static_cast<double>(pool.allocatedGpuMilli()) / capacity; };
-  for (const auto& r : requests) {
-    const int64_t after = arrived + r.totalGpuMilli();
-    while (nextPoint < points && static_cast<double>(after) > nextPoint * capacity / 100.0)
-      result.allocationPercent[static_cast<size_t>(nextPoint++)] = allocation();
-    arrived = after;
-    ++result.arrived;
-    auto start = std::chrono::steady_clock::now();
-    policy.observe(r);
-    auto placement = policy.choose(pool.views(), r);
-    spent += std::chrono::steady_clock::now() - start;
-    if (!placement) {
-      ++result.failed;
-      if (result.firstFailureArrivedPercent < 0 && r.gpuCount > 0)
-        result.firstFailureArrivedPercent = 100.0 * static_cast<double>(arrived) / capacity;
-      continue;
-    }
-    (void)pool.apply(*placement, r);
-    ++result.placed;
-    if (r.gpuCount > 0) ++result.gpuRequestsPlaced;
-  }
-  while (nextPoint < points) result.allocationPercent[static_cast<size_t>(nextPoint++)] = allocation();
   result.attaches = pool.attaches();
   result.attachedLeftPercent = 100.0 * static_cast<double>(pool.milliLeftOnAttachedGpus()) / capacity;
   result.hostsWithCpuButNoFreeGpu = pool.hostsWithCpuButNoFreeGpu(8000);
-  result.seconds = std::chrono::duration<double>(spent).count();
   return result;
 }
 

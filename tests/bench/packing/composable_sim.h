@@ -21,6 +21,7 @@
 
 #include "composer/packing/sharing/share_cluster.h"
 #include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/arrival_run.h"
 
 namespace switchyard::bench {
 
@@ -126,15 +127,10 @@ class ComposablePool {
   void rebuildAround(size_t link);
 };
 
-struct ComposableResult {
-  std::array<double, 131> allocationPercent{};  // at arrived demand 0..130 %
-  size_t arrived = 0, placed = 0, failed = 0;
-  size_t gpuRequestsPlaced = 0;
+struct ComposableResult : ArrivalRun {
   size_t attaches = 0;  // GPUs hot-plugged to a host
   double attachedLeftPercent = 0;  // at the end: milli-GPU left on attached GPUs, % of capacity
   size_t hostsWithCpuButNoFreeGpu = 0;  // at the end: hosts with >= 8 cores left that reach no free GPU
-  double firstFailureArrivedPercent = -1;
-  double seconds = 0;
 };
 
 // The static protocol (arrival only, a failure is skipped) on a composable pool.

@@ -1,7 +1,6 @@
 #include "tests/bench/packing/static_sim.h"
 
 #include <algorithm>
-#include <chrono>
 #include <numeric>
 #include <random>
 
@@ -48,39 +47,18 @@ sharing::ShareCluster shuffleNodes(const sharing::ShareCluster& c, uint64_t seed
 StaticResult runStatic(sharing::ShareCluster cluster, const std::vector<sharing::ShareRequest>& requests,
                        sharing::SharePolicy& policy, const sharing::ShapeMix& fragMix) {
   StaticResult result;
-  const double capacity = static_cast<double>(cluster.totalGpuMilli());
-  int64_t arrived = 0;
-  int nextPoint = 0;
   bool fragAt100Taken = false;
-  std::chrono::steady_clock::duration spent{};
-  auto allocation = [&] { return 100.0 * static_cast<double>(cluster.allocatedGpuMilli()) / capacity; };
-  for (const auto& r : requests) {
-    const int64_t after = arrived + r.totalGpuMilli();
-    while (nextPoint < kArrivalPoints && static_cast<double>(after) > nextPoint * capacity / 100.0)
-      result.allocationPercent[static_cast<size_t>(nextPoint++)] = allocation();
-    if (!fragAt100Taken && static_cast<double>(after) > capacity) {
-      result.fragAt100 = sharing::clusterFragmentation(cluster, fragMix);
-      fragAt100Taken = true;
-    }
-    arrived = after;
-    ++result.arrived;
-    auto start = std::chrono::steady_clock::now();
-    policy.observe(r);
-    auto placement = policy.choose(cluster, r);
-    spent += std::chrono::steady_clock::now() - start;
-    if (!placement) {
-      ++result.failed;
-      if (result.firstFailureArrivedPercent < 0 && r.gpuCount > 0)
-        result.firstFailureArrivedPercent = 100.0 * static_cast<double>(arrived) / capacity;
-      continue;
-    }
-    cluster.apply(*placement, r);  // validates the placement
-    ++result.placed;
-  }
-  while (nextPoint < kArrivalPoints) result.allocationPercent[static_cast<size_t>(nextPoint++)] = allocation();
+  static_cast<ArrivalRun&>(result) = runArrivals(
+      cluster, cluster.totalGpuMilli(), requests, policy, [&](const auto& p, const auto& r) { cluster.apply(p, r); },
+      [&] { return cluster.allocatedGpuMilli(); },
+      [&](int64_t after) {
+        if (!fragAt100Taken && after > cluster.totalGpuMilli()) {
+          result.fragAt100 = sharing::clusterFragmentation(cluster, fragMix);
+          fragAt100Taken = true;
+        }
+      });
   if (!fragAt100Taken) result.fragAt100 = sharing::clusterFragmentation(cluster, fragMix);
   result.fragAtEnd = sharing::clusterFragmentation(cluster, fragMix);
-  result.seconds = std::chrono::duration<double>(spent).count();
   return result;
 }
 

@@ -12,25 +12,18 @@
 
 #include "composer/packing/sharing/fragmentation.h"
 #include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/arrival_run.h"
 #include "tests/bench/packing/openb_trace.h"
 
 namespace switchyard::bench {
-
-inline constexpr int kArrivalPoints = 131;  // 0..130 % of capacity
 
 [[nodiscard]] std::vector<sharing::ShareRequest> inflateWorkload(const std::vector<TracePod>& pods, int64_t capacityMilli,
                                                                  uint64_t seed, double ratio);
 [[nodiscard]] sharing::ShareCluster shuffleNodes(const sharing::ShareCluster& c, uint64_t seed);
 
-struct StaticResult {
-  std::array<double, kArrivalPoints> allocationPercent{};  // at arrived demand 0..130 %
-  size_t arrived = 0;
-  size_t placed = 0;
-  size_t failed = 0;
-  double firstFailureArrivedPercent = -1;  // -1: nothing failed
+struct StaticResult : ArrivalRun {
   sharing::ClusterFragmentation fragAt100;
   sharing::ClusterFragmentation fragAtEnd;
-  double seconds = 0;  // time spent choosing placements
 };
 
 // Checks every placement the policy returns (throws std::logic_error on an invalid one).
