@@ -6,6 +6,7 @@ namespace switchyard::sharing {
 
 double nodeFragmentation(const ShareNode& n, const ShapeMix& mix) {
   const int64_t total = n.gpuMilliLeft();
+  const bool carved = std::any_of(n.migTaken.begin(), n.migTaken.end(), [](uint8_t t) { return t != 0; });
   double frag = 0;
   for (const WeightedShape& w : mix) {
     const ShareRequest& s = w.shape;
@@ -15,9 +16,16 @@ double nodeFragmentation(const ShareNode& n, const ShapeMix& mix) {
     }
     int enough = 0;
     int64_t tooSmall = 0;
-    for (int g = 0; g < n.gpuCount(); ++g) {
-      if (gpuTakes(n, g, s)) ++enough;
-      else tooSmall += n.gpuLeft[static_cast<size_t>(g)];
+    if (!carved && !s.isMig()) {  // what gpuTakes() says on an uncarved GPU, without its MIG branches
+      for (int32_t left : n.gpuLeft) {
+        if (left >= s.gpuMilli) ++enough;
+        else tooSmall += left;
+      }
+    } else {
+      for (int g = 0; g < n.gpuCount(); ++g) {
+        if (gpuTakes(n, g, s)) ++enough;
+        else tooSmall += n.gpuLeft[static_cast<size_t>(g)];
+      }
     }
     bool serves = enough >= s.gpuCount && n.cpuLeft >= s.cpuMilli;
     frag += w.weight * static_cast<double>(serves ? tooSmall : total);

@@ -47,14 +47,6 @@ ShareRequest migRequest(const ShareRequest& like, int profile) {
   return r;
 }
 
-bool gpuTakes(const ShareNode& n, int gpu, const ShareRequest& r) {
-  const int32_t left = n.gpuLeft[static_cast<size_t>(gpu)];
-  if (left < r.gpuMilli) return false;
-  const uint8_t taken = n.migTakenOn(gpu);
-  if (r.isMig()) return taken != 0 ? fitsAnywhere(taken, r.migProfile()) : left == kMilliPerGpu;
-  return taken == 0;
-}
-
 int64_t ShareNode::gpuMilliLeft() const {
   int64_t total = 0;
   for (int32_t g : gpuLeft) total += g;

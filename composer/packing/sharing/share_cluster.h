@@ -92,8 +92,14 @@ struct ShareNode {
 
 // Whether GPU `gpu` of the node can take (its part of) the request: enough milli-GPU left, and the MIG rule
 // (a MIG instance needs a free GPU or a carved one with room at an allowed start; a milli share needs an
-// uncarved GPU).
-[[nodiscard]] bool gpuTakes(const ShareNode& n, int gpu, const ShareRequest& r);
+// uncarved GPU). Inline: the reference fragmentation calls it per GPU and per shape.
+[[nodiscard]] inline bool gpuTakes(const ShareNode& n, int gpu, const ShareRequest& r) {
+  const int32_t left = n.gpuLeft[static_cast<size_t>(gpu)];
+  if (left < r.gpuMilli) return false;
+  const uint8_t taken = n.migTakenOn(gpu);
+  if (!r.isMig()) return taken == 0;
+  return taken != 0 ? fitsAnywhere(taken, r.migProfile()) : left == kMilliPerGpu;
+}
 
 // Which GPUs of a node a request takes (device indexes, one per requested GPU).
 struct GpuPick {
