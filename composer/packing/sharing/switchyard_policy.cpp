@@ -69,7 +69,7 @@ class SwitchyardPolicy final : public SharePolicy {
   std::string_view name() const override { return options_.fragmentationAware ? "switchyard" : "switchyard-no-frag"; }
 
   size_t memoryBytes() const override {
-    size_t bytes = summaries_.capacity() * sizeof(NodeSummary) + summaryStamp_.capacity() * 4 + before_.capacity() * 8;
+    size_t bytes = summaries_.capacity() * sizeof(NodeSummary) + summaryStamp_.capacity() * 4 + beforeStamp_.capacity() * 4 + before_.capacity() * 8;
     for (const auto& [k, c] : caches_)
       bytes += c.delta.capacity() * 4 + c.leftAfter.capacity() * 4 + c.cpuAfter.capacity() * 4 + c.gpu.capacity() + c.stamp.capacity() * 4;
     return bytes;
@@ -126,13 +126,14 @@ class SwitchyardPolicy final : public SharePolicy {
   void resize(size_t n) {
     summaries_.assign(n, {});
     summaryStamp_.assign(n, 0);
+    beforeStamp_.assign(n, 0);
     before_.assign(n, 0);
     caches_.clear();
   }
 
   void dropCaches() {
     caches_.clear();
-    std::fill(summaryStamp_.begin(), summaryStamp_.end(), 0u);
+    std::fill(beforeStamp_.begin(), beforeStamp_.end(), 0u);  // summaries do not depend on the mix
   }
 
   ShapeCache& cacheFor(const ShareRequest& r, size_t nodes) {
@@ -152,13 +153,23 @@ class SwitchyardPolicy final : public SharePolicy {
     const uint32_t stamp = c.node(i).version + 1;
     if (summaryStamp_[i] != stamp) {
       summaries_[i] = NodeSummary::of(c.node(i));
-      // A summary knows milli left only; a node with carved GPUs is measured on its slice layout.
-      before_[i] = !options_.fragmentationAware ? 0.0
-                   : carved(c.node(i))           ? nodeFragmentation(c.node(i), mix())
-                                                 : fragmentation(summaries_[i], mix());
       summaryStamp_[i] = stamp;
     }
     return summaries_[i];
+  }
+
+  // The node's fragmentation now; computed only when a change on it is measured (a node whose state the
+  // decision has already measured elsewhere never needs it), and kept until the node or the mix changes.
+  double before(const ShareCluster& c, size_t i) {
+    const uint32_t stamp = c.node(i).version + 1;
+    if (beforeStamp_[i] != stamp) {
+      // A summary knows milli left only; a node with carved GPUs is measured on its slice layout.
+      before_[i] = !options_.fragmentationAware ? 0.0
+                   : carved(c.node(i))           ? nodeFragmentation(c.node(i), mix())
+                                                 : fragmentation(summary(c, i), mix());
+      beforeStamp_[i] = stamp;
+    }
+    return before_[i];
   }
 
   double fragAfter(const NodeSummary& after) const {
@@ -177,7 +188,7 @@ class SwitchyardPolicy final : public SharePolicy {
     // Nodes in the same state (same CPU left, model and GPUs left) give the same answer: compute it once per
     // decision. Common when a shape is first seen: most nodes of a kind are empty, or full in the same way.
     if (r.isMig() || carved(n)) {
-      evaluateOnLayout(n, i, r, k);
+      evaluateOnLayout(n, i, r, k, before(c, i));
       return;
     }
     StateKey key{s.cpuLeft, s.model, s.count, s.sorted};
@@ -189,17 +200,18 @@ class SwitchyardPolicy final : public SharePolicy {
     if (!r.sharesGpu()) {
       std::array<int32_t, kMaxGpusPerNode> taken{};
       taken.fill(kMilliPerGpu);
-      k.delta[i] = quantize(fragAfter(s.minus(r.cpuMilli, taken.data(), r.gpuCount, r.gpuMilli)) - before_[i]);
+      k.delta[i] = quantize(fragAfter(s.minus(r.cpuMilli, taken.data(), r.gpuCount, r.gpuMilli)) - before(c, i));
       memo_.emplace(key, std::make_pair(k.delta[i], int32_t{-1}));
       return;
     }
     // A share of one GPU: try each distinct milli-left value that fits; the tightest wins a tie.
+    const double was = before(c, i);
     double bestDelta = std::numeric_limits<double>::infinity();
     int32_t bestLeft = -1;
     for (int g = 0; g < s.count; ++g) {
       int32_t left = s.sorted[static_cast<size_t>(g)];
       if (left < r.gpuMilli || left == bestLeft || (g > 0 && left == s.sorted[static_cast<size_t>(g - 1)])) continue;
-      double d = fragAfter(s.minus(r.cpuMilli, &left, 1, r.gpuMilli)) - before_[i];
+      double d = fragAfter(s.minus(r.cpuMilli, &left, 1, r.gpuMilli)) - was;
       if (d < bestDelta - 1e-3) {
         bestDelta = d;
         bestLeft = left;
@@ -218,13 +230,13 @@ class SwitchyardPolicy final : public SharePolicy {
   // usable afterwards, depend on the slice layout, which node summaries (and the per-decision memo keyed by
   // them) do not hold. The placement is tried on a copy of the node and measured with the reference
   // definition: O(GPUs x shapes x GPUs) per node, paid only for such nodes and only when they change.
-  void evaluateOnLayout(const ShareNode& n, size_t i, const ShareRequest& r, ShapeCache& k) {
+  void evaluateOnLayout(const ShareNode& n, size_t i, const ShareRequest& r, ShapeCache& k, double was) {
     scratch_ = n;
     scratch_.cpuLeft -= r.cpuMilli;
     if (!r.sharesGpu()) {
       const GpuPick pick = pickExclusiveGpus(n, r);
       for (int a = 0; a < pick.count; ++a) scratch_.gpuLeft[static_cast<size_t>(pick.index[static_cast<size_t>(a)])] -= r.gpuMilli;
-      k.delta[i] = quantize(layoutFragmentation(scratch_) - before_[i]);
+      k.delta[i] = quantize(layoutFragmentation(scratch_) - was);
       return;
     }
     double bestDelta = std::numeric_limits<double>::infinity();
@@ -240,7 +252,7 @@ class SwitchyardPolicy final : public SharePolicy {
       if (seen) continue;
       scratch_.gpuLeft[gi] = n.gpuLeft[gi] - r.gpuMilli;
       if (r.isMig()) scratch_.migTaken[gi] = static_cast<uint8_t>(n.migTakenOn(g) | memoryMask(r.migProfile(), bestStart(n.migTakenOn(g), r.migProfile()).value()));
-      const double d = layoutFragmentation(scratch_) - before_[i];
+      const double d = layoutFragmentation(scratch_) - was;
       scratch_.gpuLeft[gi] = n.gpuLeft[gi];
       scratch_.migTaken[gi] = n.migTakenOn(g);
       if (bestGpu < 0 || d < bestDelta - 1e-3 || (d < bestDelta + 1e-3 && n.gpuLeft[gi] < n.gpuLeft[static_cast<size_t>(bestGpu)])) {
@@ -268,6 +280,7 @@ class SwitchyardPolicy final : public SharePolicy {
   ShapeLearner learner_;
   std::vector<NodeSummary> summaries_;
   std::vector<uint32_t> summaryStamp_;
+  std::vector<uint32_t> beforeStamp_;
   std::vector<double> before_;
   ShareNode scratch_;  // evaluateOnLayout's trial node
   std::unordered_map<ShareRequest, ShapeCache, ShapeHash> caches_;
