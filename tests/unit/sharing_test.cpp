@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <set>
@@ -169,6 +170,32 @@ TEST(ShapeLearner, LearnsTheMixOfRecentRequests) {
   ASSERT_EQ(learner.mix().size(), 2u);
   EXPECT_EQ(learner.mix()[0].shape, shapeOf(whole(1)));
   EXPECT_NEAR(learner.mix()[0].weight, 0.75, 0.02);
+}
+
+// Sampling noise must not churn the mix (every change drops the policy's caches), but a real shift must land.
+TEST(ShapeLearner, KeepsItsMixThroughSamplingNoiseAndFollowsARealShift) {
+  // Ten shapes with geometric weights: the last ones sit at the 95 % coverage cut-off and flip in and out of
+  // the mix from one window to the next.
+  std::vector<ShareRequest> shapes;
+  std::vector<double> weights;
+  for (int i = 0; i < 10; ++i) {
+    shapes.push_back(share(100 + 50 * i));
+    weights.push_back(std::pow(0.7, i));
+  }
+  ShapeLearner learner;  // the policy's defaults: a 5,000-request window, refreshed every 500
+  std::mt19937_64 rng(5);
+  std::discrete_distribution<size_t> draw(weights.begin(), weights.end());
+  for (int i = 0; i < 10'000; ++i) learner.observe(shapes[draw(rng)]);
+  const size_t settled = learner.generation();
+  for (int i = 0; i < 20'000; ++i) learner.observe(shapes[draw(rng)]);
+  EXPECT_EQ(learner.generation(), settled) << "40 refreshes of a stationary stream changed the mix";
+  EXPECT_EQ(learner.mix()[0].shape, shapeOf(shapes[0]));
+
+  std::reverse(weights.begin(), weights.end());
+  std::discrete_distribution<size_t> shifted(weights.begin(), weights.end());
+  for (int i = 0; i < 5'000; ++i) learner.observe(shapes[shifted(rng)]);
+  EXPECT_GT(learner.generation(), settled);
+  EXPECT_EQ(learner.mix()[0].shape, shapeOf(shapes[9]));
 }
 
 // Property tests: every policy, many random streams.

@@ -62,16 +62,19 @@ bool ShapeLearner::observe(const ShareRequest& r) {
   if (!due) return false;
   sinceRefresh_ = 0;
   ShapeMix next = fromCounts(counts_, options_);
-  // Keep the old mix (and the caches built on it) unless the shapes or their weights really moved.
-  if (next.size() == mix_.size()) {
+  // Keep the old mix (and the caches built on it) unless it really moved: the L1 distance between the two
+  // mixes, over the shapes of either (a shape missing from one has weight 0 there), is under 0.05. Shapes
+  // near the coverage cut-off weigh well under 1 % each; letting them flip in and out on sampling noise
+  // would drop every cache for nothing. Drift adds up against the kept mix, so a real change still lands.
+  if (!mix_.empty()) {
     double drift = 0;
-    bool sameShapes = true;
-    for (size_t i = 0; i < next.size() && sameShapes; ++i) {
-      auto match = std::find_if(mix_.begin(), mix_.end(), [&](const WeightedShape& w) { return w.shape == next[i].shape; });
-      if (match == mix_.end()) sameShapes = false;
-      else drift += std::abs(match->weight - next[i].weight);
+    for (const WeightedShape& w : next) {
+      auto match = std::find_if(mix_.begin(), mix_.end(), [&](const WeightedShape& m) { return m.shape == w.shape; });
+      drift += std::abs(w.weight - (match == mix_.end() ? 0.0 : match->weight));
     }
-    if (sameShapes && drift < 0.05) return false;
+    for (const WeightedShape& m : mix_)
+      if (std::none_of(next.begin(), next.end(), [&](const WeightedShape& w) { return w.shape == m.shape; })) drift += m.weight;
+    if (drift < 0.10) return false;
   }
   mix_ = std::move(next);
   ++generation_;

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   std::vector<int> sizes{1000, 10000, 100000};
   std::vector<double> fills{0.5, 0.9};
   std::string latPolicies = "switchyard,fgd,best-fit";
-  size_t decisions = 2000, naiveDecisions = 200, warmup = 5000;
+  size_t decisions = 10000, naiveDecisions = 500, warmup = 5000;
   std::string latOut = "packbench-out";
   lat->add_option("--gpus", sizes, "pool sizes in GPUs (openb nodes repeated)")->delimiter(',')->capture_default_str();
   lat->add_option("--fill", fills, "fractions of GPU capacity allocated before measuring")->delimiter(',')->capture_default_str();
