@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <sstream>
@@ -80,36 +82,50 @@ int runLatencyCommand(const fs::path& traces, const std::vector<int>& sizes, con
         }
       }
       const double actual = static_cast<double>(pool.allocatedGpuMilli()) / static_cast<double>(pool.totalGpuMilli());
-      for (const auto& name : policies) {
-        const bool naive = name == "fgd";
-        const size_t n = naive ? std::min(decisions, naiveDecisions) : decisions;
-        auto policy = sharing::makeSharePolicy(name, {.seed = 7, .oracleMix = mix});
+      // All policies are timed in one interleaved loop, on the same requests: this VM's speed drifts by up to 2x
+      // over seconds, which would skew a comparison of policies timed one after another. Naive FGD decides every
+      // `stride`-th request only (it is slow). Each placement is applied and then released, so the pool keeps
+      // its fill while every policy sees real node changes (and its caches real invalidations).
+      struct Timed {
+        std::string name;
+        bool naive;
+        std::unique_ptr<sharing::SharePolicy> policy;
         std::vector<double> micros;
-        std::mt19937_64 sample(11);
-        // Warm-up (untimed) then timed decisions; each placement is applied and then released so the pool
-        // stays at its fill level while the policy sees real changes (and its caches real invalidations).
-        const size_t warmup = naive ? 0 : warmupDecisions;
-        for (size_t k = 0; k < warmup + n; ++k) {
-          const auto& r = all[pick(sample)];
-          auto start = std::chrono::steady_clock::now();
-          policy->observe(r);
-          auto p = policy->choose(pool, r);
-          auto stop = std::chrono::steady_clock::now();
-          if (k >= warmup) micros.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
-          if (p) {
-            pool.release(pool.apply(*p, r), r);
-          }
-        }
+      };
+      std::vector<Timed> timed;
+      for (const auto& name : policies)
+        timed.push_back({name, name == "fgd", sharing::makeSharePolicy(name, {.seed = 7, .oracleMix = mix}), {}});
+      const size_t stride = std::max<size_t>(1, decisions / std::max<size_t>(1, naiveDecisions));
+      auto decide = [&](Timed& t, const sharing::ShareRequest& r, bool record) {
+        auto start = std::chrono::steady_clock::now();
+        t.policy->observe(r);
+        auto p = t.policy->choose(pool, r);
+        auto stop = std::chrono::steady_clock::now();
+        if (record) t.micros.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
+        if (p) pool.release(pool.apply(*p, r), r);
+      };
+      std::mt19937_64 sample(11);
+      // Warm-up, untimed: our learner's window is 5,000 requests. Naive FGD has no state to warm.
+      for (size_t k = 0; k < warmupDecisions; ++k) {
+        const auto& r = all[pick(sample)];
+        for (auto& t : timed)
+          if (!t.naive) decide(t, r, false);
+      }
+      for (size_t k = 0; k < decisions; ++k) {
+        const auto& r = all[pick(sample)];
+        for (auto& t : timed)
+          if (!t.naive || k % stride == 0) decide(t, r, true);
+      }
+      for (const auto& t : timed) {
+        const auto& micros = t.micros;
         const double mean = std::accumulate(micros.begin(), micros.end(), 0.0) / static_cast<double>(micros.size());
-        const double mem = static_cast<double>(policy->memoryBytes()) / (1024.0 * 1024.0);
-        std::string row = fmt::format("| {} | {:.0f}% | {}{} | {} | {:.1f} | {:.1f} | {:.1f} | {:.0f} | {:.1f} |", pool.totalGpus(),
-                                      100 * actual, name, naive ? " (naive)" : "", n, percentile(micros, 0.5),
-                                      percentile(micros, 0.99), *std::max_element(micros.begin(), micros.end()), 1e6 / mean, mem);
-        fmt::print("{}\n", row);
+        const double mem = static_cast<double>(t.policy->memoryBytes()) / (1024.0 * 1024.0);
+        const double p99 = percentile(micros, 0.99), mx = *std::max_element(micros.begin(), micros.end());
+        fmt::print("| {} | {:.0f}% | {}{} | {} | {:.1f} | {:.1f} | {:.1f} | {:.0f} | {:.1f} |\n", pool.totalGpus(), 100 * actual, t.name,
+                   t.naive ? " (naive)" : "", micros.size(), percentile(micros, 0.5), p99, mx, 1e6 / mean, mem);
         std::fflush(stdout);
         csv << fmt::format("{},{},{:.2f},{:.4f},{},{},{:.2f},{:.2f},{:.2f},{:.0f},{:.2f}\n", pool.totalGpus(), pool.size(), fill, actual,
-                           name, n, percentile(micros, 0.5), percentile(micros, 0.99),
-                           *std::max_element(micros.begin(), micros.end()), 1e6 / mean, mem);
+                           t.name, micros.size(), percentile(micros, 0.5), p99, mx, 1e6 / mean, mem);
       }
     }
   fmt::print(stderr, "wrote {}/latency.csv\n", out.string());
