@@ -55,9 +55,11 @@ struct SharePolicyOptions {
 [[nodiscard]] std::unique_ptr<SharePolicy> makeGpuClusteringPolicy();
 [[nodiscard]] std::unique_ptr<SharePolicy> makeBuddyPolicy();  // HiveD-style buddy cells, "hived-buddy"
 [[nodiscard]] std::unique_ptr<SharePolicy> makeFgdPolicy(ShapeMix mix, bool cached = false);
+// deltaResolution: compare changes in FGD's integer sigmoid score (as the FGD policy does) instead of in fixed bins.
+inline constexpr double kSigmoidBins = -1;
 struct SwitchyardShareOptions {
   bool fragmentationAware = true;
-  double deltaResolution = 100;  // milli-GPU; changes in fragmentation closer than this count as equal
+  double deltaResolution = 100;  // milli-GPU; changes in fragmentation closer than this count as equal (or kSigmoidBins)
   bool learnMix = true;
   size_t learnWindow = 5000;
   ShapeMix fixedMix;  // used when learnMix is false

@@ -115,9 +115,11 @@ class SwitchyardPolicy final : public SharePolicy {
     return k.cpuAfter[a] < k.cpuAfter[b];
   }
 
-  // Changes are stored already rounded down to the resolution, so ties are exact.
+  // Changes are stored already rounded down to the resolution, so ties are exact. With kSigmoidBins, as FGD's
+  // score: int(100 * sigmoid(-delta / 1000)), stored negated so that smaller is still better.
   float quantize(double delta) const {
     const double q = options_.deltaResolution;
+    if (q == kSigmoidBins) return -static_cast<float>(static_cast<int>(100.0 / (1.0 + std::exp(delta / 1000.0))));
     return static_cast<float>(q > 0 ? std::floor(delta / q) * q : delta);
   }
 

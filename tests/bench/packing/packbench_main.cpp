@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "composer/packing/sharing/share_policy.h"
 #include "tests/bench/packing/packbench_commands.h"
 
 using namespace switchyard::bench;
@@ -51,6 +52,8 @@ int main(int argc, char** argv) {
   st->add_flag("--oracle-mix", oracle, "give switchyard the whole workload's shape mix (as FGD has) instead of learning it");
   st->add_option("--delta-resolution", resolution, "switchyard: fragmentation changes closer than this (milli-GPU) tie")
       ->capture_default_str();
+  bool sigmoidBins = false;
+  st->add_flag("--sigmoid-bins", sigmoidBins, "switchyard: compare changes in FGD's 0-100 sigmoid score instead of --delta-resolution bins");
   st->add_flag("--quiet", quiet, "no per-run progress lines");
 
   auto* lat = app.add_subcommand("latency", "decision latency, placements/s and memory at 1k, 10k, 100k GPUs");
@@ -155,7 +158,8 @@ int main(int argc, char** argv) {
   if (lat->parsed()) return runLatencyCommand(traces, sizes, fills, splitList(latPolicies), decisions, naiveDecisions, warmup, latOut);
   if (st->parsed()) {
     auto w = workloads == "all" ? kAllWorkloads : splitList(workloads);
-    return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs, oracle, resolution, quiet);
+    return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs, oracle,
+                            sigmoidBins ? switchyard::sharing::kSigmoidBins : resolution, quiet);
   }
   return 0;
 }
