@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   lat->add_option("--gpus", sizes, "pool sizes in GPUs (openb nodes repeated)")->delimiter(',')->capture_default_str();
   lat->add_option("--fill", fills, "fractions of GPU capacity allocated before measuring")->delimiter(',')->capture_default_str();
   lat->add_option("--policies", latPolicies, "policies to time; 'fgd' is the naive re-implementation")->capture_default_str();
-  lat->add_option("--decisions", decisions, "timed decisions per policy and pool")->capture_default_str();
+  lat->add_option("--decisions", decisions, "timed decisions per policy and pool")->check(CLI::PositiveNumber)->capture_default_str();
   lat->add_option("--naive-decisions", naiveDecisions, "naive fgd decides about this many of the timed requests, evenly spread (it is slow)")->capture_default_str();
   lat->add_option("--warmup", warmup, "untimed decisions first (our learner's window is 5000 requests)")->capture_default_str();
   lat->add_option("--out", latOut, "folder for latency.csv")->capture_default_str();
