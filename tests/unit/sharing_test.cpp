@@ -321,6 +321,29 @@ TEST(SwitchyardPolicy, CachedDecisionsFollowNodeChanges) {
   EXPECT_FALSE(ours->choose(c, whole(1)));
 }
 
+// With FGD's sigmoid bins and FGD's mix, our indexed core must pick FGD's node every time: same objective, same
+// bins, ties to the earliest node. Both decide on one cluster that follows FGD's placements.
+TEST(SwitchyardPolicy, WithSigmoidBinsAndTheSameMixPicksFgdsNode) {
+  std::mt19937_64 rng(9);
+  ShareCluster c = randomCluster(rng, 40);
+  std::vector<ShareRequest> reqs;
+  for (int i = 0; i < 600; ++i) reqs.push_back(randomRequest(rng));
+  const ShapeMix mix = typicalShapes(reqs);
+  auto fgd = makeFgdPolicy(mix);
+  auto ours = makeSwitchyardSharePolicy({.deltaResolution = kSigmoidBins, .learnMix = false, .fixedMix = mix});
+  int placed = 0;
+  for (const auto& r : reqs) {
+    auto want = fgd->choose(c, r);
+    auto got = ours->choose(c, r);
+    ASSERT_EQ(want.has_value(), got.has_value());
+    if (!want) continue;
+    ASSERT_EQ(got->node, want->node) << "request " << placed;
+    c.apply(*want, r);
+    ++placed;
+  }
+  EXPECT_GT(placed, 100);
+}
+
 // Composable mode of the benchmark: views over switch enclosures, and the LP bound.
 
 TEST(BuddyPolicy, TakesAlignedCellsAndSplitsWhatIsAlreadySplit) {
