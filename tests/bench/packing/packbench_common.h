@@ -2,8 +2,11 @@
 // node list and pod lists, pool shapes, and running independent runs on several threads.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -48,5 +51,18 @@ struct Inputs {
 // under one lock (for progress lines).
 void runInParallel(size_t count, unsigned jobs, const std::function<void(size_t)>& work,
                    const std::function<void(size_t, size_t)>& report);
+
+// A command's summary: every piece goes both to the markdown file and to stdout.
+class SummaryTee {
+ public:
+  explicit SummaryTee(const fs::path& file) : file_(file) {}
+  void operator()(const std::string& text) {
+    file_ << text;
+    fmt::print("{}", text);
+  }
+
+ private:
+  std::ofstream file_;
+};
 
 }  // namespace switchyard::bench

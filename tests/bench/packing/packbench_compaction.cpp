@@ -143,11 +143,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
         servers[k].push_back(static_cast<double>(p.servers));
       }
   }
-  std::ofstream summary(out / "compaction_summary.md");
-  auto emit = [&](const std::string& s) {
-    summary << s;
-    fmt::print("{}", s);
-  };
+  SummaryTee emit(out / "compaction_summary.md");
   emit(fmt::format("Compaction: the smallest share of the openb servers that accepts >= {:.1f} % of the requests, and of their "
                    "GPU time, arriving at load {:.2f} of "
                    "the whole cluster (dynamic mode: {} measured arrivals after {} warm-up, patience {:.0f} s); bisection in steps of "

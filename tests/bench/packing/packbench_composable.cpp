@@ -118,11 +118,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
   for (const auto& w : workloads)
     for (uint64_t seed : seeds) bounds[w].push_back(bound[{w, seed}]);
 
-  std::ofstream summary(out / "composable_summary.md");
-  auto emit = [&](const std::string& s) {
-    summary << s;
-    fmt::print("{}", s);
-  };
+  SummaryTee emit(out / "composable_summary.md");
   const std::string dashes = [&] {
     std::string d;
     for (size_t i = 0; i < policies.size() + 3; ++i) d += "---|";

@@ -85,11 +85,7 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
     churn[k].push_back(d.accepted ? static_cast<double>(d.attaches + d.detaches) / static_cast<double>(d.accepted) : 0);
     alloc[k].push_back(d.meanAllocationPercent);
   }
-  std::ofstream summary(out / "dynamic_summary.md");
-  auto emit = [&](const std::string& s) {
-    summary << s;
-    fmt::print("{}", s);
-  };
+  SummaryTee emit(out / "dynamic_summary.md");
   emit(fmt::format("Dynamic mode: Poisson arrivals, trace durations cut at {:.0f} s, {} measured arrivals after {} warm-up, "
                    "patience {:.0f} s, backfill depth {}; mean over {} seeds ({})\n\n"
                    "| workload | pool | load | policy | accepted % | of GPU time % | at once % | mean wait s | p99 wait s | "

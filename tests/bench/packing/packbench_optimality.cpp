@@ -150,11 +150,7 @@ int runOptimalityCommand(const fs::path& traces, const std::vector<std::string>&
     }
   }
 
-  std::ofstream summary(out / "optimality_summary.md");
-  auto emit = [&](const std::string& s) {
-    summary << s;
-    fmt::print("{}", s);
-  };
+  SummaryTee emit(out / "optimality_summary.md");
   std::string dashes;
   for (size_t i = 0; i < policies.size() + 6; ++i) dashes += "---|";
   emit(fmt::format("GPU allocation % at 100 % arrived demand on {} sampled servers, mean over {} seeds ({}); best known = "

@@ -112,11 +112,7 @@ int runStaticCommand(const fs::path& traces, const std::vector<std::string>& wor
 
   // Summary: ours next to the published numbers.
   auto published = loadPublished(traces / "fgd-expected-results" / "analysis_allo_discrete.csv");
-  std::ofstream summary(out / "static_summary.md");
-  auto emit = [&](const std::string& s) {
-    summary << s;
-    fmt::print("{}", s);
-  };
+  SummaryTee emit(out / "static_summary.md");
   emit(fmt::format("GPU allocation % at 130 % arrived demand, mean ± sd over {} seeds ({}); [published FGD-simulator mean, "
                    "difference]\n\n",
                    seeds.size(), fmt::join(seeds, ",")));
