@@ -3,10 +3,11 @@
 #pragma once
 
 #include <cstddef>
-#include <deque>
-#include <map>
+#include <cstdint>
+#include <tuple>
 #include <vector>
 
+#include "composer/packing/mix_learner.h"
 #include "composer/packing/sharing/share_cluster.h"
 
 namespace switchyard::sharing {
@@ -27,8 +28,11 @@ using ShapeMix = std::vector<WeightedShape>;
 // order), weights renormalised over the kept shapes.
 [[nodiscard]] ShapeMix typicalShapes(const std::vector<ShareRequest>& requests, const ShapeMixOptions& options = {});
 
-// Learns the mix from the last `window` requests. `mix()` is recomputed only when it has drifted, so the
-// caches of a policy that depends on it stay valid most of the time.
+// What counts as one shape: CPU, GPUs, milli-GPU, models, MIG profile (memory is not part of a shape).
+using ShapeKey = std::tuple<int32_t, int32_t, int32_t, uint32_t, int8_t>;
+
+// Learns the mix from the last `window` requests (mix_learner.h: refreshed now and then, replaced only
+// when it drifted), so the caches of a policy that depends on it stay valid most of the time.
 class ShapeLearner {
  public:
   explicit ShapeLearner(size_t window = 5000, ShapeMixOptions options = {}, size_t refreshEvery = 500);
@@ -36,19 +40,12 @@ class ShapeLearner {
   // Records one request; true if the mix changed.
   bool observe(const ShareRequest& r);
   [[nodiscard]] const ShapeMix& mix() const { return mix_; }
-  [[nodiscard]] size_t observed() const { return total_; }
-  [[nodiscard]] size_t generation() const { return generation_; }
+  [[nodiscard]] size_t observed() const { return learner_.observed(); }
+  [[nodiscard]] size_t generation() const { return learner_.generation(); }
 
  private:
-  size_t window_;
-  ShapeMixOptions options_;
-  size_t refreshEvery_;
-  std::deque<ShareRequest> recent_;
-  std::map<std::tuple<int32_t, int32_t, int32_t, uint32_t, int8_t>, size_t> counts_;  // by shape (shape_mix.cpp)
+  MixLearner<ShapeKey> learner_;
   ShapeMix mix_;
-  size_t total_ = 0;
-  size_t sinceRefresh_ = 0;
-  size_t generation_ = 0;
 };
 
 }  // namespace switchyard::sharing
