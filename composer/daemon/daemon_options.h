@@ -74,12 +74,14 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")
       ->check(CLI::Range(0, 3600))->capture_default_str();
   app.add_option("--placement-profile", o.placementProfile,
-                 "Placement policy (profile of placement plugins): switchyard-v1 (topology-aware best fit) or hived-buddy "
-                 "(HiveD-style buddy cells over the switch hierarchy, a baseline)")
+                 "Placement policy (profile of placement plugins): switchyard-v1 (topology-aware best fit), switchyard-v2 "
+                 "(v1's topology, then the least usable capacity lost for the request shapes the pool has been seeing, "
+                 "learned from recent compose requests) or hived-buddy (HiveD-style buddy cells over the switch "
+                 "hierarchy, a baseline)")
       ->check(CLI::IsMember(composableProfileNames()))->capture_default_str();
   app.add_option("--placement-weight", o.placementWeights,
                  "Override a score plugin's weight, e.g. best-fit=10 (repeatable; plugins: fewest-switches, "
-                 "avoid-inter-switch-links, best-fit)");
+                 "avoid-inter-switch-links, fragmentation (switchyard-v2), best-fit)");
   app.add_option("--reconcile-interval", o.reconcileIntervalSeconds,
                  "Seconds between comparisons of the store with the fabric while running (0: only at start)")
       ->check(CLI::Range(0, 86'400))->capture_default_str();

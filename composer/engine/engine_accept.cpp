@@ -72,6 +72,8 @@ Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
   if (request.placement.tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");
 
   PlacementDecision decision = place(*placement_, state_->pool(), request.placement);
+  // A well-formed request is demand whether it fits or not; a malformed one (unknown model, bad count) is not.
+  if (decision.placement || decision.error->code == Code::kResourceExhausted) state_->observeDemand(request.placement);
   if (!decision.placement) return fail(*decision.error);
   const Placement& placement = *decision.placement;
 

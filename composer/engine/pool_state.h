@@ -10,6 +10,8 @@
 
 #include "composer/model/composition.h"
 #include "composer/model/topology.h"
+#include "composer/packing/demand_mix.h"
+#include "composer/packing/packing.h"
 #include "composer/packing/pool.h"
 
 namespace switchyard {
@@ -21,6 +23,9 @@ class PoolState {
   [[nodiscard]] const Topology& topology() const { return topology_; }
   [[nodiscard]] const TopologyIndex& index() const { return *index_; }
   [[nodiscard]] const Pool& pool() const { return pool_; }
+  // Counts a new-system request towards the demand the pool learns (the "fragmentation" score reads it).
+  void observeDemand(const PlacementRequest& request) { demand_.observe(request, pool_); }
+  [[nodiscard]] const DemandTracker& demand() const { return demand_; }
 
   // Device holders. A device absent from the map is free.
   [[nodiscard]] DeviceAssignment assignment(const DeviceId& device) const;
@@ -44,6 +49,7 @@ class PoolState {
   Topology topology_;
   std::unique_ptr<TopologyIndex> index_;
   Pool pool_;
+  DemandTracker demand_;
   std::unordered_map<DeviceId, std::pair<DeviceAssignment, HostId>> assignments_;
   std::map<SystemId, System> systems_;
 };

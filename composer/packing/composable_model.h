@@ -61,9 +61,16 @@ void registerComposablePlugins(ComposableRegistry& registry);
 // The HiveD-style buddy cells over the switch hierarchy (buddy_plugins.cpp).
 void registerBuddyPlugins(ComposableRegistry& registry);
 
+// The "fragmentation" score (fragmentation_plugin.cpp): expected usable capacity lost for the learned demand.
+void registerFragmentationPlugin(ComposableRegistry& registry);
+
 // Packing v1 as a profile: same-switch first, fewest switches, fewest inter-switch-link crossings,
 // tightest fit, then host order.
 [[nodiscard]] placement::Profile switchyardV1Profile();
+// Switchyard's own policy: v1's topology first (same switch, fewest switches, fewest inter-switch-link
+// crossings), then the least usable capacity lost for the demand the pool has been seeing
+// ("fragmentation"), then tightest fit, then host order. Until a demand is learned it decides as v1.
+[[nodiscard]] placement::Profile switchyardV2Profile();
 // The HiveD baseline: devices come in aligned buddy cells (buddy-cells), the cell split from the
 // smallest free cell (best-fit on the cell left), then as v1.
 [[nodiscard]] placement::Profile hivedBuddyProfile();

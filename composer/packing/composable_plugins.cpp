@@ -185,6 +185,7 @@ void registerComposablePlugins(ComposableRegistry& registry) {
   add<AvoidInterSwitchLinksPlugin>(registry);
   add<BestFitPlugin>(registry);
   registerBuddyPlugins(registry);
+  registerFragmentationPlugin(registry);
 }
 
 const ComposableRegistry& composableRegistry() {
@@ -206,6 +207,17 @@ placement::Profile switchyardV1Profile() {
           {}};
 }
 
+placement::Profile switchyardV2Profile() {
+  // Lexicographic as v1: the fragmentation change is a few GPUs at most (x100 stays under the 1e4 step),
+  // and the best-fit leftover breaks its ties.
+  return {"switchyard-v2",
+          {"eligible-devices"},
+          "hosts",
+          {"host-free", "device-limit", "device-set"},
+          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"fragmentation", 100}, {"best-fit", 1}},
+          {}};
+}
+
 placement::Profile hivedBuddyProfile() {
   return {"hived-buddy",
           {"eligible-devices"},
@@ -216,7 +228,7 @@ placement::Profile hivedBuddyProfile() {
 }
 
 const std::vector<std::string>& composableProfileNames() {
-  static const std::vector<std::string> kNames{"switchyard-v1", "hived-buddy"};
+  static const std::vector<std::string> kNames{"switchyard-v1", "switchyard-v2", "hived-buddy"};
   return kNames;
 }
 
@@ -225,6 +237,8 @@ Result<std::shared_ptr<const ComposableScheduler>> buildComposableScheduler(
   placement::Profile profile;
   if (profileName == "switchyard-v1") {
     profile = switchyardV1Profile();
+  } else if (profileName == "switchyard-v2") {
+    profile = switchyardV2Profile();
   } else if (profileName == "hived-buddy") {
     profile = hivedBuddyProfile();
   } else {

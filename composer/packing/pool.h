@@ -3,11 +3,13 @@
 // Pure data; no I/O.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "composer/model/topology.h"
+#include "composer/packing/demand_mix.h"
 
 namespace switchyard {
 
@@ -61,6 +63,14 @@ class Pool {
   [[nodiscard]] const std::vector<PoolHost>& hosts() const { return hosts_; }
   [[nodiscard]] int freeCount() const { return freeCount_; }
 
+  // The request mix the pool has seen lately (demand_mix.h); empty until someone learns one. Shared, so
+  // copying the pool (capacity probes) is cheap.
+  void setDemand(std::shared_ptr<const DemandMix> demand) { demand_ = std::move(demand); }
+  [[nodiscard]] const DemandMix& demand() const {
+    static const DemandMix kNone;
+    return demand_ ? *demand_ : kNone;
+  }
+
  private:
   std::vector<PoolDevice> devices_;
   std::vector<PoolSwitch> switches_;
@@ -68,6 +78,7 @@ class Pool {
   std::unordered_map<std::string, int> deviceByid_;
   std::unordered_map<std::string, int> hostById_;
   int freeCount_ = 0;
+  std::shared_ptr<const DemandMix> demand_;
 };
 
 // The host's upstream port into a switch, or null.

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "composer/packing/composable_model.h"
+#include "composer/packing/demand_mix.h"
 #include "composer/packing/packing.h"
 #include "composer/packing/pool.h"
 #include "fabric/topology_generator.h"
@@ -58,6 +59,7 @@ Tally run(const ComposableScheduler& scheduler, const AblationOptions& o, uint64
   std::priority_queue<LiveSystem, std::vector<LiveSystem>, std::greater<>> live;
   double now = 0;
   Tally t;
+  DemandTracker demand;  // what the engine does: learn the request mix (read by switchyard-v2 only)
   for (int i = 0; i < o.warmup + o.requests; ++i) {
     now += gap(rng);
     while (!live.empty() && live.top().leaves <= now) {
@@ -71,6 +73,7 @@ Tally run(const ComposableScheduler& scheduler, const AblationOptions& o, uint64
     PlacementRequest r;
     r.gpuCount = o.sizes[static_cast<std::size_t>(size(rng))];
     r.peerToPeer = PeerToPeer::kPreferred;
+    demand.observe(r, pool);
     const PlacementDecision d = place(scheduler, pool, r);
     const bool big = r.gpuCount >= 8;
     if (measured) {
@@ -123,6 +126,7 @@ int benchTopologyAblation(const AblationOptions& o) {
       return 2;
     }
   const std::vector<Variant> variants{
+      {"switchyard-v2", "switchyard-v2", {}},
       {"switchyard-v1", "switchyard-v1", {}},
       {"no-topology", "switchyard-v1", {{"fewest-switches", 0}, {"avoid-inter-switch-links", 0}}},
       {"no-fragmentation", "switchyard-v1", {{"best-fit", 0}}},

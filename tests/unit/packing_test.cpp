@@ -333,7 +333,7 @@ TEST(HivedBuddy, NeverHandsOutATakenDeviceAndKeepsP2pUnderOneSwitch) {
 TEST(PackingProfiles, UnknownProfileNamesTheKnownOnes) {
   auto bad = buildComposableScheduler("fgd");
   ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("switchyard-v1, hived-buddy"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("switchyard-v1, switchyard-v2, hived-buddy"), std::string::npos) << bad.error().message;
   EXPECT_TRUE(buildComposableScheduler("hived-buddy", {{"best-fit", 0}}));
 }
 

@@ -1,0 +1,124 @@
+// The "fragmentation" score: how much usable capacity a placement costs the requests the pool keeps
+// being asked for (Pool::demand(), learned by the engine). In the spirit of FGD (fragmentation gradient
+// descent), adapted to a switched pool of whole GPUs:
+//  - a free GPU is unusable for a shape of k GPUs under one switch when its switch has fewer than k
+//    free GPUs left over (f mod k of the switch's f free GPUs), and for any shape when no host that could
+//    still take that shape (free, room under its device limit) is cabled into its switch (stranded);
+//  - the pool's fragmentation is the expected number of unusable free GPUs over the learned mix;
+//  - a candidate scores minus the change its plan makes: GPUs taken from its switches, and the host
+//    itself leaving the hosts that reach them.
+// With no demand learned yet every candidate scores 0 and the profile's other scores decide.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "composer/packing/composable_model.h"
+
+namespace switchyard {
+
+using placement::CycleState;
+using Candidate = ComposableModel::Candidate;
+
+namespace {
+
+bool usableFor(const PoolDevice& d, const DemandShape& s) {
+  return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical && (s.model.empty() || d.model == s.model);
+}
+
+bool canTake(const PoolHost& h, const DemandShape& s) { return !h.inSystem && h.maxDevices - h.attachedDevices >= s.gpus; }
+
+// Per switch and shape (index into the mix): free GPUs of the shape's model, hosts that could take it.
+struct DemandView {
+  std::size_t shapes = 0;
+  std::vector<int> freeGpus;  // [switch * shapes + shape]
+  std::vector<int> hosts;     // [switch * shapes + shape]
+};
+
+double unusable(int freeGpus, int hosts, const DemandShape& s) {
+  if (hosts == 0) return freeGpus;
+  return s.sameSwitch && s.gpus > 1 ? freeGpus % s.gpus : 0;
+}
+
+// Built once per scheduling cycle, by the first candidate scored.
+const DemandView& viewOf(CycleState& state, const Pool& pool) {
+  if (const auto* v = state.find<DemandView>()) return *v;
+  const DemandMix& mix = pool.demand();
+  auto& v = state.emplace<DemandView>();
+  if (mix.empty()) return v;
+  v.shapes = mix.size();
+  const std::size_t switches = pool.switches().size();
+  v.freeGpus.assign(switches * v.shapes, 0);
+  v.hosts.assign(switches * v.shapes, 0);
+  for (std::size_t s = 0; s < switches; ++s)
+    for (int d : pool.switches()[s].freeDevices)
+      for (std::size_t i = 0; i < v.shapes; ++i)
+        v.freeGpus[s * v.shapes + i] += usableFor(pool.devices()[static_cast<std::size_t>(d)], mix[i].shape) ? 1 : 0;
+  for (const auto& h : pool.hosts())
+    for (std::size_t i = 0; i < v.shapes; ++i) {
+      if (!canTake(h, mix[i].shape)) continue;
+      for (std::size_t p = 0; p < h.ports.size(); ++p) {
+        const int s = h.ports[p].switchIndex;
+        // A host with two ports into one switch counts once.
+        if (s < 0 || std::any_of(h.ports.begin(), h.ports.begin() + static_cast<long>(p), [&](const auto& q) { return q.switchIndex == s; }))
+          continue;
+        ++v.hosts[static_cast<std::size_t>(s) * v.shapes + i];
+      }
+    }
+  return v;
+}
+
+class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel> {
+ public:
+  std::string_view name() const override { return "fragmentation"; }
+
+  double score(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
+    const DemandView& v = viewOf(state, pool);
+    if (v.shapes == 0) return 0;
+    const DemandMix& mix = pool.demand();
+    const DevicePlan& plan = *state.find<DevicePlans>()->byHost[static_cast<std::size_t>(c.hostIndex)];
+    const auto& eligibleSw = state.find<EligibleDevices>()->bySwitch;
+    const PoolHost& host = pool.hosts()[static_cast<std::size_t>(c.hostIndex)];
+    const bool hostLeaves = !host.inSystem && !r.hostMayHaveSystem;
+
+    // The switches the placement touches: those it takes from, and those the host leaves.
+    std::vector<int> touched;
+    for (const auto& p : plan.parts) touched.push_back(p.switchIndex);
+    if (hostLeaves)
+      for (const auto& p : host.ports)
+        if (p.switchIndex >= 0) touched.push_back(p.switchIndex);
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+
+    double delta = 0;
+    for (int s : touched) {
+      const auto* part = [&]() -> const PlanPart* {
+        for (const auto& p : plan.parts)
+          if (p.switchIndex == s) return &p;
+        return nullptr;
+      }();
+      const bool cabled = std::any_of(host.ports.begin(), host.ports.end(), [&](const auto& p) { return p.switchIndex == s; });
+      for (std::size_t i = 0; i < v.shapes; ++i) {
+        const DemandShape& shape = mix[i].shape;
+        const int freeBefore = v.freeGpus[static_cast<std::size_t>(s) * v.shapes + i];
+        const int hostsBefore = v.hosts[static_cast<std::size_t>(s) * v.shapes + i];
+        int taken = 0;
+        if (part) {
+          const auto& from = part->devices.empty() ? eligibleSw[static_cast<std::size_t>(s)] : part->devices;
+          for (std::size_t k = 0; k < part->take; ++k) taken += usableFor(pool.devices()[static_cast<std::size_t>(from[k])], shape) ? 1 : 0;
+        }
+        const int hostsAfter = hostsBefore - (hostLeaves && cabled && canTake(host, shape) ? 1 : 0);
+        delta += mix[i].weight * (unusable(freeBefore - taken, hostsAfter, shape) - unusable(freeBefore, hostsBefore, shape));
+      }
+    }
+    // Rounded so that sums taken in a different order tie exactly and the next score decides.
+    return -std::round(delta * 1e6) / 1e6;
+  }
+};
+
+}  // namespace
+
+void registerFragmentationPlugin(ComposableRegistry& registry) {
+  registry.add("fragmentation", [] { return std::make_unique<FragmentationPlugin>(); });
+}
+
+}  // namespace switchyard
