@@ -194,6 +194,15 @@ void printCapacity(const pb::Capacity& c, std::ostream& out) {
   t.print(out);
   out << fmt::format("{} free GPU(s), {} stranded (free, but no host that could take a new system reaches them)\n", c.free_gpus(),
                      c.stranded_gpus());
+  if (!c.demand().empty()) {
+    Table d({"RECENT DEMAND", "SAME SWITCH", "MODEL", "SHARE"});
+    for (const auto& s : c.demand())
+      d.add({fmt::format("{} GPU{}", s.gpus(), s.gpus() == 1 ? "" : "s"), s.same_switch() ? "yes" : "no", s.model().empty() ? "any" : s.model(),
+             fmt::format("{:.0f}%", s.share() * 100)});
+    out << "\n";
+    d.print(out);
+    out << "(learned from recent compose requests; switchyard-v2 places so that these stay servable)\n";
+  }
   if (c.mig().empty()) return;
   Table m({"MIG PROFILE", "ON PARTLY USED GPUS", "ON FREE GPUS"});
   for (const auto& p : c.mig())

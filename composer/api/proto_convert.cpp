@@ -99,6 +99,13 @@ void toProto(const CapacityReport& r, pb::Capacity& out) {
     pm->set_on_partly_used_gpus(m.onPartlyUsedGpus);
     pm->set_on_free_gpus(m.onFreeGpus);
   }
+  for (const auto& d : r.demand) {
+    auto* pd = out.add_demand();
+    pd->set_gpus(d.shape.gpus);
+    pd->set_same_switch(d.shape.sameSwitch);
+    pd->set_model(d.shape.model);
+    pd->set_share(d.weight);
+  }
 }
 
 namespace {

@@ -69,6 +69,7 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
 CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& pool, const CapacityQuery& query) {
   const auto& shapes = query.shapes;
   CapacityReport report;
+  report.demand = pool.demand();
   // Fabrics that some host able to take a new system is cabled to.
   std::unordered_set<int> reachableFabrics;
   for (const auto& h : pool.hosts()) {

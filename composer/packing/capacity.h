@@ -40,6 +40,7 @@ struct CapacityReport {
   std::vector<ShapeCapacity> shapes;
   int attachableMigGpus = 0;  // free MIG-capable GPUs that hosts can still attach, within device limits
   std::vector<MigCapacity> mig;
+  DemandMix demand;  // the pool's learned demand (Pool::demand()), for operators to see
 };
 
 struct CapacityQuery {

@@ -152,6 +152,28 @@ TEST_F(EngineTest, RejectsBadRequestsWithoutChangingAnything) {
   EXPECT_EQ(freeDevices(), 14u);
 }
 
+TEST_F(EngineTest, ComposeRequestsTeachThePoolItsDemand) {
+  start();
+  EXPECT_TRUE(engine_->capacity({}, {})->demand.empty()) << "nothing asked yet";
+  compose("a", 2);
+  compose("b", 2);
+  compose("c", 1, PeerToPeer::kNone);
+  ComposeRequest huge{"huge", {}, {}};
+  huge.placement.gpuCount = 15;
+  EXPECT_EQ(engine_->compose(huge).error().code, Code::kResourceExhausted);  // demand all the same
+  ComposeRequest unknown{"unknown", {}, {}};
+  unknown.placement.gpuCount = 2;
+  unknown.placement.model = "no-such-gpu";
+  EXPECT_FALSE(engine_->compose(unknown));  // malformed: not demand
+  auto report = engine_->capacity({}, {});
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->demand.size(), 3u);
+  EXPECT_EQ(report->demand[0].shape, (DemandShape{2, true, {}}));
+  EXPECT_DOUBLE_EQ(report->demand[0].weight, 0.5);
+  EXPECT_EQ(report->demand[1].shape, (DemandShape{1, false, {}}));
+  EXPECT_EQ(report->demand[2].shape, (DemandShape{15, true, {}}));
+}
+
 TEST_F(EngineTest, ASwitchThatSaysNoRollsTheComposeBack) {
   start();
   fabric_->setFaults({.passNext = 2, .failNext = 1});
