@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   compose->add_option("--gpus", gpus, "GPUs per compose")->capture_default_str();
   compose->add_option("--durability", durability, "normal or full (SQLite synchronous mode)")
       ->check(CLI::IsMember({"normal", "full"}))->capture_default_str();
-  auto* ablation = app.add_subcommand("ablation", "switchyard-v1 against itself without topology and/or fit scores, and the HiveD buddy baseline, on a churning pool");
+  auto* ablation = app.add_subcommand("ablation", "switchyard-v2 (fragmentation score on the learned demand), switchyard-v1 against itself without topology and/or fit scores, and the HiveD buddy baseline, on a churning pool");
   bench::AblationOptions ab;
   ablation->add_option("--gpus", ab.gpus, "GPUs in the pool")->capture_default_str();
   ablation->add_option("--gpus-per-switch", ab.gpusPerSwitch, "GPUs under one switch")->capture_default_str();

@@ -133,7 +133,7 @@ int benchTopologyAblation(const AblationOptions& o) {
       {"neither", "switchyard-v1", {{"fewest-switches", 0}, {"avoid-inter-switch-links", 0}, {"best-fit", 0}}},
       {"hived-buddy (baseline)", "hived-buddy", {}},
   };
-  fmt::print("switchyard-v1 ablation and the HiveD buddy baseline: {} GPUs, {} per switch, {} switches and {} hosts per fabric; requests of {} GPUs "
+  fmt::print("switchyard-v2 (learned demand), switchyard-v1 and its ablation, the HiveD buddy baseline: {} GPUs, {} per switch, {} switches and {} hosts per fabric; requests of {} GPUs "
              "(weights {}), P2P preferred, Poisson arrivals at offered load {:.2f}, exponential lifetimes, no queue; {} warm-up + {} "
              "measured requests; sums over seeds {}\n\n",
              o.gpus, o.gpusPerSwitch, o.switchesPerFabric, o.hostsPerFabric, fmt::join(o.sizes, "/"), fmt::join(o.sizeWeights, "/"), o.load, o.warmup, o.requests, fmt::join(o.seeds, ","));
