@@ -30,7 +30,7 @@ struct DaemonOptions {
   int driverThreads = 4;
   int shutdownGraceSeconds = 10;
   std::string logLevel = "info";
-  std::string placementProfile = "switchyard-v1";
+  std::string placementProfile = "switchyard-v2";
   std::vector<std::string> placementWeights;  // plugin=weight
   int reconcileIntervalSeconds = 30;
   std::size_t retainEvents = 1'000'000;
@@ -74,9 +74,9 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")
       ->check(CLI::Range(0, 3600))->capture_default_str();
   app.add_option("--placement-profile", o.placementProfile,
-                 "Placement policy (profile of placement plugins): switchyard-v1 (topology-aware best fit), switchyard-v2 "
-                 "(v1's topology, then the least usable capacity lost for the request shapes the pool has been seeing, "
-                 "learned from recent compose requests) or hived-buddy (HiveD-style buddy cells over the switch "
+                 "Placement policy (profile of placement plugins): switchyard-v2 (topology first, then the least usable "
+                 "capacity lost for the request shapes the pool has been seeing, learned from recent compose requests, "
+                 "then tightest fit), switchyard-v1 (topology-aware best fit, no learning) or hived-buddy (HiveD-style buddy cells over the switch "
                  "hierarchy, a baseline)")
       ->check(CLI::IsMember(composableProfileNames()))->capture_default_str();
   app.add_option("--placement-weight", o.placementWeights,

@@ -27,7 +27,7 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       store_(store),
       clock_(clock),
       options_(options),
-      placement_(options.placement ? options.placement : *buildComposableScheduler("switchyard-v1")),
+      placement_(options.placement ? options.placement : *buildComposableScheduler("switchyard-v2")),
       control_(std::make_unique<asio::io_context>(1)),
       driverPool_(std::make_unique<asio::thread_pool>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
       pollTimer_(std::make_unique<TimerHolder>(*control_)) {}

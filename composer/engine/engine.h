@@ -36,7 +36,7 @@ class thread_pool;
 namespace switchyard {
 
 struct EngineOptions {
-  std::shared_ptr<const ComposableScheduler> placement;  // null: the switchyard-v1 profile
+  std::shared_ptr<const ComposableScheduler> placement;  // null: the switchyard-v2 profile
   int driverThreads = 4;
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
   std::chrono::milliseconds fabricPollInterval{1000};
