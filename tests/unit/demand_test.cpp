@@ -9,6 +9,7 @@
 #include "composer/packing/demand_mix.h"
 #include "composer/packing/packing.h"
 #include "fabric/topology_generator.h"
+#include "tests/support/pool_requests.h"
 #include "tests/support/topology_builder.h"
 
 namespace switchyard {
@@ -16,12 +17,8 @@ namespace {
 
 using testing::TopologyBuilder;
 
-PlacementRequest gpus(int n, PeerToPeer p2p = PeerToPeer::kPreferred) {
-  PlacementRequest r;
-  r.gpuCount = n;
-  r.peerToPeer = p2p;
-  return r;
-}
+using testing::gpus;
+using testing::take;
 
 const ComposableScheduler& v1() {
   static const auto kScheduler = *buildComposableScheduler("switchyard-v1");
@@ -32,7 +29,6 @@ const ComposableScheduler& v2() {
   return *kScheduler;
 }
 
-void take(Pool& pool, const std::string& device) { pool.setFree(pool.deviceIndex(device), false); }
 
 // Teaches the pool a demand of `n` requests of each size.
 void learn(Pool& pool, const std::vector<int>& sizes, int n = 8) {

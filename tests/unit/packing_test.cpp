@@ -7,6 +7,7 @@
 #include "composer/packing/composable_model.h"
 #include "composer/packing/packing.h"
 #include "fabric/topology_generator.h"
+#include "tests/support/pool_requests.h"
 #include "tests/support/topology_builder.h"
 
 namespace switchyard {
@@ -14,14 +15,9 @@ namespace {
 
 using testing::TopologyBuilder;
 
-PlacementRequest gpus(int n, PeerToPeer p2p = PeerToPeer::kPreferred) {
-  PlacementRequest r;
-  r.gpuCount = n;
-  r.peerToPeer = p2p;
-  return r;
-}
+using testing::gpus;
+using testing::take;
 
-void take(Pool& pool, const std::string& device) { pool.setFree(pool.deviceIndex(device), false); }
 
 std::set<std::string> switchesOf(const Placement& p) {
   std::set<std::string> s;
