@@ -1,0 +1,85 @@
+// The engine test fixture: a simulated fabric, a SQLite store in a temp dir, a manual clock, and helpers
+// that compose and wait. Shared by engine_test.cpp and engine_mig_test.cpp.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "composer/engine/engine.h"
+#include "fabric/simulated_fabric.h"
+#include "fabric/topology_generator.h"
+#include "inventory/sqlite_store.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard {
+
+using namespace std::chrono_literals;
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { startFabric(defaultTopology()); }
+  void TearDown() override { engine_.reset(); }
+
+  void startFabric(Topology topology) {
+    auto f = SimulatedFabric::create(std::move(topology), clock_, {.statePath = dir_ / "switch.json"});
+    ASSERT_TRUE(f) << f.error().message;
+    fabric_ = std::move(*f);
+  }
+
+  // Starts (or restarts) the engine over the same store file and switch.
+  RecoveryReport start(FabricDriver* driver = nullptr) {
+    engine_.reset();
+    store_.reset();
+    auto s = SqliteStore::open(dir_ / "yard.db");
+    EXPECT_TRUE(s);
+    store_ = std::move(*s);
+    EngineOptions options{.fabricPollInterval = 0ms, .reconcileInterval = reconcileInterval_, .retention = retention_, .pruneInterval = 0ms};
+    engine_ = std::make_unique<Engine>(driver ? *driver : *fabric_, *store_, clock_, options);
+    auto report = engine_->start();
+    EXPECT_TRUE(report) << report.error().message;
+    return report ? *report : RecoveryReport{};
+  }
+
+  Operation run(Result<Operation> accepted) {
+    EXPECT_TRUE(accepted) << accepted.error().message;
+    if (!accepted) return {};
+    auto done = engine_->waitOperation(accepted->id, 10s);
+    EXPECT_TRUE(done);
+    EXPECT_TRUE(done->finished()) << done->id;
+    return *done;
+  }
+
+  Operation compose(const std::string& name, int gpus, PeerToPeer p2p = PeerToPeer::kPreferred) {
+    ComposeRequest r{name, {}, {}};
+    r.placement.gpuCount = gpus;
+    r.placement.peerToPeer = p2p;
+    return run(engine_->compose(r));
+  }
+
+  std::vector<Binding> fabricBindings() { return *fabric_->readBindings(); }
+
+  std::size_t freeDevices() {
+    auto devices = engine_->listDevices();
+    return static_cast<std::size_t>(std::count_if(devices->begin(), devices->end(),
+                                                  [](const DeviceView& d) { return d.assignment.allocation == DeviceAllocation::kFree; }));
+  }
+
+  std::vector<std::string> eventTypes() {
+    std::vector<std::string> out;
+    const auto events = engine_->listEvents(0, 10'000);
+    for (const auto& e : *events) out.push_back(e.type);
+    return out;
+  }
+
+  testing::TempDir dir_;
+  RetentionPolicy retention_;
+  std::chrono::milliseconds reconcileInterval_{0};
+  ManualClock clock_;
+  std::unique_ptr<SimulatedFabric> fabric_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<Engine> engine_;
+};
+
+}  // namespace switchyard
