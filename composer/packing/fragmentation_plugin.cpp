@@ -110,8 +110,10 @@ class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel>
         delta += mix[i].weight * (unusable(freeBefore - taken, hostsAfter, shape) - unusable(freeBefore, hostsBefore, shape));
       }
     }
-    // Rounded so that sums taken in a different order tie exactly and the next score decides.
-    return -std::round(delta * 1e6) / 1e6;
+    // Rounded so that sums taken in a different order tie exactly and the next score decides. Clamped under
+    // 100 GPUs so that, at switchyard-v2's weight of 100, it can never outweigh one GPU over an inter-switch
+    // link (weight 1e4): the profile stays lexicographic however large the switches it strands.
+    return -std::clamp(std::round(delta * 1e6) / 1e6, -99.0, 99.0);
   }
 };
 
