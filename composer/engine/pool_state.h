@@ -25,7 +25,6 @@ class PoolState {
   [[nodiscard]] const Pool& pool() const { return pool_; }
   // Counts a new-system request towards the demand the pool learns (the "fragmentation" score reads it).
   void observeDemand(const PlacementRequest& request) { demand_.observe(request, pool_); }
-  [[nodiscard]] const DemandTracker& demand() const { return demand_; }
 
   // Device holders. A device absent from the map is free.
   [[nodiscard]] DeviceAssignment assignment(const DeviceId& device) const;

@@ -16,8 +16,6 @@ std::vector<RequestShape> defaultShapes() {
 
 namespace {
 
-bool usable(const PoolDevice& d) { return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical; }
-
 int placeRepeatedly(const ComposableScheduler& scheduler, Pool pool, const RequestShape& shape) {
   PlacementRequest request;
   request.gpuCount = shape.gpus;
@@ -78,7 +76,7 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
       if (p.switchIndex >= 0) reachableFabrics.insert(pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric);
   }
   for (const auto& d : pool.devices()) {
-    if (!usable(d)) continue;
+    if (!isFreeGpu(d)) continue;
     ++report.freeGpus;
     if (d.switchIndex < 0 || !reachableFabrics.contains(pool.switches()[static_cast<std::size_t>(d.switchIndex)].fabric))
       ++report.strandedGpus;

@@ -18,7 +18,7 @@ const PoolHost& hostOf(const Pool& pool, const Candidate& c) { return pool.hosts
 const std::string& switchName(const Pool& pool, int s) { return pool.switches()[static_cast<std::size_t>(s)].id; }
 
 bool eligible(const PoolDevice& d, const PlacementRequest& r) {
-  return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical && (r.model.empty() || d.model == r.model) &&
+  return isFreeGpu(d) && (r.model.empty() || d.model == r.model) &&
          d.memoryGiB >= r.minMemoryGiB && (!r.migCapable || d.migCapable);
 }
 

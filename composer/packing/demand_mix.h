@@ -37,8 +37,6 @@ class DemandTracker {
 
   // Records one request; when the mix moved, gives the pool the new one.
   void observe(const PlacementRequest& request, Pool& pool);
-  [[nodiscard]] const DemandMix& mix() const { return learner_.mix(); }
-  [[nodiscard]] std::size_t observed() const { return learner_.observed(); }
 
  private:
   MixLearner<DemandShape> learner_;

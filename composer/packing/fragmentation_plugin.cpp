@@ -22,7 +22,7 @@ using Candidate = ComposableModel::Candidate;
 namespace {
 
 bool usableFor(const PoolDevice& d, const DemandShape& s) {
-  return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical && (s.model.empty() || d.model == s.model);
+  return isFreeGpu(d) && (s.model.empty() || d.model == s.model);
 }
 
 bool canTake(const PoolHost& h, const DemandShape& s) { return !h.inSystem && h.maxDevices - h.attachedDevices >= s.gpus; }

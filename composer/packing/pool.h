@@ -81,6 +81,11 @@ class Pool {
   std::shared_ptr<const DemandMix> demand_;
 };
 
+// A GPU that a placement may hand out: free, and not critically unhealthy.
+[[nodiscard]] inline bool isFreeGpu(const PoolDevice& d) {
+  return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical;
+}
+
 // The host's upstream port into a switch, or null.
 [[nodiscard]] const PoolHostPort* portInto(const PoolHost& host, int switchIndex);
 // A host port into any switch of the fabric (a device elsewhere in it is reached over an inter-switch link).
