@@ -11,6 +11,7 @@
 #include "inventory/sqlite_store.h"
 #include "tests/support/gated_driver.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/topology_builder.h"
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -109,6 +110,20 @@ TEST_F(EngineTest, ComposeRequestsTeachThePoolItsDemand) {
   EXPECT_DOUBLE_EQ(report->demand[0].weight, 0.5);
   EXPECT_EQ(report->demand[1].shape, (DemandShape{1, false, {}}));
   EXPECT_EQ(report->demand[2].shape, (DemandShape{15, true, {}}));
+}
+
+TEST_F(EngineTest, ByDefaultPlacesForTheDemandItLearned) {
+  // d and a have 2 free GPUs, b has 3. The first compose (2 GPUs under one switch) is all the demand the
+  // engine has seen when the second, 1 GPU, arrives. Tightest fit (v1) would put it on a, leaving {1, 3}:
+  // one more 2-GPU system. The default profile puts it on b, leaving {2, 2}: two. (hx keeps both switches
+  // reachable after the placement, so neither choice strands a switch.)
+  startFabric(testing::TopologyBuilder().sw("d").sw("a").sw("b").gpus("d", 2).gpus("a", 2).gpus("b", 3)
+                  .host("ht", {"d"}).host("ha", {"a"}).host("hb", {"b"}).host("hx", {"a", "b"}).build());
+  start();
+  compose("teach", 2, PeerToPeer::kRequired);
+  ASSERT_EQ(engine_->getSystem("teach")->hostId, "ht");
+  compose("one", 1);
+  EXPECT_EQ(engine_->getSystem("one")->hostId, "hb");
 }
 
 TEST_F(EngineTest, ASwitchThatSaysNoRollsTheComposeBack) {
