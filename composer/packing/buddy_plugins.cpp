@@ -80,11 +80,11 @@ BuddyIndex::SwitchCell bestCell(const Pool& pool, std::size_t s, const std::vect
 
 const BuddyIndex& indexFor(CycleState& state, const Pool& pool, const PlacementRequest& r) {
   if (const BuddyIndex* found = state.find<BuddyIndex>()) return *found;
-  const auto& eligibleSw = state.find<EligibleDevices>()->bySwitch;
+  auto& eligible = *state.find<EligibleDevices>();
   auto& index = state.emplace<BuddyIndex>();
   index.bySwitch.reserve(pool.switches().size());
   for (std::size_t s = 0; s < pool.switches().size(); ++s)
-    index.bySwitch.push_back(bestCell(pool, s, eligibleSw[s], static_cast<std::size_t>(r.gpuCount)));
+    index.bySwitch.push_back(bestCell(pool, s, eligible.devices(static_cast<int>(s)), static_cast<std::size_t>(r.gpuCount)));
   return index;
 }
 
@@ -94,7 +94,7 @@ class BuddyCellsPlugin final : public placement::FilterPlugin<ComposableModel> {
 
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     const BuddyIndex& index = indexFor(state, pool, r);
-    const auto& eligibleSw = state.find<EligibleDevices>()->bySwitch;
+    const auto& eligible = *state.find<EligibleDevices>();
     const PoolHost& host = pool.hosts()[static_cast<std::size_t>(c.hostIndex)];
     const auto n = static_cast<std::size_t>(r.gpuCount);
     const bool explain = placement::explaining(state);
@@ -105,12 +105,13 @@ class BuddyCellsPlugin final : public placement::FilterPlugin<ComposableModel> {
     for (const auto& p : host.ports)
       if (p.switchIndex >= 0 && !contains(direct, p.switchIndex)) direct.emplace_back(p.switchIndex, &p);
     if (direct.empty()) return Status::rejected(explain ? "has no upstream port into any switch" : "");
-    if (r.peerToPeer != PeerToPeer::kRequired)
-      for (std::size_t s = 0; s < pool.switches().size(); ++s) {
-        const int si = static_cast<int>(s);
-        if (contains(direct, si)) continue;
-        if (const PoolHostPort* p = portIntoFabric(pool, host, pool.switches()[s].fabric)) viaIsl.emplace_back(si, p);
-      }
+    if (r.peerToPeer != PeerToPeer::kRequired) {
+      for (const auto& [d, port] : direct)
+        if (const int f = pool.switches()[static_cast<std::size_t>(d)].fabric; f >= 0)
+          for (int s : pool.fabricSwitches()[static_cast<std::size_t>(f)])
+            if (!contains(direct, s) && !contains(viaIsl, s)) viaIsl.emplace_back(s, portIntoFabric(pool, host, f));
+      std::sort(viaIsl.begin(), viaIsl.end());  // switch order
+    }
 
     // One cell under one switch, whenever some reachable switch is big enough to hold the request.
     bool oneSwitchHolds = false;
@@ -126,7 +127,7 @@ class BuddyCellsPlugin final : public placement::FilterPlugin<ComposableModel> {
       const auto& cell = index.bySwitch[s];
       const auto& slots = pool.switches()[s].gpus;
       const bool crosses = list == &viaIsl;
-      PlanPart part{best->first, n, eligibleSw[s].size(), best->second, crosses,
+      PlanPart part{best->first, n, eligible.count(best->first), best->second, crosses,
                     std::vector<int>(slots.begin() + cell.offset, slots.begin() + cell.offset + static_cast<std::ptrdiff_t>(n))};
       plan = DevicePlan{{std::move(part)}, crosses ? n : 0, cell.enclosing - n};
       return Status::fits();

@@ -42,10 +42,31 @@ struct ComposableModel {
   }
 };
 
-// Cycle state: eligible free devices per switch (filled once per request by the "eligible-devices"
-// pre-filter) and the plan for each host that passed "device-set".
-struct EligibleDevices {
-  std::vector<std::vector<int>> bySwitch;
+// Cycle state: the request's eligible free GPUs per switch (set up once per request by the
+// "eligible-devices" pre-filter) and the plan for each host that passed "device-set".
+//
+// Counts come from the pool's per-switch GPU classes, so a request costs O(switches), not O(free GPUs);
+// a switch's GPUs are listed only when a plan takes from it. Switches of a fabric are also kept sorted
+// by count, most first, for plans that gather GPUs across switches.
+class EligibleDevices {
+ public:
+  EligibleDevices(const Pool& pool, const PlacementRequest& request);
+  [[nodiscard]] std::size_t count(int switchIndex) const { return counts_[static_cast<std::size_t>(switchIndex)]; }
+  // The eligible free GPUs of a switch, ascending.
+  [[nodiscard]] const std::vector<int>& devices(int switchIndex);
+  // The fabric's switches with an eligible free GPU: most first, then by index.
+  [[nodiscard]] const std::vector<int>& byCount(int fabric);
+
+ private:
+  const Pool* pool_;
+  std::string model_;
+  int minMemoryGiB_;
+  bool migCapable_;
+  std::vector<std::size_t> counts_;
+  std::vector<std::vector<int>> devices_;
+  std::vector<char> listed_;
+  std::vector<std::vector<int>> byCount_;
+  std::vector<char> sorted_;
 };
 struct DevicePlans {
   std::vector<std::optional<DevicePlan>> byHost;

@@ -17,20 +17,11 @@ namespace {
 const PoolHost& hostOf(const Pool& pool, const Candidate& c) { return pool.hosts()[static_cast<std::size_t>(c.hostIndex)]; }
 const std::string& switchName(const Pool& pool, int s) { return pool.switches()[static_cast<std::size_t>(s)].id; }
 
-bool eligible(const PoolDevice& d, const PlacementRequest& r) {
-  return isFreeGpu(d) && (r.model.empty() || d.model == r.model) &&
-         d.memoryGiB >= r.minMemoryGiB && (!r.migCapable || d.migCapable);
-}
-
 class EligibleDevicesPlugin final : public placement::PreFilterPlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "eligible-devices"; }
   Status preFilter(CycleState& state, const Pool& pool, const PlacementRequest& r) override {
-    auto& e = state.emplace<EligibleDevices>();
-    e.bySwitch.resize(pool.switches().size());
-    for (std::size_t s = 0; s < pool.switches().size(); ++s)
-      for (int d : pool.switches()[s].freeDevices)
-        if (eligible(pool.devices()[static_cast<std::size_t>(d)], r)) e.bySwitch[s].push_back(d);
+    state.emplace<EligibleDevices>(pool, r);
     state.emplace<DevicePlans>().byHost.resize(pool.hosts().size());
     return Status::fits();
   }
@@ -72,12 +63,14 @@ class DeviceLimitPlugin final : public placement::FilterPlugin<ComposableModel> 
 // Works out which devices the host would get, honouring the peer-to-peer requirement:
 // 1. all under one directly cabled switch, the tightest such fit;
 // 2. otherwise (P2P preferred or none) direct switches with the most free first, then switches of
-//    the same fabric over an inter-switch link.
+//    the same fabric over an inter-switch link, most free first.
+// Cost per host: its ports, plus the switches the plan takes from (EligibleDevices keeps each fabric's
+// switches sorted), not every switch of the pool.
 class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "device-set"; }
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
-    const auto& eligibleSw = state.find<EligibleDevices>()->bySwitch;
+    auto& eligible = *state.find<EligibleDevices>();
     const PoolHost& host = hostOf(pool, c);
     const auto n = static_cast<std::size_t>(r.gpuCount);
     const bool explain = placement::explaining(state);
@@ -87,7 +80,7 @@ class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
     std::size_t bestCount = 0;
     for (const auto& p : host.ports) {
       if (p.switchIndex < 0) continue;
-      const std::size_t count = eligibleSw[static_cast<std::size_t>(p.switchIndex)].size();
+      const std::size_t count = eligible.count(p.switchIndex);
       if (count >= n && (!bestPort || count < bestCount)) {
         bestPort = &p;
         bestCount = count;
@@ -101,7 +94,7 @@ class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
     std::vector<std::pair<int, std::size_t>> direct;  // switches with a host port, in port order
     for (const auto& p : host.ports)
       if (p.switchIndex >= 0 && std::none_of(direct.begin(), direct.end(), [&](auto& e) { return e.first == p.switchIndex; }))
-        direct.emplace_back(p.switchIndex, eligibleSw[static_cast<std::size_t>(p.switchIndex)].size());
+        direct.emplace_back(p.switchIndex, eligible.count(p.switchIndex));
     if (direct.empty()) return Status::rejected(explain ? "has no upstream port into any switch" : "");
     if (r.peerToPeer == PeerToPeer::kRequired) {
       if (!explain) return Status::rejected({});
@@ -111,31 +104,47 @@ class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
           fmt::format("peer-to-peer required: no directly cabled switch has {} eligible free GPUs ({})", n, counts));
     }
 
-    std::vector<std::tuple<int, int, std::size_t>> order;  // (crossesIsl, switch, count)
-    for (const auto& [s, count] : direct)
-      if (count > 0) order.emplace_back(0, s, count);
-    for (std::size_t s = 0; s < pool.switches().size(); ++s) {
-      const int si = static_cast<int>(s);
-      if (eligibleSw[s].empty() || portInto(host, si)) continue;
-      if (portIntoFabric(pool, host, pool.switches()[s].fabric)) order.emplace_back(1, si, eligibleSw[s].size());
-    }
-    std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) {
-      return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) < std::get<0>(b) : std::get<2>(a) > std::get<2>(b);
-    });
     DevicePlan p;
     std::size_t taken = 0;
-    for (const auto& [crosses, s, count] : order) {
-      if (taken == n) break;
+    auto takeFrom = [&](int s, const PoolHostPort* port, bool crosses) {
+      const std::size_t count = eligible.count(s);
       const std::size_t take = std::min(count, n - taken);
-      const PoolHostPort* port = crosses ? portIntoFabric(pool, host, pool.switches()[static_cast<std::size_t>(s)].fabric) : portInto(host, s);
-      p.parts.push_back({s, take, count, port, crosses != 0});
+      p.parts.push_back({s, take, count, port, crosses});
       taken += take;
       if (crosses) p.islDevices += take;
       p.leftover += count - take;
+    };
+    std::stable_sort(direct.begin(), direct.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    for (const auto& [s, count] : direct)
+      if (taken < n && count > 0) takeFrom(s, portInto(host, s), false);
+    if (taken < n) {
+      auto isDirect = [&](int s) { return std::any_of(direct.begin(), direct.end(), [&](auto& e) { return e.first == s; }); };
+      const std::vector<int> fabrics = fabricsOf(pool, direct);
+      const std::vector<int> merged = fabrics.size() > 1 ? mergeByCount(eligible, fabrics) : std::vector<int>{};
+      for (int s : fabrics.size() == 1 ? eligible.byCount(fabrics[0]) : merged) {
+        if (taken == n) break;
+        if (!isDirect(s)) takeFrom(s, portIntoFabric(pool, host, pool.switches()[static_cast<std::size_t>(s)].fabric), true);
+      }
     }
     if (taken < n) return Status::rejected(explain ? fmt::format("only {} eligible free GPU(s) reachable, needs {}", taken, n) : "");
     plan = std::move(p);
     return Status::fits();
+  }
+
+ private:
+  static std::vector<int> fabricsOf(const Pool& pool, const std::vector<std::pair<int, std::size_t>>& direct) {
+    std::vector<int> fabrics;
+    for (const auto& [s, count] : direct)
+      if (const int f = pool.switches()[static_cast<std::size_t>(s)].fabric; f >= 0 && std::find(fabrics.begin(), fabrics.end(), f) == fabrics.end())
+        fabrics.push_back(f);
+    return fabrics;
+  }
+  // A host with ports into several fabrics: their switches in one order, most eligible free GPUs first, then by index.
+  static std::vector<int> mergeByCount(EligibleDevices& eligible, const std::vector<int>& fabrics) {
+    std::vector<int> out;
+    for (int f : fabrics) out.insert(out.end(), eligible.byCount(f).begin(), eligible.byCount(f).end());
+    std::sort(out.begin(), out.end(), [&](int a, int b) { return eligible.count(a) != eligible.count(b) ? eligible.count(a) > eligible.count(b) : a < b; });
+    return out;
   }
 };
 

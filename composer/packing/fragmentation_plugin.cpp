@@ -28,10 +28,29 @@ bool usableFor(const PoolDevice& d, const DemandShape& s) {
 bool canTake(const PoolHost& h, const DemandShape& s) { return !h.inSystem && h.maxDevices - h.attachedDevices >= s.gpus; }
 
 // Per switch and shape (index into the mix): free GPUs of the shape's model, hosts that could take it.
+// Worked out for a switch the first time a candidate's plan touches it, from the pool's GPU classes
+// and the hosts cabled into the switch: a decision costs the switches its candidates touch, not a pass
+// over every free GPU.
 struct DemandView {
   std::size_t shapes = 0;
+  std::vector<char> known;    // [switch]
   std::vector<int> freeGpus;  // [switch * shapes + shape]
   std::vector<int> hosts;     // [switch * shapes + shape]
+
+  void learn(const Pool& pool, const DemandMix& mix, int s) {
+    const auto su = static_cast<std::size_t>(s);
+    if (known[su]) return;
+    known[su] = 1;
+    const PoolSwitch& sw = pool.switches()[su];
+    for (std::size_t i = 0; i < shapes; ++i) {
+      const DemandShape& shape = mix[i].shape;
+      int free = 0, able = 0;
+      for (const PoolGpuClass& c : sw.gpuClasses) free += shape.model.empty() || c.model == shape.model ? c.free : 0;
+      for (int h : sw.hosts) able += canTake(pool.hosts()[static_cast<std::size_t>(h)], shape) ? 1 : 0;
+      freeGpus[su * shapes + i] = free;
+      hosts[su * shapes + i] = able;
+    }
+  }
 };
 
 double unusable(int freeGpus, int hosts, const DemandShape& s) {
@@ -39,32 +58,27 @@ double unusable(int freeGpus, int hosts, const DemandShape& s) {
   return s.sameSwitch && s.gpus > 1 ? freeGpus % s.gpus : 0;
 }
 
-// Built once per scheduling cycle, by the first candidate scored.
-const DemandView& viewOf(CycleState& state, const Pool& pool) {
-  if (const auto* v = state.find<DemandView>()) return *v;
-  const DemandMix& mix = pool.demand();
+DemandView& viewOf(CycleState& state, const Pool& pool) {
+  if (auto* v = state.find<DemandView>()) return *v;
   auto& v = state.emplace<DemandView>();
-  if (mix.empty()) return v;
-  v.shapes = mix.size();
+  v.shapes = pool.demand().size();
+  if (v.shapes == 0) return v;
   const std::size_t switches = pool.switches().size();
+  v.known.assign(switches, 0);
   v.freeGpus.assign(switches * v.shapes, 0);
   v.hosts.assign(switches * v.shapes, 0);
-  for (std::size_t s = 0; s < switches; ++s)
-    for (int d : pool.switches()[s].freeDevices)
-      for (std::size_t i = 0; i < v.shapes; ++i)
-        v.freeGpus[s * v.shapes + i] += usableFor(pool.devices()[static_cast<std::size_t>(d)], mix[i].shape) ? 1 : 0;
-  for (const auto& h : pool.hosts())
-    for (std::size_t i = 0; i < v.shapes; ++i) {
-      if (!canTake(h, mix[i].shape)) continue;
-      for (std::size_t p = 0; p < h.ports.size(); ++p) {
-        const int s = h.ports[p].switchIndex;
-        // A host with two ports into one switch counts once.
-        if (s < 0 || std::any_of(h.ports.begin(), h.ports.begin() + static_cast<long>(p), [&](const auto& q) { return q.switchIndex == s; }))
-          continue;
-        ++v.hosts[static_cast<std::size_t>(s) * v.shapes + i];
-      }
-    }
   return v;
+}
+
+// Of the first `take` eligible GPUs of a switch, those of the shape's model.
+int takenFor(const Pool& pool, EligibleDevices& eligible, const PlanPart& part, const DemandShape& shape) {
+  if (shape.model.empty()) return static_cast<int>(part.take);
+  const auto& classes = pool.switches()[static_cast<std::size_t>(part.switchIndex)].gpuClasses;
+  if (part.devices.empty() && classes.size() == 1) return classes.front().model == shape.model ? static_cast<int>(part.take) : 0;
+  const auto& from = part.devices.empty() ? eligible.devices(part.switchIndex) : part.devices;
+  int taken = 0;
+  for (std::size_t k = 0; k < part.take; ++k) taken += usableFor(pool.devices()[static_cast<std::size_t>(from[k])], shape) ? 1 : 0;
+  return taken;
 }
 
 class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel> {
@@ -72,11 +86,11 @@ class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel>
   std::string_view name() const override { return "fragmentation"; }
 
   double score(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
-    const DemandView& v = viewOf(state, pool);
+    DemandView& v = viewOf(state, pool);
     if (v.shapes == 0) return 0;
     const DemandMix& mix = pool.demand();
     const DevicePlan& plan = *state.find<DevicePlans>()->byHost[static_cast<std::size_t>(c.hostIndex)];
-    const auto& eligibleSw = state.find<EligibleDevices>()->bySwitch;
+    auto& eligible = *state.find<EligibleDevices>();
     const PoolHost& host = pool.hosts()[static_cast<std::size_t>(c.hostIndex)];
     const bool hostLeaves = !host.inSystem && !r.hostMayHaveSystem;
 
@@ -91,6 +105,7 @@ class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel>
 
     double delta = 0;
     for (int s : touched) {
+      v.learn(pool, mix, s);
       const auto* part = [&]() -> const PlanPart* {
         for (const auto& p : plan.parts)
           if (p.switchIndex == s) return &p;
@@ -101,11 +116,7 @@ class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel>
         const DemandShape& shape = mix[i].shape;
         const int freeBefore = v.freeGpus[static_cast<std::size_t>(s) * v.shapes + i];
         const int hostsBefore = v.hosts[static_cast<std::size_t>(s) * v.shapes + i];
-        int taken = 0;
-        if (part) {
-          const auto& from = part->devices.empty() ? eligibleSw[static_cast<std::size_t>(s)] : part->devices;
-          for (std::size_t k = 0; k < part->take; ++k) taken += usableFor(pool.devices()[static_cast<std::size_t>(from[k])], shape) ? 1 : 0;
-        }
+        const int taken = part ? takenFor(pool, eligible, *part, shape) : 0;
         const int hostsAfter = hostsBefore - (hostLeaves && cabled && canTake(host, shape) ? 1 : 0);
         delta += mix[i].weight * (unusable(freeBefore - taken, hostsAfter, shape) - unusable(freeBefore, hostsBefore, shape));
       }

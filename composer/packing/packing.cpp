@@ -27,10 +27,10 @@ std::optional<PeerToPeer> parsePeerToPeer(std::string_view s) {
 
 namespace {
 
-std::vector<PlacedDevice> materialize(const Pool& pool, const DevicePlan& plan, const std::vector<std::vector<int>>& eligibleSw) {
+std::vector<PlacedDevice> materialize(const Pool& pool, const DevicePlan& plan, EligibleDevices& eligible) {
   std::vector<PlacedDevice> out;
   for (const auto& p : plan.parts) {
-    const auto& from = p.devices.empty() ? eligibleSw[static_cast<std::size_t>(p.switchIndex)] : p.devices;
+    const auto& from = p.devices.empty() ? eligible.devices(p.switchIndex) : p.devices;
     for (std::size_t i = 0; i < p.take; ++i)
       out.push_back({pool.devices()[static_cast<std::size_t>(from[i])].id, pool.switches()[static_cast<std::size_t>(p.switchIndex)].id,
                      p.port->portId});
@@ -177,7 +177,7 @@ PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, 
     const auto feasible = std::count_if(out.candidates.begin(), out.candidates.end(), [](auto& c) { return c.feasible; });
     explanation += fmt::format("; best of {} feasible host(s)", feasible);
   }
-  out.placement = Placement{hostId, materialize(pool, plan, d.state.find<EligibleDevices>()->bySwitch), {}, std::move(explanation)};
+  out.placement = Placement{hostId, materialize(pool, plan, *d.state.find<EligibleDevices>()), {}, std::move(explanation)};
   return out;
 }
 

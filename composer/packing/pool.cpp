@@ -10,42 +10,84 @@ Pool::Pool(const Topology& topology) {
   std::unordered_map<std::string_view, int> switchIndex;
   for (const auto& sw : topology.switches) {
     switchIndex.emplace(sw.id, static_cast<int>(switches_.size()));
-    switches_.push_back({sw.id, index.fabricOf(sw.id), {}, {}});
+    PoolSwitch entry;
+    entry.id = sw.id;
+    entry.fabric = index.fabricOf(sw.id);
+    if (entry.fabric >= static_cast<int>(fabricSwitches_.size())) fabricSwitches_.resize(static_cast<std::size_t>(entry.fabric) + 1);
+    if (entry.fabric >= 0) fabricSwitches_[static_cast<std::size_t>(entry.fabric)].push_back(static_cast<int>(switches_.size()));
+    switches_.push_back(std::move(entry));
   }
   for (const auto& d : topology.devices) {
     const SwitchId* sw = index.switchOfDevice(d.id);
     const int s = sw ? switchIndex.at(*sw) : -1;
     const int i = static_cast<int>(devices_.size());
-    devices_.push_back({d.id, s, d.kind, d.model, d.memoryGiB, d.health, true, d.migCapable, -1});
+    devices_.push_back({d.id, s, d.kind, d.model, d.memoryGiB, d.health, true, d.migCapable, -1, -1});
     deviceByid_.emplace(d.id, i);
     if (s >= 0) {
       PoolSwitch& owner = switches_[static_cast<std::size_t>(s)];
       owner.freeDevices.push_back(i);
       if (d.kind == DeviceKind::kGpu) {
-        devices_.back().slot = static_cast<int>(owner.gpus.size());
+        PoolDevice& gpu = devices_.back();
+        gpu.slot = static_cast<int>(owner.gpus.size());
         owner.gpus.push_back(i);
+        auto& classes = owner.gpuClasses;
+        auto it = std::find_if(classes.begin(), classes.end(), [&](const PoolGpuClass& c) {
+          return c.model == d.model && c.memoryGiB == d.memoryGiB && c.migCapable == d.migCapable;
+        });
+        if (it == classes.end()) it = classes.insert(classes.end(), PoolGpuClass{d.model, d.memoryGiB, d.migCapable, 0});
+        gpu.gpuClass = static_cast<int>(it - classes.begin());
+        if (isFreeGpu(gpu)) {
+          ++it->free;
+          ++owner.freeGpus;
+        }
       }
     }
     ++freeCount_;
   }
   for (const auto& h : topology.hosts) {
     PoolHost host{h.id, {}, h.maxDevices, 0, false};
+    const int hostIndex = static_cast<int>(hosts_.size());
     for (const auto& usp : h.upstreamPorts) {
       const Port* p = index.port(usp.portId);
-      host.ports.push_back({usp.portId, p ? switchIndex.at(p->switchId) : -1, usp.numaNode});
+      const int s = p ? switchIndex.at(p->switchId) : -1;
+      host.ports.push_back({usp.portId, s, usp.numaNode});
+      if (s >= 0) {
+        auto& cabled = switches_[static_cast<std::size_t>(s)].hosts;
+        if (cabled.empty() || cabled.back() != hostIndex) cabled.push_back(hostIndex);
+      }
     }
-    hostById_.emplace(h.id, static_cast<int>(hosts_.size()));
+    hostById_.emplace(h.id, hostIndex);
     hosts_.push_back(std::move(host));
   }
 }
 
 void Pool::setFree(int deviceIndex, bool free) {
+  const PoolDevice& d = devices_.at(static_cast<std::size_t>(deviceIndex));
+  setDevice(deviceIndex, free, d.health);
+}
+
+void Pool::setHealth(int deviceIndex, DeviceHealth health) {
+  const PoolDevice& d = devices_.at(static_cast<std::size_t>(deviceIndex));
+  setDevice(deviceIndex, d.free, health);
+}
+
+void Pool::setDevice(int deviceIndex, bool free, DeviceHealth health) {
   PoolDevice& d = devices_.at(static_cast<std::size_t>(deviceIndex));
-  if (d.free == free) return;
+  const bool wasFree = d.free, wasUsable = isFreeGpu(d);
   d.free = free;
+  d.health = health;
+  if (d.switchIndex < 0) {
+    if (wasFree != free) freeCount_ += free ? 1 : -1;
+    return;
+  }
+  PoolSwitch& sw = switches_[static_cast<std::size_t>(d.switchIndex)];
+  if (const bool usable = isFreeGpu(d); usable != wasUsable) {
+    sw.gpuClasses[static_cast<std::size_t>(d.gpuClass)].free += usable ? 1 : -1;
+    sw.freeGpus += usable ? 1 : -1;
+  }
+  if (wasFree == free) return;
   freeCount_ += free ? 1 : -1;
-  if (d.switchIndex < 0) return;
-  auto& list = switches_[static_cast<std::size_t>(d.switchIndex)].freeDevices;
+  auto& list = sw.freeDevices;
   auto it = std::lower_bound(list.begin(), list.end(), deviceIndex);
   if (free) {
     list.insert(it, deviceIndex);
@@ -54,8 +96,6 @@ void Pool::setFree(int deviceIndex, bool free) {
     list.erase(it);
   }
 }
-
-void Pool::setHealth(int deviceIndex, DeviceHealth health) { devices_.at(static_cast<std::size_t>(deviceIndex)).health = health; }
 
 void Pool::addAttached(int hostIndex, int delta) { hosts_.at(static_cast<std::size_t>(hostIndex)).attachedDevices += delta; }
 

@@ -23,6 +23,16 @@ struct PoolDevice {
   bool free = true;
   bool migCapable = false;
   int slot = -1;  // GPUs: position among its switch's GPUs (PoolSwitch::gpus); buddy cells are aligned on it
+  int gpuClass = -1;  // GPUs: index into its switch's gpuClasses
+};
+
+// The GPUs of one kind (model, memory, MIG) under a switch, and how many of them a placement may hand out
+// now (isFreeGpu). A request's eligible GPUs on a switch are counted from these, not GPU by GPU.
+struct PoolGpuClass {
+  std::string model;
+  int memoryGiB = 0;
+  bool migCapable = false;
+  int free = 0;
 };
 
 struct PoolSwitch {
@@ -30,6 +40,9 @@ struct PoolSwitch {
   int fabric = 0;
   std::vector<int> freeDevices;  // device indices, ascending
   std::vector<int> gpus;         // every GPU under the switch, free or not, ascending: its GPU slots
+  std::vector<PoolGpuClass> gpuClasses;
+  int freeGpus = 0;              // isFreeGpu devices, all classes
+  std::vector<int> hosts;        // hosts with an upstream port into it, ascending
 };
 
 struct PoolHostPort {
@@ -62,6 +75,8 @@ class Pool {
   [[nodiscard]] const std::vector<PoolSwitch>& switches() const { return switches_; }
   [[nodiscard]] const std::vector<PoolHost>& hosts() const { return hosts_; }
   [[nodiscard]] int freeCount() const { return freeCount_; }
+  // The switches of each fabric, ascending (fabrics are numbered from 0).
+  [[nodiscard]] const std::vector<std::vector<int>>& fabricSwitches() const { return fabricSwitches_; }
 
   // The request mix the pool has seen lately (demand_mix.h); empty until someone learns one. Shared, so
   // copying the pool (capacity probes) is cheap.
@@ -75,10 +90,13 @@ class Pool {
   std::vector<PoolDevice> devices_;
   std::vector<PoolSwitch> switches_;
   std::vector<PoolHost> hosts_;
+  std::vector<std::vector<int>> fabricSwitches_;
   std::unordered_map<std::string, int> deviceByid_;
   std::unordered_map<std::string, int> hostById_;
   int freeCount_ = 0;
   std::shared_ptr<const DemandMix> demand_;
+
+  void setDevice(int deviceIndex, bool free, DeviceHealth health);
 };
 
 // A GPU that a placement may hand out: free, and not critically unhealthy.
