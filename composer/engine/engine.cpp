@@ -142,7 +142,7 @@ Result<Operation> Engine::detach(const DetachRequest& request) {
 }
 
 Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
-  return onControl([&]() -> Result<PlacementDecision> { return place(*placement_, state_->pool(), request); });
+  return onControl([&]() -> Result<PlacementDecision> { return place(*placement_, state_->pool(), request, &state_->placementIndex()); });
 }
 
 Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles) {

@@ -71,7 +71,7 @@ Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
     if (key.empty()) return fail(Code::kInvalidArgument, "label keys must not be empty");
   if (request.placement.tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");
 
-  PlacementDecision decision = place(*placement_, state_->pool(), request.placement);
+  PlacementDecision decision = place(*placement_, state_->pool(), request.placement, &state_->placementIndex());
   // A well-formed request is demand whether it fits or not; a malformed one (unknown model, bad count) is not.
   if (decision.placement || decision.error->code == Code::kResourceExhausted) state_->observeDemand(request.placement);
   if (!decision.placement) return fail(*decision.error);
@@ -140,7 +140,7 @@ Result<Operation> Engine::acceptAttach(const AttachRequest& request) {
   placement.host = system.hostId;
   placement.hostMayHaveSystem = true;
   placement.boundInstances = system.gpuInstances;
-  PlacementDecision decision = place(*placement_, state_->pool(), placement);
+  PlacementDecision decision = place(*placement_, state_->pool(), placement, &state_->placementIndex());
   if (!decision.placement) return fail(*decision.error);
 
   Operation op = newOperation(OperationKind::kAttach, system);

@@ -12,6 +12,7 @@
 #include "composer/model/topology.h"
 #include "composer/packing/demand_mix.h"
 #include "composer/packing/packing.h"
+#include "composer/packing/placement_index.h"
 #include "composer/packing/pool.h"
 
 namespace switchyard {
@@ -23,6 +24,8 @@ class PoolState {
   [[nodiscard]] const Topology& topology() const { return topology_; }
   [[nodiscard]] const TopologyIndex& index() const { return *index_; }
   [[nodiscard]] const Pool& pool() const { return pool_; }
+  // Per-host verdicts kept across decisions on this pool (placement_index.h); pass it to place().
+  [[nodiscard]] PlacementIndex& placementIndex() { return placementIndex_; }
   // Counts a new-system request towards the demand the pool learns (the "fragmentation" score reads it).
   void observeDemand(const PlacementRequest& request) { demand_.observe(request, pool_); }
 
@@ -49,6 +52,7 @@ class PoolState {
   std::unique_ptr<TopologyIndex> index_;
   Pool pool_;
   DemandTracker demand_;
+  PlacementIndex placementIndex_;
   std::unordered_map<DeviceId, std::pair<DeviceAssignment, HostId>> assignments_;
   std::map<SystemId, System> systems_;
 };

@@ -93,12 +93,19 @@ class BuddyCellsPlugin final : public placement::FilterPlugin<ComposableModel> {
   std::string_view name() const override { return "buddy-cells"; }
 
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
+    std::optional<DevicePlan> plan;
+    Status st = planFor(state, pool, r, c, plan);
+    if (plan) state.find<DevicePlans>()->set(c.hostIndex, std::move(*plan));
+    return st;
+  }
+
+ private:
+  static Status planFor(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c, std::optional<DevicePlan>& plan) {
     const BuddyIndex& index = indexFor(state, pool, r);
     const auto& eligible = *state.find<EligibleDevices>();
     const PoolHost& host = pool.hosts()[static_cast<std::size_t>(c.hostIndex)];
     const auto n = static_cast<std::size_t>(r.gpuCount);
     const bool explain = placement::explaining(state);
-    auto& plan = state.find<DevicePlans>()->byHost[static_cast<std::size_t>(c.hostIndex)];
 
     // The switches the host reaches: directly first (port order), then over an inter-switch link.
     std::vector<std::pair<int, const PoolHostPort*>> direct, viaIsl;
@@ -143,7 +150,6 @@ class BuddyCellsPlugin final : public placement::FilterPlugin<ComposableModel> {
     return wholeSwitches(pool, index, host, n, direct, viaIsl, plan, explain);
   }
 
- private:
   static bool contains(const std::vector<std::pair<int, const PoolHostPort*>>& list, int s) {
     return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.first == s; });
   }

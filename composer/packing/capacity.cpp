@@ -5,6 +5,7 @@
 
 #include "composer/packing/composable_model.h"
 #include "composer/packing/gpu_instances.h"
+#include "composer/packing/placement_index.h"
 
 namespace switchyard {
 
@@ -22,9 +23,10 @@ int placeRepeatedly(const ComposableScheduler& scheduler, Pool pool, const Reque
   request.peerToPeer = shape.peerToPeer;
   request.model = shape.model;
   int placed = 0;
+  PlacementIndex index;  // each round re-ranks only the hosts of the fabrics the last one changed
   // Each round takes at least one GPU, so this ends; the bound only guards against a broken policy.
   for (int round = 0; round <= static_cast<int>(pool.devices().size()); ++round) {
-    PlacementDecision d = place(scheduler, pool, request);
+    PlacementDecision d = place(scheduler, pool, request, &index);
     if (!d.placement) break;
     for (const auto& device : d.placement->devices) pool.setFree(pool.deviceIndex(device.deviceId), false);
     const int host = pool.hostIndex(d.placement->hostId);
@@ -44,8 +46,9 @@ int attachableMigGpus(const ComposableScheduler& scheduler, Pool pool) {
   request.migCapable = true;
   request.hostMayHaveSystem = true;
   int placed = 0;
+  PlacementIndex index;
   for (std::size_t round = 0; round < pool.devices().size(); ++round) {
-    PlacementDecision d = place(scheduler, pool, request);
+    PlacementDecision d = place(scheduler, pool, request, &index);
     if (!d.placement) break;
     pool.setFree(pool.deviceIndex(d.placement->devices.front().deviceId), false);
     pool.addAttached(pool.hostIndex(d.placement->hostId), 1);

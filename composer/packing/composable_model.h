@@ -1,10 +1,19 @@
 // The composable pool as a placement-framework model: the cluster is the Pool, a request asks for GPUs,
 // a candidate is a host. The device set a host would get is worked out by the "device-set" filter and
 // kept in the cycle state (DevicePlans), where score plugins and the caller read it.
+//
+// The contract every plugin here keeps, which the placement index (placement_index.h) relies on to
+// re-evaluate only the hosts of changed fabrics: a host's verdict (filters and scores) depends only on
+// the request, the host itself, the switches of the fabrics it has a port into, the hosts cabled into
+// those switches, and the pool's demand mix; a host with no port into a fabric is never feasible; and
+// no score is normalised across candidates. tests/unit/placement_index_test.cpp checks each profile.
 #pragma once
+
+#include <boost/container/small_vector.hpp>
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "composer/packing/packing.h"
@@ -24,7 +33,7 @@ struct PlanPart {
 };
 
 struct DevicePlan {
-  std::vector<PlanPart> parts;
+  boost::container::small_vector<PlanPart, 2> parts;  // most plans take from one switch: no allocation
   std::size_t islDevices = 0;  // devices reached over an inter-switch link
   // Small is a tight fit: eligible devices left on the switches used ("device-set"), or left free in the
   // smallest free buddy cell the plan takes its cell from ("buddy-cells").
@@ -45,31 +54,59 @@ struct ComposableModel {
 // Cycle state: the request's eligible free GPUs per switch (set up once per request by the
 // "eligible-devices" pre-filter) and the plan for each host that passed "device-set".
 //
-// Counts come from the pool's per-switch GPU classes, so a request costs O(switches), not O(free GPUs);
-// a switch's GPUs are listed only when a plan takes from it. Switches of a fabric are also kept sorted
-// by count, most first, for plans that gather GPUs across switches.
+// A switch's count is worked out from the pool's per-switch GPU classes the first time a plugin asks,
+// its GPUs are listed only when a plan takes from them, and a fabric's switches are sorted by count
+// only for plans that gather GPUs across switches: a cycle costs what its candidates touch, not a pass
+// over the free GPUs.
 class EligibleDevices {
  public:
   EligibleDevices(const Pool& pool, const PlacementRequest& request);
-  [[nodiscard]] std::size_t count(int switchIndex) const { return counts_[static_cast<std::size_t>(switchIndex)]; }
+  [[nodiscard]] std::size_t count(int switchIndex) const {
+    std::size_t& c = counts_[static_cast<std::size_t>(switchIndex)];
+    if (c == kUnknown) c = countOn(switchIndex);
+    return c;
+  }
   // The eligible free GPUs of a switch, ascending.
   [[nodiscard]] const std::vector<int>& devices(int switchIndex);
   // The fabric's switches with an eligible free GPU: most first, then by index.
   [[nodiscard]] const std::vector<int>& byCount(int fabric);
 
  private:
+  static constexpr std::size_t kUnknown = ~std::size_t{0};
+  [[nodiscard]] std::size_t countOn(int switchIndex) const;
+
   const Pool* pool_;
   std::string model_;
   int minMemoryGiB_;
   bool migCapable_;
-  std::vector<std::size_t> counts_;
-  std::vector<std::vector<int>> devices_;
-  std::vector<char> listed_;
-  std::vector<std::vector<int>> byCount_;
-  std::vector<char> sorted_;
+  mutable std::vector<std::size_t> counts_;  // per switch, worked out on first use
+  // Only the switches and fabrics a cycle asks about (node-based: references stay valid).
+  std::unordered_map<int, std::vector<int>> devices_;
+  std::unordered_map<int, std::vector<int>> byCount_;
 };
-struct DevicePlans {
-  std::vector<std::optional<DevicePlan>> byHost;
+
+// Only the hosts a cycle evaluates get a plan, so a cycle costs what it evaluates, not the pool's size.
+class DevicePlans {
+ public:
+  explicit DevicePlans(std::size_t hosts) : slot_(hosts, -1) {}
+  void set(int host, DevicePlan plan) {
+    int& slot = slot_[static_cast<std::size_t>(host)];
+    if (slot < 0) {
+      slot = static_cast<int>(plans_.size());
+      plans_.push_back(std::move(plan));
+    } else {
+      plans_[static_cast<std::size_t>(slot)] = std::move(plan);
+    }
+  }
+  // Null when no filter worked one out for the host in this cycle.
+  [[nodiscard]] const DevicePlan* find(int host) const {
+    const int slot = slot_[static_cast<std::size_t>(host)];
+    return slot < 0 ? nullptr : &plans_[static_cast<std::size_t>(slot)];
+  }
+
+ private:
+  std::vector<int> slot_;
+  std::vector<DevicePlan> plans_;
 };
 
 using ComposableScheduler = placement::Scheduler<ComposableModel>;

@@ -22,7 +22,7 @@ class EligibleDevicesPlugin final : public placement::PreFilterPlugin<Composable
   std::string_view name() const override { return "eligible-devices"; }
   Status preFilter(CycleState& state, const Pool& pool, const PlacementRequest& r) override {
     state.emplace<EligibleDevices>(pool, r);
-    state.emplace<DevicePlans>().byHost.resize(pool.hosts().size());
+    state.emplace<DevicePlans>(pool.hosts().size());
     return Status::fits();
   }
 };
@@ -74,7 +74,7 @@ class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
     const PoolHost& host = hostOf(pool, c);
     const auto n = static_cast<std::size_t>(r.gpuCount);
     const bool explain = placement::explaining(state);
-    auto& plan = state.find<DevicePlans>()->byHost[static_cast<std::size_t>(c.hostIndex)];
+    auto& plans = *state.find<DevicePlans>();
 
     const PoolHostPort* bestPort = nullptr;
     std::size_t bestCount = 0;
@@ -87,11 +87,11 @@ class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
       }
     }
     if (bestPort) {
-      plan = DevicePlan{{{bestPort->switchIndex, n, bestCount, bestPort, false}}, 0, bestCount - n};
+      plans.set(c.hostIndex, DevicePlan{{{bestPort->switchIndex, n, bestCount, bestPort, false}}, 0, bestCount - n});
       return Status::fits();
     }
 
-    std::vector<std::pair<int, std::size_t>> direct;  // switches with a host port, in port order
+    boost::container::small_vector<std::pair<int, std::size_t>, 4> direct;  // switches with a host port, in port order
     for (const auto& p : host.ports)
       if (p.switchIndex >= 0 && std::none_of(direct.begin(), direct.end(), [&](auto& e) { return e.first == p.switchIndex; }))
         direct.emplace_back(p.switchIndex, eligible.count(p.switchIndex));
@@ -114,7 +114,9 @@ class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
       if (crosses) p.islDevices += take;
       p.leftover += count - take;
     };
-    std::stable_sort(direct.begin(), direct.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    // Most eligible first, port order among equals (an insertion sort: stable, and no buffer to allocate).
+    for (std::size_t i = 1; i < direct.size(); ++i)
+      for (std::size_t j = i; j > 0 && direct[j - 1].second < direct[j].second; --j) std::swap(direct[j - 1], direct[j]);
     for (const auto& [s, count] : direct)
       if (taken < n && count > 0) takeFrom(s, portInto(host, s), false);
     if (taken < n) {
@@ -127,12 +129,12 @@ class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
       }
     }
     if (taken < n) return Status::rejected(explain ? fmt::format("only {} eligible free GPU(s) reachable, needs {}", taken, n) : "");
-    plan = std::move(p);
+    plans.set(c.hostIndex, std::move(p));
     return Status::fits();
   }
 
  private:
-  static std::vector<int> fabricsOf(const Pool& pool, const std::vector<std::pair<int, std::size_t>>& direct) {
+  static std::vector<int> fabricsOf(const Pool& pool, const boost::container::small_vector<std::pair<int, std::size_t>, 4>& direct) {
     std::vector<int> fabrics;
     for (const auto& [s, count] : direct)
       if (const int f = pool.switches()[static_cast<std::size_t>(s)].fabric; f >= 0 && std::find(fabrics.begin(), fabrics.end(), f) == fabrics.end())
@@ -149,7 +151,7 @@ class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
 };
 
 const DevicePlan& planOf(const CycleState& state, const Candidate& c) {
-  return *state.find<DevicePlans>()->byHost[static_cast<std::size_t>(c.hostIndex)];
+  return *state.find<DevicePlans>()->find(c.hostIndex);
 }
 
 class FewestSwitchesPlugin final : public placement::ScorePlugin<ComposableModel> {

@@ -6,33 +6,27 @@
 namespace switchyard {
 
 EligibleDevices::EligibleDevices(const Pool& pool, const PlacementRequest& request)
-    : pool_(&pool), model_(request.model), minMemoryGiB_(request.minMemoryGiB), migCapable_(request.migCapable) {
-  const std::size_t switches = pool.switches().size();
-  counts_.resize(switches);
-  devices_.resize(switches);
-  listed_.assign(switches, 0);
-  byCount_.resize(pool.fabricSwitches().size());
-  sorted_.assign(pool.fabricSwitches().size(), 0);
-  const bool any = model_.empty() && minMemoryGiB_ <= 0 && !migCapable_;
-  for (std::size_t s = 0; s < switches; ++s) {
-    const PoolSwitch& sw = pool.switches()[s];
-    if (any) {
-      counts_[s] = static_cast<std::size_t>(sw.freeGpus);
-      continue;
-    }
-    for (const PoolGpuClass& c : sw.gpuClasses)
-      if ((model_.empty() || c.model == model_) && c.memoryGiB >= minMemoryGiB_ && (!migCapable_ || c.migCapable))
-        counts_[s] += static_cast<std::size_t>(c.free);
-  }
+    : pool_(&pool),
+      model_(request.model),
+      minMemoryGiB_(request.minMemoryGiB),
+      migCapable_(request.migCapable),
+      counts_(pool.switches().size(), kUnknown) {}
+
+std::size_t EligibleDevices::countOn(int switchIndex) const {
+  const PoolSwitch& sw = pool_->switches()[static_cast<std::size_t>(switchIndex)];
+  if (model_.empty() && minMemoryGiB_ <= 0 && !migCapable_) return static_cast<std::size_t>(sw.freeGpus);
+  std::size_t n = 0;
+  for (const PoolGpuClass& c : sw.gpuClasses)
+    if ((model_.empty() || c.model == model_) && c.memoryGiB >= minMemoryGiB_ && (!migCapable_ || c.migCapable)) n += static_cast<std::size_t>(c.free);
+  return n;
 }
 
 const std::vector<int>& EligibleDevices::devices(int switchIndex) {
-  const auto s = static_cast<std::size_t>(switchIndex);
-  auto& list = devices_[s];
-  if (listed_[s]) return list;
-  listed_[s] = 1;
-  list.reserve(counts_[s]);
-  for (int d : pool_->switches()[s].freeDevices) {
+  auto [it, added] = devices_.try_emplace(switchIndex);
+  auto& list = it->second;
+  if (!added) return list;
+  list.reserve(count(switchIndex));
+  for (int d : pool_->switches()[static_cast<std::size_t>(switchIndex)].freeDevices) {
     const PoolDevice& dev = pool_->devices()[static_cast<std::size_t>(d)];
     if (isFreeGpu(dev) && (model_.empty() || dev.model == model_) && dev.memoryGiB >= minMemoryGiB_ && (!migCapable_ || dev.migCapable))
       list.push_back(d);
@@ -41,12 +35,11 @@ const std::vector<int>& EligibleDevices::devices(int switchIndex) {
 }
 
 const std::vector<int>& EligibleDevices::byCount(int fabric) {
-  const auto f = static_cast<std::size_t>(fabric);
-  auto& list = byCount_[f];
-  if (sorted_[f]) return list;
-  sorted_[f] = 1;
-  for (int s : pool_->fabricSwitches()[f])
-    if (counts_[static_cast<std::size_t>(s)] > 0) list.push_back(s);
+  auto [it, added] = byCount_.try_emplace(fabric);
+  auto& list = it->second;
+  if (!added) return list;
+  for (int s : pool_->fabricSwitches()[static_cast<std::size_t>(fabric)])
+    if (count(s) > 0) list.push_back(s);
   std::stable_sort(list.begin(), list.end(), [&](int a, int b) { return count(a) > count(b); });
   return list;
 }

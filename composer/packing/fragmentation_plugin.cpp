@@ -33,23 +33,25 @@ bool canTake(const PoolHost& h, const DemandShape& s) { return !h.inSystem && h.
 // over every free GPU.
 struct DemandView {
   std::size_t shapes = 0;
-  std::vector<char> known;    // [switch]
-  std::vector<int> freeGpus;  // [switch * shapes + shape]
-  std::vector<int> hosts;     // [switch * shapes + shape]
+  std::vector<int> at;        // [switch]: offset of its entries in freeGpus/hosts; -1 until learned
+  std::vector<int> freeGpus;  // [offset + shape]
+  std::vector<int> hosts;     // [offset + shape]
 
-  void learn(const Pool& pool, const DemandMix& mix, int s) {
-    const auto su = static_cast<std::size_t>(s);
-    if (known[su]) return;
-    known[su] = 1;
-    const PoolSwitch& sw = pool.switches()[su];
+  // The switch's offset, learning it on first use.
+  std::size_t learn(const Pool& pool, const DemandMix& mix, int s) {
+    int& offset = at[static_cast<std::size_t>(s)];
+    if (offset >= 0) return static_cast<std::size_t>(offset);
+    offset = static_cast<int>(freeGpus.size());
+    const PoolSwitch& sw = pool.switches()[static_cast<std::size_t>(s)];
     for (std::size_t i = 0; i < shapes; ++i) {
       const DemandShape& shape = mix[i].shape;
       int free = 0, able = 0;
       for (const PoolGpuClass& c : sw.gpuClasses) free += shape.model.empty() || c.model == shape.model ? c.free : 0;
       for (int h : sw.hosts) able += canTake(pool.hosts()[static_cast<std::size_t>(h)], shape) ? 1 : 0;
-      freeGpus[su * shapes + i] = free;
-      hosts[su * shapes + i] = able;
+      freeGpus.push_back(free);
+      hosts.push_back(able);
     }
+    return static_cast<std::size_t>(offset);
   }
 };
 
@@ -62,11 +64,7 @@ DemandView& viewOf(CycleState& state, const Pool& pool) {
   if (auto* v = state.find<DemandView>()) return *v;
   auto& v = state.emplace<DemandView>();
   v.shapes = pool.demand().size();
-  if (v.shapes == 0) return v;
-  const std::size_t switches = pool.switches().size();
-  v.known.assign(switches, 0);
-  v.freeGpus.assign(switches * v.shapes, 0);
-  v.hosts.assign(switches * v.shapes, 0);
+  if (v.shapes > 0) v.at.assign(pool.switches().size(), -1);
   return v;
 }
 
@@ -89,13 +87,13 @@ class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel>
     DemandView& v = viewOf(state, pool);
     if (v.shapes == 0) return 0;
     const DemandMix& mix = pool.demand();
-    const DevicePlan& plan = *state.find<DevicePlans>()->byHost[static_cast<std::size_t>(c.hostIndex)];
+    const DevicePlan& plan = *state.find<DevicePlans>()->find(c.hostIndex);
     auto& eligible = *state.find<EligibleDevices>();
     const PoolHost& host = pool.hosts()[static_cast<std::size_t>(c.hostIndex)];
     const bool hostLeaves = !host.inSystem && !r.hostMayHaveSystem;
 
     // The switches the placement touches: those it takes from, and those the host leaves.
-    std::vector<int> touched;
+    boost::container::small_vector<int, 8> touched;
     for (const auto& p : plan.parts) touched.push_back(p.switchIndex);
     if (hostLeaves)
       for (const auto& p : host.ports)
@@ -105,7 +103,7 @@ class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel>
 
     double delta = 0;
     for (int s : touched) {
-      v.learn(pool, mix, s);
+      const std::size_t at = v.learn(pool, mix, s);
       const auto* part = [&]() -> const PlanPart* {
         for (const auto& p : plan.parts)
           if (p.switchIndex == s) return &p;
@@ -114,8 +112,8 @@ class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel>
       const bool cabled = std::any_of(host.ports.begin(), host.ports.end(), [&](const auto& p) { return p.switchIndex == s; });
       for (std::size_t i = 0; i < v.shapes; ++i) {
         const DemandShape& shape = mix[i].shape;
-        const int freeBefore = v.freeGpus[static_cast<std::size_t>(s) * v.shapes + i];
-        const int hostsBefore = v.hosts[static_cast<std::size_t>(s) * v.shapes + i];
+        const int freeBefore = v.freeGpus[at + i];
+        const int hostsBefore = v.hosts[at + i];
         const int taken = part ? takenFor(pool, eligible, *part, shape) : 0;
         const int hostsAfter = hostsBefore - (hostLeaves && cabled && canTake(host, shape) ? 1 : 0);
         delta += mix[i].weight * (unusable(freeBefore - taken, hostsAfter, shape) - unusable(freeBefore, hostsBefore, shape));

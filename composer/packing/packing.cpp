@@ -2,6 +2,7 @@
 
 #include "composer/packing/composable_model.h"
 #include "composer/packing/gpu_instances.h"
+#include "composer/packing/placement_index.h"
 
 #include <fmt/format.h>
 
@@ -103,7 +104,7 @@ namespace {
 
 // MIG instances: fill the system's partly used GPUs, then place the fresh GPUs still needed as whole
 // MIG-capable GPUs with the scheduler, and carve them.
-PlacementDecision placeInstances(const ComposableScheduler& scheduler, const Pool& pool, const PlacementRequest& r) {
+PlacementDecision placeInstances(const ComposableScheduler& scheduler, const Pool& pool, const PlacementRequest& r, PlacementIndex* index) {
   const InstancePlan plan = planGpuInstances(r.boundInstances, r.gpuInstances);
   std::string what = fmt::format("{} MIG instance(s) ({})", r.gpuInstances.size(), describe(r.gpuInstances));
   std::string filled = plan.onBound.empty() ? "" : fmt::format("{} on partly used GPUs", plan.onBound.size());
@@ -115,7 +116,7 @@ PlacementDecision placeInstances(const ComposableScheduler& scheduler, const Poo
     whole.gpuInstances.clear();
     whole.gpuCount = static_cast<int>(plan.onFresh.size());
     whole.migCapable = true;
-    out = place(scheduler, pool, whole);
+    out = place(scheduler, pool, whole, index);
     if (!out.placement) {
       if (out.error) out.error->message = fmt::format("{} need {} fresh MIG-capable GPU(s){}; {}", what, plan.onFresh.size(),
                                                       filled.empty() ? "" : " after " + filled, out.error->message);
@@ -139,21 +140,21 @@ PlacementDecision placeInstances(const ComposableScheduler& scheduler, const Poo
 
 }  // namespace
 
-PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, const PlacementRequest& r) {
+PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, const PlacementRequest& r, PlacementIndex* index) {
   PlacementDecision out;
   if (auto v = validatePlacementRequest(pool, r); !v) {
     out.error = v.error();
     return out;
   }
-  if (!r.gpuInstances.empty()) return placeInstances(scheduler, pool, r);
+  if (!r.gpuInstances.empty()) return placeInstances(scheduler, pool, r, index);
   if (!r.devices.empty()) return placeExplicit(pool, r);
 
-  placement::Decision<ComposableModel> d = scheduler.schedule(pool, r, r.explain);
+  placement::Decision<ComposableModel> d = index ? index->schedule(scheduler, pool, r) : scheduler.schedule(pool, r, r.explain);
   const auto n = static_cast<std::size_t>(r.gpuCount);
   const DevicePlans* plans = d.state.find<DevicePlans>();
   for (const auto& diag : d.diagnoses) {
     std::string reason = diag.reason;
-    if (diag.feasible && plans) reason = summarizePlan(pool, *plans->byHost[static_cast<std::size_t>(pool.hostIndex(diag.candidate))], n);
+    if (diag.feasible && plans) reason = summarizePlan(pool, *plans->find(pool.hostIndex(diag.candidate)), n);
     out.candidates.push_back({diag.candidate, diag.feasible, std::move(reason)});
   }
   if (d.status.kind == placement::Status::kError) {
@@ -170,7 +171,7 @@ PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, 
     out.error = Error{Code::kResourceExhausted, std::move(why)};
     return out;
   }
-  const DevicePlan& plan = *plans->byHost[static_cast<std::size_t>(d.chosen->hostIndex)];
+  const DevicePlan& plan = *plans->find(d.chosen->hostIndex);
   const HostId& hostId = pool.hosts()[static_cast<std::size_t>(d.chosen->hostIndex)].id;
   std::string explanation = fmt::format("{}: {}", hostId, summarizePlan(pool, plan, n));
   if (r.explain) {

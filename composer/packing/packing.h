@@ -80,8 +80,12 @@ class Scheduler;
 
 // Places with the default profile (switchyard-v1).
 [[nodiscard]] PlacementDecision place(const Pool& pool, const PlacementRequest& request);
-// Places with a configured scheduler (see composable_model.h for profiles and plugins).
+class PlacementIndex;
+
+// Places with a configured scheduler (see composable_model.h for profiles and plugins). With an index
+// (placement_index.h) that the caller keeps with the pool, the same decision costs only the hosts
+// whose fabrics changed since the last request of that shape.
 [[nodiscard]] PlacementDecision place(const placement::Scheduler<ComposableModel>& scheduler, const Pool& pool,
-                                      const PlacementRequest& request);
+                                      const PlacementRequest& request, PlacementIndex* index = nullptr);
 
 }  // namespace switchyard

@@ -59,6 +59,46 @@ Pool::Pool(const Topology& topology) {
     hostById_.emplace(h.id, hostIndex);
     hosts_.push_back(std::move(host));
   }
+  fabricHosts_.resize(fabricSwitches_.size());
+  for (const auto& sw : switches_)
+    if (sw.fabric >= 0)
+      for (int h : sw.hosts) fabricHosts_[static_cast<std::size_t>(sw.fabric)].push_back(h);
+  for (auto& hosts : fabricHosts_) {
+    std::sort(hosts.begin(), hosts.end());
+    hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
+  }
+}
+
+namespace {
+// Enough for a few thousand decisions between two requests of one shape; a cache older than that
+// re-evaluates every host once.
+constexpr std::size_t kChangeLogLimit = 8192;
+}  // namespace
+
+void Pool::logFabric(int fabric) {
+  if (fabric < 0) return;
+  if (changedFabrics_.size() >= kChangeLogLimit) {
+    logStart_ += changedFabrics_.size();
+    changedFabrics_.clear();
+  }
+  changedFabrics_.push_back(fabric);
+}
+
+void Pool::logHost(int hostIndex) {
+  const PoolHost& h = hosts_[static_cast<std::size_t>(hostIndex)];
+  for (std::size_t p = 0; p < h.ports.size(); ++p) {
+    if (h.ports[p].switchIndex < 0) continue;
+    const int f = switches_[static_cast<std::size_t>(h.ports[p].switchIndex)].fabric;
+    if (std::none_of(h.ports.begin(), h.ports.begin() + static_cast<long>(p), [&](const PoolHostPort& q) {
+          return q.switchIndex >= 0 && switches_[static_cast<std::size_t>(q.switchIndex)].fabric == f;
+        }))
+      logFabric(f);
+  }
+}
+
+std::optional<std::span<const int>> Pool::fabricsChangedSince(std::uint64_t position) const {
+  if (position < logStart_ || position > changes()) return std::nullopt;
+  return std::span<const int>(changedFabrics_).subspan(static_cast<std::size_t>(position - logStart_));
 }
 
 void Pool::setFree(int deviceIndex, bool free) {
@@ -74,6 +114,7 @@ void Pool::setHealth(int deviceIndex, DeviceHealth health) {
 void Pool::setDevice(int deviceIndex, bool free, DeviceHealth health) {
   PoolDevice& d = devices_.at(static_cast<std::size_t>(deviceIndex));
   const bool wasFree = d.free, wasUsable = isFreeGpu(d);
+  if (wasFree == free && d.health == health) return;
   d.free = free;
   d.health = health;
   if (d.switchIndex < 0) {
@@ -81,6 +122,7 @@ void Pool::setDevice(int deviceIndex, bool free, DeviceHealth health) {
     return;
   }
   PoolSwitch& sw = switches_[static_cast<std::size_t>(d.switchIndex)];
+  logFabric(sw.fabric);
   if (const bool usable = isFreeGpu(d); usable != wasUsable) {
     sw.gpuClasses[static_cast<std::size_t>(d.gpuClass)].free += usable ? 1 : -1;
     sw.freeGpus += usable ? 1 : -1;
@@ -97,9 +139,17 @@ void Pool::setDevice(int deviceIndex, bool free, DeviceHealth health) {
   }
 }
 
-void Pool::addAttached(int hostIndex, int delta) { hosts_.at(static_cast<std::size_t>(hostIndex)).attachedDevices += delta; }
+void Pool::addAttached(int hostIndex, int delta) {
+  hosts_.at(static_cast<std::size_t>(hostIndex)).attachedDevices += delta;
+  logHost(hostIndex);
+}
 
-void Pool::setInSystem(int hostIndex, bool inSystem) { hosts_.at(static_cast<std::size_t>(hostIndex)).inSystem = inSystem; }
+void Pool::setInSystem(int hostIndex, bool inSystem) {
+  PoolHost& h = hosts_.at(static_cast<std::size_t>(hostIndex));
+  if (h.inSystem == inSystem) return;
+  h.inSystem = inSystem;
+  logHost(hostIndex);
+}
 
 int Pool::deviceIndex(std::string_view id) const {
   auto it = deviceByid_.find(std::string(id));

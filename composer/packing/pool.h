@@ -3,7 +3,11 @@
 // Pure data; no I/O.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -75,12 +79,26 @@ class Pool {
   [[nodiscard]] const std::vector<PoolSwitch>& switches() const { return switches_; }
   [[nodiscard]] const std::vector<PoolHost>& hosts() const { return hosts_; }
   [[nodiscard]] int freeCount() const { return freeCount_; }
-  // The switches of each fabric, ascending (fabrics are numbered from 0).
+  // The switches of each fabric, ascending (fabrics are numbered from 0), and the hosts with an upstream
+  // port into one of them, ascending.
   [[nodiscard]] const std::vector<std::vector<int>>& fabricSwitches() const { return fabricSwitches_; }
+  [[nodiscard]] const std::vector<std::vector<int>>& fabricHosts() const { return fabricHosts_; }
+
+  // Where the pool changed, for caches of per-host verdicts (placement_index.h). Every change appends the
+  // fabrics it touched: a device's fabric, or the fabrics a host is cabled into. changes() is a position
+  // in that log; fabricsChangedSince() is empty (nullopt) once the log no longer reaches back that far.
+  // A copy of the pool is a new instance (instance()), so a cache never mistakes one pool for another.
+  [[nodiscard]] std::uint64_t instance() const { return instance_.value; }
+  [[nodiscard]] std::uint64_t changes() const { return logStart_ + changedFabrics_.size(); }
+  [[nodiscard]] std::optional<std::span<const int>> fabricsChangedSince(std::uint64_t position) const;
+  [[nodiscard]] std::uint64_t demandVersion() const { return demandVersion_; }
 
   // The request mix the pool has seen lately (demand_mix.h); empty until someone learns one. Shared, so
   // copying the pool (capacity probes) is cheap.
-  void setDemand(std::shared_ptr<const DemandMix> demand) { demand_ = std::move(demand); }
+  void setDemand(std::shared_ptr<const DemandMix> demand) {
+    demand_ = std::move(demand);
+    ++demandVersion_;
+  }
   [[nodiscard]] const DemandMix& demand() const {
     static const DemandMix kNone;
     return demand_ ? *demand_ : kNone;
@@ -91,12 +109,34 @@ class Pool {
   std::vector<PoolSwitch> switches_;
   std::vector<PoolHost> hosts_;
   std::vector<std::vector<int>> fabricSwitches_;
+  std::vector<std::vector<int>> fabricHosts_;
   std::unordered_map<std::string, int> deviceByid_;
   std::unordered_map<std::string, int> hostById_;
   int freeCount_ = 0;
   std::shared_ptr<const DemandMix> demand_;
+  std::uint64_t demandVersion_ = 0;
+
+  // Numbered per object: a copy gets a number of its own.
+  struct Instance {
+    static std::uint64_t next() {
+      static std::atomic<std::uint64_t> counter{0};
+      return ++counter;
+    }
+    std::uint64_t value = next();
+    Instance() = default;
+    Instance(const Instance&) : value(next()) {}
+    Instance& operator=(const Instance&) {
+      value = next();
+      return *this;
+    }
+  };
+  Instance instance_;
+  std::vector<int> changedFabrics_;
+  std::uint64_t logStart_ = 0;
 
   void setDevice(int deviceIndex, bool free, DeviceHealth health);
+  void logHost(int hostIndex);
+  void logFabric(int fabric);
 };
 
 // A GPU that a placement may hand out: free, and not critically unhealthy.

@@ -73,6 +73,9 @@ class ScorePlugin : public virtual Plugin<Model> {
                        const typename Model::Candidate& candidate) = 0;
   // Rescales this plugin's scores over all feasible candidates; by default they are used as they are.
   virtual void normalize(std::vector<double>& /*scores*/) {}
+  // Must be true when normalize() rescales: a candidate's score then depends on the others, and callers
+  // that keep per-candidate verdicts across cycles (Scheduler::evaluate) cannot use the profile.
+  [[nodiscard]] virtual bool normalizes() const { return false; }
 };
 
 template <typename Model>
@@ -182,6 +185,30 @@ class Scheduler {
     Decision<Model> d = run(cluster, request, explain);
     if (!explain && d.status.kind == Status::kRejected) d = run(cluster, request, true);
     return d;
+  }
+
+  // Per-candidate verdicts, for callers that keep them across cycles and re-evaluate only the candidates
+  // whose inputs changed (composer/packing/placement_index.h). prepare() runs the pre-filters into a
+  // fresh cycle state; evaluate() runs one candidate's filters and scores in that state and returns its
+  // weighted total, summed as schedule() sums it. Only valid when perCandidate() (no score normalizes).
+  struct Verdict {
+    Status status;
+    double total = 0;
+  };
+  [[nodiscard]] bool perCandidate() const {
+    return std::none_of(scores_.begin(), scores_.end(), [](const auto& s) { return s.first->normalizes(); });
+  }
+  Status prepare(CycleState& state, const Cluster& cluster, const Request& request) const {
+    for (auto* p : preFilters_)
+      if (Status st = p->preFilter(state, cluster, request); !st.ok()) return st;
+    return Status::fits();
+  }
+  [[nodiscard]] Verdict evaluate(CycleState& state, const Cluster& cluster, const Request& request, const Candidate& candidate) const {
+    for (auto* f : filters_)
+      if (Status st = f->filter(state, cluster, request, candidate); !st.ok()) return {std::move(st), 0};
+    double total = 0;
+    for (const auto& [plugin, weight] : scores_) total += weight * plugin->score(state, cluster, request, candidate);
+    return {Status::fits(), total};
   }
 
   // Reserves the chosen candidate in every reserve plugin; on a failure, unreserves what ran, in reverse.

@@ -1,5 +1,5 @@
 // switchyard_bench: prints tables for the performance targets.
-//   switchyard_bench packing [--gpus N ...] [--decisions N] [--profiles P ...]   placement decision latency
+//   switchyard_bench packing [--gpus N ...] [--decisions N] [--profiles P ...] [--index-only]   placement decision latency
 //   switchyard_bench ablation [--gpus N] [--requests N]      switchyard-v1 without its topology / fit scores, and hived-buddy
 //   switchyard_bench compose [--seconds S] [--clients N] [--durability normal|full]
 //                                                            compose+decompose through gRPC, durable store
@@ -23,6 +23,7 @@
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
+#include "tests/bench/decision_latency.h"
 #include "tests/bench/topology_ablation.h"
 #include "tests/support/temp_dir.h"
 
@@ -58,63 +59,6 @@ Topology benchTopology(int gpus, int hostsPerFabric) {
   shape.switchesPerFabric = 4;
   shape.hostsPerFabric = hostsPerFabric;
   return generateTopology(shape);
-}
-
-// The daemon's placement profiles: pool at a given fill, request shapes in turn, one decision at a time
-// (single thread). The profiles decide the same requests interleaved, so this VM's speed drift hits them
-// alike. The pool learns the request stream's demand first (what the engine does), so switchyard-v2's
-// fragmentation score is live.
-int benchPacking(const std::vector<int>& sizes, const std::vector<double>& fills, int decisions, const std::vector<std::string>& profiles) {
-  std::vector<std::shared_ptr<const ComposableScheduler>> schedulers;
-  for (const auto& name : profiles) {
-    auto s = buildComposableScheduler(name);
-    if (!s) {
-      fmt::print(stderr, "error: {}\n", s.error().message);
-      return 2;
-    }
-    schedulers.push_back(*s);
-  }
-  fmt::print("placement decision latency (single thread, {} decisions per profile and row, interleaved; requests of 1/2/4/8 GPUs, P2P preferred)\n",
-             decisions);
-  fmt::print("{:>8} {:>6} {:>6} {:>14} {:>10} {:>10} {:>10} {:>10}\n", "GPUs", "hosts", "fill", "profile", "p50 us", "p99 us", "max us", "mean us");
-  const int shapes[] = {1, 2, 4, 8};
-  for (int gpus : sizes) {
-    const Topology t = benchTopology(gpus, 8);
-    for (double fill : fills) {
-      Pool pool(t);
-      std::mt19937 rng(42);
-      std::vector<int> order(pool.devices().size());
-      for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-      std::shuffle(order.begin(), order.end(), rng);
-      for (std::size_t i = 0; i < static_cast<std::size_t>(fill * static_cast<double>(order.size())); ++i) pool.setFree(order[i], false);
-      // About half the hosts already serve a system, as in a busy pool.
-      for (std::size_t h = 0; h < pool.hosts().size(); h += 2) pool.setInSystem(static_cast<int>(h), true);
-      DemandTracker demand;
-      for (int i = 0; i < 1000; ++i) demand.observe(PlacementRequest{.gpuCount = shapes[i % 4]}, pool);
-      std::vector<std::vector<double>> us(schedulers.size());
-      std::vector<int> placed(schedulers.size(), 0);
-      for (int i = 0; i < decisions; ++i) {
-        PlacementRequest r;
-        r.gpuCount = shapes[i % 4];
-        for (std::size_t k = 0; k < schedulers.size(); ++k) {
-          const auto t0 = Stopwatch::now();
-          PlacementDecision d = place(*schedulers[k], pool, r);
-          us[k].push_back(std::chrono::duration<double, std::micro>(Stopwatch::now() - t0).count());
-          placed[k] += d.placement ? 1 : 0;
-        }
-      }
-      for (std::size_t k = 0; k < schedulers.size(); ++k) {
-        const auto p = summarize(us[k]);
-        fmt::print("{:>8} {:>6} {:>5.0f}% {:>14} {:>10.1f} {:>10.1f} {:>10.1f} {:>10.1f}\n", gpus, pool.hosts().size(), fill * 100, profiles[k],
-                   p.p50, p.p99, p.max, p.mean);
-        if (placed[k] == 0) {
-          fmt::print(stderr, "error: {} placed nothing; the benchmark pool is wrong\n", profiles[k]);
-          return 1;
-        }
-      }
-    }
-  }
-  return 0;
 }
 
 // Compose + decompose loops through the real gRPC service, engine, SQLite store and simulated switch.
@@ -211,15 +155,16 @@ int benchCompose(double seconds, int clients, const std::string& durability, int
 int main(int argc, char** argv) {
   CLI::App app{"Switchyard benchmarks (numbers for docs/benchmarks.md)"};
   app.require_subcommand(1);
-  auto* packing = app.add_subcommand("packing", "Decision latency of the daemon's placement profiles (switchyard-v1, switchyard-v2, ...)");
-  std::vector<int> sizes{1000, 10000};
-  std::vector<double> fills{0.5, 0.9};
-  int decisions = 100'000;
-  packing->add_option("--gpus", sizes, "Pool sizes")->capture_default_str();
-  packing->add_option("--fill", fills, "Fractions of GPUs already taken")->capture_default_str();
-  packing->add_option("--decisions", decisions, "Decisions per profile and row")->capture_default_str()->check(CLI::PositiveNumber);
-  std::vector<std::string> profiles{"switchyard-v1", "switchyard-v2"};
-  packing->add_option("--profiles", profiles, "Placement profiles, timed interleaved")->capture_default_str();
+  auto* packing = app.add_subcommand("packing",
+                                     "Decision latency of the daemon's placement profiles, with the placement index (as yardd runs them) "
+                                     "and as a scan of every host, on a churning pool");
+  bench::LatencyOptions latency;
+  packing->add_option("--gpus", latency.gpus, "Pool sizes")->capture_default_str();
+  packing->add_option("--fill", latency.fills, "Fractions of GPUs taken")->capture_default_str();
+  packing->add_option("--decisions", latency.decisions, "Decisions per lane and row")->capture_default_str()->check(CLI::PositiveNumber);
+  packing->add_option("--profiles", latency.profiles, "Placement profiles, timed interleaved")->capture_default_str();
+  bool indexOnly = false;
+  packing->add_flag("--index-only", indexOnly, "Skip the scan lanes (they take about 1-3 ms a decision at 100k GPUs)");
   auto* compose = app.add_subcommand("compose", "Compose + decompose through gRPC on the simulated fabric (zero latency)");
   double seconds = 10;
   int clients = 8, gpus = 2;
@@ -242,6 +187,9 @@ int main(int argc, char** argv) {
   ablation->add_option("--size-weights", ab.sizeWeights, "relative weight of each request size")->delimiter(',')->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (ablation->parsed()) return bench::benchTopologyAblation(ab);
-  if (packing->parsed()) return benchPacking(sizes, fills, decisions, profiles);
+  if (packing->parsed()) {
+    latency.scan = !indexOnly;
+    return bench::benchDecisionLatency(latency);
+  }
   return benchCompose(seconds, clients, durability, gpus);
 }

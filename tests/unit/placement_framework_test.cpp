@@ -64,6 +64,7 @@ class NearLargest final : public ScorePlugin<Bins> {
     return bins[c.bin] >= state.find<Largest>()->value - 1 ? 1 : 0;
   }
   void normalize(std::vector<double>& scores) override { minMaxNormalize(scores); }
+  bool normalizes() const override { return true; }
 };
 
 class Take final : public ReservePlugin<Bins> {

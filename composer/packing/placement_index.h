@@ -1,0 +1,74 @@
+// The placement index: the daemon's decisions without a pass over every host.
+//
+// A scheduling cycle scores every host. Most of those verdicts did not change since the last request
+// of the same shape: a placement touches one or two fabrics, and a host's verdict depends only on its
+// own fabrics. The index keeps, per request shape and profile, every host's verdict (its weighted total,
+// or rejected) in a ranking, and re-evaluates only the hosts of the fabrics the pool logged as changed
+// (Pool::fabricsChangedSince). The best-ranked host is then evaluated afresh in this cycle, so its plan
+// is current; a cached total that differs from the fresh one is a broken plugin contract, and the index
+// rebuilds that shape's ranking from scratch rather than trust it (stats().stale counts those).
+//
+// The contract composable plugins keep (composable_model.h): a host's verdict depends only on the
+// request, the host, the switches of the fabrics it has a port into, the hosts cabled into those
+// switches, and the pool's demand mix; a host with no port into a fabric is never feasible.
+//
+// Falls back to the scheduler's full cycle for what it cannot rank: explained requests, a pinned host,
+// a profile whose scores are normalised across candidates, and any request nothing fits (whose
+// diagnoses come from the full, explained cycle). Not thread-safe: one index per pool owner.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "composer/packing/composable_model.h"
+
+namespace switchyard {
+
+class PlacementIndex {
+ public:
+  struct Stats {
+    std::uint64_t cycles = 0;     // decisions answered from the ranking
+    std::uint64_t fallbacks = 0;  // decisions handed to the scheduler's full cycle
+    std::uint64_t rebuilds = 0;   // rankings built from scratch (new shape, pool, profile or demand mix)
+    std::uint64_t evaluated = 0;  // host verdicts worked out
+    std::uint64_t stale = 0;      // cached verdicts that did not hold (a plugin broke the contract)
+  };
+
+  // The decision scheduler.schedule(pool, request, request.explain) would make.
+  [[nodiscard]] placement::Decision<ComposableModel> schedule(const ComposableScheduler& scheduler, const Pool& pool,
+                                                              const PlacementRequest& request);
+  [[nodiscard]] const Stats& stats() const { return stats_; }
+
+ private:
+  using Key = std::tuple<const ComposableScheduler*, int, std::string, int, bool, PeerToPeer, bool>;
+  struct Ranked {
+    double total;
+    int host;
+    bool operator<(const Ranked& o) const { return total != o.total ? total > o.total : host < o.host; }
+  };
+  struct Ranking {
+    std::uint64_t pool = 0;  // Pool::instance()
+    std::uint64_t position = 0;
+    std::uint64_t demandVersion = 0;
+    std::vector<double> total;  // per host; NaN: rejected
+    std::set<Ranked> order;
+  };
+
+  // False when a plugin reported an error (the caller falls back to the full cycle).
+  bool rebuild(Ranking& ranking, const ComposableScheduler& scheduler, placement::CycleState& state, const Pool& pool,
+               const PlacementRequest& request);
+  bool refresh(Ranking& ranking, const ComposableScheduler& scheduler, placement::CycleState& state, const Pool& pool,
+               const PlacementRequest& request, int host);
+
+  std::map<Key, Ranking> rankings_;
+  std::vector<std::uint64_t> seen_;        // per host: the cycle that last evaluated it
+  std::vector<std::uint64_t> fabricSeen_;  // per fabric: the cycle that last visited its hosts
+  std::uint64_t cycle_ = 0;
+  Stats stats_;
+};
+
+}  // namespace switchyard
