@@ -77,9 +77,10 @@ constexpr std::size_t kChangeLogLimit = 8192;
 
 void Pool::logFabric(int fabric) {
   if (fabric < 0) return;
-  if (changedFabrics_.size() >= kChangeLogLimit) {
-    logStart_ += changedFabrics_.size();
-    changedFabrics_.clear();
+  if (changedFabrics_.size() >= kChangeLogLimit) {  // forget the older half: recent readers keep their place
+    const std::size_t drop = kChangeLogLimit / 2;
+    changedFabrics_.erase(changedFabrics_.begin(), changedFabrics_.begin() + static_cast<long>(drop));
+    logStart_ += drop;
   }
   changedFabrics_.push_back(fabric);
 }

@@ -179,5 +179,27 @@ TEST(PoolIndex, DeviceSetPlansMatchTheReferenceScan) {
   EXPECT_GT(islPlans, 20);  // the gathering path was exercised, not only direct fits
 }
 
+TEST(PoolIndex, ChangeLogNamesTheFabricsTouchedAndForgetsOnlyOldEntries) {
+  Pool pool(mixedTopology());
+  const std::uint64_t start = pool.changes();
+  pool.setFree(pool.deviceIndex("sw3-gpu0"), false);  // fabric of sw3/sw4
+  pool.setInSystem(pool.hostIndex("h3"), true);      // h3 is cabled into both fabrics
+  pool.setFree(pool.deviceIndex("sw3-gpu0"), false);  // no change: not logged
+  const auto changed = pool.fabricsChangedSince(start);
+  ASSERT_TRUE(changed);
+  const int f0 = pool.switches()[0].fabric, f3 = pool.switches()[3].fabric;
+  EXPECT_EQ(std::vector<int>(changed->begin(), changed->end()), (std::vector<int>{f3, f0, f3}));
+
+  // A long run of changes: a reader that kept up still gets its tail; one far behind is told to start over.
+  const std::uint64_t recent = pool.changes();
+  for (int i = 0; i < 20000; ++i) pool.setFree(pool.deviceIndex("sw0-gpu0"), i % 2 == 0);
+  EXPECT_FALSE(pool.fabricsChangedSince(start));
+  EXPECT_FALSE(pool.fabricsChangedSince(recent));
+  const std::uint64_t late = pool.changes() - 10;
+  ASSERT_TRUE(pool.fabricsChangedSince(late));
+  EXPECT_EQ(pool.fabricsChangedSince(late)->size(), 10U);
+  EXPECT_EQ(pool.fabricsChangedSince(pool.changes())->size(), 0U);
+}
+
 }  // namespace
 }  // namespace switchyard
