@@ -119,11 +119,13 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
     for (uint64_t seed : seeds) bounds[w].push_back(bound[{w, seed}]);
 
   SummaryTee emit(out / "composable_summary.md");
-  const std::string dashes = [&] {
+  // A markdown delimiter row's cells: workload, pool, one per policy, and `extra` more.
+  auto dashesFor = [&](size_t extra) {
     std::string d;
-    for (size_t i = 0; i < policies.size() + 3; ++i) d += "---|";
+    for (size_t i = 0; i < policies.size() + 2 + extra; ++i) d += "---|";
     return d;
-  }();
+  };
+  const std::string dashes = dashesFor(2), policyDashes = dashesFor(0);
   emit(fmt::format("GPU allocation % at 100 % arrived demand, mean over {} seeds ({}), against the LP upper bound\n\n"
                    "| workload | pool | {} | bound | best gap |\n|{}\n",
                    seeds.size(), fmt::join(seeds, ","), fmt::join(policies, " | "), dashes));
@@ -140,7 +142,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
       emit(row + fmt::format(" {:.2f} | {:.2f} |\n", ub, ub - best));
     }
   emit(fmt::format("\nGPU allocation % at 130 % arrived demand (mean ± sd)\n\n| workload | pool | {} |\n|{}\n", fmt::join(policies, " | "),
-                   dashes.substr(8)));
+                   policyDashes));
   for (const auto& w : workloads)
     for (const auto& sh : shapeNames) {
       std::string row = fmt::format("| {} | {} |", w, shapes[sh].describe());
@@ -152,7 +154,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
     }
   emit(fmt::format("\nGPU attaches per placed GPU request (hot-plug churn; 0 on the mirror pool, where GPUs never move)\n\n"
                    "| workload | pool | {} |\n|{}\n",
-                   fmt::join(policies, " | "), dashes.substr(8)));
+                   fmt::join(policies, " | "), policyDashes));
   for (const auto& w : workloads)
     for (const auto& sh : shapeNames) {
       if (shapes[sh].mirrorServers) continue;
@@ -162,7 +164,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
     }
   emit(fmt::format("\nWhere capacity is stranded at the end (130 %), mean over seeds: milli-GPU left on GPUs attached to a host "
                    "(% of capacity) / hosts with >= 8 cores left that reach no free GPU\n\n| workload | pool | {} |\n|{}\n",
-                   fmt::join(policies, " | "), dashes.substr(8)));
+                   fmt::join(policies, " | "), policyDashes));
   for (const auto& w : workloads)
     for (const auto& sh : shapeNames) {
       std::string row = fmt::format("| {} | {} |", w, shapes[sh].describe());
