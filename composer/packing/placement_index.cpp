@@ -1,13 +1,16 @@
 #include "composer/packing/placement_index.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 namespace switchyard {
 
 namespace {
-// Rankings kept (request shapes x profiles); past it they are all dropped and rebuilt on demand.
-constexpr std::size_t kMaxRankings = 256;
+// Rankings kept (request shapes x profiles): as many as fit a budget of host verdicts (about 60 bytes
+// each), within [8, 256]; past it the least recently used ranking is dropped, and rebuilt if asked again.
+constexpr std::size_t kVerdictBudget = 1'000'000;
+constexpr std::size_t kMinRankings = 8, kMaxRankings = 256;
 constexpr double kRejected = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
@@ -47,9 +50,15 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
 
   Key key{&scheduler, request.gpuCount, request.model, request.minMemoryGiB, request.migCapable, request.peerToPeer,
           request.hostMayHaveSystem};
-  if (rankings_.size() >= kMaxRankings && !rankings_.contains(key)) rankings_.clear();
-  Ranking& ranking = rankings_[key];
+  const std::size_t limit = std::clamp(kVerdictBudget / std::max<std::size_t>(1, pool.hosts().size()), kMinRankings, kMaxRankings);
+  if (rankings_.size() >= limit && !rankings_.contains(key)) {
+    auto oldest = std::min_element(rankings_.begin(), rankings_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.lastUsed < b.second.lastUsed; });
+    rankings_.erase(oldest);
+  }
   ++cycle_;
+  Ranking& ranking = rankings_[key];
+  ranking.lastUsed = cycle_;
   seen_.resize(pool.hosts().size(), 0);
   fabricSeen_.resize(pool.fabricSwitches().size(), 0);
 

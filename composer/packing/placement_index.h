@@ -14,7 +14,9 @@
 //
 // Falls back to the scheduler's full cycle for what it cannot rank: explained requests, a pinned host,
 // a profile whose scores are normalised across candidates, and any request nothing fits (whose
-// diagnoses come from the full, explained cycle). Not thread-safe: one index per pool owner.
+// diagnoses come from the full, explained cycle). Not thread-safe: one index per pool owner. Rankings
+// are keyed by the scheduler's address, so a scheduler must outlive the index that ranked with it (the
+// engine's lives as long as the engine).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,7 @@ class PlacementIndex {
   [[nodiscard]] placement::Decision<ComposableModel> schedule(const ComposableScheduler& scheduler, const Pool& pool,
                                                               const PlacementRequest& request);
   [[nodiscard]] const Stats& stats() const { return stats_; }
+  [[nodiscard]] std::size_t rankingsKept() const { return rankings_.size(); }
 
  private:
   using Key = std::tuple<const ComposableScheduler*, int, std::string, int, bool, PeerToPeer, bool>;
@@ -54,6 +57,7 @@ class PlacementIndex {
     std::uint64_t pool = 0;  // Pool::instance()
     std::uint64_t position = 0;
     std::uint64_t demandVersion = 0;
+    std::uint64_t lastUsed = 0;  // the cycle that last asked for this shape
     std::vector<double> total;  // per host; NaN: rejected
     std::set<Ranked> order;
   };

@@ -114,50 +114,70 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleOnAChurningPool) {
 
 INSTANTIATE_TEST_SUITE_P(Profiles, PlacementIndexTest, ::testing::Values("switchyard-v1", "switchyard-v2", "hived-buddy"));
 
-TEST(PlacementIndex, ACopiedPoolIsRankedAfresh) {
-  Pool pool(churnTopology());
-  auto scheduler = *buildComposableScheduler("switchyard-v1");
+// One pool, one profile, one index; requests of `gpus` GPUs.
+struct IndexFixture {
+  explicit IndexFixture(const std::string& profile) : scheduler(*buildComposableScheduler(profile)) {}
+  PlacementRequest request(int gpus) const {
+    PlacementRequest r;
+    r.gpuCount = gpus;
+    return r;
+  }
+  Pool pool{churnTopology()};
+  std::shared_ptr<const ComposableScheduler> scheduler;
   PlacementIndex index;
-  PlacementRequest r;
-  r.gpuCount = 2;
-  ASSERT_TRUE(index.schedule(*scheduler, pool, r).chosen);
-  Pool copy = pool;
+};
+
+TEST(PlacementIndex, ACopiedPoolIsRankedAfresh) {
+  IndexFixture f("switchyard-v1");
+  const PlacementRequest r = f.request(2);
+  ASSERT_TRUE(f.index.schedule(*f.scheduler, f.pool, r).chosen);
+  Pool copy = f.pool;
   for (int d : copy.switches()[0].freeDevices) copy.setFree(d, false);  // logged in the copy only
-  auto want = scheduler->schedule(copy, r, false);
-  auto got = index.schedule(*scheduler, copy, r);
+  auto want = f.scheduler->schedule(copy, r, false);
+  auto got = f.index.schedule(*f.scheduler, copy, r);
   expectSameDecision(want, got, "copy");
-  EXPECT_EQ(index.stats().rebuilds, 2U);
+  EXPECT_EQ(f.index.stats().rebuilds, 2U);
 }
 
 TEST(PlacementIndex, ExplainedAndPinnedRequestsTakeTheFullCycle) {
-  Pool pool(churnTopology());
-  auto scheduler = *buildComposableScheduler("switchyard-v2");
-  PlacementIndex index;
-  PlacementRequest r;
-  r.gpuCount = 4;
+  IndexFixture f("switchyard-v2");
+  PlacementRequest r = f.request(4);
   r.explain = true;
-  auto d = index.schedule(*scheduler, pool, r);
-  EXPECT_EQ(d.diagnoses.size(), pool.hosts().size());  // every host explains itself
+  auto d = f.index.schedule(*f.scheduler, f.pool, r);
+  EXPECT_EQ(d.diagnoses.size(), f.pool.hosts().size());  // every host explains itself
   r.explain = false;
   r.host = "host3";
-  d = index.schedule(*scheduler, pool, r);
+  d = f.index.schedule(*f.scheduler, f.pool, r);
   ASSERT_TRUE(d.chosen);
-  EXPECT_EQ(pool.hosts()[static_cast<std::size_t>(d.chosen->hostIndex)].id, "host3");
-  EXPECT_EQ(index.stats().fallbacks, 2U);
-  EXPECT_EQ(index.stats().cycles, 0U);
+  EXPECT_EQ(f.pool.hosts()[static_cast<std::size_t>(d.chosen->hostIndex)].id, "host3");
+  EXPECT_EQ(f.index.stats().fallbacks, 2U);
+  EXPECT_EQ(f.index.stats().cycles, 0U);
 }
 
 TEST(PlacementIndex, NothingFitsIsExplainedByTheFullCycle) {
-  Pool pool(churnTopology());
-  auto scheduler = *buildComposableScheduler("switchyard-v1");
-  PlacementIndex index;
-  PlacementRequest r;
-  r.gpuCount = 9;
+  IndexFixture f("switchyard-v1");
+  PlacementRequest r = f.request(9);
   r.peerToPeer = PeerToPeer::kRequired;  // no switch holds 9
-  auto d = index.schedule(*scheduler, pool, r);
+  auto d = f.index.schedule(*f.scheduler, f.pool, r);
   EXPECT_FALSE(d.chosen);
   EXPECT_EQ(d.status.kind, placement::Status::kRejected);
-  EXPECT_EQ(d.diagnoses.size(), pool.hosts().size());
+  EXPECT_EQ(d.diagnoses.size(), f.pool.hosts().size());
+}
+
+TEST(PlacementIndex, ManyShapesEvictTheLeastRecentlyUsedRanking) {
+  IndexFixture f("switchyard-v1");
+  // 300 distinct shapes of 2 GPUs (more than the 256 rankings kept): minimum memory, P2P and attach vary.
+  for (int i = 0; i < 300; ++i) {
+    PlacementRequest r = f.request(2);
+    r.minMemoryGiB = i % 75;
+    r.peerToPeer = (i / 75) % 2 ? PeerToPeer::kRequired : PeerToPeer::kPreferred;
+    r.hostMayHaveSystem = (i / 150) % 2;
+    ASSERT_TRUE(f.index.schedule(*f.scheduler, f.pool, r).chosen);
+    // The first shape is asked again every time, so it is never the least recently used.
+    ASSERT_TRUE(f.index.schedule(*f.scheduler, f.pool, f.request(3)).chosen);
+  }
+  EXPECT_EQ(f.index.stats().rebuilds, 301U);  // each new shape once, the busy one once
+  EXPECT_EQ(f.index.rankingsKept(), 256U);
 }
 
 }  // namespace
