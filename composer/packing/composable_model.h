@@ -74,6 +74,11 @@ class EligibleDevices {
  private:
   static constexpr std::size_t kUnknown = ~std::size_t{0};
   [[nodiscard]] std::size_t countOn(int switchIndex) const;
+  // Whether a GPU, or a class of them (PoolDevice, PoolGpuClass), is what the request asks for.
+  template <typename Gpu>
+  [[nodiscard]] bool asked(const Gpu& g) const {
+    return (model_.empty() || g.model == model_) && g.memoryGiB >= minMemoryGiB_ && (!migCapable_ || g.migCapable);
+  }
 
   const Pool* pool_;
   std::string model_;

@@ -17,7 +17,7 @@ std::size_t EligibleDevices::countOn(int switchIndex) const {
   if (model_.empty() && minMemoryGiB_ <= 0 && !migCapable_) return static_cast<std::size_t>(sw.freeGpus);
   std::size_t n = 0;
   for (const PoolGpuClass& c : sw.gpuClasses)
-    if ((model_.empty() || c.model == model_) && c.memoryGiB >= minMemoryGiB_ && (!migCapable_ || c.migCapable)) n += static_cast<std::size_t>(c.free);
+    if (asked(c)) n += static_cast<std::size_t>(c.free);
   return n;
 }
 
@@ -28,8 +28,7 @@ const std::vector<int>& EligibleDevices::devices(int switchIndex) {
   list.reserve(count(switchIndex));
   for (int d : pool_->switches()[static_cast<std::size_t>(switchIndex)].freeDevices) {
     const PoolDevice& dev = pool_->devices()[static_cast<std::size_t>(d)];
-    if (isFreeGpu(dev) && (model_.empty() || dev.model == model_) && dev.memoryGiB >= minMemoryGiB_ && (!migCapable_ || dev.migCapable))
-      list.push_back(d);
+    if (isFreeGpu(dev) && asked(dev)) list.push_back(d);
   }
   return list;
 }

@@ -85,7 +85,10 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
     ranking.pool = 0;  // half refreshed: rebuild next time
     return fullCycle();
   }
-  if (ranking.order.empty()) return fullCycle();  // nothing fits: the full cycle explains why
+  if (ranking.order.empty()) {  // nothing fits: straight to the explained cycle, which says why for every host
+    ++stats_.fallbacks;
+    return scheduler.schedule(pool, request, true);
+  }
 
   int best = ranking.order.begin()->host;
   if (seen_[static_cast<std::size_t>(best)] != cycle_) {
