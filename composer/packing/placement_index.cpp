@@ -1,6 +1,7 @@
 #include "composer/packing/placement_index.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -14,6 +15,25 @@ constexpr std::size_t kMinRankings = 8, kMaxRankings = 256;
 constexpr double kRejected = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
+void PlacementIndex::Ranking::reset(std::size_t hosts) {
+  leaves = std::bit_ceil(std::max<std::size_t>(hosts, 1));
+  total.assign(hosts, kRejected);
+  winner.assign(2 * leaves, -1);
+}
+
+void PlacementIndex::Ranking::set(int host, double value) {
+  total[static_cast<std::size_t>(host)] = value;
+  auto better = [&](int a, int b) {
+    if (a < 0) return b;
+    if (b < 0) return a;
+    const double ta = total[static_cast<std::size_t>(a)], tb = total[static_cast<std::size_t>(b)];
+    return ta > tb || (ta == tb && a < b) ? a : b;
+  };
+  std::size_t i = leaves + static_cast<std::size_t>(host);
+  winner[i] = std::isnan(value) ? -1 : host;
+  for (i /= 2; i >= 1; i /= 2) winner[i] = better(winner[2 * i], winner[2 * i + 1]);
+}
+
 bool PlacementIndex::refresh(Ranking& ranking, const ComposableScheduler& scheduler, placement::CycleState& state, const Pool& pool,
                              const PlacementRequest& request, int host) {
   const auto h = static_cast<std::size_t>(host);
@@ -21,20 +41,16 @@ bool PlacementIndex::refresh(Ranking& ranking, const ComposableScheduler& schedu
   ++stats_.evaluated;
   const auto verdict = scheduler.evaluate(state, pool, request, ComposableModel::Candidate{host});
   if (verdict.status.kind == placement::Status::kError) return false;
-  double& total = ranking.total[h];
-  const double now = verdict.status.ok() ? verdict.total : kRejected;
-  if (now == total || (std::isnan(now) && std::isnan(total))) return true;  // most re-evaluated hosts did not move
-  if (!std::isnan(total)) ranking.order.erase({total, host});
-  total = now;
-  if (!std::isnan(total)) ranking.order.insert({total, host});
+  const double was = ranking.total[h], now = verdict.status.ok() ? verdict.total : kRejected;
+  if (now == was || (std::isnan(now) && std::isnan(was))) return true;  // most re-evaluated hosts did not move
+  ranking.set(host, now);
   return true;
 }
 
 bool PlacementIndex::rebuild(Ranking& ranking, const ComposableScheduler& scheduler, placement::CycleState& state, const Pool& pool,
                              const PlacementRequest& request) {
   ++stats_.rebuilds;
-  ranking.total.assign(pool.hosts().size(), kRejected);
-  ranking.order.clear();
+  ranking.reset(pool.hosts().size());
   for (std::size_t h = 0; h < pool.hosts().size(); ++h)
     if (!refresh(ranking, scheduler, state, pool, request, static_cast<int>(h))) return false;
   return true;
@@ -85,12 +101,12 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
     ranking.pool = 0;  // half refreshed: rebuild next time
     return fullCycle();
   }
-  if (ranking.order.empty()) {  // nothing fits: straight to the explained cycle, which says why for every host
+  if (ranking.best() < 0) {  // nothing fits: straight to the explained cycle, which says why for every host
     ++stats_.fallbacks;
     return scheduler.schedule(pool, request, true);
   }
 
-  int best = ranking.order.begin()->host;
+  int best = ranking.best();
   if (seen_[static_cast<std::size_t>(best)] != cycle_) {
     // Its plan must be in this cycle's state, and its verdict must still hold.
     const double cached = ranking.total[static_cast<std::size_t>(best)];
@@ -101,8 +117,8 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
         ranking.pool = 0;
         return fullCycle();
       }
-      if (ranking.order.empty()) return fullCycle();
-      best = ranking.order.begin()->host;
+      best = ranking.best();
+      if (best < 0) return fullCycle();
     }
   }
   ++stats_.cycles;

@@ -21,7 +21,6 @@
 
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -48,18 +47,21 @@ class PlacementIndex {
 
  private:
   using Key = std::tuple<const ComposableScheduler*, int, std::string, int, bool, PeerToPeer, bool>;
-  struct Ranked {
-    double total;
-    int host;
-    bool operator<(const Ranked& o) const { return total != o.total ? total > o.total : host < o.host; }
-  };
+  // Every host's total (NaN: rejected) and, over them, a tournament tree: each inner node holds the best
+  // host of its subtree (highest total, then lowest index, as the framework selects), so changing one
+  // host's total replays log2(hosts) matches in two flat arrays, with no allocation.
   struct Ranking {
     std::uint64_t pool = 0;  // Pool::instance()
     std::uint64_t position = 0;
     std::uint64_t demandVersion = 0;
     std::uint64_t lastUsed = 0;  // the cycle that last asked for this shape
-    std::vector<double> total;  // per host; NaN: rejected
-    std::set<Ranked> order;
+    std::vector<double> total;   // per host
+    std::vector<int> winner;     // [1, 2 * leaves): the best host of the subtree, -1: none feasible
+    std::size_t leaves = 0;      // a power of two >= hosts; host h is leaf leaves + h
+
+    void reset(std::size_t hosts);
+    void set(int host, double value);
+    [[nodiscard]] int best() const { return winner.size() > 1 ? winner[1] : -1; }
   };
 
   // False when a plugin reported an error (the caller falls back to the full cycle).
