@@ -8,8 +8,9 @@
 namespace switchyard {
 
 namespace {
-// Rankings kept (request shapes x profiles): as many as fit a budget of host verdicts (about 60 bytes
-// each), within [8, 256]; past it the least recently used ranking is dropped, and rebuilt if asked again.
+// Rankings kept (request shapes x profiles): as many as fit a budget of host verdicts (16-24 bytes each:
+// a total and its share of the tree), within [8, 256]; past it the least recently used ranking is dropped,
+// and rebuilt if asked again.
 constexpr std::size_t kVerdictBudget = 1'000'000;
 constexpr std::size_t kMinRankings = 8, kMaxRankings = 256;
 constexpr double kRejected = std::numeric_limits<double>::quiet_NaN();
