@@ -185,8 +185,13 @@ int main(int argc, char** argv) {
   ablation->add_option("--seeds", ab.seeds, "seeds")->delimiter(',')->capture_default_str();
   ablation->add_option("--sizes", ab.sizes, "request sizes in GPUs, comma-separated")->delimiter(',')->capture_default_str();
   ablation->add_option("--size-weights", ab.sizeWeights, "relative weight of each request size")->delimiter(',')->capture_default_str();
+  bool noIndex = false;
+  ablation->add_flag("--no-index", noIndex, "Decide with a full scan of every host instead of the placement index (same decisions, slower)");
   CLI11_PARSE(app, argc, argv);
-  if (ablation->parsed()) return bench::benchTopologyAblation(ab);
+  if (ablation->parsed()) {
+    ab.index = !noIndex;
+    return bench::benchTopologyAblation(ab);
+  }
   if (packing->parsed()) {
     latency.scan = !indexOnly;
     return bench::benchDecisionLatency(latency);

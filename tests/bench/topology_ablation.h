@@ -23,9 +23,11 @@ struct AblationOptions {
   // Request sizes (GPUs) and their relative weights.
   std::vector<int> sizes{1, 2, 4, 8, 16};
   std::vector<double> sizeWeights{40, 25, 20, 10, 5};
+  bool index = true;  // decide through the placement index, as yardd does (false: the full scan)
 };
 
-// Prints one table row per profile variant; returns a process exit code.
+// Prints one table row per profile variant, then the decision latency of each on that churn (measured
+// requests; whole systems depart, as in the daemon); returns a process exit code.
 int benchTopologyAblation(const AblationOptions& options);
 
 }  // namespace switchyard::bench
