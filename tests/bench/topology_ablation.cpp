@@ -185,7 +185,8 @@ int benchTopologyAblation(const AblationOptions& o) {
   // Timings vary from run to run (this table is not part of the comparison above, which is deterministic).
   fmt::print("\nDecision latency on this churn, {} ({} hosts; measured requests, single thread):\n\n"
              "| profile | p50 µs | p99 µs | max µs | hosts evaluated per decision |\n|---|---|---|---|---|\n",
-             o.index ? "through the placement index" : "full scan of every host", o.gpus / o.gpusPerSwitch / o.switchesPerFabric * o.hostsPerFabric);
+             o.index ? "through the placement index" : "full scan of every host",
+             (o.gpus + o.gpusPerSwitch * o.switchesPerFabric - 1) / (o.gpusPerSwitch * o.switchesPerFabric) * o.hostsPerFabric);
   for (auto& [name, sum] : sums) {
     auto& us = sum.decisionUs;
     std::sort(us.begin(), us.end());
