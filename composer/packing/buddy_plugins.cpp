@@ -113,10 +113,9 @@ class BuddyCellsPlugin final : public placement::FilterPlugin<ComposableModel> {
       if (p.switchIndex >= 0 && !contains(direct, p.switchIndex)) direct.emplace_back(p.switchIndex, &p);
     if (direct.empty()) return Status::rejected(explain ? "has no upstream port into any switch" : "");
     if (r.peerToPeer != PeerToPeer::kRequired) {
-      for (const auto& [d, port] : direct)
-        if (const int f = pool.switches()[static_cast<std::size_t>(d)].fabric; f >= 0)
-          for (int s : pool.fabricSwitches()[static_cast<std::size_t>(f)])
-            if (!contains(direct, s) && !contains(viaIsl, s)) viaIsl.emplace_back(s, portIntoFabric(pool, host, f));
+      for (int f : pool.hostFabrics(c.hostIndex))
+        for (int s : pool.fabricSwitches()[static_cast<std::size_t>(f)])
+          if (!contains(direct, s)) viaIsl.emplace_back(s, portIntoFabric(pool, host, f));
       std::sort(viaIsl.begin(), viaIsl.end());  // switch order
     }
 
@@ -147,7 +146,7 @@ class BuddyCellsPlugin final : public placement::FilterPlugin<ComposableModel> {
     }
     if (r.peerToPeer == PeerToPeer::kRequired)
       return Status::rejected(explain ? fmt::format("peer-to-peer required: no switch it reaches has {} GPU slots", n) : "");
-    return wholeSwitches(pool, index, host, n, direct, viaIsl, plan, explain);
+    return wholeSwitches(pool, index, c.hostIndex, n, direct, viaIsl, plan, explain);
   }
 
   static bool contains(const std::vector<std::pair<int, const PoolHostPort*>>& list, int s) {
@@ -155,18 +154,12 @@ class BuddyCellsPlugin final : public placement::FilterPlugin<ComposableModel> {
   }
 
   // Larger than any switch: whole free switches of one fabric (the next level of cells), direct ones first.
-  static Status wholeSwitches(const Pool& pool, const BuddyIndex& index, const PoolHost& host, std::size_t n,
+  static Status wholeSwitches(const Pool& pool, const BuddyIndex& index, int hostIndex, std::size_t n,
                               const std::vector<std::pair<int, const PoolHostPort*>>& direct,
                               const std::vector<std::pair<int, const PoolHostPort*>>& viaIsl, std::optional<DevicePlan>& plan,
                               bool explain) {
-    std::vector<int> fabrics;
-    for (const auto& p : host.ports)
-      if (p.switchIndex >= 0) {
-        const int f = pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric;
-        if (std::find(fabrics.begin(), fabrics.end(), f) == fabrics.end()) fabrics.push_back(f);
-      }
     std::size_t bestSeen = 0;
-    for (int fabric : fabrics) {
+    for (int fabric : pool.hostFabrics(hostIndex)) {
       DevicePlan p;
       std::size_t taken = 0;
       for (const auto* list : {&direct, &viaIsl})

@@ -121,7 +121,7 @@ class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
       if (taken < n && count > 0) takeFrom(s, portInto(host, s), false);
     if (taken < n) {
       auto isDirect = [&](int s) { return std::any_of(direct.begin(), direct.end(), [&](auto& e) { return e.first == s; }); };
-      const std::vector<int> fabrics = fabricsOf(pool, direct);
+      const std::vector<int>& fabrics = pool.hostFabrics(c.hostIndex);
       const std::vector<int> merged = fabrics.size() > 1 ? mergeByCount(eligible, fabrics) : std::vector<int>{};
       for (int s : fabrics.size() == 1 ? eligible.byCount(fabrics[0]) : merged) {
         if (taken == n) break;
@@ -134,13 +134,6 @@ class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
   }
 
  private:
-  static std::vector<int> fabricsOf(const Pool& pool, const boost::container::small_vector<std::pair<int, std::size_t>, 4>& direct) {
-    std::vector<int> fabrics;
-    for (const auto& [s, count] : direct)
-      if (const int f = pool.switches()[static_cast<std::size_t>(s)].fabric; f >= 0 && std::find(fabrics.begin(), fabrics.end(), f) == fabrics.end())
-        fabrics.push_back(f);
-    return fabrics;
-  }
   // A host with ports into several fabrics: their switches in one order, most eligible free GPUs first, then by index.
   static std::vector<int> mergeByCount(EligibleDevices& eligible, const std::vector<int>& fabrics) {
     std::vector<int> out;

@@ -60,13 +60,15 @@ Pool::Pool(const Topology& topology) {
     hosts_.push_back(std::move(host));
   }
   fabricHosts_.resize(fabricSwitches_.size());
-  for (const auto& sw : switches_)
-    if (sw.fabric >= 0)
-      for (int h : sw.hosts) fabricHosts_[static_cast<std::size_t>(sw.fabric)].push_back(h);
-  for (auto& hosts : fabricHosts_) {
-    std::sort(hosts.begin(), hosts.end());
-    hosts.erase(std::unique(hosts.begin(), hosts.end()), hosts.end());
-  }
+  hostFabrics_.resize(hosts_.size());
+  for (std::size_t h = 0; h < hosts_.size(); ++h)
+    for (const auto& p : hosts_[h].ports) {
+      const int f = p.switchIndex < 0 ? -1 : switches_[static_cast<std::size_t>(p.switchIndex)].fabric;
+      auto& fabrics = hostFabrics_[h];
+      if (f < 0 || std::find(fabrics.begin(), fabrics.end(), f) != fabrics.end()) continue;
+      fabrics.push_back(f);
+      fabricHosts_[static_cast<std::size_t>(f)].push_back(static_cast<int>(h));  // hosts ascending: h only grows
+    }
 }
 
 namespace {
@@ -86,15 +88,7 @@ void Pool::logFabric(int fabric) {
 }
 
 void Pool::logHost(int hostIndex) {
-  const PoolHost& h = hosts_[static_cast<std::size_t>(hostIndex)];
-  for (std::size_t p = 0; p < h.ports.size(); ++p) {
-    if (h.ports[p].switchIndex < 0) continue;
-    const int f = switches_[static_cast<std::size_t>(h.ports[p].switchIndex)].fabric;
-    if (std::none_of(h.ports.begin(), h.ports.begin() + static_cast<long>(p), [&](const PoolHostPort& q) {
-          return q.switchIndex >= 0 && switches_[static_cast<std::size_t>(q.switchIndex)].fabric == f;
-        }))
-      logFabric(f);
-  }
+  for (int f : hostFabrics(hostIndex)) logFabric(f);
 }
 
 std::optional<std::span<const int>> Pool::fabricsChangedSince(std::uint64_t position) const {

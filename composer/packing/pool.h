@@ -83,6 +83,8 @@ class Pool {
   // port into one of them, ascending.
   [[nodiscard]] const std::vector<std::vector<int>>& fabricSwitches() const { return fabricSwitches_; }
   [[nodiscard]] const std::vector<std::vector<int>>& fabricHosts() const { return fabricHosts_; }
+  // The fabrics a host has an upstream port into, each once, in port order.
+  [[nodiscard]] const std::vector<int>& hostFabrics(int hostIndex) const { return hostFabrics_[static_cast<std::size_t>(hostIndex)]; }
 
   // Where the pool changed, for caches of per-host verdicts (placement_index.h). Every change appends the
   // fabrics it touched: a device's fabric, or the fabrics a host is cabled into. changes() is a position
@@ -110,6 +112,7 @@ class Pool {
   std::vector<PoolHost> hosts_;
   std::vector<std::vector<int>> fabricSwitches_;
   std::vector<std::vector<int>> fabricHosts_;
+  std::vector<std::vector<int>> hostFabrics_;
   std::unordered_map<std::string, int> deviceByid_;
   std::unordered_map<std::string, int> hostById_;
   int freeCount_ = 0;
