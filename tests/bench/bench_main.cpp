@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <random>
 #include <thread>
 
@@ -24,33 +23,16 @@
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
 #include "tests/bench/decision_latency.h"
+#include "tests/bench/latency_summary.h"
 #include "tests/bench/topology_ablation.h"
 #include "tests/support/temp_dir.h"
 
 using namespace switchyard;
 using Stopwatch = std::chrono::steady_clock;
+using bench::peakRssKiB;
+using bench::summarize;
 
 namespace {
-
-struct Percentiles {
-  double p50, p99, max, mean;
-};
-
-Percentiles summarize(std::vector<double> us) {
-  std::sort(us.begin(), us.end());
-  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<std::size_t>(q * static_cast<double>(us.size())))]; };
-  double sum = 0;
-  for (double v : us) sum += v;
-  return {at(0.50), at(0.99), us.back(), sum / static_cast<double>(us.size())};
-}
-
-long peakRssKiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6));
-  return 0;
-}
 
 Topology benchTopology(int gpus, int hostsPerFabric) {
   TopologyShape shape;

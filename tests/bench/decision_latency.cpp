@@ -1,10 +1,11 @@
 #include "tests/bench/decision_latency.h"
 
+#include "tests/bench/latency_summary.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <random>
 
@@ -42,18 +43,6 @@ Topology latencyTopology(int gpus) {
   shape.switchesPerFabric = 4;
   shape.hostsPerFabric = 8;
   return generateTopology(shape);
-}
-
-double percentile(std::vector<double>& sorted, double q) {
-  return sorted[std::min(sorted.size() - 1, static_cast<std::size_t>(q * static_cast<double>(sorted.size())))];
-}
-
-long peakRssMiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stol(line.substr(6)) / 1024;
-  return 0;
 }
 
 // The pool at `fill`, half the hosts serving a system, and the request stream's demand learned.
@@ -132,14 +121,12 @@ int benchDecisionLatency(const LatencyOptions& o) {
           }
       }
       for (auto& lane : lanes) {
-        std::sort(lane->us.begin(), lane->us.end());
-        double sum = 0;
-        for (double v : lane->us) sum += v;
+        const Percentiles t = summarize(lane->us);
         const auto& s = lane->index.stats();
         const double hostsPerDecision = lane->indexed ? static_cast<double>(s.evaluated) / o.decisions : static_cast<double>(start.hosts().size());
         fmt::print("{:>8} {:>6} {:>4.0f}% {:>14} {:>6} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>10.1f} {:>9}\n", gpus, start.hosts().size(),
-                   fill * 100, lane->profile, lane->indexed ? "index" : "scan", percentile(lane->us, 0.5), percentile(lane->us, 0.99),
-                   lane->us.back(), sum / static_cast<double>(lane->us.size()), hostsPerDecision, lane->indexed ? fmt::to_string(s.rebuilds) : "-");
+                   fill * 100, lane->profile, lane->indexed ? "index" : "scan", t.p50, t.p99, t.max, t.mean,
+                   hostsPerDecision, lane->indexed ? fmt::to_string(s.rebuilds) : "-");
         if (lane->placed == 0) {
           fmt::print(stderr, "error: {} placed nothing; the benchmark pool is wrong\n", lane->profile);
           return 1;
@@ -151,7 +138,7 @@ int benchDecisionLatency(const LatencyOptions& o) {
       }
     }
   }
-  fmt::print("peak RSS {} MiB\n", peakRssMiB());
+  fmt::print("peak RSS {} MiB\n", peakRssKiB() / 1024);
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include "composer/packing/placement_index.h"
 #include "composer/packing/pool.h"
 #include "fabric/topology_generator.h"
+#include "tests/bench/latency_summary.h"
 
 namespace switchyard::bench {
 
@@ -188,11 +189,9 @@ int benchTopologyAblation(const AblationOptions& o) {
              o.index ? "through the placement index" : "full scan of every host",
              (o.gpus + o.gpusPerSwitch * o.switchesPerFabric - 1) / (o.gpusPerSwitch * o.switchesPerFabric) * o.hostsPerFabric);
   for (auto& [name, sum] : sums) {
-    auto& us = sum.decisionUs;
-    std::sort(us.begin(), us.end());
-    auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<std::size_t>(q * static_cast<double>(us.size())))]; };
-    const double perDecision = static_cast<double>(sum.hostsEvaluated) / static_cast<double>(us.size());
-    fmt::print("| {} | {:.1f} | {:.1f} | {:.1f} | {} |\n", name, at(0.5), at(0.99), us.back(),
+    const Percentiles t = summarize(sum.decisionUs);
+    const double perDecision = static_cast<double>(sum.hostsEvaluated) / static_cast<double>(sum.decisionUs.size());
+    fmt::print("| {} | {:.1f} | {:.1f} | {:.1f} | {} |\n", name, t.p50, t.p99, t.max,
                o.index ? fmt::format("{:.1f}", perDecision) : "all");
   }
   return 0;
