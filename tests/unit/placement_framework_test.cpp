@@ -119,6 +119,23 @@ TEST(PlacementFramework, PicksTheHighestWeightedTotal) {
   EXPECT_EQ(w.chosen->bin, 2u) << "near-largest (normalized to 100, weight 10) outweighs the fit";
 }
 
+TEST(PlacementFramework, EvaluatesOneCandidateAsTheCycleTotalsIt) {
+  auto s = *Scheduler<Bins>::build(registry(), profile({{"tight-fit", 3}}));
+  ASSERT_TRUE(s->perCandidate());
+  const std::vector<int> bins{1, 4, 8};
+  auto explained = s->schedule(bins, 3, true);
+  CycleState state;
+  ASSERT_TRUE(s->prepare(state, bins, 3).ok());
+  for (std::size_t b = 0; b < bins.size(); ++b) {
+    const auto v = s->evaluate(state, bins, 3, {b});
+    EXPECT_EQ(v.status.ok(), explained.diagnoses[b].feasible) << b;
+    if (v.status.ok()) EXPECT_EQ(v.total, explained.diagnoses[b].total) << b;
+  }
+  EXPECT_EQ(s->evaluate(state, bins, 3, {0}).status.kind, Status::kRejected);
+  // A score normalised across candidates cannot be taken one candidate at a time.
+  EXPECT_FALSE((*Scheduler<Bins>::build(registry(), profile({{"tight-fit", 1}, {"near-largest", 10}})))->perCandidate());
+}
+
 TEST(PlacementFramework, ExplainsEveryCandidate) {
   auto s = *Scheduler<Bins>::build(registry(), profile({{"tight-fit", 2}, {"near-largest", 1}}));
   auto d = s->schedule({1, 4, 8}, 3, true);
