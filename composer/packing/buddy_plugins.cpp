@@ -91,6 +91,7 @@ const BuddyIndex& indexFor(CycleState& state, const Pool& pool, const PlacementR
 class BuddyCellsPlugin final : public placement::FilterPlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "buddy-cells"; }
+  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
 
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     std::optional<DevicePlan> plan;

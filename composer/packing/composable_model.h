@@ -5,8 +5,10 @@
 // The contract every plugin here keeps, which the placement index (placement_index.h) relies on to
 // re-evaluate only the hosts of changed fabrics: a host's verdict (filters and scores) depends only on
 // the request, the host itself, the switches of the fabrics it has a port into, the hosts cabled into
-// those switches, and the pool's demand mix; a host with no port into a fabric is never feasible; and
-// no score is normalised across candidates. tests/unit/placement_index_test.cpp checks each profile.
+// those switches, and (for plugins whose reads() says so) the pool's demand mix; a host with no port
+// into a fabric is never feasible; and no score is normalised across candidates. A plugin states what it
+// reads (ComposableModel::Reads); one that does not, or reads more, makes the index run the full cycle.
+// tests/unit/placement_index_test.cpp checks each profile.
 #pragma once
 
 #include <boost/container/small_vector.hpp>
@@ -49,6 +51,12 @@ struct ComposableModel {
   [[nodiscard]] static std::string describe(const Pool& pool, const Candidate& c) {
     return pool.hosts()[static_cast<std::size_t>(c.hostIndex)].id;
   }
+  // What a plugin's verdicts read (placement::Plugin::reads()).
+  enum Reads : unsigned {
+    kHostSurroundings = 0,   // only what the contract above allows: the host and its fabrics
+    kDemandMix = 1u << 0,    // and the pool's demand mix
+    // Any other bit: more of the pool than that; the placement index then runs the full cycle.
+  };
 };
 
 // Cycle state: the request's eligible free GPUs per switch (set up once per request by the

@@ -20,6 +20,7 @@ const std::string& switchName(const Pool& pool, int s) { return pool.switches()[
 class EligibleDevicesPlugin final : public placement::PreFilterPlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "eligible-devices"; }
+  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
   Status preFilter(CycleState& state, const Pool& pool, const PlacementRequest& r) override {
     state.emplace<EligibleDevices>(pool, r);
     state.emplace<DevicePlans>(pool.hosts().size());
@@ -30,6 +31,7 @@ class EligibleDevicesPlugin final : public placement::PreFilterPlugin<Composable
 class HostsPlugin final : public placement::CandidatePlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "hosts"; }
+  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
   void candidates(CycleState&, const Pool& pool, const PlacementRequest& r, std::vector<Candidate>& out) override {
     if (r.host) {
       if (const int h = pool.hostIndex(*r.host); h >= 0) out.push_back({h});
@@ -43,6 +45,7 @@ class HostsPlugin final : public placement::CandidatePlugin<ComposableModel> {
 class HostFreePlugin final : public placement::FilterPlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "host-free"; }
+  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     if (!hostOf(pool, c).inSystem || r.hostMayHaveSystem) return Status::fits();
     return Status::rejected(placement::explaining(state) ? "already serves a composed system (use attach to grow it)" : "");
@@ -52,6 +55,7 @@ class HostFreePlugin final : public placement::FilterPlugin<ComposableModel> {
 class DeviceLimitPlugin final : public placement::FilterPlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "device-limit"; }
+  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     const PoolHost& h = hostOf(pool, c);
     if (h.maxDevices - h.attachedDevices >= r.gpuCount) return Status::fits();
@@ -69,6 +73,7 @@ class DeviceLimitPlugin final : public placement::FilterPlugin<ComposableModel> 
 class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "device-set"; }
+  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     auto& eligible = *state.find<EligibleDevices>();
     const PoolHost& host = hostOf(pool, c);
@@ -150,6 +155,7 @@ const DevicePlan& planOf(const CycleState& state, const Candidate& c) {
 class FewestSwitchesPlugin final : public placement::ScorePlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "fewest-switches"; }
+  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
   double score(CycleState& state, const Pool&, const PlacementRequest&, const Candidate& c) override {
     return -static_cast<double>(planOf(state, c).parts.size());
   }
@@ -158,6 +164,7 @@ class FewestSwitchesPlugin final : public placement::ScorePlugin<ComposableModel
 class AvoidInterSwitchLinksPlugin final : public placement::ScorePlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "avoid-inter-switch-links"; }
+  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
   double score(CycleState& state, const Pool&, const PlacementRequest&, const Candidate& c) override {
     return -static_cast<double>(planOf(state, c).islDevices);
   }
@@ -167,6 +174,7 @@ class AvoidInterSwitchLinksPlugin final : public placement::ScorePlugin<Composab
 class BestFitPlugin final : public placement::ScorePlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "best-fit"; }
+  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
   double score(CycleState& state, const Pool&, const PlacementRequest&, const Candidate& c) override {
     return -static_cast<double>(planOf(state, c).leftover);
   }

@@ -82,6 +82,7 @@ int takenFor(const Pool& pool, EligibleDevices& eligible, const PlanPart& part, 
 class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel> {
  public:
   std::string_view name() const override { return "fragmentation"; }
+  unsigned reads() const override { return ComposableModel::kDemandMix; }
 
   double score(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     DemandView& v = viewOf(state, pool);

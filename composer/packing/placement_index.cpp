@@ -63,7 +63,10 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
     ++stats_.fallbacks;
     return scheduler.schedule(pool, request, request.explain);
   };
-  if (request.explain || request.host || !scheduler.perCandidate()) return fullCycle();
+  const unsigned reads = scheduler.reads();
+  if (request.explain || request.host || !scheduler.perCandidate() || (reads & ~ComposableModel::kDemandMix) != 0) return fullCycle();
+  // A profile that never reads the demand mix keeps its rankings when the mix moves.
+  const std::uint64_t demandVersion = (reads & ComposableModel::kDemandMix) != 0 ? pool.demandVersion() : 0;
 
   Key key{&scheduler, request.gpuCount, request.model, request.minMemoryGiB, request.migCapable, request.peerToPeer,
           request.hostMayHaveSystem};
@@ -82,7 +85,7 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
   placement::Decision<ComposableModel> d;
   if (!scheduler.prepare(d.state, pool, request).ok()) return fullCycle();
 
-  const bool samePool = ranking.pool == pool.instance() && ranking.demandVersion == pool.demandVersion();
+  const bool samePool = ranking.pool == pool.instance() && ranking.demandVersion == demandVersion;
   const auto changed = samePool ? pool.fabricsChangedSince(ranking.position) : std::nullopt;
   bool ok = true;
   if (!changed) {
@@ -97,7 +100,7 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
   }
   ranking.pool = pool.instance();
   ranking.position = pool.changes();
-  ranking.demandVersion = pool.demandVersion();
+  ranking.demandVersion = demandVersion;
   if (!ok) {
     ranking.pool = 0;  // half refreshed: rebuild next time
     return fullCycle();

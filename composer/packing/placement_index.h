@@ -10,10 +10,13 @@
 //
 // The contract composable plugins keep (composable_model.h): a host's verdict depends only on the
 // request, the host, the switches of the fabrics it has a port into, the hosts cabled into those
-// switches, and the pool's demand mix; a host with no port into a fabric is never feasible.
+// switches, and the pool's demand mix; a host with no port into a fabric is never feasible. Plugins say
+// what they read (ComposableModel::Reads): a profile none of whose plugins reads the demand mix keeps its
+// rankings when the mix moves.
 //
 // Falls back to the scheduler's full cycle for what it cannot rank: explained requests, a pinned host,
-// a profile whose scores are normalised across candidates, and any request nothing fits (whose
+// a profile whose scores are normalised across candidates or that has a plugin reading more than its
+// host's surroundings (or not saying what it reads), and any request nothing fits (whose
 // diagnoses come from the full, explained cycle). Not thread-safe: one index per pool owner. Rankings
 // are keyed by the scheduler's address, so a scheduler must outlive the index that ranked with it (the
 // engine's lives as long as the engine).

@@ -43,6 +43,10 @@ class Plugin {
  public:
   virtual ~Plugin() = default;
   [[nodiscard]] virtual std::string_view name() const = 0;
+  // What this plugin's verdicts read besides the request and the candidate's own surroundings, as bits
+  // the Model defines (Model::Reads). Callers that keep verdicts across cycles (Scheduler::evaluate) use
+  // it to know when a kept verdict may have changed. The default claims every input, which is always safe.
+  [[nodiscard]] virtual unsigned reads() const { return ~0u; }
 };
 
 template <typename Model>
@@ -197,6 +201,12 @@ class Scheduler {
   };
   [[nodiscard]] bool perCandidate() const {
     return std::none_of(scores_.begin(), scores_.end(), [](const auto& s) { return s.first->normalizes(); });
+  }
+  // What the profile's verdicts read (Plugin::reads() of every plugin it runs).
+  [[nodiscard]] unsigned reads() const {
+    unsigned all = 0;
+    for (const auto& p : owned_) all |= p->reads();
+    return all;
   }
   Status prepare(CycleState& state, const Cluster& cluster, const Request& request) const {
     for (auto* p : preFilters_)

@@ -180,5 +180,40 @@ TEST(PlacementIndex, ManyShapesEvictTheLeastRecentlyUsedRanking) {
   EXPECT_EQ(f.index.rankingsKept(), 256U);
 }
 
+TEST(PlacementIndex, OnlyAProfileThatReadsTheDemandMixIsReRankedWhenItMoves) {
+  for (const auto& [profile, rebuildsAfterMove] : {std::pair{"switchyard-v1", 1U}, std::pair{"switchyard-v2", 2U}}) {
+    IndexFixture f(profile);
+    ASSERT_TRUE(f.index.schedule(*f.scheduler, f.pool, f.request(2)).chosen);
+    f.pool.setDemand(std::make_shared<DemandMix>(DemandMix{{DemandShape{8, true, ""}, 1.0}}));
+    auto want = f.scheduler->schedule(f.pool, f.request(2), false);
+    expectSameDecision(want, f.index.schedule(*f.scheduler, f.pool, f.request(2)), profile);
+    EXPECT_EQ(f.index.stats().rebuilds, rebuildsAfterMove) << profile;
+  }
+}
+
+// A score that does not say what it reads: the index cannot know which verdicts it may keep.
+class UndeclaredScore final : public placement::ScorePlugin<ComposableModel> {
+ public:
+  std::string_view name() const override { return "undeclared"; }
+  double score(placement::CycleState&, const Pool&, const PlacementRequest&, const ComposableModel::Candidate& c) override {
+    return -c.hostIndex;
+  }
+};
+
+TEST(PlacementIndex, AProfileWithAPluginThatReadsMoreTakesTheFullCycle) {
+  ComposableRegistry registry = composableRegistry();
+  registry.add("undeclared", [] { return std::make_unique<UndeclaredScore>(); });
+  placement::Profile profile = switchyardV1Profile();
+  profile.scores.emplace_back("undeclared", 1);
+  auto scheduler = *ComposableScheduler::build(registry, profile);
+  Pool pool(churnTopology());
+  PlacementIndex index;
+  PlacementRequest r;
+  r.gpuCount = 2;
+  ASSERT_TRUE(index.schedule(*scheduler, pool, r).chosen);
+  EXPECT_EQ(index.stats().fallbacks, 1U);
+  EXPECT_EQ(index.stats().cycles, 0U);
+}
+
 }  // namespace
 }  // namespace switchyard
