@@ -51,6 +51,10 @@ CREATE TABLE operation_gpu_instances (
   operation_id TEXT NOT NULL REFERENCES operations(id), position INTEGER NOT NULL, device_id TEXT NOT NULL,
   profile TEXT NOT NULL, start INTEGER NOT NULL, PRIMARY KEY (operation_id, position));
 )sql"},
+      {3, "recent demand: the shapes of composed system asked for", R"sql(
+CREATE TABLE demand (
+  sequence INTEGER PRIMARY KEY, gpus INTEGER NOT NULL, same_switch INTEGER NOT NULL, model TEXT NOT NULL);
+)sql"},
   };
   return kMigrations;
 }

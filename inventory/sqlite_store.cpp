@@ -191,6 +191,11 @@ Result<void> SqliteStore::apply(const PutEvent& w) {
   return st.bind(1, static_cast<std::int64_t>(e.sequence)).bind(2, e.at).bind(3, e.type).bind(4, e.subject).bind(5, e.message).run();
 }
 
+Result<void> SqliteStore::apply(const PutDemand& w) {
+  SY_ASSIGN(auto st, db_->prepare("INSERT INTO demand (gpus, same_switch, model) VALUES (?1, ?2, ?3)"));
+  return st.bind(1, w.shape.gpus).bind(2, w.shape.sameSwitch ? 1 : 0).bind(3, w.shape.model).run();
+}
+
 Result<std::optional<Topology>> SqliteStore::loadInventory() {
   Topology t;
   SY_ASSIGN(auto sw, db_->prepare("SELECT id, kind, model FROM switches ORDER BY rowid"));
@@ -340,6 +345,13 @@ Result<StoreSnapshot> SqliteStore::load() {
     snap.assignments.push_back({as.text(0), allocation, as.text(2)});
   }
   as.reset();
+  SY_ASSIGN(auto demand, db_->prepare("SELECT gpus, same_switch, model FROM demand ORDER BY sequence"));
+  while (true) {
+    SY_ASSIGN(bool row, demand.step());
+    if (!row) break;
+    snap.recentDemand.push_back({static_cast<int>(demand.integer(0)), demand.integer(1) != 0, demand.text(2)});
+  }
+  demand.reset();
   SY_ASSIGN(auto mx, db_->prepare("SELECT (SELECT IFNULL(MAX(sequence), 0) FROM events), (SELECT IFNULL(MAX(number), 0) FROM systems), "
                                   "(SELECT IFNULL(MAX(number), 0) FROM operations)"));
   SY_ASSIGN(bool row, mx.step());
@@ -400,6 +412,9 @@ Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy) {
   SY_TRY(run("DELETE FROM system_devices WHERE system_id IN (" + oldSystems + ")", keepOperations));
   SY_TRY(run("DELETE FROM system_gpu_instances WHERE system_id IN (" + oldSystems + ")", keepOperations));
   SY_ASSIGN(report.systems, run("DELETE FROM systems WHERE id IN (" + oldSystems + ")", keepOperations));
+  SY_ASSIGN(report.demand, run("DELETE FROM demand WHERE sequence IN (SELECT sequence FROM demand WHERE sequence <= "
+                               "(SELECT MAX(sequence) FROM demand) - ?1 ORDER BY sequence LIMIT ?2)",
+                               policy.demand));
   SY_TRY(tx.commit());
   return report;
 }

@@ -35,6 +35,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<void> apply(const PutOperation& w);
   [[nodiscard]] Result<void> apply(const PutAssignment& w);
   [[nodiscard]] Result<void> apply(const PutEvent& w);
+  [[nodiscard]] Result<void> apply(const PutDemand& w);
   [[nodiscard]] Result<std::optional<Topology>> loadInventory();
   [[nodiscard]] Result<std::vector<System>> loadSystems();
   [[nodiscard]] Result<std::vector<Operation>> loadOperations(const std::string& whereClause, std::size_t limit,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "composer/model/composition.h"
+#include "composer/model/demand.h"
 #include "composer/model/error.h"
 #include "composer/model/topology.h"
 
@@ -35,13 +36,18 @@ struct PutAssignment {
 struct PutEvent {
   Event event;
 };
-using StoreWrite = std::variant<PutInventory, PutSystem, PutOperation, PutAssignment, PutEvent>;
+// One request's shape, appended to the recent demand (composer/model/demand.h).
+struct PutDemand {
+  DemandShape shape;
+};
+using StoreWrite = std::variant<PutInventory, PutSystem, PutOperation, PutAssignment, PutEvent, PutDemand>;
 
 struct StoreSnapshot {
   std::optional<Topology> inventory;          // absent on a new store
   std::vector<System> systems;                // every system not yet decomposed
   std::vector<Operation> unfinishedOperations;
   std::vector<DeviceAssignment> assignments;  // every device that is not free
+  std::vector<DemandShape> recentDemand;      // oldest first; the newest RetentionPolicy::demand are kept
   std::uint64_t lastEventSequence = 0;
   std::uint64_t lastSystemNumber = 0;     // ids are sys-<n>
   std::uint64_t lastOperationNumber = 0;  // ids are op-<n>
@@ -52,6 +58,7 @@ struct StoreSnapshot {
 struct RetentionPolicy {
   std::size_t events = 1'000'000;
   std::size_t finishedOperations = 100'000;  // also bounds the history of decomposed/failed systems
+  std::size_t demand = kDemandWindow;        // request shapes, as many as the packing core learns from
   std::size_t maxRowsPerRun = 20'000;        // bounds how long one prune holds the writer
 };
 
@@ -59,6 +66,7 @@ struct PruneReport {
   std::size_t events = 0;
   std::size_t operations = 0;
   std::size_t systems = 0;
+  std::size_t demand = 0;
 };
 
 class Store {

@@ -335,9 +335,9 @@ Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Bin
 Result<PruneReport> Engine::pruneHistory() {
   return onControl([&]() -> Result<PruneReport> {
     SY_ASSIGN(PruneReport report, store_.prune(options_.retention));
-    if (report.events + report.operations + report.systems > 0)
-      spdlog::info("pruned history: {} event(s), {} finished operation(s), {} old system(s)", report.events, report.operations,
-                   report.systems);
+    if (report.events + report.operations + report.systems + report.demand > 0)
+      spdlog::info("pruned history: {} event(s), {} finished operation(s), {} old system(s), {} old request shape(s)", report.events,
+                   report.operations, report.systems, report.demand);
     return report;
   });
 }

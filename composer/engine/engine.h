@@ -157,6 +157,8 @@ class Engine {
   [[nodiscard]] Operation newOperation(OperationKind kind, const System& system);
   // Persists the operation with its mutation, then applies the in-memory change and starts it.
   [[nodiscard]] Result<Operation> launch(Operation op, Mutation mutation, const std::function<void()>& applyInMemory);
+  // Stores a refused request's shape and counts it towards the demand mix.
+  void recordDemand(const DemandShape& shape);
 
   // Running steps (engine_steps.cpp).
   void advance(const OperationId& id, Mutation carried = {});

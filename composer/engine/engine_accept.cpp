@@ -73,8 +73,12 @@ Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
 
   PlacementDecision decision = place(*placement_, state_->pool(), request.placement, &state_->placementIndex());
   // A well-formed request is demand whether it fits or not; a malformed one (unknown model, bad count) is not.
-  if (decision.placement || decision.error->code == Code::kResourceExhausted) state_->observeDemand(request.placement);
-  if (!decision.placement) return fail(*decision.error);
+  std::optional<DemandShape> demand = demandShapeOf(request.placement);
+  if (!decision.placement && decision.error->code != Code::kResourceExhausted) demand.reset();
+  if (!decision.placement) {
+    if (demand) recordDemand(*demand);
+    return fail(*decision.error);
+  }
   const Placement& placement = *decision.placement;
 
   System system;
@@ -99,11 +103,22 @@ Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
     reserved.push_back({d.deviceId, DeviceAllocation::kReserved, op.id});
     m.writes.emplace_back(PutAssignment{reserved.back()});
   }
+  if (demand) m.writes.emplace_back(PutDemand{*demand});
   return launch(std::move(op), std::move(m), [&] {
     ++lastSystemNumber_;
     state_->putSystem(system);
     for (const auto& a : reserved) state_->assign(a, system.hostId);
+    if (demand) state_->observeDemand(*demand);
   });
+}
+
+void Engine::recordDemand(const DemandShape& shape) {
+  // Only what the packing core learns from: losing it costs placement quality after a restart, not
+  // correctness, so a failed write is logged and the request's own answer stands.
+  Mutation m;
+  m.writes.emplace_back(PutDemand{shape});
+  if (auto r = persist(m); !r) spdlog::warn("cannot store a request's shape for the demand mix: {}", r.error().message);
+  state_->observeDemand(shape);
 }
 
 namespace {

@@ -42,6 +42,7 @@ Result<void> Engine::loadState() {
   }
   m.writes.emplace_back(PutInventory{discovered});
   state_ = std::make_unique<PoolState>(std::move(discovered));
+  state_->replayDemand(snapshot.recentDemand);  // the mix as it was learned before the restart
 
   std::unordered_map<std::string, HostId> hostOfOwner;
   for (auto& s : snapshot.systems) {

@@ -26,8 +26,10 @@ class PoolState {
   [[nodiscard]] const Pool& pool() const { return pool_; }
   // Per-host verdicts kept across decisions on this pool (placement_index.h); pass it to place().
   [[nodiscard]] PlacementIndex& placementIndex() { return placementIndex_; }
-  // Counts a new-system request towards the demand the pool learns (the "fragmentation" score reads it).
-  void observeDemand(const PlacementRequest& request) { demand_.observe(request, pool_); }
+  // Counts a new-system request's shape towards the demand the pool learns (the "fragmentation" score
+  // reads it). The engine stores the shape first, and replays the stored ones after a restart.
+  void observeDemand(const DemandShape& shape) { demand_.observe(shape, pool_); }
+  void replayDemand(const std::vector<DemandShape>& shapes) { demand_.replay(shapes, pool_); }
 
   // Device holders. A device absent from the map is free.
   [[nodiscard]] DeviceAssignment assignment(const DeviceId& device) const;

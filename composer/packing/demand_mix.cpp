@@ -18,9 +18,18 @@ std::optional<DemandShape> demandShapeOf(const PlacementRequest& r) {
 }
 
 void DemandTracker::observe(const PlacementRequest& request, Pool& pool) {
-  const auto shape = demandShapeOf(request);
-  if (!shape) return;
-  if (learner_.observe(*shape)) pool.setDemand(std::make_shared<const DemandMix>(learner_.mix()));
+  if (const auto shape = demandShapeOf(request)) observe(*shape, pool);
+}
+
+void DemandTracker::observe(const DemandShape& shape, Pool& pool) {
+  if (learner_.observe(shape)) pool.setDemand(std::make_shared<const DemandMix>(learner_.mix()));
+}
+
+void DemandTracker::replay(const std::vector<DemandShape>& shapes, Pool& pool) {
+  bool changed = false;
+  for (const auto& s : shapes) changed = learner_.observe(s) || changed;
+  changed = learner_.settle() || changed;
+  if (changed) pool.setDemand(std::make_shared<const DemandMix>(learner_.mix()));
 }
 
 }  // namespace switchyard

@@ -101,6 +101,16 @@ class MixLearner {
     return true;
   }
 
+  // Recomputes the mix from the window now (after replaying stored requests); true if it changed.
+  bool settle() {
+    Mix<Shape> next = mixOf(counts_, options_.coverage, include_);
+    sinceRefresh_ = 0;
+    if (next.size() == mix_.size() && mixDistance(next, mix_) == 0) return false;
+    mix_ = std::move(next);
+    ++generation_;
+    return true;
+  }
+
   [[nodiscard]] const Mix<Shape>& mix() const { return mix_; }
   [[nodiscard]] std::size_t observed() const { return total_; }
   [[nodiscard]] std::size_t generation() const { return generation_; }

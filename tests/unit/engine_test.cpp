@@ -112,6 +112,25 @@ TEST_F(EngineTest, ComposeRequestsTeachThePoolItsDemand) {
   EXPECT_EQ(report->demand[2].shape, (DemandShape{15, true, {}}));
 }
 
+TEST_F(EngineTest, TheLearnedDemandSurvivesARestart) {
+  start();
+  compose("a", 2);
+  compose("b", 2);
+  compose("c", 1, PeerToPeer::kNone);
+  ComposeRequest huge{"huge", {}, {}};
+  huge.placement.gpuCount = 15;
+  EXPECT_EQ(engine_->compose(huge).error().code, Code::kResourceExhausted);  // refused, still demand
+  const auto before = engine_->capacity({}, {})->demand;
+  ASSERT_EQ(before.size(), 3u);
+  start();
+  const auto after = engine_->capacity({}, {})->demand;
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    EXPECT_EQ(after[i].shape, before[i].shape);
+    EXPECT_DOUBLE_EQ(after[i].weight, before[i].weight);
+  }
+}
+
 TEST_F(EngineTest, ByDefaultPlacesForTheDemandItLearned) {
   // d and a have 2 free GPUs, b has 3. The first compose (2 GPUs under one switch) is all the demand the
   // engine has seen when the second, 1 GPU, arrives. Tightest fit (v1) would put it on a, leaving {1, 3}:

@@ -187,5 +187,21 @@ TEST(SqliteStore, PrunesOnlyOldFinishedHistory) {
   EXPECT_EQ(bounded->events, 3u) << "one run deletes at most maxRowsPerRun rows of each kind";
 }
 
+TEST(SqliteStore, KeepsTheNewestRequestShapesOldestFirst) {
+  TempDir dir;
+  auto store = std::move(*SqliteStore::open(dir / "yard.db"));
+  std::vector<StoreWrite> batch;
+  for (int i = 1; i <= 10; ++i) batch.emplace_back(PutDemand{{i, i % 2 == 0, i == 10 ? "H100-SXM5-80GB" : ""}});
+  ASSERT_TRUE(store->write(batch));
+  auto report = store->prune({.demand = 4});
+  ASSERT_TRUE(report) << report.error().message;
+  EXPECT_EQ(report->demand, 6u);
+  auto snap = store->load();
+  ASSERT_TRUE(snap) << snap.error().message;
+  ASSERT_EQ(snap->recentDemand.size(), 4u);
+  EXPECT_EQ(snap->recentDemand.front(), (DemandShape{7, false, ""}));
+  EXPECT_EQ(snap->recentDemand.back(), (DemandShape{10, true, "H100-SXM5-80GB"}));
+}
+
 }  // namespace
 }  // namespace switchyard
