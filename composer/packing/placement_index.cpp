@@ -20,19 +20,42 @@ void PlacementIndex::Ranking::reset(std::size_t hosts) {
   leaves = std::bit_ceil(std::max<std::size_t>(hosts, 1));
   total.assign(hosts, kRejected);
   winner.assign(2 * leaves, -1);
+  dirty.clear();
 }
 
 void PlacementIndex::Ranking::set(int host, double value) {
   total[static_cast<std::size_t>(host)] = value;
+  const std::size_t i = leaves + static_cast<std::size_t>(host);
+  winner[i] = std::isnan(value) ? -1 : host;
+  dirty.push_back(i);
+}
+
+void PlacementIndex::Ranking::settle() {
+  if (dirty.empty()) return;
   auto better = [&](int a, int b) {
     if (a < 0) return b;
     if (b < 0) return a;
     const double ta = total[static_cast<std::size_t>(a)], tb = total[static_cast<std::size_t>(b)];
     return ta > tb || (ta == tb && a < b) ? a : b;
   };
-  std::size_t i = leaves + static_cast<std::size_t>(host);
-  winner[i] = std::isnan(value) ? -1 : host;
-  for (i /= 2; i >= 1; i /= 2) winner[i] = better(winner[2 * i], winner[2 * i + 1]);
+  if (dirty.size() >= leaves / 8) {  // many changed (a rebuild): redo every inner node, bottom up
+    for (std::size_t i = leaves - 1; i >= 1; --i) winner[i] = better(winner[2 * i], winner[2 * i + 1]);
+  } else {
+    // Level by level: all dirty nodes sit at the same depth, and halving keeps them sorted, so one
+    // sort up front and a dedupe per level visit each changed ancestor once.
+    std::sort(dirty.begin(), dirty.end());
+    while (dirty.front() > 1) {
+      std::size_t kept = 0;
+      for (std::size_t k = 0; k < dirty.size(); ++k) {
+        const std::size_t parent = dirty[k] / 2;
+        if (kept > 0 && dirty[kept - 1] == parent) continue;
+        dirty[kept++] = parent;
+        winner[parent] = better(winner[2 * parent], winner[2 * parent + 1]);
+      }
+      dirty.resize(kept);
+    }
+  }
+  dirty.clear();
 }
 
 bool PlacementIndex::refresh(Ranking& ranking, const ComposableScheduler& scheduler, placement::CycleState& state, const Pool& pool,
@@ -54,6 +77,7 @@ bool PlacementIndex::rebuild(Ranking& ranking, const ComposableScheduler& schedu
   ranking.reset(pool.hosts().size());
   for (std::size_t h = 0; h < pool.hosts().size(); ++h)
     if (!refresh(ranking, scheduler, state, pool, request, static_cast<int>(h))) return false;
+  ranking.settle();
   return true;
 }
 
@@ -105,6 +129,7 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
     ranking.pool = 0;  // half refreshed: rebuild next time
     return fullCycle();
   }
+  ranking.settle();
   if (ranking.best() < 0) {  // nothing fits: straight to the explained cycle, which says why for every host
     ++stats_.fallbacks;
     return scheduler.schedule(pool, request, true);
@@ -115,6 +140,7 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
     // Its plan must be in this cycle's state, and its verdict must still hold.
     const double cached = ranking.total[static_cast<std::size_t>(best)];
     if (!refresh(ranking, scheduler, d.state, pool, request, best)) return fullCycle();
+    ranking.settle();
     if (ranking.total[static_cast<std::size_t>(best)] != cached) {
       ++stats_.stale;
       if (!rebuild(ranking, scheduler, d.state, pool, request)) {

@@ -61,10 +61,13 @@ class PlacementIndex {
     std::vector<double> total;   // per host
     std::vector<int> winner;     // [1, 2 * leaves): the best host of the subtree, -1: none feasible
     std::size_t leaves = 0;      // a power of two >= hosts; host h is leaf leaves + h
+    std::vector<std::size_t> dirty;  // leaves set since the last settle()
 
     void reset(std::size_t hosts);
+    // Sets a host's verdict; the tree above it is brought up to date by settle(), once for all hosts set.
     void set(int host, double value);
-    [[nodiscard]] int best() const { return winner.size() > 1 ? winner[1] : -1; }
+    void settle();
+    [[nodiscard]] int best() const { return winner.size() > 1 ? winner[1] : -1; }  // after settle()
   };
 
   // False when a plugin reported an error (the caller falls back to the full cycle).
