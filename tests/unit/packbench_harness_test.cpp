@@ -11,6 +11,7 @@
 #include "tests/bench/packing/composable_sim.h"
 #include "tests/bench/packing/dynamic_sim.h"
 #include "tests/bench/packing/openb_trace.h"
+#include "tests/bench/packing/pool_aware_policy.h"
 #include "tests/bench/packing/static_sim.h"
 #include "tests/bench/packing/upper_bound.h"
 #include "tests/support/share_fixtures.h"
@@ -63,6 +64,64 @@ TEST(ComposablePool, NeverBreaksAnInvariantUnderAnyPolicy) {
       }
       EXPECT_GT(pool.attaches(), 0u);
     }
+}
+
+TEST(PoolAwarePolicy, NeverBreaksAnInvariantAndRefusesOnlyWhatFitsNowhere) {
+  std::mt19937_64 rng(13);
+  const ShareCluster servers = randomCluster(rng, 30);
+  for (const bench::ComposableShape shape : {bench::ComposableShape{4, 2, 2, 6}, bench::ComposableShape{16, 8, 1, 16},
+                                             bench::ComposableShape{8, 1, 1, 8, true}}) {
+    bench::ComposablePool pool(servers, shape);
+    auto policy = bench::makePoolAwarePolicy(pool);
+    size_t placed = 0;
+    for (int i = 0; i < 600; ++i) {
+      const ShareRequest r = randomRequestWithMig(rng);
+      policy->observe(r);
+      auto p = policy->choose(pool.views(), r);
+      if (!p) {
+        for (const auto& v : pool.views().nodes()) EXPECT_FALSE(fits(v, r)) << shape.describe() << ": refused though " << v.name << " fits";
+        continue;
+      }
+      ASSERT_TRUE(valid(pool.views().node(p->node), r, p->gpus)) << shape.describe();
+      pool.apply(*p, r);
+      ++placed;
+      auto broken = pool.violation();
+      ASSERT_FALSE(broken) << shape.describe() << ": " << *broken;
+    }
+    EXPECT_GT(placed, 100u) << shape.describe();
+  }
+}
+
+TEST(PoolAwarePolicy, IsDeterministic) {
+  std::mt19937_64 rng(14);
+  const ShareCluster servers = randomCluster(rng, 20);
+  std::vector<ShareRequest> requests;
+  for (int i = 0; i < 300; ++i) requests.push_back(randomRequestWithMig(rng));
+  const bench::ComposableShape shape{8, 4, 2, 8};
+  auto run = [&] { return bench::runComposable(bench::ComposablePool(servers, shape), requests, [](const auto& pool) { return bench::makePoolAwarePolicy(pool); }); };
+  const auto a = run(), b = run();
+  EXPECT_EQ(a.allocationPercent, b.allocationPercent);
+  EXPECT_EQ(a.attaches, b.attaches);
+}
+
+// Three hosts and five one-GPU enclosures (K=1, U=2, P=2): h0 reaches e0 (shared with h2) and e1 (its own),
+// h1 reaches e2 and e3 but has no CPU, h2 reaches e4 (its own) and e0. h0 has CPU for one request, h2 for
+// two. A placement on h0 changes nothing in the view it lands on, whichever of its enclosures it uses; but
+// taking e0 strands e1 (h0 has no CPU left and nobody else reaches it) and leaves h2 one GPU short. The
+// per-view measure ties and takes the earliest view, e0; the pool's measure sees e1 stranded and takes e1.
+TEST(PoolAwarePolicy, SeesAnEnclosureStrandedBehindAHostsOtherLink) {
+  ModelTable models;
+  models.intern("A");
+  const ShareRequest r = whole(1, 8000);
+  const ShareCluster servers({node("h0", 2, 0, 8000), node("h1", 2, 0, 0), node("h2", 1, 0, 16000)}, models);
+  const bench::ComposableShape shape{.slots = 1, .enclosurePorts = 2, .hostPorts = 2, .deviceLimit = 2};
+  const std::vector<ShareRequest> three(3, r);
+  auto perView = makeSharePolicy("switchyard", {});
+  EXPECT_EQ(bench::runComposable(bench::ComposablePool(servers, shape), three, *perView).placed, 2u);
+  const auto pooled = bench::runComposable(bench::ComposablePool(servers, shape), three,
+                                           [](const auto& pool) { return bench::makePoolAwarePolicy(pool); });
+  EXPECT_EQ(pooled.placed, 3u);
+  EXPECT_DOUBLE_EQ(pooled.allocationPercent.back(), 60.0);  // 3 of 5 GPUs; h1's two are out of reach for lack of CPU
 }
 
 TEST(ComposablePool, ServesLogicalServersNoFixedServerCan) {

@@ -290,7 +290,9 @@ void ComposablePool::rebuildAround(size_t link) {
   for (size_t t : touched) views_.replaceNode(t, view(links_[t]));
 }
 
-ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::ShareRequest>& requests, sharing::SharePolicy& policy) {
+namespace {
+
+ComposableResult runOn(ComposablePool& pool, const std::vector<sharing::ShareRequest>& requests, sharing::SharePolicy& policy) {
   ComposableResult result;
   static_cast<ArrivalRun&>(result) = runArrivals(
       pool.views(), pool.totalGpuMilli(), requests, policy, [&](const auto& p, const auto& r) { (void)pool.apply(p, r); },
@@ -300,6 +302,18 @@ ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::S
   result.attachedLeftPercent = 100.0 * static_cast<double>(pool.milliLeftOnAttachedGpus()) / capacity;
   result.hostsWithCpuButNoFreeGpu = pool.hostsWithCpuButNoFreeGpu(8000);
   return result;
+}
+
+}  // namespace
+
+ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::ShareRequest>& requests, sharing::SharePolicy& policy) {
+  return runOn(pool, requests, policy);
+}
+
+ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::ShareRequest>& requests,
+                               const std::function<std::unique_ptr<sharing::SharePolicy>(const ComposablePool&)>& makePolicy) {
+  auto policy = makePolicy(pool);
+  return runOn(pool, requests, *policy);
 }
 
 }  // namespace switchyard::bench

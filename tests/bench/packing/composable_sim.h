@@ -15,6 +15,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +44,23 @@ class ComposablePool {
   ComposablePool(const sharing::ShareCluster& servers, const ComposableShape& shape);
 
   [[nodiscard]] const sharing::ShareCluster& views() const { return views_; }
+  // The structure behind the views, for policies that weigh a placement's effect beyond its own view
+  // (pool_aware_policy.h): which host and enclosure a view links, and how many of its GPUs are attached
+  // (they come first in the view; the rest are free GPUs the host could attach).
+  struct ViewLink {
+    size_t host = 0;
+    long enclosure = -1;  // -1: a host with no GPU link
+    int attached = 0;
+  };
+  [[nodiscard]] ViewLink viewLink(size_t view) const {
+    const Link& l = links_[view];
+    return {l.host, l.enclosure, static_cast<int>(l.attached.size())};
+  }
+  [[nodiscard]] const std::vector<size_t>& viewsOfHost(size_t host) const { return hosts_[host].links; }
+  [[nodiscard]] const std::vector<size_t>& viewsOfEnclosure(size_t e) const { return enclosures_[e].links; }
+  [[nodiscard]] int enclosureFree(size_t e) const { return enclosures_[e].free; }
+  [[nodiscard]] int hostRoom(size_t host) const { return shape_.deviceLimit - hosts_[host].attached; }  // GPUs it may still attach
+  [[nodiscard]] bool mirror() const { return shape_.mirrorServers; }
   // What a placement took: the pool's GPUs, and the first memory slice of a MIG instance (-1: none).
   struct Taken {
     std::vector<size_t> gpus;
@@ -136,5 +155,8 @@ struct ComposableResult : ArrivalRun {
 // The static protocol (arrival only, a failure is skipped) on a composable pool.
 [[nodiscard]] ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::ShareRequest>& requests,
                                              sharing::SharePolicy& policy);
+// The same with a policy made for that pool (policies that read the pool's structure).
+[[nodiscard]] ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::ShareRequest>& requests,
+                                             const std::function<std::unique_ptr<sharing::SharePolicy>(const ComposablePool&)>& makePolicy);
 
 }  // namespace switchyard::bench

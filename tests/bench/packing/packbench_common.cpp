@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/pool_aware_policy.h"
 
 namespace switchyard::bench {
 
@@ -102,17 +103,20 @@ double percentile(std::vector<double> v, double q) {
 }
 
 std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::string>& workloads,
-                                 const std::vector<std::string>& policies) {
+                                 const std::vector<std::string>& policies, bool poolPolicies) {
   auto cluster = loadOpenbNodes((traces / "openb_node_list_gpu_node.csv").string());
   if (!cluster) {
     fmt::print(stderr, "error: {}\n", cluster.error());
     return std::nullopt;
   }
-  for (const auto& p : policies)
+  for (const auto& p : policies) {
+    if (poolPolicies && p == kPoolAwarePolicy) continue;
     if (!sharing::makeSharePolicy(p, {})) {
-      fmt::print(stderr, "error: unknown policy '{}'; known: {}\n", p, fmt::join(sharing::sharePolicyNames(), ", "));
+      fmt::print(stderr, "error: unknown policy '{}'; known: {}{}\n", p, fmt::join(sharing::sharePolicyNames(), ", "),
+                 poolPolicies ? fmt::format(", {}", kPoolAwarePolicy) : fmt::format(" ({} runs in composable mode only)", kPoolAwarePolicy));
       return std::nullopt;
     }
+  }
   Inputs in{std::move(*cluster), {}, {}};
   sharing::ModelTable models = in.cluster.models();
   for (const auto& w : workloads) {

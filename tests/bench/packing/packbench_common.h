@@ -38,9 +38,10 @@ struct Inputs {
   std::map<std::string, sharing::ShapeMix> mixes;      // each workload's typical shapes
 };
 // The node list and each workload's pod list ("NAME+big": with 16/32-GPU servers added; "NAME+mig": shares
-// asked as MIG instances, every GPU taken as MIG-capable), after checking the policy names. Reports what is wrong on stderr.
+// asked as MIG instances, every GPU taken as MIG-capable), after checking the policy names (`poolPolicies`:
+// also the composable-only ones, pool_aware_policy.h). Reports what is wrong on stderr.
 [[nodiscard]] std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::string>& workloads,
-                                               const std::vector<std::string>& policies);
+                                               const std::vector<std::string>& policies, bool poolPolicies = false);
 
 // Pools by name: "mirror" or K:U:P:L composable pools, and "static" (no shape) where `allowStatic`.
 // Reports a bad name on stderr.

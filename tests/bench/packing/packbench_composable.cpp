@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/pool_aware_policy.h"
 #include "tests/bench/packing/static_sim.h"
 #include "tests/bench/packing/upper_bound.h"
 
@@ -27,7 +28,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
   if (!pools) return 2;
   std::map<std::string, ComposableShape> shapes;
   for (const auto& [name, shape] : *pools) shapes[name] = *shape;
-  auto inputs = loadInputs(traces, workloads, policies);
+  auto inputs = loadInputs(traces, workloads, policies, /*poolPolicies=*/true);
   if (!inputs) return 2;
   const sharing::ShareCluster* cluster = &inputs->cluster;
   auto& pods = inputs->pods;
@@ -73,6 +74,11 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
         sharing::ShareCluster c = shuffleNodes(*cluster, run.seed);
         auto requests = inflateWorkload(pods[run.workload], c.totalGpuMilli(), run.seed, ratio);
         sharing::SharePolicyOptions o{.seed = run.seed, .oracleMix = mixes[run.workload], .learnMix = true, .cacheFgd = true};
+        if (run.policy == kPoolAwarePolicy) {  // reads the pool's structure; there is no static-mode twin
+          run.result = runComposable(ComposablePool(c, shapes[run.shape]), requests,
+                                     [](const ComposablePool& pool) { return makePoolAwarePolicy(pool); });
+          return;
+        }
         auto policy = sharing::makeSharePolicy(run.policy, o);
         run.result = runComposable(ComposablePool(c, shapes[run.shape]), requests, *policy);
         if (shapes[run.shape].mirrorServers) {

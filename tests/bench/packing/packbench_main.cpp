@@ -79,7 +79,10 @@ int main(int argc, char** argv) {
                    "pools: 'mirror' (one enclosure per server, K=8 U=1: must equal static mode) or K:U:P:L "
                    "(slots per enclosure, host ports per enclosure, ports per host, device limit per host)")
       ->capture_default_str();
-  comp->add_option("--policies", compPolicies, "comma-separated policies")->capture_default_str();
+  comp->add_option("--policies", compPolicies,
+                   "comma-separated policies; besides the static ones, switchyard-pool (ours, measuring fragmentation over the "
+                   "whole pool: an enclosure's free GPUs count as lost when no cabled host could use them)")
+      ->capture_default_str();
   comp->add_option("--seeds", compSeeds, "seeds: '42-51' or '42,43'")->capture_default_str();
   comp->add_option("--ratio", ratio, "inflate the workload to this multiple of GPU capacity")->capture_default_str();
   comp->add_option("--out", compOut, "folder for CSVs and the summary")->capture_default_str();

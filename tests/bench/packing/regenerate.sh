@@ -14,7 +14,7 @@ mkdir -p "$OUT"
 "$BIN" --traces "$TRACES" latency --gpus 1000,10000,100000 --fill 0.5,0.9 --out "$OUT" | tee "$OUT/latency.md"
 "$BIN" --traces "$TRACES" composable --workloads default,multigpu50,gpushare100,cpu250,default+big \
   --shapes mirror,8:4:2:8,16:8:2:16,32:16:2:32 --seeds 42-51 \
-  --policies first-fit,best-fit,fgd,switchyard,switchyard-no-frag --quiet --out "$OUT"
+  --policies first-fit,best-fit,fgd,switchyard,switchyard-no-frag,switchyard-pool --quiet --out "$OUT"
 "$BIN" --traces "$TRACES" dynamic --workloads default --pools static,16:8:2:16 --loads 0.7,0.9,1.0,1.1 \
   --policies best-fit,fgd,switchyard --seeds 42-43 --quiet --out "$OUT"
 "$BIN" --traces "$TRACES" compaction --workloads default --pools static,16:8:2:16 --policies best-fit,fgd,switchyard \
@@ -24,7 +24,7 @@ mkdir -p "$OUT"
 # MIG requests (every GPU taken as A100/H100-class): composable and dynamic modes, in their own folder.
 mkdir -p "$OUT/mig"
 "$BIN" --traces "$TRACES" composable --workloads default+mig,gpushare100+mig,multigpu50+mig --shapes mirror,16:8:2:16 \
-  --seeds 42-51 --policies first-fit,best-fit,gpu-packing,hived-buddy,fgd,switchyard --quiet --out "$OUT/mig"
+  --seeds 42-51 --policies first-fit,best-fit,gpu-packing,hived-buddy,fgd,switchyard,switchyard-pool --quiet --out "$OUT/mig"
 "$BIN" --traces "$TRACES" dynamic --workloads default+mig --pools static,16:8:2:16 --loads 0.9,1.0,1.1 \
   --policies best-fit,fgd,switchyard --seeds 42-43 --quiet --out "$OUT/mig"
 build/tests/switchyard_bench ablation --load 0.8 > "$OUT/ablation_load080.md"

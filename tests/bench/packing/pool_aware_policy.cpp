@@ -1,0 +1,269 @@
+#include "tests/bench/packing/pool_aware_policy.h"
+
+#include <boost/container/small_vector.hpp>
+
+#include <algorithm>
+#include <array>
+#include <bitset>
+#include <cmath>
+#include <vector>
+
+namespace switchyard::bench {
+namespace {
+
+using sharing::GpuPick;
+using sharing::kMaxGpusPerNode;
+using sharing::kMilliPerGpu;
+using sharing::ShapeMix;
+using sharing::ShareCluster;
+using sharing::ShareNode;
+using sharing::ShareRequest;
+
+constexpr double kResolution = 100;  // milli-GPU, as `switchyard` compares changes
+
+// A view as the measure needs it: the GPUs attached to the host first, then the free GPUs it could attach.
+struct ViewState {
+  int32_t cpu = 0;
+  uint8_t model = 0;
+  int count = 0;
+  int attached = 0;
+  std::array<int32_t, kMaxGpusPerNode> left{};
+  std::array<uint8_t, kMaxGpusPerNode> mig{};
+};
+
+ViewState stateOf(const ShareNode& n, int attached) {
+  ViewState s;
+  s.cpu = n.cpuLeft;
+  s.model = n.model;
+  s.count = n.gpuCount();
+  s.attached = attached;
+  for (int g = 0; g < s.count; ++g) {
+    s.left[static_cast<size_t>(g)] = n.gpuLeft[static_cast<size_t>(g)];
+    s.mig[static_cast<size_t>(g)] = n.migTakenOn(g);
+  }
+  return s;
+}
+
+// sharing::gpuTakes on a ViewState.
+bool takes(const ViewState& v, int g, const ShareRequest& r) {
+  const int32_t left = v.left[static_cast<size_t>(g)];
+  if (left < r.gpuMilli) return false;
+  const uint8_t taken = v.mig[static_cast<size_t>(g)];
+  if (!r.isMig()) return taken == 0;
+  return taken != 0 ? fitsAnywhere(taken, r.migProfile()) : left == kMilliPerGpu;
+}
+
+// The mix's most common shapes that count (a mix is sorted most common first; openb's have tens).
+constexpr size_t kMaxShapes = 256;
+
+struct Eval {
+  double attachedFrag = 0;          // weighted milli-GPU on attached GPUs the mix cannot use
+  std::bitset<kMaxShapes> serves;   // per shape of the mix: the view could serve it
+};
+
+// O(GPUs log GPUs + shapes log GPUs): the GPUs listed after the attached ones are free (whole, uncarved)
+// and take any shape, and a shape other than MIG takes exactly the uncarved GPUs with enough milli left.
+Eval evaluate(const ViewState& v, const ShapeMix& mix) {
+  std::array<int32_t, kMaxGpusPerNode> sorted{};  // milli left on attached uncarved GPUs, ascending
+  std::array<int64_t, kMaxGpusPerNode + 1> below{};  // below[i]: sum of the i smallest
+  int uncarved = 0;
+  int64_t carvedLeft = 0, attachedLeft = 0;
+  for (int g = 0; g < v.attached; ++g) {
+    const int32_t left = v.left[static_cast<size_t>(g)];
+    attachedLeft += left;
+    if (v.mig[static_cast<size_t>(g)] == 0) sorted[static_cast<size_t>(uncarved++)] = left;
+    else carvedLeft += left;
+  }
+  std::sort(sorted.begin(), sorted.begin() + uncarved);
+  for (int k = 0; k < uncarved; ++k) below[static_cast<size_t>(k + 1)] = below[static_cast<size_t>(k)] + sorted[static_cast<size_t>(k)];
+  const int free = v.count - v.attached;
+
+  Eval e;
+  for (size_t k = 0; k < mix.size(); ++k) {
+    const ShareRequest& s = mix[k].shape;
+    const bool modelOk = v.count > 0 && (s.modelMask == sharing::kAnyModel || (s.modelMask & (1u << v.model)) != 0);
+    if (s.gpuCount == 0 || !modelOk) {
+      e.attachedFrag += mix[k].weight * static_cast<double>(attachedLeft);
+      continue;
+    }
+    int enough = free;
+    int64_t tooFull = 0;
+    if (!s.isMig()) {
+      const auto fit = std::lower_bound(sorted.begin(), sorted.begin() + uncarved, s.gpuMilli) - sorted.begin();
+      enough += uncarved - static_cast<int>(fit);
+      tooFull = below[static_cast<size_t>(fit)] + carvedLeft;
+    } else {
+      for (int g = 0; g < v.attached; ++g) {
+        if (takes(v, g, s)) ++enough;
+        else tooFull += v.left[static_cast<size_t>(g)];
+      }
+    }
+    const bool serves = enough >= s.gpuCount && v.cpu >= s.cpuMilli;
+    e.serves[k] = serves;
+    e.attachedFrag += mix[k].weight * static_cast<double>(serves ? tooFull : attachedLeft);
+  }
+  return e;
+}
+
+class PoolAwarePolicy final : public sharing::SharePolicy {
+ public:
+  PoolAwarePolicy(const ComposablePool& pool, size_t window) : pool_(pool), learner_(window) {}
+
+  std::string_view name() const override { return kPoolAwarePolicy; }
+  void observe(const ShareRequest& r) override { learner_.observe(r); }
+
+  std::optional<sharing::SharePlacement> choose(const ShareCluster& c, const ShareRequest& r) override {
+    if (learner_.generation() != mixGeneration_) {
+      const ShapeMix& learned = learner_.mix();
+      mix_.assign(learned.begin(), learned.begin() + static_cast<long>(std::min(learned.size(), kMaxShapes)));
+      mixGeneration_ = learner_.generation();
+    }
+    const ShapeMix& mix = mix_;
+    if (cache_.size() != c.size()) cache_.assign(c.size(), {});
+    std::optional<sharing::SharePlacement> best;
+    double bestDelta = 0;
+    for (size_t i = 0; i < c.size(); ++i) {
+      const ShareNode& n = c.node(i);
+      if (!sharing::fits(n, r)) continue;
+      for (const GpuPick& pick : picksOn(n, r)) {
+        const double delta = std::floor(poolDelta(c, i, r, pick, mix) / kResolution) * kResolution;
+        if (!best || delta < bestDelta) {
+          best = sharing::SharePlacement{i, pick};
+          bestDelta = delta;
+        }
+      }
+    }
+    return best;
+  }
+
+  size_t memoryBytes() const override { return cache_.capacity() * sizeof(Cached); }
+
+ private:
+  // Whole GPUs: the lowest-numbered free ones (idle attached GPUs come before ones to attach). A share:
+  // the fullest GPU that takes it, and also the first idle one (a fresh GPU may strand less).
+  static boost::container::small_vector<GpuPick, 2> picksOn(const ShareNode& n, const ShareRequest& r) {
+    boost::container::small_vector<GpuPick, 2> picks;
+    if (!r.sharesGpu()) {
+      picks.push_back(sharing::pickExclusiveGpus(n, r));
+      return picks;
+    }
+    picks.push_back(sharing::pickBestFitGpu(n, r));
+    for (int g = 0; g < n.gpuCount(); ++g)
+      if (n.gpuLeft[static_cast<size_t>(g)] == kMilliPerGpu && n.migTakenOn(g) == 0) {
+        if (g != picks.front().index[0]) {
+          GpuPick idle;
+          idle.add(g);
+          picks.push_back(idle);
+        }
+        break;
+      }
+    return picks;
+  }
+
+  const Eval& before(const ShareCluster& c, size_t v, const ShapeMix& mix) {
+    Cached& k = cache_[v];
+    const ShareNode& n = c.node(v);
+    if (!k.valid || k.version != n.version || k.generation != learner_.generation()) {
+      k.eval = evaluate(stateOf(n, pool_.viewLink(v).attached), mix);
+      k.version = n.version;
+      k.generation = learner_.generation();
+      k.valid = true;
+    }
+    return k.eval;
+  }
+
+  // How many GPUs view `v` would list (attached, then free ones its host could attach) once `fresh` free
+  // GPUs of `at`'s enclosure are attached to `at`'s host.
+  int listedAfter(const ComposablePool::ViewLink& v, const ComposablePool::ViewLink& at, int fresh) const {
+    const bool same = v.host == at.host && v.enclosure == at.enclosure;
+    const int attached = v.attached + (same ? fresh : 0);
+    const int room = pool_.hostRoom(v.host) - (v.host == at.host ? fresh : 0);
+    const int free = pool_.enclosureFree(static_cast<size_t>(v.enclosure)) - (v.enclosure == at.enclosure ? fresh : 0);
+    return std::min(attached + std::max(0, std::min(room, free)), kMaxGpusPerNode);
+  }
+
+  // The change of the pool's fragmentation if `r` took `pick` on view `i`.
+  double poolDelta(const ShareCluster& c, size_t i, const ShareRequest& r, const GpuPick& pick, const ShapeMix& mix) {
+    const auto at = pool_.viewLink(i);
+    int fresh = 0;
+    for (int a = 0; a < pick.count; ++a) fresh += pick.index[static_cast<size_t>(a)] >= at.attached ? 1 : 0;
+    // The views that change: the host's (CPU, device limit) and, when GPUs are attached, the enclosure's
+    // (fewer free GPUs; a view whose list of free GPUs stays as long is unchanged).
+    boost::container::small_vector<size_t, 24> changed(pool_.viewsOfHost(at.host).begin(), pool_.viewsOfHost(at.host).end());
+    if (fresh > 0 && at.enclosure >= 0 && !pool_.mirror())
+      for (size_t v : pool_.viewsOfEnclosure(static_cast<size_t>(at.enclosure))) {
+        const auto lv = pool_.viewLink(v);
+        if (lv.host == at.host) continue;
+        if (listedAfter(lv, at, 0) != listedAfter(lv, at, fresh)) changed.push_back(v);
+      }
+    boost::container::small_vector<Eval, 24> after;
+    double delta = 0;
+    for (size_t v : changed) {
+      after.push_back(evaluate(afterState(c, v, i, at, r, pick, fresh), mix));
+      delta += after.back().attachedFrag - before(c, v, mix).attachedFrag;
+    }
+    // The free GPUs of every enclosure the host is cabled to: usable for a shape while some view cabled to
+    // the enclosure can serve it.
+    for (size_t hv : pool_.viewsOfHost(at.host)) {
+      const long e = pool_.viewLink(hv).enclosure;
+      if (e < 0) continue;
+      const int freeNow = pool_.enclosureFree(static_cast<size_t>(e));
+      const int freeAfter = freeNow - (e == at.enclosure ? fresh : 0);
+      if (freeNow == 0 && freeAfter == 0) continue;
+      std::bitset<kMaxShapes> servedBefore, servedAfter;
+      for (size_t v : pool_.viewsOfEnclosure(static_cast<size_t>(e))) {
+        const auto& b = before(c, v, mix).serves;
+        servedBefore |= b;
+        const auto it = std::find(changed.begin(), changed.end(), v);
+        servedAfter |= it != changed.end() ? after[static_cast<size_t>(it - changed.begin())].serves : b;
+      }
+      for (size_t k = 0; k < mix.size(); ++k)  // a shape without GPUs is never served by free GPUs
+        delta += mix[k].weight * kMilliPerGpu * ((servedAfter[k] ? 0 : freeAfter) - (servedBefore[k] ? 0 : freeNow));
+    }
+    return delta;
+  }
+
+  ViewState afterState(const ShareCluster& c, size_t v, size_t i, const ComposablePool::ViewLink& at, const ShareRequest& r,
+                       const GpuPick& pick, int fresh) const {
+    const auto lv = pool_.viewLink(v);
+    ViewState s = stateOf(c.node(v), lv.attached);
+    if (lv.host == at.host) s.cpu -= r.cpuMilli;
+    if (v == i) {
+      // The picked GPUs to attach are the first free ones listed, right after the attached ones.
+      for (int a = 0; a < pick.count; ++a) {
+        const auto g = static_cast<size_t>(pick.index[static_cast<size_t>(a)]);
+        if (r.isMig()) s.mig[g] |= memoryMask(r.migProfile(), bestStart(s.mig[g], r.migProfile()).value_or(0));
+        s.left[g] -= r.gpuMilli;
+      }
+      s.attached += fresh;
+    }
+    if (lv.enclosure >= 0 && !pool_.mirror()) {
+      s.count = listedAfter(lv, at, fresh);
+      for (int g = s.attached; g < s.count; ++g) {
+        s.left[static_cast<size_t>(g)] = kMilliPerGpu;
+        s.mig[static_cast<size_t>(g)] = 0;
+      }
+    }
+    return s;
+  }
+
+  struct Cached {
+    bool valid = false;
+    uint32_t version = 0;
+    size_t generation = 0;
+    Eval eval;
+  };
+  const ComposablePool& pool_;
+  sharing::ShapeLearner learner_;
+  ShapeMix mix_;  // the learned mix's first kMaxShapes shapes
+  size_t mixGeneration_ = 0;
+  std::vector<Cached> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<sharing::SharePolicy> makePoolAwarePolicy(const ComposablePool& pool, size_t learnWindow) {
+  return std::make_unique<PoolAwarePolicy>(pool, learnWindow);
+}
+
+}  // namespace switchyard::bench
