@@ -345,7 +345,10 @@ Result<StoreSnapshot> SqliteStore::load() {
     snap.assignments.push_back({as.text(0), allocation, as.text(2)});
   }
   as.reset();
-  SY_ASSIGN(auto demand, db_->prepare("SELECT gpus, same_switch, model FROM demand ORDER BY sequence"));
+  // The newest shapes, as many as the demand is learned from (more may wait for the next prune).
+  SY_ASSIGN(auto demand, db_->prepare("SELECT gpus, same_switch, model FROM (SELECT * FROM demand ORDER BY sequence DESC LIMIT ?1) "
+                                      "ORDER BY sequence"));
+  demand.bind(1, static_cast<std::int64_t>(kDemandWindow));
   while (true) {
     SY_ASSIGN(bool row, demand.step());
     if (!row) break;

@@ -47,7 +47,7 @@ struct StoreSnapshot {
   std::vector<System> systems;                // every system not yet decomposed
   std::vector<Operation> unfinishedOperations;
   std::vector<DeviceAssignment> assignments;  // every device that is not free
-  std::vector<DemandShape> recentDemand;      // oldest first; the newest RetentionPolicy::demand are kept
+  std::vector<DemandShape> recentDemand;      // the newest kDemandWindow request shapes, oldest first
   std::uint64_t lastEventSequence = 0;
   std::uint64_t lastSystemNumber = 0;     // ids are sys-<n>
   std::uint64_t lastOperationNumber = 0;  // ids are op-<n>

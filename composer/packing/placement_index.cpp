@@ -21,24 +21,25 @@ void PlacementIndex::Ranking::reset(std::size_t hosts) {
   total.assign(hosts, kRejected);
   winner.assign(2 * leaves, -1);
   dirty.clear();
+  whole = true;
 }
 
 void PlacementIndex::Ranking::set(int host, double value) {
   total[static_cast<std::size_t>(host)] = value;
   const std::size_t i = leaves + static_cast<std::size_t>(host);
   winner[i] = std::isnan(value) ? -1 : host;
-  dirty.push_back(i);
+  if (!whole) dirty.push_back(i);
 }
 
 void PlacementIndex::Ranking::settle() {
-  if (dirty.empty()) return;
+  if (dirty.empty() && !whole) return;
   auto better = [&](int a, int b) {
     if (a < 0) return b;
     if (b < 0) return a;
     const double ta = total[static_cast<std::size_t>(a)], tb = total[static_cast<std::size_t>(b)];
     return ta > tb || (ta == tb && a < b) ? a : b;
   };
-  if (dirty.size() >= leaves / 8) {  // many changed (a rebuild): redo every inner node, bottom up
+  if (whole || dirty.size() >= leaves / 8) {  // a rebuild, or many changed: redo every inner node, bottom up
     for (std::size_t i = leaves - 1; i >= 1; --i) winner[i] = better(winner[2 * i], winner[2 * i + 1]);
   } else {
     // Level by level: all dirty nodes sit at the same depth, and halving keeps them sorted, so one
@@ -56,6 +57,7 @@ void PlacementIndex::Ranking::settle() {
     }
   }
   dirty.clear();
+  whole = false;
 }
 
 bool PlacementIndex::refresh(Ranking& ranking, const ComposableScheduler& scheduler, placement::CycleState& state, const Pool& pool,

@@ -62,6 +62,7 @@ class PlacementIndex {
     std::vector<int> winner;     // [1, 2 * leaves): the best host of the subtree, -1: none feasible
     std::size_t leaves = 0;      // a power of two >= hosts; host h is leaf leaves + h
     std::vector<std::size_t> dirty;  // leaves set since the last settle()
+    bool whole = false;              // reset since the last settle(): every inner node is redone
 
     void reset(std::size_t hosts);
     // Sets a host's verdict; the tree above it is brought up to date by settle(), once for all hosts set.

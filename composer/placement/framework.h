@@ -178,6 +178,7 @@ class Scheduler {
       SY_ASSIGN(auto* p, s->template instantiate<ReservePlugin<Model>>(registry, n, "reserve"));
       s->reserves_.push_back(p);
     }
+    for (const auto& p : s->owned_) s->reads_ |= p->reads();
     return std::shared_ptr<const Scheduler>(std::move(s));
   }
 
@@ -203,11 +204,7 @@ class Scheduler {
     return std::none_of(scores_.begin(), scores_.end(), [](const auto& s) { return s.first->normalizes(); });
   }
   // What the profile's verdicts read (Plugin::reads() of every plugin it runs).
-  [[nodiscard]] unsigned reads() const {
-    unsigned all = 0;
-    for (const auto& p : owned_) all |= p->reads();
-    return all;
-  }
+  [[nodiscard]] unsigned reads() const { return reads_; }
   Status prepare(CycleState& state, const Cluster& cluster, const Request& request) const {
     for (auto* p : preFilters_)
       if (Status st = p->preFilter(state, cluster, request); !st.ok()) return st;
@@ -315,6 +312,7 @@ class Scheduler {
 
   Profile profile_;
   std::vector<std::unique_ptr<Plugin<Model>>> owned_;
+  unsigned reads_ = 0;
   std::vector<PreFilterPlugin<Model>*> preFilters_;
   CandidatePlugin<Model>* candidates_ = nullptr;
   std::vector<FilterPlugin<Model>*> filters_;

@@ -191,16 +191,21 @@ TEST(SqliteStore, KeepsTheNewestRequestShapesOldestFirst) {
   TempDir dir;
   auto store = std::move(*SqliteStore::open(dir / "yard.db"));
   std::vector<StoreWrite> batch;
-  for (int i = 1; i <= 10; ++i) batch.emplace_back(PutDemand{{i, i % 2 == 0, i == 10 ? "H100-SXM5-80GB" : ""}});
+  const int n = static_cast<int>(kDemandWindow) + 3;
+  for (int i = 1; i <= n; ++i) batch.emplace_back(PutDemand{{i, i % 2 == 0, i == n ? "H100-SXM5-80GB" : ""}});
   ASSERT_TRUE(store->write(batch));
+  auto before = store->load();
+  ASSERT_TRUE(before) << before.error().message;
+  ASSERT_EQ(before->recentDemand.size(), kDemandWindow) << "no more than the learner's window, even before a prune";
+  EXPECT_EQ(before->recentDemand.front().gpus, 4);
   auto report = store->prune({.demand = 4});
   ASSERT_TRUE(report) << report.error().message;
-  EXPECT_EQ(report->demand, 6u);
+  EXPECT_EQ(report->demand, static_cast<std::size_t>(n - 4));
   auto snap = store->load();
   ASSERT_TRUE(snap) << snap.error().message;
   ASSERT_EQ(snap->recentDemand.size(), 4u);
-  EXPECT_EQ(snap->recentDemand.front(), (DemandShape{7, false, ""}));
-  EXPECT_EQ(snap->recentDemand.back(), (DemandShape{10, true, "H100-SXM5-80GB"}));
+  EXPECT_EQ(snap->recentDemand.front(), (DemandShape{n - 3, (n - 3) % 2 == 0, ""}));
+  EXPECT_EQ(snap->recentDemand.back(), (DemandShape{n, n % 2 == 0, "H100-SXM5-80GB"}));
 }
 
 }  // namespace
