@@ -73,10 +73,9 @@ Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
 
   PlacementDecision decision = place(*placement_, state_->pool(), request.placement, &state_->placementIndex());
   // A well-formed request is demand whether it fits or not; a malformed one (unknown model, bad count) is not.
-  std::optional<DemandShape> demand = demandShapeOf(request.placement);
-  if (!decision.placement && decision.error->code != Code::kResourceExhausted) demand.reset();
+  const std::optional<DemandShape> demand = demandShapeOf(request.placement);
   if (!decision.placement) {
-    if (demand) recordDemand(*demand);
+    if (demand && decision.error->code == Code::kResourceExhausted) recordDemand(*demand);
     return fail(*decision.error);
   }
   const Placement& placement = *decision.placement;

@@ -105,7 +105,7 @@ class MixLearner {
   bool settle() {
     Mix<Shape> next = mixOf(counts_, options_.coverage, include_);
     sinceRefresh_ = 0;
-    if (next.size() == mix_.size() && mixDistance(next, mix_) == 0) return false;
+    if (mixDistance(next, mix_) == 0) return false;
     mix_ = std::move(next);
     ++generation_;
     return true;

@@ -19,7 +19,7 @@ using sharing::ShareCluster;
 using sharing::ShareNode;
 using sharing::ShareRequest;
 
-constexpr double kResolution = 100;  // milli-GPU, as `switchyard` compares changes
+const double kResolution = sharing::SwitchyardShareOptions{}.deltaResolution;  // milli-GPU, as `switchyard` compares changes
 
 // A view as the measure needs it: the GPUs attached to the host first, then the free GPUs it could attach.
 struct ViewState {
