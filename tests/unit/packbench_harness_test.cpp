@@ -124,6 +124,82 @@ TEST(PoolAwarePolicy, SeesAnEnclosureStrandedBehindAHostsOtherLink) {
   EXPECT_DOUBLE_EQ(pooled.allocationPercent.back(), 60.0);  // 3 of 5 GPUs; h1's two are out of reach for lack of CPU
 }
 
+// Dynamic mode: requests leave, GPUs go back to their enclosures, and the views around them are rebuilt.
+// The policy caches each view's evaluation by version; after every release its choice must be the one a
+// policy built afresh (same requests observed, nothing cached) makes on the same pool.
+TEST(PoolAwarePolicy, ChoosesAsAFreshPolicyWouldWhileRequestsLeave) {
+  std::mt19937_64 rng(15);
+  const ShareCluster servers = randomCluster(rng, 12);
+  const bench::ComposableShape shape{4, 2, 2, 6};
+  bench::ComposablePool pool(servers, shape);
+  auto policy = bench::makePoolAwarePolicy(pool);
+  struct Held {
+    ShareRequest r;
+    size_t link;
+    bench::ComposablePool::Taken taken;
+  };
+  std::vector<Held> held;
+  std::vector<ShareRequest> seen;
+  size_t released = 0, compared = 0;
+  for (int i = 0; i < 300; ++i) {
+    if (!held.empty() && rng() % 3 == 0) {  // one leaves
+      const size_t k = rng() % held.size();
+      pool.release(held[k].link, held[k].taken, held[k].r);
+      held.erase(held.begin() + static_cast<long>(k));
+      ++released;
+      auto broken = pool.violation();
+      ASSERT_FALSE(broken) << *broken;
+    }
+    const ShareRequest r = randomRequestWithMig(rng);
+    seen.push_back(r);
+    policy->observe(r);
+    const auto p = policy->choose(pool.views(), r);
+    auto fresh = bench::makePoolAwarePolicy(pool);
+    for (const auto& s : seen) fresh->observe(s);
+    const auto q = fresh->choose(pool.views(), r);
+    ASSERT_EQ(p.has_value(), q.has_value()) << "request " << i;
+    if (!p) continue;
+    ++compared;
+    ASSERT_EQ(p->node, q->node) << "request " << i;
+    ASSERT_EQ(p->gpus.count, q->gpus.count) << "request " << i;
+    ASSERT_TRUE(std::equal(p->gpus.index.begin(), p->gpus.index.begin() + p->gpus.count, q->gpus.index.begin())) << "request " << i;
+    held.push_back({r, p->node, pool.apply(*p, r)});
+    auto broken = pool.violation();
+    ASSERT_FALSE(broken) << *broken;
+  }
+  EXPECT_GT(released, 50u);
+  EXPECT_GT(compared, 150u);
+  EXPECT_GT(pool.detaches(), 0u);
+}
+
+// The dynamic simulation makes a pool-reading policy once the pool exists: the composable pool for a
+// composable run, nothing for fixed servers (where `switchyard-pool` cannot run).
+TEST(DynamicSimulation, MakesThePolicyForThePoolItRuns) {
+  const std::string dir = std::string(SWITCHYARD_SOURCE_DIR) + "/tests/data/openb-mini/";
+  auto servers = bench::loadOpenbNodes(dir + "openb_node_list_gpu_node.csv");
+  ASSERT_TRUE(servers) << servers.error();
+  ModelTable models = servers->models();
+  auto pods = bench::loadOpenbPods(dir + "openb_pod_list_default.csv", models);
+  ASSERT_TRUE(pods) << pods.error();
+  const bench::ComposableShape composable{.slots = 4, .enclosurePorts = 2, .hostPorts = 2, .deviceLimit = 8};
+  const bench::DynamicOptions o{.load = 0.9, .arrivals = 1500, .warmup = 500, .patienceSeconds = 300, .seed = 6};
+  const bench::ComposablePool* given = nullptr;
+  const auto result = bench::runDynamic(*servers, &composable, *pods,
+                                        [&](const bench::ComposablePool* pool) {
+                                          given = pool;
+                                          return pool ? bench::makePoolAwarePolicy(*pool) : nullptr;
+                                        },
+                                        o);
+  EXPECT_NE(given, nullptr);
+  EXPECT_EQ(result.arrived, 1500u);
+  EXPECT_GT(result.accepted, 1000u);
+  EXPECT_GT(result.detaches, 0u);
+  EXPECT_THROW((void)bench::runDynamic(*servers, nullptr, *pods, [](const bench::ComposablePool* pool) {
+    return pool ? bench::makePoolAwarePolicy(*pool) : nullptr;
+  }, o),
+               std::invalid_argument);
+}
+
 TEST(ComposablePool, ServesLogicalServersNoFixedServerCan) {
   ModelTable models;
   models.intern("A");

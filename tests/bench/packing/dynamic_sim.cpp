@@ -24,6 +24,7 @@ class Pool {
     else cluster_ = servers;
   }
   const sharing::ShareCluster& view() const { return composable_ ? composable_->views() : cluster_; }
+  const ComposablePool* composable() const { return composable_ ? &*composable_ : nullptr; }
   Holding place(const sharing::SharePlacement& p, const sharing::ShareRequest& r) {
     if (composable_) return {p, composable_->apply(p, r)};
     return {cluster_.apply(p, r), {}};
@@ -54,12 +55,8 @@ struct Departure {
   bool operator>(const Departure& o) const { return at > o.at; }
 };
 
-}  // namespace
-
-DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableShape* shape, const std::vector<TracePod>& pods,
-                         sharing::SharePolicy& policy, const DynamicOptions& o) {
+DynamicResult runOn(Pool& pool, const std::vector<TracePod>& pods, sharing::SharePolicy& policy, const DynamicOptions& o) {
   if (pods.empty()) throw std::invalid_argument("no pods");
-  Pool pool(servers, shape);
   auto duration = [&](size_t pod) { return std::min(static_cast<double>(pods[pod].durationSeconds), o.maxDurationSeconds); };
   auto gpuTime = [&](size_t pod) { return static_cast<double>(pods[pod].request.totalGpuMilli()) * duration(pod); };
   double gpuSeconds = 0;  // mean over the pod list of milli-GPU x duration
@@ -188,6 +185,22 @@ DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableS
   result.meanAllocationPercent = span > 0 ? 100.0 * allocationArea / span / static_cast<double>(pool.capacity()) : 0;
   result.seconds = std::chrono::duration<double>(spent).count();
   return result;
+}
+
+}  // namespace
+
+DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableShape* shape, const std::vector<TracePod>& pods,
+                         sharing::SharePolicy& policy, const DynamicOptions& options) {
+  Pool pool(servers, shape);
+  return runOn(pool, pods, policy, options);
+}
+
+DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableShape* shape, const std::vector<TracePod>& pods,
+                         const PolicyForPool& makePolicy, const DynamicOptions& options) {
+  Pool pool(servers, shape);
+  auto policy = makePolicy(pool.composable());
+  if (!policy) throw std::invalid_argument("no policy for this pool");
+  return runOn(pool, pods, *policy, options);
 }
 
 }  // namespace switchyard::bench

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "composer/packing/sharing/share_policy.h"
@@ -45,8 +47,15 @@ struct DynamicResult {
   double seconds = 0;                 // time spent choosing placements
 };
 
-// The pool is a static cluster (`pool` empty) or a composable pool.
+// The pool is a static cluster (`shape` null) or a composable pool.
 [[nodiscard]] DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableShape* shape,
                                        const std::vector<TracePod>& pods, sharing::SharePolicy& policy, const DynamicOptions& options);
+
+// The same with a policy made for the pool once it is built: `makePolicy` gets the composable pool (null
+// on a static cluster), which outlives the policy (policies that read the pool's structure, pool_aware_policy.h).
+using PolicyForPool = std::function<std::unique_ptr<sharing::SharePolicy>(const ComposablePool* pool)>;
+[[nodiscard]] DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableShape* shape,
+                                       const std::vector<TracePod>& pods, const PolicyForPool& makePolicy,
+                                       const DynamicOptions& options);
 
 }  // namespace switchyard::bench

@@ -102,6 +102,14 @@ double percentile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
 }
 
+std::unique_ptr<sharing::SharePolicy> makePolicyFor(const std::string& name, const sharing::SharePolicyOptions& options,
+                                                   const ComposablePool* pool) {
+  if (name == kPoolAwarePolicy) return pool ? makePoolAwarePolicy(*pool) : nullptr;
+  return sharing::makeSharePolicy(name, options);
+}
+
+bool needsComposablePool(const std::string& name) { return name == kPoolAwarePolicy; }
+
 std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::string>& workloads,
                                  const std::vector<std::string>& policies, bool poolPolicies) {
   auto cluster = loadOpenbNodes((traces / "openb_node_list_gpu_node.csv").string());
@@ -110,10 +118,10 @@ std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::
     return std::nullopt;
   }
   for (const auto& p : policies) {
-    if (poolPolicies && p == kPoolAwarePolicy) continue;
+    if (poolPolicies && needsComposablePool(p)) continue;
     if (!sharing::makeSharePolicy(p, {})) {
       fmt::print(stderr, "error: unknown policy '{}'; known: {}{}\n", p, fmt::join(sharing::sharePolicyNames(), ", "),
-                 poolPolicies ? fmt::format(", {}", kPoolAwarePolicy) : fmt::format(" ({} runs in composable mode only)", kPoolAwarePolicy));
+                 poolPolicies ? fmt::format(", {}", kPoolAwarePolicy) : fmt::format(" ({} runs on composable pools only: composable, dynamic and compaction modes)", kPoolAwarePolicy));
       return std::nullopt;
     }
   }

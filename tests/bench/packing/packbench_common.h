@@ -9,11 +9,13 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "composer/packing/sharing/shape_mix.h"
+#include "composer/packing/sharing/share_policy.h"
 #include "tests/bench/packing/composable_sim.h"
 #include "tests/bench/packing/openb_trace.h"
 
@@ -42,6 +44,13 @@ struct Inputs {
 // also the composable-only ones, pool_aware_policy.h). Reports what is wrong on stderr.
 [[nodiscard]] std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::string>& workloads,
                                                const std::vector<std::string>& policies, bool poolPolicies = false);
+
+// A policy by name for a run on `pool` (null: fixed servers). `switchyard-pool` reads the pool's structure, so
+// it is made only for a composable pool; null for an unknown name or a pool-only policy without a pool.
+[[nodiscard]] std::unique_ptr<sharing::SharePolicy> makePolicyFor(const std::string& name, const sharing::SharePolicyOptions& options,
+                                                                  const ComposablePool* pool);
+// Whether `name` runs only on composable pools.
+[[nodiscard]] bool needsComposablePool(const std::string& name);
 
 // Pools by name: "mirror" or K:U:P:L composable pools, and "static" (no shape) where `allowStatic`.
 // Reports a bad name on stderr.

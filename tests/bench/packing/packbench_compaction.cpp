@@ -20,6 +20,7 @@
 #include <tuple>
 
 #include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/pool_aware_policy.h"
 
 namespace switchyard::bench {
 
@@ -59,7 +60,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
   auto parsed = parsePools(poolNames, /*allowStatic=*/true);
   if (!parsed) return 2;
   auto& poolShapes = *parsed;
-  auto inputs = loadInputs(traces, workloads, policies);
+  auto inputs = loadInputs(traces, workloads, policies, /*poolPolicies=*/true);
   if (!inputs) return 2;
 
   struct Probe {
@@ -75,10 +76,19 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
     int smallest = -1;  // percent of servers; -1: even the whole cluster misses the target
   };
   std::vector<Search> searches;
+  size_t skipped = 0;
   for (const auto& w : workloads)
     for (const auto& pl : poolNames)
       for (const auto& p : policies)
-        for (uint64_t seed : seeds) searches.push_back({w, pl, p, seed, {}, -1});
+        for (uint64_t seed : seeds) {
+          if (!poolShapes[pl] && needsComposablePool(p)) {
+            ++skipped;
+            continue;
+          }
+          searches.push_back({w, pl, p, seed, {}, -1});
+        }
+  if (skipped > 0)
+    fmt::print(stderr, "note: {} searches skipped: {} runs on composable pools only, not on 'static'\n", skipped, kPoolAwarePolicy);
   fs::create_directories(out);
   std::mutex printing;
   runInParallel(
@@ -87,14 +97,15 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
         Search& s = searches[i];
         auto probe = [&](int percent) {
           sharing::ShareCluster servers = shareOfServers(inputs->cluster, percent, s.seed);
-          auto policy = sharing::makeSharePolicy(s.policy, {.seed = s.seed, .oracleMix = inputs->mixes[s.workload], .cacheFgd = true});
+          const sharing::SharePolicyOptions po{.seed = s.seed, .oracleMix = inputs->mixes[s.workload], .cacheFgd = true};
           DynamicOptions o = base;
           o.load = options.load;
           o.seed = s.seed;
           o.referenceCapacityMilli = inputs->cluster.totalGpuMilli();
           const auto& shape = poolShapes[s.pool];
           s.probes.push_back({percent, servers.size(), servers.totalGpus(),
-                              runDynamic(servers, shape ? &*shape : nullptr, inputs->pods[s.workload], *policy, o)});
+                              runDynamic(servers, shape ? &*shape : nullptr, inputs->pods[s.workload],
+                                         [&](const ComposablePool* pool) { return makePolicyFor(s.policy, po, pool); }, o)});
           const double accepted = acceptancePercent(s.probes.back().result);
           const double gpuTime = gpuTimeAcceptancePercent(s.probes.back().result);
           if (!quiet) {
@@ -155,6 +166,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
   for (const auto& w : workloads)
     for (const auto& pl : poolNames)
       for (const auto& p : policies) {
+        if (!poolShapes[pl] && needsComposablePool(p)) continue;  // skipped
         const Key k{w, pl, p};
         const Stats sm = stats(smallest[k]), g = stats(gpus[k]), sv = stats(servers[k]);
         const bool found = !smallest[k].empty();

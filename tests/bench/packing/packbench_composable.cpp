@@ -15,7 +15,6 @@
 #include <tuple>
 
 #include "composer/packing/sharing/share_policy.h"
-#include "tests/bench/packing/pool_aware_policy.h"
 #include "tests/bench/packing/static_sim.h"
 #include "tests/bench/packing/upper_bound.h"
 
@@ -74,9 +73,9 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
         sharing::ShareCluster c = shuffleNodes(*cluster, run.seed);
         auto requests = inflateWorkload(pods[run.workload], c.totalGpuMilli(), run.seed, ratio);
         sharing::SharePolicyOptions o{.seed = run.seed, .oracleMix = mixes[run.workload], .learnMix = true, .cacheFgd = true};
-        if (run.policy == kPoolAwarePolicy) {  // reads the pool's structure; there is no static-mode twin
+        if (needsComposablePool(run.policy)) {  // reads the pool's structure; there is no static-mode twin
           run.result = runComposable(ComposablePool(c, shapes[run.shape]), requests,
-                                     [](const ComposablePool& pool) { return makePoolAwarePolicy(pool); });
+                                     [&](const ComposablePool& pool) { return makePolicyFor(run.policy, o, &pool); });
           return;
         }
         auto policy = sharing::makeSharePolicy(run.policy, o);

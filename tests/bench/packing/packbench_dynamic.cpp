@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/pool_aware_policy.h"
 #include "tests/bench/packing/static_sim.h"
 
 namespace switchyard::bench {
@@ -25,7 +26,7 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
   auto parsed = parsePools(poolNames, /*allowStatic=*/true);
   if (!parsed) return 2;
   auto& poolShapes = *parsed;
-  auto inputs = loadInputs(traces, workloads, policies);
+  auto inputs = loadInputs(traces, workloads, policies, /*poolPolicies=*/true);
   if (!inputs) return 2;
   const sharing::ShareCluster* cluster = &inputs->cluster;
   auto& pods = inputs->pods;
@@ -37,23 +38,33 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
     DynamicResult result;
   };
   std::vector<Run> runs;
+  size_t skipped = 0;
   for (const auto& w : workloads)
     for (const auto& pl : poolNames)
       for (double load : loads)
         for (const auto& p : policies)
-          for (uint64_t seed : seeds) runs.push_back({w, pl, p, load, seed, {}});
+          for (uint64_t seed : seeds) {
+            if (!poolShapes[pl] && needsComposablePool(p)) {
+              ++skipped;
+              continue;
+            }
+            runs.push_back({w, pl, p, load, seed, {}});
+          }
+  if (skipped > 0)
+    fmt::print(stderr, "note: {} runs skipped: {} runs on composable pools only, not on 'static'\n", skipped, kPoolAwarePolicy);
   fs::create_directories(out);
   runInParallel(
       runs.size(), jobs,
       [&](size_t i) {
         Run& run = runs[i];
         sharing::ShareCluster c = shuffleNodes(*cluster, run.seed);
-        auto policy = sharing::makeSharePolicy(run.policy, {.seed = run.seed, .oracleMix = mixes[run.workload], .cacheFgd = true});
+        const sharing::SharePolicyOptions po{.seed = run.seed, .oracleMix = mixes[run.workload], .cacheFgd = true};
         DynamicOptions o = base;
         o.load = run.load;
         o.seed = run.seed;
         const auto& shape = poolShapes[run.pool];
-        run.result = runDynamic(c, shape ? &*shape : nullptr, pods[run.workload], *policy, o);
+        run.result = runDynamic(c, shape ? &*shape : nullptr, pods[run.workload],
+                                [&](const ComposablePool* pool) { return makePolicyFor(run.policy, po, pool); }, o);
       },
       [&](size_t i, size_t finished) {
         if (quiet) return;
@@ -97,6 +108,7 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
       for (double load : loads)
         for (const auto& p : policies) {
           const Key k{w, pl, load, p};
+          if (!acceptance.contains(k)) continue;  // skipped
           emit(fmt::format("| {} | {} | {:.2f} | {} | {:.2f} | {:.2f} | {:.2f} | {:.0f} | {:.0f} | {:.3f} | {:.2f} |\n", w,
                            poolShapes[pl] ? poolShapes[pl]->describe() : "static", load, p, stats(acceptance[k]).mean,
                            stats(gpuTime[k]).mean, stats(atOnce[k]).mean, stats(meanWait[k]).mean, stats(p99Wait[k]).mean,

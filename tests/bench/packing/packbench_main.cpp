@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   dyn->add_option("--workloads", dynWorkloads, "comma-separated pod lists (they need creation/deletion times)")->capture_default_str();
   dyn->add_option("--pools", dynPools, "'static', 'mirror' or K:U:P:L composable pools")->capture_default_str();
   dyn->add_option("--loads", loads, "offered loads (GPU-time demand / capacity)")->delimiter(',')->capture_default_str();
-  dyn->add_option("--policies", dynPolicies, "comma-separated policies")->capture_default_str();
+  dyn->add_option("--policies", dynPolicies, "comma-separated policies; switchyard-pool runs on the composable pools only")->capture_default_str();
   dyn->add_option("--seeds", dynSeeds, "seeds: '42-44' or '42,43'")->capture_default_str();
   dyn->add_option("--arrivals", dynOptions.arrivals, "measured arrivals per run")->capture_default_str();
   dyn->add_option("--warmup", dynOptions.warmup, "arrivals before measuring")->capture_default_str();
@@ -130,7 +130,7 @@ int main(int argc, char** argv) {
   DynamicOptions cmpDynamic;
   cmp->add_option("--workloads", cmpWorkloads, "comma-separated pod lists (they need creation/deletion times)")->capture_default_str();
   cmp->add_option("--pools", cmpPools, "'static', 'mirror' or K:U:P:L composable pools built from the kept servers")->capture_default_str();
-  cmp->add_option("--policies", cmpPolicies, "comma-separated policies")->capture_default_str();
+  cmp->add_option("--policies", cmpPolicies, "comma-separated policies; switchyard-pool runs on the composable pools only")->capture_default_str();
   cmp->add_option("--seeds", cmpSeeds, "seeds (each samples its own servers and arrivals)")->capture_default_str();
   cmp->add_option("--load", cmpOptions.load, "offered load against the WHOLE cluster's GPU capacity")->capture_default_str();
   cmp->add_option("--target", cmpOptions.targetPercent, "acceptance % the pool must reach")->capture_default_str();

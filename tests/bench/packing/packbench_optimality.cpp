@@ -73,7 +73,7 @@ int runOptimalityCommand(const fs::path& traces, const std::vector<std::string>&
       fmt::print(stderr, "error: workload '{}': the exact model has no MIG slices, so its optimum would only be a bound\n", w);
       return 2;
     }
-  auto inputs = loadInputs(traces, workloads, policies);
+  auto inputs = loadInputs(traces, workloads, policies, /*poolPolicies=*/true);
   if (!inputs) return 2;
 
   struct Instance {
@@ -102,10 +102,9 @@ int runOptimalityCommand(const fs::path& traces, const std::vector<std::string>&
         const ComposableShape shape = *(*pools)[in.shape];
         for (const auto& p : policies) {
           sharing::SharePolicyOptions o{.seed = in.seed, .oracleMix = inputs->mixes[in.workload], .learnMix = true, .cacheFgd = true};
-          auto policy = sharing::makeSharePolicy(p, o);
-          ComposablePool pool(in.cluster, shape);
-          auto result = runComposable(pool, in.requests, *policy);
-          in.allocated[p] = result.allocationPercent.back() * static_cast<double>(pool.totalGpuMilli()) / 100.0;
+          auto result = runComposable(ComposablePool(in.cluster, shape), in.requests,
+                                      [&](const ComposablePool& pool) { return makePolicyFor(p, o, &pool); });
+          in.allocated[p] = result.allocationPercent.back() * static_cast<double>(in.cluster.totalGpuMilli()) / 100.0;
         }
         auto lp = allocationUpperBound(in.cluster, in.requests);
         if (lp) in.lpBound = *lp;
