@@ -121,7 +121,7 @@ std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::
     if (poolPolicies && needsComposablePool(p)) continue;
     if (!sharing::makeSharePolicy(p, {})) {
       fmt::print(stderr, "error: unknown policy '{}'; known: {}{}\n", p, fmt::join(sharing::sharePolicyNames(), ", "),
-                 poolPolicies ? fmt::format(", {}", kPoolAwarePolicy) : fmt::format(" ({} runs on composable pools only: composable, dynamic and compaction modes)", kPoolAwarePolicy));
+                 poolPolicies ? fmt::format(", {}", kPoolAwarePolicy) : fmt::format(" ({} runs on composable pools only: the composable, dynamic, compaction and optimality modes)", kPoolAwarePolicy));
       return std::nullopt;
     }
   }

@@ -73,14 +73,10 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
         sharing::ShareCluster c = shuffleNodes(*cluster, run.seed);
         auto requests = inflateWorkload(pods[run.workload], c.totalGpuMilli(), run.seed, ratio);
         sharing::SharePolicyOptions o{.seed = run.seed, .oracleMix = mixes[run.workload], .learnMix = true, .cacheFgd = true};
-        if (needsComposablePool(run.policy)) {  // reads the pool's structure; there is no static-mode twin
-          run.result = runComposable(ComposablePool(c, shapes[run.shape]), requests,
-                                     [&](const ComposablePool& pool) { return makePolicyFor(run.policy, o, &pool); });
-          return;
-        }
-        auto policy = sharing::makeSharePolicy(run.policy, o);
-        run.result = runComposable(ComposablePool(c, shapes[run.shape]), requests, *policy);
-        if (shapes[run.shape].mirrorServers) {
+        run.result = runComposable(ComposablePool(c, shapes[run.shape]), requests,
+                                   [&](const ComposablePool& pool) { return makePolicyFor(run.policy, o, &pool); });
+        // The mirror pool against the same run in static mode (a policy that reads the pool has no static twin).
+        if (shapes[run.shape].mirrorServers && !needsComposablePool(run.policy)) {
           auto again = sharing::makeSharePolicy(run.policy, o);
           run.staticResult = runStatic(c, requests, *again, mixes[run.workload]);
         }
