@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 
 #include "composer/packing/sharing/share_policy.h"
@@ -172,16 +173,27 @@ TEST(PoolAwarePolicy, ChoosesAsAFreshPolicyWouldWhileRequestsLeave) {
   EXPECT_GT(pool.detaches(), 0u);
 }
 
+// The hand-made six-node trace in the openb format, and a small composable pool over it.
+class DynamicSimulation : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = std::string(SWITCHYARD_SOURCE_DIR) + "/tests/data/openb-mini/";
+    auto nodes = bench::loadOpenbNodes(dir + "openb_node_list_gpu_node.csv");
+    ASSERT_TRUE(nodes) << nodes.error();
+    ModelTable models = nodes->models();
+    auto list = bench::loadOpenbPods(dir + "openb_pod_list_default.csv", models);
+    ASSERT_TRUE(list) << list.error();
+    servers = std::move(*nodes);
+    pods = std::move(*list);
+  }
+  std::optional<ShareCluster> servers;
+  std::optional<std::vector<bench::TracePod>> pods;
+  const bench::ComposableShape composable{.slots = 4, .enclosurePorts = 2, .hostPorts = 2, .deviceLimit = 8};
+};
+
 // The dynamic simulation makes a pool-reading policy once the pool exists: the composable pool for a
 // composable run, nothing for fixed servers (where `switchyard-pool` cannot run).
-TEST(DynamicSimulation, MakesThePolicyForThePoolItRuns) {
-  const std::string dir = std::string(SWITCHYARD_SOURCE_DIR) + "/tests/data/openb-mini/";
-  auto servers = bench::loadOpenbNodes(dir + "openb_node_list_gpu_node.csv");
-  ASSERT_TRUE(servers) << servers.error();
-  ModelTable models = servers->models();
-  auto pods = bench::loadOpenbPods(dir + "openb_pod_list_default.csv", models);
-  ASSERT_TRUE(pods) << pods.error();
-  const bench::ComposableShape composable{.slots = 4, .enclosurePorts = 2, .hostPorts = 2, .deviceLimit = 8};
+TEST_F(DynamicSimulation, MakesThePolicyForThePoolItRuns) {
   const bench::DynamicOptions o{.load = 0.9, .arrivals = 1500, .warmup = 500, .patienceSeconds = 300, .seed = 6};
   const bench::ComposablePool* given = nullptr;
   const auto result = bench::runDynamic(*servers, &composable, *pods,
@@ -268,14 +280,7 @@ TEST(ComposablePool, ReleaseIsTheExactInverseAndDetachesIdleGpus) {
   }
 }
 
-TEST(DynamicSimulation, LightLoadIsAllAcceptedAndOverloadQueuesAndGivesUp) {
-  const std::string dir = std::string(SWITCHYARD_SOURCE_DIR) + "/tests/data/openb-mini/";
-  auto servers = bench::loadOpenbNodes(dir + "openb_node_list_gpu_node.csv");
-  ASSERT_TRUE(servers) << servers.error();
-  ModelTable models = servers->models();
-  auto pods = bench::loadOpenbPods(dir + "openb_pod_list_default.csv", models);
-  ASSERT_TRUE(pods) << pods.error();
-  const bench::ComposableShape composable{.slots = 4, .enclosurePorts = 2, .hostPorts = 2, .deviceLimit = 8};
+TEST_F(DynamicSimulation, LightLoadIsAllAcceptedAndOverloadQueuesAndGivesUp) {
   for (const bench::ComposableShape* shape : {static_cast<const bench::ComposableShape*>(nullptr), &composable}) {
     bench::DynamicOptions light{.load = 0.1, .arrivals = 2000, .warmup = 500, .patienceSeconds = 300, .seed = 5};
     auto policy = makeSharePolicy("switchyard", {});
