@@ -27,7 +27,7 @@ mkdir -p "$OUT/mig"
 "$BIN" --traces "$TRACES" composable --workloads default+mig,gpushare100+mig,multigpu50+mig --shapes mirror,16:8:2:16 \
   --seeds 42-51 --policies first-fit,best-fit,gpu-packing,hived-buddy,fgd,switchyard,switchyard-pool --quiet --out "$OUT/mig"
 "$BIN" --traces "$TRACES" dynamic --workloads default+mig --pools static,16:8:2:16 --loads 0.9,1.0,1.1 \
-  --policies best-fit,fgd,switchyard --seeds 42-43 --quiet --out "$OUT/mig"
+  --policies best-fit,fgd,switchyard,switchyard-pool --seeds 42-43 --quiet --out "$OUT/mig"
 build/tests/switchyard_bench ablation --load 0.8 > "$OUT/ablation_load080.md"
 build/tests/switchyard_bench ablation --load 0.9 > "$OUT/ablation_load090.md"
 build/tests/switchyard_bench ablation --load 1.0 > "$OUT/ablation_load100.md"
