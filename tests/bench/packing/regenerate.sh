@@ -2,7 +2,7 @@
 # Regenerates every packing benchmark figure in docs/benchmarks/packing/ (CSVs, summary tables, PNG plots).
 #   tests/bench/packing/regenerate.sh [TRACES_DIR]
 # Needs a built tree (./test.sh --quick or cmake --build build) and gnuplot (setup.sh installs gnuplot-nox).
-# About 2 hours 15 minutes on a 2-core VM (switchyard-pool's dynamic and compaction runs are about an hour of it);
+# About 2 hours 20 minutes on a 2-core VM (switchyard-pool's dynamic and compaction runs are about an hour of it);
 # the runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
