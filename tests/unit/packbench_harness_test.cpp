@@ -210,6 +210,10 @@ TEST_F(DynamicSimulation, MakesThePolicyForThePoolItRuns) {
     return pool ? bench::makePoolAwarePolicy(*pool) : nullptr;
   }, o),
                std::invalid_argument);
+  // The arrival-only composable run refuses a missing policy the same way.
+  EXPECT_THROW((void)bench::runComposable(bench::ComposablePool(*servers, composable), {},
+                                          [](const bench::ComposablePool&) { return std::unique_ptr<SharePolicy>(); }),
+               std::invalid_argument);
 }
 
 TEST(ComposablePool, ServesLogicalServersNoFixedServerCan) {

@@ -313,6 +313,7 @@ ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::S
 ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::ShareRequest>& requests,
                                const std::function<std::unique_ptr<sharing::SharePolicy>(const ComposablePool&)>& makePolicy) {
   auto policy = makePolicy(pool);
+  if (!policy) throw std::invalid_argument("no policy for this pool");
   return runOn(pool, requests, *policy);
 }
 

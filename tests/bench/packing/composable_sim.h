@@ -155,7 +155,8 @@ struct ComposableResult : ArrivalRun {
 // The static protocol (arrival only, a failure is skipped) on a composable pool.
 [[nodiscard]] ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::ShareRequest>& requests,
                                              sharing::SharePolicy& policy);
-// The same with a policy made for that pool (policies that read the pool's structure).
+// The same with a policy made for that pool (policies that read the pool's structure); throws
+// std::invalid_argument when `makePolicy` makes none.
 [[nodiscard]] ComposableResult runComposable(ComposablePool pool, const std::vector<sharing::ShareRequest>& requests,
                                              const std::function<std::unique_ptr<sharing::SharePolicy>(const ComposablePool&)>& makePolicy);
 

@@ -53,6 +53,7 @@ struct DynamicResult {
 
 // The same with a policy made for the pool once it is built: `makePolicy` gets the composable pool (null
 // on a static cluster), which outlives the policy (policies that read the pool's structure, pool_aware_policy.h).
+// Throws std::invalid_argument when `makePolicy` makes none.
 using PolicyForPool = std::function<std::unique_ptr<sharing::SharePolicy>(const ComposablePool* pool)>;
 [[nodiscard]] DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableShape* shape,
                                        const std::vector<TracePod>& pods, const PolicyForPool& makePolicy,
