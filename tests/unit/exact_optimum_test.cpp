@@ -107,7 +107,11 @@ TEST(ExactOptimum, NoPolicyBeatsItAndItNeverBeatsTheLpBound) {
       auto exact = exactOptimum(ComposablePool(servers, shape).wiring(), requests, 30);
       ASSERT_TRUE(exact.has_value()) << exact.error();
       ASSERT_TRUE(exact->proved);
-      EXPECT_LE(exact->bestMilli, *allocationUpperBound(servers, requests) + 1e-6);
+      const auto packing = packingUpperBound(servers, requests);
+      ASSERT_TRUE(packing.has_value()) << packing.error();
+      EXPECT_TRUE(packing->converged);
+      EXPECT_LE(exact->bestMilli, packing->milli + 1e-6);
+      EXPECT_LE(packing->milli, *pooledUpperBound(servers, requests) + 1e-6);
       for (const auto& name : policies) {
         auto policy = sharing::makeSharePolicy(name, {.seed = 1});
         ComposablePool pool(servers, shape);

@@ -251,6 +251,41 @@ TEST(UpperBound, PoolsCpuAndRespectsModelSets) {
   EXPECT_NEAR(*bench::allocationUpperBound(c, {}), 0.0, 1e-9);
 }
 
+TEST(UpperBound, TwoSharesOverHalfAGpuNeverShareOne) {
+  const ShareCluster c({node("a", 1)}, ModelTable{});
+  const std::vector<ShareRequest> r{share(600), share(600)};
+  EXPECT_NEAR(*bench::pooledUpperBound(c, r), 1000.0, 1e-6);  // the pooled LP splits the GPU
+  auto packing = bench::packingUpperBound(c, r);
+  ASSERT_TRUE(packing.has_value()) << packing.error();
+  EXPECT_TRUE(packing->converged);
+  EXPECT_NEAR(packing->milli, 600.0, 1e-6);
+  // A 400 share fills the rest of one; a 300 leaves 100 unused.
+  EXPECT_NEAR(*bench::allocationUpperBound(c, {share(600), share(600), share(400)}), 1000.0, 1e-6);
+  EXPECT_NEAR(*bench::allocationUpperBound(c, {share(600), share(300)}), 900.0, 1e-6);
+  // Two GPUs: the LP may hold each 600 on its own GPU and pair the 300s with them.
+  const ShareCluster two({node("a", 2)}, ModelTable{});
+  EXPECT_NEAR(*bench::allocationUpperBound(two, {share(600), share(600), share(300), share(300), share(300)}), 1800.0, 1e-6);
+}
+
+TEST(UpperBound, MigInstancesFollowTheSliceRules) {
+  const ShareCluster c({node("a", 1)}, ModelTable{});
+  auto instances = [](int profile, int count) { return std::vector<ShareRequest>(static_cast<size_t>(count), migRequest(share(100), profile)); };
+  auto bound = [&](std::vector<ShareRequest> r) { return *bench::allocationUpperBound(c, r); };
+  EXPECT_NEAR(bound(instances(0, 8)), 7 * migMilli(0), 1e-6);  // seven 1g, not eight
+  EXPECT_NEAR(bound(instances(1, 4)), 3 * migMilli(1), 1e-6);  // 2g starts at 0, 2 and 4 only
+  EXPECT_NEAR(bound(instances(2, 3)), 2 * migMilli(2), 1e-6);  // 3g at 0 and 4
+  EXPECT_NEAR(bound(instances(3, 2)), migMilli(3), 1e-6);      // one 4g
+  auto mixed = instances(3, 1);                                // 4g@0 + 2g@4 + 1g@6
+  for (auto extra : {instances(1, 2), instances(0, 2)}) mixed.insert(mixed.end(), extra.begin(), extra.end());
+  EXPECT_NEAR(bound(mixed), migMilli(3) + migMilli(1) + migMilli(0), 1e-6);
+  // 4g@0 and 3g@4 together take all 7 compute slices.
+  auto full = instances(3, 1);
+  full.push_back(migRequest(share(100), 2));
+  EXPECT_NEAR(bound(full), migMilli(3) + migMilli(2), 1e-6);
+  // A MIG instance and a milli share never share a GPU.
+  EXPECT_NEAR(bound({migRequest(share(100), 0), share(500)}), 500.0, 1e-6);
+}
+
 TEST(ComposablePool, ReleaseIsTheExactInverseAndDetachesIdleGpus) {
   std::mt19937_64 rng(13);
   const ShareCluster servers = randomCluster(rng, 12);

@@ -2,12 +2,20 @@
 
 #include <glpk.h>
 
+#include <algorithm>
+#include <array>
+#include <limits>
 #include <map>
 #include <memory>
+#include <set>
+#include <tuple>
+#include <utility>
+
+#include "composer/model/mig.h"
 
 namespace switchyard::bench {
 
-std::expected<double, std::string> allocationUpperBound(const sharing::ShareCluster& cluster,
+std::expected<double, std::string> pooledUpperBound(const sharing::ShareCluster& cluster,
                                                         const std::vector<sharing::ShareRequest>& requests) {
   double cpu = 0, memory = 0;
   std::map<uint8_t, double> gpusOfModel;
@@ -66,6 +74,243 @@ std::expected<double, std::string> allocationUpperBound(const sharing::ShareClus
   if (int rc = glp_simplex(lp.get(), &params); rc != 0) return std::unexpected("GLPK simplex failed with code " + std::to_string(rc));
   if (glp_get_status(lp.get()) != GLP_OPT) return std::unexpected("GLPK found no optimal solution");
   return glp_get_obj_val(lp.get());
+}
+
+namespace {
+
+using Lp = std::unique_ptr<glp_prob, decltype(&glp_delete_prob)>;
+using Entries = std::map<int, double>;  // row -> coefficient (rows unique, as GLPK wants)
+
+int addColumn(glp_prob* lp, const Entries& entries, double objective) {
+  const int col = glp_add_cols(lp, 1);
+  glp_set_col_bnds(lp, col, GLP_LO, 0, 0);
+  glp_set_obj_coef(lp, col, objective);
+  std::vector<int> rows{0};
+  std::vector<double> values{0};
+  for (const auto& [row, value] : entries) {
+    rows.push_back(row);
+    values.push_back(value);
+  }
+  glp_set_mat_col(lp, col, static_cast<int>(entries.size()), rows.data(), values.data());
+  return col;
+}
+
+int addRow(glp_prob* lp, double upper) {
+  const int row = glp_add_rows(lp, 1);
+  glp_set_row_bnds(lp, row, GLP_UP, 0, upper);
+  return row;
+}
+
+// What one GPU can hold of each MIG profile 1g..4g at once: every multiset of instances some sequence of
+// placements at allowed starts reaches (the requests' profiles; a 7g is a whole GPU).
+using MigCounts = std::array<int, 4>;
+const std::vector<MigCounts>& migConfigurations() {
+  static const std::vector<MigCounts> all = [] {
+    std::set<std::pair<uint8_t, MigCounts>> seen;
+    std::vector<std::pair<uint8_t, MigCounts>> todo{{0, {}}};
+    while (!todo.empty()) {
+      auto [taken, counts] = todo.back();
+      todo.pop_back();
+      if (!seen.insert({taken, counts}).second) continue;
+      for (size_t p = 0; p < 4; ++p)
+        for (int start : allowedStarts(kMigProfiles[p]))
+          if (fitsAt(taken, kMigProfiles[p], start)) {
+            MigCounts next = counts;
+            ++next[p];
+            todo.emplace_back(static_cast<uint8_t>(taken | memoryMask(kMigProfiles[p], start)), next);
+          }
+    }
+    std::set<MigCounts> distinct;
+    for (const auto& [taken, counts] : seen) distinct.insert(counts);
+    return std::vector<MigCounts>(distinct.begin(), distinct.end());
+  }();
+  return all;
+}
+
+constexpr int kMigItem = sharing::kMilliPerGpu;  // item ids: a share size in milli, or kMigItem + profile
+
+struct Configuration {
+  std::map<int, int> copies;  // item -> copies on one GPU
+  double value = 0;           // sum of copies * item dual
+};
+
+// An item a configuration may hold: its size in milli (shares), its dual value, and how many requests ask
+// for it (no GPU ever holds more copies than that).
+struct Item {
+  int id = 0;
+  int size = 0;
+  double dual = 0;
+  int requests = 0;
+};
+
+// The configuration of milli shares with the largest dual value: a bounded knapsack over 1000 milli, each
+// item split into pieces of 1, 2, 4, ... copies (0/1 knapsack over the pieces).
+Configuration bestShareConfiguration(const std::vector<Item>& items) {
+  constexpr int kCap = sharing::kMilliPerGpu;
+  struct Piece {
+    size_t item;
+    int copies;
+  };
+  std::vector<Piece> pieces;
+  for (size_t i = 0; i < items.size(); ++i) {
+    int left = std::min(items[i].requests, kCap / items[i].size);
+    for (int k = 1; left > 0; k *= 2) {
+      pieces.push_back({i, std::min(k, left)});
+      left -= pieces.back().copies;
+    }
+  }
+  std::vector<double> best(kCap + 1, 0.0);
+  std::vector<std::vector<bool>> took(pieces.size(), std::vector<bool>(kCap + 1, false));
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    const Item& item = items[pieces[p].item];
+    const int size = item.size * pieces[p].copies;
+    const double value = item.dual * pieces[p].copies;
+    for (int c = kCap; c >= size; --c)
+      if (best[static_cast<size_t>(c - size)] + value > best[static_cast<size_t>(c)] + 1e-12) {
+        best[static_cast<size_t>(c)] = best[static_cast<size_t>(c - size)] + value;
+        took[p][static_cast<size_t>(c)] = true;
+      }
+  }
+  Configuration config;
+  config.value = best[kCap];
+  for (size_t p = pieces.size(), c = kCap; p-- > 0;)
+    if (took[p][c]) {
+      const Item& item = items[pieces[p].item];
+      config.copies[item.id] += pieces[p].copies;
+      c -= static_cast<size_t>(item.size * pieces[p].copies);
+    }
+  return config;
+}
+
+// The MIG layout with the largest dual value among those that hold no more instances than are asked for.
+Configuration bestMigConfiguration(const std::vector<Item>& items) {
+  std::array<const Item*, 4> ofProfile{};
+  for (const Item& item : items) ofProfile[static_cast<size_t>(item.id - kMigItem)] = &item;
+  Configuration config;
+  for (const MigCounts& counts : migConfigurations()) {
+    double value = 0;
+    bool asked = true;
+    for (size_t p = 0; p < 4 && asked; ++p) {
+      if (counts[p] == 0) continue;
+      asked = ofProfile[p] != nullptr && counts[p] <= ofProfile[p]->requests;
+      if (asked) value += counts[p] * ofProfile[p]->dual;
+    }
+    if (asked && value > config.value + 1e-12) {
+      config.value = value;
+      config.copies.clear();
+      for (size_t p = 0; p < 4; ++p)
+        if (counts[p] > 0) config.copies[kMigItem + static_cast<int>(p)] = counts[p];
+    }
+  }
+  return config;
+}
+
+}  // namespace
+
+std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareCluster& cluster,
+                                                           const std::vector<sharing::ShareRequest>& requests) {
+  double cpu = 0, memory = 0;
+  std::map<int, double> gpusOfModel;
+  for (const auto& n : cluster.nodes()) {
+    cpu += n.cpuCapacity;
+    memory += static_cast<double>(n.memoryCapacity);
+    if (n.gpuCount() > 0) gpusOfModel[n.model] += n.gpuCount();
+  }
+  // Identical requests form one class; CPU-only ones would only use up CPU, so they are left out.
+  using Class = std::tuple<int32_t, int64_t, int32_t, int32_t, uint32_t, int8_t>;
+  std::map<Class, int> classes;
+  for (const auto& r : requests)
+    if (r.gpuCount > 0) ++classes[{r.cpuMilli, r.memoryMib, r.gpuCount, r.gpuMilli, r.modelMask, r.mig}];
+  PackingBound result;
+  if (classes.empty()) return result;
+
+  Lp lp(glp_create_prob(), glp_delete_prob);
+  glp_set_obj_dir(lp.get(), GLP_MAX);
+  const int cpuRow = addRow(lp.get(), cpu);
+  const int memoryRow = addRow(lp.get(), memory);
+  std::map<int, int> gpuRow;                 // model -> its GPUs
+  for (const auto& [model, gpus] : gpusOfModel) gpuRow[model] = addRow(lp.get(), gpus);
+  std::map<std::pair<int, int>, int> itemRow;       // (model, item) -> requests placed <= copies held
+  std::map<std::pair<int, int>, int> itemRequests;  // (model, item) -> requests that could place it there
+  for (const auto& [key, count] : classes) {
+    const auto [cpuMilli, memoryMib, gpuCount, gpuMilli, mask, mig] = key;
+    const int classRow = addRow(lp.get(), count);
+    const sharing::ShareRequest r{.cpuMilli = cpuMilli, .memoryMib = memoryMib, .gpuCount = gpuCount, .gpuMilli = gpuMilli,
+                                  .modelMask = mask, .mig = mig};
+    for (const auto& [model, row] : gpuRow) {
+      if (model >= 32 || ((mask >> model) & 1u) == 0) continue;
+      Entries entries{{classRow, 1.0}};
+      if (cpuMilli != 0) entries[cpuRow] = cpuMilli;
+      if (memoryMib != 0) entries[memoryRow] = static_cast<double>(memoryMib);
+      if (r.sharesGpu()) {
+        const int item = r.isMig() ? kMigItem + mig : gpuMilli;
+        auto [it, fresh] = itemRow.try_emplace({model, item}, 0);
+        if (fresh) {
+          it->second = addRow(lp.get(), 0);
+          // Start with a GPU that holds one copy of the item, so the LP is feasible to grow from.
+          addColumn(lp.get(), {{row, 1.0}, {it->second, -1.0}}, 0);
+          ++result.columns;
+        }
+        entries[it->second] = 1.0;
+        itemRequests[{model, item}] += count;
+      } else {
+        entries[row] = gpuCount;
+      }
+      addColumn(lp.get(), entries, static_cast<double>(r.totalGpuMilli()));
+    }
+  }
+
+  glp_smcp params;
+  glp_init_smcp(&params);
+  params.msg_lev = GLP_MSG_OFF;
+  constexpr int kMaxRounds = 2000;
+  constexpr double kImproves = 1e-6;  // a reduced cost (milli-GPU per GPU) that counts as an improvement
+  result.milli = std::numeric_limits<double>::infinity();
+  for (result.rounds = 1; result.rounds <= kMaxRounds; ++result.rounds) {
+    if (int rc = glp_simplex(lp.get(), &params); rc != 0) return std::unexpected("GLPK simplex failed with code " + std::to_string(rc));
+    if (glp_get_status(lp.get()) != GLP_OPT) return std::unexpected("GLPK found no optimal solution");
+    const double optimum = glp_get_obj_val(lp.get());
+    double lagrangian = optimum;
+    bool added = false;
+    for (const auto& [model, row] : gpuRow) {
+      std::vector<Item> shares, mig;
+      for (auto it = itemRow.lower_bound({model, 0}); it != itemRow.end() && it->first.first == model; ++it) {
+        const double dual = glp_get_row_dual(lp.get(), it->second);
+        if (dual <= 0) continue;
+        const int item = it->first.second;
+        if (item >= kMigItem) mig.push_back({item, 0, dual, itemRequests.at(it->first)});
+        else shares.push_back({item, item, dual, itemRequests.at(it->first)});
+      }
+      const double gpuDual = glp_get_row_dual(lp.get(), row);
+      double bestReduced = 0;
+      for (const Configuration& config : {bestShareConfiguration(shares), bestMigConfiguration(mig)}) {
+        const double reduced = config.value - gpuDual;
+        bestReduced = std::max(bestReduced, reduced);
+        if (reduced <= kImproves) continue;
+        Entries entries{{row, 1.0}};
+        for (const auto& [item, copies] : config.copies) entries[itemRow.at({model, item})] = -copies;
+        addColumn(lp.get(), entries, 0);
+        ++result.columns;
+        added = true;
+      }
+      lagrangian += gpusOfModel[model] * bestReduced;
+    }
+    result.milli = std::min(result.milli, lagrangian);
+    if (!added) {
+      result.converged = true;
+      result.milli = optimum;
+      return result;
+    }
+  }
+  result.rounds = kMaxRounds;
+  return result;
+}
+
+std::expected<double, std::string> allocationUpperBound(const sharing::ShareCluster& cluster,
+                                                        const std::vector<sharing::ShareRequest>& requests) {
+  auto bound = packingUpperBound(cluster, requests);
+  if (!bound) return std::unexpected(bound.error());
+  return bound->milli;
 }
 
 }  // namespace switchyard::bench
