@@ -286,6 +286,30 @@ TEST(UpperBound, MigInstancesFollowTheSliceRules) {
   EXPECT_NEAR(bound({migRequest(share(100), 0), share(500)}), 500.0, 1e-6);
 }
 
+TEST(UpperBound, StoppedEarlyItIsStillABound) {
+  // Cut the column generation short: the Lagrangian bound it returns must not be under the LP optimum.
+  std::mt19937_64 rng(11);
+  int stoppedEarly = 0;
+  for (int instance = 0; instance < 20; ++instance) {
+    const ShareCluster c = randomCluster(rng, 4);
+    std::vector<ShareRequest> r;
+    // Shares only: with whole-GPU requests to spare, one round fills every GPU with them and is optimal.
+    while (r.size() < 40)
+      if (auto one = randomRequestWithMig(rng); one.sharesGpu()) r.push_back(one);
+    const auto full = bench::packingUpperBound(c, r);
+    ASSERT_TRUE(full.has_value()) << full.error();
+    ASSERT_TRUE(full->converged);
+    for (int rounds = 1; rounds < full->rounds; ++rounds) {
+      const auto early = bench::packingUpperBound(c, r, rounds);
+      ASSERT_TRUE(early.has_value()) << early.error();
+      EXPECT_FALSE(early->converged);
+      EXPECT_GE(early->milli, full->milli - 1e-6) << "instance " << instance << ", " << rounds << " rounds";
+      ++stoppedEarly;
+    }
+  }
+  EXPECT_GT(stoppedEarly, 20);  // the instances need more than one round, or this tests nothing
+}
+
 TEST(ComposablePool, ReleaseIsTheExactInverseAndDetachesIdleGpus) {
   std::mt19937_64 rng(13);
   const ShareCluster servers = randomCluster(rng, 12);

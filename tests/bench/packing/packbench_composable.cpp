@@ -136,7 +136,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
     return d;
   };
   const std::string dashes = dashesFor(2), policyDashes = dashesFor(0);
-  emit(fmt::format("GPU allocation % at 100 % arrived demand, mean over {} seeds ({}), against the LP upper bound\n\n"
+  emit(fmt::format("GPU allocation % at 100 % arrived demand, mean over {} seeds ({}), against the GPU-packing LP bound (upper_bound.h)\n\n"
                    "| workload | pool | {} | bound | best gap |\n|{}\n",
                    seeds.size(), fmt::join(seeds, ","), fmt::join(policies, " | "), dashes));
   for (const auto& w : workloads)

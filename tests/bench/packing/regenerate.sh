@@ -21,7 +21,7 @@ mkdir -p "$OUT"
 "$BIN" --traces "$TRACES" compaction --workloads default --pools static,16:8:2:16 --policies best-fit,fgd,switchyard,switchyard-pool \
   --seeds 42-46 --load 0.8 --target 99 --from 60 --quiet --out "$OUT"
 "$BIN" --traces "$TRACES" optimality --workloads default,gpushare100,multigpu50 --servers 4 --shapes mirror,8:2:2:8 \
-  --seeds 42-51 --time-limit 20 --quiet --out "$OUT"
+  --seeds 42-51 --time-limit 20 --policies first-fit,best-fit,fgd,switchyard,switchyard-pool --quiet --out "$OUT"
 # MIG requests (every GPU taken as A100/H100-class): composable and dynamic modes, in their own folder.
 mkdir -p "$OUT/mig"
 "$BIN" --traces "$TRACES" composable --workloads default+mig,gpushare100+mig,multigpu50+mig --shapes mirror,16:8:2:16 \

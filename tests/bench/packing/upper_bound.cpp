@@ -208,7 +208,7 @@ Configuration bestMigConfiguration(const std::vector<Item>& items) {
 }  // namespace
 
 std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareCluster& cluster,
-                                                           const std::vector<sharing::ShareRequest>& requests) {
+                                                           const std::vector<sharing::ShareRequest>& requests, int maxRounds) {
   double cpu = 0, memory = 0;
   std::map<int, double> gpusOfModel;
   for (const auto& n : cluster.nodes()) {
@@ -263,10 +263,10 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
   glp_smcp params;
   glp_init_smcp(&params);
   params.msg_lev = GLP_MSG_OFF;
-  constexpr int kMaxRounds = 2000;
   constexpr double kImproves = 1e-6;  // a reduced cost (milli-GPU per GPU) that counts as an improvement
+  maxRounds = std::max(maxRounds, 1);
   result.milli = std::numeric_limits<double>::infinity();
-  for (result.rounds = 1; result.rounds <= kMaxRounds; ++result.rounds) {
+  for (result.rounds = 1; result.rounds <= maxRounds; ++result.rounds) {
     if (int rc = glp_simplex(lp.get(), &params); rc != 0) return std::unexpected("GLPK simplex failed with code " + std::to_string(rc));
     if (glp_get_status(lp.get()) != GLP_OPT) return std::unexpected("GLPK found no optimal solution");
     const double optimum = glp_get_obj_val(lp.get());
@@ -302,7 +302,7 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
       return result;
     }
   }
-  result.rounds = kMaxRounds;
+  result.rounds = maxRounds;
   return result;
 }
 

@@ -47,9 +47,11 @@ struct PackingBound {
   bool converged = false;  // no configuration could raise it (else `milli` is the Lagrangian bound)
 };
 
-// The GPU-packing LP's bound in milli-GPU for placing all of `requests` on `cluster`'s resources.
+// The GPU-packing LP's bound in milli-GPU for placing all of `requests` on `cluster`'s resources, after at
+// most `maxRounds` solves (the Lagrangian bound, if it has not converged by then).
 [[nodiscard]] std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareCluster& cluster,
-                                                                         const std::vector<sharing::ShareRequest>& requests);
+                                                                         const std::vector<sharing::ShareRequest>& requests,
+                                                                         int maxRounds = 2000);
 
 // The bound the benchmark reports: the GPU-packing LP's, in milli-GPU.
 [[nodiscard]] std::expected<double, std::string> allocationUpperBound(const sharing::ShareCluster& cluster,
