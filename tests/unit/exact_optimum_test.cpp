@@ -112,6 +112,11 @@ TEST(ExactOptimum, NoPolicyBeatsItAndItNeverBeatsTheLpBound) {
       EXPECT_TRUE(packing->converged);
       EXPECT_LE(exact->bestMilli, packing->milli + 1e-6);
       EXPECT_LE(packing->milli, *pooledUpperBound(servers, requests) + 1e-6);
+      // The pool's own bound is tighter still, and still a bound.
+      const auto forPool = packingUpperBound(servers, requests, boundOptionsFor(shape));
+      ASSERT_TRUE(forPool.has_value()) << forPool.error();
+      EXPECT_LE(exact->bestMilli, forPool->milli + 1e-6);
+      EXPECT_LE(forPool->milli, packing->milli + 1e-6);
       for (const auto& name : policies) {
         auto policy = sharing::makeSharePolicy(name, {.seed = 1});
         ComposablePool pool(servers, shape);

@@ -234,6 +234,8 @@ TEST(ComposablePool, ServesLogicalServersNoFixedServerCan) {
   EXPECT_DOUBLE_EQ(composable.allocationPercent.back(), 100.0);
 }
 
+double packingBound(const ShareCluster& c, const std::vector<ShareRequest>& r) { return bench::packingUpperBound(c, r).value().milli; }
+
 TEST(UpperBound, PoolsCpuAndRespectsModelSets) {
   ModelTable models;
   models.intern("A");
@@ -242,13 +244,13 @@ TEST(UpperBound, PoolsCpuAndRespectsModelSets) {
   const ShareCluster c(std::move(list), models);
   // Two whole-GPU requests of 8 cores each and 10 cores in all: 1 + 2/8 of them.
   std::vector<ShareRequest> r{{.cpuMilli = 8000, .gpuCount = 1, .gpuMilli = 1000}, {.cpuMilli = 8000, .gpuCount = 1, .gpuMilli = 1000}};
-  EXPECT_NEAR(*bench::allocationUpperBound(c, r), 1250.0, 1e-6);
+  EXPECT_NEAR(packingBound(c, r), 1250.0, 1e-6);
   // Three 1-core requests that all need model A: only A's one GPU.
   r.assign(3, ShareRequest{.cpuMilli = 1000, .gpuCount = 1, .gpuMilli = 1000, .modelMask = 1u});
-  EXPECT_NEAR(*bench::allocationUpperBound(c, r), 1000.0, 1e-6);
+  EXPECT_NEAR(packingBound(c, r), 1000.0, 1e-6);
   r.push_back({.cpuMilli = 1000, .gpuCount = 1, .gpuMilli = 500});
-  EXPECT_NEAR(*bench::allocationUpperBound(c, r), 1500.0, 1e-6);
-  EXPECT_NEAR(*bench::allocationUpperBound(c, {}), 0.0, 1e-9);
+  EXPECT_NEAR(packingBound(c, r), 1500.0, 1e-6);
+  EXPECT_NEAR(packingBound(c, {}), 0.0, 1e-9);
 }
 
 TEST(UpperBound, TwoSharesOverHalfAGpuNeverShareOne) {
@@ -260,17 +262,17 @@ TEST(UpperBound, TwoSharesOverHalfAGpuNeverShareOne) {
   EXPECT_TRUE(packing->converged);
   EXPECT_NEAR(packing->milli, 600.0, 1e-6);
   // A 400 share fills the rest of one; a 300 leaves 100 unused.
-  EXPECT_NEAR(*bench::allocationUpperBound(c, {share(600), share(600), share(400)}), 1000.0, 1e-6);
-  EXPECT_NEAR(*bench::allocationUpperBound(c, {share(600), share(300)}), 900.0, 1e-6);
+  EXPECT_NEAR(packingBound(c, {share(600), share(600), share(400)}), 1000.0, 1e-6);
+  EXPECT_NEAR(packingBound(c, {share(600), share(300)}), 900.0, 1e-6);
   // Two GPUs: the LP may hold each 600 on its own GPU and pair the 300s with them.
   const ShareCluster two({node("a", 2)}, ModelTable{});
-  EXPECT_NEAR(*bench::allocationUpperBound(two, {share(600), share(600), share(300), share(300), share(300)}), 1800.0, 1e-6);
+  EXPECT_NEAR(packingBound(two, {share(600), share(600), share(300), share(300), share(300)}), 1800.0, 1e-6);
 }
 
 TEST(UpperBound, MigInstancesFollowTheSliceRules) {
   const ShareCluster c({node("a", 1)}, ModelTable{});
   auto instances = [](int profile, int count) { return std::vector<ShareRequest>(static_cast<size_t>(count), migRequest(share(100), profile)); };
-  auto bound = [&](std::vector<ShareRequest> r) { return *bench::allocationUpperBound(c, r); };
+  auto bound = [&](std::vector<ShareRequest> r) { return packingBound(c, r); };
   EXPECT_NEAR(bound(instances(0, 8)), 7 * migMilli(0), 1e-6);  // seven 1g, not eight
   EXPECT_NEAR(bound(instances(1, 4)), 3 * migMilli(1), 1e-6);  // 2g starts at 0, 2 and 4 only
   EXPECT_NEAR(bound(instances(2, 3)), 2 * migMilli(2), 1e-6);  // 3g at 0 and 4
@@ -284,6 +286,26 @@ TEST(UpperBound, MigInstancesFollowTheSliceRules) {
   EXPECT_NEAR(bound(full), migMilli(3) + migMilli(2), 1e-6);
   // A MIG instance and a milli share never share a GPU.
   EXPECT_NEAR(bound({migRequest(share(100), 0), share(500)}), 500.0, 1e-6);
+}
+
+TEST(UpperBound, OnFixedServersEachRequestNeedsOneServerThatHoldsIt) {
+  // A has 1 GPU and 4 cores, B 2 GPUs and 16 cores. Two 1-GPU requests of 8 cores: pooled, the 20 cores hold
+  // both; per server only B can take them.
+  const ShareCluster c({node("a", 1, 0, 4000), node("b", 2, 0, 16000)}, ModelTable{});
+  const std::vector<ShareRequest> r{whole(1, 8000), whole(1, 8000)};
+  EXPECT_NEAR(bench::packingUpperBound(c, r)->milli, 2000.0, 1e-6);
+  EXPECT_NEAR(bench::packingUpperBound(c, r, {.perServer = true})->milli, 2000.0, 1e-6);
+  // A third needs A's CPU it does not have; a 3-GPU request fits no server.
+  auto more = r;
+  more.push_back(whole(1, 8000));
+  EXPECT_NEAR(bench::packingUpperBound(c, more)->milli, 2500.0, 1e-6);  // 20 cores / 8: two and a half
+  EXPECT_NEAR(bench::packingUpperBound(c, more, {.perServer = true})->milli, 2000.0, 1e-6);
+  const std::vector<ShareRequest> big{whole(3, 1000)};
+  EXPECT_NEAR(bench::packingUpperBound(c, big)->milli, 3000.0, 1e-6);
+  EXPECT_NEAR(bench::packingUpperBound(c, big, {.perServer = true})->milli, 0.0, 1e-6);
+  EXPECT_NEAR(bench::packingUpperBound(c, big, {.maxGpusPerRequest = 2})->milli, 0.0, 1e-6);
+  EXPECT_TRUE(bench::boundOptionsFor({.mirrorServers = true}).perServer);
+  EXPECT_EQ(bench::boundOptionsFor({.slots = 16, .deviceLimit = 8}).maxGpusPerRequest, 8);
 }
 
 TEST(UpperBound, StoppedEarlyItIsStillABound) {
@@ -300,7 +322,7 @@ TEST(UpperBound, StoppedEarlyItIsStillABound) {
     ASSERT_TRUE(full.has_value()) << full.error();
     ASSERT_TRUE(full->converged);
     for (int rounds = 1; rounds < full->rounds; ++rounds) {
-      const auto early = bench::packingUpperBound(c, r, rounds);
+      const auto early = bench::packingUpperBound(c, r, {.maxRounds = rounds});
       ASSERT_TRUE(early.has_value()) << early.error();
       EXPECT_FALSE(early->converged);
       EXPECT_GE(early->milli, full->milli - 1e-6) << "instance " << instance << ", " << rounds << " rounds";

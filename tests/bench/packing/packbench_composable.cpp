@@ -33,9 +33,12 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
   auto& pods = inputs->pods;
   auto& mixes = inputs->mixes;
 
-  // The bounds at 100 % arrived demand, once per workload and seed (the pool's resources do not depend on
-  // the shape): the GPU-packing LP that is reported, and the pooled LP for reference.
-  std::map<std::pair<std::string, uint64_t>, double> bound, pooledBound;
+  // The bounds at 100 % arrived demand per workload, seed and pool: the GPU-packing LP that is reported (per
+  // server type on the mirror pool; on a composable pool without the requests no enclosure and host can
+  // hold), and the pooled LP for reference (the same for every pool).
+  std::map<std::tuple<std::string, std::string, uint64_t>, double> bound;  // (workload, shape, seed)
+  std::map<std::pair<std::string, uint64_t>, double> pooledBound;
+  const double capacity = static_cast<double>(cluster->totalGpuMilli());
   for (const auto& w : workloads)
     for (uint64_t seed : seeds) {
       const auto requests = inflateWorkload(pods[w], cluster->totalGpuMilli(), seed, ratio);
@@ -46,20 +49,31 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
         demand += r.totalGpuMilli();
         arrived.push_back(r);
       }
-      const auto started = std::chrono::steady_clock::now();
-      auto packing = packingUpperBound(*cluster, arrived);
       auto pooled = pooledUpperBound(*cluster, arrived);
-      if (!packing || !pooled) {
-        fmt::print(stderr, "error: upper bound for {} seed {}: {}\n", w, seed, packing ? pooled.error() : packing.error());
+      if (!pooled) {
+        fmt::print(stderr, "error: pooled LP bound for {} seed {}: {}\n", w, seed, pooled.error());
         return 1;
       }
-      const double capacity = static_cast<double>(cluster->totalGpuMilli());
-      bound[{w, seed}] = 100.0 * packing->milli / capacity;
       pooledBound[{w, seed}] = 100.0 * *pooled / capacity;
-      if (!quiet)
-        fmt::print(stderr, "bound {:<14} seed {}  GPU-packing LP {:6.2f}% ({} rounds, {} configurations{}, {:.1f} s)  pooled LP {:6.2f}%\n", w,
-                   seed, bound[{w, seed}], packing->rounds, packing->columns, packing->converged ? "" : ", not converged: Lagrangian",
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), pooledBound[{w, seed}]);
+      std::map<std::pair<bool, int32_t>, double> solved;  // pools with the same options share a bound
+      for (const auto& sh : shapeNames) {
+        const PackingBoundOptions options = boundOptionsFor(shapes[sh]);
+        const std::pair<bool, int32_t> key{options.perServer, options.maxGpusPerRequest};
+        if (!solved.contains(key)) {
+          const auto started = std::chrono::steady_clock::now();
+          auto packing = packingUpperBound(*cluster, arrived, options);
+          if (!packing) {
+            fmt::print(stderr, "error: upper bound for {} seed {} on {}: {}\n", w, seed, sh, packing.error());
+            return 1;
+          }
+          solved[key] = 100.0 * packing->milli / capacity;
+          if (!quiet)
+            fmt::print(stderr, "bound {:<15} seed {}  {:<12} GPU-packing LP {:6.2f}% ({} rounds, {} configurations{}, {:.1f} s)  pooled LP {:6.2f}%\n",
+                       w, seed, sh, solved[key], packing->rounds, packing->columns, packing->converged ? "" : ", not converged: Lagrangian",
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), pooledBound[{w, seed}]);
+        }
+        bound[{w, sh, seed}] = solved[key];
+      }
     }
 
   struct Run {
@@ -93,7 +107,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
         if (quiet) return;
         const Run& run = runs[i];
         fmt::print(stderr, "[{}/{}] {:<14} {:<12} {:<18} seed {}  alloc@100 {:6.2f}%  bound {:6.2f}%\n", finished, runs.size(),
-                   run.workload, run.shape, run.policy, run.seed, run.result.allocationPercent[100], bound[{run.workload, run.seed}]);
+                   run.workload, run.shape, run.policy, run.seed, run.result.allocationPercent[100], bound[{run.workload, run.shape, run.seed}]);
       });
 
   std::ofstream csv(out / "composable_runs.csv");
@@ -101,12 +115,12 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
          "first_failure_arrived_pct,attaches,gpu_requests_placed,attached_left_pct_at_end,hosts_with_8_cores_but_no_free_gpu_at_end,"
          "static_alloc_at_100,static_alloc_at_130,pooled_bound_at_100\n";
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> at100, at130, churn, attachedLeft, cpuRich;
-  std::map<std::string, std::vector<double>> bounds;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> bounds;  // (workload, shape)
   double mirrorDiff = 0;
   size_t mirrorRuns = 0;
   for (const auto& r : runs) {
     const auto& c = r.result;
-    const double ub = bound[{r.workload, r.seed}];
+    const double ub = bound[{r.workload, r.shape, r.seed}];
     csv << fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{},{},{:.4f},{},{},{},{:.4f}\n", r.workload, r.shape, r.policy, r.seed,
                        c.arrived, c.placed, c.failed, c.allocationPercent[100], c.allocationPercent[130], ub,
                        c.firstFailureArrivedPercent, c.attaches, c.gpuRequestsPlaced, c.attachedLeftPercent, c.hostsWithCpuButNoFreeGpu,
@@ -125,8 +139,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
       ++mirrorRuns;
     }
   }
-  for (const auto& w : workloads)
-    for (uint64_t seed : seeds) bounds[w].push_back(bound[{w, seed}]);
+  for (const auto& [key, b] : bound) bounds[{std::get<0>(key), std::get<1>(key)}].push_back(b);
 
   SummaryTee emit(out / "composable_summary.md");
   // A markdown delimiter row's cells: workload, pool, one per policy, and `extra` more.
@@ -148,7 +161,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
         best = std::max(best, m);
         row += fmt::format(" {:.2f} |", m);
       }
-      const double ub = stats(bounds[w]).mean;
+      const double ub = stats(bounds[{w, sh}]).mean;
       emit(row + fmt::format(" {:.2f} | {:.2f} |\n", ub, ub - best));
     }
   emit(fmt::format("\nGPU allocation % at 130 % arrived demand (mean ± sd)\n\n| workload | pool | {} |\n|{}\n", fmt::join(policies, " | "),

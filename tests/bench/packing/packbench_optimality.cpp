@@ -109,8 +109,8 @@ int runOptimalityCommand(const fs::path& traces, const std::vector<std::string>&
                                       [&](const ComposablePool& pool) { return makePolicyFor(p, o, &pool); });
           in.allocated[p] = result.allocationPercent.back() * static_cast<double>(in.cluster.totalGpuMilli()) / 100.0;
         }
-        auto lp = allocationUpperBound(in.cluster, in.requests);
-        if (lp) in.lpBound = *lp;
+        auto lp = packingUpperBound(in.cluster, in.requests, boundOptionsFor(shape));
+        if (lp) in.lpBound = lp->milli;
         auto exact = exactOptimum(ComposablePool(in.cluster, shape).wiring(), in.requests, timeLimit);
         if (exact) {
           in.exact = *exact;

@@ -207,14 +207,59 @@ Configuration bestMigConfiguration(const std::vector<Item>& items) {
 
 }  // namespace
 
+namespace {
+
+// GPUs that requests take together with CPU and memory from one budget: all GPUs of a model with the pool's
+// CPU and memory (any pool), or all servers of one type (fixed servers).
+struct Group {
+  int model = 0;
+  double gpus = 0;
+  int budget = 0;  // index into the CPU and memory budgets
+  // The largest request one server of the group can hold (no limit when pooled).
+  int32_t maxGpus = std::numeric_limits<int32_t>::max();
+  int32_t maxCpu = std::numeric_limits<int32_t>::max();
+  int64_t maxMemory = std::numeric_limits<int64_t>::max();
+  int gpuRow = 0;
+
+  [[nodiscard]] bool takes(const sharing::ShareRequest& r) const {
+    return model < 32 && ((r.modelMask >> model) & 1u) != 0 && r.gpuCount <= maxGpus && r.cpuMilli <= maxCpu &&
+           r.memoryMib <= maxMemory;
+  }
+};
+
+}  // namespace
+
 std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareCluster& cluster,
-                                                           const std::vector<sharing::ShareRequest>& requests, int maxRounds) {
-  double cpu = 0, memory = 0;
-  std::map<int, double> gpusOfModel;
-  for (const auto& n : cluster.nodes()) {
-    cpu += n.cpuCapacity;
-    memory += static_cast<double>(n.memoryCapacity);
-    if (n.gpuCount() > 0) gpusOfModel[n.model] += n.gpuCount();
+                                                           const std::vector<sharing::ShareRequest>& requests,
+                                                           const PackingBoundOptions& options) {
+  std::vector<Group> groups;
+  std::vector<std::pair<double, double>> budgets;  // CPU, memory
+  if (options.perServer) {
+    std::map<std::tuple<int, int, int32_t, int64_t>, size_t> groupOf;  // (model, GPUs, CPU, memory) of a server
+    for (const auto& n : cluster.nodes()) {
+      if (n.gpuCount() == 0) continue;
+      auto [it, fresh] = groupOf.try_emplace({n.model, n.gpuCount(), n.cpuCapacity, n.memoryCapacity}, groups.size());
+      if (fresh) {
+        groups.push_back({.model = n.model, .budget = static_cast<int>(budgets.size()), .maxGpus = n.gpuCount(),
+                          .maxCpu = n.cpuCapacity, .maxMemory = n.memoryCapacity});
+        budgets.emplace_back(0, 0);
+      }
+      Group& g = groups[it->second];
+      g.gpus += n.gpuCount();
+      budgets[static_cast<size_t>(g.budget)].first += n.cpuCapacity;
+      budgets[static_cast<size_t>(g.budget)].second += static_cast<double>(n.memoryCapacity);
+    }
+  } else {
+    std::map<int, size_t> groupOf;  // model
+    budgets.emplace_back(0, 0);
+    for (const auto& n : cluster.nodes()) {
+      budgets[0].first += n.cpuCapacity;
+      budgets[0].second += static_cast<double>(n.memoryCapacity);
+      if (n.gpuCount() == 0) continue;
+      auto [it, fresh] = groupOf.try_emplace(n.model, groups.size());
+      if (fresh) groups.push_back({.model = n.model, .maxGpus = options.maxGpusPerRequest});
+      groups[it->second].gpus += n.gpuCount();
+    }
   }
   // Identical requests form one class; CPU-only ones would only use up CPU, so they are left out.
   using Class = std::tuple<int32_t, int64_t, int32_t, int32_t, uint32_t, int8_t>;
@@ -226,35 +271,36 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
 
   Lp lp(glp_create_prob(), glp_delete_prob);
   glp_set_obj_dir(lp.get(), GLP_MAX);
-  const int cpuRow = addRow(lp.get(), cpu);
-  const int memoryRow = addRow(lp.get(), memory);
-  std::map<int, int> gpuRow;                 // model -> its GPUs
-  for (const auto& [model, gpus] : gpusOfModel) gpuRow[model] = addRow(lp.get(), gpus);
-  std::map<std::pair<int, int>, int> itemRow;       // (model, item) -> requests placed <= copies held
-  std::map<std::pair<int, int>, int> itemRequests;  // (model, item) -> requests that could place it there
+  std::vector<std::pair<int, int>> budgetRows;  // CPU row, memory row
+  for (const auto& [cpu, memory] : budgets) budgetRows.emplace_back(addRow(lp.get(), cpu), addRow(lp.get(), memory));
+  for (Group& g : groups) g.gpuRow = addRow(lp.get(), g.gpus);
+  std::map<std::pair<size_t, int>, int> itemRow;       // (group, item) -> requests placed <= copies held
+  std::map<std::pair<size_t, int>, int> itemRequests;  // (group, item) -> requests that could place it there
   for (const auto& [key, count] : classes) {
     const auto [cpuMilli, memoryMib, gpuCount, gpuMilli, mask, mig] = key;
     const int classRow = addRow(lp.get(), count);
     const sharing::ShareRequest r{.cpuMilli = cpuMilli, .memoryMib = memoryMib, .gpuCount = gpuCount, .gpuMilli = gpuMilli,
                                   .modelMask = mask, .mig = mig};
-    for (const auto& [model, row] : gpuRow) {
-      if (model >= 32 || ((mask >> model) & 1u) == 0) continue;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const Group& group = groups[g];
+      if (!group.takes(r)) continue;
+      const auto [cpuRow, memoryRow] = budgetRows[static_cast<size_t>(group.budget)];
       Entries entries{{classRow, 1.0}};
       if (cpuMilli != 0) entries[cpuRow] = cpuMilli;
       if (memoryMib != 0) entries[memoryRow] = static_cast<double>(memoryMib);
       if (r.sharesGpu()) {
         const int item = r.isMig() ? kMigItem + mig : gpuMilli;
-        auto [it, fresh] = itemRow.try_emplace({model, item}, 0);
+        auto [it, fresh] = itemRow.try_emplace({g, item}, 0);
         if (fresh) {
           it->second = addRow(lp.get(), 0);
           // Start with a GPU that holds one copy of the item, so the LP is feasible to grow from.
-          addColumn(lp.get(), {{row, 1.0}, {it->second, -1.0}}, 0);
+          addColumn(lp.get(), {{group.gpuRow, 1.0}, {it->second, -1.0}}, 0);
           ++result.columns;
         }
         entries[it->second] = 1.0;
-        itemRequests[{model, item}] += count;
+        itemRequests[{g, item}] += count;
       } else {
-        entries[row] = gpuCount;
+        entries[group.gpuRow] = gpuCount;
       }
       addColumn(lp.get(), entries, static_cast<double>(r.totalGpuMilli()));
     }
@@ -264,7 +310,7 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
   glp_init_smcp(&params);
   params.msg_lev = GLP_MSG_OFF;
   constexpr double kImproves = 1e-6;  // a reduced cost (milli-GPU per GPU) that counts as an improvement
-  maxRounds = std::max(maxRounds, 1);
+  const int maxRounds = std::max(options.maxRounds, 1);
   result.milli = std::numeric_limits<double>::infinity();
   for (result.rounds = 1; result.rounds <= maxRounds; ++result.rounds) {
     if (int rc = glp_simplex(lp.get(), &params); rc != 0) return std::unexpected("GLPK simplex failed with code " + std::to_string(rc));
@@ -272,9 +318,10 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
     const double optimum = glp_get_obj_val(lp.get());
     double lagrangian = optimum;
     bool added = false;
-    for (const auto& [model, row] : gpuRow) {
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const int row = groups[g].gpuRow;
       std::vector<Item> shares, mig;
-      for (auto it = itemRow.lower_bound({model, 0}); it != itemRow.end() && it->first.first == model; ++it) {
+      for (auto it = itemRow.lower_bound({g, 0}); it != itemRow.end() && it->first.first == g; ++it) {
         const double dual = glp_get_row_dual(lp.get(), it->second);
         if (dual <= 0) continue;
         const int item = it->first.second;
@@ -288,12 +335,12 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
         bestReduced = std::max(bestReduced, reduced);
         if (reduced <= kImproves) continue;
         Entries entries{{row, 1.0}};
-        for (const auto& [item, copies] : config.copies) entries[itemRow.at({model, item})] = -copies;
+        for (const auto& [item, copies] : config.copies) entries[itemRow.at({g, item})] = -copies;
         addColumn(lp.get(), entries, 0);
         ++result.columns;
         added = true;
       }
-      lagrangian += gpusOfModel[model] * bestReduced;
+      lagrangian += groups[g].gpus * bestReduced;
     }
     result.milli = std::min(result.milli, lagrangian);
     if (!added) {
@@ -306,11 +353,9 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
   return result;
 }
 
-std::expected<double, std::string> allocationUpperBound(const sharing::ShareCluster& cluster,
-                                                        const std::vector<sharing::ShareRequest>& requests) {
-  auto bound = packingUpperBound(cluster, requests);
-  if (!bound) return std::unexpected(bound.error());
-  return bound->milli;
+PackingBoundOptions boundOptionsFor(const ComposableShape& shape) {
+  if (shape.mirrorServers) return {.perServer = true};
+  return {.maxGpusPerRequest = std::min(shape.slots, shape.deviceLimit)};
 }
 
 }  // namespace switchyard::bench
