@@ -16,7 +16,7 @@
 namespace switchyard::bench {
 
 std::expected<double, std::string> pooledUpperBound(const sharing::ShareCluster& cluster,
-                                                        const std::vector<sharing::ShareRequest>& requests) {
+                                                    const std::vector<sharing::ShareRequest>& requests) {
   double cpu = 0, memory = 0;
   std::map<uint8_t, double> gpusOfModel;
   for (const auto& n : cluster.nodes()) {
@@ -204,10 +204,6 @@ Configuration bestMigConfiguration(const std::vector<Item>& items) {
   }
   return config;
 }
-
-}  // namespace
-
-namespace {
 
 // GPUs that requests take together with CPU and memory from one budget: all GPUs of a model with the pool's
 // CPU and memory (any pool), or all servers of one type (fixed servers).
