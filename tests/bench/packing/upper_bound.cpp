@@ -107,17 +107,17 @@ using MigCounts = std::array<int, 4>;
 const std::vector<MigCounts>& migConfigurations() {
   static const std::vector<MigCounts> all = [] {
     std::set<std::pair<uint8_t, MigCounts>> seen;
-    std::vector<std::pair<uint8_t, MigCounts>> todo{{0, {}}};
-    while (!todo.empty()) {
-      auto [taken, counts] = todo.back();
-      todo.pop_back();
+    std::vector<std::pair<uint8_t, MigCounts>> frontier{{0, {}}};
+    while (!frontier.empty()) {
+      auto [taken, counts] = frontier.back();
+      frontier.pop_back();
       if (!seen.insert({taken, counts}).second) continue;
       for (size_t p = 0; p < 4; ++p)
         for (int start : allowedStarts(kMigProfiles[p]))
           if (fitsAt(taken, kMigProfiles[p], start)) {
             MigCounts next = counts;
             ++next[p];
-            todo.emplace_back(static_cast<uint8_t>(taken | memoryMask(kMigProfiles[p], start)), next);
+            frontier.emplace_back(static_cast<uint8_t>(taken | memoryMask(kMigProfiles[p], start)), next);
           }
     }
     std::set<MigCounts> distinct;
