@@ -2,7 +2,7 @@
 # Regenerates every packing benchmark figure in docs/benchmarks/packing/ (CSVs, summary tables, PNG plots).
 #   tests/bench/packing/regenerate.sh [TRACES_DIR]
 # Needs a built tree (./test.sh --quick or cmake --build build) and gnuplot (setup.sh installs gnuplot-nox).
-# About 2 hours 20 minutes on a 2-core VM (switchyard-pool's dynamic and compaction runs are about an hour of it);
+# About 2 hours 25 minutes on a 2-core VM (switchyard-pool's dynamic and compaction runs are about an hour of it);
 # the runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -22,6 +22,11 @@ mkdir -p "$OUT"
   --seeds 42-46 --load 0.8 --target 99 --from 60 --quiet --out "$OUT"
 "$BIN" --traces "$TRACES" optimality --workloads default,gpushare100,multigpu50 --servers 4 --shapes mirror,8:2:2:8 \
   --seeds 42-51 --time-limit 20 --policies first-fit,best-fit,fgd,switchyard,switchyard-pool --quiet --out "$OUT"
+# Static mode (the mirror pool) against the per-server GPU-packing LP bound, every variant.
+mkdir -p "$OUT/static_bound"
+"$BIN" --traces "$TRACES" composable --shapes mirror --policies first-fit,fgd,switchyard --seeds 42-51 --quiet \
+  --workloads default,cpu050,cpu100,cpu200,cpu250,gpushare40,gpushare80,gpushare100,gpuspec10,gpuspec20,gpuspec33,multigpu20,multigpu40,multigpu50 \
+  --out "$OUT/static_bound"
 # MIG requests (every GPU taken as A100/H100-class): composable and dynamic modes, in their own folder.
 mkdir -p "$OUT/mig"
 "$BIN" --traces "$TRACES" composable --workloads default+mig,gpushare100+mig,multigpu50+mig --shapes mirror,16:8:2:16 \
