@@ -108,8 +108,26 @@ TEST(Fragmentation, SummaryFormMatchesTheReferenceDefinition) {
   auto policy = makeBestFitPolicy();
   for (const auto& r : sample) {
     if (auto p = policy->choose(c, r)) c.apply(*p, r);
-    for (const auto& n : c.nodes()) ASSERT_NEAR(fragmentation(NodeSummary::of(n), mix), nodeFragmentation(n, mix), 1e-6);
+    for (const auto& n : c.nodes()) {
+      ASSERT_NEAR(fragmentation(NodeSummary::of(n), mix), nodeFragmentation(n, mix), 1e-6);
+      ASSERT_NEAR(fragmentation(NodeSummary::of(n), mix, OtherModels::kIgnored), nodeFragmentation(n, mix, OtherModels::kIgnored), 1e-6);
+    }
   }
+  ASSERT_TRUE(std::any_of(mix.begin(), mix.end(), [](const WeightedShape& w) { return w.shape.modelMask != kAnyModel; }));
+}
+
+TEST(Fragmentation, ShapesForOtherModelsCanBeLeftOut) {
+  ModelTable models;
+  models.intern("A");
+  models.intern("B");
+  ShareNode a = node("a", 2, 0);
+  a.gpuLeft = {400, 1000};
+  const ShapeMix mix{{whole(1), 0.5}, {ShareRequest{.cpuMilli = 1000, .gpuCount = 1, .gpuMilli = 1000, .modelMask = 1u << 1}, 0.5}};
+  // FGD: the B-only shape cannot use A's GPUs, so all 1,400 idle milli count for it; the any-model shape
+  // counts the 400 it cannot use.
+  EXPECT_NEAR(nodeFragmentation(a, mix), 0.5 * 400 + 0.5 * 1400, 1e-9);
+  EXPECT_NEAR(nodeFragmentation(a, mix, OtherModels::kIgnored), 0.5 * 400, 1e-9);
+  EXPECT_NEAR(fragmentation(NodeSummary::of(a), mix, OtherModels::kIgnored), 0.5 * 400, 1e-9);
 }
 
 TEST(Fragmentation, SummaryFormMatchesTheReferenceForMigShapesOnUncarvedNodes) {
@@ -308,6 +326,34 @@ TEST(SwitchyardPolicy, PacksAPartlyUsedGpuBeforeOpeningAFreshNode) {
   EXPECT_EQ(p->gpus.index[0], 0);
 }
 
+// Two one-GPU servers, B listed first. Most of the mix asks for B only, a little for A only. A request that can
+// go anywhere: FGD's measure counts A's idle GPU as fragmented for the B-only shapes, so taking it looks like
+// the bigger gain, and the A-only request that follows finds A gone. Ours measures A for the shapes that can
+// use A only, sees no difference, and keeps to the earlier server.
+TEST(SwitchyardPolicy, KeepsAModelForTheRequestsThatNeedIt) {
+  ModelTable models;
+  models.intern("A");
+  models.intern("B");
+  const auto onlyOn = [](int model) { return ShareRequest{.cpuMilli = 1000, .gpuCount = 1, .gpuMilli = 1000, .modelMask = 1u << model}; };
+  const ShapeMix mix{{whole(1), 0.5}, {onlyOn(1), 0.4}, {onlyOn(0), 0.1}};
+  const std::vector<ShareRequest> requests{whole(1), onlyOn(0)};
+  auto placed = [&](SharePolicy& policy) {
+    ShareCluster c({node("b", 1, 1), node("a", 1, 0)}, models);
+    int n = 0;
+    for (const auto& r : requests)
+      if (auto p = policy.choose(c, r)) {
+        c.apply(*p, r);
+        ++n;
+      }
+    return n;
+  };
+  auto ours = makeSwitchyardSharePolicy({.learnMix = false, .fixedMix = mix});
+  auto likeFgd = makeSwitchyardSharePolicy({.learnMix = false, .fixedMix = mix, .otherModels = OtherModels::kFragmented});
+  EXPECT_EQ(placed(*ours), 2);
+  EXPECT_EQ(placed(*likeFgd), 1);
+  EXPECT_EQ(placed(*makeFgdPolicy(mix)), 1);
+}
+
 TEST(SwitchyardPolicy, CachedDecisionsFollowNodeChanges) {
   ShareCluster c({node("a", 1), node("b", 1)}, {});
   auto ours = makeSwitchyardSharePolicy({.learnMix = false, .fixedMix = {{whole(1), 1.0}}});
@@ -321,8 +367,8 @@ TEST(SwitchyardPolicy, CachedDecisionsFollowNodeChanges) {
   EXPECT_FALSE(ours->choose(c, whole(1)));
 }
 
-// With FGD's sigmoid bins and FGD's mix, our indexed core must pick FGD's node every time: same objective, same
-// bins, ties to the earliest node. Both decide on one cluster that follows FGD's placements.
+// With FGD's sigmoid bins, FGD's mix and FGD's measure for other models, our indexed core must pick FGD's node
+// every time: same objective, same bins, ties to the earliest node. Both decide on one cluster that follows FGD's placements.
 TEST(SwitchyardPolicy, WithSigmoidBinsAndTheSameMixPicksFgdsNode) {
   std::mt19937_64 rng(9);
   ShareCluster c = randomCluster(rng, 40);
@@ -330,7 +376,8 @@ TEST(SwitchyardPolicy, WithSigmoidBinsAndTheSameMixPicksFgdsNode) {
   for (int i = 0; i < 600; ++i) reqs.push_back(randomRequest(rng));
   const ShapeMix mix = typicalShapes(reqs);
   auto fgd = makeFgdPolicy(mix);
-  auto ours = makeSwitchyardSharePolicy({.deltaResolution = kSigmoidBins, .learnMix = false, .fixedMix = mix});
+  auto ours = makeSwitchyardSharePolicy(
+      {.deltaResolution = kSigmoidBins, .learnMix = false, .fixedMix = mix, .otherModels = OtherModels::kFragmented});
   int placed = 0;
   for (const auto& r : reqs) {
     auto want = fgd->choose(c, r);

@@ -4,12 +4,13 @@
 
 namespace switchyard::sharing {
 
-double nodeFragmentation(const ShareNode& n, const ShapeMix& mix) {
+double nodeFragmentation(const ShareNode& n, const ShapeMix& mix, OtherModels other) {
   const int64_t total = n.gpuMilliLeft();
   const bool carved = std::any_of(n.migTaken.begin(), n.migTaken.end(), [](uint8_t t) { return t != 0; });
   double frag = 0;
   for (const WeightedShape& w : mix) {
     const ShareRequest& s = w.shape;
+    if (s.gpuCount > 0 && !n.serves(s.modelMask) && other == OtherModels::kIgnored) continue;
     if (s.gpuCount == 0 || !n.serves(s.modelMask)) {
       frag += w.weight * static_cast<double>(total);
       continue;
@@ -69,12 +70,13 @@ NodeSummary NodeSummary::minus(int32_t cpu, const int32_t* takenFrom, int takenC
   return out;
 }
 
-double fragmentation(const NodeSummary& n, const ShapeMix& mix) {
+double fragmentation(const NodeSummary& n, const ShapeMix& mix, OtherModels other) {
   const int64_t total = n.total();
   double frag = 0;
   for (const WeightedShape& w : mix) {
     const ShareRequest& s = w.shape;
     bool modelOk = s.modelMask == kAnyModel || (n.hasGpus && (s.modelMask & (1u << n.model)) != 0);
+    if (s.gpuCount > 0 && !modelOk && other == OtherModels::kIgnored) continue;
     if (s.gpuCount == 0 || !modelOk) {
       frag += w.weight * static_cast<double>(total);
       continue;

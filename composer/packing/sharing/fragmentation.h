@@ -13,7 +13,11 @@ namespace switchyard::sharing {
 // a shape is gpuTakes(): for MIG it follows the slice layout, so a carved GPU with compute left but no free
 // start for a profile counts as fragmented for it, and a GPU partly used by milli shares counts as
 // fragmented for every MIG shape.
-[[nodiscard]] double nodeFragmentation(const ShareNode& n, const ShapeMix& mix);
+// Shapes that ask for GPU models the node does not have: FGD counts all of its idle GPUs as fragmented for
+// them; kIgnored leaves them out (the node's GPUs were never theirs to use).
+enum class OtherModels { kFragmented, kIgnored };
+
+[[nodiscard]] double nodeFragmentation(const ShareNode& n, const ShapeMix& mix, OtherModels other = OtherModels::kFragmented);
 
 // The same value computed from a node summary; O(shapes x log GPUs). Used on hot paths. A summary holds
 // milli left only, so it is exact for nodes with no carved GPU; the caller uses the reference for the others.
@@ -34,7 +38,7 @@ struct NodeSummary {
   [[nodiscard]] int64_t total() const { return prefix[static_cast<size_t>(count)]; }
 };
 
-[[nodiscard]] double fragmentation(const NodeSummary& s, const ShapeMix& mix);
+[[nodiscard]] double fragmentation(const NodeSummary& s, const ShapeMix& mix, OtherModels other = OtherModels::kFragmented);
 
 // Cluster totals, as % of the cluster's GPU capacity: fragmented milli-GPU with and without the CPU-only
 // shapes of the mix counted.

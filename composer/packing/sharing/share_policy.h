@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "composer/packing/sharing/fragmentation.h"
 #include "composer/packing/sharing/shape_mix.h"
 
 namespace switchyard::sharing {
@@ -37,6 +38,7 @@ struct SharePolicyOptions {
   size_t learnWindow = 5000;
   bool cacheFgd = false;     // fgd: reuse per-node scores until the node changes (same decisions, faster)
   double deltaResolution = 100;  // switchyard: see SwitchyardShareOptions
+  OtherModels otherModels = OtherModels::kIgnored;  // switchyard: see SwitchyardShareOptions
 };
 
 // random, first-fit, best-fit, worst-fit, dot-product, gpu-packing, gpu-clustering, fgd,
@@ -63,6 +65,11 @@ struct SwitchyardShareOptions {
   bool learnMix = true;
   size_t learnWindow = 5000;
   ShapeMix fixedMix;  // used when learnMix is false
+  // A shape that needs other GPU models than a node's: FGD counts the node's idle GPUs as fragmented for it,
+  // which makes a placement on a model few shapes can use look good and spends the models that constrained
+  // requests need on requests that could go anywhere. Ours leaves such shapes out of the node's measure
+  // (kFragmented: FGD's measure). The daemon's fragmentation score counts a shape's own model only, too.
+  OtherModels otherModels = OtherModels::kIgnored;
 };
 [[nodiscard]] std::unique_ptr<SharePolicy> makeSwitchyardSharePolicy(SwitchyardShareOptions options);
 

@@ -167,15 +167,15 @@ class SwitchyardPolicy final : public SharePolicy {
     if (beforeStamp_[i] != stamp) {
       // A summary knows milli left only; a node with carved GPUs is measured on its slice layout.
       before_[i] = !options_.fragmentationAware ? 0.0
-                   : carved(c.node(i))           ? nodeFragmentation(c.node(i), mix())
-                                                 : fragmentation(summary(c, i), mix());
+                   : carved(c.node(i))           ? nodeFragmentation(c.node(i), mix(), options_.otherModels)
+                                                 : fragmentation(summary(c, i), mix(), options_.otherModels);
       beforeStamp_[i] = stamp;
     }
     return before_[i];
   }
 
   double fragAfter(const NodeSummary& after) const {
-    return options_.fragmentationAware ? fragmentation(after, mix()) : 0.0;
+    return options_.fragmentationAware ? fragmentation(after, mix(), options_.otherModels) : 0.0;
   }
 
   void evaluate(const ShareCluster& c, size_t i, const ShareRequest& r, ShapeCache& k) {
@@ -267,7 +267,7 @@ class SwitchyardPolicy final : public SharePolicy {
   }
 
   double layoutFragmentation(const ShareNode& n) const {
-    return options_.fragmentationAware ? nodeFragmentation(n, mix()) : 0.0;
+    return options_.fragmentationAware ? nodeFragmentation(n, mix(), options_.otherModels) : 0.0;
   }
 
   static void setGpu(const ShareNode& n, size_t i, int32_t left, ShapeCache& k) {
@@ -317,7 +317,8 @@ std::unique_ptr<SharePolicy> makeSharePolicy(std::string_view name, const ShareP
                                       .deltaResolution = o.deltaResolution,
                                       .learnMix = o.learnMix,
                                       .learnWindow = o.learnWindow,
-                                      .fixedMix = o.oracleMix});
+                                      .fixedMix = o.oracleMix,
+                                      .otherModels = o.otherModels});
   return nullptr;
 }
 

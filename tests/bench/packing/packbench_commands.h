@@ -13,7 +13,7 @@ namespace switchyard::bench {
 // FGD's inflation protocol on the fixed openb cluster, next to the authors' published numbers.
 int runStaticCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& policies,
                      const std::vector<uint64_t>& seeds, double ratio, const fs::path& out, unsigned jobs, bool oracleForOurs,
-                     double resolution, bool quiet);
+                     double resolution, sharing::OtherModels otherModels, bool quiet);
 // Decision latency, placements/s and memory on pools of repeated openb nodes.
 int runLatencyCommand(const fs::path& traces, const std::vector<int>& sizes, const std::vector<double>& fills,
                       const std::vector<std::string>& policies, size_t decisions, size_t naiveDecisions, size_t warmupDecisions,

@@ -54,6 +54,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bool sigmoidBins = false;
   st->add_flag("--sigmoid-bins", sigmoidBins, "switchyard: compare changes in FGD's 0-100 sigmoid score instead of --delta-resolution bins");
+  bool fgdOtherModels = false;
+  st->add_flag("--fgd-other-models", fgdOtherModels,
+               "switchyard: count a node's idle GPUs as fragmented for shapes that need other models, as FGD does");
   st->add_flag("--quiet", quiet, "no per-run progress lines");
 
   auto* lat = app.add_subcommand("latency", "decision latency, placements/s and memory at 1k, 10k, 100k GPUs");
@@ -162,7 +165,8 @@ int main(int argc, char** argv) {
   if (st->parsed()) {
     auto w = workloads == "all" ? kAllWorkloads : splitList(workloads);
     return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs, oracle,
-                            sigmoidBins ? switchyard::sharing::kSigmoidBins : resolution, quiet);
+                            sigmoidBins ? switchyard::sharing::kSigmoidBins : resolution,
+                            fgdOtherModels ? switchyard::sharing::OtherModels::kFragmented : switchyard::sharing::OtherModels::kIgnored, quiet);
   }
   return 0;
 }

@@ -56,7 +56,8 @@ struct JobResult {
 
 int runStaticCommand(const fs::path& traces, const std::vector<std::string>& workloads,
                      const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio,
-                     const fs::path& out, unsigned jobs, bool oracleForOurs, double resolution, bool quiet) {
+                     const fs::path& out, unsigned jobs, bool oracleForOurs, double resolution,
+                     sharing::OtherModels otherModels, bool quiet) {
   auto inputs = loadInputs(traces, workloads, policies);
   if (!inputs) return 2;
   const sharing::ShareCluster* cluster = &inputs->cluster;
@@ -77,7 +78,7 @@ int runStaticCommand(const fs::path& traces, const std::vector<std::string>& wor
         sharing::ShareCluster c = shuffleNodes(*cluster, j.seed);
         auto requests = inflateWorkload(pods[j.workload], c.totalGpuMilli(), j.seed, ratio);
         sharing::SharePolicyOptions o{.seed = j.seed, .oracleMix = mixes[j.workload], .learnMix = !oracleForOurs, .cacheFgd = true,
-                                      .deltaResolution = resolution};
+                                      .deltaResolution = resolution, .otherModels = otherModels};
         auto policy = sharing::makeSharePolicy(j.policy, o);
         results[i] = {j, runStatic(std::move(c), requests, *policy, mixes[j.workload]), mixes[j.workload].size()};
       },
