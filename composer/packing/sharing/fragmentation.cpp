@@ -10,8 +10,9 @@ double nodeFragmentation(const ShareNode& n, const ShapeMix& mix, OtherModels ot
   double frag = 0;
   for (const WeightedShape& w : mix) {
     const ShareRequest& s = w.shape;
-    if (s.gpuCount > 0 && !n.serves(s.modelMask) && other == OtherModels::kIgnored) continue;
-    if (s.gpuCount == 0 || !n.serves(s.modelMask)) {
+    const bool modelOk = n.serves(s.modelMask);
+    if (s.gpuCount > 0 && !modelOk && other == OtherModels::kIgnored) continue;
+    if (s.gpuCount == 0 || !modelOk) {
       frag += w.weight * static_cast<double>(total);
       continue;
     }

@@ -134,11 +134,10 @@ struct Configuration {
   double value = 0;           // sum of copies * item dual
 };
 
-// An item a configuration may hold: its size in milli (shares), its dual value, and how many requests ask
-// for it (no GPU ever holds more copies than that).
+// An item a configuration may hold (a share size in milli, or kMigItem + profile), its dual value, and how
+// many requests ask for it (no GPU ever holds more copies than that).
 struct Item {
   int id = 0;
-  int size = 0;
   double dual = 0;
   int requests = 0;
 };
@@ -153,7 +152,7 @@ Configuration bestShareConfiguration(const std::vector<Item>& items) {
   };
   std::vector<Piece> pieces;
   for (size_t i = 0; i < items.size(); ++i) {
-    int left = std::min(items[i].requests, kCap / items[i].size);
+    int left = std::min(items[i].requests, kCap / items[i].id);
     for (int k = 1; left > 0; k *= 2) {
       pieces.push_back({i, std::min(k, left)});
       left -= pieces.back().copies;
@@ -163,7 +162,7 @@ Configuration bestShareConfiguration(const std::vector<Item>& items) {
   std::vector<std::vector<bool>> took(pieces.size(), std::vector<bool>(kCap + 1, false));
   for (size_t p = 0; p < pieces.size(); ++p) {
     const Item& item = items[pieces[p].item];
-    const int size = item.size * pieces[p].copies;
+    const int size = item.id * pieces[p].copies;
     const double value = item.dual * pieces[p].copies;
     for (int c = kCap; c >= size; --c)
       if (best[static_cast<size_t>(c - size)] + value > best[static_cast<size_t>(c)] + 1e-12) {
@@ -177,7 +176,7 @@ Configuration bestShareConfiguration(const std::vector<Item>& items) {
     if (took[p][c]) {
       const Item& item = items[pieces[p].item];
       config.copies[item.id] += pieces[p].copies;
-      c -= static_cast<size_t>(item.size * pieces[p].copies);
+      c -= static_cast<size_t>(item.id * pieces[p].copies);
     }
   return config;
 }
@@ -270,8 +269,12 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
   std::vector<std::pair<int, int>> budgetRows;  // CPU row, memory row
   for (const auto& [cpu, memory] : budgets) budgetRows.emplace_back(addRow(lp.get(), cpu), addRow(lp.get(), memory));
   for (Group& g : groups) g.gpuRow = addRow(lp.get(), g.gpus);
-  std::map<std::pair<size_t, int>, int> itemRow;       // (group, item) -> requests placed <= copies held
-  std::map<std::pair<size_t, int>, int> itemRequests;  // (group, item) -> requests that could place it there
+  // (group, item) -> its row (requests placed <= copies held) and how many requests could place it there
+  struct ItemRow {
+    int row = 0;
+    int requests = 0;
+  };
+  std::map<std::pair<size_t, int>, ItemRow> itemRows;
   for (const auto& [key, count] : classes) {
     const auto [cpuMilli, memoryMib, gpuCount, gpuMilli, mask, mig] = key;
     const int classRow = addRow(lp.get(), count);
@@ -286,15 +289,16 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
       if (memoryMib != 0) entries[memoryRow] = static_cast<double>(memoryMib);
       if (r.sharesGpu()) {
         const int item = r.isMig() ? kMigItem + mig : gpuMilli;
-        auto [it, fresh] = itemRow.try_emplace({g, item}, 0);
+        auto [it, fresh] = itemRows.try_emplace({g, item});
+        ItemRow& itemRow = it->second;
         if (fresh) {
-          it->second = addRow(lp.get(), 0);
+          itemRow.row = addRow(lp.get(), 0);
           // Start with a GPU that holds one copy of the item, so the LP is feasible to grow from.
-          addColumn(lp.get(), {{group.gpuRow, 1.0}, {it->second, -1.0}}, 0);
+          addColumn(lp.get(), {{group.gpuRow, 1.0}, {itemRow.row, -1.0}}, 0);
           ++result.columns;
         }
-        entries[it->second] = 1.0;
-        itemRequests[{g, item}] += count;
+        entries[itemRow.row] = 1.0;
+        itemRow.requests += count;
       } else {
         entries[group.gpuRow] = gpuCount;
       }
@@ -317,12 +321,11 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
     for (size_t g = 0; g < groups.size(); ++g) {
       const int row = groups[g].gpuRow;
       std::vector<Item> shares, mig;
-      for (auto it = itemRow.lower_bound({g, 0}); it != itemRow.end() && it->first.first == g; ++it) {
-        const double dual = glp_get_row_dual(lp.get(), it->second);
+      for (auto it = itemRows.lower_bound({g, 0}); it != itemRows.end() && it->first.first == g; ++it) {
+        const double dual = glp_get_row_dual(lp.get(), it->second.row);
         if (dual <= 0) continue;
         const int item = it->first.second;
-        if (item >= kMigItem) mig.push_back({item, 0, dual, itemRequests.at(it->first)});
-        else shares.push_back({item, item, dual, itemRequests.at(it->first)});
+        (item >= kMigItem ? mig : shares).push_back({item, dual, it->second.requests});
       }
       const double gpuDual = glp_get_row_dual(lp.get(), row);
       double bestReduced = 0;
@@ -331,7 +334,7 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
         bestReduced = std::max(bestReduced, reduced);
         if (reduced <= kImproves) continue;
         Entries entries{{row, 1.0}};
-        for (const auto& [item, copies] : config.copies) entries[itemRow.at({g, item})] = -copies;
+        for (const auto& [item, copies] : config.copies) entries[itemRows.at({g, item}).row] = -copies;
         addColumn(lp.get(), entries, 0);
         ++result.columns;
         added = true;
