@@ -2,7 +2,7 @@
 //
 // Objective: keep the pool able to serve the request shapes it actually sees. It places each request where
 // the expected fragmentation (FGD's definition, over a shape mix learned online from recent requests rather
-// than given up front, and without counting a node's GPUs for shapes that need other models) grows least. Changes are compared at a resolution of `deltaResolution` milli-GPU
+// than given up front) grows least. Changes are compared at a resolution of `deltaResolution` milli-GPU
 // (default 100, a tenth of a GPU) and equal ones go to the earliest node, so nodes fill one after another
 // instead of being spread over by tiny differences; the result is deterministic. docs/benchmarks/packing.md
 // shows the resolutions tried (0, 10, 40, 50, 100, 200) on six workloads and six seeds each.

@@ -10,10 +10,11 @@
 
 namespace switchyard::bench {
 
-// FGD's inflation protocol on the fixed openb cluster, next to the authors' published numbers.
+// FGD's inflation protocol on the fixed openb cluster, next to the authors' published numbers. `ours` holds
+// switchyard's settings (learnMix, deltaResolution, otherModels); seed, mix and caching are per run.
 int runStaticCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& policies,
-                     const std::vector<uint64_t>& seeds, double ratio, const fs::path& out, unsigned jobs, bool oracleForOurs,
-                     double resolution, sharing::OtherModels otherModels, bool quiet);
+                     const std::vector<uint64_t>& seeds, double ratio, const fs::path& out, unsigned jobs,
+                     const sharing::SharePolicyOptions& ours, bool quiet);
 // Decision latency, placements/s and memory on pools of repeated openb nodes.
 int runLatencyCommand(const fs::path& traces, const std::vector<int>& sizes, const std::vector<double>& fills,
                       const std::vector<std::string>& policies, size_t decisions, size_t naiveDecisions, size_t warmupDecisions,
@@ -22,10 +23,11 @@ int runLatencyCommand(const fs::path& traces, const std::vector<int>& sizes, con
 int runComposableCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& shapeNames,
                          const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio, const fs::path& out,
                          unsigned jobs, bool quiet);
-// Poisson arrivals and departures at offered loads.
+// Poisson arrivals and departures at offered loads. `ours` as for runStaticCommand.
 int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& poolNames,
                       const std::vector<double>& loads, const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds,
-                      const DynamicOptions& base, const fs::path& out, unsigned jobs, bool quiet);
+                      const DynamicOptions& base, const sharing::SharePolicyOptions& ours, const fs::path& out, unsigned jobs,
+                      bool quiet);
 
 struct CompactionOptions {
   double load = 0.8;            // offered load against the whole cluster's GPU capacity

@@ -22,7 +22,8 @@ namespace switchyard::bench {
 
 int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& poolNames,
                       const std::vector<double>& loads, const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds,
-                      const DynamicOptions& base, const fs::path& out, unsigned jobs, bool quiet) {
+                      const DynamicOptions& base, const sharing::SharePolicyOptions& ours, const fs::path& out, unsigned jobs,
+                      bool quiet) {
   auto parsed = parsePools(poolNames, /*allowStatic=*/true);
   if (!parsed) return 2;
   auto& poolShapes = *parsed;
@@ -58,7 +59,10 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
       [&](size_t i) {
         Run& run = runs[i];
         sharing::ShareCluster c = shuffleNodes(*cluster, run.seed);
-        const sharing::SharePolicyOptions po{.seed = run.seed, .oracleMix = mixes[run.workload], .cacheFgd = true};
+        sharing::SharePolicyOptions po = ours;
+        po.seed = run.seed;
+        po.oracleMix = mixes[run.workload];
+        po.cacheFgd = true;
         DynamicOptions o = base;
         o.load = run.load;
         o.seed = run.seed;

@@ -54,9 +54,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bool sigmoidBins = false;
   st->add_flag("--sigmoid-bins", sigmoidBins, "switchyard: compare changes in FGD's 0-100 sigmoid score instead of --delta-resolution bins");
-  bool fgdOtherModels = false;
-  st->add_flag("--fgd-other-models", fgdOtherModels,
-               "switchyard: count a node's idle GPUs as fragmented for shapes that need other models, as FGD does");
+  bool ownModelsOnly = false;
+  st->add_flag("--own-models-only", ownModelsOnly,
+               "switchyard: leave shapes that need other GPU models out of a node's fragmentation (FGD counts the node's idle GPUs for them)");
   st->add_flag("--quiet", quiet, "no per-run progress lines");
 
   auto* lat = app.add_subcommand("latency", "decision latency, placements/s and memory at 1k, 10k, 100k GPUs");
@@ -110,6 +110,8 @@ int main(int argc, char** argv) {
   dyn->add_option("--out", dynOut, "folder for CSVs and the summary")->capture_default_str();
   dyn->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
   dyn->add_flag("--quiet", quiet, "no per-run progress lines");
+  bool dynOwnModelsOnly = false;
+  dyn->add_flag("--own-models-only", dynOwnModelsOnly, "switchyard: as for static");
 
   auto* opt = app.add_subcommand("optimality", "each policy against the exact optimum (GLPK integer program) on small sampled instances");
   std::string optWorkloads = "default", optShapes = "mirror,8:2:2:8", optPolicies = "first-fit,best-fit,fgd,switchyard";
@@ -155,8 +157,10 @@ int main(int argc, char** argv) {
     return runOptimalityCommand(traces, splitList(optWorkloads), splitList(optShapes), splitList(optPolicies), parseSeeds(optSeeds),
                                 optServers, timeLimit, optOut, jobs, quiet);
   if (dyn->parsed())
-    return runDynamicCommand(traces, splitList(dynWorkloads), splitList(dynPools), loads, splitList(dynPolicies), parseSeeds(dynSeeds),
-                             dynOptions, dynOut, jobs, quiet);
+    return runDynamicCommand(
+        traces, splitList(dynWorkloads), splitList(dynPools), loads, splitList(dynPolicies), parseSeeds(dynSeeds), dynOptions,
+        {.otherModels = dynOwnModelsOnly ? switchyard::sharing::OtherModels::kIgnored : switchyard::sharing::OtherModels::kFragmented},
+        dynOut, jobs, quiet);
   if (comp->parsed()) {
     auto w = compWorkloads == "all" ? kAllWorkloads : splitList(compWorkloads);
     return runComposableCommand(traces, w, splitList(compShapes), splitList(compPolicies), parseSeeds(compSeeds), ratio, compOut, jobs, quiet);
@@ -164,9 +168,11 @@ int main(int argc, char** argv) {
   if (lat->parsed()) return runLatencyCommand(traces, sizes, fills, splitList(latPolicies), decisions, naiveDecisions, warmup, latOut);
   if (st->parsed()) {
     auto w = workloads == "all" ? kAllWorkloads : splitList(workloads);
-    return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs, oracle,
-                            sigmoidBins ? switchyard::sharing::kSigmoidBins : resolution,
-                            fgdOtherModels ? switchyard::sharing::OtherModels::kFragmented : switchyard::sharing::OtherModels::kIgnored, quiet);
+    const switchyard::sharing::SharePolicyOptions ours{
+        .learnMix = !oracle,
+        .deltaResolution = sigmoidBins ? switchyard::sharing::kSigmoidBins : resolution,
+        .otherModels = ownModelsOnly ? switchyard::sharing::OtherModels::kIgnored : switchyard::sharing::OtherModels::kFragmented};
+    return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs, ours, quiet);
   }
   return 0;
 }

@@ -56,8 +56,7 @@ struct JobResult {
 
 int runStaticCommand(const fs::path& traces, const std::vector<std::string>& workloads,
                      const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio,
-                     const fs::path& out, unsigned jobs, bool oracleForOurs, double resolution,
-                     sharing::OtherModels otherModels, bool quiet) {
+                     const fs::path& out, unsigned jobs, const sharing::SharePolicyOptions& ours, bool quiet) {
   auto inputs = loadInputs(traces, workloads, policies);
   if (!inputs) return 2;
   const sharing::ShareCluster* cluster = &inputs->cluster;
@@ -77,8 +76,10 @@ int runStaticCommand(const fs::path& traces, const std::vector<std::string>& wor
         const Job& j = queue[i];
         sharing::ShareCluster c = shuffleNodes(*cluster, j.seed);
         auto requests = inflateWorkload(pods[j.workload], c.totalGpuMilli(), j.seed, ratio);
-        sharing::SharePolicyOptions o{.seed = j.seed, .oracleMix = mixes[j.workload], .learnMix = !oracleForOurs, .cacheFgd = true,
-                                      .deltaResolution = resolution, .otherModels = otherModels};
+        sharing::SharePolicyOptions o = ours;
+        o.seed = j.seed;
+        o.oracleMix = mixes[j.workload];
+        o.cacheFgd = true;
         auto policy = sharing::makeSharePolicy(j.policy, o);
         results[i] = {j, runStatic(std::move(c), requests, *policy, mixes[j.workload]), mixes[j.workload].size()};
       },

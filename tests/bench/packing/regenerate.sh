@@ -2,7 +2,7 @@
 # Regenerates every packing benchmark figure in docs/benchmarks/packing/ (CSVs, summary tables, PNG plots).
 #   tests/bench/packing/regenerate.sh [TRACES_DIR]
 # Needs a built tree (./test.sh --quick or cmake --build build) and gnuplot (setup.sh installs gnuplot-nox).
-# About 2 hours 25 minutes on a 2-core VM (switchyard-pool's dynamic and compaction runs are about an hour of it);
+# About 2 hours 33 minutes on a 2-core VM (switchyard-pool's dynamic and compaction runs are about an hour of it);
 # the runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -27,6 +27,12 @@ mkdir -p "$OUT/static_bound"
 "$BIN" --traces "$TRACES" composable --shapes mirror --policies first-fit,fgd,switchyard --seeds 42-51 --quiet \
   --workloads default,cpu050,cpu100,cpu200,cpu250,gpushare40,gpushare80,gpushare100,gpuspec10,gpuspec20,gpuspec33,multigpu20,multigpu40,multigpu50 \
   --out "$OUT/static_bound"
+# GPU-model constraints with departures: FGD's measure (the default) against --own-models-only (packing.md, section 2).
+mkdir -p "$OUT/models/own-models-only"
+"$BIN" --traces "$TRACES" dynamic --workloads gpuspec20,gpuspec33 --pools static --loads 0.9,1.0 --policies fgd,switchyard \
+  --seeds 42-44 --quiet --out "$OUT/models"
+"$BIN" --traces "$TRACES" dynamic --workloads gpuspec20,gpuspec33 --pools static --loads 0.9,1.0 --policies switchyard \
+  --seeds 42-44 --own-models-only --quiet --out "$OUT/models/own-models-only"
 # MIG requests (every GPU taken as A100/H100-class): composable and dynamic modes, in their own folder.
 mkdir -p "$OUT/mig"
 "$BIN" --traces "$TRACES" composable --workloads default+mig,gpushare100+mig,multigpu50+mig --shapes mirror,16:8:2:16 \
