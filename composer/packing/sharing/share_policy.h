@@ -68,8 +68,8 @@ struct SwitchyardShareOptions {
   // A shape that needs other GPU models than a node's. kFragmented (FGD's measure, the default) counts the
   // node's idle GPUs as fragmented for it: a placement on a model that few constrained shapes want looks good,
   // and one on a model many of them want looks bad. kIgnored leaves such shapes out of the node's measure. On
-  // the static benchmark kIgnored fills the pool fuller (+0.3 to +0.45 on the gpuspec lists at 130 %), but with
-  // departures FGD's measure accepts more GPU time (gpuspec33: +0.3 to +4.5 points per seed at loads 0.9 and
+  // the static benchmark kIgnored fills the pool fuller (+0.29 to +0.45 on the gpuspec lists at 130 %), but with
+  // departures FGD's measure accepts more GPU time (gpuspec33: +0.29 to +4.53 points per seed at loads 0.9 and
   // 1.0), so it stays the default. docs/benchmarks/packing.md, section 2.
   OtherModels otherModels = OtherModels::kFragmented;
 };

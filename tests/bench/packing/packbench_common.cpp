@@ -108,6 +108,14 @@ std::unique_ptr<sharing::SharePolicy> makePolicyFor(const std::string& name, con
   return sharing::makeSharePolicy(name, options);
 }
 
+sharing::SharePolicyOptions runOptions(const sharing::SharePolicyOptions& ours, uint64_t seed, const sharing::ShapeMix& mix) {
+  sharing::SharePolicyOptions o = ours;
+  o.seed = seed;
+  o.oracleMix = mix;
+  o.cacheFgd = true;
+  return o;
+}
+
 bool needsComposablePool(const std::string& name) { return name == kPoolAwarePolicy; }
 
 std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::string>& workloads,

@@ -49,6 +49,9 @@ struct Inputs {
 // it is made only for a composable pool; null for an unknown name or a pool-only policy without a pool.
 [[nodiscard]] std::unique_ptr<sharing::SharePolicy> makePolicyFor(const std::string& name, const sharing::SharePolicyOptions& options,
                                                                   const ComposablePool* pool);
+// The options of one run: `ours` (switchyard's settings, packbench_commands.h) with the run's seed, the workload's
+// mix as FGD's oracle, and FGD's score cache (same decisions, faster).
+[[nodiscard]] sharing::SharePolicyOptions runOptions(const sharing::SharePolicyOptions& ours, uint64_t seed, const sharing::ShapeMix& mix);
 // Whether `name` runs only on composable pools.
 [[nodiscard]] bool needsComposablePool(const std::string& name);
 

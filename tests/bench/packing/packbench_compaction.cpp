@@ -97,7 +97,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
         Search& s = searches[i];
         auto probe = [&](int percent) {
           sharing::ShareCluster servers = shareOfServers(inputs->cluster, percent, s.seed);
-          const sharing::SharePolicyOptions po{.seed = s.seed, .oracleMix = inputs->mixes[s.workload], .cacheFgd = true};
+          const sharing::SharePolicyOptions po = runOptions({}, s.seed, inputs->mixes[s.workload]);
           DynamicOptions o = base;
           o.load = options.load;
           o.seed = s.seed;

@@ -94,7 +94,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
         Run& run = runs[i];
         sharing::ShareCluster c = shuffleNodes(*cluster, run.seed);
         auto requests = inflateWorkload(pods[run.workload], c.totalGpuMilli(), run.seed, ratio);
-        sharing::SharePolicyOptions o{.seed = run.seed, .oracleMix = mixes[run.workload], .learnMix = true, .cacheFgd = true};
+        const sharing::SharePolicyOptions o = runOptions({}, run.seed, mixes[run.workload]);
         run.result = runComposable(ComposablePool(c, shapes[run.shape]), requests,
                                    [&](const ComposablePool& pool) { return makePolicyFor(run.policy, o, &pool); });
         // The mirror pool against the same run in static mode (a policy that reads the pool has no static twin).

@@ -59,10 +59,7 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
       [&](size_t i) {
         Run& run = runs[i];
         sharing::ShareCluster c = shuffleNodes(*cluster, run.seed);
-        sharing::SharePolicyOptions po = ours;
-        po.seed = run.seed;
-        po.oracleMix = mixes[run.workload];
-        po.cacheFgd = true;
+        const sharing::SharePolicyOptions po = runOptions(ours, run.seed, mixes[run.workload]);
         DynamicOptions o = base;
         o.load = run.load;
         o.seed = run.seed;

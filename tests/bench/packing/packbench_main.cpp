@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
   bool sigmoidBins = false;
   st->add_flag("--sigmoid-bins", sigmoidBins, "switchyard: compare changes in FGD's 0-100 sigmoid score instead of --delta-resolution bins");
   bool ownModelsOnly = false;
-  st->add_flag("--own-models-only", ownModelsOnly,
-               "switchyard: leave shapes that need other GPU models out of a node's fragmentation (FGD counts the node's idle GPUs for them)");
+  const std::string ownModelsHelp =
+      "switchyard: leave shapes that need other GPU models out of a node's fragmentation (FGD counts the node's idle GPUs for them)";
+  st->add_flag("--own-models-only", ownModelsOnly, ownModelsHelp);
   st->add_flag("--quiet", quiet, "no per-run progress lines");
 
   auto* lat = app.add_subcommand("latency", "decision latency, placements/s and memory at 1k, 10k, 100k GPUs");
@@ -111,7 +112,7 @@ int main(int argc, char** argv) {
   dyn->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
   dyn->add_flag("--quiet", quiet, "no per-run progress lines");
   bool dynOwnModelsOnly = false;
-  dyn->add_flag("--own-models-only", dynOwnModelsOnly, "switchyard: as for static");
+  dyn->add_flag("--own-models-only", dynOwnModelsOnly, ownModelsHelp);
 
   auto* opt = app.add_subcommand("optimality", "each policy against the exact optimum (GLPK integer program) on small sampled instances");
   std::string optWorkloads = "default", optShapes = "mirror,8:2:2:8", optPolicies = "first-fit,best-fit,fgd,switchyard";

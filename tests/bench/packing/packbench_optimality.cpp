@@ -104,7 +104,7 @@ int runOptimalityCommand(const fs::path& traces, const std::vector<std::string>&
         Instance& in = instances[i];
         const ComposableShape shape = *(*pools)[in.shape];
         for (const auto& p : policies) {
-          sharing::SharePolicyOptions o{.seed = in.seed, .oracleMix = inputs->mixes[in.workload], .learnMix = true, .cacheFgd = true};
+          const sharing::SharePolicyOptions o = runOptions({}, in.seed, inputs->mixes[in.workload]);
           auto result = runComposable(ComposablePool(in.cluster, shape), in.requests,
                                       [&](const ComposablePool& pool) { return makePolicyFor(p, o, &pool); });
           in.allocated[p] = result.allocationPercent.back() * static_cast<double>(in.cluster.totalGpuMilli()) / 100.0;

@@ -76,11 +76,7 @@ int runStaticCommand(const fs::path& traces, const std::vector<std::string>& wor
         const Job& j = queue[i];
         sharing::ShareCluster c = shuffleNodes(*cluster, j.seed);
         auto requests = inflateWorkload(pods[j.workload], c.totalGpuMilli(), j.seed, ratio);
-        sharing::SharePolicyOptions o = ours;
-        o.seed = j.seed;
-        o.oracleMix = mixes[j.workload];
-        o.cacheFgd = true;
-        auto policy = sharing::makeSharePolicy(j.policy, o);
+        auto policy = sharing::makeSharePolicy(j.policy, runOptions(ours, j.seed, mixes[j.workload]));
         results[i] = {j, runStatic(std::move(c), requests, *policy, mixes[j.workload]), mixes[j.workload].size()};
       },
       [&](size_t i, size_t finished) {
