@@ -49,11 +49,13 @@ int main(int argc, char** argv) {
   st->add_option("--ratio", ratio, "inflate the workload to this multiple of GPU capacity")->capture_default_str();
   st->add_option("--out", out, "folder for CSVs and the summary")->capture_default_str();
   st->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
-  st->add_flag("--oracle-mix", oracle, "give switchyard the whole workload's shape mix (as FGD has) instead of learning it");
+  const std::string oracleHelp = "give switchyard the whole workload's shape mix (as FGD has) instead of learning it";
+  st->add_flag("--oracle-mix", oracle, oracleHelp);
   st->add_option("--delta-resolution", resolution, "switchyard: fragmentation changes closer than this (milli-GPU) tie")
       ->capture_default_str();
   bool sigmoidBins = false;
-  st->add_flag("--sigmoid-bins", sigmoidBins, "switchyard: compare changes in FGD's 0-100 sigmoid score instead of --delta-resolution bins");
+  const std::string sigmoidHelp = "switchyard: compare changes in FGD's 0-100 sigmoid score instead of 0.1-GPU bins";
+  st->add_flag("--sigmoid-bins", sigmoidBins, sigmoidHelp);
   bool ownModelsOnly = false;
   const std::string ownModelsHelp =
       "switchyard: leave shapes that need other GPU models out of a node's fragmentation (FGD counts the node's idle GPUs for them)";
@@ -111,8 +113,10 @@ int main(int argc, char** argv) {
   dyn->add_option("--out", dynOut, "folder for CSVs and the summary")->capture_default_str();
   dyn->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
   dyn->add_flag("--quiet", quiet, "no per-run progress lines");
-  bool dynOwnModelsOnly = false;
+  bool dynOwnModelsOnly = false, dynOracle = false, dynSigmoidBins = false;
   dyn->add_flag("--own-models-only", dynOwnModelsOnly, ownModelsHelp);
+  dyn->add_flag("--oracle-mix", dynOracle, oracleHelp);
+  dyn->add_flag("--sigmoid-bins", dynSigmoidBins, sigmoidHelp);
 
   auto* opt = app.add_subcommand("optimality", "each policy against the exact optimum (GLPK integer program) on small sampled instances");
   std::string optWorkloads = "default", optShapes = "mirror,8:2:2:8", optPolicies = "first-fit,best-fit,fgd,switchyard";
@@ -160,7 +164,9 @@ int main(int argc, char** argv) {
   if (dyn->parsed())
     return runDynamicCommand(
         traces, splitList(dynWorkloads), splitList(dynPools), loads, splitList(dynPolicies), parseSeeds(dynSeeds), dynOptions,
-        {.otherModels = dynOwnModelsOnly ? switchyard::sharing::OtherModels::kIgnored : switchyard::sharing::OtherModels::kFragmented},
+        {.learnMix = !dynOracle,
+         .deltaResolution = dynSigmoidBins ? switchyard::sharing::kSigmoidBins : 100,
+         .otherModels = dynOwnModelsOnly ? switchyard::sharing::OtherModels::kIgnored : switchyard::sharing::OtherModels::kFragmented},
         dynOut, jobs, quiet);
   if (comp->parsed()) {
     auto w = compWorkloads == "all" ? kAllWorkloads : splitList(compWorkloads);
