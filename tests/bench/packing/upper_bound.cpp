@@ -15,75 +15,15 @@
 
 namespace switchyard::bench {
 
-std::expected<double, std::string> pooledUpperBound(const sharing::ShareCluster& cluster,
-                                                    const std::vector<sharing::ShareRequest>& requests) {
-  double cpu = 0, memory = 0;
-  std::map<uint8_t, double> gpusOfModel;
-  for (const auto& n : cluster.nodes()) {
-    cpu += n.cpuCapacity;
-    memory += static_cast<double>(n.memoryCapacity);
-    if (n.gpuCount() > 0) gpusOfModel[n.model] += static_cast<double>(n.gpuCount()) * sharing::kMilliPerGpu;
-  }
-  std::map<uint32_t, double> capacityOfSet;  // model set -> GPU milli in it
-  for (const auto& r : requests)
-    if (r.gpuCount > 0 && !capacityOfSet.contains(r.modelMask)) {
-      double c = 0;
-      for (const auto& [m, g] : gpusOfModel)
-        if (r.modelMask & (1u << m)) c += g;
-      capacityOfSet[r.modelMask] = c;
-    }
-
-  std::unique_ptr<glp_prob, decltype(&glp_delete_prob)> lp(glp_create_prob(), glp_delete_prob);
-  glp_set_obj_dir(lp.get(), GLP_MAX);
-  const int rows = 2 + static_cast<int>(capacityOfSet.size());
-  glp_add_rows(lp.get(), rows);
-  glp_set_row_bnds(lp.get(), 1, GLP_UP, 0, cpu);
-  glp_set_row_bnds(lp.get(), 2, GLP_UP, 0, memory);
-  std::map<uint32_t, int> rowOfSet;
-  int row = 3;
-  for (const auto& [mask, c] : capacityOfSet) {
-    glp_set_row_bnds(lp.get(), row, GLP_UP, 0, c);
-    rowOfSet[mask] = row++;
-  }
-  // Only GPU requests can add to the objective; CPU-only ones would only use up CPU, so they are left out.
-  std::vector<int> ia{0}, ja{0};
-  std::vector<double> ar{0};
-  int col = 0;
-  for (const auto& r : requests) {
-    if (r.gpuCount == 0) continue;
-    ++col;
-    glp_add_cols(lp.get(), 1);
-    glp_set_col_bnds(lp.get(), col, GLP_DB, 0, 1);
-    const double g = static_cast<double>(r.totalGpuMilli());
-    glp_set_obj_coef(lp.get(), col, g);
-    auto put = [&](int i, double v) {
-      ia.push_back(i);
-      ja.push_back(col);
-      ar.push_back(v);
-    };
-    put(1, r.cpuMilli);
-    put(2, static_cast<double>(r.memoryMib));
-    for (const auto& [mask, rowIndex] : rowOfSet)
-      if ((r.modelMask & mask) == r.modelMask) put(rowIndex, g);  // allows only models in the set
-  }
-  if (col == 0) return 0.0;
-  glp_load_matrix(lp.get(), static_cast<int>(ia.size()) - 1, ia.data(), ja.data(), ar.data());
-  glp_smcp params;
-  glp_init_smcp(&params);
-  params.msg_lev = GLP_MSG_OFF;
-  if (int rc = glp_simplex(lp.get(), &params); rc != 0) return std::unexpected("GLPK simplex failed with code " + std::to_string(rc));
-  if (glp_get_status(lp.get()) != GLP_OPT) return std::unexpected("GLPK found no optimal solution");
-  return glp_get_obj_val(lp.get());
-}
-
 namespace {
 
 using Lp = std::unique_ptr<glp_prob, decltype(&glp_delete_prob)>;
 using Entries = std::map<int, double>;  // row -> coefficient (rows unique, as GLPK wants)
 
-int addColumn(glp_prob* lp, const Entries& entries, double objective) {
+int addColumn(glp_prob* lp, const Entries& entries, double objective, double upper = std::numeric_limits<double>::infinity()) {
   const int col = glp_add_cols(lp, 1);
-  glp_set_col_bnds(lp, col, GLP_LO, 0, 0);
+  if (upper < std::numeric_limits<double>::infinity()) glp_set_col_bnds(lp, col, GLP_DB, 0, upper);
+  else glp_set_col_bnds(lp, col, GLP_LO, 0, 0);
   glp_set_obj_coef(lp, col, objective);
   std::vector<int> rows{0};
   std::vector<double> values{0};
@@ -100,6 +40,53 @@ int addRow(glp_prob* lp, double upper) {
   glp_set_row_bnds(lp, row, GLP_UP, 0, upper);
   return row;
 }
+
+// Solves with the primal simplex, quietly; the optimum or why there is none.
+std::expected<double, std::string> solve(glp_prob* lp) {
+  glp_smcp params;
+  glp_init_smcp(&params);
+  params.msg_lev = GLP_MSG_OFF;
+  if (int rc = glp_simplex(lp, &params); rc != 0) return std::unexpected("GLPK simplex failed with code " + std::to_string(rc));
+  if (glp_get_status(lp) != GLP_OPT) return std::unexpected("GLPK found no optimal solution");
+  return glp_get_obj_val(lp);
+}
+
+}  // namespace
+
+std::expected<double, std::string> pooledUpperBound(const sharing::ShareCluster& cluster,
+                                                    const std::vector<sharing::ShareRequest>& requests) {
+  double cpu = 0, memory = 0;
+  std::map<uint8_t, double> gpusOfModel;
+  for (const auto& n : cluster.nodes()) {
+    cpu += n.cpuCapacity;
+    memory += static_cast<double>(n.memoryCapacity);
+    if (n.gpuCount() > 0) gpusOfModel[n.model] += static_cast<double>(n.gpuCount()) * sharing::kMilliPerGpu;
+  }
+  Lp lp(glp_create_prob(), glp_delete_prob);
+  glp_set_obj_dir(lp.get(), GLP_MAX);
+  const int cpuRow = addRow(lp.get(), cpu), memoryRow = addRow(lp.get(), memory);
+  std::map<uint32_t, int> rowOfSet;  // model set some request allows -> its row (GPU milli in the set)
+  for (const auto& r : requests)
+    if (r.gpuCount > 0 && !rowOfSet.contains(r.modelMask)) {
+      double c = 0;
+      for (const auto& [m, g] : gpusOfModel)
+        if (r.modelMask & (1u << m)) c += g;
+      rowOfSet[r.modelMask] = addRow(lp.get(), c);
+    }
+  if (rowOfSet.empty()) return 0.0;
+  // Only GPU requests can add to the objective; CPU-only ones would only use up CPU, so they are left out.
+  for (const auto& r : requests) {
+    if (r.gpuCount == 0) continue;
+    const double g = static_cast<double>(r.totalGpuMilli());
+    Entries entries{{cpuRow, r.cpuMilli}, {memoryRow, static_cast<double>(r.memoryMib)}};
+    for (const auto& [mask, row] : rowOfSet)
+      if ((r.modelMask & mask) == r.modelMask) entries[row] = g;  // allows only models in the set
+    addColumn(lp.get(), entries, g, 1.0);
+  }
+  return solve(lp.get());
+}
+
+namespace {
 
 // What one GPU can hold of each MIG profile 1g..4g at once: every multiset of instances some sequence of
 // placements at allowed starts reaches (the requests' profiles; a 7g is a whole GPU).
@@ -306,16 +293,13 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
     }
   }
 
-  glp_smcp params;
-  glp_init_smcp(&params);
-  params.msg_lev = GLP_MSG_OFF;
   constexpr double kImproves = 1e-6;  // a reduced cost (milli-GPU per GPU) that counts as an improvement
   const int maxRounds = std::max(options.maxRounds, 1);
   result.milli = std::numeric_limits<double>::infinity();
   for (result.rounds = 1; result.rounds <= maxRounds; ++result.rounds) {
-    if (int rc = glp_simplex(lp.get(), &params); rc != 0) return std::unexpected("GLPK simplex failed with code " + std::to_string(rc));
-    if (glp_get_status(lp.get()) != GLP_OPT) return std::unexpected("GLPK found no optimal solution");
-    const double optimum = glp_get_obj_val(lp.get());
+    const auto solved = solve(lp.get());
+    if (!solved) return std::unexpected(solved.error());
+    const double optimum = *solved;
     double lagrangian = optimum;
     bool added = false;
     for (size_t g = 0; g < groups.size(); ++g) {
