@@ -7,6 +7,7 @@
 #include "composer/packing/sharing/share_policy.h"
 #include "tests/bench/packing/composable_sim.h"
 #include "tests/bench/packing/exact_optimum.h"
+#include "tests/bench/packing/server_bound.h"
 #include "tests/bench/packing/upper_bound.h"
 
 namespace switchyard::bench {
@@ -117,6 +118,12 @@ TEST(ExactOptimum, NoPolicyBeatsItAndItNeverBeatsTheLpBound) {
       ASSERT_TRUE(forPool.has_value()) << forPool.error();
       EXPECT_LE(exact->bestMilli, forPool->milli + 1e-6);
       EXPECT_LE(forPool->milli, packing->milli + 1e-6);
+      // So is the server LP, which keeps each request on one host.
+      const auto server = serverUpperBound(servers, requests, serverBoundOptionsFor(shape));
+      ASSERT_TRUE(server.has_value()) << server.error();
+      EXPECT_TRUE(server->converged);
+      EXPECT_LE(exact->bestMilli, server->milli + 1e-6);
+      EXPECT_LE(server->milli, forPool->milli + 1e-6);
       for (const auto& name : policies) {
         auto policy = sharing::makeSharePolicy(name, {.seed = 1});
         ComposablePool pool(servers, shape);

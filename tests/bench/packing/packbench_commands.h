@@ -20,9 +20,16 @@ int runLatencyCommand(const fs::path& traces, const std::vector<int>& sizes, con
                       const std::vector<std::string>& policies, size_t decisions, size_t naiveDecisions, size_t warmupDecisions,
                       const fs::path& out);
 // The static protocol on composable pools, against the LP bound.
+// References a composable run can add beside the GPU-packing LP: the server LP (server_bound.h, minutes per
+// bound), and each policy placing the arrived GPU requests offline (whole-GPU requests first), a feasible
+// point under the optimum.
+struct ComposableReferences {
+  bool serverLp = false;
+  bool offline = false;
+};
 int runComposableCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& shapeNames,
                          const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio, const fs::path& out,
-                         unsigned jobs, bool quiet);
+                         unsigned jobs, bool quiet, const ComposableReferences& references = {});
 // Poisson arrivals and departures at offered loads. `ours` as for runStaticCommand.
 int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& poolNames,
                       const std::vector<double>& loads, const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds,

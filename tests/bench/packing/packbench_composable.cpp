@@ -15,14 +15,42 @@
 #include <tuple>
 
 #include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/server_bound.h"
 #include "tests/bench/packing/static_sim.h"
 #include "tests/bench/packing/upper_bound.h"
 
 namespace switchyard::bench {
 
+namespace {
+
+// The requests that arrive up to 100 % of the pool's GPU capacity, in arrival order.
+std::vector<sharing::ShareRequest> arrivedAt100(const std::vector<sharing::ShareRequest>& requests, int64_t capacity) {
+  std::vector<sharing::ShareRequest> arrived;
+  int64_t demand = 0;
+  for (const auto& r : requests) {
+    if (demand + r.totalGpuMilli() > capacity) break;
+    demand += r.totalGpuMilli();
+    arrived.push_back(r);
+  }
+  return arrived;
+}
+
+// The offline order: the GPU requests that arrived by 100 %, whole-GPU ones first (most GPUs first), the shares
+// after them, each in arrival order. CPU-only requests are left out, as the bounds leave them out.
+std::vector<sharing::ShareRequest> offlineOrder(const std::vector<sharing::ShareRequest>& arrived) {
+  std::vector<sharing::ShareRequest> order;
+  for (const auto& r : arrived)
+    if (r.gpuCount > 0) order.push_back(r);
+  auto wholeGpus = [](const sharing::ShareRequest& r) { return r.wholeGpus() ? r.gpuCount : 0; };
+  std::stable_sort(order.begin(), order.end(), [&](const auto& a, const auto& b) { return wholeGpus(a) > wholeGpus(b); });
+  return order;
+}
+
+}  // namespace
+
 int runComposableCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& shapeNames,
                          const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds, double ratio, const fs::path& out,
-                         unsigned jobs, bool quiet) {
+                         unsigned jobs, bool quiet, const ComposableReferences& references) {
   auto pools = parsePools(shapeNames, /*allowStatic=*/false);
   if (!pools) return 2;
   std::map<std::string, ComposableShape> shapes;
@@ -38,17 +66,11 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
   // hold), and the pooled LP for reference (the same for every pool).
   std::map<std::tuple<std::string, std::string, uint64_t>, double> bound;  // (workload, shape, seed)
   std::map<std::pair<std::string, uint64_t>, double> pooledBound;
+  std::map<std::tuple<std::string, std::string, uint64_t>, double> serverBound;  // the server LP, with --server-lp
   const double capacity = static_cast<double>(cluster->totalGpuMilli());
   for (const auto& w : workloads)
     for (uint64_t seed : seeds) {
-      const auto requests = inflateWorkload(pods[w], cluster->totalGpuMilli(), seed, ratio);
-      std::vector<sharing::ShareRequest> arrived;
-      int64_t demand = 0;
-      for (const auto& r : requests) {
-        if (demand + r.totalGpuMilli() > cluster->totalGpuMilli()) break;
-        demand += r.totalGpuMilli();
-        arrived.push_back(r);
-      }
+      const auto arrived = arrivedAt100(inflateWorkload(pods[w], cluster->totalGpuMilli(), seed, ratio), cluster->totalGpuMilli());
       auto pooled = pooledUpperBound(*cluster, arrived);
       if (!pooled) {
         fmt::print(stderr, "error: pooled LP bound for {} seed {}: {}\n", w, seed, pooled.error());
@@ -56,6 +78,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
       }
       pooledBound[{w, seed}] = 100.0 * *pooled / capacity;
       std::map<std::pair<bool, int32_t>, double> solved;  // pools with the same options share a bound
+      std::map<std::tuple<bool, int32_t, int32_t>, double> serverSolved;
       for (const auto& sh : shapeNames) {
         const PackingBoundOptions options = boundOptionsFor(shapes[sh]);
         const std::pair<bool, int32_t> key{options.perServer, options.maxGpusPerRequest};
@@ -73,6 +96,23 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), pooledBound[{w, seed}]);
         }
         bound[{w, sh, seed}] = solved[key];
+        if (!references.serverLp) continue;
+        const ServerBoundOptions serverOptions = serverBoundOptionsFor(shapes[sh]);
+        const std::tuple serverKey{serverOptions.fixedServers, serverOptions.deviceLimit, serverOptions.maxGpusPerRequest};
+        if (!serverSolved.contains(serverKey)) {
+          const auto started = std::chrono::steady_clock::now();
+          auto server = serverUpperBound(*cluster, arrived, serverOptions);
+          if (!server) {
+            fmt::print(stderr, "error: server LP bound for {} seed {} on {}: {}\n", w, seed, sh, server.error());
+            return 1;
+          }
+          serverSolved[serverKey] = 100.0 * server->milli / capacity;
+          if (!quiet)
+            fmt::print(stderr, "bound {:<15} seed {}  {:<12} server LP {:6.2f}% ({} rounds, {} configurations{}, {:.1f} s)\n", w, seed, sh,
+                       serverSolved[serverKey], server->rounds, server->columns, server->converged ? "" : ", not converged: Lagrangian",
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        }
+        serverBound[{w, sh, seed}] = serverSolved[serverKey];
       }
     }
 
@@ -81,6 +121,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
     uint64_t seed;
     ComposableResult result;
     std::optional<StaticResult> staticResult;  // mirror runs: the same run in static mode
+    std::optional<double> offline;             // --offline: allocation placing offlineOrder() with the same policy
   };
   std::vector<Run> runs;
   for (const auto& w : workloads)
@@ -95,8 +136,11 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
         sharing::ShareCluster c = shuffleNodes(*cluster, run.seed);
         auto requests = inflateWorkload(pods[run.workload], c.totalGpuMilli(), run.seed, ratio);
         const sharing::SharePolicyOptions o = runOptions({}, run.seed, mixes[run.workload]);
-        run.result = runComposable(ComposablePool(c, shapes[run.shape]), requests,
-                                   [&](const ComposablePool& pool) { return makePolicyFor(run.policy, o, &pool); });
+        auto make = [&](const ComposablePool& pool) { return makePolicyFor(run.policy, o, &pool); };
+        run.result = runComposable(ComposablePool(c, shapes[run.shape]), requests, make);
+        if (references.offline)
+          run.offline = runComposable(ComposablePool(c, shapes[run.shape]), offlineOrder(arrivedAt100(requests, c.totalGpuMilli())), make)
+                            .allocationPercent.back();
         // The mirror pool against the same run in static mode (a policy that reads the pool has no static twin).
         if (shapes[run.shape].mirrorServers && !needsComposablePool(run.policy)) {
           auto again = sharing::makeSharePolicy(run.policy, o);
@@ -113,20 +157,27 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
   std::ofstream csv(out / "composable_runs.csv");
   csv << "workload,shape,policy,seed,arrived_pods,placed_pods,failed_pods,alloc_at_100,alloc_at_130,bound_at_100,"
          "first_failure_arrived_pct,attaches,gpu_requests_placed,attached_left_pct_at_end,hosts_with_8_cores_but_no_free_gpu_at_end,"
-         "static_alloc_at_100,static_alloc_at_130,pooled_bound_at_100\n";
+         "static_alloc_at_100,static_alloc_at_130,pooled_bound_at_100,server_bound_at_100,offline_alloc_at_100\n";
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> at100, at130, churn, attachedLeft, cpuRich;
-  std::map<std::pair<std::string, std::string>, std::vector<double>> bounds;  // (workload, shape)
+  std::map<std::pair<std::string, std::string>, std::vector<double>> bounds, serverBounds;  // (workload, shape)
+  std::map<std::tuple<std::string, std::string, uint64_t>, double> bestOffline;  // the best policy's offline run per seed
   double mirrorDiff = 0;
   size_t mirrorRuns = 0;
   for (const auto& r : runs) {
     const auto& c = r.result;
     const double ub = bound[{r.workload, r.shape, r.seed}];
-    csv << fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{},{},{:.4f},{},{},{},{:.4f}\n", r.workload, r.shape, r.policy, r.seed,
+    csv << fmt::format("{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.2f},{},{},{:.4f},{},{},{},{:.4f},{},{}\n", r.workload, r.shape, r.policy, r.seed,
                        c.arrived, c.placed, c.failed, c.allocationPercent[100], c.allocationPercent[130], ub,
                        c.firstFailureArrivedPercent, c.attaches, c.gpuRequestsPlaced, c.attachedLeftPercent, c.hostsWithCpuButNoFreeGpu,
                        r.staticResult ? fmt::format("{:.4f}", r.staticResult->allocationPercent[100]) : "",
                        r.staticResult ? fmt::format("{:.4f}", r.staticResult->allocationPercent[130]) : "",
-                       pooledBound[{r.workload, r.seed}]);
+                       pooledBound[{r.workload, r.seed}],
+                       serverBound.contains({r.workload, r.shape, r.seed}) ? fmt::format("{:.4f}", serverBound[{r.workload, r.shape, r.seed}]) : "",
+                       r.offline ? fmt::format("{:.4f}", *r.offline) : "");
+    if (r.offline) {
+      double& best = bestOffline[{r.workload, r.shape, r.seed}];
+      best = std::max(best, *r.offline);
+    }
     const auto key = std::make_tuple(r.workload, r.shape, r.policy);
     at100[key].push_back(c.allocationPercent[100]);
     at130[key].push_back(c.allocationPercent[130]);
@@ -140,6 +191,7 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
     }
   }
   for (const auto& [key, b] : bound) bounds[{std::get<0>(key), std::get<1>(key)}].push_back(b);
+  for (const auto& [key, b] : serverBound) serverBounds[{std::get<0>(key), std::get<1>(key)}].push_back(b);
 
   SummaryTee emit(out / "composable_summary.md");
   // A markdown delimiter row's cells: workload, pool, one per policy, and `extra` more.
@@ -194,6 +246,31 @@ int runComposableCommand(const fs::path& traces, const std::vector<std::string>&
       for (const auto& p : policies) row += fmt::format(" {:.2f} / {:.0f} |", stats(attachedLeft[{w, sh, p}]).mean, stats(cpuRich[{w, sh, p}]).mean);
       emit(row + "\n");
     }
+  if (references.offline) {
+    emit(std::string("\nWhere the gap lies (--offline): the best policy online against the best offline placement of the same arrived "
+                     "GPU requests (whole-GPU requests first, most GPUs first, then the shares, each in arrival order; the best "
+                     "policy per seed) and the bound. The optimum lies between offline and bound.\n\n"
+                     "| workload | pool | best online | best offline | bound | online to offline | offline to bound |\n"
+                     "|---|---|---|---|---|---|---|\n"));
+    for (const auto& w : workloads)
+      for (const auto& sh : shapeNames) {
+        double online = 0;
+        for (const auto& p : policies) online = std::max(online, stats(at100[{w, sh, p}]).mean);
+        std::vector<double> offline;
+        for (uint64_t seed : seeds) offline.push_back(bestOffline[{w, sh, seed}]);
+        const double off = stats(offline).mean, ub = stats(bounds[{w, sh}]).mean;
+        emit(fmt::format("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.2f} | {:.2f} |\n", w, shapes[sh].describe(), online, off, ub, off - online, ub - off));
+      }
+  }
+  if (references.serverLp) {
+    emit("\nThe server LP (--server-lp, server_bound.h: each request on one host with its own CPU and memory) against the "
+         "GPU-packing LP, mean over seeds\n\n| workload | pool | GPU-packing LP | server LP | difference |\n|---|---|---|---|---|\n");
+    for (const auto& w : workloads)
+      for (const auto& sh : shapeNames) {
+        const double ub = stats(bounds[{w, sh}]).mean, server = stats(serverBounds[{w, sh}]).mean;
+        emit(fmt::format("| {} | {} | {:.2f} | {:.2f} | {:.2f} |\n", w, shapes[sh].describe(), ub, server, ub - server));
+      }
+  }
   if (mirrorRuns > 0)
     emit(fmt::format("\nMirror pool vs static mode: {} runs, largest difference in allocation at any arrived demand {:.4f} points\n",
                      mirrorRuns, mirrorDiff));

@@ -94,6 +94,13 @@ int main(int argc, char** argv) {
   comp->add_option("--out", compOut, "folder for CSVs and the summary")->capture_default_str();
   comp->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
   comp->add_flag("--quiet", quiet, "no per-run progress lines");
+  ComposableReferences compReferences;
+  comp->add_flag("--server-lp", compReferences.serverLp,
+                 "also bound each pool with the server LP (each request on one host, with that host's CPU and memory; "
+                 "GLPK column generation, up to minutes per workload, seed and pool)");
+  comp->add_flag("--offline", compReferences.offline,
+                 "also run each policy offline on the GPU requests that arrived by 100 % (whole-GPU requests first): a "
+                 "feasible placement, so the optimum lies between it and the bound");
 
   auto* dyn = app.add_subcommand("dynamic", "Poisson arrivals and trace durations at offered loads; acceptance, waiting, churn");
   std::string dynWorkloads = "default", dynPools = "static,16:8:2:16", dynPolicies = "first-fit,best-fit,fgd,switchyard";
@@ -170,7 +177,8 @@ int main(int argc, char** argv) {
         dynOut, jobs, quiet);
   if (comp->parsed()) {
     auto w = compWorkloads == "all" ? kAllWorkloads : splitList(compWorkloads);
-    return runComposableCommand(traces, w, splitList(compShapes), splitList(compPolicies), parseSeeds(compSeeds), ratio, compOut, jobs, quiet);
+    return runComposableCommand(traces, w, splitList(compShapes), splitList(compPolicies), parseSeeds(compSeeds), ratio, compOut, jobs, quiet,
+                                compReferences);
   }
   if (lat->parsed()) return runLatencyCommand(traces, sizes, fills, splitList(latPolicies), decisions, naiveDecisions, warmup, latOut);
   if (st->parsed()) {
