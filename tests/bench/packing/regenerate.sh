@@ -2,7 +2,7 @@
 # Regenerates every packing benchmark figure in docs/benchmarks/packing/ (CSVs, summary tables, PNG plots).
 #   tests/bench/packing/regenerate.sh [TRACES_DIR]
 # Needs a built tree (./test.sh --quick or cmake --build build) and gnuplot (setup.sh installs gnuplot-nox).
-# About 2 hours 33 minutes on a 2-core VM (switchyard-pool's dynamic and compaction runs are about an hour of it);
+# About 3 hours 15 minutes on a 2-core VM (switchyard-pool's dynamic and compaction runs are about an hour of it);
 # the runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
@@ -26,7 +26,16 @@ mkdir -p "$OUT"
 mkdir -p "$OUT/static_bound"
 "$BIN" --traces "$TRACES" composable --shapes mirror --policies first-fit,fgd,switchyard --seeds 42-51 --quiet \
   --workloads default,cpu050,cpu100,cpu200,cpu250,gpushare40,gpushare80,gpushare100,gpuspec10,gpuspec20,gpuspec33,multigpu20,multigpu40,multigpu50 \
-  --out "$OUT/static_bound"
+  --offline --out "$OUT/static_bound"
+# Where the composable gap lies (packing.md, section 4): offline placements on every pool, and the server LP.
+mkdir -p "$OUT/offline" "$OUT/server_lp" "$OUT/server_lp_big"
+"$BIN" --traces "$TRACES" composable --workloads default,multigpu50,gpushare100,cpu250,default+big \
+  --shapes mirror,8:4:2:8,16:8:2:16,32:16:2:32 --seeds 42-44 --offline \
+  --policies first-fit,best-fit,fgd,switchyard,switchyard-no-frag,switchyard-pool --quiet --out "$OUT/offline"
+"$BIN" --traces "$TRACES" composable --workloads default,multigpu50,gpushare100,cpu250 --shapes mirror,16:8:2:16 \
+  --policies first-fit --seeds 42 --server-lp --out "$OUT/server_lp"
+"$BIN" --traces "$TRACES" composable --workloads default+big --shapes 16:8:2:16,32:16:2:32 \
+  --policies first-fit --seeds 42 --server-lp --out "$OUT/server_lp_big"
 # GPU-model constraints with departures: FGD's measure (the default) against --own-models-only (packing.md, section 2).
 mkdir -p "$OUT/models/own-models-only"
 "$BIN" --traces "$TRACES" dynamic --workloads gpuspec20,gpuspec33 --pools static --loads 0.9,1.0 --policies fgd,switchyard \
