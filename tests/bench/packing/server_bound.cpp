@@ -79,6 +79,8 @@ class ServerLp {
     }
   }
 
+  [[nodiscard]] int columns() const { return columns_; }  // configurations added, the starting ones included
+
   std::expected<PackingBound, std::string> run(int maxRounds) {
     PackingBound result;
     result.milli = std::numeric_limits<double>::infinity();
@@ -227,9 +229,6 @@ class ServerLp {
   std::vector<HostType> types_;
   std::map<uint8_t, int> modelRows_;  // composable pools: the model's GPUs
   int columns_ = 0;
-
- public:
-  [[nodiscard]] int columns() const { return columns_; }
 };
 
 }  // namespace
