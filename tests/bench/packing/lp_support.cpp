@@ -67,8 +67,6 @@ const std::vector<MigCounts>& migConfigurations() {
   return all;
 }
 
-}  // namespace
-
 // The configuration of milli shares with the largest dual value: a bounded knapsack over 1000 milli, each
 // item split into pieces of 1, 2, 4, ... copies (0/1 knapsack over the pieces).
 Configuration bestShareConfiguration(const std::vector<Item>& items) {
@@ -129,6 +127,28 @@ Configuration bestMigConfiguration(const std::vector<Item>& items) {
     }
   }
   return config;
+}
+
+}  // namespace
+
+std::array<Configuration, 2> bestConfigurations(const std::vector<Item>& items) {
+  std::vector<Item> shares, mig;
+  for (const Item& item : items) (item.id >= kMigItem ? mig : shares).push_back(item);
+  return {bestShareConfiguration(shares), bestMigConfiguration(mig)};
+}
+
+int itemOf(const sharing::ShareRequest& r) { return r.isMig() ? kMigItem + r.mig : r.gpuMilli; }
+
+ClassKey classKey(const sharing::ShareRequest& r) { return {r.cpuMilli, r.memoryMib, r.gpuCount, r.gpuMilli, r.modelMask, r.mig}; }
+
+sharing::ShareRequest requestOf(const ClassKey& key) {
+  const auto [cpuMilli, memoryMib, gpuCount, gpuMilli, mask, mig] = key;
+  return {.cpuMilli = cpuMilli, .memoryMib = memoryMib, .gpuCount = gpuCount, .gpuMilli = gpuMilli, .modelMask = mask, .mig = mig};
+}
+
+bool oneHostHolds(int model, int32_t gpus, int32_t cpuMilli, int64_t memoryMib, const sharing::ShareRequest& r) {
+  return model >= 0 && model < 32 && ((r.modelMask >> model) & 1u) != 0 && r.gpuCount <= gpus && r.cpuMilli <= cpuMilli &&
+         r.memoryMib <= memoryMib;
 }
 
 }  // namespace switchyard::bench

@@ -5,11 +5,13 @@
 
 #include <glpk.h>
 
+#include <array>
 #include <expected>
 #include <limits>
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "composer/packing/sharing/share_cluster.h"
@@ -42,9 +44,20 @@ struct Item {
   int requests = 0;
 };
 
-// The configuration of milli shares with the largest dual value (items with ids below kMigItem).
-[[nodiscard]] Configuration bestShareConfiguration(const std::vector<Item>& items);
-// The MIG layout with the largest dual value among those that hold no more instances than are asked for.
-[[nodiscard]] Configuration bestMigConfiguration(const std::vector<Item>& items);
+// The best configuration of milli shares and the best MIG layout against the items' duals: [0] a bounded
+// knapsack over 1000 milli (items below kMigItem), [1] a scan of the layouts the slice rules reach (MIG items).
+// Items with a dual <= 0 never help and may be left out by the caller.
+[[nodiscard]] std::array<Configuration, 2> bestConfigurations(const std::vector<Item>& items);
+
+// The item a GPU-sharing request asks one GPU for: its milli share, or kMigItem + its MIG profile.
+[[nodiscard]] int itemOf(const sharing::ShareRequest& r);
+
+// Identical requests (CPU, memory, GPUs, milli per GPU, models, MIG profile) form one class in both LPs.
+using ClassKey = std::tuple<int32_t, int64_t, int32_t, int32_t, uint32_t, int8_t>;
+[[nodiscard]] ClassKey classKey(const sharing::ShareRequest& r);
+[[nodiscard]] sharing::ShareRequest requestOf(const ClassKey& key);
+
+// Whether one host of GPU model `model` with `gpus` GPUs, `cpuMilli` and `memoryMib` could hold `r` on its own.
+[[nodiscard]] bool oneHostHolds(int model, int32_t gpus, int32_t cpuMilli, int64_t memoryMib, const sharing::ShareRequest& r);
 
 }  // namespace switchyard::bench

@@ -28,6 +28,15 @@ const std::vector<std::string> kDefaultPolicies{"random",      "first-fit",     
                                                 "gpu-packing", "gpu-clustering", "hived-buddy", "fgd",       "switchyard",
                                                 "switchyard-no-frag"};
 
+// switchyard's settings from the flags --oracle-mix, --delta-resolution / --sigmoid-bins and --own-models-only,
+// which static and dynamic share.
+switchyard::sharing::SharePolicyOptions oursFrom(bool oracleMix, double deltaResolution, bool ownModelsOnly) {
+  using switchyard::sharing::OtherModels;
+  return {.learnMix = !oracleMix,
+          .deltaResolution = deltaResolution,
+          .otherModels = ownModelsOnly ? OtherModels::kIgnored : OtherModels::kFragmented};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -171,9 +180,7 @@ int main(int argc, char** argv) {
   if (dyn->parsed())
     return runDynamicCommand(
         traces, splitList(dynWorkloads), splitList(dynPools), loads, splitList(dynPolicies), parseSeeds(dynSeeds), dynOptions,
-        {.learnMix = !dynOracle,
-         .deltaResolution = dynSigmoidBins ? switchyard::sharing::kSigmoidBins : 100,
-         .otherModels = dynOwnModelsOnly ? switchyard::sharing::OtherModels::kIgnored : switchyard::sharing::OtherModels::kFragmented},
+        oursFrom(dynOracle, dynSigmoidBins ? switchyard::sharing::kSigmoidBins : 100, dynOwnModelsOnly),
         dynOut, jobs, quiet);
   if (comp->parsed()) {
     auto w = compWorkloads == "all" ? kAllWorkloads : splitList(compWorkloads);
@@ -183,11 +190,8 @@ int main(int argc, char** argv) {
   if (lat->parsed()) return runLatencyCommand(traces, sizes, fills, splitList(latPolicies), decisions, naiveDecisions, warmup, latOut);
   if (st->parsed()) {
     auto w = workloads == "all" ? kAllWorkloads : splitList(workloads);
-    const switchyard::sharing::SharePolicyOptions ours{
-        .learnMix = !oracle,
-        .deltaResolution = sigmoidBins ? switchyard::sharing::kSigmoidBins : resolution,
-        .otherModels = ownModelsOnly ? switchyard::sharing::OtherModels::kIgnored : switchyard::sharing::OtherModels::kFragmented};
-    return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs, ours, quiet);
+    return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs,
+                            oursFrom(oracle, sigmoidBins ? switchyard::sharing::kSigmoidBins : resolution, ownModelsOnly), quiet);
   }
   return 0;
 }

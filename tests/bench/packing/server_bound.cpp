@@ -27,7 +27,7 @@ struct RequestClass {
   ShareRequest request;  // one of the identical requests
   int count = 0;
   int row = 0;
-  [[nodiscard]] int item() const { return request.isMig() ? kMigItem + request.mig : request.gpuMilli; }
+  [[nodiscard]] int item() const { return itemOf(request); }
 };
 
 struct HostType {
@@ -149,15 +149,13 @@ class ServerLp {
   // The GPU configuration of type t with the largest reduced cost, and that cost.
   std::pair<Configuration, double> priceGpu(size_t t) const {
     const HostType& type = types_[t];
-    std::vector<Item> shares, mig;
-    for (const auto& [item, row] : type.items) {
-      const double d = dual(row.row);
-      if (d > 0) (item >= kMigItem ? mig : shares).push_back({item, d, row.requests});
-    }
+    std::vector<Item> items;
+    for (const auto& [item, row] : type.items)
+      if (const double d = dual(row.row); d > 0) items.push_back({item, d, row.requests});
     const double cost = dual(type.shareGpuRow);
     std::pair<Configuration, double> best{{}, -cost};
-    for (Configuration c : {bestShareConfiguration(shares), bestMigConfiguration(mig)})
-      if (c.value - cost > best.second) best = {std::move(c), c.value - cost};
+    for (Configuration c : bestConfigurations(items))
+      if (const double reduced = c.value - cost; reduced > best.second) best = {std::move(c), reduced};
     return best;
   }
 
@@ -242,11 +240,11 @@ std::expected<PackingBound, std::string> serverUpperBound(const sharing::ShareCl
                                                           const std::vector<ShareRequest>& requests,
                                                           const ServerBoundOptions& options) {
   // Identical requests form one class; CPU-only ones would only use up CPU, so they are left out.
-  std::map<std::tuple<int32_t, int64_t, int32_t, int32_t, uint32_t, int8_t>, size_t> classOf;
+  std::map<ClassKey, size_t> classOf;
   std::vector<RequestClass> classes;
   for (const auto& r : requests) {
     if (r.gpuCount == 0 || r.gpuCount > options.maxGpusPerRequest) continue;
-    auto [it, fresh] = classOf.try_emplace({r.cpuMilli, r.memoryMib, r.gpuCount, r.gpuMilli, r.modelMask, r.mig}, classes.size());
+    auto [it, fresh] = classOf.try_emplace(classKey(r), classes.size());
     if (fresh) classes.push_back({.request = r});
     ++classes[it->second].count;
   }
@@ -264,12 +262,8 @@ std::expected<PackingBound, std::string> serverUpperBound(const sharing::ShareCl
     ++types[it->second].hosts;
   }
   for (HostType& t : types)
-    for (size_t k = 0; k < classes.size(); ++k) {
-      const ShareRequest& r = classes[k].request;
-      if (t.model < 32 && ((r.modelMask >> t.model) & 1u) != 0 && r.gpuCount <= t.gpus && r.cpuMilli <= t.cpuMilli &&
-          r.memoryMib <= t.memoryMib)
-        t.classes.push_back(k);
-    }
+    for (size_t k = 0; k < classes.size(); ++k)
+      if (oneHostHolds(t.model, t.gpus, t.cpuMilli, t.memoryMib, classes[k].request)) t.classes.push_back(k);
   if (classes.empty()) return PackingBound{.converged = true};  // nothing any host could hold
   ServerLp lp(std::move(classes), std::move(types), std::move(poolGpus));
   auto result = lp.run(std::max(options.maxRounds, 1));

@@ -62,10 +62,7 @@ struct Group {
   int64_t maxMemory = std::numeric_limits<int64_t>::max();
   int gpuRow = 0;
 
-  [[nodiscard]] bool takes(const sharing::ShareRequest& r) const {
-    return model < 32 && ((r.modelMask >> model) & 1u) != 0 && r.gpuCount <= maxGpus && r.cpuMilli <= maxCpu &&
-           r.memoryMib <= maxMemory;
-  }
+  [[nodiscard]] bool takes(const sharing::ShareRequest& r) const { return oneHostHolds(model, maxGpus, maxCpu, maxMemory, r); }
 };
 
 }  // namespace
@@ -103,10 +100,9 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
     }
   }
   // Identical requests form one class; CPU-only ones would only use up CPU, so they are left out.
-  using Class = std::tuple<int32_t, int64_t, int32_t, int32_t, uint32_t, int8_t>;
-  std::map<Class, int> classes;
+  std::map<ClassKey, int> classes;
   for (const auto& r : requests)
-    if (r.gpuCount > 0) ++classes[{r.cpuMilli, r.memoryMib, r.gpuCount, r.gpuMilli, r.modelMask, r.mig}];
+    if (r.gpuCount > 0) ++classes[classKey(r)];
   PackingBound result;
   if (classes.empty()) return result;
 
@@ -122,20 +118,17 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
   };
   std::map<std::pair<size_t, int>, ItemRow> itemRows;
   for (const auto& [key, count] : classes) {
-    const auto [cpuMilli, memoryMib, gpuCount, gpuMilli, mask, mig] = key;
     const int classRow = addRow(lp.get(), count);
-    const sharing::ShareRequest r{.cpuMilli = cpuMilli, .memoryMib = memoryMib, .gpuCount = gpuCount, .gpuMilli = gpuMilli,
-                                  .modelMask = mask, .mig = mig};
+    const sharing::ShareRequest r = requestOf(key);
     for (size_t g = 0; g < groups.size(); ++g) {
       const Group& group = groups[g];
       if (!group.takes(r)) continue;
       const auto [cpuRow, memoryRow] = budgetRows[static_cast<size_t>(group.budget)];
       Entries entries{{classRow, 1.0}};
-      if (cpuMilli != 0) entries[cpuRow] = cpuMilli;
-      if (memoryMib != 0) entries[memoryRow] = static_cast<double>(memoryMib);
+      if (r.cpuMilli != 0) entries[cpuRow] = r.cpuMilli;
+      if (r.memoryMib != 0) entries[memoryRow] = static_cast<double>(r.memoryMib);
       if (r.sharesGpu()) {
-        const int item = r.isMig() ? kMigItem + mig : gpuMilli;
-        auto [it, fresh] = itemRows.try_emplace({g, item});
+        auto [it, fresh] = itemRows.try_emplace({g, itemOf(r)});
         ItemRow& itemRow = it->second;
         if (fresh) {
           itemRow.row = addRow(lp.get(), 0);
@@ -146,7 +139,7 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
         entries[itemRow.row] = 1.0;
         itemRow.requests += count;
       } else {
-        entries[group.gpuRow] = gpuCount;
+        entries[group.gpuRow] = r.gpuCount;
       }
       addColumn(lp.get(), entries, static_cast<double>(r.totalGpuMilli()));
     }
@@ -163,16 +156,12 @@ std::expected<PackingBound, std::string> packingUpperBound(const sharing::ShareC
     bool added = false;
     for (size_t g = 0; g < groups.size(); ++g) {
       const int row = groups[g].gpuRow;
-      std::vector<Item> shares, mig;
-      for (auto it = itemRows.lower_bound({g, 0}); it != itemRows.end() && it->first.first == g; ++it) {
-        const double dual = glp_get_row_dual(lp.get(), it->second.row);
-        if (dual <= 0) continue;
-        const int item = it->first.second;
-        (item >= kMigItem ? mig : shares).push_back({item, dual, it->second.requests});
-      }
+      std::vector<Item> items;
+      for (auto it = itemRows.lower_bound({g, 0}); it != itemRows.end() && it->first.first == g; ++it)
+        if (const double dual = glp_get_row_dual(lp.get(), it->second.row); dual > 0) items.push_back({it->first.second, dual, it->second.requests});
       const double gpuDual = glp_get_row_dual(lp.get(), row);
       double bestReduced = 0;
-      for (const Configuration& config : {bestShareConfiguration(shares), bestMigConfiguration(mig)}) {
+      for (const Configuration& config : bestConfigurations(items)) {
         const double reduced = config.value - gpuDual;
         bestReduced = std::max(bestReduced, reduced);
         if (reduced <= kImproves) continue;
