@@ -125,6 +125,35 @@ TEST(PoolAwarePolicy, SeesAnEnclosureStrandedBehindAHostsOtherLink) {
   EXPECT_DOUBLE_EQ(pooled.allocationPercent.back(), 60.0);  // 3 of 5 GPUs; h1's two are out of reach for lack of CPU
 }
 
+// Free GPUs count as lost beyond what the hosts cabled to their enclosure could use with their CPU. One
+// enclosure of four GPUs behind h0 and h1 (16 cores each), and h2, a host with no GPU link. After one
+// 1-GPU request on h0, a CPU-only request anywhere but h2 leaves CPU for two of the three free GPUs. Per
+// view it looks free on h1 (h1 can still serve the shape), and the one-view-serves measure saw no loss on
+// h0 either; this measure sends it to h2, and all four GPUs are placed.
+TEST(PoolAwarePolicy, SendsCpuOnlyRequestsWhereNoFreeGpuNeedsTheCpu) {
+  ModelTable models;
+  models.intern("A");
+  const ShareCluster servers({node("h0", 2, 0, 16000), node("h1", 2, 0, 16000), node("h2", 0, 0, 8000)}, models);
+  const bench::ComposableShape shape{.slots = 4, .enclosurePorts = 2, .hostPorts = 1, .deviceLimit = 4};
+  const ShareRequest cpuOnly{.cpuMilli = 8000, .memoryMib = 1024, .gpuCount = 0, .gpuMilli = 0};
+  const std::vector<ShareRequest> requests{whole(1, 8000), cpuOnly, whole(1, 8000), whole(1, 8000), whole(1, 8000)};
+  auto perView = makeSharePolicy("switchyard", {});
+  EXPECT_EQ(bench::runComposable(bench::ComposablePool(servers, shape), requests, *perView).gpuRequestsPlaced, 3u);
+
+  bench::ComposablePool pool(servers, shape);
+  auto policy = bench::makePoolAwarePolicy(pool);
+  std::vector<std::string> hosts;
+  for (const auto& r : requests) {
+    policy->observe(r);
+    const auto p = policy->choose(pool.views(), r);
+    ASSERT_TRUE(p.has_value()) << "request " << hosts.size();
+    hosts.push_back(pool.views().node(p->node).name);
+    (void)pool.apply(*p, r);
+  }
+  EXPECT_EQ(hosts[1], "h2");
+  EXPECT_EQ(pool.allocatedGpuMilli(), pool.totalGpuMilli());
+}
+
 // Dynamic mode: requests leave, GPUs go back to their enclosures, and the views around them are rebuilt.
 // The policy caches each view's evaluation by version; after every release its choice must be the one a
 // policy built afresh (same requests observed, nothing cached) makes on the same pool.

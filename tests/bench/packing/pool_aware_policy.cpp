@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <bitset>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 namespace switchyard::bench {
@@ -27,12 +27,14 @@ struct ViewState {
   uint8_t model = 0;
   int count = 0;
   int attached = 0;
+  int hostLinks = 1;  // the host's links: its CPU is shared among its enclosures
   std::array<int32_t, kMaxGpusPerNode> left{};
   std::array<uint8_t, kMaxGpusPerNode> mig{};
 };
 
-ViewState stateOf(const ShareNode& n, int attached) {
+ViewState stateOf(const ShareNode& n, int attached, int hostLinks) {
   ViewState s;
+  s.hostLinks = std::max(1, hostLinks);
   s.cpu = n.cpuLeft;
   s.model = n.model;
   s.count = n.gpuCount();
@@ -57,9 +59,18 @@ bool takes(const ViewState& v, int g, const ShareRequest& r) {
 constexpr size_t kMaxShapes = 256;
 
 struct Eval {
-  double attachedFrag = 0;          // weighted milli-GPU on attached GPUs the mix cannot use
-  std::bitset<kMaxShapes> serves;   // per shape of the mix: the view could serve it
+  double attachedFrag = 0;                // weighted milli-GPU on attached GPUs the mix cannot use
+  std::array<float, kMaxShapes> usable{};  // per shape of the mix: free GPUs of the enclosure the host could use
 };
+
+// How many of `free` fresh GPUs a host with `cpu` left could fill with requests of shape `s`, counted in
+// whole GPUs: whole-GPU requests take gpuCount each, shares pack 1000 / gpuMilli to a GPU.
+double freeGpusUsable(const ShareRequest& s, int free, int32_t cpu) {
+  const int64_t requests = s.cpuMilli > 0 ? cpu / s.cpuMilli : std::numeric_limits<int32_t>::max();
+  if (!s.sharesGpu()) return static_cast<double>(std::min<int64_t>(free / s.gpuCount, requests) * s.gpuCount);
+  const int64_t perGpu = std::max<int64_t>(1, kMilliPerGpu / std::max(1, s.gpuMilli));
+  return static_cast<double>(std::min<int64_t>(free, (requests + perGpu - 1) / perGpu));
+}
 
 // O(GPUs log GPUs + shapes log GPUs): the GPUs listed after the attached ones are free (whole, uncarved)
 // and take any shape, and a shape other than MIG takes exactly the uncarved GPUs with enough milli left.
@@ -99,7 +110,9 @@ Eval evaluate(const ViewState& v, const ShapeMix& mix) {
       }
     }
     const bool serves = enough >= s.gpuCount && v.cpu >= s.cpuMilli;
-    e.serves[k] = serves;
+    // The host's CPU is split evenly over its links, so that a host cabled to two enclosures is not
+    // counted whole at each.
+    e.usable[k] = static_cast<float>(freeGpusUsable(s, free, v.cpu) / v.hostLinks);
     e.attachedFrag += mix[k].weight * static_cast<double>(serves ? tooFull : attachedLeft);
   }
   return e;
@@ -164,7 +177,7 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
     Cached& k = cache_[v];
     const ShareNode& n = c.node(v);
     if (!k.valid || k.version != n.version || k.generation != learner_.generation()) {
-      k.eval = evaluate(stateOf(n, pool_.viewLink(v).attached), mix);
+      k.eval = evaluate(stateOf(n, pool_.viewLink(v).attached, linksOf(v)), mix);
       k.version = n.version;
       k.generation = learner_.generation();
       k.valid = true;
@@ -202,23 +215,29 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
       after.push_back(evaluate(afterState(c, v, i, at, r, pick, fresh), mix));
       delta += after.back().attachedFrag - before(c, v, mix).attachedFrag;
     }
-    // The free GPUs of every enclosure the host is cabled to: usable for a shape while some view cabled to
-    // the enclosure can serve it.
+    // The free GPUs of every enclosure the host is cabled to: for a shape, those beyond what the hosts
+    // cabled to it could use (with their CPU, device limits and links) are lost.
     for (size_t hv : pool_.viewsOfHost(at.host)) {
       const long e = pool_.viewLink(hv).enclosure;
       if (e < 0) continue;
       const int freeNow = pool_.enclosureFree(static_cast<size_t>(e));
       const int freeAfter = freeNow - (e == at.enclosure ? fresh : 0);
       if (freeNow == 0 && freeAfter == 0) continue;
-      std::bitset<kMaxShapes> servedBefore, servedAfter;
+      std::array<double, kMaxShapes> usableBefore{}, usableAfter{};
       for (size_t v : pool_.viewsOfEnclosure(static_cast<size_t>(e))) {
-        const auto& b = before(c, v, mix).serves;
-        servedBefore |= b;
+        const Eval& b = before(c, v, mix);
         const auto it = std::find(changed.begin(), changed.end(), v);
-        servedAfter |= it != changed.end() ? after[static_cast<size_t>(it - changed.begin())].serves : b;
+        const Eval& a = it != changed.end() ? after[static_cast<size_t>(it - changed.begin())] : b;
+        for (size_t k = 0; k < mix.size(); ++k) {
+          usableBefore[k] += b.usable[k];
+          usableAfter[k] += a.usable[k];
+        }
       }
-      for (size_t k = 0; k < mix.size(); ++k)  // a shape without GPUs is never served by free GPUs
-        delta += mix[k].weight * kMilliPerGpu * ((servedAfter[k] ? 0 : freeAfter) - (servedBefore[k] ? 0 : freeNow));
+      for (size_t k = 0; k < mix.size(); ++k) {  // a shape without GPUs uses no free GPU: all count as lost
+        const double lostBefore = mix[k].shape.gpuCount == 0 ? freeNow : std::max(0.0, freeNow - usableBefore[k]);
+        const double lostAfter = mix[k].shape.gpuCount == 0 ? freeAfter : std::max(0.0, freeAfter - usableAfter[k]);
+        delta += mix[k].weight * kMilliPerGpu * (lostAfter - lostBefore);
+      }
     }
     return delta;
   }
@@ -226,7 +245,7 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
   ViewState afterState(const ShareCluster& c, size_t v, size_t i, const ComposablePool::ViewLink& at, const ShareRequest& r,
                        const GpuPick& pick, int fresh) const {
     const auto lv = pool_.viewLink(v);
-    ViewState s = stateOf(c.node(v), lv.attached);
+    ViewState s = stateOf(c.node(v), lv.attached, linksOf(v));
     if (lv.host == at.host) s.cpu -= r.cpuMilli;
     if (v == i) {
       // The picked GPUs to attach are the first free ones listed, right after the attached ones.
@@ -246,6 +265,8 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
     }
     return s;
   }
+
+  int linksOf(size_t view) const { return static_cast<int>(pool_.viewsOfHost(pool_.viewLink(view).host).size()); }
 
   struct Cached {
     bool valid = false;

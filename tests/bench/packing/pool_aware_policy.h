@@ -8,13 +8,15 @@
 // mix is the sum of
 //  - per link, FGD's measure restricted to the GPUs attached to that host there (only that host can use
 //    them): all their milli-GPU when the view cannot serve the shape, else the milli on GPUs too full for it;
-//  - per enclosure, all its free GPUs when no view cabled to it (no host, with its CPU and device limit)
-//    could serve the shape, else none.
-// This is the measure the daemon's `fragmentation` score already uses for switches (a switch's free GPUs
-// count as lost when no host that could take the shape reaches it). A placement changes it only around its
-// host and its enclosure, so the change costs O((ports per host + ports per enclosure) x shapes x GPUs).
-// The shape mix is learned online, as `switchyard` learns it; changes are compared at 0.1 GPU, and ties go
-// to the earlier view, which keeps filling the same hosts.
+//  - per enclosure, its free GPUs beyond what the hosts cabled to it could use for the shape: each host
+//    can fill as many free GPUs (up to its device limit) as its CPU left allows requests of the shape,
+//    its CPU split evenly over its links. So free GPUs behind hosts whose CPU is spent count as lost, and
+//    a request that takes CPU from the one host able to use them is charged for it; a CPU-only request
+//    goes where no GPU needs the CPU.
+// A placement changes this only around its host and its enclosure, so the change costs
+// O((ports per host + ports per enclosure) x shapes x GPUs). The shape mix is learned online, as
+// `switchyard` learns it; changes are compared at 0.1 GPU, and ties go to the earlier view, which keeps
+// filling the same hosts.
 #pragma once
 
 #include <cstddef>
