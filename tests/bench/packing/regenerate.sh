@@ -3,7 +3,7 @@
 #   tests/bench/packing/regenerate.sh [TRACES_DIR]
 # Needs a built tree (./test.sh --quick or cmake --build build) and gnuplot (setup.sh installs gnuplot-nox).
 # About 3 hours 15 minutes on a 2-core VM before switchyard-pool's 2026-11-22 measure, which costs 2.5 times as much
-# per decision; expect 4 to 5 hours now (not timed end to end; switchyard-pool's dynamic and compaction runs are most of it);
+# per decision; expect 5 to 6 hours now (not timed end to end; switchyard-pool's dynamic and compaction runs are most of it);
 # the runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
