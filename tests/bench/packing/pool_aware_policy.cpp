@@ -233,11 +233,8 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
           usableAfter[k] += a.usable[k];
         }
       }
-      for (size_t k = 0; k < mix.size(); ++k) {  // a shape without GPUs uses no free GPU: all count as lost
-        const double lostBefore = mix[k].shape.gpuCount == 0 ? freeNow : std::max(0.0, freeNow - usableBefore[k]);
-        const double lostAfter = mix[k].shape.gpuCount == 0 ? freeAfter : std::max(0.0, freeAfter - usableAfter[k]);
-        delta += mix[k].weight * kMilliPerGpu * (lostAfter - lostBefore);
-      }
+      for (size_t k = 0; k < mix.size(); ++k)  // usable is 0 for a shape without GPUs or of another model
+        delta += mix[k].weight * kMilliPerGpu * (std::max(0.0, freeAfter - usableAfter[k]) - std::max(0.0, freeNow - usableBefore[k]));
     }
     return delta;
   }
