@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <tuple>
 #include <vector>
 
 namespace switchyard::bench {
@@ -133,23 +135,28 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
     }
     const ShapeMix& mix = mix_;
     if (cache_.size() != c.size()) cache_.assign(c.size(), {});
+    noteChanges(c);
+    const size_t shape = shapeId(r, c.size());
     std::optional<sharing::SharePlacement> best;
     double bestDelta = 0;
     for (size_t i = 0; i < c.size(); ++i) {
       const ShareNode& n = c.node(i);
       if (!sharing::fits(n, r)) continue;
-      for (const GpuPick& pick : picksOn(n, r)) {
-        const double delta = std::floor(poolDelta(c, i, r, pick, mix) / kResolution) * kResolution;
-        if (!best || delta < bestDelta) {
-          best = sharing::SharePlacement{i, pick};
-          bestDelta = delta;
+      const auto picks = picksOn(n, r);
+      const Choice& choice = choiceOn(c, i, r, picks, shape, mix);
+      for (size_t p = 0; p < picks.size(); ++p)
+        if (!best || choice.delta[p] < bestDelta) {
+          best = sharing::SharePlacement{i, picks[p]};
+          bestDelta = choice.delta[p];
         }
-      }
     }
     return best;
   }
 
-  size_t memoryBytes() const override { return cache_.capacity() * sizeof(Cached); }
+  size_t memoryBytes() const override {
+    return cache_.capacity() * sizeof(Cached) + choices_.capacity() * sizeof(Choice) + shapeIds_.size() * 64 +
+           seenVersion_.capacity() * sizeof(uint32_t) + changedAt_.capacity() * sizeof(uint64_t);
+  }
 
  private:
   // Whole GPUs: the lowest-numbered free ones (idle attached GPUs come before ones to attach). A share:
@@ -265,6 +272,65 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
 
   int linksOf(size_t view) const { return static_cast<int>(pool_.viewsOfHost(pool_.viewLink(view).host).size()); }
 
+  // The changes of the pool's fragmentation for a view's candidate placements (picksOn) of one request
+  // shape, kept until a view they depend on changes. They depend on the request only through its CPU and
+  // GPU ask (fits() is checked afresh), and on the views of every enclosure the host is cabled to (which
+  // include the host's own views): the pool rebuilds, and so bumps the version of, every view whose host
+  // (CPU, device limit) or enclosure (free GPUs) a placement or a release touched
+  // (ComposablePool::rebuildAround). A kept change is the very number poolDelta would return, so caching
+  // does not change a choice; it saves recomputing the views a decision did not touch.
+  using ShapeKey = std::tuple<int32_t, int32_t, int32_t, int8_t>;  // CPU, milli-GPU, GPUs, MIG profile
+  struct Choice {
+    uint64_t at = 0;  // the decision it was computed in (0: never)
+    size_t generation = 0;
+    std::array<double, 2> delta{};  // per pick of picksOn, in its order
+  };
+
+  // Records which views changed since the last decision: O(views) version compares.
+  void noteChanges(const ShareCluster& c) {
+    ++decision_;
+    if (changedAt_.size() != c.size()) {
+      changedAt_.assign(c.size(), decision_);
+      seenVersion_.assign(c.size(), 0);
+      choices_.clear();
+      shapeIds_.clear();
+    }
+    for (size_t v = 0; v < c.size(); ++v)
+      if (c.node(v).version != seenVersion_[v]) {
+        seenVersion_[v] = c.node(v).version;
+        changedAt_[v] = decision_;
+      }
+  }
+
+  // A dense id per request shape seen; the choices of shape s on view v are at choices_[s * views + v].
+  size_t shapeId(const ShareRequest& r, size_t views) {
+    const auto [it, added] = shapeIds_.try_emplace(ShapeKey{r.cpuMilli, r.gpuMilli, r.gpuCount, r.mig}, shapeIds_.size());
+    if (added) choices_.resize(choices_.size() + views);
+    return it->second;
+  }
+
+  // The last decision in which a view that view `i`'s choices depend on changed.
+  uint64_t lastChangeAround(size_t i) const {
+    uint64_t last = changedAt_[i];
+    for (size_t hv : pool_.viewsOfHost(pool_.viewLink(i).host)) {
+      last = std::max(last, changedAt_[hv]);
+      const long e = pool_.viewLink(hv).enclosure;
+      if (e >= 0)
+        for (size_t v : pool_.viewsOfEnclosure(static_cast<size_t>(e))) last = std::max(last, changedAt_[v]);
+    }
+    return last;
+  }
+
+  const Choice& choiceOn(const ShareCluster& c, size_t i, const ShareRequest& r, const boost::container::small_vector<GpuPick, 2>& picks,
+                         size_t shape, const ShapeMix& mix) {
+    Choice& k = choices_[shape * c.size() + i];
+    if (k.at != 0 && k.generation == learner_.generation() && k.at >= lastChangeAround(i)) return k;
+    k.at = decision_;
+    k.generation = learner_.generation();
+    for (size_t p = 0; p < picks.size(); ++p) k.delta[p] = std::floor(poolDelta(c, i, r, picks[p], mix) / kResolution) * kResolution;
+    return k;
+  }
+
   struct Cached {
     bool valid = false;
     uint32_t version = 0;
@@ -276,6 +342,11 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
   ShapeMix mix_;  // the learned mix's first kMaxShapes shapes
   size_t mixGeneration_ = 0;
   std::vector<Cached> cache_;
+  std::vector<Choice> choices_;
+  std::map<ShapeKey, size_t> shapeIds_;
+  std::vector<uint32_t> seenVersion_;
+  std::vector<uint64_t> changedAt_;
+  uint64_t decision_ = 0;
 };
 
 }  // namespace

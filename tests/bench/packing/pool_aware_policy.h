@@ -14,7 +14,10 @@
 //    a request that takes CPU from the one host able to use them is charged for it; a CPU-only request
 //    goes where no GPU needs the CPU.
 // A placement changes this only around its host and its enclosure, so the change costs
-// O((ports per host + ports per enclosure) x shapes x GPUs). The shape mix is learned online, as
+// O((ports per host + ports per enclosure) x shapes x GPUs). Each view keeps that change per request shape
+// until a view it depends on changes (the views of the enclosures its host is cabled to), so a decision
+// recomputes it only around the last placements and releases; it still checks every view (fits, and the
+// versions that tell what changed), which is O(views) per decision. The shape mix is learned online, as
 // `switchyard` learns it; changes are compared at 0.1 GPU, and ties go to the earlier view, which keeps
 // filling the same hosts.
 #pragma once
