@@ -15,10 +15,11 @@ namespace switchyard::bench {
 int runStaticCommand(const fs::path& traces, const std::vector<std::string>& workloads, const std::vector<std::string>& policies,
                      const std::vector<uint64_t>& seeds, double ratio, const fs::path& out, unsigned jobs,
                      const sharing::SharePolicyOptions& ours, bool quiet);
-// Decision latency, placements/s and memory on pools of repeated openb nodes.
+// Decision latency, placements/s and memory on pools of repeated openb nodes: the servers themselves
+// (`pool` "static") or a composable pool of them (K:U:P:L, where switchyard-pool can run too).
 int runLatencyCommand(const fs::path& traces, const std::vector<int>& sizes, const std::vector<double>& fills,
                       const std::vector<std::string>& policies, size_t decisions, size_t naiveDecisions, size_t warmupDecisions,
-                      const fs::path& out);
+                      const std::string& pool, const fs::path& out);
 // The static protocol on composable pools, against the LP bound.
 // References a composable run can add beside the GPU-packing LP: the server LP (server_bound.h, minutes per
 // bound), and each policy placing the arrived GPU requests offline (whole-GPU requests first), a feasible

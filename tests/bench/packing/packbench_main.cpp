@@ -83,6 +83,11 @@ int main(int argc, char** argv) {
   lat->add_option("--decisions", decisions, "timed decisions per policy and pool")->check(CLI::PositiveNumber)->capture_default_str();
   lat->add_option("--naive-decisions", naiveDecisions, "naive fgd decides about this many of the timed requests, evenly spread (it is slow)")->capture_default_str();
   lat->add_option("--warmup", warmup, "untimed decisions first (our learner's window is 5000 requests)")->capture_default_str();
+  std::string latPool = "static";
+  lat->add_option("--pool", latPool,
+                  "'static' (the servers) or a K:U:P:L composable pool of them, whose host-enclosure views the policies "
+                  "choose on (switchyard-pool runs there only); written to latency_K-U-P-L.csv")
+      ->capture_default_str();
   lat->add_option("--out", latOut, "folder for latency.csv")->capture_default_str();
 
   auto* comp = app.add_subcommand("composable", "the static protocol on composable pools of switch enclosures, against an LP bound");
@@ -187,7 +192,7 @@ int main(int argc, char** argv) {
     return runComposableCommand(traces, w, splitList(compShapes), splitList(compPolicies), parseSeeds(compSeeds), ratio, compOut, jobs, quiet,
                                 compReferences);
   }
-  if (lat->parsed()) return runLatencyCommand(traces, sizes, fills, splitList(latPolicies), decisions, naiveDecisions, warmup, latOut);
+  if (lat->parsed()) return runLatencyCommand(traces, sizes, fills, splitList(latPolicies), decisions, naiveDecisions, warmup, latPool, latOut);
   if (st->parsed()) {
     auto w = workloads == "all" ? kAllWorkloads : splitList(workloads);
     return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs,
