@@ -14,6 +14,8 @@ mkdir -p "$OUT"
 
 "$BIN" --traces "$TRACES" static --workloads all --seeds 42-51 --quiet --out "$OUT"
 "$BIN" --traces "$TRACES" latency --gpus 1000,10000,100000 --fill 0.5,0.9 --out "$OUT" | tee "$OUT/latency.md"
+"$BIN" --traces "$TRACES" latency --gpus 1000,10000,100000 --fill 0.5,0.9 --pool 16:8:2:16 \
+  --policies switchyard-pool,switchyard,fgd,best-fit --out "$OUT" | tee "$OUT/latency_16-8-2-16.md"
 "$BIN" --traces "$TRACES" composable --workloads default,multigpu50,gpushare100,cpu250,default+big \
   --shapes mirror,8:4:2:8,16:8:2:16,32:16:2:32 --seeds 42-51 \
   --policies first-fit,best-fit,fgd,switchyard,switchyard-no-frag,switchyard-pool --quiet --out "$OUT"
