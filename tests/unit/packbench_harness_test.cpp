@@ -155,62 +155,90 @@ TEST(PoolAwarePolicy, SendsCpuOnlyRequestsWhereNoFreeGpuNeedsTheCpu) {
   EXPECT_EQ(pool.allocatedGpuMilli(), pool.totalGpuMilli());
 }
 
-// Dynamic mode: requests leave, GPUs go back to their enclosures, and the views around them are rebuilt.
-// The policy caches each view's evaluation by version; after every release its choice must be the one a
-// policy built afresh (same requests observed, nothing cached) makes on the same pool.
-TEST(PoolAwarePolicy, ChoosesAsAFreshPolicyWouldWhileRequestsLeave) {
-  std::mt19937_64 rng(15);
-  const ShareCluster servers = randomCluster(rng, 12);
-  const bench::ComposableShape shape{4, 2, 2, 6};
-  bench::ComposablePool pool(servers, shape);
-  auto policy = bench::makePoolAwarePolicy(pool);
+// A composable pool under `switchyard-pool` that requests join and leave, where every choice is compared with
+// the one a policy built afresh (same requests observed, nothing cached) makes on the same pool.
+class PoolAwareChurn {
+ public:
+  PoolAwareChurn(const ShareCluster& servers, const bench::ComposableShape& shape)
+      : pool_(servers, shape), policy_(bench::makePoolAwarePolicy(pool_)) {}
+  PoolAwareChurn(const PoolAwareChurn&) = delete;  // the policy reads pool_
+  PoolAwareChurn& operator=(const PoolAwareChurn&) = delete;
+
+  void observe(const ShareRequest& r) {
+    seen_.push_back(r);
+    policy_->observe(r);
+  }
+  // The policy's choice for `r`; a test failure if a fresh policy chooses otherwise.
+  std::optional<SharePlacement> choose(const ShareRequest& r) {
+    const auto p = policy_->choose(pool_.views(), r);
+    auto fresh = bench::makePoolAwarePolicy(pool_);
+    for (const auto& s : seen_) fresh->observe(s);
+    const auto q = fresh->choose(pool_.views(), r);
+    EXPECT_EQ(p.has_value(), q.has_value()) << "choice " << compared_;
+    if (p && q) {
+      ++compared_;
+      EXPECT_EQ(p->node, q->node) << "choice " << compared_;
+      EXPECT_EQ(p->gpus.count, q->gpus.count) << "choice " << compared_;
+      EXPECT_TRUE(std::equal(p->gpus.index.begin(), p->gpus.index.begin() + p->gpus.count, q->gpus.index.begin())) << "choice " << compared_;
+    }
+    return p;
+  }
+  void place(const SharePlacement& p, const ShareRequest& r) {
+    held_.push_back({r, p.node, pool_.apply(p, r)});
+    checkInvariants();
+  }
+  // One held request leaves, picked by `rng`, if any is held.
+  void releaseOne(std::mt19937_64& rng) {
+    if (held_.empty()) return;
+    const size_t k = rng() % held_.size();
+    pool_.release(held_[k].link, held_[k].taken, held_[k].r);
+    held_.erase(held_.begin() + static_cast<long>(k));
+    ++released_;
+    checkInvariants();
+  }
+  [[nodiscard]] size_t compared() const { return compared_; }
+  [[nodiscard]] size_t released() const { return released_; }
+  [[nodiscard]] size_t detaches() const { return pool_.detaches(); }
+
+ private:
+  void checkInvariants() const {
+    const auto broken = pool_.violation();
+    EXPECT_FALSE(broken) << *broken;
+  }
   struct Held {
     ShareRequest r;
     size_t link;
     bench::ComposablePool::Taken taken;
   };
-  std::vector<Held> held;
-  std::vector<ShareRequest> seen;
-  size_t released = 0, compared = 0;
-  for (int i = 0; i < 300; ++i) {
-    if (!held.empty() && rng() % 3 == 0) {  // one leaves
-      const size_t k = rng() % held.size();
-      pool.release(held[k].link, held[k].taken, held[k].r);
-      held.erase(held.begin() + static_cast<long>(k));
-      ++released;
-      auto broken = pool.violation();
-      ASSERT_FALSE(broken) << *broken;
-    }
+  bench::ComposablePool pool_;
+  std::unique_ptr<SharePolicy> policy_;
+  std::vector<Held> held_;
+  std::vector<ShareRequest> seen_;
+  size_t compared_ = 0, released_ = 0;
+};
+
+// Dynamic mode: requests leave, GPUs go back to their enclosures, and the views around them are rebuilt.
+// The policy caches each view's evaluation by version; after every release its choice must be a fresh policy's.
+TEST(PoolAwarePolicy, ChoosesAsAFreshPolicyWouldWhileRequestsLeave) {
+  std::mt19937_64 rng(15);
+  PoolAwareChurn churn(randomCluster(rng, 12), bench::ComposableShape{4, 2, 2, 6});
+  for (int i = 0; i < 300 && !::testing::Test::HasFailure(); ++i) {
+    if (rng() % 3 == 0) churn.releaseOne(rng);
     const ShareRequest r = randomRequestWithMig(rng);
-    seen.push_back(r);
-    policy->observe(r);
-    const auto p = policy->choose(pool.views(), r);
-    auto fresh = bench::makePoolAwarePolicy(pool);
-    for (const auto& s : seen) fresh->observe(s);
-    const auto q = fresh->choose(pool.views(), r);
-    ASSERT_EQ(p.has_value(), q.has_value()) << "request " << i;
-    if (!p) continue;
-    ++compared;
-    ASSERT_EQ(p->node, q->node) << "request " << i;
-    ASSERT_EQ(p->gpus.count, q->gpus.count) << "request " << i;
-    ASSERT_TRUE(std::equal(p->gpus.index.begin(), p->gpus.index.begin() + p->gpus.count, q->gpus.index.begin())) << "request " << i;
-    held.push_back({r, p->node, pool.apply(*p, r)});
-    auto broken = pool.violation();
-    ASSERT_FALSE(broken) << *broken;
+    churn.observe(r);
+    if (const auto p = churn.choose(r)) churn.place(*p, r);
   }
-  EXPECT_GT(released, 50u);
-  EXPECT_GT(compared, 150u);
-  EXPECT_GT(pool.detaches(), 0u);
+  EXPECT_GT(churn.released(), 50u);
+  EXPECT_GT(churn.compared(), 150u);
+  EXPECT_GT(churn.detaches(), 0u);
 }
 
-// The policy keeps each view's changes of fragmentation per request shape until a view they depend on
-// changes. With a few shapes that repeat, most choices reuse kept changes, and each must still be the one a
-// policy built afresh makes; a request that is only asked about (not placed) changes nothing.
+// The policy also keeps each view's changes of fragmentation per request shape until a view they depend on
+// changes. With a few shapes that repeat, most choices reuse kept changes, and each must still be a fresh
+// policy's; a request that is only asked about (not placed) changes nothing.
 TEST(PoolAwarePolicy, ReusesNoKeptChangeAViewItDependsOnHasChangedSince) {
   std::mt19937_64 rng(16);
-  const ShareCluster servers = randomCluster(rng, 14);
-  bench::ComposablePool pool(servers, bench::ComposableShape{4, 3, 2, 6});
-  auto policy = bench::makePoolAwarePolicy(pool);
+  PoolAwareChurn churn(randomCluster(rng, 14), bench::ComposableShape{4, 3, 2, 6});
   const std::array<ShareRequest, 6> shapes{
       ShareRequest{.cpuMilli = 2000, .memoryMib = 1024, .gpuCount = 1, .gpuMilli = 300},
       ShareRequest{.cpuMilli = 4000, .memoryMib = 1024, .gpuCount = 1, .gpuMilli = 500},
@@ -218,44 +246,15 @@ TEST(PoolAwarePolicy, ReusesNoKeptChangeAViewItDependsOnHasChangedSince) {
       ShareRequest{.cpuMilli = 8000, .memoryMib = 2048, .gpuCount = 2, .gpuMilli = 1000},
       ShareRequest{.cpuMilli = 6000, .memoryMib = 1024},
       migRequest(ShareRequest{.cpuMilli = 2000, .memoryMib = 1024, .gpuCount = 1, .gpuMilli = 1000}, k2g)};
-  struct Held {
-    ShareRequest r;
-    size_t link;
-    bench::ComposablePool::Taken taken;
-  };
-  std::vector<Held> held;
-  std::vector<ShareRequest> seen;
-  size_t compared = 0;
-  auto sameAsFresh = [&](const ShareRequest& r) {
-    const auto p = policy->choose(pool.views(), r);
-    auto fresh = bench::makePoolAwarePolicy(pool);
-    for (const auto& s : seen) fresh->observe(s);
-    const auto q = fresh->choose(pool.views(), r);
-    EXPECT_EQ(p.has_value(), q.has_value());
-    if (p && q) {
-      ++compared;
-      EXPECT_EQ(p->node, q->node);
-      EXPECT_EQ(p->gpus.count, q->gpus.count);
-      EXPECT_TRUE(std::equal(p->gpus.index.begin(), p->gpus.index.begin() + p->gpus.count, q->gpus.index.begin()));
-    }
-    return p;
-  };
   for (int i = 0; i < 400 && !::testing::Test::HasFailure(); ++i) {
-    if (!held.empty() && rng() % 3 == 0) {
-      const size_t k = rng() % held.size();
-      pool.release(held[k].link, held[k].taken, held[k].r);
-      held.erase(held.begin() + static_cast<long>(k));
-    }
-    (void)sameAsFresh(shapes[rng() % shapes.size()]);  // asked about only
+    if (rng() % 3 == 0) churn.releaseOne(rng);
+    (void)churn.choose(shapes[rng() % shapes.size()]);  // asked about only
     const ShareRequest r = shapes[rng() % shapes.size()];
-    seen.push_back(r);
-    policy->observe(r);
-    if (const auto p = sameAsFresh(r)) held.push_back({r, p->node, pool.apply(*p, r)});
-    auto broken = pool.violation();
-    ASSERT_FALSE(broken) << *broken;
+    churn.observe(r);
+    if (const auto p = churn.choose(r)) churn.place(*p, r);
   }
-  EXPECT_GT(compared, 400u);
-  EXPECT_GT(pool.detaches(), 0u);
+  EXPECT_GT(churn.compared(), 400u);
+  EXPECT_GT(churn.detaches(), 0u);
 }
 
 // The hand-made six-node trace in the openb format, and a small composable pool over it.
