@@ -154,7 +154,8 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
   }
 
   size_t memoryBytes() const override {
-    return cache_.capacity() * sizeof(Cached) + choices_.capacity() * sizeof(Choice) + shapeIds_.size() * 64 +
+    constexpr size_t kMapNode = sizeof(std::map<ShapeKey, size_t>::value_type) + 4 * sizeof(void*);  // a red-black tree node
+    return cache_.capacity() * sizeof(Cached) + choices_.capacity() * sizeof(Choice) + shapeIds_.size() * kMapNode +
            seenVersion_.capacity() * sizeof(uint32_t) + changedAt_.capacity() * sizeof(uint64_t);
   }
 
