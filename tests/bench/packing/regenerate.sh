@@ -2,9 +2,10 @@
 # Regenerates every packing benchmark figure in docs/benchmarks/packing/ (CSVs, summary tables, PNG plots).
 #   tests/bench/packing/regenerate.sh [TRACES_DIR]
 # Needs a built tree (./test.sh --quick or cmake --build build) and gnuplot (setup.sh installs gnuplot-nox).
-# About 3 hours 15 minutes on a 2-core VM before switchyard-pool's 2026-11-22 measure, which costs 2.5 times as much
-# per decision; expect 5 to 6 hours now (not timed end to end; switchyard-pool's dynamic and compaction runs are most of it);
-# the runs use all cores.
+# Not timed end to end. The pieces, on the project's 2-vCPU VM: about 3 hours 15 minutes before switchyard-pool
+# changed on 2026-11-22; since then its dynamic runs take 13.5 minutes, its MIG dynamic runs 10 and its compaction
+# probes 66 (packing.md sections 5 and 6), while its composable runs got 6-7 times faster; expect 3 to 3.5 hours.
+# The runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 TRACES="${1:-../shared/traces/alibaba-gpu-2023}"
