@@ -134,7 +134,6 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
       mixGeneration_ = learner_.generation();
     }
     const ShapeMix& mix = mix_;
-    if (cache_.size() != c.size()) cache_.assign(c.size(), {});
     noteChanges(c);
     const size_t shape = shapeId(r, c.size());
     std::optional<sharing::SharePlacement> best;
@@ -155,7 +154,7 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
 
   size_t memoryBytes() const override {
     constexpr size_t kMapNode = sizeof(std::map<ShapeKey, size_t>::value_type) + 4 * sizeof(void*);  // a red-black tree node
-    return cache_.capacity() * sizeof(Cached) + choices_.capacity() * sizeof(Choice) + shapeIds_.size() * kMapNode +
+    return evals_.capacity() * sizeof(KeptEval) + choices_.capacity() * sizeof(Choice) + shapeIds_.size() * kMapNode +
            seenVersion_.capacity() * sizeof(uint32_t) + changedAt_.capacity() * sizeof(uint64_t);
   }
 
@@ -182,13 +181,11 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
   }
 
   const Eval& before(const ShareCluster& c, size_t v, const ShapeMix& mix) {
-    Cached& k = cache_[v];
-    const ShareNode& n = c.node(v);
-    if (!k.valid || k.version != n.version || k.generation != learner_.generation()) {
-      k.eval = evaluate(stateOf(n, pool_.viewLink(v).attached, linksOf(v)), mix);
-      k.version = n.version;
+    KeptEval& k = evals_[v];
+    if (k.at == 0 || k.at < changedAt_[v] || k.generation != learner_.generation()) {
+      k.eval = evaluate(stateOf(c.node(v), pool_.viewLink(v).attached, linksOf(v)), mix);
+      k.at = decision_;
       k.generation = learner_.generation();
-      k.valid = true;
     }
     return k.eval;
   }
@@ -287,12 +284,14 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
     std::array<double, 2> delta{};  // per pick of picksOn, in its order
   };
 
-  // Records which views changed since the last decision: O(views) version compares.
+  // Records which views changed since the last decision (O(views) version compares); both caches, the
+  // views' evaluations and the kept changes, are judged against it.
   void noteChanges(const ShareCluster& c) {
     ++decision_;
     if (changedAt_.size() != c.size()) {
       changedAt_.assign(c.size(), decision_);
       seenVersion_.assign(c.size(), 0);
+      evals_.assign(c.size(), {});
       choices_.clear();
       shapeIds_.clear();
     }
@@ -332,9 +331,9 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
     return k;
   }
 
-  struct Cached {
-    bool valid = false;
-    uint32_t version = 0;
+  // A view's own evaluation, kept until the view changes (noteChanges).
+  struct KeptEval {
+    uint64_t at = 0;  // the decision it was computed in (0: never)
     size_t generation = 0;
     Eval eval;
   };
@@ -342,7 +341,7 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
   sharing::ShapeLearner learner_;
   ShapeMix mix_;  // the learned mix's first kMaxShapes shapes
   size_t mixGeneration_ = 0;
-  std::vector<Cached> cache_;
+  std::vector<KeptEval> evals_;
   std::vector<Choice> choices_;
   std::map<ShapeKey, size_t> shapeIds_;
   std::vector<uint32_t> seenVersion_;
