@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -90,6 +91,30 @@ TEST(ShareCluster, ApplyRejectsAnInvalidPlacementAndReleaseUndoesApply) {
   c.release(p, share(400));
   EXPECT_EQ(c.allocatedGpuMilli(), 0);
   EXPECT_EQ(c.node(0).cpuLeft, c.node(0).cpuCapacity);
+}
+
+TEST(ShareCluster, ChangeLogListsChangedNodesUntilItNoLongerReaches) {
+  ShareCluster c({node("a", 2), node("b", 2)}, {});
+  const auto changesSince = [&](uint64_t since) {
+    std::vector<size_t> nodes;
+    if (!c.forEachChangeSince(since, [&](size_t n) { nodes.push_back(n); })) return std::optional<std::vector<size_t>>{};
+    return std::optional(nodes);
+  };
+  EXPECT_EQ(c.changeCount(), 0u);
+  const SharePlacement onA = c.apply({0, pickExclusiveGpus(c.node(0), whole(1))}, whole(1));
+  c.apply({1, pickExclusiveGpus(c.node(1), whole(1))}, whole(1));
+  c.release(onA, whole(1));
+  c.replaceNode(1, node("b", 2));
+  EXPECT_EQ(changesSince(0), (std::vector<size_t>{0, 1, 0, 1}));
+  EXPECT_EQ(changesSince(2), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(changesSince(4), std::vector<size_t>{});
+  EXPECT_FALSE(changesSince(5)) << "ahead of this cluster";
+  for (size_t k = 0; k < ShareCluster::kChangeLogSize; ++k) c.release(c.apply(onA, whole(1)), whole(1));
+  EXPECT_FALSE(changesSince(0)) << "the log keeps the last kChangeLogSize changes";
+  const auto last = changesSince(c.changeCount() - ShareCluster::kChangeLogSize);
+  ASSERT_TRUE(last);
+  EXPECT_EQ(last->size(), ShareCluster::kChangeLogSize);
+  EXPECT_TRUE(std::all_of(last->begin(), last->end(), [](size_t n) { return n == 0; }));
 }
 
 TEST(ShareRequest, ValidateNamesTheProblem) {
@@ -366,6 +391,28 @@ TEST(SwitchyardPolicy, CachedDecisionsFollowNodeChanges) {
   EXPECT_NE(second->node, first->node);  // the cache must see that the first node is now full
   c.apply(*second, whole(1));
   EXPECT_FALSE(ours->choose(c, whole(1)));
+}
+
+// The indexed core reads node changes from the cluster's change log: it must also see them when more changes
+// happened than the log keeps, and when it is handed another cluster with as many changes.
+TEST(SwitchyardPolicy, SeesChangesBeyondTheChangeLogAndOnAnotherCluster) {
+  ShareCluster c({node("a", 1), node("b", 1)}, {});
+  auto ours = makeSwitchyardSharePolicy({.learnMix = false, .fixedMix = {{whole(1), 1.0}}});
+  ASSERT_EQ(ours->choose(c, whole(1))->node, 0u);
+  c.apply({0, pickExclusiveGpus(c.node(0), whole(1))}, whole(1));
+  for (size_t k = 0; k < ShareCluster::kChangeLogSize; ++k)
+    c.release(c.apply({1, pickExclusiveGpus(c.node(1), share(100))}, share(100)), share(100));
+  ASSERT_GT(c.changeCount(), ShareCluster::kChangeLogSize);
+  const auto afterChurn = ours->choose(c, whole(1));
+  ASSERT_TRUE(afterChurn);
+  EXPECT_EQ(afterChurn->node, 1u) << "node a filled before the log wrapped";
+
+  ShareCluster aFull({node("a", 1), node("b", 1)}, {}), bFull({node("a", 1), node("b", 1)}, {});
+  aFull.apply({0, pickExclusiveGpus(aFull.node(0), whole(1))}, whole(1));
+  bFull.apply({1, pickExclusiveGpus(bFull.node(1), whole(1))}, whole(1));
+  auto fresh = makeSwitchyardSharePolicy({.learnMix = false, .fixedMix = {{whole(1), 1.0}}});
+  EXPECT_EQ(fresh->choose(aFull, whole(1))->node, 1u);
+  EXPECT_EQ(fresh->choose(bFull, whole(1))->node, 0u) << "same change count, other cluster";
 }
 
 // With FGD's sigmoid bins, FGD's mix and FGD's measure for other models, our indexed core must pick FGD's node

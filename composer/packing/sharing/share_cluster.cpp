@@ -133,6 +133,7 @@ SharePlacement ShareCluster::apply(const SharePlacement& p, const ShareRequest& 
   if (r.gpuCount > 0) ++n.affinity[affinitySlot(r)];
   allocatedGpuMilli_ += r.totalGpuMilli();
   ++n.version;
+  logChange(p.node);
   return applied;
 }
 
@@ -157,12 +158,20 @@ void ShareCluster::release(const SharePlacement& p, const ShareRequest& r) {
     throw std::logic_error("released more CPU or memory than the node has");
   allocatedGpuMilli_ -= r.totalGpuMilli();
   ++n.version;
+  logChange(p.node);
 }
 
 void ShareCluster::replaceNode(size_t i, ShareNode node) {
   ShareNode& n = nodes_.at(i);
   node.version = n.version + 1;
   n = std::move(node);
+  logChange(i);
+}
+
+void ShareCluster::logChange(size_t node) {
+  if (changeLog_.empty()) changeLog_.resize(kChangeLogSize);
+  changeLog_[changeCount_ % kChangeLogSize] = static_cast<uint32_t>(node);
+  ++changeCount_;
 }
 
 }  // namespace switchyard::sharing

@@ -144,11 +144,30 @@ class ShareCluster {
   // are attached elsewhere); bumps its version. The allocation total is the caller's to keep.
   void replaceNode(size_t i, ShareNode node);
 
+  // The change log, for indexes: apply, release and replaceNode each append the node they changed. An index
+  // keeps changeCount() from its last look and then visits only the nodes changed since, instead of
+  // reading every node's version (a cache miss per node on a large cluster).
+  [[nodiscard]] uint64_t changeCount() const { return changeCount_; }
+  // Calls f(node index) for every change after the first `since`, oldest first (a node changed twice comes
+  // twice), and returns true; or returns false without calling f when the log no longer holds them all
+  // (it keeps the last kChangeLogSize) or `since` is ahead of this cluster. Then compare every version.
+  template <class F>
+  bool forEachChangeSince(uint64_t since, F&& f) const {
+    if (since > changeCount_ || changeCount_ - since > kChangeLogSize) return false;
+    for (uint64_t k = since; k < changeCount_; ++k) f(static_cast<size_t>(changeLog_[k % kChangeLogSize]));
+    return true;
+  }
+  static constexpr size_t kChangeLogSize = 4096;
+
  private:
+  void logChange(size_t node);
+
   std::vector<ShareNode> nodes_;
   ModelTable models_;
   int64_t totalGpuMilli_ = 0;
   int64_t allocatedGpuMilli_ = 0;
+  uint64_t changeCount_ = 0;
+  std::vector<uint32_t> changeLog_;  // a ring of kChangeLogSize, allocated on the first change
 };
 
 }  // namespace switchyard::sharing

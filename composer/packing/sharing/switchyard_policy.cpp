@@ -8,7 +8,8 @@
 // shows the resolutions tried (0, 10, 40, 50, 100, 200) on six workloads and six seeds each.
 //
 // Indexed core: the change for (request shape, node) is cached and recomputed only for nodes whose version
-// moved since, so a decision costs one pass over flat arrays; node summaries (sorted GPUs, prefix sums) make
+// moved since (versions are mirrored from the cluster's change log), so a decision costs one pass over flat
+// arrays and reads only the nodes it re-evaluates; node summaries (sorted GPUs, prefix sums) make
 // each recomputation O(shapes x log GPUs). A new mix (it is re-learned only when it drifts) drops the caches.
 #include <algorithm>
 #include <cmath>
@@ -69,7 +70,8 @@ class SwitchyardPolicy final : public SharePolicy {
   std::string_view name() const override { return options_.fragmentationAware ? "switchyard" : "switchyard-no-frag"; }
 
   size_t memoryBytes() const override {
-    size_t bytes = summaries_.capacity() * sizeof(NodeSummary) + summaryStamp_.capacity() * 4 + beforeStamp_.capacity() * 4 + before_.capacity() * 8;
+    size_t bytes = summaries_.capacity() * sizeof(NodeSummary) + summaryStamp_.capacity() * 4 + beforeStamp_.capacity() * 4 +
+                   before_.capacity() * 8 + version_.capacity() * 4 + memoryLeft_.capacity() * 8;
     for (const auto& [k, c] : caches_)
       bytes += c.delta.capacity() * 4 + c.leftAfter.capacity() * 4 + c.cpuAfter.capacity() * 4 + c.gpu.capacity() + c.stamp.capacity() * 4;
     return bytes;
@@ -80,22 +82,22 @@ class SwitchyardPolicy final : public SharePolicy {
   }
 
   std::optional<SharePlacement> choose(const ShareCluster& c, const ShareRequest& r) override {
-    if (c.size() != summaries_.size()) resize(c.size());
+    sync(c);
     // Memory is not part of a shape (it would multiply the caches); it is checked on every pass instead.
     ShareRequest shape = r;
     shape.memoryMib = 0;
     ShapeCache& cache = cacheFor(shape, c.size());
     if (!memo_.empty()) memo_.clear();  // clearing an empty map still wipes every bucket
-    size_t best = c.size();
-    for (size_t i = 0; i < c.size(); ++i) {
-      const ShareNode& n = c.node(i);
-      const uint32_t stamp = n.version + 1;
+    const size_t nodes = c.size();
+    size_t best = nodes;
+    for (size_t i = 0; i < nodes; ++i) {
+      const uint32_t stamp = version_[i] + 1;
       if (cache.stamp[i] != stamp) {
         evaluate(c, i, shape, cache);
         cache.stamp[i] = stamp;
       }
-      if (cache.delta[i] == kNoFit || n.memoryLeft < r.memoryMib) continue;
-      if (best == c.size() || better(cache, i, best)) best = i;
+      if (cache.delta[i] == kNoFit || memoryLeft_[i] < r.memoryMib) continue;
+      if (best == nodes || better(cache, i, best)) best = i;
     }
     if (best == c.size()) return std::nullopt;
     const ShareNode& n = c.node(best);
@@ -125,7 +127,26 @@ class SwitchyardPolicy final : public SharePolicy {
 
   const ShapeMix& mix() const { return options_.learnMix ? learner_.mix() : options_.fixedMix; }
 
+  // Mirrors every node's version and memory left into flat arrays, from the cluster's change log, so that a
+  // decision's pass reads no node it does not evaluate. A policy decides for one cluster at a time: another
+  // cluster, or one whose log no longer reaches back to the last look, is mirrored whole.
+  void sync(const ShareCluster& c) {
+    const auto mirror = [&](size_t i) {
+      version_[i] = c.node(i).version;
+      memoryLeft_[i] = c.node(i).memoryLeft;
+    };
+    bool whole = &c != cluster_ || c.size() != summaries_.size();
+    if (c.size() != summaries_.size()) resize(c.size());
+    if (!whole) whole = !c.forEachChangeSince(seenChanges_, mirror);
+    if (whole)
+      for (size_t i = 0; i < c.size(); ++i) mirror(i);
+    cluster_ = &c;
+    seenChanges_ = c.changeCount();
+  }
+
   void resize(size_t n) {
+    version_.assign(n, 0);
+    memoryLeft_.assign(n, 0);
     summaries_.assign(n, {});
     summaryStamp_.assign(n, 0);
     beforeStamp_.assign(n, 0);
@@ -280,6 +301,10 @@ class SwitchyardPolicy final : public SharePolicy {
 
   SwitchyardShareOptions options_;
   ShapeLearner learner_;
+  const ShareCluster* cluster_ = nullptr;  // the cluster mirrored (sync)
+  uint64_t seenChanges_ = 0;               // its change count when mirrored
+  std::vector<uint32_t> version_;          // per node, as of the last sync
+  std::vector<int64_t> memoryLeft_;
   std::vector<NodeSummary> summaries_;
   std::vector<uint32_t> summaryStamp_;
   std::vector<uint32_t> beforeStamp_;

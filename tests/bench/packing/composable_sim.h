@@ -58,6 +58,7 @@ class ComposablePool {
   }
   [[nodiscard]] const std::vector<size_t>& viewsOfHost(size_t host) const { return hosts_[host].links; }
   [[nodiscard]] const std::vector<size_t>& viewsOfEnclosure(size_t e) const { return enclosures_[e].links; }
+  [[nodiscard]] size_t enclosureCount() const { return enclosures_.size(); }
   [[nodiscard]] int enclosureFree(size_t e) const { return enclosures_[e].free; }
   [[nodiscard]] int hostRoom(size_t host) const { return shape_.deviceLimit - hosts_[host].attached; }  // GPUs it may still attach
   [[nodiscard]] bool mirror() const { return shape_.mirrorServers; }

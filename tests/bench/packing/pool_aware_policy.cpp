@@ -155,7 +155,7 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
   size_t memoryBytes() const override {
     constexpr size_t kMapNode = sizeof(std::map<ShapeKey, size_t>::value_type) + 4 * sizeof(void*);  // a red-black tree node
     return evals_.capacity() * sizeof(KeptEval) + choices_.capacity() * sizeof(Choice) + shapeIds_.size() * kMapNode +
-           seenVersion_.capacity() * sizeof(uint32_t) + changedAt_.capacity() * sizeof(uint64_t);
+           seenVersion_.capacity() * sizeof(uint32_t) + (changedAt_.capacity() + enclosureChangedAt_.capacity()) * sizeof(uint64_t);
   }
 
  private:
@@ -284,22 +284,31 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
     std::array<double, 2> delta{};  // per pick of picksOn, in its order
   };
 
-  // Records which views changed since the last decision (O(views) version compares); both caches, the
-  // views' evaluations and the kept changes, are judged against it.
+  // Records which views changed since the last decision, and so which enclosures: the views the pool's
+  // change log names since the last look (O(views) version compares when it no longer reaches back, or on
+  // another pool). Both caches, the views' evaluations and the kept changes, are judged against it.
   void noteChanges(const ShareCluster& c) {
     ++decision_;
-    if (changedAt_.size() != c.size()) {
+    const bool fresh = changedAt_.size() != c.size() || cluster_ != &c;
+    if (fresh) {
       changedAt_.assign(c.size(), decision_);
+      enclosureChangedAt_.assign(pool_.enclosureCount(), decision_);
       seenVersion_.assign(c.size(), 0);
       evals_.assign(c.size(), {});
       choices_.clear();
       shapeIds_.clear();
     }
-    for (size_t v = 0; v < c.size(); ++v)
-      if (c.node(v).version != seenVersion_[v]) {
-        seenVersion_[v] = c.node(v).version;
-        changedAt_[v] = decision_;
-      }
+    const auto note = [&](size_t v) {
+      if (c.node(v).version == seenVersion_[v]) return;
+      seenVersion_[v] = c.node(v).version;
+      changedAt_[v] = decision_;
+      const long e = pool_.viewLink(v).enclosure;
+      if (e >= 0) enclosureChangedAt_[static_cast<size_t>(e)] = decision_;
+    };
+    if (fresh || !c.forEachChangeSince(seenChanges_, note))
+      for (size_t v = 0; v < c.size(); ++v) note(v);
+    cluster_ = &c;
+    seenChanges_ = c.changeCount();
   }
 
   // A dense id per request shape seen; the choices of shape s on view v are at choices_[s * views + v].
@@ -309,14 +318,14 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
     return it->second;
   }
 
-  // The last decision in which a view that view `i`'s choices depend on changed.
+  // The last decision in which a view that view `i`'s choices depend on changed: one of its host's views, or
+  // any view of an enclosure the host is cabled to.
   uint64_t lastChangeAround(size_t i) const {
     uint64_t last = changedAt_[i];
     for (size_t hv : pool_.viewsOfHost(pool_.viewLink(i).host)) {
       last = std::max(last, changedAt_[hv]);
       const long e = pool_.viewLink(hv).enclosure;
-      if (e >= 0)
-        for (size_t v : pool_.viewsOfEnclosure(static_cast<size_t>(e))) last = std::max(last, changedAt_[v]);
+      if (e >= 0) last = std::max(last, enclosureChangedAt_[static_cast<size_t>(e)]);
     }
     return last;
   }
@@ -345,7 +354,10 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
   std::vector<Choice> choices_;
   std::map<ShapeKey, size_t> shapeIds_;
   std::vector<uint32_t> seenVersion_;
-  std::vector<uint64_t> changedAt_;
+  std::vector<uint64_t> changedAt_;           // per view: the last decision it was seen changed in
+  std::vector<uint64_t> enclosureChangedAt_;  // per enclosure: the last decision one of its views changed in
+  const ShareCluster* cluster_ = nullptr;     // the views noted (noteChanges)
+  uint64_t seenChanges_ = 0;                  // their change count then
   uint64_t decision_ = 0;
 };
 
