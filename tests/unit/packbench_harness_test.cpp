@@ -324,6 +324,32 @@ TEST(ComposablePool, ServesLogicalServersNoFixedServerCan) {
   EXPECT_DOUBLE_EQ(composable.allocationPercent.back(), 100.0);
 }
 
+// A pool that keeps every host and buys fewer GPUs (compaction --keep-hosts): each model keeps its share of the
+// GPUs, in fewer enclosures, and every host stays cabled while ports last.
+TEST(ComposablePool, KeepsEveryHostWithAShareOfTheGpus) {
+  ModelTable models;
+  models.intern("A");
+  models.intern("B");
+  std::vector<ShareNode> list;
+  for (int i = 0; i < 4; ++i) list.push_back(node("a" + std::to_string(i), 8, 0));
+  for (int i = 0; i < 2; ++i) list.push_back(node("b" + std::to_string(i), 4, 1));
+  const ShareCluster servers(std::move(list), models);
+  const bench::ComposableShape half{.slots = 8, .enclosurePorts = 4, .hostPorts = 2, .deviceLimit = 16, .gpuPercent = 50};
+  const bench::ComposablePool pool(servers, half);
+  EXPECT_EQ(pool.totalGpuMilli(), (16 + 4) * kMilliPerGpu) << "half of model A's 32 and of model B's 8";
+  const auto wiring = pool.wiring();
+  EXPECT_EQ(wiring.hosts.size(), 6u);
+  EXPECT_EQ(wiring.enclosures.size(), 3u) << "two of A (8 + 8), one of B (4)";
+  for (size_t h = 0; h < 6; ++h) EXPECT_FALSE(pool.viewsOfHost(h).empty()) << "host " << h << " is still cabled";
+  EXPECT_EQ(half.describe(), "K=8 U=4 P=2 L=16, 50 % of the GPUs");
+  for (const int bad : {0, 101}) {
+    bench::ComposableShape s = half;
+    s.gpuPercent = bad;
+    EXPECT_THROW(bench::ComposablePool(servers, s), std::invalid_argument) << bad;
+  }
+  EXPECT_THROW(bench::ComposablePool(servers, {.mirrorServers = true, .gpuPercent = 50}), std::invalid_argument);
+}
+
 double packingBound(const ShareCluster& c, const std::vector<ShareRequest>& r) { return bench::packingUpperBound(c, r).value().milli; }
 
 TEST(UpperBound, PoolsCpuAndRespectsModelSets) {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -12,10 +13,13 @@ using sharing::kMilliPerGpu;
 
 std::string ComposableShape::describe() const {
   if (mirrorServers) return "mirror (K=8, U=1, P=1: one enclosure per server)";
-  return fmt::format("K={} U={} P={} L={}", slots, enclosurePorts, hostPorts, deviceLimit);
+  const std::string gpus = gpuPercent == 100 ? "" : fmt::format(", {} % of the GPUs", gpuPercent);
+  return fmt::format("K={} U={} P={} L={}{}", slots, enclosurePorts, hostPorts, deviceLimit, gpus);
 }
 
 ComposablePool::ComposablePool(const sharing::ShareCluster& servers, const ComposableShape& shape) : shape_(shape) {
+  if (shape.gpuPercent < 1 || shape.gpuPercent > 100 || (shape.mirrorServers && shape.gpuPercent != 100))
+    throw std::invalid_argument(fmt::format("a pool holds 1-100 % of its servers' GPUs (a mirror pool all), not {} %", shape.gpuPercent));
   for (const auto& n : servers.nodes())
     hosts_.push_back({n.name, n.cpuCapacity, n.cpuCapacity, n.memoryCapacity, n.memoryCapacity, n.model, 0, {}, {}});
   cable(servers, shape);
@@ -67,6 +71,7 @@ void ComposablePool::cable(const sharing::ShareCluster& servers, const Composabl
       hostsByModel[n.model].push_back(h);
       gpusByModel[n.model] += n.gpuCount();
     }
+    for (auto& [model, gpus] : gpusByModel) gpus = static_cast<int>(std::lround(gpus * shape.gpuPercent / 100.0));
     for (const auto& [model, hosts] : hostsByModel) {
       const size_t first = enclosures_.size();
       for (int left = gpusByModel[model]; left > 0; left -= shape.slots) {

@@ -33,6 +33,9 @@ struct ComposableShape {
   int hostPorts = 2;        // P: upstream ports per host
   int deviceLimit = 16;     // L: GPUs attached to one host at most
   bool mirrorServers = false;  // the degenerate pool: one enclosure per server, cabled to that server only
+  // The share of the servers' GPUs the enclosures hold, per model (rounded; fewer enclosures, so fewer ports):
+  // a pool that keeps every host and buys fewer GPUs. Not with mirrorServers.
+  int gpuPercent = 100;
 
   [[nodiscard]] std::string describe() const;
 };

@@ -42,6 +42,9 @@ struct CompactionOptions {
   double targetPercent = 99;    // acceptance the pool must reach
   int fromPercent = 50;         // the smallest share of servers considered (taken to miss the target)
   int resolutionPercent = 1;    // the bisection stops when pass and miss are this close
+  // Composable pools keep every host and shrink only their GPUs (ComposableShape::gpuPercent); fixed servers
+  // can only shrink whole, so they shrink as without it.
+  bool keepHosts = false;
 };
 // The smallest share of the servers that serves a fixed demand at the target acceptance, fixed servers vs
 // composable pools.

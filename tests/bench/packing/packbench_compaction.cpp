@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <tuple>
 
@@ -96,22 +97,25 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
       [&](size_t i) {
         Search& s = searches[i];
         auto probe = [&](int percent) {
-          sharing::ShareCluster servers = shareOfServers(inputs->cluster, percent, s.seed);
+          std::optional<ComposableShape> shape = poolShapes[s.pool];
+          const bool gpusOnly = options.keepHosts && shape && !shape->mirrorServers;
+          sharing::ShareCluster servers = gpusOnly ? inputs->cluster : shareOfServers(inputs->cluster, percent, s.seed);
+          if (gpusOnly) shape->gpuPercent = percent;
+          const int gpus = shape ? static_cast<int>(ComposablePool(servers, *shape).totalGpuMilli() / sharing::kMilliPerGpu) : servers.totalGpus();
           const sharing::SharePolicyOptions po = runOptions({}, s.seed, inputs->mixes[s.workload]);
           DynamicOptions o = base;
           o.load = options.load;
           o.seed = s.seed;
           o.referenceCapacityMilli = inputs->cluster.totalGpuMilli();
-          const auto& shape = poolShapes[s.pool];
-          s.probes.push_back({percent, servers.size(), servers.totalGpus(),
+          s.probes.push_back({percent, servers.size(), gpus,
                               runDynamic(servers, shape ? &*shape : nullptr, inputs->pods[s.workload],
                                          [&](const ComposablePool* pool) { return makePolicyFor(s.policy, po, pool); }, o)});
           const double accepted = acceptancePercent(s.probes.back().result);
           const double gpuTime = gpuTimeAcceptancePercent(s.probes.back().result);
           if (!quiet) {
             std::lock_guard lock(printing);
-            fmt::print(stderr, "  {:<10} {:<12} {:<12} seed {}: {:3d}% of servers ({} GPUs) accepts {:6.2f}% of requests, {:6.2f}% of GPU time\n",
-                       s.workload, s.pool, s.policy, s.seed, percent, servers.totalGpus(), accepted, gpuTime);
+            fmt::print(stderr, "  {:<10} {:<12} {:<12} seed {}: {:3d}% of {} ({} GPUs) accepts {:6.2f}% of requests, {:6.2f}% of GPU time\n",
+                       s.workload, s.pool, s.policy, s.seed, percent, gpusOnly ? "GPUs" : "servers", gpus, accepted, gpuTime);
           }
           return accepted >= options.targetPercent && gpuTime >= options.targetPercent;
         };
@@ -127,19 +131,25 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
         if (quiet) return;
         const Search& s = searches[i];
         std::lock_guard lock(printing);
+        const bool gpusOnly = options.keepHosts && poolShapes[s.pool] && !poolShapes[s.pool]->mirrorServers;
         fmt::print(stderr, "[{}/{}] {} {} {} seed {}: smallest pool {}\n", finished, searches.size(), s.workload, s.pool, s.policy, s.seed,
-                   s.smallest < 0 ? std::string("none (the whole cluster misses the target)") : fmt::format("{}% of servers", s.smallest));
+                   s.smallest < 0 ? std::string("none (the whole cluster misses the target)")
+                                  : fmt::format("{}% of {}", s.smallest, gpusOnly ? "GPUs, every host kept" : "servers"));
       });
 
   std::ofstream csv(out / "compaction_probes.csv");
-  csv << "workload,pool,policy,seed,percent_of_servers,servers,gpus,arrived,accepted,accepted_pct,accepted_gpu_time_pct,mean_wait_s,"
+  // percent_of_servers is of the GPUs where a composable pool kept every host (--keep-hosts: shrinks says which).
+  csv << "workload,pool,policy,seed,shrinks,percent_of_servers,servers,gpus,arrived,accepted,accepted_pct,accepted_gpu_time_pct,mean_wait_s,"
          "mean_allocation_pct,smallest_percent\n";
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, std::vector<double>> smallest, gpus, servers;
   std::map<Key, int> missed;
+  const auto shrinks = [&](const std::string& pool) {
+    return options.keepHosts && poolShapes[pool] && !poolShapes[pool]->mirrorServers ? "gpus" : "servers";
+  };
   for (const auto& s : searches) {
     for (const auto& p : s.probes)
-      csv << fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.1f},{:.3f},{}\n", s.workload, s.pool, s.policy, s.seed, p.percent,
+      csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.1f},{:.3f},{}\n", s.workload, s.pool, s.policy, s.seed, shrinks(s.pool), p.percent,
                          p.servers, p.gpus, p.result.arrived, p.result.accepted, acceptancePercent(p.result),
                          gpuTimeAcceptancePercent(p.result), p.result.meanWaitSeconds, p.result.meanAllocationPercent, s.smallest);
     const Key k{s.workload, s.pool, s.policy};
@@ -159,10 +169,13 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
                    "GPU time, arriving at load {:.2f} of "
                    "the whole cluster (dynamic mode: {} measured arrivals after {} warm-up, patience {:.0f} s); bisection in steps of "
                    "{} %, from {} %; mean ± sd over {} seeds ({}). The share is taken per (model, GPU count) class and rounded, so the servers "
-                   "and GPUs kept are the measure.\n\n| workload | pool | policy | share % | servers | GPUs | % of GPUs | missed at 100 % "
-                   "|\n|---|---|---|---|---|---|---|---|\n",
+                   "and GPUs kept are the measure.{}\n\n| workload | pool | policy | shrinks | share % | servers | GPUs | % of GPUs | missed at 100 % "
+                   "|\n|---|---|---|---|---|---|---|---|---|\n",
                    options.targetPercent, options.load, base.arrivals, base.warmup, base.patienceSeconds, options.resolutionPercent,
-                   options.fromPercent, seeds.size(), fmt::join(seeds, ",")));
+                   options.fromPercent, seeds.size(), fmt::join(seeds, ","),
+                   options.keepHosts ? " Composable pools keep every host and shrink only their GPUs (per model, fewer enclosures): their "
+                                       "share is of the GPUs."
+                                     : ""));
   for (const auto& w : workloads)
     for (const auto& pl : poolNames)
       for (const auto& p : policies) {
@@ -170,7 +183,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
         const Key k{w, pl, p};
         const Stats sm = stats(smallest[k]), g = stats(gpus[k]), sv = stats(servers[k]);
         const bool found = !smallest[k].empty();
-        emit(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", w, poolShapes[pl] ? poolShapes[pl]->describe() : "static", p,
+        emit(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", w, poolShapes[pl] ? poolShapes[pl]->describe() : "static", p, shrinks(pl),
                          found ? fmt::format("{:.1f} ± {:.1f}", sm.mean, sm.sd) : "–", found ? fmt::format("{:.0f}", sv.mean) : "–",
                          found ? fmt::format("{:.0f} ± {:.0f}", g.mean, g.sd) : "–",
                          found ? fmt::format("{:.1f}", 100.0 * g.mean / inputs->cluster.totalGpus()) : "–", missed[k]));

@@ -168,6 +168,9 @@ int main(int argc, char** argv) {
   cmp->add_option("--from", cmpOptions.fromPercent, "smallest share of servers considered, % (taken to miss the target)")
       ->capture_default_str();
   cmp->add_option("--resolution", cmpOptions.resolutionPercent, "bisection step, % of servers")->capture_default_str();
+  cmp->add_flag("--keep-hosts", cmpOptions.keepHosts,
+                "composable pools keep every host and shrink only their GPUs (fewer enclosures); the share is then of the GPUs. "
+                "Fixed servers still shrink whole");
   cmp->add_option("--arrivals", cmpDynamic.arrivals, "measured arrivals per probe")->capture_default_str();
   cmp->add_option("--warmup", cmpDynamic.warmup, "arrivals before measuring")->capture_default_str();
   cmp->add_option("--patience", cmpDynamic.patienceSeconds, "seconds a request waits before giving up")->capture_default_str();
