@@ -6,7 +6,7 @@
 # changed on 2026-11-22; since then its dynamic runs take 13.5 minutes, its MIG dynamic runs 10 and its compaction
 # probes 66 (packing.md sections 5 and 6), while its composable runs got 6-7 times faster; expect 3 to 3.5 hours
 # on that VM. The VM of the next session was 2-4 times faster (section 3); the compaction with every host kept took
-# 5 minutes there. The runs use all cores.
+# 23 minutes there. The runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 TRACES="${1:-../shared/traces/alibaba-gpu-2023}"
@@ -27,7 +27,7 @@ mkdir -p "$OUT"
   --seeds 42-46 --load 0.8 --target 99 --from 60 --quiet --out "$OUT"
 # Compaction where the composable pool keeps every host and buys fewer GPUs (packing.md, section 6).
 mkdir -p "$OUT/compaction_keep_hosts"
-"$BIN" --traces "$TRACES" compaction --workloads default --pools static,16:8:2:16 --keep-hosts --policies switchyard \
+"$BIN" --traces "$TRACES" compaction --workloads default --pools static,16:8:2:16 --keep-hosts --policies best-fit,fgd,switchyard \
   --seeds 42-51 --load 0.8 --target 99 --from 60 --quiet --out "$OUT/compaction_keep_hosts"
 "$BIN" --traces "$TRACES" optimality --workloads default,gpushare100,multigpu50 --servers 4 --shapes mirror,8:2:2:8 \
   --seeds 42-51 --time-limit 20 --policies first-fit,best-fit,fgd,switchyard,switchyard-pool --quiet --out "$OUT"
