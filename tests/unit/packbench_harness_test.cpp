@@ -10,6 +10,7 @@
 #include <random>
 
 #include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/compaction_pools.h"
 #include "tests/bench/packing/composable_sim.h"
 #include "tests/bench/packing/dynamic_sim.h"
 #include "tests/bench/packing/openb_trace.h"
@@ -348,6 +349,31 @@ TEST(ComposablePool, KeepsEveryHostWithAShareOfTheGpus) {
     EXPECT_THROW(bench::ComposablePool(servers, s), std::invalid_argument) << bad;
   }
   EXPECT_THROW(bench::ComposablePool(servers, {.mirrorServers = true, .gpuPercent = 50}), std::invalid_argument);
+}
+
+// The control for keeping every host on fixed servers: the same servers with fewer GPUs each, taken from the
+// servers with the most first, nested in the share.
+TEST(CompactionPools, ThinnedServersKeepEveryServerWithEvenlyFewerGpus) {
+  ModelTable models;
+  models.intern("A");
+  models.intern("B");
+  std::vector<ShareNode> list;
+  for (int i = 0; i < 4; ++i) list.push_back(node("a" + std::to_string(i), 8, 0));
+  list.push_back(node("a4", 2, 0));
+  for (int i = 0; i < 2; ++i) list.push_back(node("b" + std::to_string(i), 4, 1));
+  const ShareCluster servers(std::move(list), models);
+  const ShareCluster half = bench::thinnedServers(servers, 50, 7), most = bench::thinnedServers(servers, 75, 7);
+  ASSERT_EQ(half.size(), servers.size());
+  EXPECT_EQ(half.totalGpus(), 17 + 4) << "half of model A's 34 (rounded) and of model B's 8";
+  for (size_t i = 0; i < servers.size(); ++i) {
+    EXPECT_EQ(half.node(i).cpuCapacity, servers.node(i).cpuCapacity) << i;
+    EXPECT_LE(half.node(i).gpuCount(), most.node(i).gpuCount()) << i << ": nested";
+    EXPECT_LE(most.node(i).gpuCount(), servers.node(i).gpuCount()) << i;
+  }
+  for (size_t i = 0; i < 4; ++i) EXPECT_GE(half.node(i).gpuCount(), 3) << "the 8-GPU servers give up GPUs evenly";
+  EXPECT_EQ(half.node(4).gpuCount(), 2) << "the 2-GPU server keeps its GPUs while others have more";
+  EXPECT_EQ(half.node(5).gpuCount() + half.node(6).gpuCount(), 4);
+  EXPECT_EQ(bench::thinnedServers(servers, 100, 7).totalGpus(), servers.totalGpus());
 }
 
 double packingBound(const ShareCluster& c, const std::vector<ShareRequest>& r) { return bench::packingUpperBound(c, r).value().milli; }

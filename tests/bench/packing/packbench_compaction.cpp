@@ -21,25 +21,23 @@
 #include <tuple>
 
 #include "composer/packing/sharing/share_policy.h"
+#include "tests/bench/packing/compaction_pools.h"
 #include "tests/bench/packing/pool_aware_policy.h"
 
 namespace switchyard::bench {
 
 namespace {
 
-// The first round(percent% of each class) servers of a seeded order per (model, GPU count) class.
-sharing::ShareCluster shareOfServers(const sharing::ShareCluster& all, int percent, uint64_t seed) {
-  std::map<std::pair<uint8_t, int>, std::vector<const sharing::ShareNode*>> classes;
-  for (const auto& n : all.nodes()) classes[{n.gpuCount() > 0 ? n.model : uint8_t{255}, n.gpuCount()}].push_back(&n);
-  std::mt19937_64 rng(seed ^ 0xc0ffee);
-  std::vector<sharing::ShareNode> nodes;
-  for (auto& [key, members] : classes) {
-    std::shuffle(members.begin(), members.end(), rng);
-    const auto take = static_cast<size_t>(std::lround(static_cast<double>(members.size()) * percent / 100.0));
-    for (size_t i = 0; i < take; ++i) nodes.push_back(*members[i]);
-  }
-  std::shuffle(nodes.begin(), nodes.end(), rng);
-  return sharing::ShareCluster(std::move(nodes), all.models());
+// How a pool is made smaller: by whole servers, or keeping every host and taking away GPUs only (--keep-hosts: a
+// composable pool's enclosures; --thin-servers: the fixed servers' own GPUs).
+enum class Shrink { kServers, kPoolGpus, kServerGpus };
+Shrink shrinkOf(const std::optional<ComposableShape>& shape, const CompactionOptions& o) {
+  if (!shape) return o.thinServers ? Shrink::kServerGpus : Shrink::kServers;
+  return o.keepHosts && !shape->mirrorServers ? Shrink::kPoolGpus : Shrink::kServers;
+}
+std::string_view csvName(Shrink s) { return s == Shrink::kServers ? "servers" : s == Shrink::kPoolGpus ? "gpus" : "server-gpus"; }
+std::string_view shareOf(Shrink s) {
+  return s == Shrink::kServers ? "servers" : s == Shrink::kPoolGpus ? "GPUs, every host kept" : "GPUs, every server kept";
 }
 
 double acceptancePercent(const DynamicResult& r) {
@@ -98,9 +96,11 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
         Search& s = searches[i];
         auto probe = [&](int percent) {
           std::optional<ComposableShape> shape = poolShapes[s.pool];
-          const bool gpusOnly = options.keepHosts && shape && !shape->mirrorServers;
-          sharing::ShareCluster servers = gpusOnly ? inputs->cluster : shareOfServers(inputs->cluster, percent, s.seed);
-          if (gpusOnly) shape->gpuPercent = percent;
+          const Shrink how = shrinkOf(shape, options);
+          sharing::ShareCluster servers = how == Shrink::kServers      ? shareOfServers(inputs->cluster, percent, s.seed)
+                                          : how == Shrink::kServerGpus ? thinnedServers(inputs->cluster, percent, s.seed)
+                                                                       : inputs->cluster;
+          if (how == Shrink::kPoolGpus) shape->gpuPercent = percent;
           const int gpus = shape ? static_cast<int>(ComposablePool(servers, *shape).totalGpuMilli() / sharing::kMilliPerGpu) : servers.totalGpus();
           const sharing::SharePolicyOptions po = runOptions({}, s.seed, inputs->mixes[s.workload]);
           DynamicOptions o = base;
@@ -115,7 +115,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
           if (!quiet) {
             std::lock_guard lock(printing);
             fmt::print(stderr, "  {:<10} {:<12} {:<12} seed {}: {:3d}% of {} ({} GPUs) accepts {:6.2f}% of requests, {:6.2f}% of GPU time\n",
-                       s.workload, s.pool, s.policy, s.seed, percent, gpusOnly ? "GPUs" : "servers", gpus, accepted, gpuTime);
+                       s.workload, s.pool, s.policy, s.seed, percent, how == Shrink::kServers ? "servers" : "GPUs", gpus, accepted, gpuTime);
           }
           return accepted >= options.targetPercent && gpuTime >= options.targetPercent;
         };
@@ -131,22 +131,19 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
         if (quiet) return;
         const Search& s = searches[i];
         std::lock_guard lock(printing);
-        const bool gpusOnly = options.keepHosts && poolShapes[s.pool] && !poolShapes[s.pool]->mirrorServers;
         fmt::print(stderr, "[{}/{}] {} {} {} seed {}: smallest pool {}\n", finished, searches.size(), s.workload, s.pool, s.policy, s.seed,
                    s.smallest < 0 ? std::string("none (the whole cluster misses the target)")
-                                  : fmt::format("{}% of {}", s.smallest, gpusOnly ? "GPUs, every host kept" : "servers"));
+                                  : fmt::format("{}% of {}", s.smallest, shareOf(shrinkOf(poolShapes[s.pool], options))));
       });
 
   std::ofstream csv(out / "compaction_probes.csv");
-  // percent_of_servers is of the GPUs where a composable pool kept every host (--keep-hosts: shrinks says which).
+  // percent_of_servers is of the GPUs where every host was kept (--keep-hosts, --thin-servers: shrinks says which).
   csv << "workload,pool,policy,seed,shrinks,percent_of_servers,servers,gpus,arrived,accepted,accepted_pct,accepted_gpu_time_pct,mean_wait_s,"
          "mean_allocation_pct,smallest_percent\n";
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, std::vector<double>> smallest, gpus, servers;
   std::map<Key, int> missed;
-  const auto shrinks = [&](const std::string& pool) {
-    return options.keepHosts && poolShapes[pool] && !poolShapes[pool]->mirrorServers ? "gpus" : "servers";
-  };
+  const auto shrinks = [&](const std::string& pool) { return csvName(shrinkOf(poolShapes[pool], options)); };
   for (const auto& s : searches) {
     for (const auto& p : s.probes)
       csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.1f},{:.3f},{}\n", s.workload, s.pool, s.policy, s.seed, shrinks(s.pool), p.percent,
@@ -173,9 +170,12 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
                    "|\n|---|---|---|---|---|---|---|---|---|\n",
                    options.targetPercent, options.load, base.arrivals, base.warmup, base.patienceSeconds, options.resolutionPercent,
                    options.fromPercent, seeds.size(), fmt::join(seeds, ","),
-                   options.keepHosts ? " Composable pools keep every host and shrink only their GPUs (per model, fewer enclosures): their "
-                                       "share is of the GPUs."
-                                     : ""));
+                   std::string(options.keepHosts ? " Composable pools keep every host and shrink only their GPUs (per model, fewer "
+                                                   "enclosures): their share is of the GPUs."
+                                                 : "") +
+                       (options.thinServers ? " Fixed servers are all kept and lose GPUs (per model, from the servers with the "
+                                              "most first): their share is of the GPUs."
+                                            : "")));
   for (const auto& w : workloads)
     for (const auto& pl : poolNames)
       for (const auto& p : policies) {

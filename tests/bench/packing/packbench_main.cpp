@@ -171,6 +171,9 @@ int main(int argc, char** argv) {
   cmp->add_flag("--keep-hosts", cmpOptions.keepHosts,
                 "composable pools keep every host and shrink only their GPUs (fewer enclosures); the share is then of the GPUs. "
                 "Fixed servers still shrink whole");
+  cmp->add_flag("--thin-servers", cmpOptions.thinServers,
+                "fixed servers are all kept and lose GPUs instead, from the servers with the most first (the same hosts bought "
+                "with fewer GPUs each); the share is then of the GPUs");
   cmp->add_option("--arrivals", cmpDynamic.arrivals, "measured arrivals per probe")->capture_default_str();
   cmp->add_option("--warmup", cmpDynamic.warmup, "arrivals before measuring")->capture_default_str();
   cmp->add_option("--patience", cmpDynamic.patienceSeconds, "seconds a request waits before giving up")->capture_default_str();
