@@ -351,9 +351,9 @@ TEST(ComposablePool, KeepsEveryHostWithAShareOfTheGpus) {
   EXPECT_THROW(bench::ComposablePool(servers, {.mirrorServers = true, .gpuPercent = 50}), std::invalid_argument);
 }
 
-// The control for keeping every host on fixed servers: the same servers with fewer GPUs each, taken from the
-// servers with the most first, nested in the share.
-TEST(CompactionPools, ThinnedServersKeepEveryServerWithEvenlyFewerGpus) {
+// The control for keeping every host on fixed servers: the same servers with fewer GPUs, taken evenly (the servers
+// with the most first) or from the smallest servers first, nested in the share.
+TEST(CompactionPools, ThinnedServersKeepEveryServerAndLoseGpusEvenlyOrSmallServersFirst) {
   ModelTable models;
   models.intern("A");
   models.intern("B");
@@ -362,7 +362,8 @@ TEST(CompactionPools, ThinnedServersKeepEveryServerWithEvenlyFewerGpus) {
   list.push_back(node("a4", 2, 0));
   for (int i = 0; i < 2; ++i) list.push_back(node("b" + std::to_string(i), 4, 1));
   const ShareCluster servers(std::move(list), models);
-  const ShareCluster half = bench::thinnedServers(servers, 50, 7), most = bench::thinnedServers(servers, 75, 7);
+  const ShareCluster half = bench::thinnedServers(servers, 50, 7, bench::Thinning::kEven),
+                     most = bench::thinnedServers(servers, 75, 7, bench::Thinning::kEven);
   ASSERT_EQ(half.size(), servers.size());
   EXPECT_EQ(half.totalGpus(), 17 + 4) << "half of model A's 34 (rounded) and of model B's 8";
   for (size_t i = 0; i < servers.size(); ++i) {
@@ -373,7 +374,17 @@ TEST(CompactionPools, ThinnedServersKeepEveryServerWithEvenlyFewerGpus) {
   for (size_t i = 0; i < 4; ++i) EXPECT_GE(half.node(i).gpuCount(), 3) << "the 8-GPU servers give up GPUs evenly";
   EXPECT_EQ(half.node(4).gpuCount(), 2) << "the 2-GPU server keeps its GPUs while others have more";
   EXPECT_EQ(half.node(5).gpuCount() + half.node(6).gpuCount(), 4);
-  EXPECT_EQ(bench::thinnedServers(servers, 100, 7).totalGpus(), servers.totalGpus());
+  EXPECT_EQ(bench::thinnedServers(servers, 100, 7, bench::Thinning::kEven).totalGpus(), servers.totalGpus());
+
+  // Small servers first: the 2-GPU server goes to none, then the 8-GPU servers lose GPUs one server at a time.
+  const ShareCluster small = bench::thinnedServers(servers, 50, 7, bench::Thinning::kSmallFirst);
+  EXPECT_EQ(small.totalGpus(), 17 + 4);
+  EXPECT_EQ(small.node(4).gpuCount(), 0) << "the smallest server gives up its GPUs first";
+  int whole = 0;
+  for (size_t i = 0; i < 4; ++i) whole += small.node(i).gpuCount() == 8 ? 1 : 0;
+  EXPECT_EQ(whole, 2) << "of the 8-GPU servers, two stay whole (17 = 8 + 8 + 1)";
+  EXPECT_EQ(small.node(5).gpuCount() + small.node(6).gpuCount(), 4);
+  EXPECT_EQ(std::min(small.node(5).gpuCount(), small.node(6).gpuCount()), 0) << "one B server gives up all four";
 }
 
 double packingBound(const ShareCluster& c, const std::vector<ShareRequest>& r) { return bench::packingUpperBound(c, r).value().milli; }

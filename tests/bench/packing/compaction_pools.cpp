@@ -24,7 +24,7 @@ sharing::ShareCluster shareOfServers(const sharing::ShareCluster& all, int perce
 }
 
 // A smaller percent takes away a longer prefix of the same sequence of GPUs, so the pools are nested.
-sharing::ShareCluster thinnedServers(const sharing::ShareCluster& all, int percent, uint64_t seed) {
+sharing::ShareCluster thinnedServers(const sharing::ShareCluster& all, int percent, uint64_t seed, Thinning how) {
   std::vector<sharing::ShareNode> nodes = all.nodes();
   std::vector<size_t> order(nodes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -34,10 +34,13 @@ sharing::ShareCluster thinnedServers(const sharing::ShareCluster& all, int perce
   for (const auto& n : nodes) gpus[n.model] += n.gpuCount();
   for (const auto& [model, total] : gpus)
     for (long remove = total - std::lround(total * percent / 100.0); remove > 0; --remove) {
-      sharing::ShareNode* most = nullptr;
-      for (size_t i : order)
-        if (nodes[i].model == model && nodes[i].gpuCount() > 0 && (!most || nodes[i].gpuCount() > most->gpuCount())) most = &nodes[i];
-      most->gpuLeft.pop_back();
+      sharing::ShareNode* next = nullptr;
+      for (size_t i : order) {
+        const sharing::ShareNode& n = nodes[i];
+        if (n.model != model || n.gpuCount() == 0) continue;
+        if (!next || (how == Thinning::kEven ? n.gpuCount() > next->gpuCount() : n.gpuCount() < next->gpuCount())) next = &nodes[i];
+      }
+      next->gpuLeft.pop_back();
     }
   return sharing::ShareCluster(std::move(nodes), all.models());
 }

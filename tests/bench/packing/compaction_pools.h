@@ -12,9 +12,10 @@ namespace switchyard::bench {
 // of servers stays the same.
 [[nodiscard]] sharing::ShareCluster shareOfServers(const sharing::ShareCluster& all, int percent, uint64_t seed);
 
-// Every server kept, with round(percent %) of each model's GPUs: GPUs are taken away one at a time from the server
-// of that model that has the most left (ties: a seeded order), so the servers stay as even as they can; a server
-// may end with none (a CPU-only host).
-[[nodiscard]] sharing::ShareCluster thinnedServers(const sharing::ShareCluster& all, int percent, uint64_t seed);
+// Every server kept, with round(percent %) of each model's GPUs, taken away one at a time (ties: a seeded order):
+// kEven from the server of that model that has the most left, so the servers stay as even as they can; kSmallFirst
+// from the one that has the fewest, so the biggest servers stay whole. A server may end with none (a CPU-only host).
+enum class Thinning { kEven, kSmallFirst };
+[[nodiscard]] sharing::ShareCluster thinnedServers(const sharing::ShareCluster& all, int percent, uint64_t seed, Thinning how);
 
 }  // namespace switchyard::bench

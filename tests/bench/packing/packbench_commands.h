@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "tests/bench/packing/compaction_pools.h"
 #include "tests/bench/packing/dynamic_sim.h"
 #include "tests/bench/packing/packbench_common.h"
 
@@ -45,9 +47,9 @@ struct CompactionOptions {
   // Composable pools keep every host and shrink only their GPUs (ComposableShape::gpuPercent); fixed servers
   // can only shrink whole, so they shrink as without it.
   bool keepHosts = false;
-  // Fixed servers are all kept and lose GPUs instead (per model, from the servers with the most first): the
-  // control for keepHosts, a fleet of the same hosts bought with fewer GPUs each.
-  bool thinServers = false;
+  // Fixed servers are all kept and lose GPUs instead (compaction_pools.h): the control for keepHosts, a fleet of
+  // the same hosts bought with fewer GPUs.
+  std::optional<Thinning> thinServers;
 };
 // The smallest share of the servers that serves a fixed demand at the target acceptance, fixed servers vs
 // composable pools.

@@ -98,7 +98,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
           std::optional<ComposableShape> shape = poolShapes[s.pool];
           const Shrink how = shrinkOf(shape, options);
           sharing::ShareCluster servers = how == Shrink::kServers      ? shareOfServers(inputs->cluster, percent, s.seed)
-                                          : how == Shrink::kServerGpus ? thinnedServers(inputs->cluster, percent, s.seed)
+                                          : how == Shrink::kServerGpus ? thinnedServers(inputs->cluster, percent, s.seed, *options.thinServers)
                                                                        : inputs->cluster;
           if (how == Shrink::kPoolGpus) shape->gpuPercent = percent;
           const int gpus = shape ? static_cast<int>(ComposablePool(servers, *shape).totalGpuMilli() / sharing::kMilliPerGpu) : servers.totalGpus();
@@ -173,9 +173,11 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
                    std::string(options.keepHosts ? " Composable pools keep every host and shrink only their GPUs (per model, fewer "
                                                    "enclosures): their share is of the GPUs."
                                                  : "") +
-                       (options.thinServers ? " Fixed servers are all kept and lose GPUs (per model, from the servers with the "
-                                              "most first): their share is of the GPUs."
-                                            : "")));
+                       (!options.thinServers                          ? ""
+                        : *options.thinServers == Thinning::kEven ? " Fixed servers are all kept and lose GPUs (per model, from the "
+                                                                       "servers with the most first): their share is of the GPUs."
+                                                                     : " Fixed servers are all kept and lose GPUs (per model, from the "
+                                                                       "servers with the fewest first): their share is of the GPUs.")));
   for (const auto& w : workloads)
     for (const auto& pl : poolNames)
       for (const auto& p : policies) {

@@ -171,9 +171,12 @@ int main(int argc, char** argv) {
   cmp->add_flag("--keep-hosts", cmpOptions.keepHosts,
                 "composable pools keep every host and shrink only their GPUs (fewer enclosures); the share is then of the GPUs. "
                 "Fixed servers still shrink whole");
-  cmp->add_flag("--thin-servers", cmpOptions.thinServers,
-                "fixed servers are all kept and lose GPUs instead, from the servers with the most first (the same hosts bought "
-                "with fewer GPUs each); the share is then of the GPUs");
+  std::string thin;
+  cmp->add_option("--thin-servers", thin,
+                  "fixed servers are all kept and lose GPUs instead (the same hosts bought with fewer GPUs): 'even' takes them "
+                  "from the servers with the most first, 'small-first' from those with the fewest (big servers stay whole); the "
+                  "share is then of the GPUs")
+      ->check(CLI::IsMember({"even", "small-first"}));
   cmp->add_option("--arrivals", cmpDynamic.arrivals, "measured arrivals per probe")->capture_default_str();
   cmp->add_option("--warmup", cmpDynamic.warmup, "arrivals before measuring")->capture_default_str();
   cmp->add_option("--patience", cmpDynamic.patienceSeconds, "seconds a request waits before giving up")->capture_default_str();
@@ -182,9 +185,11 @@ int main(int argc, char** argv) {
   cmp->add_flag("--quiet", quiet, "no per-probe progress lines");
 
   CLI11_PARSE(app, argc, argv);
-  if (cmp->parsed())
+  if (cmp->parsed()) {
+    if (!thin.empty()) cmpOptions.thinServers = thin == "even" ? Thinning::kEven : Thinning::kSmallFirst;
     return runCompactionCommand(traces, splitList(cmpWorkloads), splitList(cmpPools), splitList(cmpPolicies), parseSeeds(cmpSeeds),
                                 cmpOptions, cmpDynamic, cmpOut, jobs, quiet);
+  }
   if (opt->parsed())
     return runOptimalityCommand(traces, splitList(optWorkloads), splitList(optShapes), splitList(optPolicies), parseSeeds(optSeeds),
                                 optServers, timeLimit, optOut, jobs, quiet);
