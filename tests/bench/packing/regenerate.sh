@@ -29,6 +29,12 @@ mkdir -p "$OUT"
 mkdir -p "$OUT/compaction_keep_hosts"
 "$BIN" --traces "$TRACES" compaction --workloads default --pools static,16:8:2:16 --keep-hosts --policies best-fit,fgd,switchyard \
   --seeds 42-51 --load 0.8 --target 99 --from 60 --quiet --out "$OUT/compaction_keep_hosts"
+# Its control: the same hosts as fixed servers with fewer GPUs, taken evenly or from the smallest servers first.
+for THIN in even small-first; do
+  mkdir -p "$OUT/compaction_thin_servers/$THIN"
+  "$BIN" --traces "$TRACES" compaction --workloads default --pools static --thin-servers "$THIN" --policies best-fit,fgd,switchyard \
+    --seeds 42-51 --load 0.8 --target 99 --from 60 --quiet --out "$OUT/compaction_thin_servers/$THIN"
+done
 "$BIN" --traces "$TRACES" optimality --workloads default,gpushare100,multigpu50 --servers 4 --shapes mirror,8:2:2:8 \
   --seeds 42-51 --time-limit 20 --policies first-fit,best-fit,fgd,switchyard,switchyard-pool --quiet --out "$OUT"
 # Static mode (the mirror pool) against the per-server GPU-packing LP bound, every variant.
