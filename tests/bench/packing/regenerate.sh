@@ -6,7 +6,7 @@
 # changed on 2026-11-22; since then its dynamic runs take 13.5 minutes, its MIG dynamic runs 10 and its compaction
 # probes 66 (packing.md sections 5 and 6), while its composable runs got 6-7 times faster; expect 3 to 3.5 hours
 # on that VM. The VM of the next session was 2-4 times faster (section 3); the compaction with every host kept took
-# 23 minutes there. The runs use all cores.
+# 23 minutes there, and its control (--thin-servers) 14. The runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 TRACES="${1:-../shared/traces/alibaba-gpu-2023}"
