@@ -2,22 +2,22 @@
 //
 // The demand is fixed: Poisson arrivals at `load` x the whole openb cluster's GPU capacity (dynamic mode).
 // The pool is a share of the servers, sampled per (GPU model, GPU count) class so the mix stays the same,
-// and nested (a larger share holds every server of a smaller one). A bisection over the share, in steps of
-// `resolution` percent, finds the smallest pool whose measured acceptance reaches the target -- both of the
-// requests and of their GPU time (milli-GPU x duration: an overloaded pool can still accept 99 % of the
-// requests by turning away the long, large ones) -- for fixed servers and for composable pools built from
-// the same servers.
+// and nested (a larger share holds every server of a smaller one); or, keeping every host, a share of the
+// GPUs (--keep-hosts for composable pools, --thin-servers for fixed servers; compaction_pools.h). A bisection
+// over the share, in steps of `resolution` percent, finds the smallest pool whose measured acceptance reaches
+// the target -- both of the requests and of their GPU time (milli-GPU x duration: an overloaded pool can
+// still accept 99 % of the requests by turning away the long, large ones) -- for fixed servers and for
+// composable pools built from the same servers.
 #include "tests/bench/packing/packbench_commands.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <optional>
-#include <random>
+#include <string_view>
 #include <tuple>
 
 #include "composer/packing/sharing/share_policy.h"
