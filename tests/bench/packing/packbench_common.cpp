@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -119,7 +120,7 @@ sharing::SharePolicyOptions runOptions(const sharing::SharePolicyOptions& ours, 
 bool needsComposablePool(const std::string& name) { return name == kPoolAwarePolicy; }
 
 std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::string>& workloads,
-                                 const std::vector<std::string>& policies, bool poolPolicies) {
+                                 const std::vector<std::string>& policies, bool poolPolicies, bool needDurations) {
   auto cluster = loadOpenbNodes((traces / "openb_node_list_gpu_node.csv").string());
   if (!cluster) {
     fmt::print(stderr, "error: {}\n", cluster.error());
@@ -150,6 +151,12 @@ std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::
     auto loaded = loadOpenbPods((traces / fmt::format("openb_pod_list_{}.csv", file)).string(), models);
     if (!loaded) {
       fmt::print(stderr, "error: {}\n", loaded.error());
+      return std::nullopt;
+    }
+    if (needDurations && std::none_of(loaded->begin(), loaded->end(), [](const TracePod& p) {
+          return p.durationSeconds > 0 && p.request.gpuCount > 0;
+        })) {
+      fmt::print(stderr, "error: pod list '{}' has no GPU pods with durations (creation and deletion times), which this mode replays\n", w);
       return std::nullopt;
     }
     if (big) *loaded = withBigServers(std::move(*loaded));
@@ -186,9 +193,17 @@ void runInParallel(size_t count, unsigned jobs, const std::function<void(size_t)
   std::atomic<size_t> next{0};
   size_t finished = 0;
   std::mutex reportMutex;
+  std::exception_ptr failure;  // the first run that threw: no new runs start, and it is rethrown here
   auto worker = [&] {
     for (size_t i; (i = next++) < count;) {
-      work(i);
+      try {
+        work(i);
+      } catch (...) {
+        std::lock_guard lock(reportMutex);
+        if (!failure) failure = std::current_exception();
+        next = count;
+        return;
+      }
       std::lock_guard lock(reportMutex);
       report(i, ++finished);
     }
@@ -196,6 +211,7 @@ void runInParallel(size_t count, unsigned jobs, const std::function<void(size_t)
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < std::max(1u, jobs); ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace switchyard::bench

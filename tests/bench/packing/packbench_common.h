@@ -41,9 +41,11 @@ struct Inputs {
 };
 // The node list and each workload's pod list ("NAME+big": with 16/32-GPU servers added; "NAME+mig": shares
 // asked as MIG instances, every GPU taken as MIG-capable), after checking the policy names (`poolPolicies`:
-// also the composable-only ones, pool_aware_policy.h). Reports what is wrong on stderr.
+// also the composable-only ones, pool_aware_policy.h; `needDurations`: every pod list must have GPU pods with
+// durations, as the dynamic modes replay them). Reports what is wrong on stderr.
 [[nodiscard]] std::optional<Inputs> loadInputs(const fs::path& traces, const std::vector<std::string>& workloads,
-                                               const std::vector<std::string>& policies, bool poolPolicies = false);
+                                               const std::vector<std::string>& policies, bool poolPolicies = false,
+                                               bool needDurations = false);
 
 // A policy by name for a run on `pool` (null: fixed servers). `switchyard-pool` reads the pool's structure, so
 // it is made only for a composable pool; null for an unknown name or a pool-only policy without a pool.
@@ -61,7 +63,8 @@ struct Inputs {
                                                                                               bool allowStatic);
 
 // Runs work(i) for every i < count on `jobs` threads; after each run, report(i, finishedSoFar) is called
-// under one lock (for progress lines).
+// under one lock (for progress lines). If a run throws, no further run starts, and the first exception is
+// rethrown once the running ones are done.
 void runInParallel(size_t count, unsigned jobs, const std::function<void(size_t)>& work,
                    const std::function<void(size_t, size_t)>& report);
 

@@ -59,7 +59,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
   auto parsed = parsePools(poolNames, /*allowStatic=*/true);
   if (!parsed) return 2;
   auto& poolShapes = *parsed;
-  auto inputs = loadInputs(traces, workloads, policies, /*poolPolicies=*/true);
+  auto inputs = loadInputs(traces, workloads, policies, /*poolPolicies=*/true, /*needDurations=*/true);
   if (!inputs) return 2;
 
   struct Probe {

@@ -27,7 +27,7 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
   auto parsed = parsePools(poolNames, /*allowStatic=*/true);
   if (!parsed) return 2;
   auto& poolShapes = *parsed;
-  auto inputs = loadInputs(traces, workloads, policies, /*poolPolicies=*/true);
+  auto inputs = loadInputs(traces, workloads, policies, /*poolPolicies=*/true, /*needDurations=*/true);
   if (!inputs) return 2;
   const sharing::ShareCluster* cluster = &inputs->cluster;
   auto& pods = inputs->pods;

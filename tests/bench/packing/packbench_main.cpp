@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <thread>
 
 #include "composer/packing/sharing/share_policy.h"
@@ -185,29 +186,34 @@ int main(int argc, char** argv) {
   cmp->add_flag("--quiet", quiet, "no per-probe progress lines");
 
   CLI11_PARSE(app, argc, argv);
-  if (cmp->parsed()) {
-    if (!thin.empty()) cmpOptions.thinServers = thin == "even" ? Thinning::kEven : Thinning::kSmallFirst;
-    return runCompactionCommand(traces, splitList(cmpWorkloads), splitList(cmpPools), splitList(cmpPolicies), parseSeeds(cmpSeeds),
-                                cmpOptions, cmpDynamic, cmpOut, jobs, quiet);
-  }
-  if (opt->parsed())
-    return runOptimalityCommand(traces, splitList(optWorkloads), splitList(optShapes), splitList(optPolicies), parseSeeds(optSeeds),
-                                optServers, timeLimit, optOut, jobs, quiet);
-  if (dyn->parsed())
-    return runDynamicCommand(
-        traces, splitList(dynWorkloads), splitList(dynPools), loads, splitList(dynPolicies), parseSeeds(dynSeeds), dynOptions,
-        oursFrom(dynOracle, dynSigmoidBins ? switchyard::sharing::kSigmoidBins : 100, dynOwnModelsOnly),
-        dynOut, jobs, quiet);
-  if (comp->parsed()) {
-    auto w = compWorkloads == "all" ? kAllWorkloads : splitList(compWorkloads);
-    return runComposableCommand(traces, w, splitList(compShapes), splitList(compPolicies), parseSeeds(compSeeds), ratio, compOut, jobs, quiet,
-                                compReferences);
-  }
-  if (lat->parsed()) return runLatencyCommand(traces, sizes, fills, splitList(latPolicies), decisions, naiveDecisions, warmup, latPool, latOut);
-  if (st->parsed()) {
-    auto w = workloads == "all" ? kAllWorkloads : splitList(workloads);
-    return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs,
-                            oursFrom(oracle, sigmoidBins ? switchyard::sharing::kSigmoidBins : resolution, ownModelsOnly), quiet);
+  try {
+    if (cmp->parsed()) {
+      if (!thin.empty()) cmpOptions.thinServers = thin == "even" ? Thinning::kEven : Thinning::kSmallFirst;
+      return runCompactionCommand(traces, splitList(cmpWorkloads), splitList(cmpPools), splitList(cmpPolicies), parseSeeds(cmpSeeds),
+                                  cmpOptions, cmpDynamic, cmpOut, jobs, quiet);
+    }
+    if (opt->parsed())
+      return runOptimalityCommand(traces, splitList(optWorkloads), splitList(optShapes), splitList(optPolicies), parseSeeds(optSeeds),
+                                  optServers, timeLimit, optOut, jobs, quiet);
+    if (dyn->parsed())
+      return runDynamicCommand(
+          traces, splitList(dynWorkloads), splitList(dynPools), loads, splitList(dynPolicies), parseSeeds(dynSeeds), dynOptions,
+          oursFrom(dynOracle, dynSigmoidBins ? switchyard::sharing::kSigmoidBins : 100, dynOwnModelsOnly),
+          dynOut, jobs, quiet);
+    if (comp->parsed()) {
+      auto w = compWorkloads == "all" ? kAllWorkloads : splitList(compWorkloads);
+      return runComposableCommand(traces, w, splitList(compShapes), splitList(compPolicies), parseSeeds(compSeeds), ratio, compOut, jobs, quiet,
+                                  compReferences);
+    }
+    if (lat->parsed()) return runLatencyCommand(traces, sizes, fills, splitList(latPolicies), decisions, naiveDecisions, warmup, latPool, latOut);
+    if (st->parsed()) {
+      auto w = workloads == "all" ? kAllWorkloads : splitList(workloads);
+      return runStaticCommand(traces, w, splitList(policies), parseSeeds(seeds), ratio, out, jobs,
+                              oursFrom(oracle, sigmoidBins ? switchyard::sharing::kSigmoidBins : resolution, ownModelsOnly), quiet);
+    }
+  } catch (const std::exception& e) {  // a run that could not go on (bad input the checks above missed)
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
   }
   return 0;
 }
