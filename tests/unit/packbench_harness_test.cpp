@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include "composer/packing/sharing/share_policy.h"
 #include "tests/bench/packing/compaction_pools.h"
+#include "tests/bench/packing/packbench_common.h"
 #include "tests/bench/packing/composable_sim.h"
 #include "tests/bench/packing/dynamic_sim.h"
 #include "tests/bench/packing/openb_trace.h"
@@ -385,6 +387,23 @@ TEST(CompactionPools, ThinnedServersKeepEveryServerAndLoseGpusEvenlyOrSmallServe
   EXPECT_EQ(whole, 2) << "of the 8-GPU servers, two stay whole (17 = 8 + 8 + 1)";
   EXPECT_EQ(small.node(5).gpuCount() + small.node(6).gpuCount(), 4);
   EXPECT_EQ(std::min(small.node(5).gpuCount(), small.node(6).gpuCount()), 0) << "one B server gives up all four";
+}
+
+// A run that throws (bad input a check missed) must come back to the command as an error, not abort the
+// process from a worker thread; runs not yet started are not started.
+TEST(RunInParallel, RethrowsTheFirstFailureAndStartsNoMoreRuns) {
+  std::atomic<int> started{0};
+  std::vector<size_t> reported;
+  EXPECT_THROW(bench::runInParallel(
+                   100, 2,
+                   [&](size_t i) {
+                     ++started;
+                     if (i == 3) throw std::invalid_argument("run 3 cannot go on");
+                   },
+                   [&](size_t i, size_t) { reported.push_back(i); }),
+               std::invalid_argument);
+  EXPECT_LT(started.load(), 100);
+  EXPECT_EQ(std::count(reported.begin(), reported.end(), size_t{3}), 0);
 }
 
 double packingBound(const ShareCluster& c, const std::vector<ShareRequest>& r) { return bench::packingUpperBound(c, r).value().milli; }
