@@ -6,7 +6,7 @@
 # changed on 2026-11-22; since then its dynamic runs take 13.5 minutes, its MIG dynamic runs 10 and its compaction
 # probes 66 (packing.md sections 5 and 6), while its composable runs got 6-7 times faster; expect 3 to 3.5 hours
 # on that VM. The VM of the next session was 2-4 times faster (section 3); the compaction with every host kept took
-# 23 minutes there, and its control (--thin-servers) 14. The runs use all cores.
+# 23 minutes there, its control (--thin-servers) 14, and both on two more workloads 14. The runs use all cores.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 TRACES="${1:-../shared/traces/alibaba-gpu-2023}"
@@ -34,6 +34,15 @@ for THIN in even small-first; do
   mkdir -p "$OUT/compaction_thin_servers/$THIN"
   "$BIN" --traces "$TRACES" compaction --workloads default --pools static --thin-servers "$THIN" --policies best-fit,fgd,switchyard \
     --seeds 42-51 --load 0.8 --target 99 --from 60 --quiet --out "$OUT/compaction_thin_servers/$THIN"
+done
+# The same pair on two more workloads (switchyard only; multigpu* have no durations to replay).
+for W in cpu250 gpushare100; do
+  MORE="$OUT/compaction_keep_hosts/more_workloads/$W"
+  mkdir -p "$MORE/keep_hosts" "$MORE/thin_small_first"
+  "$BIN" --traces "$TRACES" compaction --workloads "$W" --pools 16:8:2:16 --keep-hosts --policies switchyard \
+    --seeds 42-51 --load 0.8 --target 99 --from 60 --quiet --out "$MORE/keep_hosts"
+  "$BIN" --traces "$TRACES" compaction --workloads "$W" --pools static --thin-servers small-first --policies switchyard \
+    --seeds 42-51 --load 0.8 --target 99 --from 60 --quiet --out "$MORE/thin_small_first"
 done
 "$BIN" --traces "$TRACES" optimality --workloads default,gpushare100,multigpu50 --servers 4 --shapes mirror,8:2:2:8 \
   --seeds 42-51 --time-limit 20 --policies first-fit,best-fit,fgd,switchyard,switchyard-pool --quiet --out "$OUT"
