@@ -99,7 +99,7 @@ class SwitchyardPolicy final : public SharePolicy {
       if (cache.delta[i] == kNoFit || memoryLeft_[i] < r.memoryMib) continue;
       if (best == nodes || better(cache, i, best)) best = i;
     }
-    if (best == c.size()) return std::nullopt;
+    if (best == nodes) return std::nullopt;
     const ShareNode& n = c.node(best);
     SharePlacement p{best, {}};
     if (r.sharesGpu()) p.gpus.add(cache.gpu[best]);

@@ -101,7 +101,9 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
                                           : how == Shrink::kServerGpus ? thinnedServers(inputs->cluster, percent, s.seed, *options.thinServers)
                                                                        : inputs->cluster;
           if (how == Shrink::kPoolGpus) shape->gpuPercent = percent;
-          const int gpus = shape ? static_cast<int>(ComposablePool(servers, *shape).totalGpuMilli() / sharing::kMilliPerGpu) : servers.totalGpus();
+          // Only a pool that keeps its hosts holds fewer GPUs than its servers (rounded per model, as it cables them).
+          const int gpus = how == Shrink::kPoolGpus ? static_cast<int>(ComposablePool(servers, *shape).totalGpuMilli() / sharing::kMilliPerGpu)
+                                                    : servers.totalGpus();
           const sharing::SharePolicyOptions po = runOptions({}, s.seed, inputs->mixes[s.workload]);
           DynamicOptions o = base;
           o.load = options.load;

@@ -318,14 +318,13 @@ class PoolAwarePolicy final : public sharing::SharePolicy {
     return it->second;
   }
 
-  // The last decision in which a view that view `i`'s choices depend on changed: one of its host's views, or
-  // any view of an enclosure the host is cabled to.
+  // The last decision in which a view that view `i`'s choices depend on changed: any view of an enclosure its
+  // host is cabled to (the host's own views among them), or the host's view without a GPU link.
   uint64_t lastChangeAround(size_t i) const {
-    uint64_t last = changedAt_[i];
+    uint64_t last = 0;
     for (size_t hv : pool_.viewsOfHost(pool_.viewLink(i).host)) {
-      last = std::max(last, changedAt_[hv]);
       const long e = pool_.viewLink(hv).enclosure;
-      if (e >= 0) last = std::max(last, enclosureChangedAt_[static_cast<size_t>(e)]);
+      last = std::max(last, e >= 0 ? enclosureChangedAt_[static_cast<size_t>(e)] : changedAt_[hv]);
     }
     return last;
   }
