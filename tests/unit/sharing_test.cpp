@@ -413,6 +413,19 @@ TEST(SwitchyardPolicy, SeesChangesBeyondTheChangeLogAndOnAnotherCluster) {
   auto fresh = makeSwitchyardSharePolicy({.learnMix = false, .fixedMix = {{whole(1), 1.0}}});
   EXPECT_EQ(fresh->choose(aFull, whole(1))->node, 1u);
   EXPECT_EQ(fresh->choose(bFull, whole(1))->node, 0u) << "same change count, other cluster";
+
+  // Memory is read from the mirror too: a node whose memory a placement used up is passed over.
+  ShareCluster m({node("a", 4), node("b", 4)}, {});
+  auto ours2 = makeSwitchyardSharePolicy({.learnMix = false, .fixedMix = {{whole(1), 1.0}}});
+  ShareRequest hungry = whole(1);
+  hungry.memoryMib = 200 * 1024;
+  const auto first = ours2->choose(m, hungry);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->node, 0u);
+  m.apply(*first, hungry);
+  const auto second = ours2->choose(m, hungry);
+  ASSERT_TRUE(second) << "node b still has the memory";
+  EXPECT_EQ(second->node, 1u) << "node a has 56 GiB left, not 200";
 }
 
 // With FGD's sigmoid bins, FGD's mix and FGD's measure for other models, our indexed core must pick FGD's node
