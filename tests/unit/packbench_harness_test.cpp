@@ -481,6 +481,42 @@ TEST_F(DynamicSimulation, LightLoadIsAllAcceptedAndOverloadQueuesAndGivesUp) {
   }
 }
 
+// Each measured request counts once, under the kind of GPU ask it makes; a pool whose hosts can hold one GPU
+// each turns away the multi-GPU requests, and only them.
+TEST_F(DynamicSimulation, CountsEveryRequestUnderItsKind) {
+  EXPECT_EQ(bench::kindOf({.cpuMilli = 1000}), bench::RequestKind::kCpuOnly);
+  EXPECT_EQ(bench::kindOf({.gpuCount = 1, .gpuMilli = 500}), bench::RequestKind::kShare);
+  EXPECT_EQ(bench::kindOf({.gpuCount = 1, .gpuMilli = kMilliPerGpu}), bench::RequestKind::kOneGpu);
+  EXPECT_EQ(bench::kindOf({.gpuCount = 4, .gpuMilli = kMilliPerGpu}), bench::RequestKind::kTwoToFourGpus);
+  EXPECT_EQ(bench::kindOf({.gpuCount = 8, .gpuMilli = kMilliPerGpu}), bench::RequestKind::kFiveOrMoreGpus);
+
+  bench::ComposableShape oneGpuHosts = composable;
+  oneGpuHosts.deviceLimit = 1;
+  const bench::DynamicOptions o{.load = 0.3, .arrivals = 2000, .warmup = 500, .patienceSeconds = 300, .seed = 9};
+  auto policy = makeSharePolicy("switchyard", {});
+  const auto r = bench::runDynamic(*servers, &oneGpuHosts, *pods, *policy, o);
+  size_t arrived = 0, accepted = 0;
+  double arrivedTime = 0, acceptedTime = 0;
+  for (size_t k = 0; k < bench::kRequestKinds; ++k) {
+    arrived += r.arrivedByKind[k];
+    accepted += r.acceptedByKind[k];
+    arrivedTime += r.arrivedGpuTimeByKind[k];
+    acceptedTime += r.acceptedGpuTimeByKind[k];
+    EXPECT_LE(r.acceptedByKind[k], r.arrivedByKind[k]) << k;
+  }
+  EXPECT_EQ(arrived, r.arrived);
+  EXPECT_EQ(accepted, r.accepted);
+  EXPECT_DOUBLE_EQ(arrivedTime, r.arrivedGpuTime);
+  EXPECT_DOUBLE_EQ(acceptedTime, r.acceptedGpuTime);
+  EXPECT_EQ(r.arrivedGpuTimeByKind[static_cast<size_t>(bench::RequestKind::kCpuOnly)], 0.0);
+  const auto multi = static_cast<size_t>(bench::RequestKind::kTwoToFourGpus);
+  EXPECT_GT(r.arrivedByKind[multi], 0u);
+  EXPECT_EQ(r.acceptedByKind[multi], 0u);
+  for (const auto kind : {bench::RequestKind::kCpuOnly, bench::RequestKind::kShare, bench::RequestKind::kOneGpu})
+    EXPECT_GT(r.acceptedByKind[static_cast<size_t>(kind)], 0.9 * static_cast<double>(r.arrivedByKind[static_cast<size_t>(kind)]))
+        << bench::csvName(kind);
+}
+
 }  // namespace
 }  // namespace switchyard::sharing
 

@@ -108,6 +108,13 @@ DynamicResult runOn(Pool& pool, const std::vector<TracePod>& pods, sharing::Shar
     departures.push({now + duration(podIndex), slot});
     return true;
   };
+  auto noteAccepted = [&](size_t podIndex) {  // a measured arrival placed
+    const auto k = static_cast<size_t>(kindOf(pods[podIndex].request));
+    ++result.accepted;
+    ++result.acceptedByKind[k];
+    result.acceptedGpuTime += gpuTime(podIndex);
+    result.acceptedGpuTimeByKind[k] += gpuTime(podIndex);
+  };
   auto serveQueue = [&] {
     size_t tried = 0;
     for (auto it = queue.begin(); it != queue.end() && tried < o.backfillDepth;) {
@@ -119,8 +126,7 @@ DynamicResult runOn(Pool& pool, const std::vector<TracePod>& pods, sharing::Shar
       ++tried;
       if (tryPlace(it->pod)) {
         if (it->measured) {
-          ++result.accepted;
-          result.acceptedGpuTime += gpuTime(it->pod);
+          noteAccepted(it->pod);
           waits.push_back(now - it->since);
         }
         it = queue.erase(it);
@@ -154,15 +160,17 @@ DynamicResult runOn(Pool& pool, const std::vector<TracePod>& pods, sharing::Shar
     const size_t podIndex = pick(rng);
     policy.observe(pods[podIndex].request);
     if (measured) {
+      const auto k = static_cast<size_t>(kindOf(pods[podIndex].request));
       ++result.arrived;
+      ++result.arrivedByKind[k];
       result.arrivedGpuTime += gpuTime(podIndex);
+      result.arrivedGpuTimeByKind[k] += gpuTime(podIndex);
     }
     // A newcomer that fits is placed at once even when others wait (backfill); otherwise it queues.
     if (tryPlace(podIndex)) {
       if (measured) {
         ++result.acceptedAtOnce;
-        ++result.accepted;
-        result.acceptedGpuTime += gpuTime(podIndex);
+        noteAccepted(podIndex);
         waits.push_back(0);
       }
     } else {
@@ -188,6 +196,24 @@ DynamicResult runOn(Pool& pool, const std::vector<TracePod>& pods, sharing::Shar
 }
 
 }  // namespace
+
+RequestKind kindOf(const sharing::ShareRequest& r) {
+  if (r.gpuCount == 0) return RequestKind::kCpuOnly;
+  if (r.sharesGpu()) return RequestKind::kShare;
+  if (r.gpuCount == 1) return RequestKind::kOneGpu;
+  return r.gpuCount <= 4 ? RequestKind::kTwoToFourGpus : RequestKind::kFiveOrMoreGpus;
+}
+
+const char* csvName(RequestKind k) {
+  switch (k) {
+    case RequestKind::kCpuOnly: return "cpu_only";
+    case RequestKind::kShare: return "share";
+    case RequestKind::kOneGpu: return "1_gpu";
+    case RequestKind::kTwoToFourGpus: return "2_to_4_gpus";
+    case RequestKind::kFiveOrMoreGpus: return "5_plus_gpus";
+  }
+  return "?";
+}
 
 DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableShape* shape, const std::vector<TracePod>& pods,
                          sharing::SharePolicy& policy, const DynamicOptions& options) {

@@ -8,6 +8,7 @@
 // that has waited longer than `patienceSeconds` gives up. Arrivals before `warmup` only fill the pool.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +33,12 @@ struct DynamicOptions {
   int64_t referenceCapacityMilli = 0;
 };
 
+// Requests by what they ask of the GPUs, to tell which kind a pool turns away.
+enum class RequestKind { kCpuOnly, kShare, kOneGpu, kTwoToFourGpus, kFiveOrMoreGpus };
+inline constexpr size_t kRequestKinds = 5;
+[[nodiscard]] RequestKind kindOf(const sharing::ShareRequest& r);
+[[nodiscard]] const char* csvName(RequestKind k);  // cpu_only, share, 1_gpu, 2_to_4_gpus, 5_plus_gpus
+
 struct DynamicResult {
   size_t arrived = 0;        // measured arrivals
   size_t acceptedAtOnce = 0; // placed on arrival
@@ -40,6 +47,9 @@ struct DynamicResult {
   // GPU time (milli-GPU x duration) of the measured arrivals, and of those accepted: counting requests
   // alone hides an overloaded pool that turns away the long, large ones.
   double arrivedGpuTime = 0, acceptedGpuTime = 0;
+  // The same per RequestKind: measured arrivals and accepted ones, and their GPU time.
+  std::array<size_t, kRequestKinds> arrivedByKind{}, acceptedByKind{};
+  std::array<double, kRequestKinds> arrivedGpuTimeByKind{}, acceptedGpuTimeByKind{};
   double meanWaitSeconds = 0;  // over accepted requests, 0 for those placed at once
   double p99WaitSeconds = 0;
   size_t attaches = 0, detaches = 0;  // composable pools: GPUs hot-plugged / unplugged while measuring

@@ -44,6 +44,9 @@ struct CompactionOptions {
   double targetPercent = 99;    // acceptance the pool must reach
   int fromPercent = 50;         // the smallest share of servers considered (taken to miss the target)
   int resolutionPercent = 1;    // the bisection stops when pass and miss are this close
+  // Shares (%) every search also probes, besides the bisection's, so that pools can be compared at the same size;
+  // the summary then shows the acceptance per request kind there.
+  std::vector<int> probeAt;
   // Composable pools keep every host and shrink only their GPUs (ComposableShape::gpuPercent); fixed servers
   // can only shrink whole, so they shrink as without it.
   bool keepHosts = false;

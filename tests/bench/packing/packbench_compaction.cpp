@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -121,13 +122,21 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
           }
           return accepted >= options.targetPercent && gpuTime >= options.targetPercent;
         };
-        if (!probe(100)) return;
+        const auto probeAlso = [&] {
+          for (int percent : options.probeAt)
+            if (std::none_of(s.probes.begin(), s.probes.end(), [&](const Probe& p) { return p.percent == percent; })) probe(percent);
+        };
+        if (!probe(100)) {
+          probeAlso();
+          return;
+        }
         int fail = options.fromPercent, pass = 100;  // `from` is taken to miss the target
         while (pass - fail > options.resolutionPercent) {
           const int mid = (fail + pass) / 2;
           (probe(mid) ? pass : fail) = mid;
         }
         s.smallest = pass;
+        probeAlso();
       },
       [&](size_t i, size_t finished) {
         if (quiet) return;
@@ -141,16 +150,28 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
   std::ofstream csv(out / "compaction_probes.csv");
   // percent_of_servers is of the GPUs where every host was kept (--keep-hosts, --thin-servers: shrinks says which).
   csv << "workload,pool,policy,seed,shrinks,percent_of_servers,servers,gpus,arrived,accepted,accepted_pct,accepted_gpu_time_pct,mean_wait_s,"
-         "mean_allocation_pct,smallest_percent\n";
+         "mean_allocation_pct,smallest_percent";
+  // Per request kind: arrived requests and the % accepted (of GPU time; of requests for CPU-only ones).
+  for (size_t k = 0; k < kRequestKinds; ++k)
+    csv << fmt::format(",{0}_arrived,{0}_accepted_{1}_pct", csvName(static_cast<RequestKind>(k)), k == 0 ? "request" : "gpu_time");
+  csv << "\n";
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, std::vector<double>> smallest, gpus, servers;
   std::map<Key, int> missed;
   const auto shrinks = [&](const std::string& pool) { return csvName(shrinkOf(poolShapes[pool], options)); };
   for (const auto& s : searches) {
-    for (const auto& p : s.probes)
-      csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.1f},{:.3f},{}\n", s.workload, s.pool, s.policy, s.seed, shrinks(s.pool), p.percent,
+    for (const auto& p : s.probes) {
+      csv << fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.1f},{:.3f},{}", s.workload, s.pool, s.policy, s.seed, shrinks(s.pool), p.percent,
                          p.servers, p.gpus, p.result.arrived, p.result.accepted, acceptancePercent(p.result),
                          gpuTimeAcceptancePercent(p.result), p.result.meanWaitSeconds, p.result.meanAllocationPercent, s.smallest);
+      const DynamicResult& r = p.result;
+      for (size_t k = 0; k < kRequestKinds; ++k) {
+        const double pct = k == 0 ? (r.arrivedByKind[k] ? 100.0 * static_cast<double>(r.acceptedByKind[k]) / static_cast<double>(r.arrivedByKind[k]) : 100.0)
+                                  : (r.arrivedGpuTimeByKind[k] > 0 ? 100.0 * r.acceptedGpuTimeByKind[k] / r.arrivedGpuTimeByKind[k] : 100.0);
+        csv << fmt::format(",{},{:.3f}", r.arrivedByKind[k], pct);
+      }
+      csv << "\n";
+    }
     const Key k{s.workload, s.pool, s.policy};
     if (s.smallest < 0) {
       ++missed[k];
@@ -192,6 +213,41 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
                          found ? fmt::format("{:.0f} ± {:.0f}", g.mean, g.sd) : "–",
                          found ? fmt::format("{:.1f}", 100.0 * g.mean / inputs->cluster.totalGpus()) : "–", missed[k]));
       }
+  if (!options.probeAt.empty()) {
+    emit(fmt::format("\nWhat each request kind gets at the same size (--probe-at): % of its GPU time accepted (CPU-only: % of its requests), and "
+                     "the share of all GPU time that kind asks; mean over seeds\n\n| workload | pool | policy | share % | all GPU time | {} |\n"
+                     "|---|---|---|---|---|---|---|---|---|---|\n",
+                     "CPU-only | shares of a GPU | 1 GPU | 2-4 GPUs | 5+ GPUs"));
+    for (const auto& w : workloads)
+      for (const auto& pl : poolNames)
+        for (const auto& p : policies)
+          for (int percent : options.probeAt) {
+            std::vector<double> all;
+            std::array<std::vector<double>, kRequestKinds> byKind;
+            std::array<double, kRequestKinds> asked{};
+            double askedTotal = 0;
+            for (const auto& s : searches) {
+              if (s.workload != w || s.pool != pl || s.policy != p) continue;
+              for (const auto& pr : s.probes) {
+                if (pr.percent != percent) continue;
+                const DynamicResult& r = pr.result;
+                all.push_back(gpuTimeAcceptancePercent(r));
+                for (size_t k = 0; k < kRequestKinds; ++k) {
+                  byKind[k].push_back(k == 0 ? 100.0 * static_cast<double>(r.acceptedByKind[k]) / static_cast<double>(std::max<size_t>(1, r.arrivedByKind[k]))
+                                             : (r.arrivedGpuTimeByKind[k] > 0 ? 100.0 * r.acceptedGpuTimeByKind[k] / r.arrivedGpuTimeByKind[k] : 100.0));
+                  asked[k] += r.arrivedGpuTimeByKind[k];
+                }
+                askedTotal += r.arrivedGpuTime;
+              }
+            }
+            if (all.empty()) continue;  // skipped (switchyard-pool on fixed servers)
+            std::string row = fmt::format("| {} | {} | {} | {} | {:.2f} |", w, poolShapes[pl] ? poolShapes[pl]->describe() : "static", p, percent, stats(all).mean);
+            for (size_t k = 0; k < kRequestKinds; ++k)
+              row += k == 0 ? fmt::format(" {:.2f} |", stats(byKind[k]).mean)
+                            : fmt::format(" {:.2f} ({:.0f} %) |", stats(byKind[k]).mean, askedTotal > 0 ? 100.0 * asked[k] / askedTotal : 0.0);
+            emit(row + "\n");
+          }
+  }
   fmt::print(stderr, "wrote {}/compaction_probes.csv, compaction_summary.md\n", out.string());
   return 0;
 }

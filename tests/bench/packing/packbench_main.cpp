@@ -169,6 +169,10 @@ int main(int argc, char** argv) {
   cmp->add_option("--from", cmpOptions.fromPercent, "smallest share of servers considered, % (taken to miss the target)")
       ->capture_default_str();
   cmp->add_option("--resolution", cmpOptions.resolutionPercent, "bisection step, % of servers")->capture_default_str();
+  cmp->add_option("--probe-at", cmpOptions.probeAt,
+                  "also probe these shares (%, comma-separated) in every search, and show what each request kind gets there")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 100));
   cmp->add_flag("--keep-hosts", cmpOptions.keepHosts,
                 "composable pools keep every host and shrink only their GPUs (fewer enclosures); the share is then of the GPUs. "
                 "Fixed servers still shrink whole");

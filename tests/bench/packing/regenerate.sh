@@ -44,6 +44,10 @@ for W in cpu250 gpushare100; do
   "$BIN" --traces "$TRACES" compaction --workloads "$W" --pools static --thin-servers small-first --policies switchyard \
     --seeds 42-51 --load 0.8 --target 99 --from 60 --quiet --out "$MORE/thin_small_first"
 done
+# Which request kinds each of the pair turns away, at the same sizes (switchyard, default; both pools in one run).
+mkdir -p "$OUT/compaction_keep_hosts/by_kind"
+"$BIN" --traces "$TRACES" compaction --workloads default --pools static,16:8:2:16 --keep-hosts --thin-servers small-first \
+  --policies switchyard --seeds 42-51 --load 0.8 --target 99 --from 60 --probe-at 80,84,88 --quiet --out "$OUT/compaction_keep_hosts/by_kind"
 "$BIN" --traces "$TRACES" optimality --workloads default,gpushare100,multigpu50 --servers 4 --shapes mirror,8:2:2:8 \
   --seeds 42-51 --time-limit 20 --policies first-fit,best-fit,fgd,switchyard,switchyard-pool --quiet --out "$OUT"
 # Static mode (the mirror pool) against the per-server GPU-packing LP bound, every variant.
