@@ -47,6 +47,12 @@ double acceptancePercent(const DynamicResult& r) {
 double gpuTimeAcceptancePercent(const DynamicResult& r) {
   return r.arrivedGpuTime > 0 ? 100.0 * r.acceptedGpuTime / r.arrivedGpuTime : 100.0;
 }
+// What kind `k` got: % of its GPU time accepted, or of its requests for CPU-only ones; 100 when none arrived.
+double kindAcceptancePercent(const DynamicResult& r, size_t k) {
+  if (static_cast<RequestKind>(k) == RequestKind::kCpuOnly)
+    return r.arrivedByKind[k] ? 100.0 * static_cast<double>(r.acceptedByKind[k]) / static_cast<double>(r.arrivedByKind[k]) : 100.0;
+  return r.arrivedGpuTimeByKind[k] > 0 ? 100.0 * r.acceptedGpuTimeByKind[k] / r.arrivedGpuTimeByKind[k] : 100.0;
+}
 
 }  // namespace
 
@@ -153,7 +159,8 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
          "mean_allocation_pct,smallest_percent";
   // Per request kind: arrived requests and the % accepted (of GPU time; of requests for CPU-only ones).
   for (size_t k = 0; k < kRequestKinds; ++k)
-    csv << fmt::format(",{0}_arrived,{0}_accepted_{1}_pct", csvName(static_cast<RequestKind>(k)), k == 0 ? "request" : "gpu_time");
+    csv << fmt::format(",{0}_arrived,{0}_accepted_{1}_pct", csvName(static_cast<RequestKind>(k)),
+                       static_cast<RequestKind>(k) == RequestKind::kCpuOnly ? "request" : "gpu_time");
   csv << "\n";
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, std::vector<double>> smallest, gpus, servers;
@@ -165,11 +172,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
                          p.servers, p.gpus, p.result.arrived, p.result.accepted, acceptancePercent(p.result),
                          gpuTimeAcceptancePercent(p.result), p.result.meanWaitSeconds, p.result.meanAllocationPercent, s.smallest);
       const DynamicResult& r = p.result;
-      for (size_t k = 0; k < kRequestKinds; ++k) {
-        const double pct = k == 0 ? (r.arrivedByKind[k] ? 100.0 * static_cast<double>(r.acceptedByKind[k]) / static_cast<double>(r.arrivedByKind[k]) : 100.0)
-                                  : (r.arrivedGpuTimeByKind[k] > 0 ? 100.0 * r.acceptedGpuTimeByKind[k] / r.arrivedGpuTimeByKind[k] : 100.0);
-        csv << fmt::format(",{},{:.3f}", r.arrivedByKind[k], pct);
-      }
+      for (size_t k = 0; k < kRequestKinds; ++k) csv << fmt::format(",{},{:.3f}", r.arrivedByKind[k], kindAcceptancePercent(r, k));
       csv << "\n";
     }
     const Key k{s.workload, s.pool, s.policy};
@@ -233,8 +236,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
                 const DynamicResult& r = pr.result;
                 all.push_back(gpuTimeAcceptancePercent(r));
                 for (size_t k = 0; k < kRequestKinds; ++k) {
-                  byKind[k].push_back(k == 0 ? 100.0 * static_cast<double>(r.acceptedByKind[k]) / static_cast<double>(std::max<size_t>(1, r.arrivedByKind[k]))
-                                             : (r.arrivedGpuTimeByKind[k] > 0 ? 100.0 * r.acceptedGpuTimeByKind[k] / r.arrivedGpuTimeByKind[k] : 100.0));
+                  byKind[k].push_back(kindAcceptancePercent(r, k));
                   asked[k] += r.arrivedGpuTimeByKind[k];
                 }
                 askedTotal += r.arrivedGpuTime;
@@ -243,7 +245,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
             if (all.empty()) continue;  // skipped (switchyard-pool on fixed servers)
             std::string row = fmt::format("| {} | {} | {} | {} | {:.2f} |", w, poolShapes[pl] ? poolShapes[pl]->describe() : "static", p, percent, stats(all).mean);
             for (size_t k = 0; k < kRequestKinds; ++k)
-              row += k == 0 ? fmt::format(" {:.2f} |", stats(byKind[k]).mean)
+              row += static_cast<RequestKind>(k) == RequestKind::kCpuOnly ? fmt::format(" {:.2f} |", stats(byKind[k]).mean)
                             : fmt::format(" {:.2f} ({:.0f} %) |", stats(byKind[k]).mean, askedTotal > 0 ? 100.0 * asked[k] / askedTotal : 0.0);
             emit(row + "\n");
           }
