@@ -165,6 +165,7 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
   using Key = std::tuple<std::string, std::string, std::string>;
   std::map<Key, std::vector<double>> smallest, gpus, servers;
   std::map<Key, int> missed;
+  std::map<std::tuple<std::string, std::string, std::string, int>, std::vector<const DynamicResult*>> atProbe;  // --probe-at's probes
   const auto shrinks = [&](const std::string& pool) { return csvName(shrinkOf(poolShapes[pool], options)); };
   for (const auto& s : searches) {
     for (const auto& p : s.probes) {
@@ -174,6 +175,8 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
       const DynamicResult& r = p.result;
       for (size_t k = 0; k < kRequestKinds; ++k) csv << fmt::format(",{},{:.3f}", r.arrivedByKind[k], kindAcceptancePercent(r, k));
       csv << "\n";
+      if (std::find(options.probeAt.begin(), options.probeAt.end(), p.percent) != options.probeAt.end())
+        atProbe[{s.workload, s.pool, s.policy, p.percent}].push_back(&r);
     }
     const Key k{s.workload, s.pool, s.policy};
     if (s.smallest < 0) {
@@ -225,28 +228,25 @@ int runCompactionCommand(const fs::path& traces, const std::vector<std::string>&
       for (const auto& pl : poolNames)
         for (const auto& p : policies)
           for (int percent : options.probeAt) {
+            const auto it = atProbe.find({w, pl, p, percent});
+            if (it == atProbe.end()) continue;  // skipped (switchyard-pool on fixed servers)
             std::vector<double> all;
             std::array<std::vector<double>, kRequestKinds> byKind;
             std::array<double, kRequestKinds> asked{};
             double askedTotal = 0;
-            for (const auto& s : searches) {
-              if (s.workload != w || s.pool != pl || s.policy != p) continue;
-              for (const auto& pr : s.probes) {
-                if (pr.percent != percent) continue;
-                const DynamicResult& r = pr.result;
-                all.push_back(gpuTimeAcceptancePercent(r));
-                for (size_t k = 0; k < kRequestKinds; ++k) {
-                  byKind[k].push_back(kindAcceptancePercent(r, k));
-                  asked[k] += r.arrivedGpuTimeByKind[k];
-                }
-                askedTotal += r.arrivedGpuTime;
+            for (const DynamicResult* r : it->second) {
+              all.push_back(gpuTimeAcceptancePercent(*r));
+              for (size_t k = 0; k < kRequestKinds; ++k) {
+                byKind[k].push_back(kindAcceptancePercent(*r, k));
+                asked[k] += r->arrivedGpuTimeByKind[k];
               }
+              askedTotal += r->arrivedGpuTime;
             }
-            if (all.empty()) continue;  // skipped (switchyard-pool on fixed servers)
             std::string row = fmt::format("| {} | {} | {} | {} | {:.2f} |", w, poolShapes[pl] ? poolShapes[pl]->describe() : "static", p, percent, stats(all).mean);
-            for (size_t k = 0; k < kRequestKinds; ++k)
-              row += static_cast<RequestKind>(k) == RequestKind::kCpuOnly ? fmt::format(" {:.2f} |", stats(byKind[k]).mean)
-                            : fmt::format(" {:.2f} ({:.0f} %) |", stats(byKind[k]).mean, askedTotal > 0 ? 100.0 * asked[k] / askedTotal : 0.0);
+            static_assert(static_cast<size_t>(RequestKind::kCpuOnly) == 0, "the CPU-only column comes first");
+            row += fmt::format(" {:.2f} |", stats(byKind[0]).mean);  // CPU-only: no GPU time to share out
+            for (size_t k = 1; k < kRequestKinds; ++k)
+              row += fmt::format(" {:.2f} ({:.0f} %) |", stats(byKind[k]).mean, askedTotal > 0 ? 100.0 * asked[k] / askedTotal : 0.0);
             emit(row + "\n");
           }
   }
