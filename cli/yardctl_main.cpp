@@ -2,6 +2,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <optional>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <iostream>
@@ -162,6 +164,28 @@ void emit(const Globals& g, const Response& r, void (*table)(const Response&, st
     table(r, std::cout);
 }
 
+// Adds the global flags to a command and to every command below it. Each copy writes the same variable, so
+// the flag counts wherever it is given.
+void addGlobalFlags(CLI::App* cmd, Globals& g) {
+  const std::string group = "Global flags (before or after the command)";
+  cmd->add_option("-s,--server", g.server, "yardd address (default from YARD_SERVER)")->capture_default_str()->group(group);
+  cmd->add_option("-o,--output", g.output, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str()->group(group);
+  cmd->add_option("--timeout", g.timeoutSeconds, "Seconds to wait for each call")->check(CLI::PositiveNumber)->capture_default_str()->group(group);
+  for (CLI::App* sub : cmd->get_subcommands([](CLI::App*) { return true; })) addGlobalFlags(sub, g);
+}
+
+// Parses DEVICE@START (a MIG instance's device and first memory slice).
+std::optional<std::pair<std::string, int>> parseInstanceRef(const std::string& v) {
+  const auto at = v.rfind('@');
+  if (at == std::string::npos || at == 0 || at + 1 == v.size()) return std::nullopt;
+  int start = -1;
+  const char* first = v.data() + at + 1;
+  const char* last = v.data() + v.size();
+  auto [end, ec] = std::from_chars(first, last, start);
+  if (ec != std::errc() || end != last || start < 0 || start > 7) return std::nullopt;
+  return std::pair{v.substr(0, at), start};
+}
+
 int runMutation(Client& client, const Globals& g, bool noWait, int rc, const pb::Operation& op) {
   if (rc != kExitOk) return rc;
   if (noWait) {
@@ -176,7 +200,7 @@ int runMutation(Client& client, const Globals& g, bool noWait, int rc, const pb:
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int runYardctl(int argc, char** argv) {
   Globals g;
   CLI::App app{"yardctl: compose and inspect logical servers on a Switchyard fabric.\n\n"
                "Examples:\n"
@@ -195,9 +219,6 @@ int main(int argc, char** argv) {
              "3 not found, does not fit, busy or already exists; 4 yardd unreachable or failing.\n"
              "YARD_SERVER sets the default --server.");
   app.require_subcommand(1);
-  app.add_option("-s,--server", g.server, "yardd address")->capture_default_str();
-  app.add_option("-o,--output", g.output, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
-  app.add_option("--timeout", g.timeoutSeconds, "Seconds to wait for each call")->check(CLI::PositiveNumber)->capture_default_str();
 
   // Created on first use, after the global flags are parsed.
   std::unique_ptr<Client> clientHolder;
@@ -301,9 +322,7 @@ int main(int argc, char** argv) {
   detach->add_option("-i,--instance", detachInstances,
                      "MIG instance to remove, as DEVICE@START (see `yardctl systems NAME`); a GPU left with none is unbound")
       ->check([](const std::string& v) -> std::string {
-        const auto at = v.rfind('@');
-        if (at == std::string::npos || at == 0 || at + 1 == v.size() || v.find_first_not_of("0123456789", at + 1) != std::string::npos)
-          return "must look like DEVICE@START, e.g. sw0-gpu5@4";
+        if (!parseInstanceRef(v)) return "must look like DEVICE@START with START a memory slice 0-7, e.g. sw0-gpu5@4";
         return {};
       });
   detach->add_flag("--no-wait", noWait, "Print the operation id and return at once");
@@ -312,10 +331,10 @@ int main(int argc, char** argv) {
     req.set_system(detachName);
     for (const auto& d : detachDevices) req.add_device_ids(d);
     for (const auto& i : detachInstances) {
-      const auto at = i.rfind('@');
+      const auto parsed = parseInstanceRef(i);  // checked while parsing the flags
       auto* ref = req.add_gpu_instances();
-      ref->set_device_id(i.substr(0, at));
-      ref->set_start(std::stoi(i.substr(at + 1)));
+      ref->set_device_id(parsed->first);
+      ref->set_start(parsed->second);
     }
     if (req.device_ids().empty() && req.gpu_instances().empty()) {
       std::cerr << "error: name what to remove with --device or --instance\n";
@@ -420,6 +439,10 @@ int main(int argc, char** argv) {
     }
   });
 
+  // Global flags work before and after the command (`yardctl -o json hosts` and `yardctl hosts -o json`),
+  // and every command's --help lists them.
+  addGlobalFlags(&app, g);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -432,4 +455,14 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
   return rc;
+}
+
+int main(int argc, char** argv) {
+  // Every expected failure is an exit code with a message; this only keeps a bug from ending in abort().
+  try {
+    return runYardctl(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "error: internal error in yardctl: " << e.what() << "\nPlease report it with the command you ran.\n";
+    return kExitServer;
+  }
 }

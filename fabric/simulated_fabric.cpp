@@ -16,6 +16,7 @@ Result<std::unique_ptr<SimulatedFabric>> SimulatedFabric::create(Topology topolo
   if (auto v = validateTopology(topology); !v) return fail(v.error().wrap("simulated fabric"));
   std::unique_ptr<SimulatedFabric> fabric(new SimulatedFabric(std::move(topology), clock, std::move(options)));
   if (auto r = fabric->loadState(); !r) return fail(r.error());
+  if (auto r = fabric->prepareStateFile(); !r) return fail(r.error());
   return fabric;
 }
 
@@ -163,6 +164,21 @@ Result<void> SimulatedFabric::loadState() {
     bindings_.emplace(device, port.get<std::string>());
   }
   return {};
+}
+
+Result<void> SimulatedFabric::prepareStateFile() {
+  // Like a switch that checks its flash at power-on: a state file that cannot be written stops the start,
+  // instead of failing every bind later.
+  if (options_.statePath.empty()) return {};
+  if (options_.statePath.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options_.statePath.parent_path(), ec);
+    if (ec)
+      return fail(Code::kUnavailable, fmt::format("{}: cannot create the directory for the simulated switch state: {}",
+                                                  options_.statePath.parent_path().string(), ec.message()));
+  }
+  std::lock_guard lock(mutex_);
+  return saveStateLocked();
 }
 
 Result<void> SimulatedFabric::saveStateLocked() const {

@@ -54,6 +54,7 @@ class SimulatedFabric final : public FabricDriver {
  private:
   SimulatedFabric(Topology topology, Clock& clock, SimulatedFabricOptions options);
   [[nodiscard]] Result<void> loadState();
+  [[nodiscard]] Result<void> prepareStateFile();
   [[nodiscard]] Result<void> saveStateLocked() const;
   // Returns the injected fault for this call, if any: {code, applyAnyway}.
   [[nodiscard]] std::optional<std::pair<Code, bool>> nextFaultLocked(FaultTarget target);

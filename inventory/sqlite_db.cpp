@@ -4,17 +4,21 @@
 
 namespace switchyard {
 
-Statement& Statement::bind(int index, std::string_view value) {
-  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+Statement& Statement::noteBind(int rc, int index) {
+  if (rc != SQLITE_OK && bindError_.empty())
+    bindError_ = fmt::format("sqlite: cannot bind parameter {}: {} in: {}", index, sqlite3_errstr(rc), sqlite3_sql(stmt_));
   return *this;
 }
 
-Statement& Statement::bind(int index, std::int64_t value) {
-  sqlite3_bind_int64(stmt_, index, value);
-  return *this;
+Statement& Statement::bind(int index, std::string_view value) {
+  return noteBind(sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT), index);
 }
+
+Statement& Statement::bind(int index, std::int64_t value) { return noteBind(sqlite3_bind_int64(stmt_, index, value), index); }
 
 Result<bool> Statement::step() {
+  // A parameter that did not bind would run the statement with NULL in its place: refuse instead.
+  if (!bindError_.empty()) return fail(Code::kInternal, bindError_);
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
@@ -38,6 +42,7 @@ std::string Statement::text(int column) const {
 std::int64_t Statement::integer(int column) const { return sqlite3_column_int64(stmt_, column); }
 
 void Statement::reset() {
+  bindError_.clear();
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }

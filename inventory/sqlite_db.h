@@ -23,7 +23,7 @@ class Statement {
   Statement& bind(int index, std::int64_t value);
   Statement& bind(int index, int value) { return bind(index, static_cast<std::int64_t>(value)); }
 
-  // Steps once: true while a row is available, false when done.
+  // Steps once: true while a row is available, false when done. Fails if any bind() failed.
   [[nodiscard]] Result<bool> step();
   // Runs to completion (for writes).
   [[nodiscard]] Result<void> run();
@@ -32,8 +32,11 @@ class Statement {
   void reset();
 
  private:
+  Statement& noteBind(int rc, int index);
+
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  std::string bindError_;  // the first failed bind since the last reset
 };
 
 enum class Durability {

@@ -142,7 +142,13 @@ int main(int argc, char** argv) {
   addDaemonOptions(app, options);
   CLI11_PARSE(app, argc, argv);
   setUpLogging(options.logLevel);
-  const int rc = run(options);  // everything of ours is closed (store, engine, server) when it returns
+  int rc = 1;
+  try {
+    rc = run(options);  // everything of ours is closed (store, engine, server) when it returns
+  } catch (const std::exception& e) {
+    // Every expected failure is a Result with a message; this only keeps a bug from ending in abort().
+    spdlog::critical("internal error: {}; please report it with the log above", e.what());
+  }
   spdlog::shutdown();
   // gRPC's library teardown can block for seconds on idle client connections; nothing of ours is left
   // to flush, so leave without it.

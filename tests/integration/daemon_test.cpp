@@ -406,6 +406,39 @@ TEST_F(DaemonTest, ReadsFlagsFromAConfigFile) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "yard.db"));
 }
 
+// Issue 27: `yardctl hosts -o json` failed ("The following arguments were not expected"); global flags must
+// work after the command too, as in kubectl, and be listed in every command's --help.
+TEST_F(DaemonTest, GlobalFlagsWorkBeforeAndAfterTheCommand) {
+  startDaemon();
+  auto after = testing::runCommand(std::string(YARDCTL_PATH) + " hosts -o json --server " + daemon_->address(), dir_.path());
+  ASSERT_EQ(after.exitCode, 0) << after.err;
+  EXPECT_EQ(json::parse(after.out)["hosts"].size(), 4u);
+  auto nested = testing::runCommand(std::string(YARDCTL_PATH) + " ops --server " + daemon_->address() + " --output json", dir_.path());
+  ASSERT_EQ(nested.exitCode, 0) << nested.err;
+  EXPECT_TRUE(json::parse(nested.out).is_object()) << nested.out;
+  auto help = testing::runCommand(std::string(YARDCTL_PATH) + " ops show --help", dir_.path());
+  EXPECT_EQ(help.exitCode, 0);
+  EXPECT_NE(help.out.find("--output"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("--server"), std::string::npos) << help.out;
+}
+
+// Issue 27: `yardctl detach x -i a@99999999999` aborted with an uncaught std::out_of_range (exit 134).
+TEST_F(DaemonTest, AnOutOfRangeInstanceIsAUsageError) {
+  startDaemon();
+  auto r = yardctl("detach x -i a@99999999999");
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("DEVICE@START"), std::string::npos) << r.err;
+  EXPECT_EQ(yardctl("detach x -i a@8").exitCode, 2) << "a GPU has memory slices 0-7";
+}
+
+// Issue 27: with --db elsewhere and no state directory yet, every compose failed with "cannot write simulated
+// switch state". The switch's state directory is created at start.
+TEST_F(DaemonTest, CreatesTheSimulatedSwitchStateDirectory) {
+  startDaemon({"--db", (dir_ / "db" / "yard.db").string(), "--sim-state", (dir_ / "no" / "such" / "dir" / "sim.json").string()});
+  ASSERT_EQ(composeAndWait("fresh", 2).state(), pb::OPERATION_STATE_SUCCEEDED);
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "no" / "such" / "dir" / "sim.json"));
+}
+
 TEST_F(DaemonTest, CapacityShowsWhatStillFits) {
   startDaemon();
   ASSERT_EQ(yardctl("compose a --gpus 2 --host host0").exitCode, 0);

@@ -92,6 +92,28 @@ TEST(SimulatedFabric, CorruptStateFileIsAnErrorNamingTheFile) {
   EXPECT_NE(f.error().message.find("switch.json: /bindings/ghost-gpu"), std::string::npos) << f.error().message;
 }
 
+// yardd --db /elsewhere/yard.db on a machine without ~/.local/state/switchyard: the switch's state
+// directory is created at start, and binds work (issue 27: every compose failed with UNAVAILABLE).
+TEST(SimulatedFabric, CreatesTheDirectoryOfItsStateFile) {
+  testing::TempDir dir;
+  ManualClock clock;
+  auto fabric = make(clock, {.statePath = dir / "not" / "yet" / "switch.json"});
+  ASSERT_NE(fabric, nullptr);
+  EXPECT_TRUE(std::filesystem::exists(dir / "not" / "yet" / "switch.json"));
+  auto bound = fabric->bind("sw0-gpu0", "sw0-usp0");
+  EXPECT_TRUE(bound) << bound.error().message;
+}
+
+TEST(SimulatedFabric, AStateFileThatCannotBeWrittenStopsTheStart) {
+  testing::TempDir dir;
+  std::ofstream(dir / "a-file") << "not a directory";
+  ManualClock clock;
+  auto f = SimulatedFabric::create(defaultTopology(), clock, {.statePath = dir / "a-file" / "switch.json"});
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().code, Code::kUnavailable);
+  EXPECT_NE(f.error().message.find("cannot create the directory for the simulated switch state"), std::string::npos) << f.error().message;
+}
+
 TEST(SimulatedFabric, HealthChangesBecomeEvents) {
   ManualClock clock;
   auto fabric = make(clock);

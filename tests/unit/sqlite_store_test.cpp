@@ -110,6 +110,39 @@ TEST(SqliteStore, RoundTripsEverything) {
   EXPECT_EQ(snap->lastOperationNumber, 42u);
 }
 
+// Issue 27: a damaged labels column aborted yardd at start with an uncaught JSON parse_error.
+TEST(SqliteStore, ADamagedLabelsColumnIsAnErrorNamingTheRow) {
+  TempDir dir;
+  {
+    auto store = std::move(*SqliteStore::open(dir / "yard.db"));
+    StoreWrite w = PutSystem{sampleSystem()};
+    ASSERT_TRUE(store->write({&w, 1}));
+  }
+  sqlite3* db = nullptr;
+  sqlite3_open((dir / "yard.db").c_str(), &db);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE systems SET labels = '{\"team\": '", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  auto store = std::move(*SqliteStore::open(dir / "yard.db"));
+  auto snap = store->load();
+  ASSERT_FALSE(snap);
+  EXPECT_NE(snap.error().message.find("systems row sys-000007: column labels"), std::string::npos) << snap.error().message;
+}
+
+// Issue 27: bind return codes were ignored, so a parameter that did not bind ran as NULL.
+TEST(SqliteDb, AParameterThatDoesNotBindFailsTheStatement) {
+  TempDir dir;
+  auto db = std::move(*SqliteDb::open(dir / "x.db", Durability::kNormal));
+  auto st = std::move(*db->prepare("SELECT ?1"));
+  st.bind(2, std::string_view("out of range"));
+  auto row = st.step();
+  ASSERT_FALSE(row);
+  EXPECT_NE(row.error().message.find("cannot bind parameter 2"), std::string::npos) << row.error().message;
+  st.reset();
+  st.bind(1, std::int64_t{7});
+  ASSERT_TRUE(*st.step()) << "a reset statement binds again";
+  EXPECT_EQ(st.integer(0), 7);
+}
+
 TEST(SqliteStore, ABatchIsAllOrNothing) {
   TempDir dir;
   auto store = std::move(*SqliteStore::open(dir / "yard.db"));
