@@ -1,6 +1,7 @@
 // switchyard_bench: prints tables for the performance targets.
 //   switchyard_bench packing [--gpus N ...] [--decisions N] [--profiles P ...] [--index-only]   placement decision latency
 //   switchyard_bench ablation [--gpus N] [--requests N]      switchyard-v1 without its topology / fit scores, and hived-buddy
+//   switchyard_bench latency [--sim-latency-ms MS] [--gpus N] [--concurrent N]   compose time against a slow switch
 //   switchyard_bench compose [--seconds S] [--clients N] [--durability normal|full]
 //                                                            compose+decompose through gRPC, durable store
 #include <CLI/CLI.hpp>
@@ -22,6 +23,7 @@
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
+#include "tests/bench/compose_latency.h"
 #include "tests/bench/decision_latency.h"
 #include "tests/bench/latency_summary.h"
 #include "tests/bench/topology_ablation.h"
@@ -169,7 +171,17 @@ int main(int argc, char** argv) {
   ablation->add_option("--size-weights", ab.sizeWeights, "relative weight of each request size")->delimiter(',')->capture_default_str();
   bool noIndex = false;
   ablation->add_flag("--no-index", noIndex, "Decide with a full scan of every host instead of the placement index (same decisions, slower)");
+  auto* latencyCmd = app.add_subcommand("latency", "Compose time against a simulated switch that takes --sim-latency-ms per call: one large "
+                                                  "compose, and many small ones at once (engine, SQLite store, simulated switch)");
+  bench::ComposeLatencyOptions cl;
+  latencyCmd->add_option("--sim-latency-ms", cl.latencyMs, "Switch latency per call")->check(CLI::Range(0, 60'000))->capture_default_str();
+  latencyCmd->add_option("--gpus", cl.gpus, "GPUs in the large compose (at most 16: one host's limit)")->check(CLI::Range(1, 16))->capture_default_str();
+  latencyCmd->add_option("--concurrent", cl.concurrent, "Small composes started together, each on its own host")
+      ->check(CLI::Range(1, 512))->capture_default_str();
+  latencyCmd->add_option("--concurrent-gpus", cl.concurrentGpus, "GPUs in each small compose")->check(CLI::Range(1, 16))->capture_default_str();
+  latencyCmd->add_option("--repetitions", cl.repetitions, "Runs of each row (the median is printed)")->check(CLI::Range(1, 100))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (latencyCmd->parsed()) return bench::benchComposeLatency(cl);
   if (ablation->parsed()) {
     ab.index = !noIndex;
     return bench::benchTopologyAblation(ab);

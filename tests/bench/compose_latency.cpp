@@ -1,0 +1,129 @@
+#include "tests/bench/compose_latency.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <thread>
+
+#include "composer/engine/engine.h"
+#include "fabric/simulated_fabric.h"
+#include "fabric/topology_generator.h"
+#include "inventory/sqlite_store.h"
+#include "tests/bench/latency_summary.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard::bench {
+
+namespace {
+
+using Stopwatch = std::chrono::steady_clock;
+
+double secondsSince(Stopwatch::time_point t0) { return std::chrono::duration<double>(Stopwatch::now() - t0).count(); }
+
+// One engine over a fresh store and a simulated switch with the given latency per call.
+struct Rig {
+  testing::TempDir dir;
+  SystemClock clock;
+  std::unique_ptr<SimulatedFabric> fabric;
+  std::unique_ptr<SqliteStore> store;
+  std::unique_ptr<Engine> engine;
+
+  Result<void> start(int hosts, int latencyMs) {
+    TopologyShape shape;
+    shape.totalGpus = std::max(64, hosts * 16);
+    shape.gpusPerSwitch = 16;
+    shape.switchesPerFabric = 4;
+    shape.hostsPerFabric = 4;
+    SY_ASSIGN(fabric, SimulatedFabric::create(generateTopology(shape), clock, {.latency = std::chrono::milliseconds(latencyMs)}));
+    SY_ASSIGN(store, SqliteStore::open(dir / "yard.db"));
+    engine = std::make_unique<Engine>(*fabric, *store, clock,
+                                      EngineOptions{.fabricPollInterval = std::chrono::milliseconds(0),
+                                                    .reconcileInterval = std::chrono::milliseconds(0)});
+    SY_TRY(engine->start());
+    return {};
+  }
+
+  // Composes `gpus` GPUs on `host` and waits; returns the seconds it took, or an error.
+  Result<double> compose(const std::string& name, const std::string& host, int gpus) {
+    ComposeRequest r{name, {}, {}};
+    r.placement.gpuCount = gpus;
+    r.placement.host = host;
+    const auto t0 = Stopwatch::now();
+    SY_ASSIGN(Operation op, engine->compose(r));
+    SY_ASSIGN(op, engine->waitOperation(op.id, std::chrono::minutes(10)));
+    if (op.state != OperationState::kSucceeded) return fail(Code::kInternal, fmt::format("{} did not succeed: {}", op.id, op.error));
+    return secondsSince(t0);
+  }
+
+  Result<double> decompose(const std::string& name) {
+    const auto t0 = Stopwatch::now();
+    SY_ASSIGN(Operation op, engine->decompose(name));
+    SY_ASSIGN(op, engine->waitOperation(op.id, std::chrono::minutes(10)));
+    if (op.state != OperationState::kSucceeded) return fail(Code::kInternal, fmt::format("{} did not succeed: {}", op.id, op.error));
+    return secondsSince(t0);
+  }
+};
+
+}  // namespace
+
+int benchComposeLatency(const ComposeLatencyOptions& o) {
+  spdlog::set_level(spdlog::level::warn);
+  const double rtt = o.latencyMs / 1000.0;
+  fmt::print("simulated switch latency {} ms per call; {} repetition(s) per row; times are the median\n", o.latencyMs, o.repetitions);
+  fmt::print("{:<34} {:>10} {:>12} {:>14} {:>8}\n", "scenario", "measured s", "target s", "target", "ratio");
+
+  Rig rig;
+  if (auto r = rig.start(std::max(o.concurrent, 4), o.latencyMs); !r) {
+    fmt::print(stderr, "error: {}\n", r.error().message);
+    return 1;
+  }
+  auto median = [](std::vector<double> v) { return summarize(std::move(v)).p50; };
+
+  // 1. One compose of many GPUs: the target is (one bind round trip + one verify round trip) x 1.5.
+  std::vector<double> big, bigDecompose, small;
+  for (int i = 0; i < o.repetitions; ++i) {
+    auto t = rig.compose(fmt::format("big-{}", i), "host0", o.gpus);
+    if (!t) return fmt::print(stderr, "error: {}\n", t.error().message), 1;
+    big.push_back(*t);
+    auto d = rig.decompose(fmt::format("big-{}", i));
+    if (!d) return fmt::print(stderr, "error: {}\n", d.error().message), 1;
+    bigDecompose.push_back(*d);
+  }
+  const double bigTarget = 1.5 * 2 * rtt;
+  fmt::print("{:<34} {:>10.3f} {:>12.3f} {:>14} {:>8.2f}\n", fmt::format("1 compose of {} GPUs", o.gpus), median(big), bigTarget,
+             "1.5 x 2 RTT", median(big) / bigTarget);
+  fmt::print("{:<34} {:>10.3f} {:>12} {:>14} {:>8}\n", fmt::format("1 decompose of {} GPUs", o.gpus), median(bigDecompose), "-", "-", "-");
+
+  // 2. Many small composes at once on distinct hosts: the target is 2x one small compose alone.
+  for (int i = 0; i < o.repetitions; ++i) {
+    auto t = rig.compose(fmt::format("small-{}", i), "host0", o.concurrentGpus);
+    if (!t) return fmt::print(stderr, "error: {}\n", t.error().message), 1;
+    small.push_back(*t);
+    if (auto d = rig.decompose(fmt::format("small-{}", i)); !d) return fmt::print(stderr, "error: {}\n", d.error().message), 1;
+  }
+  std::vector<double> together;
+  for (int rep = 0; rep < o.repetitions; ++rep) {
+    std::vector<std::thread> clients;
+    std::vector<Result<double>> results(static_cast<std::size_t>(o.concurrent), fail(Code::kInternal, "not run"));
+    const auto t0 = Stopwatch::now();
+    for (int c = 0; c < o.concurrent; ++c)
+      clients.emplace_back([&, c] {
+        results[static_cast<std::size_t>(c)] = rig.compose(fmt::format("par-{}-{}", rep, c), fmt::format("host{}", c), o.concurrentGpus);
+      });
+    for (auto& t : clients) t.join();
+    together.push_back(secondsSince(t0));
+    for (const auto& r : results)
+      if (!r) return fmt::print(stderr, "error: {}\n", r.error().message), 1;
+    for (int c = 0; c < o.concurrent; ++c)
+      if (auto d = rig.decompose(fmt::format("par-{}-{}", rep, c)); !d) return fmt::print(stderr, "error: {}\n", d.error().message), 1;
+  }
+  const double smallTarget = 2 * median(small);
+  fmt::print("{:<34} {:>10.3f} {:>12} {:>14} {:>8}\n", fmt::format("1 compose of {} GPUs", o.concurrentGpus), median(small), "-", "-", "-");
+  fmt::print("{:<34} {:>10.3f} {:>12.3f} {:>14} {:>8.2f}\n", fmt::format("{} concurrent composes of {} GPUs", o.concurrent, o.concurrentGpus),
+             median(together), smallTarget, "2 x one alone", median(together) / smallTarget);
+  rig.engine->stop(std::chrono::seconds(5));
+  return 0;
+}
+
+}  // namespace switchyard::bench
