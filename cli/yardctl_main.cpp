@@ -84,10 +84,9 @@ class Client {
         const auto& s = o.steps(i);
         if (s.state() == "pending" || shown.contains(i)) continue;
         shown.insert(i);
-        std::string target = s.device_id().empty() ? "" : " " + s.device_id();
-        if (!s.upstream_port_id().empty()) target += (s.kind() == "unbind" ? " from " : " -> ") + s.upstream_port_id();
-        std::cerr << fmt::format("  [{}/{}] {}{}{} ... {}{}\n", i + 1, o.steps_size(), s.compensation() ? "undo: " : "", s.kind(),
-                                 target, s.state(), s.message().empty() ? "" : " (" + s.message() + ")");
+        std::cerr << fmt::format("  [{}/{}] {}{} ... {}{}\n", i + 1, o.steps_size(), s.compensation() ? "undo: " : "",
+                                 s.description().empty() ? s.kind() : s.description(), s.state(),
+                                 s.message().empty() ? "" : " (" + s.message() + ")");
       }
     };
     std::cerr << fmt::format("{} {} {} on {}\n", op.id(), yardctl::kindName(op.kind()), op.system_id(), op.host_id());

@@ -2,15 +2,21 @@
 // tests/contract/fabric_driver_contract.cpp holds every driver to it.
 //
 // Semantics:
-//  - bind(d, u) routes device d into the partition of host upstream port u. Idempotent: binding d to
-//    the u it is already bound to succeeds. Binding d while it is bound to another port fails with
-//    kFailedPrecondition and changes nothing; it never silently rebinds.
-//  - unbind(d, u) is idempotent: unbinding a device that is not bound succeeds. Unbinding d from u
+//  - bindAll(set) routes each device d of the set into the partition of its host upstream port u, in one
+//    call: a Redfish zone PATCH or a Switchtec partition update changes many ports at once, so a compose
+//    costs one switch round trip, not one per device. Idempotent: binding d to the u it is already bound
+//    to succeeds. Binding d while it is bound to another port fails with kFailedPrecondition; it never
+//    silently rebinds. A set naming one device twice is kInvalidArgument.
+//  - unbindAll(set) is idempotent: unbinding a device that is not bound succeeds. Unbinding d from u
 //    while it is bound to another port fails with kFailedPrecondition.
-//  - kDeadlineExceeded means the outcome is unknown: the switch may or may not have applied it.
-//  - Every method may be called from several threads at once.
+//  - A call that fails with kNotFound, kInvalidArgument or kFailedPrecondition changed nothing (the set
+//    is checked whole before anything is applied). Any other failure may have applied all, some or none
+//    of the set: kDeadlineExceeded in particular means the outcome is unknown. changedNothing() says which.
+//  - Every method may be called from several threads at once; calls for different devices must not
+//    wait for each other longer than the switch itself makes them.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,14 +34,28 @@ struct FabricEvent {
   DeviceHealth health = DeviceHealth::kOk;  // the new health, for "device.health"
 };
 
+// True when a failed switch call is known to have changed nothing (see the contract above).
+[[nodiscard]] inline bool changedNothing(Code code) {
+  return code == Code::kNotFound || code == Code::kInvalidArgument || code == Code::kFailedPrecondition;
+}
+
 class FabricDriver {
  public:
   virtual ~FabricDriver() = default;
 
   [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual Result<Topology> discover() = 0;
-  [[nodiscard]] virtual Result<void> bind(const DeviceId& device, const PortId& upstreamPort) = 0;
-  [[nodiscard]] virtual Result<void> unbind(const DeviceId& device, const PortId& upstreamPort) = 0;
+  [[nodiscard]] virtual Result<void> bindAll(std::span<const Binding> bindings) = 0;
+  [[nodiscard]] virtual Result<void> unbindAll(std::span<const Binding> bindings) = 0;
+  // One binding: a set of one.
+  [[nodiscard]] Result<void> bind(const DeviceId& device, const PortId& upstreamPort) {
+    const Binding b{device, upstreamPort};
+    return bindAll({&b, 1});
+  }
+  [[nodiscard]] Result<void> unbind(const DeviceId& device, const PortId& upstreamPort) {
+    const Binding b{device, upstreamPort};
+    return unbindAll({&b, 1});
+  }
   [[nodiscard]] virtual Result<std::vector<Binding>> readBindings() = 0;
   // Health changes and link events since the last call, oldest first.
   [[nodiscard]] virtual std::vector<FabricEvent> pollEvents() = 0;

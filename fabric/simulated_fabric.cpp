@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_set>
 
 namespace switchyard {
 
@@ -31,52 +32,69 @@ Result<Topology> SimulatedFabric::discover() {
   return topology_;
 }
 
-Result<void> SimulatedFabric::bind(const DeviceId& device, const PortId& upstreamPort) {
-  clock_.sleepFor(options_.latency);
-  std::lock_guard lock(mutex_);
-  ++calls_;
-  const Device* d = index_.device(device);
-  if (!d) return fail(Code::kNotFound, fmt::format("switch has no device '{}'", device));
-  const Port* usp = index_.port(upstreamPort);
-  if (!usp || usp->kind != PortKind::kUpstream)
-    return fail(Code::kNotFound, fmt::format("switch has no upstream port '{}'", upstreamPort));
-  if (index_.fabricOf(*index_.switchOfDevice(device)) != index_.fabricOf(usp->switchId))
-    return fail(Code::kInvalidArgument,
-                fmt::format("device '{}' and upstream port '{}' are in different fabrics", device, upstreamPort));
-  if (auto it = bindings_.find(device); it != bindings_.end()) {
-    if (it->second == upstreamPort) return {};  // idempotent
-    return fail(Code::kFailedPrecondition,
-                fmt::format("device '{}' is bound to upstream port '{}'", device, it->second));
+namespace {
+
+std::string describeSet(std::string_view verb, std::span<const Binding> set) {
+  if (set.size() == 1) return fmt::format("{} {} {} {}", verb, set[0].deviceId, verb == "bind" ? "->" : "from", set[0].upstreamPortId);
+  return fmt::format("{} {} device(s), first {} {} {}", verb, set.size(), set[0].deviceId, verb == "bind" ? "->" : "from",
+                     set[0].upstreamPortId);
+}
+
+}  // namespace
+
+Result<void> SimulatedFabric::checkSetLocked(std::span<const Binding> set, bool binding) const {
+  std::unordered_set<std::string_view> seen;
+  for (const auto& [device, upstreamPort] : set) {
+    if (!seen.insert(device).second) return fail(Code::kInvalidArgument, fmt::format("device '{}' appears twice in one call", device));
+    const Device* d = index_.device(device);
+    if (!d) return fail(Code::kNotFound, fmt::format("switch has no device '{}'", device));
+    const Port* usp = index_.port(upstreamPort);
+    if (binding) {
+      if (!usp || usp->kind != PortKind::kUpstream)
+        return fail(Code::kNotFound, fmt::format("switch has no upstream port '{}'", upstreamPort));
+      if (index_.fabricOf(*index_.switchOfDevice(device)) != index_.fabricOf(usp->switchId))
+        return fail(Code::kInvalidArgument,
+                    fmt::format("device '{}' and upstream port '{}' are in different fabrics", device, upstreamPort));
+    }
+    auto it = bindings_.find(device);
+    if (it == bindings_.end() || it->second == upstreamPort) continue;  // idempotent
+    return fail(Code::kFailedPrecondition, binding ? fmt::format("device '{}' is bound to upstream port '{}'", device, it->second)
+                                                   : fmt::format("device '{}' is bound to '{}', not '{}'", device, it->second, upstreamPort));
   }
-  auto fault = nextFaultLocked(kFaultBind);
-  if (fault && !fault->second) return reportFault(*fault, fmt::format("bind {} -> {}", device, upstreamPort));
-  bindings_.emplace(device, upstreamPort);
-  if (auto saved = saveStateLocked(); !saved) {
-    bindings_.erase(device);
-    return saved;
-  }
-  if (fault) return reportFault(*fault, fmt::format("bind {} -> {}", device, upstreamPort));
   return {};
 }
 
-Result<void> SimulatedFabric::unbind(const DeviceId& device, const PortId& upstreamPort) {
+Result<void> SimulatedFabric::bindAll(std::span<const Binding> set) {
+  clock_.sleepFor(options_.latency);  // one round trip for the whole set, like a zone PATCH
+  std::lock_guard lock(mutex_);
+  ++calls_;
+  SY_TRY(checkSetLocked(set, true));
+  auto fault = nextFaultLocked(kFaultBind);
+  if (fault && !fault->second) return reportFault(*fault, describeSet("bind", set));
+  const auto before = bindings_;
+  for (const auto& b : set) bindings_.emplace(b.deviceId, b.upstreamPortId);
+  if (auto saved = saveStateLocked(); !saved) {
+    bindings_ = before;
+    return saved;
+  }
+  if (fault) return reportFault(*fault, describeSet("bind", set));
+  return {};
+}
+
+Result<void> SimulatedFabric::unbindAll(std::span<const Binding> set) {
   clock_.sleepFor(options_.latency);
   std::lock_guard lock(mutex_);
   ++calls_;
-  if (!index_.device(device)) return fail(Code::kNotFound, fmt::format("switch has no device '{}'", device));
-  auto it = bindings_.find(device);
-  if (it == bindings_.end()) return {};  // idempotent
-  if (it->second != upstreamPort)
-    return fail(Code::kFailedPrecondition,
-                fmt::format("device '{}' is bound to '{}', not '{}'", device, it->second, upstreamPort));
+  SY_TRY(checkSetLocked(set, false));
   auto fault = nextFaultLocked(kFaultUnbind);
-  if (fault && !fault->second) return reportFault(*fault, fmt::format("unbind {} from {}", device, upstreamPort));
-  bindings_.erase(it);
+  if (fault && !fault->second) return reportFault(*fault, describeSet("unbind", set));
+  const auto before = bindings_;
+  for (const auto& b : set) bindings_.erase(b.deviceId);
   if (auto saved = saveStateLocked(); !saved) {
-    bindings_.emplace(device, upstreamPort);
+    bindings_ = before;
     return saved;
   }
-  if (fault) return reportFault(*fault, fmt::format("unbind {} from {}", device, upstreamPort));
+  if (fault) return reportFault(*fault, describeSet("unbind", set));
   return {};
 }
 

@@ -1,5 +1,5 @@
 // A simulated PCIe/CXL switch manager: a first-class FabricDriver with a real binding table (one
-// partition per host upstream port), per-operation latency on an injected clock, fault injection, and
+// partition per host upstream port), per-call latency on an injected clock (a set of bindings is one call), fault injection, and
 // an optional state file so that, like a real switch, its bindings outlive a crash of the daemon.
 #pragma once
 
@@ -41,8 +41,8 @@ class SimulatedFabric final : public FabricDriver {
 
   [[nodiscard]] std::string_view name() const override { return "simulated"; }
   [[nodiscard]] Result<Topology> discover() override;
-  [[nodiscard]] Result<void> bind(const DeviceId& device, const PortId& upstreamPort) override;
-  [[nodiscard]] Result<void> unbind(const DeviceId& device, const PortId& upstreamPort) override;
+  [[nodiscard]] Result<void> bindAll(std::span<const Binding> bindings) override;
+  [[nodiscard]] Result<void> unbindAll(std::span<const Binding> bindings) override;
   [[nodiscard]] Result<std::vector<Binding>> readBindings() override;
   [[nodiscard]] std::vector<FabricEvent> pollEvents() override;
 
@@ -55,6 +55,8 @@ class SimulatedFabric final : public FabricDriver {
   SimulatedFabric(Topology topology, Clock& clock, SimulatedFabricOptions options);
   [[nodiscard]] Result<void> loadState();
   [[nodiscard]] Result<void> prepareStateFile();
+  // Checks a whole set before anything is applied: unknown names, other fabrics, devices bound elsewhere.
+  [[nodiscard]] Result<void> checkSetLocked(std::span<const Binding> set, bool binding) const;
   [[nodiscard]] Result<void> saveStateLocked() const;
   // Returns the injected fault for this call, if any: {code, applyAnyway}.
   [[nodiscard]] std::optional<std::pair<Code, bool>> nextFaultLocked(FaultTarget target);

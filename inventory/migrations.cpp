@@ -55,6 +55,14 @@ CREATE TABLE operation_gpu_instances (
 CREATE TABLE demand (
   sequence INTEGER PRIMARY KEY, gpus INTEGER NOT NULL, same_switch INTEGER NOT NULL, model TEXT NOT NULL);
 )sql"},
+      {4, "a step's payload is a set of bindings (one switch call binds many devices)", R"sql(
+CREATE TABLE operation_step_bindings (
+  operation_id TEXT NOT NULL REFERENCES operations(id), step INTEGER NOT NULL, position INTEGER NOT NULL,
+  device_id TEXT NOT NULL, upstream_port_id TEXT NOT NULL, PRIMARY KEY (operation_id, step, position));
+INSERT INTO operation_step_bindings
+  SELECT operation_id, position, 0, device_id, upstream_port_id FROM operation_steps WHERE device_id != '';
+UPDATE operation_steps SET device_id = '', upstream_port_id = '';
+)sql"},
   };
   return kMigrations;
 }

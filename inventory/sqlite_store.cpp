@@ -168,18 +168,27 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   SY_TRY(st.bind(1, op.id).bind(2, static_cast<std::int64_t>(numberFromId(op.id))).bind(3, toString(op.kind)).bind(4, op.systemId)
              .bind(5, op.hostId).bind(6, toString(op.state)).bind(7, op.explanation).bind(8, op.error).bind(9, op.createdAt)
              .bind(10, op.updatedAt).run());
-  auto writeStep = [&](std::size_t i) -> Result<void> {
+  // A step's bindings never change once it is in the log: they are written with the whole log only.
+  auto writeStep = [&](std::size_t i, bool withBindings) -> Result<void> {
     const Step& s = op.steps.at(i);
-    SY_ASSIGN(auto ss, db_->prepare("INSERT OR REPLACE INTO operation_steps VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"));
-    SY_TRY(ss.bind(1, op.id).bind(2, static_cast<int>(i)).bind(3, toString(s.kind)).bind(4, s.deviceId).bind(5, s.upstreamPortId)
-               .bind(6, toString(s.state)).bind(7, s.compensation ? 1 : 0).bind(8, s.attempts).bind(9, s.message).bind(10, s.finishedAt).run());
+    SY_ASSIGN(auto ss, db_->prepare("INSERT OR REPLACE INTO operation_steps VALUES (?1, ?2, ?3, '', '', ?4, ?5, ?6, ?7, ?8)"));
+    SY_TRY(ss.bind(1, op.id).bind(2, static_cast<int>(i)).bind(3, s.kind).bind(4, toString(s.state)).bind(5, s.compensation ? 1 : 0)
+               .bind(6, s.attempts).bind(7, s.message).bind(8, s.finishedAt).run());
+    if (!withBindings) return {};
+    SY_ASSIGN(auto del, db_->prepare("DELETE FROM operation_step_bindings WHERE operation_id = ?1 AND step = ?2"));
+    SY_TRY(del.bind(1, op.id).bind(2, static_cast<int>(i)).run());
+    for (std::size_t j = 0; j < s.bindings.size(); ++j) {
+      SY_ASSIGN(auto ins, db_->prepare("INSERT INTO operation_step_bindings VALUES (?1, ?2, ?3, ?4, ?5)"));
+      SY_TRY(ins.bind(1, op.id).bind(2, static_cast<int>(i)).bind(3, static_cast<int>(j)).bind(4, s.bindings[j].deviceId)
+                 .bind(5, s.bindings[j].upstreamPortId).run());
+    }
     return {};
   };
   if (w.allSteps) {
-    for (std::size_t i = 0; i < op.steps.size(); ++i) SY_TRY(writeStep(i));
+    for (std::size_t i = 0; i < op.steps.size(); ++i) SY_TRY(writeStep(i, true));
     SY_TRY(writeGpuInstances("operation_gpu_instances", op.id, op.gpuInstances));
   } else {
-    for (std::size_t i : w.changedSteps) SY_TRY(writeStep(i));
+    for (std::size_t i : w.changedSteps) SY_TRY(writeStep(i, false));
   }
   return {};
 }
@@ -288,24 +297,35 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
 }
 
 Result<void> SqliteStore::loadSteps(Operation& op) {
-  SY_ASSIGN(auto st, db_->prepare("SELECT kind, device_id, upstream_port_id, state, compensation, attempts, message, finished_at "
+  // Step kinds are the engine's (its registry checks them when it loads the log); the store keeps the name.
+  SY_ASSIGN(auto st, db_->prepare("SELECT kind, state, compensation, attempts, message, finished_at "
                                   "FROM operation_steps WHERE operation_id = ?1 ORDER BY position"));
   st.bind(1, op.id);
   while (true) {
     SY_ASSIGN(bool row, st.step());
     if (!row) break;
     Step s;
-    SY_ASSIGN(s.kind, parseColumn<StepKind>(st.text(0), parseStepKind, "step kind"));
-    s.deviceId = st.text(1);
-    s.upstreamPortId = st.text(2);
-    SY_ASSIGN(s.state, parseColumn<StepState>(st.text(3), parseStepState, "step state"));
-    s.compensation = st.integer(4) != 0;
-    s.attempts = static_cast<int>(st.integer(5));
-    s.message = st.text(6);
-    s.finishedAt = st.integer(7);
+    s.kind = st.text(0);
+    SY_ASSIGN(s.state, parseColumn<StepState>(st.text(1), parseStepState, "step state"));
+    s.compensation = st.integer(2) != 0;
+    s.attempts = static_cast<int>(st.integer(3));
+    s.message = st.text(4);
+    s.finishedAt = st.integer(5);
     op.steps.push_back(std::move(s));
   }
   st.reset();
+  SY_ASSIGN(auto bs, db_->prepare("SELECT step, device_id, upstream_port_id FROM operation_step_bindings WHERE operation_id = ?1 "
+                                  "ORDER BY step, position"));
+  bs.bind(1, op.id);
+  while (true) {
+    SY_ASSIGN(bool row, bs.step());
+    if (!row) break;
+    const auto index = static_cast<std::size_t>(bs.integer(0));
+    if (index >= op.steps.size())
+      return fail(Code::kInternal, fmt::format("operation {}: bindings for step {} which the log does not have", op.id, index + 1));
+    op.steps[index].bindings.push_back({bs.text(1), bs.text(2)});
+  }
+  bs.reset();
   return {};
 }
 
@@ -416,6 +436,7 @@ Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy) {
                              "(SELECT MAX(number) FROM operations) - ?1 ORDER BY number LIMIT ?2";
   // Keep at least the newest row of each kind: ids are numbered from the largest one left.
   const std::size_t keepOperations = std::max<std::size_t>(1, policy.finishedOperations);
+  SY_TRY(run("DELETE FROM operation_step_bindings WHERE operation_id IN (" + oldOps + ")", keepOperations));
   SY_TRY(run("DELETE FROM operation_steps WHERE operation_id IN (" + oldOps + ")", keepOperations));
   SY_TRY(run("DELETE FROM operation_gpu_instances WHERE operation_id IN (" + oldOps + ")", keepOperations));
   SY_ASSIGN(report.operations, run("DELETE FROM operations WHERE id IN (" + oldOps + ")", keepOperations));

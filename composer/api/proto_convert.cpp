@@ -172,7 +172,7 @@ void toProto(const System& s, pb::System& out) {
   addInstances(s.gpuInstances, *out.mutable_gpu_instances());
 }
 
-void toProto(const Operation& op, pb::Operation& out) {
+void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& out) {
   out.set_id(op.id);
   out.set_kind(toProto(op.kind));
   out.set_system_id(op.systemId);
@@ -181,9 +181,18 @@ void toProto(const Operation& op, pb::Operation& out) {
   out.set_done(op.finished());
   for (const auto& s : op.steps) {
     auto* ps = out.add_steps();
-    ps->set_kind(std::string(toString(s.kind)));
-    ps->set_device_id(s.deviceId);
-    ps->set_upstream_port_id(s.upstreamPortId);
+    ps->set_kind(s.kind);
+    if (s.bindings.size() == 1) {
+      ps->set_device_id(s.bindings[0].deviceId);
+      ps->set_upstream_port_id(s.bindings[0].upstreamPortId);
+    }
+    for (const auto& b : s.bindings) {
+      auto* pb = ps->add_bindings();
+      pb->set_device_id(b.deviceId);
+      pb->set_upstream_port_id(b.upstreamPortId);
+    }
+    const StepKind* kind = kinds.find(s.kind);
+    ps->set_description(kind ? kind->describe(s) : s.kind);
     ps->set_state(std::string(toString(s.state)));
     ps->set_compensation(s.compensation);
     ps->set_attempts(s.attempts);

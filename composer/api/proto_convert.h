@@ -15,7 +15,7 @@ namespace pb = ::switchyard::v1;
 
 void toProto(const System& s, pb::System& out);
 void toProto(const CapacityReport& r, pb::Capacity& out);
-void toProto(const Operation& op, pb::Operation& out);
+void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& out);
 void toProto(const DeviceView& d, pb::Device& out);
 void toProto(const HostView& h, pb::Host& out);
 void toProto(const Event& e, pb::Event& out);

@@ -25,12 +25,12 @@ grpc::Status SwitchyardService::Compose(grpc::ServerContext*, const v1::ComposeR
   auto placement = fromProto(req->gpus(), req->tenant());
   if (!placement) return toGrpcStatus(placement.error());
   ComposeRequest request{req->name(), std::move(*placement), {req->labels().begin(), req->labels().end()}};
-  return reply(engine_.compose(request), [&](const Operation& op) { toProto(op, *out); });
+  return reply(engine_.compose(request), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
 }
 
 grpc::Status SwitchyardService::Decompose(grpc::ServerContext*, const v1::DecomposeRequest* req, v1::Operation* out) {
   if (req->system().empty()) return invalid("system: required (id or name)");
-  return reply(engine_.decompose(req->system()), [&](const Operation& op) { toProto(op, *out); });
+  return reply(engine_.decompose(req->system()), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
 }
 
 grpc::Status SwitchyardService::Attach(grpc::ServerContext*, const v1::AttachRequest* req, v1::Operation* out) {
@@ -38,7 +38,7 @@ grpc::Status SwitchyardService::Attach(grpc::ServerContext*, const v1::AttachReq
   if (!req->has_gpus()) return invalid("gpus: required (how many GPUs, or which devices)");
   auto placement = fromProto(req->gpus(), {});
   if (!placement) return toGrpcStatus(placement.error());
-  return reply(engine_.attach({req->system(), std::move(*placement)}), [&](const Operation& op) { toProto(op, *out); });
+  return reply(engine_.attach({req->system(), std::move(*placement)}), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
 }
 
 grpc::Status SwitchyardService::Detach(grpc::ServerContext*, const v1::DetachRequest* req, v1::Operation* out) {
@@ -48,7 +48,7 @@ grpc::Status SwitchyardService::Detach(grpc::ServerContext*, const v1::DetachReq
     if (ref.device_id().empty()) return invalid("gpu_instances: device_id required");
     request.gpuInstances.push_back({ref.device_id(), ref.start()});
   }
-  return reply(engine_.detach(request), [&](const Operation& op) { toProto(op, *out); });
+  return reply(engine_.detach(request), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
 }
 
 grpc::Status SwitchyardService::Plan(grpc::ServerContext*, const v1::PlanRequest* req, v1::PlanResponse* out) {
@@ -107,14 +107,14 @@ grpc::Status SwitchyardService::GetTopology(grpc::ServerContext*, const v1::GetT
 
 grpc::Status SwitchyardService::GetOperation(grpc::ServerContext*, const v1::GetOperationRequest* req, v1::Operation* out) {
   if (req->id().empty()) return invalid("id: required");
-  return reply(engine_.getOperation(req->id()), [&](const Operation& op) { toProto(op, *out); });
+  return reply(engine_.getOperation(req->id()), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
 }
 
 grpc::Status SwitchyardService::ListOperations(grpc::ServerContext*, const v1::ListOperationsRequest* req, v1::ListOperationsResponse* out) {
   if (req->limit() < 0) return invalid("limit: must be >= 0");
   const std::size_t limit = req->limit() == 0 ? 50 : static_cast<std::size_t>(req->limit());
   return reply(engine_.listOperations(limit), [&](const std::vector<Operation>& ops) {
-    for (const auto& op : ops) toProto(op, *out->add_operations());
+    for (const auto& op : ops) toProto(op, engine_.stepKinds(), *out->add_operations());
   });
 }
 
@@ -125,7 +125,7 @@ grpc::Status SwitchyardService::WaitOperation(grpc::ServerContext* ctx, const v1
   // Never wait past the caller's own deadline.
   const auto untilDeadline = std::chrono::duration_cast<std::chrono::milliseconds>(ctx->deadline() - std::chrono::system_clock::now());
   if (untilDeadline.count() > 0 && untilDeadline < timeout) timeout = untilDeadline;
-  return reply(engine_.waitOperation(req->id(), timeout), [&](const Operation& op) { toProto(op, *out); });
+  return reply(engine_.waitOperation(req->id(), timeout), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
 }
 
 grpc::Status SwitchyardService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req, grpc::ServerWriter<v1::Event>* writer) {

@@ -27,7 +27,7 @@ struct DaemonOptions {
   double simFailProbability = 0.0;
   int simTimeoutNext = 0;
   std::uint64_t simSeed = 1;
-  int driverThreads = 4;
+  int driverThreads = 256;
   int shutdownGraceSeconds = 10;
   std::string logLevel = "info";
   std::string placementProfile = "switchyard-v2";
@@ -70,7 +70,10 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--sim-timeout-next", o.simTimeoutNext, "Fault injection: the next N binds/unbinds time out")->check(CLI::NonNegativeNumber);
   app.add_option("--sim-seed", o.simSeed, "Seed for probabilistic faults")->capture_default_str();
-  app.add_option("--driver-threads", o.driverThreads, "Threads for switch calls")->check(CLI::Range(1, 256))->capture_default_str();
+  app.add_option("--driver-threads", o.driverThreads,
+                 "The most switch calls in flight at once (a thread each, started as calls need them; a compose binds all its "
+                 "devices in one call)")
+      ->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")
       ->check(CLI::Range(0, 3600))->capture_default_str();
   app.add_option("--placement-profile", o.placementProfile,

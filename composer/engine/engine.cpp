@@ -8,7 +8,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/thread_pool.hpp>
 
 namespace switchyard {
 
@@ -29,7 +28,8 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       options_(options),
       placement_(options.placement ? options.placement : *buildComposableScheduler("switchyard-v2")),
       control_(std::make_unique<asio::io_context>(1)),
-      driverPool_(std::make_unique<asio::thread_pool>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
+      steps_(options.steps ? options.steps : StepKindRegistry::builtIn()),
+      driverPool_(std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
       pollTimer_(std::make_unique<TimerHolder>(*control_)) {}
 
 Engine::~Engine() {
@@ -364,7 +364,7 @@ void Engine::scheduleReconcile() {
     }
     const std::uint64_t before = stepResults_;
     ++driverCallsInFlight_;
-    asio::post(*driverPool_, [this, before] {
+    driverPool_->post([this, before] {
       auto bindings = driver_.readBindings();
       asio::post(*control_, [this, before, bindings = std::move(bindings)] {
         --driverCallsInFlight_;
@@ -383,7 +383,7 @@ void Engine::scheduleFabricPoll() {
   pollTimer_->timer.async_wait([this](const boost::system::error_code& ec) {
     if (ec || halted_) return;
     ++driverCallsInFlight_;
-    asio::post(*driverPool_, [this] {
+    driverPool_->post([this] {
       auto events = driver_.pollEvents();
       asio::post(*control_, [this, events = std::move(events)] {
         --driverCallsInFlight_;

@@ -18,7 +18,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "composer/engine/elastic_executor.h"
 #include "composer/engine/event_stream.h"
+#include "composer/engine/steps/step_kind.h"
 #include "composer/engine/pool_state.h"
 #include "composer/model/clock.h"
 #include "composer/model/composition.h"
@@ -30,14 +32,14 @@
 
 namespace boost::asio {
 class io_context;
-class thread_pool;
 }  // namespace boost::asio
 
 namespace switchyard {
 
 struct EngineOptions {
   std::shared_ptr<const ComposableScheduler> placement;  // null: the switchyard-v2 profile
-  int driverThreads = 4;
+  std::shared_ptr<const StepKindRegistry> steps;         // null: the built-in step kinds
+  int driverThreads = 256;  // the most switch calls in flight at once (a thread each, started as needed)
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
   std::chrono::milliseconds fabricPollInterval{1000};
   std::chrono::milliseconds reconcileInterval{30'000};  // compare with the fabric while running; 0: only at start
@@ -128,6 +130,8 @@ class Engine {
   [[nodiscard]] Result<Operation> waitOperation(const OperationId& id, std::chrono::milliseconds timeout);
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit);
   [[nodiscard]] std::shared_ptr<EventStream> subscribe();
+  // The step kinds this engine runs (for describing steps).
+  [[nodiscard]] const StepKindRegistry& stepKinds() const { return *steps_; }
 
   // Pulls health and link events from the driver now (also done on a timer).
   [[nodiscard]] Result<void> pollFabricEvents();
@@ -143,7 +147,6 @@ class Engine {
     std::vector<StoreWrite> writes;
     std::vector<Event> events;
   };
-  using DriverCall = std::function<Result<void>(FabricDriver&)>;
 
   template <typename F>
   auto onControl(F&& f) -> decltype(f());
@@ -162,12 +165,14 @@ class Engine {
 
   // Running steps (engine_steps.cpp).
   void advance(const OperationId& id, Mutation carried = {});
-  void dispatch(const OperationId& id, std::size_t step, DriverCall call);
+  // Runs step `step` of the operation on a driver thread; its result comes back to the control thread.
+  void dispatch(const OperationId& id, std::size_t step);
   void onStepResult(const OperationId& id, std::size_t step, Result<void> result);
   void failForward(Operation& op, std::size_t step, const Error& error, Mutation& m);
-  void runLocalStep(Operation& op, std::size_t step, Mutation& m);
+  void runLocalStep(Operation& op, std::size_t step, const StepKind& kind, Mutation& m);
   void finish(Operation& op, Mutation& m);
-  [[nodiscard]] Result<void> verifyBindings(FabricDriver& driver, const Operation& op) const;
+  [[nodiscard]] const StepKind& kindOf(const Step& step) const;
+  [[nodiscard]] std::string describe(const Step& step) const;
 
   // Persistence and events.
   [[nodiscard]] Event makeEvent(std::string type, std::string subject, std::string message);
@@ -194,7 +199,8 @@ class Engine {
   std::shared_ptr<const ComposableScheduler> placement_;
 
   std::unique_ptr<boost::asio::io_context> control_;
-  std::unique_ptr<boost::asio::thread_pool> driverPool_;
+  std::shared_ptr<const StepKindRegistry> steps_;
+  std::unique_ptr<ElasticExecutor> driverPool_;
   std::thread controlThread_;
   struct TimerHolder;
   std::unique_ptr<TimerHolder> pollTimer_;

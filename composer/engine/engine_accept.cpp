@@ -51,12 +51,21 @@ Result<void> validateName(const std::string& name) {
   return {};
 }
 
+// reserve (done at acceptance), bind every device in one switch call, verify, commit.
 std::vector<Step> bindSteps(const std::vector<PlacedDevice>& devices) {
+  std::vector<Binding> bindings;
+  for (const auto& d : devices) bindings.push_back({d.deviceId, d.upstreamPortId});
+  std::vector<Step> steps{makeStep(step::kReserve), makeStep(step::kBind, std::move(bindings)), makeStep(step::kVerify),
+                          makeStep(step::kCommit)};
+  steps.front().state = StepState::kDone;
+  return steps;
+}
+
+// unbind the devices in one switch call (none: no call), release.
+std::vector<Step> unbindSteps(std::vector<Binding> bindings) {
   std::vector<Step> steps;
-  steps.push_back({StepKind::kReserve, {}, {}, StepState::kDone});
-  for (const auto& d : devices) steps.push_back({StepKind::kBind, d.deviceId, d.upstreamPortId});
-  steps.push_back({StepKind::kVerify});
-  steps.push_back({StepKind::kCommit});
+  if (!bindings.empty()) steps.push_back(makeStep(step::kUnbind, std::move(bindings)));
+  steps.push_back(makeStep(step::kRelease));
   return steps;
 }
 
@@ -137,8 +146,7 @@ Result<Operation> Engine::acceptDecompose(const std::string& idOrName) {
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, idOrName));
   Operation op = newOperation(OperationKind::kDecompose, system);
-  for (const auto& b : system.bindings) op.steps.push_back({StepKind::kUnbind, b.deviceId, b.upstreamPortId});
-  op.steps.push_back({StepKind::kRelease});
+  op.steps = unbindSteps(system.bindings);
   system.state = SystemState::kDecomposing;
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;
@@ -210,9 +218,10 @@ Result<Operation> Engine::acceptDetach(const DetachRequest& request) {
     });
     if (!keepsOthers) unbound.insert(i.deviceId);
   }
+  std::vector<Binding> leaving;
   for (const auto& b : system.bindings)
-    if (unbound.contains(b.deviceId)) op.steps.push_back({StepKind::kUnbind, b.deviceId, b.upstreamPortId});
-  op.steps.push_back({StepKind::kRelease});
+    if (unbound.contains(b.deviceId)) leaving.push_back(b);
+  op.steps = unbindSteps(std::move(leaving));
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;
   Mutation m;

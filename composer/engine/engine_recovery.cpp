@@ -5,6 +5,7 @@
 //  - bound in the fabric, unknown to us     -> device quarantined (never handed out), event;
 //  - quarantined, and unbound in the fabric -> back in the pool, event.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <set>
@@ -56,6 +57,11 @@ Result<void> Engine::loadState() {
     state_->putSystem(s);
   }
   for (auto& op : snapshot.unfinishedOperations) {
+    for (std::size_t i = 0; i < op.steps.size(); ++i)
+      if (!steps_->find(op.steps[i].kind))
+        return fail(Code::kFailedPrecondition,
+                    fmt::format("{} step {} has kind '{}', which this yardd does not know (known: {}); was the log written by a newer yardd?",
+                                op.id, i + 1, op.steps[i].kind, fmt::join(steps_->names(), ", ")));
     hostOfOwner[op.id] = op.hostId;
     const OperationId id = op.id;
     active_.emplace(id, std::move(op));

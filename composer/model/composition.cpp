@@ -31,12 +31,6 @@ constexpr Names<OperationState, 4> kOperationStates{{{OperationState::kRunning, 
                                                      {OperationState::kRollingBack, "rolling-back"},
                                                      {OperationState::kSucceeded, "succeeded"},
                                                      {OperationState::kFailed, "failed"}}};
-constexpr Names<StepKind, 6> kStepKinds{{{StepKind::kReserve, "reserve"},
-                                         {StepKind::kBind, "bind"},
-                                         {StepKind::kVerify, "verify"},
-                                         {StepKind::kCommit, "commit"},
-                                         {StepKind::kUnbind, "unbind"},
-                                         {StepKind::kRelease, "release"}}};
 constexpr Names<StepState, 4> kStepStates{{{StepState::kPending, "pending"},
                                            {StepState::kDone, "done"},
                                            {StepState::kFailed, "failed"},
@@ -65,13 +59,11 @@ std::optional<E> valueOf(const Names<E, N>& names, std::string_view s) {
 std::string_view toString(SystemState v) { return nameOf(kSystemStates, v); }
 std::string_view toString(OperationKind v) { return nameOf(kOperationKinds, v); }
 std::string_view toString(OperationState v) { return nameOf(kOperationStates, v); }
-std::string_view toString(StepKind v) { return nameOf(kStepKinds, v); }
 std::string_view toString(StepState v) { return nameOf(kStepStates, v); }
 std::string_view toString(DeviceAllocation v) { return nameOf(kAllocations, v); }
 std::optional<SystemState> parseSystemState(std::string_view s) { return valueOf(kSystemStates, s); }
 std::optional<OperationKind> parseOperationKind(std::string_view s) { return valueOf(kOperationKinds, s); }
 std::optional<OperationState> parseOperationState(std::string_view s) { return valueOf(kOperationStates, s); }
-std::optional<StepKind> parseStepKind(std::string_view s) { return valueOf(kStepKinds, s); }
 std::optional<StepState> parseStepState(std::string_view s) { return valueOf(kStepStates, s); }
 std::optional<DeviceAllocation> parseDeviceAllocation(std::string_view s) { return valueOf(kAllocations, s); }
 

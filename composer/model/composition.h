@@ -62,13 +62,13 @@ struct System {
 
 enum class OperationKind { kCompose, kDecompose, kAttach, kDetach };
 enum class OperationState { kRunning, kRollingBack, kSucceeded, kFailed };
-enum class StepKind { kReserve, kBind, kVerify, kCommit, kUnbind, kRelease };
 enum class StepState { kPending, kDone, kFailed, kSkipped };  // skipped: abandoned by a rollback
 
+// One entry of an operation's step log. What a kind does (which component it calls, its undo, whether it
+// retries, how it describes itself) is the step kind's business: composer/engine/steps/step_kind.h.
 struct Step {
-  StepKind kind = StepKind::kReserve;
-  DeviceId deviceId;          // bind / unbind
-  PortId upstreamPortId;      // bind / unbind
+  std::string kind;               // a registered step kind: reserve, bind, verify, commit, unbind, release, ...
+  std::vector<Binding> bindings;  // what the step acts on: the device bindings it makes, breaks or checks
   StepState state = StepState::kPending;
   bool compensation = false;  // appended while rolling back
   int attempts = 0;
@@ -124,13 +124,11 @@ struct Event {
 [[nodiscard]] std::string_view toString(SystemState v);
 [[nodiscard]] std::string_view toString(OperationKind v);
 [[nodiscard]] std::string_view toString(OperationState v);
-[[nodiscard]] std::string_view toString(StepKind v);
 [[nodiscard]] std::string_view toString(StepState v);
 [[nodiscard]] std::string_view toString(DeviceAllocation v);
 [[nodiscard]] std::optional<SystemState> parseSystemState(std::string_view s);
 [[nodiscard]] std::optional<OperationKind> parseOperationKind(std::string_view s);
 [[nodiscard]] std::optional<OperationState> parseOperationState(std::string_view s);
-[[nodiscard]] std::optional<StepKind> parseStepKind(std::string_view s);
 [[nodiscard]] std::optional<StepState> parseStepState(std::string_view s);
 [[nodiscard]] std::optional<DeviceAllocation> parseDeviceAllocation(std::string_view s);
 

@@ -13,7 +13,7 @@ class GatedDriver final : public FabricDriver {
  public:
   explicit GatedDriver(FabricDriver& inner) : inner_(inner) {}
 
-  // The (n+1)-th bind from now waits at the gate until open() is called.
+  // The (n+1)-th bind call from now (a call binds a set) waits at the gate until open() is called.
   void closeBeforeBind(int n) {
     std::lock_guard lock(mutex_);
     bindsBeforeGate_ = n;
@@ -31,7 +31,7 @@ class GatedDriver final : public FabricDriver {
 
   std::string_view name() const override { return inner_.name(); }
   Result<Topology> discover() override { return inner_.discover(); }
-  Result<void> bind(const DeviceId& d, const PortId& u) override {
+  Result<void> bindAll(std::span<const Binding> set) override {
     {
       std::unique_lock lock(mutex_);
       if (closed_ && bindsBeforeGate_-- <= 0) {
@@ -41,9 +41,9 @@ class GatedDriver final : public FabricDriver {
         held_ = false;
       }
     }
-    return inner_.bind(d, u);
+    return inner_.bindAll(set);
   }
-  Result<void> unbind(const DeviceId& d, const PortId& u) override { return inner_.unbind(d, u); }
+  Result<void> unbindAll(std::span<const Binding> set) override { return inner_.unbindAll(set); }
   Result<std::vector<Binding>> readBindings() override { return inner_.readBindings(); }
   std::vector<FabricEvent> pollEvents() override { return inner_.pollEvents(); }
 

@@ -23,9 +23,8 @@ class EngineMigTest : public EngineTest {
     a.placement.gpuInstances = std::move(profiles);
     return engine_->attach(a);
   }
-  static std::size_t binds(const Operation& op) {
-    return static_cast<std::size_t>(std::count_if(op.steps.begin(), op.steps.end(), [](const Step& s) { return s.kind == StepKind::kBind; }));
-  }
+  // GPUs the operation bound (all in one bind step).
+  static std::size_t binds(const Operation& op) { return forwardBindings(op, step::kBind).size(); }
 };
 
 TEST_F(EngineMigTest, ComposePacksInstancesOntoAsFewFreshGpusAsFit) {
@@ -79,7 +78,7 @@ TEST_F(EngineMigTest, DetachingTheLastInstanceOfAGpuUnbindsIt) {
   DetachRequest last{"infer", {}, {{large.deviceId, large.start}}};
   op = run(engine_->detach(last));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
-  EXPECT_EQ(op.steps.front().kind, StepKind::kUnbind);
+  EXPECT_EQ(op.steps.front().kind, step::kUnbind);
   EXPECT_TRUE(fabricBindings().empty());
   EXPECT_TRUE(engine_->getSystem("infer")->gpuInstances.empty());
   EXPECT_EQ(freeDevices(), 16u);
@@ -128,7 +127,7 @@ TEST_F(EngineMigTest, ASwitchThatSaysNoLeavesNoInstances) {
 TEST_F(EngineMigTest, InstancesSurviveARestartMidOperation) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);
-  gated.closeBeforeBind(1);
+  gated.closeBeforeBind(0);  // hold the bind call (both GPUs in one set) in the switch
   auto accepted = composeMig("infer", {MigProfile::k4g, MigProfile::k4g, MigProfile::k2g});
   ASSERT_TRUE(accepted) << accepted.error().message;
   gated.waitUntilHeld();

@@ -24,7 +24,8 @@ TEST_F(EngineTest, ComposeBindsVerifiesAndCommits) {
   start();
   Operation op = compose("train", 4, PeerToPeer::kRequired);
   EXPECT_EQ(op.state, OperationState::kSucceeded);
-  ASSERT_EQ(op.steps.size(), 7u);  // reserve, 4 binds, verify, commit
+  ASSERT_EQ(op.steps.size(), 4u);  // reserve, bind (the set of 4), verify, commit
+  EXPECT_EQ(engine_->stepKinds().find("bind")->describe(op.steps[1]), "bind sw0-gpu0, sw0-gpu1, sw0-gpu2, sw0-gpu3 -> sw0-usp0");
   auto system = engine_->getSystem("train");
   ASSERT_TRUE(system);
   EXPECT_EQ(system->state, SystemState::kComposed);
@@ -145,27 +146,58 @@ TEST_F(EngineTest, ByDefaultPlacesForTheDemandItLearned) {
   EXPECT_EQ(engine_->getSystem("one")->hostId, "hb");
 }
 
+// The log of an operation as kind:state, with * for compensations.
+std::vector<std::string> stepLog(const Operation& op) {
+  std::vector<std::string> log;
+  for (const auto& s : op.steps) log.push_back(s.kind + ":" + std::string(toString(s.state)) + (s.compensation ? "*" : ""));
+  return log;
+}
+
 TEST_F(EngineTest, ASwitchThatSaysNoRollsTheComposeBack) {
   start();
-  fabric_->setFaults({.passNext = 2, .failNext = 1});
+  fabric_->setFaults({.failNext = 1});  // UNAVAILABLE: the switch may have applied part of the set
   Operation op = compose("train", 4);
   EXPECT_EQ(op.state, OperationState::kFailed);
   EXPECT_NE(op.error.find("injected fault"), std::string::npos) << op.error;
-  // reserve, bind ok, bind ok, bind FAILED, bind (never run), verify, commit, then undo: unbind x2, release.
-  std::vector<std::string> log;
-  for (const auto& s : op.steps) log.push_back(std::string(toString(s.kind)) + ":" + std::string(toString(s.state)) + (s.compensation ? "*" : ""));
-  EXPECT_EQ(log, (std::vector<std::string>{"reserve:done", "bind:done", "bind:done", "bind:failed", "bind:skipped", "verify:skipped",
-                                           "commit:skipped", "unbind:done*", "unbind:done*", "release:done*"}));
-  EXPECT_EQ(op.steps[7].deviceId, op.steps[2].deviceId) << "undone in reverse order";
+  // reserve, bind FAILED, verify and commit never run, then undo in reverse: unbind the set, release.
+  EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:failed", "verify:skipped", "commit:skipped", "unbind:done*",
+                                                   "release:done*"}));
+  EXPECT_EQ(op.steps[4].bindings, op.steps[1].bindings) << "the undo unbinds the whole set";
   EXPECT_TRUE(fabricBindings().empty());
   EXPECT_EQ(freeDevices(), 16u);
   EXPECT_TRUE(engine_->listSystems()->empty());
   EXPECT_EQ(compose("train", 4).state, OperationState::kSucceeded) << "name and devices are usable again";
 }
 
+TEST_F(EngineTest, ARefusalThatChangedNothingIsNotUndone) {
+  start();
+  fabric_->setFaults({.failNext = 1, .failCode = Code::kFailedPrecondition});
+  Operation op = compose("train", 2);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:failed", "verify:skipped", "commit:skipped", "release:done*"}))
+      << "FAILED_PRECONDITION means the switch changed nothing (fabric_driver.h): no unbind call";
+  EXPECT_EQ(freeDevices(), 16u);
+}
+
+TEST_F(EngineTest, AComposeBindsAllItsDevicesInOneSwitchCall) {
+  start();
+  const auto before = fabric_->callCount();
+  Operation op = compose("train", 8);
+  ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
+  EXPECT_EQ(fabric_->callCount() - before, 2u) << "one bind call for the set, one read to verify";
+  EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:done", "verify:done", "commit:done"}));
+  EXPECT_EQ(op.steps[1].bindings.size(), 8u);
+  const auto events = *engine_->listEvents(0, 1000);
+  EXPECT_EQ(std::count_if(events.begin(), events.end(), [](const Event& e) { return e.type == "device.bound"; }), 8)
+      << "the audit trail still has one event per device";
+  Operation down = run(engine_->decompose("train"));
+  EXPECT_EQ(stepLog(down), (std::vector<std::string>{"unbind:done", "release:done"}));
+  EXPECT_EQ(fabric_->callCount() - before, 3u);
+}
+
 TEST_F(EngineTest, ATimedOutBindIsUndoneToo) {
   start();
-  fabric_->setFaults({.passNext = 1, .timeoutNext = 1});
+  fabric_->setFaults({.timeoutNext = 1, .targets = kFaultBind});
   Operation op = compose("train", 3);
   EXPECT_EQ(op.state, OperationState::kFailed);
   EXPECT_NE(op.error.find("DEADLINE_EXCEEDED"), std::string::npos) << op.error;
@@ -173,23 +205,42 @@ TEST_F(EngineTest, ATimedOutBindIsUndoneToo) {
   EXPECT_EQ(freeDevices(), 16u);
 }
 
-TEST_F(EngineTest, AnUndoThatKeepsFailingQuarantinesTheDevice) {
+TEST_F(EngineTest, AnUndoThatKeepsFailingQuarantinesTheDevices) {
   start();
-  fabric_->setFaults({.passNext = 1, .failNext = 4});  // bind #2 fails, then 3 unbind attempts of #1 fail
+  fabric_->setFaults({.failNext = 4});  // the bind fails, then 3 attempts to unbind its set fail
   Operation op = compose("train", 2);
   EXPECT_EQ(op.state, OperationState::kFailed);
   EXPECT_NE(op.error.find("quarantined"), std::string::npos) << op.error;
-  const DeviceId stuck = op.steps[1].deviceId;
-  EXPECT_EQ(op.steps[5].attempts, 3) << "the undo was retried";
+  ASSERT_EQ(op.steps.size(), 6u);
+  EXPECT_EQ(op.steps[4].kind, "unbind");
+  EXPECT_EQ(op.steps[4].attempts, 3) << "the undo was retried";
   auto devices = *engine_->listDevices();
-  auto it = std::find_if(devices.begin(), devices.end(), [&](const DeviceView& d) { return d.device.id == stuck; });
-  EXPECT_EQ(it->assignment.allocation, DeviceAllocation::kQuarantined);
-  EXPECT_EQ(freeDevices(), 15u) << "the stuck device is never handed out";
-  // Once the switch unbinds it, reconcile puts it back in the pool.
-  ASSERT_TRUE(fabric_->unbind(stuck, op.steps[1].upstreamPortId));
+  for (const auto& b : op.steps[1].bindings) {
+    auto it = std::find_if(devices.begin(), devices.end(), [&](const DeviceView& d) { return d.device.id == b.deviceId; });
+    EXPECT_EQ(it->assignment.allocation, DeviceAllocation::kQuarantined) << b.deviceId;
+  }
+  EXPECT_EQ(freeDevices(), 14u) << "the devices whose state is unknown are never handed out";
+  // The switch reports them unbound: reconcile puts them back in the pool.
   auto drifts = engine_->reconcile();
   ASSERT_TRUE(drifts);
   EXPECT_EQ(freeDevices(), 16u);
+}
+
+TEST_F(EngineTest, AFailedStepIsRetriedAsItsOwnKind) {
+  // The retry path re-ran `unbind` for any step that was not a bind: a retried verify would have unbound.
+  start();
+  compose("train", 2);
+  fabric_->setFaults({.failNext = 1, .targets = kFaultRead});
+  Operation op = compose("more", 1);  // verify fails once: a forward verify rolls back, it is not retried
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:done", "verify:failed", "commit:skipped", "unbind:done*",
+                                                   "release:done*"}));
+  EXPECT_EQ(fabricBindings().size(), 2u) << "train keeps its devices";
+  fabric_->setFaults({.failNext = 1, .targets = kFaultUnbind});
+  Operation down = run(engine_->decompose("train"));
+  EXPECT_EQ(down.state, OperationState::kSucceeded);
+  EXPECT_EQ(down.steps[0].attempts, 2);
+  EXPECT_TRUE(fabricBindings().empty());
 }
 
 TEST_F(EngineTest, DecomposeRetriesTransientUnbindFailures) {
@@ -205,14 +256,16 @@ TEST_F(EngineTest, DecomposeRetriesTransientUnbindFailures) {
 TEST_F(EngineTest, DecomposeThatCannotUnbindLeavesTheSystemWhole) {
   start();
   compose("train", 3);
-  fabric_->setFaults({.passNext = 1, .failNext = 100, .targets = kFaultUnbind});
+  // Every unbind call is applied but times out: after 3 attempts the decompose gives up and binds the set back.
+  fabric_->setFaults({.timeoutNext = 3, .targets = kFaultUnbind});
   Operation op = run(engine_->decompose("train"));
   EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_EQ(stepLog(op), (std::vector<std::string>{"unbind:failed", "release:skipped", "bind:done*"}));
   auto system = engine_->getSystem("train");
   ASSERT_TRUE(system);
   EXPECT_EQ(system->state, SystemState::kComposed);
   EXPECT_EQ(system->bindings.size(), 3u);
-  EXPECT_EQ(fabricBindings().size(), 3u) << "the device unbound first was bound back";
+  EXPECT_EQ(fabricBindings().size(), 3u) << "the unbound set was bound back";
 }
 
 TEST_F(EngineTest, ConcurrentComposesNeverShareADevice) {
@@ -248,18 +301,21 @@ TEST_F(EngineTest, ConcurrentComposesNeverShareADevice) {
 TEST_F(EngineTest, ACrashBetweenStepsResumesFromTheStepLog) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);
-  gated.closeBeforeBind(2);
+  gated.closeBeforeBind(0);
   ComposeRequest r{"train", {}, {}};
   r.placement.gpuCount = 4;
   auto accepted = engine_->compose(r);
   ASSERT_TRUE(accepted);
   gated.waitUntilHeld();
-  // Stop while bind #3 is in the switch: its result is recorded, nothing after it runs.
+  // Stop while the bind call is in the switch: its result is recorded, nothing after it (verify, commit) runs.
   std::thread stopper([&] { engine_->stop(0s); });
   std::this_thread::sleep_for(20ms);
   gated.open();
   stopper.join();
-  EXPECT_EQ(fabricBindings().size(), 3u);
+  EXPECT_EQ(fabricBindings().size(), 4u);
+  auto stored = store_->getOperation(accepted->id);
+  ASSERT_TRUE(stored && *stored);
+  EXPECT_EQ(stepLog(**stored), (std::vector<std::string>{"reserve:done", "bind:done", "verify:pending", "commit:pending"}));
 
   RecoveryReport report = start();
   EXPECT_EQ(report.resumedOperations, 1u);
@@ -390,7 +446,7 @@ TEST_F(EngineTest, PruningHistoryKeepsIdsMovingForward) {
 TEST_F(EngineTest, ReconcileWaitsForOperationsToLeaveTheSwitchAlone) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);
-  gated.closeBeforeBind(1);
+  gated.closeBeforeBind(0);
   ComposeRequest r{"train", {}, {}};
   r.placement.gpuCount = 2;
   auto accepted = engine_->compose(r);

@@ -68,8 +68,7 @@ TEST(Composition, EnumNamesRoundTrip) {
   for (auto s : {SystemState::kComposing, SystemState::kComposed, SystemState::kDegraded, SystemState::kDecomposing,
                  SystemState::kDecomposed, SystemState::kFailed})
     EXPECT_EQ(parseSystemState(toString(s)), s);
-  for (auto s : {StepKind::kReserve, StepKind::kBind, StepKind::kVerify, StepKind::kCommit, StepKind::kUnbind, StepKind::kRelease})
-    EXPECT_EQ(parseStepKind(toString(s)), s);
+  for (auto s : {StepState::kPending, StepState::kDone, StepState::kFailed, StepState::kSkipped}) EXPECT_EQ(parseStepState(toString(s)), s);
   for (auto a : {DeviceAllocation::kFree, DeviceAllocation::kReserved, DeviceAllocation::kAllocated, DeviceAllocation::kQuarantined})
     EXPECT_EQ(parseDeviceAllocation(toString(a)), a);
   EXPECT_FALSE(parseOperationState("paused"));
@@ -77,7 +76,7 @@ TEST(Composition, EnumNamesRoundTrip) {
 
 TEST(Composition, CursorIsFirstPendingStep) {
   Operation op;
-  op.steps = {{StepKind::kReserve, {}, {}, StepState::kDone}, {StepKind::kBind, "d", "u"}, {StepKind::kCommit}};
+  op.steps = {{"reserve", {}, StepState::kDone}, {"bind", {{"d", "u"}}}, {"commit"}};
   EXPECT_EQ(op.cursor(), 1u);
   op.steps[1].state = StepState::kDone;
   op.steps[2].state = StepState::kDone;

@@ -33,8 +33,10 @@ Operation sampleOperation() {
   op.systemId = "sys-000007";
   op.hostId = "host0";
   op.state = OperationState::kRunning;
-  op.steps = {{StepKind::kReserve, {}, {}, StepState::kDone}, {StepKind::kBind, "sw0-gpu0", "sw0-usp0", StepState::kDone, false, 1},
-              {StepKind::kBind, "sw0-gpu1", "sw0-usp0"}, {StepKind::kCommit}};
+  op.steps = {{"reserve", {}, StepState::kDone},
+              {"bind", {{"sw0-gpu0", "sw0-usp0"}, {"sw0-gpu2", "sw0-usp0"}}, StepState::kDone, false, 1},
+              {"bind", {{"sw0-gpu1", "sw0-usp0"}}},
+              {"commit"}};
   op.gpuInstances = {{"sw0-gpu1", MigProfile::k7g, 0}};
   return op;
 }
@@ -103,6 +105,9 @@ TEST(SqliteStore, RoundTripsEverything) {
   ASSERT_EQ(op.steps.size(), 4u);
   EXPECT_EQ(op.steps[1].state, StepState::kDone);
   EXPECT_EQ(op.steps[1].attempts, 1);
+  EXPECT_EQ(op.steps[1].bindings, sampleOperation().steps[1].bindings) << "a step's bindings, in order";
+  EXPECT_EQ(op.steps[2].bindings, sampleOperation().steps[2].bindings);
+  EXPECT_TRUE(op.steps[3].bindings.empty());
   EXPECT_EQ(op.cursor(), 2u);
   EXPECT_EQ(op.gpuInstances, sampleOperation().gpuInstances);
   EXPECT_EQ(snap->assignments.size(), 2u);

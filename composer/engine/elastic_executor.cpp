@@ -1,0 +1,53 @@
+#include "composer/engine/elastic_executor.h"
+
+#include <algorithm>
+
+namespace switchyard {
+
+ElasticExecutor::ElasticExecutor(std::size_t maxThreads) : maxThreads_(std::max<std::size_t>(1, maxThreads)) {}
+
+ElasticExecutor::~ElasticExecutor() { join(); }
+
+void ElasticExecutor::post(std::function<void()> work) {
+  std::lock_guard lock(mutex_);
+  if (stopping_) return;
+  queue_.push_back(std::move(work));
+  // Every queued item beyond the idle threads wants a thread of its own.
+  if (queue_.size() > idle_ && threads_.size() < maxThreads_)
+    threads_.emplace_back([this] { run(); });
+  else
+    wake_.notify_one();
+}
+
+void ElasticExecutor::run() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    ++idle_;
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    --idle_;
+    if (queue_.empty()) return;  // stopping, and nothing left to run
+    auto work = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    work();
+    lock.lock();
+  }
+}
+
+void ElasticExecutor::join() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+    threads.swap(threads_);
+  }
+  wake_.notify_all();
+  for (auto& t : threads) t.join();
+}
+
+std::size_t ElasticExecutor::threads() const {
+  std::lock_guard lock(mutex_);
+  return threads_.size();
+}
+
+}  // namespace switchyard

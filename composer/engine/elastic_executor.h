@@ -1,0 +1,42 @@
+// Runs blocking calls (switch round trips that take 0.1-10 s) with a thread for every call in flight, up
+// to a cap: unlike a fixed pool of N threads, 32 slow calls at once take one call's time, not 32/N.
+// Threads are started when work arrives and none is idle, and are kept for the next burst (a thread that
+// waits costs its stack, nothing else). join() runs what is queued, then stops every thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace switchyard {
+
+class ElasticExecutor {
+ public:
+  explicit ElasticExecutor(std::size_t maxThreads);
+  ~ElasticExecutor();
+  ElasticExecutor(const ElasticExecutor&) = delete;
+  ElasticExecutor& operator=(const ElasticExecutor&) = delete;
+
+  // Runs `work` on an idle thread, a new one (below the cap), or the next thread to free up.
+  void post(std::function<void()> work);
+  // Waits for the queued work, then for every thread to end. Work posted afterwards is dropped.
+  void join();
+  [[nodiscard]] std::size_t threads() const;
+
+ private:
+  void run();
+
+  const std::size_t maxThreads_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> queue_;
+  std::vector<std::thread> threads_;
+  std::size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace switchyard
