@@ -63,6 +63,10 @@ INSERT INTO operation_step_bindings
   SELECT operation_id, position, 0, device_id, upstream_port_id FROM operation_steps WHERE device_id != '';
 UPDATE operation_steps SET device_id = '', upstream_port_id = '';
 )sql"},
+      {5, "the writer epoch: the fencing token of the one yardd allowed to write", R"sql(
+CREATE TABLE writer (id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL);
+INSERT INTO writer VALUES (1, 0);
+)sql"},
   };
   return kMigrations;
 }

@@ -77,9 +77,35 @@ Result<void> SqliteStore::migrate() {
   return {};
 }
 
-Result<void> SqliteStore::write(std::span<const StoreWrite> batch) {
+Result<WriterEpoch> SqliteStore::claimWriter() {
   Transaction tx(*db_);
   SY_TRY(tx.begin());
+  SY_ASSIGN(auto bump, db_->prepare("UPDATE writer SET epoch = epoch + 1 WHERE id = 1"));
+  SY_TRY(bump.run());
+  SY_ASSIGN(auto read, db_->prepare("SELECT epoch FROM writer WHERE id = 1"));
+  SY_ASSIGN(bool row, read.step());
+  const auto epoch = row ? static_cast<WriterEpoch>(read.integer(0)) : 0;
+  read.reset();
+  if (!row) return fail(Code::kInternal, "store has no writer row");
+  SY_TRY(tx.commit());
+  return epoch;
+}
+
+Result<void> SqliteStore::checkWriter(WriterEpoch epoch) {
+  SY_ASSIGN(auto read, db_->prepare("SELECT epoch FROM writer WHERE id = 1"));
+  SY_ASSIGN(bool row, read.step());
+  const auto current = row ? static_cast<WriterEpoch>(read.integer(0)) : 0;
+  read.reset();
+  if (current != epoch || epoch == 0)
+    return fail(Code::kFailedPrecondition,
+                fmt::format("fenced: this writer's epoch is {}, the store's is {} (another yardd has taken over the store)", epoch, current));
+  return {};
+}
+
+Result<void> SqliteStore::write(std::span<const StoreWrite> batch, WriterEpoch epoch) {
+  Transaction tx(*db_);
+  SY_TRY(tx.begin());
+  SY_TRY(checkWriter(epoch));
   for (const auto& w : batch) {
     auto r = std::visit([this](const auto& item) { return apply(item); }, w);
     if (!r) return r;
@@ -419,10 +445,11 @@ Result<std::vector<Event>> SqliteStore::listEvents(std::uint64_t afterSequence, 
   return out;
 }
 
-Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy) {
+Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy, WriterEpoch epoch) {
   PruneReport report;
   Transaction tx(*db_);
   SY_TRY(tx.begin());
+  SY_TRY(checkWriter(epoch));
   auto run = [&](const std::string& sql, std::size_t keep) -> Result<std::size_t> {
     SY_ASSIGN(auto st, db_->prepare(sql));
     SY_TRY(st.bind(1, static_cast<std::int64_t>(keep)).bind(2, static_cast<std::int64_t>(policy.maxRowsPerRun)).run());

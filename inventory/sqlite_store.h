@@ -18,18 +18,21 @@ class SqliteStore final : public Store {
                                                                  Durability durability = Durability::kNormal);
 
   [[nodiscard]] Result<StoreSnapshot> load() override;
-  [[nodiscard]] Result<void> write(std::span<const StoreWrite> batch) override;
+  [[nodiscard]] Result<WriterEpoch> claimWriter() override;
+  [[nodiscard]] Result<void> write(std::span<const StoreWrite> batch, WriterEpoch epoch) override;
   [[nodiscard]] Result<std::optional<Operation>> getOperation(const OperationId& id) override;
   [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit) override;
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) override;
 
-  [[nodiscard]] Result<PruneReport> prune(const RetentionPolicy& policy) override;
+  [[nodiscard]] Result<PruneReport> prune(const RetentionPolicy& policy, WriterEpoch epoch) override;
 
   [[nodiscard]] Result<int> schemaVersion();
 
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
   [[nodiscard]] Result<void> migrate();
+  // Inside a write transaction: fails unless `epoch` is the newest claimed writer epoch.
+  [[nodiscard]] Result<void> checkWriter(WriterEpoch epoch);
   [[nodiscard]] Result<void> apply(const PutInventory& w);
   [[nodiscard]] Result<void> apply(const PutSystem& w);
   [[nodiscard]] Result<void> apply(const PutOperation& w);

@@ -2,8 +2,15 @@
 // logs, and the event/audit trail. An interface because an etcd backend (active/standby daemons) comes
 // later; the engine depends on this and nothing else of inventory/.
 //
-// Contract: write() applies a batch atomically (all or nothing) and, once it returns, the batch
-// survives a crash of the daemon process. Used from one thread (the engine's control executor).
+// Contract (tests/contract/store_contract_test.cpp holds every backend to it):
+//  - claimWriter() makes the caller the one writer: it returns a writer epoch larger than any before it,
+//    kept durably, so a restarted or newly elected yardd always fences out the one before it.
+//  - write(batch, epoch) applies the batch atomically (all or nothing) if `epoch` is still the newest
+//    claimed one, and, once it returns, the batch survives a crash of the daemon process. A write with an
+//    older epoch (a deposed leader) fails with kFailedPrecondition and changes nothing.
+//  - id counters (sys-N, op-N, event sequence) come from what is stored, so they survive a change of writer
+//    and pruning (the newest row of each kind is always kept).
+//  - Used from one thread (the engine's control executor).
 #pragma once
 
 #include <cstdint>
@@ -69,17 +76,22 @@ struct PruneReport {
   std::size_t demand = 0;
 };
 
+using WriterEpoch = std::uint64_t;
+
 class Store {
  public:
   virtual ~Store() = default;
   [[nodiscard]] virtual Result<StoreSnapshot> load() = 0;
-  [[nodiscard]] virtual Result<void> write(std::span<const StoreWrite> batch) = 0;
+  // Takes over as the writer; returns the new writer epoch (the fencing token every write carries).
+  [[nodiscard]] virtual Result<WriterEpoch> claimWriter() = 0;
+  [[nodiscard]] virtual Result<void> write(std::span<const StoreWrite> batch, WriterEpoch epoch) = 0;
   [[nodiscard]] virtual Result<std::optional<Operation>> getOperation(const OperationId& id) = 0;
   // Newest first.
   [[nodiscard]] virtual Result<std::vector<Operation>> listOperations(std::size_t limit) = 0;
   [[nodiscard]] virtual Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) = 0;
-  // Deletes the oldest history beyond the policy, at most maxRowsPerRun rows of each kind per call.
-  [[nodiscard]] virtual Result<PruneReport> prune(const RetentionPolicy& policy) = 0;
+  // Deletes the oldest history beyond the policy, at most maxRowsPerRun rows of each kind per call; fenced
+  // like write().
+  [[nodiscard]] virtual Result<PruneReport> prune(const RetentionPolicy& policy, WriterEpoch epoch) = 0;
 };
 
 }  // namespace switchyard

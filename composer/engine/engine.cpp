@@ -273,7 +273,7 @@ Event Engine::makeEvent(std::string type, std::string subject, std::string messa
 
 Result<void> Engine::persist(Mutation& m) {
   for (const auto& e : m.events) m.writes.emplace_back(PutEvent{e});
-  if (auto r = store_.write(m.writes); !r) {
+  if (auto r = store_.write(m.writes, writerEpoch_); !r) {
     lastEventSequence_ -= m.events.size();
     return fail(r.error().wrap("store"));
   }
@@ -281,13 +281,21 @@ Result<void> Engine::persist(Mutation& m) {
   return {};
 }
 
-void Engine::persistOrDie(Mutation& m) {
+bool Engine::persistOrHalt(Mutation& m) {
   // The step log is the only record that lets an operation resume; running on without it would let
-  // memory and disk disagree. Stop loudly; the next start resumes from the last durable step.
-  if (auto r = persist(m); !r) {
-    spdlog::critical("cannot record operation progress ({}); stopping so that restart can resume from the log", r.error().message);
-    std::abort();
+  // memory and disk disagree. Stop working (not the process): the next start resumes from the last
+  // durable step, and callers are told why until then.
+  auto r = persist(m);
+  if (r) return true;
+  if (storeFailure_.empty()) {
+    storeFailure_ = r.error().message;
+    spdlog::critical("cannot record operation progress ({}); refusing new work and starting no more steps: restart yardd to resume "
+                     "from the last recorded step",
+                     storeFailure_);
   }
+  accepting_ = false;
+  halted_ = true;
+  return false;
 }
 
 void Engine::publish(const std::vector<Event>& events) {
@@ -334,7 +342,7 @@ Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Bin
 
 Result<PruneReport> Engine::pruneHistory() {
   return onControl([&]() -> Result<PruneReport> {
-    SY_ASSIGN(PruneReport report, store_.prune(options_.retention));
+    SY_ASSIGN(PruneReport report, store_.prune(options_.retention, writerEpoch_));
     if (report.events + report.operations + report.systems + report.demand > 0)
       spdlog::info("pruned history: {} event(s), {} finished operation(s), {} old system(s), {} old request shape(s)", report.events,
                    report.operations, report.systems, report.demand);

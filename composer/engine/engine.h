@@ -177,7 +177,10 @@ class Engine {
   // Persistence and events.
   [[nodiscard]] Event makeEvent(std::string type, std::string subject, std::string message);
   [[nodiscard]] Result<void> persist(Mutation& m);
-  void persistOrDie(Mutation& m);
+  // Persists step progress. When the store refuses (a failed disk, or a newer yardd fenced this one out),
+  // the engine stops cleanly: it refuses new work and starts no more steps, and every operation stays
+  // resumable from its last durable step. Returns false then.
+  [[nodiscard]] bool persistOrHalt(Mutation& m);
   void publish(const std::vector<Event>& events);
 
   // Start-up (engine_recovery.cpp).
@@ -217,6 +220,8 @@ class Engine {
   int stepCallsInFlight_ = 0;        // switch calls of operation steps: they may change bindings
   std::uint64_t stepResults_ = 0;    // bumps whenever a step's switch call returns: an older binding read is stale
   std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event
+  WriterEpoch writerEpoch_ = 0;  // claimed at start: the fencing token of every write
+  std::string storeFailure_;     // why the engine stopped writing, once it did
   bool accepting_ = false;
   bool halted_ = false;  // after stop's grace: record step results but start no new steps
 };

@@ -12,6 +12,8 @@
 namespace switchyard {
 
 Result<void> Engine::checkAccepting() const {
+  if (!storeFailure_.empty())
+    return fail(Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", storeFailure_));
   if (!accepting_) return fail(Code::kUnavailable, "yardd is starting or shutting down; retry shortly");
   return {};
 }

@@ -16,6 +16,8 @@
 namespace switchyard {
 
 Result<void> Engine::loadState() {
+  // Fence out whichever yardd wrote before this one, then read what it left.
+  SY_ASSIGN(writerEpoch_, store_.claimWriter());
   SY_ASSIGN(StoreSnapshot snapshot, store_.load());
   SY_ASSIGN(Topology discovered, driver_.discover());
   SY_TRY(validateTopology(discovered));

@@ -82,14 +82,15 @@ void Engine::advance(const OperationId& id, Mutation carried) {
   // it always commits before the next remote call starts.
   Mutation m = std::move(carried);
   auto flush = [&] {
-    if (!m.writes.empty() || !m.events.empty()) persistOrDie(m);
+    const bool ok = (m.writes.empty() && m.events.empty()) || persistOrHalt(m);
     m = {};
+    return ok;
   };
   while (!halted_) {
     const std::size_t i = op.cursor();
     if (i == op.steps.size()) {
       finish(op, m);
-      flush();
+      if (!flush()) return;  // halted: the operation stays active and resumes at the next start
       Operation done = std::move(op);
       active_.erase(it);
       if (auto w = waiters_.find(id); w != waiters_.end()) {
@@ -103,11 +104,10 @@ void Engine::advance(const OperationId& id, Mutation carried) {
       runLocalStep(op, i, kind, m);
       continue;
     }
-    flush();
-    dispatch(id, i);
+    if (flush()) dispatch(id, i);
     return;
   }
-  flush();
+  (void)flush();
 }
 
 void Engine::dispatch(const OperationId& id, std::size_t step) {
@@ -149,8 +149,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void>
       step.message = fmt::format("attempt {} failed: {}; retrying", step.attempts, error.message);
       spdlog::warn("{}: {}: {}", op.id, describe(step), step.message);
       m.writes.emplace_back(PutOperation{op, false, {index}});
-      persistOrDie(m);
-      dispatch(id, index);  // the same step again, whatever its kind
+      if (persistOrHalt(m)) dispatch(id, index);  // the same step again, whatever its kind
       return;
     }
     if (step.compensation) {

@@ -443,6 +443,37 @@ TEST_F(EngineTest, PruningHistoryKeepsIdsMovingForward) {
   EXPECT_EQ(op.systemId, "sys-000004");
 }
 
+// A store that refuses a write (here: a second yardd claimed the store, fencing this one out) used to abort
+// the daemon. The engine now stops taking work, starts no more steps and leaves the operation resumable.
+TEST_F(EngineTest, AFencedOutEngineStopsCleanlyAndTheNextWriterResumes) {
+  testing::GatedDriver gated(*fabric_);
+  start(&gated);
+  gated.closeBeforeBind(0);
+  ComposeRequest r{"train", {}, {}};
+  r.placement.gpuCount = 2;
+  auto accepted = engine_->compose(r);
+  ASSERT_TRUE(accepted);
+  gated.waitUntilHeld();
+  auto successor = SqliteStore::open(dir_ / "yard.db");
+  ASSERT_TRUE(successor);
+  ASSERT_TRUE((*successor)->claimWriter());  // the bind's outcome can no longer be recorded by this engine
+  gated.open();
+  auto after = engine_->waitOperation(accepted->id, 200ms);
+  ASSERT_TRUE(after);
+  EXPECT_FALSE(after->finished()) << "nothing after the refused write runs";
+  ComposeRequest another{"other", {}, {}};
+  another.placement.gpuCount = 1;
+  auto refused = engine_->compose(another);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kUnavailable);
+  EXPECT_NE(refused.error().message.find("fenced"), std::string::npos) << refused.error().message;
+
+  RecoveryReport report = start();  // the next writer resumes from the last durable step
+  EXPECT_EQ(report.resumedOperations, 1u);
+  EXPECT_EQ(engine_->getOperation(accepted->id)->state, OperationState::kSucceeded);
+  EXPECT_EQ(fabricBindings().size(), 2u);
+}
+
 TEST_F(EngineTest, ReconcileWaitsForOperationsToLeaveTheSwitchAlone) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);

@@ -12,6 +12,12 @@ namespace {
 
 using testing::TempDir;
 
+// Writes as a freshly claimed writer (fencing itself is the store contract's subject).
+Result<void> writeAsNewWriter(Store& store, std::span<const StoreWrite> batch) {
+  SY_ASSIGN(WriterEpoch epoch, store.claimWriter());
+  return store.write(batch, epoch);
+}
+
 System sampleSystem() {
   System s;
   s.id = "sys-000007";
@@ -58,7 +64,7 @@ TEST(SqliteStore, ReopeningIsANoOpAndKeepsData) {
     auto store = SqliteStore::open(dir / "yard.db");
     ASSERT_TRUE(store);
     StoreWrite w = PutSystem{sampleSystem()};
-    ASSERT_TRUE((*store)->write({&w, 1}));
+    ASSERT_TRUE(writeAsNewWriter(*(*store), {&w, 1}));
   }
   auto store = SqliteStore::open(dir / "yard.db");
   ASSERT_TRUE(store);
@@ -90,7 +96,7 @@ TEST(SqliteStore, RoundTripsEverything) {
                                 PutAssignment{{"sw0-gpu0", DeviceAllocation::kAllocated, "sys-000007"}},
                                 PutAssignment{{"sw1-gpu3", DeviceAllocation::kQuarantined, "bound outside"}},
                                 PutEvent{{5, 99, "device.bound", "sw0-gpu0", "bound"}}};
-  ASSERT_TRUE(store->write(batch));
+  ASSERT_TRUE(writeAsNewWriter(*store, batch));
   auto snap = store->load();
   ASSERT_TRUE(snap) << snap.error().message;
   ASSERT_TRUE(snap->inventory);
@@ -121,7 +127,7 @@ TEST(SqliteStore, ADamagedLabelsColumnIsAnErrorNamingTheRow) {
   {
     auto store = std::move(*SqliteStore::open(dir / "yard.db"));
     StoreWrite w = PutSystem{sampleSystem()};
-    ASSERT_TRUE(store->write({&w, 1}));
+    ASSERT_TRUE(writeAsNewWriter(*store, {&w, 1}));
   }
   sqlite3* db = nullptr;
   sqlite3_open((dir / "yard.db").c_str(), &db);
@@ -152,10 +158,10 @@ TEST(SqliteStore, ABatchIsAllOrNothing) {
   TempDir dir;
   auto store = std::move(*SqliteStore::open(dir / "yard.db"));
   StoreWrite first = PutEvent{{1, 1, "a", "x", "first"}};
-  ASSERT_TRUE(store->write({&first, 1}));
+  ASSERT_TRUE(writeAsNewWriter(*store, {&first, 1}));
   // The second event reuses sequence 1: the whole batch, system included, must be rejected.
   std::vector<StoreWrite> batch{PutSystem{sampleSystem()}, PutEvent{{1, 2, "b", "y", "duplicate"}}};
-  EXPECT_FALSE(store->write(batch));
+  EXPECT_FALSE(writeAsNewWriter(*store, batch));
   auto snap = store->load();
   ASSERT_TRUE(snap);
   EXPECT_TRUE(snap->systems.empty());
@@ -168,7 +174,7 @@ TEST(SqliteStore, FinishedOperationsAreNotResumedButCanBeRead) {
   Operation op = sampleOperation();
   op.state = OperationState::kSucceeded;
   StoreWrite w = PutOperation{op};
-  ASSERT_TRUE(store->write({&w, 1}));
+  ASSERT_TRUE(writeAsNewWriter(*store, {&w, 1}));
   EXPECT_TRUE(store->load()->unfinishedOperations.empty());
   auto got = store->getOperation(op.id);
   ASSERT_TRUE(got && *got);
@@ -183,7 +189,7 @@ TEST(SqliteStore, DecomposedSystemsAreHistoryNotLiveState) {
   System s = sampleSystem();
   s.state = SystemState::kDecomposed;
   StoreWrite w = PutSystem{s};
-  ASSERT_TRUE(store->write({&w, 1}));
+  ASSERT_TRUE(writeAsNewWriter(*store, {&w, 1}));
   auto snap = store->load();
   EXPECT_TRUE(snap->systems.empty());
   EXPECT_EQ(snap->lastSystemNumber, 7u) << "ids are never reused";
@@ -204,8 +210,8 @@ TEST(SqliteStore, PrunesOnlyOldFinishedHistory) {
     s.state = i == 3 ? SystemState::kComposed : SystemState::kDecomposed;
     batch.emplace_back(PutSystem{s});
   }
-  ASSERT_TRUE(store->write(batch));
-  auto report = store->prune({.events = 20, .finishedOperations = 4, .maxRowsPerRun = 1000});
+  ASSERT_TRUE(writeAsNewWriter(*store, batch));
+  auto report = store->prune({.events = 20, .finishedOperations = 4, .maxRowsPerRun = 1000}, *store->claimWriter());
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_EQ(report->events, 30u);
   EXPECT_EQ(report->operations, 5u) << "ops 1 and 3..6 go; op 2 is still running";
@@ -221,7 +227,7 @@ TEST(SqliteStore, PrunesOnlyOldFinishedHistory) {
   EXPECT_EQ(snap->lastSystemNumber, 10u);
   EXPECT_FALSE(*store->getOperation("op-000001"));
   EXPECT_TRUE(*store->getOperation("op-000007"));
-  auto bounded = store->prune({.events = 1, .finishedOperations = 1, .maxRowsPerRun = 3});
+  auto bounded = store->prune({.events = 1, .finishedOperations = 1, .maxRowsPerRun = 3}, *store->claimWriter());
   EXPECT_EQ(bounded->events, 3u) << "one run deletes at most maxRowsPerRun rows of each kind";
 }
 
@@ -231,12 +237,12 @@ TEST(SqliteStore, KeepsTheNewestRequestShapesOldestFirst) {
   std::vector<StoreWrite> batch;
   const int n = static_cast<int>(kDemandWindow) + 3;
   for (int i = 1; i <= n; ++i) batch.emplace_back(PutDemand{{i, i % 2 == 0, i == n ? "H100-SXM5-80GB" : ""}});
-  ASSERT_TRUE(store->write(batch));
+  ASSERT_TRUE(writeAsNewWriter(*store, batch));
   auto before = store->load();
   ASSERT_TRUE(before) << before.error().message;
   ASSERT_EQ(before->recentDemand.size(), kDemandWindow) << "no more than the learner's window, even before a prune";
   EXPECT_EQ(before->recentDemand.front().gpus, 4);
-  auto report = store->prune({.demand = 4});
+  auto report = store->prune({.demand = 4}, *store->claimWriter());
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_EQ(report->demand, static_cast<std::size_t>(n - 4));
   auto snap = store->load();

@@ -1,0 +1,176 @@
+// The contract every Store backend must honour (see inventory/store.h). A new backend (etcd) joins by
+// adding a factory to INSTANTIATE_TEST_SUITE_P below; the factory may open the same store twice, as two
+// yardd processes would.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "fabric/topology_generator.h"
+#include "inventory/sqlite_store.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard {
+namespace {
+
+struct StoreFactory {
+  std::string name;
+  // Opens (a new connection to) the store that lives under `dir`.
+  std::function<Result<std::unique_ptr<Store>>(const std::filesystem::path& dir)> open;
+};
+
+std::ostream& operator<<(std::ostream& os, const StoreFactory& f) { return os << f.name; }
+
+System system(int n, SystemState state = SystemState::kComposed) {
+  System s;
+  s.id = fmt::format("sys-{:06}", n);
+  s.name = fmt::format("s{}", n);
+  s.hostId = "host0";
+  s.state = state;
+  s.bindings = {{"sw0-gpu0", "sw0-usp0"}};
+  return s;
+}
+
+Operation operation(int n, OperationState state) {
+  Operation op;
+  op.id = fmt::format("op-{:06}", n);
+  op.systemId = "sys-000001";
+  op.hostId = "host0";
+  op.state = state;
+  op.steps = {{"reserve", {}, StepState::kDone}, {"bind", {{"sw0-gpu0", "sw0-usp0"}, {"sw0-gpu1", "sw0-usp0"}}}, {"commit"}};
+  return op;
+}
+
+class StoreContract : public ::testing::TestWithParam<StoreFactory> {
+ protected:
+  std::unique_ptr<Store> open() {
+    auto s = GetParam().open(dir_.path());
+    EXPECT_TRUE(s) << s.error().message;
+    return s ? std::move(*s) : nullptr;
+  }
+  testing::TempDir dir_;
+};
+
+TEST_P(StoreContract, ANewStoreIsEmpty) {
+  auto store = open();
+  auto snap = store->load();
+  ASSERT_TRUE(snap) << snap.error().message;
+  EXPECT_FALSE(snap->inventory);
+  EXPECT_TRUE(snap->systems.empty());
+  EXPECT_TRUE(snap->unfinishedOperations.empty());
+  EXPECT_EQ(snap->lastOperationNumber, 0u);
+}
+
+TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
+  {
+    auto store = open();
+    const WriterEpoch epoch = *store->claimWriter();
+    std::vector<StoreWrite> batch{PutInventory{defaultTopology()}, PutSystem{system(1)}, PutOperation{operation(3, OperationState::kRunning)},
+                                  PutAssignment{{"sw0-gpu0", DeviceAllocation::kReserved, "op-000003"}},
+                                  PutEvent{{1, 5, "operation.accepted", "op-000003", "accepted"}}};
+    ASSERT_TRUE(store->write(batch, epoch));
+  }
+  auto store = open();
+  auto snap = store->load();
+  ASSERT_TRUE(snap) << snap.error().message;
+  ASSERT_TRUE(snap->inventory);
+  ASSERT_EQ(snap->systems.size(), 1u);
+  ASSERT_EQ(snap->unfinishedOperations.size(), 1u);
+  EXPECT_EQ(snap->unfinishedOperations[0].steps[1].bindings, operation(3, OperationState::kRunning).steps[1].bindings);
+  EXPECT_EQ(snap->unfinishedOperations[0].steps[1].kind, "bind");
+  EXPECT_EQ(snap->assignments.size(), 1u);
+  EXPECT_EQ(store->listEvents(0, 10)->size(), 1u);
+}
+
+TEST_P(StoreContract, ABatchIsAllOrNothing) {
+  auto store = open();
+  const WriterEpoch epoch = *store->claimWriter();
+  StoreWrite first = PutEvent{{1, 1, "a", "x", "first"}};
+  ASSERT_TRUE(store->write({&first, 1}, epoch));
+  std::vector<StoreWrite> batch{PutSystem{system(1)}, PutEvent{{1, 2, "b", "y", "reuses sequence 1"}}};
+  EXPECT_FALSE(store->write(batch, epoch));
+  EXPECT_TRUE(store->load()->systems.empty());
+  EXPECT_EQ(store->listEvents(0, 10)->size(), 1u);
+}
+
+TEST_P(StoreContract, EachClaimFencesOutTheWriterBeforeIt) {
+  auto leader = open();
+  auto standby = open();  // another yardd on the same store
+  const WriterEpoch old = *leader->claimWriter();
+  const WriterEpoch next = *standby->claimWriter();
+  EXPECT_GT(next, old);
+  StoreWrite w = PutSystem{system(1)};
+  auto refused = leader->write({&w, 1}, old);
+  ASSERT_FALSE(refused) << "a deposed leader's write must be refused";
+  EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(refused.error().message.find("fenced"), std::string::npos) << refused.error().message;
+  EXPECT_TRUE(standby->load()->systems.empty()) << "and change nothing";
+  EXPECT_FALSE(leader->prune({}, old)) << "pruning is fenced too";
+  ASSERT_TRUE(standby->write({&w, 1}, next));
+  EXPECT_EQ(leader->load()->systems.size(), 1u) << "reads are not fenced";
+}
+
+TEST_P(StoreContract, EpochsOnlyGrowAcrossReopening) {
+  WriterEpoch before = 0;
+  {
+    auto store = open();
+    before = *store->claimWriter();
+  }
+  auto store = open();
+  EXPECT_GT(*store->claimWriter(), before);
+  StoreWrite w = PutSystem{system(1)};
+  EXPECT_FALSE(store->write({&w, 1}, 0)) << "epoch 0 is never a writer";
+}
+
+TEST_P(StoreContract, IdCountersSurviveAChangeOfWriterAndPruning) {
+  {
+    auto leader = open();
+    const WriterEpoch epoch = *leader->claimWriter();
+    std::vector<StoreWrite> batch;
+    for (int i = 1; i <= 5; ++i) {
+      batch.push_back(PutSystem{system(i, SystemState::kDecomposed)});
+      batch.push_back(PutOperation{operation(i, OperationState::kSucceeded)});
+      batch.push_back(PutEvent{{static_cast<std::uint64_t>(i), i, "t", "s", "m"}});
+    }
+    ASSERT_TRUE(leader->write(batch, epoch));
+    ASSERT_TRUE(leader->prune({.events = 1, .finishedOperations = 1}, epoch));
+  }
+  auto successor = open();
+  ASSERT_TRUE(successor->claimWriter());
+  auto snap = successor->load();
+  ASSERT_TRUE(snap) << snap.error().message;
+  EXPECT_EQ(snap->lastSystemNumber, 5u);
+  EXPECT_EQ(snap->lastOperationNumber, 5u);
+  EXPECT_EQ(snap->lastEventSequence, 5u);
+}
+
+TEST_P(StoreContract, ListsOperationsNewestFirstAndEventsInOrder) {
+  auto store = open();
+  const WriterEpoch epoch = *store->claimWriter();
+  std::vector<StoreWrite> batch;
+  for (int i = 1; i <= 3; ++i) {
+    batch.push_back(PutOperation{operation(i, OperationState::kSucceeded)});
+    batch.push_back(PutEvent{{static_cast<std::uint64_t>(i), i, "t", "s", fmt::format("m{}", i)}});
+  }
+  ASSERT_TRUE(store->write(batch, epoch));
+  auto ops = store->listOperations(2);
+  ASSERT_TRUE(ops);
+  ASSERT_EQ(ops->size(), 2u);
+  EXPECT_EQ((*ops)[0].id, "op-000003");
+  EXPECT_EQ((*ops)[0].steps.size(), 3u);
+  auto events = store->listEvents(1, 10);
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].sequence, 2u);
+  EXPECT_FALSE(*store->getOperation("op-999999"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Stores, StoreContract,
+                         ::testing::Values(StoreFactory{"sqlite",
+                                                        [](const std::filesystem::path& dir) -> Result<std::unique_ptr<Store>> {
+                                                          SY_ASSIGN(auto s, SqliteStore::open(dir / "yard.db"));
+                                                          return std::unique_ptr<Store>(std::move(s));
+                                                        }}),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace switchyard
