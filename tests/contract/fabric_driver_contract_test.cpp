@@ -105,6 +105,34 @@ TEST_P(FabricDriverContract, ConcurrentBindsOfOneDeviceHaveExactlyOneWinner) {
   EXPECT_EQ(bindings().size(), 1u);
 }
 
+TEST_P(FabricDriverContract, ASetIsBoundInOneCall) {
+  const std::vector<Binding> set{{"a-gpu0", "a-usp-h0"}, {"a-gpu1", "a-usp-h0"}, {"b-gpu0", "a-usp-h0"}};
+  ASSERT_TRUE(driver_->bindAll(set));
+  EXPECT_EQ(bindings(), (std::vector<Binding>{{"a-gpu0", "a-usp-h0"}, {"a-gpu1", "a-usp-h0"}, {"b-gpu0", "a-usp-h0"}}));
+  ASSERT_TRUE(driver_->bindAll(set)) << "idempotent";
+  ASSERT_TRUE(driver_->unbindAll(set));
+  EXPECT_TRUE(bindings().empty());
+  ASSERT_TRUE(driver_->unbindAll(set)) << "idempotent";
+}
+
+TEST_P(FabricDriverContract, ASetWithOneBadMemberChangesNothing) {
+  ASSERT_TRUE(driver_->bind("a-gpu2", "a-usp-h1"));
+  auto busy = driver_->bindAll(std::vector<Binding>{{"a-gpu0", "a-usp-h0"}, {"a-gpu2", "a-usp-h0"}});
+  ASSERT_FALSE(busy);
+  EXPECT_EQ(busy.error().code, Code::kFailedPrecondition);
+  EXPECT_TRUE(changedNothing(busy.error().code));
+  auto twice = driver_->bindAll(std::vector<Binding>{{"a-gpu0", "a-usp-h0"}, {"a-gpu0", "a-usp-h0"}});
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().code, Code::kInvalidArgument);
+  auto unknown = driver_->bindAll(std::vector<Binding>{{"a-gpu0", "a-usp-h0"}, {"ghost", "a-usp-h0"}});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, Code::kNotFound);
+  EXPECT_EQ(bindings(), (std::vector<Binding>{{"a-gpu2", "a-usp-h1"}})) << "none of the refused sets left a binding behind";
+  auto wrongPort = driver_->unbindAll(std::vector<Binding>{{"a-gpu2", "a-usp-h0"}});
+  EXPECT_EQ(wrongPort.error().code, Code::kFailedPrecondition);
+  EXPECT_EQ(bindings().size(), 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Drivers, FabricDriverContract,
                          ::testing::Values(DriverFactory{"simulated",
                                                          [](const Topology& t, Clock& clock) -> std::unique_ptr<FabricDriver> {
