@@ -165,10 +165,8 @@ void printOperation(const pb::Operation& op, std::ostream& out) {
     out << fmt::format("  MIG:   {} on {} at slice {}\n", i.profile(), i.device_id(), i.start());
   for (int i = 0; i < op.steps_size(); ++i) {
     const auto& s = op.steps(i);
-    std::string target = s.device_id().empty() ? "" : fmt::format(" {}", s.device_id());
-    if (!s.upstream_port_id().empty()) target += (s.kind() == "unbind" ? " from " : " -> ") + s.upstream_port_id();
-    out << fmt::format("  {:>2}. {:<8}{:<34} {}{}{}\n", i + 1, s.kind(), target, s.state(), s.compensation() ? " (undo)" : "",
-                       s.message().empty() ? "" : "  " + s.message());
+    out << fmt::format("  {:>2}. {:<42} {}{}{}\n", i + 1, s.description().empty() ? s.kind() : s.description(), s.state(),
+                       s.compensation() ? " (undo)" : "", s.message().empty() ? "" : "  " + s.message());
   }
 }
 

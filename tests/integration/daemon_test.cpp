@@ -108,6 +108,8 @@ TEST_F(DaemonTest, ComposeListDecomposeWithYardctl) {
   auto composed = yardctl("compose train-a --gpus 4 --p2p required --label team=ml");
   ASSERT_EQ(composed.exitCode, 0) << composed.err;
   EXPECT_NE(composed.err.find("[2/4] bind sw0-gpu0, sw0-gpu1, sw0-gpu2, sw0-gpu3 -> sw0-usp0 ... done"), std::string::npos) << composed.err;
+  auto shown = yardctl("ops show op-000001");
+  EXPECT_NE(shown.out.find("2. bind sw0-gpu0, sw0-gpu1, sw0-gpu2, sw0-gpu3 -> sw0-usp0"), std::string::npos) << shown.out;
   EXPECT_NE(composed.err.find("succeeded"), std::string::npos);
 
   json systems = yardctlJson("systems");
