@@ -35,6 +35,7 @@ Result<Topology> SimulatedFabric::discover() {
 namespace {
 
 std::string describeSet(std::string_view verb, std::span<const Binding> set) {
+  if (set.empty()) return fmt::format("{} of an empty set", verb);
   if (set.size() == 1) return fmt::format("{} {} {} {}", verb, set[0].deviceId, verb == "bind" ? "->" : "from", set[0].upstreamPortId);
   return fmt::format("{} {} device(s), first {} {} {}", verb, set.size(), set[0].deviceId, verb == "bind" ? "->" : "from",
                      set[0].upstreamPortId);

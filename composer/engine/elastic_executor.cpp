@@ -50,4 +50,9 @@ std::size_t ElasticExecutor::threads() const {
   return threads_.size();
 }
 
+std::size_t ElasticExecutor::idleThreads() const {
+  std::lock_guard lock(mutex_);
+  return idle_;
+}
+
 }  // namespace switchyard

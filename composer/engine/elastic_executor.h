@@ -26,6 +26,7 @@ class ElasticExecutor {
   // Waits for the queued work, then for every thread to end. Work posted afterwards is dropped.
   void join();
   [[nodiscard]] std::size_t threads() const;
+  [[nodiscard]] std::size_t idleThreads() const;
 
  private:
   void run();

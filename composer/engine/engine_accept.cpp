@@ -53,13 +53,18 @@ Result<void> validateName(const std::string& name) {
   return {};
 }
 
-// reserve (done at acceptance), bind every device in one switch call, verify, commit.
+// reserve (done at acceptance), bind every device in one switch call, verify, commit. An attach whose MIG
+// instances all fit on GPUs the system already has binds nothing: reserve, commit.
 std::vector<Step> bindSteps(const std::vector<PlacedDevice>& devices) {
   std::vector<Binding> bindings;
   for (const auto& d : devices) bindings.push_back({d.deviceId, d.upstreamPortId});
-  std::vector<Step> steps{makeStep(step::kReserve), makeStep(step::kBind, std::move(bindings)), makeStep(step::kVerify),
-                          makeStep(step::kCommit)};
+  std::vector<Step> steps{makeStep(step::kReserve)};
   steps.front().state = StepState::kDone;
+  if (!bindings.empty()) {
+    steps.push_back(makeStep(step::kBind, std::move(bindings)));
+    steps.push_back(makeStep(step::kVerify));
+  }
+  steps.push_back(makeStep(step::kCommit));
   return steps;
 }
 
