@@ -65,37 +65,40 @@ Result<void> SimulatedFabric::checkSetLocked(std::span<const Binding> set, bool 
   return {};
 }
 
-Result<void> SimulatedFabric::bindAll(std::span<const Binding> set) {
+Result<void> SimulatedFabric::bindAll(std::span<const Binding> set) { return changeSet(set, true); }
+
+Result<void> SimulatedFabric::unbindAll(std::span<const Binding> set) { return changeSet(set, false); }
+
+Result<void> SimulatedFabric::changeSet(std::span<const Binding> set, bool binding) {
   clock_.sleepFor(options_.latency);  // one round trip for the whole set, like a zone PATCH
   std::lock_guard lock(mutex_);
   ++calls_;
-  SY_TRY(checkSetLocked(set, true));
-  auto fault = nextFaultLocked(kFaultBind);
-  if (fault && !fault->second) return reportFault(*fault, describeSet("bind", set));
-  const auto before = bindings_;
-  for (const auto& b : set) bindings_.emplace(b.deviceId, b.upstreamPortId);
+  SY_TRY(checkSetLocked(set, binding));
+  auto fault = nextFaultLocked(binding ? kFaultBind : kFaultUnbind);
+  auto what = [&] { return describeSet(binding ? "bind" : "unbind", set); };
+  if (fault && !fault->second) return reportFault(*fault, what());
+  // The set was checked: each member is unbound or already bound as asked. Remember what changes, to put it
+  // back if the table cannot be saved.
+  std::vector<Binding> changed;
+  for (const auto& b : set) {
+    const bool bound = bindings_.contains(b.deviceId);
+    if (bound == binding) continue;  // idempotent member
+    changed.push_back(b);
+    if (binding)
+      bindings_.emplace(b.deviceId, b.upstreamPortId);
+    else
+      bindings_.erase(b.deviceId);
+  }
   if (auto saved = saveStateLocked(); !saved) {
-    bindings_ = before;
+    for (const auto& b : changed) {
+      if (binding)
+        bindings_.erase(b.deviceId);
+      else
+        bindings_.emplace(b.deviceId, b.upstreamPortId);
+    }
     return saved;
   }
-  if (fault) return reportFault(*fault, describeSet("bind", set));
-  return {};
-}
-
-Result<void> SimulatedFabric::unbindAll(std::span<const Binding> set) {
-  clock_.sleepFor(options_.latency);
-  std::lock_guard lock(mutex_);
-  ++calls_;
-  SY_TRY(checkSetLocked(set, false));
-  auto fault = nextFaultLocked(kFaultUnbind);
-  if (fault && !fault->second) return reportFault(*fault, describeSet("unbind", set));
-  const auto before = bindings_;
-  for (const auto& b : set) bindings_.erase(b.deviceId);
-  if (auto saved = saveStateLocked(); !saved) {
-    bindings_ = before;
-    return saved;
-  }
-  if (fault) return reportFault(*fault, describeSet("unbind", set));
+  if (fault) return reportFault(*fault, what());
   return {};
 }
 

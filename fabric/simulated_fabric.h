@@ -57,6 +57,8 @@ class SimulatedFabric final : public FabricDriver {
   [[nodiscard]] Result<void> prepareStateFile();
   // Checks a whole set before anything is applied: unknown names, other fabrics, devices bound elsewhere.
   [[nodiscard]] Result<void> checkSetLocked(std::span<const Binding> set, bool binding) const;
+  // bindAll (binding) or unbindAll: one latency, the whole set checked, then applied and saved.
+  [[nodiscard]] Result<void> changeSet(std::span<const Binding> set, bool binding);
   [[nodiscard]] Result<void> saveStateLocked() const;
   // Returns the injected fault for this call, if any: {code, applyAnyway}.
   [[nodiscard]] std::optional<std::pair<Code, bool>> nextFaultLocked(FaultTarget target);

@@ -82,20 +82,22 @@ Result<WriterEpoch> SqliteStore::claimWriter() {
   SY_TRY(tx.begin());
   SY_ASSIGN(auto bump, db_->prepare("UPDATE writer SET epoch = epoch + 1 WHERE id = 1"));
   SY_TRY(bump.run());
+  SY_ASSIGN(WriterEpoch epoch, currentWriter());
+  SY_TRY(tx.commit());
+  return epoch;
+}
+
+Result<WriterEpoch> SqliteStore::currentWriter() {
   SY_ASSIGN(auto read, db_->prepare("SELECT epoch FROM writer WHERE id = 1"));
   SY_ASSIGN(bool row, read.step());
   const auto epoch = row ? static_cast<WriterEpoch>(read.integer(0)) : 0;
   read.reset();
   if (!row) return fail(Code::kInternal, "store has no writer row");
-  SY_TRY(tx.commit());
   return epoch;
 }
 
 Result<void> SqliteStore::checkWriter(WriterEpoch epoch) {
-  SY_ASSIGN(auto read, db_->prepare("SELECT epoch FROM writer WHERE id = 1"));
-  SY_ASSIGN(bool row, read.step());
-  const auto current = row ? static_cast<WriterEpoch>(read.integer(0)) : 0;
-  read.reset();
+  SY_ASSIGN(WriterEpoch current, currentWriter());
   if (current != epoch || epoch == 0)
     return fail(Code::kFailedPrecondition,
                 fmt::format("fenced: this writer's epoch is {}, the store's is {} (another yardd has taken over the store)", epoch, current));

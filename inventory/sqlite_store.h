@@ -31,6 +31,7 @@ class SqliteStore final : public Store {
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
   [[nodiscard]] Result<void> migrate();
+  [[nodiscard]] Result<WriterEpoch> currentWriter();
   // Inside a write transaction: fails unless `epoch` is the newest claimed writer epoch.
   [[nodiscard]] Result<void> checkWriter(WriterEpoch epoch);
   [[nodiscard]] Result<void> apply(const PutInventory& w);

@@ -275,27 +275,26 @@ Result<void> Engine::persist(Mutation& m) {
   for (const auto& e : m.events) m.writes.emplace_back(PutEvent{e});
   if (auto r = store_.write(m.writes, writerEpoch_); !r) {
     lastEventSequence_ -= m.events.size();
-    return fail(r.error().wrap("store"));
+    haltOnStoreFailure(r.error());
+    // The engine has stopped taking work: callers get what checkAccepting() tells the ones after them.
+    return fail(Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", r.error().message));
   }
   publish(m.events);
   return {};
 }
 
-bool Engine::persistOrHalt(Mutation& m) {
-  // The step log is the only record that lets an operation resume; running on without it would let
-  // memory and disk disagree. Stop working (not the process): the next start resumes from the last
-  // durable step, and callers are told why until then.
-  auto r = persist(m);
-  if (r) return true;
+void Engine::haltOnStoreFailure(const Error& error) {
+  // Whatever the write was (a step's outcome, an acceptance, an event), the store either fails or has fenced
+  // this yardd out: running on would let memory and disk disagree. Stop working, not the process: the next
+  // start resumes every operation from its last durable step, and callers are told why until then.
   if (storeFailure_.empty()) {
-    storeFailure_ = r.error().message;
-    spdlog::critical("cannot record operation progress ({}); refusing new work and starting no more steps: restart yardd to resume "
+    storeFailure_ = error.message;
+    spdlog::critical("cannot write to the store ({}); refusing new work and starting no more steps: restart yardd to resume "
                      "from the last recorded step",
                      storeFailure_);
   }
   accepting_ = false;
   halted_ = true;
-  return false;
 }
 
 void Engine::publish(const std::vector<Event>& events) {
@@ -342,7 +341,9 @@ Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Bin
 
 Result<PruneReport> Engine::pruneHistory() {
   return onControl([&]() -> Result<PruneReport> {
-    SY_ASSIGN(PruneReport report, store_.prune(options_.retention, writerEpoch_));
+    auto pruned = store_.prune(options_.retention, writerEpoch_);
+    if (!pruned) haltOnStoreFailure(pruned.error());
+    SY_ASSIGN(PruneReport report, std::move(pruned));
     if (report.events + report.operations + report.systems + report.demand > 0)
       spdlog::info("pruned history: {} event(s), {} finished operation(s), {} old system(s), {} old request shape(s)", report.events,
                    report.operations, report.systems, report.demand);

@@ -173,14 +173,16 @@ class Engine {
   void finish(Operation& op, Mutation& m);
   [[nodiscard]] const StepKind& kindOf(const Step& step) const;
   [[nodiscard]] std::string describe(const Step& step) const;
+  // A step's events go into `events` (numbered as they come).
+  [[nodiscard]] StepEffects::EmitEvent emitInto(std::vector<Event>& events);
 
   // Persistence and events.
   [[nodiscard]] Event makeEvent(std::string type, std::string subject, std::string message);
+  // Writes the mutation, then publishes its events. When the store refuses (a failed disk, or a newer
+  // yardd fenced this one out), the engine halts (haltOnStoreFailure) and the error is returned.
   [[nodiscard]] Result<void> persist(Mutation& m);
-  // Persists step progress. When the store refuses (a failed disk, or a newer yardd fenced this one out),
-  // the engine stops cleanly: it refuses new work and starts no more steps, and every operation stays
-  // resumable from its last durable step. Returns false then.
-  [[nodiscard]] bool persistOrHalt(Mutation& m);
+  // Refuses new work and starts no more steps; every operation stays resumable from its last durable step.
+  void haltOnStoreFailure(const Error& error);
   void publish(const std::vector<Event>& events);
 
   // Start-up (engine_recovery.cpp).

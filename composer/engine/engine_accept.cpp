@@ -128,8 +128,8 @@ Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
 }
 
 void Engine::recordDemand(const DemandShape& shape) {
-  // Only what the packing core learns from: losing it costs placement quality after a restart, not
-  // correctness, so a failed write is logged and the request's own answer stands.
+  // Only what the packing core learns from, so the request's own answer stands; a failed write still halts
+  // the engine (persist), as every failed store write does.
   Mutation m;
   m.writes.emplace_back(PutDemand{shape});
   if (auto r = persist(m); !r) spdlog::warn("cannot store a request's shape for the demand mix: {}", r.error().message);

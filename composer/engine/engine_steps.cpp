@@ -22,9 +22,8 @@ bool retryable(Code c) { return c == Code::kUnavailable || c == Code::kDeadlineE
 // What a local step changes, collected into the step's mutation.
 class LocalContext final : public LocalStepContext {
  public:
-  LocalContext(PoolState& state, System system, std::vector<Event>& events, std::vector<StoreWrite>& writes,
-               std::function<Event(std::string, std::string, std::string)> makeEvent)
-      : state_(state), system_(std::move(system)), events_(events), writes_(writes), makeEvent_(std::move(makeEvent)) {}
+  LocalContext(EmitEvent emit, PoolState& state, System system, std::vector<StoreWrite>& writes)
+      : LocalStepContext(std::move(emit)), state_(state), system_(std::move(system)), writes_(writes) {}
 
   System& system() override { return system_; }
   void setAllocation(const std::vector<DeviceId>& devices, DeviceAllocation allocation, const std::string& owner) override {
@@ -35,29 +34,11 @@ class LocalContext final : public LocalStepContext {
     }
   }
   DeviceAllocation allocation(const DeviceId& device) const override { return state_.assignment(device).allocation; }
-  void event(std::string type, std::string subject, std::string message) override {
-    events_.push_back(makeEvent_(std::move(type), std::move(subject), std::move(message)));
-  }
 
  private:
   PoolState& state_;
   System system_;
-  std::vector<Event>& events_;
   std::vector<StoreWrite>& writes_;
-  std::function<Event(std::string, std::string, std::string)> makeEvent_;
-};
-
-class EventsOnly final : public StepEffects {
- public:
-  EventsOnly(std::vector<Event>& events, std::function<Event(std::string, std::string, std::string)> makeEvent)
-      : events_(events), makeEvent_(std::move(makeEvent)) {}
-  void event(std::string type, std::string subject, std::string message) override {
-    events_.push_back(makeEvent_(std::move(type), std::move(subject), std::move(message)));
-  }
-
- private:
-  std::vector<Event>& events_;
-  std::function<Event(std::string, std::string, std::string)> makeEvent_;
 };
 
 }  // namespace
@@ -74,6 +55,12 @@ const StepKind& Engine::kindOf(const Step& step) const {
 
 std::string Engine::describe(const Step& step) const { return kindOf(step).describe(step); }
 
+StepEffects::EmitEvent Engine::emitInto(std::vector<Event>& events) {
+  return [this, &events](std::string type, std::string subject, std::string message) {
+    events.push_back(makeEvent(std::move(type), std::move(subject), std::move(message)));
+  };
+}
+
 void Engine::advance(const OperationId& id, Mutation carried) {
   auto it = active_.find(id);
   if (it == active_.end()) return;
@@ -82,7 +69,7 @@ void Engine::advance(const OperationId& id, Mutation carried) {
   // it always commits before the next remote call starts.
   Mutation m = std::move(carried);
   auto flush = [&] {
-    const bool ok = (m.writes.empty() && m.events.empty()) || persistOrHalt(m);
+    const bool ok = (m.writes.empty() && m.events.empty()) || persist(m);
     m = {};
     return ok;
   };
@@ -140,7 +127,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void>
     step.state = StepState::kDone;
     step.finishedAt = op.updatedAt;
     step.message.clear();
-    EventsOnly effects(m.events, [this](std::string t, std::string s, std::string msg) { return makeEvent(std::move(t), std::move(s), std::move(msg)); });
+    StepEffects effects(emitInto(m.events));
     kind.succeeded(effects, op, step);
   } else {
     const Error& error = result.error();
@@ -149,7 +136,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void>
       step.message = fmt::format("attempt {} failed: {}; retrying", step.attempts, error.message);
       spdlog::warn("{}: {}: {}", op.id, describe(step), step.message);
       m.writes.emplace_back(PutOperation{op, false, {index}});
-      if (persistOrHalt(m)) dispatch(id, index);  // the same step again, whatever its kind
+      if (persist(m)) dispatch(id, index);  // the same step again, whatever its kind
       return;
     }
     if (step.compensation) {
@@ -213,8 +200,7 @@ void Engine::runLocalStep(Operation& op, std::size_t index, const StepKind& kind
     std::abort();
   }
   const Timestamp now = clock_.now();
-  LocalContext context(*state_, *system, m.events, m.writes,
-                       [this](std::string t, std::string s, std::string msg) { return makeEvent(std::move(t), std::move(s), std::move(msg)); });
+  LocalContext context(emitInto(m.events), *state_, *system, m.writes);
   kind.apply(context, op, step);
   System updated = context.system();
   updated.updatedAt = now;

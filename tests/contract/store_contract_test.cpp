@@ -41,6 +41,17 @@ Operation operation(int n, OperationState state) {
   return op;
 }
 
+// Finished history: operations op-1..n with event i each, and decomposed systems sys-1..n when asked.
+std::vector<StoreWrite> finishedHistory(int n, bool withSystems) {
+  std::vector<StoreWrite> batch;
+  for (int i = 1; i <= n; ++i) {
+    if (withSystems) batch.push_back(PutSystem{system(i, SystemState::kDecomposed)});
+    batch.push_back(PutOperation{operation(i, OperationState::kSucceeded)});
+    batch.push_back(PutEvent{{static_cast<std::uint64_t>(i), i, "t", "s", fmt::format("m{}", i)}});
+  }
+  return batch;
+}
+
 class StoreContract : public ::testing::TestWithParam<StoreFactory> {
  protected:
   std::unique_ptr<Store> open() {
@@ -126,14 +137,12 @@ TEST_P(StoreContract, IdCountersSurviveAChangeOfWriterAndPruning) {
   {
     auto leader = open();
     const WriterEpoch epoch = *leader->claimWriter();
-    std::vector<StoreWrite> batch;
-    for (int i = 1; i <= 5; ++i) {
-      batch.push_back(PutSystem{system(i, SystemState::kDecomposed)});
-      batch.push_back(PutOperation{operation(i, OperationState::kSucceeded)});
-      batch.push_back(PutEvent{{static_cast<std::uint64_t>(i), i, "t", "s", "m"}});
-    }
-    ASSERT_TRUE(leader->write(batch, epoch));
-    ASSERT_TRUE(leader->prune({.events = 1, .finishedOperations = 1}, epoch));
+    ASSERT_TRUE(leader->write(finishedHistory(5, true), epoch));
+    auto pruned = leader->prune({.events = 1, .finishedOperations = 1}, epoch);
+    ASSERT_TRUE(pruned) << pruned.error().message;
+    EXPECT_EQ(pruned->operations, 4u) << "the newest row of each kind is all that is left";
+    EXPECT_EQ(pruned->systems, 4u);
+    EXPECT_EQ(pruned->events, 4u);
   }
   auto successor = open();
   ASSERT_TRUE(successor->claimWriter());
@@ -146,13 +155,7 @@ TEST_P(StoreContract, IdCountersSurviveAChangeOfWriterAndPruning) {
 
 TEST_P(StoreContract, ListsOperationsNewestFirstAndEventsInOrder) {
   auto store = open();
-  const WriterEpoch epoch = *store->claimWriter();
-  std::vector<StoreWrite> batch;
-  for (int i = 1; i <= 3; ++i) {
-    batch.push_back(PutOperation{operation(i, OperationState::kSucceeded)});
-    batch.push_back(PutEvent{{static_cast<std::uint64_t>(i), i, "t", "s", fmt::format("m{}", i)}});
-  }
-  ASSERT_TRUE(store->write(batch, epoch));
+  ASSERT_TRUE(store->write(finishedHistory(3, false), *store->claimWriter()));
   auto ops = store->listOperations(2);
   ASSERT_TRUE(ops);
   ASSERT_EQ(ops->size(), 2u);

@@ -35,7 +35,8 @@ class EngineTest : public ::testing::Test {
     auto s = SqliteStore::open(dir_ / "yard.db");
     EXPECT_TRUE(s);
     store_ = std::move(*s);
-    EngineOptions options{.fabricPollInterval = 0ms, .reconcileInterval = reconcileInterval_, .retention = retention_, .pruneInterval = 0ms};
+    EngineOptions options{.steps = stepKinds_,
+                          .fabricPollInterval = 0ms, .reconcileInterval = reconcileInterval_, .retention = retention_, .pruneInterval = 0ms};
     engine_ = std::make_unique<Engine>(driver ? *driver : *fabric_, *store_, clock_, options);
     auto report = engine_->start();
     EXPECT_TRUE(report) << report.error().message;
@@ -75,6 +76,7 @@ class EngineTest : public ::testing::Test {
 
   testing::TempDir dir_;
   RetentionPolicy retention_;
+  std::shared_ptr<const StepKindRegistry> stepKinds_;  // null: the built-in step kinds
   std::chrono::milliseconds reconcileInterval_{0};
   ManualClock clock_;
   std::unique_ptr<SimulatedFabric> fabric_;

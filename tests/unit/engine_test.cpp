@@ -1,6 +1,8 @@
 // The operation engine against the real simulated fabric and a real SQLite store (temp file).
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <set>
 #include <thread>
 
@@ -147,6 +149,16 @@ TEST_F(EngineTest, ByDefaultPlacesForTheDemandItLearned) {
 }
 
 // The log of an operation as kind:state, with * for compensations.
+// Starts a compose whose bind call then waits in the switch until gated.open().
+Result<Operation> composeHeldInTheSwitch(Engine& engine, testing::GatedDriver& gated, std::string name, int gpus) {
+  gated.closeBeforeBind(0);
+  ComposeRequest r{std::move(name), {}, {}};
+  r.placement.gpuCount = gpus;
+  auto accepted = engine.compose(r);
+  if (accepted) gated.waitUntilHeld();
+  return accepted;
+}
+
 std::vector<std::string> stepLog(const Operation& op) {
   std::vector<std::string> log;
   for (const auto& s : op.steps) log.push_back(s.kind + ":" + std::string(toString(s.state)) + (s.compensation ? "*" : ""));
@@ -226,21 +238,74 @@ TEST_F(EngineTest, AnUndoThatKeepsFailingQuarantinesTheDevices) {
   EXPECT_EQ(freeDevices(), 16u);
 }
 
-TEST_F(EngineTest, AFailedStepIsRetriedAsItsOwnKind) {
-  // The retry path re-ran `unbind` for any step that was not a bind: a retried verify would have unbound.
+TEST_F(EngineTest, AVerifyThatFailsRollsBackInsteadOfRetrying) {
   start();
   compose("train", 2);
   fabric_->setFaults({.failNext = 1, .targets = kFaultRead});
-  Operation op = compose("more", 1);  // verify fails once: a forward verify rolls back, it is not retried
+  Operation op = compose("more", 1);
   EXPECT_EQ(op.state, OperationState::kFailed);
   EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:done", "verify:failed", "commit:skipped", "unbind:done*",
                                                    "release:done*"}));
+  EXPECT_EQ(op.steps[2].attempts, 1) << "a forward verify is of the roll-back class";
   EXPECT_EQ(fabricBindings().size(), 2u) << "train keeps its devices";
-  fabric_->setFaults({.failNext = 1, .targets = kFaultUnbind});
-  Operation down = run(engine_->decompose("train"));
-  EXPECT_EQ(down.state, OperationState::kSucceeded);
-  EXPECT_EQ(down.steps[0].attempts, 2);
-  EXPECT_TRUE(fabricBindings().empty());
+}
+
+// A kind the built-in engine has never heard of, standing in for host-rescan: it calls no switch, fails its
+// first two calls with UNAVAILABLE and converges.
+class FlakyProbe final : public StepKind {
+ public:
+  explicit FlakyProbe(std::atomic<int>& calls) : calls_(calls) {}
+  std::string_view name() const override { return "flaky-probe"; }
+  StepComponent component() const override { return StepComponent::kFabric; }
+  RetryClass retry() const override { return RetryClass::kConverge; }
+  std::string describe(const Step& s) const override { return fmt::format("probe {} device(s)", s.bindings.size()); }
+  Result<void> call(StepTargets&, const Operation&, const Step&) const override {
+    if (++calls_ <= 2) return fail(Code::kUnavailable, "host not answering yet");
+    return {};
+  }
+  void succeeded(StepEffects& effects, const Operation& op, const Step& s) const override { effects.event("probe.done", op.id, describe(s)); }
+
+ private:
+  std::atomic<int>& calls_;
+};
+
+// The old retry path re-ran `unbind` for any step that was not a bind: a retried host step would have unbound
+// the GPU it was probing.
+TEST_F(EngineTest, ANewStepKindIsOneRegistrationAndIsRetriedAsItself) {
+  std::atomic<int> calls{0};
+  auto registry = std::make_shared<StepKindRegistry>();
+  ASSERT_TRUE(registerLocalSteps(*registry));
+  ASSERT_TRUE(registerFabricSteps(*registry));
+  ASSERT_TRUE(registry->add(std::make_unique<FlakyProbe>(calls)));
+  EXPECT_FALSE(registry->add(std::make_unique<FlakyProbe>(calls))) << "a name is registered once";
+  stepKinds_ = registry;
+  {  // a compose left by a yardd that probes the host between bind and verify
+    auto store = std::move(*SqliteStore::open(dir_ / "yard.db"));
+    System system;
+    system.id = "sys-000001";
+    system.name = "probed";
+    system.hostId = "host0";
+    system.activeOperation = "op-000001";
+    Operation op;
+    op.id = "op-000001";
+    op.systemId = system.id;
+    op.hostId = system.hostId;
+    const std::vector<Binding> gpu{{"sw0-gpu0", "sw0-usp0"}};
+    op.steps = {{"reserve", {}, StepState::kDone}, {"bind", gpu}, {"flaky-probe", gpu}, {"verify"}, {"commit"}};
+    std::vector<StoreWrite> writes{PutSystem{system}, PutAssignment{{"sw0-gpu0", DeviceAllocation::kReserved, op.id}}, PutOperation{op}};
+    ASSERT_TRUE(store->write(writes, *store->claimWriter()));
+  }
+  RecoveryReport report = start();
+  EXPECT_EQ(report.resumedOperations, 1u);
+  auto op = engine_->getOperation("op-000001");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->state, OperationState::kSucceeded) << op->error;
+  EXPECT_EQ(stepLog(*op), (std::vector<std::string>{"reserve:done", "bind:done", "flaky-probe:done", "verify:done", "commit:done"}));
+  EXPECT_EQ(op->steps[2].attempts, 3);
+  EXPECT_EQ(calls.load(), 3) << "each retry called the probe again";
+  EXPECT_EQ(fabricBindings(), (std::vector<Binding>{{"sw0-gpu0", "sw0-usp0"}})) << "no retry unbound the GPU";
+  const auto types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "probe.done"), types.end());
 }
 
 TEST_F(EngineTest, DecomposeRetriesTransientUnbindFailures) {
@@ -301,12 +366,8 @@ TEST_F(EngineTest, ConcurrentComposesNeverShareADevice) {
 TEST_F(EngineTest, ACrashBetweenStepsResumesFromTheStepLog) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);
-  gated.closeBeforeBind(0);
-  ComposeRequest r{"train", {}, {}};
-  r.placement.gpuCount = 4;
-  auto accepted = engine_->compose(r);
-  ASSERT_TRUE(accepted);
-  gated.waitUntilHeld();
+  auto accepted = composeHeldInTheSwitch(*engine_, gated, "train", 4);
+  ASSERT_TRUE(accepted) << accepted.error().message;
   // Stop while the bind call is in the switch: its result is recorded, nothing after it (verify, commit) runs.
   std::thread stopper([&] { engine_->stop(0s); });
   std::this_thread::sleep_for(20ms);
@@ -448,12 +509,8 @@ TEST_F(EngineTest, PruningHistoryKeepsIdsMovingForward) {
 TEST_F(EngineTest, AFencedOutEngineStopsCleanlyAndTheNextWriterResumes) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);
-  gated.closeBeforeBind(0);
-  ComposeRequest r{"train", {}, {}};
-  r.placement.gpuCount = 2;
-  auto accepted = engine_->compose(r);
-  ASSERT_TRUE(accepted);
-  gated.waitUntilHeld();
+  auto accepted = composeHeldInTheSwitch(*engine_, gated, "train", 2);
+  ASSERT_TRUE(accepted) << accepted.error().message;
   auto successor = SqliteStore::open(dir_ / "yard.db");
   ASSERT_TRUE(successor);
   ASSERT_TRUE((*successor)->claimWriter());  // the bind's outcome can no longer be recorded by this engine
@@ -474,15 +531,33 @@ TEST_F(EngineTest, AFencedOutEngineStopsCleanlyAndTheNextWriterResumes) {
   EXPECT_EQ(fabricBindings().size(), 2u);
 }
 
+// Any refused write halts the engine, the first one included: here an acceptance, fenced out by a second
+// yardd claiming the store while this one is idle.
+TEST_F(EngineTest, AFencedOutEngineRefusesWorkFromItsFirstRefusedWrite) {
+  start();
+  auto successor = SqliteStore::open(dir_ / "yard.db");
+  ASSERT_TRUE(successor);
+  ASSERT_TRUE((*successor)->claimWriter());
+  ComposeRequest r{"train", {}, {}};
+  r.placement.gpuCount = 2;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    auto refused = engine_->compose(r);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().code, Code::kUnavailable) << attempt;
+    EXPECT_NE(refused.error().message.find("fenced"), std::string::npos) << refused.error().message;
+  }
+  auto halted = engine_->decompose("no-such-system");
+  ASSERT_FALSE(halted);
+  EXPECT_EQ(halted.error().code, Code::kUnavailable) << "refused before it looks anything up: the engine has stopped taking work";
+  EXPECT_EQ(freeDevices(), 16u) << "nothing was reserved";
+  EXPECT_TRUE(engine_->listSystems()->empty());
+}
+
 TEST_F(EngineTest, ReconcileWaitsForOperationsToLeaveTheSwitchAlone) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);
-  gated.closeBeforeBind(0);
-  ComposeRequest r{"train", {}, {}};
-  r.placement.gpuCount = 2;
-  auto accepted = engine_->compose(r);
-  ASSERT_TRUE(accepted);
-  gated.waitUntilHeld();
+  auto accepted = composeHeldInTheSwitch(*engine_, gated, "train", 2);
+  ASSERT_TRUE(accepted) << accepted.error().message;
   auto during = engine_->reconcile();
   ASSERT_FALSE(during) << "a bind is in the switch: a read now could show the operation half-way";
   EXPECT_EQ(during.error().code, Code::kUnavailable);

@@ -4,8 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-
-#include <map>
 #include <unordered_map>
 
 #include "composer/engine/steps/step_kind.h"
@@ -28,32 +26,33 @@ std::string describeBindings(const std::vector<Binding>& bindings, std::string_v
   return out;
 }
 
-class BindStep final : public StepKind {
- public:
-  std::string_view name() const override { return step::kBind; }
-  StepComponent component() const override { return StepComponent::kFabric; }
-  std::optional<Step> undo(const Step& applied) const override { return makeStep(step::kUnbind, applied.bindings); }
-  std::string describe(const Step& s) const override { return fmt::format("bind {}", describeBindings(s.bindings, "->")); }
-  Result<void> call(StepTargets& t, const Operation&, const Step& s) const override { return t.fabric.bindAll(s.bindings); }
-  void succeeded(StepEffects& effects, const Operation& op, const Step& s) const override {
-    for (const auto& b : s.bindings)
-      effects.event("device.bound", b.deviceId, fmt::format("{} bound to {} ({})", b.deviceId, b.upstreamPortId, op.id));
-  }
+// Binds or unbinds the step's set in one switch call. The two directions differ only in the settings below.
+struct SetDirection {
+  std::string_view name;
+  std::string_view undoKind;  // the other direction
+  std::string_view arrow;     // for the description
+  std::string_view event;     // one per device once the call succeeded
+  std::string_view eventVerb;
+  RetryClass retry;
+  Result<void> (FabricDriver::*call)(std::span<const Binding>);
 };
 
-class UnbindStep final : public StepKind {
+class BindingSetStep final : public StepKind {
  public:
-  std::string_view name() const override { return step::kUnbind; }
+  explicit BindingSetStep(SetDirection d) : d_(d) {}
+  std::string_view name() const override { return d_.name; }
   StepComponent component() const override { return StepComponent::kFabric; }
-  // Giving devices back must finish: transient failures are retried before the operation is undone.
-  RetryClass retry() const override { return RetryClass::kConverge; }
-  std::optional<Step> undo(const Step& applied) const override { return makeStep(step::kBind, applied.bindings); }
-  std::string describe(const Step& s) const override { return fmt::format("unbind {}", describeBindings(s.bindings, "from")); }
-  Result<void> call(StepTargets& t, const Operation&, const Step& s) const override { return t.fabric.unbindAll(s.bindings); }
+  RetryClass retry() const override { return d_.retry; }
+  std::optional<Step> undo(const Step& applied) const override { return makeStep(d_.undoKind, applied.bindings); }
+  std::string describe(const Step& s) const override { return fmt::format("{} {}", d_.name, describeBindings(s.bindings, d_.arrow)); }
+  Result<void> call(StepTargets& t, const Operation&, const Step& s) const override { return (t.fabric.*d_.call)(s.bindings); }
   void succeeded(StepEffects& effects, const Operation& op, const Step& s) const override {
     for (const auto& b : s.bindings)
-      effects.event("device.unbound", b.deviceId, fmt::format("{} unbound from {} ({})", b.deviceId, b.upstreamPortId, op.id));
+      effects.event(std::string(d_.event), b.deviceId, fmt::format("{} {} {} ({})", b.deviceId, d_.eventVerb, b.upstreamPortId, op.id));
   }
+
+ private:
+  SetDirection d_;
 };
 
 // Reads the switch's table back: the only proof that the partitions really changed. Checks every binding
@@ -79,10 +78,13 @@ class VerifyStep final : public StepKind {
 
 }  // namespace
 
-void registerFabricSteps(StepKindRegistry& registry) {
-  (void)registry.add(std::make_unique<BindStep>());
-  (void)registry.add(std::make_unique<UnbindStep>());
-  (void)registry.add(std::make_unique<VerifyStep>());
+Result<void> registerFabricSteps(StepKindRegistry& registry) {
+  SY_TRY(registry.add(std::make_unique<BindingSetStep>(SetDirection{step::kBind, step::kUnbind, "->", "device.bound", "bound to",
+                                                                    RetryClass::kRollBack, &FabricDriver::bindAll})));
+  // Giving devices back must finish: transient failures are retried before the operation is undone.
+  SY_TRY(registry.add(std::make_unique<BindingSetStep>(SetDirection{step::kUnbind, step::kBind, "from", "device.unbound", "unbound from",
+                                                                    RetryClass::kConverge, &FabricDriver::unbindAll})));
+  return registry.add(std::make_unique<VerifyStep>());
 }
 
 }  // namespace switchyard

@@ -86,10 +86,10 @@ class ReleaseStep final : public StepKind {
 
 }  // namespace
 
-void registerLocalSteps(StepKindRegistry& registry) {
-  (void)registry.add(std::make_unique<ReserveStep>());
-  (void)registry.add(std::make_unique<CommitStep>());
-  (void)registry.add(std::make_unique<ReleaseStep>());
+Result<void> registerLocalSteps(StepKindRegistry& registry) {
+  SY_TRY(registry.add(std::make_unique<ReserveStep>()));
+  SY_TRY(registry.add(std::make_unique<CommitStep>()));
+  return registry.add(std::make_unique<ReleaseStep>());
 }
 
 }  // namespace switchyard

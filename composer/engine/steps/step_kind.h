@@ -8,6 +8,7 @@
 // everywhere: in the step log, in the store's operation_step_bindings table and in the proto's Step.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,13 +41,19 @@ struct StepTargets {
 // same transaction as the step's outcome.
 class StepEffects {
  public:
+  using EmitEvent = std::function<void(std::string type, std::string subject, std::string message)>;
+  explicit StepEffects(EmitEvent emit) : emit_(std::move(emit)) {}
   virtual ~StepEffects() = default;
   // Appends an audit event (type, subject, a sentence an operator can read).
-  virtual void event(std::string type, std::string subject, std::string message) = 0;
+  void event(std::string type, std::string subject, std::string message) { emit_(std::move(type), std::move(subject), std::move(message)); }
+
+ private:
+  EmitEvent emit_;
 };
 
 class LocalStepContext : public StepEffects {
  public:
+  using StepEffects::StepEffects;
   // The operation's system as the step leaves it; the engine stores it after the step.
   [[nodiscard]] virtual System& system() = 0;
   virtual void setAllocation(const std::vector<DeviceId>& devices, DeviceAllocation allocation, const std::string& owner) = 0;
@@ -102,8 +109,8 @@ inline constexpr std::string_view kRelease = "release";  // local: devices back 
 // The bindings of an operation's forward (not compensating) steps of one kind.
 [[nodiscard]] std::vector<Binding> forwardBindings(const Operation& op, std::string_view kind);
 
-// Registration of the built-in kinds (one function per file).
-void registerFabricSteps(StepKindRegistry& registry);
-void registerLocalSteps(StepKindRegistry& registry);
+// Registration of the built-in kinds (one function per file); fails when a name is taken.
+[[nodiscard]] Result<void> registerFabricSteps(StepKindRegistry& registry);
+[[nodiscard]] Result<void> registerLocalSteps(StepKindRegistry& registry);
 
 }  // namespace switchyard
