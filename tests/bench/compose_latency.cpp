@@ -67,42 +67,39 @@ struct Rig {
 
 }  // namespace
 
-int benchComposeLatency(const ComposeLatencyOptions& o) {
-  spdlog::set_level(spdlog::level::warn);
-  const double rtt = o.latencyMs / 1000.0;
-  fmt::print("simulated switch latency {} ms per call; {} repetition(s) per row; times are the median\n", o.latencyMs, o.repetitions);
-  fmt::print("{:<34} {:>10} {:>12} {:>14} {:>8}\n", "scenario", "measured s", "target s", "target", "ratio");
+namespace {
 
+double median(std::vector<double> v) { return summarize(std::move(v)).p50; }
+
+void printRow(const std::string& scenario, double measured, double target, std::string_view targetName) {
+  if (target > 0)
+    fmt::print("{:<34} {:>10.3f} {:>12.3f} {:>14} {:>8.2f}\n", scenario, measured, target, targetName, measured / target);
+  else
+    fmt::print("{:<34} {:>10.3f} {:>12} {:>14} {:>8}\n", scenario, measured, "-", "-", "-");
+}
+
+Result<void> measure(const ComposeLatencyOptions& o) {
+  const double rtt = o.latencyMs / 1000.0;
   Rig rig;
-  if (auto r = rig.start(std::max(o.concurrent, 4), o.latencyMs); !r) {
-    fmt::print(stderr, "error: {}\n", r.error().message);
-    return 1;
-  }
-  auto median = [](std::vector<double> v) { return summarize(std::move(v)).p50; };
+  SY_TRY(rig.start(std::max(o.concurrent, 4), o.latencyMs));
 
   // 1. One compose of many GPUs: the target is (one bind round trip + one verify round trip) x 1.5.
-  std::vector<double> big, bigDecompose, small;
+  std::vector<double> big, bigDecompose, small, together;
   for (int i = 0; i < o.repetitions; ++i) {
-    auto t = rig.compose(fmt::format("big-{}", i), "host0", o.gpus);
-    if (!t) return fmt::print(stderr, "error: {}\n", t.error().message), 1;
-    big.push_back(*t);
-    auto d = rig.decompose(fmt::format("big-{}", i));
-    if (!d) return fmt::print(stderr, "error: {}\n", d.error().message), 1;
-    bigDecompose.push_back(*d);
+    SY_ASSIGN(double composed, rig.compose(fmt::format("big-{}", i), "host0", o.gpus));
+    SY_ASSIGN(double decomposed, rig.decompose(fmt::format("big-{}", i)));
+    big.push_back(composed);
+    bigDecompose.push_back(decomposed);
   }
-  const double bigTarget = 1.5 * 2 * rtt;
-  fmt::print("{:<34} {:>10.3f} {:>12.3f} {:>14} {:>8.2f}\n", fmt::format("1 compose of {} GPUs", o.gpus), median(big), bigTarget,
-             "1.5 x 2 RTT", median(big) / bigTarget);
-  fmt::print("{:<34} {:>10.3f} {:>12} {:>14} {:>8}\n", fmt::format("1 decompose of {} GPUs", o.gpus), median(bigDecompose), "-", "-", "-");
+  printRow(fmt::format("1 compose of {} GPUs", o.gpus), median(big), 1.5 * 2 * rtt, "1.5 x 2 RTT");
+  printRow(fmt::format("1 decompose of {} GPUs", o.gpus), median(bigDecompose), 0, {});
 
   // 2. Many small composes at once on distinct hosts: the target is 2x one small compose alone.
   for (int i = 0; i < o.repetitions; ++i) {
-    auto t = rig.compose(fmt::format("small-{}", i), "host0", o.concurrentGpus);
-    if (!t) return fmt::print(stderr, "error: {}\n", t.error().message), 1;
-    small.push_back(*t);
-    if (auto d = rig.decompose(fmt::format("small-{}", i)); !d) return fmt::print(stderr, "error: {}\n", d.error().message), 1;
+    SY_ASSIGN(double composed, rig.compose(fmt::format("small-{}", i), "host0", o.concurrentGpus));
+    SY_TRY(rig.decompose(fmt::format("small-{}", i)));
+    small.push_back(composed);
   }
-  std::vector<double> together;
   for (int rep = 0; rep < o.repetitions; ++rep) {
     std::vector<std::thread> clients;
     std::vector<Result<double>> results(static_cast<std::size_t>(o.concurrent), fail(Code::kInternal, "not run"));
@@ -113,16 +110,26 @@ int benchComposeLatency(const ComposeLatencyOptions& o) {
       });
     for (auto& t : clients) t.join();
     together.push_back(secondsSince(t0));
-    for (const auto& r : results)
-      if (!r) return fmt::print(stderr, "error: {}\n", r.error().message), 1;
-    for (int c = 0; c < o.concurrent; ++c)
-      if (auto d = rig.decompose(fmt::format("par-{}-{}", rep, c)); !d) return fmt::print(stderr, "error: {}\n", d.error().message), 1;
+    for (const auto& r : results) SY_TRY(r);
+    for (int c = 0; c < o.concurrent; ++c) SY_TRY(rig.decompose(fmt::format("par-{}-{}", rep, c)));
   }
-  const double smallTarget = 2 * median(small);
-  fmt::print("{:<34} {:>10.3f} {:>12} {:>14} {:>8}\n", fmt::format("1 compose of {} GPUs", o.concurrentGpus), median(small), "-", "-", "-");
-  fmt::print("{:<34} {:>10.3f} {:>12.3f} {:>14} {:>8.2f}\n", fmt::format("{} concurrent composes of {} GPUs", o.concurrent, o.concurrentGpus),
-             median(together), smallTarget, "2 x one alone", median(together) / smallTarget);
+  printRow(fmt::format("1 compose of {} GPUs", o.concurrentGpus), median(small), 0, {});
+  printRow(fmt::format("{} concurrent composes of {} GPUs", o.concurrent, o.concurrentGpus), median(together), 2 * median(small),
+           "2 x one alone");
   rig.engine->stop(std::chrono::seconds(5));
+  return {};
+}
+
+}  // namespace
+
+int benchComposeLatency(const ComposeLatencyOptions& o) {
+  spdlog::set_level(spdlog::level::warn);
+  fmt::print("simulated switch latency {} ms per call; {} repetition(s) per row; times are the median\n", o.latencyMs, o.repetitions);
+  fmt::print("{:<34} {:>10} {:>12} {:>14} {:>8}\n", "scenario", "measured s", "target s", "target", "ratio");
+  if (auto r = measure(o); !r) {
+    fmt::print(stderr, "error: {}\n", r.error().message);
+    return 1;
+  }
   return 0;
 }
 
