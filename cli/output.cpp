@@ -159,6 +159,7 @@ void printOperations(const pb::ListOperationsResponse& r, std::ostream& out) {
 
 void printOperation(const pb::Operation& op, std::ostream& out) {
   out << fmt::format("{} {} of {} on {}: {}\n", op.id(), kindName(op.kind()), op.system_id(), op.host_id(), stateName(op.state()));
+  if (!op.requested_by().identity().empty()) out << "  by:    " << op.requested_by().identity() << "\n";
   if (!op.explanation().empty()) out << "  why:   " << op.explanation() << "\n";
   if (!op.error().empty()) out << "  error: " << op.error() << "\n";
   for (const auto& i : op.gpu_instances())
@@ -212,7 +213,8 @@ void printCapacity(const pb::Capacity& c, std::ostream& out) {
 }
 
 void printEvent(const pb::Event& e, std::ostream& out) {
-  out << fmt::format("{} #{:<6} {:<24} {:<12} {}\n", e.at(), e.sequence(), e.type(), e.subject(), e.message()) << std::flush;
+  out << fmt::format("{} #{:<6} {:<24} {:<12} {:<10} {}\n", e.at(), e.sequence(), e.type(), e.subject(), orDash(e.actor()), e.message())
+      << std::flush;
 }
 
 }  // namespace yardctl

@@ -34,6 +34,12 @@ struct Globals {
   }();
   std::string output = "table";
   int timeoutSeconds = 30;
+  // Who yardd records as asking (claimed, not authenticated yet).
+  std::string caller = [] {
+    for (const char* name : {"YARD_CALLER", "USER"})
+      if (const char* env = std::getenv(name); env && *env) return std::string(env);
+    return std::string("local");
+  }();
   [[nodiscard]] Format format() const { return output == "json" ? Format::kJson : Format::kTable; }
 };
 
@@ -70,6 +76,7 @@ class Client {
   int call(Method method, const Request& request, Response& response) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(globals_.timeoutSeconds));
+    ctx.AddMetadata("switchyard-caller", globals_.caller);
     grpc::Status status = (stub_.get()->*method)(&ctx, request, &response);
     if (status.ok()) return kExitOk;
     std::cerr << "error: " << status.error_message() << hintFor(status, globals_.server) << "\n";
@@ -170,6 +177,8 @@ void addGlobalFlags(CLI::App* cmd, Globals& g) {
   cmd->add_option("-s,--server", g.server, "yardd address (default from YARD_SERVER)")->capture_default_str()->group(group);
   cmd->add_option("-o,--output", g.output, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str()->group(group);
   cmd->add_option("--timeout", g.timeoutSeconds, "Seconds to wait for each call")->check(CLI::PositiveNumber)->capture_default_str()->group(group);
+  cmd->add_option("--as", g.caller, "Who yardd records as asking (default from YARD_CALLER, else USER); not authenticated yet")
+      ->capture_default_str()->group(group);
   for (CLI::App* sub : cmd->get_subcommands([](CLI::App*) { return true; })) addGlobalFlags(sub, g);
 }
 

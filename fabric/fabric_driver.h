@@ -12,6 +12,11 @@
 //  - A call that fails with kNotFound, kInvalidArgument or kFailedPrecondition changed nothing (the set
 //    is checked whole before anything is applied). Any other failure may have applied all, some or none
 //    of the set: kDeadlineExceeded in particular means the outcome is unknown. changedNothing() says which.
+//  - Every call honours its CallOptions::timeout: when the switch has not answered by then, the call
+//    returns kDeadlineExceeded (outcome unknown: the switch may still apply it). Repeating the same
+//    call is how a caller converges, since binds and unbinds are idempotent.
+//  - pollEvents() fails (kUnavailable, ...) when the switch's event feed cannot be read; an empty list
+//    means nothing happened, never "could not ask".
 //  - Every method may be called from several threads at once; calls for different devices must not
 //    wait for each other longer than the switch itself makes them.
 #pragma once
@@ -34,6 +39,11 @@ struct FabricEvent {
   DeviceHealth health = DeviceHealth::kOk;  // the new health, for "device.health"
 };
 
+// Limits of one switch call.
+struct CallOptions {
+  Duration timeout = std::chrono::seconds(60);  // give up (kDeadlineExceeded) when no answer came by then
+};
+
 // True when a failed switch call is known to have changed nothing (see the contract above).
 [[nodiscard]] inline bool changedNothing(Code code) {
   return code == Code::kNotFound || code == Code::kInvalidArgument || code == Code::kFailedPrecondition;
@@ -45,8 +55,9 @@ class FabricDriver {
 
   [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual Result<Topology> discover() = 0;
-  [[nodiscard]] virtual Result<void> bindAll(std::span<const Binding> bindings) = 0;
-  [[nodiscard]] virtual Result<void> unbindAll(std::span<const Binding> bindings) = 0;
+  // Overrides repeat the default argument (`= {}`), so that calls through either type read the same.
+  [[nodiscard]] virtual Result<void> bindAll(std::span<const Binding> bindings, const CallOptions& options = {}) = 0;
+  [[nodiscard]] virtual Result<void> unbindAll(std::span<const Binding> bindings, const CallOptions& options = {}) = 0;
   // One binding: a set of one.
   [[nodiscard]] Result<void> bind(const DeviceId& device, const PortId& upstreamPort) {
     const Binding b{device, upstreamPort};
@@ -56,9 +67,10 @@ class FabricDriver {
     const Binding b{device, upstreamPort};
     return unbindAll({&b, 1});
   }
-  [[nodiscard]] virtual Result<std::vector<Binding>> readBindings() = 0;
-  // Health changes and link events since the last call, oldest first.
-  [[nodiscard]] virtual std::vector<FabricEvent> pollEvents() = 0;
+  [[nodiscard]] virtual Result<std::vector<Binding>> readBindings(const CallOptions& options = {}) = 0;
+  // Health changes and link events since the last successful call, oldest first. Events are not lost
+  // when a call fails: the next one that succeeds returns them.
+  [[nodiscard]] virtual Result<std::vector<FabricEvent>> pollEvents() = 0;
 };
 
 }  // namespace switchyard

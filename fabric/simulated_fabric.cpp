@@ -22,10 +22,10 @@ Result<std::unique_ptr<SimulatedFabric>> SimulatedFabric::create(Topology topolo
 }
 
 SimulatedFabric::SimulatedFabric(Topology topology, Clock& clock, SimulatedFabricOptions options)
-    : topology_(std::move(topology)), index_(topology_), clock_(clock), options_(std::move(options)), rng_(options_.seed) {}
+    : topology_(std::move(topology)), index_(topology_), clock_(clock), options_(std::move(options)), latency_(options_.latency.count()), rng_(options_.seed) {}
 
 Result<Topology> SimulatedFabric::discover() {
-  clock_.sleepFor(options_.latency);
+  clock_.sleepFor(Duration(latency_.load()));
   std::lock_guard lock(mutex_);
   ++calls_;
   if (auto fault = nextFaultLocked(kFaultRead)) return fail(fault->first, "simulated switch did not answer discovery");
@@ -65,18 +65,33 @@ Result<void> SimulatedFabric::checkSetLocked(std::span<const Binding> set, bool 
   return {};
 }
 
-Result<void> SimulatedFabric::bindAll(std::span<const Binding> set) { return changeSet(set, true); }
+Result<void> SimulatedFabric::bindAll(std::span<const Binding> set, const CallOptions& options) { return changeSet(set, true, options); }
 
-Result<void> SimulatedFabric::unbindAll(std::span<const Binding> set) { return changeSet(set, false); }
+Result<void> SimulatedFabric::unbindAll(std::span<const Binding> set, const CallOptions& options) {
+  return changeSet(set, false, options);
+}
 
-Result<void> SimulatedFabric::changeSet(std::span<const Binding> set, bool binding) {
-  clock_.sleepFor(options_.latency);  // one round trip for the whole set, like a zone PATCH
+bool SimulatedFabric::answeredInTime(const CallOptions& options) {
+  const Duration latency{latency_.load()};
+  if (latency <= options.timeout) {
+    clock_.sleepFor(latency);
+    return true;
+  }
+  clock_.sleepFor(options.timeout);
+  return false;
+}
+
+Result<void> SimulatedFabric::changeSet(std::span<const Binding> set, bool binding, const CallOptions& options) {
+  // One round trip for the whole set, like a zone PATCH. A caller that stops waiting first does not stop
+  // the switch: the change is applied and the caller told the outcome is unknown.
+  const bool inTime = answeredInTime(options);
   std::lock_guard lock(mutex_);
   ++calls_;
   SY_TRY(checkSetLocked(set, binding));
   auto fault = nextFaultLocked(binding ? kFaultBind : kFaultUnbind);
   auto what = [&] { return describeSet(binding ? "bind" : "unbind", set); };
-  if (fault && !fault->second) return reportFault(*fault, what());
+  if (!inTime) fault = std::pair{Code::kDeadlineExceeded, true};
+  if (fault && !fault->second) return reportFault(*fault, what(), options);
   // The set was checked: each member is unbound or already bound as asked. Remember what changes, to put it
   // back if the table cannot be saved.
   std::vector<Binding> changed;
@@ -98,14 +113,22 @@ Result<void> SimulatedFabric::changeSet(std::span<const Binding> set, bool bindi
     }
     return saved;
   }
-  if (fault) return reportFault(*fault, what());
+  if (fault) {
+    if (!inTime)
+      return fail(Code::kDeadlineExceeded, fmt::format("simulated switch did not answer within {} ms: {}; it may have applied it",
+                                                       std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout).count(), what()));
+    return reportFault(*fault, what(), options);
+  }
   return {};
 }
 
-Result<std::vector<Binding>> SimulatedFabric::readBindings() {
-  clock_.sleepFor(options_.latency);
+Result<std::vector<Binding>> SimulatedFabric::readBindings(const CallOptions& options) {
+  const bool inTime = answeredInTime(options);
   std::lock_guard lock(mutex_);
   ++calls_;
+  if (!inTime)
+    return fail(Code::kDeadlineExceeded, fmt::format("simulated switch did not answer the binding read within {} ms",
+                                                     std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout).count()));
   if (auto fault = nextFaultLocked(kFaultRead)) return fail(fault->first, "simulated switch did not answer the binding read");
   std::vector<Binding> out;
   out.reserve(bindings_.size());
@@ -114,8 +137,9 @@ Result<std::vector<Binding>> SimulatedFabric::readBindings() {
   return out;
 }
 
-std::vector<FabricEvent> SimulatedFabric::pollEvents() {
+Result<std::vector<FabricEvent>> SimulatedFabric::pollEvents() {
   std::lock_guard lock(mutex_);
+  if (auto fault = nextFaultLocked(kFaultEvents)) return fail(fault->first, "simulated switch's event feed did not answer");
   return std::exchange(events_, {});
 }
 
@@ -157,9 +181,9 @@ std::optional<std::pair<Code, bool>> SimulatedFabric::nextFaultLocked(FaultTarge
   return std::nullopt;
 }
 
-Result<void> SimulatedFabric::reportFault(std::pair<Code, bool> fault, std::string_view what) {
+Result<void> SimulatedFabric::reportFault(std::pair<Code, bool> fault, std::string_view what, const CallOptions& options) {
   if (fault.first == Code::kDeadlineExceeded) {
-    clock_.sleepFor(options_.timeout);
+    clock_.sleepFor(options.timeout);
     return fail(Code::kDeadlineExceeded, fmt::format("simulated switch timed out: {}", what));
   }
   return fail(fault.first, fmt::format("simulated switch refused: {} (injected fault)", what));

@@ -3,6 +3,7 @@
 // an optional state file so that, like a real switch, its bindings outlive a crash of the daemon.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
@@ -15,20 +16,19 @@
 namespace switchyard {
 
 struct SimulatedFabricOptions {
-  Duration latency{0};                       // added to every bind, unbind and read
-  Duration timeout{std::chrono::seconds(5)};  // how long a "timeout" fault takes before it reports
+  Duration latency{0};                       // added to every bind, unbind and read (a call with a shorter timeout gives up)
   std::filesystem::path statePath;            // empty: bindings live in memory only
   std::uint64_t seed = 1;                     // for probabilistic faults
 };
 
 // Which calls faults apply to.
-enum FaultTarget : unsigned { kFaultBind = 1, kFaultUnbind = 2, kFaultRead = 4 };
+enum FaultTarget : unsigned { kFaultBind = 1, kFaultUnbind = 2, kFaultRead = 4, kFaultEvents = 8 };
 
 struct FaultPlan {
   int passNext = 0;              // let this many targeted calls through before the faults below start
   int failNext = 0;              // the next N targeted calls fail with failCode
   double failProbability = 0.0;  // then each targeted call fails with this probability
-  int timeoutNext = 0;           // the next N targeted calls apply, then report kDeadlineExceeded
+  int timeoutNext = 0;           // the next N targeted calls apply, then report kDeadlineExceeded at their timeout
   Code failCode = Code::kUnavailable;
   unsigned targets = kFaultBind | kFaultUnbind;
 };
@@ -41,12 +41,14 @@ class SimulatedFabric final : public FabricDriver {
 
   [[nodiscard]] std::string_view name() const override { return "simulated"; }
   [[nodiscard]] Result<Topology> discover() override;
-  [[nodiscard]] Result<void> bindAll(std::span<const Binding> bindings) override;
-  [[nodiscard]] Result<void> unbindAll(std::span<const Binding> bindings) override;
-  [[nodiscard]] Result<std::vector<Binding>> readBindings() override;
-  [[nodiscard]] std::vector<FabricEvent> pollEvents() override;
+  [[nodiscard]] Result<void> bindAll(std::span<const Binding> bindings, const CallOptions& options = {}) override;
+  [[nodiscard]] Result<void> unbindAll(std::span<const Binding> bindings, const CallOptions& options = {}) override;
+  [[nodiscard]] Result<std::vector<Binding>> readBindings(const CallOptions& options = {}) override;
+  [[nodiscard]] Result<std::vector<FabricEvent>> pollEvents() override;
 
   void setFaults(const FaultPlan& plan);
+  // Changes the latency of every call from now on.
+  void setLatency(Duration latency) { latency_.store(latency.count()); }
   // Changes a device's health as a switch's monitor would, and raises an event.
   [[nodiscard]] Result<void> setDeviceHealth(const DeviceId& device, DeviceHealth health);
   [[nodiscard]] std::uint64_t callCount() const;
@@ -58,16 +60,19 @@ class SimulatedFabric final : public FabricDriver {
   // Checks a whole set before anything is applied: unknown names, other fabrics, devices bound elsewhere.
   [[nodiscard]] Result<void> checkSetLocked(std::span<const Binding> set, bool binding) const;
   // bindAll (binding) or unbindAll: one latency, the whole set checked, then applied and saved.
-  [[nodiscard]] Result<void> changeSet(std::span<const Binding> set, bool binding);
+  [[nodiscard]] Result<void> changeSet(std::span<const Binding> set, bool binding, const CallOptions& options);
+  // Waits one round trip, or until the call's timeout when that comes first: false then.
+  [[nodiscard]] bool answeredInTime(const CallOptions& options);
   [[nodiscard]] Result<void> saveStateLocked() const;
   // Returns the injected fault for this call, if any: {code, applyAnyway}.
   [[nodiscard]] std::optional<std::pair<Code, bool>> nextFaultLocked(FaultTarget target);
-  [[nodiscard]] Result<void> reportFault(std::pair<Code, bool> fault, std::string_view what);
+  [[nodiscard]] Result<void> reportFault(std::pair<Code, bool> fault, std::string_view what, const CallOptions& options);
 
   Topology topology_;
   TopologyIndex index_;
   Clock& clock_;
   SimulatedFabricOptions options_;
+  std::atomic<Duration::rep> latency_;
 
   mutable std::mutex mutex_;
   std::unordered_map<DeviceId, PortId> bindings_;  // the switch's partition table

@@ -67,6 +67,12 @@ UPDATE operation_steps SET device_id = '', upstream_port_id = '';
 CREATE TABLE writer (id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL);
 INSERT INTO writer VALUES (1, 0);
 )sql"},
+      {6, "who asked: the caller of each operation and the actor of each event ('' before this version)", R"sql(
+ALTER TABLE operations ADD COLUMN requested_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE operations ADD COLUMN requested_role TEXT NOT NULL DEFAULT 'admin';
+ALTER TABLE operations ADD COLUMN requested_tenant TEXT NOT NULL DEFAULT '';
+ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

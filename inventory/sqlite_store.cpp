@@ -191,11 +191,14 @@ Result<std::vector<GpuInstance>> SqliteStore::loadGpuInstances(std::string_view 
 Result<void> SqliteStore::apply(const PutOperation& w) {
   const Operation& op = w.operation;
   SY_ASSIGN(auto st, db_->prepare(
-                         "INSERT INTO operations VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(id) DO UPDATE SET "
+                         "INSERT INTO operations (id, number, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
+                         "requested_by, requested_role, requested_tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+                         "ON CONFLICT(id) DO UPDATE SET "
                          "state=excluded.state, explanation=excluded.explanation, error=excluded.error, updated_at=excluded.updated_at"));
   SY_TRY(st.bind(1, op.id).bind(2, static_cast<std::int64_t>(numberFromId(op.id))).bind(3, toString(op.kind)).bind(4, op.systemId)
              .bind(5, op.hostId).bind(6, toString(op.state)).bind(7, op.explanation).bind(8, op.error).bind(9, op.createdAt)
-             .bind(10, op.updatedAt).run());
+             .bind(10, op.updatedAt).bind(11, op.requestedBy.identity).bind(12, toString(op.requestedBy.role))
+             .bind(13, op.requestedBy.tenant).run());
   // A step's bindings never change once it is in the log: they are written with the whole log only.
   auto writeStep = [&](std::size_t i, bool withBindings) -> Result<void> {
     const Step& s = op.steps.at(i);
@@ -233,8 +236,9 @@ Result<void> SqliteStore::apply(const PutAssignment& w) {
 
 Result<void> SqliteStore::apply(const PutEvent& w) {
   const Event& e = w.event;
-  SY_ASSIGN(auto st, db_->prepare("INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5)"));
-  return st.bind(1, static_cast<std::int64_t>(e.sequence)).bind(2, e.at).bind(3, e.type).bind(4, e.subject).bind(5, e.message).run();
+  SY_ASSIGN(auto st, db_->prepare("INSERT INTO events (sequence, at, type, subject, message, actor) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  return st.bind(1, static_cast<std::int64_t>(e.sequence)).bind(2, e.at).bind(3, e.type).bind(4, e.subject).bind(5, e.message)
+      .bind(6, e.actor).run();
 }
 
 Result<void> SqliteStore::apply(const PutDemand& w) {
@@ -359,8 +363,8 @@ Result<void> SqliteStore::loadSteps(Operation& op) {
 
 Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& whereClause, std::size_t limit, std::string_view param) {
   std::vector<Operation> out;
-  SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT id, kind, system_id, host_id, state, explanation, error, created_at, updated_at "
-                                              "FROM operations {} ORDER BY number DESC LIMIT ?2",
+  SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT id, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
+                                              "requested_by, requested_role, requested_tenant FROM operations {} ORDER BY number DESC LIMIT ?2",
                                               whereClause)));
   if (!param.empty()) st.bind(1, param);
   st.bind(2, static_cast<std::int64_t>(limit));
@@ -377,6 +381,9 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& wh
     op.error = st.text(6);
     op.createdAt = st.integer(7);
     op.updatedAt = st.integer(8);
+    op.requestedBy.identity = st.text(9);
+    SY_ASSIGN(op.requestedBy.role, parseColumn<Role>(st.text(10), parseRole, "caller role"));
+    op.requestedBy.tenant = st.text(11);
     out.push_back(std::move(op));
   }
   st.reset();
@@ -436,12 +443,13 @@ Result<std::vector<Operation>> SqliteStore::listOperations(std::size_t limit) {
 
 Result<std::vector<Event>> SqliteStore::listEvents(std::uint64_t afterSequence, std::size_t limit) {
   std::vector<Event> out;
-  SY_ASSIGN(auto st, db_->prepare("SELECT sequence, at, type, subject, message FROM events WHERE sequence > ?1 ORDER BY sequence LIMIT ?2"));
+  SY_ASSIGN(auto st, db_->prepare("SELECT sequence, at, type, subject, message, actor FROM events WHERE sequence > ?1 ORDER BY sequence "
+                                  "LIMIT ?2"));
   st.bind(1, static_cast<std::int64_t>(afterSequence)).bind(2, static_cast<std::int64_t>(limit));
   while (true) {
     SY_ASSIGN(bool row, st.step());
     if (!row) break;
-    out.push_back({static_cast<std::uint64_t>(st.integer(0)), st.integer(1), st.text(2), st.text(3), st.text(4)});
+    out.push_back({static_cast<std::uint64_t>(st.integer(0)), st.integer(1), st.text(2), st.text(3), st.text(4), st.text(5)});
   }
   st.reset();
   return out;

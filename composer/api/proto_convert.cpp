@@ -179,6 +179,9 @@ void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& 
   out.set_host_id(op.hostId);
   out.set_state(toProto(op.state));
   out.set_done(op.finished());
+  out.mutable_requested_by()->set_identity(op.requestedBy.identity);
+  out.mutable_requested_by()->set_role(std::string(toString(op.requestedBy.role)));
+  out.mutable_requested_by()->set_tenant(op.requestedBy.tenant);
   for (const auto& s : op.steps) {
     auto* ps = out.add_steps();
     ps->set_kind(s.kind);
@@ -244,6 +247,7 @@ void toProto(const Event& e, pb::Event& out) {
   out.set_type(e.type);
   out.set_subject(e.subject);
   out.set_message(e.message);
+  out.set_actor(e.actor);
 }
 
 void toProto(const PlacementDecision& d, pb::PlanResponse& out) {

@@ -2,162 +2,357 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <deque>
+#include <mutex>
+
 #include "composer/api/proto_convert.h"
 #include "composer/api/status_mapping.h"
+
+// GCC 12 reports a std::expected<std::vector<...>> handed through std::function as "maybe used
+// uninitialized" once inlined (a known false positive of -Wmaybe-uninitialized at -O2); it is initialized.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace switchyard {
 
 namespace {
 
-template <typename T, typename Fill>
-grpc::Status reply(const Result<T>& result, Fill fill) {
-  if (!result) return toGrpcStatus(result.error());
-  fill(*result);
-  return grpc::Status::OK;
+grpc::Status invalid(std::string message) { return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)}; }
+
+grpc::ServerUnaryReactor* finished(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
 }
 
-grpc::Status invalid(std::string message) { return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)}; }
+std::optional<std::string> metadata(const grpc::CallbackServerContext* ctx, const char* key) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find(key);
+  if (it == md.end()) return std::nullopt;
+  return std::string(it->second.data(), it->second.size());
+}
+
+bool printable(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+// Who is asking: what the client claims in its metadata. Authentication comes with the security work.
+Result<Caller> callerOf(const grpc::CallbackServerContext* ctx) {
+  Caller caller{"anonymous", Role::kAdmin, {}};
+  if (auto identity = metadata(ctx, kCallerMetadata)) {
+    if (identity->empty() || identity->size() > 128 || !printable(*identity))
+      return fail(Code::kInvalidArgument, fmt::format("{} metadata: 1-128 printable characters without spaces", kCallerMetadata));
+    caller.identity = *identity;
+  }
+  if (auto tenant = metadata(ctx, kTenantMetadata)) {
+    if (tenant->size() > 128 || !printable(*tenant))
+      return fail(Code::kInvalidArgument, fmt::format("{} metadata: up to 128 printable characters without spaces", kTenantMetadata));
+    caller.tenant = *tenant;
+  }
+  return caller;
+}
+
+std::function<void(const Operation&)> fillOperation(const Engine& engine, v1::Operation* out) {
+  return [&engine, out](const Operation& op) { toProto(op, engine.stepKinds(), *out); };
+}
 
 }  // namespace
 
-grpc::Status SwitchyardService::Compose(grpc::ServerContext*, const v1::ComposeRequest* req, v1::Operation* out) {
-  if (!req->has_gpus()) return invalid("gpus: required (how many GPUs, or which devices)");
+template <typename T, typename Fill>
+grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<Result<T>()> call, Fill fill) {
+  auto* reactor = ctx->DefaultReactor();
+  engine_.async<T>(std::move(call), [reactor, fill = std::move(fill)](Result<T> result) {
+    if (!result) return reactor->Finish(toGrpcStatus(result.error()));
+    fill(*result);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::ComposeRequest* req, v1::Operation* out) {
+  auto caller = callerOf(ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  if (!req->has_gpus()) return finished(ctx, invalid("gpus: required (how many GPUs, or which devices)"));
   auto placement = fromProto(req->gpus(), req->tenant());
-  if (!placement) return toGrpcStatus(placement.error());
+  if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   ComposeRequest request{req->name(), std::move(*placement), {req->labels().begin(), req->labels().end()}};
-  return reply(engine_.compose(request), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
+  return answer<Operation>(
+      ctx, [this, c = *caller, r = std::move(request)] { return engine_.compose(c, r); }, fillOperation(engine_, out));
 }
 
-grpc::Status SwitchyardService::Decompose(grpc::ServerContext*, const v1::DecomposeRequest* req, v1::Operation* out) {
-  if (req->system().empty()) return invalid("system: required (id or name)");
-  return reply(engine_.decompose(req->system()), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
+grpc::ServerUnaryReactor* SwitchyardService::Decompose(Context* ctx, const v1::DecomposeRequest* req, v1::Operation* out) {
+  auto caller = callerOf(ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
+  return answer<Operation>(
+      ctx, [this, c = *caller, system = req->system()] { return engine_.decompose(c, system); }, fillOperation(engine_, out));
 }
 
-grpc::Status SwitchyardService::Attach(grpc::ServerContext*, const v1::AttachRequest* req, v1::Operation* out) {
-  if (req->system().empty()) return invalid("system: required (id or name)");
-  if (!req->has_gpus()) return invalid("gpus: required (how many GPUs, or which devices)");
+grpc::ServerUnaryReactor* SwitchyardService::Attach(Context* ctx, const v1::AttachRequest* req, v1::Operation* out) {
+  auto caller = callerOf(ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
+  if (!req->has_gpus()) return finished(ctx, invalid("gpus: required (how many GPUs, or which devices)"));
   auto placement = fromProto(req->gpus(), {});
-  if (!placement) return toGrpcStatus(placement.error());
-  return reply(engine_.attach({req->system(), std::move(*placement)}), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
+  if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
+  AttachRequest request{req->system(), std::move(*placement)};
+  return answer<Operation>(
+      ctx, [this, c = *caller, r = std::move(request)] { return engine_.attach(c, r); }, fillOperation(engine_, out));
 }
 
-grpc::Status SwitchyardService::Detach(grpc::ServerContext*, const v1::DetachRequest* req, v1::Operation* out) {
-  if (req->system().empty()) return invalid("system: required (id or name)");
+grpc::ServerUnaryReactor* SwitchyardService::Detach(Context* ctx, const v1::DetachRequest* req, v1::Operation* out) {
+  auto caller = callerOf(ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
   DetachRequest request{req->system(), {req->device_ids().begin(), req->device_ids().end()}, {}};
   for (const auto& ref : req->gpu_instances()) {
-    if (ref.device_id().empty()) return invalid("gpu_instances: device_id required");
+    if (ref.device_id().empty()) return finished(ctx, invalid("gpu_instances: device_id required"));
     request.gpuInstances.push_back({ref.device_id(), ref.start()});
   }
-  return reply(engine_.detach(request), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
+  return answer<Operation>(
+      ctx, [this, c = *caller, r = std::move(request)] { return engine_.detach(c, r); }, fillOperation(engine_, out));
 }
 
-grpc::Status SwitchyardService::Plan(grpc::ServerContext*, const v1::PlanRequest* req, v1::PlanResponse* out) {
+grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRequest* req, v1::PlanResponse* out) {
   auto placement = fromProto(req->gpus(), req->tenant());
-  if (!placement) return toGrpcStatus(placement.error());
+  if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   placement->explain = true;
-  auto decision = engine_.plan(*placement);
-  if (!decision) return toGrpcStatus(decision.error());
-  // A request that cannot be valid is an error; one that merely does not fit now is an answer.
-  if (decision->error && decision->error->code != Code::kResourceExhausted) return toGrpcStatus(*decision->error);
-  toProto(*decision, *out);
-  return grpc::Status::OK;
+  auto* reactor = ctx->DefaultReactor();
+  engine_.async<PlacementDecision>([this, p = std::move(*placement)] { return engine_.plan(p); },
+                                   [reactor, out](Result<PlacementDecision> decision) {
+                                     if (!decision) return reactor->Finish(toGrpcStatus(decision.error()));
+                                     // A request that cannot be valid is an error; one that merely does not fit now is an answer.
+                                     if (decision->error && decision->error->code != Code::kResourceExhausted)
+                                       return reactor->Finish(toGrpcStatus(*decision->error));
+                                     toProto(*decision, *out);
+                                     reactor->Finish(grpc::Status::OK);
+                                   });
+  return reactor;
 }
 
-grpc::Status SwitchyardService::GetCapacity(grpc::ServerContext*, const v1::GetCapacityRequest* req, v1::Capacity* out) {
+grpc::ServerUnaryReactor* SwitchyardService::GetCapacity(Context* ctx, const v1::GetCapacityRequest* req, v1::Capacity* out) {
   auto shapes = fromProto(*req);
-  if (!shapes) return toGrpcStatus(shapes.error());
+  if (!shapes) return finished(ctx, toGrpcStatus(shapes.error()));
   auto mig = migProfilesOf(*req);
-  if (!mig) return toGrpcStatus(mig.error());
-  return reply(engine_.capacity(*shapes, *mig), [&](const CapacityReport& report) { toProto(report, *out); });
+  if (!mig) return finished(ctx, toGrpcStatus(mig.error()));
+  return answer<CapacityReport>(
+      ctx, [this, s = std::move(*shapes), m = std::move(*mig)] { return engine_.capacity(s, m); },
+      [out](const CapacityReport& report) { toProto(report, *out); });
 }
 
-grpc::Status SwitchyardService::GetSystem(grpc::ServerContext*, const v1::GetSystemRequest* req, v1::System* out) {
-  return reply(engine_.getSystem(req->system()), [&](const System& s) { toProto(s, *out); });
+grpc::ServerUnaryReactor* SwitchyardService::GetSystem(Context* ctx, const v1::GetSystemRequest* req, v1::System* out) {
+  return answer<System>(
+      ctx, [this, id = req->system()] { return engine_.getSystem(id); }, [out](const System& s) { toProto(s, *out); });
 }
 
-grpc::Status SwitchyardService::ListSystems(grpc::ServerContext*, const v1::ListSystemsRequest* req, v1::ListSystemsResponse* out) {
-  return reply(engine_.listSystems(), [&](const std::vector<System>& systems) {
-    for (const auto& s : systems)
-      if (req->tenant().empty() || s.tenant == req->tenant()) toProto(s, *out->add_systems());
-  });
+grpc::ServerUnaryReactor* SwitchyardService::ListSystems(Context* ctx, const v1::ListSystemsRequest* req, v1::ListSystemsResponse* out) {
+  return answer<std::vector<System>>(
+      ctx, [this] { return engine_.listSystems(); },
+      [out, tenant = req->tenant()](const std::vector<System>& systems) {
+        for (const auto& s : systems)
+          if (tenant.empty() || s.tenant == tenant) toProto(s, *out->add_systems());
+      });
 }
 
-grpc::Status SwitchyardService::ListDevices(grpc::ServerContext*, const v1::ListDevicesRequest*, v1::ListDevicesResponse* out) {
-  return reply(engine_.listDevices(), [&](const std::vector<DeviceView>& devices) {
-    for (const auto& d : devices) toProto(d, *out->add_devices());
-  });
+grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1::ListDevicesRequest*, v1::ListDevicesResponse* out) {
+  return answer<std::vector<DeviceView>>(
+      ctx, [this] { return engine_.listDevices(); },
+      [out](const std::vector<DeviceView>& devices) {
+        for (const auto& d : devices) toProto(d, *out->add_devices());
+      });
 }
 
-grpc::Status SwitchyardService::ListHosts(grpc::ServerContext*, const v1::ListHostsRequest*, v1::ListHostsResponse* out) {
-  return reply(engine_.listHosts(), [&](const std::vector<HostView>& hosts) {
-    for (const auto& h : hosts) toProto(h, *out->add_hosts());
-  });
+grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::ListHostsRequest*, v1::ListHostsResponse* out) {
+  return answer<std::vector<HostView>>(
+      ctx, [this] { return engine_.listHosts(); },
+      [out](const std::vector<HostView>& hosts) {
+        for (const auto& h : hosts) toProto(h, *out->add_hosts());
+      });
 }
 
-grpc::Status SwitchyardService::GetTopology(grpc::ServerContext*, const v1::GetTopologyRequest*, v1::Topology* out) {
-  auto topology = engine_.topology();
-  auto hosts = engine_.listHosts();
-  auto devices = engine_.listDevices();
-  if (!topology) return toGrpcStatus(topology.error());
-  if (!hosts) return toGrpcStatus(hosts.error());
-  if (!devices) return toGrpcStatus(devices.error());
-  toProto(*topology, *hosts, *devices, *out);
-  return grpc::Status::OK;
+grpc::ServerUnaryReactor* SwitchyardService::GetTopology(Context* ctx, const v1::GetTopologyRequest*, v1::Topology* out) {
+  struct Views {
+    Topology topology;
+    std::vector<HostView> hosts;
+    std::vector<DeviceView> devices;
+  };
+  return answer<Views>(
+      ctx,
+      [this]() -> Result<Views> {
+        Views v;
+        SY_ASSIGN(v.topology, engine_.topology());
+        SY_ASSIGN(v.hosts, engine_.listHosts());
+        SY_ASSIGN(v.devices, engine_.listDevices());
+        return v;
+      },
+      [out](const Views& v) { toProto(v.topology, v.hosts, v.devices, *out); });
 }
 
-grpc::Status SwitchyardService::GetOperation(grpc::ServerContext*, const v1::GetOperationRequest* req, v1::Operation* out) {
-  if (req->id().empty()) return invalid("id: required");
-  return reply(engine_.getOperation(req->id()), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
+grpc::ServerUnaryReactor* SwitchyardService::GetOperation(Context* ctx, const v1::GetOperationRequest* req, v1::Operation* out) {
+  if (req->id().empty()) return finished(ctx, invalid("id: required"));
+  return answer<Operation>(
+      ctx, [this, id = req->id()] { return engine_.getOperation(id); }, fillOperation(engine_, out));
 }
 
-grpc::Status SwitchyardService::ListOperations(grpc::ServerContext*, const v1::ListOperationsRequest* req, v1::ListOperationsResponse* out) {
-  if (req->limit() < 0) return invalid("limit: must be >= 0");
+grpc::ServerUnaryReactor* SwitchyardService::ListOperations(Context* ctx, const v1::ListOperationsRequest* req,
+                                                            v1::ListOperationsResponse* out) {
+  if (req->limit() < 0) return finished(ctx, invalid("limit: must be >= 0"));
   const std::size_t limit = req->limit() == 0 ? 50 : static_cast<std::size_t>(req->limit());
-  return reply(engine_.listOperations(limit), [&](const std::vector<Operation>& ops) {
-    for (const auto& op : ops) toProto(op, engine_.stepKinds(), *out->add_operations());
-  });
+  return answer<std::vector<Operation>>(
+      ctx, [this, limit] { return engine_.listOperations(limit); },
+      [this, out](const std::vector<Operation>& ops) {
+        for (const auto& op : ops) toProto(op, engine_.stepKinds(), *out->add_operations());
+      });
 }
 
-grpc::Status SwitchyardService::WaitOperation(grpc::ServerContext* ctx, const v1::WaitOperationRequest* req, v1::Operation* out) {
-  if (req->id().empty()) return invalid("id: required");
-  if (req->timeout_ms() < 0) return invalid("timeout_ms: must be >= 0");
+grpc::ServerUnaryReactor* SwitchyardService::WaitOperation(Context* ctx, const v1::WaitOperationRequest* req, v1::Operation* out) {
+  if (req->id().empty()) return finished(ctx, invalid("id: required"));
+  if (req->timeout_ms() < 0) return finished(ctx, invalid("timeout_ms: must be >= 0"));
   auto timeout = std::chrono::milliseconds(req->timeout_ms() == 0 ? 30'000 : req->timeout_ms());
   // Never wait past the caller's own deadline.
   const auto untilDeadline = std::chrono::duration_cast<std::chrono::milliseconds>(ctx->deadline() - std::chrono::system_clock::now());
   if (untilDeadline.count() > 0 && untilDeadline < timeout) timeout = untilDeadline;
-  return reply(engine_.waitOperation(req->id(), timeout), [&](const Operation& op) { toProto(op, engine_.stepKinds(), *out); });
+  auto* reactor = ctx->DefaultReactor();
+  engine_.waitOperation(req->id(), timeout, [this, reactor, out](Result<Operation> op) {
+    if (!op) return reactor->Finish(toGrpcStatus(op.error()));
+    toProto(*op, engine_.stepKinds(), *out);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
 }
 
-grpc::Status SwitchyardService::Watch(grpc::ServerContext* ctx, const v1::WatchRequest* req, grpc::ServerWriter<v1::Event>* writer) {
-  auto stream = engine_.subscribe();
-  std::uint64_t last = req->after_sequence();
-  if (last > 0) {
-    // Replay what was recorded, then follow live events, skipping any seen twice.
-    auto recorded = engine_.listEvents(last, 100'000);
-    if (!recorded) return toGrpcStatus(recorded.error());
-    for (const auto& e : *recorded) {
-      v1::Event pe;
-      toProto(e, pe);
-      if (!writer->Write(pe)) return grpc::Status::OK;
-      last = e.sequence;
+namespace {
+
+// One Watch stream: recorded events after the client's sequence first, then live ones as the engine
+// pushes them. At most one write is in flight; the engine's listener starts the next when idle. All
+// state is under `shared->mutex`, which also keeps the listener away once the reactor is gone.
+class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
+ public:
+  WatchReactor(Engine& engine, std::uint64_t afterSequence) : last_(afterSequence), stream_(engine.subscribe()) {
+    shared_->reactor = this;
+    if (afterSequence == 0) {
+      startFollowing();
+      return;
+    }
+    engine.async<std::vector<Event>>([&engine, afterSequence] { return engine.listEvents(afterSequence, 100'000); },
+                                     [shared = shared_](Result<std::vector<Event>> recorded) {
+                                       std::lock_guard lock(shared->mutex);
+                                       if (!shared->reactor) return;
+                                       if (!recorded) return shared->reactor->finishLocked(toGrpcStatus(recorded.error()));
+                                       shared->reactor->replay_.assign(recorded->begin(), recorded->end());
+                                       shared->reactor->startFollowingLocked();
+                                     });
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(shared_->mutex);
+    writing_ = false;
+    if (!ok) return finishLocked(grpc::Status::OK);  // the client went away
+    if (pendingFinish_) return finishLocked(*pendingFinish_);
+    pumpLocked();
+  }
+
+  void OnCancel() override {
+    std::lock_guard lock(shared_->mutex);
+    finishLocked(grpc::Status::CANCELLED);
+  }
+
+  void OnDone() override {
+    {
+      std::lock_guard lock(shared_->mutex);
+      shared_->reactor = nullptr;
+    }
+    stream_->setListener(nullptr);
+    stream_->close();
+    delete this;
+  }
+
+ private:
+  struct Shared {
+    std::mutex mutex;
+    WatchReactor* reactor = nullptr;
+  };
+
+  void startFollowing() {
+    std::lock_guard lock(shared_->mutex);
+    startFollowingLocked();
+  }
+
+  void startFollowingLocked() {
+    following_ = true;
+    // The listener runs on the engine's control thread; what was queued before it was set is sent now.
+    stream_->setListener([shared = shared_] {
+      std::lock_guard lock(shared->mutex);
+      if (shared->reactor) shared->reactor->pumpLocked();
+    });
+    pumpLocked();
+  }
+
+  // The next event to send, skipping any the replay already sent.
+  std::optional<Event> nextLocked() {
+    while (true) {
+      std::optional<Event> e;
+      if (!replay_.empty()) {
+        e = std::move(replay_.front());
+        replay_.pop_front();
+      } else {
+        e = stream_->tryNext();
+      }
+      if (!e || e->sequence > last_) return e;
     }
   }
-  while (!ctx->IsCancelled() && !shuttingDown_) {
-    if (const auto dropped = stream->dropped(); dropped > 0)
-      return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-              fmt::format("watcher fell behind and {} event(s) were dropped; watch again with after_sequence={}", dropped, last)};
-    auto e = stream->next(std::chrono::milliseconds(200));
+
+  void pumpLocked() {
+    if (writing_ || done_ || !following_) return;
+    if (const auto dropped = stream_->dropped(); dropped > 0)
+      return finishLocked({grpc::StatusCode::RESOURCE_EXHAUSTED,
+                           fmt::format("watcher fell behind and {} event(s) were dropped; watch again with after_sequence={}", dropped, last_)});
+    auto e = nextLocked();
     if (!e) {
-      if (stream->closed()) break;
-      continue;
+      if (stream_->closed()) finishLocked(grpc::Status::OK);  // the engine stopped
+      return;
     }
-    if (e->sequence <= last) continue;
-    v1::Event pe;
-    toProto(*e, pe);
-    if (!writer->Write(pe)) break;
-    last = e->sequence;
+    last_ = e->sequence;
+    out_.Clear();
+    toProto(*e, out_);
+    writing_ = true;
+    StartWrite(&out_);
   }
-  return grpc::Status::OK;
+
+  void finishLocked(const grpc::Status& status) {
+    if (done_) return;
+    if (writing_) {  // finish once the write in flight completes
+      if (!pendingFinish_) pendingFinish_ = status;
+      return;
+    }
+    done_ = true;
+    Finish(status);
+  }
+
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+  std::uint64_t last_;
+  std::shared_ptr<EventStream> stream_;
+  std::deque<Event> replay_;
+  v1::Event out_;
+  bool following_ = false;
+  bool writing_ = false;
+  bool done_ = false;
+  std::optional<grpc::Status> pendingFinish_;
+};
+
+}  // namespace
+
+grpc::ServerWriteReactor<v1::Event>* SwitchyardService::Watch(Context*, const v1::WatchRequest* req) {
+  if (shuttingDown_) {
+    struct Refused final : grpc::ServerWriteReactor<v1::Event> {
+      Refused() { Finish({grpc::StatusCode::UNAVAILABLE, "yardd is shutting down"}); }
+      void OnDone() override { delete this; }
+    };
+    return new Refused;
+  }
+  return new WatchReactor(engine_, req->after_sequence());
 }
 
 }  // namespace switchyard

@@ -28,6 +28,7 @@ struct DaemonOptions {
   int simTimeoutNext = 0;
   std::uint64_t simSeed = 1;
   int driverThreads = 256;
+  double switchTimeoutSeconds = 60;
   int shutdownGraceSeconds = 10;
   std::string logLevel = "info";
   std::string placementProfile = "switchyard-v2";
@@ -74,6 +75,10 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
                  "The most switch calls in flight at once (a thread each, started as calls need them; a compose binds all its "
                  "devices in one call)")
       ->check(CLI::Range(1, 4096))->capture_default_str();
+  app.add_option("--switch-timeout", o.switchTimeoutSeconds,
+                 "Seconds a switch call may take; past that it fails with DEADLINE_EXCEEDED, its outcome unknown, and the "
+                 "operation rolls back (undo steps are idempotent)")
+      ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
   app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")
       ->check(CLI::Range(0, 3600))->capture_default_str();
   app.add_option("--placement-profile", o.placementProfile,

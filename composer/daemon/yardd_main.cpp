@@ -79,6 +79,7 @@ int run(const DaemonOptions& o) {
   EngineOptions engineOptions;
   engineOptions.placement = scheduler;
   engineOptions.driverThreads = o.driverThreads;
+  engineOptions.switchCallTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.switchTimeoutSeconds * 1000));
   engineOptions.reconcileInterval = std::chrono::seconds(o.reconcileIntervalSeconds);
   engineOptions.retention.events = o.retainEvents;
   engineOptions.retention.finishedOperations = o.retainOperations;

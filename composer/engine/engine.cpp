@@ -44,12 +44,22 @@ auto Engine::onControl(F&& f) -> decltype(f()) {
   if (std::this_thread::get_id() == controlThread_.get_id()) return f();
   auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(f));
   auto future = task->get_future();
-  asio::post(*control_, [task] { (*task)(); });
+  asio::post(*control_, [this, task] {
+    if (!controlStopped_) (*task)();  // else dropped unrun: the caller gets kAborted
+  });
   try {
     return future.get();
   } catch (const std::future_error&) {  // the control loop stopped before running it
     return R(fail(Code::kAborted, "yardd is shutting down"));
   }
+}
+
+void Engine::postToControl(std::function<void(bool running)> task) {
+  if (!controlThread_.joinable()) {
+    task(false);
+    return;
+  }
+  asio::post(*control_, [this, task = std::move(task)] { task(!controlStopped_); });
 }
 
 Result<RecoveryReport> Engine::start() {
@@ -115,30 +125,34 @@ void Engine::stop(Duration grace) {
       if (auto s = weak.lock()) s->close();
     subscribers_.clear();
     // Waiters get the operation as it stands (unfinished, resumable) rather than waiting on a halted engine.
-    for (auto& [id, promises] : waiters_)
-      for (auto& promise : promises) promise->set_value(active_.at(id));
-    waiters_.clear();
+    std::vector<OperationId> waitedFor;
+    for (const auto& [id, waiters] : waiters_) waitedFor.push_back(id);
+    for (const auto& id : waitedFor) completeWaiters(id, active_.at(id));
     pollTimer_->guard.reset();
     control_->stop();
     return {};
   });
   controlThread_.join();
+  // Whatever was posted meanwhile is answered kAborted, here, while the engine is whole.
+  controlStopped_ = true;
+  control_->restart();
+  control_->poll();
 }
 
-Result<Operation> Engine::compose(const ComposeRequest& request) {
-  return onControl([&] { return acceptCompose(request); });
+Result<Operation> Engine::compose(const Caller& caller, const ComposeRequest& request) {
+  return onControl([&] { return acceptCompose(caller, request); });
 }
 
-Result<Operation> Engine::decompose(const std::string& system) {
-  return onControl([&] { return acceptDecompose(system); });
+Result<Operation> Engine::decompose(const Caller& caller, const std::string& system) {
+  return onControl([&] { return acceptDecompose(caller, system); });
 }
 
-Result<Operation> Engine::attach(const AttachRequest& request) {
-  return onControl([&] { return acceptAttach(request); });
+Result<Operation> Engine::attach(const Caller& caller, const AttachRequest& request) {
+  return onControl([&] { return acceptAttach(caller, request); });
 }
 
-Result<Operation> Engine::detach(const DetachRequest& request) {
-  return onControl([&] { return acceptDetach(request); });
+Result<Operation> Engine::detach(const Caller& caller, const DetachRequest& request) {
+  return onControl([&] { return acceptDetach(caller, request); });
 }
 
 Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
@@ -230,27 +244,54 @@ Result<std::vector<Operation>> Engine::listOperations(std::size_t limit) {
   });
 }
 
-Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout) {
-  using Waiting = std::pair<std::optional<Operation>, std::shared_future<Operation>>;
-  SY_ASSIGN(Waiting waiting, onControl([&]() -> Result<Waiting> {
-              if (active_.contains(id)) {
-                auto promise = std::make_shared<std::promise<Operation>>();
-                waiters_[id].push_back(promise);
-                return Waiting{std::nullopt, promise->get_future().share()};
-              }
-              SY_ASSIGN(auto stored, store_.getOperation(id));
-              if (!stored) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));
-              return Waiting{std::move(*stored), {}};
-            }));
-  if (waiting.first) return *waiting.first;
-  if (waiting.second.wait_for(timeout) == std::future_status::ready) {
-    try {
-      return waiting.second.get();
-    } catch (const std::future_error&) {
-      return fail(Code::kAborted, "yardd is shutting down");
+struct Engine::Waiter {
+  Waiter(asio::io_context& io, Completion<Operation> done) : timer(io), once(std::move(done)) {}
+  asio::steady_timer timer;
+  CompleteOnce<Operation> once;
+};
+
+void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done) {
+  auto waiter = std::make_shared<Waiter>(*control_, std::move(done));
+  postToControl([this, id, timeout, waiter](bool running) {
+    if (!running) return;  // the waiter is dropped: kAborted
+    if (!active_.contains(id)) {
+      auto stored = store_.getOperation(id);
+      if (!stored) return waiter->once.complete(fail(stored.error()));
+      if (!*stored) return waiter->once.complete(fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)));
+      return waiter->once.complete(std::move(**stored));
     }
+    waiters_[id].push_back(waiter);
+    waiter->timer.expires_after(timeout);
+    waiter->timer.async_wait([this, id, weak = std::weak_ptr<Waiter>(waiter)](const boost::system::error_code& ec) {
+      auto w = weak.lock();
+      if (ec || !w) return;  // answered already
+      if (auto it = waiters_.find(id); it != waiters_.end()) {
+        std::erase(it->second, w);
+        if (it->second.empty()) waiters_.erase(it);
+      }
+      if (auto op = active_.find(id); op != active_.end()) w->once.complete(op->second);
+    });
+  });
+}
+
+Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout) {
+  if (controlThread_.joinable() && std::this_thread::get_id() == controlThread_.get_id())
+    return fail(Code::kInternal, "waitOperation would block the engine's control thread: use the Completion form");
+  auto result = std::make_shared<std::promise<Result<Operation>>>();
+  auto future = result->get_future();
+  waitOperation(id, timeout, [result](Result<Operation> r) { result->set_value(std::move(r)); });
+  return future.get();
+}
+
+void Engine::completeWaiters(const OperationId& id, const Operation& op) {
+  auto it = waiters_.find(id);
+  if (it == waiters_.end()) return;
+  auto waiters = std::move(it->second);
+  waiters_.erase(it);
+  for (auto& w : waiters) {
+    w->timer.cancel();
+    w->once.complete(op);
   }
-  return getOperation(id);
 }
 
 Result<std::vector<Event>> Engine::listEvents(std::uint64_t afterSequence, std::size_t limit) {
@@ -267,8 +308,8 @@ std::shared_ptr<EventStream> Engine::subscribe() {
   return stream;
 }
 
-Event Engine::makeEvent(std::string type, std::string subject, std::string message) {
-  return Event{++lastEventSequence_, clock_.now(), std::move(type), std::move(subject), std::move(message)};
+Event Engine::makeEvent(std::string type, std::string subject, std::string message, std::string actor) {
+  return Event{++lastEventSequence_, clock_.now(), std::move(type), std::move(subject), std::move(message), std::move(actor)};
 }
 
 Result<void> Engine::persist(Mutation& m) {
@@ -319,6 +360,7 @@ Result<void> Engine::pollFabricEvents() {
   auto events = driver_.pollEvents();
   return onControl([&]() -> Result<void> {
     applyFabricEvents(events);
+    if (!events) return fail(events.error().wrap("cannot read the switch's events"));
     return {};
   });
 }
@@ -328,7 +370,7 @@ Result<std::vector<Drift>> Engine::reconcile() {
               if (stepCallsInFlight_ > 0) return fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later");
               return stepResults_;
             }));
-  auto bindings = driver_.readBindings();
+  auto bindings = driver_.readBindings({options_.switchCallTimeout});
   return onControl([&] { return reconcileIfFresh(bindings, before); });
 }
 
@@ -374,7 +416,7 @@ void Engine::scheduleReconcile() {
     const std::uint64_t before = stepResults_;
     ++driverCallsInFlight_;
     driverPool_->post([this, before] {
-      auto bindings = driver_.readBindings();
+      auto bindings = driver_.readBindings({options_.switchCallTimeout});
       asio::post(*control_, [this, before, bindings = std::move(bindings)] {
         --driverCallsInFlight_;
         if (halted_) return;

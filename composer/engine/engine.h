@@ -3,7 +3,14 @@
 //
 // Threading: one control thread owns every piece of mutable state (PoolState, active operations,
 // subscribers); public methods are thread-safe and run their body on it. Driver calls, which may take
-// seconds on a real switch, run on a small pool and post their result back to the control thread.
+// seconds on a real switch, run on an elastic pool and post their result back to the control thread.
+//
+// Two ways to call: the plain methods block the calling thread until the control thread has answered
+// (microseconds to a few milliseconds: they never wait for a switch); async() and the waitOperation
+// overload with a Completion never block, for callers on an event loop (the gRPC callback API, the
+// Redfish service on Boost.Beast). Event subscribers can be pushed to (EventStream::setListener).
+//
+// Every mutating call takes a Caller; the operation records it and its events name it as their actor.
 #pragma once
 
 #include <chrono>
@@ -41,6 +48,7 @@ struct EngineOptions {
   std::shared_ptr<const StepKindRegistry> steps;         // null: the built-in step kinds
   int driverThreads = 256;  // the most switch calls in flight at once (a thread each, started as needed)
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
+  std::chrono::milliseconds switchCallTimeout{60'000};  // a switch call not answered by then is kDeadlineExceeded
   std::chrono::milliseconds fabricPollInterval{1000};
   std::chrono::milliseconds reconcileInterval{30'000};  // compare with the fabric while running; 0: only at start
   RetentionPolicy retention;                      // history kept in the store
@@ -97,6 +105,11 @@ struct RecoveryReport {
   std::vector<Drift> drifts;
 };
 
+// A completion: runs exactly once, on the control thread (or on the stopping thread with kAborted when
+// the engine stops first). It must return quickly and must not call the engine's blocking methods.
+template <typename T>
+using Completion = std::function<void(Result<T>)>;
+
 class Engine {
  public:
   Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions options = {});
@@ -111,10 +124,11 @@ class Engine {
   // stays resumable in the store.
   void stop(Duration grace);
 
-  [[nodiscard]] Result<Operation> compose(const ComposeRequest& request);
-  [[nodiscard]] Result<Operation> decompose(const std::string& system);
-  [[nodiscard]] Result<Operation> attach(const AttachRequest& request);
-  [[nodiscard]] Result<Operation> detach(const DetachRequest& request);
+  // Accept a change: the returned operation is durable and running; waitOperation() follows it.
+  [[nodiscard]] Result<Operation> compose(const Caller& caller, const ComposeRequest& request);
+  [[nodiscard]] Result<Operation> decompose(const Caller& caller, const std::string& system);
+  [[nodiscard]] Result<Operation> attach(const Caller& caller, const AttachRequest& request);
+  [[nodiscard]] Result<Operation> detach(const Caller& caller, const DetachRequest& request);
   [[nodiscard]] Result<PlacementDecision> plan(const PlacementRequest& request);
   // Usable capacity per request shape, and per MIG profile when asked.
   [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles = {});
@@ -128,8 +142,22 @@ class Engine {
   [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit);
   // The operation once finished, or its current state when the timeout passes first.
   [[nodiscard]] Result<Operation> waitOperation(const OperationId& id, std::chrono::milliseconds timeout);
+  void waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit);
+  // Live events from now on (a closed stream when the engine is not running). Read it blocking, or set
+  // a listener to be pushed to.
   [[nodiscard]] std::shared_ptr<EventStream> subscribe();
+
+  // Runs `call` on the control thread, where every method above answers inline without blocking (except
+  // the blocking waitOperation: use its Completion form), then `done` with the result.
+  //   engine.async<Operation>([&e = engine, caller, r] { return e.compose(caller, r); }, reply);
+  template <typename T>
+  void async(std::function<Result<T>()> call, Completion<T> done) {
+    auto once = std::make_shared<CompleteOnce<T>>(std::move(done));
+    postToControl([call = std::move(call), once](bool running) {
+      if (running) once->complete(call());
+    });
+  }
   // The step kinds this engine runs (for describing steps).
   [[nodiscard]] const StepKindRegistry& stepKinds() const { return *steps_; }
 
@@ -142,6 +170,29 @@ class Engine {
   [[nodiscard]] Result<PruneReport> pruneHistory();
 
  private:
+  // Calls its completion exactly once: with the result, or with kAborted when dropped before that (the
+  // engine stopped before running the call).
+  template <typename T>
+  class CompleteOnce {
+   public:
+    explicit CompleteOnce(Completion<T> done) : done_(std::move(done)) {}
+    CompleteOnce(const CompleteOnce&) = delete;
+    CompleteOnce& operator=(const CompleteOnce&) = delete;
+    ~CompleteOnce() {
+      if (done_) done_(fail(Code::kAborted, "yardd is shutting down"));
+    }
+    void complete(Result<T> result) {
+      auto done = std::move(done_);
+      done_ = nullptr;
+      if (done) done(std::move(result));
+    }
+
+   private:
+    Completion<T> done_;
+  };
+  // Runs `task(true)` on the control thread, or `task(false)` when the engine has stopped.
+  void postToControl(std::function<void(bool running)> task);
+
   // A change to persist atomically, then apply and publish.
   struct Mutation {
     std::vector<StoreWrite> writes;
@@ -152,12 +203,12 @@ class Engine {
   auto onControl(F&& f) -> decltype(f());
 
   // Acceptance (engine.cpp).
-  [[nodiscard]] Result<Operation> acceptCompose(const ComposeRequest& request);
-  [[nodiscard]] Result<Operation> acceptDecompose(const std::string& system);
-  [[nodiscard]] Result<Operation> acceptAttach(const AttachRequest& request);
-  [[nodiscard]] Result<Operation> acceptDetach(const DetachRequest& request);
+  [[nodiscard]] Result<Operation> acceptCompose(const Caller& caller, const ComposeRequest& request);
+  [[nodiscard]] Result<Operation> acceptDecompose(const Caller& caller, const std::string& system);
+  [[nodiscard]] Result<Operation> acceptAttach(const Caller& caller, const AttachRequest& request);
+  [[nodiscard]] Result<Operation> acceptDetach(const Caller& caller, const DetachRequest& request);
   [[nodiscard]] Result<void> checkAccepting() const;
-  [[nodiscard]] Operation newOperation(OperationKind kind, const System& system);
+  [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Caller& caller);
   // Persists the operation with its mutation, then applies the in-memory change and starts it.
   [[nodiscard]] Result<Operation> launch(Operation op, Mutation mutation, const std::function<void()>& applyInMemory);
   // Stores a refused request's shape and counts it towards the demand mix.
@@ -173,11 +224,13 @@ class Engine {
   void finish(Operation& op, Mutation& m);
   [[nodiscard]] const StepKind& kindOf(const Step& step) const;
   [[nodiscard]] std::string describe(const Step& step) const;
-  // A step's events go into `events` (numbered as they come).
-  [[nodiscard]] StepEffects::EmitEvent emitInto(std::vector<Event>& events);
+  // A step's events go into `events` (numbered as they come), naming `actor`.
+  [[nodiscard]] StepEffects::EmitEvent emitInto(std::vector<Event>& events, const std::string& actor);
+  // Hands a finished (or, when stopping, unfinished) operation to everyone waiting for it.
+  void completeWaiters(const OperationId& id, const Operation& op);
 
   // Persistence and events.
-  [[nodiscard]] Event makeEvent(std::string type, std::string subject, std::string message);
+  [[nodiscard]] Event makeEvent(std::string type, std::string subject, std::string message, std::string actor = "yardd");
   // Writes the mutation, then publishes its events. When the store refuses (a failed disk, or a newer
   // yardd fenced this one out), the engine halts (haltOnStoreFailure) and the error is returned.
   [[nodiscard]] Result<void> persist(Mutation& m);
@@ -192,7 +245,7 @@ class Engine {
   // call returned since (the read may show an operation half-way): then kUnavailable, nothing recorded.
   [[nodiscard]] Result<std::vector<Drift>> reconcileIfFresh(const Result<std::vector<Binding>>& fabricBindings,
                                                             std::uint64_t stepResultsBefore);
-  void applyFabricEvents(const std::vector<FabricEvent>& events);
+  void applyFabricEvents(const Result<std::vector<FabricEvent>>& events);
   void scheduleFabricPoll();
   void schedulePrune();
   void scheduleReconcile();
@@ -213,7 +266,8 @@ class Engine {
   // Everything below is touched on the control thread only.
   std::unique_ptr<PoolState> state_;
   std::unordered_map<OperationId, Operation> active_;
-  std::unordered_map<OperationId, std::vector<std::shared_ptr<std::promise<Operation>>>> waiters_;
+  struct Waiter;
+  std::unordered_map<OperationId, std::vector<std::shared_ptr<Waiter>>> waiters_;
   std::vector<std::weak_ptr<EventStream>> subscribers_;
   std::uint64_t lastEventSequence_ = 0;
   std::uint64_t lastSystemNumber_ = 0;
@@ -224,8 +278,10 @@ class Engine {
   std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event
   WriterEpoch writerEpoch_ = 0;  // claimed at start: the fencing token of every write
   std::string storeFailure_;     // why the engine stopped writing, once it did
+  std::string eventFeedFailure_;  // why the switch's events cannot be read, while they cannot
   bool accepting_ = false;
   bool halted_ = false;  // after stop's grace: record step results but start no new steps
+  bool controlStopped_ = false;  // the control loop has ended: posted work is answered kAborted
 };
 
 }  // namespace switchyard

@@ -18,8 +18,9 @@ Result<void> Engine::checkAccepting() const {
   return {};
 }
 
-Operation Engine::newOperation(OperationKind kind, const System& system) {
+Operation Engine::newOperation(OperationKind kind, const System& system, const Caller& caller) {
   Operation op;
+  op.requestedBy = caller;
   op.id = fmt::format("op-{:06}", ++lastOperationNumber_);
   op.kind = kind;
   op.systemId = system.id;
@@ -31,10 +32,12 @@ Operation Engine::newOperation(OperationKind kind, const System& system) {
 Result<Operation> Engine::launch(Operation op, Mutation mutation, const std::function<void()>& applyInMemory) {
   mutation.writes.emplace_back(PutOperation{op});
   mutation.events.push_back(makeEvent("operation.accepted", op.id,
-                                      fmt::format("{} {} accepted for {} on {}", toString(op.kind), op.id, op.systemId, op.hostId)));
+                                      fmt::format("{} {} accepted for {} on {} (asked by {})", toString(op.kind), op.id, op.systemId,
+                                                  op.hostId, op.requestedBy.identity),
+                                      op.requestedBy.identity));
   SY_TRY(persist(mutation));
   applyInMemory();
-  spdlog::info("{} {} accepted: system {} on {}{}", op.id, toString(op.kind), op.systemId, op.hostId,
+  spdlog::info("{} {} accepted for {}: system {} on {}{}", op.id, toString(op.kind), op.requestedBy.identity, op.systemId, op.hostId,
                op.explanation.empty() ? "" : " (" + op.explanation + ")");
   const OperationId id = op.id;
   active_.emplace(id, std::move(op));
@@ -78,7 +81,7 @@ std::vector<Step> unbindSteps(std::vector<Binding> bindings) {
 
 }  // namespace
 
-Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
+Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeRequest& request) {
   SY_TRY(checkAccepting());
   SY_TRY(validateName(request.name));
   if (const System* existing = state_->findSystem(request.name))
@@ -104,7 +107,7 @@ Result<Operation> Engine::acceptCompose(const ComposeRequest& request) {
   system.labels = request.labels;
   system.state = SystemState::kComposing;
   system.createdAt = system.updatedAt = clock_.now();
-  Operation op = newOperation(OperationKind::kCompose, system);
+  Operation op = newOperation(OperationKind::kCompose, system, caller);
   system.activeOperation = op.id;
   op.explanation = placement.explanation;
   op.gpuInstances = placement.gpuInstances;
@@ -149,10 +152,10 @@ Result<System> idleSystem(const PoolState& state, const std::string& idOrName) {
 
 }  // namespace
 
-Result<Operation> Engine::acceptDecompose(const std::string& idOrName) {
+Result<Operation> Engine::acceptDecompose(const Caller& caller, const std::string& idOrName) {
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, idOrName));
-  Operation op = newOperation(OperationKind::kDecompose, system);
+  Operation op = newOperation(OperationKind::kDecompose, system, caller);
   op.steps = unbindSteps(system.bindings);
   system.state = SystemState::kDecomposing;
   system.activeOperation = op.id;
@@ -162,7 +165,7 @@ Result<Operation> Engine::acceptDecompose(const std::string& idOrName) {
   return launch(std::move(op), std::move(m), [&] { state_->putSystem(system); });
 }
 
-Result<Operation> Engine::acceptAttach(const AttachRequest& request) {
+Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest& request) {
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, request.system));
   PlacementRequest placement = request.placement;
@@ -172,7 +175,7 @@ Result<Operation> Engine::acceptAttach(const AttachRequest& request) {
   PlacementDecision decision = place(*placement_, state_->pool(), placement, &state_->placementIndex());
   if (!decision.placement) return fail(*decision.error);
 
-  Operation op = newOperation(OperationKind::kAttach, system);
+  Operation op = newOperation(OperationKind::kAttach, system, caller);
   op.explanation = decision.placement->explanation;
   op.gpuInstances = decision.placement->gpuInstances;
   op.steps = bindSteps(decision.placement->devices);
@@ -192,12 +195,12 @@ Result<Operation> Engine::acceptAttach(const AttachRequest& request) {
   });
 }
 
-Result<Operation> Engine::acceptDetach(const DetachRequest& request) {
+Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest& request) {
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, request.system));
   if (request.devices.empty() && request.gpuInstances.empty())
     return fail(Code::kInvalidArgument, "name at least one device or MIG instance to detach");
-  Operation op = newOperation(OperationKind::kDetach, system);
+  Operation op = newOperation(OperationKind::kDetach, system, caller);
   std::set<DeviceId> unbound;
   for (const auto& device : request.devices) {
     if (!unbound.insert(device).second) return fail(Code::kInvalidArgument, fmt::format("device '{}' is listed twice", device));

@@ -167,13 +167,26 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
   return drifts;
 }
 
-void Engine::applyFabricEvents(const std::vector<FabricEvent>& events) {
-  if (events.empty()) return;
+void Engine::applyFabricEvents(const Result<std::vector<FabricEvent>>& events) {
   Mutation m;
-  for (const auto& e : events) {
+  // A feed that cannot be read is recorded once when it goes and once when it comes back; health changes
+  // meanwhile arrive with the first successful poll (the driver keeps them).
+  if (!events) {
+    if (!eventFeedFailure_.empty()) return;
+    eventFeedFailure_ = events.error().message;
+    spdlog::warn("cannot read the switch's events: {}; device health may be stale until it answers", eventFeedFailure_);
+    m.events.push_back(makeEvent("fabric.events-unavailable", std::string(driver_.name()),
+                                 fmt::format("cannot read the switch's events: {}; device health may be stale", eventFeedFailure_)));
+  } else if (!eventFeedFailure_.empty()) {
+    spdlog::info("the switch's events can be read again");
+    m.events.push_back(makeEvent("fabric.events-restored", std::string(driver_.name()), "the switch's events can be read again"));
+    eventFeedFailure_.clear();
+  }
+  for (const auto& e : events ? *events : std::vector<FabricEvent>{}) {
     if (e.type == "device.health") state_->setHealth(e.subject, e.health);
     m.events.push_back(makeEvent("fabric." + e.type, e.subject, e.message));
   }
+  if (m.events.empty()) return;
   if (auto r = persist(m); !r) spdlog::error("cannot record fabric events: {}", r.error().message);
 }
 

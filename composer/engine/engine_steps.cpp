@@ -55,9 +55,9 @@ const StepKind& Engine::kindOf(const Step& step) const {
 
 std::string Engine::describe(const Step& step) const { return kindOf(step).describe(step); }
 
-StepEffects::EmitEvent Engine::emitInto(std::vector<Event>& events) {
-  return [this, &events](std::string type, std::string subject, std::string message) {
-    events.push_back(makeEvent(std::move(type), std::move(subject), std::move(message)));
+StepEffects::EmitEvent Engine::emitInto(std::vector<Event>& events, const std::string& actor) {
+  return [this, &events, actor](std::string type, std::string subject, std::string message) {
+    events.push_back(makeEvent(std::move(type), std::move(subject), std::move(message), actor));
   };
 }
 
@@ -80,10 +80,7 @@ void Engine::advance(const OperationId& id, Mutation carried) {
       if (!flush()) return;  // halted: the operation stays active and resumes at the next start
       Operation done = std::move(op);
       active_.erase(it);
-      if (auto w = waiters_.find(id); w != waiters_.end()) {
-        for (auto& promise : w->second) promise->set_value(done);
-        waiters_.erase(w);
-      }
+      completeWaiters(id, done);
       return;
     }
     const StepKind& kind = kindOf(op.steps[i]);
@@ -102,7 +99,7 @@ void Engine::dispatch(const OperationId& id, std::size_t step) {
   ++stepCallsInFlight_;
   const Operation& op = active_.at(id);
   driverPool_->post([this, id, step, snapshot = op, kind = &kindOf(op.steps[step])] {
-    StepTargets targets{driver_};
+    StepTargets targets{driver_, {options_.switchCallTimeout}};
     Result<void> result = kind->call(targets, snapshot, snapshot.steps[step]);
     asio::post(*control_, [this, id, step, result = std::move(result)] {
       --driverCallsInFlight_;
@@ -127,7 +124,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void>
     step.state = StepState::kDone;
     step.finishedAt = op.updatedAt;
     step.message.clear();
-    StepEffects effects(emitInto(m.events));
+    StepEffects effects(emitInto(m.events, op.requestedBy.identity));
     kind.succeeded(effects, op, step);
   } else {
     const Error& error = result.error();
@@ -149,7 +146,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void>
         DeviceAssignment q{b.deviceId, DeviceAllocation::kQuarantined, fmt::format("{} could not {}: {}", op.id, describe(step), error.message)};
         state_->assign(q, {});
         m.writes.emplace_back(PutAssignment{q});
-        m.events.push_back(makeEvent("device.quarantined", b.deviceId, q.owner));
+        m.events.push_back(makeEvent("device.quarantined", b.deviceId, q.owner, op.requestedBy.identity));
         op.error += fmt::format("; {} quarantined", b.deviceId);
         spdlog::error("{}: {}", op.id, q.owner);
       }
@@ -189,7 +186,7 @@ void Engine::failForward(Operation& op, std::size_t index, const Error& error, M
     }
   }
   for (auto& s : undo) op.steps.push_back(std::move(s));
-  m.events.push_back(makeEvent("operation.rolling-back", op.id, op.error));
+  m.events.push_back(makeEvent("operation.rolling-back", op.id, op.error, op.requestedBy.identity));
 }
 
 void Engine::runLocalStep(Operation& op, std::size_t index, const StepKind& kind, Mutation& m) {
@@ -200,7 +197,7 @@ void Engine::runLocalStep(Operation& op, std::size_t index, const StepKind& kind
     std::abort();
   }
   const Timestamp now = clock_.now();
-  LocalContext context(emitInto(m.events), *state_, *system, m.writes);
+  LocalContext context(emitInto(m.events, op.requestedBy.identity), *state_, *system, m.writes);
   kind.apply(context, op, step);
   System updated = context.system();
   updated.updatedAt = now;
@@ -231,7 +228,8 @@ void Engine::finish(Operation& op, Mutation& m) {
   const bool ok = op.state == OperationState::kSucceeded;
   m.events.push_back(makeEvent(ok ? "operation.succeeded" : "operation.failed", op.id,
                                ok ? fmt::format("{} {} succeeded", toString(op.kind), op.id)
-                                  : fmt::format("{} {} failed and was rolled back: {}", toString(op.kind), op.id, op.error)));
+                                  : fmt::format("{} {} failed and was rolled back: {}", toString(op.kind), op.id, op.error),
+                               op.requestedBy.identity));
   if (ok)
     spdlog::info("{} {} succeeded (system {})", op.id, toString(op.kind), op.systemId);
   else

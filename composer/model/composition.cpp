@@ -39,6 +39,7 @@ constexpr Names<DeviceAllocation, 4> kAllocations{{{DeviceAllocation::kFree, "fr
                                                    {DeviceAllocation::kReserved, "reserved"},
                                                    {DeviceAllocation::kAllocated, "allocated"},
                                                    {DeviceAllocation::kQuarantined, "quarantined"}}};
+constexpr Names<Role, 3> kRoles{{{Role::kViewer, "viewer"}, {Role::kOperator, "operator"}, {Role::kAdmin, "admin"}}};
 
 template <typename E, std::size_t N>
 std::string_view nameOf(const Names<E, N>& names, E v) {
@@ -61,10 +62,12 @@ std::string_view toString(OperationKind v) { return nameOf(kOperationKinds, v); 
 std::string_view toString(OperationState v) { return nameOf(kOperationStates, v); }
 std::string_view toString(StepState v) { return nameOf(kStepStates, v); }
 std::string_view toString(DeviceAllocation v) { return nameOf(kAllocations, v); }
+std::string_view toString(Role v) { return nameOf(kRoles, v); }
 std::optional<SystemState> parseSystemState(std::string_view s) { return valueOf(kSystemStates, s); }
 std::optional<OperationKind> parseOperationKind(std::string_view s) { return valueOf(kOperationKinds, s); }
 std::optional<OperationState> parseOperationState(std::string_view s) { return valueOf(kOperationStates, s); }
 std::optional<StepState> parseStepState(std::string_view s) { return valueOf(kStepStates, s); }
 std::optional<DeviceAllocation> parseDeviceAllocation(std::string_view s) { return valueOf(kAllocations, s); }
+std::optional<Role> parseRole(std::string_view s) { return valueOf(kRoles, s); }
 
 }  // namespace switchyard

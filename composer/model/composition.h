@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "composer/model/caller.h"
 #include "composer/model/clock.h"
 #include "composer/model/mig.h"
 #include "composer/model/topology.h"
@@ -88,6 +89,7 @@ struct Operation {
   std::vector<GpuInstance> gpuInstances;  // compose/attach: instances it adds; detach: instances it removes
   std::string explanation;  // why the packing core chose these devices
   std::string error;        // set when it failed (and was rolled back)
+  Caller requestedBy;       // who asked for it: the actor of its events
   Timestamp createdAt = 0;
   Timestamp updatedAt = 0;
 
@@ -119,6 +121,7 @@ struct Event {
   std::string type;            // "operation.accepted", "device.bound", "drift.missing-binding", ...
   std::string subject;         // the id the event is about
   std::string message;         // a sentence an operator can read
+  std::string actor;           // who caused it: the identity of an operation's caller, or "yardd"
 };
 
 [[nodiscard]] std::string_view toString(SystemState v);

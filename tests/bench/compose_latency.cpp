@@ -50,7 +50,7 @@ struct Rig {
     r.placement.gpuCount = gpus;
     r.placement.host = host;
     const auto t0 = Stopwatch::now();
-    SY_ASSIGN(Operation op, engine->compose(r));
+    SY_ASSIGN(Operation op, engine->compose(Caller::local(), r));
     SY_ASSIGN(op, engine->waitOperation(op.id, std::chrono::minutes(10)));
     if (op.state != OperationState::kSucceeded) return fail(Code::kInternal, fmt::format("{} did not succeed: {}", op.id, op.error));
     return secondsSince(t0);
@@ -58,7 +58,7 @@ struct Rig {
 
   Result<double> decompose(const std::string& name) {
     const auto t0 = Stopwatch::now();
-    SY_ASSIGN(Operation op, engine->decompose(name));
+    SY_ASSIGN(Operation op, engine->decompose(Caller::local(), name));
     SY_ASSIGN(op, engine->waitOperation(op.id, std::chrono::minutes(10)));
     if (op.state != OperationState::kSucceeded) return fail(Code::kInternal, fmt::format("{} did not succeed: {}", op.id, op.error));
     return secondsSince(t0);

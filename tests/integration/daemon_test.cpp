@@ -423,6 +423,34 @@ TEST_F(DaemonTest, GlobalFlagsWorkBeforeAndAfterTheCommand) {
   EXPECT_NE(help.out.find("--server"), std::string::npos) << help.out;
 }
 
+// Who asked is recorded: the operation keeps its caller, and its events name them as actor.
+TEST_F(DaemonTest, TheCallerIsRecordedOnTheOperationAndItsEvents) {
+  startDaemon();
+  ASSERT_EQ(yardctl("compose train --gpus 2 --as alice").exitCode, 0);
+  auto shown = yardctl("ops show op-000001");
+  ASSERT_EQ(shown.exitCode, 0) << shown.err;
+  EXPECT_NE(shown.out.find("by:    alice"), std::string::npos) << shown.out;
+  auto op = yardctlJson("ops show op-000001");
+  EXPECT_EQ(op["requested_by"]["identity"], "alice") << op.dump();
+  // Watch replays what was recorded, then pushes live events: the decompose's arrive as they happen.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+  pb::WatchRequest req;
+  req.set_after_sequence(1);
+  auto reader = stub_->Watch(&ctx, req);
+  pb::Event e;
+  std::map<std::string, std::string> actorOf;
+  while (reader->Read(&e)) {
+    actorOf[e.type()] = e.actor();
+    if (e.type() == "operation.succeeded" && e.subject() == "op-000001") ASSERT_EQ(yardctl("decompose train --as bob").exitCode, 0);
+    if (e.type() == "operation.succeeded" && e.subject() == "op-000002") break;
+  }
+  ctx.TryCancel();
+  EXPECT_EQ(actorOf["operation.accepted"], "bob");
+  EXPECT_EQ(actorOf["device.unbound"], "bob");
+  EXPECT_EQ(actorOf["device.bound"], "alice");
+}
+
 // Issue 27: `yardctl detach x -i a@99999999999` aborted with an uncaught std::out_of_range (exit 134).
 TEST_F(DaemonTest, AnOutOfRangeInstanceIsAUsageError) {
   startDaemon();

@@ -31,7 +31,7 @@ class GatedDriver final : public FabricDriver {
 
   std::string_view name() const override { return inner_.name(); }
   Result<Topology> discover() override { return inner_.discover(); }
-  Result<void> bindAll(std::span<const Binding> set) override {
+  Result<void> bindAll(std::span<const Binding> set, const CallOptions& options = {}) override {
     {
       std::unique_lock lock(mutex_);
       if (closed_ && bindsBeforeGate_-- <= 0) {
@@ -41,11 +41,11 @@ class GatedDriver final : public FabricDriver {
         held_ = false;
       }
     }
-    return inner_.bindAll(set);
+    return inner_.bindAll(set, options);
   }
-  Result<void> unbindAll(std::span<const Binding> set) override { return inner_.unbindAll(set); }
-  Result<std::vector<Binding>> readBindings() override { return inner_.readBindings(); }
-  std::vector<FabricEvent> pollEvents() override { return inner_.pollEvents(); }
+  Result<void> unbindAll(std::span<const Binding> set, const CallOptions& options = {}) override { return inner_.unbindAll(set, options); }
+  Result<std::vector<Binding>> readBindings(const CallOptions& options = {}) override { return inner_.readBindings(options); }
+  Result<std::vector<FabricEvent>> pollEvents() override { return inner_.pollEvents(); }
 
  private:
   FabricDriver& inner_;

@@ -36,6 +36,7 @@ class EngineTest : public ::testing::Test {
     EXPECT_TRUE(s);
     store_ = std::move(*s);
     EngineOptions options{.steps = stepKinds_,
+                          .switchCallTimeout = switchCallTimeout_,
                           .fabricPollInterval = 0ms, .reconcileInterval = reconcileInterval_, .retention = retention_, .pruneInterval = 0ms};
     engine_ = std::make_unique<Engine>(driver ? *driver : *fabric_, *store_, clock_, options);
     auto report = engine_->start();
@@ -56,7 +57,7 @@ class EngineTest : public ::testing::Test {
     ComposeRequest r{name, {}, {}};
     r.placement.gpuCount = gpus;
     r.placement.peerToPeer = p2p;
-    return run(engine_->compose(r));
+    return run(engine_->compose(Caller::local(), r));
   }
 
   std::vector<Binding> fabricBindings() { return *fabric_->readBindings(); }
@@ -78,6 +79,7 @@ class EngineTest : public ::testing::Test {
   RetentionPolicy retention_;
   std::shared_ptr<const StepKindRegistry> stepKinds_;  // null: the built-in step kinds
   std::chrono::milliseconds reconcileInterval_{0};
+  std::chrono::milliseconds switchCallTimeout_{60'000};
   ManualClock clock_;
   std::unique_ptr<SimulatedFabric> fabric_;
   std::unique_ptr<SqliteStore> store_;

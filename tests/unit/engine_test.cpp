@@ -46,7 +46,7 @@ TEST_F(EngineTest, ComposeBindsVerifiesAndCommits) {
 TEST_F(EngineTest, DecomposeUnbindsAndReturnsEverything) {
   start();
   compose("train", 6);
-  Operation op = run(engine_->decompose("train"));
+  Operation op = run(engine_->decompose(Caller::local(), "train"));
   EXPECT_EQ(op.state, OperationState::kSucceeded);
   EXPECT_TRUE(fabricBindings().empty());
   EXPECT_EQ(freeDevices(), 16u);
@@ -59,11 +59,11 @@ TEST_F(EngineTest, AttachAndDetachChangeOneSystem) {
   compose("train", 2);
   AttachRequest a{"train", {}};
   a.placement.gpuCount = 3;
-  EXPECT_EQ(run(engine_->attach(a)).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->attach(Caller::local(), a)).state, OperationState::kSucceeded);
   auto system = *engine_->getSystem("train");
   ASSERT_EQ(system.bindings.size(), 5u);
   const DeviceId gone = system.bindings[1].deviceId;
-  EXPECT_EQ(run(engine_->detach({"train", {gone}})).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->detach(Caller::local(), {"train", {gone}})).state, OperationState::kSucceeded);
   system = *engine_->getSystem("train");
   EXPECT_EQ(system.bindings.size(), 4u);
   for (const auto& b : system.bindings) EXPECT_NE(b.deviceId, gone);
@@ -76,18 +76,18 @@ TEST_F(EngineTest, RejectsBadRequestsWithoutChangingAnything) {
   compose("train", 2);
   ComposeRequest dup{"train", {}, {}};
   dup.placement.gpuCount = 1;
-  EXPECT_EQ(engine_->compose(dup).error().code, Code::kAlreadyExists);
+  EXPECT_EQ(engine_->compose(Caller::local(), dup).error().code, Code::kAlreadyExists);
   ComposeRequest bad{"no spaces allowed", {}, {}};
   bad.placement.gpuCount = 1;
-  EXPECT_EQ(engine_->compose(bad).error().code, Code::kInvalidArgument);
+  EXPECT_EQ(engine_->compose(Caller::local(), bad).error().code, Code::kInvalidArgument);
   ComposeRequest zero{"zero", {}, {}};
-  EXPECT_EQ(engine_->compose(zero).error().code, Code::kInvalidArgument);
+  EXPECT_EQ(engine_->compose(Caller::local(), zero).error().code, Code::kInvalidArgument);
   ComposeRequest huge{"huge", {}, {}};
   huge.placement.gpuCount = 15;
-  EXPECT_EQ(engine_->compose(huge).error().code, Code::kResourceExhausted);
-  EXPECT_EQ(engine_->decompose("ghost").error().code, Code::kNotFound);
-  EXPECT_EQ(engine_->detach({"train", {"sw1-gpu7"}}).error().code, Code::kFailedPrecondition);
-  EXPECT_EQ(engine_->detach({"train", {"nope"}}).error().code, Code::kNotFound);
+  EXPECT_EQ(engine_->compose(Caller::local(), huge).error().code, Code::kResourceExhausted);
+  EXPECT_EQ(engine_->decompose(Caller::local(), "ghost").error().code, Code::kNotFound);
+  EXPECT_EQ(engine_->detach(Caller::local(), {"train", {"sw1-gpu7"}}).error().code, Code::kFailedPrecondition);
+  EXPECT_EQ(engine_->detach(Caller::local(), {"train", {"nope"}}).error().code, Code::kNotFound);
   EXPECT_EQ(engine_->listSystems()->size(), 1u);
   EXPECT_EQ(fabricBindings().size(), 2u);
   EXPECT_EQ(freeDevices(), 14u);
@@ -101,11 +101,11 @@ TEST_F(EngineTest, ComposeRequestsTeachThePoolItsDemand) {
   compose("c", 1, PeerToPeer::kNone);
   ComposeRequest huge{"huge", {}, {}};
   huge.placement.gpuCount = 15;
-  EXPECT_EQ(engine_->compose(huge).error().code, Code::kResourceExhausted);  // demand all the same
+  EXPECT_EQ(engine_->compose(Caller::local(), huge).error().code, Code::kResourceExhausted);  // demand all the same
   ComposeRequest unknown{"unknown", {}, {}};
   unknown.placement.gpuCount = 2;
   unknown.placement.model = "no-such-gpu";
-  EXPECT_FALSE(engine_->compose(unknown));  // malformed: not demand
+  EXPECT_FALSE(engine_->compose(Caller::local(), unknown));  // malformed: not demand
   auto report = engine_->capacity({}, {});
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->demand.size(), 3u);
@@ -122,7 +122,7 @@ TEST_F(EngineTest, TheLearnedDemandSurvivesARestart) {
   compose("c", 1, PeerToPeer::kNone);
   ComposeRequest huge{"huge", {}, {}};
   huge.placement.gpuCount = 15;
-  EXPECT_EQ(engine_->compose(huge).error().code, Code::kResourceExhausted);  // refused, still demand
+  EXPECT_EQ(engine_->compose(Caller::local(), huge).error().code, Code::kResourceExhausted);  // refused, still demand
   const auto before = engine_->capacity({}, {})->demand;
   ASSERT_EQ(before.size(), 3u);
   start();
@@ -154,7 +154,7 @@ Result<Operation> composeHeldInTheSwitch(Engine& engine, testing::GatedDriver& g
   gated.closeBeforeBind(0);
   ComposeRequest r{std::move(name), {}, {}};
   r.placement.gpuCount = gpus;
-  auto accepted = engine.compose(r);
+  auto accepted = engine.compose(Caller::local(), r);
   if (accepted) gated.waitUntilHeld();
   return accepted;
 }
@@ -202,7 +202,7 @@ TEST_F(EngineTest, AComposeBindsAllItsDevicesInOneSwitchCall) {
   const auto events = *engine_->listEvents(0, 1000);
   EXPECT_EQ(std::count_if(events.begin(), events.end(), [](const Event& e) { return e.type == "device.bound"; }), 8)
       << "the audit trail still has one event per device";
-  Operation down = run(engine_->decompose("train"));
+  Operation down = run(engine_->decompose(Caller::local(), "train"));
   EXPECT_EQ(stepLog(down), (std::vector<std::string>{"unbind:done", "release:done"}));
   EXPECT_EQ(fabric_->callCount() - before, 3u);
 }
@@ -312,7 +312,7 @@ TEST_F(EngineTest, DecomposeRetriesTransientUnbindFailures) {
   start();
   compose("train", 2);
   fabric_->setFaults({.failNext = 2, .targets = kFaultUnbind});
-  Operation op = run(engine_->decompose("train"));
+  Operation op = run(engine_->decompose(Caller::local(), "train"));
   EXPECT_EQ(op.state, OperationState::kSucceeded);
   EXPECT_EQ(op.steps[0].attempts, 3);
   EXPECT_TRUE(fabricBindings().empty());
@@ -323,7 +323,7 @@ TEST_F(EngineTest, DecomposeThatCannotUnbindLeavesTheSystemWhole) {
   compose("train", 3);
   // Every unbind call is applied but times out: after 3 attempts the decompose gives up and binds the set back.
   fabric_->setFaults({.timeoutNext = 3, .targets = kFaultUnbind});
-  Operation op = run(engine_->decompose("train"));
+  Operation op = run(engine_->decompose(Caller::local(), "train"));
   EXPECT_EQ(op.state, OperationState::kFailed);
   EXPECT_EQ(stepLog(op), (std::vector<std::string>{"unbind:failed", "release:skipped", "bind:done*"}));
   auto system = engine_->getSystem("train");
@@ -347,7 +347,7 @@ TEST_F(EngineTest, ConcurrentComposesNeverShareADevice) {
     clients.emplace_back([&, i] {
       ComposeRequest r{"job-" + std::to_string(i), {}, {}};
       r.placement.gpuCount = 3;
-      auto accepted = engine_->compose(r);
+      auto accepted = engine_->compose(Caller::local(), r);
       results[static_cast<std::size_t>(i)] = accepted ? engine_->waitOperation(accepted->id, 10s) : accepted;
     });
   for (auto& c : clients) c.join();
@@ -461,10 +461,10 @@ TEST_F(EngineTest, ASystemMidOperationRefusesAnotherOperation) {
   gated.closeBeforeBind(0);
   AttachRequest a{"train", {}};
   a.placement.gpuCount = 1;
-  auto accepted = engine_->attach(a);
+  auto accepted = engine_->attach(Caller::local(), a);
   ASSERT_TRUE(accepted);
   gated.waitUntilHeld();
-  auto second = engine_->decompose("train");
+  auto second = engine_->decompose(Caller::local(), "train");
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().code, Code::kFailedPrecondition);
   EXPECT_NE(second.error().message.find(accepted->id), std::string::npos);
@@ -491,7 +491,7 @@ TEST_F(EngineTest, PruningHistoryKeepsIdsMovingForward) {
   start();
   for (int i = 0; i < 3; ++i) {
     compose("job", 1);
-    run(engine_->decompose("job"));
+    run(engine_->decompose(Caller::local(), "job"));
   }
   auto report = engine_->pruneHistory();
   ASSERT_TRUE(report) << report.error().message;
@@ -520,7 +520,7 @@ TEST_F(EngineTest, AFencedOutEngineStopsCleanlyAndTheNextWriterResumes) {
   EXPECT_FALSE(after->finished()) << "nothing after the refused write runs";
   ComposeRequest another{"other", {}, {}};
   another.placement.gpuCount = 1;
-  auto refused = engine_->compose(another);
+  auto refused = engine_->compose(Caller::local(), another);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Code::kUnavailable);
   EXPECT_NE(refused.error().message.find("fenced"), std::string::npos) << refused.error().message;
@@ -541,12 +541,12 @@ TEST_F(EngineTest, AFencedOutEngineRefusesWorkFromItsFirstRefusedWrite) {
   ComposeRequest r{"train", {}, {}};
   r.placement.gpuCount = 2;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto refused = engine_->compose(r);
+    auto refused = engine_->compose(Caller::local(), r);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().code, Code::kUnavailable) << attempt;
     EXPECT_NE(refused.error().message.find("fenced"), std::string::npos) << refused.error().message;
   }
-  auto halted = engine_->decompose("no-such-system");
+  auto halted = engine_->decompose(Caller::local(), "no-such-system");
   ASSERT_FALSE(halted);
   EXPECT_EQ(halted.error().code, Code::kUnavailable) << "refused before it looks anything up: the engine has stopped taking work";
   EXPECT_EQ(freeDevices(), 16u) << "nothing was reserved";

@@ -40,9 +40,10 @@ TEST(SimulatedFabric, FailNextFailsExactlyNCallsWithoutApplyingThem) {
 TEST(SimulatedFabric, TimeoutAppliesTheChangeButReportsDeadlineExceeded) {
   ManualClock clock;
   const Timestamp start = clock.now();
-  auto fabric = make(clock, {.timeout = 3s});
+  auto fabric = make(clock, {});
   fabric->setFaults({.timeoutNext = 1});
-  auto r = fabric->bind("sw0-gpu0", "sw0-usp0");
+  const Binding b{"sw0-gpu0", "sw0-usp0"};
+  auto r = fabric->bindAll({&b, 1}, {.timeout = 3s});
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Code::kDeadlineExceeded);
   EXPECT_EQ(fabric->readBindings()->size(), 1u) << "the switch did it; only the answer was lost";
@@ -119,10 +120,11 @@ TEST(SimulatedFabric, HealthChangesBecomeEvents) {
   auto fabric = make(clock);
   ASSERT_TRUE(fabric->setDeviceHealth("sw0-gpu4", DeviceHealth::kCritical));
   auto events = fabric->pollEvents();
-  ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].type, "device.health");
-  EXPECT_EQ(events[0].health, DeviceHealth::kCritical);
-  EXPECT_TRUE(fabric->pollEvents().empty());
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].type, "device.health");
+  EXPECT_EQ((*events)[0].health, DeviceHealth::kCritical);
+  EXPECT_TRUE(fabric->pollEvents()->empty());
   EXPECT_EQ(fabric->discover()->devices[4].health, DeviceHealth::kCritical);
 }
 

@@ -34,7 +34,7 @@ struct SetDirection {
   std::string_view event;     // one per device once the call succeeded
   std::string_view eventVerb;
   RetryClass retry;
-  Result<void> (FabricDriver::*call)(std::span<const Binding>);
+  Result<void> (FabricDriver::*call)(std::span<const Binding>, const CallOptions&);
 };
 
 class BindingSetStep final : public StepKind {
@@ -45,7 +45,7 @@ class BindingSetStep final : public StepKind {
   RetryClass retry() const override { return d_.retry; }
   std::optional<Step> undo(const Step& applied) const override { return makeStep(d_.undoKind, applied.bindings); }
   std::string describe(const Step& s) const override { return fmt::format("{} {}", d_.name, describeBindings(s.bindings, d_.arrow)); }
-  Result<void> call(StepTargets& t, const Operation&, const Step& s) const override { return (t.fabric.*d_.call)(s.bindings); }
+  Result<void> call(StepTargets& t, const Operation&, const Step& s) const override { return (t.fabric.*d_.call)(s.bindings, t.fabricCall); }
   void succeeded(StepEffects& effects, const Operation& op, const Step& s) const override {
     for (const auto& b : s.bindings)
       effects.event(std::string(d_.event), b.deviceId, fmt::format("{} {} {} ({})", b.deviceId, d_.eventVerb, b.upstreamPortId, op.id));
@@ -62,7 +62,7 @@ class VerifyStep final : public StepKind {
   std::string_view name() const override { return step::kVerify; }
   StepComponent component() const override { return StepComponent::kFabric; }
   Result<void> call(StepTargets& t, const Operation& op, const Step&) const override {
-    SY_ASSIGN(auto bindings, t.fabric.readBindings());
+    SY_ASSIGN(auto bindings, t.fabric.readBindings(t.fabricCall));
     std::unordered_map<DeviceId, PortId> actual;
     for (auto& b : bindings) actual.emplace(std::move(b.deviceId), std::move(b.upstreamPortId));
     for (const auto& want : forwardBindings(op, step::kBind)) {

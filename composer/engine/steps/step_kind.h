@@ -35,6 +35,7 @@ enum class RetryClass {
 // The components a remote step may call.
 struct StepTargets {
   FabricDriver& fabric;
+  CallOptions fabricCall;  // each switch call's limits (EngineOptions::switchCallTimeout)
 };
 
 // What a step may change in the engine, on the control thread. The engine stores what it changed, in the
