@@ -63,11 +63,11 @@ std::function<void(const Operation&)> fillOperation(const Engine& engine, v1::Op
 template <typename T, typename Fill>
 grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<Result<T>()> call, Fill fill) {
   auto* reactor = ctx->DefaultReactor();
-  engine_.async<T>(std::move(call), [reactor, fill = std::move(fill)](Result<T> result) {
-    if (!result) return reactor->Finish(toGrpcStatus(result.error()));
-    fill(*result);
-    reactor->Finish(grpc::Status::OK);
-  });
+  engine_.async<T>(std::move(call), onReplyPool<T>([reactor, fill = std::move(fill)](Result<T> result) {
+                     if (!result) return reactor->Finish(toGrpcStatus(result.error()));
+                     fill(*result);
+                     reactor->Finish(grpc::Status::OK);
+                   }));
   return reactor;
 }
 
@@ -121,14 +121,14 @@ grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRe
   placement->explain = true;
   auto* reactor = ctx->DefaultReactor();
   engine_.async<PlacementDecision>([this, p = std::move(*placement)] { return engine_.plan(p); },
-                                   [reactor, out](Result<PlacementDecision> decision) {
+                                   onReplyPool<PlacementDecision>([reactor, out](Result<PlacementDecision> decision) {
                                      if (!decision) return reactor->Finish(toGrpcStatus(decision.error()));
                                      // A request that cannot be valid is an error; one that merely does not fit now is an answer.
                                      if (decision->error && decision->error->code != Code::kResourceExhausted)
                                        return reactor->Finish(toGrpcStatus(*decision->error));
                                      toProto(*decision, *out);
                                      reactor->Finish(grpc::Status::OK);
-                                   });
+                                   }));
   return reactor;
 }
 
@@ -215,11 +215,11 @@ grpc::ServerUnaryReactor* SwitchyardService::WaitOperation(Context* ctx, const v
   const auto untilDeadline = std::chrono::duration_cast<std::chrono::milliseconds>(ctx->deadline() - std::chrono::system_clock::now());
   if (untilDeadline.count() > 0 && untilDeadline < timeout) timeout = untilDeadline;
   auto* reactor = ctx->DefaultReactor();
-  engine_.waitOperation(req->id(), timeout, [this, reactor, out](Result<Operation> op) {
-    if (!op) return reactor->Finish(toGrpcStatus(op.error()));
-    toProto(*op, engine_.stepKinds(), *out);
-    reactor->Finish(grpc::Status::OK);
-  });
+  engine_.waitOperation(req->id(), timeout, onReplyPool<Operation>([this, reactor, out](Result<Operation> op) {
+                          if (!op) return reactor->Finish(toGrpcStatus(op.error()));
+                          toProto(*op, engine_.stepKinds(), *out);
+                          reactor->Finish(grpc::Status::OK);
+                        }));
   return reactor;
 }
 

@@ -1,9 +1,13 @@
 // switchyard.v1.Switchyard over gRPC's callback API: each handler validates and translates the request,
 // hands the call to the Engine without blocking (Engine::async), and finishes the RPC from the engine's
-// completion. No gRPC thread waits on the engine, and Watch is pushed to as events happen.
+// completion. No gRPC thread waits on the engine, and Watch is pushed to as events happen. Replies are
+// translated to proto on the service's own small pool, not on the engine's one control thread.
 #pragma once
 
 #include <atomic>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <thread>
 
 #include "composer/engine/engine.h"
 #include "switchyard/v1/switchyard.grpc.pb.h"
@@ -17,6 +21,9 @@ inline constexpr const char* kTenantMetadata = "switchyard-tenant";
 class SwitchyardService final : public v1::Switchyard::CallbackService {
  public:
   explicit SwitchyardService(Engine& engine) : engine_(engine) {}
+  ~SwitchyardService() override { replies_.join(); }
+  SwitchyardService(const SwitchyardService&) = delete;
+  SwitchyardService& operator=(const SwitchyardService&) = delete;
 
   // Refuses new Watch streams (at shutdown; Engine::stop ends the open ones).
   void shutdown() { shuttingDown_ = true; }
@@ -43,9 +50,17 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   // Runs `call` on the engine; finishes with its error, or with OK after `fill` wrote the response.
   template <typename T, typename Fill>
   Unary* answer(Context* ctx, std::function<Result<T>()> call, Fill fill);
+  // A completion that moves the result to the reply pool and there finishes `reactor` with `finish(result)`.
+  template <typename T, typename Finish>
+  Completion<T> onReplyPool(Finish finish) {
+    return [this, finish = std::move(finish)](Result<T> result) mutable {
+      boost::asio::post(replies_, [finish = std::move(finish), result = std::move(result)]() mutable { finish(std::move(result)); });
+    };
+  }
 
   Engine& engine_;
   std::atomic<bool> shuttingDown_{false};
+  boost::asio::thread_pool replies_{std::max(2u, std::thread::hardware_concurrency())};
 };
 
 }  // namespace switchyard
