@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Checks the layering rules of docs/architecture.md on every #include, so that the build enforces them.
+
+Each folder may include project headers only from the folders its rule names, and none of the headers
+its rule forbids (I/O libraries in the pure layers). Run from anywhere; exits 1 listing each violation.
+"""
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+IO = ["boost/asio", "boost/beast", "grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"]
+ENGINE_DEPS = ["composer/model/", "composer/packing/", "composer/placement/", "composer/engine/",
+               "fabric/fabric_driver.h", "inventory/store.h"]
+
+# folder -> (project include prefixes it may use, include prefixes it must not use). First match wins.
+RULES = [
+    ("composer/model/", (["composer/model/"], IO + ["spdlog", "nlohmann"])),
+    ("composer/placement/", (["composer/model/", "composer/placement/"], IO + ["spdlog"])),
+    ("composer/packing/", (["composer/model/", "composer/placement/", "composer/packing/"], IO + ["spdlog"])),
+    ("composer/engine/", (ENGINE_DEPS, ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
+    ("composer/api/", (ENGINE_DEPS + ["composer/api/", "switchyard/v1/"], ["sqlite3.h"])),
+    ("composer/daemon/", (None, [])),  # the composition root may name everything
+    ("fabric/", (["composer/model/", "fabric/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
+    ("inventory/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "boost/asio", "google/protobuf", "switchyard/v1/"])),
+    ("bmc/", (["composer/model/", "composer/engine/", "composer/packing/", "composer/placement/", "bmc/",
+               "fabric/fabric_driver.h", "inventory/store.h"], ["sqlite3.h"])),
+    ("cli/", (["cli/", "switchyard/v1/"], ["composer/", "fabric/", "inventory/", "sqlite3.h", "boost/asio"])),
+]
+PROJECT = ("composer/", "fabric/", "inventory/", "cli/", "bmc/", "tests/")
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+
+
+def rule_for(path):
+    for folder, rule in RULES:
+        if path.startswith(folder):
+            return folder, rule
+    return None, None
+
+
+def main():
+    violations = []
+    checked = 0
+    files = sorted({f for top in ("composer", "fabric", "inventory", "bmc", "cli") for f in (ROOT / top).glob("**/*")})
+    for file in files:
+        if file.suffix not in (".h", ".cpp") or not file.is_file():
+            continue
+        rel = file.relative_to(ROOT).as_posix()
+        folder, rule = rule_for(rel)
+        if rule is None:
+            continue
+        allowed, forbidden = rule
+        checked += 1
+        for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            header = m.group(1)
+            if any(header.startswith(f) for f in forbidden):
+                violations.append(f"{rel}:{number}: includes {header}, which {folder} must not use")
+            elif allowed is not None and header.startswith(PROJECT + ("switchyard/",)) and not any(header.startswith(a) for a in allowed):
+                violations.append(f"{rel}:{number}: includes {header}; {folder} may include only {', '.join(allowed)}")
+    for v in violations:
+        print(v)
+    print(f"layering: {checked} files checked, {len(violations)} violation(s) (rules: docs/architecture.md, Layers)")
+    return 1 if violations or checked == 0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
