@@ -61,13 +61,16 @@ void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
     out << "no composed systems (create one with `yardctl compose NAME --gpus N`)\n";
     return;
   }
-  Table t({"ID", "NAME", "HOST", "STATE", "GPUS", "MIG", "TENANT", "DEVICES"});
+  Table t({"ID", "NAME", "HOST", "STATE", "GPUS", "MIG", "SHARES", "TENANT", "DEVICES"});
   for (const auto& s : r.systems()) {
     std::string devices;
     for (const auto& b : s.bindings()) devices += (devices.empty() ? "" : ",") + b.device_id();
     std::string mig;
     for (const auto& i : s.gpu_instances()) mig += (mig.empty() ? "" : ",") + i.profile();
-    t.add({s.id(), s.name(), s.host_id(), stateName(s.state()), std::to_string(s.bindings_size()), orDash(mig), s.tenant(), orDash(devices)});
+    std::string shares;
+    for (const auto& sh : s.gpu_shares()) shares += fmt::format("{}{:g}%", shares.empty() ? "" : ",", sh.milli() / 10.0);
+    t.add({s.id(), s.name(), s.host_id(), stateName(s.state()), std::to_string(s.bindings_size()), orDash(mig), orDash(shares), s.tenant(),
+           orDash(devices)});
   }
   t.print(out);
 }
@@ -84,6 +87,9 @@ void printSystem(const pb::System& s, std::ostream& out) {
     for (const auto& i : s.gpu_instances())
       if (i.device_id() == b.device_id())
         out << fmt::format("      MIG {} at slice {}  (detach with -i {}@{})\n", i.profile(), i.start(), i.device_id(), i.start());
+    for (const auto& sh : s.gpu_shares())
+      if (sh.device_id() == b.device_id())
+        out << fmt::format("      share #{}: {:g}% of its time  (detach with --share {})\n", sh.id(), sh.milli() / 10.0, sh.id());
   }
 }
 
@@ -164,6 +170,7 @@ void printOperation(const pb::Operation& op, std::ostream& out) {
   if (!op.error().empty()) out << "  error: " << op.error() << "\n";
   for (const auto& i : op.gpu_instances())
     out << fmt::format("  MIG:   {} on {} at slice {}\n", i.profile(), i.device_id(), i.start());
+  for (const auto& sh : op.gpu_shares()) out << fmt::format("  share: #{} {:g}% of {}\n", sh.id(), sh.milli() / 10.0, sh.device_id());
   for (int i = 0; i < op.steps_size(); ++i) {
     const auto& s = op.steps(i);
     out << fmt::format("  {:>2}. {:<42} {}{}{}\n", i + 1, s.description().empty() ? s.kind() : s.description(), s.state(),
@@ -201,6 +208,15 @@ void printCapacity(const pb::Capacity& c, std::ostream& out) {
     out << "\n";
     d.print(out);
     out << "(learned from recent compose requests; switchyard-v2 places so that these stay servable)\n";
+  }
+  if (!c.shares().empty()) {
+    Table sh({"GPU SHARE", "ON PARTLY USED GPUS", "ON FREE GPUS"});
+    for (const auto& p : c.shares())
+      sh.add({fmt::format("{:g}%", p.milli() / 10.0), std::to_string(p.on_partly_used_gpus()), std::to_string(p.on_free_gpus())});
+    out << "\n";
+    sh.print(out);
+    out << fmt::format("{} free GPU(s) can still be attached for shares; a partly shared GPU serves only its own system\n",
+                       c.attachable_gpus());
   }
   if (c.mig().empty()) return;
   Table m({"MIG PROFILE", "ON PARTLY USED GPUS", "ON FREE GPUS"});

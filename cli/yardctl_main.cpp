@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -132,6 +133,7 @@ struct GpuFlags {
   std::string host;
   std::vector<std::string> devices;
   std::vector<std::string> mig;
+  double share = 0;
 
   void add(CLI::App* cmd, bool withHost) {
     cmd->add_option("-g,--gpus", count, "Number of GPUs")->check(CLI::NonNegativeNumber);
@@ -147,6 +149,10 @@ struct GpuFlags {
                     "A system's partly used GPUs are filled first; fresh MIG-capable GPUs are attached for the rest")
         ->delimiter(',')
         ->check(CLI::IsMember({"1g", "2g", "3g", "4g", "7g"}));
+    cmd->add_option("--gpu-share", share,
+                    "A time-sliced share of one GPU instead of whole GPUs, as a fraction: --gpu-share 0.25 is a quarter of a GPU's "
+                    "time (0.001-0.999). A system's share GPUs with room are filled first; otherwise a fresh GPU is bound")
+        ->check(CLI::Range(0.001, 0.999));
   }
 
   [[nodiscard]] pb::GpuRequest toProto() const {
@@ -158,6 +164,7 @@ struct GpuFlags {
     r.set_host(host);
     for (const auto& d : devices) r.add_device_ids(d);
     for (const auto& m : mig) r.add_mig_profiles(m);
+    if (share > 0) r.set_share_milli(static_cast<int>(std::lround(share * 1000)));
     return r;
   }
 };
@@ -219,6 +226,8 @@ static int runYardctl(int argc, char** argv) {
                "  yardctl detach train-a -d sw0-gpu3       shrink it\n"
                "  yardctl compose infer-b --mig 3g,1g,1g   fractional GPUs: MIG instances on MIG-capable GPUs\n"
                "  yardctl detach infer-b -i sw0-gpu5@4     drop one MIG instance (device@first-slice)\n"
+               "  yardctl compose svc --gpu-share 0.25     a quarter of one GPU's time (time-sliced)\n"
+               "  yardctl attach svc --gpu-share 0.5       another share: on the system's GPU when it has room\n"
                "  yardctl decompose train-a                give everything back\n"
                "  yardctl topology                         switches, ports and what is bound where\n"
                "  yardctl capacity                         how many 1/2/4/8/16-GPU requests still fit\n"
@@ -322,9 +331,10 @@ static int runYardctl(int argc, char** argv) {
     rc = runMutation(client(), g, noWait, client().call(&pb::Switchyard::Stub::Attach, req, op), op);
   });
 
-  auto* detach = app.add_subcommand("detach", "Remove devices or MIG instances from a system");
+  auto* detach = app.add_subcommand("detach", "Remove devices, MIG instances or GPU shares from a system");
   std::string detachName;
   std::vector<std::string> detachDevices, detachInstances;
+  std::vector<int> detachShares;
   detach->add_option("system", detachName, "System id or name")->required();
   detach->add_option("-d,--device", detachDevices, "Device to remove, with any MIG instances on it (repeatable)");
   detach->add_option("-i,--instance", detachInstances,
@@ -333,19 +343,22 @@ static int runYardctl(int argc, char** argv) {
         if (!parseInstanceRef(v)) return "must look like DEVICE@START with START a memory slice 0-7, e.g. sw0-gpu5@4";
         return {};
       });
+  detach->add_option("--share", detachShares, "GPU share to remove, by its id (see `yardctl systems NAME`); a GPU left with none is unbound")
+      ->check(CLI::PositiveNumber);
   detach->add_flag("--no-wait", noWait, "Print the operation id and return at once");
   detach->callback([&] {
     pb::DetachRequest req;
     req.set_system(detachName);
     for (const auto& d : detachDevices) req.add_device_ids(d);
+    for (int id : detachShares) req.add_gpu_shares(id);
     for (const auto& i : detachInstances) {
       const auto parsed = parseInstanceRef(i);  // checked while parsing the flags
       auto* ref = req.add_gpu_instances();
       ref->set_device_id(parsed->first);
       ref->set_start(parsed->second);
     }
-    if (req.device_ids().empty() && req.gpu_instances().empty()) {
-      std::cerr << "error: name what to remove with --device or --instance\n";
+    if (req.device_ids().empty() && req.gpu_instances().empty() && req.gpu_shares().empty()) {
+      std::cerr << "error: name what to remove with --device, --instance or --share\n";
       rc = kExitUsage;
       return;
     }
@@ -383,6 +396,11 @@ static int runYardctl(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::IsMember({"1g", "2g", "3g", "4g", "7g", "none"}))
       ->capture_default_str();
+  std::vector<double> capacityShares{0.1, 0.25, 0.5};
+  capacity->add_option("--gpu-share", capacityShares, "GPU share sizes to report, as fractions (comma list; 0 for no share rows)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 0.999))
+      ->capture_default_str();
   capacity->callback([&] {
     pb::GetCapacityRequest req;
     for (int n : capacityGpus) req.add_gpus(n);
@@ -392,6 +410,8 @@ static int runYardctl(int argc, char** argv) {
     req.set_model(capacityModel);
     for (const auto& m : capacityMig)
       if (m != "none") req.add_mig_profiles(m);
+    for (double share : capacityShares)
+      if (const int milli = static_cast<int>(std::lround(share * 1000)); milli > 0) req.add_share_milli(milli);
     pb::Capacity r;
     if ((rc = client().call(&pb::Switchyard::Stub::GetCapacity, req, r)) == kExitOk) emit(g, r, yardctl::printCapacity);
   });

@@ -73,6 +73,14 @@ ALTER TABLE operations ADD COLUMN requested_role TEXT NOT NULL DEFAULT 'admin';
 ALTER TABLE operations ADD COLUMN requested_tenant TEXT NOT NULL DEFAULT '';
 ALTER TABLE events ADD COLUMN actor TEXT NOT NULL DEFAULT '';
 )sql"},
+      {7, "time-sliced GPU shares of systems and operations", R"sql(
+CREATE TABLE system_gpu_shares (
+  system_id TEXT NOT NULL REFERENCES systems(id), position INTEGER NOT NULL, share_id INTEGER NOT NULL,
+  device_id TEXT NOT NULL, milli INTEGER NOT NULL, PRIMARY KEY (system_id, position));
+CREATE TABLE operation_gpu_shares (
+  operation_id TEXT NOT NULL REFERENCES operations(id), position INTEGER NOT NULL, share_id INTEGER NOT NULL,
+  device_id TEXT NOT NULL, milli INTEGER NOT NULL, PRIMARY KEY (operation_id, position));
+)sql"},
   };
   return kMigrations;
 }

@@ -158,7 +158,33 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
     SY_ASSIGN(auto ins, db_->prepare("INSERT INTO system_devices VALUES (?1, ?2, ?3, ?4)"));
     SY_TRY(ins.bind(1, s.id).bind(2, s.bindings[i].deviceId).bind(3, s.bindings[i].upstreamPortId).bind(4, static_cast<int>(i)).run());
   }
-  return writeGpuInstances("system_gpu_instances", s.id, s.gpuInstances);
+  SY_TRY(writeGpuInstances("system_gpu_instances", s.id, s.gpuInstances));
+  return writeGpuShares("system_gpu_shares", s.id, s.gpuShares);
+}
+
+Result<void> SqliteStore::writeGpuShares(std::string_view table, const std::string& owner, const std::vector<GpuShare>& shares) {
+  const std::string_view ownerColumn = table == "system_gpu_shares" ? "system_id" : "operation_id";
+  SY_ASSIGN(auto del, db_->prepare(fmt::format("DELETE FROM {} WHERE {} = ?1", table, ownerColumn)));
+  SY_TRY(del.bind(1, owner).run());
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    SY_ASSIGN(auto ins, db_->prepare(fmt::format("INSERT INTO {} VALUES (?1, ?2, ?3, ?4, ?5)", table)));
+    SY_TRY(ins.bind(1, owner).bind(2, static_cast<int>(i)).bind(3, shares[i].id).bind(4, shares[i].deviceId).bind(5, shares[i].milli).run());
+  }
+  return {};
+}
+
+Result<std::vector<GpuShare>> SqliteStore::loadGpuShares(std::string_view table, const std::string& owner) {
+  const std::string_view ownerColumn = table == "system_gpu_shares" ? "system_id" : "operation_id";
+  SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT share_id, device_id, milli FROM {} WHERE {} = ?1 ORDER BY position", table, ownerColumn)));
+  st.bind(1, owner);
+  std::vector<GpuShare> out;
+  while (true) {
+    SY_ASSIGN(bool row, st.step());
+    if (!row) break;
+    out.push_back({static_cast<int>(st.integer(0)), st.text(1), static_cast<int>(st.integer(2))});
+  }
+  st.reset();
+  return out;
 }
 
 Result<void> SqliteStore::writeGpuInstances(std::string_view table, const std::string& owner, const std::vector<GpuInstance>& instances) {
@@ -218,6 +244,7 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   if (w.allSteps) {
     for (std::size_t i = 0; i < op.steps.size(); ++i) SY_TRY(writeStep(i, true));
     SY_TRY(writeGpuInstances("operation_gpu_instances", op.id, op.gpuInstances));
+    SY_TRY(writeGpuShares("operation_gpu_shares", op.id, op.gpuShares));
   } else {
     for (std::size_t i : w.changedSteps) SY_TRY(writeStep(i, false));
   }
@@ -324,6 +351,7 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
     }
     d.reset();
     SY_ASSIGN(s.gpuInstances, loadGpuInstances("system_gpu_instances", s.id));
+    SY_ASSIGN(s.gpuShares, loadGpuShares("system_gpu_shares", s.id));
   }
   return out;
 }
@@ -390,6 +418,7 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& wh
   for (auto& op : out) {
     SY_TRY(loadSteps(op));
     SY_ASSIGN(op.gpuInstances, loadGpuInstances("operation_gpu_instances", op.id));
+    SY_ASSIGN(op.gpuShares, loadGpuShares("operation_gpu_shares", op.id));
   }
   return out;
 }
@@ -476,11 +505,13 @@ Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy, WriterEpoc
   SY_TRY(run("DELETE FROM operation_step_bindings WHERE operation_id IN (" + oldOps + ")", keepOperations));
   SY_TRY(run("DELETE FROM operation_steps WHERE operation_id IN (" + oldOps + ")", keepOperations));
   SY_TRY(run("DELETE FROM operation_gpu_instances WHERE operation_id IN (" + oldOps + ")", keepOperations));
+  SY_TRY(run("DELETE FROM operation_gpu_shares WHERE operation_id IN (" + oldOps + ")", keepOperations));
   SY_ASSIGN(report.operations, run("DELETE FROM operations WHERE id IN (" + oldOps + ")", keepOperations));
   const std::string oldSystems = "SELECT id FROM systems WHERE state IN ('decomposed', 'failed') AND number <= "
                                  "(SELECT MAX(number) FROM systems) - ?1 ORDER BY number LIMIT ?2";
   SY_TRY(run("DELETE FROM system_devices WHERE system_id IN (" + oldSystems + ")", keepOperations));
   SY_TRY(run("DELETE FROM system_gpu_instances WHERE system_id IN (" + oldSystems + ")", keepOperations));
+  SY_TRY(run("DELETE FROM system_gpu_shares WHERE system_id IN (" + oldSystems + ")", keepOperations));
   SY_ASSIGN(report.systems, run("DELETE FROM systems WHERE id IN (" + oldSystems + ")", keepOperations));
   SY_ASSIGN(report.demand, run("DELETE FROM demand WHERE sequence IN (SELECT sequence FROM demand WHERE sequence <= "
                                "(SELECT MAX(sequence) FROM demand) - ?1 ORDER BY sequence LIMIT ?2)",

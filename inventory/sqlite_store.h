@@ -48,6 +48,9 @@ class SqliteStore final : public Store {
   // MIG instances of a system or an operation (table: system_gpu_instances or operation_gpu_instances).
   [[nodiscard]] Result<void> writeGpuInstances(std::string_view table, const std::string& owner, const std::vector<GpuInstance>& instances);
   [[nodiscard]] Result<std::vector<GpuInstance>> loadGpuInstances(std::string_view table, const std::string& owner);
+  // Time-sliced shares of a system or an operation (table: system_gpu_shares or operation_gpu_shares).
+  [[nodiscard]] Result<void> writeGpuShares(std::string_view table, const std::string& owner, const std::vector<GpuShare>& shares);
+  [[nodiscard]] Result<std::vector<GpuShare>> loadGpuShares(std::string_view table, const std::string& owner);
 
   std::unique_ptr<SqliteDb> db_;
 };

@@ -48,6 +48,15 @@ void addInstances(const std::vector<GpuInstance>& instances, google::protobuf::R
   }
 }
 
+void addShares(const std::vector<GpuShare>& shares, google::protobuf::RepeatedPtrField<pb::GpuShare>& out) {
+  for (const auto& share : shares) {
+    auto* ps = out.Add();
+    ps->set_id(share.id);
+    ps->set_device_id(share.deviceId);
+    ps->set_milli(share.milli);
+  }
+}
+
 }  // namespace
 
 Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string& tenant) {
@@ -59,12 +68,23 @@ Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string
   if (!gpus.host().empty()) r.host = gpus.host();
   r.devices.assign(gpus.device_ids().begin(), gpus.device_ids().end());
   SY_ASSIGN(r.gpuInstances, migProfilesFromProto(gpus.mig_profiles()));
+  r.gpuShareMilli = gpus.share_milli();
   r.tenant = tenant.empty() ? std::string(kDefaultTenant) : tenant;
   return r;
 }
 
 Result<std::vector<MigProfile>> migProfilesOf(const pb::GetCapacityRequest& request) {
   return migProfilesFromProto(request.mig_profiles());
+}
+
+Result<std::vector<int>> shareSizesOf(const pb::GetCapacityRequest& request) {
+  std::vector<int> out;
+  for (int milli : request.share_milli()) {
+    if (milli <= 0 || milli >= kMilliPerGpu)
+      return fail(Code::kInvalidArgument, fmt::format("share_milli: {} is not a share size (1-999 thousandths of a GPU)", milli));
+    out.push_back(milli);
+  }
+  return out;
 }
 
 Result<std::vector<RequestShape>> fromProto(const pb::GetCapacityRequest& request) {
@@ -93,6 +113,13 @@ void toProto(const CapacityReport& r, pb::Capacity& out) {
     ps->set_placeable(s.placeable);
   }
   out.set_attachable_mig_gpus(r.attachableMigGpus);
+  out.set_attachable_gpus(r.attachableGpus);
+  for (const auto& c : r.shares) {
+    auto* pc = out.add_shares();
+    pc->set_milli(c.milli);
+    pc->set_on_partly_used_gpus(c.onPartlyUsedGpus);
+    pc->set_on_free_gpus(c.onFreeGpus);
+  }
   for (const auto& m : r.mig) {
     auto* pm = out.add_mig();
     pm->set_profile(std::string(toString(m.profile)));
@@ -170,6 +197,7 @@ void toProto(const System& s, pb::System& out) {
   out.set_created_at(formatTimestamp(s.createdAt));
   out.set_updated_at(formatTimestamp(s.updatedAt));
   addInstances(s.gpuInstances, *out.mutable_gpu_instances());
+  addShares(s.gpuShares, *out.mutable_gpu_shares());
 }
 
 void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& out) {
@@ -206,6 +234,7 @@ void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& 
   out.set_created_at(formatTimestamp(op.createdAt));
   out.set_updated_at(formatTimestamp(op.updatedAt));
   addInstances(op.gpuInstances, *out.mutable_gpu_instances());
+  addShares(op.gpuShares, *out.mutable_gpu_shares());
 }
 
 void toProto(const DeviceView& v, pb::Device& out) {

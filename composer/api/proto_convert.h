@@ -12,6 +12,7 @@ namespace pb = ::switchyard::v1;
 
 [[nodiscard]] Result<std::vector<RequestShape>> fromProto(const pb::GetCapacityRequest& request);
 [[nodiscard]] Result<std::vector<MigProfile>> migProfilesOf(const pb::GetCapacityRequest& request);
+[[nodiscard]] Result<std::vector<int>> shareSizesOf(const pb::GetCapacityRequest& request);
 
 void toProto(const System& s, pb::System& out);
 void toProto(const CapacityReport& r, pb::Capacity& out);

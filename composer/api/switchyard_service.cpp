@@ -106,7 +106,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Detach(Context* ctx, const v1::Deta
   auto caller = callerOf(ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
-  DetachRequest request{req->system(), {req->device_ids().begin(), req->device_ids().end()}, {}};
+  DetachRequest request{req->system(), {req->device_ids().begin(), req->device_ids().end()}, {}, {req->gpu_shares().begin(), req->gpu_shares().end()}};
   for (const auto& ref : req->gpu_instances()) {
     if (ref.device_id().empty()) return finished(ctx, invalid("gpu_instances: device_id required"));
     request.gpuInstances.push_back({ref.device_id(), ref.start()});
@@ -137,8 +137,10 @@ grpc::ServerUnaryReactor* SwitchyardService::GetCapacity(Context* ctx, const v1:
   if (!shapes) return finished(ctx, toGrpcStatus(shapes.error()));
   auto mig = migProfilesOf(*req);
   if (!mig) return finished(ctx, toGrpcStatus(mig.error()));
+  auto shares = shareSizesOf(*req);
+  if (!shares) return finished(ctx, toGrpcStatus(shares.error()));
   return answer<CapacityReport>(
-      ctx, [this, s = std::move(*shapes), m = std::move(*mig)] { return engine_.capacity(s, m); },
+      ctx, [this, s = std::move(*shapes), m = std::move(*mig), sh = std::move(*shares)] { return engine_.capacity(s, m, sh); },
       [out](const CapacityReport& report) { toProto(report, *out); });
 }
 

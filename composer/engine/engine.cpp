@@ -156,14 +156,22 @@ Result<Operation> Engine::detach(const Caller& caller, const DetachRequest& requ
 }
 
 Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
-  return onControl([&]() -> Result<PlacementDecision> { return place(*placement_, state_->pool(), request, &state_->placementIndex()); });
+  return onControl([&]() -> Result<PlacementDecision> {
+    if (request.gpuShareMilli == 0) return place(*placement_, state_->pool(), request, &state_->placementIndex());
+    // A new system's share always takes a fresh GPU.
+    SY_TRY(validateShareRequest(request));
+    return place(*placement_, state_->pool(), freshGpuForShare(request), &state_->placementIndex());
+  });
 }
 
-Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles) {
+Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles,
+                                        const std::vector<int>& shareMilli) {
   return onControl([&]() -> Result<CapacityReport> {
-    CapacityQuery query{shapes, migProfiles, {}};
-    for (const auto& [id, system] : state_->systems())
+    CapacityQuery query{shapes, migProfiles, {}, shareMilli, {}};
+    for (const auto& [id, system] : state_->systems()) {
       query.gpuInstances.insert(query.gpuInstances.end(), system.gpuInstances.begin(), system.gpuInstances.end());
+      query.gpuShares.insert(query.gpuShares.end(), system.gpuShares.begin(), system.gpuShares.end());
+    }
     return usableCapacity(*placement_, state_->pool(), query);
   });
 }

@@ -76,6 +76,7 @@ struct DetachRequest {
   std::string system;  // id or name
   std::vector<DeviceId> devices;             // whole devices (with any MIG instances on them)
   std::vector<GpuInstanceRef> gpuInstances;  // single MIG instances; a GPU left with none is unbound
+  std::vector<int> gpuShares;                // share ids; a GPU left with no share is unbound
 };
 
 struct DeviceView {
@@ -130,8 +131,9 @@ class Engine {
   [[nodiscard]] Result<Operation> attach(const Caller& caller, const AttachRequest& request);
   [[nodiscard]] Result<Operation> detach(const Caller& caller, const DetachRequest& request);
   [[nodiscard]] Result<PlacementDecision> plan(const PlacementRequest& request);
-  // Usable capacity per request shape, and per MIG profile when asked.
-  [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles = {});
+  // Usable capacity per request shape, and per MIG profile and share size when asked.
+  [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles = {},
+                                                const std::vector<int>& shareMilli = {});
 
   [[nodiscard]] Result<System> getSystem(const std::string& idOrName);
   [[nodiscard]] Result<std::vector<System>> listSystems();
@@ -275,6 +277,7 @@ class Engine {
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
   int stepCallsInFlight_ = 0;        // switch calls of operation steps: they may change bindings
   std::uint64_t stepResults_ = 0;    // bumps whenever a step's switch call returns: an older binding read is stale
+  ShareDemand shareDemand_;  // the share sizes asked for lately: what share placement keeps servable
   std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event
   WriterEpoch writerEpoch_ = 0;  // claimed at start: the fencing token of every write
   std::string storeFailure_;     // why the engine stopped writing, once it did

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "composer/engine/engine.h"
+#include "composer/packing/gpu_shares.h"
 
 namespace switchyard {
 
@@ -90,9 +91,16 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
     if (key.empty()) return fail(Code::kInvalidArgument, "label keys must not be empty");
   if (request.placement.tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");
 
-  PlacementDecision decision = place(*placement_, state_->pool(), request.placement, &state_->placementIndex());
+  // A share on a new system takes a fresh GPU; its size is share demand either way.
+  const int shareMilli = request.placement.gpuShareMilli;
+  if (shareMilli != 0) {
+    SY_TRY(validateShareRequest(request.placement));
+    shareDemand_.observe(shareMilli);
+  }
+  const PlacementRequest wanted = shareMilli != 0 ? freshGpuForShare(request.placement) : request.placement;
+  PlacementDecision decision = place(*placement_, state_->pool(), wanted, &state_->placementIndex());
   // A well-formed request is demand whether it fits or not; a malformed one (unknown model, bad count) is not.
-  const std::optional<DemandShape> demand = demandShapeOf(request.placement);
+  const std::optional<DemandShape> demand = demandShapeOf(wanted);
   if (!decision.placement) {
     if (demand && decision.error->code == Code::kResourceExhausted) recordDemand(*demand);
     return fail(*decision.error);
@@ -111,6 +119,10 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
   system.activeOperation = op.id;
   op.explanation = placement.explanation;
   op.gpuInstances = placement.gpuInstances;
+  if (shareMilli != 0) {
+    op.gpuShares.push_back({1, placement.devices.front().deviceId, shareMilli});
+    op.explanation = fmt::format("share {} on a fresh GPU: {}", switchyard::describe(op.gpuShares.front()), placement.explanation);
+  }
   op.steps = bindSteps(placement.devices);
   op.steps.front().finishedAt = op.createdAt;
 
@@ -172,12 +184,30 @@ Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest
   placement.host = system.hostId;
   placement.hostMayHaveSystem = true;
   placement.boundInstances = system.gpuInstances;
-  PlacementDecision decision = place(*placement_, state_->pool(), placement, &state_->placementIndex());
+  // A share goes on one of the system's share GPUs when one has room; else it needs a fresh GPU.
+  const int shareMilli = placement.gpuShareMilli;
+  std::optional<SharePlan> sharePlan;
+  if (shareMilli != 0) {
+    SY_TRY(validateShareRequest(placement));
+    shareDemand_.observe(shareMilli);
+    sharePlan = planGpuShare(system.gpuShares, shareMilli, shareDemand_.mix());
+    placement = freshGpuForShare(placement);
+  }
+  PlacementDecision decision;
+  if (sharePlan && sharePlan->onBound)
+    decision.placement = Placement{system.hostId, {}, {}, sharePlan->explanation};
+  else
+    decision = place(*placement_, state_->pool(), placement, &state_->placementIndex());
   if (!decision.placement) return fail(*decision.error);
 
   Operation op = newOperation(OperationKind::kAttach, system, caller);
   op.explanation = decision.placement->explanation;
   op.gpuInstances = decision.placement->gpuInstances;
+  if (sharePlan) {
+    const DeviceId device = sharePlan->onBound ? *sharePlan->onBound : decision.placement->devices.front().deviceId;
+    op.gpuShares.push_back({nextShareId(system.gpuShares), device, shareMilli});
+    if (!sharePlan->onBound) op.explanation = fmt::format("{}; {}", sharePlan->explanation, decision.placement->explanation);
+  }
   op.steps = bindSteps(decision.placement->devices);
   op.steps.front().finishedAt = op.createdAt;
   system.activeOperation = op.id;
@@ -198,8 +228,8 @@ Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest
 Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest& request) {
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, request.system));
-  if (request.devices.empty() && request.gpuInstances.empty())
-    return fail(Code::kInvalidArgument, "name at least one device or MIG instance to detach");
+  if (request.devices.empty() && request.gpuInstances.empty() && request.gpuShares.empty())
+    return fail(Code::kInvalidArgument, "name at least one device, MIG instance or GPU share to detach");
   Operation op = newOperation(OperationKind::kDetach, system, caller);
   std::set<DeviceId> unbound;
   for (const auto& device : request.devices) {
@@ -208,8 +238,25 @@ Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest
       if (!state_->index().device(device)) return fail(Code::kNotFound, fmt::format("no device '{}'", device));
       return fail(Code::kFailedPrecondition, fmt::format("device '{}' is not in system '{}'", device, system.name));
     }
-    for (const auto& i : system.gpuInstances)  // its MIG instances go with it
+    for (const auto& i : system.gpuInstances)  // its MIG instances and shares go with it
       if (i.deviceId == device) op.gpuInstances.push_back(i);
+    for (const auto& share : system.gpuShares)
+      if (share.deviceId == device) op.gpuShares.push_back(share);
+  }
+  for (int id : request.gpuShares) {
+    auto it = std::find_if(system.gpuShares.begin(), system.gpuShares.end(), [&](const GpuShare& s) { return s.id == id; });
+    if (it == system.gpuShares.end())
+      return fail(Code::kNotFound, fmt::format("system '{}' has no GPU share #{} (see `yardctl systems show {}`)", system.name, id, system.name));
+    if (std::find(op.gpuShares.begin(), op.gpuShares.end(), *it) != op.gpuShares.end())
+      return fail(Code::kInvalidArgument, fmt::format("GPU share #{} is listed twice (or its device is)", id));
+    op.gpuShares.push_back(*it);
+  }
+  // A GPU whose last share leaves goes back to the pool with it.
+  for (const auto& share : op.gpuShares) {
+    const bool keepsOthers = std::any_of(system.gpuShares.begin(), system.gpuShares.end(), [&](const GpuShare& t) {
+      return t.deviceId == share.deviceId && std::find(op.gpuShares.begin(), op.gpuShares.end(), t) == op.gpuShares.end();
+    });
+    if (!keepsOthers) unbound.insert(share.deviceId);
   }
   for (const auto& ref : request.gpuInstances) {
     auto it = std::find_if(system.gpuInstances.begin(), system.gpuInstances.end(),

@@ -56,6 +56,7 @@ Result<void> Engine::loadState() {
       m.writes.emplace_back(PutSystem{s});
       m.events.push_back(makeEvent("system.degraded", s.id, fmt::format("{} lost a device that the fabric no longer reports", s.name)));
     }
+    for (const auto& share : s.gpuShares) shareDemand_.observe(share.milli);  // the live shares seed the share mix
     state_->putSystem(s);
   }
   for (auto& op : snapshot.unfinishedOperations) {

@@ -39,6 +39,18 @@ struct GpuInstance {
   friend bool operator==(const GpuInstance&, const GpuInstance&) = default;
 };
 
+// A time-sliced share of a bound GPU for one system: the device is bound whole to the system's host (the
+// switch works at device granularity) and this system is entitled to `milli` thousandths of its time; the
+// host side enforces it (CUDA MPS active-thread percentage, or the driver's time-slicing). A GPU that
+// carries shares is used only through them, by its own system, and never also carved into MIG instances.
+inline constexpr int kMilliPerGpu = 1000;
+struct GpuShare {
+  int id = 0;  // unique within the system (1, 2, ...): how detach and the host side name it
+  DeviceId deviceId;
+  int milli = 0;  // 1..999
+  friend bool operator==(const GpuShare&, const GpuShare&) = default;
+};
+
 struct Tenant {
   TenantId id;
   std::string displayName;
@@ -53,6 +65,7 @@ struct System {
   HostId hostId;
   std::vector<Binding> bindings;  // devices in the system, with the upstream port each is bound to
   std::vector<GpuInstance> gpuInstances;  // MIG instances on some of those devices
+  std::vector<GpuShare> gpuShares;        // time-sliced shares on some others
   TenantId tenant{kDefaultTenant};
   std::map<std::string, std::string> labels;
   SystemState state = SystemState::kComposing;
@@ -87,6 +100,7 @@ struct Operation {
   OperationState state = OperationState::kRunning;
   std::vector<Step> steps;
   std::vector<GpuInstance> gpuInstances;  // compose/attach: instances it adds; detach: instances it removes
+  std::vector<GpuShare> gpuShares;        // compose/attach: shares it adds; detach: shares it removes
   std::string explanation;  // why the packing core chose these devices
   std::string error;        // set when it failed (and was rolled back)
   Caller requestedBy;       // who asked for it: the actor of its events

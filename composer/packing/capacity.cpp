@@ -37,13 +37,13 @@ int placeRepeatedly(const ComposableScheduler& scheduler, Pool pool, const Reque
   return placed;
 }
 
-// Free MIG-capable GPUs that hosts can still attach: one at a time, to any host with room (a new
-// system or an attach), until none fits.
-int attachableMigGpus(const ComposableScheduler& scheduler, Pool pool) {
+// Free GPUs (MIG-capable ones only, when asked) that hosts can still attach: one at a time, to any host
+// with room (a new system or an attach), until none fits.
+int attachableGpus(const ComposableScheduler& scheduler, Pool pool, bool migCapable) {
   PlacementRequest request;
   request.gpuCount = 1;
   request.peerToPeer = PeerToPeer::kNone;
-  request.migCapable = true;
+  request.migCapable = migCapable;
   request.hostMayHaveSystem = true;
   int placed = 0;
   PlacementIndex index;
@@ -85,9 +85,19 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
       ++report.strandedGpus;
   }
   for (const auto& shape : shapes) report.shapes.push_back({shape, shape.gpus > 0 ? placeRepeatedly(scheduler, pool, shape) : 0});
+  if (!query.shareMilli.empty()) {
+    report.attachableGpus = attachableGpus(scheduler, pool, false);
+    const auto room = shareRoom(query.gpuShares);
+    for (int milli : query.shareMilli) {
+      if (milli <= 0 || milli >= kMilliPerGpu) continue;
+      ShareCapacity c{milli, 0, report.attachableGpus * (kMilliPerGpu / milli)};
+      for (const auto& [device, left] : room) c.onPartlyUsedGpus += left / milli;
+      report.shares.push_back(c);
+    }
+  }
   if (query.migProfiles.empty()) return report;
 
-  report.attachableMigGpus = attachableMigGpus(scheduler, pool);
+  report.attachableMigGpus = attachableGpus(scheduler, pool, true);
   std::vector<MigLayout> carved;
   for (const auto& i : query.gpuInstances)
     if (std::none_of(query.gpuInstances.begin(), query.gpuInstances.begin() + (&i - query.gpuInstances.data()),

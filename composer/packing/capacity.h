@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "composer/packing/gpu_shares.h"
 #include "composer/packing/packing.h"
 #include "composer/packing/pool.h"
 
@@ -34,12 +35,21 @@ struct MigCapacity {
   int onFreeGpus = 0;        // on free MIG-capable GPUs that hosts can still attach
 };
 
+// Time-sliced shares of one size that could still be given out; kept apart as MigCapacity is.
+struct ShareCapacity {
+  int milli = 0;
+  int onPartlyUsedGpus = 0;  // in the room left on systems' share GPUs
+  int onFreeGpus = 0;        // on free GPUs that hosts can still attach
+};
+
 struct CapacityReport {
   int freeGpus = 0;      // free and not critical
   int strandedGpus = 0;  // free, yet no host that could take a new system reaches them
   std::vector<ShapeCapacity> shapes;
   int attachableMigGpus = 0;  // free MIG-capable GPUs that hosts can still attach, within device limits
   std::vector<MigCapacity> mig;
+  int attachableGpus = 0;  // free GPUs (any) that hosts can still attach: what fresh shares land on
+  std::vector<ShareCapacity> shares;
   DemandMix demand;  // the pool's learned demand (Pool::demand()), for operators to see
 };
 
@@ -47,6 +57,8 @@ struct CapacityQuery {
   std::vector<RequestShape> shapes = defaultShapes();
   std::vector<MigProfile> migProfiles;   // empty: no MIG rows
   std::vector<GpuInstance> gpuInstances;  // every live system's MIG instances
+  std::vector<int> shareMilli;            // empty: no share rows
+  std::vector<GpuShare> gpuShares;        // every live system's shares
 };
 
 

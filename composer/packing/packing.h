@@ -34,6 +34,9 @@ struct PlacementRequest {
   std::vector<MigProfile> gpuInstances;
   std::vector<GpuInstance> boundInstances;  // attach: the instances the system already has
   bool migCapable = false;                  // whole GPUs must be MIG-capable
+  // A time-sliced share of one GPU (milli-GPU, 1-999) instead of gpuCount. The engine puts it on one of
+  // the system's share GPUs (gpu_shares.h) or asks this core for one fresh GPU.
+  int gpuShareMilli = 0;
   TenantId tenant{kDefaultTenant};
   // Give every candidate host a reason (Plan). Without it only a failure explains itself, which keeps
   // the hot path free of string formatting.

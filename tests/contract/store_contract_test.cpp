@@ -28,6 +28,7 @@ System system(int n, SystemState state = SystemState::kComposed) {
   s.hostId = "host0";
   s.state = state;
   s.bindings = {{"sw0-gpu0", "sw0-usp0"}};
+  s.gpuShares = {{1, "sw0-gpu0", 250}, {2, "sw0-gpu0", 500}};
   return s;
 }
 
@@ -38,6 +39,8 @@ Operation operation(int n, OperationState state) {
   op.hostId = "host0";
   op.state = state;
   op.steps = {{"reserve", {}, StepState::kDone}, {"bind", {{"sw0-gpu0", "sw0-usp0"}, {"sw0-gpu1", "sw0-usp0"}}}, {"commit"}};
+  op.gpuShares = {{3, "sw0-gpu1", 100}};
+  op.requestedBy = {"alice", Role::kOperator, "team-a"};
   return op;
 }
 
@@ -78,7 +81,7 @@ TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
     const WriterEpoch epoch = *store->claimWriter();
     std::vector<StoreWrite> batch{PutInventory{defaultTopology()}, PutSystem{system(1)}, PutOperation{operation(3, OperationState::kRunning)},
                                   PutAssignment{{"sw0-gpu0", DeviceAllocation::kReserved, "op-000003"}},
-                                  PutEvent{{1, 5, "operation.accepted", "op-000003", "accepted"}}};
+                                  PutEvent{{1, 5, "operation.accepted", "op-000003", "accepted", "alice"}}};
     ASSERT_TRUE(store->write(batch, epoch));
   }
   auto store = open();
@@ -89,8 +92,12 @@ TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
   ASSERT_EQ(snap->unfinishedOperations.size(), 1u);
   EXPECT_EQ(snap->unfinishedOperations[0].steps[1].bindings, operation(3, OperationState::kRunning).steps[1].bindings);
   EXPECT_EQ(snap->unfinishedOperations[0].steps[1].kind, "bind");
+  EXPECT_EQ(snap->unfinishedOperations[0].gpuShares, operation(3, OperationState::kRunning).gpuShares);
+  EXPECT_EQ(snap->unfinishedOperations[0].requestedBy, operation(3, OperationState::kRunning).requestedBy);
+  EXPECT_EQ(snap->systems[0].gpuShares, system(1).gpuShares);
   EXPECT_EQ(snap->assignments.size(), 1u);
-  EXPECT_EQ(store->listEvents(0, 10)->size(), 1u);
+  ASSERT_EQ(store->listEvents(0, 10)->size(), 1u);
+  EXPECT_EQ(store->listEvents(0, 10)->front().actor, "alice");
 }
 
 TEST_P(StoreContract, ABatchIsAllOrNothing) {

@@ -451,6 +451,28 @@ TEST_F(DaemonTest, TheCallerIsRecordedOnTheOperationAndItsEvents) {
   EXPECT_EQ(actorOf["device.bound"], "alice");
 }
 
+// Time-sliced GPU shares from the command line: compose, attach onto the same GPU, capacity, detach.
+TEST_F(DaemonTest, GpuSharesWithYardctl) {
+  startDaemon();
+  ASSERT_EQ(yardctl("compose svc --gpu-share 0.25").exitCode, 0);
+  ASSERT_EQ(yardctl("attach svc --gpu-share 0.5").exitCode, 0);
+  auto system = yardctlJson("systems svc");
+  ASSERT_EQ(system["gpu_shares"].size(), 2u) << system.dump();
+  EXPECT_EQ(system["gpu_shares"][0]["milli"], 250);
+  EXPECT_EQ(system["gpu_shares"][1]["device_id"], system["gpu_shares"][0]["device_id"]) << "the second share filled the first GPU";
+  EXPECT_EQ(system["bindings"].size(), 1u);
+  auto capacity = yardctlJson("capacity --gpu-share 0.25 --mig none");
+  ASSERT_EQ(capacity["shares"].size(), 1u) << capacity.dump();
+  EXPECT_EQ(capacity["shares"][0]["on_partly_used_gpus"], 1);
+  auto table = yardctl("systems svc");
+  EXPECT_NE(table.out.find("share #2: 50% of its time"), std::string::npos) << table.out;
+  auto tooBig = yardctl("attach svc --gpu-share 1.5");
+  EXPECT_EQ(tooBig.exitCode, 2) << tooBig.err;
+  ASSERT_EQ(yardctl("detach svc --share 1").exitCode, 0);
+  ASSERT_EQ(yardctl("detach svc --share 2").exitCode, 0);
+  EXPECT_EQ(yardctlJson("systems svc")["bindings"].size(), 0u) << "the GPU left with its last share";
+}
+
 // Issue 27: `yardctl detach x -i a@99999999999` aborted with an uncaught std::out_of_range (exit 134).
 TEST_F(DaemonTest, AnOutOfRangeInstanceIsAUsageError) {
   startDaemon();

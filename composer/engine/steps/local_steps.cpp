@@ -34,12 +34,14 @@ class CommitStep final : public StepKind {
     const auto bound = forwardBindings(op, step::kBind);
     system.bindings.insert(system.bindings.end(), bound.begin(), bound.end());
     system.gpuInstances.insert(system.gpuInstances.end(), op.gpuInstances.begin(), op.gpuInstances.end());
+    system.gpuShares.insert(system.gpuShares.end(), op.gpuShares.begin(), op.gpuShares.end());
     ctx.setAllocation(devicesOf(bound), DeviceAllocation::kAllocated, system.id);
     system.state = SystemState::kComposed;
     system.activeOperation.clear();
     ctx.event(op.kind == OperationKind::kCompose ? "system.composed" : "system.attached", system.id,
-              fmt::format("{} ({}) on {} now has {} device(s){}", system.name, system.id, system.hostId, system.bindings.size(),
-                          system.gpuInstances.empty() ? "" : fmt::format(" and {} MIG instance(s)", system.gpuInstances.size())));
+              fmt::format("{} ({}) on {} now has {} device(s){}{}", system.name, system.id, system.hostId, system.bindings.size(),
+                          system.gpuInstances.empty() ? "" : fmt::format(", {} MIG instance(s)", system.gpuInstances.size()),
+                          system.gpuShares.empty() ? "" : fmt::format(", {} GPU share(s)", system.gpuShares.size())));
   }
 };
 
@@ -76,11 +78,15 @@ class ReleaseStep final : public StepKind {
     std::erase_if(system.gpuInstances, [&](const GpuInstance& i) {
       return op.kind == OperationKind::kDecompose || std::find(op.gpuInstances.begin(), op.gpuInstances.end(), i) != op.gpuInstances.end();
     });
+    std::erase_if(system.gpuShares, [&](const GpuShare& share) {
+      return op.kind == OperationKind::kDecompose || std::find(op.gpuShares.begin(), op.gpuShares.end(), share) != op.gpuShares.end();
+    });
     if (op.kind == OperationKind::kDecompose) system.state = SystemState::kDecomposed;
     system.activeOperation.clear();
     ctx.event(op.kind == OperationKind::kDecompose ? "system.decomposed" : "system.detached", system.id,
-              fmt::format("{} ({}) released {} device(s) to the pool{}", system.name, system.id, removed.size(),
-                          op.gpuInstances.empty() ? "" : fmt::format(" and removed {} MIG instance(s)", op.gpuInstances.size())));
+              fmt::format("{} ({}) released {} device(s) to the pool{}{}", system.name, system.id, removed.size(),
+                          op.gpuInstances.empty() ? "" : fmt::format(", removed {} MIG instance(s)", op.gpuInstances.size()),
+                          op.gpuShares.empty() ? "" : fmt::format(", removed {} GPU share(s)", op.gpuShares.size())));
   }
 };
 
