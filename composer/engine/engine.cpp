@@ -40,8 +40,8 @@ Engine::~Engine() {
 template <typename F>
 auto Engine::onControl(F&& f) -> decltype(f()) {
   using R = decltype(f());
-  if (!controlThread_.joinable()) return R(fail(Code::kAborted, "the engine is not running"));
-  if (std::this_thread::get_id() == controlThread_.get_id()) return f();
+  if (!controlRunning_.load(std::memory_order_acquire)) return R(fail(Code::kAborted, "the engine is not running"));
+  if (onControlThread()) return f();
   auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(f));
   auto future = task->get_future();
   asio::post(*control_, [this, task] {
@@ -55,7 +55,7 @@ auto Engine::onControl(F&& f) -> decltype(f()) {
 }
 
 void Engine::postToControl(std::function<void(bool running)> task) {
-  if (!controlThread_.joinable()) {
+  if (!controlRunning_.load(std::memory_order_acquire)) {
     task(false);
     return;
   }
@@ -65,6 +65,8 @@ void Engine::postToControl(std::function<void(bool running)> task) {
 Result<RecoveryReport> Engine::start() {
   SY_TRY(loadState());
   controlThread_ = std::thread([this] { control_->run(); });
+  controlThreadId_ = controlThread_.get_id();
+  controlRunning_.store(true, std::memory_order_release);
 
   RecoveryReport report;
   SY_ASSIGN(auto resumed, onControl([this]() -> Result<std::vector<OperationId>> {
@@ -132,6 +134,8 @@ void Engine::stop(Duration grace) {
     control_->stop();
     return {};
   });
+  // From here on, calls are answered kAborted at once; what was posted before is drained below.
+  controlRunning_.store(false, std::memory_order_release);
   controlThread_.join();
   // Whatever was posted meanwhile is answered kAborted, here, while the engine is whole.
   controlStopped_ = true;
@@ -283,7 +287,7 @@ void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds time
 }
 
 Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout) {
-  if (controlThread_.joinable() && std::this_thread::get_id() == controlThread_.get_id())
+  if (onControlThread())
     return fail(Code::kInternal, "waitOperation would block the engine's control thread: use the Completion form");
   auto result = std::make_shared<std::promise<Result<Operation>>>();
   auto future = result->get_future();

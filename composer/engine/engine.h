@@ -13,6 +13,7 @@
 // Every mutating call takes a Caller; the operation records it and its events name it as their actor.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -262,6 +263,9 @@ class Engine {
   std::shared_ptr<const StepKindRegistry> steps_;
   std::unique_ptr<ElasticExecutor> driverPool_;
   std::thread controlThread_;
+  std::thread::id controlThreadId_;           // set once at start, before any other thread calls in
+  std::atomic<bool> controlRunning_{false};  // calls may be posted to the control thread
+  [[nodiscard]] bool onControlThread() const { return std::this_thread::get_id() == controlThreadId_; }
   struct TimerHolder;
   std::unique_ptr<TimerHolder> pollTimer_;
 
