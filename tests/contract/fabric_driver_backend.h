@@ -18,6 +18,8 @@ class DriverBackend {
  public:
   virtual ~DriverBackend() = default;
 
+  // Why this backend cannot run here (its reference data is missing, say); empty when it can.
+  [[nodiscard]] virtual std::string unavailable() const { return {}; }
   [[nodiscard]] virtual FabricDriver& driver() = 0;
   // What the driver's calls wait on. A ManualClock makes latency and timeouts exact.
   [[nodiscard]] virtual Clock& clock() = 0;

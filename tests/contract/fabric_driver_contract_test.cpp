@@ -9,8 +9,11 @@
 #include <optional>
 #include <thread>
 
+#include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
 #include "tests/contract/fabric_driver_backend.h"
+#include "tests/support/redfish_emulator.h"
+#include "tests/support/shared_dir.h"
 #include "tests/support/topology_builder.h"
 
 namespace switchyard {
@@ -67,6 +70,7 @@ class FabricDriverContract : public ::testing::TestWithParam<DriverFactory> {
   void SetUp() override {
     backend_ = GetParam().make();
     ASSERT_NE(backend_, nullptr);
+    if (auto why = backend_->unavailable(); !why.empty()) GTEST_SKIP() << why;
     auto t = driver().discover();
     ASSERT_TRUE(t) << t.error().message;
     inventory_.topology = std::move(*t);
@@ -237,7 +241,7 @@ TEST_P(FabricDriverContract, ACallGivesUpAtItsTimeout) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Code::kDeadlineExceeded) << r.error().message;
   EXPECT_FALSE(changedNothing(r.error().code)) << "a timed-out call may have been applied";
-  EXPECT_GE(clock.now() - before, Duration(2s).count());
+  EXPECT_GE(clock.now() - before, Duration(1800ms).count()) << "it waited (about) its timeout: a real clock may read a little short";
   EXPECT_LT(clock.now() - before, Duration(10s).count()) << "the call waited for the switch past its own timeout";
 
   before = clock.now();
@@ -246,7 +250,8 @@ TEST_P(FabricDriverContract, ACallGivesUpAtItsTimeout) {
   EXPECT_EQ(read.error().code, Code::kDeadlineExceeded);
   EXPECT_LT(clock.now() - before, Duration(10s).count());
 
-  ASSERT_TRUE(driver().bindAll(set, {.timeout = 30s})) << "repeating the call converges";
+  ASSERT_TRUE(backend_->setLatency(0s));
+  ASSERT_TRUE(driver().bindAll(set, {.timeout = 30s})) << "once the switch answers again, repeating the call converges";
   auto table = driver().readBindings({.timeout = 30s});
   ASSERT_TRUE(table);
   EXPECT_EQ(table->size(), 2u);
@@ -312,8 +317,56 @@ class SimulatedBackend final : public DriverBackend {
   std::unique_ptr<SimulatedFabric> fabric_;
 };
 
+// The Redfish driver against the emulator serving DMTF's multi-switch CXL mockup (two switches joined by a
+// fabric link, three hosts, five target devices), with its zones cleared: a fabric with nothing bound.
+class RedfishBackend final : public DriverBackend {
+ public:
+  RedfishBackend() {
+    const auto mockup = testing::sharedDir() / "redfish-mockups" / "dmtf-public-cxl-multiswitch";
+    if (!std::filesystem::exists(mockup)) {
+      why_ = "no Redfish mockup at " + mockup.string() + " (set SWITCHYARD_SHARED_DIR)";
+      return;
+    }
+    auto e = testing::RedfishEmulator::start({mockup});
+    if (!e) {
+      why_ = e.error().message;
+      return;
+    }
+    emulator_ = std::move(*e);
+    emulator_->clearZones("/redfish/v1/Fabrics/CXL/Zones");
+    auto f = RedfishFabric::connect({emulator_->url(), "CXL", emulator_->options().user, emulator_->options().password, 10s});
+    if (!f) {
+      why_ = f.error().message;
+      return;
+    }
+    fabric_ = std::move(*f);
+  }
+  std::string unavailable() const override { return why_; }
+  FabricDriver& driver() override { return *fabric_; }
+  Clock& clock() override { return clock_; }
+  bool setLatency(Duration latency) override {
+    emulator_->setLatency(latency);
+    return true;
+  }
+  bool breakEventFeed(int polls) override {
+    emulator_->failNext(polls, 503);  // a poll's first request fails, and with it the poll
+    return true;
+  }
+  bool raiseHealth(const DeviceId& device, DeviceHealth health) override {
+    return emulator_->setHealth("/redfish/v1/Fabrics/CXL/Endpoints/" + device,
+                                health == DeviceHealth::kCritical ? "Critical" : health == DeviceHealth::kWarning ? "Warning" : "OK");
+  }
+
+ private:
+  std::string why_;
+  SystemClock clock_;
+  std::unique_ptr<testing::RedfishEmulator> emulator_;
+  std::unique_ptr<RedfishFabric> fabric_;
+};
+
 INSTANTIATE_TEST_SUITE_P(Drivers, FabricDriverContract,
-                         ::testing::Values(DriverFactory{"simulated", [] { return std::make_unique<SimulatedBackend>(); }}),
+                         ::testing::Values(DriverFactory{"simulated", [] { return std::make_unique<SimulatedBackend>(); }},
+                                           DriverFactory{"redfish", [] { return std::make_unique<RedfishBackend>(); }}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

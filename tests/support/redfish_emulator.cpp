@@ -1,0 +1,296 @@
+#include "tests/support/redfish_emulator.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/core/detail/base64.hpp>
+#include <boost/beast/http.hpp>
+#include <fstream>
+#include <sstream>
+
+namespace switchyard::testing {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using nlohmann::json;
+
+struct RedfishEmulator::Net {
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+};
+
+struct RedfishEmulator::Connection {
+  explicit Connection(asio::io_context& io) : socket(io) {}
+  tcp::socket socket;
+};
+
+namespace {
+
+std::string trimmed(std::string uri) {
+  if (auto q = uri.find('?'); q != std::string::npos) uri.resize(q);
+  while (uri.size() > 1 && uri.back() == '/') uri.pop_back();
+  return uri;
+}
+
+json errorBody(const std::string& id, const std::string& message) {
+  return {{"error",
+           {{"code", "Base.1.19." + id},
+            {"message", message},
+            {"@Message.ExtendedInfo", json::array({{{"MessageId", "Base.1.19." + id}, {"Message", message}, {"Severity", "Warning"}}})}}}};
+}
+
+std::vector<std::string> endpointLinks(const json& resource) {
+  std::vector<std::string> out;
+  if (!resource.contains("Links") || !resource["Links"].contains("Endpoints")) return out;
+  for (const auto& e : resource["Links"]["Endpoints"])
+    if (e.is_object() && e.contains("@odata.id") && e["@odata.id"].is_string()) out.push_back(trimmed(e["@odata.id"].get<std::string>()));
+  return out;
+}
+
+}  // namespace
+
+RedfishEmulator::RedfishEmulator(Options options) : options_(std::move(options)), net_(std::make_unique<Net>()) {}
+
+Result<std::unique_ptr<RedfishEmulator>> RedfishEmulator::start(Options options) {
+  std::unique_ptr<RedfishEmulator> e(new RedfishEmulator(std::move(options)));
+  SY_TRY(e->load());
+  beast::error_code ec;
+  tcp::endpoint at(asio::ip::make_address("127.0.0.1"), 0);
+  e->net_->acceptor.open(at.protocol(), ec);
+  if (!ec) e->net_->acceptor.bind(at, ec);
+  if (!ec) e->net_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail(Code::kUnavailable, fmt::format("redfish emulator: cannot listen: {}", ec.message()));
+  e->port_ = e->net_->acceptor.local_endpoint().port();
+  e->acceptor_ = std::thread([raw = e.get()] { raw->acceptLoop(); });
+  return e;
+}
+
+RedfishEmulator::~RedfishEmulator() {
+  stopping_ = true;
+  wake_.notify_all();
+  beast::error_code ec;
+  ::shutdown(net_->acceptor.native_handle(), SHUT_RDWR);  // unblocks accept()
+  if (acceptor_.joinable()) acceptor_.join();
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& weak : open_)
+      if (auto c = weak.lock()) ::shutdown(c->socket.native_handle(), SHUT_RDWR);
+    workers.swap(workers_);
+  }
+  for (auto& t : workers) t.join();
+  net_->acceptor.close(ec);
+}
+
+Result<void> RedfishEmulator::load() {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(options_.mockup)) return fail(Code::kNotFound, fmt::format("no mockup folder {}", options_.mockup.string()));
+  for (const auto& entry : fs::recursive_directory_iterator(options_.mockup)) {
+    if (!entry.is_regular_file() || entry.path().filename() != "index.json") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    json body = json::parse(text.str(), nullptr, false);
+    if (body.is_discarded()) return fail(Code::kInvalidArgument, fmt::format("{}: not JSON", entry.path().string()));
+    const auto relative = fs::relative(entry.path().parent_path(), options_.mockup).generic_string();
+    const std::string uri = relative == "." ? "/redfish/v1" : "/redfish/v1/" + relative;
+    resources_[uri] = std::move(body);
+    versions_[uri] = 1;
+  }
+  if (!resources_.contains("/redfish/v1")) return fail(Code::kInvalidArgument, "the mockup has no service root (index.json)");
+  return {};
+}
+
+void RedfishEmulator::setLatency(Duration latency) {
+  std::lock_guard lock(mutex_);
+  latency_ = latency;
+}
+
+void RedfishEmulator::failNext(int n, int status) {
+  std::lock_guard lock(mutex_);
+  failNext_ = n;
+  failStatus_ = status;
+}
+
+bool RedfishEmulator::setHealth(const std::string& uri, const std::string& health) {
+  std::lock_guard lock(mutex_);
+  auto it = resources_.find(trimmed(uri));
+  if (it == resources_.end()) return false;
+  it->second["Status"]["Health"] = health;
+  ++versions_[it->first];
+  return true;
+}
+
+void RedfishEmulator::clearZones(const std::string& collection) {
+  std::lock_guard lock(mutex_);
+  auto& c = resources_[trimmed(collection)];
+  for (const auto& m : c.value("Members", json::array())) resources_.erase(trimmed(m["@odata.id"].get<std::string>()));
+  c["Members"] = json::array();
+  c["Members@odata.count"] = 0;
+  ++versions_[trimmed(collection)];
+}
+
+std::uint64_t RedfishEmulator::requests(const std::string& method) const {
+  std::lock_guard lock(mutex_);
+  auto it = requests_.find(method);
+  return it == requests_.end() ? 0 : it->second;
+}
+
+std::string RedfishEmulator::etagOf(const std::string& uri) const {
+  auto it = versions_.find(uri);
+  return fmt::format("W/\"{}\"", it == versions_.end() ? 0 : it->second);
+}
+
+void RedfishEmulator::acceptLoop() {
+  while (!stopping_) {
+    auto connection = std::make_shared<Connection>(net_->io);
+    beast::error_code ec;
+    net_->acceptor.accept(connection->socket, ec);
+    if (ec || stopping_) break;
+    std::lock_guard lock(mutex_);
+    open_.push_back(connection);
+    workers_.emplace_back([this, connection] { serve(connection); });
+  }
+}
+
+void RedfishEmulator::serve(std::shared_ptr<Connection> connection) {
+  beast::flat_buffer buffer;
+  while (!stopping_) {
+    http::request<http::string_body> req;
+    beast::error_code ec;
+    http::read(connection->socket, buffer, req, ec);
+    if (ec) break;
+    {
+      std::unique_lock lock(mutex_);
+      ++requests_[std::string(req.method_string())];
+      if (latency_.count() > 0) wake_.wait_for(lock, latency_, [this] { return stopping_.load(); });
+      if (stopping_) break;
+    }
+    Reply reply = handle(std::string(req.method_string()), std::string(req.target()), std::string(req[http::field::authorization]),
+                         std::string(req[http::field::if_match]), req.body());
+    http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
+    res.set("OData-Version", "4.0");
+    if (!reply.etag.empty()) res.set(http::field::etag, reply.etag);
+    if (!reply.location.empty()) res.set(http::field::location, reply.location);
+    if (!reply.body.is_null()) {
+      res.set(http::field::content_type, "application/json");
+      res.body() = reply.body.dump();
+    }
+    res.keep_alive(req.keep_alive());
+    res.prepare_payload();
+    http::write(connection->socket, res, ec);
+    if (ec || !res.keep_alive()) break;
+  }
+  beast::error_code ignored;
+  connection->socket.shutdown(tcp::socket::shutdown_both, ignored);
+}
+
+RedfishEmulator::Reply RedfishEmulator::handle(const std::string& method, std::string path, const std::string& authorization,
+                                               const std::string& ifMatch, const std::string& body) {
+  path = trimmed(path);
+  std::lock_guard lock(mutex_);
+  if (path != "/redfish" && path != "/redfish/v1") {
+    const std::string credentials = options_.user + ":" + options_.password;
+    std::string expected(beast::detail::base64::encoded_size(credentials.size()), '\0');
+    expected.resize(beast::detail::base64::encode(expected.data(), credentials.data(), credentials.size()));
+    if (authorization != "Basic " + expected) return {401, errorBody("NoValidSession", "authentication required"), {}, {}};
+  }
+  if (failNext_ > 0) {
+    --failNext_;
+    return {failStatus_, errorBody("ServiceTemporarilyUnavailable", "injected fault"), {}, {}};
+  }
+  if (path == "/redfish") return {200, {{"v1", "/redfish/v1/"}}, {}, {}};
+  if (method == "GET") {
+    auto it = resources_.find(path);
+    if (it == resources_.end()) return {404, errorBody("ResourceNotFound", fmt::format("no resource at {}", path)), {}, {}};
+    return {200, it->second, etagOf(path), {}};
+  }
+  const bool zones = path.ends_with("/Zones") || path.find("/Zones/") != std::string::npos;
+  if (zones && (method == "POST" || method == "PATCH" || method == "DELETE")) return changeZone(method, path, ifMatch, body);
+  return {405, errorBody("OperationNotAllowed", fmt::format("{} is not allowed on {}", method, path)), {}, {}};
+}
+
+std::string RedfishEmulator::zonedElsewhere(const std::vector<std::string>& endpoints, const std::string& except) const {
+  for (const auto& e : endpoints) {
+    auto endpoint = resources_.find(e);
+    if (endpoint == resources_.end()) continue;
+    const json& entities = endpoint->second.value("ConnectedEntities", json::array());
+    if (entities.empty() || entities[0].value("EntityRole", "") != "Target") continue;
+    for (const auto& [uri, resource] : resources_) {
+      if (uri == except || resource.value("@odata.type", "").find("#Zone.") != 0) continue;
+      const auto in = endpointLinks(resource);
+      if (std::find(in.begin(), in.end(), e) != in.end()) return e;
+    }
+  }
+  return {};
+}
+
+RedfishEmulator::Reply RedfishEmulator::changeZone(const std::string& method, const std::string& path, const std::string& ifMatch,
+                                                   const std::string& body) {
+  json request;
+  if (method != "DELETE") {
+    request = json::parse(body, nullptr, false);
+    if (request.is_discarded() || !request.is_object()) return {400, errorBody("MalformedJSON", "the body is not a JSON object"), {}, {}};
+    for (const auto& [key, value] : request.items())
+      if (key != "Links" && key != "Name" && key != "ZoneType" && key != "Description")
+        return {400, errorBody("PropertyUnknown", fmt::format("the property {} is unknown or read-only", key)), {}, {}};
+  }
+  std::vector<std::string> endpoints;
+  if (method != "DELETE") {
+    endpoints = endpointLinks(request);
+    for (const auto& e : endpoints)
+      if (!resources_.contains(e)) return {400, errorBody("ResourceNotFound", fmt::format("no endpoint {}", e)), {}, {}};
+  }
+  if (method == "POST") {
+    if (!path.ends_with("/Zones")) return {405, errorBody("OperationNotAllowed", "POST a zone to the Zones collection"), {}, {}};
+    if (auto busy = zonedElsewhere(endpoints, ""); !busy.empty())
+      return {409, errorBody("ResourceInUse", fmt::format("{} is already in a zone", busy)), {}, {}};
+    json& collection = resources_[path];
+    int next = 1;
+    for (const auto& m : collection.value("Members", json::array())) {
+      const std::string id = m["@odata.id"].get<std::string>().substr(path.size() + 1);
+      if (id.find_first_not_of("0123456789") == std::string::npos && !id.empty()) next = std::max(next, std::stoi(id) + 1);
+    }
+    const std::string uri = fmt::format("{}/{}", path, next);
+    json zone{{"@odata.id", uri},
+              {"@odata.type", "#Zone.v1_6_3.Zone"},
+              {"Id", std::to_string(next)},
+              {"Name", request.value("Name", "Zone " + std::to_string(next))},
+              {"ZoneType", request.value("ZoneType", "ZoneOfEndpoints")},
+              {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+              {"Links", {{"Endpoints", request["Links"].value("Endpoints", json::array())}}}};
+    resources_[uri] = zone;
+    versions_[uri] = 1;
+    collection["Members"].push_back({{"@odata.id", uri}});
+    collection["Members@odata.count"] = collection["Members"].size();
+    ++versions_[path];
+    return {201, zone, etagOf(uri), uri};
+  }
+  auto it = resources_.find(path);
+  if (it == resources_.end()) return {404, errorBody("ResourceNotFound", fmt::format("no zone at {}", path)), {}, {}};
+  if (!ifMatch.empty() && ifMatch != etagOf(path))
+    return {412, errorBody("PreconditionFailed", fmt::format("{} changed since its ETag {}", path, ifMatch)), {}, {}};
+  if (method == "DELETE") {
+    resources_.erase(it);
+    const std::string collectionUri = path.substr(0, path.rfind('/'));
+    json& collection = resources_[collectionUri];
+    json kept = json::array();
+    for (const auto& m : collection["Members"])
+      if (trimmed(m["@odata.id"].get<std::string>()) != path) kept.push_back(m);
+    collection["Members"] = kept;
+    collection["Members@odata.count"] = kept.size();
+    ++versions_[collectionUri];
+    return {204, nullptr, {}, {}};
+  }
+  if (auto busy = zonedElsewhere(endpoints, path); !busy.empty())
+    return {409, errorBody("ResourceInUse", fmt::format("{} is already in another zone", busy)), {}, {}};
+  if (request.contains("Links")) it->second["Links"]["Endpoints"] = request["Links"].value("Endpoints", json::array());
+  ++versions_[path];
+  return {200, it->second, etagOf(path), {}};
+}
+
+}  // namespace switchyard::testing

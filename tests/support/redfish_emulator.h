@@ -1,0 +1,89 @@
+// A Redfish service for tests, over real HTTP on 127.0.0.1 (port 0): serves a DMTF mockup tree from
+// ../shared/redfish-mockups and lets clients change Zones as a fabric manager would (POST creates,
+// PATCH with If-Match replaces the endpoints, DELETE removes; a target endpoint is in at most one zone,
+// as a PCIe/CXL device is bound to at most one host). Faults: per-request latency, failing the next
+// requests with a status, and health changes. Basic auth on everything but the service root.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "composer/model/clock.h"
+#include "composer/model/error.h"
+
+namespace switchyard::testing {
+
+class RedfishEmulator {
+ public:
+  struct Options {
+    std::filesystem::path mockup;  // a short-form mockup folder (its index.json is /redfish/v1)
+    std::string user = "admin";
+    std::string password = "switchyard";
+  };
+  [[nodiscard]] static Result<std::unique_ptr<RedfishEmulator>> start(Options options);
+  ~RedfishEmulator();
+  RedfishEmulator(const RedfishEmulator&) = delete;
+  RedfishEmulator& operator=(const RedfishEmulator&) = delete;
+
+  [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  [[nodiscard]] const Options& options() const { return options_; }
+
+  // Every request waits this long before it is handled (a slow switch manager).
+  void setLatency(Duration latency);
+  // The next `n` requests fail with `status` (a Redfish error body), changing nothing.
+  void failNext(int n, int status = 503);
+  // Sets Status.Health of a resource ("OK", "Warning", "Critical").
+  [[nodiscard]] bool setHealth(const std::string& uri, const std::string& health);
+  // Removes every zone of a Zones collection (a fabric with nothing bound).
+  void clearZones(const std::string& collection);
+  // Requests handled so far with this method ("GET", "POST", ...).
+  [[nodiscard]] std::uint64_t requests(const std::string& method) const;
+
+ private:
+  explicit RedfishEmulator(Options options);
+  struct Reply {
+    int status = 200;
+    nlohmann::json body;
+    std::string etag;
+    std::string location;
+  };
+  [[nodiscard]] Result<void> load();
+  void acceptLoop();
+  struct Connection;
+  void serve(std::shared_ptr<Connection> connection);
+  [[nodiscard]] Reply handle(const std::string& method, std::string path, const std::string& authorization, const std::string& ifMatch,
+                             const std::string& body);
+  [[nodiscard]] Reply changeZone(const std::string& method, const std::string& path, const std::string& ifMatch, const std::string& body);
+  // A target endpoint already in another zone than `except`, or empty.
+  [[nodiscard]] std::string zonedElsewhere(const std::vector<std::string>& endpoints, const std::string& except) const;
+  [[nodiscard]] std::string etagOf(const std::string& uri) const;
+
+  Options options_;
+  struct Net;
+  std::unique_ptr<Net> net_;
+  int port_ = 0;
+  std::thread acceptor_;
+  std::atomic<bool> stopping_{false};
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::map<std::string, nlohmann::json> resources_;  // URI without trailing slash -> body
+  std::map<std::string, std::uint64_t> versions_;
+  std::map<std::string, std::uint64_t> requests_;
+  Duration latency_{0};
+  int failNext_ = 0;
+  int failStatus_ = 503;
+  std::vector<std::thread> workers_;
+  std::vector<std::weak_ptr<Connection>> open_;
+};
+
+}  // namespace switchyard::testing
