@@ -21,6 +21,11 @@ struct DaemonOptions {
   std::string durability = "normal";
   std::filesystem::path topologyFile;
   int generateGpus = 0;
+  std::string driver = "simulated";  // simulated | redfish
+  std::string redfishUrl;
+  std::string redfishFabric = "CXL";
+  std::string redfishUser;
+  std::filesystem::path redfishPasswordFile;
   std::string simStatePath;  // default: <state-dir>/sim-fabric.json; "none": memory only
   int simLatencyMs = 0;
   int simFailNext = 0;
@@ -71,6 +76,17 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->check(CLI::Range(0.0, 1.0));
   app.add_option("--sim-timeout-next", o.simTimeoutNext, "Fault injection: the next N binds/unbinds time out")->check(CLI::NonNegativeNumber);
   app.add_option("--sim-seed", o.simSeed, "Seed for probabilistic faults")->capture_default_str();
+  app.add_option("--driver", o.driver,
+                 "Switch driver: simulated (the embedded simulated switch; default) or redfish (a fabric manager's Redfish "
+                 "service: --redfish-url, --redfish-fabric, --redfish-user, --redfish-password-file)")
+      ->check(CLI::IsMember({"simulated", "redfish"}))
+      ->capture_default_str();
+  app.add_option("--redfish-url", o.redfishUrl, "Redfish driver: the service, http://HOST:PORT");
+  app.add_option("--redfish-fabric", o.redfishFabric, "Redfish driver: the Fabric's id under /redfish/v1/Fabrics")->capture_default_str();
+  app.add_option("--redfish-user", o.redfishUser, "Redfish driver: the account to log in with (HTTP Basic)");
+  app.add_option("--redfish-password-file", o.redfishPasswordFile,
+                 "Redfish driver: a file holding the account's password (first line), so it never shows in ps")
+      ->check(CLI::ExistingFile);
   app.add_option("--driver-threads", o.driverThreads,
                  "The most switch calls in flight at once (a thread each, started as calls need them; a compose binds all its "
                  "devices in one call)")

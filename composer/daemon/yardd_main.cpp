@@ -14,6 +14,7 @@
 #include "composer/api/switchyard_service.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/engine/engine.h"
+#include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"
 #include "fabric/topology_json.h"
@@ -43,24 +44,45 @@ Result<Topology> chooseTopology(const DaemonOptions& o) {
   return defaultTopology();
 }
 
-int run(const DaemonOptions& o) {
-  SystemClock clock;
-  SY_ASSIGN_OR_EXIT(Topology topology, chooseTopology(o));
+// The switch driver the flags ask for: the simulated switch, or a fabric manager's Redfish service.
+Result<std::unique_ptr<FabricDriver>> openFabric(const DaemonOptions& o, Clock& clock) {
+  if (o.driver == "redfish") {
+    if (o.redfishUrl.empty()) return fail(Code::kInvalidArgument, "--driver redfish needs --redfish-url http://HOST:PORT");
+    RedfishFabricOptions options;
+    options.url = o.redfishUrl;
+    options.fabric = o.redfishFabric;
+    options.user = o.redfishUser;
+    if (!o.redfishPasswordFile.empty()) {
+      std::ifstream in(o.redfishPasswordFile);
+      if (!std::getline(in, options.password))
+        return fail(Code::kInvalidArgument, fmt::format("--redfish-password-file {}: cannot read a password from it", o.redfishPasswordFile.string()));
+    }
+    SY_ASSIGN(auto fabric, RedfishFabric::connect(options));
+    spdlog::info("fabric driver 'redfish': fabric {} at {}", o.redfishFabric, o.redfishUrl);
+    return std::unique_ptr<FabricDriver>(std::move(fabric));
+  }
+  SY_ASSIGN(Topology topology, chooseTopology(o));
   SimulatedFabricOptions simOptions;
   simOptions.latency = std::chrono::milliseconds(o.simLatencyMs);
   simOptions.statePath = o.simState();
   simOptions.seed = o.simSeed;
-  SY_ASSIGN_OR_EXIT(auto fabric, SimulatedFabric::create(std::move(topology), clock, simOptions));
+  SY_ASSIGN(auto fabric, SimulatedFabric::create(std::move(topology), clock, simOptions));
   FaultPlan faults;
   faults.failNext = o.simFailNext;
   faults.failProbability = o.simFailProbability;
   faults.timeoutNext = o.simTimeoutNext;
   fabric->setFaults(faults);
+  spdlog::info("fabric driver 'simulated'{}",
+               o.simState().empty() ? " (bindings in memory)" : " (bindings kept in " + o.simState().string() + ")");
+  return std::unique_ptr<FabricDriver>(std::move(fabric));
+}
+
+int run(const DaemonOptions& o) {
+  SystemClock clock;
+  SY_ASSIGN_OR_EXIT(auto fabric, openFabric(o, clock));
 
   SY_ASSIGN_OR_EXIT(auto store, SqliteStore::open(o.db(), o.durability == "full" ? Durability::kFull : Durability::kNormal));
   spdlog::info("store {} (SQLite WAL, synchronous={})", o.db().string(), o.durability == "full" ? "FULL" : "NORMAL");
-  spdlog::info("fabric driver '{}'{}", fabric->name(),
-               o.simState().empty() ? " (bindings in memory)" : " (bindings kept in " + o.simState().string() + ")");
 
   std::vector<std::pair<std::string, double>> weights;
   for (const auto& w : o.placementWeights) {

@@ -39,7 +39,7 @@ Code codeForStatus(int status) {
     case 400: return Code::kInvalidArgument;
     case 404: return Code::kNotFound;
     case 409: return Code::kFailedPrecondition;
-    case 412: return Code::kAborted;
+    case 412: return Code::kFailedPrecondition;  // the resource changed since it was read: nothing was applied
     case 401:
     case 403: return Code::kFailedPrecondition;
     default: return status >= 500 ? Code::kUnavailable : Code::kInternal;

@@ -37,7 +37,7 @@ class Client {
   explicit Client(Endpoint endpoint) : endpoint_(std::move(endpoint)) {}
 
   // Any 2xx is the response; other statuses are errors (404 kNotFound, 400 kInvalidArgument,
-  // 409 kFailedPrecondition, 412 kAborted: the ETag moved, 401/403 kFailedPrecondition, 5xx kUnavailable),
+  // 409 and 412 (the ETag moved) kFailedPrecondition, 401/403 kFailedPrecondition, 5xx kUnavailable),
   // with the Redfish error message when the body has one. A deadline that passes is kDeadlineExceeded.
   [[nodiscard]] Result<Response> get(const std::string& path, Deadline deadline) const;
   [[nodiscard]] Result<Response> post(const std::string& path, const nlohmann::json& body, Deadline deadline) const;

@@ -100,6 +100,7 @@ Result<RedfishFabric::Inventory> RedfishFabric::readInventory(redfish::Deadline 
   SY_ASSIGN(json switches, get(fabricUri_ + "/Switches"));
   std::map<std::string, std::vector<PortId>> upstreamOfInitiator;   // initiator uri -> its upstream ports
   std::map<std::string, PortId> downstreamOfTarget;                  // target uri -> its downstream port
+  std::map<std::string, PortId> downstreamOfDevicePort;              // a device's own port -> the switch port cabled to it
   for (const auto& switchUri : members(switches)) {
     SY_ASSIGN(json sw, get(switchUri));
     const SwitchId switchId = lastSegment(switchUri);  // a switch's Id property may repeat another's; its URI does not
@@ -121,12 +122,21 @@ Result<RedfishFabric::Inventory> RedfishFabric::readInventory(redfish::Deadline 
         if (port.kind == PortKind::kUpstream) upstreamOfInitiator[e].push_back(port.id);
         if (port.kind == PortKind::kDownstream) downstreamOfTarget.emplace(e, port.id);
       }
+      if (port.kind == PortKind::kDownstream)
+        for (const auto& devicePort : links(p, "ConnectedPorts")) downstreamOfDevicePort.emplace(devicePort, port.id);
       inv.switchOfPort[port.id] = switchId;
       inv.topology.ports.push_back(std::move(port));
     }
   }
   SY_ASSIGN(json endpoints, get(fabricUri_ + "/Endpoints"));
-  for (const auto& endpointUri : members(endpoints)) {
+  // The collection, plus endpoints that ports name but the collection leaves out (DMTF's multi-switch CXL
+  // mockup lists no I5, which its CXL2 upstream port is associated with).
+  std::vector<std::string> endpointUris = members(endpoints);
+  for (const auto& [uri, ports] : upstreamOfInitiator)
+    if (std::find(endpointUris.begin(), endpointUris.end(), uri) == endpointUris.end()) endpointUris.push_back(uri);
+  for (const auto& [uri, port] : downstreamOfTarget)
+    if (std::find(endpointUris.begin(), endpointUris.end(), uri) == endpointUris.end()) endpointUris.push_back(uri);
+  for (const auto& endpointUri : endpointUris) {
     SY_ASSIGN(json e, get(endpointUri));
     if (!e.contains("ConnectedEntities") || !e["ConnectedEntities"].is_array() || e["ConnectedEntities"].empty()) continue;
     const json& entities = e["ConnectedEntities"];
@@ -148,18 +158,28 @@ Result<RedfishFabric::Inventory> RedfishFabric::readInventory(redfish::Deadline 
         }
       inv.topology.hosts.push_back(std::move(host));
     } else if (role == "Target") {
-      auto it = downstreamOfTarget.find(endpointUri);
-      if (it == downstreamOfTarget.end()) continue;
+      // Behind the switch port that names it, or the switch port cabled to the device port it names. A
+      // port holds one device in Switchyard's model: a further logical device of a multi-logical CXL
+      // device (DMTF's T4 beside T3) is not offered until pooled memory is modelled.
+      std::optional<PortId> behind;
+      if (auto it = downstreamOfTarget.find(endpointUri); it != downstreamOfTarget.end()) behind = it->second;
+      for (const auto& devicePort : links(e, "Ports"))
+        if (auto it = downstreamOfDevicePort.find(devicePort); !behind && it != downstreamOfDevicePort.end()) behind = it->second;
+      if (!behind || std::any_of(inv.topology.devices.begin(), inv.topology.devices.end(), [&](const Device& held) { return held.portId == *behind; }))
+        continue;
       Device d;
       d.id = lastSegment(endpointUri);
-      d.portId = it->second;
-      d.kind = DeviceKind::kGpu;
-      d.model = "Redfish target";
+      d.portId = *behind;
+      // A target with a processor (GPU, FPGA, other accelerator) is placed as a GPU; one with only
+      // memory chunks is CXL memory.
+      d.kind = DeviceKind::kCxlMemory;
+      d.model = "CXL memory";
       for (const auto& entity : entities) {
-        const std::string type = text(entity, "EntityType");
         const std::string entityLink = entity.contains("EntityLink") ? text(entity["EntityLink"], "@odata.id") : "";
-        if (type == "MemoryChunk") d.kind = DeviceKind::kCxlMemory;
-        if (type == "Processor" && !entityLink.empty()) d.model = lastSegment(entityLink);
+        if (text(entity, "EntityType") == "Processor") {
+          d.kind = DeviceKind::kGpu;
+          d.model = entityLink.empty() ? "accelerator" : lastSegment(entityLink);
+        }
       }
       d.health = healthOf(e);
       inv.targetUri[d.id] = endpointUri;

@@ -473,6 +473,38 @@ TEST_F(DaemonTest, GpuSharesWithYardctl) {
   EXPECT_EQ(yardctlJson("systems svc")["bindings"].size(), 0u) << "the GPU left with its last share";
 }
 
+// yardd driving a Redfish fabric manager (the emulator over DMTF's multi-switch CXL mockup): compose binds
+// through a zone, a restart reads the bindings back from the zones without drift, decompose removes it.
+TEST_F(DaemonTest, ComposesThroughARedfishFabricManager) {
+  const auto mockup = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / ".." / "shared" / "redfish-mockups" / "dmtf-public-cxl-multiswitch";
+  if (!std::filesystem::exists(mockup)) GTEST_SKIP() << "no Redfish mockup at " << mockup;
+  testing::DaemonProcess emulator(REDFISH_EMULATOR_PATH, dir_.path() / "redfish");
+  std::filesystem::create_directories(dir_.path() / "redfish");
+  ASSERT_TRUE(emulator.startProgram({"--mockup", mockup.string(), "--clear-zones"})) << emulator.log();
+  std::ofstream(dir_.path() / "rf-password") << "switchyard\n";
+  const std::vector<std::string> args{"--driver", "redfish", "--redfish-url", "http://127.0.0.1:" + std::to_string(emulator.port()),
+                                      "--redfish-user", "admin", "--redfish-password-file", (dir_.path() / "rf-password").string()};
+  startDaemon(args);
+  auto hosts = yardctlJson("hosts");
+  EXPECT_EQ(hosts["hosts"].size(), 3u) << hosts.dump();
+  auto composed = yardctl("compose accel --gpus 2 --p2p none");
+  ASSERT_EQ(composed.exitCode, 0) << composed.err << daemon_->log();
+  auto system = yardctlJson("systems accel");
+  ASSERT_EQ(system["bindings"].size(), 2u) << system.dump();
+
+  daemon_->kill(SIGTERM);
+  startDaemon(args);
+  EXPECT_EQ(daemon_->log().find("drift."), std::string::npos) << "the zones read back as the bindings yardd recorded";
+  EXPECT_EQ(yardctlJson("systems accel")["state"], "SYSTEM_STATE_COMPOSED");
+  ASSERT_EQ(yardctl("decompose accel").exitCode, 0);
+  auto wrongPassword = testing::runCommand(std::string(YARDD_PATH) + " --driver redfish --redfish-url http://127.0.0.1:" +
+                                               std::to_string(emulator.port()) + " --redfish-user admin --state-dir " +
+                                               (dir_.path() / "other").string(),
+                                           dir_.path());
+  EXPECT_NE(wrongPassword.exitCode, 0);
+  EXPECT_NE(wrongPassword.err.find("authentication"), std::string::npos) << wrongPassword.err;
+}
+
 // Issue 27: `yardctl detach x -i a@99999999999` aborted with an uncaught std::out_of_range (exit 134).
 TEST_F(DaemonTest, AnOutOfRangeInstanceIsAUsageError) {
   startDaemon();

@@ -55,10 +55,17 @@ class DaemonProcess {
 
   // Starts yardd and waits until it serves (or exits). Returns false if it did not come up.
   bool start(const std::vector<std::string>& extraArgs = {}) {
-    std::filesystem::remove(portFile());
-    std::vector<std::string> args{binary_.string(), "--listen", "127.0.0.1:0", "--state-dir", stateDir_.string(),
-                                  "--port-file", portFile().string(), "--log-level", "debug"};
+    std::vector<std::string> args{"--listen", "127.0.0.1:0", "--state-dir", stateDir_.string(), "--log-level", "debug"};
     args.insert(args.end(), extraArgs.begin(), extraArgs.end());
+    return startProgram(args);
+  }
+
+  // Starts the binary with `programArgs` plus --port-file, and waits until it has written the port file
+  // (any daemon that does, e.g. redfish-emulator).
+  bool startProgram(const std::vector<std::string>& programArgs) {
+    std::filesystem::remove(portFile());
+    std::vector<std::string> args{binary_.string(), "--port-file", portFile().string()};
+    args.insert(args.end(), programArgs.begin(), programArgs.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -97,6 +104,7 @@ class DaemonProcess {
   }
 
   [[nodiscard]] std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] int exitCode() const { return exitCode_; }
   [[nodiscard]] std::string log() const { return readFile(logFile()); }
   [[nodiscard]] std::filesystem::path logFile() const { return stateDir_ / "yardd.log"; }

@@ -110,10 +110,11 @@ void RedfishEmulator::setLatency(Duration latency) {
   latency_ = latency;
 }
 
-void RedfishEmulator::failNext(int n, int status) {
+void RedfishEmulator::failNext(int n, int status, std::string method) {
   std::lock_guard lock(mutex_);
   failNext_ = n;
   failStatus_ = status;
+  failMethod_ = std::move(method);
 }
 
 bool RedfishEmulator::setHealth(const std::string& uri, const std::string& health) {
@@ -199,7 +200,7 @@ RedfishEmulator::Reply RedfishEmulator::handle(const std::string& method, std::s
     expected.resize(beast::detail::base64::encode(expected.data(), credentials.data(), credentials.size()));
     if (authorization != "Basic " + expected) return {401, errorBody("NoValidSession", "authentication required"), {}, {}};
   }
-  if (failNext_ > 0) {
+  if (failNext_ > 0 && (failMethod_.empty() || failMethod_ == method)) {
     --failNext_;
     return {failStatus_, errorBody("ServiceTemporarilyUnavailable", "injected fault"), {}, {}};
   }

@@ -39,8 +39,9 @@ class RedfishEmulator {
 
   // Every request waits this long before it is handled (a slow switch manager).
   void setLatency(Duration latency);
-  // The next `n` requests fail with `status` (a Redfish error body), changing nothing.
-  void failNext(int n, int status = 503);
+  // The next `n` requests (of `method` only, when given) fail with `status` (a Redfish error body),
+  // changing nothing.
+  void failNext(int n, int status = 503, std::string method = {});
   // Sets Status.Health of a resource ("OK", "Warning", "Critical").
   [[nodiscard]] bool setHealth(const std::string& uri, const std::string& health);
   // Removes every zone of a Zones collection (a fabric with nothing bound).
@@ -82,6 +83,7 @@ class RedfishEmulator {
   Duration latency_{0};
   int failNext_ = 0;
   int failStatus_ = 503;
+  std::string failMethod_;
   std::vector<std::thread> workers_;
   std::vector<std::weak_ptr<Connection>> open_;
 };
