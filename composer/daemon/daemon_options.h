@@ -42,6 +42,10 @@ struct DaemonOptions {
   std::size_t retainEvents = 1'000'000;
   std::size_t retainOperations = 100'000;
   std::filesystem::path portFile;
+  std::string redfishListen;                // empty: no Redfish service
+  bool redfishHttp = false;                 // plain HTTP (HTTPS is not built yet)
+  std::filesystem::path redfishAccounts;    // USER:ROLE:PASSWORD lines
+  std::filesystem::path redfishPortFile;
 
   [[nodiscard]] std::filesystem::path db() const { return dbPath.empty() ? stateDir / "yard.db" : dbPath; }
   [[nodiscard]] std::filesystem::path simState() const {
@@ -117,6 +121,15 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--log-level", o.logLevel, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))->capture_default_str();
   app.add_option("--port-file", o.portFile, "Write the bound gRPC port to this file once serving (for scripts and tests)");
+  app.add_option("--redfish-listen", o.redfishListen,
+                 "Serve the Redfish API (Systems, CompositionService, TaskService, SessionService) on HOST:PORT; port 0 picks one");
+  app.add_flag("--redfish-http", o.redfishHttp,
+               "Serve Redfish over plain HTTP. Required with --redfish-listen for now: HTTPS is not built yet, so use loopback or a "
+               "trusted network");
+  app.add_option("--redfish-accounts", o.redfishAccounts,
+                 "Redfish accounts: a file of USER:ROLE:PASSWORD lines, ROLE Administrator, Operator or ReadOnly (keep it mode 0600)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--redfish-port-file", o.redfishPortFile, "Write the bound Redfish port to this file once serving");
 }
 
 // For main(): log the error and exit non-zero.

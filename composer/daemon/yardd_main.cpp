@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "bmc/http_server.h"
+#include "bmc/redfish_service.h"
 #include "composer/api/switchyard_service.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/engine/engine.h"
@@ -110,6 +112,46 @@ int run(const DaemonOptions& o) {
   spdlog::info("recovery: {} operation(s) resumed, {} drift(s) found", report.resumedOperations, report.drifts.size());
 
   SwitchyardService service(engine);
+
+  // The Redfish service, when asked for: another adapter over the same engine.
+  std::unique_ptr<bmc::Accounts> accounts;
+  std::unique_ptr<bmc::RedfishService> redfish;
+  std::unique_ptr<bmc::HttpServer> redfishServer;
+  if (!o.redfishListen.empty()) {
+    if (!o.redfishHttp) {
+      spdlog::critical("--redfish-listen: HTTPS is not built yet; add --redfish-http to serve plain HTTP (loopback or a trusted network only)");
+      engine.stop(std::chrono::seconds(0));
+      return 1;
+    }
+    if (o.redfishAccounts.empty()) {
+      spdlog::critical("--redfish-listen needs --redfish-accounts FILE (USER:ROLE:PASSWORD lines)");
+      engine.stop(std::chrono::seconds(0));
+      return 1;
+    }
+    auto loaded = bmc::Accounts::load(o.redfishAccounts);
+    if (!loaded) {
+      spdlog::critical("{}", loaded.error().message);
+      engine.stop(std::chrono::seconds(0));
+      return 1;
+    }
+    accounts = std::move(*loaded);
+    redfish = std::make_unique<bmc::RedfishService>(engine, *accounts);
+    auto started = bmc::HttpServer::start({o.redfishListen}, [r = redfish.get()](const bmc::HttpRequest& req, bmc::Reply reply) {
+      r->handle(req, std::move(reply));
+    });
+    if (!started) {
+      spdlog::critical("redfish: {}", started.error().message);
+      engine.stop(std::chrono::seconds(0));
+      return 1;
+    }
+    redfishServer = std::move(*started);
+    spdlog::warn("Redfish service on http://{}:{} (plain HTTP: HTTPS is not built yet)", o.redfishListen.substr(0, o.redfishListen.rfind(':')),
+                 redfishServer->port());
+    if (!o.redfishPortFile.empty()) {
+      std::ofstream(o.redfishPortFile.string() + ".tmp") << redfishServer->port() << "\n";
+      std::filesystem::rename(o.redfishPortFile.string() + ".tmp", o.redfishPortFile);
+    }
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -143,6 +185,9 @@ int run(const DaemonOptions& o) {
   service.shutdown();
   engine.stop(std::chrono::seconds(o.shutdownGraceSeconds));
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  // The engine answered every pending call; let the Redfish replies out, then close the HTTP server.
+  if (redfish) redfish->drain();
+  if (redfishServer) redfishServer->stop();
   spdlog::info("yardd stopped");
   return 0;
 }

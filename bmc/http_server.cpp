@@ -1,0 +1,148 @@
+#include "bmc/http_server.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <optional>
+
+namespace switchyard::bmc {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+struct HttpServer::Impl {
+  Impl(HttpServerOptions o, Handler h) : options(std::move(o)), handler(std::move(h)), acceptor(asio::make_strand(io)) {}
+  HttpServerOptions options;
+  Handler handler;
+  asio::io_context io;
+  tcp::acceptor acceptor;
+  void accept();
+};
+
+namespace {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const HttpServerOptions& options, const Handler& handler)
+      : stream_(std::move(socket)), options_(options), handler_(handler) {}
+
+  void run() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+  }
+
+ private:
+  void read() {
+    parser_.emplace();
+    parser_->body_limit(options_.bodyLimit);
+    stream_.expires_after(options_.idleTimeout);
+    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
+  }
+
+  void onRead(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == beast::error::timeout) return close();
+    if (ec == http::error::body_limit) {
+      HttpResponse res{http::status::payload_too_large, 11};
+      res.set(http::field::content_type, "application/json");
+      res.body() = R"({"error":{"code":"Base.1.19.PayloadTooLarge","message":"the request body is too large"}})";
+      res.keep_alive(false);
+      return write(std::move(res));
+    }
+    if (ec) return close();
+    request_ = parser_->release();
+    const unsigned version = request_.version();
+    const bool keepAlive = request_.keep_alive();
+    // The handler may answer from another thread (the engine's): come back to this connection's strand.
+    handler_(request_, [self = shared_from_this(), version, keepAlive](HttpResponse res) {
+      res.version(version);
+      res.keep_alive(keepAlive);
+      res.prepare_payload();
+      asio::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable { self->write(std::move(res)); });
+    });
+  }
+
+  void write(HttpResponse res) {
+    response_ = std::make_shared<HttpResponse>(std::move(res));
+    stream_.expires_after(options_.idleTimeout);
+    http::async_write(stream_, *response_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec || !self->response_->keep_alive()) return self->close();
+      self->read();
+    });
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
+  beast::tcp_stream stream_;
+  const HttpServerOptions& options_;
+  const Handler& handler_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  HttpRequest request_;
+  std::shared_ptr<HttpResponse> response_;
+};
+
+}  // namespace
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (ec != asio::error::operation_aborted) spdlog::warn("redfish: accept failed: {}", ec.message());
+      if (!acceptor.is_open()) return;
+    } else {
+      std::make_shared<Session>(std::move(socket), options, handler)->run();
+    }
+    accept();
+  });
+}
+
+HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options, Handler handler) {
+  const auto colon = options.listen.rfind(':');
+  if (colon == std::string::npos) return fail(Code::kInvalidArgument, fmt::format("--redfish-listen {}: expected HOST:PORT", options.listen));
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(options.listen.substr(0, colon), ec);
+  if (ec) return fail(Code::kInvalidArgument, fmt::format("--redfish-listen {}: {}", options.listen, ec.message()));
+  int portNumber = 0;
+  try {
+    portNumber = std::stoi(options.listen.substr(colon + 1));
+  } catch (const std::exception&) {
+    return fail(Code::kInvalidArgument, fmt::format("--redfish-listen {}: the port is not a number", options.listen));
+  }
+  auto impl = std::make_unique<Impl>(options, std::move(handler));
+  tcp::endpoint at(address, static_cast<unsigned short>(portNumber));
+  impl->acceptor.open(at.protocol(), ec);
+  if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) impl->acceptor.bind(at, ec);
+  if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail(Code::kUnavailable, fmt::format("cannot listen on {}: {}", options.listen, ec.message()));
+  std::unique_ptr<HttpServer> server(new HttpServer(std::move(impl)));
+  server->port_ = server->impl_->acceptor.local_endpoint().port();
+  server->impl_->accept();
+  for (int i = 0; i < std::max(1, options.threads); ++i) server->threads_.emplace_back([raw = server->impl_.get()] { raw->io.run(); });
+  return server;
+}
+
+void HttpServer::stop() {
+  if (threads_.empty()) return;
+  asio::post(impl_->acceptor.get_executor(), [this] {
+    beast::error_code ignored;
+    impl_->acceptor.close(ignored);
+  });
+  impl_->io.stop();
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+}  // namespace switchyard::bmc

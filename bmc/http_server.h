@@ -1,0 +1,50 @@
+// A small HTTP/1.1 server on Boost.Beast for the Redfish service: one io_context with a few threads,
+// keep-alive, a body limit and an idle timeout per connection. Handlers answer through a callback, so
+// they can wait for the engine without holding a thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/beast/http.hpp>
+
+#include "composer/model/error.h"
+
+namespace switchyard::bmc {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
+// Answer once; may be called from any thread.
+using Reply = std::function<void(HttpResponse)>;
+using Handler = std::function<void(const HttpRequest&, Reply)>;
+
+struct HttpServerOptions {
+  std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0 picks a free one
+  int threads = 2;
+  std::size_t bodyLimit = 1 << 20;   // larger bodies get 413
+  std::chrono::seconds idleTimeout{30};  // a connection that sends nothing for this long is closed
+};
+
+class HttpServer {
+ public:
+  [[nodiscard]] static Result<std::unique_ptr<HttpServer>> start(HttpServerOptions options, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  [[nodiscard]] int port() const { return port_; }
+  // Stops accepting and closes connections; in-flight replies are dropped.
+  void stop();
+
+ private:
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+  int port_ = 0;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace switchyard::bmc

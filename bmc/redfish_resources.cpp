@@ -1,0 +1,321 @@
+#include "bmc/redfish_resources.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace switchyard::bmc {
+
+namespace {
+
+json odataRef(const std::string& uri) { return {{"@odata.id", uri}}; }
+
+json collection(const std::string& uri, const std::string& type, const std::string& name, const std::vector<std::string>& members) {
+  json m = json::array();
+  for (const auto& member : members) m.push_back(odataRef(member));
+  return {{"@odata.id", uri}, {"@odata.type", "#" + type + "." + type}, {"Name", name}, {"Members", m}, {"Members@odata.count", members.size()}};
+}
+
+std::string systemUri(const std::string& id) { return fmt::format("{}/Systems/{}", kRoot, id); }
+std::string blockUri(const std::string& id) { return fmt::format("{}/CompositionService/ResourceBlocks/{}", kRoot, id); }
+
+std::string health(DeviceHealth h) {
+  return h == DeviceHealth::kCritical ? "Critical" : h == DeviceHealth::kWarning ? "Warning" : "OK";
+}
+
+json systemStatus(SystemState s) {
+  switch (s) {
+    case SystemState::kComposing: return {{"State", "Starting"}, {"Health", "OK"}};
+    case SystemState::kComposed: return {{"State", "Enabled"}, {"Health", "OK"}};
+    case SystemState::kDegraded: return {{"State", "Enabled"}, {"Health", "Warning"}};
+    case SystemState::kDecomposing: return {{"State", "Disabled"}, {"Health", "OK"}};
+    case SystemState::kDecomposed: return {{"State", "Absent"}, {"Health", "OK"}};
+    case SystemState::kFailed: return {{"State", "Disabled"}, {"Health", "Critical"}};
+  }
+  return {{"State", "Enabled"}, {"Health", "OK"}};
+}
+
+const System* findSystem(const PoolView& view, const std::string& id) {
+  for (const auto& s : view.systems)
+    if (s.id == id) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+json serviceRoot() {
+  return {{"@odata.id", std::string(kRoot)},
+          {"@odata.type", "#ServiceRoot.v1_20_0.ServiceRoot"},
+          {"Id", "RootService"},
+          {"Name", "Switchyard Redfish Service"},
+          {"RedfishVersion", "1.20.0"},
+          {"UUID", "5b1e6a3c-0c1d-4a4e-9a57-737769746368"},
+          {"Product", "Switchyard"},
+          {"Vendor", "Switchyard"},
+          {"Systems", odataRef(fmt::format("{}/Systems", kRoot))},
+          {"CompositionService", odataRef(fmt::format("{}/CompositionService", kRoot))},
+          {"Tasks", odataRef(fmt::format("{}/TaskService", kRoot))},
+          {"SessionService", odataRef(fmt::format("{}/SessionService", kRoot))},
+          {"AccountService", odataRef(fmt::format("{}/AccountService", kRoot))},
+          {"Links", {{"Sessions", odataRef(fmt::format("{}/SessionService/Sessions", kRoot))}}}};
+}
+
+json odataServiceDocument() {
+  json value = json::array();
+  for (const char* name : {"Systems", "CompositionService", "TaskService", "SessionService", "AccountService"})
+    value.push_back({{"name", name}, {"kind", "Singleton"}, {"url", fmt::format("{}/{}", kRoot, name)}});
+  value.push_back({{"name", "Service"}, {"kind", "Singleton"}, {"url", std::string(kRoot)}});
+  return {{"@odata.context", fmt::format("{}/$metadata", kRoot)}, {"value", value}};
+}
+
+std::string metadataXml() {
+  std::string xml = R"(<?xml version="1.0" encoding="UTF-8"?>
+<edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.0">
+)";
+  for (const char* schema : {"ServiceRoot_v1", "ComputerSystemCollection", "ComputerSystem_v1", "CompositionService_v1", "ResourceBlockCollection",
+                             "ResourceBlock_v1", "ZoneCollection", "Zone_v1", "TaskService_v1", "TaskCollection", "Task_v1", "SessionService_v1",
+                             "SessionCollection", "Session_v1", "AccountService_v1", "Message_v1"}) {
+    const std::string ns = std::string(schema).substr(0, std::string(schema).find("_v1"));
+    xml += fmt::format(R"(  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/{}.xml">
+    <edmx:Include Namespace="{}"/>
+  </edmx:Reference>
+)",
+                       schema, ns);
+  }
+  xml += R"(  <edmx:DataServices>
+    <Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="Service">
+      <EntityContainer Name="Service" Extends="ServiceRoot.v1_20_0.ServiceContainer"/>
+    </Schema>
+  </edmx:DataServices>
+</edmx:Edmx>
+)";
+  return xml;
+}
+
+json systemsCollection(const PoolView& view) {
+  std::vector<std::string> members;
+  for (const auto& h : view.hosts) members.push_back(systemUri(h.host.id));
+  for (const auto& s : view.systems) members.push_back(systemUri(s.id));
+  json c = collection(fmt::format("{}/Systems", kRoot), "ComputerSystemCollection", "Computer Systems", members);
+  c["@Redfish.CollectionCapabilities"] = {
+      {"@odata.type", "#CollectionCapabilities.v1_4_1.CollectionCapabilities"},
+      {"Capabilities", json::array({{{"UseCase", "ComputerSystemComposition"},
+                                      {"CapabilitiesObject", odataRef(fmt::format("{}/Systems/Capabilities", kRoot))},
+                                      {"Links", {{"TargetCollection", odataRef(fmt::format("{}/Systems", kRoot))}}}}})}};
+  return c;
+}
+
+json computerSystem(const PoolView& view, const std::string& id) {
+  if (const System* s = findSystem(view, id)) {
+    json blocks = json::array({odataRef(blockUri(s->hostId))});
+    for (const auto& b : s->bindings) blocks.push_back(odataRef(blockUri(b.deviceId)));
+    return {{"@odata.id", systemUri(s->id)},
+            {"@odata.type", "#ComputerSystem.v1_27_0.ComputerSystem"},
+            {"Id", s->id},
+            {"Name", s->name},
+            {"Description", fmt::format("composed on host {} (tenant {})", s->hostId, s->tenant)},
+            {"SystemType", "Composed"},
+            {"Status", systemStatus(s->state)},
+            {"Composition", {{"UseCases", json::array({"ResourceBlockCapable", "ExpandableSystem"})}}},
+            {"Links", {{"ResourceBlocks", blocks}}}};
+  }
+  for (const auto& h : view.hosts)
+    if (h.host.id == id)
+      return {{"@odata.id", systemUri(id)},
+              {"@odata.type", "#ComputerSystem.v1_27_0.ComputerSystem"},
+              {"Id", id},
+              {"Name", id},
+              {"SystemType", "Physical"},
+              {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+              {"ProcessorSummary", {{"CoreCount", h.host.cpuCores}}},
+              {"MemorySummary", {{"TotalSystemMemoryGiB", h.host.memoryGiB}}},
+              {"Links", {{"ResourceBlocks", json::array({odataRef(blockUri(id))})}}}};
+  if (id == "Capabilities")
+    return {{"@odata.id", systemUri("Capabilities")},
+            {"@odata.type", "#ComputerSystem.v1_27_0.ComputerSystem"},
+            {"Id", "Capabilities"},
+            {"Name", "Capabilities for composing a system"},
+            {"Name@Redfish.RequiredOnCreate", true},
+            {"Links@Redfish.RequiredOnCreate", false},
+            {"Processors@Redfish.OptionalOnCreate", true},
+            {"Links", {{"ResourceBlocks@Redfish.OptionalOnCreate", true}}}};
+  return nullptr;
+}
+
+json compositionService() {
+  return {{"@odata.id", fmt::format("{}/CompositionService", kRoot)},
+          {"@odata.type", "#CompositionService.v1_2_3.CompositionService"},
+          {"Id", "CompositionService"},
+          {"Name", "Composition Service"},
+          {"ServiceEnabled", true},
+          {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+          {"AllowOverprovisioning", false},
+          {"ResourceBlocks", odataRef(fmt::format("{}/CompositionService/ResourceBlocks", kRoot))},
+          {"ResourceZones", odataRef(fmt::format("{}/CompositionService/ResourceZones", kRoot))}};
+}
+
+json resourceBlocksCollection(const PoolView& view) {
+  std::vector<std::string> members;
+  for (const auto& h : view.hosts) members.push_back(blockUri(h.host.id));
+  for (const auto& d : view.devices) members.push_back(blockUri(d.device.id));
+  return collection(fmt::format("{}/CompositionService/ResourceBlocks", kRoot), "ResourceBlockCollection", "Resource Blocks", members);
+}
+
+json resourceBlock(const PoolView& view, const std::string& id) {
+  for (const auto& d : view.devices) {
+    if (d.device.id != id) continue;
+    std::string state = "Unused", pool = "Free";
+    bool reserved = false;
+    switch (d.assignment.allocation) {
+      case DeviceAllocation::kFree: break;
+      case DeviceAllocation::kReserved: state = "Composing", pool = "Active", reserved = true; break;
+      case DeviceAllocation::kAllocated: state = "Composed", pool = "Active"; break;
+      case DeviceAllocation::kQuarantined: state = "Unavailable", pool = "Unassigned"; break;
+    }
+    const char* type = d.device.kind == DeviceKind::kGpu      ? "Processor"
+                       : d.device.kind == DeviceKind::kNvme   ? "Storage"
+                       : d.device.kind == DeviceKind::kNic    ? "Network"
+                                                              : "Memory";
+    json links = {{"ComputerSystems", json::array()}, {"Zones", json::array({odataRef(fmt::format("{}/CompositionService/ResourceZones/1", kRoot))})}};
+    if (!d.systemId.empty()) links["ComputerSystems"].push_back(odataRef(systemUri(d.systemId)));
+    return {{"@odata.id", blockUri(id)},
+            {"@odata.type", "#ResourceBlock.v1_4_3.ResourceBlock"},
+            {"Id", id},
+            {"Name", fmt::format("{} {}", d.device.model, id)},
+            {"Description", fmt::format("{} behind switch {}", toString(d.device.kind), d.switchId)},
+            {"ResourceBlockType", json::array({type})},
+            {"Status", {{"State", "Enabled"}, {"Health", health(d.device.health)}}},
+            {"CompositionStatus", {{"CompositionState", state}, {"Reserved", reserved}, {"SharingCapable", false}}},
+            {"Pool", pool},
+            {"Links", links}};
+  }
+  for (const auto& h : view.hosts) {
+    if (h.host.id != id) continue;
+    json links = {{"ComputerSystems", json::array({odataRef(systemUri(id))})}};
+    if (!h.systemId.empty()) links["ComputerSystems"].push_back(odataRef(systemUri(h.systemId)));
+    return {{"@odata.id", blockUri(id)},
+            {"@odata.type", "#ResourceBlock.v1_4_3.ResourceBlock"},
+            {"Id", id},
+            {"Name", fmt::format("host {}", id)},
+            {"ResourceBlockType", json::array({"ComputerSystem"})},
+            {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+            {"CompositionStatus",
+             {{"CompositionState", h.systemId.empty() ? "Unused" : "Composed"}, {"Reserved", false}, {"SharingCapable", false}}},
+            {"Pool", h.systemId.empty() ? "Free" : "Active"},
+            {"Links", links}};
+  }
+  return nullptr;
+}
+
+json resourceZonesCollection() {
+  return collection(fmt::format("{}/CompositionService/ResourceZones", kRoot), "ZoneCollection", "Resource Zones",
+                    {fmt::format("{}/CompositionService/ResourceZones/1", kRoot)});
+}
+
+json resourceZone(const PoolView& view, const std::string& id) {
+  if (id != "1") return nullptr;
+  json blocks = json::array();
+  for (const auto& h : view.hosts) blocks.push_back(odataRef(blockUri(h.host.id)));
+  for (const auto& d : view.devices) blocks.push_back(odataRef(blockUri(d.device.id)));
+  return {{"@odata.id", fmt::format("{}/CompositionService/ResourceZones/1", kRoot)},
+          {"@odata.type", "#Zone.v1_6_3.Zone"},
+          {"Id", "1"},
+          {"Name", "All resource blocks"},
+          {"ZoneType", "ZoneOfResourceBlocks"},
+          {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+          {"@Redfish.CollectionCapabilities",
+           {{"@odata.type", "#CollectionCapabilities.v1_4_1.CollectionCapabilities"},
+            {"Capabilities", json::array({{{"UseCase", "ComputerSystemComposition"},
+                                            {"CapabilitiesObject", odataRef(fmt::format("{}/Systems/Capabilities", kRoot))},
+                                            {"Links", {{"TargetCollection", odataRef(fmt::format("{}/Systems", kRoot))}}}}})}}},
+          {"Links", {{"ResourceBlocks", blocks}}}};
+}
+
+json taskService() {
+  return {{"@odata.id", fmt::format("{}/TaskService", kRoot)},
+          {"@odata.type", "#TaskService.v1_3_0.TaskService"},
+          {"Id", "TaskService"},
+          {"Name", "Tasks (yardd operations)"},
+          {"ServiceEnabled", true},
+          {"CompletedTaskOverWritePolicy", "Oldest"},
+          {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+          {"Tasks", odataRef(fmt::format("{}/TaskService/Tasks", kRoot))}};
+}
+
+json tasksCollection(const std::vector<Operation>& operations) {
+  std::vector<std::string> members;
+  for (const auto& op : operations) members.push_back(fmt::format("{}/TaskService/Tasks/{}", kRoot, op.id));
+  return collection(fmt::format("{}/TaskService/Tasks", kRoot), "TaskCollection", "Tasks", members);
+}
+
+std::string taskMonitorUri(const std::string& operationId) { return fmt::format("{}/TaskService/TaskMonitors/{}", kRoot, operationId); }
+
+json task(const Operation& op) {
+  const auto done = std::count_if(op.steps.begin(), op.steps.end(), [](const Step& s) { return s.state == StepState::kDone; });
+  const bool ok = op.state == OperationState::kSucceeded;
+  std::string state = op.finished() ? (ok ? "Completed" : "Exception") : "Running";
+  json messages = json::array();
+  if (op.finished())
+    messages.push_back({{"MessageId", ok ? "TaskEvent.1.0.TaskCompletedOK" : "TaskEvent.1.0.TaskAborted"},
+                        {"Message", ok ? fmt::format("{} {} succeeded", toString(op.kind), op.id) : op.error},
+                        {"Severity", ok ? "OK" : "Critical"}});
+  json t = {{"@odata.id", fmt::format("{}/TaskService/Tasks/{}", kRoot, op.id)},
+            {"@odata.type", "#Task.v1_7_4.Task"},
+            {"Id", op.id},
+            {"Name", fmt::format("{} {}", toString(op.kind), op.systemId)},
+            {"TaskState", state},
+            {"TaskStatus", op.finished() && !ok ? "Critical" : "OK"},
+            {"PercentComplete", op.steps.empty() ? 100 : static_cast<int>(done * 100 / static_cast<long>(op.steps.size()))},
+            {"StartTime", formatTimestamp(op.createdAt)},
+            {"TaskMonitor", taskMonitorUri(op.id)},
+            {"Messages", messages}};
+  if (op.finished()) t["EndTime"] = formatTimestamp(op.updatedAt);
+  return t;
+}
+
+json sessionService(std::chrono::seconds timeout) {
+  return {{"@odata.id", fmt::format("{}/SessionService", kRoot)},
+          {"@odata.type", "#SessionService.v1_2_0.SessionService"},
+          {"Id", "SessionService"},
+          {"Name", "Session Service"},
+          {"ServiceEnabled", true},
+          {"SessionTimeout", timeout.count()},
+          {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+          {"Sessions", odataRef(fmt::format("{}/SessionService/Sessions", kRoot))}};
+}
+
+json sessionsCollection(const std::vector<Session>& sessions) {
+  std::vector<std::string> members;
+  for (const auto& s : sessions) members.push_back(fmt::format("{}/SessionService/Sessions/{}", kRoot, s.id));
+  return collection(fmt::format("{}/SessionService/Sessions", kRoot), "SessionCollection", "Sessions", members);
+}
+
+json session(const Session& s) {
+  return {{"@odata.id", fmt::format("{}/SessionService/Sessions/{}", kRoot, s.id)},
+          {"@odata.type", "#Session.v1_8_0.Session"},
+          {"Id", s.id},
+          {"Name", "User Session"},
+          {"UserName", s.user},
+          {"Password", nullptr}};
+}
+
+json accountService(const Accounts& accounts) {
+  return {{"@odata.id", fmt::format("{}/AccountService", kRoot)},
+          {"@odata.type", "#AccountService.v1_18_1.AccountService"},
+          {"Id", "AccountService"},
+          {"Name", "Account Service"},
+          {"ServiceEnabled", true},
+          {"Description", fmt::format("{} account(s) from yardd's --redfish-accounts file; roles Administrator, Operator, ReadOnly",
+                                      accounts.accounts().size())},
+          {"Status", {{"State", "Enabled"}, {"Health", "OK"}}}};
+}
+
+json errorBody(const std::string& messageId, const std::string& message) {
+  return {{"error",
+           {{"code", messageId},
+            {"message", message},
+            {"@Message.ExtendedInfo",
+             json::array({{{"@odata.type", "#Message.v1_3_0.Message"}, {"MessageId", messageId}, {"Message", message}, {"Severity", "Warning"}}})}}}};
+}
+
+}  // namespace switchyard::bmc

@@ -1,0 +1,54 @@
+// Domain -> Redfish JSON: the one place that knows both the engine's types and the Redfish schemas
+// (ServiceRoot, ComputerSystem, CompositionService, ResourceBlock, Zone, Task, Session, Message).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "bmc/accounts.h"
+#include "composer/engine/engine.h"
+
+namespace switchyard::bmc {
+
+using nlohmann::json;
+
+inline constexpr const char* kRoot = "/redfish/v1";
+
+// Everything a read needs, taken in one engine call.
+struct PoolView {
+  std::vector<HostView> hosts;
+  std::vector<System> systems;  // live ones (not decomposed)
+  std::vector<DeviceView> devices;
+};
+
+[[nodiscard]] json serviceRoot();
+[[nodiscard]] json odataServiceDocument();
+[[nodiscard]] std::string metadataXml();
+
+[[nodiscard]] json systemsCollection(const PoolView& view);
+// A physical host or a composed system by id; null when neither.
+[[nodiscard]] json computerSystem(const PoolView& view, const std::string& id);
+
+[[nodiscard]] json compositionService();
+[[nodiscard]] json resourceBlocksCollection(const PoolView& view);
+// A device's block, or a host's compute block (ResourceBlockType ComputerSystem); null when neither.
+[[nodiscard]] json resourceBlock(const PoolView& view, const std::string& id);
+[[nodiscard]] json resourceZonesCollection();
+[[nodiscard]] json resourceZone(const PoolView& view, const std::string& id);
+
+[[nodiscard]] json taskService();
+[[nodiscard]] json tasksCollection(const std::vector<Operation>& operations);
+[[nodiscard]] json task(const Operation& op);
+[[nodiscard]] std::string taskMonitorUri(const std::string& operationId);
+
+[[nodiscard]] json sessionService(std::chrono::seconds timeout);
+[[nodiscard]] json sessionsCollection(const std::vector<Session>& sessions);
+[[nodiscard]] json session(const Session& s);
+
+[[nodiscard]] json accountService(const Accounts& accounts);
+
+// {"error": {...}} with one Base (or Composition) registry message.
+[[nodiscard]] json errorBody(const std::string& messageId, const std::string& message);
+
+}  // namespace switchyard::bmc

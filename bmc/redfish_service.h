@@ -1,0 +1,51 @@
+// The northbound Redfish service: an adapter over the Engine like composer/api is for gRPC. It speaks
+// the Redfish protocol (OData-Version, ETag/If-Match, Allow, Location, Redfish error bodies with Base and
+// Composition registry messages, Basic auth and session tokens) over bmc::HttpServer, and maps:
+//   Systems            physical hosts (SystemType Physical) and composed systems (SystemType Composed)
+//   POST Systems       compose: specific (Links.ResourceBlocks: a host's block + device blocks) or
+//                      constrained (Processors.Members[{"@Redfish.RequestedCount": N, "ProcessorType": "GPU"}])
+//   DELETE Systems/X   decompose
+//   CompositionService ResourceBlocks (one per device, one per host), ResourceZones
+//   TaskService        yardd operations; compose/decompose answer 202 with a task monitor
+// Every call goes through Engine::async with the account as Caller: no thread waits on the engine.
+#pragma once
+
+#include <boost/asio/thread_pool.hpp>
+#include <memory>
+
+#include "bmc/accounts.h"
+#include "bmc/http_server.h"
+#include "bmc/redfish_resources.h"
+#include "composer/engine/engine.h"
+
+namespace switchyard::bmc {
+
+class RedfishService {
+ public:
+  RedfishService(Engine& engine, Accounts& accounts) : engine_(engine), accounts_(accounts) {}
+  ~RedfishService() { work_.join(); }
+  RedfishService(const RedfishService&) = delete;
+  RedfishService& operator=(const RedfishService&) = delete;
+
+  // The HttpServer handler.
+  void handle(const HttpRequest& request, Reply reply);
+  // Waits for the replies being built (after the engine stopped, before the HTTP server stops).
+  void drain() { work_.join(); }
+
+ private:
+  struct Call;
+  void route(const std::shared_ptr<Call>& call);
+  void get(const std::shared_ptr<Call>& call);
+  void compose(const std::shared_ptr<Call>& call);
+  void decompose(const std::shared_ptr<Call>& call, const std::string& id);
+  void taskMonitor(const std::shared_ptr<Call>& call, const std::string& id);
+  void login(const std::shared_ptr<Call>& call);
+  // Reads the pool in one engine call, then builds the answer on the service's own pool.
+  void withView(const std::shared_ptr<Call>& call, std::function<HttpResponse(const PoolView&)> build);
+
+  Engine& engine_;
+  Accounts& accounts_;
+  boost::asio::thread_pool work_{2};
+};
+
+}  // namespace switchyard::bmc

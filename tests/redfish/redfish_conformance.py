@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Checks yardd's Redfish service as real clients see it.
+
+Starts yardd (simulated fabric, temp state) with the Redfish service on 127.0.0.1:0 and three accounts
+(Administrator, Operator, ReadOnly), then:
+  1. as each role, crawls every resource reachable from /redfish/v1 and validates each payload against
+     the DMTF 2025.4 JSON Schemas in ../shared (python3-jsonschema), error bodies against redfish-error;
+  2. checks protocol rules: OData-Version on every response, 401 without credentials, 405 with Allow,
+     412 on a stale If-Match, 501 for unsupported query options, 400 for malformed or unknown input;
+  3. has DMTF's redfishtool (Debian package) list systems, read the CompositionService and compose and
+     decompose a system.
+Usage: redfish_conformance.py YARDD SHARED_DIR   (exit 0 when everything holds; 77 when a tool is missing)
+"""
+import base64
+import warnings
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+FAILURES = []
+
+
+def check(condition, what):
+    if not condition:
+        FAILURES.append(what)
+        print(f"FAIL {what}")
+
+
+def request(port, method, path, user=None, body=None, headers=None):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    if user:
+        req.add_header("Authorization", "Basic " + base64.b64encode(f"{user[0]}:{user[1]}".encode()).decode())
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    data = None
+    if body is not None:
+        data = (body if isinstance(body, str) else json.dumps(body)).encode()
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, data=data, timeout=10) as r:
+            raw = r.read()
+            return r.status, dict(r.headers), json.loads(raw) if raw and "json" in r.headers.get("Content-Type", "") else raw
+    except urllib.error.HTTPError as e:
+        raw = e.read()
+        try:
+            payload = json.loads(raw) if raw else None
+        except ValueError:
+            payload = raw
+        return e.code, dict(e.headers), payload
+
+
+class Schemas:
+    def __init__(self, folder):
+        import jsonschema  # python3-jsonschema
+        self.jsonschema = jsonschema
+        self.folder = pathlib.Path(folder)
+        self.unresolved = set()
+        self.store = {}
+        for f in self.folder.glob("*.json"):
+            doc = json.loads(f.read_text())
+            self.store[f"http://redfish.dmtf.org/schemas/v1/{f.name}"] = doc
+            if "$id" in doc:
+                self.store[doc["$id"]] = doc
+        self.store.setdefault("http://redfish.dmtf.org/schemas/v1/odata-v4.json", json.loads((self.folder / "odata-v4.json").read_text()))
+
+    def validate(self, payload, schema_file, definition):
+        name = f"http://redfish.dmtf.org/schemas/v1/{schema_file}"
+        if name not in self.store:
+            return f"no schema {schema_file} in the subset"
+        schema = {"$ref": f"{name}#/definitions/{definition}"}
+        resolver = self.jsonschema.RefResolver(base_uri=name, referrer=self.store[name], store=self.store,
+                                               handlers={"http": self.offline, "https": self.offline})
+        validator = self.jsonschema.Draft7Validator(schema, resolver=resolver)
+        errors = sorted(validator.iter_errors(payload), key=lambda e: list(e.path))
+        return "; ".join(f"{'/'.join(map(str, e.path))}: {e.message}" for e in errors[:3]) or None
+
+    def offline(self, url):
+        """Nothing is fetched: a schema the subset lacks is replaced by the newest version of its namespace
+        the subset has, or by no constraint at all (noted once)."""
+        name = url.rsplit("/", 1)[-1].split("#")[0]
+        namespace = name.split(".")[0]
+        candidates = sorted(self.folder.glob(f"{namespace}.v*.json")) or sorted(self.folder.glob(f"{namespace}.json"))
+        if candidates:
+            return json.loads(candidates[-1].read_text())
+        if name not in self.unresolved:
+            self.unresolved.add(name)
+        return {}
+
+    def validate_resource(self, payload):
+        odata_type = payload.get("@odata.type", "")
+        if not odata_type.startswith("#"):
+            return "no @odata.type"
+        namespace, _, definition = odata_type[1:].rpartition(".")
+        return self.validate(payload, namespace + ".json", definition)
+
+
+def crawl(port, user, schemas, label):
+    seen, queue = set(), ["/redfish/v1"]
+    while queue:
+        path = queue.pop()
+        if path in seen or "TaskMonitors" in path:
+            continue
+        seen.add(path)
+        status, headers, body = request(port, "GET", path, user)
+        check(headers.get("OData-Version") == "4.0", f"{label} GET {path}: OData-Version header")
+        check(status == 200, f"{label} GET {path}: status {status}")
+        if status != 200 or not isinstance(body, dict):
+            continue
+        check("ETag" in headers, f"{label} GET {path}: ETag header")
+        problem = schemas.validate_resource(body)
+        check(problem is None, f"{label} GET {path}: schema: {problem}")
+
+        def walk(node):
+            if isinstance(node, dict):
+                for k, v in node.items():
+                    if k == "@odata.id" and isinstance(v, str) and v.startswith("/redfish/v1") and "#" not in v:
+                        queue.append(v.rstrip("/"))
+                    else:
+                        walk(v)
+            elif isinstance(node, list):
+                for v in node:
+                    walk(v)
+
+        walk(body)
+    return seen
+
+
+def wait_task(port, user, monitor):
+    for _ in range(200):
+        status, headers, body = request(port, "GET", monitor, user)
+        if status != 202:
+            return status, headers, body
+        time.sleep(0.05)
+    return 0, {}, None
+
+
+def main():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    yardd, shared = sys.argv[1], pathlib.Path(sys.argv[2])
+    schema_dir = shared / "redfish-mockups" / "dmtf-schema-2025.4" / "json-schema-subset"
+    if not schema_dir.exists():
+        print(f"SKIP: no DMTF schemas at {schema_dir}")
+        return 77
+    try:
+        schemas = Schemas(schema_dir)
+    except ImportError:
+        print("SKIP: python3-jsonschema is not installed (./setup.sh installs it)")
+        return 77
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="redfish-conformance-"))
+    accounts = {"Administrator": ("root", "r00t-pw"), "Operator": ("ops", "0ps-pw"), "ReadOnly": ("watcher", "w4tch-pw")}
+    (tmp / "accounts").write_text("".join(f"{u}:{role}:{p}\n" for role, (u, p) in accounts.items()))
+    os.chmod(tmp / "accounts", 0o600)
+    log = open(tmp / "yardd.log", "w")
+    proc = subprocess.Popen([yardd, "--listen", "127.0.0.1:0", "--state-dir", str(tmp), "--redfish-listen", "127.0.0.1:0", "--redfish-http",
+                             "--redfish-accounts", str(tmp / "accounts"), "--redfish-port-file", str(tmp / "rfport")],
+                            stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(500):
+            if (tmp / "rfport").exists():
+                break
+            if proc.poll() is not None:
+                print((tmp / "yardd.log").read_text())
+                return 1
+            time.sleep(0.02)
+        port = int((tmp / "rfport").read_text())
+        admin, operator, viewer = accounts["Administrator"], accounts["Operator"], accounts["ReadOnly"]
+
+        # 1. Every reachable resource validates, for every role; and a composed system does too.
+        status, headers, task = request(port, "POST", "/redfish/v1/Systems", operator,
+                                        {"Name": "conf-1", "Processors": {"Members": [{"@Redfish.RequestedCount": 2, "ProcessorType": "GPU"}]}})
+        check(status == 202 and headers.get("Location", "").startswith("/redfish/v1/TaskService/TaskMonitors/"), f"constrained compose: {status} {task}")
+        problem = schemas.validate_resource(task) if isinstance(task, dict) else "no body"
+        check(problem is None, f"compose task body: schema: {problem}")
+        status, headers, system = wait_task(port, operator, headers.get("Location", ""))
+        check(status == 201 and headers.get("Location", "").startswith("/redfish/v1/Systems/sys-"), f"task monitor after compose: {status}")
+        for role, user in accounts.items():
+            seen = crawl(port, user, schemas, role)
+            check(len(seen) >= 20, f"{role}: crawled only {len(seen)} resources")
+        print(f"crawled {len(seen)} resources per role, all validated against the DMTF 2025.4 schemas")
+
+        # 2. Protocol rules.
+        status, headers, body = request(port, "GET", "/redfish/v1/Systems")
+        check(status == 401 and "WWW-Authenticate" in headers, "GET without credentials is 401 with WWW-Authenticate")
+        check(schemas.validate(body, "redfish-error.v1_0_2.json", "RedfishError") is None, "401 body is a Redfish error")
+        status, _, body = request(port, "GET", "/redfish/v1")
+        check(status == 200, "the service root needs no credentials")
+        status, headers, body = request(port, "DELETE", "/redfish/v1/Systems/host0", admin)
+        check(status == 405 and headers.get("Allow") == "GET, HEAD", f"DELETE of a physical system is 405 with Allow (got {status} {headers.get('Allow')})")
+        status, _, body = request(port, "POST", "/redfish/v1/Systems", viewer, {"Name": "nope", "Processors": {"Members": [{"@Redfish.RequestedCount": 1}]}})
+        check(status == 403, f"ReadOnly cannot compose (got {status})")
+        status, _, body = request(port, "POST", "/redfish/v1/Systems", admin, "{not json")
+        check(status == 400 and body["error"]["code"].endswith("MalformedJSON"), f"malformed JSON is 400 MalformedJSON ({status})")
+        status, _, body = request(port, "POST", "/redfish/v1/Systems", admin, {"Name": "x", "PowerState": "On"})
+        check(status == 400 and body["error"]["code"].endswith("PropertyUnknown"), f"an unknown property is 400 PropertyUnknown ({status})")
+        status, _, body = request(port, "POST", "/redfish/v1/Systems", admin,
+                                  {"Name": "big", "Processors": {"Members": [{"@Redfish.RequestedCount": 999}]}})
+        check(status == 400 and "NoResourceMatch" in body["error"]["code"], f"a request that cannot fit is NoResourceMatch ({status})")
+        check(schemas.validate(body, "redfish-error.v1_0_2.json", "RedfishError") is None, "error body is a Redfish error")
+        status, _, _ = request(port, "GET", "/redfish/v1/Systems?$select=Name", admin)
+        check(status == 501, f"$select is 501 until supported ({status})")
+        status, _, _ = request(port, "GET", "/redfish/v1/Systems", admin, headers={"OData-Version": "3.0"})
+        check(status == 412, f"OData-Version 3.0 is 412 ({status})")
+        sys_path = headers_location = None
+        status, _, systems = request(port, "GET", "/redfish/v1/Systems", admin)
+        composed = [m["@odata.id"] for m in systems["Members"] if "/sys-" in m["@odata.id"]]
+        check(len(composed) == 1, f"one composed system listed ({composed})")
+        sys_path = composed[0]
+        status, _, _ = request(port, "DELETE", sys_path, admin, headers={"If-Match": 'W/"stale"'})
+        check(status == 412, f"DELETE with a stale If-Match is 412 ({status})")
+        # Sessions: log in, use the token, log out.
+        status, headers, body = request(port, "POST", "/redfish/v1/SessionService/Sessions", None, {"UserName": "ops", "Password": "0ps-pw"})
+        token = headers.get("X-Auth-Token")
+        check(status == 201 and token and headers.get("Location"), f"login gives 201 + X-Auth-Token + Location ({status})")
+        status, _, _ = request(port, "GET", "/redfish/v1/Systems", None, headers={"X-Auth-Token": token or ""})
+        check(status == 200, f"the session token authenticates ({status})")
+        status, _, _ = request(port, "DELETE", headers_location or "/redfish/v1/SessionService/Sessions/1", None, headers={"X-Auth-Token": token or ""})
+        check(status == 204, f"logout ({status})")
+        status, _, _ = request(port, "GET", "/redfish/v1/Systems", None, headers={"X-Auth-Token": token or ""})
+        check(status == 401, f"a logged-out token no longer works ({status})")
+        status, headers, _ = request(port, "DELETE", sys_path, operator)
+        check(status == 202, f"DELETE of a composed system answers 202 with a task ({status})")
+        status, _, _ = wait_task(port, operator, headers.get("Location", ""))
+        check(status == 204, f"task monitor after decompose is 204 ({status})")
+
+        # 3. DMTF's redfishtool.
+        tool = shutil.which("redfishtool")
+        if not tool:
+            check(False, "redfishtool is not installed (./setup.sh installs it)")
+        else:
+            base = [tool, "-r", f"127.0.0.1:{port}", "-S", "Never", "-u", admin[0], "-p", admin[1]]
+            out = subprocess.run(base + ["Systems", "list"], capture_output=True, text=True, timeout=30)
+            check(out.returncode == 0 and "host0" in out.stdout, f"redfishtool Systems list: {out.returncode} {out.stderr[-300:]}")
+            out = subprocess.run(base + ["raw", "GET", "/redfish/v1/CompositionService"], capture_output=True, text=True, timeout=30)
+            check(out.returncode == 0 and "ResourceBlocks" in out.stdout, f"redfishtool reads the CompositionService: {out.stderr[-300:]}")
+            out = subprocess.run(base + ["raw", "POST", "/redfish/v1/Systems", "-d",
+                                         json.dumps({"Name": "by-redfishtool", "Links": {"ResourceBlocks": [
+                                             {"@odata.id": "/redfish/v1/CompositionService/ResourceBlocks/host1"},
+                                             {"@odata.id": "/redfish/v1/CompositionService/ResourceBlocks/sw0-gpu4"}]}})],
+                                 capture_output=True, text=True, timeout=30)
+            check(out.returncode == 0, f"redfishtool composes (specific): {out.returncode} {out.stdout[-300:]} {out.stderr[-300:]}")
+            deadline = time.time() + 10
+            composed = []
+            while time.time() < deadline and not composed:
+                _, _, systems = request(port, "GET", "/redfish/v1/Systems", admin)
+                for m in systems["Members"]:
+                    if "/sys-" in m["@odata.id"]:
+                        _, _, s = request(port, "GET", m["@odata.id"], admin)
+                        if s.get("Name") == "by-redfishtool" and s["Status"]["State"] == "Enabled":
+                            composed.append(m["@odata.id"])
+                time.sleep(0.05)
+            check(len(composed) == 1, "the system redfishtool composed is listed and enabled")
+            if composed:
+                out = subprocess.run(base + ["raw", "DELETE", composed[0]], capture_output=True, text=True, timeout=30)
+                check(out.returncode == 0, f"redfishtool decomposes: {out.stderr[-300:]}")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed; yardd log: {tmp / 'yardd.log'}")
+        return 1
+    print("all Redfish conformance checks passed")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
