@@ -7,7 +7,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
+#include <boost/beast/ssl.hpp>
 #include <optional>
 
 namespace switchyard::bmc {
@@ -23,26 +25,43 @@ struct HttpServer::Impl {
   Handler handler;
   asio::io_context io;
   tcp::acceptor acceptor;
+  std::optional<asio::ssl::context> tls;
   void accept();
 };
 
 namespace {
 
-class Session : public std::enable_shared_from_this<Session> {
+// The TCP layer of a plain or a TLS stream, for timeouts and shutdown.
+beast::tcp_stream& tcpOf(beast::tcp_stream& s) { return s; }
+beast::tcp_stream& tcpOf(beast::ssl_stream<beast::tcp_stream>& s) { return beast::get_lowest_layer(s); }
+
+template <typename Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
-  Session(tcp::socket socket, const HttpServerOptions& options, const Handler& handler)
-      : stream_(std::move(socket)), options_(options), handler_(handler) {}
+  template <typename... StreamArgs>
+  Session(const HttpServerOptions& options, const Handler& handler, StreamArgs&&... args)
+      : stream_(std::forward<StreamArgs>(args)...), options_(options), handler_(handler) {}
 
   void run() {
-    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->read(); });
+    asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+        self->read();
+      } else {
+        tcpOf(self->stream_).expires_after(self->options_.idleTimeout);
+        self->stream_.async_handshake(asio::ssl::stream_base::server, [self](beast::error_code ec) {
+          if (ec) return;  // not a TLS client, or it went away: nothing to answer
+          self->read();
+        });
+      }
+    });
   }
 
  private:
   void read() {
     parser_.emplace();
     parser_->body_limit(options_.bodyLimit);
-    stream_.expires_after(options_.idleTimeout);
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
+    tcpOf(stream_).expires_after(options_.idleTimeout);
+    http::async_read(stream_, buffer_, *parser_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) { self->onRead(ec); });
   }
 
   void onRead(beast::error_code ec) {
@@ -59,7 +78,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const unsigned version = request_.version();
     const bool keepAlive = request_.keep_alive();
     // The handler may answer from another thread (the engine's): come back to this connection's strand.
-    handler_(request_, [self = shared_from_this(), version, keepAlive](HttpResponse res) {
+    handler_(request_, [self = this->shared_from_this(), version, keepAlive](HttpResponse res) {
       res.version(version);
       res.keep_alive(keepAlive);
       res.prepare_payload();
@@ -69,8 +88,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void write(HttpResponse res) {
     response_ = std::make_shared<HttpResponse>(std::move(res));
-    stream_.expires_after(options_.idleTimeout);
-    http::async_write(stream_, *response_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+    tcpOf(stream_).expires_after(options_.idleTimeout);
+    http::async_write(stream_, *response_, [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec || !self->response_->keep_alive()) return self->close();
       self->read();
     });
@@ -78,10 +97,10 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    tcpOf(stream_).socket().shutdown(tcp::socket::shutdown_send, ignored);
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   const HttpServerOptions& options_;
   const Handler& handler_;
   beast::flat_buffer buffer_;
@@ -97,8 +116,10 @@ void HttpServer::Impl::accept() {
     if (ec) {
       if (ec != asio::error::operation_aborted) spdlog::warn("redfish: accept failed: {}", ec.message());
       if (!acceptor.is_open()) return;
+    } else if (tls) {
+      std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(options, handler, std::move(socket), *tls)->run();
     } else {
-      std::make_shared<Session>(std::move(socket), options, handler)->run();
+      std::make_shared<Session<beast::tcp_stream>>(options, handler, std::move(socket))->run();
     }
     accept();
   });
@@ -119,6 +140,15 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
     return fail(Code::kInvalidArgument, fmt::format("--redfish-listen {}: the port is not a number", options.listen));
   }
   auto impl = std::make_unique<Impl>(options, std::move(handler));
+  if (options.tls) {
+    impl->tls.emplace(asio::ssl::context::tls_server);
+    impl->tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
+                           asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    impl->tls->use_certificate_chain_file(options.tls->certificate.string(), ec);
+    if (!ec) impl->tls->use_private_key_file(options.tls->key.string(), asio::ssl::context::pem, ec);
+    if (ec) return fail(Code::kInvalidArgument, fmt::format("TLS certificate {} / key {}: {}", options.tls->certificate.string(),
+                                                            options.tls->key.string(), ec.message()));
+  }
   tcp::endpoint at(address, static_cast<unsigned short>(portNumber));
   impl->acceptor.open(at.protocol(), ec);
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);

@@ -5,12 +5,14 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <boost/beast/http.hpp>
 
+#include "bmc/tls_certificate.h"
 #include "composer/model/error.h"
 
 namespace switchyard::bmc {
@@ -26,6 +28,7 @@ struct HttpServerOptions {
   int threads = 2;
   std::size_t bodyLimit = 1 << 20;   // larger bodies get 413
   std::chrono::seconds idleTimeout{30};  // a connection that sends nothing for this long is closed
+  std::optional<CertificateFiles> tls;   // HTTPS with this certificate; none: plain HTTP
 };
 
 class HttpServer {

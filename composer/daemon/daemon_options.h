@@ -43,7 +43,9 @@ struct DaemonOptions {
   std::size_t retainOperations = 100'000;
   std::filesystem::path portFile;
   std::string redfishListen;                // empty: no Redfish service
-  bool redfishHttp = false;                 // plain HTTP (HTTPS is not built yet)
+  bool redfishHttp = false;                 // plain HTTP instead of HTTPS
+  std::filesystem::path redfishCert;        // default: <state-dir>/redfish-cert.pem (self-signed at first start)
+  std::filesystem::path redfishKey;         // default: <state-dir>/redfish-key.pem
   std::filesystem::path redfishAccounts;    // USER:ROLE:PASSWORD lines
   std::filesystem::path redfishPortFile;
 
@@ -124,8 +126,10 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--redfish-listen", o.redfishListen,
                  "Serve the Redfish API (Systems, CompositionService, TaskService, SessionService) on HOST:PORT; port 0 picks one");
   app.add_flag("--redfish-http", o.redfishHttp,
-               "Serve Redfish over plain HTTP. Required with --redfish-listen for now: HTTPS is not built yet, so use loopback or a "
-               "trusted network");
+               "Serve Redfish over plain HTTP instead of HTTPS (loopback tests, or a trusted network only: Basic auth sends passwords)");
+  app.add_option("--redfish-cert", o.redfishCert,
+                 "TLS certificate (PEM) for the Redfish service (default: <state-dir>/redfish-cert.pem, a self-signed one made at first start)");
+  app.add_option("--redfish-key", o.redfishKey, "TLS private key (PEM) for the Redfish service (default: <state-dir>/redfish-key.pem)");
   app.add_option("--redfish-accounts", o.redfishAccounts,
                  "Redfish accounts: a file of USER:ROLE:PASSWORD lines, ROLE Administrator, Operator or ReadOnly (keep it mode 0600)")
       ->check(CLI::ExistingFile);

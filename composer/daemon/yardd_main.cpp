@@ -118,10 +118,21 @@ int run(const DaemonOptions& o) {
   std::unique_ptr<bmc::RedfishService> redfish;
   std::unique_ptr<bmc::HttpServer> redfishServer;
   if (!o.redfishListen.empty()) {
+    bmc::HttpServerOptions httpOptions{o.redfishListen};
     if (!o.redfishHttp) {
-      spdlog::critical("--redfish-listen: HTTPS is not built yet; add --redfish-http to serve plain HTTP (loopback or a trusted network only)");
-      engine.stop(std::chrono::seconds(0));
-      return 1;
+      bmc::CertificateFiles files{o.redfishCert.empty() ? o.stateDir / "redfish-cert.pem" : o.redfishCert,
+                                  o.redfishKey.empty() ? o.stateDir / "redfish-key.pem" : o.redfishKey};
+      auto made = bmc::ensureCertificate(files, o.redfishListen.substr(0, o.redfishListen.rfind(':')));
+      if (!made) {
+        spdlog::critical("redfish: {}", made.error().message);
+        engine.stop(std::chrono::seconds(0));
+        return 1;
+      }
+      if (*made)
+        spdlog::warn("redfish: made a self-signed TLS certificate {} (key {}); clients trust it by pinning that file, or configure "
+                     "--redfish-cert/--redfish-key",
+                     files.certificate.string(), files.key.string());
+      httpOptions.tls = files;
     }
     if (o.redfishAccounts.empty()) {
       spdlog::critical("--redfish-listen needs --redfish-accounts FILE (USER:ROLE:PASSWORD lines)");
@@ -136,7 +147,7 @@ int run(const DaemonOptions& o) {
     }
     accounts = std::move(*loaded);
     redfish = std::make_unique<bmc::RedfishService>(engine, *accounts);
-    auto started = bmc::HttpServer::start({o.redfishListen}, [r = redfish.get()](const bmc::HttpRequest& req, bmc::Reply reply) {
+    auto started = bmc::HttpServer::start(httpOptions, [r = redfish.get()](const bmc::HttpRequest& req, bmc::Reply reply) {
       r->handle(req, std::move(reply));
     });
     if (!started) {
@@ -145,8 +156,11 @@ int run(const DaemonOptions& o) {
       return 1;
     }
     redfishServer = std::move(*started);
-    spdlog::warn("Redfish service on http://{}:{} (plain HTTP: HTTPS is not built yet)", o.redfishListen.substr(0, o.redfishListen.rfind(':')),
-                 redfishServer->port());
+    if (httpOptions.tls)
+      spdlog::info("Redfish service on https://{}:{}", o.redfishListen.substr(0, o.redfishListen.rfind(':')), redfishServer->port());
+    else
+      spdlog::warn("Redfish service on http://{}:{} (plain HTTP: Basic auth sends passwords in the clear)",
+                   o.redfishListen.substr(0, o.redfishListen.rfind(':')), redfishServer->port());
     if (!o.redfishPortFile.empty()) {
       std::ofstream(o.redfishPortFile.string() + ".tmp") << redfishServer->port() << "\n";
       std::filesystem::rename(o.redfishPortFile.string() + ".tmp", o.redfishPortFile);

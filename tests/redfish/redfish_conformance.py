@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks yardd's Redfish service as real clients see it.
 
-Starts yardd (simulated fabric, temp state) with the Redfish service on 127.0.0.1:0 and three accounts
+Starts yardd (simulated fabric, temp state) with the Redfish service on https://127.0.0.1:0 (the
+self-signed certificate it makes at first start, pinned by the client) and three accounts
 (Administrator, Operator, ReadOnly), then:
   1. as each role, crawls every resource reachable from /redfish/v1 and validates each payload against
      the DMTF 2025.4 JSON Schemas in ../shared (python3-jsonschema), error bodies against redfish-error;
@@ -15,6 +16,7 @@ import base64
 import warnings
 import json
 import os
+import ssl
 import pathlib
 import shutil
 import subprocess
@@ -33,8 +35,11 @@ def check(condition, what):
         print(f"FAIL {what}")
 
 
+TLS = None  # an ssl.SSLContext trusting the service's certificate, once it exists
+
+
 def request(port, method, path, user=None, body=None, headers=None):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+    req = urllib.request.Request(f"https://127.0.0.1:{port}{path}", method=method)
     if user:
         req.add_header("Authorization", "Basic " + base64.b64encode(f"{user[0]}:{user[1]}".encode()).decode())
     for k, v in (headers or {}).items():
@@ -44,7 +49,7 @@ def request(port, method, path, user=None, body=None, headers=None):
         data = (body if isinstance(body, str) else json.dumps(body)).encode()
         req.add_header("Content-Type", "application/json")
     try:
-        with urllib.request.urlopen(req, data=data, timeout=10) as r:
+        with urllib.request.urlopen(req, data=data, timeout=10, context=TLS) as r:
             raw = r.read()
             return r.status, dict(r.headers), json.loads(raw) if raw and "json" in r.headers.get("Content-Type", "") else raw
     except urllib.error.HTTPError as e:
@@ -158,7 +163,8 @@ def main():
     (tmp / "accounts").write_text("".join(f"{u}:{role}:{p}\n" for role, (u, p) in accounts.items()))
     os.chmod(tmp / "accounts", 0o600)
     log = open(tmp / "yardd.log", "w")
-    proc = subprocess.Popen([yardd, "--listen", "127.0.0.1:0", "--state-dir", str(tmp), "--redfish-listen", "127.0.0.1:0", "--redfish-http",
+    global TLS
+    proc = subprocess.Popen([yardd, "--listen", "127.0.0.1:0", "--state-dir", str(tmp), "--redfish-listen", "127.0.0.1:0",
                              "--redfish-accounts", str(tmp / "accounts"), "--redfish-port-file", str(tmp / "rfport")],
                             stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -170,6 +176,8 @@ def main():
                 return 1
             time.sleep(0.02)
         port = int((tmp / "rfport").read_text())
+        # HTTPS with the certificate yardd made at first start, pinned: hostname and chain are checked.
+        TLS = ssl.create_default_context(cafile=str(tmp / "redfish-cert.pem"))
         admin, operator, viewer = accounts["Administrator"], accounts["Operator"], accounts["ReadOnly"]
 
         # 1. Every reachable resource validates, for every role; and a composed system does too.
@@ -234,7 +242,7 @@ def main():
         if not tool:
             check(False, "redfishtool is not installed (./setup.sh installs it)")
         else:
-            base = [tool, "-r", f"127.0.0.1:{port}", "-S", "Never", "-u", admin[0], "-p", admin[1]]
+            base = [tool, "-r", f"127.0.0.1:{port}", "-S", "Always", "-u", admin[0], "-p", admin[1]]
             out = subprocess.run(base + ["Systems", "list"], capture_output=True, text=True, timeout=30)
             check(out.returncode == 0 and "host0" in out.stdout, f"redfishtool Systems list: {out.returncode} {out.stderr[-300:]}")
             out = subprocess.run(base + ["raw", "GET", "/redfish/v1/CompositionService"], capture_output=True, text=True, timeout=30)
