@@ -9,7 +9,7 @@ PACKAGES=(
   libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox libglpk-dev
-  python3-minimal python3-jsonschema redfishtool libssl-dev
+  python3-minimal python3-jsonschema redfishtool libssl-dev wrk
 )
 
 missing=()

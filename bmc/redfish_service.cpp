@@ -173,15 +173,21 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
                       fmt::format("{} is not allowed on {}", call->method, call->path), allowFor(call->path)));
 }
 
-void RedfishService::withView(const std::shared_ptr<Call>& call, std::function<HttpResponse(const PoolView&)> build) {
+void RedfishService::withView(const std::shared_ptr<Call>& call, unsigned needs, std::function<HttpResponse(const PoolView&)> build) {
   engine_.async<PoolView>(
-      [this]() -> Result<PoolView> {
+      [this, needs]() -> Result<PoolView> {
         PoolView v;
-        SY_ASSIGN(v.hosts, engine_.listHosts());
-        SY_ASSIGN(auto systems, engine_.listSystems());
-        for (auto& s : systems)
-          if (s.state != SystemState::kDecomposed) v.systems.push_back(std::move(s));
-        SY_ASSIGN(v.devices, engine_.listDevices());
+        if (needs & kHosts) {
+          SY_ASSIGN(v.hosts, engine_.listHosts());
+        }
+        if (needs & kSystems) {
+          SY_ASSIGN(auto systems, engine_.listSystems());
+          for (auto& s : systems)
+            if (s.state != SystemState::kDecomposed) v.systems.push_back(std::move(s));
+        }
+        if (needs & kDevices) {
+          SY_ASSIGN(v.devices, engine_.listDevices());
+        }
         return v;
       },
       [this, call, build = std::move(build)](Result<PoolView> view) {
@@ -200,21 +206,37 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
     if (call->method == "HEAD") res.body().clear();
     return res;
   };
-  auto viewed = [&](std::function<json(const PoolView&)> body) {
-    withView(call, [head, allow, body = std::move(body)](const PoolView& v) { return head(resource(body(v), allow)); });
+  auto viewed = [&](unsigned needs, std::function<json(const PoolView&)> body) {
+    withView(call, needs, [head, allow, body = std::move(body)](const PoolView& v) { return head(resource(body(v), allow)); });
   };
   auto now = [&](const json& body) { call->reply(head(resource(body, allow))); };
 
-  if (p == root + "/Systems") return viewed(systemsCollection);
+  if (p == root + "/Systems") return viewed(kHosts | kSystems, systemsCollection);
   if (parts.size() == 4 && p.rfind(root + "/Systems/", 0) == 0)
-    return viewed([id = parts[3]](const PoolView& v) { return computerSystem(v, id); });
+    return viewed(kHosts | kSystems, [id = parts[3]](const PoolView& v) { return computerSystem(v, id); });
   if (p == root + "/CompositionService") return now(compositionService());
-  if (p == root + "/CompositionService/ResourceBlocks") return viewed(resourceBlocksCollection);
-  if (parts.size() == 5 && p.rfind(root + "/CompositionService/ResourceBlocks/", 0) == 0)
-    return viewed([id = parts[4]](const PoolView& v) { return resourceBlock(v, id); });
+  if (p == root + "/CompositionService/ResourceBlocks") return viewed(kHosts | kDevices, resourceBlocksCollection);
+  if (parts.size() == 5 && p.rfind(root + "/CompositionService/ResourceBlocks/", 0) == 0) {
+    // One block: read just that device (or, when it is a host's block, the hosts).
+    return engine_.async<PoolView>(
+        [this, id = parts[4]]() -> Result<PoolView> {
+          PoolView v;
+          if (auto d = engine_.getDevice(id)) {
+            v.devices.push_back(std::move(*d));
+            return v;
+          }
+          SY_ASSIGN(v.hosts, engine_.listHosts());
+          return v;
+        },
+        [this, call, head, allow, id = parts[4]](Result<PoolView> view) {
+          boost::asio::post(work_, [call, head, allow, id, view = std::move(view)] {
+            call->reply(view ? head(resource(resourceBlock(*view, id), allow)) : engineError(view.error(), false));
+          });
+        });
+  }
   if (p == root + "/CompositionService/ResourceZones") return now(resourceZonesCollection());
   if (parts.size() == 5 && p.rfind(root + "/CompositionService/ResourceZones/", 0) == 0)
-    return viewed([id = parts[4]](const PoolView& v) { return resourceZone(v, id); });
+    return viewed(kHosts | kDevices, [id = parts[4]](const PoolView& v) { return resourceZone(v, id); });
   if (p == root + "/TaskService") return now(taskService());
   if (p == root + "/TaskService/Tasks") {
     return engine_.async<std::vector<Operation>>([this] { return engine_.listOperations(100); },
@@ -379,7 +401,7 @@ void RedfishService::taskMonitor(const std::shared_ptr<Call>& call, const std::s
                                return boost::asio::post(work_, [call] { call->reply(respond(http::status::no_content, nullptr)); });
                              }
                              // A finished compose (or attach) answers as the original request would have: the system.
-                             withView(call, [systemId = op->systemId, created = op->kind == OperationKind::kCompose](const PoolView& v) {
+                             withView(call, kHosts | kSystems, [systemId = op->systemId, created = op->kind == OperationKind::kCompose](const PoolView& v) {
                                const json system = computerSystem(v, systemId);
                                HttpResponse res = respond(created ? http::status::created : http::status::ok, system);
                                res.set(http::field::location, std::string(kRoot) + "/Systems/" + systemId);

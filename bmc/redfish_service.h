@@ -40,8 +40,9 @@ class RedfishService {
   void decompose(const std::shared_ptr<Call>& call, const std::string& id);
   void taskMonitor(const std::shared_ptr<Call>& call, const std::string& id);
   void login(const std::shared_ptr<Call>& call);
-  // Reads the pool in one engine call, then builds the answer on the service's own pool.
-  void withView(const std::shared_ptr<Call>& call, std::function<HttpResponse(const PoolView&)> build);
+  // Reads what `needs` names of the pool in one engine call, then builds the answer on the service's own pool.
+  enum Need : unsigned { kHosts = 1, kSystems = 2, kDevices = 4, kEverything = 7 };
+  void withView(const std::shared_ptr<Call>& call, unsigned needs, std::function<HttpResponse(const PoolView&)> build);
 
   Engine& engine_;
   Accounts& accounts_;

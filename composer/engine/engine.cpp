@@ -217,6 +217,25 @@ Result<std::vector<DeviceView>> Engine::listDevices() {
   });
 }
 
+Result<DeviceView> Engine::getDevice(const DeviceId& id) {
+  return onControl([&]() -> Result<DeviceView> {
+    const Device* d = state_->index().device(id);
+    if (!d) return fail(Code::kNotFound, fmt::format("no device '{}' (see `yardctl devices`)", id));
+    DeviceView v{*d, {}, state_->assignment(id), {}, {}, {}};
+    if (const SwitchId* sw = state_->index().switchOfDevice(id)) v.switchId = *sw;
+    if (auto it = state_->assignments().find(id); it != state_->assignments().end()) v.hostId = it->second.second;
+    if (v.assignment.allocation == DeviceAllocation::kAllocated) {
+      if (const System* s = state_->findSystem(v.assignment.owner)) {
+        v.systemId = s->id;
+        v.hostId = s->hostId;
+        for (const auto& b : s->bindings)
+          if (b.deviceId == id) v.upstreamPortId = b.upstreamPortId;
+      }
+    }
+    return v;
+  });
+}
+
 Result<std::vector<HostView>> Engine::listHosts() {
   return onControl([&]() -> Result<std::vector<HostView>> {
     std::vector<HostView> out;

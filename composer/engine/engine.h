@@ -139,6 +139,7 @@ class Engine {
   [[nodiscard]] Result<System> getSystem(const std::string& idOrName);
   [[nodiscard]] Result<std::vector<System>> listSystems();
   [[nodiscard]] Result<std::vector<DeviceView>> listDevices();
+  [[nodiscard]] Result<DeviceView> getDevice(const DeviceId& id);
   [[nodiscard]] Result<std::vector<HostView>> listHosts();
   [[nodiscard]] Result<Topology> topology();
   [[nodiscard]] Result<Operation> getOperation(const OperationId& id);
