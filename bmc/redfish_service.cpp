@@ -45,8 +45,10 @@ std::string etagOf(const json& body) { return fmt::format("W/\"{:016x}\"", std::
 
 HttpResponse resource(const json& body, const std::string& allow) {
   if (body.is_null()) return error(http::status::not_found, std::string(kBase) + "ResourceNotFound", "no such resource");
-  HttpResponse res = respond(http::status::ok, body, allow);
-  res.set(http::field::etag, etagOf(body));
+  HttpResponse res = respond(http::status::ok, nullptr, allow);
+  res.set(http::field::content_type, "application/json;charset=utf-8");
+  res.body() = body.dump();  // once: the ETag is the hash of these bytes
+  res.set(http::field::etag, fmt::format("W/\"{:016x}\"", std::hash<std::string>{}(res.body())));
   return res;
 }
 
