@@ -117,6 +117,9 @@ json computerSystem(const PoolView& view, const std::string& id) {
             {"SystemType", "Composed"},
             {"Status", systemStatus(s->state)},
             {"Composition", {{"UseCases", json::array({"ResourceBlockCapable", "ExpandableSystem"})}}},
+            {"Actions",
+             {{"#ComputerSystem.AddResourceBlock", {{"target", systemUri(s->id) + "/Actions/ComputerSystem.AddResourceBlock"}}},
+              {"#ComputerSystem.RemoveResourceBlock", {{"target", systemUri(s->id) + "/Actions/ComputerSystem.RemoveResourceBlock"}}}}},
             {"Links", {{"ResourceBlocks", blocks}}}};
   }
   for (const auto& h : view.hosts)

@@ -160,6 +160,14 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
     return compose(call);
   }
   const auto parts = split(call->path);
+  if (call->method == "POST" && parts.size() == 6 && call->path.rfind(root + "/Systems/", 0) == 0 && parts[4] == "Actions" &&
+      (parts[5] == "ComputerSystem.AddResourceBlock" || parts[5] == "ComputerSystem.RemoveResourceBlock")) {
+    if (!isComposed(parts[3]))
+      return answer(error(http::status::bad_request, std::string(kBase) + "ActionNotSupported",
+                          fmt::format("{} is not a composed system: its blocks cannot change", parts[3])));
+    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "changing a system needs the Operator or Administrator role"));
+    return changeBlocks(call, parts[3], parts[5] == "ComputerSystem.AddResourceBlock");
+  }
   if (call->method == "DELETE" && parts.size() == 4 && call->path.rfind(root + "/Systems/", 0) == 0) {
     if (!isComposed(parts[3]))
       return answer(error(http::status::method_not_allowed, std::string(kBase) + "OperationNotAllowed",
@@ -372,6 +380,52 @@ void RedfishService::decompose(const std::shared_ptr<Call>& call, const std::str
           if (!op && op.error().code == Code::kAborted && op.error().message.find("changed since ETag") != std::string::npos)
             return call->reply(error(http::status::precondition_failed, std::string(kBase) + "PreconditionFailed", op.error().message));
           if (!op) return call->reply(engineError(op.error(), false));
+          HttpResponse res = respond(http::status::accepted, task(*op));
+          res.set(http::field::location, taskMonitorUri(op->id));
+          call->reply(std::move(res));
+        });
+      });
+}
+
+void RedfishService::changeBlocks(const std::shared_ptr<Call>& call, const std::string& id, bool add) {
+  auto bad = [&](const std::string& messageId, const std::string& message) {
+    call->reply(error(http::status::bad_request, std::string(kBase) + messageId, message));
+  };
+  const json body = json::parse(call->request->body(), nullptr, false);
+  if (body.is_discarded() || !body.is_object()) return bad("MalformedJSON", "the request body is not a JSON object");
+  for (const auto& [key, value] : body.items())
+    if (key != "ResourceBlock" && key != "ResourceBlockETag" && key != "ComputerSystemETag")
+      return bad("ActionParameterUnknown", fmt::format("the action has no parameter {}", key));
+  if (!body.contains("ResourceBlock") || !body["ResourceBlock"].is_object() || !body["ResourceBlock"].contains("@odata.id") ||
+      !body["ResourceBlock"]["@odata.id"].is_string())
+    return bad("ActionParameterMissing", "ResourceBlock ({\"@odata.id\": \"/redfish/v1/CompositionService/ResourceBlocks/ID\"}) is required");
+  const std::string uri = body["ResourceBlock"]["@odata.id"].get<std::string>();
+  const std::string prefix = std::string(kRoot) + "/CompositionService/ResourceBlocks/";
+  if (uri.rfind(prefix, 0) != 0)
+    return call->reply(error(http::status::bad_request, std::string(kComposition) + "ResourceBlockInvalid", fmt::format("{} is not a resource block", uri)));
+  const std::string device = uri.substr(prefix.size());
+  const std::string systemTag = body.contains("ComputerSystemETag") && body["ComputerSystemETag"].is_string() ? body["ComputerSystemETag"].get<std::string>() : "";
+  engine_.async<Operation>(
+      [this, caller = call->caller, id, device, add, systemTag]() -> Result<Operation> {
+        if (!systemTag.empty()) {
+          PoolView v;
+          SY_ASSIGN(v.hosts, engine_.listHosts());
+          SY_ASSIGN(auto system, engine_.getSystem(id));
+          v.systems.push_back(system);
+          if (etagOf(computerSystem(v, id)) != systemTag) return fail(Code::kAborted, fmt::format("{} changed since ETag {}", id, systemTag));
+        }
+        if (add) {
+          AttachRequest request{id, {}};
+          request.placement.devices = {device};
+          return engine_.attach(caller, request);
+        }
+        return engine_.detach(caller, DetachRequest{id, {device}, {}, {}});
+      },
+      [this, call](Result<Operation> op) {
+        boost::asio::post(work_, [call, op = std::move(op)] {
+          if (!op && op.error().code == Code::kAborted && op.error().message.find("changed since ETag") != std::string::npos)
+            return call->reply(error(http::status::precondition_failed, std::string(kBase) + "PreconditionFailed", op.error().message));
+          if (!op) return call->reply(engineError(op.error(), true));
           HttpResponse res = respond(http::status::accepted, task(*op));
           res.set(http::field::location, taskMonitorUri(op->id));
           call->reply(std::move(res));

@@ -38,6 +38,8 @@ class RedfishService {
   void get(const std::shared_ptr<Call>& call);
   void compose(const std::shared_ptr<Call>& call);
   void decompose(const std::shared_ptr<Call>& call, const std::string& id);
+  // ComputerSystem.AddResourceBlock / RemoveResourceBlock: attach or detach one device.
+  void changeBlocks(const std::shared_ptr<Call>& call, const std::string& id, bool add);
   void taskMonitor(const std::shared_ptr<Call>& call, const std::string& id);
   void login(const std::shared_ptr<Call>& call);
   // Reads what `needs` names of the pool in one engine call, then builds the answer on the service's own pool.

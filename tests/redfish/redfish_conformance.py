@@ -222,6 +222,27 @@ def main():
         sys_path = composed[0]
         status, _, _ = request(port, "DELETE", sys_path, admin, headers={"If-Match": 'W/"stale"'})
         check(status == 412, f"DELETE with a stale If-Match is 412 ({status})")
+        # Expandable systems: add a GPU block, then remove it.
+        _, _, before = request(port, "GET", sys_path, admin)
+        action = before["Actions"]["#ComputerSystem.AddResourceBlock"]["target"]
+        block = {"ResourceBlock": {"@odata.id": "/redfish/v1/CompositionService/ResourceBlocks/sw0-gpu6"}}
+        status, headers, _ = request(port, "POST", action, operator, block)
+        check(status == 202, f"AddResourceBlock answers 202 ({status})")
+        status, _, after = wait_task(port, operator, headers.get("Location", ""))
+        check(status == 200 and len(after["Links"]["ResourceBlocks"]) == len(before["Links"]["ResourceBlocks"]) + 1,
+              f"the system gained the block ({status})")
+        _, _, gpu6 = request(port, "GET", "/redfish/v1/CompositionService/ResourceBlocks/sw0-gpu6", admin)
+        check(gpu6["CompositionStatus"]["CompositionState"] == "Composed" and gpu6["Links"]["ComputerSystems"][0]["@odata.id"] == sys_path,
+              "the added block is Composed into the system")
+        status, _, _ = request(port, "POST", action, viewer, block)
+        check(status == 403, f"ReadOnly cannot change a system ({status})")
+        status, _, body = request(port, "POST", action, operator, {"ResourceBlock": {"@odata.id": "/redfish/v1/CompositionService/ResourceBlocks/sw0-gpu6"}, "Force": True})
+        check(status == 400 and body["error"]["code"].endswith("ActionParameterUnknown"), f"an unknown action parameter is 400 ({status})")
+        remove = before["Actions"]["#ComputerSystem.RemoveResourceBlock"]["target"]
+        status, headers, _ = request(port, "POST", remove, operator, block)
+        check(status == 202, f"RemoveResourceBlock answers 202 ({status})")
+        status, _, after = wait_task(port, operator, headers.get("Location", ""))
+        check(status == 200 and len(after["Links"]["ResourceBlocks"]) == len(before["Links"]["ResourceBlocks"]), f"the block left the system ({status})")
         # Sessions: log in, use the token, log out.
         status, headers, body = request(port, "POST", "/redfish/v1/SessionService/Sessions", None, {"UserName": "ops", "Password": "0ps-pw"})
         token = headers.get("X-Auth-Token")
