@@ -10,6 +10,8 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/ssl.hpp>
+#include <array>
+#include <deque>
 #include <optional>
 
 namespace switchyard::bmc {
@@ -34,6 +36,65 @@ namespace {
 // The TCP layer of a plain or a TLS stream, for timeouts and shutdown.
 beast::tcp_stream& tcpOf(beast::tcp_stream& s) { return s; }
 beast::tcp_stream& tcpOf(beast::ssl_stream<beast::tcp_stream>& s) { return beast::get_lowest_layer(s); }
+
+template <typename Stream>
+class Session;
+
+// Bytes queued for a streaming session, written one buffer at a time on the session's strand.
+template <typename Stream>
+class SessionStream final : public StreamWriter, public std::enable_shared_from_this<SessionStream<Stream>> {
+ public:
+  explicit SessionStream(std::shared_ptr<Session<Stream>> session) : session_(std::move(session)) {}
+  void send(std::string bytes) override {
+    asio::post(session_->executor(), [self = this->shared_from_this(), bytes = std::move(bytes)]() mutable {
+      if (self->closed_) return;
+      self->queue_.push_back(std::move(bytes));
+      self->pump();
+    });
+  }
+  void close() override {
+    asio::post(session_->executor(), [self = this->shared_from_this()] { self->finish(); });
+  }
+  void onClosed(std::function<void()> callback) override {
+    asio::post(session_->executor(), [self = this->shared_from_this(), callback = std::move(callback)]() mutable {
+      if (self->closed_) return callback();
+      self->onClosed_ = std::move(callback);
+    });
+  }
+  // On the strand: start by writing the head, and watch the socket for the client going away.
+  void start(std::string head) {
+    queue_.push_back(std::move(head));
+    pump();
+    session_->watchForClose([self = this->shared_from_this()] { self->finish(); });
+  }
+
+ private:
+  void pump() {
+    if (writing_ || queue_.empty() || closed_) return;
+    writing_ = true;
+    current_ = std::move(queue_.front());
+    queue_.pop_front();
+    session_->writeRaw(current_, [self = this->shared_from_this()](bool ok) {
+      self->writing_ = false;
+      if (!ok) return self->finish();
+      self->pump();
+    });
+  }
+  void finish() {
+    if (closed_) return;
+    closed_ = true;
+    queue_.clear();
+    session_->closeStream();
+    if (auto callback = std::move(onClosed_)) callback();
+  }
+
+  std::shared_ptr<Session<Stream>> session_;
+  std::deque<std::string> queue_;
+  std::string current_;
+  bool writing_ = false;
+  bool closed_ = false;
+  std::function<void()> onClosed_;
+};
 
 template <typename Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
@@ -78,13 +139,41 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     const unsigned version = request_.version();
     const bool keepAlive = request_.keep_alive();
     // The handler may answer from another thread (the engine's): come back to this connection's strand.
-    handler_(request_, [self = this->shared_from_this(), version, keepAlive](HttpResponse res) {
-      res.version(version);
-      res.keep_alive(keepAlive);
-      res.prepare_payload();
-      asio::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable { self->write(std::move(res)); });
+    handler_(
+        request_,
+        [self = this->shared_from_this(), version, keepAlive](HttpResponse res) {
+          res.version(version);
+          res.keep_alive(keepAlive);
+          res.prepare_payload();
+          asio::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable { self->write(std::move(res)); });
+        },
+        [self = this->shared_from_this()](std::string head) -> std::shared_ptr<StreamWriter> {
+          auto writer = std::make_shared<SessionStream<Stream>>(self);
+          asio::post(self->stream_.get_executor(), [self, writer, head = std::move(head)]() mutable {
+            tcpOf(self->stream_).expires_never();  // an event stream is quiet for as long as nothing happens
+            writer->start(std::move(head));
+          });
+          return writer;
+        });
+  }
+
+ public:
+  auto executor() { return stream_.get_executor(); }
+  // For SessionStream, on the strand.
+  void writeRaw(const std::string& bytes, std::function<void(bool)> done) {
+    asio::async_write(stream_, asio::buffer(bytes), [self = this->shared_from_this(), done = std::move(done)](beast::error_code ec, std::size_t) {
+      done(!ec);
     });
   }
+  void watchForClose(std::function<void()> closed) {
+    stream_.async_read_some(asio::buffer(discard_), [self = this->shared_from_this(), closed = std::move(closed)](beast::error_code ec, std::size_t) mutable {
+      if (ec) return closed();
+      self->watchForClose(std::move(closed));  // a client that talks on an event stream is ignored
+    });
+  }
+  void closeStream() { close(); }
+
+ private:
 
   void write(HttpResponse res) {
     response_ = std::make_shared<HttpResponse>(std::move(res));
@@ -107,6 +196,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest request_;
   std::shared_ptr<HttpResponse> response_;
+  std::array<char, 256> discard_{};
 };
 
 }  // namespace

@@ -21,7 +21,20 @@ using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 // Answer once; may be called from any thread.
 using Reply = std::function<void(HttpResponse)>;
-using Handler = std::function<void(const HttpRequest&, Reply)>;
+
+// A response that stays open (server-sent events): its head goes out at once, then every send() writes
+// more bytes, in order. The connection ends when close() is called or the client goes away; either way
+// the onClosed callback runs once.
+class StreamWriter {
+ public:
+  virtual ~StreamWriter() = default;
+  virtual void send(std::string bytes) = 0;  // thread-safe; never blocks
+  virtual void close() = 0;
+  virtual void onClosed(std::function<void()> callback) = 0;
+};
+// Instead of replying: sends `head` (a complete HTTP response head, no body length) and returns the writer.
+using OpenStream = std::function<std::shared_ptr<StreamWriter>(std::string head)>;
+using Handler = std::function<void(const HttpRequest&, Reply, OpenStream)>;
 
 struct HttpServerOptions {
   std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0 picks a free one

@@ -57,12 +57,13 @@ json serviceRoot() {
           {"Tasks", odataRef(fmt::format("{}/TaskService", kRoot))},
           {"SessionService", odataRef(fmt::format("{}/SessionService", kRoot))},
           {"AccountService", odataRef(fmt::format("{}/AccountService", kRoot))},
+          {"EventService", odataRef(fmt::format("{}/EventService", kRoot))},
           {"Links", {{"Sessions", odataRef(fmt::format("{}/SessionService/Sessions", kRoot))}}}};
 }
 
 json odataServiceDocument() {
   json value = json::array();
-  for (const char* name : {"Systems", "CompositionService", "TaskService", "SessionService", "AccountService"})
+  for (const char* name : {"Systems", "CompositionService", "TaskService", "SessionService", "AccountService", "EventService"})
     value.push_back({{"name", name}, {"kind", "Singleton"}, {"url", fmt::format("{}/{}", kRoot, name)}});
   value.push_back({{"name", "Service"}, {"kind", "Singleton"}, {"url", std::string(kRoot)}});
   return {{"@odata.context", fmt::format("{}/$metadata", kRoot)}, {"value", value}};
@@ -74,7 +75,7 @@ std::string metadataXml() {
 )";
   for (const char* schema : {"ServiceRoot_v1", "ComputerSystemCollection", "ComputerSystem_v1", "CompositionService_v1", "ResourceBlockCollection",
                              "ResourceBlock_v1", "ZoneCollection", "Zone_v1", "TaskService_v1", "TaskCollection", "Task_v1", "SessionService_v1",
-                             "SessionCollection", "Session_v1", "AccountService_v1", "Message_v1"}) {
+                             "SessionCollection", "Session_v1", "AccountService_v1", "EventService_v1", "Event_v1", "Message_v1"}) {
     const std::string ns = std::string(schema).substr(0, std::string(schema).find("_v1"));
     xml += fmt::format(R"(  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/{}.xml">
     <edmx:Include Namespace="{}"/>
@@ -312,6 +313,52 @@ json accountService(const Accounts& accounts) {
                                       accounts.accounts().size())},
           {"Status", {{"State", "Enabled"}, {"Health", "OK"}}}};
 }
+
+json eventService() {
+  return {{"@odata.id", fmt::format("{}/EventService", kRoot)},
+          {"@odata.type", "#EventService.v1_12_0.EventService"},
+          {"Id", "EventService"},
+          {"Name", "Event Service"},
+          {"ServiceEnabled", true},
+          {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+          {"ServerSentEventUri", fmt::format("{}/EventService/SSE", kRoot)},
+          {"Description", "every yardd event (operations, binds, drift, health) as a server-sent event; subscriptions that push to "
+                          "a destination are not supported yet"}};
+}
+
+json redfishEvent(const Event& e) {
+  // Where the event happened, as a Redfish resource when there is one.
+  std::string origin = std::string(kRoot);
+  if (e.subject.rfind("op-", 0) == 0) origin = fmt::format("{}/TaskService/Tasks/{}", kRoot, e.subject);
+  else if (e.subject.rfind("sys-", 0) == 0) origin = systemUri(e.subject);
+  else if (e.type.rfind("device.", 0) == 0 || e.type.rfind("drift.", 0) == 0 || e.type.rfind("fabric.device", 0) == 0)
+    origin = blockUri(e.subject);
+  const std::string messageId = e.type == "system.composed"     ? "ResourceEvent.1.4.ResourceCreated"
+                                : e.type == "system.decomposed" ? "ResourceEvent.1.4.ResourceRemoved"
+                                : e.type.rfind("operation.", 0) == 0 ? (e.type == "operation.succeeded" ? "TaskEvent.1.0.TaskCompletedOK"
+                                                                        : e.type == "operation.failed"  ? "TaskEvent.1.0.TaskAborted"
+                                                                                                        : "TaskEvent.1.0.TaskStarted")
+                                                                     : "ResourceEvent.1.4.ResourceChanged";
+  const bool bad = e.type == "operation.failed" || e.type.rfind("drift.", 0) == 0 || e.type == "device.quarantined";
+  const std::string eventType = e.type == "system.composed"     ? "ResourceAdded"
+                                : e.type == "system.decomposed" ? "ResourceRemoved"
+                                : bad                           ? "Alert"
+                                                                : "ResourceUpdated";  // EventType is deprecated but still required
+  return {{"@odata.type", "#Event.v1_13_0.Event"},
+          {"Id", std::to_string(e.sequence)},
+          {"Name", "Switchyard event"},
+          {"Events", json::array({{{"MemberId", "0"},
+                                   {"EventType", eventType},
+                                   {"EventId", std::to_string(e.sequence)},
+                                   {"EventTimestamp", formatTimestamp(e.at)},
+                                   {"MessageId", messageId},
+                                   {"Message", fmt::format("{}: {}", e.type, e.message)},
+                                   {"MessageSeverity", bad ? "Warning" : "OK"},
+                                   {"OriginOfCondition", odataRef(origin)},
+                                   {"Oem", {{"Switchyard", {{"Type", e.type}, {"Subject", e.subject}, {"Actor", e.actor}}}}}}})}};
+}
+
+std::string sseFrame(const Event& e) { return fmt::format("id: {}\ndata: {}\n\n", e.sequence, redfishEvent(e).dump()); }
 
 json errorBody(const std::string& messageId, const std::string& message) {
   return {{"error",

@@ -48,6 +48,11 @@ struct PoolView {
 
 [[nodiscard]] json accountService(const Accounts& accounts);
 
+[[nodiscard]] json eventService();
+// One engine event as a Redfish Event (ResourceEvent registry message ids), and as an SSE frame.
+[[nodiscard]] json redfishEvent(const Event& e);
+[[nodiscard]] std::string sseFrame(const Event& e);
+
 // {"error": {...}} with one Base (or Composition) registry message.
 [[nodiscard]] json errorBody(const std::string& messageId, const std::string& message);
 

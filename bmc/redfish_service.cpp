@@ -17,6 +17,7 @@ struct RedfishService::Call {
   const HttpRequest* request = nullptr;  // valid until the reply is sent
   Caller caller;
   Reply reply;
+  OpenStream openStream;
 };
 
 namespace {
@@ -97,7 +98,7 @@ std::string allowFor(const std::string& path) {
 
 }  // namespace
 
-void RedfishService::handle(const HttpRequest& request, Reply reply) {
+void RedfishService::handle(const HttpRequest& request, Reply reply, OpenStream openStream) {
   auto call = std::make_shared<Call>();
   call->method = std::string(request.method_string());
   std::string target(request.target());
@@ -109,6 +110,7 @@ void RedfishService::handle(const HttpRequest& request, Reply reply) {
   call->path = target;
   call->request = &request;
   call->reply = std::move(reply);
+  call->openStream = std::move(openStream);
   route(call);
 }
 
@@ -278,6 +280,8 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
     return now(nullptr);
   }
   if (p == root + "/AccountService") return now(accountService(accounts_));
+  if (p == root + "/EventService") return now(eventService());
+  if (p == root + "/EventService/SSE" && call->method == "GET") return eventStream(call);
   call->reply(error(http::status::not_found, std::string(kBase) + "ResourceNotFound", fmt::format("no resource at {}", p)));
 }
 
@@ -464,6 +468,53 @@ void RedfishService::taskMonitor(const std::shared_ptr<Call>& call, const std::s
                                return res;
                              });
                            });
+}
+
+void RedfishService::eventStream(const std::shared_ptr<Call>& call) {
+  // Subscribe first, then replay what the client missed (Last-Event-ID), skipping anything seen twice.
+  auto events = engine_.subscribe();
+  std::uint64_t last = 0;
+  std::vector<Event> replay;
+  if (auto id = (*call->request)["Last-Event-ID"]; !id.empty()) {
+    try {
+      last = std::stoull(std::string(id));
+    } catch (const std::exception&) {
+      return call->reply(error(http::status::bad_request, std::string(kBase) + "PropertyValueError", "Last-Event-ID must be an event sequence number"));
+    }
+    auto recorded = engine_.listEvents(last, 10'000);
+    if (!recorded) return call->reply(engineError(recorded.error(), false));
+    replay = std::move(*recorded);
+  }
+  if (events->closed())
+    return call->reply(engineError(Error{Code::kUnavailable, "yardd is starting or stopping; retry shortly"}, false));
+  auto writer = call->openStream(
+      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nOData-Version: 4.0\r\nConnection: close\r\n\r\n");
+  auto lastSent = std::make_shared<std::atomic<std::uint64_t>>(last);
+  for (const auto& e : replay) {
+    writer->send(sseFrame(e));
+    lastSent->store(e.sequence);
+  }
+  // Pushed from the engine's control thread: format and hand on, never block.
+  events->setListener([weak = std::weak_ptr<EventStream>(events), writer, lastSent] {
+    auto stream = weak.lock();
+    if (!stream) return;
+    while (auto e = stream->tryNext()) {
+      if (e->sequence <= lastSent->load()) continue;
+      lastSent->store(e->sequence);
+      writer->send(sseFrame(*e));
+    }
+    if (stream->closed()) writer->close();
+  });
+  writer->onClosed([events] {
+    events->setListener(nullptr);
+    events->close();
+  });
+  // Anything queued between subscribing and the listener being set.
+  while (auto e = events->tryNext())
+    if (e->sequence > lastSent->load()) {
+      lastSent->store(e->sequence);
+      writer->send(sseFrame(*e));
+    }
 }
 
 void RedfishService::login(const std::shared_ptr<Call>& call) {

@@ -7,6 +7,7 @@
 //   DELETE Systems/X   decompose
 //   CompositionService ResourceBlocks (one per device, one per host), ResourceZones
 //   TaskService        yardd operations; compose/decompose answer 202 with a task monitor
+//   EventService       server-sent events: every engine event as a Redfish Event, pushed (no polling)
 // Every call goes through Engine::async with the account as Caller: no thread waits on the engine.
 #pragma once
 
@@ -28,7 +29,7 @@ class RedfishService {
   RedfishService& operator=(const RedfishService&) = delete;
 
   // The HttpServer handler.
-  void handle(const HttpRequest& request, Reply reply);
+  void handle(const HttpRequest& request, Reply reply, OpenStream openStream);
   // Waits for the replies being built (after the engine stopped, before the HTTP server stops).
   void drain() { work_.join(); }
 
@@ -42,6 +43,8 @@ class RedfishService {
   void changeBlocks(const std::shared_ptr<Call>& call, const std::string& id, bool add);
   void taskMonitor(const std::shared_ptr<Call>& call, const std::string& id);
   void login(const std::shared_ptr<Call>& call);
+  // GET /redfish/v1/EventService/SSE: the engine's events, pushed as they happen.
+  void eventStream(const std::shared_ptr<Call>& call);
   // Reads what `needs` names of the pool in one engine call, then builds the answer on the service's own pool.
   enum Need : unsigned { kHosts = 1, kSystems = 2, kDevices = 4, kEverything = 7 };
   void withView(const std::shared_ptr<Call>& call, unsigned needs, std::function<HttpResponse(const PoolView&)> build);

@@ -147,8 +147,8 @@ int run(const DaemonOptions& o) {
     }
     accounts = std::move(*loaded);
     redfish = std::make_unique<bmc::RedfishService>(engine, *accounts);
-    auto started = bmc::HttpServer::start(httpOptions, [r = redfish.get()](const bmc::HttpRequest& req, bmc::Reply reply) {
-      r->handle(req, std::move(reply));
+    auto started = bmc::HttpServer::start(httpOptions, [r = redfish.get()](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream open) {
+      r->handle(req, std::move(reply), std::move(open));
     });
     if (!started) {
       spdlog::critical("redfish: {}", started.error().message);

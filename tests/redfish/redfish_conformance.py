@@ -180,6 +180,34 @@ def main():
         TLS = ssl.create_default_context(cafile=str(tmp / "redfish-cert.pem"))
         admin, operator, viewer = accounts["Administrator"], accounts["Operator"], accounts["ReadOnly"]
 
+        # Events: a ReadOnly client follows the server-sent event stream while an Operator composes.
+        import threading
+        frames = []
+
+        def follow(last_event_id=None, until=lambda f: False, into=frames):
+            req = urllib.request.Request(f"https://127.0.0.1:{port}/redfish/v1/EventService/SSE")
+            req.add_header("Authorization", "Basic " + base64.b64encode(f"{viewer[0]}:{viewer[1]}".encode()).decode())
+            if last_event_id is not None:
+                req.add_header("Last-Event-ID", str(last_event_id))
+            with urllib.request.urlopen(req, timeout=10, context=TLS) as r:
+                check(r.headers.get("Content-Type") == "text/event-stream", "the SSE stream is text/event-stream")
+                frame = {}
+                for raw in r:
+                    line = raw.decode().rstrip("\n")
+                    if not line:
+                        into.append(frame)
+                        if until(frame):
+                            return
+                        frame = {}
+                    elif ":" in line:
+                        key, _, value = line.partition(": ")
+                        frame[key] = value
+
+        composed_event = lambda f: "ResourceCreated" in f.get("data", "")
+        reader = threading.Thread(target=follow, kwargs={"until": composed_event})
+        reader.start()
+        time.sleep(0.3)
+
         # 1. Every reachable resource validates, for every role; and a composed system does too.
         status, headers, task = request(port, "POST", "/redfish/v1/Systems", operator,
                                         {"Name": "conf-1", "Processors": {"Members": [{"@Redfish.RequestedCount": 2, "ProcessorType": "GPU"}]}})
@@ -188,6 +216,20 @@ def main():
         check(problem is None, f"compose task body: schema: {problem}")
         status, headers, system = wait_task(port, operator, headers.get("Location", ""))
         check(status == 201 and headers.get("Location", "").startswith("/redfish/v1/Systems/sys-"), f"task monitor after compose: {status}")
+        reader.join(timeout=15)
+        check(not reader.is_alive() and frames and composed_event(frames[-1]), f"the compose was pushed on the event stream ({len(frames)} frames)")
+        for f in frames:
+            event = json.loads(f["data"])
+            problem = schemas.validate_resource(event)
+            check(problem is None, f"SSE event {f.get('id')}: schema: {problem}")
+            check(f.get("id") == event["Id"], "the SSE id is the event's Id")
+        check(any(json.loads(f["data"])["Events"][0]["Oem"]["Switchyard"]["Actor"] == "ops" for f in frames),
+              "events name the Redfish account that asked as their actor")
+        if frames:
+            replayed = []
+            first = int(frames[0]["id"])
+            follow(first - 1, until=lambda f: int(f["id"]) >= int(frames[-1]["id"]), into=replayed)
+            check([f["id"] for f in replayed][:len(frames)] == [f["id"] for f in frames], "Last-Event-ID replays the events after it")
         for role, user in accounts.items():
             seen = crawl(port, user, schemas, role)
             check(len(seen) >= 20, f"{role}: crawled only {len(seen)} resources")
