@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Switchyard needs to build, test and benchmark.
 # Idempotent: does nothing (and needs no network) when everything is present.
+#   ./setup.sh         what the build, the tests and the benchmarks need
+#   ./setup.sh fuzz    also clang 19 and its libFuzzer runtime, for the fuzz build (tests/README.md)
 set -euo pipefail
 
 PACKAGES=(
@@ -11,6 +13,8 @@ PACKAGES=(
   gnuplot-nox libglpk-dev
   python3-minimal python3-jsonschema redfishtool libssl-dev wrk
 )
+# clang 14 (Debian's default) cannot compile libstdc++'s <expected>; 19 can.
+[ "${1:-}" = "fuzz" ] && PACKAGES+=(clang-19 libclang-rt-19-dev)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
