@@ -17,6 +17,7 @@ inline constexpr const char* kRoot = "/redfish/v1";
 
 // Everything a read needs, taken in one engine call.
 struct PoolView {
+  Topology topology;  // only when a fabric resource asked for it
   std::vector<HostView> hosts;
   std::vector<System> systems;  // live ones (not decomposed)
   std::vector<DeviceView> devices;
@@ -47,6 +48,13 @@ struct PoolView {
 [[nodiscard]] json session(const Session& s);
 
 [[nodiscard]] json accountService(const Accounts& accounts);
+
+// Fabrics: one per group of switches joined by inter-switch links ("PCIe-1", "CXL-2", ...), with its
+// switches, ports, endpoints (a host's initiator, a device's target) and one zone per composed system
+// holding the bindings yardd recorded (reconcile keeps them true to the switch).
+[[nodiscard]] json fabricsCollection(const PoolView& view);
+// Any resource under /redfish/v1/Fabrics/<parts...>; null when there is none.
+[[nodiscard]] json fabricResource(const PoolView& view, const std::vector<std::string>& parts);
 
 [[nodiscard]] json eventService();
 // One engine event as a Redfish Event (ResourceEvent registry message ids), and as an SSE frame.

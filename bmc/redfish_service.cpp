@@ -200,6 +200,9 @@ void RedfishService::withView(const std::shared_ptr<Call>& call, unsigned needs,
         if (needs & kDevices) {
           SY_ASSIGN(v.devices, engine_.listDevices());
         }
+        if (needs & kTopology) {
+          SY_ASSIGN(v.topology, engine_.topology());
+        }
         return v;
       },
       [this, call, build = std::move(build)](Result<PoolView> view) {
@@ -281,6 +284,8 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
   }
   if (p == root + "/AccountService") return now(accountService(accounts_));
   if (p == root + "/EventService") return now(eventService());
+  if (p == root + "/Fabrics") return viewed(kTopology, fabricsCollection);
+  if (p.rfind(root + "/Fabrics/", 0) == 0) return viewed(kTopology | kSystems, [parts](const PoolView& v) { return fabricResource(v, parts); });
   if (p == root + "/EventService/SSE" && call->method == "GET") return eventStream(call);
   call->reply(error(http::status::not_found, std::string(kBase) + "ResourceNotFound", fmt::format("no resource at {}", p)));
 }

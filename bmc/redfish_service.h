@@ -46,7 +46,7 @@ class RedfishService {
   // GET /redfish/v1/EventService/SSE: the engine's events, pushed as they happen.
   void eventStream(const std::shared_ptr<Call>& call);
   // Reads what `needs` names of the pool in one engine call, then builds the answer on the service's own pool.
-  enum Need : unsigned { kHosts = 1, kSystems = 2, kDevices = 4, kEverything = 7 };
+  enum Need : unsigned { kHosts = 1, kSystems = 2, kDevices = 4, kTopology = 8 };
   void withView(const std::shared_ptr<Call>& call, unsigned needs, std::function<HttpResponse(const PoolView&)> build);
 
   Engine& engine_;

@@ -216,6 +216,15 @@ def main():
         check(problem is None, f"compose task body: schema: {problem}")
         status, headers, system = wait_task(port, operator, headers.get("Location", ""))
         check(status == 201 and headers.get("Location", "").startswith("/redfish/v1/Systems/sys-"), f"task monitor after compose: {status}")
+        # The binding shows in the fabric: a zone of the system's host initiator and its two devices.
+        composed_id = headers.get("Location", "").rsplit("/", 1)[-1]
+        _, _, fabrics = request(port, "GET", "/redfish/v1/Fabrics", admin)
+        zone = None
+        for f in fabrics.get("Members", []):
+            status, _, z = request(port, "GET", f["@odata.id"] + "/Zones/" + composed_id, admin)
+            if status == 200:
+                zone = z
+        check(zone is not None and len(zone["Links"]["Endpoints"]) == 3, f"the fabric shows the system's zone (host + 2 devices): {zone}")
         reader.join(timeout=15)
         check(not reader.is_alive() and frames and composed_event(frames[-1]), f"the compose was pushed on the event stream ({len(frames)} frames)")
         for f in frames:
