@@ -262,6 +262,8 @@ def main():
                                   {"Name": "big", "Processors": {"Members": [{"@Redfish.RequestedCount": 999}]}})
         check(status == 400 and "NoResourceMatch" in body["error"]["code"], f"a request that cannot fit is NoResourceMatch ({status})")
         check(schemas.validate(body, "redfish-error.v1_0_2.json", "RedfishError") is None, "error body is a Redfish error")
+        status, _, body = request(port, "POST", "/redfish/v1/Systems", admin, '{"Name": "' + "x" * (2 << 20) + '"}')
+        check(status == 413, f"a 2 MiB body is 413 ({status})")
         status, _, _ = request(port, "GET", "/redfish/v1/Systems?$select=Name", admin)
         check(status == 501, f"$select is 501 until supported ({status})")
         status, _, _ = request(port, "GET", "/redfish/v1/Systems", admin, headers={"OData-Version": "3.0"})

@@ -110,6 +110,11 @@ void RedfishEmulator::setLatency(Duration latency) {
   latency_ = latency;
 }
 
+void RedfishEmulator::dropNext(int n) {
+  std::lock_guard lock(mutex_);
+  dropNext_ = n;
+}
+
 void RedfishEmulator::failNext(int n, int status, std::string method) {
   std::lock_guard lock(mutex_);
   failNext_ = n;
@@ -170,6 +175,10 @@ void RedfishEmulator::serve(std::shared_ptr<Connection> connection) {
       ++requests_[std::string(req.method_string())];
       if (latency_.count() > 0) wake_.wait_for(lock, latency_, [this] { return stopping_.load(); });
       if (stopping_) break;
+      if (dropNext_ > 0) {
+        --dropNext_;
+        break;  // close without an answer
+      }
     }
     Reply reply = handle(std::string(req.method_string()), std::string(req.target()), std::string(req[http::field::authorization]),
                          std::string(req[http::field::if_match]), req.body());

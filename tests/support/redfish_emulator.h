@@ -42,6 +42,8 @@ class RedfishEmulator {
   // The next `n` requests (of `method` only, when given) fail with `status` (a Redfish error body),
   // changing nothing.
   void failNext(int n, int status = 503, std::string method = {});
+  // The next `n` requests get no answer: the connection is closed on them (a crashed or unplugged manager).
+  void dropNext(int n);
   // Sets Status.Health of a resource ("OK", "Warning", "Critical").
   [[nodiscard]] bool setHealth(const std::string& uri, const std::string& health);
   // Removes every zone of a Zones collection (a fabric with nothing bound).
@@ -84,6 +86,7 @@ class RedfishEmulator {
   int failNext_ = 0;
   int failStatus_ = 503;
   std::string failMethod_;
+  int dropNext_ = 0;
   std::vector<std::thread> workers_;
   std::vector<std::weak_ptr<Connection>> open_;
 };

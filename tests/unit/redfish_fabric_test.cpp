@@ -96,6 +96,19 @@ TEST_F(RedfishFabricTest, ARefusedZoneChangeChangesNothing) {
   EXPECT_TRUE((*fabric)->bindAll(set)) << "the next call goes through";
 }
 
+TEST_F(RedfishFabricTest, ADroppedConnectionIsUnavailableAndChangesNothing) {
+  emulator_->clearZones("/redfish/v1/Fabrics/CXL/Zones");
+  auto fabric = connect();
+  ASSERT_TRUE(fabric);
+  emulator_->dropNext(1);
+  const std::vector<Binding> set{{"T1", "CXL1-U1"}};
+  auto r = (*fabric)->bindAll(set);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Code::kUnavailable) << r.error().message;
+  EXPECT_TRUE((*fabric)->readBindings()->empty());
+  EXPECT_TRUE((*fabric)->bindAll(set));
+}
+
 TEST_F(RedfishFabricTest, WrongCredentialsStopTheConnectWithTheReason) {
   auto fabric = connect("not-the-password");
   ASSERT_FALSE(fabric);
