@@ -26,6 +26,7 @@ struct DaemonOptions {
   std::string redfishFabric = "CXL";
   std::string redfishUser;
   std::filesystem::path redfishPasswordFile;
+  std::filesystem::path redfishCa;
   std::string simStatePath;  // default: <state-dir>/sim-fabric.json; "none": memory only
   int simLatencyMs = 0;
   int simFailNext = 0;
@@ -87,7 +88,9 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
                  "service: --redfish-url, --redfish-fabric, --redfish-user, --redfish-password-file)")
       ->check(CLI::IsMember({"simulated", "redfish"}))
       ->capture_default_str();
-  app.add_option("--redfish-url", o.redfishUrl, "Redfish driver: the service, http://HOST:PORT");
+  app.add_option("--redfish-url", o.redfishUrl, "Redfish driver: the service, https://HOST[:PORT] (its certificate is verified) or http://");
+  app.add_option("--redfish-ca", o.redfishCa, "Redfish driver: trust this CA certificate (PEM) for https, e.g. the manager's self-signed one")
+      ->check(CLI::ExistingFile);
   app.add_option("--redfish-fabric", o.redfishFabric, "Redfish driver: the Fabric's id under /redfish/v1/Fabrics")->capture_default_str();
   app.add_option("--redfish-user", o.redfishUser, "Redfish driver: the account to log in with (HTTP Basic)");
   app.add_option("--redfish-password-file", o.redfishPasswordFile,

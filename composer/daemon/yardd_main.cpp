@@ -49,11 +49,12 @@ Result<Topology> chooseTopology(const DaemonOptions& o) {
 // The switch driver the flags ask for: the simulated switch, or a fabric manager's Redfish service.
 Result<std::unique_ptr<FabricDriver>> openFabric(const DaemonOptions& o, Clock& clock) {
   if (o.driver == "redfish") {
-    if (o.redfishUrl.empty()) return fail(Code::kInvalidArgument, "--driver redfish needs --redfish-url http://HOST:PORT");
+    if (o.redfishUrl.empty()) return fail(Code::kInvalidArgument, "--driver redfish needs --redfish-url https://HOST[:PORT]");
     RedfishFabricOptions options;
     options.url = o.redfishUrl;
     options.fabric = o.redfishFabric;
     options.user = o.redfishUser;
+    options.caFile = o.redfishCa.string();
     if (!o.redfishPasswordFile.empty()) {
       std::ifstream in(o.redfishPasswordFile);
       if (!std::getline(in, options.password))

@@ -7,7 +7,9 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/core/detail/base64.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 namespace switchyard::redfish {
 
@@ -17,18 +19,22 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 Result<Endpoint> parseUrl(const std::string& url) {
-  const std::string scheme = "http://";
-  if (url.rfind("https://", 0) == 0)
-    return fail(Code::kInvalidArgument, fmt::format("{}: https is not supported by the Redfish driver yet; use http:// on a trusted link", url));
-  if (url.rfind(scheme, 0) != 0) return fail(Code::kInvalidArgument, fmt::format("{}: expected http://HOST:PORT", url));
-  std::string rest = url.substr(scheme.size());
-  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
   Endpoint e;
+  std::string rest;
+  if (url.rfind("https://", 0) == 0) {
+    e.tls = true;
+    rest = url.substr(8);
+  } else if (url.rfind("http://", 0) == 0) {
+    rest = url.substr(7);
+  } else {
+    return fail(Code::kInvalidArgument, fmt::format("{}: expected http(s)://HOST[:PORT]", url));
+  }
+  if (auto slash = rest.find('/'); slash != std::string::npos) rest.resize(slash);
   const auto colon = rest.rfind(':');
   e.host = colon == std::string::npos ? rest : rest.substr(0, colon);
-  e.port = colon == std::string::npos ? "80" : rest.substr(colon + 1);
+  e.port = colon == std::string::npos ? (e.tls ? "443" : "80") : rest.substr(colon + 1);
   if (e.host.empty() || e.port.empty() || e.port.find_first_not_of("0123456789") != std::string::npos)
-    return fail(Code::kInvalidArgument, fmt::format("{}: expected http://HOST:PORT", url));
+    return fail(Code::kInvalidArgument, fmt::format("{}: expected http(s)://HOST[:PORT]", url));
   return e;
 }
 
@@ -99,27 +105,57 @@ Result<Response> Client::send(const std::string& method, const std::string& path
   // Beast's timeouts apply to asynchronous operations: run them on a private io_context until done.
   asio::io_context io;
   tcp::resolver resolver(io);
-  beast::tcp_stream stream(io);
   beast::flat_buffer buffer;
   http::response<http::string_body> res;
   beast::error_code failure;
   const auto remaining = [&] { return std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()); };
-  resolver.async_resolve(endpoint_.host, endpoint_.port, [&](beast::error_code ec, tcp::resolver::results_type results) {
-    if (ec) return void(failure = ec);
-    stream.expires_after(remaining());
-    stream.async_connect(results, [&](beast::error_code ec2, const tcp::endpoint&) {
-      if (ec2) return void(failure = ec2);
-      stream.expires_after(remaining());
-      http::async_write(stream, req, [&](beast::error_code ec3, std::size_t) {
-        if (ec3) return void(failure = ec3);
-        stream.expires_after(remaining());
-        http::async_read(stream, buffer, res, [&](beast::error_code ec4, std::size_t) { failure = ec4; });
+  // Connect, then `exchange` (TLS handshake first when asked), on whichever stream this endpoint uses.
+  auto exchange = [&](auto& stream, auto& lowest, auto&& afterConnect) {
+    resolver.async_resolve(endpoint_.host, endpoint_.port, [&, afterConnect](beast::error_code ec, tcp::resolver::results_type results) mutable {
+      if (ec) return void(failure = ec);
+      lowest.expires_after(remaining());
+      lowest.async_connect(results, [&, afterConnect](beast::error_code ec2, const tcp::endpoint&) mutable {
+        if (ec2) return void(failure = ec2);
+        afterConnect([&](beast::error_code ec3) {
+          if (ec3) return void(failure = ec3);
+          lowest.expires_after(remaining());
+          http::async_write(stream, req, [&](beast::error_code ec4, std::size_t) {
+            if (ec4) return void(failure = ec4);
+            lowest.expires_after(remaining());
+            http::async_read(stream, buffer, res, [&](beast::error_code ec5, std::size_t) { failure = ec5; });
+          });
+        });
       });
     });
-  });
-  io.run();
-  beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    io.run();
+    beast::error_code ignored;
+    lowest.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  };
+  std::string tlsProblem;
+  if (endpoint_.tls) {
+    asio::ssl::context ctx(asio::ssl::context::tls_client);
+    beast::error_code ec;
+    if (endpoint_.caFile.empty())
+      ctx.set_default_verify_paths(ec);
+    else
+      ctx.load_verify_file(endpoint_.caFile, ec);
+    if (ec) return fail(Code::kInvalidArgument, fmt::format("TLS trust for {}: {}", endpoint_.host, ec.message()));
+    ctx.set_verify_mode(asio::ssl::verify_peer);
+    beast::ssl_stream<beast::tcp_stream> stream(io, ctx);
+    stream.set_verify_callback(asio::ssl::host_name_verification(endpoint_.host));
+    SSL_set_tlsext_host_name(stream.native_handle(), endpoint_.host.c_str());
+    exchange(stream, beast::get_lowest_layer(stream), [&](auto done) {
+      beast::get_lowest_layer(stream).expires_after(remaining());
+      stream.async_handshake(asio::ssl::stream_base::client, [done](beast::error_code ec2) { done(ec2); });
+    });
+    if (failure && failure.category() == asio::error::get_ssl_category()) tlsProblem = failure.message();
+  } else {
+    beast::tcp_stream stream(io);
+    exchange(stream, stream, [](auto done) { done({}); });
+  }
+  if (!tlsProblem.empty())
+    return fail(Code::kUnavailable, fmt::format("{}: TLS with {}:{} failed ({}); is its certificate trusted (--redfish-ca)?", what(), endpoint_.host,
+                                                endpoint_.port, tlsProblem));
   if (failure == beast::error::timeout)
     return fail(Code::kDeadlineExceeded, fmt::format("{}: the Redfish service did not answer in time", what()));
   if (failure)

@@ -20,9 +20,11 @@ struct Endpoint {
   std::string port = "80";
   std::string user;
   std::string password;
+  bool tls = false;     // https: the server's certificate chain and name are verified
+  std::string caFile;   // trust this CA (PEM) instead of the system's store, e.g. a manager's self-signed certificate
 };
 
-// Parses "http://host:port" (https is not supported yet: says so).
+// Parses "http://host[:port]" or "https://host[:port]".
 [[nodiscard]] Result<Endpoint> parseUrl(const std::string& url);
 
 struct Response {

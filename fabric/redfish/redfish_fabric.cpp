@@ -71,6 +71,7 @@ Result<std::unique_ptr<RedfishFabric>> RedfishFabric::connect(const RedfishFabri
   SY_ASSIGN(redfish::Endpoint endpoint, redfish::parseUrl(options.url));
   endpoint.user = options.user;
   endpoint.password = options.password;
+  endpoint.caFile = options.caFile;
   std::unique_ptr<RedfishFabric> fabric(new RedfishFabric(options, redfish::Client(endpoint)));
   SY_ASSIGN(fabric->inventory_, fabric->readInventory(deadlineAfter(options.discoveryTimeout)));
   for (const auto& d : fabric->inventory_.topology.devices) fabric->lastHealth_[d.id] = d.health;

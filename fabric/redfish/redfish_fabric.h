@@ -25,11 +25,12 @@
 namespace switchyard {
 
 struct RedfishFabricOptions {
-  std::string url;             // http://HOST:PORT of the Redfish service
+  std::string url;             // http(s)://HOST[:PORT] of the Redfish service; https verifies its certificate
   std::string fabric = "CXL";  // the Fabric's id under /redfish/v1/Fabrics
   std::string user;
   std::string password;
   Duration discoveryTimeout = std::chrono::seconds(30);
+  std::string caFile;  // https: trust this CA (PEM) instead of the system's store
 };
 
 class RedfishFabric final : public FabricDriver {

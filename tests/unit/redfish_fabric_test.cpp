@@ -7,7 +7,10 @@
 
 #include <algorithm>
 
+#include "bmc/http_server.h"
+#include "bmc/tls_certificate.h"
 #include "tests/support/redfish_emulator.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/shared_dir.h"
 
 namespace switchyard {
@@ -130,12 +133,45 @@ TEST_F(RedfishFabricTest, AFabricThatIsNotThereIsNotFound) {
   EXPECT_EQ(fabric.error().code, Code::kNotFound) << fabric.error().message;
 }
 
-TEST(RedfishUrl, OnlyPlainHttpForNow) {
+TEST(RedfishUrl, HttpAndHttps) {
   EXPECT_TRUE(redfish::parseUrl("http://10.0.0.5:8000"));
   EXPECT_EQ(redfish::parseUrl("http://bmc")->port, "80");
-  EXPECT_EQ(redfish::parseUrl("https://10.0.0.5").error().code, Code::kInvalidArgument);
+  auto secure = redfish::parseUrl("https://10.0.0.5");
+  ASSERT_TRUE(secure);
+  EXPECT_TRUE(secure->tls);
+  EXPECT_EQ(secure->port, "443");
   EXPECT_FALSE(redfish::parseUrl("10.0.0.5:8000"));
   EXPECT_FALSE(redfish::parseUrl("http://host:80x"));
+}
+
+// The client verifies a Redfish service's certificate: trusted when pinned, refused otherwise. The
+// server here is yardd's own HTTPS server with the self-signed certificate it makes at first start.
+TEST(RedfishClientTls, VerifiesTheServersCertificate) {
+  testing::TempDir dir;
+  const bmc::CertificateFiles files{dir / "cert.pem", dir / "key.pem"};
+  ASSERT_TRUE(bmc::ensureCertificate(files, "127.0.0.1"));
+  auto server = bmc::HttpServer::start({"127.0.0.1:0", 1, 1 << 20, std::chrono::seconds(5), files},
+                                       [](const bmc::HttpRequest&, bmc::Reply reply, bmc::OpenStream) {
+                                         bmc::HttpResponse res{boost::beast::http::status::ok, 11};
+                                         res.set(boost::beast::http::field::content_type, "application/json");
+                                         res.body() = R"({"Id": "RootService"})";
+                                         reply(std::move(res));
+                                       });
+  ASSERT_TRUE(server) << server.error().message;
+  const auto deadline = [] { return std::chrono::steady_clock::now() + 5s; };
+  redfish::Endpoint pinned{"127.0.0.1", std::to_string((*server)->port()), {}, {}, true, files.certificate.string()};
+  auto ok = redfish::Client(pinned).get("/redfish/v1", deadline());
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->body["Id"], "RootService");
+  redfish::Endpoint untrusted = pinned;
+  untrusted.caFile.clear();  // the system's store does not know a self-signed certificate
+  auto refused = redfish::Client(untrusted).get("/redfish/v1", deadline());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kUnavailable);
+  EXPECT_NE(refused.error().message.find("certificate"), std::string::npos) << refused.error().message;
+  redfish::Endpoint wrongName = pinned;
+  wrongName.host = "localhost";  // in the certificate's names: still trusted
+  EXPECT_TRUE(redfish::Client(wrongName).get("/redfish/v1", deadline()));
 }
 
 }  // namespace
