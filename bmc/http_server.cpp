@@ -171,7 +171,11 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       self->watchForClose(std::move(closed));  // a client that talks on an event stream is ignored
     });
   }
-  void closeStream() { close(); }
+  // The watch read (watchForClose) is still pending: only end our side; that read sees the client go.
+  void closeStream() {
+    beast::error_code ignored;
+    tcpOf(stream_).socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
 
  private:
 
@@ -184,9 +188,19 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     });
   }
 
+  // Ends our side, then reads and drops what the client still sends (the rest of a refused body) until it
+  // closes too or a few seconds pass: closing with unread input would reset the connection and the client
+  // would never read our answer.
   void close() {
     beast::error_code ignored;
     tcpOf(stream_).socket().shutdown(tcp::socket::shutdown_send, ignored);
+    tcpOf(stream_).expires_after(std::chrono::seconds(5));
+    linger();
+  }
+  void linger() {
+    tcpOf(stream_).async_read_some(asio::buffer(discard_), [self = this->shared_from_this()](beast::error_code ec, std::size_t) {
+      if (!ec) self->linger();
+    });
   }
 
   Stream stream_;
