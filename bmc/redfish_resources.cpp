@@ -544,7 +544,9 @@ json redfishEvent(const Event& e) {
                                    {"Oem", {{"Switchyard", {{"Type", e.type}, {"Subject", e.subject}, {"Actor", e.actor}}}}}}})}};
 }
 
-std::string sseFrame(const Event& e) { return fmt::format("id: {}\ndata: {}\n\n", e.sequence, redfishEvent(e).dump()); }
+std::string text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string sseFrame(const Event& e) { return fmt::format("id: {}\ndata: {}\n\n", e.sequence, text(redfishEvent(e))); }
 
 json errorBody(const std::string& messageId, const std::string& message) {
   return {{"error",

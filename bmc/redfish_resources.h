@@ -61,6 +61,10 @@ struct PoolView {
 [[nodiscard]] json redfishEvent(const Event& e);
 [[nodiscard]] std::string sseFrame(const Event& e);
 
+// JSON text that never throws: request bytes that are not UTF-8 (a path, a name) are replaced (U+FFFD),
+// not thrown as nlohmann's type_error 316 (the fuzzer's first find: one request crashed yardd).
+[[nodiscard]] std::string text(const json& value);
+
 // {"error": {...}} with one Base (or Composition) registry message.
 [[nodiscard]] json errorBody(const std::string& messageId, const std::string& message);
 

@@ -32,7 +32,7 @@ HttpResponse respond(http::status status, const json& body, const std::string& a
   if (!allow.empty()) res.set(http::field::allow, allow);
   if (!body.is_null()) {
     res.set(http::field::content_type, "application/json;charset=utf-8");
-    res.body() = body.dump();
+    res.body() = text(body);
   }
   return res;
 }
@@ -42,13 +42,13 @@ HttpResponse error(http::status status, const std::string& id, const std::string
 }
 
 // A weak ETag of a body: equal bodies, equal tags.
-std::string etagOf(const json& body) { return fmt::format("W/\"{:016x}\"", std::hash<std::string>{}(body.dump())); }
+std::string etagOf(const json& body) { return fmt::format("W/\"{:016x}\"", std::hash<std::string>{}(text(body))); }
 
 HttpResponse resource(const json& body, const std::string& allow) {
   if (body.is_null()) return error(http::status::not_found, std::string(kBase) + "ResourceNotFound", "no such resource");
   HttpResponse res = respond(http::status::ok, nullptr, allow);
   res.set(http::field::content_type, "application/json;charset=utf-8");
-  res.body() = body.dump();  // once: the ETag is the hash of these bytes
+  res.body() = text(body);  // once: the ETag is the hash of these bytes
   res.set(http::field::etag, fmt::format("W/\"{:016x}\"", std::hash<std::string>{}(res.body())));
   return res;
 }

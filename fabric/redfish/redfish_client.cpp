@@ -98,7 +98,7 @@ Result<Response> Client::send(const std::string& method, const std::string& path
   if (!ifMatch.empty()) req.set(http::field::if_match, ifMatch);
   if (body) {
     req.set(http::field::content_type, "application/json");
-    req.body() = body->dump();
+    req.body() = body->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   req.prepare_payload();
 
