@@ -72,7 +72,12 @@ std::optional<Caller> Accounts::basic(const std::string& authorization) const {
   const std::string prefix = "Basic ";
   if (authorization.rfind(prefix, 0) != 0) return std::nullopt;
   const std::string encoded = authorization.substr(prefix.size());
-  std::string decoded(boost::beast::detail::base64::decoded_size(encoded.size()), '\0');
+  // Well-formed base64 only: whole 4-character groups of its alphabet. Beast's decoder writes past
+  // decoded_size() for a trailing partial group (the fuzzer found that heap overflow), so it never sees one.
+  if (encoded.empty() || encoded.size() % 4 != 0 || encoded.size() > 4096 ||
+      encoded.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != std::string::npos)
+    return std::nullopt;
+  std::string decoded(boost::beast::detail::base64::decoded_size(encoded.size()) + 3, '\0');
   decoded.resize(boost::beast::detail::base64::decode(decoded.data(), encoded.data(), encoded.size()).first);
   const auto colon = decoded.find(':');
   if (colon == std::string::npos) return std::nullopt;

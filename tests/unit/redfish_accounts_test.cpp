@@ -49,6 +49,8 @@ TEST(RedfishAccounts, BasicCredentialsProveTheCallerAndTheirRole) {
   EXPECT_FALSE(accounts.basic(basic("carol:pw-a")));
   EXPECT_FALSE(accounts.basic("Bearer x"));
   EXPECT_FALSE(accounts.basic("Basic !!!"));
+  EXPECT_FALSE(accounts.basic("Basic YWxpY2U6cHctYQ")) << "a partial base64 group (the fuzzer's heap overflow) is refused";
+  EXPECT_FALSE(accounts.basic("Basic "));
 }
 
 TEST(RedfishAccounts, SessionsLastUntilLogoutOrTimeout) {
