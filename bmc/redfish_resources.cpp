@@ -159,7 +159,12 @@ json compositionService() {
           {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
           {"AllowOverprovisioning", false},
           {"ResourceBlocks", odataRef(fmt::format("{}/CompositionService/ResourceBlocks", kRoot))},
-          {"ResourceZones", odataRef(fmt::format("{}/CompositionService/ResourceZones", kRoot))}};
+          {"ResourceZones", odataRef(fmt::format("{}/CompositionService/ResourceZones", kRoot))},
+          {"Actions",
+           {{"#CompositionService.Compose",
+             {{"target", fmt::format("{}/CompositionService/Actions/CompositionService.Compose", kRoot)},
+              {"RequestFormat@Redfish.AllowableValues", json::array({"Manifest"})},
+              {"RequestType@Redfish.AllowableValues", json::array({"Preview", "Apply"})}}}}}};
 }
 
 json resourceBlocksCollection(const PoolView& view) {

@@ -5,6 +5,7 @@
 
 #include <boost/asio/post.hpp>
 #include <regex>
+#include <variant>
 
 namespace switchyard::bmc {
 
@@ -157,6 +158,10 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
 
   if (read) return get(call);
   const bool mayCompose = caller->role != Role::kViewer;
+  if (call->method == "POST" && call->path == root + "/CompositionService/Actions/CompositionService.Compose") {
+    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "composing needs the Operator or Administrator role"));
+    return composeAction(call);
+  }
   if (call->method == "POST" && call->path == root + "/Systems") {
     if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "composing needs the Operator or Administrator role"));
     return compose(call);
@@ -290,16 +295,19 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
   call->reply(error(http::status::not_found, std::string(kBase) + "ResourceNotFound", fmt::format("no resource at {}", p)));
 }
 
-void RedfishService::compose(const std::shared_ptr<Call>& call) {
-  auto bad = [&](const std::string& id, const std::string& message) { call->reply(error(http::status::bad_request, std::string(kBase) + id, message)); };
-  const json body = json::parse(call->request->body(), nullptr, false);
-  if (body.is_discarded() || !body.is_object()) return bad("MalformedJSON", "the request body is not a JSON object");
+namespace {
+
+// A ComputerSystem create body (POST /Systems, or a ComposeSystem stanza's Request) as a compose request,
+// or the Redfish error to answer. `fallbackName` names the system when the body does not (a stanza id).
+std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, const std::string& fallbackName) {
+  auto bad = [](const std::string& id, const std::string& message) { return error(http::status::bad_request, std::string(kBase) + id, message); };
+  if (!body.is_object()) return bad("MalformedJSON", "the request body is not a JSON object");
   for (const auto& [key, value] : body.items())
     if (key != "Name" && key != "Links" && key != "Processors" && key != "Description" && key.rfind("@Redfish.", 0) != 0)
       return bad("PropertyUnknown", fmt::format("the property {} is unknown or cannot be set on create", key));
-  if (!body.contains("Name")) return bad("PropertyMissing", "the property Name is required to compose a system");
-  if (!body["Name"].is_string()) return bad("PropertyValueTypeError", "Name must be a string");
-  ComposeRequest request{body["Name"].get<std::string>(), {}, {}};
+  if (!body.contains("Name") && fallbackName.empty()) return bad("PropertyMissing", "the property Name is required to compose a system");
+  if (body.contains("Name") && !body["Name"].is_string()) return bad("PropertyValueTypeError", "Name must be a string");
+  ComposeRequest request{body.contains("Name") ? body["Name"].get<std::string>() : fallbackName, {}, {}};
   const std::string blocksPrefix = std::string(kRoot) + "/CompositionService/ResourceBlocks/";
   if (body.contains("Links")) {
     const json& links = body["Links"];
@@ -310,7 +318,7 @@ void RedfishService::compose(const std::shared_ptr<Call>& call) {
         return bad("PropertyValueTypeError", "each of Links.ResourceBlocks must be {\"@odata.id\": \"/redfish/v1/CompositionService/ResourceBlocks/ID\"}");
       const std::string uri = block["@odata.id"].get<std::string>();
       if (uri.rfind(blocksPrefix, 0) != 0)
-        return call->reply(error(http::status::bad_request, std::string(kComposition) + "ResourceBlockInvalid", fmt::format("{} is not a resource block", uri)));
+        return error(http::status::bad_request, std::string(kComposition) + "ResourceBlockInvalid", fmt::format("{} is not a resource block", uri));
       request.placement.devices.push_back(uri.substr(blocksPrefix.size()));
     }
   }
@@ -321,51 +329,113 @@ void RedfishService::compose(const std::shared_ptr<Call>& call) {
     const json& want = processors["Members"][0];
     if (!want.is_object() || !want.contains("@Redfish.RequestedCount") || !want["@Redfish.RequestedCount"].is_number_integer())
       return bad("PropertyValueTypeError", "@Redfish.RequestedCount must be an integer");
-    if (want.value("ProcessorType", "GPU") != "GPU") return bad("PropertyValueError", "only ProcessorType GPU can be composed");
+    if (!want.value("ProcessorType", json("GPU")).is_string() || want.value("ProcessorType", json("GPU")) != "GPU")
+      return bad("PropertyValueError", "only ProcessorType GPU can be composed");
     request.placement.gpuCount = want["@Redfish.RequestedCount"].get<int>();
     if (want.contains("Model") && want["Model"].is_string()) request.placement.model = want["Model"].get<std::string>();
   }
   if (request.placement.devices.empty() && request.placement.gpuCount == 0)
     return bad("PropertyMissing", "name resource blocks in Links.ResourceBlocks, or ask for Processors with @Redfish.RequestedCount");
-  // Specific composition: the host is the ComputerSystem block among the named ones.
-  if (!request.placement.devices.empty()) {
-    engine_.async<Operation>(
-        [this, caller = call->caller, request]() mutable -> Result<Operation> {
-          SY_ASSIGN(auto hosts, engine_.listHosts());
-          std::vector<DeviceId> devices;
-          for (const auto& id : request.placement.devices) {
-            const bool isHost = std::any_of(hosts.begin(), hosts.end(), [&](const HostView& h) { return h.host.id == id; });
-            if (isHost) {
-              if (request.placement.host) return fail(Code::kInvalidArgument, "name one ComputerSystem resource block (the host), not several");
-              request.placement.host = id;
-            } else {
-              devices.push_back(id);
-            }
-          }
-          if (!request.placement.host)
-            return fail(Code::kInvalidArgument, "specific composition needs the host's ComputerSystem resource block among Links.ResourceBlocks");
-          request.placement.devices = devices;
-          return engine_.compose(caller, request);
-        },
-        [this, call](Result<Operation> op) {
-          boost::asio::post(work_, [call, op = std::move(op)] {
-            if (!op) return call->reply(engineError(op.error(), true));
-            HttpResponse res = respond(http::status::accepted, task(*op));
-            res.set(http::field::location, taskMonitorUri(op->id));
-            call->reply(std::move(res));
-          });
-        });
-    return;
+  return request;
+}
+
+}  // namespace
+
+// Specific composition names the host by its ComputerSystem block among the blocks: on the control thread.
+Result<ComposeRequest> RedfishService::resolveHost(ComposeRequest request) {
+  if (request.placement.devices.empty()) return request;
+  SY_ASSIGN(auto hosts, engine_.listHosts());
+  std::vector<DeviceId> devices;
+  for (const auto& id : request.placement.devices) {
+    const bool isHost = std::any_of(hosts.begin(), hosts.end(), [&](const HostView& h) { return h.host.id == id; });
+    if (!isHost) {
+      devices.push_back(id);
+      continue;
+    }
+    if (request.placement.host) return fail(Code::kInvalidArgument, "name one ComputerSystem resource block (the host), not several");
+    request.placement.host = id;
   }
-  engine_.async<Operation>([this, caller = call->caller, request] { return engine_.compose(caller, request); },
-                           [this, call](Result<Operation> op) {
-                             boost::asio::post(work_, [call, op = std::move(op)] {
-                               if (!op) return call->reply(engineError(op.error(), true));
-                               HttpResponse res = respond(http::status::accepted, task(*op));
-                               res.set(http::field::location, taskMonitorUri(op->id));
-                               call->reply(std::move(res));
-                             });
-                           });
+  if (!request.placement.host)
+    return fail(Code::kInvalidArgument, "specific composition needs the host's ComputerSystem resource block among Links.ResourceBlocks");
+  request.placement.devices = devices;
+  return request;
+}
+
+void RedfishService::startCompose(const std::shared_ptr<Call>& call, ComposeRequest request) {
+  engine_.async<Operation>(
+      [this, caller = call->caller, request]() -> Result<Operation> {
+        SY_ASSIGN(ComposeRequest resolved, resolveHost(request));
+        return engine_.compose(caller, resolved);
+      },
+      [this, call](Result<Operation> op) {
+        boost::asio::post(work_, [call, op = std::move(op)] {
+          if (!op) return call->reply(engineError(op.error(), true));
+          HttpResponse res = respond(http::status::accepted, task(*op));
+          res.set(http::field::location, taskMonitorUri(op->id));
+          call->reply(std::move(res));
+        });
+      });
+}
+
+void RedfishService::compose(const std::shared_ptr<Call>& call) {
+  const json body = json::parse(call->request->body(), nullptr, false);
+  if (body.is_discarded()) return call->reply(error(http::status::bad_request, std::string(kBase) + "MalformedJSON", "the request body is not JSON"));
+  auto parsed = parseSystemRequest(body, {});
+  if (auto* res = std::get_if<HttpResponse>(&parsed)) return call->reply(std::move(*res));
+  startCompose(call, std::move(std::get<ComposeRequest>(parsed)));
+}
+
+void RedfishService::composeAction(const std::shared_ptr<Call>& call) {
+  auto bad = [&](const std::string& id, const std::string& message) { call->reply(error(http::status::bad_request, id, message)); };
+  const json body = json::parse(call->request->body(), nullptr, false);
+  if (body.is_discarded() || !body.is_object()) return bad(std::string(kBase) + "MalformedJSON", "the request body is not a JSON object");
+  for (const auto& [key, value] : body.items())
+    if (key != "RequestFormat" && key != "RequestType" && key != "Manifest" && key != "ReservationId")
+      return bad(std::string(kBase) + "ActionParameterUnknown", fmt::format("CompositionService.Compose has no parameter {}", key));
+  if (!body.contains("RequestFormat") || body["RequestFormat"] != "Manifest")
+    return bad(std::string(kBase) + "ActionParameterMissing", "RequestFormat must be \"Manifest\"");
+  const std::string type = body.contains("RequestType") && body["RequestType"].is_string() ? body["RequestType"].get<std::string>() : "";
+  if (type != "Preview" && type != "Apply")
+    return bad(std::string(kBase) + "ActionParameterNotSupported",
+               fmt::format("RequestType {} is not supported: use Preview or Apply (PreviewReserve needs reservations, not built yet)",
+                           type.empty() ? "(missing)" : type));
+  if (body.contains("ReservationId")) return bad(std::string(kBase) + "ActionParameterNotSupported", "reservations are not supported yet");
+  if (!body.contains("Manifest") || !body["Manifest"].is_object() || !body["Manifest"].contains("Stanzas") || !body["Manifest"]["Stanzas"].is_array() ||
+      body["Manifest"]["Stanzas"].empty())
+    return bad(std::string(kComposition) + "EmptyManifest", "the manifest has no stanzas");
+  const json& stanzas = body["Manifest"]["Stanzas"];
+  // A manifest is applied whole or not at all; with one system per stanza that is one stanza per request.
+  if (stanzas.size() != 1)
+    return bad(std::string(kComposition) + "UnableToProcessStanzaRequest", "one ComposeSystem stanza per manifest is supported");
+  const json& stanza = stanzas[0];
+  if (!stanza.is_object() || stanza.value("StanzaType", json("")) != "ComposeSystem" || !stanza.contains("Request"))
+    return bad(std::string(kComposition) + "UnableToProcessStanzaRequest", "a stanza needs StanzaType ComposeSystem and a Request");
+  const std::string stanzaId = stanza.contains("StanzaId") && stanza["StanzaId"].is_string() ? stanza["StanzaId"].get<std::string>() : "";
+  auto parsed = parseSystemRequest(stanza["Request"], stanzaId);
+  if (auto* res = std::get_if<HttpResponse>(&parsed)) return call->reply(std::move(*res));
+  ComposeRequest request = std::move(std::get<ComposeRequest>(parsed));
+  if (type == "Apply") return startCompose(call, std::move(request));
+  // Preview: what Apply would compose now, changing nothing.
+  engine_.async<PlacementDecision>(
+      [this, request]() -> Result<PlacementDecision> {
+        SY_ASSIGN(ComposeRequest resolved, resolveHost(request));
+        return engine_.plan(resolved.placement);
+      },
+      [this, call, body, name = request.name](Result<PlacementDecision> decision) {
+        boost::asio::post(work_, [call, body, name, decision = std::move(decision)] {
+          if (!decision) return call->reply(engineError(decision.error(), true));
+          if (!decision->placement) return call->reply(engineError(*decision->error, true));
+          json blocks = json::array({{{"@odata.id", std::string(kRoot) + "/CompositionService/ResourceBlocks/" + decision->placement->hostId}}});
+          for (const auto& d : decision->placement->devices)
+            blocks.push_back({{"@odata.id", std::string(kRoot) + "/CompositionService/ResourceBlocks/" + d.deviceId}});
+          json answer = body;
+          answer["Manifest"]["Stanzas"][0]["Response"] = {{"Name", name},
+                                                          {"SystemType", "Composed"},
+                                                          {"Description", decision->placement->explanation},
+                                                          {"Links", {{"ResourceBlocks", blocks}}}};
+          call->reply(respond(http::status::ok, answer));
+        });
+      });
 }
 
 void RedfishService::decompose(const std::shared_ptr<Call>& call, const std::string& id) {

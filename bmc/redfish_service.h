@@ -2,6 +2,7 @@
 // the Redfish protocol (OData-Version, ETag/If-Match, Allow, Location, Redfish error bodies with Base and
 // Composition registry messages, Basic auth and session tokens) over bmc::HttpServer, and maps:
 //   Systems            physical hosts (SystemType Physical) and composed systems (SystemType Composed)
+//   Compose action     a one-stanza manifest: Preview (what would be composed, nothing changes) or Apply
 //   POST Systems       compose: specific (Links.ResourceBlocks: a host's block + device blocks) or
 //                      constrained (Processors.Members[{"@Redfish.RequestedCount": N, "ProcessorType": "GPU"}])
 //   DELETE Systems/X   decompose
@@ -38,6 +39,10 @@ class RedfishService {
   void route(const std::shared_ptr<Call>& call);
   void get(const std::shared_ptr<Call>& call);
   void compose(const std::shared_ptr<Call>& call);
+  // CompositionService.Compose with a one-stanza manifest: Preview (what would be composed) or Apply.
+  void composeAction(const std::shared_ptr<Call>& call);
+  void startCompose(const std::shared_ptr<Call>& call, ComposeRequest request);
+  [[nodiscard]] Result<ComposeRequest> resolveHost(ComposeRequest request);
   void decompose(const std::shared_ptr<Call>& call, const std::string& id);
   // ComputerSystem.AddResourceBlock / RemoveResourceBlock: attach or detach one device.
   void changeBlocks(const std::shared_ptr<Call>& call, const std::string& id, bool add);

@@ -275,6 +275,30 @@ def main():
         sys_path = composed[0]
         status, _, _ = request(port, "DELETE", sys_path, admin, headers={"If-Match": 'W/"stale"'})
         check(status == 412, f"DELETE with a stale If-Match is 412 ({status})")
+        # The Compose action: Preview changes nothing, Apply composes, PreviewReserve and empty manifests are refused.
+        _, _, cs = request(port, "GET", "/redfish/v1/CompositionService", admin)
+        compose_action = cs["Actions"]["#CompositionService.Compose"]["target"]
+        manifest = {"RequestFormat": "Manifest", "RequestType": "Preview",
+                    "Manifest": {"Expand": "None", "Stanzas": [{"StanzaType": "ComposeSystem", "StanzaId": "by-manifest",
+                                                                "Request": {"Processors": {"Members": [{"@Redfish.RequestedCount": 2}]}}}]}}
+        _, _, systems_before = request(port, "GET", "/redfish/v1/Systems", admin)
+        status, _, preview = request(port, "POST", compose_action, operator, manifest)
+        response = preview["Manifest"]["Stanzas"][0].get("Response", {}) if status == 200 else {}
+        check(status == 200 and len(response.get("Links", {}).get("ResourceBlocks", [])) == 3, f"Preview answers the host and 2 GPU blocks ({status} {preview})")
+        _, _, systems_after = request(port, "GET", "/redfish/v1/Systems", admin)
+        check(systems_after["Members@odata.count"] == systems_before["Members@odata.count"], "Preview composed nothing")
+        status, _, body = request(port, "POST", compose_action, operator, dict(manifest, RequestType="PreviewReserve"))
+        check(status == 400 and body["error"]["code"].endswith("ActionParameterNotSupported"), f"PreviewReserve is refused, saying why ({status})")
+        status, _, body = request(port, "POST", compose_action, operator, {"RequestFormat": "Manifest", "RequestType": "Apply", "Manifest": {"Stanzas": []}})
+        check(status == 400 and body["error"]["code"].endswith("EmptyManifest"), f"an empty manifest is EmptyManifest ({status})")
+        status, headers, _ = request(port, "POST", compose_action, operator, dict(manifest, RequestType="Apply"))
+        check(status == 202, f"Apply answers 202 with a task ({status})")
+        status, headers, applied = wait_task(port, operator, headers.get("Location", ""))
+        check(status == 201 and applied.get("Name") == "by-manifest", f"Apply composed the stanza's system ({status})")
+        if status == 201:
+            status, headers, _ = request(port, "DELETE", headers["Location"], operator)
+            wait_task(port, operator, headers.get("Location", ""))
+
         # Expandable systems: add a GPU block, then remove it.
         _, _, before = request(port, "GET", sys_path, admin)
         action = before["Actions"]["#ComputerSystem.AddResourceBlock"]["target"]
