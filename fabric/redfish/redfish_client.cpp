@@ -89,7 +89,9 @@ Result<Response> Client::send(const std::string& method, const std::string& path
   req.set(http::field::user_agent, "switchyard");
   req.set(http::field::accept, "application/json");
   req.set("OData-Version", "4.0");
-  if (!endpoint_.user.empty()) {
+  if (!endpoint_.token.empty()) {
+    req.set("X-Auth-Token", endpoint_.token);
+  } else if (!endpoint_.user.empty()) {
     const std::string credentials = endpoint_.user + ":" + endpoint_.password;
     std::string encoded(beast::detail::base64::encoded_size(credentials.size()), '\0');
     encoded.resize(beast::detail::base64::encode(encoded.data(), credentials.data(), credentials.size()));
@@ -173,6 +175,7 @@ Result<Response> Client::send(const std::string& method, const std::string& path
   }
   if (auto it = res.find(http::field::etag); it != res.end()) out.etag = std::string(it->value());
   if (auto it = res.find(http::field::location); it != res.end()) out.location = std::string(it->value());
+  if (auto it = res.find("X-Auth-Token"); it != res.end()) out.authToken = std::string(it->value());
   if (out.status / 100 != 2)
     return fail(codeForStatus(out.status), fmt::format("{}: {} (HTTP {})", what(), errorText(out.body, out.status), out.status));
   return out;

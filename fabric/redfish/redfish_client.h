@@ -22,6 +22,7 @@ struct Endpoint {
   std::string password;
   bool tls = false;     // https: the server's certificate chain and name are verified
   std::string caFile;   // trust this CA (PEM) instead of the system's store, e.g. a manager's self-signed certificate
+  std::string token;    // a Redfish session's X-Auth-Token: sent instead of Basic credentials when set
 };
 
 // Parses "http://host[:port]" or "https://host[:port]".
@@ -32,11 +33,14 @@ struct Response {
   nlohmann::json body;  // null when empty
   std::string etag;
   std::string location;
+  std::string authToken;  // X-Auth-Token (a session's creation)
 };
 
 class Client {
  public:
   explicit Client(Endpoint endpoint) : endpoint_(std::move(endpoint)) {}
+  // From now on, authenticate with this session token instead of Basic credentials.
+  void useToken(std::string token) { endpoint_.token = std::move(token); }
 
   // Any 2xx is the response; other statuses are errors (404 kNotFound, 400 kInvalidArgument,
   // 409 and 412 (the ETag moved) kFailedPrecondition, 401/403 kFailedPrecondition, 5xx kUnavailable),

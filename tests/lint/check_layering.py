@@ -25,7 +25,7 @@ RULES = [
     ("fabric/", (["composer/model/", "fabric/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("inventory/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "boost/asio", "google/protobuf", "switchyard/v1/"])),
     ("bmc/", (["composer/model/", "composer/engine/", "composer/packing/", "composer/placement/", "bmc/",
-               "fabric/fabric_driver.h", "inventory/store.h"], ["sqlite3.h"])),
+               "fabric/fabric_driver.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),
     ("cli/", (["cli/", "switchyard/v1/"], ["composer/", "fabric/", "inventory/", "sqlite3.h", "boost/asio"])),
 ]
 PROJECT = ("composer/", "fabric/", "inventory/", "cli/", "bmc/", "tests/")

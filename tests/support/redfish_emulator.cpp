@@ -181,11 +181,12 @@ void RedfishEmulator::serve(std::shared_ptr<Connection> connection) {
       }
     }
     Reply reply = handle(std::string(req.method_string()), std::string(req.target()), std::string(req[http::field::authorization]),
-                         std::string(req[http::field::if_match]), req.body());
+                         std::string(req["X-Auth-Token"]), std::string(req[http::field::if_match]), req.body());
     http::response<http::string_body> res{static_cast<http::status>(reply.status), req.version()};
     res.set("OData-Version", "4.0");
     if (!reply.etag.empty()) res.set(http::field::etag, reply.etag);
     if (!reply.location.empty()) res.set(http::field::location, reply.location);
+    if (!reply.token.empty()) res.set("X-Auth-Token", reply.token);
     if (!reply.body.is_null()) {
       res.set(http::field::content_type, "application/json");
       res.body() = reply.body.dump();
@@ -200,10 +201,12 @@ void RedfishEmulator::serve(std::shared_ptr<Connection> connection) {
 }
 
 RedfishEmulator::Reply RedfishEmulator::handle(const std::string& method, std::string path, const std::string& authorization,
-                                               const std::string& ifMatch, const std::string& body) {
+                                               const std::string& token, const std::string& ifMatch, const std::string& body) {
   path = trimmed(path);
   std::lock_guard lock(mutex_);
-  if (path != "/redfish" && path != "/redfish/v1") {
+  if (method == "POST" && path == "/redfish/v1/SessionService/Sessions") return login(body);
+  const bool session = !token.empty() && sessions_.contains(token);
+  if (path != "/redfish" && path != "/redfish/v1" && !session) {
     const std::string credentials = options_.user + ":" + options_.password;
     std::string expected(beast::detail::base64::encoded_size(credentials.size()), '\0');
     expected.resize(beast::detail::base64::encode(expected.data(), credentials.data(), credentials.size()));
@@ -219,9 +222,59 @@ RedfishEmulator::Reply RedfishEmulator::handle(const std::string& method, std::s
     if (it == resources_.end()) return {404, errorBody("ResourceNotFound", fmt::format("no resource at {}", path)), {}, {}};
     return {200, it->second, etagOf(path), {}};
   }
+  if (method == "DELETE" && path.rfind("/redfish/v1/SessionService/Sessions/", 0) == 0) {
+    for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+      if (it->second == path) {
+        sessions_.erase(it);
+        return {204, nullptr, {}, {}, {}};
+      }
+    return {404, errorBody("ResourceNotFound", "no such session"), {}, {}, {}};
+  }
+  if (method == "POST" && path.ends_with("/Actions/ComputerSystem.Reset")) return resetSystem(path, body);
   const bool zones = path.ends_with("/Zones") || path.find("/Zones/") != std::string::npos;
   if (zones && (method == "POST" || method == "PATCH" || method == "DELETE")) return changeZone(method, path, ifMatch, body);
   return {405, errorBody("OperationNotAllowed", fmt::format("{} is not allowed on {}", method, path)), {}, {}};
+}
+
+RedfishEmulator::Reply RedfishEmulator::login(const std::string& body) {
+  const json request = json::parse(body, nullptr, false);
+  if (request.is_discarded() || !request.is_object() || !request.contains("UserName") || !request.contains("Password"))
+    return {400, errorBody("PropertyMissing", "UserName and Password are required"), {}, {}, {}};
+  if (request["UserName"] != options_.user || request["Password"] != options_.password)
+    return {401, errorBody("NoValidSession", "authentication failed"), {}, {}, {}};
+  const std::string uri = fmt::format("/redfish/v1/SessionService/Sessions/{}", nextSession_++);
+  const std::string token = fmt::format("emulator-token-{}-{}", nextSession_, port_);
+  sessions_[token] = uri;
+  return {201, {{"@odata.id", uri}, {"@odata.type", "#Session.v1_8_0.Session"}, {"Id", uri.substr(uri.rfind('/') + 1)}, {"UserName", options_.user}},
+          {}, uri, token};
+}
+
+RedfishEmulator::Reply RedfishEmulator::resetSystem(const std::string& path, const std::string& body) {
+  const std::string systemUri = path.substr(0, path.find("/Actions/"));
+  auto it = resources_.find(systemUri);
+  if (it == resources_.end()) return {404, errorBody("ResourceNotFound", fmt::format("no system at {}", systemUri)), {}, {}, {}};
+  const json request = json::parse(body, nullptr, false);
+  if (request.is_discarded() || !request.is_object() || !request.contains("ResetType") || !request["ResetType"].is_string())
+    return {400, errorBody("ActionParameterMissing", "ResetType is required"), {}, {}, {}};
+  const std::string type = request["ResetType"].get<std::string>();
+  const json allowed = it->second["Actions"]["#ComputerSystem.Reset"].value("ResetType@Redfish.AllowableValues", json::array());
+  if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), type) == allowed.end())
+    return {400, errorBody("ActionParameterValueNotInList", fmt::format("ResetType {} is not allowed", type)), {}, {}, {}};
+  if (type == "ForceOff" || type == "GracefulShutdown") it->second["PowerState"] = "Off";
+  else if (type != "Nmi") it->second["PowerState"] = "On";
+  ++versions_[systemUri];
+  ++resets_;
+  return {204, nullptr, {}, {}, {}};
+}
+
+int RedfishEmulator::resets() const {
+  std::lock_guard lock(mutex_);
+  return resets_;
+}
+
+std::size_t RedfishEmulator::sessions() const {
+  std::lock_guard lock(mutex_);
+  return sessions_.size();
 }
 
 std::string RedfishEmulator::zonedElsewhere(const std::vector<std::string>& endpoints, const std::string& except) const {

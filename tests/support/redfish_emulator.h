@@ -48,6 +48,10 @@ class RedfishEmulator {
   [[nodiscard]] bool setHealth(const std::string& uri, const std::string& health);
   // Removes every zone of a Zones collection (a fabric with nothing bound).
   void clearZones(const std::string& collection);
+  // ComputerSystem.Reset requests applied so far (any system).
+  [[nodiscard]] int resets() const;
+  // Sessions open now (created by POST SessionService/Sessions, ended by DELETE).
+  [[nodiscard]] std::size_t sessions() const;
   // Requests handled so far with this method ("GET", "POST", ...).
   [[nodiscard]] std::uint64_t requests(const std::string& method) const;
 
@@ -58,13 +62,16 @@ class RedfishEmulator {
     nlohmann::json body;
     std::string etag;
     std::string location;
+    std::string token;  // X-Auth-Token of a new session
   };
   [[nodiscard]] Result<void> load();
   void acceptLoop();
   struct Connection;
   void serve(std::shared_ptr<Connection> connection);
-  [[nodiscard]] Reply handle(const std::string& method, std::string path, const std::string& authorization, const std::string& ifMatch,
-                             const std::string& body);
+  [[nodiscard]] Reply handle(const std::string& method, std::string path, const std::string& authorization, const std::string& token,
+                             const std::string& ifMatch, const std::string& body);
+  [[nodiscard]] Reply login(const std::string& body);
+  [[nodiscard]] Reply resetSystem(const std::string& path, const std::string& body);
   [[nodiscard]] Reply changeZone(const std::string& method, const std::string& path, const std::string& ifMatch, const std::string& body);
   // A target endpoint already in another zone than `except`, or empty.
   [[nodiscard]] std::string zonedElsewhere(const std::vector<std::string>& endpoints, const std::string& except) const;
@@ -87,6 +94,9 @@ class RedfishEmulator {
   int failStatus_ = 503;
   std::string failMethod_;
   int dropNext_ = 0;
+  int resets_ = 0;
+  std::map<std::string, std::string> sessions_;  // token -> session URI
+  int nextSession_ = 1;
   std::vector<std::thread> workers_;
   std::vector<std::weak_ptr<Connection>> open_;
 };
