@@ -73,9 +73,23 @@ Result<std::unique_ptr<RedfishFabric>> RedfishFabric::connect(const RedfishFabri
   endpoint.password = options.password;
   endpoint.caFile = options.caFile;
   std::unique_ptr<RedfishFabric> fabric(new RedfishFabric(options, redfish::Client(endpoint)));
+  // A session when the service offers one: one credential check, then a token on every request.
+  auto login = fabric->client_.post("/redfish/v1/SessionService/Sessions", json{{"UserName", options.user}, {"Password", options.password}},
+                                    deadlineAfter(options.discoveryTimeout));
+  if (login && !login->authToken.empty()) {
+    fabric->client_.useToken(login->authToken);
+    fabric->sessionUri_ = login->location;
+  } else if (!login && login.error().code != Code::kNotFound && login.error().code != Code::kInternal) {
+    return fail(login.error().wrap(fmt::format("Redfish service {}: logging in", options.url)));
+  }  // no SessionService (404, 405): Basic credentials on every request
   SY_ASSIGN(fabric->inventory_, fabric->readInventory(deadlineAfter(options.discoveryTimeout)));
   for (const auto& d : fabric->inventory_.topology.devices) fabric->lastHealth_[d.id] = d.health;
   return fabric;
+}
+
+RedfishFabric::~RedfishFabric() {
+  if (sessionUri_.empty()) return;
+  (void)client_.del(sessionUri_, {}, deadlineAfter(std::chrono::seconds(2)));  // best effort: the session expires anyway
 }
 
 RedfishFabric::RedfishFabric(RedfishFabricOptions options, redfish::Client client)

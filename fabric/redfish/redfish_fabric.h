@@ -36,7 +36,9 @@ struct RedfishFabricOptions {
 class RedfishFabric final : public FabricDriver {
  public:
   // Discovers the fabric once: a service that cannot be read, or a fabric that is not there, is an error.
+  // Logs in with a Redfish session when the service has a SessionService (else Basic on every request).
   [[nodiscard]] static Result<std::unique_ptr<RedfishFabric>> connect(const RedfishFabricOptions& options);
+  ~RedfishFabric() override;  // logs out
 
   [[nodiscard]] std::string_view name() const override { return "redfish"; }
   [[nodiscard]] Result<Topology> discover() override;
@@ -81,6 +83,7 @@ class RedfishFabric final : public FabricDriver {
   RedfishFabricOptions options_;
   redfish::Client client_;
   std::string fabricUri_;
+  std::string sessionUri_;  // empty: no session (Basic)
   mutable std::mutex mutex_;  // one zone change at a time; guards everything below
   Inventory inventory_;
   std::unordered_map<DeviceId, DeviceHealth> lastHealth_;
