@@ -300,11 +300,13 @@ def main():
             wait_task(port, operator, headers.get("Location", ""))
 
         # Expandable systems: add a GPU block, then remove it.
-        _, _, before = request(port, "GET", sys_path, admin)
+        _, before_headers, before = request(port, "GET", sys_path, admin)
         action = before["Actions"]["#ComputerSystem.AddResourceBlock"]["target"]
         block = {"ResourceBlock": {"@odata.id": "/redfish/v1/CompositionService/ResourceBlocks/sw0-gpu6"}}
-        status, headers, _ = request(port, "POST", action, operator, block)
-        check(status == 202, f"AddResourceBlock answers 202 ({status})")
+        status, _, body = request(port, "POST", action, operator, dict(block, ComputerSystemETag='W/"stale"'))
+        check(status == 412 and body["error"]["code"].endswith("PreconditionFailed"), f"a stale ComputerSystemETag is 412 ({status})")
+        status, headers, _ = request(port, "POST", action, operator, dict(block, ComputerSystemETag=before_headers.get("ETag", "")))
+        check(status == 202, f"AddResourceBlock with the current ComputerSystemETag answers 202 ({status})")
         status, _, after = wait_task(port, operator, headers.get("Location", ""))
         check(status == 200 and len(after["Links"]["ResourceBlocks"]) == len(before["Links"]["ResourceBlocks"]) + 1,
               f"the system gained the block ({status})")

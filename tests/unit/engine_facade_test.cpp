@@ -18,6 +18,14 @@ ComposeRequest gpus(const std::string& name, int n) {
   return r;
 }
 
+// Alice's 2-GPU compose, accepted and held at its bind call until the gate opens.
+Result<Operation> composeHeldAtBind(Engine& engine, testing::GatedDriver& gated) {
+  gated.closeBeforeBind(0);
+  auto op = engine.compose(kAlice, gpus("train", 2));
+  if (op) gated.waitUntilHeld();
+  return op;
+}
+
 TEST_F(EngineTest, AnOperationRecordsItsCallerAndItsEventsNameThem) {
   start();
   const auto atStart = engine_->listEvents(0, 100)->size();
@@ -70,10 +78,8 @@ TEST_F(EngineTest, AsyncCallsCompleteWithoutBlockingTheCaller) {
 TEST_F(EngineTest, AWaitThatTimesOutAnswersWithTheOperationAsItStands) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);
-  gated.closeBeforeBind(0);
-  auto op = engine_->compose(kAlice, gpus("train", 2));
+  auto op = composeHeldAtBind(*engine_, gated);
   ASSERT_TRUE(op);
-  gated.waitUntilHeld();
   std::promise<Result<Operation>> answer;
   engine_->waitOperation(op->id, 20ms, [&](Result<Operation> r) { answer.set_value(std::move(r)); });
   auto current = answer.get_future().get();
@@ -86,10 +92,8 @@ TEST_F(EngineTest, AWaitThatTimesOutAnswersWithTheOperationAsItStands) {
 TEST_F(EngineTest, CallsPendingWhenTheEngineStopsAreAnswered) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);
-  gated.closeBeforeBind(0);
-  auto op = engine_->compose(kAlice, gpus("train", 2));
+  auto op = composeHeldAtBind(*engine_, gated);
   ASSERT_TRUE(op);
-  gated.waitUntilHeld();
   std::promise<Result<Operation>> waited;
   engine_->waitOperation(op->id, 1h, [&](Result<Operation> r) { waited.set_value(std::move(r)); });
   std::thread opener([&] {
@@ -100,6 +104,7 @@ TEST_F(EngineTest, CallsPendingWhenTheEngineStopsAreAnswered) {
   opener.join();
   auto w = waited.get_future().get();
   ASSERT_TRUE(w) << "a waiter gets the operation as it stands when the engine stops";
+  EXPECT_FALSE(w->finished()) << "halted between its bind and its verify: unfinished, resumable";
 
   std::promise<Result<Operation>> late;
   engine_->async<Operation>([] { return Result<Operation>(Operation{}); }, [&](Result<Operation> r) { late.set_value(std::move(r)); });

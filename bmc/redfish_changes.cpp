@@ -1,0 +1,243 @@
+// The changes a Redfish client asks for: compose (POST /Systems and the Compose action), decompose
+// (DELETE), Add/RemoveResourceBlock, and the task monitors that follow them. Each goes through
+// Engine::async with the account as Caller and answers 202 with a task monitor.
+#include <fmt/format.h>
+
+#include <boost/asio/post.hpp>
+#include <variant>
+
+#include "bmc/redfish_protocol.h"
+
+namespace switchyard::bmc {
+
+using namespace redfish_protocol;
+
+namespace {
+
+// A ComputerSystem create body (POST /Systems, or a ComposeSystem stanza's Request) as a compose request,
+// or the Redfish error to answer. `fallbackName` names the system when the body does not (a stanza id).
+std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, const std::string& fallbackName) {
+  auto bad = [](const std::string& id, const std::string& message) { return error(http::status::bad_request, std::string(kBase) + id, message); };
+  if (!body.is_object()) return bad("MalformedJSON", "the request body is not a JSON object");
+  for (const auto& [key, value] : body.items())
+    if (key != "Name" && key != "Links" && key != "Processors" && key != "Description" && key.rfind("@Redfish.", 0) != 0)
+      return bad("PropertyUnknown", fmt::format("the property {} is unknown or cannot be set on create", key));
+  if (!body.contains("Name") && fallbackName.empty()) return bad("PropertyMissing", "the property Name is required to compose a system");
+  if (body.contains("Name") && !body["Name"].is_string()) return bad("PropertyValueTypeError", "Name must be a string");
+  ComposeRequest request{body.contains("Name") ? body["Name"].get<std::string>() : fallbackName, {}, {}};
+  const std::string blocksPrefix = std::string(kRoot) + "/CompositionService/ResourceBlocks/";
+  if (body.contains("Links")) {
+    const json& links = body["Links"];
+    if (!links.is_object() || !links.contains("ResourceBlocks") || !links["ResourceBlocks"].is_array())
+      return bad("PropertyValueTypeError", "Links.ResourceBlocks must be an array of {\"@odata.id\": ...}");
+    for (const auto& block : links["ResourceBlocks"]) {
+      if (!block.is_object() || !block.contains("@odata.id") || !block["@odata.id"].is_string())
+        return bad("PropertyValueTypeError", "each of Links.ResourceBlocks must be {\"@odata.id\": \"/redfish/v1/CompositionService/ResourceBlocks/ID\"}");
+      const std::string uri = block["@odata.id"].get<std::string>();
+      if (uri.rfind(blocksPrefix, 0) != 0)
+        return error(http::status::bad_request, std::string(kComposition) + "ResourceBlockInvalid", fmt::format("{} is not a resource block", uri));
+      request.placement.devices.push_back(uri.substr(blocksPrefix.size()));
+    }
+  }
+  if (body.contains("Processors")) {
+    const json& processors = body["Processors"];
+    if (!processors.is_object() || !processors.contains("Members") || !processors["Members"].is_array() || processors["Members"].size() != 1)
+      return bad("PropertyValueTypeError", "Processors.Members must hold one requirement {\"@Redfish.RequestedCount\": N, \"ProcessorType\": \"GPU\"}");
+    const json& want = processors["Members"][0];
+    if (!want.is_object() || !want.contains("@Redfish.RequestedCount") || !want["@Redfish.RequestedCount"].is_number_integer())
+      return bad("PropertyValueTypeError", "@Redfish.RequestedCount must be an integer");
+    if (!want.value("ProcessorType", json("GPU")).is_string() || want.value("ProcessorType", json("GPU")) != "GPU")
+      return bad("PropertyValueError", "only ProcessorType GPU can be composed");
+    request.placement.gpuCount = want["@Redfish.RequestedCount"].get<int>();
+    if (want.contains("Model") && want["Model"].is_string()) request.placement.model = want["Model"].get<std::string>();
+  }
+  if (request.placement.devices.empty() && request.placement.gpuCount == 0)
+    return bad("PropertyMissing", "name resource blocks in Links.ResourceBlocks, or ask for Processors with @Redfish.RequestedCount");
+  return request;
+}
+
+}  // namespace
+
+// Specific composition names the host by its ComputerSystem block among the blocks: on the control thread.
+Result<ComposeRequest> RedfishService::resolveHost(ComposeRequest request) {
+  if (request.placement.devices.empty()) return request;
+  SY_ASSIGN(auto hosts, engine_.listHosts());
+  std::vector<DeviceId> devices;
+  for (const auto& id : request.placement.devices) {
+    const bool isHost = std::any_of(hosts.begin(), hosts.end(), [&](const HostView& h) { return h.host.id == id; });
+    if (!isHost) {
+      devices.push_back(id);
+      continue;
+    }
+    if (request.placement.host) return fail(Code::kInvalidArgument, "name one ComputerSystem resource block (the host), not several");
+    request.placement.host = id;
+  }
+  if (!request.placement.host)
+    return fail(Code::kInvalidArgument, "specific composition needs the host's ComputerSystem resource block among Links.ResourceBlocks");
+  request.placement.devices = devices;
+  return request;
+}
+
+void RedfishService::startChange(const std::shared_ptr<Call>& call, std::function<Result<Operation>()> change, bool composing) {
+  engine_.async<Operation>(std::move(change), [this, call, composing](Result<Operation> op) {
+    boost::asio::post(work_, [call, composing, op = std::move(op)] { call->reply(op ? accepted(*op) : engineError(op.error(), composing)); });
+  });
+}
+
+void RedfishService::startCompose(const std::shared_ptr<Call>& call, ComposeRequest request) {
+  startChange(
+      call,
+      [this, caller = call->caller, request]() -> Result<Operation> {
+        SY_ASSIGN(ComposeRequest resolved, resolveHost(request));
+        return engine_.compose(caller, resolved);
+      },
+      true);
+}
+
+Result<void> RedfishService::checkSystemTag(const std::string& id, const std::string& tag) {
+  if (tag.empty()) return {};
+  PoolView v;
+  SY_ASSIGN(v.hosts, engine_.listHosts());
+  SY_ASSIGN(auto system, engine_.getSystem(id));
+  v.systems.push_back(std::move(system));
+  if (etagOf(computerSystem(v, id)) != tag) return fail(staleTag(id, tag));
+  return {};
+}
+
+void RedfishService::compose(const std::shared_ptr<Call>& call) {
+  const json body = json::parse(call->request->body(), nullptr, false);
+  if (body.is_discarded()) return call->reply(error(http::status::bad_request, std::string(kBase) + "MalformedJSON", "the request body is not JSON"));
+  auto parsed = parseSystemRequest(body, {});
+  if (auto* res = std::get_if<HttpResponse>(&parsed)) return call->reply(std::move(*res));
+  startCompose(call, std::move(std::get<ComposeRequest>(parsed)));
+}
+
+void RedfishService::composeAction(const std::shared_ptr<Call>& call) {
+  auto bad = [&](const std::string& id, const std::string& message) { call->reply(error(http::status::bad_request, id, message)); };
+  const json body = json::parse(call->request->body(), nullptr, false);
+  if (body.is_discarded() || !body.is_object()) return bad(std::string(kBase) + "MalformedJSON", "the request body is not a JSON object");
+  for (const auto& [key, value] : body.items())
+    if (key != "RequestFormat" && key != "RequestType" && key != "Manifest" && key != "ReservationId")
+      return bad(std::string(kBase) + "ActionParameterUnknown", fmt::format("CompositionService.Compose has no parameter {}", key));
+  if (!body.contains("RequestFormat") || body["RequestFormat"] != "Manifest")
+    return bad(std::string(kBase) + "ActionParameterMissing", "RequestFormat must be \"Manifest\"");
+  const std::string type = body.contains("RequestType") && body["RequestType"].is_string() ? body["RequestType"].get<std::string>() : "";
+  if (type != "Preview" && type != "Apply")
+    return bad(std::string(kBase) + "ActionParameterNotSupported",
+               fmt::format("RequestType {} is not supported: use Preview or Apply (PreviewReserve needs reservations, not built yet)",
+                           type.empty() ? "(missing)" : type));
+  if (body.contains("ReservationId")) return bad(std::string(kBase) + "ActionParameterNotSupported", "reservations are not supported yet");
+  if (!body.contains("Manifest") || !body["Manifest"].is_object() || !body["Manifest"].contains("Stanzas") || !body["Manifest"]["Stanzas"].is_array() ||
+      body["Manifest"]["Stanzas"].empty())
+    return bad(std::string(kComposition) + "EmptyManifest", "the manifest has no stanzas");
+  const json& stanzas = body["Manifest"]["Stanzas"];
+  // A manifest is applied whole or not at all; with one system per stanza that is one stanza per request.
+  if (stanzas.size() != 1)
+    return bad(std::string(kComposition) + "UnableToProcessStanzaRequest", "one ComposeSystem stanza per manifest is supported");
+  const json& stanza = stanzas[0];
+  if (!stanza.is_object() || stanza.value("StanzaType", json("")) != "ComposeSystem" || !stanza.contains("Request"))
+    return bad(std::string(kComposition) + "UnableToProcessStanzaRequest", "a stanza needs StanzaType ComposeSystem and a Request");
+  const std::string stanzaId = stanza.contains("StanzaId") && stanza["StanzaId"].is_string() ? stanza["StanzaId"].get<std::string>() : "";
+  auto parsed = parseSystemRequest(stanza["Request"], stanzaId);
+  if (auto* res = std::get_if<HttpResponse>(&parsed)) return call->reply(std::move(*res));
+  ComposeRequest request = std::move(std::get<ComposeRequest>(parsed));
+  if (type == "Apply") return startCompose(call, std::move(request));
+  // Preview: what Apply would compose now, changing nothing.
+  engine_.async<PlacementDecision>(
+      [this, request]() -> Result<PlacementDecision> {
+        SY_ASSIGN(ComposeRequest resolved, resolveHost(request));
+        return engine_.plan(resolved.placement);
+      },
+      [this, call, body, name = request.name](Result<PlacementDecision> decision) {
+        boost::asio::post(work_, [call, body, name, decision = std::move(decision)] {
+          if (!decision) return call->reply(engineError(decision.error(), true));
+          if (!decision->placement) return call->reply(engineError(*decision->error, true));
+          json blocks = json::array({{{"@odata.id", std::string(kRoot) + "/CompositionService/ResourceBlocks/" + decision->placement->hostId}}});
+          for (const auto& d : decision->placement->devices)
+            blocks.push_back({{"@odata.id", std::string(kRoot) + "/CompositionService/ResourceBlocks/" + d.deviceId}});
+          json answer = body;
+          answer["Manifest"]["Stanzas"][0]["Response"] = {{"Name", name},
+                                                          {"SystemType", "Composed"},
+                                                          {"Description", decision->placement->explanation},
+                                                          {"Links", {{"ResourceBlocks", blocks}}}};
+          call->reply(respond(http::status::ok, answer));
+        });
+      });
+}
+
+void RedfishService::decompose(const std::shared_ptr<Call>& call, const std::string& id) {
+  // If-Match guards against deleting a system that changed since the client read it.
+  const std::string ifMatch((*call->request)[http::field::if_match]);
+  startChange(
+      call,
+      [this, caller = call->caller, id, ifMatch]() -> Result<Operation> {
+        SY_TRY(checkSystemTag(id, ifMatch));
+        return engine_.decompose(caller, id);
+      },
+      false);
+}
+
+void RedfishService::changeBlocks(const std::shared_ptr<Call>& call, const std::string& id, bool add) {
+  auto bad = [&](const std::string& messageId, const std::string& message) {
+    call->reply(error(http::status::bad_request, std::string(kBase) + messageId, message));
+  };
+  const json body = json::parse(call->request->body(), nullptr, false);
+  if (body.is_discarded() || !body.is_object()) return bad("MalformedJSON", "the request body is not a JSON object");
+  for (const auto& [key, value] : body.items())
+    if (key != "ResourceBlock" && key != "ResourceBlockETag" && key != "ComputerSystemETag")
+      return bad("ActionParameterUnknown", fmt::format("the action has no parameter {}", key));
+  if (!body.contains("ResourceBlock") || !body["ResourceBlock"].is_object() || !body["ResourceBlock"].contains("@odata.id") ||
+      !body["ResourceBlock"]["@odata.id"].is_string())
+    return bad("ActionParameterMissing", "ResourceBlock ({\"@odata.id\": \"/redfish/v1/CompositionService/ResourceBlocks/ID\"}) is required");
+  const std::string uri = body["ResourceBlock"]["@odata.id"].get<std::string>();
+  const std::string prefix = std::string(kRoot) + "/CompositionService/ResourceBlocks/";
+  if (uri.rfind(prefix, 0) != 0)
+    return call->reply(error(http::status::bad_request, std::string(kComposition) + "ResourceBlockInvalid", fmt::format("{} is not a resource block", uri)));
+  const std::string device = uri.substr(prefix.size());
+  const std::string systemTag = body.contains("ComputerSystemETag") && body["ComputerSystemETag"].is_string() ? body["ComputerSystemETag"].get<std::string>() : "";
+  startChange(
+      call,
+      [this, caller = call->caller, id, device, add, systemTag]() -> Result<Operation> {
+        SY_TRY(checkSystemTag(id, systemTag));
+        if (!add) return engine_.detach(caller, DetachRequest{id, {device}, {}, {}});
+        AttachRequest request{id, {}};
+        request.placement.devices = {device};
+        return engine_.attach(caller, request);
+      },
+      true);
+}
+
+void RedfishService::taskMonitor(const std::shared_ptr<Call>& call, const std::string& id) {
+  engine_.async<Operation>([this, id] { return engine_.getOperation(id); },
+                           [this, call](Result<Operation> op) {
+                             if (!op) {
+                               return boost::asio::post(work_, [call, e = op.error()] { call->reply(engineError(e, false)); });
+                             }
+                             if (!op->finished()) {
+                               return boost::asio::post(work_, [call, op = std::move(*op)] {
+                                 HttpResponse res = accepted(op);
+                                 res.set(http::field::retry_after, "1");
+                                 call->reply(std::move(res));
+                               });
+                             }
+                             if (op->state != OperationState::kSucceeded) {
+                               return boost::asio::post(work_, [call, op = std::move(*op)] {
+                                 call->reply(error(http::status::internal_server_error, std::string(kBase) + "GeneralError",
+                                                   fmt::format("{} failed and was rolled back: {}", op.id, op.error)));
+                               });
+                             }
+                             if (op->kind == OperationKind::kDecompose) {
+                               return boost::asio::post(work_, [call] { call->reply(respond(http::status::no_content, nullptr)); });
+                             }
+                             // A finished compose (or attach) answers as the original request would have: the system.
+                             withView(call, kHosts | kSystems, [systemId = op->systemId, created = op->kind == OperationKind::kCompose](const PoolView& v) {
+                               const json system = computerSystem(v, systemId);
+                               HttpResponse res = respond(created ? http::status::created : http::status::ok, system);
+                               res.set(http::field::location, std::string(kRoot) + "/Systems/" + systemId);
+                               return res;
+                             });
+                           });
+}
+
+
+}  // namespace switchyard::bmc

@@ -1,0 +1,84 @@
+#include "bmc/redfish_protocol.h"
+
+#include <fmt/format.h>
+
+namespace switchyard::bmc::redfish_protocol {
+
+namespace {
+// The message every stale-tag error starts with, so it is recognised from one place.
+constexpr std::string_view kStalePrefix = "stale ETag: ";
+std::string etagOfText(const std::string& bytes) { return fmt::format("W/\"{:016x}\"", std::hash<std::string>{}(bytes)); }
+}  // namespace
+
+HttpResponse respond(http::status status, const json& body, const std::string& allow) {
+  HttpResponse res{status, 11};
+  res.set("OData-Version", "4.0");
+  res.set(http::field::cache_control, "no-cache");
+  if (!allow.empty()) res.set(http::field::allow, allow);
+  if (!body.is_null()) {
+    res.set(http::field::content_type, "application/json;charset=utf-8");
+    res.body() = text(body);
+  }
+  return res;
+}
+
+HttpResponse error(http::status status, const std::string& id, const std::string& message, const std::string& allow) {
+  return respond(status, errorBody(id, message), allow);
+}
+
+std::string etagOf(const json& body) { return etagOfText(text(body)); }
+
+HttpResponse resource(const json& body, const std::string& allow) {
+  if (body.is_null()) return error(http::status::not_found, std::string(kBase) + "ResourceNotFound", "no such resource");
+  HttpResponse res = respond(http::status::ok, body, allow);  // serialized once: the ETag is the hash of these bytes
+  res.set(http::field::etag, etagOfText(res.body()));
+  return res;
+}
+
+HttpResponse engineError(const Error& e, bool composing) {
+  switch (e.code) {
+    case Code::kInvalidArgument: return error(http::status::bad_request, std::string(kBase) + "PropertyValueError", e.message);
+    case Code::kNotFound:
+      return composing ? error(http::status::bad_request, std::string(kComposition) + "ResourceBlockNotFound", e.message)
+                       : error(http::status::not_found, std::string(kBase) + "ResourceNotFound", e.message);
+    case Code::kAlreadyExists: return error(http::status::conflict, std::string(kBase) + "ResourceAlreadyExists", e.message);
+    case Code::kFailedPrecondition:
+      return error(http::status::conflict, std::string(composing ? kComposition : kBase) + (composing ? "ResourceBlockInUse" : "ResourceInUse"),
+                   e.message);
+    case Code::kResourceExhausted: return error(http::status::bad_request, std::string(kComposition) + "NoResourceMatch", e.message);
+    case Code::kUnavailable:
+    case Code::kAborted: {
+      if (isStaleTag(e)) return error(http::status::precondition_failed, std::string(kBase) + "PreconditionFailed", e.message);
+      HttpResponse res = error(http::status::service_unavailable, std::string(kBase) + "ServiceTemporarilyUnavailable", e.message);
+      res.set(http::field::retry_after, "5");
+      return res;
+    }
+    default: return error(http::status::internal_server_error, std::string(kBase) + "InternalError", e.message);
+  }
+}
+
+HttpResponse accepted(const Operation& op) {
+  HttpResponse res = respond(http::status::accepted, task(op));
+  res.set(http::field::location, taskMonitorUri(op.id));
+  return res;
+}
+
+std::vector<std::string> split(const std::string& path) {
+  std::vector<std::string> out;
+  std::size_t start = 1;
+  while (start <= path.size()) {
+    const auto slash = path.find('/', start);
+    out.push_back(path.substr(start, slash == std::string::npos ? std::string::npos : slash - start));
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return out;
+}
+
+Error staleTag(const std::string& id, const std::string& tag) {
+  return Error{Code::kAborted, fmt::format("{}{} changed since ETag {}", kStalePrefix, id, tag)};
+}
+
+bool isStaleTag(const Error& e) { return e.code == Code::kAborted && std::string_view(e.message).starts_with(kStalePrefix); }
+
+}  // namespace switchyard::bmc::redfish_protocol

@@ -1,0 +1,49 @@
+// The Redfish protocol pieces every handler of the service uses: responses with the headers Redfish
+// asks for, error bodies with registry message ids, ETags, engine errors as HTTP, and the per-request
+// state handlers share (RedfishService::Call).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bmc/redfish_service.h"
+
+namespace switchyard::bmc {
+
+inline constexpr const char* kBase = "Base.1.22.";
+inline constexpr const char* kComposition = "Composition.1.1.";
+
+struct RedfishService::Call {
+  std::string method;
+  std::string path;  // without query or trailing slash
+  std::string query;
+  const HttpRequest* request = nullptr;  // valid until the reply is sent
+  Caller caller;
+  Reply reply;
+  OpenStream openStream;
+};
+
+namespace redfish_protocol {
+
+namespace http = boost::beast::http;
+
+// A response with OData-Version, Cache-Control and (when given) Allow; a JSON body unless null.
+[[nodiscard]] HttpResponse respond(http::status status, const json& body, const std::string& allow = {});
+[[nodiscard]] HttpResponse error(http::status status, const std::string& id, const std::string& message, const std::string& allow = {});
+// A weak ETag of a body: equal bodies, equal tags.
+[[nodiscard]] std::string etagOf(const json& body);
+// 200 with the body and its ETag, or 404 when the body is null.
+[[nodiscard]] HttpResponse resource(const json& body, const std::string& allow);
+// An engine error as a Redfish error; `composing` picks the Composition registry's words.
+[[nodiscard]] HttpResponse engineError(const Error& e, bool composing);
+// 202 Accepted with the operation as a Task and Location: its task monitor.
+[[nodiscard]] HttpResponse accepted(const Operation& op);
+// "/a/b/c" -> {"a", "b", "c"}
+[[nodiscard]] std::vector<std::string> split(const std::string& path);
+
+// An If-Match (or ComputerSystemETag) guard that no longer matches: answered 412, not as an engine error.
+[[nodiscard]] Error staleTag(const std::string& id, const std::string& tag);
+[[nodiscard]] bool isStaleTag(const Error& e);
+
+}  // namespace redfish_protocol
+}  // namespace switchyard::bmc
