@@ -10,6 +10,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libpci-dev pciutils
   gnuplot-nox libglpk-dev
   python3-minimal python3-jsonschema redfishtool libssl-dev wrk
 )

@@ -1,0 +1,63 @@
+// A sysfs tree for host-side tests, built from a recorded `lspci -xxxx` dump: for each function
+// <root>/bus/pci/devices/<address>/ with its binary `config` (what libpci's sysfs method reads), a
+// `driver` link into <root>/bus/pci/drivers/<name>/ when one is given, and `numa_node`. The agent's
+// writes (rescan, remove, driver unbind) land in files here, where the test can read them back.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace switchyard::testing {
+
+struct FakeFunction {
+  std::string address;  // "0000:12:00.0"
+  std::vector<unsigned char> config;
+};
+
+// The functions of a dump, in its order; lines that are neither a header nor "offset: bytes" are skipped.
+inline std::vector<FakeFunction> readDump(const std::filesystem::path& dump) {
+  std::ifstream in(dump);
+  std::vector<FakeFunction> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.size() > 13 && line[4] == ':' && line[7] == ':' && line[10] == '.') {
+      out.push_back({line.substr(0, 12), {}});
+    } else if (!out.empty() && line.find(": ") != std::string::npos) {
+      std::istringstream bytes(line.substr(line.find(": ") + 2));
+      std::string byte;
+      while (bytes >> byte) out.back().config.push_back(static_cast<unsigned char>(std::stoul(byte, nullptr, 16)));
+    }
+  }
+  return out;
+}
+
+inline void writeFile(const std::filesystem::path& file, const std::string& text) {
+  std::filesystem::create_directories(file.parent_path());
+  std::ofstream(file) << text;
+}
+
+// Builds the tree; `drivers` maps an address to the driver bound to it, `numaNode` applies to all.
+inline void writeFakeSysfs(const std::filesystem::path& root, const std::filesystem::path& dump,
+                           const std::map<std::string, std::string>& drivers = {}, int numaNode = 0) {
+  const auto pci = root / "bus/pci";
+  std::filesystem::create_directories(pci / "devices");
+  writeFile(pci / "rescan", "");
+  for (const auto& f : readDump(dump)) {
+    const auto dir = pci / "devices" / f.address;
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "config", std::ios::binary).write(reinterpret_cast<const char*>(f.config.data()), static_cast<std::streamsize>(f.config.size()));
+    writeFile(dir / "numa_node", std::to_string(numaNode) + "\n");
+    writeFile(dir / "remove", "");
+    if (auto it = drivers.find(f.address); it != drivers.end()) {
+      const auto driverDir = pci / "drivers" / it->second;
+      writeFile(driverDir / "unbind", "");
+      std::filesystem::create_directory_symlink(std::filesystem::path("../../drivers") / it->second, dir / "driver");
+    }
+  }
+}
+
+}  // namespace switchyard::testing
