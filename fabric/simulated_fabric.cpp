@@ -245,4 +245,11 @@ Result<void> SimulatedFabric::saveStateLocked() const {
   return {};
 }
 
+std::optional<PortId> SimulatedFabric::routedPort(const DeviceId& device) const {
+  std::lock_guard lock(mutex_);
+  auto it = bindings_.find(device);
+  if (it == bindings_.end()) return std::nullopt;
+  return it->second;
+}
+
 }  // namespace switchyard

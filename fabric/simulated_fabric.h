@@ -52,6 +52,9 @@ class SimulatedFabric final : public FabricDriver {
   // Changes a device's health as a switch's monitor would, and raises an event.
   [[nodiscard]] Result<void> setDeviceHealth(const DeviceId& device, DeviceHealth health);
   [[nodiscard]] std::uint64_t callCount() const;
+  // What the switch routes now, with no call latency or fault: the simulated hardware's own state, which
+  // the simulated hosts (simulated_hosts.h) see.
+  [[nodiscard]] std::optional<PortId> routedPort(const DeviceId& device) const;
 
  private:
   SimulatedFabric(Topology topology, Clock& clock, SimulatedFabricOptions options);

@@ -81,6 +81,11 @@ CREATE TABLE operation_gpu_shares (
   operation_id TEXT NOT NULL REFERENCES operations(id), position INTEGER NOT NULL, share_id INTEGER NOT NULL,
   device_id TEXT NOT NULL, milli INTEGER NOT NULL, PRIMARY KEY (operation_id, position));
 )sql"},
+      {8, "devices as the host side saw them: host PCI address and GPU UUID", R"sql(
+CREATE TABLE system_host_devices (
+  system_id TEXT NOT NULL REFERENCES systems(id), device_id TEXT NOT NULL, pci_address TEXT NOT NULL, uuid TEXT NOT NULL,
+  PRIMARY KEY (system_id, device_id));
+)sql"},
   };
   return kMigrations;
 }

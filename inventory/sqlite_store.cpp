@@ -159,7 +159,14 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
     SY_TRY(ins.bind(1, s.id).bind(2, s.bindings[i].deviceId).bind(3, s.bindings[i].upstreamPortId).bind(4, static_cast<int>(i)).run());
   }
   SY_TRY(writeGpuInstances("system_gpu_instances", s.id, s.gpuInstances));
-  return writeGpuShares("system_gpu_shares", s.id, s.gpuShares);
+  SY_TRY(writeGpuShares("system_gpu_shares", s.id, s.gpuShares));
+  SY_ASSIGN(auto delHost, db_->prepare("DELETE FROM system_host_devices WHERE system_id = ?1"));
+  SY_TRY(delHost.bind(1, s.id).run());
+  for (const auto& h : s.hostDevices) {
+    SY_ASSIGN(auto ins, db_->prepare("INSERT INTO system_host_devices VALUES (?1, ?2, ?3, ?4)"));
+    SY_TRY(ins.bind(1, s.id).bind(2, h.deviceId).bind(3, h.pciAddress).bind(4, h.uuid).run());
+  }
+  return {};
 }
 
 Result<void> SqliteStore::writeGpuShares(std::string_view table, const std::string& owner, const std::vector<GpuShare>& shares) {
@@ -352,6 +359,13 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
     d.reset();
     SY_ASSIGN(s.gpuInstances, loadGpuInstances("system_gpu_instances", s.id));
     SY_ASSIGN(s.gpuShares, loadGpuShares("system_gpu_shares", s.id));
+    SY_ASSIGN(auto h, db_->prepare("SELECT device_id, pci_address, uuid FROM system_host_devices WHERE system_id = ?1 ORDER BY device_id"));
+    h.bind(1, s.id);
+    while (true) {
+      SY_ASSIGN(bool row, h.step());
+      if (!row) break;
+      s.hostDevices.push_back({h.text(0), h.text(1), h.text(2)});
+    }
   }
   return out;
 }
@@ -510,6 +524,7 @@ Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy, WriterEpoc
   const std::string oldSystems = "SELECT id FROM systems WHERE state IN ('decomposed', 'failed') AND number <= "
                                  "(SELECT MAX(number) FROM systems) - ?1 ORDER BY number LIMIT ?2";
   SY_TRY(run("DELETE FROM system_devices WHERE system_id IN (" + oldSystems + ")", keepOperations));
+  SY_TRY(run("DELETE FROM system_host_devices WHERE system_id IN (" + oldSystems + ")", keepOperations));
   SY_TRY(run("DELETE FROM system_gpu_instances WHERE system_id IN (" + oldSystems + ")", keepOperations));
   SY_TRY(run("DELETE FROM system_gpu_shares WHERE system_id IN (" + oldSystems + ")", keepOperations));
   SY_ASSIGN(report.systems, run("DELETE FROM systems WHERE id IN (" + oldSystems + ")", keepOperations));

@@ -189,6 +189,11 @@ void toProto(const System& s, pb::System& out) {
     auto* pbb = out.add_bindings();
     pbb->set_device_id(b.deviceId);
     pbb->set_upstream_port_id(b.upstreamPortId);
+    for (const auto& h : s.hostDevices)
+      if (h.deviceId == b.deviceId) {
+        pbb->set_host_pci_address(h.pciAddress);
+        pbb->set_uuid(h.uuid);
+      }
   }
   out.set_tenant(s.tenant);
   for (const auto& [k, v] : s.labels) (*out.mutable_labels())[k] = v;

@@ -50,6 +50,8 @@ struct EngineOptions {
   int driverThreads = 256;  // the most switch calls in flight at once (a thread each, started as needed)
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
   std::chrono::milliseconds switchCallTimeout{60'000};  // a switch call not answered by then is kDeadlineExceeded
+  // A host call (admit: rescan and wait for the devices; release) not done by then is kDeadlineExceeded.
+  std::chrono::milliseconds hostCallTimeout{30'000};
   std::chrono::milliseconds fabricPollInterval{1000};
   std::chrono::milliseconds reconcileInterval{30'000};  // compare with the fabric while running; 0: only at start
   RetentionPolicy retention;                      // history kept in the store
@@ -118,6 +120,10 @@ class Engine {
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
+
+  // The host side (fabric/host_agents.h): whose policy decides which hosts get host steps. Set before
+  // start(). Without one every host trusts the fabric (engine tests that are about the switch).
+  void useHostAgents(HostAgents& hosts) { hosts_ = &hosts; }
 
   // Loads the store, merges the fabric's inventory, resumes or rolls back unfinished operations,
   // waits for them, then reconciles the store against the fabric's real bindings.
@@ -222,7 +228,10 @@ class Engine {
   void advance(const OperationId& id, Mutation carried = {});
   // Runs step `step` of the operation on a driver thread; its result comes back to the control thread.
   void dispatch(const OperationId& id, std::size_t step);
-  void onStepResult(const OperationId& id, std::size_t step, Result<void> result);
+  void onStepResult(const OperationId& id, std::size_t step, Result<StepReport> result);
+  void recordSuccess(const Operation& op, const Step& step, const StepKind& kind, const StepReport& report, Mutation& m);
+  // The host's policy; compose, attach, decompose and detach on a host whose policy is unset are refused.
+  [[nodiscard]] Result<HostPolicy> hostPolicy(const HostId& host) const;
   void failForward(Operation& op, std::size_t step, const Error& error, Mutation& m);
   void runLocalStep(Operation& op, std::size_t step, const StepKind& kind, Mutation& m);
   void finish(Operation& op, Mutation& m);
@@ -255,6 +264,7 @@ class Engine {
   void scheduleReconcile();
 
   FabricDriver& driver_;
+  HostAgents* hosts_ = nullptr;
   Store& store_;
   Clock& clock_;
   EngineOptions options_;

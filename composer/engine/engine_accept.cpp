@@ -57,25 +57,30 @@ Result<void> validateName(const std::string& name) {
   return {};
 }
 
-// reserve (done at acceptance), bind every device in one switch call, verify, commit. An attach whose MIG
-// instances all fit on GPUs the system already has binds nothing: reserve, commit.
-std::vector<Step> bindSteps(const std::vector<PlacedDevice>& devices) {
+// reserve (done at acceptance), bind every device in one switch call, verify, host-admit when the host
+// takes devices through its host side, commit. An attach whose MIG instances all fit on GPUs the system
+// already has binds nothing: reserve, commit.
+std::vector<Step> bindSteps(const std::vector<PlacedDevice>& devices, HostPolicy policy) {
   std::vector<Binding> bindings;
   for (const auto& d : devices) bindings.push_back({d.deviceId, d.upstreamPortId});
   std::vector<Step> steps{makeStep(step::kReserve)};
   steps.front().state = StepState::kDone;
   if (!bindings.empty()) {
-    steps.push_back(makeStep(step::kBind, std::move(bindings)));
+    steps.push_back(makeStep(step::kBind, bindings));
     steps.push_back(makeStep(step::kVerify));
+    if (hasHostSteps(policy)) steps.push_back(makeStep(step::kHostAdmit, std::move(bindings)));
   }
   steps.push_back(makeStep(step::kCommit));
   return steps;
 }
 
-// unbind the devices in one switch call (none: no call), release.
-std::vector<Step> unbindSteps(std::vector<Binding> bindings) {
+// host-release when the host has a host side, unbind the devices in one switch call (none: no call), release.
+std::vector<Step> unbindSteps(std::vector<Binding> bindings, HostPolicy policy) {
   std::vector<Step> steps;
-  if (!bindings.empty()) steps.push_back(makeStep(step::kUnbind, std::move(bindings)));
+  if (!bindings.empty()) {
+    if (hasHostSteps(policy)) steps.push_back(makeStep(step::kHostRelease, bindings));
+    steps.push_back(makeStep(step::kUnbind, std::move(bindings)));
+  }
   steps.push_back(makeStep(step::kRelease));
   return steps;
 }
@@ -106,6 +111,7 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
     return fail(*decision.error);
   }
   const Placement& placement = *decision.placement;
+  SY_ASSIGN(const HostPolicy policy, hostPolicy(placement.hostId));
 
   System system;
   system.id = fmt::format("sys-{:06}", lastSystemNumber_ + 1);
@@ -123,7 +129,7 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
     op.gpuShares.push_back({1, placement.devices.front().deviceId, shareMilli});
     op.explanation = fmt::format("share {} on a fresh GPU: {}", switchyard::describe(op.gpuShares.front()), placement.explanation);
   }
-  op.steps = bindSteps(placement.devices);
+  op.steps = bindSteps(placement.devices, policy);
   op.steps.front().finishedAt = op.createdAt;
 
   Mutation m;
@@ -164,11 +170,23 @@ Result<System> idleSystem(const PoolState& state, const std::string& idOrName) {
 
 }  // namespace
 
+Result<HostPolicy> Engine::hostPolicy(const HostId& host) const {
+  if (hosts_ == nullptr) return HostPolicy::kTrustFabric;
+  const HostPolicy policy = hosts_->policy(host);
+  if (policy == HostPolicy::kUnset)
+    return fail(Code::kFailedPrecondition,
+                fmt::format("host {} has no host-side policy: start yard-agent on it, or choose one for it with `yardd --host-policy "
+                            "{}=trust-fabric` (or bmc-reset)",
+                            host, host));
+  return policy;
+}
+
 Result<Operation> Engine::acceptDecompose(const Caller& caller, const std::string& idOrName) {
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, idOrName));
+  SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
   Operation op = newOperation(OperationKind::kDecompose, system, caller);
-  op.steps = unbindSteps(system.bindings);
+  op.steps = unbindSteps(system.bindings, policy);
   system.state = SystemState::kDecomposing;
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;
@@ -180,6 +198,7 @@ Result<Operation> Engine::acceptDecompose(const Caller& caller, const std::strin
 Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest& request) {
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, request.system));
+  SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
   PlacementRequest placement = request.placement;
   placement.host = system.hostId;
   placement.hostMayHaveSystem = true;
@@ -208,7 +227,7 @@ Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest
     op.gpuShares.push_back({nextShareId(system.gpuShares), device, shareMilli});
     if (!sharePlan->onBound) op.explanation = fmt::format("{}; {}", sharePlan->explanation, decision.placement->explanation);
   }
-  op.steps = bindSteps(decision.placement->devices);
+  op.steps = bindSteps(decision.placement->devices, policy);
   op.steps.front().finishedAt = op.createdAt;
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;
@@ -230,6 +249,7 @@ Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest
   SY_ASSIGN(System system, idleSystem(*state_, request.system));
   if (request.devices.empty() && request.gpuInstances.empty() && request.gpuShares.empty())
     return fail(Code::kInvalidArgument, "name at least one device, MIG instance or GPU share to detach");
+  SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
   Operation op = newOperation(OperationKind::kDetach, system, caller);
   std::set<DeviceId> unbound;
   for (const auto& device : request.devices) {
@@ -278,7 +298,7 @@ Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest
   std::vector<Binding> leaving;
   for (const auto& b : system.bindings)
     if (unbound.contains(b.deviceId)) leaving.push_back(b);
-  op.steps = unbindSteps(std::move(leaving));
+  op.steps = unbindSteps(std::move(leaving), policy);
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;
   Mutation m;

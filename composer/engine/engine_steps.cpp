@@ -99,8 +99,8 @@ void Engine::dispatch(const OperationId& id, std::size_t step) {
   ++stepCallsInFlight_;
   const Operation& op = active_.at(id);
   driverPool_->post([this, id, step, snapshot = op, kind = &kindOf(op.steps[step])] {
-    StepTargets targets{driver_, {options_.switchCallTimeout}};
-    Result<void> result = kind->call(targets, snapshot, snapshot.steps[step]);
+    StepTargets targets{driver_, {options_.switchCallTimeout}, hosts_, {options_.hostCallTimeout}};
+    Result<StepReport> result = kind->call(targets, snapshot, snapshot.steps[step]);
     asio::post(*control_, [this, id, step, result = std::move(result)] {
       --driverCallsInFlight_;
       --stepCallsInFlight_;
@@ -110,7 +110,7 @@ void Engine::dispatch(const OperationId& id, std::size_t step) {
   });
 }
 
-void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void> result) {
+void Engine::onStepResult(const OperationId& id, std::size_t index, Result<StepReport> result) {
   auto it = active_.find(id);
   if (it == active_.end()) return;
   Operation& op = it->second;
@@ -124,12 +124,11 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void>
     step.state = StepState::kDone;
     step.finishedAt = op.updatedAt;
     step.message.clear();
-    StepEffects effects(emitInto(m.events, op.requestedBy.identity));
-    kind.succeeded(effects, op, step);
+    recordSuccess(op, step, kind, *result, m);
   } else {
     const Error& error = result.error();
-    const bool mustConverge = step.compensation || kind.retry() == RetryClass::kConverge;
-    if (mustConverge && retryable(error.code) && step.attempts < options_.maxStepAttempts && !halted_) {
+    const bool again = step.compensation ? retryable(error.code) : kind.retries(error);
+    if (again && step.attempts < options_.maxStepAttempts && !halted_) {
       step.message = fmt::format("attempt {} failed: {}; retrying", step.attempts, error.message);
       spdlog::warn("{}: {}: {}", op.id, describe(step), step.message);
       m.writes.emplace_back(PutOperation{op, false, {index}});
@@ -151,6 +150,8 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<void>
         spdlog::error("{}: {}", op.id, q.owner);
       }
     } else {
+      StepEffects effects(emitInto(m.events, op.requestedBy.identity));
+      kind.failed(effects, op, step, error);
       failForward(op, index, error, m);
       m.writes.emplace_back(PutOperation{op});  // skipped and appended undo steps: the whole log
       advance(id, std::move(m));
@@ -174,7 +175,7 @@ void Engine::failForward(Operation& op, std::size_t index, const Error& error, M
 
   // A failed call may have been applied in part unless the switch said it changed nothing (a timed-out
   // call in particular): undo it too. Undo steps are idempotent. Applied steps are undone in reverse.
-  const bool outcomeUnknown = !changedNothing(error.code);
+  const bool outcomeUnknown = kindOf(failed).undoWhenFailed(error);
   std::vector<Step> undo;
   for (std::size_t j = index + 1; j-- > 0;) {
     const Step& s = op.steps[j];
@@ -187,6 +188,23 @@ void Engine::failForward(Operation& op, std::size_t index, const Error& error, M
   }
   for (auto& s : undo) op.steps.push_back(std::move(s));
   m.events.push_back(makeEvent("operation.rolling-back", op.id, op.error, op.requestedBy.identity));
+}
+
+void Engine::recordSuccess(const Operation& op, const Step& step, const StepKind& kind, const StepReport& report, Mutation& m) {
+  const System* system = state_->system(op.systemId);
+  if (!system) {
+    spdlog::critical("{} refers to system {} which is not live", op.id, op.systemId);
+    std::abort();
+  }
+  LocalContext context(emitInto(m.events, op.requestedBy.identity), *state_, *system, m.writes);
+  kind.succeeded(context, op, step, report);
+  // Only a step that changed the system writes it (host-admit: the identities it saw).
+  if (context.system().hostDevices != system->hostDevices) {
+    System updated = context.system();
+    updated.updatedAt = op.updatedAt;
+    state_->putSystem(updated);
+    m.writes.emplace_back(PutSystem{updated});
+  }
 }
 
 void Engine::runLocalStep(Operation& op, std::size_t index, const StepKind& kind, Mutation& m) {

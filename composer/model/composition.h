@@ -51,6 +51,15 @@ struct GpuShare {
   friend bool operator==(const GpuShare&, const GpuShare&) = default;
 };
 
+// What the host's side reported for a device once it saw it: where the host enumerated it and, for GPUs,
+// the UUID the vendor tool prints (`nvidia-smi -L`: "GPU-..."), which orchestrators match devices by.
+struct HostDeviceIdentity {
+  DeviceId deviceId;
+  std::string pciAddress;  // "0000:12:00.0" on the host
+  std::string uuid;        // "" when the host side cannot tell (not a GPU, no vendor tool)
+  friend bool operator==(const HostDeviceIdentity&, const HostDeviceIdentity&) = default;
+};
+
 struct Tenant {
   TenantId id;
   std::string displayName;
@@ -66,6 +75,7 @@ struct System {
   std::vector<Binding> bindings;  // devices in the system, with the upstream port each is bound to
   std::vector<GpuInstance> gpuInstances;  // MIG instances on some of those devices
   std::vector<GpuShare> gpuShares;        // time-sliced shares on some others
+  std::vector<HostDeviceIdentity> hostDevices;  // bound devices the host side verified, as it sees them
   TenantId tenant{kDefaultTenant};
   std::map<std::string, std::string> labels;
   SystemState state = SystemState::kComposing;

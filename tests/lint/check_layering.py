@@ -12,7 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 IO = ["boost/asio", "boost/beast", "grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"]
 ENGINE_DEPS = ["composer/model/", "composer/packing/", "composer/placement/", "composer/engine/",
-               "fabric/fabric_driver.h", "inventory/store.h"]
+               "fabric/fabric_driver.h", "fabric/host_agents.h", "inventory/store.h"]
 
 # folder -> (project include prefixes it may use, include prefixes it must not use). First match wins.
 RULES = [
@@ -25,10 +25,13 @@ RULES = [
     ("fabric/", (["composer/model/", "fabric/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("inventory/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "boost/asio", "google/protobuf", "switchyard/v1/"])),
     ("bmc/", (["composer/model/", "composer/engine/", "composer/packing/", "composer/placement/", "bmc/",
-               "fabric/fabric_driver.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),
+               "fabric/fabric_driver.h", "fabric/host_agents.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),
+    # The host agent (yard-agent) and yardd's client of it: PCI discovery, the host-side interface, gRPC.
+    ("agent/", (["composer/model/", "inventory/pci/", "agent/", "fabric/fabric_driver.h", "fabric/host_agents.h", "switchyard/v1/"],
+                ["sqlite3.h", "composer/engine/"])),
     ("cli/", (["cli/", "switchyard/v1/"], ["composer/", "fabric/", "inventory/", "sqlite3.h", "boost/asio"])),
 ]
-PROJECT = ("composer/", "fabric/", "inventory/", "cli/", "bmc/", "tests/")
+PROJECT = ("composer/", "fabric/", "inventory/", "cli/", "bmc/", "agent/", "tests/")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 
 
@@ -42,7 +45,7 @@ def rule_for(path):
 def main():
     violations = []
     checked = 0
-    files = sorted({f for top in ("composer", "fabric", "inventory", "bmc", "cli") for f in (ROOT / top).glob("**/*")})
+    files = sorted({f for top in ("composer", "fabric", "inventory", "bmc", "cli", "agent") for f in (ROOT / top).glob("**/*")})
     for file in files:
         if file.suffix not in (".h", ".cpp") or not file.is_file():
             continue

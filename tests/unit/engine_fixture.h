@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "composer/engine/engine.h"
+#include "fabric/host_agents.h"
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
@@ -38,7 +39,9 @@ class EngineTest : public ::testing::Test {
     EngineOptions options{.steps = stepKinds_,
                           .switchCallTimeout = switchCallTimeout_,
                           .fabricPollInterval = 0ms, .reconcileInterval = reconcileInterval_, .retention = retention_, .pruneInterval = 0ms};
+    options.hostCallTimeout = hostCallTimeout_;
     engine_ = std::make_unique<Engine>(driver ? *driver : *fabric_, *store_, clock_, options);
+    if (hosts_) engine_->useHostAgents(*hosts_);
     auto report = engine_->start();
     EXPECT_TRUE(report) << report.error().message;
     return report ? *report : RecoveryReport{};
@@ -80,6 +83,8 @@ class EngineTest : public ::testing::Test {
   std::shared_ptr<const StepKindRegistry> stepKinds_;  // null: the built-in step kinds
   std::chrono::milliseconds reconcileInterval_{0};
   std::chrono::milliseconds switchCallTimeout_{60'000};
+  std::chrono::milliseconds hostCallTimeout_{30'000};
+  HostAgents* hosts_ = nullptr;  // set before start(): the host side (none: every host trusts the fabric)
   ManualClock clock_;
   std::unique_ptr<SimulatedFabric> fabric_;
   std::unique_ptr<SqliteStore> store_;

@@ -259,11 +259,13 @@ class FlakyProbe final : public StepKind {
   StepComponent component() const override { return StepComponent::kFabric; }
   RetryClass retry() const override { return RetryClass::kConverge; }
   std::string describe(const Step& s) const override { return fmt::format("probe {} device(s)", s.bindings.size()); }
-  Result<void> call(StepTargets&, const Operation&, const Step&) const override {
+  Result<StepReport> call(StepTargets&, const Operation&, const Step&) const override {
     if (++calls_ <= 2) return fail(Code::kUnavailable, "host not answering yet");
-    return {};
+    return StepReport{};
   }
-  void succeeded(StepEffects& effects, const Operation& op, const Step& s) const override { effects.event("probe.done", op.id, describe(s)); }
+  void succeeded(LocalStepContext& effects, const Operation& op, const Step& s, const StepReport&) const override {
+    effects.event("probe.done", op.id, describe(s));
+  }
 
  private:
   std::atomic<int>& calls_;

@@ -45,8 +45,11 @@ class BindingSetStep final : public StepKind {
   RetryClass retry() const override { return d_.retry; }
   std::optional<Step> undo(const Step& applied) const override { return makeStep(d_.undoKind, applied.bindings); }
   std::string describe(const Step& s) const override { return fmt::format("{} {}", d_.name, describeBindings(s.bindings, d_.arrow)); }
-  Result<void> call(StepTargets& t, const Operation&, const Step& s) const override { return (t.fabric.*d_.call)(s.bindings, t.fabricCall); }
-  void succeeded(StepEffects& effects, const Operation& op, const Step& s) const override {
+  Result<StepReport> call(StepTargets& t, const Operation&, const Step& s) const override {
+    SY_TRY((t.fabric.*d_.call)(s.bindings, t.fabricCall));
+    return StepReport{};
+  }
+  void succeeded(LocalStepContext& effects, const Operation& op, const Step& s, const StepReport&) const override {
     for (const auto& b : s.bindings)
       effects.event(std::string(d_.event), b.deviceId, fmt::format("{} {} {} ({})", b.deviceId, d_.eventVerb, b.upstreamPortId, op.id));
   }
@@ -61,7 +64,7 @@ class VerifyStep final : public StepKind {
  public:
   std::string_view name() const override { return step::kVerify; }
   StepComponent component() const override { return StepComponent::kFabric; }
-  Result<void> call(StepTargets& t, const Operation& op, const Step&) const override {
+  Result<StepReport> call(StepTargets& t, const Operation& op, const Step&) const override {
     SY_ASSIGN(auto bindings, t.fabric.readBindings(t.fabricCall));
     std::unordered_map<DeviceId, PortId> actual;
     for (auto& b : bindings) actual.emplace(std::move(b.deviceId), std::move(b.upstreamPortId));
@@ -72,7 +75,7 @@ class VerifyStep final : public StepKind {
       if (it->second != want.upstreamPortId)
         return fail(Code::kInternal, fmt::format("switch reports {} bound to {}, expected {}", want.deviceId, it->second, want.upstreamPortId));
     }
-    return {};
+    return StepReport{};
   }
 };
 

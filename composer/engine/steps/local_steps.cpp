@@ -75,6 +75,8 @@ class ReleaseStep final : public StepKind {
     ctx.setAllocation(removed, DeviceAllocation::kFree, {});
     std::erase_if(system.bindings,
                   [&](const Binding& b) { return std::find(removed.begin(), removed.end(), b.deviceId) != removed.end(); });
+    std::erase_if(system.hostDevices,
+                  [&](const HostDeviceIdentity& h) { return std::find(removed.begin(), removed.end(), h.deviceId) != removed.end(); });
     std::erase_if(system.gpuInstances, [&](const GpuInstance& i) {
       return op.kind == OperationKind::kDecompose || std::find(op.gpuInstances.begin(), op.gpuInstances.end(), i) != op.gpuInstances.end();
     });

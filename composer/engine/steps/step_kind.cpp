@@ -11,11 +11,13 @@ std::optional<Step> StepKind::undo(const Step&) const { return std::nullopt; }
 
 std::string StepKind::describe(const Step&) const { return std::string(name()); }
 
-Result<void> StepKind::call(StepTargets&, const Operation& op, const Step&) const {
+Result<StepReport> StepKind::call(StepTargets&, const Operation& op, const Step&) const {
   return fail(Code::kInternal, fmt::format("{}: step kind '{}' is local and has no remote call", op.id, name()));
 }
 
-void StepKind::succeeded(StepEffects&, const Operation&, const Step&) const {}
+void StepKind::succeeded(LocalStepContext&, const Operation&, const Step&, const StepReport&) const {}
+
+void StepKind::failed(StepEffects&, const Operation&, const Step&, const Error&) const {}
 
 void StepKind::apply(LocalStepContext&, const Operation&, const Step&) const {}
 
@@ -42,6 +44,7 @@ std::shared_ptr<const StepKindRegistry> StepKindRegistry::builtIn() {
     auto registry = std::make_shared<StepKindRegistry>();
     auto registered = registerLocalSteps(*registry);
     if (registered) registered = registerFabricSteps(*registry);
+    if (registered) registered = registerHostSteps(*registry);
     if (!registered) {  // two built-in kinds share a name: a bug, caught by every test that starts an engine
       std::fprintf(stderr, "built-in step kinds: %s\n", registered.error().message.c_str());
       std::abort();

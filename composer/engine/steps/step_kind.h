@@ -19,12 +19,13 @@
 #include "composer/model/composition.h"
 #include "composer/model/error.h"
 #include "fabric/fabric_driver.h"
+#include "fabric/host_agents.h"
 
 namespace switchyard {
 
 // Which component a step calls. Remote steps run off the engine's control thread (they may block for
 // as long as a switch takes); local steps change the engine's own state, on the control thread.
-enum class StepComponent { kLocal, kFabric };
+enum class StepComponent { kLocal, kFabric, kHost };
 
 // What a remote step's failure does to a forward step (compensations always converge).
 enum class RetryClass {
@@ -36,6 +37,13 @@ enum class RetryClass {
 struct StepTargets {
   FabricDriver& fabric;
   CallOptions fabricCall;  // each switch call's limits (EngineOptions::switchCallTimeout)
+  HostAgents* hosts = nullptr;  // null when the engine has no host side (every host trusts the fabric)
+  CallOptions hostCall;         // each host call's limits (EngineOptions::hostCallTimeout)
+};
+
+// What a remote call reports besides success: the identities a host side saw (host-admit).
+struct StepReport {
+  std::vector<HostDeviceIdentity> identities;
 };
 
 // What a step may change in the engine, on the control thread. The engine stores what it changed, in the
@@ -67,16 +75,27 @@ class StepKind {
   [[nodiscard]] virtual std::string_view name() const = 0;
   [[nodiscard]] virtual StepComponent component() const = 0;
   [[nodiscard]] virtual RetryClass retry() const { return RetryClass::kRollBack; }
+  // Whether a forward call that failed with `error` is tried again (up to EngineOptions::maxStepAttempts)
+  // before the operation rolls back: by default, converge-class kinds retry UNAVAILABLE and DEADLINE_EXCEEDED.
+  [[nodiscard]] virtual bool retries(const Error& error) const {
+    return retry() == RetryClass::kConverge && (error.code == Code::kUnavailable || error.code == Code::kDeadlineExceeded);
+  }
   // The compensation that undoes `applied` (a step that took effect, or may have); none when the step
   // changes nothing outside the engine.
   [[nodiscard]] virtual std::optional<Step> undo(const Step& applied) const;
+  // Whether a forward call that failed with `error` is undone too: by default unless the component said
+  // it changed nothing (changedNothing(): NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION).
+  [[nodiscard]] virtual bool undoWhenFailed(const Error& error) const { return !changedNothing(error.code); }
   // One line for progress output, logs and the proto's Step.description.
   [[nodiscard]] virtual std::string describe(const Step& step) const;
 
   // Remote kinds: the call. Runs on a driver thread with a copy of the operation.
-  [[nodiscard]] virtual Result<void> call(StepTargets& targets, const Operation& op, const Step& step) const;
-  // Remote kinds: what a successful call records (audit events).
-  virtual void succeeded(StepEffects& effects, const Operation& op, const Step& step) const;
+  [[nodiscard]] virtual Result<StepReport> call(StepTargets& targets, const Operation& op, const Step& step) const;
+  // Remote kinds: what a successful call records, on the control thread: audit events, and what it
+  // changes in the operation's system (stored in the same transaction as the step's outcome).
+  virtual void succeeded(LocalStepContext& context, const Operation& op, const Step& step, const StepReport& report) const;
+  // Remote kinds: what a forward call that failed for good records (audit events), before the rollback.
+  virtual void failed(StepEffects& effects, const Operation& op, const Step& step, const Error& error) const;
   // Local kinds: the change, on the control thread. Local steps cannot fail: what can fail is a remote step.
   virtual void apply(LocalStepContext& context, const Operation& op, const Step& step) const;
 };
@@ -89,7 +108,7 @@ class StepKindRegistry {
   [[nodiscard]] Result<void> add(std::unique_ptr<StepKind> kind);
   [[nodiscard]] const StepKind* find(std::string_view name) const;
   [[nodiscard]] std::vector<std::string> names() const;
-  // reserve, bind, verify, commit, unbind, release.
+  // reserve, bind, verify, commit, unbind, release, host-admit, host-release.
   [[nodiscard]] static std::shared_ptr<const StepKindRegistry> builtIn();
 
  private:
@@ -104,6 +123,8 @@ inline constexpr std::string_view kVerify = "verify";    // fabric: read the bin
 inline constexpr std::string_view kCommit = "commit";    // local: the system takes the bound devices
 inline constexpr std::string_view kUnbind = "unbind";    // fabric: unbind a set of devices, one switch call
 inline constexpr std::string_view kRelease = "release";  // local: devices back to the pool
+inline constexpr std::string_view kHostAdmit = "host-admit";      // host: rescan and verify the bound set on the host
+inline constexpr std::string_view kHostRelease = "host-release";  // host: check unused, unbind the driver, remove
 }  // namespace step
 
 [[nodiscard]] Step makeStep(std::string_view kind, std::vector<Binding> bindings = {});
@@ -113,5 +134,6 @@ inline constexpr std::string_view kRelease = "release";  // local: devices back 
 // Registration of the built-in kinds (one function per file); fails when a name is taken.
 [[nodiscard]] Result<void> registerFabricSteps(StepKindRegistry& registry);
 [[nodiscard]] Result<void> registerLocalSteps(StepKindRegistry& registry);
+[[nodiscard]] Result<void> registerHostSteps(StepKindRegistry& registry);
 
 }  // namespace switchyard

@@ -1,0 +1,99 @@
+// The step kinds that call the host's side (fabric/host_agents.h): host-admit after the switch bound a
+// set (the host rescans and verifies each device; only then is it online), host-release before the switch
+// unbinds one (refused, with the processes named, while a device is in use). Each is the other's undo.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+#include "composer/engine/steps/step_kind.h"
+
+namespace switchyard {
+
+namespace {
+
+std::vector<DeviceId> devicesOf(const Step& s) {
+  std::vector<DeviceId> out;
+  for (const auto& b : s.bindings) out.push_back(b.deviceId);
+  return out;
+}
+
+Result<HostAgents*> hostsOf(StepTargets& t, const Operation& op) {
+  if (t.hosts == nullptr)
+    return fail(Code::kFailedPrecondition, fmt::format("{}: host {} needs host steps but this yardd has no host side configured", op.id, op.hostId));
+  return t.hosts;
+}
+
+class HostAdmitStep final : public StepKind {
+ public:
+  std::string_view name() const override { return step::kHostAdmit; }
+  StepComponent component() const override { return StepComponent::kHost; }
+  std::optional<Step> undo(const Step& applied) const override { return makeStep(step::kHostRelease, applied.bindings); }
+  // An agent that does not answer (restarting) is asked again; a device that did not appear in time, or
+  // the wrong one, rolls the operation back at once.
+  bool retries(const Error& error) const override { return error.code == Code::kUnavailable; }
+  // Whatever the failure, the host may have enumerated something (a device that appeared too late, or
+  // the wrong one): release it before the switch takes it away.
+  bool undoWhenFailed(const Error&) const override { return true; }
+  std::string describe(const Step& s) const override { return fmt::format("host-admit {} (rescan, verify on the host)", fmt::join(devicesOf(s), ", ")); }
+
+  Result<StepReport> call(StepTargets& t, const Operation& op, const Step& s) const override {
+    SY_ASSIGN(HostAgents * hosts, hostsOf(t, op));
+    SY_ASSIGN(auto identities, hosts->admit(op.hostId, s.bindings, t.hostCall));
+    for (const auto& b : s.bindings)
+      if (std::none_of(identities.begin(), identities.end(), [&](const HostDeviceIdentity& i) { return i.deviceId == b.deviceId; }))
+        return fail(Code::kInternal, fmt::format("host {} admitted the set but did not report {}", op.hostId, b.deviceId));
+    return StepReport{std::move(identities)};
+  }
+
+  void succeeded(LocalStepContext& ctx, const Operation& op, const Step&, const StepReport& report) const override {
+    auto& known = ctx.system().hostDevices;
+    for (const auto& identity : report.identities) {
+      std::erase_if(known, [&](const HostDeviceIdentity& k) { return k.deviceId == identity.deviceId; });
+      known.push_back(identity);
+      ctx.event("device.online", identity.deviceId,
+                fmt::format("{} is online on {} at {}{} ({})", identity.deviceId, op.hostId, identity.pciAddress,
+                            identity.uuid.empty() ? "" : fmt::format(" as {}", identity.uuid), op.id));
+    }
+  }
+
+  void failed(StepEffects& effects, const Operation& op, const Step& s, const Error& error) const override {
+    effects.event("host.admit-failed", op.hostId,
+                  fmt::format("host {} did not take {}: {} ({})", op.hostId, fmt::join(devicesOf(s), ", "), error.message, op.id));
+  }
+};
+
+class HostReleaseStep final : public StepKind {
+ public:
+  std::string_view name() const override { return step::kHostRelease; }
+  StepComponent component() const override { return StepComponent::kHost; }
+  // An agent that could not be reached is asked again; a device in use is a refusal, not retried.
+  RetryClass retry() const override { return RetryClass::kConverge; }
+  // A refusal (in use) and an agent never reached both left the host as it was: nothing to undo.
+  bool undoWhenFailed(const Error& error) const override { return !changedNothing(error.code) && error.code != Code::kUnavailable; }
+  std::optional<Step> undo(const Step& applied) const override { return makeStep(step::kHostAdmit, applied.bindings); }
+  std::string describe(const Step& s) const override { return fmt::format("host-release {} (check unused, remove from the host)", fmt::join(devicesOf(s), ", ")); }
+
+  Result<StepReport> call(StepTargets& t, const Operation& op, const Step& s) const override {
+    SY_ASSIGN(HostAgents * hosts, hostsOf(t, op));
+    SY_TRY(hosts->release(op.hostId, s.bindings, t.hostCall));
+    return StepReport{};
+  }
+
+  void succeeded(LocalStepContext& ctx, const Operation& op, const Step& s, const StepReport&) const override {
+    auto& known = ctx.system().hostDevices;
+    for (const auto& b : s.bindings) {
+      std::erase_if(known, [&](const HostDeviceIdentity& k) { return k.deviceId == b.deviceId; });
+      ctx.event("device.released", b.deviceId, fmt::format("{} was removed from {} ({})", b.deviceId, op.hostId, op.id));
+    }
+  }
+};
+
+}  // namespace
+
+Result<void> registerHostSteps(StepKindRegistry& registry) {
+  SY_TRY(registry.add(std::make_unique<HostAdmitStep>()));
+  return registry.add(std::make_unique<HostReleaseStep>());
+}
+
+}  // namespace switchyard

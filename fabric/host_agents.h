@@ -1,0 +1,63 @@
+// The host's side of a binding: the second thing the engine drives, after the switch. Binding a GPU in
+// the switch is half the job: the host must see it appear (rescan, verify) before it is handed out, and
+// must let go of it (nothing using it, driver unbound, PCI function removed) before the switch unbinds,
+// or the host can crash (../shared/design/host-hotplug.md).
+//
+// How each host takes devices is a policy chosen in configuration, never by default:
+//  - agent:        a host agent (yard-agent, or a simulated one) rescans, verifies and releases;
+//  - bmc-reset:    a host without an agent is power-cycled through its BMC after a bind (cold plug);
+//  - trust-fabric: the switch's word is enough (no host steps);
+//  - unset:        nobody said; composing onto or taking devices from the host is refused with the reason.
+//
+// Contract of admit/release (implementations: SimulatedHosts, the gRPC agent client, the BMC reset):
+//  - admit(host, set) returns once every device of the set is present on the host with the serial the
+//    inventory records, behind the expected upstream port, each with its identity; it fails with
+//    kDeadlineExceeded when one has not appeared by options.timeout, kFailedPrecondition when a
+//    different device appeared (wrong serial) or the host could not map it (no BAR space), kUnavailable
+//    when the host side cannot be reached. Admitting a device already present succeeds (idempotent).
+//  - release(host, set) fails with kFailedPrecondition, naming the processes, when a device is in use,
+//    and then has changed nothing. Otherwise the devices are gone from the host when it returns.
+//    Releasing a device the host does not see succeeds (idempotent).
+//  - Both may be called from several threads at once.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "fabric/fabric_driver.h"
+
+namespace switchyard {
+
+enum class HostPolicy { kUnset, kTrustFabric, kAgent, kBmcReset };
+
+[[nodiscard]] inline std::string_view toString(HostPolicy policy) {
+  switch (policy) {
+    case HostPolicy::kUnset: return "unset";
+    case HostPolicy::kTrustFabric: return "trust-fabric";
+    case HostPolicy::kAgent: return "agent";
+    case HostPolicy::kBmcReset: return "bmc-reset";
+  }
+  return "unset";
+}
+
+[[nodiscard]] inline std::optional<HostPolicy> parseHostPolicy(std::string_view text) {
+  for (auto p : {HostPolicy::kTrustFabric, HostPolicy::kAgent, HostPolicy::kBmcReset})
+    if (toString(p) == text) return p;
+  return std::nullopt;
+}
+
+// Whether the engine runs host steps for a host under this policy.
+[[nodiscard]] inline bool hasHostSteps(HostPolicy policy) { return policy == HostPolicy::kAgent || policy == HostPolicy::kBmcReset; }
+
+class HostAgents {
+ public:
+  virtual ~HostAgents() = default;
+  [[nodiscard]] virtual HostPolicy policy(const HostId& host) const = 0;
+  [[nodiscard]] virtual Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, std::span<const Binding> devices,
+                                                                      const CallOptions& options = {}) = 0;
+  [[nodiscard]] virtual Result<void> release(const HostId& host, std::span<const Binding> devices, const CallOptions& options = {}) = 0;
+};
+
+}  // namespace switchyard

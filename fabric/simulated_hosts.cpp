@@ -1,0 +1,169 @@
+#include "fabric/simulated_hosts.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <functional>
+
+namespace switchyard {
+
+std::string simulatedGpuUuid(const DeviceId& device) {
+  const std::uint64_t a = std::hash<std::string>{}(device);
+  const std::uint64_t b = std::hash<std::string>{}(device + "/uuid");
+  return fmt::format("GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xFFFF, a & 0xFFFF, b >> 48, b & 0xFFFFFFFFFFFFULL);
+}
+
+SimulatedHosts::SimulatedHosts(const Topology& topology, const SimulatedFabric& fabric, Clock& clock, SimulatedHostsOptions options)
+    : fabric_(fabric), clock_(clock), options_(std::move(options)) {
+  for (const auto& h : topology.hosts)
+    for (const auto& u : h.upstreamPorts) upstreamPorts_[h.id].push_back(u.portId);
+  for (const auto& d : topology.devices) devices_.emplace(d.id, d);
+}
+
+HostPolicy SimulatedHosts::policy(const HostId& host) const {
+  auto it = options_.policies.find(host);
+  return it != options_.policies.end() ? it->second : options_.policy;
+}
+
+HostDeviceIdentity SimulatedHosts::identityOf(const HostId& host, const Binding& b) const {
+  // Bus numbers as a host sees a switch: one block of 0x10 per upstream port, a bus per downstream slot.
+  const auto& ports = upstreamPorts_.at(host);
+  const auto portIndex = static_cast<int>(std::find(ports.begin(), ports.end(), b.upstreamPortId) - ports.begin());
+  const auto present = present_.find(host);
+  const int slot = present == present_.end() ? 0 : static_cast<int>(present->second.size());
+  HostDeviceIdentity id{b.deviceId, fmt::format("0000:{:02x}:00.0", (0x10 * (portIndex + 1) + 2 + slot) & 0xFF), ""};
+  if (devices_.at(b.deviceId).kind == DeviceKind::kGpu) id.uuid = simulatedGpuUuid(b.deviceId);
+  return id;
+}
+
+Result<void> SimulatedHosts::reachableLocked(const HostId& host, std::string_view what) {
+  if (!upstreamPorts_.contains(host)) return fail(Code::kNotFound, fmt::format("no simulated host '{}'", host));
+  if (auto it = restarting_.find(host); it != restarting_.end()) {
+    if (--it->second <= 0) restarting_.erase(it);
+    return fail(Code::kUnavailable, fmt::format("the host agent on {} is restarting ({})", host, what));
+  }
+  if (unreachable_.contains(host))
+    return fail(Code::kUnavailable, fmt::format("the host agent on {} does not answer ({})", host, what));
+  return {};
+}
+
+Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host, std::span<const Binding> devices, const CallOptions& options) {
+  Duration delay;
+  {
+    std::lock_guard lock(mutex_);
+    ++calls_;
+    SY_TRY(reachableLocked(host, "rescan"));
+    delay = options_.appearDelay;
+  }
+  // The rescan, then the wait for the devices to enumerate; a caller's deadline ends the wait.
+  const bool inTime = delay <= options.timeout;
+  clock_.sleepFor(std::min(delay, options.timeout));
+
+  std::lock_guard lock(mutex_);
+  std::vector<HostDeviceIdentity> out;
+  auto& present = present_[host];
+  const auto& ports = upstreamPorts_.at(host);
+  for (const auto& b : devices) {
+    auto known = devices_.find(b.deviceId);
+    if (known == devices_.end()) return fail(Code::kNotFound, fmt::format("no device '{}'", b.deviceId));
+    if (auto it = present.find(b.deviceId); it != present.end()) {  // already there: idempotent
+      out.push_back(it->second);
+      continue;
+    }
+    const auto routed = fabric_.routedPort(b.deviceId);
+    const bool reachesHost = routed && *routed == b.upstreamPortId && std::find(ports.begin(), ports.end(), *routed) != ports.end();
+    const auto fault = faults_.contains(b.deviceId) ? faults_.at(b.deviceId) : SimulatedHostFault::kNone;
+    if (!reachesHost || fault == SimulatedHostFault::kNeverAppears || !inTime)
+      return fail(Code::kDeadlineExceeded,
+                  fmt::format("{} (serial {}) did not appear on {} behind {} within {} ms of the rescan", b.deviceId, known->second.serial,
+                              host, b.upstreamPortId, std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout).count()));
+    HostDeviceIdentity identity = identityOf(host, b);
+    if (fault == SimulatedHostFault::kWrongSerial) {
+      present.emplace(b.deviceId, identity);  // something did appear: the rollback must release it
+      return fail(Code::kFailedPrecondition, fmt::format("wrong device behind {} on {}: expected {} with serial {}, found serial {} at {}",
+                                                         b.upstreamPortId, host, b.deviceId, known->second.serial,
+                                                         known->second.serial + "-other", identity.pciAddress));
+    }
+    if (fault == SimulatedHostFault::kBarExhausted)
+      return fail(Code::kFailedPrecondition,
+                  fmt::format("{} appeared on {} at {} but its BARs could not be assigned (no space for BAR): reserve hot-plug "
+                              "padding in the BIOS or boot the host with pci=realloc",
+                              b.deviceId, host, identity.pciAddress));
+    present.emplace(b.deviceId, identity);
+    out.push_back(std::move(identity));
+  }
+  return out;
+}
+
+Result<void> SimulatedHosts::release(const HostId& host, std::span<const Binding> devices, const CallOptions&) {
+  std::lock_guard lock(mutex_);
+  ++calls_;
+  SY_TRY(reachableLocked(host, "release"));
+  auto& present = present_[host];
+  // Checked whole first: a device in use refuses the release and nothing is removed.
+  std::vector<std::string> busy;
+  for (const auto& b : devices) {
+    auto fault = faults_.find(b.deviceId);
+    if (present.contains(b.deviceId) && fault != faults_.end() && fault->second == SimulatedHostFault::kInUse)
+      busy.push_back(fmt::format("{} at {} is in use by pid 4242 (python3 train.py)", b.deviceId, present.at(b.deviceId).pciAddress));
+  }
+  if (!busy.empty()) return fail(Code::kFailedPrecondition, fmt::format("{}: {}", host, fmt::join(busy, "; ")));
+  for (const auto& b : devices) present.erase(b.deviceId);
+  return {};
+}
+
+void SimulatedHosts::setDeviceFault(const DeviceId& device, SimulatedHostFault fault) {
+  std::lock_guard lock(mutex_);
+  if (fault == SimulatedHostFault::kNone)
+    faults_.erase(device);
+  else
+    faults_[device] = fault;
+}
+
+void SimulatedHosts::setHostReachable(const HostId& host, bool reachable) {
+  std::lock_guard lock(mutex_);
+  if (reachable)
+    unreachable_.erase(host);
+  else
+    unreachable_.insert(host);
+}
+
+void SimulatedHosts::restartAgent(const HostId& host, int missedCalls) {
+  std::lock_guard lock(mutex_);
+  if (missedCalls > 0) restarting_[host] = missedCalls;
+}
+
+void SimulatedHosts::setAppearDelay(Duration delay) {
+  std::lock_guard lock(mutex_);
+  options_.appearDelay = delay;
+}
+
+std::vector<HostDeviceIdentity> SimulatedHosts::present(const HostId& host) const {
+  std::lock_guard lock(mutex_);
+  std::vector<HostDeviceIdentity> out;
+  if (auto it = present_.find(host); it != present_.end())
+    for (const auto& [id, identity] : it->second) out.push_back(identity);
+  return out;
+}
+
+std::vector<std::string> SimulatedHosts::surpriseRemovals() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [host, present] : present_) {
+    const auto& ports = upstreamPorts_.at(host);
+    for (const auto& [device, identity] : present) {
+      const auto routed = fabric_.routedPort(device);
+      if (!routed || std::find(ports.begin(), ports.end(), *routed) == ports.end())
+        out.push_back(fmt::format("{} vanished from {} while enumerated at {}", device, host, identity.pciAddress));
+    }
+  }
+  return out;
+}
+
+std::uint64_t SimulatedHosts::calls() const {
+  std::lock_guard lock(mutex_);
+  return calls_;
+}
+
+}  // namespace switchyard

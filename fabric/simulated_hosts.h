@@ -1,0 +1,79 @@
+// Simulated host agents, driven by the simulated fabric: a device appears on a host (gets a host PCI
+// address and, for a GPU, a UUID) only when admit() finds the switch really routes it to one of the host's
+// upstream ports, after a configurable delay; release() removes it, unless a process holds it. Faults are
+// set per device (never appears, wrong serial, in use, BAR space exhausted) or per host (unreachable,
+// slow), so the engine's host steps and their rollbacks run in the demo and in tests without hardware.
+//
+// The simulation also keeps the score a real host would: a device the switch unbound while the host
+// still had it enumerated is a surprise removal (on real hardware, AER errors or a crashed host).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "composer/model/clock.h"
+#include "fabric/host_agents.h"
+#include "fabric/simulated_fabric.h"
+
+namespace switchyard {
+
+enum class SimulatedHostFault {
+  kNone,
+  kNeverAppears,  // the host never enumerates it: admit times out
+  kWrongSerial,   // a device with another serial number shows up in its place
+  kInUse,         // a process holds it: release is refused, naming the process
+  kBarExhausted,  // the host enumerates it but cannot map its BARs ("no space for BAR")
+};
+
+struct SimulatedHostsOptions {
+  Duration appearDelay{0};  // how long a bound device takes to show up after the rescan
+  HostPolicy policy = HostPolicy::kAgent;
+  std::map<HostId, HostPolicy> policies;  // per-host overrides
+};
+
+class SimulatedHosts final : public HostAgents {
+ public:
+  SimulatedHosts(const Topology& topology, const SimulatedFabric& fabric, Clock& clock, SimulatedHostsOptions options = {});
+
+  [[nodiscard]] HostPolicy policy(const HostId& host) const override;
+  [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, std::span<const Binding> devices,
+                                                              const CallOptions& options = {}) override;
+  [[nodiscard]] Result<void> release(const HostId& host, std::span<const Binding> devices, const CallOptions& options = {}) override;
+
+  void setDeviceFault(const DeviceId& device, SimulatedHostFault fault);
+  void setHostReachable(const HostId& host, bool reachable);
+  // The host's agent restarts: the next `missedCalls` calls to it find nobody listening (kUnavailable).
+  void restartAgent(const HostId& host, int missedCalls);
+  void setAppearDelay(Duration delay);
+
+  // What each host has enumerated now (device id -> identity).
+  [[nodiscard]] std::vector<HostDeviceIdentity> present(const HostId& host) const;
+  // Devices a host still had enumerated when the switch stopped routing them to it.
+  [[nodiscard]] std::vector<std::string> surpriseRemovals() const;
+  [[nodiscard]] std::uint64_t calls() const;
+
+ private:
+  [[nodiscard]] HostDeviceIdentity identityOf(const HostId& host, const Binding& b) const;
+  [[nodiscard]] Result<void> reachableLocked(const HostId& host, std::string_view what);
+
+  const SimulatedFabric& fabric_;
+  Clock& clock_;
+  SimulatedHostsOptions options_;
+  std::map<HostId, std::vector<PortId>> upstreamPorts_;
+  std::map<DeviceId, Device> devices_;
+
+  mutable std::mutex mutex_;
+  std::map<DeviceId, SimulatedHostFault> faults_;
+  std::set<HostId> unreachable_;
+  std::map<HostId, int> restarting_;  // calls still to miss
+  std::map<HostId, std::map<DeviceId, HostDeviceIdentity>> present_;
+  std::uint64_t calls_ = 0;
+};
+
+// The UUID a simulated GPU reports: stable per device, in nvidia-smi's "GPU-8-4-4-4-12" form.
+[[nodiscard]] std::string simulatedGpuUuid(const DeviceId& device);
+
+}  // namespace switchyard

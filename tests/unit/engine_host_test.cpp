@@ -1,0 +1,259 @@
+// The engine's host steps against simulated hosts driven by the simulated fabric: a device is online only
+// once its host saw it; a device that never appears, the wrong device, or one the host cannot map rolls
+// the attach back; a GPU in use is not detached; an agent that does not answer is retried, then reported.
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "fabric/simulated_hosts.h"
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+class EngineHostTest : public EngineTest {
+ protected:
+  void startWithHosts(SimulatedHostsOptions options = {}) {
+    simulatedHosts_ = std::make_unique<SimulatedHosts>(defaultTopology(), *fabric_, clock_, std::move(options));
+    hosts_ = simulatedHosts_.get();
+    start();
+  }
+
+  static std::vector<std::string> stepLog(const Operation& op) {
+    std::vector<std::string> log;
+    for (const auto& s : op.steps) log.push_back(s.kind + ":" + std::string(toString(s.state)) + (s.compensation ? "*" : ""));
+    return log;
+  }
+
+  // Composes two GPUs and returns the devices the packing core picked.
+  System composeTwo(const std::string& name) {
+    Operation op = compose(name, 2);
+    EXPECT_EQ(op.state, OperationState::kSucceeded) << op.error;
+    return *engine_->getSystem(name);
+  }
+
+  // The device the next compose will take first: compose, look, decompose.
+  DeviceId nextDevice() {
+    System probe = composeTwo("probe");
+    run(engine_->decompose(Caller::local(), "probe"));
+    return probe.bindings.front().deviceId;
+  }
+
+  std::unique_ptr<SimulatedHosts> simulatedHosts_;
+};
+
+TEST_F(EngineHostTest, ADeviceIsOnlineOnlyAfterItsHostSawIt) {
+  startWithHosts();
+  Operation op = compose("train", 2);
+  ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
+  EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:done", "verify:done", "host-admit:done", "commit:done"}));
+  const System system = *engine_->getSystem("train");
+  ASSERT_EQ(system.hostDevices.size(), 2u);
+  for (const auto& b : system.bindings) {
+    auto it = std::find_if(system.hostDevices.begin(), system.hostDevices.end(), [&](const auto& h) { return h.deviceId == b.deviceId; });
+    ASSERT_NE(it, system.hostDevices.end()) << b.deviceId;
+    EXPECT_EQ(it->pciAddress.size(), 12u) << it->pciAddress;
+    EXPECT_EQ(it->uuid, simulatedGpuUuid(b.deviceId));
+  }
+  EXPECT_EQ(simulatedHosts_->present(system.hostId).size(), 2u);
+  const auto types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "device.online"), 2);
+
+  // The identities survive a restart (they are stored with the system).
+  start();
+  EXPECT_EQ(engine_->getSystem("train")->hostDevices, system.hostDevices);
+
+  // Decompose lets the host go first, then unbinds: no surprise removal.
+  Operation down = run(engine_->decompose(Caller::local(), "train"));
+  ASSERT_EQ(down.state, OperationState::kSucceeded) << down.error;
+  EXPECT_EQ(stepLog(down), (std::vector<std::string>{"host-release:done", "unbind:done", "release:done"}));
+  EXPECT_TRUE(simulatedHosts_->present(system.hostId).empty());
+  EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
+  EXPECT_TRUE(fabricBindings().empty());
+}
+
+TEST_F(EngineHostTest, ADeviceThatNeverAppearsIsUnboundAndReturnedWithTheReason) {
+  hostCallTimeout_ = 5000ms;
+  startWithHosts();
+  const DeviceId missing = nextDevice();
+  simulatedHosts_->setDeviceFault(missing, SimulatedHostFault::kNeverAppears);
+  const std::size_t freeBefore = freeDevices();
+  Operation op = compose("train", 2);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:done", "verify:done", "host-admit:failed", "commit:skipped",
+                                                   "host-release:done*", "unbind:done*", "release:done*"}));
+  EXPECT_NE(op.error.find("DEADLINE_EXCEEDED"), std::string::npos) << op.error;
+  EXPECT_NE(op.error.find(missing + " (serial"), std::string::npos) << op.error;
+  EXPECT_NE(op.error.find("did not appear"), std::string::npos) << op.error;
+  EXPECT_EQ(freeDevices(), freeBefore);
+  EXPECT_TRUE(fabricBindings().empty());
+  EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
+  const auto types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "host.admit-failed"), types.end());
+}
+
+TEST_F(EngineHostTest, TheWrongDeviceIsReleasedFromTheHostBeforeItIsUnbound) {
+  startWithHosts();
+  const DeviceId swapped = nextDevice();
+  simulatedHosts_->setDeviceFault(swapped, SimulatedHostFault::kWrongSerial);
+  Operation op = compose("train", 2);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("wrong device"), std::string::npos) << op.error;
+  EXPECT_EQ(stepLog(op).at(5), "host-release:done*");  // the host let go of what appeared, then the switch unbound
+  EXPECT_TRUE(fabricBindings().empty());
+  EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
+  EXPECT_TRUE(simulatedHosts_->present(engine_->listHosts()->front().host.id).empty());
+}
+
+TEST_F(EngineHostTest, BarSpaceExhaustionIsASpecificError) {
+  startWithHosts();
+  const DeviceId device = nextDevice();
+  simulatedHosts_->setDeviceFault(device, SimulatedHostFault::kBarExhausted);
+  Operation op = compose("train", 2);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("no space for BAR"), std::string::npos) << op.error;
+  EXPECT_NE(op.error.find("pci=realloc"), std::string::npos) << op.error;
+  EXPECT_TRUE(fabricBindings().empty());
+}
+
+TEST_F(EngineHostTest, AGpuInUseIsNotDetachedAndTheErrorNamesTheProcess) {
+  startWithHosts();
+  const System system = composeTwo("train");
+  const DeviceId busy = system.bindings.front().deviceId;
+  simulatedHosts_->setDeviceFault(busy, SimulatedHostFault::kInUse);
+
+  Operation detach = run(engine_->detach(Caller::local(), {.system = "train", .devices = {busy}}));
+  EXPECT_EQ(detach.state, OperationState::kFailed);
+  EXPECT_NE(detach.error.find("in use by pid 4242 (python3 train.py)"), std::string::npos) << detach.error;
+  EXPECT_EQ(stepLog(detach), (std::vector<std::string>{"host-release:failed", "unbind:skipped", "release:skipped"}));
+  Operation decompose = run(engine_->decompose(Caller::local(), "train"));
+  EXPECT_EQ(decompose.state, OperationState::kFailed);
+
+  // Nothing was unbound or removed; the system is whole.
+  EXPECT_EQ(fabricBindings().size(), 2u);
+  EXPECT_EQ(simulatedHosts_->present(system.hostId).size(), 2u);
+  const System after = *engine_->getSystem("train");
+  EXPECT_EQ(after.state, SystemState::kComposed);
+  EXPECT_EQ(after.bindings.size(), 2u);
+  EXPECT_EQ(after.hostDevices.size(), 2u);
+
+  simulatedHosts_->setDeviceFault(busy, SimulatedHostFault::kNone);
+  EXPECT_EQ(run(engine_->decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
+  EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
+}
+
+TEST_F(EngineHostTest, AnAgentThatRestartsIsAskedAgain) {
+  startWithHosts();
+  const HostId host = engine_->listHosts()->front().host.id;
+  simulatedHosts_->restartAgent(host, 2);  // two calls find nobody; the third (maxStepAttempts) answers
+  Operation op = compose("train", 2);
+  ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
+  EXPECT_EQ(op.steps.at(3).attempts, 3);
+
+  simulatedHosts_->restartAgent(engine_->getSystem("train")->hostId, 2);
+  Operation down = run(engine_->decompose(Caller::local(), "train"));
+  EXPECT_EQ(down.state, OperationState::kSucceeded) << down.error;
+  EXPECT_EQ(down.steps.front().attempts, 3);
+}
+
+TEST_F(EngineHostTest, AnUnreachableAgentFailsTheDetachWithAClearStatusAndUnbindsNothing) {
+  startWithHosts();
+  const System system = composeTwo("train");
+  simulatedHosts_->setHostReachable(system.hostId, false);
+  Operation down = run(engine_->decompose(Caller::local(), "train"));
+  EXPECT_EQ(down.state, OperationState::kFailed);
+  EXPECT_NE(down.error.find("UNAVAILABLE"), std::string::npos) << down.error;
+  EXPECT_NE(down.error.find("does not answer"), std::string::npos) << down.error;
+  EXPECT_EQ(down.steps.front().attempts, 3);
+  EXPECT_EQ(stepLog(down), (std::vector<std::string>{"host-release:failed", "unbind:skipped", "release:skipped"}));
+  EXPECT_EQ(fabricBindings().size(), 2u);
+  EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kComposed);
+
+  simulatedHosts_->setHostReachable(system.hostId, true);
+  EXPECT_EQ(run(engine_->decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
+}
+
+TEST_F(EngineHostTest, AHostWithNoPolicyIsRefusedWithTheWayOut) {
+  startWithHosts({.policy = HostPolicy::kUnset});
+  ComposeRequest r{"train", {}, {}};
+  r.placement.gpuCount = 2;
+  auto refused = engine_->compose(Caller::local(), r);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(refused.error().message.find("--host-policy"), std::string::npos) << refused.error().message;
+  EXPECT_TRUE(fabricBindings().empty());
+  EXPECT_EQ(engine_->listSystems()->size(), 0u);
+}
+
+TEST_F(EngineHostTest, AHostThatTrustsTheFabricHasNoHostSteps) {
+  startWithHosts({.policy = HostPolicy::kTrustFabric});
+  Operation op = compose("train", 2);
+  ASSERT_EQ(op.state, OperationState::kSucceeded);
+  EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:done", "verify:done", "commit:done"}));
+  EXPECT_TRUE(engine_->getSystem("train")->hostDevices.empty());
+  EXPECT_EQ(simulatedHosts_->calls(), 0u);
+}
+
+// The host side answers admit only when let through: the engine stops while a host step is in flight and
+// the next start resumes the operation from its log.
+class GatedHosts final : public HostAgents {
+ public:
+  explicit GatedHosts(HostAgents& inner) : inner_(inner) {}
+  HostPolicy policy(const HostId& host) const override { return inner_.policy(host); }
+  Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, std::span<const Binding> devices, const CallOptions& options) override {
+    std::unique_lock lock(mutex_);
+    held_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return open_; });
+    return inner_.admit(host, devices, options);
+  }
+  Result<void> release(const HostId& host, std::span<const Binding> devices, const CallOptions& options) override {
+    return inner_.release(host, devices, options);
+  }
+  void waitUntilHeld() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return held_; });
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  HostAgents& inner_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool held_ = false;
+  bool open_ = false;
+};
+
+TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart) {
+  simulatedHosts_ = std::make_unique<SimulatedHosts>(defaultTopology(), *fabric_, clock_);
+  GatedHosts gated(*simulatedHosts_);
+  hosts_ = &gated;
+  start();
+  ComposeRequest r{"train", {}, {}};
+  r.placement.gpuCount = 2;
+  auto accepted = engine_->compose(Caller::local(), r);
+  ASSERT_TRUE(accepted) << accepted.error().message;
+  gated.waitUntilHeld();
+  std::thread stopper([&] { engine_->stop(0s); });
+  std::this_thread::sleep_for(20ms);
+  gated.open();
+  stopper.join();
+  auto stored = store_->getOperation(accepted->id);
+  ASSERT_TRUE(stored && *stored);
+  EXPECT_EQ(stepLog(**stored), (std::vector<std::string>{"reserve:done", "bind:done", "verify:done", "host-admit:done", "commit:pending"}));
+
+  hosts_ = simulatedHosts_.get();
+  RecoveryReport report = start();
+  EXPECT_EQ(report.resumedOperations, 1u);
+  auto op = engine_->getOperation(accepted->id);
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->state, OperationState::kSucceeded);
+  EXPECT_EQ(engine_->getSystem("train")->hostDevices.size(), 2u);
+}
+
+}  // namespace
+}  // namespace switchyard
