@@ -4,6 +4,7 @@
 // writes (rescan, remove, driver unbind) land in files here, where the test can read them back.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -40,23 +41,31 @@ inline void writeFile(const std::filesystem::path& file, const std::string& text
   std::ofstream(file) << text;
 }
 
-// Builds the tree; `drivers` maps an address to the driver bound to it, `numaNode` applies to all.
-inline void writeFakeSysfs(const std::filesystem::path& root, const std::filesystem::path& dump,
-                           const std::map<std::string, std::string>& drivers = {}, int numaNode = 0) {
+// Adds one function to a tree, as the kernel does when it enumerates a device.
+inline void writeFakeFunction(const std::filesystem::path& root, const FakeFunction& f, const std::string& driver = "", int numaNode = 0) {
   const auto pci = root / "bus/pci";
-  std::filesystem::create_directories(pci / "devices");
-  writeFile(pci / "rescan", "");
+  const auto dir = pci / "devices" / f.address;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "config", std::ios::binary).write(reinterpret_cast<const char*>(f.config.data()), static_cast<std::streamsize>(f.config.size()));
+  writeFile(dir / "numa_node", std::to_string(numaNode) + "\n");
+  writeFile(dir / "remove", "");
+  if (!driver.empty()) {
+    writeFile(pci / "drivers" / driver / "unbind", "");
+    std::filesystem::create_directory_symlink(std::filesystem::path("../../drivers") / driver, dir / "driver");
+  }
+}
+
+// Builds the tree; `drivers` maps an address to the driver bound to it, `numaNode` applies to all;
+// functions listed in `absent` are left out (not enumerated yet).
+inline void writeFakeSysfs(const std::filesystem::path& root, const std::filesystem::path& dump,
+                           const std::map<std::string, std::string>& drivers = {}, int numaNode = 0,
+                           const std::vector<std::string>& absent = {}) {
+  std::filesystem::create_directories(root / "bus/pci/devices");
+  writeFile(root / "bus/pci/rescan", "");
   for (const auto& f : readDump(dump)) {
-    const auto dir = pci / "devices" / f.address;
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir / "config", std::ios::binary).write(reinterpret_cast<const char*>(f.config.data()), static_cast<std::streamsize>(f.config.size()));
-    writeFile(dir / "numa_node", std::to_string(numaNode) + "\n");
-    writeFile(dir / "remove", "");
-    if (auto it = drivers.find(f.address); it != drivers.end()) {
-      const auto driverDir = pci / "drivers" / it->second;
-      writeFile(driverDir / "unbind", "");
-      std::filesystem::create_directory_symlink(std::filesystem::path("../../drivers") / it->second, dir / "driver");
-    }
+    if (std::find(absent.begin(), absent.end(), f.address) != absent.end()) continue;
+    auto it = drivers.find(f.address);
+    writeFakeFunction(root, f, it == drivers.end() ? "" : it->second, numaNode);
   }
 }
 

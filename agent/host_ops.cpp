@@ -1,0 +1,296 @@
+#include "agent/host_ops.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace switchyard::agent {
+
+namespace {
+
+std::string readFile(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t start = 0;
+  while (start < s.size() && std::isspace(static_cast<unsigned char>(s[start]))) ++start;
+  return s.substr(start);
+}
+
+// nvidia-smi prints bus ids with an 8-digit domain ("00000000:12:00.0"); sysfs with 4.
+std::string normalizeBusId(std::string busId) {
+  busId = trim(std::move(busId));
+  std::transform(busId.begin(), busId.end(), busId.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return busId.size() > 12 ? busId.substr(busId.size() - 12) : busId;
+}
+
+// "Device Minor:    0" and "GPU UUID:    GPU-..." from the NVIDIA driver's per-GPU information file.
+std::string nvidiaInformation(const std::filesystem::path& procRoot, const std::string& address, std::string_view key) {
+  std::istringstream lines(readFile(procRoot / "driver/nvidia/gpus" / address / "information"));
+  std::string line;
+  while (std::getline(lines, line))
+    if (line.starts_with(key)) return trim(line.substr(line.find(':') + 1));
+  return "";
+}
+
+bool under(const PciFunction& f, const PciAddress& rootPort) {
+  return std::find(f.parents.begin(), f.parents.end(), rootPort) != f.parents.end();
+}
+
+}  // namespace
+
+Result<std::string> runShell(const std::string& command, const std::map<std::string, std::string>& env) {
+  std::vector<std::string> entries;
+  for (char** e = environ; *e != nullptr; ++e) entries.emplace_back(*e);
+  for (const auto& [k, v] : env) entries.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& e : entries) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int pipeFds[2];
+  if (::pipe2(pipeFds, O_CLOEXEC) != 0) return fail(Code::kInternal, "cannot create a pipe for a hook");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipeFds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, pipeFds[1], STDERR_FILENO);
+  std::string shell = "/bin/sh", dashC = "-c", cmd = command;
+  char* argv[] = {shell.data(), dashC.data(), cmd.data(), nullptr};
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, "/bin/sh", &actions, nullptr, argv, envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipeFds[1]);
+  if (spawned != 0) {
+    ::close(pipeFds[0]);
+    return fail(Code::kInternal, fmt::format("cannot start `{}`", command));
+  }
+  std::string output;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(pipeFds[0], buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<std::size_t>(n));
+  ::close(pipeFds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    const std::string tail = output.size() > 400 ? output.substr(output.size() - 400) : output;
+    return fail(Code::kFailedPrecondition, fmt::format("`{}` exited with status {}: {}", command, WIFEXITED(status) ? WEXITSTATUS(status) : -1, trim(tail)));
+  }
+  return output;
+}
+
+HostOps::HostOps(HostOpsOptions options) : options_(std::move(options)), scanner_(PciSource{.sysfsRoot = options_.sysfsRoot}) {}
+
+std::map<std::string, std::string> HostOps::gpuUuids() const {
+  std::map<std::string, std::string> out;
+  if (!options_.gpuUuidCommand.empty()) {
+    if (auto printed = runShell(options_.gpuUuidCommand + " 2>/dev/null")) {
+      std::istringstream lines(*printed);
+      std::string line;
+      while (std::getline(lines, line)) {
+        const auto comma = line.find(',');
+        if (comma == std::string::npos) continue;
+        const std::string uuid = trim(line.substr(comma + 1));
+        if (uuid.starts_with("GPU-") || uuid.starts_with("MIG-")) out[normalizeBusId(line.substr(0, comma))] = uuid;
+      }
+    }
+  }
+  return out;
+}
+
+Result<std::vector<HostFunction>> HostOps::inventory() const {
+  SY_ASSIGN(auto functions, scanner_.scan());
+  const auto uuids = gpuUuids();
+  std::vector<HostFunction> out;
+  out.reserve(functions.size());
+  for (auto& f : functions) {
+    HostFunction h{std::move(f), ""};
+    if (h.pci.isGpu()) {
+      const auto address = toString(h.pci.address);
+      if (auto it = uuids.find(address); it != uuids.end())
+        h.gpuUuid = it->second;
+      else
+        h.gpuUuid = nvidiaInformation(options_.procRoot, address, "GPU UUID");
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+Result<void> HostOps::writeSysfs(const std::filesystem::path& file, const std::string& value) const {
+  std::ofstream out(file);
+  if (!out) return fail(Code::kFailedPrecondition, fmt::format("cannot open {} for writing (is yard-agent running as root?)", file.string()));
+  out << value;
+  out.flush();
+  if (!out) return fail(Code::kFailedPrecondition, fmt::format("the kernel refused `{}` written to {}", value, file.string()));
+  return {};
+}
+
+Result<std::vector<std::string>> HostOps::rescan(bool dryRun) const {
+  const auto file = options_.sysfsRoot / "bus/pci/rescan";
+  std::vector<std::string> actions{fmt::format("{}echo 1 > {}", dryRun ? "would run: " : "", file.string())};
+  if (!dryRun) SY_TRY(writeSysfs(file, "1"));
+  return actions;
+}
+
+Result<void> HostOps::runHooks(const std::vector<std::string>& hooks, const std::vector<FoundDevice>& devices, bool dryRun,
+                               std::vector<std::string>& actions) const {
+  std::vector<std::string> addresses, ids, uuids;
+  for (const auto& d : devices) {
+    addresses.push_back(d.pciAddress);
+    ids.push_back(d.deviceId);
+    if (!d.gpuUuid.empty()) uuids.push_back(d.gpuUuid);
+  }
+  const std::map<std::string, std::string> env{{"YARD_PCI_ADDRESSES", fmt::format("{}", fmt::join(addresses, " "))},
+                                               {"YARD_DEVICE_IDS", fmt::format("{}", fmt::join(ids, " "))},
+                                               {"YARD_GPU_UUIDS", fmt::format("{}", fmt::join(uuids, " "))}};
+  for (const auto& hook : hooks) {
+    actions.push_back(fmt::format("{}hook: {}", dryRun ? "would run " : "ran ", hook));
+    if (!dryRun) SY_TRY(runShell(hook, env));
+  }
+  return {};
+}
+
+Result<VerifyOutcome> HostOps::verifyPresent(const std::vector<ExpectedDevice>& expected, std::chrono::milliseconds deadline,
+                                             bool dryRun) const {
+  if (deadline.count() <= 0) deadline = options_.defaultDeadline;
+  for (const auto& e : expected)
+    if (!e.upstreamPortId.empty() && !options_.upstreamPorts.empty() && !options_.upstreamPorts.contains(e.upstreamPortId))
+      return fail(Code::kInvalidArgument, fmt::format("{} is bound to {}, which this agent has no --port mapping for", e.deviceId, e.upstreamPortId));
+  VerifyOutcome outcome;
+  const auto giveUp = std::chrono::steady_clock::now() + deadline;
+  bool rescanned = false;
+  while (true) {
+    if (!rescanned || !dryRun) {
+      SY_ASSIGN(auto actions, rescan(dryRun));
+      if (!rescanned) outcome.actions.insert(outcome.actions.end(), actions.begin(), actions.end());
+      rescanned = true;
+    }
+    SY_ASSIGN(auto functions, scanner_.scan());
+    outcome.found.clear();
+    std::vector<std::string> missing, wrong;
+    for (const auto& e : expected) {
+      const PciAddress* rootPort = nullptr;
+      if (auto it = options_.upstreamPorts.find(e.upstreamPortId); it != options_.upstreamPorts.end()) rootPort = &it->second;
+      const PciFunction* match = nullptr;
+      for (const auto& f : functions) {
+        if (f.portType == PciePortType::kSwitchUpstream || f.portType == PciePortType::kSwitchDownstream || f.bridge) continue;
+        const bool serialOk = e.serialNumber.empty() || (f.serialNumber && formatSerialNumber(*f.serialNumber) == e.serialNumber);
+        const bool vendorOk = e.vendorId == 0 || f.vendorId == e.vendorId;
+        if (serialOk && vendorOk) {
+          if (rootPort && !under(f, *rootPort)) {
+            wrong.push_back(fmt::format("{} (serial {}) is at {} but not behind {} (root port {})", e.deviceId, e.serialNumber,
+                                        toString(f.address), e.upstreamPortId, toString(*rootPort)));
+            continue;
+          }
+          match = &f;
+          break;
+        }
+      }
+      if (!match) {
+        missing.push_back(fmt::format("{} (serial {})", e.deviceId, e.serialNumber.empty() ? "not checked" : e.serialNumber));
+        continue;
+      }
+      // BARs the kernel could not place read back as all zero in the resource file.
+      const auto resource = readFile(options_.sysfsRoot / "bus/pci/devices" / toString(match->address) / "resource");
+      if (!resource.empty() && resource.find_first_not_of("0x \n") == std::string::npos)
+        return fail(Code::kFailedPrecondition,
+                    fmt::format("{} appeared at {} but its BARs could not be assigned (no space for BAR): reserve hot-plug padding in the "
+                                "BIOS or boot the host with pci=realloc",
+                                e.deviceId, toString(match->address)));
+      outcome.found.push_back({e.deviceId, toString(match->address), "", match->driver});
+    }
+    if (!wrong.empty()) return fail(Code::kFailedPrecondition, fmt::format("wrong place: {}", fmt::join(wrong, "; ")));
+    if (missing.empty()) break;
+    if (std::chrono::steady_clock::now() >= giveUp)
+      return fail(Code::kDeadlineExceeded,
+                  fmt::format("not present after {} ms of rescanning: {}", deadline.count(), fmt::join(missing, ", ")));
+    std::this_thread::sleep_for(options_.pollInterval);
+  }
+  const auto uuids = gpuUuids();
+  for (auto& found : outcome.found) {
+    if (auto it = uuids.find(found.pciAddress); it != uuids.end())
+      found.gpuUuid = it->second;
+    else
+      found.gpuUuid = nvidiaInformation(options_.procRoot, found.pciAddress, "GPU UUID");
+  }
+  SY_TRY(runHooks(options_.afterAttach, outcome.found, dryRun, outcome.actions));
+  return outcome;
+}
+
+std::vector<DeviceUser> HostOps::usersOf(const PciFunction& function) const {
+  const auto address = toString(function.address);
+  std::set<std::string> held;
+  if (const auto minor = nvidiaInformation(options_.procRoot, address, "Device Minor"); !minor.empty()) held.insert("/dev/nvidia" + minor);
+  const std::string sysfsMarker = "/" + address + "/";
+  std::vector<DeviceUser> out;
+  std::error_code ec;
+  for (const auto& proc : std::filesystem::directory_iterator(options_.procRoot, ec)) {
+    const auto name = proc.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isdigit(c); })) continue;
+    std::error_code fdError;
+    for (const auto& fd : std::filesystem::directory_iterator(proc.path() / "fd", fdError)) {
+      std::error_code linkError;
+      const auto target = std::filesystem::read_symlink(fd.path(), linkError).string();
+      if (linkError) continue;
+      if (held.contains(target) || target.find(sysfsMarker) != std::string::npos) {
+        out.push_back({std::stoi(name), trim(readFile(proc.path() / "comm")), target});
+        break;
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const DeviceUser& a, const DeviceUser& b) { return a.pid < b.pid; });
+  return out;
+}
+
+Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun) const {
+  SY_ASSIGN(auto functions, scanner_.scan());
+  std::vector<std::pair<const ExpectedDevice*, const PciFunction*>> present;
+  std::vector<std::string> actions, busy;
+  for (const auto& e : expected) {
+    auto it = std::find_if(functions.begin(), functions.end(), [&](const PciFunction& f) {
+      return !f.bridge && f.serialNumber && formatSerialNumber(*f.serialNumber) == e.serialNumber;
+    });
+    if (it == functions.end()) {
+      actions.push_back(fmt::format("{} (serial {}) is not on this host: nothing to do", e.deviceId, e.serialNumber));
+      continue;
+    }
+    present.emplace_back(&e, &*it);
+    for (const auto& user : usersOf(*it))
+      busy.push_back(fmt::format("{} at {} is in use by pid {} ({}) holding {}", e.deviceId, toString(it->address), user.pid, user.command, user.path));
+  }
+  // Checked whole before anything changes: one busy device refuses the release of all.
+  if (!busy.empty()) return fail(Code::kFailedPrecondition, fmt::format("{}", fmt::join(busy, "; ")));
+
+  std::vector<FoundDevice> leaving;
+  for (const auto& [e, f] : present) leaving.push_back({e->deviceId, toString(f->address), "", f->driver});
+  SY_TRY(runHooks(options_.beforeDetach, leaving, dryRun, actions));
+  for (const auto& [e, f] : present) {
+    const auto address = toString(f->address);
+    const auto dir = options_.sysfsRoot / "bus/pci/devices" / address;
+    if (!f->driver.empty()) {
+      actions.push_back(fmt::format("{}echo {} > {}", dryRun ? "would run: " : "", address, (dir / "driver/unbind").string()));
+      if (!dryRun) SY_TRY(writeSysfs(dir / "driver/unbind", address));
+    }
+    actions.push_back(fmt::format("{}echo 1 > {}", dryRun ? "would run: " : "", (dir / "remove").string()));
+    if (!dryRun) SY_TRY(writeSysfs(dir / "remove", "1"));
+  }
+  return actions;
+}
+
+}  // namespace switchyard::agent

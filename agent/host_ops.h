@@ -1,0 +1,93 @@
+// What yard-agent does on its host, without the RPC around it: reads the PCI bus (libpci), makes newly
+// bound devices appear (sysfs rescan) and checks they are the expected ones behind the expected root
+// port, and lets go of a device safely: refuses while a process uses it, runs the operator's hooks,
+// unbinds the driver and removes the PCI function. Every destructive action has a dry-run that only says
+// what it would do. All paths (sysfs, proc) are configurable so tests run against fake trees.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "composer/model/error.h"
+#include "inventory/pci/pci_scanner.h"
+
+namespace switchyard::agent {
+
+struct HostOpsOptions {
+  std::filesystem::path sysfsRoot = "/sys";
+  std::filesystem::path procRoot = "/proc";
+  // Prints "<bus id>, <uuid>" per GPU; "" reads only /proc/driver/nvidia/gpus/<address>/information.
+  std::string gpuUuidCommand = "nvidia-smi --query-gpu=pci.bus_id,uuid --format=csv,noheader";
+  std::vector<std::string> afterAttach;   // shell commands run after devices were verified present
+  std::vector<std::string> beforeDetach;  // shell commands run before a device is removed
+  // The fabric's upstream port ids mapped to the root port where that cable enters this host.
+  std::map<std::string, PciAddress> upstreamPorts;
+  std::chrono::milliseconds pollInterval{100};
+  std::chrono::milliseconds defaultDeadline{30'000};
+};
+
+struct HostFunction {
+  PciFunction pci;
+  std::string gpuUuid;
+};
+
+struct ExpectedDevice {
+  std::string deviceId;
+  std::string serialNumber;  // lspci form; "" = not checked
+  std::uint16_t vendorId = 0;  // 0 = any
+  std::string upstreamPortId;  // "" or unmapped = not checked
+};
+
+struct FoundDevice {
+  std::string deviceId;
+  std::string pciAddress;
+  std::string gpuUuid;
+  std::string driver;
+};
+
+struct VerifyOutcome {
+  std::vector<FoundDevice> found;
+  std::vector<std::string> actions;
+};
+
+// A process holding a device open.
+struct DeviceUser {
+  int pid = 0;
+  std::string command;
+  std::string path;  // what it holds: /dev/nvidia0, a resource file, ...
+};
+
+class HostOps {
+ public:
+  explicit HostOps(HostOpsOptions options);
+
+  [[nodiscard]] Result<std::vector<HostFunction>> inventory() const;
+  // Writes 1 to <sysfs>/bus/pci/rescan (dry run: says so).
+  [[nodiscard]] Result<std::vector<std::string>> rescan(bool dryRun) const;
+  // Rescans and looks until every expected device is present or `deadline` passes.
+  [[nodiscard]] Result<VerifyOutcome> verifyPresent(const std::vector<ExpectedDevice>& expected, std::chrono::milliseconds deadline,
+                                                    bool dryRun) const;
+  [[nodiscard]] Result<std::vector<std::string>> prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun) const;
+  // The processes holding the function open (its /dev/nvidiaN node, or one of its sysfs files).
+  [[nodiscard]] std::vector<DeviceUser> usersOf(const PciFunction& function) const;
+
+  [[nodiscard]] const HostOpsOptions& options() const { return options_; }
+
+ private:
+  [[nodiscard]] std::map<std::string, std::string> gpuUuids() const;
+  [[nodiscard]] Result<void> writeSysfs(const std::filesystem::path& file, const std::string& value) const;
+  [[nodiscard]] Result<void> runHooks(const std::vector<std::string>& hooks, const std::vector<FoundDevice>& devices, bool dryRun,
+                                      std::vector<std::string>& actions) const;
+
+  HostOpsOptions options_;
+  PciScanner scanner_;
+};
+
+// Runs `command` with /bin/sh, extra environment variables added; returns its output, or an error with
+// the exit status and the output's tail.
+[[nodiscard]] Result<std::string> runShell(const std::string& command, const std::map<std::string, std::string>& env = {});
+
+}  // namespace switchyard::agent

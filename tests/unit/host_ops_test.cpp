@@ -1,0 +1,184 @@
+// yard-agent's host actions against a fake sysfs tree (built from a recorded dump) and a fake /proc:
+// a device that appears after the rescan, one that never does, one behind the wrong root port, one the
+// kernel could not map, a GPU a process holds, dry runs that change nothing, and hooks.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <thread>
+
+#include "agent/host_ops.h"
+#include "tests/support/fake_sysfs.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard::agent {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::filesystem::path kDump = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / "tests/data/pci/gpu-host-2sw.lspci";
+constexpr const char* kGpu = "0000:12:00.0";            // behind root port 0000:00:01.0
+constexpr const char* kGpuSerial = "48-b0-2d-ff-ff-c1-2d-02";
+
+std::string readAll(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+class HostOpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::writeFakeSysfs(sysfs(), kDump, {{kGpu, "nvidia"}}, 0, {kGpu});
+    testing::writeFile(proc() / "driver/nvidia/gpus" / kGpu / "information",
+                       "Model: \t\t NVIDIA H100 80GB HBM3\nGPU UUID: \t GPU-5e1c6a3b-0f1d-4c55-9d2a-7b0e3f9a1c42\nDevice Minor: \t 0\n");
+    testing::writeFile(proc() / "1" / "comm", "systemd\n");
+  }
+
+  std::filesystem::path sysfs() const { return dir_ / "sys"; }
+  std::filesystem::path proc() const { return dir_ / "proc"; }
+
+  HostOpsOptions options() const {
+    HostOpsOptions o;
+    o.sysfsRoot = sysfs();
+    o.procRoot = proc();
+    o.gpuUuidCommand = "";  // the proc information file is enough here
+    o.upstreamPorts = {{"sw0-usp0", *parsePciAddress("0000:00:01.0")}, {"sw1-usp0", *parsePciAddress("0000:00:02.0")}};
+    o.pollInterval = 10ms;
+    return o;
+  }
+
+  // The kernel enumerates the GPU.
+  void gpuAppears() {
+    for (const auto& f : testing::readDump(kDump))
+      if (f.address == kGpu) testing::writeFakeFunction(sysfs(), f, "nvidia");
+  }
+
+  static ExpectedDevice gpu(std::string port = "sw0-usp0") { return {"sw0-gpu0", kGpuSerial, 0x10de, std::move(port)}; }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(HostOpsTest, ADeviceThatAppearsAfterTheRescanIsFoundWithItsAddressAndUuid) {
+  HostOps ops(options());
+  std::thread kernel([&] {
+    std::this_thread::sleep_for(100ms);
+    gpuAppears();
+  });
+  auto outcome = ops.verifyPresent({gpu()}, 5s, false);
+  kernel.join();
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  ASSERT_EQ(outcome->found.size(), 1u);
+  EXPECT_EQ(outcome->found[0].pciAddress, kGpu);
+  EXPECT_EQ(outcome->found[0].gpuUuid, "GPU-5e1c6a3b-0f1d-4c55-9d2a-7b0e3f9a1c42");
+  EXPECT_EQ(outcome->found[0].driver, "nvidia");
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/rescan"), "1");
+}
+
+TEST_F(HostOpsTest, ADeviceThatNeverAppearsIsADeadlineWithItsSerial) {
+  HostOps ops(options());
+  const auto started = std::chrono::steady_clock::now();
+  auto outcome = ops.verifyPresent({gpu()}, 200ms, false);
+  ASSERT_FALSE(outcome);
+  EXPECT_EQ(outcome.error().code, Code::kDeadlineExceeded);
+  EXPECT_NE(outcome.error().message.find(kGpuSerial), std::string::npos) << outcome.error().message;
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 200ms);
+}
+
+TEST_F(HostOpsTest, ADeviceBehindTheWrongRootPortIsRefused) {
+  gpuAppears();
+  auto outcome = HostOps(options()).verifyPresent({gpu("sw1-usp0")}, 1s, false);
+  ASSERT_FALSE(outcome);
+  EXPECT_EQ(outcome.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(outcome.error().message.find("not behind sw1-usp0 (root port 0000:00:02.0)"), std::string::npos) << outcome.error().message;
+
+  auto unmapped = HostOps(options()).verifyPresent({gpu("sw9-usp0")}, 1s, false);
+  ASSERT_FALSE(unmapped);
+  EXPECT_EQ(unmapped.error().code, Code::kInvalidArgument);
+}
+
+TEST_F(HostOpsTest, UnassignedBarsAreReportedAsSuch) {
+  gpuAppears();
+  testing::writeFile(sysfs() / "bus/pci/devices" / kGpu / "resource",
+                     "0x0000000000000000 0x0000000000000000 0x0000000000000000\n0x0000000000000000 0x0000000000000000 0x0000000000000000\n");
+  auto outcome = HostOps(options()).verifyPresent({gpu()}, 1s, false);
+  ASSERT_FALSE(outcome);
+  EXPECT_NE(outcome.error().message.find("no space for BAR"), std::string::npos) << outcome.error().message;
+  EXPECT_NE(outcome.error().message.find("pci=realloc"), std::string::npos);
+}
+
+TEST_F(HostOpsTest, AGpuInUseIsNotReleasedAndTheProcessIsNamed) {
+  gpuAppears();
+  testing::writeFile(proc() / "4242" / "comm", "python3\n");
+  std::filesystem::create_directories(proc() / "4242" / "fd");
+  std::filesystem::create_symlink("/dev/nvidia0", proc() / "4242" / "fd" / "7");
+  std::filesystem::create_symlink("/dev/null", proc() / "4242" / "fd" / "0");
+  auto refused = HostOps(options()).prepareDetach({gpu()}, false);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(refused.error().message.find("in use by pid 4242 (python3) holding /dev/nvidia0"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "remove"), "");
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/drivers/nvidia/unbind"), "");
+}
+
+TEST_F(HostOpsTest, ReleaseUnbindsTheDriverThenRemovesTheFunctionAndADryRunOnlySaysSo) {
+  gpuAppears();
+  auto options = this->options();
+  const auto hookLog = dir_ / "hook.log";
+  options.beforeDetach = {"echo \"$YARD_DEVICE_IDS at $YARD_PCI_ADDRESSES\" >> " + hookLog.string()};
+  HostOps ops(options);
+
+  auto dry = ops.prepareDetach({gpu()}, true);
+  ASSERT_TRUE(dry) << dry.error().message;
+  ASSERT_EQ(dry->size(), 3u);
+  EXPECT_EQ((*dry)[0], "would run hook: " + options.beforeDetach[0]);
+  EXPECT_NE((*dry)[1].find("would run: echo 0000:12:00.0 > "), std::string::npos) << (*dry)[1];
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "remove"), "");
+  EXPECT_FALSE(std::filesystem::exists(hookLog));
+
+  auto done = ops.prepareDetach({gpu()}, false);
+  ASSERT_TRUE(done) << done.error().message;
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/drivers/nvidia/unbind"), kGpu);
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "remove"), "1");
+  EXPECT_EQ(readAll(hookLog), "sw0-gpu0 at 0000:12:00.0\n");
+
+  // A device the host does not see is already released.
+  std::filesystem::remove_all(sysfs() / "bus/pci/devices" / kGpu);
+  auto again = ops.prepareDetach({gpu()}, false);
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_NE(again->front().find("not on this host"), std::string::npos);
+}
+
+TEST_F(HostOpsTest, AFailingHookFailsTheAttachWithItsOutput) {
+  gpuAppears();
+  auto options = this->options();
+  options.afterAttach = {"echo device plugin did not restart >&2; exit 3"};
+  auto outcome = HostOps(options).verifyPresent({gpu()}, 1s, false);
+  ASSERT_FALSE(outcome);
+  EXPECT_NE(outcome.error().message.find("exited with status 3: device plugin did not restart"), std::string::npos)
+      << outcome.error().message;
+}
+
+TEST_F(HostOpsTest, InventoryTakesGpuUuidsFromTheVendorTool) {
+  gpuAppears();
+  auto options = this->options();
+  options.gpuUuidCommand = "printf '00000000:13:00.0, GPU-11111111-2222-3333-4444-555555555555\\n'";
+  auto inventory = HostOps(options).inventory();
+  ASSERT_TRUE(inventory) << inventory.error().message;
+  std::map<std::string, std::string> uuids;
+  for (const auto& f : *inventory)
+    if (f.pci.isGpu()) uuids[toString(f.pci.address)] = f.gpuUuid;
+  EXPECT_EQ(uuids.size(), 8u);
+  EXPECT_EQ(uuids["0000:13:00.0"], "GPU-11111111-2222-3333-4444-555555555555");     // nvidia-smi
+  EXPECT_EQ(uuids["0000:12:00.0"], "GPU-5e1c6a3b-0f1d-4c55-9d2a-7b0e3f9a1c42");     // the driver's proc file
+  EXPECT_EQ(uuids["0000:14:00.0"], "");
+}
+
+TEST_F(HostOpsTest, ADryRunVerifyDoesNotRescan) {
+  gpuAppears();
+  auto outcome = HostOps(options()).verifyPresent({gpu()}, 1s, true);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/rescan"), "");
+  EXPECT_EQ(outcome->actions.front().rfind("would run: echo 1 > ", 0), 0u) << outcome->actions.front();
+}
+
+}  // namespace
+}  // namespace switchyard::agent
