@@ -83,7 +83,10 @@ void printSystem(const pb::System& s, std::ostream& out) {
     out << fmt::format("  label:   {}={}\n", k, v);
   out << fmt::format("  devices: {}\n", s.bindings_size());
   for (const auto& b : s.bindings()) {
-    out << fmt::format("    {}  via {}\n", b.device_id(), b.upstream_port_id());
+    out << fmt::format("    {}  via {}", b.device_id(), b.upstream_port_id());
+    if (!b.host_pci_address().empty()) out << fmt::format("  on host at {}", b.host_pci_address());
+    if (!b.uuid().empty()) out << fmt::format("  {}", b.uuid());
+    out << "\n";
     for (const auto& i : s.gpu_instances())
       if (i.device_id() == b.device_id())
         out << fmt::format("      MIG {} at slice {}  (detach with -i {}@{})\n", i.profile(), i.start(), i.device_id(), i.start());

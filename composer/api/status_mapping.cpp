@@ -20,4 +20,25 @@ grpc::StatusCode toGrpcCode(Code code) {
 
 grpc::Status toGrpcStatus(const Error& error) { return grpc::Status(toGrpcCode(error.code), error.message); }
 
+Error fromGrpcStatus(const grpc::Status& status) {
+  auto code = Code::kInternal;
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK: code = Code::kOk; break;
+    case grpc::StatusCode::INVALID_ARGUMENT:
+    case grpc::StatusCode::OUT_OF_RANGE: code = Code::kInvalidArgument; break;
+    case grpc::StatusCode::NOT_FOUND: code = Code::kNotFound; break;
+    case grpc::StatusCode::ALREADY_EXISTS: code = Code::kAlreadyExists; break;
+    case grpc::StatusCode::FAILED_PRECONDITION:
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED: code = Code::kFailedPrecondition; break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: code = Code::kResourceExhausted; break;
+    case grpc::StatusCode::DEADLINE_EXCEEDED: code = Code::kDeadlineExceeded; break;
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::CANCELLED: code = Code::kUnavailable; break;
+    case grpc::StatusCode::ABORTED: code = Code::kAborted; break;
+    default: code = Code::kInternal; break;
+  }
+  return Error{code, status.error_message()};
+}
+
 }  // namespace switchyard

@@ -49,6 +49,12 @@ struct DaemonOptions {
   std::filesystem::path redfishKey;         // default: <state-dir>/redfish-key.pem
   std::filesystem::path redfishAccounts;    // USER:ROLE:PASSWORD lines
   std::filesystem::path redfishPortFile;
+  std::vector<std::string> hostPolicies;     // HOST=POLICY
+  std::string hostPolicyDefault = "unset";   // for hosts no agent serves and no --host-policy names
+  bool simHostAgents = true;                 // simulated driver: in-process simulated agents serve every host
+  int simHostDelayMs = 0;
+  double hostTimeoutSeconds = 30;
+  int agentHeartbeatSeconds = 5;
 
   [[nodiscard]] std::filesystem::path db() const { return dbPath.empty() ? stateDir / "yard.db" : dbPath; }
   [[nodiscard]] std::filesystem::path simState() const {
@@ -137,6 +143,24 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
                  "Redfish accounts: a file of USER:ROLE:PASSWORD lines, ROLE Administrator, Operator or ReadOnly (keep it mode 0600)")
       ->check(CLI::ExistingFile);
   app.add_option("--redfish-port-file", o.redfishPortFile, "Write the bound Redfish port to this file once serving");
+  app.add_option("--host-policy", o.hostPolicies,
+                 "HOST=POLICY, how a host takes devices (repeatable): agent (a yard-agent rescans, verifies and releases; the "
+                 "default for hosts whose agent registered), trust-fabric (the switch's word is enough: no host steps)");
+  app.add_option("--host-policy-default", o.hostPolicyDefault,
+                 "Policy of hosts no agent serves and no --host-policy names; unset refuses to compose onto them, saying why")
+      ->check(CLI::IsMember({"unset", "agent", "trust-fabric"}))->capture_default_str();
+  app.add_flag("--sim-host-agents,!--no-sim-host-agents", o.simHostAgents,
+               "Simulated driver: in-process simulated host agents serve every host no yard-agent registered for (devices "
+               "appear on the host after a bind, are verified, and are released before an unbind)")
+      ->capture_default_str();
+  app.add_option("--sim-host-delay-ms", o.simHostDelayMs, "Simulated host agents: how long a bound device takes to appear")
+      ->check(CLI::Range(0, 600'000))->capture_default_str();
+  app.add_option("--host-timeout", o.hostTimeoutSeconds,
+                 "Seconds a host step may take (a device must appear on its host within it); past that the attach rolls back")
+      ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
+  app.add_option("--agent-heartbeat", o.agentHeartbeatSeconds,
+                 "Seconds between yard-agent heartbeats; an agent silent for 3 of them is reported unavailable")
+      ->check(CLI::Range(1, 3600))->capture_default_str();
 }
 
 // For main(): log the error and exit non-zero.

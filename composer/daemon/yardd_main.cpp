@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "agent/agent_directory.h"
 #include "bmc/http_server.h"
 #include "bmc/redfish_service.h"
 #include "composer/api/switchyard_service.h"
@@ -18,6 +19,7 @@
 #include "composer/engine/engine.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
+#include "fabric/simulated_hosts.h"
 #include "fabric/topology_generator.h"
 #include "fabric/topology_json.h"
 #include "inventory/sqlite_store.h"
@@ -47,7 +49,12 @@ Result<Topology> chooseTopology(const DaemonOptions& o) {
 }
 
 // The switch driver the flags ask for: the simulated switch, or a fabric manager's Redfish service.
-Result<std::unique_ptr<FabricDriver>> openFabric(const DaemonOptions& o, Clock& clock) {
+struct OpenedFabric {
+  std::unique_ptr<FabricDriver> driver;
+  SimulatedFabric* simulated = nullptr;  // the same driver, when it is the simulated one
+};
+
+Result<OpenedFabric> openFabric(const DaemonOptions& o, Clock& clock) {
   if (o.driver == "redfish") {
     if (o.redfishUrl.empty()) return fail(Code::kInvalidArgument, "--driver redfish needs --redfish-url https://HOST[:PORT]");
     RedfishFabricOptions options;
@@ -62,7 +69,7 @@ Result<std::unique_ptr<FabricDriver>> openFabric(const DaemonOptions& o, Clock& 
     }
     SY_ASSIGN(auto fabric, RedfishFabric::connect(options));
     spdlog::info("fabric driver 'redfish': fabric {} at {}", o.redfishFabric, o.redfishUrl);
-    return std::unique_ptr<FabricDriver>(std::move(fabric));
+    return OpenedFabric{std::move(fabric), nullptr};
   }
   SY_ASSIGN(Topology topology, chooseTopology(o));
   SimulatedFabricOptions simOptions;
@@ -77,12 +84,30 @@ Result<std::unique_ptr<FabricDriver>> openFabric(const DaemonOptions& o, Clock& 
   fabric->setFaults(faults);
   spdlog::info("fabric driver 'simulated'{}",
                o.simState().empty() ? " (bindings in memory)" : " (bindings kept in " + o.simState().string() + ")");
-  return std::unique_ptr<FabricDriver>(std::move(fabric));
+  SimulatedFabric* simulated = fabric.get();
+  return OpenedFabric{std::move(fabric), simulated};
+}
+
+Result<agent::AgentDirectoryOptions> hostSideOptions(const DaemonOptions& o) {
+  agent::AgentDirectoryOptions options;
+  options.defaultPolicy = o.hostPolicyDefault == "unset" ? HostPolicy::kUnset : *parseHostPolicy(o.hostPolicyDefault);
+  for (const auto& p : o.hostPolicies) {
+    const auto eq = p.find('=');
+    const auto policy = eq == std::string::npos ? std::nullopt : parseHostPolicy(p.substr(eq + 1));
+    if (eq == 0 || !policy)
+      return fail(Code::kInvalidArgument, fmt::format("--host-policy '{}': expected HOST=agent or HOST=trust-fabric", p));
+    if (*policy == HostPolicy::kBmcReset)
+      return fail(Code::kInvalidArgument, fmt::format("--host-policy '{}': bmc-reset is not available yet; use agent or trust-fabric", p));
+    options.policies[p.substr(0, eq)] = *policy;
+  }
+  options.heartbeatInterval = std::chrono::seconds(o.agentHeartbeatSeconds);
+  return options;
 }
 
 int run(const DaemonOptions& o) {
   SystemClock clock;
-  SY_ASSIGN_OR_EXIT(auto fabric, openFabric(o, clock));
+  SY_ASSIGN_OR_EXIT(auto opened, openFabric(o, clock));
+  auto& fabric = opened.driver;
 
   SY_ASSIGN_OR_EXIT(auto store, SqliteStore::open(o.db(), o.durability == "full" ? Durability::kFull : Durability::kNormal));
   spdlog::info("store {} (SQLite WAL, synchronous={})", o.db().string(), o.durability == "full" ? "FULL" : "NORMAL");
@@ -105,10 +130,30 @@ int run(const DaemonOptions& o) {
   engineOptions.placement = scheduler;
   engineOptions.driverThreads = o.driverThreads;
   engineOptions.switchCallTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.switchTimeoutSeconds * 1000));
+  engineOptions.hostCallTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.hostTimeoutSeconds * 1000));
   engineOptions.reconcileInterval = std::chrono::seconds(o.reconcileIntervalSeconds);
   engineOptions.retention.events = o.retainEvents;
   engineOptions.retention.finishedOperations = o.retainOperations;
   Engine engine(*fabric, *store, clock, engineOptions);
+
+  // The host side: registered yard-agents, the simulated hosts of the simulated fabric, the policies.
+  SY_ASSIGN_OR_EXIT(auto hostOptions, hostSideOptions(o));
+  SY_ASSIGN_OR_EXIT(Topology inventory, fabric->discover());
+  agent::AgentDirectory agents(inventory, clock, hostOptions);
+  std::unique_ptr<SimulatedHosts> simulatedHosts;
+  if (opened.simulated != nullptr && o.simHostAgents) {
+    simulatedHosts = std::make_unique<SimulatedHosts>(inventory, *opened.simulated, clock,
+                                                      SimulatedHostsOptions{.appearDelay = std::chrono::milliseconds(o.simHostDelayMs)});
+    agents.useLocalAgents(*simulatedHosts);
+    spdlog::info("host side: simulated host agents serve all {} host(s) until a yard-agent registers for one", inventory.hosts.size());
+  }
+  for (const auto& h : inventory.hosts)
+    if (agents.policy(h.id) == HostPolicy::kUnset)
+      spdlog::warn("host {} has no host-side policy: composing onto it is refused until a yard-agent registers for it or "
+                   "--host-policy {}=trust-fabric is set",
+                   h.id, h.id);
+  engine.useHostAgents(agents);
+  agent::AgentRegistryService agentRegistry(agents);
   SY_ASSIGN_OR_EXIT(auto report, engine.start());
   spdlog::info("recovery: {} operation(s) resumed, {} drift(s) found", report.resumedOperations, report.drifts.size());
 
@@ -173,6 +218,7 @@ int run(const DaemonOptions& o) {
   int port = 0;
   builder.AddListeningPort(o.listen, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
+  builder.RegisterService(&agentRegistry);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
     spdlog::critical("cannot listen on {}", o.listen);

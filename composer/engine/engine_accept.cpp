@@ -176,7 +176,7 @@ Result<HostPolicy> Engine::hostPolicy(const HostId& host) const {
   if (policy == HostPolicy::kUnset)
     return fail(Code::kFailedPrecondition,
                 fmt::format("host {} has no host-side policy: start yard-agent on it, or choose one for it with `yardd --host-policy "
-                            "{}=trust-fabric` (or bmc-reset)",
+                            "{}=trust-fabric`",
                             host, host));
   return policy;
 }

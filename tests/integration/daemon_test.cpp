@@ -107,7 +107,10 @@ TEST_F(DaemonTest, ComposeListDecomposeWithYardctl) {
   startDaemon();
   auto composed = yardctl("compose train-a --gpus 4 --p2p required --label team=ml");
   ASSERT_EQ(composed.exitCode, 0) << composed.err;
-  EXPECT_NE(composed.err.find("[2/4] bind sw0-gpu0, sw0-gpu1, sw0-gpu2, sw0-gpu3 -> sw0-usp0 ... done"), std::string::npos) << composed.err;
+  EXPECT_NE(composed.err.find("[2/5] bind sw0-gpu0, sw0-gpu1, sw0-gpu2, sw0-gpu3 -> sw0-usp0 ... done"), std::string::npos) << composed.err;
+  // The simulated hosts verified each device before the system was composed; it reports them as the host sees them.
+  EXPECT_NE(composed.err.find("[4/5] host-admit sw0-gpu0, sw0-gpu1, sw0-gpu2, sw0-gpu3 (rescan, verify on the host) ... done"),
+            std::string::npos) << composed.err;
   auto shown = yardctl("ops show op-000001");
   EXPECT_NE(shown.out.find("2. bind sw0-gpu0, sw0-gpu1, sw0-gpu2, sw0-gpu3 -> sw0-usp0"), std::string::npos) << shown.out;
   EXPECT_NE(composed.err.find("succeeded"), std::string::npos);
@@ -119,6 +122,10 @@ TEST_F(DaemonTest, ComposeListDecomposeWithYardctl) {
   EXPECT_EQ(s["state"], "SYSTEM_STATE_COMPOSED");
   EXPECT_EQ(s["labels"]["team"], "ml");
   ASSERT_EQ(s["bindings"].size(), 4u);
+  for (const auto& b : s["bindings"]) {
+    EXPECT_EQ(b["host_pci_address"].get<std::string>().size(), 12u) << b.dump();
+    EXPECT_EQ(b["uuid"].get<std::string>().rfind("GPU-", 0), 0u) << b.dump();
+  }
   EXPECT_EQ(simulatedSwitch().size(), 4u) << "the switch itself holds the bindings";
 
   auto table = yardctl("systems");
@@ -354,7 +361,7 @@ TEST_F(DaemonTest, WatchStreamsOperationEvents) {
     if (e.type() == "operation.succeeded") break;
   }
   ctx.TryCancel();
-  EXPECT_EQ(types, (std::vector<std::string>{"operation.accepted", "device.bound", "system.composed", "operation.succeeded"}));
+  EXPECT_EQ(types, (std::vector<std::string>{"operation.accepted", "device.bound", "device.online", "system.composed", "operation.succeeded"}));
 }
 
 TEST_F(DaemonTest, ServesGrpcHealthAndStopsCleanlyOnSigterm) {
@@ -482,7 +489,7 @@ TEST_F(DaemonTest, ComposesThroughARedfishFabricManager) {
   std::filesystem::create_directories(dir_.path() / "redfish");
   ASSERT_TRUE(emulator.startProgram({"--mockup", mockup.string(), "--clear-zones"})) << emulator.log();
   std::ofstream(dir_.path() / "rf-password") << "switchyard\n";
-  const std::vector<std::string> args{"--driver", "redfish", "--redfish-url", "http://127.0.0.1:" + std::to_string(emulator.port()),
+  const std::vector<std::string> args{"--host-policy-default", "trust-fabric", "--driver", "redfish", "--redfish-url", "http://127.0.0.1:" + std::to_string(emulator.port()),
                                       "--redfish-user", "admin", "--redfish-password-file", (dir_.path() / "rf-password").string()};
   startDaemon(args);
   auto hosts = yardctlJson("hosts");

@@ -27,7 +27,7 @@ RULES = [
     ("bmc/", (["composer/model/", "composer/engine/", "composer/packing/", "composer/placement/", "bmc/",
                "fabric/fabric_driver.h", "fabric/host_agents.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),
     # The host agent (yard-agent) and yardd's client of it: PCI discovery, the host-side interface, gRPC.
-    ("agent/", (["composer/model/", "inventory/pci/", "agent/", "fabric/fabric_driver.h", "fabric/host_agents.h", "switchyard/v1/"],
+    ("agent/", (["composer/model/", "composer/api/status_mapping.h", "inventory/pci/", "agent/", "fabric/fabric_driver.h", "fabric/host_agents.h", "switchyard/v1/"],
                 ["sqlite3.h", "composer/engine/"])),
     ("cli/", (["cli/", "switchyard/v1/"], ["composer/", "fabric/", "inventory/", "sqlite3.h", "boost/asio"])),
 ]

@@ -32,9 +32,10 @@ class HostAdmitStep final : public StepKind {
   // An agent that does not answer (restarting) is asked again; a device that did not appear in time, or
   // the wrong one, rolls the operation back at once.
   bool retries(const Error& error) const override { return error.code == Code::kUnavailable; }
-  // Whatever the failure, the host may have enumerated something (a device that appeared too late, or
-  // the wrong one): release it before the switch takes it away.
-  bool undoWhenFailed(const Error&) const override { return true; }
+  // Whatever the host answered, it may have enumerated something (a device that appeared too late, or the
+  // wrong one): release it before the switch takes it away. An agent that was never reached did nothing;
+  // asking it to release would fail the same way and quarantine devices the switch can simply unbind.
+  bool undoWhenFailed(const Error& error) const override { return error.code != Code::kUnavailable; }
   std::string describe(const Step& s) const override { return fmt::format("host-admit {} (rescan, verify on the host)", fmt::join(devicesOf(s), ", ")); }
 
   Result<StepReport> call(StepTargets& t, const Operation& op, const Step& s) const override {

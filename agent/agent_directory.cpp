@@ -1,0 +1,137 @@
+#include "agent/agent_directory.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "composer/api/status_mapping.h"
+
+namespace switchyard::agent {
+
+
+AgentDirectory::AgentDirectory(const Topology& inventory, Clock& clock, AgentDirectoryOptions options)
+    : clock_(clock), options_(std::move(options)) {
+  for (const auto& d : inventory.devices) devices_.emplace(d.id, d);
+  for (const auto& h : inventory.hosts) hosts_.insert(h.id);
+}
+
+Result<void> AgentDirectory::registerAgent(const HostId& host, const std::string& address) {
+  if (!hosts_.contains(host)) return fail(Code::kNotFound, fmt::format("no host '{}' in the pool: check yard-agent --host", host));
+  if (address.empty()) return fail(Code::kInvalidArgument, "an agent must say where it listens (host:port)");
+  std::lock_guard lock(mutex_);
+  auto& remote = remotes_[host];
+  if (remote.address != address) {
+    remote.address = address;
+    remote.stub = v1::HostAgent::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    spdlog::info("host agent for {} registered at {}", host, address);
+  }
+  remote.lastHeard = clock_.now();
+  return {};
+}
+
+Result<void> AgentDirectory::heartbeat(const HostId& host, const std::string& address) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = remotes_.find(host);
+    if (it != remotes_.end() && it->second.address == address) {
+      it->second.lastHeard = clock_.now();
+      return {};
+    }
+  }
+  return registerAgent(host, address);  // yardd restarted, or the agent moved: take it as a registration
+}
+
+std::vector<AgentView> AgentDirectory::agents() const {
+  std::lock_guard lock(mutex_);
+  std::vector<AgentView> out;
+  const auto now = clock_.now();
+  const auto silence = options_.heartbeatInterval * options_.missedHeartbeats;
+  for (const auto& [host, r] : remotes_)
+    out.push_back({host, r.address, r.lastHeard, now - r.lastHeard <= std::chrono::duration_cast<Duration>(silence).count()});
+  return out;
+}
+
+HostPolicy AgentDirectory::policy(const HostId& host) const {
+  if (auto it = options_.policies.find(host); it != options_.policies.end()) return it->second;
+  {
+    std::lock_guard lock(mutex_);
+    if (remotes_.contains(host)) return HostPolicy::kAgent;
+  }
+  if (local_ != nullptr && local_->policy(host) == HostPolicy::kAgent) return HostPolicy::kAgent;
+  return options_.defaultPolicy;
+}
+
+Result<std::shared_ptr<v1::HostAgent::Stub>> AgentDirectory::remoteFor(const HostId& host) const {
+  std::lock_guard lock(mutex_);
+  auto it = remotes_.find(host);
+  if (it == remotes_.end()) return nullptr;
+  const auto silent = clock_.now() - it->second.lastHeard;
+  const auto limit = std::chrono::duration_cast<Duration>(options_.heartbeatInterval * options_.missedHeartbeats).count();
+  if (silent > limit)
+    return fail(Code::kUnavailable, fmt::format("the yard-agent of {} at {} was last heard {} s ago", host, it->second.address,
+                                                std::chrono::duration_cast<std::chrono::seconds>(Duration(silent)).count()));
+  return it->second.stub;
+}
+
+void AgentDirectory::fill(std::span<const Binding> devices, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& out) const {
+  for (const auto& b : devices) {
+    auto* e = out.Add();
+    e->set_device_id(b.deviceId);
+    e->set_upstream_port_id(b.upstreamPortId);
+    if (auto it = devices_.find(b.deviceId); it != devices_.end()) e->set_serial_number(it->second.serial);
+  }
+}
+
+Result<std::vector<HostDeviceIdentity>> AgentDirectory::admit(const HostId& host, std::span<const Binding> devices, const CallOptions& options) {
+  SY_ASSIGN(auto stub, remoteFor(host));
+  if (!stub) {
+    if (local_ != nullptr) return local_->admit(host, devices, options);
+    return fail(Code::kUnavailable, fmt::format("no yard-agent has registered for {} (policy agent)", host));
+  }
+  v1::VerifyPresentRequest request;
+  fill(devices, *request.mutable_devices());
+  request.set_deadline_ms(std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout).count());
+  grpc::ClientContext context;
+  // The agent stops looking at the deadline it was given; the call's own deadline leaves it time to say so.
+  context.set_deadline(std::chrono::system_clock::now() + options.timeout + std::chrono::seconds(2));
+  v1::VerifyPresentResponse response;
+  if (auto status = stub->VerifyPresent(&context, request, &response); !status.ok()) {
+    Error e = fromGrpcStatus(status);
+    return fail(e.code, fmt::format("yard-agent on {}: {}", host, e.message));
+  }
+  std::vector<HostDeviceIdentity> out;
+  for (const auto& d : response.devices()) out.push_back({d.device_id(), d.pci_address(), d.gpu_uuid()});
+  return out;
+}
+
+Result<void> AgentDirectory::release(const HostId& host, std::span<const Binding> devices, const CallOptions& options) {
+  SY_ASSIGN(auto stub, remoteFor(host));
+  if (!stub) {
+    if (local_ != nullptr) return local_->release(host, devices, options);
+    return fail(Code::kUnavailable, fmt::format("no yard-agent has registered for {} (policy agent)", host));
+  }
+  v1::PrepareDetachRequest request;
+  fill(devices, *request.mutable_devices());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + options.timeout);
+  v1::ActionReport response;
+  if (auto status = stub->PrepareDetach(&context, request, &response); !status.ok()) {
+    Error e = fromGrpcStatus(status);
+    return fail(e.code, fmt::format("yard-agent on {}: {}", host, e.message));
+  }
+  for (const auto& a : response.actions()) spdlog::info("{}: {}", host, a);
+  return {};
+}
+
+grpc::Status AgentRegistryService::Register(grpc::ServerContext*, const v1::RegisterAgentRequest* in, v1::RegisterAgentResponse* out) {
+  if (auto r = directory_.registerAgent(in->host_id(), in->address()); !r) return toGrpcStatus(r.error());
+  out->set_heartbeat_interval_ms(directory_.heartbeatInterval().count());
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext*, const v1::AgentHeartbeat* in, v1::RegisterAgentResponse* out) {
+  if (auto r = directory_.heartbeat(in->host_id(), in->address()); !r) return toGrpcStatus(r.error());
+  out->set_heartbeat_interval_ms(directory_.heartbeatInterval().count());
+  return grpc::Status::OK;
+}
+
+}  // namespace switchyard::agent

@@ -1,0 +1,86 @@
+// yardd's side of the host agents: which hosts take devices how (the policy from configuration), which
+// yard-agent serves each host (registered over AgentRegistry, kept alive by heartbeats), and the
+// HostAgents calls the engine's host steps make, sent to that agent over gRPC as VerifyPresent and
+// PrepareDetach with each device's serial and upstream port from the inventory.
+//
+// A host's policy is, in this order: the one configured for it (--host-policy HOST=POLICY); agent when
+// an agent serves it (a registered yard-agent, or the in-process simulated agents of the simulated
+// fabric); the configured default (--host-policy-default), which is unset unless chosen.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "composer/model/clock.h"
+#include "fabric/host_agents.h"
+#include "switchyard/v1/agent.grpc.pb.h"
+
+namespace switchyard::agent {
+
+struct AgentDirectoryOptions {
+  std::map<HostId, HostPolicy> policies;
+  HostPolicy defaultPolicy = HostPolicy::kUnset;
+  std::chrono::milliseconds heartbeatInterval{5000};  // what agents are told to keep
+  int missedHeartbeats = 3;                           // silent this many intervals: the agent is reported gone
+};
+
+struct AgentView {
+  HostId host;
+  std::string address;  // "" for the in-process simulated agents
+  Timestamp lastHeard = 0;
+  bool alive = false;
+};
+
+class AgentDirectory final : public HostAgents {
+ public:
+  AgentDirectory(const Topology& inventory, Clock& clock, AgentDirectoryOptions options);
+
+  // In-process agents (the simulated hosts) serve every host no yard-agent registered for.
+  void useLocalAgents(HostAgents& local) { local_ = &local; }
+  // A yard-agent says it serves `host` at `address`; NOT_FOUND for a host the inventory lacks.
+  [[nodiscard]] Result<void> registerAgent(const HostId& host, const std::string& address);
+  [[nodiscard]] Result<void> heartbeat(const HostId& host, const std::string& address);
+  [[nodiscard]] std::vector<AgentView> agents() const;
+  [[nodiscard]] std::chrono::milliseconds heartbeatInterval() const { return options_.heartbeatInterval; }
+
+  [[nodiscard]] HostPolicy policy(const HostId& host) const override;
+  [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, std::span<const Binding> devices,
+                                                              const CallOptions& options = {}) override;
+  [[nodiscard]] Result<void> release(const HostId& host, std::span<const Binding> devices, const CallOptions& options = {}) override;
+
+ private:
+  struct Remote {
+    std::string address;
+    std::shared_ptr<v1::HostAgent::Stub> stub;
+    Timestamp lastHeard = 0;
+  };
+  // The registered agent for the host, or an error saying why there is none.
+  [[nodiscard]] Result<std::shared_ptr<v1::HostAgent::Stub>> remoteFor(const HostId& host) const;
+  void fill(std::span<const Binding> devices, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& out) const;
+
+  std::map<DeviceId, Device> devices_;
+  std::set<HostId> hosts_;
+  Clock& clock_;
+  AgentDirectoryOptions options_;
+  HostAgents* local_ = nullptr;
+
+  mutable std::mutex mutex_;
+  std::map<HostId, Remote> remotes_;
+};
+
+// AgentRegistry (implemented by yardd): agents register and heartbeat into the directory.
+class AgentRegistryService final : public v1::AgentRegistry::Service {
+ public:
+  explicit AgentRegistryService(AgentDirectory& directory) : directory_(directory) {}
+  grpc::Status Register(grpc::ServerContext*, const v1::RegisterAgentRequest* in, v1::RegisterAgentResponse* out) override;
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::AgentHeartbeat* in, v1::RegisterAgentResponse* out) override;
+
+ private:
+  AgentDirectory& directory_;
+};
+
+}  // namespace switchyard::agent

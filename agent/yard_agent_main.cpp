@@ -1,0 +1,222 @@
+// yard-agent: the Switchyard host agent. Runs on each compute host behind the fabric; yardd asks it to
+// make newly bound devices appear and verify them, and to let go of devices before they are unbound.
+#include <grpcpp/grpcpp.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "agent/agent_service.h"
+#include "agent/host_ops.h"
+#include "switchyard/v1/agent.grpc.pb.h"
+
+using namespace switchyard;
+using namespace switchyard::agent;
+
+namespace {
+
+struct AgentFlags {
+  std::string host;
+  std::string listen = "127.0.0.1:7391";
+  std::string advertise;
+  std::string yardd;
+  std::filesystem::path sysfsRoot = "/sys";
+  std::filesystem::path procRoot = "/proc";
+  std::string gpuUuidCommand = HostOpsOptions{}.gpuUuidCommand;
+  std::vector<std::string> afterAttach, beforeDetach, ports;
+  double verifyDeadlineSeconds = 30;
+  std::filesystem::path portFile;
+  std::string logLevel = "info";
+  bool printInventory = false;
+  bool json = false;
+};
+
+void printInventory(const std::vector<HostFunction>& functions, bool json) {
+  if (json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& h : functions) {
+      const auto& f = h.pci;
+      nlohmann::json parents = nlohmann::json::array();
+      for (const auto& p : f.parents) parents.push_back(toString(p));
+      out.push_back({{"address", toString(f.address)}, {"vendor_id", fmt::format("{:04x}", f.vendorId)}, {"device_id", fmt::format("{:04x}", f.deviceId)},
+                     {"class", fmt::format("{:06x}", f.classCode)}, {"port_type", toString(f.portType)},
+                     {"link", f.linkGeneration ? fmt::format("{} x{}", linkSpeedText(f.linkGeneration), f.linkWidth) : ""},
+                     {"serial_number", f.serialNumber ? formatSerialNumber(*f.serialNumber) : ""}, {"driver", f.driver},
+                     {"numa_node", f.numaNode}, {"parents", parents}, {"gpu_uuid", h.gpuUuid}});
+    }
+    fmt::print("{}\n", out.dump(2));
+    return;
+  }
+  fmt::print("{:<13} {:<9} {:<7} {:<18} {:<14} {:<24} {:<10} {:<13} {}\n", "ADDRESS", "ID", "CLASS", "PORT TYPE", "LINK", "SERIAL", "DRIVER",
+             "ROOT PORT", "GPU UUID");
+  for (const auto& h : functions) {
+    const auto& f = h.pci;
+    fmt::print("{:<13} {:04x}:{:04x} {:06x} {:<18} {:<14} {:<24} {:<10} {:<13} {}\n", toString(f.address), f.vendorId, f.deviceId, f.classCode,
+               toString(f.portType), f.linkGeneration ? fmt::format("{} x{}", linkSpeedText(f.linkGeneration), f.linkWidth) : "-",
+               f.serialNumber ? formatSerialNumber(*f.serialNumber) : "-", f.driver.empty() ? "-" : f.driver,
+               f.parents.empty() ? "-" : toString(f.parents.back()), h.gpuUuid.empty() ? "-" : h.gpuUuid);
+  }
+}
+
+// Registers with yardd, then heartbeats at the interval yardd asks for, until `stop`.
+void keepRegistered(const AgentFlags& flags, const std::string& advertise, std::atomic<bool>& stop, std::mutex& m, std::condition_variable& cv) {
+  auto registry = v1::AgentRegistry::NewStub(grpc::CreateChannel(flags.yardd, grpc::InsecureChannelCredentials()));
+  bool registered = false;
+  std::chrono::milliseconds interval{2000};
+  while (!stop) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::RegisterAgentResponse response;
+    grpc::Status status;
+    if (!registered) {
+      v1::RegisterAgentRequest request;
+      request.set_host_id(flags.host);
+      request.set_address(advertise);
+      request.set_version("0.1.0");
+      status = registry->Register(&context, request, &response);
+    } else {
+      v1::AgentHeartbeat beat;
+      beat.set_host_id(flags.host);
+      beat.set_address(advertise);
+      status = registry->Heartbeat(&context, beat, &response);
+    }
+    if (status.ok()) {
+      if (!registered) spdlog::info("registered with yardd at {} as {} ({})", flags.yardd, flags.host, advertise);
+      registered = true;
+      interval = std::chrono::milliseconds(std::max<std::int64_t>(100, response.heartbeat_interval_ms()));
+    } else {
+      spdlog::warn("yardd at {}: {} (retrying in 2 s)", flags.yardd, status.error_message());
+      registered = false;
+      interval = std::chrono::milliseconds(2000);
+    }
+    std::unique_lock lock(m);
+    cv.wait_for(lock, interval, [&] { return stop.load(); });
+  }
+}
+
+int run(const AgentFlags& flags) {
+  HostOpsOptions options;
+  options.sysfsRoot = flags.sysfsRoot;
+  options.procRoot = flags.procRoot;
+  options.gpuUuidCommand = flags.gpuUuidCommand;
+  options.afterAttach = flags.afterAttach;
+  options.beforeDetach = flags.beforeDetach;
+  options.defaultDeadline = std::chrono::milliseconds(static_cast<std::int64_t>(flags.verifyDeadlineSeconds * 1000));
+  for (const auto& p : flags.ports) {
+    const auto eq = p.find('=');
+    const auto address = eq == std::string::npos ? std::nullopt : parsePciAddress(p.substr(eq + 1));
+    if (eq == 0 || !address) {
+      spdlog::critical("--port '{}': expected UPSTREAM_PORT_ID=ROOT_PORT_ADDRESS, e.g. sw0-usp0=0000:00:01.0", p);
+      return 2;
+    }
+    options.upstreamPorts[p.substr(0, eq)] = *address;
+  }
+  HostOps ops(options);
+  if (flags.printInventory) {
+    auto inventory = ops.inventory();
+    if (!inventory) {
+      spdlog::critical("{}", inventory.error().message);
+      return 1;
+    }
+    printInventory(*inventory, flags.json);
+    return 0;
+  }
+  if (flags.host.empty()) {
+    spdlog::critical("--host is required: the pool's id for this host (as `yardctl hosts` lists it)");
+    return 2;
+  }
+  AgentService service(flags.host, ops);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    spdlog::critical("cannot listen on {}", flags.listen);
+    return 1;
+  }
+  const std::string advertise = flags.advertise.empty() ? fmt::format("{}:{}", flags.listen.substr(0, flags.listen.rfind(':')), port) : flags.advertise;
+  spdlog::info("yard-agent for {} listening on {} (sysfs {}, {} port mapping(s))", flags.host, advertise, flags.sysfsRoot.string(),
+               options.upstreamPorts.size());
+  if (!flags.portFile.empty()) {
+    std::ofstream(flags.portFile.string() + ".tmp") << port << "\n";
+    std::filesystem::rename(flags.portFile.string() + ".tmp", flags.portFile);
+  }
+
+  std::atomic<bool> stop{false};
+  std::mutex m;
+  std::condition_variable cv;
+  std::thread registration;
+  if (!flags.yardd.empty()) registration = std::thread([&] { keepRegistered(flags, advertise, stop, m, cv); });
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  int received = 0;
+  sigwait(&signals, &received);
+  spdlog::info("{} received: stopping", received == SIGTERM ? "SIGTERM" : "SIGINT");
+  {
+    std::lock_guard lock(m);
+    stop = true;
+  }
+  cv.notify_all();
+  if (registration.joinable()) registration.join();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  AgentFlags flags;
+  CLI::App app{"yard-agent: the Switchyard host agent.\n"
+               "Runs on each compute host behind the fabric (as root: it writes to sysfs). yardd calls it to rescan the\n"
+               "PCI bus and verify a newly bound device (serial number, behind the right root port) before the device\n"
+               "is reported online, and to release a device (refused while a process holds it; then driver unbind and\n"
+               "PCI remove) before the switch unbinds it.\n\n"
+               "  yard-agent --print-inventory                   what this host's PCI bus holds (find root ports for --port)\n"
+               "  yard-agent --host h1 --yardd yardd:7390 --port sw0-usp0=0000:00:01.0"};
+  app.add_option("--host", flags.host, "This host's id in the pool");
+  app.add_option("--listen", flags.listen, "gRPC listen address (port 0: any free port)")->capture_default_str();
+  app.add_option("--advertise", flags.advertise, "Address yardd dials to reach this agent (default: the listen address)");
+  app.add_option("--yardd", flags.yardd, "yardd's gRPC address to register with and heartbeat to");
+  app.add_option("--port", flags.ports, "UPSTREAM_PORT_ID=ROOT_PORT_ADDRESS: where the cable of a fabric upstream port enters this host "
+                                        "(repeatable); devices are verified to sit behind it");
+  app.add_option("--sysfs-root", flags.sysfsRoot, "sysfs tree to read and write")->capture_default_str();
+  app.add_option("--proc-root", flags.procRoot, "procfs tree (processes holding devices, NVIDIA driver information)")->capture_default_str();
+  app.add_option("--gpu-uuid-command", flags.gpuUuidCommand, "Prints '<bus id>, <uuid>' per GPU; empty: the driver's proc files only")
+      ->capture_default_str();
+  app.add_option("--after-attach", flags.afterAttach, "Shell command run after devices were verified (repeatable); gets "
+                                                      "YARD_PCI_ADDRESSES, YARD_DEVICE_IDS, YARD_GPU_UUIDS");
+  app.add_option("--before-detach", flags.beforeDetach, "Shell command run before devices are removed (repeatable), same variables");
+  app.add_option("--verify-deadline", flags.verifyDeadlineSeconds, "Seconds to wait for devices to appear when yardd gives no deadline")
+      ->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+  app.add_option("--port-file", flags.portFile, "Write the gRPC port here once listening");
+  app.add_flag("--print-inventory", flags.printInventory, "Print this host's PCI functions and exit");
+  app.add_flag("--json", flags.json, "With --print-inventory: JSON");
+  app.add_option("--log-level", flags.logLevel, "trace, debug, info, warn, error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto logger = spdlog::stderr_color_mt("yard-agent");
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%-5l%$ %v", spdlog::pattern_time_type::utc);
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(flags.logLevel));
+  const int rc = run(flags);
+  spdlog::shutdown();
+  std::fflush(stdout);
+  // gRPC's library teardown can block on idle connections; nothing of ours is left to flush.
+  std::_Exit(rc);
+}

@@ -1,0 +1,141 @@
+// yardd with a real yard-agent: the agent runs on a fake sysfs tree built from the recorded two-switch
+// GPU host dump (the devices already enumerated, as on a host that sees them at boot) and a fake /proc;
+// the topology's serial numbers are the dump's Device Serial Numbers. Compose verifies each GPU through
+// the agent and reports its host address and UUID; a GPU a process holds is not released; release writes
+// the driver unbind and the PCI remove; an agent that is gone fails the compose with the reason.
+#include <fmt/format.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/support/daemon_process.h"
+#include "tests/support/fake_sysfs.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::filesystem::path kDump = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / "tests/data/pci/gpu-host-2sw.lspci";
+
+// One switch of the dump's host: its GPUs at 12..15:00.0 carry serials ...-02 to ...-05.
+json topology() {
+  json ports = json::array({{{"id", "sw0-usp0"}, {"kind", "upstream"}}});
+  json devices = json::array();
+  for (int i = 0; i < 4; ++i) {
+    ports.push_back({{"id", fmt::format("sw0-dsp{}", i)}, {"kind", "downstream"}});
+    devices.push_back({{"id", fmt::format("gpu{}", i)}, {"kind", "gpu"}, {"port", fmt::format("sw0-dsp{}", i)}, {"model", "H100-SXM5-80GB"},
+                       {"memoryGiB", 80}, {"serial", fmt::format("48-b0-2d-ff-ff-c1-2d-{:02x}", i + 2)}});
+  }
+  return {{"switches", json::array({{{"id", "sw0"}, {"kind", "pcie"}, {"model", "PEX89144"}, {"ports", ports}}})},
+          {"hosts", json::array({{{"id", "host0"}, {"upstreamPorts", json::array({{{"port", "sw0-usp0"}}})}}})},
+          {"devices", devices}};
+}
+
+class HostAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::map<std::string, std::string> drivers;
+    for (int bus = 0x12; bus <= 0x15; ++bus) {
+      const auto address = fmt::format("0000:{:02x}:00.0", bus);
+      drivers[address] = "nvidia";
+      testing::writeFile(proc() / "driver/nvidia/gpus" / address / "information",
+                         fmt::format("Model: \t NVIDIA H100 80GB HBM3\nGPU UUID: \t GPU-00000000-0000-0000-0000-0000000000{:02x}\nDevice Minor: \t {}\n",
+                                     bus, bus - 0x12));
+    }
+    testing::writeFakeSysfs(sysfs(), kDump, drivers);
+    std::ofstream(dir_ / "topology.json") << topology().dump(2);
+    std::filesystem::create_directories(dir_ / "yardd");
+    std::filesystem::create_directories(dir_ / "agent");
+    yardd_ = std::make_unique<testing::DaemonProcess>(YARDD_PATH, dir_ / "yardd");
+    ASSERT_TRUE(yardd_->start({"--topology", (dir_ / "topology.json").string(), "--no-sim-host-agents", "--agent-heartbeat", "1",
+                               "--host-timeout", "3"}))
+        << yardd_->log();
+    agent_ = std::make_unique<testing::DaemonProcess>(YARD_AGENT_PATH, dir_ / "agent");
+    ASSERT_TRUE(agent_->startProgram({"--host", "host0", "--listen", "127.0.0.1:0", "--yardd", yardd_->address(), "--sysfs-root",
+                                      sysfs().string(), "--proc-root", proc().string(), "--gpu-uuid-command", "", "--port",
+                                      "sw0-usp0=0000:00:01.0", "--before-detach", "echo \"$YARD_DEVICE_IDS\" >> " + (dir_ / "hook.log").string()}))
+        << agent_->log();
+    // The agent registers in the background.
+    for (int i = 0; i < 500 && yardd_->log().find("host agent for host0 registered") == std::string::npos; ++i) std::this_thread::sleep_for(10ms);
+    ASSERT_NE(yardd_->log().find("host agent for host0 registered"), std::string::npos) << yardd_->log() << agent_->log();
+  }
+
+  std::filesystem::path sysfs() const { return dir_ / "sys"; }
+  std::filesystem::path proc() const { return dir_ / "proc"; }
+
+  testing::CommandResult yardctl(const std::string& args) {
+    return testing::runCommand(std::string(YARDCTL_PATH) + " --server " + yardd_->address() + " " + args, dir_.path());
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<testing::DaemonProcess> yardd_;
+  std::unique_ptr<testing::DaemonProcess> agent_;
+};
+
+TEST_F(HostAgentTest, TheAgentVerifiesAttachAndReleasesOnlyWhatIsUnused) {
+  auto composed = yardctl("compose train --gpus 2");
+  ASSERT_EQ(composed.exitCode, 0) << composed.err << yardd_->log() << agent_->log();
+  EXPECT_NE(composed.err.find("host-admit gpu0, gpu1 (rescan, verify on the host) ... done"), std::string::npos) << composed.err;
+  auto shown = yardctl("-o json systems");
+  ASSERT_EQ(shown.exitCode, 0) << shown.err;
+  const json system = json::parse(shown.out)["systems"][0];
+  std::map<std::string, std::pair<std::string, std::string>> seen;
+  for (const auto& b : system["bindings"]) seen[b["device_id"]] = {b["host_pci_address"], b["uuid"]};
+  using Seen = std::pair<std::string, std::string>;
+  EXPECT_EQ(seen["gpu0"], Seen("0000:12:00.0", "GPU-00000000-0000-0000-0000-000000000012"));
+  EXPECT_EQ(seen["gpu1"], Seen("0000:13:00.0", "GPU-00000000-0000-0000-0000-000000000013"));
+  EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/rescan"), "1");
+
+  // A training job holds gpu0 (/dev/nvidia0): the decompose is refused and nothing is unbound or removed.
+  testing::writeFile(proc() / "4242/comm", "python3\n");
+  std::filesystem::create_directories(proc() / "4242/fd");
+  std::filesystem::create_symlink("/dev/nvidia0", proc() / "4242/fd/5");
+  auto refused = yardctl("decompose train");
+  EXPECT_NE(refused.exitCode, 0);
+  EXPECT_NE(refused.err.find("gpu0 at 0000:12:00.0 is in use by pid 4242 (python3) holding /dev/nvidia0"), std::string::npos) << refused.err;
+  EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/devices/0000:12:00.0/remove"), "");
+  EXPECT_EQ(json::parse(yardctl("-o json systems").out)["systems"][0]["state"], "SYSTEM_STATE_COMPOSED");
+
+  // The job ends: the release runs the hook, unbinds the driver and removes both functions, then the switch unbinds.
+  std::filesystem::remove_all(proc() / "4242");
+  auto decomposed = yardctl("decompose train");
+  ASSERT_EQ(decomposed.exitCode, 0) << decomposed.err;
+  EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/devices/0000:12:00.0/remove"), "1");
+  EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/devices/0000:13:00.0/remove"), "1");
+  EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/drivers/nvidia/unbind"), "0000:13:00.0");  // the last one written
+  EXPECT_EQ(testing::readFile(dir_ / "hook.log"), "gpu0 gpu1\n");
+}
+
+TEST_F(HostAgentTest, AnAgentThatIsGoneFailsTheComposeWithTheReasonAndLeavesNothingBound) {
+  agent_->kill(SIGKILL);
+  auto composed = yardctl("compose train --gpus 1");
+  EXPECT_NE(composed.exitCode, 0);
+  EXPECT_NE(composed.err.find("yard-agent on host0"), std::string::npos) << composed.err;
+  EXPECT_NE(composed.err.find("UNAVAILABLE"), std::string::npos) << composed.err;
+  auto devices = json::parse(yardctl("-o json devices").out);
+  for (const auto& d : devices["devices"]) EXPECT_EQ(d["allocation"], "DEVICE_ALLOCATION_FREE") << d.dump();
+}
+
+TEST_F(HostAgentTest, PrintInventoryShowsTheHostAsLibpciReadsIt) {
+  auto printed = testing::runCommand(std::string(YARD_AGENT_PATH) + " --print-inventory --json --gpu-uuid-command '' --sysfs-root " +
+                                         sysfs().string() + " --proc-root " + proc().string(),
+                                     dir_.path());
+  ASSERT_EQ(printed.exitCode, 0) << printed.err;
+  const json functions = json::parse(printed.out);
+  ASSERT_EQ(functions.size(), 24u);
+  const auto gpu = std::find_if(functions.begin(), functions.end(), [](const json& f) { return f["address"] == "0000:12:00.0"; });
+  ASSERT_NE(gpu, functions.end());
+  EXPECT_EQ((*gpu)["serial_number"], "48-b0-2d-ff-ff-c1-2d-02");
+  EXPECT_EQ((*gpu)["driver"], "nvidia");
+  EXPECT_EQ((*gpu)["link"], "32 GT/s x16");
+  EXPECT_EQ((*gpu)["gpu_uuid"], "GPU-00000000-0000-0000-0000-000000000012");
+  EXPECT_EQ((*gpu)["parents"].back(), "0000:00:01.0");
+}
+
+}  // namespace
+}  // namespace switchyard
