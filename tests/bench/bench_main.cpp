@@ -21,6 +21,7 @@
 #include "composer/packing/demand_mix.h"
 #include "composer/packing/packing.h"
 #include "fabric/simulated_fabric.h"
+#include "fabric/simulated_hosts.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
 #include "tests/bench/compose_latency.h"
@@ -46,7 +47,7 @@ Topology benchTopology(int gpus, int hostsPerFabric) {
 }
 
 // Compose + decompose loops through the real gRPC service, engine, SQLite store and simulated switch.
-int benchCompose(double seconds, int clients, const std::string& durability, int gpusPerCompose) {
+int benchCompose(double seconds, int clients, const std::string& durability, int gpusPerCompose, const std::string& hostSide) {
   spdlog::set_level(spdlog::level::warn);
   testing::TempDir dir;
   SystemClock clock;
@@ -57,6 +58,13 @@ int benchCompose(double seconds, int clients, const std::string& durability, int
     return 1;
   }
   Engine engine(*fabric, **store, clock, {.fabricPollInterval = std::chrono::milliseconds(0)});
+  // With simulated hosts every compose also runs host-admit and every decompose host-release (zero delay):
+  // what the host steps cost the engine.
+  std::unique_ptr<SimulatedHosts> hosts;
+  if (hostSide == "simulated") {
+    hosts = std::make_unique<SimulatedHosts>(*fabric->discover(), *fabric, clock);
+    engine.useHostAgents(*hosts);
+  }
   if (auto r = engine.start(); !r) {
     fmt::print(stderr, "error: {}\n", r.error().message);
     return 1;
@@ -126,9 +134,10 @@ int benchCompose(double seconds, int clients, const std::string& durability, int
   }
   const auto c = summarize(all);
   const auto d = summarize(allDecompose);
-  fmt::print("{:<12} {:>7} {:>5} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "durability", "clients", "gpus", "composes",
-             "composes/s", "p50 ms", "p99 ms", "max ms", "decomp p99", "peak RSS");
-  fmt::print("{:<12} {:>7} {:>5} {:>9} {:>12.0f} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>8}MiB\n", durability, clients, gpusPerCompose,
+  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "durability", "host side", "clients", "gpus",
+             "composes", "composes/s", "p50 ms", "p99 ms", "max ms", "decomp p99", "peak RSS");
+  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>12.0f} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>8}MiB\n", durability, hostSide, clients,
+             gpusPerCompose,
              all.size(), static_cast<double>(all.size()) / elapsed, c.p50 / 1000, c.p99 / 1000, c.max / 1000, d.p99 / 1000,
              peakRssKiB() / 1024);
   return 0;
@@ -158,6 +167,9 @@ int main(int argc, char** argv) {
   compose->add_option("--gpus", gpus, "GPUs per compose")->capture_default_str();
   compose->add_option("--durability", durability, "normal or full (SQLite synchronous mode)")
       ->check(CLI::IsMember({"normal", "full"}))->capture_default_str();
+  std::string hostSide = "none";
+  compose->add_option("--host-side", hostSide, "none (every host trusts the fabric) or simulated (host-admit and host-release on simulated hosts)")
+      ->check(CLI::IsMember({"none", "simulated"}))->capture_default_str();
   auto* ablation = app.add_subcommand("ablation", "switchyard-v2 (fragmentation score on the learned demand), switchyard-v1 against itself without topology and/or fit scores, and the HiveD buddy baseline, on a churning pool");
   bench::AblationOptions ab;
   ablation->add_option("--gpus", ab.gpus, "GPUs in the pool")->capture_default_str();
@@ -190,5 +202,5 @@ int main(int argc, char** argv) {
     latency.scan = !indexOnly;
     return bench::benchDecisionLatency(latency);
   }
-  return benchCompose(seconds, clients, durability, gpus);
+  return benchCompose(seconds, clients, durability, gpus, hostSide);
 }
