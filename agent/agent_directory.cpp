@@ -82,6 +82,10 @@ void AgentDirectory::fill(std::span<const Binding> devices, google::protobuf::Re
 }
 
 Result<std::vector<HostDeviceIdentity>> AgentDirectory::admit(const HostId& host, std::span<const Binding> devices, const CallOptions& options) {
+  if (policy(host) == HostPolicy::kBmcReset) {
+    if (bmcResets_ == nullptr) return fail(Code::kFailedPrecondition, fmt::format("host {} is bmc-reset but no BMC is configured", host));
+    return bmcResets_->admit(host, devices, options);
+  }
   SY_ASSIGN(auto stub, remoteFor(host));
   if (!stub) {
     if (local_ != nullptr) return local_->admit(host, devices, options);
@@ -104,6 +108,10 @@ Result<std::vector<HostDeviceIdentity>> AgentDirectory::admit(const HostId& host
 }
 
 Result<void> AgentDirectory::release(const HostId& host, std::span<const Binding> devices, const CallOptions& options) {
+  if (policy(host) == HostPolicy::kBmcReset) {
+    if (bmcResets_ == nullptr) return fail(Code::kFailedPrecondition, fmt::format("host {} is bmc-reset but no BMC is configured", host));
+    return bmcResets_->release(host, devices, options);
+  }
   SY_ASSIGN(auto stub, remoteFor(host));
   if (!stub) {
     if (local_ != nullptr) return local_->release(host, devices, options);

@@ -41,6 +41,8 @@ class AgentDirectory final : public HostAgents {
 
   // In-process agents (the simulated hosts) serve every host no yard-agent registered for.
   void useLocalAgents(HostAgents& local) { local_ = &local; }
+  // Hosts whose policy is bmc-reset are reset and shut down through their BMC by `bmcResets`.
+  void useBmcResets(HostAgents& bmcResets) { bmcResets_ = &bmcResets; }
   // A yard-agent says it serves `host` at `address`; NOT_FOUND for a host the inventory lacks.
   [[nodiscard]] Result<void> registerAgent(const HostId& host, const std::string& address);
   [[nodiscard]] Result<void> heartbeat(const HostId& host, const std::string& address);
@@ -67,6 +69,7 @@ class AgentDirectory final : public HostAgents {
   Clock& clock_;
   AgentDirectoryOptions options_;
   HostAgents* local_ = nullptr;
+  HostAgents* bmcResets_ = nullptr;
 
   mutable std::mutex mutex_;
   std::map<HostId, Remote> remotes_;

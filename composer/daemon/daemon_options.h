@@ -55,6 +55,10 @@ struct DaemonOptions {
   int simHostDelayMs = 0;
   double hostTimeoutSeconds = 30;
   int agentHeartbeatSeconds = 5;
+  std::vector<std::string> hostBmcs;         // HOST=URL
+  std::string hostBmcUser;
+  std::filesystem::path hostBmcPasswordFile;
+  std::filesystem::path hostBmcCa;
 
   [[nodiscard]] std::filesystem::path db() const { return dbPath.empty() ? stateDir / "yard.db" : dbPath; }
   [[nodiscard]] std::filesystem::path simState() const {
@@ -145,7 +149,13 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--redfish-port-file", o.redfishPortFile, "Write the bound Redfish port to this file once serving");
   app.add_option("--host-policy", o.hostPolicies,
                  "HOST=POLICY, how a host takes devices (repeatable): agent (a yard-agent rescans, verifies and releases; the "
-                 "default for hosts whose agent registered), trust-fabric (the switch's word is enough: no host steps)");
+                 "default for hosts whose agent registered), bmc-reset (cold plug: the host is power-cycled through its BMC "
+                 "after a bind and shut down before an unbind; needs --host-bmc), trust-fabric (the switch's word is enough: no host steps)");
+  app.add_option("--host-bmc", o.hostBmcs, "HOST=URL: the Redfish BMC of a bmc-reset host, https://BMC[:PORT] (repeatable)");
+  app.add_option("--host-bmc-user", o.hostBmcUser, "Account for the host BMCs (a Redfish session per call)");
+  app.add_option("--host-bmc-password-file", o.hostBmcPasswordFile, "File holding the host BMC account's password (first line)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--host-bmc-ca", o.hostBmcCa, "Trust this CA certificate (PEM) for the host BMCs' https")->check(CLI::ExistingFile);
   app.add_option("--host-policy-default", o.hostPolicyDefault,
                  "Policy of hosts no agent serves and no --host-policy names; unset refuses to compose onto them, saying why")
       ->check(CLI::IsMember({"unset", "agent", "trust-fabric"}))->capture_default_str();

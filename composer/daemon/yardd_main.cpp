@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "agent/agent_directory.h"
+#include "bmc/bmc_reset_hosts.h"
 #include "bmc/http_server.h"
 #include "bmc/redfish_service.h"
 #include "composer/api/switchyard_service.h"
@@ -95,12 +96,35 @@ Result<agent::AgentDirectoryOptions> hostSideOptions(const DaemonOptions& o) {
     const auto eq = p.find('=');
     const auto policy = eq == std::string::npos ? std::nullopt : parseHostPolicy(p.substr(eq + 1));
     if (eq == 0 || !policy)
-      return fail(Code::kInvalidArgument, fmt::format("--host-policy '{}': expected HOST=agent or HOST=trust-fabric", p));
-    if (*policy == HostPolicy::kBmcReset)
-      return fail(Code::kInvalidArgument, fmt::format("--host-policy '{}': bmc-reset is not available yet; use agent or trust-fabric", p));
+      return fail(Code::kInvalidArgument, fmt::format("--host-policy '{}': expected HOST=agent, HOST=bmc-reset or HOST=trust-fabric", p));
     options.policies[p.substr(0, eq)] = *policy;
   }
   options.heartbeatInterval = std::chrono::seconds(o.agentHeartbeatSeconds);
+  return options;
+}
+
+// The BMCs of bmc-reset hosts: every such host needs one, and a BMC is given only for such a host.
+Result<bmc::BmcResetHostsOptions> bmcResetOptions(const DaemonOptions& o, const agent::AgentDirectoryOptions& policies) {
+  bmc::BmcResetHostsOptions options;
+  std::string password;
+  if (!o.hostBmcPasswordFile.empty()) {
+    std::ifstream in(o.hostBmcPasswordFile);
+    if (!std::getline(in, password))
+      return fail(Code::kInvalidArgument, fmt::format("--host-bmc-password-file {}: cannot read a password from it", o.hostBmcPasswordFile.string()));
+  }
+  for (const auto& entry : o.hostBmcs) {
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == entry.size())
+      return fail(Code::kInvalidArgument, fmt::format("--host-bmc '{}': expected HOST=https://BMC[:PORT]", entry));
+    const HostId host = entry.substr(0, eq);
+    auto policy = policies.policies.find(host);
+    if (policy == policies.policies.end() || policy->second != HostPolicy::kBmcReset)
+      return fail(Code::kInvalidArgument, fmt::format("--host-bmc '{}': host {} is not bmc-reset; add --host-policy {}=bmc-reset", entry, host, host));
+    options.bmcs[host] = bmc::HostBmcOptions{entry.substr(eq + 1), o.hostBmcUser, password, o.hostBmcCa.string(), {}};
+  }
+  for (const auto& [host, policy] : policies.policies)
+    if (policy == HostPolicy::kBmcReset && !options.bmcs.contains(host))
+      return fail(Code::kInvalidArgument, fmt::format("--host-policy {}=bmc-reset needs --host-bmc {}=https://BMC", host, host));
   return options;
 }
 
@@ -139,7 +163,10 @@ int run(const DaemonOptions& o) {
   // The host side: registered yard-agents, the simulated hosts of the simulated fabric, the policies.
   SY_ASSIGN_OR_EXIT(auto hostOptions, hostSideOptions(o));
   SY_ASSIGN_OR_EXIT(Topology inventory, fabric->discover());
+  SY_ASSIGN_OR_EXIT(auto bmcOptions, bmcResetOptions(o, hostOptions));
   agent::AgentDirectory agents(inventory, clock, hostOptions);
+  bmc::BmcResetHosts bmcResets(bmcOptions);
+  agents.useBmcResets(bmcResets);
   std::unique_ptr<SimulatedHosts> simulatedHosts;
   if (opened.simulated != nullptr && o.simHostAgents) {
     simulatedHosts = std::make_unique<SimulatedHosts>(inventory, *opened.simulated, clock,

@@ -480,6 +480,30 @@ TEST_F(DaemonTest, GpuSharesWithYardctl) {
   EXPECT_EQ(yardctlJson("systems svc")["bindings"].size(), 0u) << "the GPU left with its last share";
 }
 
+// A cold-plug host (bmc-reset policy) whose BMC is the emulator over DMTF's rack-mount server: compose
+// power-cycles it after the bind, decompose shuts it down before the unbind; the other hosts keep their
+// simulated agents.
+TEST_F(DaemonTest, AColdPlugHostIsResetThroughItsBmc) {
+  const auto mockup = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / ".." / "shared" / "redfish-mockups" / "dmtf-public-rackmount1";
+  if (!std::filesystem::exists(mockup)) GTEST_SKIP() << "no Redfish mockup at " << mockup;
+  testing::DaemonProcess bmc(REDFISH_EMULATOR_PATH, dir_.path() / "bmc");
+  std::filesystem::create_directories(dir_.path() / "bmc");
+  ASSERT_TRUE(bmc.startProgram({"--mockup", mockup.string()})) << bmc.log();
+  std::ofstream(dir_.path() / "bmc-password") << "switchyard\n";
+  startDaemon({"--host-policy", "host0=bmc-reset", "--host-bmc", "host0=http://127.0.0.1:" + std::to_string(bmc.port()), "--host-bmc-user",
+               "admin", "--host-bmc-password-file", (dir_.path() / "bmc-password").string()});
+  auto composed = yardctl("compose cold --gpus 2 --host host0");
+  ASSERT_EQ(composed.exitCode, 0) << composed.err << daemon_->log();
+  EXPECT_NE(composed.err.find("host-admit"), std::string::npos) << composed.err;
+  EXPECT_NE(daemon_->log().find("host host0: ForceRestart through its BMC"), std::string::npos) << daemon_->log();
+  auto decomposed = yardctl("decompose cold");
+  ASSERT_EQ(decomposed.exitCode, 0) << decomposed.err;
+  EXPECT_NE(daemon_->log().find("host host0: shutting down through its BMC"), std::string::npos) << daemon_->log();
+  // Another host still goes through its simulated agent and reports a host address.
+  ASSERT_EQ(yardctl("compose warm --gpus 1 --host host1").exitCode, 0);
+  EXPECT_FALSE(yardctlJson("systems warm")["bindings"][0]["host_pci_address"].get<std::string>().empty());
+}
+
 // yardd driving a Redfish fabric manager (the emulator over DMTF's multi-switch CXL mockup): compose binds
 // through a zone, a restart reads the bindings back from the zones without drift, decompose removes it.
 TEST_F(DaemonTest, ComposesThroughARedfishFabricManager) {

@@ -1,0 +1,78 @@
+// The bmc-reset host policy against the emulator serving DMTF's rack-mount server: admit power-cycles
+// the host after a bind (or powers it on), release shuts it down before the unbind; a BMC that refuses
+// or does not answer is a clear error.
+#include "bmc/bmc_reset_hosts.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/redfish_emulator.h"
+#include "tests/support/shared_dir.h"
+
+namespace switchyard::bmc {
+namespace {
+
+using namespace std::chrono_literals;
+
+class BmcResetHostsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto mockup = switchyard::testing::sharedDir() / "redfish-mockups" / "dmtf-public-rackmount1";
+    if (!std::filesystem::exists(mockup)) GTEST_SKIP() << "no Redfish mockup at " << mockup;
+    auto e = switchyard::testing::RedfishEmulator::start({mockup});
+    ASSERT_TRUE(e) << e.error().message;
+    emulator_ = std::move(*e);
+  }
+  BmcResetHosts hosts(std::string password = "switchyard") {
+    return BmcResetHosts({.bmcs = {{"host0", {emulator_->url(), "admin", std::move(password), {}, {}}}}, .pollInterval = 10ms});
+  }
+  std::string power() {
+    auto bmc = HostBmc::connect({emulator_->url(), "admin", "switchyard", {}, {}});
+    return bmc ? *(*bmc)->powerState() : "?";
+  }
+  const std::vector<Binding> devices_{{"sw0-gpu0", "sw0-usp0"}, {"sw0-gpu1", "sw0-usp0"}};
+  std::unique_ptr<switchyard::testing::RedfishEmulator> emulator_;
+};
+
+TEST_F(BmcResetHostsTest, AdmitPowerCyclesTheHostAndReleaseShutsItDown) {
+  auto h = hosts();
+  EXPECT_EQ(h.policy("host0"), HostPolicy::kBmcReset);
+  EXPECT_EQ(h.policy("host1"), HostPolicy::kUnset);
+
+  auto admitted = h.admit("host0", devices_, {5s});
+  ASSERT_TRUE(admitted) << admitted.error().message;
+  ASSERT_EQ(admitted->size(), 2u);
+  EXPECT_EQ((*admitted)[0].deviceId, "sw0-gpu0");
+  EXPECT_EQ((*admitted)[0].pciAddress, "");  // a BMC cannot say where the host enumerated it
+  EXPECT_EQ(emulator_->resets(), 1);
+  EXPECT_EQ(power(), "On");
+
+  ASSERT_TRUE(h.release("host0", devices_, {5s}));
+  EXPECT_EQ(power(), "Off");
+  EXPECT_EQ(emulator_->resets(), 2);
+  ASSERT_TRUE(h.release("host0", devices_, {5s}));  // already off: nothing to do
+  EXPECT_EQ(emulator_->resets(), 2);
+
+  ASSERT_TRUE(h.admit("host0", devices_, {5s}));  // off: powered on
+  EXPECT_EQ(power(), "On");
+  EXPECT_EQ(emulator_->sessions(), 0u) << "every call logged out";
+}
+
+TEST_F(BmcResetHostsTest, ABmcThatRefusesOrIsGoneIsAClearError) {
+  auto wrong = hosts("not-the-password").admit("host0", devices_, {5s});
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(wrong.error().message.find("BMC of host0"), std::string::npos) << wrong.error().message;
+
+  auto none = hosts().admit("host1", devices_, {5s});
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, Code::kFailedPrecondition);
+
+  const std::string url = emulator_->url();
+  emulator_.reset();
+  BmcResetHosts gone({.bmcs = {{"host0", {url, "admin", "switchyard", {}, {}}}}});
+  auto unreachable = gone.admit("host0", devices_, {2s});
+  ASSERT_FALSE(unreachable);
+  EXPECT_EQ(unreachable.error().code, Code::kUnavailable) << unreachable.error().message;
+}
+
+}  // namespace
+}  // namespace switchyard::bmc
