@@ -30,6 +30,7 @@ step plan --gpus 4 --p2p required --explain
 step compose train-a --gpus 4 --p2p required --label team=vision
 step compose infer-b --gpus 2 --model A100-SXM4-40GB
 step systems
+step systems train-a
 step capacity
 step topology
 step devices
