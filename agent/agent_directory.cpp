@@ -72,27 +72,39 @@ Result<std::shared_ptr<v1::HostAgent::Stub>> AgentDirectory::remoteFor(const Hos
   return it->second.stub;
 }
 
-void AgentDirectory::fill(std::span<const Binding> devices, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& out) const {
-  for (const auto& b : devices) {
-    auto* e = out.Add();
+void AgentDirectory::fill(const HostChange& change, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& devices,
+                          google::protobuf::RepeatedPtrField<v1::MigInstanceSpec>& instances) const {
+  auto serialOf = [&](const DeviceId& id) {
+    auto it = devices_.find(id);
+    return it == devices_.end() ? std::string() : it->second.serial;
+  };
+  for (const auto& b : change.devices) {
+    auto* e = devices.Add();
     e->set_device_id(b.deviceId);
     e->set_upstream_port_id(b.upstreamPortId);
-    if (auto it = devices_.find(b.deviceId); it != devices_.end()) e->set_serial_number(it->second.serial);
+    e->set_serial_number(serialOf(b.deviceId));
+  }
+  for (const auto& i : change.instances) {
+    auto* m = instances.Add();
+    m->set_device_id(i.deviceId);
+    m->set_serial_number(serialOf(i.deviceId));
+    m->set_profile(std::string(toString(i.profile)));
+    m->set_start(i.start);
   }
 }
 
-Result<std::vector<HostDeviceIdentity>> AgentDirectory::admit(const HostId& host, std::span<const Binding> devices, const CallOptions& options) {
+Result<std::vector<HostDeviceIdentity>> AgentDirectory::admit(const HostId& host, const HostChange& change, const CallOptions& options) {
   if (policy(host) == HostPolicy::kBmcReset) {
     if (bmcResets_ == nullptr) return fail(Code::kFailedPrecondition, fmt::format("host {} is bmc-reset but no BMC is configured", host));
-    return bmcResets_->admit(host, devices, options);
+    return bmcResets_->admit(host, change, options);
   }
   SY_ASSIGN(auto stub, remoteFor(host));
   if (!stub) {
-    if (local_ != nullptr) return local_->admit(host, devices, options);
+    if (local_ != nullptr) return local_->admit(host, change, options);
     return fail(Code::kUnavailable, fmt::format("no yard-agent has registered for {} (policy agent)", host));
   }
   v1::VerifyPresentRequest request;
-  fill(devices, *request.mutable_devices());
+  fill(change, *request.mutable_devices(), *request.mutable_mig_instances());
   request.set_deadline_ms(std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout).count());
   grpc::ClientContext context;
   // The agent stops looking at the deadline it was given; the call's own deadline leaves it time to say so.
@@ -107,18 +119,18 @@ Result<std::vector<HostDeviceIdentity>> AgentDirectory::admit(const HostId& host
   return out;
 }
 
-Result<void> AgentDirectory::release(const HostId& host, std::span<const Binding> devices, const CallOptions& options) {
+Result<void> AgentDirectory::release(const HostId& host, const HostChange& change, const CallOptions& options) {
   if (policy(host) == HostPolicy::kBmcReset) {
     if (bmcResets_ == nullptr) return fail(Code::kFailedPrecondition, fmt::format("host {} is bmc-reset but no BMC is configured", host));
-    return bmcResets_->release(host, devices, options);
+    return bmcResets_->release(host, change, options);
   }
   SY_ASSIGN(auto stub, remoteFor(host));
   if (!stub) {
-    if (local_ != nullptr) return local_->release(host, devices, options);
+    if (local_ != nullptr) return local_->release(host, change, options);
     return fail(Code::kUnavailable, fmt::format("no yard-agent has registered for {} (policy agent)", host));
   }
   v1::PrepareDetachRequest request;
-  fill(devices, *request.mutable_devices());
+  fill(change, *request.mutable_devices(), *request.mutable_mig_instances());
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + options.timeout);
   v1::ActionReport response;

@@ -50,9 +50,9 @@ class AgentDirectory final : public HostAgents {
   [[nodiscard]] std::chrono::milliseconds heartbeatInterval() const { return options_.heartbeatInterval; }
 
   [[nodiscard]] HostPolicy policy(const HostId& host) const override;
-  [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, std::span<const Binding> devices,
+  [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
-  [[nodiscard]] Result<void> release(const HostId& host, std::span<const Binding> devices, const CallOptions& options = {}) override;
+  [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
 
  private:
   struct Remote {
@@ -62,7 +62,8 @@ class AgentDirectory final : public HostAgents {
   };
   // The registered agent for the host, or an error saying why there is none.
   [[nodiscard]] Result<std::shared_ptr<v1::HostAgent::Stub>> remoteFor(const HostId& host) const;
-  void fill(std::span<const Binding> devices, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& out) const;
+  void fill(const HostChange& change, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& devices,
+            google::protobuf::RepeatedPtrField<v1::MigInstanceSpec>& instances) const;
 
   std::map<DeviceId, Device> devices_;
   std::set<HostId> hosts_;

@@ -28,8 +28,17 @@ std::vector<ExpectedDevice> expectedOf(const google::protobuf::RepeatedPtrField<
   return out;
 }
 
-grpc::Status check(const std::vector<ExpectedDevice>& devices) {
-  if (devices.empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "name at least one device"};
+std::vector<MigRequest> migOf(const google::protobuf::RepeatedPtrField<v1::MigInstanceSpec>& instances) {
+  std::vector<MigRequest> out;
+  for (const auto& i : instances) out.push_back({i.device_id(), i.serial_number(), i.profile(), i.start()});
+  return out;
+}
+
+grpc::Status check(const std::vector<ExpectedDevice>& devices, const std::vector<MigRequest>& mig) {
+  if (devices.empty() && mig.empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "name at least one device or MIG instance"};
+  for (const auto& m : mig)
+    if (m.serialNumber.empty() || m.profile.empty())
+      return {grpc::StatusCode::INVALID_ARGUMENT, "every MIG instance needs its GPU's serial number and a profile"};
   for (const auto& d : devices)
     if (d.deviceId.empty() || d.serialNumber.empty())
       return {grpc::StatusCode::INVALID_ARGUMENT, "every device needs its id and serial number (the host finds it by serial)"};
@@ -81,13 +90,14 @@ grpc::Status AgentService::Rescan(grpc::ServerContext*, const v1::RescanRequest*
 
 grpc::Status AgentService::VerifyPresent(grpc::ServerContext* context, const v1::VerifyPresentRequest* in, v1::VerifyPresentResponse* out) {
   const auto devices = expectedOf(in->devices());
-  if (auto bad = check(devices); !bad.ok()) return bad;
+  const auto mig = migOf(in->mig_instances());
+  if (auto bad = check(devices, mig); !bad.ok()) return bad;
   // The caller's own gRPC deadline bounds the wait too.
   auto deadline = std::chrono::milliseconds(in->deadline_ms());
   const auto callerLeft = std::chrono::duration_cast<std::chrono::milliseconds>(context->deadline() - std::chrono::system_clock::now());
   if (context->deadline() != std::chrono::system_clock::time_point::max() && (deadline.count() <= 0 || callerLeft < deadline))
     deadline = std::max(std::chrono::milliseconds(1), callerLeft);
-  auto outcome = ops_.verifyPresent(devices, deadline, in->dry_run());
+  auto outcome = ops_.verifyPresent(devices, deadline, in->dry_run(), mig);
   log(hostId_, "verify-present", devices, outcome ? Result<void>{} : Result<void>{fail(outcome.error())});
   if (!outcome) return toGrpcStatus(outcome.error());
   for (const auto& f : outcome->found) {
@@ -103,8 +113,9 @@ grpc::Status AgentService::VerifyPresent(grpc::ServerContext* context, const v1:
 
 grpc::Status AgentService::PrepareDetach(grpc::ServerContext*, const v1::PrepareDetachRequest* in, v1::ActionReport* out) {
   const auto devices = expectedOf(in->devices());
-  if (auto bad = check(devices); !bad.ok()) return bad;
-  auto actions = ops_.prepareDetach(devices, in->dry_run());
+  const auto mig = migOf(in->mig_instances());
+  if (auto bad = check(devices, mig); !bad.ok()) return bad;
+  auto actions = ops_.prepareDetach(devices, in->dry_run(), mig);
   log(hostId_, in->dry_run() ? "prepare-detach (dry run)" : "prepare-detach", devices,
       actions ? Result<void>{} : Result<void>{fail(actions.error())});
   if (!actions) return toGrpcStatus(actions.error());

@@ -51,6 +51,29 @@ std::string nvidiaInformation(const std::filesystem::path& procRoot, const std::
   return "";
 }
 
+// Fills a command template's {name} placeholders.
+std::string expand(std::string command, const std::map<std::string, std::string>& values) {
+  for (const auto& [name, value] : values) {
+    const std::string key = "{" + name + "}";
+    for (auto at = command.find(key); at != std::string::npos; at = command.find(key, at + value.size())) command.replace(at, key.size(), value);
+  }
+  return command;
+}
+
+int memorySlicesOf(const std::string& profile) {
+  if (profile == "1g") return 1;
+  if (profile == "2g") return 2;
+  if (profile == "3g" || profile == "4g") return 4;
+  if (profile == "7g") return 8;
+  return 0;
+}
+
+const PciFunction* bySerial(const std::vector<PciFunction>& functions, const std::string& serial) {
+  auto it = std::find_if(functions.begin(), functions.end(),
+                         [&](const PciFunction& f) { return !f.bridge && f.serialNumber && formatSerialNumber(*f.serialNumber) == serial; });
+  return it == functions.end() ? nullptr : &*it;
+}
+
 bool under(const PciFunction& f, const PciAddress& rootPort) {
   return std::find(f.parents.begin(), f.parents.end(), rootPort) != f.parents.end();
 }
@@ -148,6 +171,69 @@ Result<std::vector<std::string>> HostOps::rescan(bool dryRun) const {
   return actions;
 }
 
+Result<void> HostOps::createMig(const std::vector<MigRequest>& mig, const std::vector<PciFunction>& functions, bool dryRun,
+                                std::vector<std::string>& actions) const {
+  std::vector<MigRequest> made;
+  for (const auto& m : mig) {
+    const PciFunction* gpu = bySerial(functions, m.serialNumber);
+    Result<void> outcome;
+    if (!gpu) {
+      outcome = fail(Code::kFailedPrecondition, fmt::format("MIG {} on {}: the GPU (serial {}) is not on this host", m.profile, m.deviceId, m.serialNumber));
+    } else if (memorySlicesOf(m.profile) == 0) {
+      outcome = fail(Code::kInvalidArgument, fmt::format("MIG profile '{}' of {} is not one of 1g, 2g, 3g, 4g, 7g", m.profile, m.deviceId));
+    } else {
+      const auto command = expand(options_.migCreateCommand, {{"pci", toString(gpu->address)}, {"profile", m.profile}, {"start", std::to_string(m.start)},
+                                                              {"memory_gib", std::to_string(memorySlicesOf(m.profile) * options_.migSliceGiB)}});
+      actions.push_back(fmt::format("{}{}", dryRun ? "would run: " : "ran: ", command));
+      if (!dryRun) {
+        if (auto ran = runShell(command); !ran) outcome = fail(Code::kFailedPrecondition, fmt::format("MIG {}@{} on {}: {}", m.profile, m.start, m.deviceId, ran.error().message));
+      }
+    }
+    if (!outcome) {
+      std::vector<std::string> undo;
+      (void)destroyMig(made, functions, dryRun, undo);  // best effort: what this call made goes again
+      actions.insert(actions.end(), undo.begin(), undo.end());
+      return outcome;
+    }
+    made.push_back(m);
+  }
+  return {};
+}
+
+Result<void> HostOps::destroyMig(const std::vector<MigRequest>& mig, const std::vector<PciFunction>& functions, bool dryRun,
+                                 std::vector<std::string>& actions) const {
+  for (const auto& m : mig) {
+    const PciFunction* gpu = bySerial(functions, m.serialNumber);
+    if (!gpu) continue;  // the GPU is gone, and its instances with it
+    const std::string pci = toString(gpu->address);
+    // The GPU instance at this placement start: "MIG 1g.10gb  19  9  2:1" (profile name, profile id, instance id, start:size).
+    SY_ASSIGN(const std::string listed, runShell(expand(options_.migListCommand, {{"pci", pci}})));
+    std::string gi;
+    std::istringstream rows(listed);
+    for (std::string row; std::getline(rows, row);) {
+      std::istringstream fields(row);
+      std::vector<std::string> words;
+      for (std::string w; fields >> w;)
+        if (w != "|") words.push_back(w);
+      const auto name = std::find(words.begin(), words.end(), "MIG");
+      if (name == words.end() || words.end() - name < 5) continue;
+      const std::string& placement = *(name + 4);
+      if (placement.substr(0, placement.find(':')) == std::to_string(m.start)) gi = *(name + 3);
+    }
+    if (gi.empty()) {
+      actions.push_back(fmt::format("MIG {}@{} on {}: no GPU instance at slice {} (already gone)", m.profile, m.start, m.deviceId, m.start));
+      continue;
+    }
+    const auto command = expand(options_.migDestroyCommand, {{"pci", pci}, {"gi", gi}, {"profile", m.profile}, {"start", std::to_string(m.start)}});
+    actions.push_back(fmt::format("{}{}", dryRun ? "would run: " : "ran: ", command));
+    if (!dryRun) {
+      if (auto ran = runShell(command); !ran)
+        return fail(Code::kFailedPrecondition, fmt::format("MIG {}@{} on {}: {}", m.profile, m.start, m.deviceId, ran.error().message));
+    }
+  }
+  return {};
+}
+
 Result<void> HostOps::runHooks(const std::vector<std::string>& hooks, const std::vector<FoundDevice>& devices, bool dryRun,
                                std::vector<std::string>& actions) const {
   std::vector<std::string> addresses, ids, uuids;
@@ -167,7 +253,7 @@ Result<void> HostOps::runHooks(const std::vector<std::string>& hooks, const std:
 }
 
 Result<VerifyOutcome> HostOps::verifyPresent(const std::vector<ExpectedDevice>& expected, std::chrono::milliseconds deadline,
-                                             bool dryRun) const {
+                                             bool dryRun, const std::vector<MigRequest>& mig) const {
   if (deadline.count() <= 0) deadline = options_.defaultDeadline;
   for (const auto& e : expected)
     if (!e.upstreamPortId.empty() && !options_.upstreamPorts.empty() && !options_.upstreamPorts.contains(e.upstreamPortId))
@@ -229,6 +315,10 @@ Result<VerifyOutcome> HostOps::verifyPresent(const std::vector<ExpectedDevice>& 
     else
       found.gpuUuid = nvidiaInformation(options_.procRoot, found.pciAddress, "GPU UUID");
   }
+  if (!mig.empty()) {
+    SY_ASSIGN(auto functions, scanner_.scan());
+    SY_TRY(createMig(mig, functions, dryRun, outcome.actions));
+  }
   SY_TRY(runHooks(options_.afterAttach, outcome.found, dryRun, outcome.actions));
   return outcome;
 }
@@ -258,7 +348,8 @@ std::vector<DeviceUser> HostOps::usersOf(const PciFunction& function) const {
   return out;
 }
 
-Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun) const {
+Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun,
+                                                        const std::vector<MigRequest>& mig) const {
   SY_ASSIGN(auto functions, scanner_.scan());
   std::vector<std::pair<const ExpectedDevice*, const PciFunction*>> present;
   std::vector<std::string> actions, busy;
@@ -276,6 +367,8 @@ Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<Expect
   }
   // Checked whole before anything changes: one busy device refuses the release of all.
   if (!busy.empty()) return fail(Code::kFailedPrecondition, fmt::format("{}", fmt::join(busy, "; ")));
+  // MIG instances first: nvidia-smi refuses to destroy one a process uses, and then nothing else changes.
+  SY_TRY(destroyMig(mig, functions, dryRun, actions));
 
   std::vector<FoundDevice> leaving;
   for (const auto& [e, f] : present) leaving.push_back({e->deviceId, toString(f->address), "", f->driver});

@@ -21,6 +21,13 @@ struct HostOpsOptions {
   std::filesystem::path procRoot = "/proc";
   // Prints "<bus id>, <uuid>" per GPU; "" reads only /proc/driver/nvidia/gpus/<address>/information.
   std::string gpuUuidCommand = "nvidia-smi --query-gpu=pci.bus_id,uuid --format=csv,noheader";
+  // MIG instances, as shell command templates: {pci} the GPU's address, {profile} 1g..7g, {start} the first
+  // memory slice, {memory_gib} the instance's memory (memory slices x migSliceGiB), {gi} the GPU instance id
+  // (found by listing the GPU's instances and matching the placement start).
+  std::string migCreateCommand = "nvidia-smi mig -i {pci} -cgi {profile}.{memory_gib}gb:{start} -C";
+  std::string migListCommand = "nvidia-smi mig -i {pci} -lgi";
+  std::string migDestroyCommand = "nvidia-smi mig -i {pci} -gi {gi} -dci && nvidia-smi mig -i {pci} -gi {gi} -dgi";
+  int migSliceGiB = 10;  // memory per slice: 10 on 80 GB A100/H100, 5 on A100-40GB
   std::vector<std::string> afterAttach;   // shell commands run after devices were verified present
   std::vector<std::string> beforeDetach;  // shell commands run before a device is removed
   // The fabric's upstream port ids mapped to the root port where that cable enters this host.
@@ -39,6 +46,13 @@ struct ExpectedDevice {
   std::string serialNumber;  // lspci form; "" = not checked
   std::uint16_t vendorId = 0;  // 0 = any
   std::string upstreamPortId;  // "" or unmapped = not checked
+};
+
+struct MigRequest {
+  std::string deviceId;
+  std::string serialNumber;  // finds the GPU
+  std::string profile;       // 1g, 2g, 3g, 4g, 7g
+  int start = 0;
 };
 
 struct FoundDevice {
@@ -68,9 +82,12 @@ class HostOps {
   // Writes 1 to <sysfs>/bus/pci/rescan (dry run: says so).
   [[nodiscard]] Result<std::vector<std::string>> rescan(bool dryRun) const;
   // Rescans and looks until every expected device is present or `deadline` passes.
+  // Then creates `mig` (on failure, destroys the ones it created) and runs the after-attach hooks.
   [[nodiscard]] Result<VerifyOutcome> verifyPresent(const std::vector<ExpectedDevice>& expected, std::chrono::milliseconds deadline,
-                                                    bool dryRun) const;
-  [[nodiscard]] Result<std::vector<std::string>> prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun) const;
+                                                    bool dryRun, const std::vector<MigRequest>& mig = {}) const;
+  // Refuses while a device is in use; destroys `mig`, runs the hooks, unbinds and removes the devices.
+  [[nodiscard]] Result<std::vector<std::string>> prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun,
+                                                               const std::vector<MigRequest>& mig = {}) const;
   // The processes holding the function open (its /dev/nvidiaN node, or one of its sysfs files).
   [[nodiscard]] std::vector<DeviceUser> usersOf(const PciFunction& function) const;
 
@@ -79,6 +96,10 @@ class HostOps {
  private:
   [[nodiscard]] std::map<std::string, std::string> gpuUuids() const;
   [[nodiscard]] Result<void> writeSysfs(const std::filesystem::path& file, const std::string& value) const;
+  [[nodiscard]] Result<void> createMig(const std::vector<MigRequest>& mig, const std::vector<PciFunction>& functions, bool dryRun,
+                                       std::vector<std::string>& actions) const;
+  [[nodiscard]] Result<void> destroyMig(const std::vector<MigRequest>& mig, const std::vector<PciFunction>& functions, bool dryRun,
+                                        std::vector<std::string>& actions) const;
   [[nodiscard]] Result<void> runHooks(const std::vector<std::string>& hooks, const std::vector<FoundDevice>& devices, bool dryRun,
                                       std::vector<std::string>& actions) const;
 

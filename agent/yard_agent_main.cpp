@@ -31,6 +31,9 @@ struct AgentFlags {
   std::string gpuUuidCommand = HostOpsOptions{}.gpuUuidCommand;
   std::vector<std::string> afterAttach, beforeDetach, ports;
   double verifyDeadlineSeconds = 30;
+  std::string migCreate = HostOpsOptions{}.migCreateCommand, migList = HostOpsOptions{}.migListCommand,
+              migDestroy = HostOpsOptions{}.migDestroyCommand;
+  int migSliceGiB = 10;
   std::filesystem::path portFile;
   std::string logLevel = "info";
   bool printInventory = false;
@@ -107,6 +110,10 @@ int run(const AgentFlags& flags) {
   options.gpuUuidCommand = flags.gpuUuidCommand;
   options.afterAttach = flags.afterAttach;
   options.beforeDetach = flags.beforeDetach;
+  options.migCreateCommand = flags.migCreate;
+  options.migListCommand = flags.migList;
+  options.migDestroyCommand = flags.migDestroy;
+  options.migSliceGiB = flags.migSliceGiB;
   options.defaultDeadline = std::chrono::milliseconds(static_cast<std::int64_t>(flags.verifyDeadlineSeconds * 1000));
   for (const auto& p : flags.ports) {
     const auto eq = p.find('=');
@@ -204,6 +211,13 @@ int main(int argc, char** argv) {
   app.add_option("--before-detach", flags.beforeDetach, "Shell command run before devices are removed (repeatable), same variables");
   app.add_option("--verify-deadline", flags.verifyDeadlineSeconds, "Seconds to wait for devices to appear when yardd gives no deadline")
       ->check(CLI::Range(0.1, 3600.0))->capture_default_str();
+  app.add_option("--mig-create-command", flags.migCreate,
+                 "Creates one MIG instance; {pci}, {profile} (1g..7g), {start}, {memory_gib} are filled in")->capture_default_str();
+  app.add_option("--mig-list-command", flags.migList, "Lists a GPU's instances (rows: MIG <name> <profile id> <instance id> <start>:<size>)")
+      ->capture_default_str();
+  app.add_option("--mig-destroy-command", flags.migDestroy, "Destroys one GPU instance; {pci}, {gi} are filled in")->capture_default_str();
+  app.add_option("--mig-slice-gib", flags.migSliceGiB, "Memory per MIG slice: 10 on 80 GB A100/H100, 5 on A100-40GB")
+      ->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--port-file", flags.portFile, "Write the gRPC port here once listening");
   app.add_flag("--print-inventory", flags.printInventory, "Print this host's PCI functions and exit");
   app.add_flag("--json", flags.json, "With --print-inventory: JSON");

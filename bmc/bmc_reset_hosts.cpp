@@ -32,7 +32,11 @@ Result<void> BmcResetHosts::waitFor(HostBmc& bmc, const HostId& host, std::strin
   }
 }
 
-Result<std::vector<HostDeviceIdentity>> BmcResetHosts::admit(const HostId& host, std::span<const Binding> devices, const CallOptions& options) {
+Result<std::vector<HostDeviceIdentity>> BmcResetHosts::admit(const HostId& host, const HostChange& change, const CallOptions& options) {
+  const auto& devices = change.devices;
+  if (!change.instances.empty())
+    return fail(Code::kFailedPrecondition,
+                fmt::format("host {} is bmc-reset: MIG instances are made on the host by its agent, and it has none", host));
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   SY_ASSIGN(auto bmc, connect(host, options));
   SY_ASSIGN(const std::string state, bmc->powerState());
@@ -45,7 +49,9 @@ Result<std::vector<HostDeviceIdentity>> BmcResetHosts::admit(const HostId& host,
   return out;
 }
 
-Result<void> BmcResetHosts::release(const HostId& host, std::span<const Binding> devices, const CallOptions& options) {
+// A power cycle destroys MIG instances too (they do not survive a reset), so leaving ones need nothing more.
+Result<void> BmcResetHosts::release(const HostId& host, const HostChange& change, const CallOptions& options) {
+  const auto& devices = change.devices;
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   SY_ASSIGN(auto bmc, connect(host, options));
   SY_ASSIGN(const std::string state, bmc->powerState());

@@ -23,9 +23,9 @@ class BmcResetHosts final : public HostAgents {
   explicit BmcResetHosts(BmcResetHostsOptions options) : options_(std::move(options)) {}
 
   [[nodiscard]] HostPolicy policy(const HostId& host) const override;
-  [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, std::span<const Binding> devices,
+  [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
-  [[nodiscard]] Result<void> release(const HostId& host, std::span<const Binding> devices, const CallOptions& options = {}) override;
+  [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
 
  private:
   [[nodiscard]] Result<std::unique_ptr<HostBmc>> connect(const HostId& host, const CallOptions& options) const;

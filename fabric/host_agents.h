@@ -18,6 +18,9 @@
 //  - release(host, set) fails with kFailedPrecondition, naming the processes, when a device is in use,
 //    and then has changed nothing. Otherwise the devices are gone from the host when it returns.
 //    Releasing a device the host does not see succeeds (idempotent).
+//  - admit creates the change's MIG instances once its devices are present; when one cannot be created, the
+//    ones it created are destroyed again and it fails (kFailedPrecondition). release destroys the change's
+//    instances first (a tool that refuses because an instance is in use: kFailedPrecondition).
 //  - Both may be called from several threads at once.
 #pragma once
 
@@ -51,13 +54,21 @@ enum class HostPolicy { kUnset, kTrustFabric, kAgent, kBmcReset };
 // Whether the engine runs host steps for a host under this policy.
 [[nodiscard]] inline bool hasHostSteps(HostPolicy policy) { return policy == HostPolicy::kAgent || policy == HostPolicy::kBmcReset; }
 
+// A change on a host: devices arriving (admit) or leaving (release) whole, and MIG instances to create on
+// (admit) or destroy on (release) GPUs the host has; an attach of MIG instances onto GPUs the system
+// already holds has instances and no devices.
+struct HostChange {
+  std::vector<Binding> devices;
+  std::vector<GpuInstance> instances;
+};
+
 class HostAgents {
  public:
   virtual ~HostAgents() = default;
   [[nodiscard]] virtual HostPolicy policy(const HostId& host) const = 0;
-  [[nodiscard]] virtual Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, std::span<const Binding> devices,
+  [[nodiscard]] virtual Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                                       const CallOptions& options = {}) = 0;
-  [[nodiscard]] virtual Result<void> release(const HostId& host, std::span<const Binding> devices, const CallOptions& options = {}) = 0;
+  [[nodiscard]] virtual Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) = 0;
 };
 
 }  // namespace switchyard

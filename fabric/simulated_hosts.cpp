@@ -48,7 +48,8 @@ Result<void> SimulatedHosts::reachableLocked(const HostId& host, std::string_vie
   return {};
 }
 
-Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host, std::span<const Binding> devices, const CallOptions& options) {
+Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host, const HostChange& change, const CallOptions& options) {
+  const auto& devices = change.devices;
   Duration delay;
   {
     std::lock_guard lock(mutex_);
@@ -93,10 +94,27 @@ Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host
     present.emplace(b.deviceId, identity);
     out.push_back(std::move(identity));
   }
+  // MIG instances on GPUs the host has; on a failure the ones made here are destroyed again.
+  auto& made = instances_[host];
+  const std::size_t before = made.size();
+  for (const auto& i : change.instances) {
+    if (std::find(made.begin(), made.end(), i) != made.end()) continue;  // already there: idempotent
+    const auto fault = faults_.contains(i.deviceId) ? faults_.at(i.deviceId) : SimulatedHostFault::kNone;
+    std::string why;
+    if (!present.contains(i.deviceId)) why = "the GPU is not on the host";
+    else if (fault == SimulatedHostFault::kMigFails) why = "MIG mode is disabled on this GPU (nvidia-smi -mig 1 needs a GPU reset)";
+    if (!why.empty()) {
+      made.resize(before);
+      return fail(Code::kFailedPrecondition, fmt::format("{}: creating MIG {} at slice {} on {} failed: {}", host, toString(i.profile), i.start,
+                                                         i.deviceId, why));
+    }
+    made.push_back(i);
+  }
   return out;
 }
 
-Result<void> SimulatedHosts::release(const HostId& host, std::span<const Binding> devices, const CallOptions&) {
+Result<void> SimulatedHosts::release(const HostId& host, const HostChange& change, const CallOptions&) {
+  const auto& devices = change.devices;
   std::lock_guard lock(mutex_);
   ++calls_;
   SY_TRY(reachableLocked(host, "release"));
@@ -109,8 +127,20 @@ Result<void> SimulatedHosts::release(const HostId& host, std::span<const Binding
       busy.push_back(fmt::format("{} at {} is in use by pid 4242 (python3 train.py)", b.deviceId, present.at(b.deviceId).pciAddress));
   }
   if (!busy.empty()) return fail(Code::kFailedPrecondition, fmt::format("{}: {}", host, fmt::join(busy, "; ")));
+  auto& made = instances_[host];
+  std::erase_if(made, [&](const GpuInstance& i) {
+    const bool leaving = std::find(change.instances.begin(), change.instances.end(), i) != change.instances.end();
+    const bool gpuLeaving = std::any_of(devices.begin(), devices.end(), [&](const Binding& b) { return b.deviceId == i.deviceId; });
+    return leaving || gpuLeaving;
+  });
   for (const auto& b : devices) present.erase(b.deviceId);
   return {};
+}
+
+std::vector<GpuInstance> SimulatedHosts::migInstances(const HostId& host) const {
+  std::lock_guard lock(mutex_);
+  auto it = instances_.find(host);
+  return it == instances_.end() ? std::vector<GpuInstance>{} : it->second;
 }
 
 void SimulatedHosts::setDeviceFault(const DeviceId& device, SimulatedHostFault fault) {

@@ -26,6 +26,7 @@ enum class SimulatedHostFault {
   kWrongSerial,   // a device with another serial number shows up in its place
   kInUse,         // a process holds it: release is refused, naming the process
   kBarExhausted,  // the host enumerates it but cannot map its BARs ("no space for BAR")
+  kMigFails,      // creating a MIG instance on it fails (as nvidia-smi does when MIG mode is off)
 };
 
 struct SimulatedHostsOptions {
@@ -39,9 +40,9 @@ class SimulatedHosts final : public HostAgents {
   SimulatedHosts(const Topology& topology, const SimulatedFabric& fabric, Clock& clock, SimulatedHostsOptions options = {});
 
   [[nodiscard]] HostPolicy policy(const HostId& host) const override;
-  [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, std::span<const Binding> devices,
+  [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
-  [[nodiscard]] Result<void> release(const HostId& host, std::span<const Binding> devices, const CallOptions& options = {}) override;
+  [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
 
   void setDeviceFault(const DeviceId& device, SimulatedHostFault fault);
   void setHostReachable(const HostId& host, bool reachable);
@@ -51,6 +52,8 @@ class SimulatedHosts final : public HostAgents {
 
   // What each host has enumerated now (device id -> identity).
   [[nodiscard]] std::vector<HostDeviceIdentity> present(const HostId& host) const;
+  // The MIG instances created on a host now.
+  [[nodiscard]] std::vector<GpuInstance> migInstances(const HostId& host) const;
   // Devices a host still had enumerated when the switch stopped routing them to it.
   [[nodiscard]] std::vector<std::string> surpriseRemovals() const;
   [[nodiscard]] std::uint64_t calls() const;
@@ -70,6 +73,7 @@ class SimulatedHosts final : public HostAgents {
   std::set<HostId> unreachable_;
   std::map<HostId, int> restarting_;  // calls still to miss
   std::map<HostId, std::map<DeviceId, HostDeviceIdentity>> present_;
+  std::map<HostId, std::vector<GpuInstance>> instances_;
   std::uint64_t calls_ = 0;
 };
 

@@ -60,7 +60,8 @@ Result<void> validateName(const std::string& name) {
 // reserve (done at acceptance), bind every device in one switch call, verify, host-admit when the host
 // takes devices through its host side, commit. An attach whose MIG instances all fit on GPUs the system
 // already has binds nothing: reserve, commit.
-std::vector<Step> bindSteps(const std::vector<PlacedDevice>& devices, HostPolicy policy) {
+// The host makes the operation's MIG instances in host-admit, so an attach of instances alone has one too.
+std::vector<Step> bindSteps(const std::vector<PlacedDevice>& devices, HostPolicy policy, bool instances) {
   std::vector<Binding> bindings;
   for (const auto& d : devices) bindings.push_back({d.deviceId, d.upstreamPortId});
   std::vector<Step> steps{makeStep(step::kReserve)};
@@ -68,19 +69,18 @@ std::vector<Step> bindSteps(const std::vector<PlacedDevice>& devices, HostPolicy
   if (!bindings.empty()) {
     steps.push_back(makeStep(step::kBind, bindings));
     steps.push_back(makeStep(step::kVerify));
-    if (hasHostSteps(policy)) steps.push_back(makeStep(step::kHostAdmit, std::move(bindings)));
   }
+  if (hasHostSteps(policy) && (!bindings.empty() || instances)) steps.push_back(makeStep(step::kHostAdmit, std::move(bindings)));
   steps.push_back(makeStep(step::kCommit));
   return steps;
 }
 
-// host-release when the host has a host side, unbind the devices in one switch call (none: no call), release.
-std::vector<Step> unbindSteps(std::vector<Binding> bindings, HostPolicy policy) {
+// host-release when the host has a host side (it also destroys leaving MIG instances), unbind the devices
+// in one switch call (none: no call), release.
+std::vector<Step> unbindSteps(std::vector<Binding> bindings, HostPolicy policy, bool instances) {
   std::vector<Step> steps;
-  if (!bindings.empty()) {
-    if (hasHostSteps(policy)) steps.push_back(makeStep(step::kHostRelease, bindings));
-    steps.push_back(makeStep(step::kUnbind, std::move(bindings)));
-  }
+  if (hasHostSteps(policy) && (!bindings.empty() || instances)) steps.push_back(makeStep(step::kHostRelease, bindings));
+  if (!bindings.empty()) steps.push_back(makeStep(step::kUnbind, std::move(bindings)));
   steps.push_back(makeStep(step::kRelease));
   return steps;
 }
@@ -129,7 +129,7 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
     op.gpuShares.push_back({1, placement.devices.front().deviceId, shareMilli});
     op.explanation = fmt::format("share {} on a fresh GPU: {}", switchyard::describe(op.gpuShares.front()), placement.explanation);
   }
-  op.steps = bindSteps(placement.devices, policy);
+  op.steps = bindSteps(placement.devices, policy, !op.gpuInstances.empty());
   op.steps.front().finishedAt = op.createdAt;
 
   Mutation m;
@@ -186,7 +186,8 @@ Result<Operation> Engine::acceptDecompose(const Caller& caller, const std::strin
   SY_ASSIGN(System system, idleSystem(*state_, idOrName));
   SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
   Operation op = newOperation(OperationKind::kDecompose, system, caller);
-  op.steps = unbindSteps(system.bindings, policy);
+  op.gpuInstances = system.gpuInstances;  // all of them leave, with their GPUs
+  op.steps = unbindSteps(system.bindings, policy, !op.gpuInstances.empty());
   system.state = SystemState::kDecomposing;
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;
@@ -227,7 +228,7 @@ Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest
     op.gpuShares.push_back({nextShareId(system.gpuShares), device, shareMilli});
     if (!sharePlan->onBound) op.explanation = fmt::format("{}; {}", sharePlan->explanation, decision.placement->explanation);
   }
-  op.steps = bindSteps(decision.placement->devices, policy);
+  op.steps = bindSteps(decision.placement->devices, policy, !op.gpuInstances.empty());
   op.steps.front().finishedAt = op.createdAt;
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;
@@ -298,7 +299,7 @@ Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest
   std::vector<Binding> leaving;
   for (const auto& b : system.bindings)
     if (unbound.contains(b.deviceId)) leaving.push_back(b);
-  op.steps = unbindSteps(std::move(leaving), policy);
+  op.steps = unbindSteps(std::move(leaving), policy, !op.gpuInstances.empty());
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;
   Mutation m;

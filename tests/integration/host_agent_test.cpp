@@ -29,7 +29,7 @@ json topology() {
   for (int i = 0; i < 4; ++i) {
     ports.push_back({{"id", fmt::format("sw0-dsp{}", i)}, {"kind", "downstream"}});
     devices.push_back({{"id", fmt::format("gpu{}", i)}, {"kind", "gpu"}, {"port", fmt::format("sw0-dsp{}", i)}, {"model", "H100-SXM5-80GB"},
-                       {"memoryGiB", 80}, {"serial", fmt::format("48-b0-2d-ff-ff-c1-2d-{:02x}", i + 2)}});
+                       {"memoryGiB", 80}, {"serial", fmt::format("48-b0-2d-ff-ff-c1-2d-{:02x}", i + 2)}, {"migCapable", true}});
   }
   return {{"switches", json::array({{{"id", "sw0"}, {"kind", "pcie"}, {"model", "PEX89144"}, {"ports", ports}}})},
           {"hosts", json::array({{{"id", "host0"}, {"upstreamPorts", json::array({{{"port", "sw0-usp0"}}})}}})},
@@ -56,9 +56,13 @@ class HostAgentTest : public ::testing::Test {
                                "--host-timeout", "3"}))
         << yardd_->log();
     agent_ = std::make_unique<testing::DaemonProcess>(YARD_AGENT_PATH, dir_ / "agent");
+    const std::string smi = "FAKE_NVIDIA_SMI_DIR=" + (dir_ / "agent").string() + " python3 " + SWITCHYARD_SOURCE_DIR + "/tests/support/fake_nvidia_smi.py";
     ASSERT_TRUE(agent_->startProgram({"--host", "host0", "--listen", "127.0.0.1:0", "--yardd", yardd_->address(), "--sysfs-root",
                                       sysfs().string(), "--proc-root", proc().string(), "--gpu-uuid-command", "", "--port",
-                                      "sw0-usp0=0000:00:01.0", "--before-detach", "echo \"$YARD_DEVICE_IDS\" >> " + (dir_ / "hook.log").string()}))
+                                      "sw0-usp0=0000:00:01.0", "--before-detach", "echo \"$YARD_DEVICE_IDS\" >> " + (dir_ / "hook.log").string(),
+                                      "--mig-create-command", smi + " mig -i {pci} -cgi {profile}.{memory_gib}gb:{start} -C",
+                                      "--mig-list-command", smi + " mig -i {pci} -lgi",
+                                      "--mig-destroy-command", smi + " mig -i {pci} -gi {gi} -dci && " + smi + " mig -i {pci} -gi {gi} -dgi"}))
         << agent_->log();
     // The agent registers in the background.
     for (int i = 0; i < 500 && yardd_->log().find("host agent for host0 registered") == std::string::npos; ++i) std::this_thread::sleep_for(10ms);
@@ -109,6 +113,19 @@ TEST_F(HostAgentTest, TheAgentVerifiesAttachAndReleasesOnlyWhatIsUnused) {
   EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/devices/0000:13:00.0/remove"), "1");
   EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/drivers/nvidia/unbind"), "0000:13:00.0");  // the last one written
   EXPECT_EQ(testing::readFile(dir_ / "hook.log"), "gpu0 gpu1\n");
+}
+
+TEST_F(HostAgentTest, MigInstancesAreMadeByTheAgentAndDestroyedBeforeTheGpuLeaves) {
+  auto composed = yardctl("compose infer --mig 3g,2g");
+  ASSERT_EQ(composed.exitCode, 0) << composed.err << yardd_->log() << agent_->log();
+  const std::string made = testing::readFile(dir_ / "agent" / "mig.json");
+  EXPECT_NE(made.find(R"("pci": "0000:12:00.0", "name": "3g.40gb")"), std::string::npos) << made;
+  EXPECT_NE(made.find(R"("name": "2g.20gb")"), std::string::npos) << made;
+  auto decomposed = yardctl("decompose infer");
+  ASSERT_EQ(decomposed.exitCode, 0) << decomposed.err << agent_->log();
+  EXPECT_NE(testing::readFile(dir_ / "agent" / "mig.json").find(R"("instances": [])"), std::string::npos)
+      << testing::readFile(dir_ / "agent" / "mig.json");
+  EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/devices/0000:12:00.0/remove"), "1");
 }
 
 TEST_F(HostAgentTest, AnAgentThatIsGoneFailsTheComposeWithTheReasonAndLeavesNothingBound) {

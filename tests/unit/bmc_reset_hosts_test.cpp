@@ -29,7 +29,7 @@ class BmcResetHostsTest : public ::testing::Test {
     auto bmc = HostBmc::connect({emulator_->url(), "admin", "switchyard", {}, {}});
     return bmc ? *(*bmc)->powerState() : "?";
   }
-  const std::vector<Binding> devices_{{"sw0-gpu0", "sw0-usp0"}, {"sw0-gpu1", "sw0-usp0"}};
+  const HostChange devices_{{{"sw0-gpu0", "sw0-usp0"}, {"sw0-gpu1", "sw0-usp0"}}, {}};
   std::unique_ptr<switchyard::testing::RedfishEmulator> emulator_;
 };
 

@@ -194,21 +194,66 @@ TEST_F(EngineHostTest, AHostThatTrustsTheFabricHasNoHostSteps) {
   EXPECT_EQ(simulatedHosts_->calls(), 0u);
 }
 
+// MIG on the host: the agent makes the instances the engine recorded once the GPU is there, in the same
+// host-admit step, and destroys them in host-release; an attach of instances onto a GPU the system holds
+// is a host-admit with no bind; a failure rolls back like any step.
+TEST_F(EngineHostTest, MigInstancesAreMadeOnTheHostAndTornDownBeforeTheyLeave) {
+  startWithHosts();
+  ComposeRequest r{"infer", {}, {}};
+  r.placement.gpuInstances = {MigProfile::k3g};
+  Operation composed = run(engine_->compose(Caller::local(), r));
+  ASSERT_EQ(composed.state, OperationState::kSucceeded) << composed.error;
+  const System system = *engine_->getSystem("infer");
+  EXPECT_EQ(simulatedHosts_->migInstances(system.hostId), system.gpuInstances);
+
+  AttachRequest more{"infer", {}};
+  more.placement.gpuInstances = {MigProfile::k2g};
+  Operation attached = run(engine_->attach(Caller::local(), more));
+  ASSERT_EQ(attached.state, OperationState::kSucceeded) << attached.error;
+  EXPECT_EQ(stepLog(attached), (std::vector<std::string>{"reserve:done", "host-admit:done", "commit:done"}))
+      << "the 2g fits on the GPU the system holds: no bind, but the host makes it";
+  EXPECT_EQ(simulatedHosts_->migInstances(system.hostId).size(), 2u);
+
+  const GpuInstance added = attached.gpuInstances.front();
+  Operation detached = run(engine_->detach(Caller::local(), {.system = "infer", .gpuInstances = {{added.deviceId, added.start}}}));
+  ASSERT_EQ(detached.state, OperationState::kSucceeded) << detached.error;
+  EXPECT_EQ(stepLog(detached), (std::vector<std::string>{"host-release:done", "release:done"}));
+  EXPECT_EQ(simulatedHosts_->migInstances(system.hostId), system.gpuInstances);
+
+  ASSERT_EQ(run(engine_->decompose(Caller::local(), "infer")).state, OperationState::kSucceeded);
+  EXPECT_TRUE(simulatedHosts_->migInstances(system.hostId).empty());
+  EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
+}
+
+TEST_F(EngineHostTest, AMigInstanceTheHostCannotMakeRollsTheComposeBack) {
+  startWithHosts();
+  const DeviceId gpu = nextDevice();
+  simulatedHosts_->setDeviceFault(gpu, SimulatedHostFault::kMigFails);
+  ComposeRequest r{"infer", {}, {}};
+  r.placement.gpuInstances = {MigProfile::k1g, MigProfile::k1g};
+  Operation op = run(engine_->compose(Caller::local(), r));
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("MIG mode is disabled"), std::string::npos) << op.error;
+  EXPECT_TRUE(fabricBindings().empty());
+  EXPECT_TRUE(simulatedHosts_->migInstances(engine_->listHosts()->front().host.id).empty());
+  EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
+}
+
 // The host side answers admit only when let through: the engine stops while a host step is in flight and
 // the next start resumes the operation from its log.
 class GatedHosts final : public HostAgents {
  public:
   explicit GatedHosts(HostAgents& inner) : inner_(inner) {}
   HostPolicy policy(const HostId& host) const override { return inner_.policy(host); }
-  Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, std::span<const Binding> devices, const CallOptions& options) override {
+  Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change, const CallOptions& options) override {
     std::unique_lock lock(mutex_);
     held_ = true;
     changed_.notify_all();
     changed_.wait(lock, [&] { return open_; });
-    return inner_.admit(host, devices, options);
+    return inner_.admit(host, change, options);
   }
-  Result<void> release(const HostId& host, std::span<const Binding> devices, const CallOptions& options) override {
-    return inner_.release(host, devices, options);
+  Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options) override {
+    return inner_.release(host, change, options);
   }
   void waitUntilHeld() {
     std::unique_lock lock(mutex_);

@@ -180,5 +180,53 @@ TEST_F(HostOpsTest, ADryRunVerifyDoesNotRescan) {
   EXPECT_EQ(outcome->actions.front().rfind("would run: echo 1 > ", 0), 0u) << outcome->actions.front();
 }
 
+
+class HostOpsMigTest : public HostOpsTest {
+ protected:
+  void SetUp() override {
+    HostOpsTest::SetUp();
+    gpuAppears();
+    std::filesystem::create_directories(dir_ / "bin");
+    fake_ = "FAKE_NVIDIA_SMI_DIR=" + (dir_ / "bin").string() + " python3 " + SWITCHYARD_SOURCE_DIR + "/tests/support/fake_nvidia_smi.py";
+  }
+  HostOpsOptions migOptions() const {
+    auto o = options();
+    o.migCreateCommand = fake_ + " mig -i {pci} -cgi {profile}.{memory_gib}gb:{start} -C";
+    o.migListCommand = fake_ + " mig -i {pci} -lgi";
+    o.migDestroyCommand = fake_ + " mig -i {pci} -gi {gi} -dci && " + fake_ + " mig -i {pci} -gi {gi} -dgi";
+    return o;
+  }
+  std::string instances() const { return readAll(dir_ / "bin" / "mig.json"); }
+  std::string fake_;  // the stand-in for nvidia-smi (tests/support/fake_nvidia_smi.py)
+};
+
+TEST_F(HostOpsMigTest, InstancesAreCreatedAtTheirPlacementAndDestroyedByTheirInstanceId) {
+  HostOps ops(migOptions());
+  auto made = ops.verifyPresent({gpu()}, 1s, false, {{"sw0-gpu0", kGpuSerial, "3g", 4}, {"sw0-gpu0", kGpuSerial, "1g", 2}});
+  ASSERT_TRUE(made) << made.error().message;
+  EXPECT_NE(instances().find(R"("name": "3g.40gb", "start": 4, "gi": 1)"), std::string::npos) << instances();
+  EXPECT_NE(instances().find(R"("name": "1g.10gb", "start": 2, "gi": 2)"), std::string::npos) << instances();
+
+  // Detach the 1g: the instance at slice 2 is found in the listing (GPU instance 2) and destroyed; the 3g stays.
+  auto gone = ops.prepareDetach({}, false, {{"sw0-gpu0", kGpuSerial, "1g", 2}});
+  ASSERT_TRUE(gone) << gone.error().message;
+  EXPECT_EQ(instances().find(R"("start": 2)"), std::string::npos) << instances();
+  EXPECT_NE(instances().find(R"("start": 4)"), std::string::npos) << instances();
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "remove"), "") << "the GPU stays";
+  // Destroying it again finds nothing at slice 2: already gone.
+  auto again = ops.prepareDetach({}, false, {{"sw0-gpu0", kGpuSerial, "1g", 2}});
+  ASSERT_TRUE(again) << again.error().message;
+  EXPECT_NE(again->back().find("already gone"), std::string::npos) << again->back();
+}
+
+TEST_F(HostOpsMigTest, AnInstanceThatCannotBeMadeUndoesTheOnesMadeBefore) {
+  testing::writeFile(dir_ / "bin" / "fail-starts", "6\n");
+  auto made = HostOps(migOptions()).verifyPresent({gpu()}, 1s, false, {{"sw0-gpu0", kGpuSerial, "2g", 0}, {"sw0-gpu0", kGpuSerial, "1g", 6}});
+  ASSERT_FALSE(made);
+  EXPECT_EQ(made.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(made.error().message.find("Insufficient Resources"), std::string::npos) << made.error().message;
+  EXPECT_EQ(instances().find(R"("start": 0)"), std::string::npos) << "the 2g made first was destroyed again: " << instances();
+}
+
 }  // namespace
 }  // namespace switchyard::agent

@@ -18,6 +18,9 @@ std::vector<DeviceId> devicesOf(const Step& s) {
   return out;
 }
 
+// "sw0-gpu0, sw0-gpu1", or "MIG instances" for a step that only changes instances on GPUs already there.
+std::string whatOf(const Step& s) { return s.bindings.empty() ? std::string("MIG instances") : fmt::format("{}", fmt::join(devicesOf(s), ", ")); }
+
 Result<HostAgents*> hostsOf(StepTargets& t, const Operation& op) {
   if (t.hosts == nullptr)
     return fail(Code::kFailedPrecondition, fmt::format("{}: host {} needs host steps but this yardd has no host side configured", op.id, op.hostId));
@@ -36,11 +39,11 @@ class HostAdmitStep final : public StepKind {
   // wrong one): release it before the switch takes it away. An agent that was never reached did nothing;
   // asking it to release would fail the same way and quarantine devices the switch can simply unbind.
   bool undoWhenFailed(const Error& error) const override { return error.code != Code::kUnavailable; }
-  std::string describe(const Step& s) const override { return fmt::format("host-admit {} (rescan, verify on the host)", fmt::join(devicesOf(s), ", ")); }
+  std::string describe(const Step& s) const override { return fmt::format("host-admit {} (rescan, verify on the host)", whatOf(s)); }
 
   Result<StepReport> call(StepTargets& t, const Operation& op, const Step& s) const override {
     SY_ASSIGN(HostAgents * hosts, hostsOf(t, op));
-    SY_ASSIGN(auto identities, hosts->admit(op.hostId, s.bindings, t.hostCall));
+    SY_ASSIGN(auto identities, hosts->admit(op.hostId, {s.bindings, op.gpuInstances}, t.hostCall));
     for (const auto& b : s.bindings)
       if (std::none_of(identities.begin(), identities.end(), [&](const HostDeviceIdentity& i) { return i.deviceId == b.deviceId; }))
         return fail(Code::kInternal, fmt::format("host {} admitted the set but did not report {}", op.hostId, b.deviceId));
@@ -60,7 +63,7 @@ class HostAdmitStep final : public StepKind {
 
   void failed(StepEffects& effects, const Operation& op, const Step& s, const Error& error) const override {
     effects.event("host.admit-failed", op.hostId,
-                  fmt::format("host {} did not take {}: {} ({})", op.hostId, fmt::join(devicesOf(s), ", "), error.message, op.id));
+                  fmt::format("host {} did not take {}: {} ({})", op.hostId, whatOf(s), error.message, op.id));
   }
 };
 
@@ -73,11 +76,11 @@ class HostReleaseStep final : public StepKind {
   // A refusal (in use) and an agent never reached both left the host as it was: nothing to undo.
   bool undoWhenFailed(const Error& error) const override { return !changedNothing(error.code) && error.code != Code::kUnavailable; }
   std::optional<Step> undo(const Step& applied) const override { return makeStep(step::kHostAdmit, applied.bindings); }
-  std::string describe(const Step& s) const override { return fmt::format("host-release {} (check unused, remove from the host)", fmt::join(devicesOf(s), ", ")); }
+  std::string describe(const Step& s) const override { return fmt::format("host-release {} (check unused, remove from the host)", whatOf(s)); }
 
   Result<StepReport> call(StepTargets& t, const Operation& op, const Step& s) const override {
     SY_ASSIGN(HostAgents * hosts, hostsOf(t, op));
-    SY_TRY(hosts->release(op.hostId, s.bindings, t.hostCall));
+    SY_TRY(hosts->release(op.hostId, {s.bindings, op.gpuInstances}, t.hostCall));
     return StepReport{};
   }
 

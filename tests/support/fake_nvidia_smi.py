@@ -1,0 +1,37 @@
+#!/usr/bin/env python3
+# A stand-in for `nvidia-smi mig` in tests (no GPU here): keeps GPU instances in $FAKE_NVIDIA_SMI_DIR/mig.json
+# and prints what the real tool prints for these calls: "Successfully created GPU instance ID N ..." for
+# -cgi PROFILE:START -C, the -lgi table (rows "MIG 1g.10gb 19 9 2:1": name, profile id, instance id,
+# start:size), and -gi N -dci / -dgi. A placement start listed in $FAKE_NVIDIA_SMI_DIR/fail-starts fails.
+import json, os, sys
+here = os.environ["FAKE_NVIDIA_SMI_DIR"]
+state_file = os.path.join(here, "mig.json")
+state = json.load(open(state_file)) if os.path.exists(state_file) else {"next": 1, "instances": []}
+args = sys.argv[1:]
+assert args[0] == "mig"
+pci = args[args.index("-i") + 1]
+if "-cgi" in args:
+    name, start = args[args.index("-cgi") + 1].split(":")
+    fails = open(os.path.join(here, "fail-starts")).read().split() if os.path.exists(os.path.join(here, "fail-starts")) else []
+    if start in fails:
+        print(f"Unable to create a GPU instance on GPU {pci} using profile {name}: Insufficient Resources", file=sys.stderr)
+        sys.exit(1)
+    gi = state["next"]; state["next"] += 1
+    state["instances"].append({"pci": pci, "name": name, "start": int(start), "gi": gi})
+    print(f"Successfully created GPU instance ID {gi:2d} on GPU  0 using profile MIG {name} (ID 19)")
+    print(f"Successfully created compute instance ID  0 on GPU  0 GPU instance ID {gi:2d} using profile MIG {name} (ID  0)")
+elif "-lgi" in args:
+    print("+-------------------------------------------------------+")
+    print("| GPU instances:                                        |")
+    print("| GPU   Name             Profile  Instance   Placement  |")
+    print("|                          ID       ID       Start:Size |")
+    print("|=======================================================|")
+    for i in state["instances"]:
+        if i["pci"] == pci:
+            print(f"|   0  MIG {i['name']:<12}   19       {i['gi']:>2}          {i['start']}:1     |")
+    print("+-------------------------------------------------------+")
+elif "-dgi" in args:
+    gi = int(args[args.index("-gi") + 1])
+    state["instances"] = [i for i in state["instances"] if not (i["pci"] == pci and i["gi"] == gi)]
+    print(f"Successfully destroyed GPU instance ID {gi:2d} from GPU  0")
+json.dump(state, open(state_file, "w"))
