@@ -60,6 +60,22 @@ HostPolicy AgentDirectory::policy(const HostId& host) const {
   return options_.defaultPolicy;
 }
 
+std::string AgentDirectory::status(const HostId& host) const {
+  const HostPolicy p = policy(host);
+  if (p == HostPolicy::kBmcReset) return bmcResets_ != nullptr ? bmcResets_->status(host) : "no BMC configured";
+  if (p == HostPolicy::kTrustFabric) return "no host steps";
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = remotes_.find(host); it != remotes_.end()) {
+      const auto silent = std::chrono::duration_cast<std::chrono::seconds>(Duration(clock_.now() - it->second.lastHeard)).count();
+      const bool alive = silent <= std::chrono::duration_cast<std::chrono::seconds>(options_.heartbeatInterval * options_.missedHeartbeats).count();
+      return fmt::format("yard-agent at {}, heard {} s ago{}", it->second.address, silent, alive ? "" : " (silent: calls fail UNAVAILABLE)");
+    }
+  }
+  if (local_ != nullptr && local_->policy(host) == HostPolicy::kAgent) return local_->status(host);
+  return p == HostPolicy::kAgent ? "no yard-agent registered" : "";
+}
+
 Result<std::shared_ptr<v1::HostAgent::Stub>> AgentDirectory::remoteFor(const HostId& host) const {
   std::lock_guard lock(mutex_);
   auto it = remotes_.find(host);

@@ -50,6 +50,7 @@ class AgentDirectory final : public HostAgents {
   [[nodiscard]] std::chrono::milliseconds heartbeatInterval() const { return options_.heartbeatInterval; }
 
   [[nodiscard]] HostPolicy policy(const HostId& host) const override;
+  [[nodiscard]] std::string status(const HostId& host) const override;
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
   [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;

@@ -11,6 +11,11 @@ HostPolicy BmcResetHosts::policy(const HostId& host) const {
   return options_.bmcs.contains(host) ? HostPolicy::kBmcReset : HostPolicy::kUnset;
 }
 
+std::string BmcResetHosts::status(const HostId& host) const {
+  auto it = options_.bmcs.find(host);
+  return it == options_.bmcs.end() ? "" : fmt::format("BMC at {}", it->second.url);
+}
+
 Result<std::unique_ptr<HostBmc>> BmcResetHosts::connect(const HostId& host, const CallOptions& options) const {
   auto it = options_.bmcs.find(host);
   if (it == options_.bmcs.end()) return fail(Code::kFailedPrecondition, fmt::format("host {} has no BMC configured (--host-bmc)", host));

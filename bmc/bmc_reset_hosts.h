@@ -23,6 +23,7 @@ class BmcResetHosts final : public HostAgents {
   explicit BmcResetHosts(BmcResetHostsOptions options) : options_(std::move(options)) {}
 
   [[nodiscard]] HostPolicy policy(const HostId& host) const override;
+  [[nodiscard]] std::string status(const HostId& host) const override;
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
   [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;

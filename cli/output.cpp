@@ -107,13 +107,13 @@ void printDevices(const pb::ListDevicesResponse& r, std::ostream& out) {
 }
 
 void printHosts(const pb::ListHostsResponse& r, std::ostream& out) {
-  Table t({"ID", "SYSTEM", "DEVICES", "CPU", "MEMORY", "UPSTREAM PORTS"});
+  Table t({"ID", "SYSTEM", "DEVICES", "CPU", "MEMORY", "UPSTREAM PORTS", "HOST POLICY", "HOST SIDE"});
   for (const auto& h : r.hosts()) {
     std::string ports;
     for (const auto& u : h.upstream_ports())
       ports += fmt::format("{}{}@{}(numa{})", ports.empty() ? "" : " ", u.port_id(), u.switch_id(), u.numa_node());
     t.add({h.id(), orDash(h.system_id()), fmt::format("{}/{}", h.attached_devices(), h.max_devices()), std::to_string(h.cpu_cores()),
-           fmt::format("{}G", h.memory_gib()), ports});
+           fmt::format("{}G", h.memory_gib()), ports, orDash(h.host_policy()), orDash(h.host_side())});
   }
   t.print(out);
 }

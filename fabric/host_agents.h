@@ -26,6 +26,7 @@
 
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -66,6 +67,8 @@ class HostAgents {
  public:
   virtual ~HostAgents() = default;
   [[nodiscard]] virtual HostPolicy policy(const HostId& host) const = 0;
+  // One line for operators: who serves the host's side and how it is ("yard-agent at 10.0.0.7:7391, heard 2 s ago").
+  [[nodiscard]] virtual std::string status(const HostId&) const { return ""; }
   [[nodiscard]] virtual Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                                       const CallOptions& options = {}) = 0;
   [[nodiscard]] virtual Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) = 0;

@@ -26,6 +26,12 @@ HostPolicy SimulatedHosts::policy(const HostId& host) const {
   return it != options_.policies.end() ? it->second : options_.policy;
 }
 
+std::string SimulatedHosts::status(const HostId& host) const {
+  std::lock_guard lock(mutex_);
+  if (unreachable_.contains(host)) return "simulated agent, not answering";
+  return "simulated agent";
+}
+
 HostDeviceIdentity SimulatedHosts::identityOf(const HostId& host, const Binding& b) const {
   // Bus numbers as a host sees a switch: one block of 0x10 per upstream port, a bus per downstream slot.
   const auto& ports = upstreamPorts_.at(host);

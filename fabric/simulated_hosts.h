@@ -40,6 +40,7 @@ class SimulatedHosts final : public HostAgents {
   SimulatedHosts(const Topology& topology, const SimulatedFabric& fabric, Clock& clock, SimulatedHostsOptions options = {});
 
   [[nodiscard]] HostPolicy policy(const HostId& host) const override;
+  [[nodiscard]] std::string status(const HostId& host) const override;
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
   [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;

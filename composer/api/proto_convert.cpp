@@ -273,6 +273,8 @@ void toProto(const HostView& v, pb::Host& out) {
   out.set_max_devices(v.host.maxDevices);
   out.set_attached_devices(v.attachedDevices);
   out.set_system_id(v.systemId);
+  out.set_host_policy(std::string(toString(v.policy)));
+  out.set_host_side(v.hostSide);
 }
 
 void toProto(const Event& e, pb::Event& out) {

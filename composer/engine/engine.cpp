@@ -240,7 +240,11 @@ Result<std::vector<HostView>> Engine::listHosts() {
   return onControl([&]() -> Result<std::vector<HostView>> {
     std::vector<HostView> out;
     for (const auto& h : state_->topology().hosts) {
-      HostView v{h, {}, {}, 0};
+      HostView v{h, {}, {}, 0, HostPolicy::kTrustFabric, ""};
+      if (hosts_ != nullptr) {
+        v.policy = hosts_->policy(h.id);
+        v.hostSide = hosts_->status(h.id);
+      }
       for (const auto& u : h.upstreamPorts) {
         const Port* port = state_->index().port(u.portId);
         v.upstreamSwitches.push_back(port ? port->switchId : SwitchId{});

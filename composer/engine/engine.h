@@ -96,6 +96,8 @@ struct HostView {
   std::vector<SwitchId> upstreamSwitches;  // the switch of each of host.upstreamPorts
   SystemId systemId;
   int attachedDevices = 0;
+  HostPolicy policy = HostPolicy::kTrustFabric;  // how it takes devices (fabric/host_agents.h)
+  std::string hostSide;                          // the host side's status line
 };
 
 struct Drift {

@@ -82,6 +82,9 @@ class HostAgentTest : public ::testing::Test {
 };
 
 TEST_F(HostAgentTest, TheAgentVerifiesAttachAndReleasesOnlyWhatIsUnused) {
+  const json host = json::parse(yardctl("-o json hosts").out)["hosts"][0];
+  EXPECT_EQ(host["host_policy"], "agent");
+  EXPECT_EQ(host["host_side"].get<std::string>().rfind("yard-agent at 127.0.0.1:", 0), 0u) << host.dump();
   auto composed = yardctl("compose train --gpus 2");
   ASSERT_EQ(composed.exitCode, 0) << composed.err << yardd_->log() << agent_->log();
   EXPECT_NE(composed.err.find("host-admit gpu0, gpu1 (rescan, verify on the host) ... done"), std::string::npos) << composed.err;
