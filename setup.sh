@@ -12,7 +12,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libpci-dev pciutils
   gnuplot-nox libglpk-dev
-  python3-minimal python3-jsonschema redfishtool libssl-dev wrk
+  python3-minimal python3-jsonschema redfishtool libssl-dev openssl wrk
 )
 # clang 14 (Debian's default) cannot compile libstdc++'s <expected>; 19 can.
 [ "${1:-}" = "fuzz" ] && PACKAGES+=(clang-19 libclang-rt-19-dev)

@@ -21,7 +21,8 @@ Result<void> AgentDirectory::registerAgent(const HostId& host, const std::string
   auto& remote = remotes_[host];
   if (remote.address != address) {
     remote.address = address;
-    remote.stub = v1::HostAgent::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    remote.stub = v1::HostAgent::NewStub(
+        grpc::CreateChannel(address, options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials()));
     spdlog::info("host agent for {} registered at {}", host, address);
   }
   remote.lastHeard = clock_.now();

@@ -26,6 +26,9 @@ struct AgentDirectoryOptions {
   HostPolicy defaultPolicy = HostPolicy::kUnset;
   std::chrono::milliseconds heartbeatInterval{5000};  // what agents are told to keep
   int missedHeartbeats = 3;                           // silent this many intervals: the agent is reported gone
+  // How yardd dials agents: TLS (the agents' CA, and a client certificate when they require one) or,
+  // when null, plaintext.
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
 };
 
 struct AgentView {

@@ -35,6 +35,7 @@ struct AgentFlags {
               migDestroy = HostOpsOptions{}.migDestroyCommand;
   int migSliceGiB = 10;
   std::filesystem::path portFile;
+  std::filesystem::path tlsCert, tlsKey, tlsClientCa;
   std::string logLevel = "info";
   bool printInventory = false;
   bool json = false;
@@ -103,6 +104,11 @@ void keepRegistered(const AgentFlags& flags, const std::string& advertise, std::
   }
 }
 
+std::string readPem(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 int run(const AgentFlags& flags) {
   HostOpsOptions options;
   options.sysfsRoot = flags.sysfsRoot;
@@ -139,9 +145,21 @@ int run(const AgentFlags& flags) {
     return 2;
   }
   AgentService service(flags.host, ops);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!flags.tlsCert.empty()) {
+    grpc::SslServerCredentialsOptions tls(flags.tlsClientCa.empty() ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                                                    : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    tls.pem_key_cert_pairs.push_back({readPem(flags.tlsKey), readPem(flags.tlsCert)});
+    if (!flags.tlsClientCa.empty()) tls.pem_root_certs = readPem(flags.tlsClientCa);
+    credentials = grpc::SslServerCredentials(tls);
+  } else if (flags.listen.rfind("127.", 0) != 0 && flags.listen.rfind("localhost:", 0) != 0) {
+    spdlog::warn("serving plaintext gRPC on {}: anyone who reaches it can remove this host's PCI devices; give --tls-cert/--tls-key "
+                 "(and --tls-client-ca to require yardd's certificate)",
+                 flags.listen);
+  }
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(flags.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(flags.listen, credentials, &port);
   builder.RegisterService(&service);
   auto server = builder.BuildAndStart();
   if (!server || port == 0) {
@@ -149,7 +167,8 @@ int run(const AgentFlags& flags) {
     return 1;
   }
   const std::string advertise = flags.advertise.empty() ? fmt::format("{}:{}", flags.listen.substr(0, flags.listen.rfind(':')), port) : flags.advertise;
-  spdlog::info("yard-agent for {} listening on {} (sysfs {}, {} port mapping(s))", flags.host, advertise, flags.sysfsRoot.string(),
+  spdlog::info("yard-agent for {} listening on {} ({}; sysfs {}, {} port mapping(s))", flags.host, advertise,
+               flags.tlsCert.empty() ? "plaintext" : flags.tlsClientCa.empty() ? "TLS" : "mutual TLS", flags.sysfsRoot.string(),
                options.upstreamPorts.size());
   if (!flags.portFile.empty()) {
     std::ofstream(flags.portFile.string() + ".tmp") << port << "\n";
@@ -218,11 +237,23 @@ int main(int argc, char** argv) {
   app.add_option("--mig-destroy-command", flags.migDestroy, "Destroys one GPU instance; {pci}, {gi} are filled in")->capture_default_str();
   app.add_option("--mig-slice-gib", flags.migSliceGiB, "Memory per MIG slice: 10 on 80 GB A100/H100, 5 on A100-40GB")
       ->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--tls-cert", flags.tlsCert, "Serve gRPC over TLS with this certificate (PEM)")->check(CLI::ExistingFile);
+  app.add_option("--tls-key", flags.tlsKey, "The certificate's private key (PEM)")->check(CLI::ExistingFile);
+  app.add_option("--tls-client-ca", flags.tlsClientCa, "Require clients (yardd) to present a certificate signed by this CA (mutual TLS)")
+      ->check(CLI::ExistingFile);
   app.add_option("--port-file", flags.portFile, "Write the gRPC port here once listening");
   app.add_flag("--print-inventory", flags.printInventory, "Print this host's PCI functions and exit");
   app.add_flag("--json", flags.json, "With --print-inventory: JSON");
   app.add_option("--log-level", flags.logLevel, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (flags.tlsCert.empty() != flags.tlsKey.empty()) {
+    std::fprintf(stderr, "error: --tls-cert and --tls-key go together\n");
+    return 2;
+  }
+  if (!flags.tlsClientCa.empty() && flags.tlsCert.empty()) {
+    std::fprintf(stderr, "error: --tls-client-ca needs --tls-cert and --tls-key\n");
+    return 2;
+  }
 
   auto logger = spdlog::stderr_color_mt("yard-agent");
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%-5l%$ %v", spdlog::pattern_time_type::utc);

@@ -59,6 +59,9 @@ struct DaemonOptions {
   std::string hostBmcUser;
   std::filesystem::path hostBmcPasswordFile;
   std::filesystem::path hostBmcCa;
+  std::filesystem::path agentCa;    // dial yard-agents over TLS, trusting this CA
+  std::filesystem::path agentCert;  // client certificate for agents that require one
+  std::filesystem::path agentKey;
 
   [[nodiscard]] std::filesystem::path db() const { return dbPath.empty() ? stateDir / "yard.db" : dbPath; }
   [[nodiscard]] std::filesystem::path simState() const {
@@ -151,6 +154,11 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
                  "HOST=POLICY, how a host takes devices (repeatable): agent (a yard-agent rescans, verifies and releases; the "
                  "default for hosts whose agent registered), bmc-reset (cold plug: the host is power-cycled through its BMC "
                  "after a bind and shut down before an unbind; needs --host-bmc), trust-fabric (the switch's word is enough: no host steps)");
+  app.add_option("--agent-ca", o.agentCa, "Dial yard-agents over TLS and trust this CA (PEM) for their certificates")
+      ->check(CLI::ExistingFile);
+  app.add_option("--agent-cert", o.agentCert, "Client certificate (PEM) for yard-agents that require one (--tls-client-ca)")
+      ->check(CLI::ExistingFile)->needs("--agent-ca");
+  app.add_option("--agent-key", o.agentKey, "The client certificate's private key (PEM)")->check(CLI::ExistingFile)->needs("--agent-cert");
   app.add_option("--host-bmc", o.hostBmcs, "HOST=URL: the Redfish BMC of a bmc-reset host, https://BMC[:PORT] (repeatable)");
   app.add_option("--host-bmc-user", o.hostBmcUser, "Account for the host BMCs (a Redfish session per call)");
   app.add_option("--host-bmc-password-file", o.hostBmcPasswordFile, "File holding the host BMC account's password (first line)")

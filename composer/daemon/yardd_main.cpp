@@ -100,6 +100,21 @@ Result<agent::AgentDirectoryOptions> hostSideOptions(const DaemonOptions& o) {
     options.policies[p.substr(0, eq)] = *policy;
   }
   options.heartbeatInterval = std::chrono::seconds(o.agentHeartbeatSeconds);
+  if (!o.agentCa.empty()) {
+    auto pem = [](const std::filesystem::path& file) {
+      std::ifstream in(file);
+      return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    };
+    if (o.agentCert.empty() != o.agentKey.empty())
+      return fail(Code::kInvalidArgument, "--agent-cert and --agent-key go together");
+    grpc::SslCredentialsOptions tls;
+    tls.pem_root_certs = pem(o.agentCa);
+    if (!o.agentCert.empty()) {
+      tls.pem_cert_chain = pem(o.agentCert);
+      tls.pem_private_key = pem(o.agentKey);
+    }
+    options.credentials = grpc::SslCredentials(tls);
+  }
   return options;
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "switchyard/v1/agent.grpc.pb.h"
 #include "tests/support/daemon_process.h"
 #include "tests/support/fake_sysfs.h"
 #include "tests/support/temp_dir.h"
@@ -51,19 +52,21 @@ class HostAgentTest : public ::testing::Test {
     std::ofstream(dir_ / "topology.json") << topology().dump(2);
     std::filesystem::create_directories(dir_ / "yardd");
     std::filesystem::create_directories(dir_ / "agent");
+    std::vector<std::string> yarddArgs{"--topology", (dir_ / "topology.json").string(), "--no-sim-host-agents", "--agent-heartbeat", "1",
+                                       "--host-timeout", "3"};
+    yarddArgs.insert(yarddArgs.end(), yarddTls_.begin(), yarddTls_.end());
     yardd_ = std::make_unique<testing::DaemonProcess>(YARDD_PATH, dir_ / "yardd");
-    ASSERT_TRUE(yardd_->start({"--topology", (dir_ / "topology.json").string(), "--no-sim-host-agents", "--agent-heartbeat", "1",
-                               "--host-timeout", "3"}))
-        << yardd_->log();
+    ASSERT_TRUE(yardd_->start(yarddArgs)) << yardd_->log();
     agent_ = std::make_unique<testing::DaemonProcess>(YARD_AGENT_PATH, dir_ / "agent");
     const std::string smi = "FAKE_NVIDIA_SMI_DIR=" + (dir_ / "agent").string() + " python3 " + SWITCHYARD_SOURCE_DIR + "/tests/support/fake_nvidia_smi.py";
-    ASSERT_TRUE(agent_->startProgram({"--host", "host0", "--listen", "127.0.0.1:0", "--yardd", yardd_->address(), "--sysfs-root",
+    std::vector<std::string> agentArgs{"--host", "host0", "--listen", "127.0.0.1:0", "--yardd", yardd_->address(), "--sysfs-root",
                                       sysfs().string(), "--proc-root", proc().string(), "--gpu-uuid-command", "", "--port",
                                       "sw0-usp0=0000:00:01.0", "--before-detach", "echo \"$YARD_DEVICE_IDS\" >> " + (dir_ / "hook.log").string(),
                                       "--mig-create-command", smi + " mig -i {pci} -cgi {profile}.{memory_gib}gb:{start} -C",
                                       "--mig-list-command", smi + " mig -i {pci} -lgi",
-                                      "--mig-destroy-command", smi + " mig -i {pci} -gi {gi} -dci && " + smi + " mig -i {pci} -gi {gi} -dgi"}))
-        << agent_->log();
+                                      "--mig-destroy-command", smi + " mig -i {pci} -gi {gi} -dci && " + smi + " mig -i {pci} -gi {gi} -dgi"};
+    agentArgs.insert(agentArgs.end(), agentTls_.begin(), agentTls_.end());
+    ASSERT_TRUE(agent_->startProgram(agentArgs)) << agent_->log();
     // The agent registers in the background.
     for (int i = 0; i < 500 && yardd_->log().find("host agent for host0 registered") == std::string::npos; ++i) std::this_thread::sleep_for(10ms);
     ASSERT_NE(yardd_->log().find("host agent for host0 registered"), std::string::npos) << yardd_->log() << agent_->log();
@@ -77,9 +80,49 @@ class HostAgentTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
+  std::vector<std::string> yarddTls_, agentTls_;  // set by a subclass before SetUp
   std::unique_ptr<testing::DaemonProcess> yardd_;
   std::unique_ptr<testing::DaemonProcess> agent_;
 };
+
+// The same with mutual TLS between yardd and the agent: certificates made by the openssl command line.
+class HostAgentTlsTest : public HostAgentTest {
+ protected:
+  void SetUp() override {
+    for (const char* who : {"agent", "yardd"}) {
+      const auto made = testing::runCommand(
+          fmt::format("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN={0} "
+                      "-addext subjectAltName=IP:127.0.0.1 -keyout {1}/{0}.key -out {1}/{0}.pem",
+                      who, dir_.path().string()),
+          dir_.path());
+      if (made.exitCode != 0) GTEST_SKIP() << "the openssl command is not available (./setup.sh installs it): " << made.err;
+    }
+    const auto file = [&](const char* name) { return (dir_ / name).string(); };
+    agentTls_ = {"--tls-cert", file("agent.pem"), "--tls-key", file("agent.key"), "--tls-client-ca", file("yardd.pem")};
+    yarddTls_ = {"--agent-ca", file("agent.pem"), "--agent-cert", file("yardd.pem"), "--agent-key", file("yardd.key")};
+    HostAgentTest::SetUp();
+  }
+};
+
+TEST_F(HostAgentTlsTest, YarddAndTheAgentTalkOverMutualTls) {
+  auto composed = yardctl("compose train --gpus 1");
+  ASSERT_EQ(composed.exitCode, 0) << composed.err << yardd_->log() << agent_->log();
+  EXPECT_NE(agent_->log().find("(mutual TLS;"), std::string::npos) << agent_->log();
+  ASSERT_EQ(yardctl("decompose train").exitCode, 0);
+
+  // A client that trusts the agent but has no certificate of yardd's is turned away, and so is plaintext.
+  grpc::SslCredentialsOptions trustOnly;
+  trustOnly.pem_root_certs = testing::readFile(dir_ / "agent.pem");
+  for (const auto& credentials : {grpc::SslCredentials(trustOnly), grpc::InsecureChannelCredentials()}) {
+    auto stub = switchyard::v1::HostAgent::NewStub(grpc::CreateChannel(agent_->address(), credentials));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 3s);
+    switchyard::v1::HostInventory inventory;
+    const auto status = stub->Inventory(&context, switchyard::v1::InventoryRequest{}, &inventory);
+    EXPECT_FALSE(status.ok());
+    EXPECT_EQ(inventory.functions_size(), 0);
+  }
+}
 
 TEST_F(HostAgentTest, TheAgentVerifiesAttachAndReleasesOnlyWhatIsUnused) {
   const json host = json::parse(yardctl("-o json hosts").out)["hosts"][0];
