@@ -159,6 +159,39 @@ Result<void> AgentDirectory::release(const HostId& host, const HostChange& chang
   return {};
 }
 
+bool AgentDirectory::canList(const HostId& host) const {
+  if (policy(host) != HostPolicy::kAgent) return false;
+  {
+    std::lock_guard lock(mutex_);
+    if (remotes_.contains(host)) return true;
+  }
+  return local_ != nullptr && local_->canList(host);
+}
+
+// The agent's inventory, mapped to the pool's devices by serial number.
+Result<std::vector<HostDeviceIdentity>> AgentDirectory::listPresent(const HostId& host, const CallOptions& options) {
+  SY_ASSIGN(auto stub, remoteFor(host));
+  if (!stub) {
+    if (local_ != nullptr) return local_->listPresent(host, options);
+    return fail(Code::kUnavailable, fmt::format("no yard-agent has registered for {}", host));
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + options.timeout);
+  v1::HostInventory inventory;
+  if (auto status = stub->Inventory(&context, v1::InventoryRequest{}, &inventory); !status.ok()) {
+    Error e = fromGrpcStatus(status);
+    return fail(e.code, fmt::format("yard-agent on {}: {}", host, e.message));
+  }
+  std::map<std::string, const Device*> bySerial;
+  for (const auto& [id, d] : devices_)
+    if (!d.serial.empty()) bySerial.emplace(d.serial, &d);
+  std::vector<HostDeviceIdentity> out;
+  for (const auto& f : inventory.functions())
+    if (auto it = bySerial.find(f.serial_number()); !f.serial_number().empty() && it != bySerial.end())
+      out.push_back({it->second->id, f.address(), f.gpu_uuid()});
+  return out;
+}
+
 grpc::Status AgentRegistryService::Register(grpc::ServerContext*, const v1::RegisterAgentRequest* in, v1::RegisterAgentResponse* out) {
   if (auto r = directory_.registerAgent(in->host_id(), in->address()); !r) return toGrpcStatus(r.error());
   out->set_heartbeat_interval_ms(directory_.heartbeatInterval().count());

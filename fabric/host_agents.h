@@ -72,6 +72,14 @@ class HostAgents {
   [[nodiscard]] virtual Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                                       const CallOptions& options = {}) = 0;
   [[nodiscard]] virtual Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) = 0;
+  // The pool's devices the host sees now (for host-side drift); kUnavailable when the host side cannot
+  // tell (a BMC, an agent that does not answer). Callers skip hosts for which canList() is false.
+  [[nodiscard]] virtual bool canList(const HostId&) const { return false; }
+  [[nodiscard]] virtual Result<std::vector<HostDeviceIdentity>> listPresent(const HostId& host, const CallOptions& options = {});
 };
+
+inline Result<std::vector<HostDeviceIdentity>> HostAgents::listPresent(const HostId& host, const CallOptions&) {
+  return fail(Code::kUnavailable, "the host side of " + host + " cannot list its devices");
+}
 
 }  // namespace switchyard

@@ -19,6 +19,10 @@ SimulatedHosts::SimulatedHosts(const Topology& topology, const SimulatedFabric& 
   for (const auto& h : topology.hosts)
     for (const auto& u : h.upstreamPorts) upstreamPorts_[h.id].push_back(u.portId);
   for (const auto& d : topology.devices) devices_.emplace(d.id, d);
+  for (const auto& [host, ports] : upstreamPorts_)
+    for (const auto& d : topology.devices)
+      if (auto routed = fabric_.routedPort(d.id); routed && std::find(ports.begin(), ports.end(), *routed) != ports.end())
+        present_[host].emplace(d.id, identityOf(host, {d.id, *routed}));
 }
 
 HostPolicy SimulatedHosts::policy(const HostId& host) const {
@@ -173,6 +177,27 @@ void SimulatedHosts::restartAgent(const HostId& host, int missedCalls) {
 void SimulatedHosts::setAppearDelay(Duration delay) {
   std::lock_guard lock(mutex_);
   options_.appearDelay = delay;
+}
+
+Result<std::vector<HostDeviceIdentity>> SimulatedHosts::listPresent(const HostId& host, const CallOptions&) {
+  {
+    std::lock_guard lock(mutex_);
+    ++calls_;
+    SY_TRY(reachableLocked(host, "inventory"));
+  }
+  return present(host);
+}
+
+void SimulatedHosts::forget(const HostId& host, const DeviceId& device) {
+  std::lock_guard lock(mutex_);
+  present_[host].erase(device);
+}
+
+void SimulatedHosts::enumerate(const HostId& host, const DeviceId& device) {
+  std::lock_guard lock(mutex_);
+  const auto& ports = upstreamPorts_.at(host);
+  auto identity = identityOf(host, {device, ports.front()});
+  present_[host].emplace(device, std::move(identity));
 }
 
 std::vector<HostDeviceIdentity> SimulatedHosts::present(const HostId& host) const {

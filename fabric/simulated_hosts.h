@@ -35,6 +35,8 @@ struct SimulatedHostsOptions {
   std::map<HostId, HostPolicy> policies;  // per-host overrides
 };
 
+// The simulated hosts are machines of their own: created beside a switch that already routes devices (a
+// yardd restart), each host sees the devices routed to it, as a real host that kept running would.
 class SimulatedHosts final : public HostAgents {
  public:
   SimulatedHosts(const Topology& topology, const SimulatedFabric& fabric, Clock& clock, SimulatedHostsOptions options = {});
@@ -44,6 +46,14 @@ class SimulatedHosts final : public HostAgents {
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
   [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
+  [[nodiscard]] bool canList(const HostId& host) const override {
+    return upstreamPorts_.contains(host) && policy(host) == HostPolicy::kAgent;
+  }
+  [[nodiscard]] Result<std::vector<HostDeviceIdentity>> listPresent(const HostId& host, const CallOptions& options = {}) override;
+  // The host loses sight of a device (a link that went down, a driver that dropped it) or sees one
+  // nobody admitted (enumerated at boot): what host-side reconcile must notice.
+  void forget(const HostId& host, const DeviceId& device);
+  void enumerate(const HostId& host, const DeviceId& device);
 
   void setDeviceFault(const DeviceId& device, SimulatedHostFault fault);
   void setHostReachable(const HostId& host, bool reachable);

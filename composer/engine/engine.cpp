@@ -86,6 +86,10 @@ Result<RecoveryReport> Engine::start() {
                  op.error.empty() ? "" : ": " + op.error);
   }
   SY_ASSIGN(report.drifts, reconcile());
+  if (hosts_ != nullptr) {
+    SY_ASSIGN(auto hostDrifts, reconcileHosts());
+    report.drifts.insert(report.drifts.end(), hostDrifts.begin(), hostDrifts.end());
+  }
   SY_TRY(onControl([this]() -> Result<void> {
     accepting_ = true;
     scheduleFabricPoll();
@@ -409,6 +413,14 @@ Result<std::vector<Drift>> Engine::reconcile() {
   return onControl([&] { return reconcileIfFresh(bindings, before); });
 }
 
+// The rest of host reconcile is in engine_host_reconcile.cpp; this part needs onControl.
+Result<std::vector<Drift>> Engine::reconcileHosts() {
+  SY_ASSIGN(auto checks, onControl([this]() -> Result<std::vector<HostCheck>> { return hostChecksOnControl(); }));
+  std::vector<Result<std::vector<HostDeviceIdentity>>> seen;
+  for (const auto& check : checks) seen.push_back(hosts_->listPresent(check.host, {options_.hostCallTimeout}));
+  return onControl([&] { return compareHostsOnControl(checks, seen); });
+}
+
 Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Binding>>& bindings, std::uint64_t before) {
   if (!bindings) return fail(bindings.error().wrap("cannot read the fabric's bindings"));
   if (stepResults_ != before || stepCallsInFlight_ > 0)
@@ -457,6 +469,7 @@ void Engine::scheduleReconcile() {
         if (halted_) return;
         if (auto r = reconcileIfFresh(bindings, before); !r && r.error().code != Code::kUnavailable)
           spdlog::warn("periodic reconcile: {}", r.error().message);
+        reconcileHostsInBackground();
         scheduleReconcile();
       });
     });

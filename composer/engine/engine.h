@@ -178,6 +178,10 @@ class Engine {
   // Compares the store with the fabric and reports (and records) every disagreement. Refused with
   // kUnavailable while operation steps are calling the switch.
   [[nodiscard]] Result<std::vector<Drift>> reconcile();
+  // Compares what each host's side sees with what its system holds (host-missing-device,
+  // host-unexpected-device); hosts with an operation running are skipped. Also done after each periodic
+  // reconcile and at start.
+  [[nodiscard]] Result<std::vector<Drift>> reconcileHosts();
   // Deletes history beyond the retention policy (also done on a timer).
   [[nodiscard]] Result<PruneReport> pruneHistory();
 
@@ -261,6 +265,17 @@ class Engine {
   [[nodiscard]] Result<std::vector<Drift>> reconcileIfFresh(const Result<std::vector<Binding>>& fabricBindings,
                                                             std::uint64_t stepResultsBefore);
   void applyFabricEvents(const Result<std::vector<FabricEvent>>& events);
+  // Host-side drift (engine_host_reconcile.cpp): which hosts to look at, and what their sides saw.
+  struct HostCheck {
+    HostId host;
+    SystemId system;                           // its system when the look began ("" for none)
+    std::vector<HostDeviceIdentity> online;    // what the system says the host sees
+    std::set<DeviceId> inSystem;               // every device of that system
+  };
+  [[nodiscard]] std::vector<HostCheck> hostChecksOnControl() const;
+  [[nodiscard]] Result<std::vector<Drift>> compareHostsOnControl(const std::vector<HostCheck>& checks,
+                                                                 const std::vector<Result<std::vector<HostDeviceIdentity>>>& seen);
+  void reconcileHostsInBackground();
   void scheduleFabricPoll();
   void schedulePrune();
   void scheduleReconcile();
@@ -295,6 +310,7 @@ class Engine {
   int stepCallsInFlight_ = 0;        // switch calls of operation steps: they may change bindings
   std::uint64_t stepResults_ = 0;    // bumps whenever a step's switch call returns: an older binding read is stale
   ShareDemand shareDemand_;  // the share sizes asked for lately: what share placement keeps servable
+  std::set<std::string> knownHostDrifts_;  // the same for host-side drift
   std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event
   WriterEpoch writerEpoch_ = 0;  // claimed at start: the fencing token of every write
   std::string storeFailure_;     // why the engine stopped writing, once it did

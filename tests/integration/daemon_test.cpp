@@ -331,8 +331,10 @@ TEST_F(DaemonTest, DriftFoundAtStartIsReportedAsEvents) {
   bindings["sw1-gpu7"] = "sw1-usp3";    // and gained one nobody asked for
   std::ofstream(dir_ / "sim-fabric.json") << json{{"bindings", bindings}}.dump();
   startDaemon();
-  EXPECT_NE(daemon_->log().find("2 drift(s) found"), std::string::npos) << daemon_->log();
-  // Replay the recorded events through Watch until both drift events have been seen.
+  // The switch's two drifts, and the same two as the (simulated) hosts see them: host0 no longer sees the
+  // lost GPU, host3 sees the one nobody asked for.
+  EXPECT_NE(daemon_->log().find("4 drift(s) found"), std::string::npos) << daemon_->log();
+  // Replay the recorded events through Watch until the four drift events have been seen.
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 10s);
   pb::WatchRequest from;
@@ -340,10 +342,11 @@ TEST_F(DaemonTest, DriftFoundAtStartIsReportedAsEvents) {
   auto reader = stub_->Watch(&ctx, from);
   std::set<std::string> drifts;
   pb::Event e;
-  while (drifts.size() < 2 && reader->Read(&e))
+  while (drifts.size() < 4 && reader->Read(&e))
     if (e.type().rfind("drift.", 0) == 0) drifts.insert(e.type());
   ctx.TryCancel();
-  EXPECT_EQ(drifts, (std::set<std::string>{"drift.missing-binding", "drift.unexpected-binding"}));
+  EXPECT_EQ(drifts, (std::set<std::string>{"drift.missing-binding", "drift.unexpected-binding", "drift.host-missing-device",
+                                           "drift.host-unexpected-device"}));
   json system = yardctlJson("systems a");
   EXPECT_EQ(system["state"], "SYSTEM_STATE_DEGRADED");
 }

@@ -239,6 +239,42 @@ TEST_F(EngineHostTest, AMigInstanceTheHostCannotMakeRollsTheComposeBack) {
   EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
 }
 
+// Host-side drift: a device online in a system that its host no longer sees, and a pool device a host
+// sees outside its systems, are reported once each, and cleared when they go away.
+TEST_F(EngineHostTest, HostSideDriftIsReportedOnceAndClears) {
+  startWithHosts();
+  const System system = composeTwo("train");
+  auto clean = engine_->reconcileHosts();
+  ASSERT_TRUE(clean) << clean.error().message;
+  EXPECT_TRUE(clean->empty());
+
+  const DeviceId lost = system.bindings.front().deviceId;
+  simulatedHosts_->forget(system.hostId, lost);
+  const HostId other = engine_->listHosts()->back().host.id;
+  ASSERT_NE(other, system.hostId);
+  simulatedHosts_->enumerate(other, "sw1-gpu7");
+  auto drifts = engine_->reconcileHosts();
+  ASSERT_TRUE(drifts) << drifts.error().message;
+  ASSERT_EQ(drifts->size(), 2u);
+  std::map<std::string, Drift> byKind;
+  for (const auto& d : *drifts) byKind[d.kind] = d;
+  EXPECT_EQ(byKind["host-missing-device"].deviceId, lost);
+  EXPECT_NE(byKind["host-missing-device"].message.find("no longer sees it"), std::string::npos);
+  EXPECT_EQ(byKind["host-unexpected-device"].deviceId, "sw1-gpu7");
+  EXPECT_NE(byKind["host-unexpected-device"].message.find(other + " sees sw1-gpu7"), std::string::npos);
+
+  ASSERT_TRUE(engine_->reconcileHosts());  // seen again: no new events
+  auto types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "drift.host-missing-device"), 1);
+  EXPECT_EQ(std::count(types.begin(), types.end(), "drift.host-unexpected-device"), 1);
+
+  // A host whose agent does not answer is skipped, not reported.
+  simulatedHosts_->setHostReachable(other, false);
+  auto partial = engine_->reconcileHosts();
+  ASSERT_TRUE(partial);
+  EXPECT_EQ(partial->size(), 1u);
+}
+
 // The host side answers admit only when let through: the engine stops while a host step is in flight and
 // the next start resumes the operation from its log.
 class GatedHosts final : public HostAgents {

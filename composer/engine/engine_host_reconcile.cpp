@@ -1,0 +1,93 @@
+// Host-side drift (../shared/design/host-hotplug.md, "Reconcile on the host side"): what each host's side
+// sees against what the store says is online there. A device online in a system that its host no longer
+// sees, and a pool device a host sees that is in none of its systems, are both drift. Hosts whose system
+// has an operation running are skipped (the grace period: an attach or detach is changing exactly this),
+// and so are hosts whose side cannot list its devices (a BMC) or does not answer (its status says so).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "composer/engine/engine.h"
+
+namespace switchyard {
+
+namespace asio = boost::asio;
+
+std::vector<Engine::HostCheck> Engine::hostChecksOnControl() const {
+  std::vector<HostCheck> out;
+  if (hosts_ == nullptr) return out;
+  for (const auto& h : state_->topology().hosts) {
+    if (!hosts_->canList(h.id)) continue;
+    HostCheck check{h.id, {}, {}, {}};
+    if (const System* s = state_->systemOfHost(h.id)) {
+      if (!s->activeOperation.empty()) continue;
+      check.system = s->id;
+      check.online = s->hostDevices;
+      for (const auto& b : s->bindings) check.inSystem.insert(b.deviceId);
+    }
+    out.push_back(std::move(check));
+  }
+  return out;
+}
+
+Result<std::vector<Drift>> Engine::compareHostsOnControl(const std::vector<HostCheck>& checks,
+                                                         const std::vector<Result<std::vector<HostDeviceIdentity>>>& seen) {
+  Mutation m;
+  std::vector<Drift> drifts;
+  std::set<std::string> known;
+  auto report = [&](std::string kind, const DeviceId& device, std::string message) {
+    const std::string key = kind + ":" + device;
+    known.insert(key);
+    if (!knownHostDrifts_.contains(key)) {
+      spdlog::warn("drift: {}: {}", kind, message);
+      m.events.push_back(makeEvent("drift." + kind, device, message));
+    }
+    drifts.push_back({std::move(kind), device, std::move(message)});
+  };
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const HostCheck& check = checks[i];
+    if (!seen[i]) {
+      spdlog::debug("host reconcile: {}: {}", check.host, seen[i].error().message);
+      continue;
+    }
+    // An operation that started on the host since the look began owns what it sees.
+    const System* system = state_->systemOfHost(check.host);
+    const SystemId systemNow = system ? system->id : SystemId{};
+    if (systemNow != check.system || (system && !system->activeOperation.empty())) continue;
+    std::map<DeviceId, const HostDeviceIdentity*> visible;
+    for (const auto& identity : *seen[i]) visible.emplace(identity.deviceId, &identity);
+    for (const auto& online : check.online)
+      if (!visible.contains(online.deviceId))
+        report("host-missing-device", online.deviceId,
+               fmt::format("{} is online in {} on {} at {}, but the host no longer sees it", online.deviceId, system->name, check.host,
+                           online.pciAddress.empty() ? "an unknown address" : online.pciAddress));
+    for (const auto& [device, identity] : visible)
+      if (!check.inSystem.contains(device))
+        report("host-unexpected-device", device,
+               fmt::format("{} sees {} at {}, which is in none of its systems: release it from the host (yard-agent) or compose it", check.host,
+                           device, identity->pciAddress));
+  }
+  if (drifts.empty() && !knownHostDrifts_.empty()) spdlog::info("host reconcile: every host sees what its system holds again");
+  SY_TRY(persist(m));
+  knownHostDrifts_ = std::move(known);
+  return drifts;
+}
+
+void Engine::reconcileHostsInBackground() {
+  auto checks = hostChecksOnControl();
+  if (checks.empty()) return;
+  ++driverCallsInFlight_;
+  driverPool_->post([this, checks = std::move(checks)] {
+    std::vector<Result<std::vector<HostDeviceIdentity>>> seen;
+    for (const auto& check : checks) seen.push_back(hosts_->listPresent(check.host, {options_.hostCallTimeout}));
+    asio::post(*control_, [this, checks, seen = std::move(seen)] {
+      --driverCallsInFlight_;
+      if (halted_) return;
+      if (auto r = compareHostsOnControl(checks, seen); !r) spdlog::warn("host reconcile: {}", r.error().message);
+    });
+  });
+}
+
+}  // namespace switchyard
