@@ -166,6 +166,13 @@ Result<std::vector<PciFunction>> PciScanner::scan() const {
     param = source_.dumpFile.string();
     pci_set_param(access.get(), const_cast<char*>("dump.name"), param.data());
   } else {
+    // libpci stops (and leaks what it allocated) at a directory entry that is not an address; say so first.
+    const auto devices = liveRoot() / "bus/pci/devices";
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(devices, ec))
+      if (!parsePciAddress(entry.path().filename().string()))
+        return fail(Code::kUnavailable, fmt::format("reading {}: entry '{}' is not a PCI address", devices.string(), entry.path().filename().string()));
+    if (ec) return fail(Code::kUnavailable, fmt::format("reading {}: {}", devices.string(), ec.message()));
     access->method = PCI_ACCESS_SYS_BUS_PCI;
     param = (liveRoot() / "bus/pci").string();
     pci_set_param(access.get(), const_cast<char*>("sysfs.path"), param.data());

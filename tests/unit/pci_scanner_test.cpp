@@ -175,6 +175,35 @@ TEST(PciScannerTest, MalformedDumpsAreClearErrors) {
   EXPECT_EQ(scanDump("gpu-host-2sw.lspci").size(), 24u);
 }
 
+// sysfs content that is not what the kernel writes: a truncated config file, a NUMA node that is not a
+// number, an entry that is not an address. The scan says what it could not read, or reads what is there.
+TEST(PciScannerTest, MalformedSysfsContentIsAnErrorOrIgnoredNeverACrash) {
+  testing::TempDir dir;
+  testing::writeFakeSysfs(dir.path(), kFixtures / "gpu-host-2sw.lspci", {{"0000:12:00.0", "nvidia"}});
+  const auto gpu = dir.path() / "bus/pci/devices/0000:12:00.0";
+  testing::writeFile(gpu / "numa_node", "not-a-number\n");
+  testing::writeFile(dir.path() / "bus/pci/devices/0000:13:00.0/config", "short");  // 5 bytes of config space
+  auto scanned = PciScanner({.sysfsRoot = dir.path()}).scan();
+  if (scanned) {
+    const PciFunction* f = findFunction(*scanned, at("0000:12:00.0"));
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->numaNode, -1);
+    EXPECT_EQ(f->driver, "nvidia");
+  } else {
+    EXPECT_FALSE(scanned.error().message.empty());
+  }
+
+  std::filesystem::create_directories(dir.path() / "bus/pci/devices/garbage");
+  auto withGarbage = PciScanner({.sysfsRoot = dir.path()}).scan();
+  ASSERT_FALSE(withGarbage);
+  EXPECT_EQ(withGarbage.error().code, Code::kUnavailable);
+  EXPECT_NE(withGarbage.error().message.find("garbage"), std::string::npos) << withGarbage.error().message;
+
+  auto missing = PciScanner({.sysfsRoot = dir.path() / "nowhere"}).scan();
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.error().message.find("nowhere"), std::string::npos) << missing.error().message;
+}
+
 TEST(PciScannerTest, BusNumbersThatLoopDoNotHang) {
   testing::TempDir dir;
   // Two bridges that each claim the other's bus as their secondary.
