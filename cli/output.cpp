@@ -69,7 +69,7 @@ void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
     for (const auto& i : s.gpu_instances()) mig += (mig.empty() ? "" : ",") + i.profile();
     std::string shares;
     for (const auto& sh : s.gpu_shares()) shares += fmt::format("{}{:g}%", shares.empty() ? "" : ",", sh.milli() / 10.0);
-    t.add({s.id(), s.name(), s.host_id(), stateName(s.state()), std::to_string(s.bindings_size()), orDash(mig), orDash(shares), s.tenant(),
+    t.add({s.id(), s.name(), s.host_id(), s.progress().empty() ? stateName(s.state()) : fmt::format("{} ({})", stateName(s.state()), s.progress()), std::to_string(s.bindings_size()), orDash(mig), orDash(shares), s.tenant(),
            orDash(devices)});
   }
   t.print(out);
@@ -77,7 +77,8 @@ void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
 
 void printSystem(const pb::System& s, std::ostream& out) {
   out << fmt::format("{} ({})\n  host:    {}\n  state:   {}\n  tenant:  {}\n  created: {}\n", s.name(), s.id(), s.host_id(),
-                     stateName(s.state()), s.tenant(), s.created_at());
+                     s.progress().empty() ? stateName(s.state()) : fmt::format("{} ({})", stateName(s.state()), s.progress()), s.tenant(),
+                     s.created_at());
   if (!s.active_operation().empty()) out << "  running: " << s.active_operation() << "\n";
   for (const auto& [k, v] : std::map<std::string, std::string>(s.labels().begin(), s.labels().end()))
     out << fmt::format("  label:   {}={}\n", k, v);

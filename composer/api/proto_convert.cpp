@@ -199,6 +199,7 @@ void toProto(const System& s, pb::System& out) {
   for (const auto& [k, v] : s.labels) (*out.mutable_labels())[k] = v;
   out.set_state(toProto(s.state));
   out.set_active_operation(s.activeOperation);
+  out.set_progress(s.progress);
   out.set_created_at(formatTimestamp(s.createdAt));
   out.set_updated_at(formatTimestamp(s.updatedAt));
   addInstances(s.gpuInstances, *out.mutable_gpu_instances());

@@ -188,14 +188,29 @@ Result<System> Engine::getSystem(const std::string& idOrName) {
   return onControl([&]() -> Result<System> {
     const System* s = state_->findSystem(idOrName);
     if (!s) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
-    return *s;
+    return withProgress(*s);
   });
+}
+
+System Engine::withProgress(System s) const {
+  s.progress.clear();
+  auto it = s.activeOperation.empty() ? active_.end() : active_.find(s.activeOperation);
+  if (it == active_.end()) return s;
+  const Operation& op = it->second;
+  const std::size_t i = op.cursor();
+  if (i == op.steps.size()) return s;
+  const std::string_view activity = kindOf(op.steps[i]).activity();
+  if (op.state == OperationState::kRollingBack)
+    s.progress = activity.empty() ? "rolling back" : fmt::format("rolling back: {}", activity);
+  else
+    s.progress = std::string(activity);
+  return s;
 }
 
 Result<std::vector<System>> Engine::listSystems() {
   return onControl([&]() -> Result<std::vector<System>> {
     std::vector<System> out;
-    for (const auto& [id, s] : state_->systems()) out.push_back(s);
+    for (const auto& [id, s] : state_->systems()) out.push_back(withProgress(s));
     return out;
   });
 }

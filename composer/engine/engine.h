@@ -242,6 +242,8 @@ class Engine {
   void runLocalStep(Operation& op, std::size_t step, const StepKind& kind, Mutation& m);
   void finish(Operation& op, Mutation& m);
   [[nodiscard]] const StepKind& kindOf(const Step& step) const;
+  // The system with `progress` filled in from its running operation's current step.
+  [[nodiscard]] System withProgress(System s) const;
   [[nodiscard]] std::string describe(const Step& step) const;
   // A step's events go into `events` (numbered as they come), naming `actor`.
   [[nodiscard]] StepEffects::EmitEvent emitInto(std::vector<Event>& events, const std::string& actor);

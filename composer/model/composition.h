@@ -80,6 +80,9 @@ struct System {
   std::map<std::string, std::string> labels;
   SystemState state = SystemState::kComposing;
   OperationId activeOperation;  // empty when no operation is running on it
+  // Not stored: what the running operation is doing now ("binding", "verifying on the host", ...), filled
+  // in by the engine's reads, so a system being composed says so until its host has verified it.
+  std::string progress;
   Timestamp createdAt = 0;
   Timestamp updatedAt = 0;
 };

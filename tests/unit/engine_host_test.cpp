@@ -319,6 +319,10 @@ TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart)
   auto accepted = engine_->compose(Caller::local(), r);
   ASSERT_TRUE(accepted) << accepted.error().message;
   gated.waitUntilHeld();
+  // Bound in the switch, not yet seen by the host: the system says so, and is not composed.
+  const System waiting = *engine_->getSystem("train");
+  EXPECT_EQ(waiting.state, SystemState::kComposing);
+  EXPECT_EQ(waiting.progress, "verifying on the host");
   std::thread stopper([&] { engine_->stop(0s); });
   std::this_thread::sleep_for(20ms);
   gated.open();
@@ -334,6 +338,7 @@ TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart)
   ASSERT_TRUE(op);
   EXPECT_EQ(op->state, OperationState::kSucceeded);
   EXPECT_EQ(engine_->getSystem("train")->hostDevices.size(), 2u);
+  EXPECT_EQ(engine_->getSystem("train")->progress, "");
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ struct SetDirection {
   std::string_view arrow;     // for the description
   std::string_view event;     // one per device once the call succeeded
   std::string_view eventVerb;
+  std::string_view activity;  // what a system at this step is doing
   RetryClass retry;
   Result<void> (FabricDriver::*call)(std::span<const Binding>, const CallOptions&);
 };
@@ -43,6 +44,7 @@ class BindingSetStep final : public StepKind {
   std::string_view name() const override { return d_.name; }
   StepComponent component() const override { return StepComponent::kFabric; }
   RetryClass retry() const override { return d_.retry; }
+  std::string_view activity() const override { return d_.activity; }
   std::optional<Step> undo(const Step& applied) const override { return makeStep(d_.undoKind, applied.bindings); }
   std::string describe(const Step& s) const override { return fmt::format("{} {}", d_.name, describeBindings(s.bindings, d_.arrow)); }
   Result<StepReport> call(StepTargets& t, const Operation&, const Step& s) const override {
@@ -64,6 +66,7 @@ class VerifyStep final : public StepKind {
  public:
   std::string_view name() const override { return step::kVerify; }
   StepComponent component() const override { return StepComponent::kFabric; }
+  std::string_view activity() const override { return "verifying"; }
   Result<StepReport> call(StepTargets& t, const Operation& op, const Step&) const override {
     SY_ASSIGN(auto bindings, t.fabric.readBindings(t.fabricCall));
     std::unordered_map<DeviceId, PortId> actual;
@@ -82,10 +85,10 @@ class VerifyStep final : public StepKind {
 }  // namespace
 
 Result<void> registerFabricSteps(StepKindRegistry& registry) {
-  SY_TRY(registry.add(std::make_unique<BindingSetStep>(SetDirection{step::kBind, step::kUnbind, "->", "device.bound", "bound to",
+  SY_TRY(registry.add(std::make_unique<BindingSetStep>(SetDirection{step::kBind, step::kUnbind, "->", "device.bound", "bound to", "binding",
                                                                     RetryClass::kRollBack, &FabricDriver::bindAll})));
   // Giving devices back must finish: transient failures are retried before the operation is undone.
-  SY_TRY(registry.add(std::make_unique<BindingSetStep>(SetDirection{step::kUnbind, step::kBind, "from", "device.unbound", "unbound from",
+  SY_TRY(registry.add(std::make_unique<BindingSetStep>(SetDirection{step::kUnbind, step::kBind, "from", "device.unbound", "unbound from", "unbinding",
                                                                     RetryClass::kConverge, &FabricDriver::unbindAll})));
   return registry.add(std::make_unique<VerifyStep>());
 }

@@ -31,6 +31,7 @@ class HostAdmitStep final : public StepKind {
  public:
   std::string_view name() const override { return step::kHostAdmit; }
   StepComponent component() const override { return StepComponent::kHost; }
+  std::string_view activity() const override { return "verifying on the host"; }
   std::optional<Step> undo(const Step& applied) const override { return makeStep(step::kHostRelease, applied.bindings); }
   // An agent that does not answer (restarting) is asked again; a device that did not appear in time, or
   // the wrong one, rolls the operation back at once.
@@ -71,6 +72,7 @@ class HostReleaseStep final : public StepKind {
  public:
   std::string_view name() const override { return step::kHostRelease; }
   StepComponent component() const override { return StepComponent::kHost; }
+  std::string_view activity() const override { return "releasing on the host"; }
   // An agent that could not be reached is asked again; a device in use is a refusal, not retried.
   RetryClass retry() const override { return RetryClass::kConverge; }
   // A refusal (in use) and an agent never reached both left the host as it was: nothing to undo.

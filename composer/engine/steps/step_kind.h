@@ -86,6 +86,9 @@ class StepKind {
   // Whether a forward call that failed with `error` is undone too: by default unless the component said
   // it changed nothing (changedNothing(): NOT_FOUND, INVALID_ARGUMENT, FAILED_PRECONDITION).
   [[nodiscard]] virtual bool undoWhenFailed(const Error& error) const { return !changedNothing(error.code); }
+  // What a system whose operation is at this step is doing, in a word or two ("binding", "verifying on the
+  // host"); empty for steps too quick to show.
+  [[nodiscard]] virtual std::string_view activity() const { return {}; }
   // One line for progress output, logs and the proto's Step.description.
   [[nodiscard]] virtual std::string describe(const Step& step) const;
 
