@@ -81,8 +81,12 @@ TEST_F(EngineSharesTest, DetachingAGpuTakesItsSharesAndDecomposeTakesAll) {
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(op.gpuShares.size(), 2u);
   EXPECT_EQ(engine_->getSystem("svc")->gpuShares.size(), 1u);
-  run(engine_->decompose(Caller::local(), "svc"));
-  EXPECT_TRUE(engine_->getSystem("svc")->gpuShares.empty());
+  EXPECT_EQ(run(engine_->decompose(Caller::local(), "svc")).state, OperationState::kSucceeded);
+  // The decomposed system is gone with its shares (reading it is NOT_FOUND: this test used to dereference
+  // that error, which only passed by luck), and every GPU is free.
+  auto gone = engine_->getSystem("svc");
+  ASSERT_FALSE(gone);
+  EXPECT_EQ(gone.error().code, Code::kNotFound);
   EXPECT_EQ(freeDevices(), 16u);
 }
 
