@@ -1,6 +1,6 @@
 // Host-side benchmarks (Google Benchmark): what the host agent spends discovering a host's PCI functions.
 //   build/tests/switchyard_host_bench                       full run (docs/benchmarks.md)
-//   build/tests/switchyard_host_bench --benchmark_min_time=0.01s   the CI smoke
+//   build/tests/switchyard_host_bench --benchmark_min_time=0.01   the CI smoke
 // The target: full discovery of a host with 64 PCIe functions from a dump in < 20 ms.
 #include <benchmark/benchmark.h>
 
