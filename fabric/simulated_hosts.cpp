@@ -8,9 +8,20 @@
 
 namespace switchyard {
 
+namespace {
+// FNV-1a, 64 bits: the same UUID for the same device on every build and standard library.
+std::uint64_t fnv1a(std::string_view text, std::uint64_t hash = 0xcbf29ce484222325ULL) {
+  for (char c : text) hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ULL;
+  // splitmix64's finalizer, so that names differing in one character give unrelated ids.
+  hash = (hash ^ (hash >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  hash = (hash ^ (hash >> 27)) * 0x94d049bb133111ebULL;
+  return hash ^ (hash >> 31);
+}
+}  // namespace
+
 std::string simulatedGpuUuid(const DeviceId& device) {
-  const std::uint64_t a = std::hash<std::string>{}(device);
-  const std::uint64_t b = std::hash<std::string>{}(device + "/uuid");
+  const std::uint64_t a = fnv1a(device);
+  const std::uint64_t b = fnv1a("uuid", a);
   return fmt::format("GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xFFFF, a & 0xFFFF, b >> 48, b & 0xFFFFFFFFFFFFULL);
 }
 
@@ -92,9 +103,9 @@ Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host
     HostDeviceIdentity identity = identityOf(host, b);
     if (fault == SimulatedHostFault::kWrongSerial) {
       present.emplace(b.deviceId, identity);  // something did appear: the rollback must release it
-      return fail(Code::kFailedPrecondition, fmt::format("wrong device behind {} on {}: expected {} with serial {}, found serial {} at {}",
+      return fail(Code::kFailedPrecondition, fmt::format("wrong device behind {} on {}: expected {} with serial {}, found serial {:016x} at {}",
                                                          b.upstreamPortId, host, b.deviceId, known->second.serial,
-                                                         known->second.serial + "-other", identity.pciAddress));
+                                                         fnv1a(known->second.serial), identity.pciAddress));
     }
     if (fault == SimulatedHostFault::kBarExhausted)
       return fail(Code::kFailedPrecondition,

@@ -88,7 +88,7 @@ class SimulatedHosts final : public HostAgents {
   std::uint64_t calls_ = 0;
 };
 
-// The UUID a simulated GPU reports: stable per device, in nvidia-smi's "GPU-8-4-4-4-12" form.
+// The UUID a simulated GPU reports: stable per device (on every build), in nvidia-smi's "GPU-8-4-4-4-12" form.
 [[nodiscard]] std::string simulatedGpuUuid(const DeviceId& device);
 
 }  // namespace switchyard
