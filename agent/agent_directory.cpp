@@ -110,16 +110,27 @@ void AgentDirectory::fill(const HostChange& change, google::protobuf::RepeatedPt
   }
 }
 
-Result<std::vector<HostDeviceIdentity>> AgentDirectory::admit(const HostId& host, const HostChange& change, const CallOptions& options) {
+Result<AgentDirectory::Route> AgentDirectory::routeFor(const HostId& host) const {
   if (policy(host) == HostPolicy::kBmcReset) {
     if (bmcResets_ == nullptr) return fail(Code::kFailedPrecondition, fmt::format("host {} is bmc-reset but no BMC is configured", host));
-    return bmcResets_->admit(host, change, options);
+    return Route{bmcResets_, nullptr};
   }
   SY_ASSIGN(auto stub, remoteFor(host));
-  if (!stub) {
-    if (local_ != nullptr) return local_->admit(host, change, options);
-    return fail(Code::kUnavailable, fmt::format("no yard-agent has registered for {} (policy agent)", host));
-  }
+  if (stub) return Route{nullptr, std::move(stub)};
+  if (local_ != nullptr) return Route{local_, nullptr};
+  return fail(Code::kUnavailable, fmt::format("no yard-agent has registered for {} (policy agent)", host));
+}
+
+namespace {
+Error agentError(const HostId& host, const grpc::Status& status) {
+  Error e = fromGrpcStatus(status);
+  return Error{e.code, fmt::format("yard-agent on {}: {}", host, e.message)};
+}
+}  // namespace
+
+Result<std::vector<HostDeviceIdentity>> AgentDirectory::admit(const HostId& host, const HostChange& change, const CallOptions& options) {
+  SY_ASSIGN(const Route route, routeFor(host));
+  if (route.inProcess) return route.inProcess->admit(host, change, options);
   v1::VerifyPresentRequest request;
   fill(change, *request.mutable_devices(), *request.mutable_mig_instances());
   request.set_deadline_ms(std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout).count());
@@ -127,34 +138,21 @@ Result<std::vector<HostDeviceIdentity>> AgentDirectory::admit(const HostId& host
   // The agent stops looking at the deadline it was given; the call's own deadline leaves it time to say so.
   context.set_deadline(std::chrono::system_clock::now() + options.timeout + std::chrono::seconds(2));
   v1::VerifyPresentResponse response;
-  if (auto status = stub->VerifyPresent(&context, request, &response); !status.ok()) {
-    Error e = fromGrpcStatus(status);
-    return fail(e.code, fmt::format("yard-agent on {}: {}", host, e.message));
-  }
+  if (auto status = route.remote->VerifyPresent(&context, request, &response); !status.ok()) return fail(agentError(host, status));
   std::vector<HostDeviceIdentity> out;
   for (const auto& d : response.devices()) out.push_back({d.device_id(), d.pci_address(), d.gpu_uuid()});
   return out;
 }
 
 Result<void> AgentDirectory::release(const HostId& host, const HostChange& change, const CallOptions& options) {
-  if (policy(host) == HostPolicy::kBmcReset) {
-    if (bmcResets_ == nullptr) return fail(Code::kFailedPrecondition, fmt::format("host {} is bmc-reset but no BMC is configured", host));
-    return bmcResets_->release(host, change, options);
-  }
-  SY_ASSIGN(auto stub, remoteFor(host));
-  if (!stub) {
-    if (local_ != nullptr) return local_->release(host, change, options);
-    return fail(Code::kUnavailable, fmt::format("no yard-agent has registered for {} (policy agent)", host));
-  }
+  SY_ASSIGN(const Route route, routeFor(host));
+  if (route.inProcess) return route.inProcess->release(host, change, options);
   v1::PrepareDetachRequest request;
   fill(change, *request.mutable_devices(), *request.mutable_mig_instances());
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + options.timeout);
   v1::ActionReport response;
-  if (auto status = stub->PrepareDetach(&context, request, &response); !status.ok()) {
-    Error e = fromGrpcStatus(status);
-    return fail(e.code, fmt::format("yard-agent on {}: {}", host, e.message));
-  }
+  if (auto status = route.remote->PrepareDetach(&context, request, &response); !status.ok()) return fail(agentError(host, status));
   for (const auto& a : response.actions()) spdlog::info("{}: {}", host, a);
   return {};
 }
@@ -170,18 +168,12 @@ bool AgentDirectory::canList(const HostId& host) const {
 
 // The agent's inventory, mapped to the pool's devices by serial number.
 Result<std::vector<HostDeviceIdentity>> AgentDirectory::listPresent(const HostId& host, const CallOptions& options) {
-  SY_ASSIGN(auto stub, remoteFor(host));
-  if (!stub) {
-    if (local_ != nullptr) return local_->listPresent(host, options);
-    return fail(Code::kUnavailable, fmt::format("no yard-agent has registered for {}", host));
-  }
+  SY_ASSIGN(const Route route, routeFor(host));
+  if (route.inProcess) return route.inProcess->listPresent(host, options);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + options.timeout);
   v1::HostInventory inventory;
-  if (auto status = stub->Inventory(&context, v1::InventoryRequest{}, &inventory); !status.ok()) {
-    Error e = fromGrpcStatus(status);
-    return fail(e.code, fmt::format("yard-agent on {}: {}", host, e.message));
-  }
+  if (auto status = route.remote->Inventory(&context, v1::InventoryRequest{}, &inventory); !status.ok()) return fail(agentError(host, status));
   std::map<std::string, const Device*> bySerial;
   for (const auto& [id, d] : devices_)
     if (!d.serial.empty()) bySerial.emplace(d.serial, &d);

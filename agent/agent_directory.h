@@ -66,7 +66,14 @@ class AgentDirectory final : public HostAgents {
     std::shared_ptr<v1::HostAgent::Stub> stub;
     Timestamp lastHeard = 0;
   };
-  // The registered agent for the host, or an error saying why there is none.
+  // Who serves a host's calls: an in-process HostAgents (its BMC reset, or the simulated agents), or the
+  // registered yard-agent; an error says why neither can.
+  struct Route {
+    HostAgents* inProcess = nullptr;
+    std::shared_ptr<v1::HostAgent::Stub> remote;
+  };
+  [[nodiscard]] Result<Route> routeFor(const HostId& host) const;
+  // The registered agent for the host (null when none registered), or an error when it has gone silent.
   [[nodiscard]] Result<std::shared_ptr<v1::HostAgent::Stub>> remoteFor(const HostId& host) const;
   void fill(const HostChange& change, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& devices,
             google::protobuf::RepeatedPtrField<v1::MigInstanceSpec>& instances) const;
