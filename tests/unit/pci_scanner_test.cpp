@@ -176,22 +176,28 @@ TEST(PciScannerTest, MalformedDumpsAreClearErrors) {
 }
 
 // sysfs content that is not what the kernel writes: a truncated config file, a NUMA node that is not a
-// number, an entry that is not an address. The scan says what it could not read, or reads what is there.
-TEST(PciScannerTest, MalformedSysfsContentIsAnErrorOrIgnoredNeverACrash) {
+// number, an entry that is not an address, a missing tree. What can be read is read for what it is; a tree
+// libpci cannot walk is an error that names the problem.
+TEST(PciScannerTest, MalformedSysfsContentIsReadForWhatItIsOrRefused) {
   testing::TempDir dir;
   testing::writeFakeSysfs(dir.path(), kFixtures / "gpu-host-2sw.lspci", {{"0000:12:00.0", "nvidia"}});
   const auto gpu = dir.path() / "bus/pci/devices/0000:12:00.0";
   testing::writeFile(gpu / "numa_node", "not-a-number\n");
   testing::writeFile(dir.path() / "bus/pci/devices/0000:13:00.0/config", "short");  // 5 bytes of config space
   auto scanned = PciScanner({.sysfsRoot = dir.path()}).scan();
-  if (scanned) {
-    const PciFunction* f = findFunction(*scanned, at("0000:12:00.0"));
-    ASSERT_NE(f, nullptr);
-    EXPECT_EQ(f->numaNode, -1);
-    EXPECT_EQ(f->driver, "nvidia");
-  } else {
-    EXPECT_FALSE(scanned.error().message.empty());
-  }
+  ASSERT_TRUE(scanned) << scanned.error().message;
+  ASSERT_EQ(scanned->size(), 24u);
+  const PciFunction* gpuFunction = findFunction(*scanned, at("0000:12:00.0"));
+  ASSERT_NE(gpuFunction, nullptr);
+  EXPECT_EQ(gpuFunction->numaNode, -1) << "a NUMA node that is not a number is unknown";
+  EXPECT_EQ(gpuFunction->driver, "nvidia");
+  // The truncated function is listed with what its 5 bytes say, and nothing it could be matched by: no
+  // class a GPU has, no PCIe capability, no serial number.
+  const PciFunction* truncated = findFunction(*scanned, at("0000:13:00.0"));
+  ASSERT_NE(truncated, nullptr);
+  EXPECT_FALSE(truncated->isGpu());
+  EXPECT_EQ(truncated->portType, PciePortType::kNone);
+  EXPECT_FALSE(truncated->serialNumber);
 
   std::filesystem::create_directories(dir.path() / "bus/pci/devices/garbage");
   auto withGarbage = PciScanner({.sysfsRoot = dir.path()}).scan();
