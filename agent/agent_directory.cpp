@@ -8,16 +8,20 @@
 namespace switchyard::agent {
 
 
-AgentDirectory::AgentDirectory(const Topology& inventory, Clock& clock, AgentDirectoryOptions options)
-    : clock_(clock), options_(std::move(options)) {
+AgentDirectory::AgentDirectory(Clock& clock, AgentDirectoryOptions options) : clock_(clock), options_(std::move(options)) {}
+
+void AgentDirectory::setInventory(const Topology& inventory) {
+  std::lock_guard lock(mutex_);
+  devices_.clear();
+  hosts_.clear();
   for (const auto& d : inventory.devices) devices_.emplace(d.id, d);
   for (const auto& h : inventory.hosts) hosts_.insert(h.id);
 }
 
 Result<void> AgentDirectory::registerAgent(const HostId& host, const std::string& address) {
-  if (!hosts_.contains(host)) return fail(Code::kNotFound, fmt::format("no host '{}' in the pool: check yard-agent --host", host));
   if (address.empty()) return fail(Code::kInvalidArgument, "an agent must say where it listens (host:port)");
   std::lock_guard lock(mutex_);
+  if (!hosts_.contains(host)) return fail(Code::kNotFound, fmt::format("no host '{}' in the pool: check yard-agent --host", host));
   auto& remote = remotes_[host];
   if (remote.address != address) {
     remote.address = address;
@@ -91,6 +95,7 @@ Result<std::shared_ptr<v1::HostAgent::Stub>> AgentDirectory::remoteFor(const Hos
 
 void AgentDirectory::fill(const HostChange& change, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& devices,
                           google::protobuf::RepeatedPtrField<v1::MigInstanceSpec>& instances) const {
+  std::lock_guard lock(mutex_);
   auto serialOf = [&](const DeviceId& id) {
     auto it = devices_.find(id);
     return it == devices_.end() ? std::string() : it->second.serial;
@@ -174,13 +179,16 @@ Result<std::vector<HostDeviceIdentity>> AgentDirectory::listPresent(const HostId
   context.set_deadline(std::chrono::system_clock::now() + options.timeout);
   v1::HostInventory inventory;
   if (auto status = route.remote->Inventory(&context, v1::InventoryRequest{}, &inventory); !status.ok()) return fail(agentError(host, status));
-  std::map<std::string, const Device*> bySerial;
-  for (const auto& [id, d] : devices_)
-    if (!d.serial.empty()) bySerial.emplace(d.serial, &d);
+  std::map<std::string, DeviceId> bySerial;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [id, d] : devices_)
+      if (!d.serial.empty()) bySerial.emplace(d.serial, id);
+  }
   std::vector<HostDeviceIdentity> out;
   for (const auto& f : inventory.functions())
     if (auto it = bySerial.find(f.serial_number()); !f.serial_number().empty() && it != bySerial.end())
-      out.push_back({it->second->id, f.address(), f.gpu_uuid()});
+      out.push_back({it->second, f.address(), f.gpu_uuid()});
   return out;
 }
 

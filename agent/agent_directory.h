@@ -40,7 +40,11 @@ struct AgentView {
 
 class AgentDirectory final : public HostAgents {
  public:
-  AgentDirectory(const Topology& inventory, Clock& clock, AgentDirectoryOptions options);
+  AgentDirectory(Clock& clock, AgentDirectoryOptions options);
+
+  // The pool's hosts (agents may register only for those) and devices (their serials go to the agents).
+  // yardd sets it once the engine has discovered the fabric, before agents can reach the registry.
+  void setInventory(const Topology& inventory);
 
   // In-process agents (the simulated hosts) serve every host no yard-agent registered for.
   void useLocalAgents(HostAgents& local) { local_ = &local; }
@@ -78,14 +82,14 @@ class AgentDirectory final : public HostAgents {
   void fill(const HostChange& change, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& devices,
             google::protobuf::RepeatedPtrField<v1::MigInstanceSpec>& instances) const;
 
-  std::map<DeviceId, Device> devices_;
-  std::set<HostId> hosts_;
   Clock& clock_;
   AgentDirectoryOptions options_;
   HostAgents* local_ = nullptr;
   HostAgents* bmcResets_ = nullptr;
 
   mutable std::mutex mutex_;
+  std::map<DeviceId, Device> devices_;  // setInventory
+  std::set<HostId> hosts_;
   std::map<HostId, Remote> remotes_;
 };
 

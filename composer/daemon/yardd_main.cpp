@@ -177,27 +177,31 @@ int run(const DaemonOptions& o) {
 
   // The host side: registered yard-agents, the simulated hosts of the simulated fabric, the policies.
   SY_ASSIGN_OR_EXIT(auto hostOptions, hostSideOptions(o));
-  SY_ASSIGN_OR_EXIT(Topology inventory, fabric->discover());
   SY_ASSIGN_OR_EXIT(auto bmcOptions, bmcResetOptions(o, hostOptions));
-  agent::AgentDirectory agents(inventory, clock, hostOptions);
+  agent::AgentDirectory agents(clock, hostOptions);
   bmc::BmcResetHosts bmcResets(bmcOptions);
   agents.useBmcResets(bmcResets);
   std::unique_ptr<SimulatedHosts> simulatedHosts;
   if (opened.simulated != nullptr && o.simHostAgents) {
-    simulatedHosts = std::make_unique<SimulatedHosts>(inventory, *opened.simulated, clock,
+    // The simulated switch's inventory is in memory; a real fabric is discovered once, by the engine's start.
+    SY_ASSIGN_OR_EXIT(Topology simulated, opened.simulated->discover());
+    simulatedHosts = std::make_unique<SimulatedHosts>(simulated, *opened.simulated, clock,
                                                       SimulatedHostsOptions{.appearDelay = std::chrono::milliseconds(o.simHostDelayMs)});
     agents.useLocalAgents(*simulatedHosts);
-    spdlog::info("host side: simulated host agents serve all {} host(s) until a yard-agent registers for one", inventory.hosts.size());
+    spdlog::info("host side: simulated host agents serve all {} host(s) until a yard-agent registers for one", simulated.hosts.size());
   }
+  engine.useHostAgents(agents);
+  SY_ASSIGN_OR_EXIT(auto report, engine.start());
+  spdlog::info("recovery: {} operation(s) resumed, {} drift(s) found", report.resumedOperations, report.drifts.size());
+  // What the engine discovered is what agents register against (host ids) and are asked for (serials).
+  SY_ASSIGN_OR_EXIT(Topology inventory, engine.topology());
+  agents.setInventory(inventory);
   for (const auto& h : inventory.hosts)
     if (agents.policy(h.id) == HostPolicy::kUnset)
       spdlog::warn("host {} has no host-side policy: composing onto it is refused until a yard-agent registers for it or "
                    "--host-policy {}=trust-fabric is set",
                    h.id, h.id);
-  engine.useHostAgents(agents);
   agent::AgentRegistryService agentRegistry(agents);
-  SY_ASSIGN_OR_EXIT(auto report, engine.start());
-  spdlog::info("recovery: {} operation(s) resumed, {} drift(s) found", report.resumedOperations, report.drifts.size());
 
   SwitchyardService service(engine);
 
