@@ -278,6 +278,8 @@ class Engine {
   [[nodiscard]] Result<std::vector<Drift>> compareHostsOnControl(const std::vector<HostCheck>& checks,
                                                                  const std::vector<Result<std::vector<HostDeviceIdentity>>>& seen);
   void reconcileHostsInBackground();
+  // A drift seen for the first time: a warning and a drift.<kind> event in `m` (drift_round.h).
+  [[nodiscard]] std::function<void(const Drift&)> announceDrift(Mutation& m);
   void scheduleFabricPoll();
   void schedulePrune();
   void scheduleReconcile();

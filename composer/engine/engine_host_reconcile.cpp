@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "composer/engine/drift_round.h"
 #include "composer/engine/engine.h"
 
 namespace switchyard {
@@ -35,17 +36,7 @@ std::vector<Engine::HostCheck> Engine::hostChecksOnControl() const {
 Result<std::vector<Drift>> Engine::compareHostsOnControl(const std::vector<HostCheck>& checks,
                                                          const std::vector<Result<std::vector<HostDeviceIdentity>>>& seen) {
   Mutation m;
-  std::vector<Drift> drifts;
-  std::set<std::string> known;
-  auto report = [&](std::string kind, const DeviceId& device, std::string message) {
-    const std::string key = kind + ":" + device;
-    known.insert(key);
-    if (!knownHostDrifts_.contains(key)) {
-      spdlog::warn("drift: {}: {}", kind, message);
-      m.events.push_back(makeEvent("drift." + kind, device, message));
-    }
-    drifts.push_back({std::move(kind), device, std::move(message)});
-  };
+  DriftRound round(knownHostDrifts_, announceDrift(m));
   for (std::size_t i = 0; i < checks.size(); ++i) {
     const HostCheck& check = checks[i];
     if (!seen[i]) {
@@ -60,19 +51,19 @@ Result<std::vector<Drift>> Engine::compareHostsOnControl(const std::vector<HostC
     for (const auto& identity : *seen[i]) visible.emplace(identity.deviceId, &identity);
     for (const auto& online : check.online)
       if (!visible.contains(online.deviceId))
-        report("host-missing-device", online.deviceId,
+        round.report("host-missing-device", online.deviceId,
                fmt::format("{} is online in {} on {} at {}, but the host no longer sees it", online.deviceId, system->name, check.host,
                            online.pciAddress.empty() ? "an unknown address" : online.pciAddress));
     for (const auto& [device, identity] : visible)
       if (!check.inSystem.contains(device))
-        report("host-unexpected-device", device,
+        round.report("host-unexpected-device", device,
                fmt::format("{} sees {} at {}, which is in none of its systems: release it from the host (yard-agent) or compose it", check.host,
                            device, identity->pciAddress));
   }
-  if (drifts.empty() && !knownHostDrifts_.empty()) spdlog::info("host reconcile: every host sees what its system holds again");
+  if (round.drifts().empty() && !knownHostDrifts_.empty()) spdlog::info("host reconcile: every host sees what its system holds again");
   SY_TRY(persist(m));
-  knownHostDrifts_ = std::move(known);
-  return drifts;
+  knownHostDrifts_ = round.takeSeen();
+  return round.drifts();
 }
 
 void Engine::reconcileHostsInBackground() {

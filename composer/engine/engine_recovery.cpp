@@ -11,6 +11,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "composer/engine/drift_round.h"
 #include "composer/engine/engine.h"
 
 namespace switchyard {
@@ -94,18 +95,8 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
     if (held.first.allocation == DeviceAllocation::kReserved) busy.insert(device);
 
   Mutation m;
-  std::vector<Drift> drifts;
-  std::set<std::string> seen;
-  // Every drift is returned; only a drift not reported by the previous reconcile becomes an event.
-  auto report = [&](std::string kind, const DeviceId& device, std::string message) {
-    const std::string key = kind + ":" + device;
-    seen.insert(key);
-    if (!knownDrifts_.contains(key)) {
-      spdlog::warn("drift: {}: {}", kind, message);
-      m.events.push_back(makeEvent("drift." + kind, device, message));
-    }
-    drifts.push_back({std::move(kind), device, std::move(message)});
-  };
+  DriftRound round(knownDrifts_, announceDrift(m));
+  auto report = [&](std::string kind, const DeviceId& device, std::string message) { round.report(std::move(kind), device, std::move(message)); };
 
   std::vector<System> changed;
   for (const auto& [id, system] : state_->systems()) {
@@ -162,10 +153,17 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
     m.writes.emplace_back(PutAssignment{{device, DeviceAllocation::kFree, {}}});
     m.events.push_back(makeEvent("drift.resolved", device, fmt::format("{} is unbound in the fabric; back in the pool", device)));
   }
-  if (drifts.empty() && !knownDrifts_.empty()) spdlog::info("reconcile: store and fabric agree again ({} binding(s))", fabric.size());
+  if (round.drifts().empty() && !knownDrifts_.empty()) spdlog::info("reconcile: store and fabric agree again ({} binding(s))", fabric.size());
   SY_TRY(persist(m));
-  knownDrifts_ = std::move(seen);
-  return drifts;
+  knownDrifts_ = round.takeSeen();
+  return round.drifts();
+}
+
+DriftRound::Announce Engine::announceDrift(Mutation& m) {
+  return [this, &m](const Drift& d) {
+    spdlog::warn("drift: {}: {}", d.kind, d.message);
+    m.events.push_back(makeEvent("drift." + d.kind, d.deviceId, d.message));
+  };
 }
 
 void Engine::applyFabricEvents(const Result<std::vector<FabricEvent>>& events) {
