@@ -5,32 +5,23 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/support/redfish_emulator.h"
-#include "tests/support/shared_dir.h"
+#include "tests/support/rackmount_bmc.h"
 
 namespace switchyard::bmc {
 namespace {
 
 using namespace std::chrono_literals;
 
-class BmcResetHostsTest : public ::testing::Test {
+class BmcResetHostsTest : public switchyard::testing::RackmountBmcTest {
  protected:
-  void SetUp() override {
-    const auto mockup = switchyard::testing::sharedDir() / "redfish-mockups" / "dmtf-public-rackmount1";
-    if (!std::filesystem::exists(mockup)) GTEST_SKIP() << "no Redfish mockup at " << mockup;
-    auto e = switchyard::testing::RedfishEmulator::start({mockup});
-    ASSERT_TRUE(e) << e.error().message;
-    emulator_ = std::move(*e);
-  }
   BmcResetHosts hosts(std::string password = "switchyard") {
-    return BmcResetHosts({.bmcs = {{"host0", {emulator_->url(), "admin", std::move(password), {}, {}}}}, .pollInterval = 10ms});
+    return BmcResetHosts({.bmcs = {{"host0", options(std::move(password))}}, .pollInterval = 10ms});
   }
   std::string power() {
-    auto bmc = HostBmc::connect({emulator_->url(), "admin", "switchyard", {}, {}});
+    auto bmc = HostBmc::connect(options());
     return bmc ? *(*bmc)->powerState() : "?";
   }
   const HostChange devices_{{{"sw0-gpu0", "sw0-usp0"}, {"sw0-gpu1", "sw0-usp0"}}, {}};
-  std::unique_ptr<switchyard::testing::RedfishEmulator> emulator_;
 };
 
 TEST_F(BmcResetHostsTest, AdmitPowerCyclesTheHostAndReleaseShutsItDown) {

@@ -4,24 +4,12 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/support/redfish_emulator.h"
-#include "tests/support/shared_dir.h"
+#include "tests/support/rackmount_bmc.h"
 
 namespace switchyard::bmc {
 namespace {
 
-class HostBmcTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const auto mockup = switchyard::testing::sharedDir() / "redfish-mockups" / "dmtf-public-rackmount1";
-    if (!std::filesystem::exists(mockup)) GTEST_SKIP() << "no Redfish mockup at " << mockup;
-    auto e = switchyard::testing::RedfishEmulator::start({mockup});
-    ASSERT_TRUE(e) << e.error().message;
-    emulator_ = std::move(*e);
-  }
-  HostBmcOptions options(std::string password = "switchyard") { return {emulator_->url(), "admin", std::move(password), {}, {}}; }
-  std::unique_ptr<switchyard::testing::RedfishEmulator> emulator_;
-};
+using HostBmcTest = switchyard::testing::RackmountBmcTest;
 
 TEST_F(HostBmcTest, ReadsTheHostThroughASessionAndLogsOut) {
   {
