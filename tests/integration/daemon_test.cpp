@@ -8,81 +8,16 @@
 #include <set>
 #include <thread>
 
-#include "switchyard/v1/switchyard.grpc.pb.h"
-#include "tests/support/daemon_process.h"
-#include "tests/support/temp_dir.h"
+#include "tests/integration/daemon_fixture.h"
 
 namespace switchyard {
 namespace {
 
+using testing::DaemonTest;
 namespace pb = ::switchyard::v1;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-class DaemonTest : public ::testing::Test {
- protected:
-  void SetUp() override { daemon_ = std::make_unique<testing::DaemonProcess>(YARDD_PATH, dir_.path()); }
-
-  void startDaemon(const std::vector<std::string>& args = {}) {
-    ASSERT_TRUE(daemon_->start(args)) << daemon_->log();
-    channel_ = grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials());
-    stub_ = pb::Switchyard::NewStub(channel_);
-  }
-
-  testing::CommandResult yardctl(const std::string& args) {
-    return testing::runCommand(std::string(YARDCTL_PATH) + " --server " + daemon_->address() + " " + args, dir_.path());
-  }
-
-  json yardctlJson(const std::string& args) {
-    auto r = yardctl("-o json " + args);
-    EXPECT_EQ(r.exitCode, 0) << r.err;
-    return json::parse(r.out);
-  }
-
-  template <typename Req, typename Resp, typename Method>
-  grpc::Status call(Method method, const Req& req, Resp& resp) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-    return (stub_.get()->*method)(&ctx, req, &resp);
-  }
-
-  pb::Operation composeAndWait(const std::string& name, int gpus) {
-    pb::ComposeRequest req;
-    req.set_name(name);
-    req.mutable_gpus()->set_count(gpus);
-    pb::Operation op;
-    auto s = call(&pb::Switchyard::Stub::Compose, req, op);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return wait(op.id());
-  }
-
-  pb::Operation wait(const std::string& id) {
-    pb::WaitOperationRequest w;
-    w.set_id(id);
-    w.set_timeout_ms(15'000);
-    pb::Operation op;
-    auto s = call(&pb::Switchyard::Stub::WaitOperation, w, op);
-    EXPECT_TRUE(s.ok()) << s.error_message();
-    return op;
-  }
-
-  int countDevices(pb::DeviceAllocation allocation) {
-    pb::ListDevicesResponse r;
-    EXPECT_TRUE(call(&pb::Switchyard::Stub::ListDevices, pb::ListDevicesRequest{}, r).ok());
-    return static_cast<int>(std::count_if(r.devices().begin(), r.devices().end(), [&](auto& d) { return d.allocation() == allocation; }));
-  }
-
-  // The simulated switch's own table (written by rename, so always whole; absent before the first bind).
-  json simulatedSwitch() {
-    const std::string text = testing::readFile(dir_ / "sim-fabric.json");
-    return text.empty() ? json::object() : json::parse(text)["bindings"];
-  }
-
-  testing::TempDir dir_;
-  std::unique_ptr<testing::DaemonProcess> daemon_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<pb::Switchyard::Stub> stub_;
-};
 
 TEST_F(DaemonTest, PlacementProfileFromTheCommandLine) {
   EXPECT_FALSE(daemon_->start({"--placement-profile", "fgd"}));
@@ -481,62 +416,6 @@ TEST_F(DaemonTest, GpuSharesWithYardctl) {
   ASSERT_EQ(yardctl("detach svc --share 1").exitCode, 0);
   ASSERT_EQ(yardctl("detach svc --share 2").exitCode, 0);
   EXPECT_EQ(yardctlJson("systems svc")["bindings"].size(), 0u) << "the GPU left with its last share";
-}
-
-// A cold-plug host (bmc-reset policy) whose BMC is the emulator over DMTF's rack-mount server: compose
-// power-cycles it after the bind, decompose shuts it down before the unbind; the other hosts keep their
-// simulated agents.
-TEST_F(DaemonTest, AColdPlugHostIsResetThroughItsBmc) {
-  const auto mockup = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / ".." / "shared" / "redfish-mockups" / "dmtf-public-rackmount1";
-  if (!std::filesystem::exists(mockup)) GTEST_SKIP() << "no Redfish mockup at " << mockup;
-  testing::DaemonProcess bmc(REDFISH_EMULATOR_PATH, dir_.path() / "bmc");
-  std::filesystem::create_directories(dir_.path() / "bmc");
-  ASSERT_TRUE(bmc.startProgram({"--mockup", mockup.string()})) << bmc.log();
-  std::ofstream(dir_.path() / "bmc-password") << "switchyard\n";
-  startDaemon({"--host-policy", "host0=bmc-reset", "--host-bmc", "host0=http://127.0.0.1:" + std::to_string(bmc.port()), "--host-bmc-user",
-               "admin", "--host-bmc-password-file", (dir_.path() / "bmc-password").string()});
-  auto composed = yardctl("compose cold --gpus 2 --host host0");
-  ASSERT_EQ(composed.exitCode, 0) << composed.err << daemon_->log();
-  EXPECT_NE(composed.err.find("host-admit"), std::string::npos) << composed.err;
-  EXPECT_NE(daemon_->log().find("host host0: ForceRestart through its BMC"), std::string::npos) << daemon_->log();
-  auto decomposed = yardctl("decompose cold");
-  ASSERT_EQ(decomposed.exitCode, 0) << decomposed.err;
-  EXPECT_NE(daemon_->log().find("host host0: shutting down through its BMC"), std::string::npos) << daemon_->log();
-  // Another host still goes through its simulated agent and reports a host address.
-  ASSERT_EQ(yardctl("compose warm --gpus 1 --host host1").exitCode, 0);
-  EXPECT_FALSE(yardctlJson("systems warm")["bindings"][0]["host_pci_address"].get<std::string>().empty());
-}
-
-// yardd driving a Redfish fabric manager (the emulator over DMTF's multi-switch CXL mockup): compose binds
-// through a zone, a restart reads the bindings back from the zones without drift, decompose removes it.
-TEST_F(DaemonTest, ComposesThroughARedfishFabricManager) {
-  const auto mockup = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / ".." / "shared" / "redfish-mockups" / "dmtf-public-cxl-multiswitch";
-  if (!std::filesystem::exists(mockup)) GTEST_SKIP() << "no Redfish mockup at " << mockup;
-  testing::DaemonProcess emulator(REDFISH_EMULATOR_PATH, dir_.path() / "redfish");
-  std::filesystem::create_directories(dir_.path() / "redfish");
-  ASSERT_TRUE(emulator.startProgram({"--mockup", mockup.string(), "--clear-zones"})) << emulator.log();
-  std::ofstream(dir_.path() / "rf-password") << "switchyard\n";
-  const std::vector<std::string> args{"--host-policy-default", "trust-fabric", "--driver", "redfish", "--redfish-url", "http://127.0.0.1:" + std::to_string(emulator.port()),
-                                      "--redfish-user", "admin", "--redfish-password-file", (dir_.path() / "rf-password").string()};
-  startDaemon(args);
-  auto hosts = yardctlJson("hosts");
-  EXPECT_EQ(hosts["hosts"].size(), 3u) << hosts.dump();
-  auto composed = yardctl("compose accel --gpus 2 --p2p none");
-  ASSERT_EQ(composed.exitCode, 0) << composed.err << daemon_->log();
-  auto system = yardctlJson("systems accel");
-  ASSERT_EQ(system["bindings"].size(), 2u) << system.dump();
-
-  daemon_->kill(SIGTERM);
-  startDaemon(args);
-  EXPECT_EQ(daemon_->log().find("drift."), std::string::npos) << "the zones read back as the bindings yardd recorded";
-  EXPECT_EQ(yardctlJson("systems accel")["state"], "SYSTEM_STATE_COMPOSED");
-  ASSERT_EQ(yardctl("decompose accel").exitCode, 0);
-  auto wrongPassword = testing::runCommand(std::string(YARDD_PATH) + " --driver redfish --redfish-url http://127.0.0.1:" +
-                                               std::to_string(emulator.port()) + " --redfish-user admin --state-dir " +
-                                               (dir_.path() / "other").string(),
-                                           dir_.path());
-  EXPECT_NE(wrongPassword.exitCode, 0);
-  EXPECT_NE(wrongPassword.err.find("authentication"), std::string::npos) << wrongPassword.err;
 }
 
 // Issue 27: `yardctl detach x -i a@99999999999` aborted with an uncaught std::out_of_range (exit 134).
