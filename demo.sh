@@ -20,6 +20,8 @@ trap cleanup EXIT
 for _ in $(seq 1 500); do [ -s "$STATE_DIR/port" ] && break; sleep 0.02; done
 [ -s "$STATE_DIR/port" ] || { echo "yardd did not start:"; cat "$STATE_DIR/yardd.log"; exit 1; }
 export YARD_SERVER="127.0.0.1:$(cat "$STATE_DIR/port")"
+# yardd serves gRPC over TLS with a certificate it made in its state directory at first start.
+export YARD_CA="$STATE_DIR/grpc-cert.pem"
 Y="$BUILD_DIR/bin/yardctl"
 
 step() { printf '\n\033[1m$ yardctl %s\033[0m\n' "$*"; "$Y" "$@"; }

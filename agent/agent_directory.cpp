@@ -192,13 +192,17 @@ Result<std::vector<HostDeviceIdentity>> AgentDirectory::listPresent(const HostId
   return out;
 }
 
-grpc::Status AgentRegistryService::Register(grpc::ServerContext*, const v1::RegisterAgentRequest* in, v1::RegisterAgentResponse* out) {
+grpc::Status AgentRegistryService::Register(grpc::ServerContext* ctx, const v1::RegisterAgentRequest* in, v1::RegisterAgentResponse* out) {
+  if (admit_)
+    if (auto r = admit_(*ctx); !r) return toGrpcStatus(r.error());
   if (auto r = directory_.registerAgent(in->host_id(), in->address()); !r) return toGrpcStatus(r.error());
   out->set_heartbeat_interval_ms(directory_.heartbeatInterval().count());
   return grpc::Status::OK;
 }
 
-grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext*, const v1::AgentHeartbeat* in, v1::RegisterAgentResponse* out) {
+grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext* ctx, const v1::AgentHeartbeat* in, v1::RegisterAgentResponse* out) {
+  if (admit_)
+    if (auto r = admit_(*ctx); !r) return toGrpcStatus(r.error());
   if (auto r = directory_.heartbeat(in->host_id(), in->address()); !r) return toGrpcStatus(r.error());
   out->set_heartbeat_interval_ms(directory_.heartbeatInterval().count());
   return grpc::Status::OK;

@@ -10,6 +10,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -96,12 +97,16 @@ class AgentDirectory final : public HostAgents {
 // AgentRegistry (implemented by yardd): agents register and heartbeat into the directory.
 class AgentRegistryService final : public v1::AgentRegistry::Service {
  public:
-  explicit AgentRegistryService(AgentDirectory& directory) : directory_(directory) {}
+  // Who may register an agent: `admit` answers each call's context (yardd passes its authenticator and
+  // asks for the operator or admin role); null admits everyone (a yardd without identities).
+  using Admit = std::function<Result<void>(const grpc::ServerContextBase&)>;
+  explicit AgentRegistryService(AgentDirectory& directory, Admit admit = nullptr) : directory_(directory), admit_(std::move(admit)) {}
   grpc::Status Register(grpc::ServerContext*, const v1::RegisterAgentRequest* in, v1::RegisterAgentResponse* out) override;
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::AgentHeartbeat* in, v1::RegisterAgentResponse* out) override;
 
  private:
   AgentDirectory& directory_;
+  Admit admit_;
 };
 
 }  // namespace switchyard::agent

@@ -85,6 +85,8 @@ void RedfishService::startChange(const std::shared_ptr<Call>& call, std::functio
 }
 
 void RedfishService::startCompose(const std::shared_ptr<Call>& call, ComposeRequest request) {
+  // A tenant's account composes for its tenant (Redfish has no tenant property to ask for another).
+  if (!call->caller.tenant.empty()) request.placement.tenant = call->caller.tenant;
   startChange(
       call,
       [this, caller = call->caller, request]() -> Result<Operation> {

@@ -46,6 +46,8 @@ HttpResponse engineError(const Error& e, bool composing) {
       return error(http::status::conflict, std::string(composing ? kComposition : kBase) + (composing ? "ResourceBlockInUse" : "ResourceInUse"),
                    e.message);
     case Code::kResourceExhausted: return error(http::status::bad_request, std::string(kComposition) + "NoResourceMatch", e.message);
+    case Code::kPermissionDenied: return error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", e.message);
+    case Code::kUnauthenticated: return error(http::status::unauthorized, std::string(kBase) + "NoValidSession", e.message);
     case Code::kUnavailable:
     case Code::kAborted: {
       if (isStaleTag(e)) return error(http::status::precondition_failed, std::string(kBase) + "PreconditionFailed", e.message);

@@ -308,7 +308,7 @@ json session(const Session& s) {
           {"@odata.type", "#Session.v1_8_0.Session"},
           {"Id", s.id},
           {"Name", "User Session"},
-          {"UserName", s.user},
+          {"UserName", s.caller.identity},
           {"Password", nullptr}};
 }
 
@@ -318,8 +318,8 @@ json accountService(const Accounts& accounts) {
           {"Id", "AccountService"},
           {"Name", "Account Service"},
           {"ServiceEnabled", true},
-          {"Description", fmt::format("{} account(s) from yardd's --redfish-accounts file; roles Administrator, Operator, ReadOnly",
-                                      accounts.accounts().size())},
+          {"Description", fmt::format("{} identities from yardd's --identities file; roles Administrator, Operator, Tenant, ReadOnly",
+                                      accounts.identities().identities().size())},
           {"Status", {{"State", "Enabled"}, {"Health", "OK"}}}};
 }
 

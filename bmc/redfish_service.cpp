@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 
 #include "bmc/redfish_protocol.h"
+#include "composer/model/access.h"
 
 namespace switchyard::bmc {
 
@@ -74,10 +75,10 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
 
   std::optional<Caller> caller;
   if (auto token = req["X-Auth-Token"]; !token.empty()) caller = accounts_.token(std::string(token));
-  else if (auto auth = req[http::field::authorization]; !auth.empty()) caller = accounts_.basic(std::string(auth));
+  else if (auto auth = req[http::field::authorization]; !auth.empty()) caller = accounts_.authorization(std::string(auth));
   if (!caller) {
     HttpResponse res = error(http::status::unauthorized, std::string(kBase) + "NoValidSession",
-                             "authenticate with HTTP Basic or an X-Auth-Token from POST /redfish/v1/SessionService/Sessions");
+                             "authenticate with HTTP Basic, a bearer token, or an X-Auth-Token from POST /redfish/v1/SessionService/Sessions");
     res.set(http::field::www_authenticate, "Basic realm=\"switchyard\"");
     return answer(std::move(res));
   }
@@ -86,11 +87,11 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
   if (read) return get(call);
   const bool mayCompose = caller->role != Role::kViewer;
   if (call->method == "POST" && call->path == root + "/CompositionService/Actions/CompositionService.Compose") {
-    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "composing needs the Operator or Administrator role"));
+    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "composing needs the Tenant, Operator or Administrator role"));
     return composeAction(call);
   }
   if (call->method == "POST" && call->path == root + "/Systems") {
-    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "composing needs the Operator or Administrator role"));
+    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "composing needs the Tenant, Operator or Administrator role"));
     return compose(call);
   }
   const auto parts = split(call->path);
@@ -99,18 +100,23 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
     if (!isComposed(parts[3]))
       return answer(error(http::status::bad_request, std::string(kBase) + "ActionNotSupported",
                           fmt::format("{} is not a composed system: its blocks cannot change", parts[3])));
-    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "changing a system needs the Operator or Administrator role"));
+    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "changing a system needs the Tenant, Operator or Administrator role"));
     return changeBlocks(call, parts[3], parts[5] == "ComputerSystem.AddResourceBlock");
   }
   if (call->method == "DELETE" && parts.size() == 4 && call->path.rfind(root + "/Systems/", 0) == 0) {
     if (!isComposed(parts[3]))
       return answer(error(http::status::method_not_allowed, std::string(kBase) + "OperationNotAllowed",
                           fmt::format("{} is not a composed system and cannot be deleted", parts[3]), "GET, HEAD"));
-    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "decomposing needs the Operator or Administrator role"));
+    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "decomposing needs the Tenant, Operator or Administrator role"));
     return decompose(call, parts[3]);
   }
   if (call->method == "DELETE" && parts.size() == 5 && call->path.rfind(root + "/SessionService/Sessions/", 0) == 0) {
-    if (!accounts_.logout(parts[4])) return answer(error(http::status::not_found, std::string(kBase) + "ResourceNotFound", "no such session"));
+    // One's own session, or any as an administrator; another's is "no such session".
+    bool mine = false;
+    for (const auto& s : accounts_.sessions())
+      if (s.id == parts[4]) mine = s.caller.identity == caller->identity || caller->role == Role::kAdmin;
+    if (!mine || !accounts_.logout(parts[4]))
+      return answer(error(http::status::not_found, std::string(kBase) + "ResourceNotFound", "no such session"));
     return answer(respond(http::status::no_content, nullptr));
   }
   return answer(error(http::status::method_not_allowed, std::string(kBase) + "OperationNotAllowed",
@@ -119,7 +125,7 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
 
 void RedfishService::withView(const std::shared_ptr<Call>& call, unsigned needs, std::function<HttpResponse(const PoolView&)> build) {
   engine_.async<PoolView>(
-      [this, needs]() -> Result<PoolView> {
+      [this, needs, caller = call->caller]() -> Result<PoolView> {
         PoolView v;
         if (needs & kHosts) {
           SY_ASSIGN(v.hosts, engine_.listHosts());
@@ -127,7 +133,7 @@ void RedfishService::withView(const std::shared_ptr<Call>& call, unsigned needs,
         if (needs & kSystems) {
           SY_ASSIGN(auto systems, engine_.listSystems());
           for (auto& s : systems)
-            if (s.state != SystemState::kDecomposed) v.systems.push_back(std::move(s));
+            if (s.state != SystemState::kDecomposed && maySee(caller, s.tenant)) v.systems.push_back(std::move(s));
         }
         if (needs & kDevices) {
           SY_ASSIGN(v.devices, engine_.listDevices());
@@ -206,12 +212,12 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
   if (p == root + "/SessionService/Sessions") {
     std::vector<Session> mine;
     for (auto& s : accounts_.sessions())
-      if (s.user == call->caller.identity || call->caller.role == Role::kAdmin) mine.push_back(std::move(s));
+      if (s.caller.identity == call->caller.identity || call->caller.role == Role::kAdmin) mine.push_back(std::move(s));
     return now(sessionsCollection(mine));
   }
   if (parts.size() == 5 && p.rfind(root + "/SessionService/Sessions/", 0) == 0) {
     for (const auto& s : accounts_.sessions())
-      if (s.id == parts[4] && (s.user == call->caller.identity || call->caller.role == Role::kAdmin)) return now(session(s));
+      if (s.id == parts[4] && (s.caller.identity == call->caller.identity || call->caller.role == Role::kAdmin)) return now(session(s));
     return now(nullptr);
   }
   if (p == root + "/AccountService") return now(accountService(accounts_));

@@ -13,6 +13,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include "cli/audit_command.h"
+#include "cli/connection.h"
 #include "cli/output.h"
 #include "switchyard/v1/switchyard.grpc.pb.h"
 
@@ -29,18 +31,9 @@ constexpr int kExitRefused = 3;          // not found, does not fit, busy, alrea
 constexpr int kExitServer = 4;           // yardd unreachable or failing
 
 struct Globals {
-  std::string server = [] {
-    const char* env = std::getenv("YARD_SERVER");
-    return std::string(env && *env ? env : "127.0.0.1:7390");
-  }();
+  yardctl::Connection connection = yardctl::Connection::fromEnvironment();
   std::string output = "table";
   int timeoutSeconds = 30;
-  // Who yardd records as asking (claimed, not authenticated yet).
-  std::string caller = [] {
-    for (const char* name : {"YARD_CALLER", "USER"})
-      if (const char* env = std::getenv(name); env && *env) return std::string(env);
-    return std::string("local");
-  }();
   [[nodiscard]] Format format() const { return output == "json" ? Format::kJson : Format::kTable; }
 };
 
@@ -50,17 +43,22 @@ int exitCodeFor(const grpc::Status& s) {
     case grpc::StatusCode::NOT_FOUND:
     case grpc::StatusCode::ALREADY_EXISTS:
     case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return kExitRefused;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::PERMISSION_DENIED: return kExitRefused;
     default: return kExitServer;
   }
 }
 
-std::string hintFor(const grpc::Status& s, const std::string& server) {
+std::string hintFor(const grpc::Status& s, const yardctl::Connection& connection) {
   switch (s.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
-      return fmt::format("\nhint: is yardd running and listening on {}? Start it with `yardd`, or point yardctl elsewhere with "
-                         "--server or YARD_SERVER.",
-                         server);
+      if (s.error_message().find("wrong version number") != std::string::npos)
+        return "\nhint: yardd at " + connection.server + " serves plaintext (it was started with --plaintext): add --plaintext.";
+      return "\nhint: " + connection.hint();
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "\nhint: give your bearer token (--token-file or YARD_TOKEN) or your client certificate (--cert/--key); an admin "
+             "adds identities to yardd's --identities file.";
+    case grpc::StatusCode::PERMISSION_DENIED: return "\nhint: your identity's role or tenant does not allow this; ask an admin.";
     case grpc::StatusCode::DEADLINE_EXCEEDED: return "\nhint: yardd did not answer in time; raise --timeout or check its log.";
     case grpc::StatusCode::RESOURCE_EXHAUSTED: return "\nhint: `yardctl plan` shows what would fit; `yardctl devices` shows what is free.";
     default: return "";
@@ -69,19 +67,31 @@ std::string hintFor(const grpc::Status& s, const std::string& server) {
 
 class Client {
  public:
-  explicit Client(const Globals& g)
-      : globals_(g), stub_(pb::Switchyard::NewStub(grpc::CreateChannel(g.server, grpc::InsecureChannelCredentials()))) {}
+  explicit Client(const Globals& g) : globals_(g) {
+    std::string error;
+    auto channel = g.connection.channel(error);
+    if (!channel) throw std::invalid_argument(error);
+    stub_ = pb::Switchyard::NewStub(channel);
+  }
+  // A context with the call's credentials and the global deadline.
+  void prepare(grpc::ClientContext& ctx, bool withDeadline = true) const {
+    if (withDeadline) ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(globals_.timeoutSeconds));
+    globals_.connection.authenticate(ctx);
+  }
+  // Prints a failed call's error with a hint; returns its exit code.
+  int failed(const grpc::Status& status) const {
+    std::cerr << "error: " << status.error_message() << hintFor(status, globals_.connection) << "\n";
+    return exitCodeFor(status);
+  }
 
   // Runs one unary call with the global deadline; prints the error and returns its exit code on failure.
   template <typename Request, typename Response, typename Method>
   int call(Method method, const Request& request, Response& response) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(globals_.timeoutSeconds));
-    ctx.AddMetadata("switchyard-caller", globals_.caller);
+    prepare(ctx);
     grpc::Status status = (stub_.get()->*method)(&ctx, request, &response);
     if (status.ok()) return kExitOk;
-    std::cerr << "error: " << status.error_message() << hintFor(status, globals_.server) << "\n";
-    return exitCodeFor(status);
+    return failed(status);
   }
 
   // Follows an operation to its end, printing each step as it finishes (to stderr).
@@ -181,11 +191,9 @@ void emit(const Globals& g, const Response& r, void (*table)(const Response&, st
 // the flag counts wherever it is given.
 void addGlobalFlags(CLI::App* cmd, Globals& g) {
   const std::string group = "Global flags (before or after the command)";
-  cmd->add_option("-s,--server", g.server, "yardd address (default from YARD_SERVER)")->capture_default_str()->group(group);
   cmd->add_option("-o,--output", g.output, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str()->group(group);
   cmd->add_option("--timeout", g.timeoutSeconds, "Seconds to wait for each call")->check(CLI::PositiveNumber)->capture_default_str()->group(group);
-  cmd->add_option("--as", g.caller, "Who yardd records as asking (default from YARD_CALLER, else USER); not authenticated yet")
-      ->capture_default_str()->group(group);
+  g.connection.addFlags(cmd, group);
   for (CLI::App* sub : cmd->get_subcommands([](CLI::App*) { return true; })) addGlobalFlags(sub, g);
 }
 
@@ -234,7 +242,8 @@ static int runYardctl(int argc, char** argv) {
                "  yardctl -o json systems | jq .           the same data for scripts\n"};
   app.footer("Exit codes: 0 ok; 1 the operation failed and was rolled back; 2 usage or invalid request;\n"
              "3 not found, does not fit, busy or already exists; 4 yardd unreachable or failing.\n"
-             "YARD_SERVER sets the default --server.");
+             "YARD_SERVER sets the default --server; YARD_CA, YARD_CERT/YARD_KEY, YARD_TOKEN_FILE (or YARD_TOKEN) and\n"
+             "YARD_PLAINTEXT=1 set how to connect and authenticate.");
   app.require_subcommand(1);
 
   // Created on first use, after the global flags are parsed.
@@ -450,6 +459,7 @@ static int runYardctl(int argc, char** argv) {
   watch->add_option("--after", after, "Replay recorded events after this sequence number first");
   watch->callback([&] {
     grpc::ClientContext ctx;
+    client().prepare(ctx, false);
     pb::WatchRequest req;
     req.set_after_sequence(after);
     auto reader = client().stub().Watch(&ctx, req);
@@ -462,10 +472,13 @@ static int runYardctl(int argc, char** argv) {
     }
     grpc::Status s = reader->Finish();
     if (!s.ok()) {
-      std::cerr << "error: " << s.error_message() << hintFor(s, g.server) << "\n";
-      rc = exitCodeFor(s);
+      rc = client().failed(s);
     }
   });
+
+  yardctl::addAuditCommand(app, [&](const pb::ListAuditRequest& req, pb::ListAuditResponse& r) {
+    return client().call(&pb::Switchyard::Stub::ListAudit, req, r);
+  }, [&] { return g.format(); }, rc);
 
   // Global flags work before and after the command (`yardctl -o json hosts` and `yardctl hosts -o json`),
   // and every command's --help lists them.
@@ -489,6 +502,9 @@ int main(int argc, char** argv) {
   // Every expected failure is an exit code with a message; this only keeps a bug from ending in abort().
   try {
     return runYardctl(argc, argv);
+  } catch (const std::invalid_argument& e) {  // a connection flag that cannot work
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitUsage;
   } catch (const std::exception& e) {
     std::cerr << "error: internal error in yardctl: " << e.what() << "\nPlease report it with the command you ran.\n";
     return kExitServer;

@@ -86,6 +86,16 @@ CREATE TABLE system_host_devices (
   system_id TEXT NOT NULL REFERENCES systems(id), device_id TEXT NOT NULL, pci_address TEXT NOT NULL, uuid TEXT NOT NULL,
   PRIMARY KEY (system_id, device_id));
 )sql"},
+      {9, "the audit trail (every request to change something, accepted or refused, and how it ended); the tenant of operations and events", R"sql(
+CREATE TABLE audit (
+  sequence INTEGER PRIMARY KEY, at INTEGER NOT NULL, identity TEXT NOT NULL, role TEXT NOT NULL, caller_tenant TEXT NOT NULL,
+  action TEXT NOT NULL, target TEXT NOT NULL, tenant TEXT NOT NULL, result TEXT NOT NULL, message TEXT NOT NULL,
+  operation_id TEXT NOT NULL, outcome TEXT NOT NULL, finished_at INTEGER NOT NULL);
+CREATE INDEX audit_by_tenant ON audit (tenant, sequence);
+CREATE INDEX audit_by_operation ON audit (operation_id) WHERE operation_id != '';
+ALTER TABLE operations ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+ALTER TABLE events ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

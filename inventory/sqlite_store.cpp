@@ -225,13 +225,13 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   const Operation& op = w.operation;
   SY_ASSIGN(auto st, db_->prepare(
                          "INSERT INTO operations (id, number, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
-                         "requested_by, requested_role, requested_tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+                         "requested_by, requested_role, requested_tenant, tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
                          "ON CONFLICT(id) DO UPDATE SET "
                          "state=excluded.state, explanation=excluded.explanation, error=excluded.error, updated_at=excluded.updated_at"));
   SY_TRY(st.bind(1, op.id).bind(2, static_cast<std::int64_t>(numberFromId(op.id))).bind(3, toString(op.kind)).bind(4, op.systemId)
              .bind(5, op.hostId).bind(6, toString(op.state)).bind(7, op.explanation).bind(8, op.error).bind(9, op.createdAt)
              .bind(10, op.updatedAt).bind(11, op.requestedBy.identity).bind(12, toString(op.requestedBy.role))
-             .bind(13, op.requestedBy.tenant).run());
+             .bind(13, op.requestedBy.tenant).bind(14, op.tenant).run());
   // A step's bindings never change once it is in the log: they are written with the whole log only.
   auto writeStep = [&](std::size_t i, bool withBindings) -> Result<void> {
     const Step& s = op.steps.at(i);
@@ -270,14 +270,28 @@ Result<void> SqliteStore::apply(const PutAssignment& w) {
 
 Result<void> SqliteStore::apply(const PutEvent& w) {
   const Event& e = w.event;
-  SY_ASSIGN(auto st, db_->prepare("INSERT INTO events (sequence, at, type, subject, message, actor) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  SY_ASSIGN(auto st, db_->prepare("INSERT INTO events (sequence, at, type, subject, message, actor, tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
   return st.bind(1, static_cast<std::int64_t>(e.sequence)).bind(2, e.at).bind(3, e.type).bind(4, e.subject).bind(5, e.message)
-      .bind(6, e.actor).run();
+      .bind(6, e.actor).bind(7, e.tenant).run();
 }
 
 Result<void> SqliteStore::apply(const PutDemand& w) {
   SY_ASSIGN(auto st, db_->prepare("INSERT INTO demand (gpus, same_switch, model) VALUES (?1, ?2, ?3)"));
   return st.bind(1, w.shape.gpus).bind(2, w.shape.sameSwitch ? 1 : 0).bind(3, w.shape.model).run();
+}
+
+Result<void> SqliteStore::apply(const PutAudit& w) {
+  const AuditRecord& a = w.record;
+  SY_ASSIGN(auto st, db_->prepare("INSERT INTO audit (sequence, at, identity, role, caller_tenant, action, target, tenant, result, message, "
+                                  "operation_id, outcome, finished_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)"));
+  return st.bind(1, static_cast<std::int64_t>(a.sequence)).bind(2, a.at).bind(3, a.caller.identity).bind(4, toString(a.caller.role))
+      .bind(5, a.caller.tenant).bind(6, a.action).bind(7, a.target).bind(8, a.tenant).bind(9, a.result).bind(10, a.message)
+      .bind(11, a.operationId).bind(12, a.outcome).bind(13, a.finishedAt).run();
+}
+
+Result<void> SqliteStore::apply(const PutAuditOutcome& w) {
+  SY_ASSIGN(auto st, db_->prepare("UPDATE audit SET outcome = ?2, finished_at = ?3 WHERE operation_id = ?1"));
+  return st.bind(1, w.operationId).bind(2, w.outcome).bind(3, w.finishedAt).run();
 }
 
 Result<std::optional<Topology>> SqliteStore::loadInventory() {
@@ -406,7 +420,7 @@ Result<void> SqliteStore::loadSteps(Operation& op) {
 Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& whereClause, std::size_t limit, std::string_view param) {
   std::vector<Operation> out;
   SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT id, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
-                                              "requested_by, requested_role, requested_tenant FROM operations {} ORDER BY number DESC LIMIT ?2",
+                                              "requested_by, requested_role, requested_tenant, tenant FROM operations {} ORDER BY number DESC LIMIT ?2",
                                               whereClause)));
   if (!param.empty()) st.bind(1, param);
   st.bind(2, static_cast<std::int64_t>(limit));
@@ -426,6 +440,7 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& wh
     op.requestedBy.identity = st.text(9);
     SY_ASSIGN(op.requestedBy.role, parseColumn<Role>(st.text(10), parseRole, "caller role"));
     op.requestedBy.tenant = st.text(11);
+    op.tenant = st.text(12);
     out.push_back(std::move(op));
   }
   st.reset();
@@ -463,12 +478,13 @@ Result<StoreSnapshot> SqliteStore::load() {
   }
   demand.reset();
   SY_ASSIGN(auto mx, db_->prepare("SELECT (SELECT IFNULL(MAX(sequence), 0) FROM events), (SELECT IFNULL(MAX(number), 0) FROM systems), "
-                                  "(SELECT IFNULL(MAX(number), 0) FROM operations)"));
+                                  "(SELECT IFNULL(MAX(number), 0) FROM operations), (SELECT IFNULL(MAX(sequence), 0) FROM audit)"));
   SY_ASSIGN(bool row, mx.step());
   if (row) {
     snap.lastEventSequence = static_cast<std::uint64_t>(mx.integer(0));
     snap.lastSystemNumber = static_cast<std::uint64_t>(mx.integer(1));
     snap.lastOperationNumber = static_cast<std::uint64_t>(mx.integer(2));
+    snap.lastAuditSequence = static_cast<std::uint64_t>(mx.integer(3));
   }
   mx.reset();
   return snap;
@@ -486,13 +502,43 @@ Result<std::vector<Operation>> SqliteStore::listOperations(std::size_t limit) {
 
 Result<std::vector<Event>> SqliteStore::listEvents(std::uint64_t afterSequence, std::size_t limit) {
   std::vector<Event> out;
-  SY_ASSIGN(auto st, db_->prepare("SELECT sequence, at, type, subject, message, actor FROM events WHERE sequence > ?1 ORDER BY sequence "
-                                  "LIMIT ?2"));
+  SY_ASSIGN(auto st, db_->prepare("SELECT sequence, at, type, subject, message, actor, tenant FROM events WHERE sequence > ?1 ORDER BY "
+                                  "sequence LIMIT ?2"));
   st.bind(1, static_cast<std::int64_t>(afterSequence)).bind(2, static_cast<std::int64_t>(limit));
   while (true) {
     SY_ASSIGN(bool row, st.step());
     if (!row) break;
-    out.push_back({static_cast<std::uint64_t>(st.integer(0)), st.integer(1), st.text(2), st.text(3), st.text(4), st.text(5)});
+    out.push_back({static_cast<std::uint64_t>(st.integer(0)), st.integer(1), st.text(2), st.text(3), st.text(4), st.text(5), st.text(6)});
+  }
+  st.reset();
+  return out;
+}
+
+Result<std::vector<AuditRecord>> SqliteStore::listAudit(const AuditQuery& q) {
+  std::vector<AuditRecord> out;
+  SY_ASSIGN(auto st, db_->prepare("SELECT sequence, at, identity, role, caller_tenant, action, target, tenant, result, message, operation_id, "
+                                  "outcome, finished_at FROM audit WHERE (?1 = '' OR tenant = ?1 OR caller_tenant = ?1) AND (?2 = '' OR identity = ?2) AND at >= ?3 "
+                                  "AND (?4 = 0 OR at < ?4) AND (?5 = 0 OR sequence < ?5) ORDER BY sequence DESC LIMIT ?6"));
+  st.bind(1, q.tenant).bind(2, q.identity).bind(3, q.since).bind(4, q.until).bind(5, static_cast<std::int64_t>(q.beforeSequence))
+      .bind(6, static_cast<std::int64_t>(q.limit));
+  while (true) {
+    SY_ASSIGN(bool row, st.step());
+    if (!row) break;
+    AuditRecord a;
+    a.sequence = static_cast<std::uint64_t>(st.integer(0));
+    a.at = st.integer(1);
+    SY_ASSIGN(a.caller.role, parseColumn<Role>(st.text(3), parseRole, "role"));
+    a.caller.identity = st.text(2);
+    a.caller.tenant = st.text(4);
+    a.action = st.text(5);
+    a.target = st.text(6);
+    a.tenant = st.text(7);
+    a.result = st.text(8);
+    a.message = st.text(9);
+    a.operationId = st.text(10);
+    a.outcome = st.text(11);
+    a.finishedAt = st.integer(12);
+    out.push_back(std::move(a));
   }
   st.reset();
   return out;
@@ -511,6 +557,9 @@ Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy, WriterEpoc
   SY_ASSIGN(report.events, run("DELETE FROM events WHERE sequence IN (SELECT sequence FROM events WHERE sequence <= "
                                "(SELECT MAX(sequence) FROM events) - ?1 ORDER BY sequence LIMIT ?2)",
                                std::max<std::size_t>(1, policy.events)));
+  SY_ASSIGN(report.audit, run("DELETE FROM audit WHERE sequence IN (SELECT sequence FROM audit WHERE sequence <= "
+                              "(SELECT MAX(sequence) FROM audit) - ?1 ORDER BY sequence LIMIT ?2)",
+                              std::max<std::size_t>(1, policy.audit)));
   // Steps first (they reference their operation), then the operations themselves.
   const std::string oldOps = "SELECT id FROM operations WHERE state IN ('succeeded', 'failed') AND number <= "
                              "(SELECT MAX(number) FROM operations) - ?1 ORDER BY number LIMIT ?2";

@@ -23,6 +23,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<std::optional<Operation>> getOperation(const OperationId& id) override;
   [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit) override;
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) override;
+  [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) override;
 
   [[nodiscard]] Result<PruneReport> prune(const RetentionPolicy& policy, WriterEpoch epoch) override;
 
@@ -40,6 +41,8 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<void> apply(const PutAssignment& w);
   [[nodiscard]] Result<void> apply(const PutEvent& w);
   [[nodiscard]] Result<void> apply(const PutDemand& w);
+  [[nodiscard]] Result<void> apply(const PutAudit& w);
+  [[nodiscard]] Result<void> apply(const PutAuditOutcome& w);
   [[nodiscard]] Result<std::optional<Topology>> loadInventory();
   [[nodiscard]] Result<std::vector<System>> loadSystems();
   [[nodiscard]] Result<std::vector<Operation>> loadOperations(const std::string& whereClause, std::size_t limit,

@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "composer/model/audit.h"
 #include "composer/model/composition.h"
 #include "composer/model/demand.h"
 #include "composer/model/error.h"
@@ -47,7 +48,17 @@ struct PutEvent {
 struct PutDemand {
   DemandShape shape;
 };
-using StoreWrite = std::variant<PutInventory, PutSystem, PutOperation, PutAssignment, PutEvent, PutDemand>;
+// A request to change something, accepted or refused (composer/model/audit.h).
+struct PutAudit {
+  AuditRecord record;
+};
+// How the operation of an accepted request ended: fills in the outcome of its audit record.
+struct PutAuditOutcome {
+  std::string operationId;
+  std::string outcome;
+  Timestamp finishedAt = 0;
+};
+using StoreWrite = std::variant<PutInventory, PutSystem, PutOperation, PutAssignment, PutEvent, PutDemand, PutAudit, PutAuditOutcome>;
 
 struct StoreSnapshot {
   std::optional<Topology> inventory;          // absent on a new store
@@ -56,6 +67,7 @@ struct StoreSnapshot {
   std::vector<DeviceAssignment> assignments;  // every device that is not free
   std::vector<DemandShape> recentDemand;      // the newest kDemandWindow request shapes, oldest first
   std::uint64_t lastEventSequence = 0;
+  std::uint64_t lastAuditSequence = 0;
   std::uint64_t lastSystemNumber = 0;     // ids are sys-<n>
   std::uint64_t lastOperationNumber = 0;  // ids are op-<n>
 };
@@ -64,6 +76,7 @@ struct StoreSnapshot {
 // are never touched.
 struct RetentionPolicy {
   std::size_t events = 1'000'000;
+  std::size_t audit = 1'000'000;            // audit records (a security trail: keep it long)
   std::size_t finishedOperations = 100'000;  // also bounds the history of decomposed/failed systems
   std::size_t demand = kDemandWindow;        // request shapes, as many as the packing core learns from
   std::size_t maxRowsPerRun = 20'000;        // bounds how long one prune holds the writer
@@ -71,6 +84,7 @@ struct RetentionPolicy {
 
 struct PruneReport {
   std::size_t events = 0;
+  std::size_t audit = 0;
   std::size_t operations = 0;
   std::size_t systems = 0;
   std::size_t demand = 0;
@@ -89,6 +103,8 @@ class Store {
   // Newest first.
   [[nodiscard]] virtual Result<std::vector<Operation>> listOperations(std::size_t limit) = 0;
   [[nodiscard]] virtual Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) = 0;
+  // Newest first, filtered by the query.
+  [[nodiscard]] virtual Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) = 0;
   // Deletes the oldest history beyond the policy, at most maxRowsPerRun rows of each kind per call; fenced
   // like write().
   [[nodiscard]] virtual Result<PruneReport> prune(const RetentionPolicy& policy, WriterEpoch epoch) = 0;

@@ -216,6 +216,7 @@ void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& 
   out.mutable_requested_by()->set_identity(op.requestedBy.identity);
   out.mutable_requested_by()->set_role(std::string(toString(op.requestedBy.role)));
   out.mutable_requested_by()->set_tenant(op.requestedBy.tenant);
+  out.set_tenant(op.tenant);
   for (const auto& s : op.steps) {
     auto* ps = out.add_steps();
     ps->set_kind(s.kind);
@@ -285,6 +286,23 @@ void toProto(const Event& e, pb::Event& out) {
   out.set_subject(e.subject);
   out.set_message(e.message);
   out.set_actor(e.actor);
+  out.set_tenant(e.tenant);
+}
+
+void toProto(const AuditRecord& r, pb::AuditRecord& out) {
+  out.set_sequence(r.sequence);
+  out.set_at(formatTimestamp(r.at));
+  out.mutable_caller()->set_identity(r.caller.identity);
+  out.mutable_caller()->set_role(std::string(toString(r.caller.role)));
+  out.mutable_caller()->set_tenant(r.caller.tenant);
+  out.set_action(r.action);
+  out.set_target(r.target);
+  out.set_tenant(r.tenant);
+  out.set_result(r.result);
+  out.set_message(r.message);
+  out.set_operation_id(r.operationId);
+  out.set_outcome(r.outcome);
+  if (r.finishedAt != 0) out.set_finished_at(formatTimestamp(r.finishedAt));
 }
 
 void toProto(const PlacementDecision& d, pb::PlanResponse& out) {

@@ -14,6 +14,8 @@ grpc::StatusCode toGrpcCode(Code code) {
     case Code::kUnavailable: return grpc::StatusCode::UNAVAILABLE;
     case Code::kAborted: return grpc::StatusCode::ABORTED;
     case Code::kInternal: return grpc::StatusCode::INTERNAL;
+    case Code::kPermissionDenied: return grpc::StatusCode::PERMISSION_DENIED;
+    case Code::kUnauthenticated: return grpc::StatusCode::UNAUTHENTICATED;
   }
   return grpc::StatusCode::UNKNOWN;
 }
@@ -28,9 +30,9 @@ Error fromGrpcStatus(const grpc::Status& status) {
     case grpc::StatusCode::OUT_OF_RANGE: code = Code::kInvalidArgument; break;
     case grpc::StatusCode::NOT_FOUND: code = Code::kNotFound; break;
     case grpc::StatusCode::ALREADY_EXISTS: code = Code::kAlreadyExists; break;
-    case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED: code = Code::kFailedPrecondition; break;
+    case grpc::StatusCode::FAILED_PRECONDITION: code = Code::kFailedPrecondition; break;
+    case grpc::StatusCode::PERMISSION_DENIED: code = Code::kPermissionDenied; break;
+    case grpc::StatusCode::UNAUTHENTICATED: code = Code::kUnauthenticated; break;
     case grpc::StatusCode::RESOURCE_EXHAUSTED: code = Code::kResourceExhausted; break;
     case grpc::StatusCode::DEADLINE_EXCEEDED: code = Code::kDeadlineExceeded; break;
     case grpc::StatusCode::UNAVAILABLE:

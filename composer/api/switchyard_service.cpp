@@ -8,6 +8,7 @@
 
 #include "composer/api/proto_convert.h"
 #include "composer/api/status_mapping.h"
+#include "composer/model/access.h"
 
 // GCC 12 reports a std::expected<std::vector<...>> handed through std::function as "maybe used
 // uninitialized" once inlined (a known false positive of -Wmaybe-uninitialized at -O2); it is initialized.
@@ -25,33 +26,6 @@ grpc::ServerUnaryReactor* finished(grpc::CallbackServerContext* ctx, const grpc:
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(status);
   return reactor;
-}
-
-std::optional<std::string> metadata(const grpc::CallbackServerContext* ctx, const char* key) {
-  const auto& md = ctx->client_metadata();
-  auto it = md.find(key);
-  if (it == md.end()) return std::nullopt;
-  return std::string(it->second.data(), it->second.size());
-}
-
-bool printable(const std::string& s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
-}
-
-// Who is asking: what the client claims in its metadata. Authentication comes with the security work.
-Result<Caller> callerOf(const grpc::CallbackServerContext* ctx) {
-  Caller caller{"anonymous", Role::kAdmin, {}};
-  if (auto identity = metadata(ctx, kCallerMetadata)) {
-    if (identity->empty() || identity->size() > 128 || !printable(*identity))
-      return fail(Code::kInvalidArgument, fmt::format("{} metadata: 1-128 printable characters without spaces", kCallerMetadata));
-    caller.identity = *identity;
-  }
-  if (auto tenant = metadata(ctx, kTenantMetadata)) {
-    if (tenant->size() > 128 || !printable(*tenant))
-      return fail(Code::kInvalidArgument, fmt::format("{} metadata: up to 128 printable characters without spaces", kTenantMetadata));
-    caller.tenant = *tenant;
-  }
-  return caller;
 }
 
 std::function<void(const Operation&)> fillOperation(const Engine& engine, v1::Operation* out) {
@@ -72,10 +46,11 @@ grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::ComposeRequest* req, v1::Operation* out) {
-  auto caller = callerOf(ctx);
+  auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (!req->has_gpus()) return finished(ctx, invalid("gpus: required (how many GPUs, or which devices)"));
-  auto placement = fromProto(req->gpus(), req->tenant());
+  // A tenant's identity composes for its tenant unless it names one (the engine refuses another).
+  auto placement = fromProto(req->gpus(), req->tenant().empty() ? caller->tenant : req->tenant());
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   ComposeRequest request{req->name(), std::move(*placement), {req->labels().begin(), req->labels().end()}};
   return answer<Operation>(
@@ -83,7 +58,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::Com
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::Decompose(Context* ctx, const v1::DecomposeRequest* req, v1::Operation* out) {
-  auto caller = callerOf(ctx);
+  auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
   return answer<Operation>(
@@ -91,7 +66,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Decompose(Context* ctx, const v1::D
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::Attach(Context* ctx, const v1::AttachRequest* req, v1::Operation* out) {
-  auto caller = callerOf(ctx);
+  auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
   if (!req->has_gpus()) return finished(ctx, invalid("gpus: required (how many GPUs, or which devices)"));
@@ -103,7 +78,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Attach(Context* ctx, const v1::Atta
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::Detach(Context* ctx, const v1::DetachRequest* req, v1::Operation* out) {
-  auto caller = callerOf(ctx);
+  auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
   DetachRequest request{req->system(), {req->device_ids().begin(), req->device_ids().end()}, {}, {req->gpu_shares().begin(), req->gpu_shares().end()}};
@@ -116,7 +91,9 @@ grpc::ServerUnaryReactor* SwitchyardService::Detach(Context* ctx, const v1::Deta
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRequest* req, v1::PlanResponse* out) {
-  auto placement = fromProto(req->gpus(), req->tenant());
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  auto placement = fromProto(req->gpus(), req->tenant().empty() ? caller->tenant : req->tenant());
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   placement->explain = true;
   auto* reactor = ctx->DefaultReactor();
@@ -133,6 +110,8 @@ grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRe
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::GetCapacity(Context* ctx, const v1::GetCapacityRequest* req, v1::Capacity* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   auto shapes = fromProto(*req);
   if (!shapes) return finished(ctx, toGrpcStatus(shapes.error()));
   auto mig = migProfilesOf(*req);
@@ -145,20 +124,32 @@ grpc::ServerUnaryReactor* SwitchyardService::GetCapacity(Context* ctx, const v1:
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::GetSystem(Context* ctx, const v1::GetSystemRequest* req, v1::System* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   return answer<System>(
-      ctx, [this, id = req->system()] { return engine_.getSystem(id); }, [out](const System& s) { toProto(s, *out); });
+      ctx,
+      [this, c = *caller, id = req->system()]() -> Result<System> {
+        auto s = engine_.getSystem(id);
+        if (s && !maySee(c, s->tenant)) return fail(Code::kNotFound, fmt::format("no system '{}'", id));
+        return s;
+      },
+      [out](const System& s) { toProto(s, *out); });
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::ListSystems(Context* ctx, const v1::ListSystemsRequest* req, v1::ListSystemsResponse* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   return answer<std::vector<System>>(
       ctx, [this] { return engine_.listSystems(); },
-      [out, tenant = req->tenant()](const std::vector<System>& systems) {
+      [out, c = *caller, tenant = req->tenant()](const std::vector<System>& systems) {
         for (const auto& s : systems)
-          if (tenant.empty() || s.tenant == tenant) toProto(s, *out->add_systems());
+          if ((tenant.empty() || s.tenant == tenant) && maySee(c, s.tenant)) toProto(s, *out->add_systems());
       });
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1::ListDevicesRequest*, v1::ListDevicesResponse* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   return answer<std::vector<DeviceView>>(
       ctx, [this] { return engine_.listDevices(); },
       [out](const std::vector<DeviceView>& devices) {
@@ -167,6 +158,8 @@ grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1:
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::ListHostsRequest*, v1::ListHostsResponse* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   return answer<std::vector<HostView>>(
       ctx, [this] { return engine_.listHosts(); },
       [out](const std::vector<HostView>& hosts) {
@@ -175,6 +168,8 @@ grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::L
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::GetTopology(Context* ctx, const v1::GetTopologyRequest*, v1::Topology* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   struct Views {
     Topology topology;
     std::vector<HostView> hosts;
@@ -193,23 +188,36 @@ grpc::ServerUnaryReactor* SwitchyardService::GetTopology(Context* ctx, const v1:
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::GetOperation(Context* ctx, const v1::GetOperationRequest* req, v1::Operation* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->id().empty()) return finished(ctx, invalid("id: required"));
   return answer<Operation>(
-      ctx, [this, id = req->id()] { return engine_.getOperation(id); }, fillOperation(engine_, out));
+      ctx,
+      [this, c = *caller, id = req->id()]() -> Result<Operation> {
+        auto op = engine_.getOperation(id);
+        if (op && !maySee(c, op->tenant)) return fail(Code::kNotFound, fmt::format("no operation '{}'", id));
+        return op;
+      },
+      fillOperation(engine_, out));
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::ListOperations(Context* ctx, const v1::ListOperationsRequest* req,
                                                             v1::ListOperationsResponse* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->limit() < 0) return finished(ctx, invalid("limit: must be >= 0"));
   const std::size_t limit = req->limit() == 0 ? 50 : static_cast<std::size_t>(req->limit());
   return answer<std::vector<Operation>>(
       ctx, [this, limit] { return engine_.listOperations(limit); },
-      [this, out](const std::vector<Operation>& ops) {
-        for (const auto& op : ops) toProto(op, engine_.stepKinds(), *out->add_operations());
+      [this, out, c = *caller](const std::vector<Operation>& ops) {
+        for (const auto& op : ops)
+          if (maySee(c, op.tenant)) toProto(op, engine_.stepKinds(), *out->add_operations());
       });
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::WaitOperation(Context* ctx, const v1::WaitOperationRequest* req, v1::Operation* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->id().empty()) return finished(ctx, invalid("id: required"));
   if (req->timeout_ms() < 0) return finished(ctx, invalid("timeout_ms: must be >= 0"));
   auto timeout = std::chrono::milliseconds(req->timeout_ms() == 0 ? 30'000 : req->timeout_ms());
@@ -217,12 +225,41 @@ grpc::ServerUnaryReactor* SwitchyardService::WaitOperation(Context* ctx, const v
   const auto untilDeadline = std::chrono::duration_cast<std::chrono::milliseconds>(ctx->deadline() - std::chrono::system_clock::now());
   if (untilDeadline.count() > 0 && untilDeadline < timeout) timeout = untilDeadline;
   auto* reactor = ctx->DefaultReactor();
-  engine_.waitOperation(req->id(), timeout, onReplyPool<Operation>([this, reactor, out](Result<Operation> op) {
+  engine_.waitOperation(req->id(), timeout, onReplyPool<Operation>([this, reactor, out, c = *caller](Result<Operation> op) {
+                          if (op && !maySee(c, op->tenant)) op = fail(Code::kNotFound, fmt::format("no operation '{}'", op->id));
                           if (!op) return reactor->Finish(toGrpcStatus(op.error()));
                           toProto(*op, engine_.stepKinds(), *out);
                           reactor->Finish(grpc::Status::OK);
                         }));
   return reactor;
+}
+
+grpc::ServerUnaryReactor* SwitchyardService::ListAudit(Context* ctx, const v1::ListAuditRequest* req, v1::ListAuditResponse* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  AuditQuery query;
+  query.tenant = req->tenant();
+  query.identity = req->identity();
+  if (caller->role == Role::kTenant) {
+    if (!query.tenant.empty() && query.tenant != caller->tenant)
+      return finished(ctx, toGrpcStatus(Error{Code::kPermissionDenied, fmt::format("'{}' may read the audit trail of tenant '{}' only",
+                                                                                   caller->identity, caller->tenant)}));
+    query.tenant = caller->tenant;
+  }
+  for (auto [text, field, name] : {std::tuple{&req->since(), &query.since, "since"}, std::tuple{&req->until(), &query.until, "until"}}) {
+    if (text->empty()) continue;
+    auto t = parseTimestamp(*text);
+    if (!t) return finished(ctx, invalid(fmt::format("{}: '{}' is not an RFC 3339 UTC time such as 2026-11-23T09:00:00Z", name, *text)));
+    *field = *t;
+  }
+  if (req->limit() < 0 || req->limit() > 10'000) return finished(ctx, invalid("limit: 0 (the default, 100) to 10000"));
+  query.limit = req->limit() == 0 ? 100 : static_cast<std::size_t>(req->limit());
+  query.beforeSequence = req->before_sequence();
+  return answer<std::vector<AuditRecord>>(
+      ctx, [this, query] { return engine_.listAudit(query); },
+      [out](const std::vector<AuditRecord>& records) {
+        for (const auto& r : records) toProto(r, *out->add_records());
+      });
 }
 
 namespace {
@@ -232,7 +269,8 @@ namespace {
 // state is under `shared->mutex`, which also keeps the listener away once the reactor is gone.
 class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
  public:
-  WatchReactor(Engine& engine, std::uint64_t afterSequence) : last_(afterSequence), stream_(engine.subscribe()) {
+  WatchReactor(Engine& engine, std::uint64_t afterSequence, Caller caller)
+      : last_(afterSequence), caller_(std::move(caller)), stream_(engine.subscribe()) {
     shared_->reactor = this;
     if (afterSequence == 0) {
       startFollowing();
@@ -302,7 +340,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
       } else {
         e = stream_->tryNext();
       }
-      if (!e || e->sequence > last_) return e;
+      if (!e) return e;
+      if (e->sequence > last_ && maySee(caller_, e->tenant)) return e;
     }
   }
 
@@ -335,6 +374,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
 
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
   std::uint64_t last_;
+  Caller caller_;  // sees only the events of its tenant (and the pool's own)
   std::shared_ptr<EventStream> stream_;
   std::deque<Event> replay_;
   v1::Event out_;
@@ -346,15 +386,15 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
 
 }  // namespace
 
-grpc::ServerWriteReactor<v1::Event>* SwitchyardService::Watch(Context*, const v1::WatchRequest* req) {
-  if (shuttingDown_) {
-    struct Refused final : grpc::ServerWriteReactor<v1::Event> {
-      Refused() { Finish({grpc::StatusCode::UNAVAILABLE, "yardd is shutting down"}); }
-      void OnDone() override { delete this; }
-    };
-    return new Refused;
-  }
-  return new WatchReactor(engine_, req->after_sequence());
+grpc::ServerWriteReactor<v1::Event>* SwitchyardService::Watch(Context* ctx, const v1::WatchRequest* req) {
+  struct Refused final : grpc::ServerWriteReactor<v1::Event> {
+    explicit Refused(const grpc::Status& status) { Finish(status); }
+    void OnDone() override { delete this; }
+  };
+  if (shuttingDown_) return new Refused({grpc::StatusCode::UNAVAILABLE, "yardd is shutting down"});
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return new Refused(toGrpcStatus(caller.error()));
+  return new WatchReactor(engine_, req->after_sequence(), *caller);
 }
 
 }  // namespace switchyard

@@ -9,18 +9,16 @@
 #include <boost/asio/thread_pool.hpp>
 #include <thread>
 
+#include "composer/api/authenticator.h"
 #include "composer/engine/engine.h"
 #include "switchyard/v1/switchyard.grpc.pb.h"
 
 namespace switchyard {
 
-// The request metadata that names the caller (claimed, not authenticated, until the security work).
-inline constexpr const char* kCallerMetadata = "switchyard-caller";
-inline constexpr const char* kTenantMetadata = "switchyard-tenant";
-
 class SwitchyardService final : public v1::Switchyard::CallbackService {
  public:
-  explicit SwitchyardService(Engine& engine) : engine_(engine) {}
+  // Every call is authenticated by `authenticator`; what it may see and change follows its role and tenant.
+  SwitchyardService(Engine& engine, const Authenticator& authenticator) : engine_(engine), authenticator_(authenticator) {}
   ~SwitchyardService() override { replies_.join(); }
   SwitchyardService(const SwitchyardService&) = delete;
   SwitchyardService& operator=(const SwitchyardService&) = delete;
@@ -45,6 +43,7 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   Unary* ListOperations(Context*, const v1::ListOperationsRequest*, v1::ListOperationsResponse*) override;
   Unary* WaitOperation(Context*, const v1::WaitOperationRequest*, v1::Operation*) override;
   grpc::ServerWriteReactor<v1::Event>* Watch(Context*, const v1::WatchRequest*) override;
+  Unary* ListAudit(Context*, const v1::ListAuditRequest*, v1::ListAuditResponse*) override;
 
  private:
   // Runs `call` on the engine; finishes with its error, or with OK after `fill` wrote the response.
@@ -59,6 +58,7 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   }
 
   Engine& engine_;
+  const Authenticator& authenticator_;
   std::atomic<bool> shuttingDown_{false};
   boost::asio::thread_pool replies_{std::max(2u, std::thread::hardware_concurrency())};
 };

@@ -47,7 +47,6 @@ struct DaemonOptions {
   bool redfishHttp = false;                 // plain HTTP instead of HTTPS
   std::filesystem::path redfishCert;        // default: <state-dir>/redfish-cert.pem (self-signed at first start)
   std::filesystem::path redfishKey;         // default: <state-dir>/redfish-key.pem
-  std::filesystem::path redfishAccounts;    // USER:ROLE:PASSWORD lines
   std::filesystem::path redfishPortFile;
   std::vector<std::string> hostPolicies;     // HOST=POLICY
   std::string hostPolicyDefault = "unset";   // for hosts no agent serves and no --host-policy names
@@ -62,7 +61,14 @@ struct DaemonOptions {
   std::filesystem::path agentCa;    // dial yard-agents over TLS, trusting this CA
   std::filesystem::path agentCert;  // client certificate for agents that require one
   std::filesystem::path agentKey;
+  std::filesystem::path identitiesFile;  // empty: no authentication (every caller is an admin)
+  std::filesystem::path tlsCert;         // empty: <state-dir>/grpc-cert.pem, self-signed at first start
+  std::filesystem::path tlsKey;
+  std::filesystem::path tlsClientCa;     // accept client certificates signed by this CA
+  bool requireClientCert = false;
+  bool plaintext = false;                // loopback only
 
+  [[nodiscard]] std::filesystem::path grpcCertificate() const { return stateDir / "grpc-cert.pem"; }
   [[nodiscard]] std::filesystem::path db() const { return dbPath.empty() ? stateDir / "yard.db" : dbPath; }
   [[nodiscard]] std::filesystem::path simState() const {
     if (simStatePath == "none") return {};
@@ -138,6 +144,21 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 40))->capture_default_str();
   app.add_option("--log-level", o.logLevel, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))->capture_default_str();
+  app.add_option("--identities", o.identitiesFile,
+                 "Who may call, as what (JSON, keep it mode 0600): identities with a role (viewer, tenant, operator, admin), a "
+                 "tenant, and credentials (password hash, bearer token hash, client certificate CN), and tenants' quotas; see "
+                 "docs/security.md. Used by gRPC and Redfish. Without it every gRPC caller is an admin (development only)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", o.tlsCert,
+                 "gRPC TLS certificate (PEM); default: <state-dir>/grpc-cert.pem, self-signed at first start (yardctl finds it "
+                 "there for the default state directory, or give yardctl --ca)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", o.tlsKey, "gRPC TLS private key (PEM)")->check(CLI::ExistingFile);
+  app.add_option("--tls-client-ca", o.tlsClientCa,
+                 "Accept client certificates signed by this CA (mutual TLS): a certificate's CN names an identity of --identities")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--require-client-cert", o.requireClientCert, "With --tls-client-ca: refuse clients without a certificate");
+  app.add_flag("--plaintext", o.plaintext, "Serve gRPC without TLS; allowed on a loopback --listen address only (tests, a laptop)");
   app.add_option("--port-file", o.portFile, "Write the bound gRPC port to this file once serving (for scripts and tests)");
   app.add_option("--redfish-listen", o.redfishListen,
                  "Serve the Redfish API (Systems, CompositionService, TaskService, SessionService) on HOST:PORT; port 0 picks one");
@@ -146,9 +167,6 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--redfish-cert", o.redfishCert,
                  "TLS certificate (PEM) for the Redfish service (default: <state-dir>/redfish-cert.pem, a self-signed one made at first start)");
   app.add_option("--redfish-key", o.redfishKey, "TLS private key (PEM) for the Redfish service (default: <state-dir>/redfish-key.pem)");
-  app.add_option("--redfish-accounts", o.redfishAccounts,
-                 "Redfish accounts: a file of USER:ROLE:PASSWORD lines, ROLE Administrator, Operator or ReadOnly (keep it mode 0600)")
-      ->check(CLI::ExistingFile);
   app.add_option("--redfish-port-file", o.redfishPortFile, "Write the bound Redfish port to this file once serving");
   app.add_option("--host-policy", o.hostPolicies,
                  "HOST=POLICY, how a host takes devices (repeatable): agent (a yard-agent rescans, verifies and releases; the "

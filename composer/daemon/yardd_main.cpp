@@ -10,12 +10,15 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 
 #include "agent/agent_directory.h"
 #include "bmc/bmc_reset_hosts.h"
 #include "bmc/http_server.h"
 #include "bmc/redfish_service.h"
 #include "composer/api/switchyard_service.h"
+#include "composer/auth/identities.h"
+#include "composer/daemon/grpc_security.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/engine/engine.h"
 #include "fabric/redfish/redfish_fabric.h"
@@ -145,6 +148,15 @@ Result<bmc::BmcResetHostsOptions> bmcResetOptions(const DaemonOptions& o, const 
 
 int run(const DaemonOptions& o) {
   SystemClock clock;
+  std::shared_ptr<const auth::Identities> identities;
+  if (!o.identitiesFile.empty()) {
+    SY_ASSIGN_OR_EXIT(identities, auth::Identities::load(o.identitiesFile));
+    spdlog::info("identities: {} from {}, {} tenant quota(s)", identities->identities().size(), o.identitiesFile.string(),
+                 identities->quotas().size());
+  } else if (!isLoopbackHost(o.listen.substr(0, o.listen.rfind(':')))) {
+    spdlog::warn("no --identities: every gRPC client that reaches {} acts as an admin", o.listen);
+  }
+  SY_ASSIGN_OR_EXIT(GrpcSecurity security, grpcSecurity(o));
   SY_ASSIGN_OR_EXIT(auto opened, openFabric(o, clock));
   auto& fabric = opened.driver;
 
@@ -173,6 +185,7 @@ int run(const DaemonOptions& o) {
   engineOptions.reconcileInterval = std::chrono::seconds(o.reconcileIntervalSeconds);
   engineOptions.retention.events = o.retainEvents;
   engineOptions.retention.finishedOperations = o.retainOperations;
+  if (identities) engineOptions.quotas = identities->quotas();
   Engine engine(*fabric, *store, clock, engineOptions);
 
   // The host side: registered yard-agents, the simulated hosts of the simulated fabric, the policies.
@@ -201,9 +214,15 @@ int run(const DaemonOptions& o) {
       spdlog::warn("host {} has no host-side policy: composing onto it is refused until a yard-agent registers for it or "
                    "--host-policy {}=trust-fabric is set",
                    h.id, h.id);
-  agent::AgentRegistryService agentRegistry(agents);
+  Authenticator authenticator(identities.get());
+  agent::AgentRegistryService agentRegistry(agents, identities ? agent::AgentRegistryService::Admit([&authenticator](const grpc::ServerContextBase& ctx) -> Result<void> {
+    SY_ASSIGN(const Caller caller, authenticator.callerOf(ctx));
+    if (caller.role != Role::kOperator && caller.role != Role::kAdmin)
+      return fail(Code::kPermissionDenied, fmt::format("'{}' may not register a host agent: that needs the operator or admin role", caller.identity));
+    return {};
+  }) : nullptr);
 
-  SwitchyardService service(engine);
+  SwitchyardService service(engine, authenticator);
 
   // The Redfish service, when asked for: another adapter over the same engine.
   std::unique_ptr<bmc::Accounts> accounts;
@@ -226,18 +245,12 @@ int run(const DaemonOptions& o) {
                      files.certificate.string(), files.key.string());
       httpOptions.tls = files;
     }
-    if (o.redfishAccounts.empty()) {
-      spdlog::critical("--redfish-listen needs --redfish-accounts FILE (USER:ROLE:PASSWORD lines)");
+    if (!identities) {
+      spdlog::critical("--redfish-listen needs --identities FILE (the accounts Redfish clients log in with; see docs/security.md)");
       engine.stop(std::chrono::seconds(0));
       return 1;
     }
-    auto loaded = bmc::Accounts::load(o.redfishAccounts);
-    if (!loaded) {
-      spdlog::critical("{}", loaded.error().message);
-      engine.stop(std::chrono::seconds(0));
-      return 1;
-    }
-    accounts = std::move(*loaded);
+    accounts = std::make_unique<bmc::Accounts>(identities);
     redfish = std::make_unique<bmc::RedfishService>(engine, *accounts);
     auto started = bmc::HttpServer::start(httpOptions, [r = redfish.get()](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream open) {
       r->handle(req, std::move(reply), std::move(open));
@@ -262,7 +275,7 @@ int run(const DaemonOptions& o) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(o.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(o.listen, security.credentials, &port);
   builder.RegisterService(&service);
   builder.RegisterService(&agentRegistry);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
@@ -272,7 +285,8 @@ int run(const DaemonOptions& o) {
     return 1;
   }
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
-  spdlog::info("yardd listening on {}:{}", host, port);
+  spdlog::info("yardd listening on {}:{} over {}; {}", host, port, security.description,
+               identities ? "callers authenticate (client certificate or bearer token)" : "no --identities: every caller is an admin");
   if (!o.portFile.empty()) {
     std::ofstream(o.portFile.string() + ".tmp") << port << "\n";
     std::filesystem::rename(o.portFile.string() + ".tmp", o.portFile);
@@ -315,7 +329,28 @@ int main(int argc, char** argv) {
                "With no flags it runs the embedded simulated fabric (two 8-GPU switches, four hosts) and keeps\n"
                "its SQLite database under the state directory."};
   addDaemonOptions(app, options);
+  bool hashPassword = false;
+  bool newToken = false;
+  app.add_flag("--hash-password", hashPassword,
+               "Read a password from stdin and print its hash for the identities file's \"password\", then exit");
+  app.add_flag("--new-token", newToken,
+               "Print a new random bearer token and, for the identities file, its \"token_sha256\", then exit");
   CLI11_PARSE(app, argc, argv);
+  if (hashPassword) {
+    std::string password;
+    std::getline(std::cin, password);
+    if (password.empty()) {
+      std::fprintf(stderr, "yardd --hash-password: no password on stdin\n");
+      return 2;
+    }
+    std::printf("%s\n", auth::Identities::hashPassword(password).c_str());
+    return 0;
+  }
+  if (newToken) {
+    const std::string token = auth::Identities::newToken();
+    std::printf("token:        %s\ntoken_sha256: %s\n", token.c_str(), auth::Identities::hashToken(token).c_str());
+    return 0;
+  }
   setUpLogging(options.logLevel);
   int rc = 1;
   try {

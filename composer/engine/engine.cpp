@@ -147,20 +147,45 @@ void Engine::stop(Duration grace) {
   control_->poll();
 }
 
+Result<Operation> Engine::audited(const Caller& caller, std::string action, const std::string& target, std::string tenant,
+                                  const std::function<Result<Operation>()>& accept) {
+  if (tenant.empty())  // a change to an existing system: that system's tenant, when the caller may see it
+    if (const System* s = state_ ? state_->findSystem(target) : nullptr; s && maySee(caller, s->tenant)) tenant = s->tenant;
+  auditing_ = AuditRecord{0, clock_.now(), caller, std::move(action), target, std::move(tenant), "accepted", {}, {}, {}, 0};
+  Result<Operation> result = accept();
+  AuditRecord record = std::move(*auditing_);
+  auditing_.reset();
+  // A refusal is recorded on its own, unless yardd is not taking work at all (starting, stopping, or its
+  // store failed: then there is nothing to write to).
+  if (!result && result.error().code != Code::kUnavailable && result.error().code != Code::kAborted) {
+    record.sequence = ++lastAuditSequence_;
+    record.result = std::string(codeName(result.error().code));
+    record.message = result.error().message;
+    Mutation m;
+    m.writes.emplace_back(PutAudit{std::move(record)});
+    if (auto r = persist(m); !r) spdlog::warn("cannot record a refused request in the audit trail: {}", r.error().message);
+  }
+  return result;
+}
+
 Result<Operation> Engine::compose(const Caller& caller, const ComposeRequest& request) {
-  return onControl([&] { return acceptCompose(caller, request); });
+  return onControl([&] { return audited(caller, "compose", request.name, request.placement.tenant, [&] { return acceptCompose(caller, request); }); });
 }
 
 Result<Operation> Engine::decompose(const Caller& caller, const std::string& system) {
-  return onControl([&] { return acceptDecompose(caller, system); });
+  return onControl([&] { return audited(caller, "decompose", system, {}, [&] { return acceptDecompose(caller, system); }); });
 }
 
 Result<Operation> Engine::attach(const Caller& caller, const AttachRequest& request) {
-  return onControl([&] { return acceptAttach(caller, request); });
+  return onControl([&] { return audited(caller, "attach", request.system, {}, [&] { return acceptAttach(caller, request); }); });
 }
 
 Result<Operation> Engine::detach(const Caller& caller, const DetachRequest& request) {
-  return onControl([&] { return acceptDetach(caller, request); });
+  return onControl([&] { return audited(caller, "detach", request.system, {}, [&] { return acceptDetach(caller, request); }); });
+}
+
+Result<std::vector<AuditRecord>> Engine::listAudit(const AuditQuery& query) {
+  return onControl([&]() -> Result<std::vector<AuditRecord>> { return store_.listAudit(query); });
 }
 
 Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
@@ -366,10 +391,21 @@ Event Engine::makeEvent(std::string type, std::string subject, std::string messa
   return Event{++lastEventSequence_, clock_.now(), std::move(type), std::move(subject), std::move(message), std::move(actor)};
 }
 
+std::string Engine::tenantOf(const std::string& subject) const {
+  if (auto op = active_.find(subject); op != active_.end()) return op->second.tenant;
+  if (const System* s = state_ ? state_->findSystem(subject) : nullptr) return s->tenant;
+  return {};
+}
+
 Result<void> Engine::persist(Mutation& m) {
-  for (const auto& e : m.events) m.writes.emplace_back(PutEvent{e});
+  for (auto& e : m.events) {
+    if (e.tenant.empty()) e.tenant = tenantOf(e.subject);
+    m.writes.emplace_back(PutEvent{e});
+  }
   if (auto r = store_.write(m.writes, writerEpoch_); !r) {
     lastEventSequence_ -= m.events.size();
+    lastAuditSequence_ -= static_cast<std::uint64_t>(std::count_if(
+        m.writes.begin(), m.writes.end(), [](const StoreWrite& w) { return std::holds_alternative<PutAudit>(w); }));
     haltOnStoreFailure(r.error());
     // The engine has stopped taking work: callers get what checkAccepting() tells the ones after them.
     return fail(Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", r.error().message));

@@ -30,6 +30,7 @@
 #include "composer/engine/event_stream.h"
 #include "composer/engine/steps/step_kind.h"
 #include "composer/engine/pool_state.h"
+#include "composer/model/access.h"
 #include "composer/model/clock.h"
 #include "composer/model/composition.h"
 #include "composer/packing/capacity.h"
@@ -55,6 +56,7 @@ struct EngineOptions {
   std::chrono::milliseconds fabricPollInterval{1000};
   std::chrono::milliseconds reconcileInterval{30'000};  // compare with the fabric while running; 0: only at start
   RetentionPolicy retention;                      // history kept in the store
+  TenantQuotas quotas;                            // per tenant; a tenant not named has no limit
   std::chrono::milliseconds pruneInterval{60'000};  // 0: prune only when asked
 };
 
@@ -156,6 +158,8 @@ class Engine {
   [[nodiscard]] Result<Operation> waitOperation(const OperationId& id, std::chrono::milliseconds timeout);
   void waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit);
+  // The audit trail, newest first (composer/model/audit.h). Callers filter by what the asker may see.
+  [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query);
   // Live events from now on (a closed stream when the engine is not running). Read it blocking, or set
   // a listener to be pushed to.
   [[nodiscard]] std::shared_ptr<EventStream> subscribe();
@@ -218,15 +222,27 @@ class Engine {
   template <typename F>
   auto onControl(F&& f) -> decltype(f());
 
-  // Acceptance (engine.cpp).
+  // Acceptance (engine.cpp). `audited` runs one of the accept* below with the request's audit record
+  // open: launch() writes it with the operation, or it is written on its own as a refusal.
+  [[nodiscard]] Result<Operation> audited(const Caller& caller, std::string action, const std::string& target, std::string tenant,
+                                          const std::function<Result<Operation>()>& accept);
   [[nodiscard]] Result<Operation> acceptCompose(const Caller& caller, const ComposeRequest& request);
   [[nodiscard]] Result<Operation> acceptDecompose(const Caller& caller, const std::string& system);
   [[nodiscard]] Result<Operation> acceptAttach(const Caller& caller, const AttachRequest& request);
   [[nodiscard]] Result<Operation> acceptDetach(const Caller& caller, const DetachRequest& request);
   [[nodiscard]] Result<void> checkAccepting() const;
+  // What the tenant holds now: live systems, and whole GPUs reserved or bound to them.
+  struct TenantUsage {
+    int systems = 0;
+    int gpus = 0;
+  };
+  [[nodiscard]] TenantUsage usageOf(std::string_view tenant) const;
+  // kResourceExhausted when `newSystems` more systems or `newGpus` more GPUs would exceed the tenant's quota.
+  [[nodiscard]] Result<void> checkQuota(std::string_view tenant, int newSystems, int newGpus) const;
+  [[nodiscard]] int gpusAmong(const std::vector<PlacedDevice>& devices) const;
   [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Caller& caller);
   // Persists the operation with its mutation, then applies the in-memory change and starts it.
-  [[nodiscard]] Result<Operation> launch(Operation op, Mutation mutation, const std::function<void()>& applyInMemory);
+  [[nodiscard]] Result<Operation> launch(Operation op, const std::string& tenant, Mutation mutation, const std::function<void()>& applyInMemory);
   // Stores a refused request's shape and counts it towards the demand mix.
   void recordDemand(const DemandShape& shape);
 
@@ -255,6 +271,8 @@ class Engine {
   // Writes the mutation, then publishes its events. When the store refuses (a failed disk, or a newer
   // yardd fenced this one out), the engine halts (haltOnStoreFailure) and the error is returned.
   [[nodiscard]] Result<void> persist(Mutation& m);
+  // The tenant an event about `subject` (an operation or system id) belongs to; empty for the pool's own.
+  [[nodiscard]] std::string tenantOf(const std::string& subject) const;
   // Refuses new work and starts no more steps; every operation stays resumable from its last durable step.
   void haltOnStoreFailure(const Error& error);
   void publish(const std::vector<Event>& events);
@@ -308,6 +326,8 @@ class Engine {
   std::unordered_map<OperationId, std::vector<std::shared_ptr<Waiter>>> waiters_;
   std::vector<std::weak_ptr<EventStream>> subscribers_;
   std::uint64_t lastEventSequence_ = 0;
+  std::uint64_t lastAuditSequence_ = 0;
+  std::optional<AuditRecord> auditing_;  // the request being accepted (see audited())
   std::uint64_t lastSystemNumber_ = 0;
   std::uint64_t lastOperationNumber_ = 0;
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them

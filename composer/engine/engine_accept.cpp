@@ -19,6 +19,42 @@ Result<void> Engine::checkAccepting() const {
   return {};
 }
 
+Engine::TenantUsage Engine::usageOf(std::string_view tenant) const {
+  TenantUsage usage;
+  std::set<std::string> holders;  // the tenant's systems and their running operations
+  for (const auto& [id, s] : state_->systems()) {
+    if (s.tenant != tenant) continue;
+    ++usage.systems;
+    holders.insert(id);
+    if (!s.activeOperation.empty()) holders.insert(s.activeOperation);
+  }
+  for (const auto& [device, held] : state_->assignments()) {
+    const Device* d = state_->index().device(device);
+    if (d && d->kind == DeviceKind::kGpu && holders.contains(held.first.owner)) ++usage.gpus;
+  }
+  return usage;
+}
+
+Result<void> Engine::checkQuota(std::string_view tenant, int newSystems, int newGpus) const {
+  auto quota = options_.quotas.find(tenant);
+  if (quota == options_.quotas.end()) return {};
+  const TenantUsage usage = usageOf(tenant);
+  if (quota->second.maxSystems && newSystems > 0 && usage.systems + newSystems > *quota->second.maxSystems)
+    return fail(Code::kResourceExhausted, fmt::format("tenant '{}' is at its quota of {} system(s) (it has {}); decompose one first",
+                                                      tenant, *quota->second.maxSystems, usage.systems));
+  if (quota->second.maxGpus && newGpus > 0 && usage.gpus + newGpus > *quota->second.maxGpus)
+    return fail(Code::kResourceExhausted, fmt::format("tenant '{}' may hold {} GPU(s); it holds {} and this asks for {} more", tenant,
+                                                      *quota->second.maxGpus, usage.gpus, newGpus));
+  return {};
+}
+
+int Engine::gpusAmong(const std::vector<PlacedDevice>& devices) const {
+  int gpus = 0;
+  for (const auto& placed : devices)
+    if (const Device* d = state_->index().device(placed.deviceId); d && d->kind == DeviceKind::kGpu) ++gpus;
+  return gpus;
+}
+
 Operation Engine::newOperation(OperationKind kind, const System& system, const Caller& caller) {
   Operation op;
   op.requestedBy = caller;
@@ -26,12 +62,21 @@ Operation Engine::newOperation(OperationKind kind, const System& system, const C
   op.kind = kind;
   op.systemId = system.id;
   op.hostId = system.hostId;
+  op.tenant = system.tenant;
   op.createdAt = op.updatedAt = clock_.now();
   return op;
 }
 
-Result<Operation> Engine::launch(Operation op, Mutation mutation, const std::function<void()>& applyInMemory) {
+Result<Operation> Engine::launch(Operation op, const std::string& tenant, Mutation mutation, const std::function<void()>& applyInMemory) {
   mutation.writes.emplace_back(PutOperation{op});
+  if (auditing_) {
+    AuditRecord record = *auditing_;
+    record.sequence = ++lastAuditSequence_;
+    record.tenant = tenant;
+    record.operationId = op.id;
+    record.message = op.explanation;
+    mutation.writes.emplace_back(PutAudit{std::move(record)});
+  }
   mutation.events.push_back(makeEvent("operation.accepted", op.id,
                                       fmt::format("{} {} accepted for {} on {} (asked by {})", toString(op.kind), op.id, op.systemId,
                                                   op.hostId, op.requestedBy.identity),
@@ -95,6 +140,8 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
   for (const auto& [key, value] : request.labels)
     if (key.empty()) return fail(Code::kInvalidArgument, "label keys must not be empty");
   if (request.placement.tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");
+  SY_TRY(mayChange(caller, request.placement.tenant, "compose"));
+  SY_TRY(checkQuota(request.placement.tenant, 1, 0));
 
   // A share on a new system takes a fresh GPU; its size is share demand either way.
   const int shareMilli = request.placement.gpuShareMilli;
@@ -111,6 +158,7 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
     return fail(*decision.error);
   }
   const Placement& placement = *decision.placement;
+  SY_TRY(checkQuota(request.placement.tenant, 1, gpusAmong(placement.devices)));
   SY_ASSIGN(const HostPolicy policy, hostPolicy(placement.hostId));
 
   System system;
@@ -140,7 +188,7 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
     m.writes.emplace_back(PutAssignment{reserved.back()});
   }
   if (demand) m.writes.emplace_back(PutDemand{*demand});
-  return launch(std::move(op), std::move(m), [&] {
+  return launch(std::move(op), system.tenant, std::move(m), [&] {
     ++lastSystemNumber_;
     state_->putSystem(system);
     for (const auto& a : reserved) state_->assign(a, system.hostId);
@@ -159,9 +207,11 @@ void Engine::recordDemand(const DemandShape& shape) {
 
 namespace {
 
-Result<System> idleSystem(const PoolState& state, const std::string& idOrName) {
+// The caller's system, idle. Another tenant's system is "no system" to a tenant, as in every listing.
+Result<System> idleSystem(const PoolState& state, const std::string& idOrName, const Caller& caller, std::string_view what) {
   const System* s = state.findSystem(idOrName);
-  if (!s) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
+  if (!s || !maySee(caller, s->tenant)) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
+  SY_TRY(mayChange(caller, s->tenant, what));
   if (!s->activeOperation.empty())
     return fail(Code::kFailedPrecondition, fmt::format("system '{}' has operation {} in progress; wait for it with `yardctl ops wait {}`",
                                                        s->name, s->activeOperation, s->activeOperation));
@@ -183,7 +233,7 @@ Result<HostPolicy> Engine::hostPolicy(const HostId& host) const {
 
 Result<Operation> Engine::acceptDecompose(const Caller& caller, const std::string& idOrName) {
   SY_TRY(checkAccepting());
-  SY_ASSIGN(System system, idleSystem(*state_, idOrName));
+  SY_ASSIGN(System system, idleSystem(*state_, idOrName, caller, "decompose"));
   SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
   Operation op = newOperation(OperationKind::kDecompose, system, caller);
   op.gpuInstances = system.gpuInstances;  // all of them leave, with their GPUs
@@ -193,12 +243,12 @@ Result<Operation> Engine::acceptDecompose(const Caller& caller, const std::strin
   system.updatedAt = op.createdAt;
   Mutation m;
   m.writes.emplace_back(PutSystem{system});
-  return launch(std::move(op), std::move(m), [&] { state_->putSystem(system); });
+  return launch(std::move(op), system.tenant, std::move(m), [&] { state_->putSystem(system); });
 }
 
 Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest& request) {
   SY_TRY(checkAccepting());
-  SY_ASSIGN(System system, idleSystem(*state_, request.system));
+  SY_ASSIGN(System system, idleSystem(*state_, request.system, caller, "attach"));
   SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
   PlacementRequest placement = request.placement;
   placement.host = system.hostId;
@@ -219,6 +269,7 @@ Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest
   else
     decision = place(*placement_, state_->pool(), placement, &state_->placementIndex());
   if (!decision.placement) return fail(*decision.error);
+  SY_TRY(checkQuota(system.tenant, 0, gpusAmong(decision.placement->devices)));
 
   Operation op = newOperation(OperationKind::kAttach, system, caller);
   op.explanation = decision.placement->explanation;
@@ -239,7 +290,7 @@ Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest
     reserved.push_back({d.deviceId, DeviceAllocation::kReserved, op.id});
     m.writes.emplace_back(PutAssignment{reserved.back()});
   }
-  return launch(std::move(op), std::move(m), [&] {
+  return launch(std::move(op), system.tenant, std::move(m), [&] {
     state_->putSystem(system);
     for (const auto& a : reserved) state_->assign(a, system.hostId);
   });
@@ -247,7 +298,7 @@ Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest
 
 Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest& request) {
   SY_TRY(checkAccepting());
-  SY_ASSIGN(System system, idleSystem(*state_, request.system));
+  SY_ASSIGN(System system, idleSystem(*state_, request.system, caller, "detach"));
   if (request.devices.empty() && request.gpuInstances.empty() && request.gpuShares.empty())
     return fail(Code::kInvalidArgument, "name at least one device, MIG instance or GPU share to detach");
   SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
@@ -304,7 +355,7 @@ Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest
   system.updatedAt = op.createdAt;
   Mutation m;
   m.writes.emplace_back(PutSystem{system});
-  return launch(std::move(op), std::move(m), [&] { state_->putSystem(system); });
+  return launch(std::move(op), system.tenant, std::move(m), [&] { state_->putSystem(system); });
 }
 
 }  // namespace switchyard

@@ -244,6 +244,7 @@ void Engine::finish(Operation& op, Mutation& m) {
   }
   m.writes.emplace_back(PutOperation{op, false, {}});
   const bool ok = op.state == OperationState::kSucceeded;
+  m.writes.emplace_back(PutAuditOutcome{op.id, ok ? "succeeded" : "failed", op.updatedAt});
   m.events.push_back(makeEvent(ok ? "operation.succeeded" : "operation.failed", op.id,
                                ok ? fmt::format("{} {} succeeded", toString(op.kind), op.id)
                                   : fmt::format("{} {} failed and was rolled back: {}", toString(op.kind), op.id, op.error),

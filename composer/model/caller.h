@@ -1,6 +1,8 @@
 // Who is asking: every mutating engine call carries a Caller, and every operation and event records it
-// as its actor. Until authentication exists (mTLS or tokens: the security issue), the identity is what
-// the client claims and the role is admin; the plumbing is what this type is for.
+// as its actor. With an identities file (composer/auth/identities.h) the API layers authenticate the
+// caller (client certificate, bearer token, Redfish password or session) and the role and tenant come from
+// that file; without one (a development daemon on loopback) the identity is what the client claims and
+// the role is admin. The engine enforces what each role may change (composer/model/access.h).
 #pragma once
 
 #include <optional>
@@ -9,12 +11,14 @@
 
 namespace switchyard {
 
-enum class Role { kViewer, kOperator, kAdmin };
+// viewer: reads everything, changes nothing. tenant: reads the pool, and sees and changes only its own
+// tenant's systems. operator: changes any tenant's systems. admin: everything, including accounts.
+enum class Role { kViewer, kTenant, kOperator, kAdmin };
 
 struct Caller {
   std::string identity;      // a user or service name: "alice", "slurm-controller", "yardd"
-  Role role = Role::kAdmin;  // what it may do (not enforced yet)
-  std::string tenant;        // the tenant it acts for; empty: any
+  Role role = Role::kAdmin;  // what it may do
+  std::string tenant;        // the tenant it acts for (a tenant role always has one); empty: any
 
   // The caller of a request that says nothing about itself (a local yardctl, a test).
   [[nodiscard]] static Caller local() { return {"local", Role::kAdmin, {}}; }

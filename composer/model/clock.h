@@ -3,6 +3,8 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
+#include <string_view>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -48,5 +50,8 @@ class ManualClock final : public Clock {
 
 // "2026-11-21T09:47:00.123Z"
 [[nodiscard]] std::string formatTimestamp(Timestamp t);
+// The inverse, for UTC times in RFC 3339 form: "2026-11-21T09:47:00Z", with optional fraction, or a date
+// alone ("2026-11-21", its midnight). Nothing for anything else.
+[[nodiscard]] std::optional<Timestamp> parseTimestamp(std::string_view text);
 
 }  // namespace switchyard

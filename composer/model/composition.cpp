@@ -39,7 +39,7 @@ constexpr Names<DeviceAllocation, 4> kAllocations{{{DeviceAllocation::kFree, "fr
                                                    {DeviceAllocation::kReserved, "reserved"},
                                                    {DeviceAllocation::kAllocated, "allocated"},
                                                    {DeviceAllocation::kQuarantined, "quarantined"}}};
-constexpr Names<Role, 3> kRoles{{{Role::kViewer, "viewer"}, {Role::kOperator, "operator"}, {Role::kAdmin, "admin"}}};
+constexpr Names<Role, 4> kRoles{{{Role::kViewer, "viewer"}, {Role::kTenant, "tenant"}, {Role::kOperator, "operator"}, {Role::kAdmin, "admin"}}};
 
 template <typename E, std::size_t N>
 std::string_view nameOf(const Names<E, N>& names, E v) {

@@ -119,6 +119,7 @@ struct Operation {
   Caller requestedBy;       // who asked for it: the actor of its events
   Timestamp createdAt = 0;
   Timestamp updatedAt = 0;
+  std::string tenant;       // the tenant of its system: who may see it
 
   [[nodiscard]] bool finished() const {
     return state == OperationState::kSucceeded || state == OperationState::kFailed;
@@ -149,6 +150,7 @@ struct Event {
   std::string subject;         // the id the event is about
   std::string message;         // a sentence an operator can read
   std::string actor;           // who caused it: the identity of an operation's caller, or "yardd"
+  std::string tenant;          // the tenant of the system or operation it is about; empty: the pool's own
 };
 
 [[nodiscard]] std::string_view toString(SystemState v);

@@ -14,6 +14,8 @@ std::string_view codeName(Code code) {
     case Code::kUnavailable: return "UNAVAILABLE";
     case Code::kAborted: return "ABORTED";
     case Code::kInternal: return "INTERNAL";
+    case Code::kPermissionDenied: return "PERMISSION_DENIED";
+    case Code::kUnauthenticated: return "UNAUTHENTICATED";
   }
   return "UNKNOWN";
 }

@@ -20,6 +20,8 @@ enum class Code {
   kUnavailable,         // a switch or the store cannot be reached; retry later
   kAborted,             // the daemon is shutting down or the operation was cancelled
   kInternal,            // a bug or a broken invariant
+  kPermissionDenied,    // the caller's role or tenant does not allow it
+  kUnauthenticated,     // no valid credentials (client certificate, bearer token, password)
 };
 
 [[nodiscard]] std::string_view codeName(Code code);

@@ -17,6 +17,7 @@
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
+#include "tests/support/identities.h"
 
 namespace {
 
@@ -43,7 +44,7 @@ struct World {
     store = std::move(*SqliteStore::open(path + "/yard.db"));
     engine = std::make_unique<Engine>(*fabric, *store, clock, EngineOptions{.fabricPollInterval = std::chrono::milliseconds(0)});
     if (!engine->start()) std::abort();
-    accounts = std::make_unique<bmc::Accounts>(std::vector<bmc::Account>{{"admin", Role::kAdmin, "pw"}, {"viewer", Role::kViewer, "pw"}});
+    accounts = std::make_unique<bmc::Accounts>(testing::makeIdentities({{"admin", "admin", "", "pw"}, {"viewer", "viewer", "", "pw"}}));
     service = std::make_unique<bmc::RedfishService>(*engine, *accounts);
   }
   std::string path;

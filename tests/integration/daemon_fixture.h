@@ -31,8 +31,10 @@ class DaemonTest : public ::testing::Test {
     stub_ = pb::Switchyard::NewStub(channel_);
   }
 
+  // How yardctl connects: plaintext, as the fixture's yardd serves; TLS tests set their flags.
+  std::string yardctlConnection_ = "--plaintext";
   CommandResult yardctl(const std::string& args) {
-    return runCommand(std::string(YARDCTL_PATH) + " --server " + daemon_->address() + " " + args, dir_.path());
+    return runCommand(std::string(YARDCTL_PATH) + " --server " + daemon_->address() + " " + yardctlConnection_ + " " + args, dir_.path());
   }
 
   json yardctlJson(const std::string& args) {

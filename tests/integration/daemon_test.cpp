@@ -356,10 +356,10 @@ TEST_F(DaemonTest, ReadsFlagsFromAConfigFile) {
 // work after the command too, as in kubectl, and be listed in every command's --help.
 TEST_F(DaemonTest, GlobalFlagsWorkBeforeAndAfterTheCommand) {
   startDaemon();
-  auto after = testing::runCommand(std::string(YARDCTL_PATH) + " hosts -o json --server " + daemon_->address(), dir_.path());
+  auto after = testing::runCommand("YARD_PLAINTEXT=1 " + std::string(YARDCTL_PATH) + " hosts -o json --server " + daemon_->address(), dir_.path());
   ASSERT_EQ(after.exitCode, 0) << after.err;
   EXPECT_EQ(json::parse(after.out)["hosts"].size(), 4u);
-  auto nested = testing::runCommand(std::string(YARDCTL_PATH) + " ops --server " + daemon_->address() + " --output json", dir_.path());
+  auto nested = testing::runCommand(std::string(YARDCTL_PATH) + " ops --server " + daemon_->address() + " --output json --plaintext", dir_.path());
   ASSERT_EQ(nested.exitCode, 0) << nested.err;
   EXPECT_TRUE(json::parse(nested.out).is_object()) << nested.out;
   auto help = testing::runCommand(std::string(YARDCTL_PATH) + " ops show --help", dir_.path());

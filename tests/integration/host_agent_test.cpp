@@ -76,7 +76,7 @@ class HostAgentTest : public ::testing::Test {
   std::filesystem::path proc() const { return dir_ / "proc"; }
 
   testing::CommandResult yardctl(const std::string& args) {
-    return testing::runCommand(std::string(YARDCTL_PATH) + " --server " + yardd_->address() + " " + args, dir_.path());
+    return testing::runCommand(std::string(YARDCTL_PATH) + " --server " + yardd_->address() + " --plaintext " + args, dir_.path());
   }
 
   testing::TempDir dir_;

@@ -19,12 +19,13 @@ RULES = [
     ("composer/model/", (["composer/model/"], IO + ["spdlog", "nlohmann"])),
     ("composer/placement/", (["composer/model/", "composer/placement/"], IO + ["spdlog"])),
     ("composer/packing/", (["composer/model/", "composer/placement/", "composer/packing/"], IO + ["spdlog"])),
+    ("composer/auth/", (["composer/model/", "composer/auth/"], IO + ["spdlog"])),
     ("composer/engine/", (ENGINE_DEPS, ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
-    ("composer/api/", (ENGINE_DEPS + ["composer/api/", "switchyard/v1/"], ["sqlite3.h"])),
+    ("composer/api/", (ENGINE_DEPS + ["composer/api/", "composer/auth/", "switchyard/v1/"], ["sqlite3.h"])),
     ("composer/daemon/", (None, [])),  # the composition root may name everything
     ("fabric/", (["composer/model/", "fabric/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("inventory/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "boost/asio", "google/protobuf", "switchyard/v1/"])),
-    ("bmc/", (["composer/model/", "composer/engine/", "composer/packing/", "composer/placement/", "bmc/",
+    ("bmc/", (["composer/model/", "composer/auth/", "composer/engine/", "composer/packing/", "composer/placement/", "bmc/",
                "fabric/fabric_driver.h", "fabric/host_agents.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),
     # The host agent (yard-agent) and yardd's client of it: PCI discovery, the host-side interface, gRPC.
     ("agent/", (["composer/model/", "composer/api/status_mapping.h", "inventory/pci/", "agent/", "fabric/fabric_driver.h", "fabric/host_agents.h", "switchyard/v1/"],

@@ -13,6 +13,7 @@ self-signed certificate it makes at first start, pinned by the client) and three
 Usage: redfish_conformance.py YARDD SHARED_DIR   (exit 0 when everything holds; 77 when a tool is missing)
 """
 import base64
+import hashlib
 import warnings
 import json
 import os
@@ -27,6 +28,13 @@ import urllib.error
 import urllib.request
 
 FAILURES = []
+
+
+def password_hash(password, iterations=1000):
+    """The identities file's password form (yardd --hash-password), with few iterations: a test's accounts."""
+    salt = os.urandom(16)
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    return f"pbkdf2-sha256${iterations}${salt.hex()}${digest.hex()}"
 
 
 def check(condition, what):
@@ -160,12 +168,14 @@ def main():
         return 77
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="redfish-conformance-"))
     accounts = {"Administrator": ("root", "r00t-pw"), "Operator": ("ops", "0ps-pw"), "ReadOnly": ("watcher", "w4tch-pw")}
-    (tmp / "accounts").write_text("".join(f"{u}:{role}:{p}\n" for role, (u, p) in accounts.items()))
-    os.chmod(tmp / "accounts", 0o600)
+    engine_roles = {"Administrator": "admin", "Operator": "operator", "ReadOnly": "viewer"}
+    (tmp / "identities.json").write_text(json.dumps({"identities": [
+        {"name": u, "role": engine_roles[role], "password": password_hash(p)} for role, (u, p) in accounts.items()]}))
+    os.chmod(tmp / "identities.json", 0o600)
     log = open(tmp / "yardd.log", "w")
     global TLS
     proc = subprocess.Popen([yardd, "--listen", "127.0.0.1:0", "--state-dir", str(tmp), "--redfish-listen", "127.0.0.1:0",
-                             "--redfish-accounts", str(tmp / "accounts"), "--redfish-port-file", str(tmp / "rfport")],
+                             "--identities", str(tmp / "identities.json"), "--plaintext", "--redfish-port-file", str(tmp / "rfport")],
                             stdout=log, stderr=subprocess.STDOUT)
     try:
         for _ in range(500):

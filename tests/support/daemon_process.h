@@ -1,6 +1,7 @@
 // Runs the real yardd binary for integration tests: port 0, a private state directory, log captured.
 #pragma once
 
+#include <algorithm>
 #include <signal.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -55,7 +56,11 @@ class DaemonProcess {
 
   // Starts yardd and waits until it serves (or exits). Returns false if it did not come up.
   bool start(const std::vector<std::string>& extraArgs = {}) {
+    // Plaintext gRPC on loopback, so that tests' clients need no certificate; the TLS tests add their own flags.
     std::vector<std::string> args{"--listen", "127.0.0.1:0", "--state-dir", stateDir_.string(), "--log-level", "debug"};
+    if (std::find(extraArgs.begin(), extraArgs.end(), "--tls-cert") == extraArgs.end() &&
+        std::find(extraArgs.begin(), extraArgs.end(), "--tls") == extraArgs.end())
+      args.push_back("--plaintext");
     args.insert(args.end(), extraArgs.begin(), extraArgs.end());
     return startProgram(args);
   }

@@ -1,12 +1,11 @@
-// Redfish accounts: the file format, Basic credentials, sessions.
+// Redfish authentication over the identities file: Basic and bearer credentials, sessions.
 #include "bmc/accounts.h"
 
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <thread>
 
-#include "tests/support/temp_dir.h"
+#include "tests/support/identities.h"
 
 namespace switchyard::bmc {
 namespace {
@@ -25,46 +24,40 @@ std::string basic(const std::string& userColonPassword) {
   return "Basic " + out;
 }
 
-TEST(RedfishAccounts, LoadsRolesAndNamesTheBadLine) {
-  testing::TempDir dir;
-  std::ofstream(dir / "ok") << "# operators\nalice:Operator:pw-a\n\nbob:ReadOnly:pw:with:colons\n";
-  auto accounts = Accounts::load(dir / "ok");
-  ASSERT_TRUE(accounts) << accounts.error().message;
-  ASSERT_EQ((*accounts)->accounts().size(), 2u);
-  EXPECT_EQ((*accounts)->accounts()[1].password, "pw:with:colons");
-  std::ofstream(dir / "bad") << "alice:Operator:pw\nmallory:Root:pw\n";
-  auto bad = Accounts::load(dir / "bad");
-  ASSERT_FALSE(bad);
-  EXPECT_NE(bad.error().message.find("bad:2"), std::string::npos) << bad.error().message;
-  EXPECT_FALSE(Accounts::load(dir / "missing"));
-}
-
-TEST(RedfishAccounts, BasicCredentialsProveTheCallerAndTheirRole) {
-  Accounts accounts({{"alice", Role::kOperator, "pw-a"}, {"bob", Role::kViewer, "pw-b"}});
-  auto alice = accounts.basic(basic("alice:pw-a"));
+TEST(RedfishAccounts, BasicAndBearerCredentialsProveTheCallerRoleAndTenant) {
+  Accounts accounts(testing::makeIdentities({{"alice", "operator", "", "pw-a"},
+                                             {"bob", "viewer", "", "pw:with:colons"},
+                                             {"carol", "tenant", "team-c", "pw-c", "carols-token"}}));
+  auto alice = accounts.authorization(basic("alice:pw-a"));
   ASSERT_TRUE(alice);
   EXPECT_EQ(alice->identity, "alice");
   EXPECT_EQ(alice->role, Role::kOperator);
-  EXPECT_FALSE(accounts.basic(basic("alice:pw-b")));
-  EXPECT_FALSE(accounts.basic(basic("carol:pw-a")));
-  EXPECT_FALSE(accounts.basic("Bearer x"));
-  EXPECT_FALSE(accounts.basic("Basic !!!"));
-  EXPECT_FALSE(accounts.basic("Basic YWxpY2U6cHctYQ")) << "a partial base64 group (the fuzzer's heap overflow) is refused";
-  EXPECT_FALSE(accounts.basic("Basic "));
+  EXPECT_EQ(accounts.authorization(basic("bob:pw:with:colons"))->role, Role::kViewer) << "the password is all after the first ':'";
+  auto carol = accounts.authorization("Bearer carols-token");
+  ASSERT_TRUE(carol);
+  EXPECT_EQ(carol->role, Role::kTenant);
+  EXPECT_EQ(carol->tenant, "team-c");
+  EXPECT_FALSE(accounts.authorization(basic("alice:pw-b")));
+  EXPECT_FALSE(accounts.authorization(basic("dave:pw-a")));
+  EXPECT_FALSE(accounts.authorization("Bearer x"));
+  EXPECT_FALSE(accounts.authorization("Basic !!!"));
+  EXPECT_FALSE(accounts.authorization("Basic YWxpY2U6cHctYQ")) << "a partial base64 group (the fuzzer's heap overflow) is refused";
+  EXPECT_FALSE(accounts.authorization("Basic "));
 }
 
-TEST(RedfishAccounts, SessionsLastUntilLogoutOrTimeout) {
-  Accounts accounts({{"alice", Role::kAdmin, "pw"}}, std::chrono::seconds(0));
+TEST(RedfishAccounts, SessionsLastUntilLogoutOrTimeoutAndCarryTheTenant) {
+  auto identities = testing::makeIdentities({{"alice", "admin", "", "pw"}, {"carol", "tenant", "team-c", "pw-c"}});
+  Accounts accounts(identities, std::chrono::seconds(0));
   EXPECT_FALSE(accounts.login("alice", "wrong"));
   auto s = accounts.login("alice", "pw");
   ASSERT_TRUE(s);
-  EXPECT_EQ(s->token.size(), 32u);
+  EXPECT_EQ(s->token.size(), 48u);
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   EXPECT_FALSE(accounts.token(s->token)) << "a zero timeout expires the session at once";
-  Accounts lasting({{"alice", Role::kAdmin, "pw"}});
-  auto t = lasting.login("alice", "pw");
+  Accounts lasting(identities);
+  auto t = lasting.login("carol", "pw-c");
   ASSERT_TRUE(t);
-  EXPECT_EQ(lasting.token(t->token)->identity, "alice");
+  EXPECT_EQ(lasting.token(t->token)->tenant, "team-c");
   EXPECT_TRUE(lasting.logout(t->id));
   EXPECT_FALSE(lasting.token(t->token));
 }

@@ -1,0 +1,111 @@
+#include "cli/connection.h"
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace yardctl {
+
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : std::string();
+}
+
+bool readFile(const std::string& path, std::string& out) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::stringstream text;
+  text << in.rdbuf();
+  out = text.str();
+  return true;
+}
+
+}  // namespace
+
+std::string defaultServerCertificate() {
+  // The same rule as yardd's default --state-dir.
+  std::filesystem::path dir;
+  if (auto xdg = env("XDG_STATE_HOME"); !xdg.empty()) dir = std::filesystem::path(xdg) / "switchyard";
+  else if (auto home = env("HOME"); !home.empty()) dir = std::filesystem::path(home) / ".local/state/switchyard";
+  else dir = "/var/lib/switchyard";
+  return (dir / "grpc-cert.pem").string();
+}
+
+Connection Connection::fromEnvironment() {
+  Connection c;
+  c.server = env("YARD_SERVER").empty() ? "127.0.0.1:7390" : env("YARD_SERVER");
+  c.ca = env("YARD_CA");
+  c.cert = env("YARD_CERT");
+  c.key = env("YARD_KEY");
+  c.tokenFile = env("YARD_TOKEN_FILE");
+  c.plaintext = env("YARD_PLAINTEXT") == "1";
+  c.caller = !env("YARD_CALLER").empty() ? env("YARD_CALLER") : !env("USER").empty() ? env("USER") : "local";
+  return c;
+}
+
+void Connection::addFlags(CLI::App* cmd, const std::string& group) {
+  cmd->add_option("-s,--server", server, "yardd address (default from YARD_SERVER)")->capture_default_str()->group(group);
+  cmd->add_option("--ca", ca,
+                  "Trust this certificate (PEM) for yardd's TLS: its --tls-cert or the CA that signed it (YARD_CA; default: the "
+                  "self-signed one yardd made in the default state directory, if there)")
+      ->group(group);
+  cmd->add_option("--cert", cert, "Client certificate (PEM) for mutual TLS; its CN names your identity (YARD_CERT)")->group(group);
+  cmd->add_option("--key", key, "The client certificate's private key (PEM) (YARD_KEY)")->group(group);
+  cmd->add_option("--token-file", tokenFile, "File holding your bearer token (first line) (YARD_TOKEN_FILE; or YARD_TOKEN itself)")
+      ->group(group);
+  cmd->add_flag("--plaintext", plaintext, "Talk to a yardd started with --plaintext (loopback only) (YARD_PLAINTEXT=1)")->group(group);
+  cmd->add_option("--as", caller,
+                  "Who a yardd without --identities records as asking (default from YARD_CALLER, else USER); with identities "
+                  "yardd uses the identity your credentials prove")
+      ->capture_default_str()
+      ->group(group);
+}
+
+std::shared_ptr<grpc::Channel> Connection::channel(std::string& error) const {
+  resolvedToken_ = env("YARD_TOKEN");
+  if (!tokenFile.empty()) {
+    std::ifstream in(tokenFile);
+    if (!in || !std::getline(in, resolvedToken_) || resolvedToken_.empty()) {
+      error = fmt::format("--token-file {}: cannot read a token from it", tokenFile);
+      return nullptr;
+    }
+  }
+  if (plaintext) return grpc::CreateChannel(server, grpc::InsecureChannelCredentials());
+  grpc::SslCredentialsOptions tls;
+  std::string trust = ca;
+  if (trust.empty() && std::filesystem::exists(defaultServerCertificate())) trust = defaultServerCertificate();
+  if (!trust.empty() && !readFile(trust, tls.pem_root_certs)) {
+    error = fmt::format("--ca {}: cannot read it", trust);
+    return nullptr;
+  }
+  if (cert.empty() != key.empty()) {
+    error = "--cert and --key go together";
+    return nullptr;
+  }
+  if (!cert.empty() && (!readFile(cert, tls.pem_cert_chain) || !readFile(key, tls.pem_private_key))) {
+    error = fmt::format("cannot read the client certificate {} or its key {}", cert, key);
+    return nullptr;
+  }
+  return grpc::CreateChannel(server, grpc::SslCredentials(tls));
+}
+
+void Connection::authenticate(grpc::ClientContext& ctx) const {
+  ctx.AddMetadata("switchyard-caller", caller);
+  if (!resolvedToken_.empty()) ctx.AddMetadata("authorization", "Bearer " + resolvedToken_);
+}
+
+std::string Connection::hint() const {
+  return fmt::format(
+      "is yardd running and listening on {}? Start it with `yardd`, or point yardctl elsewhere with --server or YARD_SERVER. "
+      "yardctl speaks TLS{}; a yardd started with --plaintext needs --plaintext here, and one with its own certificate "
+      "needs --ca.",
+      server, plaintext ? " unless --plaintext (given)" : ca.empty() ? " trusting " + defaultServerCertificate() + " if it exists" : " trusting " + ca);
+}
+
+}  // namespace yardctl

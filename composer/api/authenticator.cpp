@@ -1,0 +1,62 @@
+#include "composer/api/authenticator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace switchyard {
+
+namespace {
+
+std::optional<std::string> metadata(const grpc::ServerContextBase& ctx, const char* key) {
+  const auto& md = ctx.client_metadata();
+  auto it = md.find(key);
+  if (it == md.end()) return std::nullopt;
+  return std::string(it->second.data(), it->second.size());
+}
+
+bool printable(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+}
+
+Result<Caller> claimed(const grpc::ServerContextBase& ctx) {
+  Caller caller{"anonymous", Role::kAdmin, {}};
+  if (auto identity = metadata(ctx, kCallerMetadata)) {
+    if (identity->empty() || identity->size() > 128 || !printable(*identity))
+      return fail(Code::kInvalidArgument, fmt::format("{} metadata: 1-128 printable characters without spaces", kCallerMetadata));
+    caller.identity = *identity;
+  }
+  if (auto tenant = metadata(ctx, kTenantMetadata)) {
+    if (tenant->size() > 128 || !printable(*tenant))
+      return fail(Code::kInvalidArgument, fmt::format("{} metadata: up to 128 printable characters without spaces", kTenantMetadata));
+    caller.tenant = *tenant;
+  }
+  return caller;
+}
+
+}  // namespace
+
+Result<Caller> Authenticator::callerOf(const grpc::ServerContextBase& ctx) const {
+  if (identities_ == nullptr) return claimed(ctx);
+  if (auto header = metadata(ctx, "authorization")) {
+    constexpr std::string_view kBearer = "Bearer ";
+    if (header->rfind(kBearer, 0) != 0)
+      return fail(Code::kUnauthenticated, "the authorization metadata must be 'Bearer TOKEN'");
+    if (auto caller = identities_->byToken(std::string_view(*header).substr(kBearer.size()))) return *caller;
+    return fail(Code::kUnauthenticated, "the bearer token matches no identity in yardd's identities file");
+  }
+  // A certificate the server verified against --tls-client-ca (gRPC only reports verified peers).
+  const auto auth = ctx.auth_context();
+  if (auth && auth->IsPeerAuthenticated()) {
+    for (const auto& cn : auth->FindPropertyValues("x509_common_name")) {
+      const std::string name(cn.data(), cn.size());
+      if (auto caller = identities_->byCertificate(name)) return *caller;
+      return fail(Code::kUnauthenticated, fmt::format("client certificate CN={} matches no identity's certificate_cn", name));
+    }
+  }
+  return fail(Code::kUnauthenticated,
+              "this yardd requires credentials: a bearer token (yardctl --token-file or YARD_TOKEN) or a client certificate "
+              "(yardctl --cert/--key) named in its identities file");
+}
+
+}  // namespace switchyard

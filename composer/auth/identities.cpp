@@ -1,0 +1,230 @@
+#include "composer/auth/identities.h"
+
+#include <fmt/format.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace switchyard::auth {
+
+namespace {
+
+using nlohmann::json;
+
+std::string hex(const unsigned char* data, std::size_t size) {
+  std::string out;
+  out.reserve(size * 2);
+  for (std::size_t i = 0; i < size; ++i) out += fmt::format("{:02x}", data[i]);
+  return out;
+}
+
+std::optional<std::vector<unsigned char>> unhex(std::string_view s) {
+  if (s.size() % 2 != 0) return std::nullopt;
+  std::vector<unsigned char> out;
+  for (std::size_t i = 0; i < s.size(); i += 2) {
+    unsigned value = 0;
+    for (char c : s.substr(i, 2)) {
+      value <<= 4;
+      if (c >= '0' && c <= '9') value |= static_cast<unsigned>(c - '0');
+      else if (c >= 'a' && c <= 'f') value |= static_cast<unsigned>(c - 'a' + 10);
+      else return std::nullopt;
+    }
+    out.push_back(static_cast<unsigned char>(value));
+  }
+  return out;
+}
+
+std::string sha256Hex(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_sha256(), nullptr);
+  return hex(digest, size);
+}
+
+bool sameBytes(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+struct PasswordHash {
+  int iterations = 0;
+  std::vector<unsigned char> salt;
+  std::vector<unsigned char> hash;
+};
+
+std::optional<PasswordHash> parsePasswordHash(std::string_view s) {
+  const std::string_view prefix = "pbkdf2-sha256$";
+  if (s.substr(0, prefix.size()) != prefix) return std::nullopt;
+  s.remove_prefix(prefix.size());
+  const auto first = s.find('$');
+  const auto second = first == std::string_view::npos ? first : s.find('$', first + 1);
+  if (second == std::string_view::npos) return std::nullopt;
+  PasswordHash h;
+  try {
+    std::size_t used = 0;
+    h.iterations = std::stoi(std::string(s.substr(0, first)), &used);
+    if (used != first || h.iterations < 1000) return std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  auto salt = unhex(s.substr(first + 1, second - first - 1));
+  auto hash = unhex(s.substr(second + 1));
+  if (!salt || !hash || salt->size() < 8 || hash->size() != 32) return std::nullopt;
+  h.salt = std::move(*salt);
+  h.hash = std::move(*hash);
+  return h;
+}
+
+std::vector<unsigned char> pbkdf2(std::string_view password, const std::vector<unsigned char>& salt, int iterations) {
+  std::vector<unsigned char> out(32);
+  PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()), salt.data(), static_cast<int>(salt.size()), iterations,
+                    EVP_sha256(), static_cast<int>(out.size()), out.data());
+  return out;
+}
+
+bool printableName(const std::string& s) {
+  return !s.empty() && s.size() <= 128 && std::all_of(s.begin(), s.end(), [](char c) { return c > 0x20 && c < 0x7f && c != ':'; });
+}
+
+Result<std::optional<int>> limit(const json& quota, const char* key, const std::string& where) {
+  if (!quota.contains(key)) return std::optional<int>{};
+  const json& v = quota.at(key);
+  if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1'000'000)
+    return fail(Code::kInvalidArgument, fmt::format("{}: {} must be a whole number from 0 up", where, key));
+  return std::optional<int>(v.get<int>());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std::string_view source) {
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: not a JSON object", source));
+  for (const auto& [key, value] : doc.items())
+    if (key != "tenants" && key != "identities")
+      return fail(Code::kInvalidArgument, fmt::format("{}: unknown key '{}' (expected tenants, identities)", source, key));
+  std::unique_ptr<Identities> out(new Identities());
+  if (doc.contains("tenants")) {
+    if (!doc["tenants"].is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: tenants must be an object", source));
+    for (const auto& [tenant, quota] : doc["tenants"].items()) {
+      const std::string where = fmt::format("{}: tenant '{}'", source, tenant);
+      if (!printableName(tenant)) return fail(Code::kInvalidArgument, fmt::format("{}: 1-128 printable characters", where));
+      if (!quota.is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: expected an object of limits", where));
+      for (const auto& [key, v] : quota.items())
+        if (key != "max_gpus" && key != "max_systems")
+          return fail(Code::kInvalidArgument, fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems)", where, key));
+      TenantQuota q;
+      SY_ASSIGN(q.maxGpus, limit(quota, "max_gpus", where));
+      SY_ASSIGN(q.maxSystems, limit(quota, "max_systems", where));
+      out->quotas_.emplace(tenant, q);
+    }
+  }
+  if (!doc.contains("identities") || !doc["identities"].is_array() || doc["identities"].empty())
+    return fail(Code::kInvalidArgument, fmt::format("{}: identities must be a non-empty array", source));
+  std::set<std::string> names, tokens, certificates;
+  for (std::size_t i = 0; i < doc["identities"].size(); ++i) {
+    const json& e = doc["identities"][i];
+    const std::string where = fmt::format("{}: identities[{}]", source, i);
+    if (!e.is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: expected an object", where));
+    for (const auto& [key, v] : e.items()) {
+      static const std::set<std::string> kKeys{"name", "role", "tenant", "password", "token_sha256", "certificate_cn"};
+      if (!kKeys.contains(key))
+        return fail(Code::kInvalidArgument,
+                    fmt::format("{}: unknown key '{}' (expected name, role, tenant, password, token_sha256, certificate_cn)", where, key));
+      if (!v.is_string()) return fail(Code::kInvalidArgument, fmt::format("{}: {} must be a string", where, key));
+    }
+    Identity id;
+    id.name = e.value("name", "");
+    if (!printableName(id.name))
+      return fail(Code::kInvalidArgument, fmt::format("{}: name must be 1-128 printable characters without spaces or ':'", where));
+    const std::string role = e.value("role", "");
+    auto parsed = parseRole(role);
+    if (!parsed) return fail(Code::kInvalidArgument, fmt::format("{} ({}): role '{}' is not one of viewer, tenant, operator, admin", where, id.name, role));
+    id.role = *parsed;
+    id.tenant = e.value("tenant", "");
+    if (id.role == Role::kTenant && !printableName(id.tenant))
+      return fail(Code::kInvalidArgument, fmt::format("{} ({}): the tenant role needs a tenant", where, id.name));
+    if (id.role != Role::kTenant && !id.tenant.empty())
+      return fail(Code::kInvalidArgument,
+                  fmt::format("{} ({}): only the tenant role acts for one tenant; {} acts for all", where, id.name, role));
+    id.passwordHash = e.value("password", "");
+    if (!id.passwordHash.empty() && !parsePasswordHash(id.passwordHash))
+      return fail(Code::kInvalidArgument,
+                  fmt::format("{} ({}): password must be a hash from `yardd --hash-password` (pbkdf2-sha256$ITERATIONS$SALT$HASH)", where, id.name));
+    id.tokenSha256 = e.value("token_sha256", "");
+    if (!id.tokenSha256.empty() && (id.tokenSha256.size() != 64 || !unhex(id.tokenSha256)))
+      return fail(Code::kInvalidArgument, fmt::format("{} ({}): token_sha256 must be 64 lower-case hex digits (`yardd --new-token`)", where, id.name));
+    id.certificateCn = e.value("certificate_cn", "");
+    if (id.passwordHash.empty() && id.tokenSha256.empty() && id.certificateCn.empty())
+      return fail(Code::kInvalidArgument, fmt::format("{} ({}): no credential (password, token_sha256 or certificate_cn)", where, id.name));
+    if (!names.insert(id.name).second) return fail(Code::kInvalidArgument, fmt::format("{}: name '{}' appears twice", where, id.name));
+    if (!id.tokenSha256.empty() && !tokens.insert(id.tokenSha256).second)
+      return fail(Code::kInvalidArgument, fmt::format("{} ({}): the same token is given to another identity", where, id.name));
+    if (!id.certificateCn.empty() && !certificates.insert(id.certificateCn).second)
+      return fail(Code::kInvalidArgument, fmt::format("{} ({}): certificate_cn '{}' is given to another identity", where, id.name, id.certificateCn));
+    out->identities_.push_back(std::move(id));
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Identities>> Identities::load(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) return fail(Code::kInvalidArgument, fmt::format("{}: cannot read the identities file", file.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse(text.str(), file.string());
+}
+
+std::optional<Caller> Identities::byPassword(std::string_view name, std::string_view password) const {
+  for (const auto& id : identities_) {
+    if (id.name != name || id.passwordHash.empty()) continue;
+    const std::string remembered = sha256Hex(fmt::format("{}\n{}\n{}", id.name, id.passwordHash, password));
+    {
+      std::lock_guard lock(mutex_);
+      if (verified_.contains(remembered)) return id.caller();
+    }
+    const auto stored = parsePasswordHash(id.passwordHash);
+    const auto computed = pbkdf2(password, stored->salt, stored->iterations);
+    if (CRYPTO_memcmp(computed.data(), stored->hash.data(), computed.size()) != 0) return std::nullopt;
+    std::lock_guard lock(mutex_);
+    if (verified_.size() > 4096) verified_.clear();
+    verified_.insert(remembered);
+    return id.caller();
+  }
+  return std::nullopt;
+}
+
+std::optional<Caller> Identities::byToken(std::string_view token) const {
+  if (token.empty()) return std::nullopt;
+  const std::string hash = sha256Hex(token);
+  std::optional<Caller> found;
+  for (const auto& id : identities_)  // every entry compared, so the time does not tell which one matched
+    if (!id.tokenSha256.empty() && sameBytes(id.tokenSha256, hash)) found = id.caller();
+  return found;
+}
+
+std::optional<Caller> Identities::byCertificate(std::string_view commonName) const {
+  if (commonName.empty()) return std::nullopt;
+  for (const auto& id : identities_)
+    if (id.certificateCn == commonName) return id.caller();
+  return std::nullopt;
+}
+
+std::string Identities::hashPassword(std::string_view password, int iterations) {
+  std::vector<unsigned char> salt(16);
+  RAND_bytes(salt.data(), static_cast<int>(salt.size()));
+  const auto hash = pbkdf2(password, salt, iterations);
+  return fmt::format("pbkdf2-sha256${}${}${}", iterations, hex(salt.data(), salt.size()), hex(hash.data(), hash.size()));
+}
+
+std::string Identities::hashToken(std::string_view token) { return sha256Hex(token); }
+
+std::string Identities::newToken() {
+  unsigned char bytes[32];
+  RAND_bytes(bytes, sizeof bytes);
+  return "syt_" + hex(bytes, sizeof bytes);
+}
+
+}  // namespace switchyard::auth

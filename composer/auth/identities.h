@@ -1,0 +1,74 @@
+// Who may talk to yardd, as what: the identities file (`yardd --identities FILE`, JSON, mode 0600), read
+// by the gRPC API and the Redfish service alike. Each identity has a role (composer/model/caller.h), a
+// tenant when its role is tenant, and one or more credentials:
+//   - "password": a PBKDF2-SHA256 hash (`yardd --hash-password`), for Redfish Basic auth and sessions;
+//   - "token_sha256": the SHA-256 of a bearer token (`yardd --new-token`), for gRPC and Redfish;
+//   - "certificate_cn": the common name of a client certificate yardd's --tls-client-ca signed (mutual TLS).
+// Secrets are never stored, only their hashes. "tenants" holds each tenant's quota (composer/model/access.h).
+//
+//   {"tenants": {"team-a": {"max_gpus": 16, "max_systems": 4}},
+//    "identities": [
+//      {"name": "alice", "role": "admin", "password": "pbkdf2-sha256$600000$<salt hex>$<hash hex>"},
+//      {"name": "slurm", "role": "operator", "token_sha256": "<64 hex digits>"},
+//      {"name": "ci-a", "role": "tenant", "tenant": "team-a", "certificate_cn": "ci-a"}]}
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "composer/model/access.h"
+#include "composer/model/caller.h"
+#include "composer/model/error.h"
+
+namespace switchyard::auth {
+
+struct Identity {
+  std::string name;
+  Role role = Role::kViewer;
+  std::string tenant;
+  std::string passwordHash;  // pbkdf2-sha256$ITERATIONS$SALT$HASH (hex), or empty
+  std::string tokenSha256;   // lower-case hex, or empty
+  std::string certificateCn;
+  [[nodiscard]] Caller caller() const { return {name, role, tenant}; }
+};
+
+inline constexpr int kPasswordIterations = 600'000;  // OWASP's 2023 figure for PBKDF2-HMAC-SHA256
+
+class Identities {
+ public:
+  // Parses the file's JSON; `source` names it in errors. Unknown keys, duplicate names, credentials or
+  // certificate names, a tenant role without a tenant (or another role with one) are refused.
+  [[nodiscard]] static Result<std::unique_ptr<Identities>> parse(std::string_view json, std::string_view source);
+  [[nodiscard]] static Result<std::unique_ptr<Identities>> load(const std::filesystem::path& file);
+
+  // The caller a credential proves, or nothing. Comparisons take the same time whatever matched.
+  [[nodiscard]] std::optional<Caller> byPassword(std::string_view name, std::string_view password) const;
+  [[nodiscard]] std::optional<Caller> byToken(std::string_view token) const;
+  [[nodiscard]] std::optional<Caller> byCertificate(std::string_view commonName) const;
+
+  [[nodiscard]] const std::vector<Identity>& identities() const { return identities_; }
+  [[nodiscard]] const TenantQuotas& quotas() const { return quotas_; }
+
+  // What goes in the file: a password's hash (a fresh random salt), a token's hash, a new random token.
+  [[nodiscard]] static std::string hashPassword(std::string_view password, int iterations = kPasswordIterations);
+  [[nodiscard]] static std::string hashToken(std::string_view token);
+  [[nodiscard]] static std::string newToken();
+
+ private:
+  Identities() = default;
+  std::vector<Identity> identities_;
+  TenantQuotas quotas_;
+  // PBKDF2 is slow on purpose; a password that matched once is remembered (by its SHA-256 with the
+  // name) so that Redfish Basic auth on every request stays cheap.
+  mutable std::mutex mutex_;
+  mutable std::set<std::string> verified_;
+};
+
+}  // namespace switchyard::auth

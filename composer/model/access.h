@@ -1,0 +1,32 @@
+// What a caller may see and change: the one place the roles of composer/model/caller.h are interpreted.
+// The engine asks it before accepting a change; the gRPC and Redfish services ask it before showing a
+// system, an operation, an event or an audit record.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "composer/model/caller.h"
+#include "composer/model/error.h"
+
+namespace switchyard {
+
+// A tenant's limits, enforced by the engine when it accepts a compose or an attach (kResourceExhausted).
+// GPUs count whole physical GPUs held by the tenant's systems, reserved or bound; a GPU carrying MIG
+// instances or shares counts once.
+struct TenantQuota {
+  std::optional<int> maxGpus;
+  std::optional<int> maxSystems;
+};
+using TenantQuotas = std::map<std::string, TenantQuota, std::less<>>;
+
+// Whether `caller` may see what belongs to `tenant` (an empty tenant: the pool itself, seen by all).
+[[nodiscard]] bool maySee(const Caller& caller, std::string_view tenant);
+
+// Whether `caller` may change a system of `tenant`: kPermissionDenied naming the role or the tenant if not.
+// `what` names the change for the message ("compose", "decompose", ...).
+[[nodiscard]] Result<void> mayChange(const Caller& caller, std::string_view tenant, std::string_view what);
+
+}  // namespace switchyard

@@ -1,0 +1,87 @@
+// The identities file: what it accepts, what it refuses (naming the entry), and the credentials it checks.
+#include "composer/auth/identities.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/identities.h"
+
+namespace switchyard::auth {
+namespace {
+
+std::string refusal(const std::string& json) {
+  auto parsed = Identities::parse(json, "ids.json");
+  return parsed ? std::string("accepted") : parsed.error().message;
+}
+
+TEST(Identities, ChecksPasswordsTokensAndCertificateNames) {
+  auto ids = testing::makeIdentities({{"alice", "admin", "", "s3cret"},
+                                      {"slurm", "operator", "", "", "tok-slurm"},
+                                      {"ci-a", "tenant", "team-a", "", "", "ci-a.example"}},
+                                     {{"team-a", {{"max_gpus", 8}, {"max_systems", 2}}}});
+  auto alice = ids->byPassword("alice", "s3cret");
+  ASSERT_TRUE(alice);
+  EXPECT_EQ(alice->role, Role::kAdmin);
+  EXPECT_TRUE(ids->byPassword("alice", "s3cret")) << "a remembered password still matches";
+  EXPECT_FALSE(ids->byPassword("alice", "s3cret "));
+  EXPECT_FALSE(ids->byPassword("slurm", "")) << "an identity without a password cannot log in with one";
+  EXPECT_EQ(ids->byToken("tok-slurm")->identity, "slurm");
+  EXPECT_FALSE(ids->byToken("tok-slurm2"));
+  EXPECT_FALSE(ids->byToken(""));
+  auto ci = ids->byCertificate("ci-a.example");
+  ASSERT_TRUE(ci);
+  EXPECT_EQ(ci->role, Role::kTenant);
+  EXPECT_EQ(ci->tenant, "team-a");
+  EXPECT_FALSE(ids->byCertificate("ci-b.example"));
+  ASSERT_TRUE(ids->quotas().contains("team-a"));
+  EXPECT_EQ(ids->quotas().at("team-a").maxGpus, 8);
+  EXPECT_EQ(ids->quotas().at("team-a").maxSystems, 2);
+}
+
+TEST(Identities, HashesAreSaltedAndNeverTheSecret) {
+  const std::string a = Identities::hashPassword("pw", 1000), b = Identities::hashPassword("pw", 1000);
+  EXPECT_NE(a, b) << "each hash has its own salt";
+  EXPECT_EQ(a.find("pw$"), std::string::npos);
+  EXPECT_EQ(a.rfind("pbkdf2-sha256$1000$", 0), 0u);
+  EXPECT_EQ(Identities::hashToken("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad") << "SHA-256 of 'abc'";
+  const std::string token = Identities::newToken();
+  EXPECT_EQ(token.rfind("syt_", 0), 0u);
+  EXPECT_EQ(token.size(), 4u + 64u);
+  EXPECT_NE(token, Identities::newToken());
+}
+
+TEST(Identities, RefusesMistakesNamingTheEntry) {
+  const std::string hash = Identities::hashToken("t");
+  EXPECT_NE(refusal("[]").find("not a JSON object"), std::string::npos);
+  EXPECT_NE(refusal(R"({"identities": []})").find("non-empty"), std::string::npos);
+  EXPECT_NE(refusal(R"({"identity": []})").find("unknown key 'identity'"), std::string::npos);
+  EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "root", "token_sha256": ")" + hash + R"("}]})").find("role 'root'"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "tenant", "token_sha256": ")" + hash + R"("}]})").find("needs a tenant"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "admin", "tenant": "x", "token_sha256": ")" + hash + R"("}]})")
+                .find("only the tenant role"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "admin"}]})").find("no credential"), std::string::npos);
+  EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "admin", "password": "plain-text"}]})").find("--hash-password"),
+            std::string::npos)
+      << "a plain-text password is refused, not silently accepted";
+  EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "admin", "token_sha256": "abc"}]})").find("64 lower-case hex"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "admin", "token_sha256": ")" + hash + R"("}, {"name": "b", "role": "viewer", "token_sha256": ")" +
+                    hash + R"("}]})")
+                .find("identities[1] (b): the same token"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}, {"name": "a", "role": "viewer", "certificate_cn": "y"}]})")
+                .find("name 'a' appears twice"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"tenants": {"t": {"max_gpu": 1}}, "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})")
+                .find("unknown limit 'max_gpu'"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"tenants": {"t": {"max_gpus": -1}}, "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})")
+                .find("max_gpus must be a whole number"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "admin", "certificate_cn": 5}]})").find("must be a string"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace switchyard::auth
