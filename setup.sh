@@ -3,7 +3,43 @@
 # Idempotent: does nothing (and needs no network) when everything is present.
 #   ./setup.sh         what the build, the tests and the benchmarks need
 #   ./setup.sh fuzz    also clang 19 and its libFuzzer runtime, for the fuzz build (tests/README.md)
+#   ./setup.sh dev-certs DIR [CLIENT...]
+#                      development certificates for gRPC (mutual) TLS, made with the openssl command: a CA
+#                      (DIR/ca.pem), yardd's certificate for localhost/127.0.0.1/::1 (DIR/yardd.pem, .key), and
+#                      one client certificate per CLIENT with that CN (DIR/CLIENT.pem, .key). Then:
+#                        yardd --tls-cert DIR/yardd.pem --tls-key DIR/yardd.key --tls-client-ca DIR/ca.pem
+#                        yardctl --ca DIR/ca.pem --cert DIR/alice.pem --key DIR/alice.key ...
 set -euo pipefail
+
+dev_certs() {
+  local dir="$1"; shift
+  command -v openssl > /dev/null || { echo "setup: dev-certs needs the openssl command (./setup.sh installs it)"; exit 1; }
+  mkdir -p "$dir"
+  local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  if [ ! -s "$dir/ca.pem" ]; then
+    openssl req -x509 "${ec[@]}" -days 825 -subj "/CN=Switchyard development CA" \
+      -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+      -keyout "$dir/ca.key" -out "$dir/ca.pem" 2> /dev/null
+  fi
+  issue() {  # NAME SUBJECT-ALT-NAMES EXTENDED-KEY-USAGE
+    [ -s "$dir/$1.pem" ] && return 0
+    openssl req "${ec[@]}" -subj "/CN=$1" -keyout "$dir/$1.key" -out "$dir/$1.csr" 2> /dev/null
+    printf 'subjectAltName=%s\nextendedKeyUsage=%s\nbasicConstraints=CA:FALSE\n' "$2" "$3" > "$dir/$1.ext"
+    openssl x509 -req -in "$dir/$1.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 825 \
+      -extfile "$dir/$1.ext" -out "$dir/$1.pem" 2> /dev/null
+    rm -f "$dir/$1.csr" "$dir/$1.ext"
+  }
+  issue yardd "DNS:localhost,IP:127.0.0.1,IP:::1" serverAuth
+  for client in "$@"; do issue "$client" "DNS:$client" clientAuth; done
+  chmod 600 "$dir"/*.key
+  echo "setup: development certificates in $dir: ca.pem, yardd.pem/.key${*:+, and client certificates for $*}"
+}
+if [ "${1:-}" = "dev-certs" ]; then
+  [ -n "${2:-}" ] || { echo "usage: ./setup.sh dev-certs DIR [CLIENT...]"; exit 2; }
+  dir="$2"; shift 2
+  dev_certs "$dir" "$@"
+  exit 0
+fi
 
 PACKAGES=(
   build-essential cmake pkg-config

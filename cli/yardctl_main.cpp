@@ -27,7 +27,7 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitOperationFailed = 1;  // the operation ran and was rolled back
 constexpr int kExitUsage = 2;            // bad flags or an invalid request
-constexpr int kExitRefused = 3;          // not found, does not fit, busy, already exists
+constexpr int kExitRefused = 3;          // not found, does not fit, busy, already exists, not allowed
 constexpr int kExitServer = 4;           // yardd unreachable or failing
 
 struct Globals {
@@ -44,7 +44,8 @@ int exitCodeFor(const grpc::Status& s) {
     case grpc::StatusCode::ALREADY_EXISTS:
     case grpc::StatusCode::FAILED_PRECONDITION:
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
-    case grpc::StatusCode::PERMISSION_DENIED: return kExitRefused;
+    case grpc::StatusCode::PERMISSION_DENIED:
+    case grpc::StatusCode::UNAUTHENTICATED: return kExitRefused;
     default: return kExitServer;
   }
 }
@@ -241,7 +242,8 @@ static int runYardctl(int argc, char** argv) {
                "  yardctl capacity                         how many 1/2/4/8/16-GPU requests still fit\n"
                "  yardctl -o json systems | jq .           the same data for scripts\n"};
   app.footer("Exit codes: 0 ok; 1 the operation failed and was rolled back; 2 usage or invalid request;\n"
-             "3 not found, does not fit, busy or already exists; 4 yardd unreachable or failing.\n"
+             "3 not found, does not fit, busy, already exists, or not allowed (credentials, role, tenant, quota);\n"
+             "4 yardd unreachable or failing.\n"
              "YARD_SERVER sets the default --server; YARD_CA, YARD_CERT/YARD_KEY, YARD_TOKEN_FILE (or YARD_TOKEN) and\n"
              "YARD_PLAINTEXT=1 set how to connect and authenticate.");
   app.require_subcommand(1);

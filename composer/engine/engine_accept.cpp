@@ -81,6 +81,7 @@ Result<Operation> Engine::launch(Operation op, const std::string& tenant, Mutati
                                       fmt::format("{} {} accepted for {} on {} (asked by {})", toString(op.kind), op.id, op.systemId,
                                                   op.hostId, op.requestedBy.identity),
                                       op.requestedBy.identity));
+  for (auto& e : mutation.events) e.tenant = tenant;  // the operation is not in memory yet: tenantOf() cannot tell
   SY_TRY(persist(mutation));
   applyInMemory();
   spdlog::info("{} {} accepted for {}: system {} on {}{}", op.id, toString(op.kind), op.requestedBy.identity, op.systemId, op.hostId,

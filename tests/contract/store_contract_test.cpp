@@ -174,6 +174,39 @@ TEST_P(StoreContract, ListsOperationsNewestFirstAndEventsInOrder) {
   EXPECT_FALSE(*store->getOperation("op-999999"));
 }
 
+TEST_P(StoreContract, TheAuditTrailIsFilteredPagedAndKeepsOutcomes) {
+  AuditRecord accepted{1, 100, {"alice", Role::kTenant, "team-a"}, "compose", "a1", "team-a", "accepted", "", "op-000001", "", 0};
+  AuditRecord refused{2, 200, {"bob", Role::kTenant, "team-b"}, "decompose", "a1", "", "NOT_FOUND", "no system 'a1'", "", "", 0};
+  AuditRecord byAdmin{3, 300, {"root", Role::kAdmin, ""}, "attach", "a1", "team-a", "accepted", "", "op-000002", "", 0};
+  {
+    auto store = open();
+    const WriterEpoch epoch = *store->claimWriter();
+    ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutAudit{accepted}, PutAudit{refused}, PutAudit{byAdmin}}, epoch));
+    ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutAuditOutcome{"op-000001", "succeeded", 150}}, epoch));
+  }
+  auto store = open();
+  const WriterEpoch epoch = *store->claimWriter();
+  EXPECT_EQ(store->load()->lastAuditSequence, 3u);
+  auto all = store->listAudit({});
+  ASSERT_TRUE(all) << all.error().message;
+  ASSERT_EQ(all->size(), 3u);
+  EXPECT_EQ((*all)[0].sequence, 3u);
+  EXPECT_EQ((*all)[2].caller, accepted.caller);
+  EXPECT_EQ((*all)[2].outcome, "succeeded");
+  EXPECT_EQ((*all)[2].finishedAt, 150);
+  EXPECT_EQ((*all)[1].message, "no system 'a1'");
+  EXPECT_EQ(store->listAudit({.tenant = "team-a"})->size(), 2u);
+  EXPECT_EQ(store->listAudit({.tenant = "team-b"})->size(), 1u) << "a tenant's identities' own requests count as the tenant's";
+  EXPECT_EQ(store->listAudit({.identity = "root"})->size(), 1u);
+  EXPECT_EQ(store->listAudit({.since = 200, .until = 300})->size(), 1u);
+  EXPECT_EQ(store->listAudit({.beforeSequence = 2})->size(), 1u);
+  EXPECT_EQ(store->listAudit({.limit = 1})->size(), 1u);
+  auto pruned = store->prune({.audit = 1}, epoch);
+  ASSERT_TRUE(pruned);
+  EXPECT_EQ(pruned->audit, 2u);
+  EXPECT_EQ(store->listAudit({})->front().sequence, 3u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, StoreContract,
                          ::testing::Values(StoreFactory{"sqlite",
                                                         [](const std::filesystem::path& dir) -> Result<std::unique_ptr<Store>> {

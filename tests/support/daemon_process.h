@@ -1,7 +1,6 @@
 // Runs the real yardd binary for integration tests: port 0, a private state directory, log captured.
 #pragma once
 
-#include <algorithm>
 #include <signal.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -54,13 +53,14 @@ class DaemonProcess {
       : binary_(std::move(binary)), stateDir_(std::move(stateDir)) {}
   ~DaemonProcess() { kill(SIGKILL); }
 
+  // yardd serves gRPC over TLS (its flags, or its self-signed default) instead of --plaintext.
+  void serveTls() { plaintext_ = false; }
+
   // Starts yardd and waits until it serves (or exits). Returns false if it did not come up.
   bool start(const std::vector<std::string>& extraArgs = {}) {
-    // Plaintext gRPC on loopback, so that tests' clients need no certificate; the TLS tests add their own flags.
+    // Plaintext gRPC on loopback unless a test asks for TLS, so that most tests' clients need no certificate.
     std::vector<std::string> args{"--listen", "127.0.0.1:0", "--state-dir", stateDir_.string(), "--log-level", "debug"};
-    if (std::find(extraArgs.begin(), extraArgs.end(), "--tls-cert") == extraArgs.end() &&
-        std::find(extraArgs.begin(), extraArgs.end(), "--tls") == extraArgs.end())
-      args.push_back("--plaintext");
+    if (plaintext_) args.push_back("--plaintext");
     args.insert(args.end(), extraArgs.begin(), extraArgs.end());
     return startProgram(args);
   }
@@ -117,6 +117,7 @@ class DaemonProcess {
 
  private:
   std::filesystem::path binary_;
+  bool plaintext_ = true;
   std::filesystem::path stateDir_;
   pid_t pid_ = -1;
   int port_ = 0;

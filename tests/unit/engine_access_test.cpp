@@ -1,0 +1,162 @@
+// Roles, tenants, quotas and the audit trail, as the engine enforces and records them (issue 24).
+#include <gtest/gtest.h>
+
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+const Caller kAdmin{"root", Role::kAdmin, {}};
+const Caller kOperator{"ops", Role::kOperator, {}};
+const Caller kViewer{"watcher", Role::kViewer, {}};
+const Caller kAlice{"alice", Role::kTenant, "team-a"};
+const Caller kBob{"bob", Role::kTenant, "team-b"};
+
+ComposeRequest request(const std::string& name, int gpus, const std::string& tenant) {
+  ComposeRequest r{name, {}, {}};
+  r.placement.gpuCount = gpus;
+  r.placement.tenant = tenant;
+  return r;
+}
+
+class EngineAccessTest : public EngineTest {
+ protected:
+  std::vector<AuditRecord> audit(AuditQuery q = {}) {
+    auto records = engine_->listAudit(q);
+    EXPECT_TRUE(records) << records.error().message;
+    return records ? *records : std::vector<AuditRecord>{};
+  }
+};
+
+TEST_F(EngineAccessTest, AViewerChangesNothingAndATenantOnlyItsOwnSystems) {
+  start();
+  auto refused = engine_->compose(kViewer, request("look", 1, "team-a"));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kPermissionDenied);
+  EXPECT_NE(refused.error().message.find("viewer"), std::string::npos) << refused.error().message;
+
+  auto wrongTenant = engine_->compose(kAlice, request("sneaky", 1, "team-b"));
+  ASSERT_FALSE(wrongTenant);
+  EXPECT_EQ(wrongTenant.error().code, Code::kPermissionDenied);
+  EXPECT_NE(wrongTenant.error().message.find("acts for tenant 'team-a'"), std::string::npos) << wrongTenant.error().message;
+
+  const Operation a = run(engine_->compose(kAlice, request("a-train", 2, "team-a")));
+  ASSERT_EQ(a.state, OperationState::kSucceeded);
+  EXPECT_EQ(a.tenant, "team-a");
+  const auto before = fabricBindings();
+
+  // Bob cannot see Alice's system, so to him it does not exist: nothing changes.
+  for (auto r : {engine_->decompose(kBob, "a-train"), engine_->detach(kBob, DetachRequest{"a-train", {a.steps[1].bindings[0].deviceId}, {}, {}}),
+                 engine_->attach(kBob, AttachRequest{"a-train", PlacementRequest{.gpuCount = 1}})}) {
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Code::kNotFound) << r.error().message;
+  }
+  auto viewerDecompose = engine_->decompose(kViewer, "a-train");
+  ASSERT_FALSE(viewerDecompose);
+  EXPECT_EQ(viewerDecompose.error().code, Code::kPermissionDenied) << "a viewer sees the system but may not change it";
+  EXPECT_EQ(fabricBindings(), before);
+
+  // An operator may change any tenant's system; Alice may change her own.
+  EXPECT_EQ(run(engine_->attach(kOperator, AttachRequest{"a-train", PlacementRequest{.gpuCount = 1}})).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->decompose(kAlice, "a-train")).state, OperationState::kSucceeded);
+}
+
+TEST_F(EngineAccessTest, QuotasCountSystemsAndWholeGpusIncludingReservations) {
+  quotas_["team-a"] = TenantQuota{.maxGpus = 4, .maxSystems = 2};
+  start();
+  ASSERT_EQ(run(engine_->compose(kAlice, request("a1", 3, "team-a"))).state, OperationState::kSucceeded);
+  auto tooMany = engine_->compose(kAlice, request("a2", 2, "team-a"));
+  ASSERT_FALSE(tooMany);
+  EXPECT_EQ(tooMany.error().code, Code::kResourceExhausted);
+  EXPECT_NE(tooMany.error().message.find("may hold 4 GPU(s); it holds 3 and this asks for 2 more"), std::string::npos)
+      << tooMany.error().message;
+  auto tooManyAttached = engine_->attach(kOperator, AttachRequest{"a1", PlacementRequest{.gpuCount = 2}});
+  ASSERT_FALSE(tooManyAttached) << "the quota is the tenant's, whoever asks";
+  EXPECT_EQ(tooManyAttached.error().code, Code::kResourceExhausted);
+  ASSERT_EQ(run(engine_->compose(kAlice, request("a2", 1, "team-a"))).state, OperationState::kSucceeded);
+  auto thirdSystem = engine_->compose(kAdmin, request("a3", 0, "team-a"));
+  ASSERT_FALSE(thirdSystem);
+  EXPECT_EQ(thirdSystem.error().code, Code::kResourceExhausted);
+  EXPECT_NE(thirdSystem.error().message.find("quota of 2 system(s)"), std::string::npos) << thirdSystem.error().message;
+  // Another tenant has no quota; freeing GPUs makes room again.
+  EXPECT_EQ(run(engine_->compose(kBob, request("b1", 4, "team-b"))).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->decompose(kAlice, "a2")).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->compose(kAlice, request("a2", 1, "team-a"))).state, OperationState::kSucceeded);
+
+  // Concurrent requests are accepted one at a time on the control thread, reservations counting: of two
+  // composes that would each fit alone, only one gets in.
+  ASSERT_EQ(run(engine_->decompose(kAlice, "a2")).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->decompose(kAlice, "a1")).state, OperationState::kSucceeded);
+  auto first = engine_->compose(kAlice, request("c1", 3, "team-a"));
+  auto second = engine_->compose(kAlice, request("c2", 3, "team-a"));
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_FALSE(second) << "the first compose's reserved GPUs count before it is done";
+  EXPECT_EQ(second.error().code, Code::kResourceExhausted);
+  run(std::move(first));
+}
+
+TEST_F(EngineAccessTest, EveryRequestIsAuditedWithWhoWhatAndHowItEnded) {
+  quotas_["team-a"] = TenantQuota{.maxGpus = 2};
+  start();
+  const Operation ok = run(engine_->compose(kAlice, request("a1", 2, "team-a")));
+  ASSERT_EQ(ok.state, OperationState::kSucceeded);
+  ASSERT_FALSE(engine_->compose(kAlice, request("a2", 1, "team-a")));  // over quota
+  ASSERT_FALSE(engine_->decompose(kBob, "a1"));                         // not his
+  ASSERT_FALSE(engine_->compose(kViewer, request("v", 1, "team-b")));   // a viewer
+  fabric_->setFaults(FaultPlan{.failNext = 1});
+  const Operation failed = run(engine_->compose(kBob, request("b1", 1, "team-b")));
+  ASSERT_EQ(failed.state, OperationState::kFailed);
+
+  const auto all = audit();
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(all[0].sequence, 5u) << "newest first";
+  EXPECT_EQ(all[4].caller, kAlice);
+  EXPECT_EQ(all[4].action, "compose");
+  EXPECT_EQ(all[4].target, "a1");
+  EXPECT_EQ(all[4].tenant, "team-a");
+  EXPECT_EQ(all[4].result, "accepted");
+  EXPECT_EQ(all[4].operationId, ok.id);
+  EXPECT_EQ(all[4].outcome, "succeeded");
+  EXPECT_NE(all[4].finishedAt, 0);
+  EXPECT_EQ(all[3].result, "RESOURCE_EXHAUSTED");
+  EXPECT_TRUE(all[3].operationId.empty());
+  EXPECT_EQ(all[2].action, "decompose");
+  EXPECT_EQ(all[2].result, "NOT_FOUND");
+  EXPECT_EQ(all[2].tenant, "") << "bob may not see a1, so the record does not name its tenant for him";
+  EXPECT_EQ(all[1].result, "PERMISSION_DENIED");
+  EXPECT_EQ(all[0].operationId, failed.id);
+  EXPECT_EQ(all[0].outcome, "failed");
+
+  // Filters: tenant (its systems and its identities' requests), identity, time, paging.
+  EXPECT_EQ(audit({.tenant = "team-a"}).size(), 2u);
+  EXPECT_EQ(audit({.tenant = "team-b"}).size(), 3u) << "bob's refused decompose and b1's compose, and the viewer's team-b compose";
+  EXPECT_EQ(audit({.identity = "watcher"}).size(), 1u);
+  EXPECT_EQ(audit({.since = clock_.now() + 1}).size(), 0u);
+  EXPECT_EQ(audit({.until = clock_.now() + 1}).size(), 5u);
+  const auto page = audit({.beforeSequence = 3, .limit = 10});
+  ASSERT_EQ(page.size(), 2u);
+  EXPECT_EQ(page[0].sequence, 2u);
+
+  // Durable: the trail survives a restart, and new records continue its numbering.
+  start();
+  EXPECT_EQ(audit().size(), 5u);
+  ASSERT_FALSE(engine_->compose(kViewer, request("v2", 1, "team-b")));
+  EXPECT_EQ(audit().front().sequence, 6u);
+}
+
+TEST_F(EngineAccessTest, EventsCarryTheTenantOfTheirSystem) {
+  start();
+  const Operation a = run(engine_->compose(kAlice, request("a1", 1, "team-a")));
+  int aboutIt = 0;
+  for (const auto& e : *engine_->listEvents(0, 1000)) {
+    if (e.subject == a.id || e.subject == a.systemId) {
+      ++aboutIt;
+      EXPECT_EQ(e.tenant, "team-a") << e.type;
+    }
+    if (e.type == "inventory.discovered") EXPECT_EQ(e.tenant, "") << "the pool's own events belong to no tenant";
+  }
+  EXPECT_GE(aboutIt, 2) << "at least accepted and succeeded";
+}
+
+}  // namespace
+}  // namespace switchyard
