@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "composer/model/fail_points.h"
 #include "inventory/migrations.h"
 
 namespace switchyard {
@@ -112,7 +113,10 @@ Result<void> SqliteStore::write(std::span<const StoreWrite> batch, WriterEpoch e
     auto r = std::visit([this](const auto& item) { return apply(item); }, w);
     if (!r) return r;
   }
-  return tx.commit();
+  SY_TRY(failpoints::hit("store.before-commit"));  // an injected error rolls the transaction back
+  SY_TRY(tx.commit());
+  failpoints::crashPoint("store.after-commit");
+  return {};
 }
 
 Result<void> SqliteStore::apply(const PutInventory& w) {

@@ -67,6 +67,7 @@ struct DaemonOptions {
   std::filesystem::path tlsClientCa;     // accept client certificates signed by this CA
   bool requireClientCert = false;
   bool plaintext = false;                // loopback only
+  std::vector<std::string> failPoints;   // NAME=ACTION[@N], for the crash harness
 
   [[nodiscard]] std::filesystem::path grpcCertificate() const { return stateDir / "grpc-cert.pem"; }
   [[nodiscard]] std::filesystem::path db() const { return dbPath.empty() ? stateDir / "yard.db" : dbPath; }
@@ -159,6 +160,10 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->check(CLI::ExistingFile);
   app.add_flag("--require-client-cert", o.requireClientCert, "With --tls-client-ca: refuse clients without a certificate");
   app.add_flag("--plaintext", o.plaintext, "Serve gRPC without TLS; allowed on a loopback --listen address only (tests, a laptop)");
+  app.add_option("--fail-point", o.failPoints,
+                 "Testing only: NAME=crash|error[@N] arms a fail point (repeatable; docs/reliability.md lists them), e.g. "
+                 "step.bind.after-call=crash kills yardd right after the switch bound the devices")
+      ->group("Testing");
   app.add_option("--port-file", o.portFile, "Write the bound gRPC port to this file once serving (for scripts and tests)");
   app.add_option("--redfish-listen", o.redfishListen,
                  "Serve the Redfish API (Systems, CompositionService, TaskService, SessionService) on HOST:PORT; port 0 picks one");

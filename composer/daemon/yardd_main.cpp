@@ -21,6 +21,7 @@
 #include "composer/daemon/grpc_security.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/engine/engine.h"
+#include "composer/model/fail_points.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
 #include "fabric/simulated_hosts.h"
@@ -148,6 +149,14 @@ Result<bmc::BmcResetHostsOptions> bmcResetOptions(const DaemonOptions& o, const 
 
 int run(const DaemonOptions& o) {
   SystemClock clock;
+  {
+    std::string spec;
+    for (const auto& p : o.failPoints) spec += p + ";";
+    SY_ASSIGN_OR_EXIT(std::string armed, failpoints::configure(spec));
+    SY_ASSIGN_OR_EXIT(std::string fromEnvironment, failpoints::configureFromEnvironment());
+    if (!armed.empty() || !fromEnvironment.empty())
+      spdlog::warn("fail points armed (testing only): {}{}{}", armed, armed.empty() || fromEnvironment.empty() ? "" : ", ", fromEnvironment);
+  }
   std::shared_ptr<const auth::Identities> identities;
   if (!o.identitiesFile.empty()) {
     SY_ASSIGN_OR_EXIT(identities, auth::Identities::load(o.identitiesFile));

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "composer/engine/engine.h"
+#include "composer/model/fail_points.h"
 #include "composer/packing/gpu_shares.h"
 
 namespace switchyard {
@@ -83,6 +84,7 @@ Result<Operation> Engine::launch(Operation op, const std::string& tenant, Mutati
                                       op.requestedBy.identity));
   for (auto& e : mutation.events) e.tenant = tenant;  // the operation is not in memory yet: tenantOf() cannot tell
   SY_TRY(persist(mutation));
+  failpoints::crashPoint("accept.after-persist");
   applyInMemory();
   spdlog::info("{} {} accepted for {}: system {} on {}{}", op.id, toString(op.kind), op.requestedBy.identity, op.systemId, op.hostId,
                op.explanation.empty() ? "" : " (" + op.explanation + ")");

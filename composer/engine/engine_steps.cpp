@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 
 #include "composer/engine/engine.h"
+#include "composer/model/fail_points.h"
 
 namespace switchyard {
 
@@ -78,6 +79,7 @@ void Engine::advance(const OperationId& id, Mutation carried) {
     if (i == op.steps.size()) {
       finish(op, m);
       if (!flush()) return;  // halted: the operation stays active and resumes at the next start
+      failpoints::crashPoint("operation.after-finish");
       Operation done = std::move(op);
       active_.erase(it);
       completeWaiters(id, done);
@@ -85,10 +87,13 @@ void Engine::advance(const OperationId& id, Mutation carried) {
     }
     const StepKind& kind = kindOf(op.steps[i]);
     if (kind.component() == StepComponent::kLocal) {
+      if (failpoints::armed()) failpoints::crashPoint(fmt::format("step.{}.before", op.steps[i].kind));
       runLocalStep(op, i, kind, m);
       continue;
     }
-    if (flush()) dispatch(id, i);
+    if (!flush()) return;
+    if (failpoints::armed()) failpoints::crashPoint(fmt::format("step.{}.before", op.steps[i].kind));
+    dispatch(id, i);
     return;
   }
   (void)flush();
@@ -101,6 +106,7 @@ void Engine::dispatch(const OperationId& id, std::size_t step) {
   driverPool_->post([this, id, step, snapshot = op, kind = &kindOf(op.steps[step])] {
     StepTargets targets{driver_, {options_.switchCallTimeout}, hosts_, {options_.hostCallTimeout}};
     Result<StepReport> result = kind->call(targets, snapshot, snapshot.steps[step]);
+    if (failpoints::armed()) failpoints::crashPoint(fmt::format("step.{}.after-call", snapshot.steps[step].kind));
     asio::post(*control_, [this, id, step, result = std::move(result)] {
       --driverCallsInFlight_;
       --stepCallsInFlight_;

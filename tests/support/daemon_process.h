@@ -91,6 +91,7 @@ class DaemonProcess {
       int status = 0;
       if (waitpid(pid_, &status, WNOHANG) == pid_) {
         exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        signaled_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
         pid_ = -1;
         return false;
       }
@@ -98,6 +99,25 @@ class DaemonProcess {
     }
     return false;
   }
+
+  // Waits up to `timeout` for the process to end by itself; true (and its exit code kept) if it did.
+  bool waitExit(std::chrono::milliseconds timeout) {
+    if (pid_ <= 0) return true;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        signaled_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        pid_ = -1;
+        return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return false;
+  }
+  // The signal that ended the process (0 if it exited, or is running).
+  [[nodiscard]] int signaled() const { return signaled_; }
 
   void kill(int signal) {
     if (pid_ <= 0) return;
@@ -122,6 +142,7 @@ class DaemonProcess {
   pid_t pid_ = -1;
   int port_ = 0;
   int exitCode_ = -1;
+  int signaled_ = 0;
 };
 
 }  // namespace switchyard::testing
