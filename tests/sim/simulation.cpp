@@ -1,0 +1,368 @@
+#include "tests/sim/simulation.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <fmt/ranges.h>
+#include <mutex>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "composer/engine/engine.h"
+#include "fabric/simulated_fabric.h"
+#include "fabric/simulated_hosts.h"
+#include "fabric/topology_generator.h"
+#include "inventory/sqlite_store.h"
+#include "tests/sim/gate.h"
+#include "tests/support/temp_dir.h"
+
+namespace switchyard::sim {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string describe(std::string_view verb, std::span<const Binding> set) {
+  std::string out(verb);
+  for (const auto& b : set) out += fmt::format(" {}>{}", b.deviceId, b.upstreamPortId);
+  return out;
+}
+
+// The switch, with every call the engine makes held at the gate.
+class GatedSwitch final : public FabricDriver {
+ public:
+  GatedSwitch(SimulatedFabric& inner, Gate& gate) : inner_(inner), gate_(gate) {}
+  std::string_view name() const override { return inner_.name(); }
+  Result<Topology> discover() override { return inner_.discover(); }
+  Result<void> bindAll(std::span<const Binding> set, const CallOptions& o = {}) override {
+    return gate_.pass<Result<void>>(describe("bind", set), [&] { return inner_.bindAll(set, o); });
+  }
+  Result<void> unbindAll(std::span<const Binding> set, const CallOptions& o = {}) override {
+    return gate_.pass<Result<void>>(describe("unbind", set), [&] { return inner_.unbindAll(set, o); });
+  }
+  Result<std::vector<Binding>> readBindings(const CallOptions& o = {}) override {
+    return gate_.pass<Result<std::vector<Binding>>>("read bindings", [&] { return inner_.readBindings(o); });
+  }
+  Result<std::vector<FabricEvent>> pollEvents() override { return inner_.pollEvents(); }
+
+ private:
+  SimulatedFabric& inner_;
+  Gate& gate_;
+};
+
+// The hosts' agents, likewise.
+class GatedHosts final : public HostAgents {
+ public:
+  GatedHosts(SimulatedHosts& inner, Gate& gate) : inner_(inner), gate_(gate) {}
+  HostPolicy policy(const HostId& host) const override { return inner_.policy(host); }
+  Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change, const CallOptions& o = {}) override {
+    return gate_.pass<Result<std::vector<HostDeviceIdentity>>>(describe("admit on " + host, change.devices),
+                                                               [&] { return inner_.admit(host, change, o); });
+  }
+  Result<void> release(const HostId& host, const HostChange& change, const CallOptions& o = {}) override {
+    return gate_.pass<Result<void>>(describe("release on " + host, change.devices), [&] { return inner_.release(host, change, o); });
+  }
+
+ private:
+  SimulatedHosts& inner_;
+  Gate& gate_;
+};
+
+const Caller kCallers[] = {{"alice", Role::kTenant, "team-a"}, {"bob", Role::kTenant, "team-b"}, {"ops", Role::kOperator, {}},
+                           {"watcher", Role::kViewer, {}}};
+constexpr int kTeamAGpus = 6;
+constexpr int kTeamASystems = 3;
+
+class Simulation {
+ public:
+  explicit Simulation(const SimOptions& o) : options_(o), rng_(o.seed), clock_(1'800'000'000'000'000'000) {}
+
+  SimReport run() {
+    report_.seed = options_.seed;
+    if (!setUp()) return report_;
+    for (int i = 0; i < options_.actions && report_.violations.empty(); ++i) {
+      act();
+      if (!settle()) break;
+      check(false);
+    }
+    drain();
+    finish();
+    return report_;
+  }
+
+ private:
+  bool setUp() {
+    auto fabric = SimulatedFabric::create(defaultTopology(), clock_, {});
+    auto store = SqliteStore::open(dir_ / "yard.db");
+    if (!fabric || !store) return violation("set-up: cannot create the switch or the store");
+    fabric_ = std::move(*fabric);
+    store_ = std::move(*store);
+    hosts_ = std::make_unique<SimulatedHosts>(*fabric_->discover(), *fabric_, clock_);
+    gatedSwitch_ = std::make_unique<GatedSwitch>(*fabric_, gate_);
+    gatedHosts_ = std::make_unique<GatedHosts>(*hosts_, gate_);
+    EngineOptions eo{.driverThreads = 16, .switchCallTimeout = 1h, .hostCallTimeout = 1h, .fabricPollInterval = 0ms,
+                     .reconcileInterval = 0ms, .pruneInterval = 0ms};
+    eo.quotas["team-a"] = TenantQuota{.maxGpus = kTeamAGpus, .maxSystems = kTeamASystems};
+    engine_ = std::make_unique<Engine>(*gatedSwitch_, *store_, clock_, eo);
+    engine_->useHostAgents(*gatedHosts_);
+    const Topology topology = *fabric_->discover();
+    for (const auto& h : topology.hosts)
+      for (const auto& u : h.upstreamPorts) hostOfPort_[u.portId] = h.id;
+    if (auto r = engine_->start(); !r) return violation("set-up: the engine did not start: " + r.error().message);
+    gate_.hold();
+    return true;
+  }
+
+  bool violation(std::string what) {
+    report_.violations.push_back(std::move(what));
+    return false;
+  }
+
+  void note(std::string line) {
+    report_.trace += line + "\n";
+    if (options_.trace) fmt::print("seed {} | {}\n", options_.seed, line);
+  }
+
+  int pick(int n) { return static_cast<int>(rng_() % static_cast<std::uint64_t>(n)); }
+
+  void act() {
+    clock_.advance(std::chrono::milliseconds(1 + pick(50)));
+    const auto pending = gate_.pending();
+    const int roll = pick(100);
+    if (!pending.empty() && (roll < 50 || running() >= 6)) return decide(pending);
+    if (roll < 88) return submit();
+    if (roll < 96 && reconciling_ == 0) return reconcile();
+    if (!pending.empty()) return decide(pending);
+    submit();
+  }
+
+  void decide(const std::vector<std::string>& pending) {
+    const std::string& call = pending[static_cast<std::size_t>(pick(static_cast<int>(pending.size())))];
+    const int roll = pick(100);
+    Fate fate = roll < 76 ? Fate::kPass : roll < 88 ? Fate::kFail : Fate::kLoseReply;
+    // A host agent that restarts misses the call: the same as a refused one, and counted apart.
+    const bool hostCall = call.rfind("admit", 0) == 0 || call.rfind("release", 0) == 0;
+    if (fate != Fate::kPass) ++report_.faults;
+    note(fmt::format("{} {}", fate == Fate::kPass ? "pass" : fate == Fate::kFail ? (hostCall ? "agent-restart" : "fail") : "lose-reply", call));
+    gate_.decide(call, fate);
+  }
+
+  // Live systems by name, as the engine has them.
+  std::vector<System> systems() {
+    auto s = engine_->listSystems();
+    return s ? *s : std::vector<System>{};
+  }
+
+  void submit() {
+    const Caller& caller = kCallers[pick(4)];
+    const auto live = systems();
+    const int kind = pick(100);
+    std::function<Result<Operation>()> call;
+    std::string what;
+    bool mustRefuse = false;
+    if (kind < 40 || live.empty()) {
+      ComposeRequest r{fmt::format("s{}", ++names_), {}, {}};
+      r.placement.gpuCount = 1 + pick(4);
+      // Tenants compose for their own tenant, now and then for the other one (which must be refused).
+      r.placement.tenant = caller.role == Role::kTenant ? (pick(10) == 0 ? std::string("team-b") : caller.tenant)
+                                                        : (pick(2) ? std::string("team-a") : std::string("team-b"));
+      what = fmt::format("{} composes {} ({} GPUs, {})", caller.identity, r.name, r.placement.gpuCount, r.placement.tenant);
+      mustRefuse = caller.role == Role::kViewer || (caller.role == Role::kTenant && r.placement.tenant != caller.tenant);
+      call = [this, caller, r] { return engine_->compose(caller, r); };
+    } else {
+      const System& target = live[static_cast<std::size_t>(pick(static_cast<int>(live.size())))];
+      if (kind < 60) {
+        what = fmt::format("{} decomposes {}", caller.identity, target.name);
+        call = [this, caller, name = target.name] { return engine_->decompose(caller, name); };
+      } else if (kind < 80) {
+        AttachRequest r{target.name, {}};
+        r.placement.gpuCount = 1 + pick(2);
+        what = fmt::format("{} attaches {} GPU(s) to {}", caller.identity, r.placement.gpuCount, target.name);
+        call = [this, caller, r] { return engine_->attach(caller, r); };
+      } else {
+        if (target.bindings.empty()) return submit();
+        DetachRequest r{target.name, {target.bindings[static_cast<std::size_t>(pick(static_cast<int>(target.bindings.size())))].deviceId}, {}, {}};
+        what = fmt::format("{} detaches {} from {}", caller.identity, r.devices[0], target.name);
+        call = [this, caller, r] { return engine_->detach(caller, r); };
+      }
+      mustRefuse = (caller.role == Role::kTenant && target.tenant != caller.tenant) || caller.role == Role::kViewer;
+    }
+    ++requests_;
+    engine_->async<Operation>(std::move(call), [this, what, mustRefuse](Result<Operation> r) { answered(what, mustRefuse, std::move(r)); });
+  }
+
+  // On the control thread: a request was answered.
+  void answered(const std::string& what, bool mustRefuse, Result<Operation> r) {
+    std::lock_guard lock(mutex_);
+    if (!r) {
+      ++report_.refused;
+      answers_.push_back(fmt::format("{}: refused {}", what, codeName(r.error().code)));
+      const Code c = r.error().code;
+      if (mustRefuse && c != Code::kNotFound && c != Code::kPermissionDenied)
+        crossings_.push_back(fmt::format("6: '{}' was refused with {}, not NOT_FOUND or PERMISSION_DENIED", what, codeName(c)));
+    } else {
+      ++report_.accepted;
+      answers_.push_back(fmt::format("{}: {} accepted", what, r->id));
+      if (mustRefuse) crossings_.push_back(fmt::format("6: '{}' was accepted ({}) though the caller may not", what, r->id));
+      running_[r->id] = r->tenant;
+      ++runningCount_;
+      engine_->waitOperation(r->id, 24h, [this](Result<Operation> done) {
+        {
+          std::lock_guard lock(mutex_);
+          if (done && done->finished() && running_.erase(done->id)) {
+            --runningCount_;
+            (done->state == OperationState::kSucceeded ? report_.succeeded : report_.failed)++;
+          }
+        }
+        gate_.poke();
+      });
+    }
+    --requests_;
+    gate_.poke();
+  }
+
+  void reconcile() {
+    ++report_.reconciles;
+    ++reconciling_;
+    note("reconcile");
+    threads_.emplace_back([this] {
+      (void)engine_->reconcile();
+      --reconciling_;
+      gate_.poke();
+    });
+  }
+
+  int running() const { return runningCount_.load(); }
+
+  // Waits until every request is answered and every running operation and reconcile waits at the gate:
+  // nothing moves until the next decision.
+  bool settle() {
+    const bool settled = gate_.waitUntil(
+        [this](std::size_t waiting) {
+          return requests_.load() == 0 && static_cast<int>(waiting) == runningCount_.load() + reconciling_.load();
+        },
+        10s);
+    if (!settled)
+      return violation(fmt::format("stuck: {} request(s) unanswered, {} operation(s) running, {} reconcile(s), calls waiting: {}",
+                                   requests_.load(), runningCount_.load(), reconciling_.load(), fmt::join(gate_.pending(), "; ")));
+    return true;
+  }
+
+  void check(bool idle) {
+    ++report_.checks;
+    std::map<OperationId, std::string> running;
+    std::vector<std::string> crossings;
+    {
+      std::lock_guard lock(mutex_);
+      running = running_;
+      crossings.swap(crossings_);
+    }
+    for (auto& c : crossings) violation(std::move(c));
+    auto live = engine_->listSystems();
+    auto devices = engine_->listDevices();
+    auto fabric = fabric_->readBindings();
+    if (!live || !devices || !fabric) return (void)violation("cannot read the engine's or the switch's state");
+    std::map<DeviceId, const System*> inSystem;
+    std::map<std::string, int> tenantGpus;
+    for (const auto& s : *live)
+      for (const auto& b : s.bindings) {
+        if (!inSystem.emplace(b.deviceId, &s).second) violation(fmt::format("1: {} is in systems {} and {}", b.deviceId, inSystem[b.deviceId]->name, s.name));
+        ++tenantGpus[s.tenant];
+      }
+    std::map<DeviceId, const DeviceView*> view;
+    std::set<DeviceId> quarantined;
+    for (const auto& d : *devices) {
+      view[d.device.id] = &d;
+      if (d.assignment.allocation == DeviceAllocation::kQuarantined) quarantined.insert(d.device.id);
+      if (d.assignment.allocation == DeviceAllocation::kReserved) {
+        auto op = running.find(d.assignment.owner);
+        if (op == running.end()) violation(fmt::format("4: {} is reserved by {}, which is not running", d.device.id, d.assignment.owner));
+        else if (!inSystem.contains(d.device.id)) ++tenantGpus[op->second];
+      }
+    }
+    if (tenantGpus["team-a"] > kTeamAGpus) violation(fmt::format("5: team-a holds {} GPUs (quota {})", tenantGpus["team-a"], kTeamAGpus));
+    std::map<DeviceId, PortId> switchTable;
+    for (const auto& b : *fabric) {
+      switchTable[b.deviceId] = b.upstreamPortId;
+      const DeviceView* d = view[b.deviceId];
+      if (!d || d->assignment.allocation == DeviceAllocation::kFree)
+        violation(fmt::format("1: the switch binds {} to {}, but the store has it free", b.deviceId, b.upstreamPortId));
+      else if (d->assignment.allocation != DeviceAllocation::kQuarantined && hostOfPort_[b.upstreamPortId] != d->hostId)
+        violation(fmt::format("1: the switch binds {} to {}, which is not a port of {}", b.deviceId, b.upstreamPortId, d->hostId));
+    }
+    if (idle) {
+      std::map<DeviceId, PortId> storeTable;
+      for (const auto& [device, system] : inSystem)
+        for (const auto& b : system->bindings)
+          if (b.deviceId == device && !quarantined.contains(device)) storeTable[device] = b.upstreamPortId;
+      for (const auto& q : quarantined) switchTable.erase(q);
+      if (storeTable != switchTable)
+        violation(fmt::format("2: idle, the switch holds {} binding(s) and the systems {}", switchTable.size(), storeTable.size()));
+    }
+    if (auto removed = hosts_->surpriseRemovals(); !removed.empty())
+      violation(fmt::format("host: {} surprise removal(s), e.g. {}", removed.size(), removed.front()));
+  }
+
+  // Lets everything finish: the waiting calls pass one at a time (so that arrivals stay in a fixed order),
+  // until nothing runs.
+  void drain() {
+    for (int round = 0; round < 10'000 && report_.violations.empty(); ++round) {
+      const auto pending = gate_.pending();
+      if (pending.empty() && running() == 0 && reconciling_ == 0) break;
+      if (pending.empty()) return (void)violation("3: operations run but none waits at the gate");
+      note("drain: pass " + pending.front());
+      gate_.decide(pending.front(), Fate::kPass);
+      if (!settle()) return;
+    }
+    if (running() != 0) violation(fmt::format("3: {} operation(s) never ended", running()));
+    check(true);
+  }
+
+  void finish() {
+    gate_.open();
+    threads_.clear();
+    engine_->stop(std::chrono::seconds(0));
+    std::string state = report_.trace;
+    {
+      std::lock_guard lock(mutex_);
+      for (const auto& a : answers_) state += a + "\n";
+    }
+    if (auto b = fabric_->readBindings())
+      for (const auto& x : *b) state += x.deviceId + ">" + x.upstreamPortId + "\n";
+    std::uint64_t h = 1469598103934665603ull;
+    for (unsigned char c : state) h = (h ^ c) * 1099511628211ull;
+    report_.digest = h;
+  }
+
+  SimOptions options_;
+  std::mt19937_64 rng_;
+  ManualClock clock_;
+  testing::TempDir dir_;
+  Gate gate_;
+  std::unique_ptr<SimulatedFabric> fabric_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<SimulatedHosts> hosts_;
+  std::unique_ptr<GatedSwitch> gatedSwitch_;
+  std::unique_ptr<GatedHosts> gatedHosts_;
+  std::unique_ptr<Engine> engine_;
+  std::vector<std::jthread> threads_;
+  std::map<PortId, HostId> hostOfPort_;
+  std::atomic<int> reconciling_{0};
+  std::atomic<int> runningCount_{0};
+  std::atomic<int> requests_{0};
+  std::mutex mutex_;  // the engine's control thread writes what follows; the simulation reads it
+  std::map<OperationId, std::string> running_;  // accepted and not finished, with their tenant
+  std::vector<std::string> answers_;
+  std::vector<std::string> crossings_;
+  int names_ = 0;
+  SimReport report_;
+};
+
+}  // namespace
+
+SimReport simulate(const SimOptions& options) { return Simulation(options).run(); }
+
+}  // namespace switchyard::sim

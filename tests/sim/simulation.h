@@ -1,0 +1,35 @@
+// Deterministic simulation (issue 24): many clients (two tenants, an operator, a viewer) issue mixed
+// requests against the real engine, SQLite store, simulated switch and simulated hosts, while every switch
+// and host call is held at a Gate and given its fate by one seeded random stream: pass, fail, or apply and
+// lose the reply; host agents restart; reconcile runs between steps; the clock is virtual. After every
+// decision the simulation waits for the engine to settle and checks the invariants of
+// ../shared/design/architecture-sketch.md. The same seed makes the same decisions in the same order, so a
+// failing seed reproduces (its trace and digest are printed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace switchyard::sim {
+
+struct SimOptions {
+  std::uint64_t seed = 1;
+  int actions = 150;     // decisions before the drain
+  bool trace = false;    // print every decision
+};
+
+struct SimReport {
+  std::uint64_t seed = 0;
+  int accepted = 0, refused = 0, succeeded = 0, failed = 0;
+  int faults = 0;        // calls failed or with lost replies, agent restarts
+  int reconciles = 0;
+  int checks = 0;        // invariant checks run
+  std::vector<std::string> violations;
+  std::uint64_t digest = 0;  // of the decisions and the final state: equal for equal seeds
+  std::string trace;
+};
+
+[[nodiscard]] SimReport simulate(const SimOptions& options);
+
+}  // namespace switchyard::sim
