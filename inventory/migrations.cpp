@@ -92,7 +92,7 @@ CREATE TABLE audit (
   action TEXT NOT NULL, target TEXT NOT NULL, tenant TEXT NOT NULL, result TEXT NOT NULL, message TEXT NOT NULL,
   operation_id TEXT NOT NULL, outcome TEXT NOT NULL, finished_at INTEGER NOT NULL);
 CREATE INDEX audit_by_tenant ON audit (tenant, sequence);
-CREATE INDEX audit_by_operation ON audit (operation_id) WHERE operation_id != '';
+CREATE INDEX audit_by_operation ON audit (operation_id);
 ALTER TABLE operations ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 ALTER TABLE events ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 )sql"},

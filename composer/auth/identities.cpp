@@ -66,7 +66,7 @@ std::optional<PasswordHash> parsePasswordHash(std::string_view s) {
   try {
     std::size_t used = 0;
     h.iterations = std::stoi(std::string(s.substr(0, first)), &used);
-    if (used != first || h.iterations < 1000) return std::nullopt;
+    if (used != first || h.iterations < 1000 || h.iterations > 10'000'000) return std::nullopt;
   } catch (const std::exception&) {
     return std::nullopt;
   }

@@ -55,11 +55,12 @@ class DaemonProcess {
 
   // yardd serves gRPC over TLS (its flags, or its self-signed default) instead of --plaintext.
   void serveTls() { plaintext_ = false; }
+  void setLogLevel(std::string level) { logLevel_ = std::move(level); }
 
   // Starts yardd and waits until it serves (or exits). Returns false if it did not come up.
   bool start(const std::vector<std::string>& extraArgs = {}) {
     // Plaintext gRPC on loopback unless a test asks for TLS, so that most tests' clients need no certificate.
-    std::vector<std::string> args{"--listen", "127.0.0.1:0", "--state-dir", stateDir_.string(), "--log-level", "debug"};
+    std::vector<std::string> args{"--listen", "127.0.0.1:0", "--state-dir", stateDir_.string(), "--log-level", logLevel_};
     if (plaintext_) args.push_back("--plaintext");
     args.insert(args.end(), extraArgs.begin(), extraArgs.end());
     return startProgram(args);
@@ -130,6 +131,7 @@ class DaemonProcess {
 
   [[nodiscard]] std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] pid_t pid() const { return pid_; }
   [[nodiscard]] int exitCode() const { return exitCode_; }
   [[nodiscard]] std::string log() const { return readFile(logFile()); }
   [[nodiscard]] std::filesystem::path logFile() const { return stateDir_ / "yardd.log"; }
@@ -138,6 +140,7 @@ class DaemonProcess {
  private:
   std::filesystem::path binary_;
   bool plaintext_ = true;
+  std::string logLevel_ = "debug";
   std::filesystem::path stateDir_;
   pid_t pid_ = -1;
   int port_ = 0;
