@@ -155,6 +155,20 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<StepR
         op.error += fmt::format("; {} quarantined", b.deviceId);
         spdlog::error("{}: {}", op.id, q.owner);
       }
+      // A host that did not release its devices may still be using them: unbinding them now would pull
+      // them out from under it (a surprise removal). They stay bound, quarantined, for an operator.
+      if (kind.component() == StepComponent::kHost) {
+        for (std::size_t j = index + 1; j < op.steps.size(); ++j) {
+          Step& later = op.steps[j];
+          const bool touches = std::any_of(later.bindings.begin(), later.bindings.end(), [&](const Binding& b) {
+            return std::any_of(step.bindings.begin(), step.bindings.end(), [&](const Binding& h) { return h.deviceId == b.deviceId; });
+          });
+          if (later.state != StepState::kPending || !later.compensation || !touches) continue;
+          later.state = StepState::kSkipped;
+          later.message = "skipped: the host did not release these devices, so they stay bound (quarantined)";
+        }
+        m.writes.emplace_back(PutOperation{op});  // the skipped steps: the whole log
+      }
     } else {
       StepEffects effects(emitInto(m.events, op.requestedBy.identity));
       kind.failed(effects, op, step, error);

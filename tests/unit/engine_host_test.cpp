@@ -105,6 +105,28 @@ TEST_F(EngineHostTest, TheWrongDeviceIsReleasedFromTheHostBeforeItIsUnbound) {
   EXPECT_TRUE(simulatedHosts_->present(engine_->listHosts()->front().host.id).empty());
 }
 
+// Found by the deterministic simulation (seed 2301): when a rollback's host-release fails for good, the
+// devices must not be unbound under the host that may still use them; they stay bound, quarantined.
+TEST_F(EngineHostTest, ARollbackWhoseHostKeepsTheDevicesLeavesThemBoundAndQuarantined) {
+  startWithHosts();
+  const System probe = composeTwo("probe");  // the two devices the next compose of two gets
+  run(engine_->decompose(Caller::local(), "probe"));
+  const DeviceId first = probe.bindings[0].deviceId, second = probe.bindings[1].deviceId;
+  simulatedHosts_->setDeviceFault(first, SimulatedHostFault::kInUse);         // appears, then cannot be released
+  simulatedHosts_->setDeviceFault(second, SimulatedHostFault::kWrongSerial);  // fails the admit
+  Operation op = compose("train", 2);
+  ASSERT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("quarantined"), std::string::npos) << op.error;
+  bool unbindSkipped = false;
+  for (const auto& s : op.steps)
+    if (s.kind == "unbind" && s.compensation) unbindSkipped = s.state == StepState::kSkipped;
+  EXPECT_TRUE(unbindSkipped) << "the switch was not asked to unbind what the host kept";
+  EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
+  EXPECT_EQ(fabricBindings().size(), 2u);
+  for (const auto& d : *engine_->listDevices())
+    if (d.device.id == first || d.device.id == second) EXPECT_EQ(d.assignment.allocation, DeviceAllocation::kQuarantined) << d.device.id;
+}
+
 TEST_F(EngineHostTest, BarSpaceExhaustionIsASpecificError) {
   startWithHosts();
   const DeviceId device = nextDevice();
