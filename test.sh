@@ -2,7 +2,11 @@
 # Installs what is missing, builds, and runs the whole test suite with ctest:
 #   1. RelWithDebInfo build: unit, driver-contract, integration tests and benchmark smoke runs;
 #   2. ASan+UBSan build: unit, contract and integration tests;
-#   3. TSan build: unit and contract tests (the engine's threading; gRPC itself is not instrumented).
+#   3. TSan build: unit and contract tests and the deterministic simulation (the engine's threading; gRPC
+#      itself is not instrumented);
+#   4. fuzz smoke: clang 19 libFuzzer builds of every fuzz target, each run for FUZZ_SECONDS (default 10) from
+#      its committed corpus (docs/reliability.md).
+# The soak smoke (one minute) runs in step 1 only: a sanitizer's own memory would hide the daemon's.
 # ./test.sh --quick runs step 1 only.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -24,6 +28,21 @@ run_suite() {  # build-dir, cmake args..., -- ctest args...
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "${1:-}" != "--quick" ]; then
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1
-  run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=address -- -LE bench-smoke
-  run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=thread -- -LE 'integration|bench-smoke'
+  run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=address -- -LE 'bench-smoke|soak'
+  run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=thread -- -LE 'integration|bench-smoke|soak'
+  ./setup.sh fuzz
+  FUZZ_TARGETS=(redfish_request lspci_dump topology_json identities grpc_request)
+  declare -A CORPUS=([redfish_request]=redfish [lspci_dump]=lspci [topology_json]=topology_json [identities]=identities
+                     [grpc_request]=grpc_request)
+  echo "== build-fuzz: clang 19, libFuzzer + ASan/UBSan"
+  CC=clang-19 CXX=clang++-19 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSWITCHYARD_SANITIZE=fuzzer \
+    -DSWITCHYARD_WERROR=OFF >/dev/null
+  cmake --build build-fuzz -j "$JOBS" --target "${FUZZ_TARGETS[@]/%/_fuzz}"
+  for target in "${FUZZ_TARGETS[@]}"; do
+    scratch=$(mktemp -d)  # new inputs go here; the committed corpus is only read
+    echo "== fuzz $target for ${FUZZ_SECONDS:-10} s"
+    build-fuzz/tests/${target}_fuzz -max_total_time="${FUZZ_SECONDS:-10}" -timeout=20 -max_len=8192 -print_final_stats=1 \
+      "$scratch" "tests/fuzz/corpus/${CORPUS[$target]}" 2>&1 | grep -E '^(stat::number_of_executed_units|Done|==[0-9]+==ERROR|SUMMARY)'
+    rm -rf "$scratch"
+  done
 fi

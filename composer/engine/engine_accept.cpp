@@ -22,17 +22,24 @@ Result<void> Engine::checkAccepting() const {
 
 Engine::TenantUsage Engine::usageOf(std::string_view tenant) const {
   TenantUsage usage;
-  std::set<std::string> holders;  // the tenant's systems and their running operations
+  auto isGpu = [&](const DeviceId& id) {
+    const Device* d = state_->index().device(id);
+    return d && d->kind == DeviceKind::kGpu;
+  };
+  // What the tenant's systems hold, whatever the device's state (one quarantined by a failed undo is still
+  // theirs), and what their running operations have reserved.
+  std::set<DeviceId> gpus;
+  std::set<OperationId> running;
   for (const auto& [id, s] : state_->systems()) {
     if (s.tenant != tenant) continue;
     ++usage.systems;
-    holders.insert(id);
-    if (!s.activeOperation.empty()) holders.insert(s.activeOperation);
+    for (const auto& b : s.bindings)
+      if (isGpu(b.deviceId)) gpus.insert(b.deviceId);
+    if (!s.activeOperation.empty()) running.insert(s.activeOperation);
   }
-  for (const auto& [device, held] : state_->assignments()) {
-    const Device* d = state_->index().device(device);
-    if (d && d->kind == DeviceKind::kGpu && holders.contains(held.first.owner)) ++usage.gpus;
-  }
+  for (const auto& [device, held] : state_->assignments())
+    if (held.first.allocation == DeviceAllocation::kReserved && running.contains(held.first.owner) && isGpu(device)) gpus.insert(device);
+  usage.gpus = static_cast<int>(gpus.size());
   return usage;
 }
 

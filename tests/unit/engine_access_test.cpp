@@ -95,6 +95,27 @@ TEST_F(EngineAccessTest, QuotasCountSystemsAndWholeGpusIncludingReservations) {
   run(std::move(first));
 }
 
+// Found by the deterministic simulation (seed 2988): a system whose devices a failed undo quarantined still
+// holds them, and they count towards its tenant's quota.
+TEST_F(EngineAccessTest, QuarantinedDevicesOfASystemStillCountTowardsItsQuota) {
+  quotas_["team-a"] = TenantQuota{.maxGpus = 3};
+  start();
+  ASSERT_EQ(run(engine_->compose(kAlice, request("a1", 2, "team-a"))).state, OperationState::kSucceeded);
+  // The unbind times out three times (applied, unknown outcome), then re-binding it fails for good.
+  fabric_->setFaults(FaultPlan{.failProbability = 1.0, .timeoutNext = 3});
+  const Operation down = run(engine_->decompose(kAlice, "a1"));
+  ASSERT_EQ(down.state, OperationState::kFailed);
+  ASSERT_NE(down.error.find("quarantined"), std::string::npos) << down.error;
+  fabric_->setFaults({});
+  auto a1 = engine_->getSystem("a1");
+  ASSERT_TRUE(a1);
+  ASSERT_EQ(a1->bindings.size(), 2u) << "the system keeps its devices";
+  auto over = engine_->compose(kAlice, request("a2", 2, "team-a"));
+  ASSERT_FALSE(over) << "2 quarantined + 2 new would exceed 3";
+  EXPECT_EQ(over.error().code, Code::kResourceExhausted);
+  EXPECT_NE(over.error().message.find("it holds 2"), std::string::npos) << over.error().message;
+}
+
 TEST_F(EngineAccessTest, EveryRequestIsAuditedWithWhoWhatAndHowItEnded) {
   quotas_["team-a"] = TenantQuota{.maxGpus = 2};
   start();
