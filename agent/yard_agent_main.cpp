@@ -36,6 +36,8 @@ struct AgentFlags {
   int migSliceGiB = 10;
   std::filesystem::path portFile;
   std::filesystem::path tlsCert, tlsKey, tlsClientCa;
+  std::filesystem::path yarddCa, yarddCert, yarddKey, yarddTokenFile;  // how to reach and prove itself to yardd
+  bool yarddPlaintext = false;
   std::string logLevel = "info";
   bool printInventory = false;
   bool json = false;
@@ -68,14 +70,37 @@ void printInventory(const std::vector<HostFunction>& functions, bool json) {
   }
 }
 
+std::string readPem(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 // Registers with yardd, then heartbeats at the interval yardd asks for, until `stop`.
 void keepRegistered(const AgentFlags& flags, const std::string& advertise, std::atomic<bool>& stop, std::mutex& m, std::condition_variable& cv) {
-  auto registry = v1::AgentRegistry::NewStub(grpc::CreateChannel(flags.yardd, grpc::InsecureChannelCredentials()));
+  // yardd serves TLS unless it was started with --plaintext (loopback only); a yardd with --identities wants
+  // this agent's token or client certificate, for an identity with the operator or admin role.
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (!flags.yarddPlaintext) {
+    grpc::SslCredentialsOptions tls;
+    if (!flags.yarddCa.empty()) tls.pem_root_certs = readPem(flags.yarddCa);
+    if (!flags.yarddCert.empty()) {
+      tls.pem_cert_chain = readPem(flags.yarddCert);
+      tls.pem_private_key = readPem(flags.yarddKey);
+    }
+    credentials = grpc::SslCredentials(tls);
+  }
+  std::string token;
+  if (!flags.yarddTokenFile.empty()) {
+    std::ifstream in(flags.yarddTokenFile);
+    std::getline(in, token);
+  }
+  auto registry = v1::AgentRegistry::NewStub(grpc::CreateChannel(flags.yardd, credentials));
   bool registered = false;
   std::chrono::milliseconds interval{2000};
   while (!stop) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    if (!token.empty()) context.AddMetadata("authorization", "Bearer " + token);
     v1::RegisterAgentResponse response;
     grpc::Status status;
     if (!registered) {
@@ -104,10 +129,6 @@ void keepRegistered(const AgentFlags& flags, const std::string& advertise, std::
   }
 }
 
-std::string readPem(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 int run(const AgentFlags& flags) {
   HostOpsOptions options;
@@ -219,6 +240,15 @@ int main(int argc, char** argv) {
   app.add_option("--listen", flags.listen, "gRPC listen address (port 0: any free port)")->capture_default_str();
   app.add_option("--advertise", flags.advertise, "Address yardd dials to reach this agent (default: the listen address)");
   app.add_option("--yardd", flags.yardd, "yardd's gRPC address to register with and heartbeat to");
+  app.add_option("--yardd-ca", flags.yarddCa, "Trust this certificate (PEM) for yardd's TLS (its --tls-cert, its CA, or <state-dir>/grpc-cert.pem)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--yardd-cert", flags.yarddCert, "Client certificate (PEM) for a yardd with --tls-client-ca; its CN names this agent's identity")
+      ->check(CLI::ExistingFile);
+  app.add_option("--yardd-key", flags.yarddKey, "The client certificate's key (PEM)")->check(CLI::ExistingFile)->needs("--yardd-cert");
+  app.add_option("--yardd-token-file", flags.yarddTokenFile,
+                 "File holding this agent's bearer token (first line), for a yardd with --identities (operator or admin role)")
+      ->check(CLI::ExistingFile);
+  app.add_flag("--yardd-plaintext", flags.yarddPlaintext, "Talk to a yardd started with --plaintext (loopback only)");
   app.add_option("--port", flags.ports, "UPSTREAM_PORT_ID=ROOT_PORT_ADDRESS: where the cable of a fabric upstream port enters this host "
                                         "(repeatable); devices are verified to sit behind it");
   app.add_option("--sysfs-root", flags.sysfsRoot, "sysfs tree to read and write")->capture_default_str();

@@ -59,7 +59,7 @@ class HostAgentTest : public ::testing::Test {
     ASSERT_TRUE(yardd_->start(yarddArgs)) << yardd_->log();
     agent_ = std::make_unique<testing::DaemonProcess>(YARD_AGENT_PATH, dir_ / "agent");
     const std::string smi = "FAKE_NVIDIA_SMI_DIR=" + (dir_ / "agent").string() + " python3 " + SWITCHYARD_SOURCE_DIR + "/tests/support/fake_nvidia_smi.py";
-    std::vector<std::string> agentArgs{"--host", "host0", "--listen", "127.0.0.1:0", "--yardd", yardd_->address(), "--sysfs-root",
+    std::vector<std::string> agentArgs{"--host", "host0", "--listen", "127.0.0.1:0", "--yardd", yardd_->address(), "--yardd-plaintext", "--sysfs-root",
                                       sysfs().string(), "--proc-root", proc().string(), "--gpu-uuid-command", "", "--port",
                                       "sw0-usp0=0000:00:01.0", "--before-detach", "echo \"$YARD_DEVICE_IDS\" >> " + (dir_ / "hook.log").string(),
                                       "--mig-create-command", smi + " mig -i {pci} -cgi {profile}.{memory_gib}gb:{start} -C",
@@ -76,11 +76,13 @@ class HostAgentTest : public ::testing::Test {
   std::filesystem::path proc() const { return dir_ / "proc"; }
 
   testing::CommandResult yardctl(const std::string& args) {
-    return testing::runCommand(std::string(YARDCTL_PATH) + " --server " + yardd_->address() + " --plaintext " + args, dir_.path());
+    return testing::runCommand(std::string(YARDCTL_PATH) + " --server " + yardd_->address() + " --plaintext " + yardctlAuth_ + " " + args,
+                               dir_.path());
   }
 
   testing::TempDir dir_;
   std::vector<std::string> yarddTls_, agentTls_;  // set by a subclass before SetUp
+  std::string yardctlAuth_;                       // yardctl's credentials, when yardd has identities
   std::unique_ptr<testing::DaemonProcess> yardd_;
   std::unique_ptr<testing::DaemonProcess> agent_;
 };
@@ -103,6 +105,33 @@ class HostAgentTlsTest : public HostAgentTest {
     HostAgentTest::SetUp();
   }
 };
+
+// yardd with identities: the agent registers with its own token (an operator identity); a tenant's token
+// would not do (SecurityTest checks that refusal).
+class HostAgentIdentityTest : public HostAgentTest {
+ protected:
+  void SetUp() override {
+    auto sha = [](const std::string& s) { return testing::runCommand("printf %s " + s + " | sha256sum", "/tmp").out.substr(0, 64); };
+    nlohmann::json ids{{"identities",
+                        {{{"name", "agent-host0"}, {"role", "operator"}, {"token_sha256", sha("token-agent")}},
+                         {{"name", "ops"}, {"role", "operator"}, {"token_sha256", sha("token-ops")}}}}};
+    std::ofstream(dir_ / "identities.json") << ids.dump();
+    std::ofstream(dir_ / "agent.token") << "token-agent\n";
+    std::ofstream(dir_ / "ops.token") << "token-ops\n";
+    yarddTls_ = {"--identities", (dir_ / "identities.json").string()};
+    agentTls_ = {"--yardd-token-file", (dir_ / "agent.token").string()};
+    yardctlAuth_ = "--token-file " + (dir_ / "ops.token").string();
+    HostAgentTest::SetUp();
+  }
+};
+
+TEST_F(HostAgentIdentityTest, TheAgentRegistersWithItsTokenAndComposesGoThroughIt) {
+  auto composed = yardctl("-o json compose train --gpus 1");
+  ASSERT_EQ(composed.exitCode, 0) << composed.err << yardd_->log() << agent_->log();
+  const auto op = nlohmann::json::parse(composed.out);
+  EXPECT_EQ(op["requested_by"]["identity"], "ops");
+  ASSERT_EQ(yardctl("decompose train").exitCode, 0);
+}
 
 TEST_F(HostAgentTlsTest, YarddAndTheAgentTalkOverMutualTls) {
   auto composed = yardctl("compose train --gpus 1");
