@@ -143,7 +143,7 @@ class Simulation {
     const std::string& call = pending[static_cast<std::size_t>(pick(static_cast<int>(pending.size())))];
     const int roll = pick(100);
     Fate fate = roll < 76 ? Fate::kPass : roll < 88 ? Fate::kFail : Fate::kLoseReply;
-    // A host agent that restarts misses the call: the same as a refused one, and counted apart.
+    // A refused host call is an agent restarting (it misses the call); the trace says so.
     const bool hostCall = call.rfind("admit", 0) == 0 || call.rfind("release", 0) == 0;
     if (fate != Fate::kPass) ++report_.faults;
     note(fmt::format("{} {}", fate == Fate::kPass ? "pass" : fate == Fate::kFail ? (hostCall ? "agent-restart" : "fail") : "lose-reply", call));
@@ -190,6 +190,7 @@ class Simulation {
       }
       mustRefuse = (caller.role == Role::kTenant && target.tenant != caller.tenant) || caller.role == Role::kViewer;
     }
+    note(what);
     ++requests_;
     engine_->async<Operation>(std::move(call), [this, what, mustRefuse](Result<Operation> r) { answered(what, mustRefuse, std::move(r)); });
   }

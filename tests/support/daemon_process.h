@@ -89,13 +89,7 @@ class DaemonProcess {
         port_ = std::stoi(readFile(portFile()));
         return true;
       }
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        signaled_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-        pid_ = -1;
-        return false;
-      }
+      if (reaped(WNOHANG)) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return false;
@@ -106,13 +100,7 @@ class DaemonProcess {
     if (pid_ <= 0) return true;
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        signaled_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-        pid_ = -1;
-        return true;
-      }
+      if (reaped(WNOHANG)) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
     return false;
@@ -123,10 +111,7 @@ class DaemonProcess {
   void kill(int signal) {
     if (pid_ <= 0) return;
     ::kill(pid_, signal);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    pid_ = -1;
+    (void)reaped(0);
   }
 
   [[nodiscard]] std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
@@ -138,6 +123,16 @@ class DaemonProcess {
   [[nodiscard]] std::filesystem::path portFile() const { return stateDir_ / "port"; }
 
  private:
+  // Collects the process if it has ended (waitpid with `flags`), keeping how it ended.
+  bool reaped(int flags) {
+    int status = 0;
+    if (waitpid(pid_, &status, flags) != pid_) return false;
+    exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    signaled_ = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    pid_ = -1;
+    return true;
+  }
+
   std::filesystem::path binary_;
   bool plaintext_ = true;
   std::string logLevel_ = "debug";
