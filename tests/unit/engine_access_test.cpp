@@ -169,7 +169,9 @@ TEST_F(EngineAccessTest, EventsCarryTheTenantOfTheirSystem) {
   start();
   const Operation a = run(engine_->compose(kAlice, request("a1", 1, "team-a")));
   int aboutIt = 0;
-  for (const auto& e : *engine_->listEvents(0, 1000)) {
+  const auto events = engine_->listEvents(0, 1000);  // kept: the loop refers into it
+  ASSERT_TRUE(events);
+  for (const auto& e : *events) {
     if (e.subject == a.id || e.subject == a.systemId) {
       ++aboutIt;
       EXPECT_EQ(e.tenant, "team-a") << e.type;

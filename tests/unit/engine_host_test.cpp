@@ -123,7 +123,8 @@ TEST_F(EngineHostTest, ARollbackWhoseHostKeepsTheDevicesLeavesThemBoundAndQuaran
   EXPECT_TRUE(unbindSkipped) << "the switch was not asked to unbind what the host kept";
   EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
   EXPECT_EQ(fabricBindings().size(), 2u);
-  for (const auto& d : *engine_->listDevices())
+  const auto devices = engine_->listDevices();  // kept: the loop refers into it
+  for (const auto& d : *devices)
     if (d.device.id == first || d.device.id == second) EXPECT_EQ(d.assignment.allocation, DeviceAllocation::kQuarantined) << d.device.id;
 }
 
