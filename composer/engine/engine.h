@@ -299,7 +299,7 @@ class Engine {
   // A drift seen for the first time: a warning and a drift.<kind> event in `m` (drift_round.h).
   [[nodiscard]] std::function<void(const Drift&)> announceDrift(Mutation& m);
   void scheduleFabricPoll();
-  void schedulePrune();
+  void schedulePrune(bool behind = false);
   void scheduleReconcile();
 
   FabricDriver& driver_;
