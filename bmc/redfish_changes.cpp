@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "bmc/redfish_protocol.h"
+#include "composer/model/access.h"
 
 namespace switchyard::bmc {
 
@@ -209,8 +210,14 @@ void RedfishService::changeBlocks(const std::shared_ptr<Call>& call, const std::
       true);
 }
 
+Result<Operation> RedfishService::visibleOperation(const Caller& caller, const std::string& id) {
+  auto op = engine_.getOperation(id);
+  if (op && !maySee(caller, op->tenant)) return fail(Code::kNotFound, fmt::format("no task {}", id));
+  return op;
+}
+
 void RedfishService::taskMonitor(const std::shared_ptr<Call>& call, const std::string& id) {
-  engine_.async<Operation>([this, id] { return engine_.getOperation(id); },
+  engine_.async<Operation>([this, id, caller = call->caller] { return visibleOperation(caller, id); },
                            [this, call](Result<Operation> op) {
                              if (!op) {
                                return boost::asio::post(work_, [call, e = op.error()] { call->reply(engineError(e, false)); });

@@ -192,7 +192,12 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
     return viewed(kHosts | kDevices, [id = parts[4]](const PoolView& v) { return resourceZone(v, id); });
   if (p == root + "/TaskService") return now(taskService());
   if (p == root + "/TaskService/Tasks") {
-    return engine_.async<std::vector<Operation>>([this] { return engine_.listOperations(100); },
+    return engine_.async<std::vector<Operation>>(
+        [this, caller = call->caller]() -> Result<std::vector<Operation>> {
+          SY_ASSIGN(auto ops, engine_.listOperations(100));
+          std::erase_if(ops, [&](const Operation& op) { return !maySee(caller, op.tenant); });
+          return ops;
+        },
                                                  [this, call, head, allow](Result<std::vector<Operation>> ops) {
                                                    boost::asio::post(work_, [call, head, allow, ops = std::move(ops)] {
                                                      call->reply(ops ? head(resource(tasksCollection(*ops), allow)) : engineError(ops.error(), false));
@@ -200,7 +205,7 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
                                                  });
   }
   if (parts.size() == 5 && p.rfind(root + "/TaskService/Tasks/", 0) == 0) {
-    return engine_.async<Operation>([this, id = parts[4]] { return engine_.getOperation(id); },
+    return engine_.async<Operation>([this, id = parts[4], caller = call->caller] { return visibleOperation(caller, id); },
                                     [this, call, head, allow](Result<Operation> op) {
                                       boost::asio::post(work_, [call, head, allow, op = std::move(op)] {
                                         call->reply(op ? head(resource(task(*op), allow)) : engineError(op.error(), false));
@@ -248,18 +253,19 @@ void RedfishService::eventStream(const std::shared_ptr<Call>& call) {
   auto writer = call->openStream(
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nOData-Version: 4.0\r\nConnection: close\r\n\r\n");
   auto lastSent = std::make_shared<std::atomic<std::uint64_t>>(last);
+  // A tenant's account hears its own tenant's events and the pool's (as over gRPC).
   for (const auto& e : replay) {
-    writer->send(sseFrame(e));
+    if (maySee(call->caller, e.tenant)) writer->send(sseFrame(e));
     lastSent->store(e.sequence);
   }
   // Pushed from the engine's control thread: format and hand on, never block.
-  events->setListener([weak = std::weak_ptr<EventStream>(events), writer, lastSent] {
+  events->setListener([weak = std::weak_ptr<EventStream>(events), writer, lastSent, caller = call->caller] {
     auto stream = weak.lock();
     if (!stream) return;
     while (auto e = stream->tryNext()) {
       if (e->sequence <= lastSent->load()) continue;
       lastSent->store(e->sequence);
-      writer->send(sseFrame(*e));
+      if (maySee(caller, e->tenant)) writer->send(sseFrame(*e));
     }
     if (stream->closed()) writer->close();
   });

@@ -51,6 +51,8 @@ class RedfishService {
   // ComputerSystem.AddResourceBlock / RemoveResourceBlock: attach or detach one device.
   void changeBlocks(const std::shared_ptr<Call>& call, const std::string& id, bool add);
   void taskMonitor(const std::shared_ptr<Call>& call, const std::string& id);
+  // The operation behind a task, or NOT_FOUND when it is another tenant's (on the control thread).
+  [[nodiscard]] Result<Operation> visibleOperation(const Caller& caller, const std::string& id);
   void login(const std::shared_ptr<Call>& call);
   // GET /redfish/v1/EventService/SSE: the engine's events, pushed as they happen.
   void eventStream(const std::shared_ptr<Call>& call);

@@ -144,6 +144,27 @@ TEST_F(SecurityTest, TenantsSeeAndChangeOnlyTheirOwnWithinTheirQuota) {
   EXPECT_EQ(registry->Register(&tenantCtx, reg, &out).error_code(), grpc::StatusCode::PERMISSION_DENIED);
 }
 
+// Redfish uses the same identities: a tenant's token sees its own composed systems and tasks only.
+TEST_F(SecurityTest, RedfishShowsATenantOnlyItsOwnSystemsAndTasks) {
+  writeIdentities();
+  startDaemon({"--identities", (dir_ / "identities.json").string(), "--redfish-listen", "127.0.0.1:0", "--redfish-http",
+               "--redfish-port-file", (dir_ / "rfport").string()});
+  ASSERT_EQ(yardctl(as("alice") + " compose a1 --gpus 1").exitCode, 0);
+  const std::string base = "http://127.0.0.1:" + readFile(dir_ / "rfport").substr(0, readFile(dir_ / "rfport").find('\n'));
+  auto get = [&](const std::string& who, const std::string& path) {
+    return runCommand("curl -s -w '\\n%{http_code}' -H 'Authorization: Bearer token-" + who + "' " + base + path, dir_.path()).out;
+  };
+  EXPECT_NE(get("alice", "/redfish/v1/Systems").find("sys-000001"), std::string::npos);
+  EXPECT_NE(get("ops", "/redfish/v1/Systems").find("sys-000001"), std::string::npos);
+  const std::string bobs = get("bob", "/redfish/v1/Systems");
+  EXPECT_EQ(bobs.find("sys-000001"), std::string::npos) << bobs;
+  EXPECT_NE(bobs.find("host0"), std::string::npos) << "the physical hosts are the pool's: every role sees them";
+  EXPECT_EQ(get("bob", "/redfish/v1/TaskService/Tasks/op-000001").substr(get("bob", "/redfish/v1/TaskService/Tasks/op-000001").size() - 3), "404");
+  EXPECT_EQ(get("bob", "/redfish/v1/TaskService/Tasks").find("op-000001"), std::string::npos);
+  const std::string alices = get("alice", "/redfish/v1/TaskService/Tasks/op-000001");
+  EXPECT_EQ(alices.substr(alices.size() - 3), "200") << alices;
+}
+
 TEST_F(SecurityTest, MutualTlsNamesTheCallerByItsCertificate) {
   if (!devCerts()) GTEST_SKIP() << "the openssl command is not available (./setup.sh installs it)";
   writeIdentities();
