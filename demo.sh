@@ -39,5 +39,6 @@ step devices
 step decompose train-a
 step decompose infer-b
 step ops
+step audit
 printf '\nyardd log: %s/yardd.log\n' "$STATE_DIR"
 if [ "${KEEP_RUNNING:-0}" = 1 ]; then echo "yardd keeps running (pid $YARDD_PID); export YARD_SERVER=$YARD_SERVER"; fi
