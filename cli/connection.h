@@ -34,8 +34,7 @@ struct Connection {
   [[nodiscard]] std::string hint() const;
 
  private:
-  std::string token_;  // read once by channel()
-  mutable std::string resolvedToken_;
+  mutable std::string resolvedToken_;  // read by channel() from --token-file or YARD_TOKEN
 };
 
 // Where yardd keeps its self-signed certificate when run with the default state directory.

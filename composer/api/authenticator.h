@@ -24,7 +24,6 @@ class Authenticator {
   // `identities` null: open mode (claims trusted). It must outlive the authenticator.
   explicit Authenticator(const auth::Identities* identities) : identities_(identities) {}
   [[nodiscard]] Result<Caller> callerOf(const grpc::ServerContextBase& ctx) const;
-  [[nodiscard]] bool open() const { return identities_ == nullptr; }
 
  private:
   const auth::Identities* identities_;

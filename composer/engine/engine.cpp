@@ -393,7 +393,9 @@ Event Engine::makeEvent(std::string type, std::string subject, std::string messa
 
 std::string Engine::tenantOf(const std::string& subject) const {
   if (auto op = active_.find(subject); op != active_.end()) return op->second.tenant;
-  if (const System* s = state_ ? state_->findSystem(subject) : nullptr) return s->tenant;
+  // By id only: most subjects are devices, and a lookup by name would scan every system for each of them.
+  if (state_)
+    if (auto s = state_->systems().find(subject); s != state_->systems().end()) return s->second.tenant;
   return {};
 }
 

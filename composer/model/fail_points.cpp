@@ -87,12 +87,6 @@ Result<std::string> configureFromEnvironment() {
   return configure(spec);
 }
 
-void clear() {
-  std::lock_guard lock(gMutex);
-  points().clear();
-  gArmed.store(false, std::memory_order_release);
-}
-
 bool armed() { return gArmed.load(std::memory_order_relaxed); }
 
 Result<void> hit(std::string_view name) {

@@ -28,7 +28,6 @@ namespace switchyard::failpoints {
 [[nodiscard]] Result<std::string> configure(std::string_view spec);
 // Reads SWITCHYARD_FAIL_POINTS, if set.
 [[nodiscard]] Result<std::string> configureFromEnvironment();
-void clear();
 
 // Whether any point is armed (cheap): callers that build a point's name check it first.
 [[nodiscard]] bool armed();
