@@ -48,6 +48,12 @@ struct DaemonOptions {
   std::filesystem::path redfishCert;        // default: <state-dir>/redfish-cert.pem (self-signed at first start)
   std::filesystem::path redfishKey;         // default: <state-dir>/redfish-key.pem
   std::filesystem::path redfishPortFile;
+  std::string metricsListen;                // empty: no metrics/dashboard endpoint
+  std::filesystem::path metricsPortFile;
+  bool metricsTls = false;                  // HTTPS with <state-dir>/metrics-cert.pem or --metrics-cert/--metrics-key
+  std::filesystem::path metricsCert;
+  std::filesystem::path metricsKey;
+  double capacitySampleSeconds = 60;        // how often the dashboard's capacity history is sampled
   std::vector<std::string> hostPolicies;     // HOST=POLICY
   std::string hostPolicyDefault = "unset";   // for hosts no agent serves and no --host-policy names
   bool simHostAgents = true;                 // simulated driver: in-process simulated agents serve every host
@@ -173,6 +179,22 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
                  "TLS certificate (PEM) for the Redfish service (default: <state-dir>/redfish-cert.pem, a self-signed one made at first start)");
   app.add_option("--redfish-key", o.redfishKey, "TLS private key (PEM) for the Redfish service (default: <state-dir>/redfish-key.pem)");
   app.add_option("--redfish-port-file", o.redfishPortFile, "Write the bound Redfish port to this file once serving");
+  app.add_option("--metrics-listen", o.metricsListen,
+                 "Serve Prometheus metrics (/metrics), the read-only dashboard (/) and its JSON (/api/v1/...) on HOST:PORT; port 0 picks "
+                 "one. With --identities every page but /healthz needs HTTP Basic or a bearer token (a viewer is enough)")
+      ->group("Metrics and dashboard");
+  app.add_option("--metrics-port-file", o.metricsPortFile, "Write the bound metrics/dashboard port to this file once serving")
+      ->group("Metrics and dashboard");
+  app.add_flag("--metrics-tls", o.metricsTls,
+               "Serve metrics and the dashboard over HTTPS (default certificate: <state-dir>/metrics-cert.pem, self-signed at first start)")
+      ->group("Metrics and dashboard");
+  app.add_option("--metrics-cert", o.metricsCert, "With --metrics-tls: the certificate (PEM)")->group("Metrics and dashboard");
+  app.add_option("--metrics-key", o.metricsKey, "With --metrics-tls: the private key (PEM)")->group("Metrics and dashboard");
+  app.add_option("--capacity-sample-seconds", o.capacitySampleSeconds,
+                 "How often the dashboard's usable-capacity history is sampled (the last 1440 samples are kept in memory)")
+      ->check(CLI::Range(0.1, 86400.0))
+      ->capture_default_str()
+      ->group("Metrics and dashboard");
   app.add_option("--host-policy", o.hostPolicies,
                  "HOST=POLICY, how a host takes devices (repeatable): agent (a yard-agent rescans, verifies and releases; the "
                  "default for hosts whose agent registered), bmc-reset (cold plug: the host is power-cycled through its BMC "

@@ -21,6 +21,8 @@
 #include "composer/daemon/grpc_security.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/engine/engine.h"
+#include "composer/metrics/instrumented_fabric.h"
+#include "composer/web/web_service.h"
 #include "composer/model/fail_points.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
@@ -167,7 +169,15 @@ int run(const DaemonOptions& o) {
   }
   SY_ASSIGN_OR_EXIT(GrpcSecurity security, grpcSecurity(o));
   SY_ASSIGN_OR_EXIT(auto opened, openFabric(o, clock));
-  auto& fabric = opened.driver;
+  // With metrics on, the engine calls the switch through a decorator that counts every call.
+  std::shared_ptr<metrics::EngineMetrics> engineMetrics;
+  std::unique_ptr<FabricDriver> fabric = std::move(opened.driver);
+  std::unique_ptr<metrics::InstrumentedFabric> instrumented;
+  if (!o.metricsListen.empty()) {
+    engineMetrics = std::make_shared<metrics::EngineMetrics>();
+    instrumented = std::make_unique<metrics::InstrumentedFabric>(*fabric, *engineMetrics);
+  }
+  FabricDriver& engineFabric = instrumented ? static_cast<FabricDriver&>(*instrumented) : *fabric;
 
   SY_ASSIGN_OR_EXIT(auto store, SqliteStore::open(o.db(), o.durability == "full" ? Durability::kFull : Durability::kNormal));
   spdlog::info("store {} (SQLite WAL, synchronous={})", o.db().string(), o.durability == "full" ? "FULL" : "NORMAL");
@@ -195,7 +205,8 @@ int run(const DaemonOptions& o) {
   engineOptions.retention.events = o.retainEvents;
   engineOptions.retention.finishedOperations = o.retainOperations;
   if (identities) engineOptions.quotas = identities->quotas();
-  Engine engine(*fabric, *store, clock, engineOptions);
+  engineOptions.metrics = engineMetrics;
+  Engine engine(engineFabric, *store, clock, engineOptions);
 
   // The host side: registered yard-agents, the simulated hosts of the simulated fabric, the policies.
   SY_ASSIGN_OR_EXIT(auto hostOptions, hostSideOptions(o));
@@ -233,8 +244,53 @@ int run(const DaemonOptions& o) {
 
   SwitchyardService service(engine, authenticator);
 
-  // The Redfish service, when asked for: another adapter over the same engine.
+  // Identities as HTTP Basic / bearer credentials, for the Redfish service and the dashboard.
   std::unique_ptr<bmc::Accounts> accounts;
+  if (identities) accounts = std::make_unique<bmc::Accounts>(identities);
+
+  // Metrics, the dashboard and its JSON, when asked for: another adapter over the same engine.
+  std::unique_ptr<web::CapacityHistory> capacityHistory;
+  std::unique_ptr<web::WebService> web;
+  std::unique_ptr<bmc::HttpServer> webServer;
+  if (!o.metricsListen.empty()) {
+    const std::string metricsHost = o.metricsListen.substr(0, o.metricsListen.rfind(':'));
+    bmc::HttpServerOptions httpOptions{o.metricsListen};
+    if (o.metricsTls) {
+      bmc::CertificateFiles files{o.metricsCert.empty() ? o.stateDir / "metrics-cert.pem" : o.metricsCert,
+                                  o.metricsKey.empty() ? o.stateDir / "metrics-key.pem" : o.metricsKey};
+      auto made = bmc::ensureCertificate(files, metricsHost);
+      if (!made) {
+        spdlog::critical("metrics: {}", made.error().message);
+        engine.stop(std::chrono::seconds(0));
+        return 1;
+      }
+      httpOptions.tls = files;
+    } else if (identities && !isLoopbackHost(metricsHost)) {
+      spdlog::warn("metrics and dashboard on plain HTTP off loopback: HTTP Basic passwords and tokens cross the network in the clear; "
+                   "consider --metrics-tls");
+    }
+    capacityHistory = std::make_unique<web::CapacityHistory>(
+        engine, clock, std::chrono::milliseconds(static_cast<std::int64_t>(o.capacitySampleSeconds * 1000)));
+    capacityHistory->start();
+    web = std::make_unique<web::WebService>(engine, engineMetrics.get(), accounts.get(), capacityHistory.get());
+    auto started = bmc::HttpServer::start(httpOptions, [w = web.get()](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream) {
+      w->handle(req, std::move(reply));
+    });
+    if (!started) {
+      spdlog::critical("metrics: {}", started.error().message);
+      engine.stop(std::chrono::seconds(0));
+      return 1;
+    }
+    webServer = std::move(*started);
+    spdlog::info("metrics on {}://{}:{}/metrics, dashboard at /{}", httpOptions.tls ? "https" : "http", metricsHost, webServer->port(),
+                 identities ? " (credentials needed)" : "");
+    if (!o.metricsPortFile.empty()) {
+      std::ofstream(o.metricsPortFile.string() + ".tmp") << webServer->port() << "\n";
+      std::filesystem::rename(o.metricsPortFile.string() + ".tmp", o.metricsPortFile);
+    }
+  }
+
+  // The Redfish service, when asked for: another adapter over the same engine.
   std::unique_ptr<bmc::RedfishService> redfish;
   std::unique_ptr<bmc::HttpServer> redfishServer;
   if (!o.redfishListen.empty()) {
@@ -259,7 +315,6 @@ int run(const DaemonOptions& o) {
       engine.stop(std::chrono::seconds(0));
       return 1;
     }
-    accounts = std::make_unique<bmc::Accounts>(identities);
     redfish = std::make_unique<bmc::RedfishService>(engine, *accounts);
     auto started = bmc::HttpServer::start(httpOptions, [r = redfish.get()](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream open) {
       r->handle(req, std::move(reply), std::move(open));
@@ -313,11 +368,13 @@ int run(const DaemonOptions& o) {
   // Refuse new work and let running operations finish (or leave them resumable), then close the
   // server. Clients that stay connected but idle cannot acknowledge the close, so keep its wait short.
   service.shutdown();
+  if (capacityHistory) capacityHistory->stop();
   engine.stop(std::chrono::seconds(o.shutdownGraceSeconds));
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   // The engine answered every pending call; let the Redfish replies out, then close the HTTP server.
   if (redfish) redfish->drain();
   if (redfishServer) redfishServer->stop();
+  if (webServer) webServer->stop();
   spdlog::info("yardd stopped");
   return 0;
 }

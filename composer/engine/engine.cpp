@@ -160,6 +160,7 @@ Result<Operation> Engine::audited(const Caller& caller, std::string action, cons
   if (!result && result.error().code != Code::kUnavailable && result.error().code != Code::kAborted) {
     record.sequence = ++lastAuditSequence_;
     record.result = std::string(codeName(result.error().code));
+    if (options_.metrics) options_.metrics->refusals.add({record.action, record.result});
     record.message = result.error().message;
     Mutation m;
     m.writes.emplace_back(PutAudit{std::move(record)});
@@ -373,6 +374,12 @@ void Engine::completeWaiters(const OperationId& id, const Operation& op) {
   }
 }
 
+Result<std::vector<Event>> Engine::recentEvents(std::size_t limit) {
+  return onControl([&]() -> Result<std::vector<Event>> {
+    return store_.listEvents(lastEventSequence_ > limit ? lastEventSequence_ - limit : 0, limit);
+  });
+}
+
 Result<std::vector<Event>> Engine::listEvents(std::uint64_t afterSequence, std::size_t limit) {
   return onControl([&]() -> Result<std::vector<Event>> { return store_.listEvents(afterSequence, limit); });
 }
@@ -404,7 +411,13 @@ Result<void> Engine::persist(Mutation& m) {
     if (e.tenant.empty()) e.tenant = tenantOf(e.subject);
     m.writes.emplace_back(PutEvent{e});
   }
-  if (auto r = store_.write(m.writes, writerEpoch_); !r) {
+  const auto started = std::chrono::steady_clock::now();
+  auto written = store_.write(m.writes, writerEpoch_);
+  if (options_.metrics) {
+    options_.metrics->storeWriteSeconds.observe({}, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    if (!written) options_.metrics->storeWriteErrors.add({});
+  }
+  if (auto& r = written; !r) {
     lastEventSequence_ -= m.events.size();
     lastAuditSequence_ -= static_cast<std::uint64_t>(std::count_if(
         m.writes.begin(), m.writes.end(), [](const StoreWrite& w) { return std::holds_alternative<PutAudit>(w); }));

@@ -29,6 +29,7 @@
 #include "composer/engine/elastic_executor.h"
 #include "composer/engine/event_stream.h"
 #include "composer/engine/steps/step_kind.h"
+#include "composer/metrics/engine_metrics.h"
 #include "composer/engine/pool_state.h"
 #include "composer/model/access.h"
 #include "composer/model/clock.h"
@@ -58,6 +59,8 @@ struct EngineOptions {
   RetentionPolicy retention;                      // history kept in the store
   TenantQuotas quotas;                            // per tenant; a tenant not named has no limit
   std::chrono::milliseconds pruneInterval{60'000};  // 0: prune only when asked
+  // Counted as operations, steps, refusals, store writes and drift happen; null: nothing is counted.
+  std::shared_ptr<metrics::EngineMetrics> metrics;
 };
 
 struct ComposeRequest {
@@ -158,6 +161,8 @@ class Engine {
   [[nodiscard]] Result<Operation> waitOperation(const OperationId& id, std::chrono::milliseconds timeout);
   void waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit);
+  // The last `limit` events, oldest first.
+  [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit);
   // The audit trail, newest first (composer/model/audit.h). Callers filter by what the asker may see.
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query);
   // Live events from now on (a closed stream when the engine is not running). Read it blocking, or set

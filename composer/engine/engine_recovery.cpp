@@ -163,6 +163,7 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
 DriftRound::Announce Engine::announceDrift(Mutation& m) {
   return [this, &m](const Drift& d) {
     spdlog::warn("drift: {}: {}", d.kind, d.message);
+    if (options_.metrics) options_.metrics->drifts.add({d.kind});
     m.events.push_back(makeEvent("drift." + d.kind, d.deviceId, d.message));
   };
 }

@@ -105,7 +105,11 @@ void Engine::dispatch(const OperationId& id, std::size_t step) {
   const Operation& op = active_.at(id);
   driverPool_->post([this, id, step, snapshot = op, kind = &kindOf(op.steps[step])] {
     StepTargets targets{driver_, {options_.switchCallTimeout}, hosts_, {options_.hostCallTimeout}};
+    const auto started = std::chrono::steady_clock::now();
     Result<StepReport> result = kind->call(targets, snapshot, snapshot.steps[step]);
+    if (options_.metrics)
+      options_.metrics->stepSeconds.observe({snapshot.steps[step].kind, result ? std::string("ok") : std::string(codeName(result.error().code))},
+                                            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (failpoints::armed()) failpoints::crashPoint(fmt::format("step.{}.after-call", snapshot.steps[step].kind));
     asio::post(*control_, [this, id, step, result = std::move(result)] {
       --driverCallsInFlight_;
@@ -264,6 +268,11 @@ void Engine::finish(Operation& op, Mutation& m) {
   }
   m.writes.emplace_back(PutOperation{op, false, {}});
   const bool ok = op.state == OperationState::kSucceeded;
+  if (options_.metrics) {
+    const std::string kind(toString(op.kind));
+    options_.metrics->operations.add({kind, ok ? "succeeded" : "failed"});
+    options_.metrics->operationSeconds.observe({kind}, static_cast<double>(op.updatedAt - op.createdAt) / 1e9);
+  }
   m.writes.emplace_back(PutAuditOutcome{op.id, ok ? "succeeded" : "failed", op.updatedAt});
   m.events.push_back(makeEvent(ok ? "operation.succeeded" : "operation.failed", op.id,
                                ok ? fmt::format("{} {} succeeded", toString(op.kind), op.id)

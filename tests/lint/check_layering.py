@@ -12,7 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 IO = ["boost/asio", "boost/beast", "grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"]
 ENGINE_DEPS = ["composer/model/", "composer/packing/", "composer/placement/", "composer/engine/",
-               "fabric/fabric_driver.h", "fabric/host_agents.h", "inventory/store.h"]
+               "fabric/fabric_driver.h", "fabric/host_agents.h", "inventory/store.h", "composer/metrics/"]
 
 # folder -> (project include prefixes it may use, include prefixes it must not use). First match wins.
 RULES = [
@@ -20,6 +20,10 @@ RULES = [
     ("composer/placement/", (["composer/model/", "composer/placement/"], IO + ["spdlog"])),
     ("composer/packing/", (["composer/model/", "composer/placement/", "composer/packing/"], IO + ["spdlog"])),
     ("composer/auth/", (["composer/model/", "composer/auth/"], IO + ["spdlog"])),
+    ("composer/metrics/", (["composer/model/", "composer/metrics/", "fabric/fabric_driver.h"], IO + ["spdlog", "nlohmann"])),
+    # The operator HTTP endpoint: metrics, dashboard, JSON; on the Redfish service's Beast server and accounts.
+    ("composer/web/", (ENGINE_DEPS + ["composer/web/", "composer/auth/", "bmc/http_server.h", "bmc/accounts.h", "bmc/tls_certificate.h"],
+                       ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("composer/engine/", (ENGINE_DEPS, ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("composer/api/", (ENGINE_DEPS + ["composer/api/", "composer/auth/", "switchyard/v1/"], ["sqlite3.h"])),
     ("composer/daemon/", (None, [])),  # the composition root may name everything

@@ -1,0 +1,22 @@
+#include "composer/metrics/engine_metrics.h"
+
+namespace switchyard::metrics {
+
+EngineMetrics::EngineMetrics()
+    : operations(registry.counter("switchyard_operations_total", "Operations finished, by kind and result.", {"kind", "result"})),
+      operationSeconds(registry.histogram("switchyard_operation_duration_seconds",
+                                          "Time from acceptance to the end of an operation (compose, decompose, attach, detach).", {"kind"})),
+      stepSeconds(registry.histogram("switchyard_step_duration_seconds",
+                                     "One attempt of an operation step that calls the switch or a host, by step kind and result.",
+                                     {"step", "result"})),
+      refusals(registry.counter("switchyard_requests_refused_total", "Requests refused before an operation started, by action and error code.",
+                                {"action", "code"})),
+      switchCalls(registry.counter("switchyard_switch_calls_total", "Calls to the fabric driver, by call and result (ok or the error code).",
+                                   {"call", "result"})),
+      switchCallSeconds(registry.histogram("switchyard_switch_call_duration_seconds", "Latency of calls to the fabric driver, by call.", {"call"})),
+      drifts(registry.counter("switchyard_drifts_total", "Disagreements between the store and the fabric or a host, when first seen, by kind.",
+                              {"kind"})),
+      storeWriteSeconds(registry.histogram("switchyard_store_write_duration_seconds", "Latency of one store transaction.", {})),
+      storeWriteErrors(registry.counter("switchyard_store_write_errors_total", "Store transactions that failed.", {})) {}
+
+}  // namespace switchyard::metrics

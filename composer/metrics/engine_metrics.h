@@ -1,0 +1,26 @@
+// The counters and histograms of yardd's work: what the engine records as operations and steps end, the
+// store writes, drift is found, and (through InstrumentedFabric) every switch call. Names follow the
+// Prometheus conventions (base units: seconds; _total for counters); docs/operations.md lists them.
+#pragma once
+
+#include <memory>
+
+#include "composer/metrics/registry.h"
+
+namespace switchyard::metrics {
+
+struct EngineMetrics {
+  EngineMetrics();
+  Registry registry;
+  CounterFamily& operations;          // {kind, result}: result succeeded|failed
+  HistogramFamily& operationSeconds;  // {kind}: accepted to finished
+  HistogramFamily& stepSeconds;       // {step, result}: one attempt of a remote step (switch or host call)
+  CounterFamily& refusals;            // {action, code}: requests refused at acceptance
+  CounterFamily& switchCalls;         // {call, result}: result ok or the error code
+  HistogramFamily& switchCallSeconds; // {call}
+  CounterFamily& drifts;              // {kind}: disagreements found by reconcile (first sightings)
+  HistogramFamily& storeWriteSeconds; // {}: one transaction
+  CounterFamily& storeWriteErrors;    // {}
+};
+
+}  // namespace switchyard::metrics

@@ -1,0 +1,150 @@
+// The Switchyard dashboard: polls yardd's /api/v1 every two seconds and redraws. Read-only; no libraries.
+"use strict";
+
+const POLL_MS = 2000;
+const SHAPE_COLOURS = { 1: "#1565c0", 2: "#2e7d32", 4: "#f9a825", 8: "#6a1b9a", 16: "#c62828" };
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === "class") node.className = v;
+    else if (k === "title") node.title = v;
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return node;
+}
+
+function card(label, value, extra = "") {
+  return el("div", { class: "card " + extra }, el("div", { class: "value" }, value), el("div", { class: "label" }, label));
+}
+
+function fillTable(id, rows, emptyText) {
+  const body = document.querySelector(`#${id} tbody`);
+  body.replaceChildren();
+  if (rows.length === 0) {
+    const cols = document.querySelectorAll(`#${id} thead th`).length;
+    body.append(el("tr", {}, el("td", { class: "empty", colspan: cols }, emptyText)));
+    return;
+  }
+  for (const cells of rows) body.append(el("tr", {}, ...cells.map((c) => el("td", {}, c))));
+}
+
+async function getJson(path) {
+  const response = await fetch(path, { credentials: "same-origin", cache: "no-store" });
+  if (!response.ok) {
+    let message = response.statusText;
+    try { message = (await response.json()).error.message; } catch (e) { /* not JSON */ }
+    throw new Error(`${path}: ${response.status} ${message}`);
+  }
+  return response.json();
+}
+
+function drawSummary(pool, capacity) {
+  let total = 0, inSystems = 0, quarantined = 0;
+  for (const sw of pool.switches) for (const d of sw.devices) {
+    if (d.kind !== "gpu") continue;
+    total++;
+    if (d.state === "allocated") inSystems++;
+    if (d.state === "quarantined") quarantined++;
+  }
+  const used = total ? Math.round((100 * inSystems) / total) : 0;
+  document.getElementById("summary").replaceChildren(
+    card("GPUs in the pool", total),
+    card("in systems", `${inSystems} (${used}%)`),
+    card("free", capacity.freeGpus),
+    card("stranded (free, yet no host can take them)", capacity.strandedGpus, capacity.strandedGpus > 0 ? "warn" : ""),
+    card("quarantined", quarantined, quarantined > 0 ? "warn" : ""));
+  document.getElementById("capacity").replaceChildren(
+    ...capacity.shapes.map((s) => card(`${s.gpus}-GPU requests`, s.placeable, s.placeable === 0 ? "warn" : "")));
+}
+
+function drawChart(capacity) {
+  const svg = document.getElementById("capacity-chart");
+  const ns = "http://www.w3.org/2000/svg";
+  svg.replaceChildren();
+  const history = capacity.history;
+  const legend = document.getElementById("capacity-legend");
+  legend.replaceChildren();
+  if (history.length < 2) {
+    const t = document.createElementNS(ns, "text");
+    t.setAttribute("x", 10); t.setAttribute("y", 100);
+    t.textContent = "collecting samples…";
+    svg.append(t);
+    return;
+  }
+  const shapes = capacity.shapes.map((s) => String(s.gpus));
+  let top = 1;
+  for (const s of history) for (const g of shapes) top = Math.max(top, s.placeable[g] || 0);
+  const x = (i) => 10 + (780 * i) / (history.length - 1);
+  const y = (v) => 190 - (180 * v) / top;
+  for (const g of shapes) {
+    const line = document.createElementNS(ns, "polyline");
+    line.setAttribute("fill", "none");
+    line.setAttribute("stroke", SHAPE_COLOURS[g] || "#555");
+    line.setAttribute("stroke-width", "2");
+    line.setAttribute("points", history.map((s, i) => `${x(i)},${y(s.placeable[g] || 0)}`).join(" "));
+    svg.append(line);
+    const key = el("span", {}, el("i", { style: `background:${SHAPE_COLOURS[g] || "#555"}` }), `${g} GPU`);
+    legend.append(key);
+  }
+  legend.append(el("span", {}, `max ${top}; ${history.length} samples, one every ${capacity.sampleSeconds} s, since ${history[0].at}`));
+}
+
+function drawPool(pool) {
+  const switches = document.getElementById("switches");
+  switches.replaceChildren(...pool.switches.map((sw) => {
+    const chips = sw.devices.map((d) => {
+      const label = d.system ? `${d.id} · ${d.system}` : d.id;
+      const tip = [`${d.id} (${d.model})`, d.state, d.health, d.host && `host ${d.host}`, d.system && `system ${d.system}`,
+                   d.uuid && `UUID ${d.uuid}`, d.pciAddress && `PCI ${d.pciAddress}`].filter(Boolean).join("\n");
+      return el("div", { class: `device ${d.state}${d.health === "ok" ? "" : " unhealthy"}`, title: tip, "data-device": d.id }, label);
+    });
+    return el("div", { class: "switch" }, el("div", { class: "name" }, `${sw.id} `, el("small", {}, sw.model || sw.kind)),
+              el("div", { class: "devices" }, ...chips));
+  }));
+  fillTable("hosts", pool.hosts.map((h) => [h.id, h.system || "—", `${h.attachedDevices} / ${h.maxDevices}`, `${h.policy}: ${h.hostSide}`]),
+            "no hosts");
+}
+
+function drawSystems(systems) {
+  fillTable("systems", systems.map((s) => [
+    s.name, s.host, s.tenant, el("span", { class: `state-${s.state}` }, s.progress ? `${s.state} (${s.progress})` : s.state),
+    s.devices.map((d) => d.uuid ? `${d.id} (${d.uuid})` : d.id).join(", ") || "—"]), "no systems yet: yardctl compose NAME --gpus N");
+}
+
+function drawOperations(operations) {
+  fillTable("operations", operations.map((op) => [
+    op.id, op.kind, op.system, el("span", { class: `state-${op.state}`, title: op.error }, op.state),
+    el("span", {}, ...op.steps.map((s) => el("span", { class: `step ${s.state}`, title: s.message || s.devices.join(", ") },
+                                             (s.compensation ? "↶ " : "") + s.kind))),
+    op.requestedBy]), "no operations yet");
+}
+
+function drawEvents(events) {
+  fillTable("events", events.map((e) => [e.at.replace("T", " ").replace(/\.\d+Z$/, "Z"), e.type, e.subject, e.message]), "no events");
+}
+
+async function refresh() {
+  const status = document.getElementById("status");
+  try {
+    const [pool, capacity, systems, operations, events] = await Promise.all([
+      getJson("/api/v1/pool"), getJson("/api/v1/capacity"), getJson("/api/v1/systems"),
+      getJson("/api/v1/operations?limit=15"), getJson("/api/v1/events?limit=25")]);
+    drawSummary(pool, capacity);
+    drawChart(capacity);
+    drawPool(pool);
+    drawSystems(systems);
+    drawOperations(operations);
+    drawEvents(events);
+    status.textContent = `updated ${new Date().toLocaleTimeString()}`;
+    status.className = "";
+    document.body.dataset.loaded = "true";
+  } catch (e) {
+    status.textContent = `cannot reach yardd: ${e.message}`;
+    status.className = "error";
+  }
+}
+
+refresh();
+setInterval(refresh, POLL_MS);

@@ -1,0 +1,279 @@
+#include "composer/web/web_service.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "composer/metrics/exposition.h"
+#include "composer/web/pool_metrics.h"
+
+namespace switchyard::web {
+
+namespace http = boost::beast::http;
+using nlohmann::json;
+
+namespace {
+
+bmc::HttpResponse respond(http::status status, std::string_view contentType, std::string body, unsigned version, bool keepAlive) {
+  bmc::HttpResponse res{status, version};
+  res.set(http::field::server, "yardd");
+  res.set(http::field::content_type, std::string(contentType));
+  res.set(http::field::cache_control, "no-store");
+  res.keep_alive(keepAlive);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+bmc::HttpResponse problem(http::status status, std::string message, unsigned version, bool keepAlive) {
+  return respond(status, "application/json", json{{"error", {{"code", static_cast<int>(status)}, {"message", std::move(message)}}}}.dump() + "\n",
+                 version, keepAlive);
+}
+
+http::status httpStatusOf(Code code) {
+  switch (code) {
+    case Code::kNotFound: return http::status::not_found;
+    case Code::kInvalidArgument: return http::status::bad_request;
+    case Code::kPermissionDenied: return http::status::forbidden;
+    case Code::kUnauthenticated: return http::status::unauthorized;
+    case Code::kUnavailable:
+    case Code::kAborted: return http::status::service_unavailable;
+    default: return http::status::internal_server_error;
+  }
+}
+
+std::string queryValue(std::string_view query, std::string_view key) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const auto eq = pair.find('=');
+    if (pair.substr(0, eq) == key) return std::string(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return {};
+}
+
+// A positive count from the query, or `fallback`, at most `most`.
+Result<std::size_t> limitOf(std::string_view query, std::size_t fallback, std::size_t most) {
+  const std::string text = queryValue(query, "limit");
+  if (text.empty()) return fallback;
+  std::size_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc{} || end != text.data() + text.size() || n == 0)
+    return fail(Code::kInvalidArgument, fmt::format("limit '{}': expected a positive whole number", text));
+  return std::min(n, most);
+}
+
+std::string isoTime(Timestamp at) { return formatTimestamp(at); }
+
+json deviceJson(const DeviceView& d, const System* system, bool visible) {
+  json j{{"id", d.device.id},
+         {"kind", toString(d.device.kind)},
+         {"model", d.device.model},
+         {"health", toString(d.device.health)},
+         {"state", toString(d.assignment.allocation)},
+         {"switch", d.switchId},
+         {"host", d.hostId}};
+  if (system) {
+    j["system"] = visible ? system->name : "(another tenant)";
+    if (visible)
+      for (const auto& h : system->hostDevices)
+        if (h.deviceId == d.device.id) j["uuid"] = h.uuid, j["pciAddress"] = h.pciAddress;
+  }
+  return j;
+}
+
+json systemJson(const System& s) {
+  json devices = json::array();
+  for (const auto& b : s.bindings) {
+    json d{{"id", b.deviceId}, {"upstreamPort", b.upstreamPortId}};
+    for (const auto& h : s.hostDevices)
+      if (h.deviceId == b.deviceId) d["uuid"] = h.uuid, d["pciAddress"] = h.pciAddress;
+    devices.push_back(std::move(d));
+  }
+  return json{{"id", s.id},         {"name", s.name},         {"host", s.hostId},        {"tenant", s.tenant},
+              {"state", toString(s.state)}, {"progress", s.progress}, {"devices", std::move(devices)},
+              {"activeOperation", s.activeOperation}, {"createdAt", isoTime(s.createdAt)}};
+}
+
+json operationJson(const Operation& op) {
+  json steps = json::array();
+  for (const auto& st : op.steps) {
+    json devices = json::array();
+    for (const auto& b : st.bindings) devices.push_back(b.deviceId);
+    steps.push_back(json{{"kind", st.kind},
+                         {"state", toString(st.state)},
+                         {"compensation", st.compensation},
+                         {"attempts", st.attempts},
+                         {"message", st.message},
+                         {"devices", std::move(devices)}});
+  }
+  return json{{"id", op.id},
+              {"kind", toString(op.kind)},
+              {"system", op.systemId},
+              {"host", op.hostId},
+              {"state", toString(op.state)},
+              {"error", op.error},
+              {"requestedBy", op.requestedBy.identity},
+              {"tenant", op.tenant},
+              {"createdAt", isoTime(op.createdAt)},
+              {"updatedAt", isoTime(op.updatedAt)},
+              {"steps", std::move(steps)}};
+}
+
+}  // namespace
+
+WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, bmc::Accounts* accounts, const CapacityHistory* history)
+    : engine_(engine), metrics_(metrics), accounts_(accounts), history_(history) {}
+
+void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply) {
+  const unsigned version = request.version();
+  const bool keepAlive = request.keep_alive();
+  const std::string target(request.target());
+  const auto q = target.find('?');
+  const std::string path = target.substr(0, q);
+  const std::string query = q == std::string::npos ? std::string{} : target.substr(q + 1);
+
+  if (request.method() != http::verb::get && request.method() != http::verb::head) {
+    auto res = problem(http::status::method_not_allowed, "this endpoint is read-only: only GET and HEAD", version, keepAlive);
+    res.set(http::field::allow, "GET, HEAD");
+    return reply(std::move(res));
+  }
+  if (path == "/healthz") return reply(respond(http::status::ok, "text/plain; charset=utf-8", "ok\n", version, keepAlive));
+
+  Caller caller = Caller::local();
+  if (accounts_ != nullptr) {
+    const auto header = request.find(http::field::authorization);
+    std::optional<Caller> who = header == request.end() ? std::nullopt : accounts_->authorization(std::string(header->value()));
+    if (!who) {
+      auto res = problem(http::status::unauthorized,
+                         "authenticate with HTTP Basic (an identity's password) or a bearer token from the identities file", version, keepAlive);
+      res.set(http::field::www_authenticate, "Basic realm=\"switchyard\", charset=\"UTF-8\"");
+      return reply(std::move(res));
+    }
+    caller = *who;
+  }
+
+  if (path == "/metrics") return metricsPage(caller, std::move(reply), version, keepAlive);
+  if (path.starts_with("/api/")) return api(caller, path, query, std::move(reply), version, keepAlive);
+  if (const Asset* asset = dashboardAsset(path))
+    return reply(respond(http::status::ok, asset->contentType, std::string(asset->body), version, keepAlive));
+  reply(problem(http::status::not_found, fmt::format("no page {}; try / (the dashboard), /metrics or /api/v1/pool", path), version, keepAlive));
+}
+
+void WebService::metricsPage(const Caller& caller, bmc::Reply reply, unsigned version, bool keepAlive) {
+  // The pool's gauges show every device and system; a tenant's view is the API's, not this one.
+  if (caller.role == Role::kTenant) {
+    reply(problem(http::status::forbidden, fmt::format("'{}' is a tenant: /metrics shows the whole pool and needs viewer, operator or admin", caller.identity),
+                  version, keepAlive));
+    return;
+  }
+  engine_.async<std::string>(
+      [this]() -> Result<std::string> {
+        metrics::ExpositionWriter out;
+        SY_TRY(writePoolMetrics(engine_, out));
+        if (metrics_) metrics_->registry.write(out);
+        return out.take();
+      },
+      [reply = std::move(reply), version, keepAlive](Result<std::string> text) {
+        if (!text) return reply(problem(httpStatusOf(text.error().code), text.error().message, version, keepAlive));
+        reply(respond(http::status::ok, metrics::kContentType, std::move(*text), version, keepAlive));
+      });
+}
+
+void WebService::api(const Caller& caller, const std::string& path, const std::string& query, bmc::Reply reply, unsigned version, bool keepAlive) {
+  std::function<Result<json>()> read;
+  if (path == "/api/v1/pool") {
+    read = [this, caller]() -> Result<json> {
+      SY_ASSIGN(const auto topology, engine_.topology());
+      SY_ASSIGN(const auto devices, engine_.listDevices());
+      SY_ASSIGN(const auto systems, engine_.listSystems());
+      SY_ASSIGN(const auto hosts, engine_.listHosts());
+      std::map<SystemId, const System*> byId;
+      for (const auto& s : systems) byId[s.id] = &s;
+      json switches = json::array();
+      for (const auto& sw : topology.switches) {
+        json members = json::array();
+        for (const auto& d : devices)
+          if (d.switchId == sw.id) {
+            auto it = byId.find(d.systemId);
+            const System* s = it == byId.end() ? nullptr : it->second;
+            members.push_back(deviceJson(d, s, s != nullptr && maySee(caller, s->tenant)));
+          }
+        switches.push_back(json{{"id", sw.id}, {"kind", toString(sw.kind)}, {"model", sw.model}, {"devices", std::move(members)}});
+      }
+      json hostList = json::array();
+      for (const auto& h : hosts) {
+        auto it = byId.find(h.systemId);
+        const bool visible = it != byId.end() && maySee(caller, it->second->tenant);
+        hostList.push_back(json{{"id", h.host.id},
+                                {"upstreamSwitches", h.upstreamSwitches},
+                                {"system", it == byId.end() ? "" : visible ? it->second->name : "(another tenant)"},
+                                {"attachedDevices", h.attachedDevices},
+                                {"maxDevices", h.host.maxDevices},
+                                {"policy", toString(h.policy)},
+                                {"hostSide", h.hostSide}});
+      }
+      return json{{"switches", std::move(switches)}, {"hosts", std::move(hostList)}};
+    };
+  } else if (path == "/api/v1/systems") {
+    read = [this, caller]() -> Result<json> {
+      SY_ASSIGN(const auto systems, engine_.listSystems());
+      json out = json::array();
+      for (const auto& s : systems)
+        if (maySee(caller, s.tenant)) out.push_back(systemJson(s));
+      return out;
+    };
+  } else if (path == "/api/v1/operations") {
+    auto limit = limitOf(query, 20, 500);
+    if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
+    read = [this, caller, limit = *limit]() -> Result<json> {
+      SY_ASSIGN(const auto operations, engine_.listOperations(2000));
+      json out = json::array();
+      for (const auto& op : operations)
+        if (maySee(caller, op.tenant) && out.size() < limit) out.push_back(operationJson(op));
+      return out;
+    };
+  } else if (path == "/api/v1/events") {
+    auto limit = limitOf(query, 50, 1000);
+    if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
+    read = [this, caller, limit = *limit]() -> Result<json> {
+      // The newest events (a tenant's may be sparse among them): keep the last `limit` the caller may see.
+      SY_ASSIGN(auto events, engine_.recentEvents(std::max<std::size_t>(limit, 2000)));
+      json out = json::array();
+      for (auto it = events.rbegin(); it != events.rend() && out.size() < limit; ++it)
+        if (maySee(caller, it->tenant))
+          out.push_back(json{{"sequence", it->sequence}, {"at", isoTime(it->at)}, {"type", it->type}, {"subject", it->subject},
+                             {"message", it->message}, {"actor", it->actor}});
+      return out;
+    };
+  } else if (path == "/api/v1/capacity") {
+    read = [this]() -> Result<json> {
+      SY_ASSIGN(const auto now, engine_.capacity(defaultShapes()));
+      json shapes = json::array();
+      for (const auto& c : now.shapes) shapes.push_back(json{{"gpus", c.shape.gpus}, {"placeable", c.placeable}});
+      json history = json::array();
+      if (history_)
+        for (const auto& s : history_->samples()) {
+          json placeable = json::object();
+          for (const auto& [gpus, n] : s.placeable) placeable[std::to_string(gpus)] = n;
+          history.push_back(json{{"at", isoTime(s.at)}, {"freeGpus", s.freeGpus}, {"strandedGpus", s.strandedGpus}, {"placeable", std::move(placeable)}});
+        }
+      return json{{"freeGpus", now.freeGpus}, {"strandedGpus", now.strandedGpus}, {"shapes", std::move(shapes)}, {"history", std::move(history)},
+                  {"sampleSeconds", history_ ? static_cast<double>(history_->interval().count()) / 1000.0 : 0.0}};
+    };
+  } else {
+    return reply(problem(http::status::not_found,
+                         fmt::format("no API {}; there are /api/v1/pool, /api/v1/systems, /api/v1/operations, /api/v1/events and /api/v1/capacity", path),
+                         version, keepAlive));
+  }
+  engine_.async<json>(std::move(read), [reply = std::move(reply), version, keepAlive](Result<json> body) {
+    if (!body) return reply(problem(httpStatusOf(body.error().code), body.error().message, version, keepAlive));
+    reply(respond(http::status::ok, "application/json", body->dump() + "\n", version, keepAlive));
+  });
+}
+
+}  // namespace switchyard::web

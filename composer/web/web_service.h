@@ -1,0 +1,43 @@
+// yardd's operator HTTP endpoint (--metrics-listen): Prometheus metrics at /metrics, the read-only
+// dashboard at / (static files built into the binary; no CDN) and the JSON it draws from at /api/v1/*.
+// An adapter over the engine like the gRPC and Redfish ones: every read is one hop to the control thread.
+//
+// With identities configured, every path but /healthz needs credentials (HTTP Basic, or a bearer token,
+// as Prometheus' `authorization` sends it); a tenant sees only its own systems, operations and events.
+#pragma once
+
+#include <memory>
+
+#include "bmc/accounts.h"
+#include "bmc/http_server.h"
+#include "composer/engine/engine.h"
+#include "composer/metrics/engine_metrics.h"
+#include "composer/web/capacity_history.h"
+
+namespace switchyard::web {
+
+class WebService {
+ public:
+  // `metrics`, `accounts` and `history` may be null: no counters, no authentication, no capacity history.
+  WebService(Engine& engine, const metrics::EngineMetrics* metrics, bmc::Accounts* accounts, const CapacityHistory* history);
+
+  void handle(const bmc::HttpRequest& request, bmc::Reply reply);
+
+ private:
+  void metricsPage(const Caller& caller, bmc::Reply reply, unsigned version, bool keepAlive);
+  void api(const Caller& caller, const std::string& path, const std::string& query, bmc::Reply reply, unsigned version, bool keepAlive);
+
+  Engine& engine_;
+  const metrics::EngineMetrics* metrics_;
+  bmc::Accounts* accounts_;
+  const CapacityHistory* history_;
+};
+
+// A static file of the dashboard, by request path ("/" is index.html); null when there is none.
+struct Asset {
+  std::string_view contentType;
+  std::string_view body;
+};
+[[nodiscard]] const Asset* dashboardAsset(std::string_view path);
+
+}  // namespace switchyard::web
