@@ -7,11 +7,15 @@
 #   4. fuzz smoke: clang 19 libFuzzer builds of every fuzz target, each run for FUZZ_SECONDS (default 10) from
 #      its committed corpus (docs/reliability.md).
 # The soak smoke (one minute) runs in step 1 only: a sanitizer's own memory would hide the daemon's.
+# The Python integration tests (tests/python: Prometheus, headless Chromium, the Slurm kit, the Kubernetes
+# provider, the Python client) run in steps 1 and 2; with SWITCHYARD_REQUIRE_TOOLS=1 a missing tool fails them
+# instead of skipping them.
 # ./test.sh --quick runs step 1 only.
 set -euo pipefail
 cd "$(dirname "$0")"
 ./setup.sh
 JOBS=${JOBS:-$(nproc)}
+export SWITCHYARD_REQUIRE_TOOLS=1
 
 run_suite() {  # build-dir, cmake args..., -- ctest args...
   local dir=$1; shift

@@ -294,14 +294,20 @@ static int runYardctl(int argc, char** argv) {
   std::vector<std::string> labels;
   GpuFlags composeGpus;
   bool noWait = false;
+  std::string requestId;
+  const std::string requestIdHelp =
+      "Idempotency key: running the command again with the same key follows the operation the first run started instead "
+      "of starting another (safe retries from scripts)";
   compose->add_option("name", composeName, "Name of the new system (letters, digits, . _ -)")->required();
   composeGpus.add(compose, true);
   compose->add_option("--tenant", tenant, "Owning tenant")->default_str("default");
   compose->add_option("-l,--label", labels, "key=value label (repeatable)");
   compose->add_flag("--no-wait", noWait, "Print the operation id and return at once");
+  compose->add_option("--request-id", requestId, requestIdHelp);
   compose->callback([&] {
     pb::ComposeRequest req;
     req.set_name(composeName);
+    req.set_request_id(requestId);
     *req.mutable_gpus() = composeGpus.toProto();
     req.set_tenant(tenant);
     for (const auto& l : labels) {
@@ -321,9 +327,11 @@ static int runYardctl(int argc, char** argv) {
   std::string decomposeName;
   decompose->add_option("system", decomposeName, "System id or name")->required();
   decompose->add_flag("--no-wait", noWait, "Print the operation id and return at once");
+  decompose->add_option("--request-id", requestId, requestIdHelp);
   decompose->callback([&] {
     pb::DecomposeRequest req;
     req.set_system(decomposeName);
+    req.set_request_id(requestId);
     pb::Operation op;
     rc = runMutation(client(), g, noWait, client().call(&pb::Switchyard::Stub::Decompose, req, op), op);
   });
@@ -334,9 +342,11 @@ static int runYardctl(int argc, char** argv) {
   attach->add_option("system", attachName, "System id or name")->required();
   attachGpus.add(attach, false);
   attach->add_flag("--no-wait", noWait, "Print the operation id and return at once");
+  attach->add_option("--request-id", requestId, requestIdHelp);
   attach->callback([&] {
     pb::AttachRequest req;
     req.set_system(attachName);
+    req.set_request_id(requestId);
     *req.mutable_gpus() = attachGpus.toProto();
     pb::Operation op;
     rc = runMutation(client(), g, noWait, client().call(&pb::Switchyard::Stub::Attach, req, op), op);
@@ -357,9 +367,11 @@ static int runYardctl(int argc, char** argv) {
   detach->add_option("--share", detachShares, "GPU share to remove, by its id (see `yardctl systems NAME`); a GPU left with none is unbound")
       ->check(CLI::PositiveNumber);
   detach->add_flag("--no-wait", noWait, "Print the operation id and return at once");
+  detach->add_option("--request-id", requestId, requestIdHelp);
   detach->callback([&] {
     pb::DetachRequest req;
     req.set_system(detachName);
+    req.set_request_id(requestId);
     for (const auto& d : detachDevices) req.add_device_ids(d);
     for (int id : detachShares) req.add_gpu_shares(id);
     for (const auto& i : detachInstances) {

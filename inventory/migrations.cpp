@@ -96,6 +96,10 @@ CREATE INDEX audit_by_operation ON audit (operation_id);
 ALTER TABLE operations ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 ALTER TABLE events ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 )sql"},
+      {10, "client request ids of operations, so a retried request finds the operation it started", R"sql(
+ALTER TABLE operations ADD COLUMN request_id TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX operations_by_request ON operations (request_id) WHERE request_id <> '';
+)sql"},
   };
   return kMigrations;
 }

@@ -229,13 +229,13 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   const Operation& op = w.operation;
   SY_ASSIGN(auto st, db_->prepare(
                          "INSERT INTO operations (id, number, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
-                         "requested_by, requested_role, requested_tenant, tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
+                         "requested_by, requested_role, requested_tenant, tenant, request_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
                          "ON CONFLICT(id) DO UPDATE SET "
                          "state=excluded.state, explanation=excluded.explanation, error=excluded.error, updated_at=excluded.updated_at"));
   SY_TRY(st.bind(1, op.id).bind(2, static_cast<std::int64_t>(numberFromId(op.id))).bind(3, toString(op.kind)).bind(4, op.systemId)
              .bind(5, op.hostId).bind(6, toString(op.state)).bind(7, op.explanation).bind(8, op.error).bind(9, op.createdAt)
              .bind(10, op.updatedAt).bind(11, op.requestedBy.identity).bind(12, toString(op.requestedBy.role))
-             .bind(13, op.requestedBy.tenant).bind(14, op.tenant).run());
+             .bind(13, op.requestedBy.tenant).bind(14, op.tenant).bind(15, op.requestId).run());
   // A step's bindings never change once it is in the log: they are written with the whole log only.
   auto writeStep = [&](std::size_t i, bool withBindings) -> Result<void> {
     const Step& s = op.steps.at(i);
@@ -424,7 +424,7 @@ Result<void> SqliteStore::loadSteps(Operation& op) {
 Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& whereClause, std::size_t limit, std::string_view param) {
   std::vector<Operation> out;
   SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT id, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
-                                              "requested_by, requested_role, requested_tenant, tenant FROM operations {} ORDER BY number DESC LIMIT ?2",
+                                              "requested_by, requested_role, requested_tenant, tenant, request_id FROM operations {} ORDER BY number DESC LIMIT ?2",
                                               whereClause)));
   if (!param.empty()) st.bind(1, param);
   st.bind(2, static_cast<std::int64_t>(limit));
@@ -445,6 +445,7 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& wh
     SY_ASSIGN(op.requestedBy.role, parseColumn<Role>(st.text(10), parseRole, "caller role"));
     op.requestedBy.tenant = st.text(11);
     op.tenant = st.text(12);
+    op.requestId = st.text(13);
     out.push_back(std::move(op));
   }
   st.reset();
@@ -496,6 +497,14 @@ Result<StoreSnapshot> SqliteStore::load() {
 
 Result<std::optional<Operation>> SqliteStore::getOperation(const OperationId& id) {
   SY_ASSIGN(auto ops, loadOperations("WHERE id = ?1", 1, id));
+  if (ops.empty()) return std::optional<Operation>{};
+  return std::optional<Operation>(std::move(ops.front()));
+}
+
+Result<std::optional<Operation>> SqliteStore::findOperationByRequest(std::string_view requestId) {
+  if (requestId.empty()) return std::optional<Operation>{};
+  // The repeated `request_id <> ''` lets SQLite use the partial index (a bound parameter alone cannot).
+  SY_ASSIGN(auto ops, loadOperations("WHERE request_id = ?1 AND request_id <> ''", 1, requestId));
   if (ops.empty()) return std::optional<Operation>{};
   return std::optional<Operation>(std::move(ops.front()));
 }

@@ -21,6 +21,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<WriterEpoch> claimWriter() override;
   [[nodiscard]] Result<void> write(std::span<const StoreWrite> batch, WriterEpoch epoch) override;
   [[nodiscard]] Result<std::optional<Operation>> getOperation(const OperationId& id) override;
+  [[nodiscard]] Result<std::optional<Operation>> findOperationByRequest(std::string_view requestId) override;
   [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit) override;
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) override;
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) override;

@@ -100,6 +100,8 @@ class Store {
   [[nodiscard]] virtual Result<WriterEpoch> claimWriter() = 0;
   [[nodiscard]] virtual Result<void> write(std::span<const StoreWrite> batch, WriterEpoch epoch) = 0;
   [[nodiscard]] virtual Result<std::optional<Operation>> getOperation(const OperationId& id) = 0;
+  // The operation a client's request id started (Operation::requestId), while history keeps it.
+  [[nodiscard]] virtual Result<std::optional<Operation>> findOperationByRequest(std::string_view requestId) = 0;
   // Newest first.
   [[nodiscard]] virtual Result<std::vector<Operation>> listOperations(std::size_t limit) = 0;
   [[nodiscard]] virtual Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) = 0;

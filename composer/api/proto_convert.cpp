@@ -217,6 +217,7 @@ void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& 
   out.mutable_requested_by()->set_role(std::string(toString(op.requestedBy.role)));
   out.mutable_requested_by()->set_tenant(op.requestedBy.tenant);
   out.set_tenant(op.tenant);
+  out.set_request_id(op.requestId);
   for (const auto& s : op.steps) {
     auto* ps = out.add_steps();
     ps->set_kind(s.kind);

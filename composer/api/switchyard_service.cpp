@@ -52,7 +52,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::Com
   // A tenant's identity composes for its tenant unless it names one (the engine refuses another).
   auto placement = fromProto(req->gpus(), req->tenant().empty() ? caller->tenant : req->tenant());
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
-  ComposeRequest request{req->name(), std::move(*placement), {req->labels().begin(), req->labels().end()}};
+  ComposeRequest request{req->name(), std::move(*placement), {req->labels().begin(), req->labels().end()}, req->request_id()};
   return answer<Operation>(
       ctx, [this, c = *caller, r = std::move(request)] { return engine_.compose(c, r); }, fillOperation(engine_, out));
 }
@@ -62,7 +62,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Decompose(Context* ctx, const v1::D
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
   return answer<Operation>(
-      ctx, [this, c = *caller, system = req->system()] { return engine_.decompose(c, system); }, fillOperation(engine_, out));
+      ctx, [this, c = *caller, system = req->system(), key = req->request_id()] { return engine_.decompose(c, system, key); }, fillOperation(engine_, out));
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::Attach(Context* ctx, const v1::AttachRequest* req, v1::Operation* out) {
@@ -72,7 +72,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Attach(Context* ctx, const v1::Atta
   if (!req->has_gpus()) return finished(ctx, invalid("gpus: required (how many GPUs, or which devices)"));
   auto placement = fromProto(req->gpus(), {});
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
-  AttachRequest request{req->system(), std::move(*placement)};
+  AttachRequest request{req->system(), std::move(*placement), req->request_id()};
   return answer<Operation>(
       ctx, [this, c = *caller, r = std::move(request)] { return engine_.attach(c, r); }, fillOperation(engine_, out));
 }
@@ -81,7 +81,8 @@ grpc::ServerUnaryReactor* SwitchyardService::Detach(Context* ctx, const v1::Deta
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
-  DetachRequest request{req->system(), {req->device_ids().begin(), req->device_ids().end()}, {}, {req->gpu_shares().begin(), req->gpu_shares().end()}};
+  DetachRequest request{req->system(), {req->device_ids().begin(), req->device_ids().end()}, {}, {req->gpu_shares().begin(), req->gpu_shares().end()},
+                        req->request_id()};
   for (const auto& ref : req->gpu_instances()) {
     if (ref.device_id().empty()) return finished(ctx, invalid("gpu_instances: device_id required"));
     request.gpuInstances.push_back({ref.device_id(), ref.start()});

@@ -16,6 +16,7 @@
 #include "bmc/bmc_reset_hosts.h"
 #include "bmc/http_server.h"
 #include "bmc/redfish_service.h"
+#include "composer/api/resource_provider_service.h"
 #include "composer/api/switchyard_service.h"
 #include "composer/auth/identities.h"
 #include "composer/daemon/grpc_security.h"
@@ -243,6 +244,7 @@ int run(const DaemonOptions& o) {
   }) : nullptr);
 
   SwitchyardService service(engine, authenticator);
+  ResourceProviderService resourceProvider(engine, authenticator);
 
   // Identities as HTTP Basic / bearer credentials, for the Redfish service and the dashboard.
   std::unique_ptr<bmc::Accounts> accounts;
@@ -341,6 +343,7 @@ int run(const DaemonOptions& o) {
   int port = 0;
   builder.AddListeningPort(o.listen, security.credentials, &port);
   builder.RegisterService(&service);
+  builder.RegisterService(&resourceProvider);
   builder.RegisterService(&agentRegistry);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {

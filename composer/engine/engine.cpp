@@ -147,12 +147,37 @@ void Engine::stop(Duration grace) {
   control_->poll();
 }
 
+Result<std::optional<Operation>> Engine::priorOperation(const Caller& caller, std::string_view action, const std::string& requestId) {
+  if (requestId.size() > 256) return fail(Code::kInvalidArgument, fmt::format("request id of {} characters: at most 256", requestId.size()));
+  std::optional<Operation> prior;
+  for (const auto& [id, op] : active_)
+    if (op.requestId == requestId) prior = op;
+  if (!prior) {
+    SY_ASSIGN(prior, store_.findOperationByRequest(requestId));
+  }
+  if (!prior) return prior;
+  if (!maySee(caller, prior->tenant) || toString(prior->kind) != action)
+    return fail(Code::kAlreadyExists, fmt::format("request id '{}' was used for another request{}", requestId,
+                                                  maySee(caller, prior->tenant) ? fmt::format(" ({} {})", toString(prior->kind), prior->id) : ""));
+  return prior;
+}
+
 Result<Operation> Engine::audited(const Caller& caller, std::string action, const std::string& target, std::string tenant,
-                                  const std::function<Result<Operation>()>& accept) {
+                                  const std::string& requestId, const std::function<Result<Operation>()>& accept) {
+  if (!requestId.empty()) {
+    SY_TRY(checkAccepting());
+    SY_ASSIGN(auto prior, priorOperation(caller, action, requestId));
+    if (prior) {
+      spdlog::info("{} {} again (request id '{}'): answering with {}", caller.identity, action, requestId, prior->id);
+      return *prior;
+    }
+  }
   if (tenant.empty())  // a change to an existing system: that system's tenant, when the caller may see it
     if (const System* s = state_ ? state_->findSystem(target) : nullptr; s && maySee(caller, s->tenant)) tenant = s->tenant;
   auditing_ = AuditRecord{0, clock_.now(), caller, std::move(action), target, std::move(tenant), "accepted", {}, {}, {}, 0};
+  requestId_ = requestId;
   Result<Operation> result = accept();
+  requestId_.clear();
   AuditRecord record = std::move(*auditing_);
   auditing_.reset();
   // A refusal is recorded on its own, unless yardd is not taking work at all (starting, stopping, or its
@@ -170,19 +195,19 @@ Result<Operation> Engine::audited(const Caller& caller, std::string action, cons
 }
 
 Result<Operation> Engine::compose(const Caller& caller, const ComposeRequest& request) {
-  return onControl([&] { return audited(caller, "compose", request.name, request.placement.tenant, [&] { return acceptCompose(caller, request); }); });
+  return onControl([&] { return audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&] { return acceptCompose(caller, request); }); });
 }
 
-Result<Operation> Engine::decompose(const Caller& caller, const std::string& system) {
-  return onControl([&] { return audited(caller, "decompose", system, {}, [&] { return acceptDecompose(caller, system); }); });
+Result<Operation> Engine::decompose(const Caller& caller, const std::string& system, const std::string& requestId) {
+  return onControl([&] { return audited(caller, "decompose", system, {}, requestId, [&] { return acceptDecompose(caller, system); }); });
 }
 
 Result<Operation> Engine::attach(const Caller& caller, const AttachRequest& request) {
-  return onControl([&] { return audited(caller, "attach", request.system, {}, [&] { return acceptAttach(caller, request); }); });
+  return onControl([&] { return audited(caller, "attach", request.system, {}, request.requestId, [&] { return acceptAttach(caller, request); }); });
 }
 
 Result<Operation> Engine::detach(const Caller& caller, const DetachRequest& request) {
-  return onControl([&] { return audited(caller, "detach", request.system, {}, [&] { return acceptDetach(caller, request); }); });
+  return onControl([&] { return audited(caller, "detach", request.system, {}, request.requestId, [&] { return acceptDetach(caller, request); }); });
 }
 
 Result<std::vector<AuditRecord>> Engine::listAudit(const AuditQuery& query) {
@@ -372,6 +397,20 @@ void Engine::completeWaiters(const OperationId& id, const Operation& op) {
     w->timer.cancel();
     w->once.complete(op);
   }
+}
+
+Result<std::optional<Operation>> Engine::operationForRequest(const Caller& caller, const std::string& requestId) {
+  return onControl([&]() -> Result<std::optional<Operation>> {
+    if (requestId.empty()) return std::optional<Operation>{};
+    std::optional<Operation> found;
+    for (const auto& [id, op] : active_)
+      if (op.requestId == requestId) found = op;
+    if (!found) {
+      SY_ASSIGN(found, store_.findOperationByRequest(requestId));
+    }
+    if (found && !maySee(caller, found->tenant)) found.reset();
+    return found;
+  });
 }
 
 Result<std::vector<Event>> Engine::recentEvents(std::size_t limit) {

@@ -63,15 +63,20 @@ struct EngineOptions {
   std::shared_ptr<metrics::EngineMetrics> metrics;
 };
 
+// requestId, on every change: the client's idempotency key. A request whose key started an operation
+// before gets that operation back (running or finished) instead of starting another; empty: no key.
+
 struct ComposeRequest {
   std::string name;
   PlacementRequest placement;
   std::map<std::string, std::string> labels;
+  std::string requestId;
 };
 
 struct AttachRequest {
   std::string system;  // id or name
   PlacementRequest placement;
+  std::string requestId;
 };
 
 // A MIG instance of a system, named by its device and first memory slice.
@@ -85,6 +90,7 @@ struct DetachRequest {
   std::vector<DeviceId> devices;             // whole devices (with any MIG instances on them)
   std::vector<GpuInstanceRef> gpuInstances;  // single MIG instances; a GPU left with none is unbound
   std::vector<int> gpuShares;                // share ids; a GPU left with no share is unbound
+  std::string requestId;
 };
 
 struct DeviceView {
@@ -141,7 +147,7 @@ class Engine {
 
   // Accept a change: the returned operation is durable and running; waitOperation() follows it.
   [[nodiscard]] Result<Operation> compose(const Caller& caller, const ComposeRequest& request);
-  [[nodiscard]] Result<Operation> decompose(const Caller& caller, const std::string& system);
+  [[nodiscard]] Result<Operation> decompose(const Caller& caller, const std::string& system, const std::string& requestId = {});
   [[nodiscard]] Result<Operation> attach(const Caller& caller, const AttachRequest& request);
   [[nodiscard]] Result<Operation> detach(const Caller& caller, const DetachRequest& request);
   [[nodiscard]] Result<PlacementDecision> plan(const PlacementRequest& request);
@@ -156,6 +162,8 @@ class Engine {
   [[nodiscard]] Result<std::vector<HostView>> listHosts();
   [[nodiscard]] Result<Topology> topology();
   [[nodiscard]] Result<Operation> getOperation(const OperationId& id);
+  // The operation a client's request id started (ComposeRequest::requestId), if the caller may see it.
+  [[nodiscard]] Result<std::optional<Operation>> operationForRequest(const Caller& caller, const std::string& requestId);
   [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit);
   // The operation once finished, or its current state when the timeout passes first.
   [[nodiscard]] Result<Operation> waitOperation(const OperationId& id, std::chrono::milliseconds timeout);
@@ -229,8 +237,10 @@ class Engine {
 
   // Acceptance (engine.cpp). `audited` runs one of the accept* below with the request's audit record
   // open: launch() writes it with the operation, or it is written on its own as a refusal.
+  // With a request id that started an operation before, that operation instead (see ComposeRequest).
   [[nodiscard]] Result<Operation> audited(const Caller& caller, std::string action, const std::string& target, std::string tenant,
-                                          const std::function<Result<Operation>()>& accept);
+                                          const std::string& requestId, const std::function<Result<Operation>()>& accept);
+  [[nodiscard]] Result<std::optional<Operation>> priorOperation(const Caller& caller, std::string_view action, const std::string& requestId);
   [[nodiscard]] Result<Operation> acceptCompose(const Caller& caller, const ComposeRequest& request);
   [[nodiscard]] Result<Operation> acceptDecompose(const Caller& caller, const std::string& system);
   [[nodiscard]] Result<Operation> acceptAttach(const Caller& caller, const AttachRequest& request);
@@ -333,6 +343,7 @@ class Engine {
   std::uint64_t lastEventSequence_ = 0;
   std::uint64_t lastAuditSequence_ = 0;
   std::optional<AuditRecord> auditing_;  // the request being accepted (see audited())
+  std::string requestId_;                // its client request id, which newOperation() records
   std::uint64_t lastSystemNumber_ = 0;
   std::uint64_t lastOperationNumber_ = 0;
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them

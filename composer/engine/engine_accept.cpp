@@ -71,6 +71,7 @@ Operation Engine::newOperation(OperationKind kind, const System& system, const C
   op.systemId = system.id;
   op.hostId = system.hostId;
   op.tenant = system.tenant;
+  op.requestId = requestId_;
   op.createdAt = op.updatedAt = clock_.now();
   return op;
 }

@@ -120,6 +120,7 @@ struct Operation {
   Timestamp createdAt = 0;
   Timestamp updatedAt = 0;
   std::string tenant;       // the tenant of its system: who may see it
+  std::string requestId;    // the client's idempotency key: the same key again returns this operation
 
   [[nodiscard]] bool finished() const {
     return state == OperationState::kSucceeded || state == OperationState::kFailed;

@@ -1,0 +1,235 @@
+#!/usr/bin/python3
+"""Slurm power-saving programs that compose and decompose nodes' GPUs through yardctl.
+
+slurm.conf:
+    ResumeProgram=/usr/lib/switchyard/slurm/switchyard-resume
+    SuspendProgram=/usr/lib/switchyard/slurm/switchyard-suspend
+    ResumeFailProgram=/usr/lib/switchyard/slurm/switchyard-resume-fail
+
+Slurm runs each with one argument, a hostlist expression ("gpu[01-04]"); ResumeProgram also gets
+SLURM_RESUME_FILE, a JSON file naming the jobs the nodes are resumed for and their features. Each node
+gets (or gives back) one yardd system, "<SYSTEM_PREFIX><node>", on the yardd host of the same name (or the
+one HOST_MAP names). How many GPUs, and which model, come from features: the job's (--constraint) first,
+then the node's active features, then DEFAULT_GPUS: "gpus_4" asks for 4 GPUs, "gpumodel_H100-SXM5-80GB"
+for that model. A node that cannot be resumed is set DOWN with the reason at once, instead of Slurm
+waiting out ResumeTimeout. docs/slurm.md has the whole story.
+
+Settings (environment, or KEY=VALUE lines in $SWITCHYARD_SLURM_CONF, default /etc/switchyard/slurm.conf):
+    YARDCTL=yardctl   SCONTROL=scontrol   YARD_SERVER / YARD_CA / YARD_TOKEN_FILE (read by yardctl)
+    YARD_PLAINTEXT=0  DEFAULT_GPUS=1  GPU_FEATURE_PREFIX=gpus_  MODEL_FEATURE_PREFIX=gpumodel_
+    SYSTEM_PREFIX=slurm-  TENANT=  HOST_MAP=node1=host-a,node2=host-b  PARALLEL=8  TIMEOUT=300
+    SLURMD_RESTART='ssh {node} systemctl restart slurmd'  (run after GPUs were added; empty: never)
+    LOG=/var/log/switchyard/slurm.log  (default: stderr; slurmctld discards the programs' output)
+"""
+import concurrent.futures
+import datetime
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+DEFAULTS = {
+    "YARDCTL": "yardctl", "SCONTROL": "scontrol", "YARD_PLAINTEXT": "0", "DEFAULT_GPUS": "1",
+    "GPU_FEATURE_PREFIX": "gpus_", "MODEL_FEATURE_PREFIX": "gpumodel_", "SYSTEM_PREFIX": "slurm-", "TENANT": "",
+    "HOST_MAP": "", "PARALLEL": "8", "TIMEOUT": "300", "SLURMD_RESTART": "", "LOG": "",
+}
+
+
+def load_settings():
+    settings = dict(DEFAULTS)
+    path = os.environ.get("SWITCHYARD_SLURM_CONF", "/etc/switchyard/slurm.conf")
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                key, eq, value = line.partition("=")
+                if not eq:
+                    raise SystemExit(f"{path}:{number}: expected KEY=VALUE, got {line!r}")
+                settings[key.strip()] = value.strip().strip("'\"")
+    for key in list(settings) + ["YARD_SERVER", "YARD_CA", "YARD_TOKEN_FILE"]:
+        if key in os.environ:
+            settings[key] = os.environ[key]
+    return settings
+
+
+class Kit:
+    def __init__(self, settings):
+        self.s = settings
+        self.host_map = dict(pair.split("=", 1) for pair in settings["HOST_MAP"].split(",") if "=" in pair)
+        log = settings["LOG"]
+        self.log_file = open(log, "a", encoding="utf-8") if log else sys.stderr
+
+    def log(self, message):
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        print(f"{stamp} switchyard-slurm[{os.getpid()}] {message}", file=self.log_file, flush=True)
+
+    # Slurm.
+
+    def scontrol(self, *args):
+        return subprocess.run([self.s["SCONTROL"], *args], capture_output=True, text=True, timeout=60)
+
+    def hostnames(self, expression):
+        result = self.scontrol("show", "hostnames", expression)
+        if result.returncode != 0:
+            raise SystemExit(f"scontrol show hostnames {expression}: {result.stderr.strip()}")
+        return result.stdout.split()
+
+    def node_features(self, node):
+        result = self.scontrol("show", "node", "-o", node)
+        match = re.search(r"\bActiveFeatures=(\S*)", result.stdout) if result.returncode == 0 else None
+        return match.group(1) if match and match.group(1) != "(null)" else ""
+
+    def set_down(self, node, reason):
+        reason = ("switchyard: " + reason.replace("\n", " "))[:250]
+        result = self.scontrol("update", f"nodename={node}", "state=down", f"reason={reason}")
+        self.log(f"{node}: set DOWN ({reason})" + ("" if result.returncode == 0 else f"; scontrol failed: {result.stderr.strip()}"))
+
+    # yardd.
+
+    def yardctl(self, *args):
+        command = [self.s["YARDCTL"], "-o", "json", "--timeout", "60"]
+        if self.s["YARD_PLAINTEXT"] == "1":
+            command.append("--plaintext")
+        env = dict(os.environ)
+        for key in ("YARD_SERVER", "YARD_CA", "YARD_TOKEN_FILE"):
+            if self.s.get(key):
+                env[key] = self.s[key]
+        return subprocess.run(command + list(args), capture_output=True, text=True, timeout=int(self.s["TIMEOUT"]), env=env)
+
+    def system_of(self, node):
+        result = self.yardctl("systems")
+        if result.returncode != 0:
+            raise RuntimeError(f"yardctl systems: {result.stderr.strip() or result.stdout.strip()}")
+        name = self.s["SYSTEM_PREFIX"] + node
+        for system in json.loads(result.stdout).get("systems", []):
+            if system.get("name") == name and system.get("state") not in ("SYSTEM_STATE_DECOMPOSED", "SYSTEM_STATE_FAILED"):
+                return system
+        return None
+
+    # What a node asks for.
+
+    def wanted(self, features):
+        gpus, model = int(self.s["DEFAULT_GPUS"]), ""
+        for token in re.split(r"[,&|()\[\]*\s]+", features or ""):
+            if token.startswith(self.s["GPU_FEATURE_PREFIX"]) and token[len(self.s["GPU_FEATURE_PREFIX"]):].isdigit():
+                gpus = int(token[len(self.s["GPU_FEATURE_PREFIX"]):])
+            elif token.startswith(self.s["MODEL_FEATURE_PREFIX"]):
+                model = token[len(self.s["MODEL_FEATURE_PREFIX"]):]
+        return gpus, model
+
+    def job_features(self):
+        """node -> (job id, features) from SLURM_RESUME_FILE, when Slurm gave one."""
+        path = os.environ.get("SLURM_RESUME_FILE")
+        if not path:
+            return {}
+        try:
+            with open(path, encoding="utf-8") as f:
+                resume = json.load(f)
+        except (OSError, ValueError) as error:
+            self.log(f"cannot read SLURM_RESUME_FILE {path}: {error}; using node features")
+            return {}
+        out = {}
+        for job in resume.get("jobs", []):
+            for node in self.hostnames(job.get("nodes_resume") or job.get("nodes_alloc") or ""):
+                out[node] = (job.get("job_id"), job.get("features", ""))
+        return out
+
+    # The programs.
+
+    def resume_node(self, node, job):
+        job_id, features = job if job else (None, self.node_features(node))
+        gpus, model = self.wanted(features)
+        host = self.host_map.get(node, node)
+        name = self.s["SYSTEM_PREFIX"] + node
+        why = f"job {job_id}" if job_id is not None else "node features" if features else "DEFAULT_GPUS"
+        try:
+            system = self.system_of(node)
+            have = len(system.get("bindings", [])) if system else 0
+            model_flag = ["--model", model] if model else []
+            if system and have >= gpus:
+                self.log(f"{node}: {name} already has {have} GPU(s) (wanted {gpus}); nothing to do")
+                return True
+            if system:
+                self.log(f"{node}: attaching {gpus - have} GPU(s) to {name} ({why})")
+                result = self.yardctl("attach", name, "--gpus", str(gpus - have), *model_flag)
+            else:
+                self.log(f"{node}: composing {name} on host {host} with {gpus} GPU(s){' of ' + model if model else ''} ({why})")
+                tenant = ["--tenant", self.s["TENANT"]] if self.s["TENANT"] else []
+                result = self.yardctl("compose", name, "--host", host, "--gpus", str(gpus), *model_flag, *tenant,
+                                      "--label", "slurm.schedmd.com/node=" + node,
+                                      *(["--label", f"slurm.schedmd.com/job={job_id}"] if job_id is not None else []))
+            if result.returncode != 0:
+                message = _yardctl_error(result)
+                self.log(f"{node}: {message}")
+                self.set_down(node, message)
+                return False
+            if self.s["SLURMD_RESTART"]:
+                command = self.s["SLURMD_RESTART"].format(node=node, host=host)
+                restart = subprocess.run(command, shell=True, capture_output=True, text=True, timeout=int(self.s["TIMEOUT"]))
+                if restart.returncode != 0:
+                    message = f"GPUs attached but restarting slurmd failed ({command}: exit {restart.returncode} {restart.stderr.strip()})"
+                    self.set_down(node, message)
+                    return False
+                self.log(f"{node}: slurmd restarted ({command})")
+            self.log(f"{node}: resumed with {gpus} GPU(s)")
+            return True
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+            self.set_down(node, str(error))
+            return False
+
+    def release_node(self, node, reason_if_failed):
+        name = self.s["SYSTEM_PREFIX"] + node
+        try:
+            if not self.system_of(node):
+                self.log(f"{node}: no system {name}; nothing to give back")
+                return True
+            result = self.yardctl("decompose", name)
+            if result.returncode != 0:
+                message = _yardctl_error(result)
+                self.log(f"{node}: {message}")
+                self.set_down(node, f"{reason_if_failed}: {message}")
+                return False
+            self.log(f"{node}: {name} decomposed; its GPUs are back in the pool")
+            return True
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
+            self.set_down(node, f"{reason_if_failed}: {error}")
+            return False
+
+    def run(self, program, expression):
+        nodes = self.hostnames(expression)
+        self.log(f"{program} {expression} ({len(nodes)} node(s))")
+        jobs = self.job_features() if program == "resume" else {}
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, int(self.s["PARALLEL"]))) as pool:
+            if program == "resume":
+                results = list(pool.map(lambda n: self.resume_node(n, jobs.get(n)), nodes))
+            elif program == "suspend":
+                results = list(pool.map(lambda n: self.release_node(n, "suspend could not give the GPUs back"), nodes))
+            else:  # resume-fail: Slurm gave up on these nodes; give their GPUs back and keep them DOWN
+                results = list(pool.map(lambda n: self.release_node(n, "resume failed and the GPUs could not be given back"), nodes))
+                for node in nodes:
+                    self.set_down(node, "resume did not finish within ResumeTimeout; GPUs returned to the pool")
+        failed = [n for n, ok in zip(nodes, results) if not ok]
+        self.log(f"{program} done: {len(nodes) - len(failed)} ok" + (f", failed: {','.join(failed)}" if failed else ""))
+        return 0 if not failed else 1
+
+
+def _yardctl_error(result):
+    text = (result.stderr.strip() or result.stdout.strip()).splitlines()
+    detail = text[-1] if text else "no output"
+    return f"yardctl exit {result.returncode}: {detail}"
+
+
+def main(argv):
+    programs = ("resume", "suspend", "resume-fail")
+    if len(argv) != 3 or argv[1] not in programs:
+        print(f"usage: {os.path.basename(argv[0])} {{{'|'.join(programs)}}} HOSTLIST\n\n{__doc__}", file=sys.stderr)
+        return 2
+    return Kit(load_settings()).run(argv[1], argv[2])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

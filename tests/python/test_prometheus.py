@@ -1,0 +1,124 @@
+"""yardd's /metrics scraped by Debian's real Prometheus server (started here on loopback with a generated
+config), asserted through Prometheus' own query API: the exposition parses, the counters, histograms and
+pool gauges are there with the right values, and the scrape authenticates with a bearer token."""
+import json
+import pathlib
+import subprocess
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+
+from harness import YarddTestCase, require_tool, free_port, wait_for, write_identities
+from switchyard_client import Client
+
+
+
+class PrometheusTest(YarddTestCase):
+    def start_prometheus(self, target, token_file):
+        port = free_port()
+        config = self.dir / "prometheus.yml"
+        config.write_text(f"""
+global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: switchyard
+    metrics_path: /metrics
+    authorization:
+      type: Bearer
+      credentials_file: {token_file}
+    static_configs:
+      - targets: ["{target}"]
+""", encoding="utf-8")
+        self.prometheus_log = self.dir / "prometheus.log"
+        with open(self.prometheus_log, "wb") as log:
+            self.prometheus = subprocess.Popen(
+                [require_tool("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={self.dir / 'tsdb'}",
+                 f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"], stdout=log, stderr=subprocess.STDOUT)
+        self.addCleanup(self.stop_prometheus)
+        self.prometheus_url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: self.api("/-/ready", raw=True) is not None or self.prometheus.poll() is not None, what="prometheus to be ready")
+        self.assertIsNone(self.prometheus.poll(), self.prometheus_log.read_text())
+
+    def stop_prometheus(self):
+        self.prometheus.terminate()
+        try:
+            self.prometheus.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.prometheus.kill()
+
+    def api(self, path, raw=False):
+        try:
+            with urllib.request.urlopen(self.prometheus_url + path, timeout=5) as response:
+                body = response.read().decode()
+                return body if raw else json.loads(body)
+        except (urllib.error.URLError, ConnectionError):
+            return None
+
+    def query(self, expression):
+        reply = self.api("/api/v1/query?" + urllib.parse.urlencode({"query": expression}))
+        if not reply or reply.get("status") != "success":
+            return None
+        return reply["data"]["result"]
+
+    def value(self, expression):
+        result = self.query(expression)
+        return float(result[0]["value"][1]) if result else None
+
+    def test_prometheus_scrapes_yardd_and_answers_queries_about_the_pool(self):
+        require_tool("prometheus")
+        token = "prometheus-secret-token"
+        ids = self.dir / "identities.json"
+        write_identities(ids, [("prometheus", "viewer", None, token), ("ops", "operator", None, "ops-token")])
+        token_file = self.dir / "prometheus.token"
+        token_file.write_text(token, encoding="utf-8")
+        yardd = self.yardd("--identities", str(ids), metrics=True)
+
+        # Without the token the endpoint refuses; with it, the exposition says what it is.
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            yardd.get("/metrics")
+        self.assertEqual(refused.exception.code, 401)
+        status, content_type, text = yardd.get("/metrics", token=token)
+        self.assertEqual(status, 200)
+        self.assertEqual(content_type, "text/plain; version=0.0.4; charset=utf-8")
+        self.assertIn("# TYPE switchyard_operation_duration_seconds histogram", text)
+
+        with Client(yardd.address, plaintext=True, token="ops-token") as yard:
+            for name, gpus in (("train-a", 4), ("train-b", 2), ("infer-c", 1)):
+                yard.wait(yard.compose(name, gpus=gpus).id)
+            yard.wait(yard.decompose("infer-c").id)
+            with self.assertRaises(Exception):
+                yard.compose("train-a", gpus=1)  # refused: the name is taken
+
+        self.start_prometheus(f"127.0.0.1:{yardd.metrics_port}", token_file)
+        wait_for(lambda: self.value('up{job="switchyard"}') == 1, timeout=30, what="a successful scrape")
+        targets = self.api("/api/v1/targets")["data"]["activeTargets"]
+        self.assertEqual(targets[0]["lastError"], "", "Prometheus parsed the exposition without complaint")
+
+        self.assertEqual(self.value('switchyard_operations_total{kind="compose",result="succeeded"}'), 3)
+        self.assertEqual(self.value('switchyard_operations_total{kind="decompose",result="succeeded"}'), 1)
+        self.assertEqual(self.value('switchyard_requests_refused_total{action="compose",code="ALREADY_EXISTS"}'), 1)
+        self.assertEqual(self.value('sum(switchyard_devices{state="allocated"})'), 6)
+        self.assertEqual(self.value('sum(switchyard_devices)'), 16)
+        self.assertEqual(self.value('switchyard_systems{state="composed"}'), 2)
+        self.assertEqual(self.value('count(switchyard_device_info{UUID=~"GPU-.+", pci_bus_id!=""})'), 6,
+                         "each device in a system carries its host UUID and PCI address, named as DCGM exporter names them")
+        self.assertEqual(self.value('switchyard_gpus_free'), 10)
+        self.assertEqual(self.value('switchyard_gpus_stranded'), 0)
+        # Two 8-GPU switches; train-a (4) and train-b (2) share one of them: one 8-GPU group is left.
+        self.assertEqual(self.value('switchyard_capacity_placeable{gpus="8"}'), 1)
+        self.assertEqual(self.value('switchyard_capacity_placeable{gpus="16"}'), 0)
+        self.assertEqual(self.value('switchyard_step_duration_seconds_count{step="bind",result="ok"}'), 3)
+        self.assertGreaterEqual(self.value('switchyard_switch_calls_total{call="bind",result="ok"}'), 3)
+        self.assertGreater(self.value('switchyard_store_write_duration_seconds_count'), 5)
+        self.assertIsNotNone(self.query('switchyard_mig_capacity{profile="1g",on="free_gpus"}'))
+        # Histograms are usable as histograms.
+        p50 = self.value('histogram_quantile(0.5, sum by (le) (switchyard_operation_duration_seconds_bucket{kind="compose"}))')
+        self.assertIsNotNone(p50)
+        self.assertGreater(p50, 0)
+        self.assertLess(p50, 10)
+
+
+if __name__ == "__main__":
+    unittest.main()
