@@ -174,6 +174,31 @@ TEST_P(StoreContract, ListsOperationsNewestFirstAndEventsInOrder) {
   EXPECT_FALSE(*store->getOperation("op-999999"));
 }
 
+TEST_P(StoreContract, FindsTheOperationAClientsRequestIdStartedAndKeepsTheKeyUnique) {
+  auto store = open();
+  const auto epoch = *store->claimWriter();
+  Operation keyed = operation(1, OperationState::kRunning);
+  keyed.requestId = "k8s-uid-1";
+  Operation plain = operation(2, OperationState::kRunning);  // no key: many operations have none
+  Operation plainToo = operation(3, OperationState::kRunning);
+  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutOperation{keyed}, PutOperation{plain}, PutOperation{plainToo}}, epoch));
+  keyed.state = OperationState::kSucceeded;
+  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutOperation{keyed, false, {}}}, epoch));
+  store.reset();
+  store = open();
+  auto found = store->findOperationByRequest("k8s-uid-1");
+  ASSERT_TRUE(found && *found);
+  EXPECT_EQ((*found)->id, "op-000001");
+  EXPECT_EQ((*found)->requestId, "k8s-uid-1");
+  EXPECT_EQ((*found)->state, OperationState::kSucceeded);
+  EXPECT_EQ((*found)->steps.size(), 3u);
+  EXPECT_FALSE(*store->findOperationByRequest("k8s-uid-2"));
+  EXPECT_FALSE(*store->findOperationByRequest("")) << "the empty key names no operation";
+  Operation again = operation(4, OperationState::kRunning);
+  again.requestId = "k8s-uid-1";
+  EXPECT_FALSE(store->write(std::vector<StoreWrite>{PutOperation{again}}, *store->claimWriter())) << "a key starts one operation only";
+}
+
 TEST_P(StoreContract, TheAuditTrailIsFilteredPagedAndKeepsOutcomes) {
   AuditRecord accepted{1, 100, {"alice", Role::kTenant, "team-a"}, "compose", "a1", "team-a", "accepted", "", "op-000001", "", 0};
   AuditRecord refused{2, 200, {"bob", Role::kTenant, "team-b"}, "decompose", "a1", "", "NOT_FOUND", "no system 'a1'", "", "", 0};

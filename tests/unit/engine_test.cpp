@@ -598,3 +598,42 @@ TEST_F(EngineTest, WatchersSeeEventsInOrder) {
 
 }  // namespace
 }  // namespace switchyard
+
+namespace switchyard {
+namespace {
+
+TEST_F(EngineTest, ARequestIdStartsOneOperationWhoeverRetriesAndWhenever) {
+  start();
+  ComposeRequest r{"keyed", {}, {}, "req-1"};
+  r.placement.gpuCount = 2;
+  auto first = engine_->compose(Caller::local(), r);
+  ASSERT_TRUE(first) << first.error().message;
+  r.placement.gpuCount = 4;  // a retry is answered by the first operation, whatever it says now
+  auto again = engine_->compose(Caller::local(), r);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->id, first->id);
+  EXPECT_EQ(again->requestId, "req-1");
+  run(std::move(first));
+  auto reused = engine_->decompose(Caller::local(), "keyed", "req-1");
+  ASSERT_FALSE(reused);
+  EXPECT_EQ(reused.error().code, Code::kAlreadyExists);
+  const Caller tenant{"eve", Role::kTenant, "team-e"};
+  ComposeRequest theirs{"theirs", {}, {}, "req-1"};
+  theirs.placement.gpuCount = 1;
+  theirs.placement.tenant = "team-e";
+  auto hidden = engine_->compose(tenant, theirs);
+  ASSERT_FALSE(hidden);
+  EXPECT_EQ(hidden.error().code, Code::kAlreadyExists);
+  EXPECT_EQ(hidden.error().message.find("op-"), std::string::npos) << "another tenant's operation is not named";
+  EXPECT_FALSE(*engine_->operationForRequest(tenant, "req-1"));
+
+  start();  // after a restart the key still finds its operation, from the store
+  auto afterRestart = engine_->compose(Caller::local(), r);
+  ASSERT_TRUE(afterRestart);
+  EXPECT_EQ(afterRestart->id, again->id);
+  EXPECT_EQ(afterRestart->state, OperationState::kSucceeded);
+  EXPECT_EQ(engine_->listSystems()->size(), 1u);
+}
+
+}  // namespace
+}  // namespace switchyard
