@@ -49,7 +49,7 @@ PACKAGES=(
   libpci-dev pciutils
   gnuplot-nox libglpk-dev
   python3-minimal python3-jsonschema redfishtool libssl-dev openssl wrk
-  python3-grpcio python3-protobuf prometheus chromium fonts-dejavu-core
+  python3-grpcio python3-protobuf prometheus chromium fonts-dejavu-core etcd-server etcd-client
 )
 # clang 14 (Debian's default) cannot compile libstdc++'s <expected>; 19 can.
 [ "${1:-}" = "fuzz" ] && PACKAGES+=(clang-19 libclang-rt-19-dev)

@@ -77,6 +77,9 @@ struct DaemonOptions {
 
   [[nodiscard]] std::filesystem::path grpcCertificate() const { return stateDir / "grpc-cert.pem"; }
   [[nodiscard]] std::filesystem::path db() const { return dbPath.empty() ? stateDir / "yard.db" : dbPath; }
+  std::string store;  // empty: SQLite at db(); etcd://HOST:PORT[,HOST:PORT...][/PREFIX]: the etcd store
+  int leaseTtlSeconds = 6;  // etcd store: the leader lease (at least 1.5x etcd's election timeout)
+  std::string advertise;    // etcd store: how this yardd names itself in the leader key (default: --listen)
   [[nodiscard]] std::filesystem::path simState() const {
     if (simStatePath == "none") return {};
     return simStatePath.empty() ? stateDir / "sim-fabric.json" : std::filesystem::path(simStatePath);
@@ -93,7 +96,16 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.set_config("--config", "", "Read flags from a TOML/INI file: long flag names as keys, e.g. listen = \"0.0.0.0:7390\" and durability = \"full\"; command-line flags win");
   app.add_option("--listen", o.listen, "gRPC address; port 0 picks a free port (the bound port is logged)")->capture_default_str();
   app.add_option("--state-dir", o.stateDir, "Directory for the database and the simulated switch's state")->capture_default_str();
+  app.add_option("--lease-ttl", o.leaseTtlSeconds,
+                 "With an etcd store: the leader lease in seconds. A dead leader is replaced after about this long; keep it at "
+                 "least 1.5x etcd's election timeout")
+      ->check(CLI::Range(2, 300))
+      ->capture_default_str();
+  app.add_option("--advertise", o.advertise, "With an etcd store: this yardd's address as the leader key shows it (default: --listen)");
   app.add_option("--db", o.dbPath, "SQLite database path (default: <state-dir>/yard.db)");
+  app.add_option("--store", o.store,
+                 "Where the state lives: empty for the SQLite file (--db), or etcd://HOST:PORT[,HOST:PORT...][/PREFIX] for an etcd "
+                 "cluster (prefix default /switchyard/; etcd needs --max-txn-ops 16384; docs/operations.md)");
   app.add_option("--durability", o.durability,
                  "normal: WAL + synchronous=NORMAL, survives kill -9 (default); full: fsync every commit, survives power loss")
       ->check(CLI::IsMember({"normal", "full"}))->capture_default_str();

@@ -7,7 +7,10 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
+#include <thread>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -30,6 +33,8 @@
 #include "fabric/simulated_hosts.h"
 #include "fabric/topology_generator.h"
 #include "fabric/topology_json.h"
+#include "inventory/etcd/etcd_store.h"
+#include "inventory/etcd/leader_election.h"
 #include "inventory/sqlite_store.h"
 
 using namespace switchyard;
@@ -150,7 +155,46 @@ Result<bmc::BmcResetHostsOptions> bmcResetOptions(const DaemonOptions& o, const 
   return options;
 }
 
+// SIGTERM/SIGINT, caught on a thread of its own (they are blocked everywhere else), so that a standby
+// waiting for leadership can be stopped as well as a running yardd.
+class SignalWaiter {
+ public:
+  SignalWaiter() {
+    thread_ = std::thread([this] {
+      sigset_t signals;
+      sigemptyset(&signals);
+      sigaddset(&signals, SIGTERM);
+      sigaddset(&signals, SIGINT);
+      int received = 0;
+      sigwait(&signals, &received);
+      std::lock_guard lock(mutex_);
+      received_ = received;
+      done_.notify_all();
+    });
+  }
+  ~SignalWaiter() {
+    if (!received()) pthread_kill(thread_.native_handle(), SIGTERM);  // wake its sigwait: yardd is leaving anyway
+    thread_.join();
+  }
+  [[nodiscard]] int received() {
+    std::lock_guard lock(mutex_);
+    return received_;
+  }
+  int wait() {
+    std::unique_lock lock(mutex_);
+    done_.wait(lock, [this] { return received_ != 0; });
+    return received_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_;
+  int received_ = 0;
+  std::thread thread_;
+};
+
 int run(const DaemonOptions& o) {
+  SignalWaiter signalWaiter;
   SystemClock clock;
   {
     std::string spec;
@@ -169,6 +213,40 @@ int run(const DaemonOptions& o) {
     spdlog::warn("no --identities: every gRPC client that reaches {} acts as an admin", o.listen);
   }
   SY_ASSIGN_OR_EXIT(GrpcSecurity security, grpcSecurity(o));
+  std::unique_ptr<Store> store;
+  std::unique_ptr<etcd::LeaderElection> election;
+  if (o.store.empty() || o.store.starts_with("sqlite:")) {
+    const std::filesystem::path path = o.store.empty() ? o.db() : std::filesystem::path(o.store.substr(7));
+    SY_ASSIGN_OR_EXIT(auto sqlite, SqliteStore::open(path, o.durability == "full" ? Durability::kFull : Durability::kNormal));
+    spdlog::info("store {} (SQLite WAL, synchronous={})", path.string(), o.durability == "full" ? "FULL" : "NORMAL");
+    store = std::move(sqlite);
+  } else {
+    SY_ASSIGN_OR_EXIT(const etcd::EtcdUrl url, etcd::parseEtcdUrl(o.store));
+    SY_ASSIGN_OR_EXIT(auto remote, EtcdStore::open(EtcdStoreOptions{url.endpoints, url.prefix}));
+    spdlog::info("store etcd {} under {} ({} member(s))", o.store, url.prefix, url.endpoints.size());
+    // Active/standby: only the leader opens the engine; the others wait here for the leader key to go.
+    election = std::make_unique<etcd::LeaderElection>(
+        remote->client(), etcd::ElectionOptions{url.prefix, o.advertise.empty() ? o.listen : o.advertise, std::chrono::seconds(o.leaseTtlSeconds)});
+    const auto waitStarted = std::chrono::steady_clock::now();
+    auto won = election->campaign([&signalWaiter] { return signalWaiter.received() != 0; },
+                                  [](const std::string& leader) { spdlog::info("standing by: the leader is {}", leader.empty() ? "(none yet)" : leader); });
+    if (!won) {
+      spdlog::info("stopped while standing by");
+      return 0;
+    }
+    spdlog::info("elected leader after {} ms of standing by (lease {}, fencing revision {}); recovering as after a restart",
+                 std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - waitStarted).count(), won->lease,
+                 won->keyRevision);
+    remote->fenceOn(url.prefix + "leader", won->keyRevision);
+    election->keepLeading([](const std::string& why) {
+      // A successor may be elected any moment now, and every write of ours is fenced off: stop at once and
+      // let the service manager start this yardd again, as a standby.
+      spdlog::critical("leadership lost: {}; exiting so a standby takes over (restart this yardd to stand by again)", why);
+      spdlog::shutdown();
+      std::_Exit(75);
+    });
+    store = std::move(remote);
+  }
   SY_ASSIGN_OR_EXIT(auto opened, openFabric(o, clock));
   // With metrics on, the engine calls the switch through a decorator that counts every call.
   std::shared_ptr<metrics::EngineMetrics> engineMetrics;
@@ -180,8 +258,6 @@ int run(const DaemonOptions& o) {
   }
   FabricDriver& engineFabric = instrumented ? static_cast<FabricDriver&>(*instrumented) : *fabric;
 
-  SY_ASSIGN_OR_EXIT(auto store, SqliteStore::open(o.db(), o.durability == "full" ? Durability::kFull : Durability::kNormal));
-  spdlog::info("store {} (SQLite WAL, synchronous={})", o.db().string(), o.durability == "full" ? "FULL" : "NORMAL");
 
   std::vector<std::pair<std::string, double>> weights;
   for (const auto& w : o.placementWeights) {
@@ -359,13 +435,8 @@ int run(const DaemonOptions& o) {
     std::filesystem::rename(o.portFile.string() + ".tmp", o.portFile);
   }
 
-  // Signals were blocked before any thread started, so only this thread receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  int received = 0;
-  sigwait(&signals, &received);
+  // Signals were blocked before any thread started; the signal waiter's thread receives them.
+  const int received = signalWaiter.wait();
   spdlog::info("{} received: draining (up to {} s for running operations)", received == SIGTERM ? "SIGTERM" : "SIGINT",
                o.shutdownGraceSeconds);
   // Refuse new work and let running operations finish (or leave them resumable), then close the
@@ -378,6 +449,7 @@ int run(const DaemonOptions& o) {
   if (redfish) redfish->drain();
   if (redfishServer) redfishServer->stop();
   if (webServer) webServer->stop();
+  if (election) election->resign();  // a standby takes over now rather than after the lease runs out
   spdlog::info("yardd stopped");
   return 0;
 }

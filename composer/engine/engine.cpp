@@ -82,6 +82,8 @@ Result<RecoveryReport> Engine::start() {
   report.resumedOperations = resumed.size();
   for (const auto& id : resumed) {
     SY_ASSIGN(auto op, waitOperation(id, std::chrono::hours(1)));
+    if (!op.finished())  // the store failed meanwhile: the waiters were handed the operation as it stands
+      return fail(Code::kUnavailable, fmt::format("recovery stopped: {} could not finish because the store failed", op.id));
     spdlog::info("{} ({}) ended {} after restart{}", op.id, toString(op.kind), toString(op.state),
                  op.error.empty() ? "" : ": " + op.error);
   }
@@ -480,6 +482,11 @@ void Engine::haltOnStoreFailure(const Error& error) {
   }
   accepting_ = false;
   halted_ = true;
+  // No operation will finish now: whoever waits for one gets it as it stands (resumable at the next start).
+  std::vector<OperationId> waitedFor;
+  for (const auto& [id, waiters] : waiters_) waitedFor.push_back(id);
+  for (const auto& id : waitedFor)
+    if (auto it = active_.find(id); it != active_.end()) completeWaiters(id, it->second);
 }
 
 void Engine::publish(const std::vector<Event>& events) {

@@ -7,7 +7,9 @@
 #include <functional>
 
 #include "fabric/topology_generator.h"
+#include "inventory/etcd/etcd_store.h"
 #include "inventory/sqlite_store.h"
+#include "tests/support/etcd_cluster.h"
 #include "tests/support/temp_dir.h"
 
 namespace switchyard {
@@ -57,6 +59,12 @@ std::vector<StoreWrite> finishedHistory(int n, bool withSystems) {
 
 class StoreContract : public ::testing::TestWithParam<StoreFactory> {
  protected:
+  void SetUp() override {
+    if (GetParam().name == "etcd" && !testing::EtcdCluster::available()) {
+      if (testing::EtcdCluster::required()) FAIL() << "etcd is not installed; run ./setup.sh";
+      GTEST_SKIP() << "needs Debian's etcd-server (./setup.sh installs it)";
+    }
+  }
   std::unique_ptr<Store> open() {
     auto s = GetParam().open(dir_.path());
     EXPECT_TRUE(s) << s.error().message;
@@ -109,6 +117,26 @@ TEST_P(StoreContract, ABatchIsAllOrNothing) {
   EXPECT_FALSE(store->write(batch, epoch));
   EXPECT_TRUE(store->load()->systems.empty());
   EXPECT_EQ(store->listEvents(0, 10)->size(), 1u);
+}
+
+TEST_P(StoreContract, ABatchMayWriteARecordTwiceAndTheLastWins) {
+  auto store = open();
+  const WriterEpoch epoch = *store->claimWriter();
+  System first = system(1);
+  System second = system(1);
+  second.state = SystemState::kDegraded;
+  Operation op = operation(2, OperationState::kRunning);
+  op.requestId = "twice";
+  std::vector<StoreWrite> batch{PutSystem{first}, PutOperation{op}, PutSystem{second}, PutOperation{op},
+                                PutAssignment{{"sw0-gpu0", DeviceAllocation::kReserved, "op-000002"}},
+                                PutAssignment{{"sw0-gpu0", DeviceAllocation::kFree, ""}}};
+  auto written = store->write(batch, epoch);
+  ASSERT_TRUE(written) << written.error().message;
+  auto snap = store->load();
+  ASSERT_EQ(snap->systems.size(), 1u);
+  EXPECT_EQ(snap->systems[0].state, SystemState::kDegraded);
+  EXPECT_TRUE(snap->assignments.empty());
+  EXPECT_EQ(snap->unfinishedOperations.size(), 1u);
 }
 
 TEST_P(StoreContract, EachClaimFencesOutTheWriterBeforeIt) {
@@ -232,10 +260,28 @@ TEST_P(StoreContract, TheAuditTrailIsFilteredPagedAndKeepsOutcomes) {
   EXPECT_EQ(store->listAudit({})->front().sequence, 3u);
 }
 
+// One etcd member for the whole suite, started on first use; each test's store lives under its own prefix
+// (its temporary directory's name), so tests cannot see each other's keys.
+testing::EtcdCluster& sharedEtcd() {
+  static testing::TempDir dir;
+  static testing::EtcdCluster cluster(dir.path(), 1);
+  static const bool started = cluster.start();
+  EXPECT_TRUE(started) << "etcd did not start; see " << dir.path();
+  return cluster;
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, StoreContract,
                          ::testing::Values(StoreFactory{"sqlite",
                                                         [](const std::filesystem::path& dir) -> Result<std::unique_ptr<Store>> {
                                                           SY_ASSIGN(auto s, SqliteStore::open(dir / "yard.db"));
+                                                          return std::unique_ptr<Store>(std::move(s));
+                                                        }},
+                                           StoreFactory{"etcd",
+                                                        [](const std::filesystem::path& dir) -> Result<std::unique_ptr<Store>> {
+                                                          EtcdStoreOptions options;
+                                                          options.endpoints = sharedEtcd().endpoints();
+                                                          options.prefix = "/contract/" + dir.filename().string() + "/";
+                                                          SY_ASSIGN(auto s, EtcdStore::open(options));
                                                           return std::unique_ptr<Store>(std::move(s));
                                                         }}),
                          [](const auto& info) { return info.param.name; });

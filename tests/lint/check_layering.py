@@ -28,6 +28,8 @@ RULES = [
     ("composer/api/", (ENGINE_DEPS + ["composer/api/", "composer/auth/", "switchyard/v1/"], ["sqlite3.h"])),
     ("composer/daemon/", (None, [])),  # the composition root may name everything
     ("fabric/", (["composer/model/", "fabric/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
+    # The etcd store talks HTTP to etcd's JSON gateway (Boost.Beast); the rest of inventory/ stays off the network.
+    ("inventory/etcd/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("inventory/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "boost/asio", "google/protobuf", "switchyard/v1/"])),
     ("bmc/", (["composer/model/", "composer/auth/", "composer/engine/", "composer/packing/", "composer/placement/", "bmc/",
                "fabric/fabric_driver.h", "fabric/host_agents.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),

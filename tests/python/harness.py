@@ -63,26 +63,35 @@ def write_identities(path, entries):
 class Yardd:
     """yardd on 127.0.0.1 port 0 over plaintext gRPC (loopback), optionally with --metrics-listen."""
 
-    def __init__(self, state_dir, *args, metrics=False):
+    def __init__(self, state_dir, *args, metrics=False, listen="127.0.0.1:0"):
         self.state_dir = pathlib.Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.args = list(args)
         self.metrics = metrics
+        self.listen = listen
         self.process = None
 
-    def start(self):
+    def start(self, wait=True):
+        """Starts yardd; with wait=False returns at once (a standby writes its port file only once it leads)."""
         port_file = self.state_dir / "port"
         metrics_file = self.state_dir / "metrics-port"
         for f in (port_file, metrics_file):
             f.unlink(missing_ok=True)
-        command = [YARDD, "--state-dir", str(self.state_dir), "--listen", "127.0.0.1:0", "--plaintext",
+        command = [YARDD, "--state-dir", str(self.state_dir), "--listen", self.listen, "--plaintext",
                    "--port-file", str(port_file), "--log-level", "info", *self.args]
         if self.metrics:
             command += ["--metrics-listen", "127.0.0.1:0", "--metrics-port-file", str(metrics_file)]
         self.log_path = self.state_dir / "yardd.log"
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        wait_for(lambda: port_file.exists() or self.process.poll() is not None, what="yardd to serve")
+        if not wait:
+            return self
+        return self.wait_serving()
+
+    def wait_serving(self, timeout=20.0):
+        port_file = self.state_dir / "port"
+        metrics_file = self.state_dir / "metrics-port"
+        wait_for(lambda: port_file.exists() or self.process.poll() is not None, timeout=timeout, what="yardd to serve")
         if self.process.poll() is not None:
             raise AssertionError(f"yardd exited with {self.process.returncode}:\n{self.log()}")
         self.port = int(port_file.read_text())

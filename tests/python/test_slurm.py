@@ -99,7 +99,7 @@ LOG={self.dir / 'kit.log'}
 
     def test_a_node_that_cannot_be_resumed_goes_down_at_once_with_the_reason(self):
         resume = {"jobs": [{"job_id": 1, "features": "gpus_2", "nodes_resume": "host0"},
-                           {"job_id": 2, "features": "gpus_16", "nodes_resume": "host3"}]}
+                           {"job_id": 2, "features": "gpus_17", "nodes_resume": "host3"}]}
         ran = self.run_kit("resume", "host0,host3", resume_file=resume)
         self.assertEqual(ran.returncode, 1)
         self.assertIn("slurm-host0", self.systems(), "the node that fits is resumed all the same")

@@ -1,0 +1,289 @@
+#include "inventory/etcd/etcd_client.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+namespace switchyard::etcd {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using nlohmann::json;
+
+namespace {
+
+std::string base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<std::size_t>(n));
+  return out;
+}
+
+Result<std::string> unbase64(std::string_view text) {
+  if (text.size() % 4 != 0) return fail(Code::kInternal, "etcd sent malformed base64");
+  std::string out(3 * text.size() / 4, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0) return fail(Code::kInternal, "etcd sent malformed base64");
+  std::size_t padding = 0;
+  if (!text.empty() && text.back() == '=') ++padding;
+  if (text.size() > 1 && text[text.size() - 2] == '=') ++padding;
+  out.resize(static_cast<std::size_t>(n) - padding);
+  return out;
+}
+
+std::int64_t number(const json& j, const char* field) {
+  if (!j.contains(field)) return 0;
+  const auto& v = j.at(field);
+  if (v.is_string()) return std::stoll(v.get<std::string>());
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  return 0;
+}
+
+Result<KeyValue> keyValueOf(const json& j) {
+  KeyValue kv;
+  SY_ASSIGN(kv.key, unbase64(j.value("key", "")));
+  SY_ASSIGN(kv.value, unbase64(j.value("value", "")));
+  kv.createRevision = number(j, "create_revision");
+  kv.modRevision = number(j, "mod_revision");
+  kv.version = number(j, "version");
+  kv.lease = number(j, "lease");
+  return kv;
+}
+
+json compareJson(const Compare& c) {
+  static constexpr const char* kResults[] = {"EQUAL", "GREATER", "LESS", "NOT_EQUAL"};
+  json j{{"key", base64(c.key)}, {"result", kResults[static_cast<int>(c.result)]}};
+  switch (c.target) {
+    case Compare::Target::kVersion: j["target"] = "VERSION", j["version"] = std::to_string(c.number); break;
+    case Compare::Target::kCreate: j["target"] = "CREATE", j["create_revision"] = std::to_string(c.number); break;
+    case Compare::Target::kMod: j["target"] = "MOD", j["mod_revision"] = std::to_string(c.number); break;
+    case Compare::Target::kValue: j["target"] = "VALUE", j["value"] = base64(c.value); break;
+  }
+  return j;
+}
+
+json opJson(const Op& op) {
+  switch (op.kind) {
+    case Op::Kind::kPut: {
+      json put{{"key", base64(op.key)}, {"value", base64(op.value)}};
+      if (op.lease != 0) put["lease"] = std::to_string(op.lease);
+      return json{{"request_put", put}};
+    }
+    case Op::Kind::kDelete: {
+      json del{{"key", base64(op.key)}};
+      if (!op.rangeEnd.empty()) del["range_end"] = base64(op.rangeEnd);
+      return json{{"request_delete_range", del}};
+    }
+    case Op::Kind::kRange: {
+      json range{{"key", base64(op.key)}};
+      if (!op.rangeEnd.empty()) range["range_end"] = base64(op.rangeEnd);
+      return json{{"request_range", range}};
+    }
+  }
+  return {};
+}
+
+struct HostPort {
+  std::string host;
+  std::string port;
+};
+
+Result<HostPort> hostPortOf(const std::string& endpoint) {
+  std::string rest = endpoint;
+  if (rest.starts_with("https://")) return fail(Code::kInvalidArgument, fmt::format("etcd endpoint {}: https is not supported yet; use http:// on a trusted network", endpoint));
+  if (rest.starts_with("http://")) rest = rest.substr(7);
+  if (!rest.empty() && rest.back() == '/') rest.pop_back();
+  const auto colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size())
+    return fail(Code::kInvalidArgument, fmt::format("etcd endpoint '{}': expected http://HOST:PORT", endpoint));
+  return HostPort{rest.substr(0, colon), rest.substr(colon + 1)};
+}
+
+}  // namespace
+
+std::string prefixEnd(std::string prefix) {
+  for (auto i = prefix.size(); i > 0; --i) {
+    auto& c = prefix[i - 1];
+    if (static_cast<unsigned char>(c) < 0xff) {
+      c = static_cast<char>(static_cast<unsigned char>(c) + 1);
+      prefix.resize(i);
+      return prefix;
+    }
+  }
+  return std::string(1, '\0');  // every key
+}
+
+Result<EtcdUrl> parseEtcdUrl(const std::string& url) {
+  if (!url.starts_with("etcd://")) return fail(Code::kInvalidArgument, fmt::format("store '{}': expected etcd://HOST:PORT[,HOST:PORT...][/PREFIX]", url));
+  std::string rest = url.substr(7);
+  EtcdUrl out;
+  const auto slash = rest.find('/');
+  out.prefix = slash == std::string::npos ? "/switchyard/" : rest.substr(slash);
+  if (out.prefix.back() != '/') out.prefix += '/';
+  rest = rest.substr(0, slash);
+  std::size_t start = 0;
+  while (start <= rest.size()) {
+    const auto comma = rest.find(',', start);
+    const std::string member = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    SY_TRY(hostPortOf("http://" + member));
+    out.endpoints.push_back("http://" + member);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (out.endpoints.empty() || rest.empty()) return fail(Code::kInvalidArgument, fmt::format("store '{}': no etcd endpoint", url));
+  return out;
+}
+
+struct Client::Connection {
+  asio::io_context io;
+  std::optional<beast::tcp_stream> stream;
+  std::string endpoint;
+};
+
+Client::Client(ClientOptions options) : options_(std::move(options)), connection_(std::make_unique<Connection>()) {}
+Client::~Client() = default;
+
+std::string Client::endpoint() const {
+  std::lock_guard lock(mutex_);
+  return options_.endpoints.empty() ? "" : options_.endpoints[current_ % options_.endpoints.size()];
+}
+
+Result<std::string> Client::post(const std::string& path, const std::string& body) {
+  std::lock_guard lock(mutex_);
+  if (options_.endpoints.empty()) return fail(Code::kInvalidArgument, "no etcd endpoints");
+  std::string lastError;
+  // Each endpoint once; a fresh connection is tried again on the same endpoint when a kept-alive one had gone stale.
+  for (std::size_t attempt = 0; attempt < options_.endpoints.size(); ++attempt) {
+    const std::string& endpoint = options_.endpoints[current_ % options_.endpoints.size()];
+    SY_ASSIGN(const HostPort hp, hostPortOf(endpoint));
+    for (int fresh = 0; fresh < 2; ++fresh) {
+      Connection& c = *connection_;
+      const bool reused = c.stream && c.endpoint == endpoint;
+      beast::error_code ec;
+      if (!reused) {
+        c.stream.reset();
+        c.io.restart();
+        asio::ip::tcp::resolver resolver(c.io);
+        auto results = resolver.resolve(hp.host, hp.port, ec);
+        if (ec) {
+          lastError = fmt::format("{}: {}", endpoint, ec.message());
+          break;
+        }
+        c.stream.emplace(c.io);
+        c.stream->expires_after(options_.timeout);
+        c.stream->connect(results, ec);
+        if (ec) {
+          c.stream.reset();
+          lastError = fmt::format("{}: {}", endpoint, ec.message());
+          break;  // nothing was sent: the next endpoint may answer
+        }
+        c.endpoint = endpoint;
+      }
+      http::request<http::string_body> req{http::verb::post, path, 11};
+      req.set(http::field::host, hp.host);
+      req.set(http::field::content_type, "application/json");
+      req.keep_alive(true);
+      req.body() = body;
+      req.prepare_payload();
+      c.stream->expires_after(options_.timeout);
+      http::write(*c.stream, req, ec);
+      beast::flat_buffer buffer;
+      http::response<http::string_body> res;
+      if (!ec) http::read(*c.stream, buffer, res, ec);
+      if (ec) {
+        c.stream.reset();
+        if (reused && (ec == http::error::end_of_stream || ec == asio::error::connection_reset || ec == asio::error::broken_pipe) && fresh == 0)
+          continue;  // the member closed the idle connection before reading the request: send it on a new one
+        if (ec == beast::error::timeout)
+          return fail(Code::kDeadlineExceeded, fmt::format("etcd {} did not answer {} within {} ms", endpoint, path, options_.timeout.count()));
+        return fail(Code::kUnavailable, fmt::format("etcd {}: {} (the request may or may not have been applied)", endpoint, ec.message()));
+      }
+      if (!res.keep_alive()) c.stream.reset();
+      if (res.result() == http::status::ok) return std::move(res.body());
+      auto error = json::parse(res.body(), nullptr, false);
+      const std::string message = error.is_object() ? error.value("message", error.value("error", res.body())) : res.body();
+      const int code = error.is_object() ? error.value("code", 0) : 0;
+      if (code == 14 || res.result_int() >= 500) {  // UNAVAILABLE: no leader, a member stopping
+        lastError = fmt::format("{}: {}", endpoint, message);
+        return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, message));
+      }
+      return fail(code == 3 ? Code::kInvalidArgument : Code::kFailedPrecondition, fmt::format("etcd {}: {}", endpoint, message));
+    }
+    ++current_;
+  }
+  return fail(Code::kUnavailable, fmt::format("no etcd member answered ({})", lastError));
+}
+
+Result<RangeResult> Client::range(const RangeRequest& r) {
+  json body{{"key", base64(r.key)}};
+  if (!r.rangeEnd.empty()) body["range_end"] = base64(r.rangeEnd);
+  if (r.limit > 0) body["limit"] = std::to_string(r.limit);
+  if (r.descending) body["sort_order"] = "DESCEND", body["sort_target"] = "KEY";
+  if (r.countOnly) body["count_only"] = true;
+  SY_ASSIGN(const std::string text, post("/v3/kv/range", body.dump()));
+  const json reply = json::parse(text, nullptr, false);
+  if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a range reply that is not JSON");
+  RangeResult out;
+  out.count = number(reply, "count");
+  out.more = reply.value("more", false);
+  if (reply.contains("header")) out.revision = number(reply.at("header"), "revision");
+  for (const auto& kv : reply.value("kvs", json::array())) {
+    SY_ASSIGN(auto parsed, keyValueOf(kv));
+    out.kvs.push_back(std::move(parsed));
+  }
+  return out;
+}
+
+Result<TxnResult> Client::txn(const std::vector<Compare>& compares, const std::vector<Op>& success, const std::vector<Op>& failure) {
+  json body{{"compare", json::array()}, {"success", json::array()}, {"failure", json::array()}};
+  for (const auto& c : compares) body["compare"].push_back(compareJson(c));
+  for (const auto& op : success) body["success"].push_back(opJson(op));
+  for (const auto& op : failure) body["failure"].push_back(opJson(op));
+  SY_ASSIGN(const std::string text, post("/v3/kv/txn", body.dump()));
+  const json reply = json::parse(text, nullptr, false);
+  if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a txn reply that is not JSON");
+  TxnResult out;
+  out.succeeded = reply.value("succeeded", false);
+  if (reply.contains("header")) out.revision = number(reply.at("header"), "revision");
+  for (const auto& r : reply.value("responses", json::array())) {
+    if (!r.contains("response_range")) continue;
+    std::vector<KeyValue> kvs;
+    for (const auto& kv : r.at("response_range").value("kvs", json::array())) {
+      SY_ASSIGN(auto parsed, keyValueOf(kv));
+      kvs.push_back(std::move(parsed));
+    }
+    out.ranges.push_back(std::move(kvs));
+  }
+  return out;
+}
+
+Result<std::int64_t> Client::leaseGrant(std::chrono::seconds ttl) {
+  SY_ASSIGN(const std::string text, post("/v3/lease/grant", json{{"TTL", std::to_string(ttl.count())}}.dump()));
+  const json reply = json::parse(text, nullptr, false);
+  if (!reply.is_object() || !reply.contains("ID")) return fail(Code::kInternal, "etcd granted no lease");
+  return number(reply, "ID");
+}
+
+Result<std::int64_t> Client::leaseKeepAlive(std::int64_t lease) {
+  SY_ASSIGN(const std::string text, post("/v3/lease/keepalive", json{{"ID", std::to_string(lease)}}.dump()));
+  const json reply = json::parse(text, nullptr, false);
+  if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a keep-alive reply that is not JSON");
+  const json result = reply.contains("result") ? reply.at("result") : reply;
+  return number(result, "TTL");
+}
+
+Result<void> Client::leaseRevoke(std::int64_t lease) {
+  SY_TRY(post("/v3/kv/lease/revoke", json{{"ID", std::to_string(lease)}}.dump()));
+  return {};
+}
+
+}  // namespace switchyard::etcd

@@ -1,0 +1,109 @@
+// A small client for etcd's v3 API through its JSON gateway (POST /v3/kv/range, /v3/kv/txn,
+// /v3/lease/...), on Boost.Beast: synchronous, one keep-alive connection, a deadline per call, and failover
+// across the cluster's endpoints. Keys and values are bytes (base64 on the wire); revisions are int64.
+//
+// A call that failed before its request was sent (connection refused, a member down) is tried on the next
+// endpoint. A write whose reply was lost may or may not have happened: kUnavailable, and the caller decides
+// (the store's writes are fenced and idempotent, so the engine's answer is to stop and resume).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "composer/model/error.h"
+
+namespace switchyard::etcd {
+
+struct KeyValue {
+  std::string key;
+  std::string value;
+  std::int64_t createRevision = 0;
+  std::int64_t modRevision = 0;
+  std::int64_t version = 0;
+  std::int64_t lease = 0;
+};
+
+struct Compare {
+  enum class Target { kVersion, kCreate, kMod, kValue };
+  enum class Result { kEqual, kGreater, kLess, kNotEqual };
+  std::string key;
+  Target target = Target::kVersion;
+  Result result = Result::kEqual;
+  std::int64_t number = 0;  // for version, create and mod revisions
+  std::string value;        // for kValue
+};
+
+struct Op {
+  enum class Kind { kPut, kDelete, kRange };
+  Kind kind = Kind::kPut;
+  std::string key;
+  std::string value;     // put
+  std::string rangeEnd;  // delete/range: [key, rangeEnd); empty: the key alone
+  std::int64_t lease = 0;
+};
+
+struct TxnResult {
+  bool succeeded = false;
+  std::int64_t revision = 0;
+  std::vector<std::vector<KeyValue>> ranges;  // one per range op of the branch taken, in order
+};
+
+struct RangeRequest {
+  std::string key;
+  std::string rangeEnd;  // empty: the key alone
+  std::int64_t limit = 0;
+  bool descending = false;  // sort by key
+  bool countOnly = false;
+};
+
+struct RangeResult {
+  std::vector<KeyValue> kvs;
+  std::int64_t count = 0;
+  std::int64_t revision = 0;
+  bool more = false;
+};
+
+struct ClientOptions {
+  std::vector<std::string> endpoints{"http://127.0.0.1:2379"};  // the cluster's client URLs
+  std::chrono::milliseconds timeout{5000};                      // per call
+};
+
+// The end of the range of every key starting with `prefix`.
+[[nodiscard]] std::string prefixEnd(std::string prefix);
+// "etcd://h1:2379,h2:2379/prefix" -> endpoints and the key prefix ("/switchyard/" by default).
+struct EtcdUrl {
+  std::vector<std::string> endpoints;
+  std::string prefix;
+};
+[[nodiscard]] Result<EtcdUrl> parseEtcdUrl(const std::string& url);
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  [[nodiscard]] Result<RangeResult> range(const RangeRequest& request);
+  [[nodiscard]] Result<TxnResult> txn(const std::vector<Compare>& compares, const std::vector<Op>& success, const std::vector<Op>& failure = {});
+  [[nodiscard]] Result<std::int64_t> leaseGrant(std::chrono::seconds ttl);
+  // The lease's remaining TTL in seconds; 0 when it has expired (or never was).
+  [[nodiscard]] Result<std::int64_t> leaseKeepAlive(std::int64_t lease);
+  [[nodiscard]] Result<void> leaseRevoke(std::int64_t lease);
+  // The endpoint the last call went to (for logs).
+  [[nodiscard]] std::string endpoint() const;
+
+ private:
+  struct Connection;
+  [[nodiscard]] Result<std::string> post(const std::string& path, const std::string& body);
+  ClientOptions options_;
+  mutable std::mutex mutex_;
+  std::size_t current_ = 0;
+  std::unique_ptr<Connection> connection_;
+};
+
+}  // namespace switchyard::etcd

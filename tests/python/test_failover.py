@@ -1,0 +1,148 @@
+"""Active/standby on etcd (issue 26): three etcd members and two yardd on one store; a client composes and
+decomposes without pause, retrying each request with its request id through a channel that knows both
+yardd; the leader is killed with SIGKILL again and again (and restarted as a standby). Checked: the standby
+takes over within the lease TTL + 2 s, every accepted operation ended (none lost), no request id started
+two operations (none applied twice), no device is in two systems, and the store agrees with the switch.
+
+SWITCHYARD_FAILOVER_KILLS=50 for the long run (CI: 5); the failover times are printed as a distribution."""
+import json
+import os
+import random
+import signal
+import statistics
+import threading
+import time
+import unittest
+
+import grpc
+
+from etcd_cluster import EtcdCluster
+from harness import Yardd, YarddTestCase, free_port, wait_for
+from switchyard_client import Client
+from switchyard.v1 import switchyard_pb2
+
+LEASE_TTL = 3
+RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED, grpc.StatusCode.CANCELLED,
+             grpc.StatusCode.UNKNOWN}
+
+
+class Workload(threading.Thread):
+    """Compose, then decompose, job after job; a call that fails because no yardd leads is sent again with
+    the same request id until it is answered."""
+
+    def __init__(self, target):
+        super().__init__(daemon=True)
+        self.client = Client(target, plaintext=True, caller="failover-test", timeout=5)
+        self.stop = threading.Event()
+        self.operations = {}  # request id -> operation id
+        self.retries = 0
+        self.errors = []
+
+    def call(self, request_id, fn):
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                op = fn()
+                self.operations[request_id] = op.id
+                return self.client.wait(op.id, timeout=60, check=False)
+            except grpc.RpcError as e:
+                if e.code() not in RETRYABLE or time.monotonic() > deadline:
+                    raise
+                self.retries += 1
+                time.sleep(0.1)
+
+    def run(self):
+        i = 0
+        try:
+            while not self.stop.is_set():
+                name = f"job-{i}"
+                composed = self.call(f"compose-{i}", lambda: self.client.compose(name, gpus=1 + i % 3, request_id=f"compose-{i}"))
+                if composed.state == switchyard_pb2.OPERATION_STATE_SUCCEEDED:
+                    self.call(f"decompose-{i}", lambda: self.client.decompose(name, request_id=f"decompose-{i}"))
+                i += 1
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            self.errors.append(repr(e))
+
+
+class FailoverTest(YarddTestCase):
+    def test_the_standby_takes_over_and_nothing_is_lost_or_applied_twice(self):
+        kills = int(os.environ.get("SWITCHYARD_FAILOVER_KILLS", "5"))
+        etcd_dir = self.dir / "etcd"
+        etcd_dir.mkdir()
+        cluster = EtcdCluster(etcd_dir).start()
+        self.addCleanup(cluster.stop)
+        ports = [free_port(), free_port()]
+        switch = self.dir / "switch.json"  # the simulated switch both yardd drive (one at a time)
+        daemons = [Yardd(self.dir / f"yardd-{i}", "--store", cluster.store_url(), "--lease-ttl", str(LEASE_TTL), "--sim-state", str(switch),
+                         listen=f"127.0.0.1:{ports[i]}") for i in range(2)]
+        self.daemons.extend(daemons)
+        daemons[0].start()
+        daemons[1].start(wait=False)
+        wait_for(lambda: "standing by" in daemons[1].log(), what="the second yardd to stand by")
+
+        workload = Workload(f"ipv4:127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}")
+        workload.start()
+        failovers = []
+        rng = random.Random(int(os.environ.get("SWITCHYARD_FAILOVER_SEED", "26")))
+        for _ in range(kills):
+            time.sleep(rng.uniform(0.5, 2.0))
+            leader_addr = cluster.get("/switchyard/leader")
+            leader = next(d for d in daemons if d.listen == leader_addr)
+            standby = next(d for d in daemons if d is not leader)
+            (standby.state_dir / "port").unlink(missing_ok=True)
+            killed_at = time.monotonic()
+            leader.process.send_signal(signal.SIGKILL)
+            leader.process.wait()
+            standby.wait_serving(timeout=LEASE_TTL + 30)
+            # Serving means the gRPC port is open; leading means it answers.
+            with Client(standby.address, plaintext=True, timeout=2) as probe:
+                wait_for(lambda: _answers(probe), timeout=30, interval=0.02, what="the new leader to answer")
+            failovers.append(time.monotonic() - killed_at)
+            stood_by = leader.log().count("standing by:")
+            leader.start(wait=False)  # back as a standby
+            wait_for(lambda: leader.log().count("standing by:") > stood_by, timeout=30, what="the restarted yardd to stand by")
+
+        time.sleep(1.0)
+        workload.stop.set()
+        workload.join(timeout=120)
+        self.assertFalse(workload.is_alive(), "the workload finished its last job")
+        self.assertEqual(workload.errors, [])
+
+        leader = next(d for d in daemons if d.listen == cluster.get("/switchyard/leader"))
+        with Client(leader.listen, plaintext=True) as yard:
+            # None lost: every operation a request id started is in the store and has ended.
+            for request_id, op_id in workload.operations.items():
+                op = yard.operation(op_id)
+                self.assertIn(op.state, (switchyard_pb2.OPERATION_STATE_SUCCEEDED, switchyard_pb2.OPERATION_STATE_FAILED), op_id)
+                self.assertEqual(op.request_id, request_id)
+            # None applied twice: the same request id again is answered by the same operation.
+            for request_id, op_id in list(workload.operations.items())[:20]:
+                kind, number = request_id.split("-")
+                again = (yard.compose(f"job-{number}", gpus=1, request_id=request_id) if kind == "compose"
+                         else yard.decompose(f"job-{number}", request_id=request_id))
+                self.assertEqual(again.id, op_id)
+            systems = [s for s in yard.systems() if s.state == switchyard_pb2.SYSTEM_STATE_COMPOSED]
+            devices = [b.device_id for s in systems for b in s.bindings]
+            self.assertEqual(len(devices), len(set(devices)), "no device in two systems")
+        # The store and the switch agree (the switch's own table, from its state file).
+        bindings = json.loads(switch.read_text())["bindings"]
+        self.assertEqual(sorted(devices), sorted(bindings))
+
+        failovers.sort()
+        print(f"\nfailover after SIGKILL of the leader, {len(failovers)} kills, lease TTL {LEASE_TTL} s: "
+              f"min {failovers[0]:.2f} s, median {statistics.median(failovers):.2f} s, "
+              f"p90 {failovers[int(0.9 * (len(failovers) - 1))]:.2f} s, max {failovers[-1]:.2f} s; "
+              f"{len(workload.operations)} operations, {workload.retries} client retries")
+        self.assertLessEqual(failovers[-1], LEASE_TTL + 2, f"failover within the lease TTL + 2 s: {failovers}")
+
+
+def _answers(client):
+    try:
+        client.systems()
+        return True
+    except grpc.RpcError:
+        return False
+
+
+if __name__ == "__main__":
+    unittest.main()
