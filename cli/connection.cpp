@@ -76,7 +76,10 @@ std::shared_ptr<grpc::Channel> Connection::channel(std::string& error) const {
       return nullptr;
     }
   }
-  if (plaintext) return grpc::CreateChannel(server, grpc::InsecureChannelCredentials());
+  // Lists come in pages, but the topology is one reply: at 100,000 GPUs it is larger than gRPC's 4 MiB default.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  if (plaintext) return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);
   grpc::SslCredentialsOptions tls;
   std::string trust = ca;
   if (trust.empty() && std::filesystem::exists(defaultServerCertificate())) trust = defaultServerCertificate();
@@ -92,7 +95,7 @@ std::shared_ptr<grpc::Channel> Connection::channel(std::string& error) const {
     error = fmt::format("cannot read the client certificate {} or its key {}", cert, key);
     return nullptr;
   }
-  return grpc::CreateChannel(server, grpc::SslCredentials(tls));
+  return grpc::CreateCustomChannel(server, grpc::SslCredentials(tls), args);
 }
 
 void Connection::authenticate(grpc::ClientContext& ctx) const {

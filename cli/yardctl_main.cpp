@@ -256,13 +256,25 @@ static int runYardctl(int argc, char** argv) {
   };
   int rc = kExitOk;
 
+  // Every page of a list, merged into one response.
+  auto allPages = [&](auto method, auto request, auto& out) {
+    while (true) {
+      std::remove_reference_t<decltype(out)> page;
+      if (int r = client().call(method, request, page); r != kExitOk) return r;
+      const std::string next = page.next_page_token();
+      out.MergeFrom(page);
+      out.clear_next_page_token();
+      if (next.empty()) return kExitOk;
+      request.set_page_token(next);
+    }
+  };
   app.add_subcommand("hosts", "List hosts, their upstream ports and what they serve")->callback([&] {
     pb::ListHostsResponse r;
-    if ((rc = client().call(&pb::Switchyard::Stub::ListHosts, pb::ListHostsRequest{}, r)) == kExitOk) emit(g, r, yardctl::printHosts);
+    if ((rc = allPages(&pb::Switchyard::Stub::ListHosts, pb::ListHostsRequest{}, r)) == kExitOk) emit(g, r, yardctl::printHosts);
   });
   app.add_subcommand("devices", "List devices with their switch, health and holder")->callback([&] {
     pb::ListDevicesResponse r;
-    if ((rc = client().call(&pb::Switchyard::Stub::ListDevices, pb::ListDevicesRequest{}, r)) == kExitOk) emit(g, r, yardctl::printDevices);
+    if ((rc = allPages(&pb::Switchyard::Stub::ListDevices, pb::ListDevicesRequest{}, r)) == kExitOk) emit(g, r, yardctl::printDevices);
   });
 
   auto* systems = app.add_subcommand("systems", "List composed systems, or show one");
@@ -280,7 +292,7 @@ static int runYardctl(int argc, char** argv) {
     pb::ListSystemsRequest req;
     req.set_tenant(tenantFilter);
     pb::ListSystemsResponse r;
-    if ((rc = client().call(&pb::Switchyard::Stub::ListSystems, req, r)) == kExitOk) emit(g, r, yardctl::printSystems);
+    if ((rc = allPages(&pb::Switchyard::Stub::ListSystems, req, r)) == kExitOk) emit(g, r, yardctl::printSystems);
   });
 
   app.add_subcommand("topology", "Show switches and ports as a tree, with what is bound where")->callback([&] {

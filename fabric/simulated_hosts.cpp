@@ -1,5 +1,7 @@
 #include "fabric/simulated_hosts.h"
 
+#include <unordered_map>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -30,10 +32,15 @@ SimulatedHosts::SimulatedHosts(const Topology& topology, const SimulatedFabric& 
   for (const auto& h : topology.hosts)
     for (const auto& u : h.upstreamPorts) upstreamPorts_[h.id].push_back(u.portId);
   for (const auto& d : topology.devices) devices_.emplace(d.id, d);
+  // Devices already routed to a host (state kept by the simulated switch): one pass over the devices, not
+  // one per host (100,000 GPUs and 12,500 hosts took 17 s the other way).
+  std::unordered_map<PortId, HostId> hostOfPort;
   for (const auto& [host, ports] : upstreamPorts_)
-    for (const auto& d : topology.devices)
-      if (auto routed = fabric_.routedPort(d.id); routed && std::find(ports.begin(), ports.end(), *routed) != ports.end())
-        present_[host].emplace(d.id, identityOf(host, {d.id, *routed}));
+    for (const auto& port : ports) hostOfPort.emplace(port, host);
+  for (const auto& d : topology.devices)
+    if (auto routed = fabric_.routedPort(d.id))
+      if (auto owner = hostOfPort.find(*routed); owner != hostOfPort.end())
+        present_[owner->second].emplace(d.id, identityOf(owner->second, {d.id, *routed}));
 }
 
 HostPolicy SimulatedHosts::policy(const HostId& host) const {

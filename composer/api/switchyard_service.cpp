@@ -28,6 +28,27 @@ grpc::ServerUnaryReactor* finished(grpc::CallbackServerContext* ctx, const grpc:
   return reactor;
 }
 
+// One page of a list, in id order: the items after `token` (the last id of the page before), at most
+// `pageSize` of them (0: 1000; at most 10000); the token of the next page, empty on the last.
+constexpr int kDefaultPageSize = 1000;
+constexpr int kMaxPageSize = 10000;
+
+template <typename T, typename IdOf, typename Keep>
+std::vector<const T*> pageOf(const std::vector<T>& all, IdOf idOf, Keep keep, int pageSize, const std::string& token, std::string& next) {
+  std::vector<const T*> sorted;
+  sorted.reserve(all.size());
+  for (const auto& item : all)
+    if (keep(item)) sorted.push_back(&item);
+  std::sort(sorted.begin(), sorted.end(), [&](const T* a, const T* b) { return idOf(*a) < idOf(*b); });
+  auto from = token.empty() ? sorted.begin()
+                            : std::upper_bound(sorted.begin(), sorted.end(), token, [&](const std::string& t, const T* item) { return t < idOf(*item); });
+  const auto size = static_cast<std::size_t>(pageSize <= 0 ? kDefaultPageSize : std::min(pageSize, kMaxPageSize));
+  const auto left = static_cast<std::size_t>(sorted.end() - from);
+  std::vector<const T*> page(from, from + static_cast<std::ptrdiff_t>(std::min(size, left)));
+  next = left > size ? idOf(*page.back()) : std::string{};
+  return page;
+}
+
 std::function<void(const Operation&)> fillOperation(const Engine& engine, v1::Operation* out) {
   return [&engine, out](const Operation& op) { toProto(op, engine.stepKinds(), *out); };
 }
@@ -142,29 +163,43 @@ grpc::ServerUnaryReactor* SwitchyardService::ListSystems(Context* ctx, const v1:
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   return answer<std::vector<System>>(
       ctx, [this] { return engine_.listSystems(); },
-      [out, c = *caller, tenant = req->tenant()](const std::vector<System>& systems) {
-        for (const auto& s : systems)
-          if ((tenant.empty() || s.tenant == tenant) && maySee(c, s.tenant)) toProto(s, *out->add_systems());
+      [out, c = *caller, tenant = req->tenant(), size = req->page_size(), token = req->page_token()](const std::vector<System>& systems) {
+        std::string next;
+        for (const System* s : pageOf(
+                 systems, [](const System& x) -> const std::string& { return x.id; },
+                 [&](const System& x) { return (tenant.empty() || x.tenant == tenant) && maySee(c, x.tenant); }, size, token, next))
+          toProto(*s, *out->add_systems());
+        out->set_next_page_token(next);
       });
 }
 
-grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1::ListDevicesRequest*, v1::ListDevicesResponse* out) {
+grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1::ListDevicesRequest* req, v1::ListDevicesResponse* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   return answer<std::vector<DeviceView>>(
       ctx, [this] { return engine_.listDevices(); },
-      [out](const std::vector<DeviceView>& devices) {
-        for (const auto& d : devices) toProto(d, *out->add_devices());
+      [out, size = req->page_size(), token = req->page_token()](const std::vector<DeviceView>& devices) {
+        std::string next;
+        for (const DeviceView* d : pageOf(
+                 devices, [](const DeviceView& x) -> const std::string& { return x.device.id; }, [](const DeviceView&) { return true; }, size,
+                 token, next))
+          toProto(*d, *out->add_devices());
+        out->set_next_page_token(next);
       });
 }
 
-grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::ListHostsRequest*, v1::ListHostsResponse* out) {
+grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::ListHostsRequest* req, v1::ListHostsResponse* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   return answer<std::vector<HostView>>(
       ctx, [this] { return engine_.listHosts(); },
-      [out](const std::vector<HostView>& hosts) {
-        for (const auto& h : hosts) toProto(h, *out->add_hosts());
+      [out, size = req->page_size(), token = req->page_token()](const std::vector<HostView>& hosts) {
+        std::string next;
+        for (const HostView* h : pageOf(
+                 hosts, [](const HostView& x) -> const std::string& { return x.host.id; }, [](const HostView&) { return true; }, size, token,
+                 next))
+          toProto(*h, *out->add_hosts());
+        out->set_next_page_token(next);
       });
 }
 

@@ -506,3 +506,37 @@ TEST_F(DaemonTest, PlanExplainsWithoutChangingAnything) {
 
 }  // namespace
 }  // namespace switchyard
+
+namespace switchyard::testing {
+namespace {
+
+TEST_F(DaemonTest, ListsComeInPagesInIdOrderAndYardctlReadsThemAll) {
+  startDaemon({"--generate-gpus", "2500"});
+  std::vector<std::string> seen;
+  pb::ListDevicesRequest req;
+  req.set_page_size(700);
+  int pages = 0;
+  while (true) {
+    pb::ListDevicesResponse page;
+    ASSERT_TRUE(call(&pb::Switchyard::Stub::ListDevices, req, page).ok());
+    ++pages;
+    EXPECT_LE(page.devices_size(), 700);
+    for (const auto& d : page.devices()) seen.push_back(d.id());
+    if (page.next_page_token().empty()) break;
+    req.set_page_token(page.next_page_token());
+  }
+  EXPECT_EQ(pages, 4);
+  ASSERT_EQ(seen.size(), 2500u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  EXPECT_EQ(std::set<std::string>(seen.begin(), seen.end()).size(), seen.size()) << "no device twice";
+  pb::ListDevicesResponse unasked;
+  ASSERT_TRUE(call(&pb::Switchyard::Stub::ListDevices, pb::ListDevicesRequest{}, unasked).ok());
+  EXPECT_EQ(unasked.devices_size(), 1000) << "a client that does not ask for a size gets the default page, not everything";
+  EXPECT_FALSE(unasked.next_page_token().empty());
+  auto all = yardctlJson("devices");
+  EXPECT_EQ(all["devices"].size(), 2500u) << "yardctl follows the pages";
+  EXPECT_FALSE(all.contains("next_page_token") && !all["next_page_token"].get<std::string>().empty());
+}
+
+}  // namespace
+}  // namespace switchyard::testing

@@ -111,17 +111,27 @@ class Client:
 
     # Reads.
 
+    def _pages(self, method, request, field):
+        """Every page of a list (yardd answers lists a page at a time)."""
+        items = []
+        while True:
+            page = self._call(method, request)
+            items.extend(getattr(page, field))
+            if not page.next_page_token:
+                return items
+            request.page_token = page.next_page_token
+
     def systems(self, tenant=""):
-        return list(self._call(self._yard.ListSystems, switchyard_pb2.ListSystemsRequest(tenant=tenant)).systems)
+        return self._pages(self._yard.ListSystems, switchyard_pb2.ListSystemsRequest(tenant=tenant), "systems")
 
     def system(self, id_or_name):
         return self._call(self._yard.GetSystem, switchyard_pb2.GetSystemRequest(system=id_or_name))
 
     def devices(self):
-        return list(self._call(self._yard.ListDevices, switchyard_pb2.ListDevicesRequest()).devices)
+        return self._pages(self._yard.ListDevices, switchyard_pb2.ListDevicesRequest(), "devices")
 
     def hosts(self):
-        return list(self._call(self._yard.ListHosts, switchyard_pb2.ListHostsRequest()).hosts)
+        return self._pages(self._yard.ListHosts, switchyard_pb2.ListHostsRequest(), "hosts")
 
     def capacity(self, gpus=()):
         return self._call(self._yard.GetCapacity, switchyard_pb2.GetCapacityRequest(gpus=list(gpus)))
