@@ -126,7 +126,7 @@ grpc::ServerUnaryReactor* ResourceProviderService::AddResource(Context* ctx, con
         if (!r.type().empty() && r.type() != "gpu")
           return fail(Code::kInvalidArgument, fmt::format("type '{}': this provider attaches whole GPUs (type \"gpu\")", r.type()));
         SY_ASSIGN(auto prior, engine_.operationForRequest(caller, r.request_id()));
-        if (prior) return statusOf(engine_, *prior, r.node());
+        if (prior) return statusOf(engine_, *prior, {});  // the node the request went to, whatever this call says
         PlacementRequest placement;
         placement.gpuCount = 1;
         placement.model = r.model();
@@ -157,7 +157,7 @@ grpc::ServerUnaryReactor* ResourceProviderService::RemoveResource(Context* ctx, 
         SY_ASSIGN(auto prior, engine_.operationForRequest(caller, r.request_id()));
         if (prior) {
           // The device has left its system: the UUID is the one the caller named.
-          Status status = statusOf(engine_, *prior, r.node());
+          Status status = statusOf(engine_, *prior, {});
           if (status.device_uuid().empty()) status.set_device_uuid(r.device_uuid());
           return status;
         }

@@ -44,6 +44,7 @@ class DashboardTest(YarddTestCase):
             self.assertIn(f'class="step done"', operations)
             self.assertIn(step, operations)
         self.assertIn("dashboard-test", operations)
+        self.assertIn("web-demo", operations, "operations name their system")
         capacity = dom[dom.index('data-testid="capacity"'):dom.index('data-testid="capacity-chart"')]
         self.assertRegex(capacity, r'<div class="value">1</div><div class="label">8-GPU requests')
         self.assertIn("<polyline", dom, "the capacity history is drawn once samples exist")

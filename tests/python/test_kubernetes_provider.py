@@ -40,6 +40,10 @@ class KubernetesProviderTest(YarddTestCase):
                 again = yard.add_resource("uid-1", "host0", model="H100-SXM5-80GB")
                 self.assertEqual((again.state, again.device_uuid), (ResourceStatus.DONE, added.device_uuid))
             self.assertEqual(len(yard.get_resources("host0")), 1)
+            elsewhere = yard.add_resource("uid-1", "host1")
+            self.assertEqual((elsewhere.node, elsewhere.device_uuid), ("host0", added.device_uuid),
+                             "a request id answers with what it did, wherever the retry says")
+            self.assertEqual(yard.get_resources("host1"), [])
 
             # A second resource on the same node attaches to the node's system.
             second, _ = until_settled(lambda: yard.add_resource("uid-2", "host0"))

@@ -113,9 +113,10 @@ function drawSystems(systems) {
     s.devices.map((d) => d.uuid ? `${d.id} (${d.uuid})` : d.id).join(", ") || "—"]), "no systems yet: yardctl compose NAME --gpus N");
 }
 
-function drawOperations(operations) {
+function drawOperations(operations, systems) {
+  const names = new Map(systems.map((s) => [s.id, s.name]));
   fillTable("operations", operations.map((op) => [
-    op.id, op.kind, op.system, el("span", { class: `state-${op.state}`, title: op.error }, op.state),
+    op.id, op.kind, names.get(op.system) || op.system, el("span", { class: `state-${op.state}`, title: op.error }, op.state),
     el("span", {}, ...op.steps.map((s) => el("span", { class: `step ${s.state}`, title: s.message || s.devices.join(", ") },
                                              (s.compensation ? "↶ " : "") + s.kind))),
     op.requestedBy]), "no operations yet");
@@ -135,7 +136,7 @@ async function refresh() {
     drawChart(capacity);
     drawPool(pool);
     drawSystems(systems);
-    drawOperations(operations);
+    drawOperations(operations, systems);
     drawEvents(events);
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
     status.className = "";
