@@ -7,21 +7,11 @@
 
 #include "composer/model/fail_points.h"
 #include "inventory/migrations.h"
+#include "inventory/record_number.h"
 
 namespace switchyard {
 
 namespace {
-
-std::uint64_t numberFromId(std::string_view id) {
-  const auto dash = id.rfind('-');
-  if (dash == std::string_view::npos) return 0;
-  std::uint64_t n = 0;
-  for (char c : id.substr(dash + 1)) {
-    if (c < '0' || c > '9') return 0;
-    n = n * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  return n;
-}
 
 template <typename E, typename Parse>
 Result<E> parseColumn(const std::string& text, Parse parse, std::string_view what) {

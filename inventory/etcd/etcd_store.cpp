@@ -8,6 +8,7 @@
 
 #include "composer/model/fail_points.h"
 #include "inventory/etcd/records.h"
+#include "inventory/record_number.h"
 
 namespace switchyard {
 
@@ -15,17 +16,6 @@ using etcd::Compare;
 using etcd::Op;
 
 namespace {
-
-std::uint64_t numberFromId(std::string_view id) {
-  const auto dash = id.rfind('-');
-  if (dash == std::string_view::npos) return 0;
-  std::uint64_t n = 0;
-  for (char c : id.substr(dash + 1)) {
-    if (c < '0' || c > '9') return 0;
-    n = n * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  return n;
-}
 
 std::uint64_t numberOfKey(std::string_view key) {
   const auto slash = key.rfind('/');
