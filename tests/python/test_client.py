@@ -42,7 +42,8 @@ class ClientTest(YarddTestCase):
             wait_for(lambda: any(e.type == "operation.succeeded" and e.subject == op.id for e in events), what="the succeeded event")
             ours = [e.type for e in events if op.id in e.message or e.subject == op.id]
             self.assertIn("operation.accepted", ours)
-            self.assertEqual(events[-1].actor if events[-1].subject == op.id else "py-test", "py-test")
+            accepted = [e for e in events if e.type == "operation.accepted" and e.subject == op.id]
+            self.assertEqual([e.actor for e in accepted], ["py-test"], "the event names the client that asked")
             yard.wait(yard.decompose("train-py").id)
             self.assertEqual([s.name for s in yard.systems() if s.name == "train-py"], [])
             stream.cancel()
