@@ -122,7 +122,7 @@ Result<AgentDirectory::Route> AgentDirectory::routeFor(const HostId& host) const
   }
   SY_ASSIGN(auto stub, remoteFor(host));
   if (stub) return Route{nullptr, std::move(stub)};
-  if (local_ != nullptr) return Route{local_, nullptr};
+  if (local_ != nullptr && local_->policy(host) == HostPolicy::kAgent) return Route{local_, nullptr};
   return fail(Code::kUnavailable, fmt::format("no yard-agent has registered for {} (policy agent)", host));
 }
 

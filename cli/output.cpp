@@ -125,7 +125,8 @@ void printTopology(const pb::Topology& t, std::ostream& out) {
   std::map<std::string, std::string> systemOfHost;
   for (const auto& h : t.hosts()) systemOfHost[h.id()] = h.system_id();
   for (const auto& sw : t.switches()) {
-    out << fmt::format("{} ({}{})\n", sw.id(), sw.kind(), sw.model().empty() ? "" : ", " + sw.model());
+    out << fmt::format("{} ({}{}{})\n", sw.id(), sw.kind(), sw.model().empty() ? "" : ", " + sw.model(),
+                       sw.domain().empty() || sw.domain() == "default" ? "" : ", domain " + sw.domain());
     for (int i = 0; i < sw.ports_size(); ++i) {
       const auto& p = sw.ports(i);
       const char* branch = i + 1 == sw.ports_size() ? "└─" : "├─";
@@ -204,6 +205,19 @@ void printCapacity(const pb::Capacity& c, std::ostream& out) {
   t.print(out);
   out << fmt::format("{} free GPU(s), {} stranded (free, but no host that could take a new system reaches them)\n", c.free_gpus(),
                      c.stranded_gpus());
+  if (c.domains_size() > 1) {  // one row per fabric domain; placements never cross one, so the rows add up
+    std::vector<std::string> header{"DOMAIN", "FREE", "STRANDED"};
+    for (const auto& s : c.shapes()) header.push_back(fmt::format("{} GPU{}", s.gpus(), s.gpus() == 1 ? "" : "s"));
+    Table d(header);
+    for (const auto& dc : c.domains()) {
+      std::vector<std::string> row{dc.domain(), std::to_string(dc.free_gpus()), std::to_string(dc.stranded_gpus())};
+      for (const auto& s : dc.shapes()) row.push_back(std::to_string(s.placeable()));
+      d.add(row);
+    }
+    out << "\n";
+    d.print(out);
+    out << "(placeable now per fabric domain: no system spans two domains)\n";
+  }
   if (!c.demand().empty()) {
     Table d({"RECENT DEMAND", "SAME SWITCH", "MODEL", "SHARE"});
     for (const auto& s : c.demand())

@@ -28,7 +28,10 @@ std::string simulatedGpuUuid(const DeviceId& device) {
 }
 
 SimulatedHosts::SimulatedHosts(const Topology& topology, const SimulatedFabric& fabric, Clock& clock, SimulatedHostsOptions options)
-    : fabric_(fabric), clock_(clock), options_(std::move(options)) {
+    : SimulatedHosts(topology, [&fabric](const DeviceId& device) { return fabric.routedPort(device); }, clock, std::move(options)) {}
+
+SimulatedHosts::SimulatedHosts(const Topology& topology, RoutedPort routedPort, Clock& clock, SimulatedHostsOptions options)
+    : routedPort_(std::move(routedPort)), clock_(clock), options_(std::move(options)) {
   for (const auto& h : topology.hosts)
     for (const auto& u : h.upstreamPorts) upstreamPorts_[h.id].push_back(u.portId);
   for (const auto& d : topology.devices) devices_.emplace(d.id, d);
@@ -38,14 +41,16 @@ SimulatedHosts::SimulatedHosts(const Topology& topology, const SimulatedFabric& 
   for (const auto& [host, ports] : upstreamPorts_)
     for (const auto& port : ports) hostOfPort.emplace(port, host);
   for (const auto& d : topology.devices)
-    if (auto routed = fabric_.routedPort(d.id))
+    if (auto routed = routedPort_(d.id))
       if (auto owner = hostOfPort.find(*routed); owner != hostOfPort.end())
         present_[owner->second].emplace(d.id, identityOf(owner->second, {d.id, *routed}));
 }
 
 HostPolicy SimulatedHosts::policy(const HostId& host) const {
   auto it = options_.policies.find(host);
-  return it != options_.policies.end() ? it->second : options_.policy;
+  if (it != options_.policies.end()) return it->second;
+  // A host of another domain (a real fabric beside the simulated one) is not simulated here.
+  return upstreamPorts_.contains(host) ? options_.policy : HostPolicy::kUnset;
 }
 
 std::string SimulatedHosts::status(const HostId& host) const {
@@ -100,7 +105,7 @@ Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host
       out.push_back(it->second);
       continue;
     }
-    const auto routed = fabric_.routedPort(b.deviceId);
+    const auto routed = routedPort_(b.deviceId);
     const bool reachesHost = routed && *routed == b.upstreamPortId && std::find(ports.begin(), ports.end(), *routed) != ports.end();
     const auto fault = faults_.contains(b.deviceId) ? faults_.at(b.deviceId) : SimulatedHostFault::kNone;
     if (!reachesHost || fault == SimulatedHostFault::kNeverAppears || !inTime)
@@ -232,7 +237,7 @@ std::vector<std::string> SimulatedHosts::surpriseRemovals() const {
   for (const auto& [host, present] : present_) {
     const auto& ports = upstreamPorts_.at(host);
     for (const auto& [device, identity] : present) {
-      const auto routed = fabric_.routedPort(device);
+      const auto routed = routedPort_(device);
       if (!routed || std::find(ports.begin(), ports.end(), *routed) == ports.end())
         out.push_back(fmt::format("{} vanished from {} while enumerated at {}", device, host, identity.pciAddress));
     }

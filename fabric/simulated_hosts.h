@@ -8,6 +8,7 @@
 // still had it enumerated is a surprise removal (on real hardware, AER errors or a crashed host).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -39,7 +40,12 @@ struct SimulatedHostsOptions {
 // yardd restart), each host sees the devices routed to it, as a real host that kept running would.
 class SimulatedHosts final : public HostAgents {
  public:
+  // Where the simulated hardware routes a device now (SimulatedFabric::routedPort, or the first of several
+  // simulated domains that knows the device); nullopt when nowhere.
+  using RoutedPort = std::function<std::optional<PortId>(const DeviceId&)>;
+
   SimulatedHosts(const Topology& topology, const SimulatedFabric& fabric, Clock& clock, SimulatedHostsOptions options = {});
+  SimulatedHosts(const Topology& topology, RoutedPort routedPort, Clock& clock, SimulatedHostsOptions options = {});
 
   [[nodiscard]] HostPolicy policy(const HostId& host) const override;
   [[nodiscard]] std::string status(const HostId& host) const override;
@@ -73,7 +79,7 @@ class SimulatedHosts final : public HostAgents {
   [[nodiscard]] HostDeviceIdentity identityOf(const HostId& host, const Binding& b) const;
   [[nodiscard]] Result<void> reachableLocked(const HostId& host, std::string_view what);
 
-  const SimulatedFabric& fabric_;
+  RoutedPort routedPort_;
   Clock& clock_;
   SimulatedHostsOptions options_;
   std::map<HostId, std::vector<PortId>> upstreamPorts_;

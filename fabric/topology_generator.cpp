@@ -31,30 +31,30 @@ Topology generateTopology(const TopologyShape& shape) {
     std::vector<int> nextUsp(static_cast<std::size_t>(shape.switchesPerFabric), 0);
     for (int s = 0; s < shape.switchesPerFabric; ++s) {
       const int sw = firstSwitch + s;
-      const std::string swId = fmt::format("sw{}", sw);
+      const std::string swId = fmt::format("{}sw{}", shape.idPrefix, sw);
       const std::string& model = shape.models[static_cast<std::size_t>(sw) % shape.models.size()];
       t.switches.push_back({swId, SwitchKind::kPcie, "PEX89144"});
       for (int u = 0; u < hostUspsPerSwitch; ++u)
         t.ports.push_back({fmt::format("{}-usp{}", swId, u), swId, PortKind::kUpstream, 5, 16, {}});
-      if (s > 0) t.ports.push_back({fmt::format("{}-isl0", swId), swId, PortKind::kInterSwitch, 5, 16, fmt::format("sw{}-isl1", sw - 1)});
+      if (s > 0) t.ports.push_back({fmt::format("{}-isl0", swId), swId, PortKind::kInterSwitch, 5, 16, fmt::format("{}sw{}-isl1", shape.idPrefix, sw - 1)});
       if (s + 1 < shape.switchesPerFabric)
-        t.ports.push_back({fmt::format("{}-isl1", swId), swId, PortKind::kInterSwitch, 5, 16, fmt::format("sw{}-isl0", sw + 1)});
+        t.ports.push_back({fmt::format("{}-isl1", swId), swId, PortKind::kInterSwitch, 5, 16, fmt::format("{}sw{}-isl0", shape.idPrefix, sw + 1)});
       const int gpus = std::min(shape.gpusPerSwitch, gpusLeft);
       for (int g = 0; g < gpus; ++g) {
         const std::string dsp = fmt::format("{}-dsp{}", swId, g);
         t.ports.push_back({dsp, swId, PortKind::kDownstream, 5, 16, {}});
         t.devices.push_back({fmt::format("{}-gpu{}", swId, g), DeviceKind::kGpu, dsp, model, modelMemoryGiB(model),
-                             fmt::format("SN{:04}{:02}", sw, g), DeviceHealth::kOk, true});
+                             fmt::format("{}SN{:04}{:02}", shape.idPrefix, sw, g), DeviceHealth::kOk, true});
       }
       gpusLeft -= gpus;
     }
     for (int h = 0; h < shape.hostsPerFabric; ++h) {
-      Host host{fmt::format("host{}", hostNumber++), {}, 64, 512, shape.maxDevicesPerHost};
+      Host host{fmt::format("{}host{}", shape.idPrefix, hostNumber++), {}, 64, 512, shape.maxDevicesPerHost};
       for (int p = 0; p < shape.upstreamPortsPerHost; ++p) {
         const int s = (h * shape.upstreamPortsPerHost + p) % shape.switchesPerFabric;
         const int usp = nextUsp[static_cast<std::size_t>(s)]++;
         if (usp >= hostUspsPerSwitch) continue;
-        host.upstreamPorts.push_back({fmt::format("sw{}-usp{}", firstSwitch + s, usp), p % 2});
+        host.upstreamPorts.push_back({fmt::format("{}sw{}-usp{}", shape.idPrefix, firstSwitch + s, usp), p % 2});
       }
       t.hosts.push_back(std::move(host));
     }

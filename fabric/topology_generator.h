@@ -19,6 +19,9 @@ struct TopologyShape {
   int maxDevicesPerHost = 16;
   // GPU model per switch, cycled (switch i gets models[i % size]).
   std::vector<std::string> models{"H100-SXM5-80GB", "A100-SXM4-40GB"};
+  // Put before every id and serial ("a-" gives a-sw0, a-host0, a-sw0-gpu3): pools generated for several
+  // fabric domains stay apart.
+  std::string idPrefix;
 };
 
 [[nodiscard]] Topology generateTopology(const TopologyShape& shape);

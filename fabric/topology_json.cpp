@@ -102,12 +102,14 @@ std::optional<FieldError> readPort(const json& j, const std::string& path, const
 }
 
 std::optional<FieldError> readSwitch(const json& j, const std::string& path, Topology& t) {
-  Reader r(j, path, {"id", "kind", "model", "ports"});
+  Reader r(j, path, {"id", "kind", "model", "domain", "ports"});
   SY_TRY_FIELD(r.checkKeys());
   Switch sw;
   SY_TRY_FIELD(r.string("id", sw.id, true));
   SY_TRY_FIELD(r.enumeration("kind", sw.kind, parseSwitchKind, "pcie, cxl", false));
   SY_TRY_FIELD(r.string("model", sw.model, false));
+  SY_TRY_FIELD(r.string("domain", sw.domain, false));
+  if (sw.domain.empty()) sw.domain = kDefaultDomain;
   if (const json* ports = r.array("ports")) {
     if (!ports->is_array()) return FieldError{r.at("ports"), "expected an array"};
     for (std::size_t i = 0; i < ports->size(); ++i) {
@@ -237,7 +239,9 @@ json topologyToJson(const Topology& t) {
       if (!p.peerPort.empty()) port["peer"] = p.peerPort;
       ports.push_back(std::move(port));
     }
-    switches.push_back({{"id", sw.id}, {"kind", toString(sw.kind)}, {"model", sw.model}, {"ports", ports}});
+    json entry{{"id", sw.id}, {"kind", toString(sw.kind)}, {"model", sw.model}, {"ports", ports}};
+    if (sw.domain != kDefaultDomain) entry["domain"] = sw.domain;
+    switches.push_back(std::move(entry));
   }
   json hosts = json::array();
   for (const auto& h : t.hosts) {

@@ -100,6 +100,9 @@ ALTER TABLE events ADD COLUMN tenant TEXT NOT NULL DEFAULT '';
 ALTER TABLE operations ADD COLUMN request_id TEXT NOT NULL DEFAULT '';
 CREATE UNIQUE INDEX operations_by_request ON operations (request_id) WHERE request_id <> '';
 )sql"},
+      {11, "fabric domains: the switch manager each switch belongs to ('default' before this version)", R"sql(
+ALTER TABLE switches ADD COLUMN domain TEXT NOT NULL DEFAULT 'default';
+)sql"},
   };
   return kMigrations;
 }

@@ -114,8 +114,8 @@ Result<void> SqliteStore::apply(const PutInventory& w) {
     SY_TRY(db_->exec(fmt::format("DELETE FROM {}", table)));
   const Topology& t = w.topology;
   for (const auto& s : t.switches) {
-    SY_ASSIGN(auto st, db_->prepare("INSERT INTO switches VALUES (?1, ?2, ?3)"));
-    SY_TRY(st.bind(1, s.id).bind(2, toString(s.kind)).bind(3, s.model).run());
+    SY_ASSIGN(auto st, db_->prepare("INSERT INTO switches (id, kind, model, domain) VALUES (?1, ?2, ?3, ?4)"));
+    SY_TRY(st.bind(1, s.id).bind(2, toString(s.kind)).bind(3, s.model).bind(4, s.domain).run());
   }
   for (const auto& p : t.ports) {
     SY_ASSIGN(auto st, db_->prepare("INSERT INTO ports VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
@@ -290,12 +290,12 @@ Result<void> SqliteStore::apply(const PutAuditOutcome& w) {
 
 Result<std::optional<Topology>> SqliteStore::loadInventory() {
   Topology t;
-  SY_ASSIGN(auto sw, db_->prepare("SELECT id, kind, model FROM switches ORDER BY rowid"));
+  SY_ASSIGN(auto sw, db_->prepare("SELECT id, kind, model, domain FROM switches ORDER BY rowid"));
   while (true) {
     SY_ASSIGN(bool row, sw.step());
     if (!row) break;
     SY_ASSIGN(auto kind, parseColumn<SwitchKind>(sw.text(1), parseSwitchKind, "switch kind"));
-    t.switches.push_back({sw.text(0), kind, sw.text(2)});
+    t.switches.push_back({sw.text(0), kind, sw.text(2), sw.text(3)});
   }
   sw.reset();
   if (t.switches.empty()) return std::optional<Topology>{};

@@ -105,12 +105,19 @@ Result<std::vector<RequestShape>> fromProto(const pb::GetCapacityRequest& reques
 void toProto(const CapacityReport& r, pb::Capacity& out) {
   out.set_free_gpus(r.freeGpus);
   out.set_stranded_gpus(r.strandedGpus);
-  for (const auto& s : r.shapes) {
-    auto* ps = out.add_shapes();
-    ps->set_gpus(s.shape.gpus);
-    ps->set_peer_to_peer(peerToPeerToProto(s.shape.peerToPeer));
-    ps->set_model(s.shape.model);
-    ps->set_placeable(s.placeable);
+  auto addShape = [](const ShapeCapacity& s, pb::ShapeCapacity& ps) {
+    ps.set_gpus(s.shape.gpus);
+    ps.set_peer_to_peer(peerToPeerToProto(s.shape.peerToPeer));
+    ps.set_model(s.shape.model);
+    ps.set_placeable(s.placeable);
+  };
+  for (const auto& s : r.shapes) addShape(s, *out.add_shapes());
+  for (const auto& d : r.domains) {
+    auto* pd = out.add_domains();
+    pd->set_domain(d.domain);
+    pd->set_free_gpus(d.freeGpus);
+    pd->set_stranded_gpus(d.strandedGpus);
+    for (const auto& s : d.shapes) addShape(s, *pd->add_shapes());
   }
   out.set_attachable_mig_gpus(r.attachableMigGpus);
   out.set_attachable_gpus(r.attachableGpus);
@@ -340,6 +347,7 @@ void toProto(const Topology& t, const std::vector<HostView>& hosts, const std::v
     ps->set_id(sw.id);
     ps->set_kind(std::string(toString(sw.kind)));
     ps->set_model(sw.model);
+    ps->set_domain(sw.domain);
     for (const auto& p : t.ports) {
       if (p.switchId != sw.id) continue;
       auto* pp = ps->add_ports();

@@ -22,6 +22,7 @@ struct DaemonOptions {
   std::filesystem::path topologyFile;
   int generateGpus = 0;
   std::string driver = "simulated";  // simulated | redfish
+  std::vector<std::string> domains;  // NAME=DRIVER[,KEY=VALUE...] (domain_spec.h); empty: one domain from the flags above
   std::string redfishUrl;
   std::string redfishFabric = "CXL";
   std::string redfishUser;
@@ -126,6 +127,13 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
                  "service: --redfish-url, --redfish-fabric, --redfish-user, --redfish-password-file)")
       ->check(CLI::IsMember({"simulated", "redfish"}))
       ->capture_default_str();
+  app.add_option("--domain", o.domains,
+                 "A fabric domain of a pool run by several switch managers (repeat per domain): NAME=simulated,topology=FILE "
+                 "(or generate-gpus=N; state=FILE|none, latency-ms=N) or NAME=redfish,url=https://HOST[:PORT] (fabric=ID, user=NAME, "
+                 "password-file=FILE, ca=FILE). One pool view; no system spans two domains; capacity is shown per domain. "
+                 "Replaces --driver, --topology and --generate-gpus (docs/operations.md)")
+      ->excludes("--topology")
+      ->excludes("--generate-gpus");
   app.add_option("--redfish-url", o.redfishUrl, "Redfish driver: the service, https://HOST[:PORT] (its certificate is verified) or http://");
   app.add_option("--redfish-ca", o.redfishCa, "Redfish driver: trust this CA certificate (PEM) for https, e.g. the manager's self-signed one")
       ->check(CLI::ExistingFile);

@@ -24,10 +24,12 @@
 #include "composer/auth/identities.h"
 #include "composer/daemon/grpc_security.h"
 #include "composer/daemon/daemon_options.h"
+#include "composer/daemon/domain_spec.h"
 #include "composer/engine/engine.h"
 #include "composer/metrics/instrumented_fabric.h"
 #include "composer/web/web_service.h"
 #include "composer/model/fail_points.h"
+#include "fabric/multi_fabric.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
 #include "fabric/simulated_hosts.h"
@@ -61,33 +63,34 @@ Result<Topology> chooseTopology(const DaemonOptions& o) {
   return defaultTopology();
 }
 
-// The switch driver the flags ask for: the simulated switch, or a fabric manager's Redfish service.
+// The switch driver the flags ask for: the simulated switch, a fabric manager's Redfish service, or one
+// of those per --domain under a MultiFabric.
 struct OpenedFabric {
   std::unique_ptr<FabricDriver> driver;
-  SimulatedFabric* simulated = nullptr;  // the same driver, when it is the simulated one
+  std::vector<SimulatedFabric*> simulated;  // the simulated switches among them, for the simulated hosts
 };
 
-Result<OpenedFabric> openFabric(const DaemonOptions& o, Clock& clock) {
-  if (o.driver == "redfish") {
-    if (o.redfishUrl.empty()) return fail(Code::kInvalidArgument, "--driver redfish needs --redfish-url https://HOST[:PORT]");
-    RedfishFabricOptions options;
-    options.url = o.redfishUrl;
-    options.fabric = o.redfishFabric;
-    options.user = o.redfishUser;
-    options.caFile = o.redfishCa.string();
-    if (!o.redfishPasswordFile.empty()) {
-      std::ifstream in(o.redfishPasswordFile);
-      if (!std::getline(in, options.password))
-        return fail(Code::kInvalidArgument, fmt::format("--redfish-password-file {}: cannot read a password from it", o.redfishPasswordFile.string()));
-    }
-    SY_ASSIGN(auto fabric, RedfishFabric::connect(options));
-    spdlog::info("fabric driver 'redfish': fabric {} at {}", o.redfishFabric, o.redfishUrl);
-    return OpenedFabric{std::move(fabric), nullptr};
+Result<std::unique_ptr<FabricDriver>> openRedfish(const std::string& url, const std::string& fabricId, const std::string& user,
+                                                  const std::filesystem::path& passwordFile, const std::filesystem::path& ca) {
+  RedfishFabricOptions options;
+  options.url = url;
+  options.fabric = fabricId;
+  options.user = user;
+  options.caFile = ca.string();
+  if (!passwordFile.empty()) {
+    std::ifstream in(passwordFile);
+    if (!std::getline(in, options.password))
+      return fail(Code::kInvalidArgument, fmt::format("password file {}: cannot read a password from it", passwordFile.string()));
   }
-  SY_ASSIGN(Topology topology, chooseTopology(o));
+  SY_ASSIGN(auto fabric, RedfishFabric::connect(options));
+  return std::unique_ptr<FabricDriver>(std::move(fabric));
+}
+
+Result<std::unique_ptr<SimulatedFabric>> openSimulated(Topology topology, const std::filesystem::path& statePath, int latencyMs,
+                                                       const DaemonOptions& o, Clock& clock) {
   SimulatedFabricOptions simOptions;
-  simOptions.latency = std::chrono::milliseconds(o.simLatencyMs);
-  simOptions.statePath = o.simState();
+  simOptions.latency = std::chrono::milliseconds(latencyMs);
+  simOptions.statePath = statePath;
   simOptions.seed = o.simSeed;
   SY_ASSIGN(auto fabric, SimulatedFabric::create(std::move(topology), clock, simOptions));
   FaultPlan faults;
@@ -95,10 +98,65 @@ Result<OpenedFabric> openFabric(const DaemonOptions& o, Clock& clock) {
   faults.failProbability = o.simFailProbability;
   faults.timeoutNext = o.simTimeoutNext;
   fabric->setFaults(faults);
+  return fabric;
+}
+
+// --domain NAME=DRIVER,...: one driver per domain, behind one MultiFabric.
+Result<OpenedFabric> openDomains(const DaemonOptions& o, Clock& clock) {
+  OpenedFabric opened;
+  std::vector<FabricDomain> domains;
+  for (const auto& text : o.domains) {
+    SY_ASSIGN(const DomainSpec spec, parseDomainSpec(text));
+    if (spec.driver == "redfish") {
+      auto driver = openRedfish(spec.url, spec.fabric, spec.user, spec.passwordFile, spec.ca);
+      if (!driver) return fail(driver.error().wrap(fmt::format("domain '{}'", spec.name)));
+      spdlog::info("domain '{}': Redfish fabric {} at {}", spec.name, spec.fabric, spec.url);
+      domains.push_back({spec.name, std::move(*driver)});
+      continue;
+    }
+    Result<Topology> topology = [&]() -> Result<Topology> {
+      if (!spec.topology.empty()) return loadTopologyFile(spec.topology);
+      TopologyShape shape;
+      shape.totalGpus = spec.generateGpus;
+      shape.gpusPerSwitch = 16;
+      shape.switchesPerFabric = 4;
+      shape.hostsPerFabric = 8;
+      shape.idPrefix = spec.name + "-";
+      return generateTopology(shape);
+    }();
+    if (!topology) return fail(topology.error().wrap(fmt::format("domain '{}'", spec.name)));
+    const std::filesystem::path state = !spec.state ? o.stateDir / fmt::format("sim-fabric-{}.json", spec.name)
+                                        : *spec.state == "none" ? std::filesystem::path() : std::filesystem::path(*spec.state);
+    auto fabric = openSimulated(std::move(*topology), state, spec.latencyMs, o, clock);
+    if (!fabric) return fail(fabric.error().wrap(fmt::format("domain '{}'", spec.name)));
+    spdlog::info("domain '{}': simulated switch{}", spec.name, state.empty() ? " (bindings in memory)" : " (bindings kept in " + state.string() + ")");
+    opened.simulated.push_back(fabric->get());
+    domains.push_back({spec.name, std::move(*fabric)});
+  }
+  SY_ASSIGN(auto multi, MultiFabric::create(std::move(domains)));
+  opened.driver = std::move(multi);
+  return opened;
+}
+
+Result<OpenedFabric> openFabric(const DaemonOptions& o, Clock& clock) {
+  if (!o.domains.empty()) {
+    if (o.driver != "simulated" || !o.redfishUrl.empty())
+      return fail(Code::kInvalidArgument, "--domain replaces --driver and --redfish-url: give the Redfish fabric as --domain NAME=redfish,url=...");
+    return openDomains(o, clock);
+  }
+  if (o.driver == "redfish") {
+    if (o.redfishUrl.empty()) return fail(Code::kInvalidArgument, "--driver redfish needs --redfish-url https://HOST[:PORT]");
+    auto fabric = openRedfish(o.redfishUrl, o.redfishFabric, o.redfishUser, o.redfishPasswordFile, o.redfishCa);
+    if (!fabric) return fail(fabric.error().wrap("--driver redfish"));
+    spdlog::info("fabric driver 'redfish': fabric {} at {}", o.redfishFabric, o.redfishUrl);
+    return OpenedFabric{std::move(*fabric), {}};
+  }
+  SY_ASSIGN(Topology topology, chooseTopology(o));
+  SY_ASSIGN(auto fabric, openSimulated(std::move(topology), o.simState(), o.simLatencyMs, o, clock));
   spdlog::info("fabric driver 'simulated'{}",
                o.simState().empty() ? " (bindings in memory)" : " (bindings kept in " + o.simState().string() + ")");
   SimulatedFabric* simulated = fabric.get();
-  return OpenedFabric{std::move(fabric), simulated};
+  return OpenedFabric{std::move(fabric), {simulated}};
 }
 
 Result<agent::AgentDirectoryOptions> hostSideOptions(const DaemonOptions& o) {
@@ -292,10 +350,20 @@ int run(const DaemonOptions& o) {
   bmc::BmcResetHosts bmcResets(bmcOptions);
   agents.useBmcResets(bmcResets);
   std::unique_ptr<SimulatedHosts> simulatedHosts;
-  if (opened.simulated != nullptr && o.simHostAgents) {
-    // The simulated switch's inventory is in memory; a real fabric is discovered once, by the engine's start.
-    SY_ASSIGN_OR_EXIT(Topology simulated, opened.simulated->discover());
-    simulatedHosts = std::make_unique<SimulatedHosts>(simulated, *opened.simulated, clock,
+  if (!opened.simulated.empty() && o.simHostAgents) {
+    // The simulated switches' inventories are in memory; a real fabric is discovered once, by the engine's start.
+    Topology simulated;
+    for (SimulatedFabric* sim : opened.simulated) {
+      SY_ASSIGN_OR_EXIT(Topology part, sim->discover());
+      for (auto& h : part.hosts) simulated.hosts.push_back(std::move(h));
+      for (auto& d : part.devices) simulated.devices.push_back(std::move(d));
+    }
+    auto routedPort = [sims = opened.simulated](const DeviceId& device) -> std::optional<PortId> {
+      for (SimulatedFabric* sim : sims)
+        if (auto port = sim->routedPort(device)) return port;
+      return std::nullopt;
+    };
+    simulatedHosts = std::make_unique<SimulatedHosts>(simulated, routedPort, clock,
                                                       SimulatedHostsOptions{.appearDelay = std::chrono::milliseconds(o.simHostDelayMs)});
     agents.useLocalAgents(*simulatedHosts);
     spdlog::info("host side: simulated host agents serve all {} host(s) until a yard-agent registers for one", simulated.hosts.size());

@@ -47,6 +47,20 @@ Result<void> validateTopology(const Topology& t) {
     }
   }
 
+  for (std::size_t i = 0; i < t.switches.size(); ++i)
+    if (t.switches[i].domain.empty())
+      return fail(Code::kInvalidArgument, fmt::format("switches[{}] '{}': domain is empty", i, t.switches[i].id));
+  for (std::size_t i = 0; i < t.ports.size(); ++i) {
+    const Port& p = t.ports[i];
+    if (p.kind != PortKind::kInterSwitch) continue;
+    const std::string* here = index.domainOfPort(p.id);
+    const std::string* there = index.domainOfPort(p.peerPort);
+    if (*here != *there)
+      return fail(Code::kInvalidArgument, fmt::format("ports[{}] '{}': inter-switch link from domain '{}' to domain '{}'; a link "
+                                                      "never leaves its domain (one switch manager runs both ends)",
+                                                      i, p.id, *here, *there));
+  }
+
   std::unordered_set<std::string_view> usedUpstream;
   for (std::size_t i = 0; i < t.hosts.size(); ++i) {
     const Host& h = t.hosts[i];
@@ -59,6 +73,12 @@ Result<void> validateTopology(const Topology& t) {
       if (!usedUpstream.insert(usp.portId).second)
         return fail(Code::kInvalidArgument,
                     fmt::format("hosts[{}] '{}': upstream port '{}' is cabled to another host", i, h.id, usp.portId));
+      const std::string& first = *index.domainOfPort(h.upstreamPorts.front().portId);
+      if (const std::string& domain = *index.domainOfPort(usp.portId); domain != first)
+        return fail(Code::kInvalidArgument,
+                    fmt::format("hosts[{}] '{}': upstream ports in domains '{}' and '{}'; a host is cabled into one domain, so "
+                                "that no system spans two switch managers",
+                                i, h.id, first, domain));
     }
   }
 
@@ -124,6 +144,19 @@ const SwitchId* TopologyIndex::switchOfDevice(std::string_view deviceId) const {
   if (!d) return nullptr;
   const Port* p = port(d->portId);
   return p ? &p->switchId : nullptr;
+}
+const std::string* TopologyIndex::domainOfPort(std::string_view portId) const {
+  const Port* p = port(portId);
+  const Switch* s = p ? findSwitch(p->switchId) : nullptr;
+  return s ? &s->domain : nullptr;
+}
+const std::string* TopologyIndex::domainOfDevice(std::string_view deviceId) const {
+  const Device* d = device(deviceId);
+  return d ? domainOfPort(d->portId) : nullptr;
+}
+const std::string* TopologyIndex::domainOfHost(std::string_view hostId) const {
+  const Host* h = host(hostId);
+  return h && !h->upstreamPorts.empty() ? domainOfPort(h->upstreamPorts.front().portId) : nullptr;
 }
 int TopologyIndex::fabricOf(std::string_view switchId) const {
   auto it = fabricOfSwitch_.find(switchId);

@@ -23,10 +23,16 @@ enum class PortKind { kUpstream, kDownstream, kInterSwitch };
 enum class DeviceKind { kGpu, kNvme, kNic, kCxlMemory };
 enum class DeviceHealth { kOk, kWarning, kCritical };
 
+// A fabric domain is the part of the pool one switch manager (one FabricDriver) runs: a simulated chassis,
+// a Redfish fabric manager. Inter-switch links and a host's upstream ports never leave their domain, so
+// no placement crosses one. A pool with one driver is one domain, kDefaultDomain.
+inline constexpr std::string_view kDefaultDomain = "default";
+
 struct Switch {
   SwitchId id;
   SwitchKind kind = SwitchKind::kPcie;
   std::string model;
+  std::string domain{kDefaultDomain};
 };
 
 struct Port {
@@ -70,7 +76,8 @@ struct Topology {
 };
 
 // Checks references and uniqueness: every id unique within its kind, ports on existing switches,
-// upstream ports used by one host, devices behind downstream ports, ISL peers symmetric.
+// upstream ports used by one host, devices behind downstream ports, ISL peers symmetric, domains named,
+// ISLs and each host's upstream ports within one domain.
 [[nodiscard]] Result<void> validateTopology(const Topology& topology);
 
 // Read-only lookups over a Topology it does not own.
@@ -83,6 +90,10 @@ class TopologyIndex {
   [[nodiscard]] const Port* port(std::string_view id) const;
   [[nodiscard]] const Switch* findSwitch(std::string_view id) const;
   [[nodiscard]] const SwitchId* switchOfDevice(std::string_view deviceId) const;
+  // The domain of a device, port or host (a host's is its upstream ports' domain); nullptr when unknown.
+  [[nodiscard]] const std::string* domainOfDevice(std::string_view deviceId) const;
+  [[nodiscard]] const std::string* domainOfPort(std::string_view portId) const;
+  [[nodiscard]] const std::string* domainOfHost(std::string_view hostId) const;
   // Switches reachable from one another over inter-switch links share a fabric number.
   [[nodiscard]] int fabricOf(std::string_view switchId) const;
   [[nodiscard]] const Topology& topology() const { return *topology_; }

@@ -17,12 +17,13 @@ std::vector<RequestShape> defaultShapes() {
 
 namespace {
 
-int placeRepeatedly(const ComposableScheduler& scheduler, Pool pool, const RequestShape& shape) {
+// How many requests of the shape fit one after another, counted per fabric domain (a placement lies in one).
+std::vector<int> placeRepeatedly(const ComposableScheduler& scheduler, Pool pool, const RequestShape& shape) {
   PlacementRequest request;
   request.gpuCount = shape.gpus;
   request.peerToPeer = shape.peerToPeer;
   request.model = shape.model;
-  int placed = 0;
+  std::vector<int> placed(pool.domains().size(), 0);
   PlacementIndex index;  // each round re-ranks only the hosts of the fabrics the last one changed
   // Each round takes at least one GPU, so this ends; the bound only guards against a broken policy.
   for (int round = 0; round <= static_cast<int>(pool.devices().size()); ++round) {
@@ -32,7 +33,8 @@ int placeRepeatedly(const ComposableScheduler& scheduler, Pool pool, const Reque
     const int host = pool.hostIndex(d.placement->hostId);
     pool.addAttached(host, shape.gpus);
     pool.setInSystem(host, true);
-    ++placed;
+    const int sw = pool.devices()[static_cast<std::size_t>(pool.deviceIndex(d.placement->devices.front().deviceId))].switchIndex;
+    ++placed[static_cast<std::size_t>(pool.switches()[static_cast<std::size_t>(sw)].domain)];
   }
   return placed;
 }
@@ -78,13 +80,27 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
     for (const auto& p : h.ports)
       if (p.switchIndex >= 0) reachableFabrics.insert(pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric);
   }
+  for (const auto& name : pool.domains()) report.domains.push_back({name, 0, 0, {}});
   for (const auto& d : pool.devices()) {
     if (!isFreeGpu(d)) continue;
+    DomainCapacity* domain =
+        d.switchIndex < 0 ? nullptr : &report.domains[static_cast<std::size_t>(pool.switches()[static_cast<std::size_t>(d.switchIndex)].domain)];
     ++report.freeGpus;
-    if (d.switchIndex < 0 || !reachableFabrics.contains(pool.switches()[static_cast<std::size_t>(d.switchIndex)].fabric))
+    if (domain) ++domain->freeGpus;
+    if (d.switchIndex < 0 || !reachableFabrics.contains(pool.switches()[static_cast<std::size_t>(d.switchIndex)].fabric)) {
       ++report.strandedGpus;
+      if (domain) ++domain->strandedGpus;
+    }
   }
-  for (const auto& shape : shapes) report.shapes.push_back({shape, shape.gpus > 0 ? placeRepeatedly(scheduler, pool, shape) : 0});
+  for (const auto& shape : shapes) {
+    const std::vector<int> perDomain = shape.gpus > 0 ? placeRepeatedly(scheduler, pool, shape) : std::vector<int>(pool.domains().size(), 0);
+    int total = 0;
+    for (std::size_t i = 0; i < perDomain.size(); ++i) {
+      report.domains[i].shapes.push_back({shape, perDomain[i]});
+      total += perDomain[i];
+    }
+    report.shapes.push_back({shape, total});
+  }
   if (!query.shareMilli.empty()) {
     report.attachableGpus = attachableGpus(scheduler, pool, false);
     const auto room = shareRoom(query.gpuShares);

@@ -42,6 +42,15 @@ struct ShareCapacity {
   int onFreeGpus = 0;        // on free GPUs that hosts can still attach
 };
 
+// One fabric domain's share of the report: placements never cross a domain, so the domains' figures add
+// up to the pool's.
+struct DomainCapacity {
+  std::string domain;
+  int freeGpus = 0;
+  int strandedGpus = 0;
+  std::vector<ShapeCapacity> shapes;  // the report's shapes, in its order
+};
+
 struct CapacityReport {
   int freeGpus = 0;      // free and not critical
   int strandedGpus = 0;  // free, yet no host that could take a new system reaches them
@@ -51,6 +60,7 @@ struct CapacityReport {
   int attachableGpus = 0;  // free GPUs (any) that hosts can still attach: what fresh shares land on
   std::vector<ShareCapacity> shares;
   DemandMix demand;  // the pool's learned demand (Pool::demand()), for operators to see
+  std::vector<DomainCapacity> domains;  // one per fabric domain, in Pool::domains() order
 };
 
 struct CapacityQuery {

@@ -13,6 +13,9 @@ Pool::Pool(const Topology& topology) {
     PoolSwitch entry;
     entry.id = sw.id;
     entry.fabric = index.fabricOf(sw.id);
+    auto domain = std::find(domains_.begin(), domains_.end(), sw.domain);
+    if (domain == domains_.end()) domain = domains_.insert(domains_.end(), sw.domain);
+    entry.domain = static_cast<int>(domain - domains_.begin());
     if (entry.fabric >= static_cast<int>(fabricSwitches_.size())) fabricSwitches_.resize(static_cast<std::size_t>(entry.fabric) + 1);
     if (entry.fabric >= 0) fabricSwitches_[static_cast<std::size_t>(entry.fabric)].push_back(static_cast<int>(switches_.size()));
     switches_.push_back(std::move(entry));

@@ -42,6 +42,7 @@ struct PoolGpuClass {
 struct PoolSwitch {
   SwitchId id;
   int fabric = 0;
+  int domain = 0;                // index into Pool::domains()
   std::vector<int> freeDevices;  // device indices, ascending
   std::vector<int> gpus;         // every GPU under the switch, free or not, ascending: its GPU slots
   std::vector<PoolGpuClass> gpuClasses;
@@ -79,6 +80,8 @@ class Pool {
   [[nodiscard]] const std::vector<PoolSwitch>& switches() const { return switches_; }
   [[nodiscard]] const std::vector<PoolHost>& hosts() const { return hosts_; }
   [[nodiscard]] int freeCount() const { return freeCount_; }
+  // The fabric domains' names, in the order their switches first appear (PoolSwitch::domain indexes it).
+  [[nodiscard]] const std::vector<std::string>& domains() const { return domains_; }
   // The switches of each fabric, ascending (fabrics are numbered from 0), and the hosts with an upstream
   // port into one of them, ascending.
   [[nodiscard]] const std::vector<std::vector<int>>& fabricSwitches() const { return fabricSwitches_; }
@@ -109,6 +112,7 @@ class Pool {
  private:
   std::vector<PoolDevice> devices_;
   std::vector<PoolSwitch> switches_;
+  std::vector<std::string> domains_;
   std::vector<PoolHost> hosts_;
   std::vector<std::vector<int>> fabricSwitches_;
   std::vector<std::vector<int>> fabricHosts_;

@@ -80,6 +80,20 @@ Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out) {
                 {"peer_to_peer", c.shape.peerToPeer == PeerToPeer::kRequired ? "required" : "any"},
                 {"modelName", c.shape.model}},
                c.placeable);
+  out.family("switchyard_domain_gpus_free", "Free GPUs that are not critical, per fabric domain (switch manager).", Type::kGauge);
+  for (const auto& d : capacity.domains) out.sample({{"domain", d.domain}}, d.freeGpus);
+  out.family("switchyard_domain_gpus_stranded", "Stranded free GPUs, per fabric domain.", Type::kGauge);
+  for (const auto& d : capacity.domains) out.sample({{"domain", d.domain}}, d.strandedGpus);
+  out.family("switchyard_domain_capacity_placeable",
+             "switchyard_capacity_placeable per fabric domain: no placement crosses a domain, so the domains add up to the total.",
+             Type::kGauge);
+  for (const auto& d : capacity.domains)
+    for (const auto& c : d.shapes)
+      out.sample({{"domain", d.domain},
+                  {"gpus", std::to_string(c.shape.gpus)},
+                  {"peer_to_peer", c.shape.peerToPeer == PeerToPeer::kRequired ? "required" : "any"},
+                  {"modelName", c.shape.model}},
+                 c.placeable);
   out.family("switchyard_mig_capacity", "MIG instances of a profile that could still be created, on GPUs already carved for systems or on free ones.",
              Type::kGauge);
   for (const auto& m : capacity.mig) {

@@ -203,7 +203,7 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
             const System* s = it == byId.end() ? nullptr : it->second;
             members.push_back(deviceJson(d, s, s != nullptr && maySee(caller, s->tenant)));
           }
-        switches.push_back(json{{"id", sw.id}, {"kind", toString(sw.kind)}, {"model", sw.model}, {"devices", std::move(members)}});
+        switches.push_back(json{{"id", sw.id}, {"kind", toString(sw.kind)}, {"model", sw.model}, {"domain", sw.domain}, {"devices", std::move(members)}});
       }
       json hostList = json::array();
       for (const auto& h : hosts) {
@@ -262,7 +262,14 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
           for (const auto& [gpus, n] : s.placeable) placeable[std::to_string(gpus)] = n;
           history.push_back(json{{"at", isoTime(s.at)}, {"freeGpus", s.freeGpus}, {"strandedGpus", s.strandedGpus}, {"placeable", std::move(placeable)}});
         }
-      return json{{"freeGpus", now.freeGpus}, {"strandedGpus", now.strandedGpus}, {"shapes", std::move(shapes)}, {"history", std::move(history)},
+      json domains = json::array();
+      for (const auto& d : now.domains) {
+        json placeable = json::array();
+        for (const auto& c : d.shapes) placeable.push_back(json{{"gpus", c.shape.gpus}, {"placeable", c.placeable}});
+        domains.push_back(json{{"domain", d.domain}, {"freeGpus", d.freeGpus}, {"strandedGpus", d.strandedGpus}, {"shapes", std::move(placeable)}});
+      }
+      return json{{"freeGpus", now.freeGpus}, {"strandedGpus", now.strandedGpus}, {"shapes", std::move(shapes)}, {"domains", std::move(domains)},
+                  {"history", std::move(history)},
                   {"sampleSeconds", history_ ? static_cast<double>(history_->interval().count()) / 1000.0 : 0.0}};
     };
   } else {

@@ -72,7 +72,7 @@ Caller callerFrom(const json& j) {
 
 json toJson(const Topology& t) {
   json switches = json::array(), ports = json::array(), hosts = json::array(), devices = json::array();
-  for (const auto& s : t.switches) switches.push_back(json{{"id", s.id}, {"kind", toString(s.kind)}, {"model", s.model}});
+  for (const auto& s : t.switches) switches.push_back(json{{"id", s.id}, {"kind", toString(s.kind)}, {"model", s.model}, {"domain", s.domain}});
   for (const auto& p : t.ports)
     ports.push_back(json{{"id", p.id}, {"switch", p.switchId}, {"kind", toString(p.kind)}, {"gen", p.linkGeneration}, {"width", p.linkWidth},
                          {"peer", p.peerPort}});
@@ -90,7 +90,8 @@ json toJson(const Topology& t) {
 Result<Topology> topologyFrom(std::string_view text, std::string_view what) {
   return parseRecord<Topology>(text, what, [](const json& j) {
     Topology t;
-    for (const auto& s : j.at("switches")) t.switches.push_back({s.at("id").get<std::string>(), parsed<SwitchKind>(s, "kind", parseSwitchKind), s.value("model", "")});
+    for (const auto& s : j.at("switches")) t.switches.push_back({s.at("id").get<std::string>(), parsed<SwitchKind>(s, "kind", parseSwitchKind), s.value("model", ""),
+                                                             s.value("domain", std::string(kDefaultDomain))});
     for (const auto& p : j.at("ports"))
       t.ports.push_back({p.at("id").get<std::string>(), p.at("switch").get<std::string>(), parsed<PortKind>(p, "kind", parsePortKind),
                          p.value("gen", 5), p.value("width", 16), p.value("peer", "")});

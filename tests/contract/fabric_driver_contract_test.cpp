@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "fabric/multi_fabric.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
 #include "tests/contract/fabric_driver_backend.h"
@@ -348,6 +349,8 @@ class RedfishBackend final : public DriverBackend {
     emulator_->failNext(polls, 503);  // a poll's first request fails, and with it the poll
     return true;
   }
+  // Hands the driver over (to a MultiFabric); the backend keeps its emulator, and its faults still work.
+  std::unique_ptr<RedfishFabric> releaseFabric() { return std::move(fabric_); }
   bool raiseHealth(const DeviceId& device, DeviceHealth health) override {
     return emulator_->setHealth("/redfish/v1/Fabrics/CXL/Endpoints/" + device,
                                 health == DeviceHealth::kCritical ? "Critical" : health == DeviceHealth::kWarning ? "Warning" : "OK");
@@ -360,9 +363,62 @@ class RedfishBackend final : public DriverBackend {
   std::unique_ptr<RedfishFabric> fabric_;
 };
 
+// Two fabric domains behind one MultiFabric: a simulated switch (two linked switches and an island) and
+// the Redfish driver on the emulator. The cases find their devices in the merged inventory, so they run
+// on whichever domain has what they need; the faults reach the domain that owns the device.
+class DomainsBackend final : public DriverBackend {
+ public:
+  DomainsBackend() {
+    if (!(why_ = redfish_.unavailable()).empty()) return;
+    auto sim = SimulatedFabric::create(testing::TopologyBuilder()
+                                           .sw("sim-a").sw("sim-b").sw("sim-island").link("sim-a", "sim-b")
+                                           .gpus("sim-a", 3).gpus("sim-b", 1).gpus("sim-island", 1)
+                                           .host("sim-h0", {"sim-a", "sim-b"}).host("sim-h1", {"sim-a"}).host("sim-h2", {"sim-island"})
+                                           .build(),
+                                       clock_, {});
+    if (!sim) {
+      why_ = sim.error().message;
+      return;
+    }
+    simulated_ = sim->get();
+    std::vector<FabricDomain> domains;
+    domains.push_back({"sim", std::move(*sim)});
+    domains.push_back({"cxl", redfish_.releaseFabric()});
+    auto multi = MultiFabric::create(std::move(domains));
+    if (!multi) {
+      why_ = multi.error().message;
+      return;
+    }
+    fabric_ = std::move(*multi);
+  }
+  std::string unavailable() const override { return why_; }
+  FabricDriver& driver() override { return *fabric_; }
+  Clock& clock() override { return clock_; }
+  bool setLatency(Duration latency) override {
+    simulated_->setLatency(latency);
+    return redfish_.setLatency(latency);
+  }
+  bool breakEventFeed(int polls) override {
+    simulated_->setFaults({.failNext = polls, .failCode = Code::kUnavailable, .targets = kFaultEvents});
+    return true;
+  }
+  bool raiseHealth(const DeviceId& device, DeviceHealth health) override {
+    if (simulated_->setDeviceHealth(device, health)) return true;
+    return redfish_.raiseHealth(device, health);
+  }
+
+ private:
+  std::string why_;
+  SystemClock clock_;
+  RedfishBackend redfish_;
+  SimulatedFabric* simulated_ = nullptr;  // owned by fabric_
+  std::unique_ptr<MultiFabric> fabric_;
+};
+
 INSTANTIATE_TEST_SUITE_P(Drivers, FabricDriverContract,
                          ::testing::Values(DriverFactory{"simulated", [] { return std::make_unique<SimulatedBackend>(); }},
-                                           DriverFactory{"redfish", [] { return std::make_unique<RedfishBackend>(); }}),
+                                           DriverFactory{"redfish", [] { return std::make_unique<RedfishBackend>(); }},
+                                           DriverFactory{"domains", [] { return std::make_unique<DomainsBackend>(); }}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -84,10 +84,12 @@ TEST_P(StoreContract, ANewStoreIsEmpty) {
 }
 
 TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
+  Topology inventory = defaultTopology();
+  for (auto& sw : inventory.switches) sw.domain = "west";  // switches keep their fabric domain
   {
     auto store = open();
     const WriterEpoch epoch = *store->claimWriter();
-    std::vector<StoreWrite> batch{PutInventory{defaultTopology()}, PutSystem{system(1)}, PutOperation{operation(3, OperationState::kRunning)},
+    std::vector<StoreWrite> batch{PutInventory{inventory}, PutSystem{system(1)}, PutOperation{operation(3, OperationState::kRunning)},
                                   PutAssignment{{"sw0-gpu0", DeviceAllocation::kReserved, "op-000003"}},
                                   PutEvent{{1, 5, "operation.accepted", "op-000003", "accepted", "alice"}}};
     ASSERT_TRUE(store->write(batch, epoch));
@@ -96,6 +98,9 @@ TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
   auto snap = store->load();
   ASSERT_TRUE(snap) << snap.error().message;
   ASSERT_TRUE(snap->inventory);
+  ASSERT_EQ(snap->inventory->switches.size(), 2u);
+  EXPECT_EQ(snap->inventory->switches[0].domain, "west");
+  EXPECT_EQ(snap->inventory->switches[1].domain, "west");
   ASSERT_EQ(snap->systems.size(), 1u);
   ASSERT_EQ(snap->unfinishedOperations.size(), 1u);
   EXPECT_EQ(snap->unfinishedOperations[0].steps[1].bindings, operation(3, OperationState::kRunning).steps[1].bindings);

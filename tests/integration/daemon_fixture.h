@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -81,6 +83,19 @@ class DaemonTest : public ::testing::Test {
     const std::string text = readFile(dir_ / "sim-fabric.json");
     return text.empty() ? json::object() : json::parse(text)["bindings"];
   }
+
+  // The redfish-emulator over DMTF's multi-switch CXL mockup, zones cleared (a fabric manager with nothing
+  // bound), and the password file of its account (admin); nullptr when the mockup is not there (skip then).
+  std::unique_ptr<DaemonProcess> startCxlFabricManager() {
+    const auto mockup = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / ".." / "shared" / "redfish-mockups" / "dmtf-public-cxl-multiswitch";
+    if (!std::filesystem::exists(mockup)) return nullptr;
+    std::filesystem::create_directories(dir_.path() / "redfish");
+    auto emulator = std::make_unique<DaemonProcess>(REDFISH_EMULATOR_PATH, dir_.path() / "redfish");
+    EXPECT_TRUE(emulator->startProgram({"--mockup", mockup.string(), "--clear-zones"})) << emulator->log();
+    std::ofstream(fabricManagerPasswordFile()) << "switchyard\n";
+    return emulator;
+  }
+  std::filesystem::path fabricManagerPasswordFile() { return dir_.path() / "rf-password"; }
 
   TempDir dir_;
   std::unique_ptr<DaemonProcess> daemon_;

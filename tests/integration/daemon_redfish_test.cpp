@@ -16,14 +16,10 @@ using nlohmann::json;
 // yardd driving a Redfish fabric manager (the emulator over DMTF's multi-switch CXL mockup): compose binds
 // through a zone, a restart reads the bindings back from the zones without drift, decompose removes it.
 TEST_F(DaemonTest, ComposesThroughARedfishFabricManager) {
-  const auto mockup = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / ".." / "shared" / "redfish-mockups" / "dmtf-public-cxl-multiswitch";
-  if (!std::filesystem::exists(mockup)) GTEST_SKIP() << "no Redfish mockup at " << mockup;
-  testing::DaemonProcess emulator(REDFISH_EMULATOR_PATH, dir_.path() / "redfish");
-  std::filesystem::create_directories(dir_.path() / "redfish");
-  ASSERT_TRUE(emulator.startProgram({"--mockup", mockup.string(), "--clear-zones"})) << emulator.log();
-  std::ofstream(dir_.path() / "rf-password") << "switchyard\n";
-  const std::vector<std::string> args{"--host-policy-default", "trust-fabric", "--driver", "redfish", "--redfish-url", "http://127.0.0.1:" + std::to_string(emulator.port()),
-                                      "--redfish-user", "admin", "--redfish-password-file", (dir_.path() / "rf-password").string()};
+  auto emulator = startCxlFabricManager();
+  if (!emulator) GTEST_SKIP() << "no Redfish mockup under ../shared/redfish-mockups";
+  const std::vector<std::string> args{"--host-policy-default", "trust-fabric", "--driver", "redfish", "--redfish-url", "http://127.0.0.1:" + std::to_string(emulator->port()),
+                                      "--redfish-user", "admin", "--redfish-password-file", fabricManagerPasswordFile().string()};
   startDaemon(args);
   auto hosts = yardctlJson("hosts");
   EXPECT_EQ(hosts["hosts"].size(), 3u) << hosts.dump();
@@ -38,7 +34,7 @@ TEST_F(DaemonTest, ComposesThroughARedfishFabricManager) {
   EXPECT_EQ(yardctlJson("systems accel")["state"], "SYSTEM_STATE_COMPOSED");
   ASSERT_EQ(yardctl("decompose accel").exitCode, 0);
   auto wrongPassword = testing::runCommand(std::string(YARDD_PATH) + " --driver redfish --redfish-url http://127.0.0.1:" +
-                                               std::to_string(emulator.port()) + " --redfish-user admin --state-dir " +
+                                               std::to_string(emulator->port()) + " --redfish-user admin --state-dir " +
                                                (dir_.path() / "other").string(),
                                            dir_.path());
   EXPECT_NE(wrongPassword.exitCode, 0);

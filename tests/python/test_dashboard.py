@@ -54,6 +54,23 @@ class DashboardTest(YarddTestCase):
             chromium("--window-size=1400,1650", f"--screenshot={shot}", yardd.metrics_url + "/")
             self.assertTrue(os.path.getsize(shot) > 10000)
 
+    def test_several_fabric_domains_show_their_own_capacity(self):
+        require_tool("chromium")
+        yardd = self.yardd("--domain", "east=simulated,generate-gpus=32", "--domain", "west=simulated,generate-gpus=16,state=none",
+                           metrics=True)
+        with Client(yardd.address, plaintext=True, caller="dashboard-test") as yard:
+            yard.wait(yard.compose("east-job", gpus=8, host="east-host0").id)
+        dom = chromium("--dump-dom", yardd.metrics_url + "/").stdout
+        self.assertIn('data-loaded="true"', dom, "the page loaded its data")
+        start = dom.index('data-testid="domains"')
+        domains = dom[dom.rindex("<table", 0, start):dom.index("</table>", start)]
+        self.assertNotIn("hidden", domains, "two domains: the per-domain table is shown")
+        rows = re.findall(r"<tr><td>(\w+)</td><td>(\d+)</td><td>(\d+)</td>", domains)
+        self.assertEqual(rows, [("east", "24", "0"), ("west", "16", "0")], domains)
+        switches = dom[dom.index('data-testid="switches"'):dom.index('data-testid="hosts"')]
+        self.assertIn("domain east", switches)
+        self.assertIn("domain west", switches)
+
     def test_with_identities_the_page_asks_for_credentials(self):
         ids = self.dir / "identities.json"
         write_identities(ids, [("viewer", "viewer", None, "view-token"), ("tenant-a", "tenant", "team-a", "a-token")])

@@ -109,6 +109,9 @@ scrape_configs:
         # Two 8-GPU switches; train-a (4) and train-b (2) share one of them: one 8-GPU group is left.
         self.assertEqual(self.value('switchyard_capacity_placeable{gpus="8"}'), 1)
         self.assertEqual(self.value('switchyard_capacity_placeable{gpus="16"}'), 0)
+        # One driver: one fabric domain, "default", holding all of it.
+        self.assertEqual(self.value('switchyard_domain_gpus_free{domain="default"}'), 10)
+        self.assertEqual(self.value('switchyard_domain_capacity_placeable{domain="default",gpus="8"}'), 1)
         self.assertEqual(self.value('switchyard_step_duration_seconds_count{step="bind",result="ok"}'), 3)
         self.assertGreaterEqual(self.value('switchyard_switch_calls_total{call="bind",result="ok"}'), 3)
         self.assertGreater(self.value('switchyard_store_write_duration_seconds_count'), 5)

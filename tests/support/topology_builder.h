@@ -45,6 +45,13 @@ class TopologyBuilder {
     t_.ports.push_back({pb, b, PortKind::kInterSwitch, 5, 16, pa});
     return *this;
   }
+  // Puts the listed switches into a fabric domain (they start in kDefaultDomain).
+  TopologyBuilder& domain(const std::string& name, const std::vector<std::string>& switches) {
+    for (auto& s : t_.switches)
+      for (const auto& id : switches)
+        if (s.id == id) s.domain = name;
+    return *this;
+  }
   [[nodiscard]] Topology build() const { return t_; }
 
  private:

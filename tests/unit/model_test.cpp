@@ -64,6 +64,28 @@ TEST(Topology, RejectsOneSidedInterSwitchLink) {
   EXPECT_FALSE(validateTopology(t));
 }
 
+TEST(Topology, LinksAndHostsStayWithinOneFabricDomain) {
+  EXPECT_TRUE(validateTopology(TopologyBuilder().sw("a").sw("b").gpus("a", 1).gpus("b", 1).host("h0", {"a"}).host("h1", {"b"})
+                                   .domain("east", {"a"}).domain("west", {"b"}).build()));
+  auto link = validateTopology(TopologyBuilder().sw("a").sw("b").link("a", "b").domain("east", {"a"}).domain("west", {"b"}).build());
+  ASSERT_FALSE(link);
+  EXPECT_NE(link.error().message.find("inter-switch link from domain 'east' to domain 'west'"), std::string::npos) << link.error().message;
+  auto host = validateTopology(TopologyBuilder().sw("a").sw("b").host("h0", {"a", "b"}).domain("east", {"a"}).domain("west", {"b"}).build());
+  ASSERT_FALSE(host);
+  EXPECT_NE(host.error().message.find("'h0': upstream ports in domains 'east' and 'west'"), std::string::npos) << host.error().message;
+  Topology unnamed = TopologyBuilder().sw("a").build();
+  unnamed.switches[0].domain.clear();
+  EXPECT_FALSE(validateTopology(unnamed));
+
+  const Topology t = TopologyBuilder().sw("a").sw("b").gpus("a", 1).host("h0", {"a"}).domain("east", {"a"}).build();
+  TopologyIndex index(t);
+  EXPECT_EQ(*index.domainOfDevice("a-gpu0"), "east");
+  EXPECT_EQ(*index.domainOfHost("h0"), "east");
+  EXPECT_EQ(*index.domainOfPort("a-usp-h0"), "east");
+  EXPECT_EQ(index.domainOfDevice("nope"), nullptr);
+  EXPECT_EQ(t.switches[1].domain, kDefaultDomain);
+}
+
 TEST(Composition, EnumNamesRoundTrip) {
   for (auto s : {SystemState::kComposing, SystemState::kComposed, SystemState::kDegraded, SystemState::kDecomposing,
                  SystemState::kDecomposed, SystemState::kFailed})

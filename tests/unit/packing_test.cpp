@@ -367,6 +367,37 @@ TEST(Capacity, FreeGpusNoFreeHostCanReachAreStranded) {
   EXPECT_EQ(usableCapacity(pool, {}).strandedGpus, 0);
 }
 
+// Placements never cross a fabric domain, so capacity is counted per domain and the domains add up.
+TEST(Capacity, IsReportedPerFabricDomain) {
+  Pool pool(TopologyBuilder()
+                .sw("a0").sw("a1").sw("b0").link("a0", "a1")
+                .gpus("a0", 8).gpus("a1", 8).gpus("b0", 4)
+                .host("ha0", {"a0"}).host("ha1", {"a1"}).host("hb0", {"b0"}).host("hb1", {"b0"})
+                .domain("east", {"a0", "a1"}).domain("west", {"b0"})
+                .build());
+  ASSERT_EQ(pool.domains(), (std::vector<std::string>{"east", "west"}));
+  auto r = usableCapacity(pool, defaultShapes());
+  ASSERT_EQ(r.domains.size(), 2u);
+  const auto& east = r.domains[0];
+  const auto& west = r.domains[1];
+  EXPECT_EQ(east.domain, "east");
+  EXPECT_EQ(east.freeGpus, 16);
+  EXPECT_EQ(west.freeGpus, 4);
+  EXPECT_EQ(east.freeGpus + west.freeGpus, r.freeGpus);
+  ASSERT_EQ(east.shapes.size(), r.shapes.size());
+  for (std::size_t i = 0; i < r.shapes.size(); ++i)
+    EXPECT_EQ(east.shapes[i].placeable + west.shapes[i].placeable, r.shapes[i].placeable) << r.shapes[i].shape.gpus << " GPUs";
+  EXPECT_EQ(east.shapes[3].placeable, 2) << "8 GPUs: one per east switch";
+  EXPECT_EQ(west.shapes[3].placeable, 0) << "west has 4 GPUs";
+  EXPECT_EQ(west.shapes[1].placeable, 2) << "2 GPUs: two west hosts";
+
+  for (int h : {pool.hostIndex("hb0"), pool.hostIndex("hb1")}) pool.setInSystem(h, true);
+  r = usableCapacity(pool, defaultShapes());
+  EXPECT_EQ(r.domains[1].strandedGpus, 4) << "no free west host reaches west's GPUs";
+  EXPECT_EQ(r.domains[0].strandedGpus, 0);
+  EXPECT_EQ(r.strandedGpus, 4);
+}
+
 TEST(Capacity, HonoursModel) {
   Pool pool(defaultTopology());
   auto r = usableCapacity(pool, {{8, PeerToPeer::kRequired, "A100-SXM4-40GB"}, {9, PeerToPeer::kPreferred, {}}});

@@ -58,6 +58,30 @@ TEST(SqliteStore, MigratesANewDatabaseToTheNewestVersion) {
   EXPECT_TRUE(snap->systems.empty());
 }
 
+// A database written before fabric domains (version 10) opens with every switch in the default domain.
+TEST(SqliteStore, UpgradesADatabaseFromBeforeFabricDomains) {
+  TempDir dir;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "yard.db").c_str(), &db), SQLITE_OK);
+    for (const auto& m : schemaMigrations()) {
+      if (m.version > 10) break;
+      ASSERT_EQ(sqlite3_exec(db, std::string(m.sql).c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << m.version;
+    }
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 10; INSERT INTO switches VALUES ('sw0', 'pcie', 'PEX89144')", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = SqliteStore::open(dir / "yard.db");
+  ASSERT_TRUE(store) << store.error().message;
+  EXPECT_EQ(*(*store)->schemaVersion(), schemaMigrations().back().version);
+  auto snap = (*store)->load();
+  ASSERT_TRUE(snap) << snap.error().message;
+  ASSERT_TRUE(snap->inventory);
+  ASSERT_EQ(snap->inventory->switches.size(), 1u);
+  EXPECT_EQ(snap->inventory->switches[0].domain, kDefaultDomain);
+}
+
 TEST(SqliteStore, ReopeningIsANoOpAndKeepsData) {
   TempDir dir;
   {

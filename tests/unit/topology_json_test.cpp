@@ -25,6 +25,19 @@ TEST(TopologyJson, RoundTripsTheDefaultTopology) {
   EXPECT_EQ(topologyToJson(*parsed), topologyToJson(t));
 }
 
+TEST(TopologyJson, KeepsASwitchsDomain) {
+  Topology t = defaultTopology();
+  t.switches[0].domain = "east";
+  t.switches[1].domain = "east";
+  const auto j = topologyToJson(t);
+  EXPECT_EQ(j["switches"][0]["domain"], "east");
+  auto parsed = parseTopologyJson(j.dump(), "east.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->switches[1].domain, "east");
+  EXPECT_FALSE(topologyToJson(defaultTopology())["switches"][0].contains("domain")) << "the default domain is not written";
+  EXPECT_EQ(parseTopologyJson(topologyToJson(defaultTopology()).dump(), "d")->switches[0].domain, kDefaultDomain);
+}
+
 TEST(TopologyJson, SyntaxErrorNamesFileLineAndColumn) {
   const std::string msg = errorOf("{\n  \"switches\": [\n    {\"id\": \"sw0\",}\n  ]\n}");
   EXPECT_EQ(msg.rfind("pool.json:3:", 0), 0u) << msg;

@@ -57,6 +57,14 @@ function drawSummary(pool, capacity) {
     card("quarantined", quarantined, quarantined > 0 ? "warn" : ""));
   document.getElementById("capacity").replaceChildren(
     ...capacity.shapes.map((s) => card(`${s.gpus}-GPU requests`, s.placeable, s.placeable === 0 ? "warn" : "")));
+  // Several fabric domains: each one's part (no system spans two, so the rows add up to the cards).
+  const domains = capacity.domains || [];
+  const table = document.getElementById("domains");
+  table.hidden = domains.length < 2;
+  table.querySelector("thead").replaceChildren(el("tr", {}, el("th", {}, "Domain"), el("th", {}, "Free"), el("th", {}, "Stranded"),
+    ...capacity.shapes.map((s) => el("th", {}, `${s.gpus}-GPU`))));
+  fillTable("domains", domains.map((d) => [d.domain, String(d.freeGpus), String(d.strandedGpus), ...d.shapes.map((s) => String(s.placeable))]),
+            "one domain");
 }
 
 function drawChart(capacity) {
@@ -100,7 +108,8 @@ function drawPool(pool) {
                    d.uuid && `UUID ${d.uuid}`, d.pciAddress && `PCI ${d.pciAddress}`].filter(Boolean).join("\n");
       return el("div", { class: `device ${d.state}${d.health === "ok" ? "" : " unhealthy"}`, title: tip, "data-device": d.id }, label);
     });
-    return el("div", { class: "switch" }, el("div", { class: "name" }, `${sw.id} `, el("small", {}, sw.model || sw.kind)),
+    const what = [sw.model || sw.kind, sw.domain && sw.domain !== "default" && `domain ${sw.domain}`].filter(Boolean).join(" · ");
+    return el("div", { class: "switch" }, el("div", { class: "name" }, `${sw.id} `, el("small", {}, what)),
               el("div", { class: "devices" }, ...chips));
   }));
   fillTable("hosts", pool.hosts.map((h) => [h.id, h.system || "—", `${h.attachedDevices} / ${h.maxDevices}`, `${h.policy}: ${h.hostSide}`]),
