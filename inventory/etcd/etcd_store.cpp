@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -30,12 +32,16 @@ std::uint64_t numberOfKey(std::string_view key) {
 // Per-key deletes in one prune transaction (etcd bounds a transaction's operations).
 constexpr std::size_t kMaxKeyDeletesPerPrune = 1000;
 
+// etcd refuses a request over --max-request-bytes (1.5 MiB by default): an inventory larger than this is
+// written as chunks of this size, each in a transaction of its own.
+constexpr std::size_t kInventoryChunkBytes = 768 * 1024;
+
 }  // namespace
 
 // The writes of one batch as etcd operations, with reads that see the batch's own earlier puts.
 class EtcdStore::Batch {
  public:
-  explicit Batch(EtcdStore& store) : store_(store) {}
+  Batch(EtcdStore& store, WriterEpoch epoch) : store_(store), epoch_(epoch) {}
 
   Result<std::optional<std::string>> read(const std::string& key) {
     if (auto it = pending_.find(key); it != pending_.end()) return it->second;
@@ -47,15 +53,39 @@ class EtcdStore::Batch {
   void erase(const std::string& key) { pending_[key] = std::nullopt; }
   [[nodiscard]] std::vector<Op> ops() const {
     std::vector<Op> out;
-    out.reserve(pending_.size());
+    out.reserve(pending_.size() + rangeDeletes_.size());
     for (const auto& [key, value] : pending_)
       out.push_back(value ? Op{Op::Kind::kPut, key, *value, {}, 0} : Op{Op::Kind::kDelete, key, {}, {}, 0});
+    out.insert(out.end(), rangeDeletes_.begin(), rangeDeletes_.end());
     return out;
   }
   void mustBeNew(const std::string& key) { compares_.push_back(Compare{key, Compare::Target::kVersion, Compare::Result::kEqual, 0, {}}); }
 
+  // A small inventory is the value of P inventory. A large one (100,000 GPUs is about 28 MB) is written
+  // first, as chunks under P inventory/GENERATION/, each in a fenced transaction of its own; the batch then
+  // points P inventory at them ({"generation", "chunks", "bytes"}) and deletes every other generation, in
+  // its one transaction. Until it commits the chunks are unreferenced, so the batch stays all-or-nothing;
+  // chunks a failed batch left behind go with the next inventory written.
   Result<void> apply(const PutInventory& w) {
-    put(store_.options_.prefix + "inventory", etcd::toJson(w.topology).dump());
+    const std::string& p = store_.options_.prefix;
+    std::string text = etcd::toJson(w.topology).dump();
+    const std::string chunks = p + "inventory/";
+    rangeDeletes_.clear();
+    if (text.size() <= kInventoryChunkBytes) {
+      put(p + "inventory", std::move(text));
+      rangeDeletes_.push_back(Op{Op::Kind::kDelete, chunks, {}, etcd::prefixEnd(chunks), 0});
+      return {};
+    }
+    const std::string generation = fmt::format("{:020}-{:06}", epoch_, ++store_.inventoriesWritten_);
+    const std::size_t count = (text.size() + kInventoryChunkBytes - 1) / kInventoryChunkBytes;
+    for (std::size_t i = 0; i < count; ++i)
+      SY_TRY(store_.commit(epoch_, {},
+                           {Op{Op::Kind::kPut, fmt::format("{}{}/{:08}", chunks, generation, i), text.substr(i * kInventoryChunkBytes, kInventoryChunkBytes),
+                               {}, 0}}));
+    put(p + "inventory", nlohmann::json{{"generation", generation}, {"chunks", count}, {"bytes", text.size()}}.dump());
+    const std::string mine = chunks + generation + "/";
+    rangeDeletes_.push_back(Op{Op::Kind::kDelete, chunks, {}, mine, 0});
+    rangeDeletes_.push_back(Op{Op::Kind::kDelete, etcd::prefixEnd(mine), {}, etcd::prefixEnd(chunks), 0});
     return {};
   }
   Result<void> apply(const PutSystem& w) {
@@ -118,7 +148,9 @@ class EtcdStore::Batch {
 
  private:
   EtcdStore& store_;
+  WriterEpoch epoch_;
   std::map<std::string, std::optional<std::string>> pending_;
+  std::vector<Op> rangeDeletes_;  // inventory chunks of other generations
   std::optional<std::uint64_t> nextDemand_;
 };
 
@@ -209,7 +241,7 @@ Result<void> EtcdStore::commit(WriterEpoch epoch, std::vector<Compare> compares,
 
 Result<void> EtcdStore::write(std::span<const StoreWrite> batch, WriterEpoch epoch) {
   if (epoch == 0) return fail(Code::kFailedPrecondition, "fenced: epoch 0 is never a writer");
-  Batch b(*this);
+  Batch b(*this, epoch);
   for (const auto& w : batch) SY_TRY(std::visit([&b](const auto& item) { return b.apply(item); }, w));
   return commit(epoch, std::move(b.compares_), b.ops());
 }
@@ -217,10 +249,8 @@ Result<void> EtcdStore::write(std::span<const StoreWrite> batch, WriterEpoch epo
 Result<StoreSnapshot> EtcdStore::load() {
   StoreSnapshot snap;
   const std::string& p = options_.prefix;
-  SY_ASSIGN(auto inventory, get(p + "inventory"));
-  if (inventory) {
-    SY_ASSIGN(snap.inventory, etcd::topologyFrom(*inventory, p + "inventory"));
-  }
+  SY_ASSIGN(auto inventory, loadInventory());
+  snap.inventory = std::move(inventory);
   SY_ASSIGN(auto systems, scan(p + "systems/", etcd::prefixEnd(p + "systems/")));
   for (const auto& kv : systems) {
     SY_ASSIGN(System s, etcd::systemFrom(kv.value, kv.key));
@@ -246,6 +276,32 @@ Result<StoreSnapshot> EtcdStore::load() {
   SY_ASSIGN(snap.lastSystemNumber, lastNumber("systems/"));
   SY_ASSIGN(snap.lastOperationNumber, lastNumber("ops/"));
   return snap;
+}
+
+Result<std::optional<Topology>> EtcdStore::loadInventory() {
+  const std::string k = options_.prefix + "inventory";
+  SY_ASSIGN(auto value, get(k));
+  if (!value) return std::optional<Topology>{};
+  const auto manifest = nlohmann::json::parse(*value, nullptr, false);
+  if (manifest.is_discarded() || !manifest.is_object() || !manifest.contains("generation")) {
+    SY_ASSIGN(Topology t, etcd::topologyFrom(*value, k));
+    return std::optional<Topology>(std::move(t));
+  }
+  const std::string generation = manifest.value("generation", "");
+  const std::size_t count = manifest.value("chunks", std::size_t{0});
+  const std::size_t bytes = manifest.value("bytes", std::size_t{0});
+  std::string text;
+  text.reserve(bytes);
+  for (std::size_t i = 0; i < count; ++i) {  // one at a time: a page of chunks could exceed a reply's limit
+    const std::string chunk = fmt::format("{}inventory/{}/{:08}", options_.prefix, generation, i);
+    SY_ASSIGN(auto part, get(chunk));
+    if (!part) return fail(Code::kInternal, fmt::format("etcd store: {} names {} chunks, but {} is missing", k, count, chunk));
+    text += *part;
+  }
+  if (text.size() != bytes)
+    return fail(Code::kInternal, fmt::format("etcd store: the inventory's chunks hold {} bytes, its manifest says {}", text.size(), bytes));
+  SY_ASSIGN(Topology t, etcd::topologyFrom(text, k));
+  return std::optional<Topology>(std::move(t));
 }
 
 Result<std::optional<Operation>> EtcdStore::getOperation(const OperationId& id) {

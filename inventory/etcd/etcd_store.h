@@ -6,7 +6,8 @@
 //
 // Keys (P = the prefix; numbers zero-padded to 20 digits so key order is numeric order):
 //   P writer                 the newest writer epoch
-//   P inventory              the topology
+//   P inventory              the topology; when larger than a request may be, a manifest naming its chunks
+//   P inventory/GEN/N        the chunks of a large topology, generation GEN
 //   P systems/N, P ops/N     systems and operations (with their step logs) by their number (sys-N, op-N)
 //   P requests/KEY           the operation a client request id started
 //   P assignments/DEVICE     devices that are not free
@@ -67,6 +68,7 @@ class EtcdStore final : public Store {
   // The number in the last key of a kind (0 when none).
   [[nodiscard]] Result<std::uint64_t> lastNumber(std::string_view kind);
   [[nodiscard]] Result<std::uint64_t> firstNumber(std::string_view kind);
+  [[nodiscard]] Result<std::optional<Topology>> loadInventory();
   // Runs a fenced transaction; a failed compare is told apart: fenced, or a record that exists already.
   [[nodiscard]] Result<void> commit(WriterEpoch epoch, std::vector<etcd::Compare> compares, std::vector<etcd::Op> ops);
 
@@ -74,6 +76,7 @@ class EtcdStore final : public Store {
   std::unique_ptr<etcd::Client> client_;
   std::string leaderKey_;
   std::int64_t leaderRevision_ = 0;
+  std::uint64_t inventoriesWritten_ = 0;  // names chunk generations apart within one writer epoch
 };
 
 }  // namespace switchyard
