@@ -41,18 +41,22 @@ inline void writeFile(const std::filesystem::path& file, const std::string& text
   std::ofstream(file) << text;
 }
 
-// Adds one function to a tree, as the kernel does when it enumerates a device.
+// Adds one function to a tree, as the kernel does when it enumerates a device: whole, so that a reader
+// polling the tree (the agent after a rescan) never sees it half made. It is built beside devices/ and
+// renamed into place (the driver link is relative, so it resolves the same there).
 inline void writeFakeFunction(const std::filesystem::path& root, const FakeFunction& f, const std::string& driver = "", int numaNode = 0) {
   const auto pci = root / "bus/pci";
-  const auto dir = pci / "devices" / f.address;
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "config", std::ios::binary).write(reinterpret_cast<const char*>(f.config.data()), static_cast<std::streamsize>(f.config.size()));
-  writeFile(dir / "numa_node", std::to_string(numaNode) + "\n");
-  writeFile(dir / "remove", "");
+  const auto staging = pci / "staging" / f.address;
+  std::filesystem::create_directories(staging);
+  std::ofstream(staging / "config", std::ios::binary).write(reinterpret_cast<const char*>(f.config.data()), static_cast<std::streamsize>(f.config.size()));
+  writeFile(staging / "numa_node", std::to_string(numaNode) + "\n");
+  writeFile(staging / "remove", "");
   if (!driver.empty()) {
     writeFile(pci / "drivers" / driver / "unbind", "");
-    std::filesystem::create_directory_symlink(std::filesystem::path("../../drivers") / driver, dir / "driver");
+    std::filesystem::create_directory_symlink(std::filesystem::path("../../drivers") / driver, staging / "driver");
   }
+  std::filesystem::create_directories(pci / "devices");
+  std::filesystem::rename(staging, pci / "devices" / f.address);
 }
 
 // Builds the tree; `drivers` maps an address to the driver bound to it, `numaNode` applies to all;
