@@ -68,16 +68,16 @@ std::string hintFor(const grpc::Status& s, const yardctl::Connection& connection
 
 class Client {
  public:
-  explicit Client(const Globals& g) : globals_(g) {
+  explicit Client(const Globals& g) : globals_(g), connection_(g.connection) {
     std::string error;
-    auto channel = g.connection.channel(error);
+    auto channel = connection_.channel(error);
     if (!channel) throw std::invalid_argument(error);
     stub_ = pb::Switchyard::NewStub(channel);
   }
   // A context with the call's credentials and the global deadline.
   void prepare(grpc::ClientContext& ctx, bool withDeadline = true) const {
     if (withDeadline) ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(globals_.timeoutSeconds));
-    globals_.connection.authenticate(ctx);
+    connection_.authenticate(ctx);
   }
   // Prints a failed call's error with a hint; returns its exit code.
   int failed(const grpc::Status& status) const {
@@ -86,13 +86,26 @@ class Client {
   }
 
   // Runs one unary call with the global deadline; prints the error and returns its exit code on failure.
+  // A standby yardd refuses a change with UNAVAILABLE and the leader's address in the `switchyard-leader`
+  // trailing metadata: the call is sent to the leader once, and the calls after it stay there.
   template <typename Request, typename Response, typename Method>
   int call(Method method, const Request& request, Response& response) {
-    grpc::ClientContext ctx;
-    prepare(ctx);
-    grpc::Status status = (stub_.get()->*method)(&ctx, request, &response);
-    if (status.ok()) return kExitOk;
-    return failed(status);
+    for (int attempt = 0;; ++attempt) {
+      grpc::ClientContext ctx;
+      prepare(ctx);
+      grpc::Status status = (stub_.get()->*method)(&ctx, request, &response);
+      if (status.ok()) return kExitOk;
+      const auto& trailing = ctx.GetServerTrailingMetadata();
+      const auto leader = trailing.find("switchyard-leader");
+      if (status.error_code() != grpc::StatusCode::UNAVAILABLE || leader == trailing.end() || attempt > 0) return failed(status);
+      const std::string address(leader->second.data(), leader->second.size());
+      std::cerr << fmt::format("note: {} is a standby; sending this to the leader at {}\n", connection_.server, address);
+      connection_.server = address;
+      std::string error;
+      auto channel = connection_.channel(error);
+      if (!channel) throw std::invalid_argument(error);
+      stub_ = pb::Switchyard::NewStub(channel);
+    }
   }
 
   // Follows an operation to its end, printing each step as it finishes (to stderr).
@@ -133,6 +146,7 @@ class Client {
 
  private:
   const Globals& globals_;
+  yardctl::Connection connection_;  // the globals' own, until a standby names the leader
   std::unique_ptr<pb::Switchyard::Stub> stub_;
 };
 

@@ -58,8 +58,13 @@ std::function<void(const Operation&)> fillOperation(const Engine& engine, v1::Op
 template <typename T, typename Fill>
 grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<Result<T>()> call, Fill fill) {
   auto* reactor = ctx->DefaultReactor();
-  engine_.async<T>(std::move(call), onReplyPool<T>([reactor, fill = std::move(fill)](Result<T> result) {
-                     if (!result) return reactor->Finish(toGrpcStatus(result.error()));
+  engine_.async<T>(std::move(call), onReplyPool<T>([this, ctx, reactor, fill = std::move(fill)](Result<T> result) {
+                     if (!result) {
+                       // A standby refusing a change names the leader in trailing metadata too: clients follow it.
+                       if (result.error().code == Code::kUnavailable)
+                         if (const std::string leader = engine_.standbyLeader(); !leader.empty()) ctx->AddTrailingMetadata(kLeaderMetadata, leader);
+                       return reactor->Finish(toGrpcStatus(result.error()));
+                     }
                      fill(*result);
                      reactor->Finish(grpc::Status::OK);
                    }));

@@ -15,6 +15,9 @@
 
 namespace switchyard {
 
+// The trailing metadata key in which a standby's refusal of a change names the leader's address.
+inline constexpr const char* kLeaderMetadata = "switchyard-leader";
+
 class SwitchyardService final : public v1::Switchyard::CallbackService {
  public:
   // Every call is authenticated by `authenticator`; what it may see and change follows its role and tenant.

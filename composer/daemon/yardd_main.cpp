@@ -25,6 +25,7 @@
 #include "composer/daemon/grpc_security.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/daemon/domain_spec.h"
+#include "composer/daemon/standby_reads.h"
 #include "composer/engine/engine.h"
 #include "composer/metrics/instrumented_fabric.h"
 #include "composer/web/web_service.h"
@@ -271,6 +272,20 @@ int run(const DaemonOptions& o) {
     spdlog::warn("no --identities: every gRPC client that reaches {} acts as an admin", o.listen);
   }
   SY_ASSIGN_OR_EXIT(GrpcSecurity security, grpcSecurity(o));
+  std::vector<std::pair<std::string, double>> weights;
+  for (const auto& w : o.placementWeights) {
+    const auto eq = w.find('=');
+    char* end = nullptr;
+    const double value = eq == std::string::npos ? 0 : std::strtod(w.c_str() + eq + 1, &end);
+    if (eq == std::string::npos || eq == 0 || end == w.c_str() + eq + 1 || *end != '\0') {
+      spdlog::critical("--placement-weight '{}': expected plugin=number, e.g. best-fit=10", w);
+      return 1;
+    }
+    weights.emplace_back(w.substr(0, eq), value);
+  }
+  SY_ASSIGN_OR_EXIT(auto scheduler, buildComposableScheduler(o.placementProfile, weights));
+  spdlog::info("placement profile {}", o.placementProfile);
+
   std::unique_ptr<Store> store;
   std::unique_ptr<etcd::LeaderElection> election;
   if (o.store.empty() || o.store.starts_with("sqlite:")) {
@@ -286,8 +301,24 @@ int run(const DaemonOptions& o) {
     election = std::make_unique<etcd::LeaderElection>(
         remote->client(), etcd::ElectionOptions{url.prefix, o.advertise.empty() ? o.listen : o.advertise, std::chrono::seconds(o.leaseTtlSeconds)});
     const auto waitStarted = std::chrono::steady_clock::now();
+    // While standing by, serve reads from the store (and refuse changes, naming the leader) on the gRPC port.
+    Authenticator standbyAuthenticator(identities.get());
+    EngineOptions replicaOptions;
+    replicaOptions.placement = scheduler;
+    if (identities) replicaOptions.quotas = identities->quotas();
+    std::unique_ptr<StandbyReads> standbyReads;
+    if (auto reads = StandbyReads::start(*remote, clock, standbyAuthenticator, {o.listen, security.credentials, replicaOptions}); reads) {
+      standbyReads = std::move(*reads);
+      spdlog::info("standby: serving reads on {}; changes are refused with the leader's address", o.listen);
+    } else {
+      spdlog::warn("standby: not serving reads while standing by: {}", reads.error().message);
+    }
     auto won = election->campaign([&signalWaiter] { return signalWaiter.received() != 0; },
-                                  [](const std::string& leader) { spdlog::info("standing by: the leader is {}", leader.empty() ? "(none yet)" : leader); });
+                                  [&standbyReads](const std::string& leader) {
+                                    spdlog::info("standing by: the leader is {}", leader.empty() ? "(none yet)" : leader);
+                                    if (standbyReads) standbyReads->setLeader(leader.starts_with("(") ? std::string() : leader);
+                                  });
+    if (standbyReads) standbyReads->stop();  // the leader's server takes the port over below
     if (!won) {
       spdlog::info("stopped while standing by");
       return 0;
@@ -316,20 +347,6 @@ int run(const DaemonOptions& o) {
   }
   FabricDriver& engineFabric = instrumented ? static_cast<FabricDriver&>(*instrumented) : *fabric;
 
-
-  std::vector<std::pair<std::string, double>> weights;
-  for (const auto& w : o.placementWeights) {
-    const auto eq = w.find('=');
-    char* end = nullptr;
-    const double value = eq == std::string::npos ? 0 : std::strtod(w.c_str() + eq + 1, &end);
-    if (eq == std::string::npos || eq == 0 || end == w.c_str() + eq + 1 || *end != '\0') {
-      spdlog::critical("--placement-weight '{}': expected plugin=number, e.g. best-fit=10", w);
-      return 1;
-    }
-    weights.emplace_back(w.substr(0, eq), value);
-  }
-  SY_ASSIGN_OR_EXIT(auto scheduler, buildComposableScheduler(o.placementProfile, weights));
-  spdlog::info("placement profile {}", o.placementProfile);
 
   EngineOptions engineOptions;
   engineOptions.placement = scheduler;

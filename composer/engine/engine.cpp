@@ -1,4 +1,5 @@
 #include "composer/engine/engine.h"
+#include "composer/engine/engine_control.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -35,23 +36,6 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
 Engine::~Engine() {
   if (controlThread_.joinable()) stop(Duration::zero());
   driverPool_->join();
-}
-
-template <typename F>
-auto Engine::onControl(F&& f) -> decltype(f()) {
-  using R = decltype(f());
-  if (!controlRunning_.load(std::memory_order_acquire)) return R(fail(Code::kAborted, "the engine is not running"));
-  if (onControlThread()) return f();
-  auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(f));
-  auto future = task->get_future();
-  asio::post(*control_, [this, task] {
-    if (!controlStopped_) (*task)();  // else dropped unrun: the caller gets kAborted
-  });
-  try {
-    return future.get();
-  } catch (const std::future_error&) {  // the control loop stopped before running it
-    return R(fail(Code::kAborted, "yardd is shutting down"));
-  }
 }
 
 void Engine::postToControl(std::function<void(bool running)> task) {
@@ -135,7 +119,10 @@ void Engine::stop(Duration grace) {
     // Waiters get the operation as it stands (unfinished, resumable) rather than waiting on a halted engine.
     std::vector<OperationId> waitedFor;
     for (const auto& [id, waiters] : waiters_) waitedFor.push_back(id);
-    for (const auto& id : waitedFor) completeWaiters(id, active_.at(id));
+    for (const auto& id : waitedFor) {
+      if (auto op = active_.find(id); op != active_.end()) completeWaiters(id, op->second);
+      else waiters_.erase(id);  // a standby's wait for an operation it only read in the store: answered kAborted
+    }
     pollTimer_->guard.reset();
     control_->stop();
     return {};
@@ -365,7 +352,8 @@ void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds time
       auto stored = store_.getOperation(id);
       if (!stored) return waiter->once.complete(fail(stored.error()));
       if (!*stored) return waiter->once.complete(fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)));
-      return waiter->once.complete(std::move(**stored));
+      // A standby may read an operation the leader started after the standby's last refresh: wait for it.
+      if (!replica_ || (*stored)->finished()) return waiter->once.complete(std::move(**stored));
     }
     waiters_[id].push_back(waiter);
     waiter->timer.expires_after(timeout);
@@ -376,7 +364,12 @@ void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds time
         std::erase(it->second, w);
         if (it->second.empty()) waiters_.erase(it);
       }
-      if (auto op = active_.find(id); op != active_.end()) w->once.complete(op->second);
+      if (auto op = active_.find(id); op != active_.end()) return w->once.complete(op->second);
+      if (replica_) {  // still running on the leader as far as the store said
+        auto stored = store_.getOperation(id);
+        if (!stored || !*stored) return w->once.complete(stored ? fail(Code::kNotFound, fmt::format("no operation '{}'", id)) : fail(stored.error()));
+        w->once.complete(std::move(**stored));
+      }
     });
   });
 }
@@ -448,6 +441,7 @@ std::string Engine::tenantOf(const std::string& subject) const {
 }
 
 Result<void> Engine::persist(Mutation& m) {
+  if (replica_) return fail(Code::kUnavailable, "a standby's engine never writes the store");  // a safety net: nothing reaches here
   for (auto& e : m.events) {
     if (e.tenant.empty()) e.tenant = tenantOf(e.subject);
     m.writes.emplace_back(PutEvent{e});

@@ -19,6 +19,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -144,6 +145,16 @@ class Engine {
   // Stops accepting work, lets running operations finish for up to `grace`, then halts: what is left
   // stays resumable in the store.
   void stop(Duration grace);
+
+  // A standby's engine (engine_replica.cpp), instead of start(): loads the store as the leader wrote it and
+  // answers reads from it; it never writes, never calls the fabric, and refuses every change (kUnavailable,
+  // naming the leader). refreshReplica() reads the store again (after it changed) and swaps it in: Watch
+  // streams get the new events, WaitOperation callers the operations that ended.
+  [[nodiscard]] Result<void> startReplica();
+  [[nodiscard]] Result<void> refreshReplica();
+  // The leader's address as its key names it (a standby's refusals name it); empty: none known, or not a standby.
+  void setStandbyLeader(std::string leader);
+  [[nodiscard]] std::string standbyLeader() const;
 
   // Accept a change: the returned operation is durable and running; waitOperation() follows it.
   [[nodiscard]] Result<Operation> compose(const Caller& caller, const ComposeRequest& request);
@@ -294,6 +305,8 @@ class Engine {
 
   // Start-up (engine_recovery.cpp).
   [[nodiscard]] Result<void> loadState();
+  // A standby's pool: the snapshot's systems, unfinished operations and assignments (engine_replica.cpp).
+  void applySnapshot(StoreSnapshot snapshot);
   [[nodiscard]] Result<std::vector<Drift>> reconcileOnControl(const std::vector<Binding>& fabricBindings);
   // Reconciles against a binding read taken when `stepResultsBefore` was current, unless a step's switch
   // call returned since (the read may show an operation half-way): then kUnavailable, nothing recorded.
@@ -356,6 +369,9 @@ class Engine {
   std::string storeFailure_;     // why the engine stopped writing, once it did
   std::string eventFeedFailure_;  // why the switch's events cannot be read, while they cannot
   bool accepting_ = false;
+  std::atomic<bool> replica_{false};  // a standby's engine: reads only (set before its control thread starts)
+  mutable std::mutex standbyMutex_;
+  std::string standbyLeader_;  // under standbyMutex_
   bool halted_ = false;  // after stop's grace: record step results but start no new steps
   bool controlStopped_ = false;  // the control loop has ended: posted work is answered kAborted
 };

@@ -14,6 +14,11 @@
 namespace switchyard {
 
 Result<void> Engine::checkAccepting() const {
+  if (replica_) {
+    const std::string leader = standbyLeader();
+    return fail(Code::kUnavailable, leader.empty() ? "this yardd is a standby and no yardd leads right now; retry shortly"
+                                                   : fmt::format("this yardd is a standby; send changes to the leader at {}", leader));
+  }
   if (!storeFailure_.empty())
     return fail(Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", storeFailure_));
   if (!accepting_) return fail(Code::kUnavailable, "yardd is starting or shutting down; retry shortly");

@@ -1,6 +1,7 @@
 #include "inventory/etcd/etcd_client.h"
 
 #include <fmt/format.h>
+#include <limits>
 #include <openssl/evp.h>
 
 #include <boost/asio/connect.hpp>
@@ -92,6 +93,16 @@ json opJson(const Op& op) {
   return {};
 }
 
+// Runs one asynchronous operation to its end on `io` (a tcp_stream's deadline, expires_after, applies to
+// asynchronous operations only: a synchronous read would wait for a member that never answers).
+template <typename Start>
+void runOne(asio::io_context& io, beast::error_code& ec, Start&& start) {
+  ec = {};
+  start([&ec](beast::error_code e, auto&&...) { ec = e; });
+  io.restart();
+  io.run();
+}
+
 struct HostPort {
   std::string host;
   std::string port;
@@ -180,7 +191,7 @@ Result<std::string> Client::post(const std::string& path, const std::string& bod
         }
         c.stream.emplace(c.io);
         c.stream->expires_after(options_.timeout);
-        c.stream->connect(results, ec);
+        runOne(c.io, ec, [&](auto handler) { c.stream->async_connect(results, handler); });
         if (ec) {
           c.stream.reset();
           lastError = fmt::format("{}: {}", endpoint, ec.message());
@@ -195,10 +206,10 @@ Result<std::string> Client::post(const std::string& path, const std::string& bod
       req.body() = body;
       req.prepare_payload();
       c.stream->expires_after(options_.timeout);
-      http::write(*c.stream, req, ec);
+      runOne(c.io, ec, [&](auto handler) { http::async_write(*c.stream, req, handler); });
       beast::flat_buffer buffer;
       http::response<http::string_body> res;
-      if (!ec) http::read(*c.stream, buffer, res, ec);
+      if (!ec) runOne(c.io, ec, [&](auto handler) { http::async_read(*c.stream, buffer, res, handler); });
       if (ec) {
         c.stream.reset();
         if (reused && (ec == http::error::end_of_stream || ec == asio::error::connection_reset || ec == asio::error::broken_pipe) && fresh == 0)
@@ -279,6 +290,70 @@ Result<std::int64_t> Client::leaseKeepAlive(std::int64_t lease) {
   if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a keep-alive reply that is not JSON");
   const json result = reply.contains("result") ? reply.at("result") : reply;
   return number(result, "TTL");
+}
+
+Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const std::string& rangeEnd, std::int64_t fromRevision,
+                                                  std::chrono::milliseconds wait) {
+  std::string endpoint;
+  {
+    std::lock_guard lock(mutex_);
+    if (options_.endpoints.empty()) return fail(Code::kInvalidArgument, "no etcd endpoints");
+    endpoint = options_.endpoints[current_ % options_.endpoints.size()];
+  }
+  SY_ASSIGN(const HostPort hp, hostPortOf(endpoint));
+  // etcd's gateway answers a watch with a stream of JSON messages, one per line: first "created", then one
+  // per batch of events. Read until a message with events (or a compaction) arrives, or the wait ends.
+  // On a private io_context, one asynchronous operation at a time (runOne).
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  beast::error_code ec;
+  asio::ip::tcp::resolver resolver(io);
+  auto results = resolver.resolve(hp.host, hp.port, ec);
+  if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, ec.message()));
+  stream.expires_after(options_.timeout);
+  runOne(io, ec, [&](auto handler) { stream.async_connect(results, handler); });
+  if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, ec.message()));
+  json create{{"key", base64(key)}, {"start_revision", std::to_string(fromRevision)}};
+  if (!rangeEnd.empty()) create["range_end"] = base64(rangeEnd);
+  http::request<http::string_body> req{http::verb::post, "/v3/watch", 11};
+  req.set(http::field::host, hp.host);
+  req.set(http::field::content_type, "application/json");
+  req.body() = json{{"create_request", create}}.dump();
+  req.prepare_payload();
+  runOne(io, ec, [&](auto handler) { http::async_write(stream, req, handler); });
+  if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, ec.message()));
+  stream.expires_after(wait);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  std::size_t scanned = 0;
+  while (true) {
+    runOne(io, ec, [&](auto handler) { http::async_read_some(stream, buffer, parser, handler); });
+    if (ec == beast::error::timeout) return std::optional<std::int64_t>{};
+    if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: watch: {}", endpoint, ec.message()));
+    if (parser.is_header_done() && parser.get().result() != http::status::ok)
+      return fail(Code::kUnavailable, fmt::format("etcd {}: watch answered {}", endpoint, parser.get().result_int()));
+    const std::string& body = parser.get().body();
+    for (auto newline = body.find('\n', scanned); newline != std::string::npos; newline = body.find('\n', scanned)) {
+      const json message = json::parse(body.substr(scanned, newline - scanned), nullptr, false);
+      scanned = newline + 1;
+      if (!message.is_object()) continue;
+      const json result = message.value("result", json::object());
+      if (result.contains("events") && !result.at("events").empty()) {
+        std::int64_t first = 0;
+        for (const auto& e : result.at("events"))
+          if (e.contains("kv")) {
+            const std::int64_t at = number(e.at("kv"), "mod_revision");
+            if (first == 0 || at < first) first = at;
+          }
+        return std::optional<std::int64_t>(first != 0 ? first : fromRevision);
+      }
+      if (result.contains("compact_revision") && number(result, "compact_revision") != 0) return std::optional<std::int64_t>(fromRevision);
+      if (result.value("canceled", false))
+        return fail(Code::kUnavailable, fmt::format("etcd {}: watch canceled: {}", endpoint, result.value("cancel_reason", "")));
+    }
+    if (parser.is_done()) return std::optional<std::int64_t>{};
+  }
 }
 
 Result<void> Client::leaseRevoke(std::int64_t lease) {

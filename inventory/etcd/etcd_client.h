@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,11 @@ class Client {
   // The lease's remaining TTL in seconds; 0 when it has expired (or never was).
   [[nodiscard]] Result<std::int64_t> leaseKeepAlive(std::int64_t lease);
   [[nodiscard]] Result<void> leaseRevoke(std::int64_t lease);
+  // Waits up to `wait` for a change to a key in [key, rangeEnd) at revision `fromRevision` or later, on a
+  // connection of its own (other calls go on meanwhile): the revision of the first change, or nullopt when
+  // none came in time. A revision etcd has compacted away counts as a change (the caller reads again).
+  [[nodiscard]] Result<std::optional<std::int64_t>> watch(const std::string& key, const std::string& rangeEnd, std::int64_t fromRevision,
+                                                          std::chrono::milliseconds wait);
   // The endpoint the last call went to (for logs).
   [[nodiscard]] std::string endpoint() const;
 

@@ -278,6 +278,16 @@ Result<StoreSnapshot> EtcdStore::load() {
   return snap;
 }
 
+Result<std::int64_t> EtcdStore::revision() {
+  SY_ASSIGN(auto r, client_->range({options_.prefix, etcd::prefixEnd(options_.prefix), 0, false, true}));
+  return r.revision;
+}
+
+Result<bool> EtcdStore::waitForChange(std::int64_t fromRevision, std::chrono::milliseconds wait) {
+  SY_ASSIGN(auto change, client_->watch(options_.prefix, etcd::prefixEnd(options_.prefix), fromRevision, wait));
+  return change.has_value();
+}
+
 Result<std::optional<Topology>> EtcdStore::loadInventory() {
   const std::string k = options_.prefix + "inventory";
   SY_ASSIGN(auto value, get(k));

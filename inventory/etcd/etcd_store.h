@@ -56,6 +56,11 @@ class EtcdStore final : public Store {
     leaderRevision_ = createRevision;
   }
   [[nodiscard]] etcd::Client& client() { return *client_; }
+  // The cluster's revision now: a load() after this call reflects at least this revision.
+  [[nodiscard]] Result<std::int64_t> revision();
+  // Waits up to `wait` for any write under the prefix at `fromRevision` or later (a standby's change feed):
+  // true when one came.
+  [[nodiscard]] Result<bool> waitForChange(std::int64_t fromRevision, std::chrono::milliseconds wait);
   [[nodiscard]] const std::string& prefix() const { return options_.prefix; }
 
  private:

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <thread>
 
 #include "fabric/topology_generator.h"
 #include "inventory/etcd/etcd_store.h"
@@ -273,6 +274,41 @@ testing::EtcdCluster& sharedEtcd() {
   static const bool started = cluster.start();
   EXPECT_TRUE(started) << "etcd did not start; see " << dir.path();
   return cluster;
+}
+
+// The etcd store's change feed (a standby's replica follows it): a write under the prefix at or after the
+// revision ends the wait with true; nothing written, the wait ends with false when its time is up.
+TEST(EtcdStore, WaitsForAChangeUnderItsPrefix) {
+  if (!testing::EtcdCluster::available()) {
+    if (testing::EtcdCluster::required()) FAIL() << "etcd is not installed; run ./setup.sh";
+    GTEST_SKIP() << "needs Debian's etcd-server";
+  }
+  auto store = EtcdStore::open({sharedEtcd().endpoints(), "/feed-test/"});
+  ASSERT_TRUE(store) << store.error().message;
+  auto other = EtcdStore::open({sharedEtcd().endpoints(), "/feed-other/"});
+  ASSERT_TRUE(other);
+  auto before = (*store)->revision();
+  ASSERT_TRUE(before) << before.error().message;
+
+  const auto started = std::chrono::steady_clock::now();
+  auto quiet = (*store)->waitForChange(*before + 1, std::chrono::milliseconds(300));
+  ASSERT_TRUE(quiet) << quiet.error().message;
+  EXPECT_FALSE(*quiet);
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(250));
+
+  ASSERT_TRUE((*other)->claimWriter()) << "a write under another prefix is not a change";
+  EXPECT_FALSE(*(*store)->waitForChange(*before + 1, std::chrono::milliseconds(200)));
+
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE((*store)->claimWriter());
+  });
+  auto changed = (*store)->waitForChange(*before + 1, std::chrono::seconds(10));
+  writer.join();
+  ASSERT_TRUE(changed) << changed.error().message;
+  EXPECT_TRUE(*changed);
+  EXPECT_TRUE(*(*store)->waitForChange(*before + 1, std::chrono::milliseconds(200))) << "a change already made counts";
+  EXPECT_GT(*(*store)->revision(), *before);
 }
 
 // An inventory far larger than one etcd request may carry (etcd's default limit is 1.5 MiB; this one is

@@ -40,20 +40,25 @@ class Client:
             self._metadata.append(("authorization", f"Bearer {token}"))
         if caller:
             self._metadata.append(("switchyard-caller", caller))
-        if plaintext:
-            self._channel = grpc.insecure_channel(address)
-        else:
+        self._plaintext = plaintext
+        self._credentials = None
+        if not plaintext:
             def read(path):
                 with open(os.path.expanduser(path), "rb") as f:
                     return f.read()
-            credentials = grpc.ssl_channel_credentials(
+            self._credentials = grpc.ssl_channel_credentials(
                 root_certificates=read(ca) if ca else None,
                 private_key=read(key) if key else None,
                 certificate_chain=read(cert) if cert else None)
-            self._channel = grpc.secure_channel(address, credentials)
+        self._home = address
+        self._connect(address)
+        self.timeout = timeout
+
+    def _connect(self, address):
+        self._channel = grpc.insecure_channel(address) if self._plaintext else grpc.secure_channel(address, self._credentials)
+        self._address = address
         self._yard = switchyard_pb2_grpc.SwitchyardStub(self._channel)
         self._provider = provider_pb2_grpc.ResourceProviderStub(self._channel)
-        self.timeout = timeout
 
     def close(self):
         self._channel.close()
@@ -65,7 +70,28 @@ class Client:
         self.close()
 
     def _call(self, method, request, timeout=None):
-        return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
+        """method: "yard.Compose" or "provider.AddResource". A standby yardd refuses changes with UNAVAILABLE
+        and the leader's address in the `switchyard-leader` trailing metadata: the call is sent there once,
+        and later calls stay with the leader. When the leader it was sent to cannot be reached any more, the
+        client goes back to the address it was given (which may name every yardd) for the next call."""
+        service, name = method.split(".")
+        def send():
+            return getattr(self._yard if service == "yard" else self._provider, name)(
+                request, timeout=timeout or self.timeout, metadata=self._metadata)
+        try:
+            return send()
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.UNAVAILABLE:
+                raise
+            leader = dict(e.trailing_metadata() or ()).get("switchyard-leader", "")
+            if leader and leader != self._address:
+                self._channel.close()
+                self._connect(leader)
+                return send()
+            if not leader and self._address != self._home:
+                self._channel.close()
+                self._connect(self._home)
+            raise
 
     # Changes: each returns the accepted Operation at once; wait() follows it.
 
@@ -73,19 +99,19 @@ class Client:
         request = switchyard_pb2.ComposeRequest(
             name=name, gpus=switchyard_pb2.GpuRequest(count=gpus, model=model, host=host), tenant=tenant,
             labels=labels or {}, request_id=request_id)
-        return self._call(self._yard.Compose, request)
+        return self._call("yard.Compose", request)
 
     def attach(self, system, gpus=1, *, model="", request_id=""):
         request = switchyard_pb2.AttachRequest(system=system, gpus=switchyard_pb2.GpuRequest(count=gpus, model=model),
                                                request_id=request_id)
-        return self._call(self._yard.Attach, request)
+        return self._call("yard.Attach", request)
 
     def detach(self, system, device_ids, *, request_id=""):
-        return self._call(self._yard.Detach, switchyard_pb2.DetachRequest(system=system, device_ids=device_ids,
+        return self._call("yard.Detach", switchyard_pb2.DetachRequest(system=system, device_ids=device_ids,
                                                                           request_id=request_id))
 
     def decompose(self, system, *, request_id=""):
-        return self._call(self._yard.Decompose, switchyard_pb2.DecomposeRequest(system=system, request_id=request_id))
+        return self._call("yard.Decompose", switchyard_pb2.DecomposeRequest(system=system, request_id=request_id))
 
     def wait(self, operation_id, timeout=120.0, check=True):
         """The operation once it has ended; raises OperationFailed when it failed (unless check=False) and
@@ -96,7 +122,7 @@ class Client:
             if left <= 0:
                 raise TimeoutError(f"{operation_id} still running after {timeout} s")
             wait_ms = int(min(left, 30.0) * 1000)
-            op = self._call(self._yard.WaitOperation, switchyard_pb2.WaitOperationRequest(id=operation_id, timeout_ms=wait_ms),
+            op = self._call("yard.WaitOperation", switchyard_pb2.WaitOperationRequest(id=operation_id, timeout_ms=wait_ms),
                             timeout=wait_ms / 1000 + 10)
             if op.state in _DONE_STATES:
                 if check and op.state == switchyard_pb2.OPERATION_STATE_FAILED:
@@ -122,36 +148,36 @@ class Client:
             request.page_token = page.next_page_token
 
     def systems(self, tenant=""):
-        return self._pages(self._yard.ListSystems, switchyard_pb2.ListSystemsRequest(tenant=tenant), "systems")
+        return self._pages("yard.ListSystems", switchyard_pb2.ListSystemsRequest(tenant=tenant), "systems")
 
     def system(self, id_or_name):
-        return self._call(self._yard.GetSystem, switchyard_pb2.GetSystemRequest(system=id_or_name))
+        return self._call("yard.GetSystem", switchyard_pb2.GetSystemRequest(system=id_or_name))
 
     def devices(self):
-        return self._pages(self._yard.ListDevices, switchyard_pb2.ListDevicesRequest(), "devices")
+        return self._pages("yard.ListDevices", switchyard_pb2.ListDevicesRequest(), "devices")
 
     def hosts(self):
-        return self._pages(self._yard.ListHosts, switchyard_pb2.ListHostsRequest(), "hosts")
+        return self._pages("yard.ListHosts", switchyard_pb2.ListHostsRequest(), "hosts")
 
     def capacity(self, gpus=()):
-        return self._call(self._yard.GetCapacity, switchyard_pb2.GetCapacityRequest(gpus=list(gpus)))
+        return self._call("yard.GetCapacity", switchyard_pb2.GetCapacityRequest(gpus=list(gpus)))
 
     def operation(self, operation_id):
-        return self._call(self._yard.GetOperation, switchyard_pb2.GetOperationRequest(id=operation_id))
+        return self._call("yard.GetOperation", switchyard_pb2.GetOperationRequest(id=operation_id))
 
     # The composable-resource provider (docs/kubernetes.md): one GPU per call, keyed by request_id.
 
     def add_resource(self, request_id, node, *, model="", tenant=""):
-        return self._call(self._provider.AddResource, provider_pb2.AddResourceRequest(
+        return self._call("provider.AddResource", provider_pb2.AddResourceRequest(
             request_id=request_id, node=node, type="gpu", model=model, tenant=tenant))
 
     def remove_resource(self, request_id, node, *, device_uuid="", device_id=""):
-        return self._call(self._provider.RemoveResource, provider_pb2.RemoveResourceRequest(
+        return self._call("provider.RemoveResource", provider_pb2.RemoveResourceRequest(
             request_id=request_id, node=node, device_uuid=device_uuid, device_id=device_id))
 
     def check_resource(self, node, *, device_uuid="", device_id="", request_id=""):
-        return self._call(self._provider.CheckResource, provider_pb2.CheckResourceRequest(
+        return self._call("provider.CheckResource", provider_pb2.CheckResourceRequest(
             node=node, device_uuid=device_uuid, device_id=device_id, request_id=request_id))
 
     def get_resources(self, node=""):
-        return list(self._call(self._provider.GetResources, provider_pb2.GetResourcesRequest(node=node)).resources)
+        return list(self._call("provider.GetResources", provider_pb2.GetResourcesRequest(node=node)).resources)

@@ -1,0 +1,83 @@
+#include "composer/daemon/standby_reads.h"
+
+#include <spdlog/spdlog.h>
+
+#include "composer/api/resource_provider_service.h"
+#include "composer/api/switchyard_service.h"
+
+namespace switchyard {
+
+// The switch a standby must never touch: every call fails (a replica engine makes none).
+class StandbyReads::NoFabric final : public FabricDriver {
+ public:
+  std::string_view name() const override { return "standby (no switch access)"; }
+  Result<Topology> discover() override { return refuse(); }
+  Result<void> bindAll(std::span<const Binding>, const CallOptions& = {}) override { return refuse(); }
+  Result<void> unbindAll(std::span<const Binding>, const CallOptions& = {}) override { return refuse(); }
+  Result<std::vector<Binding>> readBindings(const CallOptions& = {}) override { return refuse(); }
+  Result<std::vector<FabricEvent>> pollEvents() override { return refuse(); }
+
+ private:
+  static std::unexpected<Error> refuse() { return fail(Code::kFailedPrecondition, "a standby yardd does not call the switch"); }
+};
+
+StandbyReads::StandbyReads(EtcdStore& store, Clock& clock, const Authenticator& authenticator, StandbyReadsOptions options)
+    : store_(store), options_(std::move(options)), fabric_(std::make_unique<NoFabric>()) {
+  options_.engine.metrics = nullptr;
+  engine_ = std::make_unique<Engine>(*fabric_, store_, clock, options_.engine);
+  service_ = std::make_unique<SwitchyardService>(*engine_, authenticator);
+  provider_ = std::make_unique<ResourceProviderService>(*engine_, authenticator);
+}
+
+Result<std::unique_ptr<StandbyReads>> StandbyReads::start(EtcdStore& store, Clock& clock, const Authenticator& authenticator,
+                                                          StandbyReadsOptions options) {
+  std::unique_ptr<StandbyReads> reads(new StandbyReads(store, clock, authenticator, std::move(options)));
+  SY_ASSIGN(const std::int64_t revision, store.revision());
+  SY_TRY(reads->engine_->startReplica());
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(reads->options_.listen, reads->options_.credentials, &reads->port_);
+  builder.RegisterService(reads->service_.get());
+  builder.RegisterService(reads->provider_.get());
+  reads->server_ = builder.BuildAndStart();
+  if (!reads->server_ || reads->port_ == 0) {
+    reads->engine_->stop(Duration::zero());
+    return fail(Code::kUnavailable, fmt::format("cannot listen on {}", reads->options_.listen));
+  }
+  reads->follower_ = std::thread([r = reads.get(), revision] { r->followChanges(revision); });
+  return reads;
+}
+
+void StandbyReads::followChanges(std::int64_t loadedAt) {
+  Result<std::int64_t> seen = loadedAt;  // the replica has everything up to here
+  while (!stopping_.load()) {
+    if (!seen) {  // etcd unreachable: try again shortly
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      seen = store_.revision();
+      continue;
+    }
+    auto changed = store_.waitForChange(*seen + 1, std::chrono::milliseconds(1000));
+    if (stopping_.load()) break;
+    if (!changed) {
+      spdlog::debug("standby: watching the store: {}", changed.error().message);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      continue;
+    }
+    if (!*changed) continue;
+    // The revision first, then the load: what changes after the revision is seen by the next watch.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a burst of writes makes one refresh
+    seen = store_.revision();
+    if (auto refreshed = engine_->refreshReplica(); !refreshed) spdlog::warn("standby: cannot read the store again: {}", refreshed.error().message);
+  }
+}
+
+void StandbyReads::stop() {
+  if (stopping_.exchange(true)) return;
+  service_->shutdown();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  if (follower_.joinable()) follower_.join();
+  engine_->stop(Duration::zero());
+}
+
+StandbyReads::~StandbyReads() { stop(); }
+
+}  // namespace switchyard

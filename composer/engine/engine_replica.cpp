@@ -1,0 +1,100 @@
+// A standby's engine (issue 26, active/standby on etcd): the pool as the leader last wrote it, read from the
+// store and swapped in whenever the store changes, so that a standby answers reads (systems, devices,
+// hosts, topology, capacity, plans, operations, the audit, WaitOperation and Watch) without the switch. It
+// never writes and never calls the fabric: every change is refused with kUnavailable naming the leader.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <set>
+#include <unordered_map>
+
+#include "composer/engine/engine.h"
+#include "composer/engine/engine_control.h"
+
+namespace switchyard {
+
+namespace {
+// At most this many new events are read (and published to Watch streams) per refresh; a standby further
+// behind than that catches up over several refreshes.
+constexpr std::size_t kReplicaEventBatch = 10'000;
+}  // namespace
+
+void Engine::applySnapshot(StoreSnapshot snapshot) {
+  state_ = std::make_unique<PoolState>(snapshot.inventory ? std::move(*snapshot.inventory) : Topology{});
+  state_->replayDemand(snapshot.recentDemand);
+  std::unordered_map<std::string, HostId> hostOfOwner;
+  for (auto& s : snapshot.systems) {
+    hostOfOwner[s.id] = s.hostId;
+    state_->putSystem(s);
+  }
+  active_.clear();
+  for (auto& op : snapshot.unfinishedOperations) {
+    hostOfOwner[op.id] = op.hostId;
+    const OperationId id = op.id;
+    active_.emplace(id, std::move(op));
+  }
+  for (const auto& a : snapshot.assignments) {
+    auto host = hostOfOwner.find(a.owner);
+    state_->assign(a, host == hostOfOwner.end() ? HostId{} : host->second);
+  }
+  lastAuditSequence_ = snapshot.lastAuditSequence;
+  lastSystemNumber_ = snapshot.lastSystemNumber;
+  lastOperationNumber_ = snapshot.lastOperationNumber;
+}
+
+Result<void> Engine::startReplica() {
+  if (controlThread_.joinable()) return fail(Code::kFailedPrecondition, "the engine is running already");
+  SY_ASSIGN(StoreSnapshot snapshot, store_.load());
+  replica_ = true;
+  lastEventSequence_ = snapshot.lastEventSequence;  // Watch streams get what comes after this
+  applySnapshot(std::move(snapshot));
+  controlThread_ = std::thread([this] { control_->run(); });
+  controlThreadId_ = controlThread_.get_id();
+  controlRunning_.store(true, std::memory_order_release);
+  spdlog::info("standby: serving reads of {} system(s), {} device(s) as the store has them", state_->systems().size(),
+               state_->topology().devices.size());
+  return {};
+}
+
+Result<void> Engine::refreshReplica() {
+  if (!replica_) return fail(Code::kFailedPrecondition, "only a standby's engine refreshes from the store");
+  // The store is read here, off the control thread (a large pool takes a while), and swapped in on it.
+  SY_ASSIGN(const std::uint64_t published, onControl([this]() -> Result<std::uint64_t> { return lastEventSequence_; }));
+  SY_ASSIGN(StoreSnapshot snapshot, store_.load());
+  SY_ASSIGN(std::vector<Event> fresh, store_.listEvents(published, kReplicaEventBatch));
+  SY_ASSIGN(auto waitedFor, onControl([this]() -> Result<std::vector<OperationId>> {
+              std::vector<OperationId> ids;
+              for (const auto& [id, waiters] : waiters_) ids.push_back(id);
+              return ids;
+            }));
+  std::set<OperationId> stillRunning;
+  for (const auto& op : snapshot.unfinishedOperations) stillRunning.insert(op.id);
+  std::vector<Operation> ended;
+  for (const auto& id : waitedFor) {
+    if (stillRunning.contains(id)) continue;
+    SY_ASSIGN(auto op, store_.getOperation(id));
+    if (op) ended.push_back(std::move(*op));
+  }
+  return onControl([&]() -> Result<void> {
+    applySnapshot(std::move(snapshot));
+    std::vector<Event> news;
+    for (auto& e : fresh)
+      if (e.sequence > lastEventSequence_) news.push_back(std::move(e));
+    if (!news.empty()) lastEventSequence_ = news.back().sequence;
+    publish(news);
+    for (const auto& op : ended) completeWaiters(op.id, op);
+    return {};
+  });
+}
+
+void Engine::setStandbyLeader(std::string leader) {
+  std::lock_guard lock(standbyMutex_);
+  standbyLeader_ = std::move(leader);
+}
+
+std::string Engine::standbyLeader() const {
+  std::lock_guard lock(standbyMutex_);
+  return replica_ ? standbyLeader_ : std::string();
+}
+
+}  // namespace switchyard

@@ -1,0 +1,137 @@
+// A standby's engine (Engine::startReplica, engine_replica.cpp): reads what the leader wrote to the store,
+// follows it on refresh (systems, events for Watch streams, operations for WaitOperation), refuses every
+// change naming the leader, and never touches the switch or the store's contents.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "tests/support/gated_driver.h"
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+class EngineReplicaTest : public EngineTest {
+ protected:
+  // A standby over the leader's store file (a connection of its own, as another yardd has).
+  std::unique_ptr<Engine> standby() {
+    auto s = SqliteStore::open(dir_ / "yard.db");
+    EXPECT_TRUE(s) << s.error().message;
+    standbyStore_ = std::move(*s);
+    auto f = SimulatedFabric::create(defaultTopology(), clock_, {});  // the switch as the standby could reach it
+    EXPECT_TRUE(f);
+    standbyFabric_ = std::move(*f);
+    auto engine = std::make_unique<Engine>(*standbyFabric_, *standbyStore_, clock_, EngineOptions{.fabricPollInterval = 0ms, .pruneInterval = 0ms});
+    auto started = engine->startReplica();
+    EXPECT_TRUE(started) << started.error().message;
+    return engine;
+  }
+  std::unique_ptr<SqliteStore> standbyStore_;
+  std::unique_ptr<SimulatedFabric> standbyFabric_;
+};
+
+TEST_F(EngineReplicaTest, AStandbyReadsWhatTheLeaderWroteAndFollowsItOnRefresh) {
+  start();
+  compose("first", 2);
+  auto replica = standby();
+  auto systems = replica->listSystems();
+  ASSERT_TRUE(systems) << systems.error().message;
+  ASSERT_EQ(systems->size(), 1u);
+  EXPECT_EQ((*systems)[0].name, "first");
+  EXPECT_EQ(replica->capacity(defaultShapes())->freeGpus, 14);
+
+  auto stream = replica->subscribe();
+  compose("second", 4);
+  EXPECT_EQ(replica->listSystems()->size(), 1u) << "not refreshed yet";
+  ASSERT_TRUE(replica->refreshReplica());
+  EXPECT_EQ(replica->listSystems()->size(), 2u);
+  EXPECT_EQ(replica->capacity(defaultShapes())->freeGpus, 10);
+  auto second = replica->getSystem("second");
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->bindings.size(), 4u);
+  // The leader's events since the standby loaded reach its Watch streams, once and in order.
+  std::vector<std::string> seen;
+  while (auto e = stream->tryNext()) seen.push_back(e->type);
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.front(), "operation.accepted");
+  EXPECT_EQ(seen.back(), "operation.succeeded");
+  ASSERT_TRUE(replica->refreshReplica());
+  EXPECT_FALSE(stream->tryNext().has_value()) << "a refresh with nothing new publishes nothing";
+  EXPECT_EQ(standbyFabric_->callCount(), 0u) << "a standby never calls the switch";
+}
+
+TEST_F(EngineReplicaTest, AStandbyRefusesChangesNamingTheLeader) {
+  start();
+  auto replica = standby();
+  ComposeRequest r{"nope", {}, {}};
+  r.placement.gpuCount = 1;
+  auto refused = replica->compose(Caller::local(), r);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kUnavailable);
+  EXPECT_NE(refused.error().message.find("no yardd leads"), std::string::npos) << refused.error().message;
+  replica->setStandbyLeader("10.0.0.21:7390");
+  EXPECT_EQ(replica->standbyLeader(), "10.0.0.21:7390");
+  refused = replica->compose(Caller::local(), r);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("send changes to the leader at 10.0.0.21:7390"), std::string::npos) << refused.error().message;
+  r.requestId = "retry-1";
+  EXPECT_EQ(replica->compose(Caller::local(), r).error().code, Code::kUnavailable) << "with a request id too";
+  EXPECT_EQ(replica->decompose(Caller::local(), "nope").error().code, Code::kUnavailable);
+  EXPECT_TRUE(replica->plan(r.placement)) << "plans are reads";
+  EXPECT_TRUE(engine_->listAudit({})->empty()) << "a standby's refusals are not written to the leader's audit trail";
+  EXPECT_TRUE(engine_->listSystems()->empty());
+}
+
+TEST_F(EngineReplicaTest, WaitOperationOnAStandbyEndsWhenARefreshFindsTheOperationEnded) {
+  testing::GatedDriver gated(*fabric_);
+  start(&gated);
+  gated.closeBeforeBind(0);
+  ComposeRequest r{"held", {}, {}};
+  r.placement.gpuCount = 2;
+  auto accepted = engine_->compose(Caller::local(), r);
+  ASSERT_TRUE(accepted) << accepted.error().message;
+  gated.waitUntilHeld();
+
+  auto replica = standby();
+  std::promise<Result<Operation>> waited;
+  replica->waitOperation(accepted->id, std::chrono::milliseconds(60'000), [&](Result<Operation> op) { waited.set_value(std::move(op)); });
+  auto answer = waited.get_future();
+  ASSERT_TRUE(replica->refreshReplica());
+  EXPECT_EQ(answer.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout) << "still running on the leader";
+
+  gated.open();
+  ASSERT_TRUE(engine_->waitOperation(accepted->id, 10s)->finished());
+  ASSERT_TRUE(replica->refreshReplica());
+  ASSERT_EQ(answer.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  auto op = answer.get();
+  ASSERT_TRUE(op) << op.error().message;
+  EXPECT_EQ(op->state, OperationState::kSucceeded);
+}
+
+// An operation the leader started after the standby's last refresh: WaitOperation on the standby waits for
+// it (it does not answer "running" at once), and a standby that stops answers such waits kAborted.
+TEST_F(EngineReplicaTest, AStandbyWaitsForAnOperationItOnlyReadInTheStore) {
+  testing::GatedDriver gated(*fabric_);
+  start(&gated);
+  auto replica = standby();
+  gated.closeBeforeBind(0);
+  ComposeRequest r{"late", {}, {}};
+  r.placement.gpuCount = 1;
+  auto accepted = engine_->compose(Caller::local(), r);
+  ASSERT_TRUE(accepted);
+  gated.waitUntilHeld();
+  std::promise<Result<Operation>> waited;
+  replica->waitOperation(accepted->id, std::chrono::milliseconds(60'000), [&](Result<Operation> op) { waited.set_value(std::move(op)); });
+  auto answer = waited.get_future();
+  EXPECT_EQ(answer.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  replica->stop(Duration::zero());
+  ASSERT_EQ(answer.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  auto op = answer.get();
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().code, Code::kAborted);
+  gated.open();
+  ASSERT_TRUE(engine_->waitOperation(accepted->id, 10s)->finished());
+}
+
+}  // namespace
+}  // namespace switchyard
