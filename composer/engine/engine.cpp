@@ -303,6 +303,8 @@ Result<std::vector<HostView>> Engine::listHosts() {
       if (hosts_ != nullptr) {
         v.policy = hosts_->policy(h.id);
         v.hostSide = hosts_->status(h.id);
+      } else if (replica_) {
+        v.hostSide = "standby: the leader serves host sides";  // policies live in the leader's flags and agents
       }
       for (const auto& u : h.upstreamPorts) {
         const Port* port = state_->index().port(u.portId);

@@ -39,6 +39,7 @@ TEST_F(EngineReplicaTest, AStandbyReadsWhatTheLeaderWroteAndFollowsItOnRefresh) 
   ASSERT_EQ(systems->size(), 1u);
   EXPECT_EQ((*systems)[0].name, "first");
   EXPECT_EQ(replica->capacity(defaultShapes())->freeGpus, 14);
+  EXPECT_EQ(replica->listHosts()->front().hostSide, "standby: the leader serves host sides");
 
   auto stream = replica->subscribe();
   compose("second", 4);
