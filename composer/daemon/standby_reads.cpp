@@ -48,25 +48,27 @@ Result<std::unique_ptr<StandbyReads>> StandbyReads::start(EtcdStore& store, Cloc
 }
 
 void StandbyReads::followChanges(std::int64_t loadedAt) {
-  Result<std::int64_t> seen = loadedAt;  // the replica has everything up to here
+  std::int64_t loaded = loadedAt;  // the replica reflects every write up to this revision
   while (!stopping_.load()) {
-    if (!seen) {  // etcd unreachable: try again shortly
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      seen = store_.revision();
-      continue;
-    }
-    auto changed = store_.waitForChange(*seen + 1, std::chrono::milliseconds(1000));
+    auto changed = store_.waitForChange(loaded + 1, std::chrono::milliseconds(1000));
     if (stopping_.load()) break;
-    if (!changed) {
+    if (!changed) {  // etcd unreachable: watch again shortly, from the same revision
       spdlog::debug("standby: watching the store: {}", changed.error().message);
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
       continue;
     }
     if (!*changed) continue;
-    // The revision first, then the load: what changes after the revision is seen by the next watch.
+    // The revision first, then the load: what changes after the revision is seen by the next watch. Only a
+    // refresh that worked moves `loaded` on; a failed one is tried again (the next watch returns at once).
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // a burst of writes makes one refresh
-    seen = store_.revision();
-    if (auto refreshed = engine_->refreshReplica(); !refreshed) spdlog::warn("standby: cannot read the store again: {}", refreshed.error().message);
+    auto before = store_.revision();
+    auto refreshed = before ? engine_->refreshReplica() : Result<void>(fail(before.error()));
+    if (refreshed) {
+      loaded = *before;
+    } else {
+      spdlog::warn("standby: cannot read the store again (retrying): {}", refreshed.error().message);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
   }
 }
 
