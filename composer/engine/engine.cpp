@@ -43,7 +43,10 @@ void Engine::postToControl(std::function<void(bool running)> task) {
     task(false);
     return;
   }
-  asio::post(*control_, [this, task = std::move(task)] { task(!controlStopped_); });
+  asio::post(*control_, [this, task = std::move(task)] {
+    if (!controlStopped_) expireReservations();
+    task(!controlStopped_);
+  });
 }
 
 Result<RecoveryReport> Engine::start() {
@@ -311,6 +314,9 @@ Result<std::vector<HostView>> Engine::listHosts() {
         v.upstreamSwitches.push_back(port ? port->switchId : SwitchId{});
       }
       if (const System* s = state_->systemOfHost(h.id)) v.systemId = s->id;
+      for (const auto& [id, r] : reservations_)
+        for (const auto& held : r.systems)
+          if (held.placement.hostId == h.id) v.reservationId = id;
       v.attachedDevices = state_->pool().hosts()[static_cast<std::size_t>(state_->pool().hostIndex(h.id))].attachedDevices;
       out.push_back(std::move(v));
     }
@@ -594,6 +600,7 @@ void Engine::scheduleFabricPoll() {
   pollTimer_->timer.expires_after(options_.fabricPollInterval);
   pollTimer_->timer.async_wait([this](const boost::system::error_code& ec) {
     if (ec || halted_) return;
+    expireReservations();
     ++driverCallsInFlight_;
     driverPool_->post([this] {
       auto events = driver_.pollEvents();

@@ -32,6 +32,7 @@
 #include "composer/engine/steps/step_kind.h"
 #include "composer/metrics/engine_metrics.h"
 #include "composer/engine/pool_state.h"
+#include "composer/engine/reservation.h"
 #include "composer/model/access.h"
 #include "composer/model/clock.h"
 #include "composer/model/composition.h"
@@ -110,6 +111,7 @@ struct HostView {
   int attachedDevices = 0;
   HostPolicy policy = HostPolicy::kTrustFabric;  // how it takes devices (fabric/host_agents.h)
   std::string hostSide;                          // the host side's status line
+  std::string reservationId;                     // when a composition reservation holds it
 };
 
 struct Drift {
@@ -162,6 +164,18 @@ class Engine {
   [[nodiscard]] Result<Operation> attach(const Caller& caller, const AttachRequest& request);
   [[nodiscard]] Result<Operation> detach(const Caller& caller, const DetachRequest& request);
   [[nodiscard]] Result<PlacementDecision> plan(const PlacementRequest& request);
+
+  // Several systems at once (engine_reservations.cpp): a manifest's systems are placed together, each on
+  // what the ones before it left. planSystems holds nothing; reserve holds the placements for `lifetime`
+  // (see reservation.h); composeReserved composes a reservation's systems, accepted all or none, one
+  // operation each; composeTogether is reserve + composeReserved in one step. A reservation may be seen by
+  // who may see its tenant, and applied or released by who reserved it or an administrator.
+  [[nodiscard]] Result<std::vector<Placement>> planSystems(const std::vector<ComposeRequest>& requests);
+  [[nodiscard]] Result<Reservation> reserve(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime);
+  [[nodiscard]] Result<std::vector<Reservation>> listReservations();
+  [[nodiscard]] Result<void> releaseReservation(const Caller& caller, const std::string& id);
+  [[nodiscard]] Result<std::vector<Operation>> composeReserved(const Caller& caller, const std::string& id);
+  [[nodiscard]] Result<std::vector<Operation>> composeTogether(const Caller& caller, const std::vector<ComposeRequest>& requests);
   // Usable capacity per request shape, and per MIG profile and share size when asked.
   [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles = {},
                                                 const std::vector<int>& shareMilli = {});
@@ -252,6 +266,7 @@ class Engine {
   [[nodiscard]] Result<Operation> audited(const Caller& caller, std::string action, const std::string& target, std::string tenant,
                                           const std::string& requestId, const std::function<Result<Operation>()>& accept);
   [[nodiscard]] Result<std::optional<Operation>> priorOperation(const Caller& caller, std::string_view action, const std::string& requestId);
+  [[nodiscard]] static Result<void> validateName(const std::string& name);
   [[nodiscard]] Result<Operation> acceptCompose(const Caller& caller, const ComposeRequest& request);
   [[nodiscard]] Result<Operation> acceptDecompose(const Caller& caller, const std::string& system);
   [[nodiscard]] Result<Operation> acceptAttach(const Caller& caller, const AttachRequest& request);
@@ -269,6 +284,19 @@ class Engine {
   [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Caller& caller);
   // Persists the operation with its mutation, then applies the in-memory change and starts it.
   [[nodiscard]] Result<Operation> launch(Operation op, const std::string& tenant, Mutation mutation, const std::function<void()>& applyInMemory);
+  // Reservations (engine_reservations.cpp). placeTogether places `requests` in order and holds each
+  // placement under `holder` as it goes; on failure it lets go of what it held and names the system.
+  [[nodiscard]] Result<std::vector<Placement>> placeTogether(const std::vector<ComposeRequest>& requests, const std::string& holder);
+  void hold(const Placement& placement, const std::string& holder);
+  void letGo(const Placement& placement);
+  // Composes systems placed and held by the caller: checks all of them first, then calls `letGoAll` and
+  // accepts each (acceptCompose on exactly its held host and devices).
+  [[nodiscard]] Result<std::vector<Operation>> composeHeld(const Caller& caller, const std::vector<HeldSystem>& systems,
+                                                           const std::function<void()>& letGoAll);
+  [[nodiscard]] Result<Reservation> reserveOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime);
+  // Drops reservations whose time is up (each with a reservation.expired event). Cheap when there are none.
+  void expireReservations();
+  void announceReservation(const Reservation& r, const std::string& type, const std::string& message, const std::string& actor);
   // Stores a refused request's shape and counts it towards the demand mix.
   void recordDemand(const DemandShape& shape);
 
@@ -358,6 +386,8 @@ class Engine {
   std::optional<AuditRecord> auditing_;  // the request being accepted (see audited())
   std::string requestId_;                // its client request id, which newOperation() records
   std::uint64_t lastSystemNumber_ = 0;
+  std::map<std::string, Reservation> reservations_;
+  std::uint64_t lastReservationNumber_ = 0;
   std::uint64_t lastOperationNumber_ = 0;
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
   int stepCallsInFlight_ = 0;        // switch calls of operation steps: they may change bindings

@@ -108,15 +108,15 @@ Result<Operation> Engine::launch(Operation op, const std::string& tenant, Mutati
   return snapshot;
 }
 
-namespace {
-
-Result<void> validateName(const std::string& name) {
+Result<void> Engine::validateName(const std::string& name) {
   static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
   if (!std::regex_match(name, kName))
     return fail(Code::kInvalidArgument,
                 fmt::format("system name '{}' is invalid: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", name));
   return {};
 }
+
+namespace {
 
 // reserve (done at acceptance), bind every device in one switch call, verify, host-admit when the host
 // takes devices through its host side, commit. An attach whose MIG instances all fit on GPUs the system
@@ -153,6 +153,9 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
   SY_TRY(validateName(request.name));
   if (const System* existing = state_->findSystem(request.name))
     return fail(Code::kAlreadyExists, fmt::format("a system named '{}' already exists ({})", request.name, existing->id));
+  for (const auto& [id, r] : reservations_)
+    for (const auto& held : r.systems)
+      if (held.name == request.name) return fail(Code::kAlreadyExists, fmt::format("reservation {} holds the name '{}'", id, request.name));
   for (const auto& [key, value] : request.labels)
     if (key.empty()) return fail(Code::kInvalidArgument, "label keys must not be empty");
   if (request.placement.tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");

@@ -14,11 +14,16 @@ template <typename F>
 auto Engine::onControl(F&& f) -> decltype(f()) {
   using R = decltype(f());
   if (!controlRunning_.load(std::memory_order_acquire)) return R(fail(Code::kAborted, "the engine is not running"));
-  if (onControlThread()) return f();
+  if (onControlThread()) {
+    expireReservations();
+    return f();
+  }
   auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(f));
   auto future = task->get_future();
   boost::asio::post(*control_, [this, task] {
-    if (!controlStopped_) (*task)();  // else dropped unrun: the caller gets kAborted
+    if (controlStopped_) return;  // dropped unrun: the caller gets kAborted
+    expireReservations();
+    (*task)();
   });
   try {
     return future.get();

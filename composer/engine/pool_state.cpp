@@ -36,6 +36,10 @@ void PoolState::setHealth(const DeviceId& device, DeviceHealth health) {
     if (d.id == device) d.health = health;
 }
 
+void PoolState::holdHost(const HostId& host, bool held) {
+  if (const int hi = pool_.hostIndex(host); hi >= 0) pool_.setInSystem(hi, held);
+}
+
 System* PoolState::system(const SystemId& id) {
   auto it = systems_.find(id);
   return it == systems_.end() ? nullptr : &it->second;

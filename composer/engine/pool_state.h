@@ -40,6 +40,8 @@ class PoolState {
     return assignments_;
   }
   void setHealth(const DeviceId& device, DeviceHealth health);
+  // A host held by a composition reservation takes no other system until let go.
+  void holdHost(const HostId& host, bool held);
 
   // Live systems (not decomposed, not failed).
   [[nodiscard]] System* system(const SystemId& id);

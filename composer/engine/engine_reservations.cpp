@@ -1,0 +1,246 @@
+// Several systems at once, and composition reservations (Redfish's Compose action with a manifest:
+// Preview, PreviewReserve, Apply). A manifest's systems are placed in order, each on what the ones before
+// it left, so they fit together or the manifest is refused whole. A reservation keeps those placements
+// held (devices kReserved under the reservation's id, hosts taken) until it is applied, released or
+// expires. Runs on the control thread; reservations are in memory only (reservation.h).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <set>
+
+#include "composer/engine/engine.h"
+#include "composer/engine/engine_control.h"
+
+namespace switchyard {
+
+namespace {
+
+// The holder of a manifest's placements while one engine call composes or previews them.
+constexpr std::string_view kManifestHolder = "rsv-manifest";
+
+std::string describeHeld(const std::vector<HeldSystem>& systems) {
+  std::string out;
+  for (const auto& s : systems) {
+    std::string devices;
+    for (const auto& d : s.placement.devices) devices += (devices.empty() ? "" : ", ") + d.deviceId;
+    out += fmt::format("{}'{}' on {} with {}", out.empty() ? "" : "; ", s.name, s.placement.hostId, devices.empty() ? "no devices" : devices);
+  }
+  return out;
+}
+
+}  // namespace
+
+void Engine::hold(const Placement& placement, const std::string& holder) {
+  for (const auto& d : placement.devices) state_->assign({d.deviceId, DeviceAllocation::kReserved, holder}, placement.hostId);
+  state_->holdHost(placement.hostId, true);
+}
+
+void Engine::letGo(const Placement& placement) {
+  for (const auto& d : placement.devices) state_->assign({d.deviceId, DeviceAllocation::kFree, {}}, {});
+  state_->holdHost(placement.hostId, false);
+}
+
+Result<std::vector<Placement>> Engine::placeTogether(const std::vector<ComposeRequest>& requests, const std::string& holder) {
+  std::vector<Placement> placed;
+  auto refuse = [&](const std::string& name, Error e) -> Result<std::vector<Placement>> {
+    for (const auto& p : placed) letGo(p);
+    if (requests.size() > 1) e.message = fmt::format("system '{}': {}", name, e.message);
+    return fail(std::move(e));
+  };
+  if (requests.empty()) return fail(Code::kInvalidArgument, "name at least one system");
+  std::set<std::string> names;
+  std::set<std::string> reservedNames;
+  for (const auto& [id, r] : reservations_)
+    for (const auto& s : r.systems) reservedNames.insert(s.name);
+  for (const auto& r : requests) {
+    if (auto valid = validateName(r.name); !valid) return refuse(r.name, valid.error());
+    if (!names.insert(r.name).second) return refuse(r.name, Error{Code::kInvalidArgument, "the name is given to two systems"});
+    if (const System* existing = state_->findSystem(r.name))
+      return refuse(r.name, Error{Code::kAlreadyExists, fmt::format("a system named '{}' already exists ({})", r.name, existing->id)});
+    if (reservedNames.contains(r.name))
+      return refuse(r.name, Error{Code::kAlreadyExists, fmt::format("a reservation holds the name '{}'", r.name)});
+    if (r.placement.gpuShareMilli != 0 || !r.placement.gpuInstances.empty())
+      return refuse(r.name, Error{Code::kInvalidArgument,
+                                  "a manifest or reservation holds whole devices; compose a GPU share or MIG instances on its own"});
+    if (r.placement.tenant.empty()) return refuse(r.name, Error{Code::kInvalidArgument, "tenant must not be empty"});
+    PlacementDecision decision = place(*placement_, state_->pool(), r.placement, &state_->placementIndex());
+    if (!decision.placement) return refuse(r.name, *decision.error);
+    hold(*decision.placement, holder);
+    placed.push_back(std::move(*decision.placement));
+  }
+  return placed;
+}
+
+Result<std::vector<Placement>> Engine::planSystems(const std::vector<ComposeRequest>& requests) {
+  return onControl([&]() -> Result<std::vector<Placement>> {
+    SY_ASSIGN(auto placed, placeTogether(requests, std::string(kManifestHolder)));
+    for (const auto& p : placed) letGo(p);
+    return placed;
+  });
+}
+
+void Engine::announceReservation(const Reservation& r, const std::string& type, const std::string& message, const std::string& actor) {
+  Mutation m;
+  m.events.push_back(makeEvent(type, r.id, message, actor));
+  m.events.back().tenant = r.tenant;
+  if (auto written = persist(m); !written) spdlog::warn("cannot record {} for {}: {}", type, r.id, written.error().message);
+}
+
+Result<Reservation> Engine::reserveOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime) {
+  SY_TRY(checkAccepting());
+  if (lifetime <= Duration::zero()) return fail(Code::kInvalidArgument, "a reservation must last longer than zero");
+  if (requests.empty()) return fail(Code::kInvalidArgument, "name at least one system to reserve for");
+  const std::string tenant = requests.front().placement.tenant;
+  for (const auto& r : requests)
+    if (r.placement.tenant != tenant) return fail(Code::kInvalidArgument, "the systems of one reservation belong to one tenant");
+  SY_TRY(mayChange(caller, tenant, "reserve"));
+  SY_TRY(checkQuota(tenant, static_cast<int>(requests.size()), 0));
+
+  Reservation r;
+  r.id = fmt::format("rsv-{:06}", lastReservationNumber_ + 1);
+  SY_ASSIGN(auto placed, placeTogether(requests, r.id));
+  int gpus = 0;
+  for (const auto& p : placed) gpus += gpusAmong(p.devices);
+  if (auto quota = checkQuota(tenant, static_cast<int>(requests.size()), gpus); !quota) {
+    for (const auto& p : placed) letGo(p);
+    return fail(quota.error());
+  }
+  ++lastReservationNumber_;
+  r.reservedBy = caller;
+  r.tenant = tenant;
+  r.createdAt = clock_.now();
+  r.expiresAt = r.createdAt + lifetime.count();
+  for (std::size_t i = 0; i < requests.size(); ++i) r.systems.push_back({requests[i].name, requests[i].placement, placed[i], requests[i].labels});
+  reservations_.emplace(r.id, r);
+  announceReservation(r, "reservation.created",
+                      fmt::format("{} holds {} for {} for {} s", r.id, describeHeld(r.systems), caller.identity,
+                                  std::chrono::duration_cast<std::chrono::seconds>(lifetime).count()),
+                      caller.identity);
+  spdlog::info("{} reserved by {}: {}", r.id, caller.identity, describeHeld(r.systems));
+  return r;
+}
+
+Result<Reservation> Engine::reserve(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime) {
+  return onControl([&] { return reserveOnControl(caller, requests, lifetime); });
+}
+
+Result<std::vector<Reservation>> Engine::listReservations() {
+  return onControl([&]() -> Result<std::vector<Reservation>> {
+    std::vector<Reservation> out;
+    for (const auto& [id, r] : reservations_) out.push_back(r);
+    return out;
+  });
+}
+
+namespace {
+
+// The reservation, if the caller may see it (else "none"), and may apply or release it (else refused).
+Result<const Reservation*> ownReservation(const std::map<std::string, Reservation>& reservations, const Caller& caller, const std::string& id,
+                                          std::string_view what) {
+  auto it = reservations.find(id);
+  if (it == reservations.end() || !maySee(caller, it->second.tenant))
+    return fail(Code::kNotFound, fmt::format("no reservation '{}' (it may have expired, or yardd restarted since)", id));
+  const Reservation& r = it->second;
+  if (caller.identity != r.reservedBy.identity && caller.role != Role::kAdmin)
+    return fail(Code::kPermissionDenied, fmt::format("{} belongs to {}: only they or an administrator may {} it", id, r.reservedBy.identity, what));
+  return &r;
+}
+
+}  // namespace
+
+Result<void> Engine::releaseReservation(const Caller& caller, const std::string& id) {
+  return onControl([&]() -> Result<void> {
+    SY_TRY(checkAccepting());
+    SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "release"));
+    const Reservation r = *found;
+    for (const auto& s : r.systems) letGo(s.placement);
+    reservations_.erase(id);
+    announceReservation(r, "reservation.released", fmt::format("{} released by {}: {}", r.id, caller.identity, describeHeld(r.systems)),
+                        caller.identity);
+    return {};
+  });
+}
+
+Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const std::vector<HeldSystem>& systems, const std::function<void()>& letGoAll) {
+  // Everything acceptCompose could refuse, checked for all systems while they are still held: the
+  // manifest is accepted whole or not at all.
+  SY_TRY(checkAccepting());
+  int gpus = 0;
+  for (const auto& s : systems) {
+    if (const System* existing = state_->findSystem(s.name))
+      return fail(Code::kAlreadyExists, fmt::format("a system named '{}' already exists ({})", s.name, existing->id));
+    SY_TRY(mayChange(caller, s.request.tenant, "compose"));
+    SY_TRY(hostPolicy(s.placement.hostId));
+    gpus += gpusAmong(s.placement.devices);
+  }
+  SY_TRY(checkQuota(systems.front().request.tenant, static_cast<int>(systems.size()), gpus));
+  letGoAll();
+  std::vector<Operation> started;
+  for (const auto& s : systems) {
+    ComposeRequest request{s.name, s.request, s.labels, {}};
+    request.placement.host = s.placement.hostId;
+    request.placement.devices.clear();
+    for (const auto& d : s.placement.devices) request.placement.devices.push_back(d.deviceId);
+    request.placement.gpuCount = 0;
+    auto op = audited(caller, "compose", s.name, s.request.tenant, {}, [&] { return acceptCompose(caller, request); });
+    if (!op) {
+      std::string before;
+      for (const auto& o : started) before += fmt::format("{}{} ({})", before.empty() ? "" : ", ", o.systemId, o.id);
+      return fail(op.error().code, fmt::format("system '{}': {}{}", s.name, op.error().message,
+                                               before.empty() ? "" : fmt::format("; the systems before it are composing: {}", before)));
+    }
+    started.push_back(std::move(*op));
+  }
+  return started;
+}
+
+Result<std::vector<Operation>> Engine::composeReserved(const Caller& caller, const std::string& id) {
+  return onControl([&]() -> Result<std::vector<Operation>> {
+    SY_TRY(checkAccepting());
+    SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "apply"));
+    const Reservation r = *found;
+    SY_ASSIGN(auto started, composeHeld(caller, r.systems, [&] {
+                for (const auto& s : r.systems) letGo(s.placement);
+                reservations_.erase(r.id);
+              }));
+    std::string ops;
+    for (const auto& o : started) ops += fmt::format("{}{} ({})", ops.empty() ? "" : ", ", o.systemId, o.id);
+    announceReservation(r, "reservation.applied", fmt::format("{} applied by {}: {}", r.id, caller.identity, ops), caller.identity);
+    return started;
+  });
+}
+
+Result<std::vector<Operation>> Engine::composeTogether(const Caller& caller, const std::vector<ComposeRequest>& requests) {
+  return onControl([&]() -> Result<std::vector<Operation>> {
+    SY_TRY(checkAccepting());
+    SY_ASSIGN(auto placed, placeTogether(requests, std::string(kManifestHolder)));
+    std::vector<HeldSystem> systems;
+    for (std::size_t i = 0; i < requests.size(); ++i) systems.push_back({requests[i].name, requests[i].placement, placed[i], requests[i].labels});
+    bool released = false;
+    auto letGoAll = [&] {
+      for (const auto& p : placed) letGo(p);
+      released = true;
+    };
+    auto started = composeHeld(caller, systems, letGoAll);
+    if (!released) letGoAll();
+    return started;
+  });
+}
+
+void Engine::expireReservations() {
+  if (reservations_.empty() || !state_) return;
+  const Timestamp now = clock_.now();
+  for (auto it = reservations_.begin(); it != reservations_.end();) {
+    if (it->second.expiresAt > now) {
+      ++it;
+      continue;
+    }
+    const Reservation r = std::move(it->second);
+    it = reservations_.erase(it);
+    for (const auto& s : r.systems) letGo(s.placement);
+    spdlog::info("{} expired: {} are free again", r.id, describeHeld(r.systems));
+    announceReservation(r, "reservation.expired", fmt::format("{} expired unused: {} are free again", r.id, describeHeld(r.systems)), "yardd");
+  }
+}
+
+}  // namespace switchyard

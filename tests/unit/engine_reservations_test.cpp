@@ -1,0 +1,180 @@
+// Several systems at once and composition reservations (engine_reservations.cpp): a manifest is placed
+// together or refused whole; a reservation holds its hosts and devices from every other request until it
+// is applied (exactly what was held is composed), released, or expires on the engine's clock.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+class EngineReservationsTest : public EngineTest {
+ protected:
+  static ComposeRequest want(const std::string& name, int gpus) {
+    ComposeRequest r{name, {}, {}};
+    r.placement.gpuCount = gpus;
+    return r;
+  }
+  std::set<std::string> heldDevices(const Reservation& r) {
+    std::set<std::string> out;
+    for (const auto& s : r.systems)
+      for (const auto& d : s.placement.devices) out.insert(d.deviceId);
+    return out;
+  }
+  const Caller alice_{"alice", Role::kOperator, {}};
+  const Caller bob_{"bob", Role::kOperator, {}};
+};
+
+TEST_F(EngineReservationsTest, AReservationHoldsItsHostsAndDevicesFromEveryoneElseUntilApplied) {
+  start();
+  auto reserved = engine_->reserve(alice_, {want("train", 8), want("eval", 4)}, 300s);
+  ASSERT_TRUE(reserved) << reserved.error().message;
+  ASSERT_EQ(reserved->systems.size(), 2u);
+  EXPECT_NE(reserved->systems[0].placement.hostId, reserved->systems[1].placement.hostId);
+  EXPECT_EQ(heldDevices(*reserved).size(), 12u) << "the two systems' devices are disjoint";
+  EXPECT_EQ(freeDevices(), 4u);
+  for (const auto& d : *engine_->listDevices())
+    if (heldDevices(*reserved).contains(d.device.id)) {
+      EXPECT_EQ(d.assignment.allocation, DeviceAllocation::kReserved);
+      EXPECT_EQ(d.assignment.owner, reserved->id);
+    }
+  int heldHosts = 0;
+  for (const auto& h : *engine_->listHosts()) heldHosts += h.reservationId == reserved->id ? 1 : 0;
+  EXPECT_EQ(heldHosts, 2);
+
+  // Others get what is left: four GPUs on one of the two other hosts, and nothing more.
+  PlacementRequest eight;
+  eight.gpuCount = 8;
+  EXPECT_FALSE(engine_->plan(eight)->placement.has_value());
+  compose("other", 4);
+  auto none = engine_->compose(bob_, want("more", 1));
+  ASSERT_FALSE(none);
+  EXPECT_EQ(none.error().code, Code::kResourceExhausted);
+  auto sameName = engine_->compose(bob_, want("train", 0));
+  ASSERT_FALSE(sameName);
+  EXPECT_EQ(sameName.error().code, Code::kAlreadyExists) << "the reservation holds its systems' names too";
+
+  auto ops = engine_->composeReserved(alice_, reserved->id);
+  ASSERT_TRUE(ops) << ops.error().message;
+  ASSERT_EQ(ops->size(), 2u);
+  for (const auto& op : *ops) EXPECT_EQ(run(op).state, OperationState::kSucceeded);
+  for (const auto& held : reserved->systems) {
+    auto s = engine_->getSystem(held.name);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->hostId, held.placement.hostId);
+    std::set<std::string> bound;
+    for (const auto& b : s->bindings) bound.insert(b.deviceId);
+    std::set<std::string> wanted;
+    for (const auto& d : held.placement.devices) wanted.insert(d.deviceId);
+    EXPECT_EQ(bound, wanted) << "exactly what was held is composed";
+  }
+  EXPECT_TRUE(engine_->listReservations()->empty());
+  EXPECT_EQ(engine_->composeReserved(alice_, reserved->id).error().code, Code::kNotFound) << "a reservation is applied once";
+  const auto types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "reservation.created"), types.end());
+  EXPECT_NE(std::find(types.begin(), types.end(), "reservation.applied"), types.end());
+}
+
+TEST_F(EngineReservationsTest, AReservationExpiresOnTheEnginesClockAndItsDevicesAreFreeAgain) {
+  start();
+  auto reserved = engine_->reserve(alice_, {want("train", 8)}, 60s);
+  ASSERT_TRUE(reserved) << reserved.error().message;
+  clock_.advance(59s);
+  EXPECT_EQ(engine_->listReservations()->size(), 1u);
+  EXPECT_EQ(freeDevices(), 8u);
+  clock_.advance(2s);
+  EXPECT_TRUE(engine_->listReservations()->empty());
+  EXPECT_EQ(freeDevices(), 16u);
+  const auto types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "reservation.expired"), types.end());
+  auto late = engine_->composeReserved(alice_, reserved->id);
+  ASSERT_FALSE(late);
+  EXPECT_EQ(late.error().code, Code::kNotFound);
+  EXPECT_NE(late.error().message.find("expired"), std::string::npos) << late.error().message;
+  compose("train", 8);  // the name is free again too
+}
+
+TEST_F(EngineReservationsTest, OnlyTheReserverOrAnAdministratorAppliesOrReleasesAndTenantsSeeOnlyTheirOwn) {
+  start();
+  auto reserved = engine_->reserve(alice_, {want("train", 2)}, 300s);
+  ASSERT_TRUE(reserved);
+  EXPECT_EQ(engine_->composeReserved(bob_, reserved->id).error().code, Code::kPermissionDenied);
+  EXPECT_EQ(engine_->releaseReservation(bob_, reserved->id).error().code, Code::kPermissionDenied);
+  const Caller tenant{"carol", Role::kTenant, "team-a"};
+  EXPECT_EQ(engine_->releaseReservation(tenant, reserved->id).error().code, Code::kNotFound) << "another tenant's reservation is none";
+  auto mine = engine_->reserve(tenant, {[] {
+                                 auto r = want("mine", 1);
+                                 r.placement.tenant = "team-a";
+                                 return r;
+                               }()},
+                               300s);
+  ASSERT_TRUE(mine) << mine.error().message;
+  EXPECT_EQ(engine_->releaseReservation(alice_, mine->id).error().code, Code::kPermissionDenied);
+  ASSERT_TRUE(engine_->releaseReservation(Caller::local(), reserved->id)) << "an administrator may release anyone's";
+  EXPECT_EQ(freeDevices(), 15u);
+  ASSERT_TRUE(engine_->releaseReservation(tenant, mine->id));
+  EXPECT_EQ(freeDevices(), 16u);
+  EXPECT_TRUE(engine_->listSystems()->empty());
+}
+
+TEST_F(EngineReservationsTest, AManifestIsPlacedTogetherOrRefusedWhole) {
+  start();
+  auto plans = engine_->planSystems({want("a", 8), want("b", 8)});
+  ASSERT_TRUE(plans) << plans.error().message;
+  ASSERT_EQ(plans->size(), 2u);
+  EXPECT_NE((*plans)[0].hostId, (*plans)[1].hostId);
+  EXPECT_EQ(freeDevices(), 16u) << "a plan holds nothing";
+
+  auto tooMuch = engine_->composeTogether(alice_, {want("a", 8), want("b", 8), want("c", 1)});
+  ASSERT_FALSE(tooMuch);
+  EXPECT_EQ(tooMuch.error().code, Code::kResourceExhausted);
+  EXPECT_NE(tooMuch.error().message.find("system 'c'"), std::string::npos) << tooMuch.error().message;
+  EXPECT_EQ(freeDevices(), 16u);
+  EXPECT_TRUE(engine_->listSystems()->empty()) << "refused whole: nothing composed";
+
+  auto twice = engine_->composeTogether(alice_, {want("a", 1), want("a", 1)});
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().code, Code::kInvalidArgument);
+  ComposeRequest share = want("s", 0);
+  share.placement.gpuShareMilli = 250;
+  EXPECT_EQ(engine_->reserve(alice_, {share}, 60s).error().code, Code::kInvalidArgument);
+  EXPECT_EQ(engine_->reserve(alice_, {want("z", 1)}, 0s).error().code, Code::kInvalidArgument);
+
+  auto ops = engine_->composeTogether(alice_, {want("a", 8), want("b", 4), want("c", 4)});
+  ASSERT_TRUE(ops) << ops.error().message;
+  ASSERT_EQ(ops->size(), 3u);
+  for (const auto& op : *ops) EXPECT_EQ(run(op).state, OperationState::kSucceeded);
+  EXPECT_EQ(freeDevices(), 0u);
+  EXPECT_EQ(fabricBindings().size(), 16u);
+}
+
+TEST_F(EngineReservationsTest, ATenantsQuotaCountsEverySystemOfTheManifest) {
+  quotas_["team-a"] = TenantQuota{.maxGpus = 4, .maxSystems = 2};
+  start();
+  const Caller tenant{"carol", Role::kTenant, "team-a"};
+  auto forTenant = [](const std::string& name, int gpus) {
+    auto r = want(name, gpus);
+    r.placement.tenant = "team-a";
+    return r;
+  };
+  EXPECT_EQ(engine_->reserve(tenant, {forTenant("a", 1), forTenant("b", 1), forTenant("c", 1)}, 60s).error().code, Code::kResourceExhausted);
+  EXPECT_EQ(engine_->composeTogether(tenant, {forTenant("a", 4), forTenant("b", 1)}).error().code, Code::kResourceExhausted);
+  EXPECT_EQ(freeDevices(), 16u);
+  auto ops = engine_->composeTogether(tenant, {forTenant("a", 2), forTenant("b", 2)});
+  ASSERT_TRUE(ops) << ops.error().message;
+  for (const auto& op : *ops) run(op);
+}
+
+TEST_F(EngineReservationsTest, ARestartDropsReservations) {
+  start();
+  ASSERT_TRUE(engine_->reserve(alice_, {want("train", 8)}, 300s));
+  start();
+  EXPECT_TRUE(engine_->listReservations()->empty());
+  EXPECT_EQ(freeDevices(), 16u);
+  compose("train", 8);
+}
+
+}  // namespace
+}  // namespace switchyard
