@@ -42,13 +42,21 @@ class Accounts {
   [[nodiscard]] bool logout(const std::string& sessionId);
   [[nodiscard]] std::vector<Session> sessions();
   [[nodiscard]] const auth::Identities& identities() const { return *identities_; }
-  [[nodiscard]] std::chrono::seconds sessionTimeout() const { return sessionTimeout_; }
+  [[nodiscard]] std::chrono::seconds sessionTimeout() const {
+    std::lock_guard lock(mutex_);
+    return sessionTimeout_;
+  }
+  // PATCH SessionService SessionTimeout: idle sessions older than the new timeout end at the next check.
+  void setSessionTimeout(std::chrono::seconds timeout) {
+    std::lock_guard lock(mutex_);
+    sessionTimeout_ = timeout;
+  }
 
  private:
   void expireLocked();
   std::shared_ptr<const auth::Identities> identities_;
   std::chrono::seconds sessionTimeout_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::map<std::string, Session> sessions_;  // by id
   std::uint64_t nextSession_ = 1;
 };

@@ -115,6 +115,22 @@ void RedfishService::compose(const std::shared_ptr<Call>& call) {
   startCompose(call, std::move(std::get<ComposeRequest>(parsed)));
 }
 
+namespace {
+
+// A ComputerSystem in a stanza's Response: the system as composed (or composing), with its blocks.
+json stanzaResponse(const std::string& name, const Placement& placement, const std::string& systemId) {
+  json blocks = json::array({{{"@odata.id", std::string(kRoot) + "/CompositionService/ResourceBlocks/" + placement.hostId}}});
+  for (const auto& d : placement.devices) blocks.push_back({{"@odata.id", std::string(kRoot) + "/CompositionService/ResourceBlocks/" + d.deviceId}});
+  json response = {{"Name", name}, {"SystemType", "Composed"}, {"Description", placement.explanation}, {"Links", {{"ResourceBlocks", blocks}}}};
+  if (!systemId.empty()) {
+    response["@odata.id"] = std::string(kRoot) + "/Systems/" + systemId;
+    response["Id"] = systemId;
+  }
+  return response;
+}
+
+}  // namespace
+
 void RedfishService::composeAction(const std::shared_ptr<Call>& call) {
   auto bad = [&](const std::string& id, const std::string& message) { call->reply(error(http::status::bad_request, id, message)); };
   const json body = json::parse(call->request->body(), nullptr, false);
@@ -125,45 +141,145 @@ void RedfishService::composeAction(const std::shared_ptr<Call>& call) {
   if (!body.contains("RequestFormat") || body["RequestFormat"] != "Manifest")
     return bad(std::string(kBase) + "ActionParameterMissing", "RequestFormat must be \"Manifest\"");
   const std::string type = body.contains("RequestType") && body["RequestType"].is_string() ? body["RequestType"].get<std::string>() : "";
-  if (type != "Preview" && type != "Apply")
+  if (type != "Preview" && type != "PreviewReserve" && type != "Apply")
     return bad(std::string(kBase) + "ActionParameterNotSupported",
-               fmt::format("RequestType {} is not supported: use Preview or Apply (PreviewReserve needs reservations, not built yet)",
-                           type.empty() ? "(missing)" : type));
-  if (body.contains("ReservationId")) return bad(std::string(kBase) + "ActionParameterNotSupported", "reservations are not supported yet");
+               fmt::format("RequestType {} is not supported: use Preview, PreviewReserve or Apply", type.empty() ? "(missing)" : type));
+  json answer = {{"RequestFormat", "Manifest"}, {"RequestType", type}};
+
+  // Apply a reservation: exactly the blocks PreviewReserve held (a Manifest alongside is not needed).
+  if (body.contains("ReservationId")) {
+    if (!body["ReservationId"].is_string() || body["ReservationId"].get<std::string>().empty())
+      return bad(std::string(kBase) + "ActionParameterValueTypeError", "ReservationId must be a reservation's Id (a string)");
+    if (type != "Apply") return bad(std::string(kBase) + "ActionParameterNotSupported", "ReservationId goes with RequestType Apply");
+    return applyReservation(call, body["ReservationId"].get<std::string>());
+  }
   if (!body.contains("Manifest") || !body["Manifest"].is_object() || !body["Manifest"].contains("Stanzas") || !body["Manifest"]["Stanzas"].is_array() ||
       body["Manifest"]["Stanzas"].empty())
     return bad(std::string(kComposition) + "EmptyManifest", "the manifest has no stanzas");
   const json& stanzas = body["Manifest"]["Stanzas"];
-  // A manifest is applied whole or not at all; with one system per stanza that is one stanza per request.
-  if (stanzas.size() != 1)
-    return bad(std::string(kComposition) + "UnableToProcessStanzaRequest", "one ComposeSystem stanza per manifest is supported");
-  const json& stanza = stanzas[0];
-  if (!stanza.is_object() || stanza.value("StanzaType", json("")) != "ComposeSystem" || !stanza.contains("Request"))
-    return bad(std::string(kComposition) + "UnableToProcessStanzaRequest", "a stanza needs StanzaType ComposeSystem and a Request");
-  const std::string stanzaId = stanza.contains("StanzaId") && stanza["StanzaId"].is_string() ? stanza["StanzaId"].get<std::string>() : "";
-  auto parsed = parseSystemRequest(stanza["Request"], stanzaId);
-  if (auto* res = std::get_if<HttpResponse>(&parsed)) return call->reply(std::move(*res));
-  ComposeRequest request = std::move(std::get<ComposeRequest>(parsed));
-  if (type == "Apply") return startCompose(call, std::move(request));
-  // Preview: what Apply would compose now, changing nothing.
-  engine_.async<PlacementDecision>(
-      [this, request]() -> Result<PlacementDecision> {
-        SY_ASSIGN(ComposeRequest resolved, resolveHost(request));
-        return engine_.plan(resolved.placement);
+  if (stanzas.size() > 64) return bad(std::string(kComposition) + "UnableToProcessStanzaRequest", "a manifest may hold at most 64 stanzas");
+  std::vector<ComposeRequest> requests;
+  for (const auto& stanza : stanzas) {
+    if (!stanza.is_object() || stanza.value("StanzaType", json("")) != "ComposeSystem" || !stanza.contains("Request"))
+      return bad(std::string(kComposition) + "UnableToProcessStanzaRequest", "every stanza needs StanzaType ComposeSystem and a Request");
+    const std::string stanzaId = stanza.contains("StanzaId") && stanza["StanzaId"].is_string() ? stanza["StanzaId"].get<std::string>() : "";
+    auto parsed = parseSystemRequest(stanza["Request"], stanzaId);
+    if (auto* res = std::get_if<HttpResponse>(&parsed)) return call->reply(std::move(*res));
+    requests.push_back(std::move(std::get<ComposeRequest>(parsed)));
+    // A tenant's account composes for its tenant (Redfish has no tenant property to ask for another).
+    if (!call->caller.tenant.empty()) requests.back().placement.tenant = call->caller.tenant;
+  }
+  // The answer is the manifest with each stanza's Response filled in.
+  auto withResponses = [answer, manifest = body["Manifest"]](const std::vector<ComposeRequest>& asked, const std::vector<Placement>& placed,
+                                                             const std::vector<std::string>& systemIds) mutable {
+    for (std::size_t i = 0; i < placed.size(); ++i)
+      manifest["Stanzas"][i]["Response"] = stanzaResponse(asked[i].name, placed[i], i < systemIds.size() ? systemIds[i] : "");
+    answer["Manifest"] = manifest;
+    return answer;
+  };
+  auto resolveAll = [this](std::vector<ComposeRequest> asked) -> Result<std::vector<ComposeRequest>> {
+    for (auto& r : asked) {
+      SY_ASSIGN(r, resolveHost(std::move(r)));
+    }
+    return asked;
+  };
+
+  if (type == "Preview") {
+    // What Apply would compose now, changing nothing.
+    return engine_.async<std::vector<Placement>>(
+        [this, requests, resolveAll]() -> Result<std::vector<Placement>> {
+          SY_ASSIGN(auto resolved, resolveAll(requests));
+          return engine_.planSystems(resolved);
+        },
+        [this, call, requests, withResponses](Result<std::vector<Placement>> placed) mutable {
+          boost::asio::post(work_, [call, requests, withResponses, placed = std::move(placed)]() mutable {
+            if (!placed) return call->reply(engineError(placed.error(), true));
+            call->reply(respond(http::status::ok, withResponses(requests, *placed, {})));
+          });
+        });
+  }
+  if (type == "PreviewReserve") {
+    return engine_.async<Reservation>(
+        [this, requests, resolveAll, caller = call->caller]() -> Result<Reservation> {
+          SY_ASSIGN(auto resolved, resolveAll(requests));
+          return engine_.reserve(caller, resolved, reservationDuration());
+        },
+        [this, call, requests, withResponses](Result<Reservation> r) mutable {
+          boost::asio::post(work_, [call, requests, withResponses, r = std::move(r)]() mutable {
+            if (!r) return call->reply(engineError(r.error(), true));
+            std::vector<Placement> placed;
+            for (const auto& s : r->systems) placed.push_back(s.placement);
+            json reserved = withResponses(requests, placed, {});
+            reserved["ReservationId"] = r->id;
+            HttpResponse res = respond(http::status::ok, reserved);
+            res.set(http::field::location, std::string(kRoot) + "/CompositionService/CompositionReservations/" + r->id);
+            call->reply(std::move(res));
+          });
+        });
+  }
+  // Apply: one system as POST /Systems composes it; several are placed together, or none is composed.
+  if (requests.size() == 1) return startCompose(call, std::move(requests.front()));
+  startComposeAll(call, [this, requests, resolveAll, caller = call->caller]() -> Result<std::vector<Operation>> {
+    SY_ASSIGN(auto resolved, resolveAll(requests));
+    return engine_.composeTogether(caller, resolved);
+  });
+}
+
+void RedfishService::applyReservation(const std::shared_ptr<Call>& call, const std::string& id) {
+  startComposeAll(call, [this, id, caller = call->caller] { return engine_.composeReserved(caller, id); });
+}
+
+void RedfishService::startComposeAll(const std::shared_ptr<Call>& call, std::function<Result<std::vector<Operation>>()> compose) {
+  // One system answers as POST /Systems does (202 and its task monitor); several answer 200 with the
+  // manifest of the systems being composed, each with its own task (TaskService/Tasks/op-...).
+  engine_.async<std::vector<Operation>>(std::move(compose), [this, call](Result<std::vector<Operation>> ops) {
+    if (!ops) return boost::asio::post(work_, [call, e = ops.error()] { call->reply(engineError(e, true)); });
+    if (ops->size() == 1) return boost::asio::post(work_, [call, op = ops->front()] { call->reply(accepted(op)); });
+    withView(call, kHosts | kSystems, [ops = *ops](const PoolView& v) {
+      json stanzas = json::array();
+      for (const auto& op : ops) {
+        json system = computerSystem(v, op.systemId);
+        stanzas.push_back({{"StanzaType", "ComposeSystem"},
+                           {"StanzaId", system.is_object() ? system.value("Name", op.systemId) : op.systemId},
+                           {"Response", system.is_null() ? json{{"@odata.id", std::string(kRoot) + "/Systems/" + op.systemId}} : system}});
+      }
+      return respond(http::status::ok, {{"RequestFormat", "Manifest"}, {"RequestType", "Apply"}, {"Manifest", {{"Stanzas", stanzas}}}});
+    });
+  });
+}
+
+void RedfishService::reservations(const std::shared_ptr<Call>& call, const std::string& id) {
+  engine_.async<std::vector<Reservation>>(
+      [this, caller = call->caller]() -> Result<std::vector<Reservation>> {
+        SY_ASSIGN(auto all, engine_.listReservations());
+        std::erase_if(all, [&](const Reservation& r) { return !maySee(caller, r.tenant); });
+        return all;
       },
-      [this, call, body, name = request.name](Result<PlacementDecision> decision) {
-        boost::asio::post(work_, [call, body, name, decision = std::move(decision)] {
-          if (!decision) return call->reply(engineError(decision.error(), true));
-          if (!decision->placement) return call->reply(engineError(*decision->error, true));
-          json blocks = json::array({{{"@odata.id", std::string(kRoot) + "/CompositionService/ResourceBlocks/" + decision->placement->hostId}}});
-          for (const auto& d : decision->placement->devices)
-            blocks.push_back({{"@odata.id", std::string(kRoot) + "/CompositionService/ResourceBlocks/" + d.deviceId}});
-          json answer = body;
-          answer["Manifest"]["Stanzas"][0]["Response"] = {{"Name", name},
-                                                          {"SystemType", "Composed"},
-                                                          {"Description", decision->placement->explanation},
-                                                          {"Links", {{"ResourceBlocks", blocks}}}};
-          call->reply(respond(http::status::ok, answer));
+      [this, call, id](Result<std::vector<Reservation>> found) {
+        boost::asio::post(work_, [call, id, found = std::move(found)] {
+          if (!found) return call->reply(engineError(found.error(), false));
+          HttpResponse res = [&] {
+            if (id.empty()) return resource(reservationsCollection(*found), "GET, HEAD");
+            for (const auto& r : *found)
+              if (r.id == id) return resource(compositionReservation(r), "GET, HEAD, DELETE");
+            return error(http::status::not_found, std::string(kBase) + "ResourceNotFound",
+                         fmt::format("no reservation {} (it may have expired, been applied or released, or yardd restarted)", id));
+          }();
+          if (call->method == "HEAD") res.body().clear();
+          call->reply(std::move(res));
+        });
+      });
+}
+
+void RedfishService::releaseReservation(const std::shared_ptr<Call>& call, const std::string& id) {
+  engine_.async<bool>(
+      [this, caller = call->caller, id]() -> Result<bool> {
+        SY_TRY(engine_.releaseReservation(caller, id));
+        return true;
+      },
+      [this, call](Result<bool> released) {
+        boost::asio::post(work_, [call, released = std::move(released)] {
+          call->reply(released ? respond(http::status::no_content, nullptr) : engineError(released.error(), false));
         });
       });
 }

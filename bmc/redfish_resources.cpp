@@ -77,7 +77,7 @@ std::string metadataXml() {
 <edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.0">
 )";
   for (const char* schema : {"ServiceRoot_v1", "ComputerSystemCollection", "ComputerSystem_v1", "CompositionService_v1", "ResourceBlockCollection",
-                             "ResourceBlock_v1", "ZoneCollection", "Zone_v1", "TaskService_v1", "TaskCollection", "Task_v1", "SessionService_v1",
+                             "ResourceBlock_v1", "ZoneCollection", "Zone_v1", "CompositionReservationCollection", "CompositionReservation_v1", "TaskService_v1", "TaskCollection", "Task_v1", "SessionService_v1",
                              "SessionCollection", "Session_v1", "AccountService_v1", "EventService_v1", "Event_v1", "Message_v1", "FabricCollection", "Fabric_v1",
                              "SwitchCollection", "Switch_v1", "PortCollection", "Port_v1", "EndpointCollection", "Endpoint_v1"}) {
     const std::string ns = std::string(schema).substr(0, std::string(schema).find("_v1"));
@@ -150,7 +150,7 @@ json computerSystem(const PoolView& view, const std::string& id) {
   return nullptr;
 }
 
-json compositionService() {
+json compositionService(std::chrono::seconds reservationDuration) {
   return {{"@odata.id", fmt::format("{}/CompositionService", kRoot)},
           {"@odata.type", "#CompositionService.v1_2_3.CompositionService"},
           {"Id", "CompositionService"},
@@ -160,11 +160,15 @@ json compositionService() {
           {"AllowOverprovisioning", false},
           {"ResourceBlocks", odataRef(fmt::format("{}/CompositionService/ResourceBlocks", kRoot))},
           {"ResourceZones", odataRef(fmt::format("{}/CompositionService/ResourceZones", kRoot))},
+          {"ActivePool", odataRef(fmt::format("{}/CompositionService/ActivePool", kRoot))},
+          {"FreePool", odataRef(fmt::format("{}/CompositionService/FreePool", kRoot))},
+          {"CompositionReservations", odataRef(fmt::format("{}/CompositionService/CompositionReservations", kRoot))},
+          {"ReservationDuration", isoDuration(reservationDuration)},
           {"Actions",
            {{"#CompositionService.Compose",
              {{"target", fmt::format("{}/CompositionService/Actions/CompositionService.Compose", kRoot)},
               {"RequestFormat@Redfish.AllowableValues", json::array({"Manifest"})},
-              {"RequestType@Redfish.AllowableValues", json::array({"Preview", "Apply"})}}}}}};
+              {"RequestType@Redfish.AllowableValues", json::array({"Preview", "PreviewReserve", "Apply"})}}}}}};
 }
 
 json resourceBlocksCollection(const PoolView& view) {
@@ -181,7 +185,11 @@ json resourceBlock(const PoolView& view, const std::string& id) {
     bool reserved = false;
     switch (d.assignment.allocation) {
       case DeviceAllocation::kFree: break;
-      case DeviceAllocation::kReserved: state = "Composing", pool = "Active", reserved = true; break;
+      case DeviceAllocation::kReserved:
+        // Held by a composition reservation (not yet in a system), or by an operation composing it.
+        if (isReservationId(d.assignment.owner)) reserved = true;
+        else state = "Composing", pool = "Active", reserved = true;
+        break;
       case DeviceAllocation::kAllocated: state = "Composed", pool = "Active"; break;
       case DeviceAllocation::kQuarantined: state = "Unavailable", pool = "Unassigned"; break;
     }
@@ -213,7 +221,7 @@ json resourceBlock(const PoolView& view, const std::string& id) {
             {"ResourceBlockType", json::array({"ComputerSystem"})},
             {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
             {"CompositionStatus",
-             {{"CompositionState", h.systemId.empty() ? "Unused" : "Composed"}, {"Reserved", false}, {"SharingCapable", false}}},
+             {{"CompositionState", h.systemId.empty() ? "Unused" : "Composed"}, {"Reserved", !h.reservationId.empty()}, {"SharingCapable", false}}},
             {"Pool", h.systemId.empty() ? "Free" : "Active"},
             {"Links", links}};
   }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,17 @@ struct PoolView {
 // A physical host or a composed system by id; null when neither.
 [[nodiscard]] json computerSystem(const PoolView& view, const std::string& id);
 
-[[nodiscard]] json compositionService();
+// ReservationDuration: how long a PreviewReserve holds its blocks.
+[[nodiscard]] json compositionService(std::chrono::seconds reservationDuration);
+// redfish_reservations.cpp: composition reservations, and the blocks in and out of composed systems.
+[[nodiscard]] json reservationsCollection(const std::vector<Reservation>& reservations);
+[[nodiscard]] json compositionReservation(const Reservation& r);
+// A reservation's systems as a manifest (each stanza naming exactly the blocks held for it).
+[[nodiscard]] json reservationManifest(const Reservation& r);
+[[nodiscard]] json poolCollection(const PoolView& view, bool active);
+// ISO 8601 durations as Redfish writes them ("PT300S"); parsing takes whole days, hours, minutes, seconds.
+[[nodiscard]] std::string isoDuration(std::chrono::seconds d);
+[[nodiscard]] std::optional<std::chrono::seconds> parseIsoDuration(const std::string& text);
 [[nodiscard]] json resourceBlocksCollection(const PoolView& view);
 // A device's block, or a host's compute block (ResourceBlockType ComputerSystem); null when neither.
 [[nodiscard]] json resourceBlock(const PoolView& view, const std::string& id);

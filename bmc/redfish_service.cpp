@@ -21,7 +21,10 @@ bool isComposed(const std::string& id) { return id.rfind("sys-", 0) == 0; }
 std::string allowFor(const std::string& path) {
   const std::string root = kRoot;
   if (path == root + "/Systems" || path == root + "/SessionService/Sessions") return "GET, HEAD, POST";
-  if (path.rfind(root + "/Systems/sys-", 0) == 0 || path.rfind(root + "/SessionService/Sessions/", 0) == 0) return "GET, HEAD, DELETE";
+  if (path.rfind(root + "/Systems/sys-", 0) == 0 || path.rfind(root + "/SessionService/Sessions/", 0) == 0 ||
+      path.rfind(root + "/CompositionService/CompositionReservations/", 0) == 0)
+    return "GET, HEAD, DELETE";
+  if (path == root + "/CompositionService" || path == root + "/SessionService") return "GET, HEAD, PATCH";
   return "GET, HEAD";
 }
 
@@ -110,6 +113,15 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
     if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "decomposing needs the Tenant, Operator or Administrator role"));
     return decompose(call, parts[3]);
   }
+  if (call->method == "PATCH" && (call->path == root + "/CompositionService" || call->path == root + "/SessionService")) {
+    if (caller->role != Role::kAdmin)
+      return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "changing the service's settings needs the Administrator role"));
+    return patchSettings(call);
+  }
+  if (call->method == "DELETE" && parts.size() == 5 && call->path.rfind(root + "/CompositionService/CompositionReservations/", 0) == 0) {
+    if (!mayCompose) return answer(error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", "releasing a reservation needs the Tenant, Operator or Administrator role"));
+    return releaseReservation(call, parts[4]);
+  }
   if (call->method == "DELETE" && parts.size() == 5 && call->path.rfind(root + "/SessionService/Sessions/", 0) == 0) {
     // One's own session, or any as an administrator; another's is "no such session".
     bool mine = false;
@@ -167,7 +179,11 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
   if (p == root + "/Systems") return viewed(kHosts | kSystems, systemsCollection);
   if (parts.size() == 4 && p.rfind(root + "/Systems/", 0) == 0)
     return viewed(kHosts | kSystems, [id = parts[3]](const PoolView& v) { return computerSystem(v, id); });
-  if (p == root + "/CompositionService") return now(compositionService());
+  if (p == root + "/CompositionService") return now(compositionService(reservationDuration()));
+  if (p == root + "/CompositionService/ActivePool" || p == root + "/CompositionService/FreePool")
+    return viewed(kHosts | kDevices, [active = p.ends_with("ActivePool")](const PoolView& v) { return poolCollection(v, active); });
+  if (p == root + "/CompositionService/CompositionReservations") return reservations(call, {});
+  if (parts.size() == 5 && p.rfind(root + "/CompositionService/CompositionReservations/", 0) == 0) return reservations(call, parts[4]);
   if (p == root + "/CompositionService/ResourceBlocks") return viewed(kHosts | kDevices, resourceBlocksCollection);
   if (parts.size() == 5 && p.rfind(root + "/CompositionService/ResourceBlocks/", 0) == 0) {
     // One block: read just that device (or, when it is a host's block, the hosts).

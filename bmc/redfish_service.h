@@ -2,7 +2,9 @@
 // the Redfish protocol (OData-Version, ETag/If-Match, Allow, Location, Redfish error bodies with Base and
 // Composition registry messages, Basic auth and session tokens) over bmc::HttpServer, and maps:
 //   Systems            physical hosts (SystemType Physical) and composed systems (SystemType Composed)
-//   Compose action     a one-stanza manifest: Preview (what would be composed, nothing changes) or Apply
+//   Compose action     a manifest of ComposeSystem stanzas: Preview, PreviewReserve (a reservation holds
+//                      the blocks), Apply (all stanzas placed together or none), Apply of a ReservationId
+//   CompositionReservations  what PreviewReserve holds; DELETE releases
 //   POST Systems       compose: specific (Links.ResourceBlocks: a host's block + device blocks) or
 //                      constrained (Processors.Members[{"@Redfish.RequestedCount": N, "ProcessorType": "GPU"}])
 //   DELETE Systems/X   decompose
@@ -13,6 +15,8 @@
 #pragma once
 
 #include <boost/asio/thread_pool.hpp>
+#include <atomic>
+#include <chrono>
 #include <memory>
 
 #include "bmc/accounts.h"
@@ -31,6 +35,9 @@ class RedfishService {
 
   // The HttpServer handler.
   void handle(const HttpRequest& request, Reply reply, OpenStream openStream);
+  // How long a PreviewReserve holds its blocks (PATCH CompositionService ReservationDuration changes it).
+  [[nodiscard]] std::chrono::seconds reservationDuration() const { return std::chrono::seconds(reservationSeconds_.load()); }
+  void setReservationDuration(std::chrono::seconds d) { reservationSeconds_.store(d.count()); }
   // Waits for the replies being built (after the engine stopped, before the HTTP server stops).
   void drain() { work_.join(); }
 
@@ -39,8 +46,17 @@ class RedfishService {
   void route(const std::shared_ptr<Call>& call);
   void get(const std::shared_ptr<Call>& call);
   void compose(const std::shared_ptr<Call>& call);
-  // CompositionService.Compose with a one-stanza manifest: Preview (what would be composed) or Apply.
+  // CompositionService.Compose with a manifest of one or more ComposeSystem stanzas: Preview (what would
+  // be composed, nothing held), PreviewReserve (held for reservationDuration()) or Apply (placed together
+  // and composed, or refused whole), or Apply with a ReservationId.
   void composeAction(const std::shared_ptr<Call>& call);
+  void applyReservation(const std::shared_ptr<Call>& call, const std::string& id);
+  void startComposeAll(const std::shared_ptr<Call>& call, std::function<Result<std::vector<Operation>>()> compose);
+  // GET of the reservations the caller may see, one of them, and DELETE (release).
+  void reservations(const std::shared_ptr<Call>& call, const std::string& id);
+  void releaseReservation(const std::shared_ptr<Call>& call, const std::string& id);
+  // PATCH of the service's settings: CompositionService.ReservationDuration, SessionService.SessionTimeout.
+  void patchSettings(const std::shared_ptr<Call>& call);
   void startCompose(const std::shared_ptr<Call>& call, ComposeRequest request);
   // Runs `change` on the engine; answers 202 with its task monitor, or the error (412 for a stale ETag).
   void startChange(const std::shared_ptr<Call>& call, std::function<Result<Operation>()> change, bool composing);
@@ -62,6 +78,7 @@ class RedfishService {
 
   Engine& engine_;
   Accounts& accounts_;
+  std::atomic<long long> reservationSeconds_{600};
   boost::asio::thread_pool work_{2};
 };
 

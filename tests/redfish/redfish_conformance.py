@@ -285,7 +285,7 @@ def main():
         sys_path = composed[0]
         status, _, _ = request(port, "DELETE", sys_path, admin, headers={"If-Match": 'W/"stale"'})
         check(status == 412, f"DELETE with a stale If-Match is 412 ({status})")
-        # The Compose action: Preview changes nothing, Apply composes, PreviewReserve and empty manifests are refused.
+        # The Compose action: Preview changes nothing, PreviewReserve holds, Apply composes, empty manifests are refused.
         _, _, cs = request(port, "GET", "/redfish/v1/CompositionService", admin)
         compose_action = cs["Actions"]["#CompositionService.Compose"]["target"]
         manifest = {"RequestFormat": "Manifest", "RequestType": "Preview",
@@ -297,8 +297,82 @@ def main():
         check(status == 200 and len(response.get("Links", {}).get("ResourceBlocks", [])) == 3, f"Preview answers the host and 2 GPU blocks ({status} {preview})")
         _, _, systems_after = request(port, "GET", "/redfish/v1/Systems", admin)
         check(systems_after["Members@odata.count"] == systems_before["Members@odata.count"], "Preview composed nothing")
-        status, _, body = request(port, "POST", compose_action, operator, dict(manifest, RequestType="PreviewReserve"))
-        check(status == 400 and body["error"]["code"].endswith("ActionParameterNotSupported"), f"PreviewReserve is refused, saying why ({status})")
+        # PreviewReserve holds what Preview showed; Apply with its ReservationId composes exactly that.
+        status, headers, reserved = request(port, "POST", compose_action, operator, dict(manifest, RequestType="PreviewReserve"))
+        rid = reserved.get("ReservationId") if status == 200 else None
+        check(status == 200 and rid and headers.get("Location", "").endswith("/CompositionReservations/" + str(rid)), f"PreviewReserve answers a reservation ({status} {reserved})")
+        check(schemas.validate(reserved, "CompositionService.v1_2_3.json", "ComposeResponse") is None, "PreviewReserve's answer is a ComposeResponse")
+        held = sorted(b["@odata.id"] for b in reserved["Manifest"]["Stanzas"][0]["Response"]["Links"]["ResourceBlocks"]) if rid else []
+        status, _, reservation = request(port, "GET", f"/redfish/v1/CompositionService/CompositionReservations/{rid}", viewer)
+        check(status == 200 and schemas.validate_resource(reservation) is None, f"the reservation validates ({status} {reservation})")
+        check(reservation.get("Client") == "ops" and sorted(b["@odata.id"] for b in reservation.get("ReservedResourceBlocks", [])) == held,
+              "the reservation names its client and the blocks it holds")
+        for uri in held:
+            _, _, block = request(port, "GET", uri, admin)
+            check(block["CompositionStatus"]["Reserved"] is True and block["CompositionStatus"]["CompositionState"] == "Unused", f"{uri} is reserved, unused")
+        _, _, free_pool = request(port, "GET", "/redfish/v1/CompositionService/FreePool", admin)
+        check(schemas.validate_resource(free_pool) is None and held[0] in [m["@odata.id"] for m in free_pool["Members"]], "held blocks stay in the free pool")
+        status, _, body = request(port, "POST", "/redfish/v1/Systems", admin, {"Name": "by-manifest", "Processors": {"Members": [{"@Redfish.RequestedCount": 1}]}})
+        check(status == 409, f"the reserved system's name is taken ({status})")
+        status, _, _ = request(port, "DELETE", f"/redfish/v1/CompositionService/CompositionReservations/{rid}", viewer)
+        check(status == 403, f"ReadOnly cannot release a reservation ({status})")
+        status, headers, _ = request(port, "POST", compose_action, operator, {"RequestFormat": "Manifest", "RequestType": "Apply", "ReservationId": rid})
+        check(status == 202, f"Apply of the reservation answers 202 ({status})")
+        status, headers, applied = wait_task(port, operator, headers.get("Location", ""))
+        check(status == 201 and sorted(b["@odata.id"] for b in applied["Links"]["ResourceBlocks"]) == held, f"Apply composed exactly the held blocks ({status})")
+        if status == 201:
+            status, headers, _ = request(port, "DELETE", headers["Location"], operator)
+            wait_task(port, operator, headers.get("Location", ""))
+        status, _, _ = request(port, "POST", compose_action, operator, {"RequestFormat": "Manifest", "RequestType": "Apply", "ReservationId": rid})
+        check(status == 404 or status == 400, f"a reservation is applied once ({status})")
+        status, _, again = request(port, "POST", compose_action, operator, dict(manifest, RequestType="PreviewReserve"))
+        status, _, _ = request(port, "DELETE", f"/redfish/v1/CompositionService/CompositionReservations/{again.get('ReservationId')}", operator)
+        check(status == 204, f"DELETE releases a reservation ({status})")
+        status, _, listed = request(port, "GET", "/redfish/v1/CompositionService/CompositionReservations", admin)
+        check(status == 200 and listed["Members@odata.count"] == 0 and schemas.validate_resource(listed) is None, "no reservation is left")
+        # Several stanzas: placed together (disjoint blocks) or refused whole.
+        two = {"RequestFormat": "Manifest", "RequestType": "Preview", "Manifest": {"Stanzas": [
+            {"StanzaType": "ComposeSystem", "StanzaId": n, "Request": {"Processors": {"Members": [{"@Redfish.RequestedCount": 2}]}}} for n in ("pair-a", "pair-b")]}}
+        status, _, preview = request(port, "POST", compose_action, operator, two)
+        blocks = [sorted(b["@odata.id"] for b in s["Response"]["Links"]["ResourceBlocks"]) for s in preview.get("Manifest", {}).get("Stanzas", [])]
+        check(status == 200 and len(blocks) == 2 and not set(blocks[0]) & set(blocks[1]), f"a two-stanza Preview places both, apart ({status} {blocks})")
+        status, _, body = request(port, "POST", compose_action, operator, {"RequestFormat": "Manifest", "RequestType": "Apply", "Manifest": {"Stanzas": [
+            {"StanzaType": "ComposeSystem", "StanzaId": f"big-{i}", "Request": {"Processors": {"Members": [{"@Redfish.RequestedCount": 8}]}}} for i in range(3)]}})
+        check(status == 400 and "NoResourceMatch" in body["error"]["code"] and "big-" in body["error"]["message"], f"a manifest that cannot fit whole is refused whole ({status})")
+        _, _, now_systems = request(port, "GET", "/redfish/v1/Systems", admin)
+        check(now_systems["Members@odata.count"] == systems_before["Members@odata.count"], "nothing of the refused manifest was composed")
+        status, _, body = request(port, "POST", compose_action, operator, dict(two, RequestType="Apply"))
+        stanzas = body.get("Manifest", {}).get("Stanzas", []) if status == 200 else []
+        check(status == 200 and len(stanzas) == 2 and all("/Systems/sys-" in s["Response"]["@odata.id"] for s in stanzas), f"a two-stanza Apply composes both ({status} {body})")
+        for s in stanzas:
+            uri = s["Response"]["@odata.id"]
+            for _ in range(200):
+                _, _, state = request(port, "GET", uri, operator)
+                if state["Status"]["State"] == "Enabled":
+                    break
+                time.sleep(0.05)
+            status, headers, _ = request(port, "DELETE", uri, operator)
+            status, _, _ = wait_task(port, operator, headers.get("Location", ""))
+            check(status == 204, f"{uri} composed and decomposed ({status})")
+        # PATCH of the service's settings: Administrator only, If-Match, read-only and bad values refused.
+        _, cs_headers, _ = request(port, "GET", "/redfish/v1/CompositionService", admin)
+        status, _, _ = request(port, "PATCH", "/redfish/v1/CompositionService", operator, {"ReservationDuration": "PT2M"})
+        check(status == 403, f"an Operator cannot change the service's settings ({status})")
+        status, _, _ = request(port, "PATCH", "/redfish/v1/CompositionService", admin, {"ReservationDuration": "PT2M"}, headers={"If-Match": 'W/"stale"'})
+        check(status == 412, f"PATCH with a stale If-Match is 412 ({status})")
+        for patch, code in (({"ServiceEnabled": False}, "PropertyNotWritable"), ({"Colour": "red"}, "PropertyUnknown"),
+                            ({"ReservationDuration": "soon"}, "PropertyValueFormatError"), ({"ReservationDuration": "P2D"}, "PropertyValueOutOfRange"),
+                            ({"ReservationDuration": 5}, "PropertyValueTypeError")):
+            status, _, body = request(port, "PATCH", "/redfish/v1/CompositionService", admin, patch)
+            check(status == 400 and body["error"]["code"].endswith(code), f"PATCH {patch} is 400 {code} ({status} {body})")
+        status, _, body = request(port, "PATCH", "/redfish/v1/CompositionService", admin, {"ReservationDuration": "PT2M"}, headers={"If-Match": cs_headers.get("ETag", "")})
+        check(status == 200 and body.get("ReservationDuration") == "PT120S", f"PATCH ReservationDuration ({status} {body})")
+        status, _, body = request(port, "PATCH", "/redfish/v1/SessionService", admin, {"SessionTimeout": 10})
+        check(status == 400 and body["error"]["code"].endswith("PropertyValueOutOfRange"), f"SessionTimeout 10 is out of range ({status})")
+        status, _, body = request(port, "PATCH", "/redfish/v1/SessionService", admin, {"SessionTimeout": 900})
+        check(status == 200 and body.get("SessionTimeout") == 900, f"PATCH SessionTimeout ({status} {body})")
+        status, headers, _ = request(port, "PATCH", "/redfish/v1/Systems", admin, {"Name": "x"})
+        check(status == 405 and "PATCH" not in headers.get("Allow", ""), f"PATCH where nothing is writable is 405 with Allow ({status})")
         status, _, body = request(port, "POST", compose_action, operator, {"RequestFormat": "Manifest", "RequestType": "Apply", "Manifest": {"Stanzas": []}})
         check(status == 400 and body["error"]["code"].endswith("EmptyManifest"), f"an empty manifest is EmptyManifest ({status})")
         status, headers, _ = request(port, "POST", compose_action, operator, dict(manifest, RequestType="Apply"))
