@@ -61,12 +61,13 @@ json serviceRoot() {
           {"AccountService", odataRef(fmt::format("{}/AccountService", kRoot))},
           {"EventService", odataRef(fmt::format("{}/EventService", kRoot))},
           {"Fabrics", odataRef(fmt::format("{}/Fabrics", kRoot))},
+          {"Chassis", odataRef(fmt::format("{}/Chassis", kRoot))},
           {"Links", {{"Sessions", odataRef(fmt::format("{}/SessionService/Sessions", kRoot))}}}};
 }
 
 json odataServiceDocument() {
   json value = json::array();
-  for (const char* name : {"Systems", "CompositionService", "TaskService", "SessionService", "AccountService", "EventService", "Fabrics"})
+  for (const char* name : {"Systems", "CompositionService", "TaskService", "SessionService", "AccountService", "EventService", "Fabrics", "Chassis"})
     value.push_back({{"name", name}, {"kind", "Singleton"}, {"url", fmt::format("{}/{}", kRoot, name)}});
   value.push_back({{"name", "Service"}, {"kind", "Singleton"}, {"url", std::string(kRoot)}});
   return {{"@odata.context", fmt::format("{}/$metadata", kRoot)}, {"value", value}};
@@ -78,7 +79,8 @@ std::string metadataXml() {
 )";
   for (const char* schema : {"ServiceRoot_v1", "ComputerSystemCollection", "ComputerSystem_v1", "CompositionService_v1", "ResourceBlockCollection",
                              "ResourceBlock_v1", "ZoneCollection", "Zone_v1", "CompositionReservationCollection", "CompositionReservation_v1", "TaskService_v1", "TaskCollection", "Task_v1", "SessionService_v1",
-                             "SessionCollection", "Session_v1", "AccountService_v1", "EventService_v1", "Event_v1", "Message_v1", "FabricCollection", "Fabric_v1",
+                             "SessionCollection", "Session_v1", "AccountService_v1", "ManagerAccountCollection", "ManagerAccount_v1", "RoleCollection", "Role_v1", "ChassisCollection",
+                             "Chassis_v1", "PCIeDeviceCollection", "PCIeDevice_v1", "EventService_v1", "Event_v1", "Message_v1", "FabricCollection", "Fabric_v1",
                              "SwitchCollection", "Switch_v1", "PortCollection", "Port_v1", "EndpointCollection", "Endpoint_v1"}) {
     const std::string ns = std::string(schema).substr(0, std::string(schema).find("_v1"));
     xml += fmt::format(R"(  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/{}.xml">
@@ -320,16 +322,6 @@ json session(const Session& s) {
           {"Password", nullptr}};
 }
 
-json accountService(const Accounts& accounts) {
-  return {{"@odata.id", fmt::format("{}/AccountService", kRoot)},
-          {"@odata.type", "#AccountService.v1_18_1.AccountService"},
-          {"Id", "AccountService"},
-          {"Name", "Account Service"},
-          {"ServiceEnabled", true},
-          {"Description", fmt::format("{} identities from yardd's --identities file; roles Administrator, Operator, Tenant, ReadOnly",
-                                      accounts.identities().identities().size())},
-          {"Status", {{"State", "Enabled"}, {"Health", "OK"}}}};
-}
 
 namespace {
 

@@ -59,7 +59,16 @@ struct PoolView {
 [[nodiscard]] json sessionsCollection(const std::vector<Session>& sessions);
 [[nodiscard]] json session(const Session& s);
 
+// redfish_inventory_resources.cpp: accounts (an administrator sees all, anyone else their own; null for
+// another's), roles, and chassis (an enclosure per switch with its PCIeDevices, a chassis per host).
 [[nodiscard]] json accountService(const Accounts& accounts);
+[[nodiscard]] json accountsCollection(const Accounts& accounts, const Caller& caller);
+[[nodiscard]] json account(const Accounts& accounts, const Caller& caller, const std::string& name);
+[[nodiscard]] json rolesCollection();
+[[nodiscard]] json role(const std::string& id);
+[[nodiscard]] json chassisCollection(const PoolView& view);
+// /redfish/v1/Chassis/<parts...>: a chassis, its PCIeDevices collection or one of them; null when none.
+[[nodiscard]] json chassisResource(const PoolView& view, const std::vector<std::string>& parts);
 
 // Fabrics: one per group of switches joined by inter-switch links ("PCIe-1", "CXL-2", ...), with its
 // switches, ports, endpoints (a host's initiator, a device's target) and one zone per composed system

@@ -242,6 +242,12 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
     return now(nullptr);
   }
   if (p == root + "/AccountService") return now(accountService(accounts_));
+  if (p == root + "/AccountService/Accounts") return now(accountsCollection(accounts_, call->caller));
+  if (parts.size() == 5 && p.rfind(root + "/AccountService/Accounts/", 0) == 0) return now(account(accounts_, call->caller, parts[4]));
+  if (p == root + "/AccountService/Roles") return now(rolesCollection());
+  if (parts.size() == 5 && p.rfind(root + "/AccountService/Roles/", 0) == 0) return now(role(parts[4]));
+  if (p == root + "/Chassis") return viewed(kTopology, chassisCollection);
+  if (p.rfind(root + "/Chassis/", 0) == 0) return viewed(kTopology, [parts](const PoolView& v) { return chassisResource(v, parts); });
   if (p == root + "/EventService") return now(eventService());
   if (p == root + "/Fabrics") return viewed(kTopology, fabricsCollection);
   if (p.rfind(root + "/Fabrics/", 0) == 0) return viewed(kTopology | kSystems, [parts](const PoolView& v) { return fabricResource(v, parts); });

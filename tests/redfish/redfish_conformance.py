@@ -253,6 +253,22 @@ def main():
             seen = crawl(port, user, schemas, role)
             check(len(seen) >= 20, f"{role}: crawled only {len(seen)} resources")
         print(f"crawled {len(seen)} resources per role, all validated against the DMTF 2025.4 schemas")
+        # Accounts: an administrator sees every one, anyone else their own; roles; chassis with their devices.
+        _, _, listed = request(port, "GET", "/redfish/v1/AccountService/Accounts", admin)
+        check(sorted(m["@odata.id"].rsplit("/", 1)[-1] for m in listed["Members"]) == ["ops", "root", "watcher"], f"an administrator sees every account ({listed})")
+        _, _, listed = request(port, "GET", "/redfish/v1/AccountService/Accounts", operator)
+        check([m["@odata.id"] for m in listed["Members"]] == ["/redfish/v1/AccountService/Accounts/ops"], "an operator sees only its own account")
+        status, _, _ = request(port, "GET", "/redfish/v1/AccountService/Accounts/root", operator)
+        check(status == 404, f"another's account is not found for an operator ({status})")
+        _, _, mine = request(port, "GET", "/redfish/v1/AccountService/Accounts/watcher", viewer)
+        check(mine.get("RoleId") == "ReadOnly" and mine.get("Password") is None, f"an account names its role and never a password ({mine})")
+        _, _, roles = request(port, "GET", "/redfish/v1/AccountService/Roles", viewer)
+        check(roles["Members@odata.count"] == 4, "four roles: Administrator, Operator, ReadOnly and the custom Tenant")
+        _, _, chassis = request(port, "GET", "/redfish/v1/Chassis", viewer)
+        ids = sorted(m["@odata.id"].rsplit("/", 1)[-1] for m in chassis["Members"])
+        check(ids == ["host0", "host1", "host2", "host3", "sw0", "sw1"], f"a chassis per switch and per host ({ids})")
+        _, _, devices = request(port, "GET", "/redfish/v1/Chassis/sw0/PCIeDevices", viewer)
+        check(devices["Members@odata.count"] == 8, f"switch sw0's enclosure holds its 8 GPUs as PCIeDevices ({devices['Members@odata.count']})")
 
         # 2. Protocol rules.
         status, headers, body = request(port, "GET", "/redfish/v1/Systems")
