@@ -9,12 +9,14 @@
 #include <optional>
 #include <thread>
 
+#include "bmc/tls_certificate.h"
 #include "fabric/multi_fabric.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
 #include "tests/contract/fabric_driver_backend.h"
 #include "tests/support/redfish_emulator.h"
 #include "tests/support/shared_dir.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/topology_builder.h"
 
 namespace switchyard {
@@ -316,22 +318,35 @@ class SimulatedBackend final : public DriverBackend {
 
 // The Redfish driver against the emulator serving DMTF's multi-switch CXL mockup (two switches joined by a
 // fabric link, three hosts, five target devices), with its zones cleared: a fabric with nothing bound.
+// Over HTTPS (the driver verifying the emulator's self-signed certificate, as it would a manager's) or,
+// behind MultiFabric, plain HTTP.
 class RedfishBackend final : public DriverBackend {
  public:
-  RedfishBackend() {
+  explicit RedfishBackend(bool https = true) {
     const auto mockup = testing::sharedDir() / "redfish-mockups" / "dmtf-public-cxl-multiswitch";
     if (!std::filesystem::exists(mockup)) {
       why_ = "no Redfish mockup at " + mockup.string() + " (set SWITCHYARD_SHARED_DIR)";
       return;
     }
-    auto e = testing::RedfishEmulator::start({mockup});
+    testing::RedfishEmulator::Options options{mockup};
+    if (https) {
+      options.tlsCertificate = certificates_.path() / "cert.pem";
+      options.tlsKey = certificates_.path() / "key.pem";
+      if (auto made = bmc::ensureCertificate({options.tlsCertificate, options.tlsKey}, "127.0.0.1"); !made) {
+        why_ = made.error().message;
+        return;
+      }
+    }
+    auto e = testing::RedfishEmulator::start(options);
     if (!e) {
       why_ = e.error().message;
       return;
     }
     emulator_ = std::move(*e);
     emulator_->clearZones("/redfish/v1/Fabrics/CXL/Zones");
-    auto f = RedfishFabric::connect({emulator_->url(), "CXL", emulator_->options().user, emulator_->options().password, 10s});
+    RedfishFabricOptions driverOptions{emulator_->url(), "CXL", emulator_->options().user, emulator_->options().password, 10s};
+    if (https) driverOptions.caFile = options.tlsCertificate.string();
+    auto f = RedfishFabric::connect(driverOptions);
     if (!f) {
       why_ = f.error().message;
       return;
@@ -359,6 +374,7 @@ class RedfishBackend final : public DriverBackend {
  private:
   std::string why_;
   SystemClock clock_;
+  testing::TempDir certificates_;
   std::unique_ptr<testing::RedfishEmulator> emulator_;
   std::unique_ptr<RedfishFabric> fabric_;
 };
@@ -410,7 +426,7 @@ class DomainsBackend final : public DriverBackend {
  private:
   std::string why_;
   SystemClock clock_;
-  RedfishBackend redfish_;
+  RedfishBackend redfish_{false};  // plain HTTP here; the "redfish" instance covers HTTPS
   SimulatedFabric* simulated_ = nullptr;  // owned by fabric_
   std::unique_ptr<MultiFabric> fabric_;
 };

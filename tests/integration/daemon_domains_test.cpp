@@ -43,11 +43,12 @@ class DomainsTest : public DaemonTest {
 };
 
 TEST_F(DomainsTest, ASimulatedChassisAndARedfishFabricManagerShareOnePool) {
-  auto emulator = startCxlFabricManager();
+  auto emulator = startCxlFabricManager(/*https=*/true);
   if (!emulator) GTEST_SKIP() << "no Redfish mockup under ../shared/redfish-mockups";
+  // The manager over HTTPS with a self-signed certificate, which yardd trusts because it is told to (ca=).
   const std::vector<std::string> args{"--host-policy-default", "trust-fabric", "--domain", "chassis=simulated,generate-gpus=32", "--domain",
-                                      "cxl=redfish,url=http://127.0.0.1:" + std::to_string(emulator->port()) +
-                                          ",user=admin,password-file=" + fabricManagerPasswordFile().string()};
+                                      "cxl=redfish,url=https://127.0.0.1:" + std::to_string(emulator->port()) +
+                                          ",user=admin,password-file=" + fabricManagerPasswordFile().string() + ",ca=" + fabricManagerCa().string()};
   startDaemon(args);
   readDomains();
   EXPECT_EQ(domainOfSwitch_.at("chassis-sw0"), "chassis");

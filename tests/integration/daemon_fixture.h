@@ -86,16 +86,21 @@ class DaemonTest : public ::testing::Test {
 
   // The redfish-emulator over DMTF's multi-switch CXL mockup, zones cleared (a fabric manager with nothing
   // bound), and the password file of its account (admin); nullptr when the mockup is not there (skip then).
-  std::unique_ptr<DaemonProcess> startCxlFabricManager() {
+  // The Redfish emulator over DMTF's CXL multi-switch mockup, nothing bound; with `https`, behind a
+  // self-signed certificate yardd must be told to trust (fabricManagerCa()).
+  std::unique_ptr<DaemonProcess> startCxlFabricManager(bool https = false) {
     const auto mockup = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / ".." / "shared" / "redfish-mockups" / "dmtf-public-cxl-multiswitch";
     if (!std::filesystem::exists(mockup)) return nullptr;
     std::filesystem::create_directories(dir_.path() / "redfish");
     auto emulator = std::make_unique<DaemonProcess>(REDFISH_EMULATOR_PATH, dir_.path() / "redfish");
-    EXPECT_TRUE(emulator->startProgram({"--mockup", mockup.string(), "--clear-zones"})) << emulator->log();
+    std::vector<std::string> args{"--mockup", mockup.string(), "--clear-zones"};
+    if (https) args.insert(args.end(), {"--tls-dir", (dir_.path() / "redfish-tls").string()});
+    EXPECT_TRUE(emulator->startProgram(args)) << emulator->log();
     std::ofstream(fabricManagerPasswordFile()) << "switchyard\n";
     return emulator;
   }
   std::filesystem::path fabricManagerPasswordFile() { return dir_.path() / "rf-password"; }
+  std::filesystem::path fabricManagerCa() { return dir_.path() / "redfish-tls" / "cert.pem"; }
 
   TempDir dir_;
   std::unique_ptr<DaemonProcess> daemon_;

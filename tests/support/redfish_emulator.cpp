@@ -4,6 +4,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/http.hpp>
@@ -21,6 +22,7 @@ using nlohmann::json;
 struct RedfishEmulator::Net {
   asio::io_context io;
   tcp::acceptor acceptor{io};
+  asio::ssl::context tls{asio::ssl::context::tls_server};
 };
 
 struct RedfishEmulator::Connection {
@@ -59,6 +61,14 @@ Result<std::unique_ptr<RedfishEmulator>> RedfishEmulator::start(Options options)
   std::unique_ptr<RedfishEmulator> e(new RedfishEmulator(std::move(options)));
   SY_TRY(e->load());
   beast::error_code ec;
+  if (e->tls()) {
+    e->net_->tls.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
+                             asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    e->net_->tls.use_certificate_chain_file(e->options_.tlsCertificate.string(), ec);
+    if (!ec) e->net_->tls.use_private_key_file(e->options_.tlsKey.string(), asio::ssl::context::pem, ec);
+    if (ec) return fail(Code::kInvalidArgument, fmt::format("redfish emulator: cannot use {} / {}: {}", e->options_.tlsCertificate.string(),
+                                                            e->options_.tlsKey.string(), ec.message()));
+  }
   tcp::endpoint at(asio::ip::make_address("127.0.0.1"), 0);
   e->net_->acceptor.open(at.protocol(), ec);
   if (!ec) e->net_->acceptor.bind(at, ec);
@@ -164,11 +174,25 @@ void RedfishEmulator::acceptLoop() {
 }
 
 void RedfishEmulator::serve(std::shared_ptr<Connection> connection) {
+  if (tls()) {
+    asio::ssl::stream<tcp::socket&> stream(connection->socket, net_->tls);
+    beast::error_code ec;
+    stream.handshake(asio::ssl::stream_base::server, ec);  // a client that does not trust us fails here
+    if (!ec) serveOn(stream);
+  } else {
+    serveOn(connection->socket);
+  }
+  beast::error_code ignored;
+  connection->socket.shutdown(tcp::socket::shutdown_both, ignored);
+}
+
+template <typename Stream>
+void RedfishEmulator::serveOn(Stream& stream) {
   beast::flat_buffer buffer;
   while (!stopping_) {
     http::request<http::string_body> req;
     beast::error_code ec;
-    http::read(connection->socket, buffer, req, ec);
+    http::read(stream, buffer, req, ec);
     if (ec) break;
     {
       std::unique_lock lock(mutex_);
@@ -193,11 +217,9 @@ void RedfishEmulator::serve(std::shared_ptr<Connection> connection) {
     }
     res.keep_alive(req.keep_alive());
     res.prepare_payload();
-    http::write(connection->socket, res, ec);
+    http::write(stream, res, ec);
     if (ec || !res.keep_alive()) break;
   }
-  beast::error_code ignored;
-  connection->socket.shutdown(tcp::socket::shutdown_both, ignored);
 }
 
 RedfishEmulator::Reply RedfishEmulator::handle(const std::string& method, std::string path, const std::string& authorization,

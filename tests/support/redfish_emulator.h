@@ -2,7 +2,8 @@
 // ../shared/redfish-mockups and lets clients change Zones as a fabric manager would (POST creates,
 // PATCH with If-Match replaces the endpoints, DELETE removes; a target endpoint is in at most one zone,
 // as a PCIe/CXL device is bound to at most one host). Faults: per-request latency, failing the next
-// requests with a status, and health changes. Basic auth on everything but the service root.
+// requests with a status, and health changes. Basic auth on everything but the service root. HTTPS when
+// given a certificate (clients then verify it, as they would a real manager's).
 #pragma once
 
 #include <atomic>
@@ -28,13 +29,17 @@ class RedfishEmulator {
     std::filesystem::path mockup;  // a short-form mockup folder (its index.json is /redfish/v1)
     std::string user = "admin";
     std::string password = "switchyard";
+    // HTTPS with this certificate and key (PEM), e.g. from bmc::ensureCertificate; empty: plain HTTP.
+    std::filesystem::path tlsCertificate;
+    std::filesystem::path tlsKey;
   };
   [[nodiscard]] static Result<std::unique_ptr<RedfishEmulator>> start(Options options);
   ~RedfishEmulator();
   RedfishEmulator(const RedfishEmulator&) = delete;
   RedfishEmulator& operator=(const RedfishEmulator&) = delete;
 
-  [[nodiscard]] std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  [[nodiscard]] std::string url() const { return (tls() ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_); }
+  [[nodiscard]] bool tls() const { return !options_.tlsCertificate.empty(); }
   [[nodiscard]] const Options& options() const { return options_; }
 
   // Every request waits this long before it is handled (a slow switch manager).
@@ -68,6 +73,9 @@ class RedfishEmulator {
   void acceptLoop();
   struct Connection;
   void serve(std::shared_ptr<Connection> connection);
+  // The request loop over a plain or TLS stream.
+  template <typename Stream>
+  void serveOn(Stream& stream);
   [[nodiscard]] Reply handle(const std::string& method, std::string path, const std::string& authorization, const std::string& token,
                              const std::string& ifMatch, const std::string& body);
   [[nodiscard]] Reply login(const std::string& body);

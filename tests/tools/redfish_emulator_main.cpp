@@ -1,6 +1,7 @@
 // redfish-emulator: the test Redfish service as a process, for the demo and for tests that run yardd
 // against it. Serves a mockup folder on 127.0.0.1 until SIGTERM/SIGINT.
 //   redfish-emulator --mockup ../shared/redfish-mockups/dmtf-public-cxl-multiswitch --port-file /tmp/rf.port --clear-zones
+//   (add --tls-dir DIR for HTTPS; yardd then trusts DIR/cert.pem: --domain NAME=redfish,url=https://...,ca=DIR/cert.pem)
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bmc/tls_certificate.h"
 #include "tests/support/redfish_emulator.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +24,7 @@ int main(int argc, char** argv) {
   std::string passwordFile;
   bool clearZones = false;
   int latencyMs = 0;
+  std::filesystem::path tlsDir;
   CLI::App app{"redfish-emulator: a Redfish service over a DMTF mockup, with stateful fabric zones (for tests and the demo)"};
   app.add_option("--mockup", options.mockup, "Mockup folder (its index.json is /redfish/v1)")->required()->check(CLI::ExistingDirectory);
   app.add_option("--port-file", portFile, "Write the port it listens on here");
@@ -29,7 +32,18 @@ int main(int argc, char** argv) {
   app.add_option("--password-file", passwordFile, "File with the account's password (default password: switchyard)")->check(CLI::ExistingFile);
   app.add_flag("--clear-zones", clearZones, "Start with every fabric's zones removed (nothing bound)");
   app.add_option("--latency-ms", latencyMs, "Delay every request by this much")->check(CLI::NonNegativeNumber);
+  app.add_option("--tls-dir", tlsDir,
+                 "Serve HTTPS with DIR/cert.pem and DIR/key.pem, made (self-signed for 127.0.0.1) when absent; clients trust DIR/cert.pem");
   CLI11_PARSE(app, argc, argv);
+  if (!tlsDir.empty()) {
+    std::filesystem::create_directories(tlsDir);
+    options.tlsCertificate = tlsDir / "cert.pem";
+    options.tlsKey = tlsDir / "key.pem";
+    if (auto made = switchyard::bmc::ensureCertificate({options.tlsCertificate, options.tlsKey}, "127.0.0.1"); !made) {
+      fmt::print(stderr, "redfish-emulator: {}\n", made.error().message);
+      return 1;
+    }
+  }
   if (!passwordFile.empty()) {
     std::ifstream in(passwordFile);
     std::getline(in, options.password);

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "bmc/tls_certificate.h"
 #include "tests/support/rackmount_bmc.h"
+#include "tests/support/temp_dir.h"
 
 namespace switchyard::bmc {
 namespace {
@@ -59,6 +61,29 @@ TEST_F(HostBmcTest, ABmcThatStopsAnsweringIsUnavailable) {
   auto power = (*bmc)->powerState();
   ASSERT_FALSE(power);
   EXPECT_EQ(power.error().code, Code::kUnavailable);
+}
+
+TEST_F(HostBmcTest, OverHttpsTheBmcsCertificateIsVerifiedAndATrustedCaLetsItThrough) {
+  // A BMC with a self-signed certificate, as most ship: refused until the client is told to trust it.
+  testing::TempDir dir;
+  testing::RedfishEmulator::Options secure{emulator_->options().mockup};
+  secure.tlsCertificate = dir.path() / "cert.pem";
+  secure.tlsKey = dir.path() / "key.pem";
+  ASSERT_TRUE(ensureCertificate({secure.tlsCertificate, secure.tlsKey}, "127.0.0.1"));
+  auto e = testing::RedfishEmulator::start(secure);
+  ASSERT_TRUE(e) << e.error().message;
+  ASSERT_EQ((*e)->url().rfind("https://", 0), 0u);
+  HostBmcOptions opts{(*e)->url(), "admin", "switchyard", {}, {}};
+  auto untrusted = HostBmc::connect(opts);
+  ASSERT_FALSE(untrusted) << "verification is on by default";
+  EXPECT_NE(untrusted.error().message.find("certificate"), std::string::npos) << untrusted.error().message;
+  EXPECT_EQ((*e)->sessions(), 0u) << "no credentials were sent to an unverified BMC";
+  opts.caFile = secure.tlsCertificate.string();
+  auto bmc = HostBmc::connect(opts);
+  ASSERT_TRUE(bmc) << bmc.error().message;
+  EXPECT_EQ((*bmc)->inventory()->systemId, "437XR1138R2");
+  ASSERT_TRUE((*bmc)->reset("ForceOff"));
+  EXPECT_EQ(*(*bmc)->powerState(), "Off");
 }
 
 }  // namespace
