@@ -120,6 +120,9 @@ Result<RedfishFabric::Inventory> RedfishFabric::readInventory(redfish::Deadline 
     SY_ASSIGN(json sw, get(switchUri));
     const SwitchId switchId = lastSegment(switchUri);  // a switch's Id property may repeat another's; its URI does not
     inv.topology.switches.push_back({switchId, kind, text(sw, "Model", text(sw, "Name", "Redfish switch"))});
+    // Switch.CXL.VirtualCXLSwitches (Switch v1_9): the switch's VCSs.
+    if (sw.contains("CXL") && sw["CXL"].is_object() && sw["CXL"].contains("VirtualCXLSwitches") && sw["CXL"]["VirtualCXLSwitches"].is_object())
+      inv.vcsCollections.push_back(text(sw["CXL"]["VirtualCXLSwitches"], "@odata.id"));
     SY_ASSIGN(json ports, get(switchUri + "/Ports"));
     for (const auto& portUri : members(ports)) {
       SY_ASSIGN(json p, get(portUri));
@@ -203,6 +206,8 @@ Result<RedfishFabric::Inventory> RedfishFabric::readInventory(redfish::Deadline 
     }
   }
   if (auto v = validateTopology(inv.topology); !v) return fail(wrap(v.error()));
+  for (const auto& d : inv.topology.devices) inv.deviceAtPort[d.portId] = d.id;
+  std::erase(inv.vcsCollections, std::string{});
   TopologyIndex index(inv.topology);
   for (const auto& s : inv.topology.switches) inv.fabricOfSwitch[s.id] = index.fabricOf(s.id);
   return inv;
@@ -239,8 +244,40 @@ Result<RedfishFabric::ZoneTable> RedfishFabric::readZones(redfish::Deadline dead
   return table;
 }
 
+Result<std::vector<Binding>> RedfishFabric::readVcsBindings(redfish::Deadline deadline) const {
+  static const std::set<std::string> kBound{"BoundPhysicalPort", "BoundLD", "BoundPID"};
+  std::map<DeviceId, PortId> bound;
+  for (const auto& collectionUri : inventory_.vcsCollections) {
+    SY_ASSIGN(auto collection, client_.get(collectionUri, deadline));
+    for (const auto& vcsUri : members(collection.body)) {
+      SY_ASSIGN(auto vcs, client_.get(vcsUri, deadline));
+      const json& l = vcs.body.contains("Links") ? vcs.body["Links"] : json::object();
+      const std::string upstream = l.contains("Port") ? text(l["Port"], "@odata.id") : "";
+      auto initiator = inventory_.initiatorOfPort.find(portIdOf(upstream));
+      if (upstream.empty() || initiator == inventory_.initiatorOfPort.end()) continue;  // no host behind it
+      if (!vcs.body.contains("VPPBs")) continue;
+      SY_ASSIGN(auto vppbs, client_.get(text(vcs.body["VPPBs"], "@odata.id"), deadline));
+      for (const auto& vppbUri : members(vppbs.body)) {
+        SY_ASSIGN(auto vppb, client_.get(vppbUri, deadline));
+        if (!kBound.contains(text(vppb.body, "BindingStatus"))) continue;
+        const json& vl = vppb.body.contains("Links") ? vppb.body["Links"] : json::object();
+        const std::string downstream = vl.contains("Port") ? text(vl["Port"], "@odata.id") : "";
+        auto device = inventory_.deviceAtPort.find(portIdOf(downstream));
+        if (downstream.empty() || device == inventory_.deviceAtPort.end()) continue;  // a port we offer no device behind
+        if (auto port = portFor(initiator->second, device->second)) bound.emplace(device->second, *port);
+      }
+    }
+  }
+  std::vector<Binding> out;
+  for (const auto& [device, port] : bound) out.push_back({device, port});
+  return out;
+}
+
 Result<std::vector<Binding>> RedfishFabric::readBindings(const CallOptions& options) {
   std::lock_guard lock(mutex_);
+  // A CXL switch says what it has bound in its VCSs' vPPBs: that, not the zones (what was asked for), is
+  // what reconcile compares with the store.
+  if (!inventory_.vcsCollections.empty()) return readVcsBindings(deadlineAfter(options.timeout));
   SY_ASSIGN(ZoneTable table, readZones(deadlineAfter(options.timeout)));
   std::vector<Binding> out;
   for (const auto& [device, where] : table.boundTo) out.push_back({device, where.second});

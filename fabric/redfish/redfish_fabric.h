@@ -60,6 +60,10 @@ class RedfishFabric final : public FabricDriver {
     std::unordered_map<std::string, std::vector<PortId>> portsOfInitiator;
     std::unordered_map<PortId, SwitchId> switchOfPort;
     std::unordered_map<SwitchId, int> fabricOfSwitch;
+    std::unordered_map<PortId, DeviceId> deviceAtPort;        // downstream port -> the device behind it
+    // The switches' VirtualCXLSwitch collections (CXL): where the switch says what it has bound. Empty
+    // for a fabric without them, whose zones are its bindings.
+    std::vector<std::string> vcsCollections;
   };
   struct Zone {
     std::string uri;
@@ -75,6 +79,9 @@ class RedfishFabric final : public FabricDriver {
   RedfishFabric(RedfishFabricOptions options, redfish::Client client);
   [[nodiscard]] Result<Inventory> readInventory(redfish::Deadline deadline) const;
   [[nodiscard]] Result<ZoneTable> readZones(redfish::Deadline deadline) const;
+  // What the switches have bound, read from each VCS (its upstream port: a host) and its vPPBs (each bound
+  // one to a downstream port: a device); the host port is the one its zones would use (portFor).
+  [[nodiscard]] Result<std::vector<Binding>> readVcsBindings(redfish::Deadline deadline) const;
   // The host port a target in a zone with `initiator` is bound through.
   [[nodiscard]] std::optional<PortId> portFor(const std::string& initiator, const DeviceId& device) const;
   [[nodiscard]] Result<void> checkSet(std::span<const Binding> set, bool binding) const;

@@ -9,6 +9,7 @@
 #include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/http.hpp>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace switchyard::testing {
@@ -112,7 +113,135 @@ Result<void> RedfishEmulator::load() {
     versions_[uri] = 1;
   }
   if (!resources_.contains("/redfish/v1")) return fail(Code::kInvalidArgument, "the mockup has no service root (index.json)");
+  bindVppbsToZones();  // as a fabric manager that applied the mockup's zones would have
   return {};
+}
+
+namespace {
+
+bool isA(const json& resource, std::string_view type) {
+  return resource.is_object() && resource.contains("@odata.type") && resource["@odata.type"].is_string() &&
+         resource["@odata.type"].get<std::string>().find(type) != std::string::npos;
+}
+
+std::string linkOf(const json& resource, const char* key) {
+  if (!resource.contains("Links") || !resource["Links"].contains(key) || !resource["Links"][key].is_object()) return {};
+  return trimmed(resource["Links"][key].value("@odata.id", ""));
+}
+
+std::vector<std::string> linksOf(const json& resource, const char* key) {
+  std::vector<std::string> out;
+  if (!resource.contains("Links") || !resource["Links"].contains(key) || !resource["Links"][key].is_array()) return out;
+  for (const auto& l : resource["Links"][key])
+    if (l.is_object() && l.contains("@odata.id") && l["@odata.id"].is_string()) out.push_back(trimmed(l["@odata.id"].get<std::string>()));
+  return out;
+}
+
+std::string switchOf(const std::string& portUri) { return portUri.substr(0, portUri.rfind("/Ports/")); }
+
+}  // namespace
+
+void RedfishEmulator::bindVppbsToZones() {
+  // The switch ports: which initiators sit behind each upstream port, and which downstream port each
+  // target is behind (named by the port, or cabled to one of the target's own ports).
+  std::map<std::string, std::vector<std::string>> upstreamOfInitiator;
+  std::map<std::string, std::string> downstreamOfTarget;
+  std::map<std::string, std::string> downstreamOfDevicePort;
+  for (const auto& [uri, r] : resources_) {
+    if (!isA(r, "#Port.") || uri.find("/Switches/") == std::string::npos) continue;
+    const std::string type = r.value("PortType", "");
+    for (const auto& e : linksOf(r, "AssociatedEndpoints")) {
+      if (type == "UpstreamPort") upstreamOfInitiator[e].push_back(uri);
+      if (type == "DownstreamPort") downstreamOfTarget.emplace(e, uri);
+    }
+    if (type == "DownstreamPort")
+      for (const auto& devicePort : linksOf(r, "ConnectedPorts")) downstreamOfDevicePort.emplace(devicePort, uri);
+  }
+  auto portOfTarget = [&](const std::string& target) -> std::string {
+    if (auto it = downstreamOfTarget.find(target); it != downstreamOfTarget.end()) return it->second;
+    if (auto e = resources_.find(target); e != resources_.end())
+      for (const auto& devicePort : linksOf(e->second, "Ports"))
+        if (auto it = downstreamOfDevicePort.find(devicePort); it != downstreamOfDevicePort.end()) return it->second;
+    return {};
+  };
+  std::map<std::string, std::string> vcsOfUpstream;  // upstream port -> its VCS
+  for (const auto& [uri, r] : resources_)
+    if (isA(r, "#VirtualCXLSwitch.") && !linkOf(r, "Port").empty()) vcsOfUpstream[linkOf(r, "Port")] = uri;
+  if (vcsOfUpstream.empty()) return;
+
+  // What the zones ask for: each target's downstream port in the VCS of its initiator's upstream port
+  // (the one on the target's switch when the initiator has several).
+  std::map<std::string, std::set<std::string>> wanted;  // VCS -> downstream ports
+  for (const auto& [uri, zone] : resources_) {
+    if (!isA(zone, "#Zone.")) continue;
+    const auto endpoints = linksOf(zone, "Endpoints");
+    for (const auto& initiator : endpoints) {
+      auto ups = upstreamOfInitiator.find(initiator);
+      if (ups == upstreamOfInitiator.end()) continue;
+      for (const auto& target : endpoints) {
+        const std::string port = target == initiator ? "" : portOfTarget(target);
+        if (port.empty()) continue;
+        std::string vcs;
+        for (const auto& up : ups->second)
+          if (auto v = vcsOfUpstream.find(up); v != vcsOfUpstream.end() && (vcs.empty() || switchOf(up) == switchOf(port))) vcs = v->second;
+        if (!vcs.empty()) wanted[vcs].insert(port);
+      }
+    }
+  }
+  // Each VCS's vPPBs follow: bound ones no zone wants are unbound; wanted ports take a free vPPB (or a new one).
+  for (const auto& [up, vcs] : vcsOfUpstream) {
+    std::set<std::string> missing = wanted[vcs];
+    const std::string collectionUri = vcs + "/VPPBs";
+    std::vector<std::string> free;
+    for (auto& [uri, vppb] : resources_) {
+      if (!isA(vppb, "#VirtualPCI2PCIBridge.") || uri.rfind(collectionUri + "/", 0) != 0) continue;
+      const std::string port = linkOf(vppb, "Port");
+      const bool bound = vppb.value("BindingStatus", "Unbound") != "Unbound";
+      if (bound && missing.erase(port) > 0) continue;
+      if (bound || !port.empty()) {
+        vppb["BindingStatus"] = "Unbound";
+        if (vppb.contains("Links") && vppb["Links"].is_object()) vppb["Links"].erase("Port");
+        vppb.erase("BoundLDId");
+        vppb.erase("BoundPBRId");
+        ++versions_[uri];
+      }
+      free.push_back(uri);
+    }
+    for (const auto& port : missing) {
+      std::string uri;
+      if (!free.empty()) {
+        uri = free.front();
+        free.erase(free.begin());
+      } else {
+        json& collection = resources_[collectionUri];
+        const std::size_t n = collection.value("Members", json::array()).size() + 1;
+        uri = fmt::format("{}/{}", collectionUri, n);
+        resources_[uri] = {{"@odata.id", uri}, {"@odata.type", "#VirtualPCI2PCIBridge.v1_0_0.VirtualPCI2PCIBridge"}, {"Id", std::to_string(n)},
+                           {"Name", fmt::format("vPPB {}", n)}, {"VPPBId", std::to_string(n)}, {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
+                           {"Links", json::object()}};
+        collection["Members"].push_back({{"@odata.id", uri}});
+        collection["Members@odata.count"] = collection["Members"].size();
+        ++versions_[collectionUri];
+      }
+      json& vppb = resources_[uri];
+      vppb["BindingStatus"] = switchOf(port) == switchOf(up) ? "BoundPhysicalPort" : "BoundPID";
+      vppb["Links"]["Port"] = {{"@odata.id", port}};
+      ++versions_[uri];
+    }
+  }
+}
+
+bool RedfishEmulator::dropVppbBinding(const std::string& downstreamPort) {
+  std::lock_guard lock(mutex_);
+  bool dropped = false;
+  for (auto& [uri, vppb] : resources_)
+    if (isA(vppb, "#VirtualPCI2PCIBridge.") && linkOf(vppb, "Port") == trimmed(downstreamPort) && vppb.value("BindingStatus", "Unbound") != "Unbound") {
+      vppb["BindingStatus"] = "Unbound";
+      vppb["Links"].erase("Port");  // linkOf found it there
+      ++versions_[uri];
+      dropped = true;
+    }
+  return dropped;
 }
 
 void RedfishEmulator::setLatency(Duration latency) {
@@ -148,6 +277,7 @@ void RedfishEmulator::clearZones(const std::string& collection) {
   c["Members"] = json::array();
   c["Members@odata.count"] = 0;
   ++versions_[trimmed(collection)];
+  bindVppbsToZones();
 }
 
 std::uint64_t RedfishEmulator::requests(const std::string& method) const {
@@ -353,6 +483,7 @@ RedfishEmulator::Reply RedfishEmulator::changeZone(const std::string& method, co
     collection["Members"].push_back({{"@odata.id", uri}});
     collection["Members@odata.count"] = collection["Members"].size();
     ++versions_[path];
+    bindVppbsToZones();
     return {201, zone, etagOf(uri), uri};
   }
   auto it = resources_.find(path);
@@ -369,12 +500,14 @@ RedfishEmulator::Reply RedfishEmulator::changeZone(const std::string& method, co
     collection["Members"] = kept;
     collection["Members@odata.count"] = kept.size();
     ++versions_[collectionUri];
+    bindVppbsToZones();
     return {204, nullptr, {}, {}};
   }
   if (auto busy = zonedElsewhere(endpoints, path); !busy.empty())
     return {409, errorBody("ResourceInUse", fmt::format("{} is already in another zone", busy)), {}, {}};
   if (request.contains("Links")) it->second["Links"]["Endpoints"] = request["Links"].value("Endpoints", json::array());
   ++versions_[path];
+  bindVppbsToZones();
   return {200, it->second, etagOf(path), {}};
 }
 

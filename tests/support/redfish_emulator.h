@@ -1,7 +1,8 @@
 // A Redfish service for tests, over real HTTP on 127.0.0.1 (port 0): serves a DMTF mockup tree from
 // ../shared/redfish-mockups and lets clients change Zones as a fabric manager would (POST creates,
 // PATCH with If-Match replaces the endpoints, DELETE removes; a target endpoint is in at most one zone,
-// as a PCIe/CXL device is bound to at most one host). Faults: per-request latency, failing the next
+// as a PCIe/CXL device is bound to at most one host; a CXL switch's VCSs and vPPBs follow the zones, as
+// the switch a fabric manager drives would). Faults: per-request latency, failing the next
 // requests with a status, and health changes. Basic auth on everything but the service root. HTTPS when
 // given a certificate (clients then verify it, as they would a real manager's).
 #pragma once
@@ -53,6 +54,9 @@ class RedfishEmulator {
   [[nodiscard]] bool setHealth(const std::string& uri, const std::string& health);
   // Removes every zone of a Zones collection (a fabric with nothing bound).
   void clearZones(const std::string& collection);
+  // A CXL switch that lost a binding its zones still ask for (a link that went down): every vPPB bound to
+  // this downstream port becomes Unbound until the next zone change. False when none was bound to it.
+  bool dropVppbBinding(const std::string& downstreamPort);
   // ComputerSystem.Reset requests applied so far (any system).
   [[nodiscard]] int resets() const;
   // Sessions open now (created by POST SessionService/Sessions, ended by DELETE).
@@ -70,6 +74,9 @@ class RedfishEmulator {
     std::string token;  // X-Auth-Token of a new session
   };
   [[nodiscard]] Result<void> load();
+  // A CXL fabric manager's switch side: each VirtualCXLSwitch's vPPBs bound to the downstream ports of the
+  // targets zoned with the initiator behind its upstream port, and nothing else (mutex_ held).
+  void bindVppbsToZones();
   void acceptLoop();
   struct Connection;
   void serve(std::shared_ptr<Connection> connection);

@@ -73,6 +73,21 @@ TEST_F(RedfishFabricTest, TheMockupsZonesAreItsBindings) {
   EXPECT_EQ(*bindings, (std::vector<Binding>{{"T1", "CXL1-U1"}, {"T2", "CXL1-U2"}, {"T5", "CXL2-U1"}}));
 }
 
+TEST_F(RedfishFabricTest, ACxlSwitchsVppbsNotItsZonesAreWhatIsBound) {
+  emulator_->clearZones("/redfish/v1/Fabrics/CXL/Zones");
+  auto fabric = connect();
+  ASSERT_TRUE(fabric);
+  RedfishFabric& f = **fabric;
+  const std::vector<Binding> set{{"T1", "CXL1-U1"}, {"T5", "CXL1-U1"}};
+  ASSERT_TRUE(f.bindAll(set));
+  EXPECT_EQ(*f.readBindings(), set) << "T5, on the other switch, is bound through a vPPB of Host1's VCS (BoundPID)";
+  // The switch drops T1's binding (a link went down) while Host1's zone still names it: T1 is not bound.
+  ASSERT_TRUE(emulator_->dropVppbBinding("/redfish/v1/Fabrics/CXL/Switches/CXL1/Ports/D1"));
+  EXPECT_EQ(*f.readBindings(), (std::vector<Binding>{{"T5", "CXL1-U1"}})) << "what reconcile sees is the switch's state";
+  ASSERT_TRUE(f.unbindAll(set));
+  EXPECT_TRUE(f.readBindings()->empty());
+}
+
 TEST_F(RedfishFabricTest, OneZoneUpdatePerHostPerCall) {
   emulator_->clearZones("/redfish/v1/Fabrics/CXL/Zones");
   auto fabric = connect();
