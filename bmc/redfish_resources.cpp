@@ -62,12 +62,13 @@ json serviceRoot() {
           {"EventService", odataRef(fmt::format("{}/EventService", kRoot))},
           {"Fabrics", odataRef(fmt::format("{}/Fabrics", kRoot))},
           {"Chassis", odataRef(fmt::format("{}/Chassis", kRoot))},
+          {"JsonSchemas", odataRef(fmt::format("{}/JsonSchemas", kRoot))},
           {"Links", {{"Sessions", odataRef(fmt::format("{}/SessionService/Sessions", kRoot))}}}};
 }
 
 json odataServiceDocument() {
   json value = json::array();
-  for (const char* name : {"Systems", "CompositionService", "TaskService", "SessionService", "AccountService", "EventService", "Fabrics", "Chassis"})
+  for (const char* name : {"Systems", "CompositionService", "TaskService", "SessionService", "AccountService", "EventService", "Fabrics", "Chassis", "JsonSchemas"})
     value.push_back({{"name", name}, {"kind", "Singleton"}, {"url", fmt::format("{}/{}", kRoot, name)}});
   value.push_back({{"name", "Service"}, {"kind", "Singleton"}, {"url", std::string(kRoot)}});
   return {{"@odata.context", fmt::format("{}/$metadata", kRoot)}, {"value", value}};
@@ -89,6 +90,18 @@ std::string metadataXml() {
 )",
                        schema, ns);
   }
+  xml += fmt::format(R"(  <edmx:Reference Uri="{}/Schemas/SwitchyardEvent_v1.xml">
+    <edmx:Include Namespace="SwitchyardEvent"/>
+    <edmx:Include Namespace="SwitchyardEvent.v1_0_0"/>
+  </edmx:Reference>
+  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/JsonSchemaFileCollection.xml">
+    <edmx:Include Namespace="JsonSchemaFileCollection"/>
+  </edmx:Reference>
+  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/JsonSchemaFile_v1.xml">
+    <edmx:Include Namespace="JsonSchemaFile"/>
+  </edmx:Reference>
+)",
+                     kRoot);
   xml += R"(  <edmx:DataServices>
     <Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="Service">
       <EntityContainer Name="Service" Extends="ServiceRoot.v1_20_0.ServiceContainer"/>
@@ -505,6 +518,23 @@ json fabricResource(const PoolView& view, const std::vector<std::string>& parts)
   return nullptr;
 }
 
+json jsonSchemasCollection() {
+  return collection(fmt::format("{}/JsonSchemas", kRoot), "JsonSchemaFileCollection", "JSON Schemas of Switchyard's OEM extensions",
+                    {fmt::format("{}/JsonSchemas/SwitchyardEvent.v1_0_0", kRoot)});
+}
+
+json jsonSchemaFile(const std::string& id) {
+  if (id != "SwitchyardEvent.v1_0_0") return nullptr;
+  return {{"@odata.id", fmt::format("{}/JsonSchemas/{}", kRoot, id)},
+          {"@odata.type", "#JsonSchemaFile.v1_1_5.JsonSchemaFile"},
+          {"Id", id},
+          {"Name", "SwitchyardEvent schema file"},
+          {"Description", "Event.Events[].Oem.Switchyard: the yardd event type, subject and actor"},
+          {"Languages", json::array({"en"})},
+          {"Schema", "#SwitchyardEvent.v1_0_0.EventOem"},
+          {"Location", json::array({{{"Language", "en"}, {"Uri", fmt::format("{}/Schemas/{}.json", kRoot, id)}}})}};
+}
+
 json eventService() {
   return {{"@odata.id", fmt::format("{}/EventService", kRoot)},
           {"@odata.type", "#EventService.v1_12_0.EventService"},
@@ -546,7 +576,7 @@ json redfishEvent(const Event& e) {
                                    {"Message", fmt::format("{}: {}", e.type, e.message)},
                                    {"MessageSeverity", bad ? "Warning" : "OK"},
                                    {"OriginOfCondition", odataRef(origin)},
-                                   {"Oem", {{"Switchyard", {{"Type", e.type}, {"Subject", e.subject}, {"Actor", e.actor}}}}}}})}};
+                                   {"Oem", {{"Switchyard", {{"@odata.type", "#SwitchyardEvent.v1_0_0.EventOem"}, {"Type", e.type}, {"Subject", e.subject}, {"Actor", e.actor}}}}}}})}};
 }
 
 std::string text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }

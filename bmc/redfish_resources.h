@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bmc/accounts.h"
@@ -76,6 +77,17 @@ struct PoolView {
 [[nodiscard]] json fabricsCollection(const PoolView& view);
 // Any resource under /redfish/v1/Fabrics/<parts...>; null when there is none.
 [[nodiscard]] json fabricResource(const PoolView& view, const std::vector<std::string>& parts);
+
+// Switchyard's OEM schemas (bmc/schemas/), served as files under /redfish/v1/Schemas/ without
+// authentication, like $metadata: "/SwitchyardEvent_v1.xml" (CSDL), "/SwitchyardEvent.v1_0_0.json".
+struct SchemaFile {
+  std::string_view contentType;
+  std::string_view body;
+};
+[[nodiscard]] const SchemaFile* oemSchema(std::string_view path);
+// /redfish/v1/JsonSchemas: a JsonSchemaFile per OEM JSON Schema, pointing at the served file.
+[[nodiscard]] json jsonSchemasCollection();
+[[nodiscard]] json jsonSchemaFile(const std::string& id);
 
 [[nodiscard]] json eventService();
 // One engine event as a Redfish Event (ResourceEvent registry message ids), and as an SSE frame.

@@ -74,6 +74,16 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
     res.body() = metadataXml();
     return answer(std::move(res));
   }
+  if (read && call->path.rfind(root + "/Schemas/", 0) == 0) {
+    const SchemaFile* file = oemSchema(call->path.substr(std::string(root + "/Schemas").size()));
+    if (!file) return answer(error(http::status::not_found, std::string(kBase) + "ResourceNotFound", fmt::format("no schema at {}", call->path)));
+    HttpResponse res{http::status::ok, 11};
+    res.set("OData-Version", "4.0");
+    res.set(http::field::content_type, std::string(file->contentType));
+    res.set(http::field::allow, "GET, HEAD");
+    if (call->method == "GET") res.body() = std::string(file->body);
+    return answer(std::move(res));
+  }
   if (call->method == "POST" && call->path == root + "/SessionService/Sessions") return login(call);
 
   std::optional<Caller> caller;
@@ -249,6 +259,8 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
   if (p == root + "/Chassis") return viewed(kTopology, chassisCollection);
   if (p.rfind(root + "/Chassis/", 0) == 0) return viewed(kTopology, [parts](const PoolView& v) { return chassisResource(v, parts); });
   if (p == root + "/EventService") return now(eventService());
+  if (p == root + "/JsonSchemas") return now(jsonSchemasCollection());
+  if (parts.size() == 4 && p.rfind(root + "/JsonSchemas/", 0) == 0) return now(jsonSchemaFile(parts[3]));
   if (p == root + "/Fabrics") return viewed(kTopology, fabricsCollection);
   if (p.rfind(root + "/Fabrics/", 0) == 0) return viewed(kTopology | kSystems, [parts](const PoolView& v) { return fabricResource(v, parts); });
   if (p == root + "/EventService/SSE" && call->method == "GET") return eventStream(call);

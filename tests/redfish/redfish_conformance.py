@@ -244,6 +244,29 @@ def main():
             check(f.get("id") == event["Id"], "the SSE id is the event's Id")
         check(any(json.loads(f["data"])["Events"][0]["Oem"]["Switchyard"]["Actor"] == "ops" for f in frames),
               "events name the Redfish account that asked as their actor")
+        # The OEM extension has its own schemas, served beside $metadata: every event's Oem.Switchyard
+        # validates against the JSON Schema; the CSDL is well-formed and $metadata references it.
+        status, _, oem_schema = request(port, "GET", "/redfish/v1/Schemas/SwitchyardEvent.v1_0_0.json")
+        check(status == 200 and isinstance(oem_schema, dict), f"the OEM JSON Schema is served without credentials ({status})")
+        if isinstance(oem_schema, dict):
+            oem_validator = schemas.jsonschema.Draft7Validator(oem_schema)
+            for f in frames:
+                for record in json.loads(f["data"])["Events"]:
+                    problems = [e.message for e in oem_validator.iter_errors(record["Oem"]["Switchyard"])]
+                    check(not problems, f"SSE event {f.get('id')}: Oem.Switchyard: {problems}")
+        status, _, csdl = request(port, "GET", "/redfish/v1/Schemas/SwitchyardEvent_v1.xml")
+        import xml.etree.ElementTree as ET
+        namespaces = []
+        try:
+            root_el = ET.fromstring(csdl if isinstance(csdl, (bytes, str)) else b"")
+            namespaces = [el.get("Namespace") for el in root_el.iter("{http://docs.oasis-open.org/odata/ns/edm}Schema")]
+        except ET.ParseError as e:
+            check(False, f"the OEM CSDL is not XML: {e}")
+        check(status == 200 and "SwitchyardEvent.v1_0_0" in namespaces, f"the OEM CSDL defines SwitchyardEvent.v1_0_0 ({status} {namespaces})")
+        _, _, metadata = request(port, "GET", "/redfish/v1/$metadata")
+        check(b"/redfish/v1/Schemas/SwitchyardEvent_v1.xml" in metadata, "$metadata references the OEM CSDL")
+        _, _, schema_file = request(port, "GET", "/redfish/v1/JsonSchemas/SwitchyardEvent.v1_0_0", viewer)
+        check(schema_file.get("Location", [{}])[0].get("Uri") == "/redfish/v1/Schemas/SwitchyardEvent.v1_0_0.json", "JsonSchemas points at the OEM JSON Schema")
         if frames:
             replayed = []
             first = int(frames[0]["id"])
