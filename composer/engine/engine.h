@@ -288,11 +288,11 @@ class Engine {
   // placement under `holder` as it goes; on failure it lets go of what it held and names the system.
   [[nodiscard]] Result<std::vector<Placement>> placeTogether(const std::vector<ComposeRequest>& requests, const std::string& holder);
   void hold(const Placement& placement, const std::string& holder);
-  void letGo(const Placement& placement);
-  // Composes systems placed and held by the caller: checks all of them first, then calls `letGoAll` and
+  void letGo(const Placement& placement, const std::string& holder);
+  // Composes systems placed and held under `holder`: checks all of them first, then calls `letGoAll` and
   // accepts each (acceptCompose on exactly its held host and devices).
   [[nodiscard]] Result<std::vector<Operation>> composeHeld(const Caller& caller, const std::vector<HeldSystem>& systems,
-                                                           const std::function<void()>& letGoAll);
+                                                           const std::string& holder, const std::function<void()>& letGoAll);
   [[nodiscard]] Result<Reservation> reserveOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime);
   // Drops reservations whose time is up (each with a reservation.expired event). Cheap when there are none.
   void expireReservations();

@@ -92,8 +92,9 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
   // Devices an operation is changing right now are not drift; leave them to the operation.
   std::set<DeviceId> expected;
   std::set<DeviceId> busy;
+  // (A device a composition reservation holds is not being changed: a binding of it is drift.)
   for (const auto& [device, held] : state_->assignments())
-    if (held.first.allocation == DeviceAllocation::kReserved) busy.insert(device);
+    if (held.first.allocation == DeviceAllocation::kReserved && !isReservationId(held.first.owner)) busy.insert(device);
 
   Mutation m;
   DriftRound round(knownDrifts_, announceDrift(m));

@@ -35,15 +35,19 @@ void Engine::hold(const Placement& placement, const std::string& holder) {
   state_->holdHost(placement.hostId, true);
 }
 
-void Engine::letGo(const Placement& placement) {
-  for (const auto& d : placement.devices) state_->assign({d.deviceId, DeviceAllocation::kFree, {}}, {});
+void Engine::letGo(const Placement& placement, const std::string& holder) {
+  // Only what is still held: a device reconcile quarantined meanwhile stays quarantined.
+  for (const auto& d : placement.devices) {
+    const DeviceAssignment a = state_->assignment(d.deviceId);
+    if (a.allocation == DeviceAllocation::kReserved && a.owner == holder) state_->assign({d.deviceId, DeviceAllocation::kFree, {}}, {});
+  }
   state_->holdHost(placement.hostId, false);
 }
 
 Result<std::vector<Placement>> Engine::placeTogether(const std::vector<ComposeRequest>& requests, const std::string& holder) {
   std::vector<Placement> placed;
   auto refuse = [&](const std::string& name, Error e) -> Result<std::vector<Placement>> {
-    for (const auto& p : placed) letGo(p);
+    for (const auto& p : placed) letGo(p, holder);
     if (requests.size() > 1) e.message = fmt::format("system '{}': {}", name, e.message);
     return fail(std::move(e));
   };
@@ -74,7 +78,7 @@ Result<std::vector<Placement>> Engine::placeTogether(const std::vector<ComposeRe
 Result<std::vector<Placement>> Engine::planSystems(const std::vector<ComposeRequest>& requests) {
   return onControl([&]() -> Result<std::vector<Placement>> {
     SY_ASSIGN(auto placed, placeTogether(requests, std::string(kManifestHolder)));
-    for (const auto& p : placed) letGo(p);
+    for (const auto& p : placed) letGo(p, std::string(kManifestHolder));
     return placed;
   });
 }
@@ -94,15 +98,24 @@ Result<Reservation> Engine::reserveOnControl(const Caller& caller, const std::ve
   for (const auto& r : requests)
     if (r.placement.tenant != tenant) return fail(Code::kInvalidArgument, "the systems of one reservation belong to one tenant");
   SY_TRY(mayChange(caller, tenant, "reserve"));
-  SY_TRY(checkQuota(tenant, static_cast<int>(requests.size()), 0));
+  // The tenant's other reservations count towards its quota as if composed.
+  int heldSystems = 0, heldGpus = 0;
+  for (const auto& [id, other] : reservations_)
+    if (other.tenant == tenant)
+      for (const auto& s : other.systems) {
+        ++heldSystems;
+        heldGpus += gpusAmong(s.placement.devices);
+      }
+  const int systems = heldSystems + static_cast<int>(requests.size());
+  SY_TRY(checkQuota(tenant, systems, 0));
 
   Reservation r;
   r.id = fmt::format("rsv-{:06}", lastReservationNumber_ + 1);
   SY_ASSIGN(auto placed, placeTogether(requests, r.id));
-  int gpus = 0;
+  int gpus = heldGpus;
   for (const auto& p : placed) gpus += gpusAmong(p.devices);
-  if (auto quota = checkQuota(tenant, static_cast<int>(requests.size()), gpus); !quota) {
-    for (const auto& p : placed) letGo(p);
+  if (auto quota = checkQuota(tenant, systems, gpus); !quota) {
+    for (const auto& p : placed) letGo(p, r.id);
     return fail(quota.error());
   }
   ++lastReservationNumber_;
@@ -153,7 +166,7 @@ Result<void> Engine::releaseReservation(const Caller& caller, const std::string&
     SY_TRY(checkAccepting());
     SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "release"));
     const Reservation r = *found;
-    for (const auto& s : r.systems) letGo(s.placement);
+    for (const auto& s : r.systems) letGo(s.placement, r.id);
     reservations_.erase(id);
     announceReservation(r, "reservation.released", fmt::format("{} released by {}: {}", r.id, caller.identity, describeHeld(r.systems)),
                         caller.identity);
@@ -161,12 +174,17 @@ Result<void> Engine::releaseReservation(const Caller& caller, const std::string&
   });
 }
 
-Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const std::vector<HeldSystem>& systems, const std::function<void()>& letGoAll) {
+Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const std::vector<HeldSystem>& systems, const std::string& holder,
+                                                   const std::function<void()>& letGoAll) {
   // Everything acceptCompose could refuse, checked for all systems while they are still held: the
   // manifest is accepted whole or not at all.
   SY_TRY(checkAccepting());
   int gpus = 0;
   for (const auto& s : systems) {
+    for (const auto& d : s.placement.devices)
+      if (const DeviceAssignment a = state_->assignment(d.deviceId); a.allocation != DeviceAllocation::kReserved || a.owner != holder)
+        return fail(Code::kFailedPrecondition, fmt::format("device {} held for system '{}' is no longer available ({}{}); release this and reserve again",
+                                                           d.deviceId, s.name, toString(a.allocation), a.owner.empty() ? "" : ": " + a.owner));
     if (const System* existing = state_->findSystem(s.name))
       return fail(Code::kAlreadyExists, fmt::format("a system named '{}' already exists ({})", s.name, existing->id));
     SY_TRY(mayChange(caller, s.request.tenant, "compose"));
@@ -199,8 +217,8 @@ Result<std::vector<Operation>> Engine::composeReserved(const Caller& caller, con
     SY_TRY(checkAccepting());
     SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "apply"));
     const Reservation r = *found;
-    SY_ASSIGN(auto started, composeHeld(caller, r.systems, [&] {
-                for (const auto& s : r.systems) letGo(s.placement);
+    SY_ASSIGN(auto started, composeHeld(caller, r.systems, r.id, [&] {
+                for (const auto& s : r.systems) letGo(s.placement, r.id);
                 reservations_.erase(r.id);
               }));
     std::string ops;
@@ -218,10 +236,10 @@ Result<std::vector<Operation>> Engine::composeTogether(const Caller& caller, con
     for (std::size_t i = 0; i < requests.size(); ++i) systems.push_back({requests[i].name, requests[i].placement, placed[i], requests[i].labels});
     bool released = false;
     auto letGoAll = [&] {
-      for (const auto& p : placed) letGo(p);
+      for (const auto& p : placed) letGo(p, std::string(kManifestHolder));
       released = true;
     };
-    auto started = composeHeld(caller, systems, letGoAll);
+    auto started = composeHeld(caller, systems, std::string(kManifestHolder), letGoAll);
     if (!released) letGoAll();
     return started;
   });
@@ -237,7 +255,7 @@ void Engine::expireReservations() {
     }
     const Reservation r = std::move(it->second);
     it = reservations_.erase(it);
-    for (const auto& s : r.systems) letGo(s.placement);
+    for (const auto& s : r.systems) letGo(s.placement, r.id);
     spdlog::info("{} expired: {} are free again", r.id, describeHeld(r.systems));
     announceReservation(r, "reservation.expired", fmt::format("{} expired unused: {} are free again", r.id, describeHeld(r.systems)), "yardd");
   }

@@ -167,6 +167,46 @@ TEST_F(EngineReservationsTest, ATenantsQuotaCountsEverySystemOfTheManifest) {
   for (const auto& op : *ops) run(op);
 }
 
+TEST_F(EngineReservationsTest, ADeviceQuarantinedWhileHeldStopsTheApplyAndStaysQuarantined) {
+  start();
+  auto reserved = engine_->reserve(alice_, {want("train", 2)}, 300s);
+  ASSERT_TRUE(reserved);
+  const DeviceId taken = reserved->systems[0].placement.devices[0].deviceId;
+  // Someone binds a held device behind yardd's back; reconcile quarantines it.
+  auto topology = *fabric_->discover();
+  PortId foreignPort;
+  for (const auto& h : topology.hosts)
+    if (h.id != reserved->systems[0].placement.hostId) foreignPort = h.upstreamPorts[0].portId;
+  const std::vector<Binding> foreign{{taken, foreignPort}};
+  ASSERT_TRUE(fabric_->bindAll(foreign));
+  ASSERT_TRUE(engine_->reconcile());
+  ASSERT_EQ(engine_->getDevice(taken)->assignment.allocation, DeviceAllocation::kQuarantined);
+
+  auto applied = engine_->composeReserved(alice_, reserved->id);
+  ASSERT_FALSE(applied);
+  EXPECT_EQ(applied.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(applied.error().message.find(taken), std::string::npos) << applied.error().message;
+  EXPECT_TRUE(engine_->listSystems()->empty()) << "nothing of the reservation was composed";
+  ASSERT_EQ(engine_->listReservations()->size(), 1u) << "the reservation is kept for its owner to release";
+  ASSERT_TRUE(engine_->releaseReservation(alice_, reserved->id));
+  EXPECT_EQ(engine_->getDevice(taken)->assignment.allocation, DeviceAllocation::kQuarantined) << "letting go never frees a quarantined device";
+}
+
+TEST_F(EngineReservationsTest, ATenantsReservationsCountTowardsItsQuota) {
+  quotas_["team-a"] = TenantQuota{.maxGpus = 4, .maxSystems = 2};
+  start();
+  const Caller tenant{"carol", Role::kTenant, "team-a"};
+  auto forTenant = [](const std::string& name, int gpus) {
+    auto r = want(name, gpus);
+    r.placement.tenant = "team-a";
+    return r;
+  };
+  ASSERT_TRUE(engine_->reserve(tenant, {forTenant("a", 3)}, 60s));
+  EXPECT_EQ(engine_->reserve(tenant, {forTenant("b", 2)}, 60s).error().code, Code::kResourceExhausted) << "3 held + 2 > 4 GPUs";
+  ASSERT_TRUE(engine_->reserve(tenant, {forTenant("b", 1)}, 60s));
+  EXPECT_EQ(engine_->reserve(tenant, {forTenant("c", 1)}, 60s).error().code, Code::kResourceExhausted) << "2 systems held already";
+}
+
 TEST_F(EngineReservationsTest, ARestartDropsReservations) {
   start();
   ASSERT_TRUE(engine_->reserve(alice_, {want("train", 8)}, 300s));
