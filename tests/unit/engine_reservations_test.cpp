@@ -35,13 +35,15 @@ TEST_F(EngineReservationsTest, AReservationHoldsItsHostsAndDevicesFromEveryoneEl
   EXPECT_NE(reserved->systems[0].placement.hostId, reserved->systems[1].placement.hostId);
   EXPECT_EQ(heldDevices(*reserved).size(), 12u) << "the two systems' devices are disjoint";
   EXPECT_EQ(freeDevices(), 4u);
-  for (const auto& d : *engine_->listDevices())
+  const auto devices = *engine_->listDevices();
+  for (const auto& d : devices)
     if (heldDevices(*reserved).contains(d.device.id)) {
       EXPECT_EQ(d.assignment.allocation, DeviceAllocation::kReserved);
       EXPECT_EQ(d.assignment.owner, reserved->id);
     }
   int heldHosts = 0;
-  for (const auto& h : *engine_->listHosts()) heldHosts += h.reservationId == reserved->id ? 1 : 0;
+  const auto hosts = *engine_->listHosts();
+  for (const auto& h : hosts) heldHosts += h.reservationId == reserved->id ? 1 : 0;
   EXPECT_EQ(heldHosts, 2);
 
   // Others get what is left: four GPUs on one of the two other hosts, and nothing more.
