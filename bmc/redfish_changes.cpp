@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <variant>
 
+#include "bmc/redfish_json.h"
 #include "bmc/redfish_protocol.h"
 #include "composer/model/access.h"
 
@@ -119,11 +120,11 @@ namespace {
 
 // A ComputerSystem in a stanza's Response: the system as composed (or composing), with its blocks.
 json stanzaResponse(const std::string& name, const Placement& placement, const std::string& systemId) {
-  json blocks = json::array({{{"@odata.id", std::string(kRoot) + "/CompositionService/ResourceBlocks/" + placement.hostId}}});
-  for (const auto& d : placement.devices) blocks.push_back({{"@odata.id", std::string(kRoot) + "/CompositionService/ResourceBlocks/" + d.deviceId}});
+  json blocks = json::array({redfish_json::odataRef(redfish_json::blockUri(placement.hostId))});
+  for (const auto& d : placement.devices) blocks.push_back(redfish_json::odataRef(redfish_json::blockUri(d.deviceId)));
   json response = {{"Name", name}, {"SystemType", "Composed"}, {"Description", placement.explanation}, {"Links", {{"ResourceBlocks", blocks}}}};
   if (!systemId.empty()) {
-    response["@odata.id"] = std::string(kRoot) + "/Systems/" + systemId;
+    response["@odata.id"] = redfish_json::systemUri(systemId);
     response["Id"] = systemId;
   }
   return response;

@@ -6,19 +6,13 @@
 #include <algorithm>
 #include <map>
 
-#include "bmc/redfish_resources.h"
+#include "bmc/redfish_json.h"
 
 namespace switchyard::bmc {
 
+using namespace redfish_json;
+
 namespace {
-
-json link(const std::string& uri) { return {{"@odata.id", uri}}; }
-
-json members(const std::string& uri, const std::string& type, const std::string& name, const std::vector<std::string>& uris) {
-  json m = json::array();
-  for (const auto& u : uris) m.push_back(link(u));
-  return {{"@odata.id", uri}, {"@odata.type", "#" + type + "." + type}, {"Name", name}, {"Members", m}, {"Members@odata.count", uris.size()}};
-}
 
 std::string accountUri(const std::string& name) { return fmt::format("{}/AccountService/Accounts/{}", kRoot, name); }
 std::string roleUri(std::string_view role) { return fmt::format("{}/AccountService/Roles/{}", kRoot, role); }
@@ -67,15 +61,15 @@ json accountService(const Accounts& accounts) {
           {"Description", fmt::format("{} identities from yardd's --identities file; roles Administrator, Operator, Tenant, ReadOnly",
                                       accounts.identities().identities().size())},
           {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
-          {"Accounts", link(fmt::format("{}/AccountService/Accounts", kRoot))},
-          {"Roles", link(fmt::format("{}/AccountService/Roles", kRoot))}};
+          {"Accounts", odataRef(fmt::format("{}/AccountService/Accounts", kRoot))},
+          {"Roles", odataRef(fmt::format("{}/AccountService/Roles", kRoot))}};
 }
 
 json accountsCollection(const Accounts& accounts, const Caller& caller) {
   std::vector<std::string> uris;
   for (const auto& identity : accounts.identities().identities())
     if (caller.role == Role::kAdmin || identity.name == caller.identity) uris.push_back(accountUri(identity.name));
-  json c = members(fmt::format("{}/AccountService/Accounts", kRoot), "ManagerAccountCollection", "Accounts", uris);
+  json c = collection(fmt::format("{}/AccountService/Accounts", kRoot), "ManagerAccountCollection", "Accounts", uris);
   c["Description"] = "an administrator sees every account, anyone else their own; accounts are managed in yardd's --identities file";
   return c;
 }
@@ -98,7 +92,7 @@ json account(const Accounts& accounts, const Caller& caller, const std::string& 
             {"Locked", false},
             {"Password", nullptr},
             {"AccountTypes", types},
-            {"Links", {{"Role", link(roleUri(role))}}}};
+            {"Links", {{"Role", odataRef(roleUri(role))}}}};
   }
   return nullptr;
 }
@@ -106,7 +100,7 @@ json account(const Accounts& accounts, const Caller& caller, const std::string& 
 json rolesCollection() {
   std::vector<std::string> uris;
   for (Role r : kRoles) uris.push_back(roleUri(redfishRoleName(r)));
-  return members(fmt::format("{}/AccountService/Roles", kRoot), "RoleCollection", "Roles", uris);
+  return collection(fmt::format("{}/AccountService/Roles", kRoot), "RoleCollection", "Roles", uris);
 }
 
 json role(const std::string& id) {
@@ -129,7 +123,7 @@ json chassisCollection(const PoolView& view) {
   std::vector<std::string> uris;
   for (const auto& s : view.topology.switches) uris.push_back(chassisUri(s.id));
   for (const auto& h : view.topology.hosts) uris.push_back(chassisUri(h.id));
-  return members(fmt::format("{}/Chassis", kRoot), "ChassisCollection", "Chassis", uris);
+  return collection(fmt::format("{}/Chassis", kRoot), "ChassisCollection", "Chassis", uris);
 }
 
 json chassisResource(const PoolView& view, const std::vector<std::string>& parts) {
@@ -146,8 +140,8 @@ json chassisResource(const PoolView& view, const std::vector<std::string>& parts
     if (parts.size() == 4) {
       json blocks = json::array(), pcie = json::array();
       for (const Device* d : devices) {
-        blocks.push_back(link(fmt::format("{}/CompositionService/ResourceBlocks/{}", kRoot, d->id)));
-        pcie.push_back(link(devicesUri + "/" + d->id));
+        blocks.push_back(odataRef(blockUri(d->id)));
+        pcie.push_back(odataRef(devicesUri + "/" + d->id));
       }
       return {{"@odata.id", chassisUri(id)},
               {"@odata.type", "#Chassis.v1_28_0.Chassis"},
@@ -157,14 +151,14 @@ json chassisResource(const PoolView& view, const std::vector<std::string>& parts
               {"ChassisType", "Enclosure"},
               {"Model", sw->model},
               {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
-              {"PCIeDevices", link(devicesUri)},
+              {"PCIeDevices", odataRef(devicesUri)},
               {"Links", {{"ResourceBlocks", blocks}, {"PCIeDevices", pcie}}}};
     }
     if (parts[4] != "PCIeDevices") return nullptr;
     if (parts.size() == 5) {
       std::vector<std::string> uris;
       for (const Device* d : devices) uris.push_back(devicesUri + "/" + d->id);
-      return members(devicesUri, "PCIeDeviceCollection", fmt::format("Devices behind {}", id), uris);
+      return collection(devicesUri, "PCIeDeviceCollection", fmt::format("Devices behind {}", id), uris);
     }
     if (parts.size() != 6) return nullptr;
     for (const Device* d : devices) {
@@ -178,7 +172,7 @@ json chassisResource(const PoolView& view, const std::vector<std::string>& parts
                      {"Model", d->model},
                      {"DeviceType", "SingleFunction"},
                      {"Status", {{"State", "Enabled"}, {"Health", health}}},
-                     {"Links", {{"Chassis", json::array({link(chassisUri(id))})}}}};
+                     {"Links", {{"Chassis", json::array({odataRef(chassisUri(id))})}}}};
       if (!d->serial.empty()) device["SerialNumber"] = d->serial;
       if (port)
         device["PCIeInterface"] = {{"LanesInUse", port->linkWidth},
@@ -199,8 +193,8 @@ json chassisResource(const PoolView& view, const std::vector<std::string>& parts
             {"ChassisType", "RackMount"},
             {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
             {"Links",
-             {{"ComputerSystems", json::array({link(fmt::format("{}/Systems/{}", kRoot, id))})},
-              {"ResourceBlocks", json::array({link(fmt::format("{}/CompositionService/ResourceBlocks/{}", kRoot, id))})}}}};
+             {{"ComputerSystems", json::array({odataRef(systemUri(id))})},
+              {"ResourceBlocks", json::array({odataRef(blockUri(id))})}}}};
   }
   return nullptr;
 }

@@ -2,24 +2,20 @@
 // /redfish/v1/CompositionService/CompositionReservations[/ID], /ActivePool, /FreePool.
 #include <fmt/format.h>
 
-#include "bmc/redfish_resources.h"
+#include "bmc/redfish_json.h"
 
 namespace switchyard::bmc {
 
+using namespace redfish_json;
+
 namespace {
 
-json odataLink(const std::string& uri) { return {{"@odata.id", uri}}; }
-std::string blockUri(const std::string& id) { return fmt::format("{}/CompositionService/ResourceBlocks/{}", kRoot, id); }
 std::string reservationUri(const std::string& id) { return fmt::format("{}/CompositionService/CompositionReservations/{}", kRoot, id); }
 
 json blockCollection(const std::string& name, const std::string& title, const std::vector<std::string>& ids) {
-  json members = json::array();
-  for (const auto& id : ids) members.push_back(odataLink(blockUri(id)));
-  return {{"@odata.id", fmt::format("{}/CompositionService/{}", kRoot, name)},
-          {"@odata.type", "#ResourceBlockCollection.ResourceBlockCollection"},
-          {"Name", title},
-          {"Members", members},
-          {"Members@odata.count", ids.size()}};
+  std::vector<std::string> uris;
+  for (const auto& id : ids) uris.push_back(blockUri(id));
+  return collection(fmt::format("{}/CompositionService/{}", kRoot, name), "ResourceBlockCollection", title, uris);
 }
 
 }  // namespace
@@ -57,20 +53,17 @@ std::optional<std::chrono::seconds> parseIsoDuration(const std::string& text) {
 }
 
 json reservationsCollection(const std::vector<Reservation>& reservations) {
-  json members = json::array();
-  for (const auto& r : reservations) members.push_back(odataLink(reservationUri(r.id)));
-  return {{"@odata.id", fmt::format("{}/CompositionService/CompositionReservations", kRoot)},
-          {"@odata.type", "#CompositionReservationCollection.CompositionReservationCollection"},
-          {"Name", "Composition Reservations"},
-          {"Members", members},
-          {"Members@odata.count", reservations.size()}};
+  std::vector<std::string> uris;
+  for (const auto& r : reservations) uris.push_back(reservationUri(r.id));
+  return collection(fmt::format("{}/CompositionService/CompositionReservations", kRoot), "CompositionReservationCollection",
+                    "Composition Reservations", uris);
 }
 
 json reservationManifest(const Reservation& r) {
   json stanzas = json::array();
   for (const auto& s : r.systems) {
-    json blocks = json::array({odataLink(blockUri(s.placement.hostId))});
-    for (const auto& d : s.placement.devices) blocks.push_back(odataLink(blockUri(d.deviceId)));
+    json blocks = json::array({odataRef(blockUri(s.placement.hostId))});
+    for (const auto& d : s.placement.devices) blocks.push_back(odataRef(blockUri(d.deviceId)));
     stanzas.push_back({{"StanzaType", "ComposeSystem"},
                        {"StanzaId", s.name},
                        {"Request", {{"Name", s.name}, {"Links", {{"ResourceBlocks", blocks}}}}},
@@ -84,8 +77,8 @@ json reservationManifest(const Reservation& r) {
 json compositionReservation(const Reservation& r) {
   json blocks = json::array();
   for (const auto& s : r.systems) {
-    blocks.push_back(odataLink(blockUri(s.placement.hostId)));
-    for (const auto& d : s.placement.devices) blocks.push_back(odataLink(blockUri(d.deviceId)));
+    blocks.push_back(odataRef(blockUri(s.placement.hostId)));
+    for (const auto& d : s.placement.devices) blocks.push_back(odataRef(blockUri(d.deviceId)));
   }
   return {{"@odata.id", reservationUri(r.id)},
           {"@odata.type", "#CompositionReservation.v1_0_2.CompositionReservation"},

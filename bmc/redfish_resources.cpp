@@ -6,20 +6,13 @@
 #include <map>
 #include <set>
 
+#include "bmc/redfish_json.h"
+
 namespace switchyard::bmc {
 
+using namespace redfish_json;
+
 namespace {
-
-json odataRef(const std::string& uri) { return {{"@odata.id", uri}}; }
-
-json collection(const std::string& uri, const std::string& type, const std::string& name, const std::vector<std::string>& members) {
-  json m = json::array();
-  for (const auto& member : members) m.push_back(odataRef(member));
-  return {{"@odata.id", uri}, {"@odata.type", "#" + type + "." + type}, {"Name", name}, {"Members", m}, {"Members@odata.count", members.size()}};
-}
-
-std::string systemUri(const std::string& id) { return fmt::format("{}/Systems/{}", kRoot, id); }
-std::string blockUri(const std::string& id) { return fmt::format("{}/CompositionService/ResourceBlocks/{}", kRoot, id); }
 
 std::string health(DeviceHealth h) {
   return h == DeviceHealth::kCritical ? "Critical" : h == DeviceHealth::kWarning ? "Warning" : "OK";

@@ -17,6 +17,11 @@ class EngineReservationsTest : public EngineTest {
     r.placement.gpuCount = gpus;
     return r;
   }
+  static ComposeRequest forTenant(const std::string& name, int gpus) {
+    auto r = want(name, gpus);
+    r.placement.tenant = "team-a";
+    return r;
+  }
   std::set<std::string> heldDevices(const Reservation& r) {
     std::set<std::string> out;
     for (const auto& s : r.systems)
@@ -106,12 +111,7 @@ TEST_F(EngineReservationsTest, OnlyTheReserverOrAnAdministratorAppliesOrReleases
   EXPECT_EQ(engine_->releaseReservation(bob_, reserved->id).error().code, Code::kPermissionDenied);
   const Caller tenant{"carol", Role::kTenant, "team-a"};
   EXPECT_EQ(engine_->releaseReservation(tenant, reserved->id).error().code, Code::kNotFound) << "another tenant's reservation is none";
-  auto mine = engine_->reserve(tenant, {[] {
-                                 auto r = want("mine", 1);
-                                 r.placement.tenant = "team-a";
-                                 return r;
-                               }()},
-                               300s);
+  auto mine = engine_->reserve(tenant, {forTenant("mine", 1)}, 300s);
   ASSERT_TRUE(mine) << mine.error().message;
   EXPECT_EQ(engine_->releaseReservation(alice_, mine->id).error().code, Code::kPermissionDenied);
   ASSERT_TRUE(engine_->releaseReservation(Caller::local(), reserved->id)) << "an administrator may release anyone's";
@@ -156,11 +156,6 @@ TEST_F(EngineReservationsTest, ATenantsQuotaCountsEverySystemOfTheManifest) {
   quotas_["team-a"] = TenantQuota{.maxGpus = 4, .maxSystems = 2};
   start();
   const Caller tenant{"carol", Role::kTenant, "team-a"};
-  auto forTenant = [](const std::string& name, int gpus) {
-    auto r = want(name, gpus);
-    r.placement.tenant = "team-a";
-    return r;
-  };
   EXPECT_EQ(engine_->reserve(tenant, {forTenant("a", 1), forTenant("b", 1), forTenant("c", 1)}, 60s).error().code, Code::kResourceExhausted);
   EXPECT_EQ(engine_->composeTogether(tenant, {forTenant("a", 4), forTenant("b", 1)}).error().code, Code::kResourceExhausted);
   EXPECT_EQ(freeDevices(), 16u);
@@ -198,11 +193,6 @@ TEST_F(EngineReservationsTest, ATenantsReservationsCountTowardsItsQuota) {
   quotas_["team-a"] = TenantQuota{.maxGpus = 4, .maxSystems = 2};
   start();
   const Caller tenant{"carol", Role::kTenant, "team-a"};
-  auto forTenant = [](const std::string& name, int gpus) {
-    auto r = want(name, gpus);
-    r.placement.tenant = "team-a";
-    return r;
-  };
   ASSERT_TRUE(engine_->reserve(tenant, {forTenant("a", 3)}, 60s));
   EXPECT_EQ(engine_->reserve(tenant, {forTenant("b", 2)}, 60s).error().code, Code::kResourceExhausted) << "3 held + 2 > 4 GPUs";
   ASSERT_TRUE(engine_->reserve(tenant, {forTenant("b", 1)}, 60s));
