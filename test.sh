@@ -35,9 +35,11 @@ run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "${1:-}" != "--quick" ]; then
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1
   run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=address -- -LE 'bench-smoke|soak'
-  # TSan runs no integration test: build only what its tests run (not yardd, the CLI, benchmarks).
+  # TSan runs no integration test: build only what its tests run (not yardd, the CLI, benchmarks). The
+  # integration binary, not built, leaves one unlabelled placeholder test behind: excluded by its exact name.
   BUILD_TARGETS="switchyard_unit_tests switchyard_sim topology_json_replay redfish_request_replay lspci_dump_replay identities_replay" \
-    run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=thread -- -LE 'integration|bench-smoke|soak'
+    run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=thread -- -LE 'integration|bench-smoke|soak' \
+    -E '^switchyard_integration_tests_NOT_BUILT$'
   ./setup.sh fuzz
   FUZZ_TARGETS=(redfish_request lspci_dump topology_json identities grpc_request)
   declare -A CORPUS=([redfish_request]=redfish [lspci_dump]=lspci [topology_json]=topology_json [identities]=identities
