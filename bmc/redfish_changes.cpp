@@ -227,14 +227,19 @@ void RedfishService::composeAction(const std::shared_ptr<Call>& call) {
 }
 
 void RedfishService::applyReservation(const std::shared_ptr<Call>& call, const std::string& id) {
-  startComposeAll(call, [this, id, caller = call->caller] { return engine_.composeReserved(caller, id); });
+  // An unknown (expired, applied, released) reservation is a missing resource, not a missing block.
+  startComposeAll(call, [this, id, caller = call->caller] { return engine_.composeReserved(caller, id); }, /*missingIsBlock=*/false);
 }
 
-void RedfishService::startComposeAll(const std::shared_ptr<Call>& call, std::function<Result<std::vector<Operation>>()> compose) {
+void RedfishService::startComposeAll(const std::shared_ptr<Call>& call, std::function<Result<std::vector<Operation>>()> compose,
+                                     bool missingIsBlock) {
   // One system answers as POST /Systems does (202 and its task monitor); several answer 200 with the
   // manifest of the systems being composed, each with its own task (TaskService/Tasks/op-...).
-  engine_.async<std::vector<Operation>>(std::move(compose), [this, call](Result<std::vector<Operation>> ops) {
-    if (!ops) return boost::asio::post(work_, [call, e = ops.error()] { call->reply(engineError(e, true)); });
+  engine_.async<std::vector<Operation>>(std::move(compose), [this, call, missingIsBlock](Result<std::vector<Operation>> ops) {
+    if (!ops)
+      return boost::asio::post(work_, [call, missingIsBlock, e = ops.error()] {
+        call->reply(engineError(e, e.code != Code::kNotFound || missingIsBlock));
+      });
     if (ops->size() == 1) return boost::asio::post(work_, [call, op = ops->front()] { call->reply(accepted(op)); });
     withView(call, kHosts | kSystems, [ops = *ops](const PoolView& v) {
       json stanzas = json::array();

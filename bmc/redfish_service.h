@@ -51,7 +51,8 @@ class RedfishService {
   // and composed, or refused whole), or Apply with a ReservationId.
   void composeAction(const std::shared_ptr<Call>& call);
   void applyReservation(const std::shared_ptr<Call>& call, const std::string& id);
-  void startComposeAll(const std::shared_ptr<Call>& call, std::function<Result<std::vector<Operation>>()> compose);
+  // `missingIsBlock`: kNotFound names a resource block (400 ResourceBlockNotFound), else a resource (404).
+  void startComposeAll(const std::shared_ptr<Call>& call, std::function<Result<std::vector<Operation>>()> compose, bool missingIsBlock = true);
   // GET of the reservations the caller may see, one of them, and DELETE (release).
   void reservations(const std::shared_ptr<Call>& call, const std::string& id);
   void releaseReservation(const std::shared_ptr<Call>& call, const std::string& id);

@@ -362,8 +362,8 @@ def main():
         if status == 201:
             status, headers, _ = request(port, "DELETE", headers["Location"], operator)
             wait_task(port, operator, headers.get("Location", ""))
-        status, _, _ = request(port, "POST", compose_action, operator, {"RequestFormat": "Manifest", "RequestType": "Apply", "ReservationId": rid})
-        check(status == 404 or status == 400, f"a reservation is applied once ({status})")
+        status, _, body = request(port, "POST", compose_action, operator, {"RequestFormat": "Manifest", "RequestType": "Apply", "ReservationId": rid})
+        check(status == 404 and body["error"]["code"].endswith("ResourceNotFound"), f"a reservation is applied once; then it is not found ({status})")
         status, _, again = request(port, "POST", compose_action, operator, dict(manifest, RequestType="PreviewReserve"))
         status, _, _ = request(port, "DELETE", f"/redfish/v1/CompositionService/CompositionReservations/{again.get('ReservationId')}", operator)
         check(status == 204, f"DELETE releases a reservation ({status})")
