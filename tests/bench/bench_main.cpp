@@ -4,6 +4,8 @@
 //   switchyard_bench latency [--sim-latency-ms MS] [--gpus N] [--concurrent N]   compose time against a slow switch
 //   switchyard_bench compose [--seconds S] [--clients N] [--durability normal|full]
 //                                                            compose+decompose through gRPC, durable store
+//   switchyard_bench reads [--gpus N] [--seconds S] [--readers N] [--path P ...]
+//                                                            compose latency idle and under /metrics + dashboard reads
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
@@ -27,6 +29,7 @@
 #include "tests/bench/compose_latency.h"
 #include "tests/bench/decision_latency.h"
 #include "tests/bench/latency_summary.h"
+#include "tests/bench/read_load.h"
 #include "tests/bench/topology_ablation.h"
 #include "tests/support/temp_dir.h"
 
@@ -193,7 +196,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 512))->capture_default_str();
   latencyCmd->add_option("--concurrent-gpus", cl.concurrentGpus, "GPUs in each small compose")->check(CLI::Range(1, 16))->capture_default_str();
   latencyCmd->add_option("--repetitions", cl.repetitions, "Runs of each row (the median is printed)")->check(CLI::Range(1, 100))->capture_default_str();
+  auto* reads = app.add_subcommand("reads", "Do reads stall writes? Compose latency on a large pool, idle and while readers fetch "
+                                            "/metrics and the dashboard's API in a loop; what each read costs; a full device listing");
+  bench::ReadLoadOptions rl;
+  reads->add_option("--gpus", rl.gpus, "GPUs in the pool (generated as yardd --generate-gpus does)")->check(CLI::Range(64, 1'000'000))->capture_default_str();
+  reads->add_option("--seconds", rl.seconds, "Length of each phase (idle, loaded)")->check(CLI::PositiveNumber)->capture_default_str();
+  reads->add_option("--readers", rl.readers, "Reader threads, each fetching every --path in turn")->check(CLI::Range(0, 64))->capture_default_str();
+  reads->add_option("--path", rl.paths, "Web endpoint paths the readers fetch")->capture_default_str();
+  reads->add_option("--composed", rl.composed, "Systems of 8 GPUs composed before measuring")->check(CLI::Range(0, 100'000))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (reads->parsed()) return bench::benchReadLoad(rl);
   if (latencyCmd->parsed()) return bench::benchComposeLatency(cl);
   if (ablation->parsed()) {
     ab.index = !noIndex;
