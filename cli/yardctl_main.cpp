@@ -286,9 +286,17 @@ static int runYardctl(int argc, char** argv) {
     pb::ListHostsResponse r;
     if ((rc = allPages(&pb::Switchyard::Stub::ListHosts, pb::ListHostsRequest{}, r)) == kExitOk) emit(g, r, yardctl::printHosts);
   });
-  app.add_subcommand("devices", "List devices with their switch, health and holder")->callback([&] {
+  auto* devices = app.add_subcommand("devices", "List devices with their switch, health and holder (filters combine: every one must match)");
+  pb::ListDevicesRequest deviceFilter;
+  devices->add_flag_callback("--free", [&] { deviceFilter.set_free_only(true); }, "Only free devices that are not critical (what a compose could take)");
+  devices->add_option_function<std::string>("--model", [&](const std::string& v) { deviceFilter.set_model(v); }, "Only this model (exact name)");
+  devices->add_option_function<std::string>("--switch", [&](const std::string& v) { deviceFilter.set_switch_id(v); }, "Only devices under this switch");
+  devices->add_option_function<std::string>("--host", [&](const std::string& v) { deviceFilter.set_host_id(v); },
+                                            "Only devices counted against this host (in its system, or held for it)");
+  devices->add_option_function<std::string>("--system", [&](const std::string& v) { deviceFilter.set_system(v); }, "Only this system's devices (id or name)");
+  devices->callback([&] {
     pb::ListDevicesResponse r;
-    if ((rc = allPages(&pb::Switchyard::Stub::ListDevices, pb::ListDevicesRequest{}, r)) == kExitOk) emit(g, r, yardctl::printDevices);
+    if ((rc = allPages(&pb::Switchyard::Stub::ListDevices, deviceFilter, r)) == kExitOk) emit(g, r, yardctl::printDevices);
   });
 
   auto* systems = app.add_subcommand("systems", "List composed systems, or show one");

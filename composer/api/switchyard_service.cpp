@@ -71,6 +71,14 @@ grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<
   return reactor;
 }
 
+template <typename T, typename Fill>
+grpc::ServerUnaryReactor* SwitchyardService::answerHere(Context* ctx, const std::function<Result<T>()>& call, Fill fill) {
+  Result<T> result = call();
+  if (!result) return finished(ctx, toGrpcStatus(result.error()));
+  fill(*result);
+  return finished(ctx, grpc::Status::OK);
+}
+
 grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::ComposeRequest* req, v1::Operation* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
@@ -145,7 +153,7 @@ grpc::ServerUnaryReactor* SwitchyardService::GetCapacity(Context* ctx, const v1:
   if (!mig) return finished(ctx, toGrpcStatus(mig.error()));
   auto shares = shareSizesOf(*req);
   if (!shares) return finished(ctx, toGrpcStatus(shares.error()));
-  return answer<CapacityReport>(
+  return answerHere<CapacityReport>(
       ctx, [this, s = std::move(*shapes), m = std::move(*mig), sh = std::move(*shares)] { return engine_.capacity(s, m, sh); },
       [out](const CapacityReport& report) { toProto(report, *out); });
 }
@@ -153,7 +161,7 @@ grpc::ServerUnaryReactor* SwitchyardService::GetCapacity(Context* ctx, const v1:
 grpc::ServerUnaryReactor* SwitchyardService::GetSystem(Context* ctx, const v1::GetSystemRequest* req, v1::System* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  return answer<System>(
+  return answerHere<System>(
       ctx,
       [this, c = *caller, id = req->system()]() -> Result<System> {
         auto s = engine_.getSystem(id);
@@ -166,7 +174,7 @@ grpc::ServerUnaryReactor* SwitchyardService::GetSystem(Context* ctx, const v1::G
 grpc::ServerUnaryReactor* SwitchyardService::ListSystems(Context* ctx, const v1::ListSystemsRequest* req, v1::ListSystemsResponse* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  return answer<std::vector<System>>(
+  return answerHere<std::vector<System>>(
       ctx, [this] { return engine_.listSystems(); },
       [out, c = *caller, tenant = req->tenant(), size = req->page_size(), token = req->page_token()](const std::vector<System>& systems) {
         std::string next;
@@ -181,22 +189,23 @@ grpc::ServerUnaryReactor* SwitchyardService::ListSystems(Context* ctx, const v1:
 grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1::ListDevicesRequest* req, v1::ListDevicesResponse* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  return answer<std::vector<DeviceView>>(
-      ctx, [this] { return engine_.listDevices(); },
-      [out, size = req->page_size(), token = req->page_token()](const std::vector<DeviceView>& devices) {
-        std::string next;
-        for (const DeviceView* d : pageOf(
-                 devices, [](const DeviceView& x) -> const std::string& { return x.device.id; }, [](const DeviceView&) { return true; }, size,
-                 token, next))
-          toProto(*d, *out->add_devices());
-        out->set_next_page_token(next);
-      });
+  // Answered here, on the gRPC thread, from the engine's published view: one page costs the page, and
+  // never waits for (or delays) the control thread.
+  auto view = engine_.view();
+  if (!view) return finished(ctx, grpc::Status(grpc::StatusCode::UNAVAILABLE, "yardd is starting: the pool is not loaded yet"));
+  const DeviceFilter filter{req->free_only(), req->model(), req->switch_id(), req->host_id(), req->system()};
+  const auto size = static_cast<std::size_t>(req->page_size() <= 0 ? kDefaultPageSize : std::min(req->page_size(), kMaxPageSize));
+  std::string next;
+  for (const DeviceView* d : pageOfDevices(*view, filter, [](const DeviceView&) { return true; }, size, req->page_token(), next))
+    toProto(*d, *out->add_devices());
+  out->set_next_page_token(next);
+  return finished(ctx, grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::ListHostsRequest* req, v1::ListHostsResponse* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  return answer<std::vector<HostView>>(
+  return answerHere<std::vector<HostView>>(
       ctx, [this] { return engine_.listHosts(); },
       [out, size = req->page_size(), token = req->page_token()](const std::vector<HostView>& hosts) {
         std::string next;
@@ -216,7 +225,7 @@ grpc::ServerUnaryReactor* SwitchyardService::GetTopology(Context* ctx, const v1:
     std::vector<HostView> hosts;
     std::vector<DeviceView> devices;
   };
-  return answer<Views>(
+  return answerHere<Views>(
       ctx,
       [this]() -> Result<Views> {
         Views v;

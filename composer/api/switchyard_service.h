@@ -52,6 +52,10 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   // Runs `call` on the engine; finishes with its error, or with OK after `fill` wrote the response.
   template <typename T, typename Fill>
   Unary* answer(Context* ctx, std::function<Result<T>()> call, Fill fill);
+  // The same for reads the engine answers from its published view: run here, on the gRPC thread, without
+  // a hop to the control thread (they never wait for a compose, and a compose never waits for them).
+  template <typename T, typename Fill>
+  Unary* answerHere(Context* ctx, const std::function<Result<T>()>& call, Fill fill);
   // A completion that moves the result to the reply pool and there finishes `reactor` with `finish(result)`.
   template <typename T, typename Finish>
   Completion<T> onReplyPool(Finish finish) {

@@ -46,11 +46,13 @@ void Engine::postToControl(std::function<void(bool running)> task) {
   asio::post(*control_, [this, task = std::move(task)] {
     if (!controlStopped_) expireReservations();
     task(!controlStopped_);
+    flush();
   });
 }
 
 Result<RecoveryReport> Engine::start() {
   SY_TRY(loadState());
+  flush();  // the first view, before any reader can ask
   controlThread_ = std::thread([this] { control_->run(); });
   controlThreadId_ = controlThread_.get_id();
   controlRunning_.store(true, std::memory_order_release);
@@ -222,6 +224,7 @@ void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds time
     waiters_[id].push_back(waiter);
     waiter->timer.expires_after(timeout);
     waiter->timer.async_wait([this, id, weak = std::weak_ptr<Waiter>(waiter)](const boost::system::error_code& ec) {
+      CommitPoint commit{*this};
       auto w = weak.lock();
       if (ec || !w) return;  // answered already
       if (auto it = waiters_.find(id); it != waiters_.end()) {
@@ -252,10 +255,10 @@ void Engine::completeWaiters(const OperationId& id, const Operation& op) {
   if (it == waiters_.end()) return;
   auto waiters = std::move(it->second);
   waiters_.erase(it);
-  for (auto& w : waiters) {
-    w->timer.cancel();
-    w->once.complete(op);
-  }
+  for (auto& w : waiters) w->timer.cancel();
+  toOutbox([waiters = std::move(waiters), op] {
+    for (auto& w : waiters) w->once.complete(op);
+  });
 }
 
 std::shared_ptr<EventStream> Engine::subscribe() {
@@ -324,6 +327,11 @@ void Engine::haltOnStoreFailure(const Error& error) {
 }
 
 void Engine::publish(const std::vector<Event>& events) {
+  if (events.empty()) return;
+  toOutbox([this, events] { deliverEvents(events); });
+}
+
+void Engine::deliverEvents(const std::vector<Event>& events) {
   for (const auto& e : events) {
     spdlog::debug("event {} {} {}: {}", e.sequence, e.type, e.subject, e.message);
     for (auto it = subscribers_.begin(); it != subscribers_.end();) {
@@ -393,6 +401,7 @@ void Engine::schedulePrune(bool behind) {
   pollTimer_->pruneTimer.expires_after(behind ? std::min<std::chrono::milliseconds>(options_.pruneInterval, std::chrono::seconds(1))
                                               : options_.pruneInterval);
   pollTimer_->pruneTimer.async_wait([this](const boost::system::error_code& ec) {
+    CommitPoint commit{*this};
     if (ec || halted_) return;
     auto r = pruneHistory();
     if (!r) spdlog::error("cannot prune history: {}", r.error().message);
@@ -405,6 +414,7 @@ void Engine::scheduleReconcile() {
   if (halted_ || options_.reconcileInterval.count() <= 0) return;
   pollTimer_->reconcileTimer.expires_after(options_.reconcileInterval);
   pollTimer_->reconcileTimer.async_wait([this](const boost::system::error_code& ec) {
+    CommitPoint commit{*this};
     if (ec || halted_) return;
     // A read taken while steps call the switch may show an operation half-way: skip the round.
     if (stepCallsInFlight_ > 0) {
@@ -416,6 +426,7 @@ void Engine::scheduleReconcile() {
     driverPool_->post([this, before] {
       auto bindings = driver_.readBindings({options_.switchCallTimeout});
       asio::post(*control_, [this, before, bindings = std::move(bindings)] {
+        CommitPoint inner{*this};
         --driverCallsInFlight_;
         if (halted_) return;
         if (auto r = reconcileIfFresh(bindings, before); !r && r.error().code != Code::kUnavailable)
@@ -431,12 +442,14 @@ void Engine::scheduleFabricPoll() {
   if (halted_ || options_.fabricPollInterval.count() <= 0) return;
   pollTimer_->timer.expires_after(options_.fabricPollInterval);
   pollTimer_->timer.async_wait([this](const boost::system::error_code& ec) {
+    CommitPoint commit{*this};
     if (ec || halted_) return;
     expireReservations();
     ++driverCallsInFlight_;
     driverPool_->post([this] {
       auto events = driver_.pollEvents();
       asio::post(*control_, [this, events = std::move(events)] {
+        CommitPoint inner{*this};
         --driverCallsInFlight_;
         applyFabricEvents(events);
         scheduleFabricPoll();

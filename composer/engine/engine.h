@@ -10,6 +10,12 @@
 // overload with a Completion never block, for callers on an event loop (the gRPC callback API, the
 // Redfish service on Boost.Beast). Event subscribers can be pushed to (EventStream::setListener).
 //
+// Reads of the pool (devices, hosts, systems, the topology, usable capacity) never go to the control
+// thread: they answer on the caller's thread from the latest published PoolView (pool_view.h, ADR 0016),
+// so a scrape or a dashboard never delays a compose. Each control-thread task ends at one commit point
+// (flush): the view is published first, then the task's events reach subscribers and its finished
+// operations their waiters, then the caller's completion runs; whoever learns of a change can read it.
+//
 // Every mutating call takes a Caller; the operation records it and its events name it as their actor.
 #pragma once
 
@@ -93,15 +99,6 @@ struct DetachRequest {
   std::vector<GpuInstanceRef> gpuInstances;  // single MIG instances; a GPU left with none is unbound
   std::vector<int> gpuShares;                // share ids; a GPU left with no share is unbound
   std::string requestId;
-};
-
-struct DeviceView {
-  Device device;
-  SwitchId switchId;
-  DeviceAssignment assignment;
-  SystemId systemId;     // when in a system
-  HostId hostId;         // when reserved or in a system
-  PortId upstreamPortId; // when in a system
 };
 
 struct HostView {
@@ -208,10 +205,16 @@ class Engine {
   template <typename T>
   void async(std::function<Result<T>()> call, Completion<T> done) {
     auto once = std::make_shared<CompleteOnce<T>>(std::move(done));
-    postToControl([call = std::move(call), once](bool running) {
-      if (running) once->complete(call());
+    postToControl([this, call = std::move(call), once](bool running) {
+      if (!running) return;
+      Result<T> result = call();
+      flush();  // what the call changed is published before its caller hears of it
+      once->complete(std::move(result));
     });
   }
+  // The latest published picture of the pool: safe to read on any thread, for as long as it is held.
+  // Null before start() (or startReplica()) has loaded the store.
+  [[nodiscard]] std::shared_ptr<const PoolView> view() const;
   // The step kinds this engine runs (for describing steps).
   [[nodiscard]] const StepKindRegistry& stepKinds() const { return *steps_; }
 
@@ -250,6 +253,20 @@ class Engine {
   };
   // Runs `task(true)` on the control thread, or `task(false)` when the engine has stopped.
   void postToControl(std::function<void(bool running)> task);
+  // The commit point that ends every control-thread task (engine_view.cpp): publishes a new view when the
+  // pool changed, then delivers what the task left in the outbox (events, finished operations), in order.
+  void flush();
+  void publishView();
+  // Ends a control-thread task at its commit point, however the task returns.
+  struct CommitPoint {
+    Engine& engine;
+    explicit CommitPoint(Engine& e) : engine(e) {}
+    CommitPoint(const CommitPoint&) = delete;
+    CommitPoint& operator=(const CommitPoint&) = delete;
+    ~CommitPoint() { engine.flush(); }
+  };
+  // Runs `deliver` at the end of the current control-thread task, after the view is published.
+  void toOutbox(std::function<void()> deliver) { outbox_.push_back(std::move(deliver)); }
 
   // A change to persist atomically, then apply and publish.
   struct Mutation {
@@ -329,7 +346,9 @@ class Engine {
   [[nodiscard]] std::string tenantOf(const std::string& subject) const;
   // Refuses new work and starts no more steps; every operation stays resumable from its last durable step.
   void haltOnStoreFailure(const Error& error);
+  // Hands events to the subscribers at the task's commit point (flush).
   void publish(const std::vector<Event>& events);
+  void deliverEvents(const std::vector<Event>& events);
 
   // Start-up (engine_recovery.cpp).
   [[nodiscard]] Result<void> loadState();
@@ -403,6 +422,10 @@ class Engine {
   mutable std::mutex standbyMutex_;
   std::string standbyLeader_;  // under standbyMutex_
   bool halted_ = false;  // after stop's grace: record step results but start no new steps
+  std::vector<std::function<void()>> outbox_;  // delivered by flush()
+  const PoolState* viewState_ = nullptr;        // the state the published view was built from
+  mutable std::mutex viewMutex_;                // guards view_ (a pointer swap; readers copy the pointer)
+  std::shared_ptr<const PoolView> view_;
   bool controlStopped_ = false;  // the control loop has ended: posted work is answered kAborted
 };
 

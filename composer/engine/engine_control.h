@@ -18,12 +18,14 @@ auto Engine::onControl(F&& f) -> decltype(f()) {
     expireReservations();
     return f();
   }
-  auto task = std::make_shared<std::packaged_task<R()>>(std::forward<F>(f));
-  auto future = task->get_future();
-  boost::asio::post(*control_, [this, task] {
+  auto promise = std::make_shared<std::promise<R>>();
+  auto future = promise->get_future();
+  boost::asio::post(*control_, [this, promise, fn = std::forward<F>(f)]() mutable {
     if (controlStopped_) return;  // dropped unrun: the caller gets kAborted
     expireReservations();
-    (*task)();
+    R result = fn();
+    flush();  // the change is published before the caller sees the answer
+    promise->set_value(std::move(result));
   });
   try {
     return future.get();

@@ -74,6 +74,7 @@ void Engine::reconcileHostsInBackground() {
     std::vector<Result<std::vector<HostDeviceIdentity>>> seen;
     for (const auto& check : checks) seen.push_back(hosts_->listPresent(check.host, {options_.hostCallTimeout}));
     asio::post(*control_, [this, checks, seen = std::move(seen)] {
+      CommitPoint commit{*this};
       --driverCallsInFlight_;
       if (halted_) return;
       if (auto r = compareHostsOnControl(checks, seen); !r) spdlog::warn("host reconcile: {}", r.error().message);

@@ -1,6 +1,6 @@
-// The engine's reads: plans and capacity, systems, devices, hosts, the topology, operations, events and
-// the audit trail. Each runs on the control thread (onControl) and answers from memory or the store;
-// none waits for a switch.
+// The engine's reads. Systems, devices, hosts and the topology answer on the caller's thread from the
+// published view (pool_view.h); plans, operations, events and the audit trail still run on the control
+// thread (onControl) and answer from memory or the store; none waits for a switch.
 #include <fmt/format.h>
 
 #include <unordered_map>
@@ -24,24 +24,34 @@ Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
   });
 }
 
+namespace {
+
+// The published view, or why there is none to read.
+Result<std::shared_ptr<const PoolView>> readable(const std::shared_ptr<const PoolView>& view, bool running) {
+  if (!running || !view) return fail(Code::kAborted, "the engine is not running");
+  return view;
+}
+
+}  // namespace
+
 Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles,
                                         const std::vector<int>& shareMilli) {
-  return onControl([&]() -> Result<CapacityReport> {
-    CapacityQuery query{shapes, migProfiles, {}, shareMilli, {}};
-    for (const auto& [id, system] : state_->systems()) {
-      query.gpuInstances.insert(query.gpuInstances.end(), system.gpuInstances.begin(), system.gpuInstances.end());
-      query.gpuShares.insert(query.gpuShares.end(), system.gpuShares.begin(), system.gpuShares.end());
-    }
-    return usableCapacity(*placement_, state_->pool(), query);
-  });
+  // On the caller's thread, on the packing core's pool rebuilt from the view: however long it takes at
+  // scale, no compose waits for it.
+  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  CapacityQuery query{shapes, migProfiles, {}, shareMilli, {}};
+  for (const auto& s : v->systems.sorted()) {
+    query.gpuInstances.insert(query.gpuInstances.end(), s->gpuInstances.begin(), s->gpuInstances.end());
+    query.gpuShares.insert(query.gpuShares.end(), s->gpuShares.begin(), s->gpuShares.end());
+  }
+  return usableCapacity(*placement_, poolOf(*v), query);
 }
 
 Result<System> Engine::getSystem(const std::string& idOrName) {
-  return onControl([&]() -> Result<System> {
-    const System* s = state_->findSystem(idOrName);
-    if (!s) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
-    return withProgress(*s);
-  });
+  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  auto s = v->systems.findByIdOrName(idOrName);
+  if (!s) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
+  return *s;
 }
 
 System Engine::withProgress(System s) const {
@@ -60,81 +70,50 @@ System Engine::withProgress(System s) const {
 }
 
 Result<std::vector<System>> Engine::listSystems() {
-  return onControl([&]() -> Result<std::vector<System>> {
-    std::vector<System> out;
-    for (const auto& [id, s] : state_->systems()) out.push_back(withProgress(s));
-    return out;
-  });
+  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  std::vector<System> out;
+  out.reserve(v->systems.size());
+  for (const auto& s : v->systems.sorted()) out.push_back(*s);
+  return out;
 }
 
 Result<std::vector<DeviceView>> Engine::listDevices() {
-  return onControl([&]() -> Result<std::vector<DeviceView>> {
-    std::unordered_map<DeviceId, std::pair<const System*, PortId>> inSystem;
-    for (const auto& [id, s] : state_->systems())
-      for (const auto& b : s.bindings) inSystem[b.deviceId] = {&s, b.upstreamPortId};
-    std::vector<DeviceView> out;
-    for (const auto& d : state_->topology().devices) {
-      DeviceView v{d, {}, state_->assignment(d.id), {}, {}, {}};
-      if (const SwitchId* sw = state_->index().switchOfDevice(d.id)) v.switchId = *sw;
-      if (auto it = state_->assignments().find(d.id); it != state_->assignments().end()) v.hostId = it->second.second;
-      if (auto it = inSystem.find(d.id); it != inSystem.end()) {
-        v.systemId = it->second.first->id;
-        v.hostId = it->second.first->hostId;
-        v.upstreamPortId = it->second.second;
-      }
-      out.push_back(std::move(v));
-    }
-    return out;
-  });
+  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  std::vector<DeviceView> out;
+  out.reserve(v->devices.size());
+  v->devices.forEach([&](const DeviceView& d) { out.push_back(d); });
+  return out;
 }
 
 Result<DeviceView> Engine::getDevice(const DeviceId& id) {
-  return onControl([&]() -> Result<DeviceView> {
-    const Device* d = state_->index().device(id);
-    if (!d) return fail(Code::kNotFound, fmt::format("no device '{}' (see `yardctl devices`)", id));
-    DeviceView v{*d, {}, state_->assignment(id), {}, {}, {}};
-    if (const SwitchId* sw = state_->index().switchOfDevice(id)) v.switchId = *sw;
-    if (auto it = state_->assignments().find(id); it != state_->assignments().end()) v.hostId = it->second.second;
-    if (v.assignment.allocation == DeviceAllocation::kAllocated) {
-      if (const System* s = state_->findSystem(v.assignment.owner)) {
-        v.systemId = s->id;
-        v.hostId = s->hostId;
-        for (const auto& b : s->bindings)
-          if (b.deviceId == id) v.upstreamPortId = b.upstreamPortId;
-      }
-    }
-    return v;
-  });
+  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  const DeviceView* d = v->device(id);
+  if (!d) return fail(Code::kNotFound, fmt::format("no device '{}' (see `yardctl devices`)", id));
+  return *d;
 }
 
 Result<std::vector<HostView>> Engine::listHosts() {
-  return onControl([&]() -> Result<std::vector<HostView>> {
-    std::vector<HostView> out;
-    for (const auto& h : state_->topology().hosts) {
-      HostView v{h, {}, {}, 0, HostPolicy::kTrustFabric, ""};
-      if (hosts_ != nullptr) {
-        v.policy = hosts_->policy(h.id);
-        v.hostSide = hosts_->status(h.id);
-      } else if (replica_) {
-        v.hostSide = "standby: the leader serves host sides";  // policies live in the leader's flags and agents
-      }
-      for (const auto& u : h.upstreamPorts) {
-        const Port* port = state_->index().port(u.portId);
-        v.upstreamSwitches.push_back(port ? port->switchId : SwitchId{});
-      }
-      if (const System* s = state_->systemOfHost(h.id)) v.systemId = s->id;
-      for (const auto& [id, r] : reservations_)
-        for (const auto& held : r.systems)
-          if (held.placement.hostId == h.id) v.reservationId = id;
-      v.attachedDevices = state_->pool().hosts()[static_cast<std::size_t>(state_->pool().hostIndex(h.id))].attachedDevices;
-      out.push_back(std::move(v));
+  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  const auto& hosts = v->shape->topology.hosts;
+  std::vector<HostView> out;
+  out.reserve(hosts.size());
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const HostSlot& slot = v->hosts[i];
+    HostView h{hosts[i], v->shape->upstreamSwitches[i], slot.systemId, slot.attachedDevices, HostPolicy::kTrustFabric, "", slot.reservationId};
+    if (hosts_ != nullptr) {  // HostAgents answers policy and status on any thread
+      h.policy = hosts_->policy(hosts[i].id);
+      h.hostSide = hosts_->status(hosts[i].id);
+    } else if (replica_) {
+      h.hostSide = "standby: the leader serves host sides";  // policies live in the leader's flags and agents
     }
-    return out;
-  });
+    out.push_back(std::move(h));
+  }
+  return out;
 }
 
 Result<Topology> Engine::topology() {
-  return onControl([&]() -> Result<Topology> { return state_->topology(); });
+  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  return v->topology();
 }
 
 Result<Operation> Engine::getOperation(const OperationId& id) {

@@ -48,6 +48,7 @@ Result<void> Engine::startReplica() {
   replica_ = true;
   lastEventSequence_ = snapshot.lastEventSequence;  // Watch streams get what comes after this
   applySnapshot(std::move(snapshot));
+  flush();  // the first view, before any reader can ask
   controlThread_ = std::thread([this] { control_->run(); });
   controlThreadId_ = controlThread_.get_id();
   controlRunning_.store(true, std::memory_order_release);

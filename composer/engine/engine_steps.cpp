@@ -112,6 +112,7 @@ void Engine::dispatch(const OperationId& id, std::size_t step) {
                                             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (failpoints::armed()) failpoints::crashPoint(fmt::format("step.{}.after-call", snapshot.steps[step].kind));
     asio::post(*control_, [this, id, step, result = std::move(result)] {
+      CommitPoint commit{*this};
       --driverCallsInFlight_;
       --stepCallsInFlight_;
       ++stepResults_;

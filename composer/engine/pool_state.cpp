@@ -1,6 +1,7 @@
 #include "composer/engine/pool_state.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace switchyard {
 
@@ -15,8 +16,11 @@ DeviceAssignment PoolState::assignment(const DeviceId& device) const {
 void PoolState::assign(const DeviceAssignment& a, const HostId& hostId) {
   const int di = pool_.deviceIndex(a.deviceId);
   if (di < 0) return;
+  changes_.devices.insert(a.deviceId);
+  if (!hostId.empty()) changes_.hosts.insert(hostId);
   if (auto it = assignments_.find(a.deviceId); it != assignments_.end()) {
     if (const int hi = pool_.hostIndex(it->second.second); hi >= 0) pool_.addAttached(hi, -1);
+    if (!it->second.second.empty()) changes_.hosts.insert(it->second.second);
     assignments_.erase(it);
   }
   if (a.allocation == DeviceAllocation::kFree) {
@@ -32,11 +36,13 @@ void PoolState::setHealth(const DeviceId& device, DeviceHealth health) {
   const int di = pool_.deviceIndex(device);
   if (di < 0) return;
   pool_.setHealth(di, health);
+  changes_.devices.insert(device);
   for (auto& d : topology_.devices)
     if (d.id == device) d.health = health;
 }
 
 void PoolState::holdHost(const HostId& host, bool held) {
+  changes_.hosts.insert(host);
   if (const int hi = pool_.hostIndex(host); hi >= 0) pool_.setInSystem(hi, held);
 }
 
@@ -54,19 +60,58 @@ const System* PoolState::findSystem(std::string_view idOrName) const {
 
 void PoolState::putSystem(const System& s) {
   const int hi = pool_.hostIndex(s.hostId);
+  changes_.systems.insert(s.id);
+  changes_.hosts.insert(s.hostId);
+  if (auto old = systems_.find(s.id); old != systems_.end()) {
+    for (const auto& b : old->second.bindings) {
+      changes_.devices.insert(b.deviceId);
+      if (auto it = systemOfDevice_.find(b.deviceId); it != systemOfDevice_.end() && it->second == s.id) systemOfDevice_.erase(it);
+    }
+    if (auto it = systemOfHost_.find(old->second.hostId); it != systemOfHost_.end() && it->second == s.id) systemOfHost_.erase(it);
+  }
   if (s.state == SystemState::kDecomposed || s.state == SystemState::kFailed) {
     systems_.erase(s.id);
     if (hi >= 0) pool_.setInSystem(hi, false);
     return;
   }
   systems_[s.id] = s;
+  for (const auto& b : s.bindings) {
+    changes_.devices.insert(b.deviceId);
+    systemOfDevice_[b.deviceId] = s.id;
+  }
+  systemOfHost_[s.hostId] = s.id;
   if (hi >= 0) pool_.setInSystem(hi, true);
 }
 
 const System* PoolState::systemOfHost(const HostId& host) const {
-  for (const auto& [id, s] : systems_)
-    if (s.hostId == host) return &s;
-  return nullptr;
+  auto it = systemOfHost_.find(host);
+  if (it == systemOfHost_.end()) return nullptr;
+  auto s = systems_.find(it->second);
+  return s == systems_.end() ? nullptr : &s->second;
+}
+
+DeviceView PoolState::deviceView(const DeviceId& id) const {
+  DeviceView v;
+  if (const Device* d = index_->device(id)) v.device = *d;
+  v.device.id = id;
+  if (const SwitchId* sw = index_->switchOfDevice(id)) v.switchId = *sw;
+  v.assignment = assignment(id);
+  if (auto it = assignments_.find(id); it != assignments_.end()) v.hostId = it->second.second;
+  if (auto it = systemOfDevice_.find(id); it != systemOfDevice_.end())
+    if (auto s = systems_.find(it->second); s != systems_.end()) {
+      v.systemId = s->second.id;
+      v.hostId = s->second.hostId;
+      for (const auto& b : s->second.bindings)
+        if (b.deviceId == id) v.upstreamPortId = b.upstreamPortId;
+    }
+  return v;
+}
+
+HostSlot PoolState::hostSlot(const HostId& host) const {
+  HostSlot slot;
+  if (const System* s = systemOfHost(host)) slot.systemId = s->id;
+  if (const int hi = pool_.hostIndex(host); hi >= 0) slot.attachedDevices = pool_.hosts()[static_cast<std::size_t>(hi)].attachedDevices;
+  return slot;
 }
 
 }  // namespace switchyard

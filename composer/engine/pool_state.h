@@ -5,11 +5,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
 #include "composer/model/composition.h"
 #include "composer/model/topology.h"
+#include "composer/engine/pool_view.h"
 #include "composer/packing/demand_mix.h"
 #include "composer/packing/packing.h"
 #include "composer/packing/placement_index.h"
@@ -51,6 +53,20 @@ class PoolState {
   void putSystem(const System& s);
   [[nodiscard]] const System* systemOfHost(const HostId& host) const;
 
+  // What a published view shows of one device or host now (pool_view.h).
+  [[nodiscard]] DeviceView deviceView(const DeviceId& device) const;
+  [[nodiscard]] HostSlot hostSlot(const HostId& host) const;
+  // What changed since the last call: the devices, hosts and systems a view must show anew.
+  struct Changes {
+    std::set<DeviceId> devices;
+    std::set<HostId> hosts;
+    std::set<SystemId> systems;
+    [[nodiscard]] bool empty() const { return devices.empty() && hosts.empty() && systems.empty(); }
+  };
+  [[nodiscard]] Changes takeChanges() { return std::exchange(changes_, {}); }
+  // Marks a system changed though it is not: its running operation moved on (its progress line did).
+  void touchSystem(const SystemId& id) { changes_.systems.insert(id); }
+
  private:
   Topology topology_;
   std::unique_ptr<TopologyIndex> index_;
@@ -59,6 +75,9 @@ class PoolState {
   PlacementIndex placementIndex_;
   std::unordered_map<DeviceId, std::pair<DeviceAssignment, HostId>> assignments_;
   std::map<SystemId, System> systems_;
+  std::unordered_map<DeviceId, SystemId> systemOfDevice_;  // every device in a live system's bindings
+  std::unordered_map<HostId, SystemId> systemOfHost_;
+  Changes changes_;
 };
 
 }  // namespace switchyard

@@ -31,6 +31,16 @@ class ExpositionWriter {
   void histogram(const Labels& labels, const std::vector<double>& bounds, const std::vector<std::uint64_t>& cumulative,
                  std::uint64_t count, double sum);
 
+  // Sample lines rendered before by samplesOf(the current family's name), appended as they are: a part of a
+  // large family that has not changed is rendered once and reused.
+  void rendered(std::string_view lines) { out_ += lines; }
+  // A writer of sample lines alone (no HELP or TYPE) for family `name`.
+  [[nodiscard]] static ExpositionWriter samplesOf(std::string_view name) {
+    ExpositionWriter w;
+    w.current_ = name;
+    return w;
+  }
+
   [[nodiscard]] const std::string& text() const { return out_; }
   [[nodiscard]] std::string take() { return std::move(out_); }
 

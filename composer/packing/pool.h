@@ -104,6 +104,7 @@ class Pool {
     demand_ = std::move(demand);
     ++demandVersion_;
   }
+  [[nodiscard]] const std::shared_ptr<const DemandMix>& sharedDemand() const { return demand_; }
   [[nodiscard]] const DemandMix& demand() const {
     static const DemandMix kNone;
     return demand_ ? *demand_ : kNone;

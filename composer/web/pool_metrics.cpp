@@ -10,65 +10,105 @@ namespace switchyard::web {
 using metrics::Labels;
 using metrics::Type;
 
-Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out) {
-  SY_ASSIGN(const auto devices, engine.listDevices());
-  SY_ASSIGN(const auto systems, engine.listSystems());
-  SY_ASSIGN(const auto hosts, engine.listHosts());
-  SY_ASSIGN(const auto operations, engine.listOperations(1000));
-  std::vector<MigProfile> profiles(kMigProfiles.begin(), kMigProfiles.end());
-  SY_ASSIGN(const auto capacity, engine.capacity(defaultShapes(), profiles, kReportedShares));
+void DeviceSeriesCache::append(const std::shared_ptr<const std::vector<DeviceView>>& chunk, metrics::ExpositionWriter& out,
+                               const std::function<void(const DeviceView&, metrics::ExpositionWriter&)>& render) {
+  Entry& e = entries_[chunk.get()];
+  if (e.chunk != chunk) {  // new (or an address reused after its chunk was dropped): render it
+    auto lines = metrics::ExpositionWriter::samplesOf("switchyard_device_info");
+    for (const auto& d : *chunk) render(d, lines);
+    e.chunk = chunk;
+    e.lines = lines.take();
+  }
+  e.seen = true;
+  out.rendered(e.lines);
+}
 
-  std::map<SystemId, const System*> systemById;
-  for (const auto& s : systems) systemById[s.id] = &s;
+void DeviceSeriesCache::endScrape() {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->second.seen) {
+      it->second.seen = false;
+      ++it;
+    } else {
+      it = entries_.erase(it);
+    }
+  }
+}
+
+Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out, DeviceSeriesCache* cache, CapacityCache* capacityCache) {
+  // Everything from one published view, on the scraping thread: a scrape never waits for a compose, and
+  // a compose never waits for a scrape.
+  const auto view = engine.view();
+  if (!view) return fail(Code::kUnavailable, "yardd is starting: the pool is not loaded yet");
+  std::shared_ptr<const CapacityCache::Entry> cached;
+  if (capacityCache != nullptr) {
+    SY_ASSIGN(cached, capacityCache->get());
+  } else {
+    std::vector<MigProfile> profiles(kMigProfiles.begin(), kMigProfiles.end());
+    SY_ASSIGN(auto report, engine.capacity(defaultShapes(), profiles, kReportedShares));
+    cached = std::make_shared<const CapacityCache::Entry>(CapacityCache::Entry{std::move(report), view->version, std::chrono::steady_clock::now()});
+  }
+  const CapacityReport& capacity = cached->report;
+  SY_ASSIGN(const auto hosts, engine.listHosts());
 
   // Devices by (state, health, model, switch).
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, int> byState;
-  for (const auto& d : devices)
-    ++byState[{std::string(toString(d.assignment.allocation)), std::string(toString(d.device.health)), d.device.model, d.switchId}];
+  std::map<std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>, int> byState;
+  view->devices.forEach([&](const DeviceView& d) {
+    ++byState[{toString(d.assignment.allocation), toString(d.device.health), d.device.model, d.switchId}];
+  });
   out.family("switchyard_devices", "Devices in the pool, by allocation state, health, model and switch.", Type::kGauge);
   for (const auto& [key, n] : byState) {
     const auto& [state, health, model, sw] = key;
-    out.sample({{"state", state}, {"health", health}, {"modelName", model}, {"switch", sw}}, n);
+    out.sample({{"state", std::string(state)}, {"health", std::string(health)}, {"modelName", std::string(model)}, {"switch", std::string(sw)}}, n);
   }
 
   out.family("switchyard_device_info",
              "One series per device, value 1: where it is and, once a host has verified it, its UUID and PCI address there "
              "(label names as DCGM exporter's, to join with its metrics).",
              Type::kGauge);
-  for (const auto& d : devices) {
+  auto render = [&view](const DeviceView& d, metrics::ExpositionWriter& lines) {
     std::string uuid, pci, system;
-    if (auto it = systemById.find(d.systemId); it != systemById.end()) {
-      system = it->second->name;
-      for (const auto& h : it->second->hostDevices)
-        if (h.deviceId == d.device.id) uuid = h.uuid, pci = h.pciAddress;
-    }
-    out.sample({{"device", d.device.id},
-                {"kind", std::string(toString(d.device.kind))},
-                {"modelName", d.device.model},
-                {"switch", d.switchId},
-                {"state", std::string(toString(d.assignment.allocation))},
-                {"health", std::string(toString(d.device.health))},
-                {"Hostname", d.hostId},
-                {"system", system},
-                {"UUID", uuid},
-                {"pci_bus_id", pci}},
-               1);
+    if (!d.systemId.empty())
+      if (auto s = view->systems.find(d.systemId)) {
+        system = s->name;
+        for (const auto& h : s->hostDevices)
+          if (h.deviceId == d.device.id) uuid = h.uuid, pci = h.pciAddress;
+      }
+    lines.sample({{"device", d.device.id},
+                  {"kind", std::string(toString(d.device.kind))},
+                  {"modelName", d.device.model},
+                  {"switch", d.switchId},
+                  {"state", std::string(toString(d.assignment.allocation))},
+                  {"health", std::string(toString(d.device.health))},
+                  {"Hostname", d.hostId},
+                  {"system", system},
+                  {"UUID", uuid},
+                  {"pci_bus_id", pci}},
+                 1);
+  };
+  if (cache != nullptr) {
+    std::lock_guard lock(cache->mutex());
+    for (const auto& chunk : view->devices.chunks()) cache->append(chunk, out, render);
+    cache->endScrape();
+  } else {
+    view->devices.forEach([&](const DeviceView& d) { render(d, out); });
   }
 
   out.family("switchyard_host_devices", "Devices attached to each host's system.", Type::kGauge);
   for (const auto& h : hosts) out.sample({{"Hostname", h.host.id}, {"policy", std::string(toString(h.policy))}}, h.attachedDevices);
 
-  std::map<std::string, int> systemsByState;
-  for (const auto& s : systems) ++systemsByState[std::string(toString(s.state))];
+  std::map<std::string_view, int> systemsByState;
+  view->systems.forEach([&](const System& s) { ++systemsByState[toString(s.state)]; });
   out.family("switchyard_systems", "Composed systems, by state.", Type::kGauge);
-  for (const auto& [state, n] : systemsByState) out.sample({{"state", state}}, n);
+  for (const auto& [state, n] : systemsByState) out.sample({{"state", std::string(state)}}, n);
 
-  std::map<std::string, int> running;
-  for (const auto& op : operations)
-    if (!op.finished()) ++running[std::string(toString(op.kind))];
   out.family("switchyard_operations_running", "Operations accepted and not finished, by kind.", Type::kGauge);
-  for (const auto& [kind, n] : running) out.sample({{"kind", kind}}, n);
+  for (const auto& [kind, n] : view->runningOperations) out.sample({{"kind", kind}}, n);
 
+  out.family("switchyard_capacity_age_seconds",
+             "How old the capacity gauges below are: 0 while they are made on every change; on a pool large enough that making "
+             "them takes long, the last ones are served while the next are made.",
+             Type::kGauge);
+  out.sample({}, view->version == cached->version ? 0.0 : std::chrono::duration<double>(std::chrono::steady_clock::now() - cached->at).count());
   out.family("switchyard_gpus_free", "Free GPUs that are not critical.", Type::kGauge);
   out.sample({}, capacity.freeGpus);
   out.family("switchyard_gpus_stranded", "Free GPUs that no host able to take a new system can reach.", Type::kGauge);

@@ -4,15 +4,50 @@
 // stranded GPUs; systems and running operations.
 #pragma once
 
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
 #include "composer/engine/engine.h"
 #include "composer/metrics/exposition.h"
+#include "composer/web/capacity_cache.h"
 
 namespace switchyard::web {
+
+// switchyard_device_info lines rendered per chunk of the view's devices (pool_view.h): a chunk no change
+// touched since the last scrape is the same object and is not rendered again. Holds the last scrape's
+// chunks (so their addresses cannot be reused) and their text. Thread-safe; scrapes take turns.
+class DeviceSeriesCache {
+ public:
+  // Appends the chunk's lines to `out`, rendering them with `render` when the chunk is new.
+  void append(const std::shared_ptr<const std::vector<DeviceView>>& chunk, metrics::ExpositionWriter& out,
+              const std::function<void(const DeviceView&, metrics::ExpositionWriter&)>& render);
+  // Forgets chunks not seen since the last call.
+  void endScrape();
+  std::mutex& mutex() { return mutex_; }
+
+ private:
+  struct Entry {
+    std::shared_ptr<const std::vector<DeviceView>> chunk;
+    std::string lines;
+    bool seen = false;
+  };
+  std::mutex mutex_;
+  std::unordered_map<const void*, Entry> entries_;
+};
 
 // The share sizes (thousandths of a GPU) whose capacity the gauges report.
 inline const std::vector<int> kReportedShares{250, 500};
 
-// Must run on the engine's control thread (inside Engine::async), where its reads answer inline.
-[[nodiscard]] Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out);
+// Runs on the caller's thread, from the engine's published view (never inside Engine::async: it would
+// hold the control thread for the whole scrape).
+// With caches, unchanged parts of the per-device family are not rendered again, and capacity comes from a
+// CapacityCache (capacity_cache.h: never older than the pool when cheap to make, else stale while a newer
+// one is made); without, everything is made afresh.
+[[nodiscard]] Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out, DeviceSeriesCache* devices = nullptr,
+                                            CapacityCache* capacity = nullptr);
 
 }  // namespace switchyard::web

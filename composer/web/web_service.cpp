@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "composer/metrics/exposition.h"
@@ -67,6 +69,17 @@ Result<std::size_t> limitOf(std::string_view query, std::size_t fallback, std::s
   return std::min(n, most);
 }
 
+// A positive count named `key` in the query, or `fallback` when absent.
+Result<std::size_t> countOf(std::string_view query, std::string_view key, std::size_t fallback) {
+  const std::string text = queryValue(query, key);
+  if (text.empty()) return fallback;
+  std::size_t n = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc{} || end != text.data() + text.size() || n == 0)
+    return fail(Code::kInvalidArgument, fmt::format("{} '{}': expected a positive whole number", key, text));
+  return n;
+}
+
 std::string isoTime(Timestamp at) { return formatTimestamp(at); }
 
 json deviceJson(const DeviceView& d, const System* system, bool visible) {
@@ -127,7 +140,12 @@ json operationJson(const Operation& op) {
 }  // namespace
 
 WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, bmc::Accounts* accounts, const CapacityHistory* history)
-    : engine_(engine), metrics_(metrics), accounts_(accounts), history_(history) {}
+    : engine_(engine),
+      metrics_(metrics),
+      accounts_(accounts),
+      history_(history),
+      capacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>(kMigProfiles.begin(), kMigProfiles.end()),
+                                                kReportedShares)) {}
 
 void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply) {
   const unsigned version = request.version();
@@ -171,63 +189,104 @@ void WebService::metricsPage(const Caller& caller, bmc::Reply reply, unsigned ve
                   version, keepAlive));
     return;
   }
-  engine_.async<std::string>(
-      [this]() -> Result<std::string> {
-        metrics::ExpositionWriter out;
-        SY_TRY(writePoolMetrics(engine_, out));
-        if (metrics_) metrics_->registry.write(out);
-        return out.take();
-      },
-      [reply = std::move(reply), version, keepAlive](Result<std::string> text) {
-        if (!text) return reply(problem(httpStatusOf(text.error().code), text.error().message, version, keepAlive));
-        reply(respond(http::status::ok, metrics::kContentType, std::move(*text), version, keepAlive));
-      });
+  // On this HTTP thread, from the engine's published view: a scrape never holds the control thread.
+  metrics::ExpositionWriter out;
+  if (auto r = writePoolMetrics(engine_, out, deviceSeries_.get(), capacity_.get()); !r) return reply(problem(httpStatusOf(r.error().code), r.error().message, version, keepAlive));
+  if (metrics_) metrics_->registry.write(out);
+  reply(respond(http::status::ok, metrics::kContentType, out.take(), version, keepAlive));
 }
 
 void WebService::api(const Caller& caller, const std::string& path, const std::string& query, bmc::Reply reply, unsigned version, bool keepAlive) {
   std::function<Result<json>()> read;
+  bool fromView = true;  // answered on this thread from the engine's published view; else one control-thread hop
   if (path == "/api/v1/pool") {
-    read = [this, caller]() -> Result<json> {
-      SY_ASSIGN(const auto topology, engine_.topology());
-      SY_ASSIGN(const auto devices, engine_.listDevices());
-      SY_ASSIGN(const auto systems, engine_.listSystems());
-      SY_ASSIGN(const auto hosts, engine_.listHosts());
-      std::map<SystemId, const System*> byId;
-      for (const auto& s : systems) byId[s.id] = &s;
+    // ?switches=N&hosts=N list only the first N of each (a dashboard at scale); the counts say how many there are.
+    auto switchLimit = countOf(query, "switches", std::numeric_limits<std::size_t>::max());
+    auto hostLimit = countOf(query, "hosts", std::numeric_limits<std::size_t>::max());
+    if (!switchLimit || !hostLimit)
+      return reply(problem(http::status::bad_request, (switchLimit ? hostLimit.error() : switchLimit.error()).message, version, keepAlive));
+    read = [this, caller, switchLimit = *switchLimit, hostLimit = *hostLimit]() -> Result<json> {
+      const auto view = engine_.view();
+      if (!view) return fail(Code::kUnavailable, "yardd is starting: the pool is not loaded yet");
+      const auto& topology = view->shape->topology;
+      auto systemJsonOf = [&](const SystemId& id) -> std::pair<std::shared_ptr<const System>, bool> {
+        if (id.empty()) return {nullptr, false};
+        auto s = view->systems.find(id);
+        return {s, s && maySee(caller, s->tenant)};
+      };
       json switches = json::array();
-      for (const auto& sw : topology.switches) {
+      for (std::size_t i = 0; i < topology.switches.size() && i < switchLimit; ++i) {
+        const auto& sw = topology.switches[i];
         json members = json::array();
-        for (const auto& d : devices)
-          if (d.switchId == sw.id) {
-            auto it = byId.find(d.systemId);
-            const System* s = it == byId.end() ? nullptr : it->second;
-            members.push_back(deviceJson(d, s, s != nullptr && maySee(caller, s->tenant)));
+        if (auto it = view->shape->devicesOfSwitch.find(sw.id); it != view->shape->devicesOfSwitch.end())
+          for (std::size_t pos : it->second) {
+            const DeviceView& d = view->devices[pos];
+            auto [s, visible] = systemJsonOf(d.systemId);
+            members.push_back(deviceJson(d, s.get(), visible));
           }
         switches.push_back(json{{"id", sw.id}, {"kind", toString(sw.kind)}, {"model", sw.model}, {"domain", sw.domain}, {"devices", std::move(members)}});
       }
+      SY_ASSIGN(const auto hosts, engine_.listHosts());
       json hostList = json::array();
-      for (const auto& h : hosts) {
-        auto it = byId.find(h.systemId);
-        const bool visible = it != byId.end() && maySee(caller, it->second->tenant);
+      for (std::size_t i = 0; i < hosts.size() && i < hostLimit; ++i) {
+        const auto& h = hosts[i];
+        auto [s, visible] = systemJsonOf(h.systemId);
         hostList.push_back(json{{"id", h.host.id},
                                 {"upstreamSwitches", h.upstreamSwitches},
-                                {"system", it == byId.end() ? "" : visible ? it->second->name : "(another tenant)"},
+                                {"system", !s ? "" : visible ? s->name : "(another tenant)"},
                                 {"attachedDevices", h.attachedDevices},
                                 {"maxDevices", h.host.maxDevices},
                                 {"policy", toString(h.policy)},
                                 {"hostSide", h.hostSide}});
       }
-      return json{{"switches", std::move(switches)}, {"hosts", std::move(hostList)}};
+      return json{{"switches", std::move(switches)}, {"hosts", std::move(hostList)}, {"switchCount", topology.switches.size()},
+                  {"hostCount", hosts.size()}, {"version", view->version}};
+    };
+  } else if (path == "/api/v1/summary") {
+    // The pool in a few hundred bytes whatever its size: what the dashboard's cards show.
+    read = [this]() -> Result<json> {
+      const auto view = engine_.view();
+      if (!view) return fail(Code::kUnavailable, "yardd is starting: the pool is not loaded yet");
+      std::map<std::string, std::map<std::string, int>> byModel;  // model -> state -> GPUs
+      std::map<std::string, int> gpus;
+      int critical = 0;
+      view->devices.forEach([&](const DeviceView& d) {
+        if (d.device.kind != DeviceKind::kGpu) return;
+        const std::string state(toString(d.assignment.allocation));
+        ++gpus["total"], ++gpus[state];
+        ++byModel[d.device.model]["total"], ++byModel[d.device.model][state];
+        if (d.device.health == DeviceHealth::kCritical) ++critical;
+      });
+      gpus["critical"] = critical;
+      json models = json::array();
+      for (auto& [model, counts] : byModel) {
+        json m{{"model", model}};
+        for (const auto& [state, n] : counts) m[state] = n;
+        models.push_back(std::move(m));
+      }
+      int hostsWithSystem = 0;
+      view->hosts.forEach([&](const HostSlot& h) { hostsWithSystem += h.systemId.empty() ? 0 : 1; });
+      return json{{"version", view->version},
+                  {"devices", view->devices.size()},
+                  {"gpus", gpus},
+                  {"models", std::move(models)},
+                  {"switches", view->shape->topology.switches.size()},
+                  {"hosts", {{"total", view->hosts.size()}, {"withSystem", hostsWithSystem}}},
+                  {"systems", view->systems.size()},
+                  {"runningOperations", view->runningOperations}};
     };
   } else if (path == "/api/v1/systems") {
-    read = [this, caller]() -> Result<json> {
+    auto limit = countOf(query, "limit", std::numeric_limits<std::size_t>::max());
+    if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
+    read = [this, caller, limit = *limit]() -> Result<json> {
       SY_ASSIGN(const auto systems, engine_.listSystems());
       json out = json::array();
       for (const auto& s : systems)
-        if (maySee(caller, s.tenant)) out.push_back(systemJson(s));
+        if (maySee(caller, s.tenant) && out.size() < limit) out.push_back(systemJson(s));
       return out;
     };
   } else if (path == "/api/v1/operations") {
+    fromView = false;
     auto limit = limitOf(query, 20, 500);
     if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
     read = [this, caller, limit = *limit]() -> Result<json> {
@@ -238,6 +297,7 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
       return out;
     };
   } else if (path == "/api/v1/events") {
+    fromView = false;
     auto limit = limitOf(query, 50, 1000);
     if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
     read = [this, caller, limit = *limit]() -> Result<json> {
@@ -274,13 +334,17 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
     };
   } else {
     return reply(problem(http::status::not_found,
-                         fmt::format("no API {}; there are /api/v1/pool, /api/v1/systems, /api/v1/operations, /api/v1/events and /api/v1/capacity", path),
+                         fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/operations, /api/v1/events and "
+                                     "/api/v1/capacity",
+                                     path),
                          version, keepAlive));
   }
-  engine_.async<json>(std::move(read), [reply = std::move(reply), version, keepAlive](Result<json> body) {
+  auto answer = [reply = std::move(reply), version, keepAlive](Result<json> body) {
     if (!body) return reply(problem(httpStatusOf(body.error().code), body.error().message, version, keepAlive));
     reply(respond(http::status::ok, "application/json", body->dump() + "\n", version, keepAlive));
-  });
+  };
+  if (fromView) return answer(read());
+  engine_.async<json>(std::move(read), std::move(answer));
 }
 
 }  // namespace switchyard::web

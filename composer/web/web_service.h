@@ -1,6 +1,8 @@
 // yardd's operator HTTP endpoint (--metrics-listen): Prometheus metrics at /metrics, the read-only
 // dashboard at / (static files built into the binary; no CDN) and the JSON it draws from at /api/v1/*.
-// An adapter over the engine like the gRPC and Redfish ones: every read is one hop to the control thread.
+// An adapter over the engine like the gRPC and Redfish ones: pool reads (/metrics, /api/v1/pool, systems,
+// capacity) answer on the HTTP thread from the engine's published view; operations and events take one
+// hop to the control thread.
 //
 // With identities configured, every path but /healthz needs credentials (HTTP Basic, or a bearer token,
 // as Prometheus' `authorization` sends it); a tenant sees only its own systems, operations and events.
@@ -13,6 +15,7 @@
 #include "composer/engine/engine.h"
 #include "composer/metrics/engine_metrics.h"
 #include "composer/web/capacity_history.h"
+#include "composer/web/pool_metrics.h"
 
 namespace switchyard::web {
 
@@ -31,6 +34,8 @@ class WebService {
   const metrics::EngineMetrics* metrics_;
   bmc::Accounts* accounts_;
   const CapacityHistory* history_;
+  std::unique_ptr<DeviceSeriesCache> deviceSeries_ = std::make_unique<DeviceSeriesCache>();  // per-device lines, by view chunk
+  std::unique_ptr<CapacityCache> capacity_;  // what /metrics reports
 };
 
 // A static file of the dashboard, by request path ("/" is index.html); null when there is none.

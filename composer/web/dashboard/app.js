@@ -2,6 +2,7 @@
 "use strict";
 
 const POLL_MS = 2000;
+const POOL_SWITCHES = 16, POOL_HOSTS = 64, SYSTEMS_SHOWN = 100;  // devices drawn one by one, per refresh
 const SHAPE_COLOURS = { 1: "#1565c0", 2: "#2e7d32", 4: "#f9a825", 8: "#6a1b9a", 16: "#c62828" };
 
 function el(tag, attrs = {}, ...children) {
@@ -40,14 +41,8 @@ async function getJson(path) {
   return response.json();
 }
 
-function drawSummary(pool, capacity) {
-  let total = 0, inSystems = 0, quarantined = 0;
-  for (const sw of pool.switches) for (const d of sw.devices) {
-    if (d.kind !== "gpu") continue;
-    total++;
-    if (d.state === "allocated") inSystems++;
-    if (d.state === "quarantined") quarantined++;
-  }
+function drawSummary(summary, capacity) {
+  const total = summary.gpus.total || 0, inSystems = summary.gpus.allocated || 0, quarantined = summary.gpus.quarantined || 0;
   const used = total ? Math.round((100 * inSystems) / total) : 0;
   document.getElementById("summary").replaceChildren(
     card("GPUs in the pool", total),
@@ -100,6 +95,10 @@ function drawChart(capacity) {
 }
 
 function drawPool(pool) {
+  const shown = document.getElementById("pool-shown");
+  shown.textContent = pool.switches.length < pool.switchCount || pool.hosts.length < pool.hostCount
+    ? `showing the first ${pool.switches.length} of ${pool.switchCount} switches and ${pool.hosts.length} of ${pool.hostCount} hosts; ` +
+      "yardctl devices --switch ID and yardctl hosts list the rest" : "";
   const switches = document.getElementById("switches");
   switches.replaceChildren(...pool.switches.map((sw) => {
     const chips = sw.devices.map((d) => {
@@ -138,10 +137,11 @@ function drawEvents(events) {
 async function refresh() {
   const status = document.getElementById("status");
   try {
-    const [pool, capacity, systems, operations, events] = await Promise.all([
-      getJson("/api/v1/pool"), getJson("/api/v1/capacity"), getJson("/api/v1/systems"),
-      getJson("/api/v1/operations?limit=15"), getJson("/api/v1/events?limit=25")]);
-    drawSummary(pool, capacity);
+    // Aggregates and the first pages only: a refresh weighs the same at 100,000 GPUs as at 16.
+    const [summary, pool, capacity, systems, operations, events] = await Promise.all([
+      getJson("/api/v1/summary"), getJson(`/api/v1/pool?switches=${POOL_SWITCHES}&hosts=${POOL_HOSTS}`), getJson("/api/v1/capacity"),
+      getJson(`/api/v1/systems?limit=${SYSTEMS_SHOWN}`), getJson("/api/v1/operations?limit=15"), getJson("/api/v1/events?limit=25")]);
+    drawSummary(summary, capacity);
     drawChart(capacity);
     drawPool(pool);
     drawSystems(systems);

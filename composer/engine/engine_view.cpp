@@ -1,0 +1,95 @@
+// The commit point of every control-thread task, and the published view of the pool (pool_view.h).
+#include <utility>
+
+#include "composer/engine/engine.h"
+
+namespace switchyard {
+
+std::shared_ptr<const PoolView> Engine::view() const {
+  std::lock_guard lock(viewMutex_);
+  return view_;
+}
+
+void Engine::flush() {
+  publishView();
+  // Delivering may add to the outbox (a completion that posts nothing, a listener): take turns until empty.
+  while (!outbox_.empty()) {
+    auto items = std::exchange(outbox_, {});
+    for (auto& deliver : items) deliver();
+  }
+}
+
+void Engine::publishView() {
+  if (!state_) return;
+  const bool rebuild = viewState_ != state_.get();
+  auto current = view();
+  auto next = std::make_shared<PoolView>();
+  next->version = current ? current->version + 1 : 1;
+
+  // Systems whose running operation may have moved on: their progress line is part of the view.
+  std::vector<SystemId> progressed;
+  std::map<std::string, int> running;
+  for (const auto& [id, op] : active_) {
+    ++running[std::string(toString(op.kind))];
+    if (!op.systemId.empty()) progressed.push_back(op.systemId);
+  }
+
+  if (rebuild) {
+    (void)state_->takeChanges();
+    viewState_ = state_.get();
+    next->shape = std::make_shared<const PoolShape>(state_->topology());
+    const PoolShape& shape = *next->shape;
+    std::vector<DeviceView> devices(shape.topology.devices.size());
+    for (std::size_t i = 0; i < shape.topology.devices.size(); ++i)
+      devices[shape.deviceOrder[i]] = state_->deviceView(shape.topology.devices[i].id);
+    next->devices = ChunkedArray<DeviceView>(std::move(devices));
+    std::vector<HostSlot> hosts;
+    hosts.reserve(shape.topology.hosts.size());
+    for (const auto& h : shape.topology.hosts) hosts.push_back(state_->hostSlot(h.id));
+    for (const auto& [id, r] : reservations_)
+      for (const auto& held : r.systems)
+        if (auto it = shape.hostPosition.find(held.placement.hostId); it != shape.hostPosition.end()) hosts[it->second].reservationId = id;
+    next->hosts = ChunkedArray<HostSlot>(std::move(hosts));
+    std::vector<std::pair<SystemId, std::shared_ptr<const System>>> systems;
+    for (const auto& [id, s] : state_->systems()) systems.emplace_back(id, std::make_shared<const System>(withProgress(s)));
+    next->systems = SystemTable{}.with(systems);
+  } else {
+    PoolState::Changes changes = state_->takeChanges();
+    for (const auto& id : progressed) {
+      const System* s = state_->system(id);
+      auto shown = current->systems.find(id);
+      if (s != nullptr && shown && shown->progress != withProgress(*s).progress) changes.systems.insert(id);
+    }
+    if (changes.empty() && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
+    next->shape = current->shape;
+    const PoolShape& shape = *next->shape;
+    std::vector<std::pair<std::size_t, DeviceView>> devices;
+    for (const auto& id : changes.devices)
+      if (auto it = shape.devicePosition.find(id); it != shape.devicePosition.end()) devices.emplace_back(it->second, state_->deviceView(id));
+    next->devices = current->devices.with(std::move(devices));
+    std::vector<std::pair<std::size_t, HostSlot>> hosts;
+    for (const auto& id : changes.hosts) {
+      auto it = shape.hostPosition.find(id);
+      if (it == shape.hostPosition.end()) continue;
+      HostSlot slot = state_->hostSlot(id);
+      for (const auto& [rid, r] : reservations_)
+        for (const auto& held : r.systems)
+          if (held.placement.hostId == id) slot.reservationId = rid;
+      hosts.emplace_back(it->second, std::move(slot));
+    }
+    next->hosts = current->hosts.with(std::move(hosts));
+    std::vector<std::pair<SystemId, std::shared_ptr<const System>>> systems;
+    for (const auto& id : changes.systems) {
+      const System* s = state_->system(id);
+      systems.emplace_back(id, s ? std::make_shared<const System>(withProgress(*s)) : nullptr);
+    }
+    next->systems = current->systems.with(systems);
+  }
+  next->runningOperations = std::move(running);
+  next->demand = state_->pool().sharedDemand();
+  std::shared_ptr<const PoolView> old;  // freed outside the lock (a reader may still hold it, then it frees it)
+  std::lock_guard lock(viewMutex_);
+  old = std::exchange(view_, std::move(next));
+}
+
+}  // namespace switchyard
