@@ -243,6 +243,7 @@ static int runYardctl(int argc, char** argv) {
   CLI::App app{"yardctl: compose and inspect logical servers on a Switchyard fabric.\n\n"
                "Examples:\n"
                "  yardctl devices                          what is in the pool, and who holds it\n"
+               "  yardctl devices --free --switch sw3      what a compose could take under one switch\n"
                "  yardctl plan --gpus 4 --p2p required     where 4 peer-to-peer GPUs would go, and why\n"
                "  yardctl compose train-a --gpus 4         bind 4 GPUs to a free host; waits, showing each step\n"
                "  yardctl attach train-a --gpus 2          grow it\n"

@@ -145,7 +145,8 @@ WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, bm
       accounts_(accounts),
       history_(history),
       capacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>(kMigProfiles.begin(), kMigProfiles.end()),
-                                                kReportedShares)) {}
+                                                kReportedShares)),
+      dashboardCapacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>{}, std::vector<int>{})) {}
 
 void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply) {
   const unsigned version = request.version();
@@ -312,7 +313,8 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
     };
   } else if (path == "/api/v1/capacity") {
     read = [this]() -> Result<json> {
-      SY_ASSIGN(const auto now, engine_.capacity(defaultShapes()));
+      SY_ASSIGN(const auto cached, dashboardCapacity_->get());
+      const CapacityReport& now = cached->report;
       json shapes = json::array();
       for (const auto& c : now.shapes) shapes.push_back(json{{"gpus", c.shape.gpus}, {"placeable", c.placeable}});
       json history = json::array();

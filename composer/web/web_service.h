@@ -35,7 +35,8 @@ class WebService {
   bmc::Accounts* accounts_;
   const CapacityHistory* history_;
   std::unique_ptr<DeviceSeriesCache> deviceSeries_ = std::make_unique<DeviceSeriesCache>();  // per-device lines, by view chunk
-  std::unique_ptr<CapacityCache> capacity_;  // what /metrics reports
+  std::unique_ptr<CapacityCache> capacity_;           // what /metrics reports
+  std::unique_ptr<CapacityCache> dashboardCapacity_;  // what /api/v1/capacity reports
 };
 
 // A static file of the dashboard, by request path ("/" is index.html); null when there is none.

@@ -73,13 +73,13 @@ Lane composeLoop(Engine& engine, int firstHost, int hosts, const std::atomic<boo
 
 void printRow(const std::string& phase, const std::string& what, const Lane& lane, double seconds) {
   if (lane.ms.empty()) {
-    fmt::print("{:<8} {:<22} {:>7} (none completed; {} failed)\n", phase, what, 0, lane.failures);
+    fmt::print("{:<8} {:<36} {:>7} (none completed; {} failed)\n", phase, what, 0, lane.failures);
     return;
   }
   const auto p = summarize(lane.ms);
-  fmt::print("{:<8} {:<22} {:>7} {:>8.1f} {:>9.2f} {:>9.2f} {:>9.2f} {:>11} {:>6}\n", phase, what, lane.ms.size(),
+  fmt::print("{:<8} {:<36} {:>7} {:>8.1f} {:>9.2f} {:>9.2f} {:>9.2f} {:>11} {:>6}\n", phase, what, lane.ms.size(),
              static_cast<double>(lane.ms.size()) / seconds, p.p50, p.p99, p.max,
-             lane.bytes == 0 ? std::string("-") : fmt::format("{:.0f} KB", static_cast<double>(lane.bytes) / static_cast<double>(lane.ms.size()) / 1000.0),
+             lane.bytes == 0 ? std::string("-") : fmt::format("{:.1f} KB", static_cast<double>(lane.bytes) / static_cast<double>(lane.ms.size()) / 1000.0),
              lane.failures);
 }
 
@@ -125,7 +125,7 @@ int benchReadLoad(const ReadLoadOptions& o) {
   fmt::print("composed {} background systems in {:.0f} ms\n\n", std::min(o.composed, hosts - measuredHosts), msSince(fillAt));
 
   web::WebService web(engine, metrics.get(), nullptr, nullptr);
-  fmt::print("{:<8} {:<22} {:>7} {:>8} {:>9} {:>9} {:>9} {:>11} {:>6}\n", "phase", "what", "count", "per s", "p50 ms", "p99 ms", "max ms", "size",
+  fmt::print("{:<8} {:<36} {:>7} {:>8} {:>9} {:>9} {:>9} {:>11} {:>6}\n", "phase", "what", "count", "per s", "p50 ms", "p99 ms", "max ms", "size",
              "failed");
   // What one read costs with nothing else running: each path, and the capacity query /metrics makes.
   for (const auto& path : o.paths) {
