@@ -35,6 +35,7 @@ Result<std::unique_ptr<StandbyReads>> StandbyReads::start(EtcdStore& store, Cloc
   SY_ASSIGN(const std::int64_t revision, store.revision());
   SY_TRY(reads->engine_->startReplica());
   grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // a second process on the port fails instead of sharing it
   builder.AddListeningPort(reads->options_.listen, reads->options_.credentials, &reads->port_);
   builder.RegisterService(reads->service_.get());
   builder.RegisterService(reads->provider_.get());

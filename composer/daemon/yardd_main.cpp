@@ -26,6 +26,7 @@
 #include "composer/daemon/daemon_options.h"
 #include "composer/daemon/domain_spec.h"
 #include "composer/daemon/standby_reads.h"
+#include "composer/daemon/state_lock.h"
 #include "composer/engine/engine.h"
 #include "composer/metrics/instrumented_fabric.h"
 #include "composer/web/web_service.h"
@@ -286,10 +287,18 @@ int run(const DaemonOptions& o) {
   SY_ASSIGN_OR_EXIT(auto scheduler, buildComposableScheduler(o.placementProfile, weights));
   spdlog::info("placement profile {}", o.placementProfile);
 
+  // One yardd per state directory and per SQLite database: a second one refuses to start (naming the first's pid)
+  // instead of serving stale reads beside it.
+  SY_ASSIGN_OR_EXIT(StateLock stateLock, StateLock::acquire(o.stateDir / "yardd.lock", "the state directory " + o.stateDir.string()));
+  std::optional<StateLock> databaseLock;
   std::unique_ptr<Store> store;
   std::unique_ptr<etcd::LeaderElection> election;
   if (o.store.empty() || o.store.starts_with("sqlite:")) {
     const std::filesystem::path path = o.store.empty() ? o.db() : std::filesystem::path(o.store.substr(7));
+    if (std::filesystem::weakly_canonical(path.parent_path()) != std::filesystem::weakly_canonical(o.stateDir)) {
+      SY_ASSIGN_OR_EXIT(auto locked, StateLock::acquire(std::filesystem::path(path.string() + ".yardd-lock"), "the database " + path.string()));
+      databaseLock.emplace(std::move(locked));
+    }
     SY_ASSIGN_OR_EXIT(auto sqlite, SqliteStore::open(path, o.durability == "full" ? Durability::kFull : Durability::kNormal));
     spdlog::info("store {} (SQLite WAL, synchronous={})", path.string(), o.durability == "full" ? "FULL" : "NORMAL");
     store = std::move(sqlite);
@@ -502,13 +511,15 @@ int run(const DaemonOptions& o) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
+  // No SO_REUSEPORT: a second process on the same port must fail to listen, not share the connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(o.listen, security.credentials, &port);
   builder.RegisterService(&service);
   builder.RegisterService(&resourceProvider);
   builder.RegisterService(&agentRegistry);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) {
-    spdlog::critical("cannot listen on {}", o.listen);
+    spdlog::critical("cannot listen on {}: is another process using the port? (pick another with --listen)", o.listen);
     engine.stop(std::chrono::seconds(0));
     return 1;
   }

@@ -3,6 +3,8 @@
 #include <grpcpp/impl/codegen/client_unary_call.h>
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -18,6 +20,33 @@ namespace pb = ::switchyard::v1;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
+
+TEST_F(DaemonTest, ASecondYarddOnTheSameStateDirectoryRefusesToStartNamingTheFirst) {
+  startDaemon();
+  testing::TempDir elsewhere;  // the second one's port and log files
+  testing::DaemonProcess second(YARDD_PATH, elsewhere.path());
+  EXPECT_FALSE(second.startProgram({"--listen", "127.0.0.1:0", "--plaintext", "--state-dir", dir_.path().string()}));
+  EXPECT_TRUE(second.waitExit(10s));
+  EXPECT_EQ(second.exitCode(), 1);
+  EXPECT_NE(second.log().find(fmt::format("another yardd (pid {}) is using the state directory", daemon_->pid())), std::string::npos)
+      << second.log();
+  // The first one is untouched and still serves.
+  pb::ListSystemsResponse systems;
+  EXPECT_TRUE(call(&pb::Switchyard::Stub::ListSystems, pb::ListSystemsRequest{}, systems).ok());
+  // Once it is gone (even killed), its lock is gone with it.
+  daemon_->kill(SIGKILL);
+  EXPECT_TRUE(second.startProgram({"--listen", "127.0.0.1:0", "--plaintext", "--state-dir", dir_.path().string()})) << second.log();
+}
+
+TEST_F(DaemonTest, ASecondYarddOnTheSamePortFailsToListenInsteadOfSharingIt) {
+  startDaemon();
+  testing::TempDir elsewhere;
+  testing::DaemonProcess second(YARDD_PATH, elsewhere.path());
+  EXPECT_FALSE(second.startProgram({"--listen", daemon_->address(), "--plaintext", "--state-dir", elsewhere.path().string()}));
+  EXPECT_TRUE(second.waitExit(10s));
+  EXPECT_EQ(second.exitCode(), 1);
+  EXPECT_NE(second.log().find("cannot listen on " + daemon_->address()), std::string::npos) << second.log();
+}
 
 TEST_F(DaemonTest, PlacementProfileFromTheCommandLine) {
   EXPECT_FALSE(daemon_->start({"--placement-profile", "fgd"}));
