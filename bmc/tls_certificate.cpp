@@ -11,6 +11,9 @@
 #include <ctime>
 #include <functional>
 #include <memory>
+#include <string_view>
+
+#include "fabric/durable_file.h"
 
 namespace switchyard::bmc {
 
@@ -19,18 +22,13 @@ namespace {
 template <typename T, void (*Free)(T*)>
 using Owned = std::unique_ptr<T, decltype([](T* p) { Free(p); })>;
 
-Result<void> writePem(const std::filesystem::path& path, mode_t mode, const std::function<int(FILE*)>& encode) {
-  const std::string tmp = path.string() + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "w");
-  if (!f) return fail(Code::kUnavailable, fmt::format("cannot write {}", tmp));
-  ::chmod(tmp.c_str(), mode);
-  const int ok = encode(f);
-  std::fclose(f);
-  if (ok != 1) return fail(Code::kInternal, fmt::format("cannot encode {}", path.string()));
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return fail(Code::kUnavailable, fmt::format("cannot write {}: {}", path.string(), ec.message()));
-  return {};
+// Encodes into memory, then writes the file durably (fabric/durable_file.h): a full disk leaves no half key.
+Result<void> writePem(const std::filesystem::path& path, mode_t mode, const std::function<int(BIO*)>& encode) {
+  Owned<BIO, BIO_free_all> bio(BIO_new(BIO_s_mem()));
+  if (!bio || encode(bio.get()) != 1) return fail(Code::kInternal, fmt::format("cannot encode {}", path.string()));
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio.get(), &data);
+  return writeFileDurably(path, std::string_view(data, static_cast<std::size_t>(size)), mode);
 }
 
 }  // namespace
@@ -69,8 +67,8 @@ Result<bool> ensureCertificate(const CertificateFiles& files, const std::string&
   Owned<X509_EXTENSION, X509_EXTENSION_free> san(X509V3_EXT_conf_nid(nullptr, &ctx, NID_subject_alt_name, names.c_str()));
   if (!san || X509_add_ext(cert.get(), san.get(), -1) != 1) return fail(Code::kInternal, "TLS: cannot add subjectAltName");
   if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) return fail(Code::kInternal, "TLS: cannot sign the certificate");
-  SY_TRY(writePem(files.key, 0600, [&](FILE* f) { return PEM_write_PrivateKey(f, key.get(), nullptr, nullptr, 0, nullptr, nullptr); }));
-  SY_TRY(writePem(files.certificate, 0644, [&](FILE* f) { return PEM_write_X509(f, cert.get()); }));
+  SY_TRY(writePem(files.key, 0600, [&](BIO* b) { return PEM_write_bio_PrivateKey(b, key.get(), nullptr, nullptr, 0, nullptr, nullptr); }));
+  SY_TRY(writePem(files.certificate, 0644, [&](BIO* b) { return PEM_write_bio_X509(b, cert.get()); }));
   return true;
 }
 

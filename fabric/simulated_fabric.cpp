@@ -1,5 +1,7 @@
 #include "fabric/simulated_fabric.h"
 
+#include "fabric/durable_file.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -231,17 +233,9 @@ Result<void> SimulatedFabric::saveStateLocked() const {
   if (options_.statePath.empty()) return {};
   json root{{"bindings", json::object()}};
   for (const auto& [device, port] : bindings_) root["bindings"][device] = port;
-  // Write then rename: the file is always a whole table, even if the daemon dies mid-write.
-  auto tmp = options_.statePath;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << root.dump(1);
-    if (!out) return fail(Code::kUnavailable, fmt::format("{}: cannot write simulated switch state", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, options_.statePath, ec);
-  if (ec) return fail(Code::kUnavailable, fmt::format("{}: {}", options_.statePath.string(), ec.message()));
+  // The file is always a whole table, the old one or the new one: on a full disk too, or if yardd dies mid-write.
+  if (auto r = writeFileDurably(options_.statePath, root.dump(1)); !r)
+    return fail(Code::kUnavailable, fmt::format("simulated switch state not saved: {}", r.error().message));
   return {};
 }
 

@@ -32,7 +32,7 @@ RULES = [
     ("inventory/etcd/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("inventory/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "boost/asio", "google/protobuf", "switchyard/v1/"])),
     ("bmc/", (["composer/model/", "composer/auth/", "composer/engine/", "composer/packing/", "composer/placement/", "bmc/",
-               "fabric/fabric_driver.h", "fabric/host_agents.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),
+               "fabric/fabric_driver.h", "fabric/host_agents.h", "fabric/redfish/redfish_client.h", "fabric/durable_file.h", "inventory/store.h"], ["sqlite3.h"])),
     # The host agent (yard-agent) and yardd's client of it: PCI discovery, the host-side interface, gRPC.
     ("agent/", (["composer/model/", "composer/api/status_mapping.h", "inventory/pci/", "agent/", "fabric/fabric_driver.h", "fabric/host_agents.h", "switchyard/v1/"],
                 ["sqlite3.h", "composer/engine/"])),

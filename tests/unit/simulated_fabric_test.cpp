@@ -1,7 +1,11 @@
 // What the simulator adds on top of the driver contract: latency, faults, persistence, events.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <csignal>
 #include <fstream>
+#include <iterator>
 
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"
@@ -82,6 +86,47 @@ TEST(SimulatedFabric, BindingsOutliveTheProcessInTheStateFile) {
   }
   auto fabric = make(clock, {.statePath = dir / "switch.json"});
   EXPECT_EQ(*fabric->readBindings(), (std::vector<Binding>{{"sw1-gpu2", "sw1-usp3"}}));
+}
+
+// A full disk, played by a file size limit (RLIMIT_FSIZE, with SIGXFSZ ignored so a write past it fails with
+// EFBIG): a bind whose table cannot be saved fails, and the table on disk is the last whole one.
+TEST(SimulatedFabric, AFullDiskFailsTheBindAndKeepsTheLastWholeStateFile) {
+  testing::TempDir dir;
+  ManualClock clock;
+  auto fabric = make(clock, {.statePath = dir / "switch.json"});
+  ASSERT_TRUE(fabric->bindAll(std::vector<Binding>{{"sw0-gpu0", "sw0-usp0"}}));
+  const std::string before = [&] {
+    std::ifstream in(dir / "switch.json");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  ASSERT_NE(before.find("sw0-gpu0"), std::string::npos);
+
+  struct rlimit saved {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* oldHandler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit tiny = saved;
+  tiny.rlim_cur = 16;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  auto refused = fabric->bindAll(std::vector<Binding>{{"sw0-gpu1", "sw0-usp0"}});
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, oldHandler);
+
+  ASSERT_FALSE(refused) << "a table that was not saved is not a binding";
+  EXPECT_EQ(refused.error().code, Code::kUnavailable);
+  EXPECT_NE(refused.error().message.find("not saved"), std::string::npos) << refused.error().message;
+  const std::string after = [&] {
+    std::ifstream in(dir / "switch.json");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  EXPECT_EQ(after, before) << "the file on disk is still the last whole table";
+  EXPECT_FALSE(std::filesystem::exists(dir / "switch.json.tmp"));
+  // And a restart reads it.
+  fabric.reset();
+  auto again = make(clock, {.statePath = dir / "switch.json"});
+  ASSERT_TRUE(again);
+  auto bindings = again->readBindings();
+  ASSERT_TRUE(bindings);
+  EXPECT_EQ(bindings->size(), 1u);
 }
 
 TEST(SimulatedFabric, CorruptStateFileIsAnErrorNamingTheFile) {
