@@ -6,7 +6,8 @@
 #      itself is not instrumented);
 #   4. fuzz smoke: clang 19 libFuzzer builds of every fuzz target, each run for FUZZ_SECONDS (default 10) from
 #      its committed corpus (docs/reliability.md).
-# The soak smoke (one minute) runs in step 1 only: a sanitizer's own memory would hide the daemon's.
+# The soak smoke (one minute) runs in step 1 only: a sanitizer's own memory would hide the daemon's. Steps 2 and 3
+# build only what their tests run.
 # The Python integration tests (tests/python: Prometheus, headless Chromium, the Slurm kit, the Kubernetes
 # provider, the Python client) run in steps 1 and 2; with SWITCHYARD_REQUIRE_TOOLS=1 a missing tool fails them
 # instead of skipping them.
@@ -34,7 +35,11 @@ run_suite() {  # build-dir, cmake args..., -- ctest args...; BUILD_TARGETS (envi
 run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "${1:-}" != "--quick" ]; then
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1
-  run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=address -- -LE 'bench-smoke|soak'
+  # ASan runs no benchmark or soak: build only what its tests run (the daemons and tools the integration and
+  # Python tests start, the test binaries, the corpus replays), not the benchmark harnesses or the soak.
+  BUILD_TARGETS="yardd yard-agent yardctl redfish-emulator switchyard_python switchyard_unit_tests switchyard_integration_tests switchyard_sim \
+                 redfish_request_replay topology_json_replay identities_replay grpc_request_replay lspci_dump_replay" \
+    run_suite build-asan -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=address -- -LE 'bench-smoke|soak'
   # TSan runs no integration test: build only what its tests run (not yardd, the CLI, benchmarks). The
   # integration binary, not built, leaves one unlabelled placeholder test behind: excluded by its exact name.
   BUILD_TARGETS="switchyard_unit_tests switchyard_sim topology_json_replay redfish_request_replay lspci_dump_replay identities_replay" \
