@@ -103,20 +103,24 @@ void Engine::dispatch(const OperationId& id, std::size_t step) {
   ++driverCallsInFlight_;
   ++stepCallsInFlight_;
   const Operation& op = active_.at(id);
-  driverPool_->post([this, id, step, snapshot = op, kind = &kindOf(op.steps[step])] {
-    StepTargets targets{driver_, {options_.switchCallTimeout}, hosts_, {options_.hostCallTimeout}};
-    const auto started = std::chrono::steady_clock::now();
-    Result<StepReport> result = kind->call(targets, snapshot, snapshot.steps[step]);
-    if (options_.metrics)
-      options_.metrics->stepSeconds.observe({snapshot.steps[step].kind, result ? std::string("ok") : std::string(codeName(result.error().code))},
-                                            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    if (failpoints::armed()) failpoints::crashPoint(fmt::format("step.{}.after-call", snapshot.steps[step].kind));
-    asio::post(*control_, [this, id, step, result = std::move(result)] {
-      CommitPoint commit{*this};
-      --driverCallsInFlight_;
-      --stepCallsInFlight_;
-      ++stepResults_;
-      onStepResult(id, step, result);
+  // The call starts at the task's commit point, once the view shows the step: nobody (a host, a switch, a
+  // test's gate) sees a step that readers cannot.
+  toOutbox([this, id, step, snapshot = op, kind = &kindOf(op.steps[step])]() mutable {
+    driverPool_->post([this, id, step, snapshot = std::move(snapshot), kind] {
+      StepTargets targets{driver_, {options_.switchCallTimeout}, hosts_, {options_.hostCallTimeout}};
+      const auto started = std::chrono::steady_clock::now();
+      Result<StepReport> result = kind->call(targets, snapshot, snapshot.steps[step]);
+      if (options_.metrics)
+        options_.metrics->stepSeconds.observe({snapshot.steps[step].kind, result ? std::string("ok") : std::string(codeName(result.error().code))},
+                                              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+      if (failpoints::armed()) failpoints::crashPoint(fmt::format("step.{}.after-call", snapshot.steps[step].kind));
+      asio::post(*control_, [this, id, step, result = std::move(result)] {
+        CommitPoint commit{*this};
+        --driverCallsInFlight_;
+        --stepCallsInFlight_;
+        ++stepResults_;
+        onStepResult(id, step, result);
+      });
     });
   });
 }
