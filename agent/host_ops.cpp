@@ -1,6 +1,7 @@
 #include "agent/host_ops.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +10,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <csignal>
 #include <cctype>
 #include <fstream>
 #include <set>
@@ -80,7 +83,7 @@ bool under(const PciFunction& f, const PciAddress& rootPort) {
 
 }  // namespace
 
-Result<std::string> runShell(const std::string& command, const std::map<std::string, std::string>& env) {
+Result<std::string> runShell(const std::string& command, const std::map<std::string, std::string>& env, std::chrono::milliseconds timeout) {
   std::vector<std::string> entries;
   for (char** e = environ; *e != nullptr; ++e) entries.emplace_back(*e);
   for (const auto& [k, v] : env) entries.push_back(k + "=" + v);
@@ -94,11 +97,17 @@ Result<std::string> runShell(const std::string& command, const std::map<std::str
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, pipeFds[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, pipeFds[1], STDERR_FILENO);
+  // Its own process group: at the deadline the shell and whatever it started are killed together.
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
   std::string shell = "/bin/sh", dashC = "-c", cmd = command;
   char* argv[] = {shell.data(), dashC.data(), cmd.data(), nullptr};
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, "/bin/sh", &actions, nullptr, argv, envp.data());
+  const int spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   ::close(pipeFds[1]);
   if (spawned != 0) {
     ::close(pipeFds[0]);
@@ -106,10 +115,30 @@ Result<std::string> runShell(const std::string& command, const std::map<std::str
   }
   std::string output;
   char buffer[4096];
-  for (ssize_t n; (n = ::read(pipeFds[0], buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<std::size_t>(n));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  bool timedOut = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timedOut = true;
+      break;
+    }
+    pollfd readable{pipeFds[0], POLLIN, 0};
+    const int ready = ::poll(&readable, 1, static_cast<int>(std::min<std::int64_t>(left.count(), 1'000'000)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) continue;  // the loop checks the deadline
+    const ssize_t n = ::read(pipeFds[0], buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // end of output: the command (and whatever kept the pipe open) is done with it
+    output.append(buffer, static_cast<std::size_t>(n));
+  }
   ::close(pipeFds[0]);
+  if (timedOut) ::kill(-pid, SIGKILL);
   int status = 0;
   ::waitpid(pid, &status, 0);
+  if (timedOut)
+    return fail(Code::kDeadlineExceeded, fmt::format("`{}` did not finish within {} s and was killed", command,
+                                                     std::chrono::duration<double>(timeout).count()));
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     const std::string tail = output.size() > 400 ? output.substr(output.size() - 400) : output;
     return fail(Code::kFailedPrecondition, fmt::format("`{}` exited with status {}: {}", command, WIFEXITED(status) ? WEXITSTATUS(status) : -1, trim(tail)));
@@ -122,7 +151,7 @@ HostOps::HostOps(HostOpsOptions options) : options_(std::move(options)), scanner
 std::map<std::string, std::string> HostOps::gpuUuids() const {
   std::map<std::string, std::string> out;
   if (!options_.gpuUuidCommand.empty()) {
-    if (auto printed = runShell(options_.gpuUuidCommand + " 2>/dev/null")) {
+    if (auto printed = runShell(options_.gpuUuidCommand + " 2>/dev/null", {}, options_.commandTimeout)) {
       std::istringstream lines(*printed);
       std::string line;
       while (std::getline(lines, line)) {
@@ -186,7 +215,7 @@ Result<void> HostOps::createMig(const std::vector<MigRequest>& mig, const std::v
                                                               {"memory_gib", std::to_string(memorySlicesOf(m.profile) * options_.migSliceGiB)}});
       actions.push_back(fmt::format("{}{}", dryRun ? "would run: " : "ran: ", command));
       if (!dryRun) {
-        if (auto ran = runShell(command); !ran) outcome = fail(Code::kFailedPrecondition, fmt::format("MIG {}@{} on {}: {}", m.profile, m.start, m.deviceId, ran.error().message));
+        if (auto ran = runShell(command, {}, options_.commandTimeout); !ran) outcome = fail(Code::kFailedPrecondition, fmt::format("MIG {}@{} on {}: {}", m.profile, m.start, m.deviceId, ran.error().message));
       }
     }
     if (!outcome) {
@@ -207,7 +236,7 @@ Result<void> HostOps::destroyMig(const std::vector<MigRequest>& mig, const std::
     if (!gpu) continue;  // the GPU is gone, and its instances with it
     const std::string pci = toString(gpu->address);
     // The GPU instance at this placement start: "MIG 1g.10gb  19  9  2:1" (profile name, profile id, instance id, start:size).
-    SY_ASSIGN(const std::string listed, runShell(expand(options_.migListCommand, {{"pci", pci}})));
+    SY_ASSIGN(const std::string listed, runShell(expand(options_.migListCommand, {{"pci", pci}}), {}, options_.commandTimeout));
     std::string gi;
     std::istringstream rows(listed);
     for (std::string row; std::getline(rows, row);) {
@@ -227,7 +256,7 @@ Result<void> HostOps::destroyMig(const std::vector<MigRequest>& mig, const std::
     const auto command = expand(options_.migDestroyCommand, {{"pci", pci}, {"gi", gi}, {"profile", m.profile}, {"start", std::to_string(m.start)}});
     actions.push_back(fmt::format("{}{}", dryRun ? "would run: " : "ran: ", command));
     if (!dryRun) {
-      if (auto ran = runShell(command); !ran)
+      if (auto ran = runShell(command, {}, options_.commandTimeout); !ran)
         return fail(Code::kFailedPrecondition, fmt::format("MIG {}@{} on {}: {}", m.profile, m.start, m.deviceId, ran.error().message));
     }
   }
@@ -247,7 +276,7 @@ Result<void> HostOps::runHooks(const std::vector<std::string>& hooks, const std:
                                                {"YARD_GPU_UUIDS", fmt::format("{}", fmt::join(uuids, " "))}};
   for (const auto& hook : hooks) {
     actions.push_back(fmt::format("{}hook: {}", dryRun ? "would run " : "ran ", hook));
-    if (!dryRun) SY_TRY(runShell(hook, env));
+    if (!dryRun) SY_TRY(runShell(hook, env, options_.commandTimeout));
   }
   return {};
 }

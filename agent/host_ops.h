@@ -30,6 +30,7 @@ struct HostOpsOptions {
   int migSliceGiB = 10;  // memory per slice: 10 on 80 GB A100/H100, 5 on A100-40GB
   std::vector<std::string> afterAttach;   // shell commands run after devices were verified present
   std::vector<std::string> beforeDetach;  // shell commands run before a device is removed
+  std::chrono::milliseconds commandTimeout{120'000};  // a hook or vendor command still running then is killed
   // The fabric's upstream port ids mapped to the root port where that cable enters this host.
   std::map<std::string, PciAddress> upstreamPorts;
   std::chrono::milliseconds pollInterval{100};
@@ -108,7 +109,10 @@ class HostOps {
 };
 
 // Runs `command` with /bin/sh, extra environment variables added; returns its output, or an error with
-// the exit status and the output's tail.
-[[nodiscard]] Result<std::string> runShell(const std::string& command, const std::map<std::string, std::string>& env = {});
+// the exit status and the output's tail. A command still running after `timeout` is killed with everything
+// it started (its own process group) and fails with kDeadlineExceeded: a hung hook or vendor tool never
+// holds an attach or a detach for ever.
+[[nodiscard]] Result<std::string> runShell(const std::string& command, const std::map<std::string, std::string>& env = {},
+                                           std::chrono::milliseconds timeout = std::chrono::minutes(2));
 
 }  // namespace switchyard::agent

@@ -31,6 +31,7 @@ struct AgentFlags {
   std::string gpuUuidCommand = HostOpsOptions{}.gpuUuidCommand;
   std::vector<std::string> afterAttach, beforeDetach, ports;
   double verifyDeadlineSeconds = 30;
+  double commandTimeoutSeconds = 120;
   std::string migCreate = HostOpsOptions{}.migCreateCommand, migList = HostOpsOptions{}.migListCommand,
               migDestroy = HostOpsOptions{}.migDestroyCommand;
   int migSliceGiB = 10;
@@ -142,6 +143,7 @@ int run(const AgentFlags& flags) {
   options.migDestroyCommand = flags.migDestroy;
   options.migSliceGiB = flags.migSliceGiB;
   options.defaultDeadline = std::chrono::milliseconds(static_cast<std::int64_t>(flags.verifyDeadlineSeconds * 1000));
+  options.commandTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(flags.commandTimeoutSeconds * 1000));
   for (const auto& p : flags.ports) {
     const auto eq = p.find('=');
     const auto address = eq == std::string::npos ? std::nullopt : parsePciAddress(p.substr(eq + 1));
@@ -258,6 +260,10 @@ int main(int argc, char** argv) {
   app.add_option("--after-attach", flags.afterAttach, "Shell command run after devices were verified (repeatable); gets "
                                                       "YARD_PCI_ADDRESSES, YARD_DEVICE_IDS, YARD_GPU_UUIDS");
   app.add_option("--before-detach", flags.beforeDetach, "Shell command run before devices are removed (repeatable), same variables");
+  app.add_option("--command-timeout", flags.commandTimeoutSeconds,
+                 "Seconds a hook or vendor command (nvidia-smi) may run; then it is killed with what it started, and the "
+                 "attach or detach fails")
+      ->check(CLI::Range(0.1, 86400.0))->capture_default_str();
   app.add_option("--verify-deadline", flags.verifyDeadlineSeconds, "Seconds to wait for devices to appear when yardd gives no deadline")
       ->check(CLI::Range(0.1, 3600.0))->capture_default_str();
   app.add_option("--mig-create-command", flags.migCreate,

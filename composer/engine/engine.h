@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -59,6 +60,11 @@ struct EngineOptions {
   std::shared_ptr<const StepKindRegistry> steps;         // null: the built-in step kinds
   int driverThreads = 256;  // the most switch calls in flight at once (a thread each, started as needed)
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
+  // A retried step waits first: retryBackoff doubling with each attempt, at most maxRetryBackoff, each wait
+  // drawn between half and all of that (jitter, so that calls that failed together do not retry together).
+  // The wait is on the engine's clock, on a driver thread (never the control thread); 0: retry at once.
+  std::chrono::milliseconds retryBackoff{100};
+  std::chrono::milliseconds maxRetryBackoff{2000};
   std::chrono::milliseconds switchCallTimeout{60'000};  // a switch call not answered by then is kDeadlineExceeded
   // A host call (admit: rescan and wait for the devices; release) not done by then is kDeadlineExceeded.
   std::chrono::milliseconds hostCallTimeout{30'000};
@@ -320,7 +326,9 @@ class Engine {
   // Running steps (engine_steps.cpp).
   void advance(const OperationId& id, Mutation carried = {});
   // Runs step `step` of the operation on a driver thread; its result comes back to the control thread.
-  void dispatch(const OperationId& id, std::size_t step);
+  void dispatch(const OperationId& id, std::size_t step, Duration delay = Duration::zero());
+  // How long a step waits before its attempt after `attempts` failed ones (EngineOptions::retryBackoff).
+  [[nodiscard]] Duration backoffAfter(int attempts);
   void onStepResult(const OperationId& id, std::size_t step, Result<StepReport> result);
   void recordSuccess(const Operation& op, const Step& step, const StepKind& kind, const StepReport& report, Mutation& m);
   // The host's policy; compose, attach, decompose and detach on a host whose policy is unset are refused.
@@ -411,6 +419,7 @@ class Engine {
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
   int stepCallsInFlight_ = 0;        // switch calls of operation steps: they may change bindings
   std::uint64_t stepResults_ = 0;    // bumps whenever a step's switch call returns: an older binding read is stale
+  std::minstd_rand jitter_{std::random_device{}()};  // retry waits (control thread only)
   ShareDemand shareDemand_;  // the share sizes asked for lately: what share placement keeps servable
   std::set<std::string> knownHostDrifts_;  // the same for host-side drift
   std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event

@@ -99,14 +99,23 @@ void Engine::advance(const OperationId& id, Mutation carried) {
   (void)flush();
 }
 
-void Engine::dispatch(const OperationId& id, std::size_t step) {
+Duration Engine::backoffAfter(int attempts) {
+  if (options_.retryBackoff.count() <= 0) return Duration::zero();
+  const int doublings = std::clamp(attempts - 1, 0, 20);
+  const auto ceiling = std::min<std::chrono::nanoseconds>(options_.retryBackoff * (std::int64_t{1} << doublings), options_.maxRetryBackoff);
+  std::uniform_int_distribution<std::int64_t> half(ceiling.count() / 2, ceiling.count());
+  return Duration(half(jitter_));
+}
+
+void Engine::dispatch(const OperationId& id, std::size_t step, Duration delay) {
   ++driverCallsInFlight_;
   ++stepCallsInFlight_;
   const Operation& op = active_.at(id);
   // The call starts at the task's commit point, once the view shows the step: nobody (a host, a switch, a
   // test's gate) sees a step that readers cannot.
-  toOutbox([this, id, step, snapshot = op, kind = &kindOf(op.steps[step])]() mutable {
-    driverPool_->post([this, id, step, snapshot = std::move(snapshot), kind] {
+  toOutbox([this, id, step, snapshot = op, kind = &kindOf(op.steps[step]), delay]() mutable {
+    driverPool_->post([this, id, step, snapshot = std::move(snapshot), kind, delay] {
+      if (delay.count() > 0) clock_.sleepFor(delay);  // a retry's backoff, here and not on the control thread
       StepTargets targets{driver_, {options_.switchCallTimeout}, hosts_, {options_.hostCallTimeout}};
       const auto started = std::chrono::steady_clock::now();
       Result<StepReport> result = kind->call(targets, snapshot, snapshot.steps[step]);
@@ -144,10 +153,12 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<StepR
     const Error& error = result.error();
     const bool again = step.compensation ? retryable(error.code) : kind.retries(error);
     if (again && step.attempts < options_.maxStepAttempts && !halted_) {
-      step.message = fmt::format("attempt {} failed: {}; retrying", step.attempts, error.message);
+      const Duration wait = backoffAfter(step.attempts);
+      step.message = fmt::format("attempt {} failed: {}; retrying in {} ms", step.attempts, error.message,
+                                 std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
       spdlog::warn("{}: {}: {}", op.id, describe(step), step.message);
       m.writes.emplace_back(PutOperation{op, false, {index}});
-      if (persist(m)) dispatch(id, index);  // the same step again, whatever its kind
+      if (persist(m)) dispatch(id, index, wait);  // the same step again, whatever its kind
       return;
     }
     if (step.compensation) {

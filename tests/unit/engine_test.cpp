@@ -320,6 +320,21 @@ TEST_F(EngineTest, DecomposeRetriesTransientUnbindFailures) {
   EXPECT_TRUE(fabricBindings().empty());
 }
 
+TEST_F(EngineTest, ARetriedStepBacksOffOnTheEnginesClockWithJitter) {
+  start();
+  compose("train", 2);
+  fabric_->setFaults({.failNext = 2, .targets = kFaultUnbind});
+  const Timestamp before = clock_.now();
+  Operation op = run(engine_->decompose(Caller::local(), "train"));
+  EXPECT_EQ(op.state, OperationState::kSucceeded);
+  EXPECT_EQ(op.steps[0].attempts, 3);
+  // Two waits: 50-100 ms, then 100-200 ms (retryBackoff 100 ms, doubling, each between half and all).
+  const auto waited = std::chrono::nanoseconds(clock_.now() - before);
+  EXPECT_GE(waited, 150ms);
+  EXPECT_LE(waited, 300ms);
+  EXPECT_EQ(op.steps[0].message, "") << "the last attempt succeeded";
+}
+
 TEST_F(EngineTest, DecomposeThatCannotUnbindLeavesTheSystemWhole) {
   start();
   compose("train", 3);

@@ -57,6 +57,25 @@ class HostOpsTest : public ::testing::Test {
   testing::TempDir dir_;
 };
 
+TEST(RunShell, AHungCommandIsKilledWithWhatItStartedAtItsDeadline) {
+  testing::TempDir dir;
+  const auto marker = dir / "still-running";
+  const auto started = std::chrono::steady_clock::now();
+  // The shell starts a child that would outlive it; both are in the command's process group.
+  auto r = runShell("(sleep 1; touch " + marker.string() + ") & sleep 30", {}, 300ms);
+  const auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Code::kDeadlineExceeded);
+  EXPECT_NE(r.error().message.find("did not finish within 0.3 s"), std::string::npos) << r.error().message;
+  EXPECT_LT(took, 1s);
+  std::this_thread::sleep_for(1200ms);
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the background child was killed too";
+  // A command that finishes in time is unaffected.
+  auto fine = runShell("echo \"$GREETING\"", {{"GREETING", "hello"}}, 5s);
+  ASSERT_TRUE(fine) << fine.error().message;
+  EXPECT_EQ(*fine, "hello\n");
+}
+
 TEST_F(HostOpsTest, ADeviceThatAppearsAfterTheRescanIsFoundWithItsAddressAndUuid) {
   HostOps ops(options());
   std::thread kernel([&] {
