@@ -67,7 +67,8 @@ PlacementDecision placeExplicit(const Pool& pool, const PlacementRequest& r) {
     }
     p.devices.push_back({d.id, pool.switches()[static_cast<std::size_t>(d.switchIndex)].id, port->portId});
   }
-  p.explanation = fmt::format("{}: {} device(s) chosen by the caller", host.id, p.devices.size());
+  p.detail = fmt::format("{} device(s) chosen by the caller", p.devices.size());
+  p.explanation = fmt::format("{}: {}", host.id, p.detail);
   out.candidates.push_back({host.id, true, p.explanation});
   out.placement = std::move(p);
   return out;
@@ -123,7 +124,7 @@ PlacementDecision placeInstances(const ComposableScheduler& scheduler, const Poo
       return out;
     }
     placement = std::move(*out.placement);
-    fresh = placement.explanation.substr(placement.explanation.find(": ") + 2);
+    fresh = placement.detail;
     for (std::size_t g = 0; g < plan.onFresh.size(); ++g)
       for (const auto& i : plan.onFresh[g]) placement.gpuInstances.push_back({placement.devices[g].deviceId, i.profile, i.start});
   } else {
@@ -131,9 +132,9 @@ PlacementDecision placeInstances(const ComposableScheduler& scheduler, const Poo
     out.candidates.push_back({placement.hostId, true, filled});
   }
   for (const auto& i : plan.onBound) placement.gpuInstances.push_back(i);
-  placement.explanation = fmt::format("{}: {} -> {}{}{}", placement.hostId, what,
-                                      filled.empty() ? "" : filled, !filled.empty() && !plan.onFresh.empty() ? ", " : "",
-                                      plan.onFresh.empty() ? "" : fmt::format("{} fresh GPU(s): {}", plan.onFresh.size(), fresh));
+  placement.detail = fmt::format("{} -> {}{}{}", what, filled.empty() ? "" : filled, !filled.empty() && !plan.onFresh.empty() ? ", " : "",
+                                 plan.onFresh.empty() ? "" : fmt::format("{} fresh GPU(s): {}", plan.onFresh.size(), fresh));
+  placement.explanation = fmt::format("{}: {}", placement.hostId, placement.detail);
   out.placement = std::move(placement);
   return out;
 }
@@ -173,12 +174,13 @@ PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, 
   }
   const DevicePlan& plan = *plans->find(d.chosen->hostIndex);
   const HostId& hostId = pool.hosts()[static_cast<std::size_t>(d.chosen->hostIndex)].id;
-  std::string explanation = fmt::format("{}: {}", hostId, summarizePlan(pool, plan, n));
+  std::string detail = summarizePlan(pool, plan, n);
+  std::string explanation = fmt::format("{}: {}", hostId, detail);
   if (r.explain) {
     const auto feasible = std::count_if(out.candidates.begin(), out.candidates.end(), [](auto& c) { return c.feasible; });
     explanation += fmt::format("; best of {} feasible host(s)", feasible);
   }
-  out.placement = Placement{hostId, materialize(pool, plan, *d.state.find<EligibleDevices>()), {}, std::move(explanation)};
+  out.placement = Placement{hostId, materialize(pool, plan, *d.state.find<EligibleDevices>()), {}, std::move(explanation), std::move(detail)};
   return out;
 }
 

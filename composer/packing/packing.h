@@ -59,7 +59,8 @@ struct Placement {
   HostId hostId;
   std::vector<PlacedDevice> devices;     // devices to bind
   std::vector<GpuInstance> gpuInstances;  // MIG instances to create, on those or on already bound devices
-  std::string explanation;
+  std::string explanation;  // "HOST: why", for people
+  std::string detail;       // the same without the host: what was chosen on it (composed into other explanations)
 };
 
 struct PlacementDecision {
