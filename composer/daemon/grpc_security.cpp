@@ -30,10 +30,6 @@ std::string hostOf(const std::string& listen) {
 
 }  // namespace
 
-bool isLoopbackHost(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 Result<GrpcSecurity> grpcSecurity(const DaemonOptions& o) {
   const std::string host = hostOf(o.listen);
   if (o.plaintext) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "composer/daemon/daemon_options.h"
+#include "composer/daemon/loopback.h"
 #include "composer/model/error.h"
 
 namespace switchyard {
@@ -19,7 +20,6 @@ struct GrpcSecurity {
 };
 
 // Whether `host` (of HOST:PORT) is a loopback address: localhost, 127.0.0.0/8 or ::1.
-[[nodiscard]] bool isLoopbackHost(const std::string& host);
 
 [[nodiscard]] Result<GrpcSecurity> grpcSecurity(const DaemonOptions& o);
 

@@ -113,6 +113,11 @@ Result<void> Engine::validateName(const std::string& name) {
   if (!std::regex_match(name, kName))
     return fail(Code::kInvalidArgument,
                 fmt::format("system name '{}' is invalid: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit", name));
+  // Commands take an id or a name, ids first: a name shaped like an id would name another system later.
+  static const std::regex kIdShaped("(sys|op|rsv)-[0-9]+");
+  if (std::regex_match(name, kIdShaped))
+    return fail(Code::kInvalidArgument,
+                fmt::format("system name '{}' looks like a yardd id (sys-N, op-N, rsv-N) and would be mistaken for one: choose another", name));
   return {};
 }
 

@@ -320,6 +320,20 @@ TEST_F(EngineTest, DecomposeRetriesTransientUnbindFailures) {
   EXPECT_TRUE(fabricBindings().empty());
 }
 
+TEST_F(EngineTest, ANameShapedLikeAnIdIsRefused) {
+  start();
+  for (const std::string name : {"sys-000028", "sys-1", "op-000003", "rsv-000001"}) {
+    ComposeRequest r{name, {}, {}};
+    r.placement.gpuCount = 1;
+    auto refused = engine_->compose(Caller::local(), r);
+    ASSERT_FALSE(refused) << name;
+    EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
+    EXPECT_NE(refused.error().message.find("looks like a yardd id"), std::string::npos) << refused.error().message;
+  }
+  compose("sys-a", 1);  // a name that merely starts like one is fine
+  compose("system-7", 1);
+}
+
 TEST_F(EngineTest, ARetriedStepBacksOffOnTheEnginesClockWithJitter) {
   start();
   compose("train", 2);
