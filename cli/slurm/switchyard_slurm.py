@@ -37,6 +37,16 @@ DEFAULTS = {
 }
 
 
+def _setting_value(text):
+    """A value as a shell reads it: quoted whole, or up to an inline comment (whitespace, then #)."""
+    text = text.strip()
+    if text[:1] in ("'", '"'):
+        end = text.find(text[0], 1)
+        if end > 0:
+            return text[1:end]
+    return re.split(r"\s#", text, maxsplit=1)[0].strip()
+
+
 def load_settings():
     settings = dict(DEFAULTS)
     path = os.environ.get("SWITCHYARD_SLURM_CONF", "/etc/switchyard/slurm.conf")
@@ -49,7 +59,7 @@ def load_settings():
                 key, eq, value = line.partition("=")
                 if not eq:
                     raise SystemExit(f"{path}:{number}: expected KEY=VALUE, got {line!r}")
-                settings[key.strip()] = value.strip().strip("'\"")
+                settings[key.strip()] = _setting_value(value)
     for key in list(settings) + ["YARD_SERVER", "YARD_CA", "YARD_TOKEN_FILE"]:
         if key in os.environ:
             settings[key] = os.environ[key]
@@ -218,8 +228,11 @@ class Kit:
 
 
 def _yardctl_error(result):
-    text = (result.stderr.strip() or result.stdout.strip()).splitlines()
-    detail = text[-1] if text else "no output"
+    """The reason a node goes DOWN: yardctl's error line (its hints and progress lines are not the reason)."""
+    lines = [line.strip() for line in (result.stderr.strip() or result.stdout.strip()).splitlines() if line.strip()]
+    errors = [line[len("error:"):].strip() for line in lines if line.startswith("error:")]
+    others = [line for line in lines if not line.startswith("hint:")]
+    detail = errors[0] if errors else others[-1] if others else lines[-1] if lines else "no output"
     return f"yardctl exit {result.returncode}: {detail}"
 
 

@@ -29,8 +29,8 @@ class SlurmKitTest(YarddTestCase):
 YARDCTL={YARDCTL}
 YARD_SERVER={self.yard.address}
 YARD_PLAINTEXT=1
-DEFAULT_GPUS=1
-SLURMD_RESTART=echo {{node}} >> {self.restarts}
+DEFAULT_GPUS=1  # inline comments, as the kit's documented example has them
+SLURMD_RESTART="echo {{node}} >> {self.restarts}"  # quoted: a '#' inside quotes stays
 LOG={self.dir / 'kit.log'}
 """, encoding="utf-8")
 
@@ -106,6 +106,8 @@ LOG={self.dir / 'kit.log'}
         downs = self.downs()
         self.assertEqual(list(downs), ["host3"])
         self.assertIn("switchyard: yardctl exit 3", downs["host3"])
+        self.assertNotIn("hint:", downs["host3"], "the reason is yardctl's error, not its hint")
+        self.assertIn("17", downs["host3"], downs["host3"])
         self.assertNotIn("slurm-host3", self.systems())
 
         # yardd unreachable: every node goes down, saying so.
