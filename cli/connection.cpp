@@ -1,5 +1,7 @@
 #include "cli/connection.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -67,7 +69,40 @@ void Connection::addFlags(CLI::App* cmd, const std::string& group) {
       ->group(group);
 }
 
+namespace {
+
+// "" when every address of `server` (HOST:PORT, [V6]:PORT, or a gRPC target such as ipv4:A:P,B:P) names a
+// port from 1 to 65535; else what is wrong. gRPC itself would dial port 0, or wrap 99999.
+std::string checkServer(const std::string& server) {
+  std::string list = server;
+  for (const char* scheme : {"ipv4:", "ipv6:", "dns:///", "dns:"})
+    if (list.rfind(scheme, 0) == 0) {
+      list = list.substr(std::string_view(scheme).size());
+      break;
+    }
+  if (list.rfind("unix:", 0) == 0) return "";
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    const std::string address = list.substr(start, comma - start);
+    const std::size_t colon = address.rfind(':');
+    const bool bracketed = !address.empty() && address.front() == '[';
+    if (address.empty() || colon == std::string::npos || (bracketed && address.find(']') > colon) || colon + 1 == address.size())
+      return fmt::format("--server {}: '{}' has no port; give HOST:PORT (yardd listens on 7390 by default)", server, address);
+    const std::string port = address.substr(colon + 1);
+    int n = 0;
+    auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), n);
+    if (ec != std::errc{} || end != port.data() + port.size() || n < 1 || n > 65535)
+      return fmt::format("--server {}: port '{}' is not a port number (1-65535)", server, port);
+    start = comma + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
 std::shared_ptr<grpc::Channel> Connection::channel(std::string& error) const {
+  if (error = checkServer(server); !error.empty()) return nullptr;
   resolvedToken_ = env("YARD_TOKEN");
   if (!tokenFile.empty()) {
     std::ifstream in(tokenFile);

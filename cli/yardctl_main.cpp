@@ -161,23 +161,28 @@ struct GpuFlags {
   double share = 0;
 
   void add(CLI::App* cmd, bool withHost) {
-    cmd->add_option("-g,--gpus", count, "Number of GPUs")->check(CLI::NonNegativeNumber);
+    auto* gpus = cmd->add_option("-g,--gpus", count, "Number of GPUs")->check(CLI::Range(0, 4096));
     cmd->add_option("--model", model, "Only this GPU model (see `yardctl devices`)");
-    cmd->add_option("--min-memory", minMemory, "Minimum GPU memory in GiB")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--min-memory", minMemory, "Minimum GPU memory in GiB")->check(CLI::Range(0, 1 << 20));
     cmd->add_option("--p2p", p2p, "required: all GPUs under one switch or fail; preferred: one switch if possible; none")
         ->check(CLI::IsMember({"required", "preferred", "none"}))
         ->capture_default_str();
     if (withHost) cmd->add_option("--host", host, "Use this host instead of letting the packing core choose");
-    cmd->add_option("-d,--device", devices, "Use these devices instead of a count (repeatable)");
-    cmd->add_option("--mig", mig,
+    auto* deviceList = cmd->add_option("-d,--device", devices, "Use these devices instead of a count (repeatable)")->excludes(gpus);
+    auto* migProfiles = cmd->add_option("--mig", mig,
                     "Fractional GPUs: MIG instances instead of whole GPUs, e.g. --mig 3g,1g,1g (profiles 1g 2g 3g 4g 7g). "
                     "A system's partly used GPUs are filled first; fresh MIG-capable GPUs are attached for the rest")
         ->delimiter(',')
-        ->check(CLI::IsMember({"1g", "2g", "3g", "4g", "7g"}));
+        ->check(CLI::IsMember({"1g", "2g", "3g", "4g", "7g"}))
+        ->excludes(gpus)
+        ->excludes(deviceList);
     cmd->add_option("--gpu-share", share,
                     "A time-sliced share of one GPU instead of whole GPUs, as a fraction: --gpu-share 0.25 is a quarter of a GPU's "
                     "time (0.001-0.999). A system's share GPUs with room are filled first; otherwise a fresh GPU is bound")
-        ->check(CLI::Range(0.001, 0.999));
+        ->check(CLI::Range(0.001, 0.999))
+        ->excludes(gpus)
+        ->excludes(deviceList)
+        ->excludes(migProfiles);  // each asks for GPUs its own way: two would leave one silently unused
   }
 
   [[nodiscard]] pb::GpuRequest toProto() const {
@@ -505,12 +510,13 @@ static int runYardctl(int argc, char** argv) {
 
   auto* watch = app.add_subcommand("watch", "Stream events (binds, operations, drift) until interrupted");
   std::uint64_t after = 0;
-  watch->add_option("--after", after, "Replay recorded events after this sequence number first");
+  auto* afterOption = watch->add_option("--after", after, "Replay recorded events after this sequence number first (--after 0: all of them)");
   watch->callback([&] {
     grpc::ClientContext ctx;
     client().prepare(ctx, false);
     pb::WatchRequest req;
     req.set_after_sequence(after);
+    req.set_from_start(afterOption->count() > 0 && after == 0);
     auto reader = client().stub().Watch(&ctx, req);
     pb::Event e;
     while (reader->Read(&e)) {

@@ -319,10 +319,11 @@ namespace {
 // state is under `shared->mutex`, which also keeps the listener away once the reactor is gone.
 class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
  public:
-  WatchReactor(Engine& engine, std::uint64_t afterSequence, Caller caller)
+  WatchReactor(Engine& engine, std::uint64_t afterSequence, bool fromStart, Caller caller)
       : last_(afterSequence), caller_(std::move(caller)), stream_(engine.subscribe()) {
     shared_->reactor = this;
-    if (afterSequence == 0) {
+    if (fromStart) last_ = afterSequence = 0;
+    if (afterSequence == 0 && !fromStart) {
       startFollowing();
       return;
     }
@@ -444,7 +445,7 @@ grpc::ServerWriteReactor<v1::Event>* SwitchyardService::Watch(Context* ctx, cons
   if (shuttingDown_) return new Refused({grpc::StatusCode::UNAVAILABLE, "yardd is shutting down"});
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return new Refused(toGrpcStatus(caller.error()));
-  return new WatchReactor(engine_, req->after_sequence(), *caller);
+  return new WatchReactor(engine_, req->after_sequence(), req->from_start(), *caller);
 }
 
 }  // namespace switchyard

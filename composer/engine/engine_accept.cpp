@@ -342,7 +342,7 @@ Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest
   for (int id : request.gpuShares) {
     auto it = std::find_if(system.gpuShares.begin(), system.gpuShares.end(), [&](const GpuShare& s) { return s.id == id; });
     if (it == system.gpuShares.end())
-      return fail(Code::kNotFound, fmt::format("system '{}' has no GPU share #{} (see `yardctl systems show {}`)", system.name, id, system.name));
+      return fail(Code::kNotFound, fmt::format("system '{}' has no GPU share #{} (see `yardctl systems {}`)", system.name, id, system.name));
     if (std::find(op.gpuShares.begin(), op.gpuShares.end(), *it) != op.gpuShares.end())
       return fail(Code::kInvalidArgument, fmt::format("GPU share #{} is listed twice (or its device is)", id));
     op.gpuShares.push_back(*it);
@@ -358,7 +358,7 @@ Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest
     auto it = std::find_if(system.gpuInstances.begin(), system.gpuInstances.end(),
                            [&](const GpuInstance& i) { return i.deviceId == ref.deviceId && i.start == ref.start; });
     if (it == system.gpuInstances.end())
-      return fail(Code::kNotFound, fmt::format("system '{}' has no MIG instance at {}@{} (see `yardctl systems show {}`)", system.name,
+      return fail(Code::kNotFound, fmt::format("system '{}' has no MIG instance at {}@{} (see `yardctl systems {}`)", system.name,
                                                ref.deviceId, ref.start, system.name));
     if (unbound.contains(ref.deviceId) || std::find(op.gpuInstances.begin(), op.gpuInstances.end(), *it) != op.gpuInstances.end())
       return fail(Code::kInvalidArgument, fmt::format("MIG instance {}@{} is listed twice", ref.deviceId, ref.start));

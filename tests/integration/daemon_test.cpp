@@ -127,6 +127,29 @@ TEST_F(DaemonTest, AttachAndDetachOverGrpc) {
   EXPECT_EQ(simulatedSwitch().size(), 2u);
 }
 
+TEST_F(DaemonTest, YardctlRefusesFlagsThatWouldBeSilentlyIgnoredOrMisread) {
+  startDaemon();
+  auto both = yardctl("compose a --mig 3g --gpus 2");
+  EXPECT_EQ(both.exitCode, 2);
+  EXPECT_NE(both.err.find("--gpus excludes --mig"), std::string::npos) << both.err;
+  auto shareAndDevices = yardctl("compose a --gpu-share 0.5 -d sw0-gpu0");
+  EXPECT_EQ(shareAndDevices.exitCode, 2) << shareAndDevices.err;
+  auto negative = yardctl("compose a --gpus -1");
+  EXPECT_EQ(negative.exitCode, 2);
+  EXPECT_NE(negative.err.find("not in range 0 to 4096"), std::string::npos) << negative.err;
+  for (const std::string server : {"127.0.0.1", "127.0.0.1:99999", "127.0.0.1:0"}) {
+    auto r = testing::runCommand(std::string(YARDCTL_PATH) + " --plaintext --server " + server + " systems", dir_.path());
+    EXPECT_EQ(r.exitCode, 2) << server;
+    EXPECT_NE(r.err.find("--server " + server + ":"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(yardctlJson("systems")["systems"].size(), 0u) << "nothing was composed";
+  // --after 0 replays every recorded event, the first one included.
+  auto replay = testing::runCommand("timeout 2 " + std::string(YARDCTL_PATH) + " --server " + daemon_->address() + " --plaintext -o json watch --after 0",
+                           dir_.path());
+  ASSERT_FALSE(replay.out.empty()) << replay.err;
+  EXPECT_NE(replay.out.find("\"sequence\": \"1\""), std::string::npos) << replay.out;
+}
+
 TEST_F(DaemonTest, BadInputGivesAClearErrorAndChangesNothing) {
   startDaemon();
   auto unknownHost = yardctl("compose a --gpus 1 --host ghost");
