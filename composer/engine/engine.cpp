@@ -76,6 +76,13 @@ Result<RecoveryReport> Engine::start() {
     spdlog::info("{} ({}) ended {} after restart{}", op.id, toString(op.kind), toString(op.state),
                  op.error.empty() ? "" : ": " + op.error);
   }
+  // A store that failed while they ran halted the engine: what memory says of them may not be durable.
+  SY_TRY(onControl([this]() -> Result<void> {
+    if (storeFailure_.empty()) return {};
+    return fail(Code::kUnavailable, fmt::format("recovery stopped: resumed operations could not finish because the store failed ({}); "
+                                                "yardd does not start on a store it cannot write",
+                                                storeFailure_));
+  }));
   SY_ASSIGN(report.drifts, reconcile());
   if (hosts_ != nullptr) {
     SY_ASSIGN(auto hostDrifts, reconcileHosts());
@@ -221,6 +228,10 @@ void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds time
       // A standby may read an operation the leader started after the standby's last refresh: wait for it.
       if (!replica_ || (*stored)->finished()) return waiter->once.complete(std::move(**stored));
     }
+    // A halted engine (its store failed, or stop's grace ran out) finishes nothing: say how it stands now,
+    // rather than wait for an end that cannot come (a start whose resume hit a failed store hung here).
+    if (halted_ && !replica_)
+      if (auto it = active_.find(id); it != active_.end()) return waiter->once.complete(it->second);
     waiters_[id].push_back(waiter);
     waiter->timer.expires_after(timeout);
     waiter->timer.async_wait([this, id, weak = std::weak_ptr<Waiter>(waiter)](const boost::system::error_code& ec) {

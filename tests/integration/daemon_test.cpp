@@ -288,6 +288,23 @@ TEST_F(DaemonTest, KillNineMidComposeThenRestartResumesAndReconciles) {
   EXPECT_EQ(simulatedSwitch().size(), 8u);
 }
 
+TEST_F(DaemonTest, AStartWhoseResumeHitsAFailedStoreFailsWithTheReasonInsteadOfHanging) {
+  startDaemon({"--fail-point", "step.host-admit.before=crash"});
+  auto started = yardctl("compose train --gpus 2 --no-wait");
+  ASSERT_EQ(started.exitCode, 0) << started.err;
+  ASSERT_TRUE(daemon_->waitExit(10s)) << "the fail point kills yardd before host-admit";
+  EXPECT_EQ(daemon_->signaled(), SIGKILL);
+  // The restart resumes the compose; its second store write fails.
+  EXPECT_FALSE(daemon_->start({"--fail-point", "store.before-commit=error@2"}));
+  ASSERT_TRUE(daemon_->waitExit(20s)) << "start must end, not wait for an operation that cannot finish";
+  EXPECT_EQ(daemon_->exitCode(), 1);
+  EXPECT_NE(daemon_->log().find("could not finish because the store failed"), std::string::npos) << daemon_->log();
+  // A plain restart resumes it to the end.
+  startDaemon();
+  EXPECT_NE(daemon_->log().find("recovery: 1 operation(s) resumed"), std::string::npos) << daemon_->log();
+  EXPECT_EQ(yardctlJson("systems")["systems"].size(), 1u);
+}
+
 TEST_F(DaemonTest, SigtermWithNoGraceLeavesTheOperationResumable) {
   startDaemon({"--sim-latency-ms", "100", "--shutdown-grace", "0"});
   auto started = yardctl("compose slow --gpus 6 --no-wait");
