@@ -1,6 +1,7 @@
 #include "inventory/sqlite_store.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -38,8 +39,26 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::filesystem::pa
   }
   SY_ASSIGN(auto db, SqliteDb::open(path, durability));
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
+  if (auto r = store->checkIntegrity(); !r) return fail(r.error().wrap(path.string()));
   if (auto r = store->migrate(); !r) return fail(r.error().wrap(path.string()));
   return store;
+}
+
+Result<void> SqliteStore::checkIntegrity() {
+  // A damaged file is refused at start, naming what is wrong, not at the first write that trips over it.
+  auto stmt = db_->prepare("PRAGMA quick_check(8)");
+  if (!stmt) return fail(Code::kFailedPrecondition, fmt::format("the database is damaged: {}; restore it from a backup", stmt.error().message));
+  std::vector<std::string> problems;
+  while (true) {
+    auto row = stmt->step();
+    if (!row) return fail(Code::kFailedPrecondition, fmt::format("the database is damaged: {}; restore it from a backup", row.error().message));
+    if (!*row) break;
+    if (std::string line = stmt->text(0); line != "ok") problems.push_back(std::move(line));
+  }
+  if (!problems.empty())
+    return fail(Code::kFailedPrecondition,
+                fmt::format("the database is damaged (PRAGMA quick_check: {}); restore it from a backup", fmt::join(problems, "; ")));
+  return {};
 }
 
 Result<int> SqliteStore::schemaVersion() {

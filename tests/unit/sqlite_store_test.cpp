@@ -1,4 +1,7 @@
 #include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -110,6 +113,32 @@ TEST(SqliteStore, RefusesADatabaseFromANewerSwitchyard) {
   ASSERT_FALSE(store);
   EXPECT_EQ(store.error().code, Code::kFailedPrecondition);
   EXPECT_NE(store.error().message.find("newer than this yardd"), std::string::npos) << store.error().message;
+}
+
+TEST(SqliteStore, RefusesADamagedDatabaseAtOpenNamingTheDamage) {
+  TempDir dir;
+  {
+    auto store = SqliteStore::open(dir / "yard.db");
+    ASSERT_TRUE(store);
+    std::vector<StoreWrite> writes;
+    for (std::uint64_t i = 1; i <= 3000; ++i)
+      writes.emplace_back(PutEvent{Event{i, 0, "device.bound", fmt::format("sw0-gpu{}", i), std::string(40, 'x'), "yardd", ""}});
+    ASSERT_TRUE(writeAsNewWriter(*(*store), writes));
+  }
+  // Scribble over the middle of the file (a table page, not the header), as a failing disk would.
+  const auto size = std::filesystem::file_size(dir / "yard.db");
+  ASSERT_GT(size, 64u * 1024);
+  {
+    std::fstream f(dir / "yard.db", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>((size / 2 / 4096) * 4096 + 16));
+    const std::string junk(1000, '\xAB');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto store = SqliteStore::open(dir / "yard.db");
+  ASSERT_FALSE(store) << "a damaged database is refused when it is opened";
+  EXPECT_EQ(store.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(store.error().message.find("damaged"), std::string::npos) << store.error().message;
+  EXPECT_NE(store.error().message.find("yard.db"), std::string::npos) << store.error().message;
 }
 
 TEST(SqliteStore, RoundTripsEverything) {
