@@ -196,8 +196,20 @@ grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1:
   const DeviceFilter filter{req->free_only(), req->model(), req->switch_id(), req->host_id(), req->system()};
   const auto size = static_cast<std::size_t>(req->page_size() <= 0 ? kDefaultPageSize : std::min(req->page_size(), kMaxPageSize));
   std::string next;
-  for (const DeviceView* d : pageOfDevices(*view, filter, [](const DeviceView&) { return true; }, size, req->page_token(), next))
-    toProto(*d, *out->add_devices());
+  for (const DeviceView* d : pageOfDevices(*view, filter, [](const DeviceView&) { return true; }, size, req->page_token(), next)) {
+    auto& device = *out->add_devices();
+    toProto(*d, device);
+    // A tenant sees that another tenant's device is taken, not by which system, operation or host.
+    if (caller->role == Role::kTenant && d->assignment.allocation != DeviceAllocation::kFree) {
+      auto system = view->systems.find(d->systemId.empty() ? d->assignment.owner : d->systemId);
+      if (!system || !maySee(*caller, system->tenant)) {
+        device.clear_system_id();
+        device.clear_host_id();
+        device.clear_owner();
+        device.clear_upstream_port_id();
+      }
+    }
+  }
   out->set_next_page_token(next);
   return finished(ctx, grpc::Status::OK);
 }

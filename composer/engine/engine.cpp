@@ -289,8 +289,17 @@ Event Engine::makeEvent(std::string type, std::string subject, std::string messa
 std::string Engine::tenantOf(const std::string& subject) const {
   if (auto op = active_.find(subject); op != active_.end()) return op->second.tenant;
   // By id only: most subjects are devices, and a lookup by name would scan every system for each of them.
-  if (state_)
-    if (auto s = state_->systems().find(subject); s != state_->systems().end()) return s->second.tenant;
+  if (!state_) return {};
+  if (auto s = state_->systems().find(subject); s != state_->systems().end()) return s->second.tenant;
+  // A device: whoever holds it (a system it is in, or the operation reserving it).
+  if (state_->index().device(subject) == nullptr) return {};
+  const DeviceView d = state_->deviceView(subject);
+  if (!d.systemId.empty())
+    if (auto s = state_->systems().find(d.systemId); s != state_->systems().end()) return s->second.tenant;
+  if (d.assignment.allocation == DeviceAllocation::kReserved) {
+    if (auto op = active_.find(d.assignment.owner); op != active_.end()) return op->second.tenant;
+    if (auto s = state_->systems().find(d.assignment.owner); s != state_->systems().end()) return s->second.tenant;
+  }
   return {};
 }
 

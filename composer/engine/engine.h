@@ -340,8 +340,8 @@ class Engine {
   // The system with `progress` filled in from its running operation's current step.
   [[nodiscard]] System withProgress(System s) const;
   [[nodiscard]] std::string describe(const Step& step) const;
-  // A step's events go into `events` (numbered as they come), naming `actor`.
-  [[nodiscard]] StepEffects::EmitEvent emitInto(std::vector<Event>& events, const std::string& actor);
+  // A step's events go into `events` (numbered as they come), naming `actor`, belonging to `tenant`.
+  [[nodiscard]] StepEffects::EmitEvent emitInto(std::vector<Event>& events, const std::string& actor, const std::string& tenant);
   // Hands a finished (or, when stopping, unfinished) operation to everyone waiting for it.
   void completeWaiters(const OperationId& id, const Operation& op);
 
@@ -350,7 +350,8 @@ class Engine {
   // Writes the mutation, then publishes its events. When the store refuses (a failed disk, or a newer
   // yardd fenced this one out), the engine halts (haltOnStoreFailure) and the error is returned.
   [[nodiscard]] Result<void> persist(Mutation& m);
-  // The tenant an event about `subject` (an operation or system id) belongs to; empty for the pool's own.
+  // The tenant an event about `subject` (an operation, a system or a device id) belongs to: the operation's,
+  // the system's, or that of the operation or system holding the device; empty for the pool's own.
   [[nodiscard]] std::string tenantOf(const std::string& subject) const;
   // Refuses new work and starts no more steps; every operation stays resumable from its last durable step.
   void haltOnStoreFailure(const Error& error);

@@ -56,9 +56,10 @@ const StepKind& Engine::kindOf(const Step& step) const {
 
 std::string Engine::describe(const Step& step) const { return kindOf(step).describe(step); }
 
-StepEffects::EmitEvent Engine::emitInto(std::vector<Event>& events, const std::string& actor) {
-  return [this, &events, actor](std::string type, std::string subject, std::string message) {
+StepEffects::EmitEvent Engine::emitInto(std::vector<Event>& events, const std::string& actor, const std::string& tenant) {
+  return [this, &events, actor, tenant](std::string type, std::string subject, std::string message) {
     events.push_back(makeEvent(std::move(type), std::move(subject), std::move(message), actor));
+    events.back().tenant = tenant;  // the operation's: its device and system events are its tenant's alone
   };
 }
 
@@ -172,6 +173,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<StepR
         state_->assign(q, {});
         m.writes.emplace_back(PutAssignment{q});
         m.events.push_back(makeEvent("device.quarantined", b.deviceId, q.owner, op.requestedBy.identity));
+        m.events.back().tenant = op.tenant;
         op.error += fmt::format("; {} quarantined", b.deviceId);
         spdlog::error("{}: {}", op.id, q.owner);
       }
@@ -190,7 +192,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<StepR
         m.writes.emplace_back(PutOperation{op});  // the skipped steps: the whole log
       }
     } else {
-      StepEffects effects(emitInto(m.events, op.requestedBy.identity));
+      StepEffects effects(emitInto(m.events, op.requestedBy.identity, op.tenant));
       kind.failed(effects, op, step, error);
       failForward(op, index, error, m);
       m.writes.emplace_back(PutOperation{op});  // skipped and appended undo steps: the whole log
@@ -236,7 +238,7 @@ void Engine::recordSuccess(const Operation& op, const Step& step, const StepKind
     spdlog::critical("{} refers to system {} which is not live", op.id, op.systemId);
     std::abort();
   }
-  LocalContext context(emitInto(m.events, op.requestedBy.identity), *state_, *system, m.writes);
+  LocalContext context(emitInto(m.events, op.requestedBy.identity, op.tenant), *state_, *system, m.writes);
   kind.succeeded(context, op, step, report);
   // Only a step that changed the system writes it (host-admit: the identities it saw).
   if (context.system().hostDevices != system->hostDevices) {
@@ -255,7 +257,7 @@ void Engine::runLocalStep(Operation& op, std::size_t index, const StepKind& kind
     std::abort();
   }
   const Timestamp now = clock_.now();
-  LocalContext context(emitInto(m.events, op.requestedBy.identity), *state_, *system, m.writes);
+  LocalContext context(emitInto(m.events, op.requestedBy.identity, op.tenant), *state_, *system, m.writes);
   kind.apply(context, op, step);
   System updated = context.system();
   updated.updatedAt = now;

@@ -96,6 +96,20 @@ TEST_F(SecurityTest, TenantsSeeAndChangeOnlyTheirOwnWithinTheirQuota) {
   auto steal = yardctl(as("bob") + " decompose a1");
   EXPECT_EQ(steal.exitCode, 3);
   EXPECT_NE(steal.err.find("no system 'a1'"), std::string::npos) << steal.err;
+  // bob sees which devices are taken, not by whom: no foreign system, host or owner on any device.
+  const json aliceSystem = yardctlJson(as("alice") + " systems")["systems"][0];
+  const json bobsDevices = yardctlJson(as("bob") + " devices");
+  int taken = 0;
+  for (const auto& d : bobsDevices["devices"]) {
+    if (d.value("allocation", "") == "DEVICE_ALLOCATION_FREE" || !d.contains("allocation")) continue;
+    ++taken;
+    EXPECT_NE(d.value("system_id", ""), aliceSystem["id"].get<std::string>()) << d.dump();
+    if (d.value("system_id", "").empty()) {
+      EXPECT_EQ(d.value("host_id", ""), "") << d.dump();
+      EXPECT_EQ(d.value("owner", ""), "") << d.dump();
+    }
+  }
+  EXPECT_EQ(taken, 3) << "alice's 2 and bob's 1 are shown taken";
   const json bobsOps = yardctlJson(as("bob") + " ops");  // kept: the loop refers into it
   for (const auto& op : bobsOps["operations"]) EXPECT_EQ(op["tenant"], "team-b") << op.dump();
   auto foreignOp = yardctl(as("bob") + " ops show op-000001");

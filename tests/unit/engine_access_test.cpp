@@ -1,6 +1,8 @@
 // Roles, tenants, quotas and the audit trail, as the engine enforces and records them (issue 24).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -27,6 +29,30 @@ class EngineAccessTest : public EngineTest {
     return records ? *records : std::vector<AuditRecord>{};
   }
 };
+
+// Every event an operation causes (its devices bound, online, unbound, released, quarantined; its system
+// composed and decomposed) carries the operation's tenant: another tenant never receives it.
+TEST_F(EngineAccessTest, EveryEventOfATenantsOperationCarriesThatTenant) {
+  start();
+  const auto first = engine_->listEvents(0, 10'000)->size();
+  Operation composed = run(engine_->compose(kAlice, request("secret-train", 3, "team-a")));
+  ASSERT_EQ(composed.state, OperationState::kSucceeded);
+  const System system = *engine_->getSystem("secret-train");
+  // A drift on one of its devices (the switch lost the binding) is the tenant's too.
+  ASSERT_TRUE(fabric_->unbind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));
+  ASSERT_TRUE(engine_->reconcile());
+  run(engine_->decompose(kAlice, "secret-train"));
+  const auto events = *engine_->listEvents(first, 10'000);
+  ASSERT_FALSE(events.empty());
+  std::set<std::string> types;
+  for (const auto& e : events) {
+    types.insert(e.type);
+    EXPECT_EQ(e.tenant, "team-a") << e.type << " " << e.subject << ": " << e.message;
+    EXPECT_FALSE(maySee(kBob, e.tenant)) << e.type;
+  }
+  for (const char* type : {"operation.accepted", "device.bound", "system.composed", "drift.missing-binding", "system.decomposed"})
+    EXPECT_TRUE(types.contains(type)) << type;
+}
 
 TEST_F(EngineAccessTest, AViewerChangesNothingAndATenantOnlyItsOwnSystems) {
   start();
