@@ -14,6 +14,7 @@
 
 #include "agent/agent_service.h"
 #include "agent/host_ops.h"
+#include "composer/model/version.h"
 #include "switchyard/v1/agent.grpc.pb.h"
 
 using namespace switchyard;
@@ -281,6 +282,7 @@ int main(int argc, char** argv) {
   app.add_flag("--print-inventory", flags.printInventory, "Print this host's PCI functions and exit");
   app.add_flag("--json", flags.json, "With --print-inventory: JSON");
   app.add_option("--log-level", flags.logLevel, "trace, debug, info, warn, error")->capture_default_str();
+  app.set_version_flag("--version", switchyard::versionLine("yard-agent"), "Print yard-agent's version (and git commit) and exit");
   CLI11_PARSE(app, argc, argv);
   if (flags.tlsCert.empty() != flags.tlsKey.empty()) {
     std::fprintf(stderr, "error: --tls-cert and --tls-key go together\n");

@@ -16,6 +16,7 @@
 #include "cli/audit_command.h"
 #include "cli/connection.h"
 #include "cli/output.h"
+#include "composer/model/version.h"
 #include "switchyard/v1/switchyard.grpc.pb.h"
 
 namespace pb = switchyard::v1;
@@ -74,6 +75,19 @@ class Client {
     if (!channel) throw std::invalid_argument(error);
     stub_ = pb::Switchyard::NewStub(channel);
   }
+  // Once per run: a yardd of another major version may not understand this yardctl (or answer as it expects).
+  void warnOnVersionMismatch(const grpc::ClientContext& ctx) {
+    if (versionChecked_) return;
+    const auto& initial = ctx.GetServerInitialMetadata();
+    const auto it = initial.find("switchyard-version");
+    if (it == initial.end()) return;
+    versionChecked_ = true;
+    const std::string server(it->second.data(), it->second.size());
+    const int theirs = switchyard::majorVersionOf(server), ours = switchyard::majorVersionOf(switchyard::projectVersion());
+    if (theirs != ours)
+      std::cerr << fmt::format("warning: yardd at {} is version {}, this yardctl {}: another major version; use a yardctl of yardd's\n",
+                               connection_.server, server, switchyard::projectVersion());
+  }
   // A context with the call's credentials and the global deadline.
   void prepare(grpc::ClientContext& ctx, bool withDeadline = true) const {
     if (withDeadline) ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(globals_.timeoutSeconds));
@@ -94,6 +108,7 @@ class Client {
       grpc::ClientContext ctx;
       prepare(ctx);
       grpc::Status status = (stub_.get()->*method)(&ctx, request, &response);
+      warnOnVersionMismatch(ctx);
       if (status.ok()) return kExitOk;
       const auto& trailing = ctx.GetServerTrailingMetadata();
       const auto leader = trailing.find("switchyard-leader");
@@ -148,6 +163,7 @@ class Client {
   const Globals& globals_;
   yardctl::Connection connection_;  // the globals' own, until a standby names the leader
   std::unique_ptr<pb::Switchyard::Stub> stub_;
+  bool versionChecked_ = false;
 };
 
 struct GpuFlags {
@@ -267,6 +283,7 @@ static int runYardctl(int argc, char** argv) {
              "YARD_SERVER sets the default --server; YARD_CA, YARD_CERT/YARD_KEY, YARD_TOKEN_FILE (or YARD_TOKEN) and\n"
              "YARD_PLAINTEXT=1 set how to connect and authenticate.");
   app.require_subcommand(1);
+  app.set_version_flag("--version", switchyard::versionLine("yardctl"), "Print yardctl's version (and git commit) and exit");
 
   // Created on first use, after the global flags are parsed.
   std::unique_ptr<Client> clientHolder;

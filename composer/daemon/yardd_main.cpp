@@ -27,6 +27,8 @@
 #include "composer/daemon/domain_spec.h"
 #include "composer/daemon/standby_reads.h"
 #include "composer/daemon/state_lock.h"
+#include "composer/api/version_interceptor.h"
+#include "composer/model/version.h"
 #include "composer/engine/engine.h"
 #include "composer/metrics/instrumented_fabric.h"
 #include "composer/web/web_service.h"
@@ -285,7 +287,7 @@ int run(const DaemonOptions& o) {
     weights.emplace_back(w.substr(0, eq), value);
   }
   SY_ASSIGN_OR_EXIT(auto scheduler, buildComposableScheduler(o.placementProfile, weights));
-  spdlog::info("placement profile {}", o.placementProfile);
+  spdlog::info("{}; placement profile {}", versionLine("yardd"), o.placementProfile);
 
   // One yardd per state directory and per SQLite database: a second one refuses to start (naming the first's pid)
   // instead of serving stale reads beside it.
@@ -513,6 +515,7 @@ int run(const DaemonOptions& o) {
   int port = 0;
   // No SO_REUSEPORT: a second process on the same port must fail to listen, not share the connections.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.experimental().SetInterceptorCreators(versionInterceptors());  // every answer names yardd's version
   builder.AddListeningPort(o.listen, security.credentials, &port);
   builder.RegisterService(&service);
   builder.RegisterService(&resourceProvider);
@@ -572,6 +575,7 @@ int main(int argc, char** argv) {
                "Read a password from stdin and print its hash for the identities file's \"password\", then exit");
   app.add_flag("--new-token", newToken,
                "Print a new random bearer token and, for the identities file, its \"token_sha256\", then exit");
+  app.set_version_flag("--version", versionLine("yardd"), "Print yardd's version (and git commit) and exit");
   CLI11_PARSE(app, argc, argv);
   if (hashPassword) {
     std::string password;

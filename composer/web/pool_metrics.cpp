@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "composer/model/version.h"
+
 #include <map>
 #include <tuple>
 
@@ -49,6 +51,9 @@ Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out, De
   }
   const CapacityReport& capacity = cached->report;
   SY_ASSIGN(const auto hosts, engine.listHosts());
+
+  out.family("switchyard_build_info", "Which yardd is running: value 1, its version and git commit as labels.", Type::kGauge);
+  out.sample({{"version", std::string(projectVersion())}, {"commit", std::string(gitCommit())}}, 1);
 
   // Devices by (state, health, model, switch).
   std::map<std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>, int> byState;

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "composer/model/version.h"
 #include "tests/integration/daemon_fixture.h"
 
 namespace switchyard {
@@ -125,6 +126,23 @@ TEST_F(DaemonTest, AttachAndDetachOverGrpc) {
   ASSERT_TRUE(call(&pb::Switchyard::Stub::GetSystem, get, system).ok());
   EXPECT_EQ(system.bindings_size(), 2);
   EXPECT_EQ(simulatedSwitch().size(), 2u);
+}
+
+TEST_F(DaemonTest, EveryBinaryAndEveryAnswerNamesItsVersion) {
+  for (const std::string binary : {YARDD_PATH, YARDCTL_PATH, YARD_AGENT_PATH}) {
+    auto r = testing::runCommand(binary + " --version", dir_.path());
+    EXPECT_EQ(r.exitCode, 0) << binary << ": " << r.err;
+    const std::string name = std::filesystem::path(binary).filename().string();
+    EXPECT_EQ(r.out.rfind(name + " " + std::string(projectVersion()), 0), 0u) << r.out;
+  }
+  startDaemon();
+  grpc::ClientContext ctx;
+  pb::ListSystemsResponse systems;
+  ASSERT_TRUE(stub_->ListSystems(&ctx, pb::ListSystemsRequest{}, &systems).ok());
+  const auto& initial = ctx.GetServerInitialMetadata();
+  auto version = initial.find("switchyard-version");
+  ASSERT_NE(version, initial.end()) << "yardd names its version in every answer's metadata";
+  EXPECT_EQ(std::string(version->second.data(), version->second.size()), projectVersion());
 }
 
 TEST_F(DaemonTest, YardctlRefusesFlagsThatWouldBeSilentlyIgnoredOrMisread) {
