@@ -244,16 +244,33 @@ class SignalWaiter {
   }
   int wait() {
     std::unique_lock lock(mutex_);
-    done_.wait(lock, [this] { return received_ != 0; });
+    done_.wait(lock, [this] { return received_ != 0 || exitStatus_ != 0; });
     return received_;
+  }
+  // Wakes wait() without a signal: yardd must leave with `status` (75: it can no longer write its store).
+  void requestExit(int status, std::string why) {
+    std::lock_guard lock(mutex_);
+    if (exitStatus_ != 0) return;
+    exitStatus_ = status;
+    why_ = std::move(why);
+    done_.notify_all();
+  }
+  [[nodiscard]] std::pair<int, std::string> exitRequest() {
+    std::lock_guard lock(mutex_);
+    return {exitStatus_, why_};
   }
 
  private:
   std::mutex mutex_;
   std::condition_variable done_;
   int received_ = 0;
+  int exitStatus_ = 0;
+  std::string why_;
   std::thread thread_;
 };
+
+// The exit status of a yardd that can no longer write (as for a leader that lost its lease): restart it.
+constexpr int kExitCannotWrite = 75;
 
 int run(const DaemonOptions& o) {
   SignalWaiter signalWaiter;
@@ -369,6 +386,9 @@ int run(const DaemonOptions& o) {
   engineOptions.retention.finishedOperations = o.retainOperations;
   if (identities) engineOptions.quotas = identities->quotas();
   engineOptions.metrics = engineMetrics;
+  // A yardd that can no longer write (its store failed, or a newer yardd fenced it out) serves nothing
+  // true any more: it says so, and exits 75 for its service manager to start it again (to resume).
+  engineOptions.onHalt = [&signalWaiter](const std::string& why) { signalWaiter.requestExit(kExitCannotWrite, why); };
   Engine engine(engineFabric, *store, clock, engineOptions);
 
   // The host side: registered yard-agents, the simulated hosts of the simulated fabric, the policies.
@@ -536,8 +556,16 @@ int run(const DaemonOptions& o) {
 
   // Signals were blocked before any thread started; the signal waiter's thread receives them.
   const int received = signalWaiter.wait();
-  spdlog::info("{} received: draining (up to {} s for running operations)", received == SIGTERM ? "SIGTERM" : "SIGINT",
-               o.shutdownGraceSeconds);
+  const auto [exitStatus, why] = signalWaiter.exitRequest();
+  if (exitStatus != 0) {
+    if (auto* health = server->GetHealthCheckService()) health->SetServingStatus(false);
+    spdlog::critical("yardd can no longer write its store ({}): not serving; exiting with status {} so its service manager "
+                     "restarts it, and the restart resumes every operation from its last recorded step",
+                     why, exitStatus);
+  } else {
+    spdlog::info("{} received: draining (up to {} s for running operations)", received == SIGTERM ? "SIGTERM" : "SIGINT",
+                 o.shutdownGraceSeconds);
+  }
   // Refuse new work and let running operations finish (or leave them resumable), then close the
   // server. Clients that stay connected but idle cannot acknowledge the close, so keep its wait short.
   service.shutdown();
@@ -550,7 +578,7 @@ int run(const DaemonOptions& o) {
   if (webServer) webServer->stop();
   if (election) election->resign();  // a standby takes over now rather than after the lease runs out
   spdlog::info("yardd stopped");
-  return 0;
+  return exitStatus;
 }
 
 }  // namespace

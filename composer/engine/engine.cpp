@@ -336,6 +336,11 @@ void Engine::haltOnStoreFailure(const Error& error) {
     spdlog::critical("cannot write to the store ({}); refusing new work and starting no more steps: restart yardd to resume "
                      "from the last recorded step",
                      storeFailure_);
+    {
+      std::lock_guard lock(failureMutex_);
+      failureForReaders_ = storeFailure_;
+    }
+    if (options_.onHalt) options_.onHalt(storeFailure_);
   }
   accepting_ = false;
   halted_ = true;
@@ -344,6 +349,11 @@ void Engine::haltOnStoreFailure(const Error& error) {
   for (const auto& [id, waiters] : waiters_) waitedFor.push_back(id);
   for (const auto& id : waitedFor)
     if (auto it = active_.find(id); it != active_.end()) completeWaiters(id, it->second);
+}
+
+std::string Engine::storeFailure() const {
+  std::lock_guard lock(failureMutex_);
+  return failureForReaders_;
 }
 
 void Engine::publish(const std::vector<Event>& events) {

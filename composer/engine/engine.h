@@ -75,6 +75,9 @@ struct EngineOptions {
   std::chrono::milliseconds pruneInterval{60'000};  // 0: prune only when asked
   // Counted as operations, steps, refusals, store writes and drift happen; null: nothing is counted.
   std::shared_ptr<metrics::EngineMetrics> metrics;
+  // Called once, on the control thread, when the engine stops writing for good (the store failed or fenced
+  // it out): the daemon stops serving and exits for its service manager to restart it. Must return quickly.
+  std::function<void(const std::string& why)> onHalt;
 };
 
 // requestId, on every change: the client's idempotency key. A request whose key started an operation
@@ -221,6 +224,8 @@ class Engine {
   // The latest published picture of the pool: safe to read on any thread, for as long as it is held.
   // Null before start() (or startReplica()) has loaded the store.
   [[nodiscard]] std::shared_ptr<const PoolView> view() const;
+  // Empty while the engine can write its store; else why it stopped (safe on any thread: health checks).
+  [[nodiscard]] std::string storeFailure() const;
   // The step kinds this engine runs (for describing steps).
   [[nodiscard]] const StepKindRegistry& stepKinds() const { return *steps_; }
 
@@ -426,6 +431,8 @@ class Engine {
   std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event
   WriterEpoch writerEpoch_ = 0;  // claimed at start: the fencing token of every write
   std::string storeFailure_;     // why the engine stopped writing, once it did
+  mutable std::mutex failureMutex_;  // guards failureForReaders_, storeFailure_'s copy for other threads
+  std::string failureForReaders_;
   std::string eventFeedFailure_;  // why the switch's events cannot be read, while they cannot
   bool accepting_ = false;
   std::atomic<bool> replica_{false};  // a standby's engine: reads only (set before its control thread starts)

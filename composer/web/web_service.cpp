@@ -161,7 +161,12 @@ void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply) {
     res.set(http::field::allow, "GET, HEAD");
     return reply(std::move(res));
   }
-  if (path == "/healthz") return reply(respond(http::status::ok, "text/plain; charset=utf-8", "ok\n", version, keepAlive));
+  if (path == "/healthz") {
+    if (const std::string failure = engine_.storeFailure(); !failure.empty())
+      return reply(respond(http::status::service_unavailable, "text/plain; charset=utf-8",
+                           fmt::format("not serving: yardd cannot write its store ({})\n", failure), version, keepAlive));
+    return reply(respond(http::status::ok, "text/plain; charset=utf-8", "ok\n", version, keepAlive));
+  }
 
   Caller caller = Caller::local();
   if (accounts_ != nullptr) {

@@ -323,6 +323,23 @@ TEST_F(DaemonTest, AStartWhoseResumeHitsAFailedStoreFailsWithTheReasonInsteadOfH
   EXPECT_EQ(yardctlJson("systems")["systems"].size(), 1u);
 }
 
+TEST_F(DaemonTest, AYarddThatCanNoLongerWriteExitsSeventyFiveForItsServiceManager) {
+  // The 10th store transaction fails: after the start's, during the composes below.
+  startDaemon({"--fail-point", "store.before-commit=error@10"});
+  (void)yardctl("compose a --gpus 1");
+  (void)yardctl("compose b --gpus 1");
+  ASSERT_TRUE(daemon_->waitExit(20s)) << "a yardd that cannot write does not keep serving";
+  EXPECT_EQ(daemon_->exitCode(), 75);
+  EXPECT_NE(daemon_->log().find("not serving; exiting with status 75"), std::string::npos) << daemon_->log();
+  // Restarted (as systemd's Restart=on-failure would), it resumes and agrees with the switch.
+  startDaemon();
+  const json systems = yardctlJson("systems");
+  for (const auto& s : systems["systems"]) EXPECT_EQ(s["state"], "SYSTEM_STATE_COMPOSED") << s.dump();
+  std::size_t bound = 0;
+  for (const auto& s : systems["systems"]) bound += s["bindings"].size();
+  EXPECT_EQ(simulatedSwitch().size(), bound);
+}
+
 TEST_F(DaemonTest, SigtermWithNoGraceLeavesTheOperationResumable) {
   startDaemon({"--sim-latency-ms", "100", "--shutdown-grace", "0"});
   auto started = yardctl("compose slow --gpus 6 --no-wait");

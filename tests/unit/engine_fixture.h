@@ -41,6 +41,7 @@ class EngineTest : public ::testing::Test {
                           .fabricPollInterval = 0ms, .reconcileInterval = reconcileInterval_, .retention = retention_, .pruneInterval = 0ms};
     options.hostCallTimeout = hostCallTimeout_;
     options.quotas = quotas_;
+    options.onHalt = onHalt_;
     engine_ = std::make_unique<Engine>(driver ? *driver : *fabric_, *store_, clock_, options);
     if (hosts_) engine_->useHostAgents(*hosts_);
     auto report = engine_->start();
@@ -86,6 +87,7 @@ class EngineTest : public ::testing::Test {
   std::chrono::milliseconds switchCallTimeout_{60'000};
   std::chrono::milliseconds hostCallTimeout_{30'000};
   TenantQuotas quotas_;  // set before start()
+  std::function<void(const std::string&)> onHalt_;  // set before start()
   HostAgents* hosts_ = nullptr;  // set before start(): the host side (none: every host trusts the fabric)
   ManualClock clock_;
   std::unique_ptr<SimulatedFabric> fabric_;

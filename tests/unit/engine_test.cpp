@@ -537,6 +537,28 @@ TEST_F(EngineTest, PruningHistoryKeepsIdsMovingForward) {
 
 // A store that refuses a write (here: a second yardd claimed the store, fencing this one out) used to abort
 // the daemon. The engine now stops taking work, starts no more steps and leaves the operation resumable.
+TEST_F(EngineTest, AnEngineThatCanNoLongerWriteSaysSoOnceToItsDaemonAndToHealthChecks) {
+  std::mutex mutex;
+  std::vector<std::string> halts;
+  onHalt_ = [&](const std::string& why) {
+    std::lock_guard lock(mutex);
+    halts.push_back(why);
+  };
+  start();
+  EXPECT_EQ(engine_->storeFailure(), "");
+  auto successor = SqliteStore::open(dir_ / "yard.db");
+  ASSERT_TRUE(successor);
+  ASSERT_TRUE((*successor)->claimWriter());  // a newer yardd: every write of this engine is refused now
+  ComposeRequest r{"train", {}, {}};
+  r.placement.gpuCount = 1;
+  EXPECT_FALSE(engine_->compose(Caller::local(), r));
+  EXPECT_FALSE(engine_->compose(Caller::local(), r));
+  EXPECT_NE(engine_->storeFailure(), "") << "health checks read why";
+  std::lock_guard lock(mutex);
+  ASSERT_EQ(halts.size(), 1u) << "the daemon is told once";
+  EXPECT_EQ(halts[0], engine_->storeFailure());
+}
+
 TEST_F(EngineTest, AFencedOutEngineStopsCleanlyAndTheNextWriterResumes) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);
