@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/ssl.hpp>
+#include <openssl/ssl.h>
 #include <boost/beast/core.hpp>
 #include <boost/beast/ssl.hpp>
 #include <array>
@@ -248,6 +249,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
     impl->tls.emplace(asio::ssl::context::tls_server);
     impl->tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
                            asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    // TLS 1.2 and 1.3 only, and only AEAD suites with forward secrecy (TLS 1.3's are all AEAD): no CBC, no
+    // SHA-1 MACs, no static RSA key exchange.
+    SSL_CTX_set_min_proto_version(impl->tls->native_handle(), TLS1_2_VERSION);
+    if (SSL_CTX_set_cipher_list(impl->tls->native_handle(), "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL:!eNULL") != 1)
+      return fail(Code::kInternal, "TLS: OpenSSL accepts none of the AEAD cipher suites");
     impl->tls->use_certificate_chain_file(options.tls->certificate.string(), ec);
     if (!ec) impl->tls->use_private_key_file(options.tls->key.string(), asio::ssl::context::pem, ec);
     if (ec) return fail(Code::kInvalidArgument, fmt::format("TLS certificate {} / key {}: {}", options.tls->certificate.string(),

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <condition_variable>
 #include <csignal>
+#include <sys/stat.h>
 #include <mutex>
 #include <thread>
 #include <cstdlib>
@@ -285,6 +286,12 @@ int run(const DaemonOptions& o) {
   }
   std::shared_ptr<const auth::Identities> identities;
   if (!o.identitiesFile.empty()) {
+    // It holds password hashes and token digests: one that anyone on the machine can read (or write) is refused.
+    if (struct stat st {}; ::stat(o.identitiesFile.c_str(), &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)) != 0) {
+      spdlog::critical("--identities {}: others may read it (mode {:04o}); yardd refuses it: chmod 600 {} (or 640 for a group)",
+                       o.identitiesFile.string(), st.st_mode & 07777, o.identitiesFile.string());
+      return 1;
+    }
     SY_ASSIGN_OR_EXIT(identities, auth::Identities::load(o.identitiesFile));
     spdlog::info("identities: {} from {}, {} tenant quota(s)", identities->identities().size(), o.identitiesFile.string(),
                  identities->quotas().size());

@@ -14,6 +14,7 @@ trap 'kill "$PID" 2> /dev/null || true; wait "$PID" 2> /dev/null || true; rm -rf
 # One administrator, its password hashed as yardd --hash-password does (the default 600,000 iterations).
 printf '{"identities": [{"name": "bench", "role": "admin", "password": "%s"}]}' \
   "$(echo bench-pw | "$BUILD/bin/yardd" --hash-password)" > "$STATE/identities.json"
+chmod 600 "$STATE/identities.json"
 "$BUILD/bin/yardd" --listen 127.0.0.1:0 --state-dir "$STATE" --generate-gpus "$GPUS" --log-level warn \
   --redfish-listen 127.0.0.1:0 --identities "$STATE/identities.json" --redfish-port-file "$STATE/rfport" > "$STATE/yardd.log" 2>&1 &
 PID=$!

@@ -45,6 +45,7 @@ class CrashTest : public DaemonTest {
       ids.push_back(e);
     }
     std::ofstream(dir_ / "identities.json") << json{{"tenants", {{"team-a", {{"max_gpus", kTeamAGpus}, {"max_systems", 2}}}}}, {"identities", ids}}.dump();
+    std::filesystem::permissions(dir_ / "identities.json", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   }
 
   static std::string sha256(const std::string& s) { return runCommand("printf %s " + s + " | sha256sum", "/tmp").out.substr(0, 64); }

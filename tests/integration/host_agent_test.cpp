@@ -116,6 +116,7 @@ class HostAgentIdentityTest : public HostAgentTest {
                         {{{"name", "agent-host0"}, {"role", "operator"}, {"token_sha256", sha("token-agent")}},
                          {{"name", "ops"}, {"role", "operator"}, {"token_sha256", sha("token-ops")}}}}};
     std::ofstream(dir_ / "identities.json") << ids.dump();
+    std::filesystem::permissions(dir_ / "identities.json", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
     std::ofstream(dir_ / "agent.token") << "token-agent\n";
     std::ofstream(dir_ / "ops.token") << "token-ops\n";
     yarddTls_ = {"--identities", (dir_ / "identities.json").string()};

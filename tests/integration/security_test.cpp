@@ -34,6 +34,7 @@ class SecurityTest : public DaemonTest {
     }
     ids.push_back({{"name", "ci-a"}, {"role", "tenant"}, {"tenant", "team-a"}, {"certificate_cn", "ci-a"}});
     std::ofstream(dir_ / "identities.json") << json{{"tenants", {{"team-a", {{"max_gpus", 2}}}}}, {"identities", ids}}.dump(2);
+    std::filesystem::permissions(dir_ / "identities.json", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   }
 
   bool devCerts() {
@@ -177,6 +178,37 @@ TEST_F(SecurityTest, RedfishShowsATenantOnlyItsOwnSystemsAndTasks) {
   EXPECT_EQ(get("bob", "/redfish/v1/TaskService/Tasks").find("op-000001"), std::string::npos);
   const std::string alices = get("alice", "/redfish/v1/TaskService/Tasks/op-000001");
   EXPECT_EQ(alices.substr(alices.size() - 3), "200") << alices;
+}
+
+TEST_F(SecurityTest, AnIdentitiesFileOthersMayReadIsRefused) {
+  writeIdentities();
+  std::filesystem::permissions(dir_ / "identities.json", std::filesystem::perms::others_read, std::filesystem::perm_options::add);
+  EXPECT_FALSE(daemon_->start({"--identities", (dir_ / "identities.json").string()}));
+  EXPECT_TRUE(daemon_->waitExit(10s));
+  EXPECT_EQ(daemon_->exitCode(), 1);
+  EXPECT_NE(daemon_->log().find("others may read it (mode 0604); yardd refuses it: chmod 600"), std::string::npos) << daemon_->log();
+}
+
+// Every HTTPS listener (Redfish, metrics) speaks TLS 1.2+ with AEAD suites only: a client offering only CBC
+// suites, or TLS 1.1, does not get through the handshake; one offering AES-GCM does.
+TEST_F(SecurityTest, HttpsListenersRefuseCbcSuitesAndOldProtocols) {
+  if (!devCerts()) GTEST_SKIP() << "the openssl command is not available (./setup.sh installs it)";
+  writeIdentities();
+  startDaemon({"--identities", (dir_ / "identities.json").string(), "--redfish-listen", "127.0.0.1:0", "--redfish-port-file",
+               (dir_ / "rfport").string()});
+  const std::string port = readFile(dir_ / "rfport").substr(0, readFile(dir_ / "rfport").find('\n'));
+  auto handshake = [&](const std::string& flags) {
+    return runCommand("openssl s_client -connect 127.0.0.1:" + port + " " + flags + " </dev/null", dir_.path());
+  };
+  auto gcm = handshake("-tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256");
+  EXPECT_EQ(gcm.exitCode, 0) << gcm.out << gcm.err;
+  for (const std::string cbc : {"-tls1_2 -cipher ECDHE-ECDSA-AES128-SHA", "-tls1_2 -cipher ECDHE-ECDSA-AES256-SHA384",
+                                "-tls1_2 -cipher AES128-SHA"}) {
+    auto refused = handshake(cbc);
+    EXPECT_NE(refused.exitCode, 0) << cbc << ": " << refused.out;
+  }
+  auto old = handshake("-tls1_1 -cipher DEFAULT@SECLEVEL=0");
+  EXPECT_NE(old.exitCode, 0) << old.out;
 }
 
 TEST_F(SecurityTest, MutualTlsNamesTheCallerByItsCertificate) {

@@ -58,6 +58,7 @@ def write_identities(path, entries):
             entry["tenant"] = tenant
         identities.append(entry)
     pathlib.Path(path).write_text(json.dumps({"identities": identities}), encoding="utf-8")
+    os.chmod(path, 0o600)  # yardd refuses an identities file others may read
 
 
 class Yardd:
