@@ -50,7 +50,13 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
       return bad("PropertyValueTypeError", "@Redfish.RequestedCount must be an integer");
     if (!want.value("ProcessorType", json("GPU")).is_string() || want.value("ProcessorType", json("GPU")) != "GPU")
       return bad("PropertyValueError", "only ProcessorType GPU can be composed");
-    request.placement.gpuCount = want["@Redfish.RequestedCount"].get<int>();
+    // Read at full width: get<int>() would cut 4294967298 to 2 and compose that.
+    const json& count = want["@Redfish.RequestedCount"];
+    const long long n = count.is_number_unsigned() ? (count.get<unsigned long long>() > 4096 ? 4097 : static_cast<long long>(count.get<unsigned long long>()))
+                                                   : count.get<long long>();
+    if (n < 1 || n > 4096)
+      return bad("PropertyValueOutOfRange", fmt::format("@Redfish.RequestedCount {} is out of range: ask for 1 to 4096 GPUs", count.dump()));
+    request.placement.gpuCount = static_cast<int>(n);
     if (want.contains("Model") && want["Model"].is_string()) request.placement.model = want["Model"].get<std::string>();
   }
   if (request.placement.devices.empty() && request.placement.gpuCount == 0)

@@ -16,6 +16,7 @@
 #include "cli/audit_command.h"
 #include "cli/connection.h"
 #include "cli/output.h"
+#include "cli/safe_terminal.h"
 #include "composer/model/version.h"
 #include "switchyard/v1/switchyard.grpc.pb.h"
 
@@ -571,6 +572,8 @@ static int runYardctl(int argc, char** argv) {
 }
 
 int main(int argc, char** argv) {
+  // Names, labels and messages can come from anyone: nothing printed may drive the terminal.
+  yardctl::SafeTerminal safeOut(std::cout), safeErr(std::cerr);
   // Every expected failure is an exit code with a message; this only keeps a bug from ending in abort().
   try {
     return runYardctl(argc, argv);

@@ -267,7 +267,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ListOperations(Context* ctx, const 
                                                             v1::ListOperationsResponse* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  if (req->limit() < 0) return finished(ctx, invalid("limit: must be >= 0"));
+  if (req->limit() < 0 || req->limit() > 10'000) return finished(ctx, invalid("limit: from 0 (the default, 50) to 10000"));
   const std::size_t limit = req->limit() == 0 ? 50 : static_cast<std::size_t>(req->limit());
   return answer<std::vector<Operation>>(
       ctx, [this, limit] { return engine_.listOperations(limit); },

@@ -295,6 +295,7 @@ class Engine {
                                           const std::string& requestId, const std::function<Result<Operation>()>& accept);
   [[nodiscard]] Result<std::optional<Operation>> priorOperation(const Caller& caller, std::string_view action, const std::string& requestId);
   [[nodiscard]] static Result<void> validateName(const std::string& name);
+  [[nodiscard]] static Result<void> validateRequestStrings(const ComposeRequest& request);
   [[nodiscard]] Result<Operation> acceptCompose(const Caller& caller, const ComposeRequest& request);
   [[nodiscard]] Result<Operation> acceptDecompose(const Caller& caller, const std::string& system);
   [[nodiscard]] Result<Operation> acceptAttach(const Caller& caller, const AttachRequest& request);

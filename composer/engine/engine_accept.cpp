@@ -108,6 +108,36 @@ Result<Operation> Engine::launch(Operation op, const std::string& tenant, Mutati
   return snapshot;
 }
 
+namespace {
+
+bool printableAscii(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7F; });
+}
+
+}  // namespace
+
+Result<void> Engine::validateRequestStrings(const ComposeRequest& request) {
+  // Checked at acceptance, for every adapter: what is stored and shown later (listings, the audit, labels
+  // in ListSystems) has bounded size and no control characters.
+  static const std::regex kTenant("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+  static const std::regex kLabelKey("[A-Za-z0-9][A-Za-z0-9._/-]{0,62}");
+  const std::string& tenant = request.placement.tenant;
+  if (tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");
+  if (!std::regex_match(tenant, kTenant))
+    return fail(Code::kInvalidArgument, "tenant: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit");
+  if (request.labels.size() > 64) return fail(Code::kInvalidArgument, fmt::format("{} labels: a system has at most 64", request.labels.size()));
+  for (const auto& [key, value] : request.labels) {
+    if (key.empty()) return fail(Code::kInvalidArgument, "label keys must not be empty");
+    if (!std::regex_match(key, kLabelKey))
+      return fail(Code::kInvalidArgument, "label keys: 1-63 letters, digits, '.', '_', '/' or '-', starting with a letter or digit");
+    if (value.size() > 256 || !printableAscii(value))
+      return fail(Code::kInvalidArgument, fmt::format("label {}: values are at most 256 printable ASCII characters", key));
+  }
+  if (request.requestId.size() > 128 || !printableAscii(request.requestId))
+    return fail(Code::kInvalidArgument, "request id: at most 128 printable ASCII characters");
+  return {};
+}
+
 Result<void> Engine::validateName(const std::string& name) {
   static const std::regex kName("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
   if (!std::regex_match(name, kName))
@@ -156,14 +186,16 @@ std::vector<Step> unbindSteps(std::vector<Binding> bindings, HostPolicy policy, 
 Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeRequest& request) {
   SY_TRY(checkAccepting());
   SY_TRY(validateName(request.name));
+  SY_TRY(validateRequestStrings(request));
   if (const System* existing = state_->findSystem(request.name))
-    return fail(Code::kAlreadyExists, fmt::format("a system named '{}' already exists ({})", request.name, existing->id));
+    return fail(Code::kAlreadyExists, maySee(caller, existing->tenant)
+                                          ? fmt::format("a system named '{}' already exists ({})", request.name, existing->id)
+                                          : fmt::format("the name '{}' is taken", request.name));  // another tenant's: no id
   for (const auto& [id, r] : reservations_)
     for (const auto& held : r.systems)
-      if (held.name == request.name) return fail(Code::kAlreadyExists, fmt::format("reservation {} holds the name '{}'", id, request.name));
-  for (const auto& [key, value] : request.labels)
-    if (key.empty()) return fail(Code::kInvalidArgument, "label keys must not be empty");
-  if (request.placement.tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");
+      if (held.name == request.name)
+        return fail(Code::kAlreadyExists, maySee(caller, r.tenant) ? fmt::format("reservation {} holds the name '{}'", id, request.name)
+                                                                   : fmt::format("the name '{}' is taken", request.name));
   SY_TRY(mayChange(caller, request.placement.tenant, "compose"));
   SY_TRY(checkQuota(request.placement.tenant, 1, 0));
 

@@ -145,6 +145,21 @@ TEST_F(DaemonTest, EveryBinaryAndEveryAnswerNamesItsVersion) {
   EXPECT_EQ(std::string(version->second.data(), version->second.size()), projectVersion());
 }
 
+TEST_F(DaemonTest, YardctlNeverPrintsTerminalControlsFromWhatOthersTyped) {
+  startDaemon();
+  // A refused compose keeps its raw name in the audit trail: an escape sequence and a right-to-left override.
+  auto refused = yardctl("compose \"$(printf '\\033[2Jevil\\342\\200\\256abc')\" --gpus 1");
+  EXPECT_EQ(refused.exitCode, 2);
+  for (const std::string& args : {std::string("audit"), std::string("-o json audit")}) {
+    auto shown = yardctl(args);
+    ASSERT_EQ(shown.exitCode, 0) << shown.err;
+    EXPECT_EQ(shown.out.find('\x1b'), std::string::npos) << args;
+    EXPECT_EQ(shown.out.find("\xe2\x80\xae"), std::string::npos) << args;
+    EXPECT_NE(shown.out.find("evil"), std::string::npos) << args << ": " << shown.out;
+  }
+  EXPECT_EQ(refused.err.find('\x1b'), std::string::npos) << "errors too";
+}
+
 TEST_F(DaemonTest, YardctlRefusesFlagsThatWouldBeSilentlyIgnoredOrMisread) {
   startDaemon();
   auto both = yardctl("compose a --mig 3g --gpus 2");

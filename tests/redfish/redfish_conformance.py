@@ -311,6 +311,11 @@ def main():
                                   {"Name": "big", "Processors": {"Members": [{"@Redfish.RequestedCount": 999}]}})
         check(status == 400 and "NoResourceMatch" in body["error"]["code"], f"a request that cannot fit is NoResourceMatch ({status})")
         check(schemas.validate(body, "redfish-error.v1_0_2.json", "RedfishError") is None, "error body is a Redfish error")
+        for count in (4294967298, -1, 0, 5000):  # 4294967298 once composed 2 GPUs (cut to 32 bits)
+            status, _, body = request(port, "POST", "/redfish/v1/Systems", admin,
+                                      {"Name": "wrap", "Processors": {"Members": [{"@Redfish.RequestedCount": count}]}})
+            check(status == 400 and body["error"]["code"].endswith("PropertyValueOutOfRange"),
+                  f"@Redfish.RequestedCount {count} is 400 PropertyValueOutOfRange ({status})")
         status, _, body = request(port, "POST", "/redfish/v1/Systems", admin, '{"Name": "' + "x" * (2 << 20) + '"}')
         check(status == 413, f"a 2 MiB body is 413 ({status})")
         status, _, _ = request(port, "GET", "/redfish/v1/Systems?$select=Name", admin)

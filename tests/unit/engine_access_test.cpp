@@ -30,6 +30,38 @@ class EngineAccessTest : public EngineTest {
   }
 };
 
+TEST_F(EngineAccessTest, HostileStringsAndSizesAreRefusedAtAcceptanceAndForeignNamesStayUnnamed) {
+  start();
+  auto refused = [&](ComposeRequest r, const std::string& says) {
+    auto op = engine_->compose(kAdmin, r);
+    ASSERT_FALSE(op) << r.name;
+    EXPECT_EQ(op.error().code, Code::kInvalidArgument);
+    EXPECT_NE(op.error().message.find(says), std::string::npos) << op.error().message;
+  };
+  ComposeRequest many = request("many", 1, "team-a");
+  for (int i = 0; i < 65; ++i) many.labels["k" + std::to_string(i)] = "v";
+  refused(many, "at most 64");
+  ComposeRequest badKey = request("bad-key", 1, "team-a");
+  badKey.labels["has space"] = "v";
+  refused(badKey, "label keys");
+  ComposeRequest badValue = request("bad-value", 1, "team-a");
+  badValue.labels["k"] = "\x1b[2J";
+  refused(badValue, "printable");
+  ComposeRequest huge = request("huge", 1, "team-a");
+  huge.labels["k"] = std::string(3'500'000, 'x');
+  refused(huge, "at most 256");
+  refused(request("nul-tenant", 1, std::string("team\0b", 6)), "tenant");
+  ComposeRequest longKey = request("long-key", 1, "team-a");
+  longKey.requestId = std::string(200, 'r');
+  refused(longKey, "request id");
+  // A name another tenant holds is "taken", without that system's id.
+  run(engine_->compose(kAlice, request("shared-name", 1, "team-a")));
+  auto clash = engine_->compose(kBob, request("shared-name", 1, "team-b"));
+  ASSERT_FALSE(clash);
+  EXPECT_EQ(clash.error().code, Code::kAlreadyExists);
+  EXPECT_EQ(clash.error().message.find("sys-"), std::string::npos) << clash.error().message;
+}
+
 // Every event an operation causes (its devices bound, online, unbound, released, quarantined; its system
 // composed and decomposed) carries the operation's tenant: another tenant never receives it.
 TEST_F(EngineAccessTest, EveryEventOfATenantsOperationCarriesThatTenant) {
