@@ -58,6 +58,7 @@ PoolShape::PoolShape(Topology t) : topology(std::move(t)), emptyPool(topology) {
   std::vector<std::size_t> byId(topology.devices.size());
   std::iota(byId.begin(), byId.end(), 0);
   std::sort(byId.begin(), byId.end(), [&](std::size_t a, std::size_t b) { return topology.devices[a].id < topology.devices[b].id; });
+  topologyIndex = byId;
   deviceOrder.resize(byId.size());
   for (std::size_t pos = 0; pos < byId.size(); ++pos) {
     deviceOrder[byId[pos]] = pos;

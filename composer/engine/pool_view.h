@@ -112,6 +112,7 @@ struct HostSlot {
 struct PoolShape {
   Topology topology;  // device health as discovered: a view's devices carry the current health
   std::vector<std::size_t> deviceOrder;  // a view's device positions (by id) in topology.devices order
+  std::vector<std::size_t> topologyIndex;  // the inverse: each view position's index in topology.devices
   std::unordered_map<DeviceId, std::size_t> devicePosition;  // by id, into PoolView::devices
   std::unordered_map<HostId, std::size_t> hostPosition;      // into topology.hosts and PoolView::hosts
   std::unordered_map<SwitchId, std::vector<std::size_t>> devicesOfSwitch;  // device positions, ascending

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <map>
@@ -224,12 +225,16 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
       for (std::size_t i = 0; i < topology.switches.size() && i < switchLimit; ++i) {
         const auto& sw = topology.switches[i];
         json members = json::array();
-        if (auto it = view->shape->devicesOfSwitch.find(sw.id); it != view->shape->devicesOfSwitch.end())
-          for (std::size_t pos : it->second) {
-            const DeviceView& d = view->devices[pos];
-            auto [s, visible] = systemJsonOf(d.systemId);
-            members.push_back(deviceJson(d, s.get(), visible));
-          }
+        std::vector<std::size_t> positions;
+        if (auto it = view->shape->devicesOfSwitch.find(sw.id); it != view->shape->devicesOfSwitch.end()) positions = it->second;
+        // As the switch lists them (gpu0, gpu1, ..., gpu10), not in id order (gpu0, gpu1, gpu10, ...).
+        std::sort(positions.begin(), positions.end(),
+                  [&](std::size_t a, std::size_t b) { return view->shape->topologyIndex[a] < view->shape->topologyIndex[b]; });
+        for (std::size_t pos : positions) {
+          const DeviceView& d = view->devices[pos];
+          auto [s, visible] = systemJsonOf(d.systemId);
+          members.push_back(deviceJson(d, s.get(), visible));
+        }
         switches.push_back(json{{"id", sw.id}, {"kind", toString(sw.kind)}, {"model", sw.model}, {"domain", sw.domain}, {"devices", std::move(members)}});
       }
       SY_ASSIGN(const auto hosts, engine_.listHosts());
