@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
 #include <unistd.h>
@@ -38,6 +39,28 @@ struct Globals {
   int timeoutSeconds = 30;
   [[nodiscard]] Format format() const { return output == "json" ? Format::kJson : Format::kTable; }
 };
+
+std::string codeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "UNKNOWN";
+  }
+}
 
 int exitCodeFor(const grpc::Status& s) {
   switch (s.error_code()) {
@@ -96,7 +119,15 @@ class Client {
   }
   // Prints a failed call's error with a hint; returns its exit code.
   int failed(const grpc::Status& status) const {
-    std::cerr << "error: " << status.error_message() << hintFor(status, globals_.connection) << "\n";
+    const std::string hint = hintFor(status, globals_.connection);
+    if (globals_.format() == Format::kJson) {
+      // Scripts asked for JSON: they get the error as JSON too (on stderr, with the exit code).
+      nlohmann::json error{{"code", codeName(status.error_code())}, {"message", status.error_message()}, {"exit_code", exitCodeFor(status)}};
+      if (!hint.empty()) error["hint"] = hint.substr(hint.find(':') + 2);  // "\nhint: ..." without its prefix
+      std::cerr << nlohmann::json{{"error", error}}.dump() << "\n";
+    } else {
+      std::cerr << "error: " << status.error_message() << hint << "\n";
+    }
     return exitCodeFor(status);
   }
 

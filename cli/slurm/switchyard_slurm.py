@@ -230,6 +230,13 @@ class Kit:
 def _yardctl_error(result):
     """The reason a node goes DOWN: yardctl's error line (its hints and progress lines are not the reason)."""
     lines = [line.strip() for line in (result.stderr.strip() or result.stdout.strip()).splitlines() if line.strip()]
+    for line in lines:  # the kit runs yardctl with -o json: its errors come as {"error": {...}}
+        try:
+            error = json.loads(line).get("error", {})
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(error, dict) and error.get("message"):
+            return f"yardctl exit {result.returncode}: {error['message']}"
     errors = [line[len("error:"):].strip() for line in lines if line.startswith("error:")]
     others = [line for line in lines if not line.startswith("hint:")]
     detail = errors[0] if errors else others[-1] if others else lines[-1] if lines else "no output"

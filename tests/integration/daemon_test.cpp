@@ -176,6 +176,13 @@ TEST_F(DaemonTest, YardctlRefusesFlagsThatWouldBeSilentlyIgnoredOrMisread) {
     EXPECT_NE(r.err.find("--server " + server + ":"), std::string::npos) << r.err;
   }
   EXPECT_EQ(yardctlJson("systems")["systems"].size(), 0u) << "nothing was composed";
+  // Under -o json, an error is JSON too.
+  auto missing = yardctl("-o json decompose ghost");
+  EXPECT_EQ(missing.exitCode, 3);
+  const json error = json::parse(missing.err)["error"];
+  EXPECT_EQ(error["code"], "NOT_FOUND");
+  EXPECT_EQ(error["exit_code"], 3);
+  EXPECT_NE(error["message"].get<std::string>().find("ghost"), std::string::npos) << missing.err;
   // --after 0 replays every recorded event, the first one included.
   auto replay = testing::runCommand("timeout 2 " + std::string(YARDCTL_PATH) + " --server " + daemon_->address() + " --plaintext -o json watch --after 0",
                            dir_.path());
