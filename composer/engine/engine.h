@@ -268,6 +268,8 @@ class Engine {
   // pool changed, then delivers what the task left in the outbox (events, finished operations), in order.
   void flush();
   void publishView();
+  // The view for a read, or kAborted when the engine is not running (engine_reads.cpp).
+  [[nodiscard]] Result<std::shared_ptr<const PoolView>> readableView() const;
   // Ends a control-thread task at its commit point, however the task returns.
   struct CommitPoint {
     Engine& engine;

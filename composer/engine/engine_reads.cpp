@@ -24,31 +24,28 @@ Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
   });
 }
 
-namespace {
-
-// The published view, or why there is none to read.
-Result<std::shared_ptr<const PoolView>> readable(const std::shared_ptr<const PoolView>& view, bool running) {
-  if (!running || !view) return fail(Code::kAborted, "the engine is not running");
-  return view;
+Result<std::shared_ptr<const PoolView>> Engine::readableView() const {
+  if (!controlRunning_.load(std::memory_order_acquire)) return fail(Code::kAborted, "the engine is not running");
+  auto v = view();
+  if (!v) return fail(Code::kAborted, "the engine is not running");
+  return v;
 }
-
-}  // namespace
 
 Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles,
                                         const std::vector<int>& shareMilli) {
   // On the caller's thread, on the packing core's pool rebuilt from the view: however long it takes at
   // scale, no compose waits for it.
-  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  SY_ASSIGN(const auto v, readableView());
   CapacityQuery query{shapes, migProfiles, {}, shareMilli, {}};
-  for (const auto& s : v->systems.sorted()) {
-    query.gpuInstances.insert(query.gpuInstances.end(), s->gpuInstances.begin(), s->gpuInstances.end());
-    query.gpuShares.insert(query.gpuShares.end(), s->gpuShares.begin(), s->gpuShares.end());
-  }
+  v->systems.forEach([&](const System& s) {
+    query.gpuInstances.insert(query.gpuInstances.end(), s.gpuInstances.begin(), s.gpuInstances.end());
+    query.gpuShares.insert(query.gpuShares.end(), s.gpuShares.begin(), s.gpuShares.end());
+  });
   return usableCapacity(*placement_, poolOf(*v), query);
 }
 
 Result<System> Engine::getSystem(const std::string& idOrName) {
-  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  SY_ASSIGN(const auto v, readableView());
   auto s = v->systems.findByIdOrName(idOrName);
   if (!s) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
   return *s;
@@ -70,7 +67,7 @@ System Engine::withProgress(System s) const {
 }
 
 Result<std::vector<System>> Engine::listSystems() {
-  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  SY_ASSIGN(const auto v, readableView());
   std::vector<System> out;
   out.reserve(v->systems.size());
   for (const auto& s : v->systems.sorted()) out.push_back(*s);
@@ -78,7 +75,7 @@ Result<std::vector<System>> Engine::listSystems() {
 }
 
 Result<std::vector<DeviceView>> Engine::listDevices() {
-  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  SY_ASSIGN(const auto v, readableView());
   std::vector<DeviceView> out;
   out.reserve(v->devices.size());
   v->devices.forEach([&](const DeviceView& d) { out.push_back(d); });
@@ -86,14 +83,14 @@ Result<std::vector<DeviceView>> Engine::listDevices() {
 }
 
 Result<DeviceView> Engine::getDevice(const DeviceId& id) {
-  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  SY_ASSIGN(const auto v, readableView());
   const DeviceView* d = v->device(id);
   if (!d) return fail(Code::kNotFound, fmt::format("no device '{}' (see `yardctl devices`)", id));
   return *d;
 }
 
 Result<std::vector<HostView>> Engine::listHosts() {
-  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  SY_ASSIGN(const auto v, readableView());
   const auto& hosts = v->shape->topology.hosts;
   std::vector<HostView> out;
   out.reserve(hosts.size());
@@ -112,7 +109,7 @@ Result<std::vector<HostView>> Engine::listHosts() {
 }
 
 Result<Topology> Engine::topology() {
-  SY_ASSIGN(const auto v, readable(view(), controlRunning_.load(std::memory_order_acquire)));
+  SY_ASSIGN(const auto v, readableView());
   return v->topology();
 }
 

@@ -59,17 +59,6 @@ std::string queryValue(std::string_view query, std::string_view key) {
   return {};
 }
 
-// A positive count from the query, or `fallback`, at most `most`.
-Result<std::size_t> limitOf(std::string_view query, std::size_t fallback, std::size_t most) {
-  const std::string text = queryValue(query, "limit");
-  if (text.empty()) return fallback;
-  std::size_t n = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (ec != std::errc{} || end != text.data() + text.size() || n == 0)
-    return fail(Code::kInvalidArgument, fmt::format("limit '{}': expected a positive whole number", text));
-  return std::min(n, most);
-}
-
 // A positive count named `key` in the query, or `fallback` when absent.
 Result<std::size_t> countOf(std::string_view query, std::string_view key, std::size_t fallback) {
   const std::string text = queryValue(query, key);
@@ -79,6 +68,12 @@ Result<std::size_t> countOf(std::string_view query, std::string_view key, std::s
   if (ec != std::errc{} || end != text.data() + text.size() || n == 0)
     return fail(Code::kInvalidArgument, fmt::format("{} '{}': expected a positive whole number", key, text));
   return n;
+}
+
+// The query's positive "limit", or `fallback`, at most `most`.
+Result<std::size_t> limitOf(std::string_view query, std::size_t fallback, std::size_t most) {
+  SY_ASSIGN(const std::size_t n, countOf(query, "limit", fallback));
+  return std::min(n, most);
 }
 
 std::string isoTime(Timestamp at) { return formatTimestamp(at); }
