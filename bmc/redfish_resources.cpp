@@ -26,6 +26,7 @@ json systemStatus(SystemState s) {
     case SystemState::kDecomposing: return {{"State", "Disabled"}, {"Health", "OK"}};
     case SystemState::kDecomposed: return {{"State", "Absent"}, {"Health", "OK"}};
     case SystemState::kFailed: return {{"State", "Disabled"}, {"Health", "Critical"}};
+    case SystemState::kQueued: return {{"State", "StandbyOffline"}, {"Health", "OK"}};  // waits in the queue for capacity
   }
   return {{"State", "Enabled"}, {"Health", "OK"}};
 }

@@ -4,7 +4,10 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
+#include <chrono>
 #include <map>
+
+#include "composer/model/queue.h"
 #include <ostream>
 
 namespace yardctl {
@@ -75,10 +78,29 @@ void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
   t.print(out);
 }
 
+std::string durationText(std::int64_t seconds) {
+  if (seconds <= 0) return "-";
+  return switchyard::formatDuration(std::chrono::seconds(seconds));
+}
+
+void printQueue(const pb::ListQueueResponse& r, std::ostream& out) {
+  if (r.entries().empty()) {
+    out << "the queue is empty (`yardctl compose NAME --gpus N --queue` waits here when it does not fit)\n";
+    return;
+  }
+  Table t({"POS", "OPERATION", "NAME", "TENANT", "CLASS", "ASKS", "QUEUED AT", "TIMEOUT AT", "LEASE", "WAITING FOR"});
+  for (const auto& e : r.entries())
+    t.add({std::to_string(e.position()), e.operation_id(), e.name(), e.tenant(), e.ticket().priority_class(), e.ticket().shape(),
+           e.ticket().enqueued_at(), orDash(e.ticket().deadline()), durationText(e.ticket().lease_seconds()),
+           orDash(e.waiting_for().substr(0, e.waiting_for().find('\n')))});  // the first line; -o json has it all
+  t.print(out);
+}
+
 void printSystem(const pb::System& s, std::ostream& out) {
-  out << fmt::format("{} ({})\n  host:    {}\n  state:   {}\n  tenant:  {}\n  created: {}\n", s.name(), s.id(), s.host_id(),
+  out << fmt::format("{} ({})\n  host:    {}\n  state:   {}\n  tenant:  {}\n  created: {}\n", s.name(), s.id(), orDash(s.host_id()),
                      s.progress().empty() ? stateName(s.state()) : fmt::format("{} ({})", stateName(s.state()), s.progress()), s.tenant(),
                      s.created_at());
+  if (!s.lease_expires_at().empty()) out << fmt::format("  lease:   until {} (`yardctl renew {} --lease DURATION`)\n", s.lease_expires_at(), s.name());
   if (!s.active_operation().empty()) out << "  running: " << s.active_operation() << "\n";
   for (const auto& [k, v] : std::map<std::string, std::string>(s.labels().begin(), s.labels().end()))
     out << fmt::format("  label:   {}={}\n", k, v);

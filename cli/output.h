@@ -42,5 +42,8 @@ void printOperation(const switchyard::v1::Operation& op, std::ostream& out);
 void printPlan(const switchyard::v1::PlanResponse& p, bool explain, std::ostream& out);
 void printEvent(const switchyard::v1::Event& e, std::ostream& out);
 void printCapacity(const switchyard::v1::Capacity& c, std::ostream& out);
+void printQueue(const switchyard::v1::ListQueueResponse& r, std::ostream& out);
+// "2h5m" from a number of seconds; "-" for 0.
+[[nodiscard]] std::string durationText(std::int64_t seconds);
 
 }  // namespace yardctl

@@ -18,6 +18,7 @@
 #include "cli/connection.h"
 #include "cli/output.h"
 #include "cli/safe_terminal.h"
+#include "composer/model/queue.h"
 #include "composer/model/version.h"
 #include "switchyard/v1/switchyard.grpc.pb.h"
 
@@ -168,15 +169,24 @@ class Client {
                                  s.message().empty() ? "" : " (" + s.message() + ")");
       }
     };
-    std::cerr << fmt::format("{} {} {} on {}\n", op.id(), yardctl::kindName(op.kind()), op.system_id(), op.host_id());
-    if (!op.explanation().empty()) std::cerr << "  placement: " << op.explanation() << "\n";
+    if (op.state() == pb::OPERATION_STATE_QUEUED) {
+      std::cerr << fmt::format("{} {} {} is queued ({} class): {}\n", op.id(), yardctl::kindName(op.kind()), op.system_id(),
+                               op.queued().priority_class(), op.explanation());
+      std::cerr << fmt::format("  waiting for capacity; Ctrl-C leaves it queued (`yardctl queue`, `yardctl queue cancel {}`)\n", op.id());
+    } else {
+      std::cerr << fmt::format("{} {} {} on {}\n", op.id(), yardctl::kindName(op.kind()), op.system_id(), op.host_id());
+      if (!op.explanation().empty()) std::cerr << "  placement: " << op.explanation() << "\n";
+    }
     progress(op);
     while (!op.done()) {
       pb::WaitOperationRequest req;
       req.set_id(op.id());
-      req.set_timeout_ms(250);
+      // A queued request may wait long: ask less often while it does.
+      req.set_timeout_ms(op.state() == pb::OPERATION_STATE_QUEUED ? 5000 : 250);
       pb::Operation next;
       if (int rc = call(&pb::Switchyard::Stub::WaitOperation, req, next); rc != kExitOk) return rc;
+      if (op.state() == pb::OPERATION_STATE_QUEUED && next.state() != pb::OPERATION_STATE_QUEUED && !next.done())
+        std::cerr << fmt::format("{} admitted on {}: {}\n", next.id(), next.host_id(), next.explanation());
       op = std::move(next);
       progress(op);
     }
@@ -306,6 +316,9 @@ static int runYardctl(int argc, char** argv) {
                "  yardctl compose svc --gpu-share 0.25     a quarter of one GPU's time (time-sliced)\n"
                "  yardctl attach svc --gpu-share 0.5       another share: on the system's GPU when it has room\n"
                "  yardctl decompose train-a                give everything back\n"
+               "  yardctl compose big --gpus 8 --queue     wait in the queue when 8 GPUs are not free now\n"
+               "  yardctl compose job --gpus 2 --lease 8h  decomposed after 8 hours (`yardctl renew job --lease 2h`)\n"
+               "  yardctl queue                            what waits, in admission order, and why\n"
                "  yardctl topology                         switches, ports and what is bound where\n"
                "  yardctl capacity                         how many 1/2/4/8/16-GPU requests still fit\n"
                "  yardctl -o json systems | jq .           the same data for scripts\n"};
@@ -393,8 +406,32 @@ static int runYardctl(int argc, char** argv) {
   compose->add_option("-l,--label", labels, "key=value label (repeatable)");
   compose->add_flag("--no-wait", noWait, "Print the operation id and return at once");
   compose->add_option("--request-id", requestId, requestIdHelp);
+  bool queue = false;
+  std::string priority, queueTimeout, lease;
+  auto durationCheck = CLI::Validator(
+      [](std::string& v) { return switchyard::parseDuration(v) ? std::string() : "'" + v + "' is not a duration such as 90s, 30m, 8h, 2d or 1h30m"; },
+      "DURATION");
+  compose->add_flag("--queue", queue,
+                    "When it does not fit now, wait in yardd's queue instead of failing; it is composed the moment capacity frees "
+                    "(see `yardctl queue`)");
+  compose->add_option("--priority", priority, "Priority class, which orders the queue: production, batch (default) or spot, unless yardd "
+                                              "configures others");
+  compose->add_option("--queue-timeout", queueTimeout, "Give up waiting in the queue after this long (90s, 30m, 8h)")
+      ->check(durationCheck)
+      ->needs(compose->get_option("--queue"));
+  compose->add_option("--lease", lease, "Decompose the system this long after it is composed (90s, 30m, 8h, 2d); `yardctl renew` extends it")
+      ->check(durationCheck);
   compose->callback([&] {
     pb::ComposeRequest req;
+    req.set_queue(queue);
+    req.set_priority_class(priority);
+    auto seconds = [](const std::string& text) -> std::int64_t {
+      if (text.empty()) return 0;
+      const auto d = switchyard::parseDuration(text);
+      return d ? std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(*d).count()) : 0;
+    };
+    req.set_queue_timeout_seconds(seconds(queueTimeout));
+    req.set_lease_seconds(seconds(lease));
     req.set_name(composeName);
     req.set_request_id(requestId);
     *req.mutable_gpus() = composeGpus.toProto();
@@ -410,6 +447,43 @@ static int runYardctl(int argc, char** argv) {
     }
     pb::Operation op;
     rc = runMutation(client(), g, noWait, client().call(&pb::Switchyard::Stub::Compose, req, op), op);
+  });
+
+  auto* queueCmd = app.add_subcommand("queue", "List the requests waiting in yardd's queue, in the order they will be admitted, and why each waits");
+  std::string queueTenant;
+  queueCmd->add_option("--tenant", queueTenant, "Only this tenant's requests (positions stay those of the whole queue)");
+  queueCmd->callback([&] {
+    if (queueCmd->get_subcommands().size() > 0) return;
+    pb::ListQueueRequest req;
+    req.set_tenant(queueTenant);
+    pb::ListQueueResponse r;
+    if ((rc = client().call(&pb::Switchyard::Stub::ListQueue, req, r)) == kExitOk) emit(g, r, yardctl::printQueue);
+  });
+  auto* cancel = queueCmd->add_subcommand("cancel", "Take a request out of the queue (its operation fails as cancelled)");
+  std::string cancelId;
+  cancel->add_option("id", cancelId, "The queued operation's id (op-N) or its system's name")->required();
+  cancel->callback([&] {
+    pb::CancelQueuedRequest req;
+    req.set_id(cancelId);
+    pb::Operation op;
+    if ((rc = client().call(&pb::Switchyard::Stub::CancelQueued, req, op)) != kExitOk) return;
+    if (g.format() == Format::kJson) std::cout << yardctl::toJson(op) << "\n";
+    else std::cout << fmt::format("{} cancelled: {} left the queue\n", op.id(), op.system_id());
+  });
+
+  auto* renew = app.add_subcommand("renew", "Extend (or set) a system's lease: it is decomposed when the lease ends");
+  std::string renewName, renewLease;
+  renew->add_option("system", renewName, "System id or name")->required();
+  renew->add_option("--lease", renewLease, "The lease ends this long from now (90s, 30m, 8h, 2d)")->required()->check(durationCheck);
+  renew->callback([&] {
+    pb::RenewLeaseRequest req;
+    req.set_system(renewName);
+    const auto d = switchyard::parseDuration(renewLease);
+    req.set_lease_seconds(std::max<std::int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(*d).count()));
+    pb::System s;
+    if ((rc = client().call(&pb::Switchyard::Stub::RenewLease, req, s)) != kExitOk) return;
+    if (g.format() == Format::kJson) std::cout << yardctl::toJson(s) << "\n";
+    else std::cout << fmt::format("{} ({}): lease until {}\n", s.name(), s.id(), s.lease_expires_at());
   });
 
   auto* decompose = app.add_subcommand("decompose", "Unbind every device of a system and return them to the pool");

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "inventory/queued_codec.h"
+
 #include "composer/model/fail_points.h"
 #include "inventory/migrations.h"
 #include "inventory/record_number.h"
@@ -160,11 +162,14 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
   const System& s = w.system;
   nlohmann::json labels = s.labels;
   SY_ASSIGN(auto st, db_->prepare(
-                         "INSERT INTO systems VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT(id) DO UPDATE SET "
+                         "INSERT INTO systems (id, number, name, host_id, tenant, state, active_operation, labels, created_at, updated_at, "
+                         "lease_expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT(id) DO UPDATE SET "
                          "name=excluded.name, host_id=excluded.host_id, tenant=excluded.tenant, state=excluded.state, "
-                         "active_operation=excluded.active_operation, labels=excluded.labels, updated_at=excluded.updated_at"));
+                         "active_operation=excluded.active_operation, labels=excluded.labels, updated_at=excluded.updated_at, "
+                         "lease_expires_at=excluded.lease_expires_at"));
   SY_TRY(st.bind(1, s.id).bind(2, static_cast<std::int64_t>(numberFromId(s.id))).bind(3, s.name).bind(4, s.hostId).bind(5, s.tenant)
-             .bind(6, toString(s.state)).bind(7, s.activeOperation).bind(8, labels.dump()).bind(9, s.createdAt).bind(10, s.updatedAt).run());
+             .bind(6, toString(s.state)).bind(7, s.activeOperation).bind(8, labels.dump()).bind(9, s.createdAt).bind(10, s.updatedAt)
+             .bind(11, s.leaseExpiresAt).run());
   SY_ASSIGN(auto del, db_->prepare("DELETE FROM system_devices WHERE system_id = ?1"));
   SY_TRY(del.bind(1, s.id).run());
   for (std::size_t i = 0; i < s.bindings.size(); ++i) {
@@ -238,13 +243,15 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   const Operation& op = w.operation;
   SY_ASSIGN(auto st, db_->prepare(
                          "INSERT INTO operations (id, number, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
-                         "requested_by, requested_role, requested_tenant, tenant, request_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
-                         "ON CONFLICT(id) DO UPDATE SET "
-                         "state=excluded.state, explanation=excluded.explanation, error=excluded.error, updated_at=excluded.updated_at"));
+                         "requested_by, requested_role, requested_tenant, tenant, request_id, queued) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) "
+                         "ON CONFLICT(id) DO UPDATE SET host_id=excluded.host_id, "
+                         "state=excluded.state, explanation=excluded.explanation, error=excluded.error, updated_at=excluded.updated_at, "
+                         "queued=excluded.queued"));
   SY_TRY(st.bind(1, op.id).bind(2, static_cast<std::int64_t>(numberFromId(op.id))).bind(3, toString(op.kind)).bind(4, op.systemId)
              .bind(5, op.hostId).bind(6, toString(op.state)).bind(7, op.explanation).bind(8, op.error).bind(9, op.createdAt)
              .bind(10, op.updatedAt).bind(11, op.requestedBy.identity).bind(12, toString(op.requestedBy.role))
-             .bind(13, op.requestedBy.tenant).bind(14, op.tenant).bind(15, op.requestId).run());
+             .bind(13, op.requestedBy.tenant).bind(14, op.tenant).bind(15, op.requestId)
+             .bind(16, op.queued ? queuedToJson(*op.queued).dump() : std::string()).run());
   // A step's bindings never change once it is in the log: they are written with the whole log only.
   auto writeStep = [&](std::size_t i, bool withBindings) -> Result<void> {
     const Step& s = op.steps.at(i);
@@ -357,8 +364,8 @@ Result<std::optional<Topology>> SqliteStore::loadInventory() {
 
 Result<std::vector<System>> SqliteStore::loadSystems() {
   std::vector<System> out;
-  SY_ASSIGN(auto st, db_->prepare("SELECT id, name, host_id, tenant, state, active_operation, labels, created_at, updated_at "
-                                  "FROM systems WHERE state NOT IN ('decomposed', 'failed') ORDER BY number"));
+  SY_ASSIGN(auto st, db_->prepare("SELECT id, name, host_id, tenant, state, active_operation, labels, created_at, updated_at, "
+                                  "lease_expires_at FROM systems WHERE state NOT IN ('decomposed', 'failed') ORDER BY number"));
   while (true) {
     SY_ASSIGN(bool row, st.step());
     if (!row) break;
@@ -372,6 +379,7 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
     SY_ASSIGN(s.labels, parseLabels(s.id, st.text(6)));
     s.createdAt = st.integer(7);
     s.updatedAt = st.integer(8);
+    s.leaseExpiresAt = st.integer(9);
     out.push_back(std::move(s));
   }
   st.reset();
@@ -433,7 +441,7 @@ Result<void> SqliteStore::loadSteps(Operation& op) {
 Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& whereClause, std::size_t limit, std::string_view param) {
   std::vector<Operation> out;
   SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT id, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
-                                              "requested_by, requested_role, requested_tenant, tenant, request_id FROM operations {} ORDER BY number DESC LIMIT ?2",
+                                              "requested_by, requested_role, requested_tenant, tenant, request_id, queued FROM operations {} ORDER BY number DESC LIMIT ?2",
                                               whereClause)));
   if (!param.empty()) st.bind(1, param);
   st.bind(2, static_cast<std::int64_t>(limit));
@@ -455,6 +463,11 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& wh
     op.requestedBy.tenant = st.text(11);
     op.tenant = st.text(12);
     op.requestId = st.text(13);
+    if (const std::string queued = st.text(14); !queued.empty()) {
+      const auto parsed = nlohmann::json::parse(queued, nullptr, false);
+      if (parsed.is_discarded()) return fail(Code::kInternal, fmt::format("operations row {}: column queued is not JSON", op.id));
+      SY_ASSIGN(op.queued, queuedFromJson(parsed, fmt::format("operations row {}", op.id)));
+    }
     out.push_back(std::move(op));
   }
   st.reset();
@@ -471,7 +484,7 @@ Result<StoreSnapshot> SqliteStore::load() {
   SY_ASSIGN(snap.inventory, loadInventory());
   SY_ASSIGN(snap.systems, loadSystems());
   SY_ASSIGN(snap.unfinishedOperations,
-            loadOperations("WHERE state IN ('running', 'rolling-back') AND ?1 IS NULL", 1'000'000, {}));
+            loadOperations("WHERE state IN ('running', 'rolling-back', 'queued') AND ?1 IS NULL", 1'000'000, {}));
   std::reverse(snap.unfinishedOperations.begin(), snap.unfinishedOperations.end());  // oldest first
   SY_ASSIGN(auto as, db_->prepare("SELECT device_id, allocation, owner FROM device_assignments ORDER BY device_id"));
   while (true) {

@@ -152,6 +152,7 @@ pb::SystemState toProto(SystemState s) {
     case SystemState::kDecomposing: return pb::SYSTEM_STATE_DECOMPOSING;
     case SystemState::kDecomposed: return pb::SYSTEM_STATE_DECOMPOSED;
     case SystemState::kFailed: return pb::SYSTEM_STATE_FAILED;
+    case SystemState::kQueued: return pb::SYSTEM_STATE_QUEUED;
   }
   return pb::SYSTEM_STATE_UNSPECIFIED;
 }
@@ -172,6 +173,7 @@ pb::OperationState toProto(OperationState s) {
     case OperationState::kRollingBack: return pb::OPERATION_STATE_ROLLING_BACK;
     case OperationState::kSucceeded: return pb::OPERATION_STATE_SUCCEEDED;
     case OperationState::kFailed: return pb::OPERATION_STATE_FAILED;
+    case OperationState::kQueued: return pb::OPERATION_STATE_QUEUED;
   }
   return pb::OPERATION_STATE_UNSPECIFIED;
 }
@@ -209,6 +211,7 @@ void toProto(const System& s, pb::System& out) {
   out.set_progress(s.progress);
   out.set_created_at(formatTimestamp(s.createdAt));
   out.set_updated_at(formatTimestamp(s.updatedAt));
+  if (s.leaseExpiresAt > 0) out.set_lease_expires_at(formatTimestamp(s.leaseExpiresAt));
   addInstances(s.gpuInstances, *out.mutable_gpu_instances());
   addShares(s.gpuShares, *out.mutable_gpu_shares());
 }
@@ -250,6 +253,38 @@ void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& 
   out.set_updated_at(formatTimestamp(op.updatedAt));
   addInstances(op.gpuInstances, *out.mutable_gpu_instances());
   addShares(op.gpuShares, *out.mutable_gpu_shares());
+  if (op.queued) toProto(*op.queued, *out.mutable_queued());
+}
+
+void toProto(const QueuedRequest& q, pb::QueueTicket& out) {
+  out.set_priority_class(q.priorityClass);
+  out.set_priority(q.priority);
+  out.set_enqueued_at(formatTimestamp(q.enqueuedAt));
+  if (q.deadline > 0) out.set_deadline(formatTimestamp(q.deadline));
+  out.set_lease_seconds(q.leaseSeconds);
+  out.set_shape(describeShape(q));
+}
+
+void toProto(const QueueEntry& e, pb::QueueEntry& out) {
+  out.set_position(static_cast<std::int32_t>(e.position));
+  out.set_operation_id(e.operationId);
+  out.set_system_id(e.systemId);
+  out.set_name(e.name);
+  out.set_tenant(e.tenant);
+  out.set_requested_by(e.requestedBy);
+  toProto(e.request, *out.mutable_ticket());
+  auto& g = *out.mutable_gpus();
+  g.set_count(e.request.gpuCount);
+  g.set_model(e.request.model);
+  g.set_min_memory_gib(e.request.minMemoryGiB);
+  g.set_peer_to_peer(e.request.peerToPeer == "required" ? pb::PEER_TO_PEER_REQUIRED
+                     : e.request.peerToPeer == "none"   ? pb::PEER_TO_PEER_NONE
+                                                        : pb::PEER_TO_PEER_PREFERRED);
+  g.set_host(e.request.host);
+  for (const auto& d : e.request.devices) g.add_device_ids(d);
+  for (MigProfile p : e.request.gpuInstances) g.add_mig_profiles(std::string(toString(p)));
+  g.set_share_milli(e.request.gpuShareMilli);
+  out.set_waiting_for(e.waitingFor);
 }
 
 void toProto(const DeviceView& v, pb::Device& out) {

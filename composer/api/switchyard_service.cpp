@@ -87,6 +87,14 @@ grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::Com
   auto placement = fromProto(req->gpus(), req->tenant().empty() ? caller->tenant : req->tenant());
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   ComposeRequest request{req->name(), std::move(*placement), {req->labels().begin(), req->labels().end()}, req->request_id()};
+  constexpr std::int64_t kTenYears = 10LL * 365 * 24 * 3600;
+  if (req->queue_timeout_seconds() < 0 || req->queue_timeout_seconds() > kTenYears)
+    return finished(ctx, invalid("queue_timeout_seconds: 0 (wait until cancelled) or a number of seconds"));
+  if (req->lease_seconds() < 0 || req->lease_seconds() > kTenYears) return finished(ctx, invalid("lease_seconds: 0 (no lease) or a number of seconds"));
+  request.queue = req->queue();
+  request.priorityClass = req->priority_class();
+  request.queueTimeout = std::chrono::seconds(req->queue_timeout_seconds());
+  request.lease = std::chrono::seconds(req->lease_seconds());
   return answer<Operation>(
       ctx, [this, c = *caller, r = std::move(request)] { return engine_.compose(c, r); }, fillOperation(engine_, out));
 }
@@ -322,6 +330,37 @@ grpc::ServerUnaryReactor* SwitchyardService::ListAudit(Context* ctx, const v1::L
       [out](const std::vector<AuditRecord>& records) {
         for (const auto& r : records) toProto(r, *out->add_records());
       });
+}
+
+grpc::ServerUnaryReactor* SwitchyardService::ListQueue(Context* ctx, const v1::ListQueueRequest* req, v1::ListQueueResponse* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  // A tenant sees its own requests; positions stay those of the whole queue (how many wait ahead of it).
+  return answerHere<std::vector<QueueEntry>>(
+      ctx, [this] { return engine_.listQueue(); },
+      [out, c = *caller, tenant = req->tenant()](const std::vector<QueueEntry>& entries) {
+        for (const auto& e : entries)
+          if (maySee(c, e.tenant) && (tenant.empty() || e.tenant == tenant)) toProto(e, *out->add_entries());
+      });
+}
+
+grpc::ServerUnaryReactor* SwitchyardService::CancelQueued(Context* ctx, const v1::CancelQueuedRequest* req, v1::Operation* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  if (req->id().empty()) return finished(ctx, invalid("id: required (the queued operation's id, or its system's name)"));
+  return answer<Operation>(
+      ctx, [this, c = *caller, id = req->id()] { return engine_.cancelQueued(c, id); }, fillOperation(engine_, out));
+}
+
+grpc::ServerUnaryReactor* SwitchyardService::RenewLease(Context* ctx, const v1::RenewLeaseRequest* req, v1::System* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
+  if (req->lease_seconds() <= 0 || req->lease_seconds() > 10LL * 365 * 24 * 3600)
+    return finished(ctx, invalid("lease_seconds: a positive number of seconds"));
+  return answer<System>(
+      ctx, [this, c = *caller, system = req->system(), s = req->lease_seconds()] { return engine_.renewLease(c, system, std::chrono::seconds(s)); },
+      [out](const System& s) { toProto(s, *out); });
 }
 
 namespace {

@@ -14,13 +14,6 @@ namespace switchyard {
 
 namespace asio = boost::asio;
 
-struct Engine::TimerHolder {
-  explicit TimerHolder(asio::io_context& io) : timer(io), pruneTimer(io), reconcileTimer(io), guard(asio::make_work_guard(io)) {}
-  asio::steady_timer timer;
-  asio::steady_timer pruneTimer;
-  asio::steady_timer reconcileTimer;
-  asio::executor_work_guard<asio::io_context::executor_type> guard;
-};
 
 Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions options)
     : driver_(driver),
@@ -90,7 +83,9 @@ Result<RecoveryReport> Engine::start() {
   }
   SY_TRY(onControl([this]() -> Result<void> {
     accepting_ = true;
+    queueDirty_ = true;  // what waited in the queue before the restart may fit now
     scheduleFabricPoll();
+    scheduleDeadlines();
     schedulePrune();
     scheduleReconcile();
     return {};
@@ -115,6 +110,7 @@ void Engine::stop(Duration grace) {
     pollTimer_->timer.cancel();
     pollTimer_->pruneTimer.cancel();
     pollTimer_->reconcileTimer.cancel();
+    pollTimer_->deadlineTimer.cancel();
     if (!active_.empty()) spdlog::warn("stopping with {} operation(s) unfinished; they resume at next start", active_.size());
     return {};
   });
@@ -133,6 +129,7 @@ void Engine::stop(Duration grace) {
     for (const auto& [id, waiters] : waiters_) waitedFor.push_back(id);
     for (const auto& id : waitedFor) {
       if (auto op = active_.find(id); op != active_.end()) completeWaiters(id, op->second);
+      else if (auto queued = queue_.find(id); queued != queue_.end()) completeWaiters(id, queued->second);
       else waiters_.erase(id);  // a standby's wait for an operation it only read in the store: answered kAborted
     }
     pollTimer_->guard.reset();
@@ -152,6 +149,8 @@ Result<std::optional<Operation>> Engine::priorOperation(const Caller& caller, st
   if (requestId.size() > 256) return fail(Code::kInvalidArgument, fmt::format("request id of {} characters: at most 256", requestId.size()));
   std::optional<Operation> prior;
   for (const auto& [id, op] : active_)
+    if (op.requestId == requestId) prior = op;
+  for (const auto& [id, op] : queue_)
     if (op.requestId == requestId) prior = op;
   if (!prior) {
     SY_ASSIGN(prior, store_.findOperationByRequest(requestId));
@@ -221,7 +220,7 @@ void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds time
   auto waiter = std::make_shared<Waiter>(*control_, std::move(done));
   postToControl([this, id, timeout, waiter](bool running) {
     if (!running) return;  // the waiter is dropped: kAborted
-    if (!active_.contains(id)) {
+    if (!active_.contains(id) && !queue_.contains(id)) {
       auto stored = store_.getOperation(id);
       if (!stored) return waiter->once.complete(fail(stored.error()));
       if (!*stored) return waiter->once.complete(fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)));
@@ -243,6 +242,7 @@ void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds time
         if (it->second.empty()) waiters_.erase(it);
       }
       if (auto op = active_.find(id); op != active_.end()) return w->once.complete(op->second);
+      if (auto op = queue_.find(id); op != queue_.end()) return w->once.complete(op->second);
       if (replica_) {  // still running on the leader as far as the store said
         auto stored = store_.getOperation(id);
         if (!stored || !*stored) return w->once.complete(stored ? fail(Code::kNotFound, fmt::format("no operation '{}'", id)) : fail(stored.error()));
@@ -288,6 +288,7 @@ Event Engine::makeEvent(std::string type, std::string subject, std::string messa
 
 std::string Engine::tenantOf(const std::string& subject) const {
   if (auto op = active_.find(subject); op != active_.end()) return op->second.tenant;
+  if (auto op = queue_.find(subject); op != queue_.end()) return op->second.tenant;
   // By id only: most subjects are devices, and a lookup by name would scan every system for each of them.
   if (!state_) return {};
   if (auto s = state_->systems().find(subject); s != state_->systems().end()) return s->second.tenant;

@@ -43,6 +43,7 @@
 #include "composer/model/access.h"
 #include "composer/model/clock.h"
 #include "composer/model/composition.h"
+#include "composer/model/queue.h"
 #include "composer/packing/capacity.h"
 #include "composer/packing/composable_model.h"
 #include "composer/packing/packing.h"
@@ -75,6 +76,15 @@ struct EngineOptions {
   std::chrono::milliseconds pruneInterval{60'000};  // 0: prune only when asked
   // Counted as operations, steps, refusals, store writes and drift happen; null: nothing is counted.
   std::shared_ptr<metrics::EngineMetrics> metrics;
+  // The queue and leases (engine_queue.cpp, engine_leases.cpp; ADR 0017).
+  std::vector<PriorityClass> priorityClasses = defaultPriorityClasses();
+  std::map<std::string, double, std::less<>> tenantShares;  // fair-share weights; a tenant not named weighs 1
+  std::size_t maxQueued = 100'000;         // waiting requests in all
+  std::size_t maxQueuedPerTenant = 1'000;  // waiting requests of one tenant (a flood fills only its own)
+  std::chrono::milliseconds maxLease{std::chrono::hours(24 * 365)};
+  std::chrono::milliseconds leaseWarning{std::chrono::minutes(10)};  // lease.expiring this long before the end
+  std::chrono::milliseconds leaseRetry{std::chrono::seconds(30)};    // an overdue system's next decompose try
+  std::chrono::milliseconds deadlineInterval{1000};  // how often leases and queue timeouts are looked at; 0: when asked
   // Called once, on the control thread, when the engine stops writing for good (the store failed or fenced
   // it out): the daemon stops serving and exits for its service manager to restart it. Must return quickly.
   std::function<void(const std::string& why)> onHalt;
@@ -83,11 +93,19 @@ struct EngineOptions {
 // requestId, on every change: the client's idempotency key. A request whose key started an operation
 // before gets that operation back (running or finished) instead of starting another; empty: no key.
 
+// queue: wait in yardd's queue when it does not fit now (the operation is answered in state queued, and
+// runs once admitted) instead of being refused. priorityClass orders the queue (empty: the default class).
+// queueTimeout gives up waiting after that long (0: never). lease decomposes the system that long after
+// it is composed (0: no lease).
 struct ComposeRequest {
   std::string name;
   PlacementRequest placement;
   std::map<std::string, std::string> labels;
   std::string requestId;
+  bool queue = false;
+  std::string priorityClass;
+  std::chrono::milliseconds queueTimeout{0};
+  std::chrono::milliseconds lease{0};
 };
 
 struct AttachRequest {
@@ -170,6 +188,16 @@ class Engine {
   [[nodiscard]] Result<Operation> attach(const Caller& caller, const AttachRequest& request);
   [[nodiscard]] Result<Operation> detach(const Caller& caller, const DetachRequest& request);
   [[nodiscard]] Result<PlacementDecision> plan(const PlacementRequest& request);
+  // The queue (engine_queue.cpp): the waiting requests in admission order (from the view: never waits
+  // for the control thread), and cancelling one (by its operation id or its system's name): the operation
+  // fails as cancelled and the name is free again. Decomposing a queued system cancels it too.
+  [[nodiscard]] Result<std::vector<QueueEntry>> listQueue() const;
+  [[nodiscard]] Result<Operation> cancelQueued(const Caller& caller, const std::string& idOrName);
+  // Leases (engine_leases.cpp): the system's lease ends `lease` from now (a system without one gets one).
+  [[nodiscard]] Result<System> renewLease(const Caller& caller, const std::string& system, std::chrono::milliseconds lease);
+  // Gives up queued requests past their timeout and decomposes systems past their lease (also on a timer,
+  // every EngineOptions::deadlineInterval); what it started, as operations.
+  [[nodiscard]] Result<std::vector<Operation>> expireDeadlines();
 
   // Several systems at once (engine_reservations.cpp): a manifest's systems are placed together, each on
   // what the ones before it left. planSystems holds nothing; reserve holds the placements for `lifetime`
@@ -331,6 +359,23 @@ class Engine {
   // Stores a refused request's shape and counts it towards the demand mix.
   void recordDemand(const DemandShape& shape);
 
+  // The queue (engine_queue.cpp). acceptQueued puts a compose that does not fit now (`why`) in the queue;
+  // admitQueued, at each commit point after capacity may have freed, admits what now fits, in order.
+  [[nodiscard]] Result<QueuedRequest> queuedRequestOf(const ComposeRequest& request) const;
+  [[nodiscard]] Result<Operation> acceptQueued(const Caller& caller, const ComposeRequest& request, const std::string& why);
+  void admitQueued();
+  // Placement of a queued request on the pool as it is now (or on `pool` when given).
+  [[nodiscard]] PlacementDecision placeQueued(const Operation& op, const Pool* pool = nullptr);
+  // Whether `placement` (of a request with `leaseSeconds`) keeps clear of what the queue's head has been
+  // promised; else why not (ADR 0017, backfill).
+  [[nodiscard]] std::optional<std::string> delaysHead(const Placement& placement, std::int64_t leaseSeconds);
+  [[nodiscard]] Result<Operation> admit(Operation& op, const Placement& placement);
+  // Ends a queued operation without admitting it (cancelled, timed out): failed, its system dropped.
+  [[nodiscard]] Result<Operation> dropQueued(const OperationId& id, const std::string& why, const std::string& eventType, const std::string& actor);
+  [[nodiscard]] const PriorityClass* priorityClass(std::string_view name) const;
+  void expireLeases(Mutation& m, std::vector<Operation>& started);
+  void scheduleDeadlines();
+
   // Running steps (engine_steps.cpp).
   void advance(const OperationId& id, Mutation carried = {});
   // Runs step `step` of the operation on a driver thread; its result comes back to the control thread.
@@ -423,6 +468,20 @@ class Engine {
   std::string requestId_;                // its client request id, which newOperation() records
   std::uint64_t lastSystemNumber_ = 0;
   std::map<std::string, Reservation> reservations_;
+  std::map<OperationId, Operation> queue_;  // queued composes (not in active_: nothing of theirs runs)
+  bool queueDirty_ = false;    // capacity may have freed or the queue changed: admitQueued at the commit point
+  bool queueChanged_ = true;   // the view's queue is stale
+  std::vector<OperationId> queueOrder_;             // admission order, as of the last pass
+  std::map<OperationId, std::string> waitingFor_;  // why each queued request waits, as of the last pass
+  // The queue's head as of the last pass: when, by the leases we know of, it fits, and where (backfill).
+  struct HeadShadow {
+    OperationId head;
+    Timestamp at = 0;          // 0: no lease we know of frees enough for it
+    Placement placement;
+  };
+  std::optional<HeadShadow> headShadow_;
+  std::set<SystemId> leaseWarned_;                 // lease.expiring sent
+  std::map<SystemId, Timestamp> leaseRetryAt_;     // overdue: when to try the decompose again
   std::uint64_t lastReservationNumber_ = 0;
   std::uint64_t lastOperationNumber_ = 0;
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them

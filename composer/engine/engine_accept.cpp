@@ -206,14 +206,24 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
     shareDemand_.observe(shareMilli);
   }
   const PlacementRequest wanted = shareMilli != 0 ? freshGpuForShare(request.placement) : request.placement;
+  // Checked before placing: a bad class, timeout or lease is refused whether it fits or not.
+  SY_ASSIGN(const QueuedRequest asked, queuedRequestOf(request));
   PlacementDecision decision = place(*placement_, state_->pool(), wanted, &state_->placementIndex());
   // A well-formed request is demand whether it fits or not; a malformed one (unknown model, bad count) is not.
   const std::optional<DemandShape> demand = demandShapeOf(wanted);
   if (!decision.placement) {
-    if (demand && decision.error->code == Code::kResourceExhausted) recordDemand(*demand);
+    if (demand && decision.error->code == Code::kResourceExhausted) {
+      recordDemand(*demand);
+      if (request.queue) return acceptQueued(caller, request, decision.error->message);
+    }
     return fail(*decision.error);
   }
   const Placement& placement = *decision.placement;
+  // What the queue's head has been promised is not taken by a request that arrives after it (backfill).
+  if (auto why = delaysHead(placement, asked.leaseSeconds)) {
+    if (request.queue) return acceptQueued(caller, request, *why);
+    return fail(Code::kResourceExhausted, fmt::format("{}; add --queue to wait your turn", *why));
+  }
   SY_TRY(checkQuota(request.placement.tenant, 1, gpusAmong(placement.devices)));
   SY_ASSIGN(const HostPolicy policy, hostPolicy(placement.hostId));
 
@@ -225,6 +235,7 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
   system.labels = request.labels;
   system.state = SystemState::kComposing;
   system.createdAt = system.updatedAt = clock_.now();
+  if (asked.leaseSeconds > 0) system.leaseExpiresAt = system.createdAt + asked.leaseSeconds * 1'000'000'000LL;
   Operation op = newOperation(OperationKind::kCompose, system, caller);
   system.activeOperation = op.id;
   op.explanation = placement.explanation;
@@ -287,8 +298,65 @@ Result<HostPolicy> Engine::hostPolicy(const HostId& host) const {
   return policy;
 }
 
+Result<Operation> Engine::admit(Operation& op, const Placement& placement) {
+  SY_ASSIGN(const HostPolicy policy, hostPolicy(placement.hostId));
+  const System* queued = state_->system(op.systemId);
+  if (queued == nullptr) return fail(Code::kInternal, fmt::format("{}: its queued system {} is gone", op.id, op.systemId));
+  const Timestamp now = clock_.now();
+  System system = *queued;
+  system.hostId = placement.hostId;
+  system.state = SystemState::kComposing;
+  system.updatedAt = now;
+  if (op.queued->leaseSeconds > 0) system.leaseExpiresAt = now + op.queued->leaseSeconds * 1'000'000'000LL;
+  const double waited = static_cast<double>(now - op.queued->enqueuedAt) / 1e9;
+  op.state = OperationState::kRunning;
+  op.hostId = placement.hostId;
+  op.updatedAt = now;
+  op.explanation = fmt::format("admitted from the queue after {:.1f}s: {}", waited, placement.explanation);
+  op.gpuInstances = placement.gpuInstances;
+  if (op.queued->gpuShareMilli != 0) {
+    op.gpuShares = {{1, placement.devices.front().deviceId, op.queued->gpuShareMilli}};
+    shareDemand_.observe(op.queued->gpuShareMilli);
+  }
+  op.steps = bindSteps(placement.devices, policy, !op.gpuInstances.empty());
+  op.steps.front().finishedAt = now;
+
+  Mutation m;
+  m.writes.emplace_back(PutSystem{system});
+  std::vector<DeviceAssignment> reserved;
+  for (const auto& d : placement.devices) {
+    reserved.push_back({d.deviceId, DeviceAllocation::kReserved, op.id});
+    m.writes.emplace_back(PutAssignment{reserved.back()});
+  }
+  m.writes.emplace_back(PutOperation{op});
+  m.events.push_back(makeEvent("queue.admitted", op.id,
+                               fmt::format("{} ({}) admitted after {:.1f}s in the queue: {}", system.name, describeShape(*op.queued), waited,
+                                           placement.explanation),
+                               op.requestedBy.identity));
+  for (auto& e : m.events) e.tenant = op.tenant;
+  SY_TRY(persist(m));
+  failpoints::crashPoint("queue.after-admit");
+  state_->putSystem(system);
+  for (const auto& a : reserved) state_->assign(a, system.hostId);
+  if (options_.metrics) options_.metrics->queueWaitSeconds.observe({op.queued->priorityClass, "admitted"}, waited);
+  spdlog::info("{} admitted from the queue after {:.1f}s: system {} on {}", op.id, waited, system.name, system.hostId);
+  const OperationId id = op.id;
+  queue_.erase(id);
+  waitingFor_.erase(id);
+  queueChanged_ = true;
+  active_.emplace(id, op);
+  advance(id);
+  return op;
+}
+
 Result<Operation> Engine::acceptDecompose(const Caller& caller, const std::string& idOrName) {
   SY_TRY(checkAccepting());
+  // A queued system has nothing to take apart: decomposing it cancels its request.
+  if (const System* s = state_->findSystem(idOrName); s && s->state == SystemState::kQueued && maySee(caller, s->tenant)) {
+    SY_TRY(mayChange(caller, s->tenant, "decompose"));
+    return dropQueued(s->activeOperation, fmt::format("cancelled by {} (decompose of a queued system)", caller.identity), "queue.cancelled",
+                      caller.identity);
+  }
   SY_ASSIGN(System system, idleSystem(*state_, idOrName, caller, "decompose"));
   SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
   Operation op = newOperation(OperationKind::kDecompose, system, caller);

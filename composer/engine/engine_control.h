@@ -2,13 +2,26 @@
 // control thread and waits for its result (inline when already there).
 #pragma once
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <future>
 
 #include "composer/engine/engine.h"
 
 namespace switchyard {
+
+// The control thread's timers (fabric poll, prune, reconcile, deadlines) and what keeps its loop alive.
+struct Engine::TimerHolder {
+  explicit TimerHolder(boost::asio::io_context& io)
+      : timer(io), pruneTimer(io), reconcileTimer(io), deadlineTimer(io), guard(boost::asio::make_work_guard(io)) {}
+  boost::asio::steady_timer timer;
+  boost::asio::steady_timer pruneTimer;
+  boost::asio::steady_timer reconcileTimer;
+  boost::asio::steady_timer deadlineTimer;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard;
+};
 
 template <typename F>
 auto Engine::onControl(F&& f) -> decltype(f()) {

@@ -69,7 +69,8 @@ Result<void> Engine::loadState() {
                                 op.id, i + 1, op.steps[i].kind, fmt::join(steps_->names(), ", ")));
     hostOfOwner[op.id] = op.hostId;
     const OperationId id = op.id;
-    active_.emplace(id, std::move(op));
+    if (op.state == OperationState::kQueued) queue_.emplace(id, std::move(op));  // waits again; nothing of it ran
+    else active_.emplace(id, std::move(op));
   }
   for (const auto& a : snapshot.assignments) {
     if (removed.contains(a.deviceId)) {
@@ -80,8 +81,8 @@ Result<void> Engine::loadState() {
     state_->assign(a, host == hostOfOwner.end() ? HostId{} : host->second);
   }
   SY_TRY(persist(m));
-  spdlog::info("loaded {} system(s), {} unfinished operation(s), {} held device(s)", state_->systems().size(), active_.size(),
-               state_->assignments().size());
+  spdlog::info("loaded {} system(s), {} unfinished operation(s), {} queued request(s), {} held device(s)", state_->systems().size(),
+               active_.size(), queue_.size(), state_->assignments().size());
   return {};
 }
 
@@ -154,6 +155,7 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
     state_->assign({device, DeviceAllocation::kFree, {}}, {});
     m.writes.emplace_back(PutAssignment{{device, DeviceAllocation::kFree, {}}});
     m.events.push_back(makeEvent("drift.resolved", device, fmt::format("{} is unbound in the fabric; back in the pool", device)));
+    queueDirty_ = true;
   }
   if (round.drifts().empty() && !knownDrifts_.empty()) spdlog::info("reconcile: store and fabric agree again ({} binding(s))", fabric.size());
   SY_TRY(persist(m));
@@ -185,7 +187,10 @@ void Engine::applyFabricEvents(const Result<std::vector<FabricEvent>>& events) {
     eventFeedFailure_.clear();
   }
   for (const auto& e : events ? *events : std::vector<FabricEvent>{}) {
-    if (e.type == "device.health") state_->setHealth(e.subject, e.health);
+    if (e.type == "device.health") {
+      state_->setHealth(e.subject, e.health);
+      queueDirty_ = true;  // a device back to health may be what a queued request waits for
+    }
     m.events.push_back(makeEvent("fabric." + e.type, e.subject, e.message));
   }
   if (m.events.empty()) return;

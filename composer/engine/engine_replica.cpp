@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 
@@ -28,11 +29,23 @@ void Engine::applySnapshot(StoreSnapshot snapshot) {
     state_->putSystem(s);
   }
   active_.clear();
+  queue_.clear();
   for (auto& op : snapshot.unfinishedOperations) {
     hostOfOwner[op.id] = op.hostId;
     const OperationId id = op.id;
-    active_.emplace(id, std::move(op));
+    if (op.state == OperationState::kQueued) queue_.emplace(id, std::move(op));
+    else active_.emplace(id, std::move(op));
   }
+  // A standby shows the queue in the leader's order, as far as it can tell without placing: class, age.
+  queueOrder_.clear();
+  for (const auto& [id, op] : queue_) queueOrder_.push_back(id);
+  std::sort(queueOrder_.begin(), queueOrder_.end(), [&](const OperationId& a, const OperationId& b) {
+    const auto& qa = *queue_.at(a).queued;
+    const auto& qb = *queue_.at(b).queued;
+    if (qa.priority != qb.priority) return qa.priority > qb.priority;
+    return qa.enqueuedAt != qb.enqueuedAt ? qa.enqueuedAt < qb.enqueuedAt : a < b;
+  });
+  queueChanged_ = true;
   for (const auto& a : snapshot.assignments) {
     auto host = hostOfOwner.find(a.owner);
     state_->assign(a, host == hostOfOwner.end() ? HostId{} : host->second);

@@ -1,4 +1,5 @@
 // The commit point of every control-thread task, and the published view of the pool (pool_view.h).
+#include <set>
 #include <utility>
 
 #include "composer/engine/engine.h"
@@ -11,6 +12,8 @@ std::shared_ptr<const PoolView> Engine::view() const {
 }
 
 void Engine::flush() {
+  // Capacity that freed in this task goes to the queue in this task (engine_queue.cpp): no polling.
+  if (queueDirty_ && state_) admitQueued();
   publishView();
   // Delivering may add to the outbox (a completion that posts nothing, a listener): take turns until empty.
   while (!outbox_.empty()) {
@@ -60,7 +63,7 @@ void Engine::publishView() {
       auto shown = current->systems.find(id);
       if (s != nullptr && shown && shown->progress != withProgress(*s).progress) changes.systems.insert(id);
     }
-    if (changes.empty() && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
+    if (changes.empty() && !queueChanged_ && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
     next->shape = current->shape;
     const PoolShape& shape = *next->shape;
     std::vector<std::pair<std::size_t, DeviceView>> devices;
@@ -86,6 +89,31 @@ void Engine::publishView() {
     next->systems = current->systems.with(systems);
   }
   next->runningOperations = std::move(running);
+  if (queueChanged_ || !current || !current->queue) {
+    auto queue = std::make_shared<std::vector<QueueEntry>>();
+    queue->reserve(queue_.size());
+    std::set<OperationId> listed;
+    auto add = [&](const Operation& op) {
+      QueueEntry e;
+      e.operationId = op.id;
+      e.systemId = op.systemId;
+      if (const System* s = state_->system(op.systemId)) e.name = s->name;
+      e.tenant = op.tenant;
+      e.requestedBy = op.requestedBy.identity;
+      e.request = *op.queued;
+      e.position = queue->size() + 1;
+      if (auto w = waitingFor_.find(op.id); w != waitingFor_.end()) e.waitingFor = w->second;
+      queue->push_back(std::move(e));
+    };
+    for (const auto& id : queueOrder_)
+      if (auto it = queue_.find(id); it != queue_.end() && listed.insert(id).second) add(it->second);
+    for (const auto& [id, op] : queue_)  // not yet looked at by an admission pass (a standby, a halted engine)
+      if (listed.insert(id).second) add(op);
+    next->queue = std::move(queue);
+    queueChanged_ = false;
+  } else {
+    next->queue = current->queue;
+  }
   next->demand = state_->pool().sharedDemand();
   std::shared_ptr<const PoolView> old;  // freed outside the lock (a reader may still hold it, then it frees it)
   std::lock_guard lock(viewMutex_);

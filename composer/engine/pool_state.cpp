@@ -61,7 +61,7 @@ const System* PoolState::findSystem(std::string_view idOrName) const {
 void PoolState::putSystem(const System& s) {
   const int hi = pool_.hostIndex(s.hostId);
   changes_.systems.insert(s.id);
-  changes_.hosts.insert(s.hostId);
+  if (!s.hostId.empty()) changes_.hosts.insert(s.hostId);  // a queued system has no host yet
   if (auto old = systems_.find(s.id); old != systems_.end()) {
     for (const auto& b : old->second.bindings) {
       changes_.devices.insert(b.deviceId);
@@ -79,7 +79,7 @@ void PoolState::putSystem(const System& s) {
     changes_.devices.insert(b.deviceId);
     systemOfDevice_[b.deviceId] = s.id;
   }
-  systemOfHost_[s.hostId] = s.id;
+  if (!s.hostId.empty()) systemOfHost_[s.hostId] = s.id;
   if (hi >= 0) pool_.setInSystem(hi, true);
 }
 

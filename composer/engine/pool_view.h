@@ -122,6 +122,18 @@ struct PoolShape {
   explicit PoolShape(Topology t);
 };
 
+// A request waiting in yardd's queue (engine_queue.cpp), in admission order.
+struct QueueEntry {
+  OperationId operationId;
+  SystemId systemId;
+  std::string name;
+  std::string tenant;
+  std::string requestedBy;
+  QueuedRequest request;
+  std::size_t position = 0;   // 1: admitted first when capacity frees
+  std::string waitingFor;     // why it is not admitted yet, as of the last admission pass
+};
+
 struct PoolView {
   std::uint64_t version = 0;  // grows by one with each published change
   std::shared_ptr<const PoolShape> shape;
@@ -130,6 +142,7 @@ struct PoolView {
   SystemTable systems;               // live systems, each with its progress as of this version
   std::map<std::string, int> runningOperations;  // accepted and not finished, by kind
   std::shared_ptr<const DemandMix> demand;       // the request shapes the pool has learned (null: none yet)
+  std::shared_ptr<const std::vector<QueueEntry>> queue;  // waiting requests in admission order (never null once published)
 
   [[nodiscard]] const DeviceView* device(const DeviceId& id) const;
   [[nodiscard]] const HostSlot* host(const HostId& id) const;

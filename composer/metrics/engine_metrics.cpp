@@ -17,6 +17,14 @@ EngineMetrics::EngineMetrics()
       drifts(registry.counter("switchyard_drifts_total", "Disagreements between the store and the fabric or a host, when first seen, by kind.",
                               {"kind"})),
       storeWriteSeconds(registry.histogram("switchyard_store_write_duration_seconds", "Latency of one store transaction.", {})),
-      storeWriteErrors(registry.counter("switchyard_store_write_errors_total", "Store transactions that failed.", {})) {}
+      storeWriteErrors(registry.counter("switchyard_store_write_errors_total", "Store transactions that failed.", {})),
+      queued(registry.counter("switchyard_queue_entered_total", "Compose requests that waited in the queue, by priority class.", {"class"})),
+      queueWaitSeconds(registry.histogram("switchyard_queue_wait_seconds",
+                                          "Time a request spent in the queue, by priority class and outcome (admitted, left).",
+                                          {"class", "outcome"})),
+      queuePassSeconds(registry.histogram("switchyard_queue_pass_duration_seconds", "One admission pass over the queue.", {})),
+      leaseExpiries(registry.counter("switchyard_lease_expiries_total",
+                                     "Leases that ended, by result: started (its decompose began) or overdue (the decompose failed; retried).",
+                                     {"result"})) {}
 
 }  // namespace switchyard::metrics

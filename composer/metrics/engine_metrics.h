@@ -21,6 +21,10 @@ struct EngineMetrics {
   CounterFamily& drifts;              // {kind}: disagreements found by reconcile (first sightings)
   HistogramFamily& storeWriteSeconds; // {}: one transaction
   CounterFamily& storeWriteErrors;    // {}
+  CounterFamily& queued;              // {class}: composes that went into the queue
+  HistogramFamily& queueWaitSeconds;  // {class, outcome}: time in the queue; outcome admitted|left (cancelled, timed out)
+  HistogramFamily& queuePassSeconds;  // {}: one admission pass over the queue
+  CounterFamily& leaseExpiries;       // {result}: started (a decompose began) or overdue (it failed: retried)
 };
 
 }  // namespace switchyard::metrics

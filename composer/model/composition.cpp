@@ -17,20 +17,22 @@ namespace {
 template <typename E, std::size_t N>
 using Names = std::array<std::pair<E, std::string_view>, N>;
 
-constexpr Names<SystemState, 6> kSystemStates{{{SystemState::kComposing, "composing"},
+constexpr Names<SystemState, 7> kSystemStates{{{SystemState::kComposing, "composing"},
                                                 {SystemState::kComposed, "composed"},
                                                 {SystemState::kDegraded, "degraded"},
                                                 {SystemState::kDecomposing, "decomposing"},
                                                 {SystemState::kDecomposed, "decomposed"},
-                                                {SystemState::kFailed, "failed"}}};
+                                                {SystemState::kFailed, "failed"},
+                                                {SystemState::kQueued, "queued"}}};
 constexpr Names<OperationKind, 4> kOperationKinds{{{OperationKind::kCompose, "compose"},
                                                    {OperationKind::kDecompose, "decompose"},
                                                    {OperationKind::kAttach, "attach"},
                                                    {OperationKind::kDetach, "detach"}}};
-constexpr Names<OperationState, 4> kOperationStates{{{OperationState::kRunning, "running"},
+constexpr Names<OperationState, 5> kOperationStates{{{OperationState::kRunning, "running"},
                                                      {OperationState::kRollingBack, "rolling-back"},
                                                      {OperationState::kSucceeded, "succeeded"},
-                                                     {OperationState::kFailed, "failed"}}};
+                                                     {OperationState::kFailed, "failed"},
+                                                     {OperationState::kQueued, "queued"}}};
 constexpr Names<StepState, 4> kStepStates{{{StepState::kPending, "pending"},
                                            {StepState::kDone, "done"},
                                            {StepState::kFailed, "failed"},

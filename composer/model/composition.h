@@ -12,6 +12,7 @@
 #include "composer/model/caller.h"
 #include "composer/model/clock.h"
 #include "composer/model/mig.h"
+#include "composer/model/queue.h"
 #include "composer/model/topology.h"
 
 namespace switchyard {
@@ -65,7 +66,8 @@ struct Tenant {
   std::string displayName;
 };
 
-enum class SystemState { kComposing, kComposed, kDegraded, kDecomposing, kDecomposed, kFailed };
+// queued: accepted into yardd's queue (composer/model/queue.h); it has no host or devices until admitted.
+enum class SystemState { kComposing, kComposed, kDegraded, kDecomposing, kDecomposed, kFailed, kQueued };
 
 // A logical server: one host plus the devices bound to it by composition.
 struct System {
@@ -85,10 +87,13 @@ struct System {
   std::string progress;
   Timestamp createdAt = 0;
   Timestamp updatedAt = 0;
+  // When its lease ends and yardd decomposes it (compose --lease, renew); 0: no lease.
+  Timestamp leaseExpiresAt = 0;
 };
 
 enum class OperationKind { kCompose, kDecompose, kAttach, kDetach };
-enum class OperationState { kRunning, kRollingBack, kSucceeded, kFailed };
+// queued: a compose waiting in yardd's queue; it has no steps until admitted, then runs as any compose.
+enum class OperationState { kRunning, kRollingBack, kSucceeded, kFailed, kQueued };
 enum class StepState { kPending, kDone, kFailed, kSkipped };  // skipped: abandoned by a rollback
 
 // One entry of an operation's step log. What a kind does (which component it calls, its undo, whether it
@@ -121,6 +126,7 @@ struct Operation {
   Timestamp updatedAt = 0;
   std::string tenant;       // the tenant of its system: who may see it
   std::string requestId;    // the client's idempotency key: the same key again returns this operation
+  std::optional<QueuedRequest> queued;  // a compose that went through the queue: what it asked for and how
 
   [[nodiscard]] bool finished() const {
     return state == OperationState::kSucceeded || state == OperationState::kFailed;

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
+#include "inventory/queued_codec.h"
+
 namespace switchyard::etcd {
 
 using nlohmann::json;
@@ -123,7 +127,8 @@ json toJson(const System& s) {
               {"state", toString(s.state)},
               {"activeOperation", s.activeOperation},
               {"createdAt", s.createdAt},
-              {"updatedAt", s.updatedAt}};
+              {"updatedAt", s.updatedAt},
+              {"leaseExpiresAt", s.leaseExpiresAt}};
 }
 
 Result<System> systemFrom(std::string_view text, std::string_view what) {
@@ -143,6 +148,7 @@ Result<System> systemFrom(std::string_view text, std::string_view what) {
     s.activeOperation = j.value("activeOperation", "");
     s.createdAt = j.value("createdAt", Timestamp{0});
     s.updatedAt = j.value("updatedAt", Timestamp{0});
+    s.leaseExpiresAt = j.value("leaseExpiresAt", Timestamp{0});
     return s;
   });
 }
@@ -157,7 +163,7 @@ json toJson(const Operation& op) {
                          {"attempts", s.attempts},
                          {"message", s.message},
                          {"finishedAt", s.finishedAt}});
-  return json{{"id", op.id},
+  json record{{"id", op.id},
               {"kind", toString(op.kind)},
               {"system", op.systemId},
               {"host", op.hostId},
@@ -172,6 +178,8 @@ json toJson(const Operation& op) {
               {"updatedAt", op.updatedAt},
               {"tenant", op.tenant},
               {"requestId", op.requestId}};
+  if (op.queued) record["queued"] = queuedToJson(*op.queued);
+  return record;
 }
 
 Result<Operation> operationFrom(std::string_view text, std::string_view what) {
@@ -202,6 +210,11 @@ Result<Operation> operationFrom(std::string_view text, std::string_view what) {
     op.updatedAt = j.value("updatedAt", Timestamp{0});
     op.tenant = j.value("tenant", "");
     op.requestId = j.value("requestId", "");
+    if (j.contains("queued")) {
+      auto queued = queuedFromJson(j.at("queued"), "operation record");
+      if (!queued) throw std::runtime_error(queued.error().message);
+      op.queued = std::move(*queued);
+    }
     return op;
   });
 }

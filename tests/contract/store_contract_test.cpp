@@ -114,6 +114,56 @@ TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
   EXPECT_EQ(store->listEvents(0, 10)->front().actor, "alice");
 }
 
+TEST_P(StoreContract, AQueuedComposeAndALeaseAreReadBackAndTheQueuedOperationIsUnfinished) {
+  QueuedRequest q;
+  q.gpuCount = 4;
+  q.model = "H100";
+  q.peerToPeer = "required";
+  q.gpuInstances = {MigProfile::k3g, MigProfile::k1g};
+  q.priorityClass = "production";
+  q.priority = 1000;
+  q.enqueuedAt = 11;
+  q.deadline = 22;
+  q.leaseSeconds = 3600;
+  System waiting = system(2, SystemState::kQueued);
+  waiting.hostId.clear();
+  waiting.bindings.clear();
+  waiting.gpuShares.clear();
+  Operation op = operation(4, OperationState::kQueued);
+  op.hostId.clear();
+  op.steps.clear();
+  op.queued = q;
+  System leased = system(1);
+  leased.leaseExpiresAt = 1'234'567;
+  {
+    auto store = open();
+    const WriterEpoch epoch = *store->claimWriter();
+    ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutSystem{leased}, PutSystem{waiting}, PutOperation{op}}, epoch));
+  }
+  auto store = open();
+  auto snap = store->load();
+  ASSERT_TRUE(snap) << snap.error().message;
+  ASSERT_EQ(snap->systems.size(), 2u);
+  EXPECT_EQ(snap->systems[0].leaseExpiresAt, 1'234'567);
+  EXPECT_EQ(snap->systems[1].state, SystemState::kQueued);
+  ASSERT_EQ(snap->unfinishedOperations.size(), 1u) << "a queued operation is unfinished: it waits again after a restart";
+  ASSERT_TRUE(snap->unfinishedOperations[0].queued);
+  EXPECT_EQ(*snap->unfinishedOperations[0].queued, q);
+
+  // Admitted: the same operation gets its host and steps, and keeps its ticket.
+  op.state = OperationState::kRunning;
+  op.hostId = "host3";
+  op.steps = operation(4, OperationState::kRunning).steps;
+  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutOperation{op}}, *store->claimWriter()));
+  auto admitted = store->getOperation(op.id);
+  ASSERT_TRUE(admitted && *admitted);
+  EXPECT_EQ((*admitted)->hostId, "host3");
+  EXPECT_EQ((*admitted)->state, OperationState::kRunning);
+  EXPECT_EQ((*admitted)->steps.size(), 3u);
+  ASSERT_TRUE((*admitted)->queued);
+  EXPECT_EQ((*admitted)->queued->priorityClass, "production");
+}
+
 TEST_P(StoreContract, ABatchIsAllOrNothing) {
   auto store = open();
   const WriterEpoch epoch = *store->claimWriter();

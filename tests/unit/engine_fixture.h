@@ -42,6 +42,8 @@ class EngineTest : public ::testing::Test {
     options.hostCallTimeout = hostCallTimeout_;
     options.quotas = quotas_;
     options.onHalt = onHalt_;
+    options.deadlineInterval = 0ms;  // leases and queue timeouts: tests call expireDeadlines() on the manual clock
+    if (configure_) configure_(options);
     engine_ = std::make_unique<Engine>(driver ? *driver : *fabric_, *store_, clock_, options);
     if (hosts_) engine_->useHostAgents(*hosts_);
     auto report = engine_->start();
@@ -88,6 +90,7 @@ class EngineTest : public ::testing::Test {
   std::chrono::milliseconds hostCallTimeout_{30'000};
   TenantQuotas quotas_;  // set before start()
   std::function<void(const std::string&)> onHalt_;  // set before start()
+  std::function<void(EngineOptions&)> configure_;   // set before start(): anything else about the engine
   HostAgents* hosts_ = nullptr;  // set before start(): the host side (none: every host trusts the fabric)
   ManualClock clock_;
   std::unique_ptr<SimulatedFabric> fabric_;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "composer/model/composition.h"
+#include "composer/model/queue.h"
 #include "composer/model/topology.h"
 #include "fabric/topology_generator.h"
 #include "tests/support/topology_builder.h"
@@ -103,6 +104,28 @@ TEST(Composition, CursorIsFirstPendingStep) {
   op.steps[1].state = StepState::kDone;
   op.steps[2].state = StepState::kDone;
   EXPECT_EQ(op.cursor(), 3u);
+}
+
+}  // namespace
+}  // namespace switchyard
+
+namespace switchyard {
+namespace {
+
+TEST(Durations, ReadTheFormsPeopleWriteAndRefuseTheRest) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(parseDuration("90s"), milliseconds(90'000));
+  EXPECT_EQ(parseDuration("30m"), milliseconds(1'800'000));
+  EXPECT_EQ(parseDuration("8h"), milliseconds(28'800'000));
+  EXPECT_EQ(parseDuration("2d"), milliseconds(172'800'000));
+  EXPECT_EQ(parseDuration("1h30m"), milliseconds(5'400'000));
+  EXPECT_EQ(parseDuration("500ms"), milliseconds(500));
+  EXPECT_EQ(parseDuration("45"), milliseconds(45'000)) << "a bare number is seconds";
+  for (const char* bad : {"", "0", "0s", "-5m", "5x", "h", "1h30", "99999999999d", "1.5h", "10y", " 5m"})
+    EXPECT_FALSE(parseDuration(bad)) << bad;
+  EXPECT_EQ(formatDuration(milliseconds(5'400'000)), "1h30m");
+  EXPECT_EQ(formatDuration(milliseconds(172'800'000)), "2d");
+  EXPECT_EQ(formatDuration(milliseconds(45'000)), "45s");
 }
 
 }  // namespace

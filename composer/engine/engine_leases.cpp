@@ -1,0 +1,122 @@
+// Deadlines (issue 40): queued requests past their timeout leave the queue, and systems past their lease
+// are decomposed through the normal safe path (host-release first: a GPU still in use is never unbound).
+// A lease decompose that fails (the host refused to let go) leaves the system whole and overdue: a
+// lease.overdue event names why, and yardd tries again every EngineOptions::leaseRetry.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/steady_timer.hpp>
+
+#include "composer/engine/engine.h"
+#include "composer/engine/engine_control.h"
+
+namespace switchyard {
+
+namespace {
+
+Caller leaseCaller() { return {"yardd (lease)", Role::kAdmin, {}}; }
+
+}  // namespace
+
+Result<System> Engine::renewLease(const Caller& caller, const std::string& idOrName, std::chrono::milliseconds lease) {
+  return onControl([&]() -> Result<System> {
+    SY_TRY(checkAccepting());
+    if (lease < std::chrono::seconds(1) || lease > options_.maxLease)
+      return fail(Code::kInvalidArgument, fmt::format("lease: between 1s and {}", formatDuration(options_.maxLease)));
+    const System* found = state_->findSystem(idOrName);
+    if (!found || !maySee(caller, found->tenant)) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
+    SY_TRY(mayChange(caller, found->tenant, "renew"));
+    if (found->state == SystemState::kQueued)
+      return fail(Code::kFailedPrecondition, fmt::format("system '{}' is queued: its lease starts when it is admitted", found->name));
+    if (found->state == SystemState::kDecomposing)
+      return fail(Code::kFailedPrecondition, fmt::format("system '{}' is being decomposed", found->name));
+    System system = *found;
+    system.leaseExpiresAt = clock_.now() + std::chrono::duration_cast<Duration>(lease).count();
+    system.updatedAt = clock_.now();
+    Mutation m;
+    m.writes.emplace_back(PutSystem{system});
+    m.events.push_back(makeEvent("lease.renewed", system.id,
+                                 fmt::format("{} ({}): lease renewed by {} for {}, until {}", system.name, system.id, caller.identity,
+                                             formatDuration(lease), formatTimestamp(system.leaseExpiresAt)),
+                                 caller.identity));
+    SY_TRY(persist(m));
+    state_->putSystem(system);
+    leaseWarned_.erase(system.id);
+    leaseRetryAt_.erase(system.id);
+    // A later end may let the queue's head in later: its promise is worked out again.
+    queueDirty_ = true;
+    return withProgress(system);
+  });
+}
+
+void Engine::expireLeases(Mutation& m, std::vector<Operation>& started) {
+  const Timestamp now = clock_.now();
+  const Timestamp warnBefore = std::chrono::duration_cast<Duration>(options_.leaseWarning).count();
+  std::vector<SystemId> due;
+  for (const auto& [id, s] : state_->systems()) {
+    if (s.leaseExpiresAt == 0 || s.state == SystemState::kQueued) continue;
+    if (now >= s.leaseExpiresAt) {
+      if (!s.activeOperation.empty()) continue;  // its operation ends first; then it is due
+      if (auto retry = leaseRetryAt_.find(id); retry != leaseRetryAt_.end() && now < retry->second) continue;
+      due.push_back(id);
+    } else if (warnBefore > 0 && now >= s.leaseExpiresAt - warnBefore && leaseWarned_.insert(id).second) {
+      m.events.push_back(makeEvent("lease.expiring", id,
+                                   fmt::format("{} ({}): lease ends at {}; `yardctl renew {} --lease DURATION` keeps it", s.name, id,
+                                               formatTimestamp(s.leaseExpiresAt), s.name)));
+    }
+  }
+  for (const auto& id : due) {
+    const System* s = state_->system(id);
+    if (s == nullptr) continue;
+    const std::string name = s->name;
+    const bool retrying = leaseRetryAt_.contains(id);
+    leaseRetryAt_[id] = now + std::chrono::duration_cast<Duration>(options_.leaseRetry).count();
+    auto op = audited(leaseCaller(), "decompose", id, {}, {}, [&] { return acceptDecompose(leaseCaller(), id); });
+    if (!op) {
+      spdlog::warn("lease of {} ({}) ended but its decompose was refused: {}; trying again in {}", name, id, op.error().message,
+                   formatDuration(options_.leaseRetry));
+      continue;
+    }
+    if (options_.metrics) options_.metrics->leaseExpiries.add({"started"});
+    m.events.push_back(makeEvent("lease.expired", id,
+                                 fmt::format("{} ({}): lease ended; {} decomposes it{}", name, id, op->id,
+                                             retrying ? " (again: the last try failed)" : "")));
+    started.push_back(*op);
+  }
+}
+
+Result<std::vector<Operation>> Engine::expireDeadlines() {
+  return onControl([&]() -> Result<std::vector<Operation>> {
+    std::vector<Operation> started;
+    if (replica_ || !accepting_ || halted_) return started;
+    const Timestamp now = clock_.now();
+    std::vector<OperationId> late;
+    for (const auto& [id, op] : queue_)
+      if (op.queued->deadline > 0 && now >= op.queued->deadline) late.push_back(id);
+    for (const auto& id : late) {
+      const Operation& op = queue_.at(id);
+      const std::string why = fmt::format("gave up after {} in the queue (--queue-timeout): {}",
+                                          formatDuration(std::chrono::milliseconds((now - op.queued->enqueuedAt) / 1'000'000)),
+                                          waitingFor_.contains(id) ? waitingFor_.at(id) : "it did not fit");
+      SY_ASSIGN(auto dropped, dropQueued(id, why, "queue.timed-out", "yardd"));
+      (void)dropped;
+    }
+    Mutation m;
+    expireLeases(m, started);
+    if (!m.events.empty()) SY_TRY(persist(m));
+    return started;
+  });
+}
+
+void Engine::scheduleDeadlines() {
+  if (halted_ || options_.deadlineInterval.count() <= 0) return;
+  pollTimer_->deadlineTimer.expires_after(options_.deadlineInterval);
+  pollTimer_->deadlineTimer.async_wait([this](const boost::system::error_code& ec) {
+    CommitPoint commit{*this};
+    if (ec || halted_) return;
+    if (auto r = expireDeadlines(); !r) spdlog::warn("leases and queue timeouts: {}", r.error().message);
+    scheduleDeadlines();
+  });
+}
+
+}  // namespace switchyard

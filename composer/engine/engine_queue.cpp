@@ -1,0 +1,376 @@
+// yardd's queue (issue 40, ADR 0017). A compose asked with `queue` that does not fit now is accepted as a
+// queued system with a queued operation, both durable; at every commit point after which capacity may
+// have freed (an operation ended, a request was cancelled or queued, a reservation let go), admitQueued
+// places the waiting requests in order and admits each that fits, in the same control-thread task: no
+// polling. Order: priority class, then the tenant's fair-share charge (GPUs held per unit of share), then
+// age. A request behind the head goes first only when it cannot delay the head (backfill): by the leases
+// we know of, the head's placement is predicted, and a request that takes none of it, or ends before it,
+// may go.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include "composer/engine/engine.h"
+#include "composer/engine/engine_control.h"
+#include "composer/packing/gpu_shares.h"
+
+namespace switchyard {
+
+namespace {
+
+PeerToPeer peerToPeerOf(std::string_view text) {
+  if (text == "required") return PeerToPeer::kRequired;
+  if (text == "none") return PeerToPeer::kNone;
+  return PeerToPeer::kPreferred;
+}
+
+std::string_view peerToPeerName(PeerToPeer p) {
+  switch (p) {
+    case PeerToPeer::kRequired: return "required";
+    case PeerToPeer::kNone: return "none";
+    case PeerToPeer::kPreferred: break;
+  }
+  return "preferred";
+}
+
+PlacementRequest placementRequestOf(const QueuedRequest& q, const std::string& tenant) {
+  PlacementRequest r;
+  r.gpuCount = q.gpuCount;
+  r.model = q.model;
+  r.minMemoryGiB = q.minMemoryGiB;
+  r.peerToPeer = peerToPeerOf(q.peerToPeer);
+  if (!q.host.empty()) r.host = q.host;
+  r.devices = q.devices;
+  r.gpuInstances = q.gpuInstances;
+  r.migCapable = q.migCapable;
+  r.gpuShareMilli = q.gpuShareMilli;
+  r.tenant = tenant;
+  return r;
+}
+
+// Requests with the same key get the same answer from the packing core on the same pool.
+std::string shapeKey(const QueuedRequest& q, const std::string& tenant) {
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", q.gpuCount, q.model, q.minMemoryGiB, q.peerToPeer, q.host, q.migCapable,
+                                q.gpuShareMilli, tenant, q.devices.size());
+  for (const auto& d : q.devices) key += "|" + d;
+  for (MigProfile p : q.gpuInstances) key += fmt::format("|{}", toString(p));
+  return key;
+}
+
+}  // namespace
+
+const PriorityClass* Engine::priorityClass(std::string_view name) const {
+  for (const auto& c : options_.priorityClasses)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+Result<QueuedRequest> Engine::queuedRequestOf(const ComposeRequest& request) const {
+  const PlacementRequest& p = request.placement;
+  QueuedRequest q;
+  q.gpuCount = p.gpuCount;
+  q.model = p.model;
+  q.minMemoryGiB = p.minMemoryGiB;
+  q.peerToPeer = std::string(peerToPeerName(p.peerToPeer));
+  q.host = p.host.value_or("");
+  q.devices = p.devices;
+  q.gpuInstances = p.gpuInstances;
+  q.migCapable = p.migCapable;
+  q.gpuShareMilli = p.gpuShareMilli;
+  const std::string className = request.priorityClass.empty() ? std::string(kDefaultPriorityClass) : request.priorityClass;
+  const PriorityClass* cls = priorityClass(className);
+  if (cls == nullptr) {
+    std::vector<std::string> known;
+    for (const auto& c : options_.priorityClasses) known.push_back(c.name);
+    return fail(Code::kInvalidArgument, fmt::format("no priority class '{}' (known: {})", className, fmt::join(known, ", ")));
+  }
+  q.priorityClass = cls->name;
+  q.priority = cls->value;
+  const auto maxWait = options_.maxLease;
+  if (request.queueTimeout.count() < 0 || request.queueTimeout > maxWait)
+    return fail(Code::kInvalidArgument, fmt::format("queue timeout: between 1s and {}", formatDuration(maxWait)));
+  if (request.lease.count() < 0 || request.lease > options_.maxLease)
+    return fail(Code::kInvalidArgument, fmt::format("lease: between 1s and {}", formatDuration(options_.maxLease)));
+  if (request.lease.count() > 0 && request.lease < std::chrono::seconds(1))
+    return fail(Code::kInvalidArgument, "lease: at least 1s");
+  q.enqueuedAt = clock_.now();
+  if (request.queueTimeout.count() > 0) q.deadline = q.enqueuedAt + std::chrono::duration_cast<Duration>(request.queueTimeout).count();
+  q.leaseSeconds = std::chrono::duration_cast<std::chrono::seconds>(request.lease).count();
+  return q;
+}
+
+Result<Operation> Engine::acceptQueued(const Caller& caller, const ComposeRequest& request, const std::string& why) {
+  if (queue_.size() >= options_.maxQueued)
+    return fail(Code::kResourceExhausted, fmt::format("it does not fit now ({}), and the queue is full ({} requests)", why, queue_.size()));
+  const std::string& tenant = request.placement.tenant;
+  const auto ofTenant = static_cast<std::size_t>(std::count_if(queue_.begin(), queue_.end(), [&](const auto& e) { return e.second.tenant == tenant; }));
+  if (ofTenant >= options_.maxQueuedPerTenant)
+    return fail(Code::kResourceExhausted, fmt::format("it does not fit now ({}), and tenant '{}' has {} request(s) queued, its most; "
+                                                      "cancel one (`yardctl queue cancel ID`) or wait",
+                                                      why, tenant, ofTenant));
+  SY_ASSIGN(QueuedRequest queued, queuedRequestOf(request));
+
+  System system;
+  system.id = fmt::format("sys-{:06}", lastSystemNumber_ + 1);
+  system.name = request.name;
+  system.tenant = tenant;
+  system.labels = request.labels;
+  system.state = SystemState::kQueued;
+  system.createdAt = system.updatedAt = clock_.now();
+  Operation op = newOperation(OperationKind::kCompose, system, caller);
+  op.state = OperationState::kQueued;
+  op.explanation = fmt::format("queued ({} class): {}", queued.priorityClass, why);
+  op.queued = std::move(queued);
+  system.activeOperation = op.id;
+
+  Mutation m;
+  m.writes.emplace_back(PutSystem{system});
+  m.writes.emplace_back(PutOperation{op});
+  if (auditing_) {
+    AuditRecord record = *auditing_;
+    record.sequence = ++lastAuditSequence_;
+    record.tenant = tenant;
+    record.operationId = op.id;
+    record.message = op.explanation;
+    m.writes.emplace_back(PutAudit{std::move(record)});
+  }
+  m.events.push_back(makeEvent("queue.entered", op.id,
+                               fmt::format("{} ({}) for {} waits in the queue, {} class: {}", request.name, describeShape(*op.queued),
+                                           caller.identity, op.queued->priorityClass, why),
+                               caller.identity));
+  for (auto& e : m.events) e.tenant = tenant;
+  SY_TRY(persist(m));
+  ++lastSystemNumber_;
+  state_->putSystem(system);
+  spdlog::info("{} compose of {} for {} queued ({} class): {}", op.id, request.name, caller.identity, op.queued->priorityClass, why);
+  if (options_.metrics) options_.metrics->queued.add({op.queued->priorityClass});
+  queue_.emplace(op.id, op);
+  queueDirty_ = queueChanged_ = true;
+  return op;
+}
+
+PlacementDecision Engine::placeQueued(const Operation& op, const Pool* pool) {
+  PlacementRequest wanted = placementRequestOf(*op.queued, op.tenant);
+  if (wanted.gpuShareMilli != 0) wanted = freshGpuForShare(wanted);
+  if (pool != nullptr) return place(*placement_, *pool, wanted);
+  return place(*placement_, state_->pool(), wanted, &state_->placementIndex());
+}
+
+std::optional<std::string> Engine::delaysHead(const Placement& placement, std::int64_t leaseSeconds) {
+  if (!headShadow_ || headShadow_->at == 0) return std::nullopt;  // no lease we know of lets the head in: nothing to delay
+  const HeadShadow& head = *headShadow_;
+  if (leaseSeconds > 0 && clock_.now() + leaseSeconds * 1'000'000'000LL <= head.at) return std::nullopt;  // ends before it starts
+  auto headName = [&] {
+    auto it = queue_.find(head.head);
+    const System* s = it == queue_.end() ? nullptr : state_->system(it->second.systemId);
+    return s ? fmt::format("{} ({})", s->name, head.head) : head.head;
+  };
+  if (placement.hostId == head.placement.hostId)
+    return fmt::format("it would take host {}, which the queue's head {} gets at {} when leases end", placement.hostId, headName(),
+                       formatTimestamp(head.at));
+  for (const auto& d : placement.devices)
+    for (const auto& h : head.placement.devices)
+      if (d.deviceId == h.deviceId)
+        return fmt::format("it would take {}, which the queue's head {} gets at {} when leases end", d.deviceId, headName(),
+                           formatTimestamp(head.at));
+  return std::nullopt;
+}
+
+void Engine::admitQueued() {
+  queueDirty_ = false;
+  if (queue_.empty()) {
+    if (headShadow_) queueChanged_ = true;
+    headShadow_.reset();
+    return;
+  }
+  if (!accepting_ || halted_ || replica_ || !storeFailure_.empty()) return;
+  const auto started = std::chrono::steady_clock::now();
+
+  // Fair share: each tenant's GPUs held now, per unit of its share.
+  std::map<std::string, double, std::less<>> charge;
+  for (const auto& [id, op] : queue_) charge.emplace(op.tenant, 0.0);
+  for (const auto& [id, s] : state_->systems()) {
+    auto it = charge.find(s.tenant);
+    if (it == charge.end()) continue;
+    for (const auto& b : s.bindings)
+      if (const Device* d = state_->index().device(b.deviceId); d && d->kind == DeviceKind::kGpu) it->second += 1.0;
+  }
+  for (auto& [tenant, c] : charge) {
+    auto share = options_.tenantShares.find(tenant);
+    c /= share == options_.tenantShares.end() || share->second <= 0 ? 1.0 : share->second;
+  }
+  std::vector<const Operation*> order;
+  order.reserve(queue_.size());
+  for (const auto& [id, op] : queue_) order.push_back(&op);
+  std::sort(order.begin(), order.end(), [&](const Operation* a, const Operation* b) {
+    if (a->queued->priority != b->queued->priority) return a->queued->priority > b->queued->priority;
+    const double ca = charge[a->tenant], cb = charge[b->tenant];
+    if (ca != cb) return ca < cb;
+    if (a->queued->enqueuedAt != b->queued->enqueuedAt) return a->queued->enqueuedAt < b->queued->enqueuedAt;
+    return a->id < b->id;
+  });
+  std::vector<OperationId> ids;
+  ids.reserve(order.size());
+  for (const Operation* op : order) ids.push_back(op->id);
+
+  headShadow_.reset();
+  waitingFor_.clear();
+  std::map<std::string, std::string> failedShapes;  // shape -> why it does not fit: the same answer for the same shape
+  std::size_t admitted = 0;
+  for (const auto& id : ids) {
+    auto it = queue_.find(id);
+    if (it == queue_.end()) continue;
+    const Operation& op = it->second;
+    const std::string key = shapeKey(*op.queued, op.tenant);
+    if (auto failed = failedShapes.find(key); failed != failedShapes.end()) {
+      waitingFor_[id] = failed->second;
+      continue;
+    }
+    PlacementDecision decision = placeQueued(op);
+    if (!decision.placement) {
+      const std::string why = decision.error ? decision.error->message : "it does not fit";
+      failedShapes.emplace(key, why);
+      waitingFor_[id] = why;
+      if (!headShadow_) {
+        // The head: when, by the leases we know of, could it go, and where? Feasibility only grows as
+        // leased systems end, so a binary search over them in expiry order finds the first moment.
+        headShadow_ = HeadShadow{id, 0, {}};
+        std::vector<const System*> leased;
+        for (const auto& [sid, s] : state_->systems())
+          if (s.leaseExpiresAt > 0 && !s.hostId.empty()) leased.push_back(&s);
+        std::sort(leased.begin(), leased.end(), [](const System* a, const System* b) { return a->leaseExpiresAt < b->leaseExpiresAt; });
+        auto freedUntil = [&](std::size_t n) {
+          Pool pool = state_->pool();
+          for (std::size_t i = 0; i < n; ++i) {
+            const int hi = pool.hostIndex(leased[i]->hostId);
+            for (const auto& b : leased[i]->bindings)
+              if (const int di = pool.deviceIndex(b.deviceId); di >= 0) {
+                pool.setFree(di, true);
+                if (hi >= 0) pool.addAttached(hi, -1);
+              }
+            if (hi >= 0) pool.setInSystem(hi, false);
+          }
+          return placeQueued(op, &pool);
+        };
+        std::size_t lo = 1, hi = leased.size();
+        std::optional<Placement> best;
+        while (lo <= hi && hi > 0) {
+          const std::size_t mid = lo + (hi - lo) / 2;
+          auto d = freedUntil(mid);
+          if (d.placement) {
+            best = std::move(d.placement);
+            headShadow_->at = leased[mid - 1]->leaseExpiresAt;
+            hi = mid - 1;
+          } else {
+            lo = mid + 1;
+          }
+        }
+        if (best) headShadow_->placement = std::move(*best);
+        else headShadow_->at = 0;
+      }
+      continue;
+    }
+    const Placement& placement = *decision.placement;
+    if (auto quota = checkQuota(op.tenant, 0, gpusAmong(placement.devices)); !quota) {
+      waitingFor_[id] = quota.error().message;
+      continue;
+    }
+    if (auto policy = hostPolicy(placement.hostId); !policy) {
+      waitingFor_[id] = policy.error().message;
+      continue;
+    }
+    if (auto why = delaysHead(placement, op.queued->leaseSeconds)) {
+      waitingFor_[id] = *why;
+      continue;
+    }
+    Operation admitting = op;
+    if (auto r = admit(admitting, placement); !r) {
+      if (r.error().code == Code::kUnavailable) return;  // the store failed: the engine has halted
+      waitingFor_[id] = r.error().message;
+      continue;
+    }
+    ++admitted;
+  }
+  queueOrder_.clear();
+  for (const auto& id : ids)
+    if (queue_.contains(id)) queueOrder_.push_back(id);
+  queueChanged_ = true;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (options_.metrics) options_.metrics->queuePassSeconds.observe({}, seconds);
+  if (admitted > 0) spdlog::info("queue: admitted {} request(s), {} waiting ({:.1f} ms)", admitted, queue_.size(), seconds * 1e3);
+}
+
+Result<Operation> Engine::dropQueued(const OperationId& id, const std::string& why, const std::string& eventType, const std::string& actor) {
+  auto it = queue_.find(id);
+  if (it == queue_.end()) return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", id));
+  Operation op = it->second;
+  op.state = OperationState::kFailed;
+  op.error = why;
+  op.updatedAt = clock_.now();
+  Mutation m;
+  if (const System* s = state_->system(op.systemId)) {
+    System dropped = *s;
+    dropped.state = SystemState::kFailed;
+    dropped.activeOperation.clear();
+    dropped.updatedAt = op.updatedAt;
+    m.writes.emplace_back(PutSystem{dropped});
+  }
+  m.writes.emplace_back(PutOperation{op, false, {}});
+  if (auditing_) {
+    AuditRecord record = *auditing_;
+    record.sequence = ++lastAuditSequence_;
+    record.tenant = op.tenant;
+    record.operationId = op.id;
+    record.message = why;
+    m.writes.emplace_back(PutAudit{std::move(record)});
+  }
+  m.writes.emplace_back(PutAuditOutcome{op.id, eventType == "queue.cancelled" ? "cancelled" : "failed", op.updatedAt});
+  m.events.push_back(makeEvent(eventType, op.id, fmt::format("compose {} left the queue: {}", op.id, why), actor));
+  for (auto& e : m.events) e.tenant = op.tenant;
+  SY_TRY(persist(m));
+  if (const System* s = state_->system(op.systemId)) {
+    System dropped = *s;
+    dropped.state = SystemState::kFailed;
+    state_->putSystem(dropped);
+  }
+  queue_.erase(id);
+  waitingFor_.erase(id);
+  if (options_.metrics)
+    options_.metrics->queueWaitSeconds.observe({op.queued->priorityClass, "left"},
+                                               static_cast<double>(op.updatedAt - op.queued->enqueuedAt) / 1e9);
+  spdlog::info("{} left the queue: {}", op.id, why);
+  completeWaiters(id, op);
+  queueDirty_ = queueChanged_ = true;  // it may have been the head: what waited behind it may go now
+  return op;
+}
+
+Result<std::vector<QueueEntry>> Engine::listQueue() const {
+  SY_ASSIGN(auto view, readableView());
+  return view->queue ? *view->queue : std::vector<QueueEntry>{};
+}
+
+Result<Operation> Engine::cancelQueued(const Caller& caller, const std::string& idOrName) {
+  return onControl([&] {
+    return audited(caller, "cancel", idOrName, {}, {}, [&]() -> Result<Operation> {
+      SY_TRY(checkAccepting());
+      OperationId id;
+      if (queue_.contains(idOrName)) {
+        id = idOrName;
+      } else if (const System* s = state_->findSystem(idOrName); s && s->state == SystemState::kQueued) {
+        id = s->activeOperation;
+      }
+      auto it = queue_.find(id);
+      if (it == queue_.end() || !maySee(caller, it->second.tenant))
+        return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", idOrName));
+      SY_TRY(mayChange(caller, it->second.tenant, "cancel"));
+      return dropQueued(id, fmt::format("cancelled by {}", caller.identity), "queue.cancelled", caller.identity);
+    });
+  });
+}
+
+}  // namespace switchyard

@@ -1,0 +1,82 @@
+#include "composer/model/queue.h"
+
+#include <cctype>
+#include <charconv>
+#include <fmt/format.h>
+
+namespace switchyard {
+
+const std::vector<PriorityClass>& defaultPriorityClasses() {
+  static const std::vector<PriorityClass> kClasses{{"production", 1000, false}, {"batch", 100, false}, {"spot", 0, true}};
+  return kClasses;
+}
+
+std::string describeShape(const QueuedRequest& q) {
+  if (q.gpuShareMilli != 0) return fmt::format("share {}m", q.gpuShareMilli);
+  if (!q.gpuInstances.empty()) return fmt::format("{} MIG instance(s)", q.gpuInstances.size());
+  if (!q.devices.empty()) return fmt::format("{} named device(s)", q.devices.size());
+  return fmt::format("{} GPU(s){}", q.gpuCount, q.model.empty() ? "" : " " + q.model);
+}
+
+std::optional<std::chrono::milliseconds> parseDuration(std::string_view text) {
+  using std::chrono::milliseconds;
+  if (text.empty() || text.size() > 32) return std::nullopt;
+  constexpr std::int64_t kMax = 10LL * 365 * 24 * 3600 * 1000;
+  std::int64_t total = 0;
+  std::size_t i = 0;
+  bool bare = true;
+  while (i < text.size()) {
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(text.data() + i, text.data() + text.size(), n);
+    if (ec != std::errc{} || end == text.data() + i || n < 0) return std::nullopt;
+    i = static_cast<std::size_t>(end - text.data());
+    std::int64_t unit = 1000;  // a bare number is seconds
+    if (i < text.size()) {
+      bare = false;
+      const std::string_view rest = text.substr(i);
+      if (rest.starts_with("ms")) {
+        unit = 1;
+        i += 2;
+      } else {
+        switch (text[i]) {
+          case 's': unit = 1000; break;
+          case 'm': unit = 60'000; break;
+          case 'h': unit = 3'600'000; break;
+          case 'd': unit = 86'400'000; break;
+          default: return std::nullopt;
+        }
+        ++i;
+      }
+    } else if (!bare) {
+      return std::nullopt;  // "1h30": a number without its unit after a unit
+    }
+    if (n > kMax / unit) return std::nullopt;
+    total += n * unit;
+    if (total > kMax) return std::nullopt;
+  }
+  if (total <= 0) return std::nullopt;
+  return milliseconds(total);
+}
+
+std::string formatDuration(std::chrono::milliseconds d) {
+  std::int64_t ms = d.count();
+  if (ms < 1000) return fmt::format("{}ms", ms);
+  std::int64_t s = ms / 1000;
+  std::string out;
+  if (s >= 86'400) {
+    out += fmt::format("{}d", s / 86'400);
+    s %= 86'400;
+  }
+  if (s >= 3600) {
+    out += fmt::format("{}h", s / 3600);
+    s %= 3600;
+  }
+  if (s >= 60) {
+    out += fmt::format("{}m", s / 60);
+    s %= 60;
+  }
+  if (s > 0 || out.empty()) out += fmt::format("{}s", s);
+  return out;
+}
+
+}  // namespace switchyard

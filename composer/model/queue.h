@@ -1,0 +1,60 @@
+// yardd's queue (issue 40, ADR 0017): a compose asked with --queue that does not fit now waits as a queued
+// system with a queued operation, both durable, until the moment capacity frees. What it waits with:
+// the request as asked, its priority class and its deadlines. Leases and durations live here too.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "composer/model/clock.h"
+#include "composer/model/mig.h"
+#include "composer/model/topology.h"
+
+namespace switchyard {
+
+// A priority class (yardd --priority-class): a higher value is admitted first; a preemptible class's
+// systems may be taken back for a higher class's request (not yet done: see docs/operations.md).
+struct PriorityClass {
+  std::string name;
+  int value = 0;
+  bool preemptible = false;
+};
+
+// The classes yardd knows when none are configured: production 1000, batch 100 (the default), spot 0
+// (preemptible).
+[[nodiscard]] const std::vector<PriorityClass>& defaultPriorityClasses();
+inline constexpr std::string_view kDefaultPriorityClass = "batch";
+
+// What a queued compose asked for, as the packing core takes it (PlacementRequest's stored form).
+struct QueuedRequest {
+  int gpuCount = 0;
+  std::string model;
+  int minMemoryGiB = 0;
+  std::string peerToPeer = "preferred";  // required, preferred, none
+  std::string host;                      // pinned host; empty: any
+  std::vector<DeviceId> devices;         // named devices
+  std::vector<MigProfile> gpuInstances;  // MIG instances instead of whole GPUs
+  bool migCapable = false;
+  int gpuShareMilli = 0;
+  std::string priorityClass{kDefaultPriorityClass};
+  int priority = 100;               // the class's value when it was queued
+  Timestamp enqueuedAt = 0;
+  Timestamp deadline = 0;           // given up at this time (--queue-timeout); 0: waits until cancelled
+  std::int64_t leaseSeconds = 0;    // the system's lease once admitted; 0: none
+  friend bool operator==(const QueuedRequest&, const QueuedRequest&) = default;
+};
+
+// "4 GPU(s) H100", "share 250m", "2 MIG instance(s)": what a queued request asks for, for people.
+[[nodiscard]] std::string describeShape(const QueuedRequest& q);
+
+// "90s", "30m", "8h", "2d", "1h30m", "500ms"; a bare number is seconds. Nothing for anything else,
+// for zero or negative, or for more than 10 years.
+[[nodiscard]] std::optional<std::chrono::milliseconds> parseDuration(std::string_view text);
+// The inverse, for people: "1h30m", "45s", "2d".
+[[nodiscard]] std::string formatDuration(std::chrono::milliseconds d);
+
+}  // namespace switchyard

@@ -1,0 +1,53 @@
+#include "inventory/queued_codec.h"
+
+#include <fmt/format.h>
+
+namespace switchyard {
+
+nlohmann::json queuedToJson(const QueuedRequest& q) {
+  nlohmann::json instances = nlohmann::json::array();
+  for (MigProfile p : q.gpuInstances) instances.push_back(std::string(toString(p)));
+  return nlohmann::json{{"gpus", q.gpuCount},
+                        {"model", q.model},
+                        {"minMemoryGiB", q.minMemoryGiB},
+                        {"p2p", q.peerToPeer},
+                        {"host", q.host},
+                        {"devices", q.devices},
+                        {"instances", instances},
+                        {"migCapable", q.migCapable},
+                        {"shareMilli", q.gpuShareMilli},
+                        {"class", q.priorityClass},
+                        {"priority", q.priority},
+                        {"enqueuedAt", q.enqueuedAt},
+                        {"deadline", q.deadline},
+                        {"leaseSeconds", q.leaseSeconds}};
+}
+
+Result<QueuedRequest> queuedFromJson(const nlohmann::json& j, std::string_view what) {
+  try {
+    QueuedRequest q;
+    q.gpuCount = j.at("gpus").get<int>();
+    q.model = j.value("model", "");
+    q.minMemoryGiB = j.value("minMemoryGiB", 0);
+    q.peerToPeer = j.value("p2p", "preferred");
+    q.host = j.value("host", "");
+    q.devices = j.value("devices", std::vector<std::string>{});
+    for (const auto& p : j.value("instances", nlohmann::json::array())) {
+      auto profile = parseMigProfile(p.get<std::string>());
+      if (!profile) return fail(Code::kInternal, fmt::format("{}: unknown MIG profile {}", what, p.dump()));
+      q.gpuInstances.push_back(*profile);
+    }
+    q.migCapable = j.value("migCapable", false);
+    q.gpuShareMilli = j.value("shareMilli", 0);
+    q.priorityClass = j.value("class", std::string(kDefaultPriorityClass));
+    q.priority = j.value("priority", 100);
+    q.enqueuedAt = j.value("enqueuedAt", Timestamp{0});
+    q.deadline = j.value("deadline", Timestamp{0});
+    q.leaseSeconds = j.value("leaseSeconds", std::int64_t{0});
+    return q;
+  } catch (const nlohmann::json::exception& e) {
+    return fail(Code::kInternal, fmt::format("{}: the queued request is damaged ({})", what, e.what()));
+  }
+}
+
+}  // namespace switchyard

@@ -1,0 +1,289 @@
+// The queue and leases (engine_queue.cpp, engine_leases.cpp; ADR 0017): a compose that does not fit waits
+// durably and is admitted in the same control step that frees capacity, in priority, fair-share and age
+// order, without a later request taking what the head has been promised; leases end systems through the
+// normal decompose path.
+#include <gtest/gtest.h>
+
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+class EngineQueueTest : public EngineTest {
+ protected:
+  static ComposeRequest want(const std::string& name, int gpus, bool queue = false) {
+    ComposeRequest r{name, {}, {}};
+    r.placement.gpuCount = gpus;
+    r.queue = queue;
+    return r;
+  }
+  static ComposeRequest queued(const std::string& name, int gpus, std::string priorityClass = {}, std::string tenant = "default") {
+    auto r = want(name, gpus, true);
+    r.priorityClass = std::move(priorityClass);
+    r.placement.tenant = std::move(tenant);
+    return r;
+  }
+  Operation enqueue(const ComposeRequest& r, const Caller& caller = Caller::local()) {
+    auto op = engine_->compose(caller, r);
+    EXPECT_TRUE(op) << op.error().message;
+    if (!op) return {};
+    EXPECT_EQ(op->state, OperationState::kQueued) << r.name << ": " << op->explanation;
+    return *op;
+  }
+  Operation composeWith(ComposeRequest r) { return run(engine_->compose(Caller::local(), r)); }
+  Operation finished(const OperationId& id) {
+    auto op = engine_->waitOperation(id, 10s);
+    EXPECT_TRUE(op) << op.error().message;
+    return op ? *op : Operation{};
+  }
+  std::vector<std::string> queueNames() {
+    std::vector<std::string> out;
+    for (const auto& e : *engine_->listQueue()) out.push_back(e.name);
+    return out;
+  }
+};
+
+TEST_F(EngineQueueTest, ARequestThatDoesNotFitWaitsAndIsAdmittedWhenADecomposeFreesCapacity) {
+  start();
+  compose("a", 8);
+  compose("b", 8);
+  auto refused = engine_->compose(Caller::local(), want("c", 8));
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kResourceExhausted) << "without --queue, a request that does not fit is refused as before";
+
+  const Operation waiting = enqueue(want("c", 8, true));
+  EXPECT_TRUE(waiting.queued.has_value());
+  EXPECT_TRUE(waiting.steps.empty());
+  auto system = engine_->getSystem("c");
+  ASSERT_TRUE(system);
+  EXPECT_EQ(system->state, SystemState::kQueued);
+  EXPECT_TRUE(system->hostId.empty());
+  const auto queue = *engine_->listQueue();
+  ASSERT_EQ(queue.size(), 1u);
+  EXPECT_EQ(queue[0].position, 1u);
+  EXPECT_EQ(queue[0].operationId, waiting.id);
+  EXPECT_NE(queue[0].waitingFor.find("8 GPU"), std::string::npos) << queue[0].waitingFor;
+  auto stillQueued = engine_->waitOperation(waiting.id, 10ms);
+  ASSERT_TRUE(stillQueued);
+  EXPECT_EQ(stillQueued->state, OperationState::kQueued) << "a wait on a queued request times out with it still queued";
+  auto name = engine_->compose(Caller::local(), want("c", 1));
+  ASSERT_FALSE(name);
+  EXPECT_EQ(name.error().code, Code::kAlreadyExists) << "a queued system holds its name";
+
+  run(engine_->decompose(Caller::local(), "a"));
+  const Operation admitted = finished(waiting.id);
+  EXPECT_EQ(admitted.state, OperationState::kSucceeded) << admitted.error;
+  EXPECT_NE(admitted.explanation.find("admitted from the queue"), std::string::npos) << admitted.explanation;
+  EXPECT_EQ(engine_->getSystem("c")->state, SystemState::kComposed);
+  EXPECT_EQ(engine_->getSystem("c")->bindings.size(), 8u);
+  EXPECT_TRUE(engine_->listQueue()->empty());
+  const auto types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "queue.entered"), types.end());
+  EXPECT_NE(std::find(types.begin(), types.end(), "queue.admitted"), types.end());
+}
+
+TEST_F(EngineQueueTest, AHigherPriorityClassGoesFirstWhateverItsAge) {
+  start();
+  compose("a", 8);
+  compose("b", 8);
+  enqueue(queued("old-batch", 8, "batch"));
+  enqueue(queued("new-production", 8, "production"));
+  enqueue(queued("spot", 8, "spot"));
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"new-production", "old-batch", "spot"}));
+  const auto queue = *engine_->listQueue();
+  EXPECT_EQ(queue[0].request.priorityClass, "production");
+  EXPECT_EQ(queue[0].request.priority, 1000);
+
+  run(engine_->decompose(Caller::local(), "a"));
+  EXPECT_EQ(finished(queue[0].operationId).state, OperationState::kSucceeded);
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"old-batch", "spot"}));
+}
+
+TEST_F(EngineQueueTest, WithinAClassTheTenantHoldingLessOfItsShareGoesFirst) {
+  configure_ = [](EngineOptions& o) { o.tenantShares = {{"team-a", 1.0}, {"team-b", 1.0}}; };
+  start();
+  auto a = want("a", 8);
+  a.placement.tenant = "team-a";
+  composeWith(a);
+  compose("b", 8);  // the default tenant's
+  enqueue(queued("a-more", 8, "batch", "team-a"));  // older, but team-a holds 8 GPUs
+  enqueue(queued("b-first", 8, "batch", "team-b"));  // team-b holds none
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-first", "a-more"}));
+  run(engine_->decompose(Caller::local(), "b"));
+  EXPECT_NE(engine_->getSystem("b-first")->state, SystemState::kQueued) << "admitted ahead of the older request";
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-more"}));
+}
+
+TEST_F(EngineQueueTest, CancellingFreesTheNameAndTimeoutsGiveUpOnTheEnginesClock) {
+  start();
+  compose("a", 8);
+  compose("b", 8);
+  const Operation c = enqueue(want("c", 8, true));
+  auto cancelled = engine_->cancelQueued(Caller::local(), "c");
+  ASSERT_TRUE(cancelled) << cancelled.error().message;
+  EXPECT_EQ(cancelled->state, OperationState::kFailed);
+  EXPECT_NE(cancelled->error.find("cancelled by local"), std::string::npos) << cancelled->error;
+  EXPECT_EQ(finished(c.id).state, OperationState::kFailed) << "waiters hear of the cancel";
+  EXPECT_FALSE(engine_->getSystem("c")) << "the queued system is gone";
+  EXPECT_TRUE(engine_->listQueue()->empty());
+  auto again = engine_->cancelQueued(Caller::local(), c.id);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Code::kNotFound);
+
+  auto timed = want("c", 8, true);  // the name is free again
+  timed.queueTimeout = 30s;
+  const Operation t = enqueue(timed);
+  clock_.advance(29s);
+  ASSERT_TRUE(engine_->expireDeadlines());
+  EXPECT_EQ(engine_->listQueue()->size(), 1u);
+  clock_.advance(2s);
+  ASSERT_TRUE(engine_->expireDeadlines());
+  const Operation gaveUp = finished(t.id);
+  EXPECT_EQ(gaveUp.state, OperationState::kFailed);
+  EXPECT_NE(gaveUp.error.find("gave up after 31s"), std::string::npos) << gaveUp.error;
+  EXPECT_TRUE(engine_->listQueue()->empty());
+
+  // Decomposing a queued system cancels its request too.
+  const Operation d = enqueue(want("d", 8, true));
+  auto viaDecompose = engine_->decompose(Caller::local(), "d");
+  ASSERT_TRUE(viaDecompose) << viaDecompose.error().message;
+  EXPECT_EQ(viaDecompose->id, d.id);
+  EXPECT_EQ(finished(d.id).state, OperationState::kFailed);
+}
+
+TEST_F(EngineQueueTest, TheQueueSurvivesARestartAndIsAdmittedAfterIt) {
+  start();
+  compose("a", 8);
+  compose("b", 8);
+  const Operation c = enqueue(queued("c", 8, "production"));
+  start();  // a restart over the same store
+  const auto queue = *engine_->listQueue();
+  ASSERT_EQ(queue.size(), 1u);
+  EXPECT_EQ(queue[0].operationId, c.id);
+  EXPECT_EQ(queue[0].request.priorityClass, "production");
+  EXPECT_EQ(engine_->getSystem("c")->state, SystemState::kQueued);
+  run(engine_->decompose(Caller::local(), "a"));
+  EXPECT_EQ(finished(c.id).state, OperationState::kSucceeded);
+}
+
+TEST_F(EngineQueueTest, ALaterRequestDoesNotTakeWhatTheHeadIsPromisedUnlessItEndsFirst) {
+  start();
+  auto leased = want("b", 8);
+  leased.lease = 1h;
+  composeWith(leased);  // one whole switch, back in an hour
+  compose("a", 4);      // four of the other; four left free
+  const Operation head = enqueue(want("big", 12, true));  // fits when b's lease ends: b's 8 and the free 4
+
+  auto plain = engine_->compose(Caller::local(), want("small", 4));
+  ASSERT_FALSE(plain) << "the free four are the head's once b ends";
+  EXPECT_EQ(plain.error().code, Code::kResourceExhausted);
+  EXPECT_NE(plain.error().message.find("queue's head"), std::string::npos) << plain.error().message;
+  EXPECT_NE(plain.error().message.find("--queue"), std::string::npos) << plain.error().message;
+  enqueue(want("small", 4, true));
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"big", "small"}));
+  EXPECT_NE(engine_->listQueue()->at(1).waitingFor.find("queue's head"), std::string::npos);
+
+  auto shortJob = want("short", 4);
+  shortJob.lease = 30min;  // back before the head can start: it delays nothing
+  composeWith(shortJob);
+
+  clock_.advance(31min);
+  ASSERT_TRUE(engine_->expireDeadlines());  // short's lease ends: decomposed
+  clock_.advance(30min);
+  auto started = engine_->expireDeadlines();  // b's lease ends
+  ASSERT_TRUE(started);
+  for (const auto& op : *started) finished(op.id);
+  EXPECT_EQ(finished(head.id).state, OperationState::kSucceeded) << "the head got what it was promised";
+  EXPECT_EQ(engine_->getSystem("big")->bindings.size(), 12u);
+}
+
+TEST_F(EngineQueueTest, ALeaseEndsInADecomposeWithAWarningFirstAndRenewMovesIt) {
+  start();
+  auto leased = want("a", 8);
+  leased.lease = 20min;
+  composeWith(leased);
+  auto system = *engine_->getSystem("a");
+  EXPECT_EQ(system.leaseExpiresAt, system.createdAt + std::chrono::duration_cast<Duration>(20min).count());
+  compose("b", 8);
+  const Operation waiting = enqueue(want("c", 8, true));
+
+  clock_.advance(11min);
+  ASSERT_TRUE(engine_->expireDeadlines());
+  auto types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "lease.expiring"), types.end()) << "ten minutes before the end";
+  EXPECT_EQ(std::count(types.begin(), types.end(), "lease.expiring"), 1);
+  ASSERT_TRUE(engine_->expireDeadlines());
+  types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "lease.expiring"), 1) << "warned once";
+
+  auto renewed = engine_->renewLease(Caller::local(), "a", 1h);
+  ASSERT_TRUE(renewed) << renewed.error().message;
+  EXPECT_EQ(renewed->leaseExpiresAt, clock_.now() + std::chrono::duration_cast<Duration>(1h).count());
+  clock_.advance(10min);
+  EXPECT_TRUE(engine_->expireDeadlines()->empty()) << "renewed: not due";
+
+  clock_.advance(51min);
+  auto started = engine_->expireDeadlines();
+  ASSERT_TRUE(started);
+  ASSERT_EQ(started->size(), 1u);
+  EXPECT_EQ(started->front().kind, OperationKind::kDecompose);
+  EXPECT_EQ(started->front().requestedBy.identity, "yardd (lease)");
+  EXPECT_EQ(finished(started->front().id).state, OperationState::kSucceeded);
+  EXPECT_FALSE(engine_->getSystem("a"));
+  EXPECT_EQ(finished(waiting.id).state, OperationState::kSucceeded) << "the lease's GPUs went to the queue at once";
+  types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "lease.expired"), types.end());
+}
+
+TEST_F(EngineQueueTest, BadClassesDurationsAndFloodsAreRefusedWithNothingQueued) {
+  configure_ = [](EngineOptions& o) {
+    o.maxQueuedPerTenant = 2;
+    o.maxLease = std::chrono::hours(24);
+  };
+  start();
+  compose("a", 8);
+  compose("b", 8);
+  auto badClass = queued("x", 8, "vip");
+  auto r = engine_->compose(Caller::local(), badClass);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Code::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("production, batch, spot"), std::string::npos) << r.error().message;
+  auto longLease = want("x", 8, true);
+  longLease.lease = std::chrono::hours(25);
+  r = engine_->compose(Caller::local(), longLease);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Code::kInvalidArgument);
+  EXPECT_FALSE(engine_->renewLease(Caller::local(), "a", std::chrono::hours(48)));
+  EXPECT_TRUE(engine_->listQueue()->empty());
+
+  enqueue(want("q1", 8, true));
+  enqueue(want("q2", 8, true));
+  r = engine_->compose(Caller::local(), want("q3", 8, true));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Code::kResourceExhausted);
+  EXPECT_NE(r.error().message.find("its most"), std::string::npos) << r.error().message;
+  EXPECT_EQ(engine_->listQueue()->size(), 2u);
+  EXPECT_FALSE(engine_->getSystem("q3"));
+}
+
+TEST_F(EngineQueueTest, ATenantCannotSeeOrCancelAnotherTenantsQueuedRequest) {
+  start();
+  compose("a", 8);
+  compose("b", 8);
+  const Caller alice{"alice", Role::kTenant, "team-a"};
+  const Caller bob{"bob", Role::kTenant, "team-b"};
+  const Operation mine = enqueue(queued("alices", 8, "batch", "team-a"), alice);
+  for (const std::string& id : {mine.id, std::string("alices")}) {
+    auto r = engine_->cancelQueued(bob, id);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Code::kNotFound) << "not even told it exists";
+  }
+  auto viewer = engine_->cancelQueued({"val", Role::kViewer, {}}, mine.id);
+  ASSERT_FALSE(viewer);
+  EXPECT_EQ(viewer.error().code, Code::kPermissionDenied);
+  EXPECT_EQ(engine_->listQueue()->size(), 1u);
+  ASSERT_TRUE(engine_->cancelQueued(alice, mine.id));
+}
+
+}  // namespace
+}  // namespace switchyard
