@@ -1,4 +1,5 @@
 #include "composer/auth/identities.h"
+#include "composer/model/queue.h"
 
 #include <fmt/format.h>
 #include <openssl/crypto.h>
@@ -112,12 +113,30 @@ Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std
       const std::string where = fmt::format("{}: tenant '{}'", source, tenant);
       if (!printableName(tenant)) return fail(Code::kInvalidArgument, fmt::format("{}: 1-128 printable characters", where));
       if (!quota.is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: expected an object of limits", where));
+      static const std::set<std::string> kKeys{"max_gpus", "max_systems", "share", "max_queued", "default_lease", "max_lease"};
       for (const auto& [key, v] : quota.items())
-        if (key != "max_gpus" && key != "max_systems")
-          return fail(Code::kInvalidArgument, fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems)", where, key));
+        if (!kKeys.contains(key))
+          return fail(Code::kInvalidArgument,
+                      fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems, share, max_queued, default_lease, max_lease)", where, key));
       TenantQuota q;
       SY_ASSIGN(q.maxGpus, limit(quota, "max_gpus", where));
       SY_ASSIGN(q.maxSystems, limit(quota, "max_systems", where));
+      SY_ASSIGN(q.maxQueued, limit(quota, "max_queued", where));
+      if (quota.contains("share")) {
+        const json& v = quota.at("share");
+        if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1e6)
+          return fail(Code::kInvalidArgument, fmt::format("{}: share must be a positive number (a fair-share weight; 1 when unset)", where));
+        q.share = v.get<double>();
+      }
+      for (auto [key, field] : {std::pair{"default_lease", &q.defaultLease}, std::pair{"max_lease", &q.maxLease}}) {
+        if (!quota.contains(key)) continue;
+        const json& v = quota.at(key);
+        const auto d = v.is_string() ? parseDuration(v.get<std::string>()) : std::nullopt;
+        if (!d) return fail(Code::kInvalidArgument, fmt::format("{}: {} must be a duration such as \"8h\" or \"2d\"", where, key));
+        *field = *d;
+      }
+      if (q.defaultLease && q.maxLease && *q.defaultLease > *q.maxLease)
+        return fail(Code::kInvalidArgument, fmt::format("{}: default_lease is longer than max_lease", where));
       out->quotas_.emplace(tenant, q);
     }
   }

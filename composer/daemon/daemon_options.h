@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "composer/model/queue.h"
 #include "composer/packing/composable_model.h"
 
 namespace switchyard {
@@ -55,6 +56,8 @@ struct DaemonOptions {
   std::filesystem::path metricsCert;
   std::filesystem::path metricsKey;
   double capacitySampleSeconds = 60;        // how often the dashboard's capacity history is sampled
+  std::vector<std::string> priorityClasses;  // NAME=VALUE[:preemptible]; empty: production, batch, spot
+  std::string leaseWarning = "10m";          // lease.expiring this long before a lease ends
   std::vector<std::string> hostPolicies;     // HOST=POLICY
   std::string hostPolicyDefault = "unset";   // for hosts no agent serves and no --host-policy names
   bool simHostAgents = true;                 // simulated driver: in-process simulated agents serve every host
@@ -215,6 +218,14 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->check(CLI::Range(0.1, 86400.0))
       ->capture_default_str()
       ->group("Metrics and dashboard");
+  app.add_option("--priority-class", o.priorityClasses,
+                 "NAME=VALUE[:preemptible], a priority class of the queue (repeatable; replaces the built-in production=1000, "
+                 "batch=100 and spot=0:preemptible). A higher value is admitted first; 'batch' must be one of them: it is the default")
+      ->group("Queue and leases");
+  app.add_option("--lease-warning", o.leaseWarning, "A lease.expiring event this long before a system's lease ends (90s, 30m, 8h)")
+      ->check(CLI::Validator([](std::string& v) { return parseDuration(v) ? std::string() : "a duration such as 10m"; }, "DURATION"))
+      ->capture_default_str()
+      ->group("Queue and leases");
   app.add_option("--host-policy", o.hostPolicies,
                  "HOST=POLICY, how a host takes devices (repeatable): agent (a yard-agent rescans, verifies and releases; the "
                  "default for hosts whose agent registered), bmc-reset (cold plug: the host is power-cycled through its BMC "

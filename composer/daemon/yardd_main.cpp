@@ -164,6 +164,23 @@ Result<OpenedFabric> openFabric(const DaemonOptions& o, Clock& clock) {
   return OpenedFabric{std::move(fabric), {simulated}};
 }
 
+// The queue's priority classes: --priority-class, or the built-in three.
+Result<std::vector<PriorityClass>> priorityClassesOf(const DaemonOptions& o) {
+  if (o.priorityClasses.empty()) return defaultPriorityClasses();
+  std::vector<PriorityClass> classes;
+  for (const auto& text : o.priorityClasses) {
+    std::string error;
+    auto c = parsePriorityClass(text, error);
+    if (!c) return fail(Code::kInvalidArgument, "--priority-class " + error);
+    if (std::any_of(classes.begin(), classes.end(), [&](const PriorityClass& k) { return k.name == c->name; }))
+      return fail(Code::kInvalidArgument, fmt::format("--priority-class: '{}' is named twice", c->name));
+    classes.push_back(*c);
+  }
+  if (std::none_of(classes.begin(), classes.end(), [](const PriorityClass& k) { return k.name == kDefaultPriorityClass; }))
+    return fail(Code::kInvalidArgument, fmt::format("--priority-class: name a class '{}' too: requests that name none get it", kDefaultPriorityClass));
+  return classes;
+}
+
 Result<agent::AgentDirectoryOptions> hostSideOptions(const DaemonOptions& o) {
   agent::AgentDirectoryOptions options;
   options.defaultPolicy = o.hostPolicyDefault == "unset" ? HostPolicy::kUnset : *parseHostPolicy(o.hostPolicyDefault);
@@ -392,6 +409,8 @@ int run(const DaemonOptions& o) {
   engineOptions.retention.events = o.retainEvents;
   engineOptions.retention.finishedOperations = o.retainOperations;
   if (identities) engineOptions.quotas = identities->quotas();
+  SY_ASSIGN_OR_EXIT(engineOptions.priorityClasses, priorityClassesOf(o));
+  engineOptions.leaseWarning = *parseDuration(o.leaseWarning);
   engineOptions.metrics = engineMetrics;
   // A yardd that can no longer write (its store failed, or a newer yardd fenced it out) serves nothing
   // true any more: it says so, and exits 75 for its service manager to start it again (to resume).

@@ -78,7 +78,6 @@ struct EngineOptions {
   std::shared_ptr<metrics::EngineMetrics> metrics;
   // The queue and leases (engine_queue.cpp, engine_leases.cpp; ADR 0017).
   std::vector<PriorityClass> priorityClasses = defaultPriorityClasses();
-  std::map<std::string, double, std::less<>> tenantShares;  // fair-share weights; a tenant not named weighs 1
   std::size_t maxQueued = 100'000;         // waiting requests in all
   std::size_t maxQueuedPerTenant = 1'000;  // waiting requests of one tenant (a flood fills only its own)
   std::chrono::milliseconds maxLease{std::chrono::hours(24 * 365)};

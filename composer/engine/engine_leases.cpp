@@ -21,10 +21,13 @@ Caller leaseCaller() { return {"yardd (lease)", Role::kAdmin, {}}; }
 Result<System> Engine::renewLease(const Caller& caller, const std::string& idOrName, std::chrono::milliseconds lease) {
   return onControl([&]() -> Result<System> {
     SY_TRY(checkAccepting());
-    if (lease < std::chrono::seconds(1) || lease > options_.maxLease)
-      return fail(Code::kInvalidArgument, fmt::format("lease: between 1s and {}", formatDuration(options_.maxLease)));
     const System* found = state_->findSystem(idOrName);
     if (!found || !maySee(caller, found->tenant)) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
+    std::chrono::milliseconds maxLease = options_.maxLease;
+    if (auto quota = options_.quotas.find(found->tenant); quota != options_.quotas.end() && quota->second.maxLease)
+      maxLease = std::min(maxLease, *quota->second.maxLease);
+    if (lease < std::chrono::seconds(1) || lease > maxLease)
+      return fail(Code::kInvalidArgument, fmt::format("lease: between 1s and {}", formatDuration(maxLease)));
     SY_TRY(mayChange(caller, found->tenant, "renew"));
     if (found->state == SystemState::kQueued)
       return fail(Code::kFailedPrecondition, fmt::format("system '{}' is queued: its lease starts when it is admitted", found->name));

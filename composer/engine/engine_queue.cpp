@@ -94,13 +94,20 @@ Result<QueuedRequest> Engine::queuedRequestOf(const ComposeRequest& request) con
   const auto maxWait = options_.maxLease;
   if (request.queueTimeout.count() < 0 || request.queueTimeout > maxWait)
     return fail(Code::kInvalidArgument, fmt::format("queue timeout: between 1s and {}", formatDuration(maxWait)));
-  if (request.lease.count() < 0 || request.lease > options_.maxLease)
-    return fail(Code::kInvalidArgument, fmt::format("lease: between 1s and {}", formatDuration(options_.maxLease)));
-  if (request.lease.count() > 0 && request.lease < std::chrono::seconds(1))
-    return fail(Code::kInvalidArgument, "lease: at least 1s");
+  // The tenant's policy (the identities file): the lease its systems get when none is asked, and its longest.
+  std::chrono::milliseconds lease = request.lease;
+  std::chrono::milliseconds maxLease = options_.maxLease;
+  if (auto quota = options_.quotas.find(p.tenant); quota != options_.quotas.end()) {
+    if (lease.count() == 0 && quota->second.defaultLease) lease = *quota->second.defaultLease;
+    if (quota->second.maxLease) maxLease = std::min(maxLease, *quota->second.maxLease);
+  }
+  if (lease.count() < 0 || lease > maxLease)
+    return fail(Code::kInvalidArgument, fmt::format("lease: between 1s and {}{}", formatDuration(maxLease),
+                                                    maxLease < options_.maxLease ? fmt::format(" for tenant '{}'", p.tenant) : ""));
+  if (lease.count() > 0 && lease < std::chrono::seconds(1)) return fail(Code::kInvalidArgument, "lease: at least 1s");
   q.enqueuedAt = clock_.now();
   if (request.queueTimeout.count() > 0) q.deadline = q.enqueuedAt + std::chrono::duration_cast<Duration>(request.queueTimeout).count();
-  q.leaseSeconds = std::chrono::duration_cast<std::chrono::seconds>(request.lease).count();
+  q.leaseSeconds = std::chrono::duration_cast<std::chrono::seconds>(lease).count();
   return q;
 }
 
@@ -109,7 +116,10 @@ Result<Operation> Engine::acceptQueued(const Caller& caller, const ComposeReques
     return fail(Code::kResourceExhausted, fmt::format("it does not fit now ({}), and the queue is full ({} requests)", why, queue_.size()));
   const std::string& tenant = request.placement.tenant;
   const auto ofTenant = static_cast<std::size_t>(std::count_if(queue_.begin(), queue_.end(), [&](const auto& e) { return e.second.tenant == tenant; }));
-  if (ofTenant >= options_.maxQueuedPerTenant)
+  std::size_t mostOfTenant = options_.maxQueuedPerTenant;
+  if (auto quota = options_.quotas.find(tenant); quota != options_.quotas.end() && quota->second.maxQueued)
+    mostOfTenant = static_cast<std::size_t>(*quota->second.maxQueued);
+  if (ofTenant >= mostOfTenant)
     return fail(Code::kResourceExhausted, fmt::format("it does not fit now ({}), and tenant '{}' has {} request(s) queued, its most; "
                                                       "cancel one (`yardctl queue cancel ID`) or wait",
                                                       why, tenant, ofTenant));
@@ -201,8 +211,8 @@ void Engine::admitQueued() {
       if (const Device* d = state_->index().device(b.deviceId); d && d->kind == DeviceKind::kGpu) it->second += 1.0;
   }
   for (auto& [tenant, c] : charge) {
-    auto share = options_.tenantShares.find(tenant);
-    c /= share == options_.tenantShares.end() || share->second <= 0 ? 1.0 : share->second;
+    auto quota = options_.quotas.find(tenant);
+    c /= quota == options_.quotas.end() || !quota->second.share ? 1.0 : *quota->second.share;
   }
   std::vector<const Operation*> order;
   order.reserve(queue_.size());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +20,12 @@ namespace switchyard {
 struct TenantQuota {
   std::optional<int> maxGpus;
   std::optional<int> maxSystems;
+  // The queue and leases (issue 40): the tenant's fair-share weight (1 when unset), how many requests it may
+  // have queued, the lease its systems get when the request names none, and the longest it may ask for.
+  std::optional<double> share;
+  std::optional<int> maxQueued;
+  std::optional<std::chrono::milliseconds> defaultLease;
+  std::optional<std::chrono::milliseconds> maxLease;
 };
 using TenantQuotas = std::map<std::string, TenantQuota, std::less<>>;
 

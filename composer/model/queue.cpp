@@ -1,5 +1,6 @@
 #include "composer/model/queue.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <fmt/format.h>
@@ -9,6 +10,33 @@ namespace switchyard {
 const std::vector<PriorityClass>& defaultPriorityClasses() {
   static const std::vector<PriorityClass> kClasses{{"production", 1000, false}, {"batch", 100, false}, {"spot", 0, true}};
   return kClasses;
+}
+
+std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::string& error) {
+  const auto eq = text.find('=');
+  PriorityClass c;
+  c.name = std::string(text.substr(0, eq));
+  const bool nameOk = !c.name.empty() && c.name.size() <= 32 &&
+                      std::all_of(c.name.begin(), c.name.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_'; });
+  if (eq == std::string_view::npos || !nameOk) {
+    error = fmt::format("'{}': expected NAME=VALUE[:preemptible] with a name of letters, digits, '-' or '_'", text);
+    return std::nullopt;
+  }
+  std::string_view rest = text.substr(eq + 1);
+  if (const auto colon = rest.find(':'); colon != std::string_view::npos) {
+    if (rest.substr(colon + 1) != "preemptible") {
+      error = fmt::format("'{}': after the value only ':preemptible' may follow", text);
+      return std::nullopt;
+    }
+    c.preemptible = true;
+    rest = rest.substr(0, colon);
+  }
+  auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), c.value);
+  if (ec != std::errc{} || end != rest.data() + rest.size() || c.value < -1'000'000 || c.value > 1'000'000) {
+    error = fmt::format("'{}': the value must be a whole number (higher goes first)", text);
+    return std::nullopt;
+  }
+  return c;
 }
 
 std::string describeShape(const QueuedRequest& q) {

@@ -28,6 +28,8 @@ struct PriorityClass {
 // (preemptible).
 [[nodiscard]] const std::vector<PriorityClass>& defaultPriorityClasses();
 inline constexpr std::string_view kDefaultPriorityClass = "batch";
+// "NAME=VALUE" or "NAME=VALUE:preemptible" (yardd --priority-class); nothing, with `error` set, when malformed.
+[[nodiscard]] std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::string& error);
 
 // What a queued compose asked for, as the packing core takes it (PlacementRequest's stored form).
 struct QueuedRequest {

@@ -80,5 +80,51 @@ TEST_F(DaemonTest, YardctlRefusesFlagsThatWouldBeSilentlyIgnoredOrMisread) {
   EXPECT_NE(replay.out.find("\"sequence\": \"1\""), std::string::npos) << replay.out;
 }
 
+TEST_F(DaemonTest, YardctlQueuesWhatDoesNotFitAndComposesItWhenCapacityFrees) {
+  startDaemon({"--priority-class", "production=1000", "--priority-class", "batch=100", "--priority-class", "spot=0:preemptible"});
+  ASSERT_EQ(yardctl("compose a --gpus 8").exitCode, 0);
+  ASSERT_EQ(yardctl("compose b --gpus 8 --lease 2h").exitCode, 0);
+  auto refused = yardctl("compose c --gpus 8");
+  EXPECT_EQ(refused.exitCode, 3) << "without --queue it is refused as before";
+  auto bad = yardctl("compose c --gpus 8 --queue --queue-timeout soon");
+  EXPECT_EQ(bad.exitCode, 2);
+  EXPECT_NE(bad.err.find("not a duration"), std::string::npos) << bad.err;
+  auto badClass = yardctl("compose c --gpus 8 --queue --priority vip");
+  EXPECT_EQ(badClass.exitCode, 2);
+  EXPECT_NE(badClass.err.find("no priority class 'vip'"), std::string::npos) << badClass.err;
+
+  const json queued = yardctlJson("compose c --gpus 8 --queue --priority production --queue-timeout 1h --lease 30m --no-wait");
+  EXPECT_EQ(queued["state"], "OPERATION_STATE_QUEUED");
+  EXPECT_EQ(queued["queued"]["priority_class"], "production");
+  const std::string id = queued["id"];
+  const json queue = yardctlJson("queue");
+  ASSERT_EQ(queue["entries"].size(), 1u);
+  EXPECT_EQ(queue["entries"][0]["position"], 1);
+  EXPECT_EQ(queue["entries"][0]["name"], "c");
+  EXPECT_EQ(queue["entries"][0]["ticket"]["lease_seconds"], "1800");
+  EXPECT_FALSE(queue["entries"][0]["waiting_for"].get<std::string>().empty());
+  auto table = yardctl("queue");
+  EXPECT_NE(table.out.find("production"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("8 GPU(s)"), std::string::npos) << table.out;
+  EXPECT_EQ(yardctlJson("systems c")["state"], "SYSTEM_STATE_QUEUED");
+
+  ASSERT_EQ(yardctl("decompose a").exitCode, 0);
+  auto waited = yardctl("ops wait " + id);
+  EXPECT_EQ(waited.exitCode, 0) << waited.err;
+  const json c = yardctlJson("systems c");
+  EXPECT_EQ(c["state"], "SYSTEM_STATE_COMPOSED");
+  EXPECT_FALSE(c["lease_expires_at"].get<std::string>().empty()) << "the lease asked for in the queue starts at admission";
+  EXPECT_EQ(yardctlJson("queue")["entries"].size(), 0u);
+
+  auto renewed = yardctl("renew b --lease 4h");
+  EXPECT_EQ(renewed.exitCode, 0) << renewed.err;
+  EXPECT_NE(renewed.out.find("lease until"), std::string::npos) << renewed.out;
+  ASSERT_EQ(yardctl("compose d --gpus 8 --queue --no-wait").exitCode, 0);
+  auto cancelled = yardctl("queue cancel d");
+  EXPECT_EQ(cancelled.exitCode, 0) << cancelled.err;
+  EXPECT_NE(cancelled.out.find("cancelled"), std::string::npos) << cancelled.out;
+  EXPECT_EQ(yardctl("queue cancel d").exitCode, 3) << "gone: not found";
+}
+
 }  // namespace
 }  // namespace switchyard

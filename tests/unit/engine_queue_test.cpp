@@ -100,7 +100,8 @@ TEST_F(EngineQueueTest, AHigherPriorityClassGoesFirstWhateverItsAge) {
 }
 
 TEST_F(EngineQueueTest, WithinAClassTheTenantHoldingLessOfItsShareGoesFirst) {
-  configure_ = [](EngineOptions& o) { o.tenantShares = {{"team-a", 1.0}, {"team-b", 1.0}}; };
+  quotas_["team-a"].share = 1.0;
+  quotas_["team-b"].share = 1.0;
   start();
   auto a = want("a", 8);
   a.placement.tenant = "team-a";
@@ -264,6 +265,33 @@ TEST_F(EngineQueueTest, BadClassesDurationsAndFloodsAreRefusedWithNothingQueued)
   EXPECT_NE(r.error().message.find("its most"), std::string::npos) << r.error().message;
   EXPECT_EQ(engine_->listQueue()->size(), 2u);
   EXPECT_FALSE(engine_->getSystem("q3"));
+}
+
+TEST_F(EngineQueueTest, ATenantsPolicyGivesItsDefaultLeaseAndCapsLeasesAndItsQueue) {
+  quotas_["team-a"].defaultLease = 2h;
+  quotas_["team-a"].maxLease = 4h;
+  quotas_["team-a"].maxQueued = 1;
+  start();
+  auto x = want("x", 4);
+  x.placement.tenant = "team-a";
+  composeWith(x);
+  const System sx = *engine_->getSystem("x");
+  EXPECT_EQ(sx.leaseExpiresAt, sx.createdAt + std::chrono::duration_cast<Duration>(2h).count()) << "the tenant's default lease";
+  auto tooLong = want("y", 4);
+  tooLong.placement.tenant = "team-a";
+  tooLong.lease = 5h;
+  auto r = engine_->compose(Caller::local(), tooLong);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Code::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("for tenant 'team-a'"), std::string::npos) << r.error().message;
+  EXPECT_FALSE(engine_->renewLease(Caller::local(), "x", 5h));
+  EXPECT_TRUE(engine_->renewLease(Caller::local(), "x", 3h));
+  compose("other", 12);  // fills the pool
+  enqueue(queued("q1", 8, "batch", "team-a"));
+  r = engine_->compose(Caller::local(), queued("q2", 8, "batch", "team-a"));
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Code::kResourceExhausted);
+  enqueue(queued("q3", 8, "batch", "team-b")) ;  // another tenant's limit is its own
 }
 
 TEST_F(EngineQueueTest, ATenantCannotSeeOrCancelAnotherTenantsQueuedRequest) {

@@ -81,6 +81,28 @@ TEST(Identities, RefusesMistakesNamingTheEntry) {
                 .find("max_gpus must be a whole number"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "admin", "certificate_cn": 5}]})").find("must be a string"), std::string::npos);
+  EXPECT_NE(refusal(R"({"tenants": {"t": {"share": 0}}, "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})")
+                .find("share must be a positive number"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"tenants": {"t": {"max_lease": "forever"}}, "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})")
+                .find("max_lease must be a duration"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"tenants": {"t": {"default_lease": "8h", "max_lease": "1h"}}, "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})")
+                .find("default_lease is longer than max_lease"),
+            std::string::npos);
+}
+
+TEST(Identities, TenantsCarryTheirQueueAndLeasePolicy) {
+  auto parsed = Identities::parse(
+      R"({"tenants": {"team-a": {"share": 2.5, "max_queued": 10, "default_lease": "8h", "max_lease": "2d"}},
+          "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})",
+      "ids.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const TenantQuota& q = (*parsed)->quotas().at("team-a");
+  EXPECT_EQ(q.share, 2.5);
+  EXPECT_EQ(q.maxQueued, 10);
+  EXPECT_EQ(q.defaultLease, std::chrono::milliseconds(8 * 3600 * 1000));
+  EXPECT_EQ(q.maxLease, std::chrono::milliseconds(48 * 3600 * 1000));
 }
 
 }  // namespace
