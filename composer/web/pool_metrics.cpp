@@ -109,6 +109,22 @@ Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out, De
   out.family("switchyard_operations_running", "Operations accepted and not finished, by kind.", Type::kGauge);
   for (const auto& [kind, n] : view->runningOperations) out.sample({{"kind", kind}}, n);
 
+  // The queue: how many wait, by class and the number of GPUs asked (0: MIG instances or a share), and for how long.
+  std::map<std::pair<std::string, int>, int> queued;
+  std::map<std::string, Timestamp> oldest;
+  if (view->queue)
+    for (const auto& e : *view->queue) {
+      ++queued[{e.request.priorityClass, e.request.gpuShareMilli != 0 || !e.request.gpuInstances.empty() ? 0 : e.request.gpuCount}];
+      auto& o = oldest[e.request.priorityClass];
+      o = o == 0 ? e.request.enqueuedAt : std::min(o, e.request.enqueuedAt);
+    }
+  out.family("switchyard_queue_requests", "Compose requests waiting in the queue, by priority class and GPUs asked (0: MIG or a share).",
+             Type::kGauge);
+  for (const auto& [key, n] : queued) out.sample({{"class", key.first}, {"gpus", std::to_string(key.second)}}, n);
+  out.family("switchyard_queue_oldest_seconds", "How long the oldest waiting request of each priority class has waited.", Type::kGauge);
+  const auto nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (const auto& [cls, at] : oldest) out.sample({{"class", cls}}, static_cast<double>(std::max<Timestamp>(0, nowNs - at)) / 1e9);
+
   out.family("switchyard_capacity_age_seconds",
              "How old the capacity gauges below are: 0 while they are made on every change; on a pool large enough that making "
              "them takes long, the last ones are served while the next are made.",

@@ -291,6 +291,30 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
         if (maySee(caller, s.tenant) && out.size() < limit) out.push_back(systemJson(s));
       return out;
     };
+  } else if (path == "/api/v1/queue") {
+    // The queue in admission order (a tenant sees its own requests, with their positions in the whole queue).
+    auto limit = countOf(query, "limit", std::numeric_limits<std::size_t>::max());
+    if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
+    read = [this, caller, limit = *limit]() -> Result<json> {
+      SY_ASSIGN(const auto queue, engine_.listQueue());
+      json entries = json::array();
+      for (const auto& e : queue)
+        if (maySee(caller, e.tenant) && entries.size() < limit)
+          entries.push_back(json{{"position", e.position},
+                                 {"operation", e.operationId},
+                                 {"system", e.systemId},
+                                 {"name", e.name},
+                                 {"tenant", e.tenant},
+                                 {"requestedBy", e.requestedBy},
+                                 {"class", e.request.priorityClass},
+                                 {"priority", e.request.priority},
+                                 {"asks", describeShape(e.request)},
+                                 {"enqueuedAt", formatTimestamp(e.request.enqueuedAt)},
+                                 {"deadline", e.request.deadline > 0 ? formatTimestamp(e.request.deadline) : ""},
+                                 {"leaseSeconds", e.request.leaseSeconds},
+                                 {"waitingFor", e.waitingFor}});
+      return json{{"length", queue.size()}, {"entries", std::move(entries)}};
+    };
   } else if (path == "/api/v1/operations") {
     fromView = false;
     auto limit = limitOf(query, 20, 500);
@@ -341,7 +365,7 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
     };
   } else {
     return reply(problem(http::status::not_found,
-                         fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/operations, /api/v1/events and "
+                         fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/queue, /api/v1/operations, /api/v1/events and "
                                      "/api/v1/capacity",
                                      path),
                          version, keepAlive));

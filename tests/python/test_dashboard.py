@@ -10,6 +10,7 @@ import urllib.error
 
 from harness import YarddTestCase, require_tool, write_identities
 from switchyard_client import Client
+from switchyard.v1 import switchyard_pb2
 
 
 
@@ -27,6 +28,9 @@ class DashboardTest(YarddTestCase):
             yard.wait(yard.compose("web-demo", gpus=4).id)
             yard.wait(yard.compose("small-job", gpus=1).id)
             system = yard.system("web-demo")
+            waiting = yard.compose("big-wait", gpus=16, queue=True, priority_class="production")
+            self.assertEqual(waiting.state, switchyard_pb2.OPERATION_STATE_QUEUED)
+            self.assertEqual([e.name for e in yard.queue()], ["big-wait"])
         dom = chromium("--dump-dom", yardd.metrics_url + "/").stdout
         self.assertIn('data-loaded="true"', dom, "the page loaded its data")
         self.assertNotIn("cannot reach yardd", dom)
@@ -39,6 +43,10 @@ class DashboardTest(YarddTestCase):
         self.assertEqual(len(re.findall(r'class="device allocated"', switches)), 5)
         self.assertEqual(len(re.findall(r'class="device free"', switches)), 11)
         self.assertIn(html.escape("sw0-gpu0 · web-demo"), switches)
+        queue = dom[dom.index('data-testid="queue"'):dom.index('data-testid="operations"')]
+        self.assertIn("big-wait", queue, "the queue panel lists what waits")
+        self.assertIn("production", queue)
+        self.assertIn("16 GPU(s)", queue)
         operations = dom[dom.index('data-testid="operations"'):dom.index('data-testid="events"')]
         for step in ("reserve", "bind", "verify", "host-admit", "commit"):
             self.assertIn(f'class="step done"', operations)

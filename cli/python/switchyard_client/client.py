@@ -95,11 +95,25 @@ class Client:
 
     # Changes: each returns the accepted Operation at once; wait() follows it.
 
-    def compose(self, name, gpus=1, *, model="", host="", tenant="", labels=None, request_id=""):
+    def compose(self, name, gpus=1, *, model="", host="", tenant="", labels=None, request_id="", queue=False,
+                priority_class="", queue_timeout_seconds=0, lease_seconds=0):
+        """queue=True waits in yardd's queue when it does not fit now (the Operation comes back QUEUED and
+        wait() follows it to its end); lease_seconds decomposes the system that long after it is composed."""
         request = switchyard_pb2.ComposeRequest(
             name=name, gpus=switchyard_pb2.GpuRequest(count=gpus, model=model, host=host), tenant=tenant,
-            labels=labels or {}, request_id=request_id)
+            labels=labels or {}, request_id=request_id, queue=queue, priority_class=priority_class,
+            queue_timeout_seconds=int(queue_timeout_seconds), lease_seconds=int(lease_seconds))
         return self._call("yard.Compose", request)
+
+    def queue(self, tenant=""):
+        """The requests waiting in the queue, in admission order (QueueEntry: position, name, waiting_for, ...)."""
+        return list(self._call("yard.ListQueue", switchyard_pb2.ListQueueRequest(tenant=tenant)).entries)
+
+    def cancel_queued(self, id_or_name):
+        return self._call("yard.CancelQueued", switchyard_pb2.CancelQueuedRequest(id=id_or_name))
+
+    def renew_lease(self, system, lease_seconds):
+        return self._call("yard.RenewLease", switchyard_pb2.RenewLeaseRequest(system=system, lease_seconds=int(lease_seconds)))
 
     def attach(self, system, gpus=1, *, model="", request_id=""):
         request = switchyard_pb2.AttachRequest(system=system, gpus=switchyard_pb2.GpuRequest(count=gpus, model=model),

@@ -130,6 +130,12 @@ function drawOperations(operations, systems) {
     op.requestedBy]), "no operations yet");
 }
 
+function drawQueue(queue) {
+  fillTable("queue", queue.entries.map((e) => [String(e.position), e.name, e.tenant, e.class, e.asks,
+    e.enqueuedAt.replace("T", " ").replace(/\.\d+Z$/, "Z"), (e.waitingFor || "").split("\n")[0]]),
+    "nothing waits: yardctl compose NAME --gpus N --queue waits here when it does not fit");
+}
+
 function drawEvents(events) {
   fillTable("events", events.map((e) => [e.at.replace("T", " ").replace(/\.\d+Z$/, "Z"), e.type, e.subject, e.message]), "no events");
 }
@@ -138,14 +144,16 @@ async function refresh() {
   const status = document.getElementById("status");
   try {
     // Aggregates and the first pages only: a refresh weighs the same at 100,000 GPUs as at 16.
-    const [summary, pool, capacity, systems, operations, events] = await Promise.all([
+    const [summary, pool, capacity, systems, operations, events, queue] = await Promise.all([
       getJson("/api/v1/summary"), getJson(`/api/v1/pool?switches=${POOL_SWITCHES}&hosts=${POOL_HOSTS}`), getJson("/api/v1/capacity"),
-      getJson(`/api/v1/systems?limit=${SYSTEMS_SHOWN}`), getJson("/api/v1/operations?limit=15"), getJson("/api/v1/events?limit=25")]);
+      getJson(`/api/v1/systems?limit=${SYSTEMS_SHOWN}`), getJson("/api/v1/operations?limit=15"), getJson("/api/v1/events?limit=25"),
+      getJson(`/api/v1/queue?limit=${SYSTEMS_SHOWN}`)]);
     drawSummary(summary, capacity);
     drawChart(capacity);
     drawPool(pool);
     drawSystems(systems);
     drawOperations(operations, systems);
+    drawQueue(queue);
     drawEvents(events);
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
     status.className = "";
