@@ -38,7 +38,7 @@ bool knownName(std::string_view name) {
 }  // namespace
 
 std::vector<std::string> fixedPoints() {
-  return {"accept.after-persist", "operation.after-finish", "store.before-commit", "store.after-commit"};
+  return {"accept.after-persist", "queue.after-admit", "operation.after-finish", "store.before-commit", "store.after-commit"};
 }
 
 Result<std::string> configure(std::string_view spec) {
@@ -66,7 +66,7 @@ Result<std::string> configure(std::string_view spec) {
     if (action != "crash" && action != "error")
       return fail(Code::kInvalidArgument, fmt::format("fail point '{}': the action is crash or error", item));
     if (!knownName(name))
-      return fail(Code::kInvalidArgument, fmt::format("fail point '{}': no such point (accept.after-persist, step.<kind>.before, "
+      return fail(Code::kInvalidArgument, fmt::format("fail point '{}': no such point (accept.after-persist, queue.after-admit, step.<kind>.before, "
                                                       "step.<kind>.after-call, operation.after-finish, store.before-commit, "
                                                       "store.after-commit)",
                                                       name));

@@ -8,6 +8,7 @@
 //
 // Points (docs/reliability.md lists them with what each one proves):
 //   accept.after-persist          an operation and its reservation are durable; no step has run
+//   queue.after-admit             a queued compose's admission is durable (host, reservation, steps); no step has run
 //   step.<kind>.before            the previous outcome is durable; this step has not started
 //   step.<kind>.after-call        a remote step's call returned (the switch or host did it); nothing is recorded
 //   operation.after-finish        the operation's end is durable; waiters are not told yet
