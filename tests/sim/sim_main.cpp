@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
         r.violations.push_back(fmt::format("not reproducible: digests {:016x} and {:016x}", r.digest, again.digest));
     }
     total.accepted += r.accepted, total.refused += r.refused, total.succeeded += r.succeeded, total.failed += r.failed;
-    total.faults += r.faults, total.reconciles += r.reconciles, total.checks += r.checks;
+    total.faults += r.faults, total.reconciles += r.reconciles, total.checks += r.checks, total.queued += r.queued;
     if (!r.violations.empty()) {
       ++failedSeeds;
       fmt::print("seed {}: {} violation(s); replay with `switchyard_sim --seed {} --actions {} --trace`\n", s, r.violations.size(), s, actions);
@@ -53,9 +53,9 @@ int main(int argc, char** argv) {
     }
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  fmt::print("{:>6} {:>9} {:>9} {:>9} {:>7} {:>8} {:>11} {:>11} {:>10} {:>8}\n", "seeds", "accepted", "refused", "succeeded", "failed",
-             "faults", "reconciles", "checks", "violating", "seconds");
-  fmt::print("{:>6} {:>9} {:>9} {:>9} {:>7} {:>8} {:>11} {:>11} {:>10} {:>8.1f}\n", last - first + 1, total.accepted, total.refused,
-             total.succeeded, total.failed, total.faults, total.reconciles, total.checks, failedSeeds, seconds);
+  fmt::print("{:>6} {:>9} {:>7} {:>9} {:>9} {:>7} {:>8} {:>11} {:>11} {:>10} {:>8}\n", "seeds", "accepted", "queued", "refused", "succeeded",
+             "failed", "faults", "reconciles", "checks", "violating", "seconds");
+  fmt::print("{:>6} {:>9} {:>7} {:>9} {:>9} {:>7} {:>8} {:>11} {:>11} {:>10} {:>8.1f}\n", last - first + 1, total.accepted, total.queued,
+             total.refused, total.succeeded, total.failed, total.faults, total.reconciles, total.checks, failedSeeds, seconds);
   return failedSeeds == 0 ? 0 : 1;
 }

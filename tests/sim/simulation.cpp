@@ -113,6 +113,14 @@ class Simulation {
     for (const auto& h : topology.hosts)
       for (const auto& u : h.upstreamPorts) hostOfPort_[u.portId] = h.id;
     if (auto r = engine_->start(); !r) return violation("set-up: the engine did not start: " + r.error().message);
+    // Every change the engine makes on its own (an admission from the queue, the decompose a lease's end
+    // started, and how it ended) wakes the settling check: its events come after the view that counts it.
+    events_ = engine_->subscribe();
+    events_->setListener([this] {
+      while (events_->tryNext()) {
+      }
+      gate_.poke();
+    });
     gate_.hold();
     return true;
   }
@@ -134,7 +142,8 @@ class Simulation {
     const auto pending = gate_.pending();
     const int roll = pick(100);
     if (!pending.empty() && (roll < 50 || running() >= 6)) return decide(pending);
-    if (roll < 88) return submit();
+    if (roll < 86) return submit();
+    if (roll < 89) return expireDeadlines();
     if (roll < 96 && reconciling_ == 0) return reconcile();
     if (!pending.empty()) return decide(pending);
     submit();
@@ -170,7 +179,11 @@ class Simulation {
       // Tenants compose for their own tenant, now and then for the other one (which must be refused).
       r.placement.tenant = caller.role == Role::kTenant ? (pick(10) == 0 ? std::string("team-b") : caller.tenant)
                                                         : (pick(2) ? std::string("team-a") : std::string("team-b"));
-      what = fmt::format("{} composes {} ({} GPUs, {})", caller.identity, r.name, r.placement.gpuCount, r.placement.tenant);
+      // Now and then it may wait in the queue, or carry a lease that a later expireDeadlines ends.
+      r.queue = pick(4) == 0;
+      if (pick(5) == 0) r.lease = std::chrono::seconds(1 + pick(120));
+      what = fmt::format("{} composes {} ({} GPUs, {}{}{})", caller.identity, r.name, r.placement.gpuCount, r.placement.tenant,
+                         r.queue ? ", queue" : "", r.lease.count() > 0 ? fmt::format(", lease {}s", r.lease.count() / 1000) : "");
       mustRefuse = caller.role == Role::kViewer || (caller.role == Role::kTenant && r.placement.tenant != caller.tenant);
       call = [this, caller, r] { return engine_->compose(caller, r); };
     } else {
@@ -209,15 +222,13 @@ class Simulation {
       ++report_.accepted;
       answers_.push_back(fmt::format("{}: {} accepted", what, r->id));
       if (mustRefuse) crossings_.push_back(fmt::format("6: '{}' was accepted ({}) though the caller may not", what, r->id));
-      running_[r->id] = r->tenant;
-      ++runningCount_;
+      running_[r->id] = r->tenant;  // queued ones too: once admitted they reserve devices as their own
+      if (r->state == OperationState::kQueued) ++report_.queued;
       engine_->waitOperation(r->id, 24h, [this](Result<Operation> done) {
         {
           std::lock_guard lock(mutex_);
-          if (done && done->finished() && running_.erase(done->id)) {
-            --runningCount_;
+          if (done && done->finished() && running_.erase(done->id))
             (done->state == OperationState::kSucceeded ? report_.succeeded : report_.failed)++;
-          }
         }
         gate_.poke();
       });
@@ -237,19 +248,36 @@ class Simulation {
     });
   }
 
-  int running() const { return runningCount_.load(); }
+  // Operations running now, as the engine's published view counts them: what the simulation accepted,
+  // what the queue admitted and what a lease's end started (a queued request is not running: it waits
+  // for capacity, not at the gate).
+  int running() const {
+    const auto view = engine_->view();
+    int n = 0;
+    if (view)
+      for (const auto& [kind, count] : view->runningOperations) n += count;
+    return n;
+  }
+
+  void expireDeadlines() {
+    clock_.advance(std::chrono::seconds(pick(90)));
+    note("deadlines (leases, queue timeouts)");
+    auto started = engine_->expireDeadlines();
+    if (!started) return (void)violation("expireDeadlines failed: " + started.error().message);
+    for (const auto& op : *started) note(fmt::format("lease ended: {} decomposes {}", op.id, op.systemId));
+  }
 
   // Waits until every request is answered and every running operation and reconcile waits at the gate:
   // nothing moves until the next decision.
   bool settle() {
     const bool settled = gate_.waitUntil(
         [this](std::size_t waiting) {
-          return requests_.load() == 0 && static_cast<int>(waiting) == runningCount_.load() + reconciling_.load();
+          return requests_.load() == 0 && static_cast<int>(waiting) == running() + reconciling_.load();
         },
         10s);
     if (!settled)
       return violation(fmt::format("stuck: {} request(s) unanswered, {} operation(s) running, {} reconcile(s), calls waiting: {}",
-                                   requests_.load(), runningCount_.load(), reconciling_.load(), fmt::join(gate_.pending(), "; ")));
+                                   requests_.load(), running(), reconciling_.load(), fmt::join(gate_.pending(), "; ")));
     return true;
   }
 
@@ -269,6 +297,16 @@ class Simulation {
     if (!live || !devices || !fabric) return (void)violation("cannot read the engine's or the switch's state");
     std::map<DeviceId, const System*> inSystem;
     std::map<std::string, int> tenantGpus;
+    // The queue: every entry is a queued system with nothing bound, once; every queued system is in it.
+    auto queue = engine_->listQueue();
+    if (!queue) return (void)violation("cannot read the queue");
+    std::set<SystemId> inQueue;
+    for (const auto& e : *queue)
+      if (!inQueue.insert(e.systemId).second) violation(fmt::format("7: {} is in the queue twice", e.systemId));
+    for (const auto& s : *live)
+      if ((s.state == SystemState::kQueued) != inQueue.contains(s.id) || (s.state == SystemState::kQueued && !s.bindings.empty()))
+        violation(fmt::format("7: system {} is {} with {} device(s), and {} the queue", s.name, toString(s.state), s.bindings.size(),
+                              inQueue.contains(s.id) ? "in" : "not in"));
     for (const auto& s : *live)
       for (const auto& b : s.bindings) {
         if (!inSystem.emplace(b.deviceId, &s).second) violation(fmt::format("1: {} is in systems {} and {}", b.deviceId, inSystem[b.deviceId]->name, s.name));
@@ -350,10 +388,10 @@ class Simulation {
   std::unique_ptr<GatedSwitch> gatedSwitch_;
   std::unique_ptr<GatedHosts> gatedHosts_;
   std::unique_ptr<Engine> engine_;
+  std::shared_ptr<EventStream> events_;
   std::vector<std::jthread> threads_;
   std::map<PortId, HostId> hostOfPort_;
   std::atomic<int> reconciling_{0};
-  std::atomic<int> runningCount_{0};
   std::atomic<int> requests_{0};
   std::mutex mutex_;  // the engine's control thread writes what follows; the simulation reads it
   std::map<OperationId, std::string> running_;  // accepted and not finished, with their tenant

@@ -22,6 +22,7 @@ struct SimOptions {
 struct SimReport {
   std::uint64_t seed = 0;
   int accepted = 0, refused = 0, succeeded = 0, failed = 0;
+  int queued = 0;        // composes that waited in the queue
   int faults = 0;        // calls failed or with lost replies, agent restarts
   int reconciles = 0;
   int checks = 0;        // invariant checks run
