@@ -170,8 +170,7 @@ class Client {
       }
     };
     if (op.state() == pb::OPERATION_STATE_QUEUED) {
-      std::cerr << fmt::format("{} {} {} is queued ({} class): {}\n", op.id(), yardctl::kindName(op.kind()), op.system_id(),
-                               op.queued().priority_class(), op.explanation());
+      std::cerr << fmt::format("{} {} {} is {}\n", op.id(), yardctl::kindName(op.kind()), op.system_id(), op.explanation());
       std::cerr << fmt::format("  waiting for capacity; Ctrl-C leaves it queued (`yardctl queue`, `yardctl queue cancel {}`)\n", op.id());
     } else {
       std::cerr << fmt::format("{} {} {} on {}\n", op.id(), yardctl::kindName(op.kind()), op.system_id(), op.host_id());
