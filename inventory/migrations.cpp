@@ -103,9 +103,10 @@ CREATE UNIQUE INDEX operations_by_request ON operations (request_id) WHERE reque
       {11, "fabric domains: the switch manager each switch belongs to ('default' before this version)", R"sql(
 ALTER TABLE switches ADD COLUMN domain TEXT NOT NULL DEFAULT 'default';
 )sql"},
-      {12, "the queue and leases: what a queued compose asked for (JSON, '' for none) and when a system's lease ends", R"sql(
+      {12, "the queue and leases: what a queued compose asked for (JSON, '' for none), when a system's lease ends, its priority class", R"sql(
 ALTER TABLE operations ADD COLUMN queued TEXT NOT NULL DEFAULT '';
 ALTER TABLE systems ADD COLUMN lease_expires_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE systems ADD COLUMN priority_class TEXT NOT NULL DEFAULT '';
 )sql"},
   };
   return kMigrations;

@@ -212,6 +212,7 @@ void toProto(const System& s, pb::System& out) {
   out.set_created_at(formatTimestamp(s.createdAt));
   out.set_updated_at(formatTimestamp(s.updatedAt));
   if (s.leaseExpiresAt > 0) out.set_lease_expires_at(formatTimestamp(s.leaseExpiresAt));
+  out.set_priority_class(s.priorityClass);
   addInstances(s.gpuInstances, *out.mutable_gpu_instances());
   addShares(s.gpuShares, *out.mutable_gpu_shares());
 }

@@ -58,6 +58,7 @@ struct DaemonOptions {
   double capacitySampleSeconds = 60;        // how often the dashboard's capacity history is sampled
   std::vector<std::string> priorityClasses;  // NAME=VALUE[:preemptible]; empty: production, batch, spot
   std::string leaseWarning = "10m";          // lease.expiring this long before a lease ends
+  std::string preemptionGrace = "30s";       // system.preempting this long before the victim is decomposed
   std::vector<std::string> hostPolicies;     // HOST=POLICY
   std::string hostPolicyDefault = "unset";   // for hosts no agent serves and no --host-policy names
   bool simHostAgents = true;                 // simulated driver: in-process simulated agents serve every host
@@ -219,11 +220,18 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->capture_default_str()
       ->group("Metrics and dashboard");
   app.add_option("--priority-class", o.priorityClasses,
-                 "NAME=VALUE[:preemptible], a priority class of the queue (repeatable; replaces the built-in production=1000, "
-                 "batch=100 and spot=0:preemptible). A higher value is admitted first; 'batch' must be one of them: it is the default")
+                 "NAME=VALUE[:preemptible][:preempting], a priority class of the queue (repeatable; replaces the built-in "
+                 "production=1000:preempting, batch=100:preempting and spot=0:preemptible). A higher value is admitted first; a queued "
+                 "request of a preempting class that cannot fit takes back systems of preemptible classes with a lower value, after "
+                 "--preemption-grace. 'batch' must be one of them: it is the default")
       ->group("Queue and leases");
   app.add_option("--lease-warning", o.leaseWarning, "A lease.expiring event this long before a system's lease ends (90s, 30m, 8h)")
       ->check(CLI::Validator([](std::string& v) { return parseDuration(v) ? std::string() : "a duration such as 10m"; }, "DURATION"))
+      ->capture_default_str()
+      ->group("Queue and leases");
+  app.add_option("--preemption-grace", o.preemptionGrace,
+                 "How long a system of a preemptible class is told (system.preempting) before it is decomposed for a higher class")
+      ->check(CLI::Validator([](std::string& v) { return parseDuration(v) ? std::string() : "a duration such as 30s"; }, "DURATION"))
       ->capture_default_str()
       ->group("Queue and leases");
   app.add_option("--host-policy", o.hostPolicies,

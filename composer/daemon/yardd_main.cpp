@@ -411,6 +411,7 @@ int run(const DaemonOptions& o) {
   if (identities) engineOptions.quotas = identities->quotas();
   SY_ASSIGN_OR_EXIT(engineOptions.priorityClasses, priorityClassesOf(o));
   engineOptions.leaseWarning = *parseDuration(o.leaseWarning);
+  engineOptions.preemptionGrace = *parseDuration(o.preemptionGrace);
   engineOptions.metrics = engineMetrics;
   // A yardd that can no longer write (its store failed, or a newer yardd fenced it out) serves nothing
   // true any more: it says so, and exits 75 for its service manager to start it again (to resume).

@@ -83,6 +83,7 @@ struct EngineOptions {
   std::chrono::milliseconds maxLease{std::chrono::hours(24 * 365)};
   std::chrono::milliseconds leaseWarning{std::chrono::minutes(10)};  // lease.expiring this long before the end
   std::chrono::milliseconds leaseRetry{std::chrono::seconds(30)};    // an overdue system's next decompose try
+  std::chrono::milliseconds preemptionGrace{std::chrono::seconds(30)};  // from system.preempting to the decompose
   std::chrono::milliseconds deadlineInterval{1000};  // how often leases and queue timeouts are looked at; 0: when asked
   // Called once, on the control thread, when the engine stops writing for good (the store failed or fenced
   // it out): the daemon stops serving and exits for its service manager to restart it. Must return quickly.
@@ -96,6 +97,10 @@ struct EngineOptions {
 // runs once admitted) instead of being refused. priorityClass orders the queue (empty: the default class).
 // queueTimeout gives up waiting after that long (0: never). lease decomposes the system that long after
 // it is composed (0: no lease).
+// The actors of what yardd starts on its own: a lease's end, a preemption.
+inline constexpr std::string_view kLeaseActor = "yardd (lease)";
+inline constexpr std::string_view kPreemptionActor = "yardd (preemption)";
+
 struct ComposeRequest {
   std::string name;
   PlacementRequest placement;
@@ -373,6 +378,11 @@ class Engine {
   [[nodiscard]] Result<Operation> dropQueued(const OperationId& id, const std::string& why, const std::string& eventType, const std::string& actor);
   [[nodiscard]] const PriorityClass* priorityClass(std::string_view name) const;
   void expireLeases(Mutation& m, std::vector<Operation>& started);
+  // Preemption (engine_preemption.cpp): victims for a head that cannot fit, their decompose once the grace
+  // period is over, and what a victim that would not let go leaves.
+  [[nodiscard]] bool planPreemption(const Operation& head);
+  void startPreemption(Mutation& m, std::vector<Operation>& started);
+  void preemptionFailed(const Operation& op, Mutation& m);
   void scheduleDeadlines();
 
   // Running steps (engine_steps.cpp).
@@ -479,6 +489,15 @@ class Engine {
     Placement placement;
   };
   std::optional<HeadShadow> headShadow_;
+  struct Preemption {
+    OperationId head;                // the queued request it makes room for
+    std::vector<SystemId> victims;
+    Timestamp decomposeAt = 0;       // the end of their grace period
+    Placement placement;             // where the head goes once they are gone
+    bool started = false;            // their decomposes began
+  };
+  std::optional<Preemption> preemption_;  // one at a time
+  std::map<OperationId, Timestamp> preemptRetryAt_;
   std::set<SystemId> leaseWarned_;                 // lease.expiring sent
   std::map<SystemId, Timestamp> leaseRetryAt_;     // overdue: when to try the decompose again
   std::uint64_t lastReservationNumber_ = 0;

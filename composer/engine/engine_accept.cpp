@@ -214,7 +214,7 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
   if (!decision.placement) {
     if (demand && decision.error->code == Code::kResourceExhausted) {
       recordDemand(*demand);
-      if (request.queue) return acceptQueued(caller, request, decision.error->message);
+      if (request.queue) return acceptQueued(caller, request, shortReason(decision.error->message));
     }
     return fail(*decision.error);
   }
@@ -236,6 +236,7 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
   system.state = SystemState::kComposing;
   system.createdAt = system.updatedAt = clock_.now();
   if (asked.leaseSeconds > 0) system.leaseExpiresAt = system.createdAt + asked.leaseSeconds * 1'000'000'000LL;
+  system.priorityClass = asked.priorityClass;
   Operation op = newOperation(OperationKind::kCompose, system, caller);
   system.activeOperation = op.id;
   op.explanation = placement.explanation;

@@ -14,7 +14,7 @@ namespace switchyard {
 
 namespace {
 
-Caller leaseCaller() { return {"yardd (lease)", Role::kAdmin, {}}; }
+Caller leaseCaller() { return {std::string(kLeaseActor), Role::kAdmin, {}}; }
 
 }  // namespace
 
@@ -105,6 +105,7 @@ Result<std::vector<Operation>> Engine::expireDeadlines() {
       (void)dropped;
     }
     Mutation m;
+    startPreemption(m, started);
     expireLeases(m, started);
     if (!m.events.empty()) SY_TRY(persist(m));
     return started;

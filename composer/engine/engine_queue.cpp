@@ -131,6 +131,7 @@ Result<Operation> Engine::acceptQueued(const Caller& caller, const ComposeReques
   system.tenant = tenant;
   system.labels = request.labels;
   system.state = SystemState::kQueued;
+  system.priorityClass = queued.priorityClass;
   system.createdAt = system.updatedAt = clock_.now();
   Operation op = newOperation(OperationKind::kCompose, system, caller);
   op.state = OperationState::kQueued;
@@ -230,6 +231,8 @@ void Engine::admitQueued() {
 
   headShadow_.reset();
   waitingFor_.clear();
+  // A preemption whose request was admitted or left the queue is over (victims not yet decomposed keep running).
+  if (preemption_ && !queue_.contains(preemption_->head)) preemption_.reset();
   std::map<std::string, std::string> failedShapes;  // shape -> why it does not fit: the same answer for the same shape
   std::size_t admitted = 0;
   for (const auto& id : ids) {
@@ -243,10 +246,16 @@ void Engine::admitQueued() {
     }
     PlacementDecision decision = placeQueued(op);
     if (!decision.placement) {
-      const std::string why = decision.error ? decision.error->message : "it does not fit";
+      const std::string why = decision.error ? shortReason(decision.error->message) : "it does not fit";
       failedShapes.emplace(key, why);
       waitingFor_[id] = why;
-      if (!headShadow_) {
+      if (!headShadow_ && preemption_ && preemption_->head == id) {
+        // Its victims are on notice or going: what they free is the head's.
+        headShadow_ = HeadShadow{id, preemption_->decomposeAt, preemption_->placement};
+      } else if (!headShadow_ && !preemption_ && planPreemption(op)) {
+        headShadow_ = HeadShadow{id, preemption_->decomposeAt, preemption_->placement};
+        waitingFor_[id] = fmt::format("{}; preempting {} at {}", why, fmt::join(preemption_->victims, ", "), formatTimestamp(preemption_->decomposeAt));
+      } else if (!headShadow_) {
         // The head: when, by the leases we know of, could it go, and where? Feasibility only grows as
         // leased systems end, so a binary search over them in expiry order finds the first moment.
         headShadow_ = HeadShadow{id, 0, {}};
@@ -306,6 +315,7 @@ void Engine::admitQueued() {
     }
     ++admitted;
   }
+  if (preemption_ && !queue_.contains(preemption_->head)) preemption_.reset();
   queueOrder_.clear();
   for (const auto& id : ids)
     if (queue_.contains(id)) queueOrder_.push_back(id);

@@ -25,6 +25,9 @@ EngineMetrics::EngineMetrics()
       queuePassSeconds(registry.histogram("switchyard_queue_pass_duration_seconds", "One admission pass over the queue.", {})),
       leaseExpiries(registry.counter("switchyard_lease_expiries_total",
                                      "Leases that ended, by result: started (its decompose began) or overdue (the decompose failed; retried).",
-                                     {"result"})) {}
+                                     {"result"})),
+      preemptions(registry.counter("switchyard_preemptions_total",
+                                   "Systems of a preemptible class decomposed to make room for a queued request of a higher one, by the victim's class.",
+                                   {"class"})) {}
 
 }  // namespace switchyard::metrics

@@ -25,6 +25,7 @@ struct EngineMetrics {
   HistogramFamily& queueWaitSeconds;  // {class, outcome}: time in the queue; outcome admitted|left (cancelled, timed out)
   HistogramFamily& queuePassSeconds;  // {}: one admission pass over the queue
   CounterFamily& leaseExpiries;       // {result}: started (a decompose began) or overdue (it failed: retried)
+  CounterFamily& preemptions;         // {class}: systems decomposed to make room for a higher class
 };
 
 }  // namespace switchyard::metrics

@@ -89,6 +89,9 @@ struct System {
   Timestamp updatedAt = 0;
   // When its lease ends and yardd decomposes it (compose --lease, renew); 0: no lease.
   Timestamp leaseExpiresAt = 0;
+  // The priority class it was composed in (composer/model/queue.h): whether a higher class may preempt it.
+  // Empty: the default class.
+  std::string priorityClass;
 };
 
 enum class OperationKind { kCompose, kDecompose, kAttach, kDetach };

@@ -8,7 +8,7 @@
 namespace switchyard {
 
 const std::vector<PriorityClass>& defaultPriorityClasses() {
-  static const std::vector<PriorityClass> kClasses{{"production", 1000, false}, {"batch", 100, false}, {"spot", 0, true}};
+  static const std::vector<PriorityClass> kClasses{{"production", 1000, false, true}, {"batch", 100, false, true}, {"spot", 0, true, false}};
   return kClasses;
 }
 
@@ -24,12 +24,19 @@ std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::stri
   }
   std::string_view rest = text.substr(eq + 1);
   if (const auto colon = rest.find(':'); colon != std::string_view::npos) {
-    if (rest.substr(colon + 1) != "preemptible") {
-      error = fmt::format("'{}': after the value only ':preemptible' may follow", text);
-      return std::nullopt;
-    }
-    c.preemptible = true;
+    std::string_view flags = rest.substr(colon + 1);
     rest = rest.substr(0, colon);
+    while (!flags.empty()) {
+      const auto next = flags.find(':');
+      const std::string_view flag = flags.substr(0, next);
+      if (flag == "preemptible") c.preemptible = true;
+      else if (flag == "preempting") c.preempting = true;
+      else {
+        error = fmt::format("'{}': after the value only ':preemptible' and ':preempting' may follow", text);
+        return std::nullopt;
+      }
+      flags = next == std::string_view::npos ? std::string_view{} : flags.substr(next + 1);
+    }
   }
   auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), c.value);
   if (ec != std::errc{} || end != rest.data() + rest.size() || c.value < -1'000'000 || c.value > 1'000'000) {
@@ -37,6 +44,20 @@ std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::stri
     return std::nullopt;
   }
   return c;
+}
+
+// Why a request waits, short enough to keep per request and show in a list: the packing core's first line
+// and the first few hosts' reasons (its full answer names every host: 1,250 lines at 10,000 GPUs).
+std::string shortReason(std::string_view why) {
+  constexpr std::size_t kLines = 4;
+  std::size_t at = 0;
+  for (std::size_t line = 0; line < kLines; ++line) {
+    at = why.find('\n', at);
+    if (at == std::string::npos) return std::string(why);
+    ++at;
+  }
+  const auto rest = static_cast<std::size_t>(std::count(why.begin() + static_cast<std::ptrdiff_t>(at), why.end(), '\n')) + 1;
+  return fmt::format("{}  ... and {} more (`yardctl plan` explains every host)", std::string(why.substr(0, at)), rest);
 }
 
 std::string describeShape(const QueuedRequest& q) {

@@ -16,19 +16,21 @@
 
 namespace switchyard {
 
-// A priority class (yardd --priority-class): a higher value is admitted first; a preemptible class's
-// systems may be taken back for a higher class's request (not yet done: see docs/operations.md).
+// A priority class (yardd --priority-class): a higher value is admitted first. A queued request of a
+// preempting class that cannot fit may take back the systems of preemptible classes of a lower value
+// (engine_preemption.cpp).
 struct PriorityClass {
   std::string name;
   int value = 0;
   bool preemptible = false;
+  bool preempting = false;
 };
 
-// The classes yardd knows when none are configured: production 1000, batch 100 (the default), spot 0
-// (preemptible).
+// The classes yardd knows when none are configured: production 1000 (preempting), batch 100 (the default;
+// preempting), spot 0 (preemptible).
 [[nodiscard]] const std::vector<PriorityClass>& defaultPriorityClasses();
 inline constexpr std::string_view kDefaultPriorityClass = "batch";
-// "NAME=VALUE" or "NAME=VALUE:preemptible" (yardd --priority-class); nothing, with `error` set, when malformed.
+// "NAME=VALUE[:preemptible][:preempting]" (yardd --priority-class); nothing, with `error` set, when malformed.
 [[nodiscard]] std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::string& error);
 
 // What a queued compose asked for, as the packing core takes it (PlacementRequest's stored form).
@@ -50,6 +52,9 @@ struct QueuedRequest {
   friend bool operator==(const QueuedRequest&, const QueuedRequest&) = default;
 };
 
+// Why a request waits, short enough to keep with each queued request: the first line of the packing core's
+// answer and its first three hosts' reasons.
+[[nodiscard]] std::string shortReason(std::string_view why);
 // "4 GPU(s) H100", "share 250m", "2 MIG instance(s)": what a queued request asks for, for people.
 [[nodiscard]] std::string describeShape(const QueuedRequest& q);
 

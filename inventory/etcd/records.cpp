@@ -128,7 +128,8 @@ json toJson(const System& s) {
               {"activeOperation", s.activeOperation},
               {"createdAt", s.createdAt},
               {"updatedAt", s.updatedAt},
-              {"leaseExpiresAt", s.leaseExpiresAt}};
+              {"leaseExpiresAt", s.leaseExpiresAt},
+              {"priorityClass", s.priorityClass}};
 }
 
 Result<System> systemFrom(std::string_view text, std::string_view what) {
@@ -149,6 +150,7 @@ Result<System> systemFrom(std::string_view text, std::string_view what) {
     s.createdAt = j.value("createdAt", Timestamp{0});
     s.updatedAt = j.value("updatedAt", Timestamp{0});
     s.leaseExpiresAt = j.value("leaseExpiresAt", Timestamp{0});
+    s.priorityClass = j.value("priorityClass", "");
     return s;
   });
 }

@@ -4,6 +4,7 @@
 //   switchyard_bench latency [--sim-latency-ms MS] [--gpus N] [--concurrent N]   compose time against a slow switch
 //   switchyard_bench compose [--seconds S] [--clients N] [--durability normal|full]
 //                                                            compose+decompose through gRPC, durable store
+//   switchyard_bench queue [--gpus N] [--queued N] [--rounds N]   freed capacity to the next queued request bound
 //   switchyard_bench reads [--gpus N] [--seconds S] [--readers N] [--path P ...]
 //                                                            compose latency idle and under /metrics + dashboard reads
 #include <CLI/CLI.hpp>
@@ -29,6 +30,7 @@
 #include "tests/bench/compose_latency.h"
 #include "tests/bench/decision_latency.h"
 #include "tests/bench/latency_summary.h"
+#include "tests/bench/queue_admission.h"
 #include "tests/bench/read_load.h"
 #include "tests/bench/topology_ablation.h"
 #include "tests/support/temp_dir.h"
@@ -204,7 +206,14 @@ int main(int argc, char** argv) {
   reads->add_option("--readers", rl.readers, "Reader threads, each fetching every --path in turn")->check(CLI::Range(0, 64))->capture_default_str();
   reads->add_option("--path", rl.paths, "Web endpoint paths the readers fetch")->capture_default_str();
   reads->add_option("--composed", rl.composed, "Systems of 8 GPUs composed before measuring")->check(CLI::Range(0, 100'000))->capture_default_str();
+  auto* queueCmd = app.add_subcommand("queue", "How fast freed capacity reaches the queue: a full pool, a queue of waiting requests, "
+                                              "then decompose one system at a time and time the queued request bound on what it freed");
+  bench::QueueBenchOptions qb;
+  queueCmd->add_option("--gpus", qb.gpus, "GPUs in the pool (8 per host)")->check(CLI::Range(64, 1'000'000))->capture_default_str();
+  queueCmd->add_option("--queued", qb.queued, "Requests kept waiting")->check(CLI::Range(1, 100'000))->capture_default_str();
+  queueCmd->add_option("--rounds", qb.rounds, "Decomposes (each frees one host's 8 GPUs)")->check(CLI::Range(1, 100'000))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (queueCmd->parsed()) return bench::benchQueueAdmission(qb);
   if (reads->parsed()) return bench::benchReadLoad(rl);
   if (latencyCmd->parsed()) return bench::benchComposeLatency(cl);
   if (ablation->parsed()) {

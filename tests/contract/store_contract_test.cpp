@@ -135,6 +135,7 @@ TEST_P(StoreContract, AQueuedComposeAndALeaseAreReadBackAndTheQueuedOperationIsU
   op.queued = q;
   System leased = system(1);
   leased.leaseExpiresAt = 1'234'567;
+  leased.priorityClass = "spot";
   {
     auto store = open();
     const WriterEpoch epoch = *store->claimWriter();
@@ -145,6 +146,7 @@ TEST_P(StoreContract, AQueuedComposeAndALeaseAreReadBackAndTheQueuedOperationIsU
   ASSERT_TRUE(snap) << snap.error().message;
   ASSERT_EQ(snap->systems.size(), 2u);
   EXPECT_EQ(snap->systems[0].leaseExpiresAt, 1'234'567);
+  EXPECT_EQ(snap->systems[0].priorityClass, "spot");
   EXPECT_EQ(snap->systems[1].state, SystemState::kQueued);
   ASSERT_EQ(snap->unfinishedOperations.size(), 1u) << "a queued operation is unfinished: it waits again after a restart";
   ASSERT_TRUE(snap->unfinishedOperations[0].queued);

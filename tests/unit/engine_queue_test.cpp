@@ -4,6 +4,7 @@
 // normal decompose path.
 #include <gtest/gtest.h>
 
+#include "fabric/simulated_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -311,6 +312,92 @@ TEST_F(EngineQueueTest, ATenantCannotSeeOrCancelAnotherTenantsQueuedRequest) {
   EXPECT_EQ(viewer.error().code, Code::kPermissionDenied);
   EXPECT_EQ(engine_->listQueue()->size(), 1u);
   ASSERT_TRUE(engine_->cancelQueued(alice, mine.id));
+}
+
+TEST_F(EngineQueueTest, AProductionRequestPreemptsTheSmallestSpotSystemAfterItsGrace) {
+  start();
+  auto spot = want("spot-job", 8);
+  spot.priorityClass = "spot";
+  composeWith(spot);
+  compose("batch-job", 8);  // batch: not preemptible
+  EXPECT_EQ(engine_->getSystem("spot-job")->priorityClass, "spot");
+
+  const Operation spotWaits = enqueue(queued("spot-later", 8, "spot"));  // spot does not preempt: it waits
+  auto types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 0);
+
+  const Operation urgent = enqueue(queued("urgent", 8, "production"));
+  types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 1) << "one victim is enough";
+  const auto queue = *engine_->listQueue();
+  ASSERT_EQ(queue.front().operationId, urgent.id);
+  EXPECT_NE(queue.front().waitingFor.find("preempting"), std::string::npos) << queue.front().waitingFor;
+
+  clock_.advance(29s);
+  EXPECT_TRUE(engine_->expireDeadlines()->empty()) << "the grace period is not over";
+  clock_.advance(2s);
+  auto started = engine_->expireDeadlines();
+  ASSERT_TRUE(started);
+  ASSERT_EQ(started->size(), 1u);
+  EXPECT_EQ(started->front().requestedBy.identity, "yardd (preemption)");
+  EXPECT_EQ(finished(started->front().id).state, OperationState::kSucceeded);
+  EXPECT_EQ(finished(urgent.id).state, OperationState::kSucceeded) << "what the victim freed went to the request";
+  EXPECT_FALSE(engine_->getSystem("spot-job"));
+  EXPECT_EQ(engine_->getSystem("batch-job")->bindings.size(), 8u) << "batch is not preemptible";
+  EXPECT_EQ(engine_->listQueue()->size(), 1u);
+  EXPECT_EQ(engine_->listQueue()->front().operationId, spotWaits.id);
+  types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "system.preempted"), types.end());
+}
+
+TEST_F(EngineQueueTest, AVictimWhoseHostWillNotLetGoStaysWholeAndTheRequestKeepsWaiting) {
+  SimulatedHosts simulated(defaultTopology(), *fabric_, clock_);
+  hosts_ = &simulated;
+  start();
+  auto spot = want("spot-job", 8);
+  spot.priorityClass = "spot";
+  composeWith(spot);
+  compose("batch-job", 8);
+  simulated.setDeviceFault(engine_->getSystem("spot-job")->bindings.front().deviceId, SimulatedHostFault::kInUse);
+  const Operation urgent = enqueue(queued("urgent", 8, "production"));
+  clock_.advance(31s);
+  auto started = engine_->expireDeadlines();
+  ASSERT_TRUE(started);
+  ASSERT_EQ(started->size(), 1u);
+  EXPECT_EQ(finished(started->front().id).state, OperationState::kFailed) << "a GPU in use is never unbound";
+  EXPECT_EQ(engine_->getSystem("spot-job")->bindings.size(), 8u) << "the victim stays whole";
+  EXPECT_EQ(engine_->getSystem("spot-job")->state, SystemState::kComposed);
+  auto still = engine_->waitOperation(urgent.id, 10ms);
+  EXPECT_EQ(still->state, OperationState::kQueued) << "the request keeps waiting";
+  const auto types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "preemption.failed"), types.end());
+  EXPECT_TRUE(simulated.surpriseRemovals().empty());
+}
+
+TEST_F(EngineQueueTest, ALeaseWhoseHostWillNotLetGoIsOverdueAndTriedAgain) {
+  SimulatedHosts simulated(defaultTopology(), *fabric_, clock_);
+  hosts_ = &simulated;
+  start();
+  auto leased = want("a", 8);
+  leased.lease = 1min;
+  composeWith(leased);
+  const DeviceId busy = engine_->getSystem("a")->bindings.front().deviceId;
+  simulated.setDeviceFault(busy, SimulatedHostFault::kInUse);
+  clock_.advance(61s);
+  auto first = engine_->expireDeadlines();
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ(finished(first->front().id).state, OperationState::kFailed);
+  EXPECT_EQ(engine_->getSystem("a")->bindings.size(), 8u);
+  auto types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "lease.overdue"), types.end());
+  EXPECT_TRUE(engine_->expireDeadlines()->empty()) << "not again at once";
+  simulated.setDeviceFault(busy, SimulatedHostFault::kNone);  // the process let go
+  clock_.advance(31s);
+  auto again = engine_->expireDeadlines();
+  ASSERT_EQ(again->size(), 1u) << "tried again after the retry interval";
+  EXPECT_EQ(finished(again->front().id).state, OperationState::kSucceeded);
+  EXPECT_FALSE(engine_->getSystem("a"));
+  EXPECT_TRUE(simulated.surpriseRemovals().empty());
 }
 
 }  // namespace

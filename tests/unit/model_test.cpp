@@ -130,3 +130,28 @@ TEST(Durations, ReadTheFormsPeopleWriteAndRefuseTheRest) {
 
 }  // namespace
 }  // namespace switchyard
+
+namespace switchyard {
+namespace {
+
+TEST(PriorityClasses, ParseTheFlagsFormAndRefuseTheRest) {
+  std::string error;
+  auto c = parsePriorityClass("urgent=5000:preempting", error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_EQ(c->name, "urgent");
+  EXPECT_EQ(c->value, 5000);
+  EXPECT_TRUE(c->preempting);
+  EXPECT_FALSE(c->preemptible);
+  c = parsePriorityClass("scavenger=-10:preemptible", error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_EQ(c->value, -10);
+  EXPECT_TRUE(c->preemptible);
+  for (const char* bad : {"", "x", "=5", "x=", "x=abc", "x=5:sometimes", "bad name=5", "x=99999999"}) {
+    error.clear();
+    EXPECT_FALSE(parsePriorityClass(bad, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace switchyard

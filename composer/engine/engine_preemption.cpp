@@ -1,0 +1,128 @@
+// Preemption (issue 40, ADR 0017): when the queue's head cannot fit and its priority class preempts, yardd
+// may take back systems of preemptible classes with a lower value. It picks the victims that free a
+// placement for the head while losing the least (fewest GPUs first, then the youngest; then it drops any
+// victim the placement does not need), tells each (a system.preempting event naming the request and the
+// moment), waits the grace period (EngineOptions::preemptionGrace), then decomposes them through the
+// normal safe path: host-release first, so a GPU in use is never unbound. What they free is promised to
+// the head (backfill keeps off it). A victim whose host refuses to let go stays whole; the head keeps
+// waiting, and yardd plans again after EngineOptions::leaseRetry.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "composer/engine/engine.h"
+
+namespace switchyard {
+
+namespace {
+
+Caller preemptionCaller() { return {std::string(kPreemptionActor), Role::kAdmin, {}}; }
+
+int gpusOf(const System& s) { return static_cast<int>(s.bindings.size()); }
+
+}  // namespace
+
+bool Engine::planPreemption(const Operation& head) {
+  const PriorityClass* cls = priorityClass(head.queued->priorityClass);
+  if (cls == nullptr || !cls->preempting) return false;
+  const Timestamp now = clock_.now();
+  if (auto retry = preemptRetryAt_.find(head.id); retry != preemptRetryAt_.end() && now < retry->second) return false;
+
+  std::vector<const System*> candidates;
+  for (const auto& [id, s] : state_->systems()) {
+    if (s.hostId.empty() || !s.activeOperation.empty()) continue;
+    if (s.state != SystemState::kComposed && s.state != SystemState::kDegraded) continue;
+    const PriorityClass* theirs = priorityClass(s.priorityClass.empty() ? kDefaultPriorityClass : std::string_view(s.priorityClass));
+    if (theirs == nullptr || !theirs->preemptible || theirs->value >= cls->value) continue;
+    candidates.push_back(&s);
+  }
+  if (candidates.empty()) return false;
+  std::sort(candidates.begin(), candidates.end(), [](const System* a, const System* b) {
+    if (gpusOf(*a) != gpusOf(*b)) return gpusOf(*a) < gpusOf(*b);
+    return a->createdAt != b->createdAt ? a->createdAt > b->createdAt : a->id < b->id;  // the youngest loses least
+  });
+  auto placedWithout = [&](const std::vector<const System*>& victims) {
+    Pool pool = state_->pool();
+    for (const System* v : victims) {
+      const int hi = pool.hostIndex(v->hostId);
+      for (const auto& b : v->bindings)
+        if (const int di = pool.deviceIndex(b.deviceId); di >= 0) {
+          pool.setFree(di, true);
+          if (hi >= 0) pool.addAttached(hi, -1);
+        }
+      if (hi >= 0) pool.setInSystem(hi, false);
+    }
+    return placeQueued(head, &pool);
+  };
+  std::vector<const System*> victims;
+  bool fits = false;
+  for (const System* c : candidates) {
+    victims.push_back(c);
+    if (placedWithout(victims).placement) {
+      fits = true;
+      break;
+    }
+  }
+  if (!fits) return false;
+  // Drop what the placement does not need, the largest first.
+  for (std::size_t i = victims.size(); i-- > 0;) {
+    std::vector<const System*> fewer = victims;
+    fewer.erase(fewer.begin() + static_cast<std::ptrdiff_t>(i));
+    if (!fewer.empty() && placedWithout(fewer).placement) victims = std::move(fewer);
+  }
+  auto decision = placedWithout(victims);
+  if (!decision.placement) return false;
+
+  Preemption p;
+  p.head = head.id;
+  p.decomposeAt = now + std::chrono::duration_cast<Duration>(options_.preemptionGrace).count();
+  p.placement = std::move(*decision.placement);
+  const System* headSystem = state_->system(head.systemId);
+  const std::string headName = headSystem ? headSystem->name : head.systemId;
+  Mutation m;
+  std::vector<std::string> names;
+  for (const System* v : victims) {
+    p.victims.push_back(v->id);
+    names.push_back(v->name);
+    m.events.push_back(makeEvent("system.preempting", v->id,
+                                 fmt::format("{} ({}, {} class) is preempted at {} to make room for {} ({}, {} class); save its work now",
+                                             v->name, v->id, v->priorityClass.empty() ? kDefaultPriorityClass : std::string_view(v->priorityClass),
+                                             formatTimestamp(p.decomposeAt), headName, head.id, cls->name)));
+  }
+  if (auto r = persist(m); !r) return false;
+  spdlog::info("preemption: {} ({} class) takes {} at {}", head.id, cls->name, fmt::join(names, ", "), formatTimestamp(p.decomposeAt));
+  preemption_ = std::move(p);
+  return true;
+}
+
+void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
+  if (!preemption_ || preemption_->started || clock_.now() < preemption_->decomposeAt) return;
+  preemption_->started = true;
+  for (const auto& id : preemption_->victims) {
+    const System* s = state_->system(id);
+    if (s == nullptr || !s->activeOperation.empty()) continue;  // gone already, or its owner is changing it
+    const std::string cls = s->priorityClass.empty() ? std::string(kDefaultPriorityClass) : s->priorityClass;
+    auto op = audited(preemptionCaller(), "decompose", id, {}, {}, [&] { return acceptDecompose(preemptionCaller(), id); });
+    if (!op) {
+      spdlog::warn("preemption of {} refused: {}", id, op.error().message);
+      continue;
+    }
+    if (options_.metrics) options_.metrics->preemptions.add({cls});
+    m.events.push_back(makeEvent("system.preempted", id, fmt::format("{}: preempted for {}; {} decomposes it", id, preemption_->head, op->id)));
+    started.push_back(*op);
+  }
+}
+
+void Engine::preemptionFailed(const Operation& op, Mutation& m) {
+  if (!preemption_) return;
+  const OperationId head = preemption_->head;
+  preemptRetryAt_[head] = clock_.now() + std::chrono::duration_cast<Duration>(options_.leaseRetry).count();
+  m.events.push_back(makeEvent("preemption.failed", op.systemId,
+                               fmt::format("{} could not be preempted for {} ({}); it stays as it was, and {} keeps waiting", op.systemId,
+                                           head, op.error, head)));
+  preemption_.reset();
+}
+
+}  // namespace switchyard
