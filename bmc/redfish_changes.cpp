@@ -22,7 +22,7 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
   auto bad = [](const std::string& id, const std::string& message) { return error(http::status::bad_request, std::string(kBase) + id, message); };
   if (!body.is_object()) return bad("MalformedJSON", "the request body is not a JSON object");
   for (const auto& [key, value] : body.items())
-    if (key != "Name" && key != "Links" && key != "Processors" && key != "Description" && key.rfind("@Redfish.", 0) != 0)
+    if (key != "Name" && key != "Links" && key != "Processors" && key != "Description" && key != "Oem" && key.rfind("@Redfish.", 0) != 0)
       return bad("PropertyUnknown", fmt::format("the property {} is unknown or cannot be set on create", key));
   if (!body.contains("Name") && fallbackName.empty()) return bad("PropertyMissing", "the property Name is required to compose a system");
   if (body.contains("Name") && !body["Name"].is_string()) return bad("PropertyValueTypeError", "Name must be a string");
@@ -61,6 +61,33 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
   }
   if (request.placement.devices.empty() && request.placement.gpuCount == 0)
     return bad("PropertyMissing", "name resource blocks in Links.ResourceBlocks, or ask for Processors with @Redfish.RequestedCount");
+  // Switchyard's own properties (issue 40): wait in the queue, the priority class, give-up time and lease.
+  //   "Oem": {"Switchyard": {"Queue": true, "PriorityClass": "production", "QueueTimeoutSeconds": 3600, "LeaseSeconds": 28800}}
+  if (body.contains("Oem")) {
+    const json& oem = body["Oem"];
+    if (!oem.is_object()) return bad("PropertyValueTypeError", "Oem must be an object");
+    for (const auto& [vendor, value] : oem.items())
+      if (vendor != "Switchyard") return bad("PropertyUnknown", fmt::format("Oem.{} is unknown (this service reads Oem.Switchyard)", vendor));
+    if (oem.contains("Switchyard")) {
+      const json& sy = oem["Switchyard"];
+      if (!sy.is_object()) return bad("PropertyValueTypeError", "Oem.Switchyard must be an object");
+      for (const auto& [key, value] : sy.items()) {
+        if (key == "Queue") {
+          if (!value.is_boolean()) return bad("PropertyValueTypeError", "Oem.Switchyard.Queue must be true or false");
+          request.queue = value.get<bool>();
+        } else if (key == "PriorityClass") {
+          if (!value.is_string()) return bad("PropertyValueTypeError", "Oem.Switchyard.PriorityClass must be a string");
+          request.priorityClass = value.get<std::string>();
+        } else if (key == "QueueTimeoutSeconds" || key == "LeaseSeconds") {
+          if (!value.is_number_integer() || value.get<long long>() < 0 || value.get<long long>() > 10LL * 365 * 24 * 3600)
+            return bad("PropertyValueOutOfRange", fmt::format("Oem.Switchyard.{} must be a whole number of seconds (0: none)", key));
+          (key == "LeaseSeconds" ? request.lease : request.queueTimeout) = std::chrono::seconds(value.get<long long>());
+        } else {
+          return bad("PropertyUnknown", fmt::format("Oem.Switchyard.{} is unknown (Queue, PriorityClass, QueueTimeoutSeconds, LeaseSeconds)", key));
+        }
+      }
+    }
+  }
   return request;
 }
 

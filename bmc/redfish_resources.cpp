@@ -283,7 +283,8 @@ std::string taskMonitorUri(const std::string& operationId) { return fmt::format(
 json task(const Operation& op) {
   const auto done = std::count_if(op.steps.begin(), op.steps.end(), [](const Step& s) { return s.state == StepState::kDone; });
   const bool ok = op.state == OperationState::kSucceeded;
-  std::string state = op.finished() ? (ok ? "Completed" : "Exception") : "Running";
+  // A compose waiting in the queue has not started: Pending, until it is admitted.
+  std::string state = op.finished() ? (ok ? "Completed" : "Exception") : op.state == OperationState::kQueued ? "Pending" : "Running";
   json messages = json::array();
   if (op.finished())
     messages.push_back({{"MessageId", ok ? "TaskEvent.1.0.TaskCompletedOK" : "TaskEvent.1.0.TaskAborted"},
@@ -295,7 +296,9 @@ json task(const Operation& op) {
             {"Name", fmt::format("{} {}", toString(op.kind), op.systemId)},
             {"TaskState", state},
             {"TaskStatus", op.finished() && !ok ? "Critical" : "OK"},
-            {"PercentComplete", op.steps.empty() ? 100 : static_cast<int>(done * 100 / static_cast<long>(op.steps.size()))},
+            {"PercentComplete", op.state == OperationState::kQueued ? 0
+                                : op.steps.empty()                   ? 100
+                                                                     : static_cast<int>(done * 100 / static_cast<long>(op.steps.size()))},
             {"StartTime", formatTimestamp(op.createdAt)},
             {"TaskMonitor", taskMonitorUri(op.id)},
             {"Messages", messages}};

@@ -311,6 +311,25 @@ def main():
                                   {"Name": "big", "Processors": {"Members": [{"@Redfish.RequestedCount": 999}]}})
         check(status == 400 and "NoResourceMatch" in body["error"]["code"], f"a request that cannot fit is NoResourceMatch ({status})")
         check(schemas.validate(body, "redfish-error.v1_0_2.json", "RedfishError") is None, "error body is a Redfish error")
+        # Oem.Switchyard.Queue: a request that does not fit waits in yardd's queue: 202, its Task Pending until admitted.
+        status, _, body = request(port, "POST", "/redfish/v1/Systems", admin,
+                                  {"Name": "waits", "Processors": {"Members": [{"@Redfish.RequestedCount": 16}]}, "Oem": {"Switchyard": {"Kueue": True}}})
+        check(status == 400 and body["error"]["code"].endswith("PropertyUnknown"), f"an unknown Oem.Switchyard property is 400 ({status})")
+        status, _, queued_task = request(port, "POST", "/redfish/v1/Systems", admin,
+                                         {"Name": "waits", "Processors": {"Members": [{"@Redfish.RequestedCount": 16}]},
+                                          "Oem": {"Switchyard": {"Queue": True, "PriorityClass": "batch", "LeaseSeconds": 3600}}})
+        check(status == 202 and queued_task.get("TaskState") == "Pending" and queued_task.get("PercentComplete") == 0,
+              f"a queued compose is 202 with a Pending Task ({status} {queued_task})")
+        check(schemas.validate_resource(queued_task) is None, "the Pending Task validates")
+        queued_sys = "/redfish/v1/Systems/" + queued_task.get("Name", " ").split(" ")[-1]
+        status, _, waiting = request(port, "GET", queued_sys, admin)
+        check(status == 200 and waiting["Status"]["State"] == "StandbyOffline" and schemas.validate_resource(waiting) is None,
+              f"the queued system is StandbyOffline and validates ({status} {waiting.get('Status')})")
+        status, headers, _ = request(port, "DELETE", queued_sys, admin)
+        check(status == 202, f"DELETE of a queued system cancels it ({status})")
+        wait_task(port, admin, headers.get("Location", ""))
+        status, _, _ = request(port, "GET", queued_sys, admin)
+        check(status == 404, f"the cancelled system is gone ({status})")
         for count in (4294967298, -1, 0, 5000):  # 4294967298 once composed 2 GPUs (cut to 32 bits)
             status, _, body = request(port, "POST", "/redfish/v1/Systems", admin,
                                       {"Name": "wrap", "Processors": {"Members": [{"@Redfish.RequestedCount": count}]}})
