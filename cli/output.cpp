@@ -96,6 +96,21 @@ void printQueue(const pb::ListQueueResponse& r, std::ostream& out) {
   t.print(out);
 }
 
+void printUsage(const pb::UsageResponse& r, std::ostream& out) {
+  out << fmt::format("GPU-hours from {} to {}{}\n", r.since(), r.until(),
+                     r.history_from().empty() ? "" : fmt::format(" (the operation log starts at {})", r.history_from()));
+  if (r.rows().empty()) {
+    out << "no GPU was held by a system in that time\n";
+    return;
+  }
+  Table t({"TENANT", "SYSTEM", "MODEL", "GPU-HOURS", "SYSTEMS"});
+  for (const auto& row : r.rows())
+    t.add({orDash(row.tenant()), row.system_name().empty() ? orDash(row.system_id()) : fmt::format("{} ({})", row.system_name(), row.system_id()),
+           orDash(row.model()), fmt::format("{:.2f}", row.gpu_hours()), std::to_string(row.systems())});
+  t.add({"total", "", "", fmt::format("{:.2f}", r.total_gpu_hours()), ""});
+  t.print(out);
+}
+
 void printSystem(const pb::System& s, std::ostream& out) {
   out << fmt::format("{} ({})\n  host:    {}\n  state:   {}\n  tenant:  {}\n  created: {}\n", s.name(), s.id(), orDash(s.host_id()),
                      s.progress().empty() ? stateName(s.state()) : fmt::format("{} ({})", stateName(s.state()), s.progress()), s.tenant(),

@@ -258,6 +258,10 @@ struct GpuFlags {
 
 template <typename Response>
 void emit(const Globals& g, const Response& r, void (*table)(const Response&, std::ostream&)) {
+  if (g.output == "csv") {  // only `yardctl usage` prints CSV
+    std::cerr << "error: -o csv is for `yardctl usage`; use -o json or -o table here\n";
+    std::exit(kExitUsage);
+  }
   if (g.format() == Format::kJson)
     std::cout << yardctl::toJson(r) << "\n";
   else
@@ -268,7 +272,10 @@ void emit(const Globals& g, const Response& r, void (*table)(const Response&, st
 // the flag counts wherever it is given.
 void addGlobalFlags(CLI::App* cmd, Globals& g) {
   const std::string group = "Global flags (before or after the command)";
-  cmd->add_option("-o,--output", g.output, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str()->group(group);
+  cmd->add_option("-o,--output", g.output, "table or json (and csv for `yardctl usage`)")
+      ->check(CLI::IsMember({"table", "json", "csv"}))
+      ->capture_default_str()
+      ->group(group);
   cmd->add_option("--timeout", g.timeoutSeconds, "Seconds to wait for each call")->check(CLI::PositiveNumber)->capture_default_str()->group(group);
   g.connection.addFlags(cmd, group);
   for (CLI::App* sub : cmd->get_subcommands([](CLI::App*) { return true; })) addGlobalFlags(sub, g);
@@ -468,6 +475,27 @@ static int runYardctl(int argc, char** argv) {
     if ((rc = client().call(&pb::Switchyard::Stub::CancelQueued, req, op)) != kExitOk) return;
     if (g.format() == Format::kJson) std::cout << yardctl::toJson(op) << "\n";
     else std::cout << fmt::format("{} cancelled: {} left the queue\n", op.id(), op.system_id());
+  });
+
+  auto* usageCmd = app.add_subcommand("usage", "GPU-hours by tenant, system or GPU model, from yardd's operation log (showback and chargeback)");
+  pb::GetUsageRequest usageReq;
+  usageCmd->add_option_function<std::string>("--by", [&](const std::string& v) { usageReq.set_by(v); },
+                                              "One row per tenant, system or model (default: per tenant, system and model)")
+      ->check(CLI::IsMember({"tenant", "system", "model"}));
+  usageCmd->add_option_function<std::string>("--since", [&](const std::string& v) { usageReq.set_since(v); },
+                                             "From this time (RFC 3339 UTC or a date: 2026-11-01); default: the start of the log");
+  usageCmd->add_option_function<std::string>("--until", [&](const std::string& v) { usageReq.set_until(v); }, "Until this time; default: now");
+  usageCmd->callback([&] {
+    pb::UsageResponse r;
+    if ((rc = client().call(&pb::Switchyard::Stub::GetUsage, usageReq, r)) != kExitOk) return;
+    if (g.output == "csv") {
+      std::cout << "tenant,system_id,system_name,model,gpu_hours,systems\n";
+      for (const auto& row : r.rows())
+        std::cout << fmt::format("{},{},{},{},{:.4f},{}\n", row.tenant(), row.system_id(), row.system_name(), row.model(), row.gpu_hours(),
+                                 row.systems());
+      return;
+    }
+    emit(g, r, yardctl::printUsage);
   });
 
   auto* renew = app.add_subcommand("renew", "Extend (or set) a system's lease: it is decomposed when the lease ends");

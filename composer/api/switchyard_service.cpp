@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <set>
+#include <tuple>
 #include <mutex>
 
 #include "composer/api/proto_convert.h"
@@ -361,6 +364,63 @@ grpc::ServerUnaryReactor* SwitchyardService::RenewLease(Context* ctx, const v1::
   return answer<System>(
       ctx, [this, c = *caller, system = req->system(), s = req->lease_seconds()] { return engine_.renewLease(c, system, std::chrono::seconds(s)); },
       [out](const System& s) { toProto(s, *out); });
+}
+
+grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::GetUsageRequest* req, v1::UsageResponse* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  Timestamp since = 0, until = 0;
+  for (auto [text, field, name] : {std::tuple{&req->since(), &since, "since"}, std::tuple{&req->until(), &until, "until"}}) {
+    if (text->empty()) continue;
+    auto t = parseTimestamp(*text);
+    if (!t) return finished(ctx, invalid(fmt::format("{}: '{}' is not an RFC 3339 UTC time such as 2026-11-01T00:00:00Z (or a date)", name, *text)));
+    *field = *t;
+  }
+  const std::string by = req->by();
+  if (!by.empty() && by != "tenant" && by != "system" && by != "model") return finished(ctx, invalid("by: tenant, system or model"));
+  // The log is read on the control thread; the sums are made here, on a reply thread.
+  auto* reactor = ctx->DefaultReactor();
+  boost::asio::post(replies_, [this, reactor, out, c = *caller, since, until, by] {
+    auto report = engine_.usage(c, since, until);
+    if (!report) return reactor->Finish(toGrpcStatus(report.error()));
+    const auto view = engine_.view();
+    auto nameOf = [&](const SystemId& id) -> std::string {
+      const auto s = view ? view->systems.find(id) : nullptr;
+      return s ? s->name : "";
+    };
+    struct Sum {
+      double seconds = 0;
+      std::set<SystemId> systems;
+      UsageRow first;
+    };
+    std::map<std::string, Sum> sums;
+    double total = 0;
+    for (const auto& r : report->rows) {
+      const std::string key = by == "tenant" ? r.tenant : by == "system" ? r.systemId : by == "model" ? r.model : r.tenant + "|" + r.systemId + "|" + r.model;
+      Sum& s = sums[key];
+      if (s.systems.empty()) s.first = r;
+      s.seconds += r.gpuSeconds;
+      s.systems.insert(r.systemId);
+      total += r.gpuSeconds;
+    }
+    for (const auto& [key, s] : sums) {
+      auto* row = out->add_rows();
+      if (by.empty() || by == "tenant" || by == "system") row->set_tenant(s.first.tenant);
+      if (by.empty() || by == "system") {
+        row->set_system_id(s.first.systemId);
+        row->set_system_name(nameOf(s.first.systemId));
+      }
+      if (by.empty() || by == "model") row->set_model(s.first.model);
+      row->set_gpu_hours(s.seconds / 3600.0);
+      row->set_systems(static_cast<std::int32_t>(s.systems.size()));
+    }
+    out->set_since(formatTimestamp(report->since));
+    out->set_until(formatTimestamp(report->until));
+    if (report->historyFrom > 0) out->set_history_from(formatTimestamp(report->historyFrom));
+    out->set_total_gpu_hours(total / 3600.0);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
 }
 
 namespace {

@@ -50,6 +50,7 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   Unary* ListQueue(Context*, const v1::ListQueueRequest*, v1::ListQueueResponse*) override;
   Unary* CancelQueued(Context*, const v1::CancelQueuedRequest*, v1::Operation*) override;
   Unary* RenewLease(Context*, const v1::RenewLeaseRequest*, v1::System*) override;
+  Unary* GetUsage(Context*, const v1::GetUsageRequest*, v1::UsageResponse*) override;
 
  private:
   // Runs `call` on the engine; finishes with its error, or with OK after `fill` wrote the response.

@@ -37,6 +37,7 @@
 #include "composer/engine/elastic_executor.h"
 #include "composer/engine/event_stream.h"
 #include "composer/engine/steps/step_kind.h"
+#include "composer/engine/usage.h"
 #include "composer/metrics/engine_metrics.h"
 #include "composer/engine/pool_state.h"
 #include "composer/engine/reservation.h"
@@ -197,6 +198,11 @@ class Engine {
   // fails as cancelled and the name is free again. Decomposing a queued system cancels it too.
   [[nodiscard]] Result<std::vector<QueueEntry>> listQueue() const;
   [[nodiscard]] Result<Operation> cancelQueued(const Caller& caller, const std::string& idOrName);
+  // Usage accounting (usage.h): GPU-hours between `since` and `until` (0: now) from the operation log, per
+  // tenant, system and GPU model, of the tenants the caller may see. Reads the log on the control thread
+  // (up to kUsageHistory operations; see docs/operations.md for its cost) and computes on the caller's.
+  static constexpr std::size_t kUsageHistory = 100'000;
+  [[nodiscard]] Result<UsageReport> usage(const Caller& caller, Timestamp since, Timestamp until);
   // Leases (engine_leases.cpp): the system's lease ends `lease` from now (a system without one gets one).
   [[nodiscard]] Result<System> renewLease(const Caller& caller, const std::string& system, std::chrono::milliseconds lease);
   // Gives up queued requests past their timeout and decomposes systems past their lease (also on a timer,

@@ -3,6 +3,7 @@
 // thread (onControl) and answer from memory or the store; none waits for a switch.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "composer/engine/engine.h"
@@ -120,6 +121,24 @@ Result<Operation> Engine::getOperation(const OperationId& id) {
     if (!stored) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));
     return *stored;
   });
+}
+
+Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timestamp until) {
+  const Timestamp now = clock_.now();
+  if (until == 0) until = now;
+  if (since < 0 || until <= since) return fail(Code::kInvalidArgument, "usage: --since must be before --until");
+  SY_ASSIGN(auto view, readableView());
+  SY_ASSIGN(auto ops, onControl([&]() -> Result<std::vector<Operation>> { return store_.listOperations(kUsageHistory); }));
+  std::reverse(ops.begin(), ops.end());  // oldest first
+  UsageReport report = computeUsage(
+      ops,
+      [&](const DeviceId& id) {
+        const DeviceView* d = view->device(id);
+        return d && d->device.kind == DeviceKind::kGpu ? (d->device.model.empty() ? std::string("GPU") : d->device.model) : std::string();
+      },
+      since, until, now);
+  std::erase_if(report.rows, [&](const UsageRow& r) { return !maySee(caller, r.tenant); });
+  return report;
 }
 
 Result<std::vector<Operation>> Engine::listOperations(std::size_t limit) {

@@ -124,6 +124,17 @@ TEST_F(DaemonTest, YardctlQueuesWhatDoesNotFitAndComposesItWhenCapacityFrees) {
   EXPECT_EQ(cancelled.exitCode, 0) << cancelled.err;
   EXPECT_NE(cancelled.out.find("cancelled"), std::string::npos) << cancelled.out;
   EXPECT_EQ(yardctl("queue cancel d").exitCode, 3) << "gone: not found";
+
+  // Usage from the operation log: by tenant, as CSV for spreadsheets; CSV is for usage only.
+  const json usage = yardctlJson("usage --by tenant");
+  ASSERT_EQ(usage["rows"].size(), 1u) << usage.dump();
+  EXPECT_EQ(usage["rows"][0]["tenant"], "default");
+  EXPECT_GT(usage["total_gpu_hours"].get<double>(), 0.0);
+  auto csv = yardctl("-o csv usage --by model");
+  EXPECT_EQ(csv.exitCode, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("tenant,system_id,system_name,model,gpu_hours,systems\n", 0), 0u) << csv.out;
+  EXPECT_EQ(yardctl("-o csv systems").exitCode, 2);
+  EXPECT_EQ(yardctl("usage --since yesterday").exitCode, 2);
 }
 
 }  // namespace

@@ -112,6 +112,11 @@ class Client:
     def cancel_queued(self, id_or_name):
         return self._call("yard.CancelQueued", switchyard_pb2.CancelQueuedRequest(id=id_or_name))
 
+    def usage(self, *, by="", since="", until=""):
+        """GPU-hours from the operation log (UsageResponse: rows of tenant, system, model, gpu_hours), by
+        "tenant", "system", "model" or per all three; since/until are RFC 3339 times or dates."""
+        return self._call("yard.GetUsage", switchyard_pb2.GetUsageRequest(by=by, since=since, until=until))
+
     def renew_lease(self, system, lease_seconds):
         return self._call("yard.RenewLease", switchyard_pb2.RenewLeaseRequest(system=system, lease_seconds=int(lease_seconds)))
 

@@ -1,0 +1,38 @@
+// Usage accounting (issue 40 part 5): GPU-hours per tenant, system and GPU model, computed from the durable
+// operation log, so it is the same after a restart or a failover. A whole GPU counts 1 while it is bound
+// to a system; a MIG instance counts its share of the GPU's memory slices (3g: 4/8); a time-sliced share its
+// fraction (250 milli: 0.25). A system holds what its succeeded compose and attach operations bound, from
+// the moment each ended, until a succeeded detach or decompose let it go.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "composer/model/clock.h"
+#include "composer/model/composition.h"
+
+namespace switchyard {
+
+struct UsageRow {
+  std::string tenant;
+  SystemId systemId;
+  std::string model;
+  double gpuSeconds = 0;
+};
+
+struct UsageReport {
+  Timestamp since = 0;
+  Timestamp until = 0;
+  Timestamp historyFrom = 0;  // the oldest operation the log still holds: usage before it is not known
+  std::vector<UsageRow> rows;  // per (tenant, system, model), nonzero, ordered by tenant then system then model
+};
+
+// `operations` oldest first (finished or not; only succeeded ones change what a system holds). `modelOf`
+// names a device's GPU model ("" for a device that is not a GPU: not counted). Open holdings run to
+// min(until, now).
+[[nodiscard]] UsageReport computeUsage(const std::vector<Operation>& operations, const std::function<std::string(const DeviceId&)>& modelOf,
+                                       Timestamp since, Timestamp until, Timestamp now);
+
+}  // namespace switchyard

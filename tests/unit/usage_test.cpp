@@ -1,0 +1,108 @@
+// Usage accounting (composer/engine/usage.h): GPU-hours from the operation log, per tenant, system and
+// model; whole GPUs, MIG instances by their memory slices, time-sliced shares by their fraction.
+#include <gtest/gtest.h>
+
+#include "composer/engine/usage.h"
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+constexpr Timestamp kHour = 3'600'000'000'000LL;
+
+Operation op(OperationKind kind, const std::string& system, const std::string& tenant, Timestamp at, std::string stepKind,
+             std::vector<Binding> bindings) {
+  Operation o;
+  o.kind = kind;
+  o.systemId = system;
+  o.tenant = tenant;
+  o.state = OperationState::kSucceeded;
+  o.createdAt = at;
+  o.updatedAt = at;
+  Step s;
+  s.kind = std::move(stepKind);
+  s.bindings = std::move(bindings);
+  s.state = StepState::kDone;
+  o.steps.push_back(s);
+  return o;
+}
+
+std::string model(const DeviceId& d) { return d.rfind("nic", 0) == 0 ? "" : (d.rfind("a", 0) == 0 ? "A100" : "H100"); }
+
+double hoursOf(const UsageReport& r, const std::string& system) {
+  double s = 0;
+  for (const auto& row : r.rows)
+    if (row.systemId == system) s += row.gpuSeconds;
+  return s / 3600.0;
+}
+
+TEST(Usage, WholeGpusAreChargedFromTheirBindToTheirUnbind) {
+  std::vector<Operation> log{
+      op(OperationKind::kCompose, "sys-1", "team-a", 0, "bind", {{"h0", "p"}, {"h1", "p"}, {"nic0", "p"}}),
+      op(OperationKind::kAttach, "sys-1", "team-a", 1 * kHour, "bind", {{"a0", "p"}}),
+      op(OperationKind::kDetach, "sys-1", "team-a", 2 * kHour, "unbind", {{"h1", "p"}}),
+      op(OperationKind::kDecompose, "sys-1", "team-a", 3 * kHour, "unbind", {{"h0", "p"}, {"a0", "p"}, {"nic0", "p"}}),
+  };
+  Operation failed = op(OperationKind::kCompose, "sys-2", "team-b", 0, "bind", {{"h9", "p"}});
+  failed.state = OperationState::kFailed;  // rolled back: held nothing
+  log.push_back(failed);
+  const UsageReport all = computeUsage(log, model, 0, 10 * kHour, 10 * kHour);
+  // h0: 3 h, h1: 2 h, a0: 2 h; the NIC is not a GPU.
+  EXPECT_DOUBLE_EQ(hoursOf(all, "sys-1"), 7.0);
+  EXPECT_DOUBLE_EQ(hoursOf(all, "sys-2"), 0.0);
+  double a100 = 0;
+  for (const auto& r : all.rows)
+    if (r.model == "A100") a100 += r.gpuSeconds / 3600;
+  EXPECT_DOUBLE_EQ(a100, 2.0);
+  // A window clips: 1h30 to 2h30 holds h0 (1 h), h1 (0.5 h), a0 (1 h).
+  const UsageReport window = computeUsage(log, model, kHour + kHour / 2, 2 * kHour + kHour / 2, 10 * kHour);
+  EXPECT_DOUBLE_EQ(hoursOf(window, "sys-1"), 2.5);
+  // Still held at `now`: charged up to now.
+  std::vector<Operation> open{log[0]};
+  EXPECT_DOUBLE_EQ(hoursOf(computeUsage(open, model, 0, 100 * kHour, 4 * kHour), "sys-1"), 8.0);
+}
+
+TEST(Usage, MigInstancesCountTheirSlicesAndSharesTheirFraction) {
+  Operation mig = op(OperationKind::kCompose, "sys-m", "t", 0, "bind", {{"h0", "p"}});
+  mig.gpuInstances = {{"h0", MigProfile::k3g, 0}, {"h0", MigProfile::k1g, 4}};
+  Operation more = op(OperationKind::kAttach, "sys-m", "t", kHour, "commit", {});
+  more.gpuInstances = {{"h0", MigProfile::k1g, 5}};  // onto the GPU it has: no bind
+  Operation share = op(OperationKind::kCompose, "sys-s", "t", 0, "bind", {{"h1", "p"}});
+  share.gpuShares = {{1, "h1", 250}};
+  const UsageReport r = computeUsage({mig, share, more}, model, 0, 2 * kHour, 2 * kHour);
+  const double third = memorySlices(MigProfile::k3g) / 8.0, first = memorySlices(MigProfile::k1g) / 8.0;
+  EXPECT_NEAR(hoursOf(r, "sys-m"), (third + first) * 2 + first * 1, 1e-9);
+  EXPECT_NEAR(hoursOf(r, "sys-s"), 0.25 * 2, 1e-9);
+}
+
+class EngineUsageTest : public EngineTest {};
+
+TEST_F(EngineUsageTest, UsageComesFromTheLogAndIsTheSameAfterARestart) {
+  start();
+  ComposeRequest r{"train", {}, {}};
+  r.placement.gpuCount = 4;
+  r.placement.tenant = "team-a";
+  run(engine_->compose(Caller::local(), r));
+  const Timestamp begin = clock_.now() - 1;
+  clock_.advance(std::chrono::hours(2));
+  run(engine_->decompose(Caller::local(), "train"));
+  clock_.advance(std::chrono::hours(1));
+  auto before = engine_->usage(Caller::local(), begin, 0);
+  ASSERT_TRUE(before) << before.error().message;
+  double hours = 0;
+  for (const auto& row : before->rows) hours += row.gpuSeconds / 3600;
+  EXPECT_NEAR(hours, 8.0, 0.01);
+  start();  // a restart over the same store
+  auto after = engine_->usage(Caller::local(), begin, 0);
+  ASSERT_TRUE(after);
+  double again = 0;
+  for (const auto& row : after->rows) again += row.gpuSeconds / 3600;
+  EXPECT_DOUBLE_EQ(again, hours);
+  auto theirs = engine_->usage({"bob", Role::kTenant, "team-b"}, begin, 0);
+  ASSERT_TRUE(theirs);
+  EXPECT_TRUE(theirs->rows.empty()) << "a tenant sees its own usage only";
+  EXPECT_FALSE(engine_->usage(Caller::local(), 10, 5)) << "since after until";
+}
+
+}  // namespace
+}  // namespace switchyard
