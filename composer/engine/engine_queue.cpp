@@ -325,7 +325,8 @@ void Engine::admitQueued() {
   if (admitted > 0) spdlog::info("queue: admitted {} request(s), {} waiting ({:.1f} ms)", admitted, queue_.size(), seconds * 1e3);
 }
 
-Result<Operation> Engine::dropQueued(const OperationId& id, const std::string& why, const std::string& eventType, const std::string& actor) {
+Result<Operation> Engine::dropQueued(const OperationId& which, const std::string& why, const std::string& eventType, const std::string& actor) {
+  const OperationId id = which;  // a copy: `which` may be the queued system's own field, gone once it is dropped
   auto it = queue_.find(id);
   if (it == queue_.end()) return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", id));
   Operation op = it->second;

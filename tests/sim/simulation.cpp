@@ -106,6 +106,7 @@ class Simulation {
     EngineOptions eo{.driverThreads = 16, .switchCallTimeout = 1h, .hostCallTimeout = 1h, .fabricPollInterval = 0ms,
                      .reconcileInterval = 0ms, .pruneInterval = 0ms};
     eo.retryBackoff = 0ms;  // retries at once: a seed's schedule stays the same (the backoff's jitter is random)
+    eo.deadlineInterval = 0ms;  // leases and queue timeouts end only when the simulation says, on its clock
     eo.quotas["team-a"] = TenantQuota{.maxGpus = kTeamAGpus, .maxSystems = kTeamASystems};
     engine_ = std::make_unique<Engine>(*gatedSwitch_, *store_, clock_, eo);
     engine_->useHostAgents(*gatedHosts_);

@@ -39,7 +39,8 @@ class EngineQueueTest : public EngineTest {
   }
   std::vector<std::string> queueNames() {
     std::vector<std::string> out;
-    for (const auto& e : *engine_->listQueue()) out.push_back(e.name);
+    const auto queue = engine_->listQueue();  // held: a range-for over *temporary would dangle
+    for (const auto& e : *queue) out.push_back(e.name);
     return out;
   }
 };
