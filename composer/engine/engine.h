@@ -29,6 +29,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -351,6 +352,8 @@ class Engine {
   [[nodiscard]] Result<void> checkQuota(std::string_view tenant, int newSystems, int newGpus) const;
   [[nodiscard]] int gpusAmong(const std::vector<PlacedDevice>& devices) const;
   [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Caller& caller);
+  // The audit record of the request being accepted (audited()), for `operation`, into `m`; nothing outside one.
+  void auditInto(Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message);
   // Persists the operation with its mutation, then applies the in-memory change and starts it.
   [[nodiscard]] Result<Operation> launch(Operation op, const std::string& tenant, Mutation mutation, const std::function<void()>& applyInMemory);
   // Reservations (engine_reservations.cpp). placeTogether places `requests` in order and holds each
@@ -374,6 +377,8 @@ class Engine {
   [[nodiscard]] Result<QueuedRequest> queuedRequestOf(const ComposeRequest& request) const;
   [[nodiscard]] Result<Operation> acceptQueued(const Caller& caller, const ComposeRequest& request, const std::string& why);
   void admitQueued();
+  // The packing pool as it would be once `systems` are decomposed (a copy; the engine's is unchanged).
+  [[nodiscard]] Pool poolWithout(std::span<const System* const> systems) const;
   // Placement of a queued request on the pool as it is now (or on `pool` when given).
   [[nodiscard]] PlacementDecision placeQueued(const Operation& op, const Pool* pool = nullptr);
   // Whether `placement` (of a request with `leaseSeconds`) keeps clear of what the queue's head has been
@@ -495,6 +500,7 @@ class Engine {
     Placement placement;
   };
   std::optional<HeadShadow> headShadow_;
+  [[nodiscard]] HeadShadow leaseShadowOf(const Operation& head);
   struct Preemption {
     OperationId head;                // the queued request it makes room for
     std::vector<SystemId> victims;

@@ -81,16 +81,19 @@ Operation Engine::newOperation(OperationKind kind, const System& system, const C
   return op;
 }
 
+void Engine::auditInto(Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message) {
+  if (!auditing_) return;
+  AuditRecord record = *auditing_;
+  record.sequence = ++lastAuditSequence_;
+  record.tenant = tenant;
+  record.operationId = operation;
+  record.message = message;
+  m.writes.emplace_back(PutAudit{std::move(record)});
+}
+
 Result<Operation> Engine::launch(Operation op, const std::string& tenant, Mutation mutation, const std::function<void()>& applyInMemory) {
   mutation.writes.emplace_back(PutOperation{op});
-  if (auditing_) {
-    AuditRecord record = *auditing_;
-    record.sequence = ++lastAuditSequence_;
-    record.tenant = tenant;
-    record.operationId = op.id;
-    record.message = op.explanation;
-    mutation.writes.emplace_back(PutAudit{std::move(record)});
-  }
+  auditInto(mutation, tenant, op.id, op.explanation);
   mutation.events.push_back(makeEvent("operation.accepted", op.id,
                                       fmt::format("{} {} accepted for {} on {} (asked by {})", toString(op.kind), op.id, op.systemId,
                                                   op.hostId, op.requestedBy.identity),

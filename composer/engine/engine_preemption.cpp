@@ -44,16 +44,7 @@ bool Engine::planPreemption(const Operation& head) {
     return a->createdAt != b->createdAt ? a->createdAt > b->createdAt : a->id < b->id;  // the youngest loses least
   });
   auto placedWithout = [&](const std::vector<const System*>& victims) {
-    Pool pool = state_->pool();
-    for (const System* v : victims) {
-      const int hi = pool.hostIndex(v->hostId);
-      for (const auto& b : v->bindings)
-        if (const int di = pool.deviceIndex(b.deviceId); di >= 0) {
-          pool.setFree(di, true);
-          if (hi >= 0) pool.addAttached(hi, -1);
-        }
-      if (hi >= 0) pool.setInSystem(hi, false);
-    }
+    const Pool pool = poolWithout(victims);
     return placeQueued(head, &pool);
   };
   std::vector<const System*> victims;

@@ -142,14 +142,7 @@ Result<Operation> Engine::acceptQueued(const Caller& caller, const ComposeReques
   Mutation m;
   m.writes.emplace_back(PutSystem{system});
   m.writes.emplace_back(PutOperation{op});
-  if (auditing_) {
-    AuditRecord record = *auditing_;
-    record.sequence = ++lastAuditSequence_;
-    record.tenant = tenant;
-    record.operationId = op.id;
-    record.message = op.explanation;
-    m.writes.emplace_back(PutAudit{std::move(record)});
-  }
+  auditInto(m, tenant, op.id, op.explanation);
   m.events.push_back(makeEvent("queue.entered", op.id,
                                fmt::format("{} ({}) for {} waits in the queue, {} class: {}", request.name, describeShape(*op.queued),
                                            caller.identity, op.queued->priorityClass, why),
@@ -163,6 +156,43 @@ Result<Operation> Engine::acceptQueued(const Caller& caller, const ComposeReques
   queue_.emplace(op.id, op);
   queueDirty_ = queueChanged_ = true;
   return op;
+}
+
+Pool Engine::poolWithout(std::span<const System* const> systems) const {
+  Pool pool = state_->pool();
+  for (const System* s : systems) {
+    const int hi = pool.hostIndex(s->hostId);
+    for (const auto& b : s->bindings)
+      if (const int di = pool.deviceIndex(b.deviceId); di >= 0) {
+        pool.setFree(di, true);
+        if (hi >= 0) pool.addAttached(hi, -1);
+      }
+    if (hi >= 0) pool.setInSystem(hi, false);
+  }
+  return pool;
+}
+
+Engine::HeadShadow Engine::leaseShadowOf(const Operation& head) {
+  // When, by the leases we know of, could the head go, and where? Feasibility only grows as leased systems
+  // end, so a binary search over them in expiry order finds the first moment.
+  HeadShadow shadow{head.id, 0, {}};
+  std::vector<const System*> leased;
+  for (const auto& [id, s] : state_->systems())
+    if (s.leaseExpiresAt > 0 && !s.hostId.empty()) leased.push_back(&s);
+  std::sort(leased.begin(), leased.end(), [](const System* a, const System* b) { return a->leaseExpiresAt < b->leaseExpiresAt; });
+  std::size_t lo = 1, hi = leased.size();
+  while (lo <= hi && hi > 0) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    const Pool pool = poolWithout(std::span(leased).first(mid));
+    if (auto d = placeQueued(head, &pool); d.placement) {
+      shadow.placement = std::move(*d.placement);
+      shadow.at = leased[mid - 1]->leaseExpiresAt;
+      hi = mid - 1;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return shadow;
 }
 
 PlacementDecision Engine::placeQueued(const Operation& op, const Pool* pool) {
@@ -256,41 +286,7 @@ void Engine::admitQueued() {
         headShadow_ = HeadShadow{id, preemption_->decomposeAt, preemption_->placement};
         waitingFor_[id] = fmt::format("{}; preempting {} at {}", why, fmt::join(preemption_->victims, ", "), formatTimestamp(preemption_->decomposeAt));
       } else if (!headShadow_) {
-        // The head: when, by the leases we know of, could it go, and where? Feasibility only grows as
-        // leased systems end, so a binary search over them in expiry order finds the first moment.
-        headShadow_ = HeadShadow{id, 0, {}};
-        std::vector<const System*> leased;
-        for (const auto& [sid, s] : state_->systems())
-          if (s.leaseExpiresAt > 0 && !s.hostId.empty()) leased.push_back(&s);
-        std::sort(leased.begin(), leased.end(), [](const System* a, const System* b) { return a->leaseExpiresAt < b->leaseExpiresAt; });
-        auto freedUntil = [&](std::size_t n) {
-          Pool pool = state_->pool();
-          for (std::size_t i = 0; i < n; ++i) {
-            const int hi = pool.hostIndex(leased[i]->hostId);
-            for (const auto& b : leased[i]->bindings)
-              if (const int di = pool.deviceIndex(b.deviceId); di >= 0) {
-                pool.setFree(di, true);
-                if (hi >= 0) pool.addAttached(hi, -1);
-              }
-            if (hi >= 0) pool.setInSystem(hi, false);
-          }
-          return placeQueued(op, &pool);
-        };
-        std::size_t lo = 1, hi = leased.size();
-        std::optional<Placement> best;
-        while (lo <= hi && hi > 0) {
-          const std::size_t mid = lo + (hi - lo) / 2;
-          auto d = freedUntil(mid);
-          if (d.placement) {
-            best = std::move(d.placement);
-            headShadow_->at = leased[mid - 1]->leaseExpiresAt;
-            hi = mid - 1;
-          } else {
-            lo = mid + 1;
-          }
-        }
-        if (best) headShadow_->placement = std::move(*best);
-        else headShadow_->at = 0;
+        headShadow_ = leaseShadowOf(op);
       }
       continue;
     }
@@ -342,14 +338,7 @@ Result<Operation> Engine::dropQueued(const OperationId& which, const std::string
     m.writes.emplace_back(PutSystem{dropped});
   }
   m.writes.emplace_back(PutOperation{op, false, {}});
-  if (auditing_) {
-    AuditRecord record = *auditing_;
-    record.sequence = ++lastAuditSequence_;
-    record.tenant = op.tenant;
-    record.operationId = op.id;
-    record.message = why;
-    m.writes.emplace_back(PutAudit{std::move(record)});
-  }
+  auditInto(m, op.tenant, op.id, why);
   m.writes.emplace_back(PutAuditOutcome{op.id, eventType == "queue.cancelled" ? "cancelled" : "failed", op.updatedAt});
   m.events.push_back(makeEvent(eventType, op.id, fmt::format("compose {} left the queue: {}", op.id, why), actor));
   for (auto& e : m.events) e.tenant = op.tenant;
