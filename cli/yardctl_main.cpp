@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/audit_command.h"
+#include "cli/client.h"
 #include "cli/connection.h"
 #include "cli/output.h"
 #include "cli/safe_terminal.h"
@@ -24,188 +25,10 @@
 
 namespace pb = switchyard::v1;
 using yardctl::Format;
+using namespace yardctl;  // Globals, Client, emit and the exit codes (cli/client.h)
 
 namespace {
 
-// Exit codes (also in `yardctl --help`).
-constexpr int kExitOk = 0;
-constexpr int kExitOperationFailed = 1;  // the operation ran and was rolled back
-constexpr int kExitUsage = 2;            // bad flags or an invalid request
-constexpr int kExitRefused = 3;          // not found, does not fit, busy, already exists, not allowed
-constexpr int kExitServer = 4;           // yardd unreachable or failing
-
-struct Globals {
-  yardctl::Connection connection = yardctl::Connection::fromEnvironment();
-  std::string output = "table";
-  int timeoutSeconds = 30;
-  [[nodiscard]] Format format() const { return output == "json" ? Format::kJson : Format::kTable; }
-};
-
-std::string codeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    default: return "UNKNOWN";
-  }
-}
-
-int exitCodeFor(const grpc::Status& s) {
-  switch (s.error_code()) {
-    case grpc::StatusCode::INVALID_ARGUMENT: return kExitUsage;
-    case grpc::StatusCode::NOT_FOUND:
-    case grpc::StatusCode::ALREADY_EXISTS:
-    case grpc::StatusCode::FAILED_PRECONDITION:
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-    case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED: return kExitRefused;
-    default: return kExitServer;
-  }
-}
-
-std::string hintFor(const grpc::Status& s, const yardctl::Connection& connection) {
-  switch (s.error_code()) {
-    case grpc::StatusCode::UNAVAILABLE:
-      if (s.error_message().find("wrong version number") != std::string::npos)
-        return "\nhint: yardd at " + connection.server + " serves plaintext (it was started with --plaintext): add --plaintext.";
-      return "\nhint: " + connection.hint();
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "\nhint: give your bearer token (--token-file or YARD_TOKEN) or your client certificate (--cert/--key); an admin "
-             "adds identities to yardd's --identities file.";
-    case grpc::StatusCode::PERMISSION_DENIED: return "\nhint: your identity's role or tenant does not allow this; ask an admin.";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "\nhint: yardd did not answer in time; raise --timeout or check its log.";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "\nhint: `yardctl plan` shows what would fit; `yardctl devices` shows what is free.";
-    default: return "";
-  }
-}
-
-class Client {
- public:
-  explicit Client(const Globals& g) : globals_(g), connection_(g.connection) {
-    std::string error;
-    auto channel = connection_.channel(error);
-    if (!channel) throw std::invalid_argument(error);
-    stub_ = pb::Switchyard::NewStub(channel);
-  }
-  // Once per run: a yardd of another major version may not understand this yardctl (or answer as it expects).
-  void warnOnVersionMismatch(const grpc::ClientContext& ctx) {
-    if (versionChecked_) return;
-    const auto& initial = ctx.GetServerInitialMetadata();
-    const auto it = initial.find("switchyard-version");
-    if (it == initial.end()) return;
-    versionChecked_ = true;
-    const std::string server(it->second.data(), it->second.size());
-    const int theirs = switchyard::majorVersionOf(server), ours = switchyard::majorVersionOf(switchyard::projectVersion());
-    if (theirs != ours)
-      std::cerr << fmt::format("warning: yardd at {} is version {}, this yardctl {}: another major version; use a yardctl of yardd's\n",
-                               connection_.server, server, switchyard::projectVersion());
-  }
-  // A context with the call's credentials and the global deadline.
-  void prepare(grpc::ClientContext& ctx, bool withDeadline = true) const {
-    if (withDeadline) ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(globals_.timeoutSeconds));
-    connection_.authenticate(ctx);
-  }
-  // Prints a failed call's error with a hint; returns its exit code.
-  int failed(const grpc::Status& status) const {
-    const std::string hint = hintFor(status, globals_.connection);
-    if (globals_.format() == Format::kJson) {
-      // Scripts asked for JSON: they get the error as JSON too (on stderr, with the exit code).
-      nlohmann::json error{{"code", codeName(status.error_code())}, {"message", status.error_message()}, {"exit_code", exitCodeFor(status)}};
-      if (!hint.empty()) error["hint"] = hint.substr(hint.find(':') + 2);  // "\nhint: ..." without its prefix
-      std::cerr << nlohmann::json{{"error", error}}.dump() << "\n";
-    } else {
-      std::cerr << "error: " << status.error_message() << hint << "\n";
-    }
-    return exitCodeFor(status);
-  }
-
-  // Runs one unary call with the global deadline; prints the error and returns its exit code on failure.
-  // A standby yardd refuses a change with UNAVAILABLE and the leader's address in the `switchyard-leader`
-  // trailing metadata: the call is sent to the leader once, and the calls after it stay there.
-  template <typename Request, typename Response, typename Method>
-  int call(Method method, const Request& request, Response& response) {
-    for (int attempt = 0;; ++attempt) {
-      grpc::ClientContext ctx;
-      prepare(ctx);
-      grpc::Status status = (stub_.get()->*method)(&ctx, request, &response);
-      warnOnVersionMismatch(ctx);
-      if (status.ok()) return kExitOk;
-      const auto& trailing = ctx.GetServerTrailingMetadata();
-      const auto leader = trailing.find("switchyard-leader");
-      if (status.error_code() != grpc::StatusCode::UNAVAILABLE || leader == trailing.end() || attempt > 0) return failed(status);
-      const std::string address(leader->second.data(), leader->second.size());
-      std::cerr << fmt::format("note: {} is a standby; sending this to the leader at {}\n", connection_.server, address);
-      connection_.server = address;
-      std::string error;
-      auto channel = connection_.channel(error);
-      if (!channel) throw std::invalid_argument(error);
-      stub_ = pb::Switchyard::NewStub(channel);
-    }
-  }
-
-  // Follows an operation to its end, printing each step as it finishes (to stderr).
-  int follow(pb::Operation op) {
-    std::set<int> shown;
-    auto progress = [&](const pb::Operation& o) {
-      for (int i = 0; i < o.steps_size(); ++i) {
-        const auto& s = o.steps(i);
-        if (s.state() == "pending" || shown.contains(i)) continue;
-        shown.insert(i);
-        std::cerr << fmt::format("  [{}/{}] {}{} ... {}{}\n", i + 1, o.steps_size(), s.compensation() ? "undo: " : "",
-                                 s.description().empty() ? s.kind() : s.description(), s.state(),
-                                 s.message().empty() ? "" : " (" + s.message() + ")");
-      }
-    };
-    if (op.state() == pb::OPERATION_STATE_QUEUED) {
-      std::cerr << fmt::format("{} {} {} is {}\n", op.id(), yardctl::kindName(op.kind()), op.system_id(), op.explanation());
-      std::cerr << fmt::format("  waiting for capacity; Ctrl-C leaves it queued (`yardctl queue`, `yardctl queue cancel {}`)\n", op.id());
-    } else {
-      std::cerr << fmt::format("{} {} {} on {}\n", op.id(), yardctl::kindName(op.kind()), op.system_id(), op.host_id());
-      if (!op.explanation().empty()) std::cerr << "  placement: " << op.explanation() << "\n";
-    }
-    progress(op);
-    while (!op.done()) {
-      pb::WaitOperationRequest req;
-      req.set_id(op.id());
-      // A queued request may wait long: ask less often while it does.
-      req.set_timeout_ms(op.state() == pb::OPERATION_STATE_QUEUED ? 5000 : 250);
-      pb::Operation next;
-      if (int rc = call(&pb::Switchyard::Stub::WaitOperation, req, next); rc != kExitOk) return rc;
-      if (op.state() == pb::OPERATION_STATE_QUEUED && next.state() != pb::OPERATION_STATE_QUEUED && !next.done())
-        std::cerr << fmt::format("{} admitted on {}: {}\n", next.id(), next.host_id(), next.explanation());
-      op = std::move(next);
-      progress(op);
-    }
-    if (globals_.format() == Format::kJson) std::cout << yardctl::toJson(op) << "\n";
-    if (op.state() == pb::OPERATION_STATE_SUCCEEDED) {
-      std::cerr << fmt::format("{} succeeded\n", op.id());
-      return kExitOk;
-    }
-    std::cerr << fmt::format("{} failed and was rolled back: {}\n", op.id(), op.error());
-    return kExitOperationFailed;
-  }
-
-  pb::Switchyard::Stub& stub() { return *stub_; }
-
- private:
-  const Globals& globals_;
-  yardctl::Connection connection_;  // the globals' own, until a standby names the leader
-  std::unique_ptr<pb::Switchyard::Stub> stub_;
-  bool versionChecked_ = false;
-};
 
 struct GpuFlags {
   int count = 0;
@@ -256,17 +79,6 @@ struct GpuFlags {
   }
 };
 
-template <typename Response>
-void emit(const Globals& g, const Response& r, void (*table)(const Response&, std::ostream&)) {
-  if (g.output == "csv") {  // only `yardctl usage` prints CSV
-    std::cerr << "error: -o csv is for `yardctl usage`; use -o json or -o table here\n";
-    std::exit(kExitUsage);
-  }
-  if (g.format() == Format::kJson)
-    std::cout << yardctl::toJson(r) << "\n";
-  else
-    table(r, std::cout);
-}
 
 // Adds the global flags to a command and to every command below it. Each copy writes the same variable, so
 // the flag counts wherever it is given.
