@@ -50,6 +50,7 @@ PACKAGES=(
   gnuplot-nox libglpk-dev
   python3-minimal python3-jsonschema redfishtool libssl-dev openssl wrk
   python3-grpcio python3-protobuf prometheus chromium fonts-dejavu-core etcd-server etcd-client
+  libsystemd-dev lintian fakeroot help2man python3-venv python3-pip python3-setuptools python3-wheel ccache
 )
 # clang 14 (Debian's default) cannot compile libstdc++'s <expected>; 19 can.
 [ "${1:-}" = "fuzz" ] && PACKAGES+=(clang-19 libclang-rt-19-dev)

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite with ctest:
 #   1. RelWithDebInfo build: unit, driver-contract, integration tests and benchmark smoke runs;
-#   2. ASan+UBSan build: unit, contract and integration tests;
-#   3. TSan build: unit and contract tests and the deterministic simulation (the engine's threading; gRPC
+#   2. packages: CPack's Debian packages of that build, checked by lintian, installed with apt-get, used (the
+#      installed yardd as its systemd unit runs it, the installed yardctl and Python client) and purged
+#      (tests/packaging/check_packages.sh; needs root or password-less sudo);
+#   3. ASan+UBSan build: unit, contract and integration tests;
+#   4. TSan build: unit and contract tests and the deterministic simulation (the engine's threading; gRPC
 #      itself is not instrumented);
-#   4. fuzz smoke: clang 19 libFuzzer builds of every fuzz target, each run for FUZZ_SECONDS (default 10) from
+#   5. fuzz smoke: clang 19 libFuzzer builds of every fuzz target, each run for FUZZ_SECONDS (default 10) from
 #      its committed corpus (docs/reliability.md).
-# The soak smoke (one minute) runs in step 1 only: a sanitizer's own memory would hide the daemon's. Steps 2 and 3
+# The soak smoke (one minute) runs in step 1 only: a sanitizer's own memory would hide the daemon's. Steps 3 and 4
 # build only what their tests run.
 # The Python integration tests (tests/python: Prometheus, headless Chromium, the Slurm kit, the Kubernetes
-# provider, the Python client) run in steps 1 and 2; with SWITCHYARD_REQUIRE_TOOLS=1 a missing tool fails them
+# provider, the Python client) run in steps 1 and 3; with SWITCHYARD_REQUIRE_TOOLS=1 a missing tool fails them
 # instead of skipping them.
 # ./test.sh --quick runs step 1 only.
+# The promtool checks of the shipped alert rules run in step 1 (ctest: monitoring_alert_rules).
 set -euo pipefail
 cd "$(dirname "$0")"
 ./setup.sh
@@ -32,8 +36,9 @@ run_suite() {  # build-dir, cmake args..., -- ctest args...; BUILD_TARGETS (envi
   ctest --test-dir "$dir" --output-on-failure -j "$JOBS" "${ctest_args[@]}"
 }
 
-run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_suite build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_PREFIX=/usr
 if [ "${1:-}" != "--quick" ]; then
+  tests/packaging/check_packages.sh build
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 TSAN_OPTIONS=halt_on_error=1
   # ASan runs no benchmark or soak: build only what its tests run (the daemons and tools the integration and
   # Python tests start, the test binaries, the corpus replays), not the benchmark harnesses or the soak.

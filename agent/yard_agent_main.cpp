@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <systemd/sd-daemon.h>
 #include <atomic>
 #include <condition_variable>
 #include <csignal>
@@ -109,7 +110,7 @@ void keepRegistered(const AgentFlags& flags, const std::string& advertise, std::
       v1::RegisterAgentRequest request;
       request.set_host_id(flags.host);
       request.set_address(advertise);
-      request.set_version("0.1.0");
+      request.set_version(std::string(switchyard::projectVersion()));
       status = registry->Register(&context, request, &response);
     } else {
       v1::AgentHeartbeat beat;
@@ -199,6 +200,7 @@ int run(const AgentFlags& flags) {
     std::filesystem::rename(flags.portFile.string() + ".tmp", flags.portFile);
   }
 
+  sd_notify(0, fmt::format("READY=1\nSTATUS=serving {} on {}", flags.host, advertise).c_str());
   std::atomic<bool> stop{false};
   std::mutex m;
   std::condition_variable cv;
@@ -212,6 +214,7 @@ int run(const AgentFlags& flags) {
   int received = 0;
   sigwait(&signals, &received);
   spdlog::info("{} received: stopping", received == SIGTERM ? "SIGTERM" : "SIGINT");
+  sd_notify(0, "STOPPING=1");
   {
     std::lock_guard lock(m);
     stop = true;
@@ -239,6 +242,8 @@ int main(int argc, char** argv) {
                "PCI remove) before the switch unbinds it.\n\n"
                "  yard-agent --print-inventory                   what this host's PCI bus holds (find root ports for --port)\n"
                "  yard-agent --host h1 --yardd yardd:7390 --port sw0-usp0=0000:00:01.0"};
+  app.set_config("--config", "", "Read flags from a TOML/INI file: long flag names as keys (host = \"h1\", port = [\"sw0-usp0=0000:00:01.0\"]); "
+                 "command-line flags win");
   app.add_option("--host", flags.host, "This host's id in the pool");
   app.add_option("--listen", flags.listen, "gRPC listen address (port 0: any free port)")->capture_default_str();
   app.add_option("--advertise", flags.advertise, "Address yardd dials to reach this agent (default: the listen address)");

@@ -33,6 +33,7 @@ struct Globals {
   yardctl::Connection connection = yardctl::Connection::fromEnvironment();
   std::string output = "table";
   int timeoutSeconds = 30;
+  std::string context;  // --context: read from argv before parsing (cli/contexts.h); kept here so the flag parses
   [[nodiscard]] Format format() const { return output == "json" ? Format::kJson : Format::kTable; }
 };
 

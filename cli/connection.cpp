@@ -1,5 +1,7 @@
 #include "cli/connection.h"
 
+#include "cli/contexts.h"
+
 #include <charconv>
 
 #include <fmt/format.h>
@@ -31,22 +33,33 @@ bool readFile(const std::string& path, std::string& out) {
 }  // namespace
 
 std::string defaultServerCertificate() {
-  // The same rule as yardd's default --state-dir.
+  // The same rule as yardd's default --state-dir; then the packaged yardd's state directory (its systemd unit
+  // runs it as the switchyard user on /var/lib/switchyard).
   std::filesystem::path dir;
   if (auto xdg = env("XDG_STATE_HOME"); !xdg.empty()) dir = std::filesystem::path(xdg) / "switchyard";
   else if (auto home = env("HOME"); !home.empty()) dir = std::filesystem::path(home) / ".local/state/switchyard";
   else dir = "/var/lib/switchyard";
-  return (dir / "grpc-cert.pem").string();
+  const std::filesystem::path own = dir / "grpc-cert.pem";
+  const std::filesystem::path system = "/var/lib/switchyard/grpc-cert.pem";
+  std::error_code ec;
+  if (!std::filesystem::exists(own, ec) && std::filesystem::exists(system, ec)) return system.string();
+  return own.string();
 }
 
-Connection Connection::fromEnvironment() {
+Connection Connection::fromEnvironment(const Context* context) {
   Connection c;
-  c.server = env("YARD_SERVER").empty() ? "127.0.0.1:7390" : env("YARD_SERVER");
-  c.ca = env("YARD_CA");
-  c.cert = env("YARD_CERT");
-  c.key = env("YARD_KEY");
-  c.tokenFile = env("YARD_TOKEN_FILE");
-  c.plaintext = env("YARD_PLAINTEXT") == "1";
+  const Context none;
+  const Context& ctx = context ? *context : none;
+  auto pick = [](const std::string& fromEnv, const std::string& fromContext, const std::string& fallback) {
+    return !fromEnv.empty() ? fromEnv : !fromContext.empty() ? fromContext : fallback;
+  };
+  c.server = pick(env("YARD_SERVER"), ctx.server, "127.0.0.1:7390");
+  c.ca = pick(env("YARD_CA"), ctx.ca, "");
+  c.cert = pick(env("YARD_CERT"), ctx.cert, "");
+  c.key = pick(env("YARD_KEY"), ctx.key, "");
+  // A token given in the environment wins over the context's token file.
+  c.tokenFile = !env("YARD_TOKEN_FILE").empty() || !env("YARD_TOKEN").empty() ? env("YARD_TOKEN_FILE") : ctx.tokenFile;
+  c.plaintext = env("YARD_PLAINTEXT").empty() ? ctx.plaintext : env("YARD_PLAINTEXT") == "1";
   c.caller = !env("YARD_CALLER").empty() ? env("YARD_CALLER") : !env("USER").empty() ? env("USER") : "local";
   return c;
 }

@@ -14,6 +14,8 @@ class App;
 
 namespace yardctl {
 
+struct Context;
+
 struct Connection {
   std::string server;     // HOST:PORT
   std::string ca;         // PEM to trust; empty: the default state directory's grpc-cert.pem, else the system's roots
@@ -22,8 +24,9 @@ struct Connection {
   bool plaintext = false;
   std::string caller;     // claimed name (recorded only by a yardd without --identities)
 
-  // Reads YARD_SERVER, YARD_CA, YARD_CERT, YARD_KEY, YARD_TOKEN_FILE, YARD_PLAINTEXT, YARD_CALLER/USER.
-  static Connection fromEnvironment();
+  // Reads YARD_SERVER, YARD_CA, YARD_CERT, YARD_KEY, YARD_TOKEN_FILE, YARD_PLAINTEXT, YARD_CALLER/USER; what
+  // none of them sets comes from `context` (cli/contexts.h), if given.
+  static Connection fromEnvironment(const Context* context = nullptr);
   void addFlags(CLI::App* cmd, const std::string& group);
 
   // The channel, or an error message for the user.

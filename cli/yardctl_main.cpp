@@ -17,8 +17,10 @@
 #include "cli/audit_command.h"
 #include "cli/client.h"
 #include "cli/connection.h"
+#include "cli/contexts.h"
 #include "cli/output.h"
 #include "cli/safe_terminal.h"
+#include "cli/session_commands.h"
 #include "composer/model/queue.h"
 #include "composer/model/version.h"
 #include "switchyard/v1/switchyard.grpc.pb.h"
@@ -89,6 +91,7 @@ void addGlobalFlags(CLI::App* cmd, Globals& g) {
       ->capture_default_str()
       ->group(group);
   cmd->add_option("--timeout", g.timeoutSeconds, "Seconds to wait for each call")->check(CLI::PositiveNumber)->capture_default_str()->group(group);
+  cmd->add_option("--context", g.context, "Connect as this named context says (`yardctl context`; YARD_CONTEXT)")->group(group);
   g.connection.addFlags(cmd, group);
   for (CLI::App* sub : cmd->get_subcommands([](CLI::App*) { return true; })) addGlobalFlags(sub, g);
 }
@@ -121,6 +124,14 @@ int runMutation(Client& client, const Globals& g, bool noWait, int rc, const pb:
 
 static int runYardctl(int argc, char** argv) {
   Globals g;
+  // The context (cli/contexts.h) fills in what neither the YARD_* variables nor the flags say.
+  std::string contextError;
+  const auto chosen = yardctl::chooseContext(argc, argv, contextError);
+  if (!chosen) {
+    std::cerr << "error: " << contextError << "\n";
+    return kExitUsage;
+  }
+  if (chosen->context) g.connection = Connection::fromEnvironment(&*chosen->context);
   CLI::App app{"yardctl: compose and inspect logical servers on a Switchyard fabric.\n\n"
                "Examples:\n"
                "  yardctl devices                          what is in the pool, and who holds it\n"
@@ -144,7 +155,8 @@ static int runYardctl(int argc, char** argv) {
              "3 not found, does not fit, busy, already exists, or not allowed (credentials, role, tenant, quota);\n"
              "4 yardd unreachable or failing.\n"
              "YARD_SERVER sets the default --server; YARD_CA, YARD_CERT/YARD_KEY, YARD_TOKEN_FILE (or YARD_TOKEN) and\n"
-             "YARD_PLAINTEXT=1 set how to connect and authenticate.");
+             "YARD_PLAINTEXT=1 set how to connect and authenticate; they override the context (`yardctl context`,\n"
+             "--context NAME or YARD_CONTEXT), and the flags override them.");
   app.require_subcommand(1);
   app.set_version_flag("--version", switchyard::versionLine("yardctl"), "Print yardctl's version (and git commit) and exit");
 
@@ -186,9 +198,12 @@ static int runYardctl(int argc, char** argv) {
   });
 
   auto* systems = app.add_subcommand("systems", "List composed systems, or show one");
-  std::string systemName, tenantFilter;
+  std::string systemName, tenantFilter, labelSelector;
   systems->add_option("system", systemName, "Show this system (id or name)");
   systems->add_option("--tenant", tenantFilter, "Only this tenant's systems");
+  systems->add_option("-l,--selector", labelSelector,
+                      "Only systems whose labels match: team=vision, team!=vision, gpu (has the label), !spot (has not); "
+                      "comma-separated, all must hold");
   systems->callback([&] {
     if (!systemName.empty()) {
       pb::GetSystemRequest req;
@@ -199,6 +214,7 @@ static int runYardctl(int argc, char** argv) {
     }
     pb::ListSystemsRequest req;
     req.set_tenant(tenantFilter);
+    req.set_label_selector(labelSelector);
     pb::ListSystemsResponse r;
     if ((rc = allPages(&pb::Switchyard::Stub::ListSystems, req, r)) == kExitOk) emit(g, r, yardctl::printSystems);
   });
@@ -441,9 +457,14 @@ static int runYardctl(int argc, char** argv) {
     if ((rc = client().call(&pb::Switchyard::Stub::GetCapacity, req, r)) == kExitOk) emit(g, r, yardctl::printCapacity);
   });
 
-  auto* ops = app.add_subcommand("ops", "List recent operations; `ops show ID`, `ops wait ID`");
+  auto* ops = app.add_subcommand("ops", "List recent operations (filtered: every filter must match); `ops show ID`, `ops wait ID`");
   int limit = 20;
-  ops->add_option("--limit", limit, "How many")->check(CLI::PositiveNumber)->capture_default_str();
+  std::string opsSystem, opsKind, opsState;
+  ops->add_option("--limit", limit, "How many (the newest that match)")->check(CLI::Range(1, 10'000))->capture_default_str();
+  ops->add_option("--system", opsSystem, "Only operations on this system (name, or the id of one that is gone)");
+  ops->add_option("--type,--kind", opsKind, "Only this kind of operation")->check(CLI::IsMember({"compose", "decompose", "attach", "detach"}));
+  ops->add_option("--state", opsState, "Only operations in this state")
+      ->check(CLI::IsMember({"queued", "running", "rolling-back", "succeeded", "failed"}));
   std::string opId;
   auto* opsShow = ops->add_subcommand("show", "Show one operation with its step log");
   opsShow->add_option("id", opId, "Operation id")->required();
@@ -466,6 +487,9 @@ static int runYardctl(int argc, char** argv) {
     }
     pb::ListOperationsRequest req;
     req.set_limit(limit);
+    req.set_system(opsSystem);
+    req.set_kind(opsKind);
+    req.set_state(opsState);
     pb::ListOperationsResponse r;
     if ((rc = client().call(&pb::Switchyard::Stub::ListOperations, req, r)) == kExitOk) emit(g, r, yardctl::printOperations);
   });
@@ -473,12 +497,22 @@ static int runYardctl(int argc, char** argv) {
   auto* watch = app.add_subcommand("watch", "Stream events (binds, operations, drift) until interrupted");
   std::uint64_t after = 0;
   auto* afterOption = watch->add_option("--after", after, "Replay recorded events after this sequence number first (--after 0: all of them)");
+  std::vector<std::string> watchTypes, watchSubjects;
+  watch->add_option("--type", watchTypes,
+                    "Only events of this type or family, repeatable or comma-separated: drift (every drift.*), operation.failed, "
+                    "device, lease, queue, system")
+      ->delimiter(',');
+  watch->add_option("--subject", watchSubjects,
+                    "Only events about this id, repeatable: a system (sys-...), operation (op-...) or device, as the events name them")
+      ->delimiter(',');
   watch->callback([&] {
     grpc::ClientContext ctx;
     client().prepare(ctx, false);
     pb::WatchRequest req;
     req.set_after_sequence(after);
     req.set_from_start(afterOption->count() > 0 && after == 0);
+    for (const auto& t : watchTypes) req.add_types(t);
+    for (const auto& subject : watchSubjects) req.add_subjects(subject);
     auto reader = client().stub().Watch(&ctx, req);
     pb::Event e;
     while (reader->Read(&e)) {
@@ -492,6 +526,8 @@ static int runYardctl(int argc, char** argv) {
       rc = client().failed(s);
     }
   });
+
+  yardctl::addSessionCommands(app, g, client, *chosen, rc);
 
   yardctl::addAuditCommand(app, [&](const pb::ListAuditRequest& req, pb::ListAuditResponse& r) {
     return client().call(&pb::Switchyard::Stub::ListAudit, req, r);

@@ -439,13 +439,15 @@ Result<void> SqliteStore::loadSteps(Operation& op) {
   return {};
 }
 
-Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& whereClause, std::size_t limit, std::string_view param) {
+Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& whereClause, std::size_t limit, std::string_view param,
+                                                           const std::function<void(Statement&)>& bindMore) {
   std::vector<Operation> out;
   SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT id, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
                                               "requested_by, requested_role, requested_tenant, tenant, request_id, queued FROM operations {} ORDER BY number DESC LIMIT ?2",
                                               whereClause)));
   if (!param.empty()) st.bind(1, param);
   st.bind(2, static_cast<std::int64_t>(limit));
+  if (bindMore) bindMore(st);
   while (true) {
     SY_ASSIGN(bool row, st.step());
     if (!row) break;
@@ -532,8 +534,16 @@ Result<std::optional<Operation>> SqliteStore::findOperationByRequest(std::string
   return std::optional<Operation>(std::move(ops.front()));
 }
 
-Result<std::vector<Operation>> SqliteStore::listOperations(std::size_t limit) {
-  return loadOperations("WHERE ?1 IS NULL", limit, {});
+Result<std::vector<Operation>> SqliteStore::queryOperations(const OperationQuery& q) {
+  if (!q.filtered()) return loadOperations("WHERE ?1 IS NULL", q.limit, {});
+  return loadOperations("WHERE ?1 IS NULL AND (?3 = '' OR system_id = ?3) AND (?4 = '' OR kind = ?4) AND (?5 = '' OR state = ?5) AND "
+                        "(?6 = '' OR tenant = ?6)",
+                        q.limit, {}, [&](Statement& st) {
+                          st.bind(3, q.systemId)
+                              .bind(4, q.kind ? toString(*q.kind) : std::string_view(""))  // "", not NULL
+                              .bind(5, q.state ? toString(*q.state) : std::string_view(""))
+                              .bind(6, q.tenant);
+                        });
 }
 
 Result<std::vector<Event>> SqliteStore::listEvents(std::uint64_t afterSequence, std::size_t limit) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 
 #include "inventory/sqlite_db.h"
@@ -22,7 +23,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<void> write(std::span<const StoreWrite> batch, WriterEpoch epoch) override;
   [[nodiscard]] Result<std::optional<Operation>> getOperation(const OperationId& id) override;
   [[nodiscard]] Result<std::optional<Operation>> findOperationByRequest(std::string_view requestId) override;
-  [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit) override;
+  [[nodiscard]] Result<std::vector<Operation>> queryOperations(const OperationQuery& query) override;
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) override;
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) override;
 
@@ -47,8 +48,9 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<void> apply(const PutAuditOutcome& w);
   [[nodiscard]] Result<std::optional<Topology>> loadInventory();
   [[nodiscard]] Result<std::vector<System>> loadSystems();
+  // `bindMore` binds the where clause's parameters from ?3 on (?1 is `param`, ?2 the limit).
   [[nodiscard]] Result<std::vector<Operation>> loadOperations(const std::string& whereClause, std::size_t limit,
-                                                              std::string_view param);
+                                                              std::string_view param, const std::function<void(Statement&)>& bindMore = {});
   [[nodiscard]] Result<void> loadSteps(Operation& op);
   // MIG instances of a system or an operation (table: system_gpu_instances or operation_gpu_instances).
   [[nodiscard]] Result<void> writeGpuInstances(std::string_view table, const std::string& owner, const std::vector<GpuInstance>& instances);

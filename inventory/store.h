@@ -92,6 +92,20 @@ struct PruneReport {
 
 using WriterEpoch = std::uint64_t;
 
+// Which operations a listing wants; empty filters match everything.
+struct OperationQuery {
+  std::size_t limit = 50;
+  std::string systemId;                 // operations on this system
+  std::optional<OperationKind> kind;    // compose, decompose, attach, detach
+  std::optional<OperationState> state;  // queued, running, rolling-back, succeeded, failed
+  std::string tenant;                   // operations of this tenant
+  [[nodiscard]] bool filtered() const { return !systemId.empty() || kind || state || !tenant.empty(); }
+  [[nodiscard]] bool matches(const Operation& op) const {
+    return (systemId.empty() || op.systemId == systemId) && (!kind || op.kind == *kind) && (!state || op.state == *state) &&
+           (tenant.empty() || op.tenant == tenant);
+  }
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -102,8 +116,9 @@ class Store {
   [[nodiscard]] virtual Result<std::optional<Operation>> getOperation(const OperationId& id) = 0;
   // The operation a client's request id started (Operation::requestId), while history keeps it.
   [[nodiscard]] virtual Result<std::optional<Operation>> findOperationByRequest(std::string_view requestId) = 0;
-  // Newest first.
-  [[nodiscard]] virtual Result<std::vector<Operation>> listOperations(std::size_t limit) = 0;
+  // Newest first: the newest `query.limit` operations that match every filter the query gives.
+  [[nodiscard]] virtual Result<std::vector<Operation>> queryOperations(const OperationQuery& query) = 0;
+  [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit) { return queryOperations(OperationQuery{.limit = limit}); }
   [[nodiscard]] virtual Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) = 0;
   // Newest first, filtered by the query.
   [[nodiscard]] virtual Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) = 0;

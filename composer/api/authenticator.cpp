@@ -42,8 +42,17 @@ Result<Caller> Authenticator::callerOf(const grpc::ServerContextBase& ctx) const
     constexpr std::string_view kBearer = "Bearer ";
     if (header->rfind(kBearer, 0) != 0)
       return fail(Code::kUnauthenticated, "the authorization metadata must be 'Bearer TOKEN'");
-    if (auto caller = identities_->byToken(std::string_view(*header).substr(kBearer.size()))) return *caller;
-    return fail(Code::kUnauthenticated, "the bearer token matches no identity in yardd's identities file");
+    const std::string_view token = std::string_view(*header).substr(kBearer.size());
+    if (auto caller = identities_->byToken(token)) return *caller;
+    if (sessions_ != nullptr)
+      if (auto session = sessions_->find(token)) {
+        // As the identity is now: a reload may have changed its role or tenant, or removed it.
+        if (auto current = identities_->byName(session->caller.identity)) return *current;
+        return fail(Code::kUnauthenticated, fmt::format("'{}' logged in, but is no longer in yardd's identities file", session->caller.identity));
+      }
+    return fail(Code::kUnauthenticated,
+                "the bearer token matches no identity in yardd's identities file and no current login (a login token expires, "
+                "and ends when yardd restarts: `yardctl login` again)");
   }
   // A certificate the server verified against --tls-client-ca (gRPC only reports verified peers).
   const auto auth = ctx.auth_context();
@@ -57,6 +66,28 @@ Result<Caller> Authenticator::callerOf(const grpc::ServerContextBase& ctx) const
   return fail(Code::kUnauthenticated,
               "this yardd requires credentials: a bearer token (yardctl --token-file or YARD_TOKEN) or a client certificate "
               "(yardctl --cert/--key) named in its identities file");
+}
+
+std::optional<auth::Session> Authenticator::sessionOf(const grpc::ServerContextBase& ctx) const {
+  if (sessions_ == nullptr) return std::nullopt;
+  auto header = metadata(ctx, "authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (!header || header->rfind(kBearer, 0) != 0) return std::nullopt;
+  return sessions_->find(std::string_view(*header).substr(kBearer.size()));
+}
+
+Result<Login> Authenticator::login(std::string_view name, std::string_view password, std::chrono::seconds ttl) const {
+  if (identities_ == nullptr)
+    return fail(Code::kFailedPrecondition, "this yardd has no identities file: there is nothing to log in to (every caller is an admin)");
+  if (sessions_ == nullptr) return fail(Code::kFailedPrecondition, "this yardd issues no login tokens");
+  if (ttl.count() < 0 || ttl > auth::Sessions::kMaxTtl)
+    return fail(Code::kInvalidArgument, fmt::format("ttl_seconds: from 1 to {} (7 days); 0: the default, 12 hours",
+                                                    std::chrono::seconds(auth::Sessions::kMaxTtl).count()));
+  if (name.empty() || password.empty()) return fail(Code::kInvalidArgument, "name and password: both required");
+  auto caller = identities_->byPassword(name, password);
+  if (!caller) return fail(Code::kUnauthenticated, "wrong name or password");
+  auto [token, session] = sessions_->issue(*caller, ttl.count() == 0 ? std::chrono::seconds(auth::Sessions::kDefaultTtl) : ttl);
+  return Login{std::move(token), std::move(session)};
 }
 
 }  // namespace switchyard

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "composer/auth/identities.h"
+#include "composer/auth/sessions.h"
 #include "composer/model/caller.h"
 #include "composer/model/error.h"
 
@@ -19,14 +20,29 @@ namespace switchyard {
 inline constexpr const char* kCallerMetadata = "switchyard-caller";
 inline constexpr const char* kTenantMetadata = "switchyard-tenant";
 
+// What Login answers: the new token and the session it opens.
+struct Login {
+  std::string token;
+  auth::Session session;
+};
+
 class Authenticator {
  public:
-  // `identities` null: open mode (claims trusted). It must outlive the authenticator.
-  explicit Authenticator(const auth::Identities* identities) : identities_(identities) {}
+  // `identities` null: open mode (claims trusted). `sessions`: the tokens Login issues (null: Login is
+  // refused). Both must outlive the authenticator.
+  explicit Authenticator(const auth::Identities* identities, auth::Sessions* sessions = nullptr)
+      : identities_(identities), sessions_(sessions) {}
   [[nodiscard]] Result<Caller> callerOf(const grpc::ServerContextBase& ctx) const;
+  // The session of the call's Login token, if it used one (WhoAmI tells when it expires).
+  [[nodiscard]] std::optional<auth::Session> sessionOf(const grpc::ServerContextBase& ctx) const;
+  // A name and password from the identities file for a token valid `ttl` (0: the default, 12 h).
+  [[nodiscard]] Result<Login> login(std::string_view name, std::string_view password, std::chrono::seconds ttl) const;
+  // No identities file: every caller is taken at its word.
+  [[nodiscard]] bool open() const { return identities_ == nullptr; }
 
  private:
   const auth::Identities* identities_;
+  auth::Sessions* sessions_;
 };
 
 }  // namespace switchyard

@@ -12,6 +12,8 @@
 #include "composer/api/proto_convert.h"
 #include "composer/api/status_mapping.h"
 #include "composer/model/access.h"
+#include "composer/model/label_selector.h"
+#include "composer/model/version.h"
 
 // GCC 12 reports a std::expected<std::vector<...>> handed through std::function as "maybe used
 // uninitialized" once inlined (a known false positive of -Wmaybe-uninitialized at -O2); it is initialized.
@@ -185,13 +187,16 @@ grpc::ServerUnaryReactor* SwitchyardService::GetSystem(Context* ctx, const v1::G
 grpc::ServerUnaryReactor* SwitchyardService::ListSystems(Context* ctx, const v1::ListSystemsRequest* req, v1::ListSystemsResponse* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  auto selector = LabelSelector::parse(req->label_selector());
+  if (!selector) return finished(ctx, toGrpcStatus(selector.error()));
   return answerHere<std::vector<System>>(
       ctx, [this] { return engine_.listSystems(); },
-      [out, c = *caller, tenant = req->tenant(), size = req->page_size(), token = req->page_token()](const std::vector<System>& systems) {
+      [out, c = *caller, tenant = req->tenant(), size = req->page_size(), token = req->page_token(), selector = *selector](const std::vector<System>& systems) {
         std::string next;
         for (const System* s : pageOf(
                  systems, [](const System& x) -> const std::string& { return x.id; },
-                 [&](const System& x) { return (tenant.empty() || x.tenant == tenant) && maySee(c, x.tenant); }, size, token, next))
+                 [&](const System& x) { return (tenant.empty() || x.tenant == tenant) && maySee(c, x.tenant) && selector.matches(x.labels); },
+                 size, token, next))
           toProto(*s, *out->add_systems());
         out->set_next_page_token(next);
       });
@@ -279,9 +284,23 @@ grpc::ServerUnaryReactor* SwitchyardService::ListOperations(Context* ctx, const 
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->limit() < 0 || req->limit() > 10'000) return finished(ctx, invalid("limit: from 0 (the default, 50) to 10000"));
-  const std::size_t limit = req->limit() == 0 ? 50 : static_cast<std::size_t>(req->limit());
+  OperationQuery query;
+  query.limit = req->limit() == 0 ? 50 : static_cast<std::size_t>(req->limit());
+  if (!req->kind().empty() && !(query.kind = parseOperationKind(req->kind())))
+    return finished(ctx, invalid(fmt::format("kind '{}': compose, decompose, attach or detach", req->kind())));
+  if (!req->state().empty() && !(query.state = parseOperationState(req->state())))
+    return finished(ctx, invalid(fmt::format("state '{}': queued, running, rolling-back, succeeded or failed", req->state())));
+  if (caller->role == Role::kTenant) query.tenant = caller->tenant;  // the limit counts what the tenant may see
   return answer<std::vector<Operation>>(
-      ctx, [this, limit] { return engine_.listOperations(limit); },
+      ctx,
+      [this, query, system = req->system()]() mutable -> Result<std::vector<Operation>> {
+        if (!system.empty()) {
+          // A system that exists by that name or id; else the id of one that is gone (its history stays).
+          auto found = engine_.getSystem(system);
+          query.systemId = found ? found->id : system;
+        }
+        return engine_.listOperations(query);
+      },
       [this, out, c = *caller](const std::vector<Operation>& ops) {
         for (const auto& op : ops)
           if (maySee(c, op.tenant)) toProto(op, engine_.stepKinds(), *out->add_operations());
@@ -430,8 +449,9 @@ namespace {
 // state is under `shared->mutex`, which also keeps the listener away once the reactor is gone.
 class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
  public:
-  WatchReactor(Engine& engine, std::uint64_t afterSequence, bool fromStart, Caller caller)
-      : last_(afterSequence), caller_(std::move(caller)), stream_(engine.subscribe()) {
+  WatchReactor(Engine& engine, std::uint64_t afterSequence, bool fromStart, Caller caller, std::vector<std::string> types,
+               std::set<std::string> subjects)
+      : last_(afterSequence), caller_(std::move(caller)), types_(std::move(types)), subjects_(std::move(subjects)), stream_(engine.subscribe()) {
     shared_->reactor = this;
     if (fromStart) last_ = afterSequence = 0;
     if (afterSequence == 0 && !fromStart) {
@@ -492,6 +512,14 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
     pumpLocked();
   }
 
+  // The client's filters: a type or a family of types ("drift" is drift.*), and subjects.
+  [[nodiscard]] bool wanted(const Event& e) const {
+    if (!subjects_.empty() && !subjects_.contains(e.subject)) return false;
+    return types_.empty() || std::any_of(types_.begin(), types_.end(), [&](const std::string& t) {
+             return e.type == t || (e.type.size() > t.size() && e.type.starts_with(t) && e.type[t.size()] == '.');
+           });
+  }
+
   // The next event to send, skipping any the replay already sent.
   std::optional<Event> nextLocked() {
     while (true) {
@@ -503,7 +531,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
         e = stream_->tryNext();
       }
       if (!e) return e;
-      if (e->sequence > last_ && maySee(caller_, e->tenant)) return e;
+      if (e->sequence > last_ && maySee(caller_, e->tenant) && wanted(*e)) return e;
     }
   }
 
@@ -537,6 +565,8 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
   std::uint64_t last_;
   Caller caller_;  // sees only the events of its tenant (and the pool's own)
+  std::vector<std::string> types_;
+  std::set<std::string> subjects_;
   std::shared_ptr<EventStream> stream_;
   std::deque<Event> replay_;
   v1::Event out_;
@@ -556,7 +586,39 @@ grpc::ServerWriteReactor<v1::Event>* SwitchyardService::Watch(Context* ctx, cons
   if (shuttingDown_) return new Refused({grpc::StatusCode::UNAVAILABLE, "yardd is shutting down"});
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return new Refused(toGrpcStatus(caller.error()));
-  return new WatchReactor(engine_, req->after_sequence(), req->from_start(), *caller);
+  for (const auto& t : req->types())
+    if (t.empty() || t.size() > 128) return new Refused({grpc::StatusCode::INVALID_ARGUMENT, "types: each 1-128 characters, e.g. drift or operation.failed"});
+  return new WatchReactor(engine_, req->after_sequence(), req->from_start(), *caller, {req->types().begin(), req->types().end()},
+                          {req->subjects().begin(), req->subjects().end()});
+}
+
+grpc::ServerUnaryReactor* SwitchyardService::WhoAmI(Context* ctx, const v1::WhoAmIRequest*, v1::WhoAmIResponse* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  out->set_identity(caller->identity);
+  out->set_role(std::string(toString(caller->role)));
+  out->set_tenant(caller->tenant);
+  out->set_authenticated(!authenticator_.open());
+  out->set_server_version(versionLine("yardd"));
+  if (auto session = authenticator_.sessionOf(*ctx)) out->set_token_expires_at(formatTimestamp(session->expiresAt));
+  return finished(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* SwitchyardService::Login(Context* ctx, const v1::LoginRequest* req, v1::LoginResponse* out) {
+  if (req->ttl_seconds() < 0) return finished(ctx, invalid("ttl_seconds: must be >= 0 (0: 12 hours)"));
+  // The password check is slow on purpose (PBKDF2): it runs on a reply thread, not on gRPC's.
+  auto* reactor = ctx->DefaultReactor();
+  boost::asio::post(replies_, [this, reactor, out, name = req->name(), password = req->password(), ttl = std::chrono::seconds(req->ttl_seconds())] {
+    auto login = authenticator_.login(name, password, ttl);
+    if (!login) return reactor->Finish(toGrpcStatus(login.error()));
+    out->set_token(login->token);
+    out->set_expires_at(formatTimestamp(login->session.expiresAt));
+    out->set_identity(login->session.caller.identity);
+    out->set_role(std::string(toString(login->session.caller.role)));
+    out->set_tenant(login->session.caller.tenant);
+    reactor->Finish(grpc::Status::OK);
+  });
+  return reactor;
 }
 
 }  // namespace switchyard

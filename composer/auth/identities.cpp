@@ -196,7 +196,26 @@ Result<std::unique_ptr<Identities>> Identities::load(const std::filesystem::path
   return parse(text.str(), file.string());
 }
 
+std::vector<Identity> Identities::identities() const {
+  std::shared_lock lock(data_);
+  return identities_;
+}
+
+TenantQuotas Identities::quotas() const {
+  std::shared_lock lock(data_);
+  return quotas_;
+}
+
+void Identities::replaceWith(const Identities& fresh) {
+  if (&fresh == this) return;
+  std::shared_lock from(fresh.data_);
+  std::unique_lock to(data_);
+  identities_ = fresh.identities_;
+  quotas_ = fresh.quotas_;
+}
+
 std::optional<Caller> Identities::byPassword(std::string_view name, std::string_view password) const {
+  std::shared_lock data(data_);
   for (const auto& id : identities_) {
     if (id.name != name || id.passwordHash.empty()) continue;
     const std::string remembered = sha256Hex(fmt::format("{}\n{}\n{}", id.name, id.passwordHash, password));
@@ -219,6 +238,7 @@ std::optional<Caller> Identities::byToken(std::string_view token) const {
   if (token.empty()) return std::nullopt;
   const std::string hash = sha256Hex(token);
   std::optional<Caller> found;
+  std::shared_lock data(data_);
   for (const auto& id : identities_)  // every entry compared, so the time does not tell which one matched
     if (!id.tokenSha256.empty() && sameBytes(id.tokenSha256, hash)) found = id.caller();
   return found;
@@ -226,8 +246,16 @@ std::optional<Caller> Identities::byToken(std::string_view token) const {
 
 std::optional<Caller> Identities::byCertificate(std::string_view commonName) const {
   if (commonName.empty()) return std::nullopt;
+  std::shared_lock data(data_);
   for (const auto& id : identities_)
     if (id.certificateCn == commonName) return id.caller();
+  return std::nullopt;
+}
+
+std::optional<Caller> Identities::byName(std::string_view name) const {
+  std::shared_lock data(data_);
+  for (const auto& id : identities_)
+    if (id.name == name) return id.caller();
   return std::nullopt;
 }
 

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,9 +53,16 @@ class Identities {
   [[nodiscard]] std::optional<Caller> byPassword(std::string_view name, std::string_view password) const;
   [[nodiscard]] std::optional<Caller> byToken(std::string_view token) const;
   [[nodiscard]] std::optional<Caller> byCertificate(std::string_view commonName) const;
+  // The caller an identity is now (a login token's identity may have been changed or removed since).
+  [[nodiscard]] std::optional<Caller> byName(std::string_view name) const;
 
-  [[nodiscard]] const std::vector<Identity>& identities() const { return identities_; }
-  [[nodiscard]] const TenantQuotas& quotas() const { return quotas_; }
+  // Copies: a reload (below) may replace them at any time.
+  [[nodiscard]] std::vector<Identity> identities() const;
+  [[nodiscard]] TenantQuotas quotas() const;
+
+  // Replaces the identities and quotas with `fresh`'s (yardd's SIGHUP: the file was edited). Callers that
+  // hold this object see the new ones from their next lookup; one running now finishes on the old.
+  void replaceWith(const Identities& fresh);
 
   // What goes in the file: a password's hash (a fresh random salt), a token's hash, a new random token.
   [[nodiscard]] static std::string hashPassword(std::string_view password, int iterations = kPasswordIterations);
@@ -63,6 +71,7 @@ class Identities {
 
  private:
   Identities() = default;
+  mutable std::shared_mutex data_;  // guards identities_ and quotas_ (written only by replaceWith)
   std::vector<Identity> identities_;
   TenantQuotas quotas_;
   // PBKDF2 is slow on purpose; a password that matched once is remembered (by its SHA-256 with the

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -91,6 +92,11 @@ struct DaemonOptions {
   }
 
   static std::filesystem::path defaultStateDir() {
+    // systemd's StateDirectory= (a list separated by ':' when the unit names several: the first).
+    if (const char* state = std::getenv("STATE_DIRECTORY"); state && *state) {
+      const std::string_view first(state, std::strcspn(state, ":"));
+      return std::filesystem::path(first);
+    }
     if (const char* xdg = std::getenv("XDG_STATE_HOME"); xdg && *xdg) return std::filesystem::path(xdg) / "switchyard";
     if (const char* home = std::getenv("HOME"); home && *home) return std::filesystem::path(home) / ".local/state/switchyard";
     return "/var/lib/switchyard";

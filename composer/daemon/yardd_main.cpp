@@ -7,6 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <systemd/sd-daemon.h>
+
+#include <functional>
 #include <condition_variable>
 #include <csignal>
 #include <sys/stat.h>
@@ -235,8 +238,8 @@ Result<bmc::BmcResetHostsOptions> bmcResetOptions(const DaemonOptions& o, const 
   return options;
 }
 
-// SIGTERM/SIGINT, caught on a thread of its own (they are blocked everywhere else), so that a standby
-// waiting for leadership can be stopped as well as a running yardd.
+// SIGTERM/SIGINT (leave) and SIGHUP (reload), caught on a thread of its own (they are blocked everywhere
+// else), so that a standby waiting for leadership can be stopped as well as a running yardd.
 class SignalWaiter {
  public:
   SignalWaiter() {
@@ -245,8 +248,13 @@ class SignalWaiter {
       sigemptyset(&signals);
       sigaddset(&signals, SIGTERM);
       sigaddset(&signals, SIGINT);
+      sigaddset(&signals, SIGHUP);
       int received = 0;
-      sigwait(&signals, &received);
+      while (sigwait(&signals, &received) == 0 && received == SIGHUP) {
+        std::lock_guard reloading(reloadMutex_);
+        if (reload_) reload_();
+        else spdlog::info("SIGHUP received while starting or stopping: nothing reloaded");
+      }
       std::lock_guard lock(mutex_);
       received_ = received;
       done_.notify_all();
@@ -255,6 +263,12 @@ class SignalWaiter {
   ~SignalWaiter() {
     if (!received()) pthread_kill(thread_.native_handle(), SIGTERM);  // wake its sigwait: yardd is leaving anyway
     thread_.join();
+  }
+  // What SIGHUP does from now on, run on the signal thread. Clear it before what it uses goes away: that
+  // waits for a reload under way to finish.
+  void onReload(std::function<void()> reload) {
+    std::lock_guard reloading(reloadMutex_);
+    reload_ = std::move(reload);
   }
   [[nodiscard]] int received() {
     std::lock_guard lock(mutex_);
@@ -284,8 +298,13 @@ class SignalWaiter {
   int received_ = 0;
   int exitStatus_ = 0;
   std::string why_;
+  std::mutex reloadMutex_;  // held while a reload runs, and to change reload_
+  std::function<void()> reload_;
   std::thread thread_;
 };
+
+// The service manager's view of yardd (systemd's Type=notify; a no-op when not started by systemd).
+void notifyServiceManager(const std::string& state) { sd_notify(0, state.c_str()); }
 
 // The exit status of a yardd that can no longer write (as for a leader that lost its lease): restart it.
 constexpr int kExitCannotWrite = 75;
@@ -301,7 +320,7 @@ int run(const DaemonOptions& o) {
     if (!armed.empty() || !fromEnvironment.empty())
       spdlog::warn("fail points armed (testing only): {}{}{}", armed, armed.empty() || fromEnvironment.empty() ? "" : ", ", fromEnvironment);
   }
-  std::shared_ptr<const auth::Identities> identities;
+  std::shared_ptr<auth::Identities> identities;
   if (!o.identitiesFile.empty()) {
     // It holds password hashes and token digests: one that anyone on the machine can read (or write) is refused.
     if (struct stat st {}; ::stat(o.identitiesFile.c_str(), &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)) != 0) {
@@ -362,6 +381,7 @@ int run(const DaemonOptions& o) {
     if (auto reads = StandbyReads::start(*remote, clock, standbyAuthenticator, {o.listen, security.credentials, replicaOptions}); reads) {
       standbyReads = std::move(*reads);
       spdlog::info("standby: serving reads on {}; changes are refused with the leader's address", o.listen);
+      notifyServiceManager("READY=1\nSTATUS=standing by: serving reads, waiting for the leadership");
     } else {
       spdlog::warn("standby: not serving reads while standing by: {}", reads.error().message);
     }
@@ -375,6 +395,7 @@ int run(const DaemonOptions& o) {
       spdlog::info("stopped while standing by");
       return 0;
     }
+    notifyServiceManager("STATUS=elected leader: recovering");
     spdlog::info("elected leader after {} ms of standing by (lease {}, fencing revision {}); recovering as after a restart",
                  std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - waitStarted).count(), won->lease,
                  won->keyRevision);
@@ -446,6 +467,9 @@ int run(const DaemonOptions& o) {
   engine.useHostAgents(agents);
   SY_ASSIGN_OR_EXIT(auto report, engine.start());
   spdlog::info("recovery: {} operation(s) resumed, {} drift(s) found", report.resumedOperations, report.drifts.size());
+  if (engineMetrics)
+    engineMetrics->servingSince.set({election ? "etcd" : "sqlite"},
+                                    std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   // What the engine discovered is what agents register against (host ids) and are asked for (serials).
   SY_ASSIGN_OR_EXIT(Topology inventory, engine.topology());
   agents.setInventory(inventory);
@@ -454,7 +478,8 @@ int run(const DaemonOptions& o) {
       spdlog::warn("host {} has no host-side policy: composing onto it is refused until a yard-agent registers for it or "
                    "--host-policy {}=trust-fabric is set",
                    h.id, h.id);
-  Authenticator authenticator(identities.get());
+  auth::Sessions loginSessions(clock);  // tokens from Login (`yardctl login`), for identities with only a password
+  Authenticator authenticator(identities.get(), &loginSessions);
   agent::AgentRegistryService agentRegistry(agents, identities ? agent::AgentRegistryService::Admit([&authenticator](const grpc::ServerContextBase& ctx) -> Result<void> {
     SY_ASSIGN(const Caller caller, authenticator.callerOf(ctx));
     if (caller.role != Role::kOperator && caller.role != Role::kAdmin)
@@ -580,6 +605,26 @@ int run(const DaemonOptions& o) {
     std::ofstream(o.portFile.string() + ".tmp") << port << "\n";
     std::filesystem::rename(o.portFile.string() + ".tmp", o.portFile);
   }
+  notifyServiceManager(fmt::format("READY=1\nSTATUS=serving on {}:{}{}", host, port, election ? " (leader)" : ""));
+  // SIGHUP: read the identities file again (a new user, a revoked token, changed quotas) without a restart.
+  // A file that does not load leaves the identities in use as they are.
+  signalWaiter.onReload([&o, &identities, &engine] {
+    notifyServiceManager("RELOADING=1");
+    if (!identities) {
+      spdlog::info("SIGHUP: nothing to reload (yardd runs without --identities)");
+    } else if (struct stat st {}; ::stat(o.identitiesFile.c_str(), &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)) != 0) {
+      spdlog::error("SIGHUP: --identities {}: others may read it (mode {:04o}); keeping the identities in use", o.identitiesFile.string(),
+                    st.st_mode & 07777);
+    } else if (auto fresh = auth::Identities::load(o.identitiesFile); !fresh) {
+      spdlog::error("SIGHUP: {}; keeping the identities in use", fresh.error().message);
+    } else {
+      identities->replaceWith(**fresh);
+      if (auto set = engine.setQuotas((*fresh)->quotas()); !set) spdlog::error("SIGHUP: quotas not applied: {}", set.error().message);
+      spdlog::info("SIGHUP: identities reloaded: {} from {}, {} tenant quota(s)", (*fresh)->identities().size(), o.identitiesFile.string(),
+                   (*fresh)->quotas().size());
+    }
+    notifyServiceManager("READY=1");
+  });
 
   // Signals were blocked before any thread started; the signal waiter's thread receives them.
   const int received = signalWaiter.wait();
@@ -593,6 +638,8 @@ int run(const DaemonOptions& o) {
     spdlog::info("{} received: draining (up to {} s for running operations)", received == SIGTERM ? "SIGTERM" : "SIGINT",
                  o.shutdownGraceSeconds);
   }
+  signalWaiter.onReload(nullptr);
+  notifyServiceManager("STOPPING=1");
   // Refuse new work and let running operations finish (or leave them resumable), then close the
   // server. Clients that stay connected but idle cannot acknowledge the close, so keep its wait short.
   service.shutdown();
@@ -615,6 +662,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   DaemonOptions options;

@@ -204,6 +204,9 @@ class Engine {
   // (up to kUsageHistory operations; see docs/operations.md for its cost) and computes on the caller's.
   static constexpr std::size_t kUsageHistory = 100'000;
   [[nodiscard]] Result<UsageReport> usage(const Caller& caller, Timestamp since, Timestamp until);
+  // The tenants' quotas and shares from now on (yardd reloaded its identities file): they bound what is
+  // accepted next (nothing running is undone), and the queue is ordered again by the new shares.
+  [[nodiscard]] Result<void> setQuotas(TenantQuotas quotas);
   // Leases (engine_leases.cpp): the system's lease ends `lease` from now (a system without one gets one).
   [[nodiscard]] Result<System> renewLease(const Caller& caller, const std::string& system, std::chrono::milliseconds lease);
   // Gives up queued requests past their timeout and decomposes systems past their lease (also on a timer,
@@ -235,6 +238,7 @@ class Engine {
   // The operation a client's request id started (ComposeRequest::requestId), if the caller may see it.
   [[nodiscard]] Result<std::optional<Operation>> operationForRequest(const Caller& caller, const std::string& requestId);
   [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit);
+  [[nodiscard]] Result<std::vector<Operation>> listOperations(const OperationQuery& query);
   // The operation once finished, or its current state when the timeout passes first.
   [[nodiscard]] Result<Operation> waitOperation(const OperationId& id, std::chrono::milliseconds timeout);
   void waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);

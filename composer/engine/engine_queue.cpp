@@ -364,6 +364,14 @@ Result<std::vector<QueueEntry>> Engine::listQueue() const {
   return view->queue ? *view->queue : std::vector<QueueEntry>{};
 }
 
+Result<void> Engine::setQuotas(TenantQuotas quotas) {
+  return onControl([&]() -> Result<void> {
+    options_.quotas = std::move(quotas);
+    queueDirty_ = true;  // new shares may change the order; a raised quota may let a request in
+    return {};
+  });
+}
+
 Result<Operation> Engine::cancelQueued(const Caller& caller, const std::string& idOrName) {
   return onControl([&] {
     return audited(caller, "cancel", idOrName, {}, {}, [&]() -> Result<Operation> {

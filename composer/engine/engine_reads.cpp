@@ -141,11 +141,14 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
   return report;
 }
 
-Result<std::vector<Operation>> Engine::listOperations(std::size_t limit) {
+Result<std::vector<Operation>> Engine::listOperations(std::size_t limit) { return listOperations(OperationQuery{.limit = limit}); }
+
+Result<std::vector<Operation>> Engine::listOperations(const OperationQuery& query) {
   return onControl([&]() -> Result<std::vector<Operation>> {
-    SY_ASSIGN(auto ops, store_.listOperations(limit));
+    SY_ASSIGN(auto ops, store_.queryOperations(query));
     for (auto& op : ops)
       if (auto it = active_.find(op.id); it != active_.end()) op = it->second;
+    std::erase_if(ops, [&](const Operation& op) { return !query.matches(op); });  // a running one may have moved on
     return ops;
   });
 }

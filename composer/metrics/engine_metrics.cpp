@@ -28,6 +28,12 @@ EngineMetrics::EngineMetrics()
                                      {"result"})),
       preemptions(registry.counter("switchyard_preemptions_total",
                                    "Systems of a preemptible class decomposed to make room for a queued request of a higher one, by the victim's class.",
-                                   {"class"})) {}
+                                   {"class"})),
+      servingSince(registry.gauge("switchyard_serving_since_timestamp_seconds",
+                                  "Unix time at which this yardd began to serve writes: its start with SQLite, or winning the leadership with etcd. "
+                                  "A change means yardd restarted or another leader took over.",
+                                  {"store"})) {
+  storeWriteErrors.add({}, 0);  // present from the first scrape: rate() and alerts see 0, not nothing
+}
 
 }  // namespace switchyard::metrics

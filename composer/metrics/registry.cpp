@@ -19,8 +19,14 @@ void checkArity(const std::string& family, const std::vector<std::string>& names
 }
 }  // namespace
 
-CounterFamily::CounterFamily(std::string name, std::string help, std::vector<std::string> labelNames)
-    : name_(std::move(name)), help_(std::move(help)), labelNames_(std::move(labelNames)) {}
+CounterFamily::CounterFamily(std::string name, std::string help, std::vector<std::string> labelNames, Type type)
+    : name_(std::move(name)), help_(std::move(help)), labelNames_(std::move(labelNames)), type_(type) {}
+
+void CounterFamily::set(const std::vector<std::string>& values, double value) {
+  checkArity(name_, labelNames_, values);
+  std::lock_guard lock(mutex_);
+  series_[values] = value;
+}
 
 void CounterFamily::add(const std::vector<std::string>& values, double amount) {
   checkArity(name_, labelNames_, values);
@@ -35,7 +41,7 @@ double CounterFamily::value(const std::vector<std::string>& values) const {
 }
 
 void CounterFamily::write(ExpositionWriter& out) const {
-  out.family(name_, help_, Type::kCounter);
+  out.family(name_, help_, type_);
   std::lock_guard lock(mutex_);
   for (const auto& [values, value] : series_) out.sample(labelsOf(labelNames_, values), value);
 }
@@ -79,6 +85,12 @@ std::vector<double> latencyBuckets() {
 
 CounterFamily& Registry::counter(std::string name, std::string help, std::vector<std::string> labelNames) {
   counters_.push_back(std::make_unique<CounterFamily>(std::move(name), std::move(help), std::move(labelNames)));
+  order_.emplace_back(false, counters_.size() - 1);
+  return *counters_.back();
+}
+
+CounterFamily& Registry::gauge(std::string name, std::string help, std::vector<std::string> labelNames) {
+  counters_.push_back(std::make_unique<CounterFamily>(std::move(name), std::move(help), std::move(labelNames), Type::kGauge));
   order_.emplace_back(false, counters_.size() - 1);
   return *counters_.back();
 }

@@ -14,17 +14,20 @@
 
 namespace switchyard::metrics {
 
+// A counter, or (type kGauge, from Registry::gauge) a gauge that is set rather than added to.
 class CounterFamily {
  public:
-  CounterFamily(std::string name, std::string help, std::vector<std::string> labelNames);
+  CounterFamily(std::string name, std::string help, std::vector<std::string> labelNames, Type type = Type::kCounter);
   // `values` in the order of labelNames.
   void add(const std::vector<std::string>& values, double amount = 1);
+  void set(const std::vector<std::string>& values, double value);
   [[nodiscard]] double value(const std::vector<std::string>& values) const;
   void write(ExpositionWriter& out) const;
 
  private:
   std::string name_, help_;
   std::vector<std::string> labelNames_;
+  Type type_;
   mutable std::mutex mutex_;
   std::map<std::vector<std::string>, double> series_;
 };
@@ -56,6 +59,7 @@ class HistogramFamily {
 class Registry {
  public:
   CounterFamily& counter(std::string name, std::string help, std::vector<std::string> labelNames);
+  CounterFamily& gauge(std::string name, std::string help, std::vector<std::string> labelNames);
   HistogramFamily& histogram(std::string name, std::string help, std::vector<std::string> labelNames,
                              std::vector<double> bounds = latencyBuckets());
   // Every family, in the order registered.

@@ -107,7 +107,9 @@ Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out, De
   for (const auto& [state, n] : systemsByState) out.sample({{"state", std::string(state)}}, n);
 
   out.family("switchyard_operations_running", "Operations accepted and not finished, by kind.", Type::kGauge);
-  for (const auto& [kind, n] : view->runningOperations) out.sample({{"kind", kind}}, n);
+  std::map<std::string, int> running{{"compose", 0}, {"decompose", 0}, {"attach", 0}, {"detach", 0}};  // 0s, not gaps
+  for (const auto& [kind, n] : view->runningOperations) running[kind] = n;
+  for (const auto& [kind, n] : running) out.sample({{"kind", kind}}, n);
 
   // The queue: how many wait, by class and the number of GPUs asked (0: MIG instances or a share), and for how long.
   std::map<std::pair<std::string, int>, int> queued;

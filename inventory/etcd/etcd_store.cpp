@@ -330,13 +330,16 @@ Result<std::optional<Operation>> EtcdStore::findOperationByRequest(std::string_v
   return getOperation(*id);
 }
 
-Result<std::vector<Operation>> EtcdStore::listOperations(std::size_t limit) {
+Result<std::vector<Operation>> EtcdStore::queryOperations(const OperationQuery& q) {
+  // Newest first; with filters, every kept operation is read (the history's retention bounds them) and the
+  // newest that match are kept.
   const std::string p = options_.prefix + "ops/";
-  SY_ASSIGN(auto kvs, scan(p, etcd::prefixEnd(p), limit, true));
+  SY_ASSIGN(auto kvs, scan(p, etcd::prefixEnd(p), q.filtered() ? 0 : q.limit, true));
   std::vector<Operation> out;
   for (const auto& kv : kvs) {
+    if (out.size() >= q.limit) break;
     SY_ASSIGN(auto op, etcd::operationFrom(kv.value, kv.key));
-    out.push_back(std::move(op));
+    if (q.matches(op)) out.push_back(std::move(op));
   }
   return out;
 }

@@ -44,7 +44,7 @@ class EtcdStore final : public Store {
   [[nodiscard]] Result<void> write(std::span<const StoreWrite> batch, WriterEpoch epoch) override;
   [[nodiscard]] Result<std::optional<Operation>> getOperation(const OperationId& id) override;
   [[nodiscard]] Result<std::optional<Operation>> findOperationByRequest(std::string_view requestId) override;
-  [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit) override;
+  [[nodiscard]] Result<std::vector<Operation>> queryOperations(const OperationQuery& query) override;
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) override;
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) override;
   [[nodiscard]] Result<PruneReport> prune(const RetentionPolicy& policy, WriterEpoch epoch) override;

@@ -260,6 +260,35 @@ TEST_P(StoreContract, ListsOperationsNewestFirstAndEventsInOrder) {
   EXPECT_FALSE(*store->getOperation("op-999999"));
 }
 
+TEST_P(StoreContract, FiltersOperationsBySystemKindStateAndTenantBeforeTheLimit) {
+  auto store = open();
+  std::vector<StoreWrite> batch;
+  for (int i = 1; i <= 6; ++i) {
+    Operation op = operation(i, i % 2 == 0 ? OperationState::kFailed : OperationState::kSucceeded);
+    op.systemId = i <= 3 ? "sys-000001" : "sys-000002";
+    op.kind = i == 3 ? OperationKind::kDecompose : OperationKind::kCompose;
+    op.tenant = i == 6 ? "team-b" : "team-a";
+    batch.push_back(PutOperation{op});
+  }
+  ASSERT_TRUE(store->write(batch, *store->claimWriter()));
+  auto ids = [&](OperationQuery q) {
+    std::vector<std::string> out;
+    auto ops = store->queryOperations(q);
+    EXPECT_TRUE(ops) << ops.error().message;
+    if (ops)
+      for (const auto& op : *ops) out.push_back(op.id);
+    return out;
+  };
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ids({.limit = 10, .systemId = "sys-000001"}), (V{"op-000003", "op-000002", "op-000001"}));
+  EXPECT_EQ(ids({.limit = 10, .kind = OperationKind::kDecompose}), (V{"op-000003"}));
+  EXPECT_EQ(ids({.limit = 2, .state = OperationState::kFailed}), (V{"op-000006", "op-000004"})) << "the limit counts matches only";
+  EXPECT_EQ(ids({.limit = 10, .systemId = "sys-000002", .state = OperationState::kSucceeded}), (V{"op-000005"}));
+  EXPECT_EQ(ids({.limit = 10, .tenant = "team-b"}), (V{"op-000006"}));
+  EXPECT_EQ(ids({.limit = 10, .systemId = "sys-000009"}), V{});
+  EXPECT_EQ(ids({.limit = 3}).size(), 3u);
+}
+
 TEST_P(StoreContract, FindsTheOperationAClientsRequestIdStartedAndKeepsTheKeyUnique) {
   auto store = open();
   const auto epoch = *store->claimWriter();

@@ -64,7 +64,8 @@ def write_identities(path, entries):
 class Yardd:
     """yardd on 127.0.0.1 port 0 over plaintext gRPC (loopback), optionally with --metrics-listen."""
 
-    def __init__(self, state_dir, *args, metrics=False, listen="127.0.0.1:0"):
+    def __init__(self, state_dir, *args, metrics=False, listen="127.0.0.1:0", env=None):
+        self.env = None if env is None else {**os.environ, **env}
         self.state_dir = pathlib.Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.args = list(args)
@@ -84,7 +85,7 @@ class Yardd:
             command += ["--metrics-listen", "127.0.0.1:0", "--metrics-port-file", str(metrics_file)]
         self.log_path = self.state_dir / "yardd.log"
         with open(self.log_path, "ab") as log:
-            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=self.env)
         if not wait:
             return self
         return self.wait_serving()
@@ -150,7 +151,7 @@ class YarddTestCase(unittest.TestCase):
                 print(f"--- yardd log ({d.state_dir}) ---\n{d.log()[-6000:]}")
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def yardd(self, *args, metrics=False, name="yardd"):
-        daemon = Yardd(self.dir / name, *args, metrics=metrics).start()
+    def yardd(self, *args, metrics=False, name="yardd", env=None):
+        daemon = Yardd(self.dir / name, *args, metrics=metrics, env=env).start()
         self.daemons.append(daemon)
         return daemon

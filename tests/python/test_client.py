@@ -1,5 +1,8 @@
-"""The Python client against the real yardd: compose, wait, watch, decompose; request ids make retries safe,
-across a restart too."""
+"""The Python client, as pip installs it, against the real yardd: compose, wait, watch, decompose; request ids
+make retries safe, across a restart too; every RPC has a method, MIG, shares and peer-to-peer included."""
+import os
+import pathlib
+import re
 import threading
 import unittest
 
@@ -11,6 +14,79 @@ from switchyard.v1 import switchyard_pb2
 
 
 class ClientTest(YarddTestCase):
+    def test_the_installed_package_is_the_one_under_test_and_covers_every_rpc(self):
+        import switchyard_client
+        from switchyard.v1 import provider_pb2
+        venv = os.environ.get("SWITCHYARD_VENV")
+        if venv:  # under ctest: the package pip installed, not cli/python
+            self.assertTrue(pathlib.Path(switchyard_client.__file__).resolve().is_relative_to(pathlib.Path(venv).resolve()),
+                            switchyard_client.__file__)
+            self.assertTrue(pathlib.Path(switchyard_pb2.__file__).resolve().is_relative_to(pathlib.Path(venv).resolve()),
+                            "the generated modules come with the package")
+        cmake = (pathlib.Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text(encoding="utf-8")
+        self.assertEqual(switchyard_client.__version__, re.search(r"project\(switchyard VERSION ([0-9.]+)", cmake).group(1))
+        # Every RPC of both services is called by some method of Client.
+        import inspect
+        source = inspect.getsource(switchyard_client.client)
+        for descriptor, prefix in ((switchyard_pb2.DESCRIPTOR, "yard"), (provider_pb2.DESCRIPTOR, "provider")):
+            for service in descriptor.services_by_name.values():
+                for method in service.methods:
+                    if method.name == "Watch":
+                        self.assertIn("self._yard.Watch(", source)
+                        continue
+                    self.assertIn(f'"{prefix}.{method.name}"', source, f"no Client method calls {service.name}.{method.name}")
+
+    def test_compose_options_plan_capacity_topology_operations_and_audit(self):
+        yardd = self.yardd()
+        with Client(yardd.address, plaintext=True, caller="py-test") as yard:
+            plan = yard.plan(4, peer_to_peer="required")
+            self.assertTrue(plan.fits, plan.explanation)
+            self.assertEqual(len(plan.devices), 4)
+            self.assertTrue(plan.explanation)
+
+            op = yard.compose("p2p", 4, peer_to_peer="required", labels={"team": "vision"}, request_id="job-p2p")
+            self.assertEqual(yard.compose("p2p", 4, peer_to_peer="required", labels={"team": "vision"}, request_id="job-p2p").id, op.id,
+                             "the same request id is the same operation")
+            yard.wait(op.id)
+            p2p = yard.system("p2p")
+            self.assertEqual(dict(p2p.labels), {"team": "vision"})
+            switches = {d.switch_id for d in yard.devices(system="p2p")}
+            self.assertEqual(len(switches), 1, "peer-to-peer: every GPU under one switch")
+
+            yard.wait(yard.compose("mig", mig_profiles=["3g", "1g"]).id)
+            mig = yard.system("mig")
+            self.assertEqual(sorted(i.profile for i in mig.gpu_instances), ["1g", "3g"])
+            yard.wait(yard.compose("shared", share_milli=250).id)
+            self.assertEqual([s.milli for s in yard.system("shared").gpu_shares], [250])
+            one = mig.gpu_instances[0]
+            yard.wait(yard.detach("mig", gpu_instances=[(one.device_id, one.start)]).id)
+            self.assertEqual(len(yard.system("mig").gpu_instances), 1)
+
+            topology = yard.topology()
+            self.assertEqual(len(topology.switches), 2)
+            self.assertEqual(len(topology.devices), 16)
+            free = yard.devices(free_only=True)
+            self.assertTrue(free)
+            self.assertTrue(all(d.switch_id for d in free))
+            capacity = yard.capacity([8], peer_to_peer="required", mig_profiles=["1g"], share_milli=[500])
+            self.assertEqual([s.gpus for s in capacity.shapes], [8])
+            self.assertTrue(capacity.mig)
+            self.assertTrue(capacity.shares)
+
+            ops = yard.operations(limit=20)
+            self.assertIn(op.id, [o.id for o in ops])
+            self.assertEqual([o.id for o in yard.operations(system="p2p")], [op.id])
+            self.assertEqual([s.name for s in yard.systems(label_selector="team=vision")], ["p2p"])
+            me = yard.whoami()
+            self.assertEqual((me.identity, me.role, me.authenticated), ("py-test", "admin", False))
+            audit = yard.audit(limit=50)
+            self.assertTrue(any(r.operation_id == op.id and r.action == "compose" and r.outcome == "succeeded" for r in audit))
+            older = yard.audit(limit=1, before_sequence=audit[0].sequence)
+            self.assertEqual([r.sequence for r in older], [audit[1].sequence])
+
+            with self.assertRaises(ValueError):
+                yard.compose("nope", 1, peer_to_peer="sometimes")
+
     def test_compose_wait_watch_and_decompose(self):
         yardd = self.yardd()
         with Client(yardd.address, plaintext=True, caller="py-test") as yard:

@@ -12,6 +12,7 @@ import urllib.request
 from harness import YarddTestCase, require_tool, free_port, wait_for, write_identities
 from switchyard_client import Client
 
+MONITORING = pathlib.Path(__file__).resolve().parents[2] / "packaging" / "monitoring"
 
 
 class PrometheusTest(YarddTestCase):
@@ -22,6 +23,8 @@ class PrometheusTest(YarddTestCase):
 global:
   scrape_interval: 1s
   scrape_timeout: 1s
+  evaluation_interval: 1s
+rule_files: ["{MONITORING / 'switchyard-alerts.yml'}"]
 scrape_configs:
   - job_name: switchyard
     metrics_path: /metrics
@@ -121,6 +124,48 @@ scrape_configs:
         self.assertIsNotNone(p50)
         self.assertGreater(p50, 0)
         self.assertLess(p50, 10)
+
+        self.check_shipped_monitoring(yardd)
+
+    def check_shipped_monitoring(self, yardd):
+        """The alert rules load and evaluate, and every query of the Grafana dashboard parses and finds data in a
+        Prometheus that scrapes a real yardd (with a queue: one request waits, one was cancelled)."""
+        with Client(yardd.address, plaintext=True, token="ops-token") as yard:
+            yard.compose("big", gpus=16, queue=True)
+            cancelled = yard.compose("big-later", gpus=16, queue=True)
+            yard.cancel_queued(cancelled.id)
+        wait_for(lambda: self.value('sum(switchyard_queue_requests)') == 1, timeout=30, what="the queue in a scrape")
+        wait_for(lambda: self.value('sum(switchyard_queue_wait_seconds_count)') == 1, timeout=30, what="the cancel in a scrape")
+        # rate() over the dashboard's window needs a few samples of the new series.
+        wait_for(lambda: (self.value('min(count_over_time(switchyard_queue_entered_total[15s]))') or 0) >= 3, timeout=30,
+                 what="three scrapes of the queue's counters")
+
+        groups = wait_for(lambda: (self.api("/api/v1/rules") or {}).get("data", {}).get("groups"), timeout=30, what="rules loaded")
+        rules = [r for g in groups for r in g["rules"]]
+        self.assertEqual(len(rules), 10, [r["name"] for r in rules])
+        wait_for(lambda: all(r.get("health") == "ok" for g in self.api("/api/v1/rules")["data"]["groups"] for r in g["rules"]),
+                 timeout=30, what="every alert rule evaluated without error")
+        firing = {a["labels"]["alertname"] for a in self.api("/api/v1/alerts")["data"]["alerts"]}
+        self.assertNotIn("SwitchyardDown", firing)
+        self.assertNotIn("SwitchyardStoreWriteErrors", firing)
+
+        dashboard = json.loads((MONITORING / "switchyard-dashboard.json").read_text(encoding="utf-8"))
+        # Series that appear only once the event has happened (nobody's lease expired, nobody was preempted,
+        # nothing drifted, no switch call failed): their queries must parse, and may be empty.
+        only_after_the_event = ("switchyard_lease_expiries_total", "switchyard_preemptions_total", "switchyard_drifts_total")
+        queries = [(panel["title"], t["expr"]) for panel in dashboard["panels"] for t in panel.get("targets", [])]
+        self.assertGreater(len(queries), 25)
+        for title, expr in queries:
+            with self.subTest(panel=title, expr=expr):
+                concrete = expr.replace("$__rate_interval", "15s").replace("$instance", ".+")
+                reply = self.api("/api/v1/query?" + urllib.parse.urlencode({"query": concrete}))
+                self.assertIsNotNone(reply, "Prometheus refused the query")
+                self.assertEqual(reply.get("status"), "success", reply)
+                if not any(name in expr for name in only_after_the_event):
+                    self.assertTrue(reply["data"]["result"], "no data: does the metric or label exist?")
+        instance_values = [v for v in dashboard["templating"]["list"] if v["name"] == "instance"][0]["definition"]
+        self.assertEqual(instance_values, "label_values(switchyard_build_info, instance)")
+        self.assertTrue(self.query("switchyard_build_info"))
 
 
 if __name__ == "__main__":

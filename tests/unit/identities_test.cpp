@@ -98,11 +98,27 @@ TEST(Identities, TenantsCarryTheirQueueAndLeasePolicy) {
           "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})",
       "ids.json");
   ASSERT_TRUE(parsed) << parsed.error().message;
-  const TenantQuota& q = (*parsed)->quotas().at("team-a");
+  const TenantQuota q = (*parsed)->quotas().at("team-a");
   EXPECT_EQ(q.share, 2.5);
   EXPECT_EQ(q.maxQueued, 10);
   EXPECT_EQ(q.defaultLease, std::chrono::milliseconds(8 * 3600 * 1000));
   EXPECT_EQ(q.maxLease, std::chrono::milliseconds(48 * 3600 * 1000));
+}
+
+TEST(Identities, AReloadReplacesIdentitiesAndQuotasInPlace) {
+  auto live = Identities::parse(R"({"tenants": {"t": {"max_gpus": 2}}, "identities": [{"name": "a", "role": "tenant", "tenant": "t", "certificate_cn": "a-cn"}]})",
+                                "ids.json");
+  auto fresh = Identities::parse(R"({"tenants": {"t": {"max_gpus": 8}}, "identities": [{"name": "b", "role": "viewer", "certificate_cn": "b-cn"}]})",
+                                 "ids.json");
+  ASSERT_TRUE(live && fresh);
+  ASSERT_TRUE((*live)->byName("a"));
+  (*live)->replaceWith(**fresh);
+  EXPECT_FALSE((*live)->byCertificate("a-cn")) << "removed";
+  EXPECT_FALSE((*live)->byName("a"));
+  ASSERT_TRUE((*live)->byCertificate("b-cn"));
+  EXPECT_EQ((*live)->byName("b")->role, Role::kViewer);
+  EXPECT_EQ((*live)->quotas().at("t").maxGpus, 8);
+  EXPECT_EQ((*live)->identities().size(), 1u);
 }
 
 }  // namespace

@@ -7,9 +7,11 @@
         for event in yard.watch():        # live events, as they happen
             print(event.type, event.message)
 
-The generated modules (switchyard.v1.*_pb2) come from the build: put <build>/python on PYTHONPATH next to
-this package (cli/python). See cli/python/README.md.
+Results are the API's own protobuf messages (switchyard.v1), typed and documented in proto/. Install with
+`pip install ./cli/python` (which generates the switchyard.v1 modules from proto/) or the python3-switchyard
+package. See cli/python/README.md.
 """
-from .client import Client, OperationFailed, ResourceStatus
+from .client import Client, OperationFailed, ResourceStatus, gpu_request, peer_to_peer_value
+from .version import __version__
 
-__all__ = ["Client", "OperationFailed", "ResourceStatus"]
+__all__ = ["Client", "OperationFailed", "ResourceStatus", "gpu_request", "peer_to_peer_value", "__version__"]

@@ -1,6 +1,7 @@
 """The client: one channel to yardd, TLS by default, a bearer token when given."""
 import os
 import time
+from typing import Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import grpc
 
@@ -8,11 +9,35 @@ try:
     from switchyard.v1 import provider_pb2, provider_pb2_grpc, switchyard_pb2, switchyard_pb2_grpc
 except ImportError as error:  # pragma: no cover - a setup mistake, explained
     raise ImportError(
-        "switchyard_client needs the generated switchyard.v1 modules: build Switchyard (cmake --build build) "
-        "and put build/python on PYTHONPATH") from error
+        "switchyard_client needs the generated switchyard.v1 modules: install it with pip (`pip install ./cli/python`, "
+        "which generates them) or the python3-switchyard package, or put <build>/python on PYTHONPATH") from error
 
 ResourceStatus = provider_pb2.ResourceStatus
 _DONE_STATES = (switchyard_pb2.OPERATION_STATE_SUCCEEDED, switchyard_pb2.OPERATION_STATE_FAILED)
+
+
+_PEER_TO_PEER = {"": switchyard_pb2.PEER_TO_PEER_UNSPECIFIED, "required": switchyard_pb2.PEER_TO_PEER_REQUIRED,
+                 "preferred": switchyard_pb2.PEER_TO_PEER_PREFERRED, "none": switchyard_pb2.PEER_TO_PEER_NONE}
+
+
+def peer_to_peer_value(value) -> int:
+    """"required", "preferred", "none" (or "": yardd's default) as the PeerToPeer enum; an enum value as it is."""
+    if isinstance(value, int):
+        return value
+    try:
+        return _PEER_TO_PEER[value]
+    except KeyError:
+        raise ValueError(f"peer_to_peer {value!r}: expected one of required, preferred, none") from None
+
+
+def gpu_request(count: int = 1, *, model: str = "", min_memory_gib: int = 0, peer_to_peer="", host: str = "",
+                device_ids: Sequence[str] = (), mig_profiles: Sequence[str] = (), share_milli: int = 0) -> "switchyard_pb2.GpuRequest":
+    """What to place: `count` whole GPUs, or MIG instances, or a share of one GPU, or explicit devices. Only
+    one kind: the count is left out when another is given."""
+    fractional = bool(mig_profiles) or share_milli or bool(device_ids)
+    return switchyard_pb2.GpuRequest(count=0 if fractional else count, model=model, min_memory_gib=min_memory_gib,
+                                     peer_to_peer=peer_to_peer_value(peer_to_peer), host=host, device_ids=list(device_ids),
+                                     mig_profiles=list(mig_profiles), share_milli=share_milli)
 
 
 class OperationFailed(Exception):
@@ -93,46 +118,48 @@ class Client:
                 self._connect(self._home)
             raise
 
-    # Changes: each returns the accepted Operation at once; wait() follows it.
+    # Changes: each returns the accepted Operation at once; wait() follows it. `request_id` is the client's
+    # idempotency key: the same key sent again (after a lost reply) returns the first request's operation.
 
-    def compose(self, name, gpus=1, *, model="", host="", tenant="", labels=None, request_id="", queue=False,
-                priority_class="", queue_timeout_seconds=0, lease_seconds=0):
-        """queue=True waits in yardd's queue when it does not fit now (the Operation comes back QUEUED and
-        wait() follows it to its end); lease_seconds decomposes the system that long after it is composed."""
+    def compose(self, name: str, gpus: int = 1, *, model: str = "", min_memory_gib: int = 0, peer_to_peer="",
+                host: str = "", device_ids: Sequence[str] = (), mig_profiles: Sequence[str] = (), share_milli: int = 0,
+                tenant: str = "", labels: Optional[Mapping[str, str]] = None, request_id: str = "", queue: bool = False,
+                priority_class: str = "", queue_timeout_seconds: float = 0, lease_seconds: float = 0) -> "switchyard_pb2.Operation":
+        """A new system `name` with `gpus` whole GPUs, or the MIG instances `mig_profiles` (["3g", "1g"]), or a
+        time-sliced `share_milli` of one GPU (250: a quarter), or the explicit `device_ids` (with `host`).
+        peer_to_peer: "required" (one switch or fail), "preferred" (the default), "none", or a PeerToPeer value.
+        queue=True waits in yardd's queue when it does not fit now (the Operation comes back QUEUED and wait()
+        follows it to its end); lease_seconds decomposes the system that long after it is composed."""
         request = switchyard_pb2.ComposeRequest(
-            name=name, gpus=switchyard_pb2.GpuRequest(count=gpus, model=model, host=host), tenant=tenant,
-            labels=labels or {}, request_id=request_id, queue=queue, priority_class=priority_class,
+            name=name, gpus=gpu_request(gpus, model=model, min_memory_gib=min_memory_gib, peer_to_peer=peer_to_peer, host=host,
+                                        device_ids=device_ids, mig_profiles=mig_profiles, share_milli=share_milli),
+            tenant=tenant, labels=dict(labels or {}), request_id=request_id, queue=queue, priority_class=priority_class,
             queue_timeout_seconds=int(queue_timeout_seconds), lease_seconds=int(lease_seconds))
         return self._call("yard.Compose", request)
 
-    def queue(self, tenant=""):
-        """The requests waiting in the queue, in admission order (QueueEntry: position, name, waiting_for, ...)."""
-        return list(self._call("yard.ListQueue", switchyard_pb2.ListQueueRequest(tenant=tenant)).entries)
-
-    def cancel_queued(self, id_or_name):
-        return self._call("yard.CancelQueued", switchyard_pb2.CancelQueuedRequest(id=id_or_name))
-
-    def usage(self, *, by="", since="", until=""):
-        """GPU-hours from the operation log (UsageResponse: rows of tenant, system, model, gpu_hours), by
-        "tenant", "system", "model" or per all three; since/until are RFC 3339 times or dates."""
-        return self._call("yard.GetUsage", switchyard_pb2.GetUsageRequest(by=by, since=since, until=until))
-
-    def renew_lease(self, system, lease_seconds):
-        return self._call("yard.RenewLease", switchyard_pb2.RenewLeaseRequest(system=system, lease_seconds=int(lease_seconds)))
-
-    def attach(self, system, gpus=1, *, model="", request_id=""):
-        request = switchyard_pb2.AttachRequest(system=system, gpus=switchyard_pb2.GpuRequest(count=gpus, model=model),
-                                               request_id=request_id)
+    def attach(self, system: str, gpus: int = 1, *, model: str = "", min_memory_gib: int = 0, peer_to_peer="",
+               device_ids: Sequence[str] = (), mig_profiles: Sequence[str] = (), share_milli: int = 0,
+               request_id: str = "") -> "switchyard_pb2.Operation":
+        """More GPUs (or MIG instances, or a share) for an existing system, on its host."""
+        request = switchyard_pb2.AttachRequest(
+            system=system, gpus=gpu_request(gpus, model=model, min_memory_gib=min_memory_gib, peer_to_peer=peer_to_peer,
+                                            device_ids=device_ids, mig_profiles=mig_profiles, share_milli=share_milli),
+            request_id=request_id)
         return self._call("yard.Attach", request)
 
-    def detach(self, system, device_ids, *, request_id=""):
-        return self._call("yard.Detach", switchyard_pb2.DetachRequest(system=system, device_ids=device_ids,
-                                                                          request_id=request_id))
+    def detach(self, system: str, device_ids: Sequence[str] = (), *, gpu_instances: Sequence[Tuple[str, int]] = (),
+               gpu_shares: Sequence[int] = (), request_id: str = "") -> "switchyard_pb2.Operation":
+        """Removes whole devices, single MIG instances ((device_id, start) pairs) or GPU shares (their ids)."""
+        return self._call("yard.Detach", switchyard_pb2.DetachRequest(
+            system=system, device_ids=list(device_ids),
+            gpu_instances=[switchyard_pb2.GpuInstanceRef(device_id=d, start=int(s)) for d, s in gpu_instances],
+            gpu_shares=[int(s) for s in gpu_shares], request_id=request_id))
 
-    def decompose(self, system, *, request_id=""):
+    def decompose(self, system: str, *, request_id: str = "") -> "switchyard_pb2.Operation":
+        """Unbinds every device of the system (host-release first); of a queued system, cancels it."""
         return self._call("yard.Decompose", switchyard_pb2.DecomposeRequest(system=system, request_id=request_id))
 
-    def wait(self, operation_id, timeout=120.0, check=True):
+    def wait(self, operation_id: str, timeout: float = 120.0, check: bool = True) -> "switchyard_pb2.Operation":
         """The operation once it has ended; raises OperationFailed when it failed (unless check=False) and
         TimeoutError when it is still running after `timeout` seconds."""
         deadline = time.monotonic() + timeout
@@ -148,11 +175,46 @@ class Client:
                     raise OperationFailed(op)
                 return op
 
-    def watch(self, after_sequence=0, timeout=None):
-        """Events as they happen (after `after_sequence`, 0: from now), until the stream ends or `timeout`
-        seconds pass (then grpc.RpcError DEADLINE_EXCEEDED)."""
-        return self._yard.Watch(switchyard_pb2.WatchRequest(after_sequence=after_sequence), timeout=timeout,
-                                metadata=self._metadata)
+    # The queue, leases and usage.
+
+    def queue(self, tenant: str = "") -> List["switchyard_pb2.QueueEntry"]:
+        """The requests waiting in the queue, in admission order (position, name, waiting_for, ...)."""
+        return list(self._call("yard.ListQueue", switchyard_pb2.ListQueueRequest(tenant=tenant)).entries)
+
+    def cancel_queued(self, id_or_name: str) -> "switchyard_pb2.Operation":
+        return self._call("yard.CancelQueued", switchyard_pb2.CancelQueuedRequest(id=id_or_name))
+
+    def renew_lease(self, system: str, lease_seconds: float) -> "switchyard_pb2.System":
+        return self._call("yard.RenewLease", switchyard_pb2.RenewLeaseRequest(system=system, lease_seconds=int(lease_seconds)))
+
+    def usage(self, *, by: str = "", since: str = "", until: str = "") -> "switchyard_pb2.UsageResponse":
+        """GPU-hours from the operation log (rows of tenant, system, model, gpu_hours), by "tenant", "system",
+        "model" or per all three; since/until are RFC 3339 times or dates."""
+        return self._call("yard.GetUsage", switchyard_pb2.GetUsageRequest(by=by, since=since, until=until))
+
+    # Events.
+
+    def watch(self, after_sequence: int = 0, timeout: Optional[float] = None, *, from_start: bool = False,
+              types: Sequence[str] = (), subjects: Sequence[str] = ()) -> Iterator["switchyard_pb2.Event"]:
+        """Events as they happen (after `after_sequence`, 0: from now; from_start: every recorded one first),
+        until the stream ends or `timeout` seconds pass (then grpc.RpcError DEADLINE_EXCEEDED). types: only these
+        types or families ("drift" is drift.*); subjects: only events about these ids."""
+        return self._yard.Watch(switchyard_pb2.WatchRequest(after_sequence=after_sequence, from_start=from_start, types=list(types),
+                                                            subjects=list(subjects)),
+                                timeout=timeout, metadata=self._metadata)
+
+    # Who you are.
+
+    def whoami(self) -> "switchyard_pb2.WhoAmIResponse":
+        """The identity, role and tenant these credentials prove, and yardd's version."""
+        return self._call("yard.WhoAmI", switchyard_pb2.WhoAmIRequest())
+
+    def login(self, name: str, password: str, ttl_seconds: float = 0) -> "switchyard_pb2.LoginResponse":
+        """Trades a name and password for a short-lived token (LoginResponse.token; ttl 0: 12 h) and uses it for
+        this client's later calls."""
+        reply = self._call("yard.Login", switchyard_pb2.LoginRequest(name=name, password=password, ttl_seconds=int(ttl_seconds)))
+        self._metadata = [m for m in self._metadata if m[0] != "authorization"] + [("authorization", f"Bearer {reply.token}")]
+        return reply
 
     # Reads.
 
@@ -166,23 +228,58 @@ class Client:
                 return items
             request.page_token = page.next_page_token
 
-    def systems(self, tenant=""):
-        return self._pages("yard.ListSystems", switchyard_pb2.ListSystemsRequest(tenant=tenant), "systems")
+    def systems(self, tenant: str = "", *, label_selector: str = "") -> List["switchyard_pb2.System"]:
+        """Every system (of `tenant`), or those whose labels match `label_selector` ("team=vision,!spot")."""
+        return self._pages("yard.ListSystems", switchyard_pb2.ListSystemsRequest(tenant=tenant, label_selector=label_selector), "systems")
 
-    def system(self, id_or_name):
+    def system(self, id_or_name: str) -> "switchyard_pb2.System":
         return self._call("yard.GetSystem", switchyard_pb2.GetSystemRequest(system=id_or_name))
 
-    def devices(self):
-        return self._pages("yard.ListDevices", switchyard_pb2.ListDevicesRequest(), "devices")
+    def devices(self, *, free_only: bool = False, model: str = "", switch_id: str = "", host_id: str = "",
+                system: str = "") -> List["switchyard_pb2.Device"]:
+        """Every device, or those every given filter matches."""
+        return self._pages("yard.ListDevices", switchyard_pb2.ListDevicesRequest(
+            free_only=free_only, model=model, switch_id=switch_id, host_id=host_id, system=system), "devices")
 
-    def hosts(self):
+    def hosts(self) -> List["switchyard_pb2.Host"]:
         return self._pages("yard.ListHosts", switchyard_pb2.ListHostsRequest(), "hosts")
 
-    def capacity(self, gpus=()):
-        return self._call("yard.GetCapacity", switchyard_pb2.GetCapacityRequest(gpus=list(gpus)))
+    def topology(self) -> "switchyard_pb2.Topology":
+        """Switches (with their ports), hosts and devices, in one reply."""
+        return self._call("yard.GetTopology", switchyard_pb2.GetTopologyRequest())
 
-    def operation(self, operation_id):
+    def plan(self, gpus: int = 1, *, model: str = "", min_memory_gib: int = 0, peer_to_peer="", host: str = "",
+             device_ids: Sequence[str] = (), mig_profiles: Sequence[str] = (), share_milli: int = 0,
+             tenant: str = "") -> "switchyard_pb2.PlanResponse":
+        """Dry run: where a compose would go (fits, host_id, devices) and why (explanation, candidates)."""
+        return self._call("yard.Plan", switchyard_pb2.PlanRequest(
+            gpus=gpu_request(gpus, model=model, min_memory_gib=min_memory_gib, peer_to_peer=peer_to_peer, host=host,
+                             device_ids=device_ids, mig_profiles=mig_profiles, share_milli=share_milli),
+            tenant=tenant))
+
+    def capacity(self, gpus: Sequence[int] = (), *, peer_to_peer="", model: str = "", mig_profiles: Sequence[str] = (),
+                 share_milli: Sequence[int] = ()) -> "switchyard_pb2.Capacity":
+        """How many more requests of each size fit now (gpus: sizes, default 1, 2, 4, 8, 16), and of MIG profiles
+        and share sizes when asked."""
+        return self._call("yard.GetCapacity", switchyard_pb2.GetCapacityRequest(
+            gpus=list(gpus), peer_to_peer=peer_to_peer_value(peer_to_peer), model=model, mig_profiles=list(mig_profiles),
+            share_milli=list(share_milli)))
+
+    def operation(self, operation_id: str) -> "switchyard_pb2.Operation":
         return self._call("yard.GetOperation", switchyard_pb2.GetOperationRequest(id=operation_id))
+
+    def operations(self, limit: int = 50, *, system: str = "", kind: str = "", state: str = "") -> List["switchyard_pb2.Operation"]:
+        """The most recent operations, newest first; only those on `system`, of `kind` (compose, decompose, attach,
+        detach) and in `state` (queued, running, rolling-back, succeeded, failed) when given."""
+        return list(self._call("yard.ListOperations", switchyard_pb2.ListOperationsRequest(
+            limit=limit, system=system, kind=kind, state=state)).operations)
+
+    def audit(self, *, tenant: str = "", identity: str = "", since: str = "", until: str = "", limit: int = 100,
+              before_sequence: int = 0) -> List["switchyard_pb2.AuditRecord"]:
+        """Who asked for what and how it ended, newest first (since/until: RFC 3339). For the next page pass
+        before_sequence=<the last record's sequence>."""
+        return list(self._call("yard.ListAudit", switchyard_pb2.ListAuditRequest(
+            tenant=tenant, identity=identity, since=since, until=until, limit=limit, before_sequence=before_sequence)).records)
 
     # The composable-resource provider (docs/kubernetes.md): one GPU per call, keyed by request_id.
 

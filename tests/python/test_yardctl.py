@@ -1,0 +1,130 @@
+"""yardctl for daily work, against the real yardd: `whoami`, `login`/`logout` (a password-only identity gets a
+short-lived token), contexts (named servers and credentials, with their precedence), label selectors on
+`systems`, filters on `ops` and `watch`."""
+import json
+import os
+import subprocess
+import unittest
+
+from harness import YARDCTL, YARDD, YarddTestCase
+
+
+def hash_password(password):
+    return subprocess.run([YARDD, "--hash-password"], input=password, capture_output=True, text=True, check=True).stdout.strip()
+
+
+class YardctlTest(YarddTestCase):
+    def setUp(self):
+        super().setUp()
+        # Every context file and login token of these tests lives in the test's directory, not in ~/.config.
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("YARD_")}
+        self.env["YARD_CONFIG"] = str(self.dir / "config" / "config.json")
+
+    def yardctl(self, *args, input=None, env=None):
+        return subprocess.run([YARDCTL, *args], capture_output=True, text=True, timeout=60, input=input, env={**self.env, **(env or {})})
+
+    def ok(self, *args, **kw):
+        r = self.yardctl(*args, **kw)
+        self.assertEqual(r.returncode, 0, f"yardctl {' '.join(args)}: {r.stderr}")
+        return r.stdout
+
+    def test_contexts_login_whoami_and_logout(self):
+        ids = self.dir / "identities.json"
+        ids.write_text(json.dumps({"identities": [{"name": "carol", "role": "tenant", "tenant": "team-a",
+                                                    "password": hash_password("carol-secret")}]}))
+        os.chmod(ids, 0o600)
+        yardd = self.yardd("--identities", str(ids))
+
+        # A context says where yardd is; commands without --server go there.
+        self.ok("context", "set", "lab", "--server", yardd.address, "--plaintext")
+        listed = self.ok("context", "list")
+        self.assertRegex(listed, r"\* lab +" + yardd.address.replace(".", r"\."))
+        refused = self.yardctl("systems")
+        self.assertEqual(refused.returncode, 3, "no credentials yet: UNAUTHENTICATED")
+
+        # login: the password on stdin (not a terminal), the token kept for the context.
+        out = self.ok("login", "carol", "--ttl", "1h", input="carol-secret\n")
+        self.assertIn("logged in as carol (tenant, tenant team-a)", out)
+        token_file = self.dir / "config" / "tokens" / "lab.token"
+        self.assertTrue(token_file.exists())
+        self.assertEqual(token_file.stat().st_mode & 0o777, 0o600)
+        self.assertIn("no composed systems", self.ok("systems"))
+        who = json.loads(self.ok("whoami", "-o", "json"))
+        self.assertEqual((who["identity"], who["role"], who["tenant"], who["authenticated"]), ("carol", "tenant", "team-a", True))
+        self.assertTrue(who["token_expires_at"])
+        self.assertIn("yardd 0.", who["server_version"])
+        self.assertIn("context:   lab", self.ok("whoami"))
+
+        wrong = self.yardctl("login", "carol", input="not-her-password\n")
+        self.assertEqual(wrong.returncode, 3)
+        self.assertIn("wrong name or password", wrong.stderr)
+
+        # The variables override the context, and a context that does not exist is an error.
+        elsewhere = self.yardctl("systems", env={"YARD_SERVER": "127.0.0.1:1"})
+        self.assertEqual(elsewhere.returncode, 4, elsewhere.stderr)
+        missing = self.yardctl("--context", "nope", "systems")
+        self.assertEqual(missing.returncode, 2)
+        self.assertIn("no context 'nope'", missing.stderr)
+
+        self.assertIn("logged out", self.ok("logout"))
+        self.assertFalse(token_file.exists())
+        self.assertEqual(self.yardctl("systems").returncode, 3)
+        self.ok("context", "delete", "lab")
+        self.assertIn("no contexts", self.ok("context"))
+
+    def test_whoami_without_identities_says_so(self):
+        yardd = self.yardd()
+        out = self.ok("--server", yardd.address, "--plaintext", "--as", "dave", "whoami")
+        self.assertIn("identity:  dave", out)
+        self.assertIn("no identities file", out)
+
+    def test_label_selectors_and_filters_on_ops_and_watch(self):
+        yardd = self.yardd()
+        base = ["--server", yardd.address, "--plaintext"]
+        self.ok(*base, "compose", "vision-a", "--gpus", "1", "--label", "team=vision", "--label", "env=prod")
+        self.ok(*base, "compose", "vision-b", "--gpus", "1", "--label", "team=vision")
+        self.ok(*base, "compose", "nlp-a", "--gpus", "1", "--label", "team=nlp")
+        names = lambda selector: sorted(s["name"] for s in json.loads(self.ok(*base, "systems", "-l", selector, "-o", "json")).get("systems", []))
+        self.assertEqual(names("team=vision"), ["vision-a", "vision-b"])
+        self.assertEqual(names("team=vision,!env"), ["vision-b"])
+        self.assertEqual(names("env"), ["vision-a"])
+        self.assertEqual(names("team!=vision"), ["nlp-a"])
+        bad = self.yardctl(*base, "systems", "-l", "team=a=b")
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("label selector", bad.stderr)
+
+        self.ok(*base, "decompose", "nlp-a")
+        failing = self.yardctl(*base, "compose", "too-big", "--gpus", "64")
+        self.assertNotEqual(failing.returncode, 0)
+        ops = lambda *f: json.loads(self.ok(*base, "ops", *f, "-o", "json")).get("operations", [])
+        system_id = json.loads(self.ok(*base, "systems", "vision-a", "-o", "json"))["id"]
+        self.assertEqual([o["system_id"] for o in ops("--system", "vision-a")], [system_id])
+        self.assertEqual(len(ops("--type", "compose")), 3)
+        self.assertEqual([o["kind"] for o in ops("--type", "decompose")], ["OPERATION_KIND_DECOMPOSE"])
+        self.assertEqual(len(ops("--state", "succeeded", "--limit", "2")), 2)
+        self.assertEqual(ops("--state", "failed"), [])
+        self.assertEqual(self.yardctl(*base, "ops", "--state", "sleeping").returncode, 2)
+
+        # watch --after 0 replays the record; --type keeps one family, --subject one id.
+        def watched(*f):
+            try:
+                r = subprocess.run([YARDCTL, *base, "watch", "--after", "0", *f, "-o", "json"], capture_output=True, text=True,
+                                   timeout=3, env=self.env)
+                out = r.stdout
+            except subprocess.TimeoutExpired as e:  # watch follows until interrupted
+                out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            events, decoder, at = [], json.JSONDecoder(), 0
+            while out[at:].strip():  # one pretty-printed JSON object per event
+                at += len(out[at:]) - len(out[at:].lstrip())
+                event, at = decoder.raw_decode(out, at)
+                events.append(event)
+            return events
+        families = {e["type"].split(".")[0] for e in watched("--type", "operation")}
+        self.assertEqual(families, {"operation"})
+        about = watched("--subject", system_id)
+        self.assertTrue(about)
+        self.assertTrue(all(e["subject"] == system_id for e in about))
+
+
+if __name__ == "__main__":
+    unittest.main()
