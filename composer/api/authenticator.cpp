@@ -85,7 +85,12 @@ Result<Login> Authenticator::login(std::string_view name, std::string_view passw
                                                     std::chrono::seconds(auth::Sessions::kMaxTtl).count()));
   if (name.empty() || password.empty()) return fail(Code::kInvalidArgument, "name and password: both required");
   auto caller = identities_->byPassword(name, password);
-  if (!caller) return fail(Code::kUnauthenticated, "wrong name or password");
+  if (!caller) {
+    if (auto locked = identities_->lockedFor(name))
+      return fail(Code::kUnauthenticated, fmt::format("wrong name or password; after {} failed tries '{}' is locked for {} s",
+                                                      auth::Identities::kFreePasswordAttempts, name, locked->count()));
+    return fail(Code::kUnauthenticated, "wrong name or password");
+  }
   auto [token, session] = sessions_->issue(*caller, ttl.count() == 0 ? std::chrono::seconds(auth::Sessions::kDefaultTtl) : ttl);
   return Login{std::move(token), std::move(session)};
 }

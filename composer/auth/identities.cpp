@@ -214,24 +214,66 @@ void Identities::replaceWith(const Identities& fresh) {
   quotas_ = fresh.quotas_;
 }
 
-std::optional<Caller> Identities::byPassword(std::string_view name, std::string_view password) const {
-  std::shared_lock data(data_);
-  for (const auto& id : identities_) {
-    if (id.name != name || id.passwordHash.empty()) continue;
-    const std::string remembered = sha256Hex(fmt::format("{}\n{}\n{}", id.name, id.passwordHash, password));
-    {
-      std::lock_guard lock(mutex_);
-      if (verified_.contains(remembered)) return id.caller();
-    }
-    const auto stored = parsePasswordHash(id.passwordHash);
-    const auto computed = pbkdf2(password, stored->salt, stored->iterations);
-    if (CRYPTO_memcmp(computed.data(), stored->hash.data(), computed.size()) != 0) return std::nullopt;
-    std::lock_guard lock(mutex_);
-    if (verified_.size() > 4096) verified_.clear();
-    verified_.insert(remembered);
-    return id.caller();
+const Clock& Identities::defaultClock() {
+  static const SystemClock clock;
+  return clock;
+}
+
+std::optional<std::chrono::seconds> Identities::lockedFor(std::string_view name) const {
+  std::lock_guard lock(mutex_);
+  auto f = failures_.find(std::string(name));
+  if (f == failures_.end() || f->second.lockedUntil <= clock_->now()) return std::nullopt;
+  return std::chrono::ceil<std::chrono::seconds>(std::chrono::nanoseconds(f->second.lockedUntil - clock_->now()));
+}
+
+void Identities::recordFailure(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  if (failures_.size() > 10'000)  // names nobody has: forget those not locked now
+    std::erase_if(failures_, [now = clock_->now()](const auto& f) { return f.second.lockedUntil <= now; });
+  Failures& f = failures_[name];
+  if (++f.count >= kFreePasswordAttempts) {
+    const int doublings = std::min(f.count - kFreePasswordAttempts, 10);
+    const auto wait = std::min<std::chrono::nanoseconds>(std::chrono::seconds(1) * (1 << doublings), kMaxLockout);
+    f.lockedUntil = clock_->now() + wait.count();
   }
-  return std::nullopt;
+}
+
+std::optional<Caller> Identities::byPassword(std::string_view name, std::string_view password) const {
+  if (lockedFor(name)) return std::nullopt;  // not even checked: a locked name costs a guesser nothing to learn
+  std::shared_lock data(data_);
+  const Identity* found = nullptr;
+  for (const auto& id : identities_)
+    if (id.name == name && !id.passwordHash.empty()) found = &id;
+  if (found == nullptr) {
+    // The same work as a real account's check, so that the time does not tell which names exist.
+    for (const auto& id : identities_)
+      if (auto stored = parsePasswordHash(id.passwordHash)) {
+        (void)pbkdf2(password, stored->salt, stored->iterations);
+        break;
+      }
+    data.unlock();
+    recordFailure(std::string(name));
+    return std::nullopt;
+  }
+  const Identity& id = *found;
+  const std::string remembered = sha256Hex(fmt::format("{}\n{}\n{}", id.name, id.passwordHash, password));
+  {
+    std::lock_guard lock(mutex_);
+    if (verified_.contains(remembered)) return id.caller();
+  }
+  const auto stored = parsePasswordHash(id.passwordHash);
+  const auto computed = pbkdf2(password, stored->salt, stored->iterations);
+  const Caller caller = id.caller();
+  data.unlock();
+  if (CRYPTO_memcmp(computed.data(), stored->hash.data(), computed.size()) != 0) {
+    recordFailure(caller.identity);
+    return std::nullopt;
+  }
+  std::lock_guard lock(mutex_);
+  failures_.erase(caller.identity);
+  if (verified_.size() > 4096) verified_.clear();
+  verified_.insert(remembered);
+  return caller;
 }
 
 std::optional<Caller> Identities::byToken(std::string_view token) const {

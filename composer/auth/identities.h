@@ -13,6 +13,7 @@
 //      {"name": "ci-a", "role": "tenant", "tenant": "team-a", "certificate_cn": "ci-a"}]}
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -26,6 +27,7 @@
 
 #include "composer/model/access.h"
 #include "composer/model/caller.h"
+#include "composer/model/clock.h"
 #include "composer/model/error.h"
 
 namespace switchyard::auth {
@@ -50,7 +52,16 @@ class Identities {
   [[nodiscard]] static Result<std::unique_ptr<Identities>> load(const std::filesystem::path& file);
 
   // The caller a credential proves, or nothing. Comparisons take the same time whatever matched.
+  // Passwords: a name that failed kFreePasswordAttempts times in a row is locked for 1 s, then 2, 4, ... up to
+  // kMaxLockout, each further failure doubling it; while locked every password is refused unchecked. A name
+  // nobody has costs the same PBKDF2 work as one that exists, and is locked the same way.
   [[nodiscard]] std::optional<Caller> byPassword(std::string_view name, std::string_view password) const;
+  static constexpr int kFreePasswordAttempts = 5;
+  static constexpr std::chrono::minutes kMaxLockout{15};
+  // How long `name` stays locked after failed passwords; nothing when it is not.
+  [[nodiscard]] std::optional<std::chrono::seconds> lockedFor(std::string_view name) const;
+  // The clock lockouts are timed by (tests: a ManualClock); it must outlive this object.
+  void useClock(const Clock& clock) { clock_ = &clock; }
   [[nodiscard]] std::optional<Caller> byToken(std::string_view token) const;
   [[nodiscard]] std::optional<Caller> byCertificate(std::string_view commonName) const;
   // The caller an identity is now (a login token's identity may have been changed or removed since).
@@ -76,8 +87,16 @@ class Identities {
   TenantQuotas quotas_;
   // PBKDF2 is slow on purpose; a password that matched once is remembered (by its SHA-256 with the
   // name) so that Redfish Basic auth on every request stays cheap.
-  mutable std::mutex mutex_;
+  void recordFailure(const std::string& name) const;
+  struct Failures {
+    int count = 0;
+    Timestamp lockedUntil = 0;
+  };
+  mutable std::mutex mutex_;  // guards verified_ and failures_
   mutable std::set<std::string> verified_;
+  mutable std::map<std::string, Failures> failures_;  // consecutive failed passwords, by name
+  const Clock* clock_ = &defaultClock();
+  static const Clock& defaultClock();
 };
 
 }  // namespace switchyard::auth

@@ -1,6 +1,7 @@
 // The identities file: what it accepts, what it refuses (naming the entry), and the credentials it checks.
 #include "composer/auth/identities.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/support/identities.h"
@@ -103,6 +104,34 @@ TEST(Identities, TenantsCarryTheirQueueAndLeasePolicy) {
   EXPECT_EQ(q.maxQueued, 10);
   EXPECT_EQ(q.defaultLease, std::chrono::milliseconds(8 * 3600 * 1000));
   EXPECT_EQ(q.maxLease, std::chrono::milliseconds(48 * 3600 * 1000));
+}
+
+TEST(Identities, RepeatedWrongPasswordsLockTheNameWithABackoffKnownOrNot) {
+  ManualClock clock;
+  auto ids = Identities::parse(fmt::format(R"({{"identities": [{{"name": "carol", "role": "viewer", "password": "{}"}}]}})",
+                                           Identities::hashPassword("right", 1000)),
+                               "ids.json");
+  ASSERT_TRUE(ids) << ids.error().message;
+  (*ids)->useClock(clock);
+  for (int i = 0; i < Identities::kFreePasswordAttempts; ++i) EXPECT_FALSE((*ids)->byPassword("carol", "wrong"));
+  ASSERT_TRUE((*ids)->lockedFor("carol"));
+  EXPECT_EQ((*ids)->lockedFor("carol")->count(), 1);
+  EXPECT_FALSE((*ids)->byPassword("carol", "right")) << "while locked, even the right password is refused";
+  clock.advance(std::chrono::seconds(1));
+  EXPECT_FALSE((*ids)->lockedFor("carol"));
+  EXPECT_FALSE((*ids)->byPassword("carol", "wrong"));
+  EXPECT_EQ((*ids)->lockedFor("carol")->count(), 2) << "each further failure doubles the wait";
+  clock.advance(std::chrono::seconds(2));
+  EXPECT_TRUE((*ids)->byPassword("carol", "right"));
+  EXPECT_FALSE((*ids)->lockedFor("carol"));
+  EXPECT_FALSE((*ids)->byPassword("carol", "wrong")) << "a success starts the count again";
+  EXPECT_FALSE((*ids)->lockedFor("carol"));
+
+  for (int i = 0; i < Identities::kFreePasswordAttempts; ++i) EXPECT_FALSE((*ids)->byPassword("nobody", "x"));
+  EXPECT_TRUE((*ids)->lockedFor("nobody")) << "an unknown name is locked like a known one: no difference to observe";
+  for (int i = 0; i < 40; ++i) (void)(*ids)->byPassword("carol", "wrong"), clock.advance(std::chrono::hours(1));
+  (void)(*ids)->byPassword("carol", "wrong");
+  EXPECT_LE((*ids)->lockedFor("carol")->count(), 15 * 60) << "the wait is capped";
 }
 
 TEST(Identities, AReloadReplacesIdentitiesAndQuotasInPlace) {
