@@ -498,6 +498,8 @@ static int runYardctl(int argc, char** argv) {
   std::uint64_t after = 0;
   auto* afterOption = watch->add_option("--after", after, "Replay recorded events after this sequence number first (--after 0: all of them)");
   std::vector<std::string> watchTypes, watchSubjects;
+  std::string watchSystem;
+  watch->add_option("--system", watchSystem, "Only events about this system (name or id): its own, its operations' and its devices'");
   watch->add_option("--type", watchTypes,
                     "Only events of this type or family, repeatable or comma-separated: drift (every drift.*), operation.failed, "
                     "device, lease, queue, system")
@@ -513,6 +515,7 @@ static int runYardctl(int argc, char** argv) {
     req.set_from_start(afterOption->count() > 0 && after == 0);
     for (const auto& t : watchTypes) req.add_types(t);
     for (const auto& subject : watchSubjects) req.add_subjects(subject);
+    req.set_system(watchSystem);
     auto reader = client().stub().Watch(&ctx, req);
     pb::Event e;
     while (reader->Read(&e)) {

@@ -108,6 +108,9 @@ ALTER TABLE operations ADD COLUMN queued TEXT NOT NULL DEFAULT '';
 ALTER TABLE systems ADD COLUMN lease_expires_at INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE systems ADD COLUMN priority_class TEXT NOT NULL DEFAULT '';
 )sql"},
+      {13, "the system each event is about ('' for the pool's own, and for events recorded before this version)", R"sql(
+ALTER TABLE events ADD COLUMN system_id TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

@@ -290,9 +290,10 @@ Result<void> SqliteStore::apply(const PutAssignment& w) {
 
 Result<void> SqliteStore::apply(const PutEvent& w) {
   const Event& e = w.event;
-  SY_ASSIGN(auto st, db_->prepare("INSERT INTO events (sequence, at, type, subject, message, actor, tenant) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"));
+  SY_ASSIGN(auto st, db_->prepare("INSERT INTO events (sequence, at, type, subject, message, actor, tenant, system_id) VALUES (?1, ?2, ?3, ?4, ?5, "
+                                  "?6, ?7, ?8)"));
   return st.bind(1, static_cast<std::int64_t>(e.sequence)).bind(2, e.at).bind(3, e.type).bind(4, e.subject).bind(5, e.message)
-      .bind(6, e.actor).bind(7, e.tenant).run();
+      .bind(6, e.actor).bind(7, e.tenant).bind(8, e.systemId).run();
 }
 
 Result<void> SqliteStore::apply(const PutDemand& w) {
@@ -548,13 +549,13 @@ Result<std::vector<Operation>> SqliteStore::queryOperations(const OperationQuery
 
 Result<std::vector<Event>> SqliteStore::listEvents(std::uint64_t afterSequence, std::size_t limit) {
   std::vector<Event> out;
-  SY_ASSIGN(auto st, db_->prepare("SELECT sequence, at, type, subject, message, actor, tenant FROM events WHERE sequence > ?1 ORDER BY "
+  SY_ASSIGN(auto st, db_->prepare("SELECT sequence, at, type, subject, message, actor, tenant, system_id FROM events WHERE sequence > ?1 ORDER BY "
                                   "sequence LIMIT ?2"));
   st.bind(1, static_cast<std::int64_t>(afterSequence)).bind(2, static_cast<std::int64_t>(limit));
   while (true) {
     SY_ASSIGN(bool row, st.step());
     if (!row) break;
-    out.push_back({static_cast<std::uint64_t>(st.integer(0)), st.integer(1), st.text(2), st.text(3), st.text(4), st.text(5), st.text(6)});
+    out.push_back({static_cast<std::uint64_t>(st.integer(0)), st.integer(1), st.text(2), st.text(3), st.text(4), st.text(5), st.text(6), st.text(7)});
   }
   st.reset();
   return out;

@@ -331,6 +331,7 @@ void toProto(const Event& e, pb::Event& out) {
   out.set_message(e.message);
   out.set_actor(e.actor);
   out.set_tenant(e.tenant);
+  out.set_system_id(e.systemId);
 }
 
 void toProto(const AuditRecord& r, pb::AuditRecord& out) {

@@ -450,8 +450,13 @@ namespace {
 class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
  public:
   WatchReactor(Engine& engine, std::uint64_t afterSequence, bool fromStart, Caller caller, std::vector<std::string> types,
-               std::set<std::string> subjects)
-      : last_(afterSequence), caller_(std::move(caller)), types_(std::move(types)), subjects_(std::move(subjects)), stream_(engine.subscribe()) {
+               std::set<std::string> subjects, std::string systemId)
+      : last_(afterSequence),
+        caller_(std::move(caller)),
+        types_(std::move(types)),
+        subjects_(std::move(subjects)),
+        systemId_(std::move(systemId)),
+        stream_(engine.subscribe()) {
     shared_->reactor = this;
     if (fromStart) last_ = afterSequence = 0;
     if (afterSequence == 0 && !fromStart) {
@@ -515,6 +520,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
   // The client's filters: a type or a family of types ("drift" is drift.*), and subjects.
   [[nodiscard]] bool wanted(const Event& e) const {
     if (!subjects_.empty() && !subjects_.contains(e.subject)) return false;
+    if (!systemId_.empty() && e.systemId != systemId_ && e.subject != systemId_) return false;
     return types_.empty() || std::any_of(types_.begin(), types_.end(), [&](const std::string& t) {
              return e.type == t || (e.type.size() > t.size() && e.type.starts_with(t) && e.type[t.size()] == '.');
            });
@@ -567,6 +573,7 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
   Caller caller_;  // sees only the events of its tenant (and the pool's own)
   std::vector<std::string> types_;
   std::set<std::string> subjects_;
+  std::string systemId_;  // only this system's events (empty: all)
   std::shared_ptr<EventStream> stream_;
   std::deque<Event> replay_;
   v1::Event out_;
@@ -588,8 +595,13 @@ grpc::ServerWriteReactor<v1::Event>* SwitchyardService::Watch(Context* ctx, cons
   if (!caller) return new Refused(toGrpcStatus(caller.error()));
   for (const auto& t : req->types())
     if (t.empty() || t.size() > 128) return new Refused({grpc::StatusCode::INVALID_ARGUMENT, "types: each 1-128 characters, e.g. drift or operation.failed"});
+  // A system by id or name, as it exists now; one that is gone, by its id (its recorded events keep it).
+  std::string systemId = req->system();
+  if (!systemId.empty())
+    if (const auto view = engine_.view())
+      if (const auto s = view->systems.findByIdOrName(systemId); s && maySee(*caller, s->tenant)) systemId = s->id;
   return new WatchReactor(engine_, req->after_sequence(), req->from_start(), *caller, {req->types().begin(), req->types().end()},
-                          {req->subjects().begin(), req->subjects().end()});
+                          {req->subjects().begin(), req->subjects().end()}, std::move(systemId));
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::WhoAmI(Context* ctx, const v1::WhoAmIRequest*, v1::WhoAmIResponse* out) {

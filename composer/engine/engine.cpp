@@ -286,6 +286,28 @@ Event Engine::makeEvent(std::string type, std::string subject, std::string messa
   return Event{++lastEventSequence_, clock_.now(), std::move(type), std::move(subject), std::move(message), std::move(actor)};
 }
 
+Event Engine::operationEvent(std::string type, const Operation& op, std::string message, std::string actor) {
+  Event e = makeEvent(std::move(type), op.id, std::move(message), std::move(actor));
+  e.tenant = op.tenant;
+  e.systemId = op.systemId;
+  return e;
+}
+
+std::string Engine::systemOf(const std::string& subject) const {
+  if (auto op = active_.find(subject); op != active_.end()) return op->second.systemId;
+  if (auto op = queue_.find(subject); op != queue_.end()) return op->second.systemId;
+  if (!state_) return {};
+  if (state_->systems().contains(subject)) return subject;
+  if (state_->index().device(subject) == nullptr) return {};
+  const DeviceView d = state_->deviceView(subject);
+  if (!d.systemId.empty()) return d.systemId;
+  if (d.assignment.allocation == DeviceAllocation::kReserved) {
+    if (auto op = active_.find(d.assignment.owner); op != active_.end()) return op->second.systemId;
+    if (state_->systems().contains(d.assignment.owner)) return d.assignment.owner;
+  }
+  return {};
+}
+
 std::string Engine::tenantOf(const std::string& subject) const {
   if (auto op = active_.find(subject); op != active_.end()) return op->second.tenant;
   if (auto op = queue_.find(subject); op != queue_.end()) return op->second.tenant;
@@ -308,6 +330,7 @@ Result<void> Engine::persist(Mutation& m) {
   if (replica_) return fail(Code::kUnavailable, "a standby's engine never writes the store");  // a safety net: nothing reaches here
   for (auto& e : m.events) {
     if (e.tenant.empty()) e.tenant = tenantOf(e.subject);
+    if (e.systemId.empty()) e.systemId = systemOf(e.subject);
     m.writes.emplace_back(PutEvent{e});
   }
   const auto started = std::chrono::steady_clock::now();

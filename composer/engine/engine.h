@@ -418,12 +418,16 @@ class Engine {
   [[nodiscard]] System withProgress(System s) const;
   [[nodiscard]] std::string describe(const Step& step) const;
   // A step's events go into `events` (numbered as they come), naming `actor`, belonging to `tenant`.
-  [[nodiscard]] StepEffects::EmitEvent emitInto(std::vector<Event>& events, const std::string& actor, const std::string& tenant);
+  [[nodiscard]] StepEffects::EmitEvent emitInto(std::vector<Event>& events, const Operation& op);
   // Hands a finished (or, when stopping, unfinished) operation to everyone waiting for it.
   void completeWaiters(const OperationId& id, const Operation& op);
 
   // Persistence and events.
   [[nodiscard]] Event makeEvent(std::string type, std::string subject, std::string message, std::string actor = "yardd");
+  // An event about an operation: its subject, tenant and system are the operation's.
+  [[nodiscard]] Event operationEvent(std::string type, const Operation& op, std::string message, std::string actor);
+  // The system an event's subject belongs to (a system, an operation of one, a device in or held for one).
+  [[nodiscard]] std::string systemOf(const std::string& subject) const;
   // Writes the mutation, then publishes its events. When the store refuses (a failed disk, or a newer
   // yardd fenced this one out), the engine halts (haltOnStoreFailure) and the error is returned.
   [[nodiscard]] Result<void> persist(Mutation& m);

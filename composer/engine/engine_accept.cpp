@@ -94,7 +94,7 @@ void Engine::auditInto(Mutation& m, const std::string& tenant, const OperationId
 Result<Operation> Engine::launch(Operation op, const std::string& tenant, Mutation mutation, const std::function<void()>& applyInMemory) {
   mutation.writes.emplace_back(PutOperation{op});
   auditInto(mutation, tenant, op.id, op.explanation);
-  mutation.events.push_back(makeEvent("operation.accepted", op.id,
+  mutation.events.push_back(operationEvent("operation.accepted", op,
                                       fmt::format("{} {} accepted for {} on {} (asked by {})", toString(op.kind), op.id, op.systemId,
                                                   op.hostId, op.requestedBy.identity),
                                       op.requestedBy.identity));
@@ -333,7 +333,7 @@ Result<Operation> Engine::admit(Operation& op, const Placement& placement) {
     m.writes.emplace_back(PutAssignment{reserved.back()});
   }
   m.writes.emplace_back(PutOperation{op});
-  m.events.push_back(makeEvent("queue.admitted", op.id,
+  m.events.push_back(operationEvent("queue.admitted", op,
                                fmt::format("{} ({}) admitted after {:.1f}s in the queue: {}", system.name, describeShape(*op.queued), waited,
                                            placement.explanation),
                                op.requestedBy.identity));

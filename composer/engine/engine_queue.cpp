@@ -143,7 +143,7 @@ Result<Operation> Engine::acceptQueued(const Caller& caller, const ComposeReques
   m.writes.emplace_back(PutSystem{system});
   m.writes.emplace_back(PutOperation{op});
   auditInto(m, tenant, op.id, op.explanation);
-  m.events.push_back(makeEvent("queue.entered", op.id,
+  m.events.push_back(operationEvent("queue.entered", op,
                                fmt::format("{} ({}) for {} waits in the queue, {} class: {}", request.name, describeShape(*op.queued),
                                            caller.identity, op.queued->priorityClass, why),
                                caller.identity));
@@ -340,7 +340,7 @@ Result<Operation> Engine::dropQueued(const OperationId& which, const std::string
   m.writes.emplace_back(PutOperation{op, false, {}});
   auditInto(m, op.tenant, op.id, why);
   m.writes.emplace_back(PutAuditOutcome{op.id, eventType == "queue.cancelled" ? "cancelled" : "failed", op.updatedAt});
-  m.events.push_back(makeEvent(eventType, op.id, fmt::format("compose {} left the queue: {}", op.id, why), actor));
+  m.events.push_back(operationEvent(eventType, op, fmt::format("compose {} left the queue: {}", op.id, why), actor));
   for (auto& e : m.events) e.tenant = op.tenant;
   SY_TRY(persist(m));
   if (const System* s = state_->system(op.systemId)) {

@@ -56,10 +56,12 @@ const StepKind& Engine::kindOf(const Step& step) const {
 
 std::string Engine::describe(const Step& step) const { return kindOf(step).describe(step); }
 
-StepEffects::EmitEvent Engine::emitInto(std::vector<Event>& events, const std::string& actor, const std::string& tenant) {
-  return [this, &events, actor, tenant](std::string type, std::string subject, std::string message) {
+StepEffects::EmitEvent Engine::emitInto(std::vector<Event>& events, const Operation& op) {
+  return [this, &events, actor = op.requestedBy.identity, tenant = op.tenant, system = op.systemId](std::string type, std::string subject,
+                                                                                                     std::string message) {
     events.push_back(makeEvent(std::move(type), std::move(subject), std::move(message), actor));
     events.back().tenant = tenant;  // the operation's: its device and system events are its tenant's alone
+    events.back().systemId = system;
   };
 }
 
@@ -192,7 +194,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<StepR
         m.writes.emplace_back(PutOperation{op});  // the skipped steps: the whole log
       }
     } else {
-      StepEffects effects(emitInto(m.events, op.requestedBy.identity, op.tenant));
+      StepEffects effects(emitInto(m.events, op));
       kind.failed(effects, op, step, error);
       failForward(op, index, error, m);
       m.writes.emplace_back(PutOperation{op});  // skipped and appended undo steps: the whole log
@@ -229,7 +231,7 @@ void Engine::failForward(Operation& op, std::size_t index, const Error& error, M
     }
   }
   for (auto& s : undo) op.steps.push_back(std::move(s));
-  m.events.push_back(makeEvent("operation.rolling-back", op.id, op.error, op.requestedBy.identity));
+  m.events.push_back(operationEvent("operation.rolling-back", op, op.error, op.requestedBy.identity));
 }
 
 void Engine::recordSuccess(const Operation& op, const Step& step, const StepKind& kind, const StepReport& report, Mutation& m) {
@@ -238,7 +240,7 @@ void Engine::recordSuccess(const Operation& op, const Step& step, const StepKind
     spdlog::critical("{} refers to system {} which is not live", op.id, op.systemId);
     std::abort();
   }
-  LocalContext context(emitInto(m.events, op.requestedBy.identity, op.tenant), *state_, *system, m.writes);
+  LocalContext context(emitInto(m.events, op), *state_, *system, m.writes);
   kind.succeeded(context, op, step, report);
   // Only a step that changed the system writes it (host-admit: the identities it saw).
   if (context.system().hostDevices != system->hostDevices) {
@@ -257,7 +259,7 @@ void Engine::runLocalStep(Operation& op, std::size_t index, const StepKind& kind
     std::abort();
   }
   const Timestamp now = clock_.now();
-  LocalContext context(emitInto(m.events, op.requestedBy.identity, op.tenant), *state_, *system, m.writes);
+  LocalContext context(emitInto(m.events, op), *state_, *system, m.writes);
   kind.apply(context, op, step);
   System updated = context.system();
   updated.updatedAt = now;
@@ -301,7 +303,7 @@ void Engine::finish(Operation& op, Mutation& m) {
     options_.metrics->operationSeconds.observe({kind}, static_cast<double>(op.updatedAt - op.createdAt) / 1e9);
   }
   m.writes.emplace_back(PutAuditOutcome{op.id, ok ? "succeeded" : "failed", op.updatedAt});
-  m.events.push_back(makeEvent(ok ? "operation.succeeded" : "operation.failed", op.id,
+  m.events.push_back(operationEvent(ok ? "operation.succeeded" : "operation.failed", op,
                                ok ? fmt::format("{} {} succeeded", toString(op.kind), op.id)
                                   : fmt::format("{} {} failed and was rolled back: {}", toString(op.kind), op.id, op.error),
                                op.requestedBy.identity));

@@ -161,6 +161,7 @@ struct Event {
   std::string message;         // a sentence an operator can read
   std::string actor;           // who caused it: the identity of an operation's caller, or "yardd"
   std::string tenant;          // the tenant of the system or operation it is about; empty: the pool's own
+  std::string systemId;        // the system it is about (itself, one of its operations or devices); empty: none
 };
 
 [[nodiscard]] std::string_view toString(SystemState v);

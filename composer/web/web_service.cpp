@@ -90,7 +90,7 @@ json deviceJson(const DeviceView& d, const System* system, bool visible) {
     j["system"] = visible ? system->name : "(another tenant)";
     if (visible)
       for (const auto& h : system->hostDevices)
-        if (h.deviceId == d.device.id) j["uuid"] = h.uuid, j["pciAddress"] = h.pciAddress;
+        if (h.deviceId == d.device.id) j["uuid"] = h.uuid, j["host_pci_address"] = h.pciAddress;
   }
   return j;
 }
@@ -98,14 +98,14 @@ json deviceJson(const DeviceView& d, const System* system, bool visible) {
 json systemJson(const System& s) {
   json devices = json::array();
   for (const auto& b : s.bindings) {
-    json d{{"id", b.deviceId}, {"upstreamPort", b.upstreamPortId}};
+    json d{{"id", b.deviceId}, {"upstream_port_id", b.upstreamPortId}};
     for (const auto& h : s.hostDevices)
-      if (h.deviceId == b.deviceId) d["uuid"] = h.uuid, d["pciAddress"] = h.pciAddress;
+      if (h.deviceId == b.deviceId) d["uuid"] = h.uuid, d["host_pci_address"] = h.pciAddress;
     devices.push_back(std::move(d));
   }
   return json{{"id", s.id},         {"name", s.name},         {"host", s.hostId},        {"tenant", s.tenant},
               {"state", toString(s.state)}, {"progress", s.progress}, {"devices", std::move(devices)},
-              {"activeOperation", s.activeOperation}, {"createdAt", isoTime(s.createdAt)}};
+              {"active_operation", s.activeOperation}, {"created_at", isoTime(s.createdAt)}};
 }
 
 json operationJson(const Operation& op) {
@@ -126,10 +126,10 @@ json operationJson(const Operation& op) {
               {"host", op.hostId},
               {"state", toString(op.state)},
               {"error", op.error},
-              {"requestedBy", op.requestedBy.identity},
+              {"requested_by", op.requestedBy.identity},
               {"tenant", op.tenant},
-              {"createdAt", isoTime(op.createdAt)},
-              {"updatedAt", isoTime(op.updatedAt)},
+              {"created_at", isoTime(op.createdAt)},
+              {"updated_at", isoTime(op.updatedAt)},
               {"steps", std::move(steps)}};
 }
 
@@ -238,15 +238,15 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
         const auto& h = hosts[i];
         auto [s, visible] = systemJsonOf(h.systemId);
         hostList.push_back(json{{"id", h.host.id},
-                                {"upstreamSwitches", h.upstreamSwitches},
+                                {"upstream_switches", h.upstreamSwitches},
                                 {"system", !s ? "" : visible ? s->name : "(another tenant)"},
-                                {"attachedDevices", h.attachedDevices},
-                                {"maxDevices", h.host.maxDevices},
+                                {"attached_devices", h.attachedDevices},
+                                {"max_devices", h.host.maxDevices},
                                 {"policy", toString(h.policy)},
-                                {"hostSide", h.hostSide}});
+                                {"host_side", h.hostSide}});
       }
-      return json{{"switches", std::move(switches)}, {"hosts", std::move(hostList)}, {"switchCount", topology.switches.size()},
-                  {"hostCount", hosts.size()}, {"version", view->version}};
+      return json{{"switches", std::move(switches)}, {"hosts", std::move(hostList)}, {"switch_count", topology.switches.size()},
+                  {"host_count", hosts.size()}, {"version", view->version}};
     };
   } else if (path == "/api/v1/summary") {
     // The pool in a few hundred bytes whatever its size: what the dashboard's cards show.
@@ -277,9 +277,9 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
                   {"gpus", gpus},
                   {"models", std::move(models)},
                   {"switches", view->shape->topology.switches.size()},
-                  {"hosts", {{"total", view->hosts.size()}, {"withSystem", hostsWithSystem}}},
+                  {"hosts", {{"total", view->hosts.size()}, {"with_system", hostsWithSystem}}},
                   {"systems", view->systems.size()},
-                  {"runningOperations", view->runningOperations}};
+                  {"running_operations", view->runningOperations}};
     };
   } else if (path == "/api/v1/systems") {
     auto limit = countOf(query, "limit", std::numeric_limits<std::size_t>::max());
@@ -305,14 +305,14 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
                                  {"system", e.systemId},
                                  {"name", e.name},
                                  {"tenant", e.tenant},
-                                 {"requestedBy", e.requestedBy},
+                                 {"requested_by", e.requestedBy},
                                  {"class", e.request.priorityClass},
                                  {"priority", e.request.priority},
                                  {"asks", describeShape(e.request)},
-                                 {"enqueuedAt", formatTimestamp(e.request.enqueuedAt)},
+                                 {"enqueued_at", formatTimestamp(e.request.enqueuedAt)},
                                  {"deadline", e.request.deadline > 0 ? formatTimestamp(e.request.deadline) : ""},
-                                 {"leaseSeconds", e.request.leaseSeconds},
-                                 {"waitingFor", e.waitingFor}});
+                                 {"lease_seconds", e.request.leaseSeconds},
+                                 {"waiting_for", e.waitingFor}});
       return json{{"length", queue.size()}, {"entries", std::move(entries)}};
     };
   } else if (path == "/api/v1/operations") {
@@ -337,7 +337,7 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
       for (auto it = events.rbegin(); it != events.rend() && out.size() < limit; ++it)
         if (maySee(caller, it->tenant))
           out.push_back(json{{"sequence", it->sequence}, {"at", isoTime(it->at)}, {"type", it->type}, {"subject", it->subject},
-                             {"message", it->message}, {"actor", it->actor}});
+                             {"message", it->message}, {"actor", it->actor}, {"tenant", it->tenant}, {"system_id", it->systemId}});
       return out;
     };
   } else if (path == "/api/v1/capacity") {
@@ -351,17 +351,17 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
         for (const auto& s : history_->samples()) {
           json placeable = json::object();
           for (const auto& [gpus, n] : s.placeable) placeable[std::to_string(gpus)] = n;
-          history.push_back(json{{"at", isoTime(s.at)}, {"freeGpus", s.freeGpus}, {"strandedGpus", s.strandedGpus}, {"placeable", std::move(placeable)}});
+          history.push_back(json{{"at", isoTime(s.at)}, {"free_gpus", s.freeGpus}, {"stranded_gpus", s.strandedGpus}, {"placeable", std::move(placeable)}});
         }
       json domains = json::array();
       for (const auto& d : now.domains) {
         json placeable = json::array();
         for (const auto& c : d.shapes) placeable.push_back(json{{"gpus", c.shape.gpus}, {"placeable", c.placeable}});
-        domains.push_back(json{{"domain", d.domain}, {"freeGpus", d.freeGpus}, {"strandedGpus", d.strandedGpus}, {"shapes", std::move(placeable)}});
+        domains.push_back(json{{"domain", d.domain}, {"free_gpus", d.freeGpus}, {"stranded_gpus", d.strandedGpus}, {"shapes", std::move(placeable)}});
       }
-      return json{{"freeGpus", now.freeGpus}, {"strandedGpus", now.strandedGpus}, {"shapes", std::move(shapes)}, {"domains", std::move(domains)},
+      return json{{"free_gpus", now.freeGpus}, {"stranded_gpus", now.strandedGpus}, {"shapes", std::move(shapes)}, {"domains", std::move(domains)},
                   {"history", std::move(history)},
-                  {"sampleSeconds", history_ ? static_cast<double>(history_->interval().count()) / 1000.0 : 0.0}};
+                  {"sample_seconds", history_ ? static_cast<double>(history_->interval().count()) / 1000.0 : 0.0}};
     };
   } else {
     return reply(problem(http::status::not_found,

@@ -230,13 +230,13 @@ Result<DeviceAssignment> assignmentFrom(std::string_view text, std::string_view 
 }
 
 json toJson(const Event& e) {
-  return json{{"sequence", e.sequence}, {"at", e.at}, {"type", e.type}, {"subject", e.subject}, {"message", e.message}, {"actor", e.actor}, {"tenant", e.tenant}};
+  return json{{"sequence", e.sequence}, {"at", e.at}, {"type", e.type}, {"subject", e.subject}, {"message", e.message}, {"actor", e.actor}, {"tenant", e.tenant}, {"system", e.systemId}};
 }
 
 Result<Event> eventFrom(std::string_view text, std::string_view what) {
   return parseRecord<Event>(text, what, [](const json& j) {
     return Event{j.at("sequence").get<std::uint64_t>(), j.value("at", Timestamp{0}), j.value("type", ""), j.value("subject", ""),
-                 j.value("message", ""), j.value("actor", ""), j.value("tenant", "")};
+                 j.value("message", ""), j.value("actor", ""), j.value("tenant", ""), j.value("system", "")};
   });
 }
 

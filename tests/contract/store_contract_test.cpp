@@ -260,6 +260,19 @@ TEST_P(StoreContract, ListsOperationsNewestFirstAndEventsInOrder) {
   EXPECT_FALSE(*store->getOperation("op-999999"));
 }
 
+TEST_P(StoreContract, EventsKeepTheirTenantAndSystem) {
+  auto store = open();
+  Event e{1, 7, "device.bound", "sw0-gpu0", "bound", "alice", "team-a", "sys-000004"};
+  StoreWrite w = PutEvent{e};
+  ASSERT_TRUE(store->write({&w, 1}, *store->claimWriter()));
+  auto events = store->listEvents(0, 10);
+  ASSERT_TRUE(events) << events.error().message;
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].tenant, "team-a");
+  EXPECT_EQ((*events)[0].systemId, "sys-000004");
+  EXPECT_EQ((*events)[0].actor, "alice");
+}
+
 TEST_P(StoreContract, FiltersOperationsBySystemKindStateAndTenantBeforeTheLimit) {
   auto store = open();
   std::vector<StoreWrite> batch;

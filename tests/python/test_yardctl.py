@@ -124,6 +124,12 @@ class YardctlTest(YarddTestCase):
         about = watched("--subject", system_id)
         self.assertTrue(about)
         self.assertTrue(all(e["subject"] == system_id for e in about))
+        # --system: the system's own events, its operations' and its devices', by name.
+        of_system = watched("--system", "vision-a")
+        self.assertEqual({e["system_id"] for e in of_system}, {system_id})
+        types = {e["type"] for e in of_system}
+        self.assertTrue({"operation.accepted", "operation.succeeded", "device.bound"} <= types, types)
+        self.assertFalse(any(e["system_id"] != system_id for e in of_system))
 
 
 if __name__ == "__main__":

@@ -195,12 +195,13 @@ class Client:
     # Events.
 
     def watch(self, after_sequence: int = 0, timeout: Optional[float] = None, *, from_start: bool = False,
-              types: Sequence[str] = (), subjects: Sequence[str] = ()) -> Iterator["switchyard_pb2.Event"]:
+              types: Sequence[str] = (), subjects: Sequence[str] = (), system: str = "") -> Iterator["switchyard_pb2.Event"]:
         """Events as they happen (after `after_sequence`, 0: from now; from_start: every recorded one first),
         until the stream ends or `timeout` seconds pass (then grpc.RpcError DEADLINE_EXCEEDED). types: only these
-        types or families ("drift" is drift.*); subjects: only events about these ids."""
+        types or families ("drift" is drift.*); subjects: only events about these ids; system: only events about
+        this system (name or id), its operations and devices."""
         return self._yard.Watch(switchyard_pb2.WatchRequest(after_sequence=after_sequence, from_start=from_start, types=list(types),
-                                                            subjects=list(subjects)),
+                                                            subjects=list(subjects), system=system),
                                 timeout=timeout, metadata=self._metadata)
 
     # Who you are.

@@ -47,8 +47,8 @@ function drawSummary(summary, capacity) {
   document.getElementById("summary").replaceChildren(
     card("GPUs in the pool", total),
     card("in systems", `${inSystems} (${used}%)`),
-    card("free", capacity.freeGpus),
-    card("stranded (free, yet no host can take them)", capacity.strandedGpus, capacity.strandedGpus > 0 ? "warn" : ""),
+    card("free", capacity.free_gpus),
+    card("stranded (free, yet no host can take them)", capacity.stranded_gpus, capacity.stranded_gpus > 0 ? "warn" : ""),
     card("quarantined", quarantined, quarantined > 0 ? "warn" : ""));
   document.getElementById("capacity").replaceChildren(
     ...capacity.shapes.map((s) => card(`${s.gpus}-GPU requests`, s.placeable, s.placeable === 0 ? "warn" : "")));
@@ -58,7 +58,7 @@ function drawSummary(summary, capacity) {
   table.hidden = domains.length < 2;
   table.querySelector("thead").replaceChildren(el("tr", {}, el("th", {}, "Domain"), el("th", {}, "Free"), el("th", {}, "Stranded"),
     ...capacity.shapes.map((s) => el("th", {}, `${s.gpus}-GPU`))));
-  fillTable("domains", domains.map((d) => [d.domain, String(d.freeGpus), String(d.strandedGpus), ...d.shapes.map((s) => String(s.placeable))]),
+  fillTable("domains", domains.map((d) => [d.domain, String(d.free_gpus), String(d.stranded_gpus), ...d.shapes.map((s) => String(s.placeable))]),
             "one domain");
 }
 
@@ -91,27 +91,27 @@ function drawChart(capacity) {
     const key = el("span", {}, el("i", { style: `background:${SHAPE_COLOURS[g] || "#555"}` }), `${g} GPU`);
     legend.append(key);
   }
-  legend.append(el("span", {}, `max ${top}; ${history.length} samples, one every ${capacity.sampleSeconds} s, since ${history[0].at}`));
+  legend.append(el("span", {}, `max ${top}; ${history.length} samples, one every ${capacity.sample_seconds} s, since ${history[0].at}`));
 }
 
 function drawPool(pool) {
   const shown = document.getElementById("pool-shown");
-  shown.textContent = pool.switches.length < pool.switchCount || pool.hosts.length < pool.hostCount
-    ? `showing the first ${pool.switches.length} of ${pool.switchCount} switches and ${pool.hosts.length} of ${pool.hostCount} hosts; ` +
+  shown.textContent = pool.switches.length < pool.switch_count || pool.hosts.length < pool.host_count
+    ? `showing the first ${pool.switches.length} of ${pool.switch_count} switches and ${pool.hosts.length} of ${pool.host_count} hosts; ` +
       "yardctl devices --switch ID and yardctl hosts list the rest" : "";
   const switches = document.getElementById("switches");
   switches.replaceChildren(...pool.switches.map((sw) => {
     const chips = sw.devices.map((d) => {
       const label = d.system ? `${d.id} · ${d.system}` : d.id;
       const tip = [`${d.id} (${d.model})`, d.state, d.health, d.host && `host ${d.host}`, d.system && `system ${d.system}`,
-                   d.uuid && `UUID ${d.uuid}`, d.pciAddress && `PCI ${d.pciAddress}`].filter(Boolean).join("\n");
+                   d.uuid && `UUID ${d.uuid}`, d.host_pci_address && `PCI ${d.host_pci_address}`].filter(Boolean).join("\n");
       return el("div", { class: `device ${d.state}${d.health === "ok" ? "" : " unhealthy"}`, title: tip, "data-device": d.id }, label);
     });
     const what = [sw.model || sw.kind, sw.domain && sw.domain !== "default" && `domain ${sw.domain}`].filter(Boolean).join(" · ");
     return el("div", { class: "switch" }, el("div", { class: "name" }, `${sw.id} `, el("small", {}, what)),
               el("div", { class: "devices" }, ...chips));
   }));
-  fillTable("hosts", pool.hosts.map((h) => [h.id, h.system || "—", `${h.attachedDevices} / ${h.maxDevices}`, `${h.policy}: ${h.hostSide}`]),
+  fillTable("hosts", pool.hosts.map((h) => [h.id, h.system || "—", `${h.attached_devices} / ${h.max_devices}`, `${h.policy}: ${h.host_side}`]),
             "no hosts");
 }
 
@@ -127,12 +127,12 @@ function drawOperations(operations, systems) {
     op.id, op.kind, names.get(op.system) || op.system, el("span", { class: `state-${op.state}`, title: op.error }, op.state),
     el("span", {}, ...op.steps.map((s) => el("span", { class: `step ${s.state}`, title: s.message || s.devices.join(", ") },
                                              (s.compensation ? "↶ " : "") + s.kind))),
-    op.requestedBy]), "no operations yet");
+    op.requested_by]), "no operations yet");
 }
 
 function drawQueue(queue) {
   fillTable("queue", queue.entries.map((e) => [String(e.position), e.name, e.tenant, e.class, e.asks,
-    e.enqueuedAt.replace("T", " ").replace(/\.\d+Z$/, "Z"), (e.waitingFor || "").split("\n")[0]]),
+    e.enqueued_at.replace("T", " ").replace(/\.\d+Z$/, "Z"), (e.waiting_for || "").split("\n")[0]]),
     "nothing waits: yardctl compose NAME --gpus N --queue waits here when it does not fit");
 }
 
