@@ -15,6 +15,7 @@
 
 #include "agent/agent_service.h"
 #include "agent/host_ops.h"
+#include "composer/model/grpc_target.h"
 #include "composer/model/version.h"
 #include "switchyard/v1/agent.grpc.pb.h"
 
@@ -97,7 +98,10 @@ void keepRegistered(const AgentFlags& flags, const std::string& advertise, std::
     std::ifstream in(flags.yarddTokenFile);
     std::getline(in, token);
   }
-  auto registry = v1::AgentRegistry::NewStub(grpc::CreateChannel(flags.yardd, credentials));
+  grpc::ChannelArguments args;
+  // Several yardd (ipv4:A:P,B:P): each certificate must name the first one's host, not the whole list.
+  if (const auto name = switchyard::tlsNameOfTarget(flags.yardd); !name.empty() && !flags.yarddPlaintext) args.SetSslTargetNameOverride(name);
+  auto registry = v1::AgentRegistry::NewStub(grpc::CreateCustomChannel(flags.yardd, credentials, args));
   bool registered = false;
   std::chrono::milliseconds interval{2000};
   while (!stop) {

@@ -1,6 +1,7 @@
 #include "cli/connection.h"
 
 #include "cli/contexts.h"
+#include "composer/model/grpc_target.h"
 
 #include <charconv>
 
@@ -143,6 +144,8 @@ std::shared_ptr<grpc::Channel> Connection::channel(std::string& error) const {
     error = fmt::format("cannot read the client certificate {} or its key {}", cert, key);
     return nullptr;
   }
+  // Several yardd (ipv4:A:P,B:P): verify the first one's host name in each certificate, not the whole list.
+  if (const auto name = switchyard::tlsNameOfTarget(server); !name.empty()) args.SetSslTargetNameOverride(name);
   return grpc::CreateCustomChannel(server, grpc::SslCredentials(tls), args);
 }
 

@@ -37,7 +37,8 @@ RULES = [
     ("agent/", (["composer/model/", "composer/api/status_mapping.h", "inventory/pci/", "agent/", "fabric/fabric_driver.h", "fabric/host_agents.h", "switchyard/v1/"],
                 ["sqlite3.h", "composer/engine/"])),
     # yardctl talks to yardd over gRPC only; it shares the project's version (composer/model/version.h) and nothing else.
-    ("cli/", (["cli/", "switchyard/v1/", "composer/model/version.h", "composer/model/queue.h"], ["composer/", "fabric/", "inventory/", "sqlite3.h", "boost/asio"])),
+    ("cli/", (["cli/", "switchyard/v1/", "composer/model/version.h", "composer/model/queue.h", "composer/model/grpc_target.h"],
+              ["composer/", "fabric/", "inventory/", "sqlite3.h", "boost/asio"])),
 ]
 PROJECT = ("composer/", "fabric/", "inventory/", "cli/", "bmc/", "agent/", "tests/")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')

@@ -64,7 +64,10 @@ def write_identities(path, entries):
 class Yardd:
     """yardd on 127.0.0.1 port 0 over plaintext gRPC (loopback), optionally with --metrics-listen."""
 
-    def __init__(self, state_dir, *args, metrics=False, listen="127.0.0.1:0", env=None):
+    def __init__(self, state_dir, *args, metrics=False, listen="127.0.0.1:0", env=None, tls=None):
+        """tls: a directory of development certificates (./setup.sh dev-certs DIR): serve TLS with its yardd.pem
+        instead of plaintext."""
+        self.tls = tls
         self.env = None if env is None else {**os.environ, **env}
         self.state_dir = pathlib.Path(state_dir)
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -79,7 +82,9 @@ class Yardd:
         metrics_file = self.state_dir / "metrics-port"
         for f in (port_file, metrics_file):
             f.unlink(missing_ok=True)
-        command = [YARDD, "--state-dir", str(self.state_dir), "--listen", self.listen, "--plaintext",
+        transport = (["--tls-cert", str(self.tls / "yardd.pem"), "--tls-key", str(self.tls / "yardd.key")] if self.tls
+                     else ["--plaintext"])
+        command = [YARDD, "--state-dir", str(self.state_dir), "--listen", self.listen, *transport,
                    "--port-file", str(port_file), "--log-level", "info", *self.args]
         if self.metrics:
             command += ["--metrics-listen", "127.0.0.1:0", "--metrics-port-file", str(metrics_file)]

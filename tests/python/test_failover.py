@@ -4,12 +4,17 @@ yardd; the leader is killed with SIGKILL again and again (and restarted as a sta
 takes over within the lease TTL + 2 s, every accepted operation ended (none lost), no request id started
 two operations (none applied twice), no device is in two systems, and the store agrees with the switch.
 
+Over TLS, as documented: both yardd serve the development certificates (./setup.sh dev-certs) and the client
+and yardctl dial the two-address target `ipv4:A,B`, verifying each certificate by the first address's host.
+
 SWITCHYARD_FAILOVER_KILLS=50 for the long run (CI: 5); the failover times are printed as a distribution."""
 import json
 import os
 import random
+import pathlib
 import signal
 import statistics
+import subprocess
 import threading
 import time
 import unittest
@@ -17,7 +22,7 @@ import unittest
 import grpc
 
 from etcd_cluster import EtcdCluster
-from harness import Yardd, YarddTestCase, free_port, wait_for
+from harness import YARDCTL, Yardd, YarddTestCase, free_port, require_tool, wait_for
 from switchyard_client import Client
 from switchyard.v1 import switchyard_pb2
 
@@ -30,9 +35,9 @@ class Workload(threading.Thread):
     """Compose, then decompose, job after job; a call that fails because no yardd leads is sent again with
     the same request id until it is answered."""
 
-    def __init__(self, target):
+    def __init__(self, target, ca):
         super().__init__(daemon=True)
-        self.client = Client(target, plaintext=True, caller="failover-test", timeout=5)
+        self.client = Client(target, ca=ca, caller="failover-test", timeout=5)
         self.stop = threading.Event()
         self.operations = {}  # request id -> operation id
         self.retries = 0
@@ -72,15 +77,21 @@ class FailoverTest(YarddTestCase):
         cluster = EtcdCluster(etcd_dir).start()
         self.addCleanup(cluster.stop)
         ports = [free_port(), free_port()]
+        require_tool("openssl")
+        certs = self.dir / "certs"
+        subprocess.run([str(pathlib.Path(os.environ.get("SWITCHYARD_SOURCE_DIR", ".")) / "setup.sh"), "dev-certs", str(certs)], check=True,
+                       capture_output=True)
+        ca = str(certs / "ca.pem")
         switch = self.dir / "switch.json"  # the simulated switch both yardd drive (one at a time)
         daemons = [Yardd(self.dir / f"yardd-{i}", "--store", cluster.store_url(), "--lease-ttl", str(LEASE_TTL), "--sim-state", str(switch),
-                         listen=f"127.0.0.1:{ports[i]}") for i in range(2)]
+                         listen=f"127.0.0.1:{ports[i]}", tls=certs) for i in range(2)]
         self.daemons.extend(daemons)
         daemons[0].start()
         daemons[1].start(wait=False)
         wait_for(lambda: "standing by" in daemons[1].log(), what="the second yardd to stand by")
 
-        workload = Workload(f"ipv4:127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}")
+        target = f"ipv4:127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"
+        workload = Workload(target, ca)
         workload.start()
         failovers = []
         rng = random.Random(int(os.environ.get("SWITCHYARD_FAILOVER_SEED", "26")))
@@ -95,7 +106,7 @@ class FailoverTest(YarddTestCase):
             leader.process.wait()
             standby.wait_serving(timeout=LEASE_TTL + 30)
             # Serving means the gRPC port is open; leading means it answers.
-            with Client(standby.address, plaintext=True, timeout=2) as probe:
+            with Client(standby.address, ca=ca, timeout=2) as probe:
                 wait_for(lambda: _answers(probe), timeout=30, interval=0.02, what="the new leader to answer")
             failovers.append(time.monotonic() - killed_at)
             stood_by = leader.log().count("standing by:")
@@ -109,7 +120,10 @@ class FailoverTest(YarddTestCase):
         self.assertEqual(workload.errors, [])
 
         leader = next(d for d in daemons if d.listen == cluster.get("/switchyard/leader"))
-        with Client(leader.listen, plaintext=True) as yard:
+        # yardctl over TLS to both addresses, as docs/operations.md shows it.
+        listed = subprocess.run([YARDCTL, "--server", target, "--ca", ca, "-o", "json", "systems"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(listed.returncode, 0, listed.stderr)
+        with Client(leader.listen, ca=ca) as yard:
             # None lost: every operation a request id started is in the store and has ended.
             for request_id, op_id in workload.operations.items():
                 op = yard.operation(op_id)

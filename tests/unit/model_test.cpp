@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "composer/model/composition.h"
+#include "composer/model/grpc_target.h"
 #include "composer/model/queue.h"
 #include "composer/model/topology.h"
 #include "fabric/topology_generator.h"
@@ -151,6 +152,16 @@ TEST(PriorityClasses, ParseTheFlagsFormAndRefuseTheRest) {
     EXPECT_FALSE(parsePriorityClass(bad, error)) << bad;
     EXPECT_FALSE(error.empty()) << bad;
   }
+}
+
+TEST(GrpcTarget, ASeveralYarddTargetIsVerifiedAsItsFirstHost) {
+  EXPECT_EQ(tlsNameOfTarget("127.0.0.1:7390"), "") << "one address: gRPC's own rule";
+  EXPECT_EQ(tlsNameOfTarget("yardd.example:7390"), "");
+  EXPECT_EQ(tlsNameOfTarget("ipv4:127.0.0.1:7501,127.0.0.1:7502"), "127.0.0.1");
+  EXPECT_EQ(tlsNameOfTarget("ipv4:10.0.0.1:7390"), "10.0.0.1");
+  EXPECT_EQ(tlsNameOfTarget("ipv6:[::1]:7501,[::1]:7502"), "::1");
+  EXPECT_EQ(tlsNameOfTarget("dns:///yardd.example:7390"), "yardd.example");
+  EXPECT_EQ(tlsNameOfTarget("a.example:1,b.example:2"), "a.example");
 }
 
 }  // namespace

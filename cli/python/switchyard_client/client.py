@@ -20,6 +20,22 @@ _PEER_TO_PEER = {"": switchyard_pb2.PEER_TO_PEER_UNSPECIFIED, "required": switch
                  "preferred": switchyard_pb2.PEER_TO_PEER_PREFERRED, "none": switchyard_pb2.PEER_TO_PEER_NONE}
 
 
+def tls_name_of_target(target: str) -> str:
+    """The host TLS verifies for a target that lists several yardd (ipv4:A:P,B:P) or names a scheme: its first
+    address's host; "" for a plain HOST:PORT (gRPC's own rule). As composer/model/grpc_target.h."""
+    listed = "," in target
+    for scheme in ("ipv4:", "ipv6:", "dns:///", "dns:"):
+        if target.startswith(scheme):
+            target, listed = target[len(scheme):], True
+            break
+    if not listed:
+        return ""
+    first = target.split(",")[0]
+    if first.startswith("["):
+        return first[1:first.find("]")] if "]" in first else ""
+    return first.rsplit(":", 1)[0] if ":" in first else first
+
+
 def peer_to_peer_value(value) -> int:
     """"required", "preferred", "none" (or "": yardd's default) as the PeerToPeer enum; an enum value as it is."""
     if isinstance(value, int):
@@ -80,7 +96,12 @@ class Client:
         self.timeout = timeout
 
     def _connect(self, address):
-        self._channel = grpc.insecure_channel(address) if self._plaintext else grpc.secure_channel(address, self._credentials)
+        options = []
+        if not self._plaintext and tls_name_of_target(address):
+            # Several yardd (ipv4:A:P,B:P): each certificate must name the first one's host, not the whole list.
+            options.append(("grpc.ssl_target_name_override", tls_name_of_target(address)))
+        self._channel = (grpc.insecure_channel(address) if self._plaintext
+                         else grpc.secure_channel(address, self._credentials, options=options))
         self._address = address
         self._yard = switchyard_pb2_grpc.SwitchyardStub(self._channel)
         self._provider = provider_pb2_grpc.ResourceProviderStub(self._channel)
