@@ -131,7 +131,18 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     if (ec == http::error::body_limit) {
       HttpResponse res{http::status::payload_too_large, 11};
       res.set(http::field::content_type, "application/json");
-      res.body() = R"({"error":{"code":"Base.1.19.PayloadTooLarge","message":"the request body is too large"}})";
+      res.body() = R"({"error":{"code":"Base.1.22.PayloadTooLarge","message":"the request body is too large"}})";
+      res.keep_alive(false);
+      return write(std::move(res));
+    }
+    if (ec == http::error::partial_message) return close();  // the client left mid-request: nobody to answer
+    if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
+      // A request that is not HTTP/1.1 as RFC 9112 writes it: say so (400, or 431 for oversized headers) and close,
+      // rather than dropping the connection with no answer.
+      const bool tooLarge = ec == http::error::header_limit;
+      HttpResponse res{tooLarge ? http::status::request_header_fields_too_large : http::status::bad_request, 11};
+      res.set(http::field::content_type, "application/json");
+      res.body() = fmt::format(R"({{"error":{{"code":"Base.1.22.GeneralError","message":"malformed HTTP request: {}"}}}})", ec.message());
       res.keep_alive(false);
       return write(std::move(res));
     }

@@ -138,11 +138,8 @@ json chassisResource(const PoolView& view, const std::vector<std::string>& parts
       if (const SwitchId* of = index.switchOfDevice(d.id); of && *of == id) devices.push_back(&d);
     const std::string devicesUri = chassisUri(id) + "/PCIeDevices";
     if (parts.size() == 4) {
-      json blocks = json::array(), pcie = json::array();
-      for (const Device* d : devices) {
-        blocks.push_back(odataRef(blockUri(d->id)));
-        pcie.push_back(odataRef(devicesUri + "/" + d->id));
-      }
+      json blocks = json::array();
+      for (const Device* d : devices) blocks.push_back(odataRef(blockUri(d->id)));
       return {{"@odata.id", chassisUri(id)},
               {"@odata.type", "#Chassis.v1_28_0.Chassis"},
               {"Id", id},
@@ -152,7 +149,7 @@ json chassisResource(const PoolView& view, const std::vector<std::string>& parts
               {"Model", sw->model},
               {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
               {"PCIeDevices", odataRef(devicesUri)},
-              {"Links", {{"ResourceBlocks", blocks}, {"PCIeDevices", pcie}}}};
+              {"Links", {{"ResourceBlocks", blocks}}}};  // the devices: the PCIeDevices collection (Links.PCIeDevices is deprecated)
     }
     if (parts[4] != "PCIeDevices") return nullptr;
     if (parts.size() == 5) {

@@ -28,11 +28,50 @@ HttpResponse error(http::status status, const std::string& id, const std::string
 
 std::string etagOf(const json& body) { return etagOfText(text(body)); }
 
+std::string describedBy(const json& body) {
+  const auto type = body.find("@odata.type");
+  if (type == body.end() || !type->is_string()) return "";
+  // "#ComputerSystem.v1_20_0.ComputerSystem" is described by ComputerSystem.v1_20_0.json, the version the resource
+  // claims; "#ComputerSystemCollection.ComputerSystemCollection" by the unversioned ComputerSystemCollection.json.
+  std::string name = type->get<std::string>();
+  if (name.starts_with('#')) name.erase(0, 1);
+  const auto dot = name.rfind('.');
+  if (dot == std::string::npos || dot == 0) return "";
+  name.resize(dot);
+  return fmt::format("<http://redfish.dmtf.org/schemas/v1/{}.json>; rel=describedby", name);
+}
+
 HttpResponse resource(const json& body, const std::string& allow) {
   if (body.is_null()) return error(http::status::not_found, std::string(kBase) + "ResourceNotFound", "no such resource");
   HttpResponse res = respond(http::status::ok, body, allow);  // serialized once: the ETag is the hash of these bytes
   res.set(http::field::etag, etagOfText(res.body()));
+  if (auto link = describedBy(body); !link.empty()) res.set(http::field::link, link);
   return res;
+}
+
+bool notModified(HttpResponse& res, const std::string& ifNoneMatchHeader) {
+  const std::string_view ifNoneMatch = ifNoneMatchHeader;
+  if (ifNoneMatch.empty() || res.result() != http::status::ok) return false;
+  const std::string tag(res[http::field::etag]);
+  if (tag.empty()) return false;
+  // A list of entity tags (RFC 9110 13.1.2) or "*"; weak comparison, as for GET.
+  const auto weak = [](std::string_view t) { return t.starts_with("W/") ? t.substr(2) : t; };
+  bool match = false;
+  std::size_t start = 0;
+  while (start <= ifNoneMatch.size() && !match) {
+    auto comma = ifNoneMatch.find(',', start);
+    std::string_view one = ifNoneMatch.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    while (!one.empty() && one.front() == ' ') one.remove_prefix(1);
+    while (!one.empty() && one.back() == ' ') one.remove_suffix(1);
+    match = one == "*" || weak(one) == weak(tag);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  if (!match) return false;
+  res.result(http::status::not_modified);
+  res.body().clear();
+  res.erase(http::field::content_type);
+  return true;
 }
 
 HttpResponse engineError(const Error& e, bool composing) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bmc/redfish_service.h"
@@ -32,8 +33,12 @@ namespace http = boost::beast::http;
 [[nodiscard]] HttpResponse error(http::status status, const std::string& id, const std::string& message, const std::string& allow = {});
 // A weak ETag of a body: equal bodies, equal tags.
 [[nodiscard]] std::string etagOf(const json& body);
-// 200 with the body and its ETag, or 404 when the body is null.
+// 200 with the body, its ETag and a Link to the JSON Schema that describes it, or 404 when the body is null.
 [[nodiscard]] HttpResponse resource(const json& body, const std::string& allow);
+// "<http://redfish.dmtf.org/schemas/v1/TYPE.json>; rel=describedby" for a body's @odata.type; "" without one.
+[[nodiscard]] std::string describedBy(const json& body);
+// A 200 whose ETag the client already has (If-None-Match: a list of tags, or "*") becomes 304 with no body.
+bool notModified(HttpResponse& res, const std::string& ifNoneMatch);
 // An engine error as a Redfish error; `composing` picks the Composition registry's words.
 [[nodiscard]] HttpResponse engineError(const Error& e, bool composing);
 // 202 Accepted with the operation as a Task and Location: its task monitor.

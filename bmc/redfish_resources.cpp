@@ -14,6 +14,12 @@ using namespace redfish_json;
 
 namespace {
 
+// Whether a system is among the view's, which hold only those the caller may see: another tenant's system is
+// never linked (a tenant sees that a block is composed, not into which system).
+bool listed(const PoolView& view, const SystemId& id) {
+  return !id.empty() && std::any_of(view.systems.begin(), view.systems.end(), [&](const System& s) { return s.id == id; });
+}
+
 std::string health(DeviceHealth h) {
   return h == DeviceHealth::kCritical ? "Critical" : h == DeviceHealth::kWarning ? "Warning" : "OK";
 }
@@ -72,27 +78,29 @@ std::string metadataXml() {
   std::string xml = R"(<?xml version="1.0" encoding="UTF-8"?>
 <edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.0">
 )";
-  for (const char* schema : {"ServiceRoot_v1", "ComputerSystemCollection", "ComputerSystem_v1", "CompositionService_v1", "ResourceBlockCollection",
-                             "ResourceBlock_v1", "ZoneCollection", "Zone_v1", "CompositionReservationCollection", "CompositionReservation_v1", "TaskService_v1", "TaskCollection", "Task_v1", "SessionService_v1",
-                             "SessionCollection", "Session_v1", "AccountService_v1", "ManagerAccountCollection", "ManagerAccount_v1", "RoleCollection", "Role_v1", "ChassisCollection",
-                             "Chassis_v1", "PCIeDeviceCollection", "PCIeDevice_v1", "EventService_v1", "Event_v1", "Message_v1", "FabricCollection", "Fabric_v1",
-                             "SwitchCollection", "Switch_v1", "PortCollection", "Port_v1", "EndpointCollection", "Endpoint_v1"}) {
-    const std::string ns = std::string(schema).substr(0, std::string(schema).find("_v1"));
-    xml += fmt::format(R"(  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/{}.xml">
-    <edmx:Include Namespace="{}"/>
-  </edmx:Reference>
-)",
-                       schema, ns);
+  // Every schema the service's payloads name, with the version they claim (DMTF publishes each CSDL file,
+  // collections included, as NAME_v1.xml).
+  struct Used {
+    const char* ns;
+    const char* version;  // "" for collections: unversioned
+  };
+  for (const Used& u : std::initializer_list<Used>{
+           {"ServiceRoot", "v1_20_0"}, {"ComputerSystemCollection", ""}, {"ComputerSystem", "v1_27_0"},
+           {"CompositionService", "v1_2_3"}, {"ResourceBlockCollection", ""}, {"ResourceBlock", "v1_4_3"}, {"ZoneCollection", ""},
+           {"Zone", "v1_6_3"}, {"CompositionReservationCollection", ""}, {"CompositionReservation", "v1_0_2"}, {"CollectionCapabilities", "v1_4_1"},
+           {"TaskService", "v1_3_0"}, {"TaskCollection", ""}, {"Task", "v1_7_4"}, {"SessionService", "v1_2_0"}, {"SessionCollection", ""},
+           {"Session", "v1_8_0"}, {"AccountService", "v1_18_1"}, {"ManagerAccountCollection", ""}, {"ManagerAccount", "v1_14_1"},
+           {"RoleCollection", ""}, {"Role", "v1_3_3"}, {"ChassisCollection", ""}, {"Chassis", "v1_28_0"}, {"PCIeDeviceCollection", ""},
+           {"PCIeDevice", "v1_21_0"}, {"EventService", "v1_12_0"}, {"Event", "v1_13_0"}, {"Message", "v1_3_0"}, {"FabricCollection", ""},
+           {"Fabric", "v1_4_0"}, {"SwitchCollection", ""}, {"Switch", "v1_11_0"}, {"PortCollection", ""}, {"Port", "v1_18_0"},
+           {"EndpointCollection", ""}, {"Endpoint", "v1_8_2"}, {"JsonSchemaFileCollection", ""}, {"JsonSchemaFile", "v1_1_5"}}) {
+    xml += fmt::format("  <edmx:Reference Uri=\"http://redfish.dmtf.org/schemas/v1/{}_v1.xml\">\n    <edmx:Include Namespace=\"{}\"/>\n", u.ns, u.ns);
+    if (*u.version) xml += fmt::format("    <edmx:Include Namespace=\"{}.{}\"/>\n", u.ns, u.version);
+    xml += "  </edmx:Reference>\n";
   }
   xml += fmt::format(R"(  <edmx:Reference Uri="{}/Schemas/SwitchyardEvent_v1.xml">
     <edmx:Include Namespace="SwitchyardEvent"/>
     <edmx:Include Namespace="SwitchyardEvent.v1_0_0"/>
-  </edmx:Reference>
-  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/JsonSchemaFileCollection.xml">
-    <edmx:Include Namespace="JsonSchemaFileCollection"/>
-  </edmx:Reference>
-  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/JsonSchemaFile_v1.xml">
-    <edmx:Include Namespace="JsonSchemaFile"/>
   </edmx:Reference>
 )",
                      kRoot);
@@ -207,7 +215,7 @@ json resourceBlock(const PoolView& view, const std::string& id) {
                        : d.device.kind == DeviceKind::kNic    ? "Network"
                                                               : "Memory";
     json links = {{"ComputerSystems", json::array()}, {"Zones", json::array({odataRef(fmt::format("{}/CompositionService/ResourceZones/1", kRoot))})}};
-    if (!d.systemId.empty()) links["ComputerSystems"].push_back(odataRef(systemUri(d.systemId)));
+    if (listed(view, d.systemId)) links["ComputerSystems"].push_back(odataRef(systemUri(d.systemId)));
     return {{"@odata.id", blockUri(id)},
             {"@odata.type", "#ResourceBlock.v1_4_3.ResourceBlock"},
             {"Id", id},
@@ -222,7 +230,7 @@ json resourceBlock(const PoolView& view, const std::string& id) {
   for (const auto& h : view.hosts) {
     if (h.host.id != id) continue;
     json links = {{"ComputerSystems", json::array({odataRef(systemUri(id))})}};
-    if (!h.systemId.empty()) links["ComputerSystems"].push_back(odataRef(systemUri(h.systemId)));
+    if (listed(view, h.systemId)) links["ComputerSystems"].push_back(odataRef(systemUri(h.systemId)));
     return {{"@odata.id", blockUri(id)},
             {"@odata.type", "#ResourceBlock.v1_4_3.ResourceBlock"},
             {"Id", id},
@@ -289,7 +297,7 @@ json task(const Operation& op) {
   if (op.finished())
     messages.push_back({{"MessageId", ok ? "TaskEvent.1.0.TaskCompletedOK" : "TaskEvent.1.0.TaskAborted"},
                         {"Message", ok ? fmt::format("{} {} succeeded", toString(op.kind), op.id) : op.error},
-                        {"Severity", ok ? "OK" : "Critical"}});
+                        {"MessageSeverity", ok ? "OK" : "Critical"}});
   json t = {{"@odata.id", fmt::format("{}/TaskService/Tasks/{}", kRoot, op.id)},
             {"@odata.type", "#Task.v1_7_4.Task"},
             {"Id", op.id},
@@ -489,7 +497,7 @@ json fabricResource(const PoolView& view, const std::vector<std::string>& parts)
             {"Name", fmt::format("{} {}", initiator ? "host" : "device", id)},
             {"EndpointProtocol", protocol},
             {"ConnectedEntities", json::array({entity})},
-            {"Links", {{"Ports", ports}, {"Zones", zoneOf(id)}}}};
+            {"Links", {{"ConnectedPorts", ports}, {"Zones", zoneOf(id)}}}};  // the switch ports it is attached to
   }
   if (kind == "Zones") {
     if (parts.size() == 5) {
@@ -561,7 +569,9 @@ json redfishEvent(const Event& e) {
   const std::string eventType = e.type == "system.composed"     ? "ResourceAdded"
                                 : e.type == "system.decomposed" ? "ResourceRemoved"
                                 : bad                           ? "Alert"
-                                                                : "ResourceUpdated";  // EventType is deprecated but still required
+                                                                : "ResourceUpdated";
+  // EventType is deprecated since Event v1.3 but the published schema (2025.4) still lists it as required in every
+  // EventRecord: without it no event validates, so it stays.
   return {{"@odata.type", "#Event.v1_13_0.Event"},
           {"Id", std::to_string(e.sequence)},
           {"Name", "Switchyard event"},
@@ -585,7 +595,7 @@ json errorBody(const std::string& messageId, const std::string& message) {
            {{"code", messageId},
             {"message", message},
             {"@Message.ExtendedInfo",
-             json::array({{{"@odata.type", "#Message.v1_3_0.Message"}, {"MessageId", messageId}, {"Message", message}, {"Severity", "Warning"}}})}}}};
+             json::array({{{"@odata.type", "#Message.v1_3_0.Message"}, {"MessageId", messageId}, {"Message", message}, {"MessageSeverity", "Warning"}}})}}}};
 }
 
 }  // namespace switchyard::bmc

@@ -106,6 +106,61 @@ class Schemas:
             self.unresolved.add(name)
         return {}
 
+    def definition(self, ref, base):
+        """The schema a $ref names (resolved against the file it is in), and that file's URI."""
+        uri, _, pointer = ref.partition("#")
+        uri = uri or base
+        doc = self.store.get(uri)
+        if doc is None:
+            doc = self.offline(uri)
+            if not doc:
+                return None, uri
+            uri = doc.get("$id", uri)
+        node = doc
+        for part in pointer.strip("/").split("/") if pointer.strip("/") else []:
+            node = node.get(part, {}) if isinstance(node, dict) else {}
+        return node, uri
+
+    @staticmethod
+    def refs_of(node):
+        """The $refs a schema node points at: its own, or those of its anyOf alternatives."""
+        if "$ref" in node:
+            return [node["$ref"]]
+        return [a["$ref"] for a in node.get("anyOf", []) if isinstance(a, dict) and "$ref" in a]
+
+    def deprecated(self, payload, ref, base, path="", depth=0):
+        """Every property in a payload that its schema marks deprecated (what DMTF's validator warns about)."""
+        node, base = self.definition(ref, base)
+        if not isinstance(node, dict) or depth > 16:
+            return []
+        found = []
+        for r in self.refs_of(node):
+            found += self.deprecated(payload, r, base, path, depth + 1)
+        if not isinstance(payload, dict):
+            return found
+        for key, value in payload.items():
+            prop = node.get("properties", {}).get(key)
+            if not isinstance(prop, dict):
+                continue
+            if prop.get("deprecated"):
+                found.append(f"{path}/{key}")
+            if isinstance(value, dict):
+                for r in self.refs_of(prop):
+                    found += self.deprecated(value, r, base, f"{path}/{key}", depth + 1)
+            elif isinstance(value, list) and isinstance(prop.get("items"), dict):
+                for r in self.refs_of(prop["items"]):
+                    for i, item in enumerate(value):
+                        found += self.deprecated(item, r, base, f"{path}/{key}[{i}]", depth + 1)
+        return found
+
+    def deprecated_in_resource(self, payload):
+        odata_type = payload.get("@odata.type", "")
+        if not odata_type.startswith("#"):
+            return []
+        namespace, _, definition = odata_type[1:].rpartition(".")
+        base = f"http://redfish.dmtf.org/schemas/v1/{namespace}.json"
+        return self.deprecated(payload, f"{base}#/definitions/{definition}", base)
+
     def validate_resource(self, payload):
         odata_type = payload.get("@odata.type", "")
         if not odata_type.startswith("#"):
@@ -129,6 +184,12 @@ def crawl(port, user, schemas, label):
         check("ETag" in headers, f"{label} GET {path}: ETag header")
         problem = schemas.validate_resource(body)
         check(problem is None, f"{label} GET {path}: schema: {problem}")
+        # DSP0266: a Link header with rel=describedby naming the JSON Schema of the version the resource claims.
+        namespace = body.get("@odata.type", "#.").lstrip("#").rpartition(".")[0]
+        check(headers.get("Link") == f"<http://redfish.dmtf.org/schemas/v1/{namespace}.json>; rel=describedby",
+              f"{label} GET {path}: Link describedby ({headers.get('Link')})")
+        deprecated = schemas.deprecated_in_resource(body)
+        check(not deprecated, f"{label} GET {path}: deprecated properties {deprecated}")
 
         def walk(node):
             if isinstance(node, dict):
@@ -242,6 +303,9 @@ def main():
             problem = schemas.validate_resource(event)
             check(problem is None, f"SSE event {f.get('id')}: schema: {problem}")
             check(f.get("id") == event["Id"], "the SSE id is the event's Id")
+            # EventType is deprecated (Event v1.3) but still required by the 2025.4 schema: the one exception.
+            deprecated = [d for d in schemas.deprecated_in_resource(event) if not d.endswith("/EventType")]
+            check(not deprecated, f"SSE event {f.get('id')}: deprecated properties {deprecated}")
         check(any(json.loads(f["data"])["Events"][0]["Oem"]["Switchyard"]["Actor"] == "ops" for f in frames),
               "events name the Redfish account that asked as their actor")
         # The OEM extension has its own schemas, served beside $metadata: every event's Oem.Switchyard
@@ -341,7 +405,54 @@ def main():
         check(status == 501, f"$select is 501 until supported ({status})")
         status, _, _ = request(port, "GET", "/redfish/v1/Systems", admin, headers={"OData-Version": "3.0"})
         check(status == 412, f"OData-Version 3.0 is 412 ({status})")
-        sys_path = headers_location = None
+        # Found by DMTF's validators (issue 39 item 14).
+        status, _, body = request(port, "GET", "/redfish/v1/NoSuchThing", admin)
+        error_schema = "http://redfish.dmtf.org/schemas/v1/redfish-error.v1_0_2.json"
+        deprecated = schemas.deprecated(body, error_schema + "#/definitions/RedfishError", error_schema)
+        check(not deprecated, f"an error body sends no deprecated property ({deprecated})")
+        status, headers, _ = request(port, "HEAD", "/redfish/v1/CompositionService", admin)
+        check(status == 200 and "rel=describedby" in headers.get("Link", ""), f"HEAD has the Link describedby header ({status} {headers.get('Link')})")
+        for path in ("/redfish/v1", "/redfish/v1/Systems", "/redfish/v1/Systems/host0"):
+            status, headers, _ = request(port, "GET", path, admin)
+            tag = headers.get("ETag")
+            status, headers304, body304 = request(port, "GET", path, admin, headers={"If-None-Match": tag})
+            check(status == 304 and not body304 and headers304.get("ETag") == tag, f"GET {path} with its own ETag as If-None-Match is 304 ({status})")
+            status, _, _ = request(port, "GET", path, admin, headers={"If-None-Match": 'W/"0000000000000000", ' + tag})
+            check(status == 304, f"GET {path}: If-None-Match with a list that holds its ETag is 304 ({status})")
+            status, _, _ = request(port, "GET", path, admin, headers={"If-None-Match": 'W/"0000000000000000"'})
+            check(status == 200, f"GET {path}: If-None-Match with another ETag is 200 ({status})")
+        status, headers, session = request(port, "POST", "/redfish/v1/SessionService/Sessions/Members", None,
+                                           {"UserName": viewer[0], "Password": viewer[1]})
+        check(status == 201 and headers.get("X-Auth-Token"), f"POST to Sessions/Members logs in ({status})")
+        if status == 201:
+            request(port, "DELETE", headers["Location"], admin)
+        status, _, body = request(port, "POST", "/redfish/v1/Systems/Members", admin, "{not json")
+        check(status == 400 and body["error"]["code"].endswith("MalformedJSON"), f"POST to Systems/Members composes as POST to Systems ({status})")
+        status, _, body = request(port, "GET", "/redfish/v1/$metadata")
+        import re
+        csdl_dir = shared / "redfish-mockups" / "dmtf-schema-2025.4" / "csdl"
+        references = re.findall(rb'<edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/([^"]+)">(.*?)</edmx:Reference>', body, re.S)
+        check(len(references) >= 30, f"$metadata references the DMTF schemas it uses ({len(references)})")
+        for name, includes in references:
+            csdl = csdl_dir / name.decode()
+            check(csdl.exists(), f"$metadata names {name.decode()}, which DMTF publishes")
+            if csdl.exists():
+                text = csdl.read_bytes()
+                for ns in re.findall(rb'Namespace="([^"]+)"', includes):
+                    check(b'Namespace="' + ns + b'"' in text, f"$metadata includes {ns.decode()}, which {name.decode()} defines")
+        for raw, expect in ((b"GARBAGE\r\n\r\n", b"HTTP/1.1 400"), (b"GET /redfish/v1 HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n", b"HTTP/1.1 400")):
+            import socket
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as plain, \
+                    TLS.wrap_socket(plain, server_hostname="127.0.0.1") as conn:
+                conn.sendall(raw)
+                answer = b""
+                while True:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        break
+                    answer += chunk
+            check(answer.startswith(expect), f"a malformed request {raw[:20]!r} is answered {expect.decode()} ({answer[:40]!r})")
+        sys_path = None
         status, _, systems = request(port, "GET", "/redfish/v1/Systems", admin)
         composed = [m["@odata.id"] for m in systems["Members"] if "/sys-" in m["@odata.id"]]
         check(len(composed) == 1, f"one composed system listed ({composed})")
@@ -475,7 +586,7 @@ def main():
         check(status == 201 and token and headers.get("Location"), f"login gives 201 + X-Auth-Token + Location ({status})")
         status, _, _ = request(port, "GET", "/redfish/v1/Systems", None, headers={"X-Auth-Token": token or ""})
         check(status == 200, f"the session token authenticates ({status})")
-        status, _, _ = request(port, "DELETE", headers_location or "/redfish/v1/SessionService/Sessions/1", None, headers={"X-Auth-Token": token or ""})
+        status, _, _ = request(port, "DELETE", headers.get("Location") or "/redfish/v1/SessionService/Sessions/1", None, headers={"X-Auth-Token": token or ""})
         check(status == 204, f"logout ({status})")
         status, _, _ = request(port, "GET", "/redfish/v1/Systems", None, headers={"X-Auth-Token": token or ""})
         check(status == 401, f"a logged-out token no longer works ({status})")
