@@ -39,6 +39,8 @@ void RedfishService::handle(const HttpRequest& request, Reply reply, OpenStream 
     target.resize(q);
   }
   while (target.size() > 1 && target.back() == '/') target.pop_back();
+  // A collection's Members may be POSTed to as the collection itself (DSP0266 "POST (create)").
+  if (call->method == "POST" && target.ends_with("/Members")) target.resize(target.size() - std::string_view("/Members").size());
   call->path = target;
   call->request = &request;
   call->reply = std::move(reply);
@@ -64,7 +66,11 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
   const bool read = call->method == "GET" || call->method == "HEAD";
   // Without authentication: the service root, /redfish, the service document, $metadata, and logging in.
   if (read && call->path == "/redfish") return answer(respond(http::status::ok, {{"v1", "/redfish/v1/"}}, "GET, HEAD"));
-  if (read && call->path == root) return answer(resource(serviceRoot(), "GET, HEAD"));
+  if (read && call->path == root) {
+    HttpResponse res = resource(serviceRoot(), "GET, HEAD");
+    if (!notModified(res, std::string(req[http::field::if_none_match])) && call->method == "HEAD") res.body().clear();
+    return answer(std::move(res));
+  }
   if (read && call->path == root + "/odata") return answer(respond(http::status::ok, odataServiceDocument(), "GET, HEAD"));
   if (read && call->path == root + "/$metadata") {
     HttpResponse res{http::status::ok, 11};
@@ -178,6 +184,7 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
   const auto parts = split(p);
   const std::string allow = allowFor(p);
   auto head = [call](HttpResponse res) {
+    if (notModified(res, std::string((*call->request)[http::field::if_none_match]))) return res;
     if (call->method == "HEAD") res.body().clear();
     return res;
   };
@@ -198,8 +205,11 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
   if (parts.size() == 5 && p.rfind(root + "/CompositionService/ResourceBlocks/", 0) == 0) {
     // One block: read just that device (or, when it is a host's block, the hosts).
     return engine_.async<PoolView>(
-        [this, id = parts[4]]() -> Result<PoolView> {
+        [this, id = parts[4], caller = call->caller]() -> Result<PoolView> {
           PoolView v;
+          SY_ASSIGN(auto systems, engine_.listSystems());  // the ones it may link to
+          for (auto& s : systems)
+            if (s.state != SystemState::kDecomposed && maySee(caller, s.tenant)) v.systems.push_back(std::move(s));
           if (auto d = engine_.getDevice(id)) {
             v.devices.push_back(std::move(*d));
             return v;
@@ -311,7 +321,7 @@ void RedfishService::eventStream(const std::shared_ptr<Call>& call) {
   while (auto e = events->tryNext())
     if (e->sequence > lastSent->load()) {
       lastSent->store(e->sequence);
-      writer->send(sseFrame(*e));
+      if (maySee(call->caller, e->tenant)) writer->send(sseFrame(*e));
     }
 }
 

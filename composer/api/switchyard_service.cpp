@@ -58,6 +58,25 @@ std::function<void(const Operation&)> fillOperation(const Engine& engine, v1::Op
   return [&engine, out](const Operation& op) { toProto(op, engine.stepKinds(), *out); };
 }
 
+// A tenant sees that another tenant's device or host is taken, not by which system, operation or host.
+bool foreignTo(const Caller& caller, const PoolView* view, const std::string& systemId) {
+  if (caller.role != Role::kTenant || systemId.empty()) return false;
+  const auto system = view ? view->systems.find(systemId) : nullptr;
+  return !system || !maySee(caller, system->tenant);
+}
+
+void redact(const Caller& caller, const PoolView* view, const DeviceView& d, v1::Device& device) {
+  if (d.assignment.allocation == DeviceAllocation::kFree || !foreignTo(caller, view, d.systemId.empty() ? d.assignment.owner : d.systemId)) return;
+  device.clear_system_id();
+  device.clear_host_id();
+  device.clear_owner();
+  device.clear_upstream_port_id();
+}
+
+void redact(const Caller& caller, const PoolView* view, const HostView& h, v1::Host& host) {
+  if (foreignTo(caller, view, h.systemId)) host.clear_system_id();
+}
+
 }  // namespace
 
 template <typename T, typename Fill>
@@ -215,16 +234,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1:
   for (const DeviceView* d : pageOfDevices(*view, filter, [](const DeviceView&) { return true; }, size, req->page_token(), next)) {
     auto& device = *out->add_devices();
     toProto(*d, device);
-    // A tenant sees that another tenant's device is taken, not by which system, operation or host.
-    if (caller->role == Role::kTenant && d->assignment.allocation != DeviceAllocation::kFree) {
-      auto system = view->systems.find(d->systemId.empty() ? d->assignment.owner : d->systemId);
-      if (!system || !maySee(*caller, system->tenant)) {
-        device.clear_system_id();
-        device.clear_host_id();
-        device.clear_owner();
-        device.clear_upstream_port_id();
-      }
-    }
+    redact(*caller, view.get(), *d, device);
   }
   out->set_next_page_token(next);
   return finished(ctx, grpc::Status::OK);
@@ -235,12 +245,16 @@ grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::L
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   return answerHere<std::vector<HostView>>(
       ctx, [this] { return engine_.listHosts(); },
-      [out, size = req->page_size(), token = req->page_token()](const std::vector<HostView>& hosts) {
+      [this, out, caller = *caller, size = req->page_size(), token = req->page_token()](const std::vector<HostView>& hosts) {
         std::string next;
+        const auto view = caller.role == Role::kTenant ? engine_.view() : nullptr;
         for (const HostView* h : pageOf(
                  hosts, [](const HostView& x) -> const std::string& { return x.host.id; }, [](const HostView&) { return true; }, size, token,
-                 next))
-          toProto(*h, *out->add_hosts());
+                 next)) {
+          auto& host = *out->add_hosts();
+          toProto(*h, host);
+          redact(caller, view.get(), *h, host);
+        }
         out->set_next_page_token(next);
       });
 }
@@ -262,7 +276,13 @@ grpc::ServerUnaryReactor* SwitchyardService::GetTopology(Context* ctx, const v1:
         SY_ASSIGN(v.devices, engine_.listDevices());
         return v;
       },
-      [out](const Views& v) { toProto(v.topology, v.hosts, v.devices, *out); });
+      [this, out, caller = *caller](const Views& v) {
+        toProto(v.topology, v.hosts, v.devices, *out);
+        if (caller.role != Role::kTenant) return;
+        const auto view = engine_.view();
+        for (std::size_t i = 0; i < v.hosts.size(); ++i) redact(caller, view.get(), v.hosts[i], *out->mutable_hosts(static_cast<int>(i)));
+        for (std::size_t i = 0; i < v.devices.size(); ++i) redact(caller, view.get(), v.devices[i], *out->mutable_devices(static_cast<int>(i)));
+      });
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::GetOperation(Context* ctx, const v1::GetOperationRequest* req, v1::Operation* out) {
