@@ -3,9 +3,13 @@
 # and prints what the real tool prints for these calls: "Successfully created GPU instance ID N ..." for
 # -cgi PROFILE:START -C, the -lgi table (rows "MIG 1g.10gb 19 9 2:1": name, profile id, instance id,
 # start:size), and -gi N -dci / -dgi. A placement start listed in $FAKE_NVIDIA_SMI_DIR/fail-starts fails.
-import json, os, sys
+import fcntl, json, os, sys
 here = os.environ["FAKE_NVIDIA_SMI_DIR"]
 state_file = os.path.join(here, "mig.json")
+# One call at a time, as the real driver serialises MIG changes: the agent may run several at once (a read that
+# met a half-written file once failed a decompose under ASan), so the state is read and written under a lock.
+lock = open(os.path.join(here, "mig.lock"), "w")
+fcntl.flock(lock, fcntl.LOCK_EX)
 state = json.load(open(state_file)) if os.path.exists(state_file) else {"next": 1, "instances": []}
 args = sys.argv[1:]
 assert args[0] == "mig"
@@ -34,4 +38,6 @@ elif "-dgi" in args:
     gi = int(args[args.index("-gi") + 1])
     state["instances"] = [i for i in state["instances"] if not (i["pci"] == pci and i["gi"] == gi)]
     print(f"Successfully destroyed GPU instance ID {gi:2d} from GPU  0")
-json.dump(state, open(state_file, "w"))
+with open(state_file + ".tmp", "w") as out:
+    json.dump(state, out)
+os.replace(state_file + ".tmp", state_file)

@@ -80,7 +80,11 @@ TEST(ServerBound, NeverAboveTheGpuPackingLpAndCutShortStillABound) {
     const bench::ComposableShape shape{.slots = 4, .enclosurePorts = 2, .hostPorts = 2, .deviceLimit = 4};
     const auto composable = bench::serverUpperBound(c, r, bench::serverBoundOptionsFor(shape));
     ASSERT_TRUE(composable.has_value()) << composable.error();
-    EXPECT_LE(composable->milli, bench::packingUpperBound(c, r, bench::boundOptionsFor(shape))->milli + 1e-6);
+    // Once converged it is the server LP's optimum, under the GPU-packing LP's. Cut short (the round limit:
+    // clang's ASan build once took more rounds on instance 6) it is only the Lagrangian bound, which may lie above.
+    if (composable->converged)
+      EXPECT_LE(composable->milli, bench::packingUpperBound(c, r, bench::boundOptionsFor(shape))->milli + 1e-6)
+          << composable->rounds << " rounds";
     for (int rounds = 1; rounds < server->rounds; ++rounds) {
       const auto early = bench::serverUpperBound(c, r, {.maxRounds = rounds});
       ASSERT_TRUE(early.has_value()) << early.error();
