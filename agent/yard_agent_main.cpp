@@ -1,5 +1,6 @@
 // yard-agent: the Switchyard host agent. Runs on each compute host behind the fabric; yardd asks it to
 // make newly bound devices appear and verify them, and to let go of devices before they are unbound.
+#include <array>
 #include <grpcpp/grpcpp.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -15,6 +16,7 @@
 
 #include "agent/agent_service.h"
 #include "agent/host_ops.h"
+#include "composer/model/config_syntax.h"
 #include "composer/model/grpc_target.h"
 #include "composer/model/version.h"
 #include "switchyard/v1/agent.grpc.pb.h"
@@ -63,14 +65,22 @@ void printInventory(const std::vector<HostFunction>& functions, bool json) {
     fmt::print("{}\n", out.dump(2));
     return;
   }
-  fmt::print("{:<13} {:<9} {:<7} {:<18} {:<14} {:<24} {:<10} {:<13} {}\n", "ADDRESS", "ID", "CLASS", "PORT TYPE", "LINK", "SERIAL", "DRIVER",
-             "ROOT PORT", "GPU UUID");
+  // Columns as wide as their widest cell, so that every row lines up whatever the drivers and serials are.
+  std::vector<std::array<std::string, 9>> rows{{"ADDRESS", "ID", "CLASS", "PORT TYPE", "LINK", "SERIAL", "DRIVER", "ROOT PORT", "GPU UUID"}};
   for (const auto& h : functions) {
     const auto& f = h.pci;
-    fmt::print("{:<13} {:04x}:{:04x} {:06x} {:<18} {:<14} {:<24} {:<10} {:<13} {}\n", toString(f.address), f.vendorId, f.deviceId, f.classCode,
-               toString(f.portType), f.linkGeneration ? fmt::format("{} x{}", linkSpeedText(f.linkGeneration), f.linkWidth) : "-",
-               f.serialNumber ? formatSerialNumber(*f.serialNumber) : "-", f.driver.empty() ? "-" : f.driver,
-               f.parents.empty() ? "-" : toString(f.parents.back()), h.gpuUuid.empty() ? "-" : h.gpuUuid);
+    rows.push_back({toString(f.address), fmt::format("{:04x}:{:04x}", f.vendorId, f.deviceId), fmt::format("{:06x}", f.classCode),
+                    std::string(toString(f.portType)), f.linkGeneration ? fmt::format("{} x{}", linkSpeedText(f.linkGeneration), f.linkWidth) : "-",
+                    f.serialNumber ? formatSerialNumber(*f.serialNumber) : "-", f.driver.empty() ? "-" : f.driver,
+                    f.parents.empty() ? "-" : toString(f.parents.back()), h.gpuUuid.empty() ? "-" : h.gpuUuid});
+  }
+  std::array<std::size_t, 9> width{};
+  for (const auto& row : rows)
+    for (std::size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) line += c + 1 == row.size() ? row[c] : fmt::format("{:<{}}  ", row[c], width[c]);
+    fmt::print("{}\n", line);
   }
 }
 
@@ -292,6 +302,11 @@ int main(int argc, char** argv) {
   app.add_flag("--json", flags.json, "With --print-inventory: JSON");
   app.add_option("--log-level", flags.logLevel, "trace, debug, info, warn, error")->capture_default_str();
   app.set_version_flag("--version", switchyard::versionLine("yard-agent"), "Print yard-agent's version (and git commit) and exit");
+  // CLI11 skips unknown keys and reads a broken line as some value: the file is checked first.
+  if (auto checked = switchyard::checkConfigOf(app, argc, argv); !checked) {
+    std::fprintf(stderr, "error: %s\n", checked.error().message.c_str());
+    return 2;
+  }
   CLI11_PARSE(app, argc, argv);
   if (flags.tlsCert.empty() != flags.tlsKey.empty()) {
     std::fprintf(stderr, "error: --tls-cert and --tls-key go together\n");

@@ -1,5 +1,6 @@
 // yardd: the Switchyard daemon. The composition root: the only place that knows the concrete driver,
 // store and clock, and wires them into the engine and the gRPC service.
+#include <grpc/support/log.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
@@ -33,6 +34,7 @@
 #include "composer/daemon/signal_waiter.h"
 #include "composer/daemon/state_lock.h"
 #include "composer/api/version_interceptor.h"
+#include "composer/model/config_syntax.h"
 #include "composer/model/version.h"
 #include "composer/engine/engine.h"
 #include "composer/metrics/instrumented_fabric.h"
@@ -57,6 +59,10 @@ void setUpLogging(const std::string& level) {
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%-5l%$ %v", spdlog::pattern_time_type::utc);
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
+  // gRPC's own lines (status blobs like "UNKNOWN:No address added ... {created_time: ...}") go through yardd's
+  // log at debug: yardd logs what they mean in its words (a port in use, a failed handshake), and
+  // --log-level debug still shows them.
+  gpr_set_log_function([](gpr_log_func_args* args) { spdlog::debug("grpc: {} ({}:{})", args->message, args->file, args->line); });
 }
 
 Result<Topology> chooseTopology(const DaemonOptions& o) {
@@ -615,6 +621,11 @@ int main(int argc, char** argv) {
   app.add_flag("--new-token", newToken,
                "Print a new random bearer token and, for the identities file, its \"token_sha256\", then exit");
   app.set_version_flag("--version", versionLine("yardd"), "Print yardd's version (and git commit) and exit");
+  // CLI11 skips unknown keys and reads a broken line as some value: the file is checked first.
+  if (auto checked = switchyard::checkConfigOf(app, argc, argv); !checked) {
+    std::fprintf(stderr, "error: %s\n", checked.error().message.c_str());
+    return 2;
+  }
   CLI11_PARSE(app, argc, argv);
   if (hashPassword) {
     std::string password;
