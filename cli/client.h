@@ -14,6 +14,7 @@
 #include <string>
 
 #include "cli/connection.h"
+#include "cli/interrupt_notice.h"
 #include "cli/output.h"
 #include "composer/model/version.h"
 #include "switchyard/v1/switchyard.grpc.pb.h"
@@ -77,13 +78,20 @@ inline std::string hintFor(const grpc::Status& s, const yardctl::Connection& con
     case grpc::StatusCode::UNAVAILABLE:
       if (s.error_message().find("wrong version number") != std::string::npos)
         return "\nhint: yardd at " + connection.server + " serves plaintext (it was started with --plaintext): add --plaintext.";
+      if (s.error_message().find("certificate verify failed") != std::string::npos ||
+          s.error_message().find("Peer name") != std::string::npos)
+        return "\nhint: " + connection.trustHint();
       return "\nhint: " + connection.hint();
     case grpc::StatusCode::UNAUTHENTICATED:
       return "\nhint: give your bearer token (--token-file or YARD_TOKEN) or your client certificate (--cert/--key); an admin "
              "adds identities to yardd's --identities file.";
     case grpc::StatusCode::PERMISSION_DENIED: return "\nhint: your identity's role or tenant does not allow this; ask an admin.";
     case grpc::StatusCode::DEADLINE_EXCEEDED: return "\nhint: yardd did not answer in time; raise --timeout or check its log.";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "\nhint: `yardctl plan` shows what would fit; `yardctl devices` shows what is free.";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      if (s.error_message().starts_with("tenant '") && s.error_message().find(" may hold ") != std::string::npos)
+        return "\nhint: that is your tenant's quota, not the pool's capacity: decompose or detach one of your systems (`yardctl "
+               "systems`), or ask an admin to raise max_gpus / max_systems in yardd's identities file.";
+      return "\nhint: `yardctl plan` shows what would fit; `yardctl devices` shows what is free.";
     default: return "";
   }
 }
@@ -173,6 +181,7 @@ class Client {
       if (!op.explanation().empty()) std::cerr << "  placement: " << op.explanation() << "\n";
     }
     progress(op);
+    const InterruptNotice notice(op.id());
     while (!op.done()) {
       pb::WaitOperationRequest req;
       req.set_id(op.id());

@@ -162,4 +162,12 @@ std::string Connection::hint() const {
       server, plaintext ? " unless --plaintext (given)" : ca.empty() ? " trusting " + defaultServerCertificate() + " if it exists" : " trusting " + ca);
 }
 
+std::string Connection::trustHint() const {
+  return fmt::format(
+      "yardd at {} answered, but its TLS certificate is not one yardctl trusts (it trusts {}): give --ca (or YARD_CA) the "
+      "certificate yardd serves (one on its self-signed default keeps it as STATE_DIR/grpc-cert.pem, "
+      "/var/lib/switchyard/grpc-cert.pem when installed) or the CA that signed it; the certificate must name the host in --server.",
+      server, ca.empty() ? defaultServerCertificate() + " (if it exists) and the system's CAs" : ca);
+}
+
 }  // namespace yardctl

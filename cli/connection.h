@@ -35,6 +35,8 @@ struct Connection {
   void authenticate(grpc::ClientContext& ctx) const;
   // A sentence on how to connect differently, for connection failures.
   [[nodiscard]] std::string hint() const;
+  // The same when yardd answered but its certificate is not trusted (or names another host).
+  [[nodiscard]] std::string trustHint() const;
 
  private:
   mutable std::string resolvedToken_;  // read by channel() from --token-file or YARD_TOKEN

@@ -1,4 +1,5 @@
 // yardctl: the Switchyard command line. Talks to yardd over gRPC (switchyard.v1).
+#include <grpc/support/log.h>
 #include <grpcpp/grpcpp.h>
 
 #include <CLI/CLI.hpp>
@@ -557,6 +558,9 @@ static int runYardctl(int argc, char** argv) {
 int main(int argc, char** argv) {
   // Names, labels and messages can come from anyone: nothing printed may drive the terminal.
   yardctl::SafeTerminal safeOut(std::cout), safeErr(std::cerr);
+  // gRPC's own log lines ("E1126 ... Handshake failed ...") repeat, rawly, what the error and its hint say;
+  // GRPC_VERBOSITY set in the environment keeps them, for debugging.
+  if (std::getenv("GRPC_VERBOSITY") == nullptr) gpr_set_log_function([](gpr_log_func_args*) {});
   // Every expected failure is an exit code with a message; this only keeps a bug from ending in abort().
   try {
     return runYardctl(argc, argv);

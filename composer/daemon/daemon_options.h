@@ -257,10 +257,13 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--host-policy-default", o.hostPolicyDefault,
                  "Policy of hosts no agent serves and no --host-policy names; unset refuses to compose onto them, saying why")
       ->check(CLI::IsMember({"unset", "agent", "trust-fabric"}))->capture_default_str();
-  app.add_flag("--sim-host-agents,!--no-sim-host-agents", o.simHostAgents,
+  // Two flags rather than CLI11's "--x,!--no-x", whose help reads "--no-sim-host-agents{false}", as if off by default.
+  app.add_flag("--sim-host-agents", o.simHostAgents,
                "Simulated driver: in-process simulated host agents serve every host no yard-agent registered for (devices "
-               "appear on the host after a bind, are verified, and are released before an unbind)")
-      ->capture_default_str();
+               "appear on the host after a bind, are verified, and are released before an unbind). On by default");
+  app.add_flag_callback(
+      "--no-sim-host-agents", [&o] { o.simHostAgents = false; },
+      "Simulated driver: no simulated host agents: a host takes devices once its yard-agent registers (or by --host-policy)");
   app.add_option("--sim-host-delay-ms", o.simHostDelayMs, "Simulated host agents: how long a bound device takes to appear")
       ->check(CLI::Range(0, 600'000))->capture_default_str();
   app.add_option("--host-timeout", o.hostTimeoutSeconds,

@@ -109,14 +109,17 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
     }
     if (!system.activeOperation.empty()) continue;
     bool degraded = false;
+    std::vector<std::string> why;  // for the system.degraded event: what the fabric says of its devices
     for (const auto& b : system.bindings) {
       auto it = fabric.find(b.deviceId);
       if (it == fabric.end()) {
         degraded = true;
+        why.push_back(fmt::format("{} is unbound in the fabric", b.deviceId));
         report("missing-binding", b.deviceId,
                fmt::format("{} is in system {} ({}) bound to {}, but the fabric reports it unbound", b.deviceId, system.name, id, b.upstreamPortId));
       } else if (it->second != b.upstreamPortId) {
         degraded = true;
+        why.push_back(fmt::format("{} is on {} in the fabric, not {}", b.deviceId, it->second, b.upstreamPortId));
         report("wrong-port", b.deviceId,
                fmt::format("{} is in system {} ({}) bound to {}, but the fabric has it on {}", b.deviceId, system.name, id, b.upstreamPortId, it->second));
       }
@@ -129,7 +132,9 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
       updated.updatedAt = clock_.now();
       changed.push_back(updated);
       m.events.push_back(makeEvent(degraded ? "system.degraded" : "system.recovered", id,
-                                   fmt::format("{} ({}) is {}", system.name, id, toString(next))));
+                                   degraded ? fmt::format("{} ({}) is degraded: {}", system.name, id, fmt::join(why, "; "))
+                                            : fmt::format("{} ({}) is {}: the fabric has every device of it where it should be", system.name, id,
+                                                          toString(next))));
     }
   }
   for (const auto& s : changed) {

@@ -96,6 +96,19 @@ Result<void> validatePlacementRequest(const Pool& pool, const PlacementRequest& 
   }
   if (r.minMemoryGiB < 0) return fail(Code::kInvalidArgument, "minimum memory must be >= 0");
   if (r.host && pool.hostIndex(*r.host) < 0) return fail(Code::kNotFound, fmt::format("no host '{}'", *r.host));
+  if (!r.model.empty() && !std::binary_search(pool.gpuModels().begin(), pool.gpuModels().end(), r.model)) {
+    // Never fits, whatever frees: say what there is rather than why each host refuses.
+    std::string hint;
+    const auto lower = [](std::string text) {
+      std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      return text;
+    };
+    for (const auto& m : pool.gpuModels())
+      if (lower(m) == lower(r.model)) hint = fmt::format(" (models match exactly: did you mean '{}'?)", m);
+    return fail(Code::kInvalidArgument,
+                fmt::format("no GPU in the pool is a '{}'{}; the pool has: {}", r.model, hint,
+                            pool.gpuModels().empty() ? std::string("no GPUs") : fmt::format("{}", fmt::join(pool.gpuModels(), ", "))));
+  }
   return {};
 }
 

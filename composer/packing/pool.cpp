@@ -30,6 +30,8 @@ Pool::Pool(const Topology& topology) {
       PoolSwitch& owner = switches_[static_cast<std::size_t>(s)];
       owner.freeDevices.push_back(i);
       if (d.kind == DeviceKind::kGpu) {
+        if (auto at = std::lower_bound(gpuModels_.begin(), gpuModels_.end(), d.model); at == gpuModels_.end() || *at != d.model)
+          gpuModels_.insert(at, d.model);
         PoolDevice& gpu = devices_.back();
         gpu.slot = static_cast<int>(owner.gpus.size());
         owner.gpus.push_back(i);

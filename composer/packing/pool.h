@@ -80,6 +80,8 @@ class Pool {
   [[nodiscard]] const std::vector<PoolSwitch>& switches() const { return switches_; }
   [[nodiscard]] const std::vector<PoolHost>& hosts() const { return hosts_; }
   [[nodiscard]] int freeCount() const { return freeCount_; }
+  // Every GPU model in the pool, free or not, sorted: a request for another can never fit.
+  [[nodiscard]] const std::vector<std::string>& gpuModels() const { return gpuModels_; }
   // The fabric domains' names, in the order their switches first appear (PoolSwitch::domain indexes it).
   [[nodiscard]] const std::vector<std::string>& domains() const { return domains_; }
   // The switches of each fabric, ascending (fabrics are numbered from 0), and the hosts with an upstream
@@ -114,6 +116,7 @@ class Pool {
   std::vector<PoolDevice> devices_;
   std::vector<PoolSwitch> switches_;
   std::vector<std::string> domains_;
+  std::vector<std::string> gpuModels_;
   std::vector<PoolHost> hosts_;
   std::vector<std::vector<int>> fabricSwitches_;
   std::vector<std::vector<int>> fabricHosts_;

@@ -46,6 +46,7 @@ TEST_F(DaemonTest, ASecondYarddOnTheSamePortFailsToListenInsteadOfSharingIt) {
   EXPECT_TRUE(second.waitExit(10s));
   EXPECT_EQ(second.exitCode(), 1);
   EXPECT_NE(second.log().find("cannot listen on " + daemon_->address()), std::string::npos) << second.log();
+  EXPECT_EQ(second.log().find("created_time"), std::string::npos) << "no raw gRPC status blob in yardd's log: " << second.log();
 }
 
 TEST_F(DaemonTest, PlacementProfileFromTheCommandLine) {
@@ -413,6 +414,39 @@ TEST_F(DaemonTest, ReadsFlagsFromAConfigFile) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "sim-fabric.json")) << "sim-state = none keeps bindings in memory";
   EXPECT_TRUE(std::filesystem::exists(dir_ / "elsewhere.db"));
   EXPECT_FALSE(std::filesystem::exists(dir_ / "yard.db"));
+}
+
+// Issue 39 item 13: a typo in a key or a broken line was skipped, and yardd started on defaults.
+TEST_F(DaemonTest, AConfigFileWithAnUnknownKeyOrABrokenLineIsRefusedNamingTheLine) {
+  const auto config = dir_ / "yardd.toml";
+  for (const auto& [text, why] : {std::pair<std::string, std::string>{"sim-state = \"none\"\nlisten_typo = \"127.0.0.1:0\"\n", "line 2: unknown key 'listen_typo'"},
+                                  {"# a comment\nlisten = \"127.0.0.1:0\n", "line 2: the string"},
+                                  {"listen = \"127.0.0.1:0\" extra\n", "line 1: unexpected 'extra'"},
+                                  {"durability\n", "line 1: 'durability' is not `key = value`"}}) {
+    std::ofstream(config) << text;
+    auto r = testing::runCommand(std::string(YARDD_PATH) + " --config " + config.string() + " --state-dir " + (dir_ / "state").string() +
+                                     " --plaintext --listen 127.0.0.1:0",
+                                 dir_.path());
+    EXPECT_EQ(r.exitCode, 2) << text << r.err;
+    EXPECT_NE(r.err.find("--config " + config.string() + ": " + why), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "state" / "yard.db")) << "refused before it opened anything";
+  }
+  auto agent = testing::runCommand(std::string(YARD_AGENT_PATH) + " --config " + config.string(), dir_.path());
+  EXPECT_EQ(agent.exitCode, 2) << agent.err;
+  EXPECT_NE(agent.err.find("line 1: 'durability' is not `key = value`"), std::string::npos) << agent.err;
+}
+
+// Issue 39 item 13: Ctrl-C while yardctl followed a compose ended yardctl without a word.
+TEST_F(DaemonTest, CtrlCWhileFollowingSaysTheOperationGoesOnAndHowToFollowIt) {
+  startDaemon({"--sim-host-delay-ms", "3000"});  // the compose waits 3 s for its device to appear on the host
+  const std::string yardctl = std::string(YARDCTL_PATH) + " --plaintext --server " + daemon_->address();
+  auto r = testing::runCommand("(" + yardctl + " compose slow --gpus 1 & pid=$!; sleep 1; kill -INT $pid; wait $pid; echo exit=$?)", dir_.path());
+  EXPECT_NE(r.out.find("exit=130"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.err.find("interrupted: op-000001 goes on in yardd"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("`yardctl ops wait op-000001`"), std::string::npos) << r.err;
+  auto waited = testing::runCommand(yardctl + " ops wait op-000001", dir_.path());
+  EXPECT_EQ(waited.exitCode, 0) << waited.err;
+  EXPECT_NE(waited.err.find("op-000001 succeeded"), std::string::npos) << "it went on: " << waited.err;
 }
 
 // Issue 27: `yardctl hosts -o json` failed ("The following arguments were not expected"); global flags must

@@ -3,6 +3,7 @@
 // the topology's serial numbers are the dump's Device Serial Numbers. Compose verifies each GPU through
 // the agent and reports its host address and UUID; a GPU a process holds is not released; release writes
 // the driver unbind and the PCI remove; an agent that is gone fails the compose with the reason.
+#include <sstream>
 #include <fmt/format.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
@@ -228,6 +229,25 @@ TEST_F(HostAgentTest, PrintInventoryShowsTheHostAsLibpciReadsIt) {
   EXPECT_EQ((*gpu)["link"], "32 GT/s x16");
   EXPECT_EQ((*gpu)["gpu_uuid"], "GPU-00000000-0000-0000-0000-000000000012");
   EXPECT_EQ((*gpu)["parents"].back(), "0000:00:01.0");
+  // The table: every column starts where its header does, in every row (issue 39 item 13: they drifted).
+  auto table = testing::runCommand(std::string(YARD_AGENT_PATH) + " --print-inventory --gpu-uuid-command '' --sysfs-root " + sysfs().string() +
+                                       " --proc-root " + proc().string(),
+                                   dir_.path());
+  ASSERT_EQ(table.exitCode, 0) << table.err;
+  std::istringstream lines(table.out);
+  std::string header, row;
+  std::getline(lines, header);
+  std::vector<std::size_t> starts;
+  for (std::size_t i = 0; i < header.size(); ++i)
+    if (header[i] != ' ' && (i == 0 || (i >= 2 && header[i - 1] == ' ' && header[i - 2] == ' '))) starts.push_back(i);
+  ASSERT_EQ(starts.size(), 9u) << header;
+  int rows = 0;
+  while (std::getline(lines, row)) {
+    ++rows;
+    for (std::size_t s = 1; s < starts.size(); ++s)
+      EXPECT_TRUE(starts[s] < row.size() && row[starts[s]] != ' ' && row[starts[s] - 1] == ' ') << "column " << s << " of\n" << header << "\n" << row;
+  }
+  EXPECT_EQ(rows, 24);
 }
 
 }  // namespace

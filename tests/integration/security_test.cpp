@@ -61,6 +61,9 @@ TEST_F(SecurityTest, TlsIsTheDefaultWithACertificateMadeAtFirstStart) {
                                   daemon_->address() + " hosts",
                               dir_.path());
   EXPECT_EQ(untrusted.exitCode, 4) << "a certificate yardctl was not told to trust is refused";
+  EXPECT_NE(untrusted.err.find("its TLS certificate is not one yardctl trusts"), std::string::npos) << untrusted.err;
+  EXPECT_EQ(untrusted.err.find("is yardd running"), std::string::npos) << "it is running: " << untrusted.err;
+  EXPECT_EQ(untrusted.err.find("ssl_transport_security"), std::string::npos) << "no raw gRPC log line: " << untrusted.err;
 }
 
 TEST_F(SecurityTest, PlaintextIsRefusedOffLoopback) {
@@ -88,6 +91,7 @@ TEST_F(SecurityTest, TenantsSeeAndChangeOnlyTheirOwnWithinTheirQuota) {
   auto quota = yardctl(as("alice") + " compose a2 --gpus 1");
   EXPECT_EQ(quota.exitCode, 3);
   EXPECT_NE(quota.err.find("tenant 'team-a' may hold 2 GPU(s)"), std::string::npos) << quota.err;
+  EXPECT_NE(quota.err.find("hint: that is your tenant's quota"), std::string::npos) << quota.err;
   ASSERT_EQ(yardctl(as("bob") + " compose b1 --gpus 1").exitCode, 0);
 
   // bob sees neither alice's system nor her operations, and cannot touch it.

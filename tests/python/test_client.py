@@ -87,6 +87,19 @@ class ClientTest(YarddTestCase):
             with self.assertRaises(ValueError):
                 yard.compose("nope", 1, peer_to_peer="sometimes")
 
+    def test_the_example_prints_every_event_to_the_decomposes_end(self):
+        """cli/python/examples/compose_wait_watch.py once stopped at the compose's end event, before the decompose's."""
+        import subprocess
+        import sys
+        yardd = self.yardd()
+        example = pathlib.Path(__file__).resolve().parents[2] / "cli" / "python" / "examples" / "compose_wait_watch.py"
+        run = subprocess.run([sys.executable, str(example), "--server", yardd.address, "--plaintext", "--gpus", "2", "demo-py"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("demo-py decomposed", run.stdout)
+        ends = re.findall(r"event \d+ operation.succeeded (op-\d+)", run.stdout)
+        self.assertEqual(ends, ["op-000001", "op-000002"], run.stdout)
+
     def test_compose_wait_watch_and_decompose(self):
         yardd = self.yardd()
         with Client(yardd.address, plaintext=True, caller="py-test") as yard:

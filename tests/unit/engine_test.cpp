@@ -88,6 +88,20 @@ TEST_F(EngineTest, RejectsBadRequestsWithoutChangingAnything) {
   EXPECT_EQ(engine_->decompose(Caller::local(), "ghost").error().code, Code::kNotFound);
   EXPECT_EQ(engine_->detach(Caller::local(), {"train", {"sw1-gpu7"}}).error().code, Code::kFailedPrecondition);
   EXPECT_EQ(engine_->detach(Caller::local(), {"train", {"nope"}}).error().code, Code::kNotFound);
+  // Detaching every device would leave an empty system holding its host: decompose instead.
+  const auto train = *engine_->getSystem("train");
+  auto emptied = engine_->detach(Caller::local(), {"train", {train.bindings[0].deviceId, train.bindings[1].deviceId}});
+  ASSERT_FALSE(emptied);
+  EXPECT_EQ(emptied.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(emptied.error().message.find("decompose it instead"), std::string::npos) << emptied.error().message;
+  // A model the pool lacks can never fit: refused as a bad argument naming the models, and not learned as demand.
+  ComposeRequest b200{"b200", {}, {}};
+  b200.placement.gpuCount = 1;
+  b200.placement.model = "B200";
+  auto unknown = engine_->compose(Caller::local(), b200);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, Code::kInvalidArgument);
+  EXPECT_NE(unknown.error().message.find("the pool has: A100-SXM4-40GB, H100-SXM5-80GB"), std::string::npos) << unknown.error().message;
   EXPECT_EQ(engine_->listSystems()->size(), 1u);
   EXPECT_EQ(fabricBindings().size(), 2u);
   EXPECT_EQ(freeDevices(), 14u);
@@ -483,6 +497,11 @@ TEST_F(EngineTest, DriftIsFoundWhileRunning) {
   ASSERT_TRUE(drift) << "the periodic reconcile should notice within a few intervals";
   EXPECT_EQ(drift->subject, b.deviceId);
   EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kDegraded);
+  // The system's own event says why it is degraded.
+  const auto events = *engine_->listEvents(0, 1000);
+  const auto degraded = std::find_if(events.begin(), events.end(), [](const Event& e) { return e.type == "system.degraded"; });
+  ASSERT_NE(degraded, events.end());
+  EXPECT_NE(degraded->message.find("is degraded: " + b.deviceId + " is unbound in the fabric"), std::string::npos) << degraded->message;
 }
 
 TEST_F(EngineTest, ASystemMidOperationRefusesAnotherOperation) {

@@ -97,6 +97,22 @@ TEST(Packing, RespectsModelMemoryAndHealth) {
   EXPECT_FALSE(place(pool, r).placement) << "a critical GPU is not eligible";
 }
 
+TEST(Packing, AModelThePoolLacksIsRefusedWithTheModelsItHas) {
+  Pool pool(defaultTopology());
+  PlacementRequest r = gpus(1);
+  r.model = "B200";
+  auto d = place(pool, r);
+  ASSERT_FALSE(d.placement);
+  EXPECT_EQ(d.error->code, Code::kInvalidArgument) << "it can never fit: not capacity, so not queued or learned as demand";
+  EXPECT_NE(d.error->message.find("no GPU in the pool is a 'B200'; the pool has: A100-SXM4-40GB, H100-SXM5-80GB"), std::string::npos)
+      << d.error->message;
+  r.model = "a100-sxm4-40gb";
+  d = place(pool, r);
+  ASSERT_FALSE(d.placement);
+  EXPECT_NE(d.error->message.find("did you mean 'A100-SXM4-40GB'?"), std::string::npos) << d.error->message;
+  EXPECT_EQ(pool.gpuModels(), (std::vector<std::string>{"A100-SXM4-40GB", "H100-SXM5-80GB"}));
+}
+
 TEST(Packing, RespectsHostDeviceLimitAndOneSystemPerHost) {
   const Topology t = TopologyBuilder().sw("a").gpus("a", 8).host("small", {"a"}, 2).host("big", {"a"}, 8).build();
   Pool pool(t);

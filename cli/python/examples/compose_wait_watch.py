@@ -27,15 +27,18 @@ def main():
 
     with Client(args.server, ca=args.ca, token_file=args.token_file, plaintext=args.plaintext, caller="python-example") as yard:
         events = []
-        finished = threading.Event()
+        ended = set()  # operations whose end event the stream has delivered
+        changed = threading.Condition()
         stream = yard.watch()  # live events from now on
 
         def collect():
             try:
                 for event in stream:
-                    events.append(event)
-                    if event.type in ("operation.succeeded", "operation.failed") and event.subject == last_op[0]:
-                        finished.set()
+                    with changed:
+                        events.append(event)
+                        if event.type in ("operation.succeeded", "operation.failed"):
+                            ended.add(event.subject)
+                        changed.notify_all()
             except grpc.RpcError:
                 pass  # cancelled below
 
@@ -56,7 +59,9 @@ def main():
                 last_op[0] = op.id
                 yard.wait(op.id)
                 print(f"{args.name} decomposed")
-            finished.wait(timeout=5)  # the last operation's own end event
+            # The last operation's own end event (not the compose's, which may arrive after it was waited for).
+            with changed:
+                changed.wait_for(lambda: last_op[0] in ended, timeout=5)
         except OperationFailed as failed:
             print(failed, file=sys.stderr)
             return 1
