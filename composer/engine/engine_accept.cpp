@@ -478,12 +478,6 @@ Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest
   std::vector<Binding> leaving;
   for (const auto& b : system.bindings)
     if (unbound.contains(b.deviceId)) leaving.push_back(b);
-  // An empty system would still hold its host, which no other system can then get.
-  if (!system.bindings.empty() && leaving.size() == system.bindings.size())
-    return fail(Code::kFailedPrecondition,
-                fmt::format("detaching every device of system '{}' would leave it empty, still holding host {}: decompose it instead "
-                            "(`yardctl decompose {}`)",
-                            system.name, system.hostId, system.name));
   op.steps = unbindSteps(std::move(leaving), policy, !op.gpuInstances.empty());
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;

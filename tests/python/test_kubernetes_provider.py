@@ -104,7 +104,9 @@ class KubernetesProviderTest(YarddTestCase):
             self.assertEqual(bad.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
             with self.assertRaises(grpc.RpcError) as no_fit:
                 yard.add_resource("x", "host3", model="no-such-gpu")
-            self.assertEqual(no_fit.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            # A model the pool lacks can never fit: a bad argument naming the pool's models, not "try again later".
+            self.assertEqual(no_fit.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            self.assertIn("the pool has: A100-SXM4-40GB, H100-SXM5-80GB", no_fit.exception.details())
 
 
 if __name__ == "__main__":
