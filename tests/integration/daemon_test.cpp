@@ -286,8 +286,12 @@ TEST_F(DaemonTest, AStartWhoseResumeHitsAFailedStoreFailsWithTheReasonInsteadOfH
 TEST_F(DaemonTest, AYarddThatCanNoLongerWriteExitsSeventyFiveForItsServiceManager) {
   // The 10th store transaction fails: after the start's, during the composes below.
   startDaemon({"--fail-point", "store.before-commit=error@10"});
-  (void)yardctl("compose a --gpus 1");
-  (void)yardctl("compose b --gpus 1");
+  // How many transactions the start and each compose take depends on timing (background writes): compose on
+  // until the 10th fails, instead of counting on two composes reaching it (on a busy machine they once did not).
+  for (int i = 0; i < 8; ++i) {
+    (void)yardctl(fmt::format("compose c{} --gpus 1", i));
+    if (daemon_->waitExit(200ms)) break;
+  }
   ASSERT_TRUE(daemon_->waitExit(20s)) << "a yardd that cannot write does not keep serving";
   EXPECT_EQ(daemon_->exitCode(), 75);
   EXPECT_NE(daemon_->log().find("not serving; exiting with status 75"), std::string::npos) << daemon_->log();
