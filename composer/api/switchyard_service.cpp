@@ -11,6 +11,7 @@
 
 #include "composer/api/proto_convert.h"
 #include "composer/api/status_mapping.h"
+#include "composer/api/tenant_redaction.h"
 #include "composer/model/access.h"
 #include "composer/model/label_selector.h"
 #include "composer/model/version.h"
@@ -56,25 +57,6 @@ std::vector<const T*> pageOf(const std::vector<T>& all, IdOf idOf, Keep keep, in
 
 std::function<void(const Operation&)> fillOperation(const Engine& engine, v1::Operation* out) {
   return [&engine, out](const Operation& op) { toProto(op, engine.stepKinds(), *out); };
-}
-
-// A tenant sees that another tenant's device or host is taken, not by which system, operation or host.
-bool foreignTo(const Caller& caller, const PoolView* view, const std::string& systemId) {
-  if (caller.role != Role::kTenant || systemId.empty()) return false;
-  const auto system = view ? view->systems.find(systemId) : nullptr;
-  return !system || !maySee(caller, system->tenant);
-}
-
-void redact(const Caller& caller, const PoolView* view, const DeviceView& d, v1::Device& device) {
-  if (d.assignment.allocation == DeviceAllocation::kFree || !foreignTo(caller, view, d.systemId.empty() ? d.assignment.owner : d.systemId)) return;
-  device.clear_system_id();
-  device.clear_host_id();
-  device.clear_owner();
-  device.clear_upstream_port_id();
-}
-
-void redact(const Caller& caller, const PoolView* view, const HostView& h, v1::Host& host) {
-  if (foreignTo(caller, view, h.systemId)) host.clear_system_id();
 }
 
 }  // namespace
@@ -234,7 +216,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1:
   for (const DeviceView* d : pageOfDevices(*view, filter, [](const DeviceView&) { return true; }, size, req->page_token(), next)) {
     auto& device = *out->add_devices();
     toProto(*d, device);
-    redact(*caller, view.get(), *d, device);
+    redactForCaller(*caller, view.get(), *d, device);
   }
   out->set_next_page_token(next);
   return finished(ctx, grpc::Status::OK);
@@ -253,7 +235,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::L
                  next)) {
           auto& host = *out->add_hosts();
           toProto(*h, host);
-          redact(caller, view.get(), *h, host);
+          redactForCaller(caller, view.get(), *h, host);
         }
         out->set_next_page_token(next);
       });
@@ -280,8 +262,8 @@ grpc::ServerUnaryReactor* SwitchyardService::GetTopology(Context* ctx, const v1:
         toProto(v.topology, v.hosts, v.devices, *out);
         if (caller.role != Role::kTenant) return;
         const auto view = engine_.view();
-        for (std::size_t i = 0; i < v.hosts.size(); ++i) redact(caller, view.get(), v.hosts[i], *out->mutable_hosts(static_cast<int>(i)));
-        for (std::size_t i = 0; i < v.devices.size(); ++i) redact(caller, view.get(), v.devices[i], *out->mutable_devices(static_cast<int>(i)));
+        for (std::size_t i = 0; i < v.hosts.size(); ++i) redactForCaller(caller, view.get(), v.hosts[i], *out->mutable_hosts(static_cast<int>(i)));
+        for (std::size_t i = 0; i < v.devices.size(); ++i) redactForCaller(caller, view.get(), v.devices[i], *out->mutable_devices(static_cast<int>(i)));
       });
 }
 
