@@ -1,0 +1,715 @@
+#include "tests/support/switchtec_emulator.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace switchyard::testing {
+
+using namespace switchtec;
+
+namespace {
+
+constexpr std::size_t kMaxEvents = 128;
+
+std::uint16_t pdfidFor(std::uint8_t pax, std::size_t endpoint, std::size_t function) {
+  return static_cast<std::uint16_t>(0x100u * (pax + 1u) + endpoint * 8 + function);
+}
+
+bool recvExact(int fd, std::uint8_t* out, std::size_t n) {
+  std::size_t done = 0;
+  while (done < n) {
+    const auto r = ::recv(fd, out + done, n - done, 0);
+    if (r <= 0) return false;
+    done += static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+bool sendAll(int fd, const Bytes& b) {
+  std::size_t done = 0;
+  while (done < b.size()) {
+    const auto r = ::send(fd, b.data() + done, b.size() - done, MSG_NOSIGNAL);
+    if (r <= 0) return false;
+    done += static_cast<std::size_t>(r);
+  }
+  return true;
+}
+
+Result<std::uint32_t> number(const nlohmann::json& j, std::string_view field, std::uint32_t max, std::string_view where) {
+  if (j.is_number_unsigned() && j.get<std::uint64_t>() <= max) return j.get<std::uint32_t>();
+  if (j.is_string()) {
+    const auto s = j.get<std::string>();
+    try {
+      std::size_t used = 0;
+      const auto v = std::stoul(s, &used, 0);
+      if (used == s.size() && v <= max) return static_cast<std::uint32_t>(v);
+    } catch (const std::exception&) {
+    }
+  }
+  return fail(Code::kInvalidArgument, fmt::format("{}: '{}' must be a number up to {:#x} (decimal or 0x hex), got {}", where, field, max, j.dump()));
+}
+
+}  // namespace
+
+struct SwitchtecEmulator::Chip {
+  EmulatedPax spec;
+  std::map<std::uint8_t, Hvd> hvds;     // by host port
+  std::set<std::uint8_t> linksDown;     // endpoint ports whose link is down
+  std::deque<GfmsEvent> events;
+  bool overflow = false;
+};
+
+struct SwitchtecEmulator::Connection {
+  std::map<std::uint8_t, Bytes> dumps;  // GFMS dump in progress, by section
+  Bytes topo;
+};
+
+Result<SwitchtecTopology> parseSwitchtecTopology(const std::string& text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return fail(Code::kInvalidArgument, fmt::format("Switchtec topology: not JSON: {}", e.what()));
+  }
+  if (!j.is_object() || !j.contains("pax") || !j["pax"].is_array() || j["pax"].empty())
+    return fail(Code::kInvalidArgument, "Switchtec topology: needs \"pax\": [ {\"id\": 0, \"hosts\": [...], \"endpoints\": [...]} ]");
+  SwitchtecTopology t;
+  std::set<std::uint8_t> ids;
+  for (std::size_t i = 0; i < j["pax"].size(); ++i) {
+    const auto& c = j["pax"][i];
+    const auto where = fmt::format("Switchtec topology: pax[{}]", i);
+    if (!c.is_object()) return fail(Code::kInvalidArgument, where + " is not an object");
+    for (const auto& [key, value] : c.items())
+      if (key != "id" && key != "device_id" && key != "hosts" && key != "endpoints" && key != "links")
+        return fail(Code::kInvalidArgument, fmt::format("{}: unknown key '{}' (id, device_id, hosts, endpoints, links)", where, key));
+    EmulatedPax pax;
+    SY_ASSIGN(auto id, number(c.value("id", nlohmann::json(i)), "id", 15, where));
+    pax.id = static_cast<std::uint8_t>(id);
+    if (!ids.insert(pax.id).second) return fail(Code::kInvalidArgument, fmt::format("{}: PAX id {} twice", where, pax.id));
+    if (c.contains("device_id")) {
+      SY_ASSIGN(auto dev, number(c["device_id"], "device_id", 0xffff, where));
+      pax.deviceId = static_cast<std::uint16_t>(dev);
+      if (paxModel(pax.deviceId).empty()) return fail(Code::kInvalidArgument, fmt::format("{}: device_id {:#06x} is not a PAX", where, pax.deviceId));
+    }
+    std::set<std::uint32_t> ports;
+    auto port = [&](const nlohmann::json& o, std::string_view what) -> Result<std::uint8_t> {
+      if (!o.is_object() || !o.contains("port")) return fail(Code::kInvalidArgument, fmt::format("{}: each of {} needs a \"port\"", where, what));
+      SY_ASSIGN(auto p, number(o["port"], "port", 59, where));
+      if (!ports.insert(p).second) return fail(Code::kInvalidArgument, fmt::format("{}: port {} used twice", where, p));
+      return static_cast<std::uint8_t>(p);
+    };
+    for (const auto& h : c.value("hosts", nlohmann::json::array())) {
+      EmulatedHost host;
+      SY_ASSIGN(host.port, port(h, "hosts"));
+      SY_ASSIGN(auto lp, number(h.value("logical_ports", nlohmann::json(8)), "logical_ports", 32, where));
+      if (lp == 0) return fail(Code::kInvalidArgument, fmt::format("{}: a host needs at least one logical port", where));
+      host.logicalPorts = static_cast<std::uint16_t>(lp);
+      pax.hosts.push_back(host);
+    }
+    for (const auto& e : c.value("endpoints", nlohmann::json::array())) {
+      EmulatedEndpoint ep;
+      SY_ASSIGN(ep.port, port(e, "endpoints"));
+      if (e.contains("functions")) {
+        ep.functions.clear();
+        for (const auto& f : e["functions"]) {
+          EmulatedFunction fn;
+          SY_ASSIGN(auto v, number(f.value("vendor", nlohmann::json(fn.vendorId)), "vendor", 0xffff, where));
+          SY_ASSIGN(auto d, number(f.value("device", nlohmann::json(fn.deviceId)), "device", 0xffff, where));
+          SY_ASSIGN(auto cls, number(f.value("class", nlohmann::json(fn.classCode)), "class", 0xffffff, where));
+          fn.vendorId = static_cast<std::uint16_t>(v);
+          fn.deviceId = static_cast<std::uint16_t>(d);
+          fn.classCode = cls;
+          ep.functions.push_back(fn);
+        }
+        if (ep.functions.empty() || ep.functions.size() > static_cast<std::size_t>(kFunctionsPerLogicalPort))
+          return fail(Code::kInvalidArgument, fmt::format("{}: an endpoint has 1 to 8 functions", where));
+      }
+      pax.endpoints.push_back(ep);
+    }
+    if (pax.endpoints.size() > 32) return fail(Code::kInvalidArgument, fmt::format("{}: at most 32 endpoints per PAX", where));
+    for (const auto& l : c.value("links", nlohmann::json::array())) {
+      EmulatedLink link;
+      SY_ASSIGN(link.port, port(l, "links"));
+      SY_ASSIGN(auto peer, number(l.value("peer_pax", nlohmann::json(-1)), "peer_pax", 15, where));
+      SY_ASSIGN(auto peerPort, number(l.value("peer_port", nlohmann::json(-1)), "peer_port", 59, where));
+      link.peerPax = static_cast<std::uint8_t>(peer);
+      link.peerPort = static_cast<std::uint8_t>(peerPort);
+      pax.links.push_back(link);
+    }
+    t.chips.push_back(std::move(pax));
+  }
+  for (const auto& c : t.chips)
+    for (const auto& l : c.links) {
+      auto peer = std::find_if(t.chips.begin(), t.chips.end(), [&](const EmulatedPax& p) { return p.id == l.peerPax; });
+      const bool back = peer != t.chips.end() && std::any_of(peer->links.begin(), peer->links.end(), [&](const EmulatedLink& b) {
+                          return b.port == l.peerPort && b.peerPax == c.id && b.peerPort == l.port;
+                        });
+      if (!back)
+        return fail(Code::kInvalidArgument,
+                    fmt::format("Switchtec topology: PAX {} port {} links to PAX {} port {}, which does not link back", c.id, l.port, l.peerPax, l.peerPort));
+    }
+  return t;
+}
+
+Result<SwitchtecTopology> loadSwitchtecTopology(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) return fail(Code::kNotFound, fmt::format("cannot read Switchtec topology {}", file.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto t = parseSwitchtecTopology(ss.str());
+  if (!t) return fail(t.error().wrap(file.string()));
+  return t;
+}
+
+SwitchtecTopology generateSwitchtecTopology(int chips, int hosts, int gpus) {
+  SwitchtecTopology t;
+  for (int c = 0; c < chips; ++c) {
+    EmulatedPax pax;
+    pax.id = static_cast<std::uint8_t>(c);
+    for (int h = 0; h < hosts; ++h) pax.hosts.push_back({static_cast<std::uint8_t>(h), 8});
+    for (int g = 0; g < gpus; ++g) pax.endpoints.push_back({static_cast<std::uint8_t>(16 + g), {EmulatedFunction{}}});
+    if (c > 0) pax.links.push_back({49, static_cast<std::uint8_t>(c - 1), 48});
+    if (c + 1 < chips) pax.links.push_back({48, static_cast<std::uint8_t>(c + 1), 49});
+    t.chips.push_back(std::move(pax));
+  }
+  return t;
+}
+
+SwitchtecEmulator::SwitchtecEmulator(Options options) : options_(std::move(options)) {
+  latencyMs_ = options_.latency.count();
+  for (const auto& spec : options_.topology.chips) {
+    auto c = std::make_unique<Chip>();
+    c->spec = spec;
+    for (const auto& h : spec.hosts) {
+      Hvd hvd;
+      hvd.instance = static_cast<std::uint8_t>(c->hvds.size());
+      hvd.physPort = h.port;
+      hvd.hfid = static_cast<std::uint16_t>(0x10 * (spec.id + 1) + hvd.instance);
+      hvd.logicalPorts = h.logicalPorts;
+      hvd.slots.resize(static_cast<std::size_t>(h.logicalPorts) * kFunctionsPerLogicalPort);
+      c->hvds[h.port] = std::move(hvd);
+    }
+    chips_.push_back(std::move(c));
+  }
+}
+
+Result<std::unique_ptr<SwitchtecEmulator>> SwitchtecEmulator::start(Options options) {
+  if (options.topology.chips.empty()) return fail(Code::kInvalidArgument, "a Switchtec emulator needs at least one PAX");
+  std::unique_ptr<SwitchtecEmulator> e(new SwitchtecEmulator(std::move(options)));
+  const auto& listen = e->options_.listen;
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return fail(Code::kInvalidArgument, fmt::format("--listen '{}': HOST:PORT", listen));
+  e->host_ = listen.substr(0, colon);
+  int port = 0;
+  try {
+    port = std::stoi(listen.substr(colon + 1));
+  } catch (const std::exception&) {
+    return fail(Code::kInvalidArgument, fmt::format("--listen '{}': the port is not a number", listen));
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::inet_pton(AF_INET, e->host_.c_str(), &addr.sin_addr) != 1)
+    return fail(Code::kInvalidArgument, fmt::format("--listen '{}': an IPv4 address is needed", listen));
+  e->listenFd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(e->listenFd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(e->listenFd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(e->listenFd_, 64) != 0)
+    return fail(Code::kUnavailable, fmt::format("cannot listen on {}: {}", listen, std::strerror(errno)));
+  socklen_t len = sizeof addr;
+  ::getsockname(e->listenFd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  e->port_ = ntohs(addr.sin_port);
+  e->acceptThread_ = std::thread([raw = e.get()] { raw->acceptLoop(); });
+  return e;
+}
+
+SwitchtecEmulator::~SwitchtecEmulator() {
+  stopping_ = true;
+  ::shutdown(listenFd_, SHUT_RDWR);
+  if (acceptThread_.joinable()) acceptThread_.join();
+  ::close(listenFd_);
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mutex_);
+    for (int fd : connectionFds_) ::shutdown(fd, SHUT_RDWR);
+    threads = std::move(connectionThreads_);
+  }
+  for (auto& t : threads) t.join();
+}
+
+std::string SwitchtecEmulator::endpoint() const { return fmt::format("{}:{}", host_, port_); }
+
+void SwitchtecEmulator::acceptLoop() {
+  while (!stopping_) {
+    const int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (stopping_) return;
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    std::lock_guard lock(mutex_);
+    connectionFds_.push_back(fd);
+    connectionThreads_.emplace_back([this, fd] { serve(fd); });
+  }
+}
+
+void SwitchtecEmulator::serve(int fd) {
+  Connection connection;
+  bool opened = false;
+  for (;;) {
+    std::array<std::uint8_t, kEthHeaderSize> raw{};
+    if (!recvExact(fd, raw.data(), raw.size())) break;
+    auto header = decodeHeader(raw);
+    if (!header) break;
+    Bytes body(header->payloadBytes);
+    if (!body.empty() && !recvExact(fd, body.data(), body.size())) break;
+    if (header->packet == EthPacket::kOpen) {
+      if (header->function != EthFunction::kOpenRequest) break;
+      opened = true;
+      const bool known = header->serviceType == static_cast<std::uint8_t>(EthService::kCommand) ||
+                         header->serviceType == static_cast<std::uint8_t>(EthService::kEvent);
+      if (!sendAll(fd, encodeHeader({.function = known ? EthFunction::kOpenAccept : EthFunction::kOpenReject,
+                                     .packet = EthPacket::kOpen,
+                                     .serviceInstance = header->serviceInstance,
+                                     .serviceType = header->serviceType,
+                                     .outputBytes = static_cast<std::uint16_t>(known ? 0 : 1)})))
+        break;
+      continue;
+    }
+    if (!opened) break;  // commands before OPEN: not a management client
+    {
+      std::lock_guard lock(mutex_);
+      if (closeConnections_ > 0) {
+        --closeConnections_;
+        break;
+      }
+    }
+    ByteReader r(body);
+    const auto word = r.u32();
+    std::uint32_t status = 0;
+    Bytes out;
+    EthFunction replyFunction = EthFunction::kMrpcResponse;
+    std::size_t outputBytes = header->outputBytes;
+    if (header->function == EthFunction::kGasCommand) {
+      replyFunction = EthFunction::kGasResponse;
+      const auto offset = r.u32();
+      const auto bytes = r.u16();
+      if (word == kGasRead) {
+        out = gas(offset, bytes);
+        outputBytes = out.size();
+      } else {
+        outputBytes = 0;  // GAS writes: accepted, nothing modelled behind them
+      }
+    } else if (header->function == EthFunction::kMrpcCommand) {
+      ++commands_;
+      if (const auto ms = latencyMs_.load(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      if (!mrpc(connection, word, r.take(r.remaining()), status, out)) break;
+    } else {
+      break;
+    }
+    out.resize(outputBytes, 0);  // the client reads exactly what it asked for
+    auto reply = encodeHeader({.function = replyFunction, .packet = EthPacket::kCommand, .payloadBytes = static_cast<std::uint16_t>(4 + out.size())});
+    ByteWriter w;
+    w.u32(status).bytes(out);
+    const auto tail = w.take();
+    reply.insert(reply.end(), tail.begin(), tail.end());
+    if (!sendAll(fd, reply)) break;
+  }
+  std::lock_guard lock(mutex_);
+  connectionFds_.erase(std::remove(connectionFds_.begin(), connectionFds_.end(), fd), connectionFds_.end());
+  ::close(fd);
+}
+
+Bytes SwitchtecEmulator::gas(std::uint32_t offset, std::uint16_t bytes) const {
+  ByteWriter image;  // the few registers a client reads over GAS: top (partitions) and system info
+  Bytes out(bytes, 0);
+  const auto put = [&](std::uint32_t at, std::uint64_t value, int width) {
+    for (int i = 0; i < width; ++i) {
+      const auto a = at + static_cast<std::uint32_t>(i);
+      if (a >= offset && a < offset + bytes) out[a - offset] = static_cast<std::uint8_t>(value >> (8 * i));
+    }
+  };
+  const auto& local = options_.topology.chips.front();
+  put(kGasTopPartitionCount, 1, 1);
+  put(kGasTopPartitionId, 0, 1);
+  put(kGasDeviceId, local.deviceId, 4);
+  put(kGasDeviceId + 4, 0x100, 4);       // device version
+  put(kGasDeviceId + 8, 0x04050000, 4);  // firmware version 4.5
+  return out;
+}
+
+SwitchtecEmulator::Chip* SwitchtecEmulator::chip(std::uint8_t pax) {
+  for (auto& c : chips_)
+    if (c->spec.id == pax) return c.get();
+  return nullptr;
+}
+const SwitchtecEmulator::Chip* SwitchtecEmulator::chip(std::uint8_t pax) const {
+  for (const auto& c : chips_)
+    if (c->spec.id == pax) return c.get();
+  return nullptr;
+}
+
+bool SwitchtecEmulator::reachable(std::uint8_t from, std::uint8_t to) const {
+  std::set<std::uint8_t> seen{from};
+  std::vector<std::uint8_t> todo{from};
+  while (!todo.empty()) {
+    const auto* c = chip(todo.back());
+    todo.pop_back();
+    if (!c) continue;
+    for (const auto& l : c->spec.links)
+      if (seen.insert(l.peerPax).second) todo.push_back(l.peerPax);
+  }
+  return seen.contains(to);
+}
+
+void SwitchtecEmulator::pushEvent(Chip& c, GfmsEventCode code, Bytes data) {
+  if (c.events.size() >= kMaxEvents) {
+    c.overflow = true;
+    c.events.pop_front();
+  }
+  c.events.push_back({code, c.spec.id, std::move(data)});
+}
+
+PaxAll SwitchtecEmulator::paxAll(const Chip& c) const {
+  PaxAll all;
+  auto& g = all.general;
+  g.header = {.sectionClass = 0, .paxIndex = c.spec.id, .swfid = static_cast<std::uint16_t>(0x8000 | c.spec.id)};
+  g.physPortCount = static_cast<std::uint8_t>(c.spec.hosts.size() + c.spec.endpoints.size() + c.spec.links.size());
+  g.hvdCount = static_cast<std::uint8_t>(c.hvds.size());
+  g.pdfidStart = pdfidFor(c.spec.id, 0, 0);
+  g.pdfidEnd = static_cast<std::uint16_t>(g.pdfidStart + 0xff);
+  g.hfidStart = static_cast<std::uint16_t>(0x10 * (c.spec.id + 1));
+  g.hfidEnd = static_cast<std::uint16_t>(g.hfidStart + 0xf);
+  for (const auto& [port, hvd] : c.hvds) {
+    all.hvds.push_back(hvd);
+    g.rcPortMap |= std::uint64_t{1} << port;
+  }
+  for (std::size_t i = 0; i < c.spec.endpoints.size(); ++i) {
+    const auto& spec = c.spec.endpoints[i];
+    g.epPortMap |= std::uint64_t{1} << spec.port;
+    EpPort port;
+    port.physPort = spec.port;
+    if (c.linksDown.contains(spec.port)) {
+      port.kind = EpPortKind::kNone;
+    } else {
+      port.kind = EpPortKind::kEndpoint;
+      port.attachedDspEnumId = static_cast<std::uint16_t>(0x100 + spec.port);
+      ++g.epCount;
+      for (std::size_t f = 0; f < spec.functions.size(); ++f) {
+        EpFunction fn;
+        fn.functionId = static_cast<std::uint16_t>(f);
+        fn.sriovCapPf = 1;  // a physical function without SR-IOV
+        fn.pdfid = pdfidFor(c.spec.id, i, f);
+        fn.vendorId = spec.functions[f].vendorId;
+        fn.deviceId = spec.functions[f].deviceId;
+        fn.subVendorId = spec.functions[f].subVendorId;
+        fn.subDeviceId = spec.functions[f].subDeviceId;
+        fn.classCode = spec.functions[f].classCode;
+        fn.bars[0] = {0x0, 24};   // 16 MiB registers
+        fn.bars[1] = {0xc, 37};   // 128 GiB prefetchable (the GPU's memory window)
+        fn.bars[3] = {0xc, 25};
+        if (auto b = bound_.find(fn.pdfid); b != bound_.end()) {
+          fn.bound = true;
+          fn.boundPaxId = b->second.pax;
+          fn.boundHvdPhysPort = b->second.hostPort;
+          fn.boundHvdLogPort = b->second.logicalPort;
+        }
+        ++g.epFunctionCount;
+        port.functions.push_back(fn);
+      }
+    }
+    all.epPorts.push_back(std::move(port));
+  }
+  for (const auto& l : c.spec.links) g.fabPortMap |= std::uint64_t{1} << l.port;
+  return all;
+}
+
+TopoInfo SwitchtecEmulator::topoInfo(const Chip& c) const {
+  TopoInfo t;
+  t.switchIndex = c.spec.id;
+  const auto gen = paxGeneration(c.spec.deviceId).value_or(Generation::kGen4);
+  const std::uint8_t rate = gen == Generation::kGen5 ? 5 : 4;
+  for (const auto& h : c.spec.hosts) t.ports.push_back({.physPort = h.port, .type = PortType::kHost, .cfgRate = rate, .negRate = rate});
+  for (const auto& e : c.spec.endpoints) {
+    PortInfo p{.physPort = e.port, .type = PortType::kEndpoint, .cfgRate = rate, .negRate = rate};
+    if (c.linksDown.contains(e.port)) {
+      p.negWidth = 0;
+      p.majorLtssm = 0;  // Detect (quiet)
+    }
+    t.ports.push_back(p);
+  }
+  for (const auto& l : c.spec.links) t.ports.push_back({.physPort = l.port, .type = PortType::kFabric, .cfgRate = rate, .negRate = rate});
+  std::sort(t.ports.begin(), t.ports.end(), [](const PortInfo& a, const PortInfo& b) { return a.physPort < b.physPort; });
+  return t;
+}
+
+std::uint32_t SwitchtecEmulator::bind(const BindRequest& r) {
+  Chip* host = chip(r.hostSwitchIndex);
+  if (!host || !host->hvds.contains(r.hostPhysPort)) return mrpc_error::kPhysPortNotExist;
+  auto& hvd = host->hvds[r.hostPhysPort];
+  if (r.hostLogPort >= hvd.logicalPorts) return mrpc_error::kNoLogicalPort;
+  for (int f = 0; f < kFunctionsPerLogicalPort; ++f)
+    if (hvd.slot(f, r.hostLogPort).bound) return mrpc_error::kLogicalPortAlreadyBound;
+  std::set<std::uint16_t> seen;
+  for (const auto pdfid : r.pdfids) {
+    if (!seen.insert(pdfid).second) return mrpc_error::kParamInvalid;
+    const Chip* owner = nullptr;
+    for (const auto& c : chips_) {
+      const auto start = pdfidFor(c->spec.id, 0, 0);
+      if (pdfid >= start && pdfid < start + 0x100) owner = c.get();
+    }
+    if (!owner) return mrpc_error::kParamInvalid;
+    const auto index = static_cast<std::size_t>((pdfid - pdfidFor(owner->spec.id, 0, 0)) / 8);
+    const auto function = static_cast<std::size_t>((pdfid - pdfidFor(owner->spec.id, 0, 0)) % 8);
+    if (index >= owner->spec.endpoints.size() || function >= owner->spec.endpoints[index].functions.size())
+      return mrpc_error::kParamInvalid;
+    if (owner->linksDown.contains(owner->spec.endpoints[index].port)) return mrpc_error::kPhysPortDisabled;
+    if (bound_.contains(pdfid)) return mrpc_error::kPhysPortAlreadyBound;
+    if (!reachable(host->spec.id, owner->spec.id)) return mrpc_error::kBindCheckFail;
+  }
+  for (std::size_t f = 0; f < r.pdfids.size(); ++f) {
+    hvd.slot(static_cast<int>(f), r.hostLogPort) = {true, r.pdfids[f]};
+    bound_[r.pdfids[f]] = {r.hostSwitchIndex, r.hostPhysPort, r.hostLogPort};
+    ByteWriter e;
+    e.u8(r.hostSwitchIndex).u8(r.hostPhysPort).u8(r.hostLogPort).u8(0).u16(r.pdfids[f]);
+    pushEvent(*host, GfmsEventCode::kBind, e.take());
+  }
+  return 0;
+}
+
+std::uint32_t SwitchtecEmulator::unbind(const UnbindRequest& r) {
+  Chip* host = chip(r.hostSwitchIndex);
+  if (!host || !host->hvds.contains(r.hostPhysPort)) return mrpc_error::kPhysPortNotExist;
+  auto& hvd = host->hvds[r.hostPhysPort];
+  if (r.hostLogPort >= hvd.logicalPorts) return mrpc_error::kParamInvalid;
+  bool any = false;
+  for (int f = 0; f < kFunctionsPerLogicalPort; ++f) {
+    auto& slot = hvd.slot(f, r.hostLogPort);
+    if (!slot.bound) continue;
+    any = true;
+    bound_.erase(slot.pdfid);
+    ByteWriter e;
+    e.u8(r.hostSwitchIndex).u8(r.hostPhysPort).u8(r.hostLogPort).u8(0).u16(slot.pdfid);
+    pushEvent(*host, GfmsEventCode::kUnbind, e.take());
+    slot = {};
+  }
+  return any ? 0 : mrpc_error::kLogicalPortNotBound;
+}
+
+bool SwitchtecEmulator::mrpc(Connection& conn, std::uint32_t word, std::span<const std::uint8_t> payload, std::uint32_t& status, Bytes& out) {
+  std::lock_guard lock(mutex_);
+  const auto op = word & kCommandMask;
+  const auto paxField = static_cast<std::uint8_t>((word >> kPaxIdShift) & kPaxIdMask);
+  const auto localId = chips_.front()->spec.id;
+  const std::uint8_t paxId = paxField == kPaxIdLocal ? localId : paxField;
+  Chip* target = chip(paxId);
+  ByteReader in(payload);
+  ByteWriter w;
+  status = 0;
+  if (op == static_cast<std::uint32_t>(Mrpc::kPing)) {
+    const auto ping = in.u32();
+    const auto gen = paxGeneration(chips_.front()->spec.deviceId).value_or(Generation::kGen4);
+    w.u32(3u | (gen == Generation::kGen5 ? 1u << 12 : 0u)).u32(~ping);
+  } else if (op == static_cast<std::uint32_t>(Mrpc::kGetPaxId)) {
+    w.u8(localId);
+  } else if (!target || !reachable(localId, paxId)) {
+    status = mrpc_error::kParamInvalid;  // a PAX this chip cannot reach
+  } else if (op == static_cast<std::uint32_t>(Mrpc::kTopoInfoDump)) {
+    const auto sub = in.u8();
+    if (sub == kTopoDumpStart) {
+      conn.topo = encodeTopoInfo(topoInfo(*target), paxGeneration(target->spec.deviceId).value_or(Generation::kGen4));
+      w.u8(0);
+    } else if (sub == kTopoDumpStatus) {
+      w.u8(kTopoDumpReady).u8(0).u16(static_cast<std::uint16_t>(conn.topo.size() / 4));
+    } else if (sub == kTopoDumpData || sub == kTopoDumpDataGen5) {
+      in.skip(1);
+      const std::size_t offset = in.u16();
+      const std::size_t room = payload.size() >= 4 ? std::min<std::size_t>(kTopoDataPerReply, 1024) : 0;
+      const std::size_t n = offset < conn.topo.size() ? std::min(room, conn.topo.size() - offset) / 4 * 4 : 0;
+      w.u8(kTopoDumpReady).u8(0).u16(static_cast<std::uint16_t>(n / 4));
+      w.bytes(std::span(conn.topo).subspan(std::min(offset, conn.topo.size()), n));
+    } else if (sub == kTopoDumpFinish) {
+      conn.topo.clear();
+      w.u8(0);
+    } else {
+      status = mrpc_error::kSubcmdInvalid;
+    }
+  } else if (op == static_cast<std::uint32_t>(Mrpc::kGfmsDbDump)) {
+    const auto sub = in.u8();
+    const auto param = in.u8();
+    in.skip(2);
+    const auto type = in.u32();
+    const SectionHeader header{.sectionClass = sub, .paxIndex = target->spec.id, .swfid = static_cast<std::uint16_t>(0x8000 | target->spec.id)};
+    if (sub == static_cast<std::uint8_t>(GfmsDump::kFabric)) {
+      FabricGeneral f;
+      f.header = header;
+      for (std::size_t i = 0; i < f.reach.size(); ++i)
+        f.reach[i] = chip(static_cast<std::uint8_t>(i)) && reachable(target->spec.id, static_cast<std::uint8_t>(i)) ? kReachUnicast : kReachUnreachable;
+      w.bytes(encodeFabricGeneral(f));
+    } else if (sub == static_cast<std::uint8_t>(GfmsDump::kPax)) {
+      auto g = paxAll(*target).general;
+      g.header = header;
+      w.bytes(encodePaxGeneral(g));
+    } else if (sub == static_cast<std::uint8_t>(GfmsDump::kFabPort)) {
+      auto link = std::find_if(target->spec.links.begin(), target->spec.links.end(), [&](const EmulatedLink& l) { return l.port == param; });
+      if (link == target->spec.links.end()) {
+        status = mrpc_error::kParamInvalid;
+      } else {
+        w.bytes(encodeFabPort({.header = header, .physPort = link->port, .attachedPhysPort = link->peerPort, .attachedSwitchIndex = link->peerPax,
+                               .attachedSwfid = static_cast<std::uint16_t>(0x8000 | link->peerPax), .attachedFwVersion = 0x04050000}));
+      }
+    } else if (sub == static_cast<std::uint8_t>(GfmsDump::kPaxAll) || sub == static_cast<std::uint8_t>(GfmsDump::kHvd) ||
+               sub == static_cast<std::uint8_t>(GfmsDump::kEpPort)) {
+      if (type == kDumpStart) {
+        Bytes data;
+        const auto all = paxAll(*target);
+        if (sub == static_cast<std::uint8_t>(GfmsDump::kPaxAll)) {
+          data = encodePaxAll(all);
+        } else if (sub == static_cast<std::uint8_t>(GfmsDump::kHvd)) {
+          if (param < all.hvds.size()) data = encodeHvd(header, all.hvds[param]);
+        } else {
+          for (const auto& p : all.epPorts)
+            if (p.physPort == param) data = encodeEpPortSection(header, p);
+        }
+        if (data.empty()) {
+          status = mrpc_error::kParamInvalid;
+        } else {
+          w.u32(static_cast<std::uint32_t>(data.size() / 4)).u32(static_cast<std::uint32_t>(chips_.size()));
+          conn.dumps[sub] = std::move(data);
+        }
+      } else if (type == kDumpGet) {
+        const auto offsetDw = in.u32();
+        auto it = conn.dumps.find(sub);
+        if (it == conn.dumps.end() || static_cast<std::size_t>(offsetDw) * 4 >= it->second.size()) {
+          status = mrpc_error::kParamInvalid;
+        } else {
+          const std::size_t leftDw = it->second.size() / 4 - offsetDw;
+          const std::size_t chunkDw = std::min<std::size_t>(leftDw, kDumpChunkDw - 3);
+          w.u32(offsetDw).u32(static_cast<std::uint32_t>(chunkDw + 3)).u32(0);
+          w.bytes(std::span(it->second).subspan(static_cast<std::size_t>(offsetDw) * 4, chunkDw * 4));
+        }
+      } else if (type == kDumpFinish) {
+        conn.dumps.erase(sub);
+      } else {
+        status = mrpc_error::kParamInvalid;
+      }
+    } else {
+      status = mrpc_error::kSubcmdInvalid;  // HVD_DETAIL and beyond: not modelled
+    }
+  } else if (op == static_cast<std::uint32_t>(Mrpc::kGfmsBindUnbind)) {
+    auto request = decodeBindUnbind(payload);
+    if (!request) {
+      status = mrpc_error::kBindSubcmdInvalid;
+    } else if (request->subcommand == kGfmsBind && refuseBinds_ > 0) {
+      --refuseBinds_;
+      status = refuseStatus_;
+    } else {
+      status = request->subcommand == kGfmsBind ? bind(request->bind) : unbind(request->unbind);
+      w.u8(static_cast<std::uint8_t>(status));
+      if (dropReplies_ > 0) {
+        --dropReplies_;
+        return false;  // applied, and the reply is lost with the connection
+      }
+    }
+  } else if (op == static_cast<std::uint32_t>(Mrpc::kGfmsEvent)) {
+    const auto sub = in.u8();
+    if (sub == 0) {
+      target->events.clear();
+      target->overflow = false;
+    } else {
+      in.skip(1);
+      const auto want = in.u16();
+      EventBatch batch;
+      std::size_t bytes = 4;
+      while (batch.events.size() < want && !target->events.empty() && bytes + 4 + target->events.front().data.size() <= kMrpcMaxData) {
+        bytes += 4 + target->events.front().data.size();
+        batch.events.push_back(std::move(target->events.front()));
+        target->events.pop_front();
+      }
+      batch.remaining = static_cast<std::uint16_t>(target->events.size());
+      batch.overflow = std::exchange(target->overflow, false);
+      w.bytes(encodeEventBatch(batch));
+    }
+  } else {
+    status = mrpc_error::kCommandInvalid;
+  }
+  out = w.take();
+  return true;
+}
+
+void SwitchtecEmulator::refuseBinds(int n, std::uint32_t status) {
+  std::lock_guard lock(mutex_);
+  refuseBinds_ = n;
+  refuseStatus_ = status;
+}
+
+void SwitchtecEmulator::dropReplies(int n) {
+  std::lock_guard lock(mutex_);
+  dropReplies_ = n;
+}
+
+void SwitchtecEmulator::closeConnections(int n) {
+  std::lock_guard lock(mutex_);
+  closeConnections_ = n;
+}
+
+bool SwitchtecEmulator::setLinkUp(std::uint8_t pax, std::uint8_t port, bool up) {
+  std::lock_guard lock(mutex_);
+  Chip* c = chip(pax);
+  if (!c) return false;
+  auto ep = std::find_if(c->spec.endpoints.begin(), c->spec.endpoints.end(), [&](const EmulatedEndpoint& e) { return e.port == port; });
+  if (ep == c->spec.endpoints.end()) return false;
+  const bool wasUp = !c->linksDown.contains(port);
+  if (wasUp == up) return true;
+  ByteWriter e;
+  e.u16(port).u16(static_cast<std::uint16_t>(ep->functions.size()));
+  if (up) {
+    c->linksDown.erase(port);
+    pushEvent(*c, GfmsEventCode::kDeviceAdd, e.take());
+  } else {
+    c->linksDown.insert(port);
+    pushEvent(*c, GfmsEventCode::kDeviceDelete, e.take());
+  }
+  return true;
+}
+
+bool SwitchtecEmulator::raiseAer(std::uint8_t pax, std::uint8_t port, bool dpc) {
+  std::lock_guard lock(mutex_);
+  Chip* c = chip(pax);
+  if (!c) return false;
+  ByteWriter e;
+  e.u16(port).u8(static_cast<std::uint8_t>(0x01 | (dpc ? 0x02 : 0))).u8(0).u32(0x4000).u32(0).u32(0).zeros(16);
+  pushEvent(*c, GfmsEventCode::kAer, e.take());
+  return true;
+}
+
+std::map<std::uint16_t, SwitchtecEmulator::BoundTo> SwitchtecEmulator::bindings() const {
+  std::lock_guard lock(mutex_);
+  return bound_;
+}
+
+std::uint16_t SwitchtecEmulator::pdfidOf(std::uint8_t pax, std::uint8_t port, int function) const {
+  std::lock_guard lock(mutex_);
+  const Chip* c = chip(pax);
+  if (!c) return 0;
+  for (std::size_t i = 0; i < c->spec.endpoints.size(); ++i)
+    if (c->spec.endpoints[i].port == port) return pdfidFor(pax, i, static_cast<std::size_t>(function));
+  return 0;
+}
+
+}  // namespace switchyard::testing
