@@ -13,9 +13,11 @@
 #include "fabric/multi_fabric.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
+#include "fabric/switchtec/switchtec_fabric.h"
 #include "tests/contract/fabric_driver_backend.h"
 #include "tests/support/redfish_emulator.h"
 #include "tests/support/shared_dir.h"
+#include "tests/support/switchtec_emulator.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/topology_builder.h"
 
@@ -431,10 +433,56 @@ class DomainsBackend final : public DriverBackend {
   std::unique_ptr<MultiFabric> fabric_;
 };
 
+// The Switchtec driver against the PAX emulator on the management Ethernet transport (real TCP on
+// loopback, port 0): two PAX chips joined by a fabric link, two hosts and three GPUs on each, so every
+// device is reachable from every host. Faults: the emulator's latency, closed connections (the event
+// feed), and AER reports (health; with DPC, critical).
+class SwitchtecBackend final : public DriverBackend {
+ public:
+  SwitchtecBackend() {
+    auto e = testing::SwitchtecEmulator::start({testing::generateSwitchtecTopology(2, 2, 3)});
+    if (!e) {
+      why_ = e.error().message;
+      return;
+    }
+    emulator_ = std::move(*e);
+    auto f = SwitchtecFabric::connect({.endpoint = emulator_->endpoint(), .discoveryTimeout = 10s});
+    if (!f) {
+      why_ = f.error().message;
+      return;
+    }
+    fabric_ = std::move(*f);
+  }
+  std::string unavailable() const override { return why_; }
+  FabricDriver& driver() override { return *fabric_; }
+  Clock& clock() override { return clock_; }
+  bool setLatency(Duration latency) override {
+    emulator_->setLatency(std::chrono::duration_cast<std::chrono::milliseconds>(latency));
+    return true;
+  }
+  bool breakEventFeed(int polls) override {
+    emulator_->closeConnections(polls);  // each poll's first command finds its connection closed
+    return true;
+  }
+  bool raiseHealth(const DeviceId& device, DeviceHealth health) override {
+    unsigned pax = 0, port = 0;
+    if (std::sscanf(device.c_str(), "pax%u-ep%u", &pax, &port) != 2) return false;
+    if (health == DeviceHealth::kOk) return false;
+    return emulator_->raiseAer(static_cast<std::uint8_t>(pax), static_cast<std::uint8_t>(port), health == DeviceHealth::kCritical);
+  }
+
+ private:
+  std::string why_;
+  SystemClock clock_;
+  std::unique_ptr<testing::SwitchtecEmulator> emulator_;
+  std::unique_ptr<SwitchtecFabric> fabric_;
+};
+
 INSTANTIATE_TEST_SUITE_P(Drivers, FabricDriverContract,
                          ::testing::Values(DriverFactory{"simulated", [] { return std::make_unique<SimulatedBackend>(); }},
                                            DriverFactory{"redfish", [] { return std::make_unique<RedfishBackend>(); }},
-                                           DriverFactory{"domains", [] { return std::make_unique<DomainsBackend>(); }}),
+                                           DriverFactory{"domains", [] { return std::make_unique<DomainsBackend>(); }},
+                                           DriverFactory{"switchtec", [] { return std::make_unique<SwitchtecBackend>(); }}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -317,7 +317,11 @@ void SwitchtecEmulator::serve(int fd) {
       }
     } else if (header->function == EthFunction::kMrpcCommand) {
       ++commands_;
-      if (const auto ms = latencyMs_.load(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      // Slow answers: sleep in steps, so that stopping the emulator does not wait for them.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(latencyMs_.load());
+      while (!stopping_ && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(until - std::chrono::steady_clock::now(), std::chrono::milliseconds(20)));
+      if (stopping_) break;
       if (!mrpc(connection, word, r.take(r.remaining()), status, out)) break;
     } else {
       break;
