@@ -23,7 +23,9 @@ struct DaemonOptions {
   std::string durability = "normal";
   std::filesystem::path topologyFile;
   int generateGpus = 0;
-  std::string driver = "simulated";  // simulated | redfish
+  std::string driver = "simulated";  // simulated | redfish | switchtec
+  std::string switchtecEndpoint;      // HOST[:PORT][@INSTANCE] or /dev/switchtecN
+  std::vector<std::string> switchtecHosts;  // PAXn-pP=NAME: operator names for the fabric's host ports
   std::vector<std::string> domains;  // NAME=DRIVER[,KEY=VALUE...] (domain_spec.h); empty: one domain from the flags above
   std::string redfishUrl;
   std::string redfishFabric = "CXL";
@@ -133,17 +135,24 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--sim-timeout-next", o.simTimeoutNext, "Fault injection: the next N binds/unbinds time out")->check(CLI::NonNegativeNumber);
   app.add_option("--sim-seed", o.simSeed, "Seed for probabilistic faults")->capture_default_str();
   app.add_option("--driver", o.driver,
-                 "Switch driver: simulated (the embedded simulated switch; default) or redfish (a fabric manager's Redfish "
-                 "service: --redfish-url, --redfish-fabric, --redfish-user, --redfish-password-file)")
-      ->check(CLI::IsMember({"simulated", "redfish"}))
+                 "Switch driver: simulated (the embedded simulated switch; default), redfish (a fabric manager's Redfish "
+                 "service: --redfish-url, --redfish-fabric, --redfish-user, --redfish-password-file) or switchtec (a Microchip "
+                 "Switchtec PAX fabric, natively: --switchtec, --switchtec-host; docs/switchtec.md)")
+      ->check(CLI::IsMember({"simulated", "redfish", "switchtec"}))
       ->capture_default_str();
   app.add_option("--domain", o.domains,
                  "A fabric domain of a pool run by several switch managers (repeat per domain): NAME=simulated,topology=FILE "
                  "(or generate-gpus=N; state=FILE|none, latency-ms=N) or NAME=redfish,url=https://HOST[:PORT] (fabric=ID, user=NAME, "
-                 "password-file=FILE, ca=FILE). One pool view; no system spans two domains; capacity is shown per domain. "
+                 "password-file=FILE, ca=FILE) or NAME=switchtec,endpoint=HOST[:PORT]|/dev/switchtecN. One pool view; no system spans two domains; capacity is shown per domain. "
                  "Replaces --driver, --topology and --generate-gpus (docs/operations.md)")
       ->excludes("--topology")
       ->excludes("--generate-gpus");
+  app.add_option("--switchtec", o.switchtecEndpoint,
+                 "Switchtec driver: the PAX's management port, HOST[:PORT][@INSTANCE] (TCP, port 54545 by default), or the kernel "
+                 "driver's /dev/switchtecN on the management host");
+  app.add_option("--switchtec-host", o.switchtecHosts,
+                 "Switchtec driver: name the host cabled to a PAX port, paxN-pP=NAME (repeat; two ports with one name are one host "
+                 "with two upstream ports). Unnamed hosts are called paxN-hostP");
   app.add_option("--redfish-url", o.redfishUrl, "Redfish driver: the service, https://HOST[:PORT] (its certificate is verified) or http://");
   app.add_option("--redfish-ca", o.redfishCa, "Redfish driver: trust this CA certificate (PEM) for https, e.g. the manager's self-signed one")
       ->check(CLI::ExistingFile);

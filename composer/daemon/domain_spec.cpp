@@ -42,7 +42,7 @@ bool validName(const std::string& name) {
 Result<DomainSpec> parseDomainSpec(const std::string& text) {
   const auto usage = fmt::format("--domain '{}': expected NAME=simulated[,topology=FILE|,generate-gpus=N][,state=FILE|none]"
                                  "[,latency-ms=N] or NAME=redfish,url=https://HOST[:PORT][,fabric=ID][,user=NAME]"
-                                 "[,password-file=FILE][,ca=FILE]",
+                                 "[,password-file=FILE][,ca=FILE] or NAME=switchtec,endpoint=HOST[:PORT]|/dev/switchtecN",
                                  text);
   const auto eq = text.find('=');
   if (eq == std::string::npos) return fail(Code::kInvalidArgument, usage);
@@ -53,11 +53,11 @@ Result<DomainSpec> parseDomainSpec(const std::string& text) {
                 fmt::format("--domain '{}': the name '{}' must be 1 to 63 letters, digits, '-', '_' or '.'", text, spec.name));
   auto parts = splitOn(text.substr(eq + 1), ',');
   spec.driver = parts.front();
-  if (spec.driver != "simulated" && spec.driver != "redfish")
-    return fail(Code::kInvalidArgument, fmt::format("{}; '{}' is not a driver (simulated or redfish)", usage, spec.driver));
-  const std::set<std::string> allowed = spec.driver == "simulated"
-                                            ? std::set<std::string>{"topology", "generate-gpus", "state", "latency-ms"}
-                                            : std::set<std::string>{"url", "fabric", "user", "password-file", "ca"};
+  if (spec.driver != "simulated" && spec.driver != "redfish" && spec.driver != "switchtec")
+    return fail(Code::kInvalidArgument, fmt::format("{}; '{}' is not a driver (simulated, redfish or switchtec)", usage, spec.driver));
+  const std::set<std::string> allowed = spec.driver == "simulated"  ? std::set<std::string>{"topology", "generate-gpus", "state", "latency-ms"}
+                                        : spec.driver == "redfish" ? std::set<std::string>{"url", "fabric", "user", "password-file", "ca"}
+                                                                   : std::set<std::string>{"endpoint"};
   std::set<std::string> seen;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     const auto kv = parts[i].find('=');
@@ -79,6 +79,7 @@ Result<DomainSpec> parseDomainSpec(const std::string& text) {
     else if (key == "user") spec.user = value;
     else if (key == "password-file") spec.passwordFile = value;
     else if (key == "ca") spec.ca = value;
+    else if (key == "endpoint") spec.endpoint = value;
   }
   if (spec.driver == "simulated" && !spec.topology.empty() && spec.generateGpus > 0)
     return fail(Code::kInvalidArgument, fmt::format("--domain '{}': topology and generate-gpus exclude each other", text));
@@ -86,6 +87,8 @@ Result<DomainSpec> parseDomainSpec(const std::string& text) {
     return fail(Code::kInvalidArgument, fmt::format("--domain '{}': a simulated domain needs topology=FILE or generate-gpus=N", text));
   if (spec.driver == "redfish" && spec.url.empty())
     return fail(Code::kInvalidArgument, fmt::format("--domain '{}': a redfish domain needs url=https://HOST[:PORT]", text));
+  if (spec.driver == "switchtec" && spec.endpoint.empty())
+    return fail(Code::kInvalidArgument, fmt::format("--domain '{}': a switchtec domain needs endpoint=HOST[:PORT] or endpoint=/dev/switchtecN", text));
   return spec;
 }
 

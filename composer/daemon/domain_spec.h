@@ -20,7 +20,7 @@ namespace switchyard {
 
 struct DomainSpec {
   std::string name;
-  std::string driver;  // simulated | redfish
+  std::string driver;  // simulated | redfish | switchtec
   // simulated
   std::filesystem::path topology;
   int generateGpus = 0;
@@ -32,6 +32,8 @@ struct DomainSpec {
   std::string user;
   std::filesystem::path passwordFile;
   std::filesystem::path ca;
+  // switchtec
+  std::string endpoint;
 };
 
 // Checks the syntax and each key for its driver; whether files exist is left to opening the driver.

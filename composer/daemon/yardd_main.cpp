@@ -42,6 +42,7 @@
 #include "composer/model/fail_points.h"
 #include "fabric/multi_fabric.h"
 #include "fabric/redfish/redfish_fabric.h"
+#include "fabric/switchtec/switchtec_fabric.h"
 #include "fabric/simulated_fabric.h"
 #include "fabric/simulated_hosts.h"
 #include "fabric/topology_generator.h"
@@ -101,6 +102,21 @@ Result<std::unique_ptr<FabricDriver>> openRedfish(const std::string& url, const 
   return std::unique_ptr<FabricDriver>(std::move(fabric));
 }
 
+// A Switchtec PAX fabric; `prefix` names its ids (a domain's name and '-', or nothing).
+Result<std::unique_ptr<FabricDriver>> openSwitchtec(const std::string& endpoint, const std::vector<std::string>& hostNames, const std::string& prefix) {
+  SwitchtecOptions options;
+  options.endpoint = endpoint;
+  options.prefix = prefix;
+  for (const auto& h : hostNames) {
+    const auto eq = h.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == h.size())
+      return fail(Code::kInvalidArgument, fmt::format("--switchtec-host '{}': expected paxN-pP=NAME", h));
+    options.hostNames[h.substr(0, eq)] = h.substr(eq + 1);
+  }
+  SY_ASSIGN(auto fabric, SwitchtecFabric::connect(options));
+  return std::unique_ptr<FabricDriver>(std::move(fabric));
+}
+
 Result<std::unique_ptr<SimulatedFabric>> openSimulated(Topology topology, const std::filesystem::path& statePath, int latencyMs,
                                                        const DaemonOptions& o, Clock& clock) {
   SimulatedFabricOptions simOptions;
@@ -126,6 +142,13 @@ Result<OpenedFabric> openDomains(const DaemonOptions& o, Clock& clock) {
       auto driver = openRedfish(spec.url, spec.fabric, spec.user, spec.passwordFile, spec.ca);
       if (!driver) return fail(driver.error().wrap(fmt::format("domain '{}'", spec.name)));
       spdlog::info("domain '{}': Redfish fabric {} at {}", spec.name, spec.fabric, spec.url);
+      domains.push_back({spec.name, std::move(*driver)});
+      continue;
+    }
+    if (spec.driver == "switchtec") {
+      auto driver = openSwitchtec(spec.endpoint, {}, spec.name + "-");
+      if (!driver) return fail(driver.error().wrap(fmt::format("domain '{}'", spec.name)));
+      spdlog::info("domain '{}': Switchtec PAX fabric at {}", spec.name, spec.endpoint);
       domains.push_back({spec.name, std::move(*driver)});
       continue;
     }
@@ -158,6 +181,13 @@ Result<OpenedFabric> openFabric(const DaemonOptions& o, Clock& clock) {
     if (o.driver != "simulated" || !o.redfishUrl.empty())
       return fail(Code::kInvalidArgument, "--domain replaces --driver and --redfish-url: give the Redfish fabric as --domain NAME=redfish,url=...");
     return openDomains(o, clock);
+  }
+  if (o.driver == "switchtec") {
+    if (o.switchtecEndpoint.empty()) return fail(Code::kInvalidArgument, "--driver switchtec needs --switchtec HOST[:PORT] or --switchtec /dev/switchtecN");
+    auto fabric = openSwitchtec(o.switchtecEndpoint, o.switchtecHosts, "");
+    if (!fabric) return fail(fabric.error().wrap("--driver switchtec"));
+    spdlog::info("fabric driver 'switchtec': PAX fabric at {}", o.switchtecEndpoint);
+    return OpenedFabric{std::move(*fabric), {}};
   }
   if (o.driver == "redfish") {
     if (o.redfishUrl.empty()) return fail(Code::kInvalidArgument, "--driver redfish needs --redfish-url https://HOST[:PORT]");

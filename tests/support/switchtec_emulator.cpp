@@ -49,7 +49,7 @@ bool sendAll(int fd, const Bytes& b) {
 }
 
 Result<std::uint32_t> number(const nlohmann::json& j, std::string_view field, std::uint32_t max, std::string_view where) {
-  if (j.is_number_unsigned() && j.get<std::uint64_t>() <= max) return j.get<std::uint32_t>();
+  if (j.is_number_integer() && j.get<std::int64_t>() >= 0 && j.get<std::int64_t>() <= max) return static_cast<std::uint32_t>(j.get<std::int64_t>());
   if (j.is_string()) {
     const auto s = j.get<std::string>();
     try {

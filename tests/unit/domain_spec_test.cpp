@@ -34,6 +34,11 @@ TEST(DomainSpec, ParsesSimulatedAndRedfishDomains) {
   EXPECT_EQ(rf->passwordFile, "/p");
   EXPECT_EQ(rf->ca, "/ca.pem");
   EXPECT_EQ(parseDomainSpec("c=redfish,url=http://x")->fabric, "CXL");
+
+  auto st = parseDomainSpec("pax-west=switchtec,endpoint=10.0.0.9:54545");
+  ASSERT_TRUE(st) << st.error().message;
+  EXPECT_EQ(st->driver, "switchtec");
+  EXPECT_EQ(st->endpoint, "10.0.0.9:54545");
 }
 
 TEST(DomainSpec, SaysWhatIsWrong) {
@@ -45,6 +50,8 @@ TEST(DomainSpec, SaysWhatIsWrong) {
   EXPECT_NE(errorOf("a=simulated,url=http://x").find("'url' is not a key of the simulated driver"), std::string::npos);
   EXPECT_NE(errorOf("a=redfish,topology=x.json").find("'topology' is not a key of the redfish driver"), std::string::npos);
   EXPECT_NE(errorOf("a=redfish,fabric=CXL").find("needs url="), std::string::npos);
+  EXPECT_NE(errorOf("a=switchtec").find("needs endpoint="), std::string::npos);
+  EXPECT_NE(errorOf("a=switchtec,url=http://x").find("'url' is not a key of the switchtec driver"), std::string::npos);
   EXPECT_NE(errorOf("a=simulated,generate-gpus=ten").find("generate-gpus=ten is not a number"), std::string::npos);
   EXPECT_NE(errorOf("a=simulated,generate-gpus=0").find("at least 1"), std::string::npos);
   EXPECT_NE(errorOf("a=simulated,topology=x,generate-gpus=2").find("exclude each other"), std::string::npos);
