@@ -21,6 +21,7 @@
 //    wait for each other longer than the switch itself makes them.
 #pragma once
 
+#include <algorithm>
 #include <span>
 #include <string>
 #include <string_view>
@@ -68,6 +69,14 @@ class FabricDriver {
     return unbindAll({&b, 1});
   }
   [[nodiscard]] virtual Result<std::vector<Binding>> readBindings(const CallOptions& options = {}) = 0;
+  // The bindings of these host upstream ports only: what a verify after a bind needs. A driver whose switch
+  // can show part of its table for less than the whole overrides it; the default reads the whole table
+  // and keeps those ports' rows.
+  [[nodiscard]] virtual Result<std::vector<Binding>> readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options = {}) {
+    SY_ASSIGN(auto all, readBindings(options));
+    std::erase_if(all, [&](const Binding& b) { return std::find(upstreamPorts.begin(), upstreamPorts.end(), b.upstreamPortId) == upstreamPorts.end(); });
+    return all;
+  }
   // Health changes and link events since the last successful call, oldest first. Events are not lost
   // when a call fails: the next one that succeeds returns them.
   [[nodiscard]] virtual Result<std::vector<FabricEvent>> pollEvents() = 0;

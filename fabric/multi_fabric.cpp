@@ -144,6 +144,24 @@ Result<std::vector<Binding>> MultiFabric::readBindings(const CallOptions& option
   return all;
 }
 
+Result<std::vector<Binding>> MultiFabric::readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options) {
+  SY_ASSIGN(auto r, routes());
+  std::vector<std::vector<PortId>> byDomain(domains_.size());
+  for (const auto& port : upstreamPorts) {
+    auto it = r->port.find(port);
+    if (it == r->port.end()) return fail(Code::kNotFound, fmt::format("no domain has upstream port {}", port));
+    byDomain[it->second].push_back(port);
+  }
+  std::vector<Binding> all;
+  for (std::size_t i = 0; i < domains_.size(); ++i) {
+    if (byDomain[i].empty()) continue;
+    auto table = domains_[i].driver->readBindingsOf(byDomain[i], options);
+    if (!table) return fail(table.error().code, fmt::format("domain '{}': {}", domains_[i].name, table.error().message));
+    all.insert(all.end(), table->begin(), table->end());
+  }
+  return all;
+}
+
 Result<std::vector<FabricEvent>> MultiFabric::pollEvents() {
   std::lock_guard lock(mutex_);
   std::optional<Error> failed;

@@ -26,6 +26,9 @@ Result<void> InstrumentedFabric::unbindAll(std::span<const Binding> bindings, co
 Result<std::vector<Binding>> InstrumentedFabric::readBindings(const CallOptions& options) {
   return timed("read_bindings", [&] { return inner_.readBindings(options); });
 }
+Result<std::vector<Binding>> InstrumentedFabric::readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options) {
+  return timed("read_bindings", [&] { return inner_.readBindingsOf(upstreamPorts, options); });
+}
 Result<std::vector<FabricEvent>> InstrumentedFabric::pollEvents() {
   return timed("poll_events", [&] { return inner_.pollEvents(); });
 }

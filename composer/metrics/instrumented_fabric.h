@@ -17,6 +17,7 @@ class InstrumentedFabric final : public FabricDriver {
   [[nodiscard]] Result<void> bindAll(std::span<const Binding> bindings, const CallOptions& options = {}) override;
   [[nodiscard]] Result<void> unbindAll(std::span<const Binding> bindings, const CallOptions& options = {}) override;
   [[nodiscard]] Result<std::vector<Binding>> readBindings(const CallOptions& options = {}) override;
+  [[nodiscard]] Result<std::vector<Binding>> readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options = {}) override;
   [[nodiscard]] Result<std::vector<FabricEvent>> pollEvents() override;
 
  private:

@@ -105,7 +105,7 @@ Result<SwitchtecFabric::Fabric> SwitchtecFabric::readFabric(Deadline deadline) {
         const auto key = fmt::format("pax{}-p{}", pax, hvd.physPort);
         const auto named = options_.hostNames.find(key);
         const HostId id = named != options_.hostNames.end() ? named->second : fmt::format("{}pax{}-host{}", options_.prefix, pax, hvd.physPort);
-        f.hostPorts[portName(pax, hvd.physPort)] = {pax, hvd.physPort, hvd.logicalPorts};
+        f.hostPorts[portName(pax, hvd.physPort)] = {pax, hvd.physPort, hvd.logicalPorts, hvd.instance};
         if (auto h = hostIndex.find(id); h != hostIndex.end()) {
           f.topology.hosts[h->second].upstreamPorts.push_back({portName(pax, hvd.physPort), 0});
           f.topology.hosts[h->second].maxDevices += hvd.logicalPorts;
@@ -150,27 +150,40 @@ Result<SwitchtecFabric::Fabric> SwitchtecFabric::readFabric(Deadline deadline) {
 }
 
 Result<SwitchtecFabric::Table> SwitchtecFabric::readTable(const Fabric& fabric, Deadline deadline) {
+  // Every PAX's database at once, each on its own channel: a read costs one dump's round trips (start,
+  // gets, finish), not one per chip.
+  std::vector<std::future<Result<PaxAll>>> dumps;
+  for (const auto pax : fabric.paxIds)
+    dumps.push_back(std::async(std::launch::async, [this, pax, deadline]() -> Result<PaxAll> {
+      Result<PaxAll> all = fail(Code::kInternal, "not read");
+      SY_TRY(pool_.withChannel(deadline, [&](MrpcChannel& c) -> Result<void> {
+        all = readPaxAll(c, pax, deadline);
+        if (!all) return fail(all.error());
+        return {};
+      }));
+      return all;
+    }));
+  std::vector<Result<PaxAll>> all;
+  for (auto& d : dumps) all.push_back(d.get());
   Table t;
   for (const auto& [port, hp] : fabric.hostPorts) t.slots[port].resize(hp.logicalPorts);
-  SY_TRY(pool_.withChannel(deadline, [&](MrpcChannel& c) -> Result<void> {
-    for (const auto pax : fabric.paxIds) {
-      SY_ASSIGN(auto all, readPaxAll(c, pax, deadline));
-      for (const auto& hvd : all.hvds) {
-        const auto port = portName(pax, hvd.physPort);
-        auto& slots = t.slots[port];
-        slots.resize(hvd.logicalPorts);
-        for (std::uint16_t l = 0; l < hvd.logicalPorts; ++l) {
-          const auto& s = hvd.slot(0, l);
-          if (!s.bound) continue;
-          auto d = fabric.deviceOfPdfid.find(s.pdfid);
-          const DeviceId device = d != fabric.deviceOfPdfid.end() ? d->second : fmt::format("unknown-pdfid-{:#06x}", s.pdfid);
-          slots[l] = device;
-          t.boundTo[device] = {port, l};
-        }
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!all[i]) return fail(all[i].error());
+    const auto pax = fabric.paxIds[i];
+    for (const auto& hvd : all[i]->hvds) {
+      const auto port = portName(pax, hvd.physPort);
+      auto& slots = t.slots[port];
+      slots.resize(hvd.logicalPorts);
+      for (std::uint16_t l = 0; l < hvd.logicalPorts; ++l) {
+        const auto& s = hvd.slot(0, l);
+        if (!s.bound) continue;
+        auto d = fabric.deviceOfPdfid.find(s.pdfid);
+        const DeviceId device = d != fabric.deviceOfPdfid.end() ? d->second : fmt::format("unknown-pdfid-{:#06x}", s.pdfid);
+        slots[l] = device;
+        t.boundTo[device] = {port, l};
       }
     }
-    return {};
-  }));
+  }
   t.stale = false;
   return t;
 }
@@ -387,6 +400,59 @@ Result<std::vector<Binding>> SwitchtecFabric::readBindings(const CallOptions& op
   std::sort(out.begin(), out.end(), [](const Binding& a, const Binding& b) { return a.deviceId < b.deviceId; });
   std::lock_guard lock(mutex_);
   table_ = std::move(table);
+  return out;
+}
+
+Result<std::vector<Binding>> SwitchtecFabric::readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options) {
+  const auto deadline = deadlineAfter(options.timeout);
+  std::vector<std::pair<PortId, HostPort>> ports;
+  Fabric fabric;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& p : upstreamPorts) {
+      auto it = fabric_.hostPorts.find(p);
+      if (it == fabric_.hostPorts.end()) return fail(Code::kNotFound, fmt::format("{} is not a host port (HVD) on this Switchtec fabric", p));
+      ports.emplace_back(p, it->second);
+    }
+    fabric = fabric_;
+  }
+  std::vector<std::future<Result<Hvd>>> dumps;
+  for (const auto& [port, hp] : ports)
+    dumps.push_back(std::async(std::launch::async, [this, hp = hp, deadline]() -> Result<Hvd> {
+      Result<Hvd> hvd = fail(Code::kInternal, "not read");
+      SY_TRY(pool_.withChannel(deadline, [&](MrpcChannel& c) -> Result<void> {
+        hvd = readHvd(c, hp.pax, hp.hvdInstance, deadline);
+        if (!hvd) return fail(hvd.error());
+        return {};
+      }));
+      return hvd;
+    }));
+  std::vector<Binding> out;
+  std::vector<std::pair<PortId, std::vector<std::optional<DeviceId>>>> rows;
+  for (std::size_t i = 0; i < dumps.size(); ++i) {
+    auto hvd = dumps[i].get();
+    if (!hvd) return fail(hvd.error());
+    if (hvd->physPort != ports[i].second.physPort)
+      return fail(Code::kUnavailable, fmt::format("HVD {} of PAX {} is on port {}, not {}: the fabric changed; discover it again", ports[i].second.hvdInstance,
+                                                  ports[i].second.pax, hvd->physPort, ports[i].second.physPort));
+    std::vector<std::optional<DeviceId>> slots(hvd->logicalPorts);
+    for (std::uint16_t l = 0; l < hvd->logicalPorts; ++l) {
+      const auto& s = hvd->slot(0, l);
+      if (!s.bound) continue;
+      auto d = fabric.deviceOfPdfid.find(s.pdfid);
+      slots[l] = d != fabric.deviceOfPdfid.end() ? d->second : fmt::format("unknown-pdfid-{:#06x}", s.pdfid);
+      out.push_back({*slots[l], ports[i].first});
+    }
+    rows.emplace_back(ports[i].first, std::move(slots));
+  }
+  std::lock_guard lock(mutex_);  // what was read replaces those hosts' rows of the table
+  for (auto& [port, slots] : rows) {
+    for (const auto& old : table_.slots[port])
+      if (old) table_.boundTo.erase(*old);
+    for (std::uint16_t l = 0; l < slots.size(); ++l)
+      if (slots[l]) table_.boundTo[*slots[l]] = {port, l};
+    table_.slots[port] = std::move(slots);
+  }
   return out;
 }
 

@@ -47,6 +47,8 @@ class SwitchtecFabric final : public FabricDriver {
   [[nodiscard]] Result<void> bindAll(std::span<const Binding> bindings, const CallOptions& options = {}) override;
   [[nodiscard]] Result<void> unbindAll(std::span<const Binding> bindings, const CallOptions& options = {}) override;
   [[nodiscard]] Result<std::vector<Binding>> readBindings(const CallOptions& options = {}) override;
+  // Each host's HVD dump, at once: three commands' round trips however large the fabric.
+  [[nodiscard]] Result<std::vector<Binding>> readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options = {}) override;
   [[nodiscard]] Result<std::vector<FabricEvent>> pollEvents() override;
 
   // MRPC commands sent so far (what "commands per compose" is measured by).
@@ -56,6 +58,7 @@ class SwitchtecFabric final : public FabricDriver {
   struct HostPort {
     std::uint8_t pax = 0, physPort = 0;
     std::uint16_t logicalPorts = 0;
+    std::uint8_t hvdInstance = 0;  // what the HVD dump is asked by
   };
   struct DeviceRef {
     std::uint8_t pax = 0, physPort = 0;

@@ -8,9 +8,11 @@
 
 #include "composer/engine/engine.h"
 #include "fabric/simulated_fabric.h"
+#include "fabric/switchtec/switchtec_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
 #include "tests/bench/latency_summary.h"
+#include "tests/support/switchtec_emulator.h"
 #include "tests/support/temp_dir.h"
 
 namespace switchyard::bench {
@@ -25,17 +27,33 @@ double secondsSince(Stopwatch::time_point t0) { return std::chrono::duration<dou
 struct Rig {
   testing::TempDir dir;
   SystemClock clock;
-  std::unique_ptr<SimulatedFabric> fabric;
+  std::unique_ptr<testing::SwitchtecEmulator> emulator;
+  std::unique_ptr<FabricDriver> fabric;
   std::unique_ptr<SqliteStore> store;
   std::unique_ptr<Engine> engine;
 
-  Result<void> start(int hosts, int latencyMs) {
-    TopologyShape shape;
-    shape.totalGpus = std::max(64, hosts * 16);
-    shape.gpusPerSwitch = 16;
-    shape.switchesPerFabric = 4;
-    shape.hostsPerFabric = 4;
-    SY_ASSIGN(fabric, SimulatedFabric::create(generateTopology(shape), clock, {.latency = std::chrono::milliseconds(latencyMs)}));
+  Result<void> start(int hosts, int latencyMs, const std::string& driver) {
+    if (driver == "switchtec") {
+      // 4 PAX chips in a chain, 8 hosts and 32 GPUs on each; hosts named host0.. as the simulated rig's.
+      const int chips = 4, hostsPerChip = std::max(2, (hosts + chips - 1) / chips);
+      if (hostsPerChip > 16) return fail(Code::kInvalidArgument, "the Switchtec rig has at most 64 hosts");
+      SY_ASSIGN(emulator, testing::SwitchtecEmulator::start({testing::generateSwitchtecTopology(chips, hostsPerChip, 32)}));
+      SwitchtecOptions options{.endpoint = emulator->endpoint(), .channels = 64};
+      for (int h = 0; h < chips * hostsPerChip; ++h) options.hostNames[fmt::format("pax{}-p{}", h / hostsPerChip, h % hostsPerChip)] = fmt::format("host{}", h);
+      emulator->setLatency(std::chrono::milliseconds(latencyMs));
+      const auto t0 = Stopwatch::now();
+      SY_ASSIGN(auto st, SwitchtecFabric::connect(options));
+      fmt::print("discovery of {} PAX chips, {} hosts, {} GPU functions: {:.3f} s, {} MRPC commands\n", chips, chips * hostsPerChip, chips * 32,
+                 secondsSince(t0), st->commandsSent());
+      fabric = std::move(st);
+    } else {
+      TopologyShape shape;
+      shape.totalGpus = std::max(64, hosts * 16);
+      shape.gpusPerSwitch = 16;
+      shape.switchesPerFabric = 4;
+      shape.hostsPerFabric = 4;
+      SY_ASSIGN(fabric, SimulatedFabric::create(generateTopology(shape), clock, {.latency = std::chrono::milliseconds(latencyMs)}));
+    }
     SY_ASSIGN(store, SqliteStore::open(dir / "yard.db"));
     engine = std::make_unique<Engine>(*fabric, *store, clock,
                                       EngineOptions{.fabricPollInterval = std::chrono::milliseconds(0),
@@ -81,7 +99,7 @@ void printRow(const std::string& scenario, double measured, double target, std::
 Result<void> measure(const ComposeLatencyOptions& o) {
   const double rtt = o.latencyMs / 1000.0;
   Rig rig;
-  SY_TRY(rig.start(std::max(o.concurrent, 4), o.latencyMs));
+  SY_TRY(rig.start(std::max(o.concurrent, 4), o.latencyMs, o.driver));
 
   // 1. One compose of many GPUs: the target is (one bind round trip + one verify round trip) x 1.5.
   std::vector<double> big, bigDecompose, small, together;
@@ -116,6 +134,9 @@ Result<void> measure(const ComposeLatencyOptions& o) {
   printRow(fmt::format("1 compose of {} GPUs", o.concurrentGpus), median(small), 0, {});
   printRow(fmt::format("{} concurrent composes of {} GPUs", o.concurrent, o.concurrentGpus), median(together), 2 * median(small),
            "2 x one alone");
+  if (auto* st = dynamic_cast<SwitchtecFabric*>(rig.fabric.get()))
+    fmt::print("MRPC commands sent in all: {} ({} composes and as many decomposes)\n", st->commandsSent(),
+               2 * o.repetitions + o.repetitions * o.concurrent);
   rig.engine->stop(std::chrono::seconds(5));
   return {};
 }
@@ -124,7 +145,8 @@ Result<void> measure(const ComposeLatencyOptions& o) {
 
 int benchComposeLatency(const ComposeLatencyOptions& o) {
   spdlog::set_level(spdlog::level::warn);
-  fmt::print("simulated switch latency {} ms per call; {} repetition(s) per row; times are the median\n", o.latencyMs, o.repetitions);
+  fmt::print("{} switch, latency {} ms per {}; {} repetition(s) per row; times are the median\n", o.driver, o.latencyMs,
+             o.driver == "switchtec" ? "MRPC command (emulator over loopback TCP)" : "call", o.repetitions);
   fmt::print("{:<34} {:>10} {:>12} {:>14} {:>8}\n", "scenario", "measured s", "target s", "target", "ratio");
   if (auto r = measure(o); !r) {
     fmt::print(stderr, "error: {}\n", r.error().message);

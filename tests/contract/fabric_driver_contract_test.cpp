@@ -124,6 +124,28 @@ TEST_P(FabricDriverContract, BindIsIdempotentAndVisible) {
   EXPECT_EQ(bindings(), std::vector<Binding>{b});
 }
 
+// A verify reads just the host ports it bound to: those rows and no other.
+TEST_P(FabricDriverContract, ReadingSomePortsShowsTheirBindingsOnly) {
+  REQUIRE_ROLE(inventory_.hostPorts.size() >= 2, "second host port");
+  const PortId a = inventory_.hostPorts[0], b = inventory_.hostPorts[1];
+  auto ra = inventory_.reachableFrom(a), rb = inventory_.reachableFrom(b);
+  std::optional<std::pair<DeviceId, DeviceId>> pair;
+  for (const auto& da : ra)
+    for (const auto& db : rb)
+      if (da != db && !pair) pair = std::pair{da, db};
+  REQUIRE_ROLE(pair, "two devices for two host ports");
+  ASSERT_TRUE(driver().bind(pair->first, a));
+  ASSERT_TRUE(driver().bind(pair->second, b));
+  const std::vector<PortId> justA{a};
+  auto some = driver().readBindingsOf(justA);
+  ASSERT_TRUE(some) << some.error().message;
+  EXPECT_EQ(*some, (std::vector<Binding>{{pair->first, a}}));
+  const std::vector<PortId> unknown{"no-such-port"};
+  auto none = driver().readBindingsOf(unknown);
+  EXPECT_TRUE(!none || none->empty()) << "an unknown port is an error or shows nothing";
+  EXPECT_EQ(bindings().size(), 2u);
+}
+
 TEST_P(FabricDriverContract, BindingABusyDeviceFailsAndChangesNothing) {
   auto shared = inventory_.deviceWithPorts(2);
   REQUIRE_ROLE(shared, "device that two host ports can reach");

@@ -45,6 +45,9 @@ class GatedDriver final : public FabricDriver {
   }
   Result<void> unbindAll(std::span<const Binding> set, const CallOptions& options = {}) override { return inner_.unbindAll(set, options); }
   Result<std::vector<Binding>> readBindings(const CallOptions& options = {}) override { return inner_.readBindings(options); }
+  Result<std::vector<Binding>> readBindingsOf(std::span<const PortId> ports, const CallOptions& options = {}) override {
+    return inner_.readBindingsOf(ports, options);
+  }
   Result<std::vector<FabricEvent>> pollEvents() override { return inner_.pollEvents(); }
 
  private:

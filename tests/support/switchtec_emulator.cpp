@@ -585,7 +585,8 @@ bool SwitchtecEmulator::mrpc(Connection& conn, std::uint32_t word, std::span<con
         if (sub == static_cast<std::uint8_t>(GfmsDump::kPaxAll)) {
           data = encodePaxAll(all);
         } else if (sub == static_cast<std::uint8_t>(GfmsDump::kHvd)) {
-          if (param < all.hvds.size()) data = encodeHvd(header, all.hvds[param]);
+          for (const auto& h : all.hvds)
+            if (h.instance == param) data = encodeHvd(header, h);
         } else {
           for (const auto& p : all.epPorts)
             if (p.physPort == param) data = encodeEpPortSection(header, p);

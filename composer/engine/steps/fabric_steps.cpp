@@ -68,10 +68,14 @@ class VerifyStep final : public StepKind {
   StepComponent component() const override { return StepComponent::kFabric; }
   std::string_view activity() const override { return "verifying"; }
   Result<StepReport> call(StepTargets& t, const Operation& op, const Step&) const override {
-    SY_ASSIGN(auto bindings, t.fabric.readBindings(t.fabricCall));
+    const auto wanted = forwardBindings(op, step::kBind);
+    std::vector<PortId> ports;  // only the host ports this operation bound to: a switch may show just those
+    for (const auto& w : wanted)
+      if (std::find(ports.begin(), ports.end(), w.upstreamPortId) == ports.end()) ports.push_back(w.upstreamPortId);
+    SY_ASSIGN(auto bindings, t.fabric.readBindingsOf(ports, t.fabricCall));
     std::unordered_map<DeviceId, PortId> actual;
     for (auto& b : bindings) actual.emplace(std::move(b.deviceId), std::move(b.upstreamPortId));
-    for (const auto& want : forwardBindings(op, step::kBind)) {
+    for (const auto& want : wanted) {
       auto it = actual.find(want.deviceId);
       if (it == actual.end())
         return fail(Code::kInternal, fmt::format("switch reports {} unbound after binding it to {}", want.deviceId, want.upstreamPortId));
