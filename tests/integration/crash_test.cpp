@@ -52,8 +52,21 @@ class CrashTest : public DaemonTest {
 
   static std::string sha256(const std::string& s) { return runCommand("printf %s " + s + " | sha256sum", "/tmp").out.substr(0, 64); }
 
+  // The switch yardd drives: the simulated one by default (its state file is the switch's truth).
+  virtual std::vector<std::string> driverArgs() { return {}; }
+  virtual std::map<std::string, std::string> switchBindings() {
+    std::map<std::string, std::string> fabric;
+    const json table = simulatedSwitch();  // kept alive: items() refers into it
+    for (const auto& [device, port] : table.items()) fabric[device] = port.get<std::string>();
+    return fabric;
+  }
+  virtual void resetSwitch() {}
+  // Points this variant's pool never reaches (a pool with no host steps has no host-admit point).
+  virtual bool reaches(const std::string&) { return true; }
+
   std::vector<std::string> args(const std::string& failPoint) {
     std::vector<std::string> a{"--identities", (dir_ / "identities.json").string(), "--reconcile-interval", "0"};
+    for (auto& d : driverArgs()) a.push_back(std::move(d));
     if (!failPoint.empty()) a.insert(a.end(), {"--fail-point", failPoint});
     return a;
   }
@@ -183,9 +196,7 @@ class CrashTest : public DaemonTest {
         ++tenantGpus[s.tenant()];
       }
     }
-    std::map<std::string, std::string> fabric;
-    const json table = simulatedSwitch();  // kept alive: items() refers into it
-    for (const auto& [device, port] : table.items()) fabric[device] = port.get<std::string>();
+    const auto fabric = switchBindings();
     if (fabric != storeBindings)
       bad.push_back(fmt::format("2: the switch holds {} binding(s) and the store's systems {}", fabric.size(), storeBindings.size()));
     pb::ListDevicesResponse devices;
@@ -231,6 +242,7 @@ class CrashTest : public DaemonTest {
   void reset() {
     daemon_ = std::make_unique<DaemonProcess>(YARDD_PATH, dir_.path());
     for (const char* f : {"yard.db", "yard.db-wal", "yard.db-shm", "sim-fabric.json", "yardd.log"}) std::filesystem::remove(dir_ / f);
+    resetSwitch();
   }
 };
 
@@ -240,7 +252,7 @@ class CrashTest : public DaemonTest {
 void CrashTest::crashAtEveryPoint(bool storePoints) {
   int crashed = 0, runs = 0;
   for (const auto& point : kPoints) {
-    if ((point.rfind("store.", 0) == 0) != storePoints) continue;
+    if ((point.rfind("store.", 0) == 0) != storePoints || !reaches(point)) continue;
     for (int hit : storePoints ? std::vector<int>{1, 2, 6, 12, 20}
                    : point == "queue.after-admit" ? std::vector<int>{1}  // the workload's one admission from the queue
                                                   : std::vector<int>{1, 2}) {
@@ -258,6 +270,56 @@ void CrashTest::crashAtEveryPoint(bool storePoints) {
 }
 
 TEST_F(CrashTest, EveryStoreFailPointAtSeveralHitsRecoversToAConsistentPool) { crashAtEveryPoint(true); }
+
+// The same harness on the Switchtec driver: yardd talks MRPC to switchtec-emulator (a separate process that
+// outlives every yardd of a run, as a switch would), whose own record of what is bound is the switch's
+// truth. Two PAX chips of 8 GPUs joined by a fabric link; four hosts, each with a host port on both chips
+// (the embedded default's shape). The step and accept points, at their first and second hit (the store's
+// points do not touch the driver: the simulated run covers them). The hosts trust the fabric (no host
+// agents), so the host-admit and host-release points are not on its path: the simulated run covers them.
+class SwitchtecCrashTest : public CrashTest {
+ protected:
+  bool reaches(const std::string& point) override { return point.find(".host-") == std::string::npos; }
+  std::vector<std::string> driverArgs() override {
+    std::vector<std::string> a{"--driver", "switchtec", "--switchtec", "127.0.0.1:" + std::to_string(emulator_->port()),
+                               "--host-policy-default", "trust-fabric"};
+    for (int pax = 0; pax < 2; ++pax)
+      for (int h = 0; h < 4; ++h) a.insert(a.end(), {"--switchtec-host", fmt::format("pax{}-p{}=host{}", pax, h, h)});
+    return a;
+  }
+  std::map<std::string, std::string> switchBindings() override {
+    std::map<std::string, std::string> out;
+    const auto text = readFile(dir_ / "switchtec" / "bindings.json");
+    if (text.empty()) return out;
+    const json table = json::parse(text);  // kept alive: items() refers into it
+    for (const auto& [device, port] : table.items()) out[device] = port.get<std::string>();
+    return out;
+  }
+  void resetSwitch() override {
+    if (emulator_) emulator_->kill(SIGKILL);
+    std::filesystem::create_directories(dir_ / "switchtec");
+    json chips = json::array();
+    for (int pax = 0; pax < 2; ++pax) {
+      json hosts = json::array(), endpoints = json::array();
+      for (int h = 0; h < 4; ++h) hosts.push_back({{"port", h}, {"logical_ports", 8}});
+      for (int g = 0; g < 8; ++g) endpoints.push_back({{"port", 16 + g}});
+      chips.push_back({{"id", pax}, {"hosts", hosts}, {"endpoints", endpoints},
+                       {"links", json::array({{{"port", 48 + pax}, {"peer_pax", 1 - pax}, {"peer_port", 49 - pax}}})}});
+    }
+    std::ofstream(dir_ / "switchtec" / "fabric.json") << json{{"pax", chips}}.dump();
+    emulator_ = std::make_unique<DaemonProcess>(SWITCHTEC_EMULATOR_PATH, dir_ / "switchtec");
+    ASSERT_TRUE(emulator_->startProgram({"--topology", (dir_ / "switchtec" / "fabric.json").string(), "--listen", "127.0.0.1:0",
+                                         "--bindings-file", (dir_ / "switchtec" / "bindings.json").string()}))
+        << emulator_->log();
+  }
+  void TearDown() override {
+    if (emulator_) emulator_->kill(SIGKILL);
+    CrashTest::TearDown();
+  }
+  std::unique_ptr<DaemonProcess> emulator_;
+};
+
+TEST_F(SwitchtecCrashTest, EveryStepAndAcceptFailPointRecoversToAConsistentPool) { crashAtEveryPoint(false); }
 
 TEST_F(CrashTest, EveryStepAndAcceptFailPointAtItsFirstAndSecondHitRecoversToAConsistentPool) { crashAtEveryPoint(false); }
 

@@ -204,6 +204,7 @@ SwitchtecEmulator::SwitchtecEmulator(Options options) : options_(std::move(optio
     }
     chips_.push_back(std::move(c));
   }
+  writeBindingsFile();  // nothing bound yet
 }
 
 Result<std::unique_ptr<SwitchtecEmulator>> SwitchtecEmulator::start(Options options) {
@@ -496,6 +497,18 @@ std::uint32_t SwitchtecEmulator::bind(const BindRequest& r) {
   return 0;
 }
 
+void SwitchtecEmulator::writeBindingsFile() const {
+  if (options_.bindingsFile.empty()) return;
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& c : chips_)
+    for (std::size_t i = 0; i < c->spec.endpoints.size(); ++i)
+      if (auto b = bound_.find(pdfidFor(c->spec.id, i, 0)); b != bound_.end())
+        out[fmt::format("pax{}-ep{}", c->spec.id, c->spec.endpoints[i].port)] = fmt::format("pax{}-p{}", b->second.pax, b->second.hostPort);
+  const auto tmp = options_.bindingsFile.string() + ".tmp";
+  std::ofstream(tmp) << out.dump() << "\n";
+  std::filesystem::rename(tmp, options_.bindingsFile);
+}
+
 std::uint32_t SwitchtecEmulator::unbind(const UnbindRequest& r) {
   Chip* host = chip(r.hostSwitchIndex);
   if (!host || !host->hvds.contains(r.hostPhysPort)) return mrpc_error::kPhysPortNotExist;
@@ -625,6 +638,7 @@ bool SwitchtecEmulator::mrpc(Connection& conn, std::uint32_t word, std::span<con
       status = refuseStatus_;
     } else {
       status = request->subcommand == kGfmsBind ? bind(request->bind) : unbind(request->unbind);
+      if (status == 0) writeBindingsFile();
       w.u8(static_cast<std::uint8_t>(status));
       if (dropReplies_ > 0) {
         --dropReplies_;

@@ -64,6 +64,9 @@ class SwitchtecEmulator {
     SwitchtecTopology topology;
     std::string listen = "127.0.0.1:0";  // HOST:PORT; the vendor CLI only dials 54545
     std::chrono::milliseconds latency{0};  // before each MRPC reply
+    // Written (atomically) after every bind and unbind: {"paxN-epP": "paxM-pQ"} for each bound device,
+    // named as the Switchtec driver names them. What a crash test compares yardd's store against.
+    std::filesystem::path bindingsFile;
   };
   [[nodiscard]] static Result<std::unique_ptr<SwitchtecEmulator>> start(Options options);
   ~SwitchtecEmulator();
@@ -112,6 +115,7 @@ class SwitchtecEmulator {
   const Chip* chip(std::uint8_t pax) const;
   std::uint32_t bind(const switchtec::BindRequest& r);
   std::uint32_t unbind(const switchtec::UnbindRequest& r);
+  void writeBindingsFile() const;
 
   Options options_;
   int listenFd_ = -1;

@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
   app.add_option("--listen", options.listen, "IPv4 HOST:PORT (port 0: any; the vendor CLI always dials 54545)")->capture_default_str();
   app.add_option("--port-file", portFile, "Write the port it listens on here");
   app.add_option("--latency-ms", latencyMs, "Delay every MRPC reply by this much")->check(CLI::NonNegativeNumber);
+  app.add_option("--bindings-file", options.bindingsFile,
+                 "After every bind and unbind, write what is bound here as JSON {\"paxN-epP\": \"paxM-pQ\"} (for tests)");
   CLI11_PARSE(app, argc, argv);
   if (!generate.empty()) {
     int chips = 0, hosts = 0, gpus = 0;
