@@ -28,7 +28,7 @@ fail() { echo "FAIL: $*"; [[ -n ${KEEP:-} ]] && cp -r "$work" /tmp/vendor-cli-fa
 ip=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
 "$build/bin/switchtec-emulator" --generate 2,2,4 --listen "$ip:54545" 2>"$work/emulator.log" &
 pids+=($!)
-for _ in $(seq 50); do grep -q "PAX chip" "$work/emulator.log" && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q "PAX chip" "$work/emulator.log" && break; sleep 0.1; done
 grep -q "PAX chip" "$work/emulator.log" || fail "emulator did not start: $(cat "$work/emulator.log")"
 dev="$ip:0"
 
@@ -48,7 +48,7 @@ echo "== 2. yardd composes through the Switchtec driver; the CLI sees what it bo
   --port-file "$work/port" --state-dir "$work/state" --host-policy-default trust-fabric --plaintext --reconcile-interval 1 --log-level info 2>"$work/yardd.log" &
 pids+=($!)
 yardd_pid=$!
-for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
+for _ in $(seq 600); do [[ -s $work/port ]] && break; sleep 0.1; done  # up to a minute: sanitizer builds start slowly
 [[ -s $work/port ]] || fail "yardd did not start: $(tail -5 "$work/yardd.log")"
 y() { "$build/bin/yardctl" --server "127.0.0.1:$(cat "$work/port")" --plaintext "$@"; }
 y devices -o json >"$work/devices.json" || fail "yardctl devices"
@@ -61,8 +61,8 @@ y compose train --host node-a --gpus 2 >/dev/null 2>&1 || fail "compose: $(tail 
 
 echo "== 3. a bind behind yardd's back is drift"
 "$cli" fabric gfms-bind "$dev" -s 0 -p 1 -l 0 -f 0x200 || fail "vendor bind"
-for _ in $(seq 10); do  # the reconcile loop runs every second
-  timeout 1 "$build/bin/yardctl" --server "127.0.0.1:$(cat "$work/port")" --plaintext watch --after 0 --type drift -o json >"$work/drift.json" 2>&1 || true
+for _ in $(seq 20); do  # the reconcile loop runs every second
+  timeout 3 "$build/bin/yardctl" --server "127.0.0.1:$(cat "$work/port")" --plaintext watch --after 0 --type drift -o json >"$work/drift.json" 2>&1 || true
   grep -q "pax1-ep16" "$work/drift.json" && break
 done
 grep -q "pax1-ep16" "$work/drift.json" || fail "yardd did not report the CLI's bind of pax1-ep16 as drift: $(tail -3 "$work/drift.json")"
@@ -74,7 +74,7 @@ rm -f "$work/port"
 "$build/bin/yardd" --driver switchtec --switchtec "$ip" --switchtec-host pax0-p0=node-a --listen 127.0.0.1:0 \
   --port-file "$work/port" --state-dir "$work/state" --host-policy-default trust-fabric --plaintext --reconcile-interval 1 --log-level info 2>"$work/yardd2.log" &
 pids+=($!)
-for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
+for _ in $(seq 600); do [[ -s $work/port ]] && break; sleep 0.1; done
 [[ -s $work/port ]] || fail "yardd did not restart: $(tail -5 "$work/yardd2.log")"
 y systems -o json | grep -q '"train"' || fail "the system did not survive the restart"
 grep -q "0 drift(s) found" "$work/yardd2.log" || fail "the restart found drift: $(grep -i drift "$work/yardd2.log" | head -3)"
