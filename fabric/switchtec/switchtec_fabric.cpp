@@ -77,12 +77,44 @@ Result<SwitchtecFabric::Fabric> SwitchtecFabric::readFabric(Deadline deadline) {
     for (std::size_t i = 0; i < general.reach.size(); ++i)
       if (i != local_.paxId && (general.reach[i] == kReachUnicast || general.reach[i] == kReachBroadcast))
         f.paxIds.push_back(static_cast<std::uint8_t>(i));
+    return {};
+  }));
+  // What each chip says about itself, read from every chip at once (each on its own channel).
+  struct ChipView {
+    TopoInfo topo;
+    PaxAll all;
+    std::map<std::uint8_t, FabPort> peers;  // fabric port -> its far end
+  };
+  std::vector<std::future<Result<ChipView>>> reads;
+  for (const auto pax : f.paxIds)
+    reads.push_back(std::async(std::launch::async, [this, pax, deadline]() -> Result<ChipView> {
+      ChipView v;
+      SY_TRY(pool_.withChannel(deadline, [&](MrpcChannel& c) -> Result<void> {
+        SY_ASSIGN(v.topo, readTopoInfo(c, pax, local_.generation, deadline));
+        SY_ASSIGN(v.all, readPaxAll(c, pax, deadline));
+        for (const auto& info : v.topo.ports)
+          if (info.type == PortType::kFabric) {
+            SY_ASSIGN(auto peer, readFabPort(c, pax, info.physPort, deadline));
+            v.peers[info.physPort] = peer;
+          }
+        return {};
+      }));
+      return v;
+    }));
+  std::vector<ChipView> views;
+  for (auto& r : reads) {
+    auto v = r.get();
+    if (!v) return fail(v.error());
+    views.push_back(std::move(*v));
+  }
+  {
     std::unordered_map<std::string, std::size_t> hostIndex;
-    for (const auto pax : f.paxIds) {
+    for (std::size_t chip = 0; chip < f.paxIds.size(); ++chip) {
+      const auto pax = f.paxIds[chip];
+      const auto& topo = views[chip].topo;
+      const auto& all = views[chip].all;
       const SwitchId switchId = fmt::format("{}pax{}", options_.prefix, pax);
       f.topology.switches.push_back({switchId, SwitchKind::kPcie, pax == local_.paxId ? local_.model : fmt::format("Switchtec PAX (Gen{})", local_.generation == Generation::kGen4 ? 4 : 5)});
-      SY_ASSIGN(auto topo, readTopoInfo(c, pax, local_.generation, deadline));
-      SY_ASSIGN(auto all, readPaxAll(c, pax, deadline));
       std::set<std::uint8_t> added;
       auto addPort = [&](std::uint8_t phys, PortKind kind, std::string peer = {}) {
         if (!added.insert(phys).second) return;
@@ -94,11 +126,9 @@ Result<SwitchtecFabric::Fabric> SwitchtecFabric::readFabric(Deadline deadline) {
           }
         f.topology.ports.push_back(std::move(p));
       };
-      for (const auto& info : topo.ports) {
-        if (info.type != PortType::kFabric) continue;
-        SY_ASSIGN(auto peer, readFabPort(c, pax, info.physPort, deadline));
+      for (const auto& [physPort, peer] : views[chip].peers) {
         if (std::find(f.paxIds.begin(), f.paxIds.end(), peer.attachedSwitchIndex) == f.paxIds.end()) continue;  // a PAX GFMS cannot reach
-        addPort(info.physPort, PortKind::kInterSwitch, portName(peer.attachedSwitchIndex, peer.attachedPhysPort));
+        addPort(physPort, PortKind::kInterSwitch, portName(peer.attachedSwitchIndex, peer.attachedPhysPort));
       }
       for (const auto& hvd : all.hvds) {
         addPort(hvd.physPort, PortKind::kUpstream);
@@ -139,8 +169,7 @@ Result<SwitchtecFabric::Fabric> SwitchtecFabric::readFabric(Deadline deadline) {
         f.topology.devices.push_back(std::move(d));
       }
     }
-    return {};
-  }));
+  }
   // An inter-switch link whose far end is not in the inventory (a PAX that answered no dump) is dropped.
   std::set<PortId> known;
   for (const auto& p : f.topology.ports) known.insert(p.id);

@@ -23,6 +23,9 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "One seed (overrides --seeds)");
   app.add_option("--actions", actions, "Decisions per seed before the drain")->check(CLI::Range(1, 100'000))->capture_default_str();
   app.add_flag("--trace", trace, "Print every decision");
+  std::string driver = "simulated";
+  app.add_option("--driver", driver, "simulated, or switchtec: the real Switchtec driver and the PAX emulator over loopback TCP")
+      ->check(CLI::IsMember({"simulated", "switchtec"}))->capture_default_str();
   app.add_flag("--reproduce", reproduce, "Run each seed twice and fail unless the two runs make the same decisions and end the same");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(trace ? spdlog::level::info : spdlog::level::off);  // the engine's own log, with --trace only
@@ -35,9 +38,9 @@ int main(int argc, char** argv) {
   SimReport total;
   int failedSeeds = 0;
   for (std::uint64_t s = first; s <= last; ++s) {
-    SimReport r = simulate({s, actions, trace});
+    SimReport r = simulate({s, actions, trace, driver});
     if (reproduce) {
-      SimReport again = simulate({s, actions, false});
+      SimReport again = simulate({s, actions, false, driver});
       if (again.digest != r.digest || again.trace != r.trace)
         r.violations.push_back(fmt::format("not reproducible: digests {:016x} and {:016x}", r.digest, again.digest));
     }
@@ -45,7 +48,8 @@ int main(int argc, char** argv) {
     total.faults += r.faults, total.reconciles += r.reconciles, total.checks += r.checks, total.queued += r.queued;
     if (!r.violations.empty()) {
       ++failedSeeds;
-      fmt::print("seed {}: {} violation(s); replay with `switchyard_sim --seed {} --actions {} --trace`\n", s, r.violations.size(), s, actions);
+      fmt::print("seed {}: {} violation(s); replay with `switchyard_sim --driver {} --seed {} --actions {} --trace`\n", s, r.violations.size(), driver, s,
+                 actions);
       for (const auto& v : r.violations) fmt::print("  {}\n", v);
       if (!trace) fmt::print("  last decisions:\n{}\n", r.trace.substr(r.trace.size() > 2000 ? r.trace.size() - 2000 : 0));
     } else if (seed != 0) {

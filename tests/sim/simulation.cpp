@@ -14,9 +14,11 @@
 #include "composer/engine/engine.h"
 #include "fabric/simulated_fabric.h"
 #include "fabric/simulated_hosts.h"
+#include "fabric/switchtec/switchtec_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
 #include "tests/sim/gate.h"
+#include "tests/support/switchtec_emulator.h"
 #include "tests/support/temp_dir.h"
 
 namespace switchyard::sim {
@@ -34,7 +36,7 @@ std::string describe(std::string_view verb, std::span<const Binding> set) {
 // The switch, with every call the engine makes held at the gate.
 class GatedSwitch final : public FabricDriver {
  public:
-  GatedSwitch(SimulatedFabric& inner, Gate& gate) : inner_(inner), gate_(gate) {}
+  GatedSwitch(FabricDriver& inner, Gate& gate) : inner_(inner), gate_(gate) {}
   std::string_view name() const override { return inner_.name(); }
   Result<Topology> discover() override { return inner_.discover(); }
   Result<void> bindAll(std::span<const Binding> set, const CallOptions& o = {}) override {
@@ -49,7 +51,7 @@ class GatedSwitch final : public FabricDriver {
   Result<std::vector<FabricEvent>> pollEvents() override { return inner_.pollEvents(); }
 
  private:
-  SimulatedFabric& inner_;
+  FabricDriver& inner_;
   Gate& gate_;
 };
 
@@ -94,23 +96,52 @@ class Simulation {
   }
 
  private:
+  // The Switchtec rig: the embedded default's shape on two PAX chips; host N has port N on both.
+  bool setUpSwitchtec() {
+    testing::SwitchtecTopology t;
+    for (std::uint8_t pax = 0; pax < 2; ++pax) {
+      testing::EmulatedPax chip;
+      chip.id = pax;
+      for (std::uint8_t h = 0; h < 4; ++h) chip.hosts.push_back({h, 8});
+      for (std::uint8_t g = 0; g < 8; ++g) chip.endpoints.push_back({static_cast<std::uint8_t>(16 + g), {testing::EmulatedFunction{}}});
+      chip.links.push_back({static_cast<std::uint8_t>(48 + pax), static_cast<std::uint8_t>(1 - pax), static_cast<std::uint8_t>(49 - pax)});
+      t.chips.push_back(std::move(chip));
+    }
+    auto emulator = testing::SwitchtecEmulator::start({t});
+    if (!emulator) return violation("set-up: the Switchtec emulator did not start: " + emulator.error().message);
+    emulator_ = std::move(*emulator);
+    SwitchtecOptions o{.endpoint = emulator_->endpoint()};
+    for (int pax = 0; pax < 2; ++pax)
+      for (int h = 0; h < 4; ++h) o.hostNames[fmt::format("pax{}-p{}", pax, h)] = fmt::format("host{}", h);
+    auto driver = SwitchtecFabric::connect(o);
+    if (!driver) return violation("set-up: the Switchtec driver did not connect: " + driver.error().message);
+    driver_ = std::move(*driver);
+    return true;
+  }
+
   bool setUp() {
-    auto fabric = SimulatedFabric::create(defaultTopology(), clock_, {});
+    if (options_.driver == "switchtec") {
+      if (!setUpSwitchtec()) return false;
+    } else {
+      auto fabric = SimulatedFabric::create(defaultTopology(), clock_, {});
+      if (!fabric) return violation("set-up: cannot create the switch");
+      fabric_ = fabric->get();
+      driver_ = std::move(*fabric);
+      hosts_ = std::make_unique<SimulatedHosts>(*fabric_->discover(), *fabric_, clock_);
+      gatedHosts_ = std::make_unique<GatedHosts>(*hosts_, gate_);
+    }
     auto store = SqliteStore::open(dir_ / "yard.db");
-    if (!fabric || !store) return violation("set-up: cannot create the switch or the store");
-    fabric_ = std::move(*fabric);
+    if (!store) return violation("set-up: cannot create the store");
     store_ = std::move(*store);
-    hosts_ = std::make_unique<SimulatedHosts>(*fabric_->discover(), *fabric_, clock_);
-    gatedSwitch_ = std::make_unique<GatedSwitch>(*fabric_, gate_);
-    gatedHosts_ = std::make_unique<GatedHosts>(*hosts_, gate_);
+    gatedSwitch_ = std::make_unique<GatedSwitch>(*driver_, gate_);
     EngineOptions eo{.driverThreads = 16, .switchCallTimeout = 1h, .hostCallTimeout = 1h, .fabricPollInterval = 0ms,
                      .reconcileInterval = 0ms, .pruneInterval = 0ms};
     eo.retryBackoff = 0ms;  // retries at once: a seed's schedule stays the same (the backoff's jitter is random)
     eo.deadlineInterval = 0ms;  // leases and queue timeouts end only when the simulation says, on its clock
     eo.quotas["team-a"] = TenantQuota{.maxGpus = kTeamAGpus, .maxSystems = kTeamASystems};
     engine_ = std::make_unique<Engine>(*gatedSwitch_, *store_, clock_, eo);
-    engine_->useHostAgents(*gatedHosts_);
-    const Topology topology = *fabric_->discover();
+    if (gatedHosts_) engine_->useHostAgents(*gatedHosts_);
+    const Topology topology = *driver_->discover();
     for (const auto& h : topology.hosts)
       for (const auto& u : h.upstreamPorts) hostOfPort_[u.portId] = h.id;
     if (auto r = engine_->start(); !r) return violation("set-up: the engine did not start: " + r.error().message);
@@ -294,7 +325,7 @@ class Simulation {
     for (auto& c : crossings) violation(std::move(c));
     auto live = engine_->listSystems();
     auto devices = engine_->listDevices();
-    auto fabric = fabric_->readBindings();
+    auto fabric = driver_->readBindings();
     if (!live || !devices || !fabric) return (void)violation("cannot read the engine's or the switch's state");
     std::map<DeviceId, const System*> inSystem;
     std::map<std::string, int> tenantGpus;
@@ -343,7 +374,7 @@ class Simulation {
       if (storeTable != switchTable)
         violation(fmt::format("2: idle, the switch holds {} binding(s) and the systems {}", switchTable.size(), storeTable.size()));
     }
-    if (auto removed = hosts_->surpriseRemovals(); !removed.empty())
+    if (auto removed = hosts_ ? hosts_->surpriseRemovals() : std::vector<std::string>{}; !removed.empty())
       violation(fmt::format("host: {} surprise removal(s), e.g. {}", removed.size(), removed.front()));
   }
 
@@ -371,7 +402,7 @@ class Simulation {
       std::lock_guard lock(mutex_);
       for (const auto& a : answers_) state += a + "\n";
     }
-    if (auto b = fabric_->readBindings())
+    if (auto b = driver_->readBindings())
       for (const auto& x : *b) state += x.deviceId + ">" + x.upstreamPortId + "\n";
     std::uint64_t h = 1469598103934665603ull;
     for (unsigned char c : state) h = (h ^ c) * 1099511628211ull;
@@ -383,7 +414,9 @@ class Simulation {
   ManualClock clock_;
   testing::TempDir dir_;
   Gate gate_;
-  std::unique_ptr<SimulatedFabric> fabric_;
+  std::unique_ptr<testing::SwitchtecEmulator> emulator_;  // switchtec: the switch, behind driver_
+  std::unique_ptr<FabricDriver> driver_;                  // what the engine drives, through the gate
+  SimulatedFabric* fabric_ = nullptr;                     // simulated: driver_ itself
   std::unique_ptr<SqliteStore> store_;
   std::unique_ptr<SimulatedHosts> hosts_;
   std::unique_ptr<GatedSwitch> gatedSwitch_;

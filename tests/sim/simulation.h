@@ -17,6 +17,9 @@ struct SimOptions {
   std::uint64_t seed = 1;
   int actions = 150;     // decisions before the drain
   bool trace = false;    // print every decision
+  // "simulated" (the simulated switch and hosts) or "switchtec": the real Switchtec driver over loopback TCP
+  // to the PAX emulator (two chips of 8 GPUs, four hosts with a port on each), hosts trusting the fabric.
+  std::string driver = "simulated";
 };
 
 struct SimReport {
