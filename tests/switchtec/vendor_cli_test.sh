@@ -43,6 +43,15 @@ grep -q "L0 (L0)" "$work/topo.txt" || fail "topo-info: links not in L0"
 [[ $(grep -c "EP attached" "$work/paxall.txt") == 4 ]] || fail "PAX_ALL dump: expected 4 endpoints"
 grep -q "VID-DID:    	0x10de-0x2330" "$work/paxall.txt" || fail "PAX_ALL dump: no H100 function"
 
+echo "== 1b. a Gen5 PAX (another topology-info layout) reads too"
+ip5=127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).$((RANDOM % 250 + 1))
+echo '{"pax": [{"id": 0, "device_id": "0x5284", "hosts": [{"port": 0}], "endpoints": [{"port": 16}]}]}' >"$work/gen5.json"
+"$build/bin/switchtec-emulator" --topology "$work/gen5.json" --listen "$ip5:54545" 2>"$work/emulator5.log" &
+pids+=($!)
+for _ in $(seq 300); do grep -q "PAX chip" "$work/emulator5.log" && break; sleep 0.1; done
+"$cli" info "$ip5:0" | grep -q "Generation:  GEN5" || fail "the CLI does not see a Gen5 PAX"
+"$cli" fabric topo-info "$ip5:0" | grep -q "Neg Rate:			32 GT/s" || fail "Gen5 topo-info"
+
 echo "== 2. yardd composes through the Switchtec driver; the CLI sees what it bound"
 "$build/bin/yardd" --driver switchtec --switchtec "$ip" --switchtec-host pax0-p0=node-a --listen 127.0.0.1:0 \
   --port-file "$work/port" --state-dir "$work/state" --host-policy-default trust-fabric --plaintext --reconcile-interval 1 --log-level info 2>"$work/yardd.log" &

@@ -174,6 +174,20 @@ TEST_F(SwitchtecDriver, DiscoversWhatTheDatabaseHolds) {
   EXPECT_TRUE(t->devices[0].migCapable);
 }
 
+TEST(SwitchtecDriverGen5, ReadsTheGen5Layout) {
+  auto t = testing::parseSwitchtecTopology(R"({"pax": [{"id": 0, "device_id": "0x5284", "hosts": [{"port": 0}], "endpoints": [{"port": 16}]}]})");
+  ASSERT_TRUE(t);
+  auto e = testing::SwitchtecEmulator::start({*t});
+  ASSERT_TRUE(e);
+  auto f = SwitchtecFabric::connect({.endpoint = (*e)->endpoint()});
+  ASSERT_TRUE(f) << f.error().message;
+  auto topology = (*f)->discover();
+  ASSERT_TRUE(topology);
+  EXPECT_EQ(topology->switches.at(0).model, "PAX 84XG5");
+  for (const auto& p : topology->ports) EXPECT_EQ(p.linkGeneration, 5) << p.id;
+  ASSERT_TRUE((*f)->bind("pax0-ep16", "pax0-p0"));
+}
+
 TEST_F(SwitchtecDriver, ARefusedBindChangesNothingAndSaysWhy) {
   emulator_->refuseBinds(1, mrpc_error::kBindCheckFail);
   auto r = fabric_->bind("pax0-ep16", "pax0-p0");
