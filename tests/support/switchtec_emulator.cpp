@@ -23,9 +23,6 @@ namespace {
 
 constexpr std::size_t kMaxEvents = 128;
 
-std::uint16_t pdfidFor(std::uint8_t pax, std::size_t endpoint, std::size_t function) {
-  return static_cast<std::uint16_t>(0x100u * (pax + 1u) + endpoint * 8 + function);
-}
 
 bool recvExact(int fd, std::uint8_t* out, std::size_t n) {
   std::size_t done = 0;
@@ -49,13 +46,6 @@ bool sendAll(int fd, const Bytes& b) {
 
 }  // namespace
 
-struct SwitchtecEmulator::Chip {
-  EmulatedPax spec;
-  std::map<std::uint8_t, Hvd> hvds;     // by host port
-  std::set<std::uint8_t> linksDown;     // endpoint ports whose link is down
-  std::deque<GfmsEvent> events;
-  bool overflow = false;
-};
 
 struct SwitchtecEmulator::Connection {
   std::map<std::uint8_t, Bytes> dumps;  // GFMS dump in progress, by section
@@ -270,7 +260,7 @@ PaxAll SwitchtecEmulator::paxAll(const Chip& c) const {
   g.header = {.sectionClass = 0, .paxIndex = c.spec.id, .swfid = static_cast<std::uint16_t>(0x8000 | c.spec.id)};
   g.physPortCount = static_cast<std::uint8_t>(c.spec.hosts.size() + c.spec.endpoints.size() + c.spec.links.size());
   g.hvdCount = static_cast<std::uint8_t>(c.hvds.size());
-  g.pdfidStart = pdfidFor(c.spec.id, 0, 0);
+  g.pdfidStart = emulatedPdfid(c.spec.id, 0, 0);
   g.pdfidEnd = static_cast<std::uint16_t>(g.pdfidStart + 0xff);
   g.hfidStart = static_cast<std::uint16_t>(0x10 * (c.spec.id + 1));
   g.hfidEnd = static_cast<std::uint16_t>(g.hfidStart + 0xf);
@@ -293,7 +283,7 @@ PaxAll SwitchtecEmulator::paxAll(const Chip& c) const {
         EpFunction fn;
         fn.functionId = static_cast<std::uint16_t>(f);
         fn.sriovCapPf = 1;  // a physical function without SR-IOV
-        fn.pdfid = pdfidFor(c.spec.id, i, f);
+        fn.pdfid = emulatedPdfid(c.spec.id, i, f);
         fn.vendorId = spec.functions[f].vendorId;
         fn.deviceId = spec.functions[f].deviceId;
         fn.subVendorId = spec.functions[f].subVendorId;
@@ -323,16 +313,17 @@ TopoInfo SwitchtecEmulator::topoInfo(const Chip& c) const {
   t.switchIndex = c.spec.id;
   const auto gen = paxGeneration(c.spec.deviceId).value_or(Generation::kGen4);
   const std::uint8_t rate = gen == Generation::kGen5 ? 5 : 4;
-  for (const auto& h : c.spec.hosts) t.ports.push_back({.physPort = h.port, .type = PortType::kHost, .cfgRate = rate, .negRate = rate});
-  for (const auto& e : c.spec.endpoints) {
-    PortInfo p{.physPort = e.port, .type = PortType::kEndpoint, .cfgRate = rate, .negRate = rate};
-    if (c.linksDown.contains(e.port)) {
+  auto add = [&](std::uint8_t port, PortType type) {
+    PortInfo p{.physPort = port, .type = type, .cfgRate = rate, .negRate = rate};
+    if (c.linksDown.contains(port)) {
       p.negWidth = 0;
       p.majorLtssm = 0;  // Detect (quiet)
     }
     t.ports.push_back(p);
-  }
-  for (const auto& l : c.spec.links) t.ports.push_back({.physPort = l.port, .type = PortType::kFabric, .cfgRate = rate, .negRate = rate});
+  };
+  for (const auto& h : c.spec.hosts) add(h.port, PortType::kHost);
+  for (const auto& e : c.spec.endpoints) add(e.port, PortType::kEndpoint);
+  for (const auto& l : c.spec.links) add(l.port, PortType::kFabric);
   std::sort(t.ports.begin(), t.ports.end(), [](const PortInfo& a, const PortInfo& b) { return a.physPort < b.physPort; });
   return t;
 }
@@ -349,12 +340,12 @@ std::uint32_t SwitchtecEmulator::bind(const BindRequest& r) {
     if (!seen.insert(pdfid).second) return mrpc_error::kParamInvalid;
     const Chip* owner = nullptr;
     for (const auto& c : chips_) {
-      const auto start = pdfidFor(c->spec.id, 0, 0);
+      const auto start = emulatedPdfid(c->spec.id, 0, 0);
       if (pdfid >= start && pdfid < start + 0x100) owner = c.get();
     }
     if (!owner) return mrpc_error::kParamInvalid;
-    const auto index = static_cast<std::size_t>((pdfid - pdfidFor(owner->spec.id, 0, 0)) / 8);
-    const auto function = static_cast<std::size_t>((pdfid - pdfidFor(owner->spec.id, 0, 0)) % 8);
+    const auto index = static_cast<std::size_t>((pdfid - emulatedPdfid(owner->spec.id, 0, 0)) / 8);
+    const auto function = static_cast<std::size_t>((pdfid - emulatedPdfid(owner->spec.id, 0, 0)) % 8);
     if (index >= owner->spec.endpoints.size() || function >= owner->spec.endpoints[index].functions.size())
       return mrpc_error::kParamInvalid;
     if (owner->linksDown.contains(owner->spec.endpoints[index].port)) return mrpc_error::kPhysPortDisabled;
@@ -369,18 +360,6 @@ std::uint32_t SwitchtecEmulator::bind(const BindRequest& r) {
     pushEvent(*host, GfmsEventCode::kBind, e.take());
   }
   return 0;
-}
-
-void SwitchtecEmulator::writeBindingsFile() const {
-  if (options_.bindingsFile.empty()) return;
-  nlohmann::json out = nlohmann::json::object();
-  for (const auto& c : chips_)
-    for (std::size_t i = 0; i < c->spec.endpoints.size(); ++i)
-      if (auto b = bound_.find(pdfidFor(c->spec.id, i, 0)); b != bound_.end())
-        out[fmt::format("pax{}-ep{}", c->spec.id, c->spec.endpoints[i].port)] = fmt::format("pax{}-p{}", b->second.pax, b->second.hostPort);
-  const auto tmp = options_.bindingsFile.string() + ".tmp";
-  std::ofstream(tmp) << out.dump() << "\n";
-  std::filesystem::rename(tmp, options_.bindingsFile);
 }
 
 std::uint32_t SwitchtecEmulator::unbind(const UnbindRequest& r) {
@@ -543,66 +522,6 @@ bool SwitchtecEmulator::mrpc(Connection& conn, std::uint32_t word, std::span<con
   }
   out = w.take();
   return true;
-}
-
-void SwitchtecEmulator::refuseBinds(int n, std::uint32_t status) {
-  std::lock_guard lock(mutex_);
-  refuseBinds_ = n;
-  refuseStatus_ = status;
-}
-
-void SwitchtecEmulator::dropReplies(int n) {
-  std::lock_guard lock(mutex_);
-  dropReplies_ = n;
-}
-
-void SwitchtecEmulator::closeConnections(int n) {
-  std::lock_guard lock(mutex_);
-  closeConnections_ = n;
-}
-
-bool SwitchtecEmulator::setLinkUp(std::uint8_t pax, std::uint8_t port, bool up) {
-  std::lock_guard lock(mutex_);
-  Chip* c = chip(pax);
-  if (!c) return false;
-  auto ep = std::find_if(c->spec.endpoints.begin(), c->spec.endpoints.end(), [&](const EmulatedEndpoint& e) { return e.port == port; });
-  if (ep == c->spec.endpoints.end()) return false;
-  const bool wasUp = !c->linksDown.contains(port);
-  if (wasUp == up) return true;
-  ByteWriter e;
-  e.u16(port).u16(static_cast<std::uint16_t>(ep->functions.size()));
-  if (up) {
-    c->linksDown.erase(port);
-    pushEvent(*c, GfmsEventCode::kDeviceAdd, e.take());
-  } else {
-    c->linksDown.insert(port);
-    pushEvent(*c, GfmsEventCode::kDeviceDelete, e.take());
-  }
-  return true;
-}
-
-bool SwitchtecEmulator::raiseAer(std::uint8_t pax, std::uint8_t port, bool dpc) {
-  std::lock_guard lock(mutex_);
-  Chip* c = chip(pax);
-  if (!c) return false;
-  ByteWriter e;
-  e.u16(port).u8(static_cast<std::uint8_t>(0x01 | (dpc ? 0x02 : 0))).u8(0).u32(0x4000).u32(0).u32(0).zeros(16);
-  pushEvent(*c, GfmsEventCode::kAer, e.take());
-  return true;
-}
-
-std::map<std::uint16_t, SwitchtecEmulator::BoundTo> SwitchtecEmulator::bindings() const {
-  std::lock_guard lock(mutex_);
-  return bound_;
-}
-
-std::uint16_t SwitchtecEmulator::pdfidOf(std::uint8_t pax, std::uint8_t port, int function) const {
-  std::lock_guard lock(mutex_);
-  const Chip* c = chip(pax);
-  if (!c) return 0;
-  for (std::size_t i = 0; i < c->spec.endpoints.size(); ++i)
-    if (c->spec.endpoints[i].port == port) return pdfidFor(pax, i, static_cast<std::size_t>(function));
-  return 0;
 }
 
 }  // namespace switchyard::testing

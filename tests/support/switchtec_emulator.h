@@ -9,11 +9,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,7 +52,8 @@ class SwitchtecEmulator {
   void dropReplies(int n);
   // The next `n` commands of any kind close the connection unanswered (nothing applied).
   void closeConnections(int n);
-  // Link of an endpoint port down (its functions leave the fabric's database) or up again.
+  // Link of a port down or up again: an endpoint's (its functions leave the fabric's database), a host's or
+  // a fabric link's (an event, and the port out of L0).
   [[nodiscard]] bool setLinkUp(std::uint8_t pax, std::uint8_t port, bool up);
   // An AER report from an endpoint port; with `dpc` the switch contained the link.
   [[nodiscard]] bool raiseAer(std::uint8_t pax, std::uint8_t port, bool dpc);
@@ -66,7 +69,13 @@ class SwitchtecEmulator {
 
  private:
   struct Connection;
-  struct Chip;
+  struct Chip {
+    EmulatedPax spec;
+    std::map<std::uint8_t, switchtec::Hvd> hvds;  // by host port
+    std::set<std::uint8_t> linksDown;             // ports whose link is down
+    std::deque<switchtec::GfmsEvent> events;
+    bool overflow = false;
+  };
   explicit SwitchtecEmulator(Options options);
   void acceptLoop();
   void serve(int fd);

@@ -47,4 +47,10 @@ struct SwitchtecTopology {
 // single-function GPUs.
 [[nodiscard]] SwitchtecTopology generateSwitchtecTopology(int chips, int hosts, int gpus);
 
+// The fabric-wide id (PDFID) the emulator gives function `function` of the `endpoint`-th endpoint of PAX
+// `pax`: 0x100 per chip, 8 per endpoint.
+[[nodiscard]] inline std::uint16_t emulatedPdfid(std::uint8_t pax, std::size_t endpoint, std::size_t function) {
+  return static_cast<std::uint16_t>(0x100u * (pax + 1u) + endpoint * 8 + function);
+}
+
 }  // namespace switchyard::testing

@@ -250,6 +250,20 @@ TEST_F(SwitchtecDriver, LinkDownIsCriticalAndBackIsOk) {
   EXPECT_EQ((*events)[0].health, DeviceHealth::kOk);
 }
 
+TEST_F(SwitchtecDriver, HostLinkEventsNameThePort) {
+  ASSERT_TRUE(emulator_->setLinkUp(0, 1, false));
+  auto events = fabric_->pollEvents();
+  ASSERT_TRUE(events) << events.error().message;
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].type, "link.down");
+  EXPECT_EQ((*events)[0].subject, "pax0-p1");
+  ASSERT_TRUE(emulator_->setLinkUp(0, 1, true));
+  events = fabric_->pollEvents();
+  ASSERT_TRUE(events);
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].type, "link.up");
+}
+
 // What a compose costs against a switch that takes L per MRPC command: the binds of a set go out at
 // once, so 4 GPUs bind in about L, not 4L; the command count is one bind per device.
 TEST_F(SwitchtecDriver, ASetBindsInParallel) {
