@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <list>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -49,9 +50,10 @@ class Gate {
         lock.unlock();
         return call();
       }
-      // Numbered by arrival, which the one-decision-at-a-time schedule makes deterministic: two identical
-      // calls (a verify's read and a reconcile's) stay apart.
-      slot.what += fmt::format(" #{}", ++arrivals_);
+      // Numbered among the calls with the same description, so that two identical calls (a verify's read
+      // and a reconcile's) stay apart. Not by arrival across all calls: two different calls that reach the
+      // gate at the same moment (unbinds of two operations) would swap their numbers from run to run.
+      slot.what += fmt::format(" #{}", ++arrivals_[slot.what]);
       slots_.push_back(&slot);
       changed_.notify_all();
       changed_.wait(lock, [&] { return slot.decided; });
@@ -109,7 +111,7 @@ class Gate {
   std::condition_variable changed_;
   std::list<Slot*> slots_;
   int inTransit_ = 0;
-  std::uint64_t arrivals_ = 0;
+  std::map<std::string, std::uint64_t> arrivals_;  // by description
   bool holding_ = false;
 };
 
