@@ -235,13 +235,13 @@ const SwitchtecEmulator::Chip* SwitchtecEmulator::chip(std::uint8_t pax) const {
 
 bool SwitchtecEmulator::reachable(std::uint8_t from, std::uint8_t to) const {
   std::set<std::uint8_t> seen{from};
-  std::vector<std::uint8_t> todo{from};
-  while (!todo.empty()) {
-    const auto* c = chip(todo.back());
-    todo.pop_back();
+  std::vector<std::uint8_t> frontier{from};
+  while (!frontier.empty()) {
+    const auto* c = chip(frontier.back());
+    frontier.pop_back();
     if (!c) continue;
     for (const auto& l : c->spec.links)
-      if (seen.insert(l.peerPax).second) todo.push_back(l.peerPax);
+      if (seen.insert(l.peerPax).second) frontier.push_back(l.peerPax);
   }
   return seen.contains(to);
 }
