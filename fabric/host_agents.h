@@ -24,6 +24,7 @@
 //  - Both may be called from several threads at once.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -61,6 +62,27 @@ enum class HostPolicy { kUnset, kTrustFabric, kAgent, kBmcReset };
 struct HostChange {
   std::vector<Binding> devices;
   std::vector<GpuInstance> instances;
+  // release only: why the devices leave (detachReason in composer/model/caller.h: request, lease,
+  // preemption, reclaim), so that the host's hooks can tell a user's detach from yardd taking GPUs back.
+  std::string reason = "request";
+};
+
+// A process running on a GPU, as the vendor tool reports it (nvidia-smi --query-compute-apps).
+struct GpuProcess {
+  int pid = 0;
+  std::string name;
+  std::uint64_t memoryMiB = 0;
+  friend bool operator==(const GpuProcess&, const GpuProcess&) = default;
+};
+
+// What a GPU on a host is doing now (nvidia-smi --query-gpu=utilization.gpu,memory.used): the input of
+// idle reclaim (composer/engine/idle_tracker.h).
+struct GpuActivity {
+  DeviceId deviceId;
+  int utilizationPercent = 0;  // 0..100, over the vendor tool's last sample period
+  std::uint64_t memoryUsedMiB = 0;
+  std::vector<GpuProcess> processes;
+  friend bool operator==(const GpuActivity&, const GpuActivity&) = default;
 };
 
 class HostAgents {
@@ -76,7 +98,17 @@ class HostAgents {
   // tell (a BMC, an agent that does not answer). Callers skip hosts for which canList() is false.
   [[nodiscard]] virtual bool canList(const HostId&) const { return false; }
   [[nodiscard]] virtual Result<std::vector<HostDeviceIdentity>> listPresent(const HostId& host, const CallOptions& options = {});
+  // What each of `devices` (GPUs the host holds) is doing now. A device the host does not see, or whose
+  // activity it cannot read, is left out. kUnavailable when the host side cannot tell (a BMC, an agent that
+  // does not answer). Callers skip hosts for which canReportActivity() is false.
+  [[nodiscard]] virtual bool canReportActivity(const HostId&) const { return false; }
+  [[nodiscard]] virtual Result<std::vector<GpuActivity>> activity(const HostId& host, const std::vector<Binding>& devices,
+                                                                  const CallOptions& options = {});
 };
+
+inline Result<std::vector<GpuActivity>> HostAgents::activity(const HostId& host, const std::vector<Binding>&, const CallOptions&) {
+  return fail(Code::kUnavailable, "the host side of " + host + " cannot report what its GPUs are doing");
+}
 
 inline Result<std::vector<HostDeviceIdentity>> HostAgents::listPresent(const HostId& host, const CallOptions&) {
   return fail(Code::kUnavailable, "the host side of " + host + " cannot list its devices");

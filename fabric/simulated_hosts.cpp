@@ -158,6 +158,9 @@ Result<void> SimulatedHosts::release(const HostId& host, const HostChange& chang
     auto fault = faults_.find(b.deviceId);
     if (present.contains(b.deviceId) && fault != faults_.end() && fault->second == SimulatedHostFault::kInUse)
       busy.push_back(fmt::format("{} at {} is in use by pid 4242 (python3 train.py)", b.deviceId, present.at(b.deviceId).pciAddress));
+    else if (auto a = activity_.find(b.deviceId); present.contains(b.deviceId) && a != activity_.end() && !a->second.processes.empty())
+      busy.push_back(fmt::format("{} at {} is in use by pid {} ({})", b.deviceId, present.at(b.deviceId).pciAddress,
+                                 a->second.processes.front().pid, a->second.processes.front().name));
   }
   if (!busy.empty()) return fail(Code::kFailedPrecondition, fmt::format("{}: {}", host, fmt::join(busy, "; ")));
   auto& made = instances_[host];
@@ -209,6 +212,32 @@ Result<std::vector<HostDeviceIdentity>> SimulatedHosts::listPresent(const HostId
     SY_TRY(reachableLocked(host, "inventory"));
   }
   return present(host);
+}
+
+Result<std::vector<GpuActivity>> SimulatedHosts::activity(const HostId& host, const std::vector<Binding>& devices, const CallOptions&) {
+  std::lock_guard lock(mutex_);
+  ++calls_;
+  SY_TRY(reachableLocked(host, "GPU activity"));
+  const auto& present = present_[host];
+  std::vector<GpuActivity> out;
+  for (const auto& b : devices) {
+    if (!present.contains(b.deviceId)) continue;
+    GpuActivity a{b.deviceId, 0, 0, {}};
+    if (auto set = activity_.find(b.deviceId); set != activity_.end()) a = set->second;
+    if (auto fault = faults_.find(b.deviceId); fault != faults_.end() && fault->second == SimulatedHostFault::kInUse && a.processes.empty()) {
+      a.processes.push_back({4242, "python3 train.py", 1024});
+      a.memoryUsedMiB = std::max<std::uint64_t>(a.memoryUsedMiB, 1024);
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+void SimulatedHosts::setActivity(const DeviceId& device, int utilizationPercent, std::vector<GpuProcess> processes) {
+  std::lock_guard lock(mutex_);
+  GpuActivity a{device, std::clamp(utilizationPercent, 0, 100), 0, std::move(processes)};
+  for (const auto& p : a.processes) a.memoryUsedMiB += p.memoryMiB;
+  activity_[device] = std::move(a);
 }
 
 void SimulatedHosts::forget(const HostId& host, const DeviceId& device) {

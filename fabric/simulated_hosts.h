@@ -56,6 +56,14 @@ class SimulatedHosts final : public HostAgents {
     return upstreamPorts_.contains(host) && policy(host) == HostPolicy::kAgent;
   }
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> listPresent(const HostId& host, const CallOptions& options = {}) override;
+  [[nodiscard]] bool canReportActivity(const HostId& host) const override { return canList(host); }
+  // A present GPU is idle (0 %, nothing running) unless setActivity said otherwise; one with a kInUse fault
+  // runs pid 4242 (python3 train.py).
+  [[nodiscard]] Result<std::vector<GpuActivity>> activity(const HostId& host, const std::vector<Binding>& devices,
+                                                          const CallOptions& options = {}) override;
+  // What a GPU is doing from now on (tests, the demo): its utilization and processes. A GPU with processes
+  // is in use: release refuses it, naming them, as a real host's agent does.
+  void setActivity(const DeviceId& device, int utilizationPercent, std::vector<GpuProcess> processes = {});
   // The host loses sight of a device (a link that went down, a driver that dropped it) or sees one
   // nobody admitted (enumerated at boot): what host-side reconcile must notice.
   void forget(const HostId& host, const DeviceId& device);
@@ -87,6 +95,7 @@ class SimulatedHosts final : public HostAgents {
 
   mutable std::mutex mutex_;
   std::map<DeviceId, SimulatedHostFault> faults_;
+  std::map<DeviceId, GpuActivity> activity_;  // setActivity
   std::set<HostId> unreachable_;
   std::map<HostId, int> restarting_;  // calls still to miss
   std::map<HostId, std::map<DeviceId, HostDeviceIdentity>> present_;

@@ -24,7 +24,8 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       control_(std::make_unique<asio::io_context>(1)),
       steps_(options.steps ? options.steps : StepKindRegistry::builtIn()),
       driverPool_(std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
-      pollTimer_(std::make_unique<TimerHolder>(*control_)) {}
+      pollTimer_(std::make_unique<TimerHolder>(*control_)),
+      idle_(options.idleBusyAbovePercent, options.activityHistory) {}
 
 Engine::~Engine() {
   if (controlThread_.joinable()) stop(Duration::zero());
@@ -88,6 +89,7 @@ Result<RecoveryReport> Engine::start() {
     scheduleDeadlines();
     schedulePrune();
     scheduleReconcile();
+    scheduleActivity();
     return {};
   }));
   return report;
@@ -111,6 +113,7 @@ void Engine::stop(Duration grace) {
     pollTimer_->pruneTimer.cancel();
     pollTimer_->reconcileTimer.cancel();
     pollTimer_->deadlineTimer.cancel();
+    pollTimer_->activityTimer.cancel();
     if (!active_.empty()) spdlog::warn("stopping with {} operation(s) unfinished; they resume at next start", active_.size());
     return {};
   });

@@ -37,6 +37,7 @@
 
 #include "composer/engine/elastic_executor.h"
 #include "composer/engine/event_stream.h"
+#include "composer/engine/idle_tracker.h"
 #include "composer/engine/steps/step_kind.h"
 #include "composer/engine/usage.h"
 #include "composer/metrics/engine_metrics.h"
@@ -87,6 +88,13 @@ struct EngineOptions {
   std::chrono::milliseconds leaseRetry{std::chrono::seconds(30)};    // an overdue system's next decompose try
   std::chrono::milliseconds preemptionGrace{std::chrono::seconds(30)};  // from system.preempting to the decompose
   std::chrono::milliseconds deadlineInterval{1000};  // how often leases and queue timeouts are looked at; 0: when asked
+  // Idle reclaim (engine_idle.cpp, idle_tracker.h): how often the hosts are asked what their attached GPUs
+  // do (0: when asked), the utilization above which a GPU counts as busy, the samples kept per GPU, and
+  // yardd's policy for tenants and systems that choose none (off unless set).
+  std::chrono::milliseconds activityInterval{60'000};
+  int idleBusyAbovePercent = 5;
+  std::size_t activityHistory = 60;
+  ReclaimPolicy reclaim;
   // Called once, on the control thread, when the engine stops writing for good (the store failed or fenced
   // it out): the daemon stops serving and exits for its service manager to restart it. Must return quickly.
   std::function<void(const std::string& why)> onHalt;
@@ -99,9 +107,6 @@ struct EngineOptions {
 // runs once admitted) instead of being refused. priorityClass orders the queue (empty: the default class).
 // queueTimeout gives up waiting after that long (0: never). lease decomposes the system that long after
 // it is composed (0: no lease).
-// The actors of what yardd starts on its own: a lease's end, a preemption.
-inline constexpr std::string_view kLeaseActor = "yardd (lease)";
-inline constexpr std::string_view kPreemptionActor = "yardd (preemption)";
 
 struct ComposeRequest {
   std::string name;
@@ -212,6 +217,13 @@ class Engine {
   // Gives up queued requests past their timeout and decomposes systems past their lease (also on a timer,
   // every EngineOptions::deadlineInterval); what it started, as operations.
   [[nodiscard]] Result<std::vector<Operation>> expireDeadlines();
+  // Idle reclaim (engine_idle.cpp): asks each host with attached GPUs what they are doing, records it, and
+  // reclaims the GPUs its system's policy says are idle too long (also on a timer, every
+  // EngineOptions::activityInterval); the detaches it started, as operations.
+  [[nodiscard]] Result<std::vector<Operation>> sampleActivity();
+  // Attached GPUs idle for at least `minIdle` (busy ones too when `includeBusy`), of the tenants the caller
+  // may see, longest idle first. From the view: never waits for the control thread.
+  [[nodiscard]] Result<std::vector<IdleGpu>> idleGpus(const Caller& caller, Duration minIdle, bool includeBusy = false) const;
 
   // Several systems at once (engine_reservations.cpp): a manifest's systems are placed together, each on
   // what the ones before it left. planSystems holds nothing; reserve holds the placements for `lifetime`
@@ -399,6 +411,19 @@ class Engine {
   void startPreemption(Mutation& m, std::vector<Operation>& started);
   void preemptionFailed(const Operation& op, Mutation& m);
   void scheduleDeadlines();
+  // Idle reclaim (engine_idle.cpp): which hosts to ask about which GPUs, what they said, and the reclaim.
+  struct ActivityCheck {
+    HostId host;
+    SystemId system;
+    std::vector<Binding> gpus;
+  };
+  [[nodiscard]] std::vector<ActivityCheck> activityChecksOnControl() const;
+  void recordActivityOnControl(const std::vector<ActivityCheck>& checks, const std::vector<Result<std::vector<GpuActivity>>>& seen,
+                               Mutation& m, std::vector<Operation>& started);
+  void reclaimIdle(Mutation& m, std::vector<Operation>& started);
+  [[nodiscard]] std::shared_ptr<const std::vector<IdleGpu>> activityForView() const;
+  [[nodiscard]] ReclaimPolicy reclaimPolicyFor(const System& system) const;
+  void scheduleActivity();
 
   // Running steps (engine_steps.cpp).
   void advance(const OperationId& id, Mutation carried = {});
@@ -518,6 +543,10 @@ class Engine {
   };
   std::optional<Preemption> preemption_;  // one at a time
   std::map<OperationId, Timestamp> preemptRetryAt_;
+  IdleTracker idle_;                               // what attached GPUs did, as sampled
+  bool activityChanged_ = false;                   // the view's activity is stale
+  bool activityInFlight_ = false;                  // a background sample is out: the timer does not start another
+  std::map<DeviceId, Timestamp> reclaimAnnounced_;  // dry run: the idle stretch (its start) a would-detach named
   std::set<SystemId> leaseWarned_;                 // lease.expiring sent
   std::map<SystemId, Timestamp> leaseRetryAt_;     // overdue: when to try the decompose again
   std::uint64_t lastReservationNumber_ = 0;

@@ -138,6 +138,7 @@ Result<void> Engine::validateRequestStrings(const ComposeRequest& request) {
   }
   if (request.requestId.size() > 128 || !printableAscii(request.requestId))
     return fail(Code::kInvalidArgument, "request id: at most 128 printable ASCII characters");
+  SY_TRY(reclaimPolicyOf(request.labels, {}));  // the idle-reclaim labels, when set, must say something it understands
   return {};
 }
 

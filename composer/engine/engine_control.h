@@ -12,14 +12,15 @@
 
 namespace switchyard {
 
-// The control thread's timers (fabric poll, prune, reconcile, deadlines) and what keeps its loop alive.
+// The control thread's timers (fabric poll, prune, reconcile, deadlines, GPU activity) and what keeps its loop alive.
 struct Engine::TimerHolder {
   explicit TimerHolder(boost::asio::io_context& io)
-      : timer(io), pruneTimer(io), reconcileTimer(io), deadlineTimer(io), guard(boost::asio::make_work_guard(io)) {}
+      : timer(io), pruneTimer(io), reconcileTimer(io), deadlineTimer(io), activityTimer(io), guard(boost::asio::make_work_guard(io)) {}
   boost::asio::steady_timer timer;
   boost::asio::steady_timer pruneTimer;
   boost::asio::steady_timer reconcileTimer;
   boost::asio::steady_timer deadlineTimer;
+  boost::asio::steady_timer activityTimer;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard;
 };
 

@@ -63,7 +63,7 @@ void Engine::publishView() {
       auto shown = current->systems.find(id);
       if (s != nullptr && shown && shown->progress != withProgress(*s).progress) changes.systems.insert(id);
     }
-    if (changes.empty() && !queueChanged_ && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
+    if (changes.empty() && !queueChanged_ && !activityChanged_ && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
     next->shape = current->shape;
     const PoolShape& shape = *next->shape;
     std::vector<std::pair<std::size_t, DeviceView>> devices;
@@ -113,6 +113,12 @@ void Engine::publishView() {
     queueChanged_ = false;
   } else {
     next->queue = current->queue;
+  }
+  if (activityChanged_ || !current || !current->activity) {
+    next->activity = activityForView();
+    activityChanged_ = false;
+  } else {
+    next->activity = current->activity;
   }
   next->demand = state_->pool().sharedDemand();
   std::shared_ptr<const PoolView> old;  // freed outside the lock (a reader may still hold it, then it frees it)

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "composer/engine/idle_tracker.h"
 #include "composer/model/composition.h"
 #include "composer/model/topology.h"
 #include "composer/packing/pool.h"
@@ -143,6 +144,7 @@ struct PoolView {
   std::map<std::string, int> runningOperations;  // accepted and not finished, by kind
   std::shared_ptr<const DemandMix> demand;       // the request shapes the pool has learned (null: none yet)
   std::shared_ptr<const std::vector<QueueEntry>> queue;  // waiting requests in admission order (never null once published)
+  std::shared_ptr<const std::vector<IdleGpu>> activity;  // attached GPUs as last sampled, by device id (never null once published)
 
   [[nodiscard]] const DeviceView* device(const DeviceId& id) const;
   [[nodiscard]] const HostSlot* host(const HostId& id) const;

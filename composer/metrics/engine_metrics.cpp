@@ -29,6 +29,9 @@ EngineMetrics::EngineMetrics()
       preemptions(registry.counter("switchyard_preemptions_total",
                                    "Systems of a preemptible class decomposed to make room for a queued request of a higher one, by the victim's class.",
                                    {"class"})),
+      reclaimedGpus(registry.counter("switchyard_reclaimed_gpus_total",
+                                     "Idle GPUs taken back by the reclaim policy: detach (a detach began) or dry-run (a would-detach event named it).",
+                                     {"mode"})),
       servingSince(registry.gauge("switchyard_serving_since_timestamp_seconds",
                                   "Unix time at which this yardd began to serve writes: its start with SQLite, or winning the leadership with etcd. "
                                   "A change means yardd restarted or another leader took over.",

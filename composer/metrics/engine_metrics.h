@@ -26,6 +26,7 @@ struct EngineMetrics {
   HistogramFamily& queuePassSeconds;  // {}: one admission pass over the queue
   CounterFamily& leaseExpiries;       // {result}: started (a decompose began) or overdue (it failed: retried)
   CounterFamily& preemptions;         // {class}: systems decomposed to make room for a higher class
+  CounterFamily& reclaimedGpus;       // {mode}: idle GPUs detached (detach) or named in a would-detach event (dry-run)
   CounterFamily& servingSince;        // gauge {store}: Unix time this yardd began serving writes (a start, or winning leadership)
 };
 

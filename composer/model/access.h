@@ -26,6 +26,10 @@ struct TenantQuota {
   std::optional<int> maxQueued;
   std::optional<std::chrono::milliseconds> defaultLease;
   std::optional<std::chrono::milliseconds> maxLease;
+  // Idle reclaim (issue 40): the tenant's systems give back GPUs idle this long (0: never), by detaching
+  // them or, in a dry run, by saying so; a system's labels may choose otherwise (idle_tracker.h).
+  std::optional<std::chrono::milliseconds> reclaimIdleAfter;
+  std::optional<bool> reclaimDryRun;
 };
 using TenantQuotas = std::map<std::string, TenantQuota, std::less<>>;
 

@@ -28,6 +28,20 @@ struct Caller {
   friend bool operator==(const Caller&, const Caller&) = default;
 };
 
+// The actors of what yardd starts on its own: a lease's end, a preemption, an idle GPU taken back.
+inline constexpr std::string_view kLeaseActor = "yardd (lease)";
+inline constexpr std::string_view kPreemptionActor = "yardd (preemption)";
+inline constexpr std::string_view kReclaimActor = "yardd (reclaim)";
+
+// Why devices leave a host, as the host's hooks are told (SWITCHYARD_DETACH_REASON): "lease", "preemption",
+// "reclaim" for what yardd started on its own, "request" for everything asked for.
+[[nodiscard]] inline std::string_view detachReason(std::string_view actor) {
+  if (actor == kLeaseActor) return "lease";
+  if (actor == kPreemptionActor) return "preemption";
+  if (actor == kReclaimActor) return "reclaim";
+  return "request";
+}
+
 [[nodiscard]] std::string_view toString(Role role);
 [[nodiscard]] std::optional<Role> parseRole(std::string_view s);
 

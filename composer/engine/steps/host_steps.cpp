@@ -82,7 +82,7 @@ class HostReleaseStep final : public StepKind {
 
   Result<StepReport> call(StepTargets& t, const Operation& op, const Step& s) const override {
     SY_ASSIGN(HostAgents * hosts, hostsOf(t, op));
-    SY_TRY(hosts->release(op.hostId, {s.bindings, op.gpuInstances}, t.hostCall));
+    SY_TRY(hosts->release(op.hostId, {s.bindings, op.gpuInstances, std::string(detachReason(op.requestedBy.identity))}, t.hostCall));
     return StepReport{};
   }
 

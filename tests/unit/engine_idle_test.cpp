@@ -1,0 +1,219 @@
+// Idle reclaim (engine_idle.cpp, idle_tracker.h; ADR 0019): the host side's GPU activity samples make an
+// idle history per attached GPU; `idleGpus` lists what idled long enough; a system's reclaim policy (its
+// labels over its tenant's over yardd's) names idle GPUs in a dry run, or detaches them through the safe
+// path, never one a process runs on.
+#include <gtest/gtest.h>
+
+#include "fabric/simulated_hosts.h"
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+TEST(IdleTrackerTest, AGpuIsIdleSinceItsFirstIdleSampleAndBusyAgainWithAProcessWhateverItsUtilization) {
+  IdleTracker tracker(5, 3);
+  EXPECT_TRUE(tracker.record("sys-1", {"gpu-1", 0, 0, {}}, 100));
+  EXPECT_EQ(tracker.find("gpu-1")->idleSince, 100);
+  EXPECT_FALSE(tracker.record("sys-1", {"gpu-1", 3, 0, {}}, 200)) << "still idle: at most 5 %";
+  EXPECT_EQ(tracker.find("gpu-1")->idleSince, 100);
+  EXPECT_EQ(tracker.find("gpu-1")->idleFor(400), Duration(300));
+  EXPECT_TRUE(tracker.record("sys-1", {"gpu-1", 0, 512, {{77, "python3 serve.py", 512}}}, 300)) << "a process makes it busy at 0 %";
+  EXPECT_FALSE(tracker.find("gpu-1")->idle());
+  EXPECT_TRUE(tracker.record("sys-1", {"gpu-1", 0, 0, {}}, 400));
+  EXPECT_EQ(tracker.find("gpu-1")->idleSince, 400) << "a new idle stretch starts at its first idle sample";
+  EXPECT_EQ(tracker.find("gpu-1")->history.size(), 3u) << "the history keeps the latest samples only";
+  EXPECT_EQ(tracker.find("gpu-1")->history.front().at, 200);
+
+  tracker.record("sys-2", {"gpu-1", 0, 0, {}}, 500);
+  EXPECT_EQ(tracker.find("gpu-1")->firstSampleAt, 500) << "attached to another system: a new record";
+  EXPECT_EQ(tracker.find("gpu-1")->history.size(), 1u);
+  EXPECT_TRUE(tracker.keepOnly([](const DeviceId&, const SystemId& s) { return s != "sys-2"; }));
+  EXPECT_EQ(tracker.find("gpu-1"), nullptr);
+}
+
+TEST(IdleTrackerTest, LabelsChooseASystemsPolicyAndBadOnesAreRefused) {
+  const ReclaimPolicy inherited{std::chrono::hours(2), true};
+  EXPECT_EQ(*reclaimPolicyOf({}, inherited), inherited);
+  EXPECT_EQ(reclaimPolicyOf({{"reclaim-idle-after", "30m"}, {"reclaim-mode", "detach"}}, inherited)->after, std::chrono::minutes(30));
+  EXPECT_FALSE(reclaimPolicyOf({{"reclaim-mode", "detach"}}, inherited)->dryRun);
+  EXPECT_EQ(reclaimPolicyOf({{"reclaim-idle-after", "never"}}, inherited)->after.count(), 0);
+  for (const char* bad : {"soon", "10s", "-5m", ""}) {
+    auto r = reclaimPolicyOf({{"reclaim-idle-after", bad}}, inherited);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code, Code::kInvalidArgument);
+  }
+  EXPECT_FALSE(reclaimPolicyOf({{"reclaim-mode", "now"}}, inherited));
+  EXPECT_EQ(describe(ReclaimPolicy{}), "off");
+  EXPECT_EQ(describe(ReclaimPolicy{std::chrono::minutes(30), true}), "after 30m idle (dry run)");
+}
+
+class EngineIdleTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    EngineTest::SetUp();
+    simulated_ = std::make_unique<SimulatedHosts>(defaultTopology(), *fabric_, clock_);
+    hosts_ = simulated_.get();
+  }
+  void startWith(ReclaimPolicy policy) {
+    configure_ = [policy](EngineOptions& o) {
+      o.activityInterval = 0ms;  // tests call sampleActivity() on the manual clock
+      o.reclaim = policy;
+    };
+    start();
+  }
+  Operation composeLabelled(const std::string& name, int gpus, std::map<std::string, std::string> labels = {}, std::string tenant = "default") {
+    ComposeRequest r{name, {}, std::move(labels)};
+    r.placement.gpuCount = gpus;
+    r.placement.tenant = std::move(tenant);
+    return run(engine_->compose(Caller::local(), r));
+  }
+  std::vector<DeviceId> gpusOf(const std::string& system) {
+    std::vector<DeviceId> out;
+    const auto found = engine_->getSystem(system);  // held: a range-for over a temporary's member would dangle
+    for (const auto& b : found->bindings) out.push_back(b.deviceId);
+    return out;
+  }
+  std::vector<Operation> sample() {
+    auto started = engine_->sampleActivity();
+    EXPECT_TRUE(started) << started.error().message;
+    return started ? *started : std::vector<Operation>{};
+  }
+  std::size_t count(const std::string& type) {
+    const auto types = eventTypes();
+    return static_cast<std::size_t>(std::count(types.begin(), types.end(), type));
+  }
+  std::unique_ptr<SimulatedHosts> simulated_;
+};
+
+TEST_F(EngineIdleTest, IdleListsAttachedGpusIdleLongEnoughWithTheirSystemAndNothingIsReclaimedWithoutAPolicy) {
+  startWith({});
+  composeLabelled("train", 4);
+  const auto gpus = gpusOf("train");
+  simulated_->setActivity(gpus[0], 97, {{4100, "python3 train.py", 30'000}});
+  simulated_->setActivity(gpus[1], 40);
+  EXPECT_TRUE(sample().empty());
+  clock_.advance(45min);
+  EXPECT_TRUE(sample().empty()) << "no policy: idle GPUs are shown, never taken";
+  auto idle = engine_->idleGpus(Caller::local(), std::chrono::minutes(30));
+  ASSERT_TRUE(idle);
+  ASSERT_EQ(idle->size(), 2u) << "the two idle ones; busy at 97 % with a process, and at 40 %, are not";
+  for (const auto& g : *idle) {
+    EXPECT_EQ(g.systemName, "train");
+    EXPECT_EQ(g.gpu.idleFor(clock_.now()), std::chrono::duration_cast<Duration>(45min));
+    EXPECT_EQ(g.reclaim.after.count(), 0);
+    EXPECT_FALSE(g.hostId.empty());
+    EXPECT_FALSE(g.model.empty());
+  }
+  EXPECT_EQ(engine_->idleGpus(Caller::local(), std::chrono::hours(1))->size(), 0u);
+  auto all = *engine_->idleGpus(Caller::local(), Duration(0), true);
+  ASSERT_EQ(all.size(), 4u) << "every sampled GPU when asked";
+  EXPECT_EQ(count("reclaim.would-detach") + count("reclaim.started"), 0u);
+
+  run(engine_->detach(Caller::local(), {"train", {gpus[2]}, {}, {}, {}}));
+  EXPECT_EQ(engine_->idleGpus(Caller::local(), std::chrono::minutes(30))->size(), 1u) << "a detached GPU is no longer listed";
+}
+
+TEST_F(EngineIdleTest, ADryRunNamesIdleGpusOncePerIdleStretchAndDetachesNothing) {
+  startWith({std::chrono::minutes(30), true});
+  composeLabelled("notebook", 2);
+  sample();
+  clock_.advance(29min);
+  sample();
+  EXPECT_EQ(count("reclaim.would-detach"), 0u) << "not idle long enough yet";
+  clock_.advance(2min);
+  sample();
+  EXPECT_EQ(count("reclaim.would-detach"), 1u);
+  clock_.advance(10min);
+  sample();
+  EXPECT_EQ(count("reclaim.would-detach"), 1u) << "once per idle stretch";
+  EXPECT_EQ(engine_->getSystem("notebook")->bindings.size(), 2u) << "a dry run detaches nothing";
+  const auto gpus = gpusOf("notebook");
+  simulated_->setActivity(gpus[0], 80);
+  simulated_->setActivity(gpus[1], 80);
+  sample();
+  simulated_->setActivity(gpus[0], 0);
+  simulated_->setActivity(gpus[1], 0);
+  sample();
+  clock_.advance(31min);
+  sample();
+  EXPECT_EQ(count("reclaim.would-detach"), 2u) << "a new idle stretch is named again";
+}
+
+TEST_F(EngineIdleTest, ADetachPolicyGivesIdleGpusBackThroughTheSafePathButNeverOneAProcessRunsOn) {
+  startWith({std::chrono::minutes(30), false});
+  const std::size_t freeBefore = freeDevices();
+  composeLabelled("mixed", 4);
+  const auto gpus = gpusOf("mixed");
+  simulated_->setActivity(gpus[0], 0, {{4242, "python3 eval.py", 2048}});  // 0 %, but a process holds it
+  simulated_->setActivity(gpus[1], 88);
+  sample();
+  clock_.advance(31min);
+  const auto started = sample();
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].kind, OperationKind::kDetach);
+  EXPECT_EQ(started[0].requestedBy.identity, kReclaimActor);
+  const Operation done = run(Result<Operation>(started[0]));
+  EXPECT_EQ(done.state, OperationState::kSucceeded) << done.error;
+  const auto left = gpusOf("mixed");
+  EXPECT_EQ(left, (std::vector<DeviceId>{gpus[0], gpus[1]})) << "the busy GPU and the one with a process stay";
+  EXPECT_EQ(count("reclaim.started"), 1u);
+  EXPECT_EQ(freeDevices(), freeBefore - 2u);
+  EXPECT_TRUE(simulated_->surpriseRemovals().empty()) << "host-release ran before the switch unbound";
+  EXPECT_TRUE(engine_->idleGpus(Caller::local(), Duration(0))->empty()) << "what was reclaimed is no longer attached";
+  auto audit = engine_->listAudit({});
+  ASSERT_TRUE(audit);
+  EXPECT_TRUE(std::any_of(audit->begin(), audit->end(), [](const AuditRecord& a) { return a.caller.identity == kReclaimActor && a.action == "detach"; }));
+}
+
+TEST_F(EngineIdleTest, AGpuThatAProcessOpenedSinceItsLastIdleSampleIsNotReclaimed) {
+  startWith({std::chrono::minutes(30), false});
+  composeLabelled("held", 2);
+  const auto gpus = gpusOf("held");
+  sample();
+  // Both idle at the first sample; then a process opens one: the next sample shows it and it stays.
+  simulated_->setDeviceFault(gpus[1], SimulatedHostFault::kInUse);
+  simulated_->setActivity(gpus[1], 0);
+  clock_.advance(31min);
+  auto r = engine_->sampleActivity();  // the kInUse fault reports pid 4242: not idle, so only gpus[0] goes
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_EQ(run(Result<Operation>(r->front())).state, OperationState::kSucceeded);
+  EXPECT_EQ(gpusOf("held"), (std::vector<DeviceId>{gpus[1]}));
+}
+
+TEST_F(EngineIdleTest, LabelsAndTenantPolicyChooseOverYarddsAndTenantsSeeOnlyTheirOwn) {
+  quotas_["team-a"].reclaimIdleAfter = std::chrono::minutes(10);
+  quotas_["team-a"].reclaimDryRun = false;
+  startWith({std::chrono::hours(4), true});
+  composeLabelled("a-keep", 2, {{"reclaim-idle-after", "never"}}, "team-a");
+  composeLabelled("a-default", 2, {}, "team-a");
+  composeLabelled("b-default", 2, {}, "team-b");
+  auto bad = engine_->compose(Caller::local(), [] {
+    ComposeRequest r{"bad", {}, {{"reclaim-mode", "whenever"}}};
+    r.placement.gpuCount = 1;
+    return r;
+  }());
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, Code::kInvalidArgument) << "a reclaim label that does not parse is refused at compose";
+  sample();
+  clock_.advance(11min);
+  const auto started = sample();
+  ASSERT_EQ(started.size(), 1u) << "team-a's 10m detach policy takes a-default only";
+  EXPECT_EQ(run(Result<Operation>(started[0])).state, OperationState::kSucceeded);
+  EXPECT_TRUE(gpusOf("a-default").empty());
+  EXPECT_EQ(gpusOf("a-keep").size(), 2u);
+  EXPECT_EQ(gpusOf("b-default").size(), 2u) << "team-b has yardd's 4h dry run";
+
+  const Caller teamB{"bob", Role::kTenant, "team-b"};
+  auto seen = *engine_->idleGpus(teamB, Duration(0));
+  ASSERT_EQ(seen.size(), 2u);
+  for (const auto& g : seen) {
+    EXPECT_EQ(g.tenant, "team-b");
+    EXPECT_EQ(describe(g.reclaim), "after 4h idle (dry run)");
+  }
+  auto all = *engine_->idleGpus(Caller::local(), Duration(0));
+  EXPECT_EQ(all.size(), 4u);
+}
+
+}  // namespace
+}  // namespace switchyard
