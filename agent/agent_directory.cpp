@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "composer/api/status_mapping.h"
 
 namespace switchyard::agent {
@@ -154,6 +156,7 @@ Result<void> AgentDirectory::release(const HostId& host, const HostChange& chang
   if (route.inProcess) return route.inProcess->release(host, change, options);
   v1::PrepareDetachRequest request;
   fill(change, *request.mutable_devices(), *request.mutable_mig_instances());
+  request.set_reason(change.reason);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + options.timeout);
   v1::ActionReport response;
@@ -189,6 +192,35 @@ Result<std::vector<HostDeviceIdentity>> AgentDirectory::listPresent(const HostId
   for (const auto& f : inventory.functions())
     if (auto it = bySerial.find(f.serial_number()); !f.serial_number().empty() && it != bySerial.end())
       out.push_back({it->second, f.address(), f.gpu_uuid()});
+  return out;
+}
+
+bool AgentDirectory::canReportActivity(const HostId& host) const {
+  if (policy(host) != HostPolicy::kAgent) return false;
+  {
+    std::lock_guard lock(mutex_);
+    if (remotes_.contains(host)) return true;
+  }
+  return local_ != nullptr && local_->canReportActivity(host);
+}
+
+Result<std::vector<GpuActivity>> AgentDirectory::activity(const HostId& host, const std::vector<Binding>& devices, const CallOptions& options) {
+  SY_ASSIGN(const Route route, routeFor(host));
+  if (route.inProcess) return route.inProcess->activity(host, devices, options);
+  v1::ActivityRequest request;
+  google::protobuf::RepeatedPtrField<v1::MigInstanceSpec> none;
+  fill(HostChange{devices, {}, {}}, *request.mutable_devices(), none);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + options.timeout);
+  v1::ActivityResponse response;
+  if (auto status = route.remote->Activity(&context, request, &response); !status.ok()) return fail(agentError(host, status));
+  std::vector<GpuActivity> out;
+  for (const auto& g : response.gpus()) {
+    if (std::none_of(devices.begin(), devices.end(), [&](const Binding& b) { return b.deviceId == g.device_id(); })) continue;
+    GpuActivity a{g.device_id(), std::clamp(g.utilization_percent(), 0, 100), g.memory_used_mib(), {}};
+    for (const auto& p : g.processes()) a.processes.push_back({p.pid(), p.name(), p.memory_mib()});
+    out.push_back(std::move(a));
+  }
   return out;
 }
 

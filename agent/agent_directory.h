@@ -64,6 +64,9 @@ class AgentDirectory final : public HostAgents {
   [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
   [[nodiscard]] bool canList(const HostId& host) const override;
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> listPresent(const HostId& host, const CallOptions& options = {}) override;
+  [[nodiscard]] bool canReportActivity(const HostId& host) const override;
+  [[nodiscard]] Result<std::vector<GpuActivity>> activity(const HostId& host, const std::vector<Binding>& devices,
+                                                          const CallOptions& options = {}) override;
 
  private:
   struct Remote {

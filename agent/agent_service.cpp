@@ -115,12 +115,38 @@ grpc::Status AgentService::PrepareDetach(grpc::ServerContext*, const v1::Prepare
   const auto devices = expectedOf(in->devices());
   const auto mig = migOf(in->mig_instances());
   if (auto bad = check(devices, mig); !bad.ok()) return bad;
-  auto actions = ops_.prepareDetach(devices, in->dry_run(), mig);
-  log(hostId_, in->dry_run() ? "prepare-detach (dry run)" : "prepare-detach", devices,
+  const std::string reason = in->reason().empty() ? "request" : in->reason();
+  if (reason != "request" && reason != "lease" && reason != "preemption" && reason != "reclaim")
+    return {grpc::StatusCode::INVALID_ARGUMENT, "reason: request, lease, preemption or reclaim"};
+  auto actions = ops_.prepareDetach(devices, in->dry_run(), mig, reason);
+  log(hostId_, in->dry_run() ? "prepare-detach (dry run, " + reason + ")" : "prepare-detach (" + reason + ")", devices,
       actions ? Result<void>{} : Result<void>{fail(actions.error())});
   if (!actions) return toGrpcStatus(actions.error());
   for (auto& a : *actions) out->add_actions(std::move(a));
   out->set_dry_run(in->dry_run());
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentService::Activity(grpc::ServerContext*, const v1::ActivityRequest* in, v1::ActivityResponse* out) {
+  const auto devices = expectedOf(in->devices());
+  if (auto bad = check(devices, {}); !bad.ok()) return bad;
+  auto gpus = ops_.activity(devices);
+  if (!gpus) {
+    spdlog::warn("{} activity: {}", hostId_, gpus.error().message);
+    return toGrpcStatus(gpus.error());
+  }
+  for (const auto& g : *gpus) {
+    auto* a = out->add_gpus();
+    a->set_device_id(g.deviceId);
+    a->set_utilization_percent(g.utilizationPercent);
+    a->set_memory_used_mib(g.memoryUsedMiB);
+    for (const auto& p : g.processes) {
+      auto* proc = a->add_processes();
+      proc->set_pid(p.pid);
+      proc->set_name(p.name);
+      proc->set_memory_mib(p.memoryMiB);
+    }
+  }
   return grpc::Status::OK;
 }
 

@@ -17,6 +17,7 @@ class AgentService final : public switchyard::v1::HostAgent::Service {
   grpc::Status Rescan(grpc::ServerContext*, const v1::RescanRequest* in, v1::ActionReport* out) override;
   grpc::Status VerifyPresent(grpc::ServerContext* context, const v1::VerifyPresentRequest* in, v1::VerifyPresentResponse* out) override;
   grpc::Status PrepareDetach(grpc::ServerContext*, const v1::PrepareDetachRequest* in, v1::ActionReport* out) override;
+  grpc::Status Activity(grpc::ServerContext*, const v1::ActivityRequest* in, v1::ActivityResponse* out) override;
 
  private:
   std::string hostId_;

@@ -1,5 +1,7 @@
 #include "agent/host_ops.h"
 
+#include "agent/gpu_activity.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
@@ -36,13 +38,6 @@ std::string trim(std::string s) {
   std::size_t start = 0;
   while (start < s.size() && std::isspace(static_cast<unsigned char>(s[start]))) ++start;
   return s.substr(start);
-}
-
-// nvidia-smi prints bus ids with an 8-digit domain ("00000000:12:00.0"); sysfs with 4.
-std::string normalizeBusId(std::string busId) {
-  busId = trim(std::move(busId));
-  std::transform(busId.begin(), busId.end(), busId.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return busId.size() > 12 ? busId.substr(busId.size() - 12) : busId;
 }
 
 // "Device Minor:    0" and "GPU UUID:    GPU-..." from the NVIDIA driver's per-GPU information file.
@@ -264,16 +259,17 @@ Result<void> HostOps::destroyMig(const std::vector<MigRequest>& mig, const std::
 }
 
 Result<void> HostOps::runHooks(const std::vector<std::string>& hooks, const std::vector<FoundDevice>& devices, bool dryRun,
-                               std::vector<std::string>& actions) const {
+                               std::vector<std::string>& actions, const std::string& reason) const {
   std::vector<std::string> addresses, ids, uuids;
   for (const auto& d : devices) {
     addresses.push_back(d.pciAddress);
     ids.push_back(d.deviceId);
     if (!d.gpuUuid.empty()) uuids.push_back(d.gpuUuid);
   }
-  const std::map<std::string, std::string> env{{"YARD_PCI_ADDRESSES", fmt::format("{}", fmt::join(addresses, " "))},
-                                               {"YARD_DEVICE_IDS", fmt::format("{}", fmt::join(ids, " "))},
-                                               {"YARD_GPU_UUIDS", fmt::format("{}", fmt::join(uuids, " "))}};
+  std::map<std::string, std::string> env{{"YARD_PCI_ADDRESSES", fmt::format("{}", fmt::join(addresses, " "))},
+                                         {"YARD_DEVICE_IDS", fmt::format("{}", fmt::join(ids, " "))},
+                                         {"YARD_GPU_UUIDS", fmt::format("{}", fmt::join(uuids, " "))}};
+  if (!reason.empty()) env["YARD_DETACH_REASON"] = reason;
   for (const auto& hook : hooks) {
     actions.push_back(fmt::format("{}hook: {}", dryRun ? "would run " : "ran ", hook));
     if (!dryRun) SY_TRY(runShell(hook, env, options_.commandTimeout));
@@ -378,7 +374,7 @@ std::vector<DeviceUser> HostOps::usersOf(const PciFunction& function) const {
 }
 
 Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun,
-                                                        const std::vector<MigRequest>& mig) const {
+                                                        const std::vector<MigRequest>& mig, const std::string& reason) const {
   SY_ASSIGN(auto functions, scanner_.scan());
   std::vector<std::pair<const ExpectedDevice*, const PciFunction*>> present;
   std::vector<std::string> actions, busy;
@@ -401,7 +397,9 @@ Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<Expect
 
   std::vector<FoundDevice> leaving;
   for (const auto& [e, f] : present) leaving.push_back({e->deviceId, toString(f->address), "", f->driver});
-  SY_TRY(runHooks(options_.beforeDetach, leaving, dryRun, actions));
+  if (reason == "reclaim") SY_TRY(runHooks(options_.beforeReclaim, leaving, dryRun, actions, reason));
+  if (reason == "preemption") SY_TRY(runHooks(options_.beforePreempt, leaving, dryRun, actions, reason));
+  SY_TRY(runHooks(options_.beforeDetach, leaving, dryRun, actions, reason));
   for (const auto& [e, f] : present) {
     const auto address = toString(f->address);
     const auto dir = options_.sysfsRoot / "bus/pci/devices" / address;
@@ -413,6 +411,38 @@ Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<Expect
     if (!dryRun) SY_TRY(writeSysfs(dir / "remove", "1"));
   }
   return actions;
+}
+
+Result<std::vector<GpuActivity>> HostOps::activity(const std::vector<ExpectedDevice>& expected) const {
+  SY_ASSIGN(auto functions, scanner_.scan());
+  std::vector<std::pair<const ExpectedDevice*, const PciFunction*>> present;
+  for (const auto& e : expected) {
+    auto it = std::find_if(functions.begin(), functions.end(), [&](const PciFunction& f) {
+      return !f.bridge && f.serialNumber && formatSerialNumber(*f.serialNumber) == e.serialNumber;
+    });
+    if (it != functions.end()) present.emplace_back(&e, &*it);
+  }
+  if (present.empty() || options_.gpuActivityCommand.empty()) return std::vector<GpuActivity>{};
+  ParsedActivity parsed;
+  SY_ASSIGN(auto gpus, runShell(options_.gpuActivityCommand, {}, options_.commandTimeout));
+  parseGpuUtilization(gpus, parsed);
+  if (!options_.gpuProcessesCommand.empty()) {
+    SY_ASSIGN(auto apps, runShell(options_.gpuProcessesCommand, {}, options_.commandTimeout));
+    parseComputeApps(apps, parsed);
+  }
+  std::vector<GpuActivity> out;
+  for (const auto& [e, f] : present) {
+    const auto bus = toString(f->address);
+    auto gpu = parsed.gpus.find(bus);
+    if (gpu == parsed.gpus.end()) continue;  // not a GPU nvidia-smi reports
+    GpuActivity a{e->deviceId, gpu->second.utilizationPercent, gpu->second.memoryUsedMiB, {}};
+    if (auto apps = parsed.processes.find(bus); apps != parsed.processes.end()) a.processes = apps->second;
+    for (const auto& user : usersOf(*f))
+      if (std::none_of(a.processes.begin(), a.processes.end(), [&](const GpuProcess& p) { return p.pid == user.pid; }))
+        a.processes.push_back({user.pid, user.command, 0});
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 }  // namespace switchyard::agent

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "composer/model/composition.h"
 #include "composer/model/error.h"
 #include "inventory/pci/pci_scanner.h"
 
@@ -30,6 +31,15 @@ struct HostOpsOptions {
   int migSliceGiB = 10;  // memory per slice: 10 on 80 GB A100/H100, 5 on A100-40GB
   std::vector<std::string> afterAttach;   // shell commands run after devices were verified present
   std::vector<std::string> beforeDetach;  // shell commands run before a device is removed
+  // Run before the before-detach hooks when yardd takes the devices back on its own (YARD_DETACH_REASON
+  // reclaim or preemption): a notice to save work or checkpoint. A hook that fails stops the release.
+  std::vector<std::string> beforeReclaim;
+  std::vector<std::string> beforePreempt;
+  // GPU activity (idle reclaim): per-GPU utilization and memory, and compute processes, as CSV without
+  // header or units (agent/gpu_activity.h). "" for either: that part is not reported (no GPU activity).
+  std::string gpuActivityCommand = "nvidia-smi --query-gpu=pci.bus_id,utilization.gpu,memory.used --format=csv,noheader,nounits";
+  std::string gpuProcessesCommand =
+      "nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv,noheader,nounits";
   std::chrono::milliseconds commandTimeout{120'000};  // a hook or vendor command still running then is killed
   // The fabric's upstream port ids mapped to the root port where that cable enters this host.
   std::map<std::string, PciAddress> upstreamPorts;
@@ -87,8 +97,15 @@ class HostOps {
   [[nodiscard]] Result<VerifyOutcome> verifyPresent(const std::vector<ExpectedDevice>& expected, std::chrono::milliseconds deadline,
                                                     bool dryRun, const std::vector<MigRequest>& mig = {}) const;
   // Refuses while a device is in use; destroys `mig`, runs the hooks, unbinds and removes the devices.
+  // `reason` (request, lease, preemption, reclaim) reaches the hooks as YARD_DETACH_REASON.
   [[nodiscard]] Result<std::vector<std::string>> prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun,
-                                                               const std::vector<MigRequest>& mig = {}) const;
+                                                               const std::vector<MigRequest>& mig = {},
+                                                               const std::string& reason = "request") const;
+  // What each expected GPU on this host is doing: nvidia-smi's utilization, memory and compute processes,
+  // plus any other process holding the GPU open (usersOf: graphics, or a process nvidia-smi cannot see from
+  // its PID namespace). A device not on the host, or one nvidia-smi does not report, is left out;
+  // kUnavailable when a command fails (unknown is not idle).
+  [[nodiscard]] Result<std::vector<GpuActivity>> activity(const std::vector<ExpectedDevice>& expected) const;
   // The processes holding the function open (its /dev/nvidiaN node, or one of its sysfs files).
   [[nodiscard]] std::vector<DeviceUser> usersOf(const PciFunction& function) const;
 
@@ -102,7 +119,7 @@ class HostOps {
   [[nodiscard]] Result<void> destroyMig(const std::vector<MigRequest>& mig, const std::vector<PciFunction>& functions, bool dryRun,
                                         std::vector<std::string>& actions) const;
   [[nodiscard]] Result<void> runHooks(const std::vector<std::string>& hooks, const std::vector<FoundDevice>& devices, bool dryRun,
-                                      std::vector<std::string>& actions) const;
+                                      std::vector<std::string>& actions, const std::string& reason = {}) const;
 
   HostOpsOptions options_;
   PciScanner scanner_;

@@ -34,7 +34,8 @@ struct AgentFlags {
   std::filesystem::path sysfsRoot = "/sys";
   std::filesystem::path procRoot = "/proc";
   std::string gpuUuidCommand = HostOpsOptions{}.gpuUuidCommand;
-  std::vector<std::string> afterAttach, beforeDetach, ports;
+  std::vector<std::string> afterAttach, beforeDetach, beforeReclaim, beforePreempt, ports;
+  std::string gpuActivityCommand = HostOpsOptions{}.gpuActivityCommand, gpuProcessesCommand = HostOpsOptions{}.gpuProcessesCommand;
   double verifyDeadlineSeconds = 30;
   double commandTimeoutSeconds = 120;
   std::string migCreate = HostOpsOptions{}.migCreateCommand, migList = HostOpsOptions{}.migListCommand,
@@ -154,6 +155,10 @@ int run(const AgentFlags& flags) {
   options.gpuUuidCommand = flags.gpuUuidCommand;
   options.afterAttach = flags.afterAttach;
   options.beforeDetach = flags.beforeDetach;
+  options.beforeReclaim = flags.beforeReclaim;
+  options.beforePreempt = flags.beforePreempt;
+  options.gpuActivityCommand = flags.gpuActivityCommand;
+  options.gpuProcessesCommand = flags.gpuProcessesCommand;
   options.migCreateCommand = flags.migCreate;
   options.migListCommand = flags.migList;
   options.migDestroyCommand = flags.migDestroy;
@@ -279,7 +284,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--after-attach", flags.afterAttach, "Shell command run after devices were verified (repeatable); gets "
                                                       "YARD_PCI_ADDRESSES, YARD_DEVICE_IDS, YARD_GPU_UUIDS");
-  app.add_option("--before-detach", flags.beforeDetach, "Shell command run before devices are removed (repeatable), same variables");
+  app.add_option("--before-detach", flags.beforeDetach,
+                 "Shell command run before devices are removed (repeatable), same variables and YARD_DETACH_REASON "
+                 "(request, lease, preemption or reclaim)");
+  app.add_option("--before-reclaim", flags.beforeReclaim,
+                 "Shell command run first when yardd takes idle GPUs back (repeatable; YARD_DETACH_REASON=reclaim): a notice; "
+                 "failing stops the release");
+  app.add_option("--before-preempt", flags.beforePreempt,
+                 "Shell command run first when yardd preempts this host's system (repeatable): checkpoint now; failing stops the release");
+  app.add_option("--gpu-activity-command", flags.gpuActivityCommand,
+                 "Prints '<bus id>, <utilization %>, <memory MiB>' per GPU (idle reclaim); empty: report no GPU activity")
+      ->capture_default_str();
+  app.add_option("--gpu-processes-command", flags.gpuProcessesCommand,
+                 "Prints '<bus id>, <pid>, <name>, <memory MiB>' per compute process (idle reclaim)")
+      ->capture_default_str();
   app.add_option("--command-timeout", flags.commandTimeoutSeconds,
                  "Seconds a hook or vendor command (nvidia-smi) may run; then it is killed with what it started, and the "
                  "attach or detach fails")

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/audit_command.h"
+#include "cli/idle_command.h"
 #include "cli/client.h"
 #include "cli/connection.h"
 #include "cli/contexts.h"
@@ -535,6 +536,9 @@ static int runYardctl(int argc, char** argv) {
 
   yardctl::addAuditCommand(app, [&](const pb::ListAuditRequest& req, pb::ListAuditResponse& r) {
     return client().call(&pb::Switchyard::Stub::ListAudit, req, r);
+  }, [&] { return g.format(); }, rc);
+  yardctl::addIdleCommand(app, [&](const pb::ListIdleRequest& req, pb::ListIdleResponse& r) {
+    return client().call(&pb::Switchyard::Stub::ListIdle, req, r);
   }, [&] { return g.format(); }, rc);
 
   // Global flags work before and after the command (`yardctl -o json hosts` and `yardctl hosts -o json`),

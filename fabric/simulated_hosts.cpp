@@ -169,7 +169,10 @@ Result<void> SimulatedHosts::release(const HostId& host, const HostChange& chang
     const bool gpuLeaving = std::any_of(devices.begin(), devices.end(), [&](const Binding& b) { return b.deviceId == i.deviceId; });
     return leaving || gpuLeaving;
   });
-  for (const auto& b : devices) present.erase(b.deviceId);
+  for (const auto& b : devices) {
+    present.erase(b.deviceId);
+    activity_.erase(b.deviceId);  // what ran on it ran on this host: the next host starts it idle
+  }
   return {};
 }
 

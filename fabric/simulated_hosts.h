@@ -61,8 +61,8 @@ class SimulatedHosts final : public HostAgents {
   // runs pid 4242 (python3 train.py).
   [[nodiscard]] Result<std::vector<GpuActivity>> activity(const HostId& host, const std::vector<Binding>& devices,
                                                           const CallOptions& options = {}) override;
-  // What a GPU is doing from now on (tests, the demo): its utilization and processes. A GPU with processes
-  // is in use: release refuses it, naming them, as a real host's agent does.
+  // What a GPU is doing from now on (tests, the demo): its utilization and processes, until it is released
+  // from its host. A GPU with processes is in use: release refuses it, naming them, as a real agent does.
   void setActivity(const DeviceId& device, int utilizationPercent, std::vector<GpuProcess> processes = {});
   // The host loses sight of a device (a link that went down, a driver that dropped it) or sees one
   // nobody admitted (enumerated at boot): what host-side reconcile must notice.

@@ -288,6 +288,34 @@ void toProto(const QueueEntry& e, pb::QueueEntry& out) {
   out.set_waiting_for(e.waitingFor);
 }
 
+void toProto(const IdleGpu& g, Timestamp now, pb::IdleGpu& out) {
+  out.set_device_id(g.gpu.deviceId);
+  out.set_model(g.model);
+  out.set_system_id(g.systemId);
+  out.set_system_name(g.systemName);
+  out.set_tenant(g.tenant);
+  out.set_host_id(g.hostId);
+  out.set_idle(g.gpu.idle());
+  const auto idleFor = g.gpu.idleFor(now);
+  if (g.gpu.idle()) out.set_idle_since(formatTimestamp(g.gpu.idleSince));
+  out.set_idle_seconds(std::chrono::duration<double>(idleFor).count());
+  out.set_idle_gpu_hours(std::chrono::duration<double, std::ratio<3600>>(idleFor).count());
+  out.set_utilization_percent(g.gpu.utilizationPercent);
+  out.set_memory_used_mib(g.gpu.memoryUsedMiB);
+  for (const auto& p : g.gpu.processes) {
+    auto* proc = out.add_processes();
+    proc->set_pid(p.pid);
+    proc->set_name(p.name);
+    proc->set_memory_mib(p.memoryMiB);
+  }
+  out.set_sampled_at(formatTimestamp(g.gpu.sampledAt));
+  out.set_reclaim(describe(g.reclaim));
+  if (g.reclaim.after.count() > 0 && g.gpu.idle() && g.reclaimBlocked.empty())
+    out.set_reclaim_at(formatTimestamp(g.gpu.idleSince + std::chrono::duration_cast<Duration>(g.reclaim.after).count()));
+  out.set_reclaim_blocked(g.reclaimBlocked);
+  for (const auto& sample : g.gpu.history) out.add_recent_utilization(sample.utilizationPercent);
+}
+
 void toProto(const DeviceView& v, pb::Device& out) {
   const Device& d = v.device;
   out.set_id(d.id);

@@ -22,6 +22,8 @@ void toProto(const HostView& h, pb::Host& out);
 void toProto(const Event& e, pb::Event& out);
 void toProto(const QueuedRequest& q, pb::QueueTicket& out);
 void toProto(const QueueEntry& e, pb::QueueEntry& out);
+// An attached GPU's activity, its idle time measured to `now`.
+void toProto(const IdleGpu& g, Timestamp now, pb::IdleGpu& out);
 void toProto(const AuditRecord& r, pb::AuditRecord& out);
 void toProto(const PlacementDecision& d, pb::PlanResponse& out);
 void toProto(const Topology& t, const std::vector<HostView>& hosts, const std::vector<DeviceView>& devices, pb::Topology& out);

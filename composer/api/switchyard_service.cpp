@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "composer/api/proto_convert.h"
+#include "composer/api/service_support.h"
 #include "composer/api/status_mapping.h"
 #include "composer/api/tenant_redaction.h"
 #include "composer/model/access.h"
@@ -25,14 +26,6 @@
 namespace switchyard {
 
 namespace {
-
-grpc::Status invalid(std::string message) { return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)}; }
-
-grpc::ServerUnaryReactor* finished(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
-}
 
 // One page of a list, in id order: the items after `token` (the last id of the page before), at most
 // `pageSize` of them (0: 1000; at most 10000); the token of the next page, empty on the last.
@@ -55,35 +48,8 @@ std::vector<const T*> pageOf(const std::vector<T>& all, IdOf idOf, Keep keep, in
   return page;
 }
 
-std::function<void(const Operation&)> fillOperation(const Engine& engine, v1::Operation* out) {
-  return [&engine, out](const Operation& op) { toProto(op, engine.stepKinds(), *out); };
-}
 
 }  // namespace
-
-template <typename T, typename Fill>
-grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<Result<T>()> call, Fill fill) {
-  auto* reactor = ctx->DefaultReactor();
-  engine_.async<T>(std::move(call), onReplyPool<T>([this, ctx, reactor, fill = std::move(fill)](Result<T> result) {
-                     if (!result) {
-                       // A standby refusing a change names the leader in trailing metadata too: clients follow it.
-                       if (result.error().code == Code::kUnavailable)
-                         if (const std::string leader = engine_.standbyLeader(); !leader.empty()) ctx->AddTrailingMetadata(kLeaderMetadata, leader);
-                       return reactor->Finish(toGrpcStatus(result.error()));
-                     }
-                     fill(*result);
-                     reactor->Finish(grpc::Status::OK);
-                   }));
-  return reactor;
-}
-
-template <typename T, typename Fill>
-grpc::ServerUnaryReactor* SwitchyardService::answerHere(Context* ctx, const std::function<Result<T>()>& call, Fill fill) {
-  Result<T> result = call();
-  if (!result) return finished(ctx, toGrpcStatus(result.error()));
-  fill(*result);
-  return finished(ctx, grpc::Status::OK);
-}
 
 grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::ComposeRequest* req, v1::Operation* out) {
   auto caller = authenticator_.callerOf(*ctx);
@@ -354,94 +320,6 @@ grpc::ServerUnaryReactor* SwitchyardService::ListAudit(Context* ctx, const v1::L
       [out](const std::vector<AuditRecord>& records) {
         for (const auto& r : records) toProto(r, *out->add_records());
       });
-}
-
-grpc::ServerUnaryReactor* SwitchyardService::ListQueue(Context* ctx, const v1::ListQueueRequest* req, v1::ListQueueResponse* out) {
-  auto caller = authenticator_.callerOf(*ctx);
-  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  // A tenant sees its own requests; positions stay those of the whole queue (how many wait ahead of it).
-  return answerHere<std::vector<QueueEntry>>(
-      ctx, [this] { return engine_.listQueue(); },
-      [out, c = *caller, tenant = req->tenant()](const std::vector<QueueEntry>& entries) {
-        for (const auto& e : entries)
-          if (maySee(c, e.tenant) && (tenant.empty() || e.tenant == tenant)) toProto(e, *out->add_entries());
-      });
-}
-
-grpc::ServerUnaryReactor* SwitchyardService::CancelQueued(Context* ctx, const v1::CancelQueuedRequest* req, v1::Operation* out) {
-  auto caller = authenticator_.callerOf(*ctx);
-  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  if (req->id().empty()) return finished(ctx, invalid("id: required (the queued operation's id, or its system's name)"));
-  return answer<Operation>(
-      ctx, [this, c = *caller, id = req->id()] { return engine_.cancelQueued(c, id); }, fillOperation(engine_, out));
-}
-
-grpc::ServerUnaryReactor* SwitchyardService::RenewLease(Context* ctx, const v1::RenewLeaseRequest* req, v1::System* out) {
-  auto caller = authenticator_.callerOf(*ctx);
-  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
-  if (req->lease_seconds() <= 0 || req->lease_seconds() > 10LL * 365 * 24 * 3600)
-    return finished(ctx, invalid("lease_seconds: a positive number of seconds"));
-  return answer<System>(
-      ctx, [this, c = *caller, system = req->system(), s = req->lease_seconds()] { return engine_.renewLease(c, system, std::chrono::seconds(s)); },
-      [out](const System& s) { toProto(s, *out); });
-}
-
-grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::GetUsageRequest* req, v1::UsageResponse* out) {
-  auto caller = authenticator_.callerOf(*ctx);
-  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  Timestamp since = 0, until = 0;
-  for (auto [text, field, name] : {std::tuple{&req->since(), &since, "since"}, std::tuple{&req->until(), &until, "until"}}) {
-    if (text->empty()) continue;
-    auto t = parseTimestamp(*text);
-    if (!t) return finished(ctx, invalid(fmt::format("{}: '{}' is not an RFC 3339 UTC time such as 2026-11-01T00:00:00Z (or a date)", name, *text)));
-    *field = *t;
-  }
-  const std::string by = req->by();
-  if (!by.empty() && by != "tenant" && by != "system" && by != "model") return finished(ctx, invalid("by: tenant, system or model"));
-  // The log is read on the control thread; the sums are made here, on a reply thread.
-  auto* reactor = ctx->DefaultReactor();
-  boost::asio::post(replies_, [this, reactor, out, c = *caller, since, until, by] {
-    auto report = engine_.usage(c, since, until);
-    if (!report) return reactor->Finish(toGrpcStatus(report.error()));
-    const auto view = engine_.view();
-    auto nameOf = [&](const SystemId& id) -> std::string {
-      const auto s = view ? view->systems.find(id) : nullptr;
-      return s ? s->name : "";
-    };
-    struct Sum {
-      double seconds = 0;
-      std::set<SystemId> systems;
-      UsageRow first;
-    };
-    std::map<std::string, Sum> sums;
-    double total = 0;
-    for (const auto& r : report->rows) {
-      const std::string key = by == "tenant" ? r.tenant : by == "system" ? r.systemId : by == "model" ? r.model : r.tenant + "|" + r.systemId + "|" + r.model;
-      Sum& s = sums[key];
-      if (s.systems.empty()) s.first = r;
-      s.seconds += r.gpuSeconds;
-      s.systems.insert(r.systemId);
-      total += r.gpuSeconds;
-    }
-    for (const auto& [key, s] : sums) {
-      auto* row = out->add_rows();
-      if (by.empty() || by == "tenant" || by == "system") row->set_tenant(s.first.tenant);
-      if (by.empty() || by == "system") {
-        row->set_system_id(s.first.systemId);
-        row->set_system_name(nameOf(s.first.systemId));
-      }
-      if (by.empty() || by == "model") row->set_model(s.first.model);
-      row->set_gpu_hours(s.seconds / 3600.0);
-      row->set_systems(static_cast<std::int32_t>(s.systems.size()));
-    }
-    out->set_since(formatTimestamp(report->since));
-    out->set_until(formatTimestamp(report->until));
-    if (report->historyFrom > 0) out->set_history_from(formatTimestamp(report->historyFrom));
-    out->set_total_gpu_hours(total / 3600.0);
-    reactor->Finish(grpc::Status::OK);
-  });
-  return reactor;
 }
 
 namespace {

@@ -51,6 +51,7 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   Unary* CancelQueued(Context*, const v1::CancelQueuedRequest*, v1::Operation*) override;
   Unary* RenewLease(Context*, const v1::RenewLeaseRequest*, v1::System*) override;
   Unary* GetUsage(Context*, const v1::GetUsageRequest*, v1::UsageResponse*) override;
+  Unary* ListIdle(Context*, const v1::ListIdleRequest*, v1::ListIdleResponse*) override;
   Unary* WhoAmI(Context*, const v1::WhoAmIRequest*, v1::WhoAmIResponse*) override;
   Unary* Login(Context*, const v1::LoginRequest*, v1::LoginResponse*) override;
 

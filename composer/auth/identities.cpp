@@ -113,11 +113,15 @@ Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std
       const std::string where = fmt::format("{}: tenant '{}'", source, tenant);
       if (!printableName(tenant)) return fail(Code::kInvalidArgument, fmt::format("{}: 1-128 printable characters", where));
       if (!quota.is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: expected an object of limits", where));
-      static const std::set<std::string> kKeys{"max_gpus", "max_systems", "share", "max_queued", "default_lease", "max_lease"};
+      static const std::set<std::string> kKeys{"max_gpus",      "max_systems", "share",
+                                               "max_queued",    "default_lease", "max_lease",
+                                               "reclaim_idle_after", "reclaim_mode"};
       for (const auto& [key, v] : quota.items())
         if (!kKeys.contains(key))
           return fail(Code::kInvalidArgument,
-                      fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems, share, max_queued, default_lease, max_lease)", where, key));
+                      fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems, share, max_queued, default_lease, max_lease, "
+                                  "reclaim_idle_after, reclaim_mode)",
+                                  where, key));
       TenantQuota q;
       SY_ASSIGN(q.maxGpus, limit(quota, "max_gpus", where));
       SY_ASSIGN(q.maxSystems, limit(quota, "max_systems", where));
@@ -134,6 +138,20 @@ Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std
         const auto d = v.is_string() ? parseDuration(v.get<std::string>()) : std::nullopt;
         if (!d) return fail(Code::kInvalidArgument, fmt::format("{}: {} must be a duration such as \"8h\" or \"2d\"", where, key));
         *field = *d;
+      }
+      if (quota.contains("reclaim_idle_after")) {
+        const json& v = quota.at("reclaim_idle_after");
+        const bool never = v.is_string() && (v.get<std::string>() == "never" || v.get<std::string>() == "off");
+        const auto d = v.is_string() && !never ? parseDuration(v.get<std::string>()) : std::nullopt;
+        if (!never && (!d || d->count() < 60'000))
+          return fail(Code::kInvalidArgument, fmt::format("{}: reclaim_idle_after must be a duration of at least 1m (\"30m\", \"2h\") or \"never\"", where));
+        q.reclaimIdleAfter = never ? std::chrono::milliseconds(0) : *d;
+      }
+      if (quota.contains("reclaim_mode")) {
+        const json& v = quota.at("reclaim_mode");
+        if (!v.is_string() || (v.get<std::string>() != "dry-run" && v.get<std::string>() != "detach"))
+          return fail(Code::kInvalidArgument, fmt::format("{}: reclaim_mode must be \"dry-run\" or \"detach\"", where));
+        q.reclaimDryRun = v.get<std::string>() == "dry-run";
       }
       if (q.defaultLease && q.maxLease && *q.defaultLease > *q.maxLease)
         return fail(Code::kInvalidArgument, fmt::format("{}: default_lease is longer than max_lease", where));

@@ -62,6 +62,10 @@ struct DaemonOptions {
   std::vector<std::string> priorityClasses;  // NAME=VALUE[:preemptible]; empty: production, batch, spot
   std::string leaseWarning = "10m";          // lease.expiring this long before a lease ends
   std::string preemptionGrace = "30s";       // system.preempting this long before the victim is decomposed
+  std::string activityInterval = "60s";      // how often hosts are asked what attached GPUs do; 0s: never
+  int idleBusyAbovePercent = 5;              // a GPU above this utilization is busy
+  std::string reclaimIdleAfter = "never";    // yardd's reclaim policy for tenants and systems that choose none
+  std::string reclaimMode = "dry-run";
   std::vector<std::string> hostPolicies;     // HOST=POLICY
   std::string hostPolicyDefault = "unset";   // for hosts no agent serves and no --host-policy names
   bool simHostAgents = true;                 // simulated driver: in-process simulated agents serve every host
@@ -244,6 +248,34 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->check(CLI::Validator([](std::string& v) { return parseDuration(v) ? std::string() : "a duration such as 10m"; }, "DURATION"))
       ->capture_default_str()
       ->group("Queue and leases");
+  const auto durationOrZero = CLI::Validator(
+      [](std::string& v) { return v == "0" || parseDuration(v) ? std::string() : "a duration such as 60s (0s: never)"; }, "DURATION");
+  app.add_option("--activity-interval", o.activityInterval,
+                 "How often each host's agent is asked what its attached GPUs do (utilization, processes: see `yardctl idle`); 0s: never")
+      ->check(durationOrZero)
+      ->capture_default_str()
+      ->group("Idle reclaim");
+  app.add_option("--idle-busy-above", o.idleBusyAbovePercent, "A GPU with no process is idle while its utilization is at most this (percent)")
+      ->check(CLI::Range(0, 99))
+      ->capture_default_str()
+      ->group("Idle reclaim");
+  app.add_option("--reclaim-idle-after", o.reclaimIdleAfter,
+                 "Take back GPUs idle this long from systems whose tenant (identities file: reclaim_idle_after) and labels "
+                 "(reclaim-idle-after) choose nothing; never: off")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const auto d = parseDuration(v);
+            return v == "never" || (d && d->count() >= 60'000) ? std::string() : "a duration of at least 1m, or never";
+          },
+          "DURATION|never"))
+      ->capture_default_str()
+      ->group("Idle reclaim");
+  app.add_option("--reclaim-mode", o.reclaimMode,
+                 "dry-run: a reclaim.would-detach event names the idle GPUs; detach: they are detached through the safe path "
+                 "(host-release first, never a GPU a process holds)")
+      ->check(CLI::IsMember({"dry-run", "detach"}))
+      ->capture_default_str()
+      ->group("Idle reclaim");
   app.add_option("--preemption-grace", o.preemptionGrace,
                  "How long a system of a preemptible class is told (system.preempting) before it is decomposed for a higher class")
       ->check(CLI::Validator([](std::string& v) { return parseDuration(v) ? std::string() : "a duration such as 30s"; }, "DURATION"))

@@ -266,6 +266,10 @@ int run(const DaemonOptions& o) {
   SY_ASSIGN_OR_EXIT(engineOptions.priorityClasses, priorityClassesOf(o));
   engineOptions.leaseWarning = *parseDuration(o.leaseWarning);
   engineOptions.preemptionGrace = *parseDuration(o.preemptionGrace);
+  engineOptions.activityInterval = o.activityInterval == "0" ? std::chrono::milliseconds(0) : *parseDuration(o.activityInterval);
+  engineOptions.idleBusyAbovePercent = o.idleBusyAbovePercent;
+  if (o.reclaimIdleAfter != "never") engineOptions.reclaim.after = *parseDuration(o.reclaimIdleAfter);
+  engineOptions.reclaim.dryRun = o.reclaimMode == "dry-run";
   engineOptions.metrics = engineMetrics;
   // A yardd that can no longer write (its store failed, or a newer yardd fenced it out) serves nothing
   // true any more: it says so, and exits 75 for its service manager to start it again (to resume).

@@ -83,6 +83,9 @@ struct EngineOptions {
   std::vector<PriorityClass> priorityClasses = defaultPriorityClasses();
   std::size_t maxQueued = 100'000;         // waiting requests in all
   std::size_t maxQueuedPerTenant = 1'000;  // waiting requests of one tenant (a flood fills only its own)
+  // Fair share charges a tenant what it holds now plus what it held recently, decayed with this half-life
+  // (0: what it holds now only). Kept in memory: a restart charges what is held until history builds again.
+  std::chrono::milliseconds fairShareHalfLife{std::chrono::hours(24)};
   std::chrono::milliseconds maxLease{std::chrono::hours(24 * 365)};
   std::chrono::milliseconds leaseWarning{std::chrono::minutes(10)};  // lease.expiring this long before the end
   std::chrono::milliseconds leaseRetry{std::chrono::seconds(30)};    // an overdue system's next decompose try
@@ -281,6 +284,8 @@ class Engine {
   [[nodiscard]] std::shared_ptr<const PoolView> view() const;
   // Empty while the engine can write its store; else why it stopped (safe on any thread: health checks).
   [[nodiscard]] std::string storeFailure() const;
+  // Now on the engine's clock (a manual one in tests): what idle times and lease ends are measured against.
+  [[nodiscard]] Timestamp now() const { return clock_.now(); }
   // The step kinds this engine runs (for describing steps).
   [[nodiscard]] const StepKindRegistry& stepKinds() const { return *steps_; }
 
@@ -393,6 +398,8 @@ class Engine {
   [[nodiscard]] Result<QueuedRequest> queuedRequestOf(const ComposeRequest& request) const;
   [[nodiscard]] Result<Operation> acceptQueued(const Caller& caller, const ComposeRequest& request, const std::string& why);
   void admitQueued();
+  // Each tenant's fair-share charge in GPUs: held now plus decayed recent use (EngineOptions::fairShareHalfLife).
+  [[nodiscard]] std::map<std::string, double, std::less<>> chargeRecentUse();
   // The packing pool as it would be once `systems` are decomposed (a copy; the engine's is unchanged).
   [[nodiscard]] Pool poolWithout(std::span<const System* const> systems) const;
   // Placement of a queued request on the pool as it is now (or on `pool` when given).
@@ -525,6 +532,12 @@ class Engine {
   bool queueDirty_ = false;    // capacity may have freed or the queue changed: admitQueued at the commit point
   bool queueChanged_ = true;   // the view's queue is stale
   std::vector<OperationId> queueOrder_;             // admission order, as of the last pass
+  struct RecentUse {
+    double decayedGpuSeconds = 0;  // GPU-seconds held, decayed to the last pass
+    double heldGpus = 0;           // held at the last pass
+  };
+  std::map<std::string, RecentUse, std::less<>> recentUse_;  // per tenant (fair share's history)
+  Timestamp lastFairShareAt_ = 0;
   std::map<OperationId, std::string> waitingFor_;  // why each queued request waits, as of the last pass
   // The queue's head as of the last pass: when, by the leases we know of, it fits, and where (backfill).
   struct HeadShadow {

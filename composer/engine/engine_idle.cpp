@@ -5,7 +5,7 @@
 // tenant's, else yardd's) is applied to its whole GPUs idle at least that long:
 //  - dry run: a reclaim.would-detach event, once per idle stretch, naming the GPUs and how long they idled;
 //  - detach: an ordinary detach whose caller is `yardd (reclaim)`, through the safe path (host-release
-//    first: the agent refuses a GPU a process holds, and its hooks hear SWITCHYARD_DETACH_REASON=reclaim).
+//    first: the agent refuses a GPU a process holds, and its hooks hear YARD_DETACH_REASON=reclaim).
 // A GPU with a process on it is never idle, whatever its utilization. MIG instances and time-sliced shares
 // are shown but not reclaimed: their GPU's activity is the sum of several systems' work.
 #include <fmt/format.h>

@@ -33,7 +33,7 @@ inline constexpr std::string_view kLeaseActor = "yardd (lease)";
 inline constexpr std::string_view kPreemptionActor = "yardd (preemption)";
 inline constexpr std::string_view kReclaimActor = "yardd (reclaim)";
 
-// Why devices leave a host, as the host's hooks are told (SWITCHYARD_DETACH_REASON): "lease", "preemption",
+// Why devices leave a host, as the host's hooks are told (YARD_DETACH_REASON): "lease", "preemption",
 // "reclaim" for what yardd started on its own, "request" for everything asked for.
 [[nodiscard]] inline std::string_view detachReason(std::string_view actor) {
   if (actor == kLeaseActor) return "lease";

@@ -61,6 +61,24 @@ struct HostDeviceIdentity {
   friend bool operator==(const HostDeviceIdentity&, const HostDeviceIdentity&) = default;
 };
 
+// A process running on a GPU, as the vendor tool reports it (nvidia-smi --query-compute-apps).
+struct GpuProcess {
+  int pid = 0;
+  std::string name;
+  std::uint64_t memoryMiB = 0;
+  friend bool operator==(const GpuProcess&, const GpuProcess&) = default;
+};
+
+// What a GPU on a host is doing now (nvidia-smi --query-gpu=utilization.gpu,memory.used): the input of
+// idle reclaim (composer/engine/idle_tracker.h).
+struct GpuActivity {
+  DeviceId deviceId;
+  int utilizationPercent = 0;  // 0..100, over the vendor tool's last sample period
+  std::uint64_t memoryUsedMiB = 0;
+  std::vector<GpuProcess> processes;
+  friend bool operator==(const GpuActivity&, const GpuActivity&) = default;
+};
+
 struct Tenant {
   TenantId id;
   std::string displayName;

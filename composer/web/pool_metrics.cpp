@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "composer/model/mig.h"
 #include "composer/model/version.h"
 
 #include <map>
@@ -126,6 +127,45 @@ Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out, De
   out.family("switchyard_queue_oldest_seconds", "How long the oldest waiting request of each priority class has waited.", Type::kGauge);
   const auto nowNs = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   for (const auto& [cls, at] : oldest) out.sample({{"class", cls}}, static_cast<double>(std::max<Timestamp>(0, nowNs - at)) / 1e9);
+
+  // What each tenant holds now, in GPUs of each model (a MIG instance its share of the GPU's 8 memory slices, a
+  // time-sliced share its fraction: the weights of `yardctl usage`). sum_over_time of it is GPU-time.
+  std::map<std::pair<std::string, std::string>, double> allocated;
+  view->systems.forEach([&](const System& s) {
+    if (s.state == SystemState::kQueued) return;
+    for (const auto& b : s.bindings) {
+      const DeviceView* d = view->device(b.deviceId);
+      if (d == nullptr || d->device.kind != DeviceKind::kGpu) continue;
+      double part = 0;
+      bool split = false;
+      for (const auto& i : s.gpuInstances)
+        if (i.deviceId == b.deviceId) part += memorySlices(i.profile) / 8.0, split = true;
+      for (const auto& sh : s.gpuShares)
+        if (sh.deviceId == b.deviceId) part += sh.milli / static_cast<double>(kMilliPerGpu), split = true;
+      allocated[{s.tenant, d->device.model}] += split ? part : 1.0;
+    }
+  });
+  out.family("switchyard_gpus_allocated",
+             "GPUs held by each tenant's systems now, by model (MIG instances and time-sliced shares by their fraction of a GPU); "
+             "sum_over_time gives GPU-time.",
+             Type::kGauge);
+  for (const auto& [key, n] : allocated) out.sample({{"tenant", key.first}, {"modelName", key.second}}, n);
+
+  // Idle GPUs (`yardctl idle`): attached GPUs idle at their last sample, and the GPU-hours those idle stretches have
+  // cost so far, by tenant.
+  std::map<std::string, std::pair<int, double>> idle;
+  if (view->activity)
+    for (const auto& g : *view->activity) {
+      const DeviceView* d = view->device(g.gpu.deviceId);
+      if (!g.gpu.idle() || d == nullptr || d->systemId != g.systemId) continue;
+      auto& t = idle[g.tenant];
+      ++t.first;
+      t.second += static_cast<double>(std::max<Timestamp>(0, nowNs - g.gpu.idleSince)) / 3.6e12;
+    }
+  out.family("switchyard_gpus_idle", "Attached GPUs idle at their last activity sample (no process, low utilization), by tenant.", Type::kGauge);
+  for (const auto& [tenant, t] : idle) out.sample({{"tenant", tenant}}, t.first);
+  out.family("switchyard_gpus_idle_hours", "GPU-hours the current idle stretches of attached GPUs have cost so far, by tenant.", Type::kGauge);
+  for (const auto& [tenant, t] : idle) out.sample({{"tenant", tenant}}, t.second);
 
   out.family("switchyard_capacity_age_seconds",
              "How old the capacity gauges below are: 0 while they are made on every change; on a pool large enough that making "

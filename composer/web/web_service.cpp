@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "composer/metrics/exposition.h"
+#include "composer/model/queue.h"
 #include "composer/web/pool_metrics.h"
 
 namespace switchyard::web {
@@ -315,6 +316,39 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
                                  {"waiting_for", e.waitingFor}});
       return json{{"length", queue.size()}, {"entries", std::move(entries)}};
     };
+  } else if (path == "/api/v1/idle") {
+    // Attached GPUs idle at least ?for=DURATION (default 0s: every idle one), longest first (`yardctl idle`).
+    auto limit = countOf(query, "limit", std::numeric_limits<std::size_t>::max());
+    if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
+    std::chrono::milliseconds minIdle{0};
+    if (const std::string text = queryValue(query, "for"); !text.empty() && text != "0") {
+      const auto d = parseDuration(text);
+      if (!d) return reply(problem(http::status::bad_request, fmt::format("for '{}': expected a duration such as 30m", text), version, keepAlive));
+      minIdle = *d;
+    }
+    read = [this, caller, limit = *limit, minIdle]() -> Result<json> {
+      SY_ASSIGN(const auto gpus, engine_.idleGpus(caller, std::chrono::duration_cast<Duration>(minIdle)));
+      const Timestamp now = engine_.now();
+      json out = json::array();
+      double hours = 0;
+      for (const auto& g : gpus) {
+        const double idleHours = std::chrono::duration<double, std::ratio<3600>>(g.gpu.idleFor(now)).count();
+        hours += idleHours;
+        if (out.size() >= limit) continue;
+        out.push_back(json{{"device", g.gpu.deviceId},
+                           {"model", g.model},
+                           {"system", g.systemId},
+                           {"name", g.systemName},
+                           {"tenant", g.tenant},
+                           {"host", g.hostId},
+                           {"idle_since", formatTimestamp(g.gpu.idleSince)},
+                           {"idle_gpu_hours", idleHours},
+                           {"utilization_percent", g.gpu.utilizationPercent},
+                           {"reclaim", describe(g.reclaim)},
+                           {"reclaim_blocked", g.reclaimBlocked}});
+      }
+      return json{{"count", gpus.size()}, {"idle_gpu_hours", hours}, {"gpus", std::move(out)}};
+    };
   } else if (path == "/api/v1/operations") {
     fromView = false;
     auto limit = limitOf(query, 20, 500);
@@ -365,7 +399,7 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
     };
   } else {
     return reply(problem(http::status::not_found,
-                         fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/queue, /api/v1/operations, /api/v1/events and "
+                         fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/queue, /api/v1/idle, /api/v1/operations, /api/v1/events and "
                                      "/api/v1/capacity",
                                      path),
                          version, keepAlive));

@@ -54,7 +54,7 @@ class HostAgentTest : public ::testing::Test {
     std::filesystem::create_directories(dir_ / "yardd");
     std::filesystem::create_directories(dir_ / "agent");
     std::vector<std::string> yarddArgs{"--topology", (dir_ / "topology.json").string(), "--no-sim-host-agents", "--agent-heartbeat", "1",
-                                       "--host-timeout", "3"};
+                                       "--host-timeout", "3", "--activity-interval", "1s"};
     yarddArgs.insert(yarddArgs.end(), yarddTls_.begin(), yarddTls_.end());
     yardd_ = std::make_unique<testing::DaemonProcess>(YARDD_PATH, dir_ / "yardd");
     ASSERT_TRUE(yardd_->start(yarddArgs)) << yardd_->log();
@@ -65,7 +65,10 @@ class HostAgentTest : public ::testing::Test {
                                       "sw0-usp0=0000:00:01.0", "--before-detach", "echo \"$YARD_DEVICE_IDS\" >> " + (dir_ / "hook.log").string(),
                                       "--mig-create-command", smi + " mig -i {pci} -cgi {profile}.{memory_gib}gb:{start} -C",
                                       "--mig-list-command", smi + " mig -i {pci} -lgi",
-                                      "--mig-destroy-command", smi + " mig -i {pci} -gi {gi} -dci && " + smi + " mig -i {pci} -gi {gi} -dgi"};
+                                      "--mig-destroy-command", smi + " mig -i {pci} -gi {gi} -dci && " + smi + " mig -i {pci} -gi {gi} -dgi",
+                                      "--gpu-activity-command", smi + " --query-gpu=pci.bus_id,utilization.gpu,memory.used --format=csv,noheader,nounits",
+                                      "--gpu-processes-command",
+                                      smi + " --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv,noheader,nounits"};
     agentArgs.insert(agentArgs.end(), agentTls_.begin(), agentTls_.end());
     ASSERT_TRUE(agent_->startProgram(agentArgs)) << agent_->log();
     // The agent registers in the background.
@@ -190,6 +193,37 @@ TEST_F(HostAgentTest, TheAgentVerifiesAttachAndReleasesOnlyWhatIsUnused) {
   EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/devices/0000:13:00.0/remove"), "1");
   EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/drivers/nvidia/unbind"), "0000:13:00.0");  // the last one written
   EXPECT_EQ(testing::readFile(dir_ / "hook.log"), "gpu0 gpu1\n");
+}
+
+// Idle reclaim's input end to end: yardd asks the agent every second (--activity-interval 1s), the agent runs
+// nvidia-smi's activity queries (the stand-in prints what an H100 printed, tests/data/nvidia-smi/), and
+// `yardctl idle` shows the idle GPU with its system and the busy one (with --all) with its process.
+TEST_F(HostAgentTest, IdleShowsWhatTheAgentsNvidiaSmiReports) {
+  testing::writeFile(dir_ / "agent" / "activity.json",
+                     R"({"0000:12:00.0": {"utilization": 93, "memory": 40000, "processes": [[5150, "python3", 40000]]},
+                         "0000:13:00.0": {"utilization": 0, "memory": 0}})");
+  ASSERT_EQ(yardctl("compose train --gpus 2").exitCode, 0);
+  json idle;
+  for (int i = 0; i < 100; ++i) {
+    auto listed = yardctl("-o json idle --for 0s");
+    ASSERT_EQ(listed.exitCode, 0) << listed.err;
+    idle = json::parse(listed.out);
+    if (!idle["gpus"].empty()) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_EQ(idle["gpus"].size(), 1u) << idle.dump() << yardd_->log() << agent_->log();
+  EXPECT_EQ(idle["gpus"][0]["device_id"], "gpu1");
+  EXPECT_EQ(idle["gpus"][0]["system_name"], "train");
+  EXPECT_EQ(idle["gpus"][0]["reclaim"], "off");
+  const json all = json::parse(yardctl("-o json idle --all").out);
+  ASSERT_EQ(all["gpus"].size(), 2u) << all.dump();
+  const json& busy = all["gpus"][1]["device_id"] == "gpu0" ? all["gpus"][1] : all["gpus"][0];
+  EXPECT_EQ(busy["utilization_percent"], 93);
+  ASSERT_EQ(busy["processes"].size(), 1u);
+  EXPECT_EQ(busy["processes"][0]["pid"], 5150);
+  auto table = yardctl("idle --all");
+  EXPECT_NE(table.out.find("5150 (python3)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("busy"), std::string::npos) << table.out;
 }
 
 TEST_F(HostAgentTest, MigInstancesAreMadeByTheAgentAndDestroyedBeforeTheGpuLeaves) {

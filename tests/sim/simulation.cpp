@@ -67,6 +67,11 @@ class GatedHosts final : public HostAgents {
   Result<void> release(const HostId& host, const HostChange& change, const CallOptions& o = {}) override {
     return gate_.pass<Result<void>>(describe("release on " + host, change.devices), [&] { return inner_.release(host, change, o); });
   }
+  // Activity samples change nothing: not gated (the simulation asks for them itself, on its own thread).
+  bool canReportActivity(const HostId& host) const override { return inner_.canReportActivity(host); }
+  Result<std::vector<GpuActivity>> activity(const HostId& host, const std::vector<Binding>& gpus, const CallOptions& o = {}) override {
+    return inner_.activity(host, gpus, o);
+  }
 
  private:
   SimulatedHosts& inner_;
@@ -139,6 +144,10 @@ class Simulation {
     eo.retryBackoff = 0ms;  // retries at once: a seed's schedule stays the same (the backoff's jitter is random)
     eo.deadlineInterval = 0ms;  // leases and queue timeouts end only when the simulation says, on its clock
     eo.quotas["team-a"] = TenantQuota{.maxGpus = kTeamAGpus, .maxSystems = kTeamASystems};
+    // team-b's idle GPUs are detached after a minute (idle reclaim: the simulation samples activity itself).
+    eo.quotas["team-b"].reclaimIdleAfter = std::chrono::minutes(1);
+    eo.quotas["team-b"].reclaimDryRun = false;
+    eo.activityInterval = 0ms;
     engine_ = std::make_unique<Engine>(*gatedSwitch_, *store_, clock_, eo);
     if (gatedHosts_) engine_->useHostAgents(*gatedHosts_);
     const Topology topology = *driver_->discover();
@@ -176,6 +185,7 @@ class Simulation {
     if (!pending.empty() && (roll < 50 || running() >= 6)) return decide(pending);
     if (roll < 86) return submit();
     if (roll < 89) return expireDeadlines();
+    if (roll < 91 && hosts_) return sampleActivity();
     if (roll < 96 && reconciling_ == 0) return reconcile();
     if (!pending.empty()) return decide(pending);
     submit();
@@ -297,6 +307,23 @@ class Simulation {
     auto started = engine_->expireDeadlines();
     if (!started) return (void)violation("expireDeadlines failed: " + started.error().message);
     for (const auto& op : *started) note(fmt::format("lease ended: {} decomposes {}", op.id, op.systemId));
+  }
+
+  // The hosts report what their GPUs do (some run a process, some are busy, the rest idle); team-b's GPUs
+  // idle for a minute are reclaimed through the ordinary detach path.
+  void sampleActivity() {
+    clock_.advance(std::chrono::seconds(pick(90)));
+    for (const auto& s : systems())
+      for (const auto& b : s.bindings) {
+        const int use = pick(10);
+        if (use == 0) hosts_->setActivity(b.deviceId, 0, {{4000 + pick(100), "python3", 512}});
+        else if (use == 1) hosts_->setActivity(b.deviceId, 60);
+        else if (use < 5) hosts_->setActivity(b.deviceId, 0);
+      }
+    note("activity sample");
+    auto started = engine_->sampleActivity();
+    if (!started) return (void)violation("sampleActivity failed: " + started.error().message);
+    for (const auto& op : *started) note(fmt::format("reclaim: {} detaches {} idle GPU(s) of {}", op.id, op.steps.empty() ? 0 : op.steps.front().bindings.size(), op.systemId));
   }
 
   // Waits until every request is answered and every running operation and reconcile waits at the gate:

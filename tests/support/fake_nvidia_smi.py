@@ -3,8 +3,32 @@
 # and prints what the real tool prints for these calls: "Successfully created GPU instance ID N ..." for
 # -cgi PROFILE:START -C, the -lgi table (rows "MIG 1g.10gb 19 9 2:1": name, profile id, instance id,
 # start:size), and -gi N -dci / -dgi. A placement start listed in $FAKE_NVIDIA_SMI_DIR/fail-starts fails.
+# Also the activity queries of idle reclaim, in the CSV the real tool prints (tests/data/nvidia-smi/):
+# --query-gpu=pci.bus_id,utilization.gpu,memory.used and --query-compute-apps=gpu_bus_id,pid,process_name,
+# used_memory with --format=csv,noheader,nounits, from $FAKE_NVIDIA_SMI_DIR/activity.json:
+# {"0000:12:00.0": {"utilization": 97, "memory": 30000, "processes": [[4100, "python3", 30000]]}, ...};
+# a utilization of null prints "[N/A]"; a file "activity-fails" makes both queries fail.
 import fcntl, json, os, sys
 here = os.environ["FAKE_NVIDIA_SMI_DIR"]
+query = next((a for a in sys.argv[1:] if a.startswith("--query-")), None)
+if query is not None:
+    if os.path.exists(os.path.join(here, "activity-fails")):
+        print("Unable to determine the device handle for GPU0000:12:00.0: Unknown Error", file=sys.stderr)
+        sys.exit(255)
+    path = os.path.join(here, "activity.json")
+    gpus = json.load(open(path)) if os.path.exists(path) else {}
+    bus = lambda address: "0000" + address.upper()  # nvidia-smi's 8-digit domain
+    for address, g in sorted(gpus.items()):
+        if query == "--query-gpu=pci.bus_id,utilization.gpu,memory.used":
+            util = "[N/A]" if g.get("utilization") is None else g["utilization"]
+            print(f"{bus(address)}, {util}, {g.get('memory', 0)}")
+        elif query == "--query-compute-apps=gpu_bus_id,pid,process_name,used_memory":
+            for pid, name, memory in g.get("processes", []):
+                print(f"{bus(address)}, {pid}, {name}, {memory}")
+        else:
+            print(f"Field in {query} is not a valid field to query.", file=sys.stderr)
+            sys.exit(2)
+    sys.exit(0)
 state_file = os.path.join(here, "mig.json")
 # One call at a time, as the real driver serialises MIG changes: the agent may run several at once (a read that
 # met a half-written file once failed a decompose under ASan), so the state is read and written under a lock.

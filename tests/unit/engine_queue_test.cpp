@@ -117,6 +117,40 @@ TEST_F(EngineQueueTest, WithinAClassTheTenantHoldingLessOfItsShareGoesFirst) {
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-more"}));
 }
 
+// Fair share remembers: a tenant that held 8 GPUs for the last 12 hours is charged for it after it let them
+// go (decayed with EngineOptions::fairShareHalfLife), so a tenant that held nothing goes first although its
+// request is younger. With no half-life only what is held now counts, and age decides.
+TEST_F(EngineQueueTest, ATenantThatHeldGpusRecentlyIsChargedForThemAfterItLetsGo) {
+  configure_ = [](EngineOptions& o) { o.fairShareHalfLife = std::chrono::hours(24); };
+  start();
+  auto a = want("a", 8);
+  a.placement.tenant = "team-a";
+  composeWith(a);
+  compose("x", 8);
+  const Operation aNext = enqueue(queued("a-next", 8, "batch", "team-a"));
+  clock_.advance(12h);
+  const Operation bNext = enqueue(queued("b-next", 8, "batch", "team-b"));
+  run(engine_->decompose(Caller::local(), "a"));  // team-a holds nothing now; b-next is younger
+  EXPECT_EQ(finished(bNext.id).state, OperationState::kSucceeded) << "team-b held nothing: it goes first";
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-next"}));
+  (void)aNext;
+}
+
+TEST_F(EngineQueueTest, WithoutAHalfLifeOnlyWhatIsHeldNowIsChargedAndAgeDecides) {
+  configure_ = [](EngineOptions& o) { o.fairShareHalfLife = std::chrono::milliseconds(0); };
+  start();
+  auto a = want("a", 8);
+  a.placement.tenant = "team-a";
+  composeWith(a);
+  compose("x", 8);
+  const Operation aNext = enqueue(queued("a-next", 8, "batch", "team-a"));
+  clock_.advance(12h);
+  enqueue(queued("b-next", 8, "batch", "team-b"));
+  run(engine_->decompose(Caller::local(), "a"));
+  EXPECT_EQ(finished(aNext.id).state, OperationState::kSucceeded) << "both hold nothing now: the older goes first";
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-next"}));
+}
+
 TEST_F(EngineQueueTest, CancellingFreesTheNameAndTimeoutsGiveUpOnTheEnginesClock) {
   start();
   compose("a", 8);

@@ -213,6 +213,12 @@ class Client:
         "model" or per all three; since/until are RFC 3339 times or dates."""
         return self._call("yard.GetUsage", switchyard_pb2.GetUsageRequest(by=by, since=since, until=until))
 
+    def idle(self, idle_for_seconds: float = 0, *, include_busy: bool = False, tenant: str = "") -> "switchyard_pb2.ListIdleResponse":
+        """Attached GPUs idle at least idle_for_seconds, longest first (gpus: device_id, system_name, idle_seconds,
+        idle_gpu_hours, utilization_percent, processes, reclaim, reclaim_at, ...), as their hosts last reported."""
+        return self._call("yard.ListIdle", switchyard_pb2.ListIdleRequest(idle_for_seconds=int(idle_for_seconds),
+                                                                           include_busy=include_busy, tenant=tenant))
+
     # Events.
 
     def watch(self, after_sequence: int = 0, timeout: Optional[float] = None, *, from_start: bool = False,

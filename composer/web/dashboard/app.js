@@ -136,6 +136,12 @@ function drawQueue(queue) {
     "nothing waits: yardctl compose NAME --gpus N --queue waits here when it does not fit");
 }
 
+function drawIdle(idle) {
+  fillTable("idle", idle.gpus.map((g) => [g.device, g.name, g.tenant, g.idle_since.replace("T", " ").replace(/\.\d+Z$/, "Z"),
+    g.idle_gpu_hours.toFixed(2), g.reclaim_blocked ? `${g.reclaim} (not taken: ${g.reclaim_blocked})` : g.reclaim]),
+    "no attached GPU is idle (yardctl idle --all shows what each is doing)");
+}
+
 function drawEvents(events) {
   fillTable("events", events.map((e) => [e.at.replace("T", " ").replace(/\.\d+Z$/, "Z"), e.type, e.subject, e.message]), "no events");
 }
@@ -144,16 +150,17 @@ async function refresh() {
   const status = document.getElementById("status");
   try {
     // Aggregates and the first pages only: a refresh weighs the same at 100,000 GPUs as at 16.
-    const [summary, pool, capacity, systems, operations, events, queue] = await Promise.all([
+    const [summary, pool, capacity, systems, operations, events, queue, idle] = await Promise.all([
       getJson("/api/v1/summary"), getJson(`/api/v1/pool?switches=${POOL_SWITCHES}&hosts=${POOL_HOSTS}`), getJson("/api/v1/capacity"),
       getJson(`/api/v1/systems?limit=${SYSTEMS_SHOWN}`), getJson("/api/v1/operations?limit=15"), getJson("/api/v1/events?limit=25"),
-      getJson(`/api/v1/queue?limit=${SYSTEMS_SHOWN}`)]);
+      getJson(`/api/v1/queue?limit=${SYSTEMS_SHOWN}`), getJson(`/api/v1/idle?limit=${SYSTEMS_SHOWN}`)]);
     drawSummary(summary, capacity);
     drawChart(capacity);
     drawPool(pool);
     drawSystems(systems);
     drawOperations(operations, systems);
     drawQueue(queue);
+    drawIdle(idle);
     drawEvents(events);
     status.textContent = `updated ${new Date().toLocaleTimeString()}`;
     status.className = "";
