@@ -422,7 +422,23 @@ Result<std::vector<GpuActivity>> HostOps::activity(const std::vector<ExpectedDev
     });
     if (it != functions.end()) present.emplace_back(&e, &*it);
   }
-  if (present.empty() || options_.gpuActivityCommand.empty()) return std::vector<GpuActivity>{};
+  if (present.empty()) return std::vector<GpuActivity>{};
+  std::vector<PciFunction> gpus;
+  for (const auto& [e, f] : present) gpus.push_back(*f);
+  SY_ASSIGN(auto byAddress, activityOf(gpus));
+  std::vector<GpuActivity> out;
+  for (const auto& [e, f] : present) {
+    auto a = byAddress.find(toString(f->address));
+    if (a == byAddress.end()) continue;  // not a GPU nvidia-smi reports
+    a->second.deviceId = e->deviceId;
+    out.push_back(std::move(a->second));
+  }
+  return out;
+}
+
+Result<std::map<std::string, GpuActivity>> HostOps::activityOf(const std::vector<PciFunction>& functions) const {
+  std::map<std::string, GpuActivity> out;
+  if (functions.empty() || options_.gpuActivityCommand.empty()) return out;
   ParsedActivity parsed;
   SY_ASSIGN(auto gpus, runShell(options_.gpuActivityCommand, {}, options_.commandTimeout));
   parseGpuUtilization(gpus, parsed);
@@ -430,17 +446,16 @@ Result<std::vector<GpuActivity>> HostOps::activity(const std::vector<ExpectedDev
     SY_ASSIGN(auto apps, runShell(options_.gpuProcessesCommand, {}, options_.commandTimeout));
     parseComputeApps(apps, parsed);
   }
-  std::vector<GpuActivity> out;
-  for (const auto& [e, f] : present) {
-    const auto bus = toString(f->address);
+  for (const auto& f : functions) {
+    const auto bus = toString(f.address);
     auto gpu = parsed.gpus.find(bus);
-    if (gpu == parsed.gpus.end()) continue;  // not a GPU nvidia-smi reports
-    GpuActivity a{e->deviceId, gpu->second.utilizationPercent, gpu->second.memoryUsedMiB, {}};
+    if (gpu == parsed.gpus.end()) continue;
+    GpuActivity a{bus, gpu->second.utilizationPercent, gpu->second.memoryUsedMiB, {}};
     if (auto apps = parsed.processes.find(bus); apps != parsed.processes.end()) a.processes = apps->second;
-    for (const auto& user : usersOf(*f))
+    for (const auto& user : usersOf(f))
       if (std::none_of(a.processes.begin(), a.processes.end(), [&](const GpuProcess& p) { return p.pid == user.pid; }))
         a.processes.push_back({user.pid, user.command, 0});
-    out.push_back(std::move(a));
+    out.emplace(bus, std::move(a));
   }
   return out;
 }

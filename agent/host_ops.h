@@ -106,6 +106,8 @@ class HostOps {
   // its PID namespace). A device not on the host, or one nvidia-smi does not report, is left out;
   // kUnavailable when a command fails (unknown is not idle).
   [[nodiscard]] Result<std::vector<GpuActivity>> activity(const std::vector<ExpectedDevice>& expected) const;
+  // The same for `functions` found some other way (yard-agent --print-activity), keyed and named by PCI address.
+  [[nodiscard]] Result<std::map<std::string, GpuActivity>> activityOf(const std::vector<PciFunction>& functions) const;
   // The processes holding the function open (its /dev/nvidiaN node, or one of its sysfs files).
   [[nodiscard]] std::vector<DeviceUser> usersOf(const PciFunction& function) const;
 

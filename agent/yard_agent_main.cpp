@@ -5,6 +5,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <fmt/ranges.h>
+
 #include <CLI/CLI.hpp>
 #include <systemd/sd-daemon.h>
 #include <atomic>
@@ -47,8 +49,52 @@ struct AgentFlags {
   bool yarddPlaintext = false;
   std::string logLevel = "info";
   bool printInventory = false;
+  bool printActivity = false;
   bool json = false;
 };
+
+// --print-activity: what each GPU on this host does now, as idle reclaim sees it (JSON: one object per GPU).
+int printActivity(const HostOps& ops, bool json) {
+  auto inventory = ops.inventory();
+  if (!inventory) {
+    spdlog::critical("{}", inventory.error().message);
+    return 1;
+  }
+  std::vector<PciFunction> gpus;
+  for (const auto& h : *inventory)
+    if (h.pci.isGpu()) gpus.push_back(h.pci);
+  auto activity = ops.activityOf(gpus);
+  if (!activity) {
+    spdlog::critical("{}", activity.error().message);
+    return 1;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : gpus) {
+    const auto address = toString(f.address);
+    const auto serial = f.serialNumber ? formatSerialNumber(*f.serialNumber) : std::string("none");
+    auto a = activity->find(address);
+    if (a == activity->end()) {
+      if (json) out.push_back({{"address", address}, {"serial", serial}, {"reported", false}});
+      else fmt::print("{}  serial {}  not reported by the vendor tool (never counted idle)\n", address, serial);
+      continue;
+    }
+    nlohmann::json processes = nlohmann::json::array();
+    std::vector<std::string> names;
+    for (const auto& p : a->second.processes) {
+      processes.push_back({{"pid", p.pid}, {"name", p.name}, {"memory_mib", p.memoryMiB}});
+      names.push_back(fmt::format("{} ({}, {} MiB)", p.pid, p.name, p.memoryMiB));
+    }
+    const bool idle = a->second.processes.empty() && a->second.utilizationPercent <= 5;
+    if (json)
+      out.push_back({{"address", address}, {"serial", serial}, {"reported", true}, {"utilization_percent", a->second.utilizationPercent},
+                     {"memory_used_mib", a->second.memoryUsedMiB}, {"processes", processes}, {"idle", idle}});
+    else
+      fmt::print("{}  serial {}  {}%  {} MiB  {}  {}\n", address, serial, a->second.utilizationPercent, a->second.memoryUsedMiB,
+                 idle ? "idle" : "busy", names.empty() ? "no process" : fmt::format("{}", fmt::join(names, ", ")));
+  }
+  if (json) fmt::print("{}\n", out.dump(2));
+  return 0;
+}
 
 void printInventory(const std::vector<HostFunction>& functions, bool json) {
   if (json) {
@@ -175,6 +221,7 @@ int run(const AgentFlags& flags) {
     options.upstreamPorts[p.substr(0, eq)] = *address;
   }
   HostOps ops(options);
+  if (flags.printActivity) return printActivity(ops, flags.json);
   if (flags.printInventory) {
     auto inventory = ops.inventory();
     if (!inventory) {
@@ -260,6 +307,7 @@ int main(int argc, char** argv) {
                "is reported online, and to release a device (refused while a process holds it; then driver unbind and\n"
                "PCI remove) before the switch unbinds it.\n\n"
                "  yard-agent --print-inventory                   what this host's PCI bus holds (find root ports for --port)\n"
+               "  yard-agent --print-activity                    what its GPUs do now, as yardd's idle reclaim sees it\n"
                "  yard-agent --host h1 --yardd yardd:7390 --port sw0-usp0=0000:00:01.0"};
   app.set_config("--config", "", "Read flags from a TOML/INI file: long flag names as keys (host = \"h1\", port = [\"sw0-usp0=0000:00:01.0\"]); "
                  "command-line flags win");
@@ -317,7 +365,9 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingFile);
   app.add_option("--port-file", flags.portFile, "Write the gRPC port here once listening");
   app.add_flag("--print-inventory", flags.printInventory, "Print this host's PCI functions and exit");
-  app.add_flag("--json", flags.json, "With --print-inventory: JSON");
+  app.add_flag("--print-activity", flags.printActivity,
+               "Print what each GPU on this host does now (utilization, memory, processes: what idle reclaim sees) and exit");
+  app.add_flag("--json", flags.json, "With --print-inventory or --print-activity: JSON");
   app.add_option("--log-level", flags.logLevel, "trace, debug, info, warn, error")->capture_default_str();
   app.set_version_flag("--version", switchyard::versionLine("yard-agent"), "Print yard-agent's version (and git commit) and exit");
   // CLI11 skips unknown keys and reads a broken line as some value: the file is checked first.
