@@ -115,17 +115,18 @@ Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std
       if (!quota.is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: expected an object of limits", where));
       static const std::set<std::string> kKeys{"max_gpus",      "max_systems", "share",
                                                "max_queued",    "default_lease", "max_lease",
-                                               "reclaim_idle_after", "reclaim_mode"};
+                                               "reclaim_idle_after", "reclaim_mode", "max_preempted_gpus_per_day"};
       for (const auto& [key, v] : quota.items())
         if (!kKeys.contains(key))
           return fail(Code::kInvalidArgument,
                       fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems, share, max_queued, default_lease, max_lease, "
-                                  "reclaim_idle_after, reclaim_mode)",
+                                  "reclaim_idle_after, reclaim_mode, max_preempted_gpus_per_day)",
                                   where, key));
       TenantQuota q;
       SY_ASSIGN(q.maxGpus, limit(quota, "max_gpus", where));
       SY_ASSIGN(q.maxSystems, limit(quota, "max_systems", where));
       SY_ASSIGN(q.maxQueued, limit(quota, "max_queued", where));
+      SY_ASSIGN(q.maxPreemptedGpusPerDay, limit(quota, "max_preempted_gpus_per_day", where));
       if (quota.contains("share")) {
         const json& v = quota.at("share");
         if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1e6)

@@ -556,6 +556,11 @@ class Engine {
   };
   std::optional<Preemption> preemption_;  // one at a time
   std::map<OperationId, Timestamp> preemptRetryAt_;
+  // Each tenant's GPUs preempted (when the decompose started), for its disruption budget
+  // (TenantQuota::maxPreemptedGpusPerDay); entries older than a day are dropped. Memory only.
+  std::map<std::string, std::vector<std::pair<Timestamp, int>>, std::less<>> preemptedGpus_;
+  // GPUs of `tenant` that may still be preempted today (INT_MAX: no budget).
+  [[nodiscard]] int preemptionBudgetLeft(std::string_view tenant);
   IdleTracker idle_;                               // what attached GPUs did, as sampled
   bool activityChanged_ = false;                   // the view's activity is stale
   bool activityInFlight_ = false;                  // a background sample is out: the timer does not start another

@@ -5,12 +5,15 @@
 // moment), waits the grace period (EngineOptions::preemptionGrace), then decomposes them through the
 // normal safe path: host-release first, so a GPU in use is never unbound. What they free is promised to
 // the head (backfill keeps off it). A victim whose host refuses to let go stays whole; the head keeps
-// waiting, and yardd plans again after EngineOptions::leaseRetry.
+// waiting, and yardd plans again after EngineOptions::leaseRetry. A tenant's disruption budget
+// (TenantQuota::maxPreemptedGpusPerDay) caps how many of its GPUs are preempted in any 24 hours: a system
+// that would take it past the budget is not a candidate.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "composer/engine/engine.h"
 
@@ -23,6 +26,18 @@ Caller preemptionCaller() { return {std::string(kPreemptionActor), Role::kAdmin,
 int gpusOf(const System& s) { return static_cast<int>(s.bindings.size()); }
 
 }  // namespace
+
+int Engine::preemptionBudgetLeft(std::string_view tenant) {
+  auto quota = options_.quotas.find(tenant);
+  if (quota == options_.quotas.end() || !quota->second.maxPreemptedGpusPerDay) return std::numeric_limits<int>::max();
+  const Timestamp dayAgo = clock_.now() - std::chrono::duration_cast<Duration>(std::chrono::hours(24)).count();
+  int used = 0;
+  if (auto it = preemptedGpus_.find(tenant); it != preemptedGpus_.end()) {
+    std::erase_if(it->second, [&](const auto& e) { return e.first <= dayAgo; });
+    for (const auto& [at, gpus] : it->second) used += gpus;
+  }
+  return std::max(0, *quota->second.maxPreemptedGpusPerDay - used);
+}
 
 bool Engine::planPreemption(const Operation& head) {
   const PriorityClass* cls = priorityClass(head.queued->priorityClass);
@@ -49,7 +64,12 @@ bool Engine::planPreemption(const Operation& head) {
   };
   std::vector<const System*> victims;
   bool fits = false;
+  // Within each tenant's disruption budget: a candidate that would take its tenant past it is passed over.
+  std::map<std::string, int, std::less<>> budget;
+  for (const System* c : candidates) budget.try_emplace(c->tenant, preemptionBudgetLeft(c->tenant));
   for (const System* c : candidates) {
+    if (budget[c->tenant] < gpusOf(*c)) continue;
+    budget[c->tenant] -= gpusOf(*c);
     victims.push_back(c);
     if (placedWithout(victims).placement) {
       fits = true;
@@ -95,12 +115,15 @@ void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
     const System* s = state_->system(id);
     if (s == nullptr || !s->activeOperation.empty()) continue;  // gone already, or its owner is changing it
     const std::string cls = s->priorityClass.empty() ? std::string(kDefaultPriorityClass) : s->priorityClass;
+    const std::string tenant = s->tenant;
+    const int gpus = gpusOf(*s);
     auto op = audited(preemptionCaller(), "decompose", id, {}, {}, [&] { return acceptDecompose(preemptionCaller(), id); });
     if (!op) {
       spdlog::warn("preemption of {} refused: {}", id, op.error().message);
       continue;
     }
     if (options_.metrics) options_.metrics->preemptions.add({cls});
+    preemptedGpus_[tenant].emplace_back(clock_.now(), gpus);
     m.events.push_back(makeEvent("system.preempted", id, fmt::format("{}: preempted for {}; {} decomposes it", id, preemption_->head, op->id)));
     started.push_back(*op);
   }

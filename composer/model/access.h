@@ -30,6 +30,8 @@ struct TenantQuota {
   // them or, in a dry run, by saying so; a system's labels may choose otherwise (idle_tracker.h).
   std::optional<std::chrono::milliseconds> reclaimIdleAfter;
   std::optional<bool> reclaimDryRun;
+  // Its disruption budget: at most this many of its GPUs preempted in any 24 hours (unset: no limit).
+  std::optional<int> maxPreemptedGpusPerDay;
 };
 using TenantQuotas = std::map<std::string, TenantQuota, std::less<>>;
 

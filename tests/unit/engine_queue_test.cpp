@@ -385,6 +385,36 @@ TEST_F(EngineQueueTest, AProductionRequestPreemptsTheSmallestSpotSystemAfterItsG
   EXPECT_NE(std::find(types.begin(), types.end(), "system.preempted"), types.end());
 }
 
+TEST_F(EngineQueueTest, ATenantsDisruptionBudgetCapsTheGpusPreemptedFromItInADay) {
+  quotas_["team-a"].maxPreemptedGpusPerDay = 4;
+  start();
+  for (const char* name : {"spot-a1", "spot-a2"}) {
+    auto spot = want(name, 4);
+    spot.priorityClass = "spot";
+    spot.placement.tenant = "team-a";
+    composeWith(spot);
+  }
+  compose("batch-job", 8);
+  const Operation first = enqueue(queued("urgent-1", 4, "production"));
+  auto types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 1) << "4 GPUs: within team-a's budget";
+  clock_.advance(31s);
+  auto started = engine_->expireDeadlines();
+  ASSERT_TRUE(started);
+  ASSERT_EQ(started->size(), 1u);
+  EXPECT_EQ(finished(started->front().id).state, OperationState::kSucceeded);
+  EXPECT_EQ(finished(first.id).state, OperationState::kSucceeded);
+
+  const Operation second = enqueue(queued("urgent-2", 4, "production"));
+  types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 1) << "team-a lost 4 GPUs today: its budget is spent";
+  const auto left = engine_->getSystem("spot-a1") ? engine_->getSystem("spot-a1") : engine_->getSystem("spot-a2");
+  ASSERT_TRUE(left) << "one spot system is left";
+  EXPECT_EQ(left->bindings.size(), 4u);
+  auto still = engine_->waitOperation(second.id, 10ms);
+  EXPECT_EQ(still->state, OperationState::kQueued) << "the request waits instead";
+}
+
 TEST_F(EngineQueueTest, AVictimWhoseHostWillNotLetGoStaysWholeAndTheRequestKeepsWaiting) {
   SimulatedHosts simulated(defaultTopology(), *fabric_, clock_);
   hosts_ = &simulated;

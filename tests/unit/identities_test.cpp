@@ -106,6 +106,26 @@ TEST(Identities, TenantsCarryTheirQueueAndLeasePolicy) {
   EXPECT_EQ(q.maxLease, std::chrono::milliseconds(48 * 3600 * 1000));
 }
 
+TEST(Identities, TenantsCarryTheirReclaimPolicyAndDisruptionBudget) {
+  auto parsed = Identities::parse(
+      R"({"tenants": {"team-a": {"reclaim_idle_after": "30m", "reclaim_mode": "detach", "max_preempted_gpus_per_day": 16},
+                      "team-b": {"reclaim_idle_after": "never"}},
+          "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})",
+      "ids.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  const TenantQuota a = (*parsed)->quotas().at("team-a");
+  EXPECT_EQ(a.reclaimIdleAfter, std::chrono::milliseconds(30 * 60 * 1000));
+  EXPECT_EQ(a.reclaimDryRun, false);
+  EXPECT_EQ(a.maxPreemptedGpusPerDay, 16);
+  EXPECT_EQ((*parsed)->quotas().at("team-b").reclaimIdleAfter, std::chrono::milliseconds(0));
+  for (const char* bad : {R"("reclaim_idle_after": "10s")", R"("reclaim_idle_after": 30)", R"("reclaim_mode": "now")"}) {
+    auto refused = Identities::parse(fmt::format(R"({{"tenants": {{"t": {{{}}}}}, "identities": [{{"name": "a", "role": "admin", "certificate_cn": "x"}}]}})", bad),
+                                     "ids.json");
+    ASSERT_FALSE(refused) << bad;
+    EXPECT_NE(refused.error().message.find("reclaim_"), std::string::npos) << refused.error().message;
+  }
+}
+
 TEST(Identities, RepeatedWrongPasswordsLockTheNameWithABackoffKnownOrNot) {
   ManualClock clock;
   auto ids = Identities::parse(fmt::format(R"({{"identities": [{{"name": "carol", "role": "viewer", "password": "{}"}}]}})",
