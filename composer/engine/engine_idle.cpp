@@ -26,6 +26,18 @@ namespace {
 
 Caller reclaimCaller() { return {std::string(kReclaimActor), Role::kAdmin, {}}; }
 
+// Why the reclaim policy would not take this GPU of `system` even when idle long enough ("" when it may):
+// MIG instances or time-sliced shares on it (several systems' work), or a process running on it.
+std::string reclaimBlocked(const System& system, const GpuIdleState& gpu) {
+  const auto on = [&](const auto& parts) {
+    return std::any_of(parts.begin(), parts.end(), [&](const auto& p) { return p.deviceId == gpu.deviceId; });
+  };
+  if (on(system.gpuInstances)) return "MIG instances on it";
+  if (on(system.gpuShares)) return "shared (time-sliced)";
+  if (!gpu.processes.empty()) return fmt::format("pid {} ({}) runs on it", gpu.processes.front().pid, gpu.processes.front().name);
+  return "";
+}
+
 std::string hours(Duration d) { return fmt::format("{:.2f}", std::chrono::duration<double, std::ratio<3600>>(d).count()); }
 
 }  // namespace
@@ -101,12 +113,8 @@ void Engine::reclaimIdle(Mutation& m, std::vector<Operation>& started) {
     Due d{id, policy, {}, Duration(0)};
     for (const auto& b : s.bindings) {
       const GpuIdleState* g = idle_.find(b.deviceId);
-      if (g == nullptr || g->systemId != id || !g->idle() || !g->processes.empty()) continue;
+      if (g == nullptr || g->systemId != id || !g->idle() || !reclaimBlocked(s, *g).empty()) continue;
       if (g->idleFor(now) < std::chrono::duration_cast<Duration>(policy.after)) continue;
-      const auto shared = [&](const auto& parts) {
-        return std::any_of(parts.begin(), parts.end(), [&](const auto& p) { return p.deviceId == b.deviceId; });
-      };
-      if (shared(s.gpuInstances) || shared(s.gpuShares)) continue;
       if (policy.dryRun && reclaimAnnounced_.contains(b.deviceId)) continue;
       d.gpus.push_back(b.deviceId);
       d.idlest = std::max(d.idlest, g->idleFor(now));
@@ -218,12 +226,7 @@ std::shared_ptr<const std::vector<IdleGpu>> Engine::activityForView() const {
     v.hostId = s->hostId;
     if (const Device* d = state_->index().device(device)) v.model = d->model;
     v.reclaim = reclaimPolicyFor(*s);
-    const auto part = [&](const auto& parts) {
-      return std::any_of(parts.begin(), parts.end(), [&](const auto& p) { return p.deviceId == device; });
-    };
-    if (part(s->gpuInstances)) v.reclaimBlocked = "MIG instances on it";
-    else if (part(s->gpuShares)) v.reclaimBlocked = "shared (time-sliced)";
-    else if (!g.processes.empty()) v.reclaimBlocked = fmt::format("pid {} ({}) runs on it", g.processes.front().pid, g.processes.front().name);
+    v.reclaimBlocked = reclaimBlocked(*s, g);
     out->push_back(std::move(v));
   }
   return out;

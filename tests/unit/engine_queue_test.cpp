@@ -37,6 +37,21 @@ class EngineQueueTest : public EngineTest {
     EXPECT_TRUE(op) << op.error().message;
     return op ? *op : Operation{};
   }
+  // The pool full (team-a's "a" and the default tenant's "x", 8 GPUs each); team-a queues "a-next", 12 hours
+  // later team-b queues "b-next", then "a" is decomposed: both tenants hold nothing now, a-next is older.
+  std::pair<Operation, Operation> queueAfterTeamAHeldEightGpusFor12Hours(std::chrono::milliseconds halfLife) {
+    configure_ = [halfLife](EngineOptions& o) { o.fairShareHalfLife = halfLife; };
+    start();
+    auto a = want("a", 8);
+    a.placement.tenant = "team-a";
+    composeWith(a);
+    compose("x", 8);
+    const Operation aNext = enqueue(queued("a-next", 8, "batch", "team-a"));
+    clock_.advance(12h);
+    const Operation bNext = enqueue(queued("b-next", 8, "batch", "team-b"));
+    run(engine_->decompose(Caller::local(), "a"));
+    return {aNext, bNext};
+  }
   std::vector<std::string> queueNames() {
     std::vector<std::string> out;
     const auto queue = engine_->listQueue();  // held: a range-for over *temporary would dangle
@@ -121,32 +136,13 @@ TEST_F(EngineQueueTest, WithinAClassTheTenantHoldingLessOfItsShareGoesFirst) {
 // go (decayed with EngineOptions::fairShareHalfLife), so a tenant that held nothing goes first although its
 // request is younger. With no half-life only what is held now counts, and age decides.
 TEST_F(EngineQueueTest, ATenantThatHeldGpusRecentlyIsChargedForThemAfterItLetsGo) {
-  configure_ = [](EngineOptions& o) { o.fairShareHalfLife = std::chrono::hours(24); };
-  start();
-  auto a = want("a", 8);
-  a.placement.tenant = "team-a";
-  composeWith(a);
-  compose("x", 8);
-  const Operation aNext = enqueue(queued("a-next", 8, "batch", "team-a"));
-  clock_.advance(12h);
-  const Operation bNext = enqueue(queued("b-next", 8, "batch", "team-b"));
-  run(engine_->decompose(Caller::local(), "a"));  // team-a holds nothing now; b-next is younger
+  const auto [aNext, bNext] = queueAfterTeamAHeldEightGpusFor12Hours(std::chrono::hours(24));
   EXPECT_EQ(finished(bNext.id).state, OperationState::kSucceeded) << "team-b held nothing: it goes first";
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-next"}));
-  (void)aNext;
 }
 
 TEST_F(EngineQueueTest, WithoutAHalfLifeOnlyWhatIsHeldNowIsChargedAndAgeDecides) {
-  configure_ = [](EngineOptions& o) { o.fairShareHalfLife = std::chrono::milliseconds(0); };
-  start();
-  auto a = want("a", 8);
-  a.placement.tenant = "team-a";
-  composeWith(a);
-  compose("x", 8);
-  const Operation aNext = enqueue(queued("a-next", 8, "batch", "team-a"));
-  clock_.advance(12h);
-  enqueue(queued("b-next", 8, "batch", "team-b"));
-  run(engine_->decompose(Caller::local(), "a"));
+  const auto [aNext, bNext] = queueAfterTeamAHeldEightGpusFor12Hours(std::chrono::milliseconds(0));
   EXPECT_EQ(finished(aNext.id).state, OperationState::kSucceeded) << "both hold nothing now: the older goes first";
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-next"}));
 }
