@@ -323,7 +323,7 @@ class Simulation {
     note("activity sample");
     auto started = engine_->sampleActivity();
     if (!started) return (void)violation("sampleActivity failed: " + started.error().message);
-    for (const auto& op : *started) note(fmt::format("reclaim: {} detaches {} idle GPU(s) of {}", op.id, op.steps.empty() ? 0 : op.steps.front().bindings.size(), op.systemId));
+    for (const auto& op : *started) note(fmt::format("reclaim: {} detaches idle GPUs of {}", op.id, op.systemId));
   }
 
   // Waits until every request is answered and every running operation and reconcile waits at the gate:
