@@ -8,40 +8,13 @@
 #include <random>
 #include <stdexcept>
 
+#include "tests/bench/packing/sim_pool.h"
+
 namespace switchyard::bench {
 
 namespace {
 
-// One interface over the two pools: place, remove, and what is allocated.
-class Pool {
- public:
-  struct Holding {
-    sharing::SharePlacement placement;  // as applied (a MIG instance's start included)
-    ComposablePool::Taken taken;        // composable: what the pool took
-  };
-  Pool(const sharing::ShareCluster& servers, const ComposableShape* shape) {
-    if (shape) composable_.emplace(servers, *shape);
-    else cluster_ = servers;
-  }
-  const sharing::ShareCluster& view() const { return composable_ ? composable_->views() : cluster_; }
-  const ComposablePool* composable() const { return composable_ ? &*composable_ : nullptr; }
-  Holding place(const sharing::SharePlacement& p, const sharing::ShareRequest& r) {
-    if (composable_) return {p, composable_->apply(p, r)};
-    return {cluster_.apply(p, r), {}};
-  }
-  void remove(const Holding& h, const sharing::ShareRequest& r) {
-    if (composable_) composable_->release(h.placement.node, h.taken, r);
-    else cluster_.release(h.placement, r);
-  }
-  int64_t allocated() const { return composable_ ? composable_->allocatedGpuMilli() : cluster_.allocatedGpuMilli(); }
-  int64_t capacity() const { return composable_ ? composable_->totalGpuMilli() : cluster_.totalGpuMilli(); }
-  size_t attaches() const { return composable_ ? composable_->attaches() : 0; }
-  size_t detaches() const { return composable_ ? composable_->detaches() : 0; }
-
- private:
-  sharing::ShareCluster cluster_;
-  std::optional<ComposablePool> composable_;
-};
+using Pool = SimPool;
 
 struct Waiting {
   size_t pod;

@@ -8,6 +8,7 @@
 
 #include "tests/bench/packing/compaction_pools.h"
 #include "tests/bench/packing/dynamic_sim.h"
+#include "tests/bench/packing/loop_sim.h"
 #include "tests/bench/packing/packbench_common.h"
 
 namespace switchyard::bench {
@@ -38,6 +39,12 @@ int runDynamicCommand(const fs::path& traces, const std::vector<std::string>& wo
                       const std::vector<double>& loads, const std::vector<std::string>& policies, const std::vector<uint64_t>& seeds,
                       const DynamicOptions& base, const sharing::SharePolicyOptions& ours, const fs::path& out, unsigned jobs,
                       bool quiet);
+
+// The utilization loop against FIFO on the dynamic mode's arrivals (loop_sim.h); `modes` are "fifo" and "loop".
+int runLoopCommand(const fs::path& traces, const std::string& workload, const std::vector<std::string>& poolNames,
+                   const std::vector<std::string>& modes, const std::vector<double>& loads, const std::vector<std::string>& policies,
+                   const std::vector<uint64_t>& seeds, const LoopOptions& base, const sharing::SharePolicyOptions& ours, const fs::path& out,
+                   unsigned jobs, bool quiet);
 
 struct CompactionOptions {
   double load = 0.8;            // offered load against the whole cluster's GPU capacity

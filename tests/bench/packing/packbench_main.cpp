@@ -4,6 +4,7 @@
 //   switchyard_packbench latency    --gpus 1000,10000,100000 --fill 0.5,0.9
 //   switchyard_packbench composable --shapes mirror,16:8:2:16 --seeds 42-51
 //   switchyard_packbench dynamic    --pools static,16:8:2:16 --loads 0.7,0.9,1.0,1.1
+//   switchyard_packbench loop       --pools static,16:8:2:16 --modes fifo,loop --loads 0.9,1.0,1.1,1.2
 //   switchyard_packbench compaction --pools static,16:8:2:16 --load 0.8 --target 99
 //   switchyard_packbench optimality --servers 8 --shapes mirror,8:2:2:8 --seeds 42-51
 //
@@ -189,12 +190,56 @@ int main(int argc, char** argv) {
   cmp->add_option("--jobs", jobs, "searches in parallel")->capture_default_str();
   cmp->add_flag("--quiet", quiet, "no per-probe progress lines");
 
+  auto* lp = app.add_subcommand("loop",
+                                 "the utilization loop (priority classes, weighted fair share, backfill that cannot delay the head, "
+                                 "spot preemption, leases, idle reclaim) against FIFO on the dynamic mode's arrivals");
+  std::string lpWorkload = "default", lpPools = "static,16:8:2:16", lpModes = "fifo,loop", lpPolicies = "fgd", lpSeeds = "42";
+  std::string lpOut = "packbench-out";
+  std::vector<double> lpLoads{0.9, 1.0, 1.1, 1.2};
+  LoopOptions lpOptions;
+  bool lpNoBatchPreemption = false;
+  lp->add_option("--workload", lpWorkload, "pod list (it needs creation/deletion times)")->capture_default_str();
+  lp->add_option("--pools", lpPools, "'static', 'mirror' or K:U:P:L composable pools")->capture_default_str();
+  lp->add_option("--modes", lpModes, "'fifo' (the dynamic mode's queue) and/or 'loop' (the full loop)")->capture_default_str();
+  lp->add_option("--policies", lpPolicies, "placement policies")->capture_default_str();
+  lp->add_option("--loads", lpLoads, "offered loads (GPU-time demand / capacity)")->delimiter(',')->capture_default_str();
+  lp->add_option("--seeds", lpSeeds, "seeds: '42-44' or '42,43'")->capture_default_str();
+  lp->add_option("--arrivals", lpOptions.arrivals.arrivals, "measured arrivals per run")->capture_default_str();
+  lp->add_option("--warmup", lpOptions.arrivals.warmup, "arrivals before measuring")->capture_default_str();
+  lp->add_option("--patience", lpOptions.arrivals.patienceSeconds, "seconds a request waits before giving up")->capture_default_str();
+  lp->add_option("--backfill-depth", lpOptions.arrivals.backfillDepth, "waiting requests tried per pass")->capture_default_str();
+  lp->add_option("--tenant-weights", lpOptions.workload.tenantWeights, "fair-share weights, one per tenant")
+      ->delimiter(',')
+      ->capture_default_str();
+  lp->add_option("--tenant-demand", lpOptions.workload.tenantDemand, "each tenant's share of the arrivals")
+      ->delimiter(',')
+      ->capture_default_str();
+  lp->add_option("--overprovisioned", lpOptions.workload.overprovisionedShare, "share of systems idle at the end of their life")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  lp->add_option("--idle-share", lpOptions.workload.idleShare, "share of such a system's life spent idle")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  lp->add_option("--reclaim-after", lpOptions.rules.reclaimAfterSeconds, "seconds idle before a whole-GPU system is reclaimed")
+      ->capture_default_str();
+  lp->add_option("--grace", lpOptions.rules.preemptionGraceSeconds, "seconds between a preemption's notice and the detach")
+      ->capture_default_str();
+  lp->add_flag("--no-batch-preemption", lpNoBatchPreemption, "only production preempts spot (yardd's default lets batch preempt too)");
+  lp->add_option("--out", lpOut, "folder for CSVs and the summary")->capture_default_str();
+  lp->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
+  lp->add_flag("--quiet", quiet, "no per-run progress lines");
+
   CLI11_PARSE(app, argc, argv);
   try {
     if (cmp->parsed()) {
       if (!thin.empty()) cmpOptions.thinServers = thin == "even" ? Thinning::kEven : Thinning::kSmallFirst;
       return runCompactionCommand(traces, splitList(cmpWorkloads), splitList(cmpPools), splitList(cmpPolicies), parseSeeds(cmpSeeds),
                                   cmpOptions, cmpDynamic, cmpOut, jobs, quiet);
+    }
+    if (lp->parsed()) {
+      lpOptions.rules.batchPreempts = !lpNoBatchPreemption;
+      return runLoopCommand(traces, lpWorkload, splitList(lpPools), splitList(lpModes), lpLoads, splitList(lpPolicies),
+                            parseSeeds(lpSeeds), lpOptions, oursFrom(false, 100, false), lpOut, jobs, quiet);
     }
     if (opt->parsed())
       return runOptimalityCommand(traces, splitList(optWorkloads), splitList(optShapes), splitList(optPolicies), parseSeeds(optSeeds),

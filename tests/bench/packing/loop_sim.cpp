@@ -1,0 +1,597 @@
+#include "tests/bench/packing/loop_sim.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <queue>
+#include <random>
+#include <stdexcept>
+
+#include "tests/bench/packing/sim_pool.h"
+
+namespace switchyard::bench {
+
+namespace {
+
+using sharing::SharePlacement;
+using sharing::ShareRequest;
+
+constexpr size_t kProduction = 0, kBatch = 1, kSpot = 2;
+constexpr std::array<double, 7> kLeaseLadder{1800, 3600, 7200, 14'400, 28'800, 43'200, 86'400};
+
+double leaseFor(double duration) {
+  for (double l : kLeaseLadder)
+    if (duration <= l) return l;
+  return duration;
+}
+
+struct Job {
+  enum class State : uint8_t { kWaiting, kRunning, kGone };
+  size_t pod = 0;
+  size_t tenant = 0, cls = 0;
+  bool overprovisioned = false, measured = false;
+  double arrival = 0, since = 0;  // since: queued (again) at
+  bool started = false;           // started at least once
+  bool counted = false;           // its GPU time counts as served now
+  State state = State::kWaiting;
+};
+
+struct Running {
+  size_t job = 0;
+  SimPool::Holding holding;
+  double start = 0, leaseEnd = 0;
+  uint32_t generation = 0;
+  bool preempting = false;
+};
+
+struct Event {
+  enum class Kind : uint8_t { kDeparture, kPreemption };
+  double at = 0;
+  Kind kind = Kind::kDeparture;
+  size_t index = 0;  // departure: the running slot; preemption: the preemptions table
+  uint32_t generation = 0;
+  bool operator>(const Event& o) const { return at > o.at; }
+};
+
+// Where and when the head will fit; backfill keeps off it.
+struct Shadow {
+  size_t head = 0;
+  double at = std::numeric_limits<double>::infinity();  // infinity: no lease lets it in, nothing is protected
+  size_t view = 0;
+  double plannedAt = 0;
+};
+constexpr double kReplanSeconds = 60;
+
+struct Preemption {
+  std::vector<std::pair<size_t, uint32_t>> victims;  // slot, generation
+};
+
+class LoopSim {
+ public:
+  LoopSim(SimPool& pool, const std::vector<TracePod>& pods, sharing::SharePolicy& policy, const LoopOptions& o)
+      : pool_(pool), pods_(pods), policy_(policy), o_(o), a_(o.arrivals), r_(o.rules) {
+    const size_t tenants = o.workload.tenantWeights.size();
+    if (tenants == 0 || o.workload.tenantDemand.size() != tenants) throw std::invalid_argument("one weight and one demand per tenant");
+    held_.assign(tenants, 0);
+    history_.assign(tenants, 0);
+    for (auto& perTenant : queues_) perTenant.resize(tenants);
+    result_.byTenant.resize(tenants);
+  }
+
+  LoopResult run();
+
+ private:
+  [[nodiscard]] const ShareRequest& request(size_t job) const { return pods_[jobs_[job].pod].request; }
+  [[nodiscard]] double duration(size_t pod) const { return std::min(static_cast<double>(pods_[pod].durationSeconds), a_.maxDurationSeconds); }
+  [[nodiscard]] double gpuTime(size_t job) const { return static_cast<double>(request(job).totalGpuMilli()) * duration(jobs_[job].pod); }
+  // How long a system works before it idles (its whole life unless over-provisioned).
+  [[nodiscard]] double busyFor(size_t job) const {
+    const double d = duration(jobs_[job].pod);
+    return jobs_[job].overprovisioned ? (1 - o_.workload.idleShare) * d : d;
+  }
+  [[nodiscard]] bool reclaimable(size_t job) const { return r_.fullLoop && jobs_[job].overprovisioned && request(job).wholeGpus(); }
+  template <typename F>
+  void forGroups(size_t job, F&& f) {
+    const Job& j = jobs_[job];
+    f(result_.all);
+    f(result_.byClass[j.cls]);
+    f(result_.byTenant[j.tenant]);
+    f(result_.bySize[loopSizeOf(request(job))]);
+  }
+
+  void account(double t) {  // time-weighted allocation while measuring
+    if (measuredSince_ >= 0) allocationArea_ += static_cast<double>(pool_.allocated()) * (t - lastChange_);
+    lastChange_ = t;
+  }
+  // Decays the tenants' fair-share history to now (exactly: what it held was constant since the last call).
+  void advanceHistory() {
+    const double lambda = std::log(2.0) / r_.fairShareHalfLifeSeconds;
+    const double dt = now_ - historyAt_;
+    if (dt <= 0) return;
+    const double keep = std::exp(-lambda * dt);
+    for (size_t i = 0; i < held_.size(); ++i) history_[i] = history_[i] * keep + static_cast<double>(held_[i]) * (1 - keep) / lambda;
+    historyAt_ = now_;
+  }
+  [[nodiscard]] double charge(size_t t) const {
+    return (static_cast<double>(held_[t]) + history_[t] / r_.fairShareHalfLifeSeconds) / o_.workload.tenantWeights[t];
+  }
+
+  std::optional<SharePlacement> choose(size_t job) {
+    const auto begin = std::chrono::steady_clock::now();
+    auto p = policy_.choose(pool_.view(), request(job));
+    spent_ += std::chrono::steady_clock::now() - begin;
+    return p;
+  }
+  void start(size_t job, const SharePlacement& p);
+  void finish(size_t slot, bool preempted);
+  void accountHolding(const Running& run, double until);
+  void enqueue(size_t job);
+  void giveUp(size_t job);
+  void serveFifo();
+  void serveLoop();
+  bool tryAdmit(size_t job);
+  void establishHead(size_t job);
+  [[nodiscard]] bool allowedBeside(const SharePlacement& p, size_t job) const;
+  [[nodiscard]] bool orderedBefore(size_t job, size_t other) const;
+  bool planPreemption(size_t head);
+  [[nodiscard]] Shadow leaseShadow(size_t head);
+  void arrive(size_t job);
+  [[nodiscard]] bool queueEmpty() const { return waiting_ == 0; }
+
+  SimPool& pool_;
+  const std::vector<TracePod>& pods_;
+  sharing::SharePolicy& policy_;
+  const LoopOptions& o_;
+  const DynamicOptions& a_;
+  const LoopRules& r_;
+
+  std::vector<Job> jobs_;
+  std::vector<Running> running_;
+  std::vector<size_t> freeSlots_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  std::vector<Preemption> preemptions_;
+  std::deque<size_t> fifo_;
+  std::array<std::vector<std::deque<size_t>>, kLoopClasses> queues_;  // [class][tenant], each in age order
+  size_t waiting_ = 0;
+  std::optional<size_t> passHead_;  // the first request in order that did not fit at the last pass
+  std::optional<Shadow> shadow_;
+  std::vector<ShareRequest> failedShapes_;  // this pass: the same shape on the same pool gets the same answer
+  std::vector<int64_t> held_;
+  std::vector<double> history_;
+  double historyAt_ = 0;
+
+  LoopResult result_;
+  std::chrono::steady_clock::duration spent_{};
+  double now_ = 0, measuredSince_ = -1, allocationArea_ = 0, lastChange_ = 0;
+};
+
+void LoopSim::accountHolding(const Running& run, double until) {
+  if (measuredSince_ < 0) return;
+  const double milli = static_cast<double>(request(run.job).totalGpuMilli());
+  const double from = std::max(run.start, measuredSince_);
+  const double workEnd = run.start + busyFor(run.job);
+  result_.busyGpuTime += milli * std::max(0.0, std::min(until, workEnd) - from);
+  result_.idleGpuTime += milli * std::max(0.0, until - std::max(from, workEnd));
+}
+
+void LoopSim::start(size_t job, const SharePlacement& p) {
+  Job& j = jobs_[job];
+  advanceHistory();
+  account(now_);
+  Running run{job, pool_.place(p, request(job)), now_, now_ + leaseFor(duration(j.pod)), 0, false};
+  size_t slot;
+  if (!freeSlots_.empty()) {
+    slot = freeSlots_.back();
+    freeSlots_.pop_back();
+    run.generation = running_[slot].generation + 1;
+    running_[slot] = std::move(run);
+  } else {
+    slot = running_.size();
+    running_.push_back(std::move(run));
+  }
+  double hold = duration(j.pod);
+  if (reclaimable(job) && busyFor(job) + r_.reclaimAfterSeconds < hold) {
+    hold = busyFor(job) + r_.reclaimAfterSeconds;
+    if (j.measured) {
+      ++result_.reclaims;
+      result_.reclaimedGpuTime += static_cast<double>(request(job).totalGpuMilli()) * (duration(j.pod) - hold);
+    }
+  }
+  events_.push({now_ + hold, Event::Kind::kDeparture, slot, running_[slot].generation});
+  held_[j.tenant] += request(job).totalGpuMilli();
+  j.state = Job::State::kRunning;
+  if (j.measured) {
+    if (!j.started) forGroups(job, [&](LoopGroup& g) {
+        ++g.accepted;
+        g.waits.push_back(now_ - j.arrival);
+      });
+    if (!j.counted) forGroups(job, [&](LoopGroup& g) { g.servedGpuTime += gpuTime(job); });
+  }
+  j.started = true;
+  j.counted = true;
+}
+
+void LoopSim::finish(size_t slot, bool preempted) {
+  Running& run = running_[slot];
+  const size_t job = run.job;
+  Job& j = jobs_[job];
+  advanceHistory();
+  account(now_);
+  accountHolding(run, now_);
+  pool_.remove(run.holding, request(job));
+  held_[j.tenant] -= request(job).totalGpuMilli();
+  freeSlots_.push_back(slot);
+  ++run.generation;  // a departure scheduled for it is stale now
+  const bool workDone = now_ >= run.start + busyFor(job);
+  if (!preempted || workDone) {
+    j.state = Job::State::kGone;
+    return;
+  }
+  // Preempted before its work was done: the work is lost and the request queues again.
+  if (j.measured) {
+    const double lost = static_cast<double>(request(job).totalGpuMilli()) * (now_ - run.start);
+    forGroups(job, [&](LoopGroup& g) {
+      ++g.preemptions;
+      g.preemptedGpuTime += lost;
+      if (j.counted) g.servedGpuTime -= gpuTime(job);
+    });
+  }
+  j.counted = false;
+  enqueue(job);
+}
+
+void LoopSim::enqueue(size_t job) {
+  Job& j = jobs_[job];
+  j.state = Job::State::kWaiting;
+  j.since = now_;
+  ++waiting_;
+  if (r_.fullLoop) queues_[j.cls][j.tenant].push_back(job);
+  else fifo_.push_back(job);
+}
+
+void LoopSim::giveUp(size_t job) {
+  jobs_[job].state = Job::State::kGone;
+  --waiting_;
+  if (jobs_[job].measured) forGroups(job, [](LoopGroup& g) { ++g.gaveUp; });
+}
+
+// dynamic_sim.h's protocol, step for step.
+void LoopSim::serveFifo() {
+  size_t tried = 0;
+  for (auto it = fifo_.begin(); it != fifo_.end() && tried < a_.backfillDepth;) {
+    if (now_ - jobs_[*it].since > a_.patienceSeconds) {
+      giveUp(*it);
+      it = fifo_.erase(it);
+      continue;
+    }
+    ++tried;
+    auto p = choose(*it);
+    if (p) {
+      --waiting_;
+      start(*it, *p);
+      it = fifo_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+bool LoopSim::orderedBefore(size_t job, size_t other) const {
+  const Job& a = jobs_[job];
+  const Job& b = jobs_[other];
+  if (a.cls != b.cls) return a.cls < b.cls;
+  if (a.tenant != b.tenant) return charge(a.tenant) < charge(b.tenant);
+  return a.since < b.since;
+}
+
+bool LoopSim::allowedBeside(const SharePlacement& p, size_t job) const {
+  if (!shadow_ || !passHead_ || shadow_->head != *passHead_ || std::isinf(shadow_->at)) return true;
+  if (now_ + leaseFor(duration(jobs_[job].pod)) <= shadow_->at) return true;  // gone before the head's time
+  return !pool_.overlaps(p.node, shadow_->view);
+}
+
+Shadow LoopSim::leaseShadow(size_t head) {
+  Shadow s{head, std::numeric_limits<double>::infinity(), 0, now_};
+  std::vector<size_t> slots;
+  for (size_t i = 0; i < running_.size(); ++i)
+    if (jobs_[running_[i].job].state == Job::State::kRunning && !running_[i].preempting) slots.push_back(i);
+  std::sort(slots.begin(), slots.end(), [&](size_t x, size_t y) { return running_[x].leaseEnd < running_[y].leaseEnd; });
+  SimPool copy = pool_;
+  const ShareRequest& r = request(head);
+  for (size_t slot : slots) {
+    const Running& run = running_[slot];
+    copy.remove(run.holding, request(run.job));
+    bool found = false;
+    copy.forEachViewAround(run.holding.placement.node, [&](size_t v) {
+      if (!found && sharing::fits(copy.view().node(v), r)) {
+        found = true;
+        s.view = v;
+      }
+    });
+    if (found) {
+      s.at = run.leaseEnd;
+      break;
+    }
+  }
+  return s;
+}
+
+bool LoopSim::planPreemption(size_t head) {
+  const size_t cls = jobs_[head].cls;
+  if (cls == kSpot || (cls == kBatch && !r_.batchPreempts)) return false;
+  std::vector<size_t> candidates;
+  for (size_t i = 0; i < running_.size(); ++i)
+    if (jobs_[running_[i].job].state == Job::State::kRunning && !running_[i].preempting && jobs_[running_[i].job].cls == kSpot)
+      candidates.push_back(i);
+  if (candidates.empty()) return false;
+  std::sort(candidates.begin(), candidates.end(), [&](size_t x, size_t y) {
+    const int32_t gx = request(running_[x].job).gpuCount, gy = request(running_[y].job).gpuCount;
+    if (gx != gy) return gx < gy;
+    return running_[x].start > running_[y].start;  // the youngest loses least
+  });
+  SimPool copy = pool_;
+  const ShareRequest& r = request(head);
+  std::vector<size_t> victims;
+  std::optional<size_t> place;
+  for (size_t slot : candidates) {
+    const Running& run = running_[slot];
+    copy.remove(run.holding, request(run.job));
+    victims.push_back(slot);
+    copy.forEachViewAround(run.holding.placement.node, [&](size_t v) {
+      if (!place && sharing::fits(copy.view().node(v), r)) place = v;
+    });
+    if (place) break;
+  }
+  if (!place) return false;
+  // Only the victims on the place's host or enclosure freed anything it needs.
+  std::erase_if(victims, [&](size_t slot) { return !pool_.overlaps(running_[slot].holding.placement.node, *place); });
+  Preemption p;
+  for (size_t slot : victims) {
+    running_[slot].preempting = true;
+    p.victims.emplace_back(slot, running_[slot].generation);
+  }
+  preemptions_.push_back(std::move(p));
+  events_.push({now_ + r_.preemptionGraceSeconds, Event::Kind::kPreemption, preemptions_.size() - 1, 0});
+  shadow_ = Shadow{head, now_ + r_.preemptionGraceSeconds, *place, now_};
+  return true;
+}
+
+void LoopSim::establishHead(size_t job) {
+  passHead_ = job;
+  // A shadow stays valid while its head waits: whatever started since ends before it or keeps off its place.
+  // It is planned again once its time has passed, and a head no lease lets in looks again every minute.
+  if (shadow_ && shadow_->head == job && now_ <= shadow_->at &&
+      (!std::isinf(shadow_->at) || now_ - shadow_->plannedAt < kReplanSeconds))
+    return;
+  const auto begin = std::chrono::steady_clock::now();
+  shadow_.reset();
+  if (!planPreemption(job)) shadow_ = leaseShadow(job);
+  spent_ += std::chrono::steady_clock::now() - begin;
+}
+
+bool LoopSim::tryAdmit(size_t job) {
+  const ShareRequest& r = request(job);
+  std::optional<SharePlacement> p;
+  if (std::find(failedShapes_.begin(), failedShapes_.end(), r) == failedShapes_.end()) {
+    p = choose(job);
+    if (!p) failedShapes_.push_back(r);
+  }
+  if (!p) {
+    if (!passHead_) establishHead(job);
+    return false;
+  }
+  if (passHead_ && !allowedBeside(*p, job)) return false;
+  --waiting_;
+  start(job, *p);
+  return true;
+}
+
+void LoopSim::serveLoop() {
+  advanceHistory();
+  failedShapes_.clear();
+  passHead_.reset();
+  size_t tried = 0;
+  std::vector<size_t> tenants(held_.size());
+  std::iota(tenants.begin(), tenants.end(), 0);
+  std::stable_sort(tenants.begin(), tenants.end(), [&](size_t x, size_t y) { return charge(x) < charge(y); });
+  for (size_t cls = 0; cls < kLoopClasses && tried < a_.backfillDepth; ++cls)
+    for (size_t t : tenants) {
+      auto& q = queues_[cls][t];
+      for (auto it = q.begin(); it != q.end() && tried < a_.backfillDepth;) {
+        if (jobs_[*it].state != Job::State::kWaiting) {
+          it = q.erase(it);
+          continue;
+        }
+        if (now_ - jobs_[*it].since > a_.patienceSeconds) {
+          giveUp(*it);
+          it = q.erase(it);
+          continue;
+        }
+        ++tried;
+        if (tryAdmit(*it)) it = q.erase(it);
+        else ++it;
+      }
+    }
+}
+
+void LoopSim::arrive(size_t job) {
+  if (!r_.fullLoop) {  // a newcomer that fits is placed at once even when others wait (dynamic_sim.h)
+    if (auto p = choose(job)) start(job, *p);
+    else enqueue(job);
+    return;
+  }
+  advanceHistory();
+  // Ahead of the head in order: it may take what the head would (or become the head and preempt).
+  if (queueEmpty() || !passHead_ || orderedBefore(job, *passHead_)) {
+    if (auto p = choose(job)) {
+      start(job, *p);
+      return;
+    }
+    enqueue(job);
+    if (!passHead_ || orderedBefore(job, *passHead_)) serveLoop();
+    return;
+  }
+  // Behind the head: it goes now only if it cannot delay the head.
+  if (auto p = choose(job); p && allowedBeside(*p, job)) {
+    start(job, *p);
+    return;
+  }
+  enqueue(job);
+}
+
+LoopResult LoopSim::run() {
+  if (pods_.empty()) throw std::invalid_argument("no pods");
+  double gpuSeconds = 0;  // mean over the pod list of milli-GPU x duration
+  for (size_t i = 0; i < pods_.size(); ++i) gpuSeconds += static_cast<double>(pods_[i].request.totalGpuMilli()) * duration(i);
+  gpuSeconds /= static_cast<double>(pods_.size());
+  if (gpuSeconds <= 0) throw std::invalid_argument("the pod list has no GPU time (no durations?)");
+  const double capacity = static_cast<double>(a_.referenceCapacityMilli > 0 ? a_.referenceCapacityMilli : pool_.capacity());
+  const double rate = a_.load * capacity / gpuSeconds;
+
+  // The arrivals draw exactly as dynamic_sim.h does; tenants, classes and over-provisioning from their own stream.
+  std::mt19937_64 rng(a_.seed);
+  std::exponential_distribution<double> gap(rate);
+  std::uniform_int_distribution<size_t> pick(0, pods_.size() - 1);
+  std::mt19937_64 traits(a_.seed ^ 0x5eed'100bULL);
+  std::discrete_distribution<size_t> tenantOf(o_.workload.tenantDemand.begin(), o_.workload.tenantDemand.end());
+  std::discrete_distribution<size_t> classOf(o_.workload.classShare.begin(), o_.workload.classShare.end());
+  std::bernoulli_distribution overprovisioned(o_.workload.overprovisionedShare);
+
+  const size_t total = a_.warmup + a_.arrivals;
+  jobs_.reserve(total);
+  for (size_t a = 0; a < total; ++a) {
+    const double arrival = now_ + gap(rng);
+    while (!events_.empty() && events_.top().at <= arrival) {
+      const Event e = events_.top();
+      events_.pop();
+      now_ = e.at;
+      if (e.kind == Event::Kind::kDeparture) {
+        if (running_[e.index].generation != e.generation) continue;  // preempted before
+        finish(e.index, false);
+      } else {
+        for (auto [slot, generation] : preemptions_[e.index].victims)
+          if (running_[slot].generation == generation) finish(slot, true);
+        preemptions_[e.index].victims.clear();
+      }
+      if (r_.fullLoop) serveLoop();
+      else serveFifo();
+    }
+    now_ = arrival;
+    if (a == a_.warmup) {
+      measuredSince_ = now_;
+      lastChange_ = now_;
+    }
+    Job j;
+    j.pod = pick(rng);
+    j.tenant = tenantOf(traits);
+    j.cls = classOf(traits);
+    j.overprovisioned = overprovisioned(traits);
+    j.measured = a >= a_.warmup;
+    j.arrival = j.since = now_;
+    jobs_.push_back(j);
+    const size_t job = jobs_.size() - 1;
+    policy_.observe(request(job));
+    if (j.measured) forGroups(job, [&](LoopGroup& g) {
+        ++g.arrived;
+        g.offeredGpuTime += gpuTime(job);
+      });
+    arrive(job);
+  }
+  account(now_);
+  std::vector<bool> idle(running_.size(), false);  // slots freed keep their last holding
+  for (size_t slot : freeSlots_) idle[slot] = true;
+  for (size_t slot = 0; slot < running_.size(); ++slot)
+    if (!idle[slot]) accountHolding(running_[slot], now_);  // still running: its GPU time so far
+  for (const Job& j : jobs_)
+    if (j.state == Job::State::kWaiting && j.measured && now_ - j.since > a_.patienceSeconds) {
+      const size_t job = static_cast<size_t>(&j - jobs_.data());
+      forGroups(job, [](LoopGroup& g) { ++g.gaveUp; });
+    }
+
+  const double span = now_ - measuredSince_;
+  result_.meanAllocationPercent = span > 0 ? 100.0 * allocationArea_ / span / static_cast<double>(pool_.capacity()) : 0;
+  result_.seconds = std::chrono::duration<double>(spent_).count();
+  std::vector<double> demand, served;
+  for (const auto& g : result_.byTenant) {
+    demand.push_back(g.offeredGpuTime);
+    served.push_back(g.servedGpuTime);
+  }
+  result_.tenantEntitlement = waterFill(demand, o_.workload.tenantWeights, result_.all.servedGpuTime);
+  double sum = 0, squares = 0;
+  size_t counted = 0;
+  for (size_t t = 0; t < demand.size(); ++t) {
+    const double ratio = result_.tenantEntitlement[t] > 0 ? served[t] / result_.tenantEntitlement[t] : 0;
+    result_.tenantRatio.push_back(ratio);
+    if (demand[t] <= 0) continue;
+    sum += ratio;
+    squares += ratio * ratio;
+    ++counted;
+  }
+  result_.jain = squares > 0 ? sum * sum / (static_cast<double>(counted) * squares) : 0;
+  return std::move(result_);
+}
+
+}  // namespace
+
+const char* loopClassName(size_t cls) {
+  static constexpr std::array<const char*, kLoopClasses> kNames{"production", "batch", "spot"};
+  return cls < kLoopClasses ? kNames[cls] : "?";
+}
+
+const char* loopSizeName(size_t size) {
+  static constexpr std::array<const char*, kLoopSizes> kNames{"cpu", "share", "1", "2", "3-4", "5-8"};
+  return size < kLoopSizes ? kNames[size] : "?";
+}
+
+size_t loopSizeOf(const sharing::ShareRequest& r) {
+  if (r.gpuCount == 0) return 0;
+  if (r.sharesGpu()) return 1;
+  if (r.gpuCount == 1) return 2;
+  if (r.gpuCount == 2) return 3;
+  return r.gpuCount <= 4 ? 4 : 5;
+}
+
+std::vector<double> waterFill(const std::vector<double>& demand, const std::vector<double>& weight, double total) {
+  std::vector<double> share(demand.size(), 0);
+  std::vector<bool> open(demand.size());
+  for (size_t i = 0; i < demand.size(); ++i) open[i] = demand[i] > 0 && weight[i] > 0;
+  double left = total;
+  for (bool changed = true; changed && left > 0;) {
+    changed = false;
+    double weights = 0;
+    for (size_t i = 0; i < demand.size(); ++i)
+      if (open[i]) weights += weight[i];
+    if (weights <= 0) break;
+    // Give every open tenant its weighted part; those whose demand it covers are closed at their demand.
+    const double level = left / weights;
+    bool anyClosed = false;
+    for (size_t i = 0; i < demand.size(); ++i)
+      if (open[i] && share[i] + level * weight[i] >= demand[i]) {
+        left -= demand[i] - share[i];
+        share[i] = demand[i];
+        open[i] = false;
+        anyClosed = changed = true;
+      }
+    if (!anyClosed) {
+      for (size_t i = 0; i < demand.size(); ++i)
+        if (open[i]) share[i] += level * weight[i];
+      left = 0;
+    }
+  }
+  return share;
+}
+
+LoopResult runLoop(const sharing::ShareCluster& servers, const ComposableShape* shape, const std::vector<TracePod>& pods,
+                   const PolicyForPool& makePolicy, const LoopOptions& options) {
+  SimPool pool(servers, shape);
+  auto policy = makePolicy(pool.composable());
+  if (!policy) throw std::invalid_argument("no policy for this pool");
+  LoopSim sim(pool, pods, *policy, options);
+  return sim.run();
+}
+
+}  // namespace switchyard::bench
