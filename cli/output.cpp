@@ -227,6 +227,12 @@ void printPlan(const pb::PlanResponse& p, bool explain, std::ostream& out) {
     for (const auto& i : p.gpu_instances()) out << fmt::format("  MIG {} on {} at slice {}\n", i.profile(), i.device_id(), i.start());
   } else {
     out << "does not fit: " << p.explanation() << "\n";
+    if (p.would_preempt_size() > 0) {
+      out << fmt::format("preemption would take back {} system(s) and place it on {}:\n", p.would_preempt_size(), p.host_after_preemption());
+      for (const auto& v : p.would_preempt())
+        out << fmt::format("  {:<20} {:<10} {:<12} {} GPU(s)\n", v.name().empty() ? "(another tenant's)" : v.name(),
+                           v.tenant().empty() ? "-" : v.tenant(), v.priority_class(), v.gpus());
+    }
   }
   if (explain && p.fits()) {
     out << "candidates:\n";

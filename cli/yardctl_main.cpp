@@ -413,10 +413,15 @@ static int runYardctl(int argc, char** argv) {
   GpuFlags planGpus;
   bool explain = false;
   planGpus.add(plan, true);
+  std::string planPriority;
   plan->add_flag("--explain", explain, "Show every candidate host and why it was chosen or rejected");
+  plan->add_option("--priority", planPriority,
+                   "Priority class the request would have: when it does not fit and its class preempts (production and batch by "
+                   "default), also show which systems preemption would take back for it and the host it would get");
   plan->callback([&] {
     pb::PlanRequest req;
     *req.mutable_gpus() = planGpus.toProto();
+    req.set_priority_class(planPriority);
     pb::PlanResponse r;
     if ((rc = client().call(&pb::Switchyard::Stub::Plan, req, r)) != kExitOk) return;
     if (g.format() == Format::kJson)

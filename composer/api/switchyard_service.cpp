@@ -112,15 +112,26 @@ grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRe
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   placement->explain = true;
   auto* reactor = ctx->DefaultReactor();
-  engine_.async<PlacementDecision>([this, p = std::move(*placement)] { return engine_.plan(p); },
-                                   onReplyPool<PlacementDecision>([reactor, out](Result<PlacementDecision> decision) {
-                                     if (!decision) return reactor->Finish(toGrpcStatus(decision.error()));
-                                     // A request that cannot be valid is an error; one that merely does not fit now is an answer.
-                                     if (decision->error && decision->error->code != Code::kResourceExhausted)
-                                       return reactor->Finish(toGrpcStatus(*decision->error));
-                                     toProto(*decision, *out);
-                                     reactor->Finish(grpc::Status::OK);
-                                   }));
+  engine_.async<Engine::PlanOutcome>(
+      [this, p = std::move(*placement), cls = req->priority_class()] { return engine_.plan(p, cls); },
+      onReplyPool<Engine::PlanOutcome>([reactor, out, c = *caller](Result<Engine::PlanOutcome> outcome) {
+        if (!outcome) return reactor->Finish(toGrpcStatus(outcome.error()));
+        const PlacementDecision& decision = outcome->decision;
+        // A request that cannot be valid is an error; one that merely does not fit now is an answer.
+        if (decision.error && decision.error->code != Code::kResourceExhausted) return reactor->Finish(toGrpcStatus(*decision.error));
+        toProto(decision, *out);
+        for (const auto& v : outcome->wouldPreempt) {
+          auto* pv = out->add_would_preempt();
+          pv->set_priority_class(v.priorityClass);
+          pv->set_gpus(v.gpus);
+          if (c.role == Role::kTenant && v.tenant != c.tenant) continue;  // another tenant's: only that one exists
+          pv->set_system_id(v.systemId);
+          pv->set_name(v.name);
+          pv->set_tenant(v.tenant);
+        }
+        if (outcome->afterPreemption) out->set_host_after_preemption(outcome->afterPreemption->hostId);
+        reactor->Finish(grpc::Status::OK);
+      }));
   return reactor;
 }
 

@@ -201,7 +201,14 @@ class Engine {
   [[nodiscard]] Result<Operation> decompose(const Caller& caller, const std::string& system, const std::string& requestId = {});
   [[nodiscard]] Result<Operation> attach(const Caller& caller, const AttachRequest& request);
   [[nodiscard]] Result<Operation> detach(const Caller& caller, const DetachRequest& request);
-  [[nodiscard]] Result<PlacementDecision> plan(const PlacementRequest& request);
+  // A dry run of a placement. With a priority class that preempts, a request that does not fit also names the
+  // systems preemption would take back for it and where it would go then (nothing changes).
+  struct PlanOutcome {
+    PlacementDecision decision;
+    std::vector<PreemptionVictim> wouldPreempt;
+    std::optional<Placement> afterPreemption;
+  };
+  [[nodiscard]] Result<PlanOutcome> plan(const PlacementRequest& request, std::string_view priorityClass = {});
   // The queue (engine_queue.cpp): the waiting requests in admission order (from the view: never waits
   // for the control thread), and cancelling one (by its operation id or its system's name): the operation
   // fails as cancelled and the name is free again. Decomposing a queued system cancels it too.
@@ -415,6 +422,14 @@ class Engine {
   // Preemption (engine_preemption.cpp): victims for a head that cannot fit, their decompose once the grace
   // period is over, and what a victim that would not let go leaves.
   [[nodiscard]] bool planPreemption(const Operation& head);
+  // The victims that free a placement for `wanted` of class `cls` while losing the least, and that placement.
+  struct VictimChoice {
+    std::vector<const System*> victims;
+    Placement placement;
+  };
+  [[nodiscard]] std::optional<VictimChoice> chooseVictims(const PlacementRequest& wanted, const PriorityClass& cls);
+  // What a queued operation asks of the packing core (a share takes a fresh GPU).
+  [[nodiscard]] PlacementRequest wantedOf(const Operation& op) const;
   void startPreemption(Mutation& m, std::vector<Operation>& started);
   void preemptionFailed(const Operation& op, Mutation& m);
   void scheduleDeadlines();

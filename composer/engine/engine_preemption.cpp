@@ -39,28 +39,23 @@ int Engine::preemptionBudgetLeft(std::string_view tenant) {
   return std::max(0, *quota->second.maxPreemptedGpusPerDay - used);
 }
 
-bool Engine::planPreemption(const Operation& head) {
-  const PriorityClass* cls = priorityClass(head.queued->priorityClass);
-  if (cls == nullptr || !cls->preempting) return false;
-  const Timestamp now = clock_.now();
-  if (auto retry = preemptRetryAt_.find(head.id); retry != preemptRetryAt_.end() && now < retry->second) return false;
-
+std::optional<Engine::VictimChoice> Engine::chooseVictims(const PlacementRequest& wanted, const PriorityClass& cls) {
   std::vector<const System*> candidates;
   for (const auto& [id, s] : state_->systems()) {
     if (s.hostId.empty() || !s.activeOperation.empty()) continue;
     if (s.state != SystemState::kComposed && s.state != SystemState::kDegraded) continue;
     const PriorityClass* theirs = priorityClass(s.priorityClass.empty() ? kDefaultPriorityClass : std::string_view(s.priorityClass));
-    if (theirs == nullptr || !theirs->preemptible || theirs->value >= cls->value) continue;
+    if (theirs == nullptr || !theirs->preemptible || theirs->value >= cls.value) continue;
     candidates.push_back(&s);
   }
-  if (candidates.empty()) return false;
+  if (candidates.empty()) return std::nullopt;
   std::sort(candidates.begin(), candidates.end(), [](const System* a, const System* b) {
     if (gpusOf(*a) != gpusOf(*b)) return gpusOf(*a) < gpusOf(*b);
     return a->createdAt != b->createdAt ? a->createdAt > b->createdAt : a->id < b->id;  // the youngest loses least
   });
   auto placedWithout = [&](const std::vector<const System*>& victims) {
     const Pool pool = poolWithout(victims);
-    return placeQueued(head, &pool);
+    return place(*placement_, pool, wanted);
   };
   std::vector<const System*> victims;
   bool fits = false;
@@ -76,7 +71,7 @@ bool Engine::planPreemption(const Operation& head) {
       break;
     }
   }
-  if (!fits) return false;
+  if (!fits) return std::nullopt;
   // Drop what the placement does not need, the largest first.
   for (std::size_t i = victims.size(); i-- > 0;) {
     std::vector<const System*> fewer = victims;
@@ -84,12 +79,23 @@ bool Engine::planPreemption(const Operation& head) {
     if (!fewer.empty() && placedWithout(fewer).placement) victims = std::move(fewer);
   }
   auto decision = placedWithout(victims);
-  if (!decision.placement) return false;
+  if (!decision.placement) return std::nullopt;
+  return VictimChoice{std::move(victims), std::move(*decision.placement)};
+}
+
+bool Engine::planPreemption(const Operation& head) {
+  const PriorityClass* cls = priorityClass(head.queued->priorityClass);
+  if (cls == nullptr || !cls->preempting) return false;
+  const Timestamp now = clock_.now();
+  if (auto retry = preemptRetryAt_.find(head.id); retry != preemptRetryAt_.end() && now < retry->second) return false;
+  auto choice = chooseVictims(wantedOf(head), *cls);
+  if (!choice) return false;
+  const std::vector<const System*>& victims = choice->victims;
 
   Preemption p;
   p.head = head.id;
   p.decomposeAt = now + std::chrono::duration_cast<Duration>(options_.preemptionGrace).count();
-  p.placement = std::move(*decision.placement);
+  p.placement = std::move(choice->placement);
   const System* headSystem = state_->system(head.systemId);
   const std::string headName = headSystem ? headSystem->name : head.systemId;
   Mutation m;

@@ -195,9 +195,14 @@ Engine::HeadShadow Engine::leaseShadowOf(const Operation& head) {
   return shadow;
 }
 
-PlacementDecision Engine::placeQueued(const Operation& op, const Pool* pool) {
+PlacementRequest Engine::wantedOf(const Operation& op) const {
   PlacementRequest wanted = placementRequestOf(*op.queued, op.tenant);
   if (wanted.gpuShareMilli != 0) wanted = freshGpuForShare(wanted);
+  return wanted;
+}
+
+PlacementDecision Engine::placeQueued(const Operation& op, const Pool* pool) {
+  const PlacementRequest wanted = wantedOf(op);
   if (pool != nullptr) return place(*placement_, *pool, wanted);
   return place(*placement_, state_->pool(), wanted, &state_->placementIndex());
 }

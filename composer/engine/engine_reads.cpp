@@ -16,12 +16,26 @@ Result<std::vector<AuditRecord>> Engine::listAudit(const AuditQuery& query) {
   return onControl([&]() -> Result<std::vector<AuditRecord>> { return store_.listAudit(query); });
 }
 
-Result<PlacementDecision> Engine::plan(const PlacementRequest& request) {
-  return onControl([&]() -> Result<PlacementDecision> {
-    if (request.gpuShareMilli == 0) return place(*placement_, state_->pool(), request, &state_->placementIndex());
-    // A new system's share always takes a fresh GPU.
-    SY_TRY(validateShareRequest(request));
-    return place(*placement_, state_->pool(), freshGpuForShare(request), &state_->placementIndex());
+Result<Engine::PlanOutcome> Engine::plan(const PlacementRequest& request, std::string_view className) {
+  return onControl([&]() -> Result<PlanOutcome> {
+    const PriorityClass* cls = nullptr;
+    if (!className.empty() && (cls = priorityClass(className)) == nullptr)
+      return fail(Code::kInvalidArgument, fmt::format("priority class '{}' is not configured (yardd --priority-class)", className));
+    PlacementRequest wanted = request;
+    if (request.gpuShareMilli != 0) {
+      SY_TRY(validateShareRequest(request));
+      wanted = freshGpuForShare(request);  // a new system's share always takes a fresh GPU
+    }
+    PlanOutcome outcome{place(*placement_, state_->pool(), wanted, &state_->placementIndex()), {}, {}};
+    if (outcome.decision.placement || cls == nullptr || !cls->preempting) return outcome;
+    if (auto choice = chooseVictims(wanted, *cls)) {
+      for (const System* v : choice->victims)
+        outcome.wouldPreempt.push_back({v->id, v->name, v->tenant,
+                                        v->priorityClass.empty() ? std::string(kDefaultPriorityClass) : v->priorityClass,
+                                        static_cast<int>(v->bindings.size())});
+      outcome.afterPreemption = std::move(choice->placement);
+    }
+    return outcome;
   });
 }
 

@@ -33,6 +33,15 @@ inline constexpr std::string_view kDefaultPriorityClass = "batch";
 // "NAME=VALUE[:preemptible][:preempting]" (yardd --priority-class); nothing, with `error` set, when malformed.
 [[nodiscard]] std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::string& error);
 
+// A system that a preempting request would take back (yardctl plan --explain --priority CLASS).
+struct PreemptionVictim {
+  std::string systemId;
+  std::string name;
+  std::string tenant;
+  std::string priorityClass;
+  int gpus = 0;
+};
+
 // What a queued compose asked for, as the packing core takes it (PlacementRequest's stored form).
 struct QueuedRequest {
   int gpuCount = 0;

@@ -138,4 +138,22 @@ TEST_F(DaemonTest, YardctlQueuesWhatDoesNotFitAndComposesItWhenCapacityFrees) {
 }
 
 }  // namespace
+// yardctl plan --priority CLASS: a request that does not fit names whom preemption would take for it.
+TEST_F(DaemonTest, YardctlPlanNamesWhomPreemptionWouldTakeBack) {
+  startDaemon();  // the built-in classes: production and batch preempt, spot is preemptible
+  ASSERT_EQ(yardctl("compose cheap --gpus 8 --priority spot").exitCode, 0);
+  ASSERT_EQ(yardctl("compose steady --gpus 8").exitCode, 0);
+  auto plan = yardctl("plan --gpus 8 --priority production");
+  EXPECT_EQ(plan.exitCode, 3) << "it does not fit now";
+  EXPECT_NE(plan.out.find("preemption would take back 1 system(s)"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("cheap"), std::string::npos) << plan.out;
+  EXPECT_EQ(plan.out.find("steady"), std::string::npos) << "batch is not preemptible: " << plan.out;
+  const json asJson = json::parse(yardctl("-o json plan --gpus 8 --priority production").out);
+  ASSERT_EQ(asJson["would_preempt"].size(), 1u) << asJson.dump();
+  EXPECT_EQ(asJson["would_preempt"][0]["priority_class"], "spot");
+  EXPECT_FALSE(asJson["host_after_preemption"].get<std::string>().empty());
+  EXPECT_EQ(yardctlJson("systems cheap")["state"], "SYSTEM_STATE_COMPOSED") << "a plan changes nothing";
+  EXPECT_EQ(yardctl("plan --gpus 8 --priority urgent").exitCode, 2);
+}
+
 }  // namespace switchyard

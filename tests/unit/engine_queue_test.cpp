@@ -381,6 +381,37 @@ TEST_F(EngineQueueTest, AProductionRequestPreemptsTheSmallestSpotSystemAfterItsG
   EXPECT_NE(std::find(types.begin(), types.end(), "system.preempted"), types.end());
 }
 
+// yardctl plan --priority production: a request that does not fit names whom preemption would take back for
+// it, and where it would go then; a dry run changes nothing and tells nobody.
+TEST_F(EngineQueueTest, APlanWithAPreemptingClassNamesItsVictimsAndChangesNothing) {
+  start();
+  auto spot = want("spot-job", 8);
+  spot.priorityClass = "spot";
+  composeWith(spot);
+  compose("batch-job", 8);
+  PlacementRequest eight;
+  eight.gpuCount = 8;
+
+  const auto production = engine_->plan(eight, "production");
+  ASSERT_TRUE(production) << production.error().message;
+  EXPECT_FALSE(production->decision.placement);
+  ASSERT_EQ(production->wouldPreempt.size(), 1u);
+  EXPECT_EQ(production->wouldPreempt.front().name, "spot-job");
+  EXPECT_EQ(production->wouldPreempt.front().priorityClass, "spot");
+  EXPECT_EQ(production->wouldPreempt.front().gpus, 8);
+  ASSERT_TRUE(production->afterPreemption);
+  EXPECT_EQ(production->afterPreemption->hostId, engine_->getSystem("spot-job")->hostId);
+  const auto types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 0);
+  EXPECT_EQ(engine_->getSystem("spot-job")->bindings.size(), 8u);
+
+  EXPECT_TRUE(engine_->plan(eight, "spot")->wouldPreempt.empty()) << "spot does not preempt";
+  EXPECT_TRUE(engine_->plan(eight)->wouldPreempt.empty()) << "no class, no preemption";
+  const auto unknown = engine_->plan(eight, "urgent");
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, Code::kInvalidArgument);
+}
+
 TEST_F(EngineQueueTest, ATenantsDisruptionBudgetCapsTheGpusPreemptedFromItInADay) {
   quotas_["team-a"].maxPreemptedGpusPerDay = 4;
   start();

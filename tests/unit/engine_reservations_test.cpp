@@ -54,7 +54,7 @@ TEST_F(EngineReservationsTest, AReservationHoldsItsHostsAndDevicesFromEveryoneEl
   // Others get what is left: four GPUs on one of the two other hosts, and nothing more.
   PlacementRequest eight;
   eight.gpuCount = 8;
-  EXPECT_FALSE(engine_->plan(eight)->placement.has_value());
+  EXPECT_FALSE(engine_->plan(eight)->decision.placement.has_value());
   compose("other", 4);
   auto none = engine_->compose(bob_, want("more", 1));
   ASSERT_FALSE(none);

@@ -145,8 +145,8 @@ TEST_F(EngineSharesTest, PlanForAShareShowsTheFreshGpu) {
   r.gpuShareMilli = 250;
   auto plan = engine_->plan(r);
   ASSERT_TRUE(plan);
-  ASSERT_TRUE(plan->placement);
-  EXPECT_EQ(plan->placement->devices.size(), 1u);
+  ASSERT_TRUE(plan->decision.placement);
+  EXPECT_EQ(plan->decision.placement->devices.size(), 1u);
 }
 
 }  // namespace

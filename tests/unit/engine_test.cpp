@@ -447,7 +447,7 @@ TEST_F(EngineTest, RestartReportsEveryKindOfDrift) {
   PlacementRequest all;
   all.gpuCount = 8;
   all.model = "A100-SXM4-40GB";
-  EXPECT_FALSE(engine_->plan(all)->placement) << "the foreign-bound GPU is quarantined";
+  EXPECT_FALSE(engine_->plan(all)->decision.placement) << "the foreign-bound GPU is quarantined";
 
   // Put the switch right; reconcile clears the drift.
   ASSERT_TRUE(fabric_->bind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));
@@ -458,7 +458,7 @@ TEST_F(EngineTest, RestartReportsEveryKindOfDrift) {
   ASSERT_TRUE(drifts);
   EXPECT_TRUE(drifts->empty());
   EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kComposed);
-  EXPECT_TRUE(engine_->plan(all)->placement);
+  EXPECT_TRUE(engine_->plan(all)->decision.placement);
 }
 
 TEST_F(EngineTest, ARepeatedDriftIsReportedButRecordedOnce) {
@@ -525,7 +525,7 @@ TEST_F(EngineTest, UnhealthyDevicesLeaveThePool) {
   eight.model = "H100-SXM5-80GB";
   auto plan = engine_->plan(eight);
   ASSERT_TRUE(plan);
-  EXPECT_FALSE(plan->placement);
+  EXPECT_FALSE(plan->decision.placement);
   const auto types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "fabric.device.health"), types.end());
 }

@@ -136,10 +136,10 @@ TEST_F(EngineTest, TheViewsPoolAgreesWithTheEnginesPlacements) {
     auto planned = engine_->plan(r);
     ASSERT_TRUE(planned) << planned.error().message;
     const PlacementDecision fromView = place(*scheduler, pool, r);
-    ASSERT_EQ(planned->placement.has_value(), fromView.placement.has_value()) << n;
-    if (planned->placement) {
-      EXPECT_EQ(planned->placement->hostId, fromView.placement->hostId) << n;
-      EXPECT_EQ(planned->placement->devices.size(), fromView.placement->devices.size()) << n;
+    ASSERT_EQ(planned->decision.placement.has_value(), fromView.placement.has_value()) << n;
+    if (planned->decision.placement) {
+      EXPECT_EQ(planned->decision.placement->hostId, fromView.placement->hostId) << n;
+      EXPECT_EQ(planned->decision.placement->devices.size(), fromView.placement->devices.size()) << n;
     }
   }
   EXPECT_EQ(pool.freeCount(), static_cast<int>(view->devices.size()) - 7);

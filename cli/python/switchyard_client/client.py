@@ -278,12 +278,14 @@ class Client:
 
     def plan(self, gpus: int = 1, *, model: str = "", min_memory_gib: int = 0, peer_to_peer="", host: str = "",
              device_ids: Sequence[str] = (), mig_profiles: Sequence[str] = (), share_milli: int = 0,
-             tenant: str = "") -> "switchyard_pb2.PlanResponse":
-        """Dry run: where a compose would go (fits, host_id, devices) and why (explanation, candidates)."""
+             tenant: str = "", priority_class: str = "") -> "switchyard_pb2.PlanResponse":
+        """Dry run: where a compose would go (fits, host_id, devices) and why (explanation, candidates). With a
+        priority_class that preempts, a request that does not fit also names the systems preemption would take
+        back (would_preempt) and the host it would get then (host_after_preemption)."""
         return self._call("yard.Plan", switchyard_pb2.PlanRequest(
             gpus=gpu_request(gpus, model=model, min_memory_gib=min_memory_gib, peer_to_peer=peer_to_peer, host=host,
                              device_ids=device_ids, mig_profiles=mig_profiles, share_milli=share_milli),
-            tenant=tenant))
+            tenant=tenant, priority_class=priority_class))
 
     def capacity(self, gpus: Sequence[int] = (), *, peer_to_peer="", model: str = "", mig_profiles: Sequence[str] = (),
                  share_milli: Sequence[int] = ()) -> "switchyard_pb2.Capacity":
