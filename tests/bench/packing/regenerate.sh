@@ -23,6 +23,11 @@ mkdir -p "$OUT"
   --policies first-fit,best-fit,fgd,switchyard,switchyard-no-frag,switchyard-pool --quiet --out "$OUT"
 "$BIN" --traces "$TRACES" dynamic --workloads default --pools static,16:8:2:16 --loads 0.7,0.9,1.0,1.1 \
   --policies best-fit,fgd,switchyard,switchyard-pool --seeds 42-43 --quiet --out "$OUT"
+# The utilization loop against FIFO (packing.md section 10): about 17 minutes on the 2-vCPU VM.
+mkdir -p "$OUT/loop"
+"$BIN" --traces "$TRACES" loop --pools static,16:8:2:16 --policies fgd --modes fifo,loop --loads 0.9,1.0,1.1,1.2 --seeds 42,43 \
+  --quiet --out "$OUT/loop"
+tests/bench/packing/loop_plots.sh "$OUT/loop"
 "$BIN" --traces "$TRACES" compaction --workloads default --pools static,16:8:2:16 --policies best-fit,fgd,switchyard,switchyard-pool \
   --seeds 42-46 --load 0.8 --target 99 --from 60 --quiet --out "$OUT"
 # Compaction where the composable pool keeps every host and buys fewer GPUs (packing.md, section 6).
