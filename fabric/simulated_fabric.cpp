@@ -124,7 +124,13 @@ Result<void> SimulatedFabric::changeSet(std::span<const Binding> set, bool bindi
   return {};
 }
 
-Result<std::vector<Binding>> SimulatedFabric::readBindings(const CallOptions& options) {
+Result<std::vector<Binding>> SimulatedFabric::readBindings(const CallOptions& options) { return readTable({}, options); }
+
+Result<std::vector<Binding>> SimulatedFabric::readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options) {
+  return readTable(upstreamPorts, options);
+}
+
+Result<std::vector<Binding>> SimulatedFabric::readTable(std::optional<std::span<const PortId>> ports, const CallOptions& options) {
   const bool inTime = answeredInTime(options);
   std::lock_guard lock(mutex_);
   ++calls_;
@@ -133,8 +139,9 @@ Result<std::vector<Binding>> SimulatedFabric::readBindings(const CallOptions& op
                                                      std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout).count()));
   if (auto fault = nextFaultLocked(kFaultRead)) return fail(fault->first, "simulated switch did not answer the binding read");
   std::vector<Binding> out;
-  out.reserve(bindings_.size());
-  for (const auto& [device, port] : bindings_) out.push_back({device, port});
+  if (!ports) out.reserve(bindings_.size());
+  for (const auto& [device, port] : bindings_)
+    if (!ports || std::find(ports->begin(), ports->end(), port) != ports->end()) out.push_back({device, port});
   std::sort(out.begin(), out.end(), [](const Binding& a, const Binding& b) { return a.deviceId < b.deviceId; });
   return out;
 }

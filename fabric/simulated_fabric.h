@@ -44,6 +44,8 @@ class SimulatedFabric final : public FabricDriver {
   [[nodiscard]] Result<void> bindAll(std::span<const Binding> bindings, const CallOptions& options = {}) override;
   [[nodiscard]] Result<void> unbindAll(std::span<const Binding> bindings, const CallOptions& options = {}) override;
   [[nodiscard]] Result<std::vector<Binding>> readBindings(const CallOptions& options = {}) override;
+  // One scan of the table keeping these ports' rows: a verify does not copy and sort the whole table.
+  [[nodiscard]] Result<std::vector<Binding>> readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options = {}) override;
   [[nodiscard]] Result<std::vector<FabricEvent>> pollEvents() override;
 
   void setFaults(const FaultPlan& plan);
@@ -67,6 +69,8 @@ class SimulatedFabric final : public FabricDriver {
   // Waits one round trip, or until the call's timeout when that comes first: false then.
   [[nodiscard]] bool answeredInTime(const CallOptions& options);
   [[nodiscard]] Result<void> saveStateLocked() const;
+  // The partition table (all of it, or the rows of `ports`), sorted by device: one latency, read faults.
+  [[nodiscard]] Result<std::vector<Binding>> readTable(std::optional<std::span<const PortId>> ports, const CallOptions& options);
   // Returns the injected fault for this call, if any: {code, applyAnyway}.
   [[nodiscard]] std::optional<std::pair<Code, bool>> nextFaultLocked(FaultTarget target);
   [[nodiscard]] Result<void> reportFault(std::pair<Code, bool> fault, std::string_view what, const CallOptions& options);

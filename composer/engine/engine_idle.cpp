@@ -74,11 +74,11 @@ void Engine::recordActivityOnControl(const std::vector<ActivityCheck>& checks, c
       spdlog::debug("GPU activity: {}: {}", checks[i].host, seen[i].error().message);
       continue;
     }
+    // Only GPUs that are still where the look found them: an operation may have moved them since.
+    const System* sys = state_->system(checks[i].system);
+    if (sys == nullptr) continue;
     for (const auto& sample : *seen[i]) {
-      // Only GPUs that are still where the look found them: an operation may have moved them since.
-      auto sys = state_->systems().find(checks[i].system);
-      if (sys == state_->systems().end()) continue;
-      const auto& bindings = sys->second.bindings;
+      const auto& bindings = sys->bindings;
       if (std::none_of(bindings.begin(), bindings.end(), [&](const Binding& b) { return b.deviceId == sample.deviceId; })) continue;
       idle_.record(checks[i].system, sample, now);
     }
@@ -215,9 +215,16 @@ Result<std::vector<IdleGpu>> Engine::idleGpus(const Caller& caller, Duration min
 // The view's picture of what attached GPUs do (engine_view.cpp calls it when activityChanged_).
 std::shared_ptr<const std::vector<IdleGpu>> Engine::activityForView() const {
   auto out = std::make_shared<std::vector<IdleGpu>>();
+  out->reserve(idle_.gpus().size());
+  // GPUs of one system come together often enough (attach order): its lookups and policy once per run of them.
+  const System* s = nullptr;
+  ReclaimPolicy policy;
   for (const auto& [device, g] : idle_.gpus()) {
-    const System* s = state_->system(g.systemId);
-    if (s == nullptr) continue;
+    if (s == nullptr || s->id != g.systemId) {
+      s = state_->system(g.systemId);
+      if (s == nullptr) continue;
+      policy = reclaimPolicyFor(*s);
+    }
     IdleGpu v;
     v.gpu = g;
     v.systemId = s->id;
@@ -225,7 +232,7 @@ std::shared_ptr<const std::vector<IdleGpu>> Engine::activityForView() const {
     v.tenant = s->tenant;
     v.hostId = s->hostId;
     if (const Device* d = state_->index().device(device)) v.model = d->model;
-    v.reclaim = reclaimPolicyFor(*s);
+    v.reclaim = policy;
     v.reclaimBlocked = reclaimBlocked(*s, g);
     out->push_back(std::move(v));
   }

@@ -5,6 +5,7 @@
 //   switchyard_bench compose [--seconds S] [--clients N] [--durability normal|full]
 //                                                            compose+decompose through gRPC, durable store
 //   switchyard_bench queue [--gpus N] [--queued N] [--rounds N]   freed capacity to the next queued request bound
+//   switchyard_bench idle [--gpus N] [--rounds N] [--seconds S]    what idle reclaim's activity sampling costs
 //   switchyard_bench reads [--gpus N] [--seconds S] [--readers N] [--path P ...]
 //                                                            compose latency idle and under /metrics + dashboard reads
 #include <CLI/CLI.hpp>
@@ -30,6 +31,7 @@
 #include "tests/bench/compose_latency.h"
 #include "tests/bench/decision_latency.h"
 #include "tests/bench/latency_summary.h"
+#include "tests/bench/idle_sampling.h"
 #include "tests/bench/queue_admission.h"
 #include "tests/bench/read_load.h"
 #include "tests/bench/topology_ablation.h"
@@ -214,7 +216,14 @@ int main(int argc, char** argv) {
   queueCmd->add_option("--gpus", qb.gpus, "GPUs in the pool (8 per host)")->check(CLI::Range(64, 1'000'000))->capture_default_str();
   queueCmd->add_option("--queued", qb.queued, "Requests kept waiting")->check(CLI::Range(1, 100'000))->capture_default_str();
   queueCmd->add_option("--rounds", qb.rounds, "Decomposes (each frees one host's 8 GPUs)")->check(CLI::Range(1, 100'000))->capture_default_str();
+  auto* idleCmd = app.add_subcommand("idle", "What idle reclaim's activity sampling costs: a full pool on simulated hosts, rounds of "
+                                            "sampling, and a compose probe alone and while sampling runs back to back");
+  bench::IdleBenchOptions ib;
+  idleCmd->add_option("--gpus", ib.gpus, "GPUs in the pool (8 per host)")->check(CLI::Range(64, 1'000'000))->capture_default_str();
+  idleCmd->add_option("--rounds", ib.rounds, "Timed sampling rounds")->check(CLI::Range(1, 100'000))->capture_default_str();
+  idleCmd->add_option("--seconds", ib.seconds, "Each phase of the compose probe")->check(CLI::PositiveNumber)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (idleCmd->parsed()) return bench::benchIdleSampling(ib);
   if (queueCmd->parsed()) return bench::benchQueueAdmission(qb);
   if (reads->parsed()) return bench::benchReadLoad(rl);
   if (latencyCmd->parsed()) return bench::benchComposeLatency(cl);
