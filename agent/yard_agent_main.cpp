@@ -50,11 +50,12 @@ struct AgentFlags {
   std::string logLevel = "info";
   bool printInventory = false;
   bool printActivity = false;
+  int idleBusyAbove = 5;  // --print-activity: yardd's --idle-busy-above
   bool json = false;
 };
 
 // --print-activity: what each GPU on this host does now, as idle reclaim sees it (JSON: one object per GPU).
-int printActivity(const HostOps& ops, bool json) {
+int printActivity(const HostOps& ops, bool json, int busyAbovePercent) {
   auto inventory = ops.inventory();
   if (!inventory) {
     spdlog::critical("{}", inventory.error().message);
@@ -84,7 +85,7 @@ int printActivity(const HostOps& ops, bool json) {
       processes.push_back({{"pid", p.pid}, {"name", p.name}, {"memory_mib", p.memoryMiB}});
       names.push_back(fmt::format("{} ({}, {} MiB)", p.pid, p.name, p.memoryMiB));
     }
-    const bool idle = a->second.processes.empty() && a->second.utilizationPercent <= 5;
+    const bool idle = a->second.processes.empty() && a->second.utilizationPercent <= busyAbovePercent;
     if (json)
       out.push_back({{"address", address}, {"serial", serial}, {"reported", true}, {"utilization_percent", a->second.utilizationPercent},
                      {"memory_used_mib", a->second.memoryUsedMiB}, {"processes", processes}, {"idle", idle}});
@@ -221,7 +222,7 @@ int run(const AgentFlags& flags) {
     options.upstreamPorts[p.substr(0, eq)] = *address;
   }
   HostOps ops(options);
-  if (flags.printActivity) return printActivity(ops, flags.json);
+  if (flags.printActivity) return printActivity(ops, flags.json, flags.idleBusyAbove);
   if (flags.printInventory) {
     auto inventory = ops.inventory();
     if (!inventory) {
@@ -367,6 +368,11 @@ int main(int argc, char** argv) {
   app.add_flag("--print-inventory", flags.printInventory, "Print this host's PCI functions and exit");
   app.add_flag("--print-activity", flags.printActivity,
                "Print what each GPU on this host does now (utilization, memory, processes: what idle reclaim sees) and exit");
+  app.add_option("--idle-busy-above", flags.idleBusyAbove,
+                 "With --print-activity: a GPU with no process is idle at this utilization (%) or below; set it as yardd's "
+                 "--idle-busy-above is set")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
   app.add_flag("--json", flags.json, "With --print-inventory or --print-activity: JSON");
   app.add_option("--log-level", flags.logLevel, "trace, debug, info, warn, error")->capture_default_str();
   app.set_version_flag("--version", switchyard::versionLine("yard-agent"), "Print yard-agent's version (and git commit) and exit");

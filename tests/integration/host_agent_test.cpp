@@ -257,6 +257,30 @@ TEST_F(HostAgentTest, AnAgentThatIsGoneFailsTheComposeWithTheReasonAndLeavesNoth
   for (const auto& d : devices["devices"]) EXPECT_EQ(d["allocation"], "DEVICE_ALLOCATION_FREE") << d.dump();
 }
 
+// yard-agent --print-activity judges idle as yardd does, with the same threshold (--idle-busy-above).
+TEST_F(HostAgentTest, PrintActivityJudgesIdleWithTheThresholdItIsGiven) {
+  testing::writeFile(dir_ / "agent" / "activity.json",
+                     R"({"0000:12:00.0": {"utilization": 3, "memory": 500}, "0000:13:00.0": {"utilization": 20, "memory": 900}})");
+  const std::string smi = "FAKE_NVIDIA_SMI_DIR=" + (dir_ / "agent").string() + " python3 " + SWITCHYARD_SOURCE_DIR + "/tests/support/fake_nvidia_smi.py";
+  auto print = [&](const std::string& extra) {
+    auto r = testing::runCommand(std::string(YARD_AGENT_PATH) + " --print-activity --json --gpu-uuid-command '' --sysfs-root " + sysfs().string() +
+                                     " --proc-root " + proc().string() + " --gpu-activity-command '" + smi +
+                                     " --query-gpu=pci.bus_id,utilization.gpu,memory.used --format=csv,noheader,nounits' --gpu-processes-command '" +
+                                     smi + " --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv,noheader,nounits' " + extra,
+                                 dir_.path());
+    EXPECT_EQ(r.exitCode, 0) << r.err;
+    std::map<std::string, bool> idle;
+    for (const auto& g : json::parse(r.out))
+      if (g["reported"]) idle[g["address"]] = g["idle"];
+    return idle;
+  };
+  const auto byDefault = print("");
+  EXPECT_TRUE(byDefault.at("0000:12:00.0")) << "3 % with no process";
+  EXPECT_FALSE(byDefault.at("0000:13:00.0")) << "20 % is busy at the default 5 %";
+  EXPECT_TRUE(print("--idle-busy-above 25").at("0000:13:00.0"));
+  EXPECT_NE(testing::runCommand(std::string(YARD_AGENT_PATH) + " --print-activity --idle-busy-above 101", dir_.path()).exitCode, 0);
+}
+
 TEST_F(HostAgentTest, PrintInventoryShowsTheHostAsLibpciReadsIt) {
   auto printed = testing::runCommand(std::string(YARD_AGENT_PATH) + " --print-inventory --json --gpu-uuid-command '' --sysfs-root " +
                                          sysfs().string() + " --proc-root " + proc().string(),
