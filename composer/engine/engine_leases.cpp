@@ -104,6 +104,11 @@ Result<std::vector<Operation>> Engine::expireDeadlines() {
       SY_ASSIGN(auto dropped, dropQueued(id, why, "queue.timed-out", "yardd"));
       (void)dropped;
     }
+    // Preemptions more than a day old leave their tenants' disruption budgets: a request that waited on a
+    // spent budget may preempt now, so the queue is looked at again.
+    const Timestamp dayAgo = now - std::chrono::duration_cast<Duration>(std::chrono::hours(24)).count();
+    for (auto& [tenant, preempted] : preemptedGpus_)
+      if (std::erase_if(preempted, [&](const auto& e) { return e.first <= dayAgo; }) > 0 && !queue_.empty()) queueDirty_ = true;
     Mutation m;
     startPreemption(m, started);
     expireLeases(m, started);

@@ -440,6 +440,12 @@ TEST_F(EngineQueueTest, ATenantsDisruptionBudgetCapsTheGpusPreemptedFromItInADay
   EXPECT_EQ(left->bindings.size(), 4u);
   auto still = engine_->waitOperation(second.id, 10ms);
   EXPECT_EQ(still->state, OperationState::kQueued) << "the request waits instead";
+
+  // A day after the first preemption, the budget frees on the deadline tick itself: nothing else has to change.
+  clock_.advance(24h);
+  ASSERT_TRUE(engine_->expireDeadlines());
+  types = eventTypes();
+  EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 2) << "the waiting request preempts the other spot system now";
 }
 
 TEST_F(EngineQueueTest, AVictimWhoseHostWillNotLetGoStaysWholeAndTheRequestKeepsWaiting) {
