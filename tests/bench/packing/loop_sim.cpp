@@ -45,6 +45,7 @@ struct Running {
   SimPool::Holding holding;
   double start = 0, leaseEnd = 0;
   uint32_t generation = 0;
+  bool active = false;  // holds resources now (a freed slot keeps its last holding until reused)
   bool preempting = false;
 };
 
@@ -182,7 +183,7 @@ void LoopSim::start(size_t job, const SharePlacement& p) {
   Job& j = jobs_[job];
   advanceHistory();
   account(now_);
-  Running run{job, pool_.place(p, request(job)), now_, now_ + leaseFor(duration(j.pod)), 0, false};
+  Running run{job, pool_.place(p, request(job)), now_, now_ + leaseFor(duration(j.pod)), 0, true, false};
   size_t slot;
   if (!freeSlots_.empty()) {
     slot = freeSlots_.back();
@@ -225,6 +226,7 @@ void LoopSim::finish(size_t slot, bool preempted) {
   pool_.remove(run.holding, request(job));
   held_[j.tenant] -= request(job).totalGpuMilli();
   freeSlots_.push_back(slot);
+  run.active = false;
   ++run.generation;  // a departure scheduled for it is stale now
   const bool workDone = now_ >= run.start + busyFor(job);
   if (!preempted || workDone) {
@@ -298,7 +300,7 @@ Shadow LoopSim::leaseShadow(size_t head) {
   Shadow s{head, std::numeric_limits<double>::infinity(), 0, now_};
   std::vector<size_t> slots;
   for (size_t i = 0; i < running_.size(); ++i)
-    if (jobs_[running_[i].job].state == Job::State::kRunning && !running_[i].preempting) slots.push_back(i);
+    if (running_[i].active && !running_[i].preempting) slots.push_back(i);
   std::sort(slots.begin(), slots.end(), [&](size_t x, size_t y) { return running_[x].leaseEnd < running_[y].leaseEnd; });
   SimPool copy = pool_;
   const ShareRequest& r = request(head);
@@ -325,7 +327,7 @@ bool LoopSim::planPreemption(size_t head) {
   if (cls == kSpot || (cls == kBatch && !r_.batchPreempts)) return false;
   std::vector<size_t> candidates;
   for (size_t i = 0; i < running_.size(); ++i)
-    if (jobs_[running_[i].job].state == Job::State::kRunning && !running_[i].preempting && jobs_[running_[i].job].cls == kSpot)
+    if (running_[i].active && !running_[i].preempting && jobs_[running_[i].job].cls == kSpot)
       candidates.push_back(i);
   if (candidates.empty()) return false;
   std::sort(candidates.begin(), candidates.end(), [&](size_t x, size_t y) {
@@ -470,11 +472,11 @@ LoopResult LoopSim::run() {
       events_.pop();
       now_ = e.at;
       if (e.kind == Event::Kind::kDeparture) {
-        if (running_[e.index].generation != e.generation) continue;  // preempted before
+        if (!running_[e.index].active || running_[e.index].generation != e.generation) continue;  // preempted before
         finish(e.index, false);
       } else {
         for (auto [slot, generation] : preemptions_[e.index].victims)
-          if (running_[slot].generation == generation) finish(slot, true);
+          if (running_[slot].active && running_[slot].generation == generation) finish(slot, true);
         preemptions_[e.index].victims.clear();
       }
       if (r_.fullLoop) serveLoop();
@@ -502,10 +504,8 @@ LoopResult LoopSim::run() {
     arrive(job);
   }
   account(now_);
-  std::vector<bool> idle(running_.size(), false);  // slots freed keep their last holding
-  for (size_t slot : freeSlots_) idle[slot] = true;
-  for (size_t slot = 0; slot < running_.size(); ++slot)
-    if (!idle[slot]) accountHolding(running_[slot], now_);  // still running: its GPU time so far
+  for (const Running& run : running_)
+    if (run.active) accountHolding(run, now_);  // still running: its GPU time so far
   for (const Job& j : jobs_)
     if (j.state == Job::State::kWaiting && j.measured && now_ - j.since > a_.patienceSeconds) {
       const size_t job = static_cast<size_t>(&j - jobs_.data());
@@ -591,7 +591,10 @@ LoopResult runLoop(const sharing::ShareCluster& servers, const ComposableShape* 
   auto policy = makePolicy(pool.composable());
   if (!policy) throw std::invalid_argument("no policy for this pool");
   LoopSim sim(pool, pods, *policy, options);
-  return sim.run();
+  LoopResult result = sim.run();
+  if (const ComposablePool* c = pool.composable())  // what was placed and released adds up
+    if (auto broken = c->violation()) throw std::logic_error("the loop simulation broke the pool: " + *broken);
+  return result;
 }
 
 }  // namespace switchyard::bench
