@@ -54,7 +54,7 @@ class HostAgentTest : public ::testing::Test {
     std::filesystem::create_directories(dir_ / "yardd");
     std::filesystem::create_directories(dir_ / "agent");
     std::vector<std::string> yarddArgs{"--topology", (dir_ / "topology.json").string(), "--no-sim-host-agents", "--agent-heartbeat", "1",
-                                       "--host-timeout", "3"};
+                                       "--host-timeout", "15"};  // generous: a loaded CI machine runs the agent's fake nvidia-smi slowly
     yarddArgs.insert(yarddArgs.end(), yarddTls_.begin(), yarddTls_.end());
     yarddArgs.insert(yarddArgs.end(), yarddExtra_.begin(), yarddExtra_.end());
     yardd_ = std::make_unique<testing::DaemonProcess>(YARDD_PATH, dir_ / "yardd");
