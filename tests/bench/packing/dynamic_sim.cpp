@@ -29,15 +29,9 @@ struct Departure {
 };
 
 DynamicResult runOn(Pool& pool, const std::vector<TracePod>& pods, sharing::SharePolicy& policy, const DynamicOptions& o) {
-  if (pods.empty()) throw std::invalid_argument("no pods");
+  const double rate = arrivalRate(pods, o, pool.capacity());
   auto duration = [&](size_t pod) { return std::min(static_cast<double>(pods[pod].durationSeconds), o.maxDurationSeconds); };
   auto gpuTime = [&](size_t pod) { return static_cast<double>(pods[pod].request.totalGpuMilli()) * duration(pod); };
-  double gpuSeconds = 0;  // mean over the pod list of milli-GPU x duration
-  for (size_t i = 0; i < pods.size(); ++i) gpuSeconds += static_cast<double>(pods[i].request.totalGpuMilli()) * duration(i);
-  gpuSeconds /= static_cast<double>(pods.size());
-  if (gpuSeconds <= 0) throw std::invalid_argument("the pod list has no GPU time (no durations?)");
-  const double capacity = static_cast<double>(o.referenceCapacityMilli > 0 ? o.referenceCapacityMilli : pool.capacity());
-  const double rate = o.load * capacity / gpuSeconds;  // arrivals per second
 
   std::mt19937_64 rng(o.seed);
   std::exponential_distribution<double> gap(rate);
@@ -169,6 +163,17 @@ DynamicResult runOn(Pool& pool, const std::vector<TracePod>& pods, sharing::Shar
 }
 
 }  // namespace
+
+double arrivalRate(const std::vector<TracePod>& pods, const DynamicOptions& o, int64_t poolCapacityMilli) {
+  if (pods.empty()) throw std::invalid_argument("no pods");
+  double gpuSeconds = 0;  // mean over the pod list of milli-GPU x duration
+  for (const auto& pod : pods)
+    gpuSeconds += static_cast<double>(pod.request.totalGpuMilli()) * std::min(static_cast<double>(pod.durationSeconds), o.maxDurationSeconds);
+  gpuSeconds /= static_cast<double>(pods.size());
+  if (gpuSeconds <= 0) throw std::invalid_argument("the pod list has no GPU time (no durations?)");
+  const double capacity = static_cast<double>(o.referenceCapacityMilli > 0 ? o.referenceCapacityMilli : poolCapacityMilli);
+  return o.load * capacity / gpuSeconds;
+}
 
 RequestKind kindOf(const sharing::ShareRequest& r) {
   if (r.gpuCount == 0) return RequestKind::kCpuOnly;

@@ -57,6 +57,12 @@ struct DynamicResult {
   double seconds = 0;                 // time spent choosing placements
 };
 
+// The Poisson arrival rate (per second) that offers `options.load` of a pool with `poolCapacityMilli` (or of
+// options.referenceCapacityMilli when set): load x capacity / mean(milli-GPU x cut duration) over the pod list.
+// Every time-driven simulation draws its arrivals at this rate, so they share the same arrivals. Throws
+// std::invalid_argument for an empty pod list or one without GPU time.
+[[nodiscard]] double arrivalRate(const std::vector<TracePod>& pods, const DynamicOptions& options, int64_t poolCapacityMilli);
+
 // The pool is a static cluster (`shape` null) or a composable pool.
 [[nodiscard]] DynamicResult runDynamic(const sharing::ShareCluster& servers, const ComposableShape* shape,
                                        const std::vector<TracePod>& pods, sharing::SharePolicy& policy, const DynamicOptions& options);

@@ -446,13 +446,7 @@ void LoopSim::arrive(size_t job) {
 }
 
 LoopResult LoopSim::run() {
-  if (pods_.empty()) throw std::invalid_argument("no pods");
-  double gpuSeconds = 0;  // mean over the pod list of milli-GPU x duration
-  for (size_t i = 0; i < pods_.size(); ++i) gpuSeconds += static_cast<double>(pods_[i].request.totalGpuMilli()) * duration(i);
-  gpuSeconds /= static_cast<double>(pods_.size());
-  if (gpuSeconds <= 0) throw std::invalid_argument("the pod list has no GPU time (no durations?)");
-  const double capacity = static_cast<double>(a_.referenceCapacityMilli > 0 ? a_.referenceCapacityMilli : pool_.capacity());
-  const double rate = a_.load * capacity / gpuSeconds;
+  const double rate = arrivalRate(pods_, a_, pool_.capacity());
 
   // The arrivals draw exactly as dynamic_sim.h does; tenants, classes and over-provisioning from their own stream.
   std::mt19937_64 rng(a_.seed);

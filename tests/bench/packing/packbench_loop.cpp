@@ -24,6 +24,13 @@ std::string columns(size_t n) {
   for (size_t i = 0; i < n; ++i) s += "---|";
   return s;
 }
+// The lowest served / entitled of the tenants that offered anything.
+double lowestTenantRatio(const LoopResult& d) {
+  double lowest = 1e9;
+  for (size_t t = 0; t < d.byTenant.size(); ++t)
+    if (d.byTenant[t].offeredGpuTime > 0) lowest = std::min(lowest, d.tenantRatio[t]);
+  return lowest;
+}
 double waitMax(const LoopGroup& g) { return g.waits.empty() ? 0 : *std::max_element(g.waits.begin(), g.waits.end()); }
 
 struct Run {
@@ -39,13 +46,10 @@ void writeRuns(const fs::path& file, const std::vector<Run>& runs) {
          "reclaimed_gpu_hours,preemptions,preempted_gpu_hours,jain,min_tenant_ratio,mean_allocation_pct,decide_seconds\n";
   for (const auto& r : runs) {
     const auto& d = r.result;
-    double minRatio = 1e9;
-    for (size_t t = 0; t < d.byTenant.size(); ++t)
-      if (d.byTenant[t].offeredGpuTime > 0) minRatio = std::min(minRatio, d.tenantRatio[t]);
     csv << fmt::format("{},{},{},{:.2f},{},{},{},{},{:.4f},{:.1f},{:.1f},{},{:.1f},{},{:.1f},{:.4f},{:.4f},{:.4f},{:.3f}\n", r.pool, r.policy,
                        r.mode, r.load, r.seed, d.all.arrived, d.all.accepted, d.all.gaveUp, pct(d.all.servedGpuTime, d.all.offeredGpuTime),
                        hours(d.busyGpuTime), hours(d.idleGpuTime), d.reclaims, hours(d.reclaimedGpuTime), d.all.preemptions,
-                       hours(d.all.preemptedGpuTime), d.jain, minRatio, d.meanAllocationPercent, d.seconds);
+                       hours(d.all.preemptedGpuTime), d.jain, lowestTenantRatio(d), d.meanAllocationPercent, d.seconds);
   }
 }
 
@@ -149,13 +153,7 @@ int runLoopCommand(const fs::path& traces, const std::string& workload, const st
         mean(rs, [&](const LoopResult& d) { return pct(d.all.servedGpuTime, d.all.offeredGpuTime); }),
         mean(rs, [](const LoopResult& d) { return pct(d.idleGpuTime, d.busyGpuTime + d.idleGpuTime); }), cls(0, served), cls(1, served),
         cls(2, served), cls(0, p99), cls(1, p99), cls(2, p99), mean(rs, [](const LoopResult& d) { return static_cast<double>(d.all.gaveUp); }),
-        mean(rs,
-             [](const LoopResult& d) {
-               double m = 1e9;
-               for (size_t t = 0; t < d.byTenant.size(); ++t)
-                 if (d.byTenant[t].offeredGpuTime > 0) m = std::min(m, d.tenantRatio[t]);
-               return m;
-             }),
+        mean(rs, lowestTenantRatio),
         mean(rs, [](const LoopResult& d) { return d.jain; }),
         mean(rs, [](const LoopResult& d) { return pct(d.byClass[2].preemptedGpuTime, d.byClass[2].servedGpuTime); }),
         mean(rs, [](const LoopResult& d) { return static_cast<double>(d.reclaims); }),
