@@ -1,5 +1,7 @@
 #include "fabric/redfish/redfish_fabric.h"
 
+#include "fabric/redfish/redfish_json.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,53 +12,9 @@
 namespace switchyard {
 
 using nlohmann::json;
+using namespace redfish;  // the resource readers of redfish_json.h
 
 namespace {
-
-redfish::Deadline deadlineAfter(Duration timeout) {
-  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
-}
-
-std::string lastSegment(const std::string& uri) {
-  const auto slash = uri.find_last_of('/', uri.size() > 1 ? uri.size() - 2 : 0);
-  std::string s = slash == std::string::npos ? uri : uri.substr(slash + 1);
-  if (!s.empty() && s.back() == '/') s.pop_back();
-  return s;
-}
-
-// ".../Switches/CXL1/Ports/U1" -> "CXL1-U1"
-PortId portIdOf(const std::string& uri) {
-  const auto ports = uri.rfind("/Ports/");
-  const auto switches = uri.rfind("/Switches/", ports);
-  if (ports == std::string::npos || switches == std::string::npos) return lastSegment(uri);
-  const std::string sw = uri.substr(switches + 10, ports - switches - 10);
-  return sw + "-" + lastSegment(uri);
-}
-
-std::vector<std::string> links(const json& resource, const char* key) {
-  std::vector<std::string> out;
-  if (!resource.contains("Links") || !resource["Links"].contains(key) || !resource["Links"][key].is_array()) return out;
-  for (const auto& l : resource["Links"][key])
-    if (l.contains("@odata.id") && l["@odata.id"].is_string()) out.push_back(l["@odata.id"].get<std::string>());
-  return out;
-}
-
-std::vector<std::string> members(const json& collection) {
-  std::vector<std::string> out;
-  if (!collection.contains("Members") || !collection["Members"].is_array()) return out;
-  for (const auto& m : collection["Members"])
-    if (m.contains("@odata.id") && m["@odata.id"].is_string()) out.push_back(m["@odata.id"].get<std::string>());
-  return out;
-}
-
-std::string text(const json& j, const char* key, std::string fallback = {}) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
-}
-
-DeviceHealth healthOf(const json& resource) {
-  const std::string h = resource.contains("Status") ? text(resource["Status"], "Health", "OK") : "OK";
-  return h == "Critical" ? DeviceHealth::kCritical : h == "Warning" ? DeviceHealth::kWarning : DeviceHealth::kOk;
-}
 
 // Errors from a call that had already changed part of the table: its outcome is partial, never "nothing".
 Error partial(const Error& e, std::size_t applied) {
@@ -67,23 +25,80 @@ Error partial(const Error& e, std::size_t applied) {
 
 }  // namespace
 
+// Holds a change's hosts (their zones) and devices until it is done: a change waits only for one in
+// flight on one of them.
+class RedfishFabric::Claim {
+ public:
+  Claim(RedfishFabric& fabric, std::set<DeviceId> devices, std::set<std::string> initiators)
+      : fabric_(fabric), devices_(std::move(devices)), initiators_(std::move(initiators)) {
+    std::unique_lock lock(fabric_.mutex_);
+    fabric_.claimsFreed_.wait(lock, [&] {
+      return std::none_of(devices_.begin(), devices_.end(), [&](const auto& d) { return fabric_.claimedDevices_.contains(d); }) &&
+             std::none_of(initiators_.begin(), initiators_.end(), [&](const auto& i) { return fabric_.claimedInitiators_.contains(i); });
+    });
+    fabric_.claimedDevices_.insert(devices_.begin(), devices_.end());
+    fabric_.claimedInitiators_.insert(initiators_.begin(), initiators_.end());
+  }
+  ~Claim() {
+    {
+      std::lock_guard lock(fabric_.mutex_);
+      for (const auto& d : devices_) fabric_.claimedDevices_.erase(d);
+      for (const auto& i : initiators_) fabric_.claimedInitiators_.erase(i);
+    }
+    fabric_.claimsFreed_.notify_all();
+  }
+  Claim(const Claim&) = delete;
+  Claim& operator=(const Claim&) = delete;
+  [[nodiscard]] const std::set<std::string>& initiators() const { return initiators_; }
+
+ private:
+  RedfishFabric& fabric_;
+  std::set<DeviceId> devices_;
+  std::set<std::string> initiators_;
+};
+
+void RedfishFabric::ZoneTable::put(const Inventory& inventory, const std::string& initiator, Zone zone) {
+  erase(initiator);
+  for (const auto& e : zone.endpoints)
+    if (auto device = inventory.deviceOfTarget.find(e); device != inventory.deviceOfTarget.end())
+      if (auto port = portFor(inventory, initiator, device->second)) boundTo[device->second] = {initiator, *port};
+  zones[initiator] = std::move(zone);
+}
+
+void RedfishFabric::ZoneTable::erase(const std::string& initiator) {
+  std::erase_if(boundTo, [&](const auto& entry) { return entry.second.first == initiator; });
+  zones.erase(initiator);
+}
+
 Result<std::unique_ptr<RedfishFabric>> RedfishFabric::connect(const RedfishFabricOptions& options) {
   SY_ASSIGN(redfish::Endpoint endpoint, redfish::parseUrl(options.url));
   endpoint.user = options.user;
   endpoint.password = options.password;
   endpoint.caFile = options.caFile;
-  std::unique_ptr<RedfishFabric> fabric(new RedfishFabric(options, redfish::Client(endpoint)));
+  std::unique_ptr<RedfishFabric> fabric(new RedfishFabric(options, endpoint));
+  const auto deadline = deadlineAfter(options.discoveryTimeout);
+  // What the service offers: $expand of subordinate resources (ProtocolFeaturesSupported.ExpandQuery.NoLinks).
+  if (auto root = fabric->client_.get("/redfish/v1", deadline); root && root->body.is_object()) {
+    const json& features = root->body.value("ProtocolFeaturesSupported", json::object());
+    const json& expand = features.is_object() ? features.value("ExpandQuery", json::object()) : json::object();
+    if (expand.is_object() && expand.value("NoLinks", false) == true)
+      fabric->expandQuery_ = expand.value("Levels", false) == true ? "?$expand=.($levels=1)" : "?$expand=.";
+  }
   // A session when the service offers one: one credential check, then a token on every request.
-  auto login = fabric->client_.post("/redfish/v1/SessionService/Sessions", json{{"UserName", options.user}, {"Password", options.password}},
-                                    deadlineAfter(options.discoveryTimeout));
+  auto login = fabric->client_.post("/redfish/v1/SessionService/Sessions", json{{"UserName", options.user}, {"Password", options.password}}, deadline);
   if (login && !login->authToken.empty()) {
     fabric->client_.useToken(login->authToken);
+    fabric->pollClient_.useToken(login->authToken);
     fabric->sessionUri_ = login->location;
   } else if (!login && login.error().code != Code::kNotFound && login.error().code != Code::kInternal) {
     return fail(login.error().wrap(fmt::format("Redfish service {}: logging in", options.url)));
   }  // no SessionService (404, 405): Basic credentials on every request
-  SY_ASSIGN(fabric->inventory_, fabric->readInventory(deadlineAfter(options.discoveryTimeout)));
-  for (const auto& d : fabric->inventory_.topology.devices) fabric->lastHealth_[d.id] = d.health;
+  SY_ASSIGN(Inventory inventory, fabric->readInventory(deadline));
+  fabric->inventory_ = std::make_shared<const Inventory>(std::move(inventory));
+  for (const auto& d : fabric->inventory_->topology.devices) fabric->lastHealth_[d.id] = d.health;
+  // The zones as they are now: the first bind needs no read. A failure here is not fatal: the first
+  // change reads them.
+  (void)fabric->refreshZones(fabric->inventory_, {}, deadline);
   return fabric;
 }
 
@@ -92,208 +107,194 @@ RedfishFabric::~RedfishFabric() {
   (void)client_.del(sessionUri_, {}, deadlineAfter(std::chrono::seconds(2)));  // best effort: the session expires anyway
 }
 
-RedfishFabric::RedfishFabric(RedfishFabricOptions options, redfish::Client client)
-    : options_(std::move(options)), client_(std::move(client)), fabricUri_("/redfish/v1/Fabrics/" + options_.fabric) {}
+RedfishFabric::RedfishFabric(RedfishFabricOptions options, const redfish::Endpoint& endpoint)
+    : options_(std::move(options)), client_(endpoint), pollClient_(endpoint, {.maxConnections = 8}), fabricUri_("/redfish/v1/Fabrics/" + options_.fabric) {}
+
+RedfishFabric::InventoryPtr RedfishFabric::inventory() const {
+  std::lock_guard lock(mutex_);
+  return inventory_;
+}
 
 Result<Topology> RedfishFabric::discover() {
-  SY_ASSIGN(Inventory inventory, readInventory(deadlineAfter(options_.discoveryTimeout)));
-  std::lock_guard lock(mutex_);
-  inventory_ = std::move(inventory);
-  return inventory_.topology;
+  const auto deadline = deadlineAfter(options_.discoveryTimeout);
+  SY_ASSIGN(Inventory inventory, readInventory(deadline));
+  auto fresh = std::make_shared<const Inventory>(std::move(inventory));
+  {
+    std::lock_guard lock(mutex_);
+    inventory_ = fresh;
+    zonesKnown_ = false;  // read against the new inventory: now, or else by the next change
+  }
+  (void)refreshZones(fresh, {}, deadline);
+  return fresh->topology;
 }
 
-Result<RedfishFabric::Inventory> RedfishFabric::readInventory(redfish::Deadline deadline) const {
-  auto wrap = [&](const Error& e) { return e.wrap(fmt::format("Redfish fabric {}", fabricUri_)); };
-  auto get = [&](const std::string& uri) -> Result<json> {
-    auto r = client_.get(uri, deadline);
-    if (!r) return fail(wrap(r.error()));
-    return std::move(r->body);
-  };
-  Inventory inv;
-  SY_ASSIGN(json fabric, get(fabricUri_));
-  const SwitchKind kind = text(fabric, "FabricType") == "CXL" ? SwitchKind::kCxl : SwitchKind::kPcie;
-  SY_ASSIGN(json switches, get(fabricUri_ + "/Switches"));
-  std::map<std::string, std::vector<PortId>> upstreamOfInitiator;   // initiator uri -> its upstream ports
-  std::map<std::string, PortId> downstreamOfTarget;                  // target uri -> its downstream port
-  std::map<std::string, PortId> downstreamOfDevicePort;              // a device's own port -> the switch port cabled to it
-  for (const auto& switchUri : members(switches)) {
-    SY_ASSIGN(json sw, get(switchUri));
-    const SwitchId switchId = lastSegment(switchUri);  // a switch's Id property may repeat another's; its URI does not
-    inv.topology.switches.push_back({switchId, kind, text(sw, "Model", text(sw, "Name", "Redfish switch"))});
-    // Switch.CXL.VirtualCXLSwitches (Switch v1_9): the switch's VCSs.
-    if (sw.contains("CXL") && sw["CXL"].is_object() && sw["CXL"].contains("VirtualCXLSwitches") && sw["CXL"]["VirtualCXLSwitches"].is_object())
-      inv.vcsCollections.push_back(text(sw["CXL"]["VirtualCXLSwitches"], "@odata.id"));
-    SY_ASSIGN(json ports, get(switchUri + "/Ports"));
-    for (const auto& portUri : members(ports)) {
-      SY_ASSIGN(json p, get(portUri));
-      Port port;
-      port.id = portIdOf(portUri);
-      port.switchId = switchId;
-      const std::string type = text(p, "PortType");
-      port.kind = type == "UpstreamPort" ? PortKind::kUpstream : type == "InterswitchPort" ? PortKind::kInterSwitch : PortKind::kDownstream;
-      if (p.contains("ActiveWidth") && p["ActiveWidth"].is_number_integer()) port.linkWidth = p["ActiveWidth"].get<int>();
-      if (port.kind == PortKind::kInterSwitch) {
-        auto peers = links(p, "ConnectedPorts");
-        if (!peers.empty()) port.peerPort = portIdOf(peers.front());
+Result<std::vector<std::vector<json>>> RedfishFabric::readCollections(const redfish::Client& client, const std::vector<std::string>& uris,
+                                                                      redfish::Deadline deadline) const {
+  std::vector<std::string> asked;
+  for (const auto& uri : uris) asked.push_back(uri + expandQuery_);
+  SY_ASSIGN(auto collections, client.getAll(asked, deadline));
+  std::vector<std::vector<json>> out(uris.size());
+  std::vector<std::string> missing;  // members not expanded: read at once, in a second round
+  std::vector<std::pair<std::size_t, std::size_t>> slotOf;
+  for (std::size_t i = 0; i < collections.size(); ++i) {
+    const json& body = collections[i].body;
+    if (!body.is_object() || !body.contains("Members") || !body["Members"].is_array()) continue;
+    for (const auto& m : body["Members"]) {
+      if (!m.is_object() || !m.contains("@odata.id") || !m["@odata.id"].is_string()) continue;
+      if (m.size() > 1) {
+        out[i].push_back(m);
+      } else {
+        slotOf.emplace_back(i, out[i].size());
+        missing.push_back(m["@odata.id"].get<std::string>());
+        out[i].push_back(m);
       }
-      for (const auto& e : links(p, "AssociatedEndpoints")) {
-        if (port.kind == PortKind::kUpstream) upstreamOfInitiator[e].push_back(port.id);
-        if (port.kind == PortKind::kDownstream) downstreamOfTarget.emplace(e, port.id);
-      }
-      if (port.kind == PortKind::kDownstream)
-        for (const auto& devicePort : links(p, "ConnectedPorts")) downstreamOfDevicePort.emplace(devicePort, port.id);
-      inv.switchOfPort[port.id] = switchId;
-      inv.topology.ports.push_back(std::move(port));
     }
   }
-  SY_ASSIGN(json endpoints, get(fabricUri_ + "/Endpoints"));
-  // The collection, plus endpoints that ports name but the collection leaves out (DMTF's multi-switch CXL
-  // mockup lists no I5, which its CXL2 upstream port is associated with).
-  std::vector<std::string> endpointUris = members(endpoints);
-  for (const auto& [uri, ports] : upstreamOfInitiator)
-    if (std::find(endpointUris.begin(), endpointUris.end(), uri) == endpointUris.end()) endpointUris.push_back(uri);
-  for (const auto& [uri, port] : downstreamOfTarget)
-    if (std::find(endpointUris.begin(), endpointUris.end(), uri) == endpointUris.end()) endpointUris.push_back(uri);
-  for (const auto& endpointUri : endpointUris) {
-    SY_ASSIGN(json e, get(endpointUri));
-    if (!e.contains("ConnectedEntities") || !e["ConnectedEntities"].is_array() || e["ConnectedEntities"].empty()) continue;
-    const json& entities = e["ConnectedEntities"];
-    const std::string role = text(entities[0], "EntityRole");
-    if (role == "Initiator") {
-      auto it = upstreamOfInitiator.find(endpointUri);
-      if (it == upstreamOfInitiator.end()) continue;  // a host not cabled to this fabric's switches
-      std::string link = entities[0].contains("EntityLink") ? text(entities[0]["EntityLink"], "@odata.id") : "";
-      const auto systems = link.find("/Systems/");
-      Host host;
-      host.id = systems == std::string::npos ? lastSegment(endpointUri) : link.substr(systems + 9, link.find('/', systems + 9) - systems - 9);
-      // One port per switch: a zone cannot say which of an initiator's ports on one switch it uses.
-      std::set<SwitchId> seen;
-      for (const auto& port : it->second)
-        if (seen.insert(inv.switchOfPort[port]).second) {
-          host.upstreamPorts.push_back({port, 0});
-          inv.initiatorOfPort[port] = endpointUri;
-          inv.portsOfInitiator[endpointUri].push_back(port);
-        }
-      inv.topology.hosts.push_back(std::move(host));
-    } else if (role == "Target") {
-      // Behind the switch port that names it, or the switch port cabled to the device port it names. A
-      // port holds one device in Switchyard's model: a further logical device of a multi-logical CXL
-      // device (DMTF's T4 beside T3) is not offered until pooled memory is modelled.
-      std::optional<PortId> behind;
-      if (auto it = downstreamOfTarget.find(endpointUri); it != downstreamOfTarget.end()) behind = it->second;
-      for (const auto& devicePort : links(e, "Ports"))
-        if (auto it = downstreamOfDevicePort.find(devicePort); !behind && it != downstreamOfDevicePort.end()) behind = it->second;
-      if (!behind || std::any_of(inv.topology.devices.begin(), inv.topology.devices.end(), [&](const Device& held) { return held.portId == *behind; }))
-        continue;
-      Device d;
-      d.id = lastSegment(endpointUri);
-      d.portId = *behind;
-      // A target with a processor (GPU, FPGA, other accelerator) is placed as a GPU; one with only
-      // memory chunks is CXL memory.
-      d.kind = DeviceKind::kCxlMemory;
-      d.model = "CXL memory";
-      for (const auto& entity : entities) {
-        const std::string entityLink = entity.contains("EntityLink") ? text(entity["EntityLink"], "@odata.id") : "";
-        if (text(entity, "EntityType") == "Processor") {
-          d.kind = DeviceKind::kGpu;
-          d.model = entityLink.empty() ? "accelerator" : lastSegment(entityLink);
-        }
-      }
-      d.health = healthOf(e);
-      inv.targetUri[d.id] = endpointUri;
-      inv.deviceOfTarget[endpointUri] = d.id;
-      inv.topology.devices.push_back(std::move(d));
-    }
+  if (missing.empty()) return out;
+  SY_ASSIGN(auto members, client.getAll(missing, deadline));
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    json body = std::move(members[k].body);
+    if (body.is_object()) body["@odata.id"] = missing[k];
+    out[slotOf[k].first][slotOf[k].second] = std::move(body);
   }
-  if (auto v = validateTopology(inv.topology); !v) return fail(wrap(v.error()));
-  for (const auto& d : inv.topology.devices) inv.deviceAtPort[d.portId] = d.id;
-  std::erase(inv.vcsCollections, std::string{});
-  TopologyIndex index(inv.topology);
-  for (const auto& s : inv.topology.switches) inv.fabricOfSwitch[s.id] = index.fabricOf(s.id);
-  return inv;
+  return out;
 }
 
-std::optional<PortId> RedfishFabric::portFor(const std::string& initiator, const DeviceId& device) const {
-  auto ports = inventory_.portsOfInitiator.find(initiator);
-  if (ports == inventory_.portsOfInitiator.end()) return std::nullopt;
-  const Device* d = nullptr;
-  for (const auto& candidate : inventory_.topology.devices)
-    if (candidate.id == device) d = &candidate;
-  if (!d) return std::nullopt;
-  const int fabric = inventory_.fabricOfSwitch.at(inventory_.switchOfPort.at(d->portId));
+std::optional<PortId> RedfishFabric::portFor(const Inventory& inventory, const std::string& initiator, const DeviceId& device) {
+  auto ports = inventory.portsOfInitiator.find(initiator);
+  auto d = inventory.deviceIndex.find(device);
+  if (ports == inventory.portsOfInitiator.end() || d == inventory.deviceIndex.end()) return std::nullopt;
+  const int fabric = inventory.fabricOfSwitch.at(inventory.switchOfPort.at(inventory.topology.devices[d->second].portId));
   for (const auto& port : ports->second)
-    if (inventory_.fabricOfSwitch.at(inventory_.switchOfPort.at(port)) == fabric) return port;
+    if (inventory.fabricOfSwitch.at(inventory.switchOfPort.at(port)) == fabric) return port;
   return std::nullopt;
 }
 
-Result<RedfishFabric::ZoneTable> RedfishFabric::readZones(redfish::Deadline deadline) const {
-  ZoneTable table;
+Result<RedfishFabric::ZoneTable> RedfishFabric::readZones(const Inventory& inventory, redfish::Deadline deadline) const {
+  // Not expanded: each zone's ETag (If-Match of the next change) comes with its own GET.
   SY_ASSIGN(auto collection, client_.get(fabricUri_ + "/Zones", deadline));
-  for (const auto& uri : members(collection.body)) {
-    SY_ASSIGN(auto z, client_.get(uri, deadline));
-    Zone zone{uri, z.etag, links(z.body, "Endpoints"), {}};
+  const std::vector<std::string> uris = members(collection.body);
+  SY_ASSIGN(auto bodies, client_.getAll(uris, deadline));
+  ZoneTable table;
+  for (std::size_t i = 0; i < uris.size(); ++i) {
+    Zone zone{uris[i], bodies[i].etag, links(bodies[i].body, "Endpoints")};
+    std::string initiator;
     for (const auto& e : zone.endpoints)
-      if (inventory_.portsOfInitiator.contains(e)) zone.initiator = e;
-    const std::size_t at = table.zones.size();
-    if (!zone.initiator.empty())
-      for (const auto& e : zone.endpoints)
-        if (auto device = inventory_.deviceOfTarget.find(e); device != inventory_.deviceOfTarget.end())
-          if (auto port = portFor(zone.initiator, device->second)) table.boundTo[device->second] = {at, *port};
-    table.zones.push_back(std::move(zone));
+      if (inventory.portsOfInitiator.contains(e)) initiator = e;
+    if (!initiator.empty()) table.put(inventory, initiator, std::move(zone));
   }
   return table;
 }
 
-Result<std::vector<Binding>> RedfishFabric::readVcsBindings(redfish::Deadline deadline) const {
+Result<RedfishFabric::ZoneTable> RedfishFabric::refreshZones(const InventoryPtr& inventory, const std::set<std::string>& mine,
+                                                             redfish::Deadline deadline) {
+  SY_ASSIGN(ZoneTable table, readZones(*inventory, deadline));
+  std::lock_guard lock(mutex_);
+  if (inventory != inventory_) return table;  // rediscovered meanwhile: the next change reads again
+  // Another call's zone may be changing under it: its entry is that call's to update.
+  auto othersHold = [&](const std::string& initiator) { return claimedInitiators_.contains(initiator) && !mine.contains(initiator); };
+  ZoneTable kept;
+  for (const auto& [initiator, zone] : zones_.zones)
+    if (othersHold(initiator)) kept.put(*inventory, initiator, zone);
+  for (const auto& [initiator, zone] : table.zones)
+    if (!othersHold(initiator)) kept.put(*inventory, initiator, zone);
+  zones_ = std::move(kept);
+  zonesKnown_ = true;
+  return table;
+}
+
+Result<std::vector<Binding>> RedfishFabric::readVcsBindings(const Inventory& inventory, const std::vector<const Inventory::Vcs*>& vcss,
+                                                            redfish::Deadline deadline) const {
   static const std::set<std::string> kBound{"BoundPhysicalPort", "BoundLD", "BoundPID"};
+  std::vector<std::string> collections;
+  for (const auto* vcs : vcss) collections.push_back(vcs->vppbs);
+  SY_ASSIGN(auto lists, readCollections(client_, collections, deadline));
   std::map<DeviceId, PortId> bound;
-  for (const auto& collectionUri : inventory_.vcsCollections) {
-    SY_ASSIGN(auto collection, client_.get(collectionUri, deadline));
-    for (const auto& vcsUri : members(collection.body)) {
-      SY_ASSIGN(auto vcs, client_.get(vcsUri, deadline));
-      const json& l = vcs.body.contains("Links") ? vcs.body["Links"] : json::object();
-      const std::string upstream = l.contains("Port") ? text(l["Port"], "@odata.id") : "";
-      auto initiator = inventory_.initiatorOfPort.find(portIdOf(upstream));
-      if (upstream.empty() || initiator == inventory_.initiatorOfPort.end()) continue;  // no host behind it
-      if (!vcs.body.contains("VPPBs")) continue;
-      SY_ASSIGN(auto vppbs, client_.get(text(vcs.body["VPPBs"], "@odata.id"), deadline));
-      for (const auto& vppbUri : members(vppbs.body)) {
-        SY_ASSIGN(auto vppb, client_.get(vppbUri, deadline));
-        if (!kBound.contains(text(vppb.body, "BindingStatus"))) continue;
-        const json& vl = vppb.body.contains("Links") ? vppb.body["Links"] : json::object();
-        const std::string downstream = vl.contains("Port") ? text(vl["Port"], "@odata.id") : "";
-        auto device = inventory_.deviceAtPort.find(portIdOf(downstream));
-        if (downstream.empty() || device == inventory_.deviceAtPort.end()) continue;  // a port we offer no device behind
-        if (auto port = portFor(initiator->second, device->second)) bound.emplace(device->second, *port);
-      }
+  for (std::size_t i = 0; i < lists.size(); ++i)
+    for (const auto& vppb : lists[i]) {
+      if (!vppb.is_object() || !kBound.contains(text(vppb, "BindingStatus"))) continue;
+      const json& vl = vppb.contains("Links") && vppb["Links"].is_object() ? vppb["Links"] : json::object();
+      const std::string downstream = vl.contains("Port") && vl["Port"].is_object() ? text(vl["Port"], "@odata.id") : "";
+      auto device = inventory.deviceAtPort.find(portIdOf(downstream));
+      if (downstream.empty() || device == inventory.deviceAtPort.end()) continue;  // a port we offer no device behind
+      if (auto port = portFor(inventory, vcss[i]->initiator, device->second)) bound.emplace(device->second, *port);
     }
-  }
   std::vector<Binding> out;
   for (const auto& [device, port] : bound) out.push_back({device, port});
   return out;
 }
 
 Result<std::vector<Binding>> RedfishFabric::readBindings(const CallOptions& options) {
-  std::lock_guard lock(mutex_);
+  const auto deadline = deadlineAfter(options.timeout);
+  const InventoryPtr inv = inventory();
   // A CXL switch says what it has bound in its VCSs' vPPBs: that, not the zones (what was asked for), is
   // what reconcile compares with the store.
-  if (!inventory_.vcsCollections.empty()) return readVcsBindings(deadlineAfter(options.timeout));
-  SY_ASSIGN(ZoneTable table, readZones(deadlineAfter(options.timeout)));
+  if (!inv->vcss.empty()) {
+    std::vector<const Inventory::Vcs*> all;
+    for (const auto& vcs : inv->vcss) all.push_back(&vcs);
+    return readVcsBindings(*inv, all, deadline);
+  }
+  SY_ASSIGN(ZoneTable table, refreshZones(inv, {}, deadline));
   std::vector<Binding> out;
   for (const auto& [device, where] : table.boundTo) out.push_back({device, where.second});
   std::sort(out.begin(), out.end(), [](const Binding& a, const Binding& b) { return a.deviceId < b.deviceId; });
   return out;
 }
 
-Result<void> RedfishFabric::checkSet(std::span<const Binding> set, bool binding) const {
+Result<std::vector<Binding>> RedfishFabric::readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options) {
+  const auto deadline = deadlineAfter(options.timeout);
+  const InventoryPtr inv = inventory();
+  std::set<std::string> initiators;
+  for (const auto& port : upstreamPorts)
+    if (auto it = inv->initiatorOfPort.find(port); it != inv->initiatorOfPort.end()) initiators.insert(it->second);
+  auto asked = [&](const Binding& b) { return std::find(upstreamPorts.begin(), upstreamPorts.end(), b.upstreamPortId) != upstreamPorts.end(); };
+  std::vector<Binding> out;
+  if (!inv->vcss.empty()) {
+    // Only the VCSs of these hosts: their vPPBs, read at once.
+    std::vector<const Inventory::Vcs*> theirs;
+    for (const auto& vcs : inv->vcss)
+      if (initiators.contains(vcs.initiator)) theirs.push_back(&vcs);
+    SY_ASSIGN(auto bound, readVcsBindings(*inv, theirs, deadline));
+    std::copy_if(bound.begin(), bound.end(), std::back_inserter(out), asked);
+    return out;
+  }
+  // A fabric whose zones are its bindings: these hosts' zones, read at once. A host with no zone known
+  // here may have had one made by someone else: then the whole table is read.
+  std::vector<std::string> uris;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& initiator : initiators)
+      if (auto z = zones_.zones.find(initiator); zonesKnown_ && z != zones_.zones.end()) uris.push_back(z->second.uri);
+  }
+  if (uris.size() != initiators.size()) {
+    SY_ASSIGN(auto all, readBindings(options));
+    std::copy_if(all.begin(), all.end(), std::back_inserter(out), asked);
+    return out;
+  }
+  SY_ASSIGN(auto zones, client_.getAll(uris, deadline));
+  ZoneTable table;
+  for (std::size_t i = 0; i < zones.size(); ++i) {
+    std::string initiator;
+    const auto endpoints = links(zones[i].body, "Endpoints");
+    for (const auto& e : endpoints)
+      if (initiators.contains(e)) initiator = e;
+    if (!initiator.empty()) table.put(*inv, initiator, Zone{uris[i], zones[i].etag, endpoints});
+  }
+  for (const auto& [device, where] : table.boundTo)
+    if (asked(Binding{device, where.second})) out.push_back({device, where.second});
+  std::sort(out.begin(), out.end(), [](const Binding& a, const Binding& b) { return a.deviceId < b.deviceId; });
+  return out;
+}
+
+Result<void> RedfishFabric::checkSet(const Inventory& inventory, std::span<const Binding> set, bool binding) {
   std::unordered_set<std::string_view> seen;
   for (const auto& [device, port] : set) {
     if (!seen.insert(device).second) return fail(Code::kInvalidArgument, fmt::format("device '{}' appears twice in one call", device));
-    if (!inventory_.targetUri.contains(device)) return fail(Code::kNotFound, fmt::format("the fabric has no device '{}'", device));
-    auto initiator = inventory_.initiatorOfPort.find(port);
-    if (initiator == inventory_.initiatorOfPort.end())
+    if (!inventory.targetUri.contains(device)) return fail(Code::kNotFound, fmt::format("the fabric has no device '{}'", device));
+    auto initiator = inventory.initiatorOfPort.find(port);
+    if (initiator == inventory.initiatorOfPort.end())
       return fail(Code::kNotFound, fmt::format("the fabric has no host upstream port '{}'", port));
-    if (binding && portFor(initiator->second, device) != port)
+    if (binding && portFor(inventory, initiator->second, device) != port)
       return fail(Code::kInvalidArgument, fmt::format("device '{}' and upstream port '{}' are in different fabrics", device, port));
   }
   return {};
@@ -307,78 +308,137 @@ Result<void> RedfishFabric::unbindAll(std::span<const Binding> set, const CallOp
 
 Result<void> RedfishFabric::changeSet(std::span<const Binding> set, bool binding, const CallOptions& options) {
   const auto deadline = deadlineAfter(options.timeout);
-  std::lock_guard lock(mutex_);
-  SY_TRY(checkSet(set, binding));
-  SY_ASSIGN(ZoneTable table, readZones(deadline));
-  // The new endpoint list of each host's zone, checked whole before anything is sent.
-  std::map<std::string, std::vector<std::string>> wanted;  // initiator -> endpoints after this call
-  auto current = [&](const std::string& initiator) -> std::vector<std::string>& {
-    if (auto it = wanted.find(initiator); it != wanted.end()) return it->second;
-    for (const auto& z : table.zones)
-      if (z.initiator == initiator) return wanted[initiator] = z.endpoints;
-    return wanted[initiator] = {initiator};
-  };
+  const InventoryPtr inv = inventory();
+  SY_TRY(checkSet(*inv, set, binding));
+  std::set<DeviceId> devices;
+  std::set<std::string> initiators;
   for (const auto& [device, port] : set) {
-    const std::string& target = inventory_.targetUri.at(device);
-    auto bound = table.boundTo.find(device);
-    if (binding) {
-      if (bound != table.boundTo.end()) {
-        if (bound->second.second == port) continue;  // idempotent
-        return fail(Code::kFailedPrecondition, fmt::format("device '{}' is bound to upstream port '{}'", device, bound->second.second));
-      }
-      current(inventory_.initiatorOfPort.at(port)).push_back(target);
-    } else {
-      if (bound == table.boundTo.end()) continue;  // idempotent
-      if (bound->second.second != port)
-        return fail(Code::kFailedPrecondition, fmt::format("device '{}' is bound to '{}', not '{}'", device, bound->second.second, port));
-      std::erase(current(table.zones[bound->second.first].initiator), target);
-    }
+    devices.insert(device);
+    initiators.insert(inv->initiatorOfPort.at(port));
   }
+  // An unbind changes the zone that holds the device, which is its port's host's zone when it is bound to that port.
+  const Claim claim(*this, std::move(devices), std::move(initiators));
   std::size_t applied = 0;
-  for (const auto& [initiator, endpoints] : wanted) {
-    auto zone = std::find_if(table.zones.begin(), table.zones.end(), [&](const Zone& z) { return z.initiator == initiator; });
-    Result<redfish::Response> r;
-    if (zone == table.zones.end()) {
-      r = client_.post(fabricUri_ + "/Zones",
-                       json{{"Name", fmt::format("switchyard {}", lastSegment(initiator))},
-                            {"ZoneType", "ZoneOfEndpoints"},
-                            {"Links", {{"Endpoints", [&] {
-                                          json list = json::array();
-                                          for (const auto& e : endpoints) list.push_back({{"@odata.id", e}});
-                                          return list;
-                                        }()}}}},
-                       deadline);
-    } else if (endpoints.size() <= 1) {
-      r = client_.del(zone->uri, zone->etag, deadline);  // the host's last device left: the zone goes
-    } else {
+  for (int attempt = 0;; ++attempt) {
+    bool known = false;
+    {
+      std::lock_guard lock(mutex_);
+      known = zonesKnown_ && inventory_ == inv;
+    }
+    if (!known) SY_TRY(refreshZones(inv, claim.initiators(), deadline));
+    // The new endpoint list of each host's zone, checked whole before anything is sent.
+    std::map<std::string, std::vector<std::string>> wanted;  // initiator -> endpoints after this call
+    std::map<std::string, Zone> before;                       // initiator -> its zone now (none: no entry)
+    {
+      std::lock_guard lock(mutex_);
+      auto current = [&](const std::string& initiator) -> std::vector<std::string>& {
+        if (auto it = wanted.find(initiator); it != wanted.end()) return it->second;
+        if (auto z = zones_.zones.find(initiator); z != zones_.zones.end()) {
+          before[initiator] = z->second;
+          return wanted[initiator] = z->second.endpoints;
+        }
+        return wanted[initiator] = {initiator};
+      };
+      for (const auto& [device, port] : set) {
+        const std::string& target = inv->targetUri.at(device);
+        auto bound = zones_.boundTo.find(device);
+        if (binding) {
+          if (bound != zones_.boundTo.end()) {
+            if (bound->second.second == port) continue;  // idempotent
+            return fail(partial(Error{Code::kFailedPrecondition, fmt::format("device '{}' is bound to upstream port '{}'", device, bound->second.second)},
+                                applied));
+          }
+          current(inv->initiatorOfPort.at(port)).push_back(target);
+        } else {
+          if (bound == zones_.boundTo.end()) continue;  // idempotent
+          if (bound->second.second != port)
+            return fail(partial(Error{Code::kFailedPrecondition, fmt::format("device '{}' is bound to '{}', not '{}'", device, bound->second.second, port)},
+                                applied));
+          std::erase(current(bound->second.first), target);
+        }
+      }
+    }
+    // One request per host, all sent at once.
+    std::vector<std::string> order;
+    std::vector<redfish::Request> requests;
+    for (const auto& [initiator, endpoints] : wanted) {
       json list = json::array();
       for (const auto& e : endpoints) list.push_back({{"@odata.id", e}});
-      r = client_.patch(zone->uri, json{{"Links", {{"Endpoints", list}}}}, zone->etag, deadline);
+      auto zone = before.find(initiator);
+      if (zone == before.end()) {
+        if (endpoints.size() <= 1) continue;  // nothing to bind and no zone: nothing to do
+        requests.push_back({"POST", fabricUri_ + "/Zones",
+                            json{{"Name", fmt::format("switchyard {}", lastSegment(initiator))}, {"ZoneType", "ZoneOfEndpoints"}, {"Links", {{"Endpoints", list}}}},
+                            {}});
+      } else if (endpoints == zone->second.endpoints) {
+        continue;
+      } else if (endpoints.size() <= 1) {
+        requests.push_back({"DELETE", zone->second.uri, std::nullopt, zone->second.etag});  // the host's last device left: the zone goes
+      } else {
+        requests.push_back({"PATCH", zone->second.uri, json{{"Links", {{"Endpoints", list}}}}, zone->second.etag});
+      }
+      order.push_back(initiator);
     }
-    if (!r) return fail(partial(r.error().wrap(fmt::format("{} {}", binding ? "bind" : "unbind", lastSegment(initiator))), applied));
-    ++applied;
-    ++zoneUpdates_;
+    if (requests.empty()) return {};
+    auto results = client_.exchangeAll(requests, deadline);
+    std::optional<Error> failed;
+    bool stale = false;  // a zone moved since we read it (412): read them again and retry once
+    {
+      std::lock_guard lock(mutex_);
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        const std::string& initiator = order[i];
+        if (results[i] && results[i]->status == 412) stale = true;
+        if (results[i]) results[i] = redfish::Client::accepted(std::move(*results[i]), requests[i]);
+        if (!results[i]) {
+          if (!failed) failed = results[i].error().wrap(fmt::format("{} {}", binding ? "bind" : "unbind", lastSegment(initiator)));
+          continue;
+        }
+        ++applied;
+        ++zoneUpdates_;
+        if (inventory_ != inv) continue;
+        if (requests[i].method == "DELETE") {
+          zones_.erase(initiator);
+        } else {
+          const redfish::Response& r = *results[i];
+          std::string uri = requests[i].method == "POST" ? r.location : requests[i].path;
+          if (uri.empty()) uri = text(r.body, "@odata.id");
+          zones_.put(*inv, initiator, Zone{uri, r.etag, wanted[initiator]});
+        }
+      }
+      if (failed) zonesKnown_ = false;  // what failed may have been applied: read before the next change
+    }
+    if (!failed) return {};
+    if (!stale || attempt > 0) return fail(partial(*failed, applied));
   }
-  return {};
 }
 
 Result<std::vector<FabricEvent>> RedfishFabric::pollEvents() {
   const auto deadline = deadlineAfter(std::chrono::seconds(10));
-  std::lock_guard lock(mutex_);
-  // Health is read from each target endpoint's Status; a change since the last poll is an event. (An SSE
-  // subscription to the service's EventService would push these instead; not built yet.)
-  std::vector<std::pair<DeviceId, DeviceHealth>> now;
-  for (const auto& d : inventory_.topology.devices) {
-    auto r = client_.get(inventory_.targetUri.at(d.id), deadline);
-    if (!r) return fail(r.error().wrap("cannot read the fabric's endpoint health"));
-    now.emplace_back(d.id, healthOf(r->body));
+  const InventoryPtr inv = inventory();
+  // Health is read from each target endpoint's Status, all at once (the Endpoints collection expanded,
+  // where the service offers it, and the targets it leaves out); a change since the last poll is an event.
+  // (An SSE subscription to the service's EventService would push these instead; not built yet.)
+  std::unordered_map<std::string, DeviceHealth> healthOfUri;
+  if (!expandQuery_.empty()) {
+    auto listed = readCollections(pollClient_, {fabricUri_ + "/Endpoints"}, deadline);
+    if (!listed) return fail(listed.error().wrap("cannot read the fabric's endpoint health"));
+    for (const auto& e : listed->front())
+      if (e.is_object()) healthOfUri[text(e, "@odata.id")] = healthOf(e);
   }
+  std::vector<std::string> unread;
+  for (const auto& d : inv->topology.devices)
+    if (!healthOfUri.contains(inv->targetUri.at(d.id))) unread.push_back(inv->targetUri.at(d.id));
+  auto read = pollClient_.getAll(unread, deadline);
+  if (!read) return fail(read.error().wrap("cannot read the fabric's endpoint health"));
+  for (std::size_t i = 0; i < unread.size(); ++i) healthOfUri[unread[i]] = healthOf((*read)[i].body);
   std::vector<FabricEvent> events;
-  for (const auto& [device, health] : now) {
-    DeviceHealth& last = lastHealth_[device];
+  std::lock_guard lock(mutex_);
+  for (const auto& d : inv->topology.devices) {
+    const DeviceHealth health = healthOfUri.at(inv->targetUri.at(d.id));
+    DeviceHealth& last = lastHealth_[d.id];
     if (health == last) continue;
     last = health;
-    events.push_back({"device.health", device, fmt::format("device {} health is now {}", device, toString(health)), health});
+    events.push_back({"device.health", d.id, fmt::format("device {} health is now {}", d.id, toString(health)), health});
   }
   return events;
 }

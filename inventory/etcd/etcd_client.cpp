@@ -1,6 +1,7 @@
 #include "inventory/etcd/etcd_client.h"
 
 #include <fmt/format.h>
+#include <charconv>
 #include <limits>
 #include <openssl/evp.h>
 
@@ -41,22 +42,49 @@ Result<std::string> unbase64(std::string_view text) {
   return out;
 }
 
-std::int64_t number(const json& j, const char* field) {
-  if (!j.contains(field)) return 0;
-  const auto& v = j.at(field);
-  if (v.is_string()) return std::stoll(v.get<std::string>());
+// Reading a reply never throws: a field of the wrong type reads as absent (etcd's gateway leaves out fields
+// that hold their zero value), a number that is not one is an error.
+const json& field(const json& j, const char* key) {
+  static const json kAbsent;
+  if (!j.is_object()) return kAbsent;
+  auto it = j.find(key);
+  return it == j.end() ? kAbsent : *it;
+}
+std::string textOf(const json& j, const char* key) {
+  const json& v = field(j, key);
+  return v.is_string() ? v.get<std::string>() : std::string{};
+}
+bool flag(const json& j, const char* key) {
+  const json& v = field(j, key);
+  return v.is_boolean() && v.get<bool>();
+}
+const json& list(const json& j, const char* key) {
+  static const json kEmpty = json::array();
+  const json& v = field(j, key);
+  return v.is_array() ? v : kEmpty;
+}
+// int64 fields come as JSON strings ("12"), sometimes as numbers.
+Result<std::int64_t> number(const json& j, const char* key) {
+  const json& v = field(j, key);
+  if (v.is_null()) return std::int64_t{0};
   if (v.is_number_integer()) return v.get<std::int64_t>();
-  return 0;
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    std::int64_t n = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+    if (ec == std::errc{} && end == s.data() + s.size() && !s.empty()) return n;
+  }
+  return fail(Code::kInternal, fmt::format("etcd sent a malformed {}: {}", key, v.dump()));
 }
 
 Result<KeyValue> keyValueOf(const json& j) {
   KeyValue kv;
-  SY_ASSIGN(kv.key, unbase64(j.value("key", "")));
-  SY_ASSIGN(kv.value, unbase64(j.value("value", "")));
-  kv.createRevision = number(j, "create_revision");
-  kv.modRevision = number(j, "mod_revision");
-  kv.version = number(j, "version");
-  kv.lease = number(j, "lease");
+  SY_ASSIGN(kv.key, unbase64(textOf(j, "key")));
+  SY_ASSIGN(kv.value, unbase64(textOf(j, "value")));
+  SY_ASSIGN(kv.createRevision, number(j, "create_revision"));
+  SY_ASSIGN(kv.modRevision, number(j, "mod_revision"));
+  SY_ASSIGN(kv.version, number(j, "version"));
+  SY_ASSIGN(kv.lease, number(j, "lease"));
   return kv;
 }
 
@@ -160,7 +188,7 @@ struct Client::Connection {
   std::string endpoint;
 };
 
-Client::Client(ClientOptions options) : options_(std::move(options)), connection_(std::make_unique<Connection>()) {}
+Client::Client(ClientOptions options) : options_(std::move(options)) {}
 Client::~Client() = default;
 
 std::string Client::endpoint() const {
@@ -168,36 +196,59 @@ std::string Client::endpoint() const {
   return options_.endpoints.empty() ? "" : options_.endpoints[current_ % options_.endpoints.size()];
 }
 
-Result<std::string> Client::post(const std::string& path, const std::string& body) {
+std::unique_ptr<Client::Connection> Client::take(const std::string& endpoint) {
   std::lock_guard lock(mutex_);
+  for (auto it = idle_.begin(); it != idle_.end(); ++it)
+    if ((*it)->endpoint == endpoint) {
+      auto c = std::move(*it);
+      idle_.erase(it);
+      return c;
+    }
+  return std::make_unique<Connection>();
+}
+
+void Client::giveBack(std::unique_ptr<Connection> connection) {
+  constexpr std::size_t kIdleMost = 8;
+  std::lock_guard lock(mutex_);
+  if (idle_.size() < kIdleMost) idle_.push_back(std::move(connection));
+}
+
+// No lock is held across the round trip: each call takes a connection of its own from the pool (or a new
+// one), so a slow call (a large range, a member under load) never holds up another (the leader's lease
+// keep-alive above all).
+Result<std::string> Client::post(const std::string& path, const std::string& body) {
+  std::size_t first = 0;
+  {
+    std::lock_guard lock(mutex_);
+    first = current_;
+  }
   if (options_.endpoints.empty()) return fail(Code::kInvalidArgument, "no etcd endpoints");
   std::string lastError;
   // Each endpoint once; a fresh connection is tried again on the same endpoint when a kept-alive one had gone stale.
   for (std::size_t attempt = 0; attempt < options_.endpoints.size(); ++attempt) {
-    const std::string& endpoint = options_.endpoints[current_ % options_.endpoints.size()];
+    const std::size_t at = first + attempt;
+    const std::string& endpoint = options_.endpoints[at % options_.endpoints.size()];
     SY_ASSIGN(const HostPort hp, hostPortOf(endpoint));
     for (int fresh = 0; fresh < 2; ++fresh) {
-      Connection& c = *connection_;
-      const bool reused = c.stream && c.endpoint == endpoint;
+      std::unique_ptr<Connection> c = fresh == 0 ? take(endpoint) : std::make_unique<Connection>();
+      const bool reused = c->stream.has_value();
       beast::error_code ec;
       if (!reused) {
-        c.stream.reset();
-        c.io.restart();
-        asio::ip::tcp::resolver resolver(c.io);
+        c->io.restart();
+        asio::ip::tcp::resolver resolver(c->io);
         auto results = resolver.resolve(hp.host, hp.port, ec);
         if (ec) {
           lastError = fmt::format("{}: {}", endpoint, ec.message());
           break;
         }
-        c.stream.emplace(c.io);
-        c.stream->expires_after(options_.timeout);
-        runOne(c.io, ec, [&](auto handler) { c.stream->async_connect(results, handler); });
+        c->stream.emplace(c->io);
+        c->stream->expires_after(options_.timeout);
+        runOne(c->io, ec, [&](auto handler) { c->stream->async_connect(results, handler); });
         if (ec) {
-          c.stream.reset();
           lastError = fmt::format("{}: {}", endpoint, ec.message());
           break;  // nothing was sent: the next endpoint may answer
         }
-        c.endpoint = endpoint;
+        c->endpoint = endpoint;
       }
       http::request<http::string_body> req{http::verb::post, path, 11};
       req.set(http::field::host, hp.host);
@@ -205,31 +256,34 @@ Result<std::string> Client::post(const std::string& path, const std::string& bod
       req.keep_alive(true);
       req.body() = body;
       req.prepare_payload();
-      c.stream->expires_after(options_.timeout);
-      runOne(c.io, ec, [&](auto handler) { http::async_write(*c.stream, req, handler); });
+      c->stream->expires_after(options_.timeout);
+      runOne(c->io, ec, [&](auto handler) { http::async_write(*c->stream, req, handler); });
       beast::flat_buffer buffer;
       http::response<http::string_body> res;
-      if (!ec) runOne(c.io, ec, [&](auto handler) { http::async_read(*c.stream, buffer, res, handler); });
+      if (!ec) runOne(c->io, ec, [&](auto handler) { http::async_read(*c->stream, buffer, res, handler); });
       if (ec) {
-        c.stream.reset();
         if (reused && (ec == http::error::end_of_stream || ec == asio::error::connection_reset || ec == asio::error::broken_pipe) && fresh == 0)
           continue;  // the member closed the idle connection before reading the request: send it on a new one
         if (ec == beast::error::timeout)
           return fail(Code::kDeadlineExceeded, fmt::format("etcd {} did not answer {} within {} ms", endpoint, path, options_.timeout.count()));
         return fail(Code::kUnavailable, fmt::format("etcd {}: {} (the request may or may not have been applied)", endpoint, ec.message()));
       }
-      if (!res.keep_alive()) c.stream.reset();
+      if (res.keep_alive()) giveBack(std::move(c));
+      {
+        std::lock_guard lock(mutex_);
+        current_ = at % options_.endpoints.size();  // the member that answered: the next call starts there
+      }
       if (res.result() == http::status::ok) return std::move(res.body());
       auto error = json::parse(res.body(), nullptr, false);
-      const std::string message = error.is_object() ? error.value("message", error.value("error", res.body())) : res.body();
-      const int code = error.is_object() ? error.value("code", 0) : 0;
-      if (code == 14 || res.result_int() >= 500) {  // UNAVAILABLE: no leader, a member stopping
-        lastError = fmt::format("{}: {}", endpoint, message);
+      std::string message = textOf(error, "message");
+      if (message.empty()) message = textOf(error, "error");
+      if (message.empty()) message = res.body();
+      const json& codeField = field(error, "code");
+      const std::int64_t code = codeField.is_number_integer() ? codeField.get<std::int64_t>() : 0;
+      if (code == 14 || res.result_int() >= 500)  // UNAVAILABLE: no leader, a member stopping
         return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, message));
-      }
       return fail(code == 3 ? Code::kInvalidArgument : Code::kFailedPrecondition, fmt::format("etcd {}: {}", endpoint, message));
     }
-    ++current_;
   }
   return fail(Code::kUnavailable, fmt::format("no etcd member answered ({})", lastError));
 }
@@ -244,10 +298,10 @@ Result<RangeResult> Client::range(const RangeRequest& r) {
   const json reply = json::parse(text, nullptr, false);
   if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a range reply that is not JSON");
   RangeResult out;
-  out.count = number(reply, "count");
-  out.more = reply.value("more", false);
-  if (reply.contains("header")) out.revision = number(reply.at("header"), "revision");
-  for (const auto& kv : reply.value("kvs", json::array())) {
+  SY_ASSIGN(out.count, number(reply, "count"));
+  out.more = flag(reply, "more");
+  SY_ASSIGN(out.revision, number(field(reply, "header"), "revision"));
+  for (const auto& kv : list(reply, "kvs")) {
     SY_ASSIGN(auto parsed, keyValueOf(kv));
     out.kvs.push_back(std::move(parsed));
   }
@@ -263,12 +317,12 @@ Result<TxnResult> Client::txn(const std::vector<Compare>& compares, const std::v
   const json reply = json::parse(text, nullptr, false);
   if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a txn reply that is not JSON");
   TxnResult out;
-  out.succeeded = reply.value("succeeded", false);
-  if (reply.contains("header")) out.revision = number(reply.at("header"), "revision");
-  for (const auto& r : reply.value("responses", json::array())) {
-    if (!r.contains("response_range")) continue;
+  out.succeeded = flag(reply, "succeeded");
+  SY_ASSIGN(out.revision, number(field(reply, "header"), "revision"));
+  for (const auto& r : list(reply, "responses")) {
+    if (!field(r, "response_range").is_object()) continue;
     std::vector<KeyValue> kvs;
-    for (const auto& kv : r.at("response_range").value("kvs", json::array())) {
+    for (const auto& kv : list(field(r, "response_range"), "kvs")) {
       SY_ASSIGN(auto parsed, keyValueOf(kv));
       kvs.push_back(std::move(parsed));
     }
@@ -281,14 +335,16 @@ Result<std::int64_t> Client::leaseGrant(std::chrono::seconds ttl) {
   SY_ASSIGN(const std::string text, post("/v3/lease/grant", json{{"TTL", std::to_string(ttl.count())}}.dump()));
   const json reply = json::parse(text, nullptr, false);
   if (!reply.is_object() || !reply.contains("ID")) return fail(Code::kInternal, "etcd granted no lease");
-  return number(reply, "ID");
+  SY_ASSIGN(const std::int64_t id, number(reply, "ID"));
+  if (id == 0) return fail(Code::kInternal, "etcd granted no lease");
+  return id;
 }
 
 Result<std::int64_t> Client::leaseKeepAlive(std::int64_t lease) {
   SY_ASSIGN(const std::string text, post("/v3/lease/keepalive", json{{"ID", std::to_string(lease)}}.dump()));
   const json reply = json::parse(text, nullptr, false);
   if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a keep-alive reply that is not JSON");
-  const json result = reply.contains("result") ? reply.at("result") : reply;
+  const json& result = field(reply, "result").is_object() ? field(reply, "result") : reply;
   return number(result, "TTL");
 }
 
@@ -338,19 +394,19 @@ Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const 
       const json message = json::parse(body.substr(scanned, newline - scanned), nullptr, false);
       scanned = newline + 1;
       if (!message.is_object()) continue;
-      const json result = message.value("result", json::object());
-      if (result.contains("events") && !result.at("events").empty()) {
+      const json& result = field(message, "result");
+      if (!list(result, "events").empty()) {
         std::int64_t first = 0;
-        for (const auto& e : result.at("events"))
-          if (e.contains("kv")) {
-            const std::int64_t at = number(e.at("kv"), "mod_revision");
-            if (first == 0 || at < first) first = at;
-          }
+        for (const auto& e : list(result, "events")) {
+          SY_ASSIGN(const std::int64_t at, number(field(e, "kv"), "mod_revision"));
+          if (at != 0 && (first == 0 || at < first)) first = at;
+        }
         return std::optional<std::int64_t>(first != 0 ? first : fromRevision);
       }
-      if (result.contains("compact_revision") && number(result, "compact_revision") != 0) return std::optional<std::int64_t>(fromRevision);
-      if (result.value("canceled", false))
-        return fail(Code::kUnavailable, fmt::format("etcd {}: watch canceled: {}", endpoint, result.value("cancel_reason", "")));
+      SY_ASSIGN(const std::int64_t compacted, number(result, "compact_revision"));
+      if (compacted != 0) return std::optional<std::int64_t>(fromRevision);
+      if (flag(result, "canceled"))
+        return fail(Code::kUnavailable, fmt::format("etcd {}: watch canceled: {}", endpoint, textOf(result, "cancel_reason")));
     }
     if (parser.is_done()) return std::optional<std::int64_t>{};
   }

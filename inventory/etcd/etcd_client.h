@@ -1,6 +1,8 @@
 // A small client for etcd's v3 API through its JSON gateway (POST /v3/kv/range, /v3/kv/txn,
-// /v3/lease/...), on Boost.Beast: synchronous, one keep-alive connection, a deadline per call, and failover
-// across the cluster's endpoints. Keys and values are bytes (base64 on the wire); revisions are int64.
+// /v3/lease/...), on Boost.Beast: synchronous, a pool of keep-alive connections (each call takes one of its
+// own: no lock is held across a round trip, so a slow call never holds up another, such as the leader's
+// lease keep-alive), a deadline per call, and failover across the cluster's endpoints. Replies are read
+// without exceptions: a malformed one is an error. Keys and values are bytes (base64 on the wire); revisions are int64.
 //
 // A call that failed before its request was sent (connection refused, a member down) is tried on the next
 // endpoint. A write whose reply was lost may or may not have happened: kUnavailable, and the caller decides
@@ -106,10 +108,12 @@ class Client {
  private:
   struct Connection;
   [[nodiscard]] Result<std::string> post(const std::string& path, const std::string& body);
-  ClientOptions options_;
-  mutable std::mutex mutex_;
-  std::size_t current_ = 0;
-  std::unique_ptr<Connection> connection_;
+  [[nodiscard]] std::unique_ptr<Connection> take(const std::string& endpoint);  // an idle one to it, or a new one
+  void giveBack(std::unique_ptr<Connection> connection);
+  const ClientOptions options_;
+  mutable std::mutex mutex_;  // guards current_ and idle_, never held across a request
+  std::size_t current_ = 0;   // the endpoint that answered last: where the next call starts
+  std::vector<std::unique_ptr<Connection>> idle_;
 };
 
 }  // namespace switchyard::etcd

@@ -199,8 +199,13 @@ int main(int argc, char** argv) {
   latencyCmd->add_option("--concurrent", cl.concurrent, "Small composes started together, each on its own host")
       ->check(CLI::Range(1, 512))->capture_default_str();
   latencyCmd->add_option("--concurrent-gpus", cl.concurrentGpus, "GPUs in each small compose")->check(CLI::Range(1, 16))->capture_default_str();
-  latencyCmd->add_option("--driver", cl.driver, "simulated, or switchtec: the Switchtec driver against the PAX emulator (latency per MRPC command)")
-      ->check(CLI::IsMember({"simulated", "switchtec"}))->capture_default_str();
+  latencyCmd->add_flag("--expand,!--no-expand", cl.expand, "redfish: whether the emulated service offers $expand")->capture_default_str();
+  latencyCmd->add_option("--fabric-poll-ms", cl.pollMs, "The engine's switch event poll interval (0: off; default: 1000 against Redfish, as yardd, else off)")
+      ->check(CLI::Range(0, 3'600'000));
+  latencyCmd->add_option("--driver", cl.driver,
+                         "simulated; switchtec: the Switchtec driver against the PAX emulator (latency per MRPC command); redfish: the Redfish "
+                         "driver against the Redfish emulator (latency per HTTP request)")
+      ->check(CLI::IsMember({"simulated", "switchtec", "redfish"}))->capture_default_str();
   latencyCmd->add_option("--repetitions", cl.repetitions, "Runs of each row (the median is printed)")->check(CLI::Range(1, 100))->capture_default_str();
   auto* reads = app.add_subcommand("reads", "Do reads stall writes? Compose latency on a large pool, idle and while readers fetch "
                                             "/metrics and the dashboard's API in a loop; what each read costs; a full device listing");

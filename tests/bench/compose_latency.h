@@ -3,6 +3,9 @@
 //   switchyard_bench latency --driver switchtec --sim-latency-ms 200 --gpus 8 --concurrent 32 --concurrent-gpus 4
 //     (the Switchtec driver against the PAX emulator over loopback TCP, 4 PAX chips with 8 hosts and 32 GPUs
 //     each, every MRPC command taking the latency; also times discovery of that fabric)
+//   switchyard_bench latency --driver redfish --sim-latency-ms 200 --gpus 8 --concurrent 16 --concurrent-gpus 2
+//     (the Redfish driver against the emulator serving a generated CXL fabric, 4 switches with 32 GPUs and
+//     their own hosts each, every HTTP request taking the latency; --no-expand: a service without $expand)
 #pragma once
 
 #include <string>
@@ -15,7 +18,9 @@ struct ComposeLatencyOptions {
   int concurrent = 32;      // composes started together, each on its own host
   int concurrentGpus = 2;   // GPUs in each of them
   int repetitions = 3;
-  std::string driver = "simulated";  // or "switchtec"
+  std::string driver = "simulated";  // or "switchtec", "redfish"
+  bool expand = true;                // redfish: the service offers $expand
+  int pollMs = -1;                   // the engine's fabric event poll interval; -1: 1000 against Redfish (as yardd), else off
 };
 
 int benchComposeLatency(const ComposeLatencyOptions& options);

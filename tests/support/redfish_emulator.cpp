@@ -324,6 +324,16 @@ void RedfishEmulator::serveOn(Stream& stream) {
     beast::error_code ec;
     http::read(stream, buffer, req, ec);
     if (ec) break;
+    struct InFlight {  // requests being handled at once, and the most seen
+      RedfishEmulator& e;
+      explicit InFlight(RedfishEmulator& emulator) : e(emulator) {
+        const int now = ++e.inFlight_;
+        int most = e.maxInFlight_.load();
+        while (now > most && !e.maxInFlight_.compare_exchange_weak(most, now)) {
+        }
+      }
+      ~InFlight() { --e.inFlight_; }
+    } inFlight(*this);
     {
       std::unique_lock lock(mutex_);
       ++requests_[std::string(req.method_string())];
@@ -352,8 +362,54 @@ void RedfishEmulator::serveOn(Stream& stream) {
   }
 }
 
+namespace {
+
+// The levels a "$expand=.($levels=N)" or "$expand=." query asks for (1 by default); 0 without $expand; -1
+// for an $expand this service does not do (links, "*", "~").
+int expandLevels(const std::string& target) {
+  const auto q = target.find('?');
+  if (q == std::string::npos) return 0;
+  const std::string query = target.substr(q + 1);
+  const auto at = query.find("$expand=");
+  if (at == std::string::npos) return 0;
+  std::string value = query.substr(at + 8);
+  if (auto amp = value.find('&'); amp != std::string::npos) value.resize(amp);
+  if (value == ".") return 1;
+  static const std::string kLevels = ".($levels=";
+  if (value.rfind(kLevels, 0) != 0 || !value.ends_with(")")) return -1;
+  const std::string digits = value.substr(kLevels.size(), value.size() - kLevels.size() - 1);
+  if (digits.empty() || digits.size() > 1 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stoi(digits);
+}
+
+bool isReference(const json& j) { return j.is_object() && j.size() == 1 && j.contains("@odata.id") && j["@odata.id"].is_string(); }
+
+}  // namespace
+
+// Subordinate resources (a collection's Members, navigation properties outside Links) replaced by their
+// bodies, `levels` deep, as a service with ExpandQuery.NoLinks answers "$expand=.".
+void RedfishEmulator::expand(json& node, int levels) const {
+  if (levels <= 0 || !node.is_object()) return;
+  auto inline_ = [&](json& ref) {
+    if (!isReference(ref)) return expand(ref, levels);  // a complex property: its own references
+    auto it = resources_.find(trimmed(ref["@odata.id"].get<std::string>()));
+    if (it == resources_.end()) return;
+    ref = it->second;
+    expand(ref, levels - 1);
+  };
+  for (auto& [key, value] : node.items()) {
+    if (key == "Links" || key.starts_with("@")) continue;
+    if (value.is_array()) {
+      for (auto& element : value) inline_(element);
+    } else if (value.is_object()) {
+      inline_(value);
+    }
+  }
+}
+
 RedfishEmulator::Reply RedfishEmulator::handle(const std::string& method, std::string path, const std::string& authorization,
                                                const std::string& token, const std::string& ifMatch, const std::string& body) {
+  const int levels = expandLevels(path);
   path = trimmed(path);
   std::lock_guard lock(mutex_);
   if (method == "POST" && path == "/redfish/v1/SessionService/Sessions") return login(body);
@@ -372,7 +428,15 @@ RedfishEmulator::Reply RedfishEmulator::handle(const std::string& method, std::s
   if (method == "GET") {
     auto it = resources_.find(path);
     if (it == resources_.end()) return {404, errorBody("ResourceNotFound", fmt::format("no resource at {}", path)), {}, {}};
-    return {200, it->second, etagOf(path), {}};
+    if (levels == 0) return {200, it->second, etagOf(path), {}};
+    // $expand only as the service root's ProtocolFeaturesSupported offers it.
+    const json& offered = resources_.at("/redfish/v1").value("ProtocolFeaturesSupported", json::object()).value("ExpandQuery", json::object());
+    const int most = offered.value("Levels", false) ? offered.value("MaxLevels", 1) : 1;
+    if (levels < 0 || !offered.value("NoLinks", false) || levels > most)
+      return {501, errorBody("QueryNotSupported", fmt::format("this service does not expand {}", path)), {}, {}};
+    json expanded = it->second;
+    expand(expanded, levels);
+    return {200, std::move(expanded), etagOf(path), {}};
   }
   if (method == "DELETE" && path.rfind("/redfish/v1/SessionService/Sessions/", 0) == 0) {
     for (auto it = sessions_.begin(); it != sessions_.end(); ++it)

@@ -3,7 +3,8 @@
 // PATCH with If-Match replaces the endpoints, DELETE removes; a target endpoint is in at most one zone,
 // as a PCIe/CXL device is bound to at most one host; a CXL switch's VCSs and vPPBs follow the zones, as
 // the switch a fabric manager drives would). Faults: per-request latency, failing the next
-// requests with a status, and health changes. Basic auth on everything but the service root. HTTPS when
+// requests with a status, and health changes. "$expand=.($levels=N)" as the mockup's service root offers it
+// (ProtocolFeaturesSupported.ExpandQuery), else 501. Basic auth on everything but the service root. HTTPS when
 // given a certificate (clients then verify it, as they would a real manager's).
 #pragma once
 
@@ -63,6 +64,9 @@ class RedfishEmulator {
   [[nodiscard]] std::size_t sessions() const;
   // Requests handled so far with this method ("GET", "POST", ...).
   [[nodiscard]] std::uint64_t requests(const std::string& method) const;
+  // The most requests that were being handled at once (waiting out the latency included) since the last reset.
+  [[nodiscard]] int maxInFlight() const { return maxInFlight_.load(); }
+  void resetMaxInFlight() { maxInFlight_ = inFlight_.load(); }
 
  private:
   explicit RedfishEmulator(Options options);
@@ -91,6 +95,7 @@ class RedfishEmulator {
   // A target endpoint already in another zone than `except`, or empty.
   [[nodiscard]] std::string zonedElsewhere(const std::vector<std::string>& endpoints, const std::string& except) const;
   [[nodiscard]] std::string etagOf(const std::string& uri) const;
+  void expand(nlohmann::json& node, int levels) const;  // mutex_ held
 
   Options options_;
   struct Net;
@@ -98,6 +103,8 @@ class RedfishEmulator {
   int port_ = 0;
   std::thread acceptor_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> inFlight_{0};
+  std::atomic<int> maxInFlight_{0};
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -111,6 +111,22 @@ TEST_F(RedfishFabricTest, OneZoneUpdatePerHostPerCall) {
   EXPECT_TRUE(f.readBindings()->empty());
 }
 
+// Issue 36 measured a compose on this mockup at about 15 sequential requests; the physical limit is two.
+TEST_F(RedfishFabricTest, ABindAndItsVerifyAreTwoRequests) {
+  auto fabric = connect();
+  ASSERT_TRUE(fabric);
+  ASSERT_TRUE((*fabric)->expands()) << "DMTF's service root offers $expand (NoLinks, 3 levels)";
+  auto requests = [&] { return emulator_->requests("GET") + emulator_->requests("POST") + emulator_->requests("PATCH"); };
+  const auto before = requests();
+  const std::vector<Binding> set{{"T3", "CXL1-U1"}};
+  ASSERT_TRUE((*fabric)->bindAll(set)) << "a PATCH of Host1's zone";
+  const std::vector<PortId> ports{"CXL1-U1"};
+  auto bound = (*fabric)->readBindingsOf(ports);
+  ASSERT_TRUE(bound);
+  EXPECT_EQ(*bound, (std::vector<Binding>{{"T1", "CXL1-U1"}, {"T3", "CXL1-U1"}}));
+  EXPECT_EQ(requests() - before, 2u) << "the PATCH, and one expanded GET of Host1's VCS's vPPBs";
+}
+
 TEST_F(RedfishFabricTest, ARefusedZoneChangeChangesNothing) {
   emulator_->clearZones("/redfish/v1/Fabrics/CXL/Zones");
   auto fabric = connect();
