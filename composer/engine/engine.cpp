@@ -38,7 +38,6 @@ void Engine::postToControl(std::function<void(bool running)> task) {
     return;
   }
   asio::post(*control_, [this, task = std::move(task)] {
-    if (!controlStopped_) expireReservations();
     task(!controlStopped_);
     flush();
   });
@@ -501,7 +500,6 @@ void Engine::scheduleFabricPoll() {
   pollTimer_->timer.async_wait([this](const boost::system::error_code& ec) {
     CommitPoint commit{*this};
     if (ec || halted_) return;
-    expireReservations();
     ++driverCallsInFlight_;
     driverPool_->post([this] {
       auto events = driver_.pollEvents();

@@ -224,8 +224,8 @@ class Engine {
   [[nodiscard]] Result<void> setQuotas(TenantQuotas quotas);
   // Leases (engine_leases.cpp): the system's lease ends `lease` from now (a system without one gets one).
   [[nodiscard]] Result<System> renewLease(const Caller& caller, const std::string& system, std::chrono::milliseconds lease);
-  // Gives up queued requests past their timeout and decomposes systems past their lease (also on a timer,
-  // every EngineOptions::deadlineInterval); what it started, as operations.
+  // Gives up queued requests past their timeout, lets reservations past their time go, and decomposes systems
+  // past their lease (also on a timer, every EngineOptions::deadlineInterval); what it started, as operations.
   [[nodiscard]] Result<std::vector<Operation>> expireDeadlines();
   // Idle reclaim (engine_idle.cpp): asks each host with attached GPUs what they are doing, records it, and
   // reclaims the GPUs its system's policy says are idle too long (also on a timer, every
@@ -395,6 +395,7 @@ class Engine {
                                                            const std::string& holder, const std::function<void()>& letGoAll);
   [[nodiscard]] Result<Reservation> reserveOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime);
   // Drops reservations whose time is up (each with a reservation.expired event). Cheap when there are none.
+  // Called from the deadline tick and from changes that reserve, apply, release or compose; never from a read.
   void expireReservations();
   void announceReservation(const Reservation& r, const std::string& type, const std::string& message, const std::string& actor);
   // Stores a refused request's shape and counts it towards the demand mix.

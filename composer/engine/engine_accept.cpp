@@ -189,6 +189,7 @@ std::vector<Step> unbindSteps(std::vector<Binding> bindings, HostPolicy policy, 
 
 Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeRequest& request) {
   SY_TRY(checkAccepting());
+  expireReservations();  // what an expired reservation held (devices, a name) is free for this request
   SY_TRY(validateName(request.name));
   SY_TRY(validateRequestStrings(request));
   if (const System* existing = state_->findSystem(request.name))

@@ -28,15 +28,11 @@ template <typename F>
 auto Engine::onControl(F&& f) -> decltype(f()) {
   using R = decltype(f());
   if (!controlRunning_.load(std::memory_order_acquire)) return R(fail(Code::kAborted, "the engine is not running"));
-  if (onControlThread()) {
-    expireReservations();
-    return f();
-  }
+  if (onControlThread()) return f();
   auto promise = std::make_shared<std::promise<R>>();
   auto future = promise->get_future();
   boost::asio::post(*control_, [this, promise, fn = std::forward<F>(f)]() mutable {
     if (controlStopped_) return;  // dropped unrun: the caller gets kAborted
-    expireReservations();
     R result = fn();
     flush();  // the change is published before the caller sees the answer
     promise->set_value(std::move(result));

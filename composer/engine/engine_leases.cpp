@@ -92,6 +92,7 @@ Result<std::vector<Operation>> Engine::expireDeadlines() {
   return onControl([&]() -> Result<std::vector<Operation>> {
     std::vector<Operation> started;
     if (replica_ || !accepting_ || halted_) return started;
+    expireReservations();
     const Timestamp now = clock_.now();
     std::vector<OperationId> late;
     for (const auto& [id, op] : queue_)

@@ -93,6 +93,7 @@ void Engine::announceReservation(const Reservation& r, const std::string& type, 
 
 Result<Reservation> Engine::reserveOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime) {
   SY_TRY(checkAccepting());
+  expireReservations();
   if (lifetime <= Duration::zero()) return fail(Code::kInvalidArgument, "a reservation must last longer than zero");
   if (requests.empty()) return fail(Code::kInvalidArgument, "name at least one system to reserve for");
   const std::string tenant = requests.front().placement.tenant;
@@ -140,8 +141,12 @@ Result<Reservation> Engine::reserve(const Caller& caller, const std::vector<Comp
 
 Result<std::vector<Reservation>> Engine::listReservations() {
   return onControl([&]() -> Result<std::vector<Reservation>> {
+    // A read writes nothing: one past its time is left out here, and let go by the deadline tick or the
+    // next change to reservations.
+    const Timestamp now = clock_.now();
     std::vector<Reservation> out;
-    for (const auto& [id, r] : reservations_) out.push_back(r);
+    for (const auto& [id, r] : reservations_)
+      if (r.expiresAt > now) out.push_back(r);
     return out;
   });
 }
@@ -165,6 +170,7 @@ Result<const Reservation*> ownReservation(const std::map<std::string, Reservatio
 Result<void> Engine::releaseReservation(const Caller& caller, const std::string& id) {
   return onControl([&]() -> Result<void> {
     SY_TRY(checkAccepting());
+    expireReservations();
     SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "release"));
     const Reservation r = *found;
     for (const auto& s : r.systems) letGo(s.placement, r.id);
@@ -216,6 +222,7 @@ Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const s
 Result<std::vector<Operation>> Engine::composeReserved(const Caller& caller, const std::string& id) {
   return onControl([&]() -> Result<std::vector<Operation>> {
     SY_TRY(checkAccepting());
+    expireReservations();
     SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "apply"));
     const Reservation r = *found;
     SY_ASSIGN(auto started, composeHeld(caller, r.systems, r.id, [&] {
@@ -232,6 +239,7 @@ Result<std::vector<Operation>> Engine::composeReserved(const Caller& caller, con
 Result<std::vector<Operation>> Engine::composeTogether(const Caller& caller, const std::vector<ComposeRequest>& requests) {
   return onControl([&]() -> Result<std::vector<Operation>> {
     SY_TRY(checkAccepting());
+    expireReservations();
     SY_ASSIGN(auto placed, placeTogether(requests, std::string(kManifestHolder)));
     std::vector<HeldSystem> systems;
     for (std::size_t i = 0; i < requests.size(); ++i) systems.push_back({requests[i].name, requests[i].placement, placed[i], requests[i].labels});
@@ -246,8 +254,10 @@ Result<std::vector<Operation>> Engine::composeTogether(const Caller& caller, con
   });
 }
 
+// On the control thread, from the deadline tick (EngineOptions::deadlineInterval) and from every change that
+// reserves, applies, releases or composes, never from a read: devices held past their time go back to the pool.
 void Engine::expireReservations() {
-  if (reservations_.empty() || !state_) return;
+  if (reservations_.empty() || !state_ || replica_) return;
   const Timestamp now = clock_.now();
   for (auto it = reservations_.begin(); it != reservations_.end();) {
     if (it->second.expiresAt > now) {

@@ -92,9 +92,13 @@ TEST_F(EngineReservationsTest, AReservationExpiresOnTheEnginesClockAndItsDevices
   EXPECT_EQ(engine_->listReservations()->size(), 1u);
   EXPECT_EQ(freeDevices(), 8u);
   clock_.advance(2s);
-  EXPECT_TRUE(engine_->listReservations()->empty());
+  EXPECT_TRUE(engine_->listReservations()->empty()) << "past its time it is not listed";
+  EXPECT_EQ(freeDevices(), 8u) << "a read writes nothing: the devices go back on the deadline tick (issue 36)";
+  auto types = eventTypes();
+  EXPECT_EQ(std::find(types.begin(), types.end(), "reservation.expired"), types.end());
+  ASSERT_TRUE(engine_->expireDeadlines());  // the tick (every EngineOptions::deadlineInterval in yardd)
   EXPECT_EQ(freeDevices(), 16u);
-  const auto types = eventTypes();
+  types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "reservation.expired"), types.end());
   auto late = engine_->composeReserved(alice_, reserved->id);
   ASSERT_FALSE(late);
