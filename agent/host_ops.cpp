@@ -395,6 +395,20 @@ Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<Expect
   // MIG instances first: nvidia-smi refuses to destroy one a process uses, and then nothing else changes.
   SY_TRY(destroyMig(mig, functions, dryRun, actions));
 
+  // Secure release: checked whole first, so that a device the kernel cannot reset refuses the release before
+  // anything changes.
+  const std::string& reset = options_.deviceReset;
+  if (reset != "sysfs" && reset != "none" && reset.find("{pci}") == std::string::npos)
+    return fail(Code::kInvalidArgument, fmt::format("--device-reset '{}': expected sysfs, none or a shell command with {{pci}}", reset));
+  if (reset == "sysfs")
+    for (const auto& [e, f] : present)
+      if (const auto file = options_.sysfsRoot / "bus/pci/devices" / toString(f->address) / "reset"; !std::filesystem::exists(file))
+        return fail(Code::kFailedPrecondition,
+                    fmt::format("{} at {} cannot be reset: the kernel offers no reset method for it ({} is missing), so the next tenant "
+                                "could read what this one left in it; it stays on this host (yard-agent --device-reset names another "
+                                "way, or none at that risk)",
+                                e->deviceId, toString(f->address), file.string()));
+
   std::vector<FoundDevice> leaving;
   for (const auto& [e, f] : present) leaving.push_back({e->deviceId, toString(f->address), "", f->driver});
   if (reason == "reclaim") SY_TRY(runHooks(options_.beforeReclaim, leaving, dryRun, actions, reason));
@@ -403,9 +417,26 @@ Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<Expect
   for (const auto& [e, f] : present) {
     const auto address = toString(f->address);
     const auto dir = options_.sysfsRoot / "bus/pci/devices" / address;
+    if (reset != "sysfs" && reset != "none") {  // the vendor's reset wants its driver bound
+      std::string command = reset;
+      for (auto at = command.find("{pci}"); at != std::string::npos; at = command.find("{pci}", at + address.size()))
+        command.replace(at, 5, address);
+      actions.push_back(fmt::format("{}{}", dryRun ? "would run: " : "", command));
+      if (!dryRun)
+        if (auto r = runShell(command, {}, options_.commandTimeout); !r)
+          return fail(Code::kFailedPrecondition,
+                      fmt::format("resetting {} at {} failed, so it stays on this host: {}", e->deviceId, address, r.error().message));
+    }
     if (!f->driver.empty()) {
       actions.push_back(fmt::format("{}echo {} > {}", dryRun ? "would run: " : "", address, (dir / "driver/unbind").string()));
       if (!dryRun) SY_TRY(writeSysfs(dir / "driver/unbind", address));
+    }
+    if (reset == "sysfs") {
+      actions.push_back(fmt::format("{}echo 1 > {}", dryRun ? "would run: " : "", (dir / "reset").string()));
+      if (!dryRun)
+        if (auto r = writeSysfs(dir / "reset", "1"); !r)
+          return fail(Code::kFailedPrecondition,
+                      fmt::format("resetting {} at {} failed, so it stays on this host: {}", e->deviceId, address, r.error().message));
     }
     actions.push_back(fmt::format("{}echo 1 > {}", dryRun ? "would run: " : "", (dir / "remove").string()));
     if (!dryRun) SY_TRY(writeSysfs(dir / "remove", "1"));

@@ -40,6 +40,13 @@ struct HostOpsOptions {
   std::string gpuActivityCommand = "nvidia-smi --query-gpu=pci.bus_id,utilization.gpu,memory.used --format=csv,noheader,nounits";
   std::string gpuProcessesCommand =
       "nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv,noheader,nounits";
+  // Secure release: how a device is reset as it leaves, so that the next tenant finds nothing of this one's
+  // in it (GPU memory included). "sysfs": after its driver is unbound, 1 is written to the function's
+  // <sysfs>/bus/pci/devices/<address>/reset (the kernel's function-level or bus reset); a device the kernel
+  // offers no reset for is not released. A shell command with {pci} (e.g. "nvidia-smi -r -i {pci}"): run
+  // while the driver is still bound. "none": no reset (the previous tenant's data may reach the next).
+  // A reset that fails stops the release: the device stays on this host, and yardd retries.
+  std::string deviceReset = "sysfs";
   std::chrono::milliseconds commandTimeout{120'000};  // a hook or vendor command still running then is killed
   // The fabric's upstream port ids mapped to the root port where that cable enters this host.
   std::map<std::string, PciAddress> upstreamPorts;
@@ -96,7 +103,8 @@ class HostOps {
   // Then creates `mig` (on failure, destroys the ones it created) and runs the after-attach hooks.
   [[nodiscard]] Result<VerifyOutcome> verifyPresent(const std::vector<ExpectedDevice>& expected, std::chrono::milliseconds deadline,
                                                     bool dryRun, const std::vector<MigRequest>& mig = {}) const;
-  // Refuses while a device is in use; destroys `mig`, runs the hooks, unbinds and removes the devices.
+  // Refuses while a device is in use; destroys `mig`, runs the hooks, unbinds, resets (deviceReset) and
+  // removes the devices.
   // `reason` (request, lease, preemption, reclaim) reaches the hooks as YARD_DETACH_REASON.
   [[nodiscard]] Result<std::vector<std::string>> prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun,
                                                                const std::vector<MigRequest>& mig = {},

@@ -37,6 +37,7 @@ struct AgentFlags {
   std::filesystem::path procRoot = "/proc";
   std::string gpuUuidCommand = HostOpsOptions{}.gpuUuidCommand;
   std::vector<std::string> afterAttach, beforeDetach, beforeReclaim, beforePreempt, ports;
+  std::string deviceReset = "sysfs";
   std::string gpuActivityCommand = HostOpsOptions{}.gpuActivityCommand, gpuProcessesCommand = HostOpsOptions{}.gpuProcessesCommand;
   double verifyDeadlineSeconds = 30;
   double commandTimeoutSeconds = 120;
@@ -204,6 +205,7 @@ int run(const AgentFlags& flags) {
   options.beforeDetach = flags.beforeDetach;
   options.beforeReclaim = flags.beforeReclaim;
   options.beforePreempt = flags.beforePreempt;
+  options.deviceReset = flags.deviceReset;
   options.gpuActivityCommand = flags.gpuActivityCommand;
   options.gpuProcessesCommand = flags.gpuProcessesCommand;
   options.migCreateCommand = flags.migCreate;
@@ -336,6 +338,12 @@ int main(int argc, char** argv) {
   app.add_option("--before-detach", flags.beforeDetach,
                  "Shell command run before devices are removed (repeatable), same variables and YARD_DETACH_REASON "
                  "(request, lease, preemption or reclaim)");
+  app.add_option("--device-reset", flags.deviceReset,
+                 "How a device is reset as it leaves this host, so that the next tenant finds nothing of this one's in it: sysfs "
+                 "(the kernel's reset, after the driver is unbound), a shell command with {pci} (e.g. 'nvidia-smi -r -i {pci}', run "
+                 "while the driver is bound), or none (the previous tenant's data may reach the next). A failed reset keeps the "
+                 "device on this host")
+      ->capture_default_str();
   app.add_option("--before-reclaim", flags.beforeReclaim,
                  "Shell command run first when yardd takes idle GPUs back (repeatable; YARD_DETACH_REASON=reclaim): a notice; "
                  "failing stops the release");

@@ -1,7 +1,7 @@
 // A sysfs tree for host-side tests, built from a recorded `lspci -xxxx` dump: for each function
 // <root>/bus/pci/devices/<address>/ with its binary `config` (what libpci's sysfs method reads), a
 // `driver` link into <root>/bus/pci/drivers/<name>/ when one is given, and `numa_node`. The agent's
-// writes (rescan, remove, driver unbind) land in files here, where the test can read them back.
+// writes (rescan, remove, reset, driver unbind) land in files here, where the test can read them back.
 #pragma once
 
 #include <algorithm>
@@ -51,6 +51,7 @@ inline void writeFakeFunction(const std::filesystem::path& root, const FakeFunct
   std::ofstream(staging / "config", std::ios::binary).write(reinterpret_cast<const char*>(f.config.data()), static_cast<std::streamsize>(f.config.size()));
   writeFile(staging / "numa_node", std::to_string(numaNode) + "\n");
   writeFile(staging / "remove", "");
+  writeFile(staging / "reset", "");  // the kernel offers a reset (FLR or bus) for the function
   if (!driver.empty()) {
     writeFile(pci / "drivers" / driver / "unbind", "");
     std::filesystem::create_directory_symlink(std::filesystem::path("../../drivers") / driver, staging / "driver");

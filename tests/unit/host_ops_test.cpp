@@ -147,15 +147,18 @@ TEST_F(HostOpsTest, ReleaseUnbindsTheDriverThenRemovesTheFunctionAndADryRunOnlyS
 
   auto dry = ops.prepareDetach({gpu()}, true);
   ASSERT_TRUE(dry) << dry.error().message;
-  ASSERT_EQ(dry->size(), 3u);
+  ASSERT_EQ(dry->size(), 4u);
   EXPECT_EQ((*dry)[0], "would run hook: " + options.beforeDetach[0]);
   EXPECT_NE((*dry)[1].find("would run: echo 0000:12:00.0 > "), std::string::npos) << (*dry)[1];
+  EXPECT_NE((*dry)[2].find("would run: echo 1 > " + (sysfs() / "bus/pci/devices" / kGpu / "reset").string()), std::string::npos) << (*dry)[2];
   EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "remove"), "");
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "reset"), "");
   EXPECT_FALSE(std::filesystem::exists(hookLog));
 
   auto done = ops.prepareDetach({gpu()}, false);
   ASSERT_TRUE(done) << done.error().message;
   EXPECT_EQ(readAll(sysfs() / "bus/pci/drivers/nvidia/unbind"), kGpu);
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "reset"), "1") << "reset as it leaves: the next tenant finds nothing in it";
   EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "remove"), "1");
   EXPECT_EQ(readAll(hookLog), "sw0-gpu0 at 0000:12:00.0\n");
 
@@ -164,6 +167,45 @@ TEST_F(HostOpsTest, ReleaseUnbindsTheDriverThenRemovesTheFunctionAndADryRunOnlyS
   auto again = ops.prepareDetach({gpu()}, false);
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_NE(again->front().find("not on this host"), std::string::npos);
+}
+
+// Secure release (issue 39 item 11): a device that cannot be reset does not leave for another tenant.
+TEST_F(HostOpsTest, ADeviceTheKernelCannotResetStaysOnTheHostAndNothingChanges) {
+  gpuAppears();
+  std::filesystem::remove(sysfs() / "bus/pci/devices" / kGpu / "reset");
+  auto refused = HostOps(options()).prepareDetach({gpu()}, false);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(refused.error().message.find("cannot be reset"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/drivers/nvidia/unbind"), "") << "still bound to its driver";
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "remove"), "");
+  auto options = this->options();
+  options.deviceReset = "none";  // the operator's choice, at the documented risk
+  EXPECT_TRUE(HostOps(options).prepareDetach({gpu()}, false));
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "remove"), "1");
+}
+
+TEST_F(HostOpsTest, AVendorResetRunsWhileTheDriverIsBoundAndItsFailureKeepsTheDevice) {
+  gpuAppears();
+  auto options = this->options();
+  const auto log = dir_ / "reset.log";
+  const auto unbind = sysfs() / "bus/pci/drivers/nvidia/unbind";
+  options.deviceReset = "echo \"{pci} unbound=$(cat " + unbind.string() + ")\" >> " + log.string() + "; exit 4";
+  auto failed = HostOps(options).prepareDetach({gpu()}, false);
+  ASSERT_FALSE(failed);
+  EXPECT_EQ(failed.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(failed.error().message.find("stays on this host"), std::string::npos) << failed.error().message;
+  EXPECT_EQ(readAll(log), std::string(kGpu) + " unbound=\n") << "run with the driver still bound";
+  EXPECT_EQ(readAll(unbind), "");
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "remove"), "");
+  options.deviceReset = "echo {pci} >> " + log.string();
+  ASSERT_TRUE(HostOps(options).prepareDetach({gpu()}, false));
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "remove"), "1");
+  EXPECT_EQ(readAll(sysfs() / "bus/pci/devices" / kGpu / "reset"), "") << "the vendor's reset instead of the kernel's";
+  options.deviceReset = "reboot";
+  auto bad = HostOps(options).prepareDetach({gpu()}, false);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().code, Code::kInvalidArgument);
 }
 
 TEST_F(HostOpsTest, AFailingHookFailsTheAttachWithItsOutput) {
