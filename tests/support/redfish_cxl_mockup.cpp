@@ -23,6 +23,18 @@ json collection(const std::string& uri, const std::string& type, const std::vect
 
 const json kOk = {{"State", "Enabled"}, {"Health", "OK"}};
 
+// A switch port, its type (UpstreamPort, DownstreamPort) and the endpoint behind it.
+json switchPort(const std::string& uri, const std::string& id, const std::string& type, const std::string& endpoint) {
+  return {{"@odata.id", uri},   {"@odata.type", "#Port.v1_18_0.Port"}, {"Id", id},  {"PortType", type}, {"PortProtocol", "CXL"},
+          {"ActiveWidth", 16}, {"Status", kOk},                      {"Links", {{"AssociatedEndpoints", {link(endpoint)}}}}};
+}
+
+// An endpoint whose one connected entity has this type and role and links to `entity`.
+json endpointOf(const std::string& uri, const std::string& id, const std::string& type, const std::string& role, const std::string& entity) {
+  return {{"@odata.id", uri}, {"@odata.type", "#Endpoint.v1_8_2.Endpoint"}, {"Id", id}, {"EndpointProtocol", "CXL"}, {"Status", kOk},
+          {"ConnectedEntities", {{{"EntityType", type}, {"EntityRole", role}, {"EntityLink", link(entity)}}}}};
+}
+
 }  // namespace
 
 Result<void> writeCxlMockup(const fs::path& folder, const CxlMockupShape& shape) {
@@ -71,15 +83,8 @@ Result<void> writeCxlMockup(const fs::path& folder, const CxlMockupShape& shape)
       vcss.push_back(vcs);
       endpoints.push_back(initiator);
       systems.push_back(system);
-      resources[port] = {{"@odata.id", port},          {"@odata.type", "#Port.v1_18_0.Port"}, {"Id", fmt::format("U{}", h)},
-                         {"PortType", "UpstreamPort"}, {"PortProtocol", "CXL"},               {"ActiveWidth", 16},
-                         {"Status", kOk},              {"Links", {{"AssociatedEndpoints", {link(initiator)}}}}};
-      resources[initiator] = {{"@odata.id", initiator},
-                              {"@odata.type", "#Endpoint.v1_8_2.Endpoint"},
-                              {"Id", fmt::format("I{}-{}", s, h)},
-                              {"EndpointProtocol", "CXL"},
-                              {"Status", kOk},
-                              {"ConnectedEntities", {{{"EntityType", "RootComplex"}, {"EntityRole", "Initiator"}, {"EntityLink", link(system)}}}}};
+      resources[port] = switchPort(port, fmt::format("U{}", h), "UpstreamPort", initiator);
+      resources[initiator] = endpointOf(initiator, fmt::format("I{}-{}", s, h), "RootComplex", "Initiator", system);
       resources[system] = {{"@odata.id", system}, {"@odata.type", "#ComputerSystem.v1_22_0.ComputerSystem"},
                            {"Id", fmt::format("host{}", host)}, {"PowerState", "On"}, {"Status", kOk}};
       resources[vcs] = {{"@odata.id", vcs},   {"@odata.type", "#VirtualCXLSwitch.v1_0_0.VirtualCXLSwitch"},
@@ -93,16 +98,8 @@ Result<void> writeCxlMockup(const fs::path& folder, const CxlMockupShape& shape)
       const std::string target = fmt::format("{}/Endpoints/T{}-{}", fabric, s, g);
       ports.push_back(port);
       endpoints.push_back(target);
-      resources[port] = {{"@odata.id", port},            {"@odata.type", "#Port.v1_18_0.Port"}, {"Id", fmt::format("D{}", g)},
-                         {"PortType", "DownstreamPort"}, {"PortProtocol", "CXL"},               {"ActiveWidth", 16},
-                         {"Status", kOk},                {"Links", {{"AssociatedEndpoints", {link(target)}}}}};
-      resources[target] = {{"@odata.id", target},
-                           {"@odata.type", "#Endpoint.v1_8_2.Endpoint"},
-                           {"Id", fmt::format("T{}-{}", s, g)},
-                           {"EndpointProtocol", "CXL"},
-                           {"Status", kOk},
-                           {"ConnectedEntities",
-                            {{{"EntityType", "Processor"}, {"EntityRole", "Target"}, {"EntityLink", link(fmt::format("/redfish/v1/Chassis/GpuBox{}/Processors/H100", s))}}}}};
+      resources[port] = switchPort(port, fmt::format("D{}", g), "DownstreamPort", target);
+      resources[target] = endpointOf(target, fmt::format("T{}-{}", s, g), "Processor", "Target", fmt::format("/redfish/v1/Chassis/GpuBox{}/Processors/H100", s));
     }
     resources[sw + "/Ports"] = collection(sw + "/Ports", "Port", ports);
     resources[sw + "/VCSs"] = collection(sw + "/VCSs", "VirtualCXLSwitch", vcss);
