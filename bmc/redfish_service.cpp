@@ -7,6 +7,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "bmc/event_feed.h"
 #include "bmc/redfish_protocol.h"
 #include "composer/model/access.h"
 
@@ -278,51 +279,14 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
 }
 
 void RedfishService::eventStream(const std::shared_ptr<Call>& call) {
-  // Subscribe first, then replay what the client missed (Last-Event-ID), skipping anything seen twice.
-  auto events = engine_.subscribe();
-  std::uint64_t last = 0;
-  std::vector<Event> replay;
-  if (auto id = (*call->request)["Last-Event-ID"]; !id.empty()) {
-    try {
-      last = std::stoull(std::string(id));
-    } catch (const std::exception&) {
-      return call->reply(error(http::status::bad_request, std::string(kBase) + "PropertyValueError", "Last-Event-ID must be an event sequence number"));
-    }
-    auto recorded = engine_.listEvents(last, 10'000);
-    if (!recorded) return call->reply(engineError(recorded.error(), false));
-    replay = std::move(*recorded);
-  }
-  if (events->closed())
-    return call->reply(engineError(Error{Code::kUnavailable, "yardd is starting or stopping; retry shortly"}, false));
+  auto last = lastEventId(std::string_view((*call->request)["Last-Event-ID"]));
+  if (!last) return call->reply(error(http::status::bad_request, std::string(kBase) + "PropertyValueError", last.error().message));
+  auto feed = EventFeed::open(engine_, *last);
+  if (!feed) return call->reply(engineError(feed.error(), false));
   auto writer = call->openStream(
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nOData-Version: 4.0\r\nConnection: close\r\n\r\n");
-  auto lastSent = std::make_shared<std::atomic<std::uint64_t>>(last);
   // A tenant's account hears its own tenant's events and the pool's (as over gRPC).
-  for (const auto& e : replay) {
-    if (maySee(call->caller, e.tenant)) writer->send(sseFrame(e));
-    lastSent->store(e.sequence);
-  }
-  // Pushed from the engine's control thread: format and hand on, never block.
-  events->setListener([weak = std::weak_ptr<EventStream>(events), writer, lastSent, caller = call->caller] {
-    auto stream = weak.lock();
-    if (!stream) return;
-    while (auto e = stream->tryNext()) {
-      if (e->sequence <= lastSent->load()) continue;
-      lastSent->store(e->sequence);
-      if (maySee(caller, e->tenant)) writer->send(sseFrame(*e));
-    }
-    if (stream->closed()) writer->close();
-  });
-  writer->onClosed([events] {
-    events->setListener(nullptr);
-    events->close();
-  });
-  // Anything queued between subscribing and the listener being set.
-  while (auto e = events->tryNext())
-    if (e->sequence > lastSent->load()) {
-      lastSent->store(e->sequence);
-      if (maySee(call->caller, e->tenant)) writer->send(sseFrame(*e));
-    }
+  std::move(*feed).pipeTo(writer, call->caller, sseFrame);
 }
 
 void RedfishService::login(const std::shared_ptr<Call>& call) {

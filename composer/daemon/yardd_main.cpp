@@ -356,8 +356,8 @@ int run(const DaemonOptions& o) {
         engine, clock, std::chrono::milliseconds(static_cast<std::int64_t>(o.capacitySampleSeconds * 1000)));
     capacityHistory->start();
     web = std::make_unique<web::WebService>(engine, engineMetrics.get(), accounts.get(), capacityHistory.get());
-    auto started = bmc::HttpServer::start(httpOptions, [w = web.get()](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream) {
-      w->handle(req, std::move(reply));
+    auto started = bmc::HttpServer::start(httpOptions, [w = web.get()](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream openStream) {
+      w->handle(req, std::move(reply), openStream);
     });
     if (!started) {
       spdlog::critical("metrics: {}", started.error().message);

@@ -9,6 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "bmc/event_feed.h"
 #include "composer/metrics/exposition.h"
 #include "composer/model/queue.h"
 #include "composer/web/pool_metrics.h"
@@ -109,6 +110,14 @@ json systemJson(const System& s) {
               {"active_operation", s.activeOperation}, {"created_at", isoTime(s.createdAt)}};
 }
 
+json eventJson(const Event& e) {
+  return json{{"sequence", e.sequence}, {"at", isoTime(e.at)}, {"type", e.type},       {"subject", e.subject},
+              {"message", e.message},   {"actor", e.actor},    {"tenant", e.tenant}, {"system_id", e.systemId}};
+}
+
+// One event on /api/v1/events/stream: the JSON /api/v1/events lists, as a server-sent event.
+std::string sseFrame(const Event& e) { return fmt::format("id: {}\ndata: {}\n\n", e.sequence, eventJson(e).dump()); }
+
 json operationJson(const Operation& op) {
   json steps = json::array();
   for (const auto& st : op.steps) {
@@ -145,7 +154,7 @@ WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, bm
                                                 kReportedShares)),
       dashboardCapacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>{}, std::vector<int>{})) {}
 
-void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply) {
+void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream) {
   const unsigned version = request.version();
   const bool keepAlive = request.keep_alive();
   const std::string target(request.target());
@@ -179,10 +188,28 @@ void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply) {
   }
 
   if (path == "/metrics") return metricsPage(caller, std::move(reply), version, keepAlive);
+  if (path == "/api/v1/events/stream") return eventStream(caller, request, std::move(reply), openStream);
   if (path.starts_with("/api/")) return api(caller, path, query, std::move(reply), version, keepAlive);
   if (const Asset* asset = dashboardAsset(path))
     return reply(respond(http::status::ok, asset->contentType, std::string(asset->body), version, keepAlive));
   reply(problem(http::status::not_found, fmt::format("no page {}; try / (the dashboard), /metrics or /api/v1/pool", path), version, keepAlive));
+}
+
+void WebService::eventStream(const Caller& caller, const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream) {
+  const unsigned version = request.version();
+  if (request.method() != http::verb::get || !openStream) {
+    auto res = problem(http::status::method_not_allowed, "/api/v1/events/stream is a stream of server-sent events: GET it", version, false);
+    res.set(http::field::allow, "GET");
+    return reply(std::move(res));
+  }
+  const auto header = request.find("Last-Event-ID");
+  auto last = bmc::lastEventId(header == request.end() ? std::string_view{} : std::string_view(header->value()));
+  if (!last) return reply(problem(http::status::bad_request, last.error().message, version, false));
+  auto feed = bmc::EventFeed::open(engine_, *last);
+  if (!feed) return reply(problem(httpStatusOf(feed.error().code), feed.error().message, version, false));
+  // The dashboard redraws when something happens instead of polling; a tenant hears its own events and the pool's.
+  auto writer = openStream("HTTP/1.1 200 OK\r\nServer: yardd\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
+  std::move(*feed).pipeTo(writer, caller, sseFrame);
 }
 
 void WebService::metricsPage(const Caller& caller, bmc::Reply reply, unsigned version, bool keepAlive) {
@@ -370,8 +397,7 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
       json out = json::array();
       for (auto it = events.rbegin(); it != events.rend() && out.size() < limit; ++it)
         if (maySee(caller, it->tenant))
-          out.push_back(json{{"sequence", it->sequence}, {"at", isoTime(it->at)}, {"type", it->type}, {"subject", it->subject},
-                             {"message", it->message}, {"actor", it->actor}, {"tenant", it->tenant}, {"system_id", it->systemId}});
+          out.push_back(eventJson(*it));
       return out;
     };
   } else if (path == "/api/v1/capacity") {
@@ -399,8 +425,8 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
     };
   } else {
     return reply(problem(http::status::not_found,
-                         fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/queue, /api/v1/idle, /api/v1/operations, /api/v1/events and "
-                                     "/api/v1/capacity",
+                         fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/queue, /api/v1/idle, /api/v1/operations, /api/v1/events, "
+                                     "/api/v1/events/stream and /api/v1/capacity",
                                      path),
                          version, keepAlive));
   }

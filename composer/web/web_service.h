@@ -2,7 +2,8 @@
 // dashboard at / (static files built into the binary; no CDN) and the JSON it draws from at /api/v1/*.
 // An adapter over the engine like the gRPC and Redfish ones: pool reads (/metrics, /api/v1/pool, systems,
 // capacity) answer on the HTTP thread from the engine's published view; operations and events take one
-// hop to the control thread.
+// hop to the control thread. /api/v1/events/stream pushes each event as it happens (server-sent events),
+// so the dashboard redraws on change instead of polling.
 //
 // With identities configured, every path but /healthz needs credentials (HTTP Basic, or a bearer token,
 // as Prometheus' `authorization` sends it); a tenant sees only its own systems, operations and events.
@@ -24,9 +25,11 @@ class WebService {
   // `metrics`, `accounts` and `history` may be null: no counters, no authentication, no capacity history.
   WebService(Engine& engine, const metrics::EngineMetrics* metrics, bmc::Accounts* accounts, const CapacityHistory* history);
 
-  void handle(const bmc::HttpRequest& request, bmc::Reply reply);
+  // `openStream` serves /api/v1/events/stream (server-sent events); without one that path answers 405.
+  void handle(const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream = {});
 
  private:
+  void eventStream(const Caller& caller, const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream);
   void metricsPage(const Caller& caller, bmc::Reply reply, unsigned version, bool keepAlive);
   void api(const Caller& caller, const std::string& path, const std::string& query, bmc::Reply reply, unsigned version, bool keepAlive);
 

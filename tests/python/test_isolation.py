@@ -1,6 +1,6 @@
 """Tenant isolation on every read surface (issue 39 item 6): two tenants share one yardd; each walks everything it
 may read (gRPC through the installed Python client and yardctl, Redfish with its event stream replayed from the
-start and every resource reachable from the service root, the web API) and no name, id, label, identity, tenant
+start and every resource reachable from the service root, the web API and its event stream) and no name, id, label, identity, tenant
 or host-side PCI address of the other tenant's may appear anywhere. The other roles are checked for what they
 may not do: a tenant cannot read /metrics (it shows the whole pool); a viewer sees both tenants."""
 import base64
@@ -34,12 +34,12 @@ class IsolationTest(YarddTestCase):
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode(errors="replace")
 
-    def sse(self, base, token, seconds=1.5):
-        """The Redfish event stream from the first recorded event (Last-Event-ID: 0), read for a while."""
+    def sse(self, url, token, seconds=1.5):
+        """An event stream (Redfish's or the web API's) from the first recorded event (Last-Event-ID: 0), read for a while."""
         chunks = []
 
         def read():
-            request = urllib.request.Request(base + "/redfish/v1/EventService/SSE")
+            request = urllib.request.Request(url)
             request.add_header("Authorization", f"Bearer {token}")
             request.add_header("Last-Event-ID", "0")
             try:
@@ -139,10 +139,13 @@ class IsolationTest(YarddTestCase):
             crawled, seen = self.redfish_crawl(redfish, token)
             self.assertGreater(len(seen), 30, "the Redfish crawl reached the service's resources")
             texts += crawled
-            events = self.sse(redfish, token)
+            events = self.sse(redfish + "/redfish/v1/EventService/SSE", token)
             self.assertIn("data: ", events, "the Redfish event stream replays the caller's own events")
             texts.append("SSE: " + events)
             texts += self.web_surfaces(yardd.metrics_url, token)
+            events = self.sse(yardd.metrics_url + "/api/v1/events/stream", token)
+            self.assertIn(f"{'alpha' if who == 'alice' else 'bravo'}-kept", events, "the web event stream replays the caller's own events")
+            texts.append("GET /api/v1/events/stream\n" + events)
             return texts
 
         for who, other in (("alice", "bob"), ("bob", "alice")):

@@ -1,7 +1,11 @@
-// The Switchyard dashboard: polls yardd's /api/v1 every two seconds and redraws. Read-only; no libraries.
+// The Switchyard dashboard: draws from yardd's /api/v1 and redraws when yardd says something changed
+// (server-sent events on /api/v1/events/stream), and every 30 s for what time alone changes (idle
+// GPU-hours, the capacity history). While the stream is down it polls every 2 s. Read-only; no libraries.
 "use strict";
 
-const POLL_MS = 2000;
+const LIVE_REFRESH_MS = 30000;  // with the stream up: a redraw on each change, else this often
+const POLL_MS = 2000;           // with the stream down
+const MIN_GAP_MS = 300;         // a burst of events (one compose makes several) is one redraw
 const POOL_SWITCHES = 16, POOL_HOSTS = 64, SYSTEMS_SHOWN = 100;  // devices drawn one by one, per refresh
 const SHAPE_COLOURS = { 1: "#1565c0", 2: "#2e7d32", 4: "#f9a825", 8: "#6a1b9a", 16: "#c62828" };
 
@@ -146,6 +150,8 @@ function drawEvents(events) {
   fillTable("events", events.map((e) => [e.at.replace("T", " ").replace(/\.\d+Z$/, "Z"), e.type, e.subject, e.message]), "no events");
 }
 
+let live = false;  // the event stream is open
+
 async function refresh() {
   const status = document.getElementById("status");
   try {
@@ -162,7 +168,7 @@ async function refresh() {
     drawQueue(queue);
     drawIdle(idle);
     drawEvents(events);
-    status.textContent = `updated ${new Date().toLocaleTimeString()}`;
+    status.textContent = `${live ? "live" : "polling every 2 s (no live updates)"} · updated ${new Date().toLocaleTimeString()}`;
     status.className = "";
     document.body.dataset.loaded = "true";
   } catch (e) {
@@ -171,5 +177,37 @@ async function refresh() {
   }
 }
 
-refresh();
-setInterval(refresh, POLL_MS);
+// One refresh at a time; what is asked for meanwhile runs once, right after.
+let timer = null, running = false, pending = false;
+function requestRefresh(delay = 0) {
+  if (running) { pending = true; return; }
+  if (timer !== null) return;
+  timer = setTimeout(async () => {
+    timer = null;
+    running = true;
+    try { await refresh(); } finally { running = false; }
+    if (pending) { pending = false; requestRefresh(MIN_GAP_MS); }
+  }, delay);
+}
+
+let tickTimer = null;
+function tick() {
+  requestRefresh();
+  tickTimer = setTimeout(tick, live ? LIVE_REFRESH_MS : POLL_MS);
+}
+
+function setLive(value) {
+  if (live === value) return;
+  live = value;
+  clearTimeout(tickTimer);
+  tick();  // redraw now: changes may have happened while the stream was down
+}
+
+if (typeof EventSource === "function") {
+  const events = new EventSource("/api/v1/events/stream");
+  // The browser reconnects by itself; meanwhile the page polls.
+  events.onopen = () => setLive(true);
+  events.onmessage = () => requestRefresh(MIN_GAP_MS);
+  events.onerror = () => setLive(false);
+}
+tick();
