@@ -4,7 +4,8 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
-#include <boost/beast/core/detail/base64.hpp>
+#include "composer/model/base64.h"
+
 
 namespace switchyard::bmc {
 
@@ -44,14 +45,12 @@ std::optional<Caller> Accounts::authorization(const std::string& header) const {
   if (header.rfind("Bearer ", 0) == 0) return identities_->byToken(std::string_view(header).substr(7));
   const std::string prefix = "Basic ";
   if (header.rfind(prefix, 0) != 0) return std::nullopt;
-  const std::string encoded = header.substr(prefix.size());
-  // Well-formed base64 only: whole 4-character groups of its alphabet. Beast's decoder writes past
-  // decoded_size() for a trailing partial group (the fuzzer found that heap overflow), so it never sees one.
-  if (encoded.empty() || encoded.size() % 4 != 0 || encoded.size() > 4096 ||
-      encoded.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") != std::string::npos)
-    return std::nullopt;
-  std::string decoded(boost::beast::detail::base64::decoded_size(encoded.size()) + 3, '\0');
-  decoded.resize(boost::beast::detail::base64::decode(decoded.data(), encoded.data(), encoded.size()).first);
+  const std::string_view encoded = std::string_view(header).substr(prefix.size());
+  // Well-formed base64 only (a partial group once overflowed Beast's decoder; the fuzzer keeps checking).
+  if (encoded.empty() || encoded.size() > 4096) return std::nullopt;
+  const std::optional<std::string> credentials = decodeBase64(encoded);
+  if (!credentials) return std::nullopt;
+  const std::string& decoded = *credentials;
   const auto colon = decoded.find(':');
   if (colon == std::string::npos) return std::nullopt;
   return identities_->byPassword(decoded.substr(0, colon), decoded.substr(colon + 1));

@@ -10,13 +10,14 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
-#include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <thread>
+
+#include "composer/model/base64.h"
 
 namespace switchyard::redfish {
 
@@ -136,10 +137,7 @@ struct ClientPool {
     std::lock_guard lock(tokenMutex);
     if (!endpoint.token.empty()) return {};
     if (endpoint.user.empty()) return {};
-    const std::string credentials = endpoint.user + ":" + endpoint.password;
-    std::string encoded(beast::detail::base64::encoded_size(credentials.size()), '\0');
-    encoded.resize(beast::detail::base64::encode(encoded.data(), credentials.data(), credentials.size()));
-    return "Basic " + encoded;
+    return "Basic " + encodeBase64(endpoint.user + ":" + endpoint.password);
   }
   std::string token() {
     std::lock_guard lock(tokenMutex);

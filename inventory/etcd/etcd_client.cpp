@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <charconv>
 #include <limits>
-#include <openssl/evp.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -11,6 +10,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
+
+#include "composer/model/base64.h"
 
 namespace switchyard::etcd {
 
@@ -21,25 +22,12 @@ using nlohmann::json;
 
 namespace {
 
-std::string base64(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3), '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<std::size_t>(n));
-  return out;
-}
+std::string base64(std::string_view bytes) { return encodeBase64(bytes); }
 
 Result<std::string> unbase64(std::string_view text) {
-  if (text.size() % 4 != 0) return fail(Code::kInternal, "etcd sent malformed base64");
-  std::string out(3 * text.size() / 4, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()), reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) return fail(Code::kInternal, "etcd sent malformed base64");
-  std::size_t padding = 0;
-  if (!text.empty() && text.back() == '=') ++padding;
-  if (text.size() > 1 && text[text.size() - 2] == '=') ++padding;
-  out.resize(static_cast<std::size_t>(n) - padding);
-  return out;
+  auto bytes = decodeBase64(text);
+  if (!bytes) return fail(Code::kInternal, "etcd sent malformed base64");
+  return std::move(*bytes);
 }
 
 // Reading a reply never throws: a field of the wrong type reads as absent (etcd's gateway leaves out fields

@@ -6,11 +6,12 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
-#include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/http.hpp>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include "composer/model/base64.h"
 
 namespace switchyard::testing {
 
@@ -415,10 +416,7 @@ RedfishEmulator::Reply RedfishEmulator::handle(const std::string& method, std::s
   if (method == "POST" && path == "/redfish/v1/SessionService/Sessions") return login(body);
   const bool session = !token.empty() && sessions_.contains(token);
   if (path != "/redfish" && path != "/redfish/v1" && !session) {
-    const std::string credentials = options_.user + ":" + options_.password;
-    std::string expected(beast::detail::base64::encoded_size(credentials.size()), '\0');
-    expected.resize(beast::detail::base64::encode(expected.data(), credentials.data(), credentials.size()));
-    if (authorization != "Basic " + expected) return {401, errorBody("NoValidSession", "authentication required"), {}, {}};
+    if (authorization != "Basic " + encodeBase64(options_.user + ":" + options_.password)) return {401, errorBody("NoValidSession", "authentication required"), {}, {}};
   }
   if (failNext_ > 0 && (failMethod_.empty() || failMethod_ == method)) {
     --failNext_;
