@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "bmc/http_status.h"
+
 namespace switchyard::bmc::redfish_protocol {
 
 namespace {
@@ -74,28 +76,29 @@ bool notModified(HttpResponse& res, const std::string& ifNoneMatchHeader) {
   return true;
 }
 
+// The status is the one every HTTP surface gives the code (http_status.h); Redfish adds the message id.
 HttpResponse engineError(const Error& e, bool composing) {
+  if (isStaleTag(e)) return error(http::status::precondition_failed, std::string(kBase) + "PreconditionFailed", e.message);
+  if (composing && e.code == Code::kNotFound)  // the request body names a resource block that is not there
+    return error(http::status::bad_request, std::string(kComposition) + "ResourceBlockNotFound", e.message);
+  std::string messageId = std::string(kBase) + "InternalError";
   switch (e.code) {
-    case Code::kInvalidArgument: return error(http::status::bad_request, std::string(kBase) + "PropertyValueError", e.message);
-    case Code::kNotFound:
-      return composing ? error(http::status::bad_request, std::string(kComposition) + "ResourceBlockNotFound", e.message)
-                       : error(http::status::not_found, std::string(kBase) + "ResourceNotFound", e.message);
-    case Code::kAlreadyExists: return error(http::status::conflict, std::string(kBase) + "ResourceAlreadyExists", e.message);
-    case Code::kFailedPrecondition:
-      return error(http::status::conflict, std::string(composing ? kComposition : kBase) + (composing ? "ResourceBlockInUse" : "ResourceInUse"),
-                   e.message);
-    case Code::kResourceExhausted: return error(http::status::bad_request, std::string(kComposition) + "NoResourceMatch", e.message);
-    case Code::kPermissionDenied: return error(http::status::forbidden, std::string(kBase) + "InsufficientPrivilege", e.message);
-    case Code::kUnauthenticated: return error(http::status::unauthorized, std::string(kBase) + "NoValidSession", e.message);
+    case Code::kInvalidArgument: messageId = std::string(kBase) + "PropertyValueError"; break;
+    case Code::kNotFound: messageId = std::string(kBase) + "ResourceNotFound"; break;
+    case Code::kAlreadyExists: messageId = std::string(kBase) + "ResourceAlreadyExists"; break;
+    case Code::kFailedPrecondition: messageId = composing ? std::string(kComposition) + "ResourceBlockInUse" : std::string(kBase) + "ResourceInUse"; break;
+    case Code::kResourceExhausted: messageId = std::string(kComposition) + "NoResourceMatch"; break;
+    case Code::kDeadlineExceeded: messageId = std::string(kBase) + "OperationTimeout"; break;
     case Code::kUnavailable:
-    case Code::kAborted: {
-      if (isStaleTag(e)) return error(http::status::precondition_failed, std::string(kBase) + "PreconditionFailed", e.message);
-      HttpResponse res = error(http::status::service_unavailable, std::string(kBase) + "ServiceTemporarilyUnavailable", e.message);
-      res.set(http::field::retry_after, "5");
-      return res;
-    }
-    default: return error(http::status::internal_server_error, std::string(kBase) + "InternalError", e.message);
+    case Code::kAborted: messageId = std::string(kBase) + "ServiceTemporarilyUnavailable"; break;
+    case Code::kPermissionDenied: messageId = std::string(kBase) + "InsufficientPrivilege"; break;
+    case Code::kUnauthenticated: messageId = std::string(kBase) + "NoValidSession"; break;
+    case Code::kOk:
+    case Code::kInternal: break;
   }
+  HttpResponse res = error(httpStatusOf(e.code), messageId, e.message);
+  if (res.result() == http::status::service_unavailable) res.set(http::field::retry_after, "5");
+  return res;
 }
 
 HttpResponse accepted(const Operation& op) {

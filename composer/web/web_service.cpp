@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bmc/event_feed.h"
+#include "bmc/http_status.h"
 #include "composer/metrics/exposition.h"
 #include "composer/model/queue.h"
 #include "composer/web/pool_metrics.h"
@@ -35,18 +36,6 @@ bmc::HttpResponse respond(http::status status, std::string_view contentType, std
 bmc::HttpResponse problem(http::status status, std::string message, unsigned version, bool keepAlive) {
   return respond(status, "application/json", json{{"error", {{"code", static_cast<int>(status)}, {"message", std::move(message)}}}}.dump() + "\n",
                  version, keepAlive);
-}
-
-http::status httpStatusOf(Code code) {
-  switch (code) {
-    case Code::kNotFound: return http::status::not_found;
-    case Code::kInvalidArgument: return http::status::bad_request;
-    case Code::kPermissionDenied: return http::status::forbidden;
-    case Code::kUnauthenticated: return http::status::unauthorized;
-    case Code::kUnavailable:
-    case Code::kAborted: return http::status::service_unavailable;
-    default: return http::status::internal_server_error;
-  }
 }
 
 std::string queryValue(std::string_view query, std::string_view key) {
@@ -206,7 +195,7 @@ void WebService::eventStream(const Caller& caller, const bmc::HttpRequest& reque
   auto last = bmc::lastEventId(header == request.end() ? std::string_view{} : std::string_view(header->value()));
   if (!last) return reply(problem(http::status::bad_request, last.error().message, version, false));
   auto feed = bmc::EventFeed::open(engine_, *last);
-  if (!feed) return reply(problem(httpStatusOf(feed.error().code), feed.error().message, version, false));
+  if (!feed) return reply(problem(bmc::httpStatusOf(feed.error().code), feed.error().message, version, false));
   // The dashboard redraws when something happens instead of polling; a tenant hears its own events and the pool's.
   auto writer = openStream("HTTP/1.1 200 OK\r\nServer: yardd\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
   std::move(*feed).pipeTo(writer, caller, sseFrame);
@@ -221,7 +210,7 @@ void WebService::metricsPage(const Caller& caller, bmc::Reply reply, unsigned ve
   }
   // On this HTTP thread, from the engine's published view: a scrape never holds the control thread.
   metrics::ExpositionWriter out;
-  if (auto r = writePoolMetrics(engine_, out, deviceSeries_.get(), capacity_.get()); !r) return reply(problem(httpStatusOf(r.error().code), r.error().message, version, keepAlive));
+  if (auto r = writePoolMetrics(engine_, out, deviceSeries_.get(), capacity_.get()); !r) return reply(problem(bmc::httpStatusOf(r.error().code), r.error().message, version, keepAlive));
   if (metrics_) metrics_->registry.write(out);
   reply(respond(http::status::ok, metrics::kContentType, out.take(), version, keepAlive));
 }
@@ -431,7 +420,7 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
                          version, keepAlive));
   }
   auto answer = [reply = std::move(reply), version, keepAlive](Result<json> body) {
-    if (!body) return reply(problem(httpStatusOf(body.error().code), body.error().message, version, keepAlive));
+    if (!body) return reply(problem(bmc::httpStatusOf(body.error().code), body.error().message, version, keepAlive));
     reply(respond(http::status::ok, "application/json", body->dump() + "\n", version, keepAlive));
   };
   if (fromView) return answer(read());

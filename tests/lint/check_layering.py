@@ -22,7 +22,7 @@ RULES = [
     ("composer/auth/", (["composer/model/", "composer/auth/"], IO + ["spdlog"])),
     ("composer/metrics/", (["composer/model/", "composer/metrics/", "fabric/fabric_driver.h"], IO + ["spdlog", "nlohmann"])),
     # The operator HTTP endpoint: metrics, dashboard, JSON; on the Redfish service's Beast server and accounts.
-    ("composer/web/", (ENGINE_DEPS + ["composer/web/", "composer/auth/", "bmc/http_server.h", "bmc/event_feed.h", "bmc/accounts.h", "bmc/tls_certificate.h"],
+    ("composer/web/", (ENGINE_DEPS + ["composer/web/", "composer/auth/", "bmc/http_server.h", "bmc/http_status.h", "bmc/event_feed.h", "bmc/accounts.h", "bmc/tls_certificate.h"],
                        ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("composer/engine/", (ENGINE_DEPS, ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("composer/api/", (ENGINE_DEPS + ["composer/api/", "composer/auth/", "switchyard/v1/"], ["sqlite3.h"])),
