@@ -108,6 +108,7 @@ void Engine::stop(Duration grace) {
   }
   (void)onControl([this]() -> Result<void> {
     halted_ = true;
+    haltedForReaders_ = true;
     pollTimer_->timer.cancel();
     pollTimer_->pruneTimer.cancel();
     pollTimer_->reconcileTimer.cancel();
@@ -165,7 +166,7 @@ Result<std::optional<Operation>> Engine::priorOperation(const Caller& caller, st
 }
 
 Result<Operation> Engine::audited(const Caller& caller, std::string action, const std::string& target, std::string tenant,
-                                  const std::string& requestId, const std::function<Result<Operation>()>& accept) {
+                                  const std::string& requestId, const std::function<Result<Operation>(const Acceptance&)>& accept) {
   if (!requestId.empty()) {
     SY_TRY(checkAccepting());
     SY_ASSIGN(auto prior, priorOperation(caller, action, requestId));
@@ -176,12 +177,10 @@ Result<Operation> Engine::audited(const Caller& caller, std::string action, cons
   }
   if (tenant.empty())  // a change to an existing system: that system's tenant, when the caller may see it
     if (const System* s = state_ ? state_->findSystem(target) : nullptr; s && maySee(caller, s->tenant)) tenant = s->tenant;
-  auditing_ = AuditRecord{0, clock_.now(), caller, std::move(action), target, std::move(tenant), "accepted", {}, {}, {}, 0};
-  requestId_ = requestId;
-  Result<Operation> result = accept();
-  requestId_.clear();
-  AuditRecord record = std::move(*auditing_);
-  auditing_.reset();
+  const Acceptance acceptance{AuditRecord{0, clock_.now(), caller, std::move(action), target, std::move(tenant), "accepted", {}, {}, {}, 0},
+                              requestId};
+  Result<Operation> result = accept(acceptance);
+  AuditRecord record = acceptance.audit;
   // A refusal is recorded on its own, unless yardd is not taking work at all (starting, stopping, or its
   // store failed: then there is nothing to write to).
   if (!result && result.error().code != Code::kUnavailable && result.error().code != Code::kAborted) {
@@ -197,19 +196,19 @@ Result<Operation> Engine::audited(const Caller& caller, std::string action, cons
 }
 
 Result<Operation> Engine::compose(const Caller& caller, const ComposeRequest& request) {
-  return onControl([&] { return audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&] { return acceptCompose(caller, request); }); });
+  return onControl([&] { return audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&](const Acceptance& a) { return acceptCompose(a, request); }); });
 }
 
 Result<Operation> Engine::decompose(const Caller& caller, const std::string& system, const std::string& requestId) {
-  return onControl([&] { return audited(caller, "decompose", system, {}, requestId, [&] { return acceptDecompose(caller, system); }); });
+  return onControl([&] { return audited(caller, "decompose", system, {}, requestId, [&](const Acceptance& a) { return acceptDecompose(a, system); }); });
 }
 
 Result<Operation> Engine::attach(const Caller& caller, const AttachRequest& request) {
-  return onControl([&] { return audited(caller, "attach", request.system, {}, request.requestId, [&] { return acceptAttach(caller, request); }); });
+  return onControl([&] { return audited(caller, "attach", request.system, {}, request.requestId, [&](const Acceptance& a) { return acceptAttach(a, request); }); });
 }
 
 Result<Operation> Engine::detach(const Caller& caller, const DetachRequest& request) {
-  return onControl([&] { return audited(caller, "detach", request.system, {}, request.requestId, [&] { return acceptDetach(caller, request); }); });
+  return onControl([&] { return audited(caller, "detach", request.system, {}, request.requestId, [&](const Acceptance& a) { return acceptDetach(a, request); }); });
 }
 
 struct Engine::Waiter {
@@ -370,6 +369,7 @@ void Engine::haltOnStoreFailure(const Error& error) {
   }
   accepting_ = false;
   halted_ = true;
+  haltedForReaders_ = true;
   // No operation will finish now: whoever waits for one gets it as it stands (resumable at the next start).
   std::vector<OperationId> waitedFor;
   for (const auto& [id, waiters] : waiters_) waitedFor.push_back(id);

@@ -291,6 +291,9 @@ class Engine {
   [[nodiscard]] std::shared_ptr<const PoolView> view() const;
   // Empty while the engine can write its store; else why it stopped (safe on any thread: health checks).
   [[nodiscard]] std::string storeFailure() const;
+  // True once stop() has halted the engine (its grace is over): step results still in flight are recorded,
+  // no new step starts. Safe on any thread; tests wait on it instead of sleeping.
+  [[nodiscard]] bool halted() const { return haltedForReaders_.load(); }
   // Now on the engine's clock (a manual one in tests): what idle times and lease ends are measured against.
   [[nodiscard]] Timestamp now() const { return clock_.now(); }
   // The step kinds this engine runs (for describing steps).
@@ -357,18 +360,25 @@ class Engine {
   template <typename F>
   auto onControl(F&& f) -> decltype(f());
 
-  // Acceptance (engine.cpp). `audited` runs one of the accept* below with the request's audit record
-  // open: launch() writes it with the operation, or it is written on its own as a refusal.
-  // With a request id that started an operation before, that operation instead (see ComposeRequest).
+  // Acceptance (engine.cpp). One request being accepted: its audit record (launch() writes it with the
+  // operation it starts, or audited() on its own as a refusal) and its client request id, which the
+  // operation records. audited() makes one and hands it down the accept path: no request lives in a member.
+  struct Acceptance {
+    AuditRecord audit;
+    std::string requestId;
+    [[nodiscard]] const Caller& caller() const { return audit.caller; }
+  };
+  // Runs `accept` (one of the accept* below) for the request. With a request id that started an operation
+  // before, that operation instead (see ComposeRequest).
   [[nodiscard]] Result<Operation> audited(const Caller& caller, std::string action, const std::string& target, std::string tenant,
-                                          const std::string& requestId, const std::function<Result<Operation>()>& accept);
+                                          const std::string& requestId, const std::function<Result<Operation>(const Acceptance&)>& accept);
   [[nodiscard]] Result<std::optional<Operation>> priorOperation(const Caller& caller, std::string_view action, const std::string& requestId);
   [[nodiscard]] static Result<void> validateName(const std::string& name);
   [[nodiscard]] static Result<void> validateRequestStrings(const ComposeRequest& request);
-  [[nodiscard]] Result<Operation> acceptCompose(const Caller& caller, const ComposeRequest& request);
-  [[nodiscard]] Result<Operation> acceptDecompose(const Caller& caller, const std::string& system);
-  [[nodiscard]] Result<Operation> acceptAttach(const Caller& caller, const AttachRequest& request);
-  [[nodiscard]] Result<Operation> acceptDetach(const Caller& caller, const DetachRequest& request);
+  [[nodiscard]] Result<Operation> acceptCompose(const Acceptance& a, const ComposeRequest& request);
+  [[nodiscard]] Result<Operation> acceptDecompose(const Acceptance& a, const std::string& system);
+  [[nodiscard]] Result<Operation> acceptAttach(const Acceptance& a, const AttachRequest& request);
+  [[nodiscard]] Result<Operation> acceptDetach(const Acceptance& a, const DetachRequest& request);
   [[nodiscard]] Result<void> checkAccepting() const;
   // What the tenant holds now: live systems, and whole GPUs reserved or bound to them.
   struct TenantUsage {
@@ -379,11 +389,12 @@ class Engine {
   // kResourceExhausted when `newSystems` more systems or `newGpus` more GPUs would exceed the tenant's quota.
   [[nodiscard]] Result<void> checkQuota(std::string_view tenant, int newSystems, int newGpus) const;
   [[nodiscard]] int gpusAmong(const std::vector<PlacedDevice>& devices) const;
-  [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Caller& caller);
-  // The audit record of the request being accepted (audited()), for `operation`, into `m`; nothing outside one.
-  void auditInto(Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message);
-  // Persists the operation with its mutation, then applies the in-memory change and starts it.
-  [[nodiscard]] Result<Operation> launch(Operation op, const std::string& tenant, Mutation mutation, const std::function<void()>& applyInMemory);
+  [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Acceptance& a);
+  // The request's audit record, for `operation`, into `m`; nothing when there is no request (null: yardd's own change).
+  void auditInto(const Acceptance* a, Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message);
+  // Persists the operation with its mutation and the request's audit record, then applies the in-memory change and starts it.
+  [[nodiscard]] Result<Operation> launch(const Acceptance& a, Operation op, const std::string& tenant, Mutation mutation,
+                                         const std::function<void()>& applyInMemory);
   // Reservations (engine_reservations.cpp). placeTogether places `requests` in order and holds each
   // placement under `holder` as it goes; on failure it lets go of what it held and names the system.
   [[nodiscard]] Result<std::vector<Placement>> placeTogether(const std::vector<ComposeRequest>& requests, const std::string& holder);
@@ -404,7 +415,7 @@ class Engine {
   // The queue (engine_queue.cpp). acceptQueued puts a compose that does not fit now (`why`) in the queue;
   // admitQueued, at each commit point after capacity may have freed, admits what now fits, in order.
   [[nodiscard]] Result<QueuedRequest> queuedRequestOf(const ComposeRequest& request) const;
-  [[nodiscard]] Result<Operation> acceptQueued(const Caller& caller, const ComposeRequest& request, const std::string& why);
+  [[nodiscard]] Result<Operation> acceptQueued(const Acceptance& a, const ComposeRequest& request, const std::string& why);
   void admitQueued();
   // Each tenant's fair-share charge in GPUs: held now plus decayed recent use (EngineOptions::fairShareHalfLife).
   [[nodiscard]] std::map<std::string, double, std::less<>> chargeRecentUse();
@@ -417,7 +428,8 @@ class Engine {
   [[nodiscard]] std::optional<std::string> delaysHead(const Placement& placement, std::int64_t leaseSeconds);
   [[nodiscard]] Result<Operation> admit(Operation& op, const Placement& placement);
   // Ends a queued operation without admitting it (cancelled, timed out): failed, its system dropped.
-  [[nodiscard]] Result<Operation> dropQueued(const OperationId& id, const std::string& why, const std::string& eventType, const std::string& actor);
+  [[nodiscard]] Result<Operation> dropQueued(const Acceptance* a, const OperationId& id, const std::string& why, const std::string& eventType,
+                                             const std::string& actor);
   [[nodiscard]] const PriorityClass* priorityClass(std::string_view name) const;
   void expireLeases(Mutation& m, std::vector<Operation>& started);
   // Preemption (engine_preemption.cpp): victims for a head that cannot fit, their decompose once the grace
@@ -540,8 +552,6 @@ class Engine {
   std::vector<std::weak_ptr<EventStream>> subscribers_;
   std::uint64_t lastEventSequence_ = 0;
   std::uint64_t lastAuditSequence_ = 0;
-  std::optional<AuditRecord> auditing_;  // the request being accepted (see audited())
-  std::string requestId_;                // its client request id, which newOperation() records
   std::uint64_t lastSystemNumber_ = 0;
   std::map<std::string, Reservation> reservations_;
   std::map<OperationId, Operation> queue_;  // queued composes (not in active_: nothing of theirs runs)
@@ -602,6 +612,7 @@ class Engine {
   mutable std::mutex standbyMutex_;
   std::string standbyLeader_;  // under standbyMutex_
   bool halted_ = false;  // after stop's grace: record step results but start no new steps
+  std::atomic<bool> haltedForReaders_{false};  // halted_, for halted() on other threads
   std::vector<std::function<void()>> outbox_;  // delivered by flush()
   const PoolState* viewState_ = nullptr;        // the state the published view was built from
   mutable std::mutex viewMutex_;                // guards view_ (a pointer swap; readers copy the pointer)

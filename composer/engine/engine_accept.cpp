@@ -68,22 +68,22 @@ int Engine::gpusAmong(const std::vector<PlacedDevice>& devices) const {
   return gpus;
 }
 
-Operation Engine::newOperation(OperationKind kind, const System& system, const Caller& caller) {
+Operation Engine::newOperation(OperationKind kind, const System& system, const Acceptance& a) {
   Operation op;
-  op.requestedBy = caller;
+  op.requestedBy = a.caller();
   op.id = fmt::format("op-{:06}", ++lastOperationNumber_);
   op.kind = kind;
   op.systemId = system.id;
   op.hostId = system.hostId;
   op.tenant = system.tenant;
-  op.requestId = requestId_;
+  op.requestId = a.requestId;
   op.createdAt = op.updatedAt = clock_.now();
   return op;
 }
 
-void Engine::auditInto(Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message) {
-  if (!auditing_) return;
-  AuditRecord record = *auditing_;
+void Engine::auditInto(const Acceptance* a, Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message) {
+  if (a == nullptr) return;
+  AuditRecord record = a->audit;
   record.sequence = ++lastAuditSequence_;
   record.tenant = tenant;
   record.operationId = operation;
@@ -91,9 +91,10 @@ void Engine::auditInto(Mutation& m, const std::string& tenant, const OperationId
   m.writes.emplace_back(PutAudit{std::move(record)});
 }
 
-Result<Operation> Engine::launch(Operation op, const std::string& tenant, Mutation mutation, const std::function<void()>& applyInMemory) {
+Result<Operation> Engine::launch(const Acceptance& a, Operation op, const std::string& tenant, Mutation mutation,
+                                 const std::function<void()>& applyInMemory) {
   mutation.writes.emplace_back(PutOperation{op});
-  auditInto(mutation, tenant, op.id, op.explanation);
+  auditInto(&a, mutation, tenant, op.id, op.explanation);
   mutation.events.push_back(operationEvent("operation.accepted", op,
                                       fmt::format("{} {} accepted for {} on {} (asked by {})", toString(op.kind), op.id, op.systemId,
                                                   op.hostId, op.requestedBy.identity),
@@ -187,7 +188,8 @@ std::vector<Step> unbindSteps(std::vector<Binding> bindings, HostPolicy policy, 
 
 }  // namespace
 
-Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeRequest& request) {
+Result<Operation> Engine::acceptCompose(const Acceptance& a, const ComposeRequest& request) {
+  const Caller& caller = a.caller();
   SY_TRY(checkAccepting());
   expireReservations();  // what an expired reservation held (devices, a name) is free for this request
   SY_TRY(validateName(request.name));
@@ -219,14 +221,14 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
   if (!decision.placement) {
     if (demand && decision.error->code == Code::kResourceExhausted) {
       recordDemand(*demand);
-      if (request.queue) return acceptQueued(caller, request, shortReason(decision.error->message));
+      if (request.queue) return acceptQueued(a, request, shortReason(decision.error->message));
     }
     return fail(*decision.error);
   }
   const Placement& placement = *decision.placement;
   // What the queue's head has been promised is not taken by a request that arrives after it (backfill).
   if (auto why = delaysHead(placement, asked.leaseSeconds)) {
-    if (request.queue) return acceptQueued(caller, request, *why);
+    if (request.queue) return acceptQueued(a, request, *why);
     return fail(Code::kResourceExhausted, fmt::format("{}; add --queue to wait your turn", *why));
   }
   SY_TRY(checkQuota(request.placement.tenant, 1, gpusAmong(placement.devices)));
@@ -242,7 +244,7 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
   system.createdAt = system.updatedAt = clock_.now();
   if (asked.leaseSeconds > 0) system.leaseExpiresAt = system.createdAt + asked.leaseSeconds * 1'000'000'000LL;
   system.priorityClass = asked.priorityClass;
-  Operation op = newOperation(OperationKind::kCompose, system, caller);
+  Operation op = newOperation(OperationKind::kCompose, system, a);
   system.activeOperation = op.id;
   op.explanation = placement.explanation;
   op.gpuInstances = placement.gpuInstances;
@@ -261,10 +263,10 @@ Result<Operation> Engine::acceptCompose(const Caller& caller, const ComposeReque
     m.writes.emplace_back(PutAssignment{reserved.back()});
   }
   if (demand) m.writes.emplace_back(PutDemand{*demand});
-  return launch(std::move(op), system.tenant, std::move(m), [&] {
+  return launch(a, std::move(op), system.tenant, std::move(m), [&] {
     ++lastSystemNumber_;
     state_->putSystem(system);
-    for (const auto& a : reserved) state_->assign(a, system.hostId);
+    for (const auto& assignment : reserved) state_->assign(assignment, system.hostId);
     if (demand) state_->observeDemand(*demand);
   });
 }
@@ -355,17 +357,18 @@ Result<Operation> Engine::admit(Operation& op, const Placement& placement) {
   return op;
 }
 
-Result<Operation> Engine::acceptDecompose(const Caller& caller, const std::string& idOrName) {
+Result<Operation> Engine::acceptDecompose(const Acceptance& a, const std::string& idOrName) {
+  const Caller& caller = a.caller();
   SY_TRY(checkAccepting());
   // A queued system has nothing to take apart: decomposing it cancels its request.
   if (const System* s = state_->findSystem(idOrName); s && s->state == SystemState::kQueued && maySee(caller, s->tenant)) {
     SY_TRY(mayChange(caller, s->tenant, "decompose"));
-    return dropQueued(s->activeOperation, fmt::format("cancelled by {} (decompose of a queued system)", caller.identity), "queue.cancelled",
+    return dropQueued(&a, s->activeOperation, fmt::format("cancelled by {} (decompose of a queued system)", caller.identity), "queue.cancelled",
                       caller.identity);
   }
   SY_ASSIGN(System system, idleSystem(*state_, idOrName, caller, "decompose"));
   SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
-  Operation op = newOperation(OperationKind::kDecompose, system, caller);
+  Operation op = newOperation(OperationKind::kDecompose, system, a);
   op.gpuInstances = system.gpuInstances;  // all of them leave, with their GPUs
   op.steps = unbindSteps(system.bindings, policy, !op.gpuInstances.empty());
   system.state = SystemState::kDecomposing;
@@ -373,10 +376,11 @@ Result<Operation> Engine::acceptDecompose(const Caller& caller, const std::strin
   system.updatedAt = op.createdAt;
   Mutation m;
   m.writes.emplace_back(PutSystem{system});
-  return launch(std::move(op), system.tenant, std::move(m), [&] { state_->putSystem(system); });
+  return launch(a, std::move(op), system.tenant, std::move(m), [&] { state_->putSystem(system); });
 }
 
-Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest& request) {
+Result<Operation> Engine::acceptAttach(const Acceptance& a, const AttachRequest& request) {
+  const Caller& caller = a.caller();
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, request.system, caller, "attach"));
   SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
@@ -401,7 +405,7 @@ Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest
   if (!decision.placement) return fail(*decision.error);
   SY_TRY(checkQuota(system.tenant, 0, gpusAmong(decision.placement->devices)));
 
-  Operation op = newOperation(OperationKind::kAttach, system, caller);
+  Operation op = newOperation(OperationKind::kAttach, system, a);
   op.explanation = decision.placement->explanation;
   op.gpuInstances = decision.placement->gpuInstances;
   if (sharePlan) {
@@ -420,19 +424,20 @@ Result<Operation> Engine::acceptAttach(const Caller& caller, const AttachRequest
     reserved.push_back({d.deviceId, DeviceAllocation::kReserved, op.id});
     m.writes.emplace_back(PutAssignment{reserved.back()});
   }
-  return launch(std::move(op), system.tenant, std::move(m), [&] {
+  return launch(a, std::move(op), system.tenant, std::move(m), [&] {
     state_->putSystem(system);
-    for (const auto& a : reserved) state_->assign(a, system.hostId);
+    for (const auto& assignment : reserved) state_->assign(assignment, system.hostId);
   });
 }
 
-Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest& request) {
+Result<Operation> Engine::acceptDetach(const Acceptance& a, const DetachRequest& request) {
+  const Caller& caller = a.caller();
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, request.system, caller, "detach"));
   if (request.devices.empty() && request.gpuInstances.empty() && request.gpuShares.empty())
     return fail(Code::kInvalidArgument, "name at least one device, MIG instance or GPU share to detach");
   SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
-  Operation op = newOperation(OperationKind::kDetach, system, caller);
+  Operation op = newOperation(OperationKind::kDetach, system, a);
   std::set<DeviceId> unbound;
   for (const auto& device : request.devices) {
     if (!unbound.insert(device).second) return fail(Code::kInvalidArgument, fmt::format("device '{}' is listed twice", device));
@@ -485,7 +490,7 @@ Result<Operation> Engine::acceptDetach(const Caller& caller, const DetachRequest
   system.updatedAt = op.createdAt;
   Mutation m;
   m.writes.emplace_back(PutSystem{system});
-  return launch(std::move(op), system.tenant, std::move(m), [&] { state_->putSystem(system); });
+  return launch(a, std::move(op), system.tenant, std::move(m), [&] { state_->putSystem(system); });
 }
 
 }  // namespace switchyard

@@ -137,7 +137,7 @@ void Engine::reclaimIdle(Mutation& m, std::vector<Operation>& started) {
     DetachRequest request;
     request.system = d.system;
     request.devices = d.gpus;
-    auto op = audited(reclaimCaller(), "detach", d.system, {}, {}, [&] { return acceptDetach(reclaimCaller(), request); });
+    auto op = audited(reclaimCaller(), "detach", d.system, {}, {}, [&](const Acceptance& a) { return acceptDetach(a, request); });
     if (!op) {
       spdlog::warn("reclaim of {} idle GPU(s) of {} ({}) refused: {}", d.gpus.size(), name, d.system, op.error().message);
       continue;

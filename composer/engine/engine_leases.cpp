@@ -74,7 +74,7 @@ void Engine::expireLeases(Mutation& m, std::vector<Operation>& started) {
     const std::string name = s->name;
     const bool retrying = leaseRetryAt_.contains(id);
     leaseRetryAt_[id] = now + std::chrono::duration_cast<Duration>(options_.leaseRetry).count();
-    auto op = audited(leaseCaller(), "decompose", id, {}, {}, [&] { return acceptDecompose(leaseCaller(), id); });
+    auto op = audited(leaseCaller(), "decompose", id, {}, {}, [&](const Acceptance& a) { return acceptDecompose(a, id); });
     if (!op) {
       spdlog::warn("lease of {} ({}) ended but its decompose was refused: {}; trying again in {}", name, id, op.error().message,
                    formatDuration(options_.leaseRetry));
@@ -102,7 +102,7 @@ Result<std::vector<Operation>> Engine::expireDeadlines() {
       const std::string why = fmt::format("gave up after {} in the queue (--queue-timeout): {}",
                                           formatDuration(std::chrono::milliseconds((now - op.queued->enqueuedAt) / 1'000'000)),
                                           waitingFor_.contains(id) ? waitingFor_.at(id) : "it did not fit");
-      SY_ASSIGN(auto dropped, dropQueued(id, why, "queue.timed-out", "yardd"));
+      SY_ASSIGN(auto dropped, dropQueued(nullptr, id, why, "queue.timed-out", "yardd"));
       (void)dropped;
     }
     // Preemptions more than a day old leave their tenants' disruption budgets: a request that waited on a

@@ -123,7 +123,7 @@ void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
     const std::string cls = s->priorityClass.empty() ? std::string(kDefaultPriorityClass) : s->priorityClass;
     const std::string tenant = s->tenant;
     const int gpus = gpusOf(*s);
-    auto op = audited(preemptionCaller(), "decompose", id, {}, {}, [&] { return acceptDecompose(preemptionCaller(), id); });
+    auto op = audited(preemptionCaller(), "decompose", id, {}, {}, [&](const Acceptance& a) { return acceptDecompose(a, id); });
     if (!op) {
       spdlog::warn("preemption of {} refused: {}", id, op.error().message);
       continue;

@@ -111,7 +111,8 @@ Result<QueuedRequest> Engine::queuedRequestOf(const ComposeRequest& request) con
   return q;
 }
 
-Result<Operation> Engine::acceptQueued(const Caller& caller, const ComposeRequest& request, const std::string& why) {
+Result<Operation> Engine::acceptQueued(const Acceptance& a, const ComposeRequest& request, const std::string& why) {
+  const Caller& caller = a.caller();
   if (queue_.size() >= options_.maxQueued)
     return fail(Code::kResourceExhausted, fmt::format("it does not fit now ({}), and the queue is full ({} requests)", why, queue_.size()));
   const std::string& tenant = request.placement.tenant;
@@ -133,7 +134,7 @@ Result<Operation> Engine::acceptQueued(const Caller& caller, const ComposeReques
   system.state = SystemState::kQueued;
   system.priorityClass = queued.priorityClass;
   system.createdAt = system.updatedAt = clock_.now();
-  Operation op = newOperation(OperationKind::kCompose, system, caller);
+  Operation op = newOperation(OperationKind::kCompose, system, a);
   op.state = OperationState::kQueued;
   op.explanation = fmt::format("queued ({} class): {}", queued.priorityClass, why);
   op.queued = std::move(queued);
@@ -142,7 +143,7 @@ Result<Operation> Engine::acceptQueued(const Caller& caller, const ComposeReques
   Mutation m;
   m.writes.emplace_back(PutSystem{system});
   m.writes.emplace_back(PutOperation{op});
-  auditInto(m, tenant, op.id, op.explanation);
+  auditInto(&a, m, tenant, op.id, op.explanation);
   m.events.push_back(operationEvent("queue.entered", op,
                                fmt::format("{} ({}) for {} waits in the queue, {} class: {}", request.name, describeShape(*op.queued),
                                            caller.identity, op.queued->priorityClass, why),
@@ -348,7 +349,7 @@ void Engine::admitQueued() {
   if (admitted > 0) spdlog::info("queue: admitted {} request(s), {} waiting ({:.1f} ms)", admitted, queue_.size(), seconds * 1e3);
 }
 
-Result<Operation> Engine::dropQueued(const OperationId& which, const std::string& why, const std::string& eventType, const std::string& actor) {
+Result<Operation> Engine::dropQueued(const Acceptance* a, const OperationId& which, const std::string& why, const std::string& eventType, const std::string& actor) {
   const OperationId id = which;  // a copy: `which` may be the queued system's own field, gone once it is dropped
   auto it = queue_.find(id);
   if (it == queue_.end()) return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", id));
@@ -365,7 +366,7 @@ Result<Operation> Engine::dropQueued(const OperationId& which, const std::string
     m.writes.emplace_back(PutSystem{dropped});
   }
   m.writes.emplace_back(PutOperation{op, false, {}});
-  auditInto(m, op.tenant, op.id, why);
+  auditInto(a, m, op.tenant, op.id, why);
   m.writes.emplace_back(PutAuditOutcome{op.id, eventType == "queue.cancelled" ? "cancelled" : "failed", op.updatedAt});
   m.events.push_back(operationEvent(eventType, op, fmt::format("compose {} left the queue: {}", op.id, why), actor));
   for (auto& e : m.events) e.tenant = op.tenant;
@@ -402,7 +403,7 @@ Result<void> Engine::setQuotas(TenantQuotas quotas) {
 
 Result<Operation> Engine::cancelQueued(const Caller& caller, const std::string& idOrName) {
   return onControl([&] {
-    return audited(caller, "cancel", idOrName, {}, {}, [&]() -> Result<Operation> {
+    return audited(caller, "cancel", idOrName, {}, {}, [&](const Acceptance& a) -> Result<Operation> {
       SY_TRY(checkAccepting());
       OperationId id;
       if (queue_.contains(idOrName)) {
@@ -414,7 +415,7 @@ Result<Operation> Engine::cancelQueued(const Caller& caller, const std::string& 
       if (it == queue_.end() || !maySee(caller, it->second.tenant))
         return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", idOrName));
       SY_TRY(mayChange(caller, it->second.tenant, "cancel"));
-      return dropQueued(id, fmt::format("cancelled by {}", caller.identity), "queue.cancelled", caller.identity);
+      return dropQueued(&a, id, fmt::format("cancelled by {}", caller.identity), "queue.cancelled", caller.identity);
     });
   });
 }

@@ -207,7 +207,7 @@ Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const s
     request.placement.devices.clear();
     for (const auto& d : s.placement.devices) request.placement.devices.push_back(d.deviceId);
     request.placement.gpuCount = 0;
-    auto op = audited(caller, "compose", s.name, s.request.tenant, {}, [&] { return acceptCompose(caller, request); });
+    auto op = audited(caller, "compose", s.name, s.request.tenant, {}, [&](const Acceptance& a) { return acceptCompose(a, request); });
     if (!op) {
       std::string before;
       for (const auto& o : started) before += fmt::format("{}{} ({})", before.empty() ? "" : ", ", o.systemId, o.id);
