@@ -356,10 +356,14 @@ TEST_F(DaemonTest, DriftFoundAtStartIsReportedAsEvents) {
 
 TEST_F(DaemonTest, WatchStreamsOperationEvents) {
   startDaemon();
-  grpc::ClientContext ctx;
-  auto reader = stub_->Watch(&ctx, pb::WatchRequest{});
-  std::this_thread::sleep_for(100ms);  // let the subscription register before the compose
   ASSERT_EQ(composeAndWait("w", 1).state(), pb::OPERATION_STATE_SUCCEEDED);
+  // From the first recorded event: the same stream whether the watch registers before the compose or after.
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+  pb::WatchRequest from;
+  from.set_from_start(true);
+  for (const char* family : {"operation", "device", "system"}) from.add_types(family);
+  auto reader = stub_->Watch(&ctx, from);
   std::vector<std::string> types;
   pb::Event e;
   while (reader->Read(&e)) {

@@ -97,7 +97,7 @@ TEST_F(EngineTest, CallsPendingWhenTheEngineStopsAreAnswered) {
   std::promise<Result<Operation>> waited;
   engine_->waitOperation(op->id, 1h, [&](Result<Operation> r) { waited.set_value(std::move(r)); });
   std::thread opener([&] {
-    std::this_thread::sleep_for(20ms);
+    while (!engine_->halted()) std::this_thread::yield();  // the bind returns only after stop() halted the engine
     gated.open();
   });
   engine_->stop(0s);

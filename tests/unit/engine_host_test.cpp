@@ -347,7 +347,7 @@ TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart)
   EXPECT_EQ(waiting.state, SystemState::kComposing);
   EXPECT_EQ(waiting.progress, "verifying on the host");
   std::thread stopper([&] { engine_->stop(0s); });
-  std::this_thread::sleep_for(20ms);
+  while (!engine_->halted()) std::this_thread::yield();  // the bind returns only after stop() halted the engine
   gated.open();
   stopper.join();
   auto stored = store_->getOperation(accepted->id);

@@ -132,7 +132,7 @@ TEST_F(EngineMigTest, InstancesSurviveARestartMidOperation) {
   ASSERT_TRUE(accepted) << accepted.error().message;
   gated.waitUntilHeld();
   std::thread stopper([&] { engine_->stop(0s); });
-  std::this_thread::sleep_for(20ms);
+  while (!engine_->halted()) std::this_thread::yield();  // the bind returns only after stop() halted the engine
   gated.open();
   stopper.join();
 

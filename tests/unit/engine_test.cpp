@@ -409,7 +409,7 @@ TEST_F(EngineTest, ACrashBetweenStepsResumesFromTheStepLog) {
   ASSERT_TRUE(accepted) << accepted.error().message;
   // Stop while the bind call is in the switch: its result is recorded, nothing after it (verify, commit) runs.
   std::thread stopper([&] { engine_->stop(0s); });
-  std::this_thread::sleep_for(20ms);
+  while (!engine_->halted()) std::this_thread::yield();  // the bind returns only after stop() halted the engine
   gated.open();
   stopper.join();
   EXPECT_EQ(fabricBindings().size(), 4u);
