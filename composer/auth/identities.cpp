@@ -245,16 +245,30 @@ std::optional<std::chrono::seconds> Identities::lockedFor(std::string_view name)
   return std::chrono::ceil<std::chrono::seconds>(std::chrono::nanoseconds(f->second.lockedUntil - clock_->now()));
 }
 
-void Identities::recordFailure(const std::string& name) const {
+void Identities::onLockout(LockoutObserver observer) {
   std::lock_guard lock(mutex_);
-  if (failures_.size() > 10'000)  // names nobody has: forget those not locked now
-    std::erase_if(failures_, [now = clock_->now()](const auto& f) { return f.second.lockedUntil <= now; });
-  Failures& f = failures_[name];
-  if (++f.count >= kFreePasswordAttempts) {
-    const int doublings = std::min(f.count - kFreePasswordAttempts, 10);
-    const auto wait = std::min<std::chrono::nanoseconds>(std::chrono::seconds(1) * (1 << doublings), kMaxLockout);
-    f.lockedUntil = clock_->now() + wait.count();
+  lockoutObserver_ = std::move(observer);
+}
+
+void Identities::recordFailure(const std::string& name) const {
+  LockoutObserver observer;
+  std::chrono::seconds lockedFor{0};
+  int failures = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (failures_.size() > 10'000)  // names nobody has: forget those not locked now
+      std::erase_if(failures_, [now = clock_->now()](const auto& f) { return f.second.lockedUntil <= now; });
+    Failures& f = failures_[name];
+    if (++f.count >= kFreePasswordAttempts) {
+      const int doublings = std::min(f.count - kFreePasswordAttempts, 10);
+      const auto wait = std::min<std::chrono::nanoseconds>(std::chrono::seconds(1) * (1 << doublings), kMaxLockout);
+      f.lockedUntil = clock_->now() + wait.count();
+      observer = lockoutObserver_;
+      lockedFor = std::chrono::ceil<std::chrono::seconds>(wait);
+      failures = f.count;
+    }
   }
+  if (observer) observer(name, lockedFor, failures);
 }
 
 std::optional<Caller> Identities::byPassword(std::string_view name, std::string_view password) const {

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,10 @@ class Identities {
   static constexpr std::chrono::minutes kMaxLockout{15};
   // How long `name` stays locked after failed passwords; nothing when it is not.
   [[nodiscard]] std::optional<std::chrono::seconds> lockedFor(std::string_view name) const;
+  // Called each time a name becomes locked (once per lock, not for the attempts refused while it lasts), on
+  // the thread that checked the password and outside every lock: yardd logs it for the operator.
+  using LockoutObserver = std::function<void(const std::string& name, std::chrono::seconds lockedFor, int failures)>;
+  void onLockout(LockoutObserver observer);
   // The clock lockouts are timed by (tests: a ManualClock); it must outlive this object.
   void useClock(const Clock& clock) { clock_ = &clock; }
   [[nodiscard]] std::optional<Caller> byToken(std::string_view token) const;
@@ -92,7 +97,8 @@ class Identities {
     int count = 0;
     Timestamp lockedUntil = 0;
   };
-  mutable std::mutex mutex_;  // guards verified_ and failures_
+  mutable std::mutex mutex_;  // guards verified_, failures_ and lockoutObserver_
+  LockoutObserver lockoutObserver_;
   mutable std::set<std::string> verified_;
   mutable std::map<std::string, Failures> failures_;  // consecutive failed passwords, by name
   const Clock* clock_ = &defaultClock();

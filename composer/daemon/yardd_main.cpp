@@ -162,6 +162,16 @@ int run(const DaemonOptions& o) {
       return 1;
     }
     SY_ASSIGN_OR_EXIT(identities, auth::Identities::load(o.identitiesFile));
+    identities->onLockout([](const std::string& name, std::chrono::seconds lockedFor, int failures) {
+      std::string shown;  // the name as a guesser sent it: control characters escaped, never written raw to a terminal
+      for (const char ch : name) {
+        const auto c = static_cast<unsigned char>(ch);
+        shown += (c < 0x20 || c == 0x7f) ? fmt::format("\\x{:02x}", c) : std::string(1, ch);
+      }
+      spdlog::warn("identity '{}': {} wrong passwords in a row; every password for it is refused for {} s (a name nobody has is locked "
+                   "the same way)",
+                   shown, failures, lockedFor.count());
+    });
     spdlog::info("identities: {} from {}, {} tenant quota(s)", identities->identities().size(), o.identitiesFile.string(),
                  identities->quotas().size());
   } else if (!isLoopbackHost(o.listen.substr(0, o.listen.rfind(':')))) {

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "tests/support/identities.h"
 
 namespace switchyard::auth {
@@ -133,14 +136,20 @@ TEST(Identities, RepeatedWrongPasswordsLockTheNameWithABackoffKnownOrNot) {
                                "ids.json");
   ASSERT_TRUE(ids) << ids.error().message;
   (*ids)->useClock(clock);
+  std::vector<std::string> locks;  // what yardd logs
+  (*ids)->onLockout([&](const std::string& name, std::chrono::seconds lockedFor, int failures) {
+    locks.push_back(fmt::format("{} {}s after {}", name, lockedFor.count(), failures));
+  });
   for (int i = 0; i < Identities::kFreePasswordAttempts; ++i) EXPECT_FALSE((*ids)->byPassword("carol", "wrong"));
   ASSERT_TRUE((*ids)->lockedFor("carol"));
   EXPECT_EQ((*ids)->lockedFor("carol")->count(), 1);
   EXPECT_FALSE((*ids)->byPassword("carol", "right")) << "while locked, even the right password is refused";
+  EXPECT_EQ(locks, std::vector<std::string>{"carol 1s after 5"}) << "told once per lock, not per refused attempt";
   clock.advance(std::chrono::seconds(1));
   EXPECT_FALSE((*ids)->lockedFor("carol"));
   EXPECT_FALSE((*ids)->byPassword("carol", "wrong"));
   EXPECT_EQ((*ids)->lockedFor("carol")->count(), 2) << "each further failure doubles the wait";
+  EXPECT_EQ(locks.back(), "carol 2s after 6");
   clock.advance(std::chrono::seconds(2));
   EXPECT_TRUE((*ids)->byPassword("carol", "right"));
   EXPECT_FALSE((*ids)->lockedFor("carol"));
@@ -149,6 +158,7 @@ TEST(Identities, RepeatedWrongPasswordsLockTheNameWithABackoffKnownOrNot) {
 
   for (int i = 0; i < Identities::kFreePasswordAttempts; ++i) EXPECT_FALSE((*ids)->byPassword("nobody", "x"));
   EXPECT_TRUE((*ids)->lockedFor("nobody")) << "an unknown name is locked like a known one: no difference to observe";
+  EXPECT_EQ(locks.back(), "nobody 1s after 5");
   for (int i = 0; i < 40; ++i) (void)(*ids)->byPassword("carol", "wrong"), clock.advance(std::chrono::hours(1));
   (void)(*ids)->byPassword("carol", "wrong");
   EXPECT_LE((*ids)->lockedFor("carol")->count(), 15 * 60) << "the wait is capped";
