@@ -6,7 +6,6 @@
 
 #include "composer/model/base64.h"
 
-
 namespace switchyard::bmc {
 
 namespace {
@@ -47,13 +46,10 @@ std::optional<Caller> Accounts::authorization(const std::string& header) const {
   if (header.rfind(prefix, 0) != 0) return std::nullopt;
   const std::string_view encoded = std::string_view(header).substr(prefix.size());
   // Well-formed base64 only (a partial group once overflowed Beast's decoder; the fuzzer keeps checking).
-  if (encoded.empty() || encoded.size() > 4096) return std::nullopt;
-  const std::optional<std::string> credentials = decodeBase64(encoded);
-  if (!credentials) return std::nullopt;
-  const std::string& decoded = *credentials;
-  const auto colon = decoded.find(':');
+  const std::optional<std::string> decoded = encoded.size() > 4096 ? std::nullopt : decodeBase64(encoded);
+  const auto colon = decoded ? decoded->find(':') : std::string::npos;
   if (colon == std::string::npos) return std::nullopt;
-  return identities_->byPassword(decoded.substr(0, colon), decoded.substr(colon + 1));
+  return identities_->byPassword(decoded->substr(0, colon), decoded->substr(colon + 1));
 }
 
 void Accounts::expireLocked() {

@@ -1,5 +1,7 @@
 #include "bmc/event_feed.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <mutex>
 
@@ -30,7 +32,7 @@ Result<EventFeed> EventFeed::open(Engine& engine, std::optional<std::uint64_t> l
   return EventFeed(std::move(events), std::move(replay), lastSeen.value_or(0));
 }
 
-void EventFeed::pipeTo(const std::shared_ptr<StreamWriter>& writer, const Caller& caller, EventFrame frame) && {
+void EventFeed::pipeTo(const std::shared_ptr<StreamWriter>& writer, const Caller& caller, EventText text) && {
   // The highest sequence handed on: an event both replayed and queued since subscribing goes out once.
   // The control thread (the listener) and this one (the first drain) may deliver at once: one at a time.
   struct Sent {
@@ -39,11 +41,11 @@ void EventFeed::pipeTo(const std::shared_ptr<StreamWriter>& writer, const Caller
   };
   auto sent = std::make_shared<Sent>();
   sent->last = lastSeen_;
-  auto deliver = [writer, sent, caller, frame](const Event& e) {
+  auto deliver = [writer, sent, caller, text](const Event& e) {
     std::lock_guard lock(sent->mutex);
     if (e.sequence <= sent->last) return;
     sent->last = e.sequence;
-    if (maySee(caller, e.tenant)) writer->send(frame(e));
+    if (maySee(caller, e.tenant)) writer->send(fmt::format("id: {}\ndata: {}\n\n", e.sequence, text(e)));
   };
   for (const auto& e : replay_) deliver(e);
   // Pushed from the engine's control thread: format and hand on, never block.

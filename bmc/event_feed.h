@@ -17,8 +17,9 @@
 
 namespace switchyard::bmc {
 
-// One event as the surface sends it, a complete SSE frame ("id: N\ndata: ...\n\n").
-using EventFrame = std::function<std::string(const Event&)>;
+// One event as the surface writes it: the `data:` of its frame, on one line (JSON). The feed frames it as
+// "id: <sequence>\ndata: <text>\n\n".
+using EventText = std::function<std::string(const Event&)>;
 
 // The Last-Event-ID header's value: absent (empty) is nullopt, replay nothing; "0" replays from the first
 // recorded event; anything but a sequence number is an error.
@@ -32,7 +33,7 @@ class EventFeed {
 
   // Sends the replay, then every new event as it happens, each once and in order and only if `caller`
   // may see it. The writer is closed when the engine stops; the subscription ends when the client leaves.
-  void pipeTo(const std::shared_ptr<StreamWriter>& writer, const Caller& caller, EventFrame frame) &&;
+  void pipeTo(const std::shared_ptr<StreamWriter>& writer, const Caller& caller, EventText text) &&;
 
  private:
   EventFeed(std::shared_ptr<EventStream> events, std::vector<Event> replay, std::uint64_t lastSeen)

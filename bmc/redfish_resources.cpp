@@ -588,7 +588,7 @@ json redfishEvent(const Event& e) {
 
 std::string text(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-std::string sseFrame(const Event& e) { return fmt::format("id: {}\ndata: {}\n\n", e.sequence, text(redfishEvent(e))); }
+std::string redfishEventText(const Event& e) { return text(redfishEvent(e)); }
 
 json errorBody(const std::string& messageId, const std::string& message) {
   return {{"error",

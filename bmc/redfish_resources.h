@@ -90,9 +90,9 @@ struct SchemaFile {
 [[nodiscard]] json jsonSchemaFile(const std::string& id);
 
 [[nodiscard]] json eventService();
-// One engine event as a Redfish Event (ResourceEvent registry message ids), and as an SSE frame.
+// One engine event as a Redfish Event (ResourceEvent registry message ids), and as its JSON text (SSE data).
 [[nodiscard]] json redfishEvent(const Event& e);
-[[nodiscard]] std::string sseFrame(const Event& e);
+[[nodiscard]] std::string redfishEventText(const Event& e);
 
 // JSON text that never throws: request bytes that are not UTF-8 (a path, a name) are replaced (U+FFFD),
 // not thrown as nlohmann's type_error 316 (the fuzzer's first find: one request crashed yardd).

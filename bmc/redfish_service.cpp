@@ -286,7 +286,7 @@ void RedfishService::eventStream(const std::shared_ptr<Call>& call) {
   auto writer = call->openStream(
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nOData-Version: 4.0\r\nConnection: close\r\n\r\n");
   // A tenant's account hears its own tenant's events and the pool's (as over gRPC).
-  std::move(*feed).pipeTo(writer, call->caller, sseFrame);
+  std::move(*feed).pipeTo(writer, call->caller, redfishEventText);
 }
 
 void RedfishService::login(const std::shared_ptr<Call>& call) {

@@ -104,9 +104,6 @@ json eventJson(const Event& e) {
               {"message", e.message},   {"actor", e.actor},    {"tenant", e.tenant}, {"system_id", e.systemId}};
 }
 
-// One event on /api/v1/events/stream: the JSON /api/v1/events lists, as a server-sent event.
-std::string sseFrame(const Event& e) { return fmt::format("id: {}\ndata: {}\n\n", e.sequence, eventJson(e).dump()); }
-
 json operationJson(const Operation& op) {
   json steps = json::array();
   for (const auto& st : op.steps) {
@@ -198,7 +195,8 @@ void WebService::eventStream(const Caller& caller, const bmc::HttpRequest& reque
   if (!feed) return reply(problem(bmc::httpStatusOf(feed.error().code), feed.error().message, version, false));
   // The dashboard redraws when something happens instead of polling; a tenant hears its own events and the pool's.
   auto writer = openStream("HTTP/1.1 200 OK\r\nServer: yardd\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
-  std::move(*feed).pipeTo(writer, caller, sseFrame);
+  // Each event's data is the JSON /api/v1/events lists (invalid UTF-8 replaced, never thrown).
+  std::move(*feed).pipeTo(writer, caller, [](const Event& e) { return eventJson(e).dump(-1, ' ', false, json::error_handler_t::replace); });
 }
 
 void WebService::metricsPage(const Caller& caller, bmc::Reply reply, unsigned version, bool keepAlive) {

@@ -22,8 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string base64(std::string_view bytes) { return encodeBase64(bytes); }
-
 Result<std::string> unbase64(std::string_view text) {
   auto bytes = decodeBase64(text);
   if (!bytes) return fail(Code::kInternal, "etcd sent malformed base64");
@@ -78,12 +76,12 @@ Result<KeyValue> keyValueOf(const json& j) {
 
 json compareJson(const Compare& c) {
   static constexpr const char* kResults[] = {"EQUAL", "GREATER", "LESS", "NOT_EQUAL"};
-  json j{{"key", base64(c.key)}, {"result", kResults[static_cast<int>(c.result)]}};
+  json j{{"key", encodeBase64(c.key)}, {"result", kResults[static_cast<int>(c.result)]}};
   switch (c.target) {
     case Compare::Target::kVersion: j["target"] = "VERSION", j["version"] = std::to_string(c.number); break;
     case Compare::Target::kCreate: j["target"] = "CREATE", j["create_revision"] = std::to_string(c.number); break;
     case Compare::Target::kMod: j["target"] = "MOD", j["mod_revision"] = std::to_string(c.number); break;
-    case Compare::Target::kValue: j["target"] = "VALUE", j["value"] = base64(c.value); break;
+    case Compare::Target::kValue: j["target"] = "VALUE", j["value"] = encodeBase64(c.value); break;
   }
   return j;
 }
@@ -91,18 +89,18 @@ json compareJson(const Compare& c) {
 json opJson(const Op& op) {
   switch (op.kind) {
     case Op::Kind::kPut: {
-      json put{{"key", base64(op.key)}, {"value", base64(op.value)}};
+      json put{{"key", encodeBase64(op.key)}, {"value", encodeBase64(op.value)}};
       if (op.lease != 0) put["lease"] = std::to_string(op.lease);
       return json{{"request_put", put}};
     }
     case Op::Kind::kDelete: {
-      json del{{"key", base64(op.key)}};
-      if (!op.rangeEnd.empty()) del["range_end"] = base64(op.rangeEnd);
+      json del{{"key", encodeBase64(op.key)}};
+      if (!op.rangeEnd.empty()) del["range_end"] = encodeBase64(op.rangeEnd);
       return json{{"request_delete_range", del}};
     }
     case Op::Kind::kRange: {
-      json range{{"key", base64(op.key)}};
-      if (!op.rangeEnd.empty()) range["range_end"] = base64(op.rangeEnd);
+      json range{{"key", encodeBase64(op.key)}};
+      if (!op.rangeEnd.empty()) range["range_end"] = encodeBase64(op.rangeEnd);
       return json{{"request_range", range}};
     }
   }
@@ -277,8 +275,8 @@ Result<std::string> Client::post(const std::string& path, const std::string& bod
 }
 
 Result<RangeResult> Client::range(const RangeRequest& r) {
-  json body{{"key", base64(r.key)}};
-  if (!r.rangeEnd.empty()) body["range_end"] = base64(r.rangeEnd);
+  json body{{"key", encodeBase64(r.key)}};
+  if (!r.rangeEnd.empty()) body["range_end"] = encodeBase64(r.rangeEnd);
   if (r.limit > 0) body["limit"] = std::to_string(r.limit);
   if (r.descending) body["sort_order"] = "DESCEND", body["sort_target"] = "KEY";
   if (r.countOnly) body["count_only"] = true;
@@ -357,8 +355,8 @@ Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const 
   stream.expires_after(options_.timeout);
   runOne(io, ec, [&](auto handler) { stream.async_connect(results, handler); });
   if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, ec.message()));
-  json create{{"key", base64(key)}, {"start_revision", std::to_string(fromRevision)}};
-  if (!rangeEnd.empty()) create["range_end"] = base64(rangeEnd);
+  json create{{"key", encodeBase64(key)}, {"start_revision", std::to_string(fromRevision)}};
+  if (!rangeEnd.empty()) create["range_end"] = encodeBase64(rangeEnd);
   http::request<http::string_body> req{http::verb::post, "/v3/watch", 11};
   req.set(http::field::host, hp.host);
   req.set(http::field::content_type, "application/json");
