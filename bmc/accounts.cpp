@@ -40,7 +40,7 @@ std::string_view redfishRoleName(Role role) {
   return "ReadOnly";
 }
 
-std::optional<Caller> Accounts::authorization(const std::string& header) const {
+std::optional<Caller> Accounts::authorization(const std::string& header, std::string_view peer) const {
   if (header.rfind("Bearer ", 0) == 0) return identities_->byToken(std::string_view(header).substr(7));
   const std::string prefix = "Basic ";
   if (header.rfind(prefix, 0) != 0) return std::nullopt;
@@ -49,7 +49,7 @@ std::optional<Caller> Accounts::authorization(const std::string& header) const {
   const std::optional<std::string> decoded = encoded.size() > 4096 ? std::nullopt : decodeBase64(encoded);
   const auto colon = decoded ? decoded->find(':') : std::string::npos;
   if (colon == std::string::npos) return std::nullopt;
-  return identities_->byPassword(decoded->substr(0, colon), decoded->substr(colon + 1));
+  return identities_->byPassword(decoded->substr(0, colon), decoded->substr(colon + 1), peer);
 }
 
 void Accounts::expireLocked() {
@@ -68,8 +68,8 @@ std::optional<Caller> Accounts::token(const std::string& token) {
   return std::nullopt;
 }
 
-std::optional<Session> Accounts::login(const std::string& user, const std::string& password) {
-  auto caller = identities_->byPassword(user, password);
+std::optional<Session> Accounts::login(const std::string& user, const std::string& password, std::string_view peer) {
+  auto caller = identities_->byPassword(user, password, peer);
   if (!caller) return std::nullopt;
   std::lock_guard lock(mutex_);
   expireLocked();

@@ -36,9 +36,9 @@ class Accounts {
 
   // The caller an `Authorization: Basic ...` / `Authorization: Bearer ...` header or an `X-Auth-Token`
   // session token proves, or nothing.
-  [[nodiscard]] std::optional<Caller> authorization(const std::string& header) const;
+  [[nodiscard]] std::optional<Caller> authorization(const std::string& header, std::string_view peer = {}) const;
   [[nodiscard]] std::optional<Caller> token(const std::string& token);
-  [[nodiscard]] std::optional<Session> login(const std::string& user, const std::string& password);
+  [[nodiscard]] std::optional<Session> login(const std::string& user, const std::string& password, std::string_view peer = {});
   [[nodiscard]] bool logout(const std::string& sessionId);
   [[nodiscard]] std::vector<Session> sessions();
   [[nodiscard]] const auth::Identities& identities() const { return *identities_; }

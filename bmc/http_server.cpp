@@ -105,6 +105,9 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       : stream_(std::forward<StreamArgs>(args)...), options_(options), handler_(handler) {}
 
   void run() {
+    beast::error_code unknown;
+    const auto remote = tcpOf(stream_).socket().remote_endpoint(unknown);
+    if (!unknown) peer_ = remote.address().to_string();
     asio::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
         self->read();
@@ -166,7 +169,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
             writer->start(std::move(head));
           });
           return writer;
-        });
+        },
+        peer_);
   }
 
  public:
@@ -218,6 +222,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   Stream stream_;
   const HttpServerOptions& options_;
   const Handler& handler_;
+  std::string peer_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   HttpRequest request_;

@@ -34,7 +34,8 @@ class StreamWriter {
 };
 // Instead of replying: sends `head` (a complete HTTP response head, no body length) and returns the writer.
 using OpenStream = std::function<std::shared_ptr<StreamWriter>(std::string head)>;
-using Handler = std::function<void(const HttpRequest&, Reply, OpenStream)>;
+// `peer`: the client's address, without its port (what a lockout of password guessing counts by).
+using Handler = std::function<void(const HttpRequest&, Reply, OpenStream, const std::string& peer)>;
 
 struct HttpServerOptions {
   std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0 picks a free one

@@ -22,6 +22,7 @@ struct RedfishService::Call {
   Caller caller;
   Reply reply;
   OpenStream openStream;
+  std::string peer;  // the client's address, without its port
 };
 
 namespace redfish_protocol {

@@ -31,7 +31,7 @@ std::string allowFor(const std::string& path) {
 
 }  // namespace
 
-void RedfishService::handle(const HttpRequest& request, Reply reply, OpenStream openStream) {
+void RedfishService::handle(const HttpRequest& request, Reply reply, OpenStream openStream, const std::string& peer) {
   auto call = std::make_shared<Call>();
   call->method = std::string(request.method_string());
   std::string target(request.target());
@@ -46,6 +46,7 @@ void RedfishService::handle(const HttpRequest& request, Reply reply, OpenStream 
   call->request = &request;
   call->reply = std::move(reply);
   call->openStream = std::move(openStream);
+  call->peer = peer;
   route(call);
 }
 
@@ -95,7 +96,7 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
 
   std::optional<Caller> caller;
   if (auto token = req["X-Auth-Token"]; !token.empty()) caller = accounts_.token(std::string(token));
-  else if (auto auth = req[http::field::authorization]; !auth.empty()) caller = accounts_.authorization(std::string(auth));
+  else if (auto auth = req[http::field::authorization]; !auth.empty()) caller = accounts_.authorization(std::string(auth), call->peer);
   if (!caller) {
     HttpResponse res = error(http::status::unauthorized, std::string(kBase) + "NoValidSession",
                              "authenticate with HTTP Basic, a bearer token, or an X-Auth-Token from POST /redfish/v1/SessionService/Sessions");
@@ -295,7 +296,7 @@ void RedfishService::login(const std::shared_ptr<Call>& call) {
     return call->reply(error(http::status::bad_request, std::string(kBase) + "MalformedJSON", "the request body is not a JSON object"));
   if (!body.contains("UserName") || !body.contains("Password") || !body["UserName"].is_string() || !body["Password"].is_string())
     return call->reply(error(http::status::bad_request, std::string(kBase) + "PropertyMissing", "UserName and Password (strings) are required"));
-  auto s = accounts_.login(body["UserName"].get<std::string>(), body["Password"].get<std::string>());
+  auto s = accounts_.login(body["UserName"].get<std::string>(), body["Password"].get<std::string>(), call->peer);
   if (!s) return call->reply(error(http::status::unauthorized, std::string(kBase) + "NoValidSession", "wrong user name or password"));
   HttpResponse res = respond(http::status::created, session(*s));
   res.set("X-Auth-Token", s->token);

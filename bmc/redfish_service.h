@@ -33,8 +33,8 @@ class RedfishService {
   RedfishService(const RedfishService&) = delete;
   RedfishService& operator=(const RedfishService&) = delete;
 
-  // The HttpServer handler.
-  void handle(const HttpRequest& request, Reply reply, OpenStream openStream);
+  // The HttpServer handler; `peer` is the client's address (password lockouts count by it too).
+  void handle(const HttpRequest& request, Reply reply, OpenStream openStream, const std::string& peer = {});
   // How long a PreviewReserve holds its blocks (PATCH CompositionService ReservationDuration changes it).
   [[nodiscard]] std::chrono::seconds reservationDuration() const { return std::chrono::seconds(reservationSeconds_.load()); }
   void setReservationDuration(std::chrono::seconds d) { reservationSeconds_.store(d.count()); }

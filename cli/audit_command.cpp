@@ -48,7 +48,7 @@ void addAuditCommand(CLI::App& app, ListAuditCall call, std::function<Format()> 
   auto flags = std::make_shared<Flags>();
   auto* audit = app.add_subcommand("audit",
                                    "Who asked for what and when, and how it ended: every compose, decompose, attach and detach, "
-                                   "accepted or refused, newest first");
+                                   "accepted or refused, and every password lockout (action lockout), newest first");
   audit->add_option("--tenant", flags->tenant, "Only this tenant's records (its systems, or asked by its identities)");
   audit->add_option("--identity", flags->identity, "Only requests by this identity");
   audit->add_option("--since", flags->since, "From this time: RFC 3339 (2026-11-23T09:00:00Z) or ago (30m, 12h, 7d)");

@@ -76,7 +76,18 @@ std::optional<auth::Session> Authenticator::sessionOf(const grpc::ServerContextB
   return sessions_->find(std::string_view(*header).substr(kBearer.size()));
 }
 
-Result<Login> Authenticator::login(std::string_view name, std::string_view password, std::chrono::seconds ttl) const {
+std::string peerAddress(std::string_view peer) {
+  if (peer.starts_with("unix")) return "unix";
+  if (peer.starts_with("ipv4:") || peer.starts_with("ipv6:")) peer.remove_prefix(5);
+  std::string address(peer);
+  for (const auto& [escaped, plain] : {std::pair{"%5B", '['}, {"%5D", ']'}, {"%5b", '['}, {"%5d", ']'}})
+    for (auto at = address.find(escaped); at != std::string::npos; at = address.find(escaped)) address.replace(at, 3, 1, plain);
+  if (address.starts_with('[')) return address.substr(1, address.find(']') - 1);  // [v6]:port
+  if (std::count(address.begin(), address.end(), ':') == 1) return address.substr(0, address.find(':'));  // v4:port
+  return address;
+}
+
+Result<Login> Authenticator::login(std::string_view name, std::string_view password, std::chrono::seconds ttl, std::string_view peer) const {
   if (identities_ == nullptr)
     return fail(Code::kFailedPrecondition, "this yardd has no identities file: there is nothing to log in to (every caller is an admin)");
   if (sessions_ == nullptr) return fail(Code::kFailedPrecondition, "this yardd issues no login tokens");
@@ -84,8 +95,13 @@ Result<Login> Authenticator::login(std::string_view name, std::string_view passw
     return fail(Code::kInvalidArgument, fmt::format("ttl_seconds: from 1 to {} (7 days); 0: the default, 12 hours",
                                                     std::chrono::seconds(auth::Sessions::kMaxTtl).count()));
   if (name.empty() || password.empty()) return fail(Code::kInvalidArgument, "name and password: both required");
-  auto caller = identities_->byPassword(name, password);
+  const std::string source = peerAddress(peer);
+  auto caller = identities_->byPassword(name, password, source);
   if (!caller) {
+    if (auto locked = identities_->sourceLockedFor(source))
+      return fail(Code::kUnauthenticated, fmt::format("wrong name or password; after {} failed tries from {} every password from there is "
+                                                      "refused for {} s",
+                                                      auth::Identities::kFreeSourceAttempts, source, locked->count()));
     if (auto locked = identities_->lockedFor(name))
       return fail(Code::kUnauthenticated, fmt::format("wrong name or password; after {} failed tries '{}' is locked for {} s",
                                                       auth::Identities::kFreePasswordAttempts, name, locked->count()));

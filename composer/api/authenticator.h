@@ -26,6 +26,10 @@ struct Login {
   auth::Session session;
 };
 
+// The address in a gRPC peer string, without scheme or port: "ipv4:10.0.0.7:51234" -> "10.0.0.7",
+// "ipv6:[::1]:51234" (or its %5B/%5D form) -> "::1", "unix:/run/x.sock" -> "unix".
+[[nodiscard]] std::string peerAddress(std::string_view grpcPeer);
+
 class Authenticator {
  public:
   // `identities` null: open mode (claims trusted). `sessions`: the tokens Login issues (null: Login is
@@ -35,8 +39,10 @@ class Authenticator {
   [[nodiscard]] Result<Caller> callerOf(const grpc::ServerContextBase& ctx) const;
   // The session of the call's Login token, if it used one (WhoAmI tells when it expires).
   [[nodiscard]] std::optional<auth::Session> sessionOf(const grpc::ServerContextBase& ctx) const;
-  // A name and password from the identities file for a token valid `ttl` (0: the default, 12 h).
-  [[nodiscard]] Result<Login> login(std::string_view name, std::string_view password, std::chrono::seconds ttl) const;
+  // A name and password from the identities file for a token valid `ttl` (0: the default, 12 h). `peer` is
+  // the call's ServerContext::peer() (password lockouts count by its address too; empty: not known).
+  [[nodiscard]] Result<Login> login(std::string_view name, std::string_view password, std::chrono::seconds ttl,
+                                    std::string_view peer = {}) const;
   // No identities file: every caller is taken at its word.
   [[nodiscard]] bool open() const { return identities_ == nullptr; }
 

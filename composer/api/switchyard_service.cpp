@@ -511,8 +511,9 @@ grpc::ServerUnaryReactor* SwitchyardService::Login(Context* ctx, const v1::Login
   if (req->ttl_seconds() < 0) return finished(ctx, invalid("ttl_seconds: must be >= 0 (0: 12 hours)"));
   // The password check is slow on purpose (PBKDF2): it runs on a reply thread, not on gRPC's.
   auto* reactor = ctx->DefaultReactor();
-  boost::asio::post(replies_, [this, reactor, out, name = req->name(), password = req->password(), ttl = std::chrono::seconds(req->ttl_seconds())] {
-    auto login = authenticator_.login(name, password, ttl);
+  boost::asio::post(replies_, [this, reactor, out, name = req->name(), password = req->password(), ttl = std::chrono::seconds(req->ttl_seconds()),
+                               peer = ctx->peer()] {
+    auto login = authenticator_.login(name, password, ttl, peer);
     if (!login) return reactor->Finish(toGrpcStatus(login.error()));
     out->set_token(login->token);
     out->set_expires_at(formatTimestamp(login->session.expiresAt));

@@ -238,11 +238,21 @@ const Clock& Identities::defaultClock() {
   return clock;
 }
 
+std::optional<std::chrono::seconds> Identities::lockedIn(const FailureCounts& counts, std::string_view key) const {
+  auto f = counts.find(key);
+  if (f == counts.end() || f->second.lockedUntil <= clock_->now()) return std::nullopt;
+  return std::chrono::ceil<std::chrono::seconds>(std::chrono::nanoseconds(f->second.lockedUntil - clock_->now()));
+}
+
 std::optional<std::chrono::seconds> Identities::lockedFor(std::string_view name) const {
   std::lock_guard lock(mutex_);
-  auto f = failures_.find(std::string(name));
-  if (f == failures_.end() || f->second.lockedUntil <= clock_->now()) return std::nullopt;
-  return std::chrono::ceil<std::chrono::seconds>(std::chrono::nanoseconds(f->second.lockedUntil - clock_->now()));
+  return lockedIn(failures_, name);
+}
+
+std::optional<std::chrono::seconds> Identities::sourceLockedFor(std::string_view source) const {
+  if (source.empty()) return std::nullopt;
+  std::lock_guard lock(mutex_);
+  return lockedIn(sourceFailures_, source);
 }
 
 void Identities::onLockout(LockoutObserver observer) {
@@ -250,29 +260,34 @@ void Identities::onLockout(LockoutObserver observer) {
   lockoutObserver_ = std::move(observer);
 }
 
-void Identities::recordFailure(const std::string& name) const {
+void Identities::recordFailure(const std::string& name, std::string_view source) const {
   LockoutObserver observer;
-  std::chrono::seconds lockedFor{0};
-  int failures = 0;
+  std::vector<Lockout> locked;
   {
     std::lock_guard lock(mutex_);
-    if (failures_.size() > 10'000)  // names nobody has: forget those not locked now
-      std::erase_if(failures_, [now = clock_->now()](const auto& f) { return f.second.lockedUntil <= now; });
-    Failures& f = failures_[name];
-    if (++f.count >= kFreePasswordAttempts) {
-      const int doublings = std::min(f.count - kFreePasswordAttempts, 10);
+    const Timestamp now = clock_->now();
+    // One more failure for `key`: past `free` in a row it locks for 1 s, doubling with each further one.
+    const auto count = [&](FailureCounts& counts, std::string_view key, int free, Lockout::Of of) {
+      if (counts.size() > 10'000)  // names nobody has, sources gone: forget those not locked now
+        std::erase_if(counts, [now](const auto& f) { return f.second.lockedUntil <= now; });
+      Failures& f = counts[std::string(key)];
+      if (++f.count < free) return;
+      const int doublings = std::min(f.count - free, 10);
       const auto wait = std::min<std::chrono::nanoseconds>(std::chrono::seconds(1) * (1 << doublings), kMaxLockout);
-      f.lockedUntil = clock_->now() + wait.count();
-      observer = lockoutObserver_;
-      lockedFor = std::chrono::ceil<std::chrono::seconds>(wait);
-      failures = f.count;
-    }
+      f.lockedUntil = now + wait.count();
+      locked.push_back({of, std::string(key), std::chrono::ceil<std::chrono::seconds>(wait), f.count});
+    };
+    count(failures_, name, kFreePasswordAttempts, Lockout::Of::kName);
+    if (!source.empty()) count(sourceFailures_, source, kFreeSourceAttempts, Lockout::Of::kSource);
+    if (!locked.empty()) observer = lockoutObserver_;
   }
-  if (observer) observer(name, lockedFor, failures);
+  if (observer)
+    for (const auto& l : locked) observer(l);
 }
 
-std::optional<Caller> Identities::byPassword(std::string_view name, std::string_view password) const {
-  if (lockedFor(name)) return std::nullopt;  // not even checked: a locked name costs a guesser nothing to learn
+std::optional<Caller> Identities::byPassword(std::string_view name, std::string_view password, std::string_view source) const {
+  // Not even checked: a locked name or source costs a guesser nothing to learn.
+  if (lockedFor(name) || sourceLockedFor(source)) return std::nullopt;
   std::shared_lock data(data_);
   const Identity* found = nullptr;
   for (const auto& id : identities_)
@@ -285,25 +300,30 @@ std::optional<Caller> Identities::byPassword(std::string_view name, std::string_
         break;
       }
     data.unlock();
-    recordFailure(std::string(name));
+    recordFailure(std::string(name), source);
     return std::nullopt;
   }
   const Identity& id = *found;
   const std::string remembered = sha256Hex(fmt::format("{}\n{}\n{}", id.name, id.passwordHash, password));
   {
     std::lock_guard lock(mutex_);
-    if (verified_.contains(remembered)) return id.caller();
+    if (verified_.contains(remembered)) {  // a match like any other: it starts both counts again
+      failures_.erase(id.name);
+      if (!source.empty()) sourceFailures_.erase(std::string(source));
+      return id.caller();
+    }
   }
   const auto stored = parsePasswordHash(id.passwordHash);
   const auto computed = pbkdf2(password, stored->salt, stored->iterations);
   const Caller caller = id.caller();
   data.unlock();
   if (CRYPTO_memcmp(computed.data(), stored->hash.data(), computed.size()) != 0) {
-    recordFailure(caller.identity);
+    recordFailure(caller.identity, source);
     return std::nullopt;
   }
   std::lock_guard lock(mutex_);
   failures_.erase(caller.identity);
+  if (!source.empty()) sourceFailures_.erase(std::string(source));
   if (verified_.size() > 4096) verified_.clear();
   verified_.insert(remembered);
   return caller;

@@ -56,14 +56,29 @@ class Identities {
   // Passwords: a name that failed kFreePasswordAttempts times in a row is locked for 1 s, then 2, 4, ... up to
   // kMaxLockout, each further failure doubling it; while locked every password is refused unchecked. A name
   // nobody has costs the same PBKDF2 work as one that exists, and is locked the same way.
-  [[nodiscard]] std::optional<Caller> byPassword(std::string_view name, std::string_view password) const;
+  // `source` is where the attempt came from (the peer's address, without its port; empty: not known). A source
+  // whose last kFreeSourceAttempts passwords all failed, whatever names they tried, is locked the same way, so
+  // that one guesser cannot spray a few tries at each of many names. A password that matches starts both counts
+  // again.
+  [[nodiscard]] std::optional<Caller> byPassword(std::string_view name, std::string_view password, std::string_view source = {}) const;
   static constexpr int kFreePasswordAttempts = 5;
+  static constexpr int kFreeSourceAttempts = 20;
   static constexpr std::chrono::minutes kMaxLockout{15};
-  // How long `name` stays locked after failed passwords; nothing when it is not.
+  // How long `name` (or `source`) stays locked after failed passwords; nothing when it is not.
   [[nodiscard]] std::optional<std::chrono::seconds> lockedFor(std::string_view name) const;
-  // Called each time a name becomes locked (once per lock, not for the attempts refused while it lasts), on
-  // the thread that checked the password and outside every lock: yardd logs it for the operator.
-  using LockoutObserver = std::function<void(const std::string& name, std::chrono::seconds lockedFor, int failures)>;
+  [[nodiscard]] std::optional<std::chrono::seconds> sourceLockedFor(std::string_view source) const;
+  // A name or a source just locked.
+  struct Lockout {
+    enum class Of { kName, kSource };
+    Of of = Of::kName;
+    std::string who;  // the name as sent, or the source's address
+    std::chrono::seconds lockedFor{0};
+    int failures = 0;  // in a row
+  };
+  // Called each time a name or source becomes locked (once per lock, not for the attempts refused while it
+  // lasts), on the thread that checked the password and outside every lock: yardd logs it and writes it to the
+  // audit trail.
+  using LockoutObserver = std::function<void(const Lockout&)>;
   void onLockout(LockoutObserver observer);
   // The clock lockouts are timed by (tests: a ManualClock); it must outlive this object.
   void useClock(const Clock& clock) { clock_ = &clock; }
@@ -90,17 +105,21 @@ class Identities {
   mutable std::shared_mutex data_;  // guards identities_ and quotas_ (written only by replaceWith)
   std::vector<Identity> identities_;
   TenantQuotas quotas_;
-  // PBKDF2 is slow on purpose; a password that matched once is remembered (by its SHA-256 with the
-  // name) so that Redfish Basic auth on every request stays cheap.
-  void recordFailure(const std::string& name) const;
   struct Failures {
     int count = 0;
     Timestamp lockedUntil = 0;
   };
-  mutable std::mutex mutex_;  // guards verified_, failures_ and lockoutObserver_
+  using FailureCounts = std::map<std::string, Failures, std::less<>>;
+  // Counts a failed password against its name and its source; tells the observer of each lock it starts.
+  void recordFailure(const std::string& name, std::string_view source) const;
+  [[nodiscard]] std::optional<std::chrono::seconds> lockedIn(const FailureCounts& counts, std::string_view key) const;  // mutex_ held
+  mutable std::mutex mutex_;  // guards verified_, failures_, sourceFailures_ and lockoutObserver_
   LockoutObserver lockoutObserver_;
+  // PBKDF2 is slow on purpose; a password that matched once is remembered (by its SHA-256 with the
+  // name) so that Redfish Basic auth on every request stays cheap.
   mutable std::set<std::string> verified_;
-  mutable std::map<std::string, Failures> failures_;  // consecutive failed passwords, by name
+  mutable FailureCounts failures_;        // consecutive failed passwords, by name
+  mutable FailureCounts sourceFailures_;  // consecutive failed passwords, by source
   const Clock* clock_ = &defaultClock();
   static const Clock& defaultClock();
 };

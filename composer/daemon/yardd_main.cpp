@@ -28,6 +28,7 @@
 #include "composer/api/switchyard_service.h"
 #include "composer/auth/identities.h"
 #include "composer/daemon/grpc_security.h"
+#include "composer/daemon/lockout_report.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/daemon/domain_spec.h"
 #include "composer/daemon/standby_reads.h"
@@ -162,16 +163,7 @@ int run(const DaemonOptions& o) {
       return 1;
     }
     SY_ASSIGN_OR_EXIT(identities, auth::Identities::load(o.identitiesFile));
-    identities->onLockout([](const std::string& name, std::chrono::seconds lockedFor, int failures) {
-      std::string shown;  // the name as a guesser sent it: control characters escaped, never written raw to a terminal
-      for (const char ch : name) {
-        const auto c = static_cast<unsigned char>(ch);
-        shown += (c < 0x20 || c == 0x7f) ? fmt::format("\\x{:02x}", c) : std::string(1, ch);
-      }
-      spdlog::warn("identity '{}': {} wrong passwords in a row; every password for it is refused for {} s (a name nobody has is locked "
-                   "the same way)",
-                   shown, failures, lockedFor.count());
-    });
+    identities->onLockout([](const auth::Identities::Lockout& lockout) { reportLockout(lockout, nullptr); });
     spdlog::info("identities: {} from {}, {} tenant quota(s)", identities->identities().size(), o.identitiesFile.string(),
                  identities->quotas().size());
   } else if (!isLoopbackHost(o.listen.substr(0, o.listen.rfind(':')))) {
@@ -313,6 +305,8 @@ int run(const DaemonOptions& o) {
   }
   engine.useHostAgents(agents);
   SY_ASSIGN_OR_EXIT(auto report, engine.start());
+  if (identities)  // from now on a lockout goes to the audit trail too
+    identities->onLockout([&engine](const auth::Identities::Lockout& lockout) { reportLockout(lockout, &engine); });
   spdlog::info("recovery: {} operation(s) resumed, {} drift(s) found", report.resumedOperations, report.drifts.size());
   if (engineMetrics)
     engineMetrics->servingSince.set({election ? "etcd" : "sqlite"},
@@ -366,8 +360,9 @@ int run(const DaemonOptions& o) {
         engine, clock, std::chrono::milliseconds(static_cast<std::int64_t>(o.capacitySampleSeconds * 1000)));
     capacityHistory->start();
     web = std::make_unique<web::WebService>(engine, engineMetrics.get(), accounts.get(), capacityHistory.get());
-    auto started = bmc::HttpServer::start(httpOptions, [w = web.get()](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream openStream) {
-      w->handle(req, std::move(reply), openStream);
+    auto started = bmc::HttpServer::start(httpOptions, [w = web.get()](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream openStream,
+                                                                       const std::string& peer) {
+      w->handle(req, std::move(reply), openStream, peer);
     });
     if (!started) {
       spdlog::critical("metrics: {}", started.error().message);
@@ -409,8 +404,9 @@ int run(const DaemonOptions& o) {
       return 1;
     }
     redfish = std::make_unique<bmc::RedfishService>(engine, *accounts);
-    auto started = bmc::HttpServer::start(httpOptions, [r = redfish.get()](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream open) {
-      r->handle(req, std::move(reply), std::move(open));
+    auto started = bmc::HttpServer::start(httpOptions, [r = redfish.get()](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream open,
+                                                                            const std::string& peer) {
+      r->handle(req, std::move(reply), std::move(open), peer);
     });
     if (!started) {
       spdlog::critical("redfish: {}", started.error().message);
@@ -486,6 +482,7 @@ int run(const DaemonOptions& o) {
                  o.shutdownGraceSeconds);
   }
   signalWaiter.onReload(nullptr);
+  if (identities) identities->onLockout([](const auth::Identities::Lockout& lockout) { reportLockout(lockout, nullptr); });
   notifyServiceManager("STOPPING=1");
   // Refuse new work and let running operations finish (or leave them resumable), then close the
   // server. Clients that stay connected but idle cannot acknowledge the close, so keep its wait short.

@@ -195,6 +195,17 @@ Result<Operation> Engine::audited(const Caller& caller, std::string action, cons
   return result;
 }
 
+Result<void> Engine::recordAudit(AuditRecord record) {
+  return onControl([&]() -> Result<void> {
+    if (replica_ || !storeFailure_.empty()) return checkAccepting();
+    if (record.at == 0) record.at = clock_.now();
+    record.sequence = ++lastAuditSequence_;
+    Mutation m;
+    m.writes.emplace_back(PutAudit{std::move(record)});
+    return persist(m);
+  });
+}
+
 Result<Operation> Engine::compose(const Caller& caller, const ComposeRequest& request) {
   return onControl([&] { return audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&](const Acceptance& a) { return acceptCompose(a, request); }); });
 }

@@ -269,6 +269,9 @@ class Engine {
   [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit);
   // The audit trail, newest first (composer/model/audit.h). Callers filter by what the asker may see.
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query);
+  // Writes a record no request makes (a password lockout, from yardd) to the audit trail, numbered after the
+  // last; `at` 0 is now. Refused (kUnavailable) where nothing can be written: a standby, a failed store.
+  [[nodiscard]] Result<void> recordAudit(AuditRecord record);
   // Live events from now on (a closed stream when the engine is not running). Read it blocking, or set
   // a listener to be pushed to.
   [[nodiscard]] std::shared_ptr<EventStream> subscribe();

@@ -140,7 +140,7 @@ WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, bm
                                                 kReportedShares)),
       dashboardCapacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>{}, std::vector<int>{})) {}
 
-void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream) {
+void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream, const std::string& peer) {
   const unsigned version = request.version();
   const bool keepAlive = request.keep_alive();
   const std::string target(request.target());
@@ -163,7 +163,7 @@ void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply, const
   Caller caller = Caller::local();
   if (accounts_ != nullptr) {
     const auto header = request.find(http::field::authorization);
-    std::optional<Caller> who = header == request.end() ? std::nullopt : accounts_->authorization(std::string(header->value()));
+    std::optional<Caller> who = header == request.end() ? std::nullopt : accounts_->authorization(std::string(header->value()), peer);
     if (!who) {
       auto res = problem(http::status::unauthorized,
                          "authenticate with HTTP Basic (an identity's password) or a bearer token from the identities file", version, keepAlive);

@@ -26,7 +26,8 @@ class WebService {
   WebService(Engine& engine, const metrics::EngineMetrics* metrics, bmc::Accounts* accounts, const CapacityHistory* history);
 
   // `openStream` serves /api/v1/events/stream (server-sent events); without one that path answers 405.
-  void handle(const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream = {});
+  // `peer`: the client's address (password lockouts count by it too).
+  void handle(const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream = {}, const std::string& peer = {});
 
  private:
   void eventStream(const Caller& caller, const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream);

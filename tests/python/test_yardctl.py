@@ -1,12 +1,13 @@
 """yardctl for daily work, against the real yardd: `whoami`, `login`/`logout` (a password-only identity gets a
 short-lived token), contexts (named servers and credentials, with their precedence), label selectors on
 `systems`, filters on `ops` and `watch`."""
+import hashlib
 import json
 import os
 import subprocess
 import unittest
 
-from harness import YARDCTL, YARDD, YarddTestCase
+from harness import YARDCTL, YARDD, YarddTestCase, wait_for
 
 
 def hash_password(password):
@@ -71,6 +72,30 @@ class YardctlTest(YarddTestCase):
         self.assertEqual(self.yardctl("systems").returncode, 3)
         self.ok("context", "delete", "lab")
         self.assertIn("no contexts", self.ok("context"))
+
+    def test_password_guessing_from_one_address_locks_it_and_is_audited(self):
+        ids = self.dir / "identities.json"
+        ids.write_text(json.dumps({"identities": [
+            {"name": "carol", "role": "tenant", "tenant": "team-a", "password": hash_password("carol-secret")},
+            {"name": "root", "role": "admin", "token_sha256": hashlib.sha256(b"root-token").hexdigest()}]}))
+        os.chmod(ids, 0o600)
+        yardd = self.yardd("--identities", str(ids))
+        self.env.update({"YARD_SERVER": yardd.address, "YARD_PLAINTEXT": "1"})
+        # A guesser sprays a few passwords at each of several names: no name reaches its own limit (5 in a row) ...
+        names = ["carol", "alice", "bob", "admin", "dave"]
+        for i in range(20):
+            wrong = self.yardctl("login", names[i % len(names)], input=f"guess-{i}\n")
+            self.assertEqual(wrong.returncode, 3, wrong.stderr)
+        # ... but its address did (20 in a row): from now on every password from there is refused unchecked (for
+        # 1 s, then 2, 4, ... while the failures go on), and the 20th refusal says so.
+        self.assertIn("after 20 failed tries from 127.0.0.1 every password from there is refused for 1 s", wrong.stderr)
+        audit = self.ok("audit", env={"YARD_TOKEN": "root-token"})
+        self.assertRegex(audit, r"yardd +admin +- +lockout +source:127\.0\.0\.1 +LOCKED")
+        self.assertNotIn("identity:", audit, "no name was locked")
+        self.assertIn("20 wrong passwords in a row from 127.0.0.1", yardd.log(), "and the log says so")
+        # The lock lasts 1 s; then the right password works, and starts the count again.
+        wait_for(lambda: self.yardctl("login", "carol", input="carol-secret\n").returncode == 0,
+                 timeout=30, what="the source's lock to end")
 
     def test_whoami_without_identities_says_so(self):
         yardd = self.yardd()

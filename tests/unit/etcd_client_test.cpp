@@ -23,7 +23,7 @@ namespace http = boost::beast::http;
 class FakeGateway {
  public:
   FakeGateway() {
-    auto s = bmc::HttpServer::start({"127.0.0.1:0", 2}, [this](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream) {
+    auto s = bmc::HttpServer::start({"127.0.0.1:0", 2}, [this](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream, const std::string&) {
       std::lock_guard lock(mutex_);
       if (holdRanges_ && req.target() == "/v3/kv/range") {
         held_.push_back(std::move(reply));

@@ -129,16 +129,23 @@ TEST(Identities, TenantsCarryTheirReclaimPolicyAndDisruptionBudget) {
   }
 }
 
-TEST(Identities, RepeatedWrongPasswordsLockTheNameWithABackoffKnownOrNot) {
-  ManualClock clock;
+// One identity, carol, whose password is "right"; lockouts timed by `clock`.
+Result<std::unique_ptr<Identities>> carolOn(const ManualClock& clock) {
   auto ids = Identities::parse(fmt::format(R"({{"identities": [{{"name": "carol", "role": "viewer", "password": "{}"}}]}})",
                                            Identities::hashPassword("right", 1000)),
                                "ids.json");
+  if (ids) (*ids)->useClock(clock);
+  return ids;
+}
+
+TEST(Identities, RepeatedWrongPasswordsLockTheNameWithABackoffKnownOrNot) {
+  ManualClock clock;
+  auto ids = carolOn(clock);
   ASSERT_TRUE(ids) << ids.error().message;
-  (*ids)->useClock(clock);
   std::vector<std::string> locks;  // what yardd logs
-  (*ids)->onLockout([&](const std::string& name, std::chrono::seconds lockedFor, int failures) {
-    locks.push_back(fmt::format("{} {}s after {}", name, lockedFor.count(), failures));
+  (*ids)->onLockout([&](const Identities::Lockout& l) {
+    locks.push_back(fmt::format("{}{} {}s after {}", l.of == Identities::Lockout::Of::kSource ? "source " : "", l.who, l.lockedFor.count(),
+                                l.failures));
   });
   for (int i = 0; i < Identities::kFreePasswordAttempts; ++i) EXPECT_FALSE((*ids)->byPassword("carol", "wrong"));
   ASSERT_TRUE((*ids)->lockedFor("carol"));
@@ -162,6 +169,38 @@ TEST(Identities, RepeatedWrongPasswordsLockTheNameWithABackoffKnownOrNot) {
   for (int i = 0; i < 40; ++i) (void)(*ids)->byPassword("carol", "wrong"), clock.advance(std::chrono::hours(1));
   (void)(*ids)->byPassword("carol", "wrong");
   EXPECT_LE((*ids)->lockedFor("carol")->count(), 15 * 60) << "the wait is capped";
+}
+
+TEST(Identities, OneSourceGuessingManyNamesIsLockedAsASource) {
+  ManualClock clock;
+  auto ids = carolOn(clock);
+  ASSERT_TRUE(ids) << ids.error().message;
+  std::vector<std::string> locks;
+  (*ids)->onLockout([&](const Identities::Lockout& l) {
+    locks.push_back(fmt::format("{} {} {}s after {}", l.of == Identities::Lockout::Of::kSource ? "source" : "name", l.who,
+                                l.lockedFor.count(), l.failures));
+  });
+  // Four tries at each of five names: no name is locked, the source is, at its 20th failure in a row.
+  for (int i = 0; i < Identities::kFreeSourceAttempts; ++i) {
+    EXPECT_FALSE((*ids)->sourceLockedFor("10.0.0.7")) << "not before the 20th, try " << i;
+    EXPECT_FALSE((*ids)->byPassword(fmt::format("name-{}", i % 5), "guess", "10.0.0.7"));
+  }
+  for (int n = 0; n < 5; ++n) EXPECT_FALSE((*ids)->lockedFor(fmt::format("name-{}", n)));
+  ASSERT_TRUE((*ids)->sourceLockedFor("10.0.0.7"));
+  EXPECT_EQ((*ids)->sourceLockedFor("10.0.0.7")->count(), 1);
+  EXPECT_EQ(locks, std::vector<std::string>{"source 10.0.0.7 1s after 20"});
+  EXPECT_FALSE((*ids)->byPassword("carol", "right", "10.0.0.7")) << "every password from a locked source is refused";
+  EXPECT_TRUE((*ids)->byPassword("carol", "right", "10.0.0.8")) << "another source is not";
+  EXPECT_TRUE((*ids)->byPassword("carol", "right")) << "nor a check that knows no source";
+  EXPECT_EQ(locks.size(), 1U) << "refusals during a lock are not failures";
+
+  clock.advance(std::chrono::seconds(1));
+  EXPECT_FALSE((*ids)->byPassword("name-0", "guess", "10.0.0.7"));
+  EXPECT_EQ((*ids)->sourceLockedFor("10.0.0.7")->count(), 2) << "each further failure doubles the wait";
+  clock.advance(std::chrono::seconds(2));
+  EXPECT_TRUE((*ids)->byPassword("carol", "right", "10.0.0.7"));
+  EXPECT_FALSE((*ids)->byPassword("name-0", "guess", "10.0.0.7"));
+  EXPECT_FALSE((*ids)->sourceLockedFor("10.0.0.7")) << "a match from the source starts its count again";
 }
 
 TEST(Identities, AReloadReplacesIdentitiesAndQuotasInPlace) {

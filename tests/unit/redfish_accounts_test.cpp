@@ -1,28 +1,23 @@
 // Redfish authentication over the identities file: Basic and bearer credentials, sessions.
 #include "bmc/accounts.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <thread>
 
+#include "bmc/http_server.h"
+#include "composer/model/base64.h"
 #include "tests/support/identities.h"
 
 namespace switchyard::bmc {
 namespace {
 
-std::string basic(const std::string& userColonPassword) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int bits = 0, value = 0;
-  for (unsigned char c : userColonPassword) {
-    value = (value << 8) | c;
-    bits += 8;
-    while (bits >= 6) out += kAlphabet[(value >> (bits -= 6)) & 63];
-  }
-  if (bits > 0) out += kAlphabet[(value << (6 - bits)) & 63];
-  while (out.size() % 4) out += '=';
-  return "Basic " + out;
-}
+std::string basic(const std::string& userColonPassword) { return "Basic " + encodeBase64(userColonPassword); }
 
 TEST(RedfishAccounts, BasicAndBearerCredentialsProveTheCallerRoleAndTenant) {
   Accounts accounts(testing::makeIdentities({{"alice", "operator", "", "pw-a"},
@@ -60,6 +55,37 @@ TEST(RedfishAccounts, SessionsLastUntilLogoutOrTimeoutAndCarryTheTenant) {
   EXPECT_EQ(lasting.token(t->token)->tenant, "team-c");
   EXPECT_TRUE(lasting.logout(t->id));
   EXPECT_FALSE(lasting.token(t->token));
+}
+
+TEST(RedfishAccounts, OneAddressGuessingManyNamesIsLockedOutWhateverNameItTries) {
+  Accounts accounts(testing::makeIdentities({{"alice", "operator", "", "pw-a", "alices-token"}}));
+  for (int i = 0; i < auth::Identities::kFreeSourceAttempts; ++i)
+    EXPECT_FALSE(accounts.authorization(basic(fmt::format("user-{}:guess", i % 5)), "10.0.0.7"));
+  EXPECT_FALSE(accounts.authorization(basic("alice:pw-a"), "10.0.0.7")) << "locked: the right password too";
+  EXPECT_FALSE(accounts.login("alice", "pw-a", "10.0.0.7")) << "sessions count by the same address";
+  EXPECT_TRUE(accounts.authorization(basic("alice:pw-a"), "10.0.0.8"));
+  EXPECT_TRUE(accounts.authorization("Bearer alices-token", "10.0.0.7")) << "a token is no password: it still works from there";
+}
+
+// The HTTP server hands each handler the client's address (without its port): what lockouts count by.
+TEST(HttpServerPeer, IsTheClientsAddress) {
+  namespace http = boost::beast::http;
+  auto server = HttpServer::start({"127.0.0.1:0", 1}, [](const HttpRequest&, Reply reply, OpenStream, const std::string& peer) {
+    HttpResponse res{http::status::ok, 11};
+    res.body() = peer;
+    reply(std::move(res));
+  });
+  ASSERT_TRUE(server) << server.error().message;
+  boost::asio::io_context io;
+  boost::beast::tcp_stream stream(io);
+  stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>((*server)->port())));
+  http::request<http::empty_body> req{http::verb::get, "/", 11};
+  req.set(http::field::host, "127.0.0.1");
+  http::write(stream, req);
+  boost::beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  http::read(stream, buffer, res);
+  EXPECT_EQ(res.body(), "127.0.0.1");
 }
 
 }  // namespace

@@ -193,7 +193,7 @@ TEST(RedfishClientTls, VerifiesTheServersCertificate) {
   const bmc::CertificateFiles files{dir / "cert.pem", dir / "key.pem"};
   ASSERT_TRUE(bmc::ensureCertificate(files, "127.0.0.1"));
   auto server = bmc::HttpServer::start({"127.0.0.1:0", 1, 1 << 20, std::chrono::seconds(5), files},
-                                       [](const bmc::HttpRequest&, bmc::Reply reply, bmc::OpenStream) {
+                                       [](const bmc::HttpRequest&, bmc::Reply reply, bmc::OpenStream, const std::string&) {
                                          bmc::HttpResponse res{boost::beast::http::status::ok, 11};
                                          res.set(boost::beast::http::field::content_type, "application/json");
                                          res.body() = R"({"Id": "RootService"})";
