@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 ./setup.sh
 BUILD_DIR=${BUILD_DIR:-build}
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}  # new build trees only; an existing one keeps its generator
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target yardd yardctl
 

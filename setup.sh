@@ -42,7 +42,7 @@ if [ "${1:-}" = "dev-certs" ]; then
 fi
 
 PACKAGES=(
-  build-essential cmake pkg-config
+  build-essential cmake ninja-build pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -23,6 +23,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 ./setup.sh
 JOBS=${JOBS:-$(nproc)}
+# Ninja: compiles any target's sources as soon as their headers exist (Make waits for each library a target links to
+# be built first), which idled one of 2 cores for much of a Make build. It picks the generator of new build trees only.
+export CMAKE_GENERATOR=${CMAKE_GENERATOR:-Ninja}
 export SWITCHYARD_REQUIRE_TOOLS=1
 
 STARTED=$SECONDS
