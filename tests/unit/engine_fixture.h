@@ -1,5 +1,5 @@
 // The engine test fixture: a simulated fabric, a SQLite store in a temp dir, a manual clock, and helpers
-// that compose and wait. Shared by engine_test.cpp and engine_mig_test.cpp.
+// that compose and wait. Shared by the engine_*_test.cpp files.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -12,6 +12,7 @@
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
+#include "tests/support/gated_driver.h"
 #include "tests/support/temp_dir.h"
 
 namespace switchyard {
@@ -97,5 +98,22 @@ class EngineTest : public ::testing::Test {
   std::unique_ptr<SqliteStore> store_;
   std::unique_ptr<Engine> engine_;
 };
+
+// Starts a compose whose bind call then waits in the switch until gated.open().
+inline Result<Operation> composeHeldInTheSwitch(Engine& engine, testing::GatedDriver& gated, std::string name, int gpus) {
+  gated.closeBeforeBind(0);
+  ComposeRequest r{std::move(name), {}, {}};
+  r.placement.gpuCount = gpus;
+  auto accepted = engine.compose(Caller::local(), r);
+  if (accepted) gated.waitUntilHeld();
+  return accepted;
+}
+
+// The log of an operation as kind:state, with * for compensations.
+inline std::vector<std::string> stepLog(const Operation& op) {
+  std::vector<std::string> log;
+  for (const auto& s : op.steps) log.push_back(s.kind + ":" + std::string(toString(s.state)) + (s.compensation ? "*" : ""));
+  return log;
+}
 
 }  // namespace switchyard
