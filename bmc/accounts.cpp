@@ -4,6 +4,8 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 
+#include <boost/asio/post.hpp>
+
 #include "composer/model/base64.h"
 
 namespace switchyard::bmc {
@@ -19,6 +21,18 @@ std::string randomToken() {
 }
 
 bool sameToken(const std::string& a, const std::string& b) { return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0; }
+
+// The name and password of a Basic header, or nothing.
+std::optional<std::pair<std::string, std::string>> basicCredentials(std::string_view header) {
+  const std::string_view prefix = "Basic ";
+  if (!header.starts_with(prefix)) return std::nullopt;
+  const std::string_view encoded = header.substr(prefix.size());
+  // Well-formed base64 only (a partial group once overflowed Beast's decoder; the fuzzer keeps checking).
+  const std::optional<std::string> decoded = encoded.size() > 4096 ? std::nullopt : decodeBase64(encoded);
+  const auto colon = decoded ? decoded->find(':') : std::string::npos;
+  if (colon == std::string::npos) return std::nullopt;
+  return std::pair{decoded->substr(0, colon), decoded->substr(colon + 1)};
+}
 
 }  // namespace
 
@@ -42,14 +56,22 @@ std::string_view redfishRoleName(Role role) {
 
 std::optional<Caller> Accounts::authorization(const std::string& header, std::string_view peer) const {
   if (header.rfind("Bearer ", 0) == 0) return identities_->byToken(std::string_view(header).substr(7));
-  const std::string prefix = "Basic ";
-  if (header.rfind(prefix, 0) != 0) return std::nullopt;
-  const std::string_view encoded = std::string_view(header).substr(prefix.size());
-  // Well-formed base64 only (a partial group once overflowed Beast's decoder; the fuzzer keeps checking).
-  const std::optional<std::string> decoded = encoded.size() > 4096 ? std::nullopt : decodeBase64(encoded);
-  const auto colon = decoded ? decoded->find(':') : std::string::npos;
-  if (colon == std::string::npos) return std::nullopt;
-  return identities_->byPassword(decoded->substr(0, colon), decoded->substr(colon + 1), peer);
+  const auto basic = basicCredentials(header);
+  if (!basic) return std::nullopt;
+  return identities_->byPassword(basic->first, basic->second, peer);
+}
+
+void Accounts::authorize(const std::string& header, std::string_view peer, std::function<void(std::optional<Caller>)> then) {
+  const auto basic = basicCredentials(header);
+  if (!basic || !identities_->checkIsSlow(basic->first, basic->second, peer)) return then(authorization(header, peer));
+  boost::asio::post(checks_, [this, header, peer = std::string(peer), then = std::move(then)] { then(authorization(header, peer)); });
+}
+
+void Accounts::startLogin(std::string user, std::string password, std::string peer, std::function<void(std::optional<Session>)> then) {
+  if (!identities_->checkIsSlow(user, password, peer)) return then(login(user, password, peer));
+  boost::asio::post(checks_, [this, user = std::move(user), password = std::move(password), peer = std::move(peer), then = std::move(then)] {
+    then(login(user, password, peer));
+  });
 }
 
 void Accounts::expireLocked() {

@@ -4,7 +4,9 @@
 // predefined ones (Administrator, Operator, ReadOnly) and one custom role, Tenant.
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,12 +35,24 @@ class Accounts {
  public:
   explicit Accounts(std::shared_ptr<const auth::Identities> identities, std::chrono::seconds sessionTimeout = std::chrono::minutes(30))
       : identities_(std::move(identities)), sessionTimeout_(sessionTimeout) {}
+  ~Accounts() { checks_.join(); }
+  Accounts(const Accounts&) = delete;
+  Accounts& operator=(const Accounts&) = delete;
 
   // The caller an `Authorization: Basic ...` / `Authorization: Bearer ...` header or an `X-Auth-Token`
   // session token proves, or nothing.
   [[nodiscard]] std::optional<Caller> authorization(const std::string& header, std::string_view peer = {}) const;
+  // The same, for a server's request threads: `then` runs at once when the answer is cheap (a token, a password
+  // matched before, a locked name or source, a malformed header), and on one of this object's own threads when it
+  // takes a password check (PBKDF2 takes ~0.1-0.3 s on purpose), so that guessers never hold the threads that
+  // serve everyone else. `then` must not block.
+  void authorize(const std::string& header, std::string_view peer, std::function<void(std::optional<Caller>)> then);
   [[nodiscard]] std::optional<Caller> token(const std::string& token);
   [[nodiscard]] std::optional<Session> login(const std::string& user, const std::string& password, std::string_view peer = {});
+  // login() for a server's request threads: `then` runs on one of this object's threads when the check is slow.
+  void startLogin(std::string user, std::string password, std::string peer, std::function<void(std::optional<Session>)> then);
+  // Waits for the checks handed to this object's threads (yardd's shutdown, before its services go).
+  void drain() { checks_.join(); }
   [[nodiscard]] bool logout(const std::string& sessionId);
   [[nodiscard]] std::vector<Session> sessions();
   [[nodiscard]] const auth::Identities& identities() const { return *identities_; }
@@ -59,6 +73,8 @@ class Accounts {
   mutable std::mutex mutex_;
   std::map<std::string, Session> sessions_;  // by id
   std::uint64_t nextSession_ = 1;
+  // Where slow password checks run (last member: joined before the rest goes).
+  boost::asio::thread_pool checks_{2};
 };
 
 }  // namespace switchyard::bmc

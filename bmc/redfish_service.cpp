@@ -94,9 +94,15 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
   }
   if (call->method == "POST" && call->path == root + "/SessionService/Sessions") return login(call);
 
-  std::optional<Caller> caller;
-  if (auto token = req["X-Auth-Token"]; !token.empty()) caller = accounts_.token(std::string(token));
-  else if (auto auth = req[http::field::authorization]; !auth.empty()) caller = accounts_.authorization(std::string(auth), call->peer);
+  // A password check (Basic auth) may run on the accounts' own threads: authenticated() goes on from there.
+  if (auto token = req["X-Auth-Token"]; !token.empty()) return authenticated(call, accounts_.token(std::string(token)));
+  if (auto auth = req[http::field::authorization]; !auth.empty())
+    return accounts_.authorize(std::string(auth), call->peer, [this, call](std::optional<Caller> caller) { authenticated(call, caller); });
+  authenticated(call, std::nullopt);
+}
+
+void RedfishService::authenticated(const std::shared_ptr<Call>& call, const std::optional<Caller>& caller) {
+  auto answer = [&](HttpResponse res) { call->reply(std::move(res)); };
   if (!caller) {
     HttpResponse res = error(http::status::unauthorized, std::string(kBase) + "NoValidSession",
                              "authenticate with HTTP Basic, a bearer token, or an X-Auth-Token from POST /redfish/v1/SessionService/Sessions");
@@ -104,6 +110,8 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
     return answer(std::move(res));
   }
   call->caller = *caller;
+  const std::string root = kRoot;
+  const bool read = call->method == "GET" || call->method == "HEAD";
 
   if (read) return get(call);
   const bool mayCompose = caller->role != Role::kViewer;
@@ -296,12 +304,14 @@ void RedfishService::login(const std::shared_ptr<Call>& call) {
     return call->reply(error(http::status::bad_request, std::string(kBase) + "MalformedJSON", "the request body is not a JSON object"));
   if (!body.contains("UserName") || !body.contains("Password") || !body["UserName"].is_string() || !body["Password"].is_string())
     return call->reply(error(http::status::bad_request, std::string(kBase) + "PropertyMissing", "UserName and Password (strings) are required"));
-  auto s = accounts_.login(body["UserName"].get<std::string>(), body["Password"].get<std::string>(), call->peer);
-  if (!s) return call->reply(error(http::status::unauthorized, std::string(kBase) + "NoValidSession", "wrong user name or password"));
-  HttpResponse res = respond(http::status::created, session(*s));
-  res.set("X-Auth-Token", s->token);
-  res.set(http::field::location, fmt::format("{}/SessionService/Sessions/{}", kRoot, s->id));
-  call->reply(std::move(res));
+  // The password check may run on the accounts' own threads (PBKDF2 is slow on purpose).
+  accounts_.startLogin(body["UserName"].get<std::string>(), body["Password"].get<std::string>(), call->peer, [this, call](std::optional<Session> s) {
+    if (!s) return call->reply(error(http::status::unauthorized, std::string(kBase) + "NoValidSession", "wrong user name or password"));
+    HttpResponse res = respond(http::status::created, session(*s));
+    res.set("X-Auth-Token", s->token);
+    res.set(http::field::location, fmt::format("{}/SessionService/Sessions/{}", kRoot, s->id));
+    call->reply(std::move(res));
+  });
 }
 
 }  // namespace switchyard::bmc

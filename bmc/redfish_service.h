@@ -44,6 +44,8 @@ class RedfishService {
  private:
   struct Call;
   void route(const std::shared_ptr<Call>& call);
+  // The rest of route() once the caller is known (or nothing: 401), on whichever thread found it out.
+  void authenticated(const std::shared_ptr<Call>& call, const std::optional<Caller>& caller);
   void get(const std::shared_ptr<Call>& call);
   void compose(const std::shared_ptr<Call>& call);
   // CompositionService.Compose with a manifest of one or more ComposeSystem stanzas: Preview (what would

@@ -285,6 +285,18 @@ void Identities::recordFailure(const std::string& name, std::string_view source)
     for (const auto& l : locked) observer(l);
 }
 
+bool Identities::checkIsSlow(std::string_view name, std::string_view password, std::string_view source) const {
+  if (lockedFor(name) || sourceLockedFor(source)) return false;  // refused unchecked
+  std::shared_lock data(data_);
+  for (const auto& id : identities_)
+    if (id.name == name && !id.passwordHash.empty()) {
+      const std::string remembered = sha256Hex(fmt::format("{}\n{}\n{}", id.name, id.passwordHash, password));
+      std::lock_guard lock(mutex_);
+      return !verified_.contains(remembered);
+    }
+  return true;  // a name nobody has costs a real check's work
+}
+
 std::optional<Caller> Identities::byPassword(std::string_view name, std::string_view password, std::string_view source) const {
   // Not even checked: a locked name or source costs a guesser nothing to learn.
   if (lockedFor(name) || sourceLockedFor(source)) return std::nullopt;

@@ -61,6 +61,9 @@ class Identities {
   // that one guesser cannot spray a few tries at each of many names. A password that matches starts both counts
   // again.
   [[nodiscard]] std::optional<Caller> byPassword(std::string_view name, std::string_view password, std::string_view source = {}) const;
+  // Whether byPassword would run PBKDF2 for these (a name and source not locked, a password not matched before):
+  // callers on a request path's threads hand such a check to threads of their own (bmc::Accounts::authorize).
+  [[nodiscard]] bool checkIsSlow(std::string_view name, std::string_view password, std::string_view source = {}) const;
   static constexpr int kFreePasswordAttempts = 5;
   static constexpr int kFreeSourceAttempts = 20;
   static constexpr std::chrono::minutes kMaxLockout{15};

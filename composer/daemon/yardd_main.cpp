@@ -490,7 +490,9 @@ int run(const DaemonOptions& o) {
   if (capacityHistory) capacityHistory->stop();
   engine.stop(std::chrono::seconds(o.shutdownGraceSeconds));
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
-  // The engine answered every pending call; let the Redfish replies out, then close the HTTP server.
+  // The engine answered every pending call; let the password checks and the Redfish replies out, then close
+  // the HTTP servers.
+  if (accounts) accounts->drain();
   if (redfish) redfish->drain();
   if (redfishServer) redfishServer->stop();
   if (webServer) webServer->stop();

@@ -144,9 +144,7 @@ void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply, const
   const unsigned version = request.version();
   const bool keepAlive = request.keep_alive();
   const std::string target(request.target());
-  const auto q = target.find('?');
-  const std::string path = target.substr(0, q);
-  const std::string query = q == std::string::npos ? std::string{} : target.substr(q + 1);
+  const std::string path = target.substr(0, target.find('?'));
 
   if (request.method() != http::verb::get && request.method() != http::verb::head) {
     auto res = problem(http::status::method_not_allowed, "this endpoint is read-only: only GET and HEAD", version, keepAlive);
@@ -160,19 +158,29 @@ void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply, const
     return reply(respond(http::status::ok, "text/plain; charset=utf-8", "ok\n", version, keepAlive));
   }
 
-  Caller caller = Caller::local();
-  if (accounts_ != nullptr) {
-    const auto header = request.find(http::field::authorization);
-    std::optional<Caller> who = header == request.end() ? std::nullopt : accounts_->authorization(std::string(header->value()), peer);
+  if (accounts_ == nullptr) return serve(Caller::local(), request, std::move(reply), openStream);
+  // A password check (Basic auth) may run on the accounts' own threads; the request stays valid until answered.
+  auto then = [this, &request, reply = std::move(reply), openStream](std::optional<Caller> who) mutable {
     if (!who) {
-      auto res = problem(http::status::unauthorized,
-                         "authenticate with HTTP Basic (an identity's password) or a bearer token from the identities file", version, keepAlive);
+      auto res = problem(http::status::unauthorized, "authenticate with HTTP Basic (an identity's password) or a bearer token from the identities file",
+                         request.version(), request.keep_alive());
       res.set(http::field::www_authenticate, "Basic realm=\"switchyard\", charset=\"UTF-8\"");
       return reply(std::move(res));
     }
-    caller = *who;
-  }
+    serve(*who, request, std::move(reply), openStream);
+  };
+  const auto header = request.find(http::field::authorization);
+  if (header == request.end()) return then(std::nullopt);
+  accounts_->authorize(std::string(header->value()), peer, std::move(then));
+}
 
+void WebService::serve(const Caller& caller, const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream) {
+  const unsigned version = request.version();
+  const bool keepAlive = request.keep_alive();
+  const std::string target(request.target());
+  const auto q = target.find('?');
+  const std::string path = target.substr(0, q);
+  const std::string query = q == std::string::npos ? std::string{} : target.substr(q + 1);
   if (path == "/metrics") return metricsPage(caller, std::move(reply), version, keepAlive);
   if (path == "/api/v1/events/stream") return eventStream(caller, request, std::move(reply), openStream);
   if (path.starts_with("/api/")) return api(caller, path, query, std::move(reply), version, keepAlive);

@@ -30,6 +30,8 @@ class WebService {
   void handle(const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream = {}, const std::string& peer = {});
 
  private:
+  // handle() once the caller is known, on whichever thread found it out.
+  void serve(const Caller& caller, const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream);
   void eventStream(const Caller& caller, const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream);
   void metricsPage(const Caller& caller, bmc::Reply reply, unsigned version, bool keepAlive);
   void api(const Caller& caller, const std::string& path, const std::string& query, bmc::Reply reply, unsigned version, bool keepAlive);

@@ -8,6 +8,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <future>
 #include <thread>
 
 #include "bmc/http_server.h"
@@ -65,6 +66,37 @@ TEST(RedfishAccounts, OneAddressGuessingManyNamesIsLockedOutWhateverNameItTries)
   EXPECT_FALSE(accounts.login("alice", "pw-a", "10.0.0.7")) << "sessions count by the same address";
   EXPECT_TRUE(accounts.authorization(basic("alice:pw-a"), "10.0.0.8"));
   EXPECT_TRUE(accounts.authorization("Bearer alices-token", "10.0.0.7")) << "a token is no password: it still works from there";
+}
+
+// A server's request threads never run PBKDF2: authorize() answers a password check on the accounts' own
+// threads and a cheap answer (a token, a password matched before, a malformed header) at once.
+TEST(RedfishAccounts, PasswordChecksRunOffTheCallersThread) {
+  Accounts accounts(testing::makeIdentities({{"alice", "operator", "", "pw-a", "alices-token"}}));
+  struct Answer {
+    std::optional<Caller> caller;
+    std::thread::id thread;
+  };
+  const auto authorize = [&](const std::string& header) {
+    std::promise<Answer> answered;
+    accounts.authorize(header, "10.0.0.7", [&](std::optional<Caller> c) { answered.set_value({std::move(c), std::this_thread::get_id()}); });
+    return answered.get_future().get();
+  };
+  const auto here = std::this_thread::get_id();
+  const Answer first = authorize(basic("alice:pw-a"));
+  ASSERT_TRUE(first.caller);
+  EXPECT_NE(first.thread, here) << "a password not matched before is checked elsewhere";
+  const Answer again = authorize(basic("alice:pw-a"));
+  ASSERT_TRUE(again.caller);
+  EXPECT_EQ(again.thread, here) << "a password matched before is a hash lookup: answered at once";
+  const Answer stranger = authorize(basic("mallory:guess"));
+  EXPECT_FALSE(stranger.caller);
+  EXPECT_NE(stranger.thread, here) << "a name nobody has costs the same check, in the same place";
+  EXPECT_EQ(authorize("Bearer alices-token").thread, here);
+  EXPECT_EQ(authorize("Basic !!!").thread, here);
+
+  std::promise<std::optional<Session>> loggedIn;
+  accounts.startLogin("alice", "pw-a", "10.0.0.7", [&](std::optional<Session> s) { loggedIn.set_value(std::move(s)); });
+  EXPECT_TRUE(loggedIn.get_future().get()) << "sessions use the same path";
 }
 
 // The HTTP server hands each handler the client's address (without its port): what lockouts count by.
