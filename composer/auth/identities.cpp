@@ -285,12 +285,22 @@ void Identities::recordFailure(const std::string& name, std::string_view source)
     for (const auto& l : locked) observer(l);
 }
 
+// What verified_ remembers of a password that matched: its SHA-256 with the identity's name and stored hash.
+std::string Identities::rememberedKey(const Identity& id, std::string_view password) {
+  return sha256Hex(fmt::format("{}\n{}\n{}", id.name, id.passwordHash, password));
+}
+
+void Identities::forgetFailures(const std::string& name, std::string_view source) const {
+  failures_.erase(name);
+  if (!source.empty()) sourceFailures_.erase(std::string(source));
+}
+
 bool Identities::checkIsSlow(std::string_view name, std::string_view password, std::string_view source) const {
   if (lockedFor(name) || sourceLockedFor(source)) return false;  // refused unchecked
   std::shared_lock data(data_);
   for (const auto& id : identities_)
     if (id.name == name && !id.passwordHash.empty()) {
-      const std::string remembered = sha256Hex(fmt::format("{}\n{}\n{}", id.name, id.passwordHash, password));
+      const std::string remembered = rememberedKey(id, password);
       std::lock_guard lock(mutex_);
       return !verified_.contains(remembered);
     }
@@ -316,12 +326,11 @@ std::optional<Caller> Identities::byPassword(std::string_view name, std::string_
     return std::nullopt;
   }
   const Identity& id = *found;
-  const std::string remembered = sha256Hex(fmt::format("{}\n{}\n{}", id.name, id.passwordHash, password));
+  const std::string remembered = rememberedKey(id, password);
   {
     std::lock_guard lock(mutex_);
     if (verified_.contains(remembered)) {  // a match like any other: it starts both counts again
-      failures_.erase(id.name);
-      if (!source.empty()) sourceFailures_.erase(std::string(source));
+      forgetFailures(id.name, source);
       return id.caller();
     }
   }
@@ -334,8 +343,7 @@ std::optional<Caller> Identities::byPassword(std::string_view name, std::string_
     return std::nullopt;
   }
   std::lock_guard lock(mutex_);
-  failures_.erase(caller.identity);
-  if (!source.empty()) sourceFailures_.erase(std::string(source));
+  forgetFailures(caller.identity, source);
   if (verified_.size() > 4096) verified_.clear();
   verified_.insert(remembered);
   return caller;

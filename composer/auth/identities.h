@@ -115,6 +115,9 @@ class Identities {
   using FailureCounts = std::map<std::string, Failures, std::less<>>;
   // Counts a failed password against its name and its source; tells the observer of each lock it starts.
   void recordFailure(const std::string& name, std::string_view source) const;
+  // A password matched: both counts start again (mutex_ held).
+  void forgetFailures(const std::string& name, std::string_view source) const;
+  [[nodiscard]] static std::string rememberedKey(const Identity& id, std::string_view password);
   [[nodiscard]] std::optional<std::chrono::seconds> lockedIn(const FailureCounts& counts, std::string_view key) const;  // mutex_ held
   mutable std::mutex mutex_;  // guards verified_, failures_, sourceFailures_ and lockoutObserver_
   LockoutObserver lockoutObserver_;
