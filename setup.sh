@@ -6,7 +6,9 @@
 #   ./setup.sh dev-certs DIR [CLIENT...]
 #                      development certificates for gRPC (mutual) TLS, made with the openssl command: a CA
 #                      (DIR/ca.pem), yardd's certificate for localhost/127.0.0.1/::1 (DIR/yardd.pem, .key), and
-#                      one client certificate per CLIENT with that CN (DIR/CLIENT.pem, .key). Then:
+#                      one client certificate per CLIENT with that CN (DIR/CLIENT.pem, .key), and a certificate
+#                      for a development etcd (DIR/etcd.pem, .key: server and client use, as etcd's JSON
+#                      gateway dials etcd itself with it under --client-cert-auth). Then:
 #                        yardd --tls-cert DIR/yardd.pem --tls-key DIR/yardd.key --tls-client-ca DIR/ca.pem
 #                        yardctl --ca DIR/ca.pem --cert DIR/alice.pem --key DIR/alice.key ...
 set -euo pipefail
@@ -30,9 +32,10 @@ dev_certs() {
     rm -f "$dir/$1.csr" "$dir/$1.ext"
   }
   issue yardd "DNS:localhost,IP:127.0.0.1,IP:::1" serverAuth
+  issue etcd "DNS:localhost,IP:127.0.0.1,IP:::1" serverAuth,clientAuth
   for client in "$@"; do issue "$client" "DNS:$client" clientAuth; done
   chmod 600 "$dir"/*.key
-  echo "setup: development certificates in $dir: ca.pem, yardd.pem/.key${*:+, and client certificates for $*}"
+  echo "setup: development certificates in $dir: ca.pem, yardd.pem/.key, etcd.pem/.key${*:+, and client certificates for $*}"
 }
 if [ "${1:-}" = "dev-certs" ]; then
   [ -n "${2:-}" ] || { echo "usage: ./setup.sh dev-certs DIR [CLIENT...]"; exit 2; }

@@ -92,6 +92,11 @@ struct DaemonOptions {
   std::string store;  // empty: SQLite at db(); etcd://HOST:PORT[,HOST:PORT...][/PREFIX]: the etcd store
   int leaseTtlSeconds = 6;  // etcd store: the leader lease (at least 1.5x etcd's election timeout)
   std::string advertise;    // etcd store: how this yardd names itself in the leader key (default: --listen)
+  std::filesystem::path etcdCa;    // etcds:// store: trust this CA for the members' certificates
+  std::filesystem::path etcdCert;  // etcds:// store: the client certificate to present (etcd --client-cert-auth)
+  std::filesystem::path etcdKey;
+  std::string etcdUser;                   // etcd store with authentication on: the user
+  std::filesystem::path etcdPasswordFile;  // and its password (first line; mode 0600)
   [[nodiscard]] std::filesystem::path simState() const {
     if (simStatePath == "none") return {};
     return simStatePath.empty() ? stateDir / "sim-fabric.json" : std::filesystem::path(simStatePath);
@@ -122,7 +127,16 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--db", o.dbPath, "SQLite database path (default: <state-dir>/yard.db)");
   app.add_option("--store", o.store,
                  "Where the state lives: empty for the SQLite file (--db), or etcd://HOST:PORT[,HOST:PORT...][/PREFIX] for an etcd "
-                 "cluster (prefix default /switchyard/; etcd needs --max-txn-ops 16384; docs/operations.md)");
+                 "cluster (etcds:// over TLS; prefix default /switchyard/; etcd needs --max-txn-ops 16384; docs/operations.md)");
+  app.add_option("--etcd-ca", o.etcdCa, "etcds:// store: trust this CA (PEM) for the members' certificates (default: the system's store)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--etcd-cert", o.etcdCert, "etcds:// store: present this client certificate (PEM), for etcd's --client-cert-auth")
+      ->check(CLI::ExistingFile);
+  app.add_option("--etcd-key", o.etcdKey, "etcds:// store: the client certificate's private key (PEM)")->check(CLI::ExistingFile);
+  app.add_option("--etcd-user", o.etcdUser,
+                 "etcd store with authentication on: the etcd user (its roles must cover the store's prefix); with --etcd-password-file");
+  app.add_option("--etcd-password-file", o.etcdPasswordFile, "The etcd user's password (first line of the file, mode 0600)")
+      ->check(CLI::ExistingFile);
   app.add_option("--durability", o.durability,
                  "normal: WAL + synchronous=NORMAL, survives kill -9 (default); full: fsync every commit, survives power loss")
       ->check(CLI::IsMember({"normal", "full"}))->capture_default_str();
@@ -324,5 +338,12 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
     return 1;                                          \
   }                                                    \
   decl = std::move(*tmp)
+#define SY_TRY_OR_EXIT(expr)                                  \
+  do {                                                        \
+    if (auto sy_try_ = (expr); !sy_try_) {                    \
+      spdlog::critical("{}", sy_try_.error().message);        \
+      return 1;                                               \
+    }                                                         \
+  } while (false)
 
 }  // namespace switchyard

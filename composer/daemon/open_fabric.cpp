@@ -1,5 +1,7 @@
 #include "composer/daemon/open_fabric.h"
 
+#include "composer/daemon/secret_files.h"
+
 #include <grpc/support/log.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -74,9 +76,7 @@ Result<std::unique_ptr<FabricDriver>> openRedfish(const std::string& url, const 
   options.user = user;
   options.caFile = ca.string();
   if (!passwordFile.empty()) {
-    std::ifstream in(passwordFile);
-    if (!std::getline(in, options.password))
-      return fail(Code::kInvalidArgument, fmt::format("password file {}: cannot read a password from it", passwordFile.string()));
+    SY_ASSIGN(options.password, readPasswordFile(passwordFile, "password file"));
   }
   SY_ASSIGN(auto fabric, RedfishFabric::connect(options));
   return std::unique_ptr<FabricDriver>(std::move(fabric));

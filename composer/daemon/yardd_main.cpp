@@ -29,6 +29,7 @@
 #include "composer/auth/identities.h"
 #include "composer/daemon/grpc_security.h"
 #include "composer/daemon/lockout_report.h"
+#include "composer/daemon/secret_files.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/daemon/domain_spec.h"
 #include "composer/daemon/standby_reads.h"
@@ -112,14 +113,28 @@ Result<agent::AgentDirectoryOptions> hostSideOptions(const DaemonOptions& o) {
   return options;
 }
 
+// How yardd reaches etcd: TLS files for an etcds:// store, an etcd user for a cluster with authentication on.
+Result<etcd::ClientSecurity> etcdClientSecurity(const DaemonOptions& o, const etcd::EtcdUrl& url) {
+  etcd::ClientSecurity s{o.etcdCa.string(), o.etcdCert.string(), o.etcdKey.string(), o.etcdUser, {}};
+  const bool tls = url.endpoints.front().starts_with("https://");
+  if (!tls && (!s.caFile.empty() || !s.certFile.empty()))
+    return fail(Code::kInvalidArgument, fmt::format("--etcd-ca/--etcd-cert are for TLS: write the store as etcds://{}", o.store.substr(7)));
+  if (s.certFile.empty() != s.keyFile.empty()) return fail(Code::kInvalidArgument, "--etcd-cert and --etcd-key go together");
+  if (s.user.empty() != o.etcdPasswordFile.empty()) return fail(Code::kInvalidArgument, "--etcd-user and --etcd-password-file go together");
+  if (!s.user.empty()) {
+    SY_TRY(refuseIfOthersMayRead(o.etcdPasswordFile, "--etcd-password-file"));
+    SY_ASSIGN(s.password, readPasswordFile(o.etcdPasswordFile, "--etcd-password-file"));
+    if (!tls) spdlog::warn("the etcd password for {} goes over plain HTTP: use an etcds:// store", s.user);
+  }
+  return s;
+}
+
 // The BMCs of bmc-reset hosts: every such host needs one, and a BMC is given only for such a host.
 Result<bmc::BmcResetHostsOptions> bmcResetOptions(const DaemonOptions& o, const agent::AgentDirectoryOptions& policies) {
   bmc::BmcResetHostsOptions options;
   std::string password;
   if (!o.hostBmcPasswordFile.empty()) {
-    std::ifstream in(o.hostBmcPasswordFile);
-    if (!std::getline(in, password))
-      return fail(Code::kInvalidArgument, fmt::format("--host-bmc-password-file {}: cannot read a password from it", o.hostBmcPasswordFile.string()));
+    SY_ASSIGN(password, readPasswordFile(o.hostBmcPasswordFile, "--host-bmc-password-file"));
   }
   for (const auto& entry : o.hostBmcs) {
     const auto eq = entry.find('=');
@@ -157,11 +172,7 @@ int run(const DaemonOptions& o) {
   std::shared_ptr<auth::Identities> identities;
   if (!o.identitiesFile.empty()) {
     // It holds password hashes and token digests: one that anyone on the machine can read (or write) is refused.
-    if (struct stat st {}; ::stat(o.identitiesFile.c_str(), &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)) != 0) {
-      spdlog::critical("--identities {}: others may read it (mode {:04o}); yardd refuses it: chmod 600 {} (or 640 for a group)",
-                       o.identitiesFile.string(), st.st_mode & 07777, o.identitiesFile.string());
-      return 1;
-    }
+    SY_TRY_OR_EXIT(refuseIfOthersMayRead(o.identitiesFile, "--identities"));
     SY_ASSIGN_OR_EXIT(identities, auth::Identities::load(o.identitiesFile));
     identities->onLockout([](const auth::Identities::Lockout& lockout) { reportLockout(lockout, nullptr); });
     spdlog::info("identities: {} from {}, {} tenant quota(s)", identities->identities().size(), o.identitiesFile.string(),
@@ -201,8 +212,11 @@ int run(const DaemonOptions& o) {
     store = std::move(sqlite);
   } else {
     SY_ASSIGN_OR_EXIT(const etcd::EtcdUrl url, etcd::parseEtcdUrl(o.store));
-    SY_ASSIGN_OR_EXIT(auto remote, EtcdStore::open(EtcdStoreOptions{url.endpoints, url.prefix}));
-    spdlog::info("store etcd {} under {} ({} member(s))", o.store, url.prefix, url.endpoints.size());
+    SY_ASSIGN_OR_EXIT(etcd::ClientSecurity etcdSecurity, etcdClientSecurity(o, url));
+    SY_ASSIGN_OR_EXIT(auto remote, EtcdStore::open(EtcdStoreOptions{url.endpoints, url.prefix, std::chrono::milliseconds(5000), etcdSecurity}));
+    spdlog::info("store etcd {} under {} ({} member(s){}{})", o.store, url.prefix, url.endpoints.size(),
+                 url.endpoints.front().starts_with("https://") ? fmt::format(", TLS{}", etcdSecurity.certFile.empty() ? "" : " with a client certificate") : "",
+                 etcdSecurity.user.empty() ? "" : fmt::format(", as etcd user {}", etcdSecurity.user));
     // Active/standby: only the leader opens the engine; the others wait here for the leader key to go.
     election = std::make_unique<etcd::LeaderElection>(
         remote->client(), etcd::ElectionOptions{url.prefix, o.advertise.empty() ? o.listen : o.advertise, std::chrono::seconds(o.leaseTtlSeconds)});
@@ -455,9 +469,8 @@ int run(const DaemonOptions& o) {
     notifyServiceManager("RELOADING=1");
     if (!identities) {
       spdlog::info("SIGHUP: nothing to reload (yardd runs without --identities)");
-    } else if (struct stat st {}; ::stat(o.identitiesFile.c_str(), &st) == 0 && (st.st_mode & (S_IROTH | S_IWOTH)) != 0) {
-      spdlog::error("SIGHUP: --identities {}: others may read it (mode {:04o}); keeping the identities in use", o.identitiesFile.string(),
-                    st.st_mode & 07777);
+    } else if (auto exposed = refuseIfOthersMayRead(o.identitiesFile, "--identities"); !exposed) {
+      spdlog::error("SIGHUP: {}; keeping the identities in use", exposed.error().message);
     } else if (auto fresh = auth::Identities::load(o.identitiesFile); !fresh) {
       spdlog::error("SIGHUP: {}; keeping the identities in use", fresh.error().message);
     } else {

@@ -1,14 +1,17 @@
 #include "inventory/etcd/etcd_client.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <charconv>
 #include <limits>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <nlohmann/json.hpp>
 
 #include "composer/model/base64.h"
@@ -120,17 +123,30 @@ void runOne(asio::io_context& io, beast::error_code& ec, Start&& start) {
 struct HostPort {
   std::string host;
   std::string port;
+  bool tls = false;
 };
 
 Result<HostPort> hostPortOf(const std::string& endpoint) {
   std::string rest = endpoint;
-  if (rest.starts_with("https://")) return fail(Code::kInvalidArgument, fmt::format("etcd endpoint {}: https is not supported yet; use http:// on a trusted network", endpoint));
-  if (rest.starts_with("http://")) rest = rest.substr(7);
+  bool tls = false;
+  if (rest.starts_with("https://")) {
+    rest = rest.substr(8);
+    tls = true;
+  } else if (rest.starts_with("http://")) {
+    rest = rest.substr(7);
+  }
   if (!rest.empty() && rest.back() == '/') rest.pop_back();
   const auto colon = rest.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size())
-    return fail(Code::kInvalidArgument, fmt::format("etcd endpoint '{}': expected http://HOST:PORT", endpoint));
-  return HostPort{rest.substr(0, colon), rest.substr(colon + 1)};
+    return fail(Code::kInvalidArgument, fmt::format("etcd endpoint '{}': expected http://HOST:PORT or https://HOST:PORT", endpoint));
+  std::string host = rest.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return HostPort{host, rest.substr(colon + 1), tls};
+}
+
+// etcd's answer to a request whose token it does not (or no longer) accept.
+bool tokenRefused(const std::string& message) {
+  return message.find("invalid auth token") != std::string::npos || message.find("user name is empty") != std::string::npos;
 }
 
 }  // namespace
@@ -148,8 +164,11 @@ std::string prefixEnd(std::string prefix) {
 }
 
 Result<EtcdUrl> parseEtcdUrl(const std::string& url) {
-  if (!url.starts_with("etcd://")) return fail(Code::kInvalidArgument, fmt::format("store '{}': expected etcd://HOST:PORT[,HOST:PORT...][/PREFIX]", url));
-  std::string rest = url.substr(7);
+  const bool tls = url.starts_with("etcds://");
+  if (!url.starts_with("etcd://") && !tls)
+    return fail(Code::kInvalidArgument, fmt::format("store '{}': expected etcd://HOST:PORT[,HOST:PORT...][/PREFIX] (etcds:// for TLS)", url));
+  const std::string scheme = tls ? "https://" : "http://";
+  std::string rest = url.substr(tls ? 8 : 7);
   EtcdUrl out;
   const auto slash = rest.find('/');
   out.prefix = slash == std::string::npos ? "/switchyard/" : rest.substr(slash);
@@ -159,8 +178,8 @@ Result<EtcdUrl> parseEtcdUrl(const std::string& url) {
   while (start <= rest.size()) {
     const auto comma = rest.find(',', start);
     const std::string member = rest.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    SY_TRY(hostPortOf("http://" + member));
-    out.endpoints.push_back("http://" + member);
+    SY_TRY(hostPortOf(scheme + member));
+    out.endpoints.push_back(scheme + member);
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -168,13 +187,58 @@ Result<EtcdUrl> parseEtcdUrl(const std::string& url) {
   return out;
 }
 
-struct Client::Connection {
-  asio::io_context io;
-  std::optional<beast::tcp_stream> stream;
-  std::string endpoint;
+struct Client::Tls {
+  asio::ssl::context context{asio::ssl::context::tls_client};
+  std::string error;  // why the context is unusable (a file that cannot be read): every call fails with it
 };
 
-Client::Client(ClientOptions options) : options_(std::move(options)) {}
+// One connection to one member, plain or TLS, on a private io_context (runOne runs one operation at a time).
+struct Client::Connection {
+  asio::io_context io;
+  std::optional<beast::tcp_stream> plain;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secure;
+  std::string endpoint;
+  beast::tcp_stream& lowest() { return secure ? beast::get_lowest_layer(*secure) : *plain; }
+  template <typename F>
+  void withStream(F&& f) {
+    if (secure)
+      f(*secure);
+    else
+      f(*plain);
+  }
+};
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {
+  if (std::none_of(options_.endpoints.begin(), options_.endpoints.end(), [](const std::string& e) { return e.starts_with("https://"); })) return;
+  tls_ = std::make_unique<Tls>();
+  auto& context = tls_->context;
+  context.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
+                      asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+  context.set_verify_mode(asio::ssl::verify_peer);
+  const ClientSecurity& s = options_.security;
+  beast::error_code ec;
+  if (s.caFile.empty())
+    context.set_default_verify_paths(ec);
+  else
+    context.load_verify_file(s.caFile, ec);
+  if (ec) {
+    tls_->error = fmt::format("etcd TLS: cannot use the CA file '{}': {}", s.caFile, ec.message());
+    return;
+  }
+  if (s.certFile.empty() != s.keyFile.empty()) {
+    tls_->error = "etcd TLS: a client certificate needs both its certificate and its key file";
+    return;
+  }
+  if (!s.certFile.empty()) {
+    context.use_certificate_chain_file(s.certFile, ec);
+    if (ec) {
+      tls_->error = fmt::format("etcd TLS: cannot use the client certificate '{}': {}", s.certFile, ec.message());
+      return;
+    }
+    context.use_private_key_file(s.keyFile, asio::ssl::context::pem, ec);
+    if (ec) tls_->error = fmt::format("etcd TLS: cannot use the client key '{}': {}", s.keyFile, ec.message());
+  }
+}
 Client::~Client() = default;
 
 std::string Client::endpoint() const {
@@ -190,7 +254,7 @@ std::unique_ptr<Client::Connection> Client::take(const std::string& endpoint) {
       idle_.erase(it);
       return c;
     }
-  return std::make_unique<Connection>();
+  return nullptr;
 }
 
 void Client::giveBack(std::unique_ptr<Connection> connection) {
@@ -199,10 +263,76 @@ void Client::giveBack(std::unique_ptr<Connection> connection) {
   if (idle_.size() < kIdleMost) idle_.push_back(std::move(connection));
 }
 
+// A new connection to `endpoint`, TLS handshaken for https://. Fails kUnavailable when nothing was sent (the
+// next member may answer), kFailedPrecondition when TLS itself is refused (a certificate that does not verify
+// will not verify on the next try either).
+Result<std::unique_ptr<Client::Connection>> Client::open(const std::string& endpoint) {
+  SY_ASSIGN(const HostPort hp, hostPortOf(endpoint));
+  if (hp.tls && (!tls_ || !tls_->error.empty()))
+    return fail(Code::kFailedPrecondition, tls_ ? tls_->error : fmt::format("etcd {}: no TLS settings", endpoint));
+  auto c = std::make_unique<Connection>();
+  c->endpoint = endpoint;
+  beast::error_code ec;
+  asio::ip::tcp::resolver resolver(c->io);
+  auto results = resolver.resolve(hp.host, hp.port, ec);
+  if (ec) return fail(Code::kUnavailable, fmt::format("{}: {}", endpoint, ec.message()));
+  if (hp.tls) {
+    c->secure.emplace(c->io, tls_->context);
+    c->secure->set_verify_callback(asio::ssl::host_name_verification(hp.host));
+    SSL_set_tlsext_host_name(c->secure->native_handle(), hp.host.c_str());
+  } else {
+    c->plain.emplace(c->io);
+  }
+  c->lowest().expires_after(options_.timeout);
+  runOne(c->io, ec, [&](auto handler) { c->lowest().async_connect(results, handler); });
+  if (ec) return fail(Code::kUnavailable, fmt::format("{}: {}", endpoint, ec.message()));
+  if (hp.tls) {
+    runOne(c->io, ec, [&](auto handler) { c->secure->async_handshake(asio::ssl::stream_base::client, handler); });
+    if (ec == beast::error::timeout) return fail(Code::kUnavailable, fmt::format("{}: the TLS handshake timed out", endpoint));
+    if (ec) return fail(Code::kFailedPrecondition, fmt::format("etcd {}: TLS handshake failed: {}", endpoint, ec.message()));
+  }
+  return c;
+}
+
+Result<std::string> Client::token(bool renew) {
+  const ClientSecurity& s = options_.security;
+  if (s.user.empty()) return std::string{};
+  std::string stale;
+  {
+    std::lock_guard lock(mutex_);
+    if (!renew && !token_.empty()) return token_;
+    stale = token_;
+  }
+  std::lock_guard authenticating(authMutex_);
+  {
+    std::lock_guard lock(mutex_);
+    if (!token_.empty() && token_ != stale) return token_;  // another call renewed it meanwhile
+  }
+  auto reply = postWith("/v3/auth/authenticate", json{{"name", s.user}, {"password", s.password}}.dump(), {});
+  if (!reply) {
+    if (reply.error().code == Code::kUnavailable || reply.error().code == Code::kDeadlineExceeded) return fail(reply.error());
+    return fail(Code::kUnauthenticated, fmt::format("etcd refused user '{}': {}", s.user, reply.error().message));
+  }
+  const json parsed = json::parse(*reply, nullptr, false);
+  const std::string fresh = textOf(parsed, "token");
+  if (fresh.empty()) return fail(Code::kUnauthenticated, fmt::format("etcd gave user '{}' no token (is authentication enabled?)", s.user));
+  std::lock_guard lock(mutex_);
+  token_ = fresh;
+  return fresh;
+}
+
+Result<std::string> Client::post(const std::string& path, const std::string& body) {
+  SY_ASSIGN(const std::string first, token(false));
+  auto reply = postWith(path, body, first);
+  if (reply || first.empty() || reply.error().code != Code::kUnauthenticated || !tokenRefused(reply.error().message)) return reply;
+  SY_ASSIGN(const std::string renewed, token(true));  // expired (or etcd restarted and forgot it): once more with a new one
+  return postWith(path, body, renewed);
+}
+
 // No lock is held across the round trip: each call takes a connection of its own from the pool (or a new
 // one), so a slow call (a large range, a member under load) never holds up another (the leader's lease
 // keep-alive above all).
-Result<std::string> Client::post(const std::string& path, const std::string& body) {
+Result<std::string> Client::postWith(const std::string& path, const std::string& body, const std::string& token) {
   std::size_t first = 0;
   {
     std::lock_guard lock(mutex_);
@@ -216,42 +346,39 @@ Result<std::string> Client::post(const std::string& path, const std::string& bod
     const std::string& endpoint = options_.endpoints[at % options_.endpoints.size()];
     SY_ASSIGN(const HostPort hp, hostPortOf(endpoint));
     for (int fresh = 0; fresh < 2; ++fresh) {
-      std::unique_ptr<Connection> c = fresh == 0 ? take(endpoint) : std::make_unique<Connection>();
-      const bool reused = c->stream.has_value();
-      beast::error_code ec;
+      std::unique_ptr<Connection> c = fresh == 0 ? take(endpoint) : nullptr;
+      const bool reused = c != nullptr;
       if (!reused) {
-        c->io.restart();
-        asio::ip::tcp::resolver resolver(c->io);
-        auto results = resolver.resolve(hp.host, hp.port, ec);
-        if (ec) {
-          lastError = fmt::format("{}: {}", endpoint, ec.message());
-          break;
-        }
-        c->stream.emplace(c->io);
-        c->stream->expires_after(options_.timeout);
-        runOne(c->io, ec, [&](auto handler) { c->stream->async_connect(results, handler); });
-        if (ec) {
-          lastError = fmt::format("{}: {}", endpoint, ec.message());
+        auto opened = open(endpoint);
+        if (!opened) {
+          if (opened.error().code != Code::kUnavailable) return fail(opened.error());
+          lastError = opened.error().message;
           break;  // nothing was sent: the next endpoint may answer
         }
-        c->endpoint = endpoint;
+        c = std::move(*opened);
       }
+      beast::error_code ec;
       http::request<http::string_body> req{http::verb::post, path, 11};
       req.set(http::field::host, hp.host);
       req.set(http::field::content_type, "application/json");
+      if (!token.empty()) req.set(http::field::authorization, token);
       req.keep_alive(true);
       req.body() = body;
       req.prepare_payload();
-      c->stream->expires_after(options_.timeout);
-      runOne(c->io, ec, [&](auto handler) { http::async_write(*c->stream, req, handler); });
+      c->lowest().expires_after(options_.timeout);
+      c->withStream([&](auto& stream) { runOne(c->io, ec, [&](auto handler) { http::async_write(stream, req, handler); }); });
       beast::flat_buffer buffer;
       http::response<http::string_body> res;
-      if (!ec) runOne(c->io, ec, [&](auto handler) { http::async_read(*c->stream, buffer, res, handler); });
+      if (!ec) c->withStream([&](auto& stream) { runOne(c->io, ec, [&](auto handler) { http::async_read(stream, buffer, res, handler); }); });
       if (ec) {
-        if (reused && (ec == http::error::end_of_stream || ec == asio::error::connection_reset || ec == asio::error::broken_pipe) && fresh == 0)
+        if (reused && (ec == http::error::end_of_stream || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
+                       ec == asio::ssl::error::stream_truncated) && fresh == 0)
           continue;  // the member closed the idle connection before reading the request: send it on a new one
         if (ec == beast::error::timeout)
           return fail(Code::kDeadlineExceeded, fmt::format("etcd {} did not answer {} within {} ms", endpoint, path, options_.timeout.count()));
+        if (ec.category() == asio::error::get_ssl_category())  // an alert: the member refused us (TLS 1.3 checks the client's certificate after the handshake)
+          return fail(Code::kFailedPrecondition, fmt::format("etcd {} refused the TLS connection: {} (a member with --client-cert-auth needs a client "
+                                                             "certificate its CA signed)", endpoint, ec.message()));
         return fail(Code::kUnavailable, fmt::format("etcd {}: {} (the request may or may not have been applied)", endpoint, ec.message()));
       }
       if (res.keep_alive()) giveBack(std::move(c));
@@ -268,6 +395,18 @@ Result<std::string> Client::post(const std::string& path, const std::string& bod
       const std::int64_t code = codeField.is_number_integer() ? codeField.get<std::int64_t>() : 0;
       if (code == 14 || res.result_int() >= 500)  // UNAVAILABLE: no leader, a member stopping
         return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, message));
+      if (code == 16 || tokenRefused(message))  // UNAUTHENTICATED, or no token where authentication is on
+        return fail(Code::kUnauthenticated, fmt::format("etcd {}: {}{}", endpoint, message,
+                                                        token.empty() && path != "/v3/auth/authenticate" ? " (etcd has authentication on: give a user and password)" : ""));
+      if (code == 7)
+        return fail(Code::kPermissionDenied, fmt::format("etcd {}: {} ({})", endpoint, message,
+                                                         token.empty() ? "no user was given: etcd may have authentication on; give a user and password"
+                                                                       : "the user's roles do not cover this key range"));
+      if (message.find("CommonName of client") != std::string::npos)
+        return fail(Code::kFailedPrecondition,
+                    fmt::format("etcd {} refuses a client certificate with a CommonName while authentication is on (its JSON gateway cannot "
+                                "take the user from it): use a user and password with no client certificate, or a certificate without a CN",
+                                endpoint));
       return fail(code == 3 ? Code::kInvalidArgument : Code::kFailedPrecondition, fmt::format("etcd {}: {}", endpoint, message));
     }
   }
@@ -343,34 +482,29 @@ Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const 
     endpoint = options_.endpoints[current_ % options_.endpoints.size()];
   }
   SY_ASSIGN(const HostPort hp, hostPortOf(endpoint));
+  SY_ASSIGN(const std::string authToken, token(false));
   // etcd's gateway answers a watch with a stream of JSON messages, one per line: first "created", then one
   // per batch of events. Read until a message with events (or a compaction) arrives, or the wait ends.
   // On a private io_context, one asynchronous operation at a time (runOne).
-  asio::io_context io;
-  beast::tcp_stream stream(io);
+  SY_ASSIGN(const std::unique_ptr<Connection> c, open(endpoint));
   beast::error_code ec;
-  asio::ip::tcp::resolver resolver(io);
-  auto results = resolver.resolve(hp.host, hp.port, ec);
-  if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, ec.message()));
-  stream.expires_after(options_.timeout);
-  runOne(io, ec, [&](auto handler) { stream.async_connect(results, handler); });
-  if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, ec.message()));
   json create{{"key", encodeBase64(key)}, {"start_revision", std::to_string(fromRevision)}};
   if (!rangeEnd.empty()) create["range_end"] = encodeBase64(rangeEnd);
   http::request<http::string_body> req{http::verb::post, "/v3/watch", 11};
   req.set(http::field::host, hp.host);
   req.set(http::field::content_type, "application/json");
+  if (!authToken.empty()) req.set(http::field::authorization, authToken);
   req.body() = json{{"create_request", create}}.dump();
   req.prepare_payload();
-  runOne(io, ec, [&](auto handler) { http::async_write(stream, req, handler); });
+  c->withStream([&](auto& stream) { runOne(c->io, ec, [&](auto handler) { http::async_write(stream, req, handler); }); });
   if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, ec.message()));
-  stream.expires_after(wait);
+  c->lowest().expires_after(wait);
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   std::size_t scanned = 0;
   while (true) {
-    runOne(io, ec, [&](auto handler) { http::async_read_some(stream, buffer, parser, handler); });
+    c->withStream([&](auto& stream) { runOne(c->io, ec, [&](auto handler) { http::async_read_some(stream, buffer, parser, handler); }); });
     if (ec == beast::error::timeout) return std::optional<std::int64_t>{};
     if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: watch: {}", endpoint, ec.message()));
     if (parser.is_header_done() && parser.get().result() != http::status::ok)
@@ -391,6 +525,19 @@ Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const 
       }
       SY_ASSIGN(const std::int64_t compacted, number(result, "compact_revision"));
       if (compacted != 0) return std::optional<std::int64_t>(fromRevision);
+      const json& error = field(message, "error");
+      if (error.is_object()) {
+        const std::string why = textOf(error, "message");
+        if (tokenRefused(why)) {
+          std::lock_guard lock(mutex_);
+          token_.clear();  // the next call authenticates again
+        }
+        return fail(Code::kUnavailable, fmt::format("etcd {}: watch: {}", endpoint, why));
+      }
+      if (flag(result, "canceled") && tokenRefused(textOf(result, "cancel_reason"))) {
+        std::lock_guard lock(mutex_);
+        token_.clear();  // the next call authenticates again
+      }
       if (flag(result, "canceled"))
         return fail(Code::kUnavailable, fmt::format("etcd {}: watch canceled: {}", endpoint, textOf(result, "cancel_reason")));
     }

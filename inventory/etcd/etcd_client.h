@@ -4,6 +4,12 @@
 // lease keep-alive), a deadline per call, and failover across the cluster's endpoints. Replies are read
 // without exceptions: a malformed one is an error. Keys and values are bytes (base64 on the wire); revisions are int64.
 //
+// Security: `https://` endpoints are reached over TLS (1.2 or later), verifying the member's certificate
+// chain (a CA file, or the system's store) and its name; a client certificate answers etcd's
+// --client-cert-auth. With a user, the client authenticates (POST /v3/auth/authenticate) and sends the
+// token with every request; a token etcd no longer accepts (expired, etcd restarted) is replaced once and
+// the request sent again.
+//
 // A call that failed before its request was sent (connection refused, a member down) is tried on the next
 // endpoint. A write whose reply was lost may or may not have happened: kUnavailable, and the caller decides
 // (the store's writes are fenced and idempotent, so the engine's answer is to stop and resume).
@@ -70,14 +76,24 @@ struct RangeResult {
   bool more = false;
 };
 
+struct ClientSecurity {
+  std::string caFile;    // https: trust this CA (PEM) instead of the system's store
+  std::string certFile;  // https: present this client certificate (PEM), for etcd's --client-cert-auth
+  std::string keyFile;   // its private key (PEM)
+  std::string user;      // etcd authentication (auth enabled): this user and password get a token
+  std::string password;
+};
+
 struct ClientOptions {
-  std::vector<std::string> endpoints{"http://127.0.0.1:2379"};  // the cluster's client URLs
+  std::vector<std::string> endpoints{"http://127.0.0.1:2379"};  // the cluster's client URLs (http:// or https://)
   std::chrono::milliseconds timeout{5000};                      // per call
+  ClientSecurity security;
 };
 
 // The end of the range of every key starting with `prefix`.
 [[nodiscard]] std::string prefixEnd(std::string prefix);
-// "etcd://h1:2379,h2:2379/prefix" -> endpoints and the key prefix ("/switchyard/" by default).
+// "etcd://h1:2379,h2:2379/prefix" -> endpoints and the key prefix ("/switchyard/" by default);
+// "etcds://..." the same over TLS (https:// endpoints).
 struct EtcdUrl {
   std::vector<std::string> endpoints;
   std::string prefix;
@@ -107,13 +123,21 @@ class Client {
 
  private:
   struct Connection;
+  struct Tls;
+  // The request's reply body, authenticated when a user is configured (a refused token is renewed once).
   [[nodiscard]] Result<std::string> post(const std::string& path, const std::string& body);
-  [[nodiscard]] std::unique_ptr<Connection> take(const std::string& endpoint);  // an idle one to it, or a new one
+  [[nodiscard]] Result<std::string> postWith(const std::string& path, const std::string& body, const std::string& token);
+  [[nodiscard]] Result<std::string> token(bool renew);  // empty without a user
+  [[nodiscard]] Result<std::unique_ptr<Connection>> open(const std::string& endpoint);  // connected, TLS handshaken
+  [[nodiscard]] std::unique_ptr<Connection> take(const std::string& endpoint);  // an idle one to it, or null
   void giveBack(std::unique_ptr<Connection> connection);
   const ClientOptions options_;
-  mutable std::mutex mutex_;  // guards current_ and idle_, never held across a request
+  std::unique_ptr<Tls> tls_;  // the TLS context for https:// endpoints (null when none is https)
+  std::mutex authMutex_;      // one authentication at a time (held across it: the others wait for its token)
+  mutable std::mutex mutex_;  // guards current_, idle_ and token_, never held across a request
   std::size_t current_ = 0;   // the endpoint that answered last: where the next call starts
   std::vector<std::unique_ptr<Connection>> idle_;
+  std::string token_;  // the current authentication token
 };
 
 }  // namespace switchyard::etcd

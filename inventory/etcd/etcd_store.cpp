@@ -155,7 +155,7 @@ class EtcdStore::Batch {
 };
 
 EtcdStore::EtcdStore(EtcdStoreOptions options)
-    : options_(std::move(options)), client_(std::make_unique<etcd::Client>(etcd::ClientOptions{options_.endpoints, options_.timeout})) {}
+    : options_(std::move(options)), client_(std::make_unique<etcd::Client>(etcd::ClientOptions{options_.endpoints, options_.timeout, options_.security})) {}
 
 Result<std::unique_ptr<EtcdStore>> EtcdStore::open(EtcdStoreOptions options) {
   if (options.prefix.empty() || options.prefix.back() != '/') options.prefix += '/';

@@ -32,6 +32,7 @@ struct EtcdStoreOptions {
   std::vector<std::string> endpoints{"http://127.0.0.1:2379"};
   std::string prefix = "/switchyard/";
   std::chrono::milliseconds timeout{5000};
+  etcd::ClientSecurity security;  // TLS files and etcd user for https:// endpoints or authentication
 };
 
 class EtcdStore final : public Store {

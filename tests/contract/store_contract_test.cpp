@@ -10,6 +10,7 @@
 #include "fabric/topology_generator.h"
 #include "inventory/etcd/etcd_store.h"
 #include "inventory/sqlite_store.h"
+#include "tests/support/daemon_process.h"
 #include "tests/support/etcd_cluster.h"
 #include "tests/support/temp_dir.h"
 
@@ -61,7 +62,7 @@ std::vector<StoreWrite> finishedHistory(int n, bool withSystems) {
 class StoreContract : public ::testing::TestWithParam<StoreFactory> {
  protected:
   void SetUp() override {
-    if (GetParam().name == "etcd" && !testing::EtcdCluster::available()) {
+    if (GetParam().name.starts_with("etcd") && !testing::EtcdCluster::available()) {
       if (testing::EtcdCluster::required()) FAIL() << "etcd is not installed; run ./setup.sh";
       GTEST_SKIP() << "needs Debian's etcd-server (./setup.sh installs it)";
     }
@@ -370,6 +371,22 @@ testing::EtcdCluster& sharedEtcd() {
   return cluster;
 }
 
+// One etcd member as a careful operator runs it: clients over TLS (the development CA's certificates) and
+// etcd's authentication on, the store's user allowed only under /contract/.
+testing::EtcdCluster& securedEtcd() {
+  static testing::TempDir dir;
+  static const auto certs = [] {
+    const auto made = testing::runCommand(std::string(SWITCHYARD_SOURCE_DIR) + "/setup.sh dev-certs " + (dir.path() / "certs").string(), dir.path());
+    EXPECT_EQ(made.exitCode, 0) << made.err;
+    return dir.path() / "certs";
+  }();
+  static testing::EtcdCluster cluster(dir.path(), 1,
+                                      {(certs / "etcd.pem").string(), (certs / "etcd.key").string(), {}, false, 0, {(certs / "ca.pem").string()}});
+  static const bool started = cluster.start() && cluster.enableAuth("yardd", "contract-secret", "/contract/");
+  EXPECT_TRUE(started) << "etcd did not start over TLS with authentication; see " << dir.path();
+  return cluster;
+}
+
 // The etcd store's change feed (a standby's replica follows it): a write under the prefix at or after the
 // revision ends the wait with true; nothing written, the wait ends with false when its time is up.
 TEST(EtcdStore, WaitsForAChangeUnderItsPrefix) {
@@ -451,6 +468,15 @@ INSTANTIATE_TEST_SUITE_P(Stores, StoreContract,
                                                         [](const std::filesystem::path& dir) -> Result<std::unique_ptr<Store>> {
                                                           EtcdStoreOptions options;
                                                           options.endpoints = sharedEtcd().endpoints();
+                                                          options.prefix = "/contract/" + dir.filename().string() + "/";
+                                                          SY_ASSIGN(auto s, EtcdStore::open(options));
+                                                          return std::unique_ptr<Store>(std::move(s));
+                                                        }},
+                                           StoreFactory{"etcd_tls_auth",
+                                                        [](const std::filesystem::path& dir) -> Result<std::unique_ptr<Store>> {
+                                                          EtcdStoreOptions options;
+                                                          options.endpoints = securedEtcd().endpoints();
+                                                          options.security = securedEtcd().clientSecurity();
                                                           options.prefix = "/contract/" + dir.filename().string() + "/";
                                                           SY_ASSIGN(auto s, EtcdStore::open(options));
                                                           return std::unique_ptr<Store>(std::move(s));
