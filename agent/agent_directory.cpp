@@ -57,6 +57,33 @@ std::vector<AgentView> AgentDirectory::agents() const {
   return out;
 }
 
+Result<AgentView> AgentDirectory::deregister(const HostId& host) {
+  std::lock_guard lock(mutex_);
+  auto it = remotes_.find(host);
+  if (it == remotes_.end()) return fail(Code::kNotFound, fmt::format("no yard-agent is registered for host '{}' (see `yardctl agents`)", host));
+  const auto silent = clock_.now() - it->second.lastHeard;
+  const auto limit = std::chrono::duration_cast<Duration>(options_.heartbeatInterval * options_.missedHeartbeats).count();
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(Duration(silent)).count();
+  if (silent <= limit)
+    return fail(Code::kFailedPrecondition, fmt::format("the yard-agent of {} at {} was heard {} s ago and would register again at its next "
+                                                       "heartbeat: stop it first, then remove it once it is silent",
+                                                       host, it->second.address, seconds));
+  AgentView gone{host, it->second.address, it->second.lastHeard, false};
+  remotes_.erase(it);
+  spdlog::warn("host agent for {} at {} deregistered (silent for {} s)", host, gone.address, seconds);
+  return gone;
+}
+
+std::vector<HostId> AgentDirectory::silentHosts() const {
+  std::lock_guard lock(mutex_);
+  std::vector<HostId> out;
+  const auto now = clock_.now();
+  const auto limit = std::chrono::duration_cast<Duration>(options_.heartbeatInterval * options_.missedHeartbeats).count();
+  for (const auto& [host, r] : remotes_)
+    if (now - r.lastHeard > limit && !options_.policies.contains(host)) out.push_back(host);
+  return out;
+}
+
 HostPolicy AgentDirectory::policy(const HostId& host) const {
   if (auto it = options_.policies.find(host); it != options_.policies.end()) return it->second;
   {
@@ -237,6 +264,32 @@ grpc::Status AgentRegistryService::Heartbeat(grpc::ServerContext* ctx, const v1:
     if (auto r = admit_(*ctx); !r) return toGrpcStatus(r.error());
   if (auto r = directory_.heartbeat(in->host_id(), in->address()); !r) return toGrpcStatus(r.error());
   out->set_heartbeat_interval_ms(directory_.heartbeatInterval().count());
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentRegistryService::List(grpc::ServerContext* ctx, const v1::ListAgentsRequest*, v1::ListAgentsResponse* out) {
+  if (admit_)
+    if (auto r = admit_(*ctx); !r) return toGrpcStatus(r.error());
+  for (const auto& a : directory_.agents()) {
+    auto* agent = out->add_agents();
+    agent->set_host_id(a.host);
+    agent->set_address(a.address);
+    agent->set_last_heard_unix_ms(a.lastHeard / 1'000'000);
+    agent->set_alive(a.alive);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentRegistryService::Deregister(grpc::ServerContext* ctx, const v1::DeregisterAgentRequest* in, v1::RegisteredAgent* out) {
+  if (admit_)
+    if (auto r = admit_(*ctx); !r) return toGrpcStatus(r.error());
+  auto gone = directory_.deregister(in->host_id());
+  if (audit_) audit_(*ctx, in->host_id(), gone ? nullptr : &gone.error());
+  if (!gone) return toGrpcStatus(gone.error());
+  out->set_host_id(gone->host);
+  out->set_address(gone->address);
+  out->set_last_heard_unix_ms(gone->lastHeard / 1'000'000);
+  out->set_alive(false);
   return grpc::Status::OK;
 }
 

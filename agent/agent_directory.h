@@ -55,10 +55,13 @@ class AgentDirectory final : public HostAgents {
   [[nodiscard]] Result<void> registerAgent(const HostId& host, const std::string& address);
   [[nodiscard]] Result<void> heartbeat(const HostId& host, const std::string& address);
   [[nodiscard]] std::vector<AgentView> agents() const;
+  // Forgets the host's agent; refused while it still heartbeats (it would register again at once).
+  [[nodiscard]] Result<AgentView> deregister(const HostId& host);
   [[nodiscard]] std::chrono::milliseconds heartbeatInterval() const { return options_.heartbeatInterval; }
 
   [[nodiscard]] HostPolicy policy(const HostId& host) const override;
   [[nodiscard]] std::string status(const HostId& host) const override;
+  [[nodiscard]] std::vector<HostId> silentHosts() const override;
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
   [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
@@ -103,13 +106,20 @@ class AgentRegistryService final : public v1::AgentRegistry::Service {
   // Who may register an agent: `admit` answers each call's context (yardd passes its authenticator and
   // asks for the operator or admin role); null admits everyone (a yardd without identities).
   using Admit = std::function<Result<void>(const grpc::ServerContextBase&)>;
-  explicit AgentRegistryService(AgentDirectory& directory, Admit admit = nullptr) : directory_(directory), admit_(std::move(admit)) {}
+  // Records a deregistration, accepted or refused (yardd writes it to the audit): the call's context, the
+  // host, and the refusal (null when it was done).
+  using Audit = std::function<void(const grpc::ServerContextBase&, const HostId&, const Error*)>;
+  explicit AgentRegistryService(AgentDirectory& directory, Admit admit = nullptr, Audit audit = nullptr)
+      : directory_(directory), admit_(std::move(admit)), audit_(std::move(audit)) {}
   grpc::Status Register(grpc::ServerContext*, const v1::RegisterAgentRequest* in, v1::RegisterAgentResponse* out) override;
   grpc::Status Heartbeat(grpc::ServerContext*, const v1::AgentHeartbeat* in, v1::RegisterAgentResponse* out) override;
+  grpc::Status List(grpc::ServerContext*, const v1::ListAgentsRequest* in, v1::ListAgentsResponse* out) override;
+  grpc::Status Deregister(grpc::ServerContext*, const v1::DeregisterAgentRequest* in, v1::RegisteredAgent* out) override;
 
  private:
   AgentDirectory& directory_;
   Admit admit_;
+  Audit audit_;
 };
 
 }  // namespace switchyard::agent

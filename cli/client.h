@@ -205,6 +205,25 @@ class Client {
 
   pb::Switchyard::Stub& stub() { return *stub_; }
 
+  // A stub of another service yardd serves on the same address (the agent registry), with these settings.
+  template <typename Service>
+  std::unique_ptr<typename Service::Stub> stubOf() {
+    std::string error;
+    auto channel = connection_.channel(error);
+    if (!channel) throw std::invalid_argument(error);
+    return Service::NewStub(channel);
+  }
+  // One unary call on such a stub, with the global deadline and credentials; prints the error and returns
+  // its exit code on failure.
+  template <typename Stub, typename Request, typename Response, typename Method>
+  int callOn(Stub& stub, Method method, const Request& request, Response& response) {
+    grpc::ClientContext ctx;
+    prepare(ctx);
+    const grpc::Status status = (stub.*method)(&ctx, request, &response);
+    warnOnVersionMismatch(ctx);
+    return status.ok() ? kExitOk : failed(status);
+  }
+
  private:
   const Globals& globals_;
   yardctl::Connection connection_;  // the globals' own, until a standby names the leader

@@ -15,6 +15,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "cli/agents_command.h"
 #include "cli/audit_command.h"
 #include "cli/idle_command.h"
 #include "cli/client.h"
@@ -542,6 +543,16 @@ static int runYardctl(int argc, char** argv) {
   yardctl::addAuditCommand(app, [&](const pb::ListAuditRequest& req, pb::ListAuditResponse& r) {
     return client().call(&pb::Switchyard::Stub::ListAudit, req, r);
   }, [&] { return g.format(); }, rc);
+  yardctl::addAgentsCommand(app,
+                            {[&](pb::ListAgentsResponse& r) {
+                               auto registry = client().stubOf<pb::AgentRegistry>();
+                               return client().callOn(*registry, &pb::AgentRegistry::Stub::List, pb::ListAgentsRequest{}, r);
+                             },
+                             [&](const pb::DeregisterAgentRequest& req, pb::RegisteredAgent& gone) {
+                               auto registry = client().stubOf<pb::AgentRegistry>();
+                               return client().callOn(*registry, &pb::AgentRegistry::Stub::Deregister, req, gone);
+                             }},
+                            [&] { return g.format(); }, rc);
   yardctl::addIdleCommand(app, [&](const pb::ListIdleRequest& req, pb::ListIdleResponse& r) {
     return client().call(&pb::Switchyard::Stub::ListIdle, req, r);
   }, [&] { return g.format(); }, rc);

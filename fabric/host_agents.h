@@ -72,6 +72,9 @@ class HostAgents {
   [[nodiscard]] virtual HostPolicy policy(const HostId& host) const = 0;
   // One line for operators: who serves the host's side and how it is ("yard-agent at 10.0.0.7:7391, heard 2 s ago").
   [[nodiscard]] virtual std::string status(const HostId&) const { return ""; }
+  // Hosts whose host side is known to be unreachable now (a registered agent that stopped heartbeating):
+  // placement passes them by until they are heard again, rather than bind and roll back.
+  [[nodiscard]] virtual std::vector<HostId> silentHosts() const { return {}; }
   [[nodiscard]] virtual Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                                       const CallOptions& options = {}) = 0;
   [[nodiscard]] virtual Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) = 0;

@@ -335,12 +335,27 @@ int run(const DaemonOptions& o) {
                    h.id, h.id);
   auth::Sessions loginSessions(clock);  // tokens from Login (`yardctl login`), for identities with only a password
   Authenticator authenticator(identities.get(), &loginSessions);
-  agent::AgentRegistryService agentRegistry(agents, identities ? agent::AgentRegistryService::Admit([&authenticator](const grpc::ServerContextBase& ctx) -> Result<void> {
-    SY_ASSIGN(const Caller caller, authenticator.callerOf(ctx));
-    if (caller.role != Role::kOperator && caller.role != Role::kAdmin)
-      return fail(Code::kPermissionDenied, fmt::format("'{}' may not register a host agent: that needs the operator or admin role", caller.identity));
-    return {};
-  }) : nullptr);
+  agent::AgentRegistryService agentRegistry(
+      agents,
+      identities ? agent::AgentRegistryService::Admit([&authenticator](const grpc::ServerContextBase& ctx) -> Result<void> {
+        SY_ASSIGN(const Caller caller, authenticator.callerOf(ctx));
+        if (caller.role != Role::kOperator && caller.role != Role::kAdmin)
+          return fail(Code::kPermissionDenied, fmt::format("'{}' may not register or manage host agents: that needs the operator or admin role",
+                                                           caller.identity));
+        return {};
+      })
+                 : nullptr,
+      [&authenticator, &engine, &clock](const grpc::ServerContextBase& ctx, const HostId& host, const Error* refused) {
+        auto caller = authenticator.callerOf(ctx);
+        AuditRecord record;
+        record.at = clock.now();
+        record.caller = caller ? *caller : Caller{"unknown", Role::kViewer, {}};
+        record.action = "agent-remove";
+        record.target = "host:" + host;
+        record.result = refused ? std::string(codeName(refused->code)) : "accepted";
+        record.message = refused ? refused->message : fmt::format("the yard-agent of {} was forgotten", host);
+        if (auto written = engine.recordAudit(std::move(record)); !written) spdlog::warn("audit of agent removal: {}", written.error().message);
+      });
 
   SwitchyardService service(engine, authenticator);
   ResourceProviderService resourceProvider(engine, authenticator);

@@ -93,6 +93,21 @@ Result<std::vector<Operation>> Engine::expireDeadlines() {
     std::vector<Operation> started;
     if (replica_ || !accepting_ || halted_) return started;
     expireReservations();
+    Mutation m;
+    // Agents past their heartbeat deadline: placement passes their hosts by (no bind that must roll back);
+    // one heard again takes work again, and the queue is looked at.
+    if (hosts_ != nullptr) {
+      const auto [fell, back] = state_->setSilentHosts(hosts_->silentHosts());
+      for (const auto& h : fell) {
+        spdlog::warn("host {}: {}; placement passes it by until it is heard again", h, hosts_->status(h));
+        m.events.push_back(makeEvent("host.silent", h, fmt::format("{}: {}; no new work goes to it", h, hosts_->status(h))));
+      }
+      for (const auto& h : back) {
+        spdlog::info("host {}: heard again ({}); it takes work again", h, hosts_->status(h));
+        m.events.push_back(makeEvent("host.heard", h, fmt::format("{}: heard again; it takes work again", h)));
+        queueDirty_ = true;
+      }
+    }
     const Timestamp now = clock_.now();
     std::vector<OperationId> late;
     for (const auto& [id, op] : queue_)
@@ -110,7 +125,6 @@ Result<std::vector<Operation>> Engine::expireDeadlines() {
     const Timestamp dayAgo = now - std::chrono::duration_cast<Duration>(std::chrono::hours(24)).count();
     for (auto& [tenant, preempted] : preemptedGpus_)
       if (std::erase_if(preempted, [&](const auto& e) { return e.first <= dayAgo; }) > 0 && !queue_.empty()) queueDirty_ = true;
-    Mutation m;
     startPreemption(m, started);
     expireLeases(m, started);
     if (!m.events.empty()) SY_TRY(persist(m));

@@ -41,6 +41,21 @@ void PoolState::setHealth(const DeviceId& device, DeviceHealth health) {
     if (d.id == device) d.health = health;
 }
 
+std::pair<std::vector<HostId>, std::vector<HostId>> PoolState::setSilentHosts(const std::vector<HostId>& silent) {
+  std::vector<HostId> fell, back;
+  std::set<int> now;
+  for (const auto& h : silent)
+    if (const int hi = pool_.hostIndex(h); hi >= 0) now.insert(hi);
+  for (std::size_t i = 0; i < pool_.hosts().size(); ++i) {
+    const int hi = static_cast<int>(i);
+    const bool was = pool_.hosts()[i].silent, is = now.contains(hi);
+    if (was == is) continue;
+    pool_.setSilent(hi, is);
+    (is ? fell : back).push_back(pool_.hosts()[i].id);
+  }
+  return {fell, back};
+}
+
 void PoolState::holdHost(const HostId& host, bool held) {
   changes_.hosts.insert(host);
   if (const int hi = pool_.hostIndex(host); hi >= 0) pool_.setInSystem(hi, held);

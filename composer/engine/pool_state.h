@@ -44,6 +44,8 @@ class PoolState {
   void setHealth(const DeviceId& device, DeviceHealth health);
   // A host held by a composition reservation takes no other system until let go.
   void holdHost(const HostId& host, bool held);
+  // Hosts whose agent is silent now (HostAgents::silentHosts): placement passes them by. What changed.
+  [[nodiscard]] std::pair<std::vector<HostId>, std::vector<HostId>> setSilentHosts(const std::vector<HostId>& silent);
 
   // Live systems (not decomposed, not failed).
   [[nodiscard]] System* system(const SystemId& id);

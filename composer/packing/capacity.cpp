@@ -76,7 +76,7 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
   // Fabrics that some host able to take a new system is cabled to.
   std::unordered_set<int> reachableFabrics;
   for (const auto& h : pool.hosts()) {
-    if (h.inSystem || h.attachedDevices >= h.maxDevices) continue;
+    if (h.inSystem || h.silent || h.attachedDevices >= h.maxDevices) continue;
     for (const auto& p : h.ports)
       if (p.switchIndex >= 0) reachableFabrics.insert(pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric);
   }

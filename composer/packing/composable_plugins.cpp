@@ -47,7 +47,9 @@ class HostFreePlugin final : public placement::FilterPlugin<ComposableModel> {
   std::string_view name() const override { return "host-free"; }
   unsigned reads() const override { return ComposableModel::kHostSurroundings; }
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
-    if (!hostOf(pool, c).inSystem || r.hostMayHaveSystem) return Status::fits();
+    const PoolHost& h = hostOf(pool, c);
+    if (h.silent) return Status::rejected(placement::explaining(state) ? "its yard-agent is silent (see `yardctl agents`)" : "");
+    if (!h.inSystem || r.hostMayHaveSystem) return Status::fits();
     return Status::rejected(placement::explaining(state) ? "already serves a composed system (use attach to grow it)" : "");
   }
 };

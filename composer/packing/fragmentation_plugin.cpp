@@ -25,7 +25,7 @@ bool usableFor(const PoolDevice& d, const DemandShape& s) {
   return isFreeGpu(d) && (s.model.empty() || d.model == s.model);
 }
 
-bool canTake(const PoolHost& h, const DemandShape& s) { return !h.inSystem && h.maxDevices - h.attachedDevices >= s.gpus; }
+bool canTake(const PoolHost& h, const DemandShape& s) { return !h.inSystem && !h.silent && h.maxDevices - h.attachedDevices >= s.gpus; }
 
 // Per switch and shape (index into the mix): free GPUs of the shape's model, hosts that could take it.
 // Worked out for a switch the first time a candidate's plan touches it, from the pool's GPU classes

@@ -43,6 +43,10 @@ PlacementDecision placeExplicit(const Pool& pool, const PlacementRequest& r) {
   PlacementDecision out;
   const int hi = pool.hostIndex(*r.host);
   const PoolHost& host = pool.hosts()[static_cast<std::size_t>(hi)];
+  if (host.silent) {
+    out.error = Error{Code::kUnavailable, fmt::format("host '{}': its yard-agent is silent, so nothing can be attached to it now (see `yardctl agents`)", host.id)};
+    return out;
+  }
   if (host.inSystem && !r.hostMayHaveSystem) {
     out.error = Error{Code::kFailedPrecondition, fmt::format("host '{}' already serves a composed system (use attach to grow it)", host.id)};
     return out;

@@ -151,6 +151,13 @@ void Pool::setInSystem(int hostIndex, bool inSystem) {
   logHost(hostIndex);
 }
 
+void Pool::setSilent(int hostIndex, bool silent) {
+  PoolHost& h = hosts_.at(static_cast<std::size_t>(hostIndex));
+  if (h.silent == silent) return;
+  h.silent = silent;
+  logHost(hostIndex);
+}
+
 int Pool::deviceIndex(std::string_view id) const {
   auto it = deviceByid_.find(std::string(id));
   return it == deviceByid_.end() ? -1 : it->second;

@@ -62,6 +62,7 @@ struct PoolHost {
   int maxDevices = 0;
   int attachedDevices = 0;  // bound or reserved for this host
   bool inSystem = false;    // a host serves at most one composed system
+  bool silent = false;      // its host side (a yard-agent) stopped answering: placement passes it by
 };
 
 class Pool {
@@ -73,6 +74,7 @@ class Pool {
   void setHealth(int deviceIndex, DeviceHealth health);
   void addAttached(int hostIndex, int delta);
   void setInSystem(int hostIndex, bool inSystem);
+  void setSilent(int hostIndex, bool silent);
 
   [[nodiscard]] int deviceIndex(std::string_view id) const;  // -1 when unknown
   [[nodiscard]] int hostIndex(std::string_view id) const;    // -1 when unknown

@@ -257,6 +257,41 @@ TEST_F(HostAgentTest, AnAgentThatIsGoneFailsTheComposeWithTheReasonAndLeavesNoth
   for (const auto& d : devices["devices"]) EXPECT_EQ(d["allocation"], "DEVICE_ALLOCATION_FREE") << d.dump();
 }
 
+// An agent that stops heartbeating: its host gets no new system (no bind that must roll back), `yardctl
+// agents` says it is silent, and it can be removed only once it is (audited).
+TEST_F(HostAgentTest, ASilentAgentsHostGetsNoWorkAndOnlyASilentAgentCanBeRemoved) {
+  const json listed = json::parse(yardctl("-o json agents").out);
+  ASSERT_EQ(listed["agents"].size(), 1u) << listed.dump();
+  EXPECT_EQ(listed["agents"][0]["host_id"], "host0");
+  EXPECT_EQ(listed["agents"][0]["alive"], true);
+  auto early = yardctl("agents remove host0");
+  EXPECT_NE(early.exitCode, 0);
+  EXPECT_NE(early.err.find("stop it first"), std::string::npos) << early.err;
+
+  agent_->kill(SIGKILL);
+  // Silent after 3 missed heartbeats of 1 s; yardd looks at agents every second.
+  bool silent = false;
+  for (int i = 0; i < 100 && !silent; ++i) {
+    std::this_thread::sleep_for(100ms);
+    silent = yardd_->log().find("placement passes it by") != std::string::npos;
+  }
+  ASSERT_TRUE(silent) << yardd_->log();
+  EXPECT_NE(yardctl("agents").out.find("silent"), std::string::npos);
+  auto composed = yardctl("compose train --gpus 1");
+  EXPECT_NE(composed.exitCode, 0);
+  EXPECT_NE(composed.err.find("yard-agent is silent"), std::string::npos) << composed.err;
+  EXPECT_EQ(yardctl("-o json ops").out.find("bind"), std::string::npos) << "nothing was bound and rolled back";
+
+  auto removed = yardctl("agents remove host0");
+  ASSERT_EQ(removed.exitCode, 0) << removed.err;
+  EXPECT_NE(removed.out.find("forgot the yard-agent of host0"), std::string::npos) << removed.out;
+  EXPECT_EQ(json::parse(yardctl("-o json agents").out).value("agents", json::array()).size(), 0u);
+  EXPECT_NE(yardctl("agents remove host0").err.find("no yard-agent is registered"), std::string::npos);
+  const std::string audit = yardctl("audit").out;
+  EXPECT_NE(audit.find("agent-remove"), std::string::npos) << audit;
+  EXPECT_NE(audit.find("FAILED_PRECONDITION"), std::string::npos) << "the early refusal is audited too: " << audit;
+}
+
 // yard-agent --print-activity judges idle as yardd does, with the same threshold (--idle-busy-above).
 TEST_F(HostAgentTest, PrintActivityJudgesIdleWithTheThresholdItIsGiven) {
   testing::writeFile(dir_ / "agent" / "activity.json",
