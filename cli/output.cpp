@@ -142,6 +142,11 @@ void printDevices(const pb::ListDevicesResponse& r, std::ostream& out) {
   t.print(out);
   const auto free = std::count_if(r.devices().begin(), r.devices().end(), [](auto& d) { return d.allocation() == pb::DEVICE_ALLOCATION_FREE; });
   out << fmt::format("{} device(s), {} free\n", r.devices_size(), free);
+  // Quarantined ones say why, and how an operator gets them back.
+  for (const auto& d : r.devices())
+    if (d.allocation() == pb::DEVICE_ALLOCATION_QUARANTINED)
+      out << fmt::format("quarantined {}: {} (`yardctl devices release {}` once it is safe)\n", d.id(), d.owner().empty() ? "no reason recorded" : d.owner(),
+                         d.id());
 }
 
 void printHosts(const pb::ListHostsResponse& r, std::ostream& out) {

@@ -196,8 +196,25 @@ static int runYardctl(int argc, char** argv) {
                                             "Only devices counted against this host (in its system, or held for it)");
   devices->add_option_function<std::string>("--system", [&](const std::string& v) { deviceFilter.set_system(v); }, "Only this system's devices (id or name)");
   devices->callback([&] {
+    if (!devices->get_subcommands().empty()) return;
     pb::ListDevicesResponse r;
     if ((rc = allPages(&pb::Switchyard::Stub::ListDevices, deviceFilter, r)) == kExitOk) emit(g, r, yardctl::printDevices);
+  });
+  auto* release = devices->add_subcommand(
+      "release",
+      "Put a quarantined device back in the pool (operators and admins; audited). yardd quarantines a device whose undo "
+      "failed or that it found bound outside any system; it frees one the switch shows unbound by itself at the next "
+      "reconcile. This looks at the switch now: an unbound device is freed; a bound one is refused unless --unbind");
+  pb::ReleaseDeviceRequest releaseReq;
+  release->add_option_function<std::string>("device", [&](const std::string& v) { releaseReq.set_device_id(v); }, "The quarantined device")->required();
+  release->add_flag_callback("--unbind", [&] { releaseReq.set_unbind(true); },
+                             "Unbind it in the switch first if it is still bound: only once you know no host uses it (a host that still "
+                             "has it would lose it from under its driver)");
+  release->callback([&] {
+    pb::Device d;
+    if ((rc = client().call(&pb::Switchyard::Stub::ReleaseDevice, releaseReq, d)) != kExitOk) return;
+    if (g.format() == Format::kJson) std::cout << yardctl::toJson(d) << "\n";
+    else std::cout << fmt::format("{} is back in the pool ({})\n", d.id(), yardctl::allocationName(d.allocation()));
   });
 
   auto* systems = app.add_subcommand("systems", "List composed systems, or show one");

@@ -199,6 +199,24 @@ grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1:
   return finished(ctx, grpc::Status::OK);
 }
 
+grpc::ServerUnaryReactor* SwitchyardService::ReleaseDevice(Context* ctx, const v1::ReleaseDeviceRequest* req, v1::Device* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  if (req->device_id().empty()) return finished(ctx, invalid("device_id: required (see `yardctl devices`)"));
+  auto* reactor = ctx->DefaultReactor();
+  engine_.releaseQuarantined(*caller, req->device_id(), req->unbind(), onReplyPool<DeviceView>([this, ctx, reactor, out](Result<DeviceView> r) {
+                               if (!r) {
+                                 if (r.error().code == Code::kUnavailable)
+                                   if (const std::string leader = engine_.standbyLeader(); !leader.empty())
+                                     ctx->AddTrailingMetadata(kLeaderMetadata, leader);
+                                 return reactor->Finish(toGrpcStatus(r.error()));
+                               }
+                               toProto(*r, *out);
+                               reactor->Finish(grpc::Status::OK);
+                             }));
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::ListHostsRequest* req, v1::ListHostsResponse* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));

@@ -40,6 +40,7 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   Unary* GetSystem(Context*, const v1::GetSystemRequest*, v1::System*) override;
   Unary* ListSystems(Context*, const v1::ListSystemsRequest*, v1::ListSystemsResponse*) override;
   Unary* ListDevices(Context*, const v1::ListDevicesRequest*, v1::ListDevicesResponse*) override;
+  Unary* ReleaseDevice(Context*, const v1::ReleaseDeviceRequest*, v1::Device*) override;
   Unary* ListHosts(Context*, const v1::ListHostsRequest*, v1::ListHostsResponse*) override;
   Unary* GetTopology(Context*, const v1::GetTopologyRequest*, v1::Topology*) override;
   Unary* GetOperation(Context*, const v1::GetOperationRequest*, v1::Operation*) override;

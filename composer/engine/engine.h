@@ -307,6 +307,10 @@ class Engine {
   // Compares the store with the fabric and reports (and records) every disagreement. Refused with
   // kUnavailable while operation steps are calling the switch.
   [[nodiscard]] Result<std::vector<Drift>> reconcile();
+  // A quarantined device back to the pool (engine_quarantine.cpp; operators and admins, audited): once the
+  // fabric shows it unbound, or, with `unbind`, after unbinding it. Never blocks: the switch is read (and
+  // written) on a driver thread, and `done` runs after the change is published.
+  void releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done);
   // Compares what each host's side sees with what its system holds (host-missing-device,
   // host-unexpected-device); hosts with an operation running are skipped. Also done after each periodic
   // reconcile and at start.
@@ -395,6 +399,8 @@ class Engine {
   [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Acceptance& a);
   // The request's audit record, for `operation`, into `m`; nothing when there is no request (null: yardd's own change).
   void auditInto(const Acceptance* a, Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message);
+  [[nodiscard]] Result<DeviceView> finishRelease(const Caller& caller, const DeviceId& device, bool unbind, const Result<std::vector<Binding>>& bindings,
+                                                 const Result<void>& unbound, Mutation& m);
   // Persists the operation with its mutation and the request's audit record, then applies the in-memory change and starts it.
   [[nodiscard]] Result<Operation> launch(const Acceptance& a, Operation op, const std::string& tenant, Mutation mutation,
                                          const std::function<void()>& applyInMemory);

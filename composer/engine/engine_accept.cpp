@@ -114,6 +114,15 @@ Result<Operation> Engine::launch(const Acceptance& a, Operation op, const std::s
 
 namespace {
 
+// Devices a request names that are quarantined: said as such, with why and the way out, rather than "busy".
+Result<void> noneQuarantined(const PoolState& state, const PlacementRequest& request) {
+  for (const auto& d : request.devices)
+    if (const DeviceAssignment held = state.assignment(d); held.allocation == DeviceAllocation::kQuarantined)
+      return fail(Code::kFailedPrecondition, fmt::format("device '{}' is quarantined ({}); an operator returns it with `yardctl devices release {}`",
+                                                         d, held.owner, d));
+  return {};
+}
+
 bool printableAscii(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c < 0x7F; });
 }
@@ -215,6 +224,7 @@ Result<Operation> Engine::acceptCompose(const Acceptance& a, const ComposeReques
   const PlacementRequest wanted = shareMilli != 0 ? freshGpuForShare(request.placement) : request.placement;
   // Checked before placing: a bad class, timeout or lease is refused whether it fits or not.
   SY_ASSIGN(const QueuedRequest asked, queuedRequestOf(request));
+  SY_TRY(noneQuarantined(*state_, wanted));
   PlacementDecision decision = place(*placement_, state_->pool(), wanted, &state_->placementIndex());
   // A well-formed request is demand whether it fits or not; a malformed one (unknown model, bad count) is not.
   const std::optional<DemandShape> demand = demandShapeOf(wanted);
@@ -400,8 +410,10 @@ Result<Operation> Engine::acceptAttach(const Acceptance& a, const AttachRequest&
   PlacementDecision decision;
   if (sharePlan && sharePlan->onBound)
     decision.placement = Placement{system.hostId, {}, {}, sharePlan->explanation};
-  else
+  else {
+    SY_TRY(noneQuarantined(*state_, placement));
     decision = place(*placement_, state_->pool(), placement, &state_->placementIndex());
+  }
   if (!decision.placement) return fail(*decision.error);
   SY_TRY(checkQuota(system.tenant, 0, gpusAmong(decision.placement->devices)));
 

@@ -1,0 +1,79 @@
+// Releasing a quarantined device (`yardctl devices release`, issue 39 item 13): a device found bound outside
+// any system is quarantined; releasing it is refused while the switch still has it bound, unbinds it first
+// when asked, is refused to tenants and for devices that are not quarantined, and every answer is audited.
+#include <future>
+
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+class EngineQuarantineTest : public EngineTest {
+ protected:
+  Result<DeviceView> release(const Caller& caller, const DeviceId& device, bool unbind) {
+    std::promise<Result<DeviceView>> answered;
+    engine_->releaseQuarantined(caller, device, unbind, [&](Result<DeviceView> r) { answered.set_value(std::move(r)); });
+    return answered.get_future().get();
+  }
+  std::vector<std::string> auditResults() {
+    std::vector<std::string> out;
+    const auto records = engine_->listAudit({});
+    for (const auto& a : *records)
+      if (a.action == "release") out.push_back(a.target + ":" + a.result);
+    return out;
+  }
+  static Caller operatorCaller() { return {"ops", Role::kOperator, {}}; }
+};
+
+TEST_F(EngineQuarantineTest, ABoundDeviceIsReleasedOnlyByUnbindingItAndAnUnboundOneAtOnce) {
+  start();
+  ASSERT_TRUE(fabric_->bind("sw1-gpu7", "sw1-usp2"));  // someone works the switch behind yardd's back
+  ASSERT_TRUE(engine_->reconcile());
+  ASSERT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
+
+  ComposeRequest named{"named", {}, {}};
+  named.placement.devices = {"sw1-gpu7"};
+  for (const auto& h : defaultTopology().hosts)
+    for (const auto& p : h.upstreamPorts)
+      if (p.portId == "sw1-usp2") named.placement.host = h.id;
+  auto refused = engine_->compose(Caller::local(), named);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("is quarantined (bound to sw1-usp2 outside Switchyard)"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("yardctl devices release sw1-gpu7"), std::string::npos);
+
+  auto stillBound = release(operatorCaller(), "sw1-gpu7", false);
+  ASSERT_FALSE(stillBound);
+  EXPECT_EQ(stillBound.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(stillBound.error().message.find("still bound to sw1-usp2"), std::string::npos) << stillBound.error().message;
+  EXPECT_NE(stillBound.error().message.find("--unbind"), std::string::npos);
+
+  auto released = release(operatorCaller(), "sw1-gpu7", true);
+  ASSERT_TRUE(released) << released.error().message;
+  EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);
+  EXPECT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree);
+  EXPECT_TRUE(fabricBindings().empty()) << "unbound in the switch";
+  const auto events = *engine_->listEvents(0, 1000);
+  ASSERT_TRUE(std::any_of(events.begin(), events.end(), [](const Event& e) { return e.type == "device.released" && e.subject == "sw1-gpu7" && e.actor == "ops"; }));
+  EXPECT_EQ(auditResults(), (std::vector<std::string>{"device:sw1-gpu7:accepted", "device:sw1-gpu7:FAILED_PRECONDITION"}));
+  EXPECT_TRUE(run(engine_->compose(Caller::local(), named)).state == OperationState::kSucceeded) << "it can be composed again";
+}
+
+TEST_F(EngineQuarantineTest, OnlyOperatorsReleaseAndOnlyQuarantinedDevices) {
+  start();
+  ASSERT_TRUE(fabric_->bind("sw1-gpu7", "sw1-usp2"));
+  ASSERT_TRUE(engine_->reconcile());
+  auto tenant = release({"carol", Role::kTenant, "team-a"}, "sw1-gpu7", true);
+  ASSERT_FALSE(tenant);
+  EXPECT_EQ(tenant.error().code, Code::kPermissionDenied);
+  auto free = release(operatorCaller(), "sw0-gpu0", false);
+  ASSERT_FALSE(free);
+  EXPECT_NE(free.error().message.find("is not quarantined (it is free)"), std::string::npos) << free.error().message;
+  auto unknown = release(operatorCaller(), "sw9-gpu9", false);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, Code::kNotFound);
+  EXPECT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
+  EXPECT_EQ(auditResults().size(), 3u) << "refusals are audited too";
+}
+
+}  // namespace
+}  // namespace switchyard
