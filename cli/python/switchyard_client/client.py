@@ -269,6 +269,11 @@ class Client:
         return self._pages("yard.ListDevices", switchyard_pb2.ListDevicesRequest(
             free_only=free_only, model=model, switch_id=switch_id, host_id=host_id, system=system), "devices")
 
+    def release_device(self, device_id: str, *, unbind: bool = False) -> "switchyard_pb2.Device":
+        """A quarantined device back in the pool: freed when the switch shows it unbound; with unbind=True, unbound
+        first if it is still bound (only once no host uses it). Operators and admins; audited."""
+        return self._call("yard.ReleaseDevice", switchyard_pb2.ReleaseDeviceRequest(device_id=device_id, unbind=unbind))
+
     def hosts(self) -> List["switchyard_pb2.Host"]:
         return self._pages("yard.ListHosts", switchyard_pb2.ListHostsRequest(), "hosts")
 

@@ -1,0 +1,85 @@
+// What the engine's callers hand it and get back (issue 36 item 1: request and view types in their own
+// header): the change requests (compose, attach, detach), the host view, drift and recovery reports, and
+// the completion type of the calls that never block.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "composer/model/composition.h"
+#include "composer/model/error.h"
+#include "composer/model/topology.h"
+#include "composer/packing/packing.h"
+#include "fabric/host_agents.h"
+
+namespace switchyard {
+
+// requestId, on every change: the client's idempotency key. A request whose key started an operation
+// before gets that operation back (running or finished) instead of starting another; empty: no key.
+
+// queue: wait in yardd's queue when it does not fit now (the operation is answered in state queued, and
+// runs once admitted) instead of being refused. priorityClass orders the queue (empty: the default class).
+// queueTimeout gives up waiting after that long (0: never). lease decomposes the system that long after
+// it is composed (0: no lease).
+
+struct ComposeRequest {
+  std::string name;
+  PlacementRequest placement;
+  std::map<std::string, std::string> labels;
+  std::string requestId;
+  bool queue = false;
+  std::string priorityClass;
+  std::chrono::milliseconds queueTimeout{0};
+  std::chrono::milliseconds lease{0};
+};
+
+struct AttachRequest {
+  std::string system;  // id or name
+  PlacementRequest placement;
+  std::string requestId;
+};
+
+// A MIG instance of a system, named by its device and first memory slice.
+struct GpuInstanceRef {
+  DeviceId deviceId;
+  int start = 0;
+};
+
+struct DetachRequest {
+  std::string system;  // id or name
+  std::vector<DeviceId> devices;             // whole devices (with any MIG instances on them)
+  std::vector<GpuInstanceRef> gpuInstances;  // single MIG instances; a GPU left with none is unbound
+  std::vector<int> gpuShares;                // share ids; a GPU left with no share is unbound
+  std::string requestId;
+};
+
+struct HostView {
+  Host host;
+  std::vector<SwitchId> upstreamSwitches;  // the switch of each of host.upstreamPorts
+  SystemId systemId;
+  int attachedDevices = 0;
+  HostPolicy policy = HostPolicy::kTrustFabric;  // how it takes devices (fabric/host_agents.h)
+  std::string hostSide;                          // the host side's status line
+  std::string reservationId;                     // when a composition reservation holds it
+};
+
+struct Drift {
+  std::string kind;  // missing-binding, unexpected-binding, wrong-port
+  DeviceId deviceId;
+  std::string message;
+};
+
+struct RecoveryReport {
+  std::size_t resumedOperations = 0;
+  std::vector<Drift> drifts;
+};
+
+// A completion: runs exactly once, on the control thread (or on the stopping thread with kAborted when
+// the engine stops first). It must return quickly and must not call the engine's blocking methods.
+template <typename T>
+using Completion = std::function<void(Result<T>)>;
+
+}  // namespace switchyard
