@@ -478,9 +478,11 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& wh
   return out;
 }
 
-Result<StoreSnapshot> SqliteStore::load() {
+Result<StoreSnapshot> SqliteStore::load(LoadScope scope) {
   StoreSnapshot snap;
-  SY_ASSIGN(snap.inventory, loadInventory());
+  if (scope == LoadScope::kEverything) {
+    SY_ASSIGN(snap.inventory, loadInventory());
+  }
   SY_ASSIGN(snap.systems, loadSystems());
   SY_ASSIGN(snap.unfinishedOperations,
             loadOperations("WHERE state IN ('running', 'rolling-back', 'queued') AND ?1 IS NULL", 1'000'000, {}));

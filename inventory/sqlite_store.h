@@ -18,7 +18,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] static Result<std::unique_ptr<SqliteStore>> open(const std::filesystem::path& path,
                                                                  Durability durability = Durability::kNormal);
 
-  [[nodiscard]] Result<StoreSnapshot> load() override;
+  [[nodiscard]] Result<StoreSnapshot> load(LoadScope scope = LoadScope::kEverything) override;
   [[nodiscard]] Result<WriterEpoch> claimWriter() override;
   [[nodiscard]] Result<void> write(std::span<const StoreWrite> batch, WriterEpoch epoch) override;
   [[nodiscard]] Result<std::optional<Operation>> getOperation(const OperationId& id) override;

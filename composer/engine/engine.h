@@ -448,7 +448,12 @@ class Engine {
   // Start-up (engine_recovery.cpp).
   [[nodiscard]] Result<void> loadState();
   // A standby's pool: the snapshot's systems, unfinished operations and assignments (engine_replica.cpp).
-  void applySnapshot(StoreSnapshot snapshot);
+  // A standby's picture from a load: the whole pool rebuilt, or (`sameInventory`: the snapshot has no
+  // inventory, the pool's is current) the systems and device holders changed in place, in time
+  // proportional to what is held, not to the pool.
+  void applySnapshot(StoreSnapshot snapshot, bool sameInventory);
+  void applyHeldState(StoreSnapshot& snapshot);
+  std::int64_t replicaInventoryRevision_ = 0;  // the stored inventory the replica's pool was built from
   [[nodiscard]] Result<std::vector<Drift>> reconcileOnControl(const std::vector<Binding>& fabricBindings);
   // Reconciles against a binding read taken when `stepResultsBefore` was current, unless a step's switch
   // call returned since (the read may show an operation half-way): then kUnavailable, nothing recorded.

@@ -20,10 +20,26 @@ namespace {
 constexpr std::size_t kReplicaEventBatch = 10'000;
 }  // namespace
 
-void Engine::applySnapshot(StoreSnapshot snapshot) {
-  state_ = std::make_unique<PoolState>(snapshot.inventory ? std::move(*snapshot.inventory) : Topology{});
+void Engine::applySnapshot(StoreSnapshot snapshot, bool sameInventory) {
+  if (!sameInventory || !state_) {
+    state_ = std::make_unique<PoolState>(snapshot.inventory ? std::move(*snapshot.inventory) : Topology{});
+  }
+  applyHeldState(snapshot);
+}
+
+void Engine::applyHeldState(StoreSnapshot& snapshot) {
   state_->replayDemand(snapshot.recentDemand);
   std::unordered_map<std::string, HostId> hostOfOwner;
+  // Systems the store no longer holds as live leave (dropping one frees its host); the rest are put anew.
+  std::set<SystemId> live;
+  for (const auto& s : snapshot.systems) live.insert(s.id);
+  std::vector<System> gone;
+  for (const auto& [id, s] : state_->systems())
+    if (!live.contains(id)) gone.push_back(s);
+  for (auto& s : gone) {
+    s.state = SystemState::kDecomposed;
+    state_->putSystem(s);
+  }
   for (auto& s : snapshot.systems) {
     hostOfOwner[s.id] = s.hostId;
     state_->putSystem(s);
@@ -46,6 +62,13 @@ void Engine::applySnapshot(StoreSnapshot snapshot) {
     return qa.enqueuedAt != qb.enqueuedAt ? qa.enqueuedAt < qb.enqueuedAt : a < b;
   });
   queueChanged_ = true;
+  // Devices no longer held go free; the held ones get their holder (and the host they count against).
+  std::set<DeviceId> held;
+  for (const auto& a : snapshot.assignments) held.insert(a.deviceId);
+  std::vector<DeviceId> released;
+  for (const auto& [device, holder] : state_->assignments())
+    if (!held.contains(device)) released.push_back(device);
+  for (const auto& device : released) state_->assign({device, DeviceAllocation::kFree, {}}, {});
   for (const auto& a : snapshot.assignments) {
     auto host = hostOfOwner.find(a.owner);
     state_->assign(a, host == hostOfOwner.end() ? HostId{} : host->second);
@@ -57,10 +80,11 @@ void Engine::applySnapshot(StoreSnapshot snapshot) {
 
 Result<void> Engine::startReplica() {
   if (controlThread_.joinable()) return fail(Code::kFailedPrecondition, "the engine is running already");
+  SY_ASSIGN(replicaInventoryRevision_, store_.inventoryRevision());
   SY_ASSIGN(StoreSnapshot snapshot, store_.load());
   replica_ = true;
   lastEventSequence_ = snapshot.lastEventSequence;  // Watch streams get what comes after this
-  applySnapshot(std::move(snapshot));
+  applySnapshot(std::move(snapshot), false);
   flush();  // the first view, before any reader can ask
   controlThread_ = std::thread([this] { control_->run(); });
   controlThreadId_ = controlThread_.get_id();
@@ -73,8 +97,15 @@ Result<void> Engine::startReplica() {
 Result<void> Engine::refreshReplica() {
   if (!replica_) return fail(Code::kFailedPrecondition, "only a standby's engine refreshes from the store");
   // The store is read here, off the control thread (a large pool takes a while), and swapped in on it.
-  SY_ASSIGN(const std::uint64_t published, onControl([this]() -> Result<std::uint64_t> { return lastEventSequence_; }));
-  SY_ASSIGN(StoreSnapshot snapshot, store_.load());
+  SY_ASSIGN(const auto seen, onControl([this]() -> Result<std::pair<std::uint64_t, std::int64_t>> {
+              return std::pair{lastEventSequence_, replicaInventoryRevision_};
+            }));
+  const auto [published, builtFrom] = seen;
+  // The inventory (27 MB at 100,000 GPUs) is read again only when it was rewritten (a leader's start); its
+  // revision is read first, so a rewrite after it is seen by the next refresh.
+  SY_ASSIGN(const std::int64_t inventoryNow, store_.inventoryRevision());
+  const bool sameInventory = inventoryNow != 0 && inventoryNow == builtFrom;
+  SY_ASSIGN(StoreSnapshot snapshot, store_.load(sameInventory ? LoadScope::kWithoutInventory : LoadScope::kEverything));
   SY_ASSIGN(std::vector<Event> fresh, store_.listEvents(published, kReplicaEventBatch));
   SY_ASSIGN(auto waitedFor, onControl([this]() -> Result<std::vector<OperationId>> {
               std::vector<OperationId> ids;
@@ -90,7 +121,8 @@ Result<void> Engine::refreshReplica() {
     if (op) ended.push_back(std::move(*op));
   }
   return onControl([&]() -> Result<void> {
-    applySnapshot(std::move(snapshot));
+    applySnapshot(std::move(snapshot), sameInventory);
+    replicaInventoryRevision_ = inventoryNow;
     std::vector<Event> news;
     for (auto& e : fresh)
       if (e.sequence > lastEventSequence_) news.push_back(std::move(e));

@@ -246,11 +246,18 @@ Result<void> EtcdStore::write(std::span<const StoreWrite> batch, WriterEpoch epo
   return commit(epoch, std::move(b.compares_), b.ops());
 }
 
-Result<StoreSnapshot> EtcdStore::load() {
+Result<std::int64_t> EtcdStore::inventoryRevision() {
+  SY_ASSIGN(auto r, client_->range({options_.prefix + "inventory", {}, 1, false, false}));
+  return r.kvs.empty() ? std::int64_t{0} : r.kvs.front().modRevision;
+}
+
+Result<StoreSnapshot> EtcdStore::load(LoadScope scope) {
   StoreSnapshot snap;
   const std::string& p = options_.prefix;
-  SY_ASSIGN(auto inventory, loadInventory());
-  snap.inventory = std::move(inventory);
+  if (scope == LoadScope::kEverything) {
+    SY_ASSIGN(auto inventory, loadInventory());
+    snap.inventory = std::move(inventory);
+  }
   SY_ASSIGN(auto systems, scan(p + "systems/", etcd::prefixEnd(p + "systems/")));
   for (const auto& kv : systems) {
     SY_ASSIGN(System s, etcd::systemFrom(kv.value, kv.key));

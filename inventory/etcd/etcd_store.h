@@ -40,7 +40,9 @@ class EtcdStore final : public Store {
   // Connects and checks that the cluster answers.
   [[nodiscard]] static Result<std::unique_ptr<EtcdStore>> open(EtcdStoreOptions options);
 
-  [[nodiscard]] Result<StoreSnapshot> load() override;
+  [[nodiscard]] Result<StoreSnapshot> load(LoadScope scope = LoadScope::kEverything) override;
+  // The inventory key's modification revision (its manifest's, when chunked): moves with every rewrite.
+  [[nodiscard]] Result<std::int64_t> inventoryRevision() override;
   [[nodiscard]] Result<WriterEpoch> claimWriter() override;
   [[nodiscard]] Result<void> write(std::span<const StoreWrite> batch, WriterEpoch epoch) override;
   [[nodiscard]] Result<std::optional<Operation>> getOperation(const OperationId& id) override;
