@@ -93,8 +93,10 @@ Result<DeviceView> Engine::finishRelease(const Caller& caller, const DeviceId& d
   const DeviceAssignment free{device, DeviceAllocation::kFree, {}};
   state_->assign(free, {});
   m.writes.emplace_back(PutAssignment{free});
+  // A pool event, seen by every tenant: it names no reason (a failed undo's names another tenant's operation);
+  // the audit record and yardd's log keep it.
   m.events.push_back(makeEvent("device.released", device,
-                               fmt::format("{} left quarantine ({}){}; back in the pool", device, held.owner,
+                               fmt::format("{} left quarantine{}; back in the pool", device,
                                            bound ? fmt::format(" after being unbound from {}", bound->upstreamPortId) : ""),
                                caller.identity));
   spdlog::info("{}: released from quarantine by {} ({}){}", device, caller.identity, held.owner, bound ? ", unbound first" : "");

@@ -75,7 +75,9 @@ TEST_F(EngineReplicaTest, ARefreshWithTheSameInventoryChangesOnlyWhatIsHeld) {
   EXPECT_EQ(revisionedStore_->wholeLoads, 1) << "the inventory was not read again";
   EXPECT_EQ(revisionedStore_->stateLoads, 1);
   std::vector<std::string> names;
-  for (const auto& s : *replica->listSystems()) names.push_back(s.name);
+  const auto systems = replica->listSystems();  // held: a range-for over *temporary() would read freed memory
+  ASSERT_TRUE(systems);
+  for (const auto& s : *systems) names.push_back(s.name);
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"second", "third"}));
   EXPECT_EQ(replica->capacity(defaultShapes())->freeGpus, 16 - 3 - 4);
@@ -87,7 +89,9 @@ TEST_F(EngineReplicaTest, ARefreshWithTheSameInventoryChangesOnlyWhatIsHeld) {
   auto fresh = standby();
   for (const auto& id : {std::string("sw0-gpu0"), std::string("sw0-gpu1"), std::string("sw1-gpu0"), std::string("sw1-gpu7")})
     EXPECT_EQ(replica->view()->device(id)->assignment.allocation, fresh->view()->device(id)->assignment.allocation) << id;
-  for (const auto& h : *fresh->listHosts()) {
+  const auto hosts = fresh->listHosts();
+  ASSERT_TRUE(hosts);
+  for (const auto& h : *hosts) {
     const auto mine = *replica->listHosts();
     const auto same = std::find_if(mine.begin(), mine.end(), [&](const HostView& v) { return v.host.id == h.host.id; });
     ASSERT_NE(same, mine.end());
