@@ -178,7 +178,7 @@ Result<std::vector<HostDeviceIdentity>> AgentDirectory::admit(const HostId& host
   return out;
 }
 
-Result<void> AgentDirectory::release(const HostId& host, const HostChange& change, const CallOptions& options) {
+Result<HostRelease> AgentDirectory::release(const HostId& host, const HostChange& change, const CallOptions& options) {
   SY_ASSIGN(const Route route, routeFor(host));
   if (route.inProcess) return route.inProcess->release(host, change, options);
   v1::PrepareDetachRequest request;
@@ -189,7 +189,9 @@ Result<void> AgentDirectory::release(const HostId& host, const HostChange& chang
   v1::ActionReport response;
   if (auto status = route.remote->PrepareDetach(&context, request, &response); !status.ok()) return fail(agentError(host, status));
   for (const auto& a : response.actions()) spdlog::info("{}: {}", host, a);
-  return {};
+  HostRelease out;
+  for (const auto& n : response.not_reset()) out.notReset.push_back({n.device_id(), n.reason()});
+  return out;
 }
 
 bool AgentDirectory::canList(const HostId& host) const {

@@ -64,7 +64,7 @@ class AgentDirectory final : public HostAgents {
   [[nodiscard]] std::vector<HostId> silentHosts() const override;
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
-  [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
+  [[nodiscard]] Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
   [[nodiscard]] bool canList(const HostId& host) const override;
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> listPresent(const HostId& host, const CallOptions& options = {}) override;
   [[nodiscard]] bool canReportActivity(const HostId& host) const override;

@@ -118,11 +118,17 @@ grpc::Status AgentService::PrepareDetach(grpc::ServerContext*, const v1::Prepare
   const std::string reason = in->reason().empty() ? "request" : in->reason();
   if (reason != "request" && reason != "lease" && reason != "preemption" && reason != "reclaim")
     return {grpc::StatusCode::INVALID_ARGUMENT, "reason: request, lease, preemption or reclaim"};
-  auto actions = ops_.prepareDetach(devices, in->dry_run(), mig, reason);
+  auto outcome = ops_.prepareDetach(devices, in->dry_run(), mig, reason);
   log(hostId_, in->dry_run() ? "prepare-detach (dry run, " + reason + ")" : "prepare-detach (" + reason + ")", devices,
-      actions ? Result<void>{} : Result<void>{fail(actions.error())});
-  if (!actions) return toGrpcStatus(actions.error());
-  for (auto& a : *actions) out->add_actions(std::move(a));
+      outcome ? Result<void>{} : Result<void>{fail(outcome.error())});
+  if (!outcome) return toGrpcStatus(outcome.error());
+  for (auto& a : outcome->actions) out->add_actions(std::move(a));
+  for (const auto& n : outcome->notReset) {
+    spdlog::warn("{}: {}; removed from this host all the same, and yardd quarantines it", hostId_, n.reason);
+    auto* r = out->add_not_reset();
+    r->set_device_id(n.deviceId);
+    r->set_reason(n.reason);
+  }
   out->set_dry_run(in->dry_run());
   return grpc::Status::OK;
 }

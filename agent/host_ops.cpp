@@ -373,11 +373,13 @@ std::vector<DeviceUser> HostOps::usersOf(const PciFunction& function) const {
   return out;
 }
 
-Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun,
-                                                        const std::vector<MigRequest>& mig, const std::string& reason) const {
+Result<DetachOutcome> HostOps::prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun, const std::vector<MigRequest>& mig,
+                                             const std::string& reason) const {
   SY_ASSIGN(auto functions, scanner_.scan());
   std::vector<std::pair<const ExpectedDevice*, const PciFunction*>> present;
-  std::vector<std::string> actions, busy;
+  DetachOutcome outcome;
+  auto& actions = outcome.actions;
+  std::vector<std::string> busy;
   for (const auto& e : expected) {
     auto it = std::find_if(functions.begin(), functions.end(), [&](const PciFunction& f) {
       return !f.bridge && f.serialNumber && formatSerialNumber(*f.serialNumber) == e.serialNumber;
@@ -414,6 +416,13 @@ Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<Expect
   if (reason == "reclaim") SY_TRY(runHooks(options_.beforeReclaim, leaving, dryRun, actions, reason));
   if (reason == "preemption") SY_TRY(runHooks(options_.beforePreempt, leaving, dryRun, actions, reason));
   SY_TRY(runHooks(options_.beforeDetach, leaving, dryRun, actions, reason));
+  // A failed reset does not keep the device here: the previous tenant is leaving this host, and the device
+  // is no use to it. It goes, named, and yardd quarantines it so that no other tenant gets it unreset.
+  auto notReset = [&](const std::string& device, const std::string& address, const std::string& how, const Error& error) {
+    auto why = fmt::format("resetting {} at {} ({}) failed: {}", device, address, how, error.message);
+    actions.push_back(fmt::format("{} (removed all the same; yardd quarantines it)", why));
+    outcome.notReset.push_back({device, std::move(why)});
+  };
   for (const auto& [e, f] : present) {
     const auto address = toString(f->address);
     const auto dir = options_.sysfsRoot / "bus/pci/devices" / address;
@@ -423,9 +432,7 @@ Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<Expect
         command.replace(at, 5, address);
       actions.push_back(fmt::format("{}{}", dryRun ? "would run: " : "", command));
       if (!dryRun)
-        if (auto r = runShell(command, {}, options_.commandTimeout); !r)
-          return fail(Code::kFailedPrecondition,
-                      fmt::format("resetting {} at {} failed, so it stays on this host: {}", e->deviceId, address, r.error().message));
+        if (auto r = runShell(command, {}, options_.commandTimeout); !r) notReset(e->deviceId, address, command, r.error());
     }
     if (!f->driver.empty()) {
       actions.push_back(fmt::format("{}echo {} > {}", dryRun ? "would run: " : "", address, (dir / "driver/unbind").string()));
@@ -434,14 +441,12 @@ Result<std::vector<std::string>> HostOps::prepareDetach(const std::vector<Expect
     if (reset == "sysfs") {
       actions.push_back(fmt::format("{}echo 1 > {}", dryRun ? "would run: " : "", (dir / "reset").string()));
       if (!dryRun)
-        if (auto r = writeSysfs(dir / "reset", "1"); !r)
-          return fail(Code::kFailedPrecondition,
-                      fmt::format("resetting {} at {} failed, so it stays on this host: {}", e->deviceId, address, r.error().message));
+        if (auto r = writeSysfs(dir / "reset", "1"); !r) notReset(e->deviceId, address, "echo 1 > " + (dir / "reset").string(), r.error());
     }
     actions.push_back(fmt::format("{}echo 1 > {}", dryRun ? "would run: " : "", (dir / "remove").string()));
     if (!dryRun) SY_TRY(writeSysfs(dir / "remove", "1"));
   }
-  return actions;
+  return outcome;
 }
 
 Result<std::vector<GpuActivity>> HostOps::activity(const std::vector<ExpectedDevice>& expected) const {

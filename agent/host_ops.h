@@ -45,7 +45,8 @@ struct HostOpsOptions {
   // <sysfs>/bus/pci/devices/<address>/reset (the kernel's function-level or bus reset); a device the kernel
   // offers no reset for is not released. A shell command with {pci} (e.g. "nvidia-smi -r -i {pci}"): run
   // while the driver is still bound. "none": no reset (the previous tenant's data may reach the next).
-  // A reset that fails stops the release: the device stays on this host, and yardd retries.
+  // A reset that fails does not stop the release: the device is removed and reported as not reset
+  // (DetachOutcome::notReset), and yardd quarantines it until an operator releases it.
   std::string deviceReset = "sysfs";
   std::chrono::milliseconds commandTimeout{120'000};  // a hook or vendor command still running then is killed
   // The fabric's upstream port ids mapped to the root port where that cable enters this host.
@@ -85,6 +86,11 @@ struct VerifyOutcome {
   std::vector<std::string> actions;
 };
 
+struct DetachOutcome {
+  std::vector<std::string> actions;
+  std::vector<DeviceNotReset> notReset;  // removed, but their reset failed (each with why)
+};
+
 // A process holding a device open.
 struct DeviceUser {
   int pid = 0;
@@ -104,11 +110,10 @@ class HostOps {
   [[nodiscard]] Result<VerifyOutcome> verifyPresent(const std::vector<ExpectedDevice>& expected, std::chrono::milliseconds deadline,
                                                     bool dryRun, const std::vector<MigRequest>& mig = {}) const;
   // Refuses while a device is in use; destroys `mig`, runs the hooks, unbinds, resets (deviceReset) and
-  // removes the devices.
+  // removes the devices. A device whose reset fails is removed all the same and named in notReset.
   // `reason` (request, lease, preemption, reclaim) reaches the hooks as YARD_DETACH_REASON.
-  [[nodiscard]] Result<std::vector<std::string>> prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun,
-                                                               const std::vector<MigRequest>& mig = {},
-                                                               const std::string& reason = "request") const;
+  [[nodiscard]] Result<DetachOutcome> prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun,
+                                                    const std::vector<MigRequest>& mig = {}, const std::string& reason = "request") const;
   // What each expected GPU on this host is doing: nvidia-smi's utilization, memory and compute processes,
   // plus any other process holding the GPU open (usersOf: graphics, or a process nvidia-smi cannot see from
   // its PID namespace). A device not on the host, or one nvidia-smi does not report, is left out;

@@ -341,8 +341,8 @@ int main(int argc, char** argv) {
   app.add_option("--device-reset", flags.deviceReset,
                  "How a device is reset as it leaves this host, so that the next tenant finds nothing of this one's in it: sysfs "
                  "(the kernel's reset, after the driver is unbound), a shell command with {pci} (e.g. 'nvidia-smi -r -i {pci}', run "
-                 "while the driver is bound), or none (the previous tenant's data may reach the next). A failed reset keeps the "
-                 "device on this host")
+                 "while the driver is bound), or none (the previous tenant's data may reach the next). A device whose reset fails "
+                 "is removed all the same and reported, and yardd quarantines it until an operator releases it")
       ->capture_default_str();
   app.add_option("--before-reclaim", flags.beforeReclaim,
                  "Shell command run first when yardd takes idle GPUs back (repeatable; YARD_DETACH_REASON=reclaim): a notice; "

@@ -54,8 +54,9 @@ Result<std::vector<HostDeviceIdentity>> BmcResetHosts::admit(const HostId& host,
   return out;
 }
 
-// A power cycle destroys MIG instances too (they do not survive a reset), so leaving ones need nothing more.
-Result<void> BmcResetHosts::release(const HostId& host, const HostChange& change, const CallOptions& options) {
+// A power cycle destroys MIG instances too (they do not survive a reset), so leaving ones need nothing more;
+// the host is off when the switch unbinds, and a powered-off host keeps nothing of a device's state.
+Result<HostRelease> BmcResetHosts::release(const HostId& host, const HostChange& change, const CallOptions& options) {
   const auto& devices = change.devices;
   const auto deadline = std::chrono::steady_clock::now() + options.timeout;
   SY_ASSIGN(auto bmc, connect(host, options));
@@ -66,7 +67,8 @@ Result<void> BmcResetHosts::release(const HostId& host, const HostChange& change
     if (!shutdown && shutdown.error().code == Code::kInvalidArgument) shutdown = bmc->reset("ForceOff");
     SY_TRY(shutdown);
   }
-  return waitFor(*bmc, host, "Off", deadline);
+  SY_TRY(waitFor(*bmc, host, "Off", deadline));
+  return HostRelease{};
 }
 
 }  // namespace switchyard::bmc

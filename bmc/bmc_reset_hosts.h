@@ -26,7 +26,7 @@ class BmcResetHosts final : public HostAgents {
   [[nodiscard]] std::string status(const HostId& host) const override;
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
-  [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
+  [[nodiscard]] Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
 
  private:
   [[nodiscard]] Result<std::unique_ptr<HostBmc>> connect(const HostId& host, const CallOptions& options) const;

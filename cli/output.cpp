@@ -76,6 +76,8 @@ void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
            orDash(devices)});
   }
   t.print(out);
+  for (const auto& s : r.systems())  // a degraded system says why
+    if (!s.state_reason().empty()) out << fmt::format("{} {}: {}\n", stateName(s.state()), s.name(), s.state_reason());
 }
 
 std::string durationText(std::int64_t seconds) {
@@ -115,6 +117,7 @@ void printSystem(const pb::System& s, std::ostream& out) {
   out << fmt::format("{} ({})\n  host:    {}\n  state:   {}\n  tenant:  {}\n  created: {}\n", s.name(), s.id(), orDash(s.host_id()),
                      s.progress().empty() ? stateName(s.state()) : fmt::format("{} ({})", stateName(s.state()), s.progress()), s.tenant(),
                      s.created_at());
+  if (!s.state_reason().empty()) out << fmt::format("  why:     {}\n", s.state_reason());
   if (!s.lease_expires_at().empty()) out << fmt::format("  lease:   until {} (`yardctl renew {} --lease DURATION`)\n", s.lease_expires_at(), s.name());
   if (!s.active_operation().empty()) out << "  running: " << s.active_operation() << "\n";
   for (const auto& [k, v] : std::map<std::string, std::string>(s.labels().begin(), s.labels().end()))

@@ -16,7 +16,8 @@
 //    different device appeared (wrong serial) or the host could not map it (no BAR space), kUnavailable
 //    when the host side cannot be reached. Admitting a device already present succeeds (idempotent).
 //  - release(host, set) fails with kFailedPrecondition, naming the processes, when a device is in use,
-//    and then has changed nothing. Otherwise the devices are gone from the host when it returns.
+//    and then has changed nothing. Otherwise the devices are gone from the host when it returns, each
+//    reset on its way out (secure release) or named in HostRelease::notReset with why its reset failed.
 //    Releasing a device the host does not see succeeds (idempotent).
 //  - admit creates the change's MIG instances once its devices are present; when one cannot be created, the
 //    ones it created are destroyed again and it fails (kFailedPrecondition). release destroys the change's
@@ -66,6 +67,13 @@ struct HostChange {
   std::string reason = "request";
 };
 
+// What a release reports besides success: devices that left the host but whose reset failed. They may
+// still hold the previous tenant's data (GPU memory), so the engine quarantines them until an operator
+// releases them (`yardctl devices release`).
+struct HostRelease {
+  std::vector<DeviceNotReset> notReset;
+};
+
 class HostAgents {
  public:
   virtual ~HostAgents() = default;
@@ -77,7 +85,7 @@ class HostAgents {
   [[nodiscard]] virtual std::vector<HostId> silentHosts() const { return {}; }
   [[nodiscard]] virtual Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                                       const CallOptions& options = {}) = 0;
-  [[nodiscard]] virtual Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) = 0;
+  [[nodiscard]] virtual Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) = 0;
   // The pool's devices the host sees now (for host-side drift); kUnavailable when the host side cannot
   // tell (a BMC, an agent that does not answer). Callers skip hosts for which canList() is false.
   [[nodiscard]] virtual bool canList(const HostId&) const { return false; }

@@ -146,7 +146,7 @@ Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host
   return out;
 }
 
-Result<void> SimulatedHosts::release(const HostId& host, const HostChange& change, const CallOptions&) {
+Result<HostRelease> SimulatedHosts::release(const HostId& host, const HostChange& change, const CallOptions&) {
   const auto& devices = change.devices;
   std::lock_guard lock(mutex_);
   ++calls_;
@@ -169,11 +169,16 @@ Result<void> SimulatedHosts::release(const HostId& host, const HostChange& chang
     const bool gpuLeaving = std::any_of(devices.begin(), devices.end(), [&](const Binding& b) { return b.deviceId == i.deviceId; });
     return leaving || gpuLeaving;
   });
+  HostRelease out;
   for (const auto& b : devices) {
+    auto fault = faults_.find(b.deviceId);
+    if (present.contains(b.deviceId) && fault != faults_.end() && fault->second == SimulatedHostFault::kResetFails)
+      out.notReset.push_back({b.deviceId, fmt::format("{}: writing 1 to {}'s reset failed: Inappropriate ioctl for device", host,
+                                                      present.at(b.deviceId).pciAddress)});
     present.erase(b.deviceId);
     activity_.erase(b.deviceId);  // what ran on it ran on this host: the next host starts it idle
   }
-  return {};
+  return out;
 }
 
 std::vector<GpuInstance> SimulatedHosts::migInstances(const HostId& host) const {

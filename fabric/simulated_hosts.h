@@ -28,6 +28,7 @@ enum class SimulatedHostFault {
   kInUse,         // a process holds it: release is refused, naming the process
   kBarExhausted,  // the host enumerates it but cannot map its BARs ("no space for BAR")
   kMigFails,      // creating a MIG instance on it fails (as nvidia-smi does when MIG mode is off)
+  kResetFails,    // release removes it but its reset fails (secure release): reported in HostRelease::notReset
 };
 
 struct SimulatedHostsOptions {
@@ -51,7 +52,7 @@ class SimulatedHosts final : public HostAgents {
   [[nodiscard]] std::string status(const HostId& host) const override;
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
-  [[nodiscard]] Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
+  [[nodiscard]] Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
   [[nodiscard]] bool canList(const HostId& host) const override {
     return upstreamPorts_.contains(host) && policy(host) == HostPolicy::kAgent;
   }

@@ -111,6 +111,9 @@ ALTER TABLE systems ADD COLUMN priority_class TEXT NOT NULL DEFAULT '';
       {13, "the system each event is about ('' for the pool's own, and for events recorded before this version)", R"sql(
 ALTER TABLE events ADD COLUMN system_id TEXT NOT NULL DEFAULT '';
 )sql"},
+      {14, "why a system is in its state (a degraded one's missing devices; '' for most)", R"sql(
+ALTER TABLE systems ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

@@ -158,13 +158,14 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
   nlohmann::json labels = s.labels;
   SY_ASSIGN(auto st, db_->prepare(
                          "INSERT INTO systems (id, number, name, host_id, tenant, state, active_operation, labels, created_at, updated_at, "
-                         "lease_expires_at, priority_class) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) ON CONFLICT(id) DO UPDATE SET "
+                         "lease_expires_at, priority_class, state_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+                         "ON CONFLICT(id) DO UPDATE SET "
                          "name=excluded.name, host_id=excluded.host_id, tenant=excluded.tenant, state=excluded.state, "
                          "active_operation=excluded.active_operation, labels=excluded.labels, updated_at=excluded.updated_at, "
-                         "lease_expires_at=excluded.lease_expires_at, priority_class=excluded.priority_class"));
+                         "lease_expires_at=excluded.lease_expires_at, priority_class=excluded.priority_class, state_reason=excluded.state_reason"));
   SY_TRY(st.bind(1, s.id).bind(2, static_cast<std::int64_t>(numberFromId(s.id))).bind(3, s.name).bind(4, s.hostId).bind(5, s.tenant)
              .bind(6, toString(s.state)).bind(7, s.activeOperation).bind(8, labels.dump()).bind(9, s.createdAt).bind(10, s.updatedAt)
-             .bind(11, s.leaseExpiresAt).bind(12, s.priorityClass).run());
+             .bind(11, s.leaseExpiresAt).bind(12, s.priorityClass).bind(13, s.stateReason).run());
   SY_ASSIGN(auto del, db_->prepare("DELETE FROM system_devices WHERE system_id = ?1"));
   SY_TRY(del.bind(1, s.id).run());
   for (std::size_t i = 0; i < s.bindings.size(); ++i) {
@@ -361,7 +362,8 @@ Result<std::optional<Topology>> SqliteStore::loadInventory() {
 Result<std::vector<System>> SqliteStore::loadSystems() {
   std::vector<System> out;
   SY_ASSIGN(auto st, db_->prepare("SELECT id, name, host_id, tenant, state, active_operation, labels, created_at, updated_at, "
-                                  "lease_expires_at, priority_class FROM systems WHERE state NOT IN ('decomposed', 'failed') ORDER BY number"));
+                                  "lease_expires_at, priority_class, state_reason FROM systems WHERE state NOT IN ('decomposed', 'failed') "
+                                  "ORDER BY number"));
   while (true) {
     SY_ASSIGN(bool row, st.step());
     if (!row) break;
@@ -377,6 +379,7 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
     s.updatedAt = st.integer(8);
     s.leaseExpiresAt = st.integer(9);
     s.priorityClass = st.text(10);
+    s.stateReason = st.text(11);
     out.push_back(std::move(s));
   }
   st.reset();

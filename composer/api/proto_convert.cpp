@@ -207,6 +207,7 @@ void toProto(const System& s, pb::System& out) {
   out.set_tenant(s.tenant);
   for (const auto& [k, v] : s.labels) (*out.mutable_labels())[k] = v;
   out.set_state(toProto(s.state));
+  out.set_state_reason(s.stateReason);
   out.set_active_operation(s.activeOperation);
   out.set_progress(s.progress);
   out.set_created_at(formatTimestamp(s.createdAt));

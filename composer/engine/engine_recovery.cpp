@@ -55,6 +55,7 @@ Result<void> Engine::loadState() {
     const bool lostDevice = std::any_of(s.bindings.begin(), s.bindings.end(), [&](const Binding& b) { return removed.contains(b.deviceId); });
     if (lostDevice && s.state == SystemState::kComposed) {
       s.state = SystemState::kDegraded;
+      s.stateReason = "a device of it is no longer reported by the fabric";
       m.writes.emplace_back(PutSystem{s});
       m.events.push_back(makeEvent("system.degraded", s.id, fmt::format("{} lost a device that the fabric no longer reports", s.name)));
     }
@@ -126,15 +127,18 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
     }
     const SystemState next = degraded ? SystemState::kDegraded
                                       : (system.state == SystemState::kDegraded ? SystemState::kComposed : system.state);
-    if (next != system.state) {
+    const std::string reason = degraded ? fmt::format("{}", fmt::join(why, "; ")) : std::string();
+    if (next != system.state || reason != system.stateReason) {
       System updated = system;
       updated.state = next;
+      updated.stateReason = reason;  // said on the system too, not only in the event
       updated.updatedAt = clock_.now();
       changed.push_back(updated);
-      m.events.push_back(makeEvent(degraded ? "system.degraded" : "system.recovered", id,
-                                   degraded ? fmt::format("{} ({}) is degraded: {}", system.name, id, fmt::join(why, "; "))
-                                            : fmt::format("{} ({}) is {}: the fabric has every device of it where it should be", system.name, id,
-                                                          toString(next))));
+      if (next != system.state)
+        m.events.push_back(makeEvent(degraded ? "system.degraded" : "system.recovered", id,
+                                     degraded ? fmt::format("{} ({}) is degraded: {}", system.name, id, reason)
+                                              : fmt::format("{} ({}) is {}: the fabric has every device of it where it should be", system.name,
+                                                            id, toString(next))));
     }
   }
   for (const auto& s : changed) {
@@ -154,7 +158,8 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
   }
   std::vector<DeviceId> resolved;
   for (const auto& [device, held] : state_->assignments())
-    if (held.first.allocation == DeviceAllocation::kQuarantined && !fabric.contains(device) && !expected.contains(device))
+    if (held.first.allocation == DeviceAllocation::kQuarantined && !awaitsOperator(held.first) && !fabric.contains(device) &&
+        !expected.contains(device))
       resolved.push_back(device);
   for (const auto& device : resolved) {
     state_->assign({device, DeviceAllocation::kFree, {}}, {});

@@ -30,7 +30,9 @@ class LocalContext final : public LocalStepContext {
   void setAllocation(const std::vector<DeviceId>& devices, DeviceAllocation allocation, const std::string& owner) override {
     for (const auto& d : devices) {
       DeviceAssignment a{d, allocation, owner};
-      state_.assign(a, allocation == DeviceAllocation::kFree ? HostId{} : system_.hostId);
+      // A quarantined device belongs to no host (it left the system's, or its state there is unknown).
+      const bool hostless = allocation == DeviceAllocation::kFree || allocation == DeviceAllocation::kQuarantined;
+      state_.assign(a, hostless ? HostId{} : system_.hostId);
       writes_.emplace_back(PutAssignment{a});
     }
   }

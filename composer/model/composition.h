@@ -79,6 +79,14 @@ struct GpuActivity {
   friend bool operator==(const GpuActivity&, const GpuActivity&) = default;
 };
 
+// A device that left its host without the reset that clears what the last tenant left in it (secure
+// release): the host side reports it, and the engine quarantines it until an operator releases it.
+struct DeviceNotReset {
+  DeviceId deviceId;
+  std::string reason;
+  friend bool operator==(const DeviceNotReset&, const DeviceNotReset&) = default;
+};
+
 struct Tenant {
   TenantId id;
   std::string displayName;
@@ -99,6 +107,9 @@ struct System {
   TenantId tenant{kDefaultTenant};
   std::map<std::string, std::string> labels;
   SystemState state = SystemState::kComposing;
+  // Why it is in its state, where that needs saying: what the fabric says of a degraded system's devices
+  // ("sw0-gpu1 is unbound in the fabric"). Empty otherwise.
+  std::string stateReason;
   OperationId activeOperation;  // empty when no operation is running on it
   // Not stored: what the running operation is doing now ("binding", "verifying on the host", ...), filled
   // in by the engine's reads, so a system being composed says so until its host has verified it.
@@ -169,6 +180,14 @@ struct DeviceAssignment {
   DeviceAllocation allocation = DeviceAllocation::kFree;
   std::string owner;  // operation id (reserved), system id (allocated) or reason (quarantined)
 };
+
+// How the reason of a device quarantined because it left its host without its reset begins (secure
+// release). Only an operator ends that quarantine (`yardctl devices release`), after resetting the device:
+// reconcile frees other quarantined devices once the fabric shows them unbound, but this one is unbound.
+inline constexpr std::string_view kNotResetQuarantine = "not reset: ";
+[[nodiscard]] inline bool awaitsOperator(const DeviceAssignment& a) {
+  return a.allocation == DeviceAllocation::kQuarantined && a.owner.starts_with(kNotResetQuarantine);
+}
 
 // The audit record: one per mutation, in a total order.
 struct Event {

@@ -87,6 +87,9 @@ json deviceJson(const DeviceView& d, const System* system, bool visible) {
 }
 
 json systemJson(const System& s) {
+  json instances = json::array(), shares = json::array();
+  for (const auto& i : s.gpuInstances) instances.push_back(json{{"device", i.deviceId}, {"profile", toString(i.profile)}, {"start", i.start}});
+  for (const auto& sh : s.gpuShares) shares.push_back(json{{"device", sh.deviceId}, {"percent", sh.milli / 10.0}});
   json devices = json::array();
   for (const auto& b : s.bindings) {
     json d{{"id", b.deviceId}, {"upstream_port_id", b.upstreamPortId}};
@@ -95,7 +98,8 @@ json systemJson(const System& s) {
     devices.push_back(std::move(d));
   }
   return json{{"id", s.id},         {"name", s.name},         {"host", s.hostId},        {"tenant", s.tenant},
-              {"state", toString(s.state)}, {"progress", s.progress}, {"devices", std::move(devices)},
+              {"state", toString(s.state)}, {"state_reason", s.stateReason}, {"progress", s.progress}, {"devices", std::move(devices)},
+              {"mig", instances},          {"shares", shares},
               {"active_operation", s.activeOperation}, {"created_at", isoTime(s.createdAt)}};
 }
 

@@ -197,6 +197,35 @@ TEST_F(HostAgentTest, TheAgentVerifiesAttachAndReleasesOnlyWhatIsUnused) {
   EXPECT_EQ(testing::readFile(dir_ / "hook.log"), "gpu0 gpu1\n");
 }
 
+// Secure release end to end (issue 39 item 11): the kernel refuses gpu0's reset (its reset file cannot be
+// written); the agent removes it all the same and says so, yardd quarantines it, and only an operator's
+// `yardctl devices release` returns it. gpu1 was reset and is free at once.
+TEST_F(HostAgentTest, AGpuWhoseResetFailsIsQuarantinedUntilReleased) {
+  ASSERT_EQ(yardctl("compose train --gpus 2").exitCode, 0) << yardd_->log() << agent_->log();
+  const auto reset = sysfs() / "bus/pci/devices/0000:12:00.0/reset";
+  std::filesystem::remove(reset);
+  std::filesystem::create_directories(reset);
+  auto decomposed = yardctl("decompose train");
+  ASSERT_EQ(decomposed.exitCode, 0) << decomposed.err << agent_->log();
+  EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/devices/0000:12:00.0/remove"), "1");
+  EXPECT_EQ(testing::readFile(sysfs() / "bus/pci/devices/0000:13:00.0/reset"), "1");
+  std::map<std::string, json> devices;
+  const json listedJson = json::parse(yardctl("-o json devices").out);  // held: a range-for over a temporary's member dangles
+  for (const auto& d : listedJson["devices"]) devices[d["id"].get<std::string>()] = d;
+  ASSERT_EQ(devices["gpu0"]["allocation"], "DEVICE_ALLOCATION_QUARANTINED") << devices["gpu0"].dump();
+  EXPECT_NE(devices["gpu0"]["owner"].get<std::string>().find("not reset: resetting gpu0 at 0000:12:00.0"), std::string::npos)
+      << devices["gpu0"].dump();
+  EXPECT_EQ(devices["gpu1"]["allocation"], "DEVICE_ALLOCATION_FREE");
+  auto listed = yardctl("devices");
+  EXPECT_NE(listed.out.find("not reset"), std::string::npos) << listed.out;
+
+  auto composed = yardctl("compose next --gpus 4");
+  EXPECT_NE(composed.exitCode, 0) << "gpu0 is not handed out: " << composed.out;
+  auto released = yardctl("devices release gpu0");
+  ASSERT_EQ(released.exitCode, 0) << released.err;
+  EXPECT_EQ(json::parse(yardctl("-o json devices").out)["devices"][0]["allocation"], "DEVICE_ALLOCATION_FREE");
+}
+
 // Idle reclaim's input end to end: yardd asks the agent every second (--activity-interval 1s), the agent runs
 // nvidia-smi's activity queries (the stand-in prints what an H100 printed, tests/data/nvidia-smi/), and
 // `yardctl idle` shows the idle GPU with its system and the busy one (with --all) with its process. Only

@@ -65,6 +65,29 @@ class DashboardTest(YarddTestCase):
         capacity = dom[dom.index('data-testid="capacity"'):dom.index('data-testid="capacity-chart"')]
         self.assertRegex(capacity, r'<div class="value">1</div><div class="label">8-GPU requests')
 
+    def test_the_chart_has_axes_systems_show_mig_and_shares_and_times_are_utc(self):
+        yardd = self.yardd("--capacity-sample-seconds", "0.2", metrics=True)
+        with Client(yardd.address, plaintext=True, caller="dashboard-test") as yard:
+            yard.wait(yard.compose("infer", mig_profiles=["3g", "2g"]).id)
+            yard.wait(yard.compose("notebook", share_milli=250).id)
+        with Browser() as browser:
+            load(browser, yardd.metrics_url + "/")
+            browser.wait_until("document.querySelector('#capacity-chart polyline') !== null", timeout=40, what="the capacity history")
+            dom = browser.dom()
+        chart = dom[dom.index('data-testid="capacity-chart"'):dom.index('id="capacity-legend"')]
+        self.assertGreaterEqual(chart.count('class="axis"'), 6, "three values up the side, three times along the bottom")
+        self.assertGreaterEqual(chart.count("<polyline"), 2)
+        widths = re.findall(r'<polyline[^>]*stroke-width="([0-9.]+)"', chart)
+        self.assertEqual(len(set(widths)), len(widths), "each line thinner than the last, so equal ones stay visible")
+        systems = dom[dom.index('data-testid="systems"'):dom.index('data-testid="queue"')]
+        self.assertIn("MIG / shares", systems)
+        self.assertRegex(systems, r"3g on sw\d-gpu\d+, 2g on sw\d-gpu\d+")
+        self.assertRegex(systems, r"25% of sw\d-gpu\d+")
+        status = dom[dom.index('id="status"'):dom.index("</header>")]
+        self.assertRegex(status, r"updated \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ", "the page's own time is UTC, as every other time on it")
+        events = dom[dom.index('data-testid="events"'):]
+        self.assertRegex(events, r"<td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ</td>")
+
     def test_the_page_redraws_when_something_changes(self):
         yardd = self.yardd(metrics=True)
         with Browser() as browser, Client(yardd.address, plaintext=True, caller="dashboard-test") as yard:

@@ -64,8 +64,8 @@ class GatedHosts final : public HostAgents {
     return gate_.pass<Result<std::vector<HostDeviceIdentity>>>(describe("admit on " + host, change.devices),
                                                                [&] { return inner_.admit(host, change, o); });
   }
-  Result<void> release(const HostId& host, const HostChange& change, const CallOptions& o = {}) override {
-    return gate_.pass<Result<void>>(describe("release on " + host, change.devices), [&] { return inner_.release(host, change, o); });
+  Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& o = {}) override {
+    return gate_.pass<Result<HostRelease>>(describe("release on " + host, change.devices), [&] { return inner_.release(host, change, o); });
   }
   // Activity samples change nothing: not gated (the simulation asks for them itself, on its own thread).
   bool canReportActivity(const HostId& host) const override { return inner_.canReportActivity(host); }

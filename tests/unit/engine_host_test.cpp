@@ -2,6 +2,7 @@
 // once its host saw it; a device that never appears, the wrong device, or one the host cannot map rolls
 // the attach back; a GPU in use is not detached; an agent that does not answer is retried, then reported.
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -165,6 +166,54 @@ TEST_F(EngineHostTest, AGpuInUseIsNotDetachedAndTheErrorNamesTheProcess) {
   EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
 }
 
+// Secure release (issue 39 item 11): a device its host removed without its reset leaves the system but not
+// for the pool. It is quarantined, placement and reconcile (start included) leave it so, and only an
+// operator's release returns it.
+TEST_F(EngineHostTest, ADeviceWhoseResetFailedIsQuarantinedUntilAnOperatorReleasesIt) {
+  startWithHosts();
+  const System system = composeTwo("train");
+  const DeviceId dirty = system.bindings.front().deviceId;
+  const DeviceId clean = system.bindings.back().deviceId;
+  simulatedHosts_->setDeviceFault(dirty, SimulatedHostFault::kResetFails);
+
+  Operation down = run(engine_->decompose(Caller::local(), "train"));
+  ASSERT_EQ(down.state, OperationState::kSucceeded) << down.error;
+  EXPECT_TRUE(simulatedHosts_->present(system.hostId).empty()) << "the host let go of both";
+  EXPECT_TRUE(fabricBindings().empty()) << "and the switch unbound both";
+  EXPECT_EQ(engine_->view()->device(clean)->assignment.allocation, DeviceAllocation::kFree);
+  const auto held = engine_->view()->device(dirty)->assignment;
+  EXPECT_EQ(held.allocation, DeviceAllocation::kQuarantined);
+  EXPECT_TRUE(held.owner.starts_with(kNotResetQuarantine)) << held.owner;
+  EXPECT_NE(held.owner.find("reset failed"), std::string::npos) << held.owner;
+  const auto events = *engine_->listEvents(0, 1000);
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [&](const Event& e) {
+    return e.type == "device.quarantined" && e.subject == dirty && e.message.find("yardctl devices release " + dirty) != std::string::npos;
+  }));
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const Event& e) {
+    return e.type == "system.decomposed" && e.message.find("released 1 device(s) to the pool, 1 quarantined (not reset)") != std::string::npos;
+  }));
+
+  // Unbound in the fabric, yet neither reconcile nor a restart frees it; no compose gets it.
+  ASSERT_TRUE(engine_->reconcile());
+  start();
+  EXPECT_EQ(engine_->view()->device(dirty)->assignment.allocation, DeviceAllocation::kQuarantined);
+  ComposeRequest named{"next", {}, {}};
+  named.placement.devices = {dirty};
+  named.placement.host = system.hostId;
+  auto refused = engine_->compose(Caller::local(), named);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("is quarantined (not reset: "), std::string::npos) << refused.error().message;
+
+  // The operator resets it (here: the fault is cleared) and releases it.
+  std::promise<Result<DeviceView>> answered;
+  engine_->releaseQuarantined({"ops", Role::kOperator, {}}, dirty, false, [&](Result<DeviceView> r) { answered.set_value(std::move(r)); });
+  auto released = answered.get_future().get();
+  ASSERT_TRUE(released) << released.error().message;
+  EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);
+  simulatedHosts_->setDeviceFault(dirty, SimulatedHostFault::kNone);
+  EXPECT_EQ(run(engine_->compose(Caller::local(), named)).state, OperationState::kSucceeded);
+}
+
 TEST_F(EngineHostTest, AnAgentThatRestartsIsAskedAgain) {
   startWithHosts();
   const HostId host = engine_->listHosts()->front().host.id;
@@ -311,7 +360,7 @@ class GatedHosts final : public HostAgents {
     changed_.wait(lock, [&] { return open_; });
     return inner_.admit(host, change, options);
   }
-  Result<void> release(const HostId& host, const HostChange& change, const CallOptions& options) override {
+  Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options) override {
     return inner_.release(host, change, options);
   }
   void waitUntilHeld() {

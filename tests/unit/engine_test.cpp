@@ -69,6 +69,20 @@ TEST_F(EngineTest, AttachAndDetachChangeOneSystem) {
   for (const auto& b : system.bindings) EXPECT_NE(b.deviceId, gone);
   EXPECT_EQ(fabricBindings().size(), 4u);
   EXPECT_EQ(freeDevices(), 12u);
+
+  // Detaching the last devices ends the system: its host is free for the next one (issue 39 item 13).
+  const HostId host = system.hostId;
+  std::vector<DeviceId> rest;
+  for (const auto& b : system.bindings) rest.push_back(b.deviceId);
+  EXPECT_EQ(run(engine_->detach(Caller::local(), {"train", rest})).state, OperationState::kSucceeded);
+  EXPECT_EQ(engine_->getSystem("train").error().code, Code::kNotFound);
+  EXPECT_EQ(freeDevices(), 16u);
+  const auto types = eventTypes();
+  EXPECT_NE(std::find(types.begin(), types.end(), "system.decomposed"), types.end());
+  ComposeRequest pinned{"next", {}, {}};
+  pinned.placement.gpuCount = 1;
+  pinned.placement.host = host;
+  EXPECT_EQ(run(engine_->compose(Caller::local(), pinned)).state, OperationState::kSucceeded) << "the host took a new system";
 }
 
 TEST_F(EngineTest, RejectsBadRequestsWithoutChangingAnything) {

@@ -82,15 +82,29 @@ class HostReleaseStep final : public StepKind {
 
   Result<StepReport> call(StepTargets& t, const Operation& op, const Step& s) const override {
     SY_ASSIGN(HostAgents * hosts, hostsOf(t, op));
-    SY_TRY(hosts->release(op.hostId, {s.bindings, op.gpuInstances, std::string(detachReason(op.requestedBy.identity))}, t.hostCall));
-    return StepReport{};
+    SY_ASSIGN(auto released, hosts->release(op.hostId, {s.bindings, op.gpuInstances, std::string(detachReason(op.requestedBy.identity))},
+                                            t.hostCall));
+    StepReport report;
+    for (auto& n : released.notReset)  // only the step's own devices count
+      if (std::any_of(s.bindings.begin(), s.bindings.end(), [&](const Binding& b) { return b.deviceId == n.deviceId; }))
+        report.notReset.push_back(std::move(n));
+    return report;
   }
 
-  void succeeded(LocalStepContext& ctx, const Operation& op, const Step& s, const StepReport&) const override {
+  // A device the host removed without its reset goes on through unbind, but not back to the pool: it is
+  // quarantined (secure release, issue 39) until an operator has reset it and releases it.
+  void succeeded(LocalStepContext& ctx, const Operation& op, const Step& s, const StepReport& report) const override {
     auto& known = ctx.system().hostDevices;
     for (const auto& b : s.bindings) {
       std::erase_if(known, [&](const HostDeviceIdentity& k) { return k.deviceId == b.deviceId; });
       ctx.event("device.released", b.deviceId, fmt::format("{} was removed from {} ({})", b.deviceId, op.hostId, op.id));
+    }
+    for (const auto& n : report.notReset) {
+      ctx.setAllocation({n.deviceId}, DeviceAllocation::kQuarantined, fmt::format("{}{} ({})", kNotResetQuarantine, n.reason, op.id));
+      ctx.event("device.quarantined", n.deviceId,
+                fmt::format("{} left {} without its reset ({}): quarantined, so that no other tenant gets it; once it is reset, "
+                            "`yardctl devices release {}` returns it to the pool",
+                            n.deviceId, op.hostId, n.reason, n.deviceId));
     }
   }
 };

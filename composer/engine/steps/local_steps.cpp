@@ -72,7 +72,9 @@ class ReleaseStep final : public StepKind {
   static void returnUnbound(LocalStepContext& ctx, const Operation& op) {
     System& system = ctx.system();
     const auto removed = devicesOf(forwardBindings(op, step::kUnbind));
-    ctx.setAllocation(removed, DeviceAllocation::kFree, {});
+    auto freed = removed;  // all but those quarantined on the way (a host that could not reset one)
+    std::erase_if(freed, [&](const DeviceId& d) { return ctx.allocation(d) == DeviceAllocation::kQuarantined; });
+    ctx.setAllocation(freed, DeviceAllocation::kFree, {});
     std::erase_if(system.bindings,
                   [&](const Binding& b) { return std::find(removed.begin(), removed.end(), b.deviceId) != removed.end(); });
     std::erase_if(system.hostDevices,
@@ -83,12 +85,16 @@ class ReleaseStep final : public StepKind {
     std::erase_if(system.gpuShares, [&](const GpuShare& share) {
       return op.kind == OperationKind::kDecompose || std::find(op.gpuShares.begin(), op.gpuShares.end(), share) != op.gpuShares.end();
     });
-    if (op.kind == OperationKind::kDecompose) system.state = SystemState::kDecomposed;
+    // A detach that takes the last device ends the system too: an empty system would hold its host for nothing.
+    const bool emptied = op.kind == OperationKind::kDetach && system.bindings.empty();
+    if (op.kind == OperationKind::kDecompose || emptied) system.state = SystemState::kDecomposed;
     system.activeOperation.clear();
-    ctx.event(op.kind == OperationKind::kDecompose ? "system.decomposed" : "system.detached", system.id,
-              fmt::format("{} ({}) released {} device(s) to the pool{}{}", system.name, system.id, removed.size(),
+    ctx.event(op.kind == OperationKind::kDecompose || emptied ? "system.decomposed" : "system.detached", system.id,
+              fmt::format("{} ({}) released {} device(s) to the pool{}{}{}{}", system.name, system.id, freed.size(),
+                          freed.size() == removed.size() ? "" : fmt::format(", {} quarantined (not reset)", removed.size() - freed.size()),
                           op.gpuInstances.empty() ? "" : fmt::format(", removed {} MIG instance(s)", op.gpuInstances.size()),
-                          op.gpuShares.empty() ? "" : fmt::format(", removed {} GPU share(s)", op.gpuShares.size())));
+                          op.gpuShares.empty() ? "" : fmt::format(", removed {} GPU share(s)", op.gpuShares.size()),
+                          emptied ? fmt::format("; with no device left it is decomposed, and {} is free", system.hostId) : ""));
   }
 };
 

@@ -41,9 +41,11 @@ struct StepTargets {
   CallOptions hostCall;         // each host call's limits (EngineOptions::hostCallTimeout)
 };
 
-// What a remote call reports besides success: the identities a host side saw (host-admit).
+// What a remote call reports besides success: the identities a host side saw (host-admit), the devices
+// it removed without their reset (host-release).
 struct StepReport {
   std::vector<HostDeviceIdentity> identities;
+  std::vector<DeviceNotReset> notReset;
 };
 
 // What a step may change in the engine, on the control thread. The engine stores what it changed, in the

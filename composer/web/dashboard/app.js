@@ -66,36 +66,51 @@ function drawSummary(summary, capacity) {
             "one domain");
 }
 
+// Every time on the page is UTC, as yardd and yardctl write it: "2026-11-27 10:15:03Z".
+function utc(iso) { return iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : ""; }
+function utcNow() { return utc(new Date().toISOString()); }
+
+function svgEl(tag, attrs, text) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
 function drawChart(capacity) {
   const svg = document.getElementById("capacity-chart");
-  const ns = "http://www.w3.org/2000/svg";
   svg.replaceChildren();
   const history = capacity.history;
   const legend = document.getElementById("capacity-legend");
   legend.replaceChildren();
   if (history.length < 2) {
-    const t = document.createElementNS(ns, "text");
-    t.setAttribute("x", 10); t.setAttribute("y", 100);
-    t.textContent = "collecting samples…";
-    svg.append(t);
+    svg.append(svgEl("text", { x: 10, y: 100 }, "collecting samples…"));
     return;
   }
   const shapes = capacity.shapes.map((s) => String(s.gpus));
   let top = 1;
   for (const s of history) for (const g of shapes) top = Math.max(top, s.placeable[g] || 0);
-  const x = (i) => 10 + (780 * i) / (history.length - 1);
-  const y = (v) => 190 - (180 * v) / top;
-  for (const g of shapes) {
-    const line = document.createElementNS(ns, "polyline");
-    line.setAttribute("fill", "none");
-    line.setAttribute("stroke", SHAPE_COLOURS[g] || "#555");
-    line.setAttribute("stroke-width", "2");
-    line.setAttribute("points", history.map((s, i) => `${x(i)},${y(s.placeable[g] || 0)}`).join(" "));
-    svg.append(line);
-    const key = el("span", {}, el("i", { style: `background:${SHAPE_COLOURS[g] || "#555"}` }), `${g} GPU`);
-    legend.append(key);
+  // The plot sits right of the y axis' numbers and above the x axis' times.
+  const left = 44, right = 790, upper = 10, lower = 172;
+  const x = (i) => left + ((right - left) * i) / (history.length - 1);
+  const y = (v) => lower - ((lower - upper) * v) / top;
+  for (const v of [0, Math.round(top / 2), top]) {
+    svg.append(svgEl("line", { x1: left, x2: right, y1: y(v), y2: y(v), class: "grid" }));
+    svg.append(svgEl("text", { x: left - 6, y: y(v) + 4, "text-anchor": "end", class: "axis" }, String(v)));
   }
-  legend.append(el("span", {}, `max ${top}; ${history.length} samples, one every ${capacity.sample_seconds} s, since ${history[0].at}`));
+  svg.append(svgEl("line", { x1: left, x2: left, y1: upper, y2: lower, class: "axis-line" }));
+  const middle = Math.floor((history.length - 1) / 2);
+  for (const [i, anchor] of [[0, "start"], [middle, "middle"], [history.length - 1, "end"]])
+    svg.append(svgEl("text", { x: x(i), y: 192, "text-anchor": anchor, class: "axis" }, utc(history[i].at).slice(11)));
+  // Equal lines would hide each other: each is drawn thinner than the one before, so a line that runs on
+  // another's values shows as a stripe inside it.
+  shapes.forEach((g, n) => {
+    svg.append(svgEl("polyline", { fill: "none", stroke: SHAPE_COLOURS[g] || "#555", "stroke-width": String(2 + 2.5 * (shapes.length - 1 - n)),
+                                   "stroke-linejoin": "round", points: history.map((s, i) => `${x(i)},${y(s.placeable[g] || 0)}`).join(" ") }));
+    legend.append(el("span", {}, el("i", { style: `background:${SHAPE_COLOURS[g] || "#555"}` }), `${g} GPU`));
+  });
+  legend.append(el("span", {}, `requests of each shape that fit; ${history.length} samples, one every ${capacity.sample_seconds} s, ` +
+                              `since ${utc(history[0].at)} (UTC)`));
 }
 
 function drawPool(pool) {
@@ -121,8 +136,12 @@ function drawPool(pool) {
 
 function drawSystems(systems) {
   fillTable("systems", systems.map((s) => [
-    s.name, s.host, s.tenant, el("span", { class: `state-${s.state}` }, s.progress ? `${s.state} (${s.progress})` : s.state),
-    s.devices.map((d) => d.uuid ? `${d.id} (${d.uuid})` : d.id).join(", ") || "—"]), "no systems yet: yardctl compose NAME --gpus N");
+    s.name, s.host, s.tenant,
+    el("span", { class: `state-${s.state}`, title: s.state_reason || "" },
+       s.progress ? `${s.state} (${s.progress})` : s.state, s.state_reason ? el("small", {}, ` ${s.state_reason}`) : ""),
+    s.devices.map((d) => d.uuid ? `${d.id} (${d.uuid})` : d.id).join(", ") || "—",
+    [...(s.mig || []).map((i) => `${i.profile} on ${i.device}`), ...(s.shares || []).map((h) => `${h.percent}% of ${h.device}`)].join(", ") || "—"]),
+    "no systems yet: yardctl compose NAME --gpus N");
 }
 
 function drawOperations(operations, systems) {
@@ -136,18 +155,18 @@ function drawOperations(operations, systems) {
 
 function drawQueue(queue) {
   fillTable("queue", queue.entries.map((e) => [String(e.position), e.name, e.tenant, e.class, e.asks,
-    e.enqueued_at.replace("T", " ").replace(/\.\d+Z$/, "Z"), (e.waiting_for || "").split("\n")[0]]),
+    utc(e.enqueued_at), (e.waiting_for || "").split("\n")[0]]),
     "nothing waits: yardctl compose NAME --gpus N --queue waits here when it does not fit");
 }
 
 function drawIdle(idle) {
-  fillTable("idle", idle.gpus.map((g) => [g.device, g.name, g.tenant, g.idle_since.replace("T", " ").replace(/\.\d+Z$/, "Z"),
+  fillTable("idle", idle.gpus.map((g) => [g.device, g.name, g.tenant, utc(g.idle_since),
     g.idle_gpu_hours.toFixed(2), g.reclaim_blocked ? `${g.reclaim} (not taken: ${g.reclaim_blocked})` : g.reclaim]),
     "no attached GPU is idle (yardctl idle --all shows what each is doing)");
 }
 
 function drawEvents(events) {
-  fillTable("events", events.map((e) => [e.at.replace("T", " ").replace(/\.\d+Z$/, "Z"), e.type, e.subject, e.message]), "no events");
+  fillTable("events", events.map((e) => [utc(e.at), e.type, e.subject, e.message]), "no events");
 }
 
 let live = false;  // the event stream is open
@@ -168,7 +187,7 @@ async function refresh() {
     drawQueue(queue);
     drawIdle(idle);
     drawEvents(events);
-    status.textContent = `${live ? "live" : "polling every 2 s (no live updates)"} · updated ${new Date().toLocaleTimeString()}`;
+    status.textContent = `${live ? "live" : "polling every 2 s (no live updates)"} · updated ${utcNow()}`;
     status.className = "";
     document.body.dataset.loaded = "true";
   } catch (e) {
