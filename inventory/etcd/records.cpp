@@ -129,7 +129,8 @@ json toJson(const System& s) {
               {"createdAt", s.createdAt},
               {"updatedAt", s.updatedAt},
               {"leaseExpiresAt", s.leaseExpiresAt},
-              {"priorityClass", s.priorityClass}};
+              {"priorityClass", s.priorityClass},
+              {"stateReason", s.stateReason}};
 }
 
 Result<System> systemFrom(std::string_view text, std::string_view what) {
@@ -151,6 +152,7 @@ Result<System> systemFrom(std::string_view text, std::string_view what) {
     s.updatedAt = j.value("updatedAt", Timestamp{0});
     s.leaseExpiresAt = j.value("leaseExpiresAt", Timestamp{0});
     s.priorityClass = j.value("priorityClass", "");
+    s.stateReason = j.value("stateReason", "");
     return s;
   });
 }

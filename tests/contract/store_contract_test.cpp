@@ -137,6 +137,7 @@ TEST_P(StoreContract, AQueuedComposeAndALeaseAreReadBackAndTheQueuedOperationIsU
   System leased = system(1);
   leased.leaseExpiresAt = 1'234'567;
   leased.priorityClass = "spot";
+  leased.stateReason = "sw0-gpu1 is unbound in the fabric";
   {
     auto store = open();
     const WriterEpoch epoch = *store->claimWriter();
@@ -148,6 +149,7 @@ TEST_P(StoreContract, AQueuedComposeAndALeaseAreReadBackAndTheQueuedOperationIsU
   ASSERT_EQ(snap->systems.size(), 2u);
   EXPECT_EQ(snap->systems[0].leaseExpiresAt, 1'234'567);
   EXPECT_EQ(snap->systems[0].priorityClass, "spot");
+  EXPECT_EQ(snap->systems[0].stateReason, "sw0-gpu1 is unbound in the fabric");
   EXPECT_EQ(snap->systems[1].state, SystemState::kQueued);
   ASSERT_EQ(snap->unfinishedOperations.size(), 1u) << "a queued operation is unfinished: it waits again after a restart";
   ASSERT_TRUE(snap->unfinishedOperations[0].queued);

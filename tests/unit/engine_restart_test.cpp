@@ -113,6 +113,15 @@ TEST_F(EngineTest, DriftIsFoundWhileRunning) {
   const auto degraded = std::find_if(events.begin(), events.end(), [](const Event& e) { return e.type == "system.degraded"; });
   ASSERT_NE(degraded, events.end());
   EXPECT_NE(degraded->message.find("is degraded: " + b.deviceId + " is unbound in the fabric"), std::string::npos) << degraded->message;
+  // And so does the system itself, stored (issue 39 item 13): after a restart, and until it recovers.
+  EXPECT_EQ(engine_->getSystem("train")->stateReason, b.deviceId + " is unbound in the fabric");
+  reconcileInterval_ = std::chrono::hours(1);
+  start();
+  EXPECT_EQ(engine_->getSystem("train")->stateReason, b.deviceId + " is unbound in the fabric");
+  ASSERT_TRUE(fabric_->bind(b.deviceId, b.upstreamPortId));
+  ASSERT_TRUE(engine_->reconcile());
+  EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kComposed);
+  EXPECT_EQ(engine_->getSystem("train")->stateReason, "");
 }
 
 TEST_F(EngineTest, ASystemMidOperationRefusesAnotherOperation) {
