@@ -105,11 +105,14 @@ void printUsage(const pb::UsageResponse& r, std::ostream& out) {
     out << "no GPU was held by a system in that time\n";
     return;
   }
-  Table t({"TENANT", "SYSTEM", "MODEL", "GPU-HOURS", "SYSTEMS"});
+  Table t({"TENANT", "SYSTEM", "MODEL", "GPU-HOURS", "IDLE", "SYSTEMS"});
+  auto idle = [](double idleHours, double hours) {
+    return hours > 0 ? fmt::format("{:.2f} ({:.0f}%)", idleHours, 100 * idleHours / hours) : fmt::format("{:.2f}", idleHours);
+  };
   for (const auto& row : r.rows())
     t.add({orDash(row.tenant()), row.system_name().empty() ? orDash(row.system_id()) : fmt::format("{} ({})", row.system_name(), row.system_id()),
-           orDash(row.model()), fmt::format("{:.2f}", row.gpu_hours()), std::to_string(row.systems())});
-  t.add({"total", "", "", fmt::format("{:.2f}", r.total_gpu_hours()), ""});
+           orDash(row.model()), fmt::format("{:.2f}", row.gpu_hours()), idle(row.idle_gpu_hours(), row.gpu_hours()), std::to_string(row.systems())});
+  t.add({"total", "", "", fmt::format("{:.2f}", r.total_gpu_hours()), idle(r.total_idle_gpu_hours(), r.total_gpu_hours()), ""});
   t.print(out);
 }
 

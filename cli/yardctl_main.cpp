@@ -337,10 +337,10 @@ static int runYardctl(int argc, char** argv) {
     pb::UsageResponse r;
     if ((rc = client().call(&pb::Switchyard::Stub::GetUsage, usageReq, r)) != kExitOk) return;
     if (g.output == "csv") {
-      std::cout << "tenant,system_id,system_name,model,gpu_hours,systems\n";
+      std::cout << "tenant,system_id,system_name,model,gpu_hours,systems,idle_gpu_hours\n";
       for (const auto& row : r.rows())
-        std::cout << fmt::format("{},{},{},{},{:.4f},{}\n", row.tenant(), row.system_id(), row.system_name(), row.model(), row.gpu_hours(),
-                                 row.systems());
+        std::cout << fmt::format("{},{},{},{},{:.4f},{},{:.4f}\n", row.tenant(), row.system_id(), row.system_name(), row.model(), row.gpu_hours(),
+                                 row.systems(), row.idle_gpu_hours());
       return;
     }
     emit(g, r, yardctl::printUsage);

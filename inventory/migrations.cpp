@@ -114,6 +114,12 @@ ALTER TABLE events ADD COLUMN system_id TEXT NOT NULL DEFAULT '';
       {14, "why a system is in its state (a degraded one's missing devices; '' for most)", R"sql(
 ALTER TABLE systems ADD COLUMN state_reason TEXT NOT NULL DEFAULT '';
 )sql"},
+      {15, "idle stretches of attached GPUs, so that usage splits GPU-hours into busy and idle", R"sql(
+CREATE TABLE idle_stretches (
+  device_id TEXT NOT NULL, from_at INTEGER NOT NULL, to_at INTEGER NOT NULL, system_id TEXT NOT NULL, tenant TEXT NOT NULL,
+  PRIMARY KEY (device_id, from_at));
+CREATE INDEX idle_stretches_by_start ON idle_stretches (from_at);
+)sql"},
   };
   return kMigrations;
 }

@@ -78,6 +78,20 @@ Result<std::vector<AuditRecord>> SqliteStore::listAudit(const AuditQuery& q) {
   return out;
 }
 
+Result<std::vector<IdleStretch>> SqliteStore::listIdleStretches(Timestamp since, Timestamp until) {
+  std::vector<IdleStretch> out;
+  SY_ASSIGN(auto st, db_->prepare("SELECT device_id, system_id, tenant, from_at, to_at FROM idle_stretches WHERE from_at < ?2 AND to_at > ?1 "
+                                  "ORDER BY from_at, device_id"));
+  st.bind(1, since).bind(2, until);
+  while (true) {
+    SY_ASSIGN(bool row, st.step());
+    if (!row) break;
+    out.push_back({st.text(0), st.text(1), st.text(2), st.integer(3), st.integer(4)});
+  }
+  st.reset();
+  return out;
+}
+
 Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy, WriterEpoch epoch) {
   PruneReport report;
   Transaction tx(*db_);
@@ -114,6 +128,12 @@ Result<PruneReport> SqliteStore::prune(const RetentionPolicy& policy, WriterEpoc
   SY_ASSIGN(report.demand, run("DELETE FROM demand WHERE sequence IN (SELECT sequence FROM demand WHERE sequence <= "
                                "(SELECT MAX(sequence) FROM demand) - ?1 ORDER BY sequence LIMIT ?2)",
                                policy.demand));
+  {  // idle stretches that ended before the oldest operation left: usage, which reads that log, reads no further
+    SY_ASSIGN(auto st, db_->prepare("DELETE FROM idle_stretches WHERE rowid IN (SELECT rowid FROM idle_stretches WHERE to_at < "
+                                    "(SELECT MIN(created_at) FROM operations) ORDER BY from_at LIMIT ?1)"));
+    SY_TRY(st.bind(1, static_cast<std::int64_t>(policy.maxRowsPerRun)).run());
+    report.idleStretches = static_cast<std::size_t>(sqlite3_changes(db_->handle()));
+  }
   SY_TRY(tx.commit());
   return report;
 }

@@ -292,6 +292,13 @@ Result<void> SqliteStore::apply(const PutEvent& w) {
       .bind(6, e.actor).bind(7, e.tenant).bind(8, e.systemId).run();
 }
 
+Result<void> SqliteStore::apply(const PutIdleStretch& w) {
+  const IdleStretch& s = w.stretch;
+  SY_ASSIGN(auto st, db_->prepare("INSERT INTO idle_stretches (device_id, from_at, to_at, system_id, tenant) VALUES (?1, ?2, ?3, ?4, ?5) "
+                                  "ON CONFLICT(device_id, from_at) DO UPDATE SET to_at = MAX(to_at, excluded.to_at)"));
+  return st.bind(1, s.deviceId).bind(2, s.from).bind(3, s.to).bind(4, s.systemId).bind(5, s.tenant).run();
+}
+
 Result<void> SqliteStore::apply(const PutDemand& w) {
   SY_ASSIGN(auto st, db_->prepare("INSERT INTO demand (gpus, same_switch, model) VALUES (?1, ?2, ?3)"));
   return st.bind(1, w.shape.gpus).bind(2, w.shape.sameSwitch ? 1 : 0).bind(3, w.shape.model).run();

@@ -26,6 +26,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<std::vector<Operation>> queryOperations(const OperationQuery& query) override;
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) override;
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) override;
+  [[nodiscard]] Result<std::vector<IdleStretch>> listIdleStretches(Timestamp since, Timestamp until) override;
 
   [[nodiscard]] Result<PruneReport> prune(const RetentionPolicy& policy, WriterEpoch epoch) override;
 
@@ -46,6 +47,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<void> apply(const PutDemand& w);
   [[nodiscard]] Result<void> apply(const PutAudit& w);
   [[nodiscard]] Result<void> apply(const PutAuditOutcome& w);
+  [[nodiscard]] Result<void> apply(const PutIdleStretch& w);
   [[nodiscard]] Result<std::optional<Topology>> loadInventory();
   [[nodiscard]] Result<std::vector<System>> loadSystems();
   // `bindMore` binds the where clause's parameters from ?3 on (?1 is `param`, ?2 the limit).

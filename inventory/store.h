@@ -52,13 +52,18 @@ struct PutDemand {
 struct PutAudit {
   AuditRecord record;
 };
+// An idle stretch of a GPU (composer/model/composition.h), new or longer: keyed by device and start.
+struct PutIdleStretch {
+  IdleStretch stretch;
+};
 // How the operation of an accepted request ended: fills in the outcome of its audit record.
 struct PutAuditOutcome {
   std::string operationId;
   std::string outcome;
   Timestamp finishedAt = 0;
 };
-using StoreWrite = std::variant<PutInventory, PutSystem, PutOperation, PutAssignment, PutEvent, PutDemand, PutAudit, PutAuditOutcome>;
+using StoreWrite =
+    std::variant<PutInventory, PutSystem, PutOperation, PutAssignment, PutEvent, PutDemand, PutAudit, PutAuditOutcome, PutIdleStretch>;
 
 struct StoreSnapshot {
   std::optional<Topology> inventory;          // absent on a new store
@@ -88,6 +93,7 @@ struct PruneReport {
   std::size_t operations = 0;
   std::size_t systems = 0;
   std::size_t demand = 0;
+  std::size_t idleStretches = 0;
 };
 
 using WriterEpoch = std::uint64_t;
@@ -129,8 +135,10 @@ class Store {
   [[nodiscard]] virtual Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) = 0;
   // Newest first, filtered by the query.
   [[nodiscard]] virtual Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) = 0;
+  // The idle stretches that overlap [since, until), by start.
+  [[nodiscard]] virtual Result<std::vector<IdleStretch>> listIdleStretches(Timestamp since, Timestamp until) = 0;
   // Deletes the oldest history beyond the policy, at most maxRowsPerRun rows of each kind per call; fenced
-  // like write().
+  // like write(). Idle stretches go once they ended before the oldest operation kept (usage reads no further).
   [[nodiscard]] virtual Result<PruneReport> prune(const RetentionPolicy& policy, WriterEpoch epoch) = 0;
 };
 

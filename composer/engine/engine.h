@@ -401,6 +401,10 @@ class Engine {
   void recordActivityOnControl(const std::vector<ActivityCheck>& checks, const std::vector<Result<std::vector<GpuActivity>>>& seen,
                                Mutation& m, std::vector<Operation>& started);
   void reclaimIdle(Mutation& m, std::vector<Operation>& started);
+  // Writes the idle stretches that ended this round, and checkpoints of open ones (engine_idle.cpp).
+  void recordIdleStretches(Mutation& m, Timestamp now);
+  // The idle stretches usage reads beside the stored ones: open ones up to now, and ended ones not yet written.
+  [[nodiscard]] std::vector<IdleStretch> unwrittenIdleStretches(Timestamp now) const;
   [[nodiscard]] std::shared_ptr<const std::vector<IdleGpu>> activityForView() const;
   [[nodiscard]] ReclaimPolicy reclaimPolicyFor(const System& system) const;
   void scheduleActivity();
@@ -541,6 +545,12 @@ class Engine {
   bool activityChanged_ = false;                   // the view's activity is stale
   bool activityInFlight_ = false;                  // a background sample is out: the timer does not start another
   std::map<DeviceId, Timestamp> reclaimAnnounced_;  // dry run: the idle stretch (its start) a would-detach named
+  struct OpenStretch {
+    IdleStretch stretch;
+    Timestamp writtenAt = 0;  // its latest checkpoint; 0: never written
+  };
+  std::map<DeviceId, OpenStretch> openStretches_;  // idle now, by GPU
+  std::vector<IdleStretch> endedStretches_;        // ended, waiting for a round's write budget
   std::set<SystemId> leaseWarned_;                 // lease.expiring sent
   std::map<SystemId, Timestamp> leaseRetryAt_;     // overdue: when to try the decompose again
   std::uint64_t lastReservationNumber_ = 0;

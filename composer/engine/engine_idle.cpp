@@ -12,6 +12,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -93,7 +95,59 @@ void Engine::recordActivityOnControl(const std::vector<ActivityCheck>& checks, c
     return g == nullptr || g->idleSince != entry.second;
   });
   activityChanged_ = true;
+  recordIdleStretches(m, now);
   reclaimIdle(m, started);
+}
+
+// Idle stretches for usage accounting: a stretch is written when it ends (the GPU ran something, or left its
+// system) and, while it goes on, at most every kIdleCheckpoint, so that a restart or failover loses at most
+// that much of one. A round writes at most kIdleWritesPerRound of them (one store transaction; etcd bounds
+// its size): ended ones first, the rest the next round.
+void Engine::recordIdleStretches(Mutation& m, Timestamp now) {
+  constexpr Duration kIdleCheckpoint = std::chrono::minutes(10);
+  constexpr std::size_t kIdleWritesPerRound = 1000;
+  if (replica_) return;  // a standby writes nothing; the leader keeps the stretches
+  for (auto it = openStretches_.begin(); it != openStretches_.end();) {
+    const GpuIdleState* g = idle_.find(it->first);
+    const IdleStretch& s = it->second.stretch;
+    if (g != nullptr && g->idle() && g->systemId == s.systemId && g->idleSince == s.from) {
+      ++it;
+      continue;
+    }
+    endedStretches_.push_back(s);
+    endedStretches_.back().to = now;
+    it = openStretches_.erase(it);
+  }
+  for (const auto& [device, g] : idle_.gpus()) {
+    if (!g.idle()) continue;
+    auto [it, fresh] = openStretches_.try_emplace(device);
+    if (fresh) {
+      const System* s = state_->system(g.systemId);
+      it->second.stretch = IdleStretch{device, g.systemId, s ? s->tenant : std::string(), g.idleSince, g.idleSince};
+    }
+  }
+  std::size_t budget = kIdleWritesPerRound;
+  std::size_t written = 0;
+  for (; written < endedStretches_.size() && budget > 0; ++written, --budget) m.writes.emplace_back(PutIdleStretch{endedStretches_[written]});
+  endedStretches_.erase(endedStretches_.begin(), endedStretches_.begin() + static_cast<std::ptrdiff_t>(written));
+  std::vector<OpenStretch*> due;  // never written first, then the longest since their checkpoint
+  for (auto& [device, open] : openStretches_)
+    if (open.writtenAt == 0 || Duration(now - open.writtenAt) >= kIdleCheckpoint) due.push_back(&open);
+  std::sort(due.begin(), due.end(), [](const OpenStretch* a, const OpenStretch* b) { return a->writtenAt < b->writtenAt; });
+  for (std::size_t i = 0; i < due.size() && budget > 0; ++i, --budget) {
+    due[i]->stretch.to = now;
+    due[i]->writtenAt = now;
+    m.writes.emplace_back(PutIdleStretch{due[i]->stretch});
+  }
+}
+
+std::vector<IdleStretch> Engine::unwrittenIdleStretches(Timestamp now) const {
+  std::vector<IdleStretch> out = endedStretches_;
+  for (const auto& [device, open] : openStretches_) {
+    out.push_back(open.stretch);
+    out.back().to = now;
+  }
+  return out;
 }
 
 void Engine::reclaimIdle(Mutation& m, std::vector<Operation>& started) {
@@ -162,7 +216,7 @@ Result<std::vector<Operation>> Engine::sampleActivity() {
     Mutation m;
     std::vector<Operation> started;
     recordActivityOnControl(checks, seen, m, started);
-    if (!m.events.empty()) SY_TRY(persist(m));
+    if (!m.events.empty() || !m.writes.empty()) SY_TRY(persist(m));  // events, reclaims, idle stretches
     return started;
   });
 }
@@ -190,7 +244,7 @@ void Engine::scheduleActivity() {
         Mutation m;
         std::vector<Operation> started;
         recordActivityOnControl(checks, seen, m, started);
-        if (!m.events.empty())
+        if (!m.events.empty() || !m.writes.empty())
           if (auto r = persist(m); !r) spdlog::warn("idle reclaim: {}", r.error().message);
       });
     });

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "composer/engine/engine.h"
@@ -142,7 +143,20 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
   if (until == 0) until = now;
   if (since < 0 || until <= since) return fail(Code::kInvalidArgument, "usage: --since must be before --until");
   SY_ASSIGN(auto view, readableView());
-  SY_ASSIGN(auto ops, onControl([&]() -> Result<std::vector<Operation>> { return store_.listOperations(kUsageHistory); }));
+  std::vector<IdleStretch> idle;
+  SY_ASSIGN(auto ops, onControl([&]() -> Result<std::vector<Operation>> {
+    SY_ASSIGN(idle, store_.listIdleStretches(since, until));
+    // What is in memory only (open stretches, ended ones not yet written) replaces what is stored of the same.
+    std::map<std::pair<DeviceId, Timestamp>, IdleStretch> merged;
+    for (auto& s : idle) merged[{s.deviceId, s.from}] = std::move(s);
+    for (auto& s : unwrittenIdleStretches(now)) {
+      auto& kept = merged[{s.deviceId, s.from}];
+      if (kept.to < s.to) kept = std::move(s);
+    }
+    idle.clear();
+    for (auto& [key, s] : merged) idle.push_back(std::move(s));
+    return store_.listOperations(kUsageHistory);
+  }));
   std::reverse(ops.begin(), ops.end());  // oldest first
   UsageReport report = computeUsage(
       ops,
@@ -150,7 +164,7 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
         const DeviceView* d = view->device(id);
         return d && d->device.kind == DeviceKind::kGpu ? (d->device.model.empty() ? std::string("GPU") : d->device.model) : std::string();
       },
-      since, until, now);
+      since, until, now, idle);
   std::erase_if(report.rows, [&](const UsageRow& r) { return !maySee(caller, r.tenant); });
   return report;
 }

@@ -21,7 +21,7 @@ double partOf(const GpuShare& s) { return s.milli / static_cast<double>(kMilliPe
 }  // namespace
 
 UsageReport computeUsage(const std::vector<Operation>& operations, const std::function<std::string(const DeviceId&)>& modelOf,
-                         Timestamp since, Timestamp until, Timestamp now) {
+                         Timestamp since, Timestamp until, Timestamp now, const std::vector<IdleStretch>& idle) {
   UsageReport report{since, until, operations.empty() ? 0 : operations.front().createdAt, {}};
   const Timestamp end = std::min(until, now);
   struct Key {
@@ -32,6 +32,7 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
   };
   std::map<Key, Holding> held;
   std::map<std::tuple<std::string, SystemId, std::string>, double> seconds;
+  std::map<Key, std::vector<std::pair<Timestamp, Timestamp>>> wholeHeld;  // where idle time may count
   auto charge = [&](const Key& k, const Holding& h, Timestamp to) {
     const Timestamp from = std::max(h.since, since);
     const Timestamp upTo = std::min(to, end);
@@ -39,6 +40,7 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
     const std::string model = modelOf(k.device);
     if (model.empty()) return;
     seconds[{k.tenant, k.system, model}] += h.fraction() * static_cast<double>(upTo - from) / 1e9;
+    if (h.whole) wholeHeld[k].emplace_back(from, upTo);
   };
   // Changes the holding at time t: what was held so far is charged first.
   auto change = [&](const Key& k, Timestamp t, const std::function<void(Holding&)>& apply) {
@@ -92,8 +94,24 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
     for (const auto& s : op.gpuShares) adjust(s.deviceId, partOf(s));
   }
   for (const auto& [k, h] : held) charge(k, h, end);
+  // Idle time counts only where the system held the whole GPU (a stretch is seen ending up to one sampling
+  // round after its GPU left).
+  std::map<std::tuple<std::string, SystemId, std::string>, double> idleSeconds;
+  for (const auto& s : idle) {
+    auto intervals = wholeHeld.find(Key{s.tenant, s.systemId, s.deviceId});
+    if (intervals == wholeHeld.end()) continue;
+    double overlap = 0;
+    for (const auto& [from, upTo] : intervals->second) {
+      const Timestamp a = std::max(from, s.from), b = std::min(upTo, s.to);
+      if (b > a) overlap += static_cast<double>(b - a) / 1e9;
+    }
+    if (overlap > 0) idleSeconds[{s.tenant, s.systemId, modelOf(s.deviceId)}] += overlap;
+  }
   for (const auto& [k, s] : seconds)
-    if (s > 0) report.rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), s});
+    if (s > 0) {
+      auto i = idleSeconds.find(k);
+      report.rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), s, i == idleSeconds.end() ? 0.0 : i->second});
+    }
   return report;
 }
 

@@ -2,7 +2,8 @@
 // operation log, so it is the same after a restart or a failover. A whole GPU counts 1 while it is bound
 // to a system; a MIG instance counts its share of the GPU's memory slices (3g: 4/8); a time-sliced share its
 // fraction (250 milli: 0.25). A system holds what its succeeded compose and attach operations bound, from
-// the moment each ended, until a succeeded detach or decompose let it go.
+// the moment each ended, until a succeeded detach or decompose let it go. Of that, the time its GPUs were
+// idle (the idle stretches idle reclaim's samples recorded) is counted apart: never more than was held.
 #pragma once
 
 #include <functional>
@@ -20,6 +21,7 @@ struct UsageRow {
   SystemId systemId;
   std::string model;
   double gpuSeconds = 0;
+  double idleGpuSeconds = 0;  // of gpuSeconds, idle (whole GPUs only: MIG and shares are not sampled apart)
 };
 
 struct UsageReport {
@@ -33,6 +35,6 @@ struct UsageReport {
 // names a device's GPU model ("" for a device that is not a GPU: not counted). Open holdings run to
 // min(until, now).
 [[nodiscard]] UsageReport computeUsage(const std::vector<Operation>& operations, const std::function<std::string(const DeviceId&)>& modelOf,
-                                       Timestamp since, Timestamp until, Timestamp now);
+                                       Timestamp since, Timestamp until, Timestamp now, const std::vector<IdleStretch>& idle = {});
 
 }  // namespace switchyard

@@ -79,6 +79,19 @@ struct GpuActivity {
   friend bool operator==(const GpuActivity&, const GpuActivity&) = default;
 };
 
+// A stretch of time a GPU attached to a system was idle, from idle reclaim's samples: kept in the store so
+// that usage accounting splits the GPU-hours a system held into busy and idle, across restarts (issue 40).
+struct IdleStretch {
+  DeviceId deviceId;
+  SystemId systemId;
+  std::string tenant;
+  Timestamp from = 0;  // the first idle sample
+  // The first sample that was not idle, or the round that found the GPU gone from the system; while the
+  // stretch goes on, its latest checkpoint.
+  Timestamp to = 0;
+  friend bool operator==(const IdleStretch&, const IdleStretch&) = default;
+};
+
 // A device that left its host without the reset that clears what the last tenant left in it (secure
 // release): the host side reports it, and the engine quarantines it until an operator releases it.
 struct DeviceNotReset {

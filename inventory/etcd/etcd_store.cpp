@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "composer/model/fail_points.h"
 #include "inventory/etcd/records.h"
@@ -114,6 +115,11 @@ class EtcdStore::Batch {
     const std::string k = store_.key("events/", w.event.sequence);
     mustBeNew(k);
     put(k, etcd::toJson(w.event).dump());
+    return {};
+  }
+  // Keyed by start, then device: a window's stretches are one range read. A later checkpoint replaces an earlier.
+  Result<void> apply(const PutIdleStretch& w) {
+    put(store_.idleKey(w.stretch.from, w.stretch.deviceId), etcd::toJson(w.stretch).dump());
     return {};
   }
   Result<void> apply(const PutDemand& w) {
@@ -385,6 +391,20 @@ Result<std::vector<AuditRecord>> EtcdStore::listAudit(const AuditQuery& q) {
   return out;
 }
 
+std::string EtcdStore::idleKey(Timestamp from, const DeviceId& device) const {
+  return fmt::format("{}idle/{:020}/{}", options_.prefix, from, device);
+}
+
+Result<std::vector<IdleStretch>> EtcdStore::listIdleStretches(Timestamp since, Timestamp until) {
+  std::vector<IdleStretch> out;
+  SY_ASSIGN(auto kvs, scan(options_.prefix + "idle/", idleKey(std::max<Timestamp>(0, until), "")));
+  for (const auto& kv : kvs) {
+    SY_ASSIGN(auto s, etcd::idleStretchFrom(kv.value, kv.key));
+    if (s.to > since && s.from < until) out.push_back(std::move(s));
+  }
+  return out;
+}
+
 Result<PruneReport> EtcdStore::prune(const RetentionPolicy& policy, WriterEpoch epoch) {
   if (epoch == 0) return fail(Code::kFailedPrecondition, "fenced: epoch 0 is never a writer");
   {  // fenced before reading anything, so a deposed writer learns it here
@@ -415,6 +435,7 @@ Result<PruneReport> EtcdStore::prune(const RetentionPolicy& policy, WriterEpoch 
   // Finished operations and ended systems beyond the newest `keep` numbers, oldest first.
   const std::size_t keep = std::max<std::size_t>(1, policy.finishedOperations);
   const std::size_t most = std::min(policy.maxRowsPerRun, kMaxKeyDeletesPerPrune);
+  std::set<std::string> doomedOps;
   SY_ASSIGN(const std::uint64_t lastOp, lastNumber("ops/"));
   if (lastOp > keep) {
     SY_ASSIGN(auto old, scan(options_.prefix + "ops/", key("ops/", lastOp - keep + 1), most));
@@ -422,6 +443,7 @@ Result<PruneReport> EtcdStore::prune(const RetentionPolicy& policy, WriterEpoch 
       SY_ASSIGN(auto op, etcd::operationFrom(kv.value, kv.key));
       if (!op.finished()) continue;
       ops.push_back(Op{Op::Kind::kDelete, kv.key, {}, {}, 0});
+      doomedOps.insert(kv.key);
       if (!op.requestId.empty()) ops.push_back(Op{Op::Kind::kDelete, options_.prefix + "requests/" + op.requestId, {}, {}, 0});
       ++report.operations;
     }
@@ -434,6 +456,19 @@ Result<PruneReport> EtcdStore::prune(const RetentionPolicy& policy, WriterEpoch 
       if (s.state != SystemState::kDecomposed && s.state != SystemState::kFailed) continue;
       ops.push_back(Op{Op::Kind::kDelete, kv.key, {}, {}, 0});
       ++report.systems;
+    }
+  }
+  // Idle stretches that ended before the oldest operation left: usage, which reads that log, reads no further.
+  SY_ASSIGN(auto oldest, scan(options_.prefix + "ops/", etcd::prefixEnd(options_.prefix + "ops/"), doomedOps.size() + 1));
+  std::erase_if(oldest, [&](const etcd::KeyValue& kv) { return doomedOps.contains(kv.key); });
+  if (!oldest.empty()) {
+    SY_ASSIGN(auto first, etcd::operationFrom(oldest.front().value, oldest.front().key));
+    SY_ASSIGN(auto old, scan(options_.prefix + "idle/", idleKey(first.createdAt, ""), most));
+    for (const auto& kv : old) {
+      SY_ASSIGN(auto s, etcd::idleStretchFrom(kv.value, kv.key));
+      if (s.to >= first.createdAt || ops.size() >= kMaxKeyDeletesPerPrune) continue;
+      ops.push_back(Op{Op::Kind::kDelete, kv.key, {}, {}, 0});
+      ++report.idleStretches;
     }
   }
   if (!ops.empty()) SY_TRY(commit(epoch, {}, std::move(ops)));

@@ -50,6 +50,7 @@ class EtcdStore final : public Store {
   [[nodiscard]] Result<std::vector<Operation>> queryOperations(const OperationQuery& query) override;
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) override;
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) override;
+  [[nodiscard]] Result<std::vector<IdleStretch>> listIdleStretches(Timestamp since, Timestamp until) override;
   [[nodiscard]] Result<PruneReport> prune(const RetentionPolicy& policy, WriterEpoch epoch) override;
 
   // From now on every write also requires that the leader key still exists with this creation revision
@@ -70,6 +71,8 @@ class EtcdStore final : public Store {
   explicit EtcdStore(EtcdStoreOptions options);
   class Batch;
   [[nodiscard]] std::string key(std::string_view kind, std::uint64_t number) const;
+  [[nodiscard]] std::string idleKey(Timestamp from, const DeviceId& device) const;  // P + "idle/<from>/<device>"
+
   [[nodiscard]] Result<std::optional<std::string>> get(const std::string& key);
   // Every key under `kindPrefix` (P + "systems/"), in key order, a page at a time.
   [[nodiscard]] Result<std::vector<etcd::KeyValue>> scan(const std::string& from, const std::string& to, std::size_t limit = 0, bool descending = false);

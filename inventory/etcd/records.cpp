@@ -274,4 +274,15 @@ Result<DemandShape> demandFrom(std::string_view text, std::string_view what) {
   });
 }
 
+json toJson(const IdleStretch& s) {
+  return json{{"device", s.deviceId}, {"system", s.systemId}, {"tenant", s.tenant}, {"from", s.from}, {"to", s.to}};
+}
+
+Result<IdleStretch> idleStretchFrom(std::string_view text, std::string_view what) {
+  return parseRecord<IdleStretch>(text, what, [](const json& j) {
+    return IdleStretch{j.at("device").get<std::string>(), j.value("system", ""), j.value("tenant", ""), j.at("from").get<Timestamp>(),
+                       j.at("to").get<Timestamp>()};
+  });
+}
+
 }  // namespace switchyard::etcd

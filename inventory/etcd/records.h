@@ -19,6 +19,7 @@ namespace switchyard::etcd {
 [[nodiscard]] nlohmann::json toJson(const Event& e);
 [[nodiscard]] nlohmann::json toJson(const AuditRecord& a);
 [[nodiscard]] nlohmann::json toJson(const DemandShape& d);
+[[nodiscard]] nlohmann::json toJson(const IdleStretch& s);
 
 // `what` names the record in errors (its key).
 [[nodiscard]] Result<Topology> topologyFrom(std::string_view text, std::string_view what);
@@ -28,5 +29,6 @@ namespace switchyard::etcd {
 [[nodiscard]] Result<Event> eventFrom(std::string_view text, std::string_view what);
 [[nodiscard]] Result<AuditRecord> auditFrom(std::string_view text, std::string_view what);
 [[nodiscard]] Result<DemandShape> demandFrom(std::string_view text, std::string_view what);
+[[nodiscard]] Result<IdleStretch> idleStretchFrom(std::string_view text, std::string_view what);
 
 }  // namespace switchyard::etcd

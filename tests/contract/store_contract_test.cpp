@@ -426,6 +426,41 @@ TEST(EtcdStore, WaitsForAChangeUnderItsPrefix) {
 
 // An inventory far larger than one etcd request may carry (etcd's default limit is 1.5 MiB; this one is
 // about 2 MB) is written whole, read back whole, and replaced whole by a smaller one.
+// Idle stretches (usage accounting's idle GPU-hours): a later write of the same stretch (device and start)
+// replaces the earlier; a listing returns those that overlap the window, by start; pruning drops those that
+// ended before the oldest operation kept, as usage reads no further back.
+TEST_P(StoreContract, IdleStretchesAreExtendedByTheirStartListedByWindowAndPrunedWithTheLog) {
+  auto store = open();
+  const WriterEpoch epoch = *store->claimWriter();
+  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutIdleStretch{{"sw0-gpu0", "sys-000001", "team-a", 100, 200}},
+                                                   PutIdleStretch{{"sw0-gpu1", "sys-000001", "team-a", 150, 150}}},
+                           epoch));
+  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutIdleStretch{{"sw0-gpu1", "sys-000001", "team-a", 150, 400}}}, epoch));
+  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutIdleStretch{{"sw0-gpu0", "sys-000002", "team-b", 500, 900}}}, epoch));
+  auto all = store->listIdleStretches(0, 1000);
+  ASSERT_TRUE(all) << all.error().message;
+  EXPECT_EQ(*all, (std::vector<IdleStretch>{{"sw0-gpu0", "sys-000001", "team-a", 100, 200},
+                                            {"sw0-gpu1", "sys-000001", "team-a", 150, 400},
+                                            {"sw0-gpu0", "sys-000002", "team-b", 500, 900}}));
+  auto window = *store->listIdleStretches(300, 600);
+  ASSERT_EQ(window.size(), 2u) << "those overlapping [300, 600)";
+  EXPECT_EQ(window[0].to, 400);
+  EXPECT_EQ(window[1].from, 500);
+
+  std::vector<StoreWrite> log;
+  for (int i = 1; i <= 3; ++i) {
+    Operation op = operation(i, OperationState::kSucceeded);
+    op.createdAt = op.updatedAt = i * 150;
+    log.push_back(PutOperation{op});
+  }
+  ASSERT_TRUE(store->write(log, epoch));
+  auto pruned = store->prune({.finishedOperations = 2}, epoch);  // op-1 goes; op-2, created at 300, is the oldest kept
+  ASSERT_TRUE(pruned) << pruned.error().message;
+  EXPECT_EQ(pruned->operations, 1u);
+  EXPECT_EQ(pruned->idleStretches, 1u) << "only the stretch that ended at 200";
+  EXPECT_EQ(store->listIdleStretches(0, 1000)->size(), 2u);
+}
+
 TEST_P(StoreContract, ALargeInventoryIsWrittenAndReplacedWhole) {
   TopologyShape shape;
   shape.totalGpus = 8000;

@@ -217,5 +217,47 @@ TEST_F(EngineIdleTest, LabelsAndTenantPolicyChooseOverYarddsAndTenantsSeeOnlyThe
   EXPECT_EQ(all.size(), 4u);
 }
 
+// Usage accounting splits the GPU-hours a system held into busy and idle from the idle stretches the samples
+// recorded, and they are stored: what idled before a restart still counts after it. An open stretch is
+// checkpointed (a crash loses at most 10 minutes of it) and written whole at a clean stop.
+TEST_F(EngineIdleTest, UsageCountsIdleGpuHoursAndTheyOutliveARestart) {
+  startWith({});
+  composeLabelled("train", 2, {}, "team-a");
+  const auto gpus = gpusOf("train");
+  simulated_->setActivity(gpus[0], 97, {{4100, "python3 train.py", 30'000}});
+  sample();  // gpus[1] is idle from here
+  clock_.advance(30min);
+  sample();
+  simulated_->setActivity(gpus[1], 80);
+  clock_.advance(30min);
+  sample();  // busy again: one idle hour
+  composeLabelled("notebook", 1, {}, "team-b");
+  sample();  // idle from here, still idle at the restart
+  clock_.advance(25min);
+  sample();  // checkpointed
+  clock_.advance(5min);
+
+  auto idleOf = [&](const std::string& tenant) {
+    auto report = engine_->usage(Caller::local(), 0, 0);
+    EXPECT_TRUE(report) << report.error().message;
+    double held = 0, idle = 0;
+    for (const auto& r : report->rows)
+      if (r.tenant == tenant) held += r.gpuSeconds, idle += r.idleGpuSeconds;
+    return std::pair{held / 3600, idle / 3600};
+  };
+  EXPECT_DOUBLE_EQ(idleOf("team-a").first, 2 * 1.5);
+  EXPECT_DOUBLE_EQ(idleOf("team-a").second, 1.0);
+  EXPECT_DOUBLE_EQ(idleOf("team-b").second, 0.5) << "open, counted up to now";
+  const auto stored = *store_->listIdleStretches(0, clock_.now() + 1);
+  ASSERT_EQ(stored.size(), 2u);
+  EXPECT_EQ(stored[1].tenant, "team-b");
+  EXPECT_EQ(stored[1].to - stored[1].from, std::chrono::duration_cast<Duration>(25min).count()) << "the open one, as of its checkpoint";
+
+  start();  // a clean restart: the tracker is empty, the store is not
+  EXPECT_DOUBLE_EQ(idleOf("team-a").second, 1.0) << "the ended stretch was stored";
+  EXPECT_DOUBLE_EQ(idleOf("team-b").second, 0.5) << "the open one was written at the stop";
+  EXPECT_DOUBLE_EQ(idleOf("team-b").first, 0.5) << "held time comes from the operation log, whole";
+}
+
 }  // namespace
 }  // namespace switchyard

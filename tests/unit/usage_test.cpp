@@ -62,6 +62,25 @@ TEST(Usage, WholeGpusAreChargedFromTheirBindToTheirUnbind) {
   EXPECT_DOUBLE_EQ(hoursOf(computeUsage(open, model, 0, 100 * kHour, 4 * kHour), "sys-1"), 8.0);
 }
 
+TEST(Usage, IdleStretchesAreCountedApartClippedToTheWindowAndNeverAboveWhatWasHeld) {
+  const std::vector<Operation> log{op(OperationKind::kCompose, "sys-1", "team-a", 0, "bind", {{"h0", "p"}, {"h1", "p"}}),
+                                   op(OperationKind::kDecompose, "sys-1", "team-a", 3 * kHour, "unbind", {{"h0", "p"}, {"h1", "p"}})};
+  const std::vector<IdleStretch> idle{{"h0", "sys-1", "team-a", kHour, 2 * kHour},
+                                      // seen idle until the round after the decompose: clipped to what was held
+                                      {"h1", "sys-1", "team-a", 0, 4 * kHour}};
+  auto idleHours = [](const UsageReport& r) {
+    double sum = 0;
+    for (const auto& row : r.rows) sum += row.idleGpuSeconds / 3600;
+    return sum;
+  };
+  const UsageReport all = computeUsage(log, model, 0, 10 * kHour, 10 * kHour, idle);
+  EXPECT_DOUBLE_EQ(hoursOf(all, "sys-1"), 6.0);
+  EXPECT_DOUBLE_EQ(idleHours(all), 4.0) << "h0 1 h; h1 only the 3 h it was held, though its stretch ran on";
+  const UsageReport window = computeUsage(log, model, kHour + kHour / 2, 2 * kHour + kHour / 2, 10 * kHour, idle);
+  EXPECT_DOUBLE_EQ(idleHours(window), 1.5) << "h0 0.5 h, h1 1 h";
+  EXPECT_DOUBLE_EQ(idleHours(computeUsage(log, model, 0, 10 * kHour, 10 * kHour)), 0.0) << "no stretches, nothing idle";
+}
+
 TEST(Usage, MigInstancesCountTheirSlicesAndSharesTheirFraction) {
   Operation mig = op(OperationKind::kCompose, "sys-m", "t", 0, "bind", {{"h0", "p"}});
   mig.gpuInstances = {{"h0", MigProfile::k3g, 0}, {"h0", MigProfile::k1g, 4}};
