@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/agents_command.h"
+#include "cli/release_command.h"
 #include "cli/audit_command.h"
 #include "cli/idle_command.h"
 #include "cli/client.h"
@@ -200,22 +201,9 @@ static int runYardctl(int argc, char** argv) {
     pb::ListDevicesResponse r;
     if ((rc = allPages(&pb::Switchyard::Stub::ListDevices, deviceFilter, r)) == kExitOk) emit(g, r, yardctl::printDevices);
   });
-  auto* release = devices->add_subcommand(
-      "release",
-      "Put a quarantined device back in the pool (operators and admins; audited). yardd quarantines a device whose undo "
-      "failed or that it found bound outside any system; it frees one the switch shows unbound by itself at the next "
-      "reconcile. This looks at the switch now: an unbound device is freed; a bound one is refused unless --unbind");
-  pb::ReleaseDeviceRequest releaseReq;
-  release->add_option_function<std::string>("device", [&](const std::string& v) { releaseReq.set_device_id(v); }, "The quarantined device")->required();
-  release->add_flag_callback("--unbind", [&] { releaseReq.set_unbind(true); },
-                             "Unbind it in the switch first if it is still bound: only once you know no host uses it (a host that still "
-                             "has it would lose it from under its driver)");
-  release->callback([&] {
-    pb::Device d;
-    if ((rc = client().call(&pb::Switchyard::Stub::ReleaseDevice, releaseReq, d)) != kExitOk) return;
-    if (g.format() == Format::kJson) std::cout << yardctl::toJson(d) << "\n";
-    else std::cout << fmt::format("{} is back in the pool ({})\n", d.id(), yardctl::allocationName(d.allocation()));
-  });
+  yardctl::addReleaseCommand(*devices, [&](const pb::ReleaseDeviceRequest& req, pb::Device& d) {
+    return client().call(&pb::Switchyard::Stub::ReleaseDevice, req, d);
+  }, [&] { return g.format(); }, rc);
 
   auto* systems = app.add_subcommand("systems", "List composed systems, or show one");
   std::string systemName, tenantFilter, labelSelector;

@@ -12,7 +12,8 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = pathlib.Path(__file__).resolve().parent
-PROTOS = ["switchyard/v1/switchyard.proto", "switchyard/v1/agent.proto", "switchyard/v1/provider.proto"]
+PROTOS = ["switchyard/v1/switchyard.proto", "switchyard/v1/agent.proto", "switchyard/v1/provider.proto",
+          "switchyard/v1/accounting.proto"]
 
 
 def proto_dir():
