@@ -79,6 +79,7 @@ class PoolState {
   std::map<SystemId, System> systems_;
   std::unordered_map<DeviceId, SystemId> systemOfDevice_;  // every device in a live system's bindings
   std::unordered_map<HostId, SystemId> systemOfHost_;
+  std::set<int> silent_;  // indexes of the hosts marked silent now
   Changes changes_;
 };
 
