@@ -547,7 +547,7 @@ class Engine {
   std::map<DeviceId, Timestamp> reclaimAnnounced_;  // dry run: the idle stretch (its start) a would-detach named
   struct OpenStretch {
     IdleStretch stretch;
-    Timestamp writtenAt = 0;  // its latest checkpoint; 0: never written
+    Timestamp writtenAt = 0;  // its latest checkpoint (its start until the first)
   };
   std::map<DeviceId, OpenStretch> openStretches_;  // idle now, by GPU
   std::vector<IdleStretch> endedStretches_;        // ended, waiting for a round's write budget

@@ -121,18 +121,19 @@ void Engine::recordIdleStretches(Mutation& m, Timestamp now) {
   for (const auto& [device, g] : idle_.gpus()) {
     if (!g.idle()) continue;
     auto [it, fresh] = openStretches_.try_emplace(device);
-    if (fresh) {
+    if (fresh) {  // first written at its first checkpoint, or when it ends: a short stretch costs one write
       const System* s = state_->system(g.systemId);
       it->second.stretch = IdleStretch{device, g.systemId, s ? s->tenant : std::string(), g.idleSince, g.idleSince};
+      it->second.writtenAt = g.idleSince;
     }
   }
   std::size_t budget = kIdleWritesPerRound;
   std::size_t written = 0;
   for (; written < endedStretches_.size() && budget > 0; ++written, --budget) m.writes.emplace_back(PutIdleStretch{endedStretches_[written]});
   endedStretches_.erase(endedStretches_.begin(), endedStretches_.begin() + static_cast<std::ptrdiff_t>(written));
-  std::vector<OpenStretch*> due;  // never written first, then the longest since their checkpoint
+  std::vector<OpenStretch*> due;  // the longest since their checkpoint first
   for (auto& [device, open] : openStretches_)
-    if (open.writtenAt == 0 || Duration(now - open.writtenAt) >= kIdleCheckpoint) due.push_back(&open);
+    if (Duration(now - open.writtenAt) >= kIdleCheckpoint) due.push_back(&open);
   std::sort(due.begin(), due.end(), [](const OpenStretch* a, const OpenStretch* b) { return a->writtenAt < b->writtenAt; });
   for (std::size_t i = 0; i < due.size() && budget > 0; ++i, --budget) {
     due[i]->stretch.to = now;
