@@ -327,7 +327,13 @@ Result<VerifyOutcome> HostOps::verifyPresent(const std::vector<ExpectedDevice>& 
       outcome.found.push_back({e.deviceId, toString(match->address), "", match->driver});
     }
     if (!wrong.empty()) return fail(Code::kFailedPrecondition, fmt::format("wrong place: {}", fmt::join(wrong, "; ")));
-    if (missing.empty()) break;
+    if (missing.empty()) {
+      if (!dryRun) {  // back on a host (after an operator's reset and release): no longer the unreset one
+        std::lock_guard lock(unresetMutex_);
+        for (const auto& e : expected) unreset_.erase(e.serialNumber);
+      }
+      break;
+    }
     if (std::chrono::steady_clock::now() >= giveUp)
       return fail(Code::kDeadlineExceeded,
                   fmt::format("not present after {} ms of rescanning: {}", deadline.count(), fmt::join(missing, ", ")));
@@ -386,6 +392,8 @@ Result<DetachOutcome> HostOps::prepareDetach(const std::vector<ExpectedDevice>& 
     });
     if (it == functions.end()) {
       actions.push_back(fmt::format("{} (serial {}) is not on this host: nothing to do", e.deviceId, e.serialNumber));
+      std::lock_guard lock(unresetMutex_);
+      if (auto u = unreset_.find(e.serialNumber); u != unreset_.end() && !e.serialNumber.empty()) outcome.notReset.push_back(u->second);
       continue;
     }
     present.emplace_back(&e, &*it);
@@ -418,10 +426,13 @@ Result<DetachOutcome> HostOps::prepareDetach(const std::vector<ExpectedDevice>& 
   SY_TRY(runHooks(options_.beforeDetach, leaving, dryRun, actions, reason));
   // A failed reset does not keep the device here: the previous tenant is leaving this host, and the device
   // is no use to it. It goes, named, and yardd quarantines it so that no other tenant gets it unreset.
-  auto notReset = [&](const std::string& device, const std::string& address, const std::string& how, const Error& error) {
+  auto notReset = [&](const std::string& device, const std::string& serial, const std::string& address, const std::string& how,
+                      const Error& error) {
     auto why = fmt::format("resetting {} at {} ({}) failed: {}", device, address, how, error.message);
     actions.push_back(fmt::format("{} (removed all the same; yardd quarantines it)", why));
-    outcome.notReset.push_back({device, std::move(why)});
+    outcome.notReset.push_back({device, why});
+    std::lock_guard lock(unresetMutex_);
+    if (!serial.empty()) unreset_[serial] = {device, std::move(why)};
   };
   for (const auto& [e, f] : present) {
     const auto address = toString(f->address);
@@ -432,7 +443,7 @@ Result<DetachOutcome> HostOps::prepareDetach(const std::vector<ExpectedDevice>& 
         command.replace(at, 5, address);
       actions.push_back(fmt::format("{}{}", dryRun ? "would run: " : "", command));
       if (!dryRun)
-        if (auto r = runShell(command, {}, options_.commandTimeout); !r) notReset(e->deviceId, address, command, r.error());
+        if (auto r = runShell(command, {}, options_.commandTimeout); !r) notReset(e->deviceId, e->serialNumber, address, command, r.error());
     }
     if (!f->driver.empty()) {
       actions.push_back(fmt::format("{}echo {} > {}", dryRun ? "would run: " : "", address, (dir / "driver/unbind").string()));
@@ -441,7 +452,8 @@ Result<DetachOutcome> HostOps::prepareDetach(const std::vector<ExpectedDevice>& 
     if (reset == "sysfs") {
       actions.push_back(fmt::format("{}echo 1 > {}", dryRun ? "would run: " : "", (dir / "reset").string()));
       if (!dryRun)
-        if (auto r = writeSysfs(dir / "reset", "1"); !r) notReset(e->deviceId, address, "echo 1 > " + (dir / "reset").string(), r.error());
+        if (auto r = writeSysfs(dir / "reset", "1"); !r)
+          notReset(e->deviceId, e->serialNumber, address, "echo 1 > " + (dir / "reset").string(), r.error());
     }
     actions.push_back(fmt::format("{}echo 1 > {}", dryRun ? "would run: " : "", (dir / "remove").string()));
     if (!dryRun) SY_TRY(writeSysfs(dir / "remove", "1"));

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -110,7 +111,8 @@ class HostOps {
   [[nodiscard]] Result<VerifyOutcome> verifyPresent(const std::vector<ExpectedDevice>& expected, std::chrono::milliseconds deadline,
                                                     bool dryRun, const std::vector<MigRequest>& mig = {}) const;
   // Refuses while a device is in use; destroys `mig`, runs the hooks, unbinds, resets (deviceReset) and
-  // removes the devices. A device whose reset fails is removed all the same and named in notReset.
+  // removes the devices. A device whose reset fails is removed all the same and named in notReset, in this
+  // answer and in every later one that finds it gone, until verifyPresent sees it again.
   // `reason` (request, lease, preemption, reclaim) reaches the hooks as YARD_DETACH_REASON.
   [[nodiscard]] Result<DetachOutcome> prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun,
                                                     const std::vector<MigRequest>& mig = {}, const std::string& reason = "request") const;
@@ -138,6 +140,10 @@ class HostOps {
 
   HostOpsOptions options_;
   PciScanner scanner_;
+  // Devices removed without their reset, by serial: a release that finds one gone names it again (yardd may
+  // have died before it recorded the first answer, and retries), until the device is seen on the host again.
+  mutable std::mutex unresetMutex_;
+  mutable std::map<std::string, DeviceNotReset> unreset_;
 };
 
 // Runs `command` with /bin/sh, extra environment variables added; returns its output, or an error with

@@ -233,6 +233,34 @@ TEST_F(HostOpsTest, AKernelResetThatFailsIsReportedAndTheFunctionIsStillRemoved)
                           [](const std::string& a) { return a.find("yardd quarantines it") != std::string::npos; }));
 }
 
+// yardd may die between the agent's answer and its record of it, and then asks again: the device is gone, and
+// the answer must still say it left unreset, or yardd would free a dirty device. Once the device is seen
+// on a host again (an operator reset and released it, and it was composed), that is forgotten.
+TEST_F(HostOpsTest, AReleaseAskedAgainStillNamesADeviceThatLeftUnresetUntilItIsSeenAgain) {
+  gpuAppears();
+  const auto reset = sysfs() / "bus/pci/devices" / kGpu / "reset";
+  std::filesystem::remove(reset);
+  std::filesystem::create_directories(reset);
+  HostOps ops(options());
+  auto first = ops.prepareDetach({gpu()}, false);
+  ASSERT_TRUE(first) << first.error().message;
+  ASSERT_EQ(first->notReset.size(), 1u);
+  std::filesystem::remove_all(sysfs() / "bus/pci/devices" / kGpu);  // removed from the host
+  auto again = ops.prepareDetach({gpu()}, false);
+  ASSERT_TRUE(again) << again.error().message;
+  ASSERT_EQ(again->notReset.size(), 1u) << "asked again, it still says so";
+  EXPECT_EQ(again->notReset[0], first->notReset[0]);
+
+  gpuAppears();  // back, reset by the operator
+  std::filesystem::remove_all(reset);
+  testing::writeFile(reset, "");
+  ASSERT_TRUE(ops.verifyPresent({gpu()}, 1s, false));
+  std::filesystem::remove_all(sysfs() / "bus/pci/devices" / kGpu);
+  auto later = ops.prepareDetach({gpu()}, false);
+  ASSERT_TRUE(later) << later.error().message;
+  EXPECT_TRUE(later->notReset.empty()) << "seen again: the old failure is forgotten";
+}
+
 TEST_F(HostOpsTest, AFailingHookFailsTheAttachWithItsOutput) {
   gpuAppears();
   auto options = this->options();
