@@ -143,9 +143,7 @@ class Client {
   int call(Method method, const Request& request, Response& response) {
     for (int attempt = 0;; ++attempt) {
       grpc::ClientContext ctx;
-      prepare(ctx);
-      grpc::Status status = (stub_.get()->*method)(&ctx, request, &response);
-      warnOnVersionMismatch(ctx);
+      const grpc::Status status = once(ctx, *stub_, method, request, response);
       if (status.ok()) return kExitOk;
       const auto& trailing = ctx.GetServerTrailingMetadata();
       const auto leader = trailing.find("switchyard-leader");
@@ -218,13 +216,20 @@ class Client {
   template <typename Stub, typename Request, typename Response, typename Method>
   int callOn(Stub& stub, Method method, const Request& request, Response& response) {
     grpc::ClientContext ctx;
-    prepare(ctx);
-    const grpc::Status status = (stub.*method)(&ctx, request, &response);
-    warnOnVersionMismatch(ctx);
+    const grpc::Status status = once(ctx, stub, method, request, response);
     return status.ok() ? kExitOk : failed(status);
   }
 
  private:
+  // One attempt of a unary call: credentials and deadline on `ctx`, the call, the version check.
+  template <typename Stub, typename Request, typename Response, typename Method>
+  grpc::Status once(grpc::ClientContext& ctx, Stub& stub, Method method, const Request& request, Response& response) {
+    prepare(ctx);
+    grpc::Status status = (stub.*method)(&ctx, request, &response);
+    warnOnVersionMismatch(ctx);
+    return status;
+  }
+
   const Globals& globals_;
   yardctl::Connection connection_;  // the globals' own, until a standby names the leader
   std::unique_ptr<pb::Switchyard::Stub> stub_;
