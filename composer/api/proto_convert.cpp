@@ -300,7 +300,7 @@ void toProto(const IdleGpu& g, Timestamp now, pb::IdleGpu& out) {
   const auto idleFor = g.gpu.idleFor(now);
   if (g.gpu.idle()) out.set_idle_since(formatTimestamp(g.gpu.idleSince));
   out.set_idle_seconds(std::chrono::duration<double>(idleFor).count());
-  out.set_idle_gpu_hours(std::chrono::duration<double, std::ratio<3600>>(idleFor).count());
+  out.set_idle_gpu_hours(g.gpu.idleGpuHours(now));
   out.set_utilization_percent(g.gpu.utilizationPercent);
   out.set_memory_used_mib(g.gpu.memoryUsedMiB);
   for (const auto& p : g.gpu.processes) {

@@ -120,7 +120,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ListIdle(Context* ctx, const v1::Li
         for (const auto& g : gpus) {
           if (!tenant.empty() && g.tenant != tenant) continue;
           toProto(g, now, *out->add_gpus());
-          total += std::chrono::duration<double, std::ratio<3600>>(g.gpu.idleFor(now)).count();
+          total += g.gpu.idleGpuHours(now);
         }
         out->set_idle_gpu_hours(total);
       });

@@ -40,7 +40,7 @@ std::string reclaimBlocked(const System& system, const GpuIdleState& gpu) {
   return "";
 }
 
-std::string hours(Duration d) { return fmt::format("{:.2f}", std::chrono::duration<double, std::ratio<3600>>(d).count()); }
+std::string hours(Duration d) { return fmt::format("{:.2f}", std::chrono::duration<double, std::ratio<3600>>(d).count()); }  // for messages
 
 }  // namespace
 

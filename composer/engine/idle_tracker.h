@@ -56,6 +56,8 @@ struct GpuIdleState {
   std::vector<UtilizationSample> history;  // the latest samples, oldest first
   [[nodiscard]] bool idle() const { return idleSince != 0; }
   [[nodiscard]] Duration idleFor(Timestamp now) const { return Duration(idleSince == 0 ? 0 : now - idleSince); }
+  // What the idle stretch has cost so far, in GPU-hours (yardctl idle, the dashboard, the gauges).
+  [[nodiscard]] double idleGpuHours(Timestamp now) const { return std::chrono::duration<double, std::ratio<3600>>(idleFor(now)).count(); }
   friend bool operator==(const GpuIdleState&, const GpuIdleState&) = default;
 };
 

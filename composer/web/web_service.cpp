@@ -358,7 +358,7 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
       json out = json::array();
       double hours = 0;
       for (const auto& g : gpus) {
-        const double idleHours = std::chrono::duration<double, std::ratio<3600>>(g.gpu.idleFor(now)).count();
+        const double idleHours = g.gpu.idleGpuHours(now);
         hours += idleHours;
         if (out.size() >= limit) continue;
         out.push_back(json{{"device", g.gpu.deviceId},
