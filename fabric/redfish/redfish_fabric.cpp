@@ -99,6 +99,7 @@ Result<std::unique_ptr<RedfishFabric>> RedfishFabric::connect(const RedfishFabri
   // The zones as they are now: the first bind needs no read. A failure here is not fatal: the first
   // change reads them.
   (void)fabric->refreshZones(fabric->inventory_, {}, deadline);
+  fabric->readByConnect_ = true;
   return fabric;
 }
 
@@ -116,6 +117,13 @@ RedfishFabric::InventoryPtr RedfishFabric::inventory() const {
 }
 
 Result<Topology> RedfishFabric::discover() {
+  {  // the engine's start discovers right after connect() read everything: not twice
+    std::lock_guard lock(mutex_);
+    if (readByConnect_) {
+      readByConnect_ = false;
+      return inventory_->topology;
+    }
+  }
   const auto deadline = deadlineAfter(options_.discoveryTimeout);
   SY_ASSIGN(Inventory inventory, readInventory(deadline));
   auto fresh = std::make_shared<const Inventory>(std::move(inventory));

@@ -129,6 +129,7 @@ class RedfishFabric final : public FabricDriver {
   mutable std::mutex mutex_;  // guards everything below; never held across a request
   std::condition_variable claimsFreed_;
   InventoryPtr inventory_;
+  bool readByConnect_ = false;  // inventory_ is what connect() just read: the first discover() returns it
   ZoneTable zones_;
   bool zonesKnown_ = false;  // zones_ is what the service had (read, or changed by us since)
   std::set<DeviceId> claimedDevices_;

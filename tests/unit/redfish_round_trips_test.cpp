@@ -40,10 +40,16 @@ class RedfishRoundTrips : public ::testing::Test {
 TEST_F(RedfishRoundTrips, ABindIsOneZoneRequestAndItsVerifyOneGet) {
   start(true);
   ASSERT_TRUE(fabric_->expands()) << "the mockup's service root offers $expand";
+  const auto connected = requests();
   const auto topology = fabric_->discover();
   ASSERT_TRUE(topology);
   EXPECT_EQ(topology->hosts.size(), 4u);
   EXPECT_EQ(topology->devices.size(), 8u);
+  EXPECT_EQ(requests(), connected) << "the engine's first discover (at its start) gets what connect read";
+  const auto again = fabric_->discover();
+  ASSERT_TRUE(again);
+  EXPECT_GT(requests(), connected) << "a later discover reads the service";
+  EXPECT_EQ(again->devices.size(), 8u);
   const std::vector<Binding> set{{"T1-1", "CXL1-U1"}, {"T1-2", "CXL1-U1"}};
   auto before = requests();
   ASSERT_TRUE(fabric_->bindAll(set));
