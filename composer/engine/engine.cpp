@@ -115,12 +115,7 @@ void Engine::stop(Duration grace) {
     pollTimer_->deadlineTimer.cancel();
     pollTimer_->activityTimer.cancel();
     if (!active_.empty()) spdlog::warn("stopping with {} operation(s) unfinished; they resume at next start", active_.size());
-    // Idle stretches as they are now, so that a clean stop loses none of them (a crash: up to a checkpoint).
-    if (!replica_ && writerEpoch_ != 0 && (!openStretches_.empty() || !endedStretches_.empty())) {
-      Mutation m;
-      for (const auto& s : unwrittenIdleStretches(clock_.now())) m.writes.emplace_back(PutIdleStretch{s});
-      if (auto r = persist(m); !r) spdlog::warn("idle stretches not written at stop: {}", r.error().message);
-    }
+    writeIdleStretchesAtStop();
     return {};
   });
   // Driver calls cannot be interrupted; wait for their results so that each is recorded.

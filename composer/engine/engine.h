@@ -405,6 +405,8 @@ class Engine {
   void recordIdleStretches(Mutation& m, Timestamp now);
   // The idle stretches usage reads beside the stored ones: open ones up to now, and ended ones not yet written.
   [[nodiscard]] std::vector<IdleStretch> unwrittenIdleStretches(Timestamp now) const;
+  // At a clean stop: every stretch as it is now, in transactions of the round's size (a crash loses up to a checkpoint).
+  void writeIdleStretchesAtStop();
   [[nodiscard]] std::shared_ptr<const std::vector<IdleGpu>> activityForView() const;
   [[nodiscard]] ReclaimPolicy reclaimPolicyFor(const System& system) const;
   void scheduleActivity();

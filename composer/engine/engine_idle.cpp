@@ -40,7 +40,11 @@ std::string reclaimBlocked(const System& system, const GpuIdleState& gpu) {
   return "";
 }
 
-std::string hours(Duration d) { return fmt::format("{:.2f}", std::chrono::duration<double, std::ratio<3600>>(d).count()); }  // for messages
+std::string hours(Duration d) { return fmt::format("{:.2f}", gpuHours(d)); }
+
+// Idle stretches: how often an open one is written, and how many one store transaction carries (etcd bounds it).
+constexpr Duration kIdleCheckpoint = std::chrono::minutes(10);
+constexpr std::size_t kIdleWritesPerRound = 1000;
 
 }  // namespace
 
@@ -104,8 +108,6 @@ void Engine::recordActivityOnControl(const std::vector<ActivityCheck>& checks, c
 // that much of one. A round writes at most kIdleWritesPerRound of them (one store transaction; etcd bounds
 // its size): ended ones first, the rest the next round.
 void Engine::recordIdleStretches(Mutation& m, Timestamp now) {
-  constexpr Duration kIdleCheckpoint = std::chrono::minutes(10);
-  constexpr std::size_t kIdleWritesPerRound = 1000;
   if (replica_) return;  // a standby writes nothing; the leader keeps the stretches
   for (auto it = openStretches_.begin(); it != openStretches_.end();) {
     const GpuIdleState* g = idle_.find(it->first);
@@ -139,6 +141,19 @@ void Engine::recordIdleStretches(Mutation& m, Timestamp now) {
     due[i]->stretch.to = now;
     due[i]->writtenAt = now;
     m.writes.emplace_back(PutIdleStretch{due[i]->stretch});
+  }
+}
+
+void Engine::writeIdleStretchesAtStop() {
+  if (replica_ || writerEpoch_ == 0) return;
+  const auto all = unwrittenIdleStretches(clock_.now());
+  for (std::size_t at = 0; at < all.size(); at += kIdleWritesPerRound) {
+    Mutation m;
+    for (std::size_t i = at; i < std::min(all.size(), at + kIdleWritesPerRound); ++i) m.writes.emplace_back(PutIdleStretch{all[i]});
+    if (auto r = persist(m); !r) {
+      spdlog::warn("idle stretches not written at stop: {}", r.error().message);
+      return;
+    }
   }
 }
 

@@ -37,6 +37,9 @@ inline constexpr std::string_view kReclaimModeLabel = "reclaim-mode";         //
 // The system's policy: its labels over `inherited`; an error names a label that does not parse.
 [[nodiscard]] Result<ReclaimPolicy> reclaimPolicyOf(const std::map<std::string, std::string>& labels, ReclaimPolicy inherited);
 
+// A duration of one GPU's time, in GPU-hours.
+[[nodiscard]] inline double gpuHours(Duration d) { return std::chrono::duration<double, std::ratio<3600>>(d).count(); }
+
 struct UtilizationSample {
   Timestamp at = 0;
   int utilizationPercent = 0;
@@ -57,7 +60,7 @@ struct GpuIdleState {
   [[nodiscard]] bool idle() const { return idleSince != 0; }
   [[nodiscard]] Duration idleFor(Timestamp now) const { return Duration(idleSince == 0 ? 0 : now - idleSince); }
   // What the idle stretch has cost so far, in GPU-hours (yardctl idle, the dashboard, the gauges).
-  [[nodiscard]] double idleGpuHours(Timestamp now) const { return std::chrono::duration<double, std::ratio<3600>>(idleFor(now)).count(); }
+  [[nodiscard]] double idleGpuHours(Timestamp now) const { return gpuHours(idleFor(now)); }
   friend bool operator==(const GpuIdleState&, const GpuIdleState&) = default;
 };
 
