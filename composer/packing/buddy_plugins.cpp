@@ -23,7 +23,7 @@ namespace switchyard {
 
 using placement::CycleState;
 using placement::Status;
-using Candidate = ComposableModel::Candidate;
+using placement::Candidate;
 
 namespace {
 
@@ -88,10 +88,10 @@ const BuddyIndex& indexFor(CycleState& state, const Pool& pool, const PlacementR
   return index;
 }
 
-class BuddyCellsPlugin final : public placement::FilterPlugin<ComposableModel> {
+class BuddyCellsPlugin final : public placement::FilterPlugin {
  public:
   std::string_view name() const override { return "buddy-cells"; }
-  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
+  unsigned reads() const override { return placement::kHostSurroundings; }
 
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     std::optional<DevicePlan> plan;

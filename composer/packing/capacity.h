@@ -74,9 +74,9 @@ struct CapacityQuery {
 
 // With the default profile, or with the scheduler the daemon is configured with.
 [[nodiscard]] CapacityReport usableCapacity(const Pool& pool, const std::vector<RequestShape>& shapes);
-[[nodiscard]] CapacityReport usableCapacity(const placement::Scheduler<ComposableModel>& scheduler, const Pool& pool,
+[[nodiscard]] CapacityReport usableCapacity(const placement::Scheduler& scheduler, const Pool& pool,
                                             const std::vector<RequestShape>& shapes);
-[[nodiscard]] CapacityReport usableCapacity(const placement::Scheduler<ComposableModel>& scheduler, const Pool& pool,
+[[nodiscard]] CapacityReport usableCapacity(const placement::Scheduler& scheduler, const Pool& pool,
                                             const CapacityQuery& query);
 
 }  // namespace switchyard

@@ -1,5 +1,4 @@
-// The composable pool as a placement-framework model: the cluster is the Pool, a request asks for GPUs,
-// a candidate is a host. The device set a host would get is worked out by the "device-set" filter and
+// The composable pool's placement plugins and profiles (the framework: placement_framework.h). The device set a host would get is worked out by the "device-set" filter and
 // kept in the cycle state (DevicePlans), where score plugins and the caller read it.
 //
 // The contract every plugin here keeps, which the placement index (placement_index.h) relies on to
@@ -7,7 +6,7 @@
 // the request, the host itself, the switches of the fabrics it has a port into, the hosts cabled into
 // those switches, and (for plugins whose reads() says so) the pool's demand mix; a host with no port
 // into a fabric is never feasible; and no score is normalised across candidates. A plugin states what it
-// reads (ComposableModel::Reads); one that does not, or reads more, makes the index run the full cycle.
+// reads (placement::Reads); one that does not, or reads more, makes the index run the full cycle.
 // tests/unit/placement_index_test.cpp checks each profile.
 #pragma once
 
@@ -20,7 +19,7 @@
 
 #include "composer/packing/packing.h"
 #include "composer/packing/pool.h"
-#include "composer/placement/framework.h"
+#include "composer/packing/placement_framework.h"
 
 namespace switchyard {
 
@@ -40,23 +39,6 @@ struct DevicePlan {
   // Small is a tight fit: eligible devices left on the switches used ("device-set"), or left free in the
   // smallest free buddy cell the plan takes its cell from ("buddy-cells").
   std::size_t leftover = 0;
-};
-
-struct ComposableModel {
-  using Cluster = Pool;
-  using Request = PlacementRequest;
-  struct Candidate {
-    int hostIndex;
-  };
-  [[nodiscard]] static std::string describe(const Pool& pool, const Candidate& c) {
-    return pool.hosts()[static_cast<std::size_t>(c.hostIndex)].id;
-  }
-  // What a plugin's verdicts read (placement::Plugin::reads()).
-  enum Reads : unsigned {
-    kHostSurroundings = 0,   // only what the contract above allows: the host and its fabrics
-    kDemandMix = 1u << 0,    // and the pool's demand mix
-    // Any other bit: more of the pool than that; the placement index then runs the full cycle.
-  };
 };
 
 // Cycle state: the request's eligible free GPUs per switch (set up once per request by the
@@ -122,8 +104,8 @@ class DevicePlans {
   std::vector<DevicePlan> plans_;
 };
 
-using ComposableScheduler = placement::Scheduler<ComposableModel>;
-using ComposableRegistry = placement::Registry<ComposableModel>;
+using ComposableScheduler = placement::Scheduler;
+using ComposableRegistry = placement::Registry;
 
 // Every plugin for the composable pool, by name.
 void registerComposablePlugins(ComposableRegistry& registry);

@@ -10,17 +10,17 @@ namespace switchyard {
 
 using placement::CycleState;
 using placement::Status;
-using Candidate = ComposableModel::Candidate;
+using placement::Candidate;
 
 namespace {
 
 const PoolHost& hostOf(const Pool& pool, const Candidate& c) { return pool.hosts()[static_cast<std::size_t>(c.hostIndex)]; }
 const std::string& switchName(const Pool& pool, int s) { return pool.switches()[static_cast<std::size_t>(s)].id; }
 
-class EligibleDevicesPlugin final : public placement::PreFilterPlugin<ComposableModel> {
+class EligibleDevicesPlugin final : public placement::PreFilterPlugin {
  public:
   std::string_view name() const override { return "eligible-devices"; }
-  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
+  unsigned reads() const override { return placement::kHostSurroundings; }
   Status preFilter(CycleState& state, const Pool& pool, const PlacementRequest& r) override {
     state.emplace<EligibleDevices>(pool, r);
     state.emplace<DevicePlans>(pool.hosts().size());
@@ -28,10 +28,10 @@ class EligibleDevicesPlugin final : public placement::PreFilterPlugin<Composable
   }
 };
 
-class HostsPlugin final : public placement::CandidatePlugin<ComposableModel> {
+class HostsPlugin final : public placement::CandidatePlugin {
  public:
   std::string_view name() const override { return "hosts"; }
-  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
+  unsigned reads() const override { return placement::kHostSurroundings; }
   void candidates(CycleState&, const Pool& pool, const PlacementRequest& r, std::vector<Candidate>& out) override {
     if (r.host) {
       if (const int h = pool.hostIndex(*r.host); h >= 0) out.push_back({h});
@@ -42,10 +42,10 @@ class HostsPlugin final : public placement::CandidatePlugin<ComposableModel> {
   }
 };
 
-class HostFreePlugin final : public placement::FilterPlugin<ComposableModel> {
+class HostFreePlugin final : public placement::FilterPlugin {
  public:
   std::string_view name() const override { return "host-free"; }
-  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
+  unsigned reads() const override { return placement::kHostSurroundings; }
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     const PoolHost& h = hostOf(pool, c);
     if (h.silent) return Status::rejected(placement::explaining(state) ? "its yard-agent is silent (see `yardctl agents`)" : "");
@@ -54,10 +54,10 @@ class HostFreePlugin final : public placement::FilterPlugin<ComposableModel> {
   }
 };
 
-class DeviceLimitPlugin final : public placement::FilterPlugin<ComposableModel> {
+class DeviceLimitPlugin final : public placement::FilterPlugin {
  public:
   std::string_view name() const override { return "device-limit"; }
-  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
+  unsigned reads() const override { return placement::kHostSurroundings; }
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     const PoolHost& h = hostOf(pool, c);
     if (h.maxDevices - h.attachedDevices >= r.gpuCount) return Status::fits();
@@ -72,10 +72,10 @@ class DeviceLimitPlugin final : public placement::FilterPlugin<ComposableModel> 
 //    the same fabric over an inter-switch link, most free first.
 // Cost per host: its ports, plus the switches the plan takes from (EligibleDevices keeps each fabric's
 // switches sorted), not every switch of the pool.
-class DeviceSetPlugin final : public placement::FilterPlugin<ComposableModel> {
+class DeviceSetPlugin final : public placement::FilterPlugin {
  public:
   std::string_view name() const override { return "device-set"; }
-  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
+  unsigned reads() const override { return placement::kHostSurroundings; }
   Status filter(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     auto& eligible = *state.find<EligibleDevices>();
     const PoolHost& host = hostOf(pool, c);
@@ -154,29 +154,29 @@ const DevicePlan& planOf(const CycleState& state, const Candidate& c) {
   return *state.find<DevicePlans>()->find(c.hostIndex);
 }
 
-class FewestSwitchesPlugin final : public placement::ScorePlugin<ComposableModel> {
+class FewestSwitchesPlugin final : public placement::ScorePlugin {
  public:
   std::string_view name() const override { return "fewest-switches"; }
-  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
+  unsigned reads() const override { return placement::kHostSurroundings; }
   double score(CycleState& state, const Pool&, const PlacementRequest&, const Candidate& c) override {
     return -static_cast<double>(planOf(state, c).parts.size());
   }
 };
 
-class AvoidInterSwitchLinksPlugin final : public placement::ScorePlugin<ComposableModel> {
+class AvoidInterSwitchLinksPlugin final : public placement::ScorePlugin {
  public:
   std::string_view name() const override { return "avoid-inter-switch-links"; }
-  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
+  unsigned reads() const override { return placement::kHostSurroundings; }
   double score(CycleState& state, const Pool&, const PlacementRequest&, const Candidate& c) override {
     return -static_cast<double>(planOf(state, c).islDevices);
   }
 };
 
 // Tightest fit: leave big free blocks whole for the requests that need them.
-class BestFitPlugin final : public placement::ScorePlugin<ComposableModel> {
+class BestFitPlugin final : public placement::ScorePlugin {
  public:
   std::string_view name() const override { return "best-fit"; }
-  unsigned reads() const override { return ComposableModel::kHostSurroundings; }
+  unsigned reads() const override { return placement::kHostSurroundings; }
   double score(CycleState& state, const Pool&, const PlacementRequest&, const Candidate& c) override {
     return -static_cast<double>(planOf(state, c).leftover);
   }
@@ -217,8 +217,7 @@ placement::Profile switchyardV1Profile() {
           {"eligible-devices"},
           "hosts",
           {"host-free", "device-limit", "device-set"},
-          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"best-fit", 1}},
-          {}};
+          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"best-fit", 1}}};
 }
 
 placement::Profile switchyardV2Profile() {
@@ -228,8 +227,7 @@ placement::Profile switchyardV2Profile() {
           {"eligible-devices"},
           "hosts",
           {"host-free", "device-limit", "device-set"},
-          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"fragmentation", 100}, {"best-fit", 1}},
-          {}};
+          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"fragmentation", 100}, {"best-fit", 1}}};
 }
 
 placement::Profile hivedBuddyProfile() {
@@ -237,8 +235,7 @@ placement::Profile hivedBuddyProfile() {
           {"eligible-devices"},
           "hosts",
           {"host-free", "device-limit", "buddy-cells"},
-          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"best-fit", 1}},
-          {}};
+          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"best-fit", 1}}};
 }
 
 const std::vector<std::string>& composableProfileNames() {

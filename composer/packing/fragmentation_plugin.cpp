@@ -17,7 +17,7 @@
 namespace switchyard {
 
 using placement::CycleState;
-using Candidate = ComposableModel::Candidate;
+using placement::Candidate;
 
 namespace {
 
@@ -79,10 +79,10 @@ int takenFor(const Pool& pool, EligibleDevices& eligible, const PlanPart& part, 
   return taken;
 }
 
-class FragmentationPlugin final : public placement::ScorePlugin<ComposableModel> {
+class FragmentationPlugin final : public placement::ScorePlugin {
  public:
   std::string_view name() const override { return "fragmentation"; }
-  unsigned reads() const override { return ComposableModel::kDemandMix; }
+  unsigned reads() const override { return placement::kDemandMix; }
 
   double score(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
     DemandView& v = viewOf(state, pool);

@@ -167,7 +167,7 @@ PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, 
   if (!r.gpuInstances.empty()) return placeInstances(scheduler, pool, r, index);
   if (!r.devices.empty()) return placeExplicit(pool, r);
 
-  placement::Decision<ComposableModel> d = index ? index->schedule(scheduler, pool, r) : scheduler.schedule(pool, r, r.explain);
+  placement::Decision d = index ? index->schedule(scheduler, pool, r) : scheduler.schedule(pool, r, r.explain);
   const auto n = static_cast<std::size_t>(r.gpuCount);
   const DevicePlans* plans = d.state.find<DevicePlans>();
   for (const auto& diag : d.diagnoses) {

@@ -76,9 +76,7 @@ struct PlacementDecision {
 // Checks the request on its own (counts, names) before any placement is tried.
 [[nodiscard]] Result<void> validatePlacementRequest(const Pool& pool, const PlacementRequest& request);
 
-struct ComposableModel;
 namespace placement {
-template <typename Model>
 class Scheduler;
 }  // namespace placement
 
@@ -89,7 +87,7 @@ class PlacementIndex;
 // Places with a configured scheduler (see composable_model.h for profiles and plugins). With an index
 // (placement_index.h) that the caller keeps with the pool, the same decision costs only the hosts
 // whose fabrics changed since the last request of that shape.
-[[nodiscard]] PlacementDecision place(const placement::Scheduler<ComposableModel>& scheduler, const Pool& pool,
+[[nodiscard]] PlacementDecision place(const placement::Scheduler& scheduler, const Pool& pool,
                                       const PlacementRequest& request, PlacementIndex* index = nullptr);
 
 }  // namespace switchyard

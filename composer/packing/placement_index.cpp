@@ -65,7 +65,7 @@ bool PlacementIndex::refresh(Ranking& ranking, const ComposableScheduler& schedu
   const auto h = static_cast<std::size_t>(host);
   seen_[h] = cycle_;
   ++stats_.evaluated;
-  const auto verdict = scheduler.evaluate(state, pool, request, ComposableModel::Candidate{host});
+  const auto verdict = scheduler.evaluate(state, pool, request, placement::Candidate{host});
   if (verdict.status.kind == placement::Status::kError) return false;
   const double was = ranking.total[h], now = verdict.status.ok() ? verdict.total : kRejected;
   if (now == was || (std::isnan(now) && std::isnan(was))) return true;  // most re-evaluated hosts did not move
@@ -83,16 +83,16 @@ bool PlacementIndex::rebuild(Ranking& ranking, const ComposableScheduler& schedu
   return true;
 }
 
-placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableScheduler& scheduler, const Pool& pool,
+placement::Decision PlacementIndex::schedule(const ComposableScheduler& scheduler, const Pool& pool,
                                                               const PlacementRequest& request) {
   auto fullCycle = [&] {
     ++stats_.fallbacks;
     return scheduler.schedule(pool, request, request.explain);
   };
   const unsigned reads = scheduler.reads();
-  if (request.explain || request.host || !scheduler.perCandidate() || (reads & ~ComposableModel::kDemandMix) != 0) return fullCycle();
+  if (request.explain || request.host || !scheduler.perCandidate() || (reads & ~placement::kDemandMix) != 0) return fullCycle();
   // A profile that never reads the demand mix keeps its rankings when the mix moves.
-  const std::uint64_t demandVersion = (reads & ComposableModel::kDemandMix) != 0 ? pool.demandVersion() : 0;
+  const std::uint64_t demandVersion = (reads & placement::kDemandMix) != 0 ? pool.demandVersion() : 0;
 
   Key key{&scheduler, request.gpuCount, request.model, request.minMemoryGiB, request.migCapable, request.peerToPeer,
           request.hostMayHaveSystem};
@@ -108,7 +108,7 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
   seen_.resize(pool.hosts().size(), 0);
   fabricSeen_.resize(pool.fabricSwitches().size(), 0);
 
-  placement::Decision<ComposableModel> d;
+  placement::Decision d;
   if (!scheduler.prepare(d.state, pool, request).ok()) return fullCycle();
 
   const bool samePool = ranking.pool == pool.instance() && ranking.demandVersion == demandVersion;
@@ -154,7 +154,7 @@ placement::Decision<ComposableModel> PlacementIndex::schedule(const ComposableSc
     }
   }
   ++stats_.cycles;
-  d.chosen = ComposableModel::Candidate{best};
+  d.chosen = placement::Candidate{best};
   d.status = placement::Status::fits();
   return d;
 }

@@ -11,7 +11,7 @@
 // The contract composable plugins keep (composable_model.h): a host's verdict depends only on the
 // request, the host, the switches of the fabrics it has a port into, the hosts cabled into those
 // switches, and the pool's demand mix; a host with no port into a fabric is never feasible. Plugins say
-// what they read (ComposableModel::Reads): a profile none of whose plugins reads the demand mix keeps its
+// what they read (placement::Reads): a profile none of whose plugins reads the demand mix keeps its
 // rankings when the mix moves.
 //
 // Falls back to the scheduler's full cycle for what it cannot rank: explained requests, a pinned host,
@@ -43,7 +43,7 @@ class PlacementIndex {
   };
 
   // The decision scheduler.schedule(pool, request, request.explain) would make.
-  [[nodiscard]] placement::Decision<ComposableModel> schedule(const ComposableScheduler& scheduler, const Pool& pool,
+  [[nodiscard]] placement::Decision schedule(const ComposableScheduler& scheduler, const Pool& pool,
                                                               const PlacementRequest& request);
   [[nodiscard]] const Stats& stats() const { return stats_; }
   [[nodiscard]] std::size_t rankingsKept() const { return rankings_.size(); }

@@ -11,14 +11,13 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 IO = ["boost/asio", "boost/beast", "grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"]
-ENGINE_DEPS = ["composer/model/", "composer/packing/", "composer/placement/", "composer/engine/",
+ENGINE_DEPS = ["composer/model/", "composer/packing/", "composer/engine/",
                "fabric/fabric_driver.h", "fabric/host_agents.h", "inventory/store.h", "composer/metrics/"]
 
 # folder -> (project include prefixes it may use, include prefixes it must not use). First match wins.
 RULES = [
     ("composer/model/", (["composer/model/"], IO + ["spdlog", "nlohmann"])),
-    ("composer/placement/", (["composer/model/", "composer/placement/"], IO + ["spdlog"])),
-    ("composer/packing/", (["composer/model/", "composer/placement/", "composer/packing/"], IO + ["spdlog"])),
+    ("composer/packing/", (["composer/model/", "composer/packing/"], IO + ["spdlog"])),
     ("composer/auth/", (["composer/model/", "composer/auth/"], IO + ["spdlog"])),
     ("composer/metrics/", (["composer/model/", "composer/metrics/", "fabric/fabric_driver.h"], IO + ["spdlog", "nlohmann"])),
     # The operator HTTP endpoint: metrics, dashboard, JSON; on the Redfish service's Beast server and accounts.
@@ -31,7 +30,7 @@ RULES = [
     # The etcd store talks HTTP to etcd's JSON gateway (Boost.Beast); the rest of inventory/ stays off the network.
     ("inventory/etcd/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("inventory/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "boost/asio", "google/protobuf", "switchyard/v1/"])),
-    ("bmc/", (["composer/model/", "composer/auth/", "composer/engine/", "composer/packing/", "composer/placement/", "bmc/",
+    ("bmc/", (["composer/model/", "composer/auth/", "composer/engine/", "composer/packing/", "bmc/",
                "fabric/fabric_driver.h", "fabric/host_agents.h", "fabric/redfish/redfish_client.h", "fabric/durable_file.h", "inventory/store.h"], ["sqlite3.h"])),
     # The host agent (yard-agent) and yardd's client of it: PCI discovery, the host-side interface, gRPC.
     ("agent/", (["composer/model/", "composer/api/status_mapping.h", "inventory/pci/", "agent/", "fabric/fabric_driver.h", "fabric/host_agents.h", "switchyard/v1/"],

@@ -40,7 +40,7 @@ PlacementRequest randomRequest(std::mt19937& rng) {
   return r;
 }
 
-void expectSameDecision(const placement::Decision<ComposableModel>& want, const placement::Decision<ComposableModel>& got,
+void expectSameDecision(const placement::Decision& want, const placement::Decision& got,
                         const std::string& where) {
   ASSERT_EQ(want.chosen.has_value(), got.chosen.has_value()) << where;
   if (!want.chosen) return;
@@ -192,10 +192,10 @@ TEST(PlacementIndex, OnlyAProfileThatReadsTheDemandMixIsReRankedWhenItMoves) {
 }
 
 // A score that does not say what it reads: the index cannot know which verdicts it may keep.
-class UndeclaredScore final : public placement::ScorePlugin<ComposableModel> {
+class UndeclaredScore final : public placement::ScorePlugin {
  public:
   std::string_view name() const override { return "undeclared"; }
-  double score(placement::CycleState&, const Pool&, const PlacementRequest&, const ComposableModel::Candidate& c) override {
+  double score(placement::CycleState&, const Pool&, const PlacementRequest&, const placement::Candidate& c) override {
     return -c.hostIndex;
   }
 };
