@@ -1,0 +1,90 @@
+#include "composer/daemon/http_endpoints.h"
+
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+
+#include "bmc/tls_certificate.h"
+#include "composer/daemon/loopback.h"
+
+namespace switchyard {
+namespace {
+
+std::string hostOf(const std::string& listen) { return listen.substr(0, listen.rfind(':')); }
+
+}  // namespace
+
+void writePortFile(const std::filesystem::path& file, int port) {
+  if (file.empty()) return;
+  std::ofstream(file.string() + ".tmp") << port << "\n";
+  std::filesystem::rename(file.string() + ".tmp", file);
+}
+
+Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clock& clock, const metrics::EngineMetrics* metrics,
+                                     bmc::Accounts* accounts) {
+  const std::string metricsHost = hostOf(o.metricsListen);
+  bmc::HttpServerOptions httpOptions{o.metricsListen};
+  if (o.metricsTls) {
+    bmc::CertificateFiles files{o.metricsCert.empty() ? o.stateDir / "metrics-cert.pem" : o.metricsCert,
+                                o.metricsKey.empty() ? o.stateDir / "metrics-key.pem" : o.metricsKey};
+    auto made = bmc::ensureCertificate(files, metricsHost);
+    if (!made) return fail(made.error().code, "metrics: " + made.error().message);
+    httpOptions.tls = files;
+  } else if (accounts && !isLoopbackHost(metricsHost)) {
+    spdlog::warn("metrics and dashboard on plain HTTP off loopback: HTTP Basic passwords and tokens cross the network in the clear; "
+                 "consider --metrics-tls");
+  }
+  WebEndpoint web;
+  web.capacityHistory = std::make_unique<web::CapacityHistory>(
+      engine, clock, std::chrono::milliseconds(static_cast<std::int64_t>(o.capacitySampleSeconds * 1000)));
+  web.capacityHistory->start();
+  web.service = std::make_unique<web::WebService>(engine, metrics, accounts, web.capacityHistory.get());
+  auto started = bmc::HttpServer::start(httpOptions, [w = web.service.get()](const bmc::HttpRequest& req, bmc::Reply reply,
+                                                                              bmc::OpenStream openStream, const std::string& peer) {
+    w->handle(req, std::move(reply), openStream, peer);
+  });
+  if (!started) {
+    web.capacityHistory->stop();
+    return fail(started.error().code, "metrics: " + started.error().message);
+  }
+  web.server = std::move(*started);
+  spdlog::info("metrics on {}://{}:{}/metrics, dashboard at /{}", httpOptions.tls ? "https" : "http", metricsHost, web.server->port(),
+               accounts ? " (credentials needed)" : "");
+  writePortFile(o.metricsPortFile, web.server->port());
+  return web;
+}
+
+Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& engine, bmc::Accounts* accounts) {
+  if (!accounts)
+    return fail(Code::kInvalidArgument,
+                "--redfish-listen needs --identities FILE (the accounts Redfish clients log in with; see docs/security.md)");
+  const std::string host = hostOf(o.redfishListen);
+  bmc::HttpServerOptions httpOptions{o.redfishListen};
+  if (!o.redfishHttp) {
+    bmc::CertificateFiles files{o.redfishCert.empty() ? o.stateDir / "redfish-cert.pem" : o.redfishCert,
+                                o.redfishKey.empty() ? o.stateDir / "redfish-key.pem" : o.redfishKey};
+    auto made = bmc::ensureCertificate(files, host);
+    if (!made) return fail(made.error().code, "redfish: " + made.error().message);
+    if (*made)
+      spdlog::warn("redfish: made a self-signed TLS certificate {} (key {}); clients trust it by pinning that file, or configure "
+                   "--redfish-cert/--redfish-key",
+                   files.certificate.string(), files.key.string());
+    httpOptions.tls = files;
+  }
+  RedfishEndpoint redfish;
+  redfish.service = std::make_unique<bmc::RedfishService>(engine, *accounts);
+  auto started = bmc::HttpServer::start(httpOptions, [r = redfish.service.get()](const bmc::HttpRequest& req, bmc::Reply reply,
+                                                                                  bmc::OpenStream open, const std::string& peer) {
+    r->handle(req, std::move(reply), std::move(open), peer);
+  });
+  if (!started) return fail(started.error().code, "redfish: " + started.error().message);
+  redfish.server = std::move(*started);
+  if (httpOptions.tls)
+    spdlog::info("Redfish service on https://{}:{}", host, redfish.server->port());
+  else
+    spdlog::warn("Redfish service on http://{}:{} (plain HTTP: Basic auth sends passwords in the clear)", host, redfish.server->port());
+  writePortFile(o.redfishPortFile, redfish.server->port());
+  return redfish;
+}
+
+}  // namespace switchyard

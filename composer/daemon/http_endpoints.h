@@ -1,0 +1,41 @@
+// yardd's HTTP steps: the metrics/dashboard endpoint (--metrics-listen) and the Redfish service
+// (--redfish-listen), each another adapter over the same engine on a Beast server of its own.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include "bmc/accounts.h"
+#include "bmc/http_server.h"
+#include "bmc/redfish_service.h"
+#include "composer/daemon/daemon_options.h"
+#include "composer/engine/engine.h"
+#include "composer/web/capacity_history.h"
+#include "composer/web/web_service.h"
+
+namespace switchyard {
+
+struct WebEndpoint {
+  std::unique_ptr<web::CapacityHistory> capacityHistory;  // the dashboard's chart: a capacity sample per interval
+  std::unique_ptr<web::WebService> service;
+  std::unique_ptr<bmc::HttpServer> server;
+};
+
+struct RedfishEndpoint {
+  std::unique_ptr<bmc::RedfishService> service;
+  std::unique_ptr<bmc::HttpServer> server;
+};
+
+// /metrics, the dashboard and its JSON API; TLS with --metrics-tls (a self-signed certificate is made when
+// none is given). `accounts` null: no credentials asked (yardd runs without --identities).
+[[nodiscard]] Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clock& clock,
+                                                   const metrics::EngineMetrics* metrics, bmc::Accounts* accounts);
+
+// The Redfish service; needs the accounts its clients log in with.
+[[nodiscard]] Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& engine, bmc::Accounts* accounts);
+
+// Writes `port` into `file` (when one is named) whole: through a temporary file renamed over it, so a reader
+// never sees half a number.
+void writePortFile(const std::filesystem::path& file, int port);
+
+}  // namespace switchyard
