@@ -1,0 +1,83 @@
+// plan and capacity: what a request would get, and how many more of each shape fit, without changing anything.
+#include <CLI/CLI.hpp>
+#include <cmath>
+
+#include "cli/commands.h"
+#include "cli/gpu_flags.h"
+
+namespace yardctl {
+namespace {
+
+void addPlan(CLI::App& app, const CommandContext& ctx) {
+  struct Flags {
+    GpuFlags gpus;
+    bool explain = false;
+    std::string priority;
+  };
+  auto f = std::make_shared<Flags>();
+  auto* plan = app.add_subcommand("plan", "Dry run: which host and GPUs a request would get, and why");
+  f->gpus.add(plan, true);
+  plan->add_flag("--explain", f->explain, "Show every candidate host and why it was chosen or rejected");
+  plan->add_option("--priority", f->priority,
+                   "Priority class the request would have: when it does not fit and its class preempts (production and batch by "
+                   "default), also show which systems preemption would take back for it and the host it would get");
+  plan->callback([ctx, f] {
+    pb::PlanRequest req;
+    *req.mutable_gpus() = f->gpus.toProto();
+    req.set_priority_class(f->priority);
+    pb::PlanResponse r;
+    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::Plan, req, r)) != kExitOk) return;
+    if (ctx.g.format() == Format::kJson)
+      std::cout << toJson(r) << "\n";
+    else
+      printPlan(r, f->explain, std::cout);
+    if (!r.fits()) ctx.rc = kExitRefused;
+  });
+}
+
+void addCapacity(CLI::App& app, const CommandContext& ctx) {
+  struct Flags {
+    std::vector<int> gpus;
+    std::string p2p = "required", model;
+    std::vector<std::string> mig{"1g", "2g", "3g", "4g", "7g"};
+    std::vector<double> shares{0.1, 0.25, 0.5};
+  };
+  auto f = std::make_shared<Flags>();
+  auto* capacity = app.add_subcommand("capacity", "Usable capacity: how many more requests of each size fit now");
+  capacity->add_option("-g,--gpus", f->gpus, "Request sizes (default 1 2 4 8 16)")->check(CLI::PositiveNumber);
+  capacity->add_option("--p2p", f->p2p, "required: each request under one switch; preferred; none")
+      ->check(CLI::IsMember({"required", "preferred", "none"}))
+      ->capture_default_str();
+  capacity->add_option("--model", f->model, "Only this GPU model");
+  capacity->add_option("--mig", f->mig, "MIG profiles to report (comma list; 'none' for no MIG rows)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"1g", "2g", "3g", "4g", "7g", "none"}))
+      ->capture_default_str();
+  capacity->add_option("--gpu-share", f->shares, "GPU share sizes to report, as fractions (comma list; 0 for no share rows)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 0.999))
+      ->capture_default_str();
+  capacity->callback([ctx, f] {
+    pb::GetCapacityRequest req;
+    for (int n : f->gpus) req.add_gpus(n);
+    req.set_peer_to_peer(f->p2p == "none"        ? pb::PEER_TO_PEER_NONE
+                         : f->p2p == "preferred" ? pb::PEER_TO_PEER_PREFERRED
+                                                 : pb::PEER_TO_PEER_REQUIRED);
+    req.set_model(f->model);
+    for (const auto& m : f->mig)
+      if (m != "none") req.add_mig_profiles(m);
+    for (double share : f->shares)
+      if (const int milli = static_cast<int>(std::lround(share * 1000)); milli > 0) req.add_share_milli(milli);
+    pb::Capacity r;
+    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::GetCapacity, req, r)) == kExitOk) emit(ctx.g, r, printCapacity);
+  });
+}
+
+}  // namespace
+
+void addPlanningCommands(CLI::App& app, const CommandContext& ctx) {
+  addPlan(app, ctx);
+  addCapacity(app, ctx);
+}
+
+}  // namespace yardctl

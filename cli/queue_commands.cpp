@@ -1,0 +1,65 @@
+// queue, `queue cancel` and usage: what waits for capacity, and who used how much of it.
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+namespace yardctl {
+namespace {
+
+void addQueue(CLI::App& app, const CommandContext& ctx) {
+  auto tenant = std::make_shared<std::string>();
+  auto* queue = app.add_subcommand("queue", "List the requests waiting in yardd's queue, in the order they will be admitted, and why each waits");
+  queue->add_option("--tenant", *tenant, "Only this tenant's requests (positions stay those of the whole queue)");
+  queue->callback([ctx, tenant, queue] {
+    if (!queue->get_subcommands().empty()) return;  // `queue cancel` ran instead
+    pb::ListQueueRequest req;
+    req.set_tenant(*tenant);
+    pb::ListQueueResponse r;
+    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::ListQueue, req, r)) == kExitOk) emit(ctx.g, r, printQueue);
+  });
+  auto id = std::make_shared<std::string>();
+  auto* cancel = queue->add_subcommand("cancel", "Take a request out of the queue (its operation fails as cancelled)");
+  cancel->add_option("id", *id, "The queued operation's id (op-N) or its system's name")->required();
+  cancel->callback([ctx, id] {
+    pb::CancelQueuedRequest req;
+    req.set_id(*id);
+    pb::Operation op;
+    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::CancelQueued, req, op)) != kExitOk) return;
+    if (ctx.g.format() == Format::kJson)
+      std::cout << toJson(op) << "\n";
+    else
+      std::cout << fmt::format("{} cancelled: {} left the queue\n", op.id(), op.system_id());
+  });
+}
+
+void addUsage(CLI::App& app, const CommandContext& ctx) {
+  auto req = std::make_shared<pb::GetUsageRequest>();
+  auto* usage = app.add_subcommand("usage", "GPU-hours by tenant, system or GPU model, from yardd's operation log (showback and chargeback)");
+  usage->add_option_function<std::string>("--by", [req](const std::string& v) { req->set_by(v); },
+                                          "One row per tenant, system or model (default: per tenant, system and model)")
+      ->check(CLI::IsMember({"tenant", "system", "model"}));
+  usage->add_option_function<std::string>("--since", [req](const std::string& v) { req->set_since(v); },
+                                          "From this time (RFC 3339 UTC or a date: 2026-11-01); default: the start of the log");
+  usage->add_option_function<std::string>("--until", [req](const std::string& v) { req->set_until(v); }, "Until this time; default: now");
+  usage->callback([ctx, req] {
+    pb::UsageResponse r;
+    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::GetUsage, *req, r)) != kExitOk) return;
+    if (ctx.g.output == "csv") {
+      std::cout << "tenant,system_id,system_name,model,gpu_hours,systems,idle_gpu_hours\n";
+      for (const auto& row : r.rows())
+        std::cout << fmt::format("{},{},{},{},{:.4f},{},{:.4f}\n", row.tenant(), row.system_id(), row.system_name(), row.model(), row.gpu_hours(),
+                                 row.systems(), row.idle_gpu_hours());
+      return;
+    }
+    emit(ctx.g, r, printUsage);
+  });
+}
+
+}  // namespace
+
+void addQueueCommands(CLI::App& app, const CommandContext& ctx) {
+  addQueue(app, ctx);
+  addUsage(app, ctx);
+}
+
+}  // namespace yardctl
