@@ -102,16 +102,16 @@ Result<void> SimulatedFabric::changeSet(std::span<const Binding> set, bool bindi
     if (bound == binding) continue;  // idempotent member
     changed.push_back(b);
     if (binding)
-      bindings_.emplace(b.deviceId, b.upstreamPortId);
+      bindLocked(b.deviceId, b.upstreamPortId);
     else
-      bindings_.erase(b.deviceId);
+      unbindLocked(b.deviceId);
   }
   if (auto saved = saveStateLocked(); !saved) {
     for (const auto& b : changed) {
       if (binding)
-        bindings_.erase(b.deviceId);
+        unbindLocked(b.deviceId);
       else
-        bindings_.emplace(b.deviceId, b.upstreamPortId);
+        bindLocked(b.deviceId, b.upstreamPortId);
     }
     return saved;
   }
@@ -139,9 +139,15 @@ Result<std::vector<Binding>> SimulatedFabric::readTable(std::optional<std::span<
                                                      std::chrono::duration_cast<std::chrono::milliseconds>(options.timeout).count()));
   if (auto fault = nextFaultLocked(kFaultRead)) return fail(fault->first, "simulated switch did not answer the binding read");
   std::vector<Binding> out;
-  if (!ports) out.reserve(bindings_.size());
-  for (const auto& [device, port] : bindings_)
-    if (!ports || std::find(ports->begin(), ports->end(), port) != ports->end()) out.push_back({device, port});
+  if (!ports) {
+    out.reserve(bindings_.size());
+    for (const auto& [device, port] : bindings_) out.push_back({device, port});
+  } else {  // only the asked ports' rows: what a verify costs does not grow with the table
+    std::set<PortId> asked(ports->begin(), ports->end());
+    for (const auto& port : asked)
+      if (auto it = devicesOfPort_.find(port); it != devicesOfPort_.end())
+        for (const auto& device : it->second) out.push_back({device, port});
+  }
   std::sort(out.begin(), out.end(), [](const Binding& a, const Binding& b) { return a.deviceId < b.deviceId; });
   return out;
 }
@@ -216,9 +222,23 @@ Result<void> SimulatedFabric::loadState() {
     if (!index_.device(device) || !port.is_string() || !index_.port(port.get<std::string>()))
       return fail(Code::kInvalidArgument,
                   fmt::format("{}: /bindings/{}: names a device or port not in the topology", where, device));
-    bindings_.emplace(device, port.get<std::string>());
+    bindLocked(device, port.get<std::string>());
   }
   return {};
+}
+
+void SimulatedFabric::bindLocked(const DeviceId& device, const PortId& port) {
+  if (bindings_.emplace(device, port).second) devicesOfPort_[port].insert(device);
+}
+
+void SimulatedFabric::unbindLocked(const DeviceId& device) {
+  auto it = bindings_.find(device);
+  if (it == bindings_.end()) return;
+  if (auto rows = devicesOfPort_.find(it->second); rows != devicesOfPort_.end()) {
+    rows->second.erase(device);
+    if (rows->second.empty()) devicesOfPort_.erase(rows);
+  }
+  bindings_.erase(it);
 }
 
 Result<void> SimulatedFabric::prepareStateFile() {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <mutex>
+#include <set>
 #include <random>
 #include <unordered_map>
 
@@ -73,6 +74,9 @@ class SimulatedFabric final : public FabricDriver {
   [[nodiscard]] Result<std::vector<Binding>> readTable(std::optional<std::span<const PortId>> ports, const CallOptions& options);
   // Returns the injected fault for this call, if any: {code, applyAnyway}.
   [[nodiscard]] std::optional<std::pair<Code, bool>> nextFaultLocked(FaultTarget target);
+  // The only changes to the table: they keep devicesOfPort_ with it.
+  void bindLocked(const DeviceId& device, const PortId& port);
+  void unbindLocked(const DeviceId& device);
   [[nodiscard]] Result<void> reportFault(std::pair<Code, bool> fault, std::string_view what, const CallOptions& options);
 
   Topology topology_;
@@ -83,6 +87,7 @@ class SimulatedFabric final : public FabricDriver {
 
   mutable std::mutex mutex_;
   std::unordered_map<DeviceId, PortId> bindings_;  // the switch's partition table
+  std::unordered_map<PortId, std::set<DeviceId>> devicesOfPort_;  // the same rows by upstream port
   std::vector<FabricEvent> events_;
   FaultPlan faults_;
   std::mt19937_64 rng_;

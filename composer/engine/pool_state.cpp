@@ -73,9 +73,10 @@ System* PoolState::system(const SystemId& id) {
 
 const System* PoolState::findSystem(std::string_view idOrName) const {
   if (auto it = systems_.find(std::string(idOrName)); it != systems_.end()) return &it->second;
-  for (const auto& [id, s] : systems_)
-    if (s.name == idOrName) return &s;
-  return nullptr;
+  auto named = systemOfName_.find(std::string(idOrName));
+  if (named == systemOfName_.end()) return nullptr;
+  auto it = systems_.find(named->second);
+  return it == systems_.end() ? nullptr : &it->second;
 }
 
 void PoolState::putSystem(const System& s) {
@@ -88,6 +89,7 @@ void PoolState::putSystem(const System& s) {
       if (auto it = systemOfDevice_.find(b.deviceId); it != systemOfDevice_.end() && it->second == s.id) systemOfDevice_.erase(it);
     }
     if (auto it = systemOfHost_.find(old->second.hostId); it != systemOfHost_.end() && it->second == s.id) systemOfHost_.erase(it);
+    if (auto it = systemOfName_.find(old->second.name); it != systemOfName_.end() && it->second == s.id) systemOfName_.erase(it);
   }
   if (s.state == SystemState::kDecomposed || s.state == SystemState::kFailed) {
     systems_.erase(s.id);
@@ -100,6 +102,7 @@ void PoolState::putSystem(const System& s) {
     systemOfDevice_[b.deviceId] = s.id;
   }
   if (!s.hostId.empty()) systemOfHost_[s.hostId] = s.id;
+  systemOfName_[s.name] = s.id;
   if (hi >= 0) pool_.setInSystem(hi, true);
 }
 

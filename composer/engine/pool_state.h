@@ -49,6 +49,7 @@ class PoolState {
 
   // Live systems (not decomposed, not failed).
   [[nodiscard]] System* system(const SystemId& id);
+  // By id, else by name: O(1) either way (a name is looked up on every compose, at any pool size).
   [[nodiscard]] const System* findSystem(std::string_view idOrName) const;
   [[nodiscard]] const std::map<SystemId, System>& systems() const { return systems_; }
   // Adds or updates a live system; a decomposed or failed one is dropped, freeing its host.
@@ -79,6 +80,7 @@ class PoolState {
   std::map<SystemId, System> systems_;
   std::unordered_map<DeviceId, SystemId> systemOfDevice_;  // every device in a live system's bindings
   std::unordered_map<HostId, SystemId> systemOfHost_;
+  std::unordered_map<std::string, SystemId> systemOfName_;  // names are unique among live systems
   std::set<int> silent_;  // indexes of the hosts marked silent now
   Changes changes_;
 };

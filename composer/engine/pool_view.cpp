@@ -8,6 +8,7 @@ namespace switchyard {
 SystemTable::SystemTable() {
   auto empty = std::make_shared<const Bucket>();
   buckets_.assign(kBuckets, empty);
+  nameBuckets_.assign(kBuckets, empty);
 }
 
 std::shared_ptr<const System> SystemTable::find(std::string_view id) const {
@@ -18,31 +19,36 @@ std::shared_ptr<const System> SystemTable::find(std::string_view id) const {
 
 std::shared_ptr<const System> SystemTable::findByIdOrName(std::string_view idOrName) const {
   if (auto s = find(idOrName)) return s;
-  for (const auto& bucket : buckets_)
-    for (const auto& s : *bucket)
-      if (s->name == idOrName) return s;
+  for (const auto& s : *nameBuckets_[bucketOf(idOrName)])
+    if (s->name == idOrName) return s;
   return nullptr;
 }
 
 SystemTable SystemTable::with(const std::vector<std::pair<SystemId, std::shared_ptr<const System>>>& changes) const {
   SystemTable out = *this;
-  std::map<std::size_t, Bucket> copies;
+  std::map<std::size_t, Bucket> copies, nameCopies;
+  auto copyOf = [](std::map<std::size_t, Bucket>& made, const std::vector<std::shared_ptr<const Bucket>>& buckets, std::size_t b) -> Bucket& {
+    auto it = made.find(b);
+    if (it == made.end()) it = made.emplace(b, *buckets[b]).first;
+    return it->second;
+  };
   for (const auto& [id, system] : changes) {
-    const std::size_t b = bucketOf(id);
-    auto it = copies.find(b);
-    if (it == copies.end()) it = copies.emplace(b, *buckets_[b]).first;
-    Bucket& bucket = it->second;
+    Bucket& bucket = copyOf(copies, buckets_, bucketOf(id));
     auto at = std::find_if(bucket.begin(), bucket.end(), [&](const auto& s) { return s->id == id; });
     if (at != bucket.end()) {
+      Bucket& named = copyOf(nameCopies, nameBuckets_, bucketOf((*at)->name));
+      std::erase_if(named, [&](const auto& s) { return s->id == id; });
       --out.size_;
       bucket.erase(at);
     }
     if (system) {
       ++out.size_;
       bucket.push_back(system);
+      copyOf(nameCopies, nameBuckets_, bucketOf(system->name)).push_back(system);
     }
   }
   for (auto& [b, bucket] : copies) out.buckets_[b] = std::make_shared<const Bucket>(std::move(bucket));
+  for (auto& [b, bucket] : nameCopies) out.nameBuckets_[b] = std::make_shared<const Bucket>(std::move(bucket));
   return out;
 }
 

@@ -75,7 +75,8 @@ class ChunkedArray {
   std::size_t size_ = 0;
 };
 
-// Live systems by id, in hash buckets that views share: with() copies only the buckets it changes.
+// Live systems by id, in hash buckets that views share, and by name in a second set of buckets: with()
+// copies only the buckets it changes, and a lookup by either costs one bucket.
 class SystemTable {
  public:
   static constexpr std::size_t kBuckets = 256;
@@ -97,8 +98,9 @@ class SystemTable {
 
  private:
   using Bucket = std::vector<std::shared_ptr<const System>>;
-  [[nodiscard]] static std::size_t bucketOf(std::string_view id) { return std::hash<std::string_view>{}(id) % kBuckets; }
-  std::vector<std::shared_ptr<const Bucket>> buckets_;
+  [[nodiscard]] static std::size_t bucketOf(std::string_view key) { return std::hash<std::string_view>{}(key) % kBuckets; }
+  std::vector<std::shared_ptr<const Bucket>> buckets_;      // by id
+  std::vector<std::shared_ptr<const Bucket>> nameBuckets_;  // the same systems, by name
   std::size_t size_ = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <future>
 #include <latch>
 
+#include "composer/engine/pool_state.h"
 #include "composer/engine/pool_view.h"
 #include "composer/packing/capacity.h"
 #include "composer/packing/composable_model.h"
@@ -47,10 +48,39 @@ TEST(SystemTable, AddsReplacesAndRemovesWithoutTouchingTheOriginal) {
   EXPECT_EQ(one.size(), 1u);
   EXPECT_EQ(two.findByIdOrName("a")->id, "sys-1");
   EXPECT_EQ(one.findByIdOrName("sys-1"), nullptr);
+  EXPECT_EQ(one.findByIdOrName("a"), nullptr) << "a removed system's name is gone";
+  EXPECT_EQ(one.findByIdOrName("b"), nullptr) << "a renamed system is not found by its old name";
+  EXPECT_EQ(one.findByIdOrName("b2")->id, "sys-2");
+  EXPECT_EQ(two.findByIdOrName("b")->id, "sys-2") << "the older table keeps its names";
   EXPECT_EQ(one.find("sys-2")->name, "b2");
   EXPECT_EQ(two.find("sys-2")->name, "b");
   ASSERT_EQ(two.sorted().size(), 2u);
   EXPECT_EQ(two.sorted()[0]->id, "sys-1");
+}
+
+TEST(PoolState, FindsALiveSystemByIdOrNameAndForgetsANameWhenItGoes) {
+  PoolState state{Topology{}};
+  System s;
+  s.id = "sys-1";
+  s.name = "train";
+  s.state = SystemState::kComposed;
+  state.putSystem(s);
+  ASSERT_NE(state.findSystem("train"), nullptr);
+  EXPECT_EQ(state.findSystem("train")->id, "sys-1");
+  EXPECT_EQ(state.findSystem("sys-1")->name, "train");
+  s.name = "train-2";  // the same system under another name
+  state.putSystem(s);
+  EXPECT_EQ(state.findSystem("train"), nullptr);
+  EXPECT_EQ(state.findSystem("train-2")->id, "sys-1");
+  s.state = SystemState::kDecomposed;
+  state.putSystem(s);
+  EXPECT_EQ(state.findSystem("train-2"), nullptr);
+  System again;  // a new system may take a name that is free again
+  again.id = "sys-2";
+  again.name = "train-2";
+  again.state = SystemState::kComposed;
+  state.putSystem(again);
+  EXPECT_EQ(state.findSystem("train-2")->id, "sys-2");
 }
 
 TEST_F(EngineTest, PoolReadsAnswerWhileTheControlThreadIsBusy) {
