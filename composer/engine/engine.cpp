@@ -25,7 +25,7 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       steps_(options.steps ? options.steps : StepKindRegistry::builtIn()),
       driverPool_(std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
       pollTimer_(std::make_unique<TimerHolder>(*control_)),
-      idle_(options.idleBusyAbovePercent, options.activityHistory) {}
+      activity_(options.idleBusyAbovePercent, options.activityHistory) {}
 
 Engine::~Engine() {
   if (controlThread_.joinable()) stop(Duration::zero());

@@ -391,22 +391,54 @@ class Engine {
   void startPreemption(Mutation& m, std::vector<Operation>& started);
   void preemptionFailed(const Operation& op, Mutation& m);
   void scheduleDeadlines();
-  // Idle reclaim (engine_idle.cpp): which hosts to ask about which GPUs, what they said, and the reclaim.
+  // Idle reclaim (engine_idle.cpp), a round in three parts: the control thread says which hosts to ask about
+  // which GPUs (with what the round needs of each system, as it is then); the hosts are asked and their answers
+  // recorded off the control thread (activity_, under activityMutex_), which also works out the idle stretches
+  // to write, the reclaims due and the list the view shows; the control thread applies that (writes, events,
+  // detaches checked against the state as it is now). A round costs the control thread O(systems), not O(GPUs).
   struct ActivityCheck {
     HostId host;
     SystemId system;
     std::vector<Binding> gpus;
+    std::string name;
+    std::string tenant;
+    ReclaimPolicy policy;
+    bool asked = false;                  // its host is asked this round (no operation runs, the host can report)
+    bool reclaimable = false;            // composed with no operation running: reclaim may take its GPUs
+    std::vector<std::string> models;     // per GPU
+    std::vector<std::string> sharedHow;  // per GPU: why several systems' work runs on it ("" when none)
   };
-  [[nodiscard]] std::vector<ActivityCheck> activityChecksOnControl() const;
-  void recordActivityOnControl(const std::vector<ActivityCheck>& checks, const std::vector<Result<std::vector<GpuActivity>>>& seen,
-                               Mutation& m, std::vector<Operation>& started);
-  void reclaimIdle(Mutation& m, std::vector<Operation>& started);
-  // Writes the idle stretches that ended this round, and checkpoints of open ones (engine_idle.cpp).
-  void recordIdleStretches(Mutation& m, Timestamp now);
+  struct ActivityRound {
+    std::vector<ActivityCheck> checks;  // every live system with a GPU; what a system not asked did is kept
+    [[nodiscard]] bool asksAny() const {
+      return std::any_of(checks.begin(), checks.end(), [](const ActivityCheck& c) { return c.asked; });
+    }
+  };
+  struct ActivityOutcome {
+    std::vector<IdleStretch> stretchWrites;
+    struct Reclaim {
+      SystemId system;
+      std::string name;
+      ReclaimPolicy policy;
+      std::vector<DeviceId> gpus;
+      Duration idlest{0};
+    };
+    std::vector<Reclaim> due;
+    std::shared_ptr<const std::vector<IdleGpu>> list;  // for the view
+  };
+  [[nodiscard]] ActivityRound activityRoundOnControl() const;
+  // Off the control thread: asks the hosts and records what they said.
+  [[nodiscard]] ActivityOutcome recordActivity(const ActivityRound& round);
+  void applyActivity(ActivityOutcome outcome, Mutation& m, std::vector<Operation>& started);
+  // The idle stretches that ended this round, and checkpoints of open ones (under activityMutex_); a new
+  // stretch's tenant is its system's.
+  [[nodiscard]] std::vector<IdleStretch> idleStretchesToWrite(Timestamp now, const std::function<std::string(const SystemId&)>& tenantOf);
   // The idle stretches usage reads beside the stored ones: open ones up to now, and ended ones not yet written.
   [[nodiscard]] std::vector<IdleStretch> unwrittenIdleStretches(Timestamp now) const;
   // At a clean stop: every stretch as it is now, in transactions of the round's size (a crash loses up to a checkpoint).
   void writeIdleStretchesAtStop();
+  // The view's list of attached GPUs with their systems' current policies, from the recorded activity (after
+  // setQuotas; a round builds its own off the control thread).
   [[nodiscard]] std::shared_ptr<const std::vector<IdleGpu>> activityForView() const;
   [[nodiscard]] ReclaimPolicy reclaimPolicyFor(const System& system) const;
   void scheduleActivity();
@@ -543,16 +575,23 @@ class Engine {
   std::map<std::string, std::vector<std::pair<Timestamp, int>>, std::less<>> preemptedGpus_;
   // GPUs of `tenant` that may still be preempted today (INT_MAX: no budget).
   [[nodiscard]] int preemptionBudgetLeft(std::string_view tenant);
-  IdleTracker idle_;                               // what attached GPUs did, as sampled
-  bool activityChanged_ = false;                   // the view's activity is stale
-  bool activityInFlight_ = false;                  // a background sample is out: the timer does not start another
-  std::map<DeviceId, Timestamp> reclaimAnnounced_;  // dry run: the idle stretch (its start) a would-detach named
   struct OpenStretch {
     IdleStretch stretch;
     Timestamp writtenAt = 0;  // its latest checkpoint (its start until the first)
   };
-  std::map<DeviceId, OpenStretch> openStretches_;  // idle now, by GPU
-  std::vector<IdleStretch> endedStretches_;        // ended, waiting for a round's write budget
+  // What idle reclaim remembers between rounds. Written by the round's worker, off the control thread.
+  struct ActivityBook {
+    ActivityBook(int busyAbovePercent, std::size_t history) : tracker(busyAbovePercent, history) {}
+    IdleTracker tracker;                                   // what attached GPUs did, as sampled
+    std::map<DeviceId, Timestamp> reclaimAnnounced;        // dry run: the idle stretch (its start) a would-detach named
+    std::map<DeviceId, OpenStretch> openStretches;         // idle now, by GPU
+    std::vector<IdleStretch> endedStretches;               // ended, waiting for a round's write budget
+  };
+  mutable std::mutex activityMutex_;  // one round's recording at a time; usage and stop read under it
+  ActivityBook activity_;             // guarded by activityMutex_
+  std::shared_ptr<const std::vector<IdleGpu>> activityList_;  // what the view shows (control thread)
+  bool activityChanged_ = false;                   // the view's activity is stale
+  bool activityInFlight_ = false;                  // a background sample is out: the timer does not start another
   std::set<SystemId> leaseWarned_;                 // lease.expiring sent
   std::map<SystemId, Timestamp> leaseRetryAt_;     // overdue: when to try the decompose again
   std::uint64_t lastReservationNumber_ = 0;

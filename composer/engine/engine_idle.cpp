@@ -58,90 +58,140 @@ ReclaimPolicy Engine::reclaimPolicyFor(const System& system) const {
   return policy ? *policy : inherited;  // labels were checked at compose; one that no longer parses is ignored
 }
 
-std::vector<Engine::ActivityCheck> Engine::activityChecksOnControl() const {
-  std::vector<ActivityCheck> out;
-  if (hosts_ == nullptr) return out;
+Engine::ActivityRound Engine::activityRoundOnControl() const {
+  ActivityRound round;
+  if (hosts_ == nullptr) return round;
   for (const auto& [id, s] : state_->systems()) {
-    if (s.state == SystemState::kQueued || s.hostId.empty() || !s.activeOperation.empty()) continue;
-    ActivityCheck check{s.hostId, id, {}};
+    if (s.state == SystemState::kQueued || s.hostId.empty()) continue;
+    ActivityCheck check{s.hostId, id, {}, s.name, s.tenant, reclaimPolicyFor(s), false, false, {}, {}};
     for (const auto& b : s.bindings)
-      if (const Device* d = state_->index().device(b.deviceId); d != nullptr && d->kind == DeviceKind::kGpu) check.gpus.push_back(b);
-    if (check.gpus.empty() || !hosts_->canReportActivity(s.hostId)) continue;
-    out.push_back(std::move(check));
+      if (const Device* d = state_->index().device(b.deviceId); d != nullptr && d->kind == DeviceKind::kGpu) {
+        check.gpus.push_back(b);
+        check.models.push_back(d->model);
+        const auto on = [&](const auto& parts) {
+          return std::any_of(parts.begin(), parts.end(), [&](const auto& p) { return p.deviceId == b.deviceId; });
+        };
+        check.sharedHow.push_back(on(s.gpuInstances) ? "MIG instances on it" : on(s.gpuShares) ? "shared (time-sliced)" : "");
+      }
+    if (check.gpus.empty()) continue;
+    check.asked = s.activeOperation.empty() && hosts_->canReportActivity(s.hostId);
+    check.reclaimable = s.state == SystemState::kComposed && s.activeOperation.empty();
+    round.checks.push_back(std::move(check));
   }
-  return out;
+  return round;
 }
 
-void Engine::recordActivityOnControl(const std::vector<ActivityCheck>& checks, const std::vector<Result<std::vector<GpuActivity>>>& seen,
-                                     Mutation& m, std::vector<Operation>& started) {
+Engine::ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
+  std::vector<Result<std::vector<GpuActivity>>> seen;
+  seen.reserve(round.checks.size());
+  for (const auto& check : round.checks)
+    seen.push_back(check.asked ? hosts_->activity(check.host, check.gpus, {options_.hostCallTimeout})
+                               : Result<std::vector<GpuActivity>>(std::vector<GpuActivity>{}));
   const Timestamp now = clock_.now();
-  for (std::size_t i = 0; i < checks.size(); ++i) {
+  ActivityOutcome out;
+  std::lock_guard lock(activityMutex_);
+  IdleTracker& tracker = activity_.tracker;
+  // Where each GPU asked about was when the round started: only those are recorded and kept.
+  std::unordered_map<std::string_view, const ActivityCheck*> checkOf;
+  checkOf.reserve(round.checks.size());
+  for (const auto& check : round.checks) checkOf.emplace(check.system, &check);
+  for (std::size_t i = 0; i < round.checks.size(); ++i) {
+    const ActivityCheck& check = round.checks[i];
     if (!seen[i]) {
-      spdlog::debug("GPU activity: {}: {}", checks[i].host, seen[i].error().message);
+      spdlog::debug("GPU activity: {}: {}", check.host, seen[i].error().message);
       continue;
     }
-    // Only GPUs that are still where the look found them: an operation may have moved them since.
-    const System* sys = state_->system(checks[i].system);
-    if (sys == nullptr) continue;
-    for (const auto& sample : *seen[i]) {
-      const auto& bindings = sys->bindings;
-      if (std::none_of(bindings.begin(), bindings.end(), [&](const Binding& b) { return b.deviceId == sample.deviceId; })) continue;
-      idle_.record(checks[i].system, sample, now);
-    }
+    for (const auto& sample : *seen[i])
+      if (std::any_of(check.gpus.begin(), check.gpus.end(), [&](const Binding& b) { return b.deviceId == sample.deviceId; }))
+        tracker.record(check.system, sample, now);
   }
   // GPUs that left their system since are forgotten; a dry run's notice is per idle stretch.
-  idle_.keepOnly([&](const DeviceId& device, const SystemId& system) {
-    const System* s = state_->system(system);
-    return s != nullptr && std::any_of(s->bindings.begin(), s->bindings.end(), [&](const Binding& b) { return b.deviceId == device; });
+  tracker.keepOnly([&](const DeviceId& device, const SystemId& system) {
+    auto it = checkOf.find(system);
+    return it != checkOf.end() &&
+           std::any_of(it->second->gpus.begin(), it->second->gpus.end(), [&](const Binding& b) { return b.deviceId == device; });
   });
-  std::erase_if(reclaimAnnounced_, [&](const auto& entry) {
-    const GpuIdleState* g = idle_.find(entry.first);
+  std::erase_if(activity_.reclaimAnnounced, [&](const auto& entry) {
+    const GpuIdleState* g = tracker.find(entry.first);
     return g == nullptr || g->idleSince != entry.second;
   });
-  activityChanged_ = true;
-  recordIdleStretches(m, now);
-  reclaimIdle(m, started);
+  if (!replica_)
+    out.stretchWrites = idleStretchesToWrite(now, [&](const SystemId& system) {
+      auto it = checkOf.find(system);
+      return it == checkOf.end() ? std::string() : it->second->tenant;
+    });
+
+  // The list the view shows, and what the systems' policies say is due.
+  auto list = std::make_shared<std::vector<IdleGpu>>();
+  list->reserve(tracker.gpus().size());
+  std::map<SystemId, std::size_t> dueOf;
+  for (const auto& check : round.checks) {
+    for (std::size_t k = 0; k < check.gpus.size(); ++k) {
+      const GpuIdleState* g = tracker.find(check.gpus[k].deviceId);
+      if (g == nullptr || g->systemId != check.system) continue;
+      IdleGpu v{*g, check.system, check.name, check.tenant, check.host, check.models[k], check.policy, check.sharedHow[k]};
+      if (v.reclaimBlocked.empty() && !g->processes.empty())
+        v.reclaimBlocked = fmt::format("pid {} ({}) runs on it", g->processes.front().pid, g->processes.front().name);
+      const bool due = check.reclaimable && check.policy.after.count() > 0 && g->idle() && v.reclaimBlocked.empty() &&
+                       g->idleFor(now) >= std::chrono::duration_cast<Duration>(check.policy.after) &&
+                       !(check.policy.dryRun && activity_.reclaimAnnounced.contains(g->deviceId));
+      if (due) {
+        auto [at, fresh] = dueOf.try_emplace(check.system, out.due.size());
+        if (fresh) out.due.push_back({check.system, check.name, check.policy, {}, Duration(0)});
+        auto& d = out.due[at->second];
+        d.gpus.push_back(g->deviceId);
+        d.idlest = std::max(d.idlest, g->idleFor(now));
+        if (check.policy.dryRun) activity_.reclaimAnnounced[g->deviceId] = g->idleSince;
+      }
+      list->push_back(std::move(v));
+    }
+  }
+  out.list = std::move(list);
+  return out;
 }
 
 // Idle stretches for usage accounting: a stretch is written when it ends (the GPU ran something, or left its
 // system) and, while it goes on, at most every kIdleCheckpoint, so that a restart or failover loses at most
 // that much of one. A round writes at most kIdleWritesPerRound of them (one store transaction; etcd bounds
 // its size): ended ones first, the rest the next round.
-void Engine::recordIdleStretches(Mutation& m, Timestamp now) {
-  if (replica_) return;  // a standby writes nothing; the leader keeps the stretches
-  for (auto it = openStretches_.begin(); it != openStretches_.end();) {
-    const GpuIdleState* g = idle_.find(it->first);
+std::vector<IdleStretch> Engine::idleStretchesToWrite(Timestamp now, const std::function<std::string(const SystemId&)>& tenantOf) {
+  std::vector<IdleStretch> writes;
+  const IdleTracker& tracker = activity_.tracker;
+  auto& open = activity_.openStretches;
+  auto& ended = activity_.endedStretches;
+  for (auto it = open.begin(); it != open.end();) {
+    const GpuIdleState* g = tracker.find(it->first);
     const IdleStretch& s = it->second.stretch;
     if (g != nullptr && g->idle() && g->systemId == s.systemId && g->idleSince == s.from) {
       ++it;
       continue;
     }
-    endedStretches_.push_back(s);
-    endedStretches_.back().to = now;
-    it = openStretches_.erase(it);
+    ended.push_back(s);
+    ended.back().to = now;
+    it = open.erase(it);
   }
-  for (const auto& [device, g] : idle_.gpus()) {
+  for (const auto& [device, g] : tracker.gpus()) {
     if (!g.idle()) continue;
-    auto [it, fresh] = openStretches_.try_emplace(device);
+    auto [it, fresh] = open.try_emplace(device);
     if (fresh) {  // first written at its first checkpoint, or when it ends: a short stretch costs one write
-      const System* s = state_->system(g.systemId);
-      it->second.stretch = IdleStretch{device, g.systemId, s ? s->tenant : std::string(), g.idleSince, g.idleSince};
+      it->second.stretch = IdleStretch{device, g.systemId, tenantOf(g.systemId), g.idleSince, g.idleSince};
       it->second.writtenAt = g.idleSince;
     }
   }
   std::size_t budget = kIdleWritesPerRound;
   std::size_t written = 0;
-  for (; written < endedStretches_.size() && budget > 0; ++written, --budget) m.writes.emplace_back(PutIdleStretch{endedStretches_[written]});
-  endedStretches_.erase(endedStretches_.begin(), endedStretches_.begin() + static_cast<std::ptrdiff_t>(written));
+  for (; written < ended.size() && budget > 0; ++written, --budget) writes.push_back(ended[written]);
+  ended.erase(ended.begin(), ended.begin() + static_cast<std::ptrdiff_t>(written));
   std::vector<OpenStretch*> due;  // the longest since their checkpoint first
-  for (auto& [device, open] : openStretches_)
-    if (Duration(now - open.writtenAt) >= kIdleCheckpoint) due.push_back(&open);
+  for (auto& [device, stretch] : open)
+    if (Duration(now - stretch.writtenAt) >= kIdleCheckpoint) due.push_back(&stretch);
   std::sort(due.begin(), due.end(), [](const OpenStretch* a, const OpenStretch* b) { return a->writtenAt < b->writtenAt; });
   for (std::size_t i = 0; i < due.size() && budget > 0; ++i, --budget) {
     due[i]->stretch.to = now;
     due[i]->writtenAt = now;
-    m.writes.emplace_back(PutIdleStretch{due[i]->stretch});
+    writes.push_back(due[i]->stretch);
   }
+  return writes;
 }
 
 void Engine::writeIdleStretchesAtStop() {
@@ -158,49 +208,34 @@ void Engine::writeIdleStretchesAtStop() {
 }
 
 std::vector<IdleStretch> Engine::unwrittenIdleStretches(Timestamp now) const {
-  std::vector<IdleStretch> out = endedStretches_;
-  for (const auto& [device, open] : openStretches_) {
+  std::lock_guard lock(activityMutex_);
+  std::vector<IdleStretch> out = activity_.endedStretches;
+  for (const auto& [device, open] : activity_.openStretches) {
     out.push_back(open.stretch);
     out.back().to = now;
   }
   return out;
 }
 
-void Engine::reclaimIdle(Mutation& m, std::vector<Operation>& started) {
+void Engine::applyActivity(ActivityOutcome outcome, Mutation& m, std::vector<Operation>& started) {
+  for (auto& s : outcome.stretchWrites) m.writes.emplace_back(PutIdleStretch{std::move(s)});
+  activityList_ = std::move(outcome.list);
+  activityChanged_ = true;
   if (replica_ || !accepting_ || halted_) return;
-  const Timestamp now = clock_.now();
-  struct Due {
-    SystemId system;
-    ReclaimPolicy policy;
-    std::vector<DeviceId> gpus;
-    Duration idlest{0};
-  };
-  std::vector<Due> due;
-  for (const auto& [id, s] : state_->systems()) {
-    if (s.state != SystemState::kComposed || !s.activeOperation.empty()) continue;
-    const ReclaimPolicy policy = reclaimPolicyFor(s);
-    if (policy.after.count() <= 0) continue;
-    Due d{id, policy, {}, Duration(0)};
-    for (const auto& b : s.bindings) {
-      const GpuIdleState* g = idle_.find(b.deviceId);
-      if (g == nullptr || g->systemId != id || !g->idle() || !reclaimBlocked(s, *g).empty()) continue;
-      if (g->idleFor(now) < std::chrono::duration_cast<Duration>(policy.after)) continue;
-      if (policy.dryRun && reclaimAnnounced_.contains(b.deviceId)) continue;
-      d.gpus.push_back(b.deviceId);
-      d.idlest = std::max(d.idlest, g->idleFor(now));
-    }
-    if (!d.gpus.empty()) due.push_back(std::move(d));
-  }
-  for (const auto& d : due) {
-    const System& s = *state_->system(d.system);
-    const std::string name = s.name;
+  for (auto& d : outcome.due) {
+    // The round saw the system as it was when it started: detach only what is still there as it was.
+    const System* s = state_->system(d.system);
+    if (s == nullptr || s->state != SystemState::kComposed || !s->activeOperation.empty()) continue;
+    std::erase_if(d.gpus, [&](const DeviceId& g) {
+      return std::none_of(s->bindings.begin(), s->bindings.end(), [&](const Binding& b) { return b.deviceId == g; });
+    });
+    if (d.gpus.empty()) continue;
     const std::string gpus = fmt::format("{}", fmt::join(d.gpus, ", "));
     if (d.policy.dryRun) {
-      for (const auto& g : d.gpus) reclaimAnnounced_[g] = idle_.find(g)->idleSince;
       m.events.push_back(makeEvent("reclaim.would-detach", d.system,
                                    fmt::format("{} ({}): would detach {} idle GPU(s) ({}; idle up to {} h), reclaim {} (dry run: "
                                                "label {}=detach, or the tenant's reclaim_mode, makes it happen)",
-                                               name, d.system, d.gpus.size(), gpus, hours(d.idlest), switchyard::describe(d.policy), kReclaimModeLabel)));
+                                               d.name, d.system, d.gpus.size(), gpus, hours(d.idlest), switchyard::describe(d.policy), kReclaimModeLabel)));
       if (options_.metrics) options_.metrics->reclaimedGpus.add({"dry-run"}, static_cast<double>(d.gpus.size()));
       continue;
     }
@@ -209,12 +244,12 @@ void Engine::reclaimIdle(Mutation& m, std::vector<Operation>& started) {
     request.devices = d.gpus;
     auto op = audited(reclaimCaller(), "detach", d.system, {}, {}, [&](const Acceptance& a) { return acceptDetach(a, request); });
     if (!op) {
-      spdlog::warn("reclaim of {} idle GPU(s) of {} ({}) refused: {}", d.gpus.size(), name, d.system, op.error().message);
+      spdlog::warn("reclaim of {} idle GPU(s) of {} ({}) refused: {}", d.gpus.size(), d.name, d.system, op.error().message);
       continue;
     }
     if (options_.metrics) options_.metrics->reclaimedGpus.add({"detach"}, static_cast<double>(d.gpus.size()));
     m.events.push_back(makeEvent("reclaim.started", d.system,
-                                 fmt::format("{} ({}): {} detaches {} GPU(s) idle up to {} h ({}), reclaim {}", name, d.system, op->id,
+                                 fmt::format("{} ({}): {} detaches {} GPU(s) idle up to {} h ({}), reclaim {}", d.name, d.system, op->id,
                                              d.gpus.size(), hours(d.idlest), gpus, switchyard::describe(d.policy)),
                                  std::string(kReclaimActor)));
     started.push_back(*op);
@@ -222,16 +257,13 @@ void Engine::reclaimIdle(Mutation& m, std::vector<Operation>& started) {
 }
 
 Result<std::vector<Operation>> Engine::sampleActivity() {
-  SY_ASSIGN(auto checks, onControl([this]() -> Result<std::vector<ActivityCheck>> {
-              if (hosts_ == nullptr) return std::vector<ActivityCheck>{};
-              return activityChecksOnControl();
-            }));
-  std::vector<Result<std::vector<GpuActivity>>> seen;
-  for (const auto& check : checks) seen.push_back(hosts_->activity(check.host, check.gpus, {options_.hostCallTimeout}));
+  SY_ASSIGN(auto round, onControl([this]() -> Result<ActivityRound> { return activityRoundOnControl(); }));
+  if (hosts_ == nullptr) return std::vector<Operation>{};
+  auto outcome = recordActivity(round);
   return onControl([&]() -> Result<std::vector<Operation>> {
     Mutation m;
     std::vector<Operation> started;
-    recordActivityOnControl(checks, seen, m, started);
+    applyActivity(std::move(outcome), m, started);
     if (!m.events.empty() || !m.writes.empty()) SY_TRY(persist(m));  // events, reclaims, idle stretches
     return started;
   });
@@ -245,21 +277,20 @@ void Engine::scheduleActivity() {
     if (ec || halted_) return;
     scheduleActivity();
     if (activityInFlight_) return;  // hosts slower than the interval: one look at a time
-    auto checks = activityChecksOnControl();
-    if (checks.empty()) return;
+    auto round = activityRoundOnControl();
+    if (!round.asksAny()) return;
     activityInFlight_ = true;
     ++driverCallsInFlight_;
-    driverPool_->post([this, checks = std::move(checks)] {
-      std::vector<Result<std::vector<GpuActivity>>> seen;
-      for (const auto& check : checks) seen.push_back(hosts_->activity(check.host, check.gpus, {options_.hostCallTimeout}));
-      asio::post(*control_, [this, checks, seen = std::move(seen)] {
+    driverPool_->post([this, round = std::move(round)] {
+      auto outcome = std::make_shared<ActivityOutcome>(recordActivity(round));
+      asio::post(*control_, [this, outcome] {
         CommitPoint sampled{*this};
         --driverCallsInFlight_;
         activityInFlight_ = false;
         if (halted_) return;
         Mutation m;
         std::vector<Operation> started;
-        recordActivityOnControl(checks, seen, m, started);
+        applyActivity(std::move(*outcome), m, started);
         if (!m.events.empty() || !m.writes.empty())
           if (auto r = persist(m); !r) spdlog::warn("idle reclaim: {}", r.error().message);
       });
@@ -284,12 +315,13 @@ Result<std::vector<IdleGpu>> Engine::idleGpus(const Caller& caller, Duration min
 
 // The view's picture of what attached GPUs do (engine_view.cpp calls it when activityChanged_).
 std::shared_ptr<const std::vector<IdleGpu>> Engine::activityForView() const {
+  std::lock_guard lock(activityMutex_);
   auto out = std::make_shared<std::vector<IdleGpu>>();
-  out->reserve(idle_.gpus().size());
+  out->reserve(activity_.tracker.gpus().size());
   // GPUs of one system come together often enough (attach order): its lookups and policy once per run of them.
   const System* s = nullptr;
   ReclaimPolicy policy;
-  for (const auto& [device, g] : idle_.gpus()) {
+  for (const auto& [device, g] : activity_.tracker.gpus()) {
     if (s == nullptr || s->id != g.systemId) {
       s = state_->system(g.systemId);
       if (s == nullptr) continue;

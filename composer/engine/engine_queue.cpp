@@ -396,7 +396,8 @@ Result<void> Engine::setQuotas(TenantQuotas quotas) {
   return onControl([&]() -> Result<void> {
     options_.quotas = std::move(quotas);
     queueDirty_ = true;  // new shares may change the order; a raised quota may let a request in
-    activityChanged_ = true;  // and the reclaim policies shown with idle GPUs may have changed
+    activityList_ = nullptr;  // and the reclaim policies shown with idle GPUs may have changed: shown anew
+    activityChanged_ = true;
     return {};
   });
 }

@@ -115,7 +115,8 @@ void Engine::publishView() {
     next->queue = current->queue;
   }
   if (activityChanged_ || !current || !current->activity) {
-    next->activity = activityForView();
+    if (!activityList_) activityList_ = activityForView();  // a round builds its own off the control thread
+    next->activity = activityList_;
     activityChanged_ = false;
   } else {
     next->activity = current->activity;

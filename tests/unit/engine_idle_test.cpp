@@ -4,6 +4,9 @@
 // path, never one a process runs on.
 #include <gtest/gtest.h>
 
+#include <future>
+#include <latch>
+
 #include "fabric/simulated_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
@@ -181,6 +184,59 @@ TEST_F(EngineIdleTest, AGpuThatAProcessOpenedSinceItsLastIdleSampleIsNotReclaime
   ASSERT_EQ(r->size(), 1u);
   EXPECT_EQ(run(Result<Operation>(r->front())).state, OperationState::kSucceeded);
   EXPECT_EQ(gpusOf("held"), (std::vector<DeviceId>{gpus[1]}));
+}
+
+// The simulated hosts, whose activity answers wait at a gate the test opens: a round in flight while the
+// pool changes under it.
+class GatedActivity final : public HostAgents {
+ public:
+  explicit GatedActivity(SimulatedHosts& inner) : inner_(inner) {}
+  HostPolicy policy(const HostId& host) const override { return inner_.policy(host); }
+  Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change, const CallOptions& options) override {
+    return inner_.admit(host, change, options);
+  }
+  Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options) override {
+    return inner_.release(host, change, options);
+  }
+  bool canReportActivity(const HostId& host) const override { return inner_.canReportActivity(host); }
+  Result<std::vector<GpuActivity>> activity(const HostId& host, const std::vector<Binding>& devices, const CallOptions& options) override {
+    if (gated) {
+      asked.count_down();
+      open.wait();
+    }
+    return inner_.activity(host, devices, options);
+  }
+  bool gated = false;
+  std::latch asked{1};
+  std::latch open{1};
+
+ private:
+  SimulatedHosts& inner_;
+};
+
+TEST_F(EngineIdleTest, ARoundRecordsOffTheControlThreadAndReclaimsOnlyWhatIsStillAttachedWhenItEnds) {
+  GatedActivity gate(*simulated_);
+  hosts_ = &gate;
+  startWith({std::chrono::minutes(30), false});
+  composeLabelled("busy-owner", 2);
+  const auto gpus = gpusOf("busy-owner");
+  sample();
+  clock_.advance(31min);
+  gate.gated = true;  // the next round asks the host, then waits
+  auto round = std::async(std::launch::async, [&] { return engine_->sampleActivity(); });
+  gate.asked.wait();
+  // While the round is out, the owner detaches one of the two idle GPUs itself: the control thread is free.
+  run(engine_->detach(Caller::local(), {"busy-owner", {gpus[0]}, {}, {}, {}}));
+  gate.open.count_down();
+  auto started = round.get();
+  ASSERT_TRUE(started) << started.error().message;
+  ASSERT_EQ(started->size(), 1u) << "one reclaim, of the GPU still attached";
+  EXPECT_EQ(run(Result<Operation>(started->front())).state, OperationState::kSucceeded);
+  const auto after = engine_->getSystem("busy-owner");
+  EXPECT_TRUE(!after || after->state == SystemState::kDecomposed) << "detaching its last GPU ended the system";
+  const auto audit = *engine_->listAudit({});
+  EXPECT_EQ(std::count_if(audit.begin(), audit.end(), [](const AuditRecord& a) { return a.caller.identity == kReclaimActor; }), 1)
+      << "the GPU the owner took back was not reclaimed a second time";
 }
 
 TEST_F(EngineIdleTest, LabelsAndTenantPolicyChooseOverYarddsAndTenantsSeeOnlyTheirOwn) {
