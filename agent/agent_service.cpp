@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
-#include "composer/api/status_mapping.h"
+#include "net/grpc_status.h"
 
 namespace switchyard::agent {
 

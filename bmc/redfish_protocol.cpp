@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "bmc/http_status.h"
+#include "net/http_status.h"
 
 namespace switchyard::bmc::redfish_protocol {
 
@@ -124,5 +124,9 @@ Error staleTag(const std::string& id, const std::string& tag) {
 }
 
 bool isStaleTag(const Error& e) { return e.code == Code::kAborted && std::string_view(e.message).starts_with(kStalePrefix); }
+
+HttpResponse serverError(http::status status, const std::string& message) {
+  return error(status, std::string(kBase) + (status == http::status::payload_too_large ? "PayloadTooLarge" : "GeneralError"), message);
+}
 
 }  // namespace switchyard::bmc::redfish_protocol

@@ -8,8 +8,18 @@
 #include <vector>
 
 #include "bmc/redfish_service.h"
+#include "net/http_server.h"
+#include "net/http_status.h"
 
 namespace switchyard::bmc {
+
+// The HTTP vocabulary this adapter speaks (net/http_server.h).
+using net::HttpRequest;
+using net::HttpResponse;
+using net::OpenStream;
+using net::Reply;
+using net::StreamWriter;
+using net::httpStatusOf;
 
 inline constexpr const char* kBase = "Base.1.22.";
 inline constexpr const char* kComposition = "Composition.1.1.";
@@ -32,6 +42,8 @@ namespace http = boost::beast::http;
 // A response with OData-Version, Cache-Control and (when given) Allow; a JSON body unless null.
 [[nodiscard]] HttpResponse respond(http::status status, const json& body, const std::string& allow = {});
 [[nodiscard]] HttpResponse error(http::status status, const std::string& id, const std::string& message, const std::string& allow = {});
+// What the HTTP server answers itself on a Redfish port (net::HttpServerOptions::errorResponse): a Redfish error.
+[[nodiscard]] HttpResponse serverError(http::status status, const std::string& message);
 // A weak ETag of a body: equal bodies, equal tags.
 [[nodiscard]] std::string etagOf(const json& body);
 // 200 with the body, its ETag and a Link to the JSON Schema that describes it, or 404 when the body is null.

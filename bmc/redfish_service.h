@@ -1,6 +1,6 @@
 // The northbound Redfish service: an adapter over the Engine like composer/api is for gRPC. It speaks
 // the Redfish protocol (OData-Version, ETag/If-Match, Allow, Location, Redfish error bodies with Base and
-// Composition registry messages, Basic auth and session tokens) over bmc::HttpServer, and maps:
+// Composition registry messages, Basic auth and session tokens) over net::HttpServer, and maps:
 //   Systems            physical hosts (SystemType Physical) and composed systems (SystemType Composed)
 //   Compose action     a manifest of ComposeSystem stanzas: Preview, PreviewReserve (a reservation holds
 //                      the blocks), Apply (all stanzas placed together or none), Apply of a ReservationId
@@ -20,11 +20,20 @@
 #include <memory>
 
 #include "bmc/accounts.h"
-#include "bmc/http_server.h"
+#include "net/http_server.h"
+#include "net/http_status.h"
 #include "bmc/redfish_resources.h"
 #include "composer/engine/engine.h"
 
 namespace switchyard::bmc {
+
+// The HTTP vocabulary this adapter speaks (net/http_server.h).
+using net::HttpRequest;
+using net::HttpResponse;
+using net::OpenStream;
+using net::Reply;
+using net::StreamWriter;
+using net::httpStatusOf;
 
 class RedfishService {
  public:

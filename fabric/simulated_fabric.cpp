@@ -1,6 +1,6 @@
 #include "fabric/simulated_fabric.h"
 
-#include "fabric/durable_file.h"
+#include "composer/model/durable_file.h"
 
 #include <fmt/format.h>
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "composer/api/status_mapping.h"
+#include "net/grpc_status.h"
 #include "composer/model/access.h"
 
 namespace switchyard {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "composer/api/proto_convert.h"
-#include "composer/api/status_mapping.h"
+#include "net/grpc_status.h"
 #include "composer/api/switchyard_service.h"
 
 namespace switchyard {

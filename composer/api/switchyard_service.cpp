@@ -11,7 +11,7 @@
 
 #include "composer/api/proto_convert.h"
 #include "composer/api/service_support.h"
-#include "composer/api/status_mapping.h"
+#include "net/grpc_status.h"
 #include "composer/api/tenant_redaction.h"
 #include "composer/model/access.h"
 #include "composer/model/label_selector.h"

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "bmc/tls_certificate.h"
+#include "net/tls_certificate.h"
 
 namespace switchyard {
 
@@ -41,11 +41,11 @@ Result<GrpcSecurity> grpcSecurity(const DaemonOptions& o) {
     return GrpcSecurity{grpc::InsecureServerCredentials(), "plaintext (loopback only)"};
   }
   if (o.tlsCert.empty() != o.tlsKey.empty()) return fail(Code::kInvalidArgument, "--tls-cert and --tls-key go together");
-  bmc::CertificateFiles files{o.tlsCert, o.tlsKey};
+  net::CertificateFiles files{o.tlsCert, o.tlsKey};
   std::string made;
   if (o.tlsCert.empty()) {
     files = {o.grpcCertificate(), o.stateDir / "grpc-key.pem"};
-    SY_ASSIGN(const bool created, bmc::ensureCertificate(files, host == "0.0.0.0" || host == "::" || host.empty() ? "localhost" : host));
+    SY_ASSIGN(const bool created, net::ensureCertificate(files, host == "0.0.0.0" || host == "::" || host.empty() ? "localhost" : host));
     made = created ? "made now, " : "";
   }
   SY_ASSIGN(std::string cert, readPem(files.certificate, "--tls-cert"));

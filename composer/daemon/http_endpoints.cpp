@@ -4,8 +4,9 @@
 
 #include <fstream>
 
-#include "bmc/tls_certificate.h"
+#include "bmc/redfish_protocol.h"
 #include "composer/daemon/loopback.h"
+#include "net/tls_certificate.h"
 
 namespace switchyard {
 namespace {
@@ -23,11 +24,13 @@ void writePortFile(const std::filesystem::path& file, int port) {
 Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clock& clock, const metrics::EngineMetrics* metrics,
                                      bmc::Accounts* accounts) {
   const std::string metricsHost = hostOf(o.metricsListen);
-  bmc::HttpServerOptions httpOptions{o.metricsListen};
+  net::HttpServerOptions httpOptions{o.metricsListen};
+  httpOptions.name = "--metrics-listen";
+  httpOptions.errorResponse = web::WebService::errorResponse;
   if (o.metricsTls) {
-    bmc::CertificateFiles files{o.metricsCert.empty() ? o.stateDir / "metrics-cert.pem" : o.metricsCert,
+    net::CertificateFiles files{o.metricsCert.empty() ? o.stateDir / "metrics-cert.pem" : o.metricsCert,
                                 o.metricsKey.empty() ? o.stateDir / "metrics-key.pem" : o.metricsKey};
-    auto made = bmc::ensureCertificate(files, metricsHost);
+    auto made = net::ensureCertificate(files, metricsHost);
     if (!made) return fail(made.error().code, "metrics: " + made.error().message);
     httpOptions.tls = files;
   } else if (accounts && !isLoopbackHost(metricsHost)) {
@@ -39,8 +42,8 @@ Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clo
       engine, clock, std::chrono::milliseconds(static_cast<std::int64_t>(o.capacitySampleSeconds * 1000)));
   web.capacityHistory->start();
   web.service = std::make_unique<web::WebService>(engine, metrics, accounts, web.capacityHistory.get());
-  auto started = bmc::HttpServer::start(httpOptions, [w = web.service.get()](const bmc::HttpRequest& req, bmc::Reply reply,
-                                                                              bmc::OpenStream openStream, const std::string& peer) {
+  auto started = net::HttpServer::start(httpOptions, [w = web.service.get()](const net::HttpRequest& req, net::Reply reply,
+                                                                              net::OpenStream openStream, const std::string& peer) {
     w->handle(req, std::move(reply), openStream, peer);
   });
   if (!started) {
@@ -59,11 +62,13 @@ Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& eng
     return fail(Code::kInvalidArgument,
                 "--redfish-listen needs --identities FILE (the accounts Redfish clients log in with; see docs/security.md)");
   const std::string host = hostOf(o.redfishListen);
-  bmc::HttpServerOptions httpOptions{o.redfishListen};
+  net::HttpServerOptions httpOptions{o.redfishListen};
+  httpOptions.name = "--redfish-listen";
+  httpOptions.errorResponse = bmc::redfish_protocol::serverError;
   if (!o.redfishHttp) {
-    bmc::CertificateFiles files{o.redfishCert.empty() ? o.stateDir / "redfish-cert.pem" : o.redfishCert,
+    net::CertificateFiles files{o.redfishCert.empty() ? o.stateDir / "redfish-cert.pem" : o.redfishCert,
                                 o.redfishKey.empty() ? o.stateDir / "redfish-key.pem" : o.redfishKey};
-    auto made = bmc::ensureCertificate(files, host);
+    auto made = net::ensureCertificate(files, host);
     if (!made) return fail(made.error().code, "redfish: " + made.error().message);
     if (*made)
       spdlog::warn("redfish: made a self-signed TLS certificate {} (key {}); clients trust it by pinning that file, or configure "
@@ -73,8 +78,8 @@ Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& eng
   }
   RedfishEndpoint redfish;
   redfish.service = std::make_unique<bmc::RedfishService>(engine, *accounts);
-  auto started = bmc::HttpServer::start(httpOptions, [r = redfish.service.get()](const bmc::HttpRequest& req, bmc::Reply reply,
-                                                                                  bmc::OpenStream open, const std::string& peer) {
+  auto started = net::HttpServer::start(httpOptions, [r = redfish.service.get()](const net::HttpRequest& req, net::Reply reply,
+                                                                                  net::OpenStream open, const std::string& peer) {
     r->handle(req, std::move(reply), std::move(open), peer);
   });
   if (!started) return fail(started.error().code, "redfish: " + started.error().message);

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "bmc/accounts.h"
-#include "bmc/http_server.h"
+#include "net/http_server.h"
 #include "bmc/redfish_service.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/engine/engine.h"
@@ -18,12 +18,12 @@ namespace switchyard {
 struct WebEndpoint {
   std::unique_ptr<web::CapacityHistory> capacityHistory;  // the dashboard's chart: a capacity sample per interval
   std::unique_ptr<web::WebService> service;
-  std::unique_ptr<bmc::HttpServer> server;
+  std::unique_ptr<net::HttpServer> server;
 };
 
 struct RedfishEndpoint {
   std::unique_ptr<bmc::RedfishService> service;
-  std::unique_ptr<bmc::HttpServer> server;
+  std::unique_ptr<net::HttpServer> server;
 };
 
 // /metrics, the dashboard and its JSON API; TLS with --metrics-tls (a self-signed certificate is made when

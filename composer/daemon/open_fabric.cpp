@@ -21,7 +21,7 @@
 #include <iostream>
 #include "agent/agent_directory.h"
 #include "bmc/bmc_reset_hosts.h"
-#include "bmc/http_server.h"
+#include "net/http_server.h"
 #include "bmc/redfish_service.h"
 #include "composer/api/resource_provider_service.h"
 #include "composer/api/switchyard_service.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bmc/event_feed.h"
-#include "bmc/http_status.h"
+#include "net/http_status.h"
 #include "composer/metrics/exposition.h"
 #include "composer/model/queue.h"
 #include "composer/web/pool_metrics.h"
@@ -22,8 +22,8 @@ using nlohmann::json;
 
 namespace {
 
-bmc::HttpResponse respond(http::status status, std::string_view contentType, std::string body, unsigned version, bool keepAlive) {
-  bmc::HttpResponse res{status, version};
+net::HttpResponse respond(http::status status, std::string_view contentType, std::string body, unsigned version, bool keepAlive) {
+  net::HttpResponse res{status, version};
   res.set(http::field::server, "yardd");
   res.set(http::field::content_type, std::string(contentType));
   res.set(http::field::cache_control, "no-store");
@@ -33,7 +33,7 @@ bmc::HttpResponse respond(http::status status, std::string_view contentType, std
   return res;
 }
 
-bmc::HttpResponse problem(http::status status, std::string message, unsigned version, bool keepAlive) {
+net::HttpResponse problem(http::status status, std::string message, unsigned version, bool keepAlive) {
   return respond(status, "application/json", json{{"error", {{"code", static_cast<int>(status)}, {"message", std::move(message)}}}}.dump() + "\n",
                  version, keepAlive);
 }
@@ -144,7 +144,11 @@ WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, bm
                                                 kReportedShares)),
       dashboardCapacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>{}, std::vector<int>{})) {}
 
-void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream, const std::string& peer) {
+net::HttpResponse WebService::errorResponse(http::status status, const std::string& message) {
+  return problem(status, message, 11, false);
+}
+
+void WebService::handle(const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream, const std::string& peer) {
   const unsigned version = request.version();
   const bool keepAlive = request.keep_alive();
   const std::string target(request.target());
@@ -178,7 +182,7 @@ void WebService::handle(const bmc::HttpRequest& request, bmc::Reply reply, const
   accounts_->authorize(std::string(header->value()), peer, std::move(then));
 }
 
-void WebService::serve(const Caller& caller, const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream) {
+void WebService::serve(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream) {
   const unsigned version = request.version();
   const bool keepAlive = request.keep_alive();
   const std::string target(request.target());
@@ -193,7 +197,7 @@ void WebService::serve(const Caller& caller, const bmc::HttpRequest& request, bm
   reply(problem(http::status::not_found, fmt::format("no page {}; try / (the dashboard), /metrics or /api/v1/pool", path), version, keepAlive));
 }
 
-void WebService::eventStream(const Caller& caller, const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream) {
+void WebService::eventStream(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream) {
   const unsigned version = request.version();
   if (request.method() != http::verb::get || !openStream) {
     auto res = problem(http::status::method_not_allowed, "/api/v1/events/stream is a stream of server-sent events: GET it", version, false);
@@ -204,14 +208,14 @@ void WebService::eventStream(const Caller& caller, const bmc::HttpRequest& reque
   auto last = bmc::lastEventId(header == request.end() ? std::string_view{} : std::string_view(header->value()));
   if (!last) return reply(problem(http::status::bad_request, last.error().message, version, false));
   auto feed = bmc::EventFeed::open(engine_, *last);
-  if (!feed) return reply(problem(bmc::httpStatusOf(feed.error().code), feed.error().message, version, false));
+  if (!feed) return reply(problem(net::httpStatusOf(feed.error().code), feed.error().message, version, false));
   // The dashboard redraws when something happens instead of polling; a tenant hears its own events and the pool's.
   auto writer = openStream("HTTP/1.1 200 OK\r\nServer: yardd\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
   // Each event's data is the JSON /api/v1/events lists (invalid UTF-8 replaced, never thrown).
   std::move(*feed).pipeTo(writer, caller, [](const Event& e) { return eventJson(e).dump(-1, ' ', false, json::error_handler_t::replace); });
 }
 
-void WebService::metricsPage(const Caller& caller, bmc::Reply reply, unsigned version, bool keepAlive) {
+void WebService::metricsPage(const Caller& caller, net::Reply reply, unsigned version, bool keepAlive) {
   // The pool's gauges show every device and system; a tenant's view is the API's, not this one.
   if (caller.role == Role::kTenant) {
     reply(problem(http::status::forbidden, fmt::format("'{}' is a tenant: /metrics shows the whole pool and needs viewer, operator or admin", caller.identity),
@@ -220,12 +224,12 @@ void WebService::metricsPage(const Caller& caller, bmc::Reply reply, unsigned ve
   }
   // On this HTTP thread, from the engine's published view: a scrape never holds the control thread.
   metrics::ExpositionWriter out;
-  if (auto r = writePoolMetrics(engine_, out, deviceSeries_.get(), capacity_.get()); !r) return reply(problem(bmc::httpStatusOf(r.error().code), r.error().message, version, keepAlive));
+  if (auto r = writePoolMetrics(engine_, out, deviceSeries_.get(), capacity_.get()); !r) return reply(problem(net::httpStatusOf(r.error().code), r.error().message, version, keepAlive));
   if (metrics_) metrics_->registry.write(out);
   reply(respond(http::status::ok, metrics::kContentType, out.take(), version, keepAlive));
 }
 
-void WebService::api(const Caller& caller, const std::string& path, const std::string& query, bmc::Reply reply, unsigned version, bool keepAlive) {
+void WebService::api(const Caller& caller, const std::string& path, const std::string& query, net::Reply reply, unsigned version, bool keepAlive) {
   std::function<Result<json>()> read;
   bool fromView = true;  // answered on this thread from the engine's published view; else one control-thread hop
   if (path == "/api/v1/pool") {
@@ -430,7 +434,7 @@ void WebService::api(const Caller& caller, const std::string& path, const std::s
                          version, keepAlive));
   }
   auto answer = [reply = std::move(reply), version, keepAlive](Result<json> body) {
-    if (!body) return reply(problem(bmc::httpStatusOf(body.error().code), body.error().message, version, keepAlive));
+    if (!body) return reply(problem(net::httpStatusOf(body.error().code), body.error().message, version, keepAlive));
     reply(respond(http::status::ok, "application/json", body->dump() + "\n", version, keepAlive));
   };
   if (fromView) return answer(read());

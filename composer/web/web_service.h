@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "bmc/accounts.h"
-#include "bmc/http_server.h"
+#include "net/http_server.h"
 #include "composer/engine/engine.h"
 #include "composer/metrics/engine_metrics.h"
 #include "composer/web/capacity_history.h"
@@ -27,14 +27,16 @@ class WebService {
 
   // `openStream` serves /api/v1/events/stream (server-sent events); without one that path answers 405.
   // `peer`: the client's address (password lockouts count by it too).
-  void handle(const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream = {}, const std::string& peer = {});
+  void handle(const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream = {}, const std::string& peer = {});
+  // What the HTTP server answers itself on this port (net::HttpServerOptions::errorResponse): this endpoint's JSON error.
+  [[nodiscard]] static net::HttpResponse errorResponse(boost::beast::http::status status, const std::string& message);
 
  private:
   // handle() once the caller is known, on whichever thread found it out.
-  void serve(const Caller& caller, const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream);
-  void eventStream(const Caller& caller, const bmc::HttpRequest& request, bmc::Reply reply, const bmc::OpenStream& openStream);
-  void metricsPage(const Caller& caller, bmc::Reply reply, unsigned version, bool keepAlive);
-  void api(const Caller& caller, const std::string& path, const std::string& query, bmc::Reply reply, unsigned version, bool keepAlive);
+  void serve(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream);
+  void eventStream(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream);
+  void metricsPage(const Caller& caller, net::Reply reply, unsigned version, bool keepAlive);
+  void api(const Caller& caller, const std::string& path, const std::string& query, net::Reply reply, unsigned version, bool keepAlive);
 
   Engine& engine_;
   const metrics::EngineMetrics* metrics_;

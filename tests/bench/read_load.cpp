@@ -34,10 +34,10 @@ struct Fetched {
   std::size_t bytes = 0;
 };
 Fetched get(web::WebService& web, const std::string& target) {
-  bmc::HttpRequest request{boost::beast::http::verb::get, target, 11};
+  net::HttpRequest request{boost::beast::http::verb::get, target, 11};
   std::promise<Fetched> done;
   auto answer = done.get_future();
-  web.handle(request, [&done](bmc::HttpResponse res) { done.set_value({static_cast<int>(res.result_int()), res.body().size()}); });
+  web.handle(request, [&done](net::HttpResponse res) { done.set_value({static_cast<int>(res.result_int()), res.body().size()}); });
   return answer.get();
 }
 

@@ -9,7 +9,7 @@
 #include <optional>
 #include <thread>
 
-#include "bmc/tls_certificate.h"
+#include "net/tls_certificate.h"
 #include "fabric/multi_fabric.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
@@ -356,7 +356,7 @@ class RedfishBackend final : public DriverBackend {
     if (https) {
       options.tlsCertificate = certificates_.path() / "cert.pem";
       options.tlsKey = certificates_.path() / "key.pem";
-      if (auto made = bmc::ensureCertificate({options.tlsCertificate, options.tlsKey}, "127.0.0.1"); !made) {
+      if (auto made = net::ensureCertificate({options.tlsCertificate, options.tlsKey}, "127.0.0.1"); !made) {
         why_ = made.error().message;
         return;
       }

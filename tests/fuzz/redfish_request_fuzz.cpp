@@ -25,7 +25,7 @@ using namespace switchyard;
 namespace http = boost::beast::http;
 
 // A stream the fuzzer opens (the SSE resource): records and ends at once.
-class NullStream final : public bmc::StreamWriter {
+class NullStream final : public net::StreamWriter {
  public:
   void send(std::string bytes) override { sent_ += bytes.size(); }
   void close() override {}
@@ -71,23 +71,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   parser.put(boost::asio::buffer(data, size), ec);
   if (!ec && !parser.is_done()) parser.put_eof(ec);
   if (ec || !parser.is_done()) return 0;  // the HTTP layer refuses it before the service sees it
-  const bmc::HttpRequest request = parser.release();
+  const net::HttpRequest request = parser.release();
 
-  auto answered = std::make_shared<std::promise<bmc::HttpResponse>>();
+  auto answered = std::make_shared<std::promise<net::HttpResponse>>();
   auto once = std::make_shared<std::atomic<int>>(0);
   world().service->handle(
       request,
-      [answered, once](bmc::HttpResponse res) {
+      [answered, once](net::HttpResponse res) {
         if (once->fetch_add(1) == 0) answered->set_value(std::move(res));
         else std::abort();  // answered twice
       },
-      [answered, once](std::string) -> std::shared_ptr<bmc::StreamWriter> {
-        if (once->fetch_add(1) == 0) answered->set_value(bmc::HttpResponse{http::status::ok, 11});
+      [answered, once](std::string) -> std::shared_ptr<net::StreamWriter> {
+        if (once->fetch_add(1) == 0) answered->set_value(net::HttpResponse{http::status::ok, 11});
         return std::make_shared<NullStream>();
       });
   auto future = answered->get_future();
   if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) std::abort();  // never answered
-  const bmc::HttpResponse res = future.get();
+  const net::HttpResponse res = future.get();
   const unsigned status = res.result_int();
   if (status < 200 || status > 599) std::abort();
   // A HEAD answer carries the GET's headers and no body.

@@ -20,26 +20,28 @@ RULES = [
     ("composer/packing/", (["composer/model/", "composer/packing/"], IO + ["spdlog"])),
     ("composer/auth/", (["composer/model/", "composer/auth/"], IO + ["spdlog"])),
     ("composer/metrics/", (["composer/model/", "composer/metrics/", "fabric/fabric_driver.h"], IO + ["spdlog", "nlohmann"])),
-    # The operator HTTP endpoint: metrics, dashboard, JSON; on the Redfish service's Beast server and accounts.
-    ("composer/web/", (ENGINE_DEPS + ["composer/web/", "composer/auth/", "bmc/http_server.h", "bmc/http_status.h", "bmc/event_feed.h", "bmc/accounts.h", "bmc/tls_certificate.h"],
+    # Transport pieces every adapter shares: the HTTP server, TLS certificates, error codes onto HTTP/gRPC statuses.
+    ("net/", (["composer/model/", "net/"], ["sqlite3.h", "google/protobuf", "switchyard/v1/", "composer/engine/"])),
+    # The operator HTTP endpoint: metrics, dashboard, JSON; on the shared HTTP server and the Redfish service's accounts.
+    ("composer/web/", (ENGINE_DEPS + ["composer/web/", "composer/auth/", "net/http_server.h", "net/http_status.h", "bmc/event_feed.h", "bmc/accounts.h"],
                        ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("composer/engine/", (ENGINE_DEPS, ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
-    ("composer/api/", (ENGINE_DEPS + ["composer/api/", "composer/auth/", "switchyard/v1/"], ["sqlite3.h"])),
+    ("composer/api/", (ENGINE_DEPS + ["composer/api/", "composer/auth/", "net/grpc_status.h", "switchyard/v1/"], ["sqlite3.h"])),
     ("composer/daemon/", (None, [])),  # the composition root may name everything
     ("fabric/", (["composer/model/", "fabric/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     # The etcd store talks HTTP to etcd's JSON gateway (Boost.Beast); the rest of inventory/ stays off the network.
     ("inventory/etcd/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("inventory/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "boost/asio", "google/protobuf", "switchyard/v1/"])),
-    ("bmc/", (["composer/model/", "composer/auth/", "composer/engine/", "composer/packing/", "bmc/",
-               "fabric/fabric_driver.h", "fabric/host_agents.h", "fabric/redfish/redfish_client.h", "fabric/durable_file.h", "inventory/store.h"], ["sqlite3.h"])),
+    ("bmc/", (["composer/model/", "composer/auth/", "composer/engine/", "composer/packing/", "bmc/", "net/",
+               "fabric/fabric_driver.h", "fabric/host_agents.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),
     # The host agent (yard-agent) and yardd's client of it: PCI discovery, the host-side interface, gRPC.
-    ("agent/", (["composer/model/", "composer/api/status_mapping.h", "inventory/pci/", "agent/", "fabric/fabric_driver.h", "fabric/host_agents.h", "switchyard/v1/"],
+    ("agent/", (["composer/model/", "net/grpc_status.h", "inventory/pci/", "agent/", "fabric/fabric_driver.h", "fabric/host_agents.h", "switchyard/v1/"],
                 ["sqlite3.h", "composer/engine/"])),
     # yardctl talks to yardd over gRPC only; it shares the project's version (composer/model/version.h) and nothing else.
     ("cli/", (["cli/", "switchyard/v1/", "composer/model/version.h", "composer/model/queue.h", "composer/model/grpc_target.h"],
               ["composer/", "fabric/", "inventory/", "sqlite3.h", "boost/asio"])),
 ]
-PROJECT = ("composer/", "fabric/", "inventory/", "cli/", "bmc/", "agent/", "tests/")
+PROJECT = ("composer/", "fabric/", "inventory/", "cli/", "bmc/", "agent/", "net/", "tests/")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 
 
@@ -53,7 +55,7 @@ def rule_for(path):
 def main():
     violations = []
     checked = 0
-    files = sorted({f for top in ("composer", "fabric", "inventory", "bmc", "cli", "agent") for f in (ROOT / top).glob("**/*")})
+    files = sorted({f for top in ("composer", "fabric", "inventory", "bmc", "cli", "agent", "net") for f in (ROOT / top).glob("**/*")})
     for file in files:
         if file.suffix not in (".h", ".cpp") or not file.is_file():
             continue

@@ -31,7 +31,7 @@ class RedfishEmulator {
     std::filesystem::path mockup;  // a short-form mockup folder (its index.json is /redfish/v1)
     std::string user = "admin";
     std::string password = "switchyard";
-    // HTTPS with this certificate and key (PEM), e.g. from bmc::ensureCertificate; empty: plain HTTP.
+    // HTTPS with this certificate and key (PEM), e.g. from net::ensureCertificate; empty: plain HTTP.
     std::filesystem::path tlsCertificate;
     std::filesystem::path tlsKey;
   };

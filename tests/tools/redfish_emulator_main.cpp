@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bmc/tls_certificate.h"
+#include "net/tls_certificate.h"
 #include "tests/support/redfish_emulator.h"
 
 int main(int argc, char** argv) {
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories(tlsDir);
     options.tlsCertificate = tlsDir / "cert.pem";
     options.tlsKey = tlsDir / "key.pem";
-    if (auto made = switchyard::bmc::ensureCertificate({options.tlsCertificate, options.tlsKey}, "127.0.0.1"); !made) {
+    if (auto made = switchyard::net::ensureCertificate({options.tlsCertificate, options.tlsKey}, "127.0.0.1"); !made) {
       fmt::print(stderr, "redfish-emulator: {}\n", made.error().message);
       return 1;
     }

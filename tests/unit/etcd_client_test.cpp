@@ -1,4 +1,4 @@
-// The etcd client against a fake JSON gateway (bmc::HttpServer on port 0): a slow call holds up no other
+// The etcd client against a fake JSON gateway (net::HttpServer on port 0): a slow call holds up no other
 // (issue 36: the store and the leader's lease keep-alive share a client), and a malformed reply is an
 // error, never an exception. The client against real etcd is covered by the store contract and failover
 // tests.
@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "bmc/http_server.h"
+#include "net/http_server.h"
 
 namespace switchyard {
 namespace {
@@ -23,7 +23,7 @@ namespace http = boost::beast::http;
 class FakeGateway {
  public:
   FakeGateway() {
-    auto s = bmc::HttpServer::start({"127.0.0.1:0", 2}, [this](const bmc::HttpRequest& req, bmc::Reply reply, bmc::OpenStream, const std::string&) {
+    auto s = net::HttpServer::start({"127.0.0.1:0", 2}, [this](const net::HttpRequest& req, net::Reply reply, net::OpenStream, const std::string&) {
       std::lock_guard lock(mutex_);
       if (holdRanges_ && req.target() == "/v3/kv/range") {
         held_.push_back(std::move(reply));
@@ -48,7 +48,7 @@ class FakeGateway {
     return held_.size();
   }
   void release(const std::string& body) {
-    std::vector<bmc::Reply> replies;
+    std::vector<net::Reply> replies;
     {
       std::lock_guard lock(mutex_);
       replies.swap(held_);
@@ -58,8 +58,8 @@ class FakeGateway {
   }
 
  private:
-  static bmc::HttpResponse answer(const std::string& body) {
-    bmc::HttpResponse res{http::status::ok, 11};
+  static net::HttpResponse answer(const std::string& body) {
+    net::HttpResponse res{http::status::ok, 11};
     res.set(http::field::content_type, "application/json");
     res.body() = body.empty() ? "{}" : body;
     res.prepare_payload();
@@ -68,8 +68,8 @@ class FakeGateway {
   std::mutex mutex_;
   std::map<std::string, std::string> bodies_;
   bool holdRanges_ = false;
-  std::vector<bmc::Reply> held_;
-  std::unique_ptr<bmc::HttpServer> server_;
+  std::vector<net::Reply> held_;
+  std::unique_ptr<net::HttpServer> server_;
 };
 
 TEST(EtcdClient, ASlowCallDoesNotHoldUpTheLeaseKeepAlive) {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "bmc/tls_certificate.h"
+#include "net/tls_certificate.h"
 #include "tests/support/rackmount_bmc.h"
 #include "tests/support/temp_dir.h"
 
@@ -69,7 +69,7 @@ TEST_F(HostBmcTest, OverHttpsTheBmcsCertificateIsVerifiedAndATrustedCaLetsItThro
   testing::RedfishEmulator::Options secure{emulator_->options().mockup};
   secure.tlsCertificate = dir.path() / "cert.pem";
   secure.tlsKey = dir.path() / "key.pem";
-  ASSERT_TRUE(ensureCertificate({secure.tlsCertificate, secure.tlsKey}, "127.0.0.1"));
+  ASSERT_TRUE(net::ensureCertificate({secure.tlsCertificate, secure.tlsKey}, "127.0.0.1"));
   auto e = testing::RedfishEmulator::start(secure);
   ASSERT_TRUE(e) << e.error().message;
   ASSERT_EQ((*e)->url().rfind("https://", 0), 0u);

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bmc/http_status.h"
+#include "net/http_status.h"
 #include "bmc/redfish_protocol.h"
 
 namespace switchyard::bmc {

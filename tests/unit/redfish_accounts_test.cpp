@@ -11,7 +11,7 @@
 #include <future>
 #include <thread>
 
-#include "bmc/http_server.h"
+#include "net/http_server.h"
 #include "composer/model/base64.h"
 #include "tests/support/identities.h"
 
@@ -97,27 +97,6 @@ TEST(RedfishAccounts, PasswordChecksRunOffTheCallersThread) {
   std::promise<std::optional<Session>> loggedIn;
   accounts.startLogin("alice", "pw-a", "10.0.0.7", [&](std::optional<Session> s) { loggedIn.set_value(std::move(s)); });
   EXPECT_TRUE(loggedIn.get_future().get()) << "sessions use the same path";
-}
-
-// The HTTP server hands each handler the client's address (without its port): what lockouts count by.
-TEST(HttpServerPeer, IsTheClientsAddress) {
-  namespace http = boost::beast::http;
-  auto server = HttpServer::start({"127.0.0.1:0", 1}, [](const HttpRequest&, Reply reply, OpenStream, const std::string& peer) {
-    HttpResponse res{http::status::ok, 11};
-    res.body() = peer;
-    reply(std::move(res));
-  });
-  ASSERT_TRUE(server) << server.error().message;
-  boost::asio::io_context io;
-  boost::beast::tcp_stream stream(io);
-  stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>((*server)->port())));
-  http::request<http::empty_body> req{http::verb::get, "/", 11};
-  req.set(http::field::host, "127.0.0.1");
-  http::write(stream, req);
-  boost::beast::flat_buffer buffer;
-  http::response<http::string_body> res;
-  http::read(stream, buffer, res);
-  EXPECT_EQ(res.body(), "127.0.0.1");
 }
 
 }  // namespace

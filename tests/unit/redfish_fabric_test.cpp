@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "bmc/http_server.h"
-#include "bmc/tls_certificate.h"
+#include "net/http_server.h"
+#include "net/tls_certificate.h"
 #include "tests/support/redfish_emulator.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/shared_dir.h"
@@ -190,11 +190,11 @@ TEST(RedfishUrl, HttpAndHttps) {
 // server here is yardd's own HTTPS server with the self-signed certificate it makes at first start.
 TEST(RedfishClientTls, VerifiesTheServersCertificate) {
   testing::TempDir dir;
-  const bmc::CertificateFiles files{dir / "cert.pem", dir / "key.pem"};
-  ASSERT_TRUE(bmc::ensureCertificate(files, "127.0.0.1"));
-  auto server = bmc::HttpServer::start({"127.0.0.1:0", 1, 1 << 20, std::chrono::seconds(5), files},
-                                       [](const bmc::HttpRequest&, bmc::Reply reply, bmc::OpenStream, const std::string&) {
-                                         bmc::HttpResponse res{boost::beast::http::status::ok, 11};
+  const net::CertificateFiles files{dir / "cert.pem", dir / "key.pem"};
+  ASSERT_TRUE(net::ensureCertificate(files, "127.0.0.1"));
+  auto server = net::HttpServer::start({"127.0.0.1:0", 1, 1 << 20, std::chrono::seconds(5), files},
+                                       [](const net::HttpRequest&, net::Reply reply, net::OpenStream, const std::string&) {
+                                         net::HttpResponse res{boost::beast::http::status::ok, 11};
                                          res.set(boost::beast::http::field::content_type, "application/json");
                                          res.body() = R"({"Id": "RootService"})";
                                          reply(std::move(res));

@@ -1,6 +1,8 @@
-// A small HTTP/1.1 server on Boost.Beast for the Redfish service: one io_context with a few threads,
-// keep-alive, a body limit and an idle timeout per connection. Handlers answer through a callback, so
-// they can wait for the engine without holding a thread.
+// A small HTTP/1.1 server on Boost.Beast for every HTTP surface of yardd (the Redfish service, the metrics and
+// dashboard endpoint) and the test emulators: one io_context with a few threads, keep-alive, a body limit and an
+// idle timeout per connection. Handlers answer through a callback, so they can wait for the engine without
+// holding a thread. What it answers itself (a body too large, a request that is not HTTP) is in the service's
+// error format (HttpServerOptions::errorResponse).
 #pragma once
 
 #include <functional>
@@ -12,10 +14,10 @@
 
 #include <boost/beast/http.hpp>
 
-#include "bmc/tls_certificate.h"
+#include "net/tls_certificate.h"
 #include "composer/model/error.h"
 
-namespace switchyard::bmc {
+namespace switchyard::net {
 
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
@@ -37,12 +39,17 @@ using OpenStream = std::function<std::shared_ptr<StreamWriter>(std::string head)
 // `peer`: the client's address, without its port (what a lockout of password guessing counts by).
 using Handler = std::function<void(const HttpRequest&, Reply, OpenStream, const std::string& peer)>;
 
+// A response the server gives itself, in the service's error format.
+using ErrorResponse = std::function<HttpResponse(boost::beast::http::status status, const std::string& message)>;
+
 struct HttpServerOptions {
   std::string listen = "127.0.0.1:0";  // HOST:PORT; port 0 picks a free one
   int threads = 2;
   std::size_t bodyLimit = 1 << 20;   // larger bodies get 413
   std::chrono::seconds idleTimeout{30};  // a connection that sends nothing for this long is closed
   std::optional<CertificateFiles> tls;   // HTTPS with this certificate; none: plain HTTP
+  std::string name = "--listen";         // what set `listen`, for errors and logs ("--redfish-listen")
+  ErrorResponse errorResponse;           // none: the message as plain text
 };
 
 class HttpServer {
@@ -64,4 +71,4 @@ class HttpServer {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace switchyard::bmc
+}  // namespace switchyard::net

@@ -8,7 +8,7 @@
 
 #include "composer/model/error.h"
 
-namespace switchyard::bmc {
+namespace switchyard::net {
 
 struct CertificateFiles {
   std::filesystem::path certificate;  // PEM
@@ -19,4 +19,4 @@ struct CertificateFiles {
 // refuses when only one exists (a half-configured pair is a mistake worth stopping for).
 [[nodiscard]] Result<bool> ensureCertificate(const CertificateFiles& files, const std::string& hostName);
 
-}  // namespace switchyard::bmc
+}  // namespace switchyard::net

@@ -1,4 +1,4 @@
-#include "bmc/tls_certificate.h"
+#include "net/tls_certificate.h"
 
 #include <fmt/format.h>
 #include <openssl/evp.h>
@@ -13,9 +13,9 @@
 #include <memory>
 #include <string_view>
 
-#include "fabric/durable_file.h"
+#include "composer/model/durable_file.h"
 
-namespace switchyard::bmc {
+namespace switchyard::net {
 
 namespace {
 
@@ -72,4 +72,4 @@ Result<bool> ensureCertificate(const CertificateFiles& files, const std::string&
   return true;
 }
 
-}  // namespace switchyard::bmc
+}  // namespace switchyard::net

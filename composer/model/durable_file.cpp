@@ -1,4 +1,4 @@
-#include "fabric/durable_file.h"
+#include "composer/model/durable_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,4 +1,4 @@
-#include "bmc/http_server.h"
+#include "net/http_server.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -15,7 +15,7 @@
 #include <deque>
 #include <optional>
 
-namespace switchyard::bmc {
+namespace switchyard::net {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -33,6 +33,14 @@ struct HttpServer::Impl {
 };
 
 namespace {
+
+HttpResponse errorResponse(const HttpServerOptions& options, http::status status, const std::string& message) {
+  if (options.errorResponse) return options.errorResponse(status, message);
+  HttpResponse res{status, 11};
+  res.set(http::field::content_type, "text/plain; charset=utf-8");
+  res.body() = message + "\n";
+  return res;
+}
 
 // The TCP layer of a plain or a TLS stream, for timeouts and shutdown.
 beast::tcp_stream& tcpOf(beast::tcp_stream& s) { return s; }
@@ -132,9 +140,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void onRead(beast::error_code ec) {
     if (ec == http::error::end_of_stream || ec == beast::error::timeout) return close();
     if (ec == http::error::body_limit) {
-      HttpResponse res{http::status::payload_too_large, 11};
-      res.set(http::field::content_type, "application/json");
-      res.body() = R"({"error":{"code":"Base.1.22.PayloadTooLarge","message":"the request body is too large"}})";
+      HttpResponse res = errorResponse(options_, http::status::payload_too_large, "the request body is too large");
       res.keep_alive(false);
       return write(std::move(res));
     }
@@ -143,9 +149,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       // A request that is not HTTP/1.1 as RFC 9112 writes it: say so (400, or 431 for oversized headers) and close,
       // rather than dropping the connection with no answer.
       const bool tooLarge = ec == http::error::header_limit;
-      HttpResponse res{tooLarge ? http::status::request_header_fields_too_large : http::status::bad_request, 11};
-      res.set(http::field::content_type, "application/json");
-      res.body() = fmt::format(R"({{"error":{{"code":"Base.1.22.GeneralError","message":"malformed HTTP request: {}"}}}})", ec.message());
+      HttpResponse res = errorResponse(options_, tooLarge ? http::status::request_header_fields_too_large : http::status::bad_request,
+                                       "malformed HTTP request: " + ec.message());
       res.keep_alive(false);
       return write(std::move(res));
     }
@@ -235,7 +240,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 void HttpServer::Impl::accept() {
   acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
-      if (ec != asio::error::operation_aborted) spdlog::warn("redfish: accept failed: {}", ec.message());
+      if (ec != asio::error::operation_aborted) spdlog::warn("{}: accept failed: {}", options.name, ec.message());
       if (!acceptor.is_open()) return;
     } else if (tls) {
       std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(options, handler, std::move(socket), *tls)->run();
@@ -250,15 +255,15 @@ HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options, Handler handler) {
   const auto colon = options.listen.rfind(':');
-  if (colon == std::string::npos) return fail(Code::kInvalidArgument, fmt::format("--redfish-listen {}: expected HOST:PORT", options.listen));
+  if (colon == std::string::npos) return fail(Code::kInvalidArgument, fmt::format("{} {}: expected HOST:PORT", options.name, options.listen));
   beast::error_code ec;
   const auto address = asio::ip::make_address(options.listen.substr(0, colon), ec);
-  if (ec) return fail(Code::kInvalidArgument, fmt::format("--redfish-listen {}: {}", options.listen, ec.message()));
+  if (ec) return fail(Code::kInvalidArgument, fmt::format("{} {}: {}", options.name, options.listen, ec.message()));
   int portNumber = 0;
   try {
     portNumber = std::stoi(options.listen.substr(colon + 1));
   } catch (const std::exception&) {
-    return fail(Code::kInvalidArgument, fmt::format("--redfish-listen {}: the port is not a number", options.listen));
+    return fail(Code::kInvalidArgument, fmt::format("{} {}: the port is not a number", options.name, options.listen));
   }
   auto impl = std::make_unique<Impl>(options, std::move(handler));
   if (options.tls) {
@@ -301,4 +306,4 @@ void HttpServer::stop() {
 
 HttpServer::~HttpServer() { stop(); }
 
-}  // namespace switchyard::bmc
+}  // namespace switchyard::net

@@ -8,7 +8,7 @@
 
 #include "composer/model/error.h"
 
-namespace switchyard::bmc {
+namespace switchyard::net {
 
 [[nodiscard]] constexpr boost::beast::http::status httpStatusOf(Code code) {
   using boost::beast::http::status;
@@ -29,4 +29,4 @@ namespace switchyard::bmc {
   return status::internal_server_error;
 }
 
-}  // namespace switchyard::bmc
+}  // namespace switchyard::net

@@ -1,4 +1,4 @@
-#include "composer/api/status_mapping.h"
+#include "net/grpc_status.h"
 
 namespace switchyard {
 
