@@ -421,6 +421,7 @@ class Engine {
       std::string name;
       ReclaimPolicy policy;
       std::vector<DeviceId> gpus;
+      std::vector<Timestamp> idleSince;  // per GPU: the idle stretch a dry run's notice names
       Duration idlest{0};
     };
     std::vector<Reclaim> due;

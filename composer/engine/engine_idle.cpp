@@ -137,11 +137,11 @@ Engine::ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
                        !(check.policy.dryRun && activity_.reclaimAnnounced.contains(g->deviceId));
       if (due) {
         auto [at, fresh] = dueOf.try_emplace(check.system, out.due.size());
-        if (fresh) out.due.push_back({check.system, check.name, check.policy, {}, Duration(0)});
+        if (fresh) out.due.push_back({check.system, check.name, check.policy, {}, {}, Duration(0)});
         auto& d = out.due[at->second];
         d.gpus.push_back(g->deviceId);
         d.idlest = std::max(d.idlest, g->idleFor(now));
-        if (check.policy.dryRun) activity_.reclaimAnnounced[g->deviceId] = g->idleSince;
+        d.idleSince.push_back(g->idleSince);
       }
       list->push_back(std::move(v));
     }
@@ -226,12 +226,18 @@ void Engine::applyActivity(ActivityOutcome outcome, Mutation& m, std::vector<Ope
     // The round saw the system as it was when it started: detach only what is still there as it was.
     const System* s = state_->system(d.system);
     if (s == nullptr || s->state != SystemState::kComposed || !s->activeOperation.empty()) continue;
-    std::erase_if(d.gpus, [&](const DeviceId& g) {
-      return std::none_of(s->bindings.begin(), s->bindings.end(), [&](const Binding& b) { return b.deviceId == g; });
-    });
+    for (std::size_t i = d.gpus.size(); i-- > 0;)
+      if (std::none_of(s->bindings.begin(), s->bindings.end(), [&](const Binding& b) { return b.deviceId == d.gpus[i]; })) {
+        d.gpus.erase(d.gpus.begin() + static_cast<std::ptrdiff_t>(i));
+        d.idleSince.erase(d.idleSince.begin() + static_cast<std::ptrdiff_t>(i));
+      }
     if (d.gpus.empty()) continue;
     const std::string gpus = fmt::format("{}", fmt::join(d.gpus, ", "));
     if (d.policy.dryRun) {
+      {  // announced once per idle stretch: only what this event names
+        std::lock_guard lock(activityMutex_);
+        for (std::size_t i = 0; i < d.gpus.size(); ++i) activity_.reclaimAnnounced[d.gpus[i]] = d.idleSince[i];
+      }
       m.events.push_back(makeEvent("reclaim.would-detach", d.system,
                                    fmt::format("{} ({}): would detach {} idle GPU(s) ({}; idle up to {} h), reclaim {} (dry run: "
                                                "label {}=detach, or the tenant's reclaim_mode, makes it happen)",
