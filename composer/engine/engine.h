@@ -395,7 +395,8 @@ class Engine {
   // which GPUs (with what the round needs of each system, as it is then); the hosts are asked and their answers
   // recorded off the control thread (activity_, under activityMutex_), which also works out the idle stretches
   // to write, the reclaims due and the list the view shows; the control thread applies that (writes, events,
-  // detaches checked against the state as it is now). A round costs the control thread O(systems), not O(GPUs).
+  // detaches checked against the state as it is now). The control thread
+  // copies each system's GPU list once per round (a lookup per GPU); recording, stretches and the list are off it.
   struct ActivityCheck {
     HostId host;
     SystemId system;
