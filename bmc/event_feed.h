@@ -12,19 +12,10 @@
 #include <string_view>
 #include <vector>
 
-#include "net/http_server.h"
-#include "net/http_status.h"
+#include "bmc/http_vocabulary.h"
 #include "composer/engine/engine.h"
 
 namespace switchyard::bmc {
-
-// The HTTP vocabulary this adapter speaks (net/http_server.h).
-using net::HttpRequest;
-using net::HttpResponse;
-using net::OpenStream;
-using net::Reply;
-using net::StreamWriter;
-using net::httpStatusOf;
 
 // One event as the surface writes it: the `data:` of its frame, on one line (JSON). The feed frames it as
 // "id: <sequence>\ndata: <text>\n\n".

@@ -8,18 +8,9 @@
 #include <vector>
 
 #include "bmc/redfish_service.h"
-#include "net/http_server.h"
-#include "net/http_status.h"
+#include "bmc/http_vocabulary.h"
 
 namespace switchyard::bmc {
-
-// The HTTP vocabulary this adapter speaks (net/http_server.h).
-using net::HttpRequest;
-using net::HttpResponse;
-using net::OpenStream;
-using net::Reply;
-using net::StreamWriter;
-using net::httpStatusOf;
 
 inline constexpr const char* kBase = "Base.1.22.";
 inline constexpr const char* kComposition = "Composition.1.1.";

@@ -20,20 +20,11 @@
 #include <memory>
 
 #include "bmc/accounts.h"
-#include "net/http_server.h"
-#include "net/http_status.h"
+#include "bmc/http_vocabulary.h"
 #include "bmc/redfish_resources.h"
 #include "composer/engine/engine.h"
 
 namespace switchyard::bmc {
-
-// The HTTP vocabulary this adapter speaks (net/http_server.h).
-using net::HttpRequest;
-using net::HttpResponse;
-using net::OpenStream;
-using net::Reply;
-using net::StreamWriter;
-using net::httpStatusOf;
 
 class RedfishService {
  public:
