@@ -22,7 +22,7 @@ namespace {
 template <typename T, void (*Free)(T*)>
 using Owned = std::unique_ptr<T, decltype([](T* p) { Free(p); })>;
 
-// Encodes into memory, then writes the file durably (fabric/durable_file.h): a full disk leaves no half key.
+// Encodes into memory, then writes the file durably (composer/model/durable_file.h): a full disk leaves no half key.
 Result<void> writePem(const std::filesystem::path& path, mode_t mode, const std::function<int(BIO*)>& encode) {
   Owned<BIO, BIO_free_all> bio(BIO_new(BIO_s_mem()));
   if (!bio || encode(bio.get()) != 1) return fail(Code::kInternal, fmt::format("cannot encode {}", path.string()));

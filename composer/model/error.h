@@ -1,5 +1,5 @@
 // Errors are values: every fallible call returns Result<T>. Codes map 1:1 onto gRPC canonical codes
-// (composer/api/status_mapping.cpp) and later onto Redfish Base messages; nothing else may invent codes.
+// (net/grpc_status.cpp) and later onto Redfish Base messages; nothing else may invent codes.
 #pragma once
 
 #include <expected>

@@ -1,4 +1,4 @@
-// One mapping of error codes to HTTP statuses (bmc/http_status.h): Redfish answers every code with that
+// One mapping of error codes to HTTP statuses (net/http_status.h): Redfish answers every code with that
 // status and its own message id, except its two cases (a missing block named by a compose, a stale ETag).
 #include <gtest/gtest.h>
 
