@@ -143,13 +143,16 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
   if (until == 0) until = now;
   if (since < 0 || until <= since) return fail(Code::kInvalidArgument, "usage: --since must be before --until");
   SY_ASSIGN(auto view, readableView());
+  // What is in memory only (open stretches, ended ones not yet written), read on this thread: it waits for a
+  // sampling round's recording, if one is under way, without holding the control thread.
+  std::vector<IdleStretch> unwritten = unwrittenIdleStretches(now);
   std::vector<IdleStretch> idle;
   SY_ASSIGN(auto ops, onControl([&]() -> Result<std::vector<Operation>> {
     SY_ASSIGN(idle, store_.listIdleStretches(since, until));
-    // What is in memory only (open stretches, ended ones not yet written) replaces what is stored of the same.
+    // The memory's copy of a stretch replaces what is stored of the same (it is as long or longer).
     std::map<std::pair<DeviceId, Timestamp>, IdleStretch> merged;
     for (auto& s : idle) merged[{s.deviceId, s.from}] = std::move(s);
-    for (auto& s : unwrittenIdleStretches(now)) {
+    for (auto& s : unwritten) {
       auto& kept = merged[{s.deviceId, s.from}];
       if (kept.to < s.to) kept = std::move(s);
     }
