@@ -38,6 +38,7 @@
 #include "composer/engine/elastic_executor.h"
 #include "composer/engine/engine_requests.h"
 #include "composer/engine/event_stream.h"
+#include "composer/engine/activity_round.h"
 #include "composer/engine/idle_tracker.h"
 #include "composer/engine/steps/step_kind.h"
 #include "composer/engine/usage.h"
@@ -397,37 +398,7 @@ class Engine {
   // to write, the reclaims due and the list the view shows; the control thread applies that (writes, events,
   // detaches checked against the state as it is now). The control thread
   // copies each system's GPU list once per round (a lookup per GPU); recording, stretches and the list are off it.
-  struct ActivityCheck {
-    HostId host;
-    SystemId system;
-    std::vector<Binding> gpus;
-    std::string name;
-    std::string tenant;
-    ReclaimPolicy policy;
-    bool asked = false;                  // its host is asked this round (no operation runs, the host can report)
-    bool reclaimable = false;            // composed with no operation running: reclaim may take its GPUs
-    std::vector<std::string> models;     // per GPU
-    std::vector<std::string> sharedHow;  // per GPU: why several systems' work runs on it ("" when none)
-  };
-  struct ActivityRound {
-    std::vector<ActivityCheck> checks;  // every live system with a GPU; what a system not asked did is kept
-    [[nodiscard]] bool asksAny() const {
-      return std::any_of(checks.begin(), checks.end(), [](const ActivityCheck& c) { return c.asked; });
-    }
-  };
-  struct ActivityOutcome {
-    std::vector<IdleStretch> stretchWrites;
-    struct Reclaim {
-      SystemId system;
-      std::string name;
-      ReclaimPolicy policy;
-      std::vector<DeviceId> gpus;
-      std::vector<Timestamp> idleSince;  // per GPU: the idle stretch a dry run's notice names
-      Duration idlest{0};
-    };
-    std::vector<Reclaim> due;
-    std::shared_ptr<const std::vector<IdleGpu>> list;  // for the view
-  };
+  // The round's types (what it asks, what it finds, what it remembers): composer/engine/activity_round.h.
   [[nodiscard]] ActivityRound activityRoundOnControl() const;
   // Off the control thread: asks the hosts and records what they said.
   [[nodiscard]] ActivityOutcome recordActivity(const ActivityRound& round);
@@ -577,18 +548,6 @@ class Engine {
   std::map<std::string, std::vector<std::pair<Timestamp, int>>, std::less<>> preemptedGpus_;
   // GPUs of `tenant` that may still be preempted today (INT_MAX: no budget).
   [[nodiscard]] int preemptionBudgetLeft(std::string_view tenant);
-  struct OpenStretch {
-    IdleStretch stretch;
-    Timestamp writtenAt = 0;  // its latest checkpoint (its start until the first)
-  };
-  // What idle reclaim remembers between rounds. Written by the round's worker, off the control thread.
-  struct ActivityBook {
-    ActivityBook(int busyAbovePercent, std::size_t history) : tracker(busyAbovePercent, history) {}
-    IdleTracker tracker;                                   // what attached GPUs did, as sampled
-    std::map<DeviceId, Timestamp> reclaimAnnounced;        // dry run: the idle stretch (its start) a would-detach named
-    std::map<DeviceId, OpenStretch> openStretches;         // idle now, by GPU
-    std::vector<IdleStretch> endedStretches;               // ended, waiting for a round's write budget
-  };
   mutable std::mutex activityMutex_;  // one round's recording at a time; usage and stop read under it
   ActivityBook activity_;             // guarded by activityMutex_
   std::shared_ptr<const std::vector<IdleGpu>> activityList_;  // what the view shows (control thread)

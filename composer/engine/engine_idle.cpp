@@ -58,7 +58,7 @@ ReclaimPolicy Engine::reclaimPolicyFor(const System& system) const {
   return policy ? *policy : inherited;  // labels were checked at compose; one that no longer parses is ignored
 }
 
-Engine::ActivityRound Engine::activityRoundOnControl() const {
+ActivityRound Engine::activityRoundOnControl() const {
   ActivityRound round;
   if (hosts_ == nullptr) return round;
   for (const auto& [id, s] : state_->systems()) {
@@ -81,7 +81,7 @@ Engine::ActivityRound Engine::activityRoundOnControl() const {
   return round;
 }
 
-Engine::ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
+ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
   std::vector<Result<std::vector<GpuActivity>>> seen;
   seen.reserve(round.checks.size());
   for (const auto& check : round.checks)
