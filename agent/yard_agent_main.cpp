@@ -19,6 +19,7 @@
 #include "agent/agent_service.h"
 #include "agent/host_ops.h"
 #include "composer/model/config_syntax.h"
+#include "composer/model/durable_file.h"
 #include "composer/model/grpc_target.h"
 #include "composer/model/version.h"
 #include "switchyard/v1/agent.grpc.pb.h"
@@ -264,9 +265,9 @@ int run(const AgentFlags& flags) {
   spdlog::info("yard-agent for {} listening on {} ({}; sysfs {}, {} port mapping(s))", flags.host, advertise,
                flags.tlsCert.empty() ? "plaintext" : flags.tlsClientCa.empty() ? "TLS" : "mutual TLS", flags.sysfsRoot.string(),
                options.upstreamPorts.size());
-  if (!flags.portFile.empty()) {
-    std::ofstream(flags.portFile.string() + ".tmp") << port << "\n";
-    std::filesystem::rename(flags.portFile.string() + ".tmp", flags.portFile);
+  if (auto written = writePortFile(flags.portFile, port); !written) {
+    spdlog::critical("--port-file: {}", written.error().message);
+    return 1;
   }
 
   sd_notify(0, fmt::format("READY=1\nSTATUS=serving {} on {}", flags.host, advertise).c_str());

@@ -2,10 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include <fstream>
 
 #include "bmc/redfish_protocol.h"
 #include "composer/daemon/loopback.h"
+#include "composer/model/durable_file.h"
 #include "net/tls_certificate.h"
 
 namespace switchyard {
@@ -14,12 +14,6 @@ namespace {
 std::string hostOf(const std::string& listen) { return listen.substr(0, listen.rfind(':')); }
 
 }  // namespace
-
-void writePortFile(const std::filesystem::path& file, int port) {
-  if (file.empty()) return;
-  std::ofstream(file.string() + ".tmp") << port << "\n";
-  std::filesystem::rename(file.string() + ".tmp", file);
-}
 
 Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clock& clock, const metrics::EngineMetrics* metrics,
                                      bmc::Accounts* accounts) {
@@ -53,7 +47,7 @@ Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clo
   web.server = std::move(*started);
   spdlog::info("metrics on {}://{}:{}/metrics, dashboard at /{}", httpOptions.tls ? "https" : "http", metricsHost, web.server->port(),
                accounts ? " (credentials needed)" : "");
-  writePortFile(o.metricsPortFile, web.server->port());
+  SY_TRY(writePortFile(o.metricsPortFile, web.server->port()));
   return web;
 }
 
@@ -88,7 +82,7 @@ Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& eng
     spdlog::info("Redfish service on https://{}:{}", host, redfish.server->port());
   else
     spdlog::warn("Redfish service on http://{}:{} (plain HTTP: Basic auth sends passwords in the clear)", host, redfish.server->port());
-  writePortFile(o.redfishPortFile, redfish.server->port());
+  SY_TRY(writePortFile(o.redfishPortFile, redfish.server->port()));
   return redfish;
 }
 

@@ -34,8 +34,4 @@ struct RedfishEndpoint {
 // The Redfish service; needs the accounts its clients log in with.
 [[nodiscard]] Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& engine, bmc::Accounts* accounts);
 
-// Writes `port` into `file` (when one is named) whole: through a temporary file renamed over it, so a reader
-// never sees half a number.
-void writePortFile(const std::filesystem::path& file, int port);
-
 }  // namespace switchyard

@@ -1,12 +1,12 @@
 #include "composer/daemon/open_store.h"
 
 #include <spdlog/spdlog.h>
-#include <systemd/sd-daemon.h>
 
 #include <chrono>
 #include <cstdlib>
 
 #include "composer/daemon/secret_files.h"
+#include "composer/daemon/service_manager.h"
 #include "composer/daemon/standby_reads.h"
 #include "inventory/etcd/etcd_store.h"
 #include "inventory/sqlite_store.h"
@@ -92,8 +92,6 @@ Result<std::optional<OpenedStore>> openEtcdAsLeader(const StoreStepContext& c) {
 }
 
 }  // namespace
-
-void notifyServiceManager(const std::string& state) { sd_notify(0, state.c_str()); }
 
 Result<std::optional<OpenedStore>> openStore(const StoreStepContext& context) {
   const std::string& store = context.options.store;

@@ -36,7 +36,4 @@ struct StoreStepContext {
 // when a signal stopped it while it stood by.
 [[nodiscard]] Result<std::optional<OpenedStore>> openStore(const StoreStepContext& context);
 
-// The service manager's view of yardd (systemd's Type=notify; a no-op when not started by systemd).
-void notifyServiceManager(const std::string& state);
-
 }  // namespace switchyard

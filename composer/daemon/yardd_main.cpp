@@ -22,6 +22,7 @@
 #include "composer/daemon/http_endpoints.h"
 #include "composer/daemon/loopback.h"
 #include "composer/daemon/open_store.h"
+#include "composer/daemon/service_manager.h"
 #include "composer/daemon/lockout_report.h"
 #include "composer/daemon/secret_files.h"
 #include "composer/daemon/daemon_options.h"
@@ -30,6 +31,7 @@
 #include "composer/daemon/state_lock.h"
 #include "composer/api/version_interceptor.h"
 #include "composer/model/config_syntax.h"
+#include "composer/model/durable_file.h"
 #include "composer/model/version.h"
 #include "composer/engine/engine.h"
 #include "composer/metrics/instrumented_fabric.h"
@@ -310,7 +312,7 @@ int run(const DaemonOptions& o) {
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
   spdlog::info("yardd listening on {}:{} over {}; {}", host, port, security.description,
                identities ? "callers authenticate (client certificate or bearer token)" : "no --identities: every caller is an admin");
-  writePortFile(o.portFile, port);
+  SY_TRY_OR_EXIT(writePortFile(o.portFile, port));
   notifyServiceManager(fmt::format("READY=1\nSTATUS=serving on {}:{}{}", host, port, leader ? " (leader)" : ""));
   reloadIdentitiesOnHangup(signalWaiter, o, identities, engine);
 

@@ -55,4 +55,9 @@ Result<void> writeFileDurably(const std::filesystem::path& path, std::string_vie
   return {};
 }
 
+Result<void> writePortFile(const std::filesystem::path& path, int port) {
+  if (path.empty()) return {};
+  return writeFileDurably(path, std::to_string(port) + "\n");
+}
+
 }  // namespace switchyard

@@ -15,4 +15,8 @@ namespace switchyard {
 // kUnavailable with the path and the system's reason when any step fails; the old file is then untouched.
 [[nodiscard]] Result<void> writeFileDurably(const std::filesystem::path& path, std::string_view content, mode_t mode = 0644);
 
+// A daemon's --port-file: the port it listens on, written whole (a reader never sees half a number); nothing
+// when `path` is empty.
+[[nodiscard]] Result<void> writePortFile(const std::filesystem::path& path, int port);
+
 }  // namespace switchyard
