@@ -17,7 +17,7 @@
 #include <set>
 
 #include "composer/model/clock.h"
-#include "fabric/host_agents.h"
+#include "agent/host_agents.h"
 #include "switchyard/v1/agent.grpc.pb.h"
 
 namespace switchyard::agent {

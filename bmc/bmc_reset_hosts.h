@@ -9,7 +9,7 @@
 #include <map>
 
 #include "bmc/host_bmc.h"
-#include "fabric/host_agents.h"
+#include "agent/host_agents.h"
 
 namespace switchyard::bmc {
 

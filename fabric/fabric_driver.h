@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "composer/model/call_options.h"
 #include "composer/model/composition.h"
 #include "composer/model/error.h"
 #include "composer/model/topology.h"
@@ -38,11 +39,6 @@ struct FabricEvent {
   std::string subject;  // device or port id
   std::string message;
   DeviceHealth health = DeviceHealth::kOk;  // the new health, for "device.health"
-};
-
-// Limits of one switch call.
-struct CallOptions {
-  Duration timeout = std::chrono::seconds(60);  // give up (kDeadlineExceeded) when no answer came by then
 };
 
 // True when a failed switch call is known to have changed nothing (see the contract above).

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <random>
@@ -58,6 +59,10 @@ class SimulatedFabric final : public FabricDriver {
   // What the switch routes now, with no call latency or fault: the simulated hardware's own state, which
   // the simulated hosts (simulated_hosts.h) see.
   [[nodiscard]] std::optional<PortId> routedPort(const DeviceId& device) const;
+  // routedPort as a function, for the simulated hosts (agent/simulated_hosts.h) this switch drives.
+  [[nodiscard]] std::function<std::optional<PortId>(const DeviceId&)> router() const {
+    return [this](const DeviceId& device) { return routedPort(device); };
+  }
 
  private:
   SimulatedFabric(Topology topology, Clock& clock, SimulatedFabricOptions options);

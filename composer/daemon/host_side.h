@@ -8,7 +8,7 @@
 #include "bmc/bmc_reset_hosts.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/daemon/open_fabric.h"
-#include "fabric/simulated_hosts.h"
+#include "agent/simulated_hosts.h"
 
 namespace switchyard {
 

@@ -43,7 +43,7 @@
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/switchtec/switchtec_fabric.h"
 #include "fabric/simulated_fabric.h"
-#include "fabric/simulated_hosts.h"
+#include "agent/simulated_hosts.h"
 #include "fabric/topology_generator.h"
 #include "fabric/topology_json.h"
 #include "inventory/etcd/etcd_store.h"

@@ -112,7 +112,7 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // The host side (fabric/host_agents.h): whose policy decides which hosts get host steps. Set before
+  // The host side (agent/host_agents.h): whose policy decides which hosts get host steps. Set before
   // start(). Without one every host trusts the fabric (engine tests that are about the switch).
   void useHostAgents(HostAgents& hosts) { hosts_ = &hosts; }
 

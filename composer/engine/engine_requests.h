@@ -13,7 +13,7 @@
 #include "composer/model/error.h"
 #include "composer/model/topology.h"
 #include "composer/packing/packing.h"
-#include "fabric/host_agents.h"
+#include "agent/host_agents.h"
 
 namespace switchyard {
 
@@ -61,7 +61,7 @@ struct HostView {
   std::vector<SwitchId> upstreamSwitches;  // the switch of each of host.upstreamPorts
   SystemId systemId;
   int attachedDevices = 0;
-  HostPolicy policy = HostPolicy::kTrustFabric;  // how it takes devices (fabric/host_agents.h)
+  HostPolicy policy = HostPolicy::kTrustFabric;  // how it takes devices (agent/host_agents.h)
   std::string hostSide;                          // the host side's status line
   std::string reservationId;                     // when a composition reservation holds it
 };

@@ -15,7 +15,7 @@
 
 #include "composer/model/clock.h"
 #include "composer/model/composition.h"
-#include "fabric/host_agents.h"
+#include "agent/host_agents.h"
 
 namespace switchyard {
 

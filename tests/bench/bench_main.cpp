@@ -25,7 +25,7 @@
 #include "composer/packing/demand_mix.h"
 #include "composer/packing/packing.h"
 #include "fabric/simulated_fabric.h"
-#include "fabric/simulated_hosts.h"
+#include "agent/simulated_hosts.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
 #include "tests/bench/compose_latency.h"
@@ -69,7 +69,7 @@ int benchCompose(double seconds, int clients, const std::string& durability, int
   // what the host steps cost the engine.
   std::unique_ptr<SimulatedHosts> hosts;
   if (hostSide == "simulated") {
-    hosts = std::make_unique<SimulatedHosts>(*fabric->discover(), *fabric, clock);
+    hosts = std::make_unique<SimulatedHosts>(*fabric->discover(), fabric->router(), clock);
     engine.useHostAgents(*hosts);
   }
   if (auto r = engine.start(); !r) {

@@ -9,7 +9,7 @@
 
 #include "composer/engine/engine.h"
 #include "fabric/simulated_fabric.h"
-#include "fabric/simulated_hosts.h"
+#include "agent/simulated_hosts.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
 #include "tests/bench/latency_summary.h"
@@ -47,7 +47,7 @@ int benchIdleSampling(const IdleBenchOptions& o) {
     fmt::print(stderr, "error: cannot create the switch or the store\n");
     return 1;
   }
-  SimulatedHosts hosts(topology, **fabric, clock);
+  SimulatedHosts hosts(topology, (*fabric)->router(), clock);
   EngineOptions options{.fabricPollInterval = std::chrono::milliseconds(0), .reconcileInterval = std::chrono::milliseconds(0)};
   options.activityInterval = std::chrono::milliseconds(0);  // sampled by hand below
   Engine engine(**fabric, **store, clock, options);

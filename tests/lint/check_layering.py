@@ -12,7 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 IO = ["boost/asio", "boost/beast", "grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"]
 ENGINE_DEPS = ["composer/model/", "composer/packing/", "composer/engine/",
-               "fabric/fabric_driver.h", "fabric/host_agents.h", "inventory/store.h", "composer/metrics/"]
+               "fabric/fabric_driver.h", "agent/host_agents.h", "inventory/store.h", "composer/metrics/"]
 
 # folder -> (project include prefixes it may use, include prefixes it must not use). First match wins.
 RULES = [
@@ -33,9 +33,9 @@ RULES = [
     ("inventory/etcd/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("inventory/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "boost/asio", "google/protobuf", "switchyard/v1/"])),
     ("bmc/", (["composer/model/", "composer/auth/", "composer/engine/", "composer/packing/", "bmc/", "net/",
-               "fabric/fabric_driver.h", "fabric/host_agents.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),
-    # The host agent (yard-agent) and yardd's client of it: PCI discovery, the host-side interface, gRPC.
-    ("agent/", (["composer/model/", "net/grpc_status.h", "inventory/pci/", "agent/", "fabric/fabric_driver.h", "fabric/host_agents.h", "switchyard/v1/"],
+               "fabric/fabric_driver.h", "agent/host_agents.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),
+    # The host side (ADR 0012): the HostAgents port, simulated hosts, yard-agent and yardd's client of it (PCI discovery, gRPC).
+    ("agent/", (["composer/model/", "net/grpc_status.h", "inventory/pci/", "agent/", "switchyard/v1/"],
                 ["sqlite3.h", "composer/engine/"])),
     # yardctl talks to yardd over gRPC only; it shares the project's version (composer/model/version.h) and nothing else.
     ("cli/", (["cli/", "switchyard/v1/", "composer/model/version.h", "composer/model/queue.h", "composer/model/grpc_target.h"],

@@ -13,7 +13,7 @@
 
 #include "composer/engine/engine.h"
 #include "fabric/simulated_fabric.h"
-#include "fabric/simulated_hosts.h"
+#include "agent/simulated_hosts.h"
 #include "fabric/switchtec/switchtec_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
@@ -132,7 +132,7 @@ class Simulation {
       if (!fabric) return violation("set-up: cannot create the switch");
       fabric_ = fabric->get();
       driver_ = std::move(*fabric);
-      hosts_ = std::make_unique<SimulatedHosts>(*fabric_->discover(), *fabric_, clock_);
+      hosts_ = std::make_unique<SimulatedHosts>(*fabric_->discover(), fabric_->router(), clock_);
       gatedHosts_ = std::make_unique<GatedHosts>(*hosts_, gate_);
     }
     auto store = SqliteStore::open(dir_ / "yard.db");

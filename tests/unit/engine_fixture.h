@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "composer/engine/engine.h"
-#include "fabric/host_agents.h"
+#include "agent/host_agents.h"
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <thread>
 
-#include "fabric/simulated_hosts.h"
+#include "agent/simulated_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -15,7 +15,7 @@ namespace {
 class EngineHostTest : public EngineTest {
  protected:
   void startWithHosts(SimulatedHostsOptions options = {}) {
-    simulatedHosts_ = std::make_unique<SimulatedHosts>(defaultTopology(), *fabric_, clock_, std::move(options));
+    simulatedHosts_ = std::make_unique<SimulatedHosts>(defaultTopology(), fabric_->router(), clock_, std::move(options));
     hosts_ = simulatedHosts_.get();
     start();
   }
@@ -382,7 +382,7 @@ class GatedHosts final : public HostAgents {
 };
 
 TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart) {
-  simulatedHosts_ = std::make_unique<SimulatedHosts>(defaultTopology(), *fabric_, clock_);
+  simulatedHosts_ = std::make_unique<SimulatedHosts>(defaultTopology(), fabric_->router(), clock_);
   GatedHosts gated(*simulatedHosts_);
   hosts_ = &gated;
   start();

@@ -7,7 +7,7 @@
 #include <future>
 #include <latch>
 
-#include "fabric/simulated_hosts.h"
+#include "agent/simulated_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -54,7 +54,7 @@ class EngineIdleTest : public EngineTest {
  protected:
   void SetUp() override {
     EngineTest::SetUp();
-    simulated_ = std::make_unique<SimulatedHosts>(defaultTopology(), *fabric_, clock_);
+    simulated_ = std::make_unique<SimulatedHosts>(defaultTopology(), fabric_->router(), clock_);
     hosts_ = simulated_.get();
   }
   void startWith(ReclaimPolicy policy) {

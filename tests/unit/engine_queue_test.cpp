@@ -4,7 +4,7 @@
 // normal decompose path.
 #include <gtest/gtest.h>
 
-#include "fabric/simulated_hosts.h"
+#include "agent/simulated_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -449,7 +449,7 @@ TEST_F(EngineQueueTest, ATenantsDisruptionBudgetCapsTheGpusPreemptedFromItInADay
 }
 
 TEST_F(EngineQueueTest, AVictimWhoseHostWillNotLetGoStaysWholeAndTheRequestKeepsWaiting) {
-  SimulatedHosts simulated(defaultTopology(), *fabric_, clock_);
+  SimulatedHosts simulated(defaultTopology(), fabric_->router(), clock_);
   hosts_ = &simulated;
   start();
   auto spot = want("spot-job", 8);
@@ -473,7 +473,7 @@ TEST_F(EngineQueueTest, AVictimWhoseHostWillNotLetGoStaysWholeAndTheRequestKeeps
 }
 
 TEST_F(EngineQueueTest, ALeaseWhoseHostWillNotLetGoIsOverdueAndTriedAgain) {
-  SimulatedHosts simulated(defaultTopology(), *fabric_, clock_);
+  SimulatedHosts simulated(defaultTopology(), fabric_->router(), clock_);
   hosts_ = &simulated;
   start();
   auto leased = want("a", 8);

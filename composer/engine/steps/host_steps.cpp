@@ -1,4 +1,4 @@
-// The step kinds that call the host's side (fabric/host_agents.h): host-admit after the switch bound a
+// The step kinds that call the host's side (agent/host_agents.h): host-admit after the switch bound a
 // set (the host rescans and verifies each device; only then is it online), host-release before the switch
 // unbinds one (refused, with the processes named, while a device is in use). Each is the other's undo.
 #include <fmt/format.h>

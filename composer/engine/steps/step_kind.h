@@ -19,7 +19,7 @@
 #include "composer/model/composition.h"
 #include "composer/model/error.h"
 #include "fabric/fabric_driver.h"
-#include "fabric/host_agents.h"
+#include "agent/host_agents.h"
 
 namespace switchyard {
 

@@ -1,4 +1,4 @@
-// Simulated host agents, driven by the simulated fabric: a device appears on a host (gets a host PCI
+// Simulated host agents, driven by a simulated fabric (SimulatedFabric::router()): a device appears on a host (gets a host PCI
 // address and, for a GPU, a UUID) only when admit() finds the switch really routes it to one of the host's
 // upstream ports, after a configurable delay; release() removes it, unless a process holds it. Faults are
 // set per device (never appears, wrong serial, in use, BAR space exhausted) or per host (unreachable,
@@ -10,14 +10,15 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "composer/model/clock.h"
-#include "fabric/host_agents.h"
-#include "fabric/simulated_fabric.h"
+#include "agent/host_agents.h"
+#include "composer/model/topology.h"
 
 namespace switchyard {
 
@@ -41,11 +42,10 @@ struct SimulatedHostsOptions {
 // yardd restart), each host sees the devices routed to it, as a real host that kept running would.
 class SimulatedHosts final : public HostAgents {
  public:
-  // Where the simulated hardware routes a device now (SimulatedFabric::routedPort, or the first of several
+  // Where the simulated hardware routes a device now (SimulatedFabric::router(), or the first of several
   // simulated domains that knows the device); nullopt when nowhere.
   using RoutedPort = std::function<std::optional<PortId>(const DeviceId&)>;
 
-  SimulatedHosts(const Topology& topology, const SimulatedFabric& fabric, Clock& clock, SimulatedHostsOptions options = {});
   SimulatedHosts(const Topology& topology, RoutedPort routedPort, Clock& clock, SimulatedHostsOptions options = {});
 
   [[nodiscard]] HostPolicy policy(const HostId& host) const override;

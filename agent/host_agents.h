@@ -31,7 +31,10 @@
 #include <string_view>
 #include <vector>
 
-#include "fabric/fabric_driver.h"
+#include "composer/model/call_options.h"
+#include "composer/model/composition.h"
+#include "composer/model/error.h"
+#include "composer/model/topology.h"
 
 namespace switchyard {
 

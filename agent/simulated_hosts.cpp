@@ -1,4 +1,4 @@
-#include "fabric/simulated_hosts.h"
+#include "agent/simulated_hosts.h"
 
 #include <unordered_map>
 
@@ -26,9 +26,6 @@ std::string simulatedGpuUuid(const DeviceId& device) {
   const std::uint64_t b = fnv1a("uuid", a);
   return fmt::format("GPU-{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xFFFF, a & 0xFFFF, b >> 48, b & 0xFFFFFFFFFFFFULL);
 }
-
-SimulatedHosts::SimulatedHosts(const Topology& topology, const SimulatedFabric& fabric, Clock& clock, SimulatedHostsOptions options)
-    : SimulatedHosts(topology, [&fabric](const DeviceId& device) { return fabric.routedPort(device); }, clock, std::move(options)) {}
 
 SimulatedHosts::SimulatedHosts(const Topology& topology, RoutedPort routedPort, Clock& clock, SimulatedHostsOptions options)
     : routedPort_(std::move(routedPort)), clock_(clock), options_(std::move(options)) {
