@@ -7,7 +7,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "bmc/event_feed.h"
+#include "net/event_feed.h"
 #include "bmc/redfish_protocol.h"
 #include "composer/model/access.h"
 
@@ -288,14 +288,15 @@ void RedfishService::get(const std::shared_ptr<Call>& call) {
 }
 
 void RedfishService::eventStream(const std::shared_ptr<Call>& call) {
-  auto last = lastEventId(std::string_view((*call->request)["Last-Event-ID"]));
+  auto last = net::lastEventId(std::string_view((*call->request)["Last-Event-ID"]));
   if (!last) return call->reply(error(http::status::bad_request, std::string(kBase) + "PropertyValueError", last.error().message));
-  auto feed = EventFeed::open(engine_, *last);
-  if (!feed) return call->reply(engineError(feed.error(), false));
+  auto subscription = engine_.subscribeAfter(*last);
+  if (!subscription) return call->reply(engineError(subscription.error(), false));
   auto writer = call->openStream(
       "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nOData-Version: 4.0\r\nConnection: close\r\n\r\n");
   // A tenant's account hears its own tenant's events and the pool's (as over gRPC).
-  std::move(*feed).pipeTo(writer, call->caller, redfishEventText);
+  net::EventFeed(std::move(subscription->live), std::move(subscription->replay), subscription->lastSeen)
+      .pipeTo(writer, call->caller, redfishEventText);
 }
 
 void RedfishService::login(const std::shared_ptr<Call>& call) {

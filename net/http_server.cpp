@@ -274,10 +274,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
     // SHA-1 MACs, no static RSA key exchange.
     SSL_CTX_set_min_proto_version(impl->tls->native_handle(), TLS1_2_VERSION);
     if (SSL_CTX_set_cipher_list(impl->tls->native_handle(), "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL:!eNULL") != 1)
-      return fail(Code::kInternal, "TLS: OpenSSL accepts none of the AEAD cipher suites");
+      return fail(Code::kInternal, fmt::format("{}: TLS: OpenSSL accepts none of the AEAD cipher suites", options.name));
     impl->tls->use_certificate_chain_file(options.tls->certificate.string(), ec);
     if (!ec) impl->tls->use_private_key_file(options.tls->key.string(), asio::ssl::context::pem, ec);
-    if (ec) return fail(Code::kInvalidArgument, fmt::format("TLS certificate {} / key {}: {}", options.tls->certificate.string(),
+    if (ec) return fail(Code::kInvalidArgument, fmt::format("{}: TLS certificate {} / key {}: {}", options.name, options.tls->certificate.string(),
                                                             options.tls->key.string(), ec.message()));
   }
   tcp::endpoint at(address, static_cast<unsigned short>(portNumber));
@@ -285,7 +285,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
   if (!ec) impl->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) impl->acceptor.bind(at, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return fail(Code::kUnavailable, fmt::format("cannot listen on {}: {}", options.listen, ec.message()));
+  if (ec) return fail(Code::kUnavailable, fmt::format("{} {}: cannot listen there: {}", options.name, options.listen, ec.message()));
   std::unique_ptr<HttpServer> server(new HttpServer(std::move(impl)));
   server->port_ = server->impl_->acceptor.local_endpoint().port();
   server->impl_->accept();

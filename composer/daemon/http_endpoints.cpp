@@ -35,14 +35,19 @@ Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clo
   web.capacityHistory = std::make_unique<web::CapacityHistory>(
       engine, clock, std::chrono::milliseconds(static_cast<std::int64_t>(o.capacitySampleSeconds * 1000)));
   web.capacityHistory->start();
-  web.service = std::make_unique<web::WebService>(engine, metrics, accounts, web.capacityHistory.get());
+  net::Authorize authorize;  // none without identities: every caller is local
+  if (accounts)
+    authorize = [accounts](const std::string& header, std::string_view peer, std::function<void(std::optional<Caller>)> then) {
+      accounts->authorize(header, peer, std::move(then));
+    };
+  web.service = std::make_unique<web::WebService>(engine, metrics, std::move(authorize), web.capacityHistory.get());
   auto started = net::HttpServer::start(httpOptions, [w = web.service.get()](const net::HttpRequest& req, net::Reply reply,
                                                                               net::OpenStream openStream, const std::string& peer) {
     w->handle(req, std::move(reply), openStream, peer);
   });
   if (!started) {
     web.capacityHistory->stop();
-    return fail(started.error().code, "metrics: " + started.error().message);
+    return std::unexpected(started.error());  // its message names --metrics-listen
   }
   web.server = std::move(*started);
   spdlog::info("metrics on {}://{}:{}/metrics, dashboard at /{}", httpOptions.tls ? "https" : "http", metricsHost, web.server->port(),
@@ -76,7 +81,7 @@ Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& eng
                                                                                   net::OpenStream open, const std::string& peer) {
     r->handle(req, std::move(reply), std::move(open), peer);
   });
-  if (!started) return fail(started.error().code, "redfish: " + started.error().message);
+  if (!started) return std::unexpected(started.error());  // its message names --redfish-listen
   redfish.server = std::move(*started);
   if (httpOptions.tls)
     spdlog::info("Redfish service on https://{}:{}", host, redfish.server->port());

@@ -295,6 +295,21 @@ std::shared_ptr<EventStream> Engine::subscribe() {
   return stream;
 }
 
+Result<Engine::Subscription> Engine::subscribeAfter(std::optional<std::uint64_t> lastSeen) {
+  auto live = subscribe();
+  if (live->closed()) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
+  std::vector<Event> replay;
+  if (lastSeen) {
+    auto recorded = listEvents(*lastSeen, 10'000);
+    if (!recorded) {
+      live->close();
+      return std::unexpected(recorded.error());
+    }
+    replay = std::move(*recorded);
+  }
+  return Subscription{std::move(live), std::move(replay), lastSeen.value_or(0)};
+}
+
 Event Engine::makeEvent(std::string type, std::string subject, std::string message, std::string actor) {
   return Event{++lastEventSequence_, clock_.now(), std::move(type), std::move(subject), std::move(message), std::move(actor)};
 }

@@ -37,7 +37,7 @@
 
 #include "composer/engine/elastic_executor.h"
 #include "composer/engine/engine_requests.h"
-#include "composer/engine/event_stream.h"
+#include "composer/model/event_stream.h"
 #include "composer/engine/activity_round.h"
 #include "composer/engine/idle_tracker.h"
 #include "composer/engine/steps/step_kind.h"
@@ -212,6 +212,16 @@ class Engine {
   // Live events from now on (a closed stream when the engine is not running). Read it blocking, or set
   // a listener to be pushed to.
   [[nodiscard]] std::shared_ptr<EventStream> subscribe();
+  // A subscription that first replays the recorded events after `lastSeen` (none when nullopt), then goes on
+  // live: subscribed before the log is read, so nothing falls between the two (an event in both is the
+  // reader's to skip by its sequence: net::EventFeed does). Fails while the engine is starting or stopping,
+  // or when the log cannot be read. What a reconnecting SSE client (Last-Event-ID) asks for.
+  struct Subscription {
+    std::shared_ptr<EventStream> live;
+    std::vector<Event> replay;
+    std::uint64_t lastSeen = 0;
+  };
+  [[nodiscard]] Result<Subscription> subscribeAfter(std::optional<std::uint64_t> lastSeen);
 
   // Runs `call` on the control thread, where every method above answers inline without blocking (except
   // the blocking waitOperation: use its Completion form), then `done` with the result.

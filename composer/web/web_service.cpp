@@ -9,7 +9,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "bmc/event_feed.h"
+#include "net/event_feed.h"
 #include "net/http_status.h"
 #include "composer/metrics/exposition.h"
 #include "composer/model/queue.h"
@@ -135,10 +135,10 @@ json operationJson(const Operation& op) {
 
 }  // namespace
 
-WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, bmc::Accounts* accounts, const CapacityHistory* history)
+WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history)
     : engine_(engine),
       metrics_(metrics),
-      accounts_(accounts),
+      authorize_(std::move(authorize)),
       history_(history),
       capacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>(kMigProfiles.begin(), kMigProfiles.end()),
                                                 kReportedShares)),
@@ -166,8 +166,8 @@ void WebService::handle(const net::HttpRequest& request, net::Reply reply, const
     return reply(respond(http::status::ok, "text/plain; charset=utf-8", "ok\n", version, keepAlive));
   }
 
-  if (accounts_ == nullptr) return serve(Caller::local(), request, std::move(reply), openStream);
-  // A password check (Basic auth) may run on the accounts' own threads; the request stays valid until answered.
+  if (!authorize_) return serve(Caller::local(), request, std::move(reply), openStream);
+  // A password check (Basic auth) may run on another thread (the accounts' own); the request stays valid until answered.
   auto then = [this, &request, reply = std::move(reply), openStream](std::optional<Caller> who) mutable {
     if (!who) {
       auto res = problem(http::status::unauthorized, "authenticate with HTTP Basic (an identity's password) or a bearer token from the identities file",
@@ -179,7 +179,7 @@ void WebService::handle(const net::HttpRequest& request, net::Reply reply, const
   };
   const auto header = request.find(http::field::authorization);
   if (header == request.end()) return then(std::nullopt);
-  accounts_->authorize(std::string(header->value()), peer, std::move(then));
+  authorize_(std::string(header->value()), peer, std::move(then));
 }
 
 void WebService::serve(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream) {
@@ -205,14 +205,14 @@ void WebService::eventStream(const Caller& caller, const net::HttpRequest& reque
     return reply(std::move(res));
   }
   const auto header = request.find("Last-Event-ID");
-  auto last = bmc::lastEventId(header == request.end() ? std::string_view{} : std::string_view(header->value()));
+  auto last = net::lastEventId(header == request.end() ? std::string_view{} : std::string_view(header->value()));
   if (!last) return reply(problem(http::status::bad_request, last.error().message, version, false));
-  auto feed = bmc::EventFeed::open(engine_, *last);
-  if (!feed) return reply(problem(net::httpStatusOf(feed.error().code), feed.error().message, version, false));
+  auto subscription = engine_.subscribeAfter(*last);
+  if (!subscription) return reply(problem(net::httpStatusOf(subscription.error().code), subscription.error().message, version, false));
   // The dashboard redraws when something happens instead of polling; a tenant hears its own events and the pool's.
   auto writer = openStream("HTTP/1.1 200 OK\r\nServer: yardd\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
   // Each event's data is the JSON /api/v1/events lists (invalid UTF-8 replaced, never thrown).
-  std::move(*feed).pipeTo(writer, caller, [](const Event& e) { return eventJson(e).dump(-1, ' ', false, json::error_handler_t::replace); });
+  net::EventFeed(std::move(subscription->live), std::move(subscription->replay), subscription->lastSeen).pipeTo(writer, caller, [](const Event& e) { return eventJson(e).dump(-1, ' ', false, json::error_handler_t::replace); });
 }
 
 void WebService::metricsPage(const Caller& caller, net::Reply reply, unsigned version, bool keepAlive) {

@@ -11,7 +11,7 @@
 
 #include <memory>
 
-#include "bmc/accounts.h"
+#include "net/authorize.h"
 #include "net/http_server.h"
 #include "composer/engine/engine.h"
 #include "composer/metrics/engine_metrics.h"
@@ -22,8 +22,9 @@ namespace switchyard::web {
 
 class WebService {
  public:
-  // `metrics`, `accounts` and `history` may be null: no counters, no authentication, no capacity history.
-  WebService(Engine& engine, const metrics::EngineMetrics* metrics, bmc::Accounts* accounts, const CapacityHistory* history);
+  // `metrics` and `history` may be null, `authorize` empty: no counters, no capacity history, no authentication.
+  // yardd authorizes through the Redfish service's accounts (the identities file: Basic, bearer, sessions).
+  WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history);
 
   // `openStream` serves /api/v1/events/stream (server-sent events); without one that path answers 405.
   // `peer`: the client's address (password lockouts count by it too).
@@ -40,7 +41,7 @@ class WebService {
 
   Engine& engine_;
   const metrics::EngineMetrics* metrics_;
-  bmc::Accounts* accounts_;
+  net::Authorize authorize_;
   const CapacityHistory* history_;
   std::unique_ptr<DeviceSeriesCache> deviceSeries_ = std::make_unique<DeviceSeriesCache>();  // per-device lines, by view chunk
   std::unique_ptr<CapacityCache> capacity_;           // what /metrics reports

@@ -22,8 +22,8 @@ RULES = [
     ("composer/metrics/", (["composer/model/", "composer/metrics/", "fabric/fabric_driver.h"], IO + ["spdlog", "nlohmann"])),
     # Transport pieces every adapter shares: the HTTP server, TLS certificates, error codes onto HTTP/gRPC statuses.
     ("net/", (["composer/model/", "net/"], ["sqlite3.h", "google/protobuf", "switchyard/v1/", "composer/engine/"])),
-    # The operator HTTP endpoint: metrics, dashboard, JSON; on the shared HTTP server and the Redfish service's accounts.
-    ("composer/web/", (ENGINE_DEPS + ["composer/web/", "composer/auth/", "net/http_server.h", "net/http_status.h", "bmc/event_feed.h", "bmc/accounts.h"],
+    # The operator HTTP endpoint: metrics, dashboard, JSON; on the shared HTTP server, its event feed and authorization.
+    ("composer/web/", (ENGINE_DEPS + ["composer/web/", "composer/auth/", "net/"],
                        ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("composer/engine/", (ENGINE_DEPS, ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("composer/api/", (ENGINE_DEPS + ["composer/api/", "composer/auth/", "net/grpc_status.h", "switchyard/v1/"], ["sqlite3.h"])),

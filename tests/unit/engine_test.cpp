@@ -425,6 +425,41 @@ TEST_F(EngineTest, WatchersSeeEventsInOrder) {
   EXPECT_EQ(types, (std::vector<std::string>{"operation.accepted", "device.bound", "system.composed", "operation.succeeded"}));
 }
 
+// What a reconnecting SSE client (Last-Event-ID) gets: the recorded events after the one it saw, then the live
+// ones; an event in both (it happened while the log was read) is the reader's to skip by its sequence.
+TEST_F(EngineTest, ASubscriptionAfterASequenceReplaysWhatCameAfterItThenGoesLive) {
+  start();
+  compose("first", 1);
+  auto recorded = engine_->recentEvents(1);
+  ASSERT_TRUE(recorded && !recorded->empty());
+  const std::uint64_t seen = recorded->back().sequence;
+  compose("second", 1);
+
+  auto fresh = engine_->subscribeAfter(std::nullopt);
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  EXPECT_TRUE(fresh->replay.empty()) << "no Last-Event-ID: nothing replayed";
+
+  auto sub = engine_->subscribeAfter(seen);
+  ASSERT_TRUE(sub) << sub.error().message;
+  EXPECT_EQ(sub->lastSeen, seen);
+  ASSERT_FALSE(sub->replay.empty());
+  EXPECT_EQ(sub->replay.front().sequence, seen + 1) << "the replay starts right after the event the client saw";
+  for (std::size_t i = 1; i < sub->replay.size(); ++i) EXPECT_EQ(sub->replay[i].sequence, sub->replay[i - 1].sequence + 1);
+  const std::uint64_t lastReplayed = sub->replay.back().sequence;
+
+  compose("third", 1);
+  std::vector<std::uint64_t> live;
+  while (auto e = sub->live->next(50ms)) live.push_back(e->sequence);
+  ASSERT_FALSE(live.empty());
+  EXPECT_EQ(live.front(), lastReplayed + 1) << "live picks up where the replay ended: nothing falls between";
+
+  engine_->stop(0ms);
+  EXPECT_TRUE(sub->live->closed());
+  auto stopped = engine_->subscribeAfter(seen);
+  ASSERT_FALSE(stopped);
+  EXPECT_EQ(stopped.error().code, Code::kUnavailable) << stopped.error().message;
+}
+
 }  // namespace
 }  // namespace switchyard
 

@@ -1,4 +1,4 @@
-#include "bmc/event_feed.h"
+#include "net/event_feed.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "composer/model/access.h"
 
-namespace switchyard::bmc {
+namespace switchyard::net {
 
 Result<std::optional<std::uint64_t>> lastEventId(std::string_view header) {
   if (header.empty()) return std::nullopt;
@@ -15,21 +15,6 @@ Result<std::optional<std::uint64_t>> lastEventId(std::string_view header) {
   const auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), id);
   if (ec != std::errc{} || end != header.data() + header.size()) return fail(Code::kInvalidArgument, "Last-Event-ID must be an event sequence number");
   return std::optional<std::uint64_t>(id);
-}
-
-Result<EventFeed> EventFeed::open(Engine& engine, std::optional<std::uint64_t> lastSeen) {
-  auto events = engine.subscribe();
-  std::vector<Event> replay;
-  if (lastSeen) {
-    auto recorded = engine.listEvents(*lastSeen, 10'000);
-    if (!recorded) {
-      events->close();
-      return std::unexpected(recorded.error());
-    }
-    replay = std::move(*recorded);
-  }
-  if (events->closed()) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
-  return EventFeed(std::move(events), std::move(replay), lastSeen.value_or(0));
 }
 
 void EventFeed::pipeTo(const std::shared_ptr<StreamWriter>& writer, const Caller& caller, EventText text) && {
@@ -63,4 +48,4 @@ void EventFeed::pipeTo(const std::shared_ptr<StreamWriter>& writer, const Caller
   while (auto e = events_->tryNext()) deliver(*e);
 }
 
-}  // namespace switchyard::bmc
+}  // namespace switchyard::net

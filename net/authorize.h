@@ -1,0 +1,19 @@
+// Who an HTTP request's Authorization header proves, as a service on the shared server asks it: the header's
+// value and the client's address (lockouts of password guessing count by it) in, the caller (or nothing: not
+// proven) out through `then`, which may run on another thread when the check is slow (PBKDF2). yardd's
+// implementation is the Redfish service's accounts over the identities file (bmc/accounts.h); a service that
+// takes one does not need to know that.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "composer/model/caller.h"
+
+namespace switchyard::net {
+
+using Authorize = std::function<void(const std::string& header, std::string_view peer, std::function<void(std::optional<Caller>)> then)>;
+
+}  // namespace switchyard::net
