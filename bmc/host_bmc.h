@@ -10,7 +10,7 @@
 
 #include "composer/model/clock.h"
 #include "composer/model/error.h"
-#include "fabric/redfish/redfish_client.h"
+#include "net/redfish_client.h"
 
 namespace switchyard::bmc {
 

@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "fabric/fabric_driver.h"
-#include "fabric/redfish/redfish_client.h"
+#include "net/redfish_client.h"
 
 namespace switchyard {
 

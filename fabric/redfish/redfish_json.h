@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "composer/model/topology.h"
-#include "fabric/redfish/redfish_client.h"
+#include "net/redfish_client.h"
 
 namespace switchyard::redfish {
 

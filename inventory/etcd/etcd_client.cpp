@@ -5,23 +5,15 @@
 #include <charconv>
 #include <limits>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <nlohmann/json.hpp>
 
 #include "composer/model/base64.h"
+#include "net/http_client.h"
 
 namespace switchyard::etcd {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
 using nlohmann::json;
+using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
@@ -110,16 +102,6 @@ json opJson(const Op& op) {
   return {};
 }
 
-// Runs one asynchronous operation to its end on `io` (a tcp_stream's deadline, expires_after, applies to
-// asynchronous operations only: a synchronous read would wait for a member that never answers).
-template <typename Start>
-void runOne(asio::io_context& io, beast::error_code& ec, Start&& start) {
-  ec = {};
-  start([&ec](beast::error_code e, auto&&...) { ec = e; });
-  io.restart();
-  io.run();
-}
-
 struct HostPort {
   std::string host;
   std::string port;
@@ -187,56 +169,24 @@ Result<EtcdUrl> parseEtcdUrl(const std::string& url) {
   return out;
 }
 
-struct Client::Tls {
-  asio::ssl::context context{asio::ssl::context::tls_client};
-  std::string error;  // why the context is unusable (a file that cannot be read): every call fails with it
-};
-
-// One connection to one member, plain or TLS, on a private io_context (runOne runs one operation at a time).
-struct Client::Connection {
-  asio::io_context io;
-  std::optional<beast::tcp_stream> plain;
-  std::optional<beast::ssl_stream<beast::tcp_stream>> secure;
-  std::string endpoint;
-  beast::tcp_stream& lowest() { return secure ? beast::get_lowest_layer(*secure) : *plain; }
-  template <typename F>
-  void withStream(F&& f) {
-    if (secure)
-      f(*secure);
-    else
-      f(*plain);
-  }
+struct Client::Member {
+  std::string url;
+  std::optional<net::HttpClient> http;  // none when the URL is unusable
+  std::string invalid;                  // why
 };
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
-  if (std::none_of(options_.endpoints.begin(), options_.endpoints.end(), [](const std::string& e) { return e.starts_with("https://"); })) return;
-  tls_ = std::make_unique<Tls>();
-  auto& context = tls_->context;
-  context.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
-                      asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
-  context.set_verify_mode(asio::ssl::verify_peer);
   const ClientSecurity& s = options_.security;
-  beast::error_code ec;
-  if (s.caFile.empty())
-    context.set_default_verify_paths(ec);
-  else
-    context.load_verify_file(s.caFile, ec);
-  if (ec) {
-    tls_->error = fmt::format("etcd TLS: cannot use the CA file '{}': {}", s.caFile, ec.message());
-    return;
-  }
-  if (s.certFile.empty() != s.keyFile.empty()) {
-    tls_->error = "etcd TLS: a client certificate needs both its certificate and its key file";
-    return;
-  }
-  if (!s.certFile.empty()) {
-    context.use_certificate_chain_file(s.certFile, ec);
-    if (ec) {
-      tls_->error = fmt::format("etcd TLS: cannot use the client certificate '{}': {}", s.certFile, ec.message());
-      return;
-    }
-    context.use_private_key_file(s.keyFile, asio::ssl::context::pem, ec);
-    if (ec) tls_->error = fmt::format("etcd TLS: cannot use the client key '{}': {}", s.keyFile, ec.message());
+  for (const std::string& url : options_.endpoints) {
+    auto member = std::make_unique<Member>();
+    member->url = url;
+    if (auto hp = hostPortOf(url))
+      member->http.emplace(net::HttpTarget{.host = hp->host, .port = hp->port, .tls = hp->tls, .caFile = s.caFile,
+                                           .certFile = s.certFile, .keyFile = s.keyFile},
+                           net::HttpClientOptions{.maxConnections = 64, .bodyLimit = std::numeric_limits<std::uint64_t>::max()});
+    else
+      member->invalid = hp.error().message;
+    members_.push_back(std::move(member));
   }
 }
 Client::~Client() = default;
@@ -244,54 +194,6 @@ Client::~Client() = default;
 std::string Client::endpoint() const {
   std::lock_guard lock(mutex_);
   return options_.endpoints.empty() ? "" : options_.endpoints[current_ % options_.endpoints.size()];
-}
-
-std::unique_ptr<Client::Connection> Client::take(const std::string& endpoint) {
-  std::lock_guard lock(mutex_);
-  for (auto it = idle_.begin(); it != idle_.end(); ++it)
-    if ((*it)->endpoint == endpoint) {
-      auto c = std::move(*it);
-      idle_.erase(it);
-      return c;
-    }
-  return nullptr;
-}
-
-void Client::giveBack(std::unique_ptr<Connection> connection) {
-  constexpr std::size_t kIdleMost = 8;
-  std::lock_guard lock(mutex_);
-  if (idle_.size() < kIdleMost) idle_.push_back(std::move(connection));
-}
-
-// A new connection to `endpoint`, TLS handshaken for https://. Fails kUnavailable when nothing was sent (the
-// next member may answer), kFailedPrecondition when TLS itself is refused (a certificate that does not verify
-// will not verify on the next try either).
-Result<std::unique_ptr<Client::Connection>> Client::open(const std::string& endpoint) {
-  SY_ASSIGN(const HostPort hp, hostPortOf(endpoint));
-  if (hp.tls && (!tls_ || !tls_->error.empty()))
-    return fail(Code::kFailedPrecondition, tls_ ? tls_->error : fmt::format("etcd {}: no TLS settings", endpoint));
-  auto c = std::make_unique<Connection>();
-  c->endpoint = endpoint;
-  beast::error_code ec;
-  asio::ip::tcp::resolver resolver(c->io);
-  auto results = resolver.resolve(hp.host, hp.port, ec);
-  if (ec) return fail(Code::kUnavailable, fmt::format("{}: {}", endpoint, ec.message()));
-  if (hp.tls) {
-    c->secure.emplace(c->io, tls_->context);
-    c->secure->set_verify_callback(asio::ssl::host_name_verification(hp.host));
-    SSL_set_tlsext_host_name(c->secure->native_handle(), hp.host.c_str());
-  } else {
-    c->plain.emplace(c->io);
-  }
-  c->lowest().expires_after(options_.timeout);
-  runOne(c->io, ec, [&](auto handler) { c->lowest().async_connect(results, handler); });
-  if (ec) return fail(Code::kUnavailable, fmt::format("{}: {}", endpoint, ec.message()));
-  if (hp.tls) {
-    runOne(c->io, ec, [&](auto handler) { c->secure->async_handshake(asio::ssl::stream_base::client, handler); });
-    if (ec == beast::error::timeout) return fail(Code::kUnavailable, fmt::format("{}: the TLS handshake timed out", endpoint));
-    if (ec) return fail(Code::kFailedPrecondition, fmt::format("etcd {}: TLS handshake failed: {}", endpoint, ec.message()));
-  }
-  return c;
 }
 
 Result<std::string> Client::token(bool renew) {
@@ -329,88 +231,78 @@ Result<std::string> Client::post(const std::string& path, const std::string& bod
   return postWith(path, body, renewed);
 }
 
-// No lock is held across the round trip: each call takes a connection of its own from the pool (or a new
-// one), so a slow call (a large range, a member under load) never holds up another (the leader's lease
-// keep-alive above all).
+// No lock is held across the round trip: each call takes a connection of its own from the member's pool (or a
+// new one), so a slow call (a large range, a member under load) never holds up another (the leader's lease
+// keep-alive above all). A member that could not be reached (nothing was sent) passes the call to the next.
 Result<std::string> Client::postWith(const std::string& path, const std::string& body, const std::string& token) {
   std::size_t first = 0;
   {
     std::lock_guard lock(mutex_);
     first = current_;
   }
-  if (options_.endpoints.empty()) return fail(Code::kInvalidArgument, "no etcd endpoints");
+  if (members_.empty()) return fail(Code::kInvalidArgument, "no etcd endpoints");
   std::string lastError;
-  // Each endpoint once; a fresh connection is tried again on the same endpoint when a kept-alive one had gone stale.
-  for (std::size_t attempt = 0; attempt < options_.endpoints.size(); ++attempt) {
-    const std::size_t at = first + attempt;
-    const std::string& endpoint = options_.endpoints[at % options_.endpoints.size()];
-    SY_ASSIGN(const HostPort hp, hostPortOf(endpoint));
-    for (int fresh = 0; fresh < 2; ++fresh) {
-      std::unique_ptr<Connection> c = fresh == 0 ? take(endpoint) : nullptr;
-      const bool reused = c != nullptr;
-      if (!reused) {
-        auto opened = open(endpoint);
-        if (!opened) {
-          if (opened.error().code != Code::kUnavailable) return fail(opened.error());
-          lastError = opened.error().message;
-          break;  // nothing was sent: the next endpoint may answer
-        }
-        c = std::move(*opened);
+  for (std::size_t attempt = 0; attempt < members_.size(); ++attempt) {
+    const std::size_t at = (first + attempt) % members_.size();
+    const Member& member = *members_[at];
+    if (!member.http) return fail(Code::kInvalidArgument, member.invalid);
+    net::HttpCall call{.method = "POST", .target = path, .headers = {{"Content-Type", "application/json"}}, .body = body};
+    if (!token.empty()) call.headers.emplace_back("Authorization", token);
+    // The store's writes are fenced and idempotent: one sent on a connection etcd had closed may go again.
+    call.mayResend = true;
+    auto outcome = member.http->exchange(std::move(call), SteadyClock::now() + options_.timeout);
+    if (!outcome) {
+      const net::HttpFailure& f = outcome.error();
+      switch (f.kind) {
+        case net::HttpFailure::Kind::kSetup:
+          return fail(Code::kFailedPrecondition, fmt::format("etcd TLS: {}", f.detail));
+        case net::HttpFailure::Kind::kUnreachable:
+          lastError = fmt::format("{}: {}", member.url, f.detail);
+          continue;  // nothing was sent: the next member may answer
+        case net::HttpFailure::Kind::kTls:  // an alert: the member refused us (TLS 1.3 checks the client's certificate after the handshake)
+          return fail(Code::kFailedPrecondition, fmt::format("etcd {}: TLS failed: {} (is its certificate signed by the CA given? a member "
+                                                             "with --client-cert-auth needs a client certificate its CA signed)", member.url, f.detail));
+        case net::HttpFailure::Kind::kTimedOut:
+          return fail(Code::kDeadlineExceeded, fmt::format("etcd {} did not answer {} within {} ms", member.url, path, options_.timeout.count()));
+        case net::HttpFailure::Kind::kLost:
+          return fail(Code::kUnavailable, fmt::format("etcd {}: {} (the request may or may not have been applied)", member.url, f.detail));
       }
-      beast::error_code ec;
-      http::request<http::string_body> req{http::verb::post, path, 11};
-      req.set(http::field::host, hp.host);
-      req.set(http::field::content_type, "application/json");
-      if (!token.empty()) req.set(http::field::authorization, token);
-      req.keep_alive(true);
-      req.body() = body;
-      req.prepare_payload();
-      c->lowest().expires_after(options_.timeout);
-      c->withStream([&](auto& stream) { runOne(c->io, ec, [&](auto handler) { http::async_write(stream, req, handler); }); });
-      beast::flat_buffer buffer;
-      http::response<http::string_body> res;
-      if (!ec) c->withStream([&](auto& stream) { runOne(c->io, ec, [&](auto handler) { http::async_read(stream, buffer, res, handler); }); });
-      if (ec) {
-        if (reused && (ec == http::error::end_of_stream || ec == asio::error::connection_reset || ec == asio::error::broken_pipe ||
-                       ec == asio::ssl::error::stream_truncated) && fresh == 0)
-          continue;  // the member closed the idle connection before reading the request: send it on a new one
-        if (ec == beast::error::timeout)
-          return fail(Code::kDeadlineExceeded, fmt::format("etcd {} did not answer {} within {} ms", endpoint, path, options_.timeout.count()));
-        if (ec.category() == asio::error::get_ssl_category())  // an alert: the member refused us (TLS 1.3 checks the client's certificate after the handshake)
-          return fail(Code::kFailedPrecondition, fmt::format("etcd {} refused the TLS connection: {} (a member with --client-cert-auth needs a client "
-                                                             "certificate its CA signed)", endpoint, ec.message()));
-        return fail(Code::kUnavailable, fmt::format("etcd {}: {} (the request may or may not have been applied)", endpoint, ec.message()));
-      }
-      if (res.keep_alive()) giveBack(std::move(c));
-      {
-        std::lock_guard lock(mutex_);
-        current_ = at % options_.endpoints.size();  // the member that answered: the next call starts there
-      }
-      if (res.result() == http::status::ok) return std::move(res.body());
-      auto error = json::parse(res.body(), nullptr, false);
-      std::string message = textOf(error, "message");
-      if (message.empty()) message = textOf(error, "error");
-      if (message.empty()) message = res.body();
-      const json& codeField = field(error, "code");
-      const std::int64_t code = codeField.is_number_integer() ? codeField.get<std::int64_t>() : 0;
-      if (code == 14 || res.result_int() >= 500)  // UNAVAILABLE: no leader, a member stopping
-        return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, message));
-      if (code == 16 || tokenRefused(message))  // UNAUTHENTICATED, or no token where authentication is on
-        return fail(Code::kUnauthenticated, fmt::format("etcd {}: {}{}", endpoint, message,
-                                                        token.empty() && path != "/v3/auth/authenticate" ? " (etcd has authentication on: give a user and password)" : ""));
-      if (code == 7)
-        return fail(Code::kPermissionDenied, fmt::format("etcd {}: {} ({})", endpoint, message,
-                                                         token.empty() ? "no user was given: etcd may have authentication on; give a user and password"
-                                                                       : "the user's roles do not cover this key range"));
-      if (message.find("CommonName of client") != std::string::npos)
-        return fail(Code::kFailedPrecondition,
-                    fmt::format("etcd {} refuses a client certificate with a CommonName while authentication is on (its JSON gateway cannot "
-                                "take the user from it): use a user and password with no client certificate, or a certificate without a CN",
-                                endpoint));
-      return fail(code == 3 ? Code::kInvalidArgument : Code::kFailedPrecondition, fmt::format("etcd {}: {}", endpoint, message));
     }
+    {
+      std::lock_guard lock(mutex_);
+      current_ = at;  // the member that answered: the next call starts there
+    }
+    return answerOf(member, path, token, outcome->status, outcome->body);
   }
   return fail(Code::kUnavailable, fmt::format("no etcd member answered ({})", lastError));
+}
+
+// etcd's answer as its body, or the error its status and message mean.
+Result<std::string> Client::answerOf(const Member& member, const std::string& path, const std::string& token, int status,
+                                     const std::string& body) {
+  const std::string& endpoint = member.url;
+  if (status == 200) return body;
+  auto error = json::parse(body, nullptr, false);
+  std::string message = textOf(error, "message");
+  if (message.empty()) message = textOf(error, "error");
+  if (message.empty()) message = body;
+  const json& codeField = field(error, "code");
+  const std::int64_t code = codeField.is_number_integer() ? codeField.get<std::int64_t>() : 0;
+  if (code == 14 || status >= 500)  // UNAVAILABLE: no leader, a member stopping
+    return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, message));
+  if (code == 16 || tokenRefused(message))  // UNAUTHENTICATED, or no token where authentication is on
+    return fail(Code::kUnauthenticated, fmt::format("etcd {}: {}{}", endpoint, message,
+                                                    token.empty() && path != "/v3/auth/authenticate" ? " (etcd has authentication on: give a user and password)" : ""));
+  if (code == 7)
+    return fail(Code::kPermissionDenied, fmt::format("etcd {}: {} ({})", endpoint, message,
+                                                     token.empty() ? "no user was given: etcd may have authentication on; give a user and password"
+                                                                   : "the user's roles do not cover this key range"));
+  if (message.find("CommonName of client") != std::string::npos)
+    return fail(Code::kFailedPrecondition,
+                fmt::format("etcd {} refuses a client certificate with a CommonName while authentication is on (its JSON gateway cannot "
+                            "take the user from it): use a user and password with no client certificate, or a certificate without a CN",
+                            endpoint));
+  return fail(code == 3 ? Code::kInvalidArgument : Code::kFailedPrecondition, fmt::format("etcd {}: {}", endpoint, message));
 }
 
 Result<RangeResult> Client::range(const RangeRequest& r) {
@@ -475,42 +367,28 @@ Result<std::int64_t> Client::leaseKeepAlive(std::int64_t lease) {
 
 Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const std::string& rangeEnd, std::int64_t fromRevision,
                                                   std::chrono::milliseconds wait) {
-  std::string endpoint;
+  const Member* member = nullptr;
   {
     std::lock_guard lock(mutex_);
-    if (options_.endpoints.empty()) return fail(Code::kInvalidArgument, "no etcd endpoints");
-    endpoint = options_.endpoints[current_ % options_.endpoints.size()];
+    if (members_.empty()) return fail(Code::kInvalidArgument, "no etcd endpoints");
+    member = members_[current_ % members_.size()].get();
   }
-  SY_ASSIGN(const HostPort hp, hostPortOf(endpoint));
+  if (!member->http) return fail(Code::kInvalidArgument, member->invalid);
+  const std::string& endpoint = member->url;
   SY_ASSIGN(const std::string authToken, token(false));
   // etcd's gateway answers a watch with a stream of JSON messages, one per line: first "created", then one
-  // per batch of events. Read until a message with events (or a compaction) arrives, or the wait ends.
-  // On a private io_context, one asynchronous operation at a time (runOne).
-  SY_ASSIGN(const std::unique_ptr<Connection> c, open(endpoint));
-  beast::error_code ec;
+  // per batch of events. Read until a message with events (or a compaction, an error, a cancel) arrives, or
+  // the wait ends. The reading runs on the HTTP client's thread while this one waits for it.
   json create{{"key", encodeBase64(key)}, {"start_revision", std::to_string(fromRevision)}};
   if (!rangeEnd.empty()) create["range_end"] = encodeBase64(rangeEnd);
-  http::request<http::string_body> req{http::verb::post, "/v3/watch", 11};
-  req.set(http::field::host, hp.host);
-  req.set(http::field::content_type, "application/json");
-  if (!authToken.empty()) req.set(http::field::authorization, authToken);
-  req.body() = json{{"create_request", create}}.dump();
-  req.prepare_payload();
-  c->withStream([&](auto& stream) { runOne(c->io, ec, [&](auto handler) { http::async_write(stream, req, handler); }); });
-  if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, ec.message()));
-  c->lowest().expires_after(wait);
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+  net::HttpCall call{.method = "POST", .target = "/v3/watch", .headers = {{"Content-Type", "application/json"}},
+                     .body = json{{"create_request", create}}.dump()};
+  if (!authToken.empty()) call.headers.emplace_back("Authorization", authToken);
+  std::optional<Result<std::optional<std::int64_t>>> verdict;  // what the first telling message said
+  bool forgetToken = false;
   std::size_t scanned = 0;
-  while (true) {
-    c->withStream([&](auto& stream) { runOne(c->io, ec, [&](auto handler) { http::async_read_some(stream, buffer, parser, handler); }); });
-    if (ec == beast::error::timeout) return std::optional<std::int64_t>{};
-    if (ec) return fail(Code::kUnavailable, fmt::format("etcd {}: watch: {}", endpoint, ec.message()));
-    if (parser.is_header_done() && parser.get().result() != http::status::ok)
-      return fail(Code::kUnavailable, fmt::format("etcd {}: watch answered {}", endpoint, parser.get().result_int()));
-    const std::string& body = parser.get().body();
-    for (auto newline = body.find('\n', scanned); newline != std::string::npos; newline = body.find('\n', scanned)) {
+  call.enough = [&](std::string_view body) {
+    for (auto newline = body.find('\n', scanned); newline != std::string_view::npos; newline = body.find('\n', scanned)) {
       const json message = json::parse(body.substr(scanned, newline - scanned), nullptr, false);
       scanned = newline + 1;
       if (!message.is_object()) continue;
@@ -518,31 +396,53 @@ Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const 
       if (!list(result, "events").empty()) {
         std::int64_t first = 0;
         for (const auto& e : list(result, "events")) {
-          SY_ASSIGN(const std::int64_t at, number(field(e, "kv"), "mod_revision"));
-          if (at != 0 && (first == 0 || at < first)) first = at;
+          auto at = number(field(e, "kv"), "mod_revision");
+          if (!at) {
+            verdict = fail(at.error());
+            return true;
+          }
+          if (*at != 0 && (first == 0 || *at < first)) first = *at;
         }
-        return std::optional<std::int64_t>(first != 0 ? first : fromRevision);
+        verdict = std::optional<std::int64_t>(first != 0 ? first : fromRevision);
+        return true;
       }
-      SY_ASSIGN(const std::int64_t compacted, number(result, "compact_revision"));
-      if (compacted != 0) return std::optional<std::int64_t>(fromRevision);
+      auto compacted = number(result, "compact_revision");
+      if (!compacted || *compacted != 0) {
+        verdict = compacted ? Result<std::optional<std::int64_t>>(std::optional<std::int64_t>(fromRevision)) : fail(compacted.error());
+        return true;
+      }
       const json& error = field(message, "error");
       if (error.is_object()) {
         const std::string why = textOf(error, "message");
-        if (tokenRefused(why)) {
-          std::lock_guard lock(mutex_);
-          token_.clear();  // the next call authenticates again
-        }
-        return fail(Code::kUnavailable, fmt::format("etcd {}: watch: {}", endpoint, why));
+        forgetToken = tokenRefused(why);
+        verdict = fail(Code::kUnavailable, fmt::format("etcd {}: watch: {}", endpoint, why));
+        return true;
       }
-      if (flag(result, "canceled") && tokenRefused(textOf(result, "cancel_reason"))) {
-        std::lock_guard lock(mutex_);
-        token_.clear();  // the next call authenticates again
+      if (flag(result, "canceled")) {
+        forgetToken = tokenRefused(textOf(result, "cancel_reason"));
+        verdict = fail(Code::kUnavailable, fmt::format("etcd {}: watch canceled: {}", endpoint, textOf(result, "cancel_reason")));
+        return true;
       }
-      if (flag(result, "canceled"))
-        return fail(Code::kUnavailable, fmt::format("etcd {}: watch canceled: {}", endpoint, textOf(result, "cancel_reason")));
     }
-    if (parser.is_done()) return std::optional<std::int64_t>{};
+    return false;
+  };
+  auto outcome = member->http->exchange(std::move(call), SteadyClock::now() + wait);
+  if (forgetToken) {
+    std::lock_guard lock(mutex_);
+    token_.clear();  // the next call authenticates again
   }
+  if (verdict) return std::move(*verdict);
+  if (!outcome) {
+    switch (outcome.error().kind) {
+      case net::HttpFailure::Kind::kTimedOut: return std::optional<std::int64_t>{};  // nothing changed in time
+      case net::HttpFailure::Kind::kSetup: return fail(Code::kFailedPrecondition, fmt::format("etcd TLS: {}", outcome.error().detail));
+      case net::HttpFailure::Kind::kTls:
+        return fail(Code::kFailedPrecondition, fmt::format("etcd {}: watch: TLS failed: {}", endpoint, outcome.error().detail));
+      default: return fail(Code::kUnavailable, fmt::format("etcd {}: watch: {}", endpoint, outcome.error().detail));
+    }
+  }
+  if (outcome->status != 200) return fail(Code::kUnavailable, fmt::format("etcd {}: watch answered {}", endpoint, outcome->status));
+  return std::optional<std::int64_t>{};  // the stream ended without a change
 }
 
 Result<void> Client::leaseRevoke(std::int64_t lease) {

@@ -1,7 +1,7 @@
 // A small client for etcd's v3 API through its JSON gateway (POST /v3/kv/range, /v3/kv/txn,
-// /v3/lease/...), on Boost.Beast: synchronous, a pool of keep-alive connections (each call takes one of its
-// own: no lock is held across a round trip, so a slow call never holds up another, such as the leader's
-// lease keep-alive), a deadline per call, and failover across the cluster's endpoints. Replies are read
+// /v3/lease/...), on the one HTTP client (net/http_client.h): synchronous, a pool of keep-alive connections per
+// member (each call takes one of its own: no lock is held across a round trip, so a slow call never holds up
+// another, such as the leader's lease keep-alive), a deadline per call, and failover across the cluster's endpoints. Replies are read
 // without exceptions: a malformed one is an error. Keys and values are bytes (base64 on the wire); revisions are int64.
 //
 // Security: `https://` endpoints are reached over TLS (1.2 or later), verifying the member's certificate
@@ -122,21 +122,18 @@ class Client {
   [[nodiscard]] std::string endpoint() const;
 
  private:
-  struct Connection;
-  struct Tls;
+  struct Member;  // one endpoint: its URL and its HTTP client (or why its URL is unusable)
   // The request's reply body, authenticated when a user is configured (a refused token is renewed once).
   [[nodiscard]] Result<std::string> post(const std::string& path, const std::string& body);
   [[nodiscard]] Result<std::string> postWith(const std::string& path, const std::string& body, const std::string& token);
   [[nodiscard]] Result<std::string> token(bool renew);  // empty without a user
-  [[nodiscard]] Result<std::unique_ptr<Connection>> open(const std::string& endpoint);  // connected, TLS handshaken
-  [[nodiscard]] std::unique_ptr<Connection> take(const std::string& endpoint);  // an idle one to it, or null
-  void giveBack(std::unique_ptr<Connection> connection);
+  [[nodiscard]] Result<std::string> answerOf(const Member& member, const std::string& path, const std::string& token,
+                                             int status, const std::string& body);
   const ClientOptions options_;
-  std::unique_ptr<Tls> tls_;  // the TLS context for https:// endpoints (null when none is https)
+  std::vector<std::unique_ptr<Member>> members_;  // one per endpoint, in the options' order
   std::mutex authMutex_;      // one authentication at a time (held across it: the others wait for its token)
-  mutable std::mutex mutex_;  // guards current_, idle_ and token_, never held across a request
+  mutable std::mutex mutex_;  // guards current_ and token_, never held across a request
   std::size_t current_ = 0;   // the endpoint that answered last: where the next call starts
-  std::vector<std::unique_ptr<Connection>> idle_;
   std::string token_;  // the current authentication token
 };
 

@@ -28,12 +28,13 @@ RULES = [
     ("composer/engine/", (ENGINE_DEPS, ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("composer/api/", (ENGINE_DEPS + ["composer/api/", "composer/auth/", "net/grpc_status.h", "switchyard/v1/"], ["sqlite3.h"])),
     ("composer/daemon/", (None, [])),  # the composition root may name everything
-    ("fabric/", (["composer/model/", "fabric/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
-    # The etcd store talks HTTP to etcd's JSON gateway (Boost.Beast); the rest of inventory/ stays off the network.
-    ("inventory/etcd/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
+    ("fabric/", (["composer/model/", "fabric/", "net/"], ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
+    # The etcd store talks HTTP to etcd's JSON gateway through the one HTTP client (net/); the rest of inventory/ stays off the network.
+    ("inventory/etcd/", (["composer/model/", "inventory/", "net/"],
+                         ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/", "boost/asio", "boost/beast"])),
     ("inventory/", (["composer/model/", "inventory/"], ["grpc", "grpcpp", "boost/asio", "google/protobuf", "switchyard/v1/"])),
     ("bmc/", (["composer/model/", "composer/auth/", "composer/engine/", "composer/packing/", "bmc/", "net/",
-               "fabric/fabric_driver.h", "agent/host_agents.h", "fabric/redfish/redfish_client.h", "inventory/store.h"], ["sqlite3.h"])),
+               "fabric/fabric_driver.h", "agent/host_agents.h", "inventory/store.h"], ["sqlite3.h"])),
     # The host side (ADR 0012): the HostAgents port, simulated hosts, yard-agent and yardd's client of it (PCI discovery, gRPC).
     ("agent/", (["composer/model/", "net/grpc_status.h", "inventory/pci/", "agent/", "switchyard/v1/"],
                 ["sqlite3.h", "composer/engine/"])),

@@ -1,15 +1,13 @@
-// An HTTP/1.1 client for Redfish services (Boost.Beast): keep-alive connections kept in a pool and reused,
-// Basic auth or a session token, JSON bodies, and a deadline on every request (connect, write and read
-// together). Statuses and transport failures become Error codes the fabric driver contract knows.
+// A client for Redfish services, shared by the Redfish fabric driver (fabric/redfish) and the hosts' BMCs
+// (bmc/host_bmc.h): Basic auth or a session token, JSON bodies, Redfish's headers, and its statuses and error
+// bodies onto the Error codes the fabric driver contract knows. On the one HTTP client (net/http_client.h):
+// keep-alive connections in a pool, a deadline on every request (connect, write and read together), I/O on
+// the shared "http-client" thread; a call blocks only its caller, so calls from several threads run at once.
+// sendAll sends a batch at once and waits for all of it: what reading many resources costs one round trip
+// instead of one each.
 //
-// Threads: every client in the process runs its I/O on one shared thread ("redfish-io"); a call blocks its
-// caller until its answer (or deadline) and never holds a lock while it waits, so calls from several threads
-// run at once, each on its own connection. sendAll sends a batch at once and waits for all of it: what
-// reading many resources costs one round trip instead of one each.
-//
-// A connection the service closed while it sat in the pool fails on its next use before any byte of an
-// answer came back; such a request is sent again once on a new connection, except a POST (which could have
-// been applied: its outcome is unknown), which always goes on a new connection instead.
+// A request on a pooled connection the service had closed is sent again once on a new one, except a POST
+// (which could have been applied: its outcome is unknown), which always goes on a new connection instead.
 #pragma once
 
 #include <chrono>
@@ -21,10 +19,11 @@
 #include <nlohmann/json.hpp>
 
 #include "composer/model/error.h"
+#include "net/http_client.h"
 
 namespace switchyard::redfish {
 
-using Deadline = std::chrono::steady_clock::time_point;
+using Deadline = net::Deadline;
 
 struct Endpoint {
   std::string host = "127.0.0.1";
@@ -58,10 +57,6 @@ struct ClientOptions {
   std::size_t maxConnections = 32;  // open at once; further requests wait for one to come free
 };
 
-namespace detail {
-struct ClientPool;  // the connections and I/O of one client (redfish_client.cpp)
-}
-
 class Client {
  public:
   explicit Client(Endpoint endpoint, ClientOptions options = {});
@@ -90,10 +85,14 @@ class Client {
   [[nodiscard]] Result<std::vector<Response>> getAll(const std::vector<std::string>& paths, Deadline deadline) const;
 
   // TCP connections opened so far (what keep-alive saves is measured by it).
-  [[nodiscard]] std::uint64_t connectionsOpened() const;
+  [[nodiscard]] std::uint64_t connectionsOpened() const { return http_.connectionsOpened(); }
 
  private:
-  std::shared_ptr<detail::ClientPool> pool_;
+  struct Credentials;  // the user, password and session token (guarded: useToken may come from any thread)
+  [[nodiscard]] Result<Response> response(const Request& request, net::HttpOutcome outcome) const;
+  Endpoint endpoint_;  // host, port and TLS settings (its credentials live in credentials_)
+  std::unique_ptr<Credentials> credentials_;
+  net::HttpClient http_;
 };
 
 }  // namespace switchyard::redfish
