@@ -24,6 +24,7 @@ struct RedfishService::Call {
   Reply reply;
   OpenStream openStream;
   std::string peer;  // the client's address, without its port
+  std::string allow;  // the Allow of the route it matched (the route table's)
 };
 
 namespace redfish_protocol {

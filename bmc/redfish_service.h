@@ -23,12 +23,13 @@
 #include "bmc/http_vocabulary.h"
 #include "bmc/redfish_resources.h"
 #include "composer/engine/engine.h"
+#include "net/route_table.h"
 
 namespace switchyard::bmc {
 
 class RedfishService {
  public:
-  RedfishService(Engine& engine, Accounts& accounts) : engine_(engine), accounts_(accounts) {}
+  RedfishService(Engine& engine, Accounts& accounts) : engine_(engine), accounts_(accounts), routes_(routeTable()) {}
   ~RedfishService() { work_.join(); }
   RedfishService(const RedfishService&) = delete;
   RedfishService& operator=(const RedfishService&) = delete;
@@ -43,10 +44,29 @@ class RedfishService {
 
  private:
   struct Call;
+  // What a route's method needs of the caller, and what handles it (redfish_routes.cpp).
+  struct RouteEntry {
+    enum class Need { kAnyone, kAccount, kCompose, kAdmin };  // kCompose: a tenant, operator or administrator
+    Need need = Need::kAccount;
+    std::string_view forbidden;  // the 403's message when the caller's role falls short
+    std::function<void(RedfishService&, const std::shared_ptr<Call>&, const net::RouteParams&)> handle;
+  };
+  using Routes = net::RouteTable<RouteEntry>;
+  // Every path the service serves, its methods and what each needs: 404, 405 and Allow follow from it.
+  [[nodiscard]] static Routes routeTable();
   void route(const std::shared_ptr<Call>& call);
   // The rest of route() once the caller is known (or nothing: 401), on whichever thread found it out.
-  void authenticated(const std::shared_ptr<Call>& call, const std::optional<Caller>& caller);
-  void get(const std::shared_ptr<Call>& call);
+  // `found`: what the route table found for the call's path and method (or why nothing: 404 or 405).
+  void authenticated(const std::shared_ptr<Call>& call, const std::optional<Caller>& caller,
+                     const std::expected<Routes::Found, Routes::Miss>& found);
+  // Answers a read with `body` (304 on a matching If-None-Match; HEAD without the body), or the view built first.
+  void replyRead(const std::shared_ptr<Call>& call, const json& body);
+  void replyViewed(const std::shared_ptr<Call>& call, unsigned needs, std::function<json(const PoolView&)> body);
+  void resourceBlock(const std::shared_ptr<Call>& call, const std::string& id);
+  void tasks(const std::shared_ptr<Call>& call);
+  void oneTask(const std::shared_ptr<Call>& call, const std::string& id);
+  void sessions(const std::shared_ptr<Call>& call, const std::string& id);
+  void logout(const std::shared_ptr<Call>& call, const std::string& id);
   void compose(const std::shared_ptr<Call>& call);
   // CompositionService.Compose with a manifest of one or more ComposeSystem stanzas: Preview (what would
   // be composed, nothing held), PreviewReserve (held for reservationDuration()) or Apply (placed together
@@ -81,6 +101,7 @@ class RedfishService {
 
   Engine& engine_;
   Accounts& accounts_;
+  const Routes routes_;
   std::atomic<long long> reservationSeconds_{600};
   boost::asio::thread_pool work_{2};
 };

@@ -148,53 +148,105 @@ net::HttpResponse WebService::errorResponse(http::status status, const std::stri
   return problem(status, message, 11, false);
 }
 
-void WebService::handle(const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream, const std::string& peer) {
-  const unsigned version = request.version();
-  const bool keepAlive = request.keep_alive();
-  const std::string target(request.target());
-  const std::string path = target.substr(0, target.find('?'));
-
-  if (request.method() != http::verb::get && request.method() != http::verb::head) {
-    auto res = problem(http::status::method_not_allowed, "this endpoint is read-only: only GET and HEAD", version, keepAlive);
-    res.set(http::field::allow, "GET, HEAD");
-    return reply(std::move(res));
-  }
-  if (path == "/healthz") {
-    if (const std::string failure = engine_.storeFailure(); !failure.empty())
-      return reply(respond(http::status::service_unavailable, "text/plain; charset=utf-8",
-                           fmt::format("not serving: yardd cannot write its store ({})\n", failure), version, keepAlive));
-    return reply(respond(http::status::ok, "text/plain; charset=utf-8", "ok\n", version, keepAlive));
-  }
-
-  if (!authorize_) return serve(Caller::local(), request, std::move(reply), openStream);
-  // A password check (Basic auth) may run on another thread (the accounts' own); the request stays valid until answered.
-  auto then = [this, &request, reply = std::move(reply), openStream](std::optional<Caller> who) mutable {
-    if (!who) {
-      auto res = problem(http::status::unauthorized, "authenticate with HTTP Basic (an identity's password) or a bearer token from the identities file",
-                         request.version(), request.keep_alive());
-      res.set(http::field::www_authenticate, "Basic realm=\"switchyard\", charset=\"UTF-8\"");
-      return reply(std::move(res));
-    }
-    serve(*who, request, std::move(reply), openStream);
+WebService::Routes WebService::routeTable() {
+  using Self = WebService;
+  using Query = const std::string&;
+  // A JSON read of the API: the query checked, then answered from the view or after one control-thread hop.
+  auto api = [](Api which) {
+    return Route{false, [which](Self& self, const Caller& caller, const net::HttpRequest& request, Query query, net::Reply reply, const net::OpenStream&) {
+      self.api(which, caller, query, std::move(reply), request.version(), request.keep_alive());
+    }};
   };
-  const auto header = request.find(http::field::authorization);
-  if (header == request.end()) return then(std::nullopt);
-  authorize_(std::string(header->value()), peer, std::move(then));
+  Routes t;
+  t.route("/healthz").on("GET", {true, [](Self& self, const Caller&, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
+    self.healthz(request, std::move(reply));
+  }});
+  t.route("/metrics").on("GET", {false, [](Self& self, const Caller& caller, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
+    self.metricsPage(caller, std::move(reply), request.version(), request.keep_alive());
+  }});
+  t.route("/api/v1/events/stream").on("GET", {false, [](Self& self, const Caller& caller, const net::HttpRequest& request, Query, net::Reply reply,
+                                                        const net::OpenStream& openStream) { self.eventStream(caller, request, std::move(reply), openStream); }});
+  t.route("/api/v1/pool").on("GET", api(&Self::poolApi));
+  t.route("/api/v1/summary").on("GET", api(&Self::summaryApi));
+  t.route("/api/v1/systems").on("GET", api(&Self::systemsApi));
+  t.route("/api/v1/queue").on("GET", api(&Self::queueApi));
+  t.route("/api/v1/idle").on("GET", api(&Self::idleApi));
+  t.route("/api/v1/operations").on("GET", api(&Self::operationsApi));
+  t.route("/api/v1/events").on("GET", api(&Self::eventsApi));
+  t.route("/api/v1/capacity").on("GET", api(&Self::capacityApi));
+  t.route("/api/{rest*}").on("GET", {false, [](Self&, const Caller&, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
+    const std::string target(request.target());
+    reply(problem(http::status::not_found,
+                  fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/queue, /api/v1/idle, /api/v1/operations, "
+                              "/api/v1/events, /api/v1/events/stream and /api/v1/capacity",
+                              target.substr(0, target.find('?'))),
+                  request.version(), request.keep_alive()));
+  }});
+  // The dashboard: "/" is index.html; its other files by name.
+  auto page = Route{false, [](Self&, const Caller&, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
+    const std::string target(request.target());
+    const std::string path = target.substr(0, target.find('?'));
+    if (const Asset* asset = dashboardAsset(path))
+      return reply(respond(http::status::ok, asset->contentType, std::string(asset->body), request.version(), request.keep_alive()));
+    reply(problem(http::status::not_found, fmt::format("no page {}; try / (the dashboard), /metrics or /api/v1/pool", path), request.version(),
+                  request.keep_alive()));
+  }};
+  t.route("/").on("GET", page);
+  t.route("/{file*}").on("GET", page);
+  return t;
 }
 
-void WebService::serve(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream) {
+void WebService::handle(const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream, const std::string& peer) {
   const unsigned version = request.version();
   const bool keepAlive = request.keep_alive();
   const std::string target(request.target());
   const auto q = target.find('?');
   const std::string path = target.substr(0, q);
   const std::string query = q == std::string::npos ? std::string{} : target.substr(q + 1);
-  if (path == "/metrics") return metricsPage(caller, std::move(reply), version, keepAlive);
-  if (path == "/api/v1/events/stream") return eventStream(caller, request, std::move(reply), openStream);
-  if (path.starts_with("/api/")) return api(caller, path, query, std::move(reply), version, keepAlive);
-  if (const Asset* asset = dashboardAsset(path))
-    return reply(respond(http::status::ok, asset->contentType, std::string(asset->body), version, keepAlive));
-  reply(problem(http::status::not_found, fmt::format("no page {}; try / (the dashboard), /metrics or /api/v1/pool", path), version, keepAlive));
+
+  auto found = routes_.find(path, std::string(request.method_string()));
+  if (!found) {
+    if (!found.error().resourceExists) return reply(problem(http::status::not_found, fmt::format("no page {}", path), version, keepAlive));
+    auto res = problem(http::status::method_not_allowed,
+                       fmt::format("{} is not allowed on {}: this endpoint is read-only ({})", std::string(request.method_string()), path,
+                                   found.error().allow),
+                       version, keepAlive);
+    res.set(http::field::allow, found.error().allow);
+    return reply(std::move(res));
+  }
+  const Route& route = *found->entry;
+  if (route.open || !authorize_) return route.handle(*this, Caller::local(), request, query, std::move(reply), openStream);
+  // A password check (Basic auth) may run on another thread (the accounts' own); the request stays valid until answered.
+  auto then = [this, &route, &request, query, reply = std::move(reply), openStream](std::optional<Caller> who) mutable {
+    if (!who) {
+      auto res = problem(http::status::unauthorized, "authenticate with HTTP Basic (an identity's password) or a bearer token from the identities file",
+                         request.version(), request.keep_alive());
+      res.set(http::field::www_authenticate, "Basic realm=\"switchyard\", charset=\"UTF-8\"");
+      return reply(std::move(res));
+    }
+    route.handle(*this, *who, request, query, std::move(reply), openStream);
+  };
+  const auto header = request.find(http::field::authorization);
+  if (header == request.end()) return then(std::nullopt);
+  authorize_(std::string(header->value()), peer, std::move(then));
+}
+
+void WebService::healthz(const net::HttpRequest& request, net::Reply reply) {
+  if (const std::string failure = engine_.storeFailure(); !failure.empty())
+    return reply(respond(http::status::service_unavailable, "text/plain; charset=utf-8",
+                         fmt::format("not serving: yardd cannot write its store ({})\n", failure), request.version(), request.keep_alive()));
+  reply(respond(http::status::ok, "text/plain; charset=utf-8", "ok\n", request.version(), request.keep_alive()));
+}
+
+void WebService::api(Api which, const Caller& caller, const std::string& query, net::Reply reply, unsigned version, bool keepAlive) {
+  auto prepared = (this->*which)(caller, query);
+  if (!prepared) return reply(problem(net::httpStatusOf(prepared.error().code), prepared.error().message, version, keepAlive));
+  auto answer = [reply = std::move(reply), version, keepAlive](Result<json> body) {
+    if (!body) return reply(problem(net::httpStatusOf(body.error().code), body.error().message, version, keepAlive));
+    reply(respond(http::status::ok, "application/json", body->dump() + "\n", version, keepAlive));
+  };
+  if (prepared->fromView) return answer(prepared->read());
+  engine_.async<json>(std::move(prepared->read), std::move(answer));
 }
 
 void WebService::eventStream(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream) {
@@ -229,216 +281,212 @@ void WebService::metricsPage(const Caller& caller, net::Reply reply, unsigned ve
   reply(respond(http::status::ok, metrics::kContentType, out.take(), version, keepAlive));
 }
 
-void WebService::api(const Caller& caller, const std::string& path, const std::string& query, net::Reply reply, unsigned version, bool keepAlive) {
-  std::function<Result<json>()> read;
-  bool fromView = true;  // answered on this thread from the engine's published view; else one control-thread hop
-  if (path == "/api/v1/pool") {
-    // ?switches=N&hosts=N list only the first N of each (a dashboard at scale); the counts say how many there are.
-    auto switchLimit = countOf(query, "switches", std::numeric_limits<std::size_t>::max());
-    auto hostLimit = countOf(query, "hosts", std::numeric_limits<std::size_t>::max());
-    if (!switchLimit || !hostLimit)
-      return reply(problem(http::status::bad_request, (switchLimit ? hostLimit.error() : switchLimit.error()).message, version, keepAlive));
-    read = [this, caller, switchLimit = *switchLimit, hostLimit = *hostLimit]() -> Result<json> {
-      const auto view = engine_.view();
-      if (!view) return fail(Code::kUnavailable, "yardd is starting: the pool is not loaded yet");
-      const auto& topology = view->shape->topology;
-      auto systemJsonOf = [&](const SystemId& id) -> std::pair<std::shared_ptr<const System>, bool> {
-        if (id.empty()) return {nullptr, false};
-        auto s = view->systems.find(id);
-        return {s, s && maySee(caller, s->tenant)};
-      };
-      json switches = json::array();
-      for (std::size_t i = 0; i < topology.switches.size() && i < switchLimit; ++i) {
-        const auto& sw = topology.switches[i];
-        json members = json::array();
-        std::vector<std::size_t> positions;
-        if (auto it = view->shape->devicesOfSwitch.find(sw.id); it != view->shape->devicesOfSwitch.end()) positions = it->second;
-        // As the switch lists them (gpu0, gpu1, ..., gpu10), not in id order (gpu0, gpu1, gpu10, ...).
-        std::sort(positions.begin(), positions.end(),
-                  [&](std::size_t a, std::size_t b) { return view->shape->topologyIndex[a] < view->shape->topologyIndex[b]; });
-        for (std::size_t pos : positions) {
-          const DeviceView& d = view->devices[pos];
-          auto [s, visible] = systemJsonOf(d.systemId);
-          members.push_back(deviceJson(d, s.get(), visible));
-        }
-        switches.push_back(json{{"id", sw.id}, {"kind", toString(sw.kind)}, {"model", sw.model}, {"domain", sw.domain}, {"devices", std::move(members)}});
+Result<WebService::ApiRead> WebService::poolApi(const Caller& caller, const std::string& query) {
+  // ?switches=N&hosts=N list only the first N of each (a dashboard at scale); the counts say how many there are.
+  auto switchLimit = countOf(query, "switches", std::numeric_limits<std::size_t>::max());
+  auto hostLimit = countOf(query, "hosts", std::numeric_limits<std::size_t>::max());
+  if (!switchLimit || !hostLimit)
+    return fail(Code::kInvalidArgument, (switchLimit ? hostLimit.error() : switchLimit.error()).message);
+  return ApiRead{[this, caller, switchLimit = *switchLimit, hostLimit = *hostLimit]() -> Result<json> {
+    const auto view = engine_.view();
+    if (!view) return fail(Code::kUnavailable, "yardd is starting: the pool is not loaded yet");
+    const auto& topology = view->shape->topology;
+    auto systemJsonOf = [&](const SystemId& id) -> std::pair<std::shared_ptr<const System>, bool> {
+      if (id.empty()) return {nullptr, false};
+      auto s = view->systems.find(id);
+      return {s, s && maySee(caller, s->tenant)};
+    };
+    json switches = json::array();
+    for (std::size_t i = 0; i < topology.switches.size() && i < switchLimit; ++i) {
+      const auto& sw = topology.switches[i];
+      json members = json::array();
+      std::vector<std::size_t> positions;
+      if (auto it = view->shape->devicesOfSwitch.find(sw.id); it != view->shape->devicesOfSwitch.end()) positions = it->second;
+      // As the switch lists them (gpu0, gpu1, ..., gpu10), not in id order (gpu0, gpu1, gpu10, ...).
+      std::sort(positions.begin(), positions.end(),
+                [&](std::size_t a, std::size_t b) { return view->shape->topologyIndex[a] < view->shape->topologyIndex[b]; });
+      for (std::size_t pos : positions) {
+        const DeviceView& d = view->devices[pos];
+        auto [s, visible] = systemJsonOf(d.systemId);
+        members.push_back(deviceJson(d, s.get(), visible));
       }
-      SY_ASSIGN(const auto hosts, engine_.listHosts());
-      json hostList = json::array();
-      for (std::size_t i = 0; i < hosts.size() && i < hostLimit; ++i) {
-        const auto& h = hosts[i];
-        auto [s, visible] = systemJsonOf(h.systemId);
-        hostList.push_back(json{{"id", h.host.id},
-                                {"upstream_switches", h.upstreamSwitches},
-                                {"system", !s ? "" : visible ? s->name : "(another tenant)"},
-                                {"attached_devices", h.attachedDevices},
-                                {"max_devices", h.host.maxDevices},
-                                {"policy", toString(h.policy)},
-                                {"host_side", h.hostSide}});
-      }
-      return json{{"switches", std::move(switches)}, {"hosts", std::move(hostList)}, {"switch_count", topology.switches.size()},
-                  {"host_count", hosts.size()}, {"version", view->version}};
-    };
-  } else if (path == "/api/v1/summary") {
-    // The pool in a few hundred bytes whatever its size: what the dashboard's cards show.
-    read = [this]() -> Result<json> {
-      const auto view = engine_.view();
-      if (!view) return fail(Code::kUnavailable, "yardd is starting: the pool is not loaded yet");
-      std::map<std::string, std::map<std::string, int>> byModel;  // model -> state -> GPUs
-      std::map<std::string, int> gpus;
-      int critical = 0;
-      view->devices.forEach([&](const DeviceView& d) {
-        if (d.device.kind != DeviceKind::kGpu) return;
-        const std::string state(toString(d.assignment.allocation));
-        ++gpus["total"], ++gpus[state];
-        ++byModel[d.device.model]["total"], ++byModel[d.device.model][state];
-        if (d.device.health == DeviceHealth::kCritical) ++critical;
-      });
-      gpus["critical"] = critical;
-      json models = json::array();
-      for (auto& [model, counts] : byModel) {
-        json m{{"model", model}};
-        for (const auto& [state, n] : counts) m[state] = n;
-        models.push_back(std::move(m));
-      }
-      int hostsWithSystem = 0;
-      view->hosts.forEach([&](const HostSlot& h) { hostsWithSystem += h.systemId.empty() ? 0 : 1; });
-      return json{{"version", view->version},
-                  {"devices", view->devices.size()},
-                  {"gpus", gpus},
-                  {"models", std::move(models)},
-                  {"switches", view->shape->topology.switches.size()},
-                  {"hosts", {{"total", view->hosts.size()}, {"with_system", hostsWithSystem}}},
-                  {"systems", view->systems.size()},
-                  {"running_operations", view->runningOperations}};
-    };
-  } else if (path == "/api/v1/systems") {
-    auto limit = countOf(query, "limit", std::numeric_limits<std::size_t>::max());
-    if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
-    read = [this, caller, limit = *limit]() -> Result<json> {
-      SY_ASSIGN(const auto systems, engine_.listSystems());
-      json out = json::array();
-      for (const auto& s : systems)
-        if (maySee(caller, s.tenant) && out.size() < limit) out.push_back(systemJson(s));
-      return out;
-    };
-  } else if (path == "/api/v1/queue") {
-    // The queue in admission order (a tenant sees its own requests, with their positions in the whole queue).
-    auto limit = countOf(query, "limit", std::numeric_limits<std::size_t>::max());
-    if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
-    read = [this, caller, limit = *limit]() -> Result<json> {
-      SY_ASSIGN(const auto queue, engine_.listQueue());
-      json entries = json::array();
-      for (const auto& e : queue)
-        if (maySee(caller, e.tenant) && entries.size() < limit)
-          entries.push_back(json{{"position", e.position},
-                                 {"operation", e.operationId},
-                                 {"system", e.systemId},
-                                 {"name", e.name},
-                                 {"tenant", e.tenant},
-                                 {"requested_by", e.requestedBy},
-                                 {"class", e.request.priorityClass},
-                                 {"priority", e.request.priority},
-                                 {"asks", describeShape(e.request)},
-                                 {"enqueued_at", formatTimestamp(e.request.enqueuedAt)},
-                                 {"deadline", e.request.deadline > 0 ? formatTimestamp(e.request.deadline) : ""},
-                                 {"lease_seconds", e.request.leaseSeconds},
-                                 {"waiting_for", e.waitingFor}});
-      return json{{"length", queue.size()}, {"entries", std::move(entries)}};
-    };
-  } else if (path == "/api/v1/idle") {
-    // Attached GPUs idle at least ?for=DURATION (default 0s: every idle one), longest first (`yardctl idle`).
-    auto limit = countOf(query, "limit", std::numeric_limits<std::size_t>::max());
-    if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
-    std::chrono::milliseconds minIdle{0};
-    if (const std::string text = queryValue(query, "for"); !text.empty() && text != "0") {
-      const auto d = parseDuration(text);
-      if (!d) return reply(problem(http::status::bad_request, fmt::format("for '{}': expected a duration such as 30m", text), version, keepAlive));
-      minIdle = *d;
+      switches.push_back(json{{"id", sw.id}, {"kind", toString(sw.kind)}, {"model", sw.model}, {"domain", sw.domain}, {"devices", std::move(members)}});
     }
-    read = [this, caller, limit = *limit, minIdle]() -> Result<json> {
-      SY_ASSIGN(const auto gpus, engine_.idleGpus(caller, std::chrono::duration_cast<Duration>(minIdle)));
-      const Timestamp now = engine_.now();
-      json out = json::array();
-      double hours = 0;
-      for (const auto& g : gpus) {
-        const double idleHours = g.gpu.idleGpuHours(now);
-        hours += idleHours;
-        if (out.size() >= limit) continue;
-        out.push_back(json{{"device", g.gpu.deviceId},
-                           {"model", g.model},
-                           {"system", g.systemId},
-                           {"name", g.systemName},
-                           {"tenant", g.tenant},
-                           {"host", g.hostId},
-                           {"idle_since", formatTimestamp(g.gpu.idleSince)},
-                           {"idle_gpu_hours", idleHours},
-                           {"utilization_percent", g.gpu.utilizationPercent},
-                           {"reclaim", describe(g.reclaim)},
-                           {"reclaim_blocked", g.reclaimBlocked}});
-      }
-      return json{{"count", gpus.size()}, {"idle_gpu_hours", hours}, {"gpus", std::move(out)}};
-    };
-  } else if (path == "/api/v1/operations") {
-    fromView = false;
-    auto limit = limitOf(query, 20, 500);
-    if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
-    read = [this, caller, limit = *limit]() -> Result<json> {
-      SY_ASSIGN(const auto operations, engine_.listOperations(2000));
-      json out = json::array();
-      for (const auto& op : operations)
-        if (maySee(caller, op.tenant) && out.size() < limit) out.push_back(operationJson(op));
-      return out;
-    };
-  } else if (path == "/api/v1/events") {
-    fromView = false;
-    auto limit = limitOf(query, 50, 1000);
-    if (!limit) return reply(problem(http::status::bad_request, limit.error().message, version, keepAlive));
-    read = [this, caller, limit = *limit]() -> Result<json> {
-      // The newest events (a tenant's may be sparse among them): keep the last `limit` the caller may see.
-      SY_ASSIGN(auto events, engine_.recentEvents(std::max<std::size_t>(limit, 2000)));
-      json out = json::array();
-      for (auto it = events.rbegin(); it != events.rend() && out.size() < limit; ++it)
-        if (maySee(caller, it->tenant))
-          out.push_back(eventJson(*it));
-      return out;
-    };
-  } else if (path == "/api/v1/capacity") {
-    read = [this]() -> Result<json> {
-      SY_ASSIGN(const auto cached, dashboardCapacity_->get());
-      const CapacityReport& now = cached->report;
-      json shapes = json::array();
-      for (const auto& c : now.shapes) shapes.push_back(json{{"gpus", c.shape.gpus}, {"placeable", c.placeable}});
-      json history = json::array();
-      if (history_)
-        for (const auto& s : history_->samples()) {
-          json placeable = json::object();
-          for (const auto& [gpus, n] : s.placeable) placeable[std::to_string(gpus)] = n;
-          history.push_back(json{{"at", isoTime(s.at)}, {"free_gpus", s.freeGpus}, {"stranded_gpus", s.strandedGpus}, {"placeable", std::move(placeable)}});
-        }
-      json domains = json::array();
-      for (const auto& d : now.domains) {
-        json placeable = json::array();
-        for (const auto& c : d.shapes) placeable.push_back(json{{"gpus", c.shape.gpus}, {"placeable", c.placeable}});
-        domains.push_back(json{{"domain", d.domain}, {"free_gpus", d.freeGpus}, {"stranded_gpus", d.strandedGpus}, {"shapes", std::move(placeable)}});
-      }
-      return json{{"free_gpus", now.freeGpus}, {"stranded_gpus", now.strandedGpus}, {"shapes", std::move(shapes)}, {"domains", std::move(domains)},
-                  {"history", std::move(history)},
-                  {"sample_seconds", history_ ? static_cast<double>(history_->interval().count()) / 1000.0 : 0.0}};
-    };
-  } else {
-    return reply(problem(http::status::not_found,
-                         fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/queue, /api/v1/idle, /api/v1/operations, /api/v1/events, "
-                                     "/api/v1/events/stream and /api/v1/capacity",
-                                     path),
-                         version, keepAlive));
+    SY_ASSIGN(const auto hosts, engine_.listHosts());
+    json hostList = json::array();
+    for (std::size_t i = 0; i < hosts.size() && i < hostLimit; ++i) {
+      const auto& h = hosts[i];
+      auto [s, visible] = systemJsonOf(h.systemId);
+      hostList.push_back(json{{"id", h.host.id},
+                              {"upstream_switches", h.upstreamSwitches},
+                              {"system", !s ? "" : visible ? s->name : "(another tenant)"},
+                              {"attached_devices", h.attachedDevices},
+                              {"max_devices", h.host.maxDevices},
+                              {"policy", toString(h.policy)},
+                              {"host_side", h.hostSide}});
+    }
+    return json{{"switches", std::move(switches)}, {"hosts", std::move(hostList)}, {"switch_count", topology.switches.size()},
+                {"host_count", hosts.size()}, {"version", view->version}};
+  }, true};
+}
+
+Result<WebService::ApiRead> WebService::summaryApi(const Caller&, const std::string&) {
+  // The pool in a few hundred bytes whatever its size: what the dashboard's cards show.
+  return ApiRead{[this]() -> Result<json> {
+    const auto view = engine_.view();
+    if (!view) return fail(Code::kUnavailable, "yardd is starting: the pool is not loaded yet");
+    std::map<std::string, std::map<std::string, int>> byModel;  // model -> state -> GPUs
+    std::map<std::string, int> gpus;
+    int critical = 0;
+    view->devices.forEach([&](const DeviceView& d) {
+      if (d.device.kind != DeviceKind::kGpu) return;
+      const std::string state(toString(d.assignment.allocation));
+      ++gpus["total"], ++gpus[state];
+      ++byModel[d.device.model]["total"], ++byModel[d.device.model][state];
+      if (d.device.health == DeviceHealth::kCritical) ++critical;
+    });
+    gpus["critical"] = critical;
+    json models = json::array();
+    for (auto& [model, counts] : byModel) {
+      json m{{"model", model}};
+      for (const auto& [state, n] : counts) m[state] = n;
+      models.push_back(std::move(m));
+    }
+    int hostsWithSystem = 0;
+    view->hosts.forEach([&](const HostSlot& h) { hostsWithSystem += h.systemId.empty() ? 0 : 1; });
+    return json{{"version", view->version},
+                {"devices", view->devices.size()},
+                {"gpus", gpus},
+                {"models", std::move(models)},
+                {"switches", view->shape->topology.switches.size()},
+                {"hosts", {{"total", view->hosts.size()}, {"with_system", hostsWithSystem}}},
+                {"systems", view->systems.size()},
+                {"running_operations", view->runningOperations}};
+  }, true};
+}
+
+Result<WebService::ApiRead> WebService::systemsApi(const Caller& caller, const std::string& query) {
+  auto limit = countOf(query, "limit", std::numeric_limits<std::size_t>::max());
+  if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
+  return ApiRead{[this, caller, limit = *limit]() -> Result<json> {
+    SY_ASSIGN(const auto systems, engine_.listSystems());
+    json out = json::array();
+    for (const auto& s : systems)
+      if (maySee(caller, s.tenant) && out.size() < limit) out.push_back(systemJson(s));
+    return out;
+  }, true};
+}
+
+Result<WebService::ApiRead> WebService::queueApi(const Caller& caller, const std::string& query) {
+  // The queue in admission order (a tenant sees its own requests, with their positions in the whole queue).
+  auto limit = countOf(query, "limit", std::numeric_limits<std::size_t>::max());
+  if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
+  return ApiRead{[this, caller, limit = *limit]() -> Result<json> {
+    SY_ASSIGN(const auto queue, engine_.listQueue());
+    json entries = json::array();
+    for (const auto& e : queue)
+      if (maySee(caller, e.tenant) && entries.size() < limit)
+        entries.push_back(json{{"position", e.position},
+                               {"operation", e.operationId},
+                               {"system", e.systemId},
+                               {"name", e.name},
+                               {"tenant", e.tenant},
+                               {"requested_by", e.requestedBy},
+                               {"class", e.request.priorityClass},
+                               {"priority", e.request.priority},
+                               {"asks", describeShape(e.request)},
+                               {"enqueued_at", formatTimestamp(e.request.enqueuedAt)},
+                               {"deadline", e.request.deadline > 0 ? formatTimestamp(e.request.deadline) : ""},
+                               {"lease_seconds", e.request.leaseSeconds},
+                               {"waiting_for", e.waitingFor}});
+    return json{{"length", queue.size()}, {"entries", std::move(entries)}};
+  }, true};
+}
+
+Result<WebService::ApiRead> WebService::idleApi(const Caller& caller, const std::string& query) {
+  // Attached GPUs idle at least ?for=DURATION (default 0s: every idle one), longest first (`yardctl idle`).
+  auto limit = countOf(query, "limit", std::numeric_limits<std::size_t>::max());
+  if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
+  std::chrono::milliseconds minIdle{0};
+  if (const std::string text = queryValue(query, "for"); !text.empty() && text != "0") {
+    const auto d = parseDuration(text);
+    if (!d) return fail(Code::kInvalidArgument, fmt::format("for '{}': expected a duration such as 30m", text));
+    minIdle = *d;
   }
-  auto answer = [reply = std::move(reply), version, keepAlive](Result<json> body) {
-    if (!body) return reply(problem(net::httpStatusOf(body.error().code), body.error().message, version, keepAlive));
-    reply(respond(http::status::ok, "application/json", body->dump() + "\n", version, keepAlive));
-  };
-  if (fromView) return answer(read());
-  engine_.async<json>(std::move(read), std::move(answer));
+  return ApiRead{[this, caller, limit = *limit, minIdle]() -> Result<json> {
+    SY_ASSIGN(const auto gpus, engine_.idleGpus(caller, std::chrono::duration_cast<Duration>(minIdle)));
+    const Timestamp now = engine_.now();
+    json out = json::array();
+    double hours = 0;
+    for (const auto& g : gpus) {
+      const double idleHours = g.gpu.idleGpuHours(now);
+      hours += idleHours;
+      if (out.size() >= limit) continue;
+      out.push_back(json{{"device", g.gpu.deviceId},
+                         {"model", g.model},
+                         {"system", g.systemId},
+                         {"name", g.systemName},
+                         {"tenant", g.tenant},
+                         {"host", g.hostId},
+                         {"idle_since", formatTimestamp(g.gpu.idleSince)},
+                         {"idle_gpu_hours", idleHours},
+                         {"utilization_percent", g.gpu.utilizationPercent},
+                         {"reclaim", describe(g.reclaim)},
+                         {"reclaim_blocked", g.reclaimBlocked}});
+    }
+    return json{{"count", gpus.size()}, {"idle_gpu_hours", hours}, {"gpus", std::move(out)}};
+  }, true};
+}
+
+Result<WebService::ApiRead> WebService::operationsApi(const Caller& caller, const std::string& query) {
+  auto limit = limitOf(query, 20, 500);
+  if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
+  return ApiRead{[this, caller, limit = *limit]() -> Result<json> {
+    SY_ASSIGN(const auto operations, engine_.listOperations(2000));
+    json out = json::array();
+    for (const auto& op : operations)
+      if (maySee(caller, op.tenant) && out.size() < limit) out.push_back(operationJson(op));
+    return out;
+  }, false};
+}
+
+Result<WebService::ApiRead> WebService::eventsApi(const Caller& caller, const std::string& query) {
+  auto limit = limitOf(query, 50, 1000);
+  if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
+  return ApiRead{[this, caller, limit = *limit]() -> Result<json> {
+    // The newest events (a tenant's may be sparse among them): keep the last `limit` the caller may see.
+    SY_ASSIGN(auto events, engine_.recentEvents(std::max<std::size_t>(limit, 2000)));
+    json out = json::array();
+    for (auto it = events.rbegin(); it != events.rend() && out.size() < limit; ++it)
+      if (maySee(caller, it->tenant))
+        out.push_back(eventJson(*it));
+    return out;
+  }, false};
+}
+
+Result<WebService::ApiRead> WebService::capacityApi(const Caller&, const std::string&) {
+  return ApiRead{[this]() -> Result<json> {
+    SY_ASSIGN(const auto cached, dashboardCapacity_->get());
+    const CapacityReport& now = cached->report;
+    json shapes = json::array();
+    for (const auto& c : now.shapes) shapes.push_back(json{{"gpus", c.shape.gpus}, {"placeable", c.placeable}});
+    json history = json::array();
+    if (history_)
+      for (const auto& s : history_->samples()) {
+        json placeable = json::object();
+        for (const auto& [gpus, n] : s.placeable) placeable[std::to_string(gpus)] = n;
+        history.push_back(json{{"at", isoTime(s.at)}, {"free_gpus", s.freeGpus}, {"stranded_gpus", s.strandedGpus}, {"placeable", std::move(placeable)}});
+      }
+    json domains = json::array();
+    for (const auto& d : now.domains) {
+      json placeable = json::array();
+      for (const auto& c : d.shapes) placeable.push_back(json{{"gpus", c.shape.gpus}, {"placeable", c.placeable}});
+      domains.push_back(json{{"domain", d.domain}, {"free_gpus", d.freeGpus}, {"stranded_gpus", d.strandedGpus}, {"shapes", std::move(placeable)}});
+    }
+    return json{{"free_gpus", now.freeGpus}, {"stranded_gpus", now.strandedGpus}, {"shapes", std::move(shapes)}, {"domains", std::move(domains)},
+                {"history", std::move(history)},
+                {"sample_seconds", history_ ? static_cast<double>(history_->interval().count()) / 1000.0 : 0.0}};
+  }, true};
 }
 
 }  // namespace switchyard::web

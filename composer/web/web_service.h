@@ -11,8 +11,11 @@
 
 #include <memory>
 
+#include <nlohmann/json.hpp>
+
 #include "net/authorize.h"
 #include "net/http_server.h"
+#include "net/route_table.h"
 #include "composer/engine/engine.h"
 #include "composer/metrics/engine_metrics.h"
 #include "composer/web/capacity_history.h"
@@ -33,12 +36,35 @@ class WebService {
   [[nodiscard]] static net::HttpResponse errorResponse(boost::beast::http::status status, const std::string& message);
 
  private:
-  // handle() once the caller is known, on whichever thread found it out.
-  void serve(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream);
+  // What a route serves: whether it needs credentials, and what handles it once the caller is known.
+  struct Route {
+    bool open = false;  // answered without credentials (/healthz)
+    std::function<void(WebService&, const Caller&, const net::HttpRequest&, const std::string& query, net::Reply, const net::OpenStream&)> handle;
+  };
+  using Routes = net::RouteTable<Route>;
+  // Every path the endpoint serves (all read-only: GET and HEAD): 405 and Allow follow from it.
+  [[nodiscard]] static Routes routeTable();
+  // A JSON read of /api/v1/*: the query checked (kInvalidArgument: 400) and what builds the answer, on this
+  // thread from the published view, or with one control-thread hop (operations, events).
+  struct ApiRead {
+    std::function<Result<nlohmann::json>()> read;
+    bool fromView = true;
+  };
+  using Api = Result<ApiRead> (WebService::*)(const Caller& caller, const std::string& query);
+  void api(Api which, const Caller& caller, const std::string& query, net::Reply reply, unsigned version, bool keepAlive);
+  [[nodiscard]] Result<ApiRead> poolApi(const Caller& caller, const std::string& query);
+  [[nodiscard]] Result<ApiRead> summaryApi(const Caller& caller, const std::string& query);
+  [[nodiscard]] Result<ApiRead> systemsApi(const Caller& caller, const std::string& query);
+  [[nodiscard]] Result<ApiRead> queueApi(const Caller& caller, const std::string& query);
+  [[nodiscard]] Result<ApiRead> idleApi(const Caller& caller, const std::string& query);
+  [[nodiscard]] Result<ApiRead> operationsApi(const Caller& caller, const std::string& query);
+  [[nodiscard]] Result<ApiRead> eventsApi(const Caller& caller, const std::string& query);
+  [[nodiscard]] Result<ApiRead> capacityApi(const Caller& caller, const std::string& query);
+  void healthz(const net::HttpRequest& request, net::Reply reply);
   void eventStream(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream);
   void metricsPage(const Caller& caller, net::Reply reply, unsigned version, bool keepAlive);
-  void api(const Caller& caller, const std::string& path, const std::string& query, net::Reply reply, unsigned version, bool keepAlive);
 
+  const Routes routes_ = routeTable();
   Engine& engine_;
   const metrics::EngineMetrics* metrics_;
   net::Authorize authorize_;
