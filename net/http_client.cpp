@@ -52,6 +52,10 @@ asio::io_context& ioContext() {
 
 constexpr auto kIdleLimit = std::chrono::seconds(20);  // a pooled connection older than this is closed, not reused
 
+}  // namespace
+
+namespace detail {
+
 struct Connection {
   std::unique_ptr<beast::tcp_stream> plain;
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> secure;
@@ -65,10 +69,6 @@ struct Connection {
       f(*plain);
   }
 };
-
-}  // namespace
-
-namespace detail {
 
 struct HttpPool {
   HttpPool(HttpTarget t, HttpClientOptions o) : target(std::move(t)), options(o), io(ioContext()) {
@@ -158,7 +158,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   void connect() {
     reused_ = false;
     connecting_ = true;
-    connection_ = std::make_unique<Connection>();
+    connection_ = std::make_unique<detail::Connection>();
     const HttpTarget& t = pool_->target;
     if (pool_->tls) {
       connection_->secure = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(pool_->io, *pool_->tls);
@@ -263,7 +263,7 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   Deadline deadline_;
   Done done_;
   tcp::resolver resolver_;
-  std::unique_ptr<Connection> connection_;
+  std::unique_ptr<detail::Connection> connection_;
   bool reused_ = false;
   bool retried_ = false;
   bool connecting_ = false;   // resolving or connecting: nothing was sent yet

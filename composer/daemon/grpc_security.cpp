@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "composer/daemon/loopback.h"
 #include "net/tls_certificate.h"
 
 namespace switchyard {
@@ -22,16 +23,10 @@ Result<std::string> readPem(const std::filesystem::path& file, const char* flag)
   return text.str();
 }
 
-std::string hostOf(const std::string& listen) {
-  std::string host = listen.substr(0, listen.rfind(':'));
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  return host;
-}
-
 }  // namespace
 
 Result<GrpcSecurity> grpcSecurity(const DaemonOptions& o) {
-  const std::string host = hostOf(o.listen);
+  const std::string host = hostOfListen(o.listen);
   if (o.plaintext) {
     if (!isLoopbackHost(host))
       return fail(Code::kInvalidArgument,

@@ -2,22 +2,16 @@
 
 #include <spdlog/spdlog.h>
 
-
 #include "bmc/redfish_protocol.h"
 #include "composer/daemon/loopback.h"
 #include "composer/model/durable_file.h"
 #include "net/tls_certificate.h"
 
 namespace switchyard {
-namespace {
-
-std::string hostOf(const std::string& listen) { return listen.substr(0, listen.rfind(':')); }
-
-}  // namespace
 
 Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clock& clock, const metrics::EngineMetrics* metrics,
                                      bmc::Accounts* accounts) {
-  const std::string metricsHost = hostOf(o.metricsListen);
+  const std::string metricsHost = hostOfListen(o.metricsListen);
   net::HttpServerOptions httpOptions{o.metricsListen};
   httpOptions.name = "--metrics-listen";
   httpOptions.errorResponse = web::WebService::errorResponse;
@@ -60,7 +54,7 @@ Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& eng
   if (!accounts)
     return fail(Code::kInvalidArgument,
                 "--redfish-listen needs --identities FILE (the accounts Redfish clients log in with; see docs/security.md)");
-  const std::string host = hostOf(o.redfishListen);
+  const std::string host = hostOfListen(o.redfishListen);
   net::HttpServerOptions httpOptions{o.redfishListen};
   httpOptions.name = "--redfish-listen";
   httpOptions.errorResponse = bmc::redfish_protocol::serverError;

@@ -34,4 +34,10 @@ bool isLoopbackHost(const std::string& spelled) {
   return loopback;
 }
 
+std::string hostOfListen(const std::string& listen) {
+  std::string host = listen.substr(0, listen.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host;
+}
+
 }  // namespace switchyard

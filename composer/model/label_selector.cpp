@@ -8,7 +8,7 @@ namespace switchyard {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
+std::string_view trimSpaces(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
   return s;
@@ -22,11 +22,11 @@ bool validKey(std::string_view key) {
 
 Result<LabelSelector> LabelSelector::parse(std::string_view text) {
   LabelSelector selector;
-  if (trim(text).empty()) return selector;
+  if (trimSpaces(text).empty()) return selector;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
-    const std::string_view part = trim(text.substr(start, comma - start));
+    const std::string_view part = trimSpaces(text.substr(start, comma - start));
     start = comma + 1;
     auto refuse = [&](std::string_view why) {
       return fail(Code::kInvalidArgument, fmt::format("label selector '{}': '{}' {} (expected key=value, key!=value, key or !key, "
@@ -36,12 +36,12 @@ Result<LabelSelector> LabelSelector::parse(std::string_view text) {
     if (part.empty()) return refuse("is empty");
     Requirement r;
     if (const auto ne = part.find("!="); ne != std::string_view::npos) {
-      r = {std::string(trim(part.substr(0, ne))), Op::kNotEquals, std::string(trim(part.substr(ne + 2)))};
+      r = {std::string(trimSpaces(part.substr(0, ne))), Op::kNotEquals, std::string(trimSpaces(part.substr(ne + 2)))};
     } else if (const auto eq = part.find('='); eq != std::string_view::npos) {
       const std::size_t valueAt = part.substr(eq).starts_with("==") ? eq + 2 : eq + 1;
-      r = {std::string(trim(part.substr(0, eq))), Op::kEquals, std::string(trim(part.substr(valueAt)))};
+      r = {std::string(trimSpaces(part.substr(0, eq))), Op::kEquals, std::string(trimSpaces(part.substr(valueAt)))};
     } else if (part.front() == '!') {
-      r = {std::string(trim(part.substr(1))), Op::kNotExists, {}};
+      r = {std::string(trimSpaces(part.substr(1))), Op::kNotExists, {}};
     } else {
       r = {std::string(part), Op::kExists, {}};
     }

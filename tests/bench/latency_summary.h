@@ -2,11 +2,17 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <string>
 #include <vector>
 
 namespace switchyard::bench {
+
+// Milliseconds since `t` on the steady clock.
+inline double msSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
 
 struct Percentiles {
   double p50 = 0, p99 = 0, max = 0, mean = 0;

@@ -21,7 +21,6 @@ namespace {
 
 using Stopwatch = std::chrono::steady_clock;
 
-double msSince(Stopwatch::time_point t) { return std::chrono::duration<double, std::milli>(Stopwatch::now() - t).count(); }
 
 }  // namespace
 

@@ -26,7 +26,6 @@ namespace {
 
 using Stopwatch = std::chrono::steady_clock;
 
-double msSince(Stopwatch::time_point t0) { return std::chrono::duration<double, std::milli>(Stopwatch::now() - t0).count(); }
 
 // One GET through the web endpoint's handler (no socket: what the handler and the engine cost).
 struct Fetched {
@@ -41,15 +40,15 @@ Fetched get(web::WebService& web, const std::string& target) {
   return answer.get();
 }
 
-struct Lane {
+struct PathLane {
   std::vector<double> ms;
   std::size_t bytes = 0;
   int failures = 0;
 };
 
 // Compose + wait, then decompose + wait, round the hosts from `firstHost`, until `stop`; compose latencies in ms.
-Lane composeLoop(Engine& engine, int firstHost, int hosts, const std::atomic<bool>& stop, const std::string& prefix) {
-  Lane lane;
+PathLane composeLoop(Engine& engine, int firstHost, int hosts, const std::atomic<bool>& stop, const std::string& prefix) {
+  PathLane lane;
   for (int i = 0; !stop; ++i) {
     const std::string name = fmt::format("{}-{}", prefix, i);
     ComposeRequest request;
@@ -71,7 +70,7 @@ Lane composeLoop(Engine& engine, int firstHost, int hosts, const std::atomic<boo
   return lane;
 }
 
-void printRow(const std::string& phase, const std::string& what, const Lane& lane, double seconds) {
+void printRow(const std::string& phase, const std::string& what, const PathLane& lane, double seconds) {
   if (lane.ms.empty()) {
     fmt::print("{:<8} {:<36} {:>7} (none completed; {} failed)\n", phase, what, 0, lane.failures);
     return;
@@ -129,7 +128,7 @@ int benchReadLoad(const ReadLoadOptions& o) {
              "failed");
   // What one read costs with nothing else running: each path, and the capacity query /metrics makes.
   for (const auto& path : o.paths) {
-    Lane lane;
+    PathLane lane;
     for (int i = 0; i < 3; ++i) {
       const auto t0 = Stopwatch::now();
       const Fetched f = get(web, path);
@@ -140,7 +139,7 @@ int benchReadLoad(const ReadLoadOptions& o) {
     printRow("idle", "GET " + path, lane, 1);
   }
   {
-    Lane lane;
+    PathLane lane;
     std::vector<MigProfile> profiles(kMigProfiles.begin(), kMigProfiles.end());
     for (int i = 0; i < 3; ++i) {
       const auto t0 = Stopwatch::now();
@@ -161,15 +160,15 @@ int benchReadLoad(const ReadLoadOptions& o) {
   {
     std::atomic<bool> stop{false};
     auto composer = std::async(std::launch::async, [&] { return composeLoop(engine, 0, measuredHosts, stop, "loaded"); });
-    std::vector<std::future<std::map<std::string, Lane>>> readers;
+    std::vector<std::future<std::map<std::string, PathLane>>> readers;
     for (int r = 0; r < o.readers; ++r)
       readers.push_back(std::async(std::launch::async, [&] {
-        std::map<std::string, Lane> lanes;
+        std::map<std::string, PathLane> lanes;
         for (std::size_t i = 0; !stop; ++i) {
           const std::string& path = o.paths[i % o.paths.size()];
           const auto t0 = Stopwatch::now();
           const Fetched f = get(web, path);
-          Lane& lane = lanes[path];
+          PathLane& lane = lanes[path];
           if (f.status != 200) {
             ++lane.failures;
             continue;
@@ -182,10 +181,10 @@ int benchReadLoad(const ReadLoadOptions& o) {
     std::this_thread::sleep_for(std::chrono::duration<double>(o.seconds));
     stop = true;
     printRow("loaded", "compose (4 GPUs)", composer.get(), o.seconds);
-    std::map<std::string, Lane> all;
+    std::map<std::string, PathLane> all;
     for (auto& f : readers)
       for (auto& [path, lane] : f.get()) {
-        Lane& into = all[path];
+        PathLane& into = all[path];
         into.ms.insert(into.ms.end(), lane.ms.begin(), lane.ms.end());
         into.bytes += lane.bytes;
         into.failures += lane.failures;
@@ -205,7 +204,7 @@ int benchReadLoad(const ReadLoadOptions& o) {
     grpc::ChannelArguments args;
     args.SetMaxReceiveMessageSize(-1);
     auto stub = v1::Switchyard::NewStub(grpc::CreateCustomChannel(fmt::format("127.0.0.1:{}", port), grpc::InsecureChannelCredentials(), args));
-    Lane lane;
+    PathLane lane;
     for (int run = 0; run < 3; ++run) {
       const auto t0 = Stopwatch::now();
       std::size_t listed = 0;

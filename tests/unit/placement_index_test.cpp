@@ -31,7 +31,7 @@ Topology churnTopology() {
   return t;
 }
 
-PlacementRequest randomRequest(std::mt19937& rng) {
+PlacementRequest randomSizedRequest(std::mt19937& rng) {
   PlacementRequest r;
   const int sizes[] = {1, 1, 2, 2, 3, 4, 4, 8, 12, 16};
   r.gpuCount = sizes[rng() % 10];
@@ -66,7 +66,7 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleOnAChurningPool) {
   std::mt19937 rng(5);
   std::vector<std::pair<std::vector<int>, int>> live;  // devices, host
   for (int i = 0; i < 1500; ++i) {
-    const PlacementRequest r = randomRequest(rng);
+    const PlacementRequest r = randomSizedRequest(rng);
     demand.observe(r, pool);  // the mix moves now and then: the index must notice
     auto want = scheduler->schedule(pool, r, false);
     auto got = index.schedule(*scheduler, pool, r);
