@@ -15,6 +15,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -39,16 +40,17 @@ namespace {
 
 // The one I/O thread of every HTTP client in the process. It lives as long as the process: a client may be
 // destroyed from one of its own completions, which a joining owner could not survive.
-asio::io_context& ioContext() {
-  struct IoThread {
-    asio::io_context io;
-    asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-    std::thread thread{[this] { io.run(); }};
-    IoThread() { pthread_setname_np(thread.native_handle(), "http-client"); }
-  };
+struct IoThread {
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
+  std::thread thread{[this] { io.run(); }};
+  IoThread() { pthread_setname_np(thread.native_handle(), "http-client"); }
+};
+IoThread& ioThread() {
   static IoThread* const thread = new IoThread;  // never destroyed (see above)
-  return thread->io;
+  return *thread;
 }
+asio::io_context& ioContext() { return ioThread().io; }
 
 constexpr auto kIdleLimit = std::chrono::seconds(20);  // a pooled connection older than this is closed, not reused
 
@@ -273,11 +275,23 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   std::optional<http::response_parser<http::string_body>> parser_;
 };
 
-// The pool's connections are closed on the I/O thread, the only one that touches them.
+// The pool's connections are closed on the I/O thread, the only one that touches them. A client destroyed on
+// another thread waits for that: what the pool's TLS context did on the I/O thread then happens before whatever
+// its owner does next (OpenSSL's cleanup at exit included).
 void retire(std::shared_ptr<detail::HttpPool> pool) {
   if (!pool) return;
   asio::io_context& io = pool->io;
-  asio::post(io, [pool = std::move(pool)] {});
+  if (std::this_thread::get_id() == ioThread().thread.get_id()) {
+    asio::post(io, [pool = std::move(pool)] {});  // from a completion: the I/O thread cannot wait for itself
+    return;
+  }
+  std::promise<void> gone;
+  auto done = gone.get_future();
+  asio::post(io, [pool = std::move(pool), gone = std::move(gone)]() mutable {
+    pool.reset();
+    gone.set_value();
+  });
+  done.wait();
 }
 
 }  // namespace

@@ -25,8 +25,13 @@ HttpTarget local(int port) { return HttpTarget{.host = "127.0.0.1", .port = std:
 struct Served {
   std::unique_ptr<HttpServer> server;
   std::mutex mutex;
-  std::vector<Reply> parked;  // /never's replies, dropped before the server goes
+  std::vector<Reply> parked;  // /never's replies: dropped once the server's threads are joined, before it goes
   std::atomic<int> requests{0};
+  ~Served() {
+    if (server) server->stop();
+    std::lock_guard lock(mutex);
+    parked.clear();
+  }
 };
 
 // A server that answers each path: /missing 404, /echo the method and body with a header, /stream a stream of

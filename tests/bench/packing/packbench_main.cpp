@@ -222,6 +222,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   lp->add_option("--reclaim-after", lpOptions.rules.reclaimAfterSeconds, "seconds idle before a whole-GPU system is reclaimed")
       ->capture_default_str();
+  lp->add_option("--fair-share-half-life", lpOptions.rules.fairShareHalfLifeSeconds,
+                 "seconds over which a tenant's past GPU time counts half toward its fair-share charge (yardd: 24 h)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   lp->add_option("--grace", lpOptions.rules.preemptionGraceSeconds, "seconds between a preemption's notice and the detach")
       ->capture_default_str();
   lp->add_flag("--no-batch-preemption", lpNoBatchPreemption, "only production preempts spot (yardd's default lets batch preempt too)");
