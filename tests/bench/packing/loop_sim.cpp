@@ -120,6 +120,17 @@ class LoopSim {
   [[nodiscard]] double charge(size_t t) const {
     return (static_cast<double>(held_[t]) + history_[t] / r_.fairShareHalfLifeSeconds) / o_.workload.tenantWeights[t];
   }
+  // The class a request is ordered as: its own, or batch for a spot request of a tenant below the fair line
+  // (LoopRules::fairShareLiftsSpot).
+  [[nodiscard]] size_t orderClass(size_t cls, size_t t) const {
+    if (!r_.fairShareLiftsSpot || cls != kLoopClasses - 1) return cls;
+    double used = 0, weights = 0;
+    for (size_t i = 0; i < held_.size(); ++i) {
+      used += static_cast<double>(held_[i]) + history_[i] / r_.fairShareHalfLifeSeconds;
+      weights += o_.workload.tenantWeights[i];
+    }
+    return weights > 0 && charge(t) < used / weights ? cls - 1 : cls;
+  }
 
   std::optional<SharePlacement> choose(size_t job) {
     const auto begin = std::chrono::steady_clock::now();
@@ -285,8 +296,10 @@ void LoopSim::serveFifo() {
 bool LoopSim::orderedBefore(size_t job, size_t other) const {
   const Job& a = jobs_[job];
   const Job& b = jobs_[other];
-  if (a.cls != b.cls) return a.cls < b.cls;
+  const size_t ca = orderClass(a.cls, a.tenant), cb = orderClass(b.cls, b.tenant);
+  if (ca != cb) return ca < cb;
   if (a.tenant != b.tenant) return charge(a.tenant) < charge(b.tenant);
+  if (a.cls != b.cls) return a.cls < b.cls;
   return a.since < b.since;
 }
 
@@ -400,8 +413,21 @@ void LoopSim::serveLoop() {
   std::vector<size_t> tenants(held_.size());
   std::iota(tenants.begin(), tenants.end(), 0);
   std::stable_sort(tenants.begin(), tenants.end(), [&](size_t x, size_t y) { return charge(x) < charge(y); });
-  for (size_t cls = 0; cls < kLoopClasses && tried < a_.backfillDepth; ++cls)
-    for (size_t t : tenants) {
+  // The queues in order: by the class each is ordered as, then the tenant's charge, then the class itself.
+  std::vector<std::pair<size_t, size_t>> order;  // (class, tenant), tenants by charge
+  for (size_t cls = 0; cls < kLoopClasses; ++cls)
+    for (size_t t : tenants) order.emplace_back(cls, t);
+  std::vector<size_t> rank(tenants.size());
+  for (size_t i = 0; i < tenants.size(); ++i) rank[tenants[i]] = i;
+  std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+    const size_t cx = orderClass(x.first, x.second), cy = orderClass(y.first, y.second);
+    if (cx != cy) return cx < cy;
+    if (x.second != y.second) return rank[x.second] < rank[y.second];
+    return x.first < y.first;
+  });
+  for (const auto& [cls, t] : order) {
+    if (tried >= a_.backfillDepth) break;
+    {
       auto& q = queues_[cls][t];
       for (auto it = q.begin(); it != q.end() && tried < a_.backfillDepth;) {
         if (jobs_[*it].state != Job::State::kWaiting) {
@@ -418,6 +444,7 @@ void LoopSim::serveLoop() {
         else ++it;
       }
     }
+  }
 }
 
 void LoopSim::arrive(size_t job) {

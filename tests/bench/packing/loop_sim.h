@@ -50,6 +50,9 @@ struct LoopRules {
   double preemptionGraceSeconds = 30;
   double fairShareHalfLifeSeconds = 86'400;
   bool batchPreempts = true;  // yardd's default: batch=100:preempting
+  // Experiment (not yardd's rule): a tenant below the fair line (its charge under what an even split by weight
+  // would charge) has its spot requests ordered with batch, by charge, instead of behind every batch request.
+  bool fairShareLiftsSpot = false;
 };
 
 struct LoopOptions {

@@ -226,6 +226,8 @@ int main(int argc, char** argv) {
                  "seconds over which a tenant's past GPU time counts half toward its fair-share charge (yardd: 24 h)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  lp->add_flag("--fair-share-lifts-spot", lpOptions.rules.fairShareLiftsSpot,
+              "experiment: a tenant below the fair line has its spot requests ordered with batch (not yardd's rule)");
   lp->add_option("--grace", lpOptions.rules.preemptionGraceSeconds, "seconds between a preemption's notice and the detach")
       ->capture_default_str();
   lp->add_flag("--no-batch-preemption", lpNoBatchPreemption, "only production preempts spot (yardd's default lets batch preempt too)");
