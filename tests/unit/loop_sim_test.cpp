@@ -2,11 +2,13 @@
 // trace: its FIFO mode is the dynamic mode, and the loop's rules do what ADR 0017 and ADR 0019 say.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 #include <optional>
 
 #include "composer/packing/sharing/share_policy.h"
 #include "tests/bench/packing/dynamic_sim.h"
+#include "tests/bench/packing/fair_share.h"
 #include "tests/bench/packing/loop_sim.h"
 #include "tests/bench/packing/openb_trace.h"
 
@@ -133,6 +135,25 @@ TEST_F(LoopSimulation, FairShareBringsEveryTenantCloserToItsWeightedShare) {
   const LoopResult fifo = run(&composable, o);
   EXPECT_GT(loop.tenantRatio[1], fifo.tenantRatio[1]);
   EXPECT_GE(loop.jain, fifo.jain);
+}
+
+// The charge is held GPUs plus recent use per unit of weight; what a tenant stopped holding counts less as time
+// passes, and the fair line is everyone's use split by weight.
+TEST(FairShareLedger, ChargesHeldAndRecentUsePerWeight) {
+  FairShareLedger ledger({1, 3}, 3600);
+  ledger.take(0, 3000);
+  ledger.take(1, 3000);
+  EXPECT_DOUBLE_EQ(ledger.charge(0), 3000);
+  EXPECT_DOUBLE_EQ(ledger.charge(1), 1000) << "the same GPUs weigh a third for a tenant of weight 3";
+  EXPECT_FALSE(ledger.belowFairLine(0));
+  EXPECT_TRUE(ledger.belowFairLine(1));
+
+  ledger.advanceTo(36'000);  // ten half-lives holding 3000: history close to 3000 * half-life / ln 2
+  ledger.give(0, 3000);
+  const double after = ledger.charge(0);
+  EXPECT_NEAR(after, 3000 / std::log(2.0), 3000 * 0.01) << "recent use still counts once nothing is held";
+  ledger.advanceTo(36'000 + 3600);
+  EXPECT_NEAR(ledger.charge(0), after / 2, 1e-6) << "one half-life later it counts half";
 }
 
 TEST(WaterFill, WeightedMaxMinShares) {

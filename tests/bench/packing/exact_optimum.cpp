@@ -9,14 +9,14 @@
 #include <memory>
 #include <utility>
 
+#include "tests/bench/packing/lp_support.h"
+
 namespace switchyard::bench {
 
 namespace {
 
 using sharing::kMilliPerGpu;
 
-// Rows are kept in units near 1 (GPUs, cores, GiB): raw milli and MiB make GLPK's basis ill-conditioned.
-constexpr double kGpu = 1.0 / kMilliPerGpu, kCore = 1.0 / 1000, kGiB = 1.0 / 1024;
 using Terms = std::vector<std::pair<int, double>>;
 
 // A GLPK problem built column by column and row by row.
@@ -116,7 +116,7 @@ std::expected<ExactResult, std::string> exactOptimum(const ComposablePool::Wirin
       if (r.memoryMib > 0) most = std::min<int>(most, static_cast<int>(host.memoryMib / r.memoryMib));
       most = std::min<int>(most, static_cast<int>(int64_t{reachable} * kMilliPerGpu / r.totalGpuMilli()));
       if (most == 0) continue;
-      const int x = program.integer(static_cast<double>(r.totalGpuMilli()) * kGpu, most);
+      const int x = program.integer(static_cast<double>(r.totalGpuMilli()) * kLpGpu, most);
       c.x.emplace_back(s, x);
       shapeTerms[s].emplace_back(x, 1.0);
       anyWhole = anyWhole || !r.sharesGpu();
@@ -149,7 +149,7 @@ std::expected<ExactResult, std::string> exactOptimum(const ComposablePool::Wirin
     for (int g = 0; g < enc.gpus; ++g) {  // shares + whole <= what is attached
       Terms t;
       for (size_t k = 0; k < c.x.size(); ++k)
-        if (!c.y[k].empty()) t.emplace_back(c.y[k][static_cast<size_t>(g)], shapes[c.x[k].first].gpuMilli * kGpu);
+        if (!c.y[k].empty()) t.emplace_back(c.y[k][static_cast<size_t>(g)], shapes[c.x[k].first].gpuMilli * kLpGpu);
       if (anyWhole) t.emplace_back(c.w[static_cast<size_t>(g)], 1.0);
       if (bound) {
         program.atMost(t, 1.0);
@@ -167,15 +167,15 @@ std::expected<ExactResult, std::string> exactOptimum(const ComposablePool::Wirin
   for (size_t li = 0; li < linkCount; ++li) {
     const size_t h = pool.links[li].first;
     for (const auto& [s, x] : cols[li].x) {
-      cpu[h].emplace_back(x, shapes[s].cpuMilli * kCore);
-      memory[h].emplace_back(x, static_cast<double>(shapes[s].memoryMib) * kGiB);
+      cpu[h].emplace_back(x, shapes[s].cpuMilli * kLpCore);
+      memory[h].emplace_back(x, static_cast<double>(shapes[s].memoryMib) * kLpGiB);
     }
     for (int z : cols[li].z)
       if (z != 0) attached[h].emplace_back(z, 1.0);
   }
   for (size_t h = 0; h < pool.hosts.size(); ++h) {
-    program.atMost(cpu[h], pool.hosts[h].cpuMilli * kCore);
-    program.atMost(memory[h], static_cast<double>(pool.hosts[h].memoryMib) * kGiB);
+    program.atMost(cpu[h], pool.hosts[h].cpuMilli * kLpCore);
+    program.atMost(memory[h], static_cast<double>(pool.hosts[h].memoryMib) * kLpGiB);
     if (static_cast<int>(attached[h].size()) > pool.deviceLimit) program.atMost(attached[h], pool.deviceLimit);
   }
 
@@ -190,7 +190,7 @@ std::expected<ExactResult, std::string> exactOptimum(const ComposablePool::Wirin
       for (int g = 0; g < gpus; ++g) {
         const auto gi = static_cast<size_t>(g);
         for (size_t k = 0; k < c.x.size(); ++k)
-          if (!c.y[k].empty()) load[gi].emplace_back(c.y[k][gi], shapes[c.x[k].first].gpuMilli * kGpu);
+          if (!c.y[k].empty()) load[gi].emplace_back(c.y[k][gi], shapes[c.x[k].first].gpuMilli * kLpGpu);
         if (c.w[gi] != 0) load[gi].emplace_back(c.w[gi], 1.0);
         if (c.z[gi] != 0) holders[gi].emplace_back(c.z[gi], 1.0);
       }

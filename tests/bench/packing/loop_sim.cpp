@@ -11,6 +11,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "tests/bench/packing/fair_share.h"
 #include "tests/bench/packing/sim_pool.h"
 
 namespace switchyard::bench {
@@ -74,11 +75,10 @@ struct Preemption {
 class LoopSim {
  public:
   LoopSim(SimPool& pool, const std::vector<TracePod>& pods, sharing::SharePolicy& policy, const LoopOptions& o)
-      : pool_(pool), pods_(pods), policy_(policy), o_(o), a_(o.arrivals), r_(o.rules) {
+      : pool_(pool), pods_(pods), policy_(policy), o_(o), a_(o.arrivals), r_(o.rules),
+        fairShare_(o.workload.tenantWeights, o.rules.fairShareHalfLifeSeconds) {
     const size_t tenants = o.workload.tenantWeights.size();
     if (tenants == 0 || o.workload.tenantDemand.size() != tenants) throw std::invalid_argument("one weight and one demand per tenant");
-    held_.assign(tenants, 0);
-    history_.assign(tenants, 0);
     for (auto& perTenant : queues_) perTenant.resize(tenants);
     result_.byTenant.resize(tenants);
   }
@@ -108,28 +108,12 @@ class LoopSim {
     if (measuredSince_ >= 0) allocationArea_ += static_cast<double>(pool_.allocated()) * (t - lastChange_);
     lastChange_ = t;
   }
-  // Decays the tenants' fair-share history to now (exactly: what it held was constant since the last call).
-  void advanceHistory() {
-    const double lambda = std::log(2.0) / r_.fairShareHalfLifeSeconds;
-    const double dt = now_ - historyAt_;
-    if (dt <= 0) return;
-    const double keep = std::exp(-lambda * dt);
-    for (size_t i = 0; i < held_.size(); ++i) history_[i] = history_[i] * keep + static_cast<double>(held_[i]) * (1 - keep) / lambda;
-    historyAt_ = now_;
-  }
-  [[nodiscard]] double charge(size_t t) const {
-    return (static_cast<double>(held_[t]) + history_[t] / r_.fairShareHalfLifeSeconds) / o_.workload.tenantWeights[t];
-  }
+  void advanceHistory() { fairShare_.advanceTo(now_); }
+  [[nodiscard]] double charge(size_t t) const { return fairShare_.charge(t); }
   // The class a request is ordered as: its own, or batch for a spot request of a tenant below the fair line
   // (LoopRules::fairShareLiftsSpot).
   [[nodiscard]] size_t orderClass(size_t cls, size_t t) const {
-    if (!r_.fairShareLiftsSpot || cls != kLoopClasses - 1) return cls;
-    double used = 0, weights = 0;
-    for (size_t i = 0; i < held_.size(); ++i) {
-      used += static_cast<double>(held_[i]) + history_[i] / r_.fairShareHalfLifeSeconds;
-      weights += o_.workload.tenantWeights[i];
-    }
-    return weights > 0 && charge(t) < used / weights ? cls - 1 : cls;
+    return r_.fairShareLiftsSpot && cls == kLoopClasses - 1 && fairShare_.belowFairLine(t) ? cls - 1 : cls;
   }
 
   std::optional<SharePlacement> choose(size_t job) {
@@ -172,9 +156,7 @@ class LoopSim {
   std::optional<size_t> passHead_;  // the first request in order that did not fit at the last pass
   std::optional<Shadow> shadow_;
   std::vector<ShareRequest> failedShapes_;  // this pass: the same shape on the same pool gets the same answer
-  std::vector<int64_t> held_;
-  std::vector<double> history_;
-  double historyAt_ = 0;
+  FairShareLedger fairShare_;
 
   LoopResult result_;
   std::chrono::steady_clock::duration spent_{};
@@ -214,7 +196,7 @@ void LoopSim::start(size_t job, const SharePlacement& p) {
     }
   }
   events_.push({now_ + hold, Event::Kind::kDeparture, slot, running_[slot].generation});
-  held_[j.tenant] += request(job).totalGpuMilli();
+  fairShare_.take(j.tenant, request(job).totalGpuMilli());
   j.state = Job::State::kRunning;
   if (j.measured) {
     if (!j.started) forGroups(job, [&](LoopGroup& g) {
@@ -235,7 +217,7 @@ void LoopSim::finish(size_t slot, bool preempted) {
   account(now_);
   accountHolding(run, now_);
   pool_.remove(run.holding, request(job));
-  held_[j.tenant] -= request(job).totalGpuMilli();
+  fairShare_.give(j.tenant, request(job).totalGpuMilli());
   freeSlots_.push_back(slot);
   run.active = false;
   ++run.generation;  // a departure scheduled for it is stale now
@@ -410,7 +392,7 @@ void LoopSim::serveLoop() {
   failedShapes_.clear();
   passHead_.reset();
   size_t tried = 0;
-  std::vector<size_t> tenants(held_.size());
+  std::vector<size_t> tenants(fairShare_.tenants());
   std::iota(tenants.begin(), tenants.end(), 0);
   std::stable_sort(tenants.begin(), tenants.end(), [&](size_t x, size_t y) { return charge(x) < charge(y); });
   // The queues in order: by the class each is ordered as, then the tenant's charge, then the class itself.
@@ -574,36 +556,6 @@ size_t loopSizeOf(const sharing::ShareRequest& r) {
   if (r.gpuCount == 1) return 2;
   if (r.gpuCount == 2) return 3;
   return r.gpuCount <= 4 ? 4 : 5;
-}
-
-std::vector<double> waterFill(const std::vector<double>& demand, const std::vector<double>& weight, double total) {
-  std::vector<double> share(demand.size(), 0);
-  std::vector<bool> open(demand.size());
-  for (size_t i = 0; i < demand.size(); ++i) open[i] = demand[i] > 0 && weight[i] > 0;
-  double left = total;
-  for (bool changed = true; changed && left > 0;) {
-    changed = false;
-    double weights = 0;
-    for (size_t i = 0; i < demand.size(); ++i)
-      if (open[i]) weights += weight[i];
-    if (weights <= 0) break;
-    // Give every open tenant its weighted part; those whose demand it covers are closed at their demand.
-    const double level = left / weights;
-    bool anyClosed = false;
-    for (size_t i = 0; i < demand.size(); ++i)
-      if (open[i] && share[i] + level * weight[i] >= demand[i]) {
-        left -= demand[i] - share[i];
-        share[i] = demand[i];
-        open[i] = false;
-        anyClosed = changed = true;
-      }
-    if (!anyClosed) {
-      for (size_t i = 0; i < demand.size(); ++i)
-        if (open[i]) share[i] += level * weight[i];
-      left = 0;
-    }
-  }
-  return share;
 }
 
 LoopResult runLoop(const sharing::ShareCluster& servers, const ComposableShape* shape, const std::vector<TracePod>& pods,

@@ -93,7 +93,4 @@ struct LoopResult {
 [[nodiscard]] LoopResult runLoop(const sharing::ShareCluster& servers, const ComposableShape* shape, const std::vector<TracePod>& pods,
                                  const PolicyForPool& makePolicy, const LoopOptions& options);
 
-// Weighted max-min fair shares of `total` among demands (a tenant with no demand gets nothing).
-[[nodiscard]] std::vector<double> waterFill(const std::vector<double>& demand, const std::vector<double>& weight, double total);
-
 }  // namespace switchyard::bench

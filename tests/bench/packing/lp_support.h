@@ -1,4 +1,4 @@
-// What the packing benchmark's LP bounds share (upper_bound.h, server_bound.h): GLPK rows and columns added
+// What the packing benchmark's LP bounds share (upper_bound.h, server_bound.h, exact_optimum.h): GLPK rows and columns added
 // one at a time, a quiet primal simplex, and the pricing of one GPU's configuration against the duals of the
 // items it could hold (milli shares by a bounded knapsack, MIG instances by a scan of the slice rules' layouts).
 #pragma once
@@ -27,6 +27,9 @@ int addColumn(glp_prob* lp, const Entries& entries, double objective, double upp
 int addRow(glp_prob* lp, double upper);
 // Solves with the primal simplex, quietly; the optimum or why there is none.
 [[nodiscard]] std::expected<double, std::string> solve(glp_prob* lp);
+
+// LP rows and objectives in units near 1 (GPUs, cores, GiB): raw milli and MiB make GLPK's basis ill-conditioned.
+inline constexpr double kLpGpu = 1.0 / sharing::kMilliPerGpu, kLpCore = 1.0 / 1000, kLpGiB = 1.0 / 1024;
 
 constexpr int kMigItem = sharing::kMilliPerGpu;  // item ids: a share size in milli, or kMigItem + profile
 

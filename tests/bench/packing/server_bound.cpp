@@ -18,8 +18,7 @@ using sharing::kMilliPerGpu;
 using sharing::ShareRequest;
 
 // The master LP counts hosts, requests and GPUs, and its objective is in GPUs; the pricing program's rows are
-// in cores and GiB. Raw milli and MiB would make GLPK's basis ill-conditioned.
-constexpr double kGpu = 1.0 / kMilliPerGpu, kCore = 1.0 / 1000, kGiB = 1.0 / 1024;
+// in cores and GiB (kLp*, lp_support.h).
 constexpr double kImproves = 1e-7;  // a reduced cost (GPUs) that counts as an improvement
 constexpr int kPricingTimeLimitMs = 5000;
 
@@ -128,7 +127,7 @@ class ServerLp {
     for (const auto& [k, copies] : q.copies) {
       const RequestClass& c = classes_[k];
       entries[c.row] += copies;
-      value += copies * static_cast<double>(c.request.totalGpuMilli()) * kGpu;
+      value += copies * static_cast<double>(c.request.totalGpuMilli()) * kLpGpu;
       if (c.request.sharesGpu()) entries[type.items.at(c.item()).row] += copies;
       else gpus += copies * c.request.gpuCount;
     }
@@ -165,8 +164,8 @@ class ServerLp {
     const double gpuCost = modelRows_.contains(type.model) ? dual(modelRows_.at(type.model)) : 0.0;
     Lp mip(glp_create_prob(), glp_delete_prob);
     glp_set_obj_dir(mip.get(), GLP_MAX);
-    const int cpuRow = addRow(mip.get(), type.cpuMilli * kCore);
-    const int memoryRow = addRow(mip.get(), static_cast<double>(type.memoryMib) * kGiB);
+    const int cpuRow = addRow(mip.get(), type.cpuMilli * kLpCore);
+    const int memoryRow = addRow(mip.get(), static_cast<double>(type.memoryMib) * kLpGiB);
     const int gpuRow = addRow(mip.get(), type.gpus);
     const int milliRow = addRow(mip.get(), 0);  // shares' milli <= 1000 per share GPU
     const int overHalfRow = addRow(mip.get(), 0);  // at most one share over half a GPU per share GPU
@@ -177,13 +176,13 @@ class ServerLp {
     for (size_t k : type.classes) {
       const RequestClass& c = classes_[k];
       const ShareRequest& r = c.request;
-      double profit = static_cast<double>(r.totalGpuMilli()) * kGpu - dual(c.row);
+      double profit = static_cast<double>(r.totalGpuMilli()) * kLpGpu - dual(c.row);
       Entries entries;
-      if (r.cpuMilli > 0) entries[cpuRow] = r.cpuMilli * kCore;
-      if (r.memoryMib > 0) entries[memoryRow] = static_cast<double>(r.memoryMib) * kGiB;
+      if (r.cpuMilli > 0) entries[cpuRow] = r.cpuMilli * kLpCore;
+      if (r.memoryMib > 0) entries[memoryRow] = static_cast<double>(r.memoryMib) * kLpGiB;
       if (r.sharesGpu()) {
         profit -= dual(type.items.at(c.item()).row);
-        entries[milliRow] = r.gpuMilli * kGpu;
+        entries[milliRow] = r.gpuMilli * kLpGpu;
         if (2 * r.gpuMilli > kMilliPerGpu) entries[overHalfRow] = 1.0;
       } else {
         profit -= r.gpuCount * gpuCost;
