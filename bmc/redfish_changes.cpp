@@ -1,6 +1,6 @@
 // The changes a Redfish client asks for: compose (POST /Systems and the Compose action), decompose
 // (DELETE), Add/RemoveResourceBlock, and the task monitors that follow them. Each goes through
-// Engine::async with the account as Caller and answers 202 with a task monitor.
+// EngineClient::run with the account as Caller and answers 202 with a task monitor.
 #include <fmt/format.h>
 
 #include <boost/asio/post.hpp>
@@ -113,10 +113,8 @@ Result<ComposeRequest> RedfishService::resolveHost(ComposeRequest request) {
   return request;
 }
 
-void RedfishService::startChange(const std::shared_ptr<Call>& call, std::function<Result<Operation>()> change, bool composing) {
-  engine_.async<Operation>(std::move(change), [this, call, composing](Result<Operation> op) {
-    boost::asio::post(work_, [call, composing, op = std::move(op)] { call->reply(op ? accepted(*op) : engineError(op.error(), composing)); });
-  });
+void RedfishService::startChange(const std::shared_ptr<Call>& call, std::function<Result<Operation>(EngineCore&)> change, bool composing) {
+  engine_.run<Operation>(std::move(change), [call, composing](Result<Operation> op) { call->reply(op ? accepted(*op) : engineError(op.error(), composing)); });
 }
 
 void RedfishService::startCompose(const std::shared_ptr<Call>& call, ComposeRequest request) {
@@ -124,9 +122,9 @@ void RedfishService::startCompose(const std::shared_ptr<Call>& call, ComposeRequ
   if (!call->caller.tenant.empty()) request.placement.tenant = call->caller.tenant;
   startChange(
       call,
-      [this, caller = call->caller, request]() -> Result<Operation> {
+      [this, caller = call->caller, request](EngineCore& core) -> Result<Operation> {
         SY_ASSIGN(ComposeRequest resolved, resolveHost(request));
-        return engine_.compose(caller, resolved);
+        return core.compose(caller, resolved);
       },
       true);
 }
@@ -220,60 +218,53 @@ void RedfishService::composeAction(const std::shared_ptr<Call>& call) {
 
   if (type == "Preview") {
     // What Apply would compose now, changing nothing.
-    return engine_.async<std::vector<Placement>>(
-        [this, requests, resolveAll]() -> Result<std::vector<Placement>> {
+    return engine_.run<std::vector<Placement>>(
+        [requests, resolveAll](EngineCore& core) -> Result<std::vector<Placement>> {
           SY_ASSIGN(auto resolved, resolveAll(requests));
-          return engine_.planSystems(resolved);
+          return core.planSystems(resolved);
         },
-        [this, call, requests, withResponses](Result<std::vector<Placement>> placed) mutable {
-          boost::asio::post(work_, [call, requests, withResponses, placed = std::move(placed)]() mutable {
-            if (!placed) return call->reply(engineError(placed.error(), true));
-            call->reply(respond(http::status::ok, withResponses(requests, *placed, {})));
-          });
+        [call, requests, withResponses](Result<std::vector<Placement>> placed) mutable {
+          if (!placed) return call->reply(engineError(placed.error(), true));
+          call->reply(respond(http::status::ok, withResponses(requests, *placed, {})));
         });
   }
   if (type == "PreviewReserve") {
-    return engine_.async<Reservation>(
-        [this, requests, resolveAll, caller = call->caller]() -> Result<Reservation> {
+    return engine_.run<Reservation>(
+        [this, requests, resolveAll, caller = call->caller](EngineCore& core) -> Result<Reservation> {
           SY_ASSIGN(auto resolved, resolveAll(requests));
-          return engine_.reserve(caller, resolved, reservationDuration());
+          return core.reserve(caller, resolved, reservationDuration());
         },
-        [this, call, requests, withResponses](Result<Reservation> r) mutable {
-          boost::asio::post(work_, [call, requests, withResponses, r = std::move(r)]() mutable {
-            if (!r) return call->reply(engineError(r.error(), true));
-            std::vector<Placement> placed;
-            for (const auto& s : r->systems) placed.push_back(s.placement);
-            json reserved = withResponses(requests, placed, {});
-            reserved["ReservationId"] = r->id;
-            HttpResponse res = respond(http::status::ok, reserved);
-            res.set(http::field::location, std::string(kRoot) + "/CompositionService/CompositionReservations/" + r->id);
-            call->reply(std::move(res));
-          });
+        [call, requests, withResponses](Result<Reservation> r) mutable {
+          if (!r) return call->reply(engineError(r.error(), true));
+          std::vector<Placement> placed;
+          for (const auto& s : r->systems) placed.push_back(s.placement);
+          json reserved = withResponses(requests, placed, {});
+          reserved["ReservationId"] = r->id;
+          HttpResponse res = respond(http::status::ok, reserved);
+          res.set(http::field::location, std::string(kRoot) + "/CompositionService/CompositionReservations/" + r->id);
+          call->reply(std::move(res));
         });
   }
   // Apply: one system as POST /Systems composes it; several are placed together, or none is composed.
   if (requests.size() == 1) return startCompose(call, std::move(requests.front()));
-  startComposeAll(call, [this, requests, resolveAll, caller = call->caller]() -> Result<std::vector<Operation>> {
+  startComposeAll(call, [requests, resolveAll, caller = call->caller](EngineCore& core) -> Result<std::vector<Operation>> {
     SY_ASSIGN(auto resolved, resolveAll(requests));
-    return engine_.composeTogether(caller, resolved);
+    return core.composeTogether(caller, resolved);
   });
 }
 
 void RedfishService::applyReservation(const std::shared_ptr<Call>& call, const std::string& id) {
   // An unknown (expired, applied, released) reservation is a missing resource, not a missing block.
-  startComposeAll(call, [this, id, caller = call->caller] { return engine_.composeReserved(caller, id); }, /*missingIsBlock=*/false);
+  startComposeAll(call, [id, caller = call->caller](EngineCore& core) { return core.composeReserved(caller, id); }, /*missingIsBlock=*/false);
 }
 
-void RedfishService::startComposeAll(const std::shared_ptr<Call>& call, std::function<Result<std::vector<Operation>>()> compose,
+void RedfishService::startComposeAll(const std::shared_ptr<Call>& call, std::function<Result<std::vector<Operation>>(EngineCore&)> compose,
                                      bool missingIsBlock) {
   // One system answers as POST /Systems does (202 and its task monitor); several answer 200 with the
   // manifest of the systems being composed, each with its own task (TaskService/Tasks/op-...).
-  engine_.async<std::vector<Operation>>(std::move(compose), [this, call, missingIsBlock](Result<std::vector<Operation>> ops) {
-    if (!ops)
-      return boost::asio::post(work_, [call, missingIsBlock, e = ops.error()] {
-        call->reply(engineError(e, e.code != Code::kNotFound || missingIsBlock));
-      });
-    if (ops->size() == 1) return boost::asio::post(work_, [call, op = ops->front()] { call->reply(accepted(op)); });
+  engine_.run<std::vector<Operation>>(std::move(compose), [this, call, missingIsBlock](Result<std::vector<Operation>> ops) {
+    if (!ops) return call->reply(engineError(ops.error(), ops.error().code != Code::kNotFound || missingIsBlock));
+    if (ops->size() == 1) return call->reply(accepted(ops->front()));
     withView(call, kHosts | kSystems, [ops = *ops](const PoolView& v) {
       json stanzas = json::array();
       for (const auto& op : ops) {
@@ -288,39 +279,33 @@ void RedfishService::startComposeAll(const std::shared_ptr<Call>& call, std::fun
 }
 
 void RedfishService::reservations(const std::shared_ptr<Call>& call, const std::string& id) {
-  engine_.async<std::vector<Reservation>>(
-      [this, caller = call->caller]() -> Result<std::vector<Reservation>> {
-        SY_ASSIGN(auto all, engine_.listReservations());
+  engine_.run<std::vector<Reservation>>(
+      [caller = call->caller](EngineCore& core) -> Result<std::vector<Reservation>> {
+        SY_ASSIGN(auto all, core.listReservations());
         std::erase_if(all, [&](const Reservation& r) { return !maySee(caller, r.tenant); });
         return all;
       },
-      [this, call, id](Result<std::vector<Reservation>> found) {
-        boost::asio::post(work_, [call, id, found = std::move(found)] {
-          if (!found) return call->reply(engineError(found.error(), false));
-          HttpResponse res = [&] {
-            if (id.empty()) return resource(reservationsCollection(*found), "GET, HEAD");
-            for (const auto& r : *found)
-              if (r.id == id) return resource(compositionReservation(r), "GET, HEAD, DELETE");
-            return error(http::status::not_found, std::string(kBase) + "ResourceNotFound",
-                         fmt::format("no reservation {} (it may have expired, been applied or released, or yardd restarted)", id));
-          }();
-          if (call->method == "HEAD") res.body().clear();
-          call->reply(std::move(res));
-        });
+      [call, id](Result<std::vector<Reservation>> found) {
+        if (!found) return call->reply(engineError(found.error(), false));
+        HttpResponse res = [&] {
+          if (id.empty()) return resource(reservationsCollection(*found), "GET, HEAD");
+          for (const auto& r : *found)
+            if (r.id == id) return resource(compositionReservation(r), "GET, HEAD, DELETE");
+          return error(http::status::not_found, std::string(kBase) + "ResourceNotFound",
+                       fmt::format("no reservation {} (it may have expired, been applied or released, or yardd restarted)", id));
+        }();
+        if (call->method == "HEAD") res.body().clear();
+        call->reply(std::move(res));
       });
 }
 
 void RedfishService::releaseReservation(const std::shared_ptr<Call>& call, const std::string& id) {
-  engine_.async<bool>(
-      [this, caller = call->caller, id]() -> Result<bool> {
-        SY_TRY(engine_.releaseReservation(caller, id));
+  engine_.run<bool>(
+      [caller = call->caller, id](EngineCore& core) -> Result<bool> {
+        SY_TRY(core.releaseReservation(caller, id));
         return true;
       },
-      [this, call](Result<bool> released) {
-        boost::asio::post(work_, [call, released = std::move(released)] {
-          call->reply(released ? respond(http::status::no_content, nullptr) : engineError(released.error(), false));
-        });
-      });
+      [call](Result<bool> released) { call->reply(released ? respond(http::status::no_content, nullptr) : engineError(released.error(), false)); });
 }
 
 void RedfishService::decompose(const std::shared_ptr<Call>& call, const std::string& id) {
@@ -328,9 +313,9 @@ void RedfishService::decompose(const std::shared_ptr<Call>& call, const std::str
   const std::string ifMatch((*call->request)[http::field::if_match]);
   startChange(
       call,
-      [this, caller = call->caller, id, ifMatch]() -> Result<Operation> {
+      [this, caller = call->caller, id, ifMatch](EngineCore& core) -> Result<Operation> {
         SY_TRY(checkSystemTag(id, ifMatch));
-        return engine_.decompose(caller, id);
+        return core.decompose(caller, id);
       },
       false);
 }
@@ -355,44 +340,36 @@ void RedfishService::changeBlocks(const std::shared_ptr<Call>& call, const std::
   const std::string systemTag = body.contains("ComputerSystemETag") && body["ComputerSystemETag"].is_string() ? body["ComputerSystemETag"].get<std::string>() : "";
   startChange(
       call,
-      [this, caller = call->caller, id, device, add, systemTag]() -> Result<Operation> {
+      [this, caller = call->caller, id, device, add, systemTag](EngineCore& core) -> Result<Operation> {
         SY_TRY(checkSystemTag(id, systemTag));
-        if (!add) return engine_.detach(caller, DetachRequest{id, {device}, {}, {}});
+        if (!add) return core.detach(caller, DetachRequest{id, {device}, {}, {}});
         AttachRequest request{id, {}};
         request.placement.devices = {device};
-        return engine_.attach(caller, request);
+        return core.attach(caller, request);
       },
       true);
 }
 
-Result<Operation> RedfishService::visibleOperation(const Caller& caller, const std::string& id) {
-  auto op = engine_.getOperation(id);
+Result<Operation> RedfishService::visibleOperation(EngineCore& core, const Caller& caller, const std::string& id) {
+  auto op = core.getOperation(id);
   if (op && !maySee(caller, op->tenant)) return fail(Code::kNotFound, fmt::format("no task {}", id));
   return op;
 }
 
 void RedfishService::taskMonitor(const std::shared_ptr<Call>& call, const std::string& id) {
-  engine_.async<Operation>([this, id, caller = call->caller] { return visibleOperation(caller, id); },
-                           [this, call](Result<Operation> op) {
-                             if (!op) {
-                               return boost::asio::post(work_, [call, e = op.error()] { call->reply(engineError(e, false)); });
-                             }
+  engine_.run<Operation>([id, caller = call->caller](EngineCore& core) { return visibleOperation(core, caller, id); },
+                         [this, call](Result<Operation> op) {
+                             if (!op) return call->reply(engineError(op.error(), false));
                              if (!op->finished()) {
-                               return boost::asio::post(work_, [call, op = std::move(*op)] {
-                                 HttpResponse res = accepted(op);
-                                 res.set(http::field::retry_after, "1");
-                                 call->reply(std::move(res));
-                               });
+                               HttpResponse res = accepted(*op);
+                               res.set(http::field::retry_after, "1");
+                               return call->reply(std::move(res));
                              }
                              if (op->state != OperationState::kSucceeded) {
-                               return boost::asio::post(work_, [call, op = std::move(*op)] {
-                                 call->reply(error(http::status::internal_server_error, std::string(kBase) + "GeneralError",
-                                                   fmt::format("{} failed and was rolled back: {}", op.id, op.error)));
-                               });
+                               return call->reply(error(http::status::internal_server_error, std::string(kBase) + "GeneralError",
+                                                        fmt::format("{} failed and was rolled back: {}", op->id, op->error)));
                              }
-                             if (op->kind == OperationKind::kDecompose) {
-                               return boost::asio::post(work_, [call] { call->reply(respond(http::status::no_content, nullptr)); });
-                             }
+                             if (op->kind == OperationKind::kDecompose) return call->reply(respond(http::status::no_content, nullptr));
                              // A finished compose (or attach) answers as the original request would have: the system.
                              withView(call, kHosts | kSystems, [systemId = op->systemId, created = op->kind == OperationKind::kCompose](const PoolView& v) {
                                const json system = computerSystem(v, systemId);

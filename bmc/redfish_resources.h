@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bmc/accounts.h"
-#include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
 
 namespace switchyard::bmc {
 
@@ -18,7 +18,7 @@ using nlohmann::json;
 
 inline constexpr const char* kRoot = "/redfish/v1";
 
-// Everything a read needs, taken in one engine call.
+// Everything a read needs, read from the engine's published view.
 struct PoolView {
   Topology topology;  // only when a fabric resource asked for it
   std::vector<HostView> hosts;

@@ -39,8 +39,10 @@ void RedfishService::replyViewed(const std::shared_ptr<Call>& call, unsigned nee
 
 void RedfishService::resourceBlock(const std::shared_ptr<Call>& call, const std::string& id) {
   // One block: read just that device (or, when it is a host's block, the hosts).
-  engine_.async<PoolView>(
-      [this, id, caller = call->caller]() -> Result<PoolView> {
+  // From the view, on the service's pool: nothing here needs the control thread.
+  boost::asio::post(work_, [this, call, id] {
+    auto view = [&]() -> Result<PoolView> {
+        const Caller& caller = call->caller;
         PoolView v;
         SY_ASSIGN(auto systems, engine_.listSystems());  // the ones it may link to
         for (auto& s : systems)
@@ -51,36 +53,28 @@ void RedfishService::resourceBlock(const std::shared_ptr<Call>& call, const std:
         }
         SY_ASSIGN(v.hosts, engine_.listHosts());
         return v;
-      },
-      [this, call, id](Result<PoolView> view) {
-        boost::asio::post(work_, [call, id, view = std::move(view)] {
-          call->reply(view ? forRead(*call->request, call->method, resource(bmc::resourceBlock(*view, id), call->allow))
-                           : engineError(view.error(), false));
-        });
-      });
+    }();
+    call->reply(view ? forRead(*call->request, call->method, resource(bmc::resourceBlock(*view, id), call->allow)) : engineError(view.error(), false));
+  });
 }
 
 void RedfishService::tasks(const std::shared_ptr<Call>& call) {
-  engine_.async<std::vector<Operation>>(
-      [this, caller = call->caller]() -> Result<std::vector<Operation>> {
-        SY_ASSIGN(auto ops, engine_.listOperations(100));
+  engine_.run<std::vector<Operation>>(
+      [caller = call->caller](EngineCore& core) -> Result<std::vector<Operation>> {
+        SY_ASSIGN(auto ops, core.listOperations(OperationQuery{.limit = 100}));
         std::erase_if(ops, [&](const Operation& op) { return !maySee(caller, op.tenant); });
         return ops;
       },
-      [this, call](Result<std::vector<Operation>> ops) {
-        boost::asio::post(work_, [call, ops = std::move(ops)] {
-          call->reply(ops ? forRead(*call->request, call->method, resource(tasksCollection(*ops), call->allow)) : engineError(ops.error(), false));
-        });
+      [call](Result<std::vector<Operation>> ops) {
+        call->reply(ops ? forRead(*call->request, call->method, resource(tasksCollection(*ops), call->allow)) : engineError(ops.error(), false));
       });
 }
 
 void RedfishService::oneTask(const std::shared_ptr<Call>& call, const std::string& id) {
-  engine_.async<Operation>([this, id, caller = call->caller] { return visibleOperation(caller, id); },
-                           [this, call](Result<Operation> op) {
-                             boost::asio::post(work_, [call, op = std::move(op)] {
-                               call->reply(op ? forRead(*call->request, call->method, resource(task(*op), call->allow)) : engineError(op.error(), false));
-                             });
-                           });
+  engine_.run<Operation>([id, caller = call->caller](EngineCore& core) { return visibleOperation(core, caller, id); },
+                         [call](Result<Operation> op) {
+                           call->reply(op ? forRead(*call->request, call->method, resource(task(*op), call->allow)) : engineError(op.error(), false));
+                         });
 }
 
 // The sessions the caller may see (its own; all for an administrator), or one of them (empty `id`: the collection).

@@ -89,8 +89,10 @@ void RedfishService::authenticated(const std::shared_ptr<Call>& call, const std:
 }
 
 void RedfishService::withView(const std::shared_ptr<Call>& call, unsigned needs, std::function<HttpResponse(const PoolView&)> build) {
-  engine_.async<PoolView>(
-      [this, needs, caller = call->caller]() -> Result<PoolView> {
+  // From the view, on the service's pool: nothing here needs the control thread.
+  boost::asio::post(work_, [this, call, needs, build = std::move(build)] {
+    auto view = [&]() -> Result<PoolView> {
+        const Caller& caller = call->caller;
         PoolView v;
         if (needs & kHosts) {
           SY_ASSIGN(v.hosts, engine_.listHosts());
@@ -107,12 +109,9 @@ void RedfishService::withView(const std::shared_ptr<Call>& call, unsigned needs,
           SY_ASSIGN(v.topology, engine_.topology());
         }
         return v;
-      },
-      [this, call, build = std::move(build)](Result<PoolView> view) {
-        boost::asio::post(work_, [call, build, view = std::move(view)] {
-          call->reply(view ? build(*view) : engineError(view.error(), false));
-        });
-      });
+    }();
+    call->reply(view ? build(*view) : engineError(view.error(), false));
+  });
 }
 
 void RedfishService::eventStream(const std::shared_ptr<Call>& call) {
@@ -123,13 +122,14 @@ void RedfishService::eventStream(const std::shared_ptr<Call>& call) {
   }
   auto last = net::lastEventId(std::string_view((*call->request)["Last-Event-ID"]));
   if (!last) return call->reply(error(http::status::bad_request, std::string(kBase) + "PropertyValueError", last.error().message));
-  auto subscription = engine_.subscribeAfter(*last);
-  if (!subscription) return call->reply(engineError(subscription.error(), false));
-  auto writer = call->openStream(
-      "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nOData-Version: 4.0\r\nConnection: close\r\n\r\n");
-  // A tenant's account hears its own tenant's events and the pool's (as over gRPC).
-  net::EventFeed(std::move(subscription->live), std::move(subscription->replay), subscription->lastSeen)
-      .pipeTo(writer, call->caller, redfishEventText);
+  engine_.subscribeAfter(*last, [call](Result<EventSubscription> subscription) {
+    if (!subscription) return call->reply(engineError(subscription.error(), false));
+    auto writer = call->openStream(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nOData-Version: 4.0\r\nConnection: close\r\n\r\n");
+    // A tenant's account hears its own tenant's events and the pool's (as over gRPC).
+    net::EventFeed(std::move(subscription->live), std::move(subscription->replay), subscription->lastSeen)
+        .pipeTo(writer, call->caller, redfishEventText);
+  });
 }
 
 void RedfishService::login(const std::shared_ptr<Call>& call) {

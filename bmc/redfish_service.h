@@ -11,9 +11,10 @@
 //   CompositionService ResourceBlocks (one per device, one per host), ResourceZones
 //   TaskService        yardd operations; compose/decompose answer 202 with a task monitor
 //   EventService       server-sent events: every engine event as a Redfish Event, pushed (no polling)
-// Every call goes through Engine::async with the account as Caller: no thread waits on the engine.
+// Every call goes through the EngineClient with the account as Caller: no thread waits on the engine.
 #pragma once
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <atomic>
 #include <chrono>
@@ -22,14 +23,16 @@
 #include "bmc/accounts.h"
 #include "bmc/http_vocabulary.h"
 #include "bmc/redfish_resources.h"
-#include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
 #include "net/route_table.h"
 
 namespace switchyard::bmc {
 
 class RedfishService {
  public:
-  RedfishService(Engine& engine, Accounts& accounts) : engine_(engine), accounts_(accounts), routes_(routeTable()) {}
+  // Engine calls complete on the service's own pool (work_), where the replies are built.
+  RedfishService(Engine& engine, Accounts& accounts)
+      : engine_(engine, [this](std::function<void()> f) { boost::asio::post(work_, std::move(f)); }), accounts_(accounts), routes_(routeTable()) {}
   ~RedfishService() { work_.join(); }
   RedfishService(const RedfishService&) = delete;
   RedfishService& operator=(const RedfishService&) = delete;
@@ -74,7 +77,7 @@ class RedfishService {
   void composeAction(const std::shared_ptr<Call>& call);
   void applyReservation(const std::shared_ptr<Call>& call, const std::string& id);
   // `missingIsBlock`: kNotFound names a resource block (400 ResourceBlockNotFound), else a resource (404).
-  void startComposeAll(const std::shared_ptr<Call>& call, std::function<Result<std::vector<Operation>>()> compose, bool missingIsBlock = true);
+  void startComposeAll(const std::shared_ptr<Call>& call, std::function<Result<std::vector<Operation>>(EngineCore&)> compose, bool missingIsBlock = true);
   // GET of the reservations the caller may see, one of them, and DELETE (release).
   void reservations(const std::shared_ptr<Call>& call, const std::string& id);
   void releaseReservation(const std::shared_ptr<Call>& call, const std::string& id);
@@ -82,7 +85,7 @@ class RedfishService {
   void patchSettings(const std::shared_ptr<Call>& call);
   void startCompose(const std::shared_ptr<Call>& call, ComposeRequest request);
   // Runs `change` on the engine; answers 202 with its task monitor, or the error (412 for a stale ETag).
-  void startChange(const std::shared_ptr<Call>& call, std::function<Result<Operation>()> change, bool composing);
+  void startChange(const std::shared_ptr<Call>& call, std::function<Result<Operation>(EngineCore&)> change, bool composing);
   // On the control thread: the system's current ETag matches `tag` (always, when `tag` is empty).
   [[nodiscard]] Result<void> checkSystemTag(const std::string& id, const std::string& tag);
   [[nodiscard]] Result<ComposeRequest> resolveHost(ComposeRequest request);
@@ -91,7 +94,7 @@ class RedfishService {
   void changeBlocks(const std::shared_ptr<Call>& call, const std::string& id, bool add);
   void taskMonitor(const std::shared_ptr<Call>& call, const std::string& id);
   // The operation behind a task, or NOT_FOUND when it is another tenant's (on the control thread).
-  [[nodiscard]] Result<Operation> visibleOperation(const Caller& caller, const std::string& id);
+  [[nodiscard]] static Result<Operation> visibleOperation(EngineCore& core, const Caller& caller, const std::string& id);
   void login(const std::shared_ptr<Call>& call);
   // GET /redfish/v1/EventService/SSE: the engine's events, pushed as they happen.
   void eventStream(const std::shared_ptr<Call>& call);
@@ -99,11 +102,11 @@ class RedfishService {
   enum Need : unsigned { kHosts = 1, kSystems = 2, kDevices = 4, kTopology = 8 };
   void withView(const std::shared_ptr<Call>& call, unsigned needs, std::function<HttpResponse(const PoolView&)> build);
 
-  Engine& engine_;
+  boost::asio::thread_pool work_{2};  // before engine_: its completions are posted here
+  EngineClient engine_;
   Accounts& accounts_;
   const Routes routes_;
   std::atomic<long long> reservationSeconds_{600};
-  boost::asio::thread_pool work_{2};
 };
 
 }  // namespace switchyard::bmc

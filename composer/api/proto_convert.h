@@ -1,7 +1,8 @@
 // Translation between domain types and switchyard.v1 messages: the only file that knows both.
 #pragma once
 
-#include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
+#include "composer/engine/steps/step_kind.h"
 #include "switchyard/v1/switchyard.pb.h"
 
 namespace switchyard {

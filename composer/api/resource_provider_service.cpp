@@ -17,7 +17,7 @@ Result<void> required(std::string_view field, const std::string& value) {
 }
 
 // The live system on `node` the caller may see, if any.
-std::optional<System> systemOn(Engine& engine, const Caller& caller, const HostId& node) {
+std::optional<System> systemOn(const EngineClient& engine, const Caller& caller, const HostId& node) {
   auto systems = engine.listSystems();
   if (!systems) return std::nullopt;
   for (auto& s : *systems)
@@ -26,7 +26,7 @@ std::optional<System> systemOn(Engine& engine, const Caller& caller, const HostI
   return std::nullopt;
 }
 
-void fillDevice(Status& out, const System* system, const DeviceId& device, Engine& engine) {
+void fillDevice(Status& out, const System* system, const DeviceId& device, const EngineClient& engine) {
   out.set_device_id(device);
   if (auto view = engine.getDevice(device)) out.set_model(view->device.model);
   if (!system) return;
@@ -51,7 +51,7 @@ std::vector<DeviceId> devicesOf(const Operation& op) {
 }
 
 // How a provider request's operation stands.
-Status statusOf(Engine& engine, const Operation& op, const HostId& node, const DeviceId& device = {}) {
+Status statusOf(const EngineClient& engine, const Operation& op, const HostId& node, const DeviceId& device = {}) {
   Status out;
   out.set_request_id(op.requestId);
   out.set_node(node.empty() ? op.hostId : node);
@@ -101,14 +101,14 @@ std::optional<DeviceId> findDevice(const System& system, const std::string& uuid
 }  // namespace
 
 template <typename Response>
-grpc::ServerUnaryReactor* ResourceProviderService::answer(Context* ctx, std::function<Result<Response>(const Caller&)> call, Response* out) {
+grpc::ServerUnaryReactor* ResourceProviderService::answer(Context* ctx, std::function<Result<Response>(EngineCore&, const Caller&)> call, Response* out) {
   auto* reactor = ctx->DefaultReactor();
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) {
     reactor->Finish(toGrpcStatus(caller.error()));
     return reactor;
   }
-  engine_.async<Response>([call = std::move(call), c = *caller] { return call(c); },
+  engine_.run<Response>([call = std::move(call), c = *caller](EngineCore& core) { return call(core, c); },
                           [reactor, out](Result<Response> result) {
                             if (!result) return reactor->Finish(toGrpcStatus(result.error()));
                             *out = std::move(*result);
@@ -120,12 +120,12 @@ grpc::ServerUnaryReactor* ResourceProviderService::answer(Context* ctx, std::fun
 grpc::ServerUnaryReactor* ResourceProviderService::AddResource(Context* ctx, const v1::AddResourceRequest* req, Status* out) {
   return answer<Status>(
       ctx,
-      [this, r = *req](const Caller& caller) -> Result<Status> {
+      [this, r = *req](EngineCore& core, const Caller& caller) -> Result<Status> {
         SY_TRY(required("request_id", r.request_id()));
         SY_TRY(required("node", r.node()));
         if (!r.type().empty() && r.type() != "gpu")
           return fail(Code::kInvalidArgument, fmt::format("type '{}': this provider attaches whole GPUs (type \"gpu\")", r.type()));
-        SY_ASSIGN(auto prior, engine_.operationForRequest(caller, r.request_id()));
+        SY_ASSIGN(auto prior, core.operationForRequest(caller, r.request_id()));
         if (prior) return statusOf(engine_, *prior, {});  // the node the request went to, whatever this call says
         PlacementRequest placement;
         placement.gpuCount = 1;
@@ -134,11 +134,11 @@ grpc::ServerUnaryReactor* ResourceProviderService::AddResource(Context* ctx, con
         Result<Operation> started;
         if (auto system = systemOn(engine_, caller, r.node())) {
           if (!system->activeOperation.empty()) return waiting(*system, r.node());
-          started = engine_.attach(caller, AttachRequest{system->id, placement, r.request_id()});
+          started = core.attach(caller, AttachRequest{system->id, placement, r.request_id()});
         } else {
           placement.host = r.node();
           placement.tenant = !r.tenant().empty() ? r.tenant() : !caller.tenant.empty() ? caller.tenant : std::string(kDefaultTenant);
-          started = engine_.compose(caller, ComposeRequest{systemNameFor(r.node()), placement, {{"switchyard.io/provider", "resource-provider"}},
+          started = core.compose(caller, ComposeRequest{systemNameFor(r.node()), placement, {{"switchyard.io/provider", "resource-provider"}},
                                                            r.request_id()});
         }
         if (!started) return std::unexpected(started.error());
@@ -150,11 +150,11 @@ grpc::ServerUnaryReactor* ResourceProviderService::AddResource(Context* ctx, con
 grpc::ServerUnaryReactor* ResourceProviderService::RemoveResource(Context* ctx, const v1::RemoveResourceRequest* req, Status* out) {
   return answer<Status>(
       ctx,
-      [this, r = *req](const Caller& caller) -> Result<Status> {
+      [this, r = *req](EngineCore& core, const Caller& caller) -> Result<Status> {
         SY_TRY(required("request_id", r.request_id()));
         SY_TRY(required("node", r.node()));
         if (r.device_uuid().empty() && r.device_id().empty()) return fail(Code::kInvalidArgument, "device_uuid or device_id is required");
-        SY_ASSIGN(auto prior, engine_.operationForRequest(caller, r.request_id()));
+        SY_ASSIGN(auto prior, core.operationForRequest(caller, r.request_id()));
         if (prior) {
           // The device has left its system: the UUID is the one the caller named.
           Status status = statusOf(engine_, *prior, {});
@@ -178,8 +178,8 @@ grpc::ServerUnaryReactor* ResourceProviderService::RemoveResource(Context* ctx, 
         Status identity;
         fillDevice(identity, &*system, *device, engine_);
         Result<Operation> started = system->bindings.size() == 1
-                                        ? engine_.decompose(caller, system->id, r.request_id())
-                                        : engine_.detach(caller, DetachRequest{system->id, {*device}, {}, {}, r.request_id()});
+                                        ? core.decompose(caller, system->id, r.request_id())
+                                        : core.detach(caller, DetachRequest{system->id, {*device}, {}, {}, r.request_id()});
         if (!started) return std::unexpected(started.error());
         Status status = statusOf(engine_, *started, r.node(), *device);
         status.set_device_uuid(identity.device_uuid());
@@ -192,13 +192,13 @@ grpc::ServerUnaryReactor* ResourceProviderService::RemoveResource(Context* ctx, 
 grpc::ServerUnaryReactor* ResourceProviderService::CheckResource(Context* ctx, const v1::CheckResourceRequest* req, Status* out) {
   return answer<Status>(
       ctx,
-      [this, r = *req](const Caller& caller) -> Result<Status> {
+      [this, r = *req](EngineCore& core, const Caller& caller) -> Result<Status> {
         SY_TRY(required("node", r.node()));
         if (r.device_uuid().empty() && r.device_id().empty() && r.request_id().empty())
           return fail(Code::kInvalidArgument, "device_uuid, device_id or request_id is required");
         std::string deviceId = r.device_id();
         if (!r.request_id().empty() && deviceId.empty() && r.device_uuid().empty()) {
-          SY_ASSIGN(auto prior, engine_.operationForRequest(caller, r.request_id()));
+          SY_ASSIGN(auto prior, core.operationForRequest(caller, r.request_id()));
           if (!prior) return fail(Code::kNotFound, fmt::format("no request '{}'", r.request_id()));
           if (!prior->finished() || prior->state == OperationState::kFailed) return statusOf(engine_, *prior, r.node());
           const auto devices = devicesOf(*prior);
@@ -241,7 +241,7 @@ grpc::ServerUnaryReactor* ResourceProviderService::CheckResource(Context* ctx, c
 grpc::ServerUnaryReactor* ResourceProviderService::GetResources(Context* ctx, const v1::GetResourcesRequest* req, v1::GetResourcesResponse* out) {
   return answer<v1::GetResourcesResponse>(
       ctx,
-      [this, node = req->node()](const Caller& caller) -> Result<v1::GetResourcesResponse> {
+      [this, node = req->node()](EngineCore&, const Caller& caller) -> Result<v1::GetResourcesResponse> {
         SY_ASSIGN(const auto systems, engine_.listSystems());
         SY_ASSIGN(const auto devices, engine_.listDevices());
         std::map<DeviceId, const DeviceView*> byId;

@@ -9,14 +9,16 @@
 #pragma once
 
 #include "composer/api/authenticator.h"
-#include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
 #include "switchyard/v1/provider.grpc.pb.h"
 
 namespace switchyard {
 
 class ResourceProviderService final : public v1::ResourceProvider::CallbackService {
  public:
-  ResourceProviderService(Engine& engine, const Authenticator& authenticator) : engine_(engine), authenticator_(authenticator) {}
+  // Its answers are small and built with the call on the control thread, so they finish there too.
+  ResourceProviderService(Engine& engine, const Authenticator& authenticator)
+      : engine_(engine, [](std::function<void()> finish) { finish(); }), authenticator_(authenticator) {}
 
   using Unary = grpc::ServerUnaryReactor;
   using Context = grpc::CallbackServerContext;
@@ -30,9 +32,9 @@ class ResourceProviderService final : public v1::ResourceProvider::CallbackServi
 
  private:
   template <typename Response>
-  Unary* answer(Context* ctx, std::function<Result<Response>(const Caller&)> call, Response* out);
+  Unary* answer(Context* ctx, std::function<Result<Response>(EngineCore&, const Caller&)> call, Response* out);
 
-  Engine& engine_;
+  EngineClient engine_;
   const Authenticator& authenticator_;
 };
 

@@ -21,14 +21,14 @@ inline grpc::ServerUnaryReactor* finished(grpc::CallbackServerContext* ctx, cons
   return reactor;
 }
 
-inline std::function<void(const Operation&)> fillOperation(const Engine& engine, v1::Operation* out) {
+inline std::function<void(const Operation&)> fillOperation(const EngineClient& engine, v1::Operation* out) {
   return [&engine, out](const Operation& op) { toProto(op, engine.stepKinds(), *out); };
 }
 
 template <typename T, typename Fill>
-grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<Result<T>()> call, Fill fill) {
+grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<Result<T>(EngineCore&)> call, Fill fill) {
   auto* reactor = ctx->DefaultReactor();
-  engine_.async<T>(std::move(call), onReplyPool<T>([this, ctx, reactor, fill = std::move(fill)](Result<T> result) {
+  engine_.run<T>(std::move(call), [this, ctx, reactor, fill = std::move(fill)](Result<T> result) {
                      if (!result) {
                        // A standby refusing a change names the leader in trailing metadata too: clients follow it.
                        if (result.error().code == Code::kUnavailable)
@@ -37,7 +37,7 @@ grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<
                      }
                      fill(*result);
                      reactor->Finish(grpc::Status::OK);
-                   }));
+                   });
   return reactor;
 }
 

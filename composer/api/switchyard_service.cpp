@@ -31,6 +31,7 @@ namespace {
 // `pageSize` of them (0: 1000; at most 10000); the token of the next page, empty on the last.
 constexpr int kDefaultPageSize = 1000;
 constexpr int kMaxPageSize = 10000;
+constexpr std::size_t kWatchReplayLimit = 100'000;  // recorded events a Watch replays before going live
 
 template <typename T, typename IdOf, typename Keep>
 std::vector<const T*> pageOf(const std::vector<T>& all, IdOf idOf, Keep keep, int pageSize, const std::string& token, std::string& next) {
@@ -68,7 +69,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::Com
   request.queueTimeout = std::chrono::seconds(req->queue_timeout_seconds());
   request.lease = std::chrono::seconds(req->lease_seconds());
   return answer<Operation>(
-      ctx, [this, c = *caller, r = std::move(request)] { return engine_.compose(c, r); }, fillOperation(engine_, out));
+      ctx, [c = *caller, r = std::move(request)](EngineCore& core) { return core.compose(c, r); }, fillOperation(engine_, out));
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::Decompose(Context* ctx, const v1::DecomposeRequest* req, v1::Operation* out) {
@@ -76,7 +77,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Decompose(Context* ctx, const v1::D
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
   return answer<Operation>(
-      ctx, [this, c = *caller, system = req->system(), key = req->request_id()] { return engine_.decompose(c, system, key); }, fillOperation(engine_, out));
+      ctx, [c = *caller, system = req->system(), key = req->request_id()](EngineCore& core) { return core.decompose(c, system, key); }, fillOperation(engine_, out));
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::Attach(Context* ctx, const v1::AttachRequest* req, v1::Operation* out) {
@@ -88,7 +89,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Attach(Context* ctx, const v1::Atta
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   AttachRequest request{req->system(), std::move(*placement), req->request_id()};
   return answer<Operation>(
-      ctx, [this, c = *caller, r = std::move(request)] { return engine_.attach(c, r); }, fillOperation(engine_, out));
+      ctx, [c = *caller, r = std::move(request)](EngineCore& core) { return core.attach(c, r); }, fillOperation(engine_, out));
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::Detach(Context* ctx, const v1::DetachRequest* req, v1::Operation* out) {
@@ -102,7 +103,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Detach(Context* ctx, const v1::Deta
     request.gpuInstances.push_back({ref.device_id(), ref.start()});
   }
   return answer<Operation>(
-      ctx, [this, c = *caller, r = std::move(request)] { return engine_.detach(c, r); }, fillOperation(engine_, out));
+      ctx, [c = *caller, r = std::move(request)](EngineCore& core) { return core.detach(c, r); }, fillOperation(engine_, out));
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRequest* req, v1::PlanResponse* out) {
@@ -112,9 +113,9 @@ grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRe
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   placement->explain = true;
   auto* reactor = ctx->DefaultReactor();
-  engine_.async<Engine::PlanOutcome>(
-      [this, p = std::move(*placement), cls = req->priority_class()] { return engine_.plan(p, cls); },
-      onReplyPool<Engine::PlanOutcome>([reactor, out, c = *caller](Result<Engine::PlanOutcome> outcome) {
+  engine_.run<PlanOutcome>(
+      [p = std::move(*placement), cls = req->priority_class()](EngineCore& core) { return core.plan(p, cls); },
+      [reactor, out, c = *caller](Result<PlanOutcome> outcome) {
         if (!outcome) return reactor->Finish(toGrpcStatus(outcome.error()));
         const PlacementDecision& decision = outcome->decision;
         // A request that cannot be valid is an error; one that merely does not fit now is an answer.
@@ -131,7 +132,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRe
         }
         if (outcome->afterPreemption) out->set_host_after_preemption(outcome->afterPreemption->hostId);
         reactor->Finish(grpc::Status::OK);
-      }));
+      });
   return reactor;
 }
 
@@ -204,7 +205,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ReleaseDevice(Context* ctx, const v
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->device_id().empty()) return finished(ctx, invalid("device_id: required (see `yardctl devices`)"));
   auto* reactor = ctx->DefaultReactor();
-  engine_.releaseQuarantined(*caller, req->device_id(), req->unbind(), onReplyPool<DeviceView>([this, ctx, reactor, out](Result<DeviceView> r) {
+  engine_.releaseQuarantined(*caller, req->device_id(), req->unbind(), [this, ctx, reactor, out](Result<DeviceView> r) {
                                if (!r) {
                                  if (r.error().code == Code::kUnavailable)
                                    if (const std::string leader = engine_.standbyLeader(); !leader.empty())
@@ -213,7 +214,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ReleaseDevice(Context* ctx, const v
                                }
                                toProto(*r, *out);
                                reactor->Finish(grpc::Status::OK);
-                             }));
+                             });
   return reactor;
 }
 
@@ -268,8 +269,8 @@ grpc::ServerUnaryReactor* SwitchyardService::GetOperation(Context* ctx, const v1
   if (req->id().empty()) return finished(ctx, invalid("id: required"));
   return answer<Operation>(
       ctx,
-      [this, c = *caller, id = req->id()]() -> Result<Operation> {
-        auto op = engine_.getOperation(id);
+      [c = *caller, id = req->id()](EngineCore& core) -> Result<Operation> {
+        auto op = core.getOperation(id);
         if (op && !maySee(c, op->tenant)) return fail(Code::kNotFound, fmt::format("no operation '{}'", id));
         return op;
       },
@@ -290,13 +291,13 @@ grpc::ServerUnaryReactor* SwitchyardService::ListOperations(Context* ctx, const 
   if (caller->role == Role::kTenant) query.tenant = caller->tenant;  // the limit counts what the tenant may see
   return answer<std::vector<Operation>>(
       ctx,
-      [this, query, system = req->system()]() mutable -> Result<std::vector<Operation>> {
+      [this, query, system = req->system()](EngineCore& core) mutable -> Result<std::vector<Operation>> {
         if (!system.empty()) {
           // A system that exists by that name or id; else the id of one that is gone (its history stays).
           auto found = engine_.getSystem(system);
           query.systemId = found ? found->id : system;
         }
-        return engine_.listOperations(query);
+        return core.listOperations(query);
       },
       [this, out, c = *caller](const std::vector<Operation>& ops) {
         for (const auto& op : ops)
@@ -314,12 +315,12 @@ grpc::ServerUnaryReactor* SwitchyardService::WaitOperation(Context* ctx, const v
   const auto untilDeadline = std::chrono::duration_cast<std::chrono::milliseconds>(ctx->deadline() - std::chrono::system_clock::now());
   if (untilDeadline.count() > 0 && untilDeadline < timeout) timeout = untilDeadline;
   auto* reactor = ctx->DefaultReactor();
-  engine_.waitOperation(req->id(), timeout, onReplyPool<Operation>([this, reactor, out, c = *caller](Result<Operation> op) {
+  engine_.waitOperation(req->id(), timeout, [this, reactor, out, c = *caller](Result<Operation> op) {
                           if (op && !maySee(c, op->tenant)) op = fail(Code::kNotFound, fmt::format("no operation '{}'", op->id));
                           if (!op) return reactor->Finish(toGrpcStatus(op.error()));
                           toProto(*op, engine_.stepKinds(), *out);
                           reactor->Finish(grpc::Status::OK);
-                        }));
+                        });
   return reactor;
 }
 
@@ -345,7 +346,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ListAudit(Context* ctx, const v1::L
   query.limit = req->limit() == 0 ? 100 : static_cast<std::size_t>(req->limit());
   query.beforeSequence = req->before_sequence();
   return answer<std::vector<AuditRecord>>(
-      ctx, [this, query] { return engine_.listAudit(query); },
+      ctx, [query](EngineCore& core) { return core.listAudit(query); },
       [out](const std::vector<AuditRecord>& records) {
         for (const auto& r : records) toProto(r, *out->add_records());
       });
@@ -358,28 +359,31 @@ namespace {
 // state is under `shared->mutex`, which also keeps the listener away once the reactor is gone.
 class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
  public:
-  WatchReactor(Engine& engine, std::uint64_t afterSequence, bool fromStart, Caller caller, std::vector<std::string> types,
+  WatchReactor(EngineClient& engine, std::uint64_t afterSequence, bool fromStart, Caller caller, std::vector<std::string> types,
                std::set<std::string> subjects, std::string systemId)
       : last_(afterSequence),
         caller_(std::move(caller)),
         types_(std::move(types)),
         subjects_(std::move(subjects)),
-        systemId_(std::move(systemId)),
-        stream_(engine.subscribe()) {
+        systemId_(std::move(systemId)) {
     shared_->reactor = this;
     if (fromStart) last_ = afterSequence = 0;
-    if (afterSequence == 0 && !fromStart) {
-      startFollowing();
-      return;
-    }
-    engine.async<std::vector<Event>>([&engine, afterSequence] { return engine.listEvents(afterSequence, 100'000); },
-                                     [shared = shared_](Result<std::vector<Event>> recorded) {
-                                       std::lock_guard lock(shared->mutex);
-                                       if (!shared->reactor) return;
-                                       if (!recorded) return shared->reactor->finishLocked(toGrpcStatus(recorded.error()));
-                                       shared->reactor->replay_.assign(recorded->begin(), recorded->end());
-                                       shared->reactor->startFollowingLocked();
-                                     });
+    // Live events, after the recorded ones past the client's sequence (none when it asked for live ones only).
+    const bool replay = fromStart || afterSequence != 0;
+    engine.subscribeAfter(
+        replay ? std::optional<std::uint64_t>(afterSequence) : std::nullopt,
+        [shared = shared_](Result<EventSubscription> subscription) {
+          std::lock_guard lock(shared->mutex);
+          if (!shared->reactor) {  // the client went away first
+            if (subscription) subscription->live->close();
+            return;
+          }
+          if (!subscription) return shared->reactor->finishLocked(toGrpcStatus(subscription.error()));
+          shared->reactor->stream_ = std::move(subscription->live);
+          shared->reactor->replay_.assign(subscription->replay.begin(), subscription->replay.end());
+          shared->reactor->startFollowingLocked();
+        },
+        kWatchReplayLimit);
   }
 
   void OnWriteDone(bool ok) override {
@@ -396,12 +400,16 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
   }
 
   void OnDone() override {
+    std::shared_ptr<EventStream> stream;
     {
       std::lock_guard lock(shared_->mutex);
       shared_->reactor = nullptr;
+      stream = stream_;
     }
-    stream_->setListener(nullptr);
-    stream_->close();
+    if (stream) {
+      stream->setListener(nullptr);
+      stream->close();
+    }
     delete this;
   }
 
@@ -410,11 +418,6 @@ class WatchReactor final : public grpc::ServerWriteReactor<v1::Event> {
     std::mutex mutex;
     WatchReactor* reactor = nullptr;
   };
-
-  void startFollowing() {
-    std::lock_guard lock(shared_->mutex);
-    startFollowingLocked();
-  }
 
   void startFollowingLocked() {
     following_ = true;

@@ -1,7 +1,8 @@
 // switchyard.v1.Switchyard over gRPC's callback API: each handler validates and translates the request,
-// hands the call to the Engine without blocking (Engine::async), and finishes the RPC from the engine's
-// completion. No gRPC thread waits on the engine, and Watch is pushed to as events happen. Replies are
-// translated to proto on the service's own small pool, not on the engine's one control thread.
+// hands the call to the engine without blocking (EngineClient::run), and finishes the RPC from the
+// engine's completion, which the client delivers on the service's own small pool (replies_): replies are
+// translated to proto there, not on the engine's one control thread. Reads of the pool answer on the gRPC
+// thread from the published view. No gRPC thread waits on the engine; Watch is pushed to as events happen.
 #pragma once
 
 #include <atomic>
@@ -10,7 +11,7 @@
 #include <thread>
 
 #include "composer/api/authenticator.h"
-#include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
 #include "switchyard/v1/switchyard.grpc.pb.h"
 
 namespace switchyard {
@@ -21,7 +22,8 @@ inline constexpr const char* kLeaderMetadata = "switchyard-leader";
 class SwitchyardService final : public v1::Switchyard::CallbackService {
  public:
   // Every call is authenticated by `authenticator`; what it may see and change follows its role and tenant.
-  SwitchyardService(Engine& engine, const Authenticator& authenticator) : engine_(engine), authenticator_(authenticator) {}
+  SwitchyardService(Engine& engine, const Authenticator& authenticator)
+      : engine_(engine, [this](std::function<void()> f) { boost::asio::post(replies_, std::move(f)); }), authenticator_(authenticator) {}
   ~SwitchyardService() override { replies_.join(); }
   SwitchyardService(const SwitchyardService&) = delete;
   SwitchyardService& operator=(const SwitchyardService&) = delete;
@@ -57,25 +59,19 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   Unary* Login(Context*, const v1::LoginRequest*, v1::LoginResponse*) override;
 
  private:
-  // Runs `call` on the engine; finishes with its error, or with OK after `fill` wrote the response.
+  // Runs `call` on the engine's control thread; finishes with its error, or with OK after `fill` wrote the
+  // response (on the reply pool).
   template <typename T, typename Fill>
-  Unary* answer(Context* ctx, std::function<Result<T>()> call, Fill fill);
+  Unary* answer(Context* ctx, std::function<Result<T>(EngineCore&)> call, Fill fill);
   // The same for reads the engine answers from its published view: run here, on the gRPC thread, without
   // a hop to the control thread (they never wait for a compose, and a compose never waits for them).
   template <typename T, typename Fill>
   Unary* answerHere(Context* ctx, const std::function<Result<T>()>& call, Fill fill);
-  // A completion that moves the result to the reply pool and there finishes `reactor` with `finish(result)`.
-  template <typename T, typename Finish>
-  Completion<T> onReplyPool(Finish finish) {
-    return [this, finish = std::move(finish)](Result<T> result) mutable {
-      boost::asio::post(replies_, [finish = std::move(finish), result = std::move(result)]() mutable { finish(std::move(result)); });
-    };
-  }
 
-  Engine& engine_;
+  boost::asio::thread_pool replies_{std::max(2u, std::thread::hardware_concurrency())};  // before engine_: its completions run here
+  EngineClient engine_;
   const Authenticator& authenticator_;
   std::atomic<bool> shuttingDown_{false};
-  boost::asio::thread_pool replies_{std::max(2u, std::thread::hardware_concurrency())};
 };
 
 }  // namespace switchyard

@@ -2,7 +2,7 @@
 // device, or which system holds a host. The device or host is shown taken, without them.
 #pragma once
 
-#include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
 #include "switchyard/v1/switchyard.pb.h"
 
 namespace switchyard {

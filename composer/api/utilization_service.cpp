@@ -30,7 +30,7 @@ grpc::ServerUnaryReactor* SwitchyardService::CancelQueued(Context* ctx, const v1
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->id().empty()) return finished(ctx, invalid("id: required (the queued operation's id, or its system's name)"));
   return answer<Operation>(
-      ctx, [this, c = *caller, id = req->id()] { return engine_.cancelQueued(c, id); }, fillOperation(engine_, out));
+      ctx, [c = *caller, id = req->id()](EngineCore& core) { return core.cancelQueued(c, id); }, fillOperation(engine_, out));
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::RenewLease(Context* ctx, const v1::RenewLeaseRequest* req, v1::System* out) {
@@ -40,7 +40,7 @@ grpc::ServerUnaryReactor* SwitchyardService::RenewLease(Context* ctx, const v1::
   if (req->lease_seconds() <= 0 || req->lease_seconds() > 10LL * 365 * 24 * 3600)
     return finished(ctx, invalid("lease_seconds: a positive number of seconds"));
   return answer<System>(
-      ctx, [this, c = *caller, system = req->system(), s = req->lease_seconds()] { return engine_.renewLease(c, system, std::chrono::seconds(s)); },
+      ctx, [c = *caller, system = req->system(), s = req->lease_seconds()](EngineCore& core) { return core.renewLease(c, system, std::chrono::seconds(s)); },
       [out](const System& s) { toProto(s, *out); });
 }
 
@@ -56,10 +56,9 @@ grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::Ge
   }
   const std::string by = req->by();
   if (!by.empty() && by != "tenant" && by != "system" && by != "model") return finished(ctx, invalid("by: tenant, system or model"));
-  // The log is read on the control thread; the sums are made here, on a reply thread.
+  // The log is read on the control thread; the sums are made on a reply thread.
   auto* reactor = ctx->DefaultReactor();
-  boost::asio::post(replies_, [this, reactor, out, c = *caller, since, until, by] {
-    auto report = engine_.usage(c, since, until);
+  engine_.usage(*caller, since, until, [this, reactor, out, by](Result<UsageReport> report) {
     if (!report) return reactor->Finish(toGrpcStatus(report.error()));
     const auto view = engine_.view();
     auto nameOf = [&](const SystemId& id) -> std::string {

@@ -1,3 +1,4 @@
+#include "composer/engine/engine.h"
 #include "composer/daemon/http_endpoints.h"
 
 #include <spdlog/spdlog.h>

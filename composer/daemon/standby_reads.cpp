@@ -1,3 +1,4 @@
+#include "composer/engine/engine.h"
 #include "composer/daemon/standby_reads.h"
 
 #include <spdlog/spdlog.h>

@@ -295,12 +295,12 @@ std::shared_ptr<EventStream> Engine::subscribe() {
   return stream;
 }
 
-Result<Engine::Subscription> Engine::subscribeAfter(std::optional<std::uint64_t> lastSeen) {
+Result<Engine::Subscription> Engine::subscribeAfter(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit) {
   auto live = subscribe();
   if (live->closed()) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
   std::vector<Event> replay;
   if (lastSeen) {
-    auto recorded = listEvents(*lastSeen, 10'000);
+    auto recorded = listEvents(*lastSeen, replayLimit);
     if (!recorded) {
       live->close();
       return std::unexpected(recorded.error());

@@ -138,13 +138,8 @@ class Engine {
   [[nodiscard]] Result<Operation> decompose(const Caller& caller, const std::string& system, const std::string& requestId = {});
   [[nodiscard]] Result<Operation> attach(const Caller& caller, const AttachRequest& request);
   [[nodiscard]] Result<Operation> detach(const Caller& caller, const DetachRequest& request);
-  // A dry run of a placement. With a priority class that preempts, a request that does not fit also names the
-  // systems preemption would take back for it and where it would go then (nothing changes).
-  struct PlanOutcome {
-    PlacementDecision decision;
-    std::vector<PreemptionVictim> wouldPreempt;
-    std::optional<Placement> afterPreemption;
-  };
+  // A dry run of a placement (PlanOutcome: engine_requests.h).
+  using PlanOutcome = switchyard::PlanOutcome;
   [[nodiscard]] Result<PlanOutcome> plan(const PlacementRequest& request, std::string_view priorityClass = {});
   // The queue (engine_queue.cpp): the waiting requests in admission order (from the view: never waits
   // for the control thread), and cancelling one (by its operation id or its system's name): the operation
@@ -216,12 +211,8 @@ class Engine {
   // live: subscribed before the log is read, so nothing falls between the two (an event in both is the
   // reader's to skip by its sequence: net::EventFeed does). Fails while the engine is starting or stopping,
   // or when the log cannot be read. What a reconnecting SSE client (Last-Event-ID) asks for.
-  struct Subscription {
-    std::shared_ptr<EventStream> live;
-    std::vector<Event> replay;
-    std::uint64_t lastSeen = 0;
-  };
-  [[nodiscard]] Result<Subscription> subscribeAfter(std::optional<std::uint64_t> lastSeen);
+  using Subscription = EventSubscription;
+  [[nodiscard]] Result<Subscription> subscribeAfter(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit = 10'000);
 
   // Runs `call` on the control thread, where every method above answers inline without blocking (except
   // the blocking waitOperation: use its Completion form), then `done` with the result.
@@ -266,6 +257,9 @@ class Engine {
   [[nodiscard]] Result<PruneReport> pruneHistory();
 
  private:
+  // The adapters' way in (engine_client.h): EngineCore's calls are these methods, made on the control thread.
+  friend class EngineCore;
+  friend class EngineClient;
   // Calls its completion exactly once: with the result, or with kAborted when dropped before that (the
   // engine stopped before running the call).
   template <typename T>

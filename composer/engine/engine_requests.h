@@ -6,10 +6,14 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "composer/model/composition.h"
+#include "composer/model/event_stream.h"
+#include "composer/model/queue.h"
 #include "composer/model/error.h"
 #include "composer/model/topology.h"
 #include "composer/packing/packing.h"
@@ -75,6 +79,22 @@ struct Drift {
 struct RecoveryReport {
   std::size_t resumedOperations = 0;
   std::vector<Drift> drifts;
+};
+
+// A dry run of a placement (plan). With a priority class that preempts, a request that does not fit also
+// names the systems preemption would take back for it and where it would go then (nothing changes).
+struct PlanOutcome {
+  PlacementDecision decision;
+  std::vector<PreemptionVictim> wouldPreempt;
+  std::optional<Placement> afterPreemption;
+};
+
+// Live events after a replay of the recorded ones after `lastSeen` (subscribeAfter): subscribed before the
+// log was read, so nothing falls between (an event in both is the reader's to skip by its sequence).
+struct EventSubscription {
+  std::shared_ptr<EventStream> live;
+  std::vector<Event> replay;
+  std::uint64_t lastSeen = 0;
 };
 
 // A completion: runs exactly once, on the control thread (or on the stopping thread with kAborted when

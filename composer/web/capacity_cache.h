@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
 
 namespace switchyard::web {
 
@@ -36,7 +36,7 @@ class CapacityCache {
   Result<std::shared_ptr<const Entry>> compute();
   void refreshLoop();
 
-  Engine& engine_;
+  EngineClient engine_;  // reads the view only
   const std::vector<RequestShape> shapes_;
   const std::vector<MigProfile> migProfiles_;
   const std::vector<int> shareMilli_;

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
 
 namespace switchyard::web {
 
@@ -35,7 +35,7 @@ class CapacityHistory {
   void sampleNow();
 
  private:
-  Engine& engine_;
+  EngineClient engine_;  // reads the view only
   Clock& clock_;
   std::chrono::milliseconds interval_;
   std::size_t keep_;

@@ -37,7 +37,7 @@ void DeviceSeriesCache::endScrape() {
   }
 }
 
-Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out, DeviceSeriesCache* cache, CapacityCache* capacityCache) {
+Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWriter& out, DeviceSeriesCache* cache, CapacityCache* capacityCache) {
   // Everything from one published view, on the scraping thread: a scrape never waits for a compose, and
   // a compose never waits for a scrape.
   const auto view = engine.view();

@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
 #include "composer/metrics/exposition.h"
 #include "composer/web/capacity_cache.h"
 
@@ -47,7 +47,7 @@ inline const std::vector<int> kReportedShares{250, 500};
 // With caches, unchanged parts of the per-device family are not rendered again, and capacity comes from a
 // CapacityCache (capacity_cache.h: never older than the pool when cheap to make, else stale while a newer
 // one is made); without, everything is made afresh.
-[[nodiscard]] Result<void> writePoolMetrics(Engine& engine, metrics::ExpositionWriter& out, DeviceSeriesCache* devices = nullptr,
+[[nodiscard]] Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWriter& out, DeviceSeriesCache* devices = nullptr,
                                             CapacityCache* capacity = nullptr);
 
 }  // namespace switchyard::web

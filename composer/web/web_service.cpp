@@ -12,6 +12,7 @@
 #include "net/event_feed.h"
 #include "net/http_status.h"
 #include "composer/metrics/exposition.h"
+#include "composer/model/access.h"
 #include "composer/model/queue.h"
 #include "composer/web/pool_metrics.h"
 
@@ -136,7 +137,7 @@ json operationJson(const Operation& op) {
 }  // namespace
 
 WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history)
-    : engine_(engine),
+    : engine_(engine, [this](std::function<void()> f) { boost::asio::post(replies_, std::move(f)); }),
       metrics_(metrics),
       authorize_(std::move(authorize)),
       history_(history),
@@ -245,8 +246,8 @@ void WebService::api(Api which, const Caller& caller, const std::string& query, 
     if (!body) return reply(problem(net::httpStatusOf(body.error().code), body.error().message, version, keepAlive));
     reply(respond(http::status::ok, "application/json", body->dump() + "\n", version, keepAlive));
   };
-  if (prepared->fromView) return answer(prepared->read());
-  engine_.async<json>(std::move(prepared->read), std::move(answer));
+  if (prepared->fromView) return answer(prepared->fromView());
+  engine_.run<json>(std::move(prepared->onControl), std::move(answer));
 }
 
 void WebService::eventStream(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream) {
@@ -259,12 +260,14 @@ void WebService::eventStream(const Caller& caller, const net::HttpRequest& reque
   const auto header = request.find("Last-Event-ID");
   auto last = net::lastEventId(header == request.end() ? std::string_view{} : std::string_view(header->value()));
   if (!last) return reply(problem(http::status::bad_request, last.error().message, version, false));
-  auto subscription = engine_.subscribeAfter(*last);
-  if (!subscription) return reply(problem(net::httpStatusOf(subscription.error().code), subscription.error().message, version, false));
-  // The dashboard redraws when something happens instead of polling; a tenant hears its own events and the pool's.
-  auto writer = openStream("HTTP/1.1 200 OK\r\nServer: yardd\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
-  // Each event's data is the JSON /api/v1/events lists (invalid UTF-8 replaced, never thrown).
-  net::EventFeed(std::move(subscription->live), std::move(subscription->replay), subscription->lastSeen).pipeTo(writer, caller, [](const Event& e) { return eventJson(e).dump(-1, ' ', false, json::error_handler_t::replace); });
+  engine_.subscribeAfter(*last, [caller, version, reply = std::move(reply), openStream](Result<EventSubscription> subscription) {
+    if (!subscription) return reply(problem(net::httpStatusOf(subscription.error().code), subscription.error().message, version, false));
+    // The dashboard redraws when something happens instead of polling; a tenant hears its own events and the pool's.
+    auto writer = openStream("HTTP/1.1 200 OK\r\nServer: yardd\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
+    // Each event's data is the JSON /api/v1/events lists (invalid UTF-8 replaced, never thrown).
+    net::EventFeed(std::move(subscription->live), std::move(subscription->replay), subscription->lastSeen)
+        .pipeTo(writer, caller, [](const Event& e) { return eventJson(e).dump(-1, ' ', false, json::error_handler_t::replace); });
+  });
 }
 
 void WebService::metricsPage(const Caller& caller, net::Reply reply, unsigned version, bool keepAlive) {
@@ -327,7 +330,7 @@ Result<WebService::ApiRead> WebService::poolApi(const Caller& caller, const std:
     }
     return json{{"switches", std::move(switches)}, {"hosts", std::move(hostList)}, {"switch_count", topology.switches.size()},
                 {"host_count", hosts.size()}, {"version", view->version}};
-  }, true};
+  }, nullptr};
 }
 
 Result<WebService::ApiRead> WebService::summaryApi(const Caller&, const std::string&) {
@@ -362,7 +365,7 @@ Result<WebService::ApiRead> WebService::summaryApi(const Caller&, const std::str
                 {"hosts", {{"total", view->hosts.size()}, {"with_system", hostsWithSystem}}},
                 {"systems", view->systems.size()},
                 {"running_operations", view->runningOperations}};
-  }, true};
+  }, nullptr};
 }
 
 Result<WebService::ApiRead> WebService::systemsApi(const Caller& caller, const std::string& query) {
@@ -374,7 +377,7 @@ Result<WebService::ApiRead> WebService::systemsApi(const Caller& caller, const s
     for (const auto& s : systems)
       if (maySee(caller, s.tenant) && out.size() < limit) out.push_back(systemJson(s));
     return out;
-  }, true};
+  }, nullptr};
 }
 
 Result<WebService::ApiRead> WebService::queueApi(const Caller& caller, const std::string& query) {
@@ -400,7 +403,7 @@ Result<WebService::ApiRead> WebService::queueApi(const Caller& caller, const std
                                {"lease_seconds", e.request.leaseSeconds},
                                {"waiting_for", e.waitingFor}});
     return json{{"length", queue.size()}, {"entries", std::move(entries)}};
-  }, true};
+  }, nullptr};
 }
 
 Result<WebService::ApiRead> WebService::idleApi(const Caller& caller, const std::string& query) {
@@ -435,33 +438,33 @@ Result<WebService::ApiRead> WebService::idleApi(const Caller& caller, const std:
                          {"reclaim_blocked", g.reclaimBlocked}});
     }
     return json{{"count", gpus.size()}, {"idle_gpu_hours", hours}, {"gpus", std::move(out)}};
-  }, true};
+  }, nullptr};
 }
 
 Result<WebService::ApiRead> WebService::operationsApi(const Caller& caller, const std::string& query) {
   auto limit = limitOf(query, 20, 500);
   if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
-  return ApiRead{[this, caller, limit = *limit]() -> Result<json> {
-    SY_ASSIGN(const auto operations, engine_.listOperations(2000));
+  return ApiRead{nullptr, [caller, limit = *limit](EngineCore& core) -> Result<json> {
+    SY_ASSIGN(const auto operations, core.listOperations(OperationQuery{.limit = 2000}));
     json out = json::array();
     for (const auto& op : operations)
       if (maySee(caller, op.tenant) && out.size() < limit) out.push_back(operationJson(op));
     return out;
-  }, false};
+  }};
 }
 
 Result<WebService::ApiRead> WebService::eventsApi(const Caller& caller, const std::string& query) {
   auto limit = limitOf(query, 50, 1000);
   if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
-  return ApiRead{[this, caller, limit = *limit]() -> Result<json> {
+  return ApiRead{nullptr, [caller, limit = *limit](EngineCore& core) -> Result<json> {
     // The newest events (a tenant's may be sparse among them): keep the last `limit` the caller may see.
-    SY_ASSIGN(auto events, engine_.recentEvents(std::max<std::size_t>(limit, 2000)));
+    SY_ASSIGN(auto events, core.recentEvents(std::max<std::size_t>(limit, 2000)));
     json out = json::array();
     for (auto it = events.rbegin(); it != events.rend() && out.size() < limit; ++it)
       if (maySee(caller, it->tenant))
         out.push_back(eventJson(*it));
     return out;
-  }, false};
+  }};
 }
 
 Result<WebService::ApiRead> WebService::capacityApi(const Caller&, const std::string&) {
@@ -486,7 +489,7 @@ Result<WebService::ApiRead> WebService::capacityApi(const Caller&, const std::st
     return json{{"free_gpus", now.freeGpus}, {"stranded_gpus", now.strandedGpus}, {"shapes", std::move(shapes)}, {"domains", std::move(domains)},
                 {"history", std::move(history)},
                 {"sample_seconds", history_ ? static_cast<double>(history_->interval().count()) / 1000.0 : 0.0}};
-  }, true};
+  }, nullptr};
 }
 
 }  // namespace switchyard::web

@@ -11,12 +11,14 @@
 
 #include <memory>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <nlohmann/json.hpp>
 
 #include "net/authorize.h"
 #include "net/http_server.h"
 #include "net/route_table.h"
-#include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
 #include "composer/metrics/engine_metrics.h"
 #include "composer/web/capacity_history.h"
 #include "composer/web/pool_metrics.h"
@@ -28,6 +30,9 @@ class WebService {
   // `metrics` and `history` may be null, `authorize` empty: no counters, no capacity history, no authentication.
   // yardd authorizes through the Redfish service's accounts (the identities file: Basic, bearer, sessions).
   WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history);
+  ~WebService() { replies_.join(); }
+  WebService(const WebService&) = delete;
+  WebService& operator=(const WebService&) = delete;
 
   // `openStream` serves /api/v1/events/stream (server-sent events); without one that path answers 405.
   // `peer`: the client's address (password lockouts count by it too).
@@ -44,11 +49,11 @@ class WebService {
   using Routes = net::RouteTable<Route>;
   // Every path the endpoint serves (all read-only: GET and HEAD): 405 and Allow follow from it.
   [[nodiscard]] static Routes routeTable();
-  // A JSON read of /api/v1/*: the query checked (kInvalidArgument: 400) and what builds the answer, on this
-  // thread from the published view, or with one control-thread hop (operations, events).
+  // A JSON read of /api/v1/*: the query checked (kInvalidArgument: 400) and what builds the answer: on this
+  // thread from the published view, or (operations, events) on the control thread, answered on replies_.
   struct ApiRead {
-    std::function<Result<nlohmann::json>()> read;
-    bool fromView = true;
+    std::function<Result<nlohmann::json>()> fromView;
+    std::function<Result<nlohmann::json>(EngineCore&)> onControl;
   };
   using Api = Result<ApiRead> (WebService::*)(const Caller& caller, const std::string& query);
   void api(Api which, const Caller& caller, const std::string& query, net::Reply reply, unsigned version, bool keepAlive);
@@ -65,7 +70,8 @@ class WebService {
   void metricsPage(const Caller& caller, net::Reply reply, unsigned version, bool keepAlive);
 
   const Routes routes_ = routeTable();
-  Engine& engine_;
+  boost::asio::thread_pool replies_{1};  // where the engine's answers are turned into JSON text and sent
+  EngineClient engine_;
   const metrics::EngineMetrics* metrics_;
   net::Authorize authorize_;
   const CapacityHistory* history_;

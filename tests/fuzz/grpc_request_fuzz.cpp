@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 
+#include "composer/engine/engine.h"
 #include "composer/api/switchyard_service.h"
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"

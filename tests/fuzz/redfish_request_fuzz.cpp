@@ -13,6 +13,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "composer/engine/engine.h"
 #include "bmc/redfish_service.h"
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"

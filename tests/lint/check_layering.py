@@ -43,6 +43,10 @@ RULES = [
               ["composer/", "fabric/", "inventory/", "sqlite3.h", "boost/asio"])),
 ]
 PROJECT = ("composer/", "fabric/", "inventory/", "cli/", "bmc/", "agent/", "net/", "tests/")
+# The adapters call the engine through its asynchronous client (composer/engine/engine_client.h, ADR 0025) and
+# never reach the engine's blocking methods: neither these headers nor any header that includes them, at any depth.
+ADAPTERS = ("bmc/", "composer/api/", "composer/web/")
+ENGINE_INSIDE = ("composer/engine/engine.h", "composer/engine/engine_control.h")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 
 
@@ -75,10 +79,46 @@ def main():
                 violations.append(f"{rel}:{number}: includes {header}, which {folder} must not use")
             elif allowed is not None and header.startswith(PROJECT + ("switchyard/",)) and not any(header.startswith(a) for a in allowed):
                 violations.append(f"{rel}:{number}: includes {header}; {folder} may include only {', '.join(allowed)}")
+    violations += adapter_violations()
     for v in violations:
         print(v)
     print(f"layering: {checked} files checked, {len(violations)} violation(s) (rules: docs/architecture.md, Layers)")
     return 1 if violations or checked == 0 else 0
+
+
+def project_includes(rel, cache={}):
+    if rel not in cache:
+        path = ROOT / rel
+        found = []
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                m = INCLUDE.match(line)
+                if m and m.group(1).startswith(PROJECT):
+                    found.append(m.group(1))
+        cache[rel] = found
+    return cache[rel]
+
+
+def adapter_violations():
+    """An adapter's file that reaches engine.h through any chain of project includes, with the chain."""
+    out = []
+    for top in ADAPTERS:
+        for file in sorted((ROOT / top).glob("**/*")):
+            if file.suffix not in (".h", ".cpp"):
+                continue
+            rel = file.relative_to(ROOT).as_posix()
+            seen, stack = {rel}, [(rel, [rel])]
+            while stack:
+                current, chain = stack.pop()
+                for header in project_includes(current):
+                    if header in ENGINE_INSIDE:
+                        out.append(f"{rel}: reaches {header} ({' -> '.join(chain[1:] + [header])}); adapters use engine_client.h")
+                        stack = []
+                        break
+                    if header not in seen:
+                        seen.add(header)
+                        stack.append((header, chain + [header]))
+    return out
 
 
 if __name__ == "__main__":

@@ -1,0 +1,65 @@
+#include "composer/engine/engine_client.h"
+
+#include "composer/engine/engine.h"
+
+namespace switchyard {
+
+void EngineClient::onControl(std::function<void(EngineCore&)> call, std::function<void(std::optional<Error>)> after) {
+  engine_.async<bool>(
+      [this, call = std::move(call)]() -> Result<bool> {
+        EngineCore core(engine_);
+        call(core);
+        return true;
+      },
+      [after = std::move(after)](Result<bool> ran) { after(ran ? std::nullopt : std::optional<Error>(ran.error())); });
+}
+
+// A completion that hands its result to the adapter's executor.
+template <typename T>
+static Completion<T> deliverVia(const EngineClient::Deliver& deliver, Completion<T> done) {
+  return [deliver, done = std::move(done)](Result<T> result) {
+    deliver([done, result = std::move(result)]() mutable { done(std::move(result)); });
+  };
+}
+
+void EngineClient::waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done) {
+  engine_.waitOperation(id, timeout, deliverVia(deliver_, std::move(done)));
+}
+
+void EngineClient::releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done) {
+  engine_.releaseQuarantined(caller, device, unbind, deliverVia(deliver_, std::move(done)));
+}
+
+void EngineClient::subscribeAfter(std::optional<std::uint64_t> lastSeen, Completion<EventSubscription> done, std::size_t replayLimit) {
+  // On the control thread subscribeAfter subscribes and reads the log inline.
+  engine_.async<EventSubscription>([this, lastSeen, replayLimit] { return engine_.subscribeAfter(lastSeen, replayLimit); },
+                                   deliverVia(deliver_, std::move(done)));
+}
+
+void EngineClient::usage(const Caller& caller, Timestamp since, Timestamp until, Completion<UsageReport> done) {
+  // The one call that waits: on the adapter's executor, for one read of the log on the control thread
+  // (Engine::usage; docs/operations.md gives its cost). The GPU-hours are computed there too.
+  deliver_([this, caller, since, until, done = std::move(done)] { done(engine_.usage(caller, since, until)); });
+}
+
+std::shared_ptr<const PoolView> EngineClient::view() const { return engine_.view(); }
+Result<System> EngineClient::getSystem(const std::string& idOrName) const { return engine_.getSystem(idOrName); }
+Result<std::vector<System>> EngineClient::listSystems() const { return engine_.listSystems(); }
+Result<std::vector<DeviceView>> EngineClient::listDevices() const { return engine_.listDevices(); }
+Result<DeviceView> EngineClient::getDevice(const DeviceId& id) const { return engine_.getDevice(id); }
+Result<std::vector<HostView>> EngineClient::listHosts() const { return engine_.listHosts(); }
+Result<Topology> EngineClient::topology() const { return engine_.topology(); }
+Result<std::vector<QueueEntry>> EngineClient::listQueue() const { return engine_.listQueue(); }
+Result<std::vector<IdleGpu>> EngineClient::idleGpus(const Caller& caller, Duration minIdle, bool includeBusy) const {
+  return engine_.idleGpus(caller, minIdle, includeBusy);
+}
+Result<CapacityReport> EngineClient::capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles,
+                                              const std::vector<int>& shareMilli) const {
+  return engine_.capacity(shapes, migProfiles, shareMilli);
+}
+std::string EngineClient::standbyLeader() const { return engine_.standbyLeader(); }
+std::string EngineClient::storeFailure() const { return engine_.storeFailure(); }
+const StepKindRegistry& EngineClient::stepKinds() const { return engine_.stepKinds(); }
+Timestamp EngineClient::now() const { return engine_.now(); }
+
+}  // namespace switchyard

@@ -1,0 +1,96 @@
+// How adapters (gRPC, Redfish, the operator endpoint, the resource provider) call the engine: a thin
+// asynchronous client (issue 36, item 1; ADR 0025). Nothing here blocks.
+//
+//   - Changes and the reads only the control thread can answer go through run(): the function gets the
+//     EngineCore on the control thread; its result comes back to `done` on the adapter's own executor
+//     (the Deliver it named when it made the client), after the change is published in the view.
+//     One way off the control thread, for every adapter.
+//   - Reads of the pool answer on the caller's thread from the latest published view (pool_view.h): they
+//     never wait for the control thread and the control thread never waits for them.
+//
+// Adapters include this header, never engine.h (tests/lint/check_layering.py checks it): the engine's
+// blocking methods are for tests, tools and the daemon's start and stop.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "composer/engine/engine_core.h"
+#include "composer/engine/engine_requests.h"
+#include "composer/engine/idle_tracker.h"
+#include "composer/engine/pool_view.h"
+#include "composer/engine/usage.h"
+#include "composer/model/clock.h"
+#include "composer/packing/capacity.h"
+
+namespace switchyard {
+
+class Engine;
+class StepKindRegistry;
+
+class EngineClient {
+ public:
+  // Hands a completion to the adapter's executor (an Asio io_context or thread pool: post it there).
+  using Deliver = std::function<void(std::function<void()>)>;
+
+  EngineClient(Engine& engine, Deliver deliver) : engine_(engine), deliver_(std::move(deliver)) {}
+  // A client that only reads the view, or whose completions are small enough to run where the engine
+  // answers them (the control thread).
+  explicit EngineClient(Engine& engine) : EngineClient(engine, [](std::function<void()> done) { done(); }) {}
+
+  // Runs `call` on the control thread, then `done` with its result on the adapter's executor. `done` runs
+  // exactly once: with kAborted when the engine stopped before running `call`.
+  template <typename T>
+  void run(std::function<Result<T>(EngineCore&)> call, Completion<T> done) {
+    auto result = std::make_shared<std::optional<Result<T>>>();
+    onControl([result, call = std::move(call)](EngineCore& core) { result->emplace(call(core)); },
+              [this, result, done = std::move(done)](std::optional<Error> aborted) {
+                deliver_([result, done, aborted = std::move(aborted)] {
+                  done(aborted ? Result<T>(std::unexpected(*aborted)) : std::move(**result));
+                });
+              });
+  }
+
+  // The operation once finished, or as it stands when `timeout` passes first; on the adapter's executor.
+  void waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
+  // A quarantined device back to the pool (Engine::releaseQuarantined); on the adapter's executor.
+  void releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done);
+  // Live events after a replay of up to `replayLimit` of those after `lastSeen` (Engine::subscribeAfter); on
+  // the adapter's executor.
+  void subscribeAfter(std::optional<std::uint64_t> lastSeen, Completion<EventSubscription> done, std::size_t replayLimit = 10'000);
+  // GPU-hours (Engine::usage): the log is read on the control thread, the report computed on the adapter's executor.
+  void usage(const Caller& caller, Timestamp since, Timestamp until, Completion<UsageReport> done);
+
+  // From the published view, on the caller's thread.
+  [[nodiscard]] std::shared_ptr<const PoolView> view() const;
+  [[nodiscard]] Result<System> getSystem(const std::string& idOrName) const;
+  [[nodiscard]] Result<std::vector<System>> listSystems() const;
+  [[nodiscard]] Result<std::vector<DeviceView>> listDevices() const;
+  [[nodiscard]] Result<DeviceView> getDevice(const DeviceId& id) const;
+  [[nodiscard]] Result<std::vector<HostView>> listHosts() const;
+  [[nodiscard]] Result<Topology> topology() const;
+  [[nodiscard]] Result<std::vector<QueueEntry>> listQueue() const;
+  [[nodiscard]] Result<std::vector<IdleGpu>> idleGpus(const Caller& caller, Duration minIdle, bool includeBusy = false) const;
+  [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles = {},
+                                                const std::vector<int>& shareMilli = {}) const;
+
+  // Safe on any thread.
+  [[nodiscard]] std::string standbyLeader() const;  // a standby's leader (its refusals name it); empty otherwise
+  [[nodiscard]] std::string storeFailure() const;   // why the engine stopped writing; empty while it can
+  [[nodiscard]] const StepKindRegistry& stepKinds() const;
+  [[nodiscard]] Timestamp now() const;
+
+ private:
+  // Runs `call` with the core on the control thread, then `after` there (nullopt), or only `after` with
+  // why (kAborted) when the engine stopped first.
+  void onControl(std::function<void(EngineCore&)> call, std::function<void(std::optional<Error>)> after);
+
+  Engine& engine_;
+  Deliver deliver_;
+};
+
+}  // namespace switchyard

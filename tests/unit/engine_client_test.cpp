@@ -1,0 +1,123 @@
+// The adapters' way into the engine (engine_client.h, ADR 0025): core calls on the control thread, each
+// completion on the executor the adapter named, after the change is published.
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include "composer/engine/engine_client.h"
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+const Caller kAlice{"alice", Role::kOperator, "team-a"};
+
+ComposeRequest gpus(const std::string& name, int n) {
+  ComposeRequest r{name, {}, {}};
+  r.placement.gpuCount = n;
+  return r;
+}
+
+// An adapter's executor: one thread whose id the test knows, and a count of what was delivered there.
+struct AdapterPool {
+  boost::asio::thread_pool pool{1};
+  std::thread::id thread;
+  std::atomic<int> delivered{0};
+  AdapterPool() {
+    std::promise<std::thread::id> id;
+    boost::asio::post(pool, [&] { id.set_value(std::this_thread::get_id()); });
+    thread = id.get_future().get();
+  }
+  ~AdapterPool() { pool.join(); }
+  EngineClient::Deliver deliver() {
+    return [this](std::function<void()> f) {
+      boost::asio::post(pool, [this, f = std::move(f)] {
+        ++delivered;
+        f();
+      });
+    };
+  }
+};
+
+TEST_F(EngineTest, AClientsCompletionRunsOnTheAdaptersExecutorAndSeesTheChangeInTheView) {
+  start();
+  AdapterPool adapter;
+  EngineClient client(*engine_, adapter.deliver());
+  struct Seen {
+    Result<Operation> op;
+    std::thread::id thread;
+    bool systemInView = false;
+  };
+  std::promise<Seen> seen;
+  client.run<Operation>([](EngineCore& core) { return core.compose(kAlice, gpus("train", 2)); },
+                        [&](Result<Operation> op) {
+                          const auto view = client.view();
+                          seen.set_value(Seen{std::move(op), std::this_thread::get_id(), view && view->systems.findByIdOrName("train") != nullptr});
+                        });
+  auto s = seen.get_future().get();
+  ASSERT_TRUE(s.op) << s.op.error().message;
+  EXPECT_EQ(s.thread, adapter.thread) << "delivered where the adapter asked, not on the control thread";
+  EXPECT_TRUE(s.systemInView) << "the view was published before the completion ran";
+  EXPECT_EQ(adapter.delivered.load(), 1);
+  EXPECT_EQ(run(std::move(s.op)).state, OperationState::kSucceeded);
+
+  // A refusal comes back the same way, as the core's error.
+  std::promise<Result<Operation>> refused;
+  client.run<Operation>([](EngineCore& core) { return core.compose(kAlice, gpus("train", 1)); },
+                        [&](Result<Operation> op) { refused.set_value(std::move(op)); });
+  auto again = refused.get_future().get();
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Code::kAlreadyExists);
+  EXPECT_EQ(adapter.delivered.load(), 2);
+}
+
+TEST_F(EngineTest, AClientsCallTheEngineNeverRanIsAnsweredAbortedOnce) {
+  start();
+  AdapterPool adapter;
+  EngineClient client(*engine_, adapter.deliver());
+  engine_->stop(0s);
+  std::atomic<int> answers{0};
+  std::promise<Result<int>> answered;
+  std::atomic<bool> ran{false};
+  client.run<int>(
+      [&](EngineCore&) -> Result<int> {
+        ran = true;
+        return 1;
+      },
+      [&](Result<int> r) {
+        if (++answers == 1) answered.set_value(std::move(r));
+      });
+  auto r = answered.get_future().get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Code::kAborted);
+  adapter.pool.join();
+  EXPECT_EQ(answers.load(), 1);
+  EXPECT_FALSE(ran.load());
+}
+
+TEST_F(EngineTest, AClientsSubscriptionReplaysWhatCameAfterTheSequenceThenGoesLiveOnTheAdaptersExecutor) {
+  start();
+  AdapterPool adapter;
+  EngineClient client(*engine_, adapter.deliver());
+  const auto before = engine_->listEvents(0, 1000)->size();
+  run(engine_->compose(kAlice, gpus("train", 1)));
+  const std::uint64_t after = engine_->listEvents(0, 1000)->back().sequence;
+  std::promise<std::pair<Result<EventSubscription>, std::thread::id>> subscribed;
+  client.subscribeAfter(before, [&](Result<EventSubscription> s) { subscribed.set_value({std::move(s), std::this_thread::get_id()}); });
+  auto [s, thread] = subscribed.get_future().get();
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(thread, adapter.thread);
+  ASSERT_FALSE(s->replay.empty());
+  EXPECT_EQ(s->replay.back().sequence, after) << "every event after the client's sequence is replayed";
+  run(engine_->decompose(kAlice, "train"));
+  std::optional<Event> live;
+  for (int i = 0; i < 1000 && !live; ++i)
+    if (!(live = s->live->tryNext())) std::this_thread::sleep_for(1ms);
+  ASSERT_TRUE(live) << "then live events";
+  EXPECT_GT(live->sequence, after);
+}
+
+}  // namespace
+}  // namespace switchyard
