@@ -6,12 +6,27 @@ namespace switchyard {
 
 ElasticExecutor::ElasticExecutor(std::size_t maxThreads) : maxThreads_(std::max<std::size_t>(1, maxThreads)) {}
 
+std::unique_ptr<ElasticExecutor> ElasticExecutor::manual() { return std::unique_ptr<ElasticExecutor>(new ElasticExecutor(Manual{})); }
+
 ElasticExecutor::~ElasticExecutor() { join(); }
+
+bool ElasticExecutor::runOne() {
+  std::function<void()> work;
+  {
+    std::lock_guard lock(mutex_);
+    if (!manual_ || queue_.empty()) return false;
+    work = std::move(queue_.front());
+    queue_.pop_front();
+  }
+  work();
+  return true;
+}
 
 void ElasticExecutor::post(std::function<void()> work) {
   std::lock_guard lock(mutex_);
   if (stopping_) return;
   queue_.push_back(std::move(work));
+  if (manual_) return;  // runOne() runs it
   // Every queued item beyond the idle threads wants a thread of its own.
   if (queue_.size() > idle_ && threads_.size() < maxThreads_)
     threads_.emplace_back([this] { run(); });
@@ -36,10 +51,12 @@ void ElasticExecutor::run() {
 
 void ElasticExecutor::join() {
   std::vector<std::thread> threads;
+  std::deque<std::function<void()>> dropped;  // a manual executor's: destroyed outside the lock
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
     threads.swap(threads_);
+    if (manual_) dropped.swap(queue_);
   }
   wake_.notify_all();
   for (auto& t : threads) t.join();

@@ -23,13 +23,38 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       placement_(options.placement ? options.placement : *buildComposableScheduler("switchyard-v2")),
       control_(std::make_unique<asio::io_context>(1)),
       steps_(options.steps ? options.steps : StepKindRegistry::builtIn()),
-      driverPool_(std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
+      driverPool_(options.stepped ? ElasticExecutor::manual()
+                                  : std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
       pollTimer_(std::make_unique<TimerHolder>(*control_)),
       activity_(options.idleBusyAbovePercent, options.activityHistory) {}
 
 Engine::~Engine() {
-  if (controlThread_.joinable()) stop(Duration::zero());
+  if (controlRunning_.load()) stop(Duration::zero());
   driverPool_->join();
+}
+
+void Engine::startControl() {
+  if (options_.stepped) {
+    controlThreadId_ = std::this_thread::get_id();
+  } else {
+    controlThread_ = std::thread([this] { control_->run(); });
+    controlThreadId_ = controlThread_.get_id();
+  }
+  controlRunning_.store(true, std::memory_order_release);
+}
+
+bool Engine::step() {
+  if (!options_.stepped || !onControlThread()) return false;
+  ++taskDepth_;
+  const bool ran = control_->poll_one() > 0;
+  --taskDepth_;
+  return ran || driverPool_->runOne();
+}
+
+std::size_t Engine::runUntilIdle() {
+  std::size_t steps = 0;
+  while (step()) ++steps;
+  return steps;
 }
 
 void Engine::postToControl(std::function<void(bool running)> task) {
@@ -46,9 +71,7 @@ void Engine::postToControl(std::function<void(bool running)> task) {
 Result<RecoveryReport> Engine::start() {
   SY_TRY(loadState());
   flush();  // the first view, before any reader can ask
-  controlThread_ = std::thread([this] { control_->run(); });
-  controlThreadId_ = controlThread_.get_id();
-  controlRunning_.store(true, std::memory_order_release);
+  startControl();
 
   RecoveryReport report;
   SY_ASSIGN(auto resumed, onControl([this]() -> Result<std::vector<OperationId>> {
@@ -84,6 +107,7 @@ Result<RecoveryReport> Engine::start() {
   SY_TRY(onControl([this]() -> Result<void> {
     accepting_ = true;
     queueDirty_ = true;  // what waited in the queue before the restart may fit now
+    if (options_.stepped) return {};  // its tests run each round when they choose
     scheduleFabricPoll();
     scheduleDeadlines();
     schedulePrune();
@@ -95,7 +119,7 @@ Result<RecoveryReport> Engine::start() {
 }
 
 void Engine::stop(Duration grace) {
-  if (!controlThread_.joinable()) return;
+  if (!controlRunning_.load()) return;
   (void)onControl([this]() -> Result<void> {
     accepting_ = false;
     return {};
@@ -104,6 +128,10 @@ void Engine::stop(Duration grace) {
   while (std::chrono::steady_clock::now() < deadline) {
     auto busy = onControl([this]() -> Result<bool> { return !active_.empty(); });
     if (!busy || !*busy) break;
+    if (options_.stepped) {
+      if (runUntilIdle() == 0) break;  // nothing left that could finish them
+      continue;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   (void)onControl([this]() -> Result<void> {
@@ -122,6 +150,10 @@ void Engine::stop(Duration grace) {
   while (true) {
     auto inFlight = onControl([this]() -> Result<int> { return driverCallsInFlight_; });
     if (!inFlight || *inFlight == 0) break;
+    if (options_.stepped) {
+      if (runUntilIdle() == 0) break;
+      continue;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   (void)onControl([this]() -> Result<void> {
@@ -142,7 +174,7 @@ void Engine::stop(Duration grace) {
   });
   // From here on, calls are answered kAborted at once; what was posted before is drained below.
   controlRunning_.store(false, std::memory_order_release);
-  controlThread_.join();
+  if (controlThread_.joinable()) controlThread_.join();
   // Whatever was posted meanwhile is answered kAborted, here, while the engine is whole.
   controlStopped_ = true;
   control_->restart();
@@ -266,6 +298,16 @@ void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds time
 }
 
 Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout) {
+  if (onControlThread() && options_.stepped) {
+    // The caller is a stepped engine's control thread: run what is waiting until the operation ends, or
+    // answer it as it stands when nothing is left to run (what a timeout would have said).
+    auto answer = std::make_shared<std::optional<Result<Operation>>>();
+    waitOperation(id, timeout, [answer](Result<Operation> r) { answer->emplace(std::move(r)); });
+    while (!*answer && step()) {
+    }
+    if (*answer) return std::move(**answer);
+    return getOperation(id);
+  }
   if (onControlThread())
     return fail(Code::kInternal, "waitOperation would block the engine's control thread: use the Completion form");
   auto result = std::make_shared<std::promise<Result<Operation>>>();

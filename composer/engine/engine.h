@@ -100,6 +100,12 @@ struct EngineOptions {
   int idleBusyAbovePercent = 5;
   std::size_t activityHistory = 60;
   ReclaimPolicy reclaim;
+  // A stepped engine, for tests that decide the order of everything (ADR 0026): no control thread and no
+  // driver threads. The thread that calls start() is the control thread: the plain methods answer inline
+  // there; what the engine posts (a step's switch call, its result, a completion) waits until step() runs
+  // it, and the blocking waitOperation steps until the operation ends. The periodic rounds (fabric poll,
+  // deadlines, prune, reconcile, activity) do not run by themselves: call them. Never for yardd.
+  bool stepped = false;
   // Called once, on the control thread, when the engine stops writing for good (the store failed or fenced
   // it out): the daemon stops serving and exits for its service manager to restart it. Must return quickly.
   std::function<void(const std::string& why)> onHalt;
@@ -232,6 +238,11 @@ class Engine {
   [[nodiscard]] std::shared_ptr<const PoolView> view() const;
   // Empty while the engine can write its store; else why it stopped (safe on any thread: health checks).
   [[nodiscard]] std::string storeFailure() const;
+  // A stepped engine (EngineOptions::stepped), on the thread that started it: runs the next ready task of
+  // the control thread, or else the oldest queued switch or host call; false when neither is waiting.
+  bool step();
+  // step() until nothing is waiting; how many steps ran.
+  std::size_t runUntilIdle();
   // True once stop() has halted the engine (its grace is over): step results still in flight are recorded,
   // no new step starts. Safe on any thread; tests wait on it instead of sleeping.
   [[nodiscard]] bool halted() const { return haltedForReaders_.load(); }
@@ -504,6 +515,9 @@ class Engine {
   std::unique_ptr<ElasticExecutor> driverPool_;
   std::thread controlThread_;
   std::thread::id controlThreadId_;           // set once at start, before any other thread calls in
+  int taskDepth_ = 0;                         // a stepped engine: > 0 while step() runs a control task
+  // Makes the calling thread the control thread (stepped) or starts one.
+  void startControl();
   std::atomic<bool> controlRunning_{false};  // calls may be posted to the control thread
   [[nodiscard]] bool onControlThread() const { return std::this_thread::get_id() == controlThreadId_; }
   struct TimerHolder;

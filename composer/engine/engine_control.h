@@ -28,7 +28,16 @@ template <typename F>
 auto Engine::onControl(F&& f) -> decltype(f()) {
   using R = decltype(f());
   if (!controlRunning_.load(std::memory_order_acquire)) return R(fail(Code::kAborted, "the engine is not running"));
-  if (onControlThread()) return f();
+  if (onControlThread()) {
+    // A stepped engine's caller outside a task (a test): the call is a task of its own, ending at its
+    // commit point like every other. Inside a task (the thread's own, or a step), inline as it is.
+    if (!options_.stepped || taskDepth_ > 0) return f();
+    ++taskDepth_;
+    R result = f();
+    --taskDepth_;
+    flush();
+    return result;
+  }
   auto promise = std::make_shared<std::promise<R>>();
   auto future = promise->get_future();
   boost::asio::post(*control_, [this, promise, fn = std::forward<F>(f)]() mutable {

@@ -79,16 +79,14 @@ void Engine::applyHeldState(StoreSnapshot& snapshot) {
 }
 
 Result<void> Engine::startReplica() {
-  if (controlThread_.joinable()) return fail(Code::kFailedPrecondition, "the engine is running already");
+  if (controlRunning_.load()) return fail(Code::kFailedPrecondition, "the engine is running already");
   SY_ASSIGN(replicaInventoryRevision_, store_.inventoryRevision());
   SY_ASSIGN(StoreSnapshot snapshot, store_.load());
   replica_ = true;
   lastEventSequence_ = snapshot.lastEventSequence;  // Watch streams get what comes after this
   applySnapshot(std::move(snapshot), false);
   flush();  // the first view, before any reader can ask
-  controlThread_ = std::thread([this] { control_->run(); });
-  controlThreadId_ = controlThread_.get_id();
-  controlRunning_.store(true, std::memory_order_release);
+  startControl();
   spdlog::info("standby: serving reads of {} system(s), {} device(s) as the store has them", state_->systems().size(),
                state_->topology().devices.size());
   return {};

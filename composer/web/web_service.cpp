@@ -445,7 +445,9 @@ Result<WebService::ApiRead> WebService::operationsApi(const Caller& caller, cons
   auto limit = limitOf(query, 20, 500);
   if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
   return ApiRead{nullptr, [caller, limit = *limit](EngineCore& core) -> Result<json> {
-    SY_ASSIGN(const auto operations, core.listOperations(OperationQuery{.limit = 2000}));
+    // The store reads only what is shown (a tenant's own, as gRPC's ListOperations): a read on the control thread.
+    SY_ASSIGN(const auto operations,
+              core.listOperations(OperationQuery{.limit = limit, .tenant = caller.role == Role::kTenant ? caller.tenant : std::string()}));
     json out = json::array();
     for (const auto& op : operations)
       if (maySee(caller, op.tenant) && out.size() < limit) out.push_back(operationJson(op));
@@ -457,8 +459,9 @@ Result<WebService::ApiRead> WebService::eventsApi(const Caller& caller, const st
   auto limit = limitOf(query, 50, 1000);
   if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
   return ApiRead{nullptr, [caller, limit = *limit](EngineCore& core) -> Result<json> {
-    // The newest events (a tenant's may be sparse among them): keep the last `limit` the caller may see.
-    SY_ASSIGN(auto events, core.recentEvents(std::max<std::size_t>(limit, 2000)));
+    // The newest events; a tenant's may be sparse among them, so for a tenant the last 2,000 are read and
+    // the last `limit` it may see kept.
+    SY_ASSIGN(auto events, core.recentEvents(caller.role == Role::kTenant ? std::max<std::size_t>(limit, 2000) : limit));
     json out = json::array();
     for (auto it = events.rbegin(); it != events.rend() && out.size() < limit; ++it)
       if (maySee(caller, it->tenant))

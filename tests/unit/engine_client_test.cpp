@@ -4,6 +4,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "composer/engine/engine_client.h"
@@ -111,12 +112,15 @@ TEST_F(EngineTest, AClientsSubscriptionReplaysWhatCameAfterTheSequenceThenGoesLi
   EXPECT_EQ(thread, adapter.thread);
   ASSERT_FALSE(s->replay.empty());
   EXPECT_EQ(s->replay.back().sequence, after) << "every event after the client's sequence is replayed";
+  std::promise<Event> pushed;
+  std::once_flag once;
+  s->live->setListener([&] {
+    if (auto e = s->live->tryNext()) std::call_once(once, [&] { pushed.set_value(*e); });
+  });
   run(engine_->decompose(kAlice, "train"));
-  std::optional<Event> live;
-  for (int i = 0; i < 1000 && !live; ++i)
-    if (!(live = s->live->tryNext())) std::this_thread::sleep_for(1ms);
-  ASSERT_TRUE(live) << "then live events";
-  EXPECT_GT(live->sequence, after);
+  const Event live = pushed.get_future().get();
+  EXPECT_GT(live.sequence, after) << "then live events";
+  s->live->setListener(nullptr);
 }
 
 }  // namespace
