@@ -240,19 +240,35 @@ Result<void> Engine::recordAudit(AuditRecord record) {
 }
 
 Result<Operation> Engine::compose(const Caller& caller, const ComposeRequest& request) {
-  return onControl([&] { return audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&](const Acceptance& a) { return acceptCompose(a, request); }); });
+  return onControl([&] { return composeOnControl(caller, request); });
+}
+
+Result<Operation> Engine::composeOnControl(const Caller& caller, const ComposeRequest& request) {
+  return audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&](const Acceptance& a) { return acceptCompose(a, request); });
 }
 
 Result<Operation> Engine::decompose(const Caller& caller, const std::string& system, const std::string& requestId) {
-  return onControl([&] { return audited(caller, "decompose", system, {}, requestId, [&](const Acceptance& a) { return acceptDecompose(a, system); }); });
+  return onControl([&] { return decomposeOnControl(caller, system, requestId); });
+}
+
+Result<Operation> Engine::decomposeOnControl(const Caller& caller, const std::string& system, const std::string& requestId) {
+  return audited(caller, "decompose", system, {}, requestId, [&](const Acceptance& a) { return acceptDecompose(a, system); });
 }
 
 Result<Operation> Engine::attach(const Caller& caller, const AttachRequest& request) {
-  return onControl([&] { return audited(caller, "attach", request.system, {}, request.requestId, [&](const Acceptance& a) { return acceptAttach(a, request); }); });
+  return onControl([&] { return attachOnControl(caller, request); });
+}
+
+Result<Operation> Engine::attachOnControl(const Caller& caller, const AttachRequest& request) {
+  return audited(caller, "attach", request.system, {}, request.requestId, [&](const Acceptance& a) { return acceptAttach(a, request); });
 }
 
 Result<Operation> Engine::detach(const Caller& caller, const DetachRequest& request) {
-  return onControl([&] { return audited(caller, "detach", request.system, {}, request.requestId, [&](const Acceptance& a) { return acceptDetach(a, request); }); });
+  return onControl([&] { return detachOnControl(caller, request); });
+}
+
+Result<Operation> Engine::detachOnControl(const Caller& caller, const DetachRequest& request) {
+  return audited(caller, "detach", request.system, {}, request.requestId, [&](const Acceptance& a) { return acceptDetach(a, request); });
 }
 
 struct Engine::Waiter {
@@ -306,7 +322,7 @@ Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::mill
     while (!*answer && step()) {
     }
     if (*answer) return std::move(**answer);
-    return getOperation(id);
+    return getOperationOnControl(id);
   }
   if (onControlThread())
     return fail(Code::kInternal, "waitOperation would block the engine's control thread: use the Completion form");
@@ -328,21 +344,31 @@ void Engine::completeWaiters(const OperationId& id, const Operation& op) {
 }
 
 std::shared_ptr<EventStream> Engine::subscribe() {
+  auto stream = onControl([&]() -> Result<std::shared_ptr<EventStream>> { return subscribeOnControl(); });
+  if (stream) return *stream;
+  auto closed = std::make_shared<EventStream>();
+  closed->close();
+  return closed;
+}
+
+std::shared_ptr<EventStream> Engine::subscribeOnControl() {
   auto stream = std::make_shared<EventStream>();
-  auto r = onControl([&]() -> Result<void> {
-    subscribers_.push_back(stream);
-    return {};
-  });
-  if (!r) stream->close();
+  subscribers_.push_back(stream);
   return stream;
 }
 
 Result<Engine::Subscription> Engine::subscribeAfter(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit) {
-  auto live = subscribe();
-  if (live->closed()) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
+  auto subscribed = onControl([&] { return subscribeAfterOnControl(lastSeen, replayLimit); });
+  if (!subscribed && subscribed.error().code == Code::kAborted) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
+  return subscribed;
+}
+
+Result<Engine::Subscription> Engine::subscribeAfterOnControl(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit) {
+  if (controlStopped_) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
+  auto live = subscribeOnControl();
   std::vector<Event> replay;
   if (lastSeen) {
-    auto recorded = listEvents(*lastSeen, replayLimit);
+    auto recorded = listEventsOnControl(*lastSeen, replayLimit);
     if (!recorded) {
       live->close();
       return std::unexpected(recorded.error());
@@ -508,15 +534,17 @@ Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Bin
 }
 
 Result<PruneReport> Engine::pruneHistory() {
-  return onControl([&]() -> Result<PruneReport> {
-    auto pruned = store_.prune(options_.retention, writerEpoch_);
-    if (!pruned) haltOnStoreFailure(pruned.error());
-    SY_ASSIGN(PruneReport report, std::move(pruned));
-    if (report.events + report.operations + report.systems + report.demand > 0)
-      spdlog::info("pruned history: {} event(s), {} finished operation(s), {} old system(s), {} old request shape(s)", report.events,
-                   report.operations, report.systems, report.demand);
-    return report;
-  });
+  return onControl([&] { return pruneHistoryOnControl(); });
+}
+
+Result<PruneReport> Engine::pruneHistoryOnControl() {
+  auto pruned = store_.prune(options_.retention, writerEpoch_);
+  if (!pruned) haltOnStoreFailure(pruned.error());
+  SY_ASSIGN(PruneReport report, std::move(pruned));
+  if (report.events + report.operations + report.systems + report.demand > 0)
+    spdlog::info("pruned history: {} event(s), {} finished operation(s), {} old system(s), {} old request shape(s)", report.events,
+                 report.operations, report.systems, report.demand);
+  return report;
 }
 
 void Engine::schedulePrune(bool behind) {
@@ -528,7 +556,7 @@ void Engine::schedulePrune(bool behind) {
   pollTimer_->pruneTimer.async_wait([this](const boost::system::error_code& ec) {
     CommitPoint commit{*this};
     if (ec || halted_) return;
-    auto r = pruneHistory();
+    auto r = pruneHistoryOnControl();
     if (!r) spdlog::error("cannot prune history: {}", r.error().message);
     const std::size_t limit = options_.retention.maxRowsPerRun;
     schedulePrune(r && (r->events >= limit || r->audit >= limit || r->operations >= limit || r->systems >= limit || r->demand >= limit));

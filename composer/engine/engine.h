@@ -5,10 +5,13 @@
 // subscribers); public methods are thread-safe and run their body on it. Driver calls, which may take
 // seconds on a real switch, run on an elastic pool and post their result back to the control thread.
 //
-// Two ways to call: the plain methods block the calling thread until the control thread has answered
-// (microseconds to a few milliseconds: they never wait for a switch); async() and the waitOperation
-// overload with a Completion never block, for callers on an event loop (the gRPC callback API, the
-// Redfish service on Boost.Beast). Event subscribers can be pushed to (EventStream::setListener).
+// Who calls what (ADR 0025): adapters (gRPC, Redfish, the operator endpoint, the resource provider) hold
+// an EngineClient (engine_client.h) and never this class: their calls run as EngineCore calls on the control
+// thread, each the body of a method below (its *OnControl), and complete on the adapter's executor. The
+// plain methods here block the calling thread until the control thread has answered (microseconds to a few
+// milliseconds: they never wait for a switch); they are for tests, tools and the daemon's start, reload and
+// stop, and are refused on the control thread itself (kInternal) except in a stepped engine (ADR 0026).
+// Event subscribers can be pushed to (EventStream::setListener).
 //
 // Reads of the pool (devices, hosts, systems, the topology, usable capacity) never go to the control
 // thread: they answer on the caller's thread from the latest published PoolView (pool_view.h, ADR 0016),
@@ -316,8 +319,36 @@ class Engine {
     std::vector<Event> events;
   };
 
+  // Runs f on the control thread and waits for its result: the blocking methods above, for threads other
+  // than the control thread (tests, tools, the daemon's start, reload and stop). On the control thread it
+  // runs f inline only for a stepped engine's caller; anywhere else there it is refused (kInternal): the
+  // engine's own code and EngineCore call the *OnControl bodies below.
   template <typename F>
   auto onControl(F&& f) -> decltype(f());
+
+  // The bodies of the blocking methods, on the control thread (EngineCore's calls, the timers).
+  [[nodiscard]] Result<Operation> composeOnControl(const Caller& caller, const ComposeRequest& request);
+  [[nodiscard]] Result<Operation> decomposeOnControl(const Caller& caller, const std::string& system, const std::string& requestId);
+  [[nodiscard]] Result<Operation> attachOnControl(const Caller& caller, const AttachRequest& request);
+  [[nodiscard]] Result<Operation> detachOnControl(const Caller& caller, const DetachRequest& request);
+  [[nodiscard]] Result<Operation> cancelQueuedOnControl(const Caller& caller, const std::string& idOrName);
+  [[nodiscard]] Result<System> renewLeaseOnControl(const Caller& caller, const std::string& idOrName, std::chrono::milliseconds lease);
+  [[nodiscard]] Result<PlanOutcome> planOnControl(const PlacementRequest& request, std::string_view className);
+  [[nodiscard]] Result<std::vector<Placement>> planSystemsOnControl(const std::vector<ComposeRequest>& requests);
+  [[nodiscard]] Result<std::vector<Reservation>> listReservationsOnControl();
+  [[nodiscard]] Result<void> releaseReservationOnControl(const Caller& caller, const std::string& id);
+  [[nodiscard]] Result<std::vector<Operation>> composeReservedOnControl(const Caller& caller, const std::string& id);
+  [[nodiscard]] Result<std::vector<Operation>> composeTogetherOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests);
+  [[nodiscard]] Result<Operation> getOperationOnControl(const OperationId& id);
+  [[nodiscard]] Result<std::optional<Operation>> operationForRequestOnControl(const Caller& caller, const std::string& requestId);
+  [[nodiscard]] Result<std::vector<Operation>> listOperationsOnControl(const OperationQuery& query);
+  [[nodiscard]] Result<std::vector<Event>> listEventsOnControl(std::uint64_t afterSequence, std::size_t limit);
+  [[nodiscard]] Result<std::vector<Event>> recentEventsOnControl(std::size_t limit);
+  [[nodiscard]] Result<std::vector<AuditRecord>> listAuditOnControl(const AuditQuery& query);
+  [[nodiscard]] Result<std::vector<Operation>> expireDeadlinesOnControl();
+  [[nodiscard]] Result<PruneReport> pruneHistoryOnControl();
+  [[nodiscard]] Result<Subscription> subscribeAfterOnControl(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit);
+  [[nodiscard]] std::shared_ptr<EventStream> subscribeOnControl();
 
   // Acceptance (engine.cpp). One request being accepted: its audit record (launch() writes it with the
   // operation it starts, or audited() on its own as a refusal) and its client request id, which the

@@ -6,8 +6,8 @@ namespace switchyard {
 
 void EngineClient::onControl(std::function<void(EngineCore&)> call, std::function<void(std::optional<Error>)> after) {
   engine_.async<bool>(
-      [this, call = std::move(call)]() -> Result<bool> {
-        EngineCore core(engine_);
+      [&engine = engine_, call = std::move(call)]() -> Result<bool> {
+        EngineCore core(engine);
         call(core);
         return true;
       },
@@ -32,14 +32,17 @@ void EngineClient::releaseQuarantined(const Caller& caller, const DeviceId& devi
 
 void EngineClient::subscribeAfter(std::optional<std::uint64_t> lastSeen, Completion<EventSubscription> done, std::size_t replayLimit) {
   // On the control thread subscribeAfter subscribes and reads the log inline.
-  engine_.async<EventSubscription>([this, lastSeen, replayLimit] { return engine_.subscribeAfter(lastSeen, replayLimit); },
-                                   deliverVia(deliver_, std::move(done)));
+  engine_.async<EventSubscription>([&engine = engine_, lastSeen, replayLimit] { return engine.subscribeAfterOnControl(lastSeen, replayLimit); },
+                                   deliverVia<EventSubscription>(deliver_, [done = std::move(done)](Result<EventSubscription> s) {
+                                     if (!s && s.error().code == Code::kAborted) s = fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
+                                     done(std::move(s));
+                                   }));
 }
 
 void EngineClient::usage(const Caller& caller, Timestamp since, Timestamp until, Completion<UsageReport> done) {
   // The one call that waits: on the adapter's executor, for one read of the log on the control thread
   // (Engine::usage; docs/operations.md gives its cost). The GPU-hours are computed there too.
-  deliver_([this, caller, since, until, done = std::move(done)] { done(engine_.usage(caller, since, until)); });
+  deliver_([&engine = engine_, caller, since, until, done = std::move(done)] { done(engine.usage(caller, since, until)); });
 }
 
 std::shared_ptr<const PoolView> EngineClient::view() const { return engine_.view(); }

@@ -43,13 +43,14 @@ class EngineClient {
   explicit EngineClient(Engine& engine) : EngineClient(engine, [](std::function<void()> done) { done(); }) {}
 
   // Runs `call` on the control thread, then `done` with its result on the adapter's executor. `done` runs
-  // exactly once: with kAborted when the engine stopped before running `call`.
+  // exactly once: with kAborted when the engine stopped before running `call`. The client is a handle:
+  // it may be gone before `done` runs (nothing pending refers to it).
   template <typename T>
   void run(std::function<Result<T>(EngineCore&)> call, Completion<T> done) {
     auto result = std::make_shared<std::optional<Result<T>>>();
     onControl([result, call = std::move(call)](EngineCore& core) { result->emplace(call(core)); },
-              [this, result, done = std::move(done)](std::optional<Error> aborted) {
-                deliver_([result, done, aborted = std::move(aborted)] {
+              [deliver = deliver_, result, done = std::move(done)](std::optional<Error> aborted) {
+                deliver([result, done, aborted = std::move(aborted)] {
                   done(aborted ? Result<T>(std::unexpected(*aborted)) : std::move(**result));
                 });
               });

@@ -29,9 +29,11 @@ auto Engine::onControl(F&& f) -> decltype(f()) {
   using R = decltype(f());
   if (!controlRunning_.load(std::memory_order_acquire)) return R(fail(Code::kAborted, "the engine is not running"));
   if (onControlThread()) {
+    // Blocking here would wait for itself: the control thread's own code calls the *OnControl bodies.
+    if (!options_.stepped || taskDepth_ > 0)
+      return R(fail(Code::kInternal, "a blocking engine method was called on the engine's control thread (use EngineCore or the *OnControl body)"));
     // A stepped engine's caller outside a task (a test): the call is a task of its own, ending at its
-    // commit point like every other. Inside a task (the thread's own, or a step), inline as it is.
-    if (!options_.stepped || taskDepth_ > 0) return f();
+    // commit point like every other.
     ++taskDepth_;
     R result = f();
     --taskDepth_;

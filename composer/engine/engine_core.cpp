@@ -13,35 +13,35 @@ namespace switchyard {
     return engine_.expr;                   \
   } while (0)
 
-Result<Operation> EngineCore::compose(const Caller& caller, const ComposeRequest& request) { SY_CORE_CALL(compose(caller, request)); }
+Result<Operation> EngineCore::compose(const Caller& caller, const ComposeRequest& request) { SY_CORE_CALL(composeOnControl(caller, request)); }
 Result<Operation> EngineCore::decompose(const Caller& caller, const std::string& system, const std::string& requestId) {
-  SY_CORE_CALL(decompose(caller, system, requestId));
+  SY_CORE_CALL(decomposeOnControl(caller, system, requestId));
 }
-Result<Operation> EngineCore::attach(const Caller& caller, const AttachRequest& request) { SY_CORE_CALL(attach(caller, request)); }
-Result<Operation> EngineCore::detach(const Caller& caller, const DetachRequest& request) { SY_CORE_CALL(detach(caller, request)); }
-Result<Operation> EngineCore::cancelQueued(const Caller& caller, const std::string& idOrName) { SY_CORE_CALL(cancelQueued(caller, idOrName)); }
+Result<Operation> EngineCore::attach(const Caller& caller, const AttachRequest& request) { SY_CORE_CALL(attachOnControl(caller, request)); }
+Result<Operation> EngineCore::detach(const Caller& caller, const DetachRequest& request) { SY_CORE_CALL(detachOnControl(caller, request)); }
+Result<Operation> EngineCore::cancelQueued(const Caller& caller, const std::string& idOrName) { SY_CORE_CALL(cancelQueuedOnControl(caller, idOrName)); }
 Result<System> EngineCore::renewLease(const Caller& caller, const std::string& system, std::chrono::milliseconds lease) {
-  SY_CORE_CALL(renewLease(caller, system, lease));
+  SY_CORE_CALL(renewLeaseOnControl(caller, system, lease));
 }
-Result<PlanOutcome> EngineCore::plan(const PlacementRequest& request, std::string_view priorityClass) { SY_CORE_CALL(plan(request, priorityClass)); }
-Result<std::vector<Placement>> EngineCore::planSystems(const std::vector<ComposeRequest>& requests) { SY_CORE_CALL(planSystems(requests)); }
+Result<PlanOutcome> EngineCore::plan(const PlacementRequest& request, std::string_view priorityClass) { SY_CORE_CALL(planOnControl(request, priorityClass)); }
+Result<std::vector<Placement>> EngineCore::planSystems(const std::vector<ComposeRequest>& requests) { SY_CORE_CALL(planSystemsOnControl(requests)); }
 Result<Reservation> EngineCore::reserve(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime) {
-  SY_CORE_CALL(reserve(caller, requests, lifetime));
+  SY_CORE_CALL(reserveOnControl(caller, requests, lifetime));
 }
-Result<std::vector<Reservation>> EngineCore::listReservations() { SY_CORE_CALL(listReservations()); }
-Result<void> EngineCore::releaseReservation(const Caller& caller, const std::string& id) { SY_CORE_CALL(releaseReservation(caller, id)); }
-Result<std::vector<Operation>> EngineCore::composeReserved(const Caller& caller, const std::string& id) { SY_CORE_CALL(composeReserved(caller, id)); }
+Result<std::vector<Reservation>> EngineCore::listReservations() { SY_CORE_CALL(listReservationsOnControl()); }
+Result<void> EngineCore::releaseReservation(const Caller& caller, const std::string& id) { SY_CORE_CALL(releaseReservationOnControl(caller, id)); }
+Result<std::vector<Operation>> EngineCore::composeReserved(const Caller& caller, const std::string& id) { SY_CORE_CALL(composeReservedOnControl(caller, id)); }
 Result<std::vector<Operation>> EngineCore::composeTogether(const Caller& caller, const std::vector<ComposeRequest>& requests) {
-  SY_CORE_CALL(composeTogether(caller, requests));
+  SY_CORE_CALL(composeTogetherOnControl(caller, requests));
 }
-Result<Operation> EngineCore::getOperation(const OperationId& id) { SY_CORE_CALL(getOperation(id)); }
+Result<Operation> EngineCore::getOperation(const OperationId& id) { SY_CORE_CALL(getOperationOnControl(id)); }
 Result<std::optional<Operation>> EngineCore::operationForRequest(const Caller& caller, const std::string& requestId) {
-  SY_CORE_CALL(operationForRequest(caller, requestId));
+  SY_CORE_CALL(operationForRequestOnControl(caller, requestId));
 }
-Result<std::vector<Operation>> EngineCore::listOperations(const OperationQuery& query) { SY_CORE_CALL(listOperations(query)); }
-Result<std::vector<Event>> EngineCore::listEvents(std::uint64_t afterSequence, std::size_t limit) { SY_CORE_CALL(listEvents(afterSequence, limit)); }
-Result<std::vector<Event>> EngineCore::recentEvents(std::size_t limit) { SY_CORE_CALL(recentEvents(limit)); }
-Result<std::vector<AuditRecord>> EngineCore::listAudit(const AuditQuery& query) { SY_CORE_CALL(listAudit(query)); }
+Result<std::vector<Operation>> EngineCore::listOperations(const OperationQuery& query) { SY_CORE_CALL(listOperationsOnControl(query)); }
+Result<std::vector<Event>> EngineCore::listEvents(std::uint64_t afterSequence, std::size_t limit) { SY_CORE_CALL(listEventsOnControl(afterSequence, limit)); }
+Result<std::vector<Event>> EngineCore::recentEvents(std::size_t limit) { SY_CORE_CALL(recentEventsOnControl(limit)); }
+Result<std::vector<AuditRecord>> EngineCore::listAudit(const AuditQuery& query) { SY_CORE_CALL(listAuditOnControl(query)); }
 Result<System> EngineCore::getSystem(const std::string& idOrName) { SY_CORE_CALL(getSystem(idOrName)); }
 Result<std::vector<System>> EngineCore::listSystems() { SY_CORE_CALL(listSystems()); }
 Result<DeviceView> EngineCore::getDevice(const DeviceId& id) { SY_CORE_CALL(getDevice(id)); }

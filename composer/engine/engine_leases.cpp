@@ -19,37 +19,39 @@ Caller leaseCaller() { return {std::string(kLeaseActor), Role::kAdmin, {}}; }
 }  // namespace
 
 Result<System> Engine::renewLease(const Caller& caller, const std::string& idOrName, std::chrono::milliseconds lease) {
-  return onControl([&]() -> Result<System> {
-    SY_TRY(checkAccepting());
-    const System* found = state_->findSystem(idOrName);
-    if (!found || !maySee(caller, found->tenant)) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
-    std::chrono::milliseconds maxLease = options_.maxLease;
-    if (auto quota = options_.quotas.find(found->tenant); quota != options_.quotas.end() && quota->second.maxLease)
-      maxLease = std::min(maxLease, *quota->second.maxLease);
-    if (lease < std::chrono::seconds(1) || lease > maxLease)
-      return fail(Code::kInvalidArgument, fmt::format("lease: between 1s and {}", formatDuration(maxLease)));
-    SY_TRY(mayChange(caller, found->tenant, "renew"));
-    if (found->state == SystemState::kQueued)
-      return fail(Code::kFailedPrecondition, fmt::format("system '{}' is queued: its lease starts when it is admitted", found->name));
-    if (found->state == SystemState::kDecomposing)
-      return fail(Code::kFailedPrecondition, fmt::format("system '{}' is being decomposed", found->name));
-    System system = *found;
-    system.leaseExpiresAt = clock_.now() + std::chrono::duration_cast<Duration>(lease).count();
-    system.updatedAt = clock_.now();
-    Mutation m;
-    m.writes.emplace_back(PutSystem{system});
-    m.events.push_back(makeEvent("lease.renewed", system.id,
-                                 fmt::format("{} ({}): lease renewed by {} for {}, until {}", system.name, system.id, caller.identity,
-                                             formatDuration(lease), formatTimestamp(system.leaseExpiresAt)),
-                                 caller.identity));
-    SY_TRY(persist(m));
-    state_->putSystem(system);
-    leaseWarned_.erase(system.id);
-    leaseRetryAt_.erase(system.id);
-    // A later end may let the queue's head in later: its promise is worked out again.
-    queueDirty_ = true;
-    return withProgress(system);
-  });
+  return onControl([&] { return renewLeaseOnControl(caller, idOrName, lease); });
+}
+
+Result<System> Engine::renewLeaseOnControl(const Caller& caller, const std::string& idOrName, std::chrono::milliseconds lease) {
+  SY_TRY(checkAccepting());
+  const System* found = state_->findSystem(idOrName);
+  if (!found || !maySee(caller, found->tenant)) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
+  std::chrono::milliseconds maxLease = options_.maxLease;
+  if (auto quota = options_.quotas.find(found->tenant); quota != options_.quotas.end() && quota->second.maxLease)
+    maxLease = std::min(maxLease, *quota->second.maxLease);
+  if (lease < std::chrono::seconds(1) || lease > maxLease)
+    return fail(Code::kInvalidArgument, fmt::format("lease: between 1s and {}", formatDuration(maxLease)));
+  SY_TRY(mayChange(caller, found->tenant, "renew"));
+  if (found->state == SystemState::kQueued)
+    return fail(Code::kFailedPrecondition, fmt::format("system '{}' is queued: its lease starts when it is admitted", found->name));
+  if (found->state == SystemState::kDecomposing)
+    return fail(Code::kFailedPrecondition, fmt::format("system '{}' is being decomposed", found->name));
+  System system = *found;
+  system.leaseExpiresAt = clock_.now() + std::chrono::duration_cast<Duration>(lease).count();
+  system.updatedAt = clock_.now();
+  Mutation m;
+  m.writes.emplace_back(PutSystem{system});
+  m.events.push_back(makeEvent("lease.renewed", system.id,
+                               fmt::format("{} ({}): lease renewed by {} for {}, until {}", system.name, system.id, caller.identity,
+                                           formatDuration(lease), formatTimestamp(system.leaseExpiresAt)),
+                               caller.identity));
+  SY_TRY(persist(m));
+  state_->putSystem(system);
+  leaseWarned_.erase(system.id);
+  leaseRetryAt_.erase(system.id);
+  // A later end may let the queue's head in later: its promise is worked out again.
+  queueDirty_ = true;
+  return withProgress(system);
 }
 
 void Engine::expireLeases(Mutation& m, std::vector<Operation>& started) {
@@ -89,47 +91,49 @@ void Engine::expireLeases(Mutation& m, std::vector<Operation>& started) {
 }
 
 Result<std::vector<Operation>> Engine::expireDeadlines() {
-  return onControl([&]() -> Result<std::vector<Operation>> {
-    std::vector<Operation> started;
-    if (replica_ || !accepting_ || halted_) return started;
-    expireReservations();
-    Mutation m;
-    // Agents past their heartbeat deadline: placement passes their hosts by (no bind that must roll back);
-    // one heard again takes work again, and the queue is looked at.
-    if (hosts_ != nullptr) {
-      const auto [fell, back] = state_->setSilentHosts(hosts_->silentHosts());
-      for (const auto& h : fell) {
-        spdlog::warn("host {}: {}; placement passes it by until it is heard again", h, hosts_->status(h));
-        m.events.push_back(makeEvent("host.silent", h, fmt::format("{}: {}; no new work goes to it", h, hosts_->status(h))));
-      }
-      for (const auto& h : back) {
-        spdlog::info("host {}: heard again ({}); it takes work again", h, hosts_->status(h));
-        m.events.push_back(makeEvent("host.heard", h, fmt::format("{}: heard again; it takes work again", h)));
-        queueDirty_ = true;
-      }
+  return onControl([&] { return expireDeadlinesOnControl(); });
+}
+
+Result<std::vector<Operation>> Engine::expireDeadlinesOnControl() {
+  std::vector<Operation> started;
+  if (replica_ || !accepting_ || halted_) return started;
+  expireReservations();
+  Mutation m;
+  // Agents past their heartbeat deadline: placement passes their hosts by (no bind that must roll back);
+  // one heard again takes work again, and the queue is looked at.
+  if (hosts_ != nullptr) {
+    const auto [fell, back] = state_->setSilentHosts(hosts_->silentHosts());
+    for (const auto& h : fell) {
+      spdlog::warn("host {}: {}; placement passes it by until it is heard again", h, hosts_->status(h));
+      m.events.push_back(makeEvent("host.silent", h, fmt::format("{}: {}; no new work goes to it", h, hosts_->status(h))));
     }
-    const Timestamp now = clock_.now();
-    std::vector<OperationId> late;
-    for (const auto& [id, op] : queue_)
-      if (op.queued->deadline > 0 && now >= op.queued->deadline) late.push_back(id);
-    for (const auto& id : late) {
-      const Operation& op = queue_.at(id);
-      const std::string why = fmt::format("gave up after {} in the queue (--queue-timeout): {}",
-                                          formatDuration(std::chrono::milliseconds((now - op.queued->enqueuedAt) / 1'000'000)),
-                                          waitingFor_.contains(id) ? waitingFor_.at(id) : "it did not fit");
-      SY_ASSIGN(auto dropped, dropQueued(nullptr, id, why, "queue.timed-out", "yardd"));
-      (void)dropped;
+    for (const auto& h : back) {
+      spdlog::info("host {}: heard again ({}); it takes work again", h, hosts_->status(h));
+      m.events.push_back(makeEvent("host.heard", h, fmt::format("{}: heard again; it takes work again", h)));
+      queueDirty_ = true;
     }
-    // Preemptions more than a day old leave their tenants' disruption budgets: a request that waited on a
-    // spent budget may preempt now, so the queue is looked at again.
-    const Timestamp dayAgo = now - std::chrono::duration_cast<Duration>(std::chrono::hours(24)).count();
-    for (auto& [tenant, preempted] : preemptedGpus_)
-      if (std::erase_if(preempted, [&](const auto& e) { return e.first <= dayAgo; }) > 0 && !queue_.empty()) queueDirty_ = true;
-    startPreemption(m, started);
-    expireLeases(m, started);
-    if (!m.events.empty()) SY_TRY(persist(m));
-    return started;
-  });
+  }
+  const Timestamp now = clock_.now();
+  std::vector<OperationId> late;
+  for (const auto& [id, op] : queue_)
+    if (op.queued->deadline > 0 && now >= op.queued->deadline) late.push_back(id);
+  for (const auto& id : late) {
+    const Operation& op = queue_.at(id);
+    const std::string why = fmt::format("gave up after {} in the queue (--queue-timeout): {}",
+                                        formatDuration(std::chrono::milliseconds((now - op.queued->enqueuedAt) / 1'000'000)),
+                                        waitingFor_.contains(id) ? waitingFor_.at(id) : "it did not fit");
+    SY_ASSIGN(auto dropped, dropQueued(nullptr, id, why, "queue.timed-out", "yardd"));
+    (void)dropped;
+  }
+  // Preemptions more than a day old leave their tenants' disruption budgets: a request that waited on a
+  // spent budget may preempt now, so the queue is looked at again.
+  const Timestamp dayAgo = now - std::chrono::duration_cast<Duration>(std::chrono::hours(24)).count();
+  for (auto& [tenant, preempted] : preemptedGpus_)
+    if (std::erase_if(preempted, [&](const auto& e) { return e.first <= dayAgo; }) > 0 && !queue_.empty()) queueDirty_ = true;
+  startPreemption(m, started);
+  expireLeases(m, started);
+  if (!m.events.empty()) SY_TRY(persist(m));
+  return started;
 }
 
 void Engine::scheduleDeadlines() {
@@ -138,7 +142,7 @@ void Engine::scheduleDeadlines() {
   pollTimer_->deadlineTimer.async_wait([this](const boost::system::error_code& ec) {
     CommitPoint commit{*this};
     if (ec || halted_) return;
-    if (auto r = expireDeadlines(); !r) spdlog::warn("leases and queue timeouts: {}", r.error().message);
+    if (auto r = expireDeadlinesOnControl(); !r) spdlog::warn("leases and queue timeouts: {}", r.error().message);
     scheduleDeadlines();
   });
 }

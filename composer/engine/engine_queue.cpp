@@ -403,21 +403,23 @@ Result<void> Engine::setQuotas(TenantQuotas quotas) {
 }
 
 Result<Operation> Engine::cancelQueued(const Caller& caller, const std::string& idOrName) {
-  return onControl([&] {
-    return audited(caller, "cancel", idOrName, {}, {}, [&](const Acceptance& a) -> Result<Operation> {
-      SY_TRY(checkAccepting());
-      OperationId id;
-      if (queue_.contains(idOrName)) {
-        id = idOrName;
-      } else if (const System* s = state_->findSystem(idOrName); s && s->state == SystemState::kQueued) {
-        id = s->activeOperation;
-      }
-      auto it = queue_.find(id);
-      if (it == queue_.end() || !maySee(caller, it->second.tenant))
-        return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", idOrName));
-      SY_TRY(mayChange(caller, it->second.tenant, "cancel"));
-      return dropQueued(&a, id, fmt::format("cancelled by {}", caller.identity), "queue.cancelled", caller.identity);
-    });
+  return onControl([&] { return cancelQueuedOnControl(caller, idOrName); });
+}
+
+Result<Operation> Engine::cancelQueuedOnControl(const Caller& caller, const std::string& idOrName) {
+  return audited(caller, "cancel", idOrName, {}, {}, [&](const Acceptance& a) -> Result<Operation> {
+    SY_TRY(checkAccepting());
+    OperationId id;
+    if (queue_.contains(idOrName)) {
+      id = idOrName;
+    } else if (const System* s = state_->findSystem(idOrName); s && s->state == SystemState::kQueued) {
+      id = s->activeOperation;
+    }
+    auto it = queue_.find(id);
+    if (it == queue_.end() || !maySee(caller, it->second.tenant))
+      return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", idOrName));
+    SY_TRY(mayChange(caller, it->second.tenant, "cancel"));
+    return dropQueued(&a, id, fmt::format("cancelled by {}", caller.identity), "queue.cancelled", caller.identity);
   });
 }
 

@@ -14,30 +14,36 @@
 namespace switchyard {
 
 Result<std::vector<AuditRecord>> Engine::listAudit(const AuditQuery& query) {
-  return onControl([&]() -> Result<std::vector<AuditRecord>> { return store_.listAudit(query); });
+  return onControl([&] { return listAuditOnControl(query); });
+}
+
+Result<std::vector<AuditRecord>> Engine::listAuditOnControl(const AuditQuery& query) {
+  return store_.listAudit(query);
 }
 
 Result<Engine::PlanOutcome> Engine::plan(const PlacementRequest& request, std::string_view className) {
-  return onControl([&]() -> Result<PlanOutcome> {
-    const PriorityClass* cls = nullptr;
-    if (!className.empty() && (cls = priorityClass(className)) == nullptr)
-      return fail(Code::kInvalidArgument, fmt::format("priority class '{}' is not configured (yardd --priority-class)", className));
-    PlacementRequest wanted = request;
-    if (request.gpuShareMilli != 0) {
-      SY_TRY(validateShareRequest(request));
-      wanted = freshGpuForShare(request);  // a new system's share always takes a fresh GPU
-    }
-    PlanOutcome outcome{place(*placement_, state_->pool(), wanted, &state_->placementIndex()), {}, {}};
-    if (outcome.decision.placement || cls == nullptr || !cls->preempting) return outcome;
-    if (auto choice = chooseVictims(wanted, *cls)) {
-      for (const System* v : choice->victims)
-        outcome.wouldPreempt.push_back({v->id, v->name, v->tenant,
-                                        v->priorityClass.empty() ? std::string(kDefaultPriorityClass) : v->priorityClass,
-                                        static_cast<int>(v->bindings.size())});
-      outcome.afterPreemption = std::move(choice->placement);
-    }
-    return outcome;
-  });
+  return onControl([&] { return planOnControl(request, className); });
+}
+
+Result<Engine::PlanOutcome> Engine::planOnControl(const PlacementRequest& request, std::string_view className) {
+  const PriorityClass* cls = nullptr;
+  if (!className.empty() && (cls = priorityClass(className)) == nullptr)
+    return fail(Code::kInvalidArgument, fmt::format("priority class '{}' is not configured (yardd --priority-class)", className));
+  PlacementRequest wanted = request;
+  if (request.gpuShareMilli != 0) {
+    SY_TRY(validateShareRequest(request));
+    wanted = freshGpuForShare(request);  // a new system's share always takes a fresh GPU
+  }
+  PlanOutcome outcome{place(*placement_, state_->pool(), wanted, &state_->placementIndex()), {}, {}};
+  if (outcome.decision.placement || cls == nullptr || !cls->preempting) return outcome;
+  if (auto choice = chooseVictims(wanted, *cls)) {
+    for (const System* v : choice->victims)
+      outcome.wouldPreempt.push_back({v->id, v->name, v->tenant,
+                                      v->priorityClass.empty() ? std::string(kDefaultPriorityClass) : v->priorityClass,
+                                      static_cast<int>(v->bindings.size())});
+    outcome.afterPreemption = std::move(choice->placement);
+  }
+  return outcome;
 }
 
 Result<std::shared_ptr<const PoolView>> Engine::readableView() const {
@@ -130,12 +136,14 @@ Result<Topology> Engine::topology() {
 }
 
 Result<Operation> Engine::getOperation(const OperationId& id) {
-  return onControl([&]() -> Result<Operation> {
-    if (auto it = active_.find(id); it != active_.end()) return it->second;
-    SY_ASSIGN(auto stored, store_.getOperation(id));
-    if (!stored) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));
-    return *stored;
-  });
+  return onControl([&] { return getOperationOnControl(id); });
+}
+
+Result<Operation> Engine::getOperationOnControl(const OperationId& id) {
+  if (auto it = active_.find(id); it != active_.end()) return it->second;
+  SY_ASSIGN(auto stored, store_.getOperation(id));
+  if (!stored) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));
+  return *stored;
 }
 
 Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timestamp until) {
@@ -175,37 +183,47 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
 Result<std::vector<Operation>> Engine::listOperations(std::size_t limit) { return listOperations(OperationQuery{.limit = limit}); }
 
 Result<std::vector<Operation>> Engine::listOperations(const OperationQuery& query) {
-  return onControl([&]() -> Result<std::vector<Operation>> {
-    SY_ASSIGN(auto ops, store_.queryOperations(query));
-    for (auto& op : ops)
-      if (auto it = active_.find(op.id); it != active_.end()) op = it->second;
-    std::erase_if(ops, [&](const Operation& op) { return !query.matches(op); });  // a running one may have moved on
-    return ops;
-  });
+  return onControl([&] { return listOperationsOnControl(query); });
+}
+
+Result<std::vector<Operation>> Engine::listOperationsOnControl(const OperationQuery& query) {
+  SY_ASSIGN(auto ops, store_.queryOperations(query));
+  for (auto& op : ops)
+    if (auto it = active_.find(op.id); it != active_.end()) op = it->second;
+  std::erase_if(ops, [&](const Operation& op) { return !query.matches(op); });  // a running one may have moved on
+  return ops;
 }
 
 Result<std::optional<Operation>> Engine::operationForRequest(const Caller& caller, const std::string& requestId) {
-  return onControl([&]() -> Result<std::optional<Operation>> {
-    if (requestId.empty()) return std::optional<Operation>{};
-    std::optional<Operation> found;
-    for (const auto& [id, op] : active_)
-      if (op.requestId == requestId) found = op;
-    if (!found) {
-      SY_ASSIGN(found, store_.findOperationByRequest(requestId));
-    }
-    if (found && !maySee(caller, found->tenant)) found.reset();
-    return found;
-  });
+  return onControl([&] { return operationForRequestOnControl(caller, requestId); });
+}
+
+Result<std::optional<Operation>> Engine::operationForRequestOnControl(const Caller& caller, const std::string& requestId) {
+  if (requestId.empty()) return std::optional<Operation>{};
+  std::optional<Operation> found;
+  for (const auto& [id, op] : active_)
+    if (op.requestId == requestId) found = op;
+  if (!found) {
+    SY_ASSIGN(found, store_.findOperationByRequest(requestId));
+  }
+  if (found && !maySee(caller, found->tenant)) found.reset();
+  return found;
 }
 
 Result<std::vector<Event>> Engine::recentEvents(std::size_t limit) {
-  return onControl([&]() -> Result<std::vector<Event>> {
-    return store_.listEvents(lastEventSequence_ > limit ? lastEventSequence_ - limit : 0, limit);
-  });
+  return onControl([&] { return recentEventsOnControl(limit); });
+}
+
+Result<std::vector<Event>> Engine::recentEventsOnControl(std::size_t limit) {
+  return store_.listEvents(lastEventSequence_ > limit ? lastEventSequence_ - limit : 0, limit);
 }
 
 Result<std::vector<Event>> Engine::listEvents(std::uint64_t afterSequence, std::size_t limit) {
-  return onControl([&]() -> Result<std::vector<Event>> { return store_.listEvents(afterSequence, limit); });
+  return onControl([&] { return listEventsOnControl(afterSequence, limit); });
+}
+
+Result<std::vector<Event>> Engine::listEventsOnControl(std::uint64_t afterSequence, std::size_t limit) {
+  return store_.listEvents(afterSequence, limit);
 }
 
 }  // namespace switchyard

@@ -77,11 +77,13 @@ Result<std::vector<Placement>> Engine::placeTogether(const std::vector<ComposeRe
 }
 
 Result<std::vector<Placement>> Engine::planSystems(const std::vector<ComposeRequest>& requests) {
-  return onControl([&]() -> Result<std::vector<Placement>> {
-    SY_ASSIGN(auto placed, placeTogether(requests, std::string(kManifestHolder)));
-    for (const auto& p : placed) letGo(p, std::string(kManifestHolder));
-    return placed;
-  });
+  return onControl([&] { return planSystemsOnControl(requests); });
+}
+
+Result<std::vector<Placement>> Engine::planSystemsOnControl(const std::vector<ComposeRequest>& requests) {
+  SY_ASSIGN(auto placed, placeTogether(requests, std::string(kManifestHolder)));
+  for (const auto& p : placed) letGo(p, std::string(kManifestHolder));
+  return placed;
 }
 
 void Engine::announceReservation(const Reservation& r, const std::string& type, const std::string& message, const std::string& actor) {
@@ -140,15 +142,17 @@ Result<Reservation> Engine::reserve(const Caller& caller, const std::vector<Comp
 }
 
 Result<std::vector<Reservation>> Engine::listReservations() {
-  return onControl([&]() -> Result<std::vector<Reservation>> {
-    // A read writes nothing: one past its time is left out here, and let go by the deadline tick or the
-    // next change to reservations.
-    const Timestamp now = clock_.now();
-    std::vector<Reservation> out;
-    for (const auto& [id, r] : reservations_)
-      if (r.expiresAt > now) out.push_back(r);
-    return out;
-  });
+  return onControl([&] { return listReservationsOnControl(); });
+}
+
+Result<std::vector<Reservation>> Engine::listReservationsOnControl() {
+  // A read writes nothing: one past its time is left out here, and let go by the deadline tick or the
+  // next change to reservations.
+  const Timestamp now = clock_.now();
+  std::vector<Reservation> out;
+  for (const auto& [id, r] : reservations_)
+    if (r.expiresAt > now) out.push_back(r);
+  return out;
 }
 
 namespace {
@@ -168,17 +172,19 @@ Result<const Reservation*> ownReservation(const std::map<std::string, Reservatio
 }  // namespace
 
 Result<void> Engine::releaseReservation(const Caller& caller, const std::string& id) {
-  return onControl([&]() -> Result<void> {
-    SY_TRY(checkAccepting());
-    expireReservations();
-    SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "release"));
-    const Reservation r = *found;
-    for (const auto& s : r.systems) letGo(s.placement, r.id);
-    reservations_.erase(id);
-    announceReservation(r, "reservation.released", fmt::format("{} released by {}: {}", r.id, caller.identity, describeHeld(r.systems)),
-                        caller.identity);
-    return {};
-  });
+  return onControl([&] { return releaseReservationOnControl(caller, id); });
+}
+
+Result<void> Engine::releaseReservationOnControl(const Caller& caller, const std::string& id) {
+  SY_TRY(checkAccepting());
+  expireReservations();
+  SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "release"));
+  const Reservation r = *found;
+  for (const auto& s : r.systems) letGo(s.placement, r.id);
+  reservations_.erase(id);
+  announceReservation(r, "reservation.released", fmt::format("{} released by {}: {}", r.id, caller.identity, describeHeld(r.systems)),
+                      caller.identity);
+  return {};
 }
 
 Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const std::vector<HeldSystem>& systems, const std::string& holder,
@@ -220,38 +226,42 @@ Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const s
 }
 
 Result<std::vector<Operation>> Engine::composeReserved(const Caller& caller, const std::string& id) {
-  return onControl([&]() -> Result<std::vector<Operation>> {
-    SY_TRY(checkAccepting());
-    expireReservations();
-    SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "apply"));
-    const Reservation r = *found;
-    SY_ASSIGN(auto started, composeHeld(caller, r.systems, r.id, [&] {
-                for (const auto& s : r.systems) letGo(s.placement, r.id);
-                reservations_.erase(r.id);
-              }));
-    std::string ops;
-    for (const auto& o : started) ops += fmt::format("{}{} ({})", ops.empty() ? "" : ", ", o.systemId, o.id);
-    announceReservation(r, "reservation.applied", fmt::format("{} applied by {}: {}", r.id, caller.identity, ops), caller.identity);
-    return started;
-  });
+  return onControl([&] { return composeReservedOnControl(caller, id); });
+}
+
+Result<std::vector<Operation>> Engine::composeReservedOnControl(const Caller& caller, const std::string& id) {
+  SY_TRY(checkAccepting());
+  expireReservations();
+  SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "apply"));
+  const Reservation r = *found;
+  SY_ASSIGN(auto started, composeHeld(caller, r.systems, r.id, [&] {
+              for (const auto& s : r.systems) letGo(s.placement, r.id);
+              reservations_.erase(r.id);
+            }));
+  std::string ops;
+  for (const auto& o : started) ops += fmt::format("{}{} ({})", ops.empty() ? "" : ", ", o.systemId, o.id);
+  announceReservation(r, "reservation.applied", fmt::format("{} applied by {}: {}", r.id, caller.identity, ops), caller.identity);
+  return started;
 }
 
 Result<std::vector<Operation>> Engine::composeTogether(const Caller& caller, const std::vector<ComposeRequest>& requests) {
-  return onControl([&]() -> Result<std::vector<Operation>> {
-    SY_TRY(checkAccepting());
-    expireReservations();
-    SY_ASSIGN(auto placed, placeTogether(requests, std::string(kManifestHolder)));
-    std::vector<HeldSystem> systems;
-    for (std::size_t i = 0; i < requests.size(); ++i) systems.push_back({requests[i].name, requests[i].placement, placed[i], requests[i].labels});
-    bool released = false;
-    auto letGoAll = [&] {
-      for (const auto& p : placed) letGo(p, std::string(kManifestHolder));
-      released = true;
-    };
-    auto started = composeHeld(caller, systems, std::string(kManifestHolder), letGoAll);
-    if (!released) letGoAll();
-    return started;
-  });
+  return onControl([&] { return composeTogetherOnControl(caller, requests); });
+}
+
+Result<std::vector<Operation>> Engine::composeTogetherOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests) {
+  SY_TRY(checkAccepting());
+  expireReservations();
+  SY_ASSIGN(auto placed, placeTogether(requests, std::string(kManifestHolder)));
+  std::vector<HeldSystem> systems;
+  for (std::size_t i = 0; i < requests.size(); ++i) systems.push_back({requests[i].name, requests[i].placement, placed[i], requests[i].labels});
+  bool released = false;
+  auto letGoAll = [&] {
+    for (const auto& p : placed) letGo(p, std::string(kManifestHolder));
+    released = true;
+  };
+  auto started = composeHeld(caller, systems, std::string(kManifestHolder), letGoAll);
+  if (!released) letGoAll();
+  return started;
 }
 
 // On the control thread, from the deadline tick (EngineOptions::deadlineInterval) and from every change that

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "composer/engine/engine.h"
+#include "composer/engine/engine_client.h"
 #include "fabric/simulated_fabric.h"
 #include "agent/simulated_hosts.h"
 #include "fabric/switchtec/switchtec_fabric.h"
@@ -212,7 +213,7 @@ class Simulation {
     const Caller& caller = kCallers[pick(4)];
     const auto live = systems();
     const int kind = pick(100);
-    std::function<Result<Operation>()> call;
+    std::function<Result<Operation>(EngineCore&)> call;
     std::string what;
     bool mustRefuse = false;
     if (kind < 40 || live.empty()) {
@@ -227,28 +228,29 @@ class Simulation {
       what = fmt::format("{} composes {} ({} GPUs, {}{}{})", caller.identity, r.name, r.placement.gpuCount, r.placement.tenant,
                          r.queue ? ", queue" : "", r.lease.count() > 0 ? fmt::format(", lease {}s", r.lease.count() / 1000) : "");
       mustRefuse = caller.role == Role::kViewer || (caller.role == Role::kTenant && r.placement.tenant != caller.tenant);
-      call = [this, caller, r] { return engine_->compose(caller, r); };
+      call = [caller, r](EngineCore& core) { return core.compose(caller, r); };
     } else {
       const System& target = live[static_cast<std::size_t>(pick(static_cast<int>(live.size())))];
       if (kind < 60) {
         what = fmt::format("{} decomposes {}", caller.identity, target.name);
-        call = [this, caller, name = target.name] { return engine_->decompose(caller, name); };
+        call = [caller, name = target.name](EngineCore& core) { return core.decompose(caller, name); };
       } else if (kind < 80) {
         AttachRequest r{target.name, {}};
         r.placement.gpuCount = 1 + pick(2);
         what = fmt::format("{} attaches {} GPU(s) to {}", caller.identity, r.placement.gpuCount, target.name);
-        call = [this, caller, r] { return engine_->attach(caller, r); };
+        call = [caller, r](EngineCore& core) { return core.attach(caller, r); };
       } else {
         if (target.bindings.empty()) return submit();
         DetachRequest r{target.name, {target.bindings[static_cast<std::size_t>(pick(static_cast<int>(target.bindings.size())))].deviceId}, {}, {}};
         what = fmt::format("{} detaches {} from {}", caller.identity, r.devices[0], target.name);
-        call = [this, caller, r] { return engine_->detach(caller, r); };
+        call = [caller, r](EngineCore& core) { return core.detach(caller, r); };
       }
       mustRefuse = (caller.role == Role::kTenant && target.tenant != caller.tenant) || caller.role == Role::kViewer;
     }
     note(what);
     ++requests_;
-    engine_->async<Operation>(std::move(call), [this, what, mustRefuse](Result<Operation> r) { answered(what, mustRefuse, std::move(r)); });
+    // As the adapters call it; answered on the control thread, where the request was decided.
+    EngineClient(*engine_).run<Operation>(std::move(call), [this, what, mustRefuse](Result<Operation> r) { answered(what, mustRefuse, std::move(r)); });
   }
 
   // On the control thread: a request was answered.

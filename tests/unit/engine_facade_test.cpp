@@ -4,6 +4,7 @@
 #include <mutex>
 #include <thread>
 
+#include "composer/engine/engine_client.h"
 #include "tests/support/gated_driver.h"
 #include "tests/unit/engine_fixture.h"
 
@@ -57,8 +58,8 @@ TEST_F(EngineTest, TheDaemonIsTheActorOfWhatNobodyAskedFor) {
 TEST_F(EngineTest, AsyncCallsCompleteWithoutBlockingTheCaller) {
   start();
   std::promise<Result<Operation>> accepted;
-  engine_->async<Operation>([&] { return engine_->compose(kAlice, gpus("train", 2)); },
-                            [&](Result<Operation> r) { accepted.set_value(std::move(r)); });
+  EngineClient(*engine_).run<Operation>([](EngineCore& core) { return core.compose(kAlice, gpus("train", 2)); },
+                                        [&](Result<Operation> r) { accepted.set_value(std::move(r)); });
   auto op = accepted.get_future().get();
   ASSERT_TRUE(op) << op.error().message;
 
