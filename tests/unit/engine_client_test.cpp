@@ -11,7 +11,7 @@
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
-namespace {
+namespace engine_client_test {
 
 const Caller kAlice{"alice", Role::kOperator, "team-a"};
 
@@ -123,5 +123,5 @@ TEST_F(EngineTest, AClientsSubscriptionReplaysWhatCameAfterTheSequenceThenGoesLi
   s->live->setListener(nullptr);
 }
 
-}  // namespace
+}  // namespace engine_client_test
 }  // namespace switchyard

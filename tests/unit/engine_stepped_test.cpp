@@ -5,7 +5,7 @@
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
-namespace {
+namespace engine_stepped_test {
 
 const Caller kAlice{"alice", Role::kOperator, "team-a"};
 
@@ -110,5 +110,5 @@ TEST_F(SteppedEngineTest, TheSameScriptRecordsTheSameEventsAtTheSameTimesEveryRu
   EXPECT_TRUE(admitted) << "the queued request was admitted once both systems were gone";
 }
 
-}  // namespace
+}  // namespace engine_stepped_test
 }  // namespace switchyard

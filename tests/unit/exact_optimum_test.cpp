@@ -104,7 +104,7 @@ TEST(ExactOptimum, NoPolicyBeatsItAndItNeverBeatsTheLpBound) {
     }
     const ComposableShape shapes[] = {{.mirrorServers = true}, {.slots = 4, .enclosurePorts = 2, .hostPorts = 2, .deviceLimit = 4}};
     for (const auto& shape : shapes) {
-      SCOPED_TRACE(testing::Message() << "instance " << instance << ", " << shape.describe());
+      SCOPED_TRACE(::testing::Message() << "instance " << instance << ", " << shape.describe());
       auto exact = exactOptimum(ComposablePool(servers, shape).wiring(), requests, 30);
       ASSERT_TRUE(exact.has_value()) << exact.error();
       ASSERT_TRUE(exact->proved);

@@ -69,7 +69,7 @@ TEST(ServerBound, NeverAboveTheGpuPackingLpAndCutShortStillABound) {
   std::mt19937_64 rng(5);
   int stoppedEarly = 0;
   for (int instance = 0; instance < 8; ++instance) {
-    SCOPED_TRACE(testing::Message() << "instance " << instance);
+    SCOPED_TRACE(::testing::Message() << "instance " << instance);
     const ShareCluster c = randomCluster(rng, 5);
     std::vector<ShareRequest> r;
     for (int i = 0; i < 40; ++i) r.push_back(randomRequestWithMig(rng));
