@@ -42,8 +42,8 @@ class DeviceSeriesCache {
 // The share sizes (thousandths of a GPU) whose capacity the gauges report.
 inline const std::vector<int> kReportedShares{250, 500};
 
-// Runs on the caller's thread, from the engine's published view (never inside Engine::async: it would
-// hold the control thread for the whole scrape).
+// Runs on the caller's thread, from the engine's published view (never on the control thread: it would
+// hold it for the whole scrape).
 // With caches, unchanged parts of the per-device family are not rendered again, and capacity comes from a
 // CapacityCache (capacity_cache.h: never older than the pool when cheap to make, else stale while a newer
 // one is made); without, everything is made afresh.
