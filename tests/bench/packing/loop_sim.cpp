@@ -286,6 +286,8 @@ bool LoopSim::orderedBefore(size_t job, size_t other) const {
 }
 
 bool LoopSim::allowedBeside(const SharePlacement& p, size_t job) const {
+  if (r_.fairShareGatesBackfill && passHead_ && jobs_[job].tenant != jobs_[*passHead_].tenant && !fairShare_.belowFairLine(jobs_[job].tenant))
+    return false;  // the experiment: over its share, it waits its turn
   if (!shadow_ || !passHead_ || shadow_->head != *passHead_ || std::isinf(shadow_->at)) return true;
   if (now_ + leaseFor(duration(jobs_[job].pod)) <= shadow_->at) return true;  // gone before the head's time
   return !pool_.overlaps(p.node, shadow_->view);

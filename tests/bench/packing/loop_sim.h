@@ -53,6 +53,9 @@ struct LoopRules {
   // Experiment (not yardd's rule): a tenant below the fair line (its charge under what an even split by weight
   // would charge) has its spot requests ordered with batch, by charge, instead of behind every batch request.
   bool fairShareLiftsSpot = false;
+  // Experiment (not yardd's rule): while a head waits, a tenant above the fair line does not backfill behind it
+  // (backfill is tenant-blind in yardd).
+  bool fairShareGatesBackfill = false;
 };
 
 struct LoopOptions {

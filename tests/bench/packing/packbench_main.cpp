@@ -228,6 +228,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   lp->add_flag("--fair-share-lifts-spot", lpOptions.rules.fairShareLiftsSpot,
               "experiment: a tenant below the fair line has its spot requests ordered with batch (not yardd's rule)");
+  lp->add_flag("--fair-share-gates-backfill", lpOptions.rules.fairShareGatesBackfill,
+              "experiment: while a head waits, a tenant above the fair line does not backfill (not yardd's rule)");
   lp->add_option("--grace", lpOptions.rules.preemptionGraceSeconds, "seconds between a preemption's notice and the detach")
       ->capture_default_str();
   lp->add_flag("--no-batch-preemption", lpNoBatchPreemption, "only production preempts spot (yardd's default lets batch preempt too)");
