@@ -252,9 +252,13 @@ void WebService::api(Api which, const Caller& caller, const std::string& query, 
 
 void WebService::eventStream(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream) {
   const unsigned version = request.version();
+  if (request.method() == http::verb::head) {  // what a GET would start, without starting it (as Redfish's SSE)
+    auto res = respond(http::status::ok, "text/event-stream", "", version, request.keep_alive());
+    return reply(std::move(res));
+  }
   if (request.method() != http::verb::get || !openStream) {
     auto res = problem(http::status::method_not_allowed, "/api/v1/events/stream is a stream of server-sent events: GET it", version, false);
-    res.set(http::field::allow, "GET");
+    res.set(http::field::allow, "GET, HEAD");
     return reply(std::move(res));
   }
   const auto header = request.find("Last-Event-ID");

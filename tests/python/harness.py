@@ -128,8 +128,8 @@ class Yardd:
             raise AssertionError(f"yardctl {' '.join(args)} exited {result.returncode}: {result.stderr}")
         return result
 
-    def get(self, path, token=None):
-        request = urllib.request.Request(self.metrics_url + path)
+    def get(self, path, token=None, method="GET"):
+        request = urllib.request.Request(self.metrics_url + path, method=method)
         if token:
             request.add_header("Authorization", f"Bearer {token}")
         with urllib.request.urlopen(request, timeout=10) as response:

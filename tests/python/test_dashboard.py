@@ -134,6 +134,13 @@ class DashboardTest(YarddTestCase):
         self.assertEqual(tenant.exception.code, 403, "a tenant may not see the whole pool's metrics")
         status, _, body = yardd.get("/healthz")
         self.assertEqual((status, body), (200, "ok\n"))
+        # HEAD of the event stream answers what a GET would start (its type), without starting it.
+        status, kind, body = yardd.get("/api/v1/events/stream", token="view-token", method="HEAD")
+        self.assertEqual((status, kind, body), (200, "text/event-stream", ""))
+        with self.assertRaises(urllib.error.HTTPError) as posted:
+            yardd.get("/api/v1/events/stream", token="view-token", method="POST")
+        self.assertEqual(posted.exception.code, 405)
+        self.assertEqual(posted.exception.headers.get("Allow"), "GET, HEAD")
 
 
 if __name__ == "__main__":
