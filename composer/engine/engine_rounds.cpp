@@ -1,0 +1,125 @@
+// The engine's periodic rounds against the world outside: the switch's event feed, reconcile against the
+// fabric's bindings (and the hosts'), and pruning history; each on its own control-thread timer.
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "composer/engine/engine.h"
+#include "composer/engine/engine_control.h"
+
+namespace switchyard {
+
+namespace asio = boost::asio;
+
+Result<void> Engine::pollFabricEvents() {
+  auto events = driver_.pollEvents();
+  return onControl([&]() -> Result<void> {
+    applyFabricEvents(events);
+    if (!events) return fail(events.error().wrap("cannot read the switch's events"));
+    return {};
+  });
+}
+
+Result<std::vector<Drift>> Engine::reconcile() {
+  SY_ASSIGN(std::uint64_t before, onControl([this]() -> Result<std::uint64_t> {
+              if (stepCallsInFlight_ > 0) return fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later");
+              return stepResults_;
+            }));
+  auto bindings = driver_.readBindings({options_.switchCallTimeout});
+  return onControl([&] { return reconcileIfFresh(bindings, before); });
+}
+
+// The rest of host reconcile is in engine_host_reconcile.cpp; this part needs onControl.
+Result<std::vector<Drift>> Engine::reconcileHosts() {
+  SY_ASSIGN(auto checks, onControl([this]() -> Result<std::vector<HostCheck>> { return hostChecksOnControl(); }));
+  std::vector<Result<std::vector<HostDeviceIdentity>>> seen;
+  for (const auto& check : checks) seen.push_back(hosts_->listPresent(check.host, {options_.hostCallTimeout}));
+  return onControl([&] { return compareHostsOnControl(checks, seen); });
+}
+
+Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Binding>>& bindings, std::uint64_t before) {
+  if (!bindings) return fail(bindings.error().wrap("cannot read the fabric's bindings"));
+  if (stepResults_ != before || stepCallsInFlight_ > 0)
+    return fail(Code::kUnavailable, "an operation changed the fabric during the read; reconcile again later");
+  return reconcileOnControl(*bindings);
+}
+
+Result<PruneReport> Engine::pruneHistory() {
+  return onControl([&] { return pruneHistoryOnControl(); });
+}
+
+Result<PruneReport> Engine::pruneHistoryOnControl() {
+  auto pruned = store_.prune(options_.retention, writerEpoch_);
+  if (!pruned) haltOnStoreFailure(pruned.error());
+  SY_ASSIGN(PruneReport report, std::move(pruned));
+  if (report.events + report.operations + report.systems + report.demand > 0)
+    spdlog::info("pruned history: {} event(s), {} finished operation(s), {} old system(s), {} old request shape(s)", report.events,
+                 report.operations, report.systems, report.demand);
+  return report;
+}
+
+void Engine::schedulePrune(bool behind) {
+  if (halted_ || options_.pruneInterval.count() <= 0) return;
+  // A run that hit its row limit left more behind: the next one comes soon, so that history under a steady
+  // load is pruned as fast as it grows (the soak found it growing 3.7 MB/s at 2,200 operations/s).
+  pollTimer_->pruneTimer.expires_after(behind ? std::min<std::chrono::milliseconds>(options_.pruneInterval, std::chrono::seconds(1))
+                                              : options_.pruneInterval);
+  pollTimer_->pruneTimer.async_wait([this](const boost::system::error_code& ec) {
+    CommitPoint commit{*this};
+    if (ec || halted_) return;
+    auto r = pruneHistoryOnControl();
+    if (!r) spdlog::error("cannot prune history: {}", r.error().message);
+    const std::size_t limit = options_.retention.maxRowsPerRun;
+    schedulePrune(r && (r->events >= limit || r->audit >= limit || r->operations >= limit || r->systems >= limit || r->demand >= limit));
+  });
+}
+
+void Engine::scheduleReconcile() {
+  if (halted_ || options_.reconcileInterval.count() <= 0) return;
+  pollTimer_->reconcileTimer.expires_after(options_.reconcileInterval);
+  pollTimer_->reconcileTimer.async_wait([this](const boost::system::error_code& ec) {
+    CommitPoint commit{*this};
+    if (ec || halted_) return;
+    // A read taken while steps call the switch may show an operation half-way: skip the round.
+    if (stepCallsInFlight_ > 0) {
+      scheduleReconcile();
+      return;
+    }
+    const std::uint64_t before = stepResults_;
+    ++driverCallsInFlight_;
+    driverPool_->post([this, before] {
+      auto bindings = driver_.readBindings({options_.switchCallTimeout});
+      asio::post(*control_, [this, before, bindings = std::move(bindings)] {
+        CommitPoint inner{*this};
+        --driverCallsInFlight_;
+        if (halted_) return;
+        if (auto r = reconcileIfFresh(bindings, before); !r && r.error().code != Code::kUnavailable)
+          spdlog::warn("periodic reconcile: {}", r.error().message);
+        reconcileHostsInBackground();
+        scheduleReconcile();
+      });
+    });
+  });
+}
+
+void Engine::scheduleFabricPoll() {
+  if (halted_ || options_.fabricPollInterval.count() <= 0) return;
+  pollTimer_->timer.expires_after(options_.fabricPollInterval);
+  pollTimer_->timer.async_wait([this](const boost::system::error_code& ec) {
+    CommitPoint commit{*this};
+    if (ec || halted_) return;
+    ++driverCallsInFlight_;
+    driverPool_->post([this] {
+      auto events = driver_.pollEvents();
+      asio::post(*control_, [this, events = std::move(events)] {
+        CommitPoint inner{*this};
+        --driverCallsInFlight_;
+        applyFabricEvents(events);
+        scheduleFabricPoll();
+      });
+    });
+  });
+}
+
+}  // namespace switchyard
