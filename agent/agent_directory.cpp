@@ -246,8 +246,13 @@ Result<std::vector<GpuActivity>> AgentDirectory::activity(const HostId& host, co
   std::vector<GpuActivity> out;
   for (const auto& g : response.gpus()) {
     if (std::none_of(devices.begin(), devices.end(), [&](const Binding& b) { return b.deviceId == g.device_id(); })) continue;
-    GpuActivity a{g.device_id(), std::clamp(g.utilization_percent(), 0, 100), g.memory_used_mib(), {}};
+    GpuActivity a{g.device_id(), std::clamp(g.utilization_percent(), 0, 100), g.memory_used_mib(), {}, {}};
     for (const auto& p : g.processes()) a.processes.push_back({p.pid(), p.name(), p.memory_mib()});
+    for (const auto& i : g.instances()) {
+      MigInstanceActivity instance{i.start(), {}};
+      for (const auto& p : i.processes()) instance.processes.push_back({p.pid(), p.name(), p.memory_mib()});
+      a.instances.push_back(std::move(instance));
+    }
     out.push_back(std::move(a));
   }
   return out;

@@ -146,11 +146,17 @@ grpc::Status AgentService::Activity(grpc::ServerContext*, const v1::ActivityRequ
     a->set_device_id(g.deviceId);
     a->set_utilization_percent(g.utilizationPercent);
     a->set_memory_used_mib(g.memoryUsedMiB);
-    for (const auto& p : g.processes) {
-      auto* proc = a->add_processes();
+    const auto add = [](auto* to, const GpuProcess& p) {
+      auto* proc = to->add_processes();
       proc->set_pid(p.pid);
       proc->set_name(p.name);
       proc->set_memory_mib(p.memoryMiB);
+    };
+    for (const auto& p : g.processes) add(a, p);
+    for (const auto& i : g.instances) {
+      auto* instance = a->add_instances();
+      instance->set_start(i.start);
+      for (const auto& p : i.processes) add(instance, p);
     }
   }
   return grpc::Status::OK;

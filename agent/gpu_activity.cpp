@@ -63,7 +63,11 @@ void parseGpuUtilization(std::string_view csv, ParsedActivity& into) {
       return;
     }
     const auto utilization = number<int>(f[1]);
-    if (!utilization || *utilization < 0 || *utilization > 100) {  // [N/A]: unknown is not idle
+    if (!utilization && f[1].starts_with('[')) {  // [N/A]: unknown is not idle, unless MIG mode (HostOps asks)
+      into.utilizationUnread[normalizeBusId(f[0])] = number<std::uint64_t>(f[2]).value_or(0);
+      return;
+    }
+    if (!utilization || *utilization < 0 || *utilization > 100) {
       ++into.skippedLines;
       return;
     }
@@ -88,6 +92,73 @@ void parseComputeApps(std::string_view csv, ParsedActivity& into) {
     for (std::size_t i = 3; i + 1 < f.size(); ++i) name += ", " + std::string(f[i]);  // nvidia-smi separates with ", "
     into.processes[normalizeBusId(f[0])].push_back({*pid, name, number<std::uint64_t>(f.back()).value_or(0)});
   });
+}
+
+namespace {
+
+// A table row's words, its "|" borders and separators dropped.
+std::vector<std::string_view> words(std::string_view line) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (std::isspace(static_cast<unsigned char>(line[i])) || line[i] == '|')) ++i;
+    const std::size_t from = i;
+    while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i])) && line[i] != '|') ++i;
+    if (i > from) out.push_back(line.substr(from, i - from));
+  }
+  return out;
+}
+
+}  // namespace
+
+MigProcesses parseMigProcesses(std::string_view table) {
+  std::map<int, std::string> busOf;  // nvidia-smi's GPU index -> bus id, from the GPU rows above the processes
+  MigProcesses out;
+  bool inProcesses = false;
+  eachLine(table, [&](std::string_view line) {
+    if (line.find("Processes:") != std::string_view::npos) {
+      inProcesses = true;
+      return;
+    }
+    const auto w = words(line);
+    if (w.empty()) return;
+    const auto index = number<int>(w[0]);
+    if (!index) return;
+    if (!inProcesses) {  // "|   0  NVIDIA H100 80GB HBM3   On  |   00000000:00:06.0 Off |": the first row of a GPU
+      for (const auto word : w)
+        if (word.size() >= 12 && looksLikeBusId(word) && word.find(':') != word.rfind(':')) {
+          busOf.try_emplace(*index, normalizeBusId(word));
+          break;
+        }
+      return;
+    }
+    // "|    1    3    0      34965      C   python                          14195MiB |"
+    if (w.size() < 7) return;
+    const auto gi = number<int>(w[1]);
+    const auto pid = number<int>(w[3]);
+    const auto bus = busOf.find(*index);
+    if (!gi || !pid || *pid <= 0 || bus == busOf.end()) return;  // N/A: not in a GPU instance
+    std::string name(w[5]);
+    for (std::size_t i = 6; i + 1 < w.size(); ++i) name += " " + std::string(w[i]);
+    auto memory = w.back();
+    if (memory.ends_with("MiB")) memory.remove_suffix(3);
+    out[bus->second][*gi].push_back({*pid, name, number<std::uint64_t>(memory).value_or(0)});
+  });
+  return out;
+}
+
+std::map<int, int> parseGpuInstanceStarts(std::string_view listing) {
+  std::map<int, int> out;
+  eachLine(listing, [&](std::string_view line) {
+    const auto w = words(line);
+    const auto name = std::find(w.begin(), w.end(), "MIG");
+    if (name == w.end() || w.end() - name < 5) return;
+    const auto gi = number<int>(*(name + 3));
+    const std::string_view placement = *(name + 4);
+    const auto start = number<int>(placement.substr(0, placement.find(':')));
+    if (gi && start) out[*gi] = *start;
+  });
+  return out;
 }
 
 }  // namespace switchyard::agent

@@ -16,6 +16,7 @@
 #include <csignal>
 #include <cctype>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -233,17 +234,8 @@ Result<void> HostOps::destroyMig(const std::vector<MigRequest>& mig, const std::
     // The GPU instance at this placement start: "MIG 1g.10gb  19  9  2:1" (profile name, profile id, instance id, start:size).
     SY_ASSIGN(const std::string listed, runShell(expand(options_.migListCommand, {{"pci", pci}}), {}, options_.commandTimeout));
     std::string gi;
-    std::istringstream rows(listed);
-    for (std::string row; std::getline(rows, row);) {
-      std::istringstream fields(row);
-      std::vector<std::string> words;
-      for (std::string w; fields >> w;)
-        if (w != "|") words.push_back(w);
-      const auto name = std::find(words.begin(), words.end(), "MIG");
-      if (name == words.end() || words.end() - name < 5) continue;
-      const std::string& placement = *(name + 4);
-      if (placement.substr(0, placement.find(':')) == std::to_string(m.start)) gi = *(name + 3);
-    }
+    for (const auto& [id, start] : parseGpuInstanceStarts(listed))
+      if (start == m.start) gi = std::to_string(id);
     if (gi.empty()) {
       actions.push_back(fmt::format("MIG {}@{} on {}: no GPU instance at slice {} (already gone)", m.profile, m.start, m.deviceId, m.start));
       continue;
@@ -494,15 +486,52 @@ Result<std::map<std::string, GpuActivity>> HostOps::activityOf(const std::vector
     SY_ASSIGN(auto apps, runShell(options_.gpuProcessesCommand, {}, options_.commandTimeout));
     parseComputeApps(apps, parsed);
   }
+  std::optional<MigProcesses> migProcesses;  // the plain table, read once and only for a GPU in MIG mode
   for (const auto& f : functions) {
     const auto bus = toString(f.address);
-    auto gpu = parsed.gpus.find(bus);
-    if (gpu == parsed.gpus.end()) continue;
-    GpuActivity a{bus, gpu->second.utilizationPercent, gpu->second.memoryUsedMiB, {}};
+    GpuActivity a{bus, 0, 0, {}, {}};
+    if (auto gpu = parsed.gpus.find(bus); gpu != parsed.gpus.end()) {
+      a.utilizationPercent = gpu->second.utilizationPercent;
+      a.memoryUsedMiB = gpu->second.memoryUsedMiB;
+    } else if (auto unread = parsed.utilizationUnread.find(bus); unread != parsed.utilizationUnread.end()) {
+      // No utilization: in MIG mode the driver reads none, and what runs in each GPU instance says what is idle.
+      // Anything else (not in MIG mode, a tool that fails) leaves the GPU out: unknown is not idle.
+      if (options_.gpuMigProcessesCommand.empty()) continue;
+      auto listed = runShell(expand(options_.migListCommand, {{"pci", bus}}), {}, options_.commandTimeout);
+      if (!listed) continue;
+      const auto starts = parseGpuInstanceStarts(*listed);
+      if (starts.empty()) continue;
+      if (!migProcesses) {
+        auto table = runShell(options_.gpuMigProcessesCommand, {}, options_.commandTimeout);
+        if (!table) continue;
+        migProcesses = parseMigProcesses(*table);
+      }
+      a.memoryUsedMiB = unread->second;
+      const auto& byInstance = (*migProcesses)[bus];
+      for (const auto& [gi, start] : starts) {
+        auto in = byInstance.find(gi);
+        a.instances.push_back({start, in == byInstance.end() ? std::vector<GpuProcess>{} : in->second});
+      }
+      std::sort(a.instances.begin(), a.instances.end(), [](const auto& x, const auto& y) { return x.start < y.start; });
+    } else {
+      continue;  // not a GPU nvidia-smi reports
+    }
     if (auto apps = parsed.processes.find(bus); apps != parsed.processes.end()) a.processes = apps->second;
     for (const auto& user : usersOf(f))
       if (std::none_of(a.processes.begin(), a.processes.end(), [&](const GpuProcess& p) { return p.pid == user.pid; }))
         a.processes.push_back({user.pid, user.command, 0});
+    // A process of the GPU that no instance names (another PID namespace, a table that did not list it) may run
+    // in any of them: each counts it.
+    for (const auto& p : a.processes) {
+      const auto named = [&](const MigInstanceActivity& i) {
+        return std::any_of(i.processes.begin(), i.processes.end(), [&](const GpuProcess& q) { return q.pid == p.pid; });
+      };
+      if (!a.instances.empty() && std::none_of(a.instances.begin(), a.instances.end(), named))
+        for (auto& i : a.instances) i.processes.push_back(p);
+    }
+    for (const auto& i : a.instances)  // and the GPU's list holds every instance's
+      for (const auto& p : i.processes)
+        if (std::none_of(a.processes.begin(), a.processes.end(), [&](const GpuProcess& q) { return q.pid == p.pid; })) a.processes.push_back(p);
     out.emplace(bus, std::move(a));
   }
   return out;

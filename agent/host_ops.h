@@ -41,6 +41,9 @@ struct HostOpsOptions {
   std::string gpuActivityCommand = "nvidia-smi --query-gpu=pci.bus_id,utilization.gpu,memory.used --format=csv,noheader,nounits";
   std::string gpuProcessesCommand =
       "nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv,noheader,nounits";
+  // In MIG mode (a GPU whose utilization reads [N/A] and that migListCommand lists instances on): the plain
+  // table, whose "Processes:" rows name each process's GPU instance. "": MIG GPUs are not reported.
+  std::string gpuMigProcessesCommand = "nvidia-smi";
   // Secure release: how a device is reset as it leaves, so that the next tenant finds nothing of this one's
   // in it (GPU memory included). "sysfs": after its driver is unbound, 1 is written to the function's
   // <sysfs>/bus/pci/devices/<address>/reset (the kernel's function-level or bus reset); a device the kernel

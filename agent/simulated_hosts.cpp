@@ -159,11 +159,22 @@ Result<HostRelease> SimulatedHosts::release(const HostId& host, const HostChange
       busy.push_back(fmt::format("{} at {} is in use by pid {} ({})", b.deviceId, present.at(b.deviceId).pciAddress,
                                  a->second.processes.front().pid, a->second.processes.front().name));
   }
+  // An instance something runs in cannot be destroyed (nvidia-smi mig -dci: "In use by another client"), nor its GPU removed.
+  for (const auto& [at, processes] : instanceProcesses_) {
+    const auto& [device, start] = at;
+    const bool gpuLeaving = std::any_of(devices.begin(), devices.end(), [&](const Binding& b) { return b.deviceId == device; });
+    const bool leaving = std::any_of(change.instances.begin(), change.instances.end(),
+                                     [&](const GpuInstance& i) { return i.deviceId == device && i.start == start; });
+    if (!processes.empty() && (gpuLeaving || leaving) && present.contains(device))
+      busy.push_back(fmt::format("MIG instance {}@{} on {} is in use by pid {} ({})", device, start, present.at(device).pciAddress,
+                                 processes.front().pid, processes.front().name));
+  }
   if (!busy.empty()) return fail(Code::kFailedPrecondition, fmt::format("{}: {}", host, fmt::join(busy, "; ")));
   auto& made = instances_[host];
   std::erase_if(made, [&](const GpuInstance& i) {
     const bool leaving = std::find(change.instances.begin(), change.instances.end(), i) != change.instances.end();
     const bool gpuLeaving = std::any_of(devices.begin(), devices.end(), [&](const Binding& b) { return b.deviceId == i.deviceId; });
+    if (leaving || gpuLeaving) instanceProcesses_.erase({i.deviceId, i.start});
     return leaving || gpuLeaving;
   });
   HostRelease out;
@@ -227,8 +238,19 @@ Result<std::vector<GpuActivity>> SimulatedHosts::activity(const HostId& host, co
   std::vector<GpuActivity> out;
   for (const auto& b : devices) {
     if (!present.contains(b.deviceId)) continue;
-    GpuActivity a{b.deviceId, 0, 0, {}};
+    GpuActivity a{b.deviceId, 0, 0, {}, {}};
     if (auto set = activity_.find(b.deviceId); set != activity_.end()) a = set->second;
+    if (auto made = instances_.find(host); made != instances_.end())
+      for (const auto& i : made->second) {
+        if (i.deviceId != b.deviceId) continue;
+        a.utilizationPercent = 0;  // MIG mode: the driver reads none
+        auto running = instanceProcesses_.find({i.deviceId, i.start});
+        a.instances.push_back({i.start, running == instanceProcesses_.end() ? std::vector<GpuProcess>{} : running->second});
+        for (const auto& p : a.instances.back().processes) {
+          a.processes.push_back(p);
+          a.memoryUsedMiB += p.memoryMiB;
+        }
+      }
     if (auto fault = faults_.find(b.deviceId); fault != faults_.end() && fault->second == SimulatedHostFault::kInUse && a.processes.empty()) {
       a.processes.push_back({4242, "python3 train.py", 1024});
       a.memoryUsedMiB = std::max<std::uint64_t>(a.memoryUsedMiB, 1024);
@@ -240,9 +262,14 @@ Result<std::vector<GpuActivity>> SimulatedHosts::activity(const HostId& host, co
 
 void SimulatedHosts::setActivity(const DeviceId& device, int utilizationPercent, std::vector<GpuProcess> processes) {
   std::lock_guard lock(mutex_);
-  GpuActivity a{device, std::clamp(utilizationPercent, 0, 100), 0, std::move(processes)};
+  GpuActivity a{device, std::clamp(utilizationPercent, 0, 100), 0, std::move(processes), {}};
   for (const auto& p : a.processes) a.memoryUsedMiB += p.memoryMiB;
   activity_[device] = std::move(a);
+}
+
+void SimulatedHosts::setInstanceActivity(const DeviceId& device, int start, std::vector<GpuProcess> processes) {
+  std::lock_guard lock(mutex_);
+  instanceProcesses_[{device, start}] = std::move(processes);
 }
 
 void SimulatedHosts::forget(const HostId& host, const DeviceId& device) {

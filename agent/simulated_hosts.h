@@ -65,6 +65,9 @@ class SimulatedHosts final : public HostAgents {
   // What a GPU is doing from now on (tests, the demo): its utilization and processes, until it is released
   // from its host. A GPU with processes is in use: release refuses it, naming them, as a real agent does.
   void setActivity(const DeviceId& device, int utilizationPercent, std::vector<GpuProcess> processes = {});
+  // What runs in the MIG instance at `start` of a GPU from now on (until it is destroyed). A GPU with instances
+  // reports MIG mode: no utilization, each instance with its processes; releasing a busy one is refused.
+  void setInstanceActivity(const DeviceId& device, int start, std::vector<GpuProcess> processes);
   // The host loses sight of a device (a link that went down, a driver that dropped it) or sees one
   // nobody admitted (enumerated at boot): what host-side reconcile must notice.
   void forget(const HostId& host, const DeviceId& device);
@@ -97,6 +100,7 @@ class SimulatedHosts final : public HostAgents {
   mutable std::mutex mutex_;
   std::map<DeviceId, SimulatedHostFault> faults_;
   std::map<DeviceId, GpuActivity> activity_;  // setActivity
+  std::map<std::pair<DeviceId, int>, std::vector<GpuProcess>> instanceProcesses_;  // setInstanceActivity
   std::set<HostId> unreachable_;
   std::map<HostId, int> restarting_;  // calls still to miss
   std::map<HostId, std::map<DeviceId, HostDeviceIdentity>> present_;

@@ -39,7 +39,8 @@ struct AgentFlags {
   std::string gpuUuidCommand = HostOpsOptions{}.gpuUuidCommand;
   std::vector<std::string> afterAttach, beforeDetach, beforeReclaim, beforePreempt, ports;
   std::string deviceReset = "sysfs";
-  std::string gpuActivityCommand = HostOpsOptions{}.gpuActivityCommand, gpuProcessesCommand = HostOpsOptions{}.gpuProcessesCommand;
+  std::string gpuActivityCommand = HostOpsOptions{}.gpuActivityCommand, gpuProcessesCommand = HostOpsOptions{}.gpuProcessesCommand,
+              gpuMigProcessesCommand = HostOpsOptions{}.gpuMigProcessesCommand;
   double verifyDeadlineSeconds = 30;
   double commandTimeoutSeconds = 120;
   std::string migCreate = HostOpsOptions{}.migCreateCommand, migList = HostOpsOptions{}.migListCommand,
@@ -209,6 +210,7 @@ int run(const AgentFlags& flags) {
   options.deviceReset = flags.deviceReset;
   options.gpuActivityCommand = flags.gpuActivityCommand;
   options.gpuProcessesCommand = flags.gpuProcessesCommand;
+  options.gpuMigProcessesCommand = flags.gpuMigProcessesCommand;
   options.migCreateCommand = flags.migCreate;
   options.migListCommand = flags.migList;
   options.migDestroyCommand = flags.migDestroy;
@@ -355,6 +357,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--gpu-processes-command", flags.gpuProcessesCommand,
                  "Prints '<bus id>, <pid>, <name>, <memory MiB>' per compute process (idle reclaim)")
+      ->capture_default_str();
+  app.add_option("--gpu-mig-processes-command", flags.gpuMigProcessesCommand,
+                 "Prints nvidia-smi's plain table, whose Processes rows name each process's GPU instance: read for GPUs in MIG "
+                 "mode (utilization [N/A], instances listed by --mig-list-command), so an idle instance is told from a busy "
+                 "one; empty: MIG GPUs report no activity")
       ->capture_default_str();
   app.add_option("--command-timeout", flags.commandTimeoutSeconds,
                  "Seconds a hook or vendor command (nvidia-smi) may run; then it is killed with what it started, and the "

@@ -39,9 +39,20 @@ std::string reclaim(const pb::IdleGpu& g) {
 
 void printIdle(const pb::ListIdleResponse& r, std::ostream& out) {
   Table t({"DEVICE", "MODEL", "SYSTEM", "TENANT", "HOST", "IDLE", "GPU-H", "UTIL", "PROCESSES", "RECLAIM"});
-  for (const auto& g : r.gpus())
-    t.add({g.device_id(), g.model(), g.system_name(), g.tenant(), g.host_id(), g.idle() ? age(g.idle_seconds()) : "busy",
-           g.idle() ? fmt::format("{:.2f}", g.idle_gpu_hours()) : "-", fmt::format("{}%", g.utilization_percent()), processes(g), reclaim(g)});
+  for (const auto& g : r.gpus()) {
+    // In MIG mode the driver reads no utilization; a share's row says what part of the GPU the system holds.
+    const std::string util = g.instances_size() > 0 ? "MIG" : fmt::format("{}%", g.utilization_percent());
+    const std::string model = g.share() > 0 ? fmt::format("{} (share {:.3g})", g.model(), g.share()) : g.model();
+    t.add({g.device_id(), model, g.system_name(), g.tenant(), g.host_id(), g.idle() ? age(g.idle_seconds()) : "busy",
+           g.idle() || g.idle_gpu_hours() > 0 ? fmt::format("{:.2f}", g.idle_gpu_hours()) : "-", util, processes(g), reclaim(g)});
+    for (const auto& i : g.instances()) {  // one row per MIG instance, under its GPU
+      std::string procs = "-";
+      for (const auto& p : i.processes()) procs = fmt::format("{}{} ({})", procs == "-" ? "" : procs + ", ", p.pid(), p.name());
+      t.add({fmt::format("  {}@{}", g.device_id(), i.start()), "MIG " + i.profile(), "", "", "", i.idle() ? age(i.idle_seconds()) : "busy",
+             i.idle() ? fmt::format("{:.2f}", i.idle_gpu_hours()) : "-", "", procs,
+             i.reclaim_at().empty() ? "" : fmt::format("{}: at {}", g.reclaim(), i.reclaim_at())});
+    }
+  }
   t.print(out);
   out << fmt::format("{} GPU(s); {:.2f} GPU-hours idle so far\n", r.gpus_size(), r.idle_gpu_hours());
 }
@@ -56,7 +67,8 @@ void addIdleCommand(CLI::App& app, ListIdleCall call, std::function<Format()> fo
   auto* idle = app.add_subcommand("idle",
                                   "Attached GPUs nothing has used for a while (no process, utilization at most yardd's busy threshold, "
                                   "as the hosts' agents report it), longest idle first, with the GPU-hours the idle stretch cost and "
-                                  "when the system's reclaim policy takes each back");
+                                  "when the system's reclaim policy takes each back. A GPU in MIG mode lists its instances under it: "
+                                  "one with nothing running in it is idle, and goes back on its own while a sibling works");
   idle->add_option("--for", flags->idleFor, "Idle at least this long (90s, 30m, 8h; 0s: every idle GPU)")
       ->capture_default_str()
       ->check(CLI::Validator(

@@ -300,21 +300,38 @@ void toProto(const IdleGpu& g, Timestamp now, pb::IdleGpu& out) {
   const auto idleFor = g.gpu.idleFor(now);
   if (g.gpu.idle()) out.set_idle_since(formatTimestamp(g.gpu.idleSince));
   out.set_idle_seconds(std::chrono::duration<double>(idleFor).count());
-  out.set_idle_gpu_hours(g.gpu.idleGpuHours(now));
+  out.set_idle_gpu_hours(g.idleGpuHours(now));
   out.set_utilization_percent(g.gpu.utilizationPercent);
   out.set_memory_used_mib(g.gpu.memoryUsedMiB);
-  for (const auto& p : g.gpu.processes) {
-    auto* proc = out.add_processes();
-    proc->set_pid(p.pid);
-    proc->set_name(p.name);
-    proc->set_memory_mib(p.memoryMiB);
-  }
+  const auto addProcesses = [](const std::vector<GpuProcess>& processes, auto& to) {
+    for (const auto& p : processes) {
+      auto* proc = to.add_processes();
+      proc->set_pid(p.pid);
+      proc->set_name(p.name);
+      proc->set_memory_mib(p.memoryMiB);
+    }
+  };
+  addProcesses(g.gpu.processes, out);
   out.set_sampled_at(formatTimestamp(g.gpu.sampledAt));
   out.set_reclaim(describe(g.reclaim));
-  if (g.reclaim.after.count() > 0 && g.gpu.idle() && g.reclaimBlocked.empty())
-    out.set_reclaim_at(formatTimestamp(g.gpu.idleSince + std::chrono::duration_cast<Duration>(g.reclaim.after).count()));
+  const auto after = std::chrono::duration_cast<Duration>(g.reclaim.after).count();
+  if (g.reclaim.after.count() > 0 && g.gpu.idle() && g.reclaimBlocked.empty()) out.set_reclaim_at(formatTimestamp(g.gpu.idleSince + after));
   out.set_reclaim_blocked(g.reclaimBlocked);
   for (const auto& sample : g.gpu.history) out.add_recent_utilization(sample.utilizationPercent);
+  for (const auto& i : g.instances) {
+    auto& instance = *out.add_instances();
+    instance.set_start(i.start);
+    instance.set_profile(std::string(toString(i.profile)));
+    const InstanceIdleState* s = g.instanceState(i.start);
+    if (s == nullptr) continue;
+    instance.set_idle(s->idle());
+    if (s->idle()) instance.set_idle_since(formatTimestamp(s->idleSince));
+    instance.set_idle_seconds(std::chrono::duration<double>(s->idleFor(now)).count());
+    instance.set_idle_gpu_hours(gpuHours(s->idleFor(now)) * memorySlices(i.profile) / 8.0);
+    addProcesses(s->processes, instance);
+    if (g.reclaim.after.count() > 0 && s->idle() && !g.gpu.idle()) instance.set_reclaim_at(formatTimestamp(s->idleSince + after));
+  }
+  out.set_share(g.shareMilli / static_cast<double>(kMilliPerGpu));
 }
 
 void toProto(const DeviceView& v, pb::Device& out) {

@@ -119,7 +119,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ListIdle(Context* ctx, const v1::Li
         for (const auto& g : gpus) {
           if (!tenant.empty() && g.tenant != tenant) continue;
           toProto(g, now, *out->add_gpus());
-          total += g.gpu.idleGpuHours(now);
+          total += g.idleGpuHours(now);
         }
         out->set_idle_gpu_hours(total);
       });

@@ -23,8 +23,9 @@ struct ActivityCheck {
   ReclaimPolicy policy;
   bool asked = false;                  // its host is asked this round (no operation runs, the host can report)
   bool reclaimable = false;            // composed with no operation running: reclaim may take its GPUs
-  std::vector<std::string> models;     // per GPU
-  std::vector<std::string> sharedHow;  // per GPU: why several systems' work runs on it ("" when none)
+  std::vector<std::string> models;                     // per GPU
+  std::vector<std::vector<GpuInstance>> instances;     // per GPU: the system's MIG instances on it
+  std::vector<int> shareMilli;                         // per GPU: the system's time-sliced shares on it
 };
 
 struct ActivityRound {
@@ -40,8 +41,10 @@ struct ActivityOutcome {
     SystemId system;
     std::string name;
     ReclaimPolicy policy;
-    std::vector<DeviceId> gpus;
+    std::vector<DeviceId> gpus;        // whole GPUs (with any MIG instances or shares of the system on them)
     std::vector<Timestamp> idleSince;  // per GPU: the idle stretch a dry run's notice names
+    std::vector<GpuInstance> instances;         // single MIG instances, their GPU staying (a sibling is busy)
+    std::vector<Timestamp> instanceIdleSince;   // per instance
     Duration idlest{0};
   };
   std::vector<Reclaim> due;
@@ -58,7 +61,8 @@ struct OpenStretch {
 struct ActivityBook {
   ActivityBook(int busyAbovePercent, std::size_t history) : tracker(busyAbovePercent, history) {}
   IdleTracker tracker;                             // what attached GPUs did, as sampled
-  std::map<DeviceId, Timestamp> reclaimAnnounced;  // dry run: the idle stretch (its start) a would-detach named
+  // Dry run: the idle stretch (its start) a would-detach named, by GPU or MIG instance (reclaimKey).
+  std::map<std::string, Timestamp> reclaimAnnounced;
   std::map<DeviceId, OpenStretch> openStretches;   // idle now, by GPU
   std::vector<IdleStretch> endedStretches;         // ended, waiting for a round's write budget
 };

@@ -6,8 +6,11 @@
 //  - dry run: a reclaim.would-detach event, once per idle stretch, naming the GPUs and how long they idled;
 //  - detach: an ordinary detach whose caller is `yardd (reclaim)`, through the safe path (host-release
 //    first: the agent refuses a GPU a process holds, and its hooks hear YARD_DETACH_REASON=reclaim).
-// A GPU with a process on it is never idle, whatever its utilization. MIG instances and time-sliced shares
-// are shown but not reclaimed: their GPU's activity is the sum of several systems' work.
+// A GPU with a process on it is never idle, whatever its utilization. A GPU carrying MIG instances or
+// time-sliced shares belongs to one system as a whole GPU does (the switch binds whole devices), so its
+// activity is that system's: a GPU whose shares all idle is taken back with them; in MIG mode (no utilization
+// is read) each instance is idle while nothing runs in it, and idle instances are detached one by one while a
+// sibling works (the GPU goes back with its last one).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -28,17 +31,38 @@ namespace {
 
 Caller reclaimCaller() { return {std::string(kReclaimActor), Role::kAdmin, {}}; }
 
-// Why the reclaim policy would not take this GPU of `system` even when idle long enough ("" when it may):
-// MIG instances or time-sliced shares on it (several systems' work), or a process running on it.
-std::string reclaimBlocked(const System& system, const GpuIdleState& gpu) {
-  const auto on = [&](const auto& parts) {
-    return std::any_of(parts.begin(), parts.end(), [&](const auto& p) { return p.deviceId == gpu.deviceId; });
-  };
-  if (on(system.gpuInstances)) return "MIG instances on it";
-  if (on(system.gpuShares)) return "shared (time-sliced)";
+// Why the reclaim policy would not take this GPU as a whole even when idle long enough ("" when it may): a
+// process running on it (in MIG mode its idle instances may still go, gpu.instances says which).
+std::string reclaimBlocked(const GpuIdleState& gpu) {
   if (!gpu.processes.empty()) return fmt::format("pid {} ({}) runs on it", gpu.processes.front().pid, gpu.processes.front().name);
   return "";
 }
+
+// What a dry run's notice is remembered by: a GPU, or one MIG instance on it.
+std::string reclaimKey(const DeviceId& device) { return device; }
+std::string reclaimKey(const DeviceId& device, int start) { return fmt::format("{}@{}", device, start); }
+
+const InstanceIdleState* instanceState(const GpuIdleState& gpu, int start) {
+  auto it = std::find_if(gpu.instances.begin(), gpu.instances.end(), [&](const InstanceIdleState& i) { return i.start == start; });
+  return it == gpu.instances.end() ? nullptr : &*it;
+}
+
+// The system's MIG instances and shares on one GPU.
+std::vector<GpuInstance> instancesOn(const System& s, const DeviceId& device) {
+  std::vector<GpuInstance> out;
+  for (const auto& i : s.gpuInstances)
+    if (i.deviceId == device) out.push_back(i);
+  std::sort(out.begin(), out.end(), [](const GpuInstance& a, const GpuInstance& b) { return a.start < b.start; });
+  return out;
+}
+int shareMilliOn(const System& s, const DeviceId& device) {
+  int milli = 0;
+  for (const auto& share : s.gpuShares)
+    if (share.deviceId == device) milli += share.milli;
+  return milli;
+}
+
+std::string describeInstance(const GpuInstance& i) { return fmt::format("MIG {}@{} on {}", toString(i.profile), i.start, i.deviceId); }
 
 std::string hours(Duration d) { return fmt::format("{:.2f}", gpuHours(d)); }
 
@@ -63,15 +87,13 @@ ActivityRound Engine::activityRoundOnControl() const {
   if (hosts_ == nullptr) return round;
   for (const auto& [id, s] : state_->systems()) {
     if (s.state == SystemState::kQueued || s.hostId.empty()) continue;
-    ActivityCheck check{s.hostId, id, {}, s.name, s.tenant, reclaimPolicyFor(s), false, false, {}, {}};
+    ActivityCheck check{s.hostId, id, {}, s.name, s.tenant, reclaimPolicyFor(s), false, false, {}, {}, {}};
     for (const auto& b : s.bindings)
       if (const Device* d = state_->index().device(b.deviceId); d != nullptr && d->kind == DeviceKind::kGpu) {
         check.gpus.push_back(b);
         check.models.push_back(d->model);
-        const auto on = [&](const auto& parts) {
-          return std::any_of(parts.begin(), parts.end(), [&](const auto& p) { return p.deviceId == b.deviceId; });
-        };
-        check.sharedHow.push_back(on(s.gpuInstances) ? "MIG instances on it" : on(s.gpuShares) ? "shared (time-sliced)" : "");
+        check.instances.push_back(instancesOn(s, b.deviceId));
+        check.shareMilli.push_back(shareMilliOn(s, b.deviceId));
       }
     if (check.gpus.empty()) continue;
     check.asked = s.activeOperation.empty() && hosts_->canReportActivity(s.hostId);
@@ -112,8 +134,12 @@ ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
            std::any_of(it->second->gpus.begin(), it->second->gpus.end(), [&](const Binding& b) { return b.deviceId == device; });
   });
   std::erase_if(activity_.reclaimAnnounced, [&](const auto& entry) {
-    const GpuIdleState* g = tracker.find(entry.first);
-    return g == nullptr || g->idleSince != entry.second;
+    const auto at = entry.first.rfind('@');
+    const GpuIdleState* g = tracker.find(entry.first.substr(0, at));
+    if (g == nullptr) return true;
+    if (at == std::string::npos) return g->idleSince != entry.second;
+    const InstanceIdleState* i = instanceState(*g, std::atoi(entry.first.c_str() + at + 1));
+    return i == nullptr || i->idleSince != entry.second;
   });
   if (!replica_)
     out.stretchWrites = idleStretchesToWrite(now, [&](const SystemId& system) {
@@ -129,19 +155,34 @@ ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
     for (std::size_t k = 0; k < check.gpus.size(); ++k) {
       const GpuIdleState* g = tracker.find(check.gpus[k].deviceId);
       if (g == nullptr || g->systemId != check.system) continue;
-      IdleGpu v{*g, check.system, check.name, check.tenant, check.host, check.models[k], check.policy, check.sharedHow[k]};
-      if (v.reclaimBlocked.empty() && !g->processes.empty())
-        v.reclaimBlocked = fmt::format("pid {} ({}) runs on it", g->processes.front().pid, g->processes.front().name);
-      const bool due = check.reclaimable && check.policy.after.count() > 0 && g->idle() && v.reclaimBlocked.empty() &&
-                       g->idleFor(now) >= std::chrono::duration_cast<Duration>(check.policy.after) &&
-                       !(check.policy.dryRun && activity_.reclaimAnnounced.contains(g->deviceId));
-      if (due) {
+      IdleGpu v{*g,           check.system,       check.name,          check.tenant, check.host, check.models[k], check.policy,
+                reclaimBlocked(*g), check.instances[k], check.shareMilli[k]};
+      const auto dueSince = [&](const std::string& key, Timestamp since) {
+        return check.reclaimable && check.policy.after.count() > 0 && since != 0 &&
+               Duration(now - since) >= std::chrono::duration_cast<Duration>(check.policy.after) &&
+               !(check.policy.dryRun && activity_.reclaimAnnounced.contains(key));
+      };
+      const auto dueEntry = [&]() -> ActivityOutcome::Reclaim& {
         auto [at, fresh] = dueOf.try_emplace(check.system, out.due.size());
-        if (fresh) out.due.push_back({check.system, check.name, check.policy, {}, {}, Duration(0)});
-        auto& d = out.due[at->second];
-        d.gpus.push_back(g->deviceId);
-        d.idlest = std::max(d.idlest, g->idleFor(now));
-        d.idleSince.push_back(g->idleSince);
+        if (fresh) out.due.push_back({check.system, check.name, check.policy, {}, {}, {}, {}, Duration(0)});
+        return out.due[at->second];
+      };
+      if (g->idle()) {  // the whole GPU, with the system's instances or shares on it
+        if (v.reclaimBlocked.empty() && dueSince(reclaimKey(g->deviceId), g->idleSince)) {
+          auto& d = dueEntry();
+          d.gpus.push_back(g->deviceId);
+          d.idlest = std::max(d.idlest, g->idleFor(now));
+          d.idleSince.push_back(g->idleSince);
+        }
+      } else {  // in MIG mode, the instances nothing runs in while a sibling works
+        for (const auto& instance : check.instances[k]) {
+          const InstanceIdleState* i = instanceState(*g, instance.start);
+          if (i == nullptr || !i->idle() || !dueSince(reclaimKey(g->deviceId, instance.start), i->idleSince)) continue;
+          auto& d = dueEntry();
+          d.instances.push_back(instance);
+          d.instanceIdleSince.push_back(i->idleSince);
+          d.idlest = std::max(d.idlest, i->idleFor(now));
+        }
       }
       list->push_back(std::move(v));
     }
@@ -159,10 +200,19 @@ std::vector<IdleStretch> Engine::idleStretchesToWrite(Timestamp now, const std::
   const IdleTracker& tracker = activity_.tracker;
   auto& open = activity_.openStretches;
   auto& ended = activity_.endedStretches;
+  // A GPU in MIG mode idles instance by instance: its stretches are its instances' (keyed GPU@START).
   for (auto it = open.begin(); it != open.end();) {
-    const GpuIdleState* g = tracker.find(it->first);
     const IdleStretch& s = it->second.stretch;
-    if (g != nullptr && g->idle() && g->systemId == s.systemId && g->idleSince == s.from) {
+    const auto at = it->first.rfind('@');
+    const GpuIdleState* g = tracker.find(it->first.substr(0, at));
+    bool goesOn = g != nullptr && g->systemId == s.systemId;
+    if (goesOn && at == std::string::npos) {
+      goesOn = g->instances.empty() && g->idle() && g->idleSince == s.from;
+    } else if (goesOn) {
+      const InstanceIdleState* i = instanceState(*g, std::atoi(it->first.c_str() + at + 1));
+      goesOn = i != nullptr && i->idle() && i->idleSince == s.from;
+    }
+    if (goesOn) {
       ++it;
       continue;
     }
@@ -170,13 +220,17 @@ std::vector<IdleStretch> Engine::idleStretchesToWrite(Timestamp now, const std::
     ended.back().to = now;
     it = open.erase(it);
   }
+  // First written at its first checkpoint, or when it ends: a short stretch costs one write.
+  const auto opened = [&](const std::string& key, const GpuIdleState& g, Timestamp since) {
+    auto [it, fresh] = open.try_emplace(key);
+    if (!fresh) return;
+    it->second.stretch = IdleStretch{key, g.systemId, tenantOf(g.systemId), since, since};
+    it->second.writtenAt = since;
+  };
   for (const auto& [device, g] : tracker.gpus()) {
-    if (!g.idle()) continue;
-    auto [it, fresh] = open.try_emplace(device);
-    if (fresh) {  // first written at its first checkpoint, or when it ends: a short stretch costs one write
-      it->second.stretch = IdleStretch{device, g.systemId, tenantOf(g.systemId), g.idleSince, g.idleSince};
-      it->second.writtenAt = g.idleSince;
-    }
+    if (g.instances.empty() && g.idle()) opened(reclaimKey(device), g, g.idleSince);
+    for (const auto& i : g.instances)
+      if (i.idle()) opened(reclaimKey(device, i.start), g, i.idleSince);
   }
   std::size_t budget = kIdleWritesPerRound;
   std::size_t written = 0;
@@ -231,32 +285,67 @@ void Engine::applyActivity(ActivityOutcome outcome, Mutation& m, std::vector<Ope
         d.gpus.erase(d.gpus.begin() + static_cast<std::ptrdiff_t>(i));
         d.idleSince.erase(d.idleSince.begin() + static_cast<std::ptrdiff_t>(i));
       }
-    if (d.gpus.empty()) continue;
-    const std::string gpus = fmt::format("{}", fmt::join(d.gpus, ", "));
+    for (std::size_t i = d.instances.size(); i-- > 0;)
+      if (std::find(s->gpuInstances.begin(), s->gpuInstances.end(), d.instances[i]) == s->gpuInstances.end()) {
+        d.instances.erase(d.instances.begin() + static_cast<std::ptrdiff_t>(i));
+        d.instanceIdleSince.erase(d.instanceIdleSince.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    if (d.gpus.empty() && d.instances.empty()) continue;
+    // What is taken, as the events name it: GPUs (those carrying MIG instances or shares say so) and single
+    // instances. What a GPU is worth: the system's part of it (an instance's memory slices, its shares).
+    std::vector<std::string> named;
+    double gpuWorth = 0;
+    for (const auto& gpu : d.gpus) {
+      const auto instances = instancesOn(*s, gpu);
+      const int milli = shareMilliOn(*s, gpu);
+      if (!instances.empty()) {
+        int slices = 0;
+        for (const auto& i : instances) slices += memorySlices(i.profile);
+        named.push_back(fmt::format("{} with {} MIG instance(s)", gpu, instances.size()));
+        gpuWorth += slices / 8.0;
+      } else if (milli > 0) {
+        named.push_back(fmt::format("{} with its time-sliced share(s) ({:.3g} of it)", gpu, milli / 1000.0));
+        gpuWorth += milli / 1000.0;
+      } else {
+        named.push_back(gpu);
+        gpuWorth += 1;
+      }
+    }
+    for (const auto& i : d.instances) {
+      named.push_back(describeInstance(i));
+      gpuWorth += memorySlices(i.profile) / 8.0;
+    }
+    const std::string what = d.instances.empty() ? fmt::format("{} GPU(s)", d.gpus.size())
+                             : d.gpus.empty()    ? fmt::format("{} MIG instance(s)", d.instances.size())
+                                                 : fmt::format("{} GPU(s) and {} MIG instance(s)", d.gpus.size(), d.instances.size());
+    const std::string list = fmt::format("{}", fmt::join(named, ", "));
     if (d.policy.dryRun) {
       {  // announced once per idle stretch: only what this event names
         std::lock_guard lock(activityMutex_);
-        for (std::size_t i = 0; i < d.gpus.size(); ++i) activity_.reclaimAnnounced[d.gpus[i]] = d.idleSince[i];
+        for (std::size_t i = 0; i < d.gpus.size(); ++i) activity_.reclaimAnnounced[reclaimKey(d.gpus[i])] = d.idleSince[i];
+        for (std::size_t i = 0; i < d.instances.size(); ++i)
+          activity_.reclaimAnnounced[reclaimKey(d.instances[i].deviceId, d.instances[i].start)] = d.instanceIdleSince[i];
       }
       m.events.push_back(makeEvent("reclaim.would-detach", d.system,
-                                   fmt::format("{} ({}): would detach {} idle GPU(s) ({}; idle up to {} h), reclaim {} (dry run: "
+                                   fmt::format("{} ({}): would detach {} idle ({}; idle up to {} h), reclaim {} (dry run: "
                                                "label {}=detach, or the tenant's reclaim_mode, makes it happen)",
-                                               d.name, d.system, d.gpus.size(), gpus, hours(d.idlest), switchyard::describe(d.policy), kReclaimModeLabel)));
-      if (options_.metrics) options_.metrics->reclaimedGpus.add({"dry-run"}, static_cast<double>(d.gpus.size()));
+                                               d.name, d.system, what, list, hours(d.idlest), switchyard::describe(d.policy), kReclaimModeLabel)));
+      if (options_.metrics) options_.metrics->reclaimedGpus.add({"dry-run"}, gpuWorth);
       continue;
     }
     DetachRequest request;
     request.system = d.system;
     request.devices = d.gpus;
+    for (const auto& i : d.instances) request.gpuInstances.push_back({i.deviceId, i.start});
     auto op = audited(reclaimCaller(), "detach", d.system, {}, {}, [&](const Acceptance& a) { return acceptDetach(a, request); });
     if (!op) {
-      spdlog::warn("reclaim of {} idle GPU(s) of {} ({}) refused: {}", d.gpus.size(), d.name, d.system, op.error().message);
+      spdlog::warn("reclaim of {} idle of {} ({}) refused: {}", what, d.name, d.system, op.error().message);
       continue;
     }
-    if (options_.metrics) options_.metrics->reclaimedGpus.add({"detach"}, static_cast<double>(d.gpus.size()));
+    if (options_.metrics) options_.metrics->reclaimedGpus.add({"detach"}, gpuWorth);
     m.events.push_back(makeEvent("reclaim.started", d.system,
-                                 fmt::format("{} ({}): {} detaches {} GPU(s) idle up to {} h ({}), reclaim {}", d.name, d.system, op->id,
-                                             d.gpus.size(), hours(d.idlest), gpus, switchyard::describe(d.policy)),
+                                 fmt::format("{} ({}): {} detaches {} idle up to {} h ({}), reclaim {}", d.name, d.system, op->id, what,
+                                             hours(d.idlest), list, switchyard::describe(d.policy)),
                                  std::string(kReclaimActor)));
     started.push_back(*op);
   }
@@ -312,10 +401,11 @@ Result<std::vector<IdleGpu>> Engine::idleGpus(const Caller& caller, Duration min
     if (!maySee(caller, g.tenant)) continue;
     const DeviceView* d = view->device(g.gpu.deviceId);
     if (d == nullptr || d->systemId != g.systemId) continue;  // detached since it was sampled
-    if (!includeBusy && (!g.gpu.idle() || g.gpu.idleFor(now) < minIdle)) continue;
+    const Duration idleFor = g.idleFor(now);  // the GPU's, or its longest idle MIG instance's
+    if (!includeBusy && (!g.anyIdle() || idleFor < minIdle)) continue;
     out.push_back(g);
   }
-  std::stable_sort(out.begin(), out.end(), [&](const IdleGpu& a, const IdleGpu& b) { return a.gpu.idleFor(now) > b.gpu.idleFor(now); });
+  std::stable_sort(out.begin(), out.end(), [&](const IdleGpu& a, const IdleGpu& b) { return a.idleFor(now) > b.idleFor(now); });
   return out;
 }
 
@@ -341,7 +431,9 @@ std::shared_ptr<const std::vector<IdleGpu>> Engine::activityForView() const {
     v.hostId = s->hostId;
     if (const Device* d = state_->index().device(device)) v.model = d->model;
     v.reclaim = policy;
-    v.reclaimBlocked = reclaimBlocked(*s, g);
+    v.reclaimBlocked = reclaimBlocked(g);
+    v.instances = instancesOn(*s, device);
+    v.shareMilli = shareMilliOn(*s, device);
     out->push_back(std::move(v));
   }
   return out;

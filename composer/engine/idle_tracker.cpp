@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "composer/model/queue.h"
 
 namespace switchyard {
@@ -52,9 +54,38 @@ bool IdleTracker::record(const SystemId& system, const GpuActivity& sample, Time
   s.processes = sample.processes;
   if (!idle) s.idleSince = 0;
   else if (!wasIdle) s.idleSince = at;
+  std::vector<InstanceIdleState> instances;
+  instances.reserve(sample.instances.size());
+  for (const auto& i : sample.instances) {
+    auto before = std::find_if(s.instances.begin(), s.instances.end(), [&](const InstanceIdleState& b) { return b.start == i.start; });
+    InstanceIdleState now{i.start, i.processes, 0};
+    if (i.processes.empty()) now.idleSince = before != s.instances.end() && before->idle() ? before->idleSince : at;
+    instances.push_back(std::move(now));
+  }
+  s.instances = std::move(instances);
   s.history.push_back({at, sample.utilizationPercent, idle});
   if (s.history.size() > historySamples_) s.history.erase(s.history.begin(), s.history.end() - static_cast<std::ptrdiff_t>(historySamples_));
   return fresh || wasIdle != idle;
+}
+
+const InstanceIdleState* IdleGpu::instanceState(int start) const {
+  auto it = std::find_if(gpu.instances.begin(), gpu.instances.end(), [&](const InstanceIdleState& i) { return i.start == start; });
+  return it == gpu.instances.end() ? nullptr : &*it;
+}
+
+Duration IdleGpu::idleFor(Timestamp now) const {
+  Duration longest = gpu.idleFor(now);
+  for (const auto& i : instances)
+    if (const InstanceIdleState* s = instanceState(i.start)) longest = std::max(longest, s->idleFor(now));
+  return longest;
+}
+
+double IdleGpu::idleGpuHours(Timestamp now) const {
+  if (gpu.idle()) return gpu.idleGpuHours(now);
+  double hours = 0;
+  for (const auto& i : instances)
+    if (const InstanceIdleState* s = instanceState(i.start)) hours += gpuHours(s->idleFor(now)) * memorySlices(i.profile) / 8.0;
+  return hours;
 }
 
 const GpuIdleState* IdleTracker::find(const DeviceId& device) const {

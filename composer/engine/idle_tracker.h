@@ -5,6 +5,7 @@
 // what was observed. Pure bookkeeping on the control thread: the engine samples, decides and publishes.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <map>
@@ -47,6 +48,17 @@ struct UtilizationSample {
   friend bool operator==(const UtilizationSample&, const UtilizationSample&) = default;
 };
 
+// A MIG GPU instance of an attached GPU (the driver reads no utilization in MIG mode: idle is nothing running
+// in it), since when it has been idle.
+struct InstanceIdleState {
+  int start = 0;  // placement start, as GpuInstance names it
+  std::vector<GpuProcess> processes;
+  Timestamp idleSince = 0;  // 0: busy at the latest sample
+  [[nodiscard]] bool idle() const { return idleSince != 0; }
+  [[nodiscard]] Duration idleFor(Timestamp now) const { return Duration(idleSince == 0 ? 0 : now - idleSince); }
+  friend bool operator==(const InstanceIdleState&, const InstanceIdleState&) = default;
+};
+
 struct GpuIdleState {
   DeviceId deviceId;
   SystemId systemId;  // the system it was attached to when sampled; a new system starts a new record
@@ -57,6 +69,7 @@ struct GpuIdleState {
   std::vector<GpuProcess> processes;
   Timestamp idleSince = 0;  // 0: busy at the latest sample
   std::vector<UtilizationSample> history;  // the latest samples, oldest first
+  std::vector<InstanceIdleState> instances;  // in MIG mode: its GPU instances, by start (the GPU is idle when all are)
   [[nodiscard]] bool idle() const { return idleSince != 0; }
   [[nodiscard]] Duration idleFor(Timestamp now) const { return Duration(idleSince == 0 ? 0 : now - idleSince); }
   // What the idle stretch has cost so far, in GPU-hours (yardctl idle, the dashboard, the gauges).
@@ -74,6 +87,20 @@ struct IdleGpu {
   std::string model;
   ReclaimPolicy reclaim;
   std::string reclaimBlocked;  // why the policy does not take it even when idle long enough ("" when it may)
+  std::vector<GpuInstance> instances;  // the system's MIG instances on it (profiles; gpu.instances says what they do)
+  int shareMilli = 0;                  // the system's time-sliced shares on it, in thousandths (0: none)
+
+  // What it did of one of `instances` (nullptr: not sampled yet).
+  [[nodiscard]] const InstanceIdleState* instanceState(int start) const;
+  // Idle as a whole, or (MIG) some instance idle.
+  [[nodiscard]] bool anyIdle() const {
+    return gpu.idle() || std::any_of(gpu.instances.begin(), gpu.instances.end(), [](const InstanceIdleState& i) { return i.idle(); });
+  }
+  // How long: the longest of those stretches.
+  [[nodiscard]] Duration idleFor(Timestamp now) const;
+  // What idling has cost so far: the whole GPU's idle stretch, or (MIG, a sibling busy) each idle instance's by
+  // its part of the GPU (memory slices of 8).
+  [[nodiscard]] double idleGpuHours(Timestamp now) const;
 };
 
 class IdleTracker {
@@ -81,6 +108,7 @@ class IdleTracker {
   explicit IdleTracker(int busyAbovePercent = 5, std::size_t historySamples = 60)
       : busyAbovePercent_(busyAbovePercent), historySamples_(historySamples) {}
 
+  // In MIG mode utilization is not read (0): nothing running is idle.
   [[nodiscard]] bool idleIn(const GpuActivity& sample) const {
     return sample.processes.empty() && sample.utilizationPercent <= busyAbovePercent_;
   }

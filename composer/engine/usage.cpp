@@ -31,8 +31,22 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
     auto operator<=>(const Key&) const = default;
   };
   std::map<Key, Holding> held;
+  struct Held {
+    Timestamp from, upTo;
+    double fraction;
+  };
+  // Each MIG instance's own holding, (system, "GPU@START"): where its idle stretches count, at its part.
+  std::map<std::pair<SystemId, std::string>, std::pair<Timestamp, double>> instanceOpen;  // since, part
+  std::map<std::pair<SystemId, std::string>, std::vector<Held>> instanceHeld;
+  auto instanceEnds = [&](const std::pair<SystemId, std::string>& k, Timestamp t) {
+    auto it = instanceOpen.find(k);
+    if (it == instanceOpen.end()) return;
+    const Timestamp from = std::max(it->second.first, since), upTo = std::min(t, end);
+    if (upTo > from) instanceHeld[k].push_back({from, upTo, it->second.second});
+    instanceOpen.erase(it);
+  };
   std::map<std::tuple<std::string, SystemId, std::string>, double> seconds;
-  std::map<Key, std::vector<std::pair<Timestamp, Timestamp>>> wholeHeld;  // where idle time may count
+  std::map<Key, std::vector<Held>> heldWhen;  // where idle time may count, and at what part of the GPU
   auto charge = [&](const Key& k, const Holding& h, Timestamp to) {
     const Timestamp from = std::max(h.since, since);
     const Timestamp upTo = std::min(to, end);
@@ -40,7 +54,7 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
     const std::string model = modelOf(k.device);
     if (model.empty()) return;
     seconds[{k.tenant, k.system, model}] += h.fraction() * static_cast<double>(upTo - from) / 1e9;
-    if (h.whole) wholeHeld[k].emplace_back(from, upTo);
+    heldWhen[k].push_back({from, upTo, h.fraction()});
   };
   // Changes the holding at time t: what was held so far is charged first.
   auto change = [&](const Key& k, Timestamp t, const std::function<void(Holding&)>& apply) {
@@ -90,22 +104,38 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
         if (!h.whole) h.parts += grows ? part : -part;
       });
     };
-    for (const auto& i : op.gpuInstances) adjust(i.deviceId, partOf(i));
+    for (const auto& i : op.gpuInstances) {
+      adjust(i.deviceId, partOf(i));
+      const std::pair<SystemId, std::string> k{op.systemId, i.deviceId + "@" + std::to_string(i.start)};
+      instanceEnds(k, t);
+      if (grows) instanceOpen[k] = {t, partOf(i)};
+    }
     for (const auto& s : op.gpuShares) adjust(s.deviceId, partOf(s));
   }
   for (const auto& [k, h] : held) charge(k, h, end);
-  // Idle time counts only where the system held the whole GPU (a stretch is seen ending up to one sampling
-  // round after its GPU left).
+  while (!instanceOpen.empty()) instanceEnds(instanceOpen.begin()->first, end);
+  // Idle time counts only while the system held the GPU (a stretch is seen ending up to one sampling round
+  // after its GPU left), at the part of it the system held: a GPU whose MIG instances or shares all idle
+  // wasted what they were charged.
   std::map<std::tuple<std::string, SystemId, std::string>, double> idleSeconds;
+  // A MIG instance's stretch ("GPU@START") counts its part, while the system held (part of) that GPU.
   for (const auto& s : idle) {
-    auto intervals = wholeHeld.find(Key{s.tenant, s.systemId, s.deviceId});
-    if (intervals == wholeHeld.end()) continue;
-    double overlap = 0;
-    for (const auto& [from, upTo] : intervals->second) {
-      const Timestamp a = std::max(from, s.from), b = std::min(upTo, s.to);
-      if (b > a) overlap += static_cast<double>(b - a) / 1e9;
+    const auto at = s.deviceId.rfind('@');
+    const DeviceId device = s.deviceId.substr(0, at);
+    const std::vector<Held>* intervals = nullptr;
+    if (at == std::string::npos) {
+      auto it = heldWhen.find(Key{s.tenant, s.systemId, device});
+      if (it != heldWhen.end()) intervals = &it->second;
+    } else if (auto it = instanceHeld.find({s.systemId, s.deviceId}); it != instanceHeld.end()) {
+      intervals = &it->second;
     }
-    if (overlap > 0) idleSeconds[{s.tenant, s.systemId, modelOf(s.deviceId)}] += overlap;
+    if (intervals == nullptr) continue;
+    double overlap = 0;
+    for (const auto& [from, upTo, fraction] : *intervals) {
+      const Timestamp a = std::max(from, s.from), b = std::min(upTo, s.to);
+      if (b > a) overlap += fraction * static_cast<double>(b - a) / 1e9;
+    }
+    if (overlap > 0) idleSeconds[{s.tenant, s.systemId, modelOf(device)}] += overlap;
   }
   for (const auto& [k, s] : seconds)
     if (s > 0) {

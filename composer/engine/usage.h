@@ -21,7 +21,7 @@ struct UsageRow {
   SystemId systemId;
   std::string model;
   double gpuSeconds = 0;
-  double idleGpuSeconds = 0;  // of gpuSeconds, idle (whole GPUs only: MIG and shares are not sampled apart)
+  double idleGpuSeconds = 0;  // of gpuSeconds, idle (a GPU held in parts: while all of them idled, by its part)
 };
 
 struct UsageReport {

@@ -30,7 +30,8 @@ EngineMetrics::EngineMetrics()
                                    "Systems of a preemptible class decomposed to make room for a queued request of a higher one, by the victim's class.",
                                    {"class"})),
       reclaimedGpus(registry.counter("switchyard_reclaimed_gpus_total",
-                                     "Idle GPUs taken back by the reclaim policy: detach (a detach began) or dry-run (a would-detach event named it).",
+                                     "Idle GPUs taken back by the reclaim policy (a MIG instance or time-sliced share counts its part of a GPU): detach (a "
+                                     "detach began) or dry-run (a would-detach event named it).",
                                      {"mode"})),
       servingSince(registry.gauge("switchyard_serving_since_timestamp_seconds",
                                   "Unix time at which this yardd began to serve writes: its start with SQLite, or winning the leadership with etcd. "

@@ -69,20 +69,30 @@ struct GpuProcess {
   friend bool operator==(const GpuProcess&, const GpuProcess&) = default;
 };
 
+// What runs on one MIG GPU instance (the instance at placement `start`, as GpuInstance names it).
+struct MigInstanceActivity {
+  int start = 0;
+  std::vector<GpuProcess> processes;
+  friend bool operator==(const MigInstanceActivity&, const MigInstanceActivity&) = default;
+};
+
 // What a GPU on a host is doing now (nvidia-smi --query-gpu=utilization.gpu,memory.used): the input of
 // idle reclaim (composer/engine/idle_tracker.h).
 struct GpuActivity {
   DeviceId deviceId;
-  int utilizationPercent = 0;  // 0..100, over the vendor tool's last sample period
+  int utilizationPercent = 0;  // 0..100, over the vendor tool's last sample period; 0 in MIG mode (unreadable)
   std::uint64_t memoryUsedMiB = 0;
-  std::vector<GpuProcess> processes;
+  std::vector<GpuProcess> processes;  // every process on the GPU, those of its MIG instances included
+  // In MIG mode (the driver reads no utilization then): each GPU instance and what runs on it. Empty otherwise.
+  std::vector<MigInstanceActivity> instances;
+  [[nodiscard]] bool migMode() const { return !instances.empty(); }
   friend bool operator==(const GpuActivity&, const GpuActivity&) = default;
 };
 
 // A stretch of time a GPU attached to a system was idle, from idle reclaim's samples: kept in the store so
 // that usage accounting splits the GPU-hours a system held into busy and idle, across restarts (issue 40).
 struct IdleStretch {
-  DeviceId deviceId;
+  DeviceId deviceId;  // a GPU; for a GPU in MIG mode, one of its instances: "GPU@START" (START its placement start)
   SystemId systemId;
   std::string tenant;
   Timestamp from = 0;  // the first idle sample

@@ -157,14 +157,16 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
   if (view->activity)
     for (const auto& g : *view->activity) {
       const DeviceView* d = view->device(g.gpu.deviceId);
-      if (!g.gpu.idle() || d == nullptr || d->systemId != g.systemId) continue;
+      if (d == nullptr || d->systemId != g.systemId) continue;
+      const double hours = g.idleGpuHours(nowNs);  // the whole GPU's, or its idle MIG instances' by their part
+      if (!g.anyIdle()) continue;
       auto& t = idle[g.tenant];
-      ++t.first;
-      t.second += static_cast<double>(std::max<Timestamp>(0, nowNs - g.gpu.idleSince)) / 3.6e12;
+      t.first += g.gpu.idle() ? 1 : 0;
+      t.second += hours;
     }
   out.family("switchyard_gpus_idle", "Attached GPUs idle at their last activity sample (no process, low utilization), by tenant.", Type::kGauge);
   for (const auto& [tenant, t] : idle) out.sample({{"tenant", tenant}}, t.first);
-  out.family("switchyard_gpus_idle_hours", "GPU-hours the current idle stretches of attached GPUs have cost so far, by tenant.", Type::kGauge);
+  out.family("switchyard_gpus_idle_hours", "GPU-hours the current idle stretches of attached GPUs (and of idle MIG instances, by their part of the GPU) have cost so far, by tenant.", Type::kGauge);
   for (const auto& [tenant, t] : idle) out.sample({{"tenant", tenant}}, t.second);
 
   out.family("switchyard_capacity_age_seconds",

@@ -109,6 +109,21 @@ json eventJson(const Event& e) {
               {"message", e.message},   {"actor", e.actor},    {"tenant", e.tenant}, {"system_id", e.systemId}};
 }
 
+// A MIG GPU's instances as the idle panel shows them: what runs in each and since when it idles.
+json migInstancesJson(const IdleGpu& g, Timestamp now) {
+  json out = json::array();
+  for (const auto& i : g.instances) {
+    const InstanceIdleState* s = g.instanceState(i.start);
+    out.push_back(json{{"start", i.start},
+                       {"profile", std::string(toString(i.profile))},
+                       {"idle", s != nullptr && s->idle()},
+                       {"idle_since", s != nullptr && s->idle() ? formatTimestamp(s->idleSince) : std::string()},
+                       {"processes", s == nullptr ? 0 : s->processes.size()},
+                       {"idle_gpu_hours", s == nullptr ? 0.0 : gpuHours(s->idleFor(now)) * memorySlices(i.profile) / 8.0}});
+  }
+  return out;
+}
+
 json operationJson(const Operation& op) {
   json steps = json::array();
   for (const auto& st : op.steps) {
@@ -426,7 +441,7 @@ Result<WebService::ApiRead> WebService::idleApi(const Caller& caller, const std:
     json out = json::array();
     double hours = 0;
     for (const auto& g : gpus) {
-      const double idleHours = g.gpu.idleGpuHours(now);
+      const double idleHours = g.idleGpuHours(now);
       hours += idleHours;
       if (out.size() >= limit) continue;
       out.push_back(json{{"device", g.gpu.deviceId},
@@ -435,11 +450,13 @@ Result<WebService::ApiRead> WebService::idleApi(const Caller& caller, const std:
                          {"name", g.systemName},
                          {"tenant", g.tenant},
                          {"host", g.hostId},
-                         {"idle_since", formatTimestamp(g.gpu.idleSince)},
+                         {"idle_since", formatTimestamp(now - g.idleFor(now).count())},  // a MIG GPU's: its longest idle instance's
                          {"idle_gpu_hours", idleHours},
                          {"utilization_percent", g.gpu.utilizationPercent},
                          {"reclaim", describe(g.reclaim)},
-                         {"reclaim_blocked", g.reclaimBlocked}});
+                         {"reclaim_blocked", g.reclaimBlocked},
+                         {"share", g.shareMilli / 1000.0},
+                         {"mig_instances", migInstancesJson(g, now)}});
     }
     return json{{"count", gpus.size()}, {"idle_gpu_hours", hours}, {"gpus", std::move(out)}};
   }, nullptr};

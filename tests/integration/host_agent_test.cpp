@@ -69,7 +69,8 @@ class HostAgentTest : public ::testing::Test {
                                       "--mig-destroy-command", smi + " mig -i {pci} -gi {gi} -dci && " + smi + " mig -i {pci} -gi {gi} -dgi",
                                       "--gpu-activity-command", smi + " --query-gpu=pci.bus_id,utilization.gpu,memory.used --format=csv,noheader,nounits",
                                       "--gpu-processes-command",
-                                      smi + " --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv,noheader,nounits"};
+                                      smi + " --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv,noheader,nounits",
+                                      "--gpu-mig-processes-command", smi};
     agentArgs.insert(agentArgs.end(), agentTls_.begin(), agentTls_.end());
     ASSERT_TRUE(agent_->startProgram(agentArgs)) << agent_->log();
     // The agent registers in the background.
@@ -233,6 +234,18 @@ TEST_F(HostAgentTest, AGpuWhoseResetFailsIsQuarantinedUntilReleased) {
 class HostAgentActivityTest : public HostAgentTest {
  protected:
   HostAgentActivityTest() { yarddExtra_ = {"--activity-interval", "1s"}; }
+  // `yardctl -o json idle --for 0s` once it lists something (the first round may take a second), or its last answer.
+  json firstIdleList() {
+    json idle;
+    for (int i = 0; i < 100; ++i) {
+      auto listed = yardctl("-o json idle --for 0s");
+      EXPECT_EQ(listed.exitCode, 0) << listed.err;
+      idle = json::parse(listed.out);
+      if (!idle["gpus"].empty()) break;
+      std::this_thread::sleep_for(100ms);
+    }
+    return idle;
+  }
 };
 
 TEST_F(HostAgentActivityTest, IdleShowsWhatTheAgentsNvidiaSmiReports) {
@@ -240,14 +253,7 @@ TEST_F(HostAgentActivityTest, IdleShowsWhatTheAgentsNvidiaSmiReports) {
                      R"({"0000:12:00.0": {"utilization": 93, "memory": 40000, "processes": [[5150, "python3", 40000]]},
                          "0000:13:00.0": {"utilization": 0, "memory": 0}})");
   ASSERT_EQ(yardctl("compose train --gpus 2").exitCode, 0);
-  json idle;
-  for (int i = 0; i < 100; ++i) {
-    auto listed = yardctl("-o json idle --for 0s");
-    ASSERT_EQ(listed.exitCode, 0) << listed.err;
-    idle = json::parse(listed.out);
-    if (!idle["gpus"].empty()) break;
-    std::this_thread::sleep_for(100ms);
-  }
+  const json idle = firstIdleList();
   ASSERT_EQ(idle["gpus"].size(), 1u) << idle.dump() << yardd_->log() << agent_->log();
   EXPECT_EQ(idle["gpus"][0]["device_id"], "gpu1");
   EXPECT_EQ(idle["gpus"][0]["system_name"], "train");
@@ -261,6 +267,31 @@ TEST_F(HostAgentActivityTest, IdleShowsWhatTheAgentsNvidiaSmiReports) {
   auto table = yardctl("idle --all");
   EXPECT_NE(table.out.find("5150 (python3)"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("busy"), std::string::npos) << table.out;
+}
+
+// MIG mode end to end: the agent made the instances; nvidia-smi reads no utilization there, so the agent maps
+// the plain table's processes to instances through `mig -lgi`, and `yardctl idle` lists the GPU for its idle
+// instance while its sibling serves.
+TEST_F(HostAgentActivityTest, InMigModeIdleShowsEachInstanceAndWhatRunsInIt) {
+  testing::writeFile(dir_ / "agent" / "activity.json",
+                     R"({"0000:12:00.0": {"memory": 9000, "instance_processes": {"0": [[5150, "tritonserver", 9000]]}}})");
+  auto composed = yardctl("compose infer --mig 3g,3g");
+  ASSERT_EQ(composed.exitCode, 0) << composed.err << yardd_->log() << agent_->log();
+  const json idle = firstIdleList();
+  ASSERT_EQ(idle["gpus"].size(), 1u) << idle.dump() << yardd_->log() << agent_->log();
+  const json& gpu = idle["gpus"][0];
+  EXPECT_EQ(gpu["device_id"], "gpu0");
+  EXPECT_FALSE(gpu.value("idle", false)) << "a server runs in one instance";
+  ASSERT_EQ(gpu["instances"].size(), 2u) << gpu.dump();
+  EXPECT_EQ(gpu["instances"][0]["start"], 0) << gpu.dump();
+  EXPECT_FALSE(gpu["instances"][0].value("idle", false));
+  EXPECT_EQ(gpu["instances"][0]["processes"][0]["pid"], 5150);
+  EXPECT_EQ(gpu["instances"][1]["start"], 4);
+  EXPECT_TRUE(gpu["instances"][1].value("idle", false)) << gpu.dump();
+  auto table = yardctl("idle --for 0s");
+  EXPECT_NE(table.out.find("gpu0@4"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("MIG 3g"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("5150 (tritonserver)"), std::string::npos) << table.out;
 }
 
 TEST_F(HostAgentTest, MigInstancesAreMadeByTheAgentAndDestroyedBeforeTheGpuLeaves) {

@@ -2,6 +2,7 @@
 // idle history per attached GPU; `idleGpus` lists what idled long enough; a system's reclaim policy (its
 // labels over its tenant's over yardd's) names idle GPUs in a dry run, or detaches them through the safe
 // path, never one a process runs on.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <future>
@@ -32,6 +33,32 @@ TEST(IdleTrackerTest, AGpuIsIdleSinceItsFirstIdleSampleAndBusyAgainWithAProcessW
   EXPECT_EQ(tracker.find("gpu-1")->history.size(), 1u);
   EXPECT_TRUE(tracker.keepOnly([](const DeviceId&, const SystemId& s) { return s != "sys-2"; }));
   EXPECT_EQ(tracker.find("gpu-1"), nullptr);
+}
+
+TEST(IdleTrackerTest, InMigModeEachInstanceIdlesOnItsOwnAndTheGpuWhenAllDo) {
+  IdleTracker tracker(5, 10);
+  const auto sample = [](std::vector<GpuProcess> at0, std::vector<GpuProcess> at4) {
+    GpuActivity a{"gpu-1", 0, 0, {}, {{0, std::move(at0)}, {4, std::move(at4)}}};
+    for (const auto& i : a.instances) a.processes.insert(a.processes.end(), i.processes.begin(), i.processes.end());
+    return a;
+  };
+  tracker.record("sys-1", sample({{77, "python3 serve.py", 512}}, {}), 100);
+  const GpuIdleState* g = tracker.find("gpu-1");
+  EXPECT_FALSE(g->idle()) << "a process in one instance keeps the GPU busy";
+  ASSERT_EQ(g->instances.size(), 2u);
+  EXPECT_FALSE(g->instances[0].idle());
+  EXPECT_EQ(g->instances[1].idleSince, 100) << "its sibling idles on its own";
+  tracker.record("sys-1", sample({}, {}), 200);
+  EXPECT_EQ(g->idleSince, 200);
+  EXPECT_EQ(g->instances[0].idleSince, 200);
+  EXPECT_EQ(g->instances[1].idleSince, 100) << "an idle stretch goes on across samples";
+  tracker.record("sys-1", sample({}, {{78, "python3 eval.py", 64}}), 300);
+  EXPECT_FALSE(g->idle());
+  EXPECT_EQ(g->instances[0].idleSince, 200);
+  EXPECT_FALSE(g->instances[1].idle());
+  IdleGpu row{*g, "sys-1", "s", "t", "h", "H100", {}, "", {{"gpu-1", MigProfile::k3g, 0}, {"gpu-1", MigProfile::k3g, 4}}, 0};
+  EXPECT_EQ(row.idleFor(1'000), Duration(800)) << "the longest idle instance's stretch";
+  EXPECT_DOUBLE_EQ(row.idleGpuHours(200 + 3'600'000'000'000LL), 0.5) << "a 3g instance idle 1 h: its 4 of 8 memory slices";
 }
 
 TEST(IdleTrackerTest, LabelsChooseASystemsPolicyAndBadOnesAreRefused) {
@@ -184,6 +211,112 @@ TEST_F(EngineIdleTest, AGpuThatAProcessOpenedSinceItsLastIdleSampleIsNotReclaime
   ASSERT_EQ(r->size(), 1u);
   EXPECT_EQ(run(Result<Operation>(r->front())).state, OperationState::kSucceeded);
   EXPECT_EQ(gpusOf("held"), (std::vector<DeviceId>{gpus[1]}));
+}
+
+// A GPU in MIG mode belongs to one system as a whole GPU does; the driver reads no utilization there, so an
+// instance is idle while nothing runs in it. Idle instances go back one by one while a sibling works, and the
+// GPU with its last one; one that something runs in is never taken, and the host refuses to destroy it.
+TEST_F(EngineIdleTest, IdleMigInstancesGoBackOneByOneWhileASiblingWorksAndTheGpuWithTheLast) {
+  startWith({std::chrono::minutes(30), false});
+  const std::size_t freeBefore = freeDevices();
+  ComposeRequest r{"infer", {}, {}};
+  r.placement.gpuInstances = {MigProfile::k3g, MigProfile::k3g};
+  ASSERT_EQ(run(engine_->compose(Caller::local(), r)).state, OperationState::kSucceeded);
+  const System system = *engine_->getSystem("infer");
+  ASSERT_EQ(system.gpuInstances.size(), 2u);
+  ASSERT_EQ(system.bindings.size(), 1u) << "both on one GPU";
+  const GpuInstance busy = system.gpuInstances[0], idle = system.gpuInstances[1];
+  simulated_->setInstanceActivity(busy.deviceId, busy.start, {{5150, "tritonserver", 9000}});
+  sample();
+  auto listed = engine_->idleGpus(Caller::local(), Duration(0));
+  ASSERT_TRUE(listed);
+  ASSERT_EQ(listed->size(), 1u) << "listed for its idle instance, though the GPU is busy";
+  EXPECT_FALSE(listed->front().gpu.idle());
+  EXPECT_EQ(listed->front().instances.size(), 2u);
+  EXPECT_EQ(listed->front().reclaimBlocked, "pid 5150 (tritonserver) runs on it");
+
+  clock_.advance(31min);
+  auto started = sample();
+  ASSERT_EQ(started.size(), 1u);
+  ASSERT_EQ(started[0].gpuInstances.size(), 1u);
+  EXPECT_EQ(started[0].gpuInstances[0], idle) << "only the instance nothing runs in";
+  EXPECT_EQ(run(Result<Operation>(started[0])).state, OperationState::kSucceeded);
+  auto after = *engine_->getSystem("infer");
+  EXPECT_EQ(after.gpuInstances, (std::vector<GpuInstance>{busy}));
+  EXPECT_EQ(after.bindings.size(), 1u) << "the GPU stays with its busy instance";
+  EXPECT_EQ(simulated_->migInstances(system.hostId), (std::vector<GpuInstance>{busy})) << "the host destroyed the idle one";
+  EXPECT_EQ(count("reclaim.started"), 1u);
+  EXPECT_TRUE(sample().empty()) << "the busy one is never taken";
+
+  // A process that started in it since the sample: the host refuses to destroy it and the system stays whole.
+  auto refused = run(engine_->detach(Caller::local(), {.system = "infer", .gpuInstances = {{busy.deviceId, busy.start}}}));
+  EXPECT_NE(refused.state, OperationState::kSucceeded);
+  EXPECT_NE(refused.error.find("in use by pid 5150"), std::string::npos) << refused.error;
+  EXPECT_EQ(engine_->getSystem("infer")->gpuInstances, (std::vector<GpuInstance>{busy}));
+
+  simulated_->setInstanceActivity(busy.deviceId, busy.start, {});  // the server stops
+  sample();
+  clock_.advance(31min);
+  started = sample();
+  ASSERT_EQ(started.size(), 1u);
+  EXPECT_EQ(started[0].steps.front().bindings.size(), 1u) << "its last instance: the GPU goes back with it";
+  EXPECT_EQ(run(Result<Operation>(started[0])).state, OperationState::kSucceeded);
+  const auto gone = engine_->getSystem("infer");
+  EXPECT_TRUE(!gone || gone->state == SystemState::kDecomposed);
+  EXPECT_EQ(freeDevices(), freeBefore);
+  EXPECT_TRUE(simulated_->surpriseRemovals().empty());
+}
+
+// Usage splits a MIG GPU's hours by instance: one idle while its sibling serves counts its own part, and the
+// stretch is stored as GPU@START like any other.
+TEST_F(EngineIdleTest, UsageCountsAnIdleMigInstanceByItsPartOfTheGpu) {
+  startWith({});
+  ComposeRequest r{"infer", {}, {}};
+  r.placement.gpuInstances = {MigProfile::k3g, MigProfile::k3g};
+  r.placement.tenant = "team-a";
+  ASSERT_EQ(run(engine_->compose(Caller::local(), r)).state, OperationState::kSucceeded);
+  const System system = *engine_->getSystem("infer");
+  const GpuInstance busy = system.gpuInstances[0], idle = system.gpuInstances[1];
+  simulated_->setInstanceActivity(busy.deviceId, busy.start, {{5150, "tritonserver", 9000}});
+  sample();
+  clock_.advance(1h);
+  sample();
+  simulated_->setInstanceActivity(busy.deviceId, busy.start, {});  // both idle for the next hour
+  clock_.advance(1h);
+  sample();
+  clock_.advance(1h);
+  sample();
+  auto report = engine_->usage(Caller::local(), 0, 0);
+  ASSERT_TRUE(report) << report.error().message;
+  ASSERT_EQ(report->rows.size(), 1u);
+  EXPECT_NEAR(report->rows[0].gpuSeconds / 3600, 3.0, 1e-6) << "two 3g instances (4/8 each) for 3 h";
+  EXPECT_NEAR(report->rows[0].idleGpuSeconds / 3600, 0.5 * 3 + 0.5 * 1, 1e-6) << "the idle one 3 h, the other its last hour";
+  const auto stored = *store_->listIdleStretches(0, clock_.now() + 1);
+  ASSERT_FALSE(stored.empty()) << "checkpointed";
+  EXPECT_EQ(stored[0].deviceId, fmt::format("{}@{}", idle.deviceId, idle.start));
+}
+
+// A GPU carrying time-sliced shares is its system's alone: when it idles as a whole, the shares go back with it.
+TEST_F(EngineIdleTest, AnIdleGpuCarryingSharesGoesBackWithThemAndADryRunNamesThemOnce) {
+  startWith({std::chrono::minutes(30), true});
+  ComposeRequest r{"notebook", {}, {}};
+  r.placement.gpuShareMilli = 500;
+  ASSERT_EQ(run(engine_->compose(Caller::local(), r)).state, OperationState::kSucceeded);
+  const DeviceId gpu = engine_->getSystem("notebook")->gpuShares.at(0).deviceId;
+  sample();
+  auto listed = *engine_->idleGpus(Caller::local(), Duration(0));
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].shareMilli, 500);
+  EXPECT_TRUE(listed[0].reclaimBlocked.empty()) << "a share's GPU is no longer kept out of reclaim";
+  clock_.advance(31min);
+  sample();
+  sample();
+  EXPECT_EQ(count("reclaim.would-detach"), 1u);
+  const auto events = engine_->listEvents(0, 10'000);
+  ASSERT_TRUE(events);
+  const auto named = std::find_if(events->begin(), events->end(), [](const Event& e) { return e.type == "reclaim.would-detach"; });
+  ASSERT_NE(named, events->end());
+  EXPECT_NE(named->message.find(gpu + " with its time-sliced share(s) (0.5 of it)"), std::string::npos) << named->message;
 }
 
 // The simulated hosts, whose activity answers wait at a gate the test opens: a round in flight while the

@@ -94,6 +94,38 @@ TEST(Usage, MigInstancesCountTheirSlicesAndSharesTheirFraction) {
   EXPECT_NEAR(hoursOf(r, "sys-s"), 0.25 * 2, 1e-9);
 }
 
+TEST(Usage, AnIdleGpuHeldInPartsCountsThePartTheSystemIsCharged) {
+  Operation mig = op(OperationKind::kCompose, "sys-m", "t", 0, "bind", {{"h0", "p"}});
+  mig.gpuInstances = {{"h0", MigProfile::k3g, 0}};
+  Operation more = op(OperationKind::kAttach, "sys-m", "t", kHour, "commit", {});
+  more.gpuInstances = {{"h0", MigProfile::k1g, 4}};
+  Operation share = op(OperationKind::kCompose, "sys-s", "t", 0, "bind", {{"h1", "p"}});
+  share.gpuShares = {{1, "h1", 250}};
+  // The MIG GPU idle for 2 h (its 3g alone for the first, then both); the shared GPU idle 1 h.
+  const std::vector<IdleStretch> idle{{"h0", "sys-m", "t", 0, 2 * kHour}, {"h1", "sys-s", "t", kHour, 2 * kHour}};
+  const UsageReport r = computeUsage({mig, share, more}, model, 0, 2 * kHour, 2 * kHour, idle);
+  const double third = memorySlices(MigProfile::k3g) / 8.0, first = memorySlices(MigProfile::k1g) / 8.0;
+  double migIdle = 0, shareIdle = 0;
+  for (const auto& row : r.rows) (row.systemId == "sys-m" ? migIdle : shareIdle) += row.idleGpuSeconds / 3600;
+  EXPECT_NEAR(migIdle, third * 2 + first * 1, 1e-9) << "all it held, idle all along";
+  EXPECT_NEAR(shareIdle, 0.25 * 1, 1e-9);
+}
+
+TEST(Usage, AnIdleMigInstanceCountsItsOwnPartWhileItsSiblingWorks) {
+  Operation mig = op(OperationKind::kCompose, "sys-m", "t", 0, "bind", {{"h0", "p"}});
+  mig.gpuInstances = {{"h0", MigProfile::k3g, 0}, {"h0", MigProfile::k1g, 4}};
+  // The 1g at slice 4 idles for 2 h (its sibling works); then it is detached, and its stretch, seen ending a
+  // round later, counts only while it was held. A stretch of an instance the system never had counts nothing.
+  Operation drop = op(OperationKind::kDetach, "sys-m", "t", 2 * kHour, "commit", {});
+  drop.gpuInstances = {{"h0", MigProfile::k1g, 4}};
+  const std::vector<IdleStretch> idle{{"h0@4", "sys-m", "t", 0, 3 * kHour}, {"h0@6", "sys-m", "t", 0, 3 * kHour}};
+  const UsageReport r = computeUsage({mig, drop}, model, 0, 4 * kHour, 4 * kHour, idle);
+  ASSERT_EQ(r.rows.size(), 1u);
+  const double first = memorySlices(MigProfile::k1g) / 8.0, third = memorySlices(MigProfile::k3g) / 8.0;
+  EXPECT_NEAR(r.rows[0].gpuSeconds / 3600, (third + first) * 2 + third * 2, 1e-9);
+  EXPECT_NEAR(r.rows[0].idleGpuSeconds / 3600, first * 2, 1e-9) << "its 1 of 8 slices for the 2 h it was held";
+}
+
 class EngineUsageTest : public EngineTest {};
 
 TEST_F(EngineUsageTest, UsageComesFromTheLogAndIsTheSameAfterARestart) {

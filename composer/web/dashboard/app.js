@@ -160,7 +160,13 @@ function drawQueue(queue) {
 }
 
 function drawIdle(idle) {
-  fillTable("idle", idle.gpus.map((g) => [g.device, g.name, g.tenant, utc(g.idle_since),
+  // A MIG GPU names its idle instances (GPU@start, profile): they go back one by one while a sibling works.
+  const device = (g) => {
+    const idleInstances = (g.mig_instances || []).filter((i) => i.idle).map((i) => `@${i.start} ${i.profile}`);
+    if (idleInstances.length) return `${g.device} (MIG idle: ${idleInstances.join(", ")})`;
+    return g.share ? `${g.device} (share ${g.share})` : g.device;
+  };
+  fillTable("idle", idle.gpus.map((g) => [device(g), g.name, g.tenant, utc(g.idle_since),
     g.idle_gpu_hours.toFixed(2), g.reclaim_blocked ? `${g.reclaim} (not taken: ${g.reclaim_blocked})` : g.reclaim]),
     "no attached GPU is idle (yardctl idle --all shows what each is doing)");
 }
