@@ -79,7 +79,7 @@ TEST_F(LoopSimulation, EveryRequestCountsOnceByClassTenantAndSize) {
   EXPECT_GT(r.busyGpuTime, 0);
 }
 
-// Reclaim cuts the idle end of over-provisioned whole-GPU systems, and only that: the idle share of what
+// Reclaim cuts the idle end of over-provisioned systems (whole GPUs and shares), and only that: the idle share of what
 // was allocated falls; with a reclaim threshold nobody reaches, nothing is reclaimed.
 TEST_F(LoopSimulation, ReclaimGivesBackTheIdleEndOfOverProvisionedSystems) {
   LoopOptions o = options(1.2, true);
@@ -95,7 +95,14 @@ TEST_F(LoopSimulation, ReclaimGivesBackTheIdleEndOfOverProvisionedSystems) {
   EXPECT_LT(loop.idleGpuTime / (loop.idleGpuTime + loop.busyGpuTime), fifo.idleGpuTime / (fifo.idleGpuTime + fifo.busyGpuTime));
   EXPECT_EQ(fifo.reclaims, 0u);
 
+  // Shares' systems are reclaimed too, as yardd does; the earlier rule (whole GPUs only) takes fewer.
   o.rules.fullLoop = true;
+  o.rules.reclaimShares = false;
+  const LoopResult wholeOnly = run(&composable, o);
+  EXPECT_GT(wholeOnly.reclaims, 0u);
+  EXPECT_LT(wholeOnly.reclaims, loop.reclaims) << "the mini trace has shares";
+
+  o.rules.reclaimShares = true;
   o.rules.reclaimAfterSeconds = 1e9;
   EXPECT_EQ(run(&composable, o).reclaims, 0u);
 }

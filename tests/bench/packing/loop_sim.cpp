@@ -94,7 +94,9 @@ class LoopSim {
     const double d = duration(jobs_[job].pod);
     return jobs_[job].overprovisioned ? (1 - o_.workload.idleShare) * d : d;
   }
-  [[nodiscard]] bool reclaimable(size_t job) const { return r_.fullLoop && jobs_[job].overprovisioned && request(job).wholeGpus(); }
+  [[nodiscard]] bool reclaimable(size_t job) const {
+    return r_.fullLoop && jobs_[job].overprovisioned && (request(job).wholeGpus() || (r_.reclaimShares && request(job).sharesGpu()));
+  }
   template <typename F>
   void forGroups(size_t job, F&& f) {
     const Job& j = jobs_[job];

@@ -19,8 +19,9 @@
 //     systems of a lower preemptible class (spot), fewest GPUs then youngest first, until it fits; the ones
 //     its place does not need are kept; the victims leave after a grace period and queue again, losing
 //     the work they did (their GPU time so far is the preemption's cost);
-//   - idle reclaim: a whole-GPU system idle for `reclaimAfterSeconds` is detached (its work is done; it
-//     counts as served). MIG instances and shares are not reclaimed, as in yardd.
+//   - idle reclaim: a system idle for `reclaimAfterSeconds` is detached (its work is done; it counts as
+//     served), whole GPUs and time-sliced shares alike, as in yardd since the fifteenth session
+//     (`reclaimShares` false: whole GPUs only, the earlier rule).
 #pragma once
 
 #include <array>
@@ -50,6 +51,7 @@ struct LoopRules {
   double preemptionGraceSeconds = 30;
   double fairShareHalfLifeSeconds = 86'400;
   bool batchPreempts = true;  // yardd's default: batch=100:preempting
+  bool reclaimShares = true;  // a share's idle system is reclaimed too (yardd since the fifteenth session)
   // Experiment (not yardd's rule): a tenant below the fair line (its charge under what an even split by weight
   // would charge) has its spot requests ordered with batch, by charge, instead of behind every batch request.
   bool fairShareLiftsSpot = false;

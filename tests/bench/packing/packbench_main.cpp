@@ -198,6 +198,7 @@ int main(int argc, char** argv) {
   std::vector<double> lpLoads{0.9, 1.0, 1.1, 1.2};
   LoopOptions lpOptions;
   bool lpNoBatchPreemption = false;
+  bool lpNoShareReclaim = false;
   lp->add_option("--workload", lpWorkload, "pod list (it needs creation/deletion times)")->capture_default_str();
   lp->add_option("--pools", lpPools, "'static', 'mirror' or K:U:P:L composable pools")->capture_default_str();
   lp->add_option("--modes", lpModes, "'fifo' (the dynamic mode's queue) and/or 'loop' (the full loop)")->capture_default_str();
@@ -220,7 +221,7 @@ int main(int argc, char** argv) {
   lp->add_option("--idle-share", lpOptions.workload.idleShare, "share of such a system's life spent idle")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  lp->add_option("--reclaim-after", lpOptions.rules.reclaimAfterSeconds, "seconds idle before a whole-GPU system is reclaimed")
+  lp->add_option("--reclaim-after", lpOptions.rules.reclaimAfterSeconds, "seconds idle before an over-provisioned system is reclaimed")
       ->capture_default_str();
   lp->add_option("--fair-share-half-life", lpOptions.rules.fairShareHalfLifeSeconds,
                  "seconds over which a tenant's past GPU time counts half toward its fair-share charge (yardd: 24 h)")
@@ -232,6 +233,8 @@ int main(int argc, char** argv) {
               "experiment: while a head waits, a tenant above the fair line does not backfill (not yardd's rule)");
   lp->add_option("--grace", lpOptions.rules.preemptionGraceSeconds, "seconds between a preemption's notice and the detach")
       ->capture_default_str();
+  lp->add_flag("--no-share-reclaim", lpNoShareReclaim,
+              "reclaim idle whole-GPU systems only (yardd's rule before the fifteenth session; the loop rows before it)");
   lp->add_flag("--no-batch-preemption", lpNoBatchPreemption, "only production preempts spot (yardd's default lets batch preempt too)");
   lp->add_option("--out", lpOut, "folder for CSVs and the summary")->capture_default_str();
   lp->add_option("--jobs", jobs, "runs in parallel")->capture_default_str();
@@ -246,6 +249,7 @@ int main(int argc, char** argv) {
     }
     if (lp->parsed()) {
       lpOptions.rules.batchPreempts = !lpNoBatchPreemption;
+      lpOptions.rules.reclaimShares = !lpNoShareReclaim;
       return runLoopCommand(traces, lpWorkload, splitList(lpPools), splitList(lpModes), lpLoads, splitList(lpPolicies),
                             parseSeeds(lpSeeds), lpOptions, oursFrom(false, 100, false), lpOut, jobs, quiet);
     }
