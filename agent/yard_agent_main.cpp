@@ -89,12 +89,27 @@ int printActivity(const HostOps& ops, bool json, int busyAbovePercent) {
       names.push_back(fmt::format("{} ({}, {} MiB)", p.pid, p.name, p.memoryMiB));
     }
     const bool idle = a->second.processes.empty() && a->second.utilizationPercent <= busyAbovePercent;
-    if (json)
+    // In MIG mode (no utilization is read): each GPU instance, idle while nothing runs in it.
+    nlohmann::json instances = nlohmann::json::array();
+    for (const auto& i : a->second.instances) {
+      nlohmann::json running = nlohmann::json::array();
+      for (const auto& p : i.processes) running.push_back(p.pid);
+      instances.push_back({{"start", i.start}, {"pids", running}, {"idle", i.processes.empty()}});
+    }
+    if (json) {
       out.push_back({{"address", address}, {"serial", serial}, {"reported", true}, {"utilization_percent", a->second.utilizationPercent},
                      {"memory_used_mib", a->second.memoryUsedMiB}, {"processes", processes}, {"idle", idle}});
-    else
-      fmt::print("{}  serial {}  {}%  {} MiB  {}  {}\n", address, serial, a->second.utilizationPercent, a->second.memoryUsedMiB,
-                 idle ? "idle" : "busy", names.empty() ? "no process" : fmt::format("{}", fmt::join(names, ", ")));
+      if (a->second.migMode()) out.back()["mig_instances"] = instances;
+      continue;
+    }
+    const std::string utilization = a->second.migMode() ? "MIG" : fmt::format("{}%", a->second.utilizationPercent);
+    fmt::print("{}  serial {}  {}  {} MiB  {}  {}\n", address, serial, utilization, a->second.memoryUsedMiB, idle ? "idle" : "busy",
+               names.empty() ? "no process" : fmt::format("{}", fmt::join(names, ", ")));
+    for (const auto& i : a->second.instances) {
+      std::vector<std::string> pids;
+      for (const auto& p : i.processes) pids.push_back(std::to_string(p.pid));
+      fmt::print("  GPU instance at slice {}  {}\n", i.start, pids.empty() ? std::string("idle") : fmt::format("busy: pid {}", fmt::join(pids, ", ")));
+    }
   }
   if (json) fmt::print("{}\n", out.dump(2));
   return 0;

@@ -357,12 +357,15 @@ TEST_F(HostAgentTest, PrintActivityJudgesIdleWithTheThresholdItIsGiven) {
   testing::writeFile(dir_ / "agent" / "activity.json",
                      R"({"0000:12:00.0": {"utilization": 3, "memory": 500}, "0000:13:00.0": {"utilization": 20, "memory": 900}})");
   const std::string smi = "FAKE_NVIDIA_SMI_DIR=" + (dir_ / "agent").string() + " python3 " + SWITCHYARD_SOURCE_DIR + "/tests/support/fake_nvidia_smi.py";
+  auto printed = [&](const std::string& extra) {
+    return testing::runCommand(std::string(YARD_AGENT_PATH) + " --print-activity --gpu-uuid-command '' --sysfs-root " + sysfs().string() +
+                                   " --proc-root " + proc().string() + " --gpu-activity-command '" + smi +
+                                   " --query-gpu=pci.bus_id,utilization.gpu,memory.used --format=csv,noheader,nounits' --gpu-processes-command '" +
+                                   smi + " --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv,noheader,nounits' " + extra,
+                               dir_.path());
+  };
   auto print = [&](const std::string& extra) {
-    auto r = testing::runCommand(std::string(YARD_AGENT_PATH) + " --print-activity --json --gpu-uuid-command '' --sysfs-root " + sysfs().string() +
-                                     " --proc-root " + proc().string() + " --gpu-activity-command '" + smi +
-                                     " --query-gpu=pci.bus_id,utilization.gpu,memory.used --format=csv,noheader,nounits' --gpu-processes-command '" +
-                                     smi + " --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv,noheader,nounits' " + extra,
-                                 dir_.path());
+    auto r = printed("--json " + extra);
     EXPECT_EQ(r.exitCode, 0) << r.err;
     std::map<std::string, bool> idle;
     for (const auto& g : json::parse(r.out))
@@ -374,6 +377,16 @@ TEST_F(HostAgentTest, PrintActivityJudgesIdleWithTheThresholdItIsGiven) {
   EXPECT_FALSE(byDefault.at("0000:13:00.0")) << "20 % is busy at the default 5 %";
   EXPECT_TRUE(print("--idle-busy-above 25").at("0000:13:00.0"));
   EXPECT_NE(testing::runCommand(std::string(YARD_AGENT_PATH) + " --print-activity --idle-busy-above 101", dir_.path()).exitCode, 0);
+
+  // In MIG mode: no utilization, each instance with what runs in it.
+  testing::writeFile(dir_ / "agent" / "mig.json", R"({"next": 3, "instances": [{"pci": "0000:12:00.0", "name": "3g.40gb", "start": 0, "gi": 1},
+                                                                              {"pci": "0000:12:00.0", "name": "3g.40gb", "start": 4, "gi": 2}]})");
+  testing::writeFile(dir_ / "agent" / "activity.json", R"({"0000:12:00.0": {"memory": 500, "instance_processes": {"4": [[5150, "tritonserver", 400]]}}})");
+  const std::string mig = " --mig-list-command '" + smi + " mig -i {pci} -lgi' --gpu-mig-processes-command '" + smi + "'";
+  EXPECT_FALSE(print(mig).at("0000:12:00.0")) << "a server runs in one instance";
+  auto text = printed(mig);
+  EXPECT_NE(text.out.find("GPU instance at slice 0  idle"), std::string::npos) << text.out << text.err;
+  EXPECT_NE(text.out.find("GPU instance at slice 4  busy: pid 5150"), std::string::npos) << text.out;
 }
 
 TEST_F(HostAgentTest, PrintInventoryShowsTheHostAsLibpciReadsIt) {
