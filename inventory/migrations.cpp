@@ -120,6 +120,9 @@ CREATE TABLE idle_stretches (
   PRIMARY KEY (device_id, from_at));
 CREATE INDEX idle_stretches_by_start ON idle_stretches (from_at);
 )sql"},
+      {16, "whether an earlier attempt of a step may have applied it (a lost reply): a final failure is undone", R"sql(
+ALTER TABLE operation_steps ADD COLUMN outcome_unknown INTEGER NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }

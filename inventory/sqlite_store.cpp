@@ -251,9 +251,9 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   // A step's bindings never change once it is in the log: they are written with the whole log only.
   auto writeStep = [&](std::size_t i, bool withBindings) -> Result<void> {
     const Step& s = op.steps.at(i);
-    SY_ASSIGN(auto ss, db_->prepare("INSERT OR REPLACE INTO operation_steps VALUES (?1, ?2, ?3, '', '', ?4, ?5, ?6, ?7, ?8)"));
+    SY_ASSIGN(auto ss, db_->prepare("INSERT OR REPLACE INTO operation_steps VALUES (?1, ?2, ?3, '', '', ?4, ?5, ?6, ?7, ?8, ?9)"));
     SY_TRY(ss.bind(1, op.id).bind(2, static_cast<int>(i)).bind(3, s.kind).bind(4, toString(s.state)).bind(5, s.compensation ? 1 : 0)
-               .bind(6, s.attempts).bind(7, s.message).bind(8, s.finishedAt).run());
+               .bind(6, s.attempts).bind(7, s.message).bind(8, s.finishedAt).bind(9, s.outcomeUnknown ? 1 : 0).run());
     if (!withBindings) return {};
     SY_ASSIGN(auto del, db_->prepare("DELETE FROM operation_step_bindings WHERE operation_id = ?1 AND step = ?2"));
     SY_TRY(del.bind(1, op.id).bind(2, static_cast<int>(i)).run());
@@ -414,7 +414,7 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
 
 Result<void> SqliteStore::loadSteps(Operation& op) {
   // Step kinds are the engine's (its registry checks them when it loads the log); the store keeps the name.
-  SY_ASSIGN(auto st, db_->prepare("SELECT kind, state, compensation, attempts, message, finished_at "
+  SY_ASSIGN(auto st, db_->prepare("SELECT kind, state, compensation, attempts, message, finished_at, outcome_unknown "
                                   "FROM operation_steps WHERE operation_id = ?1 ORDER BY position"));
   st.bind(1, op.id);
   while (true) {
@@ -427,6 +427,7 @@ Result<void> SqliteStore::loadSteps(Operation& op) {
     s.attempts = static_cast<int>(st.integer(3));
     s.message = st.text(4);
     s.finishedAt = st.integer(5);
+    s.outcomeUnknown = st.integer(6) != 0;
     op.steps.push_back(std::move(s));
   }
   st.reset();

@@ -158,6 +158,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<StepR
     const Error& error = result.error();
     const bool again = step.compensation ? retryable(error.code) : kind.retries(error);
     if (again && step.attempts < options_.maxStepAttempts && !halted_) {
+      if (!step.compensation && kind.undoWhenFailed(error)) step.outcomeUnknown = true;  // it may have been applied
       const Duration wait = backoffAfter(step.attempts);
       step.message = fmt::format("attempt {} failed: {}; retrying in {} ms", step.attempts, error.message,
                                  std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
@@ -221,7 +222,8 @@ void Engine::failForward(Operation& op, std::size_t index, const Error& error, M
 
   // A failed call may have been applied in part unless the switch said it changed nothing (a timed-out
   // call in particular): undo it too. Undo steps are idempotent. Applied steps are undone in reverse.
-  const bool outcomeUnknown = kindOf(failed).undoWhenFailed(error);
+  // An earlier attempt that may have been applied (a lost reply) counts the same, whatever the last one said.
+  const bool outcomeUnknown = failed.outcomeUnknown || kindOf(failed).undoWhenFailed(error);
   std::vector<Step> undo;
   for (std::size_t j = index + 1; j-- > 0;) {
     const Step& s = op.steps[j];

@@ -161,6 +161,9 @@ struct Step {
   int attempts = 0;
   std::string message;
   Timestamp finishedAt = 0;
+  // An earlier attempt failed in a way that may have applied it (a lost reply, a timeout): when the step
+  // fails for good it is undone whatever the last attempt said (an agent that is down now may have acted before).
+  bool outcomeUnknown = false;
 };
 
 // A durable, resumable unit of change. Its step log is the state machine: the engine runs the first

@@ -166,7 +166,8 @@ json toJson(const Operation& op) {
                          {"compensation", s.compensation},
                          {"attempts", s.attempts},
                          {"message", s.message},
-                         {"finishedAt", s.finishedAt}});
+                         {"finishedAt", s.finishedAt},
+                         {"outcomeUnknown", s.outcomeUnknown}});
   json record{{"id", op.id},
               {"kind", toString(op.kind)},
               {"system", op.systemId},
@@ -203,6 +204,7 @@ Result<Operation> operationFrom(std::string_view text, std::string_view what) {
       step.attempts = s.value("attempts", 0);
       step.message = s.value("message", "");
       step.finishedAt = s.value("finishedAt", Timestamp{0});
+      step.outcomeUnknown = s.value("outcomeUnknown", false);
       op.steps.push_back(std::move(step));
     }
     op.gpuInstances = instancesFrom(j.value("instances", json::array()));

@@ -413,5 +413,44 @@ TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart)
   EXPECT_EQ(engine_->getSystem("train")->progress, "");
 }
 
+// The host released, but its reply was lost; every later attempt finds the agent down. The release may well have
+// happened, so the rollback re-admits what it released (its MIG instances too) instead of trusting the last answer.
+class ReleaseThenDown final : public HostAgents {
+ public:
+  explicit ReleaseThenDown(SimulatedHosts& inner) : inner_(inner) {}
+  HostPolicy policy(const HostId& host) const override { return inner_.policy(host); }
+  Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change, const CallOptions& options) override {
+    return inner_.admit(host, change, options);
+  }
+  Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options) override {
+    if (releases_++ > 0) return fail(Code::kUnavailable, "the agent does not answer");
+    (void)inner_.release(host, change, options);
+    return fail(Code::kDeadlineExceeded, "no reply from the agent");
+  }
+
+ private:
+  SimulatedHosts& inner_;
+  int releases_ = 0;
+};
+
+TEST_F(EngineHostTest, AReleaseWhoseReplyWasLostIsUndoneEvenWhenTheAgentIsDownAtTheEnd) {
+  simulatedHosts_ = std::make_unique<SimulatedHosts>(defaultTopology(), fabric_->router(), clock_);
+  hosts_ = simulatedHosts_.get();
+  start();
+  ComposeRequest r{"infer", {}, {}};
+  r.placement.gpuInstances = {MigProfile::k3g};
+  ASSERT_EQ(run(engine_->compose(Caller::local(), r)).state, OperationState::kSucceeded);
+  const System system = *engine_->getSystem("infer");
+  ReleaseThenDown flaky(*simulatedHosts_);
+  hosts_ = &flaky;
+  start();
+  Operation failed = run(engine_->decompose(Caller::local(), "infer"));
+  EXPECT_EQ(failed.state, OperationState::kFailed);
+  EXPECT_EQ(stepLog(failed).back(), "host-admit:done*") << "the rollback re-admits what the lost reply may have released";
+  EXPECT_EQ(simulatedHosts_->migInstances(system.hostId), system.gpuInstances) << "and makes its MIG instance again";
+  EXPECT_EQ(simulatedHosts_->present(system.hostId).size(), 1u);
+  EXPECT_EQ(engine_->getSystem("infer")->state, SystemState::kComposed);
+}
+
 }  // namespace
 }  // namespace switchyard
