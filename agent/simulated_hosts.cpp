@@ -269,7 +269,10 @@ void SimulatedHosts::setActivity(const DeviceId& device, int utilizationPercent,
 
 void SimulatedHosts::setInstanceActivity(const DeviceId& device, int start, std::vector<GpuProcess> processes) {
   std::lock_guard lock(mutex_);
-  instanceProcesses_[{device, start}] = std::move(processes);
+  const bool made = std::any_of(instances_.begin(), instances_.end(), [&](const auto& host) {
+    return std::any_of(host.second.begin(), host.second.end(), [&](const GpuInstance& i) { return i.deviceId == device && i.start == start; });
+  });
+  if (made) instanceProcesses_[{device, start}] = std::move(processes);  // nothing runs in an instance that is not there
 }
 
 void SimulatedHosts::forget(const HostId& host, const DeviceId& device) {

@@ -66,7 +66,8 @@ class SimulatedHosts final : public HostAgents {
   // from its host. A GPU with processes is in use: release refuses it, naming them, as a real agent does.
   void setActivity(const DeviceId& device, int utilizationPercent, std::vector<GpuProcess> processes = {});
   // What runs in the MIG instance at `start` of a GPU from now on (until it is destroyed). A GPU with instances
-  // reports MIG mode: no utilization, each instance with its processes; releasing a busy one is refused.
+  // reports MIG mode: no utilization, each instance with its processes; releasing a busy one is refused. An
+  // instance the host has not made is left alone.
   void setInstanceActivity(const DeviceId& device, int start, std::vector<GpuProcess> processes);
   // The host loses sight of a device (a link that went down, a driver that dropped it) or sees one
   // nobody admitted (enumerated at boot): what host-side reconcile must notice.

@@ -219,13 +219,21 @@ class Simulation {
     if (kind < 40 || live.empty()) {
       ComposeRequest r{fmt::format("s{}", ++names_), {}, {}};
       r.placement.gpuCount = 1 + pick(4);
+      // Now and then MIG instances instead (on the simulated switch: the Switchtec chips' GPUs are not MIG-capable).
+      const bool mig = options_.driver == "simulated" && pick(6) == 0;
+      if (mig) {
+        r.placement.gpuCount = 0;
+        r.placement.gpuInstances = pick(2) ? std::vector<MigProfile>{MigProfile::k3g, MigProfile::k3g} : std::vector<MigProfile>{MigProfile::k2g};
+      }
       // Tenants compose for their own tenant, now and then for the other one (which must be refused).
       r.placement.tenant = caller.role == Role::kTenant ? (pick(10) == 0 ? std::string("team-b") : caller.tenant)
                                                         : (pick(2) ? std::string("team-a") : std::string("team-b"));
       // Now and then it may wait in the queue, or carry a lease that a later expireDeadlines ends.
       r.queue = pick(4) == 0;
       if (pick(5) == 0) r.lease = std::chrono::seconds(1 + pick(120));
-      what = fmt::format("{} composes {} ({} GPUs, {}{}{})", caller.identity, r.name, r.placement.gpuCount, r.placement.tenant,
+      what = fmt::format("{} composes {} ({}, {}{}{})", caller.identity, r.name,
+                         mig ? fmt::format("{} MIG instance(s)", r.placement.gpuInstances.size()) : fmt::format("{} GPUs", r.placement.gpuCount),
+                         r.placement.tenant,
                          r.queue ? ", queue" : "", r.lease.count() > 0 ? fmt::format(", lease {}s", r.lease.count() / 1000) : "");
       mustRefuse = caller.role == Role::kViewer || (caller.role == Role::kTenant && r.placement.tenant != caller.tenant);
       call = [caller, r](EngineCore& core) { return core.compose(caller, r); };
@@ -311,17 +319,24 @@ class Simulation {
     for (const auto& op : *started) note(fmt::format("lease ended: {} decomposes {}", op.id, op.systemId));
   }
 
-  // The hosts report what their GPUs do (some run a process, some are busy, the rest idle); team-b's GPUs
-  // idle for a minute are reclaimed through the ordinary detach path.
+  // The hosts report what their GPUs do (some run a process, some are busy, the rest idle; in MIG mode, a
+  // process in some instances); team-b's GPUs and instances idle for a minute are reclaimed through the
+  // ordinary detach path.
   void sampleActivity() {
     clock_.advance(std::chrono::seconds(pick(90)));
-    for (const auto& s : systems())
+    for (const auto& s : systems()) {
       for (const auto& b : s.bindings) {
         const int use = pick(10);
         if (use == 0) hosts_->setActivity(b.deviceId, 0, {{4000 + pick(100), "python3", 512}});
         else if (use == 1) hosts_->setActivity(b.deviceId, 60);
         else if (use < 5) hosts_->setActivity(b.deviceId, 0);
       }
+      for (const auto& i : s.gpuInstances) {
+        const int use = pick(4);
+        if (use == 0) hosts_->setInstanceActivity(i.deviceId, i.start, {{5000 + pick(100), "tritonserver", 4096}});
+        else if (use == 1) hosts_->setInstanceActivity(i.deviceId, i.start, {});
+      }
+    }
     note("activity sample");
     auto started = engine_->sampleActivity();
     if (!started) return (void)violation("sampleActivity failed: " + started.error().message);
@@ -402,6 +417,22 @@ class Simulation {
       for (const auto& q : quarantined) switchTable.erase(q);
       if (storeTable != switchTable)
         violation(fmt::format("2: idle, the switch holds {} binding(s) and the systems {}", switchTable.size(), storeTable.size()));
+    }
+    // 8: idle, each host carries exactly the MIG instances its systems hold (none leaked by a rollback or a reclaim),
+    // but on a quarantined GPU: a host that never confirmed a release keeps what it had, for an operator.
+    if (idle && hosts_) {
+      std::map<HostId, std::set<std::pair<DeviceId, int>>> held, made;
+      for (const auto& s : *live)
+        for (const auto& i : s.gpuInstances)
+          if (!quarantined.contains(i.deviceId)) held[s.hostId].insert({i.deviceId, i.start});
+      std::set<HostId> hostIds;
+      for (const auto& [port, host] : hostOfPort_) hostIds.insert(host);
+      for (const auto& h : hostIds) {
+        for (const auto& i : hosts_->migInstances(h))
+          if (!quarantined.contains(i.deviceId)) made[h].insert({i.deviceId, i.start});
+        if (held[h] != made[h])
+          violation(fmt::format("8: idle, host {} carries {} MIG instance(s) and its systems hold {}", h, made[h].size(), held[h].size()));
+      }
     }
     if (auto removed = hosts_ ? hosts_->surpriseRemovals() : std::vector<std::string>{}; !removed.empty())
       violation(fmt::format("host: {} surprise removal(s), e.g. {}", removed.size(), removed.front()));
