@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "agent/simulated_hosts.h"
+#include "tests/support/forwarding_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -415,13 +416,9 @@ TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart)
 
 // The host released, but its reply was lost; every later attempt finds the agent down. The release may well have
 // happened, so the rollback re-admits what it released (its MIG instances too) instead of trusting the last answer.
-class ReleaseThenDown final : public HostAgents {
+class ReleaseThenDown final : public testing::ForwardingHosts {
  public:
-  explicit ReleaseThenDown(SimulatedHosts& inner) : inner_(inner) {}
-  HostPolicy policy(const HostId& host) const override { return inner_.policy(host); }
-  Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change, const CallOptions& options) override {
-    return inner_.admit(host, change, options);
-  }
+  using ForwardingHosts::ForwardingHosts;
   Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options) override {
     if (releases_++ > 0) return fail(Code::kUnavailable, "the agent does not answer");
     (void)inner_.release(host, change, options);
@@ -429,7 +426,6 @@ class ReleaseThenDown final : public HostAgents {
   }
 
  private:
-  SimulatedHosts& inner_;
   int releases_ = 0;
 };
 

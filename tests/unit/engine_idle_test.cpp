@@ -9,6 +9,7 @@
 #include <latch>
 
 #include "agent/simulated_hosts.h"
+#include "tests/support/forwarding_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -321,17 +322,9 @@ TEST_F(EngineIdleTest, AnIdleGpuCarryingSharesGoesBackWithThemAndADryRunNamesThe
 
 // The simulated hosts, whose activity answers wait at a gate the test opens: a round in flight while the
 // pool changes under it.
-class GatedActivity final : public HostAgents {
+class GatedActivity final : public testing::ForwardingHosts {
  public:
-  explicit GatedActivity(SimulatedHosts& inner) : inner_(inner) {}
-  HostPolicy policy(const HostId& host) const override { return inner_.policy(host); }
-  Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change, const CallOptions& options) override {
-    return inner_.admit(host, change, options);
-  }
-  Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options) override {
-    return inner_.release(host, change, options);
-  }
-  bool canReportActivity(const HostId& host) const override { return inner_.canReportActivity(host); }
+  using ForwardingHosts::ForwardingHosts;
   Result<std::vector<GpuActivity>> activity(const HostId& host, const std::vector<Binding>& devices, const CallOptions& options) override {
     if (gated) {
       asked.count_down();
@@ -342,9 +335,6 @@ class GatedActivity final : public HostAgents {
   bool gated = false;
   std::latch asked{1};
   std::latch open{1};
-
- private:
-  SimulatedHosts& inner_;
 };
 
 TEST_F(EngineIdleTest, ARoundRecordsOffTheControlThreadAndReclaimsOnlyWhatIsStillAttachedWhenItEnds) {
