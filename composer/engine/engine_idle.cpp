@@ -155,8 +155,8 @@ ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
     for (std::size_t k = 0; k < check.gpus.size(); ++k) {
       const GpuIdleState* g = tracker.find(check.gpus[k].deviceId);
       if (g == nullptr || g->systemId != check.system) continue;
-      IdleGpu v{*g,           check.system,       check.name,          check.tenant, check.host, check.models[k], check.policy,
-                reclaimBlocked(*g), check.instances[k], check.shareMilli[k]};
+      IdleGpu v{*g, check.system, check.name, check.tenant, check.host, check.models[k], check.policy, reclaimBlocked(*g),
+                check.instances[k], check.shareMilli[k]};
       const auto dueSince = [&](const std::string& key, Timestamp since) {
         return check.reclaimable && check.policy.after.count() > 0 && since != 0 &&
                Duration(now - since) >= std::chrono::duration_cast<Duration>(check.policy.after) &&
