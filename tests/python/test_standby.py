@@ -35,7 +35,9 @@ class StandbyTest(YarddTestCase):
                 Client(standby.listen, plaintext=True, caller="standby-test") as at_standby:
             # Reads on the standby follow the leader's writes.
             at_leader.wait(at_leader.compose("first", gpus=2).id)
-            wait_for(lambda: [s.name for s in at_standby.systems()] == ["first"], timeout=10, what="the standby to show the system")
+            # The standby may first show the system as accepted (no bindings yet), then as composed.
+            wait_for(lambda: [(s.name, len(s.bindings)) for s in at_standby.systems()] == [("first", 2)], timeout=10,
+                     what="the standby to show the system with its GPUs")
             self.assertEqual(len(at_standby.system("first").bindings), 2)
             self.assertEqual(at_standby.capacity([8]).free_gpus, 14)
 
