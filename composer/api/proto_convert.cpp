@@ -327,7 +327,7 @@ void toProto(const IdleGpu& g, Timestamp now, pb::IdleGpu& out) {
     instance.set_idle(s->idle());
     if (s->idle()) instance.set_idle_since(formatTimestamp(s->idleSince));
     instance.set_idle_seconds(std::chrono::duration<double>(s->idleFor(now)).count());
-    instance.set_idle_gpu_hours(gpuHours(s->idleFor(now)) * memorySlices(i.profile) / 8.0);
+    instance.set_idle_gpu_hours(g.instanceIdleGpuHours(i, now));
     addProcesses(s->processes, instance);
     if (g.reclaim.after.count() > 0 && s->idle() && !g.gpu.idle()) instance.set_reclaim_at(formatTimestamp(s->idleSince + after));
   }

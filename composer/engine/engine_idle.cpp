@@ -42,11 +42,6 @@ std::string reclaimBlocked(const GpuIdleState& gpu) {
 std::string reclaimKey(const DeviceId& device) { return device; }
 std::string reclaimKey(const DeviceId& device, int start) { return fmt::format("{}@{}", device, start); }
 
-const InstanceIdleState* instanceState(const GpuIdleState& gpu, int start) {
-  auto it = std::find_if(gpu.instances.begin(), gpu.instances.end(), [&](const InstanceIdleState& i) { return i.start == start; });
-  return it == gpu.instances.end() ? nullptr : &*it;
-}
-
 // The system's MIG instances and shares on one GPU.
 std::vector<GpuInstance> instancesOn(const System& s, const DeviceId& device) {
   std::vector<GpuInstance> out;
@@ -138,7 +133,7 @@ ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
     const GpuIdleState* g = tracker.find(entry.first.substr(0, at));
     if (g == nullptr) return true;
     if (at == std::string::npos) return g->idleSince != entry.second;
-    const InstanceIdleState* i = instanceState(*g, std::atoi(entry.first.c_str() + at + 1));
+    const InstanceIdleState* i = g->instance(std::atoi(entry.first.c_str() + at + 1));
     return i == nullptr || i->idleSince != entry.second;
   });
   if (!replica_)
@@ -176,7 +171,7 @@ ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
         }
       } else {  // in MIG mode, the instances nothing runs in while a sibling works
         for (const auto& instance : check.instances[k]) {
-          const InstanceIdleState* i = instanceState(*g, instance.start);
+          const InstanceIdleState* i = g->instance(instance.start);
           if (i == nullptr || !i->idle() || !dueSince(reclaimKey(g->deviceId, instance.start), i->idleSince)) continue;
           auto& d = dueEntry();
           d.instances.push_back(instance);
@@ -209,7 +204,7 @@ std::vector<IdleStretch> Engine::idleStretchesToWrite(Timestamp now, const std::
     if (goesOn && at == std::string::npos) {
       goesOn = g->instances.empty() && g->idle() && g->idleSince == s.from;
     } else if (goesOn) {
-      const InstanceIdleState* i = instanceState(*g, std::atoi(it->first.c_str() + at + 1));
+      const InstanceIdleState* i = g->instance(std::atoi(it->first.c_str() + at + 1));
       goesOn = i != nullptr && i->idle() && i->idleSince == s.from;
     }
     if (goesOn) {

@@ -68,11 +68,6 @@ bool IdleTracker::record(const SystemId& system, const GpuActivity& sample, Time
   return fresh || wasIdle != idle;
 }
 
-const InstanceIdleState* IdleGpu::instanceState(int start) const {
-  auto it = std::find_if(gpu.instances.begin(), gpu.instances.end(), [&](const InstanceIdleState& i) { return i.start == start; });
-  return it == gpu.instances.end() ? nullptr : &*it;
-}
-
 Duration IdleGpu::idleFor(Timestamp now) const {
   Duration longest = gpu.idleFor(now);
   for (const auto& i : instances)
@@ -83,8 +78,7 @@ Duration IdleGpu::idleFor(Timestamp now) const {
 double IdleGpu::idleGpuHours(Timestamp now) const {
   if (gpu.idle()) return gpu.idleGpuHours(now);
   double hours = 0;
-  for (const auto& i : instances)
-    if (const InstanceIdleState* s = instanceState(i.start)) hours += gpuHours(s->idleFor(now)) * memorySlices(i.profile) / 8.0;
+  for (const auto& i : instances) hours += instanceIdleGpuHours(i, now);
   return hours;
 }
 

@@ -70,6 +70,11 @@ struct GpuIdleState {
   Timestamp idleSince = 0;  // 0: busy at the latest sample
   std::vector<UtilizationSample> history;  // the latest samples, oldest first
   std::vector<InstanceIdleState> instances;  // in MIG mode: its GPU instances, by start (the GPU is idle when all are)
+  // One of `instances` (nullptr: not sampled).
+  [[nodiscard]] const InstanceIdleState* instance(int start) const {
+    auto it = std::find_if(instances.begin(), instances.end(), [&](const InstanceIdleState& i) { return i.start == start; });
+    return it == instances.end() ? nullptr : &*it;
+  }
   [[nodiscard]] bool idle() const { return idleSince != 0; }
   [[nodiscard]] Duration idleFor(Timestamp now) const { return Duration(idleSince == 0 ? 0 : now - idleSince); }
   // What the idle stretch has cost so far, in GPU-hours (yardctl idle, the dashboard, the gauges).
@@ -91,7 +96,12 @@ struct IdleGpu {
   int shareMilli = 0;                  // the system's time-sliced shares on it, in thousandths (0: none)
 
   // What it did of one of `instances` (nullptr: not sampled yet).
-  [[nodiscard]] const InstanceIdleState* instanceState(int start) const;
+  [[nodiscard]] const InstanceIdleState* instanceState(int start) const { return gpu.instance(start); }
+  // What one of `instances` has cost idling so far, by its part of the GPU (memory slices of 8).
+  [[nodiscard]] double instanceIdleGpuHours(const GpuInstance& i, Timestamp now) const {
+    const InstanceIdleState* s = instanceState(i.start);
+    return s == nullptr ? 0.0 : gpuHours(s->idleFor(now)) * memorySlices(i.profile) / 8.0;
+  }
   // Idle as a whole, or (MIG) some instance idle.
   [[nodiscard]] bool anyIdle() const {
     return gpu.idle() || std::any_of(gpu.instances.begin(), gpu.instances.end(), [](const InstanceIdleState& i) { return i.idle(); });

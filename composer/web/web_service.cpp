@@ -119,7 +119,7 @@ json migInstancesJson(const IdleGpu& g, Timestamp now) {
                        {"idle", s != nullptr && s->idle()},
                        {"idle_since", s != nullptr && s->idle() ? formatTimestamp(s->idleSince) : std::string()},
                        {"processes", s == nullptr ? 0 : s->processes.size()},
-                       {"idle_gpu_hours", s == nullptr ? 0.0 : gpuHours(s->idleFor(now)) * memorySlices(i.profile) / 8.0}});
+                       {"idle_gpu_hours", g.instanceIdleGpuHours(i, now)}});
   }
   return out;
 }
