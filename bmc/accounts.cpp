@@ -64,12 +64,13 @@ std::optional<Caller> Accounts::authorization(const std::string& header, std::st
 void Accounts::authorize(const std::string& header, std::string_view peer, std::function<void(std::optional<Caller>)> then) {
   const auto basic = basicCredentials(header);
   if (!basic || !identities_->checkIsSlow(basic->first, basic->second, peer)) return then(authorization(header, peer));
-  boost::asio::post(checks_, [this, header, peer = std::string(peer), then = std::move(then)] { then(authorization(header, peer)); });
+  boost::asio::post(laneFor(basic->first), [this, header, peer = std::string(peer), then = std::move(then)] { then(authorization(header, peer)); });
 }
 
 void Accounts::startLogin(std::string user, std::string password, std::string peer, std::function<void(std::optional<Session>)> then) {
   if (!identities_->checkIsSlow(user, password, peer)) return then(login(user, password, peer));
-  boost::asio::post(checks_, [this, user = std::move(user), password = std::move(password), peer = std::move(peer), then = std::move(then)] {
+  auto& lane = laneFor(user);
+  boost::asio::post(lane, [this, user = std::move(user), password = std::move(password), peer = std::move(peer), then = std::move(then)] {
     then(login(user, password, peer));
   });
 }
@@ -82,20 +83,28 @@ void Accounts::expireLocked() {
 std::optional<Caller> Accounts::token(const std::string& token) {
   std::lock_guard lock(mutex_);
   expireLocked();
-  for (auto& [id, s] : sessions_)
-    if (sameToken(s.token, token)) {
-      s.lastUsed = std::chrono::steady_clock::now();
-      return s.caller;
+  for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
+    if (sameToken(it->second.token, token)) {
+      // As the identity is now; a changed password or a removal (even if the name is back) ends the session.
+      auto current = identities_->current(it->second.caller.identity, it->second.generation);
+      if (!current) {
+        sessions_.erase(it);
+        return std::nullopt;
+      }
+      it->second.lastUsed = std::chrono::steady_clock::now();
+      it->second.caller = *current;
+      return *current;
     }
   return std::nullopt;
 }
 
 std::optional<Session> Accounts::login(const std::string& user, const std::string& password, std::string_view peer) {
-  auto caller = identities_->byPassword(user, password, peer);
+  std::uint64_t generation = 0;
+  auto caller = identities_->byPassword(user, password, peer, &generation);
   if (!caller) return std::nullopt;
   std::lock_guard lock(mutex_);
   expireLocked();
-  Session s{std::to_string(nextSession_++), randomToken(), *caller, std::chrono::steady_clock::now()};
+  Session s{std::to_string(nextSession_++), randomToken(), *caller, std::chrono::steady_clock::now(), generation};
   sessions_[s.id] = s;
   return s;
 }

@@ -29,13 +29,17 @@ struct Session {
   std::string token;
   Caller caller;
   std::chrono::steady_clock::time_point lastUsed;
+  std::uint64_t generation = 0;  // the identity's at login (auth::Identity::generation): the session ends with it
 };
 
 class Accounts {
  public:
   explicit Accounts(std::shared_ptr<const auth::Identities> identities, std::chrono::seconds sessionTimeout = std::chrono::minutes(30))
       : identities_(std::move(identities)), sessionTimeout_(sessionTimeout) {}
-  ~Accounts() { checks_.join(); }
+  ~Accounts() {
+    checks_.join();
+    suspectChecks_.join();
+  }
   Accounts(const Accounts&) = delete;
   Accounts& operator=(const Accounts&) = delete;
 
@@ -52,7 +56,10 @@ class Accounts {
   // login() for a server's request threads: `then` runs on one of this object's threads when the check is slow.
   void startLogin(std::string user, std::string password, std::string peer, std::function<void(std::optional<Session>)> then);
   // Waits for the checks handed to this object's threads (yardd's shutdown, before its services go).
-  void drain() { checks_.join(); }
+  void drain() {
+    checks_.join();
+    suspectChecks_.join();
+  }
   [[nodiscard]] bool logout(const std::string& sessionId);
   [[nodiscard]] std::vector<Session> sessions();
   [[nodiscard]] const auth::Identities& identities() const { return *identities_; }
@@ -73,8 +80,12 @@ class Accounts {
   mutable std::mutex mutex_;
   std::map<std::string, Session> sessions_;  // by id
   std::uint64_t nextSession_ = 1;
-  // Where slow password checks run (last member: joined before the rest goes).
+  // Where slow password checks run (last members: joined before the rest goes): checks of real names with no
+  // failure counted, and, apart, the likely guessers' (auth::Identities::suspect), so that 40 guessers cannot
+  // make a first login wait behind their PBKDF2.
   boost::asio::thread_pool checks_{2};
+  boost::asio::thread_pool suspectChecks_{1};
+  [[nodiscard]] boost::asio::thread_pool& laneFor(std::string_view name) { return identities_->suspect(name) ? suspectChecks_ : checks_; }
 };
 
 }  // namespace switchyard::bmc

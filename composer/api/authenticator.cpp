@@ -46,8 +46,13 @@ Result<Caller> Authenticator::callerOf(const grpc::ServerContextBase& ctx) const
     if (auto caller = identities_->byToken(token)) return *caller;
     if (sessions_ != nullptr)
       if (auto session = sessions_->find(token)) {
-        // As the identity is now: a reload may have changed its role or tenant, or removed it.
-        if (auto current = identities_->byName(session->caller.identity)) return *current;
+        // As the identity is now: a reload may have changed its role or tenant, or removed it. A changed password
+        // or token, or a removal (even if the name is back), ends the login: that is a new identity.
+        if (auto current = identities_->current(session->caller.identity, session->generation)) return *current;
+        if (identities_->byName(session->caller.identity))
+          return fail(Code::kUnauthenticated, fmt::format("'{}' logged in before its identity changed (a new password or credentials, or it was "
+                                                          "removed and added again): `yardctl login` again",
+                                                          session->caller.identity));
         return fail(Code::kUnauthenticated, fmt::format("'{}' logged in, but is no longer in yardd's identities file", session->caller.identity));
       }
     return fail(Code::kUnauthenticated,
@@ -87,6 +92,8 @@ std::string peerAddress(std::string_view peer) {
   return address;
 }
 
+bool Authenticator::loginIsSuspect(std::string_view name) const { return identities_ != nullptr && identities_->suspect(name); }
+
 Result<Login> Authenticator::login(std::string_view name, std::string_view password, std::chrono::seconds ttl, std::string_view peer) const {
   if (identities_ == nullptr)
     return fail(Code::kFailedPrecondition, "this yardd has no identities file: there is nothing to log in to (every caller is an admin)");
@@ -96,7 +103,8 @@ Result<Login> Authenticator::login(std::string_view name, std::string_view passw
                                                     std::chrono::seconds(auth::Sessions::kMaxTtl).count()));
   if (name.empty() || password.empty()) return fail(Code::kInvalidArgument, "name and password: both required");
   const std::string source = peerAddress(peer);
-  auto caller = identities_->byPassword(name, password, source);
+  std::uint64_t generation = 0;
+  auto caller = identities_->byPassword(name, password, source, &generation);
   if (!caller) {
     if (auto locked = identities_->sourceLockedFor(source))
       return fail(Code::kUnauthenticated, fmt::format("wrong name or password; after {} failed tries from {} every password from there is "
@@ -107,7 +115,7 @@ Result<Login> Authenticator::login(std::string_view name, std::string_view passw
                                                       auth::Identities::kFreePasswordAttempts, name, locked->count()));
     return fail(Code::kUnauthenticated, "wrong name or password");
   }
-  auto [token, session] = sessions_->issue(*caller, ttl.count() == 0 ? std::chrono::seconds(auth::Sessions::kDefaultTtl) : ttl);
+  auto [token, session] = sessions_->issue(*caller, ttl.count() == 0 ? std::chrono::seconds(auth::Sessions::kDefaultTtl) : ttl, generation);
   return Login{std::move(token), std::move(session)};
 }
 

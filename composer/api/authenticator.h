@@ -41,6 +41,8 @@ class Authenticator {
   [[nodiscard]] std::optional<auth::Session> sessionOf(const grpc::ServerContextBase& ctx) const;
   // A name and password from the identities file for a token valid `ttl` (0: the default, 12 h). `peer` is
   // the call's ServerContext::peer() (password lockouts count by its address too; empty: not known).
+  // Whether a login of `name` is likely a guesser's (auth::Identities::suspect).
+  [[nodiscard]] bool loginIsSuspect(std::string_view name) const;
   [[nodiscard]] Result<Login> login(std::string_view name, std::string_view password, std::chrono::seconds ttl,
                                     std::string_view peer = {}) const;
   // No identities file: every caller is taken at its word.

@@ -6,6 +6,8 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -100,6 +102,14 @@ Result<std::optional<int>> limit(const json& quota, const char* key, const std::
 
 }  // namespace
 
+namespace {
+// Every identity parsed in this process gets a generation of its own (Identity::generation).
+std::uint64_t nextGeneration() {
+  static std::atomic<std::uint64_t> last{0};
+  return ++last;
+}
+}  // namespace
+
 Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std::string_view source) {
   json doc = json::parse(text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: not a JSON object", source));
@@ -115,12 +125,13 @@ Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std
       if (!quota.is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: expected an object of limits", where));
       static const std::set<std::string> kKeys{"max_gpus",      "max_systems", "share",
                                                "max_queued",    "default_lease", "max_lease",
-                                               "reclaim_idle_after", "reclaim_mode", "max_preempted_gpus_per_day"};
+                                               "reclaim_idle_after", "reclaim_mode", "max_preempted_gpus_per_day",
+                                               "priority_classes"};
       for (const auto& [key, v] : quota.items())
         if (!kKeys.contains(key))
           return fail(Code::kInvalidArgument,
                       fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems, share, max_queued, default_lease, max_lease, "
-                                  "reclaim_idle_after, reclaim_mode, max_preempted_gpus_per_day)",
+                                  "reclaim_idle_after, reclaim_mode, max_preempted_gpus_per_day, priority_classes)",
                                   where, key));
       TenantQuota q;
       SY_ASSIGN(q.maxGpus, limit(quota, "max_gpus", where));
@@ -153,6 +164,16 @@ Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std
         if (!v.is_string() || (v.get<std::string>() != "dry-run" && v.get<std::string>() != "detach"))
           return fail(Code::kInvalidArgument, fmt::format("{}: reclaim_mode must be \"dry-run\" or \"detach\"", where));
         q.reclaimDryRun = v.get<std::string>() == "dry-run";
+      }
+      if (quota.contains("priority_classes")) {
+        const json& v = quota.at("priority_classes");
+        const bool names = v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const json& c) {
+          return c.is_string() && !c.get<std::string>().empty() && c.get<std::string>().size() <= 63;
+        });
+        if (!names)
+          return fail(Code::kInvalidArgument,
+                      fmt::format("{}: priority_classes must be a non-empty list of class names, e.g. [\"batch\", \"spot\"]", where));
+        q.priorityClasses = v.get<std::vector<std::string>>();
       }
       if (q.defaultLease && q.maxLease && *q.defaultLease > *q.maxLease)
         return fail(Code::kInvalidArgument, fmt::format("{}: default_lease is longer than max_lease", where));
@@ -202,6 +223,7 @@ Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std
       return fail(Code::kInvalidArgument, fmt::format("{} ({}): the same token is given to another identity", where, id.name));
     if (!id.certificateCn.empty() && !certificates.insert(id.certificateCn).second)
       return fail(Code::kInvalidArgument, fmt::format("{} ({}): certificate_cn '{}' is given to another identity", where, id.name, id.certificateCn));
+    id.generation = nextGeneration();
     out->identities_.push_back(std::move(id));
   }
   return out;
@@ -229,7 +251,13 @@ void Identities::replaceWith(const Identities& fresh) {
   if (&fresh == this) return;
   std::shared_lock from(fresh.data_);
   std::unique_lock to(data_);
-  identities_ = fresh.identities_;
+  std::vector<Identity> next = fresh.identities_;  // each with a generation of its own, from parse()
+  for (auto& id : next)
+    for (const auto& old : identities_)
+      if (old.name == id.name && old.passwordHash == id.passwordHash && old.tokenSha256 == id.tokenSha256 &&
+          old.certificateCn == id.certificateCn && old.role == id.role && old.tenant == id.tenant)
+        id.generation = old.generation;  // unchanged: its logins go on
+  identities_ = std::move(next);
   quotas_ = fresh.quotas_;
 }
 
@@ -271,6 +299,12 @@ void Identities::recordFailure(const std::string& name, std::string_view source)
       if (counts.size() > 10'000)  // names nobody has, sources gone: forget those not locked now
         std::erase_if(counts, [now](const auto& f) { return f.second.lockedUntil <= now; });
       Failures& f = counts[std::string(key)];
+      // Quiet for as long as the longest lockout, counted from the last failure or the end of the last lock,
+      // whichever is later: the count starts again (only a match ends a name's count sooner). A guesser that
+      // comes back as a lock ends keeps its count.
+      const Timestamp quietSince = std::max(f.lastFailure, f.lockedUntil);
+      if (f.count > 0 && now - quietSince > std::chrono::duration_cast<std::chrono::nanoseconds>(kMaxLockout).count()) f.count = 0;
+      f.lastFailure = now;
       if (++f.count < free) return;
       const int doublings = std::min(f.count - free, 10);
       const auto wait = std::min<std::chrono::nanoseconds>(std::chrono::seconds(1) * (1 << doublings), kMaxLockout);
@@ -291,8 +325,19 @@ std::string Identities::rememberedKey(const Identity& id, std::string_view passw
 }
 
 void Identities::forgetFailures(const std::string& name, std::string_view source) const {
+  (void)source;  // a source's count is not reset by a match (issue "No request can stop yardd", N7)
   failures_.erase(name);
-  if (!source.empty()) sourceFailures_.erase(std::string(source));
+}
+
+bool Identities::suspect(std::string_view name) const {
+  {
+    std::shared_lock data(data_);
+    if (std::none_of(identities_.begin(), identities_.end(), [&](const Identity& id) { return id.name == name && !id.passwordHash.empty(); }))
+      return true;
+  }
+  std::lock_guard lock(mutex_);
+  auto f = failures_.find(name);
+  return f != failures_.end() && f->second.count > 0;
 }
 
 bool Identities::checkIsSlow(std::string_view name, std::string_view password, std::string_view source) const {
@@ -307,7 +352,8 @@ bool Identities::checkIsSlow(std::string_view name, std::string_view password, s
   return true;  // a name nobody has costs a real check's work
 }
 
-std::optional<Caller> Identities::byPassword(std::string_view name, std::string_view password, std::string_view source) const {
+std::optional<Caller> Identities::byPassword(std::string_view name, std::string_view password, std::string_view source,
+                                             std::uint64_t* generation) const {
   // Not even checked: a locked name or source costs a guesser nothing to learn.
   if (lockedFor(name) || sourceLockedFor(source)) return std::nullopt;
   std::shared_lock data(data_);
@@ -329,14 +375,16 @@ std::optional<Caller> Identities::byPassword(std::string_view name, std::string_
   const std::string remembered = rememberedKey(id, password);
   {
     std::lock_guard lock(mutex_);
-    if (verified_.contains(remembered)) {  // a match like any other: it starts both counts again
+    if (verified_.contains(remembered)) {  // a match like any other: it starts the name's count again
       forgetFailures(id.name, source);
+      if (generation) *generation = id.generation;
       return id.caller();
     }
   }
   const auto stored = parsePasswordHash(id.passwordHash);
   const auto computed = pbkdf2(password, stored->salt, stored->iterations);
   const Caller caller = id.caller();
+  const std::uint64_t matchedGeneration = id.generation;
   data.unlock();
   if (CRYPTO_memcmp(computed.data(), stored->hash.data(), computed.size()) != 0) {
     recordFailure(caller.identity, source);
@@ -346,6 +394,7 @@ std::optional<Caller> Identities::byPassword(std::string_view name, std::string_
   forgetFailures(caller.identity, source);
   if (verified_.size() > 4096) verified_.clear();
   verified_.insert(remembered);
+  if (generation) *generation = matchedGeneration;
   return caller;
 }
 
@@ -364,6 +413,13 @@ std::optional<Caller> Identities::byCertificate(std::string_view commonName) con
   std::shared_lock data(data_);
   for (const auto& id : identities_)
     if (id.certificateCn == commonName) return id.caller();
+  return std::nullopt;
+}
+
+std::optional<Caller> Identities::current(std::string_view name, std::uint64_t generation) const {
+  std::shared_lock data(data_);
+  for (const auto& id : identities_)
+    if (id.name == name) return id.generation == generation ? std::optional<Caller>(id.caller()) : std::nullopt;
   return std::nullopt;
 }
 

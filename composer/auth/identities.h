@@ -13,6 +13,7 @@
 //      {"name": "ci-a", "role": "tenant", "tenant": "team-a", "certificate_cn": "ci-a"}]}
 #pragma once
 
+#include <cstdint>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -40,6 +41,10 @@ struct Identity {
   std::string passwordHash;  // pbkdf2-sha256$ITERATIONS$SALT$HASH (hex), or empty
   std::string tokenSha256;   // lower-case hex, or empty
   std::string certificateCn;
+  // Which version of this identity: a reload keeps it while the name's credentials, role and tenant stay the
+  // same, and gives a new one otherwise, or when a removed name is added again. A login made under one
+  // generation ends with it (a password change or a removal ends its tokens, even once the name is back).
+  std::uint64_t generation = 0;
   [[nodiscard]] Caller caller() const { return {name, role, tenant}; }
 };
 
@@ -58,12 +63,21 @@ class Identities {
   // nobody has costs the same PBKDF2 work as one that exists, and is locked the same way.
   // `source` is where the attempt came from (the peer's address, without its port; empty: not known). A source
   // whose last kFreeSourceAttempts passwords all failed, whatever names they tried, is locked the same way, so
-  // that one guesser cannot spray a few tries at each of many names. A password that matches starts both counts
-  // again.
-  [[nodiscard]] std::optional<Caller> byPassword(std::string_view name, std::string_view password, std::string_view source = {}) const;
+  // that one guesser cannot spray a few tries at each of many names. A password that matches starts the name's
+  // count again, not the source's (a guesser who also knows one password must not reset its own count); a
+  // count starts again after kMaxLockout with no failure. `generation`, when given, is set to the identity's
+  // (Identity::generation) on a match.
+  [[nodiscard]] std::optional<Caller> byPassword(std::string_view name, std::string_view password, std::string_view source = {},
+                                                 std::uint64_t* generation = nullptr) const;
   // Whether byPassword would run PBKDF2 for these (a name and source not locked, a password not matched before):
   // callers on a request path's threads hand such a check to threads of their own (bmc::Accounts::authorize).
   [[nodiscard]] bool checkIsSlow(std::string_view name, std::string_view password, std::string_view source = {}) const;
+  // Whether a password check for `name` is likely a guesser's: no identity has that name with a password, or
+  // failed passwords are counted against it now. Such checks wait in a lane of their own (bmc::Accounts, gRPC
+  // Login), so that guessers cannot make a first login of a real name wait behind their PBKDF2. (Guesses at a
+  // real name lock it after kFreePasswordAttempts and then cost nothing; guesses at names nobody has are the
+  // unbounded load.) Not by source: guessers and users often share one (a NAT, a proxy, loopback).
+  [[nodiscard]] bool suspect(std::string_view name) const;
   static constexpr int kFreePasswordAttempts = 5;
   static constexpr int kFreeSourceAttempts = 20;
   static constexpr std::chrono::minutes kMaxLockout{15};
@@ -89,6 +103,8 @@ class Identities {
   [[nodiscard]] std::optional<Caller> byCertificate(std::string_view commonName) const;
   // The caller an identity is now (a login token's identity may have been changed or removed since).
   [[nodiscard]] std::optional<Caller> byName(std::string_view name) const;
+  // The identity as it is now, only while it is still the `generation` a login was made under.
+  [[nodiscard]] std::optional<Caller> current(std::string_view name, std::uint64_t generation) const;
 
   // Copies: a reload (below) may replace them at any time.
   [[nodiscard]] std::vector<Identity> identities() const;
@@ -111,11 +127,12 @@ class Identities {
   struct Failures {
     int count = 0;
     Timestamp lockedUntil = 0;
+    Timestamp lastFailure = 0;
   };
   using FailureCounts = std::map<std::string, Failures, std::less<>>;
   // Counts a failed password against its name and its source; tells the observer of each lock it starts.
   void recordFailure(const std::string& name, std::string_view source) const;
-  // A password matched: both counts start again (mutex_ held).
+  // A password matched: the name's count starts again (mutex_ held).
   void forgetFailures(const std::string& name, std::string_view source) const;
   [[nodiscard]] static std::string rememberedKey(const Identity& id, std::string_view password);
   [[nodiscard]] std::optional<std::chrono::seconds> lockedIn(const FailureCounts& counts, std::string_view key) const;  // mutex_ held

@@ -6,9 +6,9 @@
 
 namespace switchyard::auth {
 
-std::pair<std::string, Session> Sessions::issue(const Caller& caller, std::chrono::seconds ttl) {
+std::pair<std::string, Session> Sessions::issue(const Caller& caller, std::chrono::seconds ttl, std::uint64_t generation) {
   const Timestamp now = clock_.now();
-  Session session{caller, now + std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count()};
+  Session session{caller, now + std::chrono::duration_cast<std::chrono::nanoseconds>(ttl).count(), generation};
   std::string token = Identities::newToken();
   std::lock_guard lock(mutex_);
   dropExpired(now);

@@ -18,6 +18,7 @@ namespace switchyard::auth {
 struct Session {
   Caller caller;
   Timestamp expiresAt = 0;
+  std::uint64_t generation = 0;  // the identity's when it logged in (Identity::generation): the session ends with it
 };
 
 class Sessions {
@@ -28,7 +29,7 @@ class Sessions {
 
   explicit Sessions(Clock& clock) : clock_(clock) {}
   // A new token for `caller`, valid for `ttl`; the session it opens.
-  [[nodiscard]] std::pair<std::string, Session> issue(const Caller& caller, std::chrono::seconds ttl);
+  [[nodiscard]] std::pair<std::string, Session> issue(const Caller& caller, std::chrono::seconds ttl, std::uint64_t generation = 0);
   // The session a token opened, while it has not expired.
   [[nodiscard]] std::optional<Session> find(std::string_view token);
   [[nodiscard]] std::size_t size() const;

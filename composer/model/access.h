@@ -7,6 +7,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "composer/model/caller.h"
@@ -32,6 +33,9 @@ struct TenantQuota {
   std::optional<bool> reclaimDryRun;
   // Its disruption budget: at most this many of its GPUs preempted in any 24 hours (unset: no limit).
   std::optional<int> maxPreemptedGpusPerDay;
+  // The priority classes its composes may name (unset: every class). A compose that names another, or that
+  // names none while the default class is not in the list, is refused (kPermissionDenied).
+  std::optional<std::vector<std::string>> priorityClasses;
 };
 using TenantQuotas = std::map<std::string, TenantQuota, std::less<>>;
 
