@@ -35,15 +35,26 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::filesystem::pa
     if (ec) return fail(Code::kUnavailable, fmt::format("{}: cannot create directory: {}", path.parent_path().string(), ec.message()));
   }
   SY_ASSIGN(auto db, SqliteDb::open(path, durability));
+  // The pool's state, the audit trail and who asked for what: for yardd's user alone (an existing file made
+  // 0644 by an older yardd is tightened too), with its journal beside it.
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    std::error_code ignored;
+    const std::filesystem::path file = path.string() + suffix;
+    if (std::filesystem::exists(file, ignored))
+      std::filesystem::permissions(file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                                   std::filesystem::perm_options::replace, ignored);
+  }
   std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
-  if (auto r = store->checkIntegrity(); !r) return fail(r.error().wrap(path.string()));
+  if (auto r = store->checkIntegrity(path); !r) return fail(r.error().wrap(path.string()));
   if (auto r = store->migrate(); !r) return fail(r.error().wrap(path.string()));
   return store;
 }
 
-Result<void> SqliteStore::checkIntegrity() {
-  // A damaged file is refused at start, naming what is wrong, not at the first write that trips over it.
-  auto stmt = db_->prepare("PRAGMA quick_check(8)");
+Result<void> SqliteStore::checkIntegrity(const std::filesystem::path& path) {
+  // A damaged file is refused at start, naming what is wrong, not at the first write that trips over it. The
+  // full check, not quick_check: only it compares each index with its table, and an index that disagrees
+  // passed quick_check and then failed yardd's first write (exit 75, and again after every restart).
+  auto stmt = db_->prepare("PRAGMA integrity_check(8)");
   if (!stmt) return fail(Code::kFailedPrecondition, fmt::format("the database is damaged: {}; restore it from a backup", stmt.error().message));
   std::vector<std::string> problems;
   while (true) {
@@ -52,10 +63,19 @@ Result<void> SqliteStore::checkIntegrity() {
     if (!*row) break;
     if (std::string line = stmt->text(0); line != "ok") problems.push_back(std::move(line));
   }
-  if (!problems.empty())
+  if (problems.empty()) return {};
+  // Indexes are derived from the tables: rebuilding them loses nothing.
+  const bool onlyIndexes = std::all_of(problems.begin(), problems.end(), [](const std::string& p) {
+    return p.find(" from index ") != std::string::npos || p.starts_with("wrong # of entries in index ") ||
+           p.find("missing from index") != std::string::npos || p.starts_with("non-unique entry in index ");
+  });
+  if (onlyIndexes)
     return fail(Code::kFailedPrecondition,
-                fmt::format("the database is damaged (PRAGMA quick_check: {}); restore it from a backup", fmt::join(problems, "; ")));
-  return {};
+                fmt::format("the database's indexes disagree with its tables (PRAGMA integrity_check: {}); nothing in the tables is lost: "
+                            "with yardd stopped, rebuild them with `sqlite3 {} REINDEX` (Debian package sqlite3), then start yardd",
+                            fmt::join(problems, "; "), path.string()));
+  return fail(Code::kFailedPrecondition,
+              fmt::format("the database is damaged (PRAGMA integrity_check: {}); restore it from a backup", fmt::join(problems, "; ")));
 }
 
 Result<int> SqliteStore::schemaVersion() {
@@ -164,7 +184,7 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
                          "active_operation=excluded.active_operation, labels=excluded.labels, updated_at=excluded.updated_at, "
                          "lease_expires_at=excluded.lease_expires_at, priority_class=excluded.priority_class, state_reason=excluded.state_reason"));
   SY_TRY(st.bind(1, s.id).bind(2, static_cast<std::int64_t>(numberFromId(s.id))).bind(3, s.name).bind(4, s.hostId).bind(5, s.tenant)
-             .bind(6, toString(s.state)).bind(7, s.activeOperation).bind(8, labels.dump()).bind(9, s.createdAt).bind(10, s.updatedAt)
+             .bind(6, toString(s.state)).bind(7, s.activeOperation).bind(8, labels.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).bind(9, s.createdAt).bind(10, s.updatedAt)
              .bind(11, s.leaseExpiresAt).bind(12, s.priorityClass).bind(13, s.stateReason).run());
   SY_ASSIGN(auto del, db_->prepare("DELETE FROM system_devices WHERE system_id = ?1"));
   SY_TRY(del.bind(1, s.id).run());
@@ -247,7 +267,7 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
              .bind(5, op.hostId).bind(6, toString(op.state)).bind(7, op.explanation).bind(8, op.error).bind(9, op.createdAt)
              .bind(10, op.updatedAt).bind(11, op.requestedBy.identity).bind(12, toString(op.requestedBy.role))
              .bind(13, op.requestedBy.tenant).bind(14, op.tenant).bind(15, op.requestId)
-             .bind(16, op.queued ? queuedToJson(*op.queued).dump() : std::string()).run());
+             .bind(16, op.queued ? queuedToJson(*op.queued).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : std::string()).run());
   // A step's bindings never change once it is in the log: they are written with the whole log only.
   auto writeStep = [&](std::size_t i, bool withBindings) -> Result<void> {
     const Step& s = op.steps.at(i);

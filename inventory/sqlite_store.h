@@ -35,7 +35,7 @@ class SqliteStore final : public Store {
  private:
   explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
   [[nodiscard]] Result<void> migrate();
-  [[nodiscard]] Result<void> checkIntegrity();
+  [[nodiscard]] Result<void> checkIntegrity(const std::filesystem::path& path);
   [[nodiscard]] Result<WriterEpoch> currentWriter();
   // Inside a write transaction: fails unless `epoch` is the newest claimed writer epoch.
   [[nodiscard]] Result<void> checkWriter(WriterEpoch epoch);

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -139,6 +140,61 @@ TEST(SqliteStore, RefusesADamagedDatabaseAtOpenNamingTheDamage) {
   EXPECT_EQ(store.error().code, Code::kFailedPrecondition);
   EXPECT_NE(store.error().message.find("damaged"), std::string::npos) << store.error().message;
   EXPECT_NE(store.error().message.find("yard.db"), std::string::npos) << store.error().message;
+}
+
+// Issue "No request can stop yardd", F11: an index that disagrees with its table passed the start-up check
+// (quick_check compares no index with its table) and yardd then exited 75 on its first write, a restart loop
+// under systemd. It is refused at start, with the command that repairs it.
+TEST(SqliteStore, AnIndexThatDisagreesWithItsTableIsRefusedAtStartWithTheRepairCommand) {
+  TempDir dir;
+  {
+    auto store = SqliteStore::open(dir / "yard.db");
+    ASSERT_TRUE(store);
+    std::vector<StoreWrite> writes;
+    for (std::uint64_t i = 1; i <= 3000; ++i) {
+      AuditRecord r;
+      r.sequence = i;
+      r.caller = Caller::local();
+      r.action = "compose";
+      r.tenant = fmt::format("tenant-{:06}", i);
+      r.result = "accepted";
+      writes.emplace_back(PutAudit{r});
+    }
+    ASSERT_TRUE(writeAsNewWriter(*(*store), writes));
+  }
+  // In the page of the tenant index (an index leaf, page type 0x0a) that holds tenant-001500, make the entry
+  // say tenant-001499: every page stays well formed, the index no longer matches the row.
+  std::string bytes;
+  {
+    std::ifstream in(dir / "yard.db", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  bool patched = false;
+  for (auto at = bytes.find("tenant-001500"); at != std::string::npos; at = bytes.find("tenant-001500", at + 1)) {
+    const std::size_t page = at / 4096;
+    if (static_cast<unsigned char>(bytes[page * 4096 + (page == 0 ? 100 : 0)]) != 0x0a) continue;
+    bytes.replace(at, 13, "tenant-001499");
+    patched = true;
+  }
+  ASSERT_TRUE(patched) << "no index page holds the tenant (the page size or the schema changed)";
+  std::ofstream(dir / "yard.db", std::ios::binary | std::ios::trunc) << bytes;
+  auto store = SqliteStore::open(dir / "yard.db");
+  ASSERT_FALSE(store) << "an index that disagrees with its table is refused when the database is opened";
+  EXPECT_EQ(store.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(store.error().message.find("missing from index audit_by_tenant"), std::string::npos) << store.error().message;
+  EXPECT_NE(store.error().message.find("sqlite3 " + (dir / "yard.db").string() + " REINDEX"), std::string::npos) << store.error().message;
+}
+
+// F18: the database was 0644; it is yardd's user's alone, and an older file is tightened when opened.
+TEST(SqliteStore, TheDatabaseIsReadableByItsOwnerOnly) {
+  TempDir dir;
+  { ASSERT_TRUE(SqliteStore::open(dir / "yard.db")); }
+  std::filesystem::permissions(dir / "yard.db", std::filesystem::perms::others_read | std::filesystem::perms::group_read,
+                               std::filesystem::perm_options::add);
+  auto store = SqliteStore::open(dir / "yard.db");
+  ASSERT_TRUE(store) << store.error().message;
+  const auto mode = std::filesystem::status(dir / "yard.db").permissions();
+  EXPECT_EQ(mode & (std::filesystem::perms::group_all | std::filesystem::perms::others_all), std::filesystem::perms::none);
 }
 
 TEST(SqliteStore, RoundTripsEverything) {
