@@ -68,6 +68,11 @@ bash -c 'source /usr/share/bash-completion/bash_completion 2>/dev/null; source /
          [[ " ${COMPREPLY[*]} " == *" compose "* ]]' || { echo "bash completion does not complete 'yardctl comp'"; exit 1; }
 ls /usr/share/switchyard/monitoring/switchyard-dashboard.json /usr/lib/switchyard/slurm/switchyard-resume > /dev/null
 systemd-analyze verify /lib/systemd/system/yardd.service /lib/systemd/system/yard-agent.service
+# --driver switchtec opens /dev/switchtecN: the unit must not hide /dev (PrivateDevices=yes would) and must let
+# that device class through its closed device policy.
+unit_devices=$(systemd-analyze cat-config systemd/system/yardd.service 2> /dev/null || cat /lib/systemd/system/yardd.service)
+grep -qx 'PrivateDevices=no' <<< "$unit_devices" && grep -qx 'DevicePolicy=closed' <<< "$unit_devices" &&
+  grep -qx 'DeviceAllow=char-switchtec rw' <<< "$unit_devices" || { echo "yardd.service does not let yardd reach /dev/switchtecN"; exit 1; }
 for unit in yardd yard-agent; do
   echo "   $(systemd-analyze security --offline=yes /lib/systemd/system/$unit.service 2> /dev/null | tail -1)"
 done
@@ -103,6 +108,7 @@ wait "$yardd_pid" || true  # runuser passes SIGTERM on to yardd and ends by it
 yardd_pid=""
 grep -q "yardd stopped" "$scratch/yardd.log" || { echo "yardd did not drain and stop on SIGTERM:"; cat "$scratch/yardd.log"; exit 1; }
 [ "$(stat -c %U "$scratch/state/yard.db")" = switchyard ]
+[ "$(stat -c %a "$scratch/state/yard.db")" = 600 ] || { echo "yard.db is mode $(stat -c %a "$scratch/state/yard.db"), not 600"; exit 1; }
 
 say "apt-get purge"
 $SUDO apt-get purge -y -qq "${packages[@]}" > "$scratch/purge.log" 2>&1 || { cat "$scratch/purge.log"; exit 1; }
