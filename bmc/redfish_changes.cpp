@@ -55,7 +55,7 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
     const long long n = count.is_number_unsigned() ? (count.get<unsigned long long>() > 4096 ? 4097 : static_cast<long long>(count.get<unsigned long long>()))
                                                    : count.get<long long>();
     if (n < 1 || n > 4096)
-      return bad("PropertyValueOutOfRange", fmt::format("@Redfish.RequestedCount {} is out of range: ask for 1 to 4096 GPUs", count.dump()));
+      return bad("PropertyValueOutOfRange", fmt::format("@Redfish.RequestedCount {} is out of range: ask for 1 to 4096 GPUs", count.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     request.placement.gpuCount = static_cast<int>(n);
     if (want.contains("Model") && want["Model"].is_string()) request.placement.model = want["Model"].get<std::string>();
   }
@@ -129,11 +129,14 @@ void RedfishService::startCompose(const std::shared_ptr<Call>& call, ComposeRequ
       true);
 }
 
-Result<void> RedfishService::checkSystemTag(const std::string& id, const std::string& tag) {
+Result<void> RedfishService::checkSystemTag(const Caller& caller, const std::string& id, const std::string& tag) {
   if (tag.empty()) return {};
   PoolView v;
   SY_ASSIGN(v.hosts, engine_.listHosts());
   SY_ASSIGN(auto system, engine_.getSystem(id));
+  // Another tenant's system is answered as one that does not exist (404, the same words), not 412: a tenant
+  // must not learn which ids exist by comparing the two.
+  if (!maySee(caller, system.tenant)) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", id));
   v.systems.push_back(std::move(system));
   if (etagOf(computerSystem(v, id)) != tag) return fail(staleTag(id, tag));
   return {};
@@ -314,7 +317,7 @@ void RedfishService::decompose(const std::shared_ptr<Call>& call, const std::str
   startChange(
       call,
       [this, caller = call->caller, id, ifMatch](EngineCore& core) -> Result<Operation> {
-        SY_TRY(checkSystemTag(id, ifMatch));
+        SY_TRY(checkSystemTag(caller, id, ifMatch));
         return core.decompose(caller, id);
       },
       false);
@@ -341,7 +344,7 @@ void RedfishService::changeBlocks(const std::shared_ptr<Call>& call, const std::
   startChange(
       call,
       [this, caller = call->caller, id, device, add, systemTag](EngineCore& core) -> Result<Operation> {
-        SY_TRY(checkSystemTag(id, systemTag));
+        SY_TRY(checkSystemTag(caller, id, systemTag));
         if (!add) return core.detach(caller, DetachRequest{id, {device}, {}, {}});
         AttachRequest request{id, {}};
         request.placement.devices = {device};

@@ -4,6 +4,8 @@
 #include "bmc/redfish_service.h"
 
 #include <fmt/format.h>
+#include <algorithm>
+#include <cctype>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>
@@ -40,6 +42,17 @@ void RedfishService::route(const std::shared_ptr<Call>& call) {
   auto answer = [&](HttpResponse res) { call->reply(std::move(res)); };
   if (auto v = req["OData-Version"]; !v.empty() && v != "4.0")
     return answer(error(http::status::precondition_failed, std::string(kBase) + "PreconditionFailed", "OData-Version must be 4.0"));
+  // A body is read as JSON only when it says it is (DSP0266: 415 otherwise), before anything else is done.
+  if (!req.body().empty() && (call->method == "POST" || call->method == "PATCH" || call->method == "PUT")) {
+    const std::string_view type(req[http::field::content_type].data(), req[http::field::content_type].size());
+    std::string media(type.substr(0, type.find(';')));
+    while (!media.empty() && media.back() == ' ') media.pop_back();
+    std::transform(media.begin(), media.end(), media.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (media != "application/json")
+      return answer(error(http::status::unsupported_media_type, std::string(kBase) + "HeaderInvalid",
+                          fmt::format("Header 'Content-Type: {}' is invalid: a request body must be application/json",
+                                      type.empty() ? std::string("(none)") : std::string(type))));
+  }
   // Query options: none are supported yet; say so instead of ignoring them.
   if (!call->query.empty()) {
     for (const auto& part : split("/" + call->query)) {

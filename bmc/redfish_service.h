@@ -87,7 +87,7 @@ class RedfishService {
   // Runs `change` on the engine; answers 202 with its task monitor, or the error (412 for a stale ETag).
   void startChange(const std::shared_ptr<Call>& call, std::function<Result<Operation>(EngineCore&)> change, bool composing);
   // On the control thread: the system's current ETag matches `tag` (always, when `tag` is empty).
-  [[nodiscard]] Result<void> checkSystemTag(const std::string& id, const std::string& tag);
+  [[nodiscard]] Result<void> checkSystemTag(const Caller& caller, const std::string& id, const std::string& tag);
   [[nodiscard]] Result<ComposeRequest> resolveHost(ComposeRequest request);
   void decompose(const std::shared_ptr<Call>& call, const std::string& id);
   // ComputerSystem.AddResourceBlock / RemoveResourceBlock: attach or detach one device.
