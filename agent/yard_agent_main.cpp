@@ -111,7 +111,7 @@ int printActivity(const HostOps& ops, bool json, int busyAbovePercent) {
       fmt::print("  GPU instance at slice {}  {}\n", i.start, pids.empty() ? std::string("idle") : fmt::format("busy: pid {}", fmt::join(pids, ", ")));
     }
   }
-  if (json) fmt::print("{}\n", out.dump(2));
+  if (json) fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   return 0;
 }
 
@@ -128,7 +128,7 @@ void printInventory(const std::vector<HostFunction>& functions, bool json) {
                      {"serial_number", f.serialNumber ? formatSerialNumber(*f.serialNumber) : ""}, {"driver", f.driver},
                      {"numa_node", f.numaNode}, {"parents", parents}, {"gpu_uuid", h.gpuUuid}});
     }
-    fmt::print("{}\n", out.dump(2));
+    fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return;
   }
   // Columns as wide as their widest cell, so that every row lines up whatever the drivers and serials are.

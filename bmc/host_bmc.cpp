@@ -101,7 +101,7 @@ Result<void> HostBmc::reset(const std::string& resetType) {
   if (action.contains("ResetType@Redfish.AllowableValues")) {
     const auto& allowed = action["ResetType@Redfish.AllowableValues"];
     if (std::find(allowed.begin(), allowed.end(), resetType) == allowed.end())
-      return fail(Code::kInvalidArgument, fmt::format("{} does not allow ResetType {} (allowed: {})", systemUri_, resetType, allowed.dump()));
+      return fail(Code::kInvalidArgument, fmt::format("{} does not allow ResetType {} (allowed: {})", systemUri_, resetType, allowed.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   }
   SY_TRY(client_.post(target.empty() ? systemUri_ + "/Actions/ComputerSystem.Reset" : target, json{{"ResetType", resetType}}, deadline()));
   return {};

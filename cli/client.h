@@ -129,7 +129,7 @@ class Client {
       // Scripts asked for JSON: they get the error as JSON too (on stderr, with the exit code).
       nlohmann::json error{{"code", codeName(status.error_code())}, {"message", status.error_message()}, {"exit_code", exitCodeFor(status)}};
       if (!hint.empty()) error["hint"] = hint.substr(hint.find(':') + 2);  // "\nhint: ..." without its prefix
-      std::cerr << nlohmann::json{{"error", error}}.dump() << "\n";
+      std::cerr << nlohmann::json{{"error", error}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       std::cerr << "error: " << status.error_message() << hint << "\n";
     }

@@ -86,7 +86,7 @@ bool ContextFile::save(std::string& error) const {
       return false;
     }
     ::chmod(tmp.c_str(), 0600);
-    out << doc.dump(2) << "\n";
+    out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     if (!out.flush()) {
       error = fmt::format("cannot write {}", tmp);
       return false;

@@ -237,7 +237,7 @@ void addSessionCommands(CLI::App& app, Globals& globals, const std::function<Cli
       for (const auto& [name, c] : file->contexts)
         doc["contexts"].push_back({{"name", name}, {"server", c.server}, {"ca", c.ca}, {"cert", c.cert}, {"token_file", c.tokenFile},
                                    {"plaintext", c.plaintext}});
-      std::cout << doc.dump(2) << "\n";
+      std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
       return;
     }
     if (file->contexts.empty()) {

@@ -261,7 +261,7 @@ Result<void> SimulatedFabric::saveStateLocked() const {
   json root{{"bindings", json::object()}};
   for (const auto& [device, port] : bindings_) root["bindings"][device] = port;
   // The file is always a whole table, the old one or the new one: on a full disk too, or if yardd dies mid-write.
-  if (auto r = writeFileDurably(options_.statePath, root.dump(1)); !r)
+  if (auto r = writeFileDurably(options_.statePath, root.dump(1, ' ', false, nlohmann::json::error_handler_t::replace)); !r)
     return fail(Code::kUnavailable, fmt::format("simulated switch state not saved: {}", r.error().message));
   return {};
 }

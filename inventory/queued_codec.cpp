@@ -34,7 +34,7 @@ Result<QueuedRequest> queuedFromJson(const nlohmann::json& j, std::string_view w
     q.devices = j.value("devices", std::vector<std::string>{});
     for (const auto& p : j.value("instances", nlohmann::json::array())) {
       auto profile = parseMigProfile(p.get<std::string>());
-      if (!profile) return fail(Code::kInternal, fmt::format("{}: unknown MIG profile {}", what, p.dump()));
+      if (!profile) return fail(Code::kInternal, fmt::format("{}: unknown MIG profile {}", what, p.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
       q.gpuInstances.push_back(*profile);
     }
     q.migCapable = j.value("migCapable", false);

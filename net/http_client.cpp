@@ -1,6 +1,7 @@
 #include "net/http_client.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <pthread.h>
 
 #include <boost/asio/connect.hpp>
@@ -8,11 +9,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <atomic>
+#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -21,6 +24,8 @@
 #include <optional>
 #include <strings.h>
 #include <thread>
+
+#include "composer/model/contain.h"
 
 namespace switchyard::net {
 
@@ -43,7 +48,12 @@ namespace {
 struct IoThread {
   asio::io_context io;
   asio::executor_work_guard<asio::io_context::executor_type> work{io.get_executor()};
-  std::thread thread{[this] { io.run(); }};
+  // A completion that throws is logged and the thread goes on: every client in the process shares it.
+  std::thread thread{[this] {
+    while (!runContained([this] { io.run(); },
+                         [](const std::string& what) { spdlog::error("the HTTP client thread caught a failure ({}); it goes on", what); })) {
+    }
+  }};
   IoThread() { pthread_setname_np(thread.native_handle(), "http-client"); }
 };
 IoThread& ioThread() {
@@ -133,7 +143,13 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
  public:
   using Done = std::function<void(HttpOutcome)>;
   Exchange(std::shared_ptr<detail::HttpPool> pool, http::request<http::string_body> req, HttpCall call, Deadline deadline, Done done)
-      : pool_(std::move(pool)), req_(std::move(req)), call_(std::move(call)), deadline_(deadline), done_(std::move(done)), resolver_(pool_->io) {}
+      : pool_(std::move(pool)),
+        req_(std::move(req)),
+        call_(std::move(call)),
+        deadline_(deadline),
+        done_(std::move(done)),
+        resolver_(pool_->io),
+        resolveTimer_(pool_->io) {}
 
   void start() {
     if (pool_->busy >= pool_->options.maxConnections) {
@@ -170,18 +186,41 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
       connection_->plain = std::make_unique<beast::tcp_stream>(pool_->io);
     }
     ++pool_->opened;
+    // A numeric address is never resolved. A name is, inside the call's deadline: the resolver's getaddrinfo
+    // cannot be interrupted, so the call ends at its deadline and a late answer is dropped.
+    beast::error_code notNumeric;
+    const auto address = asio::ip::make_address(t.host, notNumeric);
+    unsigned short port = 0;
+    const auto [end, portError] = std::from_chars(t.port.data(), t.port.data() + t.port.size(), port);
+    if (!notNumeric && portError == std::errc{} && end == t.port.data() + t.port.size())
+      return connectTo(std::vector<tcp::endpoint>{tcp::endpoint(address, port)});
+    resolving_ = true;
+    resolveTimer_.expires_at(deadline_);
+    resolveTimer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || !self->resolving_) return;
+      self->resolving_ = false;
+      self->resolver_.cancel();
+      self->finish(beast::error::timeout);
+    });
     resolver_.async_resolve(t.host, t.port, [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type results) {
+      if (!self->resolving_) return;  // the deadline passed first: already answered
+      self->resolving_ = false;
+      self->resolveTimer_.cancel();
       if (ec) return self->finish(ec);
+      self->connectTo(std::vector<tcp::endpoint>(results.begin(), results.end()));
+    });
+  }
+
+  void connectTo(const std::vector<tcp::endpoint>& endpoints) {
+    connection_->lowest().expires_at(deadline_);
+    connection_->lowest().async_connect(endpoints, [self = shared_from_this()](beast::error_code ec, const tcp::endpoint&) {
+      if (ec) return self->finish(ec);
+      if (!self->connection_->secure) return self->send();
+      self->handshaking_ = true;
       self->connection_->lowest().expires_at(self->deadline_);
-      self->connection_->lowest().async_connect(results, [self](beast::error_code ec2, const tcp::endpoint&) {
-        if (ec2) return self->finish(ec2);
-        if (!self->connection_->secure) return self->send();
-        self->handshaking_ = true;
-        self->connection_->lowest().expires_at(self->deadline_);
-        self->connection_->secure->async_handshake(asio::ssl::stream_base::client, [self](beast::error_code ec3) {
-          if (ec3) return self->finish(ec3);
-          self->send();
-        });
+      self->connection_->secure->async_handshake(asio::ssl::stream_base::client, [self](beast::error_code handshake) {
+        if (handshake) return self->finish(handshake);
+        self->send();
       });
     });
   }
@@ -265,6 +304,8 @@ class Exchange : public std::enable_shared_from_this<Exchange> {
   Deadline deadline_;
   Done done_;
   tcp::resolver resolver_;
+  asio::steady_timer resolveTimer_;
+  bool resolving_ = false;
   std::unique_ptr<detail::Connection> connection_;
   bool reused_ = false;
   bool retried_ = false;

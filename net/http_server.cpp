@@ -11,9 +11,16 @@
 #include <openssl/ssl.h>
 #include <boost/beast/core.hpp>
 #include <boost/beast/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <array>
+#include <sstream>
+#include <atomic>
 #include <deque>
+#include <mutex>
 #include <optional>
+
+#include "composer/model/contain.h"
+#include "composer/model/listen_address.h"
 
 namespace switchyard::net {
 
@@ -22,14 +29,73 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
+namespace detail {
+
+// Logs a line at most once per interval; the lines it held back are counted in the next one.
+class RateLimitedLog {
+ public:
+  explicit RateLimitedLog(std::chrono::seconds interval) : interval_(interval) {}
+  template <typename... Args>
+  void warn(fmt::format_string<Args...> format, Args&&... args) {
+    const auto now = std::chrono::steady_clock::now();
+    std::uint64_t held = 0;
+    {
+      std::lock_guard lock(mutex_);
+      if (last_ && now - *last_ < interval_) {
+        ++held_;
+        return;
+      }
+      last_ = now;
+      held = std::exchange(held_, 0);
+    }
+    const std::string line = fmt::format(format, std::forward<Args>(args)...);
+    if (held == 0) spdlog::warn("{}", line);
+    else spdlog::warn("{} ({} more like it in the last {} s)", line, held, interval_.count());
+  }
+
+ private:
+  const std::chrono::seconds interval_;
+  std::mutex mutex_;
+  std::optional<std::chrono::steady_clock::time_point> last_;
+  std::uint64_t held_ = 0;
+};
+
+// One open connection, counted while its session lives.
+class ConnectionSlot {
+ public:
+  explicit ConnectionSlot(std::atomic<std::size_t>& open) : open_(open) { ++open_; }
+  ~ConnectionSlot() { --open_; }
+  ConnectionSlot(const ConnectionSlot&) = delete;
+  ConnectionSlot& operator=(const ConnectionSlot&) = delete;
+
+ private:
+  std::atomic<std::size_t>& open_;
+};
+
+}  // namespace detail
+
+using detail::ConnectionSlot;
+using detail::RateLimitedLog;
+
 struct HttpServer::Impl {
-  Impl(HttpServerOptions o, Handler h) : options(std::move(o)), handler(std::move(h)), acceptor(asio::make_strand(io)) {}
+  Impl(HttpServerOptions o, Handler h)
+      : options(std::move(o)), handler(std::move(h)), acceptor(asio::make_strand(io)), acceptRetry(acceptor.get_executor()) {}
   HttpServerOptions options;
   Handler handler;
+  // Declared before io: the sessions that io's destructor destroys still count down into it.
+  std::atomic<std::size_t> connections{0};
+  std::atomic<std::uint64_t> refused{0};
+  RateLimitedLog acceptLog{std::chrono::seconds(10)};
+  RateLimitedLog refusalLog{std::chrono::seconds(10)};
+  RateLimitedLog thrownLog{std::chrono::seconds(1)};
+  std::chrono::milliseconds acceptDelay{0};  // after a failed accept: doubles to 1 s, back to 0 on success
   asio::io_context io;
   tcp::acceptor acceptor;
+  asio::steady_timer acceptRetry;
   std::optional<asio::ssl::context> tls;
   void accept();
+  void refuse(tcp::socket socket);
+  void serve();
 };
 
 namespace {
@@ -40,6 +106,19 @@ HttpResponse errorResponse(const HttpServerOptions& options, http::status status
   res.set(http::field::content_type, "text/plain; charset=utf-8");
   res.body() = message + "\n";
   return res;
+}
+
+// A request target for a log line: bytes outside printable ASCII as \\xNN, at most 200 of them.
+std::string printable(boost::beast::string_view beastText) {
+  const std::string_view text(beastText.data(), beastText.size());
+  std::string out;
+  for (const char ch : text.substr(0, 200)) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7f && c != '\\') out += static_cast<char>(c);
+    else out += fmt::format("\\x{:02x}", c);
+  }
+  if (text.size() > 200) out += "...";
+  return out;
 }
 
 // The TCP layer of a plain or a TLS stream, for timeouts and shutdown.
@@ -109,8 +188,8 @@ template <typename Stream>
 class Session : public std::enable_shared_from_this<Session<Stream>> {
  public:
   template <typename... StreamArgs>
-  Session(const HttpServerOptions& options, const Handler& handler, StreamArgs&&... args)
-      : stream_(std::forward<StreamArgs>(args)...), options_(options), handler_(handler) {}
+  Session(std::atomic<std::size_t>& open, RateLimitedLog& thrownLog, const HttpServerOptions& options, const Handler& handler, StreamArgs&&... args)
+      : slot_(open), thrownLog_(thrownLog), stream_(std::forward<StreamArgs>(args)...), options_(options), handler_(handler) {}
 
   void run() {
     beast::error_code unknown;
@@ -158,24 +237,40 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     request_ = parser_->release();
     const unsigned version = request_.version();
     const bool keepAlive = request_.keep_alive();
-    // The handler may answer from another thread (the engine's): come back to this connection's strand.
-    handler_(
-        request_,
-        [self = this->shared_from_this(), version, keepAlive](HttpResponse res) {
+    // The handler may answer from another thread (the engine's): come back to this connection's strand. It
+    // answers once: a second answer (a handler that answered, then threw) is dropped.
+    auto answered = std::make_shared<std::atomic<bool>>(false);
+    auto reply = [self = this->shared_from_this(), version, keepAlive, answered](HttpResponse res) {
+          if (answered->exchange(true)) return;
           res.version(version);
           res.keep_alive(keepAlive);
           res.prepare_payload();
           asio::post(self->stream_.get_executor(), [self, res = std::move(res)]() mutable { self->write(std::move(res)); });
-        },
-        [self = this->shared_from_this()](std::string head) -> std::shared_ptr<StreamWriter> {
+        };
+    auto openStream = [self = this->shared_from_this(), answered](std::string head) -> std::shared_ptr<StreamWriter> {
+          answered->store(true);
           auto writer = std::make_shared<SessionStream<Stream>>(self);
           asio::post(self->stream_.get_executor(), [self, writer, head = std::move(head)]() mutable {
             tcpOf(self->stream_).expires_never();  // an event stream is quiet for as long as nothing happens
             writer->start(std::move(head));
           });
           return writer;
-        },
-        peer_);
+        };
+    // Whatever the request's bytes, a throw in the handler answers this request 500 and nothing else.
+    runContained([&] { handler_(request_, reply, openStream, peer_); },
+                 [&](const std::string& what) {
+                   thrownLog_.warn("{}: {} {} failed inside yardd ({}); answered 500", options_.name, printable(request_.method_string()),
+                                   printable(request_.target()), what);
+                   if (answered->load()) return;
+                   runContained([&] { reply(errorResponse(options_, http::status::internal_server_error,
+                                                          "yardd failed to answer this request; the failure is in its log")); },
+                                [&](const std::string&) {
+                                  HttpResponse res{http::status::internal_server_error, version};
+                                  res.set(http::field::content_type, "text/plain; charset=utf-8");
+                                  res.body() = "internal error\n";
+                                  reply(std::move(res));
+                                });
+                 });
   }
 
  public:
@@ -224,6 +319,8 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     });
   }
 
+  ConnectionSlot slot_;
+  RateLimitedLog& thrownLog_;
   Stream stream_;
   const HttpServerOptions& options_;
   const Handler& handler_;
@@ -240,31 +337,77 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 void HttpServer::Impl::accept() {
   acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
-      if (ec != asio::error::operation_aborted) spdlog::warn("{}: accept failed: {}", options.name, ec.message());
-      if (!acceptor.is_open()) return;
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+      // Most often no descriptor is left (EMFILE): accepting again at once would spin. Back off, up to a second,
+      // and say so at a bounded rate.
+      acceptDelay = std::min<std::chrono::milliseconds>(std::chrono::seconds(1), std::max(std::chrono::milliseconds(10), acceptDelay * 2));
+      acceptLog.warn("{}: accept failed: {}; accepting again in {} ms ({} connections open)", options.name, ec.message(), acceptDelay.count(),
+                     connections.load());
+      acceptRetry.expires_after(acceptDelay);
+      acceptRetry.async_wait([this](beast::error_code waited) {
+        if (!waited && acceptor.is_open()) accept();
+      });
+      return;
+    }
+    acceptDelay = std::chrono::milliseconds(0);
+    if (connections.load() >= options.maxConnections) {
+      refuse(std::move(socket));
     } else if (tls) {
-      std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(options, handler, std::move(socket), *tls)->run();
+      std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(connections, thrownLog, options, handler, std::move(socket), *tls)->run();
     } else {
-      std::make_shared<Session<beast::tcp_stream>>(options, handler, std::move(socket))->run();
+      std::make_shared<Session<beast::tcp_stream>>(connections, thrownLog, options, handler, std::move(socket))->run();
     }
     accept();
   });
 }
 
+// A connection over the cap: answered 503 at once without reading it (plain HTTP), or closed (TLS: no handshake
+// is spent on it). The answer is one small write that never waits: a client that does not read loses it.
+void HttpServer::Impl::refuse(tcp::socket socket) {
+  ++refused;
+  refusalLog.warn("{}: refused a connection from {}: {} connections are open, the most this server takes", options.name,
+                  [&] {
+                    beast::error_code unknown;
+                    const auto remote = socket.remote_endpoint(unknown);
+                    return unknown ? std::string("an unknown address") : remote.address().to_string();
+                  }(),
+                  options.maxConnections);
+  beast::error_code ignored;
+  if (!tls) {
+    HttpResponse res = errorResponse(options, http::status::service_unavailable,
+                                     fmt::format("too many connections to this server (at most {}); retry shortly", options.maxConnections));
+    res.set(http::field::retry_after, "1");
+    res.keep_alive(false);
+    res.prepare_payload();
+    std::ostringstream text;
+    text << res;
+    socket.non_blocking(true, ignored);
+    socket.write_some(asio::buffer(text.str()), ignored);
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+  }
+  socket.close(ignored);
+}
+
+// One I/O thread: a throw out of a completion handler is logged and the thread goes on serving.
+void HttpServer::Impl::serve() {
+  while (true) {
+    const bool returned = runContained([this] { io.run(); }, [this](const std::string& what) {
+      spdlog::error("{}: an HTTP thread caught a failure ({}); it goes on serving", options.name, what);
+    });
+    if (returned) return;  // stopped
+  }
+}
+
 HttpServer::HttpServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options, Handler handler) {
-  const auto colon = options.listen.rfind(':');
-  if (colon == std::string::npos) return fail(Code::kInvalidArgument, fmt::format("{} {}: expected HOST:PORT", options.name, options.listen));
+  SY_ASSIGN(const ListenAddress listen, parseListenAddress(options.listen, options.name));
   beast::error_code ec;
-  const auto address = asio::ip::make_address(options.listen.substr(0, colon), ec);
+  std::string host = listen.host;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  const auto address = asio::ip::make_address(host, ec);
   if (ec) return fail(Code::kInvalidArgument, fmt::format("{} {}: {}", options.name, options.listen, ec.message()));
-  int portNumber = 0;
-  try {
-    portNumber = std::stoi(options.listen.substr(colon + 1));
-  } catch (const std::exception&) {
-    return fail(Code::kInvalidArgument, fmt::format("{} {}: the port is not a number", options.name, options.listen));
-  }
+  const int portNumber = listen.port;
   auto impl = std::make_unique<Impl>(options, std::move(handler));
   if (options.tls) {
     impl->tls.emplace(asio::ssl::context::tls_server);
@@ -289,7 +432,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(HttpServerOptions options,
   std::unique_ptr<HttpServer> server(new HttpServer(std::move(impl)));
   server->port_ = server->impl_->acceptor.local_endpoint().port();
   server->impl_->accept();
-  for (int i = 0; i < std::max(1, options.threads); ++i) server->threads_.emplace_back([raw = server->impl_.get()] { raw->io.run(); });
+  for (int i = 0; i < std::max(1, options.threads); ++i) server->threads_.emplace_back([raw = server->impl_.get()] { raw->serve(); });
   return server;
 }
 
@@ -305,5 +448,8 @@ void HttpServer::stop() {
 }
 
 HttpServer::~HttpServer() { stop(); }
+
+std::size_t HttpServer::connections() const { return impl_->connections.load(); }
+std::uint64_t HttpServer::refusedConnections() const { return impl_->refused.load(); }
 
 }  // namespace switchyard::net

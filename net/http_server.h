@@ -3,7 +3,13 @@
 // idle timeout per connection. Handlers answer through a callback, so they can wait for the engine without
 // holding a thread. What it answers itself (a body too large, a request that is not HTTP) is in the service's
 // error format (HttpServerOptions::errorResponse).
+//
+// Nothing a client sends stops the server: a handler that throws answers that one request 500 (logged with its
+// method and target), a throw anywhere else on its threads is logged and the thread goes on serving, failed
+// accepts (no descriptors left) back off and are logged at a bounded rate, and connections are capped.
 #pragma once
+
+#include <cstdint>
 
 #include <functional>
 #include <memory>
@@ -50,6 +56,9 @@ struct HttpServerOptions {
   std::optional<CertificateFiles> tls;   // HTTPS with this certificate; none: plain HTTP
   std::string name = "--listen";         // what set `listen`, for errors and logs ("--redfish-listen")
   ErrorResponse errorResponse;           // none: the message as plain text
+  // Open connections at most (event streams included); one more is answered 503 (plain HTTP) or closed (TLS)
+  // at once, so that a client that opens connections without end cannot use up the process' descriptors.
+  std::size_t maxConnections = 512;
 };
 
 class HttpServer {
@@ -62,6 +71,9 @@ class HttpServer {
   [[nodiscard]] int port() const { return port_; }
   // Stops accepting and closes connections; in-flight replies are dropped.
   void stop();
+  // Connections open now, and those refused at the cap since start (for tests and logs).
+  [[nodiscard]] std::size_t connections() const;
+  [[nodiscard]] std::uint64_t refusedConnections() const;
 
  private:
   struct Impl;

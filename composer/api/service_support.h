@@ -4,16 +4,26 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <spdlog/spdlog.h>
+
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "composer/api/proto_convert.h"
+#include "composer/model/contain.h"
 #include "net/grpc_status.h"
 #include "composer/api/switchyard_service.h"
 
 namespace switchyard {
 
 inline grpc::Status invalid(std::string message) { return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)}; }
+
+// A call whose handler threw: INTERNAL for this call alone, the cause in the log (not sent to the client).
+inline grpc::Status internalFailure(const std::string& what) {
+  spdlog::error("a gRPC call failed inside yardd: {}", what);
+  return {grpc::StatusCode::INTERNAL, "yardd failed to answer this call; the failure is in its log"};
+}
 
 inline grpc::ServerUnaryReactor* finished(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
   auto* reactor = ctx->DefaultReactor();
@@ -35,7 +45,10 @@ grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<
                          if (const std::string leader = engine_.standbyLeader(); !leader.empty()) ctx->AddTrailingMetadata(kLeaderMetadata, leader);
                        return reactor->Finish(toGrpcStatus(result.error()));
                      }
-                     fill(*result);
+                     // A reply that cannot be built fails this call (INTERNAL), not the reply thread.
+                     std::string failure;
+                     if (!runContained([&] { fill(*result); }, [&](const std::string& what) { failure = what; }))
+                       return reactor->Finish(internalFailure(failure));
                      reactor->Finish(grpc::Status::OK);
                    });
   return reactor;
@@ -43,9 +56,12 @@ grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<
 
 template <typename T, typename Fill>
 grpc::ServerUnaryReactor* SwitchyardService::answerHere(Context* ctx, const std::function<Result<T>()>& call, Fill fill) {
-  Result<T> result = call();
-  if (!result) return finished(ctx, toGrpcStatus(result.error()));
-  fill(*result);
+  std::optional<Result<T>> result;
+  std::string failure;
+  if (!runContained([&] { result.emplace(call()); }, [&](const std::string& what) { failure = what; }))
+    return finished(ctx, internalFailure(failure));
+  if (!*result) return finished(ctx, toGrpcStatus(result->error()));
+  if (!runContained([&] { fill(**result); }, [&](const std::string& what) { failure = what; })) return finished(ctx, internalFailure(failure));
   return finished(ctx, grpc::Status::OK);
 }
 

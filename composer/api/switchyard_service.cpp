@@ -31,7 +31,10 @@ namespace {
 // `pageSize` of them (0: 1000; at most 10000); the token of the next page, empty on the last.
 constexpr int kDefaultPageSize = 1000;
 constexpr int kMaxPageSize = 10000;
-constexpr std::size_t kWatchReplayLimit = 100'000;  // recorded events a Watch replays before going live
+constexpr std::size_t kWatchReplayLimit = 100'000;
+// A page ends before its message passes this many bytes, whatever its item count: under gRPC's default 4 MB
+// limit on a received message, with room for the rest of the response (a system's labels alone can be 20 KB).
+constexpr std::size_t kPageBytes = 3u << 20;  // recorded events a Watch replays before going live
 
 template <typename T, typename IdOf, typename Keep>
 std::vector<const T*> pageOf(const std::vector<T>& all, IdOf idOf, Keep keep, int pageSize, const std::string& token, std::string& next) {
@@ -172,11 +175,21 @@ grpc::ServerUnaryReactor* SwitchyardService::ListSystems(Context* ctx, const v1:
       ctx, [this] { return engine_.listSystems(); },
       [out, c = *caller, tenant = req->tenant(), size = req->page_size(), token = req->page_token(), selector = *selector](const std::vector<System>& systems) {
         std::string next;
-        for (const System* s : pageOf(
-                 systems, [](const System& x) -> const std::string& { return x.id; },
-                 [&](const System& x) { return (tenant.empty() || x.tenant == tenant) && maySee(c, x.tenant) && selector.matches(x.labels); },
-                 size, token, next))
-          toProto(*s, *out->add_systems());
+        std::size_t bytes = 0;
+        const auto page = pageOf(
+            systems, [](const System& x) -> const std::string& { return x.id; },
+            [&](const System& x) { return (tenant.empty() || x.tenant == tenant) && maySee(c, x.tenant) && selector.matches(x.labels); }, size,
+            token, next);
+        for (std::size_t i = 0; i < page.size(); ++i) {
+          auto& system = *out->add_systems();
+          toProto(*page[i], system);
+          bytes += system.ByteSizeLong();
+          if (bytes > kPageBytes && i > 0) {  // this one starts the next page
+            out->mutable_systems()->RemoveLast();
+            next = page[i - 1]->id;
+            break;
+          }
+        }
         out->set_next_page_token(next);
       });
 }
@@ -271,7 +284,7 @@ grpc::ServerUnaryReactor* SwitchyardService::GetOperation(Context* ctx, const v1
       ctx,
       [c = *caller, id = req->id()](EngineCore& core) -> Result<Operation> {
         auto op = core.getOperation(id);
-        if (op && !maySee(c, op->tenant)) return fail(Code::kNotFound, fmt::format("no operation '{}'", id));
+        if (op && !maySee(c, op->tenant)) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));
         return op;
       },
       fillOperation(engine_, out));
@@ -305,6 +318,84 @@ grpc::ServerUnaryReactor* SwitchyardService::ListOperations(Context* ctx, const 
       });
 }
 
+namespace {
+
+// One WaitOperation call. It ends once: answered by the engine, or cancelled by its client (the client went
+// away or its deadline passed), whichever comes first. A cancelled call releases the engine's waiter at once
+// rather than holding its memory until the operation ends. What both sides touch is in Shared, which outlives
+// the reactor (gRPC deletes it in OnDone, possibly while the engine's answer is on its way).
+class WaitReactor final : public grpc::ServerUnaryReactor {
+ public:
+  struct Shared {
+    std::mutex mutex;
+    bool finished = false;
+    bool cancelled = false;
+    std::function<void()> cancelWait;  // the engine's, once waitOperation returned it
+  };
+  explicit WaitReactor(std::function<void()> onDone) : onDone_(std::move(onDone)) {}
+  [[nodiscard]] std::shared_ptr<Shared> shared() const { return shared_; }
+
+  // Finishes with what `status` makes (it may write the response) unless the call finished already.
+  template <typename MakeStatus>
+  static void finishOnce(WaitReactor* reactor, std::shared_ptr<Shared> shared, MakeStatus&& status) {
+    grpc::Status answer;
+    {
+      std::lock_guard lock(shared->mutex);
+      if (shared->finished) return;  // cancelled: the call (and `reactor`) may be gone
+      shared->finished = true;
+      answer = status();
+    }
+    reactor->Finish(answer);
+  }
+  // The engine's cancel for this wait; run at once when the client cancelled first.
+  static void setCancel(std::shared_ptr<Shared> shared, std::function<void()> cancel) {
+    {
+      std::lock_guard lock(shared->mutex);
+      if (!shared->cancelled) {
+        shared->cancelWait = std::move(cancel);
+        return;
+      }
+    }
+    cancel();
+  }
+  void OnCancel() override {
+    auto shared = shared_;
+    std::function<void()> cancel;
+    bool finish = false;
+    {
+      std::lock_guard lock(shared->mutex);
+      shared->cancelled = true;
+      cancel = std::move(shared->cancelWait);
+      finish = !std::exchange(shared->finished, true);
+    }
+    if (cancel) cancel();
+    if (finish) Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the wait was cancelled by its client"));
+  }
+  void OnDone() override {
+    if (onDone_) onDone_();
+    delete this;
+  }
+
+ private:
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+  std::function<void()> onDone_;
+};
+
+}  // namespace
+
+bool SwitchyardService::admitWait(const std::string& identity) {
+  std::lock_guard lock(waitsMutex_);
+  auto& open = waitsByCaller_[identity];
+  if (open >= kMaxWaitsPerCaller) return false;
+  ++open;
+  return true;
+}
+
+void SwitchyardService::endWait(const std::string& identity) {
+  std::lock_guard lock(waitsMutex_);
+  if (auto it = waitsByCaller_.find(identity); it != waitsByCaller_.end() && --it->second == 0) waitsByCaller_.erase(it);
+}
+
 grpc::ServerUnaryReactor* SwitchyardService::WaitOperation(Context* ctx, const v1::WaitOperationRequest* req, v1::Operation* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
@@ -314,13 +405,23 @@ grpc::ServerUnaryReactor* SwitchyardService::WaitOperation(Context* ctx, const v
   // Never wait past the caller's own deadline.
   const auto untilDeadline = std::chrono::duration_cast<std::chrono::milliseconds>(ctx->deadline() - std::chrono::system_clock::now());
   if (untilDeadline.count() > 0 && untilDeadline < timeout) timeout = untilDeadline;
-  auto* reactor = ctx->DefaultReactor();
-  engine_.waitOperation(req->id(), timeout, [this, reactor, out, c = *caller](Result<Operation> op) {
-                          if (op && !maySee(c, op->tenant)) op = fail(Code::kNotFound, fmt::format("no operation '{}'", op->id));
-                          if (!op) return reactor->Finish(toGrpcStatus(op.error()));
-                          toProto(*op, engine_.stepKinds(), *out);
-                          reactor->Finish(grpc::Status::OK);
-                        });
+  if (!admitWait(caller->identity))
+    return finished(ctx, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                      fmt::format("'{}' already has {} WaitOperation calls open, the most one caller may; wait for one to end "
+                                                  "or poll with GetOperation",
+                                                  caller->identity, kMaxWaitsPerCaller)));
+  auto* reactor = new WaitReactor([this, identity = caller->identity] { endWait(identity); });
+  const auto shared = reactor->shared();  // the reactor may be gone once the engine answers
+  // A cancel that comes before waitOperation returns is run as soon as it does (WaitReactor::setCancel).
+  WaitReactor::setCancel(
+      shared, engine_.waitOperation(req->id(), timeout, [this, reactor, shared, out, c = *caller](Result<Operation> op) {
+        WaitReactor::finishOnce(reactor, shared, [&] {
+          if (op && !maySee(c, op->tenant)) op = fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", op->id));
+          if (!op) return toGrpcStatus(op.error());
+          toProto(*op, engine_.stepKinds(), *out);
+          return grpc::Status::OK;
+        });
+      }));
   return reactor;
 }
 
@@ -530,9 +631,10 @@ grpc::ServerUnaryReactor* SwitchyardService::WhoAmI(Context* ctx, const v1::WhoA
 
 grpc::ServerUnaryReactor* SwitchyardService::Login(Context* ctx, const v1::LoginRequest* req, v1::LoginResponse* out) {
   if (req->ttl_seconds() < 0) return finished(ctx, invalid("ttl_seconds: must be >= 0 (0: 12 hours)"));
-  // The password check is slow on purpose (PBKDF2): it runs on a reply thread, not on gRPC's.
+  // The password check is slow on purpose (PBKDF2): it runs on a login thread, not on gRPC's or the reply
+  // pool's, and a failing name's or source's waits in a lane of its own.
   auto* reactor = ctx->DefaultReactor();
-  boost::asio::post(replies_, [this, reactor, out, name = req->name(), password = req->password(), ttl = std::chrono::seconds(req->ttl_seconds()),
+  boost::asio::post(authenticator_.loginIsSuspect(req->name()) ? suspectLogins_ : logins_, [this, reactor, out, name = req->name(), password = req->password(), ttl = std::chrono::seconds(req->ttl_seconds()),
                                peer = ctx->peer()] {
     auto login = authenticator_.login(name, password, ttl, peer);
     if (!login) return reactor->Finish(toGrpcStatus(login.error()));

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <thread>
@@ -24,7 +26,11 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   // Every call is authenticated by `authenticator`; what it may see and change follows its role and tenant.
   SwitchyardService(Engine& engine, const Authenticator& authenticator)
       : engine_(engine, [this](std::function<void()> f) { boost::asio::post(replies_, std::move(f)); }), authenticator_(authenticator) {}
-  ~SwitchyardService() override { replies_.join(); }
+  ~SwitchyardService() override {
+    logins_.join();
+    suspectLogins_.join();
+    replies_.join();
+  }
   SwitchyardService(const SwitchyardService&) = delete;
   SwitchyardService& operator=(const SwitchyardService&) = delete;
 
@@ -68,6 +74,18 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   template <typename T, typename Fill>
   Unary* answerHere(Context* ctx, const std::function<Result<T>()>& call, Fill fill);
 
+  // WaitOperation calls open at once per identity: one more is refused (RESOURCE_EXHAUSTED), so that one
+  // caller cannot hold yardd's memory with waits on a queued operation that may never end.
+  static constexpr std::size_t kMaxWaitsPerCaller = 256;
+  // Counts a wait against its caller; false (nothing counted) at the cap.
+  bool admitWait(const std::string& identity);
+  void endWait(const std::string& identity);
+  std::mutex waitsMutex_;
+  std::map<std::string, std::size_t> waitsByCaller_;
+
+  // Login's password checks (PBKDF2): names and sources with no failure counted, and failing ones apart.
+  boost::asio::thread_pool logins_{2};
+  boost::asio::thread_pool suspectLogins_{1};
   boost::asio::thread_pool replies_{std::max(2u, std::thread::hardware_concurrency())};  // before engine_: its completions run here
   EngineClient engine_;
   const Authenticator& authenticator_;

@@ -11,6 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "composer/model/listen_address.h"
 #include "composer/model/queue.h"
 #include "composer/packing/composable_model.h"
 
@@ -114,9 +115,21 @@ struct DaemonOptions {
   }
 };
 
+// HOST:PORT with a port from 0 to 65535 (composer/model/listen_address.h): ":70000" is refused, not wrapped.
+inline CLI::Validator listenAddressCheck(std::string flag) {
+  return CLI::Validator(
+      [flag](std::string& text) -> std::string {
+        auto parsed = parseListenAddress(text, flag);
+        return parsed ? std::string() : parsed.error().message;
+      },
+      "HOST:PORT");
+}
+
 inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.set_config("--config", "", "Read flags from a TOML/INI file: long flag names as keys, e.g. listen = \"0.0.0.0:7390\" and durability = \"full\"; command-line flags win");
-  app.add_option("--listen", o.listen, "gRPC address; port 0 picks a free port (the bound port is logged)")->capture_default_str();
+  app.add_option("--listen", o.listen, "gRPC address; port 0 picks a free port (the bound port is logged)")
+      ->check(listenAddressCheck("--listen"))
+      ->capture_default_str();
   app.add_option("--state-dir", o.stateDir, "Directory for the database and the simulated switch's state")->capture_default_str();
   app.add_option("--lease-ttl", o.leaseTtlSeconds,
                  "With an etcd store: the leader lease in seconds. A dead leader is replaced after about this long; keep it at "
@@ -229,7 +242,8 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->group("Testing");
   app.add_option("--port-file", o.portFile, "Write the bound gRPC port to this file once serving (for scripts and tests)");
   app.add_option("--redfish-listen", o.redfishListen,
-                 "Serve the Redfish API (Systems, CompositionService, TaskService, SessionService) on HOST:PORT; port 0 picks one");
+                 "Serve the Redfish API (Systems, CompositionService, TaskService, SessionService) on HOST:PORT; port 0 picks one")
+      ->check(listenAddressCheck("--redfish-listen"));
   app.add_flag("--redfish-http", o.redfishHttp,
                "Serve Redfish over plain HTTP instead of HTTPS (loopback tests, or a trusted network only: Basic auth sends passwords)");
   app.add_option("--redfish-cert", o.redfishCert,
@@ -239,6 +253,7 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--metrics-listen", o.metricsListen,
                  "Serve Prometheus metrics (/metrics), the read-only dashboard (/) and its JSON (/api/v1/...) on HOST:PORT; port 0 picks "
                  "one. With --identities every page but /healthz needs HTTP Basic or a bearer token (a viewer is enough)")
+      ->check(listenAddressCheck("--metrics-listen"))
       ->group("Metrics and dashboard");
   app.add_option("--metrics-port-file", o.metricsPortFile, "Write the bound metrics/dashboard port to this file once serving")
       ->group("Metrics and dashboard");

@@ -1,6 +1,10 @@
 #include "composer/engine/elastic_executor.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
+
+#include "composer/model/contain.h"
 
 namespace switchyard {
 
@@ -44,7 +48,10 @@ void ElasticExecutor::run() {
     auto work = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    work();
+    // The engine contains each call it posts; this is the last guard, so that a throw ends one piece of work and
+    // never the thread (std::terminate).
+    runContained(work, [](const std::string& what) { spdlog::error("a driver thread caught a failure ({}); it goes on", what); });
+    work = nullptr;
     lock.lock();
   }
 }

@@ -1,5 +1,7 @@
 #include "composer/engine/engine.h"
+
 #include "composer/engine/engine_control.h"
+#include "composer/model/contain.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -37,7 +39,12 @@ void Engine::startControl() {
   if (options_.stepped) {
     controlThreadId_ = std::this_thread::get_id();
   } else {
-    controlThread_ = std::thread([this] { control_->run(); });
+    // A task that throws halts the engine (its changes may be half made) and the loop goes on, so that stop()
+    // and every waiter are still answered.
+    controlThread_ = std::thread([this] {
+      while (!runContained([this] { control_->run(); }, [this](const std::string& what) { haltOnInternalFailure(what); })) {
+      }
+    });
     controlThreadId_ = controlThread_.get_id();
   }
   controlRunning_.store(true, std::memory_order_release);
@@ -277,8 +284,22 @@ struct Engine::Waiter {
   CompleteOnce<Operation> once;
 };
 
-void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done) {
+Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done) {
   auto waiter = std::make_shared<Waiter>(*control_, std::move(done));
+  // Cancelling releases the waiter on the control thread: out of waiters_, its timer stopped, answered kAborted.
+  CancelWait cancel = [this, id, weak = std::weak_ptr<Waiter>(waiter)] {
+    if (weak.expired()) return;
+    postToControl([this, id, weak](bool running) {
+      auto w = weak.lock();
+      if (!w || !running) return;
+      if (auto it = waiters_.find(id); it != waiters_.end()) {
+        std::erase(it->second, w);
+        if (it->second.empty()) waiters_.erase(it);
+      }
+      w->timer.cancel();
+      w->once.complete(fail(Code::kAborted, fmt::format("the wait for {} was cancelled", id)));
+    });
+  };
   postToControl([this, id, timeout, waiter](bool running) {
     if (!running) return;  // the waiter is dropped: kAborted
     if (!active_.contains(id) && !queue_.contains(id)) {
@@ -306,11 +327,12 @@ void Engine::waitOperation(const OperationId& id, std::chrono::milliseconds time
       if (auto op = queue_.find(id); op != queue_.end()) return w->once.complete(op->second);
       if (replica_) {  // still running on the leader as far as the store said
         auto stored = store_.getOperation(id);
-        if (!stored || !*stored) return w->once.complete(stored ? fail(Code::kNotFound, fmt::format("no operation '{}'", id)) : fail(stored.error()));
+        if (!stored || !*stored) return w->once.complete(stored ? fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)) : fail(stored.error()));
         w->once.complete(std::move(**stored));
       }
     });
   });
+  return cancel;
 }
 
 Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout) {
@@ -451,11 +473,22 @@ void Engine::haltOnStoreFailure(const Error& error) {
   // Whatever the write was (a step's outcome, an acceptance, an event), the store either fails or has fenced
   // this yardd out: running on would let memory and disk disagree. Stop working, not the process: the next
   // start resumes every operation from its last durable step, and callers are told why until then.
+  halt(error.message, fmt::format("cannot write to the store ({}); refusing new work and starting no more steps: restart yardd to resume "
+                                  "from the last recorded step",
+                                  error.message));
+}
+
+void Engine::haltOnInternalFailure(const std::string& what) {
+  halt("a failure inside the engine: " + what,
+       fmt::format("the engine's control thread caught a failure ({}); what it was changing is unknown, so yardd refuses new work and "
+                   "starts no more steps: restart it to resume from the last recorded step",
+                   what));
+}
+
+void Engine::halt(const std::string& why, const std::string& logLine) {
   if (storeFailure_.empty()) {
-    storeFailure_ = error.message;
-    spdlog::critical("cannot write to the store ({}); refusing new work and starting no more steps: restart yardd to resume "
-                     "from the last recorded step",
-                     storeFailure_);
+    storeFailure_ = why;
+    spdlog::critical("{}", logLine);
     {
       std::lock_guard lock(failureMutex_);
       failureForReaders_ = storeFailure_;

@@ -155,7 +155,10 @@ class Engine {
   [[nodiscard]] Result<std::vector<Operation>> listOperations(const OperationQuery& query);
   // The operation once finished, or its current state when the timeout passes first.
   [[nodiscard]] Result<Operation> waitOperation(const OperationId& id, std::chrono::milliseconds timeout);
-  void waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
+  // The returned function cancels the wait (a client that went away): the waiter and its timer are released
+  // at once and `done` gets kAborted, unless it was answered already. Safe to call from any thread, any time.
+  using CancelWait = std::function<void()>;
+  CancelWait waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit);
   // The last `limit` events, oldest first.
   [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit);
@@ -220,6 +223,8 @@ class Engine {
   [[nodiscard]] Result<std::vector<Drift>> reconcileHosts();
   // Deletes history beyond the retention policy (also done on a timer).
   [[nodiscard]] Result<PruneReport> pruneHistory();
+  // Entries in the lease and preemption bookkeeping now (tests: it does not grow with systems that came and went).
+  [[nodiscard]] Result<std::size_t> bookkeepingEntries();
 
  private:
   // The adapters' way in (engine_client.h): EngineCore's calls are these methods, made on the control thread.
@@ -368,7 +373,16 @@ class Engine {
   [[nodiscard]] PlacementDecision placeQueued(const Operation& op, const Pool* pool = nullptr);
   // Whether `placement` (of a request with `leaseSeconds`) keeps clear of what the queue's head has been
   // promised; else why not (ADR 0017, backfill).
-  [[nodiscard]] std::optional<std::string> delaysHead(const Placement& placement, std::int64_t leaseSeconds);
+  // Why `placement` would delay the queue's head, said to `tenant`: the head is named only when it is that
+  // tenant's own (a refusal, its audit record and event never name another tenant's request). A request of a
+  // higher priority than the head's delays nothing: queued, it would be ahead of the head (a spot head does
+  // not stop a batch compose that fits now).
+  [[nodiscard]] std::optional<std::string> delaysHead(const Placement& placement, std::int64_t leaseSeconds, const std::string& tenant,
+                                                      int priority);
+  // Forgets the lease and preemption bookkeeping of systems and requests that are gone (their maps would
+  // otherwise only grow).
+  void pruneEndedBookkeeping();
+
   [[nodiscard]] Result<Operation> admit(Operation& op, const Placement& placement);
   // Ends a queued operation without admitting it (cancelled, timed out): failed, its system dropped.
   [[nodiscard]] Result<Operation> dropQueued(const Acceptance* a, const OperationId& id, const std::string& why, const std::string& eventType,
@@ -449,6 +463,11 @@ class Engine {
   [[nodiscard]] std::string tenantOf(const std::string& subject) const;
   // Refuses new work and starts no more steps; every operation stays resumable from its last durable step.
   void haltOnStoreFailure(const Error& error);
+  // A control task threw (contained at the control thread's root): what it changed is unknown, so the engine
+  // halts as for a store failure; yardd exits 75 and its next start resumes from the store.
+  void haltOnInternalFailure(const std::string& what);
+  // Both: stop taking work and starting steps; `why` is what readers and onHalt are told.
+  void halt(const std::string& why, const std::string& logLine);
   // Hands events to the subscribers at the task's commit point (flush).
   void publish(const std::vector<Event>& events);
   void deliverEvents(const std::vector<Event>& events);

@@ -237,7 +237,7 @@ Result<Operation> Engine::acceptCompose(const Acceptance& a, const ComposeReques
   }
   const Placement& placement = *decision.placement;
   // What the queue's head has been promised is not taken by a request that arrives after it (backfill).
-  if (auto why = delaysHead(placement, asked.leaseSeconds)) {
+  if (auto why = delaysHead(placement, asked.leaseSeconds, request.placement.tenant, asked.priority)) {
     if (request.queue) return acceptQueued(a, request, *why);
     return fail(Code::kResourceExhausted, fmt::format("{}; add --queue to wait your turn", *why));
   }

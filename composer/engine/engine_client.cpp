@@ -1,8 +1,18 @@
 #include "composer/engine/engine_client.h"
 
+#include <spdlog/spdlog.h>
+
 #include "composer/engine/engine.h"
+#include "composer/model/contain.h"
 
 namespace switchyard {
+
+EngineClient::EngineClient(Engine& engine, Deliver deliver)
+    : engine_(engine), deliver_([deliver = std::move(deliver)](std::function<void()> completion) {
+        deliver([completion = std::move(completion)] {
+          runContained(completion, [](const std::string& what) { spdlog::error("an engine reply failed in its adapter and was dropped: {}", what); });
+        });
+      }) {}
 
 void EngineClient::onControl(std::function<void(EngineCore&)> call, std::function<void(std::optional<Error>)> after) {
   engine_.async<bool>(
@@ -22,8 +32,8 @@ static Completion<T> deliverVia(const EngineClient::Deliver& deliver, Completion
   };
 }
 
-void EngineClient::waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done) {
-  engine_.waitOperation(id, timeout, deliverVia(deliver_, std::move(done)));
+std::function<void()> EngineClient::waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done) {
+  return engine_.waitOperation(id, timeout, deliverVia(deliver_, std::move(done)));
 }
 
 void EngineClient::releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done) {

@@ -37,7 +37,9 @@ class EngineClient {
   // Hands a completion to the adapter's executor (an Asio io_context or thread pool: post it there).
   using Deliver = std::function<void(std::function<void()>)>;
 
-  EngineClient(Engine& engine, Deliver deliver) : engine_(engine), deliver_(std::move(deliver)) {}
+  // Each completion runs contained (composer/model/contain.h): one that throws is logged and ends, not the
+  // adapter's thread.
+  EngineClient(Engine& engine, Deliver deliver);
   // A client that only reads the view, or whose completions are small enough to run where the engine
   // answers them (the control thread).
   explicit EngineClient(Engine& engine) : EngineClient(engine, [](std::function<void()> done) { done(); }) {}
@@ -57,7 +59,8 @@ class EngineClient {
   }
 
   // The operation once finished, or as it stands when `timeout` passes first; on the adapter's executor.
-  void waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
+  // The returned function cancels the wait (Engine::waitOperation): call it when the caller goes away.
+  std::function<void()> waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
   // A quarantined device back to the pool (Engine::releaseQuarantined); on the adapter's executor.
   void releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done);
   // Live events after a replay of up to `replayLimit` of those after `lastSeen` (Engine::subscribeAfter); on

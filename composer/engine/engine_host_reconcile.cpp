@@ -11,6 +11,7 @@
 
 #include "composer/engine/drift_round.h"
 #include "composer/engine/engine.h"
+#include "composer/model/contain.h"
 
 namespace switchyard {
 
@@ -72,7 +73,8 @@ void Engine::reconcileHostsInBackground() {
   ++driverCallsInFlight_;
   driverPool_->post([this, checks = std::move(checks)] {
     std::vector<Result<std::vector<HostDeviceIdentity>>> seen;
-    for (const auto& check : checks) seen.push_back(hosts_->listPresent(check.host, {options_.hostCallTimeout}));
+    for (const auto& check : checks)
+      seen.push_back(resultContained("the host listing call", [&] { return hosts_->listPresent(check.host, {options_.hostCallTimeout}); }));
     asio::post(*control_, [this, checks, seen = std::move(seen)] {
       CommitPoint commit{*this};
       --driverCallsInFlight_;

@@ -22,6 +22,7 @@
 
 #include "composer/engine/engine.h"
 #include "composer/engine/engine_control.h"
+#include "composer/model/contain.h"
 
 namespace switchyard {
 
@@ -102,7 +103,8 @@ ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
   std::vector<Result<std::vector<GpuActivity>>> seen;
   seen.reserve(round.checks.size());
   for (const auto& check : round.checks)
-    seen.push_back(check.asked ? hosts_->activity(check.host, check.gpus, {options_.hostCallTimeout})
+    seen.push_back(check.asked ? resultContained("the host activity call",
+                                                 [&] { return hosts_->activity(check.host, check.gpus, {options_.hostCallTimeout}); })
                                : Result<std::vector<GpuActivity>>(std::vector<GpuActivity>{}));
   const Timestamp now = clock_.now();
   ActivityOutcome out;

@@ -54,7 +54,22 @@ Result<System> Engine::renewLeaseOnControl(const Caller& caller, const std::stri
   return withProgress(system);
 }
 
+void Engine::pruneEndedBookkeeping() {
+  auto gone = [this](const SystemId& id) {
+    const System* s = state_->system(id);
+    return s == nullptr || s->leaseExpiresAt == 0;
+  };
+  std::erase_if(leaseWarned_, gone);
+  std::erase_if(leaseRetryAt_, [&](const auto& entry) { return gone(entry.first); });
+  std::erase_if(preemptRetryAt_, [this](const auto& entry) { return !queue_.contains(entry.first); });
+}
+
+Result<std::size_t> Engine::bookkeepingEntries() {
+  return onControl([this]() -> Result<std::size_t> { return leaseWarned_.size() + leaseRetryAt_.size() + preemptRetryAt_.size(); });
+}
+
 void Engine::expireLeases(Mutation& m, std::vector<Operation>& started) {
+  pruneEndedBookkeeping();
   const Timestamp now = clock_.now();
   const Timestamp warnBefore = std::chrono::duration_cast<Duration>(options_.leaseWarning).count();
   std::vector<SystemId> due;

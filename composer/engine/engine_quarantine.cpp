@@ -14,6 +14,7 @@
 #include "composer/engine/engine.h"
 #include "composer/engine/engine_control.h"
 #include "composer/engine/pool_state.h"
+#include "composer/model/contain.h"
 
 namespace switchyard {
 
@@ -51,11 +52,12 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
                                                                  device, toString(held.allocation))});
     ++driverCallsInFlight_;
     driverPool_->post([this, caller, device, unbind, once] {
-      auto bindings = driver_.readBindings({options_.switchCallTimeout});
+      auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
       Result<void> unbound;
       if (bindings && unbind)
         for (const auto& b : *bindings)
-          if (b.deviceId == device) unbound = driver_.unbindAll(std::span<const Binding>(&b, 1), {options_.switchCallTimeout});
+          if (b.deviceId == device)
+            unbound = resultContained("the unbind call", [&] { return driver_.unbindAll(std::span<const Binding>(&b, 1), {options_.switchCallTimeout}); });
       boost::asio::post(*control_, [this, caller, device, unbind, once, bindings = std::move(bindings), unbound = std::move(unbound)] {
         CommitPoint inner{*this};
         --driverCallsInFlight_;

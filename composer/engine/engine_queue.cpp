@@ -89,6 +89,14 @@ Result<QueuedRequest> Engine::queuedRequestOf(const ComposeRequest& request) con
     for (const auto& c : options_.priorityClasses) known.push_back(c.name);
     return fail(Code::kInvalidArgument, fmt::format("no priority class '{}' (known: {})", className, fmt::join(known, ", ")));
   }
+  // A tenant limited to some classes (the identities file's priority_classes) may not name another.
+  if (auto quota = options_.quotas.find(p.tenant); quota != options_.quotas.end() && quota->second.priorityClasses) {
+    const auto& allowed = *quota->second.priorityClasses;
+    if (std::find(allowed.begin(), allowed.end(), cls->name) == allowed.end())
+      return fail(Code::kPermissionDenied, fmt::format("tenant '{}' may compose in priority class{} {} only, not '{}'{}", p.tenant,
+                                                       allowed.size() == 1 ? "" : "es", fmt::join(allowed, ", "), cls->name,
+                                                       request.priorityClass.empty() ? " (the default): name one with --priority" : ""));
+  }
   q.priorityClass = cls->name;
   q.priority = cls->value;
   const auto maxWait = options_.maxLease;
@@ -208,13 +216,17 @@ PlacementDecision Engine::placeQueued(const Operation& op, const Pool* pool) {
   return place(*placement_, state_->pool(), wanted, &state_->placementIndex());
 }
 
-std::optional<std::string> Engine::delaysHead(const Placement& placement, std::int64_t leaseSeconds) {
+std::optional<std::string> Engine::delaysHead(const Placement& placement, std::int64_t leaseSeconds, const std::string& tenant,
+                                              int priority) {
   if (!headShadow_ || headShadow_->at == 0) return std::nullopt;  // no lease we know of lets the head in: nothing to delay
   const HeadShadow& head = *headShadow_;
+  if (auto queued = queue_.find(head.head); queued != queue_.end() && queued->second.queued && priority > queued->second.queued->priority)
+    return std::nullopt;  // it would be ahead of the head in the queue
   if (leaseSeconds > 0 && clock_.now() + leaseSeconds * 1'000'000'000LL <= head.at) return std::nullopt;  // ends before it starts
   auto headName = [&] {
     auto it = queue_.find(head.head);
     const System* s = it == queue_.end() ? nullptr : state_->system(it->second.systemId);
+    if (it == queue_.end() || it->second.tenant != tenant) return std::string("(a request queued earlier)");
     return s ? fmt::format("{} ({})", s->name, head.head) : head.head;
   };
   if (placement.hostId == head.placement.hostId)
@@ -327,7 +339,7 @@ void Engine::admitQueued() {
       waitingFor_[id] = policy.error().message;
       continue;
     }
-    if (auto why = delaysHead(placement, op.queued->leaseSeconds)) {
+    if (auto why = delaysHead(placement, op.queued->leaseSeconds, op.tenant, op.queued->priority)) {
       waitingFor_[id] = *why;
       continue;
     }

@@ -7,6 +7,7 @@
 
 #include "composer/engine/engine.h"
 #include "composer/engine/engine_control.h"
+#include "composer/model/contain.h"
 
 namespace switchyard {
 
@@ -89,7 +90,7 @@ void Engine::scheduleReconcile() {
     const std::uint64_t before = stepResults_;
     ++driverCallsInFlight_;
     driverPool_->post([this, before] {
-      auto bindings = driver_.readBindings({options_.switchCallTimeout});
+      auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
       asio::post(*control_, [this, before, bindings = std::move(bindings)] {
         CommitPoint inner{*this};
         --driverCallsInFlight_;
@@ -111,7 +112,7 @@ void Engine::scheduleFabricPoll() {
     if (ec || halted_) return;
     ++driverCallsInFlight_;
     driverPool_->post([this] {
-      auto events = driver_.pollEvents();
+      auto events = resultContained("the switch's event poll", [&] { return driver_.pollEvents(); });
       asio::post(*control_, [this, events = std::move(events)] {
         CommitPoint inner{*this};
         --driverCallsInFlight_;

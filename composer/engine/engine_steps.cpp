@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 
 #include "composer/engine/engine.h"
+#include "composer/model/contain.h"
 #include "composer/model/fail_points.h"
 
 namespace switchyard {
@@ -123,7 +124,9 @@ void Engine::dispatch(const OperationId& id, std::size_t step, Duration delay) {
       if (delay.count() > 0) clock_.sleepFor(delay);  // a retry's backoff, here and not on the control thread
       StepTargets targets{driver_, {options_.switchCallTimeout}, hosts_, {options_.hostCallTimeout}};
       const auto started = std::chrono::steady_clock::now();
-      Result<StepReport> result = kind->call(targets, snapshot, snapshot.steps[step]);
+      // A driver that throws fails the call (kInternal: it may have been applied, so the step is undone).
+      Result<StepReport> result = resultContained(fmt::format("the {} call", snapshot.steps[step].kind),
+                                                  [&] { return kind->call(targets, snapshot, snapshot.steps[step]); });
       if (options_.metrics)
         options_.metrics->stepSeconds.observe({snapshot.steps[step].kind, result ? std::string("ok") : std::string(codeName(result.error().code))},
                                               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());

@@ -13,6 +13,7 @@
 #include "net/http_status.h"
 #include "composer/metrics/exposition.h"
 #include "composer/model/access.h"
+#include "composer/model/contain.h"
 #include "composer/model/queue.h"
 #include "composer/web/pool_metrics.h"
 
@@ -35,7 +36,7 @@ net::HttpResponse respond(http::status status, std::string_view contentType, std
 }
 
 net::HttpResponse problem(http::status status, std::string message, unsigned version, bool keepAlive) {
-  return respond(status, "application/json", json{{"error", {{"code", static_cast<int>(status)}, {"message", std::move(message)}}}}.dump() + "\n",
+  return respond(status, "application/json", json{{"error", {{"code", static_cast<int>(status)}, {"message", std::move(message)}}}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
                  version, keepAlive);
 }
 
@@ -250,7 +251,7 @@ void WebService::handle(const net::HttpRequest& request, net::Reply reply, const
 void WebService::healthz(const net::HttpRequest& request, net::Reply reply) {
   if (const std::string failure = engine_.storeFailure(); !failure.empty())
     return reply(respond(http::status::service_unavailable, "text/plain; charset=utf-8",
-                         fmt::format("not serving: yardd cannot write its store ({})\n", failure), request.version(), request.keep_alive()));
+                         fmt::format("not serving: yardd has halted: {}\n", failure), request.version(), request.keep_alive()));
   reply(respond(http::status::ok, "text/plain; charset=utf-8", "ok\n", request.version(), request.keep_alive()));
 }
 
@@ -259,10 +260,21 @@ void WebService::api(Api which, const Caller& caller, const std::string& query, 
   if (!prepared) return reply(problem(net::httpStatusOf(prepared.error().code), prepared.error().message, version, keepAlive));
   auto answer = [reply = std::move(reply), version, keepAlive](Result<json> body) {
     if (!body) return reply(problem(net::httpStatusOf(body.error().code), body.error().message, version, keepAlive));
-    reply(respond(http::status::ok, "application/json", body->dump() + "\n", version, keepAlive));
+    reply(respond(http::status::ok, "application/json", body->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", version, keepAlive));
   };
-  if (prepared->fromView) return answer(prepared->fromView());
-  engine_.run<json>(std::move(prepared->onControl), std::move(answer));
+  // A read that throws answers 500 (the HTTP server would too; this covers the engine's reply thread as well).
+  auto contained = [answer](const std::function<Result<json>()>& read) {
+    std::optional<Result<json>> body;
+    runContained([&] { body.emplace(read()); }, [&](const std::string& what) {
+      spdlog::error("an operator API read failed: {}", what);
+      body.emplace(fail(Code::kInternal, "yardd failed to answer this request; the failure is in its log"));
+    });
+    answer(std::move(*body));
+  };
+  if (prepared->fromView) return contained(prepared->fromView);
+  engine_.run<json>(std::move(prepared->onControl), [contained](Result<json> body) {
+    contained([&] { return std::move(body); });
+  });
 }
 
 void WebService::eventStream(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream) {

@@ -9,6 +9,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <utility>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -83,15 +87,50 @@ Result<void> readExact(int fd, std::span<std::uint8_t> out, Deadline deadline, s
   return {};
 }
 
-Result<Fd> connectTcp(const std::string& host, std::uint16_t port, Deadline deadline) {
+using AddressList = std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)>;
+
+// The addresses of host:port within `deadline`. A numeric address is read as it is (no lookup). A name is
+// looked up on a thread of its own: getaddrinfo cannot be interrupted, so when the deadline passes first the
+// call fails (kDeadlineExceeded) and the lookup's late answer is dropped when it comes.
+Result<AddressList> resolveWithin(const std::string& host, std::uint16_t port, Deadline deadline) {
+  const auto service = std::to_string(port);
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST;
   addrinfo* found = nullptr;
-  const auto service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0)
-    return fail(Code::kUnavailable, fmt::format("{}:{}: {}", host, port, ::gai_strerror(rc)));
-  std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> guard(found, ::freeaddrinfo);
+  if (::getaddrinfo(host.c_str(), service.c_str(), &hints, &found) == 0) return AddressList(found, ::freeaddrinfo);
+  struct Lookup {
+    std::mutex mutex;
+    std::condition_variable done;
+    bool finished = false;
+    int rc = 0;
+    addrinfo* found = nullptr;
+    ~Lookup() {
+      if (found) ::freeaddrinfo(found);
+    }
+  };
+  auto lookup = std::make_shared<Lookup>();
+  hints.ai_flags = 0;
+  std::thread([lookup, host, service, hints] {
+    addrinfo* result = nullptr;
+    const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &result);
+    std::lock_guard lock(lookup->mutex);
+    lookup->rc = rc;
+    lookup->found = result;
+    lookup->finished = true;
+    lookup->done.notify_all();
+  }).detach();
+  std::unique_lock lock(lookup->mutex);
+  if (!lookup->done.wait_until(lock, deadline, [&] { return lookup->finished; }))
+    return fail(Code::kDeadlineExceeded, fmt::format("{}:{}: the name did not resolve before the call's deadline", host, port));
+  if (lookup->rc != 0) return fail(Code::kUnavailable, fmt::format("{}:{}: {}", host, port, ::gai_strerror(lookup->rc)));
+  return AddressList(std::exchange(lookup->found, nullptr), ::freeaddrinfo);
+}
+
+Result<Fd> connectTcp(const std::string& host, std::uint16_t port, Deadline deadline) {
+  SY_ASSIGN(AddressList guard, resolveWithin(host, port, deadline));
+  addrinfo* const found = guard.get();
   std::string lastError = "no address";
   for (auto* a = found; a; a = a->ai_next) {
     Fd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));

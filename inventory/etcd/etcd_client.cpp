@@ -55,7 +55,7 @@ Result<std::int64_t> number(const json& j, const char* key) {
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
     if (ec == std::errc{} && end == s.data() + s.size() && !s.empty()) return n;
   }
-  return fail(Code::kInternal, fmt::format("etcd sent a malformed {}: {}", key, v.dump()));
+  return fail(Code::kInternal, fmt::format("etcd sent a malformed {}: {}", key, v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
 }
 
 Result<KeyValue> keyValueOf(const json& j) {
@@ -210,7 +210,7 @@ Result<std::string> Client::token(bool renew) {
     std::lock_guard lock(mutex_);
     if (!token_.empty() && token_ != stale) return token_;  // another call renewed it meanwhile
   }
-  auto reply = postWith("/v3/auth/authenticate", json{{"name", s.user}, {"password", s.password}}.dump(), {});
+  auto reply = postWith("/v3/auth/authenticate", json{{"name", s.user}, {"password", s.password}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), {});
   if (!reply) {
     if (reply.error().code == Code::kUnavailable || reply.error().code == Code::kDeadlineExceeded) return fail(reply.error());
     return fail(Code::kUnauthenticated, fmt::format("etcd refused user '{}': {}", s.user, reply.error().message));
@@ -311,7 +311,7 @@ Result<RangeResult> Client::range(const RangeRequest& r) {
   if (r.limit > 0) body["limit"] = std::to_string(r.limit);
   if (r.descending) body["sort_order"] = "DESCEND", body["sort_target"] = "KEY";
   if (r.countOnly) body["count_only"] = true;
-  SY_ASSIGN(const std::string text, post("/v3/kv/range", body.dump()));
+  SY_ASSIGN(const std::string text, post("/v3/kv/range", body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   const json reply = json::parse(text, nullptr, false);
   if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a range reply that is not JSON");
   RangeResult out;
@@ -330,7 +330,7 @@ Result<TxnResult> Client::txn(const std::vector<Compare>& compares, const std::v
   for (const auto& c : compares) body["compare"].push_back(compareJson(c));
   for (const auto& op : success) body["success"].push_back(opJson(op));
   for (const auto& op : failure) body["failure"].push_back(opJson(op));
-  SY_ASSIGN(const std::string text, post("/v3/kv/txn", body.dump()));
+  SY_ASSIGN(const std::string text, post("/v3/kv/txn", body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   const json reply = json::parse(text, nullptr, false);
   if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a txn reply that is not JSON");
   TxnResult out;
@@ -349,7 +349,7 @@ Result<TxnResult> Client::txn(const std::vector<Compare>& compares, const std::v
 }
 
 Result<std::int64_t> Client::leaseGrant(std::chrono::seconds ttl) {
-  SY_ASSIGN(const std::string text, post("/v3/lease/grant", json{{"TTL", std::to_string(ttl.count())}}.dump()));
+  SY_ASSIGN(const std::string text, post("/v3/lease/grant", json{{"TTL", std::to_string(ttl.count())}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   const json reply = json::parse(text, nullptr, false);
   if (!reply.is_object() || !reply.contains("ID")) return fail(Code::kInternal, "etcd granted no lease");
   SY_ASSIGN(const std::int64_t id, number(reply, "ID"));
@@ -358,7 +358,7 @@ Result<std::int64_t> Client::leaseGrant(std::chrono::seconds ttl) {
 }
 
 Result<std::int64_t> Client::leaseKeepAlive(std::int64_t lease) {
-  SY_ASSIGN(const std::string text, post("/v3/lease/keepalive", json{{"ID", std::to_string(lease)}}.dump()));
+  SY_ASSIGN(const std::string text, post("/v3/lease/keepalive", json{{"ID", std::to_string(lease)}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   const json reply = json::parse(text, nullptr, false);
   if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a keep-alive reply that is not JSON");
   const json& result = field(reply, "result").is_object() ? field(reply, "result") : reply;
@@ -382,7 +382,7 @@ Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const 
   json create{{"key", encodeBase64(key)}, {"start_revision", std::to_string(fromRevision)}};
   if (!rangeEnd.empty()) create["range_end"] = encodeBase64(rangeEnd);
   net::HttpCall call{.method = "POST", .target = "/v3/watch", .headers = {{"Content-Type", "application/json"}},
-                     .body = json{{"create_request", create}}.dump()};
+                     .body = json{{"create_request", create}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
   if (!authToken.empty()) call.headers.emplace_back("Authorization", authToken);
   std::optional<Result<std::optional<std::int64_t>>> verdict;  // what the first telling message said
   bool forgetToken = false;
@@ -446,7 +446,7 @@ Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const 
 }
 
 Result<void> Client::leaseRevoke(std::int64_t lease) {
-  SY_TRY(post("/v3/kv/lease/revoke", json{{"ID", std::to_string(lease)}}.dump()));
+  SY_TRY(post("/v3/kv/lease/revoke", json{{"ID", std::to_string(lease)}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
   return {};
 }
 

@@ -69,7 +69,7 @@ class EtcdStore::Batch {
   // chunks a failed batch left behind go with the next inventory written.
   Result<void> apply(const PutInventory& w) {
     const std::string& p = store_.options_.prefix;
-    std::string text = etcd::toJson(w.topology).dump();
+    std::string text = etcd::toJson(w.topology).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     const std::string chunks = p + "inventory/";
     rangeDeletes_.clear();
     if (text.size() <= kInventoryChunkBytes) {
@@ -83,19 +83,19 @@ class EtcdStore::Batch {
       SY_TRY(store_.commit(epoch_, {},
                            {Op{Op::Kind::kPut, fmt::format("{}{}/{:08}", chunks, generation, i), text.substr(i * kInventoryChunkBytes, kInventoryChunkBytes),
                                {}, 0}}));
-    put(p + "inventory", nlohmann::json{{"generation", generation}, {"chunks", count}, {"bytes", text.size()}}.dump());
+    put(p + "inventory", nlohmann::json{{"generation", generation}, {"chunks", count}, {"bytes", text.size()}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     const std::string mine = chunks + generation + "/";
     rangeDeletes_.push_back(Op{Op::Kind::kDelete, chunks, {}, mine, 0});
     rangeDeletes_.push_back(Op{Op::Kind::kDelete, etcd::prefixEnd(mine), {}, etcd::prefixEnd(chunks), 0});
     return {};
   }
   Result<void> apply(const PutSystem& w) {
-    put(store_.key("systems/", numberFromId(w.system.id)), etcd::toJson(w.system).dump());
+    put(store_.key("systems/", numberFromId(w.system.id)), etcd::toJson(w.system).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return {};
   }
   Result<void> apply(const PutOperation& w) {
     const Operation& op = w.operation;
-    put(store_.key("ops/", numberFromId(op.id)), etcd::toJson(op).dump());
+    put(store_.key("ops/", numberFromId(op.id)), etcd::toJson(op).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (!op.requestId.empty()) {
       const std::string requestKey = store_.options_.prefix + "requests/" + op.requestId;
       SY_ASSIGN(auto holder, read(requestKey));
@@ -108,18 +108,18 @@ class EtcdStore::Batch {
   Result<void> apply(const PutAssignment& w) {
     const std::string k = store_.options_.prefix + "assignments/" + w.assignment.deviceId;
     if (w.assignment.allocation == DeviceAllocation::kFree) erase(k);
-    else put(k, etcd::toJson(w.assignment).dump());
+    else put(k, etcd::toJson(w.assignment).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return {};
   }
   Result<void> apply(const PutEvent& w) {
     const std::string k = store_.key("events/", w.event.sequence);
     mustBeNew(k);
-    put(k, etcd::toJson(w.event).dump());
+    put(k, etcd::toJson(w.event).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return {};
   }
   // Keyed by start, then device: a window's stretches are one range read. A later checkpoint replaces an earlier.
   Result<void> apply(const PutIdleStretch& w) {
-    put(store_.idleKey(w.stretch.from, w.stretch.deviceId), etcd::toJson(w.stretch).dump());
+    put(store_.idleKey(w.stretch.from, w.stretch.deviceId), etcd::toJson(w.stretch).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return {};
   }
   Result<void> apply(const PutDemand& w) {
@@ -127,13 +127,13 @@ class EtcdStore::Batch {
       SY_ASSIGN(auto last, store_.lastNumber("demand/"));
       nextDemand_ = last + 1;
     }
-    put(store_.key("demand/", (*nextDemand_)++), etcd::toJson(w.shape).dump());
+    put(store_.key("demand/", (*nextDemand_)++), etcd::toJson(w.shape).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return {};
   }
   Result<void> apply(const PutAudit& w) {
     const std::string k = store_.key("audit/", w.record.sequence);
     mustBeNew(k);
-    put(k, etcd::toJson(w.record).dump());
+    put(k, etcd::toJson(w.record).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     if (!w.record.operationId.empty()) put(store_.options_.prefix + "auditops/" + w.record.operationId, std::to_string(w.record.sequence));
     return {};
   }
@@ -146,7 +146,7 @@ class EtcdStore::Batch {
     SY_ASSIGN(AuditRecord record, etcd::auditFrom(*text, k));
     record.outcome = w.outcome;
     record.finishedAt = w.finishedAt;
-    put(k, etcd::toJson(record).dump());
+    put(k, etcd::toJson(record).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     return {};
   }
 

@@ -18,23 +18,12 @@
 #include "fabric/simulated_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
+#include "tests/fuzz/http_fuzz_support.h"
 #include "tests/support/identities.h"
 
 namespace {
 
 using namespace switchyard;
-namespace http = boost::beast::http;
-
-// A stream the fuzzer opens (the SSE resource): records and ends at once.
-class NullStream final : public net::StreamWriter {
- public:
-  void send(std::string bytes) override { sent_ += bytes.size(); }
-  void close() override {}
-  void onClosed(std::function<void()> callback) override { callback(); }
-
- private:
-  std::size_t sent_ = 0;
-};
 
 struct World {
   World() {
@@ -65,35 +54,8 @@ World& world() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  http::request_parser<http::string_body> parser;
-  parser.body_limit(1 << 20);
-  parser.eager(true);
-  boost::beast::error_code ec;
-  parser.put(boost::asio::buffer(data, size), ec);
-  if (!ec && !parser.is_done()) parser.put_eof(ec);
-  if (ec || !parser.is_done()) return 0;  // the HTTP layer refuses it before the service sees it
-  const net::HttpRequest request = parser.release();
-
-  auto answered = std::make_shared<std::promise<net::HttpResponse>>();
-  auto once = std::make_shared<std::atomic<int>>(0);
-  world().service->handle(
-      request,
-      [answered, once](net::HttpResponse res) {
-        if (once->fetch_add(1) == 0) answered->set_value(std::move(res));
-        else std::abort();  // answered twice
-      },
-      [answered, once](std::string) -> std::shared_ptr<net::StreamWriter> {
-        if (once->fetch_add(1) == 0) answered->set_value(net::HttpResponse{http::status::ok, 11});
-        return std::make_shared<NullStream>();
-      });
-  auto future = answered->get_future();
-  if (future.wait_for(std::chrono::seconds(10)) != std::future_status::ready) std::abort();  // never answered
-  const net::HttpResponse res = future.get();
-  const unsigned status = res.result_int();
-  if (status < 200 || status > 599) std::abort();
-  // A HEAD answer carries the GET's headers and no body.
-  if (request.method() != http::verb::head && res[http::field::content_type].starts_with("application/json") &&
-      nlohmann::json::parse(res.body(), nullptr, false).is_discarded())
-    std::abort();  // said JSON, sent something else
+  const auto request = fuzzing::parseRequest(data, size);
+  if (!request) return 0;  // the HTTP layer refuses it before the service sees it
+  (void)fuzzing::answerOnce(*request, [&](net::Reply reply, net::OpenStream open) { world().service->handle(*request, std::move(reply), std::move(open)); });
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <future>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "composer/engine/engine_client.h"
@@ -99,6 +100,37 @@ TEST_F(EngineTest, AClientsCallTheEngineNeverRanIsAnsweredAbortedOnce) {
   adapter.pool.join();
   EXPECT_EQ(answers.load(), 1);
   EXPECT_FALSE(ran.load());
+}
+
+// Issue "No request can stop yardd": no thread root caught anything, so one throw ended yardd. A control task
+// that throws leaves what it was changing unknown: the engine halts as for a store failure (refusing work, the
+// reason for readers and onHalt, which makes yardd exit 75 for its service manager), and the control thread
+// goes on answering, so waiters and stop() still are. A completion that throws on the adapter's executor ends
+// that completion only.
+TEST_F(EngineTest, AControlTaskThatThrowsHaltsTheEngineInsteadOfEndingTheProcess) {
+  std::promise<std::string> halted;
+  configure_ = [&](EngineOptions& o) { o.onHalt = [&](const std::string& why) { halted.set_value(why); }; };
+  start();
+  AdapterPool adapter;
+  EngineClient client(*engine_, adapter.deliver());
+  std::promise<void> thrownCompletionRan;
+  client.run<bool>([](EngineCore&) -> Result<bool> { return true; },
+                   [&](Result<bool>) {
+                     thrownCompletionRan.set_value();
+                     throw std::runtime_error("a completion that throws");
+                   });
+  thrownCompletionRan.get_future().wait();
+  std::promise<Result<bool>> answered;
+  client.run<bool>([](EngineCore&) -> Result<bool> { throw std::runtime_error("[json.exception.type_error.316] invalid UTF-8 byte"); },
+                   [&](Result<bool> r) { answered.set_value(std::move(r)); });
+  auto why = halted.get_future();
+  ASSERT_EQ(why.wait_for(10s), std::future_status::ready) << "the engine halted";
+  EXPECT_NE(why.get().find("type_error.316"), std::string::npos);
+  EXPECT_NE(engine_->storeFailure().find("a failure inside the engine"), std::string::npos) << engine_->storeFailure();
+  auto refused = engine_->compose(kAlice, gpus("after", 1));
+  ASSERT_FALSE(refused) << "a halted engine takes no work";
+  EXPECT_EQ(refused.error().code, Code::kUnavailable);
+  EXPECT_GE(adapter.delivered.load(), 1);
 }
 
 TEST_F(EngineTest, AClientsSubscriptionReplaysWhatCameAfterTheSequenceThenGoesLiveOnTheAdaptersExecutor) {

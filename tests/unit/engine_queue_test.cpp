@@ -4,6 +4,10 @@
 // normal decompose path.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <future>
+
 #include "agent/simulated_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
@@ -97,6 +101,35 @@ TEST_F(EngineQueueTest, ARequestThatDoesNotFitWaitsAndIsAdmittedWhenADecomposeFr
   const auto types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "queue.entered"), types.end());
   EXPECT_NE(std::find(types.begin(), types.end(), "queue.admitted"), types.end());
+}
+
+// Issue "No request can stop yardd", N2: a wait whose caller went away is released at once, not when the
+// operation ends (a queued one may never end) or its timeout passes.
+TEST_F(EngineQueueTest, ACancelledWaitIsAnsweredAndReleasedAtOnce) {
+  start();
+  compose("a", 8);
+  compose("b", 8);
+  const Operation waiting = enqueue(queued("later", 8));
+  auto answered = std::make_shared<std::promise<Result<Operation>>>();
+  auto cancel = engine_->waitOperation(waiting.id, std::chrono::hours(1), [answered](Result<Operation> op) { answered->set_value(std::move(op)); });
+  auto future = answered->get_future();
+  EXPECT_EQ(future.wait_for(100ms), std::future_status::timeout) << "still queued: the wait goes on";
+  cancel();
+  ASSERT_EQ(future.wait_for(5s), std::future_status::ready) << "a cancelled wait is answered at once";
+  const auto op = future.get();
+  ASSERT_FALSE(op);
+  EXPECT_EQ(op.error().code, Code::kAborted);
+  EXPECT_EQ(op.error().message, fmt::format("the wait for {} was cancelled", waiting.id));
+  cancel();  // twice, and after the answer: nothing happens
+  // A wait answered before it is cancelled keeps its answer.
+  auto second = std::make_shared<std::promise<Result<Operation>>>();
+  auto late = engine_->waitOperation(waiting.id, 10ms, [second](Result<Operation> r) { second->set_value(std::move(r)); });
+  auto secondFuture = second->get_future();
+  ASSERT_EQ(secondFuture.wait_for(5s), std::future_status::ready);
+  late();
+  const auto timedOut = secondFuture.get();
+  ASSERT_TRUE(timedOut) << timedOut.error().message;
+  EXPECT_EQ(timedOut->state, OperationState::kQueued);
 }
 
 TEST_F(EngineQueueTest, AHigherPriorityClassGoesFirstWhateverItsAge) {
@@ -199,6 +232,41 @@ TEST_F(EngineQueueTest, TheQueueSurvivesARestartAndIsAdmittedAfterIt) {
   EXPECT_EQ(finished(c.id).state, OperationState::kSucceeded);
 }
 
+// Issue "No request can stop yardd", N4: a refusal because of the queue's head named the head (its name and
+// operation id) to whoever was refused, another tenant included, in the error, the audit trail and events.
+TEST_F(EngineQueueTest, ARefusalForTheHeadNamesItOnlyToItsOwnTenant) {
+  start();
+  auto leased = want("b", 8);
+  leased.lease = 1h;
+  composeWith(leased);
+  compose("a", 4);
+  auto secret = want("team-a-secret-project", 12, true);
+  secret.placement.tenant = "team-a";
+  const Operation head = enqueue(secret, Caller{"alice", Role::kTenant, "team-a"});
+
+  auto other = want("small", 4);
+  other.placement.tenant = "team-b";
+  auto refused = engine_->compose(Caller{"bob", Role::kTenant, "team-b"}, other);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kResourceExhausted);
+  EXPECT_EQ(refused.error().message.find("team-a-secret-project"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(refused.error().message.find(head.id), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("a request queued earlier"), std::string::npos) << refused.error().message;
+  AuditQuery query;
+  query.tenant = "team-b";
+  for (const auto& record : *engine_->listAudit(query))
+    EXPECT_EQ(record.message.find("team-a-secret-project"), std::string::npos) << record.message;
+  for (const auto& event : *engine_->recentEvents(100))
+    if (event.tenant == "team-b") EXPECT_EQ(event.message.find("team-a-secret-project"), std::string::npos) << event.message;
+
+  auto own = want("own", 4);
+  own.placement.tenant = "team-a";
+  auto ownRefused = engine_->compose(Caller{"alice", Role::kTenant, "team-a"}, own);
+  ASSERT_FALSE(ownRefused);
+  EXPECT_NE(ownRefused.error().message.find("team-a-secret-project"), std::string::npos) << "its own tenant is told which: "
+                                                                                         << ownRefused.error().message;
+}
+
 TEST_F(EngineQueueTest, ALaterRequestDoesNotTakeWhatTheHeadIsPromisedUnlessItEndsFirst) {
   start();
   auto leased = want("b", 8);
@@ -266,6 +334,62 @@ TEST_F(EngineQueueTest, ALeaseEndsInADecomposeWithAWarningFirstAndRenewMovesIt) 
   EXPECT_EQ(finished(waiting.id).state, OperationState::kSucceeded) << "the lease's GPUs went to the queue at once";
   types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "lease.expired"), types.end());
+}
+
+// Issue "No request can stop yardd": the lease bookkeeping (warned, retry times) of systems that are gone is
+// forgotten; before, those maps only grew with every leased system that ever lived.
+TEST_F(EngineQueueTest, LeaseBookkeepingOfSystemsThatAreGoneIsForgotten) {
+  start();
+  for (int round = 0; round < 5; ++round) {
+    auto leased = want(fmt::format("leased-{}", round), 8);
+    leased.lease = 20min;
+    composeWith(leased);
+    clock_.advance(11min);
+    ASSERT_TRUE(engine_->expireDeadlines());  // warned: one entry
+    clock_.advance(10min);
+    auto started = engine_->expireDeadlines();  // due: decomposed
+    ASSERT_TRUE(started);
+    ASSERT_EQ(started->size(), 1u);
+    EXPECT_EQ(finished(started->front().id).state, OperationState::kSucceeded);
+  }
+  ASSERT_TRUE(engine_->expireDeadlines());
+  EXPECT_EQ(*engine_->bookkeepingEntries(), 0u) << "five leased systems came and went";
+}
+
+// N10: a spot-class head waiting for leased GPUs stopped every compose made without --queue (batch, a higher
+// class) that fit now. A request of a higher class than the head's is not its to wait for.
+TEST_F(EngineQueueTest, ALowerClassHeadDoesNotStopAHigherClassComposeThatFits) {
+  start();
+  auto leased = want("b", 8);
+  leased.lease = 1h;
+  composeWith(leased);
+  compose("a", 4);
+  enqueue(queued("spot-head", 12, "spot"));  // fits when b's lease ends: b's 8 and the free 4
+  auto batch = engine_->compose(Caller::local(), want("small", 4));  // batch, the default class
+  ASSERT_TRUE(batch) << batch.error().message;
+  EXPECT_EQ(finished(batch->id).state, OperationState::kSucceeded);
+}
+
+// N11: a tenant limited to some priority classes (the identities file's priority_classes) may not name
+// another, and is told which it may.
+TEST_F(EngineQueueTest, ATenantLimitedToSomeClassesMayNotNameAnother) {
+  configure_ = [](EngineOptions& o) { o.quotas["team-a"].priorityClasses = std::vector<std::string>{"spot"}; };
+  start();
+  auto production = queued("urgent", 2, "production", "team-a");
+  auto refused = engine_->compose(Caller{"alice", Role::kTenant, "team-a"}, production);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kPermissionDenied);
+  EXPECT_EQ(refused.error().message, "tenant 'team-a' may compose in priority class spot only, not 'production'");
+  auto plain = want("plain", 2);
+  plain.placement.tenant = "team-a";
+  auto defaulted = engine_->compose(Caller{"alice", Role::kTenant, "team-a"}, plain);
+  ASSERT_FALSE(defaulted);
+  EXPECT_NE(defaulted.error().message.find("(the default): name one with --priority"), std::string::npos) << defaulted.error().message;
+  auto spot = want("cheap", 2);
+  spot.placement.tenant = "team-a";
+  spot.priorityClass = "spot";
+  EXPECT_EQ(composeWith(spot).state, OperationState::kSucceeded);
+  EXPECT_EQ(compose("other-tenant", 2).state, OperationState::kSucceeded) << "other tenants are not limited";
 }
 
 TEST_F(EngineQueueTest, BadClassesDurationsAndFloodsAreRefusedWithNothingQueued) {
