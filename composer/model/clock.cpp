@@ -1,5 +1,7 @@
 #include "composer/model/clock.h"
 
+#include <limits>
+
 #include <ctime>
 #include <fmt/format.h>
 
@@ -47,7 +49,12 @@ std::optional<Timestamp> parseTimestamp(std::string_view text) {
     }
     if (at + 1 != text.size() || text[at] != 'Z') return std::nullopt;
   }
-  return static_cast<Timestamp>(timegm(&utc)) * 1'000'000'000 + fraction;
+  // Nanoseconds since 1970 in 64 bits reach from 1677 to 2262: a time outside is not one yardd can hold (the
+  // multiplication would overflow; text_inputs_fuzz found the year 1013).
+  const auto seconds = static_cast<Timestamp>(timegm(&utc));
+  constexpr Timestamp kLimit = std::numeric_limits<Timestamp>::max() / 1'000'000'000 - 1;
+  if (seconds < -kLimit || seconds > kLimit) return std::nullopt;
+  return seconds * 1'000'000'000 + fraction;
 }
 
 }  // namespace switchyard

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "composer/model/clock.h"
 #include "composer/model/composition.h"
 #include "composer/model/grpc_target.h"
 #include "composer/model/queue.h"
@@ -11,6 +12,14 @@ namespace switchyard {
 namespace {
 
 using testing::TopologyBuilder;
+
+// text_inputs_fuzz found it (UBSan): an RFC 3339 time outside 1677-2262 overflowed the 64-bit nanoseconds.
+TEST(Timestamps, ATimeYarddCannotHoldIsRefusedNotOverflowed) {
+  EXPECT_EQ(parseTimestamp("1013-01-01T00:00:00Z"), std::nullopt);
+  EXPECT_EQ(parseTimestamp("9999-12-31T23:59:59Z"), std::nullopt);
+  ASSERT_TRUE(parseTimestamp("2026-11-23T09:00:00.5Z"));
+  EXPECT_EQ(formatTimestamp(*parseTimestamp("2026-11-23T09:00:00Z")), "2026-11-23T09:00:00.000Z");
+}
 
 TEST(Topology, DefaultTopologyIsTwoChassisOfEightGpusAndFourHosts) {
   const Topology t = defaultTopology();
