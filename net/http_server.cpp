@@ -350,13 +350,18 @@ void HttpServer::Impl::accept() {
       return;
     }
     acceptDelay = std::chrono::milliseconds(0);
-    if (connections.load() >= options.maxConnections) {
-      refuse(std::move(socket));
-    } else if (tls) {
-      std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(connections, thrownLog, options, handler, std::move(socket), *tls)->run();
-    } else {
-      std::make_shared<Session<beast::tcp_stream>>(connections, thrownLog, options, handler, std::move(socket))->run();
-    }
+    // Whatever happens to this connection, the server goes on accepting the next one.
+    runContained(
+        [&] {
+          if (connections.load() >= options.maxConnections) {
+            refuse(std::move(socket));
+          } else if (tls) {
+            std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(connections, thrownLog, options, handler, std::move(socket), *tls)->run();
+          } else {
+            std::make_shared<Session<beast::tcp_stream>>(connections, thrownLog, options, handler, std::move(socket))->run();
+          }
+        },
+        [&](const std::string& what) { acceptLog.warn("{}: a new connection failed: {}", options.name, what); });
     accept();
   });
 }
