@@ -103,10 +103,13 @@ bool Engine::planPreemption(const Operation& head) {
   for (const System* v : victims) {
     p.victims.push_back(v->id);
     names.push_back(v->name);
+    // The victim's tenant hears which request takes its GPUs only when that request is its own (issue 58, N4).
+    const std::string forWhom = v->tenant == head.tenant ? fmt::format("{} ({}, {} class)", headName, head.id, cls->name)
+                                                         : fmt::format("a request of the {} class", cls->name);
     m.events.push_back(makeEvent("system.preempting", v->id,
-                                 fmt::format("{} ({}, {} class) is preempted at {} to make room for {} ({}, {} class); save its work now",
-                                             v->name, v->id, v->priorityClass.empty() ? kDefaultPriorityClass : std::string_view(v->priorityClass),
-                                             formatTimestamp(p.decomposeAt), headName, head.id, cls->name)));
+                                 fmt::format("{} ({}, {} class) is preempted at {} to make room for {}; save its work now", v->name, v->id,
+                                             v->priorityClass.empty() ? kDefaultPriorityClass : std::string_view(v->priorityClass),
+                                             formatTimestamp(p.decomposeAt), forWhom)));
   }
   if (auto r = persist(m); !r) return false;
   spdlog::info("preemption: {} ({} class) takes {} at {}", head.id, cls->name, fmt::join(names, ", "), formatTimestamp(p.decomposeAt));
@@ -130,7 +133,9 @@ void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
     }
     if (options_.metrics) options_.metrics->preemptions.add({cls});
     preemptedGpus_[tenant].emplace_back(clock_.now(), gpus);
-    m.events.push_back(makeEvent("system.preempted", id, fmt::format("{}: preempted for {}; {} decomposes it", id, preemption_->head, op->id)));
+    const auto head = queue_.find(preemption_->head);
+    const std::string forWhom = head != queue_.end() && head->second.tenant == tenant ? preemption_->head : std::string("a request of a higher class");
+    m.events.push_back(makeEvent("system.preempted", id, fmt::format("{}: preempted for {}; {} decomposes it", id, forWhom, op->id)));
     started.push_back(*op);
   }
 }
@@ -139,9 +144,13 @@ void Engine::preemptionFailed(const Operation& op, Mutation& m) {
   if (!preemption_) return;
   const OperationId head = preemption_->head;
   preemptRetryAt_[head] = clock_.now() + std::chrono::duration_cast<Duration>(options_.leaseRetry).count();
+  // The event is the victim system's (its tenant's): the waiting request is named only to its own tenant.
+  const auto waiting = queue_.find(head);
+  const bool sameTenant = waiting != queue_.end() && waiting->second.tenant == op.tenant;
   m.events.push_back(makeEvent("preemption.failed", op.systemId,
-                               fmt::format("{} could not be preempted for {} ({}); it stays as it was, and {} keeps waiting", op.systemId,
-                                           head, op.error, head)));
+                               sameTenant ? fmt::format("{} could not be preempted for {} ({}); it stays as it was, and {} keeps waiting",
+                                                        op.systemId, head, op.error, head)
+                                          : fmt::format("{} could not be preempted ({}); it stays as it was", op.systemId, op.error)));
   preemption_.reset();
 }
 

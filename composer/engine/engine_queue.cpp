@@ -324,7 +324,14 @@ void Engine::admitQueued() {
         headShadow_ = HeadShadow{id, preemption_->decomposeAt, preemption_->placement};
       } else if (!headShadow_ && !preemption_ && planPreemption(op)) {
         headShadow_ = HeadShadow{id, preemption_->decomposeAt, preemption_->placement};
-        waitingFor_[id] = fmt::format("{}; preempting {} at {}", why, fmt::join(preemption_->victims, ", "), formatTimestamp(preemption_->decomposeAt));
+        // The head's tenant sees which of its own systems go; another tenant's only as a count (issue 58, N4).
+        std::vector<std::string> own;
+        std::size_t others = 0;
+        for (const auto& v : preemption_->victims)
+          if (const System* s = state_->system(v); s && s->tenant == op.tenant) own.push_back(v);
+          else ++others;
+        if (others > 0) own.push_back(fmt::format("{} system{} of other tenants", others, others == 1 ? "" : "s"));
+        waitingFor_[id] = fmt::format("{}; preempting {} at {}", why, fmt::join(own, ", "), formatTimestamp(preemption_->decomposeAt));
       } else if (!headShadow_) {
         headShadow_ = leaseShadowOf(op);
       }

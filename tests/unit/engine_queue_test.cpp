@@ -254,9 +254,13 @@ TEST_F(EngineQueueTest, ARefusalForTheHeadNamesItOnlyToItsOwnTenant) {
   EXPECT_NE(refused.error().message.find("a request queued earlier"), std::string::npos) << refused.error().message;
   AuditQuery query;
   query.tenant = "team-b";
-  for (const auto& record : *engine_->listAudit(query))
-    EXPECT_EQ(record.message.find("team-a-secret-project"), std::string::npos) << record.message;
-  for (const auto& event : *engine_->recentEvents(100))
+  const auto audit = engine_->listAudit(query);  // held: a range-for over *temporary would dangle
+  ASSERT_TRUE(audit);
+  EXPECT_FALSE(audit->empty()) << "bob's refusal is in team-b's audit trail";
+  for (const auto& record : *audit) EXPECT_EQ(record.message.find("team-a-secret-project"), std::string::npos) << record.message;
+  const auto events = engine_->recentEvents(100);
+  ASSERT_TRUE(events);
+  for (const auto& event : *events)
     if (event.tenant == "team-b") EXPECT_EQ(event.message.find("team-a-secret-project"), std::string::npos) << event.message;
 
   auto own = want("own", 4);
@@ -467,6 +471,35 @@ TEST_F(EngineQueueTest, ATenantCannotSeeOrCancelAnotherTenantsQueuedRequest) {
   EXPECT_EQ(viewer.error().code, Code::kPermissionDenied);
   EXPECT_EQ(engine_->listQueue()->size(), 1u);
   ASSERT_TRUE(engine_->cancelQueued(alice, mine.id));
+}
+
+// Issue 58, N4's kin: a preemption across tenants named the preempting request (name, operation id) in the
+// victim tenant's events, and the victims' system ids in the head's waiting_for. Each tenant hears of its own.
+TEST_F(EngineQueueTest, APreemptionAcrossTenantsNamesEachSideOnlyToItsOwnTenant) {
+  start();
+  auto spot = want("team-b-spot", 8);
+  spot.priorityClass = "spot";
+  spot.placement.tenant = "team-b";
+  const Operation victim = composeWith(spot);
+  compose("batch-job", 8);
+  const Operation urgent = enqueue(queued("team-a-urgent", 8, "production", "team-a"));
+  const auto queue = *engine_->listQueue();
+  ASSERT_EQ(queue.front().operationId, urgent.id);
+  EXPECT_NE(queue.front().waitingFor.find("preempting 1 system of other tenants"), std::string::npos) << queue.front().waitingFor;
+  EXPECT_EQ(queue.front().waitingFor.find(victim.systemId), std::string::npos) << queue.front().waitingFor;
+  clock_.advance(31s);
+  auto started = engine_->expireDeadlines();
+  ASSERT_TRUE(started);
+  int victimsEvents = 0;
+  const auto events = engine_->recentEvents(200);  // held: a range-for over *temporary would dangle
+  ASSERT_TRUE(events);
+  for (const auto& e : *events) {
+    if (e.tenant != "team-b") continue;
+    if (e.type.starts_with("system.preempt")) ++victimsEvents;
+    EXPECT_EQ(e.message.find("team-a-urgent"), std::string::npos) << e.type << ": " << e.message;
+    EXPECT_EQ(e.message.find(urgent.id), std::string::npos) << e.type << ": " << e.message;
+  }
+  EXPECT_EQ(victimsEvents, 2) << "system.preempting and system.preempted, both team-b's";
 }
 
 TEST_F(EngineQueueTest, AProductionRequestPreemptsTheSmallestSpotSystemAfterItsGrace) {
