@@ -175,7 +175,20 @@ TEST(HttpServer, ConnectionsOverTheCapAreRefusedWith503) {
 
 // N3: with no file descriptor left, accept() fails at once every time; the server backs off instead of
 // spinning (it once burnt 93 % of a core writing 400,000 log lines a second).
+#if defined(__SANITIZE_ADDRESS__)
+#define SWITCHYARD_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SWITCHYARD_TEST_UNDER_ASAN 1
+#endif
+#endif
+
 TEST(HttpServer, AcceptFailuresBackOffInsteadOfSpinning) {
+#ifdef SWITCHYARD_TEST_UNDER_ASAN
+  // UBSan's vptr check reads memory through a pipe it opens: with no descriptor left, it reports every
+  // virtual call as one on an invalid object. The test runs in the plain and TSan builds.
+  GTEST_SKIP() << "ASan/UBSan need descriptors of their own";
+#endif
   auto server = HttpServer::start({"127.0.0.1:0", 1}, echoPeer());
   ASSERT_TRUE(server) << server.error().message;
   const int port = (*server)->port();
