@@ -90,7 +90,9 @@ TEST_F(DaemonTest, KillNineMidComposeThenRestartResumesAndReconciles) {
 TEST_F(DaemonTest, AStartWhoseResumeHitsAFailedStoreFailsWithTheReasonInsteadOfHanging) {
   startDaemon({"--fail-point", "step.host-admit.before=crash"});
   auto started = yardctl("compose train --gpus 2 --no-wait");
-  ASSERT_EQ(started.exitCode, 0) << started.err;
+  // The compose is durable once accepted; the crash at host-admit may come before its answer is on the wire
+  // (under ASan it once did: "Socket closed").
+  ASSERT_TRUE(started.exitCode == 0 || started.err.find("Socket closed") != std::string::npos) << started.err;
   ASSERT_TRUE(daemon_->waitExit(10s)) << "the fail point kills yardd before host-admit";
   EXPECT_EQ(daemon_->signaled(), SIGKILL);
   // The restart resumes the compose; its second store write fails.
