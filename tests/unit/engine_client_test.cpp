@@ -130,7 +130,13 @@ TEST_F(EngineTest, AControlTaskThatThrowsHaltsTheEngineInsteadOfEndingTheProcess
   auto refused = engine_->compose(kAlice, gpus("after", 1));
   ASSERT_FALSE(refused) << "a halted engine takes no work";
   EXPECT_EQ(refused.error().code, Code::kUnavailable);
-  EXPECT_GE(adapter.delivered.load(), 1);
+  // The call that threw is still answered once, on the adapter's executor: aborted.
+  auto answer = answered.get_future();
+  ASSERT_EQ(answer.wait_for(10s), std::future_status::ready);
+  const auto thrown = answer.get();
+  ASSERT_FALSE(thrown);
+  EXPECT_EQ(thrown.error().code, Code::kAborted);
+  EXPECT_GE(adapter.delivered.load(), 2);
 }
 
 TEST_F(EngineTest, AClientsSubscriptionReplaysWhatCameAfterTheSequenceThenGoesLiveOnTheAdaptersExecutor) {
