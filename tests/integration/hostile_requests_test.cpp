@@ -276,7 +276,7 @@ TEST_F(HostileRequestsTest, CancelledWaitsAreReleasedAndCountAgainstACapPerCalle
     readers.back()->Finish(replies.back().get(), &statuses[static_cast<std::size_t>(i)], reinterpret_cast<void*>(static_cast<std::intptr_t>(i + 1)));
   }
   grpc::Status refused;
-  for (int attempt = 0; attempt < 100; ++attempt) {  // the async calls reach yardd in their own time
+  for (int attempt = 0; attempt < 600; ++attempt) {  // the async calls reach yardd in their own time (ASan: seconds)
     std::this_thread::sleep_for(50ms);
     pb::Operation ignored;
     grpc::ClientContext ctx;
