@@ -9,60 +9,10 @@
 #include <future>
 
 #include "agent/simulated_hosts.h"
-#include "tests/unit/engine_fixture.h"
+#include "tests/unit/engine_queue_fixture.h"
 
 namespace switchyard {
 namespace {
-
-class EngineQueueTest : public EngineTest {
- protected:
-  static ComposeRequest want(const std::string& name, int gpus, bool queue = false) {
-    ComposeRequest r{name, {}, {}};
-    r.placement.gpuCount = gpus;
-    r.queue = queue;
-    return r;
-  }
-  static ComposeRequest queued(const std::string& name, int gpus, std::string priorityClass = {}, std::string tenant = "default") {
-    auto r = want(name, gpus, true);
-    r.priorityClass = std::move(priorityClass);
-    r.placement.tenant = std::move(tenant);
-    return r;
-  }
-  Operation enqueue(const ComposeRequest& r, const Caller& caller = Caller::local()) {
-    auto op = engine_->compose(caller, r);
-    EXPECT_TRUE(op) << op.error().message;
-    if (!op) return {};
-    EXPECT_EQ(op->state, OperationState::kQueued) << r.name << ": " << op->explanation;
-    return *op;
-  }
-  Operation composeWith(ComposeRequest r) { return run(engine_->compose(Caller::local(), r)); }
-  Operation finished(const OperationId& id) {
-    auto op = engine_->waitOperation(id, 10s);
-    EXPECT_TRUE(op) << op.error().message;
-    return op ? *op : Operation{};
-  }
-  // The pool full (team-a's "a" and the default tenant's "x", 8 GPUs each); team-a queues "a-next", 12 hours
-  // later team-b queues "b-next", then "a" is decomposed: both tenants hold nothing now, a-next is older.
-  std::pair<Operation, Operation> queueAfterTeamAHeldEightGpusFor12Hours(std::chrono::milliseconds halfLife) {
-    configure_ = [halfLife](EngineOptions& o) { o.fairShareHalfLife = halfLife; };
-    start();
-    auto a = want("a", 8);
-    a.placement.tenant = "team-a";
-    composeWith(a);
-    compose("x", 8);
-    const Operation aNext = enqueue(queued("a-next", 8, "batch", "team-a"));
-    clock_.advance(12h);
-    const Operation bNext = enqueue(queued("b-next", 8, "batch", "team-b"));
-    run(engine_->decompose(Caller::local(), "a"));
-    return {aNext, bNext};
-  }
-  std::vector<std::string> queueNames() {
-    std::vector<std::string> out;
-    const auto queue = engine_->listQueue();  // held: a range-for over *temporary would dangle
-    for (const auto& e : *queue) out.push_back(e.name);
-    return out;
-  }
-};
 
 TEST_F(EngineQueueTest, ARequestThatDoesNotFitWaitsAndIsAdmittedWhenADecomposeFreesCapacity) {
   start();
@@ -232,45 +182,6 @@ TEST_F(EngineQueueTest, TheQueueSurvivesARestartAndIsAdmittedAfterIt) {
   EXPECT_EQ(finished(c.id).state, OperationState::kSucceeded);
 }
 
-// Issue "No request can stop yardd", N4: a refusal because of the queue's head named the head (its name and
-// operation id) to whoever was refused, another tenant included, in the error, the audit trail and events.
-TEST_F(EngineQueueTest, ARefusalForTheHeadNamesItOnlyToItsOwnTenant) {
-  start();
-  auto leased = want("b", 8);
-  leased.lease = 1h;
-  composeWith(leased);
-  compose("a", 4);
-  auto secret = want("team-a-secret-project", 12, true);
-  secret.placement.tenant = "team-a";
-  const Operation head = enqueue(secret, Caller{"alice", Role::kTenant, "team-a"});
-
-  auto other = want("small", 4);
-  other.placement.tenant = "team-b";
-  auto refused = engine_->compose(Caller{"bob", Role::kTenant, "team-b"}, other);
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code, Code::kResourceExhausted);
-  EXPECT_EQ(refused.error().message.find("team-a-secret-project"), std::string::npos) << refused.error().message;
-  EXPECT_EQ(refused.error().message.find(head.id), std::string::npos) << refused.error().message;
-  EXPECT_NE(refused.error().message.find("a request queued earlier"), std::string::npos) << refused.error().message;
-  AuditQuery query;
-  query.tenant = "team-b";
-  const auto audit = engine_->listAudit(query);  // held: a range-for over *temporary would dangle
-  ASSERT_TRUE(audit);
-  EXPECT_FALSE(audit->empty()) << "bob's refusal is in team-b's audit trail";
-  for (const auto& record : *audit) EXPECT_EQ(record.message.find("team-a-secret-project"), std::string::npos) << record.message;
-  const auto events = engine_->recentEvents(100);
-  ASSERT_TRUE(events);
-  for (const auto& event : *events)
-    if (event.tenant == "team-b") EXPECT_EQ(event.message.find("team-a-secret-project"), std::string::npos) << event.message;
-
-  auto own = want("own", 4);
-  own.placement.tenant = "team-a";
-  auto ownRefused = engine_->compose(Caller{"alice", Role::kTenant, "team-a"}, own);
-  ASSERT_FALSE(ownRefused);
-  EXPECT_NE(ownRefused.error().message.find("team-a-secret-project"), std::string::npos) << "its own tenant is told which: "
-                                                                                         << ownRefused.error().message;
-}
-
 TEST_F(EngineQueueTest, ALaterRequestDoesNotTakeWhatTheHeadIsPromisedUnlessItEndsFirst) {
   start();
   auto leased = want("b", 8);
@@ -374,28 +285,6 @@ TEST_F(EngineQueueTest, ALowerClassHeadDoesNotStopAHigherClassComposeThatFits) {
   EXPECT_EQ(finished(batch->id).state, OperationState::kSucceeded);
 }
 
-// N11: a tenant limited to some priority classes (the identities file's priority_classes) may not name
-// another, and is told which it may.
-TEST_F(EngineQueueTest, ATenantLimitedToSomeClassesMayNotNameAnother) {
-  configure_ = [](EngineOptions& o) { o.quotas["team-a"].priorityClasses = std::vector<std::string>{"spot"}; };
-  start();
-  auto production = queued("urgent", 2, "production", "team-a");
-  auto refused = engine_->compose(Caller{"alice", Role::kTenant, "team-a"}, production);
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().code, Code::kPermissionDenied);
-  EXPECT_EQ(refused.error().message, "tenant 'team-a' may compose in priority class spot only, not 'production'");
-  auto plain = want("plain", 2);
-  plain.placement.tenant = "team-a";
-  auto defaulted = engine_->compose(Caller{"alice", Role::kTenant, "team-a"}, plain);
-  ASSERT_FALSE(defaulted);
-  EXPECT_NE(defaulted.error().message.find("(the default): name one with --priority"), std::string::npos) << defaulted.error().message;
-  auto spot = want("cheap", 2);
-  spot.placement.tenant = "team-a";
-  spot.priorityClass = "spot";
-  EXPECT_EQ(composeWith(spot).state, OperationState::kSucceeded);
-  EXPECT_EQ(compose("other-tenant", 2).state, OperationState::kSucceeded) << "other tenants are not limited";
-}
-
 TEST_F(EngineQueueTest, BadClassesDurationsAndFloodsAreRefusedWithNothingQueued) {
   configure_ = [](EngineOptions& o) {
     o.maxQueuedPerTenant = 2;
@@ -452,54 +341,6 @@ TEST_F(EngineQueueTest, ATenantsPolicyGivesItsDefaultLeaseAndCapsLeasesAndItsQue
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Code::kResourceExhausted);
   enqueue(queued("q3", 8, "batch", "team-b")) ;  // another tenant's limit is its own
-}
-
-TEST_F(EngineQueueTest, ATenantCannotSeeOrCancelAnotherTenantsQueuedRequest) {
-  start();
-  compose("a", 8);
-  compose("b", 8);
-  const Caller alice{"alice", Role::kTenant, "team-a"};
-  const Caller bob{"bob", Role::kTenant, "team-b"};
-  const Operation mine = enqueue(queued("alices", 8, "batch", "team-a"), alice);
-  for (const std::string& id : {mine.id, std::string("alices")}) {
-    auto r = engine_->cancelQueued(bob, id);
-    ASSERT_FALSE(r);
-    EXPECT_EQ(r.error().code, Code::kNotFound) << "not even told it exists";
-  }
-  auto viewer = engine_->cancelQueued({"val", Role::kViewer, {}}, mine.id);
-  ASSERT_FALSE(viewer);
-  EXPECT_EQ(viewer.error().code, Code::kPermissionDenied);
-  EXPECT_EQ(engine_->listQueue()->size(), 1u);
-  ASSERT_TRUE(engine_->cancelQueued(alice, mine.id));
-}
-
-// Issue 58, N4's kin: a preemption across tenants named the preempting request (name, operation id) in the
-// victim tenant's events, and the victims' system ids in the head's waiting_for. Each tenant hears of its own.
-TEST_F(EngineQueueTest, APreemptionAcrossTenantsNamesEachSideOnlyToItsOwnTenant) {
-  start();
-  auto spot = want("team-b-spot", 8);
-  spot.priorityClass = "spot";
-  spot.placement.tenant = "team-b";
-  const Operation victim = composeWith(spot);
-  compose("batch-job", 8);
-  const Operation urgent = enqueue(queued("team-a-urgent", 8, "production", "team-a"));
-  const auto queue = *engine_->listQueue();
-  ASSERT_EQ(queue.front().operationId, urgent.id);
-  EXPECT_NE(queue.front().waitingFor.find("preempting 1 system of other tenants"), std::string::npos) << queue.front().waitingFor;
-  EXPECT_EQ(queue.front().waitingFor.find(victim.systemId), std::string::npos) << queue.front().waitingFor;
-  clock_.advance(31s);
-  auto started = engine_->expireDeadlines();
-  ASSERT_TRUE(started);
-  int victimsEvents = 0;
-  const auto events = engine_->recentEvents(200);  // held: a range-for over *temporary would dangle
-  ASSERT_TRUE(events);
-  for (const auto& e : *events) {
-    if (e.tenant != "team-b") continue;
-    if (e.type.starts_with("system.preempt")) ++victimsEvents;
-    EXPECT_EQ(e.message.find("team-a-urgent"), std::string::npos) << e.type << ": " << e.message;
-    EXPECT_EQ(e.message.find(urgent.id), std::string::npos) << e.type << ": " << e.message;
-  }
-  EXPECT_EQ(victimsEvents, 2) << "system.preempting and system.preempted, both team-b's";
 }
 
 TEST_F(EngineQueueTest, AProductionRequestPreemptsTheSmallestSpotSystemAfterItsGrace) {
