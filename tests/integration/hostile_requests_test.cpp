@@ -13,6 +13,7 @@
 #include <boost/beast/http.hpp>
 
 #include "tests/integration/daemon_fixture.h"
+#include "tests/support/raw_http.h"
 
 namespace switchyard::testing {
 namespace {
@@ -49,19 +50,7 @@ class HostileRequestsTest : public DaemonTest {
     }
   }
 
-  // Sends `bytes` as they are to `port` and reads the one answer (status 0: none came).
-  static http::response<http::string_body> exchange(int port, const std::string& bytes) {
-    boost::asio::io_context io;
-    boost::beast::tcp_stream stream(io);
-    stream.expires_after(std::chrono::seconds(10));
-    stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
-    boost::asio::write(stream, boost::asio::buffer(bytes));
-    boost::beast::flat_buffer buffer;
-    http::response<http::string_body> res;
-    boost::beast::error_code ec;
-    http::read(stream, buffer, res, ec);
-    return res;
-  }
+  static http::response<http::string_body> exchange(int port, const std::string& bytes) { return rawHttpExchange(port, bytes); }
 
   // yardd is still running and serving: its process, /healthz and a gRPC read.
   void expectAlive(int metricsPort, const std::string& after) {

@@ -20,6 +20,7 @@
 
 #include "composer/model/listen_address.h"
 #include "net/http_server.h"
+#include "tests/support/raw_http.h"
 
 namespace switchyard::net {
 namespace {
@@ -35,17 +36,7 @@ Handler echoPeer() {
 }
 
 // Sends `bytes` as they are and reads the one answer.
-http::response<http::string_body> exchange(int port, const std::string& bytes) {
-  boost::asio::io_context io;
-  boost::beast::tcp_stream stream(io);
-  stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
-  boost::asio::write(stream, boost::asio::buffer(bytes));
-  boost::beast::flat_buffer buffer;
-  http::response<http::string_body> res;
-  boost::beast::error_code ec;
-  http::read(stream, buffer, res, ec);
-  return res;
-}
+http::response<http::string_body> exchange(int port, const std::string& bytes) { return switchyard::testing::rawHttpExchange(port, bytes); }
 
 // The HTTP server hands each handler the client's address (without its port): what lockouts count by.
 TEST(HttpServerPeer, IsTheClientsAddress) {
