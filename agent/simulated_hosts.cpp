@@ -1,9 +1,16 @@
 #include "agent/simulated_hosts.h"
 
+#include "composer/model/durable_file.h"
+#include "composer/model/mig.h"
+
 #include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
 
 #include <algorithm>
 #include <functional>
@@ -32,15 +39,96 @@ SimulatedHosts::SimulatedHosts(const Topology& topology, RoutedPort routedPort, 
   for (const auto& h : topology.hosts)
     for (const auto& u : h.upstreamPorts) upstreamPorts_[h.id].push_back(u.portId);
   for (const auto& d : topology.devices) devices_.emplace(d.id, d);
-  // Devices already routed to a host (state kept by the simulated switch): one pass over the devices, not
-  // one per host (100,000 GPUs and 12,500 hosts took 17 s the other way).
+  const auto saved = loadState();
+  // Devices routed to a host now (state kept by the simulated switch): one pass over the devices, not one per
+  // host (100,000 GPUs and 12,500 hosts took 17 s the other way). A host sees each, as native hot-plug would
+  // show it one the switch bound while yardd was away, unless it had it absent when its state was saved (it
+  // released it, or lost sight of it, and nothing since brought it back).
   std::unordered_map<PortId, HostId> hostOfPort;
   for (const auto& [host, ports] : upstreamPorts_)
     for (const auto& port : ports) hostOfPort.emplace(port, host);
-  for (const auto& d : topology.devices)
-    if (auto routed = routedPort_(d.id))
-      if (auto owner = hostOfPort.find(*routed); owner != hostOfPort.end())
-        present_[owner->second].emplace(d.id, identityOf(owner->second, {d.id, *routed}));
+  for (const auto& d : topology.devices) {
+    const auto routed = routedPort_(d.id);
+    const auto owner = routed ? hostOfPort.find(*routed) : hostOfPort.end();
+    if (owner == hostOfPort.end()) continue;
+    const HostId& host = owner->second;
+    if (saved) {
+      if (auto kept = saved->present.find(host); kept != saved->present.end())
+        if (auto identity = kept->second.find(d.id); identity != kept->second.end()) {
+          present_[host].emplace(d.id, identity->second);
+          continue;
+        }
+      if (auto absent = saved->absent.find(host); absent != saved->absent.end() && absent->second.contains(d.id)) {
+        absent_[host].insert(d.id);
+        continue;
+      }
+    }
+    present_[host].emplace(d.id, identityOf(host, {d.id, *routed}));
+  }
+  // A saved device the switch no longer routes to its host vanished while yardd was away (surprise removal).
+  if (saved) {
+    for (const auto& [host, devices] : saved->present)
+      for (const auto& [device, identity] : devices)
+        if (!present_[host].contains(device))
+          spdlog::warn("simulated hosts: {} vanished from {} while yardd was away (it was enumerated at {})", device, host, identity.pciAddress);
+    for (auto& [host, made] : saved->instances)
+      for (auto& i : made)
+        if (present_[host].contains(i.deviceId)) instances_[host].push_back(i);
+  }
+}
+
+// {"hosts": {"host1": {"present": [{"device", "pci", "uuid"}], "absent": ["dev", ...], "instances": [{"device", "profile", "start"}]}}}
+std::optional<SimulatedHosts::SavedState> SimulatedHosts::loadState() const {
+  if (options_.statePath.empty() || !std::filesystem::exists(options_.statePath)) return std::nullopt;
+  const std::string where = options_.statePath.string();
+  try {
+    std::ifstream in(options_.statePath);
+    const auto root = nlohmann::json::parse(in);
+    SavedState saved;
+    for (const auto& [host, state] : root.at("hosts").items()) {
+      if (!upstreamPorts_.contains(host)) continue;  // a host the topology no longer has
+      for (const auto& p : state.value("present", nlohmann::json::array())) {
+        HostDeviceIdentity identity{p.at("device").get<std::string>(), p.at("pci").get<std::string>(), p.value("uuid", "")};
+        if (devices_.contains(identity.deviceId)) saved.present[host].emplace(identity.deviceId, std::move(identity));
+      }
+      for (const auto& d : state.value("absent", nlohmann::json::array())) saved.absent[host].insert(d.get<std::string>());
+      for (const auto& i : state.value("instances", nlohmann::json::array())) {
+        const auto profile = parseMigProfile(i.at("profile").get<std::string>());
+        if (!profile) throw std::runtime_error("unknown MIG profile " + i.at("profile").dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+        saved.instances[host].push_back({i.at("device").get<std::string>(), *profile, i.at("start").get<int>()});
+      }
+    }
+    return saved;
+  } catch (const std::exception& e) {
+    spdlog::warn("simulated hosts: cannot read {} ({}); each host sees what the switch routes to it", where, e.what());
+    return std::nullopt;
+  }
+}
+
+void SimulatedHosts::saveStateLocked() const {
+  if (options_.statePath.empty()) return;
+  nlohmann::json hosts = nlohmann::json::object();
+  auto hostState = [&](const HostId& host) -> nlohmann::json& {
+    auto& state = hosts[host];
+    if (!state.is_object()) state = {{"present", nlohmann::json::array()}, {"absent", nlohmann::json::array()}, {"instances", nlohmann::json::array()}};
+    return state;
+  };
+  for (const auto& [host, devices] : present_)
+    for (const auto& [device, identity] : devices)
+      hostState(host)["present"].push_back({{"device", device}, {"pci", identity.pciAddress}, {"uuid", identity.uuid}});
+  for (const auto& [host, devices] : absent_)
+    for (const auto& device : devices) hostState(host)["absent"].push_back(device);
+  for (const auto& [host, made] : instances_)
+    for (const auto& i : made) hostState(host)["instances"].push_back({{"device", i.deviceId}, {"profile", toString(i.profile)}, {"start", i.start}});
+  const nlohmann::json root{{"hosts", hosts}};
+  if (auto r = writeFileDurably(options_.statePath, root.dump(1, ' ', false, nlohmann::json::error_handler_t::replace), 0600); !r)
+    spdlog::warn("simulated hosts: {}", r.error().message);
+}
+
+void SimulatedHosts::noteAbsentLocked(const HostId& host, const DeviceId& device) {
+  const auto routed = routedPort_(device);
+  const auto& ports = upstreamPorts_.at(host);
+  if (routed && std::find(ports.begin(), ports.end(), *routed) != ports.end()) absent_[host].insert(device);
 }
 
 HostPolicy SimulatedHosts::policy(const HostId& host) const {
@@ -92,6 +180,7 @@ Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host
   clock_.sleepFor(std::min(delay, options.timeout));
 
   std::lock_guard lock(mutex_);
+  const SaveWhenDone save{*this};
   std::vector<HostDeviceIdentity> out;
   auto& present = present_[host];
   const auto& ports = upstreamPorts_.at(host);
@@ -112,6 +201,7 @@ Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host
     HostDeviceIdentity identity = identityOf(host, b);
     if (fault == SimulatedHostFault::kWrongSerial) {
       present.emplace(b.deviceId, identity);  // something did appear: the rollback must release it
+      absent_[host].erase(b.deviceId);
       return fail(Code::kFailedPrecondition, fmt::format("wrong device behind {} on {}: expected {} with serial {}, found serial {:016x} at {}",
                                                          b.upstreamPortId, host, b.deviceId, known->second.serial,
                                                          fnv1a(known->second.serial), identity.pciAddress));
@@ -122,6 +212,7 @@ Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host
                               "padding in the BIOS or boot the host with pci=realloc",
                               b.deviceId, host, identity.pciAddress));
     present.emplace(b.deviceId, identity);
+    absent_[host].erase(b.deviceId);
     out.push_back(std::move(identity));
   }
   // MIG instances on GPUs the host has; on a failure the ones made here are destroyed again.
@@ -146,6 +237,7 @@ Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host
 Result<HostRelease> SimulatedHosts::release(const HostId& host, const HostChange& change, const CallOptions&) {
   const auto& devices = change.devices;
   std::lock_guard lock(mutex_);
+  const SaveWhenDone save{*this};
   ++calls_;
   SY_TRY(reachableLocked(host, "release"));
   auto& present = present_[host];
@@ -184,6 +276,7 @@ Result<HostRelease> SimulatedHosts::release(const HostId& host, const HostChange
       out.notReset.push_back({b.deviceId, fmt::format("{}: writing 1 to {}'s reset failed: Inappropriate ioctl for device", host,
                                                       present.at(b.deviceId).pciAddress)});
     present.erase(b.deviceId);
+    noteAbsentLocked(host, b.deviceId);
     activity_.erase(b.deviceId);  // what ran on it ran on this host: the next host starts it idle
   }
   return out;
@@ -277,14 +370,18 @@ void SimulatedHosts::setInstanceActivity(const DeviceId& device, int start, std:
 
 void SimulatedHosts::forget(const HostId& host, const DeviceId& device) {
   std::lock_guard lock(mutex_);
+  const SaveWhenDone save{*this};
   present_[host].erase(device);
+  noteAbsentLocked(host, device);
 }
 
 void SimulatedHosts::enumerate(const HostId& host, const DeviceId& device) {
   std::lock_guard lock(mutex_);
+  const SaveWhenDone save{*this};
   const auto& ports = upstreamPorts_.at(host);
   auto identity = identityOf(host, {device, ports.front()});
   present_[host].emplace(device, std::move(identity));
+  absent_[host].erase(device);
 }
 
 std::vector<HostDeviceIdentity> SimulatedHosts::present(const HostId& host) const {

@@ -8,6 +8,7 @@
 // still had it enumerated is a surprise removal (on real hardware, AER errors or a crashed host).
 #pragma once
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
@@ -34,12 +35,17 @@ enum class SimulatedHostFault {
 
 struct SimulatedHostsOptions {
   Duration appearDelay{0};  // how long a bound device takes to show up after the rescan
+  // What each host has enumerated and the MIG instances made on it, kept across yardd restarts (the hosts
+  // are machines of their own: a device a host released before yardd crashed stays released). Empty: in
+  // memory only. A file that is missing or unreadable: each host sees what the switch routes to it.
+  std::filesystem::path statePath;
   HostPolicy policy = HostPolicy::kAgent;
   std::map<HostId, HostPolicy> policies;  // per-host overrides
 };
 
 // The simulated hosts are machines of their own: created beside a switch that already routes devices (a
-// yardd restart), each host sees the devices routed to it, as a real host that kept running would.
+// yardd restart), each host sees what it saw before (SimulatedHostsOptions::statePath) or, with no state
+// kept, the devices routed to it.
 class SimulatedHosts final : public HostAgents {
  public:
   // Where the simulated hardware routes a device now (SimulatedFabric::router(), or the first of several
@@ -91,6 +97,22 @@ class SimulatedHosts final : public HostAgents {
  private:
   [[nodiscard]] HostDeviceIdentity identityOf(const HostId& host, const Binding& b) const;
   [[nodiscard]] Result<void> reachableLocked(const HostId& host, std::string_view what);
+  // What the hosts had when their state was last saved (SimulatedHostsOptions::statePath).
+  struct SavedState {
+    std::map<HostId, std::map<DeviceId, HostDeviceIdentity>> present;
+    std::map<HostId, std::set<DeviceId>> absent;
+    std::map<HostId, std::vector<GpuInstance>> instances;
+  };
+  [[nodiscard]] std::optional<SavedState> loadState() const;  // none: no state file, or one that cannot be read
+  void saveStateLocked() const;  // after every change to what a host has (a failure is logged: it is a simulation)
+  // A device leaves the host while the switch may still route it there: remembered as absent, so that a
+  // restart does not show it again.
+  void noteAbsentLocked(const HostId& host, const DeviceId& device);
+  // Saves the hosts' state when the change that holds the lock ends, on every path out of it.
+  struct SaveWhenDone {
+    const SimulatedHosts& hosts;
+    ~SaveWhenDone() { hosts.saveStateLocked(); }
+  };
 
   RoutedPort routedPort_;
   Clock& clock_;
@@ -105,6 +127,7 @@ class SimulatedHosts final : public HostAgents {
   std::set<HostId> unreachable_;
   std::map<HostId, int> restarting_;  // calls still to miss
   std::map<HostId, std::map<DeviceId, HostDeviceIdentity>> present_;
+  std::map<HostId, std::set<DeviceId>> absent_;  // routed to the host, not enumerated there (released, lost sight of)
   std::map<HostId, std::vector<GpuInstance>> instances_;
   std::uint64_t calls_ = 0;
 };

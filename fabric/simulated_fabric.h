@@ -59,6 +59,8 @@ class SimulatedFabric final : public FabricDriver {
   // What the switch routes now, with no call latency or fault: the simulated hardware's own state, which
   // the simulated hosts (simulated_hosts.h) see.
   [[nodiscard]] std::optional<PortId> routedPort(const DeviceId& device) const;
+  // Whether the bindings outlive this process (SimulatedFabricOptions::statePath).
+  [[nodiscard]] bool keepsState() const { return !options_.statePath.empty(); }
   // routedPort as a function, for the simulated hosts (agent/simulated_hosts.h) this switch drives.
   [[nodiscard]] std::function<std::optional<PortId>(const DeviceId&)> router() const {
     return [this](const DeviceId& device) { return routedPort(device); };

@@ -198,7 +198,8 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--switch-timeout", o.switchTimeoutSeconds,
                  "Seconds a switch call may take; past that it fails with DEADLINE_EXCEEDED, its outcome unknown, and the "
-                 "operation rolls back (undo steps are idempotent)")
+                 "operation rolls back (undo steps are idempotent). Also bounds reading the whole fabric (Redfish, Switchtec) "
+                 "at start")
       ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
   app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")
       ->check(CLI::Range(0, 3600))->capture_default_str();

@@ -3,6 +3,7 @@
 #include <grpcpp/security/credentials.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -77,8 +78,11 @@ Result<std::unique_ptr<SimulatedHosts>> simulatedHostsOf(const DaemonOptions& o,
     return std::nullopt;
   };
   spdlog::info("host side: simulated host agents serve all {} host(s) until a yard-agent registers for one", simulated.hosts.size());
+  // The hosts keep what they have enumerated beside the simulated switch's bindings (none kept: none).
+  const bool kept = std::any_of(fabric.simulated.begin(), fabric.simulated.end(), [](SimulatedFabric* sim) { return sim->keepsState(); });
   return std::make_unique<SimulatedHosts>(simulated, routedPort, clock,
-                                          SimulatedHostsOptions{.appearDelay = std::chrono::milliseconds(o.simHostDelayMs)});
+                                          SimulatedHostsOptions{.appearDelay = std::chrono::milliseconds(o.simHostDelayMs),
+                                                                .statePath = kept ? o.stateDir / "sim-hosts.json" : std::filesystem::path()});
 }
 
 }  // namespace

@@ -68,9 +68,13 @@ Result<Topology> chooseTopology(const DaemonOptions& o) {
 }
 
 
+// Discovery (at start and at each rediscovery) is bounded by --switch-timeout like every other switch call.
+Duration switchTimeout(const DaemonOptions& o) { return std::chrono::milliseconds(static_cast<std::int64_t>(o.switchTimeoutSeconds * 1000)); }
+
 Result<std::unique_ptr<FabricDriver>> openRedfish(const std::string& url, const std::string& fabricId, const std::string& user,
-                                                  const std::filesystem::path& passwordFile, const std::filesystem::path& ca) {
+                                                  const std::filesystem::path& passwordFile, const std::filesystem::path& ca, Duration timeout) {
   RedfishFabricOptions options;
+  options.discoveryTimeout = timeout;
   options.url = url;
   options.fabric = fabricId;
   options.user = user;
@@ -83,8 +87,10 @@ Result<std::unique_ptr<FabricDriver>> openRedfish(const std::string& url, const 
 }
 
 // A Switchtec PAX fabric; `prefix` names its ids (a domain's name and '-', or nothing).
-Result<std::unique_ptr<FabricDriver>> openSwitchtec(const std::string& endpoint, const std::vector<std::string>& hostNames, const std::string& prefix) {
+Result<std::unique_ptr<FabricDriver>> openSwitchtec(const std::string& endpoint, const std::vector<std::string>& hostNames, const std::string& prefix,
+                                                    Duration timeout) {
   SwitchtecOptions options;
+  options.discoveryTimeout = timeout;
   options.endpoint = endpoint;
   options.prefix = prefix;
   for (const auto& h : hostNames) {
@@ -119,14 +125,14 @@ Result<OpenedFabric> openDomains(const DaemonOptions& o, Clock& clock) {
   for (const auto& text : o.domains) {
     SY_ASSIGN(const DomainSpec spec, parseDomainSpec(text));
     if (spec.driver == "redfish") {
-      auto driver = openRedfish(spec.url, spec.fabric, spec.user, spec.passwordFile, spec.ca);
+      auto driver = openRedfish(spec.url, spec.fabric, spec.user, spec.passwordFile, spec.ca, switchTimeout(o));
       if (!driver) return fail(driver.error().wrap(fmt::format("domain '{}'", spec.name)));
       spdlog::info("domain '{}': Redfish fabric {} at {}", spec.name, spec.fabric, spec.url);
       domains.push_back({spec.name, std::move(*driver)});
       continue;
     }
     if (spec.driver == "switchtec") {
-      auto driver = openSwitchtec(spec.endpoint, {}, spec.name + "-");
+      auto driver = openSwitchtec(spec.endpoint, {}, spec.name + "-", switchTimeout(o));
       if (!driver) return fail(driver.error().wrap(fmt::format("domain '{}'", spec.name)));
       spdlog::info("domain '{}': Switchtec PAX fabric at {}", spec.name, spec.endpoint);
       domains.push_back({spec.name, std::move(*driver)});
@@ -166,14 +172,14 @@ Result<OpenedFabric> openFabric(const DaemonOptions& o, Clock& clock) {
   }
   if (o.driver == "switchtec") {
     if (o.switchtecEndpoint.empty()) return fail(Code::kInvalidArgument, "--driver switchtec needs --switchtec HOST[:PORT] or --switchtec /dev/switchtecN");
-    auto fabric = openSwitchtec(o.switchtecEndpoint, o.switchtecHosts, "");
+    auto fabric = openSwitchtec(o.switchtecEndpoint, o.switchtecHosts, "", switchTimeout(o));
     if (!fabric) return fail(fabric.error().wrap("--driver switchtec"));
     spdlog::info("fabric driver 'switchtec': PAX fabric at {}", o.switchtecEndpoint);
     return OpenedFabric{std::move(*fabric), {}};
   }
   if (o.driver == "redfish") {
     if (o.redfishUrl.empty()) return fail(Code::kInvalidArgument, "--driver redfish needs --redfish-url https://HOST[:PORT]");
-    auto fabric = openRedfish(o.redfishUrl, o.redfishFabric, o.redfishUser, o.redfishPasswordFile, o.redfishCa);
+    auto fabric = openRedfish(o.redfishUrl, o.redfishFabric, o.redfishUser, o.redfishPasswordFile, o.redfishCa, switchTimeout(o));
     if (!fabric) return fail(fabric.error().wrap("--driver redfish"));
     spdlog::info("fabric driver 'redfish': fabric {} at {}", o.redfishFabric, o.redfishUrl);
     return OpenedFabric{std::move(*fabric), {}};

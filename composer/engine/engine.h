@@ -430,7 +430,10 @@ class Engine {
   // Running steps (engine_steps.cpp).
   void advance(const OperationId& id, Mutation carried = {});
   // Runs step `step` of the operation on a driver thread; its result comes back to the control thread.
-  void dispatch(const OperationId& id, std::size_t step, Duration delay = Duration::zero());
+  void dispatch(const OperationId& id, std::size_t step);
+  // Dispatches the step again after a retry's backoff, on a control-thread timer (no thread waits);
+  // stop() cancels the timer, and the step runs at the next start.
+  void retryAfter(const OperationId& id, std::size_t step, Duration wait);
   // How long a step waits before its attempt after `attempts` failed ones (EngineOptions::retryBackoff).
   [[nodiscard]] Duration backoffAfter(int attempts);
   void onStepResult(const OperationId& id, std::size_t step, Result<StepReport> result);

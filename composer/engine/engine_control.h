@@ -7,12 +7,13 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <future>
+#include <list>
 
 #include "composer/engine/engine.h"
 
 namespace switchyard {
 
-// The control thread's timers (fabric poll, prune, reconcile, deadlines, GPU activity) and what keeps its loop alive.
+// The control thread's timers (fabric poll, prune, reconcile, deadlines, GPU activity, retries' backoff) and what keeps its loop alive.
 struct Engine::TimerHolder {
   explicit TimerHolder(boost::asio::io_context& io)
       : timer(io), pruneTimer(io), reconcileTimer(io), deadlineTimer(io), activityTimer(io), guard(boost::asio::make_work_guard(io)) {}
@@ -21,6 +22,7 @@ struct Engine::TimerHolder {
   boost::asio::steady_timer reconcileTimer;
   boost::asio::steady_timer deadlineTimer;
   boost::asio::steady_timer activityTimer;
+  std::list<boost::asio::steady_timer> backoffs;  // retries waiting out their backoff (Engine::retryAfter)
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard;
 };
 

@@ -27,7 +27,8 @@ struct EngineOptions {
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
   // A retried step waits first: retryBackoff doubling with each attempt, at most maxRetryBackoff, each wait
   // drawn between half and all of that (jitter, so that calls that failed together do not retry together).
-  // The wait is on the engine's clock, on a driver thread (never the control thread); 0: retry at once.
+  // The wait is a timer on the engine's clock: no thread waits, and stop() cancels it (the step runs
+  // again at the next start); 0: retry at once.
   std::chrono::milliseconds retryBackoff{100};
   std::chrono::milliseconds maxRetryBackoff{2000};
   std::chrono::milliseconds switchCallTimeout{60'000};  // a switch call not answered by then is kDeadlineExceeded

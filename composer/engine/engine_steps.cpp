@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 
 #include "composer/engine/engine.h"
+#include "composer/engine/engine_control.h"
 #include "composer/model/contain.h"
 #include "composer/model/fail_points.h"
 
@@ -113,15 +114,30 @@ Duration Engine::backoffAfter(int attempts) {
   return Duration(half(jitter_));
 }
 
-void Engine::dispatch(const OperationId& id, std::size_t step, Duration delay) {
+void Engine::retryAfter(const OperationId& id, std::size_t step, Duration wait) {
+  const Duration real = clock_.timerFor(wait);
+  if (real.count() <= 0) {
+    dispatch(id, step);
+    return;
+  }
+  auto& backoffs = pollTimer_->backoffs;
+  auto timer = backoffs.emplace(backoffs.end(), *control_, real);
+  timer->async_wait([this, id, step, timer](const boost::system::error_code& ec) {
+    pollTimer_->backoffs.erase(timer);
+    if (ec || halted_ || !active_.contains(id)) return;  // stopped: the step runs again at the next start
+    CommitPoint commit{*this};
+    dispatch(id, step);
+  });
+}
+
+void Engine::dispatch(const OperationId& id, std::size_t step) {
   ++driverCallsInFlight_;
   ++stepCallsInFlight_;
   const Operation& op = active_.at(id);
   // The call starts at the task's commit point, once the view shows the step: nobody (a host, a switch, a
   // test's gate) sees a step that readers cannot.
-  toOutbox([this, id, step, snapshot = op, kind = &kindOf(op.steps[step]), delay]() mutable {
-    driverPool_->post([this, id, step, snapshot = std::move(snapshot), kind, delay] {
-      if (delay.count() > 0) clock_.sleepFor(delay);  // a retry's backoff, here and not on the control thread
+  toOutbox([this, id, step, snapshot = op, kind = &kindOf(op.steps[step])]() mutable {
+    driverPool_->post([this, id, step, snapshot = std::move(snapshot), kind] {
       StepTargets targets{driver_, {options_.switchCallTimeout}, hosts_, {options_.hostCallTimeout}};
       const auto started = std::chrono::steady_clock::now();
       // A driver that throws fails the call (kInternal: it may have been applied, so the step is undone).
@@ -167,7 +183,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<StepR
                                  std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
       spdlog::warn("{}: {}: {}", op.id, describe(step), step.message);
       m.writes.emplace_back(PutOperation{op, false, {index}});
-      if (persist(m)) dispatch(id, index, wait);  // the same step again, whatever its kind
+      if (persist(m)) retryAfter(id, index, wait);  // the same step again, whatever its kind
       return;
     }
     if (step.compensation) {

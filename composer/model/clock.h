@@ -23,6 +23,9 @@ class Clock {
   [[nodiscard]] virtual Timestamp now() const = 0;
   // Waits for d. On a ManualClock this advances virtual time and returns at once.
   virtual void sleepFor(Duration d) = 0;
+  // How long a timer for d runs in real time: d on the system clock. A ManualClock moves its time on by d
+  // at once and answers zero, so that work behind a timer runs without a wait in tests.
+  [[nodiscard]] virtual Duration timerFor(Duration d) = 0;
 };
 
 class SystemClock final : public Clock {
@@ -35,6 +38,7 @@ class SystemClock final : public Clock {
   void sleepFor(Duration d) override {
     if (d.count() > 0) std::this_thread::sleep_for(d);
   }
+  [[nodiscard]] Duration timerFor(Duration d) override { return d; }
 };
 
 class ManualClock final : public Clock {
@@ -42,6 +46,10 @@ class ManualClock final : public Clock {
   explicit ManualClock(Timestamp start = 1'700'000'000'000'000'000) : now_(start) {}
   [[nodiscard]] Timestamp now() const override { return now_.load(); }
   void sleepFor(Duration d) override { advance(d); }
+  [[nodiscard]] Duration timerFor(Duration d) override {
+    advance(d);
+    return Duration::zero();
+  }
   void advance(Duration d) { now_.fetch_add(d.count()); }
 
  private:

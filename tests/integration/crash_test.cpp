@@ -5,7 +5,9 @@
 //   2. after recovery the store and the switch agree exactly;
 //   3. every accepted operation ended (succeeded or rolled back) and its audit record says how;
 //   4. no reservation outlived its operation;
-//   5. no tenant holds more GPUs than its quota.
+//   5. no tenant holds more GPUs than its quota;
+//   6. every host sees what the store says it holds: no host drift is reported (a host that released a
+//      device before the crash still has it released after; the simulated hosts keep their state).
 // CI runs every point at its first and second hit; SWITCHYARD_CRASH_RUNS=N adds N random (point, hit)
 // pairs (seeded by SWITCHYARD_CRASH_SEED) for the long mode (docs/reliability.md).
 #include <fmt/format.h>
@@ -235,13 +237,17 @@ class CrashTest : public DaemonTest {
     // yardd still works: the workload runs again to its end, and the invariants hold after it too.
     workload();
     for (auto& v : invariants()) out.violations.push_back("after a second workload: " + v);
+    const std::string log = daemon_->log();
+    for (const std::string kind : {"drift: host-unexpected-device", "drift: host-missing-device"})
+      if (const auto at = log.find(kind); at != std::string::npos)
+        out.violations.push_back("6: " + log.substr(at, log.find('\n', at) - at));
     daemon_->kill(SIGKILL);  // the state is thrown away; a graceful stop would only wait for idle clients
     return out;
   }
 
   void reset() {
     daemon_ = std::make_unique<DaemonProcess>(YARDD_PATH, dir_.path());
-    for (const char* f : {"yard.db", "yard.db-wal", "yard.db-shm", "sim-fabric.json", "yardd.log"}) std::filesystem::remove(dir_ / f);
+    for (const char* f : {"yard.db", "yard.db-wal", "yard.db-shm", "sim-fabric.json", "sim-hosts.json", "yardd.log"}) std::filesystem::remove(dir_ / f);
     resetSwitch();
   }
 };

@@ -2,6 +2,12 @@
 // Redfish BMC for the bmc-reset host policy, both served by the real redfish-emulator over DMTF mockups.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -63,6 +69,33 @@ TEST_F(DaemonTest, AColdPlugHostIsResetThroughItsBmc) {
   // Another host still goes through its simulated agent and reports a host address.
   ASSERT_EQ(yardctl("compose warm --gpus 1 --host host1").exitCode, 0);
   EXPECT_FALSE(yardctlJson("systems warm")["bindings"][0]["host_pci_address"].get<std::string>().empty());
+}
+
+// A switch manager that takes connections and never answers: yardd gives up on reading the fabric after
+// --switch-timeout, with an error that says so, for either southbound protocol.
+TEST_F(DaemonTest, DiscoveryOfASilentSwitchManagerEndsAtTheSwitchTimeout) {
+  const int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(silent, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(silent, 64), 0);  // the kernel completes connections; nobody ever reads them
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::getsockname(silent, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  const std::string endpoint = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  for (const std::string& southbound : {"--driver redfish --redfish-url http://" + endpoint, "--driver switchtec --switchtec " + endpoint}) {
+    const auto started = std::chrono::steady_clock::now();
+    auto run = testing::runCommand(std::string("timeout 60 ") + YARDD_PATH + " " + southbound + " --switch-timeout 1 --state-dir " +
+                                       (dir_.path() / "silent").string(),
+                                   dir_.path());
+    const auto took = std::chrono::steady_clock::now() - started;
+    EXPECT_NE(run.exitCode, 0) << southbound;
+    EXPECT_NE(run.exitCode, 124) << southbound << ": still reading the fabric after 60 s";
+    EXPECT_LT(took, std::chrono::seconds(15)) << southbound;
+    EXPECT_TRUE(run.err.find("deadline") != std::string::npos || run.err.find("in time") != std::string::npos) << southbound << ": " << run.err;
+  }
+  ::close(silent);
 }
 
 }  // namespace

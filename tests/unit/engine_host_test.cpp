@@ -414,6 +414,73 @@ TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart)
   EXPECT_EQ(engine_->getSystem("train")->progress, "");
 }
 
+// The host releases, then its reply waits until let through: the engine stops between host-release and unbind.
+class ReleaseHeld final : public testing::ForwardingHosts {
+ public:
+  using ForwardingHosts::ForwardingHosts;
+  Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options) override {
+    auto released = inner_.release(host, change, options);
+    std::unique_lock lock(mutex_);
+    held_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return open_; });
+    return released;
+  }
+  void waitUntilHeld() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return held_; });
+  }
+  void open() {
+    std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool held_ = false;
+  bool open_ = false;
+};
+
+// yardd stops after a host released its devices and before the switch unbinds them. The hosts are machines of
+// their own: after the restart the host still has them released, so the resumed unbind surprises nobody and
+// host reconcile finds nothing (F16: simulated hosts rebuilt from the switch's routes saw them again).
+TEST_F(EngineHostTest, AHostThatReleasedBeforeAStopStillHasThemReleasedAfterTheRestart) {
+  const SimulatedHostsOptions kept{.statePath = dir_ / "sim-hosts.json"};
+  startWithHosts(kept);
+  const System system = composeTwo("train");
+  ReleaseHeld held(*simulatedHosts_);
+  hosts_ = &held;
+  start();
+  auto accepted = engine_->decompose(Caller::local(), "train");
+  ASSERT_TRUE(accepted) << accepted.error().message;
+  held.waitUntilHeld();
+  std::thread stopper([&] { engine_->stop(0s); });
+  while (!engine_->halted()) std::this_thread::yield();
+  held.open();
+  stopper.join();
+  auto stored = store_->getOperation(accepted->id);
+  ASSERT_TRUE(stored && *stored);
+  EXPECT_EQ(stepLog(**stored), (std::vector<std::string>{"host-release:done", "unbind:pending", "release:pending"}));
+  EXPECT_EQ(fabricBindings().size(), 2u);
+  EXPECT_EQ(SimulatedHosts(defaultTopology(), fabric_->router(), clock_).present(system.hostId).size(), 2u)
+      << "hosts that keep no state see what the switch routes to them";
+
+  startWithHosts(kept);  // the restart: new simulated hosts over the kept state
+  EXPECT_TRUE(simulatedHosts_->present(system.hostId).empty());
+  auto done = engine_->waitOperation(accepted->id, 10s);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->state, OperationState::kSucceeded);
+  EXPECT_TRUE(fabricBindings().empty());
+  EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
+  auto drift = engine_->reconcileHosts();
+  ASSERT_TRUE(drift);
+  EXPECT_TRUE(drift->empty()) << drift->front().kind << ": " << drift->front().message;
+  auto types = eventTypes();
+  EXPECT_EQ(std::count_if(types.begin(), types.end(), [](const std::string& t) { return t.starts_with("drift."); }), 0);
+}
+
 // The host released, but its reply was lost; every later attempt finds the agent down. The release may well have
 // happened, so the rollback re-admits what it released (its MIG instances too) instead of trusting the last answer.
 class ReleaseThenDown final : public testing::ForwardingHosts {

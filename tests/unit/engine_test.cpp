@@ -354,6 +354,46 @@ TEST_F(EngineTest, ARetriedStepBacksOffOnTheEnginesClockWithJitter) {
   EXPECT_EQ(op.steps[0].message, "") << "the last attempt succeeded";
 }
 
+TEST_F(EngineTest, StopCutsARetrysBackoffShortAndTheStepRunsAtTheNextStart) {
+  start();
+  compose("train", 2);
+  engine_.reset();
+  // The same store and switch under an engine on the wall clock whose retries wait 30 s.
+  SystemClock wall;
+  EngineOptions options;
+  options.fabricPollInterval = 0ms;
+  options.reconcileInterval = 0ms;
+  options.pruneInterval = 0ms;
+  options.deadlineInterval = 0ms;
+  options.activityInterval = 0ms;
+  options.retryBackoff = 30s;
+  options.maxRetryBackoff = 30s;
+  auto walled = std::make_unique<Engine>(*fabric_, *store_, wall, options);
+  ASSERT_TRUE(walled->start());
+  fabric_->setFaults({.failNext = 1, .targets = kFaultUnbind});
+  auto accepted = walled->decompose(Caller::local(), "train");
+  ASSERT_TRUE(accepted) << accepted.error().message;
+  for (int i = 0; i < 1000; ++i) {
+    auto op = walled->getOperation(accepted->id);
+    ASSERT_TRUE(op);
+    if (op->steps[0].attempts == 1) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(walled->getOperation(accepted->id)->steps[0].attempts, 1) << "the unbind failed once and waits to retry";
+  const auto before = std::chrono::steady_clock::now();
+  walled->stop(0s);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 10s) << "stop() waited out the backoff";
+  walled.reset();
+  EXPECT_EQ(fabricBindings().size(), 2u) << "the retry was not made";
+
+  start();  // the fixture's engine: the decompose resumes where it stood
+  auto done = engine_->waitOperation(accepted->id, 10s);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->state, OperationState::kSucceeded);
+  EXPECT_EQ(done->steps[0].attempts, 2);
+  EXPECT_TRUE(fabricBindings().empty());
+}
+
 TEST_F(EngineTest, DecomposeThatCannotUnbindLeavesTheSystemWhole) {
   start();
   compose("train", 3);
