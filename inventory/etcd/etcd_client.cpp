@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "composer/model/base64.h"
+#include "inventory/etcd/replies.h"
 #include "net/http_client.h"
 
 namespace switchyard::etcd {
@@ -16,58 +17,6 @@ using nlohmann::json;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
-
-Result<std::string> unbase64(std::string_view text) {
-  auto bytes = decodeBase64(text);
-  if (!bytes) return fail(Code::kInternal, "etcd sent malformed base64");
-  return std::move(*bytes);
-}
-
-// Reading a reply never throws: a field of the wrong type reads as absent (etcd's gateway leaves out fields
-// that hold their zero value), a number that is not one is an error.
-const json& field(const json& j, const char* key) {
-  static const json kAbsent;
-  if (!j.is_object()) return kAbsent;
-  auto it = j.find(key);
-  return it == j.end() ? kAbsent : *it;
-}
-std::string textOf(const json& j, const char* key) {
-  const json& v = field(j, key);
-  return v.is_string() ? v.get<std::string>() : std::string{};
-}
-bool flag(const json& j, const char* key) {
-  const json& v = field(j, key);
-  return v.is_boolean() && v.get<bool>();
-}
-const json& list(const json& j, const char* key) {
-  static const json kEmpty = json::array();
-  const json& v = field(j, key);
-  return v.is_array() ? v : kEmpty;
-}
-// int64 fields come as JSON strings ("12"), sometimes as numbers.
-Result<std::int64_t> number(const json& j, const char* key) {
-  const json& v = field(j, key);
-  if (v.is_null()) return std::int64_t{0};
-  if (v.is_number_integer()) return v.get<std::int64_t>();
-  if (v.is_string()) {
-    const std::string& s = v.get_ref<const std::string&>();
-    std::int64_t n = 0;
-    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-    if (ec == std::errc{} && end == s.data() + s.size() && !s.empty()) return n;
-  }
-  return fail(Code::kInternal, fmt::format("etcd sent a malformed {}: {}", key, v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-}
-
-Result<KeyValue> keyValueOf(const json& j) {
-  KeyValue kv;
-  SY_ASSIGN(kv.key, unbase64(textOf(j, "key")));
-  SY_ASSIGN(kv.value, unbase64(textOf(j, "value")));
-  SY_ASSIGN(kv.createRevision, number(j, "create_revision"));
-  SY_ASSIGN(kv.modRevision, number(j, "mod_revision"));
-  SY_ASSIGN(kv.version, number(j, "version"));
-  SY_ASSIGN(kv.lease, number(j, "lease"));
-  return kv;
-}
 
 json compareJson(const Compare& c) {
   static constexpr const char* kResults[] = {"EQUAL", "GREATER", "LESS", "NOT_EQUAL"};
@@ -215,8 +164,7 @@ Result<std::string> Client::token(bool renew) {
     if (reply.error().code == Code::kUnavailable || reply.error().code == Code::kDeadlineExceeded) return fail(reply.error());
     return fail(Code::kUnauthenticated, fmt::format("etcd refused user '{}': {}", s.user, reply.error().message));
   }
-  const json parsed = json::parse(*reply, nullptr, false);
-  const std::string fresh = textOf(parsed, "token");
+  const std::string fresh = tokenReplyOf(*reply);
   if (fresh.empty()) return fail(Code::kUnauthenticated, fmt::format("etcd gave user '{}' no token (is authentication enabled?)", s.user));
   std::lock_guard lock(mutex_);
   token_ = fresh;
@@ -282,12 +230,7 @@ Result<std::string> Client::answerOf(const Member& member, const std::string& pa
                                      const std::string& body) {
   const std::string& endpoint = member.url;
   if (status == 200) return body;
-  auto error = json::parse(body, nullptr, false);
-  std::string message = textOf(error, "message");
-  if (message.empty()) message = textOf(error, "error");
-  if (message.empty()) message = body;
-  const json& codeField = field(error, "code");
-  const std::int64_t code = codeField.is_number_integer() ? codeField.get<std::int64_t>() : 0;
+  const auto [message, code] = errorReplyOf(body);
   if (code == 14 || status >= 500)  // UNAVAILABLE: no leader, a member stopping
     return fail(Code::kUnavailable, fmt::format("etcd {}: {}", endpoint, message));
   if (code == 16 || tokenRefused(message))  // UNAUTHENTICATED, or no token where authentication is on
@@ -312,17 +255,7 @@ Result<RangeResult> Client::range(const RangeRequest& r) {
   if (r.descending) body["sort_order"] = "DESCEND", body["sort_target"] = "KEY";
   if (r.countOnly) body["count_only"] = true;
   SY_ASSIGN(const std::string text, post("/v3/kv/range", body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-  const json reply = json::parse(text, nullptr, false);
-  if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a range reply that is not JSON");
-  RangeResult out;
-  SY_ASSIGN(out.count, number(reply, "count"));
-  out.more = flag(reply, "more");
-  SY_ASSIGN(out.revision, number(field(reply, "header"), "revision"));
-  for (const auto& kv : list(reply, "kvs")) {
-    SY_ASSIGN(auto parsed, keyValueOf(kv));
-    out.kvs.push_back(std::move(parsed));
-  }
-  return out;
+  return rangeReplyOf(text);
 }
 
 Result<TxnResult> Client::txn(const std::vector<Compare>& compares, const std::vector<Op>& success, const std::vector<Op>& failure) {
@@ -331,38 +264,17 @@ Result<TxnResult> Client::txn(const std::vector<Compare>& compares, const std::v
   for (const auto& op : success) body["success"].push_back(opJson(op));
   for (const auto& op : failure) body["failure"].push_back(opJson(op));
   SY_ASSIGN(const std::string text, post("/v3/kv/txn", body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-  const json reply = json::parse(text, nullptr, false);
-  if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a txn reply that is not JSON");
-  TxnResult out;
-  out.succeeded = flag(reply, "succeeded");
-  SY_ASSIGN(out.revision, number(field(reply, "header"), "revision"));
-  for (const auto& r : list(reply, "responses")) {
-    if (!field(r, "response_range").is_object()) continue;
-    std::vector<KeyValue> kvs;
-    for (const auto& kv : list(field(r, "response_range"), "kvs")) {
-      SY_ASSIGN(auto parsed, keyValueOf(kv));
-      kvs.push_back(std::move(parsed));
-    }
-    out.ranges.push_back(std::move(kvs));
-  }
-  return out;
+  return txnReplyOf(text);
 }
 
 Result<std::int64_t> Client::leaseGrant(std::chrono::seconds ttl) {
   SY_ASSIGN(const std::string text, post("/v3/lease/grant", json{{"TTL", std::to_string(ttl.count())}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-  const json reply = json::parse(text, nullptr, false);
-  if (!reply.is_object() || !reply.contains("ID")) return fail(Code::kInternal, "etcd granted no lease");
-  SY_ASSIGN(const std::int64_t id, number(reply, "ID"));
-  if (id == 0) return fail(Code::kInternal, "etcd granted no lease");
-  return id;
+  return leaseGrantReplyOf(text);
 }
 
 Result<std::int64_t> Client::leaseKeepAlive(std::int64_t lease) {
   SY_ASSIGN(const std::string text, post("/v3/lease/keepalive", json{{"ID", std::to_string(lease)}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-  const json reply = json::parse(text, nullptr, false);
-  if (!reply.is_object()) return fail(Code::kInternal, "etcd sent a keep-alive reply that is not JSON");
-  const json& result = field(reply, "result").is_object() ? field(reply, "result") : reply;
-  return number(result, "TTL");
+  return keepAliveReplyOf(text);
 }
 
 Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const std::string& rangeEnd, std::int64_t fromRevision,
@@ -389,39 +301,28 @@ Result<std::optional<std::int64_t>> Client::watch(const std::string& key, const 
   std::size_t scanned = 0;
   call.enough = [&](std::string_view body) {
     for (auto newline = body.find('\n', scanned); newline != std::string_view::npos; newline = body.find('\n', scanned)) {
-      const json message = json::parse(body.substr(scanned, newline - scanned), nullptr, false);
+      auto message = watchMessageOf(body.substr(scanned, newline - scanned));
       scanned = newline + 1;
-      if (!message.is_object()) continue;
-      const json& result = field(message, "result");
-      if (!list(result, "events").empty()) {
-        std::int64_t first = 0;
-        for (const auto& e : list(result, "events")) {
-          auto at = number(field(e, "kv"), "mod_revision");
-          if (!at) {
-            verdict = fail(at.error());
-            return true;
-          }
-          if (*at != 0 && (first == 0 || *at < first)) first = *at;
-        }
-        verdict = std::optional<std::int64_t>(first != 0 ? first : fromRevision);
+      if (!message) {
+        verdict = fail(message.error());
         return true;
       }
-      auto compacted = number(result, "compact_revision");
-      if (!compacted || *compacted != 0) {
-        verdict = compacted ? Result<std::optional<std::int64_t>>(std::optional<std::int64_t>(fromRevision)) : fail(compacted.error());
-        return true;
-      }
-      const json& error = field(message, "error");
-      if (error.is_object()) {
-        const std::string why = textOf(error, "message");
-        forgetToken = tokenRefused(why);
-        verdict = fail(Code::kUnavailable, fmt::format("etcd {}: watch: {}", endpoint, why));
-        return true;
-      }
-      if (flag(result, "canceled")) {
-        forgetToken = tokenRefused(textOf(result, "cancel_reason"));
-        verdict = fail(Code::kUnavailable, fmt::format("etcd {}: watch canceled: {}", endpoint, textOf(result, "cancel_reason")));
-        return true;
+      switch (message->kind) {
+        case WatchMessage::Kind::kNothing: continue;
+        case WatchMessage::Kind::kChanged:
+          verdict = std::optional<std::int64_t>(message->revision != 0 ? message->revision : fromRevision);
+          return true;
+        case WatchMessage::Kind::kCompacted:  // the changes since fromRevision are gone: the caller reads afresh
+          verdict = std::optional<std::int64_t>(fromRevision);
+          return true;
+        case WatchMessage::Kind::kError:
+          forgetToken = tokenRefused(message->reason);
+          verdict = fail(Code::kUnavailable, fmt::format("etcd {}: watch: {}", endpoint, message->reason));
+          return true;
+        case WatchMessage::Kind::kCanceled:
+          forgetToken = tokenRefused(message->reason);
+          verdict = fail(Code::kUnavailable, fmt::format("etcd {}: watch canceled: {}", endpoint, message->reason));
+          return true;
       }
     }
     return false;
