@@ -74,7 +74,9 @@ Result<HostInventory> HostBmc::inventory() {
     for (const auto& c : s["Links"]["Chassis"]) {
       if (!c.is_object() || !c.contains("@odata.id") || !c["@odata.id"].is_string()) continue;
       SY_ASSIGN(auto chassis, client_.get(c["@odata.id"].get<std::string>(), deadline()));
-      if (!chassis.body.contains("PCIeDevices") || !chassis.body["PCIeDevices"].contains("@odata.id")) continue;
+      if (!chassis.body.contains("PCIeDevices") || !chassis.body["PCIeDevices"].contains("@odata.id") ||
+          !chassis.body["PCIeDevices"]["@odata.id"].is_string())
+        continue;
       SY_ASSIGN(auto collection, client_.get(chassis.body["PCIeDevices"]["@odata.id"].get<std::string>(), deadline()));
       for (const auto& uri : memberUris(collection.body))
         if (std::find(devices.begin(), devices.end(), uri) == devices.end()) devices.push_back(uri);

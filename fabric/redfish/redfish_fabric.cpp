@@ -78,11 +78,16 @@ Result<std::unique_ptr<RedfishFabric>> RedfishFabric::connect(const RedfishFabri
   std::unique_ptr<RedfishFabric> fabric(new RedfishFabric(options, endpoint));
   const auto deadline = deadlineAfter(options.discoveryTimeout);
   // What the service offers: $expand of subordinate resources (ProtocolFeaturesSupported.ExpandQuery.NoLinks).
+  // A property of the wrong type reads as absent (json::value() would throw: redfish_fabric_fuzz found it).
   if (auto root = fabric->client_.get("/redfish/v1", deadline); root && root->body.is_object()) {
-    const json& features = root->body.value("ProtocolFeaturesSupported", json::object());
-    const json& expand = features.is_object() ? features.value("ExpandQuery", json::object()) : json::object();
-    if (expand.is_object() && expand.value("NoLinks", false) == true)
-      fabric->expandQuery_ = expand.value("Levels", false) == true ? "?$expand=.($levels=1)" : "?$expand=.";
+    auto member = [](const json& j, const char* key) -> const json* { return j.is_object() && j.contains(key) ? &j[key] : nullptr; };
+    auto yes = [&](const json* j, const char* key) {
+      const json* v = j ? member(*j, key) : nullptr;
+      return v && v->is_boolean() && v->get<bool>();
+    };
+    const json* features = member(root->body, "ProtocolFeaturesSupported");
+    const json* expand = features ? member(*features, "ExpandQuery") : nullptr;
+    if (yes(expand, "NoLinks")) fabric->expandQuery_ = yes(expand, "Levels") ? "?$expand=.($levels=1)" : "?$expand=.";
   }
   // A session when the service offers one: one credential check, then a token on every request.
   auto login = fabric->client_.post("/redfish/v1/SessionService/Sessions", json{{"UserName", options.user}, {"Password", options.password}}, deadline);
