@@ -59,9 +59,9 @@ void RedfishService::resourceBlock(const std::shared_ptr<Call>& call, const std:
 }
 
 void RedfishService::tasks(const std::shared_ptr<Call>& call) {
-  engine_.run<std::vector<Operation>>(
-      [caller = call->caller](EngineCore& core) -> Result<std::vector<Operation>> {
-        SY_ASSIGN(auto ops, core.listOperations(OperationQuery{.limit = 100}));
+  engine_.read<std::vector<Operation>>(
+      [caller = call->caller](const HistoryReads& history) -> Result<std::vector<Operation>> {
+        SY_ASSIGN(auto ops, history.listOperations(OperationQuery{.limit = 100}));
         std::erase_if(ops, [&](const Operation& op) { return !maySee(caller, op.tenant); });
         return ops;
       },

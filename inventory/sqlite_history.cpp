@@ -8,23 +8,53 @@
 
 namespace switchyard {
 
+namespace {
+
+// The history reads below run on any thread: on the reader's connection, one at a time, each in one read
+// transaction, so that an operation and its steps come from the same commit.
+class ReadSnapshot {
+ public:
+  explicit ReadSnapshot(SqliteDb& db) : db_(db), open_(db.exec("BEGIN").has_value()) {}
+  ~ReadSnapshot() {
+    if (!open_) return;
+    // A read that failed half-way may leave a statement stepping, and COMMIT would fail behind it: the
+    // connection would keep this snapshot for good. Every statement is reset first.
+    for (sqlite3_stmt* st = sqlite3_next_stmt(db_.handle(), nullptr); st != nullptr; st = sqlite3_next_stmt(db_.handle(), st)) sqlite3_reset(st);
+    (void)db_.exec("COMMIT");
+  }
+  ReadSnapshot(const ReadSnapshot&) = delete;
+  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+
+ private:
+  SqliteDb& db_;
+  bool open_;
+};
+
+}  // namespace
+
 Result<std::optional<Operation>> SqliteStore::getOperation(const OperationId& id) {
-  SY_ASSIGN(auto ops, loadOperations("WHERE id = ?1", 1, id));
+  std::lock_guard lock(readerMutex_);
+  const ReadSnapshot snapshot(*reader_);
+  SY_ASSIGN(auto ops, loadOperations(*reader_, "WHERE id = ?1", 1, id));
   if (ops.empty()) return std::optional<Operation>{};
   return std::optional<Operation>(std::move(ops.front()));
 }
 
 Result<std::optional<Operation>> SqliteStore::findOperationByRequest(std::string_view requestId) {
   if (requestId.empty()) return std::optional<Operation>{};
+  std::lock_guard lock(readerMutex_);
+  const ReadSnapshot snapshot(*reader_);
   // The repeated `request_id <> ''` lets SQLite use the partial index (a bound parameter alone cannot).
-  SY_ASSIGN(auto ops, loadOperations("WHERE request_id = ?1 AND request_id <> ''", 1, requestId));
+  SY_ASSIGN(auto ops, loadOperations(*reader_, "WHERE request_id = ?1 AND request_id <> ''", 1, requestId));
   if (ops.empty()) return std::optional<Operation>{};
   return std::optional<Operation>(std::move(ops.front()));
 }
 
 Result<std::vector<Operation>> SqliteStore::queryOperations(const OperationQuery& q) {
-  if (!q.filtered()) return loadOperations("WHERE ?1 IS NULL", q.limit, {});
-  return loadOperations("WHERE ?1 IS NULL AND (?3 = '' OR system_id = ?3) AND (?4 = '' OR kind = ?4) AND (?5 = '' OR state = ?5) AND "
+  std::lock_guard lock(readerMutex_);
+  const ReadSnapshot snapshot(*reader_);
+  if (!q.filtered()) return loadOperations(*reader_, "WHERE ?1 IS NULL", q.limit, {});
+  return loadOperations(*reader_, "WHERE ?1 IS NULL AND (?3 = '' OR system_id = ?3) AND (?4 = '' OR kind = ?4) AND (?5 = '' OR state = ?5) AND "
                         "(?6 = '' OR tenant = ?6)",
                         q.limit, {}, [&](Statement& st) {
                           st.bind(3, q.systemId)
@@ -36,7 +66,9 @@ Result<std::vector<Operation>> SqliteStore::queryOperations(const OperationQuery
 
 Result<std::vector<Event>> SqliteStore::listEvents(std::uint64_t afterSequence, std::size_t limit) {
   std::vector<Event> out;
-  SY_ASSIGN(auto st, db_->prepare("SELECT sequence, at, type, subject, message, actor, tenant, system_id FROM events WHERE sequence > ?1 ORDER BY "
+  std::lock_guard lock(readerMutex_);
+  const ReadSnapshot snapshot(*reader_);
+  SY_ASSIGN(auto st, reader_->prepare("SELECT sequence, at, type, subject, message, actor, tenant, system_id FROM events WHERE sequence > ?1 ORDER BY "
                                   "sequence LIMIT ?2"));
   st.bind(1, static_cast<std::int64_t>(afterSequence)).bind(2, static_cast<std::int64_t>(limit));
   while (true) {
@@ -50,7 +82,9 @@ Result<std::vector<Event>> SqliteStore::listEvents(std::uint64_t afterSequence, 
 
 Result<std::vector<AuditRecord>> SqliteStore::listAudit(const AuditQuery& q) {
   std::vector<AuditRecord> out;
-  SY_ASSIGN(auto st, db_->prepare("SELECT sequence, at, identity, role, caller_tenant, action, target, tenant, result, message, operation_id, "
+  std::lock_guard lock(readerMutex_);
+  const ReadSnapshot snapshot(*reader_);
+  SY_ASSIGN(auto st, reader_->prepare("SELECT sequence, at, identity, role, caller_tenant, action, target, tenant, result, message, operation_id, "
                                   "outcome, finished_at FROM audit WHERE (?1 = '' OR tenant = ?1 OR caller_tenant = ?1) AND (?2 = '' OR identity = ?2) AND at >= ?3 "
                                   "AND (?4 = 0 OR at < ?4) AND (?5 = 0 OR sequence < ?5) ORDER BY sequence DESC LIMIT ?6"));
   st.bind(1, q.tenant).bind(2, q.identity).bind(3, q.since).bind(4, q.until).bind(5, static_cast<std::int64_t>(q.beforeSequence))
@@ -80,7 +114,9 @@ Result<std::vector<AuditRecord>> SqliteStore::listAudit(const AuditQuery& q) {
 
 Result<std::vector<IdleStretch>> SqliteStore::listIdleStretches(Timestamp since, Timestamp until) {
   std::vector<IdleStretch> out;
-  SY_ASSIGN(auto st, db_->prepare("SELECT device_id, system_id, tenant, from_at, to_at FROM idle_stretches WHERE from_at < ?2 AND to_at > ?1 "
+  std::lock_guard lock(readerMutex_);
+  const ReadSnapshot snapshot(*reader_);
+  SY_ASSIGN(auto st, reader_->prepare("SELECT device_id, system_id, tenant, from_at, to_at FROM idle_stretches WHERE from_at < ?2 AND to_at > ?1 "
                                   "ORDER BY from_at, device_id"));
   st.bind(1, since).bind(2, until);
   while (true) {

@@ -44,9 +44,11 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::filesystem::pa
       std::filesystem::permissions(file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
                                    std::filesystem::perm_options::replace, ignored);
   }
-  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db)));
+  std::unique_ptr<SqliteStore> store(new SqliteStore(std::move(db), nullptr));
   if (auto r = store->checkIntegrity(path); !r) return fail(r.error().wrap(path.string()));
   if (auto r = store->migrate(); !r) return fail(r.error().wrap(path.string()));
+  // The history's readers: opened once the schema is the newest (a reader sees only what was committed).
+  SY_ASSIGN(store->reader_, SqliteDb::open(path, durability));
   return store;
 }
 
@@ -214,9 +216,9 @@ Result<void> SqliteStore::writeGpuShares(std::string_view table, const std::stri
   return {};
 }
 
-Result<std::vector<GpuShare>> SqliteStore::loadGpuShares(std::string_view table, const std::string& owner) {
+Result<std::vector<GpuShare>> SqliteStore::loadGpuShares(SqliteDb& db, std::string_view table, const std::string& owner) {
   const std::string_view ownerColumn = table == "system_gpu_shares" ? "system_id" : "operation_id";
-  SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT share_id, device_id, milli FROM {} WHERE {} = ?1 ORDER BY position", table, ownerColumn)));
+  SY_ASSIGN(auto st, db.prepare(fmt::format("SELECT share_id, device_id, milli FROM {} WHERE {} = ?1 ORDER BY position", table, ownerColumn)));
   st.bind(1, owner);
   std::vector<GpuShare> out;
   while (true) {
@@ -240,9 +242,9 @@ Result<void> SqliteStore::writeGpuInstances(std::string_view table, const std::s
   return {};
 }
 
-Result<std::vector<GpuInstance>> SqliteStore::loadGpuInstances(std::string_view table, const std::string& owner) {
+Result<std::vector<GpuInstance>> SqliteStore::loadGpuInstances(SqliteDb& db, std::string_view table, const std::string& owner) {
   const std::string_view ownerColumn = table == "system_gpu_instances" ? "system_id" : "operation_id";
-  SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT device_id, profile, start FROM {} WHERE {} = ?1 ORDER BY position", table, ownerColumn)));
+  SY_ASSIGN(auto st, db.prepare(fmt::format("SELECT device_id, profile, start FROM {} WHERE {} = ?1 ORDER BY position", table, ownerColumn)));
   st.bind(1, owner);
   std::vector<GpuInstance> out;
   while (true) {
@@ -419,8 +421,8 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
       s.bindings.push_back({d.text(0), d.text(1)});
     }
     d.reset();
-    SY_ASSIGN(s.gpuInstances, loadGpuInstances("system_gpu_instances", s.id));
-    SY_ASSIGN(s.gpuShares, loadGpuShares("system_gpu_shares", s.id));
+    SY_ASSIGN(s.gpuInstances, loadGpuInstances(*db_, "system_gpu_instances", s.id));
+    SY_ASSIGN(s.gpuShares, loadGpuShares(*db_, "system_gpu_shares", s.id));
     SY_ASSIGN(auto h, db_->prepare("SELECT device_id, pci_address, uuid FROM system_host_devices WHERE system_id = ?1 ORDER BY device_id"));
     h.bind(1, s.id);
     while (true) {
@@ -432,9 +434,9 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
   return out;
 }
 
-Result<void> SqliteStore::loadSteps(Operation& op) {
+Result<void> SqliteStore::loadSteps(SqliteDb& db, Operation& op) {
   // Step kinds are the engine's (its registry checks them when it loads the log); the store keeps the name.
-  SY_ASSIGN(auto st, db_->prepare("SELECT kind, state, compensation, attempts, message, finished_at, outcome_unknown "
+  SY_ASSIGN(auto st, db.prepare("SELECT kind, state, compensation, attempts, message, finished_at, outcome_unknown "
                                   "FROM operation_steps WHERE operation_id = ?1 ORDER BY position"));
   st.bind(1, op.id);
   while (true) {
@@ -451,7 +453,7 @@ Result<void> SqliteStore::loadSteps(Operation& op) {
     op.steps.push_back(std::move(s));
   }
   st.reset();
-  SY_ASSIGN(auto bs, db_->prepare("SELECT step, device_id, upstream_port_id FROM operation_step_bindings WHERE operation_id = ?1 "
+  SY_ASSIGN(auto bs, db.prepare("SELECT step, device_id, upstream_port_id FROM operation_step_bindings WHERE operation_id = ?1 "
                                   "ORDER BY step, position"));
   bs.bind(1, op.id);
   while (true) {
@@ -466,10 +468,10 @@ Result<void> SqliteStore::loadSteps(Operation& op) {
   return {};
 }
 
-Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& whereClause, std::size_t limit, std::string_view param,
+Result<std::vector<Operation>> SqliteStore::loadOperations(SqliteDb& db, const std::string& whereClause, std::size_t limit, std::string_view param,
                                                            const std::function<void(Statement&)>& bindMore) {
   std::vector<Operation> out;
-  SY_ASSIGN(auto st, db_->prepare(fmt::format("SELECT id, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
+  SY_ASSIGN(auto st, db.prepare(fmt::format("SELECT id, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
                                               "requested_by, requested_role, requested_tenant, tenant, request_id, queued FROM operations {} ORDER BY number DESC LIMIT ?2",
                                               whereClause)));
   if (!param.empty()) st.bind(1, param);
@@ -502,9 +504,9 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(const std::string& wh
   }
   st.reset();
   for (auto& op : out) {
-    SY_TRY(loadSteps(op));
-    SY_ASSIGN(op.gpuInstances, loadGpuInstances("operation_gpu_instances", op.id));
-    SY_ASSIGN(op.gpuShares, loadGpuShares("operation_gpu_shares", op.id));
+    SY_TRY(loadSteps(db, op));
+    SY_ASSIGN(op.gpuInstances, loadGpuInstances(db, "operation_gpu_instances", op.id));
+    SY_ASSIGN(op.gpuShares, loadGpuShares(db, "operation_gpu_shares", op.id));
   }
   return out;
 }
@@ -516,7 +518,7 @@ Result<StoreSnapshot> SqliteStore::load(LoadScope scope) {
   }
   SY_ASSIGN(snap.systems, loadSystems());
   SY_ASSIGN(snap.unfinishedOperations,
-            loadOperations("WHERE state IN ('running', 'rolling-back', 'queued') AND ?1 IS NULL", 1'000'000, {}));
+            loadOperations(*db_, "WHERE state IN ('running', 'rolling-back', 'queued') AND ?1 IS NULL", 1'000'000, {}));
   std::reverse(snap.unfinishedOperations.begin(), snap.unfinishedOperations.end());  // oldest first
   SY_ASSIGN(auto as, db_->prepare("SELECT device_id, allocation, owner FROM device_assignments ORDER BY device_id"));
   while (true) {

@@ -1,10 +1,13 @@
 // The embedded default Store: one SQLite file in WAL mode. See docs/adr/0003-store.md for the choice
-// of synchronous mode.
+// of synchronous mode. Writes and load() use one connection (the engine's control thread); the history
+// reads use a second one, so that any thread may read the history while the writer writes (WAL lets a
+// reader see the last commit without waiting for the writer).
 #pragma once
 
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 
 #include "inventory/sqlite_db.h"
 #include "inventory/store.h"
@@ -33,7 +36,7 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<int> schemaVersion();
 
  private:
-  explicit SqliteStore(std::unique_ptr<SqliteDb> db) : db_(std::move(db)) {}
+  SqliteStore(std::unique_ptr<SqliteDb> db, std::unique_ptr<SqliteDb> reader) : db_(std::move(db)), reader_(std::move(reader)) {}
   [[nodiscard]] Result<void> migrate();
   [[nodiscard]] Result<void> checkIntegrity(const std::filesystem::path& path);
   [[nodiscard]] Result<WriterEpoch> currentWriter();
@@ -51,17 +54,20 @@ class SqliteStore final : public Store {
   [[nodiscard]] Result<std::optional<Topology>> loadInventory();
   [[nodiscard]] Result<std::vector<System>> loadSystems();
   // `bindMore` binds the where clause's parameters from ?3 on (?1 is `param`, ?2 the limit).
-  [[nodiscard]] Result<std::vector<Operation>> loadOperations(const std::string& whereClause, std::size_t limit,
-                                                              std::string_view param, const std::function<void(Statement&)>& bindMore = {});
-  [[nodiscard]] Result<void> loadSteps(Operation& op);
+  // On `db`: the writer's connection (load) or the reader's (history reads, under readerMutex_).
+  [[nodiscard]] static Result<std::vector<Operation>> loadOperations(SqliteDb& db, const std::string& whereClause, std::size_t limit,
+                                                                     std::string_view param, const std::function<void(Statement&)>& bindMore = {});
+  [[nodiscard]] static Result<void> loadSteps(SqliteDb& db, Operation& op);
   // MIG instances of a system or an operation (table: system_gpu_instances or operation_gpu_instances).
   [[nodiscard]] Result<void> writeGpuInstances(std::string_view table, const std::string& owner, const std::vector<GpuInstance>& instances);
-  [[nodiscard]] Result<std::vector<GpuInstance>> loadGpuInstances(std::string_view table, const std::string& owner);
+  [[nodiscard]] static Result<std::vector<GpuInstance>> loadGpuInstances(SqliteDb& db, std::string_view table, const std::string& owner);
   // Time-sliced shares of a system or an operation (table: system_gpu_shares or operation_gpu_shares).
   [[nodiscard]] Result<void> writeGpuShares(std::string_view table, const std::string& owner, const std::vector<GpuShare>& shares);
-  [[nodiscard]] Result<std::vector<GpuShare>> loadGpuShares(std::string_view table, const std::string& owner);
+  [[nodiscard]] static Result<std::vector<GpuShare>> loadGpuShares(SqliteDb& db, std::string_view table, const std::string& owner);
 
   std::unique_ptr<SqliteDb> db_;
+  std::unique_ptr<SqliteDb> reader_;
+  std::mutex readerMutex_;  // one history read at a time on reader_ (its statements are cached and reused)
 };
 
 }  // namespace switchyard

@@ -126,6 +126,9 @@ class Store {
   // Takes over as the writer; returns the new writer epoch (the fencing token every write carries).
   [[nodiscard]] virtual Result<WriterEpoch> claimWriter() = 0;
   [[nodiscard]] virtual Result<void> write(std::span<const StoreWrite> batch, WriterEpoch epoch) = 0;
+  // The history reads below (operations, events, audit, idle stretches) may be called from any thread,
+  // concurrently with write() and with each other: each sees whole commits only (issue 59, item 5: the
+  // engine serves them off its control thread). load(), claimWriter(), write() and prune() are the writer's.
   [[nodiscard]] virtual Result<std::optional<Operation>> getOperation(const OperationId& id) = 0;
   // The operation a client's request id started (Operation::requestId), while history keeps it.
   [[nodiscard]] virtual Result<std::optional<Operation>> findOperationByRequest(std::string_view requestId) = 0;

@@ -35,22 +35,32 @@ inline std::function<void(const Operation&)> fillOperation(const EngineClient& e
   return [&engine, out](const Operation& op) { toProto(op, engine.stepKinds(), *out); };
 }
 
+// Finishes a call with the engine's result: its error, or OK once `fill` built the reply (a reply that
+// cannot be built fails this call, INTERNAL, not the reply thread).
+template <typename T, typename Fill>
+void SwitchyardService::finishWith(Context* ctx, grpc::ServerUnaryReactor* reactor, Result<T> result, const Fill& fill) {
+  if (!result) {
+    // A standby refusing a change names the leader in trailing metadata too: clients follow it.
+    if (result.error().code == Code::kUnavailable)
+      if (const std::string leader = engine_.standbyLeader(); !leader.empty()) ctx->AddTrailingMetadata(kLeaderMetadata, leader);
+    return reactor->Finish(toGrpcStatus(result.error()));
+  }
+  std::string failure;
+  if (!runContained([&] { fill(*result); }, [&](const std::string& what) { failure = what; })) return reactor->Finish(internalFailure(failure));
+  reactor->Finish(grpc::Status::OK);
+}
+
 template <typename T, typename Fill>
 grpc::ServerUnaryReactor* SwitchyardService::answer(Context* ctx, std::function<Result<T>(EngineCore&)> call, Fill fill) {
   auto* reactor = ctx->DefaultReactor();
-  engine_.run<T>(std::move(call), [this, ctx, reactor, fill = std::move(fill)](Result<T> result) {
-                     if (!result) {
-                       // A standby refusing a change names the leader in trailing metadata too: clients follow it.
-                       if (result.error().code == Code::kUnavailable)
-                         if (const std::string leader = engine_.standbyLeader(); !leader.empty()) ctx->AddTrailingMetadata(kLeaderMetadata, leader);
-                       return reactor->Finish(toGrpcStatus(result.error()));
-                     }
-                     // A reply that cannot be built fails this call (INTERNAL), not the reply thread.
-                     std::string failure;
-                     if (!runContained([&] { fill(*result); }, [&](const std::string& what) { failure = what; }))
-                       return reactor->Finish(internalFailure(failure));
-                     reactor->Finish(grpc::Status::OK);
-                   });
+  engine_.run<T>(std::move(call), [this, ctx, reactor, fill = std::move(fill)](Result<T> result) { finishWith(ctx, reactor, std::move(result), fill); });
+  return reactor;
+}
+
+template <typename T, typename Fill>
+grpc::ServerUnaryReactor* SwitchyardService::answerRead(Context* ctx, std::function<Result<T>(const HistoryReads&)> call, Fill fill) {
+  auto* reactor = ctx->DefaultReactor();
+  engine_.read<T>(std::move(call), [this, ctx, reactor, fill = std::move(fill)](Result<T> result) { finishWith(ctx, reactor, std::move(result), fill); });
   return reactor;
 }
 

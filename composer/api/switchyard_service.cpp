@@ -148,9 +148,12 @@ grpc::ServerUnaryReactor* SwitchyardService::GetCapacity(Context* ctx, const v1:
   if (!mig) return finished(ctx, toGrpcStatus(mig.error()));
   auto shares = shareSizesOf(*req);
   if (!shares) return finished(ctx, toGrpcStatus(shares.error()));
-  return answerHere<CapacityReport>(
-      ctx, [this, s = std::move(*shapes), m = std::move(*mig), sh = std::move(*shares)] { return engine_.capacity(s, m, sh); },
-      [out](const CapacityReport& report) { toProto(report, *out); });
+  // Computed on the engine's read pool: a large pool's capacity takes long enough not to hold a gRPC thread.
+  auto* reactor = ctx->DefaultReactor();
+  engine_.capacity(std::move(*shapes), std::move(*mig), std::move(*shares), [this, ctx, reactor, out](Result<CapacityReport> report) {
+    finishWith(ctx, reactor, std::move(report), [out](const CapacityReport& r) { toProto(r, *out); });
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::GetSystem(Context* ctx, const v1::GetSystemRequest* req, v1::System* out) {
@@ -302,16 +305,13 @@ grpc::ServerUnaryReactor* SwitchyardService::ListOperations(Context* ctx, const 
   if (!req->state().empty() && !(query.state = parseOperationState(req->state())))
     return finished(ctx, invalid(fmt::format("state '{}': queued, running, rolling-back, succeeded or failed", req->state())));
   if (caller->role == Role::kTenant) query.tenant = caller->tenant;  // the limit counts what the tenant may see
-  return answer<std::vector<Operation>>(
-      ctx,
-      [this, query, system = req->system()](EngineCore& core) mutable -> Result<std::vector<Operation>> {
-        if (!system.empty()) {
-          // A system that exists by that name or id; else the id of one that is gone (its history stays).
-          auto found = engine_.getSystem(system);
-          query.systemId = found ? found->id : system;
-        }
-        return core.listOperations(query);
-      },
+  if (!req->system().empty()) {
+    // A system that exists by that name or id; else the id of one that is gone (its history stays).
+    auto found = engine_.getSystem(req->system());
+    query.systemId = found ? found->id : req->system();
+  }
+  return answerRead<std::vector<Operation>>(
+      ctx, [query](const HistoryReads& history) { return history.listOperations(query); },
       [this, out, c = *caller](const std::vector<Operation>& ops) {
         for (const auto& op : ops)
           if (maySee(c, op.tenant)) toProto(op, engine_.stepKinds(), *out->add_operations());
@@ -339,8 +339,8 @@ grpc::ServerUnaryReactor* SwitchyardService::ListAudit(Context* ctx, const v1::L
   if (req->limit() < 0 || req->limit() > 10'000) return finished(ctx, invalid("limit: 0 (the default, 100) to 10000"));
   query.limit = req->limit() == 0 ? 100 : static_cast<std::size_t>(req->limit());
   query.beforeSequence = req->before_sequence();
-  return answer<std::vector<AuditRecord>>(
-      ctx, [query](EngineCore& core) { return core.listAudit(query); },
+  return answerRead<std::vector<AuditRecord>>(
+      ctx, [query](const HistoryReads& history) { return history.listAudit(query); },
       [out](const std::vector<AuditRecord>& records) {
         for (const auto& r : records) toProto(r, *out->add_records());
       });

@@ -73,6 +73,12 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   // a hop to the control thread (they never wait for a compose, and a compose never waits for them).
   template <typename T, typename Fill>
   Unary* answerHere(Context* ctx, const std::function<Result<T>()>& call, Fill fill);
+  // The same for reads of the history and capacity: on the engine's read pool (EngineClient::read), so that
+  // neither the control thread nor a gRPC thread waits for the store.
+  template <typename T, typename Fill>
+  Unary* answerRead(Context* ctx, std::function<Result<T>(const HistoryReads&)> call, Fill fill);
+  template <typename T, typename Fill>
+  void finishWith(Context* ctx, grpc::ServerUnaryReactor* reactor, Result<T> result, const Fill& fill);
 
   // WaitOperation calls open at once per identity: one more is refused (RESOURCE_EXHAUSTED), so that one
   // caller cannot hold yardd's memory with waits on a queued operation that may never end.

@@ -55,6 +55,7 @@ struct DaemonOptions {
   std::filesystem::path redfishKey;         // default: <state-dir>/redfish-key.pem
   std::filesystem::path redfishPortFile;
   std::string metricsListen;                // empty: no metrics/dashboard endpoint
+  std::string metricsDeviceSeries = "auto";  // switchyard_device_info: auto, all, none
   std::filesystem::path metricsPortFile;
   bool metricsTls = false;                  // HTTPS with <state-dir>/metrics-cert.pem or --metrics-cert/--metrics-key
   std::filesystem::path metricsCert;
@@ -257,6 +258,12 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->check(listenAddressCheck("--metrics-listen"))
       ->group("Metrics and dashboard");
   app.add_option("--metrics-port-file", o.metricsPortFile, "Write the bound metrics/dashboard port to this file once serving")
+      ->group("Metrics and dashboard");
+  app.add_option("--metrics-device-series", o.metricsDeviceSeries,
+                 "Whether /metrics has switchyard_device_info, one series per device (about 150 bytes each): all, none, or auto "
+                 "(for pools of up to 10,000 devices; switchyard_device_series_written says which)")
+      ->check(CLI::IsMember({"auto", "all", "none"}))
+      ->capture_default_str()
       ->group("Metrics and dashboard");
   app.add_flag("--metrics-tls", o.metricsTls,
                "Serve metrics and the dashboard over HTTPS (default certificate: <state-dir>/metrics-cert.pem, self-signed at first start)")

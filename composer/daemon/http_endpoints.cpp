@@ -35,7 +35,8 @@ Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clo
     authorize = [accounts](const std::string& header, std::string_view peer, std::function<void(std::optional<Caller>)> then) {
       accounts->authorize(header, peer, std::move(then));
     };
-  web.service = std::make_unique<web::WebService>(engine, metrics, std::move(authorize), web.capacityHistory.get());
+  web.service = std::make_unique<web::WebService>(engine, metrics, std::move(authorize), web.capacityHistory.get(),
+                                                  *web::parseDeviceSeries(o.metricsDeviceSeries));  // CLI11 checked it
   auto started = net::HttpServer::start(httpOptions, [w = web.service.get()](const net::HttpRequest& req, net::Reply reply,
                                                                               net::OpenStream openStream, const std::string& peer) {
     w->handle(req, std::move(reply), openStream, peer);

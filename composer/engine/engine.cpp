@@ -27,11 +27,21 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       steps_(options.steps ? options.steps : StepKindRegistry::builtIn()),
       driverPool_(options.stepped ? ElasticExecutor::manual()
                                   : std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
+      readPool_(options.stepped ? nullptr : std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.readThreads)))),
       pollTimer_(std::make_unique<TimerHolder>(*control_)),
       activity_(options.idleBusyAbovePercent, options.activityHistory) {}
 
+void Engine::offControl(std::function<void()> work) {
+  auto contained = [work = std::move(work)] {
+    runContained(work, [](const std::string& what) { spdlog::error("a read off the control thread failed and was dropped: {}", what); });
+  };
+  if (!readPool_) return contained();
+  readPool_->post(std::move(contained));
+}
+
 Engine::~Engine() {
   if (controlRunning_.load()) stop(Duration::zero());
+  if (readPool_) readPool_->join();  // the reads in flight end first: they read the store and the view
   driverPool_->join();
 }
 
@@ -391,7 +401,7 @@ Result<Engine::Subscription> Engine::subscribeAfterOnControl(std::optional<std::
   auto live = subscribeOnControl();
   std::vector<Event> replay;
   if (lastSeen) {
-    auto recorded = listEventsOnControl(*lastSeen, replayLimit);
+    auto recorded = store_.listEvents(*lastSeen, replayLimit);
     if (!recorded) {
       live->close();
       return std::unexpected(recorded.error());
@@ -466,6 +476,7 @@ Result<void> Engine::persist(Mutation& m) {
     // The engine has stopped taking work: callers get what checkAccepting() tells the ones after them.
     return fail(Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", r.error().message));
   }
+  storedEventSequence_.store(lastEventSequence_, std::memory_order_release);
   publish(m.events);
   return {};
 }

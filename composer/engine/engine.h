@@ -107,8 +107,8 @@ class Engine {
   [[nodiscard]] Result<std::vector<QueueEntry>> listQueue() const;
   [[nodiscard]] Result<Operation> cancelQueued(const Caller& caller, const std::string& idOrName);
   // Usage accounting (usage.h): GPU-hours between `since` and `until` (0: now) from the operation log, per
-  // tenant, system and GPU model, of the tenants the caller may see. Reads the log on the control thread
-  // (up to kUsageHistory operations; see docs/operations.md for its cost) and computes on the caller's.
+  // tenant, system and GPU model, of the tenants the caller may see. Reads the log (up to kUsageHistory
+  // operations; see docs/operations.md for its cost) and computes on the calling thread.
   static constexpr std::size_t kUsageHistory = 100'000;
   [[nodiscard]] Result<UsageReport> usage(const Caller& caller, Timestamp since, Timestamp until);
   // The tenants' quotas and shares from now on (yardd reloaded its identities file): they bound what is
@@ -151,6 +151,9 @@ class Engine {
   [[nodiscard]] Result<Operation> getOperation(const OperationId& id);
   // The operation a client's request id started (ComposeRequest::requestId), if the caller may see it.
   [[nodiscard]] Result<std::optional<Operation>> operationForRequest(const Caller& caller, const std::string& requestId);
+  // The history below (operations, events, audit, usage) is read from the store on the calling thread, any
+  // thread (the store's history reads are safe there: inventory/store.h), never on the control thread.
+  // It shows what the last commit point wrote.
   [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit);
   [[nodiscard]] Result<std::vector<Operation>> listOperations(const OperationQuery& query);
   // The operation once finished, or its current state when the timeout passes first.
@@ -159,6 +162,9 @@ class Engine {
   // at once and `done` gets kAborted, unless it was answered already. Safe to call from any thread, any time.
   using CancelWait = std::function<void()>;
   CancelWait waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
+  // Runs `work` on the engine's read pool (EngineOptions::readThreads): long reads that need neither the
+  // control thread nor an adapter's threads (EngineClient's history and capacity). Inline in a stepped engine.
+  void offControl(std::function<void()> work);
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit);
   // The last `limit` events, oldest first.
   [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit);
@@ -297,10 +303,6 @@ class Engine {
   [[nodiscard]] Result<std::vector<Operation>> composeTogetherOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests);
   [[nodiscard]] Result<Operation> getOperationOnControl(const OperationId& id);
   [[nodiscard]] Result<std::optional<Operation>> operationForRequestOnControl(const Caller& caller, const std::string& requestId);
-  [[nodiscard]] Result<std::vector<Operation>> listOperationsOnControl(const OperationQuery& query);
-  [[nodiscard]] Result<std::vector<Event>> listEventsOnControl(std::uint64_t afterSequence, std::size_t limit);
-  [[nodiscard]] Result<std::vector<Event>> recentEventsOnControl(std::size_t limit);
-  [[nodiscard]] Result<std::vector<AuditRecord>> listAuditOnControl(const AuditQuery& query);
   [[nodiscard]] Result<std::vector<Operation>> expireDeadlinesOnControl();
   [[nodiscard]] Result<PruneReport> pruneHistoryOnControl();
   [[nodiscard]] Result<Subscription> subscribeAfterOnControl(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit);
@@ -517,6 +519,7 @@ class Engine {
   std::unique_ptr<boost::asio::io_context> control_;
   std::shared_ptr<const StepKindRegistry> steps_;
   std::unique_ptr<ElasticExecutor> driverPool_;
+  std::unique_ptr<ElasticExecutor> readPool_;  // offControl(); none in a stepped engine (it reads inline)
   std::thread controlThread_;
   std::thread::id controlThreadId_;           // set once at start, before any other thread calls in
   int taskDepth_ = 0;                         // a stepped engine: > 0 while step() runs a control task
@@ -534,6 +537,7 @@ class Engine {
   std::unordered_map<OperationId, std::vector<std::shared_ptr<Waiter>>> waiters_;
   std::vector<std::weak_ptr<EventStream>> subscribers_;
   std::uint64_t lastEventSequence_ = 0;
+  std::atomic<std::uint64_t> storedEventSequence_{0};  // the newest event the store holds (recentEvents, any thread)
   std::uint64_t lastAuditSequence_ = 0;
   std::uint64_t lastSystemNumber_ = 0;
   std::map<std::string, Reservation> reservations_;

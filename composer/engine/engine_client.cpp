@@ -49,10 +49,27 @@ void EngineClient::subscribeAfter(std::optional<std::uint64_t> lastSeen, Complet
                                    }));
 }
 
+Result<std::vector<Operation>> HistoryReads::listOperations(const OperationQuery& query) const { return engine_.listOperations(query); }
+Result<std::vector<Event>> HistoryReads::recentEvents(std::size_t limit) const { return engine_.recentEvents(limit); }
+Result<std::vector<AuditRecord>> HistoryReads::listAudit(const AuditQuery& query) const { return engine_.listAudit(query); }
+
+void EngineClient::offControlErased(std::function<void(const HistoryReads&)> work) {
+  engine_.offControl([&engine = engine_, work = std::move(work)] { work(HistoryReads(engine)); });
+}
+
 void EngineClient::usage(const Caller& caller, Timestamp since, Timestamp until, Completion<UsageReport> done) {
-  // The one call that waits: on the adapter's executor, for one read of the log on the control thread
-  // (Engine::usage; docs/operations.md gives its cost). The GPU-hours are computed there too.
-  deliver_([&engine = engine_, caller, since, until, done = std::move(done)] { done(engine.usage(caller, since, until)); });
+  // A read of up to 100,000 operations (docs/operations.md gives its cost), and the GPU-hours computed from it.
+  offControl<Result<UsageReport>>([&engine = engine_, caller, since, until](const HistoryReads&) { return engine.usage(caller, since, until); },
+                                  [done = std::move(done)](Result<UsageReport> report) { done(std::move(report)); });
+}
+
+void EngineClient::capacity(std::vector<RequestShape> shapes, std::vector<MigProfile> migProfiles, std::vector<int> shareMilli,
+                            Completion<CapacityReport> done) {
+  offControl<Result<CapacityReport>>(
+      [&engine = engine_, shapes = std::move(shapes), mig = std::move(migProfiles), shares = std::move(shareMilli)](const HistoryReads&) {
+        return engine.capacity(shapes, mig, shares);
+      },
+      [done = std::move(done)](Result<CapacityReport> report) { done(std::move(report)); });
 }
 
 std::shared_ptr<const PoolView> EngineClient::view() const { return engine_.view(); }

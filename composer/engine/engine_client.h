@@ -7,6 +7,8 @@
 //     One way off the control thread, for every adapter.
 //   - Reads of the pool answer on the caller's thread from the latest published view (pool_view.h): they
 //     never wait for the control thread and the control thread never waits for them.
+//   - Reads of the history (operations, events, the audit trail, usage) and capacity, which may take long,
+//     go through read(): on the engine's read pool, never the control thread or the adapter's threads.
 //
 // Adapters include this header, never engine.h (tests/lint/check_layering.py checks it): the engine's
 // blocking methods are for tests, tools and the daemon's start and stop.
@@ -31,6 +33,20 @@ namespace switchyard {
 
 class Engine;
 class StepKindRegistry;
+
+// The history as the store holds it (what the last commit point wrote), for EngineClient::read's calls:
+// safe on any thread, never the control thread.
+class HistoryReads {
+ public:
+  [[nodiscard]] Result<std::vector<Operation>> listOperations(const OperationQuery& query) const;
+  [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit) const;  // the last `limit`, oldest first
+  [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) const;
+
+ private:
+  friend class EngineClient;
+  explicit HistoryReads(Engine& engine) : engine_(engine) {}
+  Engine& engine_;
+};
 
 class EngineClient {
  public:
@@ -58,6 +74,16 @@ class EngineClient {
               });
   }
 
+  // Runs `call` on the engine's read pool with the history, then `done` with its result on the adapter's
+  // executor. `done` runs exactly once.
+  template <typename T>
+  void read(std::function<Result<T>(const HistoryReads&)> call, Completion<T> done) {
+    offControl<Result<T>>(std::move(call), [done = std::move(done)](Result<T> result) { done(std::move(result)); });
+  }
+  // Usable capacity (as capacity() below), computed on the engine's read pool; `done` on the adapter's executor.
+  void capacity(std::vector<RequestShape> shapes, std::vector<MigProfile> migProfiles, std::vector<int> shareMilli,
+                Completion<CapacityReport> done);
+
   // The operation once finished, or as it stands when `timeout` passes first; on the adapter's executor.
   // The returned function cancels the wait (Engine::waitOperation): call it when the caller goes away.
   std::function<void()> waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
@@ -66,7 +92,7 @@ class EngineClient {
   // Live events after a replay of up to `replayLimit` of those after `lastSeen` (Engine::subscribeAfter); on
   // the adapter's executor.
   void subscribeAfter(std::optional<std::uint64_t> lastSeen, Completion<EventSubscription> done, std::size_t replayLimit = 10'000);
-  // GPU-hours (Engine::usage): the log is read on the control thread, the report computed on the adapter's executor.
+  // GPU-hours (Engine::usage): the log is read and the report computed on the engine's read pool.
   void usage(const Caller& caller, Timestamp since, Timestamp until, Completion<UsageReport> done);
 
   // From the published view, on the caller's thread.
@@ -92,6 +118,15 @@ class EngineClient {
   // Runs `call` with the core on the control thread, then `after` there (nullopt), or only `after` with
   // why (kAborted) when the engine stopped first.
   void onControl(std::function<void(EngineCore&)> call, std::function<void(std::optional<Error>)> after);
+  // Runs `call` on the engine's read pool, then hands what it made to `deliver` on the adapter's executor.
+  template <typename Answer>
+  void offControl(std::function<Answer(const HistoryReads&)> call, std::function<void(Answer)> deliver) {
+    offControlErased([call = std::move(call), deliver = std::move(deliver), to = deliver_](const HistoryReads& history) mutable {
+      auto answer = std::make_shared<Answer>(call(history));
+      to([answer, deliver = std::move(deliver)]() mutable { deliver(std::move(*answer)); });
+    });
+  }
+  void offControlErased(std::function<void(const HistoryReads&)> work);
 
   Engine& engine_;
   Deliver deliver_;

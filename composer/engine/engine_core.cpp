@@ -38,10 +38,6 @@ Result<Operation> EngineCore::getOperation(const OperationId& id) { SY_CORE_CALL
 Result<std::optional<Operation>> EngineCore::operationForRequest(const Caller& caller, const std::string& requestId) {
   SY_CORE_CALL(operationForRequestOnControl(caller, requestId));
 }
-Result<std::vector<Operation>> EngineCore::listOperations(const OperationQuery& query) { SY_CORE_CALL(listOperationsOnControl(query)); }
-Result<std::vector<Event>> EngineCore::listEvents(std::uint64_t afterSequence, std::size_t limit) { SY_CORE_CALL(listEventsOnControl(afterSequence, limit)); }
-Result<std::vector<Event>> EngineCore::recentEvents(std::size_t limit) { SY_CORE_CALL(recentEventsOnControl(limit)); }
-Result<std::vector<AuditRecord>> EngineCore::listAudit(const AuditQuery& query) { SY_CORE_CALL(listAuditOnControl(query)); }
 Result<System> EngineCore::getSystem(const std::string& idOrName) { SY_CORE_CALL(getSystem(idOrName)); }
 Result<std::vector<System>> EngineCore::listSystems() { SY_CORE_CALL(listSystems()); }
 Result<DeviceView> EngineCore::getDevice(const DeviceId& id) { SY_CORE_CALL(getDevice(id)); }

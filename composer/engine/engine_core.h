@@ -49,13 +49,10 @@ class EngineCore {
   [[nodiscard]] Result<std::vector<Operation>> composeReserved(const Caller& caller, const std::string& id);
   [[nodiscard]] Result<std::vector<Operation>> composeTogether(const Caller& caller, const std::vector<ComposeRequest>& requests);
 
-  // Reads of what only the control thread holds: operations (running ones included), the event log, the audit trail.
+  // An operation by id or by the client's request id (running ones included). Lists of the history are read
+  // off the control thread: EngineClient::read.
   [[nodiscard]] Result<Operation> getOperation(const OperationId& id);
   [[nodiscard]] Result<std::optional<Operation>> operationForRequest(const Caller& caller, const std::string& requestId);
-  [[nodiscard]] Result<std::vector<Operation>> listOperations(const OperationQuery& query);
-  [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit);
-  [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit);  // the last `limit`, oldest first
-  [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query);
 
   // The published view, as the last commit point left it (what the change being made here does shows at
   // the end of this task, before the completion runs).

@@ -24,6 +24,9 @@ struct EngineOptions {
   std::shared_ptr<const ComposableScheduler> placement;  // null: the switchyard-v2 profile
   std::shared_ptr<const StepKindRegistry> steps;         // null: the built-in step kinds
   int driverThreads = 256;  // the most switch calls in flight at once (a thread each, started as needed)
+  // The most history reads (operations, events, audit, usage) and capacity computations in flight at once
+  // (EngineClient): on threads of their own, never the control thread or an adapter's (issue 59, item 5).
+  int readThreads = 8;
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
   // A retried step waits first: retryBackoff doubling with each attempt, at most maxRetryBackoff, each wait
   // drawn between half and all of that (jitter, so that calls that failed together do not retry together).

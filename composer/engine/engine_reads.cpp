@@ -1,6 +1,7 @@
 // The engine's reads. Systems, devices, hosts and the topology answer on the caller's thread from the
-// published view (pool_view.h); plans, operations, events and the audit trail still run on the control
-// thread (onControl) and answer from memory or the store; none waits for a switch.
+// published view (pool_view.h); the history (operations, events, the audit trail, usage) from the store on
+// the caller's thread too (the store's history reads are safe on any thread). Plans and a single operation
+// by id or request id still run on the control thread (they read what is in flight). None waits for a switch.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,13 +14,7 @@
 
 namespace switchyard {
 
-Result<std::vector<AuditRecord>> Engine::listAudit(const AuditQuery& query) {
-  return onControl([&] { return listAuditOnControl(query); });
-}
-
-Result<std::vector<AuditRecord>> Engine::listAuditOnControl(const AuditQuery& query) {
-  return store_.listAudit(query);
-}
+Result<std::vector<AuditRecord>> Engine::listAudit(const AuditQuery& query) { return store_.listAudit(query); }
 
 Result<Engine::PlanOutcome> Engine::plan(const PlacementRequest& request, std::string_view className) {
   return onControl([&] { return planOnControl(request, className); });
@@ -154,9 +149,8 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
   // What is in memory only (open stretches, ended ones not yet written), read on this thread: it waits for a
   // sampling round's recording, if one is under way, without holding the control thread.
   std::vector<IdleStretch> unwritten = unwrittenIdleStretches(now);
-  std::vector<IdleStretch> idle;
-  SY_ASSIGN(auto ops, onControl([&]() -> Result<std::vector<Operation>> {
-    SY_ASSIGN(idle, store_.listIdleStretches(since, until));
+  SY_ASSIGN(auto idle, store_.listIdleStretches(since, until));
+  {
     // The memory's copy of a stretch replaces what is stored of the same (it is as long or longer).
     std::map<std::pair<DeviceId, Timestamp>, IdleStretch> merged;
     for (auto& s : idle) merged[{s.deviceId, s.from}] = std::move(s);
@@ -166,8 +160,8 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
     }
     idle.clear();
     for (auto& [key, s] : merged) idle.push_back(std::move(s));
-    return store_.listOperations(kUsageHistory);
-  }));
+  }
+  SY_ASSIGN(auto ops, store_.listOperations(kUsageHistory));
   std::reverse(ops.begin(), ops.end());  // oldest first
   UsageReport report = computeUsage(
       ops,
@@ -182,17 +176,9 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
 
 Result<std::vector<Operation>> Engine::listOperations(std::size_t limit) { return listOperations(OperationQuery{.limit = limit}); }
 
-Result<std::vector<Operation>> Engine::listOperations(const OperationQuery& query) {
-  return onControl([&] { return listOperationsOnControl(query); });
-}
-
-Result<std::vector<Operation>> Engine::listOperationsOnControl(const OperationQuery& query) {
-  SY_ASSIGN(auto ops, store_.queryOperations(query));
-  for (auto& op : ops)
-    if (auto it = active_.find(op.id); it != active_.end()) op = it->second;
-  std::erase_if(ops, [&](const Operation& op) { return !query.matches(op); });  // a running one may have moved on
-  return ops;
-}
+// What the last commit point wrote: a running operation as its last step left it (every step is written
+// before its call starts and when its result comes).
+Result<std::vector<Operation>> Engine::listOperations(const OperationQuery& query) { return store_.queryOperations(query); }
 
 Result<std::optional<Operation>> Engine::operationForRequest(const Caller& caller, const std::string& requestId) {
   return onControl([&] { return operationForRequestOnControl(caller, requestId); });
@@ -211,19 +197,10 @@ Result<std::optional<Operation>> Engine::operationForRequestOnControl(const Call
 }
 
 Result<std::vector<Event>> Engine::recentEvents(std::size_t limit) {
-  return onControl([&] { return recentEventsOnControl(limit); });
+  const std::uint64_t last = storedEventSequence_.load(std::memory_order_acquire);
+  return store_.listEvents(last > limit ? last - limit : 0, limit);
 }
 
-Result<std::vector<Event>> Engine::recentEventsOnControl(std::size_t limit) {
-  return store_.listEvents(lastEventSequence_ > limit ? lastEventSequence_ - limit : 0, limit);
-}
-
-Result<std::vector<Event>> Engine::listEvents(std::uint64_t afterSequence, std::size_t limit) {
-  return onControl([&] { return listEventsOnControl(afterSequence, limit); });
-}
-
-Result<std::vector<Event>> Engine::listEventsOnControl(std::uint64_t afterSequence, std::size_t limit) {
-  return store_.listEvents(afterSequence, limit);
-}
+Result<std::vector<Event>> Engine::listEvents(std::uint64_t afterSequence, std::size_t limit) { return store_.listEvents(afterSequence, limit); }
 
 }  // namespace switchyard

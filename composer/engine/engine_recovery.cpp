@@ -23,6 +23,7 @@ Result<void> Engine::loadState() {
   SY_ASSIGN(Topology discovered, driver_.discover());
   SY_TRY(validateTopology(discovered));
   lastEventSequence_ = snapshot.lastEventSequence;
+  storedEventSequence_.store(lastEventSequence_);
   lastAuditSequence_ = snapshot.lastAuditSequence;
   lastSystemNumber_ = snapshot.lastSystemNumber;
   lastOperationNumber_ = snapshot.lastOperationNumber;

@@ -84,6 +84,7 @@ Result<void> Engine::startReplica() {
   SY_ASSIGN(StoreSnapshot snapshot, store_.load());
   replica_ = true;
   lastEventSequence_ = snapshot.lastEventSequence;  // Watch streams get what comes after this
+  storedEventSequence_.store(lastEventSequence_);
   applySnapshot(std::move(snapshot), false);
   flush();  // the first view, before any reader can ask
   startControl();
@@ -125,6 +126,7 @@ Result<void> Engine::refreshReplica() {
     for (auto& e : fresh)
       if (e.sequence > lastEventSequence_) news.push_back(std::move(e));
     if (!news.empty()) lastEventSequence_ = news.back().sequence;
+    storedEventSequence_.store(lastEventSequence_);
     publish(news);
     for (const auto& op : ended) completeWaiters(op.id, op);
     return {};

@@ -5,8 +5,11 @@
 #include "composer/model/mig.h"
 #include "composer/model/version.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
+#include <unordered_map>
+#include <vector>
 
 namespace switchyard::web {
 
@@ -37,7 +40,15 @@ void DeviceSeriesCache::endScrape() {
   }
 }
 
-Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWriter& out, DeviceSeriesCache* cache, CapacityCache* capacityCache) {
+std::optional<DeviceSeries> parseDeviceSeries(std::string_view text) {
+  if (text == "auto") return DeviceSeries::kAuto;
+  if (text == "all") return DeviceSeries::kAll;
+  if (text == "none") return DeviceSeries::kNone;
+  return std::nullopt;
+}
+
+Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWriter& out, DeviceSeriesCache* cache, CapacityCache* capacityCache,
+                              DeviceSeries series) {
   // Everything from one published view, on the scraping thread: a scrape never waits for a compose, and
   // a compose never waits for a scrape.
   const auto view = engine.view();
@@ -56,47 +67,68 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
   out.family("switchyard_build_info", "Which yardd is running: value 1, its version and git commit as labels.", Type::kGauge);
   out.sample({{"version", std::string(projectVersion())}, {"commit", std::string(gitCommit())}}, 1);
 
-  // Devices by (state, health, model, switch).
-  std::map<std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>, int> byState;
+  // Devices by (state, health, model, switch): counted in a hash table (an ordered map's string compares took
+  // 45-70 ms of a scrape at 100,000 GPUs on 6,252 switches), then sorted, so the lines keep their order.
+  using StateKey = std::tuple<std::string_view, std::string_view, std::string_view, std::string_view>;
+  struct StateKeyHash {
+    std::size_t operator()(const StateKey& k) const {
+      const std::hash<std::string_view> h;
+      std::size_t seed = h(std::get<3>(k));
+      for (std::size_t part : {h(std::get<0>(k)), h(std::get<1>(k)), h(std::get<2>(k))}) seed ^= part + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2);
+      return seed;
+    }
+  };
+  std::unordered_map<StateKey, int, StateKeyHash> counted;
   view->devices.forEach([&](const DeviceView& d) {
-    ++byState[{toString(d.assignment.allocation), toString(d.device.health), d.device.model, d.switchId}];
+    ++counted[{toString(d.assignment.allocation), toString(d.device.health), d.device.model, d.switchId}];
   });
+  std::vector<std::pair<StateKey, int>> byState(counted.begin(), counted.end());
+  std::sort(byState.begin(), byState.end());
   out.family("switchyard_devices", "Devices in the pool, by allocation state, health, model and switch.", Type::kGauge);
   for (const auto& [key, n] : byState) {
     const auto& [state, health, model, sw] = key;
     out.sample({{"state", std::string(state)}, {"health", std::string(health)}, {"modelName", std::string(model)}, {"switch", std::string(sw)}}, n);
   }
 
-  out.family("switchyard_device_info",
-             "One series per device, value 1: where it is and, once a host has verified it, its UUID and PCI address there "
-             "(label names as DCGM exporter's, to join with its metrics).",
+  const bool perDevice = series == DeviceSeries::kAll || (series == DeviceSeries::kAuto && view->devices.size() <= kAutoDeviceSeriesLimit);
+  out.family("switchyard_device_series_written",
+             "1 when this scrape has switchyard_device_info (one series per device), 0 when it was left out (yardd's "
+             "--metrics-device-series: auto writes it for pools of up to 10,000 devices).",
              Type::kGauge);
-  auto render = [&view](const DeviceView& d, metrics::ExpositionWriter& lines) {
-    std::string uuid, pci, system;
-    if (!d.systemId.empty())
-      if (auto s = view->systems.find(d.systemId)) {
-        system = s->name;
-        for (const auto& h : s->hostDevices)
-          if (h.deviceId == d.device.id) uuid = h.uuid, pci = h.pciAddress;
-      }
-    lines.sample({{"device", d.device.id},
-                  {"kind", std::string(toString(d.device.kind))},
-                  {"modelName", d.device.model},
-                  {"switch", d.switchId},
-                  {"state", std::string(toString(d.assignment.allocation))},
-                  {"health", std::string(toString(d.device.health))},
-                  {"Hostname", d.hostId},
-                  {"system", system},
-                  {"UUID", uuid},
-                  {"pci_bus_id", pci}},
-                 1);
-  };
-  if (cache != nullptr) {
-    std::lock_guard lock(cache->mutex());
-    for (const auto& chunk : view->devices.chunks()) cache->append(chunk, out, render);
-    cache->endScrape();
-  } else {
-    view->devices.forEach([&](const DeviceView& d) { render(d, out); });
+  out.sample({}, perDevice ? 1 : 0);
+  if (perDevice) {
+    out.family("switchyard_device_info",
+               "One series per device, value 1: where it is and, once a host has verified it, its UUID and PCI address there "
+               "(label names as DCGM exporter's, to join with its metrics). Empty labels are left out.",
+               Type::kGauge);
+    auto render = [&view](const DeviceView& d, metrics::ExpositionWriter& lines) {
+      Labels labels{{"device", d.device.id},
+                    {"kind", std::string(toString(d.device.kind))},
+                    {"modelName", d.device.model},
+                    {"switch", d.switchId},
+                    {"state", std::string(toString(d.assignment.allocation))},
+                    {"health", std::string(toString(d.device.health))},
+                    {"Hostname", d.hostId}};
+      if (!d.systemId.empty())
+        if (auto s = view->systems.find(d.systemId)) {
+          labels.emplace_back("system", s->name);
+          for (const auto& h : s->hostDevices)
+            if (h.deviceId == d.device.id) {
+              labels.emplace_back("UUID", h.uuid);
+              labels.emplace_back("pci_bus_id", h.pciAddress);
+            }
+        }
+      // An empty label is the same series as one left out (Prometheus' data model): a free device's is shorter.
+      std::erase_if(labels, [](const auto& l) { return l.second.empty(); });
+      lines.sample(labels, 1);
+    };
+    if (cache != nullptr) {
+      std::lock_guard lock(cache->mutex());
+      for (const auto& chunk : view->devices.chunks()) cache->append(chunk, out, render);
+      cache->endScrape();
+    } else {
+      view->devices.forEach([&](const DeviceView& d) { render(d, out); });
+    }
   }
 
   out.family("switchyard_host_devices", "Devices attached to each host's system.", Type::kGauge);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,6 +40,13 @@ class DeviceSeriesCache {
   std::unordered_map<const void*, Entry> entries_;
 };
 
+// Whether a scrape writes switchyard_device_info, one series per device (about 150 bytes each: 15 MB at
+// 100,000 GPUs). Like exporters with a family of high cardinality, it can be turned off; kAuto writes it
+// for pools of up to kAutoDeviceSeriesLimit devices. switchyard_device_series_written says which.
+enum class DeviceSeries { kAuto, kAll, kNone };
+inline constexpr std::size_t kAutoDeviceSeriesLimit = 10'000;
+[[nodiscard]] std::optional<DeviceSeries> parseDeviceSeries(std::string_view text);  // auto, all, none
+
 // The share sizes (thousandths of a GPU) whose capacity the gauges report.
 inline const std::vector<int> kReportedShares{250, 500};
 
@@ -48,6 +56,6 @@ inline const std::vector<int> kReportedShares{250, 500};
 // CapacityCache (capacity_cache.h: never older than the pool when cheap to make, else stale while a newer
 // one is made); without, everything is made afresh.
 [[nodiscard]] Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWriter& out, DeviceSeriesCache* devices = nullptr,
-                                            CapacityCache* capacity = nullptr);
+                                            CapacityCache* capacity = nullptr, DeviceSeries series = DeviceSeries::kAuto);
 
 }  // namespace switchyard::web

@@ -152,11 +152,13 @@ json operationJson(const Operation& op) {
 
 }  // namespace
 
-WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history)
+WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history,
+                       DeviceSeries deviceSeries)
     : engine_(engine, [this](std::function<void()> f) { boost::asio::post(replies_, std::move(f)); }),
       metrics_(metrics),
       authorize_(std::move(authorize)),
       history_(history),
+      deviceSeries_(deviceSeries),
       capacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>(kMigProfiles.begin(), kMigProfiles.end()),
                                                 kReportedShares)),
       dashboardCapacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>{}, std::vector<int>{})) {}
@@ -272,7 +274,7 @@ void WebService::api(Api which, const Caller& caller, const std::string& query, 
     answer(std::move(*body));
   };
   if (prepared->fromView) return contained(prepared->fromView);
-  engine_.run<json>(std::move(prepared->onControl), [contained](Result<json> body) {
+  engine_.read<json>(std::move(prepared->fromHistory), [contained](Result<json> body) {
     contained([&] { return std::move(body); });
   });
 }
@@ -310,7 +312,7 @@ void WebService::metricsPage(const Caller& caller, net::Reply reply, unsigned ve
   }
   // On this HTTP thread, from the engine's published view: a scrape never holds the control thread.
   metrics::ExpositionWriter out;
-  if (auto r = writePoolMetrics(engine_, out, deviceSeries_.get(), capacity_.get()); !r) return reply(problem(net::httpStatusOf(r.error().code), r.error().message, version, keepAlive));
+  if (auto r = writePoolMetrics(engine_, out, deviceSeriesCache_.get(), capacity_.get(), deviceSeries_); !r) return reply(problem(net::httpStatusOf(r.error().code), r.error().message, version, keepAlive));
   if (metrics_) metrics_->registry.write(out);
   reply(respond(http::status::ok, metrics::kContentType, out.take(), version, keepAlive));
 }
@@ -477,10 +479,10 @@ Result<WebService::ApiRead> WebService::idleApi(const Caller& caller, const std:
 Result<WebService::ApiRead> WebService::operationsApi(const Caller& caller, const std::string& query) {
   auto limit = limitOf(query, 20, 500);
   if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
-  return ApiRead{nullptr, [caller, limit = *limit](EngineCore& core) -> Result<json> {
-    // The store reads only what is shown (a tenant's own, as gRPC's ListOperations): a read on the control thread.
+  return ApiRead{nullptr, [caller, limit = *limit](const HistoryReads& history) -> Result<json> {
+    // The store reads only what is shown (a tenant's own, as gRPC's ListOperations).
     SY_ASSIGN(const auto operations,
-              core.listOperations(OperationQuery{.limit = limit, .tenant = caller.role == Role::kTenant ? caller.tenant : std::string()}));
+              history.listOperations(OperationQuery{.limit = limit, .tenant = caller.role == Role::kTenant ? caller.tenant : std::string()}));
     json out = json::array();
     for (const auto& op : operations)
       if (maySee(caller, op.tenant) && out.size() < limit) out.push_back(operationJson(op));
@@ -491,10 +493,10 @@ Result<WebService::ApiRead> WebService::operationsApi(const Caller& caller, cons
 Result<WebService::ApiRead> WebService::eventsApi(const Caller& caller, const std::string& query) {
   auto limit = limitOf(query, 50, 1000);
   if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
-  return ApiRead{nullptr, [caller, limit = *limit](EngineCore& core) -> Result<json> {
+  return ApiRead{nullptr, [caller, limit = *limit](const HistoryReads& history) -> Result<json> {
     // The newest events; a tenant's may be sparse among them, so for a tenant the last 2,000 are read and
     // the last `limit` it may see kept.
-    SY_ASSIGN(auto events, core.recentEvents(caller.role == Role::kTenant ? std::max<std::size_t>(limit, 2000) : limit));
+    SY_ASSIGN(auto events, history.recentEvents(caller.role == Role::kTenant ? std::max<std::size_t>(limit, 2000) : limit));
     json out = json::array();
     for (auto it = events.rbegin(); it != events.rend() && out.size() < limit; ++it)
       if (maySee(caller, it->tenant))

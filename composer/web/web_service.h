@@ -29,7 +29,9 @@ class WebService {
  public:
   // `metrics` and `history` may be null, `authorize` empty: no counters, no capacity history, no authentication.
   // yardd authorizes through the Redfish service's accounts (the identities file: Basic, bearer, sessions).
-  WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history);
+  // `deviceSeries`: whether /metrics writes one series per device (pool_metrics.h).
+  WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history,
+             DeviceSeries deviceSeries = DeviceSeries::kAuto);
   ~WebService() { replies_.join(); }
   WebService(const WebService&) = delete;
   WebService& operator=(const WebService&) = delete;
@@ -53,7 +55,7 @@ class WebService {
   // thread from the published view, or (operations, events) on the control thread, answered on replies_.
   struct ApiRead {
     std::function<Result<nlohmann::json>()> fromView;
-    std::function<Result<nlohmann::json>(EngineCore&)> onControl;
+    std::function<Result<nlohmann::json>(const HistoryReads&)> fromHistory;  // on the engine's read pool
   };
   using Api = Result<ApiRead> (WebService::*)(const Caller& caller, const std::string& query);
   void api(Api which, const Caller& caller, const std::string& query, net::Reply reply, unsigned version, bool keepAlive);
@@ -75,7 +77,8 @@ class WebService {
   const metrics::EngineMetrics* metrics_;
   net::Authorize authorize_;
   const CapacityHistory* history_;
-  std::unique_ptr<DeviceSeriesCache> deviceSeries_ = std::make_unique<DeviceSeriesCache>();  // per-device lines, by view chunk
+  DeviceSeries deviceSeries_;
+  std::unique_ptr<DeviceSeriesCache> deviceSeriesCache_ = std::make_unique<DeviceSeriesCache>();  // per-device lines, by view chunk
   std::unique_ptr<CapacityCache> capacity_;           // what /metrics reports
   std::unique_ptr<CapacityCache> dashboardCapacity_;  // what /api/v1/capacity reports
 };

@@ -214,6 +214,9 @@ int main(int argc, char** argv) {
   reads->add_option("--seconds", rl.seconds, "Length of each phase (idle, loaded)")->check(CLI::PositiveNumber)->capture_default_str();
   reads->add_option("--readers", rl.readers, "Reader threads, each fetching every --path in turn")->check(CLI::Range(0, 64))->capture_default_str();
   reads->add_option("--path", rl.paths, "Web endpoint paths the readers fetch")->capture_default_str();
+  reads->add_option("--device-series", rl.deviceSeries, "/metrics' per-device family: auto (up to 10,000 devices), all, none")
+      ->check(CLI::IsMember({"auto", "all", "none"}))
+      ->capture_default_str();
   reads->add_option("--composed", rl.composed, "Systems of 8 GPUs composed before measuring")->check(CLI::Range(0, 100'000))->capture_default_str();
   auto* queueCmd = app.add_subcommand("queue", "How fast freed capacity reaches the queue: a full pool, a queue of waiting requests, "
                                               "then decompose one system at a time and time the queued request bound on what it freed");

@@ -123,7 +123,12 @@ int benchReadLoad(const ReadLoadOptions& o) {
   }
   fmt::print("composed {} background systems in {:.0f} ms\n\n", std::min(o.composed, hosts - measuredHosts), msSince(fillAt));
 
-  web::WebService web(engine, metrics.get(), {}, nullptr);
+  const auto series = web::parseDeviceSeries(o.deviceSeries);
+  if (!series) {
+    fmt::print(stderr, "error: --device-series: auto, all or none\n");
+    return 1;
+  }
+  web::WebService web(engine, metrics.get(), {}, nullptr, *series);
   fmt::print("{:<8} {:<36} {:>7} {:>8} {:>9} {:>9} {:>9} {:>11} {:>6}\n", "phase", "what", "count", "per s", "p50 ms", "p99 ms", "max ms", "size",
              "failed");
   // What one read costs with nothing else running: each path, and the capacity query /metrics makes.

@@ -15,6 +15,7 @@ struct ReadLoadOptions {
   int readers = 2;      // threads, each fetching every path in `paths` in turn
   std::vector<std::string> paths{"/metrics", "/api/v1/pool"};
   int composed = 200;   // systems composed before measuring, so the pool is not empty
+  std::string deviceSeries = "auto";  // /metrics' per-device family: auto, all, none (yardd's --metrics-device-series)
 };
 
 int benchReadLoad(const ReadLoadOptions& options);

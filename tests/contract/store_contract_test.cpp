@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <thread>
 
 #include "fabric/topology_generator.h"
@@ -261,6 +263,45 @@ TEST_P(StoreContract, ListsOperationsNewestFirstAndEventsInOrder) {
   ASSERT_EQ(events->size(), 2u);
   EXPECT_EQ((*events)[0].sequence, 2u);
   EXPECT_FALSE(*store->getOperation("op-999999"));
+}
+
+// The history reads run on any thread while the writer writes (the engine serves them off its control
+// thread): each read sees whole commits only, and what it sees only grows.
+TEST_P(StoreContract, HistoryIsReadOnOtherThreadsWhileTheWriterWrites) {
+  auto store = open();
+  const WriterEpoch epoch = *store->claimWriter();
+  constexpr int kWrites = 150;
+  std::atomic<bool> done{false};
+  std::vector<std::string> problems;
+  std::vector<std::thread> readers;
+  std::mutex problemsMutex;
+  for (int r = 0; r < 2; ++r)
+    readers.emplace_back([&] {
+      std::size_t lastEvents = 0;
+      while (!done.load()) {
+        auto ops = store->listOperations(5);
+        auto events = store->listEvents(0, 10'000);
+        auto audit = store->listAudit(AuditQuery{});
+        std::lock_guard lock(problemsMutex);
+        if (!ops || !events || !audit) {
+          problems.push_back(!ops ? ops.error().message : !events ? events.error().message : audit.error().message);
+          return;
+        }
+        for (const auto& op : *ops)
+          if (op.steps.size() != 3u) problems.push_back(fmt::format("{} read with {} steps", op.id, op.steps.size()));
+        if (events->size() < lastEvents) problems.push_back("the event log shrank");
+        lastEvents = events->size();
+      }
+    });
+  for (int i = 1; i <= kWrites; ++i) {
+    std::vector<StoreWrite> batch{PutOperation{operation(i, OperationState::kSucceeded)},
+                                  PutEvent{{static_cast<std::uint64_t>(i), i, "t", "s", fmt::format("m{}", i)}}};
+    ASSERT_TRUE(store->write(batch, epoch));
+  }
+  done = true;
+  for (auto& t : readers) t.join();
+  EXPECT_TRUE(problems.empty()) << problems.front();
+  EXPECT_EQ(store->listEvents(0, 10'000)->size(), static_cast<std::size_t>(kWrites));
 }
 
 TEST_P(StoreContract, EventsKeepTheirTenantAndSystem) {

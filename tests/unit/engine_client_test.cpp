@@ -78,6 +78,51 @@ TEST_F(EngineTest, AClientsCompletionRunsOnTheAdaptersExecutorAndSeesTheChangeIn
   engine_->stop(0s);
 }
 
+// The history (operations, events, audit, usage) and capacity are read on the engine's read pool: a control
+// thread busy with something long does not hold them (issue 59, item 5), and the answer comes on the
+// adapter's executor.
+TEST_F(EngineTest, HistoryAndCapacityAreReadWhileTheControlThreadIsBusy) {
+  start();
+  compose("train", 2);
+  AdapterPool adapter;
+  EngineClient client(*engine_, adapter.deliver());
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  struct Release {  // whatever the test's outcome, the control thread goes on (else stop() would wait for it)
+    std::promise<void>& p;
+    ~Release() { p.set_value(); }
+  } releaseAtEnd{release};
+  std::promise<void> blocked;
+  client.run<bool>(
+      [&blocked, gate](EngineCore&) -> Result<bool> {
+        blocked.set_value();
+        gate.wait();  // the control thread is busy until the test lets it go
+        return true;
+      },
+      [](Result<bool>) {});
+  blocked.get_future().wait();
+
+  std::promise<std::pair<std::size_t, std::thread::id>> operations, events, audit, usage, capacity;
+  auto onAdapter = [&](std::promise<std::pair<std::size_t, std::thread::id>>& p, std::size_t n) { p.set_value({n, std::this_thread::get_id()}); };
+  client.read<std::vector<Operation>>([](const HistoryReads& h) { return h.listOperations({}); },
+                                      [&](Result<std::vector<Operation>> r) { onAdapter(operations, r ? r->size() : 0); });
+  client.read<std::vector<Event>>([](const HistoryReads& h) { return h.recentEvents(100); },
+                                  [&](Result<std::vector<Event>> r) { onAdapter(events, r ? r->size() : 0); });
+  client.read<std::vector<AuditRecord>>([](const HistoryReads& h) { return h.listAudit({}); },
+                                        [&](Result<std::vector<AuditRecord>> r) { onAdapter(audit, r ? r->size() : 0); });
+  client.usage(Caller::local(), 0, 0, [&](Result<UsageReport> r) { onAdapter(usage, r ? 1 : 0); });
+  RequestShape one;
+  one.gpus = 1;
+  client.capacity({one}, {}, {}, [&](Result<CapacityReport> r) { onAdapter(capacity, r ? r->shapes.size() : 0); });
+  for (auto* p : {&operations, &events, &audit, &usage, &capacity}) {
+    auto answer = p->get_future();
+    ASSERT_EQ(answer.wait_for(10s), std::future_status::ready) << "a read waited for the control thread";
+    const auto [n, thread] = answer.get();
+    EXPECT_GT(n, 0u);
+    EXPECT_EQ(thread, adapter.thread);
+  }
+}
+
 TEST_F(EngineTest, AClientsCallTheEngineNeverRanIsAnsweredAbortedOnce) {
   start();
   AdapterPool adapter;
