@@ -20,6 +20,10 @@ double FairShareLedger::used(std::size_t tenant) const { return static_cast<doub
 
 double FairShareLedger::charge(std::size_t tenant) const { return used(tenant) / weights_[tenant]; }
 
+double FairShareLedger::chargeWith(std::size_t tenant, std::int64_t milli) const {
+  return (used(tenant) + static_cast<double>(milli)) / weights_[tenant];
+}
+
 bool FairShareLedger::belowFairLine(std::size_t tenant) const {
   double all = 0, weights = 0;
   for (std::size_t i = 0; i < held_.size(); ++i) {

@@ -20,6 +20,8 @@ class FairShareLedger {
 
   // Held now plus recent use, per unit of weight: who goes first among requests of one class.
   [[nodiscard]] double charge(std::size_t tenant) const;
+  // The charge once `milli` more GPU-thousandths are held (negative: once they are given back).
+  [[nodiscard]] double chargeWith(std::size_t tenant, std::int64_t milli) const;
   // Below the fair line: charged less than an even split of everyone's use by weight would charge.
   [[nodiscard]] bool belowFairLine(std::size_t tenant) const;
   [[nodiscard]] std::size_t tenants() const { return held_.size(); }

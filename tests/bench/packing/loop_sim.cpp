@@ -81,6 +81,7 @@ class LoopSim {
     if (tenants == 0 || o.workload.tenantDemand.size() != tenants) throw std::invalid_argument("one weight and one demand per tenant");
     for (auto& perTenant : queues_) perTenant.resize(tenants);
     result_.byTenant.resize(tenants);
+    besideMilli_.assign(tenants, 0.0);
   }
 
   LoopResult run();
@@ -131,9 +132,12 @@ class LoopSim {
   void giveUp(size_t job);
   void serveFifo();
   void serveLoop();
+  void serveByShare();
   bool tryAdmit(size_t job);
   void establishHead(size_t job);
   [[nodiscard]] bool allowedBeside(const SharePlacement& p, size_t job) const;
+  // allowedBeside, and when it is, counts what the job takes against its tenant's cap (LoopRules::backfillGpusAboveShare).
+  bool admitBeside(const SharePlacement& p, size_t job);
   [[nodiscard]] bool orderedBefore(size_t job, size_t other) const;
   bool planPreemption(size_t head);
   [[nodiscard]] Shadow leaseShadow(size_t head);
@@ -158,6 +162,8 @@ class LoopSim {
   std::optional<size_t> passHead_;  // the first request in order that did not fit at the last pass
   std::optional<Shadow> shadow_;
   std::vector<ShareRequest> failedShapes_;  // this pass: the same shape on the same pool gets the same answer
+  size_t besideHead_ = std::numeric_limits<size_t>::max();  // the head the caps below count for
+  std::vector<double> besideMilli_;                           // per tenant: GPU-thousandths started beside it
   FairShareLedger fairShare_;
 
   LoopResult result_;
@@ -280,6 +286,15 @@ void LoopSim::serveFifo() {
 bool LoopSim::orderedBefore(size_t job, size_t other) const {
   const Job& a = jobs_[job];
   const Job& b = jobs_[other];
+  if (r_.shareFirst) {
+    if (a.tenant != b.tenant) {
+      const bool belowA = fairShare_.belowFairLine(a.tenant), belowB = fairShare_.belowFairLine(b.tenant);
+      if (belowA != belowB) return belowA;
+      return fairShare_.chargeWith(a.tenant, request(job).totalGpuMilli()) < fairShare_.chargeWith(b.tenant, request(other).totalGpuMilli());
+    }
+    if (a.cls != b.cls) return a.cls < b.cls;
+    return a.since < b.since;
+  }
   const size_t ca = orderClass(a.cls, a.tenant), cb = orderClass(b.cls, b.tenant);
   if (ca != cb) return ca < cb;
   if (a.tenant != b.tenant) return charge(a.tenant) < charge(b.tenant);
@@ -293,6 +308,21 @@ bool LoopSim::allowedBeside(const SharePlacement& p, size_t job) const {
   if (!shadow_ || !passHead_ || shadow_->head != *passHead_ || std::isinf(shadow_->at)) return true;
   if (now_ + leaseFor(duration(jobs_[job].pod)) <= shadow_->at) return true;  // gone before the head's time
   return !pool_.overlaps(p.node, shadow_->view);
+}
+
+bool LoopSim::admitBeside(const SharePlacement& p, size_t job) {
+  if (!allowedBeside(p, job)) return false;
+  if (!r_.shareFirst || r_.backfillGpusAboveShare <= 0 || !passHead_) return true;
+  const size_t t = jobs_[job].tenant;
+  if (t == jobs_[*passHead_].tenant || fairShare_.belowFairLine(t)) return true;
+  if (besideHead_ != *passHead_) {  // a new head: the caps start again
+    besideHead_ = *passHead_;
+    std::fill(besideMilli_.begin(), besideMilli_.end(), 0.0);
+  }
+  const double milli = static_cast<double>(request(job).totalGpuMilli());
+  if (besideMilli_[t] + milli > r_.backfillGpusAboveShare * 1000) return false;
+  besideMilli_[t] += milli;
+  return true;
 }
 
 Shadow LoopSim::leaseShadow(size_t head) {
@@ -325,8 +355,16 @@ bool LoopSim::planPreemption(size_t head) {
   const size_t cls = jobs_[head].cls;
   if (cls == kSpot || (cls == kBatch && !r_.batchPreempts)) return false;
   std::vector<size_t> candidates;
+  const size_t tenant = jobs_[head].tenant;
+  const double preemptorCharge = fairShare_.chargeWith(tenant, request(head).totalGpuMilli());
+  // Fair share first: another tenant's system only when taking it does not put the preemptor above that tenant.
+  auto invertsShares = [&](size_t victim) {
+    const size_t v = jobs_[victim].tenant;
+    if (!r_.shareFirst || v == tenant) return false;
+    return preemptorCharge * (1 + r_.preemptionHysteresis) > fairShare_.chargeWith(v, -request(victim).totalGpuMilli());
+  };
   for (size_t i = 0; i < running_.size(); ++i)
-    if (running_[i].active && !running_[i].preempting && jobs_[running_[i].job].cls == kSpot)
+    if (running_[i].active && !running_[i].preempting && jobs_[running_[i].job].cls == kSpot && !invertsShares(running_[i].job))
       candidates.push_back(i);
   if (candidates.empty()) return false;
   std::sort(candidates.begin(), candidates.end(), [&](size_t x, size_t y) {
@@ -385,16 +423,54 @@ bool LoopSim::tryAdmit(size_t job) {
     if (!passHead_) establishHead(job);
     return false;
   }
-  if (passHead_ && !allowedBeside(*p, job)) return false;
+  if (passHead_ && !admitBeside(*p, job)) return false;
   --waiting_;
   start(job, *p);
   return true;
+}
+
+// Fair share first: each tenant's queue in class and age order, merged across tenants by orderedBefore (the
+// charges move as requests start, so the next tenant is picked afresh each time).
+void LoopSim::serveByShare() {
+  const size_t tenants = fairShare_.tenants();
+  std::vector<std::vector<size_t>> line(tenants);
+  for (size_t t = 0; t < tenants; ++t)
+    for (size_t cls = 0; cls < kLoopClasses; ++cls) {
+      auto& q = queues_[cls][t];
+      std::erase_if(q, [&](size_t job) { return jobs_[job].state != Job::State::kWaiting; });
+      for (auto it = q.begin(); it != q.end();) {
+        if (now_ - jobs_[*it].since > a_.patienceSeconds) {
+          giveUp(*it);
+          it = q.erase(it);
+          continue;
+        }
+        line[t].push_back(*it);
+        ++it;
+      }
+    }
+  std::vector<size_t> next(tenants, 0), beside(tenants, 0);
+  for (size_t tried = 0; tried < a_.backfillDepth;) {
+    std::optional<size_t> pick;
+    for (size_t t = 0; t < tenants; ++t) {
+      if (next[t] == line[t].size() || (passHead_ && beside[t] >= r_.backfillPerTenant)) continue;
+      if (!pick || orderedBefore(line[t][next[t]], line[*pick][next[*pick]])) pick = t;
+    }
+    if (!pick) break;
+    const size_t job = line[*pick][next[*pick]++];
+    ++tried;
+    if (passHead_) ++beside[*pick];
+    (void)tryAdmit(job);  // a started request leaves its queue at the next pass
+  }
 }
 
 void LoopSim::serveLoop() {
   advanceHistory();
   failedShapes_.clear();
   passHead_.reset();
+  if (r_.shareFirst) {
+    serveByShare();
+    return;
+  }
   size_t tried = 0;
   std::vector<size_t> tenants(fairShare_.tenants());
   std::iota(tenants.begin(), tenants.end(), 0);
@@ -451,7 +527,7 @@ void LoopSim::arrive(size_t job) {
     return;
   }
   // Behind the head: it goes now only if it cannot delay the head.
-  if (auto p = choose(job); p && allowedBeside(*p, job)) {
+  if (auto p = choose(job); p && admitBeside(*p, job)) {
     start(job, *p);
     return;
   }

@@ -58,6 +58,17 @@ struct LoopRules {
   // Experiment (not yardd's rule): while a head waits, a tenant above the fair line does not backfill behind it
   // (backfill is tenant-blind in yardd).
   bool fairShareGatesBackfill = false;
+  // Fair share first (issue 59): across tenants, a request of a tenant below the fair line goes before one of a
+  // tenant above it, then the lower charge once the request is admitted goes first; class and age order only
+  // inside a tenant. While a head waits, each tenant may try at most backfillPerTenant requests beside it; a
+  // preemption takes a victim of another tenant only when the preemptor's charge with the request stays under
+  // the victim tenant's charge after the eviction by preemptionHysteresis (a share of it).
+  bool shareFirst = false;
+  std::size_t backfillPerTenant = 16;
+  // While a head waits, a tenant above the fair line may start at most this many GPUs beside it (counted from
+  // when the head became the head); 0: no cap.
+  double backfillGpusAboveShare = 0;
+  double preemptionHysteresis = 0.1;
 };
 
 struct LoopOptions {

@@ -133,12 +133,16 @@ int runLoopCommand(const fs::path& traces, const std::string& workload, const st
   emit(fmt::format(
       "Utilization loop on workload {}: {} measured arrivals after {} warm-up, patience {:.0f} s, backfill depth {}; tenants' "
       "weights {} and shares of arrivals {}; classes production/batch/spot {}; {:.0f} % of systems idle for the last {:.0f} % of "
-      "their life; reclaim after {:.0f} s idle ({}); preemption grace {:.0f} s; batch {} spot. Mean over seeds {}.\n\n",
+      "their life; reclaim after {:.0f} s idle ({}); preemption grace {:.0f} s; batch {} spot; {}. Mean over seeds {}.\n\n",
       workload, base.arrivals.arrivals, base.arrivals.warmup, base.arrivals.patienceSeconds, base.arrivals.backfillDepth,
       fmt::join(w.tenantWeights, ":"), fmt::join(w.tenantDemand, ":"), fmt::join(w.classShare, ":"), 100 * w.overprovisionedShare,
       100 * w.idleShare, base.rules.reclaimAfterSeconds, base.rules.reclaimShares ? "whole GPUs and shares" : "whole GPUs only",
       base.rules.preemptionGraceSeconds,
-      base.rules.batchPreempts ? "preempts" : "does not preempt", fmt::join(seeds, ",")));
+      base.rules.batchPreempts ? "preempts" : "does not preempt",
+      base.rules.shareFirst ? fmt::format("fair share first (backfill {} per tenant, preemption hysteresis {})", base.rules.backfillPerTenant,
+                                          base.rules.preemptionHysteresis)
+                            : std::string("class first, then the tenant's charge"),
+      fmt::join(seeds, ",")));
   emit("| pool | policy | mode | load | GPU time served % | idle % of allocated | production / batch / spot served % | "
        "production / batch / spot p99 wait s | gave up | min tenant ratio | Jain | spot GPU time lost to preemption % | reclaims | "
        "allocation % | decide s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");

@@ -231,6 +231,17 @@ int main(int argc, char** argv) {
               "experiment: a tenant below the fair line has its spot requests ordered with batch (not yardd's rule)");
   lp->add_flag("--fair-share-gates-backfill", lpOptions.rules.fairShareGatesBackfill,
               "experiment: while a head waits, a tenant above the fair line does not backfill (not yardd's rule)");
+  lp->add_flag("--share-first", lpOptions.rules.shareFirst,
+              "fair share first (issue 59): across tenants by the fair line and the charge with the request, class and age inside a "
+              "tenant; backfill capped per tenant; no preemption that inverts shares");
+  lp->add_option("--backfill-per-tenant", lpOptions.rules.backfillPerTenant, "with --share-first: requests each tenant may try beside a waiting head")
+      ->capture_default_str();
+  lp->add_option("--backfill-gpus-above-share", lpOptions.rules.backfillGpusAboveShare,
+                 "with --share-first: GPUs a tenant above the fair line may start beside a waiting head (0: no cap)")
+      ->capture_default_str();
+  lp->add_option("--preemption-hysteresis", lpOptions.rules.preemptionHysteresis,
+                 "with --share-first: how far under the victim tenant's charge the preemptor's must stay (a share of it)")
+      ->capture_default_str();
   lp->add_option("--grace", lpOptions.rules.preemptionGraceSeconds, "seconds between a preemption's notice and the detach")
       ->capture_default_str();
   lp->add_flag("--no-share-reclaim", lpNoShareReclaim,
