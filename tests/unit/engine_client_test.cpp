@@ -84,14 +84,21 @@ TEST_F(EngineTest, AClientsCompletionRunsOnTheAdaptersExecutorAndSeesTheChangeIn
 TEST_F(EngineTest, HistoryAndCapacityAreReadWhileTheControlThreadIsBusy) {
   start();
   compose("train", 2);
+  std::promise<void> ran;  // declared before the pool: the pool's thread is joined before it goes
   AdapterPool adapter;
   EngineClient client(*engine_, adapter.deliver());
   std::promise<void> release;
   std::shared_future<void> gate = release.get_future().share();
-  struct Release {  // whatever the test's outcome, the control thread goes on (else stop() would wait for it)
-    std::promise<void>& p;
-    ~Release() { p.set_value(); }
-  } releaseAtEnd{release};
+  // Whatever the test's outcome, the control thread goes on (else stop() would wait for it), and the busy task's
+  // completion reaches the adapter's pool before the pool goes.
+  struct Release {
+    std::promise<void>& release;
+    std::future<void> ran;
+    ~Release() {
+      release.set_value();
+      ran.wait_for(std::chrono::seconds(30));
+    }
+  } releaseAtEnd{release, ran.get_future()};
   std::promise<void> blocked;
   client.run<bool>(
       [&blocked, gate](EngineCore&) -> Result<bool> {
@@ -99,7 +106,7 @@ TEST_F(EngineTest, HistoryAndCapacityAreReadWhileTheControlThreadIsBusy) {
         gate.wait();  // the control thread is busy until the test lets it go
         return true;
       },
-      [](Result<bool>) {});
+      [&ran](Result<bool>) { ran.set_value(); });
   blocked.get_future().wait();
 
   std::promise<std::pair<std::size_t, std::thread::id>> operations, events, audit, usage, capacity;
