@@ -197,6 +197,9 @@ void Engine::stop(Duration grace) {
   controlStopped_ = true;
   control_->restart();
   control_->poll();
+  // The reads in flight answer before stop() returns, so that no adapter hears from the engine after it (yardd
+  // closes its servers next). A read asked for later is dropped.
+  if (readPool_) readPool_->join();
 }
 
 Result<std::optional<Operation>> Engine::priorOperation(const Caller& caller, std::string_view action, const std::string& requestId) {

@@ -164,6 +164,7 @@ class Engine {
   CancelWait waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
   // Runs `work` on the engine's read pool (EngineOptions::readThreads): long reads that need neither the
   // control thread nor an adapter's threads (EngineClient's history and capacity). Inline in a stepped engine.
+  // stop() waits for the reads in flight; one asked for after it is dropped.
   void offControl(std::function<void()> work);
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit);
   // The last `limit` events, oldest first.

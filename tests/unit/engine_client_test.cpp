@@ -89,16 +89,18 @@ TEST_F(EngineTest, HistoryAndCapacityAreReadWhileTheControlThreadIsBusy) {
   EngineClient client(*engine_, adapter.deliver());
   std::promise<void> release;
   std::shared_future<void> gate = release.get_future().share();
-  // Whatever the test's outcome, the control thread goes on (else stop() would wait for it), and the busy task's
-  // completion reaches the adapter's pool before the pool goes.
+  // Whatever the test's outcome, the control thread goes on, the busy task's completion reaches the adapter's
+  // pool, and the engine (its control thread and read pool) stops before the pool goes (as yardd does).
   struct Release {
     std::promise<void>& release;
     std::future<void> ran;
+    Engine& engine;
     ~Release() {
       release.set_value();
       ran.wait_for(std::chrono::seconds(30));
+      engine.stop(0s);
     }
-  } releaseAtEnd{release, ran.get_future()};
+  } releaseAtEnd{release, ran.get_future(), *engine_};
   std::promise<void> blocked;
   client.run<bool>(
       [&blocked, gate](EngineCore&) -> Result<bool> {
