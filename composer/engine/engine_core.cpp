@@ -1,16 +1,21 @@
 // EngineCore: each call is the engine's own, made on the control thread, where it answers inline.
 #include "composer/engine/engine_core.h"
 
-#include <cassert>
+#include <spdlog/spdlog.h>
 
 #include "composer/engine/engine.h"
 
 namespace switchyard {
 
-#define SY_CORE_CALL(expr)                 \
-  do {                                     \
-    assert(engine_.onControlThread());     \
-    return engine_.expr;                   \
+// Checked in every build, not only with assertions on: a call off the control thread would race with
+// everything the engine owns. It is refused (kInternal) and logged, and changes nothing.
+#define SY_CORE_CALL(expr)                                                                                             \
+  do {                                                                                                                \
+    if (!engine_.onControlThread()) {                                                                                 \
+      spdlog::error("an engine call was made off the control thread ({}): refused; this is a bug in yardd", #expr);   \
+      return fail(Code::kInternal, "an engine call was made off the control thread (a bug in yardd): refused");        \
+    }                                                                                                                 \
+    return engine_.expr;                                                                                              \
   } while (0)
 
 Result<Operation> EngineCore::compose(const Caller& caller, const ComposeRequest& request) { SY_CORE_CALL(composeOnControl(caller, request)); }

@@ -132,6 +132,25 @@ TEST_F(EngineTest, HistoryAndCapacityAreReadWhileTheControlThreadIsBusy) {
   }
 }
 
+// The core answers only on the control thread, in every build (not an assert a release build drops): a core
+// handed to another thread during its call is refused there and changes nothing.
+TEST_F(EngineTest, ACoreUsedOffTheControlThreadIsRefusedInEveryBuild) {
+  start();
+  EngineClient client(*engine_);
+  std::promise<std::pair<Result<Operation>, Result<std::vector<System>>>> fromElsewhere;
+  client.run<bool>([&fromElsewhere](EngineCore& core) -> Result<bool> {
+    // The misuse checked here: another thread calls the core while the control thread waits for it.
+    auto elsewhere = std::async(std::launch::async, [&core] { return std::pair{core.compose(kAlice, gpus("stray", 1)), core.listSystems()}; });
+    fromElsewhere.set_value(elsewhere.get());
+    return true;
+  }, [](Result<bool>) {});
+  auto [composed, listed] = fromElsewhere.get_future().get();
+  ASSERT_FALSE(composed);
+  EXPECT_EQ(composed.error().code, Code::kInternal);
+  EXPECT_FALSE(listed) << "reads through the core are refused too";
+  EXPECT_FALSE(engine_->getSystem("stray")) << "nothing was composed";
+}
+
 TEST_F(EngineTest, AClientsCallTheEngineNeverRanIsAnsweredAbortedOnce) {
   start();
   AdapterPool adapter;
