@@ -1,12 +1,11 @@
 // The engine's host steps against simulated hosts driven by the simulated fabric: a device is online only
 // once its host saw it; a device that never appears, the wrong device, or one the host cannot map rolls
 // the attach back; a GPU in use is not detached; an agent that does not answer is retried, then reported.
-#include <condition_variable>
 #include <future>
-#include <mutex>
 #include <thread>
 
 #include "agent/simulated_hosts.h"
+#include "tests/support/call_gate.h"
 #include "tests/support/forwarding_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
@@ -350,36 +349,18 @@ TEST_F(EngineHostTest, HostSideDriftIsReportedOnceAndClears) {
 
 // The host side answers admit only when let through: the engine stops while a host step is in flight and
 // the next start resumes the operation from its log.
-class GatedHosts final : public HostAgents {
+class GatedHosts final : public testing::ForwardingHosts {
  public:
-  explicit GatedHosts(HostAgents& inner) : inner_(inner) {}
-  HostPolicy policy(const HostId& host) const override { return inner_.policy(host); }
+  using ForwardingHosts::ForwardingHosts;
   Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change, const CallOptions& options) override {
-    std::unique_lock lock(mutex_);
-    held_ = true;
-    changed_.notify_all();
-    changed_.wait(lock, [&] { return open_; });
+    gate_.holdHere();
     return inner_.admit(host, change, options);
   }
-  Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options) override {
-    return inner_.release(host, change, options);
-  }
-  void waitUntilHeld() {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return held_; });
-  }
-  void open() {
-    std::lock_guard lock(mutex_);
-    open_ = true;
-    changed_.notify_all();
-  }
+  void waitUntilHeld() { gate_.waitUntilHeld(); }
+  void open() { gate_.open(); }
 
  private:
-  HostAgents& inner_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool held_ = false;
-  bool open_ = false;
+  testing::CallGate gate_;
 };
 
 TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart) {
@@ -420,27 +401,14 @@ class ReleaseHeld final : public testing::ForwardingHosts {
   using ForwardingHosts::ForwardingHosts;
   Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options) override {
     auto released = inner_.release(host, change, options);
-    std::unique_lock lock(mutex_);
-    held_ = true;
-    changed_.notify_all();
-    changed_.wait(lock, [&] { return open_; });
+    gate_.holdHere();
     return released;
   }
-  void waitUntilHeld() {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return held_; });
-  }
-  void open() {
-    std::lock_guard lock(mutex_);
-    open_ = true;
-    changed_.notify_all();
-  }
+  void waitUntilHeld() { gate_.waitUntilHeld(); }
+  void open() { gate_.open(); }
 
  private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool held_ = false;
-  bool open_ = false;
+  testing::CallGate gate_;
 };
 
 // yardd stops after a host released its devices and before the switch unbinds them. The hosts are machines of
