@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "composer/engine/engine_client.h"
+#include "fabric/topology_generator.h"
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -47,6 +48,28 @@ TEST_F(EngineTest, PerDeviceSeriesFollowTheOptionAndLeaveEmptyLabelsOut) {
   EXPECT_EQ(none.find("# HELP switchyard_device_info"), std::string::npos);
   EXPECT_EQ(linesOf(none, "switchyard_device_series_written"), std::vector<std::string>{"switchyard_device_series_written 0"});
   EXPECT_FALSE(linesOf(none, "switchyard_devices").empty()) << "the per-state counts stay";
+}
+
+// Past the automatic limit the default leaves the family out; `all` still writes it.
+TEST_F(EngineTest, ALargePoolLeavesThePerDeviceSeriesOutUnlessAskedForAll) {
+  TopologyShape shape;
+  shape.totalGpus = static_cast<int>(web::kAutoDeviceSeriesLimit) + 16;
+  shape.gpusPerSwitch = 16;
+  shape.switchesPerFabric = 4;
+  shape.hostsPerFabric = 8;
+  startFabric(generateTopology(shape));
+  start();
+  EngineClient client(*engine_);
+  auto scrape = [&](web::DeviceSeries series) {
+    metrics::ExpositionWriter out;
+    auto r = web::writePoolMetrics(client, out, nullptr, nullptr, series);
+    EXPECT_TRUE(r) << r.error().message;
+    return out.take();
+  };
+  const std::string byDefault = scrape(web::DeviceSeries::kAuto);
+  EXPECT_TRUE(linesOf(byDefault, "switchyard_device_info").empty());
+  EXPECT_EQ(linesOf(byDefault, "switchyard_device_series_written"), std::vector<std::string>{"switchyard_device_series_written 0"});
+  EXPECT_EQ(linesOf(scrape(web::DeviceSeries::kAll), "switchyard_device_info").size(), static_cast<std::size_t>(shape.totalGpus));
 }
 
 TEST(DeviceSeries, IsParsedFromTheFlagsWords) {
