@@ -237,7 +237,6 @@ Result<std::vector<HostDeviceIdentity>> SimulatedHosts::admit(const HostId& host
 Result<HostRelease> SimulatedHosts::release(const HostId& host, const HostChange& change, const CallOptions&) {
   const auto& devices = change.devices;
   std::lock_guard lock(mutex_);
-  const SaveWhenDone save{*this};
   ++calls_;
   SY_TRY(reachableLocked(host, "release"));
   auto& present = present_[host];
@@ -262,6 +261,7 @@ Result<HostRelease> SimulatedHosts::release(const HostId& host, const HostChange
                                  processes.front().pid, processes.front().name));
   }
   if (!busy.empty()) return fail(Code::kFailedPrecondition, fmt::format("{}: {}", host, fmt::join(busy, "; ")));
+  const SaveWhenDone save{*this};  // from here on the host changes
   auto& made = instances_[host];
   std::erase_if(made, [&](const GpuInstance& i) {
     const bool leaving = std::find(change.instances.begin(), change.instances.end(), i) != change.instances.end();
