@@ -50,6 +50,7 @@ PACKAGES=(
   libsqlite3-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libpci-dev pciutils
+  libglib2.0-dev libyaml-dev uuid-dev
   gnuplot-nox libglpk-dev
   python3-minimal python3-jsonschema redfishtool libssl-dev openssl wrk
   python3-grpcio python3-protobuf prometheus chromium fonts-dejavu-core etcd-server etcd-client

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <unordered_map>
 #include <unordered_set>
 
 namespace switchyard {
@@ -82,13 +83,15 @@ Result<void> validateTopology(const Topology& t) {
     }
   }
 
-  std::unordered_set<std::string_view> usedDownstream;
+  // A downstream port holds one device, except that the logical devices of a CXL multi-logical device
+  // (an MLD's LDs, each bound to a host on its own) share their port.
+  std::unordered_map<std::string_view, DeviceKind> usedDownstream;
   for (std::size_t i = 0; i < t.devices.size(); ++i) {
     const Device& d = t.devices[i];
     const Port* p = index.port(d.portId);
     if (!p || p->kind != PortKind::kDownstream)
       return fail(Code::kInvalidArgument, fmt::format("devices[{}] '{}': '{}' is not a downstream port", i, d.id, d.portId));
-    if (!usedDownstream.insert(d.portId).second)
+    if (auto [at, first] = usedDownstream.emplace(d.portId, d.kind); !first && (at->second != DeviceKind::kCxlMemory || d.kind != DeviceKind::kCxlMemory))
       return fail(Code::kInvalidArgument,
                   fmt::format("devices[{}] '{}': downstream port '{}' already holds another device", i, d.id, d.portId));
     if (d.memoryGiB < 0) return fail(Code::kInvalidArgument, fmt::format("devices[{}] '{}': memoryGiB must be >= 0", i, d.id));

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "fabric/pci_device_ids.h"
+
 namespace switchyard {
 
 using namespace switchtec;
@@ -14,29 +16,6 @@ namespace {
 
 Deadline deadlineAfter(Duration d) {
   return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
-}
-
-struct KnownGpu {
-  std::uint16_t vendor, device;
-  const char* model;
-  int memoryGiB;
-  bool mig;
-};
-// PCI ids of the accelerators a GPU chassis carries; others keep their ids as model ("pci-10de:1234").
-constexpr KnownGpu kKnownGpus[] = {
-    {0x10de, 0x2330, "H100-SXM5-80GB", 80, true}, {0x10de, 0x2331, "H100-PCIE-80GB", 80, true},
-    {0x10de, 0x2335, "H200-SXM-141GB", 141, true}, {0x10de, 0x233b, "H200-NVL-141GB", 141, true},
-    {0x10de, 0x20b0, "A100-SXM4-40GB", 40, true}, {0x10de, 0x20b2, "A100-SXM4-80GB", 80, true},
-    {0x10de, 0x20b5, "A100-PCIE-80GB", 80, true}, {0x10de, 0x20f1, "A100-PCIE-40GB", 40, true},
-    {0x10de, 0x26b9, "L40S-48GB", 48, false},     {0x10de, 0x27b8, "L4-24GB", 24, false},
-};
-
-DeviceKind kindOf(std::uint32_t classCode) {
-  const auto base = classCode >> 16, sub = (classCode >> 8) & 0xff;
-  if (base == 0x01 && sub == 0x08) return DeviceKind::kNvme;
-  if (base == 0x02) return DeviceKind::kNic;
-  if (base == 0x05 && sub == 0x02) return DeviceKind::kCxlMemory;
-  return DeviceKind::kGpu;  // 0x03 display/3D controllers, and accelerators (0x12)
 }
 
 int generationOf(std::uint8_t rate) { return rate >= 1 && rate <= 6 ? rate : 4; }
@@ -150,15 +129,9 @@ Result<SwitchtecFabric::Fabric> SwitchtecFabric::readFabric(Deadline deadline) {
         const auto& fn = ep.functions.front();
         Device d;
         d.id = fmt::format("{}pax{}-ep{}", options_.prefix, pax, ep.physPort);
-        d.kind = kindOf(fn.classCode);
+        d.kind = deviceKindOfClass(fn.classCode);
         d.portId = portName(pax, ep.physPort);
-        d.model = fmt::format("pci-{:04x}:{:04x}", fn.vendorId, fn.deviceId);
-        for (const auto& k : kKnownGpus)
-          if (k.vendor == fn.vendorId && k.device == fn.deviceId) {
-            d.model = k.model;
-            d.memoryGiB = k.memoryGiB;
-            d.migCapable = k.mig;
-          }
+        describePciDevice(fn.vendorId, fn.deviceId, d);
         DeviceRef ref{pax, ep.physPort, {}};
         for (const auto& function : ep.functions) {
           ref.pdfids.push_back(function.pdfid);

@@ -1,0 +1,43 @@
+#include "fabric/pci_device_ids.h"
+
+#include <fmt/format.h>
+
+namespace switchyard {
+namespace {
+
+struct KnownGpu {
+  std::uint16_t vendor, device;
+  const char* model;
+  int memoryGiB;
+  bool mig;
+};
+// PCI ids of the accelerators a GPU chassis carries; others keep their ids as model ("pci-10de:1234").
+constexpr KnownGpu kKnownGpus[] = {
+    {0x10de, 0x2330, "H100-SXM5-80GB", 80, true}, {0x10de, 0x2331, "H100-PCIE-80GB", 80, true},
+    {0x10de, 0x2335, "H200-SXM-141GB", 141, true}, {0x10de, 0x233b, "H200-NVL-141GB", 141, true},
+    {0x10de, 0x20b0, "A100-SXM4-40GB", 40, true}, {0x10de, 0x20b2, "A100-SXM4-80GB", 80, true},
+    {0x10de, 0x20b5, "A100-PCIE-80GB", 80, true}, {0x10de, 0x20f1, "A100-PCIE-40GB", 40, true},
+    {0x10de, 0x26b9, "L40S-48GB", 48, false},     {0x10de, 0x27b8, "L4-24GB", 24, false},
+};
+
+}  // namespace
+
+DeviceKind deviceKindOfClass(std::uint32_t classCode) {
+  const auto base = classCode >> 16, sub = (classCode >> 8) & 0xff;
+  if (base == 0x01 && sub == 0x08) return DeviceKind::kNvme;
+  if (base == 0x02) return DeviceKind::kNic;
+  if (base == 0x05 && sub == 0x02) return DeviceKind::kCxlMemory;
+  return DeviceKind::kGpu;  // 0x03 display/3D controllers, and accelerators (0x12)
+}
+
+void describePciDevice(std::uint16_t vendor, std::uint16_t deviceId, Device& device) {
+  device.model = fmt::format("pci-{:04x}:{:04x}", vendor, deviceId);
+  for (const auto& k : kKnownGpus)
+    if (k.vendor == vendor && k.device == deviceId) {
+      device.model = k.model;
+      device.memoryGiB = k.memoryGiB;
+      device.migCapable = k.mig;
+    }
+}
+
+}  // namespace switchyard

@@ -1,0 +1,224 @@
+// The CXL FM-API driver against a switch emulator nobody here wrote: Jackrabbit Labs' cse, one per test,
+// judged by their own CLI fabric manager, jack (what it shows bound is what the driver bound, and the
+// other way round).
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "fabric/cxl/cxl_fabric.h"
+#include "tests/support/jackrabbit_cse.h"
+
+namespace switchyard {
+namespace {
+
+using namespace std::chrono_literals;
+
+class CxlFabricTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = testing::cseUnavailable(); !why.empty()) GTEST_SKIP() << why;
+    std::string why;
+    cse_ = testing::CseProcess::start(config_, &why);
+    ASSERT_TRUE(cse_) << why;
+  }
+  std::unique_ptr<CxlFabric> connect(std::map<std::string, std::string> hostNames = {}) {
+    auto f = CxlFabric::connect({.endpoint = cse_->endpoint(), .hostNames = std::move(hostNames), .dialect = cxl::Dialect::jackrabbit(), .discoveryTimeout = 10s});
+    EXPECT_TRUE(f) << f.error().message << "\ncse log:\n" << cse_->log();
+    return f ? std::move(*f) : nullptr;
+  }
+  // jack's view of one VCS: vPPB -> "PPID LDID Status".
+  std::map<int, std::string> jackVcs(int vcs) {
+    const auto out = cse_->jack("show vcs -c " + std::to_string(vcs));
+    std::map<int, std::string> rows;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+      int vppb = -1;
+      char rest[128] = {};
+      if (std::sscanf(line.c_str(), " %d: %127[^\n]", &vppb, rest) == 2 && line.find("Bound") != std::string::npos) {
+        std::string r(rest);
+        r.erase(0, r.find_first_not_of(' '));
+        rows[vppb] = r;
+      }
+    }
+    return rows;
+  }
+  static std::vector<Binding> sorted(std::vector<Binding> b) {
+    std::sort(b.begin(), b.end(), [](const Binding& x, const Binding& y) { return x.deviceId < y.deviceId; });
+    return b;
+  }
+
+  testing::CseConfig config_;
+  std::unique_ptr<testing::CseProcess> cse_;
+};
+
+TEST_F(CxlFabricTest, DiscoveryReadsHostsFromVcssDevicesFromPortsAndOneDevicePerLogicalDevice) {
+  auto fabric = connect({{"vcs1", "node-b"}});
+  ASSERT_TRUE(fabric);
+  auto t = fabric->discover();
+  ASSERT_TRUE(t) << t.error().message;
+  ASSERT_EQ(t->switches.size(), 1u);
+  EXPECT_EQ(t->switches[0].kind, SwitchKind::kCxl);
+  EXPECT_EQ(t->ports.size(), 8u);
+  ASSERT_EQ(t->hosts.size(), 2u);
+  EXPECT_EQ(t->hosts[0].id, "cxl0-vcs0");
+  EXPECT_EQ(t->hosts[1].id, "node-b");
+  EXPECT_EQ(t->hosts[1].upstreamPorts.at(0).portId, "cxl0-p1");
+  EXPECT_EQ(t->hosts[0].maxDevices, 8);
+  std::map<DeviceId, Device> devices;
+  for (const auto& d : t->devices) devices[d.id] = d;
+  ASSERT_EQ(devices.size(), 8u);
+  for (int p = 2; p <= 5; ++p) {
+    const auto& d = devices.at("cxl0-ep" + std::to_string(p));
+    EXPECT_EQ(d.kind, DeviceKind::kGpu);
+    EXPECT_EQ(d.model, "H100-SXM5-80GB");  // 10de:2330, read from the configuration space behind the port
+    EXPECT_EQ(d.portId, "cxl0-p" + std::to_string(p));
+  }
+  for (int ld = 0; ld < 4; ++ld) {
+    const auto& d = devices.at("cxl0-ep6-ld" + std::to_string(ld));
+    EXPECT_EQ(d.kind, DeviceKind::kCxlMemory);
+    EXPECT_EQ(d.memoryGiB, 1);  // 4 x 256 MB
+    EXPECT_EQ(d.portId, "cxl0-p6");
+  }
+  EXPECT_TRUE(validateTopology(*t));
+}
+
+TEST_F(CxlFabricTest, WhatTheDriverBindsJackSeesBoundAndUnbindLeavesNothing) {
+  auto fabric = connect();
+  ASSERT_TRUE(fabric);
+  const std::vector<Binding> set{{"cxl0-ep2", "cxl0-p0"}, {"cxl0-ep4", "cxl0-p0"}, {"cxl0-ep6-ld1", "cxl0-p0"}};
+  ASSERT_TRUE(fabric->bindAll(set));
+  EXPECT_EQ(jackVcs(0), (std::map<int, std::string>{{0, "2    - Bound Physical Port"}, {1, "4    - Bound Physical Port"}, {2, "6    1 Bound LD"}}));
+  auto read = fabric->readBindings();
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_EQ(sorted(*read), sorted(set));
+  // Idempotent: binding again changes nothing.
+  ASSERT_TRUE(fabric->bindAll(set));
+  EXPECT_EQ(jackVcs(0).size(), 3u);
+  ASSERT_TRUE(fabric->unbindAll(set));
+  EXPECT_TRUE(jackVcs(0).empty());
+  ASSERT_TRUE(fabric->unbindAll(set));  // and unbinding what is not bound succeeds
+  read = fabric->readBindings();
+  ASSERT_TRUE(read);
+  EXPECT_TRUE(read->empty());
+}
+
+TEST_F(CxlFabricTest, LogicalDevicesOfOneMldGoToDifferentHosts) {
+  auto fabric = connect();
+  ASSERT_TRUE(fabric);
+  ASSERT_TRUE(fabric->bind("cxl0-ep6-ld0", "cxl0-p0"));
+  ASSERT_TRUE(fabric->bind("cxl0-ep6-ld3", "cxl0-p1")) << cse_->log();
+  EXPECT_EQ(jackVcs(0), (std::map<int, std::string>{{0, "6    0 Bound LD"}}));
+  EXPECT_EQ(jackVcs(1), (std::map<int, std::string>{{0, "6    3 Bound LD"}}));
+}
+
+TEST_F(CxlFabricTest, ADeviceBoundElsewhereIsRefusedWholeAndNothingIsBound) {
+  auto fabric = connect();
+  ASSERT_TRUE(fabric);
+  ASSERT_TRUE(fabric->bind("cxl0-ep3", "cxl0-p1"));
+  const std::vector<Binding> set{{"cxl0-ep2", "cxl0-p0"}, {"cxl0-ep3", "cxl0-p0"}};
+  auto refused = fabric->bindAll(set);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kFailedPrecondition) << refused.error().message;
+  EXPECT_TRUE(jackVcs(0).empty());  // ep2 was not bound either
+  auto wrongHost = fabric->unbind("cxl0-ep3", "cxl0-p0");
+  ASSERT_FALSE(wrongHost);
+  EXPECT_EQ(wrongHost.error().code, Code::kFailedPrecondition);
+  EXPECT_EQ(fabric->bind("cxl0-ep9", "cxl0-p0").error().code, Code::kNotFound);
+  EXPECT_EQ(fabric->bind("cxl0-ep2", "cxl0-p5").error().code, Code::kNotFound);
+  const std::vector<Binding> twice{{"cxl0-ep2", "cxl0-p0"}, {"cxl0-ep2", "cxl0-p0"}};
+  EXPECT_EQ(fabric->bindAll(twice).error().code, Code::kInvalidArgument);
+}
+
+TEST_F(CxlFabricTest, ABindMadeWithJackBehindTheDriversBackIsWhatItReads) {
+  auto fabric = connect();
+  ASSERT_TRUE(fabric);
+  const auto out = cse_->jack("port bind -p 5 -c 1 -b 3");
+  EXPECT_EQ(out.find("Error"), std::string::npos) << out;
+  auto read = fabric->readBindings();
+  ASSERT_TRUE(read);
+  EXPECT_EQ(*read, (std::vector<Binding>{{"cxl0-ep5", "cxl0-p1"}}));
+  // And a bind of ours skips the vPPB jack took.
+  ASSERT_TRUE(fabric->bind("cxl0-ep4", "cxl0-p1"));
+  EXPECT_EQ(jackVcs(1), (std::map<int, std::string>{{0, "4    - Bound Physical Port"}, {3, "5    - Bound Physical Port"}}));
+}
+
+TEST_F(CxlFabricTest, AVcsWithNoFreeVppbRefusesTheWholeSet) {
+  cse_.reset();
+  config_.vppbsPerVcs = 2;
+  std::string why;
+  cse_ = testing::CseProcess::start(config_, &why);
+  ASSERT_TRUE(cse_) << why;
+  auto fabric = connect();
+  ASSERT_TRUE(fabric);
+  const std::vector<Binding> three{{"cxl0-ep2", "cxl0-p0"}, {"cxl0-ep3", "cxl0-p0"}, {"cxl0-ep4", "cxl0-p0"}};
+  auto refused = fabric->bindAll(three);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(refused.error().message.find("no unbound vPPB"), std::string::npos) << refused.error().message;
+  EXPECT_TRUE(jackVcs(0).empty());
+}
+
+TEST_F(CxlFabricTest, ALinkThatGoesDownIsAnEventAndItsDeviceGoesCritical) {
+  auto fabric = connect();
+  ASSERT_TRUE(fabric);
+  auto none = fabric->pollEvents();
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_TRUE(none->empty());
+  const auto out = cse_->jack("port disconnect -p 3");
+  EXPECT_EQ(out.find("Error"), std::string::npos) << out;
+  auto events = fabric->pollEvents();
+  ASSERT_TRUE(events) << events.error().message;
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].type, "link.down");
+  EXPECT_EQ((*events)[0].subject, "cxl0-p3");
+  EXPECT_EQ((*events)[1].type, "device.health");
+  EXPECT_EQ((*events)[1].subject, "cxl0-ep3");
+  EXPECT_EQ((*events)[1].health, DeviceHealth::kCritical);
+  auto quiet = fabric->pollEvents();
+  ASSERT_TRUE(quiet);
+  EXPECT_TRUE(quiet->empty());
+}
+
+TEST_F(CxlFabricTest, TheSpecDialectAgainstCseFailsAndNamesTheDialectToUse) {
+  auto f = CxlFabric::connect({.endpoint = cse_->endpoint(), .discoveryTimeout = 5s});
+  ASSERT_FALSE(f);
+  EXPECT_NE(f.error().message.find("jackrabbit"), std::string::npos) << f.error().message;
+}
+
+TEST_F(CxlFabricTest, TheDriverHoldsNoConnectionBetweenCallsSoJackCanQuery) {
+  auto fabric = connect();
+  ASSERT_TRUE(fabric);
+  ASSERT_TRUE(fabric->bind("cxl0-ep2", "cxl0-p0"));
+  // cse serves one fabric manager at a time: jack would hang (and time out) if the driver kept its session.
+  const auto out = cse_->jack("show switch");
+  EXPECT_NE(out.find("Num VCSs"), std::string::npos) << out;
+}
+
+// A listener that accepts and never answers: the driver gives up at its deadline.
+TEST(CxlFabricDeadlineTest, ASwitchThatNeverAnswersEndsAtTheDiscoveryDeadline) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const auto start = std::chrono::steady_clock::now();
+  auto f = CxlFabric::connect({.endpoint = "127.0.0.1:" + std::to_string(ntohs(a.sin_port)), .discoveryTimeout = 300ms});
+  const auto took = std::chrono::steady_clock::now() - start;
+  ::close(fd);
+  ASSERT_FALSE(f);
+  EXPECT_EQ(f.error().code, Code::kDeadlineExceeded) << f.error().message;
+  EXPECT_LT(took, 5s);
+}
+
+}  // namespace
+}  // namespace switchyard
