@@ -24,9 +24,12 @@ struct DaemonOptions {
   std::string durability = "normal";
   std::filesystem::path topologyFile;
   int generateGpus = 0;
-  std::string driver = "simulated";  // simulated | redfish | switchtec
+  std::string driver = "simulated";  // simulated | redfish | switchtec | cxl
   std::string switchtecEndpoint;      // HOST[:PORT][@INSTANCE] or /dev/switchtecN
   std::vector<std::string> switchtecHosts;  // PAXn-pP=NAME: operator names for the fabric's host ports
+  std::string cxlEndpoint;                  // HOST[:PORT]: a CXL switch's FM-API endpoint (MCTP over TCP)
+  std::vector<std::string> cxlHosts;        // vcsN=NAME: operator names for the switch's virtual CXL switches
+  std::string cxlDialect = "spec";          // spec | jackrabbit
   std::vector<std::string> domains;  // NAME=DRIVER[,KEY=VALUE...] (domain_spec.h); empty: one domain from the flags above
   std::string redfishUrl;
   std::string redfishFabric = "CXL";
@@ -169,13 +172,15 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--driver", o.driver,
                  "Switch driver: simulated (the embedded simulated switch; default), redfish (a fabric manager's Redfish "
                  "service: --redfish-url, --redfish-fabric, --redfish-user, --redfish-password-file) or switchtec (a Microchip "
-                 "Switchtec PAX fabric, natively: --switchtec, --switchtec-host; docs/switchtec.md)")
-      ->check(CLI::IsMember({"simulated", "redfish", "switchtec"}))
+                 "Switchtec PAX fabric, natively: --switchtec, --switchtec-host; docs/switchtec.md) or cxl (a CXL switch through its "
+                 "Fabric Manager API over MCTP: --cxl, --cxl-host, --cxl-dialect; docs/cxl.md)")
+      ->check(CLI::IsMember({"simulated", "redfish", "switchtec", "cxl"}))
       ->capture_default_str();
   app.add_option("--domain", o.domains,
                  "A fabric domain of a pool run by several switch managers (repeat per domain): NAME=simulated,topology=FILE "
                  "(or generate-gpus=N; state=FILE|none, latency-ms=N) or NAME=redfish,url=https://HOST[:PORT] (fabric=ID, user=NAME, "
-                 "password-file=FILE, ca=FILE) or NAME=switchtec,endpoint=HOST[:PORT]|/dev/switchtecN. One pool view; no system spans two domains; capacity is shown per domain. "
+                 "password-file=FILE, ca=FILE) or NAME=switchtec,endpoint=HOST[:PORT]|/dev/switchtecN or "
+                 "NAME=cxl,endpoint=HOST[:PORT] (dialect=spec|jackrabbit). One pool view; no system spans two domains; capacity is shown per domain. "
                  "Replaces --driver, --topology and --generate-gpus (docs/operations.md)")
       ->excludes("--topology")
       ->excludes("--generate-gpus");
@@ -185,6 +190,16 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--switchtec-host", o.switchtecHosts,
                  "Switchtec driver: name the host cabled to a PAX port, paxN-pP=NAME (repeat; two ports with one name are one host "
                  "with two upstream ports). Unnamed hosts are called paxN-hostP");
+  app.add_option("--cxl", o.cxlEndpoint,
+                 "CXL driver: the switch's Fabric Manager API endpoint, HOST[:PORT] (MCTP over TCP in the framing of Jackrabbit "
+                 "Labs' cse; port 2508 by default)");
+  app.add_option("--cxl-host", o.cxlHosts,
+                 "CXL driver: name the host behind a virtual CXL switch, vcsN=NAME (repeat). Unnamed hosts are called cxl0-vcsN");
+  app.add_option("--cxl-dialect", o.cxlDialect,
+                 "CXL driver: spec (CXL 2.0+ as written; default) or jackrabbit (Jackrabbit Labs' cse: response category in the high "
+                 "nibble, an MCTP type byte inside tunnelled commands, configuration registers as byte offsets)")
+      ->check(CLI::IsMember({"spec", "jackrabbit"}))
+      ->capture_default_str();
   app.add_option("--redfish-url", o.redfishUrl, "Redfish driver: the service, https://HOST[:PORT] (its certificate is verified) or http://");
   app.add_option("--redfish-ca", o.redfishCa, "Redfish driver: trust this CA certificate (PEM) for https, e.g. the manager's self-signed one")
       ->check(CLI::ExistingFile);
@@ -199,7 +214,7 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->check(CLI::Range(1, 4096))->capture_default_str();
   app.add_option("--switch-timeout", o.switchTimeoutSeconds,
                  "Seconds a switch call may take; past that it fails with DEADLINE_EXCEEDED, its outcome unknown, and the "
-                 "operation rolls back (undo steps are idempotent). Also bounds reading the whole fabric (Redfish, Switchtec) "
+                 "operation rolls back (undo steps are idempotent). Also bounds reading the whole fabric (Redfish, Switchtec, CXL) "
                  "at start")
       ->check(CLI::Range(0.001, 3600.0))->capture_default_str();
   app.add_option("--shutdown-grace", o.shutdownGraceSeconds, "Seconds running operations get to finish on SIGTERM")

@@ -42,7 +42,8 @@ bool validName(const std::string& name) {
 Result<DomainSpec> parseDomainSpec(const std::string& text) {
   const auto usage = fmt::format("--domain '{}': expected NAME=simulated[,topology=FILE|,generate-gpus=N][,state=FILE|none]"
                                  "[,latency-ms=N] or NAME=redfish,url=https://HOST[:PORT][,fabric=ID][,user=NAME]"
-                                 "[,password-file=FILE][,ca=FILE] or NAME=switchtec,endpoint=HOST[:PORT]|/dev/switchtecN",
+                                 "[,password-file=FILE][,ca=FILE] or NAME=switchtec,endpoint=HOST[:PORT]|/dev/switchtecN"
+                                 " or NAME=cxl,endpoint=HOST[:PORT][,dialect=spec|jackrabbit]",
                                  text);
   const auto eq = text.find('=');
   if (eq == std::string::npos) return fail(Code::kInvalidArgument, usage);
@@ -53,10 +54,11 @@ Result<DomainSpec> parseDomainSpec(const std::string& text) {
                 fmt::format("--domain '{}': the name '{}' must be 1 to 63 letters, digits, '-', '_' or '.'", text, spec.name));
   auto parts = splitOn(text.substr(eq + 1), ',');
   spec.driver = parts.front();
-  if (spec.driver != "simulated" && spec.driver != "redfish" && spec.driver != "switchtec")
-    return fail(Code::kInvalidArgument, fmt::format("{}; '{}' is not a driver (simulated, redfish or switchtec)", usage, spec.driver));
+  if (spec.driver != "simulated" && spec.driver != "redfish" && spec.driver != "switchtec" && spec.driver != "cxl")
+    return fail(Code::kInvalidArgument, fmt::format("{}; '{}' is not a driver (simulated, redfish, switchtec or cxl)", usage, spec.driver));
   const std::set<std::string> allowed = spec.driver == "simulated"  ? std::set<std::string>{"topology", "generate-gpus", "state", "latency-ms"}
                                         : spec.driver == "redfish" ? std::set<std::string>{"url", "fabric", "user", "password-file", "ca"}
+                                        : spec.driver == "cxl"     ? std::set<std::string>{"endpoint", "dialect"}
                                                                    : std::set<std::string>{"endpoint"};
   std::set<std::string> seen;
   for (std::size_t i = 1; i < parts.size(); ++i) {
@@ -80,6 +82,11 @@ Result<DomainSpec> parseDomainSpec(const std::string& text) {
     else if (key == "password-file") spec.passwordFile = value;
     else if (key == "ca") spec.ca = value;
     else if (key == "endpoint") spec.endpoint = value;
+    else if (key == "dialect") {
+      if (value != "spec" && value != "jackrabbit")
+        return fail(Code::kInvalidArgument, fmt::format("--domain '{}': dialect is spec or jackrabbit, not '{}'", text, value));
+      spec.dialect = value;
+    }
   }
   if (spec.driver == "simulated" && !spec.topology.empty() && spec.generateGpus > 0)
     return fail(Code::kInvalidArgument, fmt::format("--domain '{}': topology and generate-gpus exclude each other", text));
@@ -89,6 +96,8 @@ Result<DomainSpec> parseDomainSpec(const std::string& text) {
     return fail(Code::kInvalidArgument, fmt::format("--domain '{}': a redfish domain needs url=https://HOST[:PORT]", text));
   if (spec.driver == "switchtec" && spec.endpoint.empty())
     return fail(Code::kInvalidArgument, fmt::format("--domain '{}': a switchtec domain needs endpoint=HOST[:PORT] or endpoint=/dev/switchtecN", text));
+  if (spec.driver == "cxl" && spec.endpoint.empty())
+    return fail(Code::kInvalidArgument, fmt::format("--domain '{}': a cxl domain needs endpoint=HOST[:PORT] (the switch's FM-API over MCTP/TCP)", text));
   return spec;
 }
 

@@ -8,6 +8,7 @@
 // simulated keys: topology (JSON file) or generate-gpus (ids prefixed "NAME-"), state (binding table file;
 // default <state-dir>/sim-fabric-NAME.json; none: memory only), latency-ms.
 // redfish keys: url (required), fabric (default CXL), user, password-file, ca.
+// switchtec keys: endpoint (required). cxl keys: endpoint (required), dialect (spec, or jackrabbit for cse).
 #pragma once
 
 #include <filesystem>
@@ -20,7 +21,7 @@ namespace switchyard {
 
 struct DomainSpec {
   std::string name;
-  std::string driver;  // simulated | redfish | switchtec
+  std::string driver;  // simulated | redfish | switchtec | cxl
   // simulated
   std::filesystem::path topology;
   int generateGpus = 0;
@@ -32,8 +33,10 @@ struct DomainSpec {
   std::string user;
   std::filesystem::path passwordFile;
   std::filesystem::path ca;
-  // switchtec
+  // switchtec, cxl
   std::string endpoint;
+  // cxl
+  std::string dialect = "spec";
 };
 
 // Checks the syntax and each key for its driver; whether files exist is left to opening the driver.

@@ -41,6 +41,7 @@
 #include "composer/model/fail_points.h"
 #include "fabric/multi_fabric.h"
 #include "fabric/redfish/redfish_fabric.h"
+#include "fabric/cxl/cxl_fabric.h"
 #include "fabric/switchtec/switchtec_fabric.h"
 #include "fabric/simulated_fabric.h"
 #include "agent/simulated_hosts.h"
@@ -103,6 +104,24 @@ Result<std::unique_ptr<FabricDriver>> openSwitchtec(const std::string& endpoint,
   return std::unique_ptr<FabricDriver>(std::move(fabric));
 }
 
+// A CXL switch through its FM-API; `prefix` names its ids (a domain's name and '-', or nothing).
+Result<std::unique_ptr<FabricDriver>> openCxl(const std::string& endpoint, const std::vector<std::string>& hostNames, const std::string& dialect,
+                                              const std::string& prefix, Duration timeout) {
+  CxlOptions options;
+  options.endpoint = endpoint;
+  options.prefix = prefix;
+  options.discoveryTimeout = timeout;
+  SY_ASSIGN(options.dialect, cxl::parseDialect(dialect));
+  for (const auto& h : hostNames) {
+    const auto eq = h.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == h.size() || h.rfind("vcs", 0) != 0)
+      return fail(Code::kInvalidArgument, fmt::format("--cxl-host '{}': expected vcsN=NAME", h));
+    options.hostNames[h.substr(0, eq)] = h.substr(eq + 1);
+  }
+  SY_ASSIGN(auto fabric, CxlFabric::connect(std::move(options)));
+  return std::unique_ptr<FabricDriver>(std::move(fabric));
+}
+
 Result<std::unique_ptr<SimulatedFabric>> openSimulated(Topology topology, const std::filesystem::path& statePath, int latencyMs,
                                                        const DaemonOptions& o, Clock& clock) {
   SimulatedFabricOptions simOptions;
@@ -128,6 +147,13 @@ Result<OpenedFabric> openDomains(const DaemonOptions& o, Clock& clock) {
       auto driver = openRedfish(spec.url, spec.fabric, spec.user, spec.passwordFile, spec.ca, switchTimeout(o));
       if (!driver) return fail(driver.error().wrap(fmt::format("domain '{}'", spec.name)));
       spdlog::info("domain '{}': Redfish fabric {} at {}", spec.name, spec.fabric, spec.url);
+      domains.push_back({spec.name, std::move(*driver)});
+      continue;
+    }
+    if (spec.driver == "cxl") {
+      auto driver = openCxl(spec.endpoint, {}, spec.dialect, spec.name + "-", switchTimeout(o));
+      if (!driver) return fail(driver.error().wrap(fmt::format("domain '{}'", spec.name)));
+      spdlog::info("domain '{}': CXL switch (FM-API) at {}", spec.name, spec.endpoint);
       domains.push_back({spec.name, std::move(*driver)});
       continue;
     }
@@ -175,6 +201,13 @@ Result<OpenedFabric> openFabric(const DaemonOptions& o, Clock& clock) {
     auto fabric = openSwitchtec(o.switchtecEndpoint, o.switchtecHosts, "", switchTimeout(o));
     if (!fabric) return fail(fabric.error().wrap("--driver switchtec"));
     spdlog::info("fabric driver 'switchtec': PAX fabric at {}", o.switchtecEndpoint);
+    return OpenedFabric{std::move(*fabric), {}};
+  }
+  if (o.driver == "cxl") {
+    if (o.cxlEndpoint.empty()) return fail(Code::kInvalidArgument, "--driver cxl needs --cxl HOST[:PORT] (the switch's FM-API endpoint)");
+    auto fabric = openCxl(o.cxlEndpoint, o.cxlHosts, o.cxlDialect, "", switchTimeout(o));
+    if (!fabric) return fail(fabric.error().wrap("--driver cxl"));
+    spdlog::info("fabric driver 'cxl': CXL switch (FM-API, {} dialect) at {}", o.cxlDialect, o.cxlEndpoint);
     return OpenedFabric{std::move(*fabric), {}};
   }
   if (o.driver == "redfish") {

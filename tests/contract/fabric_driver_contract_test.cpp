@@ -13,10 +13,13 @@
 #include "fabric/multi_fabric.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
+#include "fabric/cxl/cxl_fabric.h"
 #include "fabric/switchtec/switchtec_fabric.h"
 #include "tests/contract/fabric_driver_backend.h"
 #include "tests/support/redfish_emulator.h"
 #include "tests/support/shared_dir.h"
+#include "tests/support/delay_proxy.h"
+#include "tests/support/jackrabbit_cse.h"
 #include "tests/support/switchtec_emulator.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/topology_builder.h"
@@ -500,11 +503,61 @@ class SwitchtecBackend final : public DriverBackend {
   std::unique_ptr<SwitchtecFabric> fabric_;
 };
 
+// The CXL FM-API driver against Jackrabbit Labs' cse (third-party, a process of its own) through a delaying
+// proxy: two VCSs, four GPUs, one MLD of four LDs. Faults: the proxy's latency and dropped connections (the
+// event feed), and a device disconnected with jack (its link goes down: health critical). cse has no
+// warning-level health, so the case that needs one is skipped.
+class CxlBackend final : public DriverBackend {
+ public:
+  CxlBackend() {
+    if (why_ = testing::cseUnavailable(); !why_.empty()) return;
+    cse_ = testing::CseProcess::start({}, &why_);
+    if (!cse_) return;
+    proxy_ = testing::DelayProxy::start(cse_->port());
+    if (!proxy_) {
+      why_ = "the delaying proxy could not listen";
+      return;
+    }
+    auto f = CxlFabric::connect({.endpoint = proxy_->endpoint(), .dialect = cxl::Dialect::jackrabbit(), .discoveryTimeout = 10s});
+    if (!f) {
+      why_ = f.error().message;
+      return;
+    }
+    why_.clear();
+    fabric_ = std::move(*f);
+  }
+  std::string unavailable() const override { return why_; }
+  FabricDriver& driver() override { return *fabric_; }
+  Clock& clock() override { return clock_; }
+  bool setLatency(Duration latency) override {
+    proxy_->setLatency(std::chrono::duration_cast<std::chrono::milliseconds>(latency));
+    return true;
+  }
+  bool breakEventFeed(int polls) override {
+    proxy_->dropConnections(polls);
+    return true;
+  }
+  bool raiseHealth(const DeviceId& device, DeviceHealth health) override {
+    unsigned port = 0;
+    char rest = 0;
+    if (health != DeviceHealth::kCritical || std::sscanf(device.c_str(), "cxl0-ep%u%c", &port, &rest) != 1) return false;
+    return cse_->jack("port disconnect -p " + std::to_string(port)).find("Error") == std::string::npos;
+  }
+
+ private:
+  std::string why_;
+  SystemClock clock_;
+  std::unique_ptr<testing::CseProcess> cse_;
+  std::unique_ptr<testing::DelayProxy> proxy_;
+  std::unique_ptr<CxlFabric> fabric_;
+};
+
 INSTANTIATE_TEST_SUITE_P(Drivers, FabricDriverContract,
                          ::testing::Values(DriverFactory{"simulated", [] { return std::make_unique<SimulatedBackend>(); }},
                                            DriverFactory{"redfish", [] { return std::make_unique<RedfishBackend>(); }},
                                            DriverFactory{"domains", [] { return std::make_unique<DomainsBackend>(); }},
-                                           DriverFactory{"switchtec", [] { return std::make_unique<SwitchtecBackend>(); }}),
+                                           DriverFactory{"switchtec", [] { return std::make_unique<SwitchtecBackend>(); }},
+                                           DriverFactory{"cxl", [] { return std::make_unique<CxlBackend>(); }}),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
