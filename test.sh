@@ -60,20 +60,20 @@ if [ "${1:-}" != "--quick" ]; then
   # Python tests start, the test binaries, the corpus replays) and the libFuzzer binaries of step 5, not the
   # benchmark harnesses or the soak. SWITCHYARD_SANITIZE=fuzzer is ASan+UBSan with libFuzzer's coverage hooks
   # (which cost the tests nothing: without libFuzzer linked in, the hooks are the sanitizer runtime's no-ops).
-  FUZZ_TARGETS=(redfish_request web_request text_inputs lspci_dump topology_json identities grpc_request switchtec_reply etcd_reply redfish_fabric)
+  FUZZ_TARGETS=(redfish_request web_request text_inputs lspci_dump topology_json identities grpc_request switchtec_reply etcd_reply redfish_fabric cxl_reply)
   BUILD_TARGETS="yardd yard-agent yardctl redfish-emulator switchtec-emulator switchyard_python switchyard_unit_tests switchyard_integration_tests switchyard_sim \
-                 redfish_request_replay web_request_replay text_inputs_replay topology_json_replay identities_replay grpc_request_replay lspci_dump_replay switchtec_reply_replay etcd_reply_replay redfish_fabric_replay ${FUZZ_TARGETS[*]/%/_fuzz}" \
+                 redfish_request_replay web_request_replay text_inputs_replay topology_json_replay identities_replay grpc_request_replay lspci_dump_replay switchtec_reply_replay etcd_reply_replay redfish_fabric_replay cxl_reply_replay ${FUZZ_TARGETS[*]/%/_fuzz}" \
     run_suite build-asan -DCMAKE_CXX_COMPILER=clang++-19 -DCMAKE_BUILD_TYPE=Debug -DSWITCHYARD_SANITIZE=fuzzer -DSWITCHYARD_WERROR=OFF \
     -- -LE 'bench-smoke|soak'
   # TSan runs no integration test: build only what its tests run (not yardd, the CLI, benchmarks). The
   # integration binary, not built, leaves one unlabelled placeholder test behind: excluded by its exact name.
   # -O1: the simulation's seeds run twice as fast as at -O0, for a few per cent more compile time.
-  BUILD_TARGETS="switchyard_unit_tests switchyard_sim topology_json_replay redfish_request_replay web_request_replay text_inputs_replay lspci_dump_replay identities_replay switchtec_reply_replay etcd_reply_replay redfish_fabric_replay" \
+  BUILD_TARGETS="switchyard_unit_tests switchyard_sim topology_json_replay redfish_request_replay web_request_replay text_inputs_replay lspci_dump_replay identities_replay switchtec_reply_replay etcd_reply_replay redfish_fabric_replay cxl_reply_replay" \
     run_suite build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" -DSWITCHYARD_SANITIZE=thread \
     -- -LE 'integration|bench-smoke|soak' -E '^switchyard_integration_tests_NOT_BUILT$'
   declare -A CORPUS=([redfish_request]=redfish [web_request]=web [text_inputs]=text_inputs [lspci_dump]=lspci [topology_json]=topology_json [identities]=identities
                      [grpc_request]=grpc_request [switchtec_reply]=switchtec
-                     [etcd_reply]=etcd_reply [redfish_fabric]=redfish_fabric)
+                     [etcd_reply]=etcd_reply [redfish_fabric]=redfish_fabric [cxl_reply]=cxl_reply)
   for target in "${FUZZ_TARGETS[@]}"; do
     scratch=$(mktemp -d)  # new inputs go here; the committed corpus is only read
     echo "== fuzz $target for ${FUZZ_SECONDS:-10} s"

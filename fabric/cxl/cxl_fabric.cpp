@@ -62,7 +62,8 @@ Result<CxlFabric::Fabric> CxlFabric::readFabric(cxl::FmClient& client, cxl::Dead
   std::vector<std::uint8_t> vcsIds;
   for (unsigned v = 0; v < identity.numVcss; ++v)
     if (identity.vcsActive(v)) vcsIds.push_back(static_cast<std::uint8_t>(v));
-  SY_ASSIGN(const auto ports, client.physicalPortState(f.ports, deadline));
+  SY_ASSIGN(f.portStates, client.physicalPortState(f.ports, deadline));
+  const auto& ports = f.portStates;
   SY_ASSIGN(const auto vcss, client.virtualSwitches(vcsIds, deadline));
 
   Topology& t = f.topology;
@@ -127,6 +128,7 @@ Result<Topology> CxlFabric::discover() {
   const auto deadline = fmDeadlineAfter(options_.discoveryTimeout);
   SY_ASSIGN(auto f, withSwitch(deadline, [&](cxl::FmClient& c) { return readFabric(c, deadline); }));
   std::lock_guard lock(mutex_);
+  if (!lastPorts_) lastPorts_ = f.portStates;  // the first poll's baseline; later ones keep their own
   fabric_ = std::move(f);
   return fabric_.topology;
 }
@@ -295,14 +297,17 @@ Result<std::vector<FabricEvent>> CxlFabric::pollEvents() {
       const auto& is = now[i];
       if (was.linkUp() == is.linkUp()) continue;
       const auto port = portName(is.port);
-      pending_.push_back({is.linkUp() ? "link.up" : "link.down", port, fmt::format("link {} at {}", is.linkUp() ? "up" : "down", port)});
+      bool hasDevice = false;
       for (const auto& [at, device] : fabric_.deviceAt) {
         if (at.first != is.port) continue;
+        hasDevice = true;
         if (is.linkUp())
           pending_.push_back({"device.health", device, fmt::format("device {} is back on the fabric", device), DeviceHealth::kOk});
         else
           pending_.push_back({"device.health", device, fmt::format("device {} left the fabric: link down at {}", device, port), DeviceHealth::kCritical});
       }
+      if (!hasDevice)
+        pending_.push_back({is.linkUp() ? "link.up" : "link.down", port, fmt::format("link {} at {}", is.linkUp() ? "up" : "down", port)});
     }
   }
   lastPorts_ = std::move(now);

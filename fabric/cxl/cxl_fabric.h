@@ -59,7 +59,9 @@ class CxlFabric final : public FabricDriver {
   // The hosts' VCSs only, in one Get Virtual CXL Switch Info per 7 VCSs.
   [[nodiscard]] Result<std::vector<Binding>> readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options = {}) override;
   // The switch has no event log this driver reads (cse has none): events come from comparing each port's
-  // state with the last poll's. A port whose link goes down takes its devices' health to critical.
+  // state with the last poll's (the first poll with discovery's). A port whose link goes down takes its
+  // devices' health to critical (and back to ok when it trains again); a port with no device, a host's
+  // upstream port say, reports link.down and link.up.
   [[nodiscard]] Result<std::vector<FabricEvent>> pollEvents() override;
 
   // FM-API commands sent so far (what "commands per compose" is measured by).
@@ -73,6 +75,7 @@ class CxlFabric final : public FabricDriver {
   struct Fabric {  // what discovery learned
     Topology topology;
     std::vector<std::uint8_t> ports;  // active physical ports
+    std::vector<cxl::PortState> portStates;  // as discovery read them
     std::unordered_map<PortId, std::uint8_t> vcsOfHostPort;
     std::unordered_map<std::uint8_t, PortId> hostPortOfVcs;
     std::unordered_map<DeviceId, Target> devices;

@@ -19,6 +19,7 @@
 #include <set>
 
 #include "tests/integration/daemon_fixture.h"
+#include "tests/support/jackrabbit_cse.h"
 
 namespace switchyard::testing {
 namespace {
@@ -326,6 +327,49 @@ class SwitchtecCrashTest : public CrashTest {
 };
 
 TEST_F(SwitchtecCrashTest, EveryStepAndAcceptFailPointRecoversToAConsistentPool) { crashAtEveryPoint(false); }
+
+// The same harness on the CXL FM-API driver against Jackrabbit Labs' cse: a third-party switch emulator, a
+// process that outlives every yardd of a run and keeps its own state, read back with their jack CLI (the
+// switch's truth). Four VCSs (hosts) of 16 vPPBs, 16 GPU ports. The hosts trust the fabric, as in the
+// Switchtec run, so the host points are not on its path.
+class CxlCrashTest : public CrashTest {
+ protected:
+  void SetUp() override {
+    if (auto why = cseUnavailable(); !why.empty()) GTEST_SKIP() << why;
+    CrashTest::SetUp();
+  }
+  bool reaches(const std::string& point) override { return point.find(".host-") == std::string::npos; }
+  std::vector<std::string> driverArgs() override {
+    return {"--driver", "cxl", "--cxl", cse_->endpoint(), "--cxl-dialect", "jackrabbit", "--host-policy-default", "trust-fabric"};
+  }
+  std::map<std::string, std::string> switchBindings() override {
+    std::map<std::string, std::string> out;
+    for (int vcs = 0; vcs < kConfig.hosts; ++vcs) {
+      std::istringstream in(cse_->jack("show vcs -c " + std::to_string(vcs)));
+      std::string line;
+      while (std::getline(in, line)) {
+        int vppb = 0, port = 0;
+        if (line.find("Bound Physical Port") != std::string::npos && std::sscanf(line.c_str(), " %d: %d", &vppb, &port) == 2)
+          out[fmt::format("cxl0-ep{}", port)] = fmt::format("cxl0-p{}", vcs);
+      }
+    }
+    return out;
+  }
+  void resetSwitch() override {
+    std::string why;
+    cse_.reset();
+    cse_ = CseProcess::start(kConfig, &why);
+    ASSERT_TRUE(cse_) << why;
+  }
+  void TearDown() override {
+    cse_.reset();
+    CrashTest::TearDown();
+  }
+  static constexpr CseConfig kConfig{.hosts = 4, .vppbsPerVcs = 16, .gpus = 16, .mld = false};
+  std::unique_ptr<CseProcess> cse_;
+};
+
+TEST_F(CxlCrashTest, EveryStepAndAcceptFailPointRecoversToAConsistentPool) { crashAtEveryPoint(false); }
 
 TEST_F(CrashTest, EveryStepAndAcceptFailPointAtItsFirstAndSecondHitRecoversToAConsistentPool) { crashAtEveryPoint(false); }
 

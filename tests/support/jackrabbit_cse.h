@@ -35,14 +35,19 @@ inline std::string cseUnavailable() {
   return {};
 }
 
-// A switch like the example config of ../shared/third-party/jackrabbit-cxl: VCS 0 and 1 on host root ports 0
-// and 1 (8 vPPBs each), four GPU-like PCIe endpoints on ports 2-5 (class 0302h), one 4 GiB MLD of 4 LDs on
-// port 6 (each LD 1 GiB: range 1 of 4 x 256 MB), port 7 empty; nothing bound unless `bound` says so
-// (lines of the YAML `vcss:` block's vPPB lists, e.g. the example's "VCS 0 vPPB 0 <- port 2").
+// A switch like the example config of ../shared/third-party/jackrabbit-cxl. By default: VCS 0 and 1 on host
+// root ports 0 and 1 (8 vPPBs each), four GPU-like PCIe endpoints (10de:2330, class 0302h) on ports 2-5, one
+// 4 GiB MLD of 4 LDs on port 6 (each LD 1 GiB: range 1 of 4 x 256 MB), port 7 empty; nothing bound. In
+// general: `hosts` root ports first (VCS N on port N), then `gpus` GPU ports, then the MLD (if `mld`), then
+// one empty port.
 struct CseConfig {
+  int hosts = 2;
   int vppbsPerVcs = 8;
-  int gpuPorts = 4;  // ports 2 .. 2+gpuPorts-1 (at most 4 with the MLD on 6 and 8 ports)
-  bool boundAtStart = false;  // VCS 0 vPPB 0 <- port 2, VCS 0 vPPB 1 <- port 6 LD 0
+  int gpus = 4;
+  bool mld = true;
+  bool boundAtStart = false;  // VCS 0 vPPB 0 <- the first GPU port, VCS 0 vPPB 1 <- the MLD's LD 0
+  [[nodiscard]] int mldPort() const { return hosts + gpus; }
+  [[nodiscard]] int ports() const { return hosts + gpus + (mld ? 1 : 0) + 1; }
 };
 
 inline std::string cseYaml(const CseConfig& c) {
@@ -150,29 +155,27 @@ switch:
   bos_rc: 0
   bos_ext: 0
   ingress_port: 1
-  num_ports: 8
-  num_vcss: 2
+  num_ports: )" << c.ports() << R"(
+  num_vcss: )" << c.hosts << R"(
   num_vppbs: )"
-    << 2 * c.vppbsPerVcs << R"(
+    << c.hosts * c.vppbsPerVcs << R"(
   num_decoders: 32
   mlw: 16
   speeds: 0x30
   mls: 5
 ---
 ports:
-  0:
-    device: "host_rp_x16"
-  1:
-    device: "host_rp_x16"
 )";
-  for (int p = 2; p < 2 + c.gpuPorts; ++p) y << "  " << p << ":\n    device: \"gpu_pcie_x16\"\n";
-  y << "  6:\n    device: \"mld_4ld_4G\"\n---\nvcss:\n";
-  for (int v = 0; v < 2; ++v) {
+  for (int p = 0; p < c.hosts; ++p) y << "  " << p << ":\n    device: \"host_rp_x16\"\n";
+  for (int p = c.hosts; p < c.hosts + c.gpus; ++p) y << "  " << p << ":\n    device: \"gpu_pcie_x16\"\n";
+  if (c.mld) y << "  " << c.mldPort() << ":\n    device: \"mld_4ld_4G\"\n";
+  y << "---\nvcss:\n";
+  for (int v = 0; v < c.hosts; ++v) {
     y << "  " << v << ":\n    state: 1\n    uspid: " << v << "\n    num_vppb: " << c.vppbsPerVcs << "\n    vppbs:\n";
     for (int k = 0; k < c.vppbsPerVcs; ++k) {
       int status = 0, port = 0, ld = 0;
-      if (c.boundAtStart && v == 0 && k == 0) status = 2, port = 2;
-      if (c.boundAtStart && v == 0 && k == 1) status = 3, port = 6;
+      if (c.boundAtStart && v == 0 && k == 0) status = 2, port = c.hosts;
+      if (c.boundAtStart && v == 0 && k == 1 && c.mld) status = 3, port = c.mldPort();
       y << "      " << k << ":\n        bind_status: " << status << "\n        ppid: " << port << "\n        ldid: " << ld << "\n";
     }
   }

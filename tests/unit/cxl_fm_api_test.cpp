@@ -5,7 +5,9 @@
 // the jackrabbit dialect and are refused, with the reason, in the spec's.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -206,6 +208,25 @@ TEST(CxlFmApiTest, ConfigurationRegistersAreDwordIndexesInTheSpecAndByteOffsetsI
   EXPECT_EQ(ppbConfigReadRequest(3, 8, Dialect::jackrabbit()), (Bytes{3, 8, 0xf0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(ppbConfigReadRequest(3, 0x104, Dialect::spec()), (Bytes{3, 0x41, 0xf0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(ppbConfigReadRequest(3, 0x104, Dialect::jackrabbit()), (Bytes{3, 0x04, 0xf1, 0, 0, 0, 0, 0}));
+}
+
+// The fuzz corpus's one-message seeds are replies that decode (tests/fuzz/cxl_reply_fuzz.cpp): a replay of
+// a corpus that no longer reads would test nothing.
+TEST(CxlFmApiTest, TheFuzzCorpusSeedsAreRepliesThatDecode) {
+  const auto dir = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / "tests" / "fuzz" / "corpus" / "cxl_reply";
+  int decoded = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().filename().string().rfind("message-", 0) != 0) continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    Bytes bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(bytes.empty());
+    const Dialect dialect = (bytes[0] & 1) ? Dialect::jackrabbit() : Dialect::spec();
+    auto m = decodeMessage(std::span(bytes).subspan(1), dialect);
+    ASSERT_TRUE(m) << e.path() << ": " << m.error().message;
+    EXPECT_TRUE(m->response);
+    ++decoded;
+  }
+  EXPECT_EQ(decoded, 16);
 }
 
 TEST(CxlMctpTest, MessagesSplitInto68BytePacketsAndReassemble) {
