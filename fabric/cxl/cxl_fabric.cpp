@@ -70,23 +70,32 @@ Result<CxlFabric::Fabric> CxlFabric::readFabric(cxl::FmClient& client, cxl::Dead
   t.switches.push_back({switchId_, SwitchKind::kCxl, fmt::format("CXL FM-API switch, {} ports", identity.numPorts), std::string(kDefaultDomain)});
   std::set<std::uint8_t> upstream;
   for (const auto& v : vcss) upstream.insert(v.upstreamPort);
+  auto isUpstream = [&](const cxl::PortState& p) {
+    return p.configState == static_cast<std::uint8_t>(cxl::PortConfigState::kUpstream) || upstream.contains(p.port);
+  };
+  auto hasDevice = [&](const cxl::PortState& p) {
+    return !isUpstream(p) && p.deviceType != static_cast<std::uint8_t>(cxl::ConnectedDevice::kNone) &&
+           p.deviceType != static_cast<std::uint8_t>(cxl::ConnectedDevice::kSwitch);
+  };
+  // What each device is: its ids (dword 0) and class (dword 2) from the configuration space behind its
+  // port, all ports' reads pipelined.
+  std::vector<cxl::ConfigRead> reads;
+  for (const auto& p : ports)
+    if (hasDevice(p)) reads.insert(reads.end(), {{p.port, 0x00}, {p.port, 0x08}});
+  SY_ASSIGN(const auto config, client.readConfig(reads, deadline));
+  std::size_t nextRead = 0;
   for (const auto& p : ports) {
     Port port;
     port.id = portName(p.port);
     port.switchId = switchId_;
-    const bool isUpstream = p.configState == static_cast<std::uint8_t>(cxl::PortConfigState::kUpstream) || upstream.contains(p.port);
-    port.kind = isUpstream ? PortKind::kUpstream : PortKind::kDownstream;
+    port.kind = isUpstream(p) ? PortKind::kUpstream : PortKind::kDownstream;
     port.linkGeneration = cxlLinkGeneration(p.currentLinkSpeed ? p.currentLinkSpeed : p.maxLinkSpeed);
     port.linkWidth = p.negotiatedLinkWidth ? p.negotiatedLinkWidth : p.maxLinkWidth;
     t.ports.push_back(std::move(port));
-    if (isUpstream || p.deviceType == static_cast<std::uint8_t>(cxl::ConnectedDevice::kNone) ||
-        p.deviceType == static_cast<std::uint8_t>(cxl::ConnectedDevice::kSwitch))
-      continue;
-    // What the device is: its ids and class from the configuration space behind the port.
+    if (!hasDevice(p)) continue;
     Device d;
     d.portId = portName(p.port);
-    SY_ASSIGN(const std::uint32_t ids, client.readConfig(p.port, 0x00, deadline));
-    SY_ASSIGN(const std::uint32_t classRev, client.readConfig(p.port, 0x08, deadline));
+    const std::uint32_t ids = config[nextRead++], classRev = config[nextRead++];
     d.kind = isCxlMemory(p.deviceType) ? DeviceKind::kCxlMemory : deviceKindOfClass(classRev >> 8);
     describePciDevice(static_cast<std::uint16_t>(ids), static_cast<std::uint16_t>(ids >> 16), d);
     if (p.deviceType == static_cast<std::uint8_t>(cxl::ConnectedDevice::kCxlType3Pooled) && p.ldCount > 0) {
@@ -158,97 +167,132 @@ std::vector<std::pair<CxlFabric::Slot, DeviceId>> CxlFabric::boundDevices(const 
 }
 
 Result<void> CxlFabric::bindAll(std::span<const Binding> bindings, const CallOptions& options) {
-  if (bindings.empty()) return {};
-  const auto deadline = fmDeadlineAfter(options.timeout);
-  {
-    std::lock_guard lock(mutex_);
-    SY_TRY(checkNames(bindings));
-  }
-  return withSwitch(deadline, [&](cxl::FmClient& c) -> Result<void> {
-    std::vector<std::uint8_t> allVcs;
-    struct Planned {
-      std::uint8_t vcs, vppb;
-      Target target;
-      DeviceId device;
-    };
-    std::vector<Planned> plan;
-    {
-      std::unique_lock lock(mutex_);
-      for (const auto& [vcs, port] : fabric_.hostPortOfVcs) allVcs.push_back(vcs);
-      lock.unlock();
-      std::sort(allVcs.begin(), allVcs.end());
-      SY_ASSIGN(const auto vcss, c.virtualSwitches(allVcs, deadline));  // another FM may have changed them
-      lock.lock();
-      std::map<DeviceId, Slot> boundAt;
-      for (const auto& [slot, device] : boundDevices(vcss)) boundAt[device] = slot;
-      std::map<std::uint8_t, std::vector<bool>> taken;  // vcs -> vPPBs in use (bound, or planned here)
-      for (const auto& v : vcss) {
-        auto& used = taken[v.id];
-        for (const auto& b : v.vppbs) used.push_back(b.status != static_cast<std::uint8_t>(cxl::VppbBinding::kUnbound));
-      }
-      for (const auto& b : bindings) {
-        const std::uint8_t vcs = fabric_.vcsOfHostPort.at(b.upstreamPortId);
-        if (const auto at = boundAt.find(b.deviceId); at != boundAt.end()) {
-          if (at->second.vcs == vcs) continue;  // already there: binds are idempotent
-          return fail(Code::kFailedPrecondition, fmt::format("device '{}' is bound to {} (VCS {}), not '{}'", b.deviceId,
-                                                             fabric_.hostPortOfVcs.at(at->second.vcs), at->second.vcs, b.upstreamPortId));
-        }
-        auto& used = taken[vcs];
-        const auto free = std::find(used.begin(), used.end(), false);
-        if (free == used.end())
-          return fail(Code::kFailedPrecondition, fmt::format("VCS {} of '{}' has no unbound vPPB left for '{}'", vcs, b.upstreamPortId, b.deviceId));
-        *free = true;
-        plan.push_back({vcs, static_cast<std::uint8_t>(free - used.begin()), fabric_.devices.at(b.deviceId), b.deviceId});
-      }
-    }
-    for (std::size_t i = 0; i < plan.size(); ++i) {
-      const auto& p = plan[i];
-      if (auto bound = c.bind(p.vcs, p.vppb, p.target.port, p.target.ld, deadline); !bound) {
-        auto e = bound.error().wrap(fmt::format("binding '{}' to VCS {} vPPB {}", p.device, p.vcs, p.vppb));
-        // Binds before this one were made: the call as a whole changed something.
-        if (i > 0 && changedNothing(e.code)) e.code = Code::kUnavailable;
-        return fail(std::move(e));
-      }
-    }
-    return {};
-  });
+  return change(bindings, true, fmDeadlineAfter(options.timeout));
 }
 
 Result<void> CxlFabric::unbindAll(std::span<const Binding> bindings, const CallOptions& options) {
+  return change(bindings, false, fmDeadlineAfter(options.timeout));
+}
+
+Result<std::vector<CxlFabric::Change>> CxlFabric::plan(std::span<const Binding> bindings, bool bind, const std::vector<cxl::VirtualSwitch>& vcss) const {
+  std::map<DeviceId, Slot> boundAt;
+  for (const auto& [slot, device] : boundDevices(vcss)) boundAt[device] = slot;
+  std::map<std::uint8_t, std::vector<bool>> taken;  // vcs -> vPPBs in use (bound, in progress, or planned here)
+  for (const auto& v : vcss) {
+    auto& used = taken[v.id];
+    for (const auto& b : v.vppbs) used.push_back(b.status != static_cast<std::uint8_t>(cxl::VppbBinding::kUnbound));
+  }
+  std::vector<Change> changes;
+  for (const auto& b : bindings) {
+    const std::uint8_t vcs = fabric_.vcsOfHostPort.at(b.upstreamPortId);
+    const auto at = boundAt.find(b.deviceId);
+    if (at != boundAt.end() && at->second.vcs != vcs)
+      return fail(Code::kFailedPrecondition, fmt::format("device '{}' is bound to {} (VCS {}), not '{}'", b.deviceId,
+                                                         fabric_.hostPortOfVcs.at(at->second.vcs), at->second.vcs, b.upstreamPortId));
+    if (!bind) {
+      if (at != boundAt.end()) changes.push_back({at->second, fabric_.devices.at(b.deviceId), b.deviceId});
+      continue;  // not bound: unbinds are idempotent
+    }
+    if (at != boundAt.end()) continue;  // already there: binds are idempotent
+    auto& used = taken[vcs];
+    const auto free = std::find(used.begin(), used.end(), false);
+    if (free == used.end())
+      return fail(Code::kFailedPrecondition, fmt::format("VCS {} of '{}' has no unbound vPPB left for '{}'", vcs, b.upstreamPortId, b.deviceId));
+    *free = true;
+    changes.push_back({{vcs, static_cast<std::uint8_t>(free - used.begin())}, fabric_.devices.at(b.deviceId), b.deviceId});
+  }
+  return changes;
+}
+
+// A set's binds (or unbinds) in three round trips whatever its size (up to 8 in flight at once): read the
+// VCSs (another FM may have changed them), send every change pipelined, then read the touched VCSs until
+// each change shows (a switch runs binds in the background; one that answers "busy" runs one at a time,
+// and the busy ones are sent again once the others are done).
+Result<void> CxlFabric::change(std::span<const Binding> bindings, bool bind, cxl::Deadline deadline) {
   if (bindings.empty()) return {};
-  const auto deadline = fmDeadlineAfter(options.timeout);
+  std::vector<std::uint8_t> allVcs;
   {
     std::lock_guard lock(mutex_);
     SY_TRY(checkNames(bindings));
+    for (const auto& [vcs, port] : fabric_.hostPortOfVcs) allVcs.push_back(vcs);
   }
+  std::sort(allVcs.begin(), allVcs.end());
+  const std::string_view verb = bind ? "binding" : "unbinding";
   return withSwitch(deadline, [&](cxl::FmClient& c) -> Result<void> {
-    std::vector<std::uint8_t> allVcs;
-    std::vector<std::pair<Slot, DeviceId>> plan;
+    SY_ASSIGN(const auto vcss, c.virtualSwitches(allVcs, deadline));
+    std::vector<Change> changes;
     {
-      std::unique_lock lock(mutex_);
-      for (const auto& [vcs, port] : fabric_.hostPortOfVcs) allVcs.push_back(vcs);
-      lock.unlock();
-      std::sort(allVcs.begin(), allVcs.end());
-      SY_ASSIGN(const auto vcss, c.virtualSwitches(allVcs, deadline));
-      lock.lock();
-      std::map<DeviceId, Slot> boundAt;
-      for (const auto& [slot, device] : boundDevices(vcss)) boundAt[device] = slot;
-      for (const auto& b : bindings) {
-        const auto at = boundAt.find(b.deviceId);
-        if (at == boundAt.end()) continue;  // not bound: unbinds are idempotent
-        if (at->second.vcs != fabric_.vcsOfHostPort.at(b.upstreamPortId))
-          return fail(Code::kFailedPrecondition, fmt::format("device '{}' is bound to {} (VCS {}), not '{}'", b.deviceId,
-                                                             fabric_.hostPortOfVcs.at(at->second.vcs), at->second.vcs, b.upstreamPortId));
-        plan.push_back({at->second, b.deviceId});
-      }
+      std::lock_guard lock(mutex_);
+      SY_ASSIGN(changes, plan(bindings, bind, vcss));
     }
-    for (std::size_t i = 0; i < plan.size(); ++i) {
-      const auto& [slot, device] = plan[i];
-      if (auto unbound = c.unbind(slot.vcs, slot.vppb, options_.unbindOption, deadline); !unbound) {
-        auto e = unbound.error().wrap(fmt::format("unbinding '{}' from VCS {} vPPB {}", device, slot.vcs, slot.vppb));
-        if (i > 0 && changedNothing(e.code)) e.code = Code::kUnavailable;
-        return fail(std::move(e));
+    std::vector<std::size_t> toSend(changes.size()), awaiting;
+    for (std::size_t i = 0; i < changes.size(); ++i) toSend[i] = i;
+    bool appliedAny = false;
+    // A failure after a change of this call may have been applied must not read as "changed nothing".
+    auto failWith = [&](Error e) -> Result<void> {
+      if (appliedAny && changedNothing(e.code)) e.code = Code::kUnavailable;
+      return fail(std::move(e));
+    };
+    auto pause = std::chrono::milliseconds(1);
+    while (!toSend.empty() || !awaiting.empty()) {
+      if (!toSend.empty()) {
+        std::vector<cxl::FmRequest> requests;
+        for (const auto i : toSend) {
+          const auto& ch = changes[i];
+          requests.push_back(bind ? cxl::FmRequest{cxl::Opcode::kBindVppb, cxl::bindVppbRequest(ch.slot.vcs, ch.slot.vppb, ch.target.port, ch.target.ld)}
+                                  : cxl::FmRequest{cxl::Opcode::kUnbindVppb, cxl::unbindVppbRequest(ch.slot.vcs, ch.slot.vppb, options_.unbindOption)});
+        }
+        SY_ASSIGN(const auto codes, c.startAll(requests, deadline));
+        std::vector<std::size_t> busy;
+        for (std::size_t k = 0; k < codes.size(); ++k) {
+          const auto& ch = changes[toSend[k]];
+          if (codes[k] == cxl::rc::kSuccess || codes[k] == cxl::rc::kBackgroundStarted) {
+            awaiting.push_back(toSend[k]);
+            appliedAny = true;
+          } else if (codes[k] == cxl::rc::kBusy) {
+            busy.push_back(toSend[k]);
+          } else {
+            return failWith(c.refused(requests[k].opcode, codes[k]).wrap(fmt::format("{} '{}' at VCS {} vPPB {}", verb, ch.device, ch.slot.vcs, ch.slot.vppb)));
+          }
+        }
+        toSend = std::move(busy);
       }
+      if (!awaiting.empty()) {
+        std::vector<std::uint8_t> touched;
+        for (const auto i : awaiting) touched.push_back(changes[i].slot.vcs);
+        std::sort(touched.begin(), touched.end());
+        touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+        SY_ASSIGN(const auto now, c.virtualSwitches(touched, deadline));
+        std::map<std::uint8_t, const cxl::VirtualSwitch*> byId;
+        for (const auto& v : now) byId[v.id] = &v;
+        std::vector<std::size_t> still;
+        for (const auto i : awaiting) {
+          const auto& ch = changes[i];
+          const auto& vppbs = byId.at(ch.slot.vcs)->vppbs;
+          if (ch.slot.vppb >= vppbs.size())
+            return failWith(Error{Code::kUnavailable, fmt::format("{}: VCS {} no longer has vPPB {}", switchId_, ch.slot.vcs, ch.slot.vppb)});
+          const auto& v = vppbs[ch.slot.vppb];
+          if (v.status == static_cast<std::uint8_t>(cxl::VppbBinding::kInProgress)) {
+            still.push_back(i);
+            continue;
+          }
+          const bool there = v.bound() && v.port == ch.target.port &&
+                             (ch.target.ld == cxl::kNoLd ? v.status == static_cast<std::uint8_t>(cxl::VppbBinding::kBoundPort) : v.ld == ch.target.ld);
+          if (there == bind) continue;  // done
+          // The background operation ended without the change: ask the switch why.
+          std::string why = "the switch's background operation ended without it";
+          if (auto op = c.backgroundOperation(deadline); op && op->returnCode != cxl::rc::kSuccess)
+            why = fmt::format("background operation {:04x}h answered {}", op->opcode, cxl::describeReturnCode(op->returnCode));
+          return failWith(Error{Code::kUnavailable, fmt::format("{} '{}' at VCS {} vPPB {}: {}", verb, ch.device, ch.slot.vcs, ch.slot.vppb, why)});
+        }
+        awaiting = std::move(still);
+      }
+      if (toSend.empty() && awaiting.empty()) break;
+      if (std::chrono::steady_clock::now() + pause >= deadline)
+        return failWith(Error{Code::kDeadlineExceeded, fmt::format("{}: {} {} device(s) did not finish before the call's deadline", switchId_, verb,
+                                                                  toSend.size() + awaiting.size())});
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(50));
     }
     return {};
   });

@@ -85,6 +85,12 @@ class CxlFabric final : public FabricDriver {
   struct Slot {
     std::uint8_t vcs = 0, vppb = 0;
   };
+  // One bind or unbind of a call: the vPPB, and the port (and LD) bound there.
+  struct Change {
+    Slot slot;
+    Target target;
+    DeviceId device;
+  };
 
   explicit CxlFabric(CxlOptions options);
   [[nodiscard]] std::string portName(std::uint8_t port) const;
@@ -93,6 +99,10 @@ class CxlFabric final : public FabricDriver {
   auto withSwitch(cxl::Deadline deadline, Work&& work) -> decltype(work(std::declval<cxl::FmClient&>()));
   [[nodiscard]] Result<Fabric> readFabric(cxl::FmClient& client, cxl::Deadline deadline);
   [[nodiscard]] Result<void> checkNames(std::span<const Binding> bindings) const;
+  // What a set's binds (or unbinds) change, against the VCSs as just read: the whole set is checked
+  // before anything is sent.
+  [[nodiscard]] Result<std::vector<Change>> plan(std::span<const Binding> bindings, bool bind, const std::vector<cxl::VirtualSwitch>& vcss) const;
+  [[nodiscard]] Result<void> change(std::span<const Binding> bindings, bool bind, cxl::Deadline deadline);
   // The device bound at each bound vPPB of these VCSs.
   [[nodiscard]] std::vector<std::pair<Slot, DeviceId>> boundDevices(const std::vector<cxl::VirtualSwitch>& vcss) const;
 

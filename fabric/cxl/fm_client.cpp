@@ -1,7 +1,8 @@
 #include "fabric/cxl/fm_client.h"
 
 #include <algorithm>
-#include <thread>
+#include <array>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -12,25 +13,60 @@ Error FmClient::refused(Opcode opcode, std::uint16_t returnCode) const {
   return Error{code, fmt::format("{}: {} answered {}", name_, toString(opcode), describeReturnCode(returnCode))};
 }
 
-Result<CciMessage> FmClient::call(Opcode opcode, std::span<const std::uint8_t> payload, Deadline deadline) {
-  const std::uint8_t tag = tag_;
-  tag_ = static_cast<std::uint8_t>((tag_ + 1) & 7);
-  const auto request = encodeRequest(opcode, tag, payload);
-  ++sent_;
-  auto raw = session_.exchange(kMctpTypeFmApi, request, tag, deadline);
-  if (!raw) return fail(raw.error().wrap(fmt::format("{}: {}", name_, toString(opcode))));
-  auto reply = decodeMessage(*raw, dialect_);
-  if (!reply) return fail(reply.error().wrap(fmt::format("{}: {} reply", name_, toString(opcode))));
-  if (!reply->response || reply->opcode != static_cast<std::uint16_t>(opcode) || reply->tag != tag)
-    return fail(Code::kUnavailable, fmt::format("{}: the reply to {} (tag {}) is {} {:04x}h with tag {}", name_, toString(opcode), tag,
-                                                reply->response ? "a response to" : "a request", reply->opcode, reply->tag));
-  return reply;
+Result<std::vector<CciMessage>> FmClient::callAll(std::span<const FmRequest> requests, Deadline deadline) {
+  constexpr std::size_t kTags = 8;  // MCTP's 3-bit message tag: at most 8 requests in flight
+  std::vector<std::optional<CciMessage>> replies(requests.size());
+  std::array<std::optional<std::size_t>, kTags> inFlight{};  // tag -> request index
+  std::size_t next = 0, done = 0;
+  auto sendNext = [&]() -> Result<void> {
+    const std::uint8_t tag = tag_;
+    tag_ = static_cast<std::uint8_t>((tag_ + 1) & 7);
+    const auto& r = requests[next];
+    ++sent_;
+    if (auto s = session_.send(kMctpTypeFmApi, encodeRequest(r.opcode, tag, r.payload), tag, deadline); !s)
+      return fail(s.error().wrap(fmt::format("{}: {}", name_, toString(r.opcode))));
+    inFlight[tag] = next++;
+    return {};
+  };
+  while (next < requests.size() && next < kTags) SY_TRY(sendNext());
+  while (done < requests.size()) {
+    auto message = session_.receive(deadline);
+    if (!message) return fail(message.error().wrap(fmt::format("{}: waiting for {} of {} replies ({} first)", name_, requests.size() - done, requests.size(), toString(requests.front().opcode))));
+    if (message->type != kMctpTypeFmApi || message->tagOwner || !inFlight[message->tag & 7])
+      return fail(Code::kUnavailable, fmt::format("{}: a message of type {:02x}h with tag {} answers no request in flight", name_, message->type, message->tag));
+    const std::size_t index = *inFlight[message->tag & 7];
+    const Opcode opcode = requests[index].opcode;
+    auto reply = decodeMessage(message->body, dialect_);
+    if (!reply) return fail(reply.error().wrap(fmt::format("{}: {} reply", name_, toString(opcode))));
+    if (!reply->response || reply->opcode != static_cast<std::uint16_t>(opcode) || reply->tag != message->tag)
+      return fail(Code::kUnavailable, fmt::format("{}: the reply to {} (tag {}) is {} {:04x}h with tag {}", name_, toString(opcode), message->tag,
+                                                  reply->response ? "a response to" : "a request", reply->opcode, reply->tag));
+    inFlight[message->tag & 7].reset();
+    replies[index] = std::move(*reply);
+    ++done;
+    if (next < requests.size()) SY_TRY(sendNext());
+  }
+  std::vector<CciMessage> out;
+  out.reserve(replies.size());
+  for (auto& r : replies) out.push_back(std::move(*r));
+  return out;
 }
 
-Result<Bytes> FmClient::succeed(Opcode opcode, std::span<const std::uint8_t> payload, Deadline deadline) {
-  SY_ASSIGN(auto reply, call(opcode, payload, deadline));
-  if (reply.returnCode != rc::kSuccess) return fail(refused(opcode, reply.returnCode));
-  return std::move(reply.payload);
+Result<std::vector<Bytes>> FmClient::succeedAll(std::span<const FmRequest> requests, Deadline deadline) {
+  SY_ASSIGN(auto replies, callAll(requests, deadline));
+  std::vector<Bytes> out;
+  out.reserve(replies.size());
+  for (std::size_t i = 0; i < replies.size(); ++i) {
+    if (replies[i].returnCode != rc::kSuccess) return fail(refused(requests[i].opcode, replies[i].returnCode));
+    out.push_back(std::move(replies[i].payload));
+  }
+  return out;
+}
+
+Result<Bytes> FmClient::succeed(Opcode opcode, Bytes payload, Deadline deadline) {
+  const FmRequest one[] = {{opcode, std::move(payload)}};
+  SY_ASSIGN(auto replies, succeedAll(one, deadline));
+  return std::move(replies.front());
 }
 
 Result<SwitchIdentity> FmClient::identifySwitch(Deadline deadline) {
@@ -47,11 +83,14 @@ Result<std::vector<PortState>> FmClient::physicalPortState(std::span<const std::
 }
 
 Result<std::vector<VirtualSwitch>> FmClient::virtualSwitches(std::span<const std::uint8_t> vcss, Deadline deadline) {
+  std::vector<FmRequest> requests;
+  for (std::size_t at = 0; at < vcss.size(); at += 7)
+    requests.push_back({Opcode::kGetVirtualSwitchInfo, getVirtualSwitchInfoRequest(vcss.subspan(at, std::min<std::size_t>(7, vcss.size() - at)))});
+  SY_ASSIGN(auto payloads, succeedAll(requests, deadline));
   std::vector<VirtualSwitch> all;
-  for (std::size_t at = 0; at < vcss.size(); at += 7) {
-    const auto some = vcss.subspan(at, std::min<std::size_t>(7, vcss.size() - at));
-    SY_ASSIGN(auto payload, succeed(Opcode::kGetVirtualSwitchInfo, getVirtualSwitchInfoRequest(some), deadline));
-    SY_ASSIGN(auto part, parseVirtualSwitchInfo(payload));
+  for (std::size_t r = 0; r < payloads.size(); ++r) {
+    const auto some = vcss.subspan(7 * r, std::min<std::size_t>(7, vcss.size() - 7 * r));
+    SY_ASSIGN(auto part, parseVirtualSwitchInfo(payloads[r]));
     if (part.size() != some.size())
       return fail(Code::kUnavailable, fmt::format("{}: Get Virtual CXL Switch Info answered {} VCSs of {}", name_, part.size(), some.size()));
     for (std::size_t i = 0; i < part.size(); ++i)
@@ -62,50 +101,28 @@ Result<std::vector<VirtualSwitch>> FmClient::virtualSwitches(std::span<const std
   return all;
 }
 
-Result<std::uint32_t> FmClient::readConfig(std::uint8_t port, std::uint16_t byteOffset, Deadline deadline) {
-  SY_ASSIGN(auto payload, succeed(Opcode::kPpbConfigRequest, ppbConfigReadRequest(port, byteOffset, dialect_), deadline));
-  return parsePpbConfigRead(payload);
-}
-
-Result<void> FmClient::runInBackground(Opcode opcode, std::span<const std::uint8_t> payload, Deadline deadline) {
-  auto pause = std::chrono::milliseconds(1);
-  auto wait = [&]() -> Result<void> {
-    if (std::chrono::steady_clock::now() + pause >= deadline)
-      return fail(Code::kDeadlineExceeded, fmt::format("{}: {} did not finish before the call's deadline", name_, toString(opcode)));
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::milliseconds(50));
-    return {};
-  };
-  for (;;) {
-    SY_ASSIGN(auto reply, call(opcode, payload, deadline));
-    if (reply.returnCode == rc::kSuccess) return {};
-    if (reply.returnCode == rc::kBusy) {  // another background operation runs: wait for it, then ask again
-      SY_TRY(wait());
-      continue;
-    }
-    if (reply.returnCode != rc::kBackgroundStarted) return fail(refused(opcode, reply.returnCode));
-    break;
+Result<std::vector<std::uint32_t>> FmClient::readConfig(std::span<const ConfigRead> reads, Deadline deadline) {
+  std::vector<FmRequest> requests;
+  for (const auto& r : reads) requests.push_back({Opcode::kPpbConfigRequest, ppbConfigReadRequest(r.port, r.offset, dialect_)});
+  SY_ASSIGN(auto payloads, succeedAll(requests, deadline));
+  std::vector<std::uint32_t> out;
+  for (const auto& p : payloads) {
+    SY_ASSIGN(auto value, parsePpbConfigRead(p));
+    out.push_back(value);
   }
-  for (;;) {
-    SY_ASSIGN(auto status, succeed(Opcode::kBackgroundOperationStatus, {}, deadline));
-    SY_ASSIGN(auto op, parseBackgroundOperationStatus(status));
-    if (!op.running && op.percent == 100) {
-      if (op.opcode != static_cast<std::uint16_t>(opcode))
-        return fail(Code::kUnavailable, fmt::format("{}: {} started in the background, and the last background operation is {:04x}h", name_,
-                                                    toString(opcode), op.opcode));
-      if (op.returnCode != rc::kSuccess) return fail(refused(opcode, op.returnCode));
-      return {};
-    }
-    SY_TRY(wait());
-  }
+  return out;
 }
 
-Result<void> FmClient::bind(std::uint8_t vcs, std::uint8_t vppb, std::uint8_t port, std::uint16_t ld, Deadline deadline) {
-  return runInBackground(Opcode::kBindVppb, bindVppbRequest(vcs, vppb, port, ld), deadline);
+Result<std::vector<std::uint16_t>> FmClient::startAll(std::span<const FmRequest> requests, Deadline deadline) {
+  SY_ASSIGN(auto replies, callAll(requests, deadline));
+  std::vector<std::uint16_t> codes;
+  for (const auto& r : replies) codes.push_back(r.returnCode);
+  return codes;
 }
 
-Result<void> FmClient::unbind(std::uint8_t vcs, std::uint8_t vppb, UnbindOption option, Deadline deadline) {
-  return runInBackground(Opcode::kUnbindVppb, unbindVppbRequest(vcs, vppb, option), deadline);
+Result<BackgroundOperation> FmClient::backgroundOperation(Deadline deadline) {
+  SY_ASSIGN(auto payload, succeed(Opcode::kBackgroundOperationStatus, {}, deadline));
+  return parseBackgroundOperationStatus(payload);
 }
 
 Result<Bytes> FmClient::tunnel(std::uint8_t port, Opcode inner, std::span<const std::uint8_t> payload, Deadline deadline) {

@@ -16,25 +16,25 @@ class MctpTcpSession final : public FmSession {
  public:
   MctpTcpSession(tcp::Fd fd, std::string describe) : fd_(std::move(fd)), describe_(std::move(describe)) {}
 
-  Result<wire::Bytes> exchange(std::uint8_t type, std::span<const std::uint8_t> message, std::uint8_t tag, Deadline deadline) override {
+  Result<void> send(std::uint8_t type, std::span<const std::uint8_t> message, std::uint8_t tag, Deadline deadline) override {
     const auto packets = packetize(type, message, tag, true, sequence_);
-    const auto what = fmt::format("the CXL switch at {}", describe_);
     // cse reads a packet with one recv() and no MSG_WAITALL: send each with one send().
     for (std::size_t at = 0; at < packets.size(); at += kMctpPacketSize)
-      SY_TRY(tcp::writeAll(fd_.get(), std::span(packets).subspan(at, kMctpPacketSize), deadline, what));
+      SY_TRY(tcp::writeAll(fd_.get(), std::span(packets).subspan(at, kMctpPacketSize), deadline, describe_));
+    return {};
+  }
+
+  Result<MctpMessage> receive(Deadline deadline) override {
     std::array<std::uint8_t, kMctpPacketSize> packet{};
     for (;;) {
-      SY_TRY(tcp::readExact(fd_.get(), packet, deadline, what));
-      SY_ASSIGN(auto done, reader_.feed(packet));
-      if (!done) continue;
-      if (done->tagOwner || done->tag != tag)
-        return fail(Code::kUnavailable, fmt::format("{}: a message with tag {} (owner {}) came where the reply to tag {} was due", what, done->tag,
-                                                    done->tagOwner, tag));
-      if (done->type != type)
-        return fail(Code::kUnavailable, fmt::format("{}: a reply of MCTP type {:02x}h to a request of type {:02x}h", what, done->type, type));
-      return std::move(done->body);
+      SY_TRY(tcp::readExact(fd_.get(), packet, deadline, describe_));
+      auto done = reader_.feed(packet);
+      if (!done) return fail(done.error().wrap(describe_));
+      if (*done) return std::move(**done);
     }
   }
+
+  std::string describe() const override { return describe_; }
 
  private:
   tcp::Fd fd_;
@@ -48,7 +48,7 @@ class MctpTcpEndpoint final : public FmEndpoint {
   MctpTcpEndpoint(std::string host, std::uint16_t port) : host_(std::move(host)), port_(port) {}
   Result<std::unique_ptr<FmSession>> open(Deadline deadline) override {
     SY_ASSIGN(auto fd, tcp::connectTcp(host_, port_, deadline));
-    return std::unique_ptr<FmSession>(new MctpTcpSession(std::move(fd), describe()));
+    return std::unique_ptr<FmSession>(new MctpTcpSession(std::move(fd), fmt::format("the CXL switch at {}", describe())));
   }
   std::string describe() const override { return fmt::format("{}:{}", host_, port_); }
 

@@ -52,13 +52,18 @@ class MctpReassembler {
   std::uint8_t nextSequence_ = 0;
 };
 
+// One connection to a switch's FM endpoint. Requests may be pipelined: up to 8 sent (MCTP's 3-bit tag)
+// before their replies are read, each reply matched to its request by tag.
 class FmSession {
  public:
   virtual ~FmSession() = default;
-  // Sends one message of `type` and returns the reply's body (the CCI message, perhaps padded).
-  // kDeadlineExceeded when no reply came in time (the switch may still act on the request); kUnavailable
-  // when the connection broke or the reply is not a reply to it. After either, the session is not used again.
-  [[nodiscard]] virtual Result<wire::Bytes> exchange(std::uint8_t type, std::span<const std::uint8_t> message, std::uint8_t tag, Deadline deadline) = 0;
+  // Sends one request message of `type` with `tag` (the tag owner's).
+  [[nodiscard]] virtual Result<void> send(std::uint8_t type, std::span<const std::uint8_t> message, std::uint8_t tag, Deadline deadline) = 0;
+  // The next whole message from the switch. kDeadlineExceeded when none came in time (the switch may still
+  // act on what was sent); kUnavailable when the connection broke or its framing did. After either, the
+  // session is not used again.
+  [[nodiscard]] virtual Result<MctpMessage> receive(Deadline deadline) = 0;
+  [[nodiscard]] virtual std::string describe() const = 0;
 };
 
 class FmEndpoint {

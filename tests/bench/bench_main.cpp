@@ -204,8 +204,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 3'600'000));
   latencyCmd->add_option("--driver", cl.driver,
                          "simulated; switchtec: the Switchtec driver against the PAX emulator (latency per MRPC command); redfish: the Redfish "
-                         "driver against the Redfish emulator (latency per HTTP request)")
-      ->check(CLI::IsMember({"simulated", "switchtec", "redfish"}))->capture_default_str();
+                         "driver against the Redfish emulator (latency per HTTP request); cxl: the CXL FM-API driver against Jackrabbit Labs' cse "
+                         "behind a delaying proxy (latency per FM-API command)")
+      ->check(CLI::IsMember({"simulated", "switchtec", "redfish", "cxl"}))->capture_default_str();
   latencyCmd->add_option("--repetitions", cl.repetitions, "Runs of each row (the median is printed)")->check(CLI::Range(1, 100))->capture_default_str();
   auto* reads = app.add_subcommand("reads", "Do reads stall writes? Compose latency on a large pool, idle and while readers fetch "
                                             "/metrics and the dashboard's API in a loop; what each read costs; a full device listing");

@@ -7,12 +7,15 @@
 #include <thread>
 
 #include "composer/engine/engine.h"
+#include "fabric/cxl/cxl_fabric.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/simulated_fabric.h"
 #include "fabric/switchtec/switchtec_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
 #include "tests/bench/latency_summary.h"
+#include "tests/support/delay_proxy.h"
+#include "tests/support/jackrabbit_cse.h"
 #include "tests/support/redfish_cxl_mockup.h"
 #include "tests/support/redfish_emulator.h"
 #include "tests/support/switchtec_emulator.h"
@@ -32,6 +35,8 @@ struct Rig {
   SystemClock clock;
   std::unique_ptr<testing::SwitchtecEmulator> emulator;
   std::unique_ptr<testing::RedfishEmulator> redfish;
+  std::unique_ptr<testing::CseProcess> cse;
+  std::unique_ptr<testing::DelayProxy> proxy;
   std::unique_ptr<FabricDriver> fabric;
   std::unique_ptr<SqliteStore> store;
   std::unique_ptr<Engine> engine;
@@ -50,6 +55,23 @@ struct Rig {
       fmt::print("discovery of {} PAX chips, {} hosts, {} GPU functions: {:.3f} s, {} MRPC commands\n", chips, chips * hostsPerChip, chips * 32,
                  secondsSince(t0), st->commandsSent());
       fabric = std::move(st);
+    } else if (driver == "cxl") {
+      // Jackrabbit's cse: one VCS (host) per composer, two GPU ports per host plus 8, an MLD of 4 LDs; every
+      // FM-API command delayed by the proxy. Hosts named host0.. as the simulated rig's.
+      if (auto why = testing::cseUnavailable(); !why.empty()) return fail(Code::kUnavailable, why);
+      const testing::CseConfig config{.hosts = hosts, .vppbsPerVcs = 16, .gpus = 2 * hosts + 8};
+      std::string why;
+      cse = testing::CseProcess::start(config, &why);
+      if (!cse) return fail(Code::kUnavailable, why);
+      proxy = testing::DelayProxy::start(cse->port());
+      proxy->setLatency(std::chrono::milliseconds(latencyMs));
+      CxlOptions options{.endpoint = proxy->endpoint(), .dialect = cxl::Dialect::jackrabbit(), .discoveryTimeout = std::chrono::minutes(5)};
+      for (int h = 0; h < hosts; ++h) options.hostNames[fmt::format("vcs{}", h)] = fmt::format("host{}", h);
+      const auto t0 = Stopwatch::now();
+      SY_ASSIGN(auto cx, CxlFabric::connect(options));
+      fmt::print("discovery of a {}-port CXL switch ({} VCSs, {} GPUs, 1 MLD): {:.3f} s, {} FM-API commands\n", config.ports(), hosts, config.gpus,
+                 secondsSince(t0), cx->commandsSent());
+      fabric = std::move(cx);
     } else if (driver == "redfish") {
       // A generated CXL fabric behind the Redfish emulator: 4 switches with their own hosts and 32 GPUs each,
       // every request taking the latency; hosts named host0.. as the simulated rig's.
@@ -79,11 +101,12 @@ struct Rig {
     return {};
   }
 
-  // Composes `gpus` GPUs on `host` and waits; returns the seconds it took, or an error.
-  Result<double> compose(const std::string& name, const std::string& host, int gpus) {
+  // Composes `gpus` GPUs (or the named devices) on `host` and waits; returns the seconds it took, or an error.
+  Result<double> compose(const std::string& name, const std::string& host, int gpus, std::vector<DeviceId> devices = {}) {
     ComposeRequest r{name, {}, {}};
     r.placement.gpuCount = gpus;
     r.placement.host = host;
+    r.placement.devices = std::move(devices);
     const auto t0 = Stopwatch::now();
     SY_ASSIGN(Operation op, engine->compose(Caller::local(), r));
     SY_ASSIGN(op, engine->waitOperation(op.id, std::chrono::minutes(10)));
@@ -122,6 +145,35 @@ Result<void> measure(const ComposeLatencyOptions& o) {
   const std::uint64_t requestsBefore = redfish ? rig.redfish->requests("GET") + rig.redfish->requests("PATCH") + rig.redfish->requests("POST") +
                                                      rig.redfish->requests("DELETE")
                                                : 0;
+
+  // 0. CXL: one compose of 4 GPUs and 1 LD, in FM-API commands and latencies; and discovery of a 32-port switch.
+  if (auto* cx = dynamic_cast<CxlFabric*>(rig.fabric.get())) {
+    const auto config = testing::CseConfig{.hosts = std::max(o.concurrent, 4), .vppbsPerVcs = 16, .gpus = 2 * std::max(o.concurrent, 4) + 8};
+    std::vector<double> mixed;
+    std::uint64_t commands = 0;
+    for (int i = 0; i < o.repetitions; ++i) {
+      std::vector<DeviceId> devices;
+      for (int g = 0; g < 4; ++g) devices.push_back(fmt::format("cxl0-ep{}", config.hosts + g));
+      devices.push_back(fmt::format("cxl0-ep{}-ld{}", config.mldPort(), i % 4));
+      const auto before = cx->commandsSent();
+      SY_ASSIGN(double composed, rig.compose(fmt::format("mixed-{}", i), "host0", 0, devices));
+      commands = cx->commandsSent() - before;
+      SY_TRY(rig.decompose(fmt::format("mixed-{}", i)));
+      mixed.push_back(composed);
+    }
+    printRow("1 compose of 4 GPUs + 1 LD", median(mixed), 0, {});
+    fmt::print("  = {:.1f} latencies; {} FM-API commands (the bind call and the engine's verify)\n", rtt > 0 ? median(mixed) / rtt : 0.0, commands);
+    testing::CseConfig wide{.hosts = 4, .vppbsPerVcs = 8, .gpus = 26};  // 4 + 26 + MLD + 1 empty = 32 ports
+    std::string why;
+    auto cse32 = testing::CseProcess::start(wide, &why);
+    if (!cse32) return fail(Code::kUnavailable, why);
+    auto proxy32 = testing::DelayProxy::start(cse32->port());
+    proxy32->setLatency(std::chrono::milliseconds(o.latencyMs));
+    const auto t0 = Stopwatch::now();
+    SY_ASSIGN(auto f32, CxlFabric::connect({.endpoint = proxy32->endpoint(), .dialect = cxl::Dialect::jackrabbit(), .discoveryTimeout = std::chrono::minutes(5)}));
+    printRow(fmt::format("discovery of a {}-port switch", wide.ports()), secondsSince(t0), 0, {});
+    fmt::print("  = {:.1f} latencies; {} FM-API commands\n", rtt > 0 ? secondsSince(t0) / rtt : 0.0, f32->commandsSent());
+  }
 
   // 1. One compose of many GPUs: the target is (one bind round trip + one verify round trip) x 1.5.
   std::vector<double> big, bigDecompose, small, together;
@@ -171,6 +223,8 @@ Result<void> measure(const ComposeLatencyOptions& o) {
                requests, rig.redfish->requests("GET"), rig.redfish->requests("PATCH"), rig.redfish->requests("POST"), rig.redfish->requests("DELETE"),
                rf->connectionsOpened());
   }
+  if (auto* cx = dynamic_cast<CxlFabric*>(rig.fabric.get()))
+    fmt::print("FM-API commands sent in all: {} (after discovery and the rows above)\n", cx->commandsSent());
   if (auto* st = dynamic_cast<SwitchtecFabric*>(rig.fabric.get()))
     fmt::print("MRPC commands sent in all: {} ({} composes and as many decomposes)\n", st->commandsSent(),
                2 * o.repetitions + o.repetitions * o.concurrent);
@@ -184,6 +238,7 @@ int benchComposeLatency(const ComposeLatencyOptions& o) {
   spdlog::set_level(spdlog::level::warn);
   fmt::print("{} switch, latency {} ms per {}; {} repetition(s) per row; times are the median\n", o.driver, o.latencyMs,
              o.driver == "switchtec" ? "MRPC command (emulator over loopback TCP)"
+             : o.driver == "cxl"       ? "FM-API command (Jackrabbit's cse behind a delaying proxy, loopback TCP)"
              : o.driver == "redfish"   ? "HTTP request (emulator over loopback TCP)"
                                        : "call", o.repetitions);
   fmt::print("{:<34} {:>10} {:>12} {:>14} {:>8}\n", "scenario", "measured s", "target s", "target", "ratio");

@@ -6,6 +6,10 @@
 //   switchyard_bench latency --driver redfish --sim-latency-ms 200 --gpus 8 --concurrent 16 --concurrent-gpus 2
 //     (the Redfish driver against the emulator serving a generated CXL fabric, 4 switches with 32 GPUs and
 //     their own hosts each, every HTTP request taking the latency; --no-expand: a service without $expand)
+//   switchyard_bench latency --driver cxl --sim-latency-ms 50 --gpus 4 --concurrent 16 --concurrent-gpus 2
+//     (the CXL FM-API driver against Jackrabbit Labs' cse behind a delaying proxy, one VCS per host, every
+//     FM-API command taking the latency; also one compose of 4 GPUs and 1 LD of the MLD, in commands and
+//     latencies, and discovery of a 32-port switch)
 #pragma once
 
 #include <string>
@@ -18,7 +22,7 @@ struct ComposeLatencyOptions {
   int concurrent = 32;      // composes started together, each on its own host
   int concurrentGpus = 2;   // GPUs in each of them
   int repetitions = 3;
-  std::string driver = "simulated";  // or "switchtec", "redfish"
+  std::string driver = "simulated";  // or "switchtec", "redfish", "cxl"
   bool expand = true;                // redfish: the service offers $expand
   int pollMs = -1;                   // the engine's fabric event poll interval; -1: 1000 against Redfish (as yardd), else off
 };
