@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -25,23 +24,26 @@ bool isCxlMemory(std::uint8_t deviceType) {
 
 }  // namespace
 
-CxlFabric::CxlFabric(CxlOptions options) : options_(std::move(options)), switchId_(options_.prefix + "cxl0") {}
+CxlFabric::CxlFabric(CxlOptions options) : options_(std::move(options)), switchId_(options_.prefix + "cxl0") {
+  worker_ = std::make_unique<cxl::FmWorker>(options_.transport, options_.dialect,
+                                            fmt::format("CXL switch {} at {}", switchId_, options_.transport->describe()),
+                                            [this](cxl::FmClient& c, std::span<const std::shared_ptr<cxl::FmWorker::Job>> jobs, cxl::Deadline deadline) {
+                                              runBatch(c, jobs, deadline);
+                                            });
+}
 
 std::string CxlFabric::portName(std::uint8_t port) const { return fmt::format("{}-p{}", switchId_, port); }
 
-std::uint64_t CxlFabric::commandsSent() const { return commands_.load(); }
+std::uint64_t CxlFabric::commandsSent() const { return worker_->commandsSent(); }
 
-template <typename Work>
-auto CxlFabric::withSwitch(cxl::Deadline deadline, Work&& work) -> decltype(work(std::declval<cxl::FmClient&>())) {
-  // A call waits for the one before it no longer than its own deadline.
-  std::unique_lock lock(wire_, std::defer_lock);
-  if (!lock.try_lock_until(deadline))
-    return fail(Code::kDeadlineExceeded, fmt::format("{}: another call held the switch's FM session until the deadline", switchId_));
-  SY_ASSIGN(auto session, options_.transport->open(deadline));
-  cxl::FmClient client(*session, options_.dialect, fmt::format("CXL switch {} at {}", switchId_, options_.transport->describe()));
-  auto result = work(client);
-  commands_ += client.commandsSent();
-  return result;
+std::uint64_t CxlFabric::sessions() const { return worker_->batches(); }
+
+Result<void> CxlFabric::exclusive(cxl::Deadline deadline, std::function<Result<void>(cxl::FmClient&, cxl::Deadline)> work) {
+  auto job = std::make_shared<ExclusiveJob>();
+  job->deadline = deadline;
+  job->exclusive = true;
+  job->work = std::move(work);
+  return worker_->run(job);
 }
 
 Result<std::unique_ptr<CxlFabric>> CxlFabric::connect(CxlOptions options) {
@@ -134,8 +136,13 @@ Result<CxlFabric::Fabric> CxlFabric::readFabric(cxl::FmClient& client, cxl::Dead
 }
 
 Result<Topology> CxlFabric::discover() {
-  const auto deadline = fmDeadlineAfter(options_.discoveryTimeout);
-  SY_ASSIGN(auto f, withSwitch(deadline, [&](cxl::FmClient& c) { return readFabric(c, deadline); }));
+  // What the worker reads lives in `read` (shared): a call that gave up at its deadline leaves it behind.
+  auto read = std::make_shared<std::optional<Fabric>>();
+  SY_TRY(exclusive(fmDeadlineAfter(options_.discoveryTimeout), [this, read](cxl::FmClient& c, cxl::Deadline deadline) -> Result<void> {
+    SY_ASSIGN(*read, readFabric(c, deadline));
+    return {};
+  }));
+  auto f = std::move(**read);
   std::lock_guard lock(mutex_);
   if (!lastPorts_) lastPorts_ = f.portStates;  // the first poll's baseline; later ones keep their own
   fabric_ = std::move(f);
@@ -153,19 +160,6 @@ Result<void> CxlFabric::checkNames(std::span<const Binding> bindings) const {
   return {};
 }
 
-std::vector<std::pair<CxlFabric::Slot, DeviceId>> CxlFabric::boundDevices(const std::vector<cxl::VirtualSwitch>& vcss) const {
-  std::vector<std::pair<Slot, DeviceId>> out;
-  for (const auto& v : vcss)
-    for (std::size_t k = 0; k < v.vppbs.size(); ++k) {
-      const auto& b = v.vppbs[k];
-      if (!b.bound()) continue;
-      const std::uint16_t ld = b.status == static_cast<std::uint8_t>(cxl::VppbBinding::kBoundLd) ? b.ld : cxl::kNoLd;
-      const auto device = fabric_.deviceAt.find({b.port, ld});
-      if (device != fabric_.deviceAt.end()) out.push_back({{v.id, static_cast<std::uint8_t>(k)}, device->second});
-    }
-  return out;
-}
-
 Result<void> CxlFabric::bindAll(std::span<const Binding> bindings, const CallOptions& options) {
   return change(bindings, true, fmDeadlineAfter(options.timeout));
 }
@@ -174,128 +168,17 @@ Result<void> CxlFabric::unbindAll(std::span<const Binding> bindings, const CallO
   return change(bindings, false, fmDeadlineAfter(options.timeout));
 }
 
-Result<std::vector<CxlFabric::Change>> CxlFabric::plan(std::span<const Binding> bindings, bool bind, const std::vector<cxl::VirtualSwitch>& vcss) const {
-  std::map<DeviceId, Slot> boundAt;
-  for (const auto& [slot, device] : boundDevices(vcss)) boundAt[device] = slot;
-  std::map<std::uint8_t, std::vector<bool>> taken;  // vcs -> vPPBs in use (bound, in progress, or planned here)
-  for (const auto& v : vcss) {
-    auto& used = taken[v.id];
-    for (const auto& b : v.vppbs) used.push_back(b.status != static_cast<std::uint8_t>(cxl::VppbBinding::kUnbound));
-  }
-  std::vector<Change> changes;
-  for (const auto& b : bindings) {
-    const std::uint8_t vcs = fabric_.vcsOfHostPort.at(b.upstreamPortId);
-    const auto at = boundAt.find(b.deviceId);
-    if (at != boundAt.end() && at->second.vcs != vcs)
-      return fail(Code::kFailedPrecondition, fmt::format("device '{}' is bound to {} (VCS {}), not '{}'", b.deviceId,
-                                                         fabric_.hostPortOfVcs.at(at->second.vcs), at->second.vcs, b.upstreamPortId));
-    if (!bind) {
-      if (at != boundAt.end()) changes.push_back({at->second, fabric_.devices.at(b.deviceId), b.deviceId});
-      continue;  // not bound: unbinds are idempotent
-    }
-    if (at != boundAt.end()) continue;  // already there: binds are idempotent
-    auto& used = taken[vcs];
-    const auto free = std::find(used.begin(), used.end(), false);
-    if (free == used.end())
-      return fail(Code::kFailedPrecondition, fmt::format("VCS {} of '{}' has no unbound vPPB left for '{}'", vcs, b.upstreamPortId, b.deviceId));
-    *free = true;
-    changes.push_back({{vcs, static_cast<std::uint8_t>(free - used.begin())}, fabric_.devices.at(b.deviceId), b.deviceId});
-  }
-  return changes;
-}
-
-// A set's binds (or unbinds) in three round trips whatever its size (up to 8 in flight at once): read the
-// VCSs (another FM may have changed them), send every change pipelined, then read the touched VCSs until
-// each change shows (a switch runs binds in the background; one that answers "busy" runs one at a time,
-// and the busy ones are sent again once the others are done).
 Result<void> CxlFabric::change(std::span<const Binding> bindings, bool bind, cxl::Deadline deadline) {
   if (bindings.empty()) return {};
-  std::vector<std::uint8_t> allVcs;
   {
     std::lock_guard lock(mutex_);
-    SY_TRY(checkNames(bindings));
-    for (const auto& [vcs, port] : fabric_.hostPortOfVcs) allVcs.push_back(vcs);
+    SY_TRY(checkNames(bindings));  // names are checked at once; the batch checks them again with the rest
   }
-  std::sort(allVcs.begin(), allVcs.end());
-  const std::string_view verb = bind ? "binding" : "unbinding";
-  return withSwitch(deadline, [&](cxl::FmClient& c) -> Result<void> {
-    SY_ASSIGN(const auto vcss, c.virtualSwitches(allVcs, deadline));
-    std::vector<Change> changes;
-    {
-      std::lock_guard lock(mutex_);
-      SY_ASSIGN(changes, plan(bindings, bind, vcss));
-    }
-    std::vector<std::size_t> toSend(changes.size()), awaiting;
-    for (std::size_t i = 0; i < changes.size(); ++i) toSend[i] = i;
-    bool appliedAny = false;
-    // A failure after a change of this call may have been applied must not read as "changed nothing".
-    auto failWith = [&](Error e) -> Result<void> {
-      if (appliedAny && changedNothing(e.code)) e.code = Code::kUnavailable;
-      return fail(std::move(e));
-    };
-    auto pause = std::chrono::milliseconds(1);
-    while (!toSend.empty() || !awaiting.empty()) {
-      if (!toSend.empty()) {
-        std::vector<cxl::FmRequest> requests;
-        for (const auto i : toSend) {
-          const auto& ch = changes[i];
-          requests.push_back(bind ? cxl::FmRequest{cxl::Opcode::kBindVppb, cxl::bindVppbRequest(ch.slot.vcs, ch.slot.vppb, ch.target.port, ch.target.ld)}
-                                  : cxl::FmRequest{cxl::Opcode::kUnbindVppb, cxl::unbindVppbRequest(ch.slot.vcs, ch.slot.vppb, options_.unbindOption)});
-        }
-        SY_ASSIGN(const auto codes, c.startAll(requests, deadline));
-        std::vector<std::size_t> busy;
-        for (std::size_t k = 0; k < codes.size(); ++k) {
-          const auto& ch = changes[toSend[k]];
-          if (codes[k] == cxl::rc::kSuccess || codes[k] == cxl::rc::kBackgroundStarted) {
-            awaiting.push_back(toSend[k]);
-            appliedAny = true;
-          } else if (codes[k] == cxl::rc::kBusy) {
-            busy.push_back(toSend[k]);
-          } else {
-            return failWith(c.refused(requests[k].opcode, codes[k]).wrap(fmt::format("{} '{}' at VCS {} vPPB {}", verb, ch.device, ch.slot.vcs, ch.slot.vppb)));
-          }
-        }
-        toSend = std::move(busy);
-      }
-      if (!awaiting.empty()) {
-        std::vector<std::uint8_t> touched;
-        for (const auto i : awaiting) touched.push_back(changes[i].slot.vcs);
-        std::sort(touched.begin(), touched.end());
-        touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-        SY_ASSIGN(const auto now, c.virtualSwitches(touched, deadline));
-        std::map<std::uint8_t, const cxl::VirtualSwitch*> byId;
-        for (const auto& v : now) byId[v.id] = &v;
-        std::vector<std::size_t> still;
-        for (const auto i : awaiting) {
-          const auto& ch = changes[i];
-          const auto& vppbs = byId.at(ch.slot.vcs)->vppbs;
-          if (ch.slot.vppb >= vppbs.size())
-            return failWith(Error{Code::kUnavailable, fmt::format("{}: VCS {} no longer has vPPB {}", switchId_, ch.slot.vcs, ch.slot.vppb)});
-          const auto& v = vppbs[ch.slot.vppb];
-          if (v.status == static_cast<std::uint8_t>(cxl::VppbBinding::kInProgress)) {
-            still.push_back(i);
-            continue;
-          }
-          const bool there = v.bound() && v.port == ch.target.port &&
-                             (ch.target.ld == cxl::kNoLd ? v.status == static_cast<std::uint8_t>(cxl::VppbBinding::kBoundPort) : v.ld == ch.target.ld);
-          if (there == bind) continue;  // done
-          // The background operation ended without the change: ask the switch why.
-          std::string why = "the switch's background operation ended without it";
-          if (auto op = c.backgroundOperation(deadline); op && op->returnCode != cxl::rc::kSuccess)
-            why = fmt::format("background operation {:04x}h answered {}", op->opcode, cxl::describeReturnCode(op->returnCode));
-          return failWith(Error{Code::kUnavailable, fmt::format("{} '{}' at VCS {} vPPB {}: {}", verb, ch.device, ch.slot.vcs, ch.slot.vppb, why)});
-        }
-        awaiting = std::move(still);
-      }
-      if (toSend.empty() && awaiting.empty()) break;
-      if (std::chrono::steady_clock::now() + pause >= deadline)
-        return failWith(Error{Code::kDeadlineExceeded, fmt::format("{}: {} {} device(s) did not finish before the call's deadline", switchId_, verb,
-                                                                  toSend.size() + awaiting.size())});
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(50));
-    }
-    return {};
-  });
+  auto job = std::make_shared<ChangeJob>();
+  job->deadline = deadline;
+  job->bind = bind;
+  job->bindings.assign(bindings.begin(), bindings.end());
+  return worker_->run(job);
 }
 
 Result<std::vector<Binding>> CxlFabric::readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options) {
@@ -309,11 +192,11 @@ Result<std::vector<Binding>> CxlFabric::readBindingsOf(std::span<const PortId> u
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   if (ids.empty()) return std::vector<Binding>{};
-  SY_ASSIGN(const auto vcss, withSwitch(deadline, [&](cxl::FmClient& c) { return c.virtualSwitches(ids, deadline); }));
-  std::lock_guard lock(mutex_);
-  std::vector<Binding> out;
-  for (const auto& [slot, device] : boundDevices(vcss)) out.push_back({device, fabric_.hostPortOfVcs.at(slot.vcs)});
-  return out;
+  auto job = std::make_shared<ReadJob>();
+  job->deadline = deadline;
+  job->vcss = std::move(ids);
+  SY_TRY(worker_->run(job));
+  return std::move(job->bindings);
 }
 
 Result<std::vector<Binding>> CxlFabric::readBindings(const CallOptions& options) {
@@ -333,7 +216,12 @@ Result<std::vector<FabricEvent>> CxlFabric::pollEvents() {
     std::lock_guard lock(mutex_);
     ports = fabric_.ports;
   }
-  SY_ASSIGN(auto now, withSwitch(deadline, [&](cxl::FmClient& c) { return c.physicalPortState(ports, deadline); }));
+  auto read = std::make_shared<std::vector<cxl::PortState>>();
+  SY_TRY(exclusive(deadline, [read, ports](cxl::FmClient& c, cxl::Deadline d) -> Result<void> {
+    SY_ASSIGN(*read, c.physicalPortState(ports, d));
+    return {};
+  }));
+  auto now = std::move(*read);
   std::lock_guard lock(mutex_);
   if (lastPorts_ && lastPorts_->size() == now.size()) {
     for (std::size_t i = 0; i < now.size(); ++i) {

@@ -10,12 +10,13 @@
 //     of a multi-logical device (MLD) is a cxl-memory Device "<prefix>cxl0-ep<N>-ld<L>", its size from the
 //     MLD's LD allocations (5401h, tunnelled through 5300h);
 //   - "device D bound to host H" is: a vPPB of H's VCS bound to D's port (and, for an LD, to its LD id).
-// Every call opens one FM session (connection) for its length and closes it, one at a time per switch:
-// switches serve few fabric managers at once (cse one), so another FM (jack, a vendor tool) can query
-// between yardd's calls. Binds re-read the VCSs they touch first, so a change made by another FM is seen.
+// Calls go through one worker per switch (fm_worker.h): the calls waiting are run as one batch on one FM
+// session (connection), their commands pipelined, and the session is closed after each batch: switches
+// serve few fabric managers at once (cse one), so another FM (jack, a vendor tool) can query between
+// batches. A batch re-reads the VCSs first, so a change made by another FM is seen.
 #pragma once
 
-#include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,7 @@
 #include "fabric/cxl/fm_api.h"
 #include "fabric/cxl/fm_client.h"
 #include "fabric/cxl/fm_transport.h"
+#include "fabric/cxl/fm_worker.h"
 #include "fabric/fabric_driver.h"
 
 namespace switchyard {
@@ -66,6 +68,8 @@ class CxlFabric final : public FabricDriver {
 
   // FM-API commands sent so far (what "commands per compose" is measured by).
   [[nodiscard]] std::uint64_t commandsSent() const;
+  // FM sessions opened so far: each runs one batch of the calls that were waiting.
+  [[nodiscard]] std::uint64_t sessions() const;
 
  private:
   struct Target {  // where a device is on the switch
@@ -90,31 +94,53 @@ class CxlFabric final : public FabricDriver {
     Slot slot;
     Target target;
     DeviceId device;
+    std::size_t job = 0;  // the call of its batch it belongs to
+  };
+  // The switch's binding state while a batch is planned: as read, then with each planned change applied.
+  struct PlanState {
+    std::map<DeviceId, Slot> boundAt;
+    std::map<std::uint8_t, std::vector<bool>> taken;  // vcs -> vPPBs in use (bound, in progress or planned)
+  };
+  // The calls the worker batches (fabric/cxl/cxl_batch.cpp).
+  struct ChangeJob : cxl::FmWorker::Job {
+    bool bind = true;
+    std::vector<Binding> bindings;
+  };
+  struct ReadJob : cxl::FmWorker::Job {
+    std::vector<std::uint8_t> vcss;
+    std::vector<Binding> bindings;  // the answer
+  };
+  struct ExclusiveJob : cxl::FmWorker::Job {
+    std::function<Result<void>(cxl::FmClient&, cxl::Deadline)> work;
   };
 
   explicit CxlFabric(CxlOptions options);
   [[nodiscard]] std::string portName(std::uint8_t port) const;
-  // Runs `work` on a session opened for it, after any other call's session closed.
-  template <typename Work>
-  auto withSwitch(cxl::Deadline deadline, Work&& work) -> decltype(work(std::declval<cxl::FmClient&>()));
   [[nodiscard]] Result<Fabric> readFabric(cxl::FmClient& client, cxl::Deadline deadline);
   [[nodiscard]] Result<void> checkNames(std::span<const Binding> bindings) const;
-  // What a set's binds (or unbinds) change, against the VCSs as just read: the whole set is checked
-  // before anything is sent.
-  [[nodiscard]] Result<std::vector<Change>> plan(std::span<const Binding> bindings, bool bind, const std::vector<cxl::VirtualSwitch>& vcss) const;
   [[nodiscard]] Result<void> change(std::span<const Binding> bindings, bool bind, cxl::Deadline deadline);
+  // Runs `work` alone on a session of its own; whatever it produces lives in what it captured (shared).
+  [[nodiscard]] Result<void> exclusive(cxl::Deadline deadline, std::function<Result<void>(cxl::FmClient&, cxl::Deadline)> work);
+
+  // ---- cxl_batch.cpp: what the worker runs ----
+  void runBatch(cxl::FmClient& client, std::span<const std::shared_ptr<cxl::FmWorker::Job>> jobs, cxl::Deadline deadline);
+  // A call's binds (or unbinds), checked whole against `state` and applied to it when they all pass.
+  [[nodiscard]] Result<std::vector<Change>> plan(const ChangeJob& job, std::size_t index, PlanState& state) const;
+  // Sends the changes, pipelined, and reads their VCSs until each shows; each change's error, if it has one.
+  // `broken`: the session failed (the switch stopped answering), so nothing more is sent on it.
+  [[nodiscard]] std::vector<std::optional<Error>> apply(cxl::FmClient& client, const std::vector<Change>& changes, bool bind, cxl::Deadline deadline,
+                                                        bool& broken);
   // The device bound at each bound vPPB of these VCSs.
   [[nodiscard]] std::vector<std::pair<Slot, DeviceId>> boundDevices(const std::vector<cxl::VirtualSwitch>& vcss) const;
 
   CxlOptions options_;
   std::string switchId_;
-  std::timed_mutex wire_;  // one FM session at a time
-  std::atomic<std::uint64_t> commands_{0};
   mutable std::mutex mutex_;  // guards fabric_, lastPorts_, pending_; never held across I/O
   Fabric fabric_;
   std::optional<std::vector<cxl::PortState>> lastPorts_;
   std::vector<FabricEvent> pending_;
   std::mutex pollMutex_;  // one event poll at a time
+  std::unique_ptr<cxl::FmWorker> worker_;  // last: it runs batches on this object until it is gone
 };
 
 }  // namespace switchyard

@@ -195,6 +195,8 @@ Result<void> measure(const ComposeLatencyOptions& o) {
     SY_TRY(rig.decompose(fmt::format("small-{}", i)));
     small.push_back(composed);
   }
+  auto* cxlFabric = dynamic_cast<CxlFabric*>(rig.fabric.get());
+  const std::uint64_t commandsBefore = cxlFabric ? cxlFabric->commandsSent() : 0, sessionsBefore = cxlFabric ? cxlFabric->sessions() : 0;
   for (int rep = 0; rep < o.repetitions; ++rep) {
     std::vector<std::thread> clients;
     std::vector<Result<double>> results(static_cast<std::size_t>(o.concurrent), fail(Code::kInternal, "not run"));
@@ -208,6 +210,10 @@ Result<void> measure(const ComposeLatencyOptions& o) {
     for (const auto& r : results) SY_TRY(r);
     for (int c = 0; c < o.concurrent; ++c) SY_TRY(rig.decompose(fmt::format("par-{}-{}", rep, c)));
   }
+  if (cxlFabric)
+    fmt::print("  (the concurrent rows: {} FM-API commands in {} sessions per repetition, decomposes included)\n",
+               (cxlFabric->commandsSent() - commandsBefore) / static_cast<std::uint64_t>(o.repetitions),
+               (cxlFabric->sessions() - sessionsBefore) / static_cast<std::uint64_t>(o.repetitions));
   printRow(fmt::format("1 compose of {} GPUs", o.concurrentGpus), median(small), 0, {});
   if (redfish)
     printRow(fmt::format("{} concurrent composes of {} GPUs", o.concurrent, o.concurrentGpus), median(together), 1.5 * median(small),
