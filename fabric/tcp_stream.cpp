@@ -69,6 +69,11 @@ Result<void> readExact(int fd, std::span<std::uint8_t> out, Deadline deadline, s
   return {};
 }
 
+void quickAck(int fd) {
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one);
+}
+
 namespace {
 
 using AddressList = std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)>;

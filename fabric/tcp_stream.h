@@ -40,6 +40,10 @@ class Fd {
 [[nodiscard]] Result<void> waitFor(int fd, short events, Deadline deadline, std::string_view what);
 [[nodiscard]] Result<void> writeAll(int fd, std::span<const std::uint8_t> data, Deadline deadline, std::string_view what);
 [[nodiscard]] Result<void> readExact(int fd, std::span<std::uint8_t> out, Deadline deadline, std::string_view what);
+// Acknowledges what arrives at once, until the kernel's next delayed ACK (Linux resets TCP_QUICKACK after
+// some reads: set it again before each). A peer that writes a reply in several small send()s without
+// TCP_NODELAY (cse) otherwise holds its second packet until our delayed ACK, 40 ms later.
+void quickAck(int fd);
 // A connected, non-blocking socket with TCP_NODELAY. kUnavailable when nothing accepts; kDeadlineExceeded
 // when the lookup or the connect outlives the deadline.
 [[nodiscard]] Result<Fd> connectTcp(const std::string& host, std::uint16_t port, Deadline deadline);

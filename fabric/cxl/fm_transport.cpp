@@ -27,6 +27,7 @@ class MctpTcpSession final : public FmSession {
   Result<MctpMessage> receive(Deadline deadline) override {
     std::array<std::uint8_t, kMctpPacketSize> packet{};
     for (;;) {
+      tcp::quickAck(fd_.get());
       SY_TRY(tcp::readExact(fd_.get(), packet, deadline, describe_));
       auto done = reader_.feed(packet);
       if (!done) return fail(done.error().wrap(describe_));

@@ -24,8 +24,10 @@ int main(int argc, char** argv) {
   app.add_option("--actions", actions, "Decisions per seed before the drain")->check(CLI::Range(1, 100'000))->capture_default_str();
   app.add_flag("--trace", trace, "Print every decision");
   std::string driver = "simulated";
-  app.add_option("--driver", driver, "simulated, or switchtec: the real Switchtec driver and the PAX emulator over loopback TCP")
-      ->check(CLI::IsMember({"simulated", "switchtec"}))->capture_default_str();
+  app.add_option("--driver", driver,
+                 "simulated, switchtec (the real Switchtec driver and the PAX emulator over loopback TCP) or cxl (the real CXL FM-API "
+                 "driver and Jackrabbit Labs' cse, a process per seed)")
+      ->check(CLI::IsMember({"simulated", "switchtec", "cxl"}))->capture_default_str();
   app.add_flag("--reproduce", reproduce, "Run each seed twice and fail unless the two runs make the same decisions and end the same");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(trace ? spdlog::level::info : spdlog::level::off);  // the engine's own log, with --trace only

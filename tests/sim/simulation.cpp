@@ -15,10 +15,12 @@
 #include "composer/engine/engine_client.h"
 #include "fabric/simulated_fabric.h"
 #include "agent/simulated_hosts.h"
+#include "fabric/cxl/cxl_fabric.h"
 #include "fabric/switchtec/switchtec_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
 #include "tests/sim/gate.h"
+#include "tests/support/jackrabbit_cse.h"
 #include "tests/support/switchtec_emulator.h"
 #include "tests/support/temp_dir.h"
 
@@ -125,9 +127,26 @@ class Simulation {
     return true;
   }
 
+  // The CXL rig: Jackrabbit Labs' cse (a process of its own, one per seed), four VCSs of 8 vPPBs (hosts
+  // host0..3) and 16 GPU ports, driven by the real CXL FM-API driver.
+  bool setUpCxl() {
+    if (auto why = testing::cseUnavailable(); !why.empty()) return violation("set-up: " + why);
+    std::string why;
+    cse_ = testing::CseProcess::start({.hosts = 4, .vppbsPerVcs = 8, .gpus = 16, .mld = false}, &why);
+    if (!cse_) return violation("set-up: cse did not start: " + why);
+    CxlOptions o{.endpoint = cse_->endpoint(), .dialect = cxl::Dialect::jackrabbit()};
+    for (int h = 0; h < 4; ++h) o.hostNames[fmt::format("vcs{}", h)] = fmt::format("host{}", h);
+    auto driver = CxlFabric::connect(o);
+    if (!driver) return violation("set-up: the CXL driver did not connect: " + driver.error().message);
+    driver_ = std::move(*driver);
+    return true;
+  }
+
   bool setUp() {
     if (options_.driver == "switchtec") {
       if (!setUpSwitchtec()) return false;
+    } else if (options_.driver == "cxl") {
+      if (!setUpCxl()) return false;
     } else {
       auto fabric = SimulatedFabric::create(defaultTopology(), clock_, {});
       if (!fabric) return violation("set-up: cannot create the switch");
@@ -475,6 +494,7 @@ class Simulation {
   testing::TempDir dir_;
   Gate gate_;
   std::unique_ptr<testing::SwitchtecEmulator> emulator_;  // switchtec: the switch, behind driver_
+  std::unique_ptr<testing::CseProcess> cse_;              // cxl: the switch (a process), behind driver_
   std::unique_ptr<FabricDriver> driver_;                  // what the engine drives, through the gate
   SimulatedFabric* fabric_ = nullptr;                     // simulated: driver_ itself
   std::unique_ptr<SqliteStore> store_;
