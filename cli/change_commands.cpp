@@ -99,6 +99,7 @@ void addCompose(CLI::App& app, const CommandContext& ctx) {
     req.set_name(f->name);
     req.set_request_id(f->operation.requestId);
     *req.mutable_gpus() = f->gpus.toProto();
+    if (f->gpus.wantsMemory()) f->gpus.fillMemory(req.mutable_memory());
     req.set_tenant(f->tenant);
     for (const auto& l : f->labels) {
       const auto eq = l.find('=');
@@ -169,6 +170,7 @@ void addAttach(CLI::App& app, const CommandContext& ctx) {
     req.set_system(f->system);
     req.set_request_id(f->operation.requestId);
     *req.mutable_gpus() = f->gpus.toProto();
+    if (f->gpus.wantsMemory()) f->gpus.fillMemory(req.mutable_memory());
     pb::Operation op;
     ctx.rc = runMutation(ctx, f->operation, ctx.client().call(&pb::Switchyard::Stub::Attach, req, op), op);
   });

@@ -1,15 +1,35 @@
 // The flags that ask for GPUs (compose, attach, plan): a count, explicit devices, MIG profiles or a
-// time-sliced share, with the model, memory, peer-to-peer and host constraints.
+// time-sliced share, with the model, memory, peer-to-peer and host constraints; and pooled memory.
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cctype>
+#include <charconv>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "switchyard/v1/switchyard.grpc.pb.h"
 
 namespace yardctl {
+
+// A size in GiB: "256GiB", "256G", "1TiB", "1T", "512MiB" (rounded up to whole GiB) or a plain number of GiB.
+inline std::optional<int> parseGiB(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  long long n = 0;
+  if (digits == 0 || std::from_chars(text.data(), text.data() + digits, n).ec != std::errc{}) return std::nullopt;
+  std::string unit = text.substr(digits);
+  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  long long gib = 0;
+  if (unit.empty() || unit == "g" || unit == "gi" || unit == "gib" || unit == "gb") gib = n;
+  else if (unit == "t" || unit == "ti" || unit == "tib" || unit == "tb") gib = n * 1024;
+  else if (unit == "m" || unit == "mi" || unit == "mib" || unit == "mb") gib = (n + 1023) / 1024;
+  else return std::nullopt;
+  if (gib <= 0 || gib > (1 << 24)) return std::nullopt;
+  return static_cast<int>(gib);
+}
 
 struct GpuFlags {
   int count = 0;
@@ -20,6 +40,7 @@ struct GpuFlags {
   std::vector<std::string> devices;
   std::vector<std::string> mig;
   double share = 0;
+  std::string memory;  // pooled memory, e.g. 256GiB
 
   void add(CLI::App* cmd, bool withHost) {
     auto* gpus = cmd->add_option("-g,--gpus", count, "Number of GPUs")->check(CLI::Range(0, 4096));
@@ -44,7 +65,18 @@ struct GpuFlags {
         ->excludes(gpus)
         ->excludes(deviceList)
         ->excludes(migProfiles);  // each asks for GPUs its own way: two would leave one silently unused
+    cmd->add_option("--memory", memory,
+                    "Pooled CXL memory besides the GPUs (or alone), e.g. 256GiB, 1TiB: whole logical devices of a memory pool under "
+                    "the host's own switches, at least this much in all")
+        ->check(CLI::Validator([](std::string& v) { return parseGiB(v) ? std::string() : "expected a size such as 256GiB, 1TiB or 64 (GiB)"; },
+                               "SIZE"));
   }
+
+  // The memory request, when --memory was given.
+  void fillMemory(switchyard::v1::MemoryRequest* out) const {
+    if (auto gib = memory.empty() ? std::nullopt : parseGiB(memory)) out->set_gib(*gib);
+  }
+  [[nodiscard]] bool wantsMemory() const { return !memory.empty(); }
 
   [[nodiscard]] switchyard::v1::GpuRequest toProto() const {
     namespace pb = switchyard::v1;

@@ -99,20 +99,30 @@ void printQueue(const pb::ListQueueResponse& r, std::ostream& out) {
 }
 
 void printUsage(const pb::UsageResponse& r, std::ostream& out) {
-  out << fmt::format("GPU-hours from {} to {}{}\n", r.since(), r.until(),
+  out << fmt::format("GPU-hours{} from {} to {}{}\n", r.total_memory_gib_hours() > 0 ? " and pooled memory GiB-hours" : "", r.since(), r.until(),
                      r.history_from().empty() ? "" : fmt::format(" (the operation log starts at {})", r.history_from()));
   if (r.rows().empty()) {
-    out << "no GPU was held by a system in that time\n";
+    out << "no GPU or pooled memory was held by a system in that time\n";
     return;
   }
-  Table t({"TENANT", "SYSTEM", "MODEL", "GPU-HOURS", "IDLE", "SYSTEMS"});
+  const bool memory = r.total_memory_gib_hours() > 0;
+  std::vector<std::string> header{"TENANT", "SYSTEM", "MODEL", "GPU-HOURS", "IDLE", "SYSTEMS"};
+  if (memory) header.push_back("GIB-HOURS");
+  Table t(header);
   auto idle = [](double idleHours, double hours) {
     return hours > 0 ? fmt::format("{:.2f} ({:.0f}%)", idleHours, 100 * idleHours / hours) : fmt::format("{:.2f}", idleHours);
   };
-  for (const auto& row : r.rows())
-    t.add({orDash(row.tenant()), row.system_name().empty() ? orDash(row.system_id()) : fmt::format("{} ({})", row.system_name(), row.system_id()),
-           orDash(row.model()), fmt::format("{:.2f}", row.gpu_hours()), idle(row.idle_gpu_hours(), row.gpu_hours()), std::to_string(row.systems())});
-  t.add({"total", "", "", fmt::format("{:.2f}", r.total_gpu_hours()), idle(r.total_idle_gpu_hours(), r.total_gpu_hours()), ""});
+  for (const auto& row : r.rows()) {
+    std::vector<std::string> cells{orDash(row.tenant()),
+                                   row.system_name().empty() ? orDash(row.system_id()) : fmt::format("{} ({})", row.system_name(), row.system_id()),
+                                   orDash(row.model()), fmt::format("{:.2f}", row.gpu_hours()), idle(row.idle_gpu_hours(), row.gpu_hours()),
+                                   std::to_string(row.systems())};
+    if (memory) cells.push_back(row.memory_gib_hours() > 0 ? fmt::format("{:.2f}", row.memory_gib_hours()) : "-");
+    t.add(cells);
+  }
+  std::vector<std::string> total{"total", "", "", fmt::format("{:.2f}", r.total_gpu_hours()), idle(r.total_idle_gpu_hours(), r.total_gpu_hours()), ""};
+  if (memory) total.push_back(fmt::format("{:.2f}", r.total_memory_gib_hours()));
+  t.add(total);
   t.print(out);
 }
 
@@ -271,6 +281,16 @@ void printCapacity(const pb::Capacity& c, std::ostream& out) {
     out << "\n";
     d.print(out);
     out << "(placeable now per fabric domain: no system spans two domains)\n";
+  }
+  if (c.pooled_memory_size() > 0) {
+    Table pm({"POOLED MEMORY", "DOMAIN", "FREE", "FREE LDS", "TOTAL", "LDS"});
+    for (const auto& m : c.pooled_memory())
+      pm.add({m.switch_id(), m.domain(), fmt::format("{} GiB", m.free_gib()), std::to_string(m.free_devices()), fmt::format("{} GiB", m.total_gib()),
+              std::to_string(m.total_devices())});
+    out << "\n";
+    pm.print(out);
+    out << fmt::format("{} GiB of pooled memory free (compose --memory takes whole logical devices from the host's own switches)\n",
+                       c.free_pooled_memory_gib());
   }
   if (!c.demand().empty()) {
     Table d({"RECENT DEMAND", "SAME SWITCH", "MODEL", "SHARE"});

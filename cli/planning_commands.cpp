@@ -24,6 +24,7 @@ void addPlan(CLI::App& app, const CommandContext& ctx) {
   plan->callback([ctx, f] {
     pb::PlanRequest req;
     *req.mutable_gpus() = f->gpus.toProto();
+    if (f->gpus.wantsMemory()) f->gpus.fillMemory(req.mutable_memory());
     req.set_priority_class(f->priority);
     pb::PlanResponse r;
     if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::Plan, req, r)) != kExitOk) return;

@@ -10,6 +10,7 @@ nlohmann::json queuedToJson(const QueuedRequest& q) {
   return nlohmann::json{{"gpus", q.gpuCount},
                         {"model", q.model},
                         {"minMemoryGiB", q.minMemoryGiB},
+                        {"pooledMemoryGiB", q.pooledMemoryGiB},
                         {"p2p", q.peerToPeer},
                         {"host", q.host},
                         {"devices", q.devices},
@@ -29,6 +30,7 @@ Result<QueuedRequest> queuedFromJson(const nlohmann::json& j, std::string_view w
     q.gpuCount = j.at("gpus").get<int>();
     q.model = j.value("model", "");
     q.minMemoryGiB = j.value("minMemoryGiB", 0);
+    q.pooledMemoryGiB = j.value("pooledMemoryGiB", 0);
     q.peerToPeer = j.value("p2p", "preferred");
     q.host = j.value("host", "");
     q.devices = j.value("devices", std::vector<std::string>{});

@@ -119,6 +119,16 @@ void toProto(const CapacityReport& r, pb::Capacity& out) {
     pd->set_stranded_gpus(d.strandedGpus);
     for (const auto& s : d.shapes) addShape(s, *pd->add_shapes());
   }
+  for (const auto& m : r.pooledMemory) {
+    auto* pm = out.add_pooled_memory();
+    pm->set_switch_id(m.switchId);
+    pm->set_domain(m.domain);
+    pm->set_free_gib(m.freeGiB);
+    pm->set_free_devices(m.freeDevices);
+    pm->set_total_gib(m.totalGiB);
+    pm->set_total_devices(m.totalDevices);
+  }
+  out.set_free_pooled_memory_gib(r.freePooledMemoryGiB);
   out.set_attachable_mig_gpus(r.attachableMigGpus);
   out.set_attachable_gpus(r.attachableGpus);
   for (const auto& c : r.shares) {
@@ -286,6 +296,7 @@ void toProto(const QueueEntry& e, pb::QueueEntry& out) {
   for (const auto& d : e.request.devices) g.add_device_ids(d);
   for (MigProfile p : e.request.gpuInstances) g.add_mig_profiles(std::string(toString(p)));
   g.set_share_milli(e.request.gpuShareMilli);
+  if (e.request.pooledMemoryGiB > 0) out.mutable_memory()->set_gib(e.request.pooledMemoryGiB);
   out.set_waiting_for(e.waitingFor);
 }
 

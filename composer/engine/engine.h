@@ -330,14 +330,24 @@ class Engine {
   [[nodiscard]] Result<Operation> acceptDetach(const Acceptance& a, const DetachRequest& request);
   [[nodiscard]] Result<void> checkAccepting() const;
   // What the tenant holds now: live systems, and whole GPUs reserved or bound to them.
+  // What devices count against a quota: GPUs, and pooled memory in GiB.
+  struct Holding {
+    int gpus = 0;
+    int memoryGiB = 0;
+    Holding& operator+=(const Holding& o) {
+      gpus += o.gpus;
+      memoryGiB += o.memoryGiB;
+      return *this;
+    }
+  };
   struct TenantUsage {
     int systems = 0;
-    int gpus = 0;
+    Holding held;
   };
   [[nodiscard]] TenantUsage usageOf(std::string_view tenant) const;
-  // kResourceExhausted when `newSystems` more systems or `newGpus` more GPUs would exceed the tenant's quota.
-  [[nodiscard]] Result<void> checkQuota(std::string_view tenant, int newSystems, int newGpus) const;
-  [[nodiscard]] int gpusAmong(const std::vector<PlacedDevice>& devices) const;
+  // kResourceExhausted when `newSystems` more systems, or `more` GPUs or memory, would exceed the tenant's quota.
+  [[nodiscard]] Result<void> checkQuota(std::string_view tenant, int newSystems, const Holding& more) const;
+  [[nodiscard]] Holding holdingOf(const std::vector<PlacedDevice>& devices) const;
   [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Acceptance& a);
   // The request's audit record, for `operation`, into `m`; nothing when there is no request (null: yardd's own change).
   void auditInto(const Acceptance* a, Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message);

@@ -27,45 +27,57 @@ Result<void> Engine::checkAccepting() const {
 
 Engine::TenantUsage Engine::usageOf(std::string_view tenant) const {
   TenantUsage usage;
-  auto isGpu = [&](const DeviceId& id) {
+  auto counts = [&](const DeviceId& id) {
     const Device* d = state_->index().device(id);
-    return d && d->kind == DeviceKind::kGpu;
+    return d && (d->kind == DeviceKind::kGpu || d->kind == DeviceKind::kCxlMemory);
   };
   // What the tenant's systems hold, whatever the device's state (one quarantined by a failed undo is still
   // theirs), and what their running operations have reserved.
-  std::set<DeviceId> gpus;
+  std::set<DeviceId> held;
   std::set<OperationId> running;
   for (const auto& [id, s] : state_->systems()) {
     if (s.tenant != tenant) continue;
     ++usage.systems;
     for (const auto& b : s.bindings)
-      if (isGpu(b.deviceId)) gpus.insert(b.deviceId);
+      if (counts(b.deviceId)) held.insert(b.deviceId);
     if (!s.activeOperation.empty()) running.insert(s.activeOperation);
   }
-  for (const auto& [device, held] : state_->assignments())
-    if (held.first.allocation == DeviceAllocation::kReserved && running.contains(held.first.owner) && isGpu(device)) gpus.insert(device);
-  usage.gpus = static_cast<int>(gpus.size());
+  for (const auto& [device, h] : state_->assignments())
+    if (h.first.allocation == DeviceAllocation::kReserved && running.contains(h.first.owner) && counts(device)) held.insert(device);
+  for (const auto& id : held) {
+    const Device* d = state_->index().device(id);
+    if (d->kind == DeviceKind::kGpu) ++usage.held.gpus;
+    else usage.held.memoryGiB += d->memoryGiB;
+  }
   return usage;
 }
 
-Result<void> Engine::checkQuota(std::string_view tenant, int newSystems, int newGpus) const {
+Result<void> Engine::checkQuota(std::string_view tenant, int newSystems, const Holding& more) const {
+  const int newGpus = more.gpus;
   auto quota = options_.quotas.find(tenant);
   if (quota == options_.quotas.end()) return {};
   const TenantUsage usage = usageOf(tenant);
   if (quota->second.maxSystems && newSystems > 0 && usage.systems + newSystems > *quota->second.maxSystems)
     return fail(Code::kResourceExhausted, fmt::format("tenant '{}' is at its quota of {} system(s) (it has {}); decompose one first",
                                                       tenant, *quota->second.maxSystems, usage.systems));
-  if (quota->second.maxGpus && newGpus > 0 && usage.gpus + newGpus > *quota->second.maxGpus)
+  if (quota->second.maxGpus && newGpus > 0 && usage.held.gpus + newGpus > *quota->second.maxGpus)
     return fail(Code::kResourceExhausted, fmt::format("tenant '{}' may hold {} GPU(s); it holds {} and this asks for {} more", tenant,
-                                                      *quota->second.maxGpus, usage.gpus, newGpus));
+                                                      *quota->second.maxGpus, usage.held.gpus, newGpus));
+  if (quota->second.maxMemoryGiB && more.memoryGiB > 0 && usage.held.memoryGiB + more.memoryGiB > *quota->second.maxMemoryGiB)
+    return fail(Code::kResourceExhausted,
+                fmt::format("tenant '{}' may hold {} GiB of pooled memory; it holds {} GiB and this would add {} GiB (whole logical devices)", tenant,
+                            *quota->second.maxMemoryGiB, usage.held.memoryGiB, more.memoryGiB));
   return {};
 }
 
-int Engine::gpusAmong(const std::vector<PlacedDevice>& devices) const {
-  int gpus = 0;
+Engine::Holding Engine::holdingOf(const std::vector<PlacedDevice>& devices) const {
+  Holding h;
   for (const auto& placed : devices)
-    if (const Device* d = state_->index().device(placed.deviceId); d && d->kind == DeviceKind::kGpu) ++gpus;
-  return gpus;
+    if (const Device* d = state_->index().device(placed.deviceId)) {
+      if (d->kind == DeviceKind::kGpu) ++h.gpus;
+      else if (d->kind == DeviceKind::kCxlMemory) h.memoryGiB += d->memoryGiB;
+    }
+  return h;
 }
 
 Operation Engine::newOperation(OperationKind kind, const System& system, const Acceptance& a) {
@@ -213,7 +225,7 @@ Result<Operation> Engine::acceptCompose(const Acceptance& a, const ComposeReques
         return fail(Code::kAlreadyExists, maySee(caller, r.tenant) ? fmt::format("reservation {} holds the name '{}'", id, request.name)
                                                                    : fmt::format("the name '{}' is taken", request.name));
   SY_TRY(mayChange(caller, request.placement.tenant, "compose"));
-  SY_TRY(checkQuota(request.placement.tenant, 1, 0));
+  SY_TRY(checkQuota(request.placement.tenant, 1, {}));
 
   // A share on a new system takes a fresh GPU; its size is share demand either way.
   const int shareMilli = request.placement.gpuShareMilli;
@@ -241,7 +253,7 @@ Result<Operation> Engine::acceptCompose(const Acceptance& a, const ComposeReques
     if (request.queue) return acceptQueued(a, request, *why);
     return fail(Code::kResourceExhausted, fmt::format("{}; add --queue to wait your turn", *why));
   }
-  SY_TRY(checkQuota(request.placement.tenant, 1, gpusAmong(placement.devices)));
+  SY_TRY(checkQuota(request.placement.tenant, 1, holdingOf(placement.devices)));
   SY_ASSIGN(const HostPolicy policy, hostPolicy(placement.hostId));
 
   System system;
@@ -415,7 +427,7 @@ Result<Operation> Engine::acceptAttach(const Acceptance& a, const AttachRequest&
     decision = place(*placement_, state_->pool(), placement, &state_->placementIndex());
   }
   if (!decision.placement) return fail(*decision.error);
-  SY_TRY(checkQuota(system.tenant, 0, gpusAmong(decision.placement->devices)));
+  SY_TRY(checkQuota(system.tenant, 0, holdingOf(decision.placement->devices)));
 
   Operation op = newOperation(OperationKind::kAttach, system, a);
   op.explanation = decision.placement->explanation;

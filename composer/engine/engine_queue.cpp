@@ -43,6 +43,7 @@ PlacementRequest placementRequestOf(const QueuedRequest& q, const std::string& t
   r.gpuCount = q.gpuCount;
   r.model = q.model;
   r.minMemoryGiB = q.minMemoryGiB;
+  r.pooledMemoryGiB = q.pooledMemoryGiB;
   r.peerToPeer = peerToPeerOf(q.peerToPeer);
   if (!q.host.empty()) r.host = q.host;
   r.devices = q.devices;
@@ -55,8 +56,8 @@ PlacementRequest placementRequestOf(const QueuedRequest& q, const std::string& t
 
 // Requests with the same key get the same answer from the packing core on the same pool.
 std::string shapeKey(const QueuedRequest& q, const std::string& tenant) {
-  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}", q.gpuCount, q.model, q.minMemoryGiB, q.peerToPeer, q.host, q.migCapable,
-                                q.gpuShareMilli, tenant, q.devices.size());
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", q.gpuCount, q.model, q.minMemoryGiB, q.pooledMemoryGiB, q.peerToPeer, q.host,
+                                q.migCapable, q.gpuShareMilli, tenant, q.devices.size());
   for (const auto& d : q.devices) key += "|" + d;
   for (MigProfile p : q.gpuInstances) key += fmt::format("|{}", toString(p));
   return key;
@@ -76,6 +77,7 @@ Result<QueuedRequest> Engine::queuedRequestOf(const ComposeRequest& request) con
   q.gpuCount = p.gpuCount;
   q.model = p.model;
   q.minMemoryGiB = p.minMemoryGiB;
+  q.pooledMemoryGiB = p.pooledMemoryGiB;
   q.peerToPeer = std::string(peerToPeerName(p.peerToPeer));
   q.host = p.host.value_or("");
   q.devices = p.devices;
@@ -338,7 +340,7 @@ void Engine::admitQueued() {
       continue;
     }
     const Placement& placement = *decision.placement;
-    if (auto quota = checkQuota(op.tenant, 0, gpusAmong(placement.devices)); !quota) {
+    if (auto quota = checkQuota(op.tenant, 0, holdingOf(placement.devices)); !quota) {
       waitingFor_[id] = quota.error().message;
       continue;
     }

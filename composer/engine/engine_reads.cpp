@@ -169,7 +169,11 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
         const DeviceView* d = view->device(id);
         return d && d->device.kind == DeviceKind::kGpu ? (d->device.model.empty() ? std::string("GPU") : d->device.model) : std::string();
       },
-      since, until, now, idle);
+      since, until, now, idle,
+      [&](const DeviceId& id) {
+        const DeviceView* d = view->device(id);
+        return d && d->device.kind == DeviceKind::kCxlMemory ? d->device.memoryGiB : 0;
+      });
   std::erase_if(report.rows, [&](const UsageRow& r) { return !maySee(caller, r.tenant); });
   return report;
 }

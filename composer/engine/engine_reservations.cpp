@@ -103,22 +103,23 @@ Result<Reservation> Engine::reserveOnControl(const Caller& caller, const std::ve
     if (r.placement.tenant != tenant) return fail(Code::kInvalidArgument, "the systems of one reservation belong to one tenant");
   SY_TRY(mayChange(caller, tenant, "reserve"));
   // The tenant's other reservations count towards its quota as if composed.
-  int heldSystems = 0, heldGpus = 0;
+  int heldSystems = 0;
+  Holding held;
   for (const auto& [id, other] : reservations_)
     if (other.tenant == tenant)
       for (const auto& s : other.systems) {
         ++heldSystems;
-        heldGpus += gpusAmong(s.placement.devices);
+        held += holdingOf(s.placement.devices);
       }
   const int systems = heldSystems + static_cast<int>(requests.size());
-  SY_TRY(checkQuota(tenant, systems, 0));
+  SY_TRY(checkQuota(tenant, systems, {}));
 
   Reservation r;
   r.id = fmt::format("rsv-{:06}", lastReservationNumber_ + 1);
   SY_ASSIGN(auto placed, placeTogether(requests, r.id));
-  int gpus = heldGpus;
-  for (const auto& p : placed) gpus += gpusAmong(p.devices);
-  if (auto quota = checkQuota(tenant, systems, gpus); !quota) {
+  Holding total = held;
+  for (const auto& p : placed) total += holdingOf(p.devices);
+  if (auto quota = checkQuota(tenant, systems, total); !quota) {
     for (const auto& p : placed) letGo(p, r.id);
     return fail(quota.error());
   }
@@ -192,7 +193,7 @@ Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const s
   // Everything acceptCompose could refuse, checked for all systems while they are still held: the
   // manifest is accepted whole or not at all.
   SY_TRY(checkAccepting());
-  int gpus = 0;
+  Holding held;
   for (const auto& s : systems) {
     for (const auto& d : s.placement.devices)
       if (const DeviceAssignment a = state_->assignment(d.deviceId); a.allocation != DeviceAllocation::kReserved || a.owner != holder)
@@ -202,9 +203,9 @@ Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const s
       return fail(Code::kAlreadyExists, fmt::format("a system named '{}' already exists ({})", s.name, existing->id));
     SY_TRY(mayChange(caller, s.request.tenant, "compose"));
     SY_TRY(hostPolicy(s.placement.hostId));
-    gpus += gpusAmong(s.placement.devices);
+    held += holdingOf(s.placement.devices);
   }
-  SY_TRY(checkQuota(systems.front().request.tenant, static_cast<int>(systems.size()), gpus));
+  SY_TRY(checkQuota(systems.front().request.tenant, static_cast<int>(systems.size()), held));
   letGoAll();
   std::vector<Operation> started;
   for (const auto& s : systems) {

@@ -21,7 +21,8 @@ double partOf(const GpuShare& s) { return s.milli / static_cast<double>(kMilliPe
 }  // namespace
 
 UsageReport computeUsage(const std::vector<Operation>& operations, const std::function<std::string(const DeviceId&)>& modelOf,
-                         Timestamp since, Timestamp until, Timestamp now, const std::vector<IdleStretch>& idle) {
+                         Timestamp since, Timestamp until, Timestamp now, const std::vector<IdleStretch>& idle,
+                         const std::function<int(const DeviceId&)>& memoryOf) {
   UsageReport report{since, until, operations.empty() ? 0 : operations.front().createdAt, {}};
   const Timestamp end = std::min(until, now);
   struct Key {
@@ -45,14 +46,18 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
     if (upTo > from) instanceHeld[k].push_back({from, upTo, it->second.second});
     instanceOpen.erase(it);
   };
-  std::map<std::tuple<std::string, SystemId, std::string>, double> seconds;
+  std::map<std::tuple<std::string, SystemId, std::string>, double> seconds, memoryGiBSeconds;
   std::map<Key, std::vector<Held>> heldWhen;  // where idle time may count, and at what part of the GPU
   auto charge = [&](const Key& k, const Holding& h, Timestamp to) {
     const Timestamp from = std::max(h.since, since);
     const Timestamp upTo = std::min(to, end);
     if (upTo <= from || h.fraction() <= 0) return;
     const std::string model = modelOf(k.device);
-    if (model.empty()) return;
+    if (model.empty()) {
+      if (const int gib = memoryOf ? memoryOf(k.device) : 0; gib > 0)
+        memoryGiBSeconds[{k.tenant, k.system, std::string(kPooledMemoryModel)}] += gib * static_cast<double>(upTo - from) / 1e9;
+      return;
+    }
     seconds[{k.tenant, k.system, model}] += h.fraction() * static_cast<double>(upTo - from) / 1e9;
     heldWhen[k].push_back({from, upTo, h.fraction()});
   };
@@ -142,6 +147,11 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
       auto i = idleSeconds.find(k);
       report.rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), s, i == idleSeconds.end() ? 0.0 : i->second});
     }
+  for (const auto& [k, s] : memoryGiBSeconds)
+    if (s > 0) report.rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), 0, 0, s});
+  std::sort(report.rows.begin(), report.rows.end(), [](const UsageRow& a, const UsageRow& b) {
+    return std::tie(a.tenant, a.systemId, a.model) < std::tie(b.tenant, b.systemId, b.model);
+  });
   return report;
 }
 

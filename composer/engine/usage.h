@@ -4,11 +4,13 @@
 // fraction (250 milli: 0.25). A system holds what its succeeded compose and attach operations bound, from
 // the moment each ended, until a succeeded detach or decompose let it go. Of that, the time its GPUs were
 // idle (the idle stretches idle reclaim's samples recorded) is counted apart: never more than was held.
+// Pooled memory (cxl-memory devices) is counted in GiB-hours, in rows of its own (model "cxl-memory").
 #pragma once
 
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "composer/model/clock.h"
@@ -22,7 +24,11 @@ struct UsageRow {
   std::string model;
   double gpuSeconds = 0;
   double idleGpuSeconds = 0;  // of gpuSeconds, idle (a GPU held in parts: while all of them idled, by its part)
+  double memoryGiBSeconds = 0;  // pooled memory held (rows of model "cxl-memory")
 };
+
+// The model of the rows that count pooled memory.
+inline constexpr std::string_view kPooledMemoryModel = "cxl-memory";
 
 struct UsageReport {
   Timestamp since = 0;
@@ -32,9 +38,10 @@ struct UsageReport {
 };
 
 // `operations` oldest first (finished or not; only succeeded ones change what a system holds). `modelOf`
-// names a device's GPU model ("" for a device that is not a GPU: not counted). Open holdings run to
-// min(until, now).
+// names a device's GPU model ("" for a device that is not a GPU: not counted as GPU time); `memoryOf` a
+// pooled-memory device's GiB (0 for others). Open holdings run to min(until, now).
 [[nodiscard]] UsageReport computeUsage(const std::vector<Operation>& operations, const std::function<std::string(const DeviceId&)>& modelOf,
-                                       Timestamp since, Timestamp until, Timestamp now, const std::vector<IdleStretch>& idle = {});
+                                       Timestamp since, Timestamp until, Timestamp now, const std::vector<IdleStretch>& idle = {},
+                                       const std::function<int(const DeviceId&)>& memoryOf = {});
 
 }  // namespace switchyard

@@ -47,6 +47,7 @@ struct QueuedRequest {
   int gpuCount = 0;
   std::string model;
   int minMemoryGiB = 0;
+  int pooledMemoryGiB = 0;               // pooled CXL memory (PlacementRequest::pooledMemoryGiB)
   std::string peerToPeer = "preferred";  // required, preferred, none
   std::string host;                      // pinned host; empty: any
   std::vector<DeviceId> devices;         // named devices

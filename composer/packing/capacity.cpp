@@ -92,6 +92,22 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
       if (domain) ++domain->strandedGpus;
     }
   }
+  for (std::size_t s = 0; s < pool.switches().size(); ++s) {
+    const PoolSwitch& sw = pool.switches()[s];
+    PooledMemoryCapacity m{sw.id, pool.domains()[static_cast<std::size_t>(sw.domain)]};
+    for (const auto& d : pool.devices()) {
+      if (d.switchIndex != static_cast<int>(s) || d.kind != DeviceKind::kCxlMemory) continue;
+      m.totalGiB += d.memoryGiB;
+      ++m.totalDevices;
+      if (d.free && d.health == DeviceHealth::kOk) {
+        m.freeGiB += d.memoryGiB;
+        ++m.freeDevices;
+      }
+    }
+    if (m.totalDevices == 0) continue;
+    report.freePooledMemoryGiB += m.freeGiB;
+    report.pooledMemory.push_back(std::move(m));
+  }
   for (const auto& shape : shapes) {
     const std::vector<int> perDomain = shape.gpus > 0 ? placeRepeatedly(scheduler, pool, shape) : std::vector<int>(pool.domains().size(), 0);
     int total = 0;

@@ -51,6 +51,16 @@ struct DomainCapacity {
   std::vector<ShapeCapacity> shapes;  // the report's shapes, in its order
 };
 
+// Pooled memory under one switch: what is free (healthy, unbound) and in all, in GiB and devices (LDs).
+struct PooledMemoryCapacity {
+  SwitchId switchId;
+  std::string domain;
+  int freeGiB = 0;
+  int freeDevices = 0;
+  int totalGiB = 0;
+  int totalDevices = 0;
+};
+
 struct CapacityReport {
   int freeGpus = 0;      // free and not critical
   int strandedGpus = 0;  // free, yet no host that could take a new system reaches them
@@ -61,6 +71,8 @@ struct CapacityReport {
   std::vector<ShareCapacity> shares;
   DemandMix demand;  // the pool's learned demand (Pool::demand()), for operators to see
   std::vector<DomainCapacity> domains;  // one per fabric domain, in Pool::domains() order
+  std::vector<PooledMemoryCapacity> pooledMemory;  // one per switch with cxl-memory devices, in switch order
+  int freePooledMemoryGiB = 0;
 };
 
 struct CapacityQuery {

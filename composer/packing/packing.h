@@ -25,6 +25,9 @@ struct PlacementRequest {
   int gpuCount = 0;
   std::string model;      // empty: any model
   int minMemoryGiB = 0;   // per GPU
+  // Pooled memory (GiB), in whole cxl-memory devices (a CXL pool's logical devices) under the host's own
+  // switches (pooled_memory.h); with GPUs or alone (then gpuCount may be 0).
+  int pooledMemoryGiB = 0;
   PeerToPeer peerToPeer = PeerToPeer::kPreferred;
   std::optional<HostId> host;      // pinned host
   bool hostMayHaveSystem = false;  // attach: the pinned host already serves the system

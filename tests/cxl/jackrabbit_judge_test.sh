@@ -2,7 +2,8 @@
 # yardd's CXL FM-API driver on a switch emulator nobody here wrote (Jackrabbit Labs' cse), judged by their
 # own fabric manager CLI (jack), both built unmodified from ../shared/third-party/jackrabbit-cxl into the
 # build tree. It checks that
-#   1. what yardd composes (two GPUs, then one logical device of the pooled MLD attached) is what jack sees bound;
+#   1. what yardd composes (two GPUs, then one logical device of the pooled MLD attached; a GPU with 2 GiB of pooled
+#      memory on the other host) is what jack sees bound;
 #   2. a bind made with jack behind yardd's back is reported as drift on that device;
 #   3. a restarted yardd finds its system on the switch with 0 drift;
 #   4. after decompose, jack sees nothing bound.
@@ -55,6 +56,14 @@ bound 0 >"$work/vcs0.txt"
 [[ $(grep -c "Bound Physical Port" "$work/vcs0.txt") == 2 ]] || fail "jack does not see 2 GPUs bound to VCS 0 (node-a): $(cat "$work/vcs0.txt")"
 grep -Eq "^ +[0-9]+: +6 +1 Bound LD" "$work/vcs0.txt" || fail "jack does not see LD 1 of the MLD bound to VCS 0: $(cat "$work/vcs0.txt")"
 [[ -z $(bound 1) ]] || fail "jack sees something bound to VCS 1 (node-b): $(bound 1)"
+
+echo "== 1b. memory by size: 1 GPU and 2 GiB of pooled memory for node-b are a GPU and two 1 GiB LDs on VCS 1"
+y compose infer --host node-b --gpus 1 --memory 2GiB >"$work/compose-mem.txt" 2>&1 || fail "compose with memory: $(cat "$work/compose-mem.txt"; tail -5 "$work/yardd.log")"
+bound 1 >"$work/vcs1.txt"
+[[ $(grep -c "Bound Physical Port" "$work/vcs1.txt") == 1 ]] || fail "jack does not see 1 GPU bound to VCS 1: $(cat "$work/vcs1.txt")"
+[[ $(grep -c "Bound LD" "$work/vcs1.txt") == 2 ]] || fail "jack does not see 2 LDs bound to VCS 1: $(cat "$work/vcs1.txt")"
+y decompose infer >/dev/null 2>&1 || fail "decompose infer: $(tail -5 "$work/yardd.log")"
+[[ -z $(bound 1) ]] || fail "jack still sees bindings on VCS 1 after decompose: $(bound 1)"
 
 echo "== 2. a bind with jack behind yardd's back is drift"
 y devices -o json >"$work/devices2.json" || fail "yardctl devices"

@@ -132,7 +132,7 @@ TEST_F(DaemonTest, YardctlQueuesWhatDoesNotFitAndComposesItWhenCapacityFrees) {
   EXPECT_GT(usage["total_gpu_hours"].get<double>(), 0.0);
   auto csv = yardctl("-o csv usage --by model");
   EXPECT_EQ(csv.exitCode, 0) << csv.err;
-  EXPECT_EQ(csv.out.rfind("tenant,system_id,system_name,model,gpu_hours,systems,idle_gpu_hours\n", 0), 0u) << csv.out;
+  EXPECT_EQ(csv.out.rfind("tenant,system_id,system_name,model,gpu_hours,systems,idle_gpu_hours,memory_gib_hours\n", 0), 0u) << csv.out;
   EXPECT_EQ(yardctl("-o csv systems").exitCode, 2);
   EXPECT_EQ(yardctl("usage --since yesterday").exitCode, 2);
 }

@@ -27,6 +27,17 @@ class TopologyBuilder {
     }
     return *this;
   }
+  // A CXL memory pool under `sw`: one port, one cxl-memory device per logical device ("<sw>-mem<slot>-ld<L>"),
+  // each of the given GiB.
+  TopologyBuilder& memoryPool(const std::string& sw, const std::vector<int>& ldGiB) {
+    const int slot = nextSlot_[sw]++;
+    const std::string port = fmt::format("{}-dsp{}", sw, slot);
+    t_.ports.push_back({port, sw, PortKind::kDownstream, 5, 16, {}});
+    for (std::size_t l = 0; l < ldGiB.size(); ++l)
+      t_.devices.push_back({fmt::format("{}-mem{}-ld{}", sw, slot, l), DeviceKind::kCxlMemory, port, "CXL-MLD", ldGiB[l],
+                            fmt::format("SN-{}-{}-{}", sw, slot, l), DeviceHealth::kOk, false});
+    return *this;
+  }
   // A host with one upstream port into each listed switch.
   TopologyBuilder& host(const std::string& id, const std::vector<std::string>& switches, int maxDevices = 16) {
     Host h{id, {}, 64, 512, maxDevices};

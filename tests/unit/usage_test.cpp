@@ -155,5 +155,25 @@ TEST_F(EngineUsageTest, UsageComesFromTheLogAndIsTheSameAfterARestart) {
   EXPECT_FALSE(engine_->usage(Caller::local(), 10, 5)) << "since after until";
 }
 
+TEST(Usage, PooledMemoryIsChargedInGiBHoursInRowsOfItsOwn) {
+  // A system with a GPU and two 64 GiB logical devices; one LD detached after an hour, the rest after three.
+  const std::vector<Operation> log{
+      op(OperationKind::kCompose, "sys-1", "team-a", 0, "bind", {{"h0", "p"}, {"mem0", "p"}, {"mem1", "p"}}),
+      op(OperationKind::kDetach, "sys-1", "team-a", 1 * kHour, "unbind", {{"mem1", "p"}}),
+      op(OperationKind::kDecompose, "sys-1", "team-a", 3 * kHour, "unbind", {{"h0", "p"}, {"mem0", "p"}}),
+  };
+  auto gpuModel = [](const DeviceId& d) { return d.rfind("mem", 0) == 0 ? std::string() : std::string("H100"); };
+  auto memory = [](const DeviceId& d) { return d.rfind("mem", 0) == 0 ? 64 : 0; };
+  const UsageReport r = computeUsage(log, gpuModel, 0, 10 * kHour, 10 * kHour, {}, memory);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[0].model, "H100");
+  EXPECT_DOUBLE_EQ(r.rows[0].gpuSeconds / 3600.0, 3.0);
+  EXPECT_EQ(r.rows[1].model, std::string(kPooledMemoryModel));
+  EXPECT_DOUBLE_EQ(r.rows[1].gpuSeconds, 0.0);
+  EXPECT_DOUBLE_EQ(r.rows[1].memoryGiBSeconds / 3600.0, 64 * 3.0 + 64 * 1.0);
+  // Without a memory callback, memory counts nothing (and no row).
+  EXPECT_EQ(computeUsage(log, gpuModel, 0, 10 * kHour, 10 * kHour).rows.size(), 1u);
+}
+
 }  // namespace
 }  // namespace switchyard
