@@ -246,14 +246,17 @@ class CseProcess {
     ::close(fd);
     return port;
   }
-  // True when /proc/net/tcp shows 127.0.0.1:port listening.
+  // True when /proc/net/tcp shows a socket listening on 127.0.0.1:port (its local address, state 0A).
   bool listening() const {
     std::ifstream in("/proc/net/tcp");
     char want[32];
     std::snprintf(want, sizeof want, "0100007F:%04X", port_);
     std::string line;
-    while (std::getline(in, line))
-      if (line.find(want) != std::string::npos && line.find(" 0A ") != std::string::npos) return true;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string slot, local, remote, state;
+      if (fields >> slot >> local >> remote >> state && local == want && state == "0A") return true;
+    }
     return false;
   }
   bool launch() {
