@@ -219,6 +219,34 @@ TEST_F(CxlFabricTest, TheDriverHoldsNoConnectionBetweenCallsSoJackCanQuery) {
   EXPECT_NE(out.find("Num VCSs"), std::string::npos) << out;
 }
 
+// The MLD commands through the tunnel (5300h) on their own: Get LD Info, Set LD Allocations and Get LD
+// Allocations, what jack then shows.
+TEST_F(CxlFabricTest, LdInfoAndAllocationsThroughTheTunnelAsJackSeesThem) {
+  auto endpoint = cxl::mctpTcpEndpoint(cse_->endpoint());
+  ASSERT_TRUE(endpoint);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  auto session = (*endpoint)->open(deadline);
+  ASSERT_TRUE(session) << session.error().message;
+  cxl::FmClient client(**session, cxl::Dialect::jackrabbit(), "cse");
+  auto info = client.ldInfo(6, deadline);
+  ASSERT_TRUE(info) << info.error().message;
+  EXPECT_EQ(info->memorySize, 4ull << 30);
+  EXPECT_EQ(info->ldCount, 4);
+  const std::vector<cxl::LdAllocation> halves{{2, 0}, {6, 0}};  // LD 0: 512 MB, LD 1: 1.5 GB
+  ASSERT_TRUE(client.setLdAllocations(6, 0, halves, deadline));
+  auto read = client.ldAllocations(6, deadline);
+  ASSERT_TRUE(read) << read.error().message;
+  ASSERT_EQ(read->lds.size(), 4u);
+  EXPECT_EQ(read->lds[0], halves[0]);
+  EXPECT_EQ(read->lds[1], halves[1]);
+  EXPECT_EQ(read->lds[2], (cxl::LdAllocation{4, 0}));  // untouched
+  EXPECT_EQ(client.commandsSent(), 3u);
+  session->reset();  // cse serves one FM at a time: let jack in
+  const auto shown = cse_->jack("show ld allocations -p 6");
+  EXPECT_NE(shown.find("0: 0x0000000000000002 0x0000000000000000"), std::string::npos) << shown;
+  EXPECT_NE(shown.find("1: 0x0000000000000006 0x0000000000000000"), std::string::npos) << shown;
+}
+
 // A listener that accepts and never answers: the driver gives up at its deadline.
 TEST(CxlFabricDeadlineTest, ASwitchThatNeverAnswersEndsAtTheDiscoveryDeadline) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
