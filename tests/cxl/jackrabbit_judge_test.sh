@@ -22,10 +22,17 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 mkdir -p "$work/cse/cxl-mmap" && cp "$source/tests/data/cxl/cse-two-hosts.yaml" "$work/cse/config.yaml"
 # Never -q (as root it writes /sys/bus/pci/slots); always -T 127.0.0.1.
 (cd "$work/cse" && exec stdbuf -oL "$bin/cse" -T 127.0.0.1 -P "$port" -l -c config.yaml >cse.log 2>&1) &
-pids+=($!)
+cse_pid=$!
+pids+=($cse_pid)
 hexport=$(printf '%04X' "$port")
-for _ in $(seq 300); do grep -q "0100007F:$hexport 00000000:0000 0A" /proc/net/tcp && break; sleep 0.05; done
-grep -q "0100007F:$hexport 00000000:0000 0A" /proc/net/tcp || fail "cse did not listen: $(cat "$work/cse/cse.log")"
+# Listening, and by our cse: tests run side by side may pick the same free port, and the one that loses exits.
+ours() {
+  local inode
+  inode=$(awk -v want="0100007F:$hexport" '$2 == want && $4 == "0A" { print $10 }' /proc/net/tcp)
+  [[ -n $inode ]] && ls -l "/proc/$cse_pid/fd" 2>/dev/null | grep -q "socket:\[$inode\]"
+}
+for _ in $(seq 300); do ours && break; sleep 0.05; done
+ours || fail "cse did not listen on port $port: $(cat "$work/cse/cse.log")"
 jack() { timeout 10 "$bin/jack" "$@" -T 127.0.0.1 -P "$port"; }  # jack has no timeout of its own; it exits 0 on FM-API errors
 bound() { jack show vcs -c "$1" | grep "Bound" || true; }
 

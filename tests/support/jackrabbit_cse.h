@@ -246,16 +246,27 @@ class CseProcess {
     ::close(fd);
     return port;
   }
-  // True when /proc/net/tcp shows a socket listening on 127.0.0.1:port (its local address, state 0A).
+  // True when our cse listens on 127.0.0.1:port: /proc/net/tcp has a socket there in state 0A (LISTEN) and
+  // its inode is one of our process's descriptors. Tests run side by side may pick the same free port: a
+  // cse that lost the race exits, and the winner's socket must not be taken for ours.
   bool listening() const {
     std::ifstream in("/proc/net/tcp");
     char want[32];
     std::snprintf(want, sizeof want, "0100007F:%04X", port_);
-    std::string line;
+    std::string line, inode;
     while (std::getline(in, line)) {
       std::istringstream fields(line);
-      std::string slot, local, remote, state;
-      if (fields >> slot >> local >> remote >> state && local == want && state == "0A") return true;
+      std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, node;
+      if (fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >> timeout >> node && local == want &&
+          state == "0A")
+        inode = node;
+    }
+    if (inode.empty()) return false;
+    const std::string socket = "socket:[" + inode + "]";
+    std::error_code ec;
+    for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/fd", ec)) {
+      std::error_code link;
+      if (std::filesystem::read_symlink(fd.path(), link).string() == socket) return true;
     }
     return false;
   }
