@@ -29,8 +29,9 @@ class EnginePooledMemoryTest : public EngineTest {
   }
   int memoryOf(const System& s) {
     int gib = 0;
+    const Topology topology = *fabric_->discover();  // kept: the loop refers into it
     for (const auto& b : s.bindings)
-      for (const auto& d : fabric_->discover()->devices)
+      for (const auto& d : topology.devices)
         if (d.id == b.deviceId && d.kind == DeviceKind::kCxlMemory) gib += d.memoryGiB;
     return gib;
   }
