@@ -171,7 +171,7 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--sim-seed", o.simSeed, "Seed for probabilistic faults")->capture_default_str();
   app.add_option("--driver", o.driver,
                  "Switch driver: simulated (the embedded simulated switch; default), redfish (a fabric manager's Redfish "
-                 "service: --redfish-url, --redfish-fabric, --redfish-user, --redfish-password-file) or switchtec (a Microchip "
+                 "service: --redfish-url, --redfish-fabric, --redfish-user, --redfish-password-file), switchtec (a Microchip "
                  "Switchtec PAX fabric, natively: --switchtec, --switchtec-host; docs/switchtec.md) or cxl (a CXL switch through its "
                  "Fabric Manager API over MCTP: --cxl, --cxl-host, --cxl-dialect; docs/cxl.md)")
       ->check(CLI::IsMember({"simulated", "redfish", "switchtec", "cxl"}))
