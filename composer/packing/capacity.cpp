@@ -1,6 +1,7 @@
 #include "composer/packing/capacity.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_set>
 
 #include "composer/packing/composable_model.h"
@@ -92,19 +93,25 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
       if (domain) ++domain->strandedGpus;
     }
   }
-  for (std::size_t s = 0; s < pool.switches().size(); ++s) {
-    const PoolSwitch& sw = pool.switches()[s];
-    PooledMemoryCapacity m{sw.id, pool.domains()[static_cast<std::size_t>(sw.domain)]};
-    for (const auto& d : pool.devices()) {
-      if (d.switchIndex != static_cast<int>(s) || d.kind != DeviceKind::kCxlMemory) continue;
-      m.totalGiB += d.memoryGiB;
-      ++m.totalDevices;
-      if (d.free && d.health == DeviceHealth::kOk) {
-        m.freeGiB += d.memoryGiB;
-        ++m.freeDevices;
-      }
+  // Pooled memory per switch, in one pass over the devices (a pool of 100,000 GPUs has thousands of switches).
+  std::map<int, PooledMemoryCapacity> memory;  // switch index -> its pooled memory, in switch order
+  for (const auto& d : pool.devices()) {
+    if (d.kind != DeviceKind::kCxlMemory || d.switchIndex < 0) continue;
+    auto [at, fresh] = memory.try_emplace(d.switchIndex);
+    PooledMemoryCapacity& m = at->second;
+    if (fresh) {
+      const PoolSwitch& sw = pool.switches()[static_cast<std::size_t>(d.switchIndex)];
+      m.switchId = sw.id;
+      m.domain = pool.domains()[static_cast<std::size_t>(sw.domain)];
     }
-    if (m.totalDevices == 0) continue;
+    m.totalGiB += d.memoryGiB;
+    ++m.totalDevices;
+    if (d.free && d.health == DeviceHealth::kOk) {
+      m.freeGiB += d.memoryGiB;
+      ++m.freeDevices;
+    }
+  }
+  for (auto& [index, m] : memory) {
     report.freePooledMemoryGiB += m.freeGiB;
     report.pooledMemory.push_back(std::move(m));
   }

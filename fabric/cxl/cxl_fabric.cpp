@@ -11,10 +11,6 @@ namespace switchyard {
 
 namespace {
 
-cxl::Deadline fmDeadlineAfter(Duration d) {
-  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
-}
-
 // CXL's link speed encoding is the PCIe generation (1 = 2.5 GT/s ... 6 = 64 GT/s).
 int cxlLinkGeneration(std::uint8_t speed) { return speed >= 1 && speed <= 6 ? speed : 5; }
 
@@ -59,12 +55,13 @@ Result<std::unique_ptr<CxlFabric>> CxlFabric::connect(CxlOptions options) {
 Result<CxlFabric::Fabric> CxlFabric::readFabric(cxl::FmClient& client, cxl::Deadline deadline) {
   SY_ASSIGN(const auto identity, client.identifySwitch(deadline));
   Fabric f;
+  std::vector<std::uint8_t> active;
   for (unsigned p = 0; p < identity.numPorts; ++p)
-    if (identity.portActive(p)) f.ports.push_back(static_cast<std::uint8_t>(p));
+    if (identity.portActive(p)) active.push_back(static_cast<std::uint8_t>(p));
   std::vector<std::uint8_t> vcsIds;
   for (unsigned v = 0; v < identity.numVcss; ++v)
     if (identity.vcsActive(v)) vcsIds.push_back(static_cast<std::uint8_t>(v));
-  SY_ASSIGN(f.portStates, client.physicalPortState(f.ports, deadline));
+  SY_ASSIGN(f.portStates, client.physicalPortState(active, deadline));
   const auto& ports = f.portStates;
   SY_ASSIGN(const auto vcss, client.virtualSwitches(vcsIds, deadline));
 
@@ -138,7 +135,7 @@ Result<CxlFabric::Fabric> CxlFabric::readFabric(cxl::FmClient& client, cxl::Dead
 Result<Topology> CxlFabric::discover() {
   // What the worker reads lives in `read` (shared): a call that gave up at its deadline leaves it behind.
   auto read = std::make_shared<std::optional<Fabric>>();
-  SY_TRY(exclusive(fmDeadlineAfter(options_.discoveryTimeout), [this, read](cxl::FmClient& c, cxl::Deadline deadline) -> Result<void> {
+  SY_TRY(exclusive(deadlineAfter(options_.discoveryTimeout), [this, read](cxl::FmClient& c, cxl::Deadline deadline) -> Result<void> {
     SY_ASSIGN(*read, readFabric(c, deadline));
     return {};
   }));
@@ -161,11 +158,11 @@ Result<void> CxlFabric::checkNames(std::span<const Binding> bindings) const {
 }
 
 Result<void> CxlFabric::bindAll(std::span<const Binding> bindings, const CallOptions& options) {
-  return change(bindings, true, fmDeadlineAfter(options.timeout));
+  return change(bindings, true, deadlineAfter(options.timeout));
 }
 
 Result<void> CxlFabric::unbindAll(std::span<const Binding> bindings, const CallOptions& options) {
-  return change(bindings, false, fmDeadlineAfter(options.timeout));
+  return change(bindings, false, deadlineAfter(options.timeout));
 }
 
 Result<void> CxlFabric::change(std::span<const Binding> bindings, bool bind, cxl::Deadline deadline) {
@@ -182,7 +179,7 @@ Result<void> CxlFabric::change(std::span<const Binding> bindings, bool bind, cxl
 }
 
 Result<std::vector<Binding>> CxlFabric::readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options) {
-  const auto deadline = fmDeadlineAfter(options.timeout);
+  const auto deadline = deadlineAfter(options.timeout);
   std::vector<std::uint8_t> ids;
   {
     std::lock_guard lock(mutex_);
@@ -210,11 +207,11 @@ Result<std::vector<Binding>> CxlFabric::readBindings(const CallOptions& options)
 
 Result<std::vector<FabricEvent>> CxlFabric::pollEvents() {
   std::lock_guard poll(pollMutex_);
-  const auto deadline = fmDeadlineAfter(std::chrono::seconds(10));
+  const auto deadline = deadlineAfter(std::chrono::seconds(10));
   std::vector<std::uint8_t> ports;
   {
     std::lock_guard lock(mutex_);
-    ports = fabric_.ports;
+    for (const auto& p : fabric_.portStates) ports.push_back(p.port);
   }
   auto read = std::make_shared<std::vector<cxl::PortState>>();
   SY_TRY(exclusive(deadline, [read, ports](cxl::FmClient& c, cxl::Deadline d) -> Result<void> {

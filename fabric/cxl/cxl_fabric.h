@@ -78,8 +78,7 @@ class CxlFabric final : public FabricDriver {
   };
   struct Fabric {  // what discovery learned
     Topology topology;
-    std::vector<std::uint8_t> ports;  // active physical ports
-    std::vector<cxl::PortState> portStates;  // as discovery read them
+    std::vector<cxl::PortState> portStates;  // the active physical ports, as discovery read them
     std::unordered_map<PortId, std::uint8_t> vcsOfHostPort;
     std::unordered_map<std::uint8_t, PortId> hostPortOfVcs;
     std::unordered_map<DeviceId, Target> devices;

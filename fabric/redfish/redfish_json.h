@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "composer/model/call_options.h"
 #include "composer/model/topology.h"
 #include "net/redfish_client.h"
 
@@ -14,9 +15,7 @@ namespace switchyard::redfish {
 
 using nlohmann::json;
 
-inline Deadline deadlineAfter(Duration timeout) {
-  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
-}
+using switchyard::deadlineAfter;
 
 inline std::string lastSegment(const std::string& uri) {
   const auto slash = uri.find_last_of('/', uri.size() > 1 ? uri.size() - 2 : 0);

@@ -14,10 +14,6 @@ using namespace switchtec;
 
 namespace {
 
-Deadline deadlineAfter(Duration d) {
-  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
-}
-
 int generationOf(std::uint8_t rate) { return rate >= 1 && rate <= 6 ? rate : 4; }
 
 bool staleExplains(std::uint32_t status) {
