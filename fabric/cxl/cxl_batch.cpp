@@ -172,6 +172,7 @@ void CxlFabric::runBatch(cxl::FmClient& c, std::span<const std::shared_ptr<cxl::
     }
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       if (auto* r = dynamic_cast<ReadJob*>(jobs[i].get())) {
+        r->bindings.clear();
         for (const auto& [slot, device] : bound)
           if (std::find(r->vcss.begin(), r->vcss.end(), slot.vcs) != r->vcss.end()) r->bindings.push_back({device, fabric_.hostPortOfVcs.at(slot.vcs)});
         r->result = {};

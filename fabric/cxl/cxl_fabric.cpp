@@ -25,7 +25,8 @@ CxlFabric::CxlFabric(CxlOptions options) : options_(std::move(options)), switchI
                                             fmt::format("CXL switch {} at {}", switchId_, options_.transport->describe()),
                                             [this](cxl::FmClient& c, std::span<const std::shared_ptr<cxl::FmWorker::Job>> jobs, cxl::Deadline deadline) {
                                               runBatch(c, jobs, deadline);
-                                            });
+                                            },
+                                            options_.replyTimeout);
 }
 
 std::string CxlFabric::portName(std::uint8_t port) const { return fmt::format("{}-p{}", switchId_, port); }
@@ -33,6 +34,8 @@ std::string CxlFabric::portName(std::uint8_t port) const { return fmt::format("{
 std::uint64_t CxlFabric::commandsSent() const { return worker_->commandsSent(); }
 
 std::uint64_t CxlFabric::sessions() const { return worker_->batches(); }
+
+std::uint64_t CxlFabric::batchReruns() const { return worker_->reruns(); }
 
 Result<void> CxlFabric::exclusive(cxl::Deadline deadline, std::function<Result<void>(cxl::FmClient&, cxl::Deadline)> work) {
   auto job = std::make_shared<ExclusiveJob>();

@@ -40,6 +40,9 @@ struct CxlOptions {
   std::map<std::string, std::string> hostNames;
   cxl::Dialect dialect = cxl::Dialect::spec();
   Duration discoveryTimeout = std::chrono::seconds(30);
+  // The longest wait for one reply (or a connection) within a call's deadline: a lost request fails its
+  // batch after this, and the next call reconnects.
+  Duration replyTimeout = cxl::FmClient::kDefaultReplyTimeout;
   // How an unbind treats the host's link: the engine has the host let go of a device before it unbinds it,
   // so a managed hot-remove is what the host expects.
   cxl::UnbindOption unbindOption = cxl::UnbindOption::kManagedHotRemove;
@@ -70,6 +73,8 @@ class CxlFabric final : public FabricDriver {
   [[nodiscard]] std::uint64_t commandsSent() const;
   // FM sessions opened so far: each runs one batch of the calls that were waiting.
   [[nodiscard]] std::uint64_t sessions() const;
+  // Batches run again on a new session because a reply never came.
+  [[nodiscard]] std::uint64_t batchReruns() const;
 
  private:
   struct Target {  // where a device is on the switch

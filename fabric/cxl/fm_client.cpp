@@ -30,7 +30,14 @@ Result<std::vector<CciMessage>> FmClient::callAll(std::span<const FmRequest> req
   };
   while (next < requests.size() && next < kTags) SY_TRY(sendNext());
   while (done < requests.size()) {
-    auto message = session_.receive(deadline);
+    const Deadline replyBy = std::min(deadline, deadlineAfter(replyTimeout_));
+    auto message = session_.receive(replyBy);
+    if (!message && message.error().code == Code::kDeadlineExceeded && replyBy < deadline) {
+      lostReply_ = true;
+      return fail(Code::kUnavailable, fmt::format("{}: no reply to {} within {} ms ({} of {} replies missing): the switch lost a request or its reply", name_,
+                                                  toString(requests.front().opcode), std::chrono::duration_cast<std::chrono::milliseconds>(replyTimeout_).count(),
+                                                  requests.size() - done, requests.size()));
+    }
     if (!message) return fail(message.error().wrap(fmt::format("{}: waiting for {} of {} replies ({} first)", name_, requests.size() - done, requests.size(), toString(requests.front().opcode))));
     if (message->type != kMctpTypeFmApi || message->tagOwner || !inFlight[message->tag & 7])
       return fail(Code::kUnavailable, fmt::format("{}: a message of type {:02x}h with tag {} answers no request in flight", name_, message->type, message->tag));

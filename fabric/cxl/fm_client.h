@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "composer/model/call_options.h"
 #include "fabric/cxl/fm_api.h"
 #include "fabric/cxl/fm_transport.h"
 
@@ -27,7 +28,11 @@ struct ConfigRead {
 
 class FmClient {
  public:
-  FmClient(FmSession& session, Dialect dialect, std::string switchName) : session_(session), dialect_(dialect), name_(std::move(switchName)) {}
+  // `replyTimeout` bounds the wait for each reply, within the call's deadline: a switch that loses a request
+  // or its reply (cse does, now and then, under load) fails the batch in seconds, not at a long deadline.
+  FmClient(FmSession& session, Dialect dialect, std::string switchName, Duration replyTimeout = kDefaultReplyTimeout)
+      : session_(session), dialect_(dialect), name_(std::move(switchName)), replyTimeout_(replyTimeout) {}
+  static constexpr Duration kDefaultReplyTimeout = std::chrono::seconds(5);
 
   [[nodiscard]] Result<SwitchIdentity> identifySwitch(Deadline deadline);
   [[nodiscard]] Result<std::vector<PortState>> physicalPortState(std::span<const std::uint8_t> ports, Deadline deadline);
@@ -43,6 +48,8 @@ class FmClient {
   [[nodiscard]] Result<LdAllocations> ldAllocations(std::uint8_t port, Deadline deadline);
   [[nodiscard]] Result<void> setLdAllocations(std::uint8_t port, std::uint8_t startLd, std::span<const LdAllocation> lds, Deadline deadline);
 
+  // Whether a reply did not come within the reply timeout (the session is not used again).
+  [[nodiscard]] bool lostReply() const { return lostReply_; }
   // Commands sent through this client (what a compose's cost in round trips is counted by).
   [[nodiscard]] std::uint64_t commandsSent() const { return sent_; }
   // The error for a command the switch answered with `returnCode`.
@@ -60,8 +67,10 @@ class FmClient {
   FmSession& session_;
   Dialect dialect_;
   std::string name_;
+  Duration replyTimeout_;
   std::uint8_t tag_ = 0;
   std::uint64_t sent_ = 0;
+  bool lostReply_ = false;
 };
 
 }  // namespace switchyard::cxl

@@ -7,8 +7,13 @@
 
 namespace switchyard::cxl {
 
-FmWorker::FmWorker(std::shared_ptr<FmEndpoint> endpoint, Dialect dialect, std::string switchName, Runner runner)
-    : endpoint_(std::move(endpoint)), dialect_(dialect), name_(std::move(switchName)), runner_(std::move(runner)), thread_([this] { loop(); }) {}
+FmWorker::FmWorker(std::shared_ptr<FmEndpoint> endpoint, Dialect dialect, std::string switchName, Runner runner, Duration replyTimeout)
+    : endpoint_(std::move(endpoint)),
+      dialect_(dialect),
+      name_(std::move(switchName)),
+      runner_(std::move(runner)),
+      replyTimeout_(replyTimeout),
+      thread_([this] { loop(); }) {}
 
 FmWorker::~FmWorker() {
   {
@@ -65,12 +70,20 @@ void FmWorker::loop() {
       deadline = std::max(deadline, e->job->deadline);
       jobs.push_back(e->job);
     }
-    if (auto session = endpoint_->open(deadline); !session) {
-      for (auto& j : jobs) j->result = fail(session.error().wrap(name_));
-    } else {
-      FmClient client(**session, dialect_, name_);
+    // A reply that never came (a request or its reply lost) ends the session; the batch runs once more on a
+    // new one. That is safe because a batch is planned against what the switch shows when it starts: what the
+    // lost request did (or did not do) is read back, and nothing is sent twice.
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto session = endpoint_->open(std::min(deadline, deadlineAfter(replyTimeout_)));
+      if (!session) {
+        for (auto& j : jobs) j->result = fail(session.error().wrap(name_));
+        break;
+      }
+      FmClient client(**session, dialect_, name_, replyTimeout_);
       runner_(client, jobs, deadline);
       commands_ += client.commandsSent();
+      if (!client.lostReply() || std::chrono::steady_clock::now() >= deadline) break;
+      ++rerun_;
     }
     ++batches_;
     {

@@ -33,10 +33,12 @@ class FmWorker {
     bool exclusive = false;  // runs in a batch of its own (discovery, an event poll)
     Result<void> result;
   };
-  // Runs a batch on one session. The session's deadline is the latest of the batch's.
+  // Runs a batch on one session, and sets every job's result (a batch may run again after a lost reply).
+  // The session's deadline is the latest of the batch's.
   using Runner = std::function<void(FmClient&, std::span<const std::shared_ptr<Job>>, Deadline)>;
 
-  FmWorker(std::shared_ptr<FmEndpoint> endpoint, Dialect dialect, std::string switchName, Runner runner);
+  FmWorker(std::shared_ptr<FmEndpoint> endpoint, Dialect dialect, std::string switchName, Runner runner,
+           Duration replyTimeout = FmClient::kDefaultReplyTimeout);
   ~FmWorker();
   FmWorker(const FmWorker&) = delete;
   FmWorker& operator=(const FmWorker&) = delete;
@@ -47,6 +49,8 @@ class FmWorker {
   [[nodiscard]] std::uint64_t commandsSent() const { return commands_.load(); }
   // Batches run so far (each one session).
   [[nodiscard]] std::uint64_t batches() const { return batches_.load(); }
+  // Batches run a second time because a reply never came.
+  [[nodiscard]] std::uint64_t reruns() const { return rerun_.load(); }
 
  private:
   struct Entry {
@@ -59,11 +63,12 @@ class FmWorker {
   Dialect dialect_;
   std::string name_;
   Runner runner_;
+  Duration replyTimeout_;
   std::mutex mutex_;
   std::condition_variable queued_, finished_;
   std::deque<std::shared_ptr<Entry>> queue_;
   bool stopping_ = false;
-  std::atomic<std::uint64_t> commands_{0}, batches_{0};
+  std::atomic<std::uint64_t> commands_{0}, batches_{0}, rerun_{0};
   std::thread thread_;  // last: started once the rest is built
 };
 

@@ -134,7 +134,9 @@ class Simulation {
     std::string why;
     cse_ = testing::CseProcess::start({.hosts = 4, .vppbsPerVcs = 8, .gpus = 16, .mld = false}, &why);
     if (!cse_) return violation("set-up: cse did not start: " + why);
-    CxlOptions o{.endpoint = cse_->endpoint(), .dialect = cxl::Dialect::jackrabbit()};
+    // A reply lost by cse (now and then, on a loaded machine) costs a batch two reply timeouts at most: well
+    // inside settle()'s 10 s.
+    CxlOptions o{.endpoint = cse_->endpoint(), .dialect = cxl::Dialect::jackrabbit(), .replyTimeout = std::chrono::seconds(2)};
     for (int h = 0; h < 4; ++h) o.hostNames[fmt::format("vcs{}", h)] = fmt::format("host{}", h);
     auto driver = CxlFabric::connect(o);
     if (!driver) return violation("set-up: the CXL driver did not connect: " + driver.error().message);
@@ -389,7 +391,9 @@ class Simulation {
     auto live = engine_->listSystems();
     auto devices = engine_->listDevices();
     auto fabric = driver_->readBindings();
-    if (!live || !devices || !fabric) return (void)violation("cannot read the engine's or the switch's state");
+    if (!live || !devices || !fabric)
+      return (void)violation(fmt::format("cannot read the {}: {}", !fabric ? "switch's bindings" : "engine's state",
+                                         !fabric ? fabric.error().message : !live ? live.error().message : devices.error().message));
     std::map<DeviceId, const System*> inSystem;
     std::map<std::string, int> tenantGpus;
     // The queue: every entry is a queued system with nothing bound, once; every queued system is in it.
