@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Switchyard needs to build, test and benchmark.
-# Idempotent: does nothing (and needs no network) when everything is present.
+# Idempotent: does nothing (and needs no network) when everything is present. Also fetches the QEMU test
+# bed's guest kernel (a linux-image package, extracted into .deps/linux, not installed).
 #   ./setup.sh         what the build, the tests and the benchmarks need
 #   ./setup.sh fuzz    also clang 19 and its libFuzzer runtime, for the fuzz build (tests/README.md)
 #   ./setup.sh dev-certs DIR [CLIENT...]
@@ -55,6 +56,7 @@ PACKAGES=(
   python3-minimal python3-jsonschema redfishtool libssl-dev openssl wrk
   python3-grpcio python3-protobuf prometheus chromium fonts-dejavu-core etcd-server etcd-client
   libsystemd-dev lintian fakeroot help2man python3-venv python3-pip python3-setuptools python3-wheel ccache
+  qemu-system-x86 busybox-static kmod
 )
 # clang 14 (Debian's default) cannot compile libstdc++'s <expected>; 19 can.
 [ "${1:-}" = "fuzz" ] && PACKAGES+=(clang-19 libclang-rt-19-dev)
@@ -64,13 +66,38 @@ for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
+# The QEMU test bed's guest kernel (docs/qemu.md): Debian's own, the package linux-image-amd64 points at,
+# fetched with apt-get download and extracted into .deps/linux (never installed on this machine).
+fetch_kernel() {
+  local root dir
+  root="$(cd "$(dirname "$0")" && pwd)"
+  dir="$root/.deps/linux"
+  compgen -G "$dir/boot/vmlinuz-*" > /dev/null && return 0
+  local package
+  package=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-/ {print $2; exit}')
+  if [ -z "$package" ]; then
+    $SUDO apt-get update -qq
+    package=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-/ {print $2; exit}')
+  fi
+  echo "setup: fetching $package for the QEMU test bed into $dir"
+  local scratch
+  scratch=$(mktemp -d)
+  chmod 755 "$scratch"  # apt-get download runs as _apt where it can
+  (cd "$scratch" && apt-get download -qq "$package" 2> >(grep -v "unsandboxed" >&2))
+  rm -rf "$dir.tmp" && mkdir -p "$dir.tmp"
+  dpkg-deb -x "$scratch"/*.deb "$dir.tmp"
+  rm -rf "$scratch" "$dir" && mv "$dir.tmp" "$dir"
+}
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} packages present"
+  fetch_kernel
   exit 0
 fi
 
 echo "setup: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 $SUDO apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fetch_kernel

@@ -24,12 +24,13 @@ struct DaemonOptions {
   std::string durability = "normal";
   std::filesystem::path topologyFile;
   int generateGpus = 0;
-  std::string driver = "simulated";  // simulated | redfish | switchtec | cxl
+  std::string driver = "simulated";  // simulated | redfish | switchtec | cxl | qemu
   std::string switchtecEndpoint;      // HOST[:PORT][@INSTANCE] or /dev/switchtecN
   std::vector<std::string> switchtecHosts;  // PAXn-pP=NAME: operator names for the fabric's host ports
   std::string cxlEndpoint;                  // HOST[:PORT]: a CXL switch's FM-API endpoint (MCTP over TCP)
   std::vector<std::string> cxlHosts;        // vcsN=NAME: operator names for the switch's virtual CXL switches
   std::string cxlDialect = "spec";          // spec | jackrabbit
+  std::filesystem::path qemuPool;           // the QEMU driver's VMs and device pool (JSON; docs/qemu.md)
   std::vector<std::string> domains;  // NAME=DRIVER[,KEY=VALUE...] (domain_spec.h); empty: one domain from the flags above
   std::string redfishUrl;
   std::string redfishFabric = "CXL";
@@ -172,15 +173,16 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--driver", o.driver,
                  "Switch driver: simulated (the embedded simulated switch; default), redfish (a fabric manager's Redfish "
                  "service: --redfish-url, --redfish-fabric, --redfish-user, --redfish-password-file), switchtec (a Microchip "
-                 "Switchtec PAX fabric, natively: --switchtec, --switchtec-host; docs/switchtec.md) or cxl (a CXL switch through its "
-                 "Fabric Manager API over MCTP: --cxl, --cxl-host, --cxl-dialect; docs/cxl.md)")
-      ->check(CLI::IsMember({"simulated", "redfish", "switchtec", "cxl"}))
+                 "Switchtec PAX fabric, natively: --switchtec, --switchtec-host; docs/switchtec.md), cxl (a CXL switch through its "
+                 "Fabric Manager API over MCTP: --cxl, --cxl-host, --cxl-dialect; docs/cxl.md) or qemu (QEMU VMs as hosts, devices "
+                 "hot-plugged into them over QMP: --qemu-pool; docs/qemu.md)")
+      ->check(CLI::IsMember({"simulated", "redfish", "switchtec", "cxl", "qemu"}))
       ->capture_default_str();
   app.add_option("--domain", o.domains,
                  "A fabric domain of a pool run by several switch managers (repeat per domain): NAME=simulated,topology=FILE "
                  "(or generate-gpus=N; state=FILE|none, latency-ms=N) or NAME=redfish,url=https://HOST[:PORT] (fabric=ID, user=NAME, "
                  "password-file=FILE, ca=FILE) or NAME=switchtec,endpoint=HOST[:PORT]|/dev/switchtecN or "
-                 "NAME=cxl,endpoint=HOST[:PORT] (dialect=spec|jackrabbit). One pool view; no system spans two domains; capacity is shown per domain. "
+                 "NAME=cxl,endpoint=HOST[:PORT] (dialect=spec|jackrabbit) or NAME=qemu,pool=FILE. One pool view; no system spans two domains; capacity is shown per domain. "
                  "Replaces --driver, --topology and --generate-gpus (docs/operations.md)")
       ->excludes("--topology")
       ->excludes("--generate-gpus");
@@ -200,6 +202,10 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
                  "nibble, an MCTP type byte inside tunnelled commands, configuration registers as byte offsets)")
       ->check(CLI::IsMember({"spec", "jackrabbit"}))
       ->capture_default_str();
+  app.add_option("--qemu-pool", o.qemuPool,
+                 "QEMU driver: a JSON file naming the VMs (QMP socket, hot-plug slots) and the device pool (device_add properties: "
+                 "emulated NVMe or NICs, or vfio-pci functions of this hypervisor); format in docs/qemu.md")
+      ->check(CLI::ExistingFile);
   app.add_option("--redfish-url", o.redfishUrl, "Redfish driver: the service, https://HOST[:PORT] (its certificate is verified) or http://");
   app.add_option("--redfish-ca", o.redfishCa, "Redfish driver: trust this CA certificate (PEM) for https, e.g. the manager's self-signed one")
       ->check(CLI::ExistingFile);

@@ -43,7 +43,7 @@ Result<DomainSpec> parseDomainSpec(const std::string& text) {
   const auto usage = fmt::format("--domain '{}': expected NAME=simulated[,topology=FILE|,generate-gpus=N][,state=FILE|none]"
                                  "[,latency-ms=N] or NAME=redfish,url=https://HOST[:PORT][,fabric=ID][,user=NAME]"
                                  "[,password-file=FILE][,ca=FILE] or NAME=switchtec,endpoint=HOST[:PORT]|/dev/switchtecN"
-                                 " or NAME=cxl,endpoint=HOST[:PORT][,dialect=spec|jackrabbit]",
+                                 " or NAME=cxl,endpoint=HOST[:PORT][,dialect=spec|jackrabbit] or NAME=qemu,pool=FILE",
                                  text);
   const auto eq = text.find('=');
   if (eq == std::string::npos) return fail(Code::kInvalidArgument, usage);
@@ -54,11 +54,12 @@ Result<DomainSpec> parseDomainSpec(const std::string& text) {
                 fmt::format("--domain '{}': the name '{}' must be 1 to 63 letters, digits, '-', '_' or '.'", text, spec.name));
   auto parts = splitOn(text.substr(eq + 1), ',');
   spec.driver = parts.front();
-  if (spec.driver != "simulated" && spec.driver != "redfish" && spec.driver != "switchtec" && spec.driver != "cxl")
-    return fail(Code::kInvalidArgument, fmt::format("{}; '{}' is not a driver (simulated, redfish, switchtec or cxl)", usage, spec.driver));
+  if (spec.driver != "simulated" && spec.driver != "redfish" && spec.driver != "switchtec" && spec.driver != "cxl" && spec.driver != "qemu")
+    return fail(Code::kInvalidArgument, fmt::format("{}; '{}' is not a driver (simulated, redfish, switchtec, cxl or qemu)", usage, spec.driver));
   const std::set<std::string> allowed = spec.driver == "simulated"  ? std::set<std::string>{"topology", "generate-gpus", "state", "latency-ms"}
                                         : spec.driver == "redfish" ? std::set<std::string>{"url", "fabric", "user", "password-file", "ca"}
                                         : spec.driver == "cxl"     ? std::set<std::string>{"endpoint", "dialect"}
+                                        : spec.driver == "qemu"    ? std::set<std::string>{"pool"}
                                                                    : std::set<std::string>{"endpoint"};
   std::set<std::string> seen;
   for (std::size_t i = 1; i < parts.size(); ++i) {
@@ -82,6 +83,7 @@ Result<DomainSpec> parseDomainSpec(const std::string& text) {
     else if (key == "password-file") spec.passwordFile = value;
     else if (key == "ca") spec.ca = value;
     else if (key == "endpoint") spec.endpoint = value;
+    else if (key == "pool") spec.pool = value;
     else if (key == "dialect") {
       if (value != "spec" && value != "jackrabbit")
         return fail(Code::kInvalidArgument, fmt::format("--domain '{}': dialect is spec or jackrabbit, not '{}'", text, value));
@@ -98,6 +100,8 @@ Result<DomainSpec> parseDomainSpec(const std::string& text) {
     return fail(Code::kInvalidArgument, fmt::format("--domain '{}': a switchtec domain needs endpoint=HOST[:PORT] or endpoint=/dev/switchtecN", text));
   if (spec.driver == "cxl" && spec.endpoint.empty())
     return fail(Code::kInvalidArgument, fmt::format("--domain '{}': a cxl domain needs endpoint=HOST[:PORT] (the switch's FM-API over MCTP/TCP)", text));
+  if (spec.driver == "qemu" && spec.pool.empty())
+    return fail(Code::kInvalidArgument, fmt::format("--domain '{}': a qemu domain needs pool=FILE (its VMs and device pool; docs/qemu.md)", text));
   return spec;
 }
 

@@ -9,6 +9,7 @@
 // default <state-dir>/sim-fabric-NAME.json; none: memory only), latency-ms.
 // redfish keys: url (required), fabric (default CXL), user, password-file, ca.
 // switchtec keys: endpoint (required). cxl keys: endpoint (required), dialect (spec, or jackrabbit for cse).
+// qemu keys: pool (required: the VMs and device pool file, docs/qemu.md).
 #pragma once
 
 #include <filesystem>
@@ -21,7 +22,7 @@ namespace switchyard {
 
 struct DomainSpec {
   std::string name;
-  std::string driver;  // simulated | redfish | switchtec | cxl
+  std::string driver;  // simulated | redfish | switchtec | cxl | qemu
   // simulated
   std::filesystem::path topology;
   int generateGpus = 0;
@@ -37,6 +38,8 @@ struct DomainSpec {
   std::string endpoint;
   // cxl
   std::string dialect = "spec";
+  // qemu
+  std::filesystem::path pool;
 };
 
 // Checks the syntax and each key for its driver; whether files exist is left to opening the driver.

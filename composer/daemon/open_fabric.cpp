@@ -42,6 +42,7 @@
 #include "fabric/multi_fabric.h"
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/cxl/cxl_fabric.h"
+#include "fabric/qemu/qemu_fabric.h"
 #include "fabric/switchtec/switchtec_fabric.h"
 #include "fabric/simulated_fabric.h"
 #include "agent/simulated_hosts.h"
@@ -122,6 +123,14 @@ Result<std::unique_ptr<FabricDriver>> openCxl(const std::string& endpoint, const
   return std::unique_ptr<FabricDriver>(std::move(fabric));
 }
 
+// QEMU VMs and a device pool from `poolFile`; `prefix` names the switch's and ports' ids.
+Result<std::unique_ptr<FabricDriver>> openQemu(const std::filesystem::path& poolFile, const std::string& prefix) {
+  SY_ASSIGN(auto pool, qemu::loadQemuPool(poolFile.string()));
+  spdlog::info("QEMU pool {}: {} VM(s), {} device(s)", poolFile.string(), pool.hosts.size(), pool.devices.size());
+  SY_ASSIGN(auto fabric, QemuFabric::open({.pool = std::move(pool), .prefix = prefix}));
+  return std::unique_ptr<FabricDriver>(std::move(fabric));
+}
+
 Result<std::unique_ptr<SimulatedFabric>> openSimulated(Topology topology, const std::filesystem::path& statePath, int latencyMs,
                                                        const DaemonOptions& o, Clock& clock) {
   SimulatedFabricOptions simOptions;
@@ -154,6 +163,13 @@ Result<OpenedFabric> openDomains(const DaemonOptions& o, Clock& clock) {
       auto driver = openCxl(spec.endpoint, {}, spec.dialect, spec.name + "-", switchTimeout(o));
       if (!driver) return fail(driver.error().wrap(fmt::format("domain '{}'", spec.name)));
       spdlog::info("domain '{}': CXL switch (FM-API) at {}", spec.name, spec.endpoint);
+      domains.push_back({spec.name, std::move(*driver)});
+      continue;
+    }
+    if (spec.driver == "qemu") {
+      auto driver = openQemu(spec.pool, spec.name + "-");
+      if (!driver) return fail(driver.error().wrap(fmt::format("domain '{}'", spec.name)));
+      spdlog::info("domain '{}': QEMU VMs over QMP", spec.name);
       domains.push_back({spec.name, std::move(*driver)});
       continue;
     }
@@ -208,6 +224,13 @@ Result<OpenedFabric> openFabric(const DaemonOptions& o, Clock& clock) {
     auto fabric = openCxl(o.cxlEndpoint, o.cxlHosts, o.cxlDialect, "", switchTimeout(o));
     if (!fabric) return fail(fabric.error().wrap("--driver cxl"));
     spdlog::info("fabric driver 'cxl': CXL switch (FM-API, {} dialect) at {}", o.cxlDialect, o.cxlEndpoint);
+    return OpenedFabric{std::move(*fabric), {}};
+  }
+  if (o.driver == "qemu") {
+    if (o.qemuPool.empty()) return fail(Code::kInvalidArgument, "--driver qemu needs --qemu-pool FILE (the VMs and the device pool; docs/qemu.md)");
+    auto fabric = openQemu(o.qemuPool, "");
+    if (!fabric) return fail(fabric.error().wrap("--driver qemu"));
+    spdlog::info("fabric driver 'qemu': VMs over QMP, devices hot-plugged");
     return OpenedFabric{std::move(*fabric), {}};
   }
   if (o.driver == "redfish") {

@@ -39,6 +39,11 @@ TEST(DomainSpec, ParsesSimulatedAndRedfishDomains) {
   ASSERT_TRUE(st) << st.error().message;
   EXPECT_EQ(st->driver, "switchtec");
   EXPECT_EQ(st->endpoint, "10.0.0.9:54545");
+
+  auto q = parseDomainSpec("lab=qemu,pool=/etc/switchyard/qemu-pool.json");
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_EQ(q->driver, "qemu");
+  EXPECT_EQ(q->pool, "/etc/switchyard/qemu-pool.json");
 }
 
 TEST(DomainSpec, SaysWhatIsWrong) {
@@ -58,6 +63,8 @@ TEST(DomainSpec, SaysWhatIsWrong) {
   EXPECT_NE(errorOf("a=simulated,generate-gpus=2,generate-gpus=3").find("given twice"), std::string::npos);
   EXPECT_NE(errorOf("a=simulated,generate-gpus").find("is not KEY=VALUE"), std::string::npos);
   EXPECT_NE(errorOf("a=simulated,topology=").find("has no value"), std::string::npos);
+  EXPECT_NE(errorOf("a=qemu").find("needs pool=FILE"), std::string::npos);
+  EXPECT_NE(errorOf("a=qemu,endpoint=x").find("'endpoint' is not a key of the qemu driver"), std::string::npos);
 }
 
 }  // namespace
