@@ -71,7 +71,7 @@ grpc::Status AgentService::Inventory(grpc::ServerContext*, const v1::InventoryRe
     f->set_port_type(std::string(toString(h.pci.portType)));
     f->set_link_generation(h.pci.linkGeneration);
     f->set_link_width(h.pci.linkWidth);
-    if (h.pci.serialNumber) f->set_serial_number(formatSerialNumber(*h.pci.serialNumber));
+    if (auto serial = h.pci.serial(); !serial.empty()) f->set_serial_number(serial);
     f->set_driver(h.pci.driver);
     f->set_numa_node(h.pci.numaNode);
     for (const auto& p : h.pci.parents) f->add_parents(toString(p));

@@ -69,7 +69,7 @@ int memorySlicesOf(const std::string& profile) {
 
 const PciFunction* bySerial(const std::vector<PciFunction>& functions, const std::string& serial) {
   auto it = std::find_if(functions.begin(), functions.end(),
-                         [&](const PciFunction& f) { return !f.bridge && f.serialNumber && formatSerialNumber(*f.serialNumber) == serial; });
+                         [&](const PciFunction& f) { return !f.bridge && f.hasSerial(serial); });
   return it == functions.end() ? nullptr : &*it;
 }
 
@@ -293,7 +293,7 @@ Result<VerifyOutcome> HostOps::verifyPresent(const std::vector<ExpectedDevice>& 
       const PciFunction* match = nullptr;
       for (const auto& f : functions) {
         if (f.portType == PciePortType::kSwitchUpstream || f.portType == PciePortType::kSwitchDownstream || f.bridge) continue;
-        const bool serialOk = e.serialNumber.empty() || (f.serialNumber && formatSerialNumber(*f.serialNumber) == e.serialNumber);
+        const bool serialOk = e.serialNumber.empty() || f.hasSerial(e.serialNumber);
         const bool vendorOk = e.vendorId == 0 || f.vendorId == e.vendorId;
         if (serialOk && vendorOk) {
           if (rootPort && !under(f, *rootPort)) {
@@ -380,7 +380,7 @@ Result<DetachOutcome> HostOps::prepareDetach(const std::vector<ExpectedDevice>& 
   std::vector<std::string> busy;
   for (const auto& e : expected) {
     auto it = std::find_if(functions.begin(), functions.end(), [&](const PciFunction& f) {
-      return !f.bridge && f.serialNumber && formatSerialNumber(*f.serialNumber) == e.serialNumber;
+      return !f.bridge && f.hasSerial(e.serialNumber);
     });
     if (it == functions.end()) {
       actions.push_back(fmt::format("{} (serial {}) is not on this host: nothing to do", e.deviceId, e.serialNumber));
@@ -458,7 +458,7 @@ Result<std::vector<GpuActivity>> HostOps::activity(const std::vector<ExpectedDev
   std::vector<std::pair<const ExpectedDevice*, const PciFunction*>> present;
   for (const auto& e : expected) {
     auto it = std::find_if(functions.begin(), functions.end(), [&](const PciFunction& f) {
-      return !f.bridge && f.serialNumber && formatSerialNumber(*f.serialNumber) == e.serialNumber;
+      return !f.bridge && f.hasSerial(e.serialNumber);
     });
     if (it != functions.end()) present.emplace_back(&e, &*it);
   }

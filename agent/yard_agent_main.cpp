@@ -75,7 +75,7 @@ int printActivity(const HostOps& ops, bool json, int busyAbovePercent) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& f : gpus) {
     const auto address = toString(f.address);
-    const auto serial = f.serialNumber ? formatSerialNumber(*f.serialNumber) : std::string("none");
+    const auto serial = f.serialNumber ? formatSerialNumber(*f.serialNumber) : f.kernelSerial.empty() ? std::string("none") : f.kernelSerial;
     auto a = activity->find(address);
     if (a == activity->end()) {
       if (json) out.push_back({{"address", address}, {"serial", serial}, {"reported", false}});
@@ -125,7 +125,7 @@ void printInventory(const std::vector<HostFunction>& functions, bool json) {
       out.push_back({{"address", toString(f.address)}, {"vendor_id", fmt::format("{:04x}", f.vendorId)}, {"device_id", fmt::format("{:04x}", f.deviceId)},
                      {"class", fmt::format("{:06x}", f.classCode)}, {"port_type", toString(f.portType)},
                      {"link", f.linkGeneration ? fmt::format("{} x{}", linkSpeedText(f.linkGeneration), f.linkWidth) : ""},
-                     {"serial_number", f.serialNumber ? formatSerialNumber(*f.serialNumber) : ""}, {"driver", f.driver},
+                     {"serial_number", f.serial()}, {"driver", f.driver},
                      {"numa_node", f.numaNode}, {"parents", parents}, {"gpu_uuid", h.gpuUuid}});
     }
     fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -137,7 +137,7 @@ void printInventory(const std::vector<HostFunction>& functions, bool json) {
     const auto& f = h.pci;
     rows.push_back({toString(f.address), fmt::format("{:04x}:{:04x}", f.vendorId, f.deviceId), fmt::format("{:06x}", f.classCode),
                     std::string(toString(f.portType)), f.linkGeneration ? fmt::format("{} x{}", linkSpeedText(f.linkGeneration), f.linkWidth) : "-",
-                    f.serialNumber ? formatSerialNumber(*f.serialNumber) : "-", f.driver.empty() ? "-" : f.driver,
+                    f.serial().empty() ? "-" : f.serial(), f.driver.empty() ? "-" : f.driver,
                     f.parents.empty() ? "-" : toString(f.parents.back()), h.gpuUuid.empty() ? "-" : h.gpuUuid});
   }
   std::array<std::size_t, 9> width{};

@@ -74,4 +74,12 @@ std::string linkSpeedText(int generation) {
   return std::string(kSpeeds[generation]);
 }
 
+std::string PciFunction::serial() const { return serialNumber ? formatSerialNumber(*serialNumber) : kernelSerial; }
+
+bool PciFunction::hasSerial(std::string_view serial) const {
+  if (serial.empty()) return false;
+  if (serialNumber && formatSerialNumber(*serialNumber) == serial) return true;
+  return !kernelSerial.empty() && kernelSerial == serial;
+}
+
 }  // namespace switchyard

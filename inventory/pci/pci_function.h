@@ -42,6 +42,10 @@ struct PciFunction {
   int linkGeneration = 0;  // negotiated (Link Status): 1 = 2.5 GT/s ... 6 = 64 GT/s; 0 when not PCIe
   int linkWidth = 0;       // negotiated lanes
   std::optional<std::uint64_t> serialNumber;  // the Device Serial Number extended capability
+  // What the kernel's driver reports as the device's identity where PCIe has no serial: an NVMe
+  // controller's serial (sysfs nvme/nvmeN/serial) or a network function's MAC (net/IF/address). QEMU's
+  // emulated devices, and many real NICs and drives, carry no Device Serial Number capability.
+  std::string kernelSerial;
   std::string driver;                         // the kernel driver bound now ("" when none)
   int numaNode = -1;                          // -1 when the platform does not say
   // Bridges: the bus range behind it.
@@ -52,6 +56,11 @@ struct PciFunction {
   std::vector<PciAddress> parents;
 
   [[nodiscard]] bool isGpu() const { return (classCode >> 16) == 0x03; }  // display controllers: VGA and 3D
+  // Whether this function is the device with `serial`: its Device Serial Number as lspci prints it, or else
+  // the identity its kernel driver reports.
+  [[nodiscard]] bool hasSerial(std::string_view serial) const;
+  // The serial it is known by: the Device Serial Number as lspci prints it, else the kernel's; "" if none.
+  [[nodiscard]] std::string serial() const;
 };
 
 // "48-b0-2d-ff-ff-c1-2d-50": the Device Serial Number the way lspci prints it (most significant byte first).

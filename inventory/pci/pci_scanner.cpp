@@ -118,13 +118,27 @@ std::string readLine(const std::filesystem::path& file) {
   return line;
 }
 
-// The driver bound and the NUMA node, from <root>/bus/pci/devices/<address>/; absent files leave defaults.
+// The driver bound, the identity it reports and the NUMA node, from <root>/bus/pci/devices/<address>/;
+// absent files leave defaults.
 void readSysfsAttributes(const std::filesystem::path& root, PciFunction& f) {
   if (root.empty()) return;
   const auto dir = root / "bus/pci/devices" / toString(f.address);
   std::error_code ec;
   const auto target = std::filesystem::read_symlink(dir / "driver", ec);
   if (!ec) f.driver = target.filename().string();
+  // The driver's identity of the device: an NVMe controller's serial (padded with spaces), a NIC's MAC.
+  for (const auto& [sub, attribute] : {std::pair{"nvme", "serial"}, std::pair{"net", "address"}}) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir / sub, ec)) {
+      auto value = readLine(entry.path() / attribute);
+      while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.pop_back();
+      if (!value.empty()) {
+        f.kernelSerial = value;
+        break;
+      }
+    }
+    ec.clear();
+    if (!f.kernelSerial.empty()) break;
+  }
   const auto numa = readLine(dir / "numa_node");
   int node = -1;
   if (!numa.empty() && std::from_chars(numa.data(), numa.data() + numa.size(), node).ec == std::errc()) f.numaNode = node;

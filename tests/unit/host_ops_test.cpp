@@ -92,6 +92,22 @@ TEST_F(HostOpsTest, ADeviceThatAppearsAfterTheRescanIsFoundWithItsAddressAndUuid
   EXPECT_EQ(readAll(sysfs() / "bus/pci/rescan"), "1");
 }
 
+// A function without the serial asked for in PCIe (no Device Serial Number capability, as on QEMU's
+// emulated drives) is still found by what its kernel driver reports: an NVMe controller's serial, padded
+// with spaces as the kernel shows it.
+TEST_F(HostOpsTest, ADeviceIsFoundByTheSerialItsKernelDriverReports) {
+  gpuAppears();
+  testing::writeFile(sysfs() / "bus/pci/devices" / kGpu / "nvme/nvme0/serial", "SY-GPU-0007         \n");
+  HostOps ops(options());
+  auto outcome = ops.verifyPresent({{"qemu0-gpu7", "SY-GPU-0007", 0, "sw0-usp0"}}, 2s, false);
+  ASSERT_TRUE(outcome) << outcome.error().message;
+  ASSERT_EQ(outcome->found.size(), 1u);
+  EXPECT_EQ(outcome->found[0].pciAddress, kGpu);
+  auto other = ops.verifyPresent({{"qemu0-gpu8", "SY-GPU-0008", 0, "sw0-usp0"}}, 100ms, false);
+  ASSERT_FALSE(other);
+  EXPECT_EQ(other.error().code, Code::kDeadlineExceeded);
+}
+
 TEST_F(HostOpsTest, ADeviceThatNeverAppearsIsADeadlineWithItsSerial) {
   HostOps ops(options());
   const auto started = std::chrono::steady_clock::now();
