@@ -350,6 +350,14 @@ std::vector<DeviceUser> HostOps::usersOf(const PciFunction& function) const {
   const auto address = toString(function.address);
   std::set<std::string> held;
   if (const auto minor = nvidiaInformation(options_.procRoot, address, "Device Minor"); !minor.empty()) held.insert("/dev/nvidia" + minor);
+  // An NVMe controller's character device (/dev/nvme0) and its namespaces and partitions (/dev/nvme0n1p2).
+  std::vector<std::string> heldPrefixes;
+  std::error_code nvmeError;
+  for (const auto& c : std::filesystem::directory_iterator(options_.sysfsRoot / "bus/pci/devices" / address / "nvme", nvmeError)) {
+    const auto controller = c.path().filename().string();
+    held.insert("/dev/" + controller);
+    heldPrefixes.push_back("/dev/" + controller + "n");
+  }
   const std::string sysfsMarker = "/" + address + "/";
   std::vector<DeviceUser> out;
   std::error_code ec;
@@ -361,7 +369,8 @@ std::vector<DeviceUser> HostOps::usersOf(const PciFunction& function) const {
       std::error_code linkError;
       const auto target = std::filesystem::read_symlink(fd.path(), linkError).string();
       if (linkError) continue;
-      if (held.contains(target) || target.find(sysfsMarker) != std::string::npos) {
+      const bool prefixed = std::any_of(heldPrefixes.begin(), heldPrefixes.end(), [&](const std::string& p) { return target.starts_with(p); });
+      if (held.contains(target) || prefixed || target.find(sysfsMarker) != std::string::npos) {
         out.push_back({std::stoi(name), trim(readFile(proc.path() / "comm")), target});
         break;
       }

@@ -126,7 +126,8 @@ class HostOps {
   [[nodiscard]] Result<std::vector<GpuActivity>> activity(const std::vector<ExpectedDevice>& expected) const;
   // The same for `functions` found some other way (yard-agent --print-activity), keyed and named by PCI address.
   [[nodiscard]] Result<std::map<std::string, GpuActivity>> activityOf(const std::vector<PciFunction>& functions) const;
-  // The processes holding the function open (its /dev/nvidiaN node, or one of its sysfs files).
+  // The processes holding the function open (its /dev/nvidiaN node, an NVMe controller's /dev/nvmeN or one of
+  // its namespaces or partitions, or one of its sysfs files).
   [[nodiscard]] std::vector<DeviceUser> usersOf(const PciFunction& function) const;
 
   [[nodiscard]] const HostOpsOptions& options() const { return options_; }

@@ -154,6 +154,24 @@ TEST_F(HostOpsTest, AGpuInUseIsNotReleasedAndTheProcessIsNamed) {
   EXPECT_EQ(readAll(sysfs() / "bus/pci/drivers/nvidia/unbind"), "");
 }
 
+// A drive is in use while a process holds its controller or a namespace or partition of it open (the
+// node names come from sysfs: the function's nvme/nvmeN directory).
+TEST_F(HostOpsTest, ADriveWhoseNamespaceAProcessHoldsIsNotReleased) {
+  gpuAppears();
+  testing::writeFile(sysfs() / "bus/pci/devices" / kGpu / "nvme/nvme3/serial", "SY-GPU-0007\n");
+  testing::writeFile(proc() / "4343" / "comm", "dd\n");
+  std::filesystem::create_directories(proc() / "4343" / "fd");
+  std::filesystem::create_symlink("/dev/nvme3n1p2", proc() / "4343" / "fd" / "3");
+  testing::writeFile(proc() / "4444" / "comm", "bash\n");
+  std::filesystem::create_directories(proc() / "4444" / "fd");
+  std::filesystem::create_symlink("/dev/nvme31n1", proc() / "4444" / "fd" / "3");  // another controller's
+  auto refused = HostOps(options()).prepareDetach({{"qemu0-gpu7", "SY-GPU-0007", 0, "sw0-usp0"}}, false);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(refused.error().message.find("pid 4343 (dd) holding /dev/nvme3n1p2"), std::string::npos) << refused.error().message;
+  EXPECT_EQ(refused.error().message.find("4444"), std::string::npos) << refused.error().message;
+}
+
 TEST_F(HostOpsTest, ReleaseUnbindsTheDriverThenRemovesTheFunctionAndADryRunOnlySaysSo) {
   gpuAppears();
   auto options = this->options();
