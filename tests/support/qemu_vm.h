@@ -156,7 +156,9 @@ class QemuVm {
     for (int i = 1; i <= config_.slots; ++i) args.insert(args.end(), {"-device", fmt::format("pcie-root-port,id=rp{0},slot={0},chassis={0}", i)});
     std::string net = "user,id=n0,restrict=on";
     for (const auto& [host, guest] : config_.forwards) net += fmt::format(",hostfwd=tcp:127.0.0.1:{}-:{}", host, guest);
-    if (config_.guestForward > 0) net += fmt::format(",guestfwd=tcp:10.0.2.100:7390-tcp:127.0.0.1:{}", config_.guestForward);
+    // guestfwd's "tcp:" target is one connection made when QEMU starts; "cmd:" runs the command for each
+    // connection the guest opens, which is what a gRPC client (reconnecting, several streams) needs.
+    if (config_.guestForward > 0) net += fmt::format(",guestfwd=tcp:10.0.2.100:7390-cmd:busybox nc 127.0.0.1 {}", config_.guestForward);
     args.insert(args.end(), {"-netdev", net, "-device", "virtio-net-pci,netdev=n0"});
     args.insert(args.end(), {"-qmp", fmt::format("unix:{},server=on,wait=off", qmpPath()), "-chardev",
                              fmt::format("socket,id=con,path={},server=on,wait=off", (dir_ / "console.sock").string()), "-device",
