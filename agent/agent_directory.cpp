@@ -4,13 +4,44 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <fstream>
 
+#include <nlohmann/json.hpp>
+
+#include "composer/model/durable_file.h"
 #include "net/grpc_status.h"
 
 namespace switchyard::agent {
 
 
-AgentDirectory::AgentDirectory(Clock& clock, AgentDirectoryOptions options) : clock_(clock), options_(std::move(options)) {}
+AgentDirectory::AgentDirectory(Clock& clock, AgentDirectoryOptions options) : clock_(clock), options_(std::move(options)) {
+  if (options_.registrationsFile.empty()) return;
+  std::ifstream in(options_.registrationsFile);
+  if (!in) return;
+  const auto kept = nlohmann::json::parse(in, nullptr, false);
+  if (!kept.is_object()) {
+    spdlog::warn("{} is not a JSON object of host -> agent address: ignored (agents register again at their next heartbeat)",
+                 options_.registrationsFile.string());
+    return;
+  }
+  for (const auto& [host, address] : kept.items()) {
+    if (!address.is_string() || address.get<std::string>().empty()) continue;
+    auto& remote = remotes_[host];
+    remote.address = address.get<std::string>();
+    remote.stub = v1::HostAgent::NewStub(
+        grpc::CreateChannel(remote.address, options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials()));
+    remote.lastHeard = clock_.now();
+    spdlog::info("host agent for {} at {}: registered before the restart, dialed until it misses its heartbeats", host, remote.address);
+  }
+}
+
+void AgentDirectory::saveRegistrations() const {
+  if (options_.registrationsFile.empty()) return;
+  nlohmann::json kept = nlohmann::json::object();
+  for (const auto& [host, r] : remotes_) kept[host] = r.address;
+  if (auto w = writeFileDurably(options_.registrationsFile, kept.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"); !w)
+    spdlog::warn("cannot keep the agents' registrations: {}", w.error().message);
+}
 
 void AgentDirectory::setInventory(const Topology& inventory) {
   std::lock_guard lock(mutex_);
@@ -30,6 +61,7 @@ Result<void> AgentDirectory::registerAgent(const HostId& host, const std::string
     remote.stub = v1::HostAgent::NewStub(
         grpc::CreateChannel(address, options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials()));
     spdlog::info("host agent for {} registered at {}", host, address);
+    saveRegistrations();
   }
   remote.lastHeard = clock_.now();
   return {};
@@ -70,6 +102,7 @@ Result<AgentView> AgentDirectory::deregister(const HostId& host) {
                                                        host, it->second.address, seconds));
   AgentView gone{host, it->second.address, it->second.lastHeard, false};
   remotes_.erase(it);
+  saveRegistrations();
   spdlog::warn("host agent for {} at {} deregistered (silent for {} s)", host, gone.address, seconds);
   return gone;
 }

@@ -10,6 +10,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -30,6 +31,10 @@ struct AgentDirectoryOptions {
   // How yardd dials agents: TLS (the agents' CA, and a client certificate when they require one) or,
   // when null, plaintext.
   std::shared_ptr<grpc::ChannelCredentials> credentials;
+  // Where registrations are kept across yardd's restarts ("" in memory only). yardd resumes unfinished
+  // operations before it listens, so without this no agent could answer a resumed operation's host step:
+  // agents register again only at their next heartbeat, once yardd listens.
+  std::filesystem::path registrationsFile;
 };
 
 struct AgentView {
@@ -41,11 +46,14 @@ struct AgentView {
 
 class AgentDirectory final : public HostAgents {
  public:
+  // Restores the registrations kept in options.registrationsFile, as if each agent had just been heard: one
+  // that is gone is reported silent after the missed heartbeats, as always.
   AgentDirectory(Clock& clock, AgentDirectoryOptions options);
 
   // The pool's hosts (agents may register only for those) and devices (their serials go to the agents).
-  // yardd sets it once the engine has discovered the fabric, before agents can reach the registry.
+  // The engine sets it (inventoryDiscovered) once it has discovered the fabric, before recovery's host steps.
   void setInventory(const Topology& inventory);
+  void inventoryDiscovered(const Topology& inventory) override { setInventory(inventory); }
 
   // In-process agents (the simulated hosts) serve every host no yard-agent registered for.
   void useLocalAgents(HostAgents& local) { local_ = &local; }
@@ -86,6 +94,8 @@ class AgentDirectory final : public HostAgents {
   [[nodiscard]] Result<Route> routeFor(const HostId& host) const;
   // The registered agent for the host (null when none registered), or an error when it has gone silent.
   [[nodiscard]] Result<std::shared_ptr<v1::HostAgent::Stub>> remoteFor(const HostId& host) const;
+  // The registrations kept in options_.registrationsFile (called with mutex_ held); a failure is logged.
+  void saveRegistrations() const;
   void fill(const HostChange& change, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& devices,
             google::protobuf::RepeatedPtrField<v1::MigInstanceSpec>& instances) const;
 

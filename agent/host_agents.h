@@ -80,6 +80,9 @@ struct HostRelease {
 class HostAgents {
  public:
   virtual ~HostAgents() = default;
+  // The pool as the fabric reports it, told by the engine once it has discovered it and before any host
+  // step, recovery's included (an agent is sent each device's serial from it).
+  virtual void inventoryDiscovered(const Topology&) {}
   [[nodiscard]] virtual HostPolicy policy(const HostId& host) const = 0;
   // One line for operators: who serves the host's side and how it is ("yard-agent at 10.0.0.7:7391, heard 2 s ago").
   [[nodiscard]] virtual std::string status(const HostId&) const { return ""; }

@@ -23,6 +23,7 @@ Result<agent::AgentDirectoryOptions> hostSideOptions(const DaemonOptions& o) {
     options.policies[p.substr(0, eq)] = *policy;
   }
   options.heartbeatInterval = std::chrono::seconds(o.agentHeartbeatSeconds);
+  options.registrationsFile = o.stateDir / "agents.json";
   if (!o.agentCa.empty()) {
     auto pem = [](const std::filesystem::path& file) {
       std::ifstream in(file);

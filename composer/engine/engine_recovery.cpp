@@ -22,6 +22,7 @@ Result<void> Engine::loadState() {
   SY_ASSIGN(StoreSnapshot snapshot, store_.load());
   SY_ASSIGN(Topology discovered, driver_.discover());
   SY_TRY(validateTopology(discovered));
+  if (hosts_) hosts_->inventoryDiscovered(discovered);  // before recovery runs a host step
   lastEventSequence_ = snapshot.lastEventSequence;
   storedEventSequence_.store(lastEventSequence_);
   lastAuditSequence_ = snapshot.lastAuditSequence;
