@@ -33,7 +33,19 @@ ours() {
 }
 for _ in $(seq 300); do ours && break; sleep 0.05; done
 ours || fail "cse did not listen on port $port: $(cat "$work/cse/cse.log")"
-jack() { timeout 10 "$bin/jack" "$@" -T 127.0.0.1 -P "$port"; }  # jack has no timeout of its own; it exits 0 on FM-API errors
+# jack has no timeout of its own; it exits 0 on FM-API errors. It crashes now and then (SIGSEGV) when it
+# connects while cse is still tearing down the previous FM's connection: a crashed judge is asked again.
+jack() {
+  local out status attempt
+  for attempt in 1 2 3; do
+    status=0
+    out=$(timeout 10 "$bin/jack" "$@" -T 127.0.0.1 -P "$port") || status=$?
+    if (( status < 128 || status == 124 )); then printf '%s\n' "$out"; return "$status"; fi
+    sleep 0.1
+  done
+  printf '%s\n' "$out"
+  return "$status"
+}
 bound() { jack show vcs -c "$1" | grep "Bound" || true; }
 
 start_yardd() {

@@ -218,13 +218,23 @@ class CseProcess {
     }
   }
   // Runs `jack ARGS -T 127.0.0.1 -P <port>` under a timeout (jack has none of its own) and returns its output.
+  // jack itself crashes now and then when it connects while cse is still tearing down the previous FM's
+  // connection (a SIGSEGV, seen on a loaded machine): a crashed judge is asked again, up to three times.
   [[nodiscard]] std::string jack(const std::string& args) const {
     const auto command = "timeout 10 " + (jackrabbitBin() / "jack").string() + " " + args + " -T 127.0.0.1 -P " + std::to_string(port_) + " 2>&1";
     std::string out;
-    if (FILE* pipe = ::popen(command.c_str(), "r")) {
-      char buffer[4096];
-      while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
-      ::pclose(pipe);
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      out.clear();
+      int status = -1;
+      if (FILE* pipe = ::popen(command.c_str(), "r")) {
+        char buffer[4096];
+        while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) out.append(buffer, n);
+        status = ::pclose(pipe);
+      }
+      const bool crashed = (WIFEXITED(status) && WEXITSTATUS(status) >= 128 && WEXITSTATUS(status) != 124) || WIFSIGNALED(status) ||
+                           out.find("Segmentation fault") != std::string::npos;
+      if (!crashed) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     return out;
   }
