@@ -116,11 +116,13 @@ Result<std::vector<Binding>> QemuFabric::read(std::span<const std::size_t> vms, 
   return out;
 }
 
-Result<std::vector<Binding>> QemuFabric::readBindings(const CallOptions& options) {
+std::vector<std::size_t> QemuFabric::allVms() const {
   std::vector<std::size_t> all(vms_.size());
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  return read(all, options);
+  return all;
 }
+
+Result<std::vector<Binding>> QemuFabric::readBindings(const CallOptions& options) { return read(allVms(), options); }
 
 Result<std::vector<Binding>> QemuFabric::readBindingsOf(std::span<const PortId> upstreamPorts, const CallOptions& options) {
   std::set<std::size_t> vms;
@@ -134,9 +136,7 @@ Result<void> QemuFabric::bindAll(std::span<const Binding> bindings, const CallOp
   if (bindings.empty()) return {};
   SY_TRY(checkNames(bindings));
   const Deadline deadline = deadlineAfter(options.timeout);
-  std::vector<std::size_t> all(vms_.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  SY_ASSIGN(auto where, locate(all, deadline));
+  SY_ASSIGN(auto where, locate(allVms(), deadline));
   std::map<std::size_t, std::vector<const qemu::PoolDevice*>> adds;  // by VM, in index order
   for (const auto& b : bindings) {
     const std::size_t vm = vmOfPort_.at(b.upstreamPortId);
@@ -191,9 +191,7 @@ Result<void> QemuFabric::unbindAll(std::span<const Binding> bindings, const Call
   const Deadline deadline = deadlineAfter(options.timeout);
   std::set<std::size_t> targets;
   for (const auto& b : bindings) targets.insert(vmOfPort_.at(b.upstreamPortId));
-  std::vector<std::size_t> all(vms_.size());
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = i;
-  SY_ASSIGN(auto where, locate(all, deadline));
+  SY_ASSIGN(auto where, locate(allVms(), deadline));
   std::map<std::size_t, std::vector<const qemu::PoolDevice*>> removals;
   for (const auto& b : bindings) {
     auto at = where.find(b.deviceId);

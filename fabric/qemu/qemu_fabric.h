@@ -57,6 +57,7 @@ class QemuFabric final : public FabricDriver {
   explicit QemuFabric(QemuOptions options);
 
   [[nodiscard]] Result<void> checkNames(std::span<const Binding> bindings) const;
+  [[nodiscard]] std::vector<std::size_t> allVms() const;
   // The pool devices each VM holds now: device id -> VM index.
   [[nodiscard]] Result<std::map<DeviceId, std::size_t>> locate(std::span<const std::size_t> vms, std::chrono::steady_clock::time_point deadline);
   [[nodiscard]] Result<void> bindOn(std::size_t vm, const std::vector<const qemu::PoolDevice*>& devices, std::chrono::steady_clock::time_point deadline);

@@ -4,8 +4,6 @@
 // yardd only through QEMU's guestfwd (10.0.2.100:7390 -> 127.0.0.1:<yardd>), yardd reaches each agent
 // through a hostfwd bound to 127.0.0.1.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -13,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/support/free_port.h"
 #include "tests/support/qemu_vm.h"
 
 namespace switchyard {
@@ -22,17 +21,7 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 using testing::QemuVm;
 
-int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
+using testing::freeLoopbackPort;
 
 struct Ran {
   std::string out;
@@ -128,10 +117,10 @@ class QemuYarddTest : public ::testing::Test {
     s.dir = std::filesystem::temp_directory_path() / fmt::format("qemu-yardd-{}", ::getpid());
     std::filesystem::remove_all(s.dir);
     std::filesystem::create_directories(s.dir);
-    const int yarddPort = freePort();
+    const int yarddPort = freeLoopbackPort();
     std::vector<int> agentPorts;
     for (const char* name : {"vm-a", "vm-b"}) {
-      agentPorts.push_back(freePort());
+      agentPorts.push_back(freeLoopbackPort());
       auto vm = QemuVm::start({.name = name, .slots = 3, .forwards = {{agentPorts.back(), 7391}}, .guestForward = yarddPort}, &s.error);
       if (!vm) return;
       s.vms.push_back(std::move(vm));

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "inventory/etcd/etcd_client.h"
+#include "tests/support/free_port.h"
 
 extern char** environ;
 
@@ -45,18 +46,7 @@ class EtcdCluster {
   }
 
   // A port nothing listens on right now (etcd cannot bind port 0 and say which it got).
-  static int freePort() {
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    close(fd);
-    return ntohs(a.sin_port);
-  }
+  static int freePort() { return freeLoopbackPort(); }
 
   using Security = EtcdClusterSecurity;
 

@@ -22,6 +22,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/free_port.h"
+
 extern char** environ;
 
 namespace switchyard::testing {
@@ -245,17 +247,7 @@ class CseProcess {
     static int n = 0;
     return n;
   }
-  static int freePort() {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = 0;
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) port = ntohs(a.sin_port);
-    ::close(fd);
-    return port;
-  }
+  static int freePort() { return freeLoopbackPort(); }
   // True when our cse listens on 127.0.0.1:port: /proc/net/tcp has a socket there in state 0A (LISTEN) and
   // its inode is one of our process's descriptors. Tests run side by side may pick the same free port: a
   // cse that lost the race exits, and the winner's socket must not be taken for ours.
