@@ -141,7 +141,13 @@ Result<void> QemuFabric::bindAll(std::span<const Binding> bindings, const CallOp
   for (const auto& b : bindings) {
     const std::size_t vm = vmOfPort_.at(b.upstreamPortId);
     if (auto at = where.find(b.deviceId); at != where.end()) {
-      if (at->second == vm) continue;  // already there: idempotent
+      if (at->second == vm) {
+        std::lock_guard lock(vms_[vm]->mutex);
+        if (vms_[vm]->unplugPending.contains(devices_.at(b.deviceId)->qemuId()))
+          return fail(Code::kUnavailable, fmt::format("{} is leaving VM {}: its unplug was asked and QEMU cannot cancel it; it goes once the guest lets go",
+                                                      b.deviceId, vms_[vm]->host.name));
+        continue;  // already there: idempotent
+      }
       return fail(Code::kFailedPrecondition, fmt::format("{} is bound to VM {}; unbind it first", b.deviceId, vms_[at->second]->host.name));
     }
     adds[vm].push_back(devices_.at(b.deviceId));
@@ -241,14 +247,17 @@ Result<void> QemuFabric::unbindOn(std::size_t vm, const std::vector<const qemu::
     SY_ASSIGN(auto present, peripherals(s, std::max(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1))));
     std::erase_if(waiting, [&](const std::string& id) { return std::find(present.begin(), present.end(), id) == present.end(); });
     if (!waiting.empty() && std::chrono::steady_clock::now() >= deadline) {
+      v.unplugPending.insert(waiting.begin(), waiting.end());
       std::vector<std::string> names;
       for (const auto& id : waiting) names.push_back(deviceOfQemuId_.at(id));
       return fail(Code::kDeadlineExceeded, fmt::format("the guest of VM {} has not released {} (device_del asked; QEMU waits for the guest's hot-plug driver to let go)",
                                                        v.host.name, fmt::join(names, ", ")));
     }
   }
-  for (const auto* d : devices)
+  for (const auto* d : devices) {
+    v.unplugPending.erase(d->qemuId());
     if (d->backingMiB > 0) (void)s.execute("blockdev-del", {{"node-name", d->blockNode()}}, deadline);
+  }
   return {};
 }
 

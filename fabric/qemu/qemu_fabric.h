@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ class QemuFabric final : public FabricDriver {
     qemu::VmHost host;
     PortId port;
     std::mutex mutex;  // one QMP session at a time, from this driver
+    // QEMU ids whose device_del this driver asked for and saw not complete: QEMU cannot cancel an unplug,
+    // so such a device leaves once the guest lets go, whatever is asked meanwhile (guarded by mutex).
+    std::set<std::string> unplugPending;
   };
   explicit QemuFabric(QemuOptions options);
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fabric/qemu/qmp_client.h"
 #include "tests/support/free_port.h"
 #include "tests/support/qemu_vm.h"
 
@@ -288,6 +289,34 @@ TEST_F(QemuYarddTest, AKill9BetweenTheBindAndTheVerifyEndsWithTheGuestsAgreeingW
   // (kept in <state-dir>/agents.json), so the resumed compose is verified in the guest and finishes.
   EXPECT_EQ(held.size(), 2u) << sys.dump(2) << "\n" << yardd().log();
   EXPECT_TRUE(guestSerials(vm(0)).empty());
+}
+
+// A guest that does not let go (its CPUs stopped, so its pciehp never completes the unplug QEMU asked for):
+// the decompose's unbind ends at the switch timeout, the rollback's re-bind is refused (QEMU cannot cancel an
+// unplug) and the device is quarantined in its system: QEMU still has it and the store still holds it. vm-a is trust-fabric here (no agent steps): the
+// switch's unbind is what meets the guest. Last in the suite: it restarts yardd with other flags.
+TEST_F(QemuYarddTest, ZAGuestThatDoesNotLetGoKeepsTheDeviceAndTheDecomposeFails) {
+  yardd().kill();
+  ASSERT_TRUE(yardd().start({"--switch-timeout", "2", "--host-policy", "vm-a=trust-fabric"})) << yardd().log();
+  ASSERT_EQ(yardd().ctl("compose stuck --host vm-a --gpus 1").status, 0) << yardd().log();
+  ASSERT_TRUE(guestShowsCount(vm(0), 1));
+  const auto device = devicesOf(system("stuck")).at(0);
+  auto qmp = [&](const std::string& command) -> Result<nlohmann::json> {
+    SY_ASSIGN(auto s, qemu::QmpSession::connect(vm(0).qmpPath(), deadlineAfter(10s)));
+    return s.execute(command, command == "qom-list" ? nlohmann::json{{"path", "/machine/peripheral"}} : nlohmann::json::object(), deadlineAfter(10s));
+  };
+  ASSERT_TRUE(qmp("stop"));
+  auto r = yardd().ctl("decompose stuck");
+  auto children = qmp("qom-list");
+  const auto sys = system("stuck");
+  ASSERT_TRUE(qmp("cont"));
+  EXPECT_NE(r.status, 0) << r.out;
+  ASSERT_TRUE(children);
+  EXPECT_NE(children->dump().find("sy-" + device), std::string::npos) << "QEMU still has it: " << children->dump();
+  ASSERT_TRUE(sys.is_object()) << r.out << "\n" << yardd().log();
+  EXPECT_EQ(devicesOf(sys), std::vector<std::string>{device}) << sys.dump(2);
+  // The rollback's re-bind is refused, not reported done: QEMU cannot cancel the unplug it was asked for.
+  EXPECT_NE(r.out.find("is leaving VM vm-a"), std::string::npos) << r.out;
 }
 
 }  // namespace
