@@ -28,11 +28,14 @@ AgentDirectory::AgentDirectory(Clock& clock, AgentDirectoryOptions options) : cl
     if (!address.is_string() || address.get<std::string>().empty()) continue;
     auto& remote = remotes_[host];
     remote.address = address.get<std::string>();
-    remote.stub = v1::HostAgent::NewStub(
-        grpc::CreateChannel(remote.address, options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials()));
+    remote.stub = dial(remote.address);
     remote.lastHeard = clock_.now();
     spdlog::info("host agent for {} at {}: registered before the restart, dialed until it misses its heartbeats", host, remote.address);
   }
+}
+
+std::shared_ptr<v1::HostAgent::Stub> AgentDirectory::dial(const std::string& address) const {
+  return v1::HostAgent::NewStub(grpc::CreateChannel(address, options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials()));
 }
 
 void AgentDirectory::saveRegistrations() const {
@@ -58,8 +61,7 @@ Result<void> AgentDirectory::registerAgent(const HostId& host, const std::string
   auto& remote = remotes_[host];
   if (remote.address != address) {
     remote.address = address;
-    remote.stub = v1::HostAgent::NewStub(
-        grpc::CreateChannel(address, options_.credentials ? options_.credentials : grpc::InsecureChannelCredentials()));
+    remote.stub = dial(address);
     spdlog::info("host agent for {} registered at {}", host, address);
     saveRegistrations();
   }

@@ -94,6 +94,8 @@ class AgentDirectory final : public HostAgents {
   [[nodiscard]] Result<Route> routeFor(const HostId& host) const;
   // The registered agent for the host (null when none registered), or an error when it has gone silent.
   [[nodiscard]] Result<std::shared_ptr<v1::HostAgent::Stub>> remoteFor(const HostId& host) const;
+  // A client of the agent at `address`, over the configured credentials (TLS) or plaintext.
+  [[nodiscard]] std::shared_ptr<v1::HostAgent::Stub> dial(const std::string& address) const;
   // The registrations kept in options_.registrationsFile (called with mutex_ held); a failure is logged.
   void saveRegistrations() const;
   void fill(const HostChange& change, google::protobuf::RepeatedPtrField<v1::ExpectedDevice>& devices,

@@ -75,7 +75,7 @@ int printActivity(const HostOps& ops, bool json, int busyAbovePercent) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& f : gpus) {
     const auto address = toString(f.address);
-    const auto serial = f.serialNumber ? formatSerialNumber(*f.serialNumber) : f.kernelSerial.empty() ? std::string("none") : f.kernelSerial;
+    const auto serial = f.serial().empty() ? std::string("none") : f.serial();
     auto a = activity->find(address);
     if (a == activity->end()) {
       if (json) out.push_back({{"address", address}, {"serial", serial}, {"reported", false}});

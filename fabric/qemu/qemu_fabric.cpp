@@ -132,6 +132,16 @@ Result<std::vector<Binding>> QemuFabric::readBindingsOf(std::span<const PortId> 
   return read(list, options);
 }
 
+Result<void> QemuFabric::perVm(const std::map<std::size_t, std::vector<const qemu::PoolDevice*>>& work,
+                               const std::function<Result<void>(std::size_t, const std::vector<const qemu::PoolDevice*>&)>& apply) {
+  bool appliedSome = false;
+  for (const auto& [vm, devices] : work) {
+    if (auto r = apply(vm, devices); !r) return fail(partial(r.error(), appliedSome));
+    appliedSome = true;
+  }
+  return {};
+}
+
 Result<void> QemuFabric::bindAll(std::span<const Binding> bindings, const CallOptions& options) {
   if (bindings.empty()) return {};
   SY_TRY(checkNames(bindings));
@@ -152,13 +162,7 @@ Result<void> QemuFabric::bindAll(std::span<const Binding> bindings, const CallOp
     }
     adds[vm].push_back(devices_.at(b.deviceId));
   }
-  bool appliedSome = false;
-  for (const auto& [vm, devices] : adds) {
-    auto r = bindOn(vm, devices, deadline);
-    if (!r) return fail(partial(r.error(), appliedSome));
-    appliedSome = true;
-  }
-  return {};
+  return perVm(adds, [&](std::size_t vm, const auto& devices) { return bindOn(vm, devices, deadline); });
 }
 
 Result<void> QemuFabric::bindOn(std::size_t vm, const std::vector<const qemu::PoolDevice*>& devices, Deadline deadline) {
@@ -195,8 +199,6 @@ Result<void> QemuFabric::unbindAll(std::span<const Binding> bindings, const Call
   if (bindings.empty()) return {};
   SY_TRY(checkNames(bindings));
   const Deadline deadline = deadlineAfter(options.timeout);
-  std::set<std::size_t> targets;
-  for (const auto& b : bindings) targets.insert(vmOfPort_.at(b.upstreamPortId));
   SY_ASSIGN(auto where, locate(allVms(), deadline));
   std::map<std::size_t, std::vector<const qemu::PoolDevice*>> removals;
   for (const auto& b : bindings) {
@@ -206,13 +208,7 @@ Result<void> QemuFabric::unbindAll(std::span<const Binding> bindings, const Call
     if (at->second != vm) return fail(Code::kFailedPrecondition, fmt::format("{} is bound to VM {}, not {}", b.deviceId, vms_[at->second]->host.name, vms_[vm]->host.name));
     removals[vm].push_back(devices_.at(b.deviceId));
   }
-  bool appliedSome = false;
-  for (const auto& [vm, devices] : removals) {
-    auto r = unbindOn(vm, devices, deadline);
-    if (!r) return fail(partial(r.error(), appliedSome));
-    appliedSome = true;
-  }
-  return {};
+  return perVm(removals, [&](std::size_t vm, const auto& devices) { return unbindOn(vm, devices, deadline); });
 }
 
 Result<void> QemuFabric::unbindOn(std::size_t vm, const std::vector<const qemu::PoolDevice*>& devices, Deadline deadline) {

@@ -15,6 +15,7 @@
 // touching different VMs run in parallel; those touching one VM are serialized by it.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -67,6 +68,10 @@ class QemuFabric final : public FabricDriver {
   [[nodiscard]] Result<void> bindOn(std::size_t vm, const std::vector<const qemu::PoolDevice*>& devices, std::chrono::steady_clock::time_point deadline);
   [[nodiscard]] Result<void> unbindOn(std::size_t vm, const std::vector<const qemu::PoolDevice*>& devices, std::chrono::steady_clock::time_point deadline);
   [[nodiscard]] Result<std::vector<Binding>> read(std::span<const std::size_t> vms, const CallOptions& options);
+  // Runs `apply` for each VM's devices in VM order; a failure after one VM was changed is never "changed
+  // nothing" (kUnavailable).
+  [[nodiscard]] Result<void> perVm(const std::map<std::size_t, std::vector<const qemu::PoolDevice*>>& work,
+                                   const std::function<Result<void>(std::size_t, const std::vector<const qemu::PoolDevice*>&)>& apply);
 
   QemuOptions options_;
   SwitchId switchId_;

@@ -1,7 +1,7 @@
 // One QMP session with a QEMU process (the QEMU Machine Protocol: JSON objects, one per line, over a Unix
 // socket). Connecting reads the greeting and negotiates capabilities; execute() sends a command and returns
 // its "return" member, or its "error" as a Switchyard error; events that arrive meanwhile are kept, in order,
-// for takeEvents() and waitEvent(). Every step has a deadline. QEMU serves one client per QMP socket at a
+// for waitEvent(). Every step has a deadline. QEMU serves one client per QMP socket at a
 // time, so a driver opens a session per call and holds none idle.
 #pragma once
 
@@ -40,8 +40,6 @@ class QmpSession {
   // Waits for an event that satisfies `match` (taking it, and keeping the others); kDeadlineExceeded when
   // none came in time.
   [[nodiscard]] Result<Json> waitEvent(const std::function<bool(const Json&)>& match, Deadline deadline);
-  // The events received so far, oldest first.
-  [[nodiscard]] std::deque<Json> takeEvents() { return std::exchange(events_, {}); }
 
  private:
   QmpSession(tcp::Fd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}

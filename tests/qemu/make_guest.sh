@@ -43,14 +43,11 @@ depmod -b "$root" "$version"
 
 if [ -n "$agent" ]; then
   cp "$agent" "$root/usr/sbin/yard-agent"
-  # Every library at the path ldd gives, and the loader.
-  for lib in $(ldd "$agent" | awk '/=>/ {print $3} /^\s*\/.*ld-linux/ {print $1}'); do
+  # Every library at the path ldd gives, the loader (/lib64/ld-linux-x86-64.so.2) included.
+  for lib in $(ldd "$agent" | awk '/=>/ {print $3} $1 ~ /^\// {print $1}'); do
     mkdir -p "$root$(dirname "$lib")"
     cp -L "$lib" "$root$lib"
   done
-  [ -e "$root/lib64" ] || ln -s lib "$root/lib64"
-  mkdir -p "$root/lib64" 2>/dev/null || true
-  cp -L /lib64/ld-linux-x86-64.so.2 "$root/lib64/" 2>/dev/null || true
 fi
 
 cat > "$root/init" <<'INIT'
