@@ -1,5 +1,8 @@
-// hosts, devices (and `devices release`), systems, topology: what is in the pool and who holds it.
+// hosts, devices (and `devices release`), systems (and `systems forget`), topology: what is in the pool and who holds it.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "cli/commands.h"
 #include "cli/release_command.h"
@@ -24,7 +27,14 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
   devices->callback([ctx, filter, devices] {
     if (!devices->get_subcommands().empty()) return;  // `devices release` ran instead
     pb::ListDevicesResponse r;
-    if ((ctx.rc = ctx.allPages(&pb::Switchyard::Stub::ListDevices, *filter, r)) == kExitOk) emit(ctx.g, r, printDevices);
+    if ((ctx.rc = ctx.allPages(&pb::Switchyard::Stub::ListDevices, *filter, r)) != kExitOk) return;
+    if (const auto none = noneMatched("device", "yardctl devices",
+                                      {{"--free", filter->free_only() ? "(set)" : ""}, {"--model", filter->model()}, {"--switch", filter->switch_id()},
+                                       {"--host", filter->host_id()}, {"--system", filter->system()}});
+        r.devices().empty() && !none.empty() && ctx.g.format() == Format::kTable)
+      std::cout << none << "\n";
+    else
+      emit(ctx.g, r, printDevices);
   });
   addReleaseCommand(*devices, [ctx](const pb::ReleaseDeviceRequest& req, pb::Device& d) {
     return ctx.client().call(&pb::Switchyard::Stub::ReleaseDevice, req, d);
@@ -38,9 +48,10 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
   systems->add_option("system", f->system, "Show this system (id or name)");
   systems->add_option("--tenant", f->tenant, "Only this tenant's systems");
   systems->add_option("-l,--selector", f->selector,
-                      "Only systems whose labels match: team=vision, team!=vision, gpu (has the label), !spot (has not); "
-                      "comma-separated, all must hold");
-  systems->callback([ctx, f] {
+                      "Only systems whose labels match: team=vision, team!=vision, gpu (has the label), !spot (has not), "
+                      "'env in (dev,prod)', 'env notin (dev)'; comma-separated, all must hold");
+  systems->callback([ctx, f, systems] {
+    if (!systems->get_subcommands().empty()) return;  // `systems forget` ran instead
     if (!f->system.empty()) {
       pb::GetSystemRequest req;
       req.set_system(f->system);
@@ -52,7 +63,30 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
     req.set_tenant(f->tenant);
     req.set_label_selector(f->selector);
     pb::ListSystemsResponse r;
-    if ((ctx.rc = ctx.allPages(&pb::Switchyard::Stub::ListSystems, req, r)) == kExitOk) emit(ctx.g, r, printSystems);
+    if ((ctx.rc = ctx.allPages(&pb::Switchyard::Stub::ListSystems, req, r)) != kExitOk) return;
+    if (const auto none = noneMatched("system", "yardctl systems", {{"-l", f->selector}, {"--tenant", f->tenant}});
+        r.systems().empty() && !none.empty() && ctx.g.format() == Format::kTable)
+      std::cout << none << "\n";
+    else
+      emit(ctx.g, r, printSystems);
+  });
+
+  auto forgotten = std::make_shared<std::string>();
+  auto* forget = systems->add_subcommand(
+      "forget",
+      "Drop a system whose devices the fabric no longer reports (admins; audited): it ends as decomposed and nothing is "
+      "unbound. For a system left behind when yardd's store was taken over by another fabric (yardd --adopt-fabric) or "
+      "whose chassis left the pool for good; a system with a device the fabric still reports is refused: decompose it");
+  forget->add_option("system", *forgotten, "The system (id or name)")->required();
+  forget->callback([ctx, forgotten] {
+    pb::ForgetSystemRequest req;
+    req.set_system(*forgotten);
+    pb::System s;
+    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::ForgetSystem, req, s)) != kExitOk) return;
+    if (ctx.g.format() == Format::kJson)
+      std::cout << toJson(s) << "\n";
+    else
+      std::cout << fmt::format("{} ({}): {}\n", s.name(), s.id(), s.state_reason());
   });
 
   app.add_subcommand("topology", "Show switches and ports as a tree, with what is bound where")->callback([ctx] {

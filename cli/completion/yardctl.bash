@@ -1,6 +1,7 @@
 # bash completion for yardctl (installed as /usr/share/bash-completion/completions/yardctl).
 # Subcommands and flags come from yardctl's own --help, so they never fall behind the program; system names
-# (after decompose, attach, detach, renew, systems) come from the yardd that yardctl would talk to.
+# (after decompose, attach, detach, renew, systems, systems forget) and device ids (-d, devices release) come from
+# the yardd that yardctl would talk to; flag values (-o, --p2p, --by, ops --type/--state) are listed here.
 
 _yardctl_help() {  # the --help text of `yardctl WORDS...`, cached for this shell
     local key="_$*"
@@ -15,7 +16,7 @@ _yardctl_subcommands() {  # the subcommands `yardctl WORDS...` takes
 }
 
 _yardctl_flags() {
-    _yardctl_help "$@" | grep -oE '(^|[ ,])--?[a-zA-Z][a-zA-Z-]*' | sed -E 's/^[ ,]//' | sort -u
+    _yardctl_help "$@" | grep -oE '(^|[ ,])--?[a-zA-Z][a-zA-Z0-9-]*' | sed -E 's/^[ ,]//' | sort -u
 }
 
 _yardctl() {
@@ -35,7 +36,12 @@ _yardctl() {
     done
 
     case $prev in
-        -o|--output) COMPREPLY=($(compgen -W "table json" -- "$cur")); return ;;
+        -o|--output) COMPREPLY=($(compgen -W "table json csv" -- "$cur")); return ;;
+        --p2p) COMPREPLY=($(compgen -W "required preferred none" -- "$cur")); return ;;
+        --by) COMPREPLY=($(compgen -W "tenant system model" -- "$cur")); return ;;
+        --type|--kind) [[ ${chain[0]} == ops ]] && { COMPREPLY=($(compgen -W "compose decompose attach detach" -- "$cur")); return; } ;;
+        --state) [[ ${chain[0]} == ops ]] && { COMPREPLY=($(compgen -W "queued running rolling-back succeeded failed" -- "$cur")); return; } ;;
+        -d|--device) COMPREPLY=($(compgen -W "$(yardctl devices -o json 2>/dev/null | grep -oE '"id": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/')" -- "$cur")); return ;;
         --priority) COMPREPLY=($(compgen -W "production batch spot" -- "$cur")); return ;;
         --ca|--cert|--key|--token-file|-f|--file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --context) COMPREPLY=($(compgen -W "$(yardctl context list -o json 2>/dev/null | grep -oE '"name": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/')" -- "$cur")); return ;;
@@ -49,7 +55,9 @@ _yardctl() {
     case ${chain[*]} in
         "context use"|"context delete"|"context set")
             candidates+=" $(yardctl context list -o json 2>/dev/null | grep -oE '"name": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/')" ;;
-        decompose|attach|detach|renew|systems|"queue cancel")
+        "devices release")
+            candidates+=" $(yardctl devices -o json 2>/dev/null | grep -oE '"id": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/')" ;;
+        decompose|attach|detach|renew|systems|"systems forget"|"queue cancel")
             candidates+=" $(yardctl systems -o json 2>/dev/null | grep -oE '"name": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/')" ;;
     esac
     COMPREPLY=($(compgen -W "$candidates" -- "$cur"))

@@ -237,6 +237,15 @@ grpc::ServerUnaryReactor* SwitchyardService::ReleaseDevice(Context* ctx, const v
   return reactor;
 }
 
+grpc::ServerUnaryReactor* SwitchyardService::ForgetSystem(Context* ctx, const v1::ForgetSystemRequest* req, v1::System* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
+  return answer<System>(
+      ctx, [c = *caller, system = req->system()](EngineCore& core) { return core.forgetSystem(c, system); },
+      [out](const System& s) { toProto(s, *out); });
+}
+
 grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::ListHostsRequest* req, v1::ListHostsResponse* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));

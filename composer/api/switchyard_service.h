@@ -59,6 +59,7 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   Unary* ListQueue(Context*, const v1::ListQueueRequest*, v1::ListQueueResponse*) override;
   Unary* CancelQueued(Context*, const v1::CancelQueuedRequest*, v1::Operation*) override;
   Unary* RenewLease(Context*, const v1::RenewLeaseRequest*, v1::System*) override;
+  Unary* ForgetSystem(Context*, const v1::ForgetSystemRequest*, v1::System*) override;
   Unary* GetUsage(Context*, const v1::GetUsageRequest*, v1::UsageResponse*) override;
   Unary* ListIdle(Context*, const v1::ListIdleRequest*, v1::ListIdleResponse*) override;
   Unary* WhoAmI(Context*, const v1::WhoAmIRequest*, v1::WhoAmIResponse*) override;

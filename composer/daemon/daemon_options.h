@@ -21,6 +21,7 @@ struct DaemonOptions {
   std::string listen = "127.0.0.1:7390";
   std::filesystem::path stateDir = defaultStateDir();
   std::filesystem::path dbPath;  // default: <state-dir>/yard.db
+  bool adoptFabric = false;       // start on a store another fabric made (EngineOptions::adoptFabric)
   std::string durability = "normal";
   std::filesystem::path topologyFile;
   int generateGpus = 0;
@@ -143,6 +144,10 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->capture_default_str();
   app.add_option("--advertise", o.advertise, "With an etcd store: this yardd's address as the leader key shows it (default: --listen)");
   app.add_option("--db", o.dbPath, "SQLite database path (default: <state-dir>/yard.db)");
+  app.add_flag("--adopt-fabric", o.adoptFabric,
+               "Start on a store that another fabric made (none of the switches it records is in this one; without this flag "
+               "yardd refuses, naming both). Its systems on devices this fabric lacks stay degraded until `yardctl systems "
+               "forget NAME` removes them. Usually the better answer is a state directory of the fabric's own (--state-dir)");
   app.add_option("--store", o.store,
                  "Where the state lives: empty for the SQLite file (--db), or etcd://HOST:PORT[,HOST:PORT...][/PREFIX] for an etcd "
                  "cluster (etcds:// over TLS; prefix default /switchyard/; etcd needs --max-txn-ops 16384; docs/operations.md)");
@@ -319,7 +324,7 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->group("Idle reclaim");
   app.add_option("--reclaim-idle-after", o.reclaimIdleAfter,
                  "Take back GPUs idle this long from systems whose tenant (identities file: reclaim_idle_after) and labels "
-                 "(reclaim-idle-after) choose nothing; never: off")
+                 "(reclaim-idle-after) choose nothing; at least 1m; never: off")
       ->check(CLI::Validator(
           [](std::string& v) {
             const auto d = parseDuration(v);

@@ -120,6 +120,7 @@ Result<EngineOptions> engineOptionsOf(const DaemonOptions& o, std::shared_ptr<co
   EngineOptions options;
   options.placement = std::move(scheduler);
   options.driverThreads = o.driverThreads;
+  options.adoptFabric = o.adoptFabric;
   options.switchCallTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.switchTimeoutSeconds * 1000));
   options.hostCallTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.hostTimeoutSeconds * 1000));
   options.reconcileInterval = std::chrono::seconds(o.reconcileIntervalSeconds);

@@ -296,6 +296,7 @@ class Engine {
   [[nodiscard]] Result<Operation> detachOnControl(const Caller& caller, const DetachRequest& request);
   [[nodiscard]] Result<Operation> cancelQueuedOnControl(const Caller& caller, const std::string& idOrName);
   [[nodiscard]] Result<System> renewLeaseOnControl(const Caller& caller, const std::string& idOrName, std::chrono::milliseconds lease);
+  [[nodiscard]] Result<System> forgetSystemOnControl(const Caller& caller, const std::string& idOrName);  // engine_forget.cpp
   [[nodiscard]] Result<PlanOutcome> planOnControl(const PlacementRequest& request, std::string_view className);
   [[nodiscard]] Result<std::vector<Placement>> planSystemsOnControl(const std::vector<ComposeRequest>& requests);
   [[nodiscard]] Result<std::vector<Reservation>> listReservationsOnControl();

@@ -1,6 +1,7 @@
 // Accepting work: validate a request, let the packing core place it, and record the operation with its
 // reservation in one transaction before anything touches the switch. Runs on the control thread.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -125,6 +126,12 @@ Result<Operation> Engine::launch(const Acceptance& a, Operation op, const std::s
 }
 
 namespace {
+
+std::string describeDevices(const std::vector<Binding>& bindings) {
+  std::vector<DeviceId> ids;
+  for (const auto& b : bindings) ids.push_back(b.deviceId);
+  return fmt::format("{}", fmt::join(ids, ", "));
+}
 
 // Devices a request names that are quarantined: said as such, with why and the way out, rather than "busy".
 Result<void> noneQuarantined(const PoolState& state, const PlacementRequest& request) {
@@ -389,6 +396,14 @@ Result<Operation> Engine::acceptDecompose(const Acceptance& a, const std::string
                       caller.identity);
   }
   SY_ASSIGN(System system, idleSystem(*state_, idOrName, caller, "decompose"));
+  // Nothing of it is in the fabric (a store taken over by another fabric, a chassis gone for good): no unbind
+  // could succeed, and the rollback would leave it as it is. Say what ends it instead.
+  if (!system.bindings.empty() && std::none_of(system.bindings.begin(), system.bindings.end(),
+                                               [&](const Binding& b) { return state_->index().device(b.deviceId) != nullptr; }))
+    return fail(Code::kFailedPrecondition,
+                fmt::format("the fabric reports none of {}'s {} device(s) ({}), so nothing can be unbound; if they are gone for good, an "
+                            "admin forgets the system: `yardctl systems forget {}`",
+                            system.name, system.bindings.size(), describeDevices(system.bindings), system.name));
   SY_ASSIGN(const HostPolicy policy, hostPolicy(system.hostId));
   Operation op = newOperation(OperationKind::kDecompose, system, a);
   op.gpuInstances = system.gpuInstances;  // all of them leave, with their GPUs

@@ -28,6 +28,7 @@ Result<Operation> EngineCore::cancelQueued(const Caller& caller, const std::stri
 Result<System> EngineCore::renewLease(const Caller& caller, const std::string& system, std::chrono::milliseconds lease) {
   SY_CORE_CALL(renewLeaseOnControl(caller, system, lease));
 }
+Result<System> EngineCore::forgetSystem(const Caller& caller, const std::string& system) { SY_CORE_CALL(forgetSystemOnControl(caller, system)); }
 Result<PlanOutcome> EngineCore::plan(const PlacementRequest& request, std::string_view priorityClass) { SY_CORE_CALL(planOnControl(request, priorityClass)); }
 Result<std::vector<Placement>> EngineCore::planSystems(const std::vector<ComposeRequest>& requests) { SY_CORE_CALL(planSystemsOnControl(requests)); }
 Result<Reservation> EngineCore::reserve(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime) {

@@ -41,6 +41,8 @@ class EngineCore {
   [[nodiscard]] Result<Operation> detach(const Caller& caller, const DetachRequest& request);
   [[nodiscard]] Result<Operation> cancelQueued(const Caller& caller, const std::string& idOrName);
   [[nodiscard]] Result<System> renewLease(const Caller& caller, const std::string& system, std::chrono::milliseconds lease);
+  // An admin drops a system whose devices no fabric reports (engine_forget.cpp): decomposed, nothing unbound.
+  [[nodiscard]] Result<System> forgetSystem(const Caller& caller, const std::string& system);
   [[nodiscard]] Result<PlanOutcome> plan(const PlacementRequest& request, std::string_view priorityClass = {});
   [[nodiscard]] Result<std::vector<Placement>> planSystems(const std::vector<ComposeRequest>& requests);
   [[nodiscard]] Result<Reservation> reserve(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime);

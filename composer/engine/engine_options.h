@@ -69,6 +69,10 @@ struct EngineOptions {
   // it, and the blocking waitOperation steps until the operation ends. The periodic rounds (fabric poll,
   // deadlines, prune, reconcile, activity) do not run by themselves: call them. Never for yardd.
   bool stepped = false;
+  // Start even when the store was made by another fabric (not one switch of its inventory is in the fabric's):
+  // the store's systems on devices this fabric lacks stay degraded until `yardctl systems forget` removes them.
+  // Off: such a start is refused, naming both fabrics (a state directory reused across fabrics, issue 63).
+  bool adoptFabric = false;
   // Called once, on the control thread, when the engine stops writing for good (the store failed or fenced
   // it out): the daemon stops serving and exits for its service manager to restart it. Must return quickly.
   std::function<void(const std::string& why)> onHalt;

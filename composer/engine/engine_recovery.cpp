@@ -16,12 +16,56 @@
 
 namespace switchyard {
 
+namespace {
+
+std::string describeSwitches(const Topology& t) {
+  std::vector<std::string> names;
+  for (const auto& sw : t.switches) {
+    if (names.size() == 4) {
+      names.push_back(fmt::format("and {} more", t.switches.size() - 4));
+      break;
+    }
+    names.push_back(sw.model.empty() ? sw.id : fmt::format("{} ({})", sw.id, sw.model));
+  }
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// A store belongs to the fabric that made it: its inventory records that fabric's switches. A fabric that
+// reports none of them is another fabric (a state directory reused across drivers, issue 63): the store's systems
+// name devices it does not have, and no decompose could release them.
+// Answers whether the store was adopted from another fabric.
+Result<bool> checkSameFabric(const Topology& stored, const Topology& discovered, std::string_view driver, std::size_t systems, bool adopt) {
+  if (stored.switches.empty() || discovered.switches.empty()) return false;
+  std::set<SwitchId> before;
+  for (const auto& sw : stored.switches) before.insert(sw.id);
+  for (const auto& sw : discovered.switches)
+    if (before.contains(sw.id)) return false;
+  if (adopt) {
+    spdlog::warn("the store was made by another fabric (switches {}); adopting this {} fabric (switches {}) as --adopt-fabric asks: {} system(s) "
+                 "on devices it lacks stay degraded until `yardctl systems forget` removes them",
+                 describeSwitches(stored), driver, describeSwitches(discovered), systems);
+    return true;
+  }
+  return fail(Code::kFailedPrecondition,
+              fmt::format("this store was made by another fabric: it records switches {}, and the {} fabric reports {}, none of them the "
+                          "same; its {} system(s) would name devices this fabric does not have. Give this fabric its own state "
+                          "(--state-dir DIR, or --db FILE), or start with --adopt-fabric to take this store over (its systems on missing "
+                          "devices stay degraded until `yardctl systems forget NAME` removes them)",
+                          describeSwitches(stored), driver, describeSwitches(discovered), systems));
+}
+
+}  // namespace
+
 Result<void> Engine::loadState() {
   // Fence out whichever yardd wrote before this one, then read what it left.
   SY_ASSIGN(writerEpoch_, store_.claimWriter());
   SY_ASSIGN(StoreSnapshot snapshot, store_.load());
   SY_ASSIGN(Topology discovered, driver_.discover());
   SY_TRY(validateTopology(discovered));
+  bool adopted = false;
+  if (snapshot.inventory) {
+    SY_ASSIGN(adopted, checkSameFabric(*snapshot.inventory, discovered, driver_.name(), snapshot.systems.size(), options_.adoptFabric));
+  }
   if (hosts_) hosts_->inventoryDiscovered(discovered);  // before recovery runs a host step
   lastEventSequence_ = snapshot.lastEventSequence;
   storedEventSequence_.store(lastEventSequence_);
@@ -36,6 +80,10 @@ Result<void> Engine::loadState() {
                                  fmt::format("{} fabric: {} switch(es), {} host(s), {} device(s)", driver_.name(),
                                              discovered.switches.size(), discovered.hosts.size(), discovered.devices.size())));
   } else {
+    if (adopted)
+      m.events.push_back(makeEvent("inventory.fabric-adopted", std::string(driver_.name()),
+                                   fmt::format("the store, made by a fabric of switches {}, was taken over by this {} fabric (switches {}; --adopt-fabric)",
+                                               describeSwitches(*snapshot.inventory), driver_.name(), describeSwitches(discovered))));
     std::set<DeviceId> before, after;
     for (const auto& d : snapshot.inventory->devices) before.insert(d.id);
     for (const auto& d : discovered.devices) after.insert(d.id);
@@ -117,7 +165,7 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
       auto it = fabric.find(b.deviceId);
       if (it == fabric.end()) {
         degraded = true;
-        why.push_back(fmt::format("{} is unbound in the fabric", b.deviceId));
+        why.push_back(fmt::format("{} is {} the fabric", b.deviceId, state_->index().device(b.deviceId) ? "unbound in" : "not in"));
         report("missing-binding", b.deviceId,
                fmt::format("{} is in system {} ({}) bound to {}, but the fabric reports it unbound", b.deviceId, system.name, id, b.upstreamPortId));
       } else if (it->second != b.upstreamPortId) {

@@ -208,5 +208,48 @@ TEST_F(DaemonTest, CreatesTheSimulatedSwitchStateDirectory) {
   EXPECT_TRUE(std::filesystem::exists(dir_ / "no" / "such" / "dir" / "sim.json"));
 }
 
+// Issue 63, the ghost-system trap: the README's Switchtec example once reused the quick start's state directory;
+// yardd then served a system on devices the PAX fabric does not have, decompose failed, and nothing could forget
+// it. Now yardd refuses that store naming both fabrics; --adopt-fabric takes it over, and an admin forgets the ghost.
+TEST_F(DaemonTest, AStoreOfAnotherFabricIsRefusedAtStartAndAnAdoptedOnesGhostCanBeForgotten) {
+  startDaemon();  // the quick start: the embedded default (simulated sw0, sw1)
+  ASSERT_EQ(composeAndWait("quick", 2).state(), pb::OPERATION_STATE_SUCCEEDED);
+  daemon_->kill(SIGTERM);
+
+  testing::TempDir paxDir;
+  testing::DaemonProcess pax(SWITCHTEC_EMULATOR_PATH, paxDir.path());
+  ASSERT_TRUE(pax.startProgram({"--generate", "2,2,4", "--listen", "127.0.0.1:0"})) << pax.log();
+  const std::vector<std::string> switchtec{"--driver", "switchtec", "--switchtec", "127.0.0.1:" + std::to_string(pax.port()),
+                                           "--switchtec-host", "pax0-p0=node-a", "--host-policy-default", "trust-fabric"};
+  testing::DaemonProcess refused(YARDD_PATH, dir_.path());
+  EXPECT_FALSE(refused.start(switchtec));
+  EXPECT_TRUE(refused.waitExit(10s));
+  EXPECT_NE(refused.exitCode(), 0);
+  for (const char* part : {"made by another fabric", "sw0", "pax0", "--state-dir", "--adopt-fabric"})
+    EXPECT_NE(refused.log().find(part), std::string::npos) << part << " in: " << refused.log();
+
+  auto adopting = switchtec;
+  adopting.push_back("--adopt-fabric");
+  startDaemon(adopting);
+  pb::GetSystemRequest get;
+  get.set_system("quick");
+  pb::System ghost;
+  ASSERT_TRUE(call(&pb::Switchyard::Stub::GetSystem, get, ghost).ok());
+  EXPECT_EQ(ghost.state(), pb::SYSTEM_STATE_DEGRADED);
+  auto decompose = yardctl("decompose quick");
+  EXPECT_EQ(decompose.exitCode, 3) << "nothing to unbind on this fabric: " << decompose.out;
+  EXPECT_NE(decompose.err.find("yardctl systems forget quick"), std::string::npos) << decompose.err;
+  // Without identities yardctl's caller is the local admin.
+  auto forget = yardctl("systems forget quick");
+  ASSERT_EQ(forget.exitCode, 0) << forget.err;
+  EXPECT_NE(forget.out.find("quick (sys-000001): forgotten by"), std::string::npos) << forget.out;
+  auto listed = yardctlJson("systems");
+  EXPECT_TRUE(listed["systems"].empty()) << listed.dump();
+  auto again = yardctl("systems forget quick");
+  EXPECT_EQ(again.exitCode, 3) << again.err;  // not found
+  ASSERT_EQ(composeAndWait("pax-train", 2).state(), pb::OPERATION_STATE_SUCCEEDED);
+  pax.kill(SIGKILL);
+}
+
 }  // namespace
 }  // namespace switchyard

@@ -214,6 +214,11 @@ class Client:
     def renew_lease(self, system: str, lease_seconds: float) -> "switchyard_pb2.System":
         return self._call("yard.RenewLease", switchyard_pb2.RenewLeaseRequest(system=system, lease_seconds=int(lease_seconds)))
 
+    def forget_system(self, system: str) -> "switchyard_pb2.System":
+        """Drops a system whose devices the fabric no longer reports (admins; audited): it ends as decomposed and
+        nothing is unbound. Refused (FAILED_PRECONDITION) while the fabric reports any of its devices."""
+        return self._call("yard.ForgetSystem", switchyard_pb2.ForgetSystemRequest(system=system))
+
     def usage(self, *, by: str = "", since: str = "", until: str = "") -> "switchyard_pb2.UsageResponse":
         """GPU-hours from the operation log (rows of tenant, system, model, gpu_hours and, of those, idle_gpu_hours),
         by "tenant", "system", "model" or per all three; since/until are RFC 3339 times or dates."""
