@@ -78,7 +78,7 @@ void addCompose(CLI::App& app, const CommandContext& ctx) {
   compose->add_option("name", f->name, "Name of the new system (letters, digits, . _ -)")->required();
   f->gpus.add(compose, true);
   compose->add_option("--tenant", f->tenant, "Owning tenant")->default_str("default");
-  compose->add_option("-l,--label", f->labels, "key=value label (repeatable)");
+  compose->add_option("-l,--label", f->labels, "key=value label (repeatable); a key alone (--label spot) is key= (an empty value)");
   f->operation.add(compose);
   compose->add_flag("--queue", f->queue,
                     "When it does not fit now, wait in yardd's queue instead of failing; it is composed the moment capacity frees "
@@ -102,13 +102,14 @@ void addCompose(CLI::App& app, const CommandContext& ctx) {
     if (f->gpus.wantsMemory()) f->gpus.fillMemory(req.mutable_memory());
     req.set_tenant(f->tenant);
     for (const auto& l : f->labels) {
-      const auto eq = l.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        std::cerr << "error: --label '" << l << "' must look like key=value\n";
+      // `--label spot` is `spot=`: a label with an empty value, which `-l spot` selects (as kubectl takes it).
+      const auto eq = std::min(l.find('='), l.size());
+      if (eq == 0) {
+        std::cerr << "error: --label '" << l << "' has no key: key=value, or key alone for an empty value\n";
         ctx.rc = kExitUsage;
         return;
       }
-      (*req.mutable_labels())[l.substr(0, eq)] = l.substr(eq + 1);
+      (*req.mutable_labels())[l.substr(0, eq)] = eq < l.size() ? l.substr(eq + 1) : std::string();
     }
     pb::Operation op;
     ctx.rc = runMutation(ctx, f->operation, ctx.client().call(&pb::Switchyard::Stub::Compose, req, op), op);
@@ -150,7 +151,18 @@ void addDecompose(CLI::App& app, const CommandContext& ctx) {
     req.set_system(f->system);
     req.set_request_id(f->operation.requestId);
     pb::Operation op;
-    ctx.rc = runMutation(ctx, f->operation, ctx.client().call(&pb::Switchyard::Stub::Decompose, req, op), op);
+    const int rc = ctx.client().call(&pb::Switchyard::Stub::Decompose, req, op);
+    // A queued system has nothing bound: yardd cancels its request and answers with that (compose) operation,
+    // failed as cancelled. That is what was asked, so it ends 0, as `queue cancel` does.
+    if (rc == kExitOk && op.kind() == pb::OPERATION_KIND_COMPOSE) {
+      if (ctx.g.format() == Format::kJson)
+        std::cout << toJson(op) << "\n";
+      else
+        std::cout << fmt::format("{} was queued: its request {} is cancelled and nothing was bound\n", f->system, op.id());
+      ctx.rc = kExitOk;
+      return;
+    }
+    ctx.rc = runMutation(ctx, f->operation, rc, op);
   });
 }
 

@@ -1,5 +1,6 @@
 // ops (`ops show`, `ops wait`) and watch: what yardd did and does, operation by operation and event by event.
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "cli/commands.h"
 
@@ -42,7 +43,12 @@ void addOps(CLI::App& app, const CommandContext& ctx) {
     req.set_kind(f->kind);
     req.set_state(f->state);
     pb::ListOperationsResponse r;
-    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::ListOperations, req, r)) == kExitOk) emit(ctx.g, r, printOperations);
+    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::ListOperations, req, r)) != kExitOk) return;
+    if (const auto none = noneMatched("operation", "yardctl ops", {{"--system", f->system}, {"--type", f->kind}, {"--state", f->state}});
+        r.operations().empty() && !none.empty() && ctx.g.format() == Format::kTable)
+      std::cout << none << "\n";
+    else
+      emit(ctx.g, r, printOperations);
   });
 }
 
@@ -57,8 +63,9 @@ void addWatch(CLI::App& app, const CommandContext& ctx) {
   auto* after = watch->add_option("--after", f->after, "Replay recorded events after this sequence number first (--after 0: all of them)");
   watch->add_option("--system", f->system, "Only events about this system (name or id): its own, its operations' and its devices'");
   watch->add_option("--type", f->types,
-                    "Only events of this type or family, repeatable or comma-separated: drift (every drift.*), operation.failed, "
-                    "device, lease, queue, system")
+                    "Only events of this type (operation.failed) or family (drift: every drift.*), repeatable or comma-separated. "
+                    "Families: device, drift, fabric, host, inventory, lease, operation, preemption, queue, reclaim, "
+                    "reservation, system")
       ->delimiter(',');
   watch->add_option("--subject", f->subjects,
                     "Only events about this id, repeatable: a system (sys-...), operation (op-...) or device, as the events name them")

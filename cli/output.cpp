@@ -1,6 +1,7 @@
 #include "cli/output.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -59,6 +60,14 @@ std::string stateName(pb::OperationState s) { return shortEnum(pb::OperationStat
 std::string kindName(pb::OperationKind k) { return shortEnum(pb::OperationKind_Name(k), "OPERATION_KIND_"); }
 std::string allocationName(pb::DeviceAllocation a) { return shortEnum(pb::DeviceAllocation_Name(a), "DEVICE_ALLOCATION_"); }
 
+std::string noneMatched(std::string_view what, std::string_view command, const std::vector<std::pair<std::string, std::string>>& filters) {
+  std::vector<std::string> set;
+  for (const auto& [flag, value] : filters)
+    if (!value.empty()) set.push_back(fmt::format("{} {}", flag, value.find_first_of(" (),!") == std::string::npos ? value : "'" + value + "'"));
+  if (set.empty()) return {};
+  return fmt::format("no {} matches {} (`{}` lists them all)", what, fmt::join(set, ", "), command);
+}
+
 void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
   if (r.systems().empty()) {
     out << "no composed systems (create one with `yardctl compose NAME --gpus N`)\n";
@@ -100,7 +109,7 @@ void printQueue(const pb::ListQueueResponse& r, std::ostream& out) {
 
 void printUsage(const pb::UsageResponse& r, std::ostream& out) {
   out << fmt::format("GPU-hours{} from {} to {}{}\n", r.total_memory_gib_hours() > 0 ? " and pooled memory GiB-hours" : "", r.since(), r.until(),
-                     r.history_from().empty() ? "" : fmt::format(" (the operation log starts at {})", r.history_from()));
+                     r.history_from().empty() || r.history_from() <= r.since() ? "" : fmt::format(" (the operation log starts at {})", r.history_from()));
   if (r.rows().empty()) {
     out << "no GPU or pooled memory was held by a system in that time\n";
     return;

@@ -5,6 +5,8 @@
 
 #include <iosfwd>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "switchyard/v1/switchyard.pb.h"
@@ -31,6 +33,12 @@ class Table {
 [[nodiscard]] std::string stateName(switchyard::v1::OperationState s);
 [[nodiscard]] std::string kindName(switchyard::v1::OperationKind k);
 [[nodiscard]] std::string allocationName(switchyard::v1::DeviceAllocation a);
+
+// What an empty filtered list prints instead of its table: "no system matches -l 'team=x', --tenant a
+// (`yardctl systems` lists them all)". Empty when no filter is set (the list's own empty message applies).
+// `filters`: flag and value, unset ones empty.
+[[nodiscard]] std::string noneMatched(std::string_view what, std::string_view command,
+                                      const std::vector<std::pair<std::string, std::string>>& filters);
 
 void printSystems(const switchyard::v1::ListSystemsResponse& r, std::ostream& out);
 void printSystem(const switchyard::v1::System& s, std::ostream& out);

@@ -112,6 +112,20 @@ Result<std::vector<AuditRecord>> SqliteStore::listAudit(const AuditQuery& q) {
   return out;
 }
 
+Result<std::map<SystemId, std::string>> SqliteStore::systemNames(const std::set<SystemId>& ids) {
+  std::map<SystemId, std::string> out;
+  std::lock_guard lock(readerMutex_);
+  const ReadSnapshot snapshot(*reader_);
+  SY_ASSIGN(auto st, reader_->prepare("SELECT name FROM systems WHERE id = ?1"));
+  for (const auto& id : ids) {
+    st.bind(1, id);
+    SY_ASSIGN(bool row, st.step());
+    if (row) out[id] = st.text(0);
+    st.reset();
+  }
+  return out;
+}
+
 Result<std::vector<IdleStretch>> SqliteStore::listIdleStretches(Timestamp since, Timestamp until) {
   std::vector<IdleStretch> out;
   std::lock_guard lock(readerMutex_);

@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <variant>
 #include <vector>
@@ -138,6 +140,9 @@ class Store {
   [[nodiscard]] virtual Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) = 0;
   // Newest first, filtered by the query.
   [[nodiscard]] virtual Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) = 0;
+  // The names of these systems, live or ended while history keeps them (usage names a decomposed system); an id
+  // the store does not hold is left out.
+  [[nodiscard]] virtual Result<std::map<SystemId, std::string>> systemNames(const std::set<SystemId>& ids) = 0;
   // The idle stretches that overlap [since, until), by start.
   [[nodiscard]] virtual Result<std::vector<IdleStretch>> listIdleStretches(Timestamp since, Timestamp until) = 0;
   // Deletes the oldest history beyond the policy, at most maxRowsPerRun rows of each kind per call; fenced

@@ -58,13 +58,8 @@ grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::Ge
   if (!by.empty() && by != "tenant" && by != "system" && by != "model") return finished(ctx, invalid("by: tenant, system or model"));
   // The log is read on the control thread; the sums are made on a reply thread.
   auto* reactor = ctx->DefaultReactor();
-  engine_.usage(*caller, since, until, [this, reactor, out, by](Result<UsageReport> report) {
+  engine_.usage(*caller, since, until, [reactor, out, by](Result<UsageReport> report) {
     if (!report) return reactor->Finish(toGrpcStatus(report.error()));
-    const auto view = engine_.view();
-    auto nameOf = [&](const SystemId& id) -> std::string {
-      const auto s = view ? view->systems.find(id) : nullptr;
-      return s ? s->name : "";
-    };
     struct Sum {
       double seconds = 0;
       double idleSeconds = 0;
@@ -91,7 +86,7 @@ grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::Ge
       if (by.empty() || by == "tenant" || by == "system") row->set_tenant(s.first.tenant);
       if (by.empty() || by == "system") {
         row->set_system_id(s.first.systemId);
-        row->set_system_name(nameOf(s.first.systemId));
+        row->set_system_name(s.first.systemName);
       }
       if (by.empty() || by == "model") row->set_model(s.first.model);
       row->set_gpu_hours(s.seconds / 3600.0);

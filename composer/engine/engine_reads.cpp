@@ -175,6 +175,20 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
         return d && d->device.kind == DeviceKind::kCxlMemory ? d->device.memoryGiB : 0;
       });
   std::erase_if(report.rows, [&](const UsageRow& r) { return !maySee(caller, r.tenant); });
+  // No start asked for: the period is all the log knows, from its oldest operation (not "from 1970").
+  if (since == 0) report.since = report.historyFrom > 0 ? std::min(report.historyFrom, until) : until;
+  // Each row names its system: a live one from the view, one that ended (decomposed, forgotten) from the store,
+  // which keeps ended systems as long as it keeps their operations (a bill names what it charges for).
+  std::set<SystemId> ended;
+  for (auto& r : report.rows) {
+    if (const auto s = view->systems.find(r.systemId)) r.systemName = s->name;
+    else ended.insert(r.systemId);
+  }
+  if (!ended.empty()) {
+    SY_ASSIGN(auto names, store_.systemNames(ended));
+    for (auto& r : report.rows)
+      if (auto it = names.find(r.systemId); r.systemName.empty() && it != names.end()) r.systemName = it->second;
+  }
   return report;
 }
 

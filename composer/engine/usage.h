@@ -25,6 +25,7 @@ struct UsageRow {
   double gpuSeconds = 0;
   double idleGpuSeconds = 0;  // of gpuSeconds, idle (a GPU held in parts: while all of them idled, by its part)
   double memoryGiBSeconds = 0;  // pooled memory held (rows of model "cxl-memory")
+  std::string systemName;  // filled by Engine::usage (live systems and ended ones the store still holds)
 };
 
 // The model of the rows that count pooled memory.

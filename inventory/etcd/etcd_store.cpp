@@ -395,6 +395,18 @@ std::string EtcdStore::idleKey(Timestamp from, const DeviceId& device) const {
   return fmt::format("{}idle/{:020}/{}", options_.prefix, from, device);
 }
 
+Result<std::map<SystemId, std::string>> EtcdStore::systemNames(const std::set<SystemId>& ids) {
+  std::map<SystemId, std::string> out;
+  if (ids.empty()) return out;
+  // One scan of the systems (history keeps at most RetentionPolicy::finishedOperations of them), not a request each.
+  SY_ASSIGN(auto systems, scan(options_.prefix + "systems/", etcd::prefixEnd(options_.prefix + "systems/")));
+  for (const auto& kv : systems) {
+    SY_ASSIGN(System s, etcd::systemFrom(kv.value, kv.key));
+    if (ids.contains(s.id)) out[s.id] = s.name;
+  }
+  return out;
+}
+
 Result<std::vector<IdleStretch>> EtcdStore::listIdleStretches(Timestamp since, Timestamp until) {
   std::vector<IdleStretch> out;
   SY_ASSIGN(auto kvs, scan(options_.prefix + "idle/", idleKey(std::max<Timestamp>(0, until), "")));

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "composer/model/version.h"
@@ -124,6 +125,12 @@ TEST_F(DaemonTest, YardctlQueuesWhatDoesNotFitAndComposesItWhenCapacityFrees) {
   EXPECT_EQ(cancelled.exitCode, 0) << cancelled.err;
   EXPECT_NE(cancelled.out.find("cancelled"), std::string::npos) << cancelled.out;
   EXPECT_EQ(yardctl("queue cancel d").exitCode, 3) << "gone: not found";
+  // Issue 63: decomposing a queued system cancels it, which is what was asked: 0, as `queue cancel` ends.
+  ASSERT_EQ(yardctl("compose e --gpus 8 --queue --no-wait").exitCode, 0);
+  auto dropped = yardctl("decompose e");
+  EXPECT_EQ(dropped.exitCode, 0) << dropped.out << dropped.err;
+  EXPECT_NE(dropped.out.find("e was queued: its request op-"), std::string::npos) << dropped.out;
+  EXPECT_EQ(yardctlJson("queue")["entries"].size(), 0u);
 
   // Usage from the operation log: by tenant, as CSV for spreadsheets; CSV is for usage only.
   const json usage = yardctlJson("usage --by tenant");
@@ -133,6 +140,13 @@ TEST_F(DaemonTest, YardctlQueuesWhatDoesNotFitAndComposesItWhenCapacityFrees) {
   auto csv = yardctl("-o csv usage --by model");
   EXPECT_EQ(csv.exitCode, 0) << csv.err;
   EXPECT_EQ(csv.out.rfind("tenant,system_id,system_name,model,gpu_hours,systems,idle_gpu_hours,memory_gib_hours\n", 0), 0u) << csv.out;
+  // Issue 63: a decomposed system keeps its name in usage and its CSV (a was decomposed above).
+  const json bySystem = yardctlJson("usage --by system");
+  std::set<std::string> named;
+  for (const auto& row : bySystem["rows"]) named.insert(row["system_name"].get<std::string>());
+  EXPECT_TRUE(named.contains("a")) << bySystem.dump();
+  EXPECT_FALSE(named.contains("")) << bySystem.dump();
+  EXPECT_NE(yardctl("-o csv usage").out.find(",a,"), std::string::npos);
   EXPECT_EQ(yardctl("-o csv systems").exitCode, 2);
   EXPECT_EQ(yardctl("usage --since yesterday").exitCode, 2);
 }

@@ -4,8 +4,10 @@ short-lived token), contexts (named servers and credentials, with their preceden
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import unittest
+from pathlib import Path
 
 from harness import YARDCTL, YARDD, YarddTestCase, wait_for
 
@@ -103,20 +105,57 @@ class YardctlTest(YarddTestCase):
         self.assertIn("identity:  dave", out)
         self.assertIn("no identities file", out)
 
+    def test_bash_completion_completes_flags_values_and_names(self):
+        # Issue 63: `--p` offered instead of `--p2p`, flag values not completed, device ids not offered.
+        yardd = self.yardd()
+        self.ok("context", "set", "lab", "--server", yardd.address, "--plaintext")
+        self.ok("compose", "train", "--gpus", "1")
+        completion = Path(__file__).resolve().parents[2] / "cli" / "completion" / "yardctl.bash"
+        path = f"{Path(YARDCTL).parent}:{os.environ['PATH']}"
+
+        def complete(line):
+            words = line.split(" ")
+            script = (f"source {shlex.quote(str(completion))}; COMP_WORDS=({' '.join(shlex.quote(w) for w in words)}); "
+                      f"COMP_CWORD={len(words) - 1}; _yardctl; printf '%s\\n' \"${{COMPREPLY[@]}}\"")
+            r = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60, env={**self.env, "PATH": path})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stdout.split()
+
+        self.assertIn("compose", complete("yardctl comp"))
+        self.assertIn("--p2p", complete("yardctl compose x --p"))
+        self.assertEqual(complete("yardctl compose x --p2p "), ["required", "preferred", "none"])
+        self.assertEqual(complete("yardctl usage --by "), ["tenant", "system", "model"])
+        self.assertEqual(complete("yardctl -o j"), ["json"])
+        self.assertEqual(complete("yardctl ops --state f"), ["failed"])
+        self.assertIn("train", complete("yardctl decompose "))
+        self.assertIn("forget", complete("yardctl systems "))
+        self.assertIn("train", complete("yardctl systems forget "))
+        device = json.loads(self.ok("systems", "train", "-o", "json"))["bindings"][0]["device_id"]
+        self.assertIn(device, complete("yardctl detach train -d "))
+        self.assertNotIn("--gpus", complete("yardctl decompose --"), "only the flags decompose takes")
+
     def test_label_selectors_and_filters_on_ops_and_watch(self):
         yardd = self.yardd()
         base = ["--server", yardd.address, "--plaintext"]
         self.ok(*base, "compose", "vision-a", "--gpus", "1", "--label", "team=vision", "--label", "env=prod")
         self.ok(*base, "compose", "vision-b", "--gpus", "1", "--label", "team=vision")
-        self.ok(*base, "compose", "nlp-a", "--gpus", "1", "--label", "team=nlp")
+        self.ok(*base, "compose", "nlp-a", "--gpus", "1", "--label", "team=nlp", "--label", "spot")  # spot= (issue 63)
         names = lambda selector: sorted(s["name"] for s in json.loads(self.ok(*base, "systems", "-l", selector, "-o", "json")).get("systems", []))
         self.assertEqual(names("team=vision"), ["vision-a", "vision-b"])
         self.assertEqual(names("team=vision,!env"), ["vision-b"])
         self.assertEqual(names("env"), ["vision-a"])
         self.assertEqual(names("team!=vision"), ["nlp-a"])
-        bad = self.yardctl(*base, "systems", "-l", "team=a=b")
-        self.assertEqual(bad.returncode, 2)
-        self.assertIn("label selector", bad.stderr)
+        self.assertEqual(names("spot"), ["nlp-a"])
+        self.assertEqual(names("team in (vision, nlp),env notin (dev)"), ["nlp-a", "vision-a", "vision-b"])
+        self.assertEqual(names("env in (prod,dev)"), ["vision-a"])
+        self.assertEqual(names("team notin (vision)"), ["nlp-a"])
+        self.assertEqual(json.loads(self.ok(*base, "systems", "nlp-a", "-o", "json"))["labels"], {"team": "nlp", "spot": ""})
+        none = self.ok(*base, "systems", "-l", "team=nobody")
+        self.assertIn("no system matches -l team=nobody (`yardctl systems` lists them all)", none)
+        for selector in ("team=a=b", "env in (dev"):
+            bad = self.yardctl(*base, "systems", "-l", selector)
+            self.assertEqual(bad.returncode, 2)
+            self.assertIn("label selector", bad.stderr)
 
         self.ok(*base, "decompose", "nlp-a")
         failing = self.yardctl(*base, "compose", "too-big", "--gpus", "64")
@@ -128,6 +167,7 @@ class YardctlTest(YarddTestCase):
         self.assertEqual([o["kind"] for o in ops("--type", "decompose")], ["OPERATION_KIND_DECOMPOSE"])
         self.assertEqual(len(ops("--state", "succeeded", "--limit", "2")), 2)
         self.assertEqual(ops("--state", "failed"), [])
+        self.assertIn("no operation matches --state failed", self.ok(*base, "ops", "--state", "failed"))
         self.assertEqual(self.yardctl(*base, "ops", "--state", "sleeping").returncode, 2)
 
         # watch --after 0 replays the record; --type keeps one family, --subject one id.

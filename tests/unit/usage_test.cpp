@@ -153,6 +153,14 @@ TEST_F(EngineUsageTest, UsageComesFromTheLogAndIsTheSameAfterARestart) {
   ASSERT_TRUE(theirs);
   EXPECT_TRUE(theirs->rows.empty()) << "a tenant sees its own usage only";
   EXPECT_FALSE(engine_->usage(Caller::local(), 10, 5)) << "since after until";
+  // Issue 63: the decomposed system keeps its name, and with no start given the period starts at the log's
+  // oldest operation, not at 1970.
+  ASSERT_FALSE(after->rows.empty());
+  for (const auto& row : after->rows) EXPECT_EQ(row.systemName, "train");
+  auto everything = engine_->usage(Caller::local(), 0, 0);
+  ASSERT_TRUE(everything);
+  EXPECT_EQ(everything->since, everything->historyFrom);
+  EXPECT_GT(everything->since, 0);
 }
 
 TEST(Usage, PooledMemoryIsChargedInGiBHoursInRowsOfItsOwn) {
