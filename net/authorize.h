@@ -16,4 +16,9 @@ namespace switchyard::net {
 
 using Authorize = std::function<void(const std::string& header, std::string_view peer, std::function<void(std::optional<Caller>)> then)>;
 
+// Who a name and password prove (a console's login form), as Authorize answers: the caller or nothing through
+// `then`, maybe on another thread (the password check is slow on purpose).
+using Login = std::function<void(const std::string& name, const std::string& password, std::string_view peer,
+                                 std::function<void(std::optional<Caller>)> then)>;
+
 }  // namespace switchyard::net

@@ -43,8 +43,12 @@ class RouteTable {
     std::map<std::string, Entry> methods_;
   };
 
-  // A new route; add its methods with on(). Patterns start with '/'.
+  // A new route; add its methods with on(). Patterns start with '/'. A pattern added again without a `when` is the
+  // same route (its methods are added to the first's): a service may declare its reads and its changes apart.
   Route& route(std::string_view pattern, When when = {}) {
+    if (!when)
+      for (Route& existing : routes_)
+        if (!existing.when_ && sameShape(existing.segments_, split(pattern))) return existing;
     auto& r = routes_.emplace_back();
     r.segments_ = split(pattern);
     r.when_ = std::move(when);
@@ -86,6 +90,15 @@ class RouteTable {
       at = end + 1;
     }
     return out;
+  }
+
+  // Two patterns match the same paths: equal literals, and captures of the same kind whatever their names.
+  static bool sameShape(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+    auto kind = [](const std::string& s) {
+      const bool capture = s.size() > 2 && s.front() == '{' && s.back() == '}';
+      return !capture ? s : s[s.size() - 2] == '*' ? std::string("{*}") : std::string("{}");
+    };
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [&](const std::string& x, const std::string& y) { return kind(x) == kind(y); });
   }
 
   static bool match(const Route& r, const std::vector<std::string>& parts, RouteParams& params) {

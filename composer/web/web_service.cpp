@@ -16,6 +16,7 @@
 #include "composer/model/contain.h"
 #include "composer/model/queue.h"
 #include "composer/web/pool_metrics.h"
+#include "composer/web/web_replies.h"
 
 namespace switchyard::web {
 
@@ -23,22 +24,6 @@ namespace http = boost::beast::http;
 using nlohmann::json;
 
 namespace {
-
-net::HttpResponse respond(http::status status, std::string_view contentType, std::string body, unsigned version, bool keepAlive) {
-  net::HttpResponse res{status, version};
-  res.set(http::field::server, "yardd");
-  res.set(http::field::content_type, std::string(contentType));
-  res.set(http::field::cache_control, "no-store");
-  res.keep_alive(keepAlive);
-  res.body() = std::move(body);
-  res.prepare_payload();
-  return res;
-}
-
-net::HttpResponse problem(http::status status, std::string message, unsigned version, bool keepAlive) {
-  return respond(status, "application/json", json{{"error", {{"code", static_cast<int>(status)}, {"message", std::move(message)}}}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
-                 version, keepAlive);
-}
 
 std::string queryValue(std::string_view query, std::string_view key) {
   while (!query.empty()) {
@@ -102,7 +87,9 @@ json systemJson(const System& s) {
   return json{{"id", s.id},         {"name", s.name},         {"host", s.hostId},        {"tenant", s.tenant},
               {"state", toString(s.state)}, {"state_reason", s.stateReason}, {"progress", s.progress}, {"devices", std::move(devices)},
               {"mig", instances},          {"shares", shares},
-              {"active_operation", s.activeOperation}, {"created_at", isoTime(s.createdAt)}};
+              {"active_operation", s.activeOperation}, {"created_at", isoTime(s.createdAt)},
+              {"lease_expires_at", s.leaseExpiresAt == 0 ? std::string() : isoTime(s.leaseExpiresAt)}, {"labels", s.labels},
+              {"priority_class", s.priorityClass}};
 }
 
 json eventJson(const Event& e) {
@@ -124,6 +111,8 @@ json migInstancesJson(const IdleGpu& g, Timestamp now) {
   }
   return out;
 }
+
+}  // namespace
 
 json operationJson(const Operation& op) {
   json steps = json::array();
@@ -150,13 +139,14 @@ json operationJson(const Operation& op) {
               {"steps", std::move(steps)}};
 }
 
-}  // namespace
-
 WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history,
-                       DeviceSeries deviceSeries)
+                       DeviceSeries deviceSeries, ConsoleOptions console)
     : engine_(engine, [this](std::function<void()> f) { boost::asio::post(replies_, std::move(f)); }),
       metrics_(metrics),
       authorize_(std::move(authorize)),
+      console_(std::move(console)),
+      ownClock_(console_.clock ? nullptr : std::make_unique<SystemClock>()),
+      sessions_(std::make_unique<ConsoleSessions>(console_.clock ? *console_.clock : *ownClock_)),
       history_(history),
       deviceSeries_(deviceSeries),
       capacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>(kMigProfiles.begin(), kMigProfiles.end()),
@@ -193,16 +183,18 @@ WebService::Routes WebService::routeTable() {
   t.route("/api/v1/operations").on("GET", api(&Self::operationsApi));
   t.route("/api/v1/events").on("GET", api(&Self::eventsApi));
   t.route("/api/v1/capacity").on("GET", api(&Self::capacityApi));
+  addConsoleRoutes(t);
   t.route("/api/{rest*}").on("GET", {false, [](Self&, const Caller&, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
     const std::string target(request.target());
     reply(problem(http::status::not_found,
                   fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/queue, /api/v1/idle, /api/v1/operations, "
-                              "/api/v1/events, /api/v1/events/stream and /api/v1/capacity",
+                              "/api/v1/events, /api/v1/events/stream, /api/v1/capacity and /api/v1/session",
                               target.substr(0, target.find('?'))),
                   request.version(), request.keep_alive()));
   }});
-  // The dashboard: "/" is index.html; its other files by name.
-  auto page = Route{false, [](Self&, const Caller&, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
+  // The console: "/" is index.html; its other files by name. Open: they hold no data (the page asks for its data,
+  // and shows its login form when it may not have it).
+  auto page = Route{true, [](Self&, const Caller&, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
     const std::string target(request.target());
     const std::string path = target.substr(0, target.find('?'));
     if (const Asset* asset = dashboardAsset(path))
@@ -227,27 +219,34 @@ void WebService::handle(const net::HttpRequest& request, net::Reply reply, const
   if (!found) {
     if (!found.error().resourceExists) return reply(problem(http::status::not_found, fmt::format("no page {}", path), version, keepAlive));
     auto res = problem(http::status::method_not_allowed,
-                       fmt::format("{} is not allowed on {}: this endpoint is read-only ({})", std::string(request.method_string()), path,
-                                   found.error().allow),
+                       fmt::format("{} is not allowed on {} (it allows {})", std::string(request.method_string()), path, found.error().allow),
                        version, keepAlive);
     res.set(http::field::allow, found.error().allow);
     return reply(std::move(res));
   }
   const Route& route = *found->entry;
+  if (route.change) return authorizeChange(route, request, found->params, peer, std::move(reply));
+  if (route.anonymous) return route.anonymous(*this, request, peer, std::move(reply));
   if (route.open || !authorize_) return route.handle(*this, Caller::local(), request, query, std::move(reply), openStream);
   // A password check (Basic auth) may run on another thread (the accounts' own); the request stays valid until answered.
   auto then = [this, &route, &request, query, reply = std::move(reply), openStream](std::optional<Caller> who) mutable {
     if (!who) {
-      auto res = problem(http::status::unauthorized, "authenticate with HTTP Basic (an identity's password) or a bearer token from the identities file",
+      auto res = problem(http::status::unauthorized,
+                         "authenticate with HTTP Basic (an identity's password), a bearer token from the identities file, or the console's "
+                         "login (POST /api/v1/login)",
                          request.version(), request.keep_alive());
-      res.set(http::field::www_authenticate, "Basic realm=\"switchyard\", charset=\"UTF-8\"");
+      // The console's own requests get no Basic challenge: a browser would answer it with its password dialog.
+      if (request.find("X-Switchyard-Console") == request.end()) res.set(http::field::www_authenticate, "Basic realm=\"switchyard\", charset=\"UTF-8\"");
       return reply(std::move(res));
     }
     route.handle(*this, *who, request, query, std::move(reply), openStream);
   };
   const auto header = request.find(http::field::authorization);
-  if (header == request.end()) return then(std::nullopt);
-  authorize_(std::string(header->value()), peer, std::move(then));
+  if (header != request.end()) return authorize_(std::string(header->value()), peer, std::move(then));
+  // The console's session cookie, for reads (a change needs its CSRF token too: authorizeChange).
+  if (const auto cookie = request.find(http::field::cookie); cookie != request.end())
+    if (auto session = sessions_->find(cookieValue(std::string(cookie->value()), kSessionCookie))) return then(session->caller);
+  then(std::nullopt);
 }
 
 void WebService::healthz(const net::HttpRequest& request, net::Reply reply) {

@@ -5,8 +5,15 @@
 // hop to the control thread. /api/v1/events/stream pushes each event as it happens (server-sent events),
 // so the dashboard redraws on change instead of polling.
 //
-// With identities configured, every path but /healthz needs credentials (HTTP Basic, or a bearer token,
-// as Prometheus' `authorization` sends it); a tenant sees only its own systems, operations and events.
+// With identities configured, every path but /healthz, the console's own files and its login needs credentials
+// (HTTP Basic, a bearer token as Prometheus' `authorization` sends it, or the console's session cookie); a tenant
+// sees only its own systems, operations and events.
+//
+// The console acts (issue 63, item 1; console_actions.cpp): compose, decompose, attach, detach, renew a lease,
+// cancel a queued request, release a quarantined device, each the engine's own call with the caller's role and
+// tenant (the same authorization as gRPC's). A change is accepted with a bearer token, or with the session
+// cookie plus the session's CSRF token in X-CSRF-Token; never with HTTP Basic alone, which browsers send by
+// themselves.
 #pragma once
 
 #include <memory>
@@ -21,9 +28,17 @@
 #include "composer/engine/engine_client.h"
 #include "composer/metrics/engine_metrics.h"
 #include "composer/web/capacity_history.h"
+#include "composer/web/console_sessions.h"
 #include "composer/web/pool_metrics.h"
 
 namespace switchyard::web {
+
+// What the console's logins need (console_sessions.h).
+struct ConsoleOptions {
+  net::Login login;           // checks a name and password; empty: no identities, nobody logs in
+  bool secureCookie = false;  // the endpoint serves TLS: the session cookie is Secure
+  Clock* clock = nullptr;     // when sessions expire; null: the system clock
+};
 
 class WebService {
  public:
@@ -31,7 +46,7 @@ class WebService {
   // yardd authorizes through the Redfish service's accounts (the identities file: Basic, bearer, sessions).
   // `deviceSeries`: whether /metrics writes one series per device (pool_metrics.h).
   WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history,
-             DeviceSeries deviceSeries = DeviceSeries::kAuto);
+             DeviceSeries deviceSeries = DeviceSeries::kAuto, ConsoleOptions console = {});
   ~WebService() { replies_.join(); }
   WebService(const WebService&) = delete;
   WebService& operator=(const WebService&) = delete;
@@ -39,6 +54,8 @@ class WebService {
   // `openStream` serves /api/v1/events/stream (server-sent events); without one that path answers 405.
   // `peer`: the client's address (password lockouts count by it too).
   void handle(const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream = {}, const std::string& peer = {});
+  // The console's session cookie (console_sessions.h).
+  static constexpr std::string_view kSessionCookie = "yard_session";
   // What the HTTP server answers itself on this port (net::HttpServerOptions::errorResponse): this endpoint's JSON error.
   [[nodiscard]] static net::HttpResponse errorResponse(boost::beast::http::status status, const std::string& message);
 
@@ -47,6 +64,11 @@ class WebService {
   struct Route {
     bool open = false;  // answered without credentials (/healthz)
     std::function<void(WebService&, const Caller&, const net::HttpRequest&, const std::string& query, net::Reply, const net::OpenStream&)> handle;
+    // A change (console_actions.cpp): the path's captured segments and the caller, once proven with a bearer token
+    // or a session cookie and its CSRF token. Set instead of `handle`.
+    std::function<void(WebService&, const Caller&, const net::HttpRequest&, const net::RouteParams&, net::Reply)> change;
+    // Answered before any credentials, with the client's address (the console's login). Set instead of `handle`.
+    std::function<void(WebService&, const net::HttpRequest&, const std::string& peer, net::Reply)> anonymous;
   };
   using Routes = net::RouteTable<Route>;
   // Every path the endpoint serves (all read-only: GET and HEAD): 405 and Allow follow from it.
@@ -68,6 +90,12 @@ class WebService {
   [[nodiscard]] Result<ApiRead> eventsApi(const Caller& caller, const std::string& query);
   [[nodiscard]] Result<ApiRead> capacityApi(const Caller& caller, const std::string& query);
   void healthz(const net::HttpRequest& request, net::Reply reply);
+  // The console (console_actions.cpp): who is logged in, logging in and out, and the changes.
+  void session(const Caller& caller, const net::HttpRequest& request, net::Reply reply);
+  void login(const net::HttpRequest& request, const std::string& peer, net::Reply reply);
+  void logout(const net::HttpRequest& request, net::Reply reply);
+  void authorizeChange(const Route& route, const net::HttpRequest& request, const net::RouteParams& params, const std::string& peer, net::Reply reply);
+  static void addConsoleRoutes(Routes& t);
   void eventStream(const Caller& caller, const net::HttpRequest& request, net::Reply reply, const net::OpenStream& openStream);
   void metricsPage(const Caller& caller, net::Reply reply, unsigned version, bool keepAlive);
 
@@ -76,6 +104,9 @@ class WebService {
   EngineClient engine_;
   const metrics::EngineMetrics* metrics_;
   net::Authorize authorize_;
+  ConsoleOptions console_;
+  std::unique_ptr<Clock> ownClock_;  // console_.clock when none was given
+  std::unique_ptr<ConsoleSessions> sessions_;
   const CapacityHistory* history_;
   DeviceSeries deviceSeries_;
   std::unique_ptr<DeviceSeriesCache> deviceSeriesCache_ = std::make_unique<DeviceSeriesCache>();  // per-device lines, by view chunk

@@ -122,13 +122,16 @@ class DashboardTest(YarddTestCase):
         ids = self.dir / "identities.json"
         write_identities(ids, [("viewer", "viewer", None, "view-token"), ("tenant-a", "tenant", "team-a", "a-token")])
         yardd = self.yardd("--identities", str(ids), metrics=True)
-        with self.assertRaises(urllib.error.HTTPError) as refused:
-            yardd.get("/")
-        self.assertEqual(refused.exception.code, 401)
-        self.assertIn("Basic", refused.exception.headers.get("WWW-Authenticate"))
-        status, _, page = yardd.get("/", token="view-token")
+        # The page itself is open (it holds no data: it shows its login form); its data is not.
+        status, _, page = yardd.get("/")
         self.assertEqual(status, 200)
         self.assertIn("<title>Switchyard</title>", page)
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            yardd.get("/api/v1/pool")
+        self.assertEqual(refused.exception.code, 401)
+        self.assertIn("Basic", refused.exception.headers.get("WWW-Authenticate"))
+        status, _, _ = yardd.get("/api/v1/pool", token="view-token")
+        self.assertEqual(status, 200)
         with self.assertRaises(urllib.error.HTTPError) as tenant:
             yardd.get("/metrics", token="a-token")
         self.assertEqual(tenant.exception.code, 403, "a tenant may not see the whole pool's metrics")

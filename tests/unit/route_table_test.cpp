@@ -71,6 +71,21 @@ TEST(RouteTable, APathNoRouteMatchesIsNotFound) {
   EXPECT_TRUE(t.find("/redfish/v1/Systems/", "GET")) << "a trailing slash is the same path";
 }
 
+// The operator endpoint declares its reads and the console's changes apart (issue 63): one route, both methods.
+TEST(RouteTable, APatternAddedAgainIsTheSameRoute) {
+  Table t;
+  t.route("/api/v1/systems").on("GET", "list");
+  t.route("/api/v1/systems/{name}").on("GET", "one");
+  t.route("/api/v1/systems").on("POST", "compose");
+  t.route("/api/v1/systems/{other}").on("DELETE", "decompose");  // a capture's name is not part of the pattern's shape
+  EXPECT_EQ(*t.find("/api/v1/systems", "GET")->entry, "list");
+  EXPECT_EQ(*t.find("/api/v1/systems", "POST")->entry, "compose");
+  EXPECT_EQ(t.find("/api/v1/systems", "POST")->allow, "GET, HEAD, POST");
+  EXPECT_EQ(*t.find("/api/v1/systems/a", "GET")->entry, "one");
+  EXPECT_EQ(*t.find("/api/v1/systems/a", "DELETE")->entry, "decompose");
+  EXPECT_EQ(t.find("/api/v1/systems/a", "DELETE")->params, RouteParams{"a"});
+}
+
 TEST(RouteTable, RoutesAreTriedInOrder) {
   Table t;
   t.route("/api/v1/pool").on("GET", "pool");

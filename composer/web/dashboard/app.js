@@ -1,6 +1,8 @@
-// The Switchyard dashboard: draws from yardd's /api/v1 and redraws when yardd says something changed
+// The Switchyard console: draws from yardd's /api/v1 and redraws when yardd says something changed
 // (server-sent events on /api/v1/events/stream), and every 30 s for what time alone changes (idle
-// GPU-hours, the capacity history). While the stream is down it polls every 2 s. Read-only; no libraries.
+// GPU-hours, the capacity history). While the stream is down it polls every 2 s. It acts as the identity
+// logged in may (compose, decompose, renew, cancel a queued request): each change carries the session's CSRF
+// token; yardd's engine decides what the role and tenant allow. No libraries.
 "use strict";
 
 const LIVE_REFRESH_MS = 30000;  // with the stream up: a redraw on each change, else this often
@@ -35,14 +37,55 @@ function fillTable(id, rows, emptyText) {
   for (const cells of rows) body.append(el("tr", {}, ...cells.map((c) => el("td", {}, c))));
 }
 
+// Every request says it is the console's: yardd then answers 401 without a Basic challenge (no password dialog).
+const CONSOLE_HEADERS = { "X-Switchyard-Console": "1" };
+let csrf = "";  // the session's token, sent with every change
+
+class HttpError extends Error {
+  constructor(path, status, message) { super(`${path}: ${status} ${message}`); this.status = status; this.reason = message; }
+}
+
+async function errorOf(path, response) {
+  let message = response.statusText;
+  try { message = (await response.json()).error.message; } catch (e) { /* not JSON */ }
+  return new HttpError(path, response.status, message);
+}
+
 async function getJson(path) {
-  const response = await fetch(path, { credentials: "same-origin", cache: "no-store" });
-  if (!response.ok) {
-    let message = response.statusText;
-    try { message = (await response.json()).error.message; } catch (e) { /* not JSON */ }
-    throw new Error(`${path}: ${response.status} ${message}`);
-  }
+  const response = await fetch(path, { credentials: "same-origin", cache: "no-store", headers: CONSOLE_HEADERS });
+  if (!response.ok) throw await errorOf(path, response);
   return response.json();
+}
+
+// A change: the answer's JSON, or an HttpError with yardd's reason.
+async function send(method, path, body) {
+  const response = await fetch(path, { method, credentials: "same-origin", cache: "no-store",
+                                       headers: { ...CONSOLE_HEADERS, "Content-Type": "application/json", "X-CSRF-Token": csrf },
+                                       body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!response.ok) throw await errorOf(path, response);
+  return response.json();
+}
+
+// Runs a change from a button or form and says how it went; what it changed arrives with the event stream.
+async function act(what, method, path, body) {
+  const result = document.getElementById("action-result");
+  result.className = "";
+  result.textContent = `${what}…`;
+  try {
+    const answer = await send(method, path, body);
+    result.textContent = answer.kind ? `${what}: ${answer.id} ${answer.state}` : `${what}: done`;
+  } catch (e) {
+    result.className = "error";
+    result.textContent = `${what} refused: ${e.reason || e.message}`;
+    if (e.status === 401) showLogin("your session ended: log in again");
+  }
+  requestRefresh(MIN_GAP_MS);
+}
+
+function button(label, testid, onClick) {
+  const b = el("button", { type: "button", "data-testid": testid }, label);
+  b.addEventListener("click", onClick);
+  return b;
 }
 
 function drawSummary(summary, capacity) {
@@ -135,19 +178,26 @@ function drawPool(pool) {
 }
 
 function drawSystems(systems) {
+  const enc = encodeURIComponent;
   fillTable("systems", systems.map((s) => [
     s.name, s.host, s.tenant,
     el("span", { class: `state-${s.state}`, title: s.state_reason || "" },
        s.progress ? `${s.state} (${s.progress})` : s.state, s.state_reason ? el("small", {}, ` ${s.state_reason}`) : ""),
     s.devices.map((d) => d.uuid ? `${d.id} (${d.uuid})` : d.id).join(", ") || "—",
-    [...(s.mig || []).map((i) => `${i.profile} on ${i.device}`), ...(s.shares || []).map((h) => `${h.percent}% of ${h.device}`)].join(", ") || "—"]),
-    "no systems yet: yardctl compose NAME --gpus N");
+    [...(s.mig || []).map((i) => `${i.profile} on ${i.device}`), ...(s.shares || []).map((h) => `${h.percent}% of ${h.device}`)].join(", ") || "—",
+    utc(s.lease_expires_at) || "—",
+    Object.entries(s.labels || {}).map(([k, v]) => v === "" ? k : `${k}=${v}`).join(", ") || "—",
+    s.state === "queued" ? "" : el("span", { class: "actions" },
+      button("Decompose", `decompose-${s.name}`, () => act(`decompose ${s.name}`, "DELETE", `/api/v1/systems/${enc(s.name)}`)),
+      button("Renew 4h", `renew-${s.name}`, () => act(`renew ${s.name}`, "POST", `/api/v1/systems/${enc(s.name)}/renew`, { lease: "4h" })))]),
+    "no systems yet: compose one above, or yardctl compose NAME --gpus N");
 }
 
 function drawOperations(operations, systems) {
   const names = new Map(systems.map((s) => [s.id, s.name]));
   fillTable("operations", operations.map((op) => [
-    op.id, op.kind, names.get(op.system) || op.system, el("span", { class: `state-${op.state}`, title: op.error }, op.state),
+    op.id, op.kind, names.get(op.system) || op.system,
+    el("span", { class: `state-${op.state}` }, op.state, op.error ? el("small", {}, ` ${op.error}`) : ""),
     el("span", {}, ...op.steps.map((s) => el("span", { class: `step ${s.state}`, title: s.message || s.devices.join(", ") },
                                              (s.compensation ? "↶ " : "") + s.kind))),
     op.requested_by]), "no operations yet");
@@ -155,7 +205,8 @@ function drawOperations(operations, systems) {
 
 function drawQueue(queue) {
   fillTable("queue", queue.entries.map((e) => [String(e.position), e.name, e.tenant, e.class, e.asks,
-    utc(e.enqueued_at), (e.waiting_for || "").split("\n")[0]]),
+    utc(e.enqueued_at), utc(e.deadline) || "—", (e.waiting_for || "").split("\n")[0],
+    button("Cancel", `cancel-${e.name}`, () => act(`cancel ${e.name}`, "POST", `/api/v1/queue/${encodeURIComponent(e.operation)}/cancel`))]),
     "nothing waits: yardctl compose NAME --gpus N --queue waits here when it does not fit");
 }
 
@@ -195,10 +246,14 @@ async function refresh() {
     drawEvents(events);
     status.textContent = `${live ? "live" : "polling every 2 s (no live updates)"} · updated ${utcNow()}`;
     status.className = "";
+    document.getElementById("console").classList.remove("stale");
     document.body.dataset.loaded = "true";
   } catch (e) {
-    status.textContent = `cannot reach yardd: ${e.message}`;
+    if (e.status === 401) return showLogin("your session ended: log in again");
+    // Everything shown is as it was at the last update: said on every table and tile, not only here.
+    status.textContent = `stale: cannot reach yardd (${e.message}); showing what it said at its last answer`;
     status.className = "error";
+    document.getElementById("console").classList.add("stale");
   }
 }
 
@@ -228,11 +283,82 @@ function setLive(value) {
   tick();  // redraw now: changes may have happened while the stream was down
 }
 
-if (typeof EventSource === "function") {
-  const events = new EventSource("/api/v1/events/stream");
-  // The browser reconnects by itself; meanwhile the page polls.
-  events.onopen = () => setLive(true);
-  events.onmessage = () => requestRefresh(MIN_GAP_MS);
-  events.onerror = () => setLive(false);
+let stream = null;
+function startConsole() {
+  document.getElementById("login").hidden = true;
+  document.getElementById("console").hidden = false;
+  if (stream === null && typeof EventSource === "function") {
+    stream = new EventSource("/api/v1/events/stream");
+    // The browser reconnects by itself; meanwhile the page polls.
+    stream.onopen = () => setLive(true);
+    stream.onmessage = () => requestRefresh(MIN_GAP_MS);
+    stream.onerror = () => setLive(false);
+  }
+  if (tickTimer === null) tick();
 }
-tick();
+
+function stopConsole() {
+  if (stream !== null) { stream.close(); stream = null; }
+  clearTimeout(tickTimer);
+  tickTimer = null;
+  live = false;
+}
+
+function showWho(session) {
+  csrf = session.csrf || "";
+  document.getElementById("who").textContent = session.login
+    ? `${session.identity} (${session.role}${session.tenant ? `, tenant ${session.tenant}` : ""})` : "no identities: everyone is admin";
+  document.getElementById("logout").hidden = !session.login;
+}
+
+function showLogin(message = "") {
+  stopConsole();
+  csrf = "";
+  document.getElementById("console").hidden = true;
+  document.getElementById("logout").hidden = true;
+  document.getElementById("who").textContent = "";
+  document.getElementById("login").hidden = false;
+  document.getElementById("login-error").textContent = message;
+  document.getElementById("status").textContent = "not logged in";
+}
+
+document.getElementById("login").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const name = document.getElementById("login-name").value, password = document.getElementById("login-password").value;
+  try {
+    const response = await fetch("/api/v1/login", { method: "POST", credentials: "same-origin", headers: { ...CONSOLE_HEADERS, "Content-Type": "application/json" },
+                                                    body: JSON.stringify({ name, password }) });
+    if (!response.ok) throw await errorOf("/api/v1/login", response);
+    document.getElementById("login-password").value = "";
+    showWho(await response.json());
+    startConsole();
+  } catch (e) {
+    document.getElementById("login-error").textContent = e.reason || e.message;
+  }
+});
+
+document.getElementById("logout").addEventListener("click", async () => {
+  try { await send("POST", "/api/v1/logout"); } catch (e) { /* logged out either way */ }
+  showLogin("logged out");
+});
+
+document.getElementById("compose").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const name = document.getElementById("compose-name").value;
+  const body = { name, gpus: Number(document.getElementById("compose-gpus").value), queue: document.getElementById("compose-queue").checked };
+  const tenant = document.getElementById("compose-tenant").value, lease = document.getElementById("compose-lease").value;
+  if (tenant) body.tenant = tenant;
+  if (lease) body.lease = lease;
+  act(`compose ${name}`, "POST", "/api/v1/systems", body);
+});
+
+(async () => {
+  try {
+    showWho(await getJson("/api/v1/session"));
+    startConsole();
+  } catch (e) {
+    if (e.status === 401) return showLogin();
+    document.getElementById("status").textContent = `cannot reach yardd: ${e.message}`;
+    document.getElementById("status").className = "error";
+  }
+})();

@@ -1,0 +1,216 @@
+"""The console acts (issue 63, item 1), against the real yardd: a password login that sets an HttpOnly, SameSite=Strict
+session cookie and hands the page a CSRF token; changes (compose, decompose, renew, cancel) accepted with the cookie
+and the token, or with a bearer token, and refused without the token, with HTTP Basic alone, or beyond what the role
+and tenant allow (the engine's own checks, as gRPC's). Then the same in Debian's headless Chromium: log in through the
+form, compose through the form, see the system, decompose it with its button, be refused as a viewer."""
+import json
+import subprocess
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+from browser import Browser
+from harness import YARDD, YarddTestCase, wait_for
+
+
+def hash_password(password):
+    return subprocess.run([YARDD, "--hash-password"], input=password, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def write_people(path):
+    """ops (operator), alice (tenant team-a), vic (viewer), all with passwords; bot (operator) with a bearer token."""
+    import hashlib
+    import os
+    people = [{"name": "ops", "role": "operator", "password": hash_password("ops-pw")},
+              {"name": "alice", "role": "tenant", "tenant": "team-a", "password": hash_password("alice-pw")},
+              {"name": "vic", "role": "viewer", "password": hash_password("vic-pw")},
+              {"name": "bot", "role": "operator", "token_sha256": hashlib.sha256(b"bot-token").hexdigest()}]
+    path.write_text(json.dumps({"identities": people}))
+    os.chmod(path, 0o600)
+
+
+class Http:
+    """A client of the operator endpoint that keeps the session cookie, as a browser would."""
+
+    def __init__(self, base):
+        self.base = base
+        self.cookie = ""
+        self.csrf = ""
+
+    def call(self, method, path, body=None, csrf=None, headers=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        request.add_header("X-Switchyard-Console", "1")
+        if self.cookie:
+            request.add_header("Cookie", self.cookie)
+        if csrf is not None:
+            request.add_header("X-CSRF-Token", csrf)
+        for k, v in (headers or {}).items():
+            request.add_header(k, v)
+        try:
+            with urllib.request.urlopen(request, timeout=20) as response:
+                return response.status, response.headers, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, json.loads(e.read() or b"null")
+
+    def login(self, name, password):
+        status, headers, body = self.call("POST", "/api/v1/login", {"name": name, "password": password})
+        if status == 200:
+            self.cookie = headers.get("Set-Cookie").split(";")[0]
+            self.csrf = body["csrf"]
+        return status, headers, body
+
+    def change(self, method, path, body=None):
+        return self.call(method, path, body, csrf=self.csrf)
+
+
+class ConsoleTest(YarddTestCase):
+    def start(self):
+        ids = self.dir / "identities.json"
+        write_people(ids)
+        return self.yardd("--identities", str(ids), metrics=True)
+
+    def systems(self, http):
+        status, _, body = http.call("GET", "/api/v1/systems")
+        self.assertEqual(status, 200, body)
+        return {s["name"]: s for s in (body["systems"] if isinstance(body, dict) else body)}
+
+    def test_login_cookie_csrf_and_what_each_role_may_change(self):
+        yardd = self.start()
+        ops = Http(yardd.metrics_url)
+        status, headers, body = ops.call("GET", "/api/v1/session")
+        self.assertEqual(status, 401)
+        self.assertIsNone(headers.get("WWW-Authenticate"), "no Basic challenge for the console: no password dialog")
+        self.assertEqual(ops.login("ops", "wrong")[0], 401)
+        status, headers, body = ops.login("ops", "ops-pw")
+        self.assertEqual(status, 200, body)
+        cookie = headers.get("Set-Cookie")
+        for attribute in ("HttpOnly", "SameSite=Strict", "Path=/"):
+            self.assertIn(attribute, cookie)
+        self.assertNotIn("Secure", cookie, "plain HTTP on loopback: a Secure cookie would never come back")
+        self.assertEqual((body["identity"], body["role"]), ("ops", "operator"))
+        self.assertEqual(ops.call("GET", "/api/v1/session")[2]["csrf"], ops.csrf)
+
+        # A change without the session's CSRF token, or with another, is refused and changes nothing.
+        compose = {"name": "web1", "gpus": 2, "labels": {"team": "web"}}
+        for token in (None, "not-the-token"):
+            status, _, body = ops.call("POST", "/api/v1/systems", compose, csrf=token)
+            self.assertEqual(status, 403, body)
+            self.assertIn("CSRF", body["error"]["message"])
+        self.assertEqual(self.systems(ops), {})
+        status, _, op = ops.change("POST", "/api/v1/systems", compose)
+        self.assertEqual(status, 202, op)
+        self.assertEqual((op["kind"], op["requested_by"]), ("compose", "ops"))
+        wait_for(lambda: self.systems(ops).get("web1", {}).get("state") == "composed", what="web1 composed")
+        self.assertEqual(self.systems(ops)["web1"]["labels"], {"team": "web"})
+        status, _, renewed = ops.change("POST", "/api/v1/systems/web1/renew", {"lease": "4h"})
+        self.assertEqual(status, 200, renewed)
+        self.assertTrue(renewed["lease_expires_at"])
+        self.assertEqual(ops.change("POST", "/api/v1/systems", {"name": "x", "gpus": "two"})[0], 400)
+
+        # HTTP Basic is never enough for a change (browsers send it by themselves); a bearer token is.
+        import base64
+        basic = "Basic " + base64.b64encode(b"ops:ops-pw").decode()
+        status, _, body = Http(yardd.metrics_url).call("DELETE", "/api/v1/systems/web1", headers={"Authorization": basic})
+        self.assertEqual(status, 403, body)
+        self.assertIn("HTTP Basic", body["error"]["message"])
+        status, _, body = Http(yardd.metrics_url).call("POST", "/api/v1/systems", {"name": "bot1", "gpus": 1},
+                                                       headers={"Authorization": "Bearer bot-token"})
+        self.assertEqual(status, 202, body)
+
+        # A viewer may not change; a tenant only its own tenant's systems (the engine decides, as for gRPC).
+        vic = Http(yardd.metrics_url)
+        self.assertEqual(vic.login("vic", "vic-pw")[0], 200)
+        status, _, body = vic.change("POST", "/api/v1/systems", {"name": "v1", "gpus": 1})
+        self.assertEqual(status, 403, body)
+        self.assertIn("viewer", body["error"]["message"])
+        alice = Http(yardd.metrics_url)
+        self.assertEqual(alice.login("alice", "alice-pw")[0], 200)
+        self.assertEqual(alice.change("POST", "/api/v1/systems", {"name": "a2", "gpus": 1, "tenant": "team-b"})[0], 403)
+        self.assertEqual(alice.change("DELETE", "/api/v1/systems/web1")[0], 404, "another tenant's system is not hers to see")
+        status, _, body = alice.change("POST", "/api/v1/systems", {"name": "a1", "gpus": 1})
+        self.assertEqual(status, 202, body)
+        wait_for(lambda: "a1" in self.systems(alice), what="a1")
+        self.assertEqual(set(self.systems(alice)), {"a1"}, "a tenant sees its own systems only")
+
+        # Queue and cancel; decompose; log out ends the session.
+        status, _, queued = ops.change("POST", "/api/v1/systems", {"name": "big", "gpus": 16, "queue": True})
+        self.assertEqual((status, queued["state"]), (202, "queued"))
+        status, _, cancelled = ops.change("POST", f"/api/v1/queue/{queued['id']}/cancel")
+        self.assertEqual(status, 202, cancelled)
+        status, _, body = ops.change("DELETE", "/api/v1/systems/web1")
+        self.assertEqual((status, body["kind"]), (202, "decompose"))
+        wait_for(lambda: "web1" not in self.systems(ops), what="web1 decomposed")
+        self.assertEqual(ops.change("POST", "/api/v1/logout")[0], 200)
+        self.assertEqual(ops.call("GET", "/api/v1/session")[0], 401, "the old cookie no longer opens anything")
+        audit = yardd.yardctl("audit", "-o", "json", check=False)
+        if audit.returncode == 0:
+            records = json.loads(audit.stdout).get("records", [])
+            self.assertTrue(any(r["caller"]["identity"] == "vic" and r["result"] == "PERMISSION_DENIED" for r in records), records)
+
+    def test_without_identities_a_change_still_needs_the_pages_token(self):
+        yardd = self.yardd(metrics=True)
+        local = Http(yardd.metrics_url)
+        status, _, session = local.call("GET", "/api/v1/session")
+        self.assertEqual((status, session["login"], session["role"]), (200, False, "admin"))
+        self.assertEqual(local.call("POST", "/api/v1/systems", {"name": "s1", "gpus": 1})[0], 403, "a page of another origin cannot read the token")
+        self.assertEqual(local.call("POST", "/api/v1/login", {"name": "a", "password": "b"})[0], 400)
+        status, _, op = local.call("POST", "/api/v1/systems", {"name": "s1", "gpus": 1}, csrf=session["csrf"])
+        self.assertEqual(status, 202, op)
+
+    def test_in_a_browser_log_in_compose_see_it_decompose_and_be_refused(self):
+        yardd = self.start()
+        with Browser() as browser:
+            def log_in(name, password):
+                browser.wait_until("document.getElementById('login') !== null && !document.getElementById('login').hidden", what="the login form")
+                browser.evaluate(f"document.getElementById('login-name').value = {json.dumps(name)};"
+                                 f"document.getElementById('login-password').value = {json.dumps(password)};"
+                                 "document.getElementById('login-submit').click()")
+                browser.wait_until("document.body.dataset.loaded === 'true' && !document.getElementById('console').hidden",
+                                   what=f"{name}'s console")
+
+            def systems_table():
+                return browser.evaluate("document.getElementById('systems').innerText")
+
+            browser.open(yardd.metrics_url + "/")
+            browser.wait_until("document.getElementById('login') !== null && !document.getElementById('login').hidden", what="the login form")
+            browser.evaluate("document.getElementById('login-name').value = 'ops'; document.getElementById('login-password').value = 'nope';"
+                             "document.getElementById('login-submit').click()")
+            browser.wait_until("document.getElementById('login-error').textContent.includes('wrong name or password')", what="a refused login")
+            log_in("ops", "ops-pw")
+            self.assertIn("ops (operator)", browser.evaluate("document.getElementById('who').textContent"))
+            self.assertNotIn("yard_session", browser.evaluate("document.cookie"), "HttpOnly: the page's scripts cannot read it")
+
+            browser.evaluate("document.getElementById('compose-name').value = 'web1'; document.getElementById('compose-gpus').value = '2';"
+                             "document.getElementById('compose-submit').click()")
+            browser.wait_until("document.getElementById('systems').innerText.includes('web1') && "
+                               "document.getElementById('systems').innerText.includes('composed')", timeout=30, what="web1 on the page")
+            self.assertIn("compose web1: op-", browser.evaluate("document.getElementById('action-result').textContent"))
+
+            # A change without the CSRF token, from the page itself, is refused.
+            browser.evaluate("window.csrfStatus = 0; fetch('/api/v1/systems', {method: 'POST', credentials: 'same-origin', "
+                             "headers: {'Content-Type': 'application/json'}, body: JSON.stringify({name: 'x', gpus: 1})})"
+                             ".then((r) => { window.csrfStatus = r.status; })")
+            self.assertEqual(browser.wait_until("window.csrfStatus", what="the token-less change's answer"), 403)
+
+            browser.evaluate("document.querySelector('[data-testid=\"decompose-web1\"]').click()")
+            browser.wait_until("!document.getElementById('systems').innerText.includes('web1')", timeout=30, what="web1 gone from the page")
+
+            browser.evaluate("document.getElementById('logout').click()")
+            log_in("vic", "vic-pw")
+            browser.evaluate("document.getElementById('compose-name').value = 'v1'; document.getElementById('compose-submit').click()")
+            browser.wait_until("document.getElementById('action-result').textContent.includes('refused')", what="the viewer refused")
+            self.assertIn("viewer role", browser.evaluate("document.getElementById('action-result').textContent"))
+        self.assertEqual(set(self.systems(_logged_in(yardd.metrics_url, "ops", "ops-pw"))), set())
+
+
+def _logged_in(base, name, password):
+    http = Http(base)
+    http.login(name, password)
+    return http
+
+
+if __name__ == "__main__":
+    unittest.main()
