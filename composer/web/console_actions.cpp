@@ -202,7 +202,7 @@ void WebService::session(const Caller& caller, const net::HttpRequest& request, 
   else if (auto s = sessions_->find(cookieValue(headerValue(request, "Cookie"), kSessionCookie)); s && s->caller.identity == caller.identity)
     csrf = s->csrf;
   out["csrf"] = csrf;
-  reply(respond(http::status::ok, "application/json", out.dump() + "\n", request.version(), request.keep_alive()));
+  reply(respond(http::status::ok, "application/json", out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", request.version(), request.keep_alive()));
 }
 
 void WebService::login(const net::HttpRequest& request, const std::string& peer, net::Reply reply) {
@@ -225,7 +225,7 @@ void WebService::login(const net::HttpRequest& request, const std::string& peer,
     json out = callerJson(*who);
     out["csrf"] = session.csrf;
     out["login"] = true;
-    auto res = respond(http::status::ok, "application/json", out.dump() + "\n", version, keepAlive);
+    auto res = respond(http::status::ok, "application/json", out.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", version, keepAlive);
     res.set(http::field::set_cookie, sessionCookie(cookie, console_.secureCookie, false));
     spdlog::info("console: {} logged in ({})", who->identity, toString(who->role));
     reply(std::move(res));
