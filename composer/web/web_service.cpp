@@ -7,6 +7,7 @@
 #include <charconv>
 #include <limits>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "net/event_feed.h"
@@ -483,8 +484,16 @@ Result<WebService::ApiRead> WebService::operationsApi(const Caller& caller, cons
     SY_ASSIGN(const auto operations,
               history.listOperations(OperationQuery{.limit = limit, .tenant = caller.role == Role::kTenant ? caller.tenant : std::string()}));
     json out = json::array();
+    std::set<SystemId> systems;
+    for (const auto& op : operations) systems.insert(op.systemId);
+    // Each names its system, a decomposed one too (by name, not only its id).
+    SY_ASSIGN(const auto names, history.systemNames(systems));
     for (const auto& op : operations)
-      if (maySee(caller, op.tenant) && out.size() < limit) out.push_back(operationJson(op));
+      if (maySee(caller, op.tenant) && out.size() < limit) {
+        json j = operationJson(op);
+        if (auto it = names.find(op.systemId); it != names.end()) j["system_name"] = it->second;
+        out.push_back(std::move(j));
+      }
     return out;
   }};
 }

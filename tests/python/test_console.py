@@ -143,6 +143,10 @@ class ConsoleTest(YarddTestCase):
         status, _, body = ops.change("DELETE", "/api/v1/systems/web1")
         self.assertEqual((status, body["kind"]), (202, "decompose"))
         wait_for(lambda: "web1" not in self.systems(ops), what="web1 decomposed")
+        status, _, operations = ops.call("GET", "/api/v1/operations?limit=50")
+        self.assertEqual(status, 200)
+        named = {op["system_name"] for op in operations if op["system"] == body["system"]}
+        self.assertEqual(named, {"web1"}, "a decomposed system's operations still name it")
         self.assertEqual(ops.change("POST", "/api/v1/logout")[0], 200)
         self.assertEqual(ops.call("GET", "/api/v1/session")[0], 401, "the old cookie no longer opens anything")
         audit = yardd.yardctl("audit", "-o", "json", check=False)

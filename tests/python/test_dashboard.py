@@ -79,6 +79,12 @@ class DashboardTest(YarddTestCase):
         self.assertGreaterEqual(chart.count("<polyline"), 2)
         widths = re.findall(r'<polyline[^>]*stroke-width="([0-9.]+)"', chart)
         self.assertEqual(len(set(widths)), len(widths), "each line thinner than the last, so equal ones stay visible")
+        # Capacity is drawn as steps (issue 63): every segment is level or upright, never a slope between samples.
+        for points in re.findall(r'<polyline[^>]*points="([^"]+)"', chart):
+            xy = [tuple(float(v) for v in p.split(",")) for p in points.split()]
+            self.assertGreaterEqual(len(xy), 3)
+            for (x0, y0), (x1, y1) in zip(xy, xy[1:]):
+                self.assertTrue(x0 == x1 or y0 == y1, f"a slope from {(x0, y0)} to {(x1, y1)}")
         systems = dom[dom.index('data-testid="systems"'):dom.index('data-testid="queue"')]
         self.assertIn("MIG / shares", systems)
         self.assertRegex(systems, r"3g on sw\d-gpu\d+, 2g on sw\d-gpu\d+")

@@ -145,11 +145,17 @@ function drawChart(capacity) {
   const middle = Math.floor((history.length - 1) / 2);
   for (const [i, anchor] of [[0, "start"], [middle, "middle"], [history.length - 1, "end"]])
     svg.append(svgEl("text", { x: x(i), y: 192, "text-anchor": anchor, class: "axis" }, utc(history[i].at).slice(11)));
-  // Equal lines would hide each other: each is drawn thinner than the one before, so a line that runs on
-  // another's values shows as a stripe inside it.
+  // Capacity changes at an instant and holds until the next change: each sample's value is drawn as a step
+  // (level until the next sample, then straight up or down), never as a slope between samples. Equal lines
+  // would hide each other: each is drawn thinner than the one before, so a line that runs on another's values
+  // shows as a stripe inside it.
+  const steps = (g) => history.flatMap((s, i) => {
+    const here = `${x(i)},${y(s.placeable[g] || 0)}`;
+    return i === 0 ? [here] : [`${x(i)},${y(history[i - 1].placeable[g] || 0)}`, here];
+  }).join(" ");
   shapes.forEach((g, n) => {
     svg.append(svgEl("polyline", { fill: "none", stroke: SHAPE_COLOURS[g] || "#555", "stroke-width": String(2 + 2.5 * (shapes.length - 1 - n)),
-                                   "stroke-linejoin": "round", points: history.map((s, i) => `${x(i)},${y(s.placeable[g] || 0)}`).join(" ") }));
+                                   "stroke-linejoin": "miter", "data-shape": g, points: steps(g) }));
     legend.append(el("span", {}, el("i", { style: `background:${SHAPE_COLOURS[g] || "#555"}` }), `${g} GPU`));
   });
   legend.append(el("span", {}, `requests of each shape that fit; ${history.length} samples, one every ${capacity.sample_seconds} s, ` +
@@ -196,7 +202,7 @@ function drawSystems(systems) {
 function drawOperations(operations, systems) {
   const names = new Map(systems.map((s) => [s.id, s.name]));
   fillTable("operations", operations.map((op) => [
-    op.id, op.kind, names.get(op.system) || op.system,
+    op.id, op.kind, op.system_name || names.get(op.system) || op.system,
     el("span", { class: `state-${op.state}` }, op.state, op.error ? el("small", {}, ` ${op.error}`) : ""),
     el("span", {}, ...op.steps.map((s) => el("span", { class: `step ${s.state}`, title: s.message || s.devices.join(", ") },
                                              (s.compensation ? "↶ " : "") + s.kind))),
