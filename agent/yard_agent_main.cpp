@@ -58,7 +58,7 @@ struct AgentFlags {
 };
 
 // --print-activity: what each GPU on this host does now, as idle reclaim sees it (JSON: one object per GPU).
-int printActivity(const HostOps& ops, bool json, int busyAbovePercent) {
+int printActivity(const HostOps& ops, bool json, int busyAbovePercent, const std::filesystem::path& sysfsRoot) {
   auto inventory = ops.inventory();
   if (!inventory) {
     spdlog::critical("{}", inventory.error().message);
@@ -67,6 +67,11 @@ int printActivity(const HostOps& ops, bool json, int busyAbovePercent) {
   std::vector<PciFunction> gpus;
   for (const auto& h : *inventory)
     if (h.pci.isGpu()) gpus.push_back(h.pci);
+  if (gpus.empty() && !json) {  // say so, rather than print nothing (issue 63)
+    fmt::print("no GPU on this host: no display-class PCI function (class 03) under {}; nothing for idle reclaim to watch\n",
+               (sysfsRoot / "bus" / "pci" / "devices").string());
+    return 0;
+  }
   auto activity = ops.activityOf(gpus);
   if (!activity) {
     spdlog::critical("{}", activity.error().message);
@@ -242,7 +247,7 @@ int run(const AgentFlags& flags) {
     options.upstreamPorts[p.substr(0, eq)] = *address;
   }
   HostOps ops(options);
-  if (flags.printActivity) return printActivity(ops, flags.json, flags.idleBusyAbove);
+  if (flags.printActivity) return printActivity(ops, flags.json, flags.idleBusyAbove, flags.sysfsRoot);
   if (flags.printInventory) {
     auto inventory = ops.inventory();
     if (!inventory) {

@@ -377,6 +377,12 @@ TEST_F(HostAgentTest, PrintActivityJudgesIdleWithTheThresholdItIsGiven) {
   EXPECT_FALSE(byDefault.at("0000:13:00.0")) << "20 % is busy at the default 5 %";
   EXPECT_TRUE(print("--idle-busy-above 25").at("0000:13:00.0"));
   EXPECT_NE(testing::runCommand(std::string(YARD_AGENT_PATH) + " --print-activity --idle-busy-above 101", dir_.path()).exitCode, 0);
+  // A host with no GPU says so (issue 63), rather than print nothing.
+  std::filesystem::create_directories(dir_ / "empty-sysfs" / "bus" / "pci" / "devices");
+  auto none = testing::runCommand(std::string(YARD_AGENT_PATH) + " --print-activity --gpu-uuid-command '' --sysfs-root " + (dir_ / "empty-sysfs").string(),
+                                  dir_.path());
+  EXPECT_EQ(none.exitCode, 0) << none.err;
+  EXPECT_NE(none.out.find("no GPU on this host"), std::string::npos) << none.out << none.err;
 
   // In MIG mode: no utilization, each instance with what runs in it.
   testing::writeFile(dir_ / "agent" / "mig.json", R"({"next": 3, "instances": [{"pci": "0000:12:00.0", "name": "3g.40gb", "start": 0, "gi": 1},
