@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <charconv>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -77,6 +78,7 @@ struct DaemonOptions {
   std::string hostPolicyDefault = "unset";   // for hosts no agent serves and no --host-policy names
   bool simHostAgents = true;                 // simulated driver: in-process simulated agents serve every host
   int simHostDelayMs = 0;
+  std::vector<std::string> simGpuBusy;  // DEVICE=PERCENT: what simulated hosts report the GPU doing (the demo's busy GPU)
   double hostTimeoutSeconds = 30;
   int agentHeartbeatSeconds = 5;
   std::vector<std::string> hostBmcs;         // HOST=URL
@@ -370,6 +372,22 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       "Simulated driver: no simulated host agents: a host takes devices once its yard-agent registers (or by --host-policy)");
   app.add_option("--sim-host-delay-ms", o.simHostDelayMs, "Simulated host agents: how long a bound device takes to appear")
       ->check(CLI::Range(0, 600'000))->capture_default_str();
+  app.add_option("--sim-gpu-busy", o.simGpuBusy,
+                 "DEVICE=PERCENT (repeatable): simulated host agents report this GPU at PERCENT utilization with a process "
+                 "(pid 4200+, 'sim-job') once it is attached, so idle reclaim spares it and `yardctl idle --all` shows it busy; "
+                 "0 keeps it idle")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            const auto eq = v.find('=');
+            int percent = -1;
+            if (eq != std::string::npos && eq > 0) {
+              const std::string n = v.substr(eq + 1);
+              auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), percent);
+              if (ec != std::errc() || end != n.data() + n.size()) percent = -1;
+            }
+            return percent >= 0 && percent <= 100 ? std::string() : "'" + v + "' is not DEVICE=PERCENT with PERCENT 0 to 100";
+          },
+          "DEVICE=PERCENT"));
   app.add_option("--host-timeout", o.hostTimeoutSeconds,
                  "Seconds a host step may take (a device must appear on its host within it); past that the attach rolls back")
       ->check(CLI::Range(0.001, 3600.0))->capture_default_str();

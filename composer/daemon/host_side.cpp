@@ -81,9 +81,21 @@ Result<std::unique_ptr<SimulatedHosts>> simulatedHostsOf(const DaemonOptions& o,
   spdlog::info("host side: simulated host agents serve all {} host(s) until a yard-agent registers for one", simulated.hosts.size());
   // The hosts keep what they have enumerated beside the simulated switch's bindings (none kept: none).
   const bool kept = std::any_of(fabric.simulated.begin(), fabric.simulated.end(), [](SimulatedFabric* sim) { return sim->keepsState(); });
-  return std::make_unique<SimulatedHosts>(simulated, routedPort, clock,
-                                          SimulatedHostsOptions{.appearDelay = std::chrono::milliseconds(o.simHostDelayMs),
-                                                                .statePath = kept ? o.stateDir / "sim-hosts.json" : std::filesystem::path()});
+  auto hosts = std::make_unique<SimulatedHosts>(simulated, routedPort, clock,
+                                                SimulatedHostsOptions{.appearDelay = std::chrono::milliseconds(o.simHostDelayMs),
+                                                                      .statePath = kept ? o.stateDir / "sim-hosts.json" : std::filesystem::path()});
+  // --sim-gpu-busy: the demo's busy GPUs (CLI11 checked DEVICE=PERCENT).
+  int pid = 4200;
+  for (const auto& spec : o.simGpuBusy) {
+    const auto eq = spec.find('=');
+    const DeviceId device = spec.substr(0, eq);
+    const int percent = std::stoi(spec.substr(eq + 1));
+    if (std::none_of(simulated.devices.begin(), simulated.devices.end(), [&](const Device& d) { return d.id == device && d.kind == DeviceKind::kGpu; }))
+      return fail(Code::kInvalidArgument, fmt::format("--sim-gpu-busy {}: no simulated GPU '{}' (see `yardctl devices`)", spec, device));
+    hosts->setActivity(device, percent, percent > 0 ? std::vector<GpuProcess>{{pid++, "sim-job", 2048}} : std::vector<GpuProcess>{});
+    spdlog::info("simulated hosts: {} reports {}% utilization{}", device, percent, percent > 0 ? " and a process (sim-job)" : "");
+  }
+  return hosts;
 }
 
 }  // namespace

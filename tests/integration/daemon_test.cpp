@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -423,6 +424,37 @@ TEST_F(DaemonTest, PlanExplainsWithoutChangingAnything) {
   EXPECT_EQ(no.exitCode, 3);
   EXPECT_NE(no.out.find("host0: peer-to-peer required"), std::string::npos) << no.out;
   EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_FREE), 16);
+}
+
+// Issue 63, item 5: the tour's busy GPU. --sim-gpu-busy makes the simulated host report a GPU at a utilization with a
+// process, so idle reclaim spares it and `yardctl idle --all` shows it busy beside its idle sibling.
+TEST_F(DaemonTest, ASimulatedGpuCanBeMadeBusyForTheDemo) {
+  testing::DaemonProcess bad(YARDD_PATH, dir_.path());
+  EXPECT_FALSE(bad.start({"--sim-gpu-busy", "nope=50"}));
+  EXPECT_NE(bad.log().find("no simulated GPU 'nope'"), std::string::npos) << bad.log();
+  auto malformed = testing::runCommand(std::string(YARDD_PATH) + " --sim-gpu-busy sw0-gpu0=150 --plaintext --listen 127.0.0.1:0 --state-dir " +
+                                           (dir_ / "other").string(),
+                                       dir_.path());
+  EXPECT_NE(malformed.exitCode, 0);
+  EXPECT_NE(malformed.err.find("PERCENT 0 to 100"), std::string::npos) << malformed.err;
+
+  startDaemon({"--sim-gpu-busy", "sw0-gpu0=90", "--activity-interval", "1s"});
+  ASSERT_EQ(yardctl("compose train --gpus 2 --host host0").exitCode, 0);
+  json all = json::object();
+  for (int i = 0; i < 100 && all.value("gpus", json::array()).size() < 2; ++i) {
+    std::this_thread::sleep_for(100ms);
+    all = yardctlJson("idle --all");
+  }
+  ASSERT_EQ(all["gpus"].size(), 2u) << all.dump() << daemon_->log();
+  std::map<std::string, json> byDevice;
+  for (const auto& g : all["gpus"]) byDevice[g["device_id"]] = g;
+  ASSERT_TRUE(byDevice.contains("sw0-gpu0")) << all.dump();
+  EXPECT_EQ(byDevice["sw0-gpu0"]["utilization_percent"], 90);
+  ASSERT_EQ(byDevice["sw0-gpu0"]["processes"].size(), 1u);
+  EXPECT_EQ(byDevice["sw0-gpu0"]["processes"][0]["name"], "sim-job");
+  const json idle = yardctlJson("idle --for 0s");
+  ASSERT_EQ(idle["gpus"].size(), 1u) << idle.dump();
+  EXPECT_NE(idle["gpus"][0]["device_id"], "sw0-gpu0") << "the busy GPU is not idle";
 }
 
 }  // namespace
