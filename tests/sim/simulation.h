@@ -30,6 +30,9 @@ struct SimReport {
   int reconciles = 0;
   int checks = 0;        // invariant checks run
   std::vector<std::string> violations;
+  // Why the seed could not be judged, if it could not: the third-party switch (cse) stopped answering for good
+  // (it wedges now and then on a loaded machine). Not a violation; switchyard_sim fails when too many seeds are.
+  std::string unjudged;
   std::uint64_t digest = 0;  // of the decisions and the final state: equal for equal seeds
   std::string trace;
 };
