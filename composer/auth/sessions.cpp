@@ -34,6 +34,13 @@ std::optional<Session> Sessions::find(std::string_view token) {
   return it->second;
 }
 
+void Sessions::revoke(std::string_view token) {
+  if (token.empty()) return;
+  const std::string hash = Identities::hashToken(token);
+  std::lock_guard lock(mutex_);
+  byTokenHash_.erase(hash);
+}
+
 std::size_t Sessions::size() const {
   std::lock_guard lock(mutex_);
   return byTokenHash_.size();

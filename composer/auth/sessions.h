@@ -32,6 +32,8 @@ class Sessions {
   [[nodiscard]] std::pair<std::string, Session> issue(const Caller& caller, std::chrono::seconds ttl, std::uint64_t generation = 0);
   // The session a token opened, while it has not expired.
   [[nodiscard]] std::optional<Session> find(std::string_view token);
+  // Ends the session a token opened (a logout); nothing when there is none.
+  void revoke(std::string_view token);
   [[nodiscard]] std::size_t size() const;
 
  private:

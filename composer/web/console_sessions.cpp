@@ -2,45 +2,29 @@
 
 #include <openssl/crypto.h>
 
-#include <algorithm>
-
 #include "composer/auth/identities.h"
 
 namespace switchyard::web {
 
-ConsoleSessions::ConsoleSessions(Clock& clock) : clock_(clock), localCsrf_(auth::Identities::newToken()) {}
+namespace {
+
+// The CSRF token of a session: derived from its cookie, which no page of another origin can read.
+std::string csrfOf(std::string_view cookie) { return auth::Identities::hashToken("console-csrf:" + std::string(cookie)); }
+
+}  // namespace
+
+ConsoleSessions::ConsoleSessions(Clock& clock) : logins_(clock), localCsrf_(auth::Identities::newToken()) {}
 
 std::pair<std::string, ConsoleSession> ConsoleSessions::open(const Caller& caller) {
-  const Timestamp now = clock_.now();
-  ConsoleSession session{caller, auth::Identities::newToken(), now + std::chrono::duration_cast<std::chrono::nanoseconds>(kTtl).count()};
-  std::string cookie = auth::Identities::newToken();
-  std::lock_guard lock(mutex_);
-  std::erase_if(byCookieHash_, [now](const auto& entry) { return entry.second.expiresAt <= now; });
-  if (byCookieHash_.size() >= kMaxSessions)
-    byCookieHash_.erase(std::min_element(byCookieHash_.begin(), byCookieHash_.end(),
-                                         [](const auto& a, const auto& b) { return a.second.expiresAt < b.second.expiresAt; }));
-  byCookieHash_.emplace(auth::Identities::hashToken(cookie), session);
-  return {std::move(cookie), std::move(session)};
+  auto [cookie, session] = logins_.issue(caller, kTtl);
+  ConsoleSession console{caller, csrfOf(cookie), session.expiresAt};
+  return {std::move(cookie), std::move(console)};
 }
 
 std::optional<ConsoleSession> ConsoleSessions::find(std::string_view cookie) {
-  if (cookie.empty()) return std::nullopt;
-  const std::string hash = auth::Identities::hashToken(cookie);
-  std::lock_guard lock(mutex_);
-  auto it = byCookieHash_.find(hash);
-  if (it == byCookieHash_.end()) return std::nullopt;
-  if (it->second.expiresAt <= clock_.now()) {
-    byCookieHash_.erase(it);
-    return std::nullopt;
-  }
-  return it->second;
-}
-
-void ConsoleSessions::close(std::string_view cookie) {
-  if (cookie.empty()) return;
-  const std::string hash = auth::Identities::hashToken(cookie);
-  std::lock_guard lock(mutex_);
-  byCookieHash_.erase(hash);
+  auto session = logins_.find(cookie);
+  if (!session) return std::nullopt;
+  return ConsoleSession{session->caller, csrfOf(cookie), session->expiresAt};
 }
 
 bool sameSecret(std::string_view a, std::string_view b) { return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0; }

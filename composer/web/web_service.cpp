@@ -479,15 +479,23 @@ Result<WebService::ApiRead> WebService::idleApi(const Caller& caller, const std:
 Result<WebService::ApiRead> WebService::operationsApi(const Caller& caller, const std::string& query) {
   auto limit = limitOf(query, 20, 500);
   if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
-  return ApiRead{nullptr, [caller, limit = *limit](const HistoryReads& history) -> Result<json> {
+  return ApiRead{nullptr, [this, caller, limit = *limit](const HistoryReads& history) -> Result<json> {
     // The store reads only what is shown (a tenant's own, as gRPC's ListOperations).
     SY_ASSIGN(const auto operations,
               history.listOperations(OperationQuery{.limit = limit, .tenant = caller.role == Role::kTenant ? caller.tenant : std::string()}));
+    // Each names its system: a live one from the view, one that ended (decomposed) from the store's history.
+    const auto view = engine_.view();
+    std::map<SystemId, std::string> names;
+    std::set<SystemId> ended;
+    for (const auto& op : operations) {
+      if (const auto live = view ? view->systems.find(op.systemId) : nullptr) names[op.systemId] = live->name;
+      else ended.insert(op.systemId);
+    }
+    if (!ended.empty()) {
+      SY_ASSIGN(auto stored, history.systemNames(ended));
+      names.merge(stored);
+    }
     json out = json::array();
-    std::set<SystemId> systems;
-    for (const auto& op : operations) systems.insert(op.systemId);
-    // Each names its system, a decomposed one too (by name, not only its id).
-    SY_ASSIGN(const auto names, history.systemNames(systems));
     for (const auto& op : operations)
       if (maySee(caller, op.tenant) && out.size() < limit) {
         json j = operationJson(op);
@@ -501,7 +509,7 @@ Result<WebService::ApiRead> WebService::operationsApi(const Caller& caller, cons
 Result<WebService::ApiRead> WebService::eventsApi(const Caller& caller, const std::string& query) {
   auto limit = limitOf(query, 50, 1000);
   if (!limit) return fail(Code::kInvalidArgument, limit.error().message);
-  return ApiRead{nullptr, [caller, limit = *limit](const HistoryReads& history) -> Result<json> {
+  return ApiRead{nullptr, [this, caller, limit = *limit](const HistoryReads& history) -> Result<json> {
     // The newest events; a tenant's may be sparse among them, so for a tenant the last 2,000 are read and
     // the last `limit` it may see kept.
     SY_ASSIGN(auto events, history.recentEvents(caller.role == Role::kTenant ? std::max<std::size_t>(limit, 2000) : limit));

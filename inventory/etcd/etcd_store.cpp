@@ -397,8 +397,18 @@ std::string EtcdStore::idleKey(Timestamp from, const DeviceId& device) const {
 
 Result<std::map<SystemId, std::string>> EtcdStore::systemNames(const std::set<SystemId>& ids) {
   std::map<SystemId, std::string> out;
-  if (ids.empty()) return out;
-  // One scan of the systems (history keeps at most RetentionPolicy::finishedOperations of them), not a request each.
+  // A few (a page of operations): one read each. Many (a usage report over a long log): one scan of the systems,
+  // whose history holds at most RetentionPolicy::finishedOperations of them.
+  constexpr std::size_t kReadEachUpTo = 64;
+  if (ids.size() <= kReadEachUpTo) {
+    for (const auto& id : ids) {
+      SY_ASSIGN(auto value, get(key("systems/", numberFromId(id))));
+      if (!value) continue;
+      SY_ASSIGN(System s, etcd::systemFrom(*value, id));
+      out[s.id] = s.name;
+    }
+    return out;
+  }
   SY_ASSIGN(auto systems, scan(options_.prefix + "systems/", etcd::prefixEnd(options_.prefix + "systems/")));
   for (const auto& kv : systems) {
     SY_ASSIGN(System s, etcd::systemFrom(kv.value, kv.key));
