@@ -75,6 +75,17 @@ void Accounts::startLogin(std::string user, std::string password, std::string pe
   });
 }
 
+void Accounts::checkPassword(std::string user, std::string password, std::string peer, std::function<void(std::optional<Caller>, std::uint64_t)> then) {
+  const bool slow = identities_->checkIsSlow(user, password, peer);
+  auto check = [this, user, password = std::move(password), peer = std::move(peer), then = std::move(then)] {
+    std::uint64_t generation = 0;
+    auto caller = identities_->byPassword(user, password, peer, &generation);
+    then(std::move(caller), generation);
+  };
+  if (!slow) return check();
+  boost::asio::post(laneFor(user), std::move(check));
+}
+
 void Accounts::expireLocked() {
   const auto now = std::chrono::steady_clock::now();
   std::erase_if(sessions_, [&](const auto& entry) { return now - entry.second.lastUsed > sessionTimeout_; });

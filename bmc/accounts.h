@@ -55,6 +55,9 @@ class Accounts {
   [[nodiscard]] std::optional<Session> login(const std::string& user, const std::string& password, std::string_view peer = {});
   // login() for a server's request threads: `then` runs on one of this object's threads when the check is slow.
   void startLogin(std::string user, std::string password, std::string peer, std::function<void(std::optional<Session>)> then);
+  // A name and password checked as Basic is (the same lockouts), for a login kept elsewhere (the console's):
+  // `then` gets the caller and the identity's generation, on one of this object's threads when the check is slow.
+  void checkPassword(std::string user, std::string password, std::string peer, std::function<void(std::optional<Caller>, std::uint64_t)> then);
   // Waits for the checks handed to this object's threads (yardd's shutdown, before its services go).
   void drain() {
     checks_.join();

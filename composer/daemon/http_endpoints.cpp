@@ -1,8 +1,6 @@
 #include "composer/engine/engine.h"
 #include "composer/daemon/http_endpoints.h"
 
-#include "composer/model/base64.h"
-
 #include <spdlog/spdlog.h>
 
 #include "bmc/redfish_protocol.h"
@@ -39,10 +37,13 @@ Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clo
     };
   // The console's login checks a name and password as HTTP Basic would (the same lockouts of guessing).
   web::ConsoleOptions console{.secureCookie = httpOptions.tls.has_value(), .clock = &clock};
-  if (accounts)
-    console.login = [accounts](const std::string& name, const std::string& password, std::string_view peer, std::function<void(std::optional<Caller>)> then) {
-      accounts->authorize("Basic " + encodeBase64(name + ":" + password), peer, std::move(then));
+  if (accounts) {
+    console.login = [accounts](const std::string& name, const std::string& password, std::string_view peer,
+                               std::function<void(std::optional<Caller>, std::uint64_t)> then) {
+      accounts->checkPassword(name, password, std::string(peer), std::move(then));
     };
+    console.current = [accounts](std::string_view identity, std::uint64_t generation) { return accounts->identities().current(identity, generation); };
+  }
   web.service = std::make_unique<web::WebService>(engine, metrics, std::move(authorize), web.capacityHistory.get(),
                                                   *web::parseDeviceSeries(o.metricsDeviceSeries), std::move(console));  // CLI11 checked it
   auto started = net::HttpServer::start(httpOptions, [w = web.service.get()](const net::HttpRequest& req, net::Reply reply,

@@ -216,12 +216,12 @@ void WebService::login(const net::HttpRequest& request, const std::string& peer,
   auto password = body ? field<std::string>(*body, "password", "") : std::unexpected(body.error());
   if (!name || !password || name->empty() || password->empty())
     return reply(problem(http::status::bad_request, "log in with a JSON body {\"name\": ..., \"password\": ...}", version, keepAlive));
-  console_.login(*name, *password, peer, [this, reply = std::move(reply), version, keepAlive, name = *name](std::optional<Caller> who) {
+  console_.login(*name, *password, peer, [this, reply = std::move(reply), version, keepAlive, name = *name](std::optional<Caller> who, std::uint64_t generation) {
     if (!who) {
       spdlog::info("console: login of '{}' refused", name);
       return reply(problem(http::status::unauthorized, "wrong name or password (or too many tries: wait a minute)", version, keepAlive));
     }
-    auto [cookie, session] = sessions_->open(*who);
+    auto [cookie, session] = sessions_->open(*who, generation);
     json out = callerJson(*who);
     out["csrf"] = session.csrf;
     out["login"] = true;

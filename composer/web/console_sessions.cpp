@@ -13,10 +13,11 @@ std::string csrfOf(std::string_view cookie) { return auth::Identities::hashToken
 
 }  // namespace
 
-ConsoleSessions::ConsoleSessions(Clock& clock) : logins_(clock), localCsrf_(auth::Identities::newToken()) {}
+ConsoleSessions::ConsoleSessions(Clock& clock, net::CurrentCaller current)
+    : logins_(clock), current_(std::move(current)), localCsrf_(auth::Identities::newToken()) {}
 
-std::pair<std::string, ConsoleSession> ConsoleSessions::open(const Caller& caller) {
-  auto [cookie, session] = logins_.issue(caller, kTtl);
+std::pair<std::string, ConsoleSession> ConsoleSessions::open(const Caller& caller, std::uint64_t generation) {
+  auto [cookie, session] = logins_.issue(caller, kTtl, generation);
   ConsoleSession console{caller, csrfOf(cookie), session.expiresAt};
   return {std::move(cookie), std::move(console)};
 }
@@ -24,6 +25,14 @@ std::pair<std::string, ConsoleSession> ConsoleSessions::open(const Caller& calle
 std::optional<ConsoleSession> ConsoleSessions::find(std::string_view cookie) {
   auto session = logins_.find(cookie);
   if (!session) return std::nullopt;
+  if (current_) {
+    auto now = current_(session->caller.identity, session->generation);
+    if (!now) {
+      logins_.revoke(cookie);
+      return std::nullopt;
+    }
+    session->caller = std::move(*now);
+  }
   return ConsoleSession{session->caller, csrfOf(cookie), session->expiresAt};
 }
 

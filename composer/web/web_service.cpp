@@ -147,7 +147,7 @@ WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, ne
       authorize_(std::move(authorize)),
       console_(std::move(console)),
       ownClock_(console_.clock ? nullptr : std::make_unique<SystemClock>()),
-      sessions_(std::make_unique<ConsoleSessions>(console_.clock ? *console_.clock : *ownClock_)),
+      sessions_(std::make_unique<ConsoleSessions>(console_.clock ? *console_.clock : *ownClock_, console_.current)),
       history_(history),
       deviceSeries_(deviceSeries),
       capacity_(std::make_unique<CapacityCache>(engine, defaultShapes(), std::vector<MigProfile>(kMigProfiles.begin(), kMigProfiles.end()),

@@ -36,6 +36,7 @@ namespace switchyard::web {
 // What the console's logins need (console_sessions.h).
 struct ConsoleOptions {
   net::Login login;           // checks a name and password; empty: no identities, nobody logs in
+  net::CurrentCaller current; // a session's identity as it is now (console_sessions.h)
   bool secureCookie = false;  // the endpoint serves TLS: the session cookie is Secure
   Clock* clock = nullptr;     // when sessions expire; null: the system clock
 };

@@ -158,6 +158,36 @@ class ConsoleTest(YarddTestCase):
         records = json.loads(audit.stdout).get("records", [])
         self.assertTrue(any(r["caller"]["identity"] == "vic" and r["result"] == "PERMISSION_DENIED" for r in records), records)
 
+    def test_a_session_ends_when_its_identity_changes(self):
+        """A reload (SIGHUP) that changes an identity's password, role or tenant, or removes it, ends its console
+        sessions at their next request, as it ends gRPC and Redfish logins; an unchanged identity stays logged in."""
+        import signal
+        ids = self.dir / "identities.json"
+        write_people(ids)
+        yardd = self.yardd("--identities", str(ids), metrics=True)
+        alice, ops, vic = Http(yardd.metrics_url), Http(yardd.metrics_url), Http(yardd.metrics_url)
+        self.assertEqual(alice.login("alice", "alice-pw")[0], 200)
+        self.assertEqual(ops.login("ops", "ops-pw")[0], 200)
+        self.assertEqual(vic.login("vic", "vic-pw")[0], 200)
+        people = json.loads(ids.read_text())["identities"]
+        for p in people:
+            if p["name"] == "alice":
+                p["password"] = hash_password("alice-new-pw")
+            if p["name"] == "ops":
+                p["role"] = "viewer"
+        ids.write_text(json.dumps({"identities": people}))
+        yardd.process.send_signal(signal.SIGHUP)
+        wait_for(lambda: "identities reloaded" in yardd.log(), what="the reload")
+        self.assertEqual(alice.call("GET", "/api/v1/systems")[0], 401, "a new password ends the old login")
+        status, _, body = alice.change("POST", "/api/v1/systems", {"name": "a1", "gpus": 1})
+        self.assertEqual(status, 401, body)
+        self.assertEqual(ops.call("GET", "/api/v1/session")[0], 401, "a new role is a new login")
+        status, _, body = ops.change("POST", "/api/v1/systems", {"name": "o1", "gpus": 1})
+        self.assertEqual(status, 401, body)
+        self.assertEqual(vic.call("GET", "/api/v1/session")[2]["role"], "viewer", "an unchanged identity stays logged in")
+        self.assertEqual(alice.login("alice", "alice-new-pw")[0], 200)
+        self.assertEqual(alice.call("GET", "/api/v1/systems")[0], 200)
+
     def test_without_identities_a_change_still_needs_the_pages_token(self):
         yardd = self.yardd(metrics=True)
         local = Http(yardd.metrics_url)
