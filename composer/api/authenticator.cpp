@@ -42,22 +42,7 @@ Result<Caller> Authenticator::callerOf(const grpc::ServerContextBase& ctx) const
     constexpr std::string_view kBearer = "Bearer ";
     if (header->rfind(kBearer, 0) != 0)
       return fail(Code::kUnauthenticated, "the authorization metadata must be 'Bearer TOKEN'");
-    const std::string_view token = std::string_view(*header).substr(kBearer.size());
-    if (auto caller = identities_->byToken(token)) return *caller;
-    if (sessions_ != nullptr)
-      if (auto session = sessions_->find(token)) {
-        // As the identity is now: a reload may have changed its role or tenant, or removed it. A changed password
-        // or token, or a removal (even if the name is back), ends the login: that is a new identity.
-        if (auto current = identities_->current(session->caller.identity, session->generation)) return *current;
-        if (identities_->byName(session->caller.identity))
-          return fail(Code::kUnauthenticated, fmt::format("'{}' logged in before its identity changed (a new password or credentials, or it was "
-                                                          "removed and added again): `yardctl login` again",
-                                                          session->caller.identity));
-        return fail(Code::kUnauthenticated, fmt::format("'{}' logged in, but is no longer in yardd's identities file", session->caller.identity));
-      }
-    return fail(Code::kUnauthenticated,
-                "the bearer token matches no identity in yardd's identities file and no current login (a login token expires, "
-                "and ends when yardd restarts: `yardctl login` again)");
+    return callerOfBearer(std::string_view(*header).substr(kBearer.size()));
   }
   // A certificate the server verified against --tls-client-ca (gRPC only reports verified peers).
   const auto auth = ctx.auth_context();
@@ -71,6 +56,25 @@ Result<Caller> Authenticator::callerOf(const grpc::ServerContextBase& ctx) const
   return fail(Code::kUnauthenticated,
               "this yardd requires credentials: a bearer token (yardctl --token-file or YARD_TOKEN) or a client certificate "
               "(yardctl --cert/--key) named in its identities file");
+}
+
+Result<Caller> Authenticator::callerOfBearer(std::string_view token) const {
+  if (identities_ == nullptr) return Caller::local();
+  if (auto caller = identities_->byToken(token)) return *caller;
+  if (sessions_ != nullptr)
+    if (auto session = sessions_->find(token)) {
+      // As the identity is now: a reload may have changed its role or tenant, or removed it. A changed password
+      // or token, or a removal (even if the name is back), ends the login: that is a new identity.
+      if (auto current = identities_->current(session->caller.identity, session->generation)) return *current;
+      if (identities_->byName(session->caller.identity))
+        return fail(Code::kUnauthenticated, fmt::format("'{}' logged in before its identity changed (a new password or credentials, or it was "
+                                                        "removed and added again): `yardctl login` again",
+                                                        session->caller.identity));
+      return fail(Code::kUnauthenticated, fmt::format("'{}' logged in, but is no longer in yardd's identities file", session->caller.identity));
+    }
+  return fail(Code::kUnauthenticated,
+              "the bearer token matches no identity in yardd's identities file and no current login (a login token expires, "
+              "and ends when yardd restarts: `yardctl login` again)");
 }
 
 std::optional<auth::Session> Authenticator::sessionOf(const grpc::ServerContextBase& ctx) const {

@@ -37,6 +37,9 @@ class Authenticator {
   explicit Authenticator(const auth::Identities* identities, auth::Sessions* sessions = nullptr)
       : identities_(identities), sessions_(sessions) {}
   [[nodiscard]] Result<Caller> callerOf(const grpc::ServerContextBase& ctx) const;
+  // Who a bearer token proves, for the HTTP adapters that take yardd's own tokens (CoHDI's fabric-manager API):
+  // an identity's token or a current login (kUnauthenticated saying which it is not). Open mode: the local admin.
+  [[nodiscard]] Result<Caller> callerOfBearer(std::string_view token) const;
   // The session of the call's Login token, if it used one (WhoAmI tells when it expires).
   [[nodiscard]] std::optional<auth::Session> sessionOf(const grpc::ServerContextBase& ctx) const;
   // A name and password from the identities file for a token valid `ttl` (0: the default, 12 h). `peer` is

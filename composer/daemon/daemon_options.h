@@ -60,6 +60,10 @@ struct DaemonOptions {
   std::filesystem::path redfishCert;        // default: <state-dir>/redfish-cert.pem (self-signed at first start)
   std::filesystem::path redfishKey;         // default: <state-dir>/redfish-key.pem
   std::filesystem::path redfishPortFile;
+  std::string cohdiListen;                  // empty: no CoHDI fabric-manager API
+  std::filesystem::path cohdiCert;          // default: <state-dir>/cohdi-cert.pem (self-signed at first start)
+  std::filesystem::path cohdiKey;           // default: <state-dir>/cohdi-key.pem
+  std::filesystem::path cohdiPortFile;
   std::string metricsListen;                // empty: no metrics/dashboard endpoint
   std::string metricsDeviceSeries = "auto";  // switchyard_device_info: auto, all, none
   std::filesystem::path metricsPortFile;
@@ -280,6 +284,17 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
                  "TLS certificate (PEM) for the Redfish service (default: <state-dir>/redfish-cert.pem, a self-signed one made at first start)");
   app.add_option("--redfish-key", o.redfishKey, "TLS private key (PEM) for the Redfish service (default: <state-dir>/redfish-key.pem)");
   app.add_option("--redfish-port-file", o.redfishPortFile, "Write the bound Redfish port to this file once serving");
+  app.add_option("--cohdi-listen", o.cohdiListen,
+                 "Serve the fabric-manager REST API that CoHDI's Kubernetes DRA driver and composable-resource operator call "
+                 "(FTI_CDI_ENDPOINT; token, machines, attach/detach; docs/kubernetes.md) on HOST:PORT over HTTPS; port 0 picks one")
+      ->check(listenAddressCheck("--cohdi-listen"))
+      ->group("Kubernetes (CoHDI)");
+  app.add_option("--cohdi-cert", o.cohdiCert,
+                 "TLS certificate (PEM) for --cohdi-listen (default: <state-dir>/cohdi-cert.pem, a self-signed one made at first start; "
+                 "CoHDI trusts it through its secret's \"certificate\")")
+      ->group("Kubernetes (CoHDI)");
+  app.add_option("--cohdi-key", o.cohdiKey, "TLS private key (PEM) for --cohdi-listen (default: <state-dir>/cohdi-key.pem)")->group("Kubernetes (CoHDI)");
+  app.add_option("--cohdi-port-file", o.cohdiPortFile, "Write the bound --cohdi-listen port to this file once serving")->group("Kubernetes (CoHDI)");
   app.add_option("--metrics-listen", o.metricsListen,
                  "Serve Prometheus metrics (/metrics), the read-only dashboard (/) and its JSON (/api/v1/...) on HOST:PORT; port 0 picks "
                  "one. With --identities every page but /healthz needs HTTP Basic or a bearer token (a viewer is enough)")

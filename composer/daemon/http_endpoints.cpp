@@ -96,4 +96,33 @@ Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& eng
   return redfish;
 }
 
+Result<CohdiEndpoint> startCohdiEndpoint(const DaemonOptions& o, Engine& engine, const Authenticator& authenticator,
+                                         const auth::Identities* identities) {
+  const std::string host = hostOfListen(o.cohdiListen);
+  net::HttpServerOptions httpOptions{o.cohdiListen};
+  httpOptions.name = "--cohdi-listen";
+  httpOptions.errorResponse = cohdi::FmApiService::errorResponse;
+  net::CertificateFiles files{o.cohdiCert.empty() ? o.stateDir / "cohdi-cert.pem" : o.cohdiCert,
+                              o.cohdiKey.empty() ? o.stateDir / "cohdi-key.pem" : o.cohdiKey};
+  auto made = net::ensureCertificate(files, host);
+  if (!made) return fail(made.error().code, "cohdi: " + made.error().message);
+  if (*made)
+    spdlog::warn("cohdi: made a self-signed TLS certificate {} (key {}); give CoHDI that file as its secret's certificate, or configure "
+                 "--cohdi-cert/--cohdi-key",
+                 files.certificate.string(), files.key.string());
+  httpOptions.tls = files;
+  if (!identities && !isLoopbackHost(host))
+    spdlog::warn("--cohdi-listen off loopback without --identities: anyone who reaches it can attach and detach devices as an admin");
+  CohdiEndpoint cohdi;
+  cohdi.service = std::make_unique<cohdi::FmApiService>(engine, authenticator, identities);
+  auto started = net::HttpServer::start(httpOptions, [s = cohdi.service.get()](const net::HttpRequest& req, net::Reply reply, net::OpenStream,
+                                                                             const std::string& peer) { s->handle(req, std::move(reply), peer); });
+  if (!started) return std::unexpected(started.error());  // its message names --cohdi-listen
+  cohdi.server = std::move(*started);
+  spdlog::info("CoHDI fabric-manager API on https://{}:{}/fabric_manager/api/v1 (token: /id_manager/realms/REALM/protocol/openid-connect/token)",
+               host, cohdi.server->port());
+  SY_TRY(writePortFile(o.cohdiPortFile, cohdi.server->port()));
+  return cohdi;
+}
+
 }  // namespace switchyard

@@ -8,6 +8,7 @@
 #include "bmc/accounts.h"
 #include "net/http_server.h"
 #include "bmc/redfish_service.h"
+#include "composer/cohdi/fm_api_service.h"
 #include "composer/daemon/daemon_options.h"
 #include "composer/engine/engine.h"
 #include "composer/web/capacity_history.h"
@@ -26,6 +27,11 @@ struct RedfishEndpoint {
   std::unique_ptr<net::HttpServer> server;
 };
 
+struct CohdiEndpoint {
+  std::unique_ptr<cohdi::FmApiService> service;
+  std::unique_ptr<net::HttpServer> server;
+};
+
 // /metrics, the dashboard and its JSON API; TLS with --metrics-tls (a self-signed certificate is made when
 // none is given). `accounts` null: no credentials asked (yardd runs without --identities).
 [[nodiscard]] Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clock& clock,
@@ -33,5 +39,10 @@ struct RedfishEndpoint {
 
 // The Redfish service; needs the accounts its clients log in with.
 [[nodiscard]] Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& engine, bmc::Accounts* accounts);
+
+// CoHDI's fabric-manager API (--cohdi-listen), always over TLS (CoHDI's clients speak only https). `identities`
+// null: every caller is the local admin.
+[[nodiscard]] Result<CohdiEndpoint> startCohdiEndpoint(const DaemonOptions& o, Engine& engine, const Authenticator& authenticator,
+                                                       const auth::Identities* identities);
 
 }  // namespace switchyard

@@ -224,6 +224,7 @@ struct Serving {
   SwitchyardService& service;
   WebEndpoint& web;
   RedfishEndpoint& redfish;
+  CohdiEndpoint& cohdi;
   bmc::Accounts* accounts;
 };
 
@@ -240,6 +241,7 @@ void drain(const DaemonOptions& o, Engine& engine, Serving serving) {
   if (serving.accounts) serving.accounts->drain();
   if (serving.redfish.service) serving.redfish.service->drain();
   if (serving.redfish.server) serving.redfish.server->stop();
+  if (serving.cohdi.server) serving.cohdi.server->stop();
   if (serving.web.server) serving.web.server->stop();
 }
 
@@ -308,6 +310,10 @@ int run(const DaemonOptions& o) {
   if (!o.redfishListen.empty()) {
     SY_ASSIGN_OR_EXIT(redfish, startRedfishEndpoint(o, engine, accounts.get()));
   }
+  CohdiEndpoint cohdi;
+  if (!o.cohdiListen.empty()) {
+    SY_ASSIGN_OR_EXIT(cohdi, startCohdiEndpoint(o, engine, authenticator, identities.get()));
+  }
   int port = 0;
   SY_ASSIGN_OR_EXIT(std::unique_ptr<grpc::Server> server, startGrpcServer(o, security, {&service, &resourceProvider, agentRegistry.get()}, port));
   const std::string host = o.listen.substr(0, o.listen.rfind(':'));
@@ -331,7 +337,7 @@ int run(const DaemonOptions& o) {
   }
   signalWaiter.onReload(nullptr);
   if (identities) identities->onLockout([](const auth::Identities::Lockout& lockout) { reportLockout(lockout, nullptr); });
-  drain(o, engine, {*server, service, web, redfish, accounts.get()});
+  drain(o, engine, {*server, service, web, redfish, cohdi, accounts.get()});
   if (leader) opened->election->resign();  // a standby takes over now rather than after the lease runs out
   spdlog::info("yardd stopped");
   return exitStatus;

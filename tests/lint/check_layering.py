@@ -25,6 +25,10 @@ RULES = [
     # The operator HTTP endpoint: metrics, dashboard, JSON; on the shared HTTP server, its event feed and authorization.
     ("composer/web/", (ENGINE_DEPS + ["composer/web/", "composer/auth/", "net/"],
                        ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
+    # CoHDI's fabric-manager API (issue 64): on the shared HTTP server, with the gRPC adapter's Authenticator (the same
+    # tokens and logins), never gRPC itself.
+    ("composer/cohdi/", (ENGINE_DEPS + ["composer/cohdi/", "composer/auth/", "composer/api/authenticator.h", "net/"],
+                         ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("composer/engine/", (ENGINE_DEPS, ["grpc", "grpcpp", "sqlite3.h", "google/protobuf", "switchyard/v1/"])),
     ("composer/api/", (ENGINE_DEPS + ["composer/api/", "composer/auth/", "net/grpc_status.h", "switchyard/v1/"], ["sqlite3.h"])),
     ("composer/daemon/", (None, [])),  # the composition root may name everything
@@ -45,7 +49,7 @@ RULES = [
 PROJECT = ("composer/", "fabric/", "inventory/", "cli/", "bmc/", "agent/", "net/", "tests/")
 # The adapters call the engine through its asynchronous client (composer/engine/engine_client.h, ADR 0025) and
 # never reach the engine's blocking methods: neither these headers nor any header that includes them, at any depth.
-ADAPTERS = ("bmc/", "composer/api/", "composer/web/")
+ADAPTERS = ("bmc/", "composer/api/", "composer/web/", "composer/cohdi/")
 ENGINE_INSIDE = ("composer/engine/engine.h", "composer/engine/engine_control.h")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 

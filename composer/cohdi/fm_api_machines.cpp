@@ -1,0 +1,273 @@
+// The fabric manager's machines: list, read, what a machine can still get, attach and detach (fm_api_service.h).
+// Request and answer shapes: composable-resource-operator internal/cdi/fti/fm (client.go, api/*.go) and
+// composable-dra-driver pkg/client (client.go, types.go).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "composer/cohdi/cohdi_ids.h"
+#include "composer/cohdi/fm_api_service.h"
+#include "composer/cohdi/fm_inventory.h"
+#include "net/form_encoding.h"
+
+namespace switchyard::cohdi {
+
+namespace http = boost::beast::http;
+using nlohmann::json;
+
+namespace {
+
+constexpr int kMaxPerRequest = 64;
+
+// What one PATCH or DELETE .../update asks: the tenant and machine it names and its res_specs.
+struct UpdateBody {
+  std::string tenantUuid;
+  std::string machineUuid;
+  std::vector<json> specs;
+};
+
+Result<UpdateBody> parseUpdate(const std::string& text, const std::string& pathMachine) {
+  const json body = json::parse(text, nullptr, false);
+  if (body.is_discarded() || !body.is_object())
+    return fail(Code::kInvalidArgument, "the body must be JSON: {\"tenants\": {\"tenant_uuid\": ..., \"machines\": [{\"mach_uuid\": ..., \"resources\": "
+                                        "[{\"res_specs\": [...]}]}]}}");
+  const json* tenants = body.contains("tenants") && body["tenants"].is_object() ? &body["tenants"] : nullptr;
+  if (!tenants || !tenants->contains("machines") || !(*tenants)["machines"].is_array())
+    return fail(Code::kInvalidArgument, "tenants.machines: a list of one machine is required");
+  UpdateBody out;
+  out.tenantUuid = tenants->value("tenant_uuid", std::string());
+  const json& machines = (*tenants)["machines"];
+  if (machines.size() != 1 || !machines[0].is_object())
+    return fail(Code::kInvalidArgument, fmt::format("tenants.machines: exactly one machine (the path's, {}), got {}", pathMachine, machines.size()));
+  out.machineUuid = machines[0].value("mach_uuid", std::string());
+  if (!out.machineUuid.empty() && out.machineUuid != pathMachine)
+    return fail(Code::kInvalidArgument, fmt::format("tenants.machines[0].mach_uuid {} is not the path's machine {}", out.machineUuid, pathMachine));
+  const json resources = machines[0].value("resources", json::array());
+  if (!resources.is_array()) return fail(Code::kInvalidArgument, "tenants.machines[0].resources must be a list");
+  for (const auto& r : resources) {
+    const json specs = r.is_object() ? r.value("res_specs", json::array()) : json();
+    if (!specs.is_array()) return fail(Code::kInvalidArgument, "resources[].res_specs must be a list");
+    for (const auto& s : specs) {
+      if (!s.is_object()) return fail(Code::kInvalidArgument, "res_specs[] must be objects");
+      out.specs.push_back(s);
+    }
+  }
+  if (out.specs.empty()) return fail(Code::kInvalidArgument, "no res_specs: name what to attach or detach");
+  return out;
+}
+
+// The model a condition list asks for ({"column": "model", "operator": "eq", "value": ...}); empty: any. Accepts
+// one condition object (the DRA driver's query) or a list of them.
+Result<std::string> modelOf(const json& conditions) {
+  std::string model;
+  const json list = conditions.is_array() ? conditions : json::array({conditions});
+  for (const auto& c : list) {
+    if (!c.is_object() || !c.value("column", json()).is_string() || !c.value("operator", json()).is_string() || !c.value("value", json()).is_string())
+      return fail(Code::kInvalidArgument, "a condition is {\"column\": \"model\", \"operator\": \"eq\", \"value\": MODEL}");
+    const std::string column = c["column"], op = c["operator"];
+    if (column != "model" || op != "eq")
+      return fail(Code::kInvalidArgument, fmt::format("condition {} {}: only model eq is served", column, op));
+    if (!model.empty() && model != c["value"].get<std::string>())
+      return fail(Code::kInvalidArgument, "conditions name two models; a device has one");
+    model = c["value"];
+  }
+  return model;
+}
+
+std::optional<DeviceKind> kindOf(const std::string& type) { return parseDeviceKind(type); }
+
+// The devices an operation added (compose, attach): its first forward bind step's.
+std::vector<DeviceId> devicesAddedBy(const Operation& op) {
+  for (const auto& step : op.steps)
+    if (!step.compensation && step.kind == "bind") {
+      std::vector<DeviceId> out;
+      for (const auto& b : step.bindings) out.push_back(b.deviceId);
+      return out;
+    }
+  return {};
+}
+
+json oneMachine(json machine) { return json{{"data", {{"machines", json::array({std::move(machine)})}}}}; }
+
+std::string requestIdOf(const net::HttpRequest& request) { return std::string(request["Idempotency-Key"]); }
+
+}  // namespace
+
+void FmApiService::machines(Call call) {
+  const Inventory inventory(engine_.view(), fabrics_);
+  auto tenant = tenantOf(call, inventory.view());
+  if (!tenant) return call.fail(tenant.error());
+  json list = json::array();
+  for (const auto& host : inventory.hosts())
+    if (offeredTo(inventory, host, *tenant)) list.push_back(machineJson(inventory, host, *tenant));
+  call.answer(http::status::ok, json{{"data", {{"machines", std::move(list)}}}});
+}
+
+// A machine the request may see: one the tenant is offered (free or its own). Another tenant's is not found,
+// as a machine that does not exist is, so that a tenant cannot tell them apart.
+static Result<const Host*> machineFor(const Inventory& inventory, const std::string& uuid, const std::string& tenant) {
+  const Host* host = inventory.machine(uuid);
+  if (!host || !offeredTo(inventory, *host, tenant))
+    return fail(Code::kNotFound, fmt::format("no machine {} for this tenant (GET fabric_manager/api/v1/machines lists them)", uuid));
+  return host;
+}
+
+void FmApiService::machine(Call call) {
+  const Inventory inventory(engine_.view(), fabrics_);
+  auto tenant = tenantOf(call, inventory.view());
+  if (!tenant) return call.fail(tenant.error());
+  auto host = machineFor(inventory, call.params.at(0), *tenant);
+  if (!host) return call.fail(host.error());
+  call.answer(http::status::ok, oneMachine(machineJson(inventory, **host, *tenant)));
+}
+
+// How many free devices of a type and model the machine can still get in its fabric, within the tenant's quota.
+void FmApiService::available(Call call) {
+  const Inventory inventory(engine_.view(), fabrics_);
+  auto tenant = tenantOf(call, inventory.view());
+  if (!tenant) return call.fail(tenant.error());
+  auto host = machineFor(inventory, call.params.at(0), *tenant);
+  if (!host) return call.fail(host.error());
+  const std::string type = net::formValue(call.query, "res_type").empty() ? "gpu" : net::formValue(call.query, "res_type");
+  const auto kind = kindOf(type);
+  if (!kind) return call.fail(Error{Code::kInvalidArgument, fmt::format("res_type '{}': one of gpu, nvme, nic, cxl-memory", type)});
+  std::string model;
+  if (const std::string text = net::formValue(call.query, "condition"); !text.empty()) {
+    const json condition = json::parse(text, nullptr, false);
+    if (condition.is_discarded()) return call.fail(Error{Code::kInvalidArgument, "condition: must be JSON ({\"column\": \"model\", ...})"});
+    auto asked = modelOf(condition.is_object() && condition.contains("condition") ? condition["condition"] : condition);
+    if (!asked) return call.fail(asked.error());
+    model = *asked;
+  }
+  const auto fabric = inventory.fabricOf(**host);
+  int count = 0;
+  int tenantGpus = 0;
+  inventory.view().devices.forEach([&](const DeviceView& d) {
+    if (d.device.kind == DeviceKind::kGpu && !d.systemId.empty())
+      if (auto s = inventory.view().systems.find(d.systemId); s && s->tenant == *tenant) ++tenantGpus;
+    if (d.device.kind != *kind || (!model.empty() && d.device.model != model)) return;
+    if (d.assignment.allocation != DeviceAllocation::kFree || d.device.health == DeviceHealth::kCritical) return;
+    if (inventory.reaches(**host, d)) ++count;
+  });
+  if (*kind == DeviceKind::kGpu && identities_)
+    if (const auto quotas = identities_->quotas(); quotas.contains(*tenant))
+      if (const auto& max = quotas.find(*tenant)->second.maxGpus) count = std::max(0, std::min(count, *max - tenantGpus));
+  call.answer(http::status::ok, json{{"fabric_id", fabric ? json(*fabric) : json(nullptr)}, {"reserved_res_num_per_fabric", count}});
+}
+
+// PATCH .../update: attach res_num devices of a type and model. The machine's system gets them (composed as
+// cohdi-HOST when the machine has none); the answer, once they are bound and verified, lists the new devices.
+void FmApiService::attach(Call call) {
+  const std::string machineUuid = call.params.at(0);
+  auto body = parseUpdate(call.request->body(), machineUuid);
+  if (!body) return call.fail(body.error());
+  const auto view = engine_.view();
+  auto tenant = tenantOf(call, *view);
+  if (!tenant) return call.fail(tenant.error());
+  if (!body->tenantUuid.empty() && body->tenantUuid != tenantUuid(*tenant))
+    return call.fail(Error{Code::kInvalidArgument, fmt::format("tenants.tenant_uuid {} is not the query's tenant_uuid", body->tenantUuid)});
+  if (body->specs.size() != 1)
+    return call.fail(Error{Code::kInvalidArgument, fmt::format("{} res_specs: one per request (one type and model)", body->specs.size())});
+  const json& spec = body->specs.front();
+  const std::string type = spec.value("res_type", std::string());
+  if (type != "gpu")
+    return call.fail(Error{Code::kInvalidArgument, fmt::format("res_type '{}': this API attaches GPUs (\"gpu\"); name other devices with yardctl attach -d", type)});
+  const json conditions = spec.contains("res_spec") && spec["res_spec"].is_object() ? spec["res_spec"].value("condition", json::array()) : json::array();
+  auto model = modelOf(conditions);
+  if (!model) return call.fail(model.error());
+  const json num = spec.value("res_num", json(1));
+  if (!num.is_number_integer() || num.get<int>() < 1 || num.get<int>() > kMaxPerRequest)
+    return call.fail(Error{Code::kInvalidArgument, fmt::format("res_num: from 1 to {}", kMaxPerRequest)});
+  if (!admitChange(call.caller.identity))
+    return call.fail(Error{Code::kResourceExhausted, fmt::format("'{}' already has {} changes waiting, the most one caller may", call.caller.identity,
+                                                                 options_.maxChangesPerCaller)});
+  const int count = num.get<int>();
+  const std::string requestId = requestIdOf(*call.request);
+  auto shared = std::make_shared<Call>(std::move(call));
+  shared->request = nullptr;  // not kept past this call
+  Start start = [this, caller = shared->caller, tenant = *tenant, machineUuid, model = *model, count, requestId](EngineCore& core) -> Result<Started> {
+    if (!requestId.empty()) {
+      SY_ASSIGN(auto prior, core.operationForRequest(caller, requestId));
+      if (prior) return Started{std::move(*prior), {}, {}};
+    }
+    const Inventory inventory(engine_.view(), fabrics_);
+    SY_ASSIGN(const Host* host, machineFor(inventory, machineUuid, tenant));
+    PlacementRequest placement;
+    placement.gpuCount = count;
+    placement.model = model;
+    placement.peerToPeer = PeerToPeer::kPreferred;
+    if (auto system = inventory.systemOn(host->id)) {
+      if (!system->activeOperation.empty()) return Started{std::nullopt, system->activeOperation, {}};
+      SY_ASSIGN(auto op, core.attach(caller, AttachRequest{system->id, placement, requestId}));
+      return Started{std::move(op), {}, {}};
+    }
+    placement.host = host->id;
+    placement.tenant = tenant;
+    SY_ASSIGN(auto op, core.compose(caller, ComposeRequest{"cohdi-" + host->id, placement, {{"switchyard.io/provider", "cohdi"}}, requestId}));
+    return Started{std::move(op), {}, {}};
+  };
+  Done done = [this, tenant = *tenant](Call& c, const Operation& op) {
+    if (op.state == OperationState::kFailed)
+      return c.fail(Error{Code::kFailedPrecondition, fmt::format("{} {} failed and was rolled back: {}", toString(op.kind), op.id, op.error)});
+    const Inventory inventory(engine_.view(), fabrics_);
+    const Host* host = inventory.machine(op.hostId);
+    if (!host) return c.fail(Error{Code::kNotFound, fmt::format("the machine of {} is gone from the inventory", op.id)});
+    const auto added = devicesAddedBy(op);
+    c.answer(http::status::ok, oneMachine(machineJson(inventory, *host, tenant, &added)));
+  };
+  change(shared, std::move(start), std::move(done), std::chrono::steady_clock::now() + options_.changeTimeout);
+}
+
+// DELETE .../update: detach devices by res_uuid; the last one decomposes the machine's system. A device the
+// machine does not have is already gone: the answer is the machine as it is (removal is idempotent).
+void FmApiService::detach(Call call) {
+  const std::string machineUuid = call.params.at(0);
+  auto body = parseUpdate(call.request->body(), machineUuid);
+  if (!body) return call.fail(body.error());
+  const auto view = engine_.view();
+  auto tenant = tenantOf(call, *view);
+  if (!tenant) return call.fail(tenant.error());
+  if (!body->tenantUuid.empty() && body->tenantUuid != tenantUuid(*tenant))
+    return call.fail(Error{Code::kInvalidArgument, fmt::format("tenants.tenant_uuid {} is not the query's tenant_uuid", body->tenantUuid)});
+  std::vector<std::string> uuids;
+  for (const auto& spec : body->specs) {
+    const std::string uuid = spec.value("res_uuid", std::string());
+    if (uuid.empty()) return call.fail(Error{Code::kInvalidArgument, "res_specs[].res_uuid: required (the device to detach)"});
+    uuids.push_back(uuid);
+  }
+  if (!admitChange(call.caller.identity))
+    return call.fail(Error{Code::kResourceExhausted, fmt::format("'{}' already has {} changes waiting, the most one caller may", call.caller.identity,
+                                                                 options_.maxChangesPerCaller)});
+  const std::string requestId = requestIdOf(*call.request);
+  auto shared = std::make_shared<Call>(std::move(call));
+  shared->request = nullptr;
+  Start start = [this, caller = shared->caller, tenant = *tenant, machineUuid, uuids, requestId](EngineCore& core) -> Result<Started> {
+    if (!requestId.empty()) {
+      SY_ASSIGN(auto prior, core.operationForRequest(caller, requestId));
+      if (prior) return Started{std::move(*prior), {}, {}};
+    }
+    const Inventory inventory(engine_.view(), fabrics_);
+    SY_ASSIGN(const Host* host, machineFor(inventory, machineUuid, tenant));
+    auto system = inventory.systemOn(host->id);
+    std::vector<DeviceId> devices;
+    if (system)
+      for (const auto& b : system->bindings)
+        if (std::find(uuids.begin(), uuids.end(), deviceUuid(b.deviceId)) != uuids.end()) devices.push_back(b.deviceId);
+    if (devices.empty()) return Started{std::nullopt, {}, oneMachine(machineJson(inventory, *host, tenant))};
+    if (!system->activeOperation.empty()) return Started{std::nullopt, system->activeOperation, {}};
+    SY_ASSIGN(auto op, devices.size() == system->bindings.size() ? core.decompose(caller, system->id, requestId)
+                                                                  : core.detach(caller, DetachRequest{system->id, devices, {}, {}, requestId}));
+    return Started{std::move(op), {}, {}};
+  };
+  Done done = [this, tenant = *tenant](Call& c, const Operation& op) {
+    if (op.state == OperationState::kFailed)
+      return c.fail(Error{Code::kFailedPrecondition, fmt::format("{} {} failed and was rolled back: {}", toString(op.kind), op.id, op.error)});
+    const Inventory inventory(engine_.view(), fabrics_);
+    const Host* host = inventory.machine(op.hostId);
+    if (!host) return c.fail(Error{Code::kNotFound, fmt::format("the machine of {} is gone from the inventory", op.id)});
+    c.answer(http::status::ok, oneMachine(machineJson(inventory, *host, tenant)));
+  };
+  change(shared, std::move(start), std::move(done), std::chrono::steady_clock::now() + options_.changeTimeout);
+}
+
+}  // namespace switchyard::cohdi

@@ -1,0 +1,128 @@
+#include "composer/cohdi/fm_inventory.h"
+
+#include <algorithm>
+
+#include "composer/cohdi/cohdi_ids.h"
+
+namespace switchyard::cohdi {
+
+using nlohmann::json;
+
+std::shared_ptr<const std::unordered_map<SwitchId, int>> FabricNumbers::of(const std::shared_ptr<const PoolShape>& shape) {
+  std::lock_guard lock(mutex_);
+  if (numbers_ && shape_.lock() == shape) return numbers_;
+  auto numbers = std::make_shared<std::unordered_map<SwitchId, int>>();
+  if (shape) {
+    const TopologyIndex index(shape->topology);
+    for (const auto& s : shape->topology.switches) (*numbers)[s.id] = index.fabricOf(s.id) + 1;
+  }
+  shape_ = shape;
+  numbers_ = std::move(numbers);
+  return numbers_;
+}
+
+Inventory::Inventory(std::shared_ptr<const PoolView> view, FabricNumbers& fabrics) : view_(std::move(view)), fabrics_(fabrics.of(view_->shape)) {
+  for (const auto& h : hosts()) byUuid_.emplace(machineUuid(h.id), &h);
+}
+
+const Host* Inventory::machine(std::string_view uuidOrId) const {
+  if (auto it = byUuid_.find(std::string(uuidOrId)); it != byUuid_.end()) return it->second;
+  auto it = view_->shape->hostPosition.find(std::string(uuidOrId));
+  return it == view_->shape->hostPosition.end() ? nullptr : &hosts()[it->second];
+}
+
+std::shared_ptr<const System> Inventory::systemOn(const HostId& host) const {
+  const HostSlot* slot = view_->host(host);
+  if (slot == nullptr || slot->systemId.empty()) return nullptr;
+  auto system = view_->systems.find(slot->systemId);
+  if (!system || system->state == SystemState::kDecomposed || system->state == SystemState::kQueued) return nullptr;
+  return system;
+}
+
+std::string Inventory::ownerOf(const HostId& host) const {
+  auto system = systemOn(host);
+  return system ? system->tenant : std::string();
+}
+
+int Inventory::fabricOfSwitch(const SwitchId& id) const {
+  auto it = fabrics_->find(id);
+  return it == fabrics_->end() ? 0 : it->second;
+}
+
+std::optional<int> Inventory::fabricOf(const Host& host) const {
+  const auto at = view_->shape->hostPosition.find(host.id);
+  if (at == view_->shape->hostPosition.end()) return std::nullopt;
+  const auto& switches = view_->shape->upstreamSwitches[at->second];
+  if (switches.empty()) return std::nullopt;
+  return fabricOfSwitch(switches.front());
+}
+
+bool Inventory::reaches(const Host& host, const DeviceView& device) const {
+  const auto at = view_->shape->hostPosition.find(host.id);
+  if (at == view_->shape->hostPosition.end()) return false;
+  const int fabric = fabricOfSwitch(device.switchId);
+  const auto& switches = view_->shape->upstreamSwitches[at->second];
+  return std::any_of(switches.begin(), switches.end(), [&](const SwitchId& s) { return fabricOfSwitch(s) == fabric; });
+}
+
+bool offeredTo(const Inventory& inventory, const Host& host, const std::string& tenant) {
+  const std::string owner = inventory.ownerOf(host.id);
+  return owner.empty() || owner == tenant;
+}
+
+std::string resourceType(DeviceKind kind) { return std::string(toString(kind)); }
+
+json modelCondition(const std::string& model) { return json::array({{{"column", "model"}, {"operator", "eq"}, {"value", model}}}); }
+
+json resourceJson(const DeviceView& device, const System* system, bool changing) {
+  // res_op_status: "0" normal, "1" warning, "2" critical (the operator reads its first character); a quarantined
+  // device (its fabric state unknown) is critical too.
+  std::string opStatus = device.device.health == DeviceHealth::kOk ? "0" : device.device.health == DeviceHealth::kWarning ? "1" : "2";
+  if (device.assignment.allocation == DeviceAllocation::kQuarantined) opStatus = "2";
+  // res_serial_num is what the node side matches: the GPU's UUID as its host verified it, else the device's serial.
+  std::string serial = device.device.serial;
+  if (system)
+    for (const auto& h : system->hostDevices)
+      if (h.deviceId == device.device.id && !h.uuid.empty()) serial = h.uuid;
+  return json{{"res_uuid", deviceUuid(device.device.id)},
+              {"res_name", device.device.id},
+              {"res_type", resourceType(device.device.kind)},
+              {"res_status", changing ? 1 : 0},  // 0: in place; 1: an operation is changing its machine
+              {"res_op_status", opStatus},
+              {"res_serial_num", serial},
+              {"res_spec", {{"condition", modelCondition(device.device.model)}}}};
+}
+
+json machineJson(const Inventory& inventory, const Host& host, const std::string& tenant, const std::vector<DeviceId>* only) {
+  const auto system = inventory.systemOn(host.id);
+  const auto fabric = inventory.fabricOf(host);
+  const std::string uuid = machineUuid(host.id);
+  const bool changing = system && !system->activeOperation.empty();
+  json resources = json::array();
+  if (system)
+    for (const auto& b : system->bindings) {
+      if (only && std::find(only->begin(), only->end(), b.deviceId) == only->end()) continue;
+      if (const DeviceView* d = inventory.view().device(b.deviceId)) resources.push_back(resourceJson(*d, system.get(), changing));
+    }
+  // mach_status: 0 in service, 1 an operation is changing it, 2 its system is degraded or failed.
+  int status = 0;
+  std::string detail;
+  if (changing) {
+    status = 1;
+    detail = system->activeOperation + " is running";
+  } else if (system && (system->state == SystemState::kDegraded || system->state == SystemState::kFailed)) {
+    status = 2;
+    detail = system->stateReason.empty() ? std::string(toString(system->state)) : system->stateReason;
+  }
+  return json{{"fabric_uuid", fabric ? json(fabricUuid(*fabric)) : json(nullptr)},
+              {"fabric_id", fabric ? json(*fabric) : json(nullptr)},
+              {"mach_uuid", uuid},
+              {"mach_id", numberOf(uuid)},
+              {"mach_name", host.id},
+              {"tenant_uuid", tenantUuid(system ? system->tenant : tenant)},
+              {"mach_status", status},
+              {"mach_status_detail", detail},
+              {"resources", std::move(resources)}};
+}
+
+}  // namespace switchyard::cohdi

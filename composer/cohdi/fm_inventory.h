@@ -1,0 +1,70 @@
+// The pool as CoHDI's fabric-manager API shows it, read from one published view: hosts as machines (found by
+// their UUID or their id), the system on each, and which fabric (switches joined by inter-switch links, numbered
+// from 1) each host and device is in; and the JSON of a machine and its devices in the shapes CoHDI's clients
+// decode (composable-resource-operator internal/cdi/fti/fm/api/get.go, composable-dra-driver pkg/client/types.go).
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "composer/engine/pool_view.h"
+#include "composer/model/caller.h"
+
+namespace switchyard::cohdi {
+
+// Fabric numbers per switch, worked out once per discovered topology (it changes only with a new inventory).
+class FabricNumbers {
+ public:
+  [[nodiscard]] std::shared_ptr<const std::unordered_map<SwitchId, int>> of(const std::shared_ptr<const PoolShape>& shape);
+
+ private:
+  std::mutex mutex_;
+  std::weak_ptr<const PoolShape> shape_;
+  std::shared_ptr<const std::unordered_map<SwitchId, int>> numbers_;
+};
+
+class Inventory {
+ public:
+  Inventory(std::shared_ptr<const PoolView> view, FabricNumbers& fabrics);
+
+  [[nodiscard]] const PoolView& view() const { return *view_; }
+  // A host by its machine UUID (or, for people, its id).
+  [[nodiscard]] const Host* machine(std::string_view uuidOrId) const;
+  [[nodiscard]] const std::vector<Host>& hosts() const { return view_->shape->topology.hosts; }
+  // The live system on a host, or null.
+  [[nodiscard]] std::shared_ptr<const System> systemOn(const HostId& host) const;
+  // Whom a host belongs to: its system's tenant; empty when it is free.
+  [[nodiscard]] std::string ownerOf(const HostId& host) const;
+  // The fabric of a host's first upstream port; nothing for a host with none.
+  [[nodiscard]] std::optional<int> fabricOf(const Host& host) const;
+  [[nodiscard]] int fabricOfSwitch(const SwitchId& id) const;
+  // Whether a device's switch is in the fabric of one of the host's upstream ports.
+  [[nodiscard]] bool reaches(const Host& host, const DeviceView& device) const;
+
+ private:
+  std::shared_ptr<const PoolView> view_;
+  std::shared_ptr<const std::unordered_map<SwitchId, int>> fabrics_;
+  std::unordered_map<std::string, const Host*> byUuid_;
+};
+
+// Whether `tenant`, as `caller`, may see a host: free hosts and its own (ADR 0030).
+[[nodiscard]] bool offeredTo(const Inventory& inventory, const Host& host, const std::string& tenant);
+
+// "gpu", "nvme", "nic", "cxl-memory": the res_type of a device kind.
+[[nodiscard]] std::string resourceType(DeviceKind kind);
+// A device in a machine: res_uuid, res_name, res_type, res_status, res_op_status, res_serial_num, res_spec.
+// `system` (may be null) gives the identity its host verified (the GPU's UUID as nvidia-smi prints it).
+[[nodiscard]] nlohmann::json resourceJson(const DeviceView& device, const System* system, bool changing);
+// A machine: fabric_uuid, fabric_id, mach_uuid, mach_id, mach_name, tenant_uuid, mach_status(_detail) and its
+// resources (all of its system's devices, or only `only` when given).
+[[nodiscard]] nlohmann::json machineJson(const Inventory& inventory, const Host& host, const std::string& tenant,
+                                         const std::vector<DeviceId>* only = nullptr);
+// CoHDI's condition list on a model: [{"column": "model", "operator": "eq", "value": MODEL}].
+[[nodiscard]] nlohmann::json modelCondition(const std::string& model);
+
+}  // namespace switchyard::cohdi
