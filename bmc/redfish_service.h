@@ -90,6 +90,9 @@ class RedfishService {
   [[nodiscard]] Result<void> checkSystemTag(const Caller& caller, const std::string& id, const std::string& tag);
   [[nodiscard]] Result<ComposeRequest> resolveHost(ComposeRequest request);
   void decompose(const std::shared_ptr<Call>& call, const std::string& id);
+  // PATCH of a ComputerSystem's GPU count (Processors @Redfish.RequestedCount, or Sunfish's @Redfish.RequestCount):
+  // attach, detach, compose or decompose to reach it (redfish_resize.cpp).
+  void resizeSystem(const std::shared_ptr<Call>& call, const std::string& id);
   // ComputerSystem.AddResourceBlock / RemoveResourceBlock: attach or detach one device.
   void changeBlocks(const std::shared_ptr<Call>& call, const std::string& id, bool add);
   void taskMonitor(const std::shared_ptr<Call>& call, const std::string& id);

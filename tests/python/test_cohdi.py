@@ -87,7 +87,10 @@ class Client:
         elif "form" in golden:
             data = urllib.parse.urlencode([(k, fill(v, values)) for k, v in golden["form"]], quote_via=urllib.parse.quote_plus).encode()
         elif "body" in golden:
-            data = json.dumps(fill_json(golden["body"], values), separators=(",", ":")).encode()
+            body = fill_json(golden["body"], values)
+            if name == "sunfish.resize":  # an int64 in Go's struct
+                body["Processors"]["Members"][0]["@Redfish.RequestCount"] = int(body["Processors"]["Members"][0]["@Redfish.RequestCount"])
+            data = json.dumps(body, separators=(",", ":")).encode()
         request = urllib.request.Request(url, data=data, method=golden["method"])
         for k, v in golden.get("headers", {}).items():
             request.add_header(k, v)
@@ -183,7 +186,7 @@ class Operator:
 
 
 class CohdiTest(YarddTestCase):
-    def start(self, quotas=None):
+    def start(self, quotas=None, redfish=False):
         ids = self.dir / "identities.json"
         people = [{"name": "ops", "role": "operator", "password": hash_password("ops-pw")},
                   {"name": "alice", "role": "tenant", "tenant": "team-a", "password": hash_password("alice-pw")},
@@ -195,7 +198,11 @@ class CohdiTest(YarddTestCase):
         ids.write_text(json.dumps(doc))
         os.chmod(ids, 0o600)
         state = self.dir / "yardd"
-        yardd = self.yardd("--identities", str(ids), "--cohdi-listen", "127.0.0.1:0", "--cohdi-port-file", str(state / "cohdi-port"))
+        more = ["--redfish-listen", "127.0.0.1:0", "--redfish-http", "--redfish-port-file", str(state / "redfish-port")] if redfish else []
+        yardd = self.yardd("--identities", str(ids), "--cohdi-listen", "127.0.0.1:0", "--cohdi-port-file", str(state / "cohdi-port"), *more)
+        if redfish:
+            wait_for((state / "redfish-port").exists, what="the Redfish port")
+            self.redfish = f"http://127.0.0.1:{int((state / 'redfish-port').read_text())}"
         wait_for((state / "cohdi-port").exists, what="the CoHDI API's port")
         self.base = f"https://127.0.0.1:{int((state / 'cohdi-port').read_text())}"
         self.cafile = state / "cohdi-cert.pem"
@@ -359,3 +366,39 @@ class CohdiTest(YarddTestCase):
             urllib.request.urlopen(request, timeout=20, context=alice.context)
         self.assertEqual(unsupported.exception.code, 501)
         self.assertIn("fabric-manager backend", json.loads(unsupported.exception.read())["detail"]["message"])
+
+    def test_sunfish_s_patch_resizes_the_node_s_system_once_it_sends_credentials(self):
+        """The operator's Sunfish backend: PATCH /redfish/v1/Systems/System with the node in Name and
+        @Redfish.RequestCount (sunfish/client.go). As written it sends no credentials, which yardd refuses; with
+        them, the count is what the node's system holds."""
+        self.start(redfish=True)
+        sunfish = Client(self.redfish, self.cafile)
+        values = {"NODE": "host3", "MODEL": MODEL, "COUNT": "1"}
+        status, body = sunfish.send("sunfish.resize", values)
+        self.assertEqual(status, 401, "no change without credentials")
+        basic = {"Authorization": "Basic " + base64.b64encode(b"alice:alice-pw").decode()}
+        alice = self.client("alice", "alice-pw")
+        operator = Operator(alice, self.tenants(alice)["team-a"], self.machines(alice, self.tenants(alice)["team-a"])["host3"]["mach_uuid"])
+        for count in (1, 3, 1):
+            status, system = sunfish.send("sunfish.resize", {**values, "COUNT": str(count)}, headers=basic)
+            self.assertEqual(status, 200, system)
+            self.assertEqual(len(operator.get_resources()), count)
+        status, _ = sunfish.send("sunfish.resize", values, headers=basic)
+        self.assertEqual(status, 200, "the same count again changes nothing")
+        status, _ = sunfish.send("sunfish.resize", {**values, "COUNT": "0"}, headers=basic)
+        self.assertIn(status, (200, 204))
+        self.assertEqual(operator.get_resources(), [])
+        # DMTF's spelling, on the composed system's own URL.
+        status, _ = sunfish.send("sunfish.resize", {**values, "COUNT": "2"}, headers=basic)
+        system_url = next(s["@odata.id"] for s in json.load(urllib.request.urlopen(urllib.request.Request(
+            self.redfish + "/redfish/v1/Systems", headers=basic), timeout=20))["Members"] if "sys-" in s["@odata.id"])
+        request = urllib.request.Request(self.redfish + system_url, method="PATCH", headers={**basic, "Content-Type": "application/json"},
+                                         data=json.dumps({"Processors": {"Members": [{"@Redfish.RequestedCount": 1, "ProcessorType": "GPU"}]}}).encode())
+        with urllib.request.urlopen(request, timeout=30) as response:
+            self.assertEqual(response.status, 200)
+            self.assertEqual(len(json.load(response)["Links"]["ResourceBlocks"]), 2, "the host's block and one GPU's")
+        bad = urllib.request.Request(self.redfish + system_url, method="PATCH", headers={**basic, "Content-Type": "application/json"},
+                                     data=json.dumps({"AssetTag": "x"}).encode())
+        with self.assertRaises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(bad, timeout=30)
+        self.assertEqual(refused.exception.code, 400)
