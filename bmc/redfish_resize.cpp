@@ -1,8 +1,8 @@
 // PATCH /redfish/v1/Systems/{id} with Processors: "make this system hold N GPUs (of a model)". The shape CoHDI's
 // Sunfish backend sends (composable-resource-operator internal/cdi/sunfish/client.go): the URL's id "System", the
 // node in Name, and the count as @Redfish.RequestCount (DMTF spells it @Redfish.RequestedCount; both are read).
-// The target is the composed system the URL names, else the live system on the host Name (or the URL) names, or a
-// new one there when N > 0. More GPUs are attached, fewer detached (the last bound first), none decomposes. The
+// The target is the composed system the URL names or, for "/Systems/System", the live system on the host Name
+// names, or a new one there when N > 0. More GPUs are attached, fewer detached (the last bound first), none decomposes. The
 // answer waits briefly for the operation: 200 with the system (204 once decomposed), or 202 and its task monitor.
 #include <fmt/format.h>
 
@@ -84,9 +84,9 @@ void RedfishService::resizeSystem(const std::shared_ptr<Call>& call, const std::
           if (!system || !maySee(caller, system->tenant)) return fail(Code::kNotFound, fmt::format("no system {}", id));
           host = system->hostId;
         } else {
-          host = want.name.empty() ? id : want.name;
-          if (!view->host(host))
-            return fail(Code::kNotFound, fmt::format("no host {} (the URL names a composed system, or Name names the host whose system changes)", host));
+          host = want.name;  // /Systems/System: the host is in Name
+          if (host.empty() || !view->host(host))
+            return fail(Code::kNotFound, fmt::format("no host '{}': PATCH a composed system's URL, or /Systems/System with the host in Name", host));
           const HostSlot* slot = view->host(host);
           if (!slot->systemId.empty()) system = view->systems.find(slot->systemId);
           if (system && (system->state == SystemState::kDecomposed || system->state == SystemState::kQueued)) system = nullptr;

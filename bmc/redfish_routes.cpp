@@ -158,10 +158,11 @@ RedfishService::Routes RedfishService::routeTable() {
       .on("DELETE", {Need::kCompose, "decomposing needs the Tenant, Operator or Administrator role",
                      [](Self& self, CallPtr call, Params p) { self.decompose(call, p[0]); }})
       .on("PATCH", {Need::kCompose, kComposing, [](Self& self, CallPtr call, Params p) { self.resizeSystem(call, p[0]); }});
-  // A host's (or, as CoHDI's Sunfish backend sends it, "System" with the host in Name) PATCH changes the system on it.
-  t.route(root + "/Systems/{id}")
+  // CoHDI's Sunfish backend PATCHes "/Systems/System" with the node in Name: the system on that host changes.
+  t.route(root + "/Systems/{id}", [](Params p) { return p[0] == "System"; })
       .on("GET", viewed(kHosts | kSystems, [](const PoolView& v, Params p) { return computerSystem(v, p[0]); }))
       .on("PATCH", {Need::kCompose, kComposing, [](Self& self, CallPtr call, Params p) { self.resizeSystem(call, p[0]); }});
+  t.route(root + "/Systems/{id}").on("GET", viewed(kHosts | kSystems, [](const PoolView& v, Params p) { return computerSystem(v, p[0]); }));
   t.route(root + "/Systems/{id}/Actions/{action}")
       .on("POST", {Need::kCompose, "changing a system needs the Tenant, Operator or Administrator role", [](Self& self, CallPtr call, Params p) {
         const bool add = p[1] == "ComputerSystem.AddResourceBlock";
