@@ -83,8 +83,10 @@ inline std::string hintFor(const grpc::Status& s, const yardctl::Connection& con
         return "\nhint: " + connection.trustHint();
       return "\nhint: " + connection.hint();
     case grpc::StatusCode::UNAUTHENTICATED:
-      return "\nhint: give your bearer token (--token-file or YARD_TOKEN) or your client certificate (--cert/--key); an admin "
-             "adds identities to yardd's --identities file.";
+      if (s.error_message().find("logged in") != std::string::npos || s.error_message().find("no current login") != std::string::npos)
+        return "\nhint: your login token has ended: `yardctl login` again.";
+      return "\nhint: an identity with a password: `yardctl login NAME` (its token is kept for later commands); with a bearer token: "
+             "--token-file or YARD_TOKEN; with a client certificate: --cert/--key. An admin adds identities to yardd's --identities file.";
     case grpc::StatusCode::PERMISSION_DENIED: return "\nhint: your identity's role or tenant does not allow this; ask an admin.";
     case grpc::StatusCode::DEADLINE_EXCEEDED: return "\nhint: yardd did not answer in time; raise --timeout or check its log.";
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
@@ -180,14 +182,29 @@ class Client {
     }
     progress(op);
     const InterruptNotice notice(op.id());
+    std::string waitingFor;  // a queued request's reason, echoed when it changes (a preemption it waits for, ...)
     while (!op.done()) {
+      if (op.state() == pb::OPERATION_STATE_QUEUED) {
+        pb::ListQueueResponse queue;
+        grpc::ClientContext qctx;
+        if (once(qctx, *stub_, &pb::Switchyard::Stub::ListQueue, pb::ListQueueRequest{}, queue).ok())
+          for (const auto& e : queue.entries())
+            if (e.operation_id() == op.id() && e.waiting_for() != waitingFor) {
+              waitingFor = e.waiting_for();
+              // Said already when it was queued (its explanation); say it again only once it changed.
+              if (waitingFor.empty() || op.explanation().find(waitingFor) != std::string::npos) continue;
+              std::cerr << "  now waiting for: ";
+              for (char c : waitingFor) std::cerr << c << (c == '\n' ? "    " : "");
+              std::cerr << "\n";
+            }
+      }
       pb::WaitOperationRequest req;
       req.set_id(op.id());
       // A queued request may wait long: ask less often while it does.
       req.set_timeout_ms(op.state() == pb::OPERATION_STATE_QUEUED ? 5000 : 250);
       pb::Operation next;
       if (int rc = call(&pb::Switchyard::Stub::WaitOperation, req, next); rc != kExitOk) return rc;
-      if (op.state() == pb::OPERATION_STATE_QUEUED && next.state() != pb::OPERATION_STATE_QUEUED && !next.done())
+      if (op.state() == pb::OPERATION_STATE_QUEUED && next.state() != pb::OPERATION_STATE_QUEUED && !next.host_id().empty())
         std::cerr << fmt::format("{} admitted on {}: {}\n", next.id(), next.host_id(), next.explanation());
       op = std::move(next);
       progress(op);

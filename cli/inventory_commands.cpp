@@ -56,7 +56,20 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
       pb::GetSystemRequest req;
       req.set_system(f->system);
       pb::System s;
-      if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::GetSystem, req, s)) == kExitOk) emit(ctx.g, s, printSystem);
+      if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::GetSystem, req, s)) != kExitOk) return;
+      emit(ctx.g, s, printSystem);
+      if (ctx.g.format() != Format::kTable) return;
+      // What happened to it lately: its newest operations, newest first (`yardctl ops --system NAME` lists more).
+      pb::ListOperationsRequest opsReq;
+      opsReq.set_system(s.id());
+      opsReq.set_limit(5);
+      pb::ListOperationsResponse ops;
+      if (ctx.client().call(&pb::Switchyard::Stub::ListOperations, opsReq, ops) != kExitOk || ops.operations().empty()) return;
+      std::cout << "recent operations (yardctl ops --system " << s.name() << "):\n";
+      for (const auto& op : ops.operations())
+        std::cout << fmt::format("  {}  {:<10} {:<9} {}{}{}\n", op.updated_at(), kindName(op.kind()), stateName(op.state()), op.id(),
+                                 op.requested_by().identity().empty() ? "" : " by " + op.requested_by().identity(),
+                                 op.error().empty() ? "" : ": " + op.error());
       return;
     }
     pb::ListSystemsRequest req;

@@ -103,8 +103,20 @@ void printQueue(const pb::ListQueueResponse& r, std::ostream& out) {
   for (const auto& e : r.entries())
     t.add({std::to_string(e.position()), e.operation_id(), e.name(), e.tenant(), e.ticket().priority_class(), e.ticket().shape(),
            e.ticket().enqueued_at(), orDash(e.ticket().deadline()), durationText(e.ticket().lease_seconds()),
-           orDash(e.waiting_for().substr(0, e.waiting_for().find('\n')))});  // the first line; -o json has it all
+           orDash(e.waiting_for().substr(0, e.waiting_for().find('\n')))});  // the first line: the rest follows the table
   t.print(out);
+  // A reason of several lines (what each host lacks, a preemption it waits for) in full, under the table.
+  for (const auto& e : r.entries()) {
+    if (e.waiting_for().find('\n') == std::string::npos) continue;
+    out << fmt::format("\n{} ({}) waits for:\n", e.name(), e.operation_id());
+    std::string_view rest = e.waiting_for();
+    while (!rest.empty()) {
+      const auto nl = rest.find('\n');
+      if (const auto line = rest.substr(0, nl); !line.empty()) out << "  " << line << "\n";
+      if (nl == std::string_view::npos) break;
+      rest.remove_prefix(nl + 1);
+    }
+  }
 }
 
 void printUsage(const pb::UsageResponse& r, std::ostream& out) {

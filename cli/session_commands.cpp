@@ -92,6 +92,8 @@ void addSessionCommands(CLI::App& app, Globals& globals, const std::function<Cli
     std::cout << fmt::format("identity:  {}\nrole:      {}\n", r.identity(), r.role());
     if (!r.tenant().empty()) std::cout << fmt::format("tenant:    {}\n", r.tenant());
     if (!r.authenticated()) std::cout << "note:      yardd has no identities file: it takes you at your word (--as), and everyone is an admin\n";
+    else if (r.token_expires_at().empty() && g.connection.tokenFile.empty() && g.connection.cert.empty())
+      std::cout << "note:      a bearer token from YARD_TOKEN; an identity with a password logs in with `yardctl login NAME`\n";
     if (!r.token_expires_at().empty()) std::cout << fmt::format("token:     from `yardctl login`, expires {}\n", r.token_expires_at());
     std::cout << fmt::format("server:    {} ({})\n", g.connection.server, r.server_version());
     if (!chosen.name.empty()) std::cout << fmt::format("context:   {}\n", chosen.name);
@@ -116,6 +118,11 @@ void addSessionCommands(CLI::App& app, Globals& globals, const std::function<Cli
       return;
     }
     if (loginName.empty()) loginName = std::getenv("USER") ? std::getenv("USER") : "";
+    if (loginName.empty()) {
+      std::cerr << "error: no name to log in as: $USER is not set; name your identity: `yardctl login NAME`\n";
+      rc = kExitUsage;
+      return;
+    }
     pb::LoginRequest req;
     req.set_name(loginName);
     req.set_password(readPassword(fmt::format("Password for {} at {}: ", loginName, g.connection.server)));

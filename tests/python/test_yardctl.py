@@ -44,6 +44,11 @@ class YardctlTest(YarddTestCase):
         self.assertRegex(listed, r"\* lab +" + yardd.address.replace(".", r"\."))
         refused = self.yardctl("systems")
         self.assertEqual(refused.returncode, 3, "no credentials yet: UNAUTHENTICATED")
+        self.assertIn("`yardctl login NAME`", refused.stderr, "the hint names login for an identity with a password")
+        # With no name and $USER unset, login says so before asking for a password.
+        nameless = self.yardctl("login", input="carol-secret\n", env={"USER": ""})
+        self.assertEqual(nameless.returncode, 2, nameless.stderr)
+        self.assertIn("$USER is not set", nameless.stderr)
 
         # login: the password on stdin (not a terminal), the token kept for the context.
         out = self.ok("login", "carol", "--ttl", "1h", input="carol-secret\n")
@@ -195,6 +200,26 @@ class YardctlTest(YarddTestCase):
         types = {e["type"] for e in of_system}
         self.assertTrue({"operation.accepted", "operation.succeeded", "device.bound"} <= types, types)
         self.assertFalse(any(e["system_id"] != system_id for e in of_system))
+
+
+    def test_a_queued_compose_says_what_it_waits_for_and_where_it_was_admitted(self):
+        """Issue 63, item 3: `compose --queue` echoes a preemption it waits for and the placement once admitted; `queue`
+        prints a reason of several lines in full; `systems NAME` shows its recent operations."""
+        yardd = self.yardd("--preemption-grace", "2s")
+        base = ["--plaintext", "--server", yardd.address]
+        self.ok(*base, "compose", "s1", "--gpus", "8", "--priority", "spot")
+        self.ok(*base, "compose", "s2", "--gpus", "8", "--priority", "spot")
+        self.ok(*base, "compose", "q", "--gpus", "8", "--queue", "--no-wait")
+        table = self.ok(*base, "queue")
+        self.assertIn("q (op-", table)
+        self.assertIn("waits for:\n  no host can take 8 GPU(s):\n    host0:", table, "every line of the reason, under the table")
+        self.ok(*base, "queue", "cancel", "q")
+        waited = self.yardctl(*base, "compose", "p", "--gpus", "8", "--queue", "--priority", "production")
+        self.assertEqual(waited.returncode, 0, waited.stderr)
+        self.assertRegex(waited.stderr, r"now waiting for: .*\n(.*\n)*.*preempting sys-\d+ at ")
+        self.assertRegex(waited.stderr, r"op-\d+ admitted on host\d: ")
+        shown = self.ok(*base, "systems", "p")
+        self.assertRegex(shown, r"recent operations \(yardctl ops --system p\):\n  \S+  compose +succeeded op-\d+ by ")
 
 
 if __name__ == "__main__":
