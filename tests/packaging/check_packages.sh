@@ -67,6 +67,9 @@ bash -c 'source /usr/share/bash-completion/bash_completion 2>/dev/null; source /
          COMP_WORDS=(yardctl comp); COMP_CWORD=1; COMP_LINE="yardctl comp"; COMP_POINT=${#COMP_LINE}; _yardctl;
          [[ " ${COMPREPLY[*]} " == *" compose "* ]]' || { echo "bash completion does not complete 'yardctl comp'"; exit 1; }
 ls /usr/share/switchyard/monitoring/switchyard-dashboard.json /usr/lib/switchyard/slurm/switchyard-resume > /dev/null
+# The operator's documents and the Python client's examples (issue 63, item 7).
+ls /usr/share/doc/switchyard-server/{operations,security,switchtec,kubernetes}.md \
+   /usr/share/doc/python3-switchyard/examples/compose_wait_watch.py > /dev/null || { echo "the packages lack the documents above"; exit 1; }
 systemd-analyze verify /lib/systemd/system/yardd.service /lib/systemd/system/yard-agent.service
 # --driver switchtec opens /dev/switchtecN: the unit must not hide /dev (PrivateDevices=yes would) and must let
 # that device class through its closed device policy.

@@ -169,6 +169,53 @@ class ClientTest(YarddTestCase):
             self.assertEqual(after.state, switchyard_pb2.OPERATION_STATE_SUCCEEDED)
             self.assertEqual(len([s for s in yard.systems() if s.name == "keyed"]), 1)
 
+    def test_the_readmes_example_runs_and_ends_cleanly(self):
+        """Issue 63, item 7: cli/python/README.md's example, run as written against yardd (its address, credentials and
+        wait made the test's), ends with exit status 0 once its watch times out."""
+        import subprocess
+        import sys
+        readme = (pathlib.Path(__file__).resolve().parents[2] / "cli" / "python" / "README.md").read_text()
+        code = re.search(r"```python\n(.*?)```", readme, re.S).group(1)
+        yardd = self.yardd()
+        code = code.replace('Client("127.0.0.1:7390", ca="~/.local/state/switchyard/grpc-cert.pem", token_file="~/.yard-token")',
+                            f'Client("{yardd.address}", plaintext=True)').replace("timeout=10", "timeout=1")
+        self.assertIn("plaintext=True", code, "the README's Client line changed: update this test")
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        self.assertIn("operation.succeeded", run.stdout)
+
+    def test_it_trusts_yardds_own_certificate_where_yardctl_finds_it(self):
+        """Issue 63, item 7: with no ca given, the client trusts the self-signed grpc-cert.pem in yardd's default state
+        directory ($XDG_STATE_HOME/switchyard here), as yardctl does."""
+        import subprocess
+        from harness import YARDD
+        xdg = self.dir / "xdg"
+        state = xdg / "switchyard"
+        state.mkdir(parents=True)
+        log = open(self.dir / "tls-yardd.log", "wb")
+        daemon = subprocess.Popen([YARDD, "--listen", "127.0.0.1:0", "--port-file", str(self.dir / "tls-port")], stdout=log,
+                                  stderr=subprocess.STDOUT, env={**os.environ, "XDG_STATE_HOME": str(xdg)})
+        try:
+            wait_for(lambda: (self.dir / "tls-port").exists() or daemon.poll() is not None, what="yardd over TLS")
+            self.assertTrue((state / "grpc-cert.pem").exists(), (self.dir / "tls-yardd.log").read_text())
+            address = f"127.0.0.1:{(self.dir / 'tls-port').read_text().strip()}"
+            saved = {k: os.environ.get(k) for k in ("XDG_STATE_HOME", "YARD_CA")}
+            os.environ["XDG_STATE_HOME"] = str(xdg)
+            os.environ.pop("YARD_CA", None)
+            try:
+                with Client(address) as yard:
+                    self.assertEqual(len(yard.hosts()), 4)
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+        finally:
+            daemon.terminate()
+            daemon.wait(timeout=20)
+            log.close()
+
 
 if __name__ == "__main__":
     unittest.main()

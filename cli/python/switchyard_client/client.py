@@ -64,13 +64,32 @@ class OperationFailed(Exception):
         self.operation = operation
 
 
+def default_server_certificate():
+    """The certificate yardctl trusts when given none (cli/connection.cpp): YARD_CA, else yardd's self-signed
+    grpc-cert.pem in the default state directory ($XDG_STATE_HOME/switchyard or ~/.local/state/switchyard), else the
+    packaged yardd's /var/lib/switchyard/grpc-cert.pem; None when none of them exists (the system's roots)."""
+    if os.environ.get("YARD_CA"):
+        return os.environ["YARD_CA"]
+    if os.environ.get("XDG_STATE_HOME"):
+        state = os.path.join(os.environ["XDG_STATE_HOME"], "switchyard")
+    elif os.environ.get("HOME"):
+        state = os.path.join(os.environ["HOME"], ".local", "state", "switchyard")
+    else:
+        state = "/var/lib/switchyard"
+    for candidate in (os.path.join(state, "grpc-cert.pem"), "/var/lib/switchyard/grpc-cert.pem"):
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
 class Client:
     """yardd's API. Every method raises grpc.RpcError with yardd's status code and message on a refusal."""
 
     def __init__(self, address="127.0.0.1:7390", *, ca=None, cert=None, key=None, token=None, token_file=None,
                  plaintext=False, caller=None, timeout=30.0):
         """address: HOST:PORT. TLS unless plaintext=True (yardd allows that on loopback only); ca: the PEM file
-        to trust (yardd's self-signed grpc-cert.pem or a CA); cert/key: a client certificate for mutual TLS;
+        to trust (yardd's self-signed grpc-cert.pem or a CA; default: found as yardctl finds it,
+        default_server_certificate()); cert/key: a client certificate for mutual TLS;
         token or token_file: a bearer token from the identities file; caller: the name a yardd without
         identities records as the actor."""
         if token_file and not token:
@@ -84,6 +103,7 @@ class Client:
         self._plaintext = plaintext
         self._credentials = None
         if not plaintext:
+            ca = ca or default_server_certificate()
             def read(path):
                 with open(os.path.expanduser(path), "rb") as f:
                     return f.read()
