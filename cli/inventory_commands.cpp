@@ -5,14 +5,23 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/list_watch.h"
 #include "cli/release_command.h"
 
 namespace yardctl {
 
 void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
-  app.add_subcommand("hosts", "List hosts, their upstream ports and what they serve")->callback([ctx] {
-    pb::ListHostsResponse r;
-    if ((ctx.rc = ctx.allPages(&pb::Switchyard::Stub::ListHosts, pb::ListHostsRequest{}, r)) == kExitOk) emit(ctx.g, r, printHosts);
+  auto watching = std::make_shared<bool>(false);  // -w/--watch: one flag per command, one command runs
+  auto* hosts = app.add_subcommand("hosts", "List hosts, their upstream ports and what they serve");
+  addWatchFlag(hosts, *watching);
+  hosts->callback([ctx, watching] {
+    auto list = [ctx] {
+      pb::ListHostsResponse r;
+      int rc = ctx.allPages(&pb::Switchyard::Stub::ListHosts, pb::ListHostsRequest{}, r);
+      if (rc == kExitOk) emit(ctx.g, r, printHosts);
+      return rc;
+    };
+    ctx.rc = *watching ? watchList(ctx, list) : list();
   });
 
   auto* devices = app.add_subcommand("devices", "List devices with their switch, health and holder (filters combine: every one must match)");
@@ -24,17 +33,22 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
                                             "Only devices counted against this host (in its system, or held for it)");
   devices->add_option_function<std::string>("--system", [filter](const std::string& v) { filter->set_system(v); },
                                             "Only this system's devices (id or name)");
-  devices->callback([ctx, filter, devices] {
+  addWatchFlag(devices, *watching);
+  devices->callback([ctx, filter, devices, watching] {
     if (!devices->get_subcommands().empty()) return;  // `devices release` ran instead
-    pb::ListDevicesResponse r;
-    if ((ctx.rc = ctx.allPages(&pb::Switchyard::Stub::ListDevices, *filter, r)) != kExitOk) return;
-    if (const auto none = noneMatched("device", "yardctl devices",
-                                      {{"--free", filter->free_only() ? "(set)" : ""}, {"--model", filter->model()}, {"--switch", filter->switch_id()},
-                                       {"--host", filter->host_id()}, {"--system", filter->system()}});
-        r.devices().empty() && !none.empty() && ctx.g.format() == Format::kTable)
-      std::cout << none << "\n";
-    else
-      emit(ctx.g, r, printDevices);
+    auto list = [ctx, filter] {
+      pb::ListDevicesResponse r;
+      if (int rc = ctx.allPages(&pb::Switchyard::Stub::ListDevices, *filter, r); rc != kExitOk) return rc;
+      if (const auto none = noneMatched("device", "yardctl devices",
+                                        {{"--free", filter->free_only() ? "(set)" : ""}, {"--model", filter->model()}, {"--switch", filter->switch_id()},
+                                         {"--host", filter->host_id()}, {"--system", filter->system()}});
+          r.devices().empty() && !none.empty() && ctx.g.format() == Format::kTable)
+        std::cout << none << "\n";
+      else
+        emit(ctx.g, r, printDevices);
+      return kExitOk;
+    };
+    ctx.rc = *watching ? watchList(ctx, list) : list();
   });
   addReleaseCommand(*devices, [ctx](const pb::ReleaseDeviceRequest& req, pb::Device& d) {
     return ctx.client().call(&pb::Switchyard::Stub::ReleaseDevice, req, d);
@@ -50,7 +64,8 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
   systems->add_option("-l,--selector", f->selector,
                       "Only systems whose labels match: team=vision, team!=vision, gpu (has the label), !spot (has not), "
                       "'env in (dev,prod)', 'env notin (dev)'; comma-separated, all must hold");
-  systems->callback([ctx, f, systems] {
+  addWatchFlag(systems, *watching);
+  systems->callback([ctx, f, systems, watching] {
     if (!systems->get_subcommands().empty()) return;  // `systems forget` ran instead
     if (!f->system.empty()) {
       pb::GetSystemRequest req;
@@ -72,16 +87,20 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
                                  op.error().empty() ? "" : ": " + op.error());
       return;
     }
-    pb::ListSystemsRequest req;
-    req.set_tenant(f->tenant);
-    req.set_label_selector(f->selector);
-    pb::ListSystemsResponse r;
-    if ((ctx.rc = ctx.allPages(&pb::Switchyard::Stub::ListSystems, req, r)) != kExitOk) return;
-    if (const auto none = noneMatched("system", "yardctl systems", {{"-l", f->selector}, {"--tenant", f->tenant}});
-        r.systems().empty() && !none.empty() && ctx.g.format() == Format::kTable)
-      std::cout << none << "\n";
-    else
-      emit(ctx.g, r, printSystems);
+    auto list = [ctx, f] {
+      pb::ListSystemsRequest req;
+      req.set_tenant(f->tenant);
+      req.set_label_selector(f->selector);
+      pb::ListSystemsResponse r;
+      if (int rc = ctx.allPages(&pb::Switchyard::Stub::ListSystems, req, r); rc != kExitOk) return rc;
+      if (const auto none = noneMatched("system", "yardctl systems", {{"-l", f->selector}, {"--tenant", f->tenant}});
+          r.systems().empty() && !none.empty() && ctx.g.format() == Format::kTable)
+        std::cout << none << "\n";
+      else
+        emit(ctx.g, r, printSystems);
+      return kExitOk;
+    };
+    ctx.rc = *watching ? watchList(ctx, list) : list();
   });
 
   auto forgotten = std::make_shared<std::string>();

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/list_watch.h"
 
 namespace yardctl {
 namespace {
@@ -11,6 +12,7 @@ void addOps(CLI::App& app, const CommandContext& ctx) {
   struct Flags {
     int limit = 20;
     std::string system, kind, state, id;
+    bool watch = false;
   };
   auto f = std::make_shared<Flags>();
   auto* ops = app.add_subcommand("ops", "List recent operations (filtered: every filter must match); `ops show ID`, `ops wait ID`");
@@ -19,6 +21,7 @@ void addOps(CLI::App& app, const CommandContext& ctx) {
   ops->add_option("--type,--kind", f->kind, "Only this kind of operation")->check(CLI::IsMember({"compose", "decompose", "attach", "detach"}));
   ops->add_option("--state", f->state, "Only operations in this state")
       ->check(CLI::IsMember({"queued", "running", "rolling-back", "succeeded", "failed"}));
+  addWatchFlag(ops, f->watch);
   auto* show = ops->add_subcommand("show", "Show one operation with its step log");
   show->add_option("id", f->id, "Operation id")->required();
   auto* wait = ops->add_subcommand("wait", "Wait for an operation to finish, showing progress");
@@ -37,18 +40,22 @@ void addOps(CLI::App& app, const CommandContext& ctx) {
         printOperation(op, std::cout);
       return;
     }
-    pb::ListOperationsRequest req;
-    req.set_limit(f->limit);
-    req.set_system(f->system);
-    req.set_kind(f->kind);
-    req.set_state(f->state);
-    pb::ListOperationsResponse r;
-    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::ListOperations, req, r)) != kExitOk) return;
-    if (const auto none = noneMatched("operation", "yardctl ops", {{"--system", f->system}, {"--type", f->kind}, {"--state", f->state}});
-        r.operations().empty() && !none.empty() && ctx.g.format() == Format::kTable)
-      std::cout << none << "\n";
-    else
-      emit(ctx.g, r, printOperations);
+    auto list = [ctx, f] {
+      pb::ListOperationsRequest req;
+      req.set_limit(f->limit);
+      req.set_system(f->system);
+      req.set_kind(f->kind);
+      req.set_state(f->state);
+      pb::ListOperationsResponse r;
+      if (int rc = ctx.client().call(&pb::Switchyard::Stub::ListOperations, req, r); rc != kExitOk) return rc;
+      if (const auto none = noneMatched("operation", "yardctl ops", {{"--system", f->system}, {"--type", f->kind}, {"--state", f->state}});
+          r.operations().empty() && !none.empty() && ctx.g.format() == Format::kTable)
+        std::cout << none << "\n";
+      else
+        emit(ctx.g, r, printOperations);
+      return kExitOk;
+    };
+    ctx.rc = f->watch ? watchList(ctx, list) : list();
   });
 }
 

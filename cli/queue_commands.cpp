@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/list_watch.h"
 
 namespace yardctl {
 namespace {
@@ -10,12 +11,19 @@ void addQueue(CLI::App& app, const CommandContext& ctx) {
   auto tenant = std::make_shared<std::string>();
   auto* queue = app.add_subcommand("queue", "List the requests waiting in yardd's queue, in the order they will be admitted, and why each waits");
   queue->add_option("--tenant", *tenant, "Only this tenant's requests (positions stay those of the whole queue)");
-  queue->callback([ctx, tenant, queue] {
+  auto watching = std::make_shared<bool>(false);
+  addWatchFlag(queue, *watching);
+  queue->callback([ctx, tenant, queue, watching] {
     if (!queue->get_subcommands().empty()) return;  // `queue cancel` ran instead
-    pb::ListQueueRequest req;
-    req.set_tenant(*tenant);
-    pb::ListQueueResponse r;
-    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::ListQueue, req, r)) == kExitOk) emit(ctx.g, r, printQueue);
+    auto list = [ctx, tenant] {
+      pb::ListQueueRequest req;
+      req.set_tenant(*tenant);
+      pb::ListQueueResponse r;
+      int rc = ctx.client().call(&pb::Switchyard::Stub::ListQueue, req, r);
+      if (rc == kExitOk) emit(ctx.g, r, printQueue);
+      return rc;
+    };
+    ctx.rc = *watching ? watchList(ctx, list) : list();
   });
   auto id = std::make_shared<std::string>();
   auto* cancel = queue->add_subcommand("cancel", "Take a request out of the queue (its operation fails as cancelled)");

@@ -3,6 +3,7 @@ short-lived token), contexts (named servers and credentials, with their preceden
 `systems`, filters on `ops` and `watch`."""
 import hashlib
 import json
+import time
 import os
 import shlex
 import subprocess
@@ -220,6 +221,54 @@ class YardctlTest(YarddTestCase):
         self.assertRegex(waited.stderr, r"op-\d+ admitted on host\d: ")
         shown = self.ok(*base, "systems", "p")
         self.assertRegex(shown, r"recent operations \(yardctl ops --system p\):\n  \S+  compose +succeeded op-\d+ by ")
+
+
+    def test_watch_flag_redraws_a_list_when_yardd_reports_a_change(self):
+        """Issue 63, item 3: `-w/--watch` on list commands: the list, then the list again after each burst of events
+        (one redraw for a compose's several), until interrupted; -o json writes one document per redraw."""
+        import select
+        import signal
+        yardd = self.yardd()
+        base = ["--plaintext", "--server", yardd.address]
+        watcher = subprocess.Popen([YARDCTL, *base, "systems", "-w"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env)
+        as_json = subprocess.Popen([YARDCTL, *base, "-o", "json", "queue", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=self.env)
+        try:
+            seen = []
+            unread = {watcher.pid: "", as_json.pid: ""}
+
+            def read_until(process, text, timeout=20):
+                """Reads the process' output (unbuffered: select() sees only what the pipe holds) up to `text`."""
+                deadline = time.time() + timeout
+                while time.time() < deadline:
+                    if text in unread[process.pid]:
+                        at = unread[process.pid].index(text) + len(text)
+                        seen.extend(unread[process.pid][:at].splitlines(keepends=True))
+                        unread[process.pid] = unread[process.pid][at:]
+                        return True
+                    ready, _, _ = select.select([process.stdout], [], [], 0.5)
+                    if ready:
+                        chunk = os.read(process.stdout.fileno(), 65536)
+                        if not chunk:
+                            break
+                        unread[process.pid] += chunk.decode()
+                seen.append(unread[process.pid])
+                return False
+
+            self.assertTrue(read_until(watcher, "no composed systems"), "".join(seen))
+            self.assertTrue(read_until(as_json, "{"), "the first document")
+            time.sleep(0.5)  # the Watch stream reaches yardd
+            self.ok(*base, "compose", "watched", "--gpus", "2")
+            self.assertTrue(read_until(watcher, "--- "), "".join(seen))
+            self.assertTrue(read_until(watcher, "watched"), "".join(seen))
+            self.ok(*base, "compose", "later", "--gpus", "16", "--queue", "--no-wait")
+            self.assertTrue(read_until(as_json, '"name": "later"'), "".join(seen))
+        finally:
+            for process in (watcher, as_json):
+                process.send_signal(signal.SIGINT)
+                process.wait(timeout=10)
+        redraws = sum(1 for line in seen if line.startswith("--- "))
+        self.assertLessEqual(redraws, 3, "a compose's events are one redraw or two, not one per event: " + "".join(seen))
 
 
 if __name__ == "__main__":
