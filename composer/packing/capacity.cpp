@@ -76,10 +76,11 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
   report.demand = pool.demand();
   // Fabrics that some host able to take a new system is cabled to.
   std::unordered_set<int> reachableFabrics;
+  std::unordered_set<int> attachFabrics;  // fabrics a host that serves a system, with room left, is cabled to
   for (const auto& h : pool.hosts()) {
-    if (h.inSystem || h.silent || h.attachedDevices >= h.maxDevices) continue;
+    if (h.silent || h.attachedDevices >= h.maxDevices) continue;
     for (const auto& p : h.ports)
-      if (p.switchIndex >= 0) reachableFabrics.insert(pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric);
+      if (p.switchIndex >= 0) (h.inSystem ? attachFabrics : reachableFabrics).insert(pool.switches()[static_cast<std::size_t>(p.switchIndex)].fabric);
   }
   for (const auto& name : pool.domains()) report.domains.push_back({name, 0, 0, {}});
   for (const auto& d : pool.devices()) {
@@ -91,6 +92,7 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
     if (d.switchIndex < 0 || !reachableFabrics.contains(pool.switches()[static_cast<std::size_t>(d.switchIndex)].fabric)) {
       ++report.strandedGpus;
       if (domain) ++domain->strandedGpus;
+      if (d.switchIndex >= 0 && attachFabrics.contains(pool.switches()[static_cast<std::size_t>(d.switchIndex)].fabric)) ++report.strandedAttachableGpus;
     }
   }
   // Pooled memory per switch, in one pass over the devices (a pool of 100,000 GPUs has thousands of switches).

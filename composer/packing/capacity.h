@@ -64,6 +64,9 @@ struct PooledMemoryCapacity {
 struct CapacityReport {
   int freeGpus = 0;      // free and not critical
   int strandedGpus = 0;  // free, yet no host that could take a new system reaches them
+  // Of those, the ones a host that serves a system can still attach (within its device limit): stranded for new
+  // systems, not for growing the ones there are. On a small pool whose hosts all serve systems, that is all of them.
+  int strandedAttachableGpus = 0;
   std::vector<ShapeCapacity> shapes;
   int attachableMigGpus = 0;  // free MIG-capable GPUs that hosts can still attach, within device limits
   std::vector<MigCapacity> mig;

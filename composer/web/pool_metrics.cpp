@@ -186,6 +186,7 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
   // Idle GPUs (`yardctl idle`): attached GPUs idle at their last sample, and the GPU-hours those idle stretches have
   // cost so far, by tenant.
   std::map<std::string, std::pair<int, double>> idle;
+  std::map<std::string, double> longest;  // by tenant: the longest current idle stretch, in seconds
   if (view->activity)
     for (const auto& g : *view->activity) {
       const DeviceView* d = view->device(g.gpu.deviceId);
@@ -195,11 +196,17 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
       auto& t = idle[g.tenant];
       t.first += g.gpu.idle() ? 1 : 0;
       t.second += hours;
+      const double seconds = std::chrono::duration<double>(g.idleFor(nowNs)).count();
+      if (auto& l = longest[g.tenant]; seconds > l) l = seconds;
     }
   out.family("switchyard_gpus_idle", "Attached GPUs idle at their last activity sample (no process, low utilization), by tenant.", Type::kGauge);
   for (const auto& [tenant, t] : idle) out.sample({{"tenant", tenant}}, t.first);
   out.family("switchyard_gpus_idle_hours", "GPU-hours the current idle stretches of attached GPUs (and of idle MIG instances, by their part of the GPU) have cost so far, by tenant.", Type::kGauge);
   for (const auto& [tenant, t] : idle) out.sample({{"tenant", tenant}}, t.second);
+  out.family("switchyard_gpus_idle_longest_seconds",
+             "The longest current idle stretch of an attached GPU (or MIG instance), by tenant: what an alert on GPUs idle past a threshold reads.",
+             Type::kGauge);
+  for (const auto& [tenant, seconds] : longest) out.sample({{"tenant", tenant}}, seconds);
 
   out.family("switchyard_capacity_age_seconds",
              "How old the capacity gauges below are: 0 while they are made on every change; on a pool large enough that making "
@@ -210,6 +217,9 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
   out.sample({}, capacity.freeGpus);
   out.family("switchyard_gpus_stranded", "Free GPUs that no host able to take a new system can reach.", Type::kGauge);
   out.sample({}, capacity.strandedGpus);
+  out.family("switchyard_gpus_stranded_attachable",
+             "Of the stranded GPUs, those a host that serves a system can still attach (stranded for new systems only).", Type::kGauge);
+  out.sample({}, capacity.strandedAttachableGpus);
   out.family("switchyard_capacity_placeable",
              "How many more requests of this shape could be composed now, placed one after another by the packing core.", Type::kGauge);
   for (const auto& c : capacity.shapes)

@@ -67,10 +67,10 @@ class Http:
 
 
 class ConsoleTest(YarddTestCase):
-    def start(self):
+    def start(self, *more):
         ids = self.dir / "identities.json"
         write_people(ids)
-        return self.yardd("--identities", str(ids), metrics=True)
+        return self.yardd("--identities", str(ids), *more, metrics=True)
 
     def systems(self, http):
         status, _, body = http.call("GET", "/api/v1/systems")
@@ -199,7 +199,7 @@ class ConsoleTest(YarddTestCase):
         self.assertEqual(status, 202, op)
 
     def test_in_a_browser_log_in_compose_see_it_decompose_and_be_refused(self):
-        yardd = self.start()
+        yardd = self.start("--activity-interval", "1s")  # idle GPUs show within a second
         with Browser() as browser:
             def log_in(name, password):
                 browser.wait_until("document.getElementById('login') !== null && !document.getElementById('login').hidden", what="the login form")
@@ -226,6 +226,24 @@ class ConsoleTest(YarddTestCase):
             browser.wait_until("document.getElementById('systems').innerText.includes('web1') && "
                                "document.getElementById('systems').innerText.includes('composed')", timeout=30, what="web1 on the page")
             self.assertIn("compose web1: op-", browser.evaluate("document.getElementById('action-result').textContent"))
+
+            # Attach one more GPU with its button, detach one with the × by its device; the idle view groups web1's idle
+            # GPUs under its name, and Reclaim detaches one now.
+            def device_count():
+                return len(self.systems(_logged_in(yardd.metrics_url, "ops", "ops-pw"))["web1"]["devices"])
+            browser.evaluate("document.querySelector('[data-testid=\"attach-web1\"]').click()")
+            wait_for(lambda: device_count() == 3, timeout=30, what="web1 with a third GPU")
+            first = self.systems(_logged_in(yardd.metrics_url, "ops", "ops-pw"))["web1"]["devices"][0]["id"]
+            browser.wait_until(f"document.querySelector('[data-testid=\"detach-{first}\"]') !== null", what="the detach button")
+            browser.evaluate(f"document.querySelector('[data-testid=\"detach-{first}\"]').click()")
+            wait_for(lambda: device_count() == 2, timeout=30, what="web1 back to two GPUs")
+            browser.wait_until("document.querySelectorAll('#idle tbody tr').length === 2 && "
+                               "document.getElementById('idle').innerText.split('web1').length === 2 && "
+                               f"!document.getElementById('idle').innerText.includes('{first}\t')", timeout=30,
+                               what="web1's two idle GPUs (not the detached one), its name once")
+            browser.evaluate("document.querySelector('#idle [data-testid^=\"reclaim-\"]').click()")
+            wait_for(lambda: device_count() == 1, timeout=30,
+                     what="an idle GPU reclaimed: " + browser.evaluate("document.getElementById('action-result').textContent"))
 
             # A change without the CSRF token, from the page itself, is refused.
             browser.evaluate("window.csrfStatus = 0; fetch('/api/v1/systems', {method: 'POST', credentials: 'same-origin', "

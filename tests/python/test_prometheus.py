@@ -144,7 +144,7 @@ scrape_configs:
 
         groups = wait_for(lambda: (self.api("/api/v1/rules") or {}).get("data", {}).get("groups"), timeout=30, what="rules loaded")
         rules = [r for g in groups for r in g["rules"]]
-        self.assertEqual(len(rules), 10, [r["name"] for r in rules])
+        self.assertEqual(len(rules), 11, [r["name"] for r in rules])
         wait_for(lambda: all(r.get("health") == "ok" for g in self.api("/api/v1/rules")["data"]["groups"] for r in g["rules"]),
                  timeout=30, what="every alert rule evaluated without error")
         firing = {a["labels"]["alertname"] for a in self.api("/api/v1/alerts")["data"]["alerts"]}
@@ -153,8 +153,10 @@ scrape_configs:
 
         dashboard = json.loads((MONITORING / "switchyard-dashboard.json").read_text(encoding="utf-8"))
         # Series that appear only once the event has happened (nobody's lease expired, nobody was preempted,
-        # nothing drifted, no switch call failed): their queries must parse, and may be empty.
-        only_after_the_event = ("switchyard_lease_expiries_total", "switchyard_preemptions_total", "switchyard_drifts_total")
+        # nothing drifted, no switch call failed, no GPU was sampled idle or reclaimed): their queries must parse, and may be empty.
+        # A subquery stepped on whole minutes ([24h:1m]) finds data only from the first whole minute of scrapes on.
+        only_after_the_event = ("switchyard_lease_expiries_total", "switchyard_preemptions_total", "switchyard_drifts_total",
+                                "switchyard_gpus_idle", "switchyard_reclaimed_gpus_total", "[24h:1m]")
         queries = [(panel["title"], t["expr"]) for panel in dashboard["panels"] for t in panel.get("targets", [])]
         self.assertGreater(len(queries), 25)
         for title, expr in queries:

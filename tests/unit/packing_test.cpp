@@ -378,9 +378,22 @@ TEST(Capacity, FreeGpusNoFreeHostCanReachAreStranded) {
   for (int h = 0; h < 4; ++h) pool.setInSystem(h, true);
   auto r = usableCapacity(pool, {{1, PeerToPeer::kNone, {}}});
   EXPECT_EQ(r.strandedGpus, 16);
+  EXPECT_EQ(r.strandedAttachableGpus, 16) << "every host serves a system with room to grow: all of them can still be attached";
   EXPECT_EQ(placeable(r, 1), 0);
   pool.setInSystem(2, false);
   EXPECT_EQ(usableCapacity(pool, {}).strandedGpus, 0);
+  EXPECT_EQ(usableCapacity(pool, {}).strandedAttachableGpus, 0);
+}
+
+TEST(Capacity, StrandedGpusNoSystemsHostCanGrowOntoAreNotAttachable) {
+  // Every host serves a system and is at its device limit: the free GPUs are stranded for attaching too.
+  auto topology = defaultTopology();
+  for (auto& h : topology.hosts) h.maxDevices = 0;
+  Pool pool(topology);
+  for (int h = 0; h < 4; ++h) pool.setInSystem(h, true);
+  const auto r = usableCapacity(pool, {});
+  EXPECT_EQ(r.strandedGpus, 16);
+  EXPECT_EQ(r.strandedAttachableGpus, 0);
 }
 
 // Placements never cross a fabric domain, so capacity is counted per domain and the domains add up.

@@ -189,12 +189,17 @@ function drawSystems(systems) {
     s.name, s.host, s.tenant,
     el("span", { class: `state-${s.state}`, title: s.state_reason || "" },
        s.progress ? `${s.state} (${s.progress})` : s.state, s.state_reason ? el("small", {}, ` ${s.state_reason}`) : ""),
-    s.devices.map((d) => d.uuid ? `${d.id} (${d.uuid})` : d.id).join(", ") || "—",
+    s.devices.length === 0 ? "—" : el("span", {}, ...s.devices.map((d, i) => el("span", { class: "device" }, i ? ", " : "",
+      d.uuid ? `${d.id} (${d.uuid})` : d.id,
+      s.state === "composed" && s.devices.length > 1
+        ? button("×", `detach-${d.id}`, () => act(`detach ${d.id} from ${s.name}`, "POST", `/api/v1/systems/${enc(s.name)}/detach`, { devices: [d.id] }))
+        : ""))),
     [...(s.mig || []).map((i) => `${i.profile} on ${i.device}`), ...(s.shares || []).map((h) => `${h.percent}% of ${h.device}`)].join(", ") || "—",
     utc(s.lease_expires_at) || "—",
     Object.entries(s.labels || {}).map(([k, v]) => v === "" ? k : `${k}=${v}`).join(", ") || "—",
     s.state === "queued" ? "" : el("span", { class: "actions" },
       button("Decompose", `decompose-${s.name}`, () => act(`decompose ${s.name}`, "DELETE", `/api/v1/systems/${enc(s.name)}`)),
+      button("Attach 1", `attach-${s.name}`, () => act(`attach a GPU to ${s.name}`, "POST", `/api/v1/systems/${enc(s.name)}/attach`, { gpus: 1 })),
       button("Renew 4h", `renew-${s.name}`, () => act(`renew ${s.name}`, "POST", `/api/v1/systems/${enc(s.name)}/renew`, { lease: "4h" })))]),
     "no systems yet: compose one above, or yardctl compose NAME --gpus N");
 }
@@ -223,8 +228,13 @@ function drawIdle(idle) {
     if (idleInstances.length) return `${g.device} (MIG idle: ${idleInstances.join(", ")})`;
     return g.share ? `${g.device} (share ${g.share})` : g.device;
   };
-  fillTable("idle", idle.gpus.map((g) => [device(g), g.name, g.tenant, utc(g.idle_since),
-    g.idle_gpu_hours.toFixed(2), g.reclaim_blocked ? `${g.reclaim} (not taken: ${g.reclaim_blocked})` : g.reclaim]),
+  // Grouped by system: its name once, on the first of its GPUs; "Reclaim" detaches that GPU now (the system keeps
+  // the rest; a system's last GPU is given back by decomposing it).
+  const bySystem = [...idle.gpus].sort((a, b) => a.name.localeCompare(b.name) || a.device.localeCompare(b.device));
+  fillTable("idle", bySystem.map((g, i) => [i > 0 && bySystem[i - 1].name === g.name ? "" : el("strong", {}, g.name), device(g), g.tenant,
+    utc(g.idle_since), g.idle_gpu_hours.toFixed(2), g.reclaim_blocked ? `${g.reclaim} (not taken: ${g.reclaim_blocked})` : g.reclaim,
+    button("Reclaim", `reclaim-${g.device}`, () => act(`reclaim ${g.device} from ${g.name}`, "POST",
+                                                      `/api/v1/systems/${encodeURIComponent(g.name)}/detach`, { devices: [g.device] }))]),
     "no attached GPU is idle (yardctl idle --all shows what each is doing)");
 }
 
