@@ -89,8 +89,6 @@ std::vector<DeviceId> devicesAddedBy(const Operation& op) {
 
 json oneMachine(json machine) { return json{{"data", {{"machines", json::array({std::move(machine)})}}}}; }
 
-std::string requestIdOf(const net::HttpRequest& request) { return std::string(request["Idempotency-Key"]); }
-
 }  // namespace
 
 void FmApiService::machines(Call call) {
@@ -155,20 +153,27 @@ void FmApiService::available(Call call) {
   call.answer(http::status::ok, json{{"fabric_id", fabric ? json(*fabric) : json(nullptr)}, {"reserved_res_num_per_fabric", count}});
 }
 
+struct FmApiService::Update {
+  std::vector<json> specs;  // its res_specs
+  std::string tenant;
+};
+
+Result<FmApiService::Update> FmApiService::readUpdate(const Call& call) const {
+  SY_ASSIGN(auto body, parseUpdate(call.request->body(), call.params.at(0)));
+  SY_ASSIGN(auto tenant, tenantOf(call, *engine_.view()));
+  if (!body.tenantUuid.empty() && body.tenantUuid != tenantUuid(tenant))
+    return fail(Code::kInvalidArgument, fmt::format("tenants.tenant_uuid {} is not the query's tenant_uuid", body.tenantUuid));
+  return Update{std::move(body.specs), std::move(tenant)};
+}
+
 // PATCH .../update: attach res_num devices of a type and model. The machine's system gets them (composed as
 // cohdi-HOST when the machine has none); the answer, once they are bound and verified, lists the new devices.
 void FmApiService::attach(Call call) {
-  const std::string machineUuid = call.params.at(0);
-  auto body = parseUpdate(call.request->body(), machineUuid);
-  if (!body) return call.fail(body.error());
-  const auto view = engine_.view();
-  auto tenant = tenantOf(call, *view);
-  if (!tenant) return call.fail(tenant.error());
-  if (!body->tenantUuid.empty() && body->tenantUuid != tenantUuid(*tenant))
-    return call.fail(Error{Code::kInvalidArgument, fmt::format("tenants.tenant_uuid {} is not the query's tenant_uuid", body->tenantUuid)});
-  if (body->specs.size() != 1)
-    return call.fail(Error{Code::kInvalidArgument, fmt::format("{} res_specs: one per request (one type and model)", body->specs.size())});
-  const json& spec = body->specs.front();
+  auto update = readUpdate(call);
+  if (!update) return call.fail(update.error());
+  if (update->specs.size() != 1)
+    return call.fail(Error{Code::kInvalidArgument, fmt::format("{} res_specs: one per request (one type and model)", update->specs.size())});
+  const json& spec = update->specs.front();
   const std::string type = spec.value("res_type", std::string());
   if (type != "gpu")
     return call.fail(Error{Code::kInvalidArgument, fmt::format("res_type '{}': this API attaches GPUs (\"gpu\"); name other devices with yardctl attach -d", type)});
@@ -178,18 +183,9 @@ void FmApiService::attach(Call call) {
   const json num = spec.value("res_num", json(1));
   if (!num.is_number_integer() || num.get<int>() < 1 || num.get<int>() > kMaxPerRequest)
     return call.fail(Error{Code::kInvalidArgument, fmt::format("res_num: from 1 to {}", kMaxPerRequest)});
-  if (!admitChange(call.caller.identity))
-    return call.fail(Error{Code::kResourceExhausted, fmt::format("'{}' already has {} changes waiting, the most one caller may", call.caller.identity,
-                                                                 options_.maxChangesPerCaller)});
-  const int count = num.get<int>();
-  const std::string requestId = requestIdOf(*call.request);
-  auto shared = std::make_shared<Call>(std::move(call));
-  shared->request = nullptr;  // not kept past this call
-  Start start = [this, caller = shared->caller, tenant = *tenant, machineUuid, model = *model, count, requestId](EngineCore& core) -> Result<Started> {
-    if (!requestId.empty()) {
-      SY_ASSIGN(auto prior, core.operationForRequest(caller, requestId));
-      if (prior) return Started{std::move(*prior), {}, {}};
-    }
+  const std::string requestId(call.request->operator[]("Idempotency-Key"));
+  Start start = [this, caller = call.caller, tenant = update->tenant, machineUuid = call.params.at(0), model = *model, count = num.get<int>(),
+                 requestId](EngineCore& core) -> Result<Started> {
     const Inventory inventory(engine_.view(), fabrics_);
     SY_ASSIGN(const Host* host, machineFor(inventory, machineUuid, tenant));
     PlacementRequest placement;
@@ -206,46 +202,25 @@ void FmApiService::attach(Call call) {
     SY_ASSIGN(auto op, core.compose(caller, ComposeRequest{"cohdi-" + host->id, placement, {{"switchyard.io/provider", "cohdi"}}, requestId}));
     return Started{std::move(op), {}, {}};
   };
-  Done done = [this, tenant = *tenant](Call& c, const Operation& op) {
-    if (op.state == OperationState::kFailed)
-      return c.fail(Error{Code::kFailedPrecondition, fmt::format("{} {} failed and was rolled back: {}", toString(op.kind), op.id, op.error)});
-    const Inventory inventory(engine_.view(), fabrics_);
-    const Host* host = inventory.machine(op.hostId);
-    if (!host) return c.fail(Error{Code::kNotFound, fmt::format("the machine of {} is gone from the inventory", op.id)});
+  change(std::move(call), std::move(start), [tenant = update->tenant](const Inventory& inventory, const Host& host, const Operation& op) {
     const auto added = devicesAddedBy(op);
-    c.answer(http::status::ok, oneMachine(machineJson(inventory, *host, tenant, &added)));
-  };
-  change(shared, std::move(start), std::move(done), std::chrono::steady_clock::now() + options_.changeTimeout);
+    return oneMachine(machineJson(inventory, host, tenant, &added));
+  });
 }
 
 // DELETE .../update: detach devices by res_uuid; the last one decomposes the machine's system. A device the
 // machine does not have is already gone: the answer is the machine as it is (removal is idempotent).
 void FmApiService::detach(Call call) {
-  const std::string machineUuid = call.params.at(0);
-  auto body = parseUpdate(call.request->body(), machineUuid);
-  if (!body) return call.fail(body.error());
-  const auto view = engine_.view();
-  auto tenant = tenantOf(call, *view);
-  if (!tenant) return call.fail(tenant.error());
-  if (!body->tenantUuid.empty() && body->tenantUuid != tenantUuid(*tenant))
-    return call.fail(Error{Code::kInvalidArgument, fmt::format("tenants.tenant_uuid {} is not the query's tenant_uuid", body->tenantUuid)});
+  auto update = readUpdate(call);
+  if (!update) return call.fail(update.error());
   std::vector<std::string> uuids;
-  for (const auto& spec : body->specs) {
+  for (const auto& spec : update->specs) {
     const std::string uuid = spec.value("res_uuid", std::string());
     if (uuid.empty()) return call.fail(Error{Code::kInvalidArgument, "res_specs[].res_uuid: required (the device to detach)"});
     uuids.push_back(uuid);
   }
-  if (!admitChange(call.caller.identity))
-    return call.fail(Error{Code::kResourceExhausted, fmt::format("'{}' already has {} changes waiting, the most one caller may", call.caller.identity,
-                                                                 options_.maxChangesPerCaller)});
-  const std::string requestId = requestIdOf(*call.request);
-  auto shared = std::make_shared<Call>(std::move(call));
-  shared->request = nullptr;
-  Start start = [this, caller = shared->caller, tenant = *tenant, machineUuid, uuids, requestId](EngineCore& core) -> Result<Started> {
-    if (!requestId.empty()) {
-      SY_ASSIGN(auto prior, core.operationForRequest(caller, requestId));
-      if (prior) return Started{std::move(*prior), {}, {}};
-    }
+  const std::string requestId(call.request->operator[]("Idempotency-Key"));
+  Start start = [this, caller = call.caller, tenant = update->tenant, machineUuid = call.params.at(0), uuids, requestId](EngineCore& core) -> Result<Started> {
     const Inventory inventory(engine_.view(), fabrics_);
     SY_ASSIGN(const Host* host, machineFor(inventory, machineUuid, tenant));
     auto system = inventory.systemOn(host->id);
@@ -259,15 +234,9 @@ void FmApiService::detach(Call call) {
                                                                   : core.detach(caller, DetachRequest{system->id, devices, {}, {}, requestId}));
     return Started{std::move(op), {}, {}};
   };
-  Done done = [this, tenant = *tenant](Call& c, const Operation& op) {
-    if (op.state == OperationState::kFailed)
-      return c.fail(Error{Code::kFailedPrecondition, fmt::format("{} {} failed and was rolled back: {}", toString(op.kind), op.id, op.error)});
-    const Inventory inventory(engine_.view(), fabrics_);
-    const Host* host = inventory.machine(op.hostId);
-    if (!host) return c.fail(Error{Code::kNotFound, fmt::format("the machine of {} is gone from the inventory", op.id)});
-    c.answer(http::status::ok, oneMachine(machineJson(inventory, *host, tenant)));
-  };
-  change(shared, std::move(start), std::move(done), std::chrono::steady_clock::now() + options_.changeTimeout);
+  change(std::move(call), std::move(start), [tenant = update->tenant](const Inventory& inventory, const Host& host, const Operation&) {
+    return oneMachine(machineJson(inventory, host, tenant));
+  });
 }
 
 }  // namespace switchyard::cohdi

@@ -225,12 +225,13 @@ void FmApiService::tenants(Call call) {
   call.answer(http::status::ok, json{{"data", {{"tenants", std::move(list)}}}});
 }
 
-bool FmApiService::admitChange(const std::string& identity) {
+Result<void> FmApiService::admitChange(const std::string& identity) {
   std::lock_guard lock(changesMutex_);
   auto& open = changesByCaller_[identity];
-  if (open >= options_.maxChangesPerCaller) return false;
+  if (open >= options_.maxChangesPerCaller)
+    return fail(Code::kResourceExhausted, fmt::format("'{}' already has {} changes waiting, the most one caller may", identity, open));
   ++open;
-  return true;
+  return {};
 }
 
 void FmApiService::endChange(const std::string& identity) {
@@ -238,8 +239,24 @@ void FmApiService::endChange(const std::string& identity) {
   if (auto it = changesByCaller_.find(identity); it != changesByCaller_.end() && --it->second == 0) changesByCaller_.erase(it);
 }
 
-void FmApiService::change(std::shared_ptr<Call> call, Start start, Done done, std::chrono::steady_clock::time_point deadline) {
-  engine_.run<Started>(start, [this, call, start, done, deadline](Result<Started> started) {
+void FmApiService::change(Call call, Start start, Done done) {
+  if (auto admitted = admitChange(call.caller.identity); !admitted) return call.fail(admitted.error());
+  const std::string requestId(call.request->operator[]("Idempotency-Key"));
+  auto shared = std::make_shared<Call>(std::move(call));
+  shared->request = nullptr;  // not kept past the handler
+  waitForChange(shared, requestId, std::move(start), std::move(done), std::chrono::steady_clock::now() + options_.changeTimeout);
+}
+
+void FmApiService::waitForChange(std::shared_ptr<Call> call, const std::string& requestId, Start start, Done done,
+                                 std::chrono::steady_clock::time_point deadline) {
+  Start first = [start, requestId, caller = call->caller](EngineCore& core) -> Result<Started> {
+    if (!requestId.empty()) {
+      SY_ASSIGN(auto prior, core.operationForRequest(caller, requestId));
+      if (prior) return Started{std::move(*prior), {}, {}};
+    }
+    return start(core);
+  };
+  engine_.run<Started>(first, [this, call, requestId, start, done, deadline](Result<Started> started) {
     auto finish = [this, call] { endChange(call->caller.identity); };
     if (!started) {
       finish();
@@ -256,7 +273,7 @@ void FmApiService::change(std::shared_ptr<Call> call, Start start, Done done, st
       return call->fail(Error{Code::kDeadlineExceeded, fmt::format("{} is still running on the machine; ask again later", waitFor)});
     }
     const bool own = started->operation.has_value();
-    (void)engine_.waitOperation(waitFor, left, [this, call, start, done, deadline, own, waitFor, finish](Result<Operation> op) {
+    (void)engine_.waitOperation(waitFor, left, [this, call, requestId, start, done, deadline, own, waitFor, finish](Result<Operation> op) {
       if (!op) {
         finish();
         return call->fail(op.error());
@@ -266,9 +283,14 @@ void FmApiService::change(std::shared_ptr<Call> call, Start start, Done done, st
         return call->fail(Error{Code::kDeadlineExceeded, fmt::format("{} did not end within {} s; it goes on: read the machine to see how it ends",
                                                                      waitFor, options_.changeTimeout.count() / 1000)});
       }
-      if (!own) return change(call, start, done, deadline);  // the machine is free again: now this request's turn
+      if (!own) return waitForChange(call, requestId, start, done, deadline);  // the machine is free again: now this request's turn
       finish();
-      done(*call, *op);
+      if (op->state == OperationState::kFailed)
+        return call->fail(Error{Code::kFailedPrecondition, fmt::format("{} {} failed and was rolled back: {}", toString(op->kind), op->id, op->error)});
+      const Inventory inventory(engine_.view(), fabrics_);
+      const Host* host = inventory.machine(op->hostId);
+      if (!host) return call->fail(Error{Code::kNotFound, fmt::format("the machine of {} is gone from the inventory", op->id)});
+      call->answer(http::status::ok, done(inventory, *host, *op));
     });
   });
 }

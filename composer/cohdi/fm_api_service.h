@@ -92,18 +92,24 @@ class FmApiService {
   void nodeDetails(Call call);
   void resize(Call call);
 
-  // A change (attach, detach): `start` runs on the control thread and starts the operation, or names the one that
-  // holds the machine's system; the answer is built by `done` once the operation ended or the deadline passed.
+  // A change (attach, detach). `start` runs on the control thread (unless the request's Idempotency-Key names an
+  // earlier operation, which is waited for instead) and starts the operation, or names the one that holds the
+  // machine's system; once the operation succeeded, `done` builds the answer from the machine as it is then.
   struct Started {
     std::optional<Operation> operation;  // the change's own
     OperationId busyWith;                // another operation holds the system: wait for it, then try again
     std::optional<nlohmann::json> answer;  // nothing to do: this is the answer
   };
   using Start = std::function<Result<Started>(EngineCore&)>;
-  using Done = std::function<void(Call&, const Operation&)>;
-  void change(std::shared_ptr<Call> call, Start start, Done done, std::chrono::steady_clock::time_point deadline);
-  [[nodiscard]] bool admitChange(const std::string& identity);
+  using Done = std::function<nlohmann::json(const Inventory&, const Host&, const Operation&)>;
+  void change(Call call, Start start, Done done);
+  void waitForChange(std::shared_ptr<Call> call, const std::string& requestId, Start start, Done done,
+                     std::chrono::steady_clock::time_point deadline);
+  [[nodiscard]] Result<void> admitChange(const std::string& identity);
   void endChange(const std::string& identity);
+  // A PATCH or DELETE .../update's body, and the tenant it acts for (the query's; the body may only repeat it).
+  struct Update;
+  [[nodiscard]] Result<Update> readUpdate(const Call& call) const;
 
   // The tenant a request acts for: its tenant_uuid, which a tenant caller may only set to its own.
   [[nodiscard]] Result<std::string> tenantOf(const Call& call, const PoolView& view) const;
