@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "composer/cohdi/cohdi_ids.h"
 #include "composer/cohdi/fm_api_service.h"
@@ -119,6 +121,33 @@ void FmApiService::machine(Call call) {
   call.answer(http::status::ok, oneMachine(machineJson(inventory, **host, *tenant)));
 }
 
+struct FmApiService::FreeCounts {
+  std::uint64_t version = 0;
+  std::map<std::tuple<int, DeviceKind, std::string>, int> free;  // free, not critical: by (fabric, kind, model or "")
+  std::map<std::string, int> gpusByTenant;                        // GPUs bound into each tenant's systems
+};
+
+std::shared_ptr<const FmApiService::FreeCounts> FmApiService::freeCounts(const Inventory& inventory) {
+  const PoolView& view = inventory.view();
+  {
+    std::lock_guard lock(countsMutex_);
+    if (counts_ && counts_->version == view.version) return counts_;
+  }
+  auto counts = std::make_shared<FreeCounts>();
+  counts->version = view.version;
+  view.devices.forEach([&](const DeviceView& d) {
+    if (d.device.kind == DeviceKind::kGpu && !d.systemId.empty())
+      if (auto s = view.systems.find(d.systemId)) ++counts->gpusByTenant[s->tenant];
+    if (d.assignment.allocation != DeviceAllocation::kFree || d.device.health == DeviceHealth::kCritical) return;
+    const int fabric = inventory.fabricOfSwitch(d.switchId);
+    ++counts->free[{fabric, d.device.kind, d.device.model}];
+    ++counts->free[{fabric, d.device.kind, std::string()}];
+  });
+  std::lock_guard lock(countsMutex_);
+  if (!counts_ || counts_->version < counts->version) counts_ = counts;
+  return counts;
+}
+
 // How many free devices of a type and model the machine can still get in its fabric, within the tenant's quota.
 void FmApiService::available(Call call) {
   const Inventory inventory(engine_.view(), fabrics_);
@@ -138,15 +167,11 @@ void FmApiService::available(Call call) {
     model = *asked;
   }
   const auto fabric = inventory.fabricOf(**host);
+  const auto counts = freeCounts(inventory);
   int count = 0;
-  int tenantGpus = 0;
-  inventory.view().devices.forEach([&](const DeviceView& d) {
-    if (d.device.kind == DeviceKind::kGpu && !d.systemId.empty())
-      if (auto s = inventory.view().systems.find(d.systemId); s && s->tenant == *tenant) ++tenantGpus;
-    if (d.device.kind != *kind || (!model.empty() && d.device.model != model)) return;
-    if (d.assignment.allocation != DeviceAllocation::kFree || d.device.health == DeviceHealth::kCritical) return;
-    if (inventory.reaches(**host, d)) ++count;
-  });
+  for (int f : inventory.fabricsOf(**host))
+    if (auto it = counts->free.find({f, *kind, model}); it != counts->free.end()) count += it->second;
+  const int tenantGpus = counts->gpusByTenant.contains(*tenant) ? counts->gpusByTenant.at(*tenant) : 0;
   if (*kind == DeviceKind::kGpu && identities_)
     if (const auto quotas = identities_->quotas(); quotas.contains(*tenant))
       if (const auto& max = quotas.find(*tenant)->second.maxGpus) count = std::max(0, std::min(count, *max - tenantGpus));

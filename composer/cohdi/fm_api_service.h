@@ -115,11 +115,18 @@ class FmApiService {
   [[nodiscard]] Result<std::string> tenantOf(const Call& call, const PoolView& view) const;
   [[nodiscard]] Result<std::string> tenantNamed(const Caller& caller, const std::string& uuid, const PoolView& view) const;
   [[nodiscard]] std::vector<std::string> knownTenants(const PoolView& view) const;
+  // Free devices per (fabric, kind, model; "" for every model) and GPUs held per tenant, counted once per published
+  // view: the DRA driver asks every machine for every model, and a pass over the devices each time would cost
+  // machines x devices per round of its questions.
+  struct FreeCounts;
+  [[nodiscard]] std::shared_ptr<const FreeCounts> freeCounts(const Inventory& inventory);
 
   const Routes routes_ = routeTable();
   boost::asio::thread_pool replies_{1};  // where the engine's answers are turned into JSON and sent
   EngineClient engine_;
   FabricNumbers fabrics_;
+  std::mutex countsMutex_;
+  std::shared_ptr<const FreeCounts> counts_;  // of the view counts_->version names
   const Authenticator& authenticator_;
   const auth::Identities* identities_;
   FmApiOptions options_;

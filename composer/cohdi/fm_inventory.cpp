@@ -57,6 +57,15 @@ std::optional<int> Inventory::fabricOf(const Host& host) const {
   return fabricOfSwitch(switches.front());
 }
 
+std::vector<int> Inventory::fabricsOf(const Host& host) const {
+  std::vector<int> out;
+  const auto at = view_->shape->hostPosition.find(host.id);
+  if (at == view_->shape->hostPosition.end()) return out;
+  for (const auto& s : view_->shape->upstreamSwitches[at->second])
+    if (const int f = fabricOfSwitch(s); std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
+  return out;
+}
+
 bool Inventory::reaches(const Host& host, const DeviceView& device) const {
   const auto at = view_->shape->hostPosition.find(host.id);
   if (at == view_->shape->hostPosition.end()) return false;

@@ -43,6 +43,8 @@ class Inventory {
   // The fabric of a host's first upstream port; nothing for a host with none.
   [[nodiscard]] std::optional<int> fabricOf(const Host& host) const;
   [[nodiscard]] int fabricOfSwitch(const SwitchId& id) const;
+  // The fabrics of all of a host's upstream ports, each once.
+  [[nodiscard]] std::vector<int> fabricsOf(const Host& host) const;
   // Whether a device's switch is in the fabric of one of the host's upstream ports.
   [[nodiscard]] bool reaches(const Host& host, const DeviceView& device) const;
 
