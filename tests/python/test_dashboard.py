@@ -108,6 +108,20 @@ class DashboardTest(YarddTestCase):
             browser.wait_until("document.getElementById('events').textContent.includes('operation.succeeded')", what="its events on the page")
             self.assertTrue(browser.evaluate("document.getElementById('status').textContent.startsWith('live')"))
 
+    def test_when_yardd_cannot_be_reached_every_table_says_it_is_stale(self):
+        """Issue 63, item 1: the page keeps what yardd last said, and says on every tile and table that it is stale."""
+        yardd = self.yardd(metrics=True)
+        with Browser() as browser:
+            load(browser, yardd.metrics_url + "/")
+            self.assertFalse(browser.evaluate("document.getElementById('console').classList.contains('stale')"))
+            yardd.stop()
+            browser.wait_until("document.getElementById('console').classList.contains('stale')", timeout=30, what="the page marked stale")
+            self.assertTrue(browser.evaluate("document.getElementById('status').textContent.startsWith('stale: cannot reach yardd')"))
+            marked = browser.evaluate("Array.from(document.querySelectorAll('#console section h2'))"
+                                      ".map((h) => getComputedStyle(h, '::after').content)")
+            self.assertTrue(marked and all("(stale)" in m for m in marked), marked)
+            self.assertIn("GPUs in the pool", browser.evaluate("document.getElementById('summary').textContent"), "what it last said stays")
+
     def test_several_fabric_domains_show_their_own_capacity(self):
         yardd = self.yardd("--domain", "east=simulated,generate-gpus=32", "--domain", "west=simulated,generate-gpus=16,state=none",
                            metrics=True)
