@@ -296,8 +296,9 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--cohdi-key", o.cohdiKey, "TLS private key (PEM) for --cohdi-listen (default: <state-dir>/cohdi-key.pem)")->group("Kubernetes (CoHDI)");
   app.add_option("--cohdi-port-file", o.cohdiPortFile, "Write the bound --cohdi-listen port to this file once serving")->group("Kubernetes (CoHDI)");
   app.add_option("--metrics-listen", o.metricsListen,
-                 "Serve Prometheus metrics (/metrics), the read-only dashboard (/) and its JSON (/api/v1/...) on HOST:PORT; port 0 picks "
-                 "one. With --identities every page but /healthz needs HTTP Basic or a bearer token (a viewer is enough)")
+                 "Serve Prometheus metrics (/metrics), the operator console (/: log in, compose, decompose, attach, detach, cancel, "
+                 "renew, reclaim) and its JSON (/api/v1/...) on HOST:PORT; port 0 picks one. With --identities every page but /healthz "
+                 "and the console's own files needs credentials (a console login, HTTP Basic or a bearer token; a viewer may read)")
       ->check(listenAddressCheck("--metrics-listen"))
       ->group("Metrics and dashboard");
   app.add_option("--metrics-port-file", o.metricsPortFile, "Write the bound metrics/dashboard port to this file once serving")

@@ -72,7 +72,7 @@ class WebService {
     std::function<void(WebService&, const net::HttpRequest&, const std::string& peer, net::Reply)> anonymous;
   };
   using Routes = net::RouteTable<Route>;
-  // Every path the endpoint serves (all read-only: GET and HEAD): 405 and Allow follow from it.
+  // Every path the endpoint serves, its reads and the console's changes (console_actions.cpp): 405 and Allow follow from it.
   [[nodiscard]] static Routes routeTable();
   // A JSON read of /api/v1/*: the query checked (kInvalidArgument: 400) and what builds the answer: on this
   // thread from the published view, or (operations, events) on the control thread, answered on replies_.
