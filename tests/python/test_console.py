@@ -261,6 +261,31 @@ class ConsoleTest(YarddTestCase):
             self.assertIn("viewer role", browser.evaluate("document.getElementById('action-result').textContent"))
         self.assertEqual(set(self.systems(_logged_in(yardd.metrics_url, "ops", "ops-pw"))), set())
 
+    def test_in_a_browser_a_quarantined_device_is_released_from_the_pool_view(self):
+        """Issue 63, item 1: a device quarantined by a rollback the switch did not answer shows a release button in the
+        pool view; an operator's click gives it back (the switch shows it unbound)."""
+        yardd = self.start("--sim-timeout-next", "6", "--switch-timeout", "1", "--reconcile-interval", "3600")
+        ops = _logged_in(yardd.metrics_url, "ops", "ops-pw")
+        status, _, op = ops.change("POST", "/api/v1/systems", {"name": "doomed", "gpus": 1})
+        self.assertEqual(status, 202, op)
+
+        def state_of(device):
+            _, _, pool = ops.call("GET", "/api/v1/pool")
+            return next(d["state"] for sw in pool["switches"] for d in sw["devices"] if d["id"] == device)
+        wait_for(lambda: any(d["state"] == "quarantined" for sw in ops.call("GET", "/api/v1/pool")[2]["switches"] for d in sw["devices"]),
+                 timeout=60, what="a quarantined device")
+        device = next(d["id"] for sw in ops.call("GET", "/api/v1/pool")[2]["switches"] for d in sw["devices"] if d["state"] == "quarantined")
+        with Browser() as browser:
+            browser.open(yardd.metrics_url + "/")
+            browser.wait_until("document.getElementById('login') !== null && !document.getElementById('login').hidden", what="the login form")
+            browser.evaluate("document.getElementById('login-name').value = 'ops'; document.getElementById('login-password').value = 'ops-pw';"
+                             "document.getElementById('login-submit').click()")
+            browser.wait_until(f"document.querySelector('[data-testid=\"release-{device}\"]') !== null", timeout=30, what="the release button")
+            browser.evaluate(f"document.querySelector('[data-testid=\"release-{device}\"]').click()")
+            wait_for(lambda: state_of(device) == "free", timeout=30,
+                     what="the device back in the pool: " + browser.evaluate("document.getElementById('action-result').textContent"))
+            browser.wait_until(f"document.querySelector('[data-testid=\"release-{device}\"]') === null", timeout=30, what="the button gone")
+
 
 def _logged_in(base, name, password):
     http = Http(base)

@@ -173,7 +173,12 @@ function drawPool(pool) {
       const label = d.system ? `${d.id} · ${d.system}` : d.id;
       const tip = [`${d.id} (${d.model})`, d.state, d.health, d.host && `host ${d.host}`, d.system && `system ${d.system}`,
                    d.uuid && `UUID ${d.uuid}`, d.host_pci_address && `PCI ${d.host_pci_address}`].filter(Boolean).join("\n");
-      return el("div", { class: `device ${d.state}${d.health === "ok" ? "" : " unhealthy"}`, title: tip, "data-device": d.id }, label);
+      // A quarantined device goes back to the pool from here once it is safe (freed when the switch shows it
+      // unbound; `yardctl devices release DEV --unbind` unbinds it first).
+      const release = d.state === "quarantined"
+        ? button("release", `release-${d.id}`, () => act(`release ${d.id}`, "POST", `/api/v1/devices/${encodeURIComponent(d.id)}/release`, { unbind: false }))
+        : "";
+      return el("div", { class: `device ${d.state}${d.health === "ok" ? "" : " unhealthy"}`, title: tip, "data-device": d.id }, label, release);
     });
     const what = [sw.model || sw.kind, sw.domain && sw.domain !== "default" && `domain ${sw.domain}`].filter(Boolean).join(" · ");
     return el("div", { class: "switch" }, el("div", { class: "name" }, `${sw.id} `, el("small", {}, what)),
