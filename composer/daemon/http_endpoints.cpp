@@ -10,6 +10,22 @@
 
 namespace switchyard {
 
+namespace {
+
+// An endpoint's TLS files: the ones given, else <state-dir>/NAME-cert.pem and NAME-key.pem, made self-signed for
+// `host` at first start; `trustHint` (empty: say nothing) tells the log how clients come to trust a made one.
+Result<net::CertificateFiles> endpointCertificate(const DaemonOptions& o, const std::string& name, const std::filesystem::path& cert,
+                                                  const std::filesystem::path& key, const std::string& host, std::string_view trustHint) {
+  net::CertificateFiles files{cert.empty() ? o.stateDir / (name + "-cert.pem") : cert, key.empty() ? o.stateDir / (name + "-key.pem") : key};
+  auto made = net::ensureCertificate(files, host);
+  if (!made) return fail(made.error().code, name + ": " + made.error().message);
+  if (*made && !trustHint.empty())
+    spdlog::warn("{}: made a self-signed TLS certificate {} (key {}); {}", name, files.certificate.string(), files.key.string(), trustHint);
+  return files;
+}
+
+}  // namespace
+
 Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clock& clock, const metrics::EngineMetrics* metrics,
                                      bmc::Accounts* accounts) {
   const std::string metricsHost = hostOfListen(o.metricsListen);
@@ -17,11 +33,7 @@ Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clo
   httpOptions.name = "--metrics-listen";
   httpOptions.errorResponse = web::WebService::errorResponse;
   if (o.metricsTls) {
-    net::CertificateFiles files{o.metricsCert.empty() ? o.stateDir / "metrics-cert.pem" : o.metricsCert,
-                                o.metricsKey.empty() ? o.stateDir / "metrics-key.pem" : o.metricsKey};
-    auto made = net::ensureCertificate(files, metricsHost);
-    if (!made) return fail(made.error().code, "metrics: " + made.error().message);
-    httpOptions.tls = files;
+    SY_ASSIGN(httpOptions.tls, endpointCertificate(o, "metrics", o.metricsCert, o.metricsKey, metricsHost, {}));
   } else if (accounts && !isLoopbackHost(metricsHost)) {
     spdlog::warn("metrics and dashboard on plain HTTP off loopback: HTTP Basic passwords and tokens cross the network in the clear; "
                  "consider --metrics-tls");
@@ -70,15 +82,8 @@ Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& eng
   httpOptions.name = "--redfish-listen";
   httpOptions.errorResponse = bmc::redfish_protocol::serverError;
   if (!o.redfishHttp) {
-    net::CertificateFiles files{o.redfishCert.empty() ? o.stateDir / "redfish-cert.pem" : o.redfishCert,
-                                o.redfishKey.empty() ? o.stateDir / "redfish-key.pem" : o.redfishKey};
-    auto made = net::ensureCertificate(files, host);
-    if (!made) return fail(made.error().code, "redfish: " + made.error().message);
-    if (*made)
-      spdlog::warn("redfish: made a self-signed TLS certificate {} (key {}); clients trust it by pinning that file, or configure "
-                   "--redfish-cert/--redfish-key",
-                   files.certificate.string(), files.key.string());
-    httpOptions.tls = files;
+    SY_ASSIGN(httpOptions.tls, endpointCertificate(o, "redfish", o.redfishCert, o.redfishKey, host,
+                                                   "clients trust it by pinning that file, or configure --redfish-cert/--redfish-key"));
   }
   RedfishEndpoint redfish;
   redfish.service = std::make_unique<bmc::RedfishService>(engine, *accounts);
@@ -102,15 +107,8 @@ Result<CohdiEndpoint> startCohdiEndpoint(const DaemonOptions& o, Engine& engine,
   net::HttpServerOptions httpOptions{o.cohdiListen};
   httpOptions.name = "--cohdi-listen";
   httpOptions.errorResponse = cohdi::FmApiService::errorResponse;
-  net::CertificateFiles files{o.cohdiCert.empty() ? o.stateDir / "cohdi-cert.pem" : o.cohdiCert,
-                              o.cohdiKey.empty() ? o.stateDir / "cohdi-key.pem" : o.cohdiKey};
-  auto made = net::ensureCertificate(files, host);
-  if (!made) return fail(made.error().code, "cohdi: " + made.error().message);
-  if (*made)
-    spdlog::warn("cohdi: made a self-signed TLS certificate {} (key {}); give CoHDI that file as its secret's certificate, or configure "
-                 "--cohdi-cert/--cohdi-key",
-                 files.certificate.string(), files.key.string());
-  httpOptions.tls = files;
+  SY_ASSIGN(httpOptions.tls, endpointCertificate(o, "cohdi", o.cohdiCert, o.cohdiKey, host,
+                                                 "give CoHDI that file as its secret's certificate, or configure --cohdi-cert/--cohdi-key"));
   if (!identities && !isLoopbackHost(host))
     spdlog::warn("--cohdi-listen off loopback without --identities: anyone who reaches it can attach and detach devices as an admin");
   CohdiEndpoint cohdi;
