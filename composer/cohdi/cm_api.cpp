@@ -34,7 +34,7 @@ std::map<HostId, std::string> domainsOf(const Inventory& inventory) {
 }  // namespace
 
 void FmApiService::nodeGroups(Call call) {
-  const Inventory inventory(engine_.view(), fabrics_);
+  const Inventory inventory(engine_.view(), shapeFacts_);
   auto tenant = tenantNamed(call.caller, call.params.at(0), inventory.view());
   if (!tenant) return call.fail(tenant.error());
   std::set<std::string> domains;
@@ -46,7 +46,7 @@ void FmApiService::nodeGroups(Call call) {
 }
 
 void FmApiService::nodeGroup(Call call) {
-  const Inventory inventory(engine_.view(), fabrics_);
+  const Inventory inventory(engine_.view(), shapeFacts_);
   auto tenant = tenantNamed(call.caller, call.params.at(0), inventory.view());
   if (!tenant) return call.fail(tenant.error());
   const std::string& group = call.params.at(2);
@@ -62,20 +62,20 @@ void FmApiService::nodeGroup(Call call) {
 }
 
 void FmApiService::nodeDetails(Call call) {
-  const Inventory inventory(engine_.view(), fabrics_);
+  const Inventory inventory(engine_.view(), shapeFacts_);
   auto tenant = tenantNamed(call.caller, call.params.at(0), inventory.view());
   if (!tenant) return call.fail(tenant.error());
-  const Host* host = inventory.machine(call.params.at(2));
-  if (!host || !offeredTo(inventory, *host, *tenant))
-    return call.fail(Error{Code::kNotFound, fmt::format("no machine {} for this tenant", call.params.at(2))});
-  // The GPU models the machine can reach, and how many of each its system holds now.
+  auto found = offeredMachine(inventory, call.params.at(2), *tenant);
+  if (!found) return call.fail(found.error());
+  const Host* host = *found;
+  // The GPU models the machine can reach (its fabrics'), and how many of each its system holds now.
   std::map<std::string, int> models;
+  for (int fabric : inventory.fabricsOf(*host))
+    for (const auto& model : inventory.gpuModelsOf(fabric)) models.emplace(model, 0);
   const auto system = inventory.systemOn(host->id);
-  inventory.view().devices.forEach([&](const DeviceView& d) {
-    if (d.device.kind != DeviceKind::kGpu || !inventory.reaches(*host, d)) return;
-    auto& held = models[d.device.model];
-    if (system && d.systemId == system->id) ++held;
-  });
+  if (system)
+    for (const auto& b : system->bindings)
+      if (const DeviceView* d = inventory.view().device(b.deviceId); d && d->device.kind == DeviceKind::kGpu) ++models[d->device.model];
   json specs = json::array();
   for (const auto& [model, held] : models)
     specs.push_back({{"spec_uuid", specUuid(host->id, model)},

@@ -94,7 +94,7 @@ json oneMachine(json machine) { return json{{"data", {{"machines", json::array({
 }  // namespace
 
 void FmApiService::machines(Call call) {
-  const Inventory inventory(engine_.view(), fabrics_);
+  const Inventory inventory(engine_.view(), shapeFacts_);
   auto tenant = tenantOf(call, inventory.view());
   if (!tenant) return call.fail(tenant.error());
   json list = json::array();
@@ -103,20 +103,11 @@ void FmApiService::machines(Call call) {
   call.answer(http::status::ok, json{{"data", {{"machines", std::move(list)}}}});
 }
 
-// A machine the request may see: one the tenant is offered (free or its own). Another tenant's is not found,
-// as a machine that does not exist is, so that a tenant cannot tell them apart.
-static Result<const Host*> machineFor(const Inventory& inventory, const std::string& uuid, const std::string& tenant) {
-  const Host* host = inventory.machine(uuid);
-  if (!host || !offeredTo(inventory, *host, tenant))
-    return fail(Code::kNotFound, fmt::format("no machine {} for this tenant (GET fabric_manager/api/v1/machines lists them)", uuid));
-  return host;
-}
-
 void FmApiService::machine(Call call) {
-  const Inventory inventory(engine_.view(), fabrics_);
+  const Inventory inventory(engine_.view(), shapeFacts_);
   auto tenant = tenantOf(call, inventory.view());
   if (!tenant) return call.fail(tenant.error());
-  auto host = machineFor(inventory, call.params.at(0), *tenant);
+  auto host = offeredMachine(inventory, call.params.at(0), *tenant);
   if (!host) return call.fail(host.error());
   call.answer(http::status::ok, oneMachine(machineJson(inventory, **host, *tenant)));
 }
@@ -150,10 +141,10 @@ std::shared_ptr<const FmApiService::FreeCounts> FmApiService::freeCounts(const I
 
 // How many free devices of a type and model the machine can still get in its fabric, within the tenant's quota.
 void FmApiService::available(Call call) {
-  const Inventory inventory(engine_.view(), fabrics_);
+  const Inventory inventory(engine_.view(), shapeFacts_);
   auto tenant = tenantOf(call, inventory.view());
   if (!tenant) return call.fail(tenant.error());
-  auto host = machineFor(inventory, call.params.at(0), *tenant);
+  auto host = offeredMachine(inventory, call.params.at(0), *tenant);
   if (!host) return call.fail(host.error());
   const std::string type = net::formValue(call.query, "res_type").empty() ? "gpu" : net::formValue(call.query, "res_type");
   const auto kind = kindOf(type);
@@ -208,11 +199,10 @@ void FmApiService::attach(Call call) {
   const json num = spec.value("res_num", json(1));
   if (!num.is_number_integer() || num.get<int>() < 1 || num.get<int>() > kMaxPerRequest)
     return call.fail(Error{Code::kInvalidArgument, fmt::format("res_num: from 1 to {}", kMaxPerRequest)});
-  const std::string requestId(call.request->operator[]("Idempotency-Key"));
-  Start start = [this, caller = call.caller, tenant = update->tenant, machineUuid = call.params.at(0), model = *model, count = num.get<int>(),
-                 requestId](EngineCore& core) -> Result<Started> {
-    const Inventory inventory(engine_.view(), fabrics_);
-    SY_ASSIGN(const Host* host, machineFor(inventory, machineUuid, tenant));
+  Start start = [this, caller = call.caller, tenant = update->tenant, machineUuid = call.params.at(0), model = *model,
+                 count = num.get<int>()](EngineCore& core, const std::string& requestId) -> Result<Started> {
+    const Inventory inventory(engine_.view(), shapeFacts_);
+    SY_ASSIGN(const Host* host, offeredMachine(inventory, machineUuid, tenant));
     PlacementRequest placement;
     placement.gpuCount = count;
     placement.model = model;
@@ -244,10 +234,10 @@ void FmApiService::detach(Call call) {
     if (uuid.empty()) return call.fail(Error{Code::kInvalidArgument, "res_specs[].res_uuid: required (the device to detach)"});
     uuids.push_back(uuid);
   }
-  const std::string requestId(call.request->operator[]("Idempotency-Key"));
-  Start start = [this, caller = call.caller, tenant = update->tenant, machineUuid = call.params.at(0), uuids, requestId](EngineCore& core) -> Result<Started> {
-    const Inventory inventory(engine_.view(), fabrics_);
-    SY_ASSIGN(const Host* host, machineFor(inventory, machineUuid, tenant));
+  Start start = [this, caller = call.caller, tenant = update->tenant, machineUuid = call.params.at(0), uuids](EngineCore& core,
+                                                                                                            const std::string& requestId) -> Result<Started> {
+    const Inventory inventory(engine_.view(), shapeFacts_);
+    SY_ASSIGN(const Host* host, offeredMachine(inventory, machineUuid, tenant));
     auto system = inventory.systemOn(host->id);
     std::vector<DeviceId> devices;
     if (system)

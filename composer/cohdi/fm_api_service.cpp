@@ -249,12 +249,12 @@ void FmApiService::change(Call call, Start start, Done done) {
 
 void FmApiService::waitForChange(std::shared_ptr<Call> call, const std::string& requestId, Start start, Done done,
                                  std::chrono::steady_clock::time_point deadline) {
-  Start first = [start, requestId, caller = call->caller](EngineCore& core) -> Result<Started> {
+  auto first = [start, requestId, caller = call->caller](EngineCore& core) -> Result<Started> {
     if (!requestId.empty()) {
       SY_ASSIGN(auto prior, core.operationForRequest(caller, requestId));
       if (prior) return Started{std::move(*prior), {}, {}};
     }
-    return start(core);
+    return start(core, requestId);
   };
   engine_.run<Started>(first, [this, call, requestId, start, done, deadline](Result<Started> started) {
     auto finish = [this, call] { endChange(call->caller.identity); };
@@ -287,7 +287,7 @@ void FmApiService::waitForChange(std::shared_ptr<Call> call, const std::string& 
       finish();
       if (op->state == OperationState::kFailed)
         return call->fail(Error{Code::kFailedPrecondition, fmt::format("{} {} failed and was rolled back: {}", toString(op->kind), op->id, op->error)});
-      const Inventory inventory(engine_.view(), fabrics_);
+      const Inventory inventory(engine_.view(), shapeFacts_);
       const Host* host = inventory.machine(op->hostId);
       if (!host) return call->fail(Error{Code::kNotFound, fmt::format("the machine of {} is gone from the inventory", op->id)});
       call->answer(http::status::ok, done(inventory, *host, *op));

@@ -100,7 +100,7 @@ class FmApiService {
     OperationId busyWith;                // another operation holds the system: wait for it, then try again
     std::optional<nlohmann::json> answer;  // nothing to do: this is the answer
   };
-  using Start = std::function<Result<Started>(EngineCore&)>;
+  using Start = std::function<Result<Started>(EngineCore&, const std::string& requestId)>;  // the key, for the operation it starts
   using Done = std::function<nlohmann::json(const Inventory&, const Host&, const Operation&)>;
   void change(Call call, Start start, Done done);
   void waitForChange(std::shared_ptr<Call> call, const std::string& requestId, Start start, Done done,
@@ -124,7 +124,7 @@ class FmApiService {
   const Routes routes_ = routeTable();
   boost::asio::thread_pool replies_{1};  // where the engine's answers are turned into JSON and sent
   EngineClient engine_;
-  FabricNumbers fabrics_;
+  ShapeFactsCache shapeFacts_;
   std::mutex countsMutex_;
   std::shared_ptr<const FreeCounts> counts_;  // of the view counts_->version names
   const Authenticator& authenticator_;

@@ -1,5 +1,7 @@
 #include "composer/cohdi/fm_inventory.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "composer/cohdi/cohdi_ids.h"
@@ -8,25 +10,27 @@ namespace switchyard::cohdi {
 
 using nlohmann::json;
 
-std::shared_ptr<const std::unordered_map<SwitchId, int>> FabricNumbers::of(const std::shared_ptr<const PoolShape>& shape) {
+std::shared_ptr<const ShapeFacts> ShapeFactsCache::of(const std::shared_ptr<const PoolShape>& shape) {
   std::lock_guard lock(mutex_);
-  if (numbers_ && shape_.lock() == shape) return numbers_;
-  auto numbers = std::make_shared<std::unordered_map<SwitchId, int>>();
+  if (facts_ && shape_.lock() == shape) return facts_;
+  auto facts = std::make_shared<ShapeFacts>();
   if (shape) {
     const TopologyIndex index(shape->topology);
-    for (const auto& s : shape->topology.switches) (*numbers)[s.id] = index.fabricOf(s.id) + 1;
+    for (const auto& s : shape->topology.switches) facts->fabricOfSwitch[s.id] = index.fabricOf(s.id) + 1;
+    for (std::size_t i = 0; i < shape->topology.hosts.size(); ++i) facts->hostOfUuid.emplace(machineUuid(shape->topology.hosts[i].id), i);
+    for (const auto& d : shape->topology.devices)
+      if (const SwitchId* sw = index.switchOfDevice(d.id); sw && d.kind == DeviceKind::kGpu)
+        facts->gpuModelsOfFabric[facts->fabricOfSwitch[*sw]].insert(d.model);
   }
   shape_ = shape;
-  numbers_ = std::move(numbers);
-  return numbers_;
+  facts_ = std::move(facts);
+  return facts_;
 }
 
-Inventory::Inventory(std::shared_ptr<const PoolView> view, FabricNumbers& fabrics) : view_(std::move(view)), fabrics_(fabrics.of(view_->shape)) {
-  for (const auto& h : hosts()) byUuid_.emplace(machineUuid(h.id), &h);
-}
+Inventory::Inventory(std::shared_ptr<const PoolView> view, ShapeFactsCache& facts) : view_(std::move(view)), facts_(facts.of(view_->shape)) {}
 
 const Host* Inventory::machine(std::string_view uuidOrId) const {
-  if (auto it = byUuid_.find(std::string(uuidOrId)); it != byUuid_.end()) return it->second;
+  if (auto it = facts_->hostOfUuid.find(std::string(uuidOrId)); it != facts_->hostOfUuid.end()) return &hosts()[it->second];
   auto it = view_->shape->hostPosition.find(std::string(uuidOrId));
   return it == view_->shape->hostPosition.end() ? nullptr : &hosts()[it->second];
 }
@@ -45,8 +49,14 @@ std::string Inventory::ownerOf(const HostId& host) const {
 }
 
 int Inventory::fabricOfSwitch(const SwitchId& id) const {
-  auto it = fabrics_->find(id);
-  return it == fabrics_->end() ? 0 : it->second;
+  auto it = facts_->fabricOfSwitch.find(id);
+  return it == facts_->fabricOfSwitch.end() ? 0 : it->second;
+}
+
+const std::set<std::string>& Inventory::gpuModelsOf(int fabric) const {
+  static const std::set<std::string> kNone;
+  auto it = facts_->gpuModelsOfFabric.find(fabric);
+  return it == facts_->gpuModelsOfFabric.end() ? kNone : it->second;
 }
 
 std::optional<int> Inventory::fabricOf(const Host& host) const {
@@ -66,17 +76,16 @@ std::vector<int> Inventory::fabricsOf(const Host& host) const {
   return out;
 }
 
-bool Inventory::reaches(const Host& host, const DeviceView& device) const {
-  const auto at = view_->shape->hostPosition.find(host.id);
-  if (at == view_->shape->hostPosition.end()) return false;
-  const int fabric = fabricOfSwitch(device.switchId);
-  const auto& switches = view_->shape->upstreamSwitches[at->second];
-  return std::any_of(switches.begin(), switches.end(), [&](const SwitchId& s) { return fabricOfSwitch(s) == fabric; });
-}
-
 bool offeredTo(const Inventory& inventory, const Host& host, const std::string& tenant) {
   const std::string owner = inventory.ownerOf(host.id);
   return owner.empty() || owner == tenant;
+}
+
+Result<const Host*> offeredMachine(const Inventory& inventory, const std::string& uuid, const std::string& tenant) {
+  const Host* host = inventory.machine(uuid);
+  if (!host || !offeredTo(inventory, *host, tenant))
+    return fail(Code::kNotFound, fmt::format("no machine {} for this tenant (GET fabric_manager/api/v1/machines lists them)", uuid));
+  return host;
 }
 
 std::string resourceType(DeviceKind kind) { return std::string(toString(kind)); }

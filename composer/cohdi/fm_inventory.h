@@ -7,30 +7,41 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "composer/engine/pool_view.h"
 #include "composer/model/caller.h"
+#include "composer/model/error.h"
 
 namespace switchyard::cohdi {
 
-// Fabric numbers per switch, worked out once per discovered topology (it changes only with a new inventory).
-class FabricNumbers {
+// What depends on the discovered topology alone, worked out once per topology (it changes only with a new
+// inventory), not per request: each switch's fabric number, each machine UUID's host (a SHA-1 per host), and the
+// GPU models each fabric holds.
+struct ShapeFacts {
+  std::unordered_map<SwitchId, int> fabricOfSwitch;
+  std::unordered_map<std::string, std::size_t> hostOfUuid;  // machine UUID -> index in topology.hosts
+  std::map<int, std::set<std::string>> gpuModelsOfFabric;
+};
+
+class ShapeFactsCache {
  public:
-  [[nodiscard]] std::shared_ptr<const std::unordered_map<SwitchId, int>> of(const std::shared_ptr<const PoolShape>& shape);
+  [[nodiscard]] std::shared_ptr<const ShapeFacts> of(const std::shared_ptr<const PoolShape>& shape);
 
  private:
   std::mutex mutex_;
   std::weak_ptr<const PoolShape> shape_;
-  std::shared_ptr<const std::unordered_map<SwitchId, int>> numbers_;
+  std::shared_ptr<const ShapeFacts> facts_;
 };
 
 class Inventory {
  public:
-  Inventory(std::shared_ptr<const PoolView> view, FabricNumbers& fabrics);
+  Inventory(std::shared_ptr<const PoolView> view, ShapeFactsCache& facts);
 
   [[nodiscard]] const PoolView& view() const { return *view_; }
   // A host by its machine UUID (or, for people, its id).
@@ -45,17 +56,19 @@ class Inventory {
   [[nodiscard]] int fabricOfSwitch(const SwitchId& id) const;
   // The fabrics of all of a host's upstream ports, each once.
   [[nodiscard]] std::vector<int> fabricsOf(const Host& host) const;
-  // Whether a device's switch is in the fabric of one of the host's upstream ports.
-  [[nodiscard]] bool reaches(const Host& host, const DeviceView& device) const;
+  // The GPU models a fabric holds (free or not).
+  [[nodiscard]] const std::set<std::string>& gpuModelsOf(int fabric) const;
 
  private:
   std::shared_ptr<const PoolView> view_;
-  std::shared_ptr<const std::unordered_map<SwitchId, int>> fabrics_;
-  std::unordered_map<std::string, const Host*> byUuid_;
+  std::shared_ptr<const ShapeFacts> facts_;
 };
 
-// Whether `tenant`, as `caller`, may see a host: free hosts and its own (ADR 0030).
+// Whether `tenant` may see a host: free hosts and its own (ADR 0030).
 [[nodiscard]] bool offeredTo(const Inventory& inventory, const Host& host, const std::string& tenant);
+// The machine `uuid` names, when `tenant` is offered it. Another tenant's is not found, as a machine that does not
+// exist is, so that a tenant cannot tell them apart.
+[[nodiscard]] Result<const Host*> offeredMachine(const Inventory& inventory, const std::string& uuid, const std::string& tenant);
 
 // "gpu", "nvme", "nic", "cxl-memory": the res_type of a device kind.
 [[nodiscard]] std::string resourceType(DeviceKind kind);
