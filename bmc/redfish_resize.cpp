@@ -85,9 +85,9 @@ void RedfishService::resizeSystem(const std::shared_ptr<Call>& call, const std::
           host = system->hostId;
         } else {
           host = want.name;  // /Systems/System: the host is in Name
-          if (host.empty() || !view->host(host))
-            return fail(Code::kNotFound, fmt::format("no host '{}': PATCH a composed system's URL, or /Systems/System with the host in Name", host));
           const HostSlot* slot = view->host(host);
+          if (slot == nullptr)
+            return fail(Code::kNotFound, fmt::format("no host '{}': PATCH a composed system's URL, or /Systems/System with the host in Name", host));
           if (!slot->systemId.empty()) system = view->systems.find(slot->systemId);
           if (system && (system->state == SystemState::kDecomposed || system->state == SystemState::kQueued)) system = nullptr;
           if (system && !maySee(caller, system->tenant)) return fail(Code::kNotFound, fmt::format("no host {}", host));
