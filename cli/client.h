@@ -83,8 +83,11 @@ inline std::string hintFor(const grpc::Status& s, const yardctl::Connection& con
         return "\nhint: " + connection.trustHint();
       return "\nhint: " + connection.hint();
     case grpc::StatusCode::UNAUTHENTICATED:
-      if (s.error_message().find("logged in") != std::string::npos || s.error_message().find("no current login") != std::string::npos)
-        return "\nhint: your login token has ended: `yardctl login` again.";
+      // The Authenticator's two answers to a token it does not take (composer/api/authenticator.cpp).
+      if (s.error_message().find("logged in") != std::string::npos) return "\nhint: your login has ended: `yardctl login` again.";
+      if (s.error_message().find("no current login") != std::string::npos)
+        return "\nhint: a `yardctl login` token ends after its --ttl and when yardd restarts: `yardctl login` again; an identity's own "
+               "token (--token-file, YARD_TOKEN) must be the one its token_sha256 in yardd's identities file was made from.";
       return "\nhint: an identity with a password: `yardctl login NAME` (its token is kept for later commands); with a bearer token: "
              "--token-file or YARD_TOKEN; with a client certificate: --cert/--key. An admin adds identities to yardd's --identities file.";
     case grpc::StatusCode::PERMISSION_DENIED: return "\nhint: your identity's role or tenant does not allow this; ask an admin.";
