@@ -34,10 +34,14 @@ def hash_password(password):
 
 
 def conforms(value, shape, where="$"):
-    """Raises AssertionError where Go's encoding/json would fail to decode `value` into the type `shape` describes.
-    null decodes into anything (Go leaves the field as it was); fields the shape does not name are ignored."""
+    """Raises AssertionError where Go's encoding/json would fail to decode `value` into the type `shape` describes,
+    and, stricter than Go, where yardd leaves out a field the clients decode or sends null where their type is no
+    pointer ("int?" is one): Go would quietly keep a zero value, which is a wrong answer all the same. Fields the
+    shape does not name are ignored."""
     if value is None:
-        return
+        if isinstance(shape, str) and shape.endswith("?"):
+            return
+        raise AssertionError(f"{where}: null where the client's type is {shape!r}")
     if isinstance(shape, str):
         kind = shape.rstrip("?")
         ok = {"string": isinstance(value, str), "int": isinstance(value, int) and not isinstance(value, bool),
@@ -53,8 +57,9 @@ def conforms(value, shape, where="$"):
         if not isinstance(value, dict):
             raise AssertionError(f"{where}: {value!r} is not an object")
         for field, sub in shape.items():
-            if field in value:
-                conforms(value[field], sub, f"{where}.{field}")
+            if field not in value:
+                raise AssertionError(f"{where}.{field}: missing ({value!r})")
+            conforms(value[field], sub, f"{where}.{field}")
 
 
 def fill(text, values):
@@ -108,7 +113,7 @@ class Client:
         parsed = json.loads(body) if body else None
         if status < 300 and golden["reply"]:
             conforms(parsed, SHAPES[golden["reply"]], golden["reply"])
-        elif status >= 300:
+        elif status >= 300 and not golden["path"].startswith("/redfish/"):  # Redfish answers errors its own way (Sunfish reads none)
             conforms(parsed, SHAPES["ErrorBody"], "ErrorBody")
         return status, parsed
 
