@@ -1,5 +1,7 @@
 #include "composer/web/web_service.h"
 
+#include "net/form_encoding.h"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -26,17 +28,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string queryValue(std::string_view query, std::string_view key) {
-  while (!query.empty()) {
-    const auto amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    const auto eq = pair.find('=');
-    if (pair.substr(0, eq) == key) return std::string(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return {};
-}
+// A query parameter, decoded (net/form_encoding.h); empty when absent.
+std::string queryValue(std::string_view query, std::string_view key) { return net::formValue(net::parseForm(query), std::string(key)); }
 
 // A positive count named `key` in the query, or `fallback` when absent.
 Result<std::size_t> countOf(std::string_view query, std::string_view key, std::size_t fallback) {
