@@ -100,6 +100,7 @@ void addCompose(CLI::App& app, const CommandContext& ctx) {
     req.set_request_id(f->operation.requestId);
     *req.mutable_gpus() = f->gpus.toProto();
     if (f->gpus.wantsMemory()) f->gpus.fillMemory(req.mutable_memory());
+    f->gpus.fillEndpoints(req.mutable_endpoints());
     req.set_tenant(f->tenant);
     for (const auto& l : f->labels) {
       // `--label spot` is `spot=`: a label with an empty value, which `-l spot` selects (as kubectl takes it).
@@ -183,6 +184,7 @@ void addAttach(CLI::App& app, const CommandContext& ctx) {
     req.set_request_id(f->operation.requestId);
     *req.mutable_gpus() = f->gpus.toProto();
     if (f->gpus.wantsMemory()) f->gpus.fillMemory(req.mutable_memory());
+    f->gpus.fillEndpoints(req.mutable_endpoints());
     pb::Operation op;
     ctx.rc = runMutation(ctx, f->operation, ctx.client().call(&pb::Switchyard::Stub::Attach, req, op), op);
   });

@@ -1,5 +1,5 @@
 // The flags that ask for GPUs (compose, attach, plan): a count, explicit devices, MIG profiles or a
-// time-sliced share, with the model, memory, peer-to-peer and host constraints; and pooled memory.
+// time-sliced share, with the model, memory, peer-to-peer and host constraints; pooled memory; drives and NICs.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -41,6 +41,10 @@ struct GpuFlags {
   std::vector<std::string> mig;
   double share = 0;
   std::string memory;  // pooled memory, e.g. 256GiB
+  // Drives and NICs by count (ADR 0031).
+  int nics = 0, drives = 0;
+  std::string nicModel, driveModel, driveSize;
+  std::vector<std::string> affinity;  // nic:gpu=switch, nvme:gpu=domain
 
   void add(CLI::App* cmd, bool withHost) {
     auto* gpus = cmd->add_option("-g,--gpus", count, "Number of GPUs")->check(CLI::Range(0, 4096));
@@ -70,6 +74,47 @@ struct GpuFlags {
                     "the host's own switches, at least this much in all")
         ->check(CLI::Validator([](std::string& v) { return parseGiB(v) ? std::string() : "expected a size such as 256GiB, 1TiB or 64 (GiB)"; },
                                "SIZE"));
+    addEndpoints(cmd);
+  }
+
+  void addEndpoints(CLI::App* cmd) {
+    cmd->add_option("--nic", nics, "NICs besides the GPUs (or alone), placed under the GPUs' switches first (see --affinity)")
+        ->check(CLI::Range(1, 64));
+    cmd->add_option("--nic-model", nicModel, "Only NICs of this model (see `yardctl devices --kind nic`)");
+    cmd->add_option("--nvme", drives, "NVMe drives besides the GPUs (or alone), placed under the GPUs' switches first (see --affinity)")
+        ->check(CLI::Range(1, 64));
+    cmd->add_option("--nvme-size", driveSize, "Only drives of at least this size, e.g. 3.84T as 3840GiB, or 2TiB")
+        ->check(CLI::Validator([](std::string& v) { return parseGiB(v) ? std::string() : "expected a size such as 2TiB or 3840 (GiB)"; }, "SIZE"));
+    cmd->add_option("--nvme-model", driveModel, "Only drives of this model");
+    cmd->add_option("--affinity", affinity,
+                    "How close drives or NICs must be to the GPUs: nic:gpu=switch (under the GPUs' switches, or fail), nic:gpu=domain "
+                    "(anywhere the host reaches, near the GPUs first: the default); the same for nvme. Repeatable")
+        ->check(CLI::Validator(
+            [](std::string& v) {
+              const auto colon = v.find(':');
+              const auto eq = v.find('=');
+              const std::string kind = v.substr(0, colon), rest = colon == std::string::npos ? "" : v.substr(colon);
+              if ((kind != "nic" && kind != "nvme") || (rest != ":gpu=switch" && rest != ":gpu=domain") || eq == std::string::npos)
+                return std::string("expected nic:gpu=switch, nic:gpu=domain, nvme:gpu=switch or nvme:gpu=domain");
+              return std::string();
+            },
+            "KIND:gpu=switch|domain"));
+  }
+
+  // Drives and NICs asked for with --nic/--nvme.
+  void fillEndpoints(google::protobuf::RepeatedPtrField<switchyard::v1::EndpointRequest>* out) const {
+    auto add = [&](const char* kind, int n, const std::string& which, int minGiB) {
+      if (n <= 0) return;
+      auto& e = *out->Add();
+      e.set_kind(kind);
+      e.set_count(n);
+      e.set_model(which);
+      e.set_min_capacity_gib(minGiB);
+      for (const auto& a : affinity)
+        if (a.starts_with(std::string(kind) + ":")) e.set_affinity(a.substr(a.find('=') + 1));
+    };
+    add("nic", nics, nicModel, 0);
+    add("nvme", drives, driveModel, driveSize.empty() ? 0 : parseGiB(driveSize).value_or(0));
   }
 
   // The memory request, when --memory was given.

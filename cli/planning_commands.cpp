@@ -25,6 +25,7 @@ void addPlan(CLI::App& app, const CommandContext& ctx) {
     pb::PlanRequest req;
     *req.mutable_gpus() = f->gpus.toProto();
     if (f->gpus.wantsMemory()) f->gpus.fillMemory(req.mutable_memory());
+    f->gpus.fillEndpoints(req.mutable_endpoints());
     req.set_priority_class(f->priority);
     pb::PlanResponse r;
     if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::Plan, req, r)) != kExitOk) return;

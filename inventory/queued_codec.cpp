@@ -7,7 +7,12 @@ namespace switchyard {
 nlohmann::json queuedToJson(const QueuedRequest& q) {
   nlohmann::json instances = nlohmann::json::array();
   for (MigProfile p : q.gpuInstances) instances.push_back(std::string(toString(p)));
+  nlohmann::json endpoints = nlohmann::json::array();
+  for (const auto& e : q.endpoints)
+    endpoints.push_back({{"kind", toString(e.kind)}, {"count", e.count}, {"model", e.model}, {"minCapacityGiB", e.minCapacityGiB},
+                         {"affinity", toString(e.affinity)}});
   return nlohmann::json{{"gpus", q.gpuCount},
+                        {"endpoints", endpoints},
                         {"model", q.model},
                         {"minMemoryGiB", q.minMemoryGiB},
                         {"pooledMemoryGiB", q.pooledMemoryGiB},
@@ -38,6 +43,12 @@ Result<QueuedRequest> queuedFromJson(const nlohmann::json& j, std::string_view w
       auto profile = parseMigProfile(p.get<std::string>());
       if (!profile) return fail(Code::kInternal, fmt::format("{}: unknown MIG profile {}", what, p.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
       q.gpuInstances.push_back(*profile);
+    }
+    for (const auto& e : j.value("endpoints", nlohmann::json::array())) {
+      const auto kind = parseDeviceKind(e.at("kind").get<std::string>());
+      const auto affinity = parseAffinity(e.value("affinity", ""));
+      if (!kind || !affinity) return fail(Code::kInternal, fmt::format("{}: unknown endpoint kind or affinity in {}", what, e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+      q.endpoints.push_back({*kind, e.at("count").get<int>(), e.value("model", ""), e.value("minCapacityGiB", 0), *affinity});
     }
     q.migCapable = j.value("migCapable", false);
     q.gpuShareMilli = j.value("shareMilli", 0);

@@ -73,6 +73,31 @@ Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string
   return r;
 }
 
+Result<std::vector<EndpointDemand>> endpointsFromProto(const google::protobuf::RepeatedPtrField<pb::EndpointRequest>& in) {
+  std::vector<EndpointDemand> out;
+  for (const auto& e : in) {
+    const auto kind = parseDeviceKind(e.kind());
+    if (!kind || !isEndpointKind(*kind)) return fail(Code::kInvalidArgument, fmt::format("endpoints: kind '{}' is not nvme or nic", e.kind()));
+    const auto affinity = parseAffinity(e.affinity());
+    if (!affinity) return fail(Code::kInvalidArgument, fmt::format("endpoints: affinity '{}' is not switch or domain", e.affinity()));
+    EndpointDemand d{*kind, e.count(), e.model(), e.min_capacity_gib(), *affinity};
+    if (auto why = invalidDemand(d); !why.empty()) return fail(Code::kInvalidArgument, "endpoints: " + why);
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+void toProto(const std::vector<EndpointDemand>& in, google::protobuf::RepeatedPtrField<pb::EndpointRequest>& out) {
+  for (const auto& d : in) {
+    auto& e = *out.Add();
+    e.set_kind(std::string(toString(d.kind)));
+    e.set_count(d.count);
+    e.set_model(d.model);
+    e.set_min_capacity_gib(d.minCapacityGiB);
+    e.set_affinity(std::string(toString(d.affinity)));
+  }
+}
+
 Result<std::vector<MigProfile>> migProfilesOf(const pb::GetCapacityRequest& request) {
   return migProfilesFromProto(request.mig_profiles());
 }
@@ -297,6 +322,7 @@ void toProto(const QueueEntry& e, pb::QueueEntry& out) {
   for (MigProfile p : e.request.gpuInstances) g.add_mig_profiles(std::string(toString(p)));
   g.set_share_milli(e.request.gpuShareMilli);
   if (e.request.pooledMemoryGiB > 0) out.mutable_memory()->set_gib(e.request.pooledMemoryGiB);
+  toProto(e.request.endpoints, *out.mutable_endpoints());
   out.set_waiting_for(e.waitingFor);
 }
 

@@ -58,11 +58,14 @@ std::vector<const T*> pageOf(const std::vector<T>& all, IdOf idOf, Keep keep, in
 grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::ComposeRequest* req, v1::Operation* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  if (!req->has_gpus() && !req->has_memory()) return finished(ctx, invalid("gpus: required (how many GPUs, or which devices), or memory"));
+  if (!req->has_gpus() && !req->has_memory() && req->endpoints().empty())
+    return finished(ctx, invalid("gpus: required (how many GPUs, or which devices), or memory, or endpoints"));
   // A tenant's identity composes for its tenant unless it names one (the engine refuses another).
   auto placement = fromProto(req->gpus(), req->tenant().empty() ? caller->tenant : req->tenant());
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   placement->pooledMemoryGiB = req->memory().gib();
+  if (auto endpoints = endpointsFromProto(req->endpoints()); !endpoints) return finished(ctx, toGrpcStatus(endpoints.error()));
+  else placement->endpoints = std::move(*endpoints);
   ComposeRequest request{req->name(), std::move(*placement), {req->labels().begin(), req->labels().end()}, req->request_id()};
   constexpr std::int64_t kTenYears = 10LL * 365 * 24 * 3600;
   if (req->queue_timeout_seconds() < 0 || req->queue_timeout_seconds() > kTenYears)
@@ -88,10 +91,13 @@ grpc::ServerUnaryReactor* SwitchyardService::Attach(Context* ctx, const v1::Atta
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
-  if (!req->has_gpus() && !req->has_memory()) return finished(ctx, invalid("gpus: required (how many GPUs, or which devices), or memory"));
+  if (!req->has_gpus() && !req->has_memory() && req->endpoints().empty())
+    return finished(ctx, invalid("gpus: required (how many GPUs, or which devices), or memory, or endpoints"));
   auto placement = fromProto(req->gpus(), {});
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   placement->pooledMemoryGiB = req->memory().gib();
+  if (auto endpoints = endpointsFromProto(req->endpoints()); !endpoints) return finished(ctx, toGrpcStatus(endpoints.error()));
+  else placement->endpoints = std::move(*endpoints);
   AttachRequest request{req->system(), std::move(*placement), req->request_id()};
   return answer<Operation>(
       ctx, [c = *caller, r = std::move(request)](EngineCore& core) { return core.attach(c, r); }, fillOperation(engine_, out));
@@ -117,6 +123,8 @@ grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRe
   auto placement = fromProto(req->gpus(), req->tenant().empty() ? caller->tenant : req->tenant());
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
   placement->pooledMemoryGiB = req->memory().gib();
+  if (auto endpoints = endpointsFromProto(req->endpoints()); !endpoints) return finished(ctx, toGrpcStatus(endpoints.error()));
+  else placement->endpoints = std::move(*endpoints);
   placement->explain = true;
   auto* reactor = ctx->DefaultReactor();
   engine_.run<PlanOutcome>(

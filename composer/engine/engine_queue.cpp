@@ -44,6 +44,7 @@ PlacementRequest placementRequestOf(const QueuedRequest& q, const std::string& t
   r.model = q.model;
   r.minMemoryGiB = q.minMemoryGiB;
   r.pooledMemoryGiB = q.pooledMemoryGiB;
+  r.endpoints = q.endpoints;
   r.peerToPeer = peerToPeerOf(q.peerToPeer);
   if (!q.host.empty()) r.host = q.host;
   r.devices = q.devices;
@@ -60,6 +61,7 @@ std::string shapeKey(const QueuedRequest& q, const std::string& tenant) {
                                 q.migCapable, q.gpuShareMilli, tenant, q.devices.size());
   for (const auto& d : q.devices) key += "|" + d;
   for (MigProfile p : q.gpuInstances) key += fmt::format("|{}", toString(p));
+  for (const auto& e : q.endpoints) key += fmt::format("|{}:{}:{}:{}:{}", toString(e.kind), e.count, e.model, e.minCapacityGiB, toString(e.affinity));
   return key;
 }
 
@@ -78,6 +80,7 @@ Result<QueuedRequest> Engine::queuedRequestOf(const ComposeRequest& request) con
   q.model = p.model;
   q.minMemoryGiB = p.minMemoryGiB;
   q.pooledMemoryGiB = p.pooledMemoryGiB;
+  q.endpoints = p.endpoints;
   q.peerToPeer = std::string(peerToPeerName(p.peerToPeer));
   q.host = p.host.value_or("");
   q.devices = p.devices;

@@ -64,7 +64,13 @@ std::string describeShape(const QueuedRequest& q) {
   if (q.gpuShareMilli != 0) return fmt::format("share {}m", q.gpuShareMilli);
   if (!q.gpuInstances.empty()) return fmt::format("{} MIG instance(s)", q.gpuInstances.size());
   if (!q.devices.empty()) return fmt::format("{} named device(s)", q.devices.size());
-  return fmt::format("{} GPU(s){}", q.gpuCount, q.model.empty() ? "" : " " + q.model);
+  std::string gpus = q.gpuCount > 0 || (q.pooledMemoryGiB == 0 && q.endpoints.empty())
+                         ? fmt::format("{} GPU(s){}", q.gpuCount, q.model.empty() ? "" : " " + q.model)
+                         : std::string();
+  auto also = [&](const std::string& part) { gpus += (gpus.empty() ? "" : ", ") + part; };
+  if (q.pooledMemoryGiB > 0) also(fmt::format("{} GiB pooled memory", q.pooledMemoryGiB));
+  if (!q.endpoints.empty()) also(describe(q.endpoints));
+  return gpus;
 }
 
 std::optional<std::chrono::milliseconds> parseDuration(std::string_view text) {

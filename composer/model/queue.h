@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "composer/model/clock.h"
+#include "composer/model/endpoint_demand.h"
 #include "composer/model/mig.h"
 #include "composer/model/topology.h"
 
@@ -48,6 +49,7 @@ struct QueuedRequest {
   std::string model;
   int minMemoryGiB = 0;
   int pooledMemoryGiB = 0;               // pooled CXL memory (PlacementRequest::pooledMemoryGiB)
+  std::vector<EndpointDemand> endpoints;  // drives and NICs by count (PlacementRequest::endpoints)
   std::string peerToPeer = "preferred";  // required, preferred, none
   std::string host;                      // pinned host; empty: any
   std::vector<DeviceId> devices;         // named devices

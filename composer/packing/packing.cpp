@@ -3,7 +3,7 @@
 #include "composer/packing/composable_model.h"
 #include "composer/packing/gpu_instances.h"
 #include "composer/packing/placement_index.h"
-#include "composer/packing/pooled_memory.h"
+#include "composer/packing/companions.h"
 
 #include <fmt/format.h>
 
@@ -87,8 +87,9 @@ Result<void> validatePlacementRequest(const Pool& pool, const PlacementRequest& 
     if (!r.boundInstances.empty() && !r.host) return fail(Code::kInvalidArgument, "partly used GPUs belong to a host: name it");
     if (r.gpuInstances.size() > 64) return fail(Code::kInvalidArgument, fmt::format("at most 64 MIG instances per request (got {})", r.gpuInstances.size()));
   } else if (r.devices.empty()) {
-    if (r.gpuCount < 0 || (r.gpuCount == 0 && r.pooledMemoryGiB <= 0))
-      return fail(Code::kInvalidArgument, fmt::format("gpu count must be at least 1 (got {}), or ask for pooled memory", r.gpuCount));
+    if (r.gpuCount < 0 || (r.gpuCount == 0 && r.pooledMemoryGiB <= 0 && r.endpoints.empty()))
+      return fail(Code::kInvalidArgument,
+                  fmt::format("gpu count must be at least 1 (got {}), or ask for pooled memory, drives or NICs", r.gpuCount));
     if (r.gpuCount > static_cast<int>(pool.devices().size()))
       return fail(Code::kResourceExhausted,
                   fmt::format("asked for {} GPUs but the whole pool has {}", r.gpuCount, pool.devices().size()));
@@ -102,6 +103,7 @@ Result<void> validatePlacementRequest(const Pool& pool, const PlacementRequest& 
   }
   if (r.minMemoryGiB < 0) return fail(Code::kInvalidArgument, "minimum memory must be >= 0");
   if (r.pooledMemoryGiB < 0) return fail(Code::kInvalidArgument, "pooled memory must be >= 0 GiB");
+  if (auto v = validateEndpoints(pool, r.endpoints); !v) return v;
   if (r.host && pool.hostIndex(*r.host) < 0) return fail(Code::kNotFound, fmt::format("no host '{}'", *r.host));
   if (!r.model.empty() && !std::binary_search(pool.gpuModels().begin(), pool.gpuModels().end(), r.model)) {
     // Never fits, whatever frees: say what there is rather than why each host refuses.
@@ -159,94 +161,6 @@ PlacementDecision placeInstances(const ComposableScheduler& scheduler, const Poo
   return out;
 }
 
-// Adds `gib` GiB of pooled memory on the placement's host; false when its switches do not have it.
-bool addPooledMemory(const Pool& pool, Placement& p, int gib) {
-  const int hi = pool.hostIndex(p.hostId);
-  const PoolHost& host = pool.hosts()[static_cast<std::size_t>(hi)];
-  std::vector<DeviceId> taken;
-  for (const auto& d : p.devices) taken.push_back(d.deviceId);
-  const int slots = host.maxDevices - host.attachedDevices - static_cast<int>(p.devices.size());
-  const auto chosen = choosePooledMemory(pool, hi, gib, slots, taken);
-  if (!chosen) return false;
-  int total = 0;
-  for (const int i : *chosen) {
-    const PoolDevice& d = pool.devices()[static_cast<std::size_t>(i)];
-    p.devices.push_back({d.id, pool.switches()[static_cast<std::size_t>(d.switchIndex)].id, portInto(host, d.switchIndex)->portId});
-    total += d.memoryGiB;
-  }
-  const std::string memory = fmt::format("{} GiB pooled memory in {} device(s) ({} GiB)", gib, chosen->size(), total);
-  p.detail = p.detail.empty() ? memory : p.detail + "; " + memory;
-  p.explanation = fmt::format("{}: {}", p.hostId, p.detail);
-  return true;
-}
-
-std::string memoryShortfall(const Pool& pool, const PlacementRequest& r) {
-  std::string why = fmt::format("no host can take {} GiB of pooled memory{} under its own switches:", r.pooledMemoryGiB,
-                                r.gpuCount > 0 ? fmt::format(" with {} GPU(s)", r.gpuCount) : "");
-  for (std::size_t h = 0; h < pool.hosts().size(); ++h)
-    why += fmt::format("\n  {}: {} GiB free there", pool.hosts()[h].id, reachableMemory(pool, static_cast<int>(h)).gib);
-  return why;
-}
-
-// Pooled memory with the rest of a request: the rest placed as it would be alone, then memory from the chosen
-// host's switches; when that host cannot reach enough, the rest again, pinned to each host that can.
-// Memory alone: the host that can take it with the least left over.
-PlacementDecision placeWithMemory(const ComposableScheduler& scheduler, const Pool& pool, const PlacementRequest& r, PlacementIndex* index) {
-  PlacementRequest rest = r;
-  rest.pooledMemoryGiB = 0;
-  const bool memoryOnly = r.gpuInstances.empty() && r.devices.empty() && r.gpuCount == 0 && r.gpuShareMilli == 0;
-  PlacementDecision out;
-  if (!memoryOnly) {
-    out = place(scheduler, pool, rest, index);
-    if (!out.placement) return out;
-    if (addPooledMemory(pool, *out.placement, r.pooledMemoryGiB)) return out;
-    const HostId first = out.placement->hostId;
-    if (!r.host)
-      for (std::size_t h = 0; h < pool.hosts().size(); ++h) {
-        const PoolHost& host = pool.hosts()[h];
-        if (host.id == first || reachableMemory(pool, static_cast<int>(h)).gib < r.pooledMemoryGiB) continue;
-        PlacementRequest pinned = rest;
-        pinned.host = host.id;
-        auto again = place(scheduler, pool, pinned, index);
-        if (again.placement && addPooledMemory(pool, *again.placement, r.pooledMemoryGiB)) return again;
-      }
-    out.placement.reset();
-    out.error = Error{Code::kResourceExhausted, memoryShortfall(pool, r)};
-    return out;
-  }
-  std::optional<Placement> best;
-  int bestLeft = 0;
-  for (std::size_t h = 0; h < pool.hosts().size(); ++h) {
-    const PoolHost& host = pool.hosts()[h];
-    if (r.host && host.id != *r.host) continue;
-    std::string reason;
-    if (host.silent) reason = "its yard-agent is silent";
-    else if (host.inSystem && !r.hostMayHaveSystem) reason = "serves a composed system";
-    Placement p{host.id, {}, {}};
-    if (reason.empty() && !addPooledMemory(pool, p, r.pooledMemoryGiB))
-      reason = fmt::format("{} GiB free under its switches", reachableMemory(pool, static_cast<int>(h)).gib);
-    if (!reason.empty()) {
-      out.candidates.push_back({host.id, false, std::move(reason)});
-      continue;
-    }
-    int total = 0;
-    for (const auto& d : p.devices) total += pool.devices()[static_cast<std::size_t>(pool.deviceIndex(d.deviceId))].memoryGiB;
-    out.candidates.push_back({host.id, true, p.detail});
-    if (!best || total - r.pooledMemoryGiB < bestLeft) {
-      bestLeft = total - r.pooledMemoryGiB;
-      best = std::move(p);
-    }
-  }
-  if (!best) {
-    std::string why = fmt::format("no host can take {} GiB of pooled memory:", r.pooledMemoryGiB);
-    for (const auto& c : out.candidates) why += fmt::format("\n  {}: {}", c.hostId, c.reason);
-    out.error = Error{Code::kResourceExhausted, std::move(why)};
-    return out;
-  }
-  out.placement = std::move(best);
-  return out;
-}
-
 }  // namespace
 
 PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, const PlacementRequest& r, PlacementIndex* index) {
@@ -255,7 +169,7 @@ PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, 
     out.error = v.error();
     return out;
   }
-  if (r.pooledMemoryGiB > 0) return placeWithMemory(scheduler, pool, r, index);
+  if (wantsCompanions(r)) return placeWithCompanions(scheduler, pool, r, index);
   if (!r.gpuInstances.empty()) return placeInstances(scheduler, pool, r, index);
   if (!r.devices.empty()) return placeExplicit(pool, r);
 

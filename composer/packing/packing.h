@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "composer/model/composition.h"
+#include "composer/model/endpoint_demand.h"
 #include "composer/packing/pool.h"
 
 namespace switchyard {
@@ -28,6 +29,9 @@ struct PlacementRequest {
   // Pooled memory (GiB), in whole cxl-memory devices (a CXL pool's logical devices) under the host's own
   // switches (pooled_memory.h); with GPUs or alone (then gpuCount may be 0).
   int pooledMemoryGiB = 0;
+  // Drives and NICs by count (endpoint_choice.h), on the host the GPUs go to, near them as each one's
+  // affinity says; with GPUs or alone.
+  std::vector<EndpointDemand> endpoints;
   PeerToPeer peerToPeer = PeerToPeer::kPreferred;
   std::optional<HostId> host;      // pinned host
   bool hostMayHaveSystem = false;  // attach: the pinned host already serves the system

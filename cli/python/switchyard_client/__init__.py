@@ -11,7 +11,7 @@ Results are the API's own protobuf messages (switchyard.v1), typed and documente
 `pip install ./cli/python` (which generates the switchyard.v1 modules from proto/) or the python3-switchyard
 package. See cli/python/README.md.
 """
-from .client import Client, OperationFailed, ResourceStatus, gpu_request, peer_to_peer_value
+from .client import Client, OperationFailed, ResourceStatus, endpoint_request, gpu_request, peer_to_peer_value
 from .version import __version__
 
-__all__ = ["Client", "OperationFailed", "ResourceStatus", "gpu_request", "peer_to_peer_value", "__version__"]
+__all__ = ["Client", "OperationFailed", "ResourceStatus", "endpoint_request", "gpu_request", "peer_to_peer_value", "__version__"]

@@ -56,6 +56,22 @@ def gpu_request(count: int = 1, *, model: str = "", min_memory_gib: int = 0, pee
                                      mig_profiles=list(mig_profiles), share_milli=share_milli)
 
 
+def endpoint_request(kind: str, count: int, *, model: str = "", min_capacity_gib: int = 0,
+                     affinity: str = "") -> "switchyard_pb2.EndpointRequest":
+    """`count` devices of another kind ("nvme" or "nic") besides the GPUs; affinity "switch" puts them under the
+    GPUs' switches or fails, "domain" (the default) anywhere the host reaches, near the GPUs first."""
+    return switchyard_pb2.EndpointRequest(kind=kind, count=count, model=model, min_capacity_gib=min_capacity_gib, affinity=affinity)
+
+
+def _endpoints(nics: int, nvme: int, endpoints: Sequence["switchyard_pb2.EndpointRequest"]) -> list:
+    out = list(endpoints)
+    if nics:
+        out.append(endpoint_request("nic", nics))
+    if nvme:
+        out.append(endpoint_request("nvme", nvme))
+    return out
+
+
 class OperationFailed(Exception):
     """An operation that ended failed (and was rolled back); .operation holds it."""
 
@@ -166,10 +182,13 @@ class Client:
                 host: str = "", device_ids: Sequence[str] = (), mig_profiles: Sequence[str] = (), share_milli: int = 0,
                 tenant: str = "", labels: Optional[Mapping[str, str]] = None, request_id: str = "", queue: bool = False,
                 priority_class: str = "", queue_timeout_seconds: float = 0, lease_seconds: float = 0,
-                memory_gib: int = 0) -> "switchyard_pb2.Operation":
+                memory_gib: int = 0, nics: int = 0, nvme: int = 0,
+                endpoints: Sequence["switchyard_pb2.EndpointRequest"] = ()) -> "switchyard_pb2.Operation":
         """A new system `name` with `gpus` whole GPUs, or the MIG instances `mig_profiles` (["3g", "1g"]), or a
         time-sliced `share_milli` of one GPU (250: a quarter), or the explicit `device_ids` (with `host`);
-        `memory_gib` adds pooled CXL memory from the host's own switches (gpus=0 with it: memory alone).
+        `memory_gib` adds pooled CXL memory from the host's own switches (gpus=0 with it: memory alone); `nics` and
+        `nvme` add that many NICs and drives, near the GPUs (`endpoints`: endpoint_request() values for models, sizes
+        and affinity).
         peer_to_peer: "required" (one switch or fail), "preferred" (the default), "none", or a PeerToPeer value.
         queue=True waits in yardd's queue when it does not fit now (the Operation comes back QUEUED and wait()
         follows it to its end); lease_seconds decomposes the system that long after it is composed."""
@@ -177,19 +196,22 @@ class Client:
             name=name, gpus=gpu_request(gpus, model=model, min_memory_gib=min_memory_gib, peer_to_peer=peer_to_peer, host=host,
                                         device_ids=device_ids, mig_profiles=mig_profiles, share_milli=share_milli),
             tenant=tenant, labels=dict(labels or {}), request_id=request_id, queue=queue, priority_class=priority_class,
-            queue_timeout_seconds=int(queue_timeout_seconds), lease_seconds=int(lease_seconds))
+            queue_timeout_seconds=int(queue_timeout_seconds), lease_seconds=int(lease_seconds),
+            endpoints=_endpoints(nics, nvme, endpoints))
         if memory_gib:
             request.memory.gib = int(memory_gib)
         return self._call("yard.Compose", request)
 
     def attach(self, system: str, gpus: int = 1, *, model: str = "", min_memory_gib: int = 0, peer_to_peer="",
                device_ids: Sequence[str] = (), mig_profiles: Sequence[str] = (), share_milli: int = 0,
-               request_id: str = "", memory_gib: int = 0) -> "switchyard_pb2.Operation":
-        """More GPUs (or MIG instances, or a share, or `memory_gib` of pooled memory) for an existing system, on its host."""
+               request_id: str = "", memory_gib: int = 0, nics: int = 0, nvme: int = 0,
+               endpoints: Sequence["switchyard_pb2.EndpointRequest"] = ()) -> "switchyard_pb2.Operation":
+        """More GPUs (or MIG instances, or a share, or `memory_gib` of pooled memory, or `nics`/`nvme`) for an existing
+        system, on its host."""
         request = switchyard_pb2.AttachRequest(
             system=system, gpus=gpu_request(gpus, model=model, min_memory_gib=min_memory_gib, peer_to_peer=peer_to_peer,
                                             device_ids=device_ids, mig_profiles=mig_profiles, share_milli=share_milli),
-            request_id=request_id)
+            request_id=request_id, endpoints=_endpoints(nics, nvme, endpoints))
         if memory_gib:
             request.memory.gib = int(memory_gib)
         return self._call("yard.Attach", request)
@@ -314,14 +336,15 @@ class Client:
 
     def plan(self, gpus: int = 1, *, model: str = "", min_memory_gib: int = 0, peer_to_peer="", host: str = "",
              device_ids: Sequence[str] = (), mig_profiles: Sequence[str] = (), share_milli: int = 0,
-             tenant: str = "", priority_class: str = "", memory_gib: int = 0) -> "switchyard_pb2.PlanResponse":
+             tenant: str = "", priority_class: str = "", memory_gib: int = 0, nics: int = 0, nvme: int = 0,
+             endpoints: Sequence["switchyard_pb2.EndpointRequest"] = ()) -> "switchyard_pb2.PlanResponse":
         """Dry run: where a compose would go (fits, host_id, devices) and why (explanation, candidates). With a
         priority_class that preempts, a request that does not fit also names the systems preemption would take
         back (would_preempt) and the host it would get then (host_after_preemption)."""
         request = switchyard_pb2.PlanRequest(
             gpus=gpu_request(gpus, model=model, min_memory_gib=min_memory_gib, peer_to_peer=peer_to_peer, host=host,
                              device_ids=device_ids, mig_profiles=mig_profiles, share_milli=share_milli),
-            tenant=tenant, priority_class=priority_class)
+            tenant=tenant, priority_class=priority_class, endpoints=_endpoints(nics, nvme, endpoints))
         if memory_gib:
             request.memory.gib = int(memory_gib)
         return self._call("yard.Plan", request)

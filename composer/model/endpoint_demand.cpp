@@ -1,0 +1,60 @@
+#include "composer/model/endpoint_demand.h"
+
+#include <fmt/format.h>
+
+namespace switchyard {
+
+std::string_view toString(Affinity v) { return v == Affinity::kSwitch ? "switch" : "domain"; }
+
+std::optional<Affinity> parseAffinity(std::string_view s) {
+  if (s == "switch") return Affinity::kSwitch;
+  if (s == "domain" || s.empty()) return Affinity::kDomain;
+  return std::nullopt;
+}
+
+bool isEndpointKind(DeviceKind kind) { return kind == DeviceKind::kNvme || kind == DeviceKind::kNic; }
+
+std::optional<AffinityRule> parseAffinityRule(std::string_view text, std::string& error) {
+  const auto colon = text.find(':');
+  const auto eq = text.find('=');
+  if (colon == std::string_view::npos || eq == std::string_view::npos || eq < colon || text.substr(colon + 1, eq - colon - 1) != "gpu") {
+    error = fmt::format("'{}' is not KIND:gpu=switch|domain (e.g. nic:gpu=switch)", text);
+    return std::nullopt;
+  }
+  const auto kind = parseDeviceKind(text.substr(0, colon));
+  if (!kind || !isEndpointKind(*kind)) {
+    error = fmt::format("'{}': the kind must be nic or nvme", text.substr(0, colon));
+    return std::nullopt;
+  }
+  const auto affinity = parseAffinity(text.substr(eq + 1));
+  if (!affinity || text.substr(eq + 1).empty()) {
+    error = fmt::format("'{}': the affinity must be switch or domain", text.substr(eq + 1));
+    return std::nullopt;
+  }
+  return AffinityRule{*kind, *affinity};
+}
+
+std::string describe(const EndpointDemand& d) {
+  std::string out = fmt::format("{} {}", d.count, d.kind == DeviceKind::kNvme ? "NVMe drive(s)" : d.kind == DeviceKind::kNic ? "NIC(s)" : toString(d.kind));
+  if (!d.model.empty()) out += " " + d.model;
+  if (d.minCapacityGiB > 0) out += fmt::format(" >= {} GiB", d.minCapacityGiB);
+  if (d.affinity == Affinity::kSwitch) out += " under the GPUs' switches";
+  return out;
+}
+
+std::string describe(const std::vector<EndpointDemand>& demands) {
+  std::string out;
+  for (const auto& d : demands) out += (out.empty() ? "" : ", ") + describe(d);
+  return out;
+}
+
+std::string invalidDemand(const EndpointDemand& d) {
+  if (!isEndpointKind(d.kind))
+    return fmt::format("a demand by kind names nvme or nic, not {} (GPUs and pooled memory are asked for their own way)", toString(d.kind));
+  if (d.count < 1 || d.count > kMaxEndpointsPerDemand)
+    return fmt::format("{} count must be 1-{} (got {})", toString(d.kind), kMaxEndpointsPerDemand, d.count);
+  if (d.minCapacityGiB < 0) return fmt::format("{} minimum capacity must be >= 0 GiB", toString(d.kind));
+  return {};
+}
+
+}  // namespace switchyard

@@ -1,0 +1,156 @@
+// Drives and NICs by count beside a request's GPUs (ADR 0031): near the GPUs they serve, spread over the
+// GPUs' switches, never emptying another switch of its only one while spares exist, and a refusal that
+// says what the host reaches.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "composer/model/endpoint_demand.h"
+#include "composer/packing/packing.h"
+#include "composer/packing/pool.h"
+#include "tests/support/topology_builder.h"
+
+namespace switchyard {
+namespace {
+
+using testing::TopologyBuilder;
+
+std::vector<DeviceId> endpointsOfKind(const Pool& pool, const Placement& p, DeviceKind kind) {
+  std::vector<DeviceId> out;
+  for (const auto& d : p.devices)
+    if (pool.devices()[static_cast<std::size_t>(pool.deviceIndex(d.deviceId))].kind == kind) out.push_back(d.deviceId);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+EndpointDemand nicDemand(int count, Affinity affinity = Affinity::kDomain) { return {DeviceKind::kNic, count, "", 0, affinity}; }
+
+TEST(EndpointChoiceTest, NicsGoUnderTheSwitchesOfTheGpusTheyServe) {
+  // h0 reaches sw0 and sw1; 4 GPUs fit only on sw1 (p2p required): its NIC goes with them, not sw0's.
+  const Topology t = TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 2).nics("sw0", 1).gpus("sw1", 4).nics("sw1", 1).host("h0", {"sw0", "sw1"}).build();
+  const Pool pool(t);
+  PlacementRequest r;
+  r.gpuCount = 4;
+  r.peerToPeer = PeerToPeer::kRequired;
+  r.endpoints = {nicDemand(1, Affinity::kSwitch)};
+  auto d = place(pool, r);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  EXPECT_EQ(endpointsOfKind(pool, *d.placement, DeviceKind::kNic), (std::vector<DeviceId>{"sw1-nic4"}));
+  EXPECT_NE(d.placement->explanation.find("1 nic (sw1-nic4), 1 under the GPUs' switches"), std::string::npos) << d.placement->explanation;
+  // The NIC is bound through the host's port into its switch.
+  for (const auto& p : d.placement->devices)
+    if (p.deviceId == "sw1-nic4") EXPECT_EQ(p.upstreamPortId, "sw1-usp-h0");
+}
+
+TEST(EndpointChoiceTest, SpreadOverTheGpusSwitchesByTheirShare) {
+  // 6 GPUs across sw0 (4) and sw1 (2), 3 NICs: sw0 gets 2 and sw1 1 (2 GPUs per NIC on each).
+  const Topology t = TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 4).nics("sw0", 3).gpus("sw1", 2).nics("sw1", 3).host("h0", {"sw0", "sw1"}).build();
+  const Pool pool(t);
+  PlacementRequest r;
+  r.gpuCount = 6;
+  r.peerToPeer = PeerToPeer::kNone;
+  r.endpoints = {nicDemand(3, Affinity::kSwitch)};
+  auto d = place(pool, r);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  const auto nics = endpointsOfKind(pool, *d.placement, DeviceKind::kNic);
+  ASSERT_EQ(nics.size(), 3u);
+  EXPECT_EQ(std::count_if(nics.begin(), nics.end(), [](const DeviceId& id) { return id.starts_with("sw0-"); }), 2);
+}
+
+TEST(EndpointChoiceTest, AffinitySwitchRefusesWhatDomainTakesFromElsewhere) {
+  // The GPUs' switch sw0 has no NIC; sw1 (reached directly) has one, sw2 two.
+  const Topology t = TopologyBuilder().sw("sw0").sw("sw1").sw("sw2").gpus("sw0", 2).nics("sw1", 1).nics("sw2", 2).host("h0", {"sw0", "sw1", "sw2"}).build();
+  const Pool pool(t);
+  PlacementRequest r;
+  r.gpuCount = 2;
+  r.endpoints = {nicDemand(1, Affinity::kSwitch)};
+  auto refused = place(pool, r);
+  ASSERT_FALSE(refused.placement);
+  EXPECT_EQ(refused.error->code, Code::kResourceExhausted);
+  EXPECT_NE(refused.error->message.find("0 free under its GPUs' switches, 3 elsewhere it reaches (affinity switch)"), std::string::npos)
+      << refused.error->message;
+  r.endpoints = {nicDemand(1, Affinity::kDomain)};
+  auto taken = place(pool, r);
+  ASSERT_TRUE(taken.placement) << taken.error->message;
+  // From sw2, which has two: sw1's only NIC stays.
+  EXPECT_EQ(endpointsOfKind(pool, *taken.placement, DeviceKind::kNic), (std::vector<DeviceId>{"sw2-nic0"}));
+}
+
+TEST(EndpointChoiceTest, GpusMoveToAHostThatReachesTheDrives) {
+  // h0 (sw0) has GPUs and no drive; h1 (sw1) has GPUs and drives: the first choice is h0, the answer h1.
+  const Topology t = TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 2).gpus("sw1", 4).drives("sw1", 2).host("h0", {"sw0"}).host("h1", {"sw1"}).build();
+  const Pool pool(t);
+  PlacementRequest r;
+  r.gpuCount = 2;
+  r.endpoints = {{DeviceKind::kNvme, 1, "", 0, Affinity::kSwitch}};
+  auto d = place(pool, r);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  EXPECT_EQ(d.placement->hostId, "h1");
+  EXPECT_EQ(endpointsOfKind(pool, *d.placement, DeviceKind::kNvme).size(), 1u);
+}
+
+TEST(EndpointChoiceTest, CapacityAndModelAreMetByTheSmallestThatFits) {
+  const Topology t = TopologyBuilder()
+                         .sw("sw0")
+                         .endpoints("sw0", DeviceKind::kNvme, 1, "PM1743", 1920)
+                         .endpoints("sw0", DeviceKind::kNvme, 1, "PM1743", 7680)
+                         .endpoints("sw0", DeviceKind::kNvme, 1, "PM1743", 3840)
+                         .nics("sw0", 1, "E810")
+                         .host("h0", {"sw0"})
+                         .build();
+  const Pool pool(t);
+  PlacementRequest r;
+  r.endpoints = {{DeviceKind::kNvme, 1, "", 2000, Affinity::kDomain}};  // drives alone: no GPU
+  auto d = place(pool, r);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  EXPECT_EQ(endpointsOfKind(pool, *d.placement, DeviceKind::kNvme), (std::vector<DeviceId>{"sw0-nvme2"}));  // the 3840, not the 7680
+  r.endpoints = {{DeviceKind::kNic, 1, "ConnectX-7", 0, Affinity::kDomain}};
+  auto unknown = place(pool, r);
+  ASSERT_TRUE(unknown.error);
+  EXPECT_EQ(unknown.error->code, Code::kInvalidArgument);
+  EXPECT_NE(unknown.error->message.find("no nic in the pool is a 'ConnectX-7'; the pool has: E810"), std::string::npos) << unknown.error->message;
+}
+
+TEST(EndpointChoiceTest, MalformedDemandsAreRefusedBeforePlacing) {
+  const Topology t = TopologyBuilder().sw("sw0").gpus("sw0", 2).nics("sw0", 2).host("h0", {"sw0"}).build();
+  const Pool pool(t);
+  PlacementRequest r;
+  r.gpuCount = 1;
+  r.endpoints = {nicDemand(0)};
+  EXPECT_EQ(place(pool, r).error->code, Code::kInvalidArgument);
+  r.endpoints = {{DeviceKind::kGpu, 1, "", 0, Affinity::kDomain}};
+  EXPECT_EQ(place(pool, r).error->code, Code::kInvalidArgument);
+  r.endpoints = {nicDemand(1), nicDemand(1)};
+  EXPECT_NE(place(pool, r).error->message.find("asked for twice"), std::string::npos);
+  r.endpoints = {nicDemand(3)};
+  auto short_ = place(pool, r);
+  ASSERT_FALSE(short_.placement);
+  EXPECT_EQ(short_.error->code, Code::kResourceExhausted);
+}
+
+TEST(EndpointChoiceTest, TheDeviceLimitCountsEveryKind) {
+  const Topology t = TopologyBuilder().sw("sw0").gpus("sw0", 4).nics("sw0", 2).host("h0", {"sw0"}, 5).build();
+  const Pool pool(t);
+  PlacementRequest r;
+  r.gpuCount = 4;
+  r.endpoints = {nicDemand(2)};
+  auto d = place(pool, r);
+  ASSERT_FALSE(d.placement);
+  EXPECT_NE(d.error->message.find("device limit: room for 1 more"), std::string::npos) << d.error->message;
+}
+
+TEST(EndpointChoiceTest, AffinityRulesParse) {
+  std::string error;
+  auto rule = parseAffinityRule("nic:gpu=switch", error);
+  ASSERT_TRUE(rule);
+  EXPECT_EQ(rule->kind, DeviceKind::kNic);
+  EXPECT_EQ(rule->affinity, Affinity::kSwitch);
+  EXPECT_EQ(parseAffinityRule("nvme:gpu=domain", error)->affinity, Affinity::kDomain);
+  EXPECT_FALSE(parseAffinityRule("gpu:gpu=switch", error));
+  EXPECT_NE(error.find("nic or nvme"), std::string::npos);
+  EXPECT_FALSE(parseAffinityRule("nic:gpu=rack", error));
+  EXPECT_FALSE(parseAffinityRule("nic=switch", error));
+}
+
+}  // namespace
+}  // namespace switchyard
