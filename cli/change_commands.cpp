@@ -67,17 +67,20 @@ std::int64_t seconds(const std::string& text) {
 
 void addCompose(CLI::App& app, const CommandContext& ctx) {
   struct Flags {
-    std::string name, tenant, priority, queueTimeout, lease;
+    std::string name, tenant, priority, queueTimeout, lease, machineTemplate;
     std::vector<std::string> labels;
     GpuFlags gpus;
     OperationFlags operation;
     bool queue = false;
   };
   auto f = std::make_shared<Flags>();
-  auto* compose = app.add_subcommand("compose", "Compose a logical server: bind GPUs to a free host");
+  auto* compose = app.add_subcommand("compose", "Compose a logical server: bind GPUs (and pooled memory, drives, NICs) to a free host, by count or from a template");
   compose->add_option("name", f->name, "Name of the new system (letters, digits, . _ -)")->required();
   f->gpus.add(compose, true);
   compose->add_option("--tenant", f->tenant, "Owning tenant")->default_str("default");
+  compose->add_option("-t,--template", f->machineTemplate,
+                      "Start from this machine template (see `yardctl templates`): any of --gpus, --model, --p2p, --memory, --nic, --nvme, "
+                      "--priority and --lease given too replaces that part of it; labels are merged");
   compose->add_option("-l,--label", f->labels, "key=value label (repeatable); a key alone (--label spot) is key= (an empty value)");
   f->operation.add(compose);
   compose->add_flag("--queue", f->queue,
@@ -97,6 +100,7 @@ void addCompose(CLI::App& app, const CommandContext& ctx) {
     req.set_queue_timeout_seconds(seconds(f->queueTimeout));
     req.set_lease_seconds(seconds(f->lease));
     req.set_name(f->name);
+    req.set_machine_template(f->machineTemplate);
     req.set_request_id(f->operation.requestId);
     *req.mutable_gpus() = f->gpus.toProto();
     if (f->gpus.wantsMemory()) f->gpus.fillMemory(req.mutable_memory());
@@ -174,7 +178,7 @@ void addAttach(CLI::App& app, const CommandContext& ctx) {
     OperationFlags operation;
   };
   auto f = std::make_shared<Flags>();
-  auto* attach = app.add_subcommand("attach", "Add GPUs to an existing system");
+  auto* attach = app.add_subcommand("attach", "Add GPUs, pooled memory, drives or NICs to an existing system");
   attach->add_option("system", f->system, "System id or name")->required();
   f->gpus.add(attach, false);
   f->operation.add(attach);

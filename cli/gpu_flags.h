@@ -35,7 +35,7 @@ struct GpuFlags {
   int count = 0;
   std::string model;
   int minMemory = 0;
-  std::string p2p = "preferred";
+  std::string p2p;  // empty: unsaid (preferred, or a template's)
   std::string host;
   std::vector<std::string> devices;
   std::vector<std::string> mig;
@@ -50,9 +50,10 @@ struct GpuFlags {
     auto* gpus = cmd->add_option("-g,--gpus", count, "Number of GPUs")->check(CLI::Range(0, 4096));
     cmd->add_option("--model", model, "Only this GPU model (see `yardctl devices`)");
     cmd->add_option("--min-memory", minMemory, "Minimum GPU memory in GiB")->check(CLI::Range(0, 1 << 20));
-    cmd->add_option("--p2p", p2p, "required: all GPUs under one switch or fail; preferred: one switch if possible; none")
-        ->check(CLI::IsMember({"required", "preferred", "none"}))
-        ->capture_default_str();
+    cmd->add_option("--p2p", p2p,
+                    "required: all GPUs under one switch or fail; preferred (the default, unless a template says otherwise): one switch "
+                    "if possible; none")
+        ->check(CLI::IsMember({"required", "preferred", "none"}));
     if (withHost) cmd->add_option("--host", host, "Use this host instead of letting the packing core choose");
     auto* deviceList = cmd->add_option("-d,--device", devices, "Use these devices instead of a count (repeatable)")->excludes(gpus);
     auto* migProfiles = cmd->add_option("--mig", mig,
@@ -129,7 +130,10 @@ struct GpuFlags {
     r.set_count(count);
     r.set_model(model);
     r.set_min_memory_gib(minMemory);
-    r.set_peer_to_peer(p2p == "required" ? pb::PEER_TO_PEER_REQUIRED : p2p == "none" ? pb::PEER_TO_PEER_NONE : pb::PEER_TO_PEER_PREFERRED);
+    r.set_peer_to_peer(p2p == "required"    ? pb::PEER_TO_PEER_REQUIRED
+                       : p2p == "none"      ? pb::PEER_TO_PEER_NONE
+                       : p2p == "preferred" ? pb::PEER_TO_PEER_PREFERRED
+                                            : pb::PEER_TO_PEER_UNSPECIFIED);
     r.set_host(host);
     for (const auto& d : devices) r.add_device_ids(d);
     for (const auto& m : mig) r.add_mig_profiles(m);

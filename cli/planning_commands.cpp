@@ -1,5 +1,6 @@
 // plan and capacity: what a request would get, and how many more of each shape fit, without changing anything.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cmath>
 
 #include "cli/commands.h"
@@ -75,11 +76,51 @@ void addCapacity(CLI::App& app, const CommandContext& ctx) {
   });
 }
 
+void addTemplates(CLI::App& app, const CommandContext& ctx) {
+  auto name = std::make_shared<std::string>();
+  auto* templates = app.add_subcommand("templates", "The machine templates `compose --template` starts from (yardd --templates)");
+  templates->add_option("name", *name, "Show this template only, with every part it sets");
+  templates->callback([ctx, name] {
+    pb::ListTemplatesResponse r;
+    if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::ListTemplates, pb::ListTemplatesRequest{}, r)) != kExitOk) return;
+    if (!name->empty()) {
+      const auto it = std::find_if(r.templates().begin(), r.templates().end(), [&](const pb::MachineTemplate& t) { return t.name() == *name; });
+      if (it == r.templates().end()) {
+        std::cerr << "error: no machine template '" << *name << "' (`yardctl templates` lists them)\n";
+        ctx.rc = kExitRefused;
+        return;
+      }
+      if (ctx.g.format() == Format::kJson) {
+        std::cout << toJson(*it) << "\n";
+        return;
+      }
+      std::cout << fmt::format("{}: {}\n  asks for: {}\n", it->name(), it->description().empty() ? "-" : it->description(), it->shape());
+      for (const auto& [k, v] : it->labels()) std::cout << fmt::format("  label: {}={}\n", k, v);
+      if (!it->priority_class().empty()) std::cout << fmt::format("  priority class: {}\n", it->priority_class());
+      if (it->lease_seconds() > 0) std::cout << fmt::format("  lease: {}s\n", it->lease_seconds());
+      std::cout << fmt::format("  compose one: yardctl compose NAME --template {}\n", it->name());
+      return;
+    }
+    if (ctx.g.format() == Format::kJson) {
+      std::cout << toJson(r) << "\n";
+      return;
+    }
+    if (r.templates().empty()) {
+      std::cout << "yardd offers no machine templates (yardd --templates FILE defines them)\n";
+      return;
+    }
+    Table t({"NAME", "ASKS FOR", "CLASS", "DESCRIPTION"});
+    for (const auto& m : r.templates()) t.add({m.name(), m.shape(), m.priority_class().empty() ? "-" : m.priority_class(), m.description()});
+    t.print(std::cout);
+  });
+}
+
 }  // namespace
 
 void addPlanningCommands(CLI::App& app, const CommandContext& ctx) {
   addPlan(app, ctx);
   addCapacity(app, ctx);
+  addTemplates(app, ctx);
 }
 
 }  // namespace yardctl

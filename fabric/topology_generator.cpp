@@ -47,6 +47,16 @@ Topology generateTopology(const TopologyShape& shape) {
                              fmt::format("{}SN{:04}{:02}", shape.idPrefix, sw, g), DeviceHealth::kOk, true});
       }
       gpusLeft -= gpus;
+      auto endpoints = [&](DeviceKind kind, int n, const std::string& m, int gib) {
+        for (int e = 0; e < n; ++e) {
+          const std::string dsp = fmt::format("{}-dsp-{}{}", swId, toString(kind), e);
+          t.ports.push_back({dsp, swId, PortKind::kDownstream, 5, 16, {}});
+          t.devices.push_back({fmt::format("{}-{}{}", swId, toString(kind), e), kind, dsp, m, gib,
+                               fmt::format("{}SN{:04}{}{:02}", shape.idPrefix, sw, kind == DeviceKind::kNic ? "N" : "D", e), DeviceHealth::kOk, false});
+        }
+      };
+      endpoints(DeviceKind::kNic, shape.nicsPerSwitch, shape.nicModel, 0);
+      endpoints(DeviceKind::kNvme, shape.drivesPerSwitch, shape.driveModel, shape.driveGiB);
     }
     for (int h = 0; h < shape.hostsPerFabric; ++h) {
       Host host{fmt::format("{}host{}", shape.idPrefix, hostNumber++), {}, 64, 512, shape.maxDevicesPerHost};
@@ -70,6 +80,13 @@ Topology defaultTopology() {
   shape.hostsPerFabric = 4;
   shape.upstreamPortsPerHost = 2;
   shape.maxDevicesPerHost = 16;
+  return generateTopology(shape);
+}
+
+Topology embeddedTopology() {
+  TopologyShape shape;
+  shape.nicsPerSwitch = 4;
+  shape.drivesPerSwitch = 4;
   return generateTopology(shape);
 }
 

@@ -1,4 +1,4 @@
-// Builds regular topologies: the embedded default (two 8-GPU chassis, four hosts) and large pools for
+// Builds regular topologies: the embedded default (two 8-GPU chassis with NICs and drives, four hosts) and large pools for
 // benchmarks. Layout: fabrics of S switches chained by inter-switch links; each switch holds G GPUs;
 // each fabric has H hosts, each with P upstream ports into consecutive switches of its fabric.
 #pragma once
@@ -19,6 +19,12 @@ struct TopologyShape {
   int maxDevicesPerHost = 16;
   // GPU model per switch, cycled (switch i gets models[i % size]).
   std::vector<std::string> models{"H100-SXM5-80GB", "A100-SXM4-40GB"};
+  // Drives and NICs under each switch, after its GPUs (ids SW-nicN, SW-nvmeN).
+  int nicsPerSwitch = 0;
+  int drivesPerSwitch = 0;
+  std::string nicModel = "ConnectX-7";
+  std::string driveModel = "PM1743";
+  int driveGiB = 3840;
   // Put before every id and serial ("a-" gives a-sw0, a-host0, a-sw0-gpu3): pools generated for several
   // fabric domains stay apart.
   std::string idPrefix;
@@ -29,5 +35,9 @@ struct TopologyShape {
 // Two GPU chassis (one PCIe switch with 8 GPUs each) joined by an inter-switch link, and four hosts
 // with one upstream port into each switch.
 [[nodiscard]] Topology defaultTopology();
+
+// yardd's embedded default: defaultTopology() with 4 NICs (ConnectX-7) and 4 NVMe drives (3840 GiB) under
+// each switch, so that a mixed compose and a template can be shown without hardware.
+[[nodiscard]] Topology embeddedTopology();
 
 }  // namespace switchyard

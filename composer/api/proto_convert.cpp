@@ -98,6 +98,22 @@ void toProto(const std::vector<EndpointDemand>& in, google::protobuf::RepeatedPt
   }
 }
 
+void toProto(const MachineTemplate& t, pb::MachineTemplate& out) {
+  out.set_name(t.name);
+  out.set_description(t.description);
+  auto& g = *out.mutable_gpus();
+  g.set_count(t.gpus);
+  g.set_model(t.model);
+  g.set_min_memory_gib(t.minMemoryGiB);
+  g.set_peer_to_peer(t.peerToPeer == "required" ? pb::PEER_TO_PEER_REQUIRED : t.peerToPeer == "none" ? pb::PEER_TO_PEER_NONE : pb::PEER_TO_PEER_PREFERRED);
+  if (t.pooledMemoryGiB > 0) out.mutable_memory()->set_gib(t.pooledMemoryGiB);
+  toProto(t.endpoints, *out.mutable_endpoints());
+  for (const auto& [k, v] : t.labels) (*out.mutable_labels())[k] = v;
+  out.set_priority_class(t.priorityClass);
+  out.set_lease_seconds(t.leaseSeconds);
+  out.set_shape(describeShape(t));
+}
+
 Result<std::vector<MigProfile>> migProfilesOf(const pb::GetCapacityRequest& request) {
   return migProfilesFromProto(request.mig_profiles());
 }

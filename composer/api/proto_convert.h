@@ -13,6 +13,7 @@ namespace pb = ::switchyard::v1;
 // Drives and NICs by count (ADR 0031), checked as the packing core checks them.
 [[nodiscard]] Result<std::vector<EndpointDemand>> endpointsFromProto(const google::protobuf::RepeatedPtrField<pb::EndpointRequest>& in);
 void toProto(const std::vector<EndpointDemand>& in, google::protobuf::RepeatedPtrField<pb::EndpointRequest>& out);
+void toProto(const MachineTemplate& t, pb::MachineTemplate& out);
 
 [[nodiscard]] Result<std::vector<RequestShape>> fromProto(const pb::GetCapacityRequest& request);
 [[nodiscard]] Result<std::vector<MigProfile>> migProfilesOf(const pb::GetCapacityRequest& request);

@@ -58,8 +58,8 @@ std::vector<const T*> pageOf(const std::vector<T>& all, IdOf idOf, Keep keep, in
 grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::ComposeRequest* req, v1::Operation* out) {
   auto caller = authenticator_.callerOf(*ctx);
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
-  if (!req->has_gpus() && !req->has_memory() && req->endpoints().empty())
-    return finished(ctx, invalid("gpus: required (how many GPUs, or which devices), or memory, or endpoints"));
+  if (!req->has_gpus() && !req->has_memory() && req->endpoints().empty() && req->machine_template().empty())
+    return finished(ctx, invalid("gpus: required (how many GPUs, or which devices), or memory, or endpoints, or a machine_template"));
   // A tenant's identity composes for its tenant unless it names one (the engine refuses another).
   auto placement = fromProto(req->gpus(), req->tenant().empty() ? caller->tenant : req->tenant());
   if (!placement) return finished(ctx, toGrpcStatus(placement.error()));
@@ -75,6 +75,8 @@ grpc::ServerUnaryReactor* SwitchyardService::Compose(Context* ctx, const v1::Com
   request.priorityClass = req->priority_class();
   request.queueTimeout = std::chrono::seconds(req->queue_timeout_seconds());
   request.lease = std::chrono::seconds(req->lease_seconds());
+  request.machineTemplate = req->machine_template();
+  request.peerToPeerAsked = req->gpus().peer_to_peer() != v1::PEER_TO_PEER_UNSPECIFIED;
   return answer<Operation>(
       ctx, [c = *caller, r = std::move(request)](EngineCore& core) { return core.compose(c, r); }, fillOperation(engine_, out));
 }
@@ -539,6 +541,13 @@ grpc::ServerUnaryReactor* SwitchyardService::WhoAmI(Context* ctx, const v1::WhoA
   out->set_authenticated(!authenticator_.open());
   out->set_server_version(versionLine("yardd"));
   if (auto session = authenticator_.sessionOf(*ctx)) out->set_token_expires_at(formatTimestamp(session->expiresAt));
+  return finished(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* SwitchyardService::ListTemplates(Context* ctx, const v1::ListTemplatesRequest*, v1::ListTemplatesResponse* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  for (const auto& t : engine_.templates()) toProto(t, *out->add_templates());
   return finished(ctx, grpc::Status::OK);
 }
 

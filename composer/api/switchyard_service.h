@@ -63,6 +63,7 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   Unary* GetUsage(Context*, const v1::GetUsageRequest*, v1::UsageResponse*) override;
   Unary* ListIdle(Context*, const v1::ListIdleRequest*, v1::ListIdleResponse*) override;
   Unary* WhoAmI(Context*, const v1::WhoAmIRequest*, v1::WhoAmIResponse*) override;
+  Unary* ListTemplates(Context*, const v1::ListTemplatesRequest*, v1::ListTemplatesResponse*) override;
   Unary* Login(Context*, const v1::LoginRequest*, v1::LoginResponse*) override;
 
  private:

@@ -72,6 +72,7 @@ struct DaemonOptions {
   std::filesystem::path metricsKey;
   double capacitySampleSeconds = 60;        // how often the dashboard's capacity history is sampled
   std::vector<std::string> priorityClasses;  // NAME=VALUE[:preemptible]; empty: production, batch, spot
+  std::string templatesFile;  // machine templates (JSON); empty: the built-in examples; "none": none
   std::string leaseWarning = "10m";          // lease.expiring this long before a lease ends
   std::string preemptionGrace = "30s";       // system.preempting this long before the victim is decomposed
   std::string activityInterval = "60s";      // how often hosts are asked what attached GPUs do; 0s: never
@@ -324,6 +325,11 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
                  "production=1000:preempting, batch=100:preempting and spot=0:preemptible). A higher value is admitted first; a queued "
                  "request of a preempting class that cannot fit takes back systems of preemptible classes with a lower value, after "
                  "--preemption-grace. 'batch' must be one of them: it is the default")
+      ->group("Queue and leases");
+  app.add_option("--templates", o.templatesFile,
+                 "Machine templates (JSON: {\"templates\": [{\"name\": \"train-8x\", \"gpus\": 8, \"p2p\": \"required\", \"nic\": {\"count\": 4, "
+                 "\"affinity\": \"switch\"}, ...}]}, docs/operations.md) that `yardctl compose --template` starts from; 'none' for none. "
+                 "Without it yardd offers its examples: train-8x, infer-1x, storage-2x")
       ->group("Queue and leases");
   app.add_option("--lease-warning", o.leaseWarning, "A lease.expiring event this long before a system's lease ends (90s, 30m, 8h)")
       ->check(CLI::Validator([](std::string& v) { return parseDuration(v) ? std::string() : "a duration such as 10m"; }, "DURATION"))

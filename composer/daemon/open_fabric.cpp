@@ -66,7 +66,7 @@ Result<Topology> chooseTopology(const DaemonOptions& o) {
     shape.hostsPerFabric = 8;
     return generateTopology(shape);
   }
-  return defaultTopology();
+  return embeddedTopology();
 }
 
 

@@ -17,6 +17,7 @@
 #include "composer/api/resource_provider_service.h"
 #include "composer/api/switchyard_service.h"
 #include "composer/auth/identities.h"
+#include "composer/daemon/template_file.h"
 #include "composer/daemon/grpc_security.h"
 #include "composer/daemon/host_side.h"
 #include "composer/daemon/http_endpoints.h"
@@ -128,6 +129,13 @@ Result<EngineOptions> engineOptionsOf(const DaemonOptions& o, std::shared_ptr<co
   options.retention.finishedOperations = o.retainOperations;
   if (identities) options.quotas = identities->quotas();
   SY_ASSIGN(options.priorityClasses, priorityClassesOf(o));
+  if (!o.templatesFile.empty()) {
+    SY_ASSIGN(options.templates, loadTemplates(o.templatesFile));
+  }
+  for (const auto& t : options.templates)
+    if (!t.priorityClass.empty() && std::none_of(options.priorityClasses.begin(), options.priorityClasses.end(),
+                                                 [&](const PriorityClass& c) { return c.name == t.priorityClass; }))
+      return fail(Code::kInvalidArgument, fmt::format("--templates: template '{}' names priority class '{}', which yardd does not have", t.name, t.priorityClass));
   options.leaseWarning = *parseDuration(o.leaseWarning);
   options.preemptionGrace = *parseDuration(o.preemptionGrace);
   options.activityInterval = o.activityInterval == "0" ? std::chrono::milliseconds(0) : *parseDuration(o.activityInterval);

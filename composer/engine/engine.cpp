@@ -1,5 +1,7 @@
 #include "composer/engine/engine.h"
 
+#include "composer/engine/machine_templates.h"
+
 #include "composer/engine/engine_control.h"
 #include "composer/model/contain.h"
 
@@ -265,7 +267,14 @@ Result<Operation> Engine::compose(const Caller& caller, const ComposeRequest& re
 }
 
 Result<Operation> Engine::composeOnControl(const Caller& caller, const ComposeRequest& request) {
-  return audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&](const Acceptance& a) { return acceptCompose(a, request); });
+  // A template is laid under the request first: what is checked, queued and stored is the request it makes.
+  std::optional<Result<ComposeRequest>> expanded;
+  if (!request.machineTemplate.empty()) expanded = applyTemplate(options_.templates, request);
+  return audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&](const Acceptance& a) -> Result<Operation> {
+    if (!expanded) return acceptCompose(a, request);
+    if (!*expanded) return fail(expanded->error());
+    return acceptCompose(a, **expanded);
+  });
 }
 
 Result<Operation> Engine::decompose(const Caller& caller, const std::string& system, const std::string& requestId) {

@@ -74,6 +74,7 @@ void EngineClient::capacity(std::vector<RequestShape> shapes, std::vector<MigPro
 }
 
 std::shared_ptr<const PoolView> EngineClient::view() const { return engine_.view(); }
+const std::vector<MachineTemplate>& EngineClient::templates() const { return engine_.options_.templates; }
 Result<System> EngineClient::getSystem(const std::string& idOrName) const { return engine_.getSystem(idOrName); }
 Result<std::vector<System>> EngineClient::listSystems() const { return engine_.listSystems(); }
 Result<std::vector<DeviceView>> EngineClient::listDevices() const { return engine_.listDevices(); }

@@ -27,6 +27,7 @@
 #include "composer/engine/engine_requests.h"
 #include "composer/engine/idle_tracker.h"
 #include "composer/engine/pool_view.h"
+#include "composer/model/machine_template.h"
 #include "composer/engine/usage.h"
 #include "composer/model/clock.h"
 #include "composer/packing/capacity.h"
@@ -101,6 +102,8 @@ class EngineClient {
 
   // From the published view, on the caller's thread.
   [[nodiscard]] std::shared_ptr<const PoolView> view() const;
+  // The machine templates a compose may start from (fixed for the engine's life).
+  [[nodiscard]] const std::vector<MachineTemplate>& templates() const;
   [[nodiscard]] Result<System> getSystem(const std::string& idOrName) const;
   [[nodiscard]] Result<std::vector<System>> listSystems() const;
   [[nodiscard]] Result<std::vector<DeviceView>> listDevices() const;

@@ -14,6 +14,7 @@
 #include "composer/engine/steps/step_kind.h"
 #include "composer/metrics/engine_metrics.h"
 #include "composer/model/access.h"
+#include "composer/model/machine_template.h"
 #include "composer/model/queue.h"
 #include "composer/packing/composable_model.h"
 #include "inventory/store.h"
@@ -46,6 +47,9 @@ struct EngineOptions {
   std::shared_ptr<metrics::EngineMetrics> metrics;
   // The queue and leases (engine_queue.cpp, engine_leases.cpp; ADR 0017).
   std::vector<PriorityClass> priorityClasses = defaultPriorityClasses();
+  // The machine templates a compose may start from (yardd --templates; its examples by default). Fixed for
+  // the engine's life: read on any thread.
+  std::vector<MachineTemplate> templates = exampleTemplates();
   std::size_t maxQueued = 100'000;         // waiting requests in all
   std::size_t maxQueuedPerTenant = 1'000;  // waiting requests of one tenant (a flood fills only its own)
   // Fair share charges a tenant what it holds now plus what it held recently, decayed with this half-life

@@ -27,7 +27,8 @@ namespace switchyard {
 // queue: wait in yardd's queue when it does not fit now (the operation is answered in state queued, and
 // runs once admitted) instead of being refused. priorityClass orders the queue (empty: the default class).
 // queueTimeout gives up waiting after that long (0: never). lease decomposes the system that long after
-// it is composed (0: no lease).
+// it is composed (0: no lease). machineTemplate: the template (EngineOptions::templates) the request starts
+// from; what the request sets itself replaces the template's part (machine_templates.h).
 
 struct ComposeRequest {
   std::string name;
@@ -38,6 +39,8 @@ struct ComposeRequest {
   std::string priorityClass;
   std::chrono::milliseconds queueTimeout{0};
   std::chrono::milliseconds lease{0};
+  std::string machineTemplate;
+  bool peerToPeerAsked = true;  // false: the caller left peer-to-peer unsaid (a template's then holds)
 };
 
 struct AttachRequest {

@@ -90,9 +90,8 @@ Result<void> validatePlacementRequest(const Pool& pool, const PlacementRequest& 
     if (r.gpuCount < 0 || (r.gpuCount == 0 && r.pooledMemoryGiB <= 0 && r.endpoints.empty()))
       return fail(Code::kInvalidArgument,
                   fmt::format("gpu count must be at least 1 (got {}), or ask for pooled memory, drives or NICs", r.gpuCount));
-    if (r.gpuCount > static_cast<int>(pool.devices().size()))
-      return fail(Code::kResourceExhausted,
-                  fmt::format("asked for {} GPUs but the whole pool has {}", r.gpuCount, pool.devices().size()));
+    if (r.gpuCount > pool.gpuCount())
+      return fail(Code::kResourceExhausted, fmt::format("asked for {} GPUs but the whole pool has {}", r.gpuCount, pool.gpuCount()));
   } else {
     if (!r.host) return fail(Code::kInvalidArgument, "explicit devices need a host");
     for (std::size_t i = 0; i < r.devices.size(); ++i) {

@@ -32,6 +32,7 @@ Pool::Pool(const Topology& topology) {
       if (d.kind == DeviceKind::kGpu) {
         if (auto at = std::lower_bound(gpuModels_.begin(), gpuModels_.end(), d.model); at == gpuModels_.end() || *at != d.model)
           gpuModels_.insert(at, d.model);
+        ++gpuCount_;
         PoolDevice& gpu = devices_.back();
         gpu.slot = static_cast<int>(owner.gpus.size());
         owner.gpus.push_back(i);

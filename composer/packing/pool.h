@@ -82,6 +82,7 @@ class Pool {
   [[nodiscard]] const std::vector<PoolSwitch>& switches() const { return switches_; }
   [[nodiscard]] const std::vector<PoolHost>& hosts() const { return hosts_; }
   [[nodiscard]] int freeCount() const { return freeCount_; }
+  [[nodiscard]] int gpuCount() const { return gpuCount_; }  // every GPU under a switch, free or not
   // Every GPU model in the pool, free or not, sorted: a request for another can never fit.
   [[nodiscard]] const std::vector<std::string>& gpuModels() const { return gpuModels_; }
   // The fabric domains' names, in the order their switches first appear (PoolSwitch::domain indexes it).
@@ -126,6 +127,7 @@ class Pool {
   std::unordered_map<std::string, int> deviceByid_;
   std::unordered_map<std::string, int> hostById_;
   int freeCount_ = 0;
+  int gpuCount_ = 0;
   std::shared_ptr<const DemandMix> demand_;
   std::uint64_t demandVersion_ = 0;
 

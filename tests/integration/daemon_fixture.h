@@ -72,10 +72,12 @@ class DaemonTest : public ::testing::Test {
     return op;
   }
 
-  int countDevices(pb::DeviceAllocation allocation) {
+  // The pool's GPUs in that allocation (the embedded default also has 8 NICs and 8 drives).
+  int countGpus(pb::DeviceAllocation allocation) {
     pb::ListDevicesResponse r;
     EXPECT_TRUE(call(&pb::Switchyard::Stub::ListDevices, pb::ListDevicesRequest{}, r).ok());
-    return static_cast<int>(std::count_if(r.devices().begin(), r.devices().end(), [&](auto& d) { return d.allocation() == allocation; }));
+    return static_cast<int>(
+        std::count_if(r.devices().begin(), r.devices().end(), [&](auto& d) { return d.allocation() == allocation && d.kind() == "gpu"; }));
   }
 
   // The simulated switch's own table (written by rename, so always whole; absent before the first bind).

@@ -72,7 +72,7 @@ TEST_F(DaemonTest, ComposeListDecomposeWithYardctl) {
   ASSERT_EQ(decomposed.exitCode, 0) << decomposed.err;
   EXPECT_TRUE(yardctlJson("systems")["systems"].empty());
   EXPECT_TRUE(simulatedSwitch().empty());
-  EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_FREE), 16);
+  EXPECT_EQ(countGpus(pb::DEVICE_ALLOCATION_FREE), 16);
 }
 
 TEST_F(DaemonTest, AttachAndDetachOverGrpc) {
@@ -137,7 +137,7 @@ TEST_F(DaemonTest, BadInputGivesAClearErrorAndChangesNothing) {
   pb::ListOperationsResponse ops;
   ASSERT_TRUE(call(&pb::Switchyard::Stub::ListOperations, pb::ListOperationsRequest{}, ops).ok());
   EXPECT_EQ(ops.operations_size(), 1) << "rejected requests leave no operation behind";
-  EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_FREE), 15);
+  EXPECT_EQ(countGpus(pb::DEVICE_ALLOCATION_FREE), 15);
 }
 
 TEST_F(DaemonTest, ThirtyTwoParallelComposesNeverShareADevice) {
@@ -169,7 +169,7 @@ TEST_F(DaemonTest, ThirtyTwoParallelComposesNeverShareADevice) {
     for (const auto& b : s.bindings()) EXPECT_TRUE(devices.insert(b.device_id()).second) << b.device_id() << " in two systems";
   }
   EXPECT_EQ(devices.size(), 128u);
-  EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_ALLOCATED), 128);
+  EXPECT_EQ(countGpus(pb::DEVICE_ALLOCATION_ALLOCATED), 128);
 }
 
 TEST_F(DaemonTest, InjectedSwitchFaultsRollBackCleanly) {
@@ -192,7 +192,7 @@ TEST_F(DaemonTest, InjectedSwitchFaultsRollBackCleanly) {
   EXPECT_GT(failed, 0) << "the fault rate should have failed some binds";
   EXPECT_TRUE(yardctlJson("systems")["systems"].empty());
   EXPECT_TRUE(simulatedSwitch().empty()) << "every partial compose was unbound";
-  EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_FREE), 16);
+  EXPECT_EQ(countGpus(pb::DEVICE_ALLOCATION_FREE), 16);
 
   daemon_->kill(SIGTERM);
   startDaemon();
@@ -423,7 +423,7 @@ TEST_F(DaemonTest, PlanExplainsWithoutChangingAnything) {
   auto no = yardctl("plan --gpus 9 --p2p required");
   EXPECT_EQ(no.exitCode, 3);
   EXPECT_NE(no.out.find("host0: peer-to-peer required"), std::string::npos) << no.out;
-  EXPECT_EQ(countDevices(pb::DEVICE_ALLOCATION_FREE), 16);
+  EXPECT_EQ(countGpus(pb::DEVICE_ALLOCATION_FREE), 16);
 }
 
 // Issue 63, item 5: the tour's busy GPU. --sim-gpu-busy makes the simulated host report a GPU at a utilization with a

@@ -9,6 +9,7 @@ import unittest
 import grpc
 
 from harness import YarddTestCase, wait_for
+import switchyard_client
 from switchyard_client import Client, OperationFailed
 from switchyard.v1 import switchyard_pb2
 
@@ -64,7 +65,8 @@ class ClientTest(YarddTestCase):
 
             topology = yard.topology()
             self.assertEqual(len(topology.switches), 2)
-            self.assertEqual(len(topology.devices), 16)
+            kinds = [d.kind for d in topology.devices]
+            self.assertEqual((kinds.count("gpu"), kinds.count("nic"), kinds.count("nvme")), (16, 8, 8))
             free = yard.devices(free_only=True)
             self.assertTrue(free)
             self.assertTrue(all(d.switch_id for d in free))
@@ -137,6 +139,43 @@ class ClientTest(YarddTestCase):
             self.assertEqual([s.name for s in yard.systems() if s.name == "train-py"], [])
             stream.cancel()
             reader.join(timeout=5)
+
+    def test_mixed_systems_and_machine_templates(self):
+        """Drives and NICs by count beside GPUs, near them; a template's compose; an override; the template's label."""
+        yardd = self.yardd()
+        with Client(yardd.address, plaintext=True, caller="py-test") as yard:
+            names = [t.name for t in yard.templates()]
+            self.assertEqual(names, ["train-8x", "infer-1x", "storage-2x"], "yardd's examples when no --templates is given")
+            train = next(t for t in yard.templates() if t.name == "train-8x")
+            self.assertEqual(train.shape, "8 GPU(s) (p2p required), 4 NIC(s) under the GPUs' switches, 2 NVMe drive(s)")
+
+            yard.wait(yard.compose("mixed", gpus=2, nics=1, nvme=1, peer_to_peer="required").id)
+            kinds = {d.id: d.kind for d in yard.devices()}
+            bound = [b.device_id for b in yard.system("mixed").bindings]
+            self.assertEqual(sorted(kinds[d] for d in bound), ["gpu", "gpu", "nic", "nvme"])
+            gpu_switch = next(d for d in bound if kinds[d] == "gpu").split("-")[0]
+            nic = next(d for d in bound if kinds[d] == "nic")
+            self.assertEqual(nic.split("-")[0], gpu_switch, "the NIC sits under the GPUs' switch")
+
+            op = yard.wait(yard.compose("trainer", machine_template="train-8x").id)
+            self.assertIn("4 nic", op.explanation)
+            system = yard.system("trainer")
+            self.assertEqual(system.labels["switchyard.io/template"], "train-8x")
+            kinds_bound = sorted(kinds[b.device_id] for b in system.bindings)
+            self.assertEqual((kinds_bound.count("gpu"), kinds_bound.count("nic"), kinds_bound.count("nvme")), (8, 4, 2))
+            # What the request sets replaces the template's part: 1 NIC instead of 4, the template's drives kept.
+            yard.wait(yard.decompose("trainer").id)
+            yard.wait(yard.compose("trainer", machine_template="train-8x", nics=1).id)
+            kinds_bound = sorted(kinds[b.device_id] for b in yard.system("trainer").bindings)
+            self.assertEqual((kinds_bound.count("gpu"), kinds_bound.count("nic"), kinds_bound.count("nvme")), (8, 1, 2))
+
+            with self.assertRaises(grpc.RpcError) as unknown:
+                yard.compose("nope", machine_template="train-64x")
+            self.assertEqual(unknown.exception.code(), grpc.StatusCode.NOT_FOUND)
+            self.assertIn("known: train-8x, infer-1x, storage-2x", unknown.exception.details())
+            with self.assertRaises(grpc.RpcError) as bad:
+                yard.compose("nope", gpus=1, endpoints=[switchyard_client.endpoint_request("fpga", 1)])
+            self.assertEqual(bad.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
 
     def test_a_failed_operation_raises_with_the_reason(self):
         yardd = self.yardd("--sim-fail-next", "1")

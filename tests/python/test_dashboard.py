@@ -50,7 +50,7 @@ class DashboardTest(YarddTestCase):
             self.assertIn(binding.uuid, systems, "the system's GPUs with their host UUIDs")
         switches = dom[dom.index('data-testid="switches"'):dom.index('data-testid="hosts"')]
         self.assertEqual(len(re.findall(r'class="device allocated"', switches)), 5)
-        self.assertEqual(len(re.findall(r'class="device free"', switches)), 11)
+        self.assertEqual(len(re.findall(r'class="device free"', switches)), 27, "11 GPUs, 8 NICs and 8 drives")
         self.assertIn(html.escape("sw0-gpu0 · web-demo"), switches)
         queue = dom[dom.index('data-testid="queue"'):dom.index('data-testid="operations"')]
         self.assertIn("big-wait", queue, "the queue panel lists what waits")

@@ -103,7 +103,7 @@ scrape_configs:
         self.assertEqual(self.value('switchyard_operations_total{kind="decompose",result="succeeded"}'), 1)
         self.assertEqual(self.value('switchyard_requests_refused_total{action="compose",code="ALREADY_EXISTS"}'), 1)
         self.assertEqual(self.value('sum(switchyard_devices{state="allocated"})'), 6)
-        self.assertEqual(self.value('sum(switchyard_devices)'), 16)
+        self.assertEqual(self.value('sum(switchyard_devices)'), 32, "the embedded pool: 16 GPUs, 8 NICs, 8 drives")
         self.assertEqual(self.value('switchyard_systems{state="composed"}'), 2)
         self.assertEqual(self.value('count(switchyard_device_info{UUID=~"GPU-.+", pci_bus_id!=""})'), 6,
                          "each device in a system carries its host UUID and PCI address, named as DCGM exporter names them")

@@ -178,26 +178,29 @@ class Client:
     # Changes: each returns the accepted Operation at once; wait() follows it. `request_id` is the client's
     # idempotency key: the same key sent again (after a lost reply) returns the first request's operation.
 
-    def compose(self, name: str, gpus: int = 1, *, model: str = "", min_memory_gib: int = 0, peer_to_peer="",
+    def compose(self, name: str, gpus: Optional[int] = None, *, model: str = "", min_memory_gib: int = 0, peer_to_peer="",
                 host: str = "", device_ids: Sequence[str] = (), mig_profiles: Sequence[str] = (), share_milli: int = 0,
                 tenant: str = "", labels: Optional[Mapping[str, str]] = None, request_id: str = "", queue: bool = False,
                 priority_class: str = "", queue_timeout_seconds: float = 0, lease_seconds: float = 0,
                 memory_gib: int = 0, nics: int = 0, nvme: int = 0,
-                endpoints: Sequence["switchyard_pb2.EndpointRequest"] = ()) -> "switchyard_pb2.Operation":
+                endpoints: Sequence["switchyard_pb2.EndpointRequest"] = (), machine_template: str = "") -> "switchyard_pb2.Operation":
         """A new system `name` with `gpus` whole GPUs, or the MIG instances `mig_profiles` (["3g", "1g"]), or a
         time-sliced `share_milli` of one GPU (250: a quarter), or the explicit `device_ids` (with `host`);
         `memory_gib` adds pooled CXL memory from the host's own switches (gpus=0 with it: memory alone); `nics` and
         `nvme` add that many NICs and drives, near the GPUs (`endpoints`: endpoint_request() values for models, sizes
-        and affinity).
+        and affinity). `machine_template` starts from a template (templates()): what else is given replaces its part
+        (gpus left unsaid keeps the template's GPUs; without a template it is 1).
         peer_to_peer: "required" (one switch or fail), "preferred" (the default), "none", or a PeerToPeer value.
         queue=True waits in yardd's queue when it does not fit now (the Operation comes back QUEUED and wait()
         follows it to its end); lease_seconds decomposes the system that long after it is composed."""
+        if gpus is None:
+            gpus = 0 if machine_template else 1
         request = switchyard_pb2.ComposeRequest(
             name=name, gpus=gpu_request(gpus, model=model, min_memory_gib=min_memory_gib, peer_to_peer=peer_to_peer, host=host,
                                         device_ids=device_ids, mig_profiles=mig_profiles, share_milli=share_milli),
             tenant=tenant, labels=dict(labels or {}), request_id=request_id, queue=queue, priority_class=priority_class,
             queue_timeout_seconds=int(queue_timeout_seconds), lease_seconds=int(lease_seconds),
-            endpoints=_endpoints(nics, nvme, endpoints))
+            endpoints=_endpoints(nics, nvme, endpoints), machine_template=machine_template)
         if memory_gib:
             request.memory.gib = int(memory_gib)
         return self._call("yard.Compose", request)
@@ -283,6 +286,10 @@ class Client:
         return self._yard.Watch(switchyard_pb2.WatchRequest(after_sequence=after_sequence, from_start=from_start, types=list(types),
                                                             subjects=list(subjects), system=system),
                                 timeout=timeout, metadata=self._metadata)
+
+    def templates(self) -> List["switchyard_pb2.MachineTemplate"]:
+        """The machine templates compose(machine_template=...) starts from (name, description, shape, gpus, endpoints, ...)."""
+        return list(self._call("yard.ListTemplates", switchyard_pb2.ListTemplatesRequest()).templates)
 
     # Who you are.
 

@@ -1,0 +1,103 @@
+// Mixed systems through the engine (ADR 0031): GPUs, drives and NICs composed together and given back
+// together, a template's compose, a queued mixed request that survives a restart, and quotas that count
+// GPUs as GPUs.
+#include <gtest/gtest.h>
+
+#include "tests/support/topology_builder.h"
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+class EngineMixedTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    // Two hosts; sw0 holds 4 GPUs and 2 NICs, sw1 4 GPUs, 1 NIC and 2 drives; h0 reaches both switches, h1 only sw1.
+    startFabric(testing::TopologyBuilder()
+                    .sw("sw0").sw("sw1")
+                    .gpus("sw0", 4).nics("sw0", 2)
+                    .gpus("sw1", 4).nics("sw1", 1).drives("sw1", 2)
+                    .host("h0", {"sw0", "sw1"}).host("h1", {"sw1"})
+                    .build());
+  }
+  static ComposeRequest want(const std::string& name, int gpus, int nics, int drives, const std::string& tenant = "default") {
+    ComposeRequest r{name, {}, {}};
+    r.placement.gpuCount = gpus;
+    r.placement.peerToPeer = PeerToPeer::kRequired;
+    if (nics > 0) r.placement.endpoints.push_back({DeviceKind::kNic, nics, "", 0, Affinity::kSwitch});
+    if (drives > 0) r.placement.endpoints.push_back({DeviceKind::kNvme, drives, "", 0, Affinity::kDomain});
+    r.placement.tenant = tenant;
+    return r;
+  }
+  static int count(const System& s, std::string_view kind) {
+    return static_cast<int>(std::count_if(s.bindings.begin(), s.bindings.end(), [&](const Binding& b) { return b.deviceId.find(kind) != std::string::npos; }));
+  }
+};
+
+TEST_F(EngineMixedTest, GpusDrivesAndNicsAreBoundTogetherAndGoBackTogether) {
+  start();
+  const Operation op = run(engine_->compose(Caller::local(), want("train", 4, 1, 1)));
+  ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
+  auto s = engine_->getSystem("train");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(count(*s, "gpu"), 4);
+  EXPECT_EQ(count(*s, "nic"), 1);
+  EXPECT_EQ(count(*s, "nvme"), 1);
+  // The NIC sits under the GPUs' switch (affinity switch).
+  const std::string gpuSwitch = s->bindings.front().deviceId.substr(0, 3);
+  for (const auto& b : s->bindings)
+    if (b.deviceId.find("nic") != std::string::npos) EXPECT_EQ(b.deviceId.substr(0, 3), gpuSwitch);
+  EXPECT_EQ(fabricBindings().size(), 6u);
+  // Another NIC for the running system, then all of it back at decompose.
+  AttachRequest more{"train", {}, {}};
+  more.placement.endpoints = {{DeviceKind::kNic, 1, "", 0, Affinity::kDomain}};
+  ASSERT_EQ(run(engine_->attach(Caller::local(), more)).state, OperationState::kSucceeded);
+  EXPECT_EQ(count(*engine_->getSystem("train"), "nic"), 2);
+  ASSERT_EQ(run(engine_->decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
+  EXPECT_TRUE(fabricBindings().empty());
+}
+
+TEST_F(EngineMixedTest, ATemplatesComposeCarriesItsNameAndAnUnknownOneChangesNothing) {
+  start();  // the engine's default templates: the examples (infer-1x: 1 GPU and a NIC under its switch)
+  ComposeRequest r{"svc", {}, {}};
+  r.machineTemplate = "infer-1x";
+  r.peerToPeerAsked = false;
+  const Operation op = run(engine_->compose(Caller::local(), r));
+  ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
+  auto s = engine_->getSystem("svc");
+  EXPECT_EQ(count(*s, "gpu"), 1);
+  EXPECT_EQ(count(*s, "nic"), 1);
+  EXPECT_EQ(s->labels.at(std::string(kTemplateLabel)), "infer-1x");
+  r.name = "other";
+  r.machineTemplate = "no-such";
+  auto unknown = engine_->compose(Caller::local(), r);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, Code::kNotFound);
+  EXPECT_FALSE(engine_->getSystem("other"));
+}
+
+TEST_F(EngineMixedTest, AQueuedMixedRequestKeepsItsDrivesAcrossARestart) {
+  start();
+  // Both drives taken: a request for one waits.
+  ASSERT_EQ(run(engine_->compose(Caller::local(), want("disks", 0, 0, 2))).state, OperationState::kSucceeded);
+  auto queued = want("later", 1, 0, 1);
+  queued.queue = true;
+  auto accepted = engine_->compose(Caller::local(), queued);
+  ASSERT_TRUE(accepted) << accepted.error().message;
+  EXPECT_EQ(accepted->state, OperationState::kQueued);
+  start();  // restart: the queue is read back from the store
+  ASSERT_EQ(run(engine_->decompose(Caller::local(), "disks")).state, OperationState::kSucceeded);
+  auto done = engine_->waitOperation(accepted->id, 10s);
+  ASSERT_TRUE(done);
+  EXPECT_EQ(done->state, OperationState::kSucceeded) << done->error;
+  EXPECT_EQ(count(*engine_->getSystem("later"), "nvme"), 1);
+}
+
+TEST_F(EngineMixedTest, AGpuQuotaCountsGpusOnly) {
+  quotas_["team-a"] = TenantQuota{.maxGpus = 1};
+  start();
+  EXPECT_EQ(run(engine_->compose(Caller::local(), want("a1", 1, 1, 2, "team-a"))).state, OperationState::kSucceeded);
+}
+
+}  // namespace
+}  // namespace switchyard
