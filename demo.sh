@@ -31,7 +31,9 @@ step hosts
 step devices
 step plan --gpus 4 --p2p required --explain
 step compose train-a --gpus 4 --p2p required --label team=vision
-step compose infer-b --gpus 2 --model A100-SXM4-40GB
+step compose infer-b --gpus 2 --model A100-SXM4-40GB --nic 1 --affinity nic:gpu=switch
+step templates
+step compose ckpt --template storage-2x
 step systems
 step systems train-a
 step capacity
@@ -39,6 +41,7 @@ step topology
 step devices
 step decompose train-a
 step decompose infer-b
+step decompose ckpt
 step ops
 step audit
 printf '\nyardd log: %s/yardd.log\n' "$STATE_DIR"

@@ -313,6 +313,13 @@ void printCapacity(const pb::Capacity& c, std::ostream& out) {
     out << fmt::format("{} GiB of pooled memory free (compose --memory takes whole logical devices from the host's own switches)\n",
                        c.free_pooled_memory_gib());
   }
+  if (c.templates_size() > 0) {
+    Table fit({"TEMPLATE", "FIT NOW"});
+    for (const auto& n : c.templates()) fit.add({n.name(), n.fits() >= 100 ? "100+" : std::to_string(n.fits())});
+    out << "\n";
+    fit.print(out);
+    out << "(whole systems of each machine template, one after another: `yardctl templates` says what each asks for)\n";
+  }
   if (!c.demand().empty()) {
     Table d({"RECENT DEMAND", "SAME SWITCH", "MODEL", "SHARE"});
     for (const auto& s : c.demand())

@@ -1,7 +1,7 @@
 # bash completion for yardctl (installed as /usr/share/bash-completion/completions/yardctl).
 # Subcommands and flags come from yardctl's own --help, so they never fall behind the program; system names
 # (after decompose, attach, detach, renew, systems, systems forget) and device ids (-d, devices release) come from
-# the yardd that yardctl would talk to; flag values (-o, --p2p, --by, ops --type/--state) are listed here.
+# the yardd that yardctl would talk to; flag values (-o, --p2p, --by, --affinity, ops --type/--state) are listed here, templates come from yardd.
 
 _yardctl_help() {  # the --help text of `yardctl WORDS...`, cached for this shell
     local key="_$*"
@@ -17,6 +17,10 @@ _yardctl_subcommands() {  # the subcommands `yardctl WORDS...` takes
 
 _yardctl_flags() {
     _yardctl_help "$@" | grep -oE '(^|[ ,])--?[a-zA-Z][a-zA-Z0-9-]*' | sed -E 's/^[ ,]//' | sort -u
+}
+
+_yardctl_templates() {  # the machine templates yardd offers
+    yardctl templates -o json 2>/dev/null | grep -oE '"name": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/'
 }
 
 _yardctl() {
@@ -43,6 +47,8 @@ _yardctl() {
         --state) [[ ${chain[0]} == ops ]] && { COMPREPLY=($(compgen -W "queued running rolling-back succeeded failed" -- "$cur")); return; } ;;
         -d|--device) COMPREPLY=($(compgen -W "$(yardctl devices -o json 2>/dev/null | grep -oE '"id": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/')" -- "$cur")); return ;;
         --priority) COMPREPLY=($(compgen -W "production batch spot" -- "$cur")); return ;;
+        --affinity) COMPREPLY=($(compgen -W "nic:gpu=switch nic:gpu=domain nvme:gpu=switch nvme:gpu=domain" -- "$cur")); return ;;
+        -t|--template) COMPREPLY=($(compgen -W "$(_yardctl_templates)" -- "$cur")); return ;;
         --ca|--cert|--key|--token-file|-f|--file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         --context) COMPREPLY=($(compgen -W "$(yardctl context list -o json 2>/dev/null | grep -oE '"name": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/')" -- "$cur")); return ;;
     esac
@@ -57,6 +63,8 @@ _yardctl() {
             candidates+=" $(yardctl context list -o json 2>/dev/null | grep -oE '"name": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/')" ;;
         "devices release")
             candidates+=" $(yardctl devices -o json 2>/dev/null | grep -oE '"id": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/')" ;;
+        templates)
+            candidates+=" $(_yardctl_templates)" ;;
         decompose|attach|detach|renew|systems|"systems forget"|"queue cancel")
             candidates+=" $(yardctl systems -o json 2>/dev/null | grep -oE '"name": *"[^"]*"' | sed -E 's/.*"([^"]*)"$/\1/')" ;;
     esac

@@ -170,6 +170,11 @@ void toProto(const CapacityReport& r, pb::Capacity& out) {
     pm->set_total_devices(m.totalDevices);
   }
   out.set_free_pooled_memory_gib(r.freePooledMemoryGiB);
+  for (const auto& n : r.named) {
+    auto& t = *out.add_templates();
+    t.set_name(n.name);
+    t.set_fits(n.fits);
+  }
   out.set_attachable_mig_gpus(r.attachableMigGpus);
   out.set_attachable_gpus(r.attachableGpus);
   for (const auto& c : r.shares) {

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "composer/engine/engine.h"
+#include "composer/engine/machine_templates.h"
 #include "composer/engine/engine_control.h"
 #include "composer/packing/gpu_shares.h"
 
@@ -53,7 +54,13 @@ Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes,
   // On the caller's thread, on the packing core's pool rebuilt from the view: however long it takes at
   // scale, no compose waits for it.
   SY_ASSIGN(const auto v, readableView());
-  CapacityQuery query{shapes, migProfiles, {}, shareMilli, {}};
+  CapacityQuery query{shapes, migProfiles, {}, shareMilli, {}, {}};
+  for (const auto& t : options_.templates) {
+    ComposeRequest asked;
+    asked.machineTemplate = t.name;
+    asked.peerToPeerAsked = false;
+    if (auto made = applyTemplate(options_.templates, asked)) query.named.emplace_back(t.name, std::move(made->placement));
+  }
   v->systems.forEach([&](const System& s) {
     query.gpuInstances.insert(query.gpuInstances.end(), s.gpuInstances.begin(), s.gpuInstances.end());
     query.gpuShares.insert(query.gpuShares.end(), s.gpuShares.begin(), s.gpuShares.end());

@@ -40,6 +40,22 @@ std::vector<int> placeRepeatedly(const ComposableScheduler& scheduler, Pool pool
   return placed;
 }
 
+// How many systems of a whole request fit one after another (each takes a host: a bounded loop).
+int fitsRepeatedly(const ComposableScheduler& scheduler, Pool pool, PlacementRequest request) {
+  request.explain = false;
+  int placed = 0;
+  for (std::size_t round = 0; round < pool.hosts().size() && placed < kNamedCapacityLimit; ++round) {
+    PlacementDecision d = place(scheduler, pool, request);
+    if (!d.placement || d.placement->devices.empty()) break;
+    for (const auto& device : d.placement->devices) pool.setFree(pool.deviceIndex(device.deviceId), false);
+    const int host = pool.hostIndex(d.placement->hostId);
+    pool.addAttached(host, static_cast<int>(d.placement->devices.size()));
+    pool.setInSystem(host, true);
+    ++placed;
+  }
+  return placed;
+}
+
 // Free GPUs (MIG-capable ones only, when asked) that hosts can still attach: one at a time, to any host
 // with room (a new system or an attach), until none fits.
 int attachableGpus(const ComposableScheduler& scheduler, Pool pool, bool migCapable) {
@@ -126,6 +142,7 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
     }
     report.shapes.push_back({shape, total});
   }
+  for (const auto& [name, request] : query.named) report.named.push_back({name, fitsRepeatedly(scheduler, pool, request)});
   if (!query.shareMilli.empty()) {
     report.attachableGpus = attachableGpus(scheduler, pool, false);
     const auto room = shareRoom(query.gpuShares);

@@ -61,6 +61,14 @@ struct PooledMemoryCapacity {
   int totalDevices = 0;
 };
 
+// How many systems of a named request (a machine template) fit now, one after another: at most
+// kNamedCapacityLimit are counted (each is a placement: a bound on the cost at scale).
+inline constexpr int kNamedCapacityLimit = 100;
+struct NamedCapacity {
+  std::string name;
+  int fits = 0;  // kNamedCapacityLimit: that many or more
+};
+
 struct CapacityReport {
   int freeGpus = 0;      // free and not critical
   int strandedGpus = 0;  // free, yet no host that could take a new system reaches them
@@ -76,6 +84,7 @@ struct CapacityReport {
   std::vector<DomainCapacity> domains;  // one per fabric domain, in Pool::domains() order
   std::vector<PooledMemoryCapacity> pooledMemory;  // one per switch with cxl-memory devices, in switch order
   int freePooledMemoryGiB = 0;
+  std::vector<NamedCapacity> named;  // one per CapacityQuery::named, in its order
 };
 
 struct CapacityQuery {
@@ -84,6 +93,8 @@ struct CapacityQuery {
   std::vector<GpuInstance> gpuInstances;  // every live system's MIG instances
   std::vector<int> shareMilli;            // empty: no share rows
   std::vector<GpuShare> gpuShares;        // every live system's shares
+  // Whole requests by name (machine templates: GPUs, memory, drives and NICs), counted as they would be placed.
+  std::vector<std::pair<std::string, PlacementRequest>> named;
 };
 
 

@@ -227,6 +227,11 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
                 {"peer_to_peer", c.shape.peerToPeer == PeerToPeer::kRequired ? "required" : "any"},
                 {"modelName", c.shape.model}},
                c.placeable);
+  out.family("switchyard_template_capacity",
+             "How many more systems of each machine template could be composed now, one after another (GPUs, memory, drives and NICs; "
+             "at most 100 counted).",
+             Type::kGauge);
+  for (const auto& n : capacity.named) out.sample({{"template", n.name}}, n.fits);
   out.family("switchyard_domain_gpus_free", "Free GPUs that are not critical, per fabric domain (switch manager).", Type::kGauge);
   for (const auto& d : capacity.domains) out.sample({{"domain", d.domain}}, d.freeGpus);
   out.family("switchyard_domain_gpus_stranded", "Stranded free GPUs, per fabric domain.", Type::kGauge);

@@ -139,6 +139,36 @@ class YardctlTest(YarddTestCase):
         device = json.loads(self.ok("systems", "train", "-o", "json"))["bindings"][0]["device_id"]
         self.assertIn(device, complete("yardctl detach train -d "))
         self.assertNotIn("--gpus", complete("yardctl decompose --"), "only the flags decompose takes")
+        self.assertEqual(complete("yardctl compose x --template tr"), ["train-8x"])
+        self.assertEqual(complete("yardctl compose x --affinity nic:gpu=s"), ["nic:gpu=switch"])
+        self.assertIn("--nvme-size", complete("yardctl compose x --nv"))
+
+    def test_mixed_compose_and_templates_from_the_command_line(self):
+        yardd = self.yardd()
+        self.ok("context", "set", "lab", "--server", yardd.address, "--plaintext")
+        listing = self.ok("templates")
+        self.assertIn("train-8x", listing)
+        self.assertIn("8 GPU(s) (p2p required), 4 NIC(s) under the GPUs' switches, 2 NVMe drive(s)", listing)
+        shown = self.ok("templates", "infer-1x")
+        self.assertIn("compose one: yardctl compose NAME --template infer-1x", shown)
+        self.assertEqual(self.yardctl("templates", "nope").returncode, 3)
+        composed = self.yardctl("compose", "net", "--gpus", "2", "--nic", "1", "--nvme", "1", "--affinity", "nic:gpu=switch")
+        self.assertEqual(composed.returncode, 0, composed.stderr)
+        self.assertIn("1 nic", composed.stdout + composed.stderr, "the placement says where the NIC went")
+        system = json.loads(self.ok("systems", "net", "-o", "json"))
+        ids = [b["device_id"] for b in system["bindings"]]
+        self.assertEqual(sum("-nic" in d for d in ids), 1)
+        self.assertEqual(sum("-nvme" in d for d in ids), 1)
+        self.ok("compose", "svc", "--template", "infer-1x", "--label", "team=web")
+        labels = json.loads(self.ok("systems", "svc", "-o", "json"))["labels"]
+        self.assertEqual(labels, {"switchyard.io/template": "infer-1x", "team": "web"})
+        self.assertIn("svc", self.ok("systems", "-l", "switchyard.io/template=infer-1x"))
+        bad = self.yardctl("compose", "x", "--gpus", "1", "--affinity", "gpu:nic=switch")
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("nic:gpu=switch", bad.stderr)
+        too_many = self.yardctl("compose", "x", "--nvme", "20")
+        self.assertEqual(too_many.returncode, 3)
+        self.assertIn("no host can take 20 NVMe drive(s)", too_many.stderr)
 
     def test_label_selectors_and_filters_on_ops_and_watch(self):
         yardd = self.yardd()

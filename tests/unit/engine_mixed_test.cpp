@@ -3,6 +3,8 @@
 // GPUs as GPUs.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "tests/support/topology_builder.h"
 #include "tests/unit/engine_fixture.h"
 
@@ -91,6 +93,17 @@ TEST_F(EngineMixedTest, AQueuedMixedRequestKeepsItsDrivesAcrossARestart) {
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state, OperationState::kSucceeded) << done->error;
   EXPECT_EQ(count(*engine_->getSystem("later"), "nvme"), 1);
+}
+
+TEST_F(EngineMixedTest, CapacityCountsWholeSystemsOfEachTemplate) {
+  start();
+  const auto report = engine_->capacity(defaultShapes());
+  ASSERT_TRUE(report) << report.error().message;
+  std::map<std::string, int> fits;
+  for (const auto& n : report->named) fits[n.name] = n.fits;
+  // infer-1x (1 GPU, a NIC under its switch): one per host; train-8x (8 GPUs under one switch): none here;
+  // storage-2x (2 drives): the pool's two drives make one.
+  EXPECT_EQ(fits, (std::map<std::string, int>{{"infer-1x", 2}, {"storage-2x", 1}, {"train-8x", 0}}));
 }
 
 TEST_F(EngineMixedTest, AGpuQuotaCountsGpusOnly) {
