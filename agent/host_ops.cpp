@@ -380,6 +380,36 @@ std::vector<DeviceUser> HostOps::usersOf(const PciFunction& function) const {
   return out;
 }
 
+std::vector<std::string> HostOps::kernelHoldsOf(const PciFunction& function) const {
+  const auto dir = options_.sysfsRoot / "bus/pci/devices" / toString(function.address);
+  std::vector<std::string> out;
+  std::vector<std::string> nodes;  // /dev/nvme0n (namespaces and partitions begin so)
+  std::error_code ec;
+  for (const auto& c : std::filesystem::directory_iterator(dir / "nvme", ec)) nodes.push_back("/dev/" + c.path().filename().string() + "n");
+  auto onDrive = [&](const std::string& source) {
+    return std::any_of(nodes.begin(), nodes.end(), [&](const std::string& n) { return source.starts_with(n); });
+  };
+  if (!nodes.empty()) {
+    std::istringstream mounts(readFile(options_.procRoot / "mounts"));
+    for (std::string line; std::getline(mounts, line);) {
+      std::istringstream fields(line);
+      std::string source, target;
+      if (fields >> source >> target && onDrive(source)) out.push_back(fmt::format("{} is mounted at {}", source, target));
+    }
+    std::istringstream swaps(readFile(options_.procRoot / "swaps"));
+    for (std::string line; std::getline(swaps, line);) {
+      std::istringstream fields(line);
+      std::string source;
+      if (fields >> source && onDrive(source)) out.push_back(fmt::format("{} is in use as swap", source));
+    }
+  }
+  for (const auto& i : std::filesystem::directory_iterator(dir / "net", ec)) {
+    const auto name = i.path().filename().string();
+    if (trim(readFile(i.path() / "operstate")) == "up") out.push_back(fmt::format("its network interface {} is up (take it down first)", name));
+  }
+  return out;
+}
+
 Result<DetachOutcome> HostOps::prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun, const std::vector<MigRequest>& mig,
                                              const std::string& reason) const {
   SY_ASSIGN(auto functions, scanner_.scan());
@@ -400,6 +430,7 @@ Result<DetachOutcome> HostOps::prepareDetach(const std::vector<ExpectedDevice>& 
     present.emplace_back(&e, &*it);
     for (const auto& user : usersOf(*it))
       busy.push_back(fmt::format("{} at {} is in use by pid {} ({}) holding {}", e.deviceId, toString(it->address), user.pid, user.command, user.path));
+    for (const auto& hold : kernelHoldsOf(*it)) busy.push_back(fmt::format("{} at {}: {}", e.deviceId, toString(it->address), hold));
   }
   // Checked whole before anything changes: one busy device refuses the release of all.
   if (!busy.empty()) return fail(Code::kFailedPrecondition, fmt::format("{}", fmt::join(busy, "; ")));

@@ -129,6 +129,11 @@ class HostOps {
   // The processes holding the function open (its /dev/nvidiaN node, an NVMe controller's /dev/nvmeN or one of
   // its namespaces or partitions, or one of its sysfs files).
   [[nodiscard]] std::vector<DeviceUser> usersOf(const PciFunction& function) const;
+  // What the host's own kernel holds the function by, besides processes: for a drive, a filesystem of one of
+  // its namespaces or partitions mounted (<proc>/mounts) or used as swap (<proc>/swaps); for a NIC, one of its
+  // network interfaces up (<sysfs>/.../net/IF/operstate: RDMA traffic needs no IP address, so up is enough).
+  // Each a sentence; empty when nothing holds it.
+  [[nodiscard]] std::vector<std::string> kernelHoldsOf(const PciFunction& function) const;
 
   [[nodiscard]] const HostOpsOptions& options() const { return options_; }
 

@@ -172,6 +172,34 @@ TEST_F(HostOpsTest, ADriveWhoseNamespaceAProcessHoldsIsNotReleased) {
   EXPECT_EQ(refused.error().message.find("4444"), std::string::npos) << refused.error().message;
 }
 
+// The host's own kernel holds a drive while a filesystem on it is mounted or it is swap, and a NIC while its
+// interface is up: reclaim and decompose never pull either from under the host (issue 62, item 5).
+TEST_F(HostOpsTest, AMountedDriveAndANicThatIsUpAreNotReleased) {
+  gpuAppears();
+  const auto dev = sysfs() / "bus/pci/devices" / kGpu;
+  testing::writeFile(dev / "nvme/nvme3/serial", "SY-GPU-0007\n");
+  testing::writeFile(proc() / "mounts", "/dev/nvme31n1 /other ext4 rw 0 0\n/dev/nvme3n1p1 /checkpoints xfs rw,relatime 0 0\n");
+  auto mounted = HostOps(options()).prepareDetach({{"sw0-nvme0", "SY-GPU-0007", 0, "sw0-usp0"}}, false);
+  ASSERT_FALSE(mounted);
+  EXPECT_EQ(mounted.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(mounted.error().message.find("/dev/nvme3n1p1 is mounted at /checkpoints"), std::string::npos) << mounted.error().message;
+  EXPECT_EQ(mounted.error().message.find("/other"), std::string::npos) << "another controller's mount is not this drive's";
+  testing::writeFile(proc() / "mounts", "");
+  testing::writeFile(proc() / "swaps", "Filename\tType\tSize\tUsed\tPriority\n/dev/nvme3n1p2 partition 8388604 0 -2\n");
+  auto swap = HostOps(options()).prepareDetach({{"sw0-nvme0", "SY-GPU-0007", 0, "sw0-usp0"}}, true);
+  ASSERT_FALSE(swap);
+  EXPECT_NE(swap.error().message.find("/dev/nvme3n1p2 is in use as swap"), std::string::npos) << swap.error().message;
+  testing::writeFile(proc() / "swaps", "Filename\tType\tSize\tUsed\tPriority\n");
+  std::filesystem::remove_all(dev / "nvme");
+
+  testing::writeFile(dev / "net/ens7f0np0/operstate", "up\n");
+  auto up = HostOps(options()).prepareDetach({gpu()}, true);
+  ASSERT_FALSE(up);
+  EXPECT_NE(up.error().message.find("its network interface ens7f0np0 is up"), std::string::npos) << up.error().message;
+  testing::writeFile(dev / "net/ens7f0np0/operstate", "down\n");
+  EXPECT_TRUE(HostOps(options()).prepareDetach({gpu()}, true)) << "down: released";
+}
+
 TEST_F(HostOpsTest, ReleaseUnbindsTheDriverThenRemovesTheFunctionAndADryRunOnlySaysSo) {
   gpuAppears();
   auto options = this->options();
