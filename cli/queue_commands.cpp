@@ -53,10 +53,10 @@ void addUsage(CLI::App& app, const CommandContext& ctx) {
     pb::UsageResponse r;
     if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::GetUsage, *req, r)) != kExitOk) return;
     if (ctx.g.output == "csv") {
-      std::cout << "tenant,system_id,system_name,model,gpu_hours,systems,idle_gpu_hours,memory_gib_hours\n";
+      std::cout << "tenant,system_id,system_name,model,gpu_hours,systems,idle_gpu_hours,memory_gib_hours,device_hours\n";
       for (const auto& row : r.rows())
-        std::cout << fmt::format("{},{},{},{},{:.4f},{},{:.4f},{:.4f}\n", row.tenant(), row.system_id(), row.system_name(), row.model(), row.gpu_hours(),
-                                 row.systems(), row.idle_gpu_hours(), row.memory_gib_hours());
+        std::cout << fmt::format("{},{},{},{},{:.4f},{},{:.4f},{:.4f},{:.4f}\n", row.tenant(), row.system_id(), row.system_name(), row.model(),
+                                 row.gpu_hours(), row.systems(), row.idle_gpu_hours(), row.memory_gib_hours(), row.device_hours());
       return;
     }
     emit(ctx.g, r, printUsage);

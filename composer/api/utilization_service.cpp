@@ -64,11 +64,12 @@ grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::Ge
       double seconds = 0;
       double idleSeconds = 0;
       double memoryGiBSeconds = 0;
+      double deviceSeconds = 0;
       std::set<SystemId> systems;
       UsageRow first;
     };
     std::map<std::string, Sum> sums;
-    double total = 0, totalIdle = 0, totalMemory = 0;
+    double total = 0, totalIdle = 0, totalMemory = 0, totalDevices = 0;
     for (const auto& r : report->rows) {
       const std::string key = by == "tenant" ? r.tenant : by == "system" ? r.systemId : by == "model" ? r.model : r.tenant + "|" + r.systemId + "|" + r.model;
       Sum& s = sums[key];
@@ -76,10 +77,12 @@ grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::Ge
       s.seconds += r.gpuSeconds;
       s.idleSeconds += r.idleGpuSeconds;
       s.memoryGiBSeconds += r.memoryGiBSeconds;
+      s.deviceSeconds += r.deviceSeconds;
       s.systems.insert(r.systemId);
       total += r.gpuSeconds;
       totalIdle += r.idleGpuSeconds;
       totalMemory += r.memoryGiBSeconds;
+      totalDevices += r.deviceSeconds;
     }
     for (const auto& [key, s] : sums) {
       auto* row = out->add_rows();
@@ -92,6 +95,7 @@ grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::Ge
       row->set_gpu_hours(s.seconds / 3600.0);
       row->set_idle_gpu_hours(s.idleSeconds / 3600.0);
       row->set_memory_gib_hours(s.memoryGiBSeconds / 3600.0);
+      row->set_device_hours(s.deviceSeconds / 3600.0);
       row->set_systems(static_cast<std::int32_t>(s.systems.size()));
     }
     out->set_since(formatTimestamp(report->since));
@@ -100,6 +104,7 @@ grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::Ge
     out->set_total_gpu_hours(total / 3600.0);
     out->set_total_idle_gpu_hours(totalIdle / 3600.0);
     out->set_total_memory_gib_hours(totalMemory / 3600.0);
+    out->set_total_device_hours(totalDevices / 3600.0);
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

@@ -22,7 +22,8 @@ double partOf(const GpuShare& s) { return s.milli / static_cast<double>(kMilliPe
 
 UsageReport computeUsage(const std::vector<Operation>& operations, const std::function<std::string(const DeviceId&)>& modelOf,
                          Timestamp since, Timestamp until, Timestamp now, const std::vector<IdleStretch>& idle,
-                         const std::function<int(const DeviceId&)>& memoryOf) {
+                         const std::function<int(const DeviceId&)>& memoryOf,
+                         const std::function<std::string(const DeviceId&)>& endpointKindOf) {
   UsageReport report{since, until, operations.empty() ? 0 : operations.front().createdAt, {}};
   const Timestamp end = std::min(until, now);
   struct Key {
@@ -46,7 +47,7 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
     if (upTo > from) instanceHeld[k].push_back({from, upTo, it->second.second});
     instanceOpen.erase(it);
   };
-  std::map<std::tuple<std::string, SystemId, std::string>, double> seconds, memoryGiBSeconds;
+  std::map<std::tuple<std::string, SystemId, std::string>, double> seconds, memoryGiBSeconds, deviceSeconds;
   std::map<Key, std::vector<Held>> heldWhen;  // where idle time may count, and at what part of the GPU
   auto charge = [&](const Key& k, const Holding& h, Timestamp to) {
     const Timestamp from = std::max(h.since, since);
@@ -56,6 +57,8 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
     if (model.empty()) {
       if (const int gib = memoryOf ? memoryOf(k.device) : 0; gib > 0)
         memoryGiBSeconds[{k.tenant, k.system, std::string(kPooledMemoryModel)}] += gib * static_cast<double>(upTo - from) / 1e9;
+      else if (const std::string kind = endpointKindOf ? endpointKindOf(k.device) : std::string(); !kind.empty())
+        deviceSeconds[{k.tenant, k.system, kind}] += static_cast<double>(upTo - from) / 1e9;
       return;
     }
     seconds[{k.tenant, k.system, model}] += h.fraction() * static_cast<double>(upTo - from) / 1e9;
@@ -149,6 +152,8 @@ UsageReport computeUsage(const std::vector<Operation>& operations, const std::fu
     }
   for (const auto& [k, s] : memoryGiBSeconds)
     if (s > 0) report.rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), 0, 0, s});
+  for (const auto& [k, s] : deviceSeconds)
+    if (s > 0) report.rows.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), 0, 0, 0, s});
   std::sort(report.rows.begin(), report.rows.end(), [](const UsageRow& a, const UsageRow& b) {
     return std::tie(a.tenant, a.systemId, a.model) < std::tie(b.tenant, b.systemId, b.model);
   });

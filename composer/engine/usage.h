@@ -4,7 +4,8 @@
 // fraction (250 milli: 0.25). A system holds what its succeeded compose and attach operations bound, from
 // the moment each ended, until a succeeded detach or decompose let it go. Of that, the time its GPUs were
 // idle (the idle stretches idle reclaim's samples recorded) is counted apart: never more than was held.
-// Pooled memory (cxl-memory devices) is counted in GiB-hours, in rows of its own (model "cxl-memory").
+// Pooled memory (cxl-memory devices) is counted in GiB-hours, in rows of its own (model "cxl-memory"); drives
+// and NICs in device-hours (drive-hours, NIC-hours), in rows of model "nvme" and "nic".
 #pragma once
 
 #include <functional>
@@ -25,6 +26,7 @@ struct UsageRow {
   double gpuSeconds = 0;
   double idleGpuSeconds = 0;  // of gpuSeconds, idle (a GPU held in parts: while all of them idled, by its part)
   double memoryGiBSeconds = 0;  // pooled memory held (rows of model "cxl-memory")
+  double deviceSeconds = 0;     // drives or NICs held (rows of model "nvme" or "nic")
   std::string systemName;  // filled by Engine::usage (live systems and ended ones the store still holds)
 };
 
@@ -40,9 +42,11 @@ struct UsageReport {
 
 // `operations` oldest first (finished or not; only succeeded ones change what a system holds). `modelOf`
 // names a device's GPU model ("" for a device that is not a GPU: not counted as GPU time); `memoryOf` a
-// pooled-memory device's GiB (0 for others). Open holdings run to min(until, now).
+// pooled-memory device's GiB (0 for others); `endpointKindOf` a drive's or NIC's kind ("nvme", "nic"; "" for
+// others). Open holdings run to min(until, now).
 [[nodiscard]] UsageReport computeUsage(const std::vector<Operation>& operations, const std::function<std::string(const DeviceId&)>& modelOf,
                                        Timestamp since, Timestamp until, Timestamp now, const std::vector<IdleStretch>& idle = {},
-                                       const std::function<int(const DeviceId&)>& memoryOf = {});
+                                       const std::function<int(const DeviceId&)>& memoryOf = {},
+                                       const std::function<std::string(const DeviceId&)>& endpointKindOf = {});
 
 }  // namespace switchyard

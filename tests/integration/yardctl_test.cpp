@@ -139,7 +139,7 @@ TEST_F(DaemonTest, YardctlQueuesWhatDoesNotFitAndComposesItWhenCapacityFrees) {
   EXPECT_GT(usage["total_gpu_hours"].get<double>(), 0.0);
   auto csv = yardctl("-o csv usage --by model");
   EXPECT_EQ(csv.exitCode, 0) << csv.err;
-  EXPECT_EQ(csv.out.rfind("tenant,system_id,system_name,model,gpu_hours,systems,idle_gpu_hours,memory_gib_hours\n", 0), 0u) << csv.out;
+  EXPECT_EQ(csv.out.rfind("tenant,system_id,system_name,model,gpu_hours,systems,idle_gpu_hours,memory_gib_hours,device_hours\n", 0), 0u) << csv.out;
   // Issue 63: a decomposed system keeps its name in usage and its CSV (a was decomposed above).
   const json bySystem = yardctlJson("usage --by system");
   std::set<std::string> named;

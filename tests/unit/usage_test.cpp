@@ -183,5 +183,25 @@ TEST(Usage, PooledMemoryIsChargedInGiBHoursInRowsOfItsOwn) {
   EXPECT_EQ(computeUsage(log, gpuModel, 0, 10 * kHour, 10 * kHour).rows.size(), 1u);
 }
 
+TEST(Usage, DrivesAndNicsAreChargedInDeviceHoursInRowsOfTheirKind) {
+  // A GPU, two drives and a NIC for four hours; one drive detached after one.
+  const std::vector<Operation> log{
+      op(OperationKind::kCompose, "sys-1", "team-a", 0, "bind", {{"g0", "p"}, {"nvme0", "p"}, {"nvme1", "p"}, {"nic0", "p"}}),
+      op(OperationKind::kDetach, "sys-1", "team-a", 1 * kHour, "unbind", {{"nvme1", "p"}}),
+      op(OperationKind::kDecompose, "sys-1", "team-a", 4 * kHour, "unbind", {{"g0", "p"}, {"nvme0", "p"}, {"nic0", "p"}}),
+  };
+  auto gpuModel = [](const DeviceId& d) { return d.rfind("g", 0) == 0 ? std::string("H100") : std::string(); };
+  auto kind = [](const DeviceId& d) { return d.rfind("nvme", 0) == 0 ? std::string("nvme") : d.rfind("nic", 0) == 0 ? std::string("nic") : std::string(); };
+  const UsageReport r = computeUsage(log, gpuModel, 0, 10 * kHour, 10 * kHour, {}, {}, kind);
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[0].model, "H100");
+  EXPECT_DOUBLE_EQ(r.rows[0].gpuSeconds / 3600.0, 4.0);
+  EXPECT_EQ(r.rows[1].model, "nic");
+  EXPECT_DOUBLE_EQ(r.rows[1].deviceSeconds / 3600.0, 4.0);
+  EXPECT_EQ(r.rows[2].model, "nvme");
+  EXPECT_DOUBLE_EQ(r.rows[2].deviceSeconds / 3600.0, 4.0 + 1.0);
+  EXPECT_DOUBLE_EQ(r.rows[2].gpuSeconds, 0.0);
+}
+
 }  // namespace
 }  // namespace switchyard
