@@ -192,7 +192,7 @@ void FmApiService::attach(Call call) {
   const json& spec = update->specs.front();
   const std::string type = spec.value("res_type", std::string());
   if (type != "gpu")
-    return call.fail(Error{Code::kInvalidArgument, fmt::format("res_type '{}': this API attaches GPUs (\"gpu\"); name other devices with yardctl attach -d", type)});
+    return call.fail(Error{Code::kInvalidArgument, fmt::format("res_type '{}': this API attaches GPUs (\"gpu\"); drives and NICs: yardctl attach --nvme N or --nic N", type)});
   const json conditions = spec.contains("res_spec") && spec["res_spec"].is_object() ? spec["res_spec"].value("condition", json::array()) : json::array();
   auto model = modelOf(conditions);
   if (!model) return call.fail(model.error());
