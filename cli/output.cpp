@@ -73,7 +73,7 @@ void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
     out << "no composed systems (create one with `yardctl compose NAME --gpus N`)\n";
     return;
   }
-  Table t({"ID", "NAME", "HOST", "STATE", "GPUS", "MIG", "SHARES", "TENANT", "DEVICES"});
+  Table t({"ID", "NAME", "HOST", "STATE", "BOUND", "MIG", "SHARES", "TENANT", "DEVICES"});  // BOUND: devices of every kind
   for (const auto& s : r.systems()) {
     std::string devices;
     for (const auto& b : s.bindings()) devices += (devices.empty() ? "" : ",") + b.device_id();
