@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "composer/model/endpoint_demand.h"
 #include "switchyard/v1/switchyard.grpc.pb.h"
 
 namespace yardctl {
@@ -92,12 +93,8 @@ struct GpuFlags {
                     "(anywhere the host reaches, near the GPUs first: the default); the same for nvme. Repeatable")
         ->check(CLI::Validator(
             [](std::string& v) {
-              const auto colon = v.find(':');
-              const auto eq = v.find('=');
-              const std::string kind = v.substr(0, colon), rest = colon == std::string::npos ? "" : v.substr(colon);
-              if ((kind != "nic" && kind != "nvme") || (rest != ":gpu=switch" && rest != ":gpu=domain") || eq == std::string::npos)
-                return std::string("expected nic:gpu=switch, nic:gpu=domain, nvme:gpu=switch or nvme:gpu=domain");
-              return std::string();
+              std::string error;
+              return switchyard::parseAffinityRule(v, error) ? std::string() : error;
             },
             "KIND:gpu=switch|domain"));
   }
@@ -111,8 +108,10 @@ struct GpuFlags {
       e.set_count(n);
       e.set_model(which);
       e.set_min_capacity_gib(minGiB);
+      std::string error;
       for (const auto& a : affinity)
-        if (a.starts_with(std::string(kind) + ":")) e.set_affinity(a.substr(a.find('=') + 1));
+        if (const auto rule = switchyard::parseAffinityRule(a, error); rule && switchyard::toString(rule->kind) == kind)
+          e.set_affinity(std::string(switchyard::toString(rule->affinity)));
     };
     add("nic", nics, nicModel, 0);
     add("nvme", drives, driveModel, driveSize.empty() ? 0 : parseGiB(driveSize).value_or(0));

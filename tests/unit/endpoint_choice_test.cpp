@@ -43,8 +43,9 @@ TEST(EndpointChoiceTest, NicsGoUnderTheSwitchesOfTheGpusTheyServe) {
 }
 
 TEST(EndpointChoiceTest, SpreadOverTheGpusSwitchesByTheirShare) {
-  // 6 GPUs across sw0 (4) and sw1 (2), 3 NICs: sw0 gets 2 and sw1 1 (2 GPUs per NIC on each).
-  const Topology t = TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 4).nics("sw0", 3).gpus("sw1", 2).nics("sw1", 3).host("h0", {"sw0", "sw1"}).build();
+  // 6 GPUs across sw0 (2) and sw1 (4), 3 NICs: sw1 gets 2 and sw0 1 (2 GPUs per NIC on each). Taking them in
+  // switch order, or all from the first switch, would give sw0 2 or 3.
+  const Topology t = TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 2).nics("sw0", 3).gpus("sw1", 4).nics("sw1", 3).host("h0", {"sw0", "sw1"}).build();
   const Pool pool(t);
   PlacementRequest r;
   r.gpuCount = 6;
@@ -54,7 +55,7 @@ TEST(EndpointChoiceTest, SpreadOverTheGpusSwitchesByTheirShare) {
   ASSERT_TRUE(d.placement) << d.error->message;
   const auto nics = endpointsOfKind(pool, *d.placement, DeviceKind::kNic);
   ASSERT_EQ(nics.size(), 3u);
-  EXPECT_EQ(std::count_if(nics.begin(), nics.end(), [](const DeviceId& id) { return id.starts_with("sw0-"); }), 2);
+  EXPECT_EQ(std::count_if(nics.begin(), nics.end(), [](const DeviceId& id) { return id.starts_with("sw1-"); }), 2);
 }
 
 TEST(EndpointChoiceTest, AffinitySwitchRefusesWhatDomainTakesFromElsewhere) {
