@@ -42,6 +42,26 @@ TEST(GpuActivityParse, TheRecordedH100OutputsIdleAndBusy) {
   EXPECT_EQ(busy.skippedLines, 0);
 }
 
+// The same queries on an H200 (driver 580, a 20 s PyTorch matmul loop for the busy pair), recorded on the lent
+// machine by tests/device/record_machine.sh; the whole-GPU table names no GPU instance.
+TEST(GpuActivityParse, TheRecordedH200OutputsIdleAndBusy) {
+  const auto dir = std::filesystem::path(SWITCHYARD_SOURCE_DIR) / "tests/data/nvidia-smi/h200-141gb";
+  ParsedActivity idle;
+  parseGpuUtilization(readAll(dir / "query-gpu-idle.txt"), idle);
+  parseComputeApps(readAll(dir / "query-apps-idle.txt"), idle);
+  ASSERT_EQ(idle.gpus.size(), 1u);
+  EXPECT_EQ(idle.gpus.at("0000:00:06.0").utilizationPercent, 0);
+  EXPECT_EQ(idle.gpus.at("0000:00:06.0").memoryUsedMiB, 0u);
+  EXPECT_TRUE(idle.processes.empty());
+  ParsedActivity busy;
+  parseGpuUtilization(readAll(dir / "query-gpu-busy.txt"), busy);
+  parseComputeApps(readAll(dir / "query-apps-busy.txt"), busy);
+  EXPECT_EQ(busy.gpus.at("0000:00:06.0").utilizationPercent, 100);
+  EXPECT_EQ(busy.processes.at("0000:00:06.0").at(0), (GpuProcess{865, "python3", 1222}));
+  EXPECT_EQ(busy.skippedLines + idle.skippedLines, 0);
+  EXPECT_TRUE(parseMigProcesses(readAll(dir / "nvidia-smi-busy.txt")).empty()) << "MIG is off: GI N/A";
+}
+
 TEST(GpuActivityParse, UnreadableFieldsAndGarbageNeverMakeAGpuLookIdle) {
   ParsedActivity p;
   parseGpuUtilization("00000000:1B:00.0, [N/A], 0\n00000000:1C:00.0, 7, [N/A]\nNo devices were found\n\n00000000:1D:00.0, 250, 1\n"

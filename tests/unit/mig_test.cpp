@@ -1,5 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+
 #include "composer/model/mig.h"
 
 namespace switchyard {
@@ -94,6 +101,36 @@ TEST(Mig, BestStartKeepsTheLargeProfilesPossible) {
 TEST(Mig, ProfileNamesRoundTrip) {
   for (auto p : kMigProfiles) EXPECT_EQ(parseMigProfile(toString(p)), p);
   EXPECT_FALSE(parseMigProfile("5g"));
+}
+
+// The geometry against a real GPU: `nvidia-smi mig -lgip` recorded on the lent H200 (MIG off; listing the
+// profiles changes nothing; tests/data/nvidia-smi/README.md). Each profile Switchyard places must be one the GPU
+// offers, with as many instances as the GPU allows and the same share of its memory (an eighth is one slice).
+TEST(Mig, TheGeometryIsTheRecordedH200s) {
+  std::ifstream in(std::filesystem::path(SWITCHYARD_SOURCE_DIR) / "tests/data/nvidia-smi/h200-141gb/mig-lgip.txt");
+  ASSERT_TRUE(in);
+  struct Offered {
+    int compute;
+    double memoryGiB;
+    int instances;
+  };
+  std::map<std::string, Offered> offered;
+  const std::regex row(R"(MIG (([0-9])g\.[0-9]+gb(\+me)?)\s+[0-9]+\s+[0-9]+/([0-9]+)\s+([0-9.]+))");
+  std::smatch m;
+  double wholeGiB = 0;
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, m, row) && !m[3].matched) {
+      offered[m[1]] = {std::stoi(m[2]), std::stod(m[5]), std::stoi(m[4])};
+      wholeGiB = std::max(wholeGiB, std::stod(m[5]));
+    }
+  ASSERT_EQ(offered.size(), 6u) << "1g.18gb 1g.35gb 2g.35gb 3g.71gb 4g.71gb 7g.141gb";
+  for (const MigProfile p : {MigProfile::k1g, MigProfile::k2g, MigProfile::k3g, MigProfile::k4g, MigProfile::k7g}) {
+    const auto match = std::find_if(offered.begin(), offered.end(), [&](const auto& o) {
+      return o.second.compute == computeSlices(p) && std::lround(o.second.memoryGiB * 8 / wholeGiB) == memorySlices(p);
+    });
+    ASSERT_NE(match, offered.end()) << toString(p) << " is not a profile the H200 offers";
+    EXPECT_EQ(static_cast<std::size_t>(match->second.instances), allowedStarts(p).size()) << match->first;
+  }
 }
 
 }  // namespace

@@ -75,15 +75,20 @@ TEST(PciScannerTest, AGpuBehindASwitchIsFoundWithItsIdsSerialLinkAndBridges) {
 
 // lspci decodes the same dump with its own code; every serial number and negotiated link it prints
 // must be what the scanner read.
-TEST(PciScannerTest, AgreesWithLspciOnEveryFunction) {
-  const auto dump = kFixtures / "gpu-host-64fn.lspci";
-  std::unique_ptr<FILE, decltype(&pclose)> lspci(popen(("lspci -D -vv -F " + dump.string() + " 2>/dev/null").c_str(), "r"), &pclose);
-  ASSERT_TRUE(lspci);
+// lspci -vv of a dump: each function's serial number and link, as lspci decodes them; empty without lspci.
+struct LspciReading {
   std::map<std::string, std::string> serials, links;
+  bool ran = false;
+};
+
+LspciReading readWithLspci(const std::filesystem::path& dump) {
+  std::unique_ptr<FILE, decltype(&pclose)> lspci(popen(("lspci -D -vv -F " + dump.string() + " 2>/dev/null").c_str(), "r"), &pclose);
+  LspciReading reading;
+  if (!lspci) return reading;
   std::string current, text;
   std::array<char, 512> buffer{};
   while (fgets(buffer.data(), buffer.size(), lspci.get())) text += buffer.data();
-  if (text.empty()) GTEST_SKIP() << "lspci (Debian pciutils) is not installed: ./setup.sh installs it";
+  reading.ran = !text.empty();
   std::istringstream lines(text);
   std::string line;
   const std::regex header(R"(^([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) )"), serial(R"(Device Serial Number ([0-9a-f-]+))"),
@@ -91,17 +96,49 @@ TEST(PciScannerTest, AgreesWithLspciOnEveryFunction) {
   std::smatch m;
   while (std::getline(lines, line)) {
     if (std::regex_search(line, m, header)) current = m[1];
-    else if (std::regex_search(line, m, serial)) serials[current] = m[1];
-    else if (std::regex_search(line, m, link)) links[current] = std::string(m[1]) + " GT/s x" + std::string(m[2]);
+    else if (std::regex_search(line, m, serial)) reading.serials[current] = m[1];
+    else if (std::regex_search(line, m, link)) reading.links[current] = std::string(m[1]) + " GT/s x" + std::string(m[2]);
   }
-  const auto functions = scanDump("gpu-host-64fn.lspci");
-  ASSERT_EQ(functions.size(), 64u);
-  EXPECT_EQ(links.size(), 64u);
+  return reading;
+}
+
+// The scanner and lspci agree on every function's serial number and link (none where lspci prints none).
+void expectAgreesWithLspci(const std::string& name, std::size_t functionCount, std::size_t linkCount) {
+  const auto reading = readWithLspci(kFixtures / name);
+  if (!reading.ran) GTEST_SKIP() << "lspci (Debian pciutils) is not installed: ./setup.sh installs it";
+  const auto functions = scanDump(name);
+  ASSERT_EQ(functions.size(), functionCount);
+  EXPECT_EQ(reading.links.size(), linkCount);
   for (const auto& f : functions) {
     const auto address = toString(f.address);
-    EXPECT_EQ(f.serialNumber ? formatSerialNumber(*f.serialNumber) : "", serials[address]) << address;
-    EXPECT_EQ(linkSpeedText(f.linkGeneration) + " x" + std::to_string(f.linkWidth), links[address]) << address;
+    const auto serial = reading.serials.find(address);
+    const auto link = reading.links.find(address);
+    EXPECT_EQ(f.serialNumber ? formatSerialNumber(*f.serialNumber) : "", serial == reading.serials.end() ? "" : serial->second) << address;
+    EXPECT_EQ(f.linkWidth ? linkSpeedText(f.linkGeneration) + " x" + std::to_string(f.linkWidth) : "",
+              link == reading.links.end() ? "" : link->second)
+        << address;
   }
+}
+
+TEST(PciScannerTest, AgreesWithLspciOnEveryFunction) { expectAgreesWithLspci("gpu-host-64fn.lspci", 64, 64); }
+
+// Recorded on the lent H200 machine (tests/data/pci/README.md): six virtio functions without a PCI Express
+// capability and the GPU, whose serial number sits at 0x2f0 behind Null extended capabilities.
+TEST(PciScannerTest, AgreesWithLspciOnTheRecordedH200Machine) { expectAgreesWithLspci("h200-vm.lspci", 7, 1); }
+
+TEST(PciScannerTest, TheRecordedH200ReadsAsTheGpuItIs) {
+  const auto functions = scanDump("h200-vm.lspci");
+  ASSERT_EQ(functions.size(), 7u);
+  const auto& gpu = functions.back();
+  EXPECT_EQ(toString(gpu.address), "0000:00:06.0");
+  EXPECT_EQ(gpu.vendorId, 0x10de);
+  EXPECT_EQ(gpu.deviceId, 0x2335) << "H200 SXM 141GB";
+  EXPECT_EQ(gpu.classCode, 0x030200u) << "a 3D controller, not a VGA one";
+  ASSERT_TRUE(gpu.serialNumber);
+  EXPECT_EQ(formatSerialNumber(*gpu.serialNumber), "49-42-14-90-bb-2d-b0-48");
+  EXPECT_EQ(linkSpeedText(gpu.linkGeneration), "32 GT/s");
+  EXPECT_EQ(gpu.linkWidth, 16);
+  EXPECT_TRUE(gpu.parents.empty()) << "the VM puts it on the root bus";
 }
 
 TEST(PciScannerTest, AFakeSysfsTreeGivesDriversAndNumaNodes) {
