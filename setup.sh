@@ -53,7 +53,7 @@ PACKAGES=(
   libpci-dev pciutils
   libglib2.0-dev libyaml-dev uuid-dev
   gnuplot-nox libglpk-dev
-  python3-minimal python3-jsonschema redfishtool libssl-dev openssl wrk
+  python3-minimal python3-jsonschema redfishtool python3-sushy libssl-dev openssl wrk
   python3-grpcio python3-protobuf prometheus chromium fonts-dejavu-core etcd-server etcd-client
   libsystemd-dev lintian fakeroot help2man python3-venv python3-pip python3-setuptools python3-wheel ccache
   qemu-system-x86 busybox-static kmod

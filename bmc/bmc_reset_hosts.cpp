@@ -71,4 +71,12 @@ Result<HostRelease> BmcResetHosts::release(const HostId& host, const HostChange&
   return HostRelease{};
 }
 
+Result<void> BmcResetHosts::reset(const HostId& host, const std::string& resetType, const CallOptions& options) {
+  SY_ASSIGN(auto bmc, connect(host, options));
+  spdlog::info("host {}: {} through its BMC, as asked over Redfish", host, resetType);
+  auto done = bmc->reset(resetType);
+  if (!done) return fail(done.error().code, fmt::format("BMC of {}: {}", host, done.error().message));
+  return {};
+}
+
 }  // namespace switchyard::bmc

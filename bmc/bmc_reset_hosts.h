@@ -27,6 +27,10 @@ class BmcResetHosts final : public HostAgents {
   [[nodiscard]] Result<std::vector<HostDeviceIdentity>> admit(const HostId& host, const HostChange& change,
                                                               const CallOptions& options = {}) override;
   [[nodiscard]] Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& options = {}) override;
+  // A reset someone asked for (Redfish ComputerSystem.Reset on the host or a system composed on it), passed to the
+  // host's BMC as it is: the BMC refuses a ResetType it does not allow (kInvalidArgument). It does not wait for
+  // the power state: the caller reads it from the BMC. kFailedPrecondition for a host without a BMC.
+  [[nodiscard]] Result<void> reset(const HostId& host, const std::string& resetType, const CallOptions& options = {});
 
  private:
   [[nodiscard]] Result<std::unique_ptr<HostBmc>> connect(const HostId& host, const CallOptions& options) const;

@@ -1,12 +1,13 @@
 // Redfish resources about who and what: AccountService's Accounts (yardd's identities, read-only: they
-// come from the --identities file) and Roles, and Chassis (an enclosure per switch with its devices as
-// PCIeDevices, a rack-mount chassis per host).
+// come from the --identities file) and Roles, the Manager that is yardd itself, and Chassis (an enclosure per
+// switch with its devices as PCIeDevices, a rack-mount chassis per host).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 
 #include "bmc/redfish_json.h"
+#include "composer/model/version.h"
 
 namespace switchyard::bmc {
 
@@ -117,6 +118,28 @@ json role(const std::string& id) {
             {"OemPrivileges", json::array()}};
   }
   return nullptr;
+}
+
+json managersCollection() {
+  return collection(fmt::format("{}/Managers", kRoot), "ManagerCollection", "Managers", {fmt::format("{}/Managers/{}", kRoot, kManagerId)});
+}
+
+json manager(Timestamp now) {
+  const std::string commit(gitCommit());
+  return {{"@odata.id", fmt::format("{}/Managers/{}", kRoot, kManagerId)},
+          {"@odata.type", "#Manager.v1_24_0.Manager"},
+          {"Id", kManagerId},
+          {"Name", "yardd"},
+          {"Description", "Switchyard's fabric manager: it manages the pool's switches and provides this composition service"},
+          {"ManagerType", "Service"},
+          {"Manufacturer", "Switchyard"},
+          {"Model", "yardd"},
+          {"FirmwareVersion", commit.empty() ? std::string(projectVersion()) : fmt::format("{} (commit {})", projectVersion(), commit)},
+          {"DateTime", formatTimestamp(now)},
+          {"DateTimeLocalOffset", "+00:00"},
+          {"ServiceEntryPointUUID", std::string(kServiceUuid)},
+          {"PowerState", "On"},
+          {"Status", {{"State", "Enabled"}, {"Health", "OK"}}}};
 }
 
 json chassisCollection(const PoolView& view) {

@@ -51,7 +51,7 @@ json serviceRoot() {
           {"Id", "RootService"},
           {"Name", "Switchyard Redfish Service"},
           {"RedfishVersion", "1.20.0"},
-          {"UUID", "5b1e6a3c-0c1d-4a4e-9a57-737769746368"},
+          {"UUID", std::string(kServiceUuid)},
           {"Product", "Switchyard"},
           {"Vendor", "Switchyard"},
           {"Systems", odataRef(fmt::format("{}/Systems", kRoot))},
@@ -62,13 +62,16 @@ json serviceRoot() {
           {"EventService", odataRef(fmt::format("{}/EventService", kRoot))},
           {"Fabrics", odataRef(fmt::format("{}/Fabrics", kRoot))},
           {"Chassis", odataRef(fmt::format("{}/Chassis", kRoot))},
+          {"Managers", odataRef(fmt::format("{}/Managers", kRoot))},
           {"JsonSchemas", odataRef(fmt::format("{}/JsonSchemas", kRoot))},
-          {"Links", {{"Sessions", odataRef(fmt::format("{}/SessionService/Sessions", kRoot))}}}};
+          {"Links",
+           {{"Sessions", odataRef(fmt::format("{}/SessionService/Sessions", kRoot))},
+            {"ManagerProvidingService", odataRef(fmt::format("{}/Managers/{}", kRoot, kManagerId))}}}};
 }
 
 json odataServiceDocument() {
   json value = json::array();
-  for (const char* name : {"Systems", "CompositionService", "TaskService", "SessionService", "AccountService", "EventService", "Fabrics", "Chassis", "JsonSchemas"})
+  for (const char* name : {"Systems", "CompositionService", "TaskService", "SessionService", "AccountService", "EventService", "Fabrics", "Chassis", "Managers", "JsonSchemas"})
     value.push_back({{"name", name}, {"kind", "Singleton"}, {"url", fmt::format("{}/{}", kRoot, name)}});
   value.push_back({{"name", "Service"}, {"kind", "Singleton"}, {"url", std::string(kRoot)}});
   return {{"@odata.context", fmt::format("{}/$metadata", kRoot)}, {"value", value}};
@@ -93,7 +96,7 @@ std::string metadataXml() {
            {"RoleCollection", ""}, {"Role", "v1_3_3"}, {"ChassisCollection", ""}, {"Chassis", "v1_28_0"}, {"PCIeDeviceCollection", ""},
            {"PCIeDevice", "v1_21_0"}, {"EventService", "v1_12_0"}, {"Event", "v1_13_0"}, {"Message", "v1_3_0"}, {"FabricCollection", ""},
            {"Fabric", "v1_4_0"}, {"SwitchCollection", ""}, {"Switch", "v1_11_0"}, {"PortCollection", ""}, {"Port", "v1_18_0"},
-           {"EndpointCollection", ""}, {"Endpoint", "v1_8_2"}, {"JsonSchemaFileCollection", ""}, {"JsonSchemaFile", "v1_1_5"}}) {
+           {"EndpointCollection", ""}, {"Endpoint", "v1_8_2"}, {"ManagerCollection", ""}, {"Manager", "v1_24_0"}, {"JsonSchemaFileCollection", ""}, {"JsonSchemaFile", "v1_1_5"}}) {
     xml += fmt::format("  <edmx:Reference Uri=\"http://redfish.dmtf.org/schemas/v1/{}_v1.xml\">\n    <edmx:Include Namespace=\"{}\"/>\n", u.ns, u.ns);
     if (*u.version) xml += fmt::format("    <edmx:Include Namespace=\"{}.{}\"/>\n", u.ns, u.version);
     xml += "  </edmx:Reference>\n";
@@ -127,7 +130,40 @@ json systemsCollection(const PoolView& view) {
   return c;
 }
 
+namespace {
+
+bool hasBmc(const PoolView& view, const HostId& host) {
+  for (const auto& h : view.hosts)
+    if (h.host.id == host) return h.policy == HostPolicy::kBmcReset;
+  return false;
+}
+
+// What every ComputerSystem carries for clients such as sushy (OpenStack Ironic's library), which open none
+// without Boot and Actions: yardd sets no boot override, and ComputerSystem.Reset is offered where the host has a
+// BMC yardd reaches (the bmc-reset policy), passed to that BMC (redfish_power.cpp).
+void addPowerAndBoot(json& system, const PoolView& view, const std::string& id, const HostId& host) {
+  system["Boot"] = {{"BootSourceOverrideEnabled", "Disabled"},
+                    {"BootSourceOverrideTarget", "None"},
+                    {"BootSourceOverrideTarget@Redfish.AllowableValues", json::array({"None"})}};
+  if (!system.contains("Actions")) system["Actions"] = json::object();
+  if (hasBmc(view, host))
+    system["Actions"]["#ComputerSystem.Reset"] = {{"target", systemUri(id) + "/Actions/ComputerSystem.Reset"},
+                                                 {"ResetType@Redfish.AllowableValues", kResetTypes}};
+}
+
+}  // namespace
+
+const std::vector<std::string> kResetTypes{"On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle"};
+
 json computerSystem(const PoolView& view, const std::string& id) {
+  json system = computerSystemWithoutPower(view, id);
+  if (system.is_null() || id == "Capabilities") return system;
+  const System* s = findSystem(view, id);
+  addPowerAndBoot(system, view, id, s ? s->hostId : HostId(id));
+  return system;
+}
+
+json computerSystemWithoutPower(const PoolView& view, const std::string& id) {
   if (const System* s = findSystem(view, id)) {
     json blocks = json::array({odataRef(blockUri(s->hostId))});
     for (const auto& b : s->bindings) blocks.push_back(odataRef(blockUri(b.deviceId)));
@@ -269,12 +305,13 @@ json resourceZone(const PoolView& view, const std::string& id) {
           {"Links", {{"ResourceBlocks", blocks}}}};
 }
 
-json taskService() {
+json taskService(Timestamp now) {
   return {{"@odata.id", fmt::format("{}/TaskService", kRoot)},
           {"@odata.type", "#TaskService.v1_3_0.TaskService"},
           {"Id", "TaskService"},
           {"Name", "Tasks (yardd operations)"},
           {"ServiceEnabled", true},
+          {"DateTime", formatTimestamp(now)},
           {"CompletedTaskOverWritePolicy", "Oldest"},
           {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
           {"Tasks", odataRef(fmt::format("{}/TaskService/Tasks", kRoot))}};
@@ -366,6 +403,7 @@ json eventService() {
           {"ServiceEnabled", true},
           {"Status", {{"State", "Enabled"}, {"Health", "OK"}}},
           {"ServerSentEventUri", fmt::format("{}/EventService/SSE", kRoot)},
+          {"Actions", json::object()},  // no SubmitTestEvent: every event is the engine's own
           {"Description", "every yardd event (operations, binds, drift, health) as a server-sent event; subscriptions that push to "
                           "a destination are not supported yet"}};
 }

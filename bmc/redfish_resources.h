@@ -17,6 +17,7 @@ namespace switchyard::bmc {
 using nlohmann::json;
 
 inline constexpr const char* kRoot = "/redfish/v1";
+inline constexpr std::string_view kServiceUuid = "5b1e6a3c-0c1d-4a4e-9a57-737769746368";
 
 // Everything a read needs, read from the engine's published view.
 struct PoolView {
@@ -31,8 +32,12 @@ struct PoolView {
 [[nodiscard]] std::string metadataXml();
 
 [[nodiscard]] json systemsCollection(const PoolView& view);
-// A physical host or a composed system by id; null when neither.
+// A physical host or a composed system by id; null when neither. With Boot (no override) and Actions, and
+// ComputerSystem.Reset where its host has a BMC (the bmc-reset policy).
 [[nodiscard]] json computerSystem(const PoolView& view, const std::string& id);
+[[nodiscard]] json computerSystemWithoutPower(const PoolView& view, const std::string& id);
+// The ResetTypes offered; the host's BMC decides which it accepts.
+extern const std::vector<std::string> kResetTypes;
 
 // ReservationDuration: how long a PreviewReserve holds its blocks.
 [[nodiscard]] json compositionService(std::chrono::seconds reservationDuration);
@@ -51,7 +56,8 @@ struct PoolView {
 [[nodiscard]] json resourceZonesCollection();
 [[nodiscard]] json resourceZone(const PoolView& view, const std::string& id);
 
-[[nodiscard]] json taskService();
+// `now`: the service's time (DateTime), which clients compare task times with.
+[[nodiscard]] json taskService(Timestamp now);
 [[nodiscard]] json tasksCollection(const std::vector<Operation>& operations);
 [[nodiscard]] json task(const Operation& op);
 [[nodiscard]] std::string taskMonitorUri(const std::string& operationId);
@@ -67,6 +73,10 @@ struct PoolView {
 [[nodiscard]] json account(const Accounts& accounts, const Caller& caller, const std::string& name);
 [[nodiscard]] json rolesCollection();
 [[nodiscard]] json role(const std::string& id);
+// The Manager that is yardd itself (ManagerType Service): its version, time and the service it provides.
+inline constexpr const char* kManagerId = "yardd";
+[[nodiscard]] json managersCollection();
+[[nodiscard]] json manager(Timestamp now);
 [[nodiscard]] json chassisCollection(const PoolView& view);
 // /redfish/v1/Chassis/<parts...>: a chassis, its PCIeDevices collection or one of them; null when none.
 [[nodiscard]] json chassisResource(const PoolView& view, const std::vector<std::string>& parts);

@@ -165,6 +165,7 @@ RedfishService::Routes RedfishService::routeTable() {
   t.route(root + "/Systems/{id}").on("GET", viewed(kHosts | kSystems, [](const PoolView& v, Params p) { return computerSystem(v, p[0]); }));
   t.route(root + "/Systems/{id}/Actions/{action}")
       .on("POST", {Need::kCompose, "changing a system needs the Tenant, Operator or Administrator role", [](Self& self, CallPtr call, Params p) {
+        if (p[1] == "ComputerSystem.Reset") return self.resetSystem(call, p[0]);
         const bool add = p[1] == "ComputerSystem.AddResourceBlock";
         if (!add && p[1] != "ComputerSystem.RemoveResourceBlock")
           return call->reply(error(http::status::not_found, std::string(kBase) + "ResourceNotFound", fmt::format("no action {} on {}", p[1], p[0])));
@@ -195,7 +196,7 @@ RedfishService::Routes RedfishService::routeTable() {
       .on("GET", viewed(kHosts | kDevices, [](const PoolView& v, Params p) { return resourceZone(v, p[0]); }));
 
   // Tasks: yardd's operations, and the monitors compose and decompose answer with.
-  t.route(root + "/TaskService").on("GET", now([](Self&, CallPtr, Params) { return taskService(); }));
+  t.route(root + "/TaskService").on("GET", now([](Self&, CallPtr, Params) { return taskService(SystemClock().now()); }));
   t.route(root + "/TaskService/Tasks").on("GET", read([](Self& self, CallPtr call, Params) { self.tasks(call); }));
   t.route(root + "/TaskService/Tasks/{id}").on("GET", read([](Self& self, CallPtr call, Params p) { self.oneTask(call, p[0]); }));
   t.route(root + "/TaskService/TaskMonitors/{id}").on("GET", read([](Self& self, CallPtr call, Params p) { self.taskMonitor(call, p[0]); }));
@@ -224,6 +225,10 @@ RedfishService::Routes RedfishService::routeTable() {
   t.route(root + "/Fabrics").on("GET", viewed(kTopology, [](const PoolView& v, Params) { return fabricsCollection(v); }));
   t.route(root + "/Fabrics/{rest*}").on("GET", read([parts](Self& self, CallPtr call, Params) {
     self.replyViewed(call, kTopology | kSystems, [segments = parts(call)](const PoolView& v) { return fabricResource(v, segments); });
+  }));
+  t.route(root + "/Managers").on("GET", now([](Self&, CallPtr, Params) { return managersCollection(); }));
+  t.route(root + "/Managers/{id}").on("GET", now([](Self&, CallPtr, Params p) {
+    return p[0] == kManagerId ? manager(SystemClock().now()) : json(nullptr);
   }));
   t.route(root + "/EventService").on("GET", now([](Self&, CallPtr, Params) { return eventService(); }));
   t.route(root + "/EventService/SSE").on("GET", read([](Self& self, CallPtr call, Params) { self.eventStream(call); }));

@@ -11,6 +11,8 @@
 //   CompositionService ResourceBlocks (one per device, one per host), ResourceZones
 //   TaskService        yardd operations; compose/decompose answer 202 with a task monitor
 //   EventService       server-sent events: every engine event as a Redfish Event, pushed (no polling)
+//   Reset action       ComputerSystem.Reset of a host, or of a system composed on it, passed to the host's BMC
+//   Managers           yardd itself (ManagerType Service)
 // Every call goes through the EngineClient with the account as Caller: no thread waits on the engine.
 #pragma once
 
@@ -33,7 +35,10 @@ class RedfishService {
   // Engine calls complete on the service's own pool (work_), where the replies are built.
   RedfishService(Engine& engine, Accounts& accounts)
       : engine_(engine, [this](std::function<void()> f) { boost::asio::post(work_, std::move(f)); }), accounts_(accounts), routes_(routeTable()) {}
-  ~RedfishService() { work_.join(); }
+  ~RedfishService() {
+    power_.join();
+    work_.join();
+  }
   RedfishService(const RedfishService&) = delete;
   RedfishService& operator=(const RedfishService&) = delete;
 
@@ -43,7 +48,15 @@ class RedfishService {
   [[nodiscard]] std::chrono::seconds reservationDuration() const { return std::chrono::seconds(reservationSeconds_.load()); }
   void setReservationDuration(std::chrono::seconds d) { reservationSeconds_.store(d.count()); }
   // Waits for the replies being built (after the engine stopped, before the HTTP server stops).
-  void drain() { work_.join(); }
+  void drain() {
+    power_.join();
+    work_.join();
+  }
+  // What ComputerSystem.Reset calls for a host with a BMC (yardd: the bmc-reset hosts' BmcResetHosts::reset). It
+  // blocks on the BMC, so it runs on a thread of its own (resets one at a time), never where reads are answered.
+  // Set before the service takes requests; without one, a reset is refused.
+  using HostReset = std::function<Result<void>(const HostId& host, const std::string& resetType)>;
+  void setHostReset(HostReset reset) { hostReset_ = std::move(reset); }
 
  private:
   struct Call;
@@ -96,6 +109,8 @@ class RedfishService {
   // ComputerSystem.AddResourceBlock / RemoveResourceBlock: attach or detach one device.
   void changeBlocks(const std::shared_ptr<Call>& call, const std::string& id, bool add);
   void taskMonitor(const std::shared_ptr<Call>& call, const std::string& id);
+  // ComputerSystem.Reset of a host or a composed system (redfish_power.cpp).
+  void resetSystem(const std::shared_ptr<Call>& call, const std::string& id);
   // The operation behind a task, or NOT_FOUND when it is another tenant's (on the control thread).
   [[nodiscard]] static Result<Operation> visibleOperation(EngineCore& core, const Caller& caller, const std::string& id);
   void login(const std::shared_ptr<Call>& call);
@@ -106,6 +121,8 @@ class RedfishService {
   void withView(const std::shared_ptr<Call>& call, unsigned needs, std::function<HttpResponse(const PoolView&)> build);
 
   boost::asio::thread_pool work_{2};  // before engine_: its completions are posted here
+  boost::asio::thread_pool power_{1};  // resets, which wait on a host's BMC
+  HostReset hostReset_;
   EngineClient engine_;
   Accounts& accounts_;
   const Routes routes_;

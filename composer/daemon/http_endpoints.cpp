@@ -73,7 +73,8 @@ Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clo
   return web;
 }
 
-Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& engine, bmc::Accounts* accounts) {
+Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& engine, bmc::Accounts* accounts,
+                                             bmc::RedfishService::HostReset hostReset) {
   if (!accounts)
     return fail(Code::kInvalidArgument,
                 "--redfish-listen needs --identities FILE (the accounts Redfish clients log in with; see docs/security.md)");
@@ -87,6 +88,7 @@ Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& eng
   }
   RedfishEndpoint redfish;
   redfish.service = std::make_unique<bmc::RedfishService>(engine, *accounts);
+  redfish.service->setHostReset(std::move(hostReset));
   auto started = net::HttpServer::start(httpOptions, [r = redfish.service.get()](const net::HttpRequest& req, net::Reply reply,
                                                                                   net::OpenStream open, const std::string& peer) {
     r->handle(req, std::move(reply), std::move(open), peer);

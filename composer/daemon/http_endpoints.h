@@ -37,8 +37,10 @@ struct CohdiEndpoint {
 [[nodiscard]] Result<WebEndpoint> startWebEndpoint(const DaemonOptions& o, Engine& engine, Clock& clock,
                                                    const metrics::EngineMetrics* metrics, bmc::Accounts* accounts);
 
-// The Redfish service; needs the accounts its clients log in with.
-[[nodiscard]] Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& engine, bmc::Accounts* accounts);
+// The Redfish service; needs the accounts its clients log in with. `hostReset`: what ComputerSystem.Reset passes a
+// reset to (the bmc-reset hosts' BMCs).
+[[nodiscard]] Result<RedfishEndpoint> startRedfishEndpoint(const DaemonOptions& o, Engine& engine, bmc::Accounts* accounts,
+                                                           bmc::RedfishService::HostReset hostReset);
 
 // CoHDI's fabric-manager API (--cohdi-listen), always over TLS (CoHDI's clients speak only https). `identities`
 // null: every caller is the local admin.

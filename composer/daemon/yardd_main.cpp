@@ -316,7 +316,9 @@ int run(const DaemonOptions& o) {
   }
   RedfishEndpoint redfish;
   if (!o.redfishListen.empty()) {
-    SY_ASSIGN_OR_EXIT(redfish, startRedfishEndpoint(o, engine, accounts.get()));
+    SY_ASSIGN_OR_EXIT(redfish, startRedfishEndpoint(o, engine, accounts.get(), [&bmcs = hosts->bmcResets](const HostId& host, const std::string& type) {
+                        return bmcs.reset(host, type);
+                      }));
   }
   CohdiEndpoint cohdi;
   if (!o.cohdiListen.empty()) {
@@ -365,7 +367,8 @@ int main(int argc, char** argv) {
   CLI::App app{"yardd: the Switchyard composable-infrastructure daemon.\n"
                "Keeps the pool's inventory, composes logical servers by binding fabric devices to host upstream\n"
                "ports, and serves the switchyard.v1 gRPC API (with health checking and reflection).\n"
-               "With no flags it runs the embedded simulated fabric (two 8-GPU switches, four hosts) and keeps\n"
+               "With no flags it runs the embedded simulated fabric (two switches of 8 GPUs, 4 NICs and 4 NVMe\n"
+               "drives each, four hosts) and keeps "
                "its SQLite database under the state directory."};
   addDaemonOptions(app, options);
   bool hashPassword = false;

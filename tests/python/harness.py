@@ -49,6 +49,11 @@ def free_port():
         return s.getsockname()[1]
 
 
+def hash_password(password):
+    """An identities file's password entry, made by yardd itself (yardd --hash-password reads it on stdin)."""
+    return subprocess.run([YARDD, "--hash-password"], input=password, capture_output=True, text=True, check=True).stdout.strip()
+
+
 def write_identities(path, entries):
     """entries: (name, role, tenant or None, token); tokens are stored as their SHA-256, as yardd wants."""
     identities = []

@@ -20,17 +20,12 @@ import urllib.parse
 import urllib.request
 import uuid
 
-from harness import YarddTestCase, wait_for
+from harness import YarddTestCase, hash_password, wait_for
 
 GOLDEN = json.loads((pathlib.Path(__file__).resolve().parent.parent / "data" / "cohdi" / "clients.json").read_text())
 REQUESTS = {r["name"]: r for r in GOLDEN["requests"]}
 SHAPES = {name: s["shape"] for name, s in GOLDEN["shapes"].items()}
 MODEL = "H100-SXM5-80GB"  # the simulated fabric's first switch
-
-
-def hash_password(password):
-    from harness import YARDD
-    return subprocess.run([YARDD, "--hash-password"], input=password, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def conforms(value, shape, where="$"):

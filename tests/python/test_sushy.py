@@ -1,0 +1,147 @@
+"""OpenStack's sushy (Ironic's Redfish library, Debian python3-sushy) as the judge of yardd's Redfish service: it
+opens every ComputerSystem (physical hosts and composed systems), the Manager that is yardd, the TaskService and
+the EventService, and resets a composed system, whose host's BMC (the redfish-emulator over DMTF's rack-mount
+mockup, host0's --host-bmc) then shows the new power state. A host without a BMC offers no Reset, and a reset
+posted to it anyway is refused with what to configure; tenants reset only their own systems, never the pool's
+hosts.
+
+Paths come from the environment ctest sets: YARDD, YARDCTL, REDFISH_EMULATOR, SWITCHYARD_SOURCE_DIR."""
+import base64
+import json
+import os
+import pathlib
+import subprocess
+import unittest
+import urllib.error
+import urllib.request
+
+from harness import SOURCE_DIR, YarddTestCase, hash_password, wait_for
+from switchyard_client import Client
+
+EMULATOR = os.environ.get("REDFISH_EMULATOR", "build/tests/redfish-emulator")
+RACKMOUNT = SOURCE_DIR.parent / "shared" / "redfish-mockups" / "dmtf-public-rackmount1"
+BMC_SYSTEM = "/redfish/v1/Systems/437XR1138R2"
+ALICE_TOKEN = "alice-token-0123456789"
+
+
+def sushy_or_skip():
+    try:
+        import sushy  # noqa: F401
+        return sushy
+    except ImportError:
+        if os.environ.get("SWITCHYARD_REQUIRE_TOOLS") == "1":
+            raise AssertionError("python3-sushy is not installed; run ./setup.sh")
+        raise unittest.SkipTest("needs python3-sushy (./setup.sh installs it)")
+
+
+def http(url, user, password, method="GET", body=None):
+    request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
+    request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+class SushyTest(YarddTestCase):
+    def setUp(self):
+        super().setUp()
+        self.sushy = sushy_or_skip()
+        if not RACKMOUNT.exists():
+            self.skipTest(f"no Redfish mockup at {RACKMOUNT}")
+        bmc_dir = self.dir / "bmc"
+        bmc_dir.mkdir()
+        log = open(bmc_dir / "log", "wb")
+        self.addCleanup(log.close)
+        self.bmc = subprocess.Popen([EMULATOR, "--mockup", str(RACKMOUNT), "--port-file", str(bmc_dir / "port")],
+                                    stdout=log, stderr=subprocess.STDOUT)
+        self.addCleanup(self.bmc.wait, 10)
+        self.addCleanup(self.bmc.terminate)
+        wait_for(lambda: (bmc_dir / "port").exists() or self.bmc.poll() is not None, what="the BMC emulator")
+        self.assertIsNone(self.bmc.poll(), (bmc_dir / "log").read_text())
+        self.bmc_url = f"http://127.0.0.1:{int((bmc_dir / 'port').read_text())}"
+        (self.dir / "bmc-password").write_text("switchyard\n")
+        ids = self.dir / "identities.json"
+        import hashlib
+        people = [{"name": "ops", "role": "operator", "password": hash_password("ops-pw")},
+                  {"name": "alice", "role": "tenant", "tenant": "team-a", "password": hash_password("alice-pw"),
+                   "token_sha256": hashlib.sha256(ALICE_TOKEN.encode()).hexdigest()},
+                  {"name": "bob", "role": "tenant", "tenant": "team-b", "password": hash_password("bob-pw")}]
+        ids.write_text(json.dumps({"identities": people}))
+        os.chmod(ids, 0o600)
+        self.yard = self.yardd("--identities", str(ids), "--redfish-listen", "127.0.0.1:0", "--redfish-http",
+                               "--redfish-port-file", str(self.dir / "rfport"),
+                               "--host-policy", "host0=bmc-reset", "--host-bmc", f"host0={self.bmc_url}",
+                               "--host-bmc-user", "admin", "--host-bmc-password-file", str(self.dir / "bmc-password"))
+        self.redfish = f"http://127.0.0.1:{int((self.dir / 'rfport').read_text())}"
+
+    def connect(self, user, password):
+        return self.sushy.Sushy(self.redfish + "/redfish/v1", username=user, password=password)
+
+    def bmc_power(self):
+        return json.loads(http(self.bmc_url + BMC_SYSTEM, "admin", "switchyard")[1])["PowerState"]
+
+    def test_sushy_opens_every_system_and_resets_one_through_its_hosts_bmc(self):
+        with Client(self.yard.address, plaintext=True, token=ALICE_TOKEN) as yard:
+            yard.wait(yard.compose("cold", 1, host="host0").id)
+            yard.wait(yard.compose("warm", 1, host="host1").id)
+        self.assertEqual(self.bmc_power(), "On", "composing on a bmc-reset host restarts it through its BMC")
+
+        root = self.connect("ops", "ops-pw")
+        systems = {s.identity: s for s in root.get_system_collection().get_members()}
+        self.assertEqual(len(systems), 6, sorted(systems))  # four hosts and two composed systems
+        for system in systems.values():
+            self.assertEqual(system.boot.enabled, self.sushy.BootSourceOverrideEnabled.DISABLED, system.identity)
+        cold = next(s for s in systems.values() if s.name == "cold")
+        warm = next(s for s in systems.values() if s.name == "warm")
+        # What yardd offers; the BMC decides what it takes (PowerCycle: not this one, below).
+        self.assertEqual(cold.get_allowed_reset_system_values(), {
+            self.sushy.ResetType(v) for v in ("On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart", "PowerCycle")})
+        with self.assertRaises(self.sushy.exceptions.MissingActionError):
+            warm.get_allowed_reset_system_values()  # host1 has no BMC yardd reaches
+
+        # yardd itself, its tasks and events, as the OCP baseline wants them.
+        managers = root.get_manager_collection().get_members()
+        self.assertEqual([m.identity for m in managers], ["yardd"])
+        self.assertEqual(managers[0].manager_type, self.sushy.ManagerType.SERVICE)
+        self.assertTrue(root.get_task_service().service_enabled)
+        self.assertTrue(root.get_event_service().service_enabled)
+        status, body = http(self.redfish + "/redfish/v1/TaskService", "ops", "ops-pw")
+        self.assertRegex(json.loads(body)["DateTime"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+
+        # Alice resets her system: yardd passes it to host0's BMC.
+        alice = self.connect("alice", "alice-pw")
+        mine = alice.get_system(cold.path)
+        mine.reset_system(self.sushy.ResetType.FORCE_OFF)
+        self.assertEqual(self.bmc_power(), "Off")
+        mine.reset_system(self.sushy.ResetType.ON)
+        self.assertEqual(self.bmc_power(), "On")
+        self.assertIn("host host0: ForceOff through its BMC, as asked over Redfish", self.yard.log())
+
+        # A reset the BMC does not allow comes back as the BMC's refusal.
+        status, body = http(self.redfish + cold.path + "/Actions/ComputerSystem.Reset", "alice", "alice-pw", "POST", {"ResetType": "PowerCycle"})
+        self.assertEqual(status, 400, body)
+        self.assertIn("PowerCycle", body)
+        # Where the host has no BMC, what to configure.
+        status, body = http(self.redfish + warm.path + "/Actions/ComputerSystem.Reset", "alice", "alice-pw", "POST", {"ResetType": "On"})
+        self.assertEqual(status, 400, body)
+        self.assertIn("--host-bmc host1=", body)
+        # Bob sees no system of Alice's; a tenant resets no pool host; bad bodies change nothing.
+        status, body = http(self.redfish + cold.path + "/Actions/ComputerSystem.Reset", "bob", "bob-pw", "POST", {"ResetType": "ForceOff"})
+        self.assertEqual(status, 404, body)
+        status, body = http(self.redfish + "/redfish/v1/Systems/host0/Actions/ComputerSystem.Reset", "alice", "alice-pw", "POST", {"ResetType": "ForceOff"})
+        self.assertEqual(status, 403, body)
+        for bad in ({}, {"ResetType": "Explode"}, {"ResetType": "On", "Delay": 5}, {"ResetType": 3}):
+            status, body = http(self.redfish + cold.path + "/Actions/ComputerSystem.Reset", "alice", "alice-pw", "POST", bad)
+            self.assertEqual(status, 400, (bad, body))
+        self.assertEqual(self.bmc_power(), "On")
+        # The operator resets the pool's host itself.
+        root.get_system("/redfish/v1/Systems/host0").reset_system(self.sushy.ResetType.GRACEFUL_SHUTDOWN)
+        self.assertEqual(self.bmc_power(), "Off")
+
+
+if __name__ == "__main__":
+    unittest.main()
