@@ -123,20 +123,22 @@ Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std
       const std::string where = fmt::format("{}: tenant '{}'", source, tenant);
       if (!printableName(tenant)) return fail(Code::kInvalidArgument, fmt::format("{}: 1-128 printable characters", where));
       if (!quota.is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: expected an object of limits", where));
-      static const std::set<std::string> kKeys{"max_gpus",      "max_systems", "max_memory_gib", "share",
+      static const std::set<std::string> kKeys{"max_gpus",      "max_systems", "max_memory_gib", "max_nvme", "max_nics", "share",
                                                "max_queued",    "default_lease", "max_lease",
                                                "reclaim_idle_after", "reclaim_mode", "max_preempted_gpus_per_day",
                                                "priority_classes"};
       for (const auto& [key, v] : quota.items())
         if (!kKeys.contains(key))
           return fail(Code::kInvalidArgument,
-                      fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems, max_memory_gib, share, max_queued, default_lease, max_lease, "
+                      fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems, max_memory_gib, max_nvme, max_nics, share, max_queued, default_lease, max_lease, "
                                   "reclaim_idle_after, reclaim_mode, max_preempted_gpus_per_day, priority_classes)",
                                   where, key));
       TenantQuota q;
       SY_ASSIGN(q.maxGpus, limit(quota, "max_gpus", where));
       SY_ASSIGN(q.maxSystems, limit(quota, "max_systems", where));
       SY_ASSIGN(q.maxMemoryGiB, limit(quota, "max_memory_gib", where));
+      SY_ASSIGN(q.maxDrives, limit(quota, "max_nvme", where));
+      SY_ASSIGN(q.maxNics, limit(quota, "max_nics", where));
       SY_ASSIGN(q.maxQueued, limit(quota, "max_queued", where));
       SY_ASSIGN(q.maxPreemptedGpusPerDay, limit(quota, "max_preempted_gpus_per_day", where));
       if (quota.contains("share")) {

@@ -333,14 +333,26 @@ class Engine {
   [[nodiscard]] Result<Operation> acceptDetach(const Acceptance& a, const DetachRequest& request);
   [[nodiscard]] Result<void> checkAccepting() const;
   // What the tenant holds now: live systems, and whole GPUs reserved or bound to them.
-  // What devices count against a quota: GPUs, and pooled memory in GiB.
+  // What devices count against a quota: GPUs, pooled memory in GiB, drives and NICs.
   struct Holding {
     int gpus = 0;
     int memoryGiB = 0;
+    int drives = 0;
+    int nics = 0;
     Holding& operator+=(const Holding& o) {
       gpus += o.gpus;
       memoryGiB += o.memoryGiB;
+      drives += o.drives;
+      nics += o.nics;
       return *this;
+    }
+    void add(const Device& d) {
+      switch (d.kind) {
+        case DeviceKind::kGpu: ++gpus; break;
+        case DeviceKind::kCxlMemory: memoryGiB += d.memoryGiB; break;
+        case DeviceKind::kNvme: ++drives; break;
+        case DeviceKind::kNic: ++nics; break;
+      }
     }
   };
   struct TenantUsage {
@@ -348,7 +360,7 @@ class Engine {
     Holding held;
   };
   [[nodiscard]] TenantUsage usageOf(std::string_view tenant) const;
-  // kResourceExhausted when `newSystems` more systems, or `more` GPUs or memory, would exceed the tenant's quota.
+  // kResourceExhausted when `newSystems` more systems, or `more` GPUs, memory, drives or NICs, would exceed the tenant's quota.
   [[nodiscard]] Result<void> checkQuota(std::string_view tenant, int newSystems, const Holding& more) const;
   [[nodiscard]] Holding holdingOf(const std::vector<PlacedDevice>& devices) const;
   [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Acceptance& a);

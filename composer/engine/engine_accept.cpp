@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "composer/engine/engine.h"
 #include "composer/model/fail_points.h"
@@ -28,10 +29,7 @@ Result<void> Engine::checkAccepting() const {
 
 Engine::TenantUsage Engine::usageOf(std::string_view tenant) const {
   TenantUsage usage;
-  auto counts = [&](const DeviceId& id) {
-    const Device* d = state_->index().device(id);
-    return d && (d->kind == DeviceKind::kGpu || d->kind == DeviceKind::kCxlMemory);
-  };
+  auto counts = [&](const DeviceId& id) { return state_->index().device(id) != nullptr; };
   // What the tenant's systems hold, whatever the device's state (one quarantined by a failed undo is still
   // theirs), and what their running operations have reserved.
   std::set<DeviceId> held;
@@ -45,11 +43,7 @@ Engine::TenantUsage Engine::usageOf(std::string_view tenant) const {
   }
   for (const auto& [device, h] : state_->assignments())
     if (h.first.allocation == DeviceAllocation::kReserved && running.contains(h.first.owner) && counts(device)) held.insert(device);
-  for (const auto& id : held) {
-    const Device* d = state_->index().device(id);
-    if (d->kind == DeviceKind::kGpu) ++usage.held.gpus;
-    else usage.held.memoryGiB += d->memoryGiB;
-  }
+  for (const auto& id : held) usage.held.add(*state_->index().device(id));
   return usage;
 }
 
@@ -68,16 +62,17 @@ Result<void> Engine::checkQuota(std::string_view tenant, int newSystems, const H
     return fail(Code::kResourceExhausted,
                 fmt::format("tenant '{}' may hold {} GiB of pooled memory; it holds {} GiB and this would add {} GiB (whole logical devices)", tenant,
                             *quota->second.maxMemoryGiB, usage.held.memoryGiB, more.memoryGiB));
+  for (const auto& [limit, held, adding, what] : {std::tuple{quota->second.maxDrives, usage.held.drives, more.drives, "NVMe drive(s)"},
+                                                  std::tuple{quota->second.maxNics, usage.held.nics, more.nics, "NIC(s)"}})
+    if (limit && adding > 0 && held + adding > *limit)
+      return fail(Code::kResourceExhausted, fmt::format("tenant '{}' may hold {} {}; it holds {} and this asks for {} more", tenant, *limit, what, held, adding));
   return {};
 }
 
 Engine::Holding Engine::holdingOf(const std::vector<PlacedDevice>& devices) const {
   Holding h;
   for (const auto& placed : devices)
-    if (const Device* d = state_->index().device(placed.deviceId)) {
-      if (d->kind == DeviceKind::kGpu) ++h.gpus;
-      else if (d->kind == DeviceKind::kCxlMemory) h.memoryGiB += d->memoryGiB;
-    }
+    if (const Device* d = state_->index().device(placed.deviceId)) h.add(*d);
   return h;
 }
 

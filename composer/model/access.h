@@ -22,6 +22,8 @@ struct TenantQuota {
   std::optional<int> maxGpus;
   std::optional<int> maxSystems;
   std::optional<int> maxMemoryGiB;  // pooled memory (cxl-memory devices), in GiB
+  std::optional<int> maxDrives;     // NVMe drives (nvme devices)
+  std::optional<int> maxNics;       // NICs (nic devices)
   // The queue and leases (issue 40): the tenant's fair-share weight (1 when unset), how many requests it may
   // have queued, the lease its systems get when the request names none, and the longest it may ask for.
   std::optional<double> share;

@@ -1,6 +1,6 @@
 // Mixed systems through the engine (ADR 0031): GPUs, drives and NICs composed together and given back
 // together, a template's compose, a queued mixed request that survives a restart, and quotas that count
-// GPUs as GPUs.
+// each kind as its own.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -110,6 +110,30 @@ TEST_F(EngineMixedTest, AGpuQuotaCountsGpusOnly) {
   quotas_["team-a"] = TenantQuota{.maxGpus = 1};
   start();
   EXPECT_EQ(run(engine_->compose(Caller::local(), want("a1", 1, 1, 2, "team-a"))).state, OperationState::kSucceeded);
+}
+
+// max_nvme and max_nics count drives and NICs, across composes and attaches, and a refusal changes nothing.
+TEST_F(EngineMixedTest, DriveAndNicQuotasCountTheirOwnKind) {
+  quotas_["team-a"] = TenantQuota{.maxDrives = 1, .maxNics = 1};
+  start();
+  auto tooMany = engine_->compose(Caller::local(), want("big", 1, 0, 2, "team-a"));
+  ASSERT_FALSE(tooMany);
+  EXPECT_EQ(tooMany.error().code, Code::kResourceExhausted);
+  EXPECT_NE(tooMany.error().message.find("may hold 1 NVMe drive(s); it holds 0 and this asks for 2 more"), std::string::npos) << tooMany.error().message;
+  EXPECT_FALSE(engine_->getSystem("big"));
+  EXPECT_TRUE(fabricBindings().empty());
+  ASSERT_EQ(run(engine_->compose(Caller::local(), want("a1", 1, 1, 1, "team-a"))).state, OperationState::kSucceeded);
+  AttachRequest nic{"a1", {}, {}};
+  nic.placement.endpoints = {{DeviceKind::kNic, 1, "", 0, Affinity::kDomain}};
+  auto refused = engine_->attach(Caller::local(), nic);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("may hold 1 NIC(s); it holds 1"), std::string::npos) << refused.error().message;
+  // Another tenant, without a quota, is not held to team-a's.
+  EXPECT_EQ(run(engine_->compose(Caller::local(), want("b1", 1, 1, 1, "team-b"))).state, OperationState::kSucceeded);
+  // The GPUs stay free of it: a GPU-only attach goes through.
+  AttachRequest gpu{"a1", {}, {}};
+  gpu.placement.gpuCount = 1;
+  EXPECT_EQ(run(engine_->attach(Caller::local(), gpu)).state, OperationState::kSucceeded);
 }
 
 }  // namespace

@@ -21,7 +21,7 @@ TEST(Identities, ChecksPasswordsTokensAndCertificateNames) {
   auto ids = testing::makeIdentities({{"alice", "admin", "", "s3cret"},
                                       {"slurm", "operator", "", "", "tok-slurm"},
                                       {"ci-a", "tenant", "team-a", "", "", "ci-a.example"}},
-                                     {{"team-a", {{"max_gpus", 8}, {"max_systems", 2}}}});
+                                     {{"team-a", {{"max_gpus", 8}, {"max_systems", 2}, {"max_nvme", 4}, {"max_nics", 3}}}});
   auto alice = ids->byPassword("alice", "s3cret");
   ASSERT_TRUE(alice);
   EXPECT_EQ(alice->role, Role::kAdmin);
@@ -39,6 +39,8 @@ TEST(Identities, ChecksPasswordsTokensAndCertificateNames) {
   ASSERT_TRUE(ids->quotas().contains("team-a"));
   EXPECT_EQ(ids->quotas().at("team-a").maxGpus, 8);
   EXPECT_EQ(ids->quotas().at("team-a").maxSystems, 2);
+  EXPECT_EQ(ids->quotas().at("team-a").maxDrives, 4);
+  EXPECT_EQ(ids->quotas().at("team-a").maxNics, 3);
 }
 
 TEST(Identities, HashesAreSaltedAndNeverTheSecret) {
