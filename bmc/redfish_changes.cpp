@@ -8,6 +8,7 @@
 
 #include "bmc/redfish_json.h"
 #include "bmc/redfish_protocol.h"
+#include "bmc/redfish_requirements.h"
 #include "composer/model/access.h"
 
 namespace switchyard::bmc {
@@ -22,11 +23,13 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
   auto bad = [](const std::string& id, const std::string& message) { return error(http::status::bad_request, std::string(kBase) + id, message); };
   if (!body.is_object()) return bad("MalformedJSON", "the request body is not a JSON object");
   for (const auto& [key, value] : body.items())
-    if (key != "Name" && key != "Links" && key != "Processors" && key != "Description" && key != "Oem" && key.rfind("@Redfish.", 0) != 0)
+    if (key != "Name" && key != "Links" && key != "Processors" && key != "Storage" && key != "NetworkInterfaces" && key != "Memory" &&
+        key != "Description" && key != "Oem" && key.rfind("@Redfish.", 0) != 0)
       return bad("PropertyUnknown", fmt::format("the property {} is unknown or cannot be set on create", key));
   if (!body.contains("Name") && fallbackName.empty()) return bad("PropertyMissing", "the property Name is required to compose a system");
   if (body.contains("Name") && !body["Name"].is_string()) return bad("PropertyValueTypeError", "Name must be a string");
   ComposeRequest request{body.contains("Name") ? body["Name"].get<std::string>() : fallbackName, {}, {}};
+  request.peerToPeerAsked = false;  // Redfish has no word for it: a template's holds, else the default
   const std::string blocksPrefix = std::string(kRoot) + "/CompositionService/ResourceBlocks/";
   if (body.contains("Links")) {
     const json& links = body["Links"];
@@ -59,8 +62,7 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
     request.placement.gpuCount = static_cast<int>(n);
     if (want.contains("Model") && want["Model"].is_string()) request.placement.model = want["Model"].get<std::string>();
   }
-  if (request.placement.devices.empty() && request.placement.gpuCount == 0)
-    return bad("PropertyMissing", "name resource blocks in Links.ResourceBlocks, or ask for Processors with @Redfish.RequestedCount");
+  if (auto refused = readKindRequirements(body, request)) return std::move(*refused);
   // Switchyard's own properties (issue 40): wait in the queue, the priority class, give-up time and lease.
   //   "Oem": {"Switchyard": {"Queue": true, "PriorityClass": "production", "QueueTimeoutSeconds": 3600, "LeaseSeconds": 28800}}
   if (body.contains("Oem")) {
@@ -78,16 +80,27 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
         } else if (key == "PriorityClass") {
           if (!value.is_string()) return bad("PropertyValueTypeError", "Oem.Switchyard.PriorityClass must be a string");
           request.priorityClass = value.get<std::string>();
+        } else if (key == "Template") {
+          if (!value.is_string()) return bad("PropertyValueTypeError", "Oem.Switchyard.Template must be a template's name (yardctl templates)");
+          request.machineTemplate = value.get<std::string>();
+        } else if (key == "Affinity") {
+          if (auto refused = readAffinity(value, request)) return std::move(*refused);
         } else if (key == "QueueTimeoutSeconds" || key == "LeaseSeconds") {
           if (!value.is_number_integer() || value.get<long long>() < 0 || value.get<long long>() > 10LL * 365 * 24 * 3600)
             return bad("PropertyValueOutOfRange", fmt::format("Oem.Switchyard.{} must be a whole number of seconds (0: none)", key));
           (key == "LeaseSeconds" ? request.lease : request.queueTimeout) = std::chrono::seconds(value.get<long long>());
         } else {
-          return bad("PropertyUnknown", fmt::format("Oem.Switchyard.{} is unknown (Queue, PriorityClass, QueueTimeoutSeconds, LeaseSeconds)", key));
+          return bad("PropertyUnknown",
+                     fmt::format("Oem.Switchyard.{} is unknown (Queue, PriorityClass, QueueTimeoutSeconds, LeaseSeconds, Template, Affinity)", key));
         }
       }
     }
   }
+  if (request.placement.devices.empty() && request.placement.gpuCount == 0 && request.placement.endpoints.empty() &&
+      request.placement.pooledMemoryGiB == 0 && request.machineTemplate.empty())
+    return bad("PropertyMissing",
+               "name resource blocks in Links.ResourceBlocks, or ask for Processors, Storage, NetworkInterfaces or Memory with "
+               "@Redfish.RequestedCount, or a template (Oem.Switchyard.Template)");
   return request;
 }
 

@@ -199,6 +199,9 @@ json computerSystemWithoutPower(const PoolView& view, const std::string& id) {
             {"Name@Redfish.RequiredOnCreate", true},
             {"Links@Redfish.RequiredOnCreate", false},
             {"Processors@Redfish.OptionalOnCreate", true},
+            {"Storage@Redfish.OptionalOnCreate", true},
+            {"NetworkInterfaces@Redfish.OptionalOnCreate", true},
+            {"Memory@Redfish.OptionalOnCreate", true},
             {"Links", {{"ResourceBlocks@Redfish.OptionalOnCreate", true}}}};
   return nullptr;
 }

@@ -1,9 +1,9 @@
-"""OpenStack's sushy (Ironic's Redfish library, Debian python3-sushy) as the judge of yardd's Redfish service: it
-opens every ComputerSystem (physical hosts and composed systems), the Manager that is yardd, the TaskService and
-the EventService, and resets a composed system, whose host's BMC (the redfish-emulator over DMTF's rack-mount
-mockup, host0's --host-bmc) then shows the new power state. A host without a BMC offers no Reset, and a reset
-posted to it anyway is refused with what to configure; tenants reset only their own systems, never the pool's
-hosts.
+"""Redfish clients beyond ours. OpenStack's sushy (Ironic's Redfish library, Debian python3-sushy) as the judge of
+yardd's Redfish service: it opens every ComputerSystem (physical hosts and composed systems), the Manager that is
+yardd, the TaskService and the EventService, and resets a composed system, whose host's BMC (the redfish-emulator
+over DMTF's rack-mount mockup, host0's --host-bmc) then shows the new power state. A host without a BMC offers no
+Reset, and a reset posted to it anyway is refused with what to configure; tenants reset only their own systems,
+never the pool's hosts. Constrained composition of whole machines (drives, NICs, a template) in DMTF's shapes.
 
 Paths come from the environment ctest sets: YARDD, YARDCTL, REDFISH_EMULATOR, SWITCHYARD_SOURCE_DIR."""
 import base64
@@ -34,16 +34,18 @@ def sushy_or_skip():
         raise unittest.SkipTest("needs python3-sushy (./setup.sh installs it)")
 
 
-def http(url, user, password, method="GET", body=None):
+def http(url, user, password, method="GET", body=None, headers=False):
+    """(status, body), or (status, body, headers) with headers=True."""
     request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
     request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
     if body is not None:
         request.add_header("Content-Type", "application/json")
     try:
         with urllib.request.urlopen(request, timeout=10) as r:
-            return r.status, r.read().decode()
+            answer = (r.status, r.read().decode(), r.headers)
     except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+        answer = (e.code, e.read().decode(), e.headers)
+    return answer if headers else answer[:2]
 
 
 class SushyTest(YarddTestCase):
@@ -141,6 +143,61 @@ class SushyTest(YarddTestCase):
         # The operator resets the pool's host itself.
         root.get_system("/redfish/v1/Systems/host0").reset_system(self.sushy.ResetType.GRACEFUL_SHUTDOWN)
         self.assertEqual(self.bmc_power(), "Off")
+
+    def compose_over_redfish(self, body):
+        """POST /Systems as ops, then the task monitor until it ends: the composed system's resource."""
+        status, text, headers = http(self.redfish + "/redfish/v1/Systems", "ops", "ops-pw", "POST", body, headers=True)
+        self.assertEqual(status, 202, text)
+        monitor = headers["Location"]
+        status = wait_for(lambda: (lambda r: r if r[0] != 202 else None)(http(self.redfish + monitor, "ops", "ops-pw")), what="the task")
+        self.assertIn(status[0], (200, 201), status[1])
+        systems = json.loads(http(self.redfish + "/redfish/v1/Systems", "ops", "ops-pw")[1])["Members"]
+        for ref in systems:
+            system = json.loads(http(self.redfish + ref["@odata.id"], "ops", "ops-pw")[1])
+            if system.get("Name") == body["Name"]:
+                return system
+        self.fail(f"no system {body['Name']} in {systems}")
+
+    def block_types(self, system):
+        types = {}
+        for ref in system["Links"]["ResourceBlocks"]:
+            block = json.loads(http(self.redfish + ref["@odata.id"], "ops", "ops-pw")[1])
+            for t in block["ResourceBlockType"]:
+                types[t] = types.get(t, 0) + 1
+        return types
+
+    def test_constrained_composition_asks_for_drives_nics_and_a_template(self):
+        """Storage and NetworkInterfaces in a constrained compose (DMTF's constrained-composition shapes), the NICs
+        under the GPUs' switch (Oem.Switchyard.Affinity); a template by name; malformed requirements refused whole."""
+        machine = self.compose_over_redfish({
+            "Name": "train", "Processors": {"Members": [{"@Redfish.RequestedCount": 2, "ProcessorType": "GPU"}]},
+            "Storage": {"Members": [{"Drives": [{"@Redfish.RequestedCount": 2, "CapacityBytes": 2 * 1024 ** 4}]}]},
+            "NetworkInterfaces": {"Members": [{"@Redfish.RequestedCount": 1, "Model": "ConnectX-7"}]},
+            "Oem": {"Switchyard": {"Affinity": {"nic": "switch"}}}})
+        self.assertEqual(self.block_types(machine), {"ComputerSystem": 1, "Processor": 2, "Storage": 2, "Network": 1})
+        blocks = [ref["@odata.id"].rsplit("/", 1)[1] for ref in machine["Links"]["ResourceBlocks"]]
+        gpu_switches = {b.split("-")[0] for b in blocks if "-gpu" in b}
+        nic_switches = {b.split("-")[0] for b in blocks if "-nic" in b}
+        self.assertTrue(nic_switches <= gpu_switches, blocks)
+        self.connect("ops", "ops-pw").get_system(machine["@odata.id"])  # sushy opens it too
+
+        served = self.compose_over_redfish({"Name": "serve", "Oem": {"Switchyard": {"Template": "infer-1x"}}})
+        self.assertEqual(self.block_types(served), {"ComputerSystem": 1, "Processor": 1, "Network": 1})
+
+        before = json.loads(http(self.redfish + "/redfish/v1/Systems", "ops", "ops-pw")[1])["Members@odata.count"]
+        for bad, says in (
+                ({"Storage": {"Members": [{"Drives": [{"@Redfish.RequestedCount": 0}]}]}}, "out of range"),
+                ({"Storage": {"Members": [{"Drives": [{"Protocol": "NVMe"}]}]}}, "Protocol cannot be asked for"),
+                ({"Storage": {"Members": []}}, "Storage.Members must be"),
+                ({"NetworkInterfaces": {"Members": [{"@Redfish.RequestedCount": "two"}]}}, "whole number"),
+                ({"Processors": {"Members": [{"@Redfish.RequestedCount": 1}]}, "Oem": {"Switchyard": {"Affinity": {"nic": "switch"}}}}, "asks for no nic"),
+                ({"NetworkInterfaces": {"Members": [{}]}, "Oem": {"Switchyard": {"Affinity": {"nic": "rack"}}}}, "switch or domain"),
+                ({"Memory": {"Members": [{"@Redfish.RequestedCount": 2}]}}, "CapacityMiB is required"),
+                ({"EthernetInterfaces": {"Members": [{}]}}, "EthernetInterfaces is unknown")):
+            status, body = http(self.redfish + "/redfish/v1/Systems", "ops", "ops-pw", "POST", {"Name": "bad", **bad})
+            self.assertEqual(status, 400, (bad, body))
+            self.assertIn(says, body, bad)
+        self.assertEqual(json.loads(http(self.redfish + "/redfish/v1/Systems", "ops", "ops-pw")[1])["Members@odata.count"], before)
 
 
 if __name__ == "__main__":
