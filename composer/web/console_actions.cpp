@@ -107,13 +107,24 @@ void WebService::addConsoleRoutes(Routes& t) {
   t.route("/api/v1/logout").on("POST", Route{false, {}, [](Self& self, const Caller&, const net::HttpRequest& request, Params, net::Reply reply) {
                                                self.logout(request, std::move(reply));
                                              }});
-  // compose {"name", "gpus", "model", "tenant", "queue", "priority_class", "lease", "labels"}
+  // compose {"name", "gpus", "model", "template", "nics", "nvme", "memory_gib", "tenant", "queue", "priority_class", "lease", "labels"}
   t.route("/api/v1/systems").on("POST", operation([](const Caller& caller, const json& body, Params) -> Result<std::function<Result<Operation>(EngineCore&)>> {
     ComposeRequest r;
     SY_ASSIGN(r.name, field<std::string>(body, "name", ""));
     if (r.name.empty()) return fail(Code::kInvalidArgument, "'name': required (letters, digits, . _ -)");
+    SY_ASSIGN(r.machineTemplate, field<std::string>(body, "template", ""));
+    r.peerToPeerAsked = false;  // the console has no peer-to-peer field: a template's holds, else the default
     SY_ASSIGN(r.placement.gpuCount, field<int>(body, "gpus", 0));
-    if (r.placement.gpuCount < 1 || r.placement.gpuCount > 1024) return fail(Code::kInvalidArgument, "'gpus': a count from 1 to 1024");
+    if (r.placement.gpuCount < 0 || r.placement.gpuCount > 1024) return fail(Code::kInvalidArgument, "'gpus': a count from 1 to 1024");
+    for (const auto& [key, kind] : {std::pair{"nics", DeviceKind::kNic}, std::pair{"nvme", DeviceKind::kNvme}}) {
+      SY_ASSIGN(const int count, field<int>(body, key, 0));
+      if (count < 0 || count > kMaxEndpointsPerDemand) return fail(Code::kInvalidArgument, fmt::format("'{}': a count from 0 to {}", key, kMaxEndpointsPerDemand));
+      if (count > 0) r.placement.endpoints.push_back({kind, count, "", 0, Affinity::kDomain});
+    }
+    SY_ASSIGN(r.placement.pooledMemoryGiB, field<int>(body, "memory_gib", 0));
+    if (r.placement.pooledMemoryGiB < 0) return fail(Code::kInvalidArgument, "'memory_gib': GiB of pooled memory, 0 or more");
+    if (r.machineTemplate.empty() && r.placement.gpuCount == 0 && r.placement.endpoints.empty() && r.placement.pooledMemoryGiB == 0)
+      return fail(Code::kInvalidArgument, "'gpus': a count from 1 to 1024 (or a template, or NICs, drives or memory alone)");
     SY_ASSIGN(r.placement.model, field<std::string>(body, "model", ""));
     SY_ASSIGN(std::string tenant, field<std::string>(body, "tenant", ""));
     r.placement.tenant = !tenant.empty() ? tenant : !caller.tenant.empty() ? caller.tenant : std::string(kDefaultTenant);

@@ -177,12 +177,13 @@ WebService::Routes WebService::routeTable() {
   t.route("/api/v1/operations").on("GET", api(&Self::operationsApi));
   t.route("/api/v1/events").on("GET", api(&Self::eventsApi));
   t.route("/api/v1/capacity").on("GET", api(&Self::capacityApi));
+  t.route("/api/v1/templates").on("GET", api(&Self::templatesApi));
   addConsoleRoutes(t);
   t.route("/api/{rest*}").on("GET", {false, [](Self&, const Caller&, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
     const std::string target(request.target());
     reply(problem(http::status::not_found,
                   fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/queue, /api/v1/idle, /api/v1/operations, "
-                              "/api/v1/events, /api/v1/events/stream, /api/v1/capacity and /api/v1/session",
+                              "/api/v1/events, /api/v1/events/stream, /api/v1/capacity, /api/v1/templates and /api/v1/session",
                               target.substr(0, target.find('?'))),
                   request.version(), request.keep_alive()));
   }});
@@ -536,6 +537,19 @@ Result<WebService::ApiRead> WebService::capacityApi(const Caller&, const std::st
     return json{{"free_gpus", now.freeGpus}, {"stranded_gpus", now.strandedGpus}, {"shapes", std::move(shapes)}, {"domains", std::move(domains)},
                 {"history", std::move(history)},
                 {"sample_seconds", history_ ? static_cast<double>(history_->interval().count()) / 1000.0 : 0.0}};
+  }, nullptr};
+}
+
+Result<WebService::ApiRead> WebService::templatesApi(const Caller&, const std::string&) {
+  return ApiRead{[this]() -> Result<json> {
+    SY_ASSIGN(const auto cached, dashboardCapacity_->get());
+    std::map<std::string, int> fits;
+    for (const auto& n : cached->report.named) fits[n.name] = n.fits;
+    json out = json::array();
+    for (const auto& t : engine_.templates())
+      out.push_back(json{{"name", t.name}, {"description", t.description}, {"asks", describeShape(t)}, {"gpus", t.gpus},
+                         {"fits", fits.contains(t.name) ? json(fits[t.name]) : json(nullptr)}});
+    return json{{"templates", std::move(out)}};
   }, nullptr};
 }
 

@@ -90,6 +90,8 @@ class WebService {
   [[nodiscard]] Result<ApiRead> operationsApi(const Caller& caller, const std::string& query);
   [[nodiscard]] Result<ApiRead> eventsApi(const Caller& caller, const std::string& query);
   [[nodiscard]] Result<ApiRead> capacityApi(const Caller& caller, const std::string& query);
+  // The machine templates a compose may start from, what each asks for, and how many fit now.
+  [[nodiscard]] Result<ApiRead> templatesApi(const Caller& caller, const std::string& query);
   void healthz(const net::HttpRequest& request, net::Reply reply);
   // The console (console_actions.cpp): who is logged in, logging in and out, and the changes.
   void session(const Caller& caller, const net::HttpRequest& request, net::Reply reply);

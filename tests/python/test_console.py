@@ -105,6 +105,17 @@ class ConsoleTest(YarddTestCase):
         self.assertEqual((op["kind"], op["requested_by"]), ("compose", "ops"))
         wait_for(lambda: self.systems(ops).get("web1", {}).get("state") == "composed", what="web1 composed")
         self.assertEqual(self.systems(ops)["web1"]["labels"], {"team": "web"})
+        # Whole machines: a template that is not there, nothing asked for, a count out of range: refused, nothing made.
+        for bad, code, says in (({"name": "t1", "template": "no-such"}, 404, "no-such"), ({"name": "t2", "gpus": 0}, 400, "'gpus'"),
+                                ({"name": "t3", "gpus": 1, "nics": 65}, 400, "'nics'")):
+            status, _, body = ops.change("POST", "/api/v1/systems", bad)
+            self.assertEqual(status, code, body)
+            self.assertIn(says, body["error"]["message"])
+        self.assertEqual(set(self.systems(ops)), {"web1"})
+        status, _, templates = ops.call("GET", "/api/v1/templates")
+        self.assertEqual(status, 200, templates)
+        # Four hosts, web1 on one: three more systems at most; 8 GPUs under one switch only where web1 took none.
+        self.assertEqual({t["name"]: t["fits"] for t in templates["templates"]}, {"train-8x": 1, "infer-1x": 3, "storage-2x": 3})
         status, _, renewed = ops.change("POST", "/api/v1/systems/web1/renew", {"lease": "4h"})
         self.assertEqual(status, 200, renewed)
         self.assertTrue(renewed["lease_expires_at"])
@@ -253,6 +264,21 @@ class ConsoleTest(YarddTestCase):
 
             browser.evaluate("document.querySelector('[data-testid=\"decompose-web1\"]').click()")
             browser.wait_until("!document.getElementById('systems').innerText.includes('web1')", timeout=30, what="web1 gone from the page")
+
+            # A whole machine from a template (issue 62): the templates table says what each asks for and how many fit;
+            # choosing one empties the GPU count, so the template's holds.
+            browser.wait_until("document.getElementById('templates').innerText.includes('infer-1x')", what="the templates table")
+            self.assertIn("1 GPU", browser.evaluate("document.getElementById('templates').innerText"))
+            browser.evaluate("const t = document.getElementById('compose-template'); t.value = 'infer-1x'; t.dispatchEvent(new Event('change'));"
+                             "document.getElementById('compose-name').value = 'svc'; document.getElementById('compose-submit').click()")
+            wait_for(lambda: "svc" in self.systems(_logged_in(yardd.metrics_url, "ops", "ops-pw")), timeout=30,
+                     what="svc composed: " + browser.evaluate("document.getElementById('action-result').textContent"))
+            svc = wait_for(lambda: (lambda s: s if s["state"] == "composed" else None)(
+                self.systems(_logged_in(yardd.metrics_url, "ops", "ops-pw"))["svc"]), timeout=30, what="svc composed")
+            self.assertEqual(sorted(d["id"].split("-")[1].rstrip("0123456789") for d in svc["devices"]), ["gpu", "nic"], svc)
+            browser.wait_until("document.querySelector('[data-testid=\"decompose-svc\"]') !== null", what="svc's row")
+            browser.evaluate("document.querySelector('[data-testid=\"decompose-svc\"]').click()")
+            browser.wait_until("!document.getElementById('systems').innerText.includes('svc')", timeout=30, what="svc gone from the page")
 
             browser.evaluate("document.getElementById('logout').click()")
             log_in("vic", "vic-pw")

@@ -247,16 +247,27 @@ function drawEvents(events) {
   fillTable("events", events.map((e) => [utc(e.at), e.type, e.subject, e.message]), "no events");
 }
 
+// The templates table, and the compose form's choice of them (kept as chosen across redraws).
+function drawTemplates(answer) {
+  const list = answer.templates;
+  fillTable("templates", list.map((t) => [t.name, t.asks, t.fits === null ? "?" : String(t.fits), t.description]),
+    "no templates: yardd --templates FILE offers some");
+  const select = document.getElementById("compose-template");
+  const chosen = select.value;
+  select.replaceChildren(el("option", { value: "" }, "none"), ...list.map((t) => el("option", { value: t.name }, t.name)));
+  select.value = list.some((t) => t.name === chosen) ? chosen : "";
+}
+
 let live = false;  // the event stream is open
 
 async function refresh() {
   const status = document.getElementById("status");
   try {
     // Aggregates and the first pages only: a refresh weighs the same at 100,000 GPUs as at 16.
-    const [summary, pool, capacity, systems, operations, events, queue, idle] = await Promise.all([
+    const [summary, pool, capacity, systems, operations, events, queue, idle, templates] = await Promise.all([
       getJson("/api/v1/summary"), getJson(`/api/v1/pool?switches=${POOL_SWITCHES}&hosts=${POOL_HOSTS}`), getJson("/api/v1/capacity"),
       getJson(`/api/v1/systems?limit=${SYSTEMS_SHOWN}`), getJson("/api/v1/operations?limit=15"), getJson("/api/v1/events?limit=25"),
-      getJson(`/api/v1/queue?limit=${SYSTEMS_SHOWN}`), getJson(`/api/v1/idle?limit=${SYSTEMS_SHOWN}`)]);
+      getJson(`/api/v1/queue?limit=${SYSTEMS_SHOWN}`), getJson(`/api/v1/idle?limit=${SYSTEMS_SHOWN}`), getJson("/api/v1/templates")]);
     drawSummary(summary, capacity);
     drawChart(capacity);
     drawPool(pool);
@@ -264,6 +275,7 @@ async function refresh() {
     drawOperations(operations, systems);
     drawQueue(queue);
     drawIdle(idle);
+    drawTemplates(templates);
     drawEvents(events);
     status.textContent = `${live ? "live" : "polling every 2 s (no live updates)"} · updated ${utcNow()}`;
     status.className = "";
@@ -363,10 +375,25 @@ document.getElementById("logout").addEventListener("click", async () => {
   showLogin("logged out");
 });
 
+// Choosing a template empties the GPU count, so the template's holds unless one is typed.
+document.getElementById("compose-template").addEventListener("change", (event) => {
+  const gpus = document.getElementById("compose-gpus");
+  gpus.value = event.target.value ? "" : "1";
+  gpus.placeholder = event.target.value ? "template's" : "";
+});
+
 document.getElementById("compose").addEventListener("submit", (event) => {
   event.preventDefault();
   const name = document.getElementById("compose-name").value;
-  const body = { name, gpus: Number(document.getElementById("compose-gpus").value), queue: document.getElementById("compose-queue").checked };
+  const body = { name, queue: document.getElementById("compose-queue").checked };
+  const template = document.getElementById("compose-template").value;
+  if (template) body.template = template;
+  // A count left empty is left unsaid: a template's own part holds (GPUs default to 1 without one).
+  for (const [field, id] of [["gpus", "compose-gpus"], ["nics", "compose-nics"], ["nvme", "compose-nvme"]]) {
+    const value = document.getElementById(id).value;
+    if (value !== "") body[field] = Number(value);
+  }
+  if (!template && body.gpus === undefined && !body.nics && !body.nvme) body.gpus = 1;
   const tenant = document.getElementById("compose-tenant").value, lease = document.getElementById("compose-lease").value;
   if (tenant) body.tenant = tenant;
   if (lease) body.lease = lease;
