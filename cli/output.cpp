@@ -73,7 +73,16 @@ void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
     out << "no composed systems (create one with `yardctl compose NAME --gpus N`)\n";
     return;
   }
-  Table t({"ID", "NAME", "HOST", "STATE", "BOUND", "MIG", "SHARES", "TENANT", "DEVICES"});  // BOUND: devices of every kind
+  // BOUND: devices of every kind, by kind when there are several ("6 (4 gpu, 1 nic, 1 nvme)").
+  Table t({"ID", "NAME", "HOST", "STATE", "BOUND", "MIG", "SHARES", "TENANT", "DEVICES"});
+  auto bound = [](const pb::System& s) {
+    std::map<std::string, int> kinds;
+    for (const auto& b : s.bindings()) ++kinds[b.kind().empty() ? "?" : b.kind()];
+    if (kinds.size() <= 1) return std::to_string(s.bindings_size());
+    std::vector<std::string> parts;
+    for (const auto& [kind, n] : kinds) parts.push_back(fmt::format("{} {}", n, kind));
+    return fmt::format("{} ({})", s.bindings_size(), fmt::join(parts, ", "));
+  };
   for (const auto& s : r.systems()) {
     std::string devices;
     for (const auto& b : s.bindings()) devices += (devices.empty() ? "" : ",") + b.device_id();
@@ -81,7 +90,7 @@ void printSystems(const pb::ListSystemsResponse& r, std::ostream& out) {
     for (const auto& i : s.gpu_instances()) mig += (mig.empty() ? "" : ",") + i.profile();
     std::string shares;
     for (const auto& sh : s.gpu_shares()) shares += fmt::format("{}{:g}%", shares.empty() ? "" : ",", sh.milli() / 10.0);
-    t.add({s.id(), s.name(), s.host_id(), s.progress().empty() ? stateName(s.state()) : fmt::format("{} ({})", stateName(s.state()), s.progress()), std::to_string(s.bindings_size()), orDash(mig), orDash(shares), s.tenant(),
+    t.add({s.id(), s.name(), s.host_id(), s.progress().empty() ? stateName(s.state()) : fmt::format("{} ({})", stateName(s.state()), s.progress()), bound(s), orDash(mig), orDash(shares), s.tenant(),
            orDash(devices)});
   }
   t.print(out);

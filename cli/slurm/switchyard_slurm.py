@@ -11,12 +11,14 @@ SLURM_RESUME_FILE, a JSON file naming the jobs the nodes are resumed for and the
 gets (or gives back) one yardd system, "<SYSTEM_PREFIX><node>", on the yardd host of the same name (or the
 one HOST_MAP names). How many GPUs, and which model, come from features: the job's (--constraint) first,
 then the node's active features, then DEFAULT_GPUS: "gpus_4" asks for 4 GPUs, "gpumodel_H100-SXM5-80GB"
-for that model. A node that cannot be resumed is set DOWN with the reason at once, instead of Slurm
+for that model, "nics_2" and "nvme_1" for NICs and NVMe drives beside them, "template_train-8x" for a machine
+template (its GPUs unless gpus_N says otherwise). A node that cannot be resumed is set DOWN with the reason at once, instead of Slurm
 waiting out ResumeTimeout. docs/slurm.md has the whole story.
 
 Settings (environment, or KEY=VALUE lines in $SWITCHYARD_SLURM_CONF, default /etc/switchyard/slurm.conf):
     YARDCTL=yardctl   SCONTROL=scontrol   YARD_SERVER / YARD_CA / YARD_TOKEN_FILE (read by yardctl)
     YARD_PLAINTEXT=0  DEFAULT_GPUS=1  GPU_FEATURE_PREFIX=gpus_  MODEL_FEATURE_PREFIX=gpumodel_
+    NIC_FEATURE_PREFIX=nics_  NVME_FEATURE_PREFIX=nvme_  TEMPLATE_FEATURE_PREFIX=template_
     SYSTEM_PREFIX=slurm-  TENANT=  HOST_MAP=node1=host-a,node2=host-b  PARALLEL=8  TIMEOUT=300
     SLURMD_RESTART='ssh {node} systemctl restart slurmd'  (run after GPUs were added; empty: never)
     LOG=/var/log/switchyard/slurm.log  (default: stderr; slurmctld discards the programs' output)
@@ -33,6 +35,7 @@ import sys
 DEFAULTS = {
     "YARDCTL": "yardctl", "SCONTROL": "scontrol", "YARD_PLAINTEXT": "0", "DEFAULT_GPUS": "1",
     "GPU_FEATURE_PREFIX": "gpus_", "MODEL_FEATURE_PREFIX": "gpumodel_", "SYSTEM_PREFIX": "slurm-", "TENANT": "",
+    "NIC_FEATURE_PREFIX": "nics_", "NVME_FEATURE_PREFIX": "nvme_", "TEMPLATE_FEATURE_PREFIX": "template_",
     "HOST_MAP": "", "PARALLEL": "8", "TIMEOUT": "300", "SLURMD_RESTART": "", "LOG": "",
 }
 
@@ -123,13 +126,26 @@ class Kit:
     # What a node asks for.
 
     def wanted(self, features):
-        gpus, model = int(self.s["DEFAULT_GPUS"]), ""
+        """(GPUs, model, the compose's other flags): NICs, drives and a template from the features. GPUs is None when
+        a template is asked for without gpus_N (the template's count holds)."""
+        gpus, model, extra, template = None, "", [], ""
         for token in re.split(r"[,&|()\[\]*\s]+", features or ""):
-            if token.startswith(self.s["GPU_FEATURE_PREFIX"]) and token[len(self.s["GPU_FEATURE_PREFIX"]):].isdigit():
-                gpus = int(token[len(self.s["GPU_FEATURE_PREFIX"]):])
-            elif token.startswith(self.s["MODEL_FEATURE_PREFIX"]):
-                model = token[len(self.s["MODEL_FEATURE_PREFIX"]):]
-        return gpus, model
+            value = lambda prefix: token[len(self.s[prefix]):] if self.s[prefix] and token.startswith(self.s[prefix]) else None
+            if value("GPU_FEATURE_PREFIX") is not None and value("GPU_FEATURE_PREFIX").isdigit():
+                gpus = int(value("GPU_FEATURE_PREFIX"))
+            elif value("MODEL_FEATURE_PREFIX"):
+                model = value("MODEL_FEATURE_PREFIX")
+            elif value("NIC_FEATURE_PREFIX") is not None and value("NIC_FEATURE_PREFIX").isdigit():
+                extra += ["--nic", value("NIC_FEATURE_PREFIX")]
+            elif value("NVME_FEATURE_PREFIX") is not None and value("NVME_FEATURE_PREFIX").isdigit():
+                extra += ["--nvme", value("NVME_FEATURE_PREFIX")]
+            elif value("TEMPLATE_FEATURE_PREFIX"):
+                template = value("TEMPLATE_FEATURE_PREFIX")
+        if template:
+            extra += ["--template", template]
+        elif gpus is None:
+            gpus = int(self.s["DEFAULT_GPUS"])
+        return gpus, model, extra
 
     def job_features(self):
         """node -> (job id, features) from SLURM_RESUME_FILE, when Slurm gave one."""
@@ -152,24 +168,27 @@ class Kit:
 
     def resume_node(self, node, job):
         job_id, features = job if job else (None, self.node_features(node))
-        gpus, model = self.wanted(features)
+        gpus, model, extra = self.wanted(features)
         host = self.host_map.get(node, node)
         name = self.s["SYSTEM_PREFIX"] + node
         why = f"job {job_id}" if job_id is not None else "node features" if features else "DEFAULT_GPUS"
         try:
             system = self.system_of(node)
-            have = len(system.get("bindings", [])) if system else 0
+            # GPUs only: a system's drives and NICs are bound too (a yardd before Binding.kind says none: all GPUs).
+            have = sum(1 for b in system.get("bindings", []) if b.get("kind", "gpu") == "gpu") if system else 0
             model_flag = ["--model", model] if model else []
-            if system and have >= gpus:
-                self.log(f"{node}: {name} already has {have} GPU(s) (wanted {gpus}); nothing to do")
+            if system and (gpus is None or have >= gpus):
+                self.log(f"{node}: {name} already has {have} GPU(s) (wanted {'its template' if gpus is None else gpus}); nothing to do")
                 return True
             if system:
                 self.log(f"{node}: attaching {gpus - have} GPU(s) to {name} ({why})")
                 result = self.yardctl("attach", name, "--gpus", str(gpus - have), *model_flag)
             else:
-                self.log(f"{node}: composing {name} on host {host} with {gpus} GPU(s){' of ' + model if model else ''} ({why})")
+                asked = " ".join(([f"{gpus} GPU(s)" + (" of " + model if model else "")] if gpus is not None else []) + extra)
+                self.log(f"{node}: composing {name} on host {host} with {asked} ({why})")
                 tenant = ["--tenant", self.s["TENANT"]] if self.s["TENANT"] else []
-                result = self.yardctl("compose", name, "--host", host, "--gpus", str(gpus), *model_flag, *tenant,
+                gpu_flags = ["--gpus", str(gpus)] if gpus is not None else []
+                result = self.yardctl("compose", name, "--host", host, *gpu_flags, *model_flag, *extra, *tenant,
                                       "--label", "slurm.schedmd.com/node=" + node,
                                       *(["--label", f"slurm.schedmd.com/job={job_id}"] if job_id is not None else []))
             if result.returncode != 0:
@@ -185,7 +204,7 @@ class Kit:
                     self.set_down(node, message)
                     return False
                 self.log(f"{node}: slurmd restarted ({command})")
-            self.log(f"{node}: resumed with {gpus} GPU(s)")
+            self.log(f"{node}: resumed" + (f" with {gpus} GPU(s)" if gpus is not None else f" ({' '.join(extra)})"))
             return True
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as error:
             self.set_down(node, str(error))

@@ -246,7 +246,7 @@ pb::DeviceAllocation toProto(DeviceAllocation a) {
 
 }  // namespace
 
-void toProto(const System& s, pb::System& out) {
+void toProto(const System& s, pb::System& out, const PoolView* view) {
   out.set_id(s.id);
   out.set_name(s.name);
   out.set_host_id(s.hostId);
@@ -254,6 +254,7 @@ void toProto(const System& s, pb::System& out) {
     auto* pbb = out.add_bindings();
     pbb->set_device_id(b.deviceId);
     pbb->set_upstream_port_id(b.upstreamPortId);
+    if (const DeviceView* d = view ? view->device(b.deviceId) : nullptr) pbb->set_kind(std::string(toString(d->device.kind)));
     for (const auto& h : s.hostDevices)
       if (h.deviceId == b.deviceId) {
         pbb->set_host_pci_address(h.pciAddress);

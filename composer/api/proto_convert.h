@@ -19,7 +19,8 @@ void toProto(const MachineTemplate& t, pb::MachineTemplate& out);
 [[nodiscard]] Result<std::vector<MigProfile>> migProfilesOf(const pb::GetCapacityRequest& request);
 [[nodiscard]] Result<std::vector<int>> shareSizesOf(const pb::GetCapacityRequest& request);
 
-void toProto(const System& s, pb::System& out);
+// `view`: where each binding's device kind is read (none: bindings carry no kind).
+void toProto(const System& s, pb::System& out, const PoolView* view = nullptr);
 void toProto(const CapacityReport& r, pb::Capacity& out);
 void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& out);
 void toProto(const DeviceView& d, pb::Device& out);

@@ -179,7 +179,7 @@ grpc::ServerUnaryReactor* SwitchyardService::GetSystem(Context* ctx, const v1::G
         if (s && !maySee(c, s->tenant)) return fail(Code::kNotFound, fmt::format("no system '{}'", id));
         return s;
       },
-      [out](const System& s) { toProto(s, *out); });
+      [this, out](const System& s) { toProto(s, *out, engine_.view().get()); });
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::ListSystems(Context* ctx, const v1::ListSystemsRequest* req, v1::ListSystemsResponse* out) {
@@ -189,7 +189,8 @@ grpc::ServerUnaryReactor* SwitchyardService::ListSystems(Context* ctx, const v1:
   if (!selector) return finished(ctx, toGrpcStatus(selector.error()));
   return answerHere<std::vector<System>>(
       ctx, [this] { return engine_.listSystems(); },
-      [out, c = *caller, tenant = req->tenant(), size = req->page_size(), token = req->page_token(), selector = *selector](const std::vector<System>& systems) {
+      [this, out, c = *caller, tenant = req->tenant(), size = req->page_size(), token = req->page_token(), selector = *selector](const std::vector<System>& systems) {
+        const auto view = engine_.view();  // the devices' kinds
         std::string next;
         std::size_t bytes = 0;
         const auto page = pageOf(
@@ -198,7 +199,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ListSystems(Context* ctx, const v1:
             token, next);
         for (std::size_t i = 0; i < page.size(); ++i) {
           auto& system = *out->add_systems();
-          toProto(*page[i], system);
+          toProto(*page[i], system, view.get());
           bytes += system.ByteSizeLong();
           if (bytes > kPageBytes && i > 0) {  // this one starts the next page
             out->mutable_systems()->RemoveLast();
@@ -253,7 +254,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ForgetSystem(Context* ctx, const v1
   if (req->system().empty()) return finished(ctx, invalid("system: required (id or name)"));
   return answer<System>(
       ctx, [c = *caller, system = req->system()](EngineCore& core) { return core.forgetSystem(c, system); },
-      [out](const System& s) { toProto(s, *out); });
+      [this, out](const System& s) { toProto(s, *out, engine_.view().get()); });
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::ListHosts(Context* ctx, const v1::ListHostsRequest* req, v1::ListHostsResponse* out) {

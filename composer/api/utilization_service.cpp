@@ -41,7 +41,7 @@ grpc::ServerUnaryReactor* SwitchyardService::RenewLease(Context* ctx, const v1::
     return finished(ctx, invalid("lease_seconds: a positive number of seconds"));
   return answer<System>(
       ctx, [c = *caller, system = req->system(), s = req->lease_seconds()](EngineCore& core) { return core.renewLease(c, system, std::chrono::seconds(s)); },
-      [out](const System& s) { toProto(s, *out); });
+      [this, out](const System& s) { toProto(s, *out, engine_.view().get()); });
 }
 
 grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::GetUsageRequest* req, v1::UsageResponse* out) {

@@ -97,6 +97,21 @@ LOG={self.dir / 'kit.log'}
         self.assertEqual(len(self.systems()["slurm-host2"]["bindings"]), 3)
         self.assertIn("attaching 1 GPU(s) to slurm-host2 (job 7)", self.kit_log())
 
+    def test_features_ask_for_nics_drives_and_templates_and_only_gpus_count_as_gpus(self):
+        """Whole machines (issue 62): nics_N and nvme_N beside gpus_N, template_NAME for a machine template; a retry
+        counts the system's GPUs (Binding.kind), not its NICs and drives, so nothing more is attached."""
+        resume = {"jobs": [{"job_id": 9, "features": "gpus_2&nics_1&nvme_1", "nodes_resume": "host0"},
+                           {"job_id": 10, "features": "template_infer-1x", "nodes_resume": "host1"}]}
+        ran = self.run_kit("resume", "host[0-1]", resume_file=resume)
+        self.assertEqual(ran.returncode, 0, ran.stderr + self.kit_log())
+        kinds = {name: sorted(b.get("kind") for b in s["bindings"]) for name, s in self.systems().items()}
+        self.assertEqual(kinds, {"slurm-host0": ["gpu", "gpu", "nic", "nvme"], "slurm-host1": ["gpu", "nic"]})
+        self.assertEqual(self.systems()["slurm-host1"]["labels"]["switchyard.io/template"], "infer-1x")
+        again = self.run_kit("resume", "host0", resume_file={"jobs": [{"job_id": 9, "features": "gpus_2&nics_1&nvme_1", "nodes_resume": "host0"}]})
+        self.assertEqual(again.returncode, 0, self.kit_log())
+        self.assertIn("slurm-host0 already has 2 GPU(s) (wanted 2)", self.kit_log())
+        self.assertEqual(len(self.systems()["slurm-host0"]["bindings"]), 4)
+
     def test_a_node_that_cannot_be_resumed_goes_down_at_once_with_the_reason(self):
         resume = {"jobs": [{"job_id": 1, "features": "gpus_2", "nodes_resume": "host0"},
                            {"job_id": 2, "features": "gpus_17", "nodes_resume": "host3"}]}
