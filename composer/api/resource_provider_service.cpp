@@ -123,13 +123,19 @@ grpc::ServerUnaryReactor* ResourceProviderService::AddResource(Context* ctx, con
       [this, r = *req](EngineCore& core, const Caller& caller) -> Result<Status> {
         SY_TRY(required("request_id", r.request_id()));
         SY_TRY(required("node", r.node()));
-        if (!r.type().empty() && r.type() != "gpu")
-          return fail(Code::kInvalidArgument, fmt::format("type '{}': this provider attaches whole GPUs (type \"gpu\")", r.type()));
+        // One device a call: a whole GPU (type "gpu" or empty), or an NVMe drive or a NIC (ADR 0031) of the node's reach.
+        const auto kind = r.type().empty() ? std::optional(DeviceKind::kGpu) : parseDeviceKind(r.type());
+        if (!kind || (*kind != DeviceKind::kGpu && !isEndpointKind(*kind)))
+          return fail(Code::kInvalidArgument, fmt::format("type '{}': this provider attaches one device of type gpu, nvme or nic", r.type()));
         SY_ASSIGN(auto prior, core.operationForRequest(caller, r.request_id()));
         if (prior) return statusOf(engine_, *prior, {});  // the node the request went to, whatever this call says
         PlacementRequest placement;
-        placement.gpuCount = 1;
-        placement.model = r.model();
+        if (*kind == DeviceKind::kGpu) {
+          placement.gpuCount = 1;
+          placement.model = r.model();
+        } else {
+          placement.endpoints = {{*kind, 1, r.model(), 0, Affinity::kDomain}};
+        }
         placement.peerToPeer = PeerToPeer::kPreferred;
         Result<Operation> started;
         if (auto system = systemOn(engine_, caller, r.node())) {

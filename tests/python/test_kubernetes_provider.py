@@ -76,6 +76,29 @@ class KubernetesProviderTest(YarddTestCase):
             self.assertEqual(yard.get_resources(), [])
             self.assertEqual([s.name for s in yard.systems() if s.host_id == "host0" and s.state == 3], [])
 
+    def test_drives_and_nics_are_resources_too(self):
+        """Whole machines (issue 62): AddResource of type nvme or nic attaches one such device, alone or beside GPUs;
+        RemoveResource takes it back by device id; an unknown type is refused, naming the ones there are."""
+        yardd = self.yardd()
+        with Client(yardd.address, plaintext=True, caller="composable-resource-operator") as yard:
+            drive, _ = until_settled(lambda: yard.add_resource("d-1", "host2", type="nvme"))
+            self.assertEqual(drive.state, ResourceStatus.DONE, drive.message)
+            self.assertIn("-nvme", drive.device_id)
+            nic, _ = until_settled(lambda: yard.add_resource("n-1", "host2", type="nic", model="ConnectX-7"))
+            self.assertEqual(nic.state, ResourceStatus.DONE, nic.message)
+            self.assertEqual(nic.model, "ConnectX-7")
+            gpu, _ = until_settled(lambda: yard.add_resource("g-1", "host2"))
+            self.assertEqual(gpu.state, ResourceStatus.DONE, gpu.message)
+            system = next(s for s in yard.systems() if s.host_id == "host2" and s.state == 2)  # SYSTEM_STATE_COMPOSED
+            self.assertEqual(sorted(b.kind for b in system.bindings), ["gpu", "nic", "nvme"])
+            with self.assertRaises(grpc.RpcError) as refused:
+                yard.add_resource("x-1", "host2", type="fpga")
+            self.assertIn("gpu, nvme or nic", refused.exception.details())
+            removed, _ = until_settled(lambda: yard.remove_resource("rm-d", "host2", device_id=drive.device_id))
+            self.assertEqual(removed.state, ResourceStatus.DONE, removed.message)
+            system = next(s for s in yard.systems() if s.host_id == "host2" and s.state == 2)  # SYSTEM_STATE_COMPOSED
+            self.assertEqual(sorted(b.kind for b in system.bindings), ["gpu", "nic"])
+
     def test_a_busy_node_says_working_and_starts_nothing(self):
         yardd = self.yardd("--sim-latency-ms", "300")
         with Client(yardd.address, plaintext=True) as yard:

@@ -382,9 +382,10 @@ class Client:
 
     # The composable-resource provider (docs/kubernetes.md): one GPU per call, keyed by request_id.
 
-    def add_resource(self, request_id, node, *, model="", tenant=""):
+    def add_resource(self, request_id, node, *, model="", tenant="", type="gpu"):
+        """One device for `node`: a whole GPU (type "gpu"), an NVMe drive ("nvme") or a NIC ("nic")."""
         return self._call("provider.AddResource", provider_pb2.AddResourceRequest(
-            request_id=request_id, node=node, type="gpu", model=model, tenant=tenant))
+            request_id=request_id, node=node, type=type, model=model, tenant=tenant))
 
     def remove_resource(self, request_id, node, *, device_uuid="", device_id=""):
         return self._call("provider.RemoveResource", provider_pb2.RemoveResourceRequest(
