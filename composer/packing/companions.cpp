@@ -120,6 +120,8 @@ PlacementDecision placeWithCompanions(const placement::Scheduler& scheduler, con
   PlacementRequest rest = r;
   rest.pooledMemoryGiB = 0;
   rest.endpoints.clear();
+  for (const auto& d : r.endpoints)
+    if (d.affinity == Affinity::kSwitch) rest.besideGpus.push_back(d);
   const bool companionsOnly = r.gpuInstances.empty() && r.devices.empty() && r.gpuCount == 0 && r.gpuShareMilli == 0;
   PlacementDecision out;
   if (!companionsOnly) {

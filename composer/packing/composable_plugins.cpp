@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "composer/packing/composable_model.h"
+#include "composer/packing/endpoint_choice.h"
 
 namespace switchyard {
 
@@ -83,15 +84,20 @@ class DeviceSetPlugin final : public placement::FilterPlugin {
     const bool explain = placement::explaining(state);
     auto& plans = *state.find<DevicePlans>();
 
+    // One switch, the tightest fit; with drives or NICs that must sit beside the GPUs, the tightest that has them
+    // too when one does (else as without them: the companions then say what is missing).
     const PoolHostPort* bestPort = nullptr;
     std::size_t bestCount = 0;
-    for (const auto& p : host.ports) {
-      if (p.switchIndex < 0) continue;
-      const std::size_t count = eligible.count(p.switchIndex);
-      if (count >= n && (!bestPort || count < bestCount)) {
-        bestPort = &p;
-        bestCount = count;
+    for (const bool beside : {!r.besideGpus.empty(), false}) {
+      for (const auto& p : host.ports) {
+        if (p.switchIndex < 0) continue;
+        const std::size_t count = eligible.count(p.switchIndex);
+        if (count >= n && (!bestPort || count < bestCount) && (!beside || servesUnder(pool, p.switchIndex, r.besideGpus))) {
+          bestPort = &p;
+          bestCount = count;
+        }
       }
+      if (bestPort || !beside) break;
     }
     if (bestPort) {
       plans.set(c.hostIndex, DevicePlan{{{bestPort->switchIndex, n, bestCount, bestPort, false}}, 0, bestCount - n});

@@ -35,6 +35,13 @@ struct SwitchSupply {
 
 }  // namespace
 
+bool servesUnder(const Pool& pool, int switchIndex, const std::vector<EndpointDemand>& demands) {
+  const auto& free = pool.switches()[static_cast<std::size_t>(switchIndex)].freeDevices;
+  return std::all_of(demands.begin(), demands.end(), [&](const EndpointDemand& d) {
+    return std::count_if(free.begin(), free.end(), [&](int i) { return isEligibleEndpoint(pool.devices()[static_cast<std::size_t>(i)], d); }) >= d.count;
+  });
+}
+
 int reachableEndpoints(const Pool& pool, int hostIndex, const EndpointDemand& demand) {
   const PoolHost& host = pool.hosts()[static_cast<std::size_t>(hostIndex)];
   int n = 0;

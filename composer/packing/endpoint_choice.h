@@ -34,4 +34,7 @@ namespace switchyard {
 // A device that matches the demand's kind, model and capacity and may be handed out now.
 [[nodiscard]] bool isEligibleEndpoint(const PoolDevice& d, const EndpointDemand& demand);
 
+// Whether switch `switchIndex` has every demand's count free and eligible under it.
+[[nodiscard]] bool servesUnder(const Pool& pool, int switchIndex, const std::vector<EndpointDemand>& demands);
+
 }  // namespace switchyard

@@ -32,6 +32,10 @@ struct PlacementRequest {
   // Drives and NICs by count (endpoint_choice.h), on the host the GPUs go to, near them as each one's
   // affinity says; with GPUs or alone.
   std::vector<EndpointDemand> endpoints;
+  // The GPU part of a request whose drives or NICs must sit under the GPUs' switches (affinity switch; set by
+  // companions.cpp, not by callers): where the GPUs fit under one switch, one that has these free is taken over a
+  // tighter one that has not (device-set plugin). Empty for every GPU-only request, whose placement it never changes.
+  std::vector<EndpointDemand> besideGpus;
   PeerToPeer peerToPeer = PeerToPeer::kPreferred;
   std::optional<HostId> host;      // pinned host
   bool hostMayHaveSystem = false;  // attach: the pinned host already serves the system

@@ -90,7 +90,10 @@ placement::Decision PlacementIndex::schedule(const ComposableScheduler& schedule
     return scheduler.schedule(pool, request, request.explain);
   };
   const unsigned reads = scheduler.reads();
-  if (request.explain || request.host || !scheduler.perCandidate() || (reads & ~placement::kDemandMix) != 0) return fullCycle();
+  // Rankings are kept per GPU shape; drives or NICs beside the GPUs change a host's verdict, so those requests
+  // (rare, and small) take the full cycle.
+  if (request.explain || request.host || !request.besideGpus.empty() || !scheduler.perCandidate() || (reads & ~placement::kDemandMix) != 0)
+    return fullCycle();
   // A profile that never reads the demand mix keeps its rankings when the mix moves.
   const std::uint64_t demandVersion = (reads & placement::kDemandMix) != 0 ? pool.demandVersion() : 0;
 

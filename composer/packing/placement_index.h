@@ -14,7 +14,8 @@
 // what they read (placement::Reads): a profile none of whose plugins reads the demand mix keeps its
 // rankings when the mix moves.
 //
-// Falls back to the scheduler's full cycle for what it cannot rank: explained requests, a pinned host,
+// Falls back to the scheduler's full cycle for what it cannot rank: explained requests, a pinned host, GPUs
+// that must have drives or NICs beside them (PlacementRequest::besideGpus),
 // a profile whose scores are normalised across candidates or that has a plugin reading more than its
 // host's surroundings (or not saying what it reads), and any request nothing fits (whose
 // diagnoses come from the full, explained cycle). Not thread-safe: one index per pool owner. Rankings

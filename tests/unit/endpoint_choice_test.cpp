@@ -42,6 +42,31 @@ TEST(EndpointChoiceTest, NicsGoUnderTheSwitchesOfTheGpusTheyServe) {
     if (p.deviceId == "sw1-nic4") EXPECT_EQ(p.upstreamPortId, "sw1-usp-h0");
 }
 
+TEST(EndpointChoiceTest, TheGpusGoWhereTheirNicCanBeBesideThem) {
+  // h0 reaches sw0 (4 GPUs, no NIC) and sw1 (6 GPUs, a NIC). 4 GPUs alone fit tightest on sw0; with a NIC that must
+  // sit beside them they go under sw1, which has it (they used to go to sw0 and the request was refused).
+  const Topology t = TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 4).gpus("sw1", 6).nics("sw1", 1).host("h0", {"sw0", "sw1"}).build();
+  const Pool pool(t);
+  PlacementRequest alone;
+  alone.gpuCount = 4;
+  alone.peerToPeer = PeerToPeer::kRequired;
+  auto a = place(pool, alone);
+  ASSERT_TRUE(a.placement);
+  EXPECT_EQ(a.placement->devices.front().switchId, "sw0") << "GPU-only placement is unchanged: the tightest switch";
+  PlacementRequest r = alone;
+  r.endpoints = {nicDemand(1, Affinity::kSwitch)};
+  auto d = place(pool, r);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  for (const auto& p : d.placement->devices) EXPECT_EQ(p.switchId, "sw1") << p.deviceId;
+  EXPECT_EQ(endpointsOfKind(pool, *d.placement, DeviceKind::kNic).size(), 1u);
+  // Where no switch has both, the tightest fit stands and the refusal says what is missing.
+  PlacementRequest two = r;
+  two.endpoints = {nicDemand(2, Affinity::kSwitch)};
+  auto refused = place(pool, two);
+  ASSERT_FALSE(refused.placement);
+  EXPECT_NE(refused.error->message.find("0 free under its GPUs' switches, 1 elsewhere it reaches"), std::string::npos) << refused.error->message;
+}
+
 TEST(EndpointChoiceTest, SpreadOverTheGpusSwitchesByTheirShare) {
   // 6 GPUs across sw0 (2) and sw1 (4), 3 NICs: sw1 gets 2 and sw0 1 (2 GPUs per NIC on each). Taking them in
   // switch order, or all from the first switch, would give sw0 2 or 3.
