@@ -383,13 +383,28 @@ std::vector<DeviceUser> HostOps::usersOf(const PciFunction& function) const {
 std::vector<std::string> HostOps::kernelHoldsOf(const PciFunction& function) const {
   const auto dir = options_.sysfsRoot / "bus/pci/devices" / toString(function.address);
   std::vector<std::string> out;
-  std::vector<std::string> nodes;  // /dev/nvme0n (namespaces and partitions begin so)
+  // The function's block devices: an NVMe controller's namespaces (nvme/nvme0 -> /dev/nvme0n..., partitions begin
+  // so too), and a block device one level down (virtio0/block/vda, as a virtio disk has it, recorded on the lent GPU
+  // machine) with its partitions (/dev/vda1).
+  std::vector<std::string> prefixes, disks;
   std::error_code ec;
-  for (const auto& c : std::filesystem::directory_iterator(dir / "nvme", ec)) nodes.push_back("/dev/" + c.path().filename().string() + "n");
+  for (const auto& c : std::filesystem::directory_iterator(dir / "nvme", ec)) prefixes.push_back("/dev/" + c.path().filename().string() + "n");
+  // Interfaces likewise: net/IF on the function itself (mlx5, ice), or one level down (virtio2/net/eth0).
+  std::vector<std::filesystem::path> netDirs{dir / "net"};
+  for (const auto& child : std::filesystem::directory_iterator(dir, ec)) {
+    if (!child.is_directory(ec) || child.is_symlink(ec)) continue;
+    for (const auto& b : std::filesystem::directory_iterator(child.path() / "block", ec)) disks.push_back("/dev/" + b.path().filename().string());
+    if (std::filesystem::is_directory(child.path() / "net", ec)) netDirs.push_back(child.path() / "net");
+  }
   auto onDrive = [&](const std::string& source) {
-    return std::any_of(nodes.begin(), nodes.end(), [&](const std::string& n) { return source.starts_with(n); });
+    return std::any_of(prefixes.begin(), prefixes.end(), [&](const std::string& n) { return source.starts_with(n); }) ||
+           std::any_of(disks.begin(), disks.end(), [&](const std::string& d) {
+             return source.starts_with(d) && std::all_of(source.begin() + static_cast<std::ptrdiff_t>(d.size()), source.end(),
+                                                         [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == 'p'; });
+           });
   };
-  if (!nodes.empty()) {
+  const bool hasDrive = !prefixes.empty() || !disks.empty();
+  if (hasDrive) {
     std::istringstream mounts(readFile(options_.procRoot / "mounts"));
     for (std::string line; std::getline(mounts, line);) {
       std::istringstream fields(line);
@@ -403,10 +418,11 @@ std::vector<std::string> HostOps::kernelHoldsOf(const PciFunction& function) con
       if (fields >> source && onDrive(source)) out.push_back(fmt::format("{} is in use as swap", source));
     }
   }
-  for (const auto& i : std::filesystem::directory_iterator(dir / "net", ec)) {
-    const auto name = i.path().filename().string();
-    if (trim(readFile(i.path() / "operstate")) == "up") out.push_back(fmt::format("its network interface {} is up (take it down first)", name));
-  }
+  for (const auto& net : netDirs)
+    for (const auto& i : std::filesystem::directory_iterator(net, ec)) {
+      const auto name = i.path().filename().string();
+      if (trim(readFile(i.path() / "operstate")) == "up") out.push_back(fmt::format("its network interface {} is up (take it down first)", name));
+    }
   return out;
 }
 

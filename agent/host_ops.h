@@ -132,6 +132,8 @@ class HostOps {
   // What the host's own kernel holds the function by, besides processes: for a drive, a filesystem of one of
   // its namespaces or partitions mounted (<proc>/mounts) or used as swap (<proc>/swaps); for a NIC, one of its
   // network interfaces up (<sysfs>/.../net/IF/operstate: RDMA traffic needs no IP address, so up is enough).
+  // Block devices and interfaces are found on the function (nvme/, net/) or one level down (virtio0/block/vda,
+  // virtio2/net/eth0).
   // Each a sentence; empty when nothing holds it.
   [[nodiscard]] std::vector<std::string> kernelHoldsOf(const PciFunction& function) const;
 

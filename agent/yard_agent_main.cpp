@@ -53,6 +53,7 @@ struct AgentFlags {
   std::string logLevel = "info";
   bool printInventory = false;
   bool printActivity = false;
+  bool printHolds = false;
   int idleBusyAbove = 5;  // --print-activity: yardd's --idle-busy-above
   bool json = false;
 };
@@ -115,6 +116,40 @@ int printActivity(const HostOps& ops, bool json, int busyAbovePercent, const std
       for (const auto& p : i.processes) pids.push_back(std::to_string(p.pid));
       fmt::print("  GPU instance at slice {}  {}\n", i.start, pids.empty() ? std::string("idle") : fmt::format("busy: pid {}", fmt::join(pids, ", ")));
     }
+  }
+  if (json) fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+  return 0;
+}
+
+// --print-holds: what would stop yardd from taking each device back from this host now (a release refused): the
+// processes holding it open, and what the kernel holds it by (a mounted filesystem or swap on a drive, a NIC's
+// interface up). Bridges are left out: they are the fabric, never released.
+int printHolds(const HostOps& ops, bool json) {
+  auto inventory = ops.inventory();
+  if (!inventory) {
+    spdlog::critical("{}", inventory.error().message);
+    return 1;
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& h : *inventory) {
+    const PciFunction& f = h.pci;
+    if (f.bridge || (f.classCode >> 16) == 0x06) continue;
+    std::vector<std::string> holds;
+    nlohmann::json processes = nlohmann::json::array();
+    for (const auto& u : ops.usersOf(f)) {
+      processes.push_back({{"pid", u.pid}, {"command", u.command}, {"path", u.path}});
+      holds.push_back(fmt::format("process {} ({}) holds {}", u.pid, u.command, u.path));
+    }
+    const auto kernel = ops.kernelHoldsOf(f);
+    holds.insert(holds.end(), kernel.begin(), kernel.end());
+    const std::string address = toString(f.address), klass = fmt::format("{:06x}", f.classCode);
+    if (json) {
+      out.push_back({{"address", address}, {"class", klass}, {"driver", f.driver}, {"serial", f.serial()}, {"processes", processes},
+                     {"kernel", kernel}, {"releasable", holds.empty()}});
+      continue;
+    }
+    fmt::print("{}  class {}  driver {}  {}\n", address, klass, f.driver.empty() ? "-" : f.driver,
+               holds.empty() ? std::string("nothing holds it") : fmt::format("held: {}", fmt::join(holds, "; ")));
   }
   if (json) fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   return 0;
@@ -248,6 +283,7 @@ int run(const AgentFlags& flags) {
   }
   HostOps ops(options);
   if (flags.printActivity) return printActivity(ops, flags.json, flags.idleBusyAbove, flags.sysfsRoot);
+  if (flags.printHolds) return printHolds(ops, flags.json);
   if (flags.printInventory) {
     auto inventory = ops.inventory();
     if (!inventory) {
@@ -334,6 +370,7 @@ int main(int argc, char** argv) {
                "PCI remove) before the switch unbinds it.\n\n"
                "  yard-agent --print-inventory                   what this host's PCI bus holds (find root ports for --port)\n"
                "  yard-agent --print-activity                    what its GPUs do now, as yardd's idle reclaim sees it\n"
+               "  yard-agent --print-holds                       what would stop each device's release now (processes, mounts, links up)\n"
                "  yard-agent --host h1 --yardd yardd:7390 --port sw0-usp0=0000:00:01.0"};
   app.set_config("--config", "", "Read flags from a TOML/INI file: long flag names as keys (host = \"h1\", port = [\"sw0-usp0=0000:00:01.0\"]); "
                  "command-line flags win");
@@ -404,12 +441,15 @@ int main(int argc, char** argv) {
   app.add_flag("--print-inventory", flags.printInventory, "Print this host's PCI functions and exit");
   app.add_flag("--print-activity", flags.printActivity,
                "Print what each GPU on this host does now (utilization, memory, processes: what idle reclaim sees) and exit");
+  app.add_flag("--print-holds", flags.printHolds,
+               "Print what would stop each device's release now (processes holding it, a mounted drive or swap, a NIC's "
+               "interface up) and exit");
   app.add_option("--idle-busy-above", flags.idleBusyAbove,
                  "With --print-activity: a GPU with no process is idle at this utilization (%) or below; set it as yardd's "
                  "--idle-busy-above is set")
       ->check(CLI::Range(0, 100))
       ->capture_default_str();
-  app.add_flag("--json", flags.json, "With --print-inventory or --print-activity: JSON");
+  app.add_flag("--json", flags.json, "With --print-inventory, --print-activity or --print-holds: JSON");
   app.add_option("--log-level", flags.logLevel, "trace, debug, info, warn, error")->capture_default_str();
   app.set_version_flag("--version", switchyard::versionLine("yard-agent"), "Print yard-agent's version (and git commit) and exit");
   // CLI11 skips unknown keys and reads a broken line as some value: the file is checked first.

@@ -7,7 +7,8 @@
 #             (what HostOps::kernelHoldsOf reads: mounts, swaps, operstate, addresses);
 #   smi/      nvidia-smi: -L, the table, -q, the CSV queries of agent/gpu_activity.cpp idle and busy, topo -m,
 #             MIG mode and (when MIG is on) the instances, by tests/device/record_mig_activity.sh;
-#   agent/    our yard-agent: --version, --print-inventory --json, --print-activity (--json) idle and busy.
+#   agent/    our yard-agent: --version, --print-inventory --json, --print-activity (--json) and --print-holds (what
+#             would stop each device's release) idle and busy.
 # It changes nothing: no MIG mode, no reset, no remove/rescan, no driver bind. Bundle first with
 # tests/device/make_agent_bundle.sh (build/device-probe/), then through the device tool:
 #   bash build/device-probe/record_machine.sh        carrying build/device-probe
@@ -73,6 +74,8 @@ agent --version > "$work/agent/version.txt" 2>&1
 agent --print-inventory --json > "$work/agent/inventory.json" 2> "$work/agent/inventory.err"
 agent --print-activity > "$work/agent/activity-idle.txt" 2>&1
 agent --print-activity --json > "$work/agent/activity-idle.json" 2>&1
+agent --print-holds > "$work/agent/holds-idle.txt" 2>&1
+agent --print-holds --json > "$work/agent/holds-idle.json" 2>&1
 python3 -c 'import torch; print(torch.__version__)' > "$work/agent/torch.txt" 2>&1
 if python3 -c 'import torch' 2>/dev/null; then
   python3 -c 'import torch,time
@@ -84,6 +87,7 @@ torch.cuda.synchronize()' >> "$work/agent/torch.txt" 2>&1 &
   sleep 10
   agent --print-activity > "$work/agent/activity-busy.txt" 2>&1
   agent --print-activity --json > "$work/agent/activity-busy.json" 2>&1
+  agent --print-holds > "$work/agent/holds-busy.txt" 2>&1
   nvidia-smi $q_gpu > "$work/smi/query-gpu-busy.txt" 2>&1
   nvidia-smi $q_apps > "$work/smi/query-apps-busy.txt" 2>&1
   nvidia-smi > "$work/smi/nvidia-smi-busy.txt" 2>&1
@@ -91,6 +95,7 @@ torch.cuda.synchronize()' >> "$work/agent/torch.txt" 2>&1 &
 fi
 
 tar -C "$work" -czf "$out/record.tar.gz" .
-cat "$work/machine.txt" "$work/smi/list.txt" "$work/smi/mig-mode.txt" "$work/agent/activity-idle.txt" "$work/agent/activity-busy.txt" 2>/dev/null
+cat "$work/machine.txt" "$work/smi/list.txt" "$work/smi/mig-mode.txt" "$work/agent/activity-idle.txt" "$work/agent/activity-busy.txt" \
+  "$work/agent/holds-idle.txt" "$work/agent/holds-busy.txt" 2>/dev/null
 head -c 600 "$work/agent/inventory.json"; echo; cat "$work/agent/inventory.err"
 wc -l "$work/pci/machine.lspci"; head -3 "$work/pci/lspci.err"; ls "$work/sysfs"

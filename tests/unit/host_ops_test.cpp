@@ -198,6 +198,19 @@ TEST_F(HostOpsTest, AMountedDriveAndANicThatIsUpAreNotReleased) {
   EXPECT_NE(up.error().message.find("its network interface ens7f0np0 is up"), std::string::npos) << up.error().message;
   testing::writeFile(dev / "net/ens7f0np0/operstate", "down\n");
   EXPECT_TRUE(HostOps(options()).prepareDetach({gpu()}, true)) << "down: released";
+
+  // A virtio function keeps its disk and interface one level down, as the lent GPU machine showed
+  // (virtio0/block/vda mounted at /, virtio2/net/eth0 up): found there too; vdaa is another disk, not vda's.
+  PciFunction function;
+  function.address = parsePciAddress(kGpu).value();
+  testing::writeFile(dev / "virtio0/block/vda/size", "0\n");
+  testing::writeFile(proc() / "mounts", "/dev/vdaa /elsewhere ext4 rw 0 0\n");
+  EXPECT_TRUE(HostOps(options()).kernelHoldsOf(function).empty());
+  testing::writeFile(proc() / "mounts", "/dev/vda1 / ext4 rw,relatime 0 0\n");
+  EXPECT_EQ(HostOps(options()).kernelHoldsOf(function), (std::vector<std::string>{"/dev/vda1 is mounted at /"}));
+  testing::writeFile(proc() / "mounts", "");
+  testing::writeFile(dev / "virtio2/net/eth0/operstate", "up\n");
+  EXPECT_EQ(HostOps(options()).kernelHoldsOf(function), (std::vector<std::string>{"its network interface eth0 is up (take it down first)"}));
 }
 
 TEST_F(HostOpsTest, ReleaseUnbindsTheDriverThenRemovesTheFunctionAndADryRunOnlySaysSo) {
