@@ -44,21 +44,28 @@ using bench::summarize;
 
 namespace {
 
-Topology benchTopology(int gpus, int hostsPerFabric) {
+Topology benchTopology(int gpus, int hostsPerFabric, int nicsPerSwitch = 0, int drivesPerSwitch = 0) {
   TopologyShape shape;
   shape.totalGpus = gpus;
   shape.gpusPerSwitch = 16;
   shape.switchesPerFabric = 4;
   shape.hostsPerFabric = hostsPerFabric;
+  shape.nicsPerSwitch = nicsPerSwitch;
+  shape.drivesPerSwitch = drivesPerSwitch;
+  if (nicsPerSwitch + drivesPerSwitch > 0) shape.maxDevicesPerHost = 32;
   return generateTopology(shape);
 }
 
 // Compose + decompose loops through the real gRPC service, engine, SQLite store and simulated switch.
-int benchCompose(double seconds, int clients, const std::string& durability, int gpusPerCompose, const std::string& hostSide) {
+// Whole machines: `nics` NICs (beside the GPUs' switch) and `drives` drives with every compose, from a pool with
+// 4 of each per 16-GPU switch.
+int benchCompose(double seconds, int clients, const std::string& durability, int gpusPerCompose, const std::string& hostSide, int nics = 0,
+                 int drives = 0) {
   spdlog::set_level(spdlog::level::warn);
   testing::TempDir dir;
   SystemClock clock;
-  auto fabric = std::move(*SimulatedFabric::create(benchTopology(std::max(64, clients * 16), clients), clock, {}));
+  const bool mixed = nics + drives > 0;
+  auto fabric = std::move(*SimulatedFabric::create(benchTopology(std::max(64, clients * 16), clients, mixed ? 4 : 0, mixed ? 4 : 0), clock, {}));
   auto store = SqliteStore::open(dir / "yard.db", durability == "full" ? Durability::kFull : Durability::kNormal);
   if (!store) {
     fmt::print(stderr, "error: {}\n", store.error().message);
@@ -107,6 +114,13 @@ int benchCompose(double seconds, int clients, const std::string& durability, int
         req.set_name(name);
         req.mutable_gpus()->set_count(gpusPerCompose);
         req.mutable_gpus()->set_host(fmt::format("host{}", c));
+        for (const auto& [kind, count] : {std::pair{"nic", nics}, std::pair{"nvme", drives}})
+          if (count > 0) {
+            auto* e = req.add_endpoints();
+            e->set_kind(kind);
+            e->set_count(count);
+            if (std::string(kind) == "nic") e->set_affinity("switch");
+          }
         v1::Operation op;
         grpc::ClientContext ctx;
         if (!stub->Compose(&ctx, req, &op).ok() || !waitDone(op.id())) {
@@ -142,10 +156,10 @@ int benchCompose(double seconds, int clients, const std::string& durability, int
   }
   const auto c = summarize(all);
   const auto d = summarize(allDecompose);
-  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "durability", "host side", "clients", "gpus",
-             "composes", "composes/s", "p50 ms", "p99 ms", "max ms", "decomp p99", "peak RSS");
-  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>12.0f} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>8}MiB\n", durability, hostSide, clients,
-             gpusPerCompose,
+  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "durability", "host side", "clients", "gpus",
+             "nic+nvme", "composes", "composes/s", "p50 ms", "p99 ms", "max ms", "decomp p99", "peak RSS");
+  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>9} {:>12.0f} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>8}MiB\n", durability, hostSide, clients,
+             gpusPerCompose, fmt::format("{}+{}", nics, drives),
              all.size(), static_cast<double>(all.size()) / elapsed, c.p50 / 1000, c.p99 / 1000, c.max / 1000, d.p99 / 1000,
              peakRssKiB() / 1024);
   return 0;
@@ -166,6 +180,8 @@ int main(int argc, char** argv) {
   packing->add_option("--profiles", latency.profiles, "Placement profiles, timed interleaved")->capture_default_str();
   bool indexOnly = false;
   packing->add_flag("--index-only", indexOnly, "Skip the scan lanes (they take about 1-3 ms a decision at 100k GPUs)");
+  packing->add_flag("--mixed", latency.mixed,
+                    "Whole machines: 3 NICs and 2 NVMe drives per 16-GPU switch, each request with a NIC beside its GPUs and a drive");
   auto* compose = app.add_subcommand("compose", "Compose + decompose through gRPC on the simulated fabric (zero latency)");
   double seconds = 10;
   int clients = 8, gpus = 2;
@@ -176,6 +192,10 @@ int main(int argc, char** argv) {
   compose->add_option("--durability", durability, "normal or full (SQLite synchronous mode)")
       ->check(CLI::IsMember({"normal", "full"}))->capture_default_str();
   std::string hostSide = "none";
+  int composeNics = 0, composeDrives = 0;
+  compose->add_option("--nic", composeNics, "NICs per compose, under the GPUs' switch (the pool then has 4 NICs and 4 drives per switch)")
+      ->check(CLI::Range(0, 4))->capture_default_str();
+  compose->add_option("--nvme", composeDrives, "NVMe drives per compose")->check(CLI::Range(0, 4))->capture_default_str();
   compose->add_option("--host-side", hostSide, "none (every host trusts the fabric) or simulated (host-admit and host-release on simulated hosts)")
       ->check(CLI::IsMember({"none", "simulated"}))->capture_default_str();
   auto* ablation = app.add_subcommand("ablation", "switchyard-v2 (fragmentation score on the learned demand), switchyard-v1 against itself without topology and/or fit scores, and the HiveD buddy baseline, on a churning pool");
@@ -244,5 +264,5 @@ int main(int argc, char** argv) {
     latency.scan = !indexOnly;
     return bench::benchDecisionLatency(latency);
   }
-  return benchCompose(seconds, clients, durability, gpus, hostSide);
+  return benchCompose(seconds, clients, durability, gpus, hostSide, composeNics, composeDrives);
 }

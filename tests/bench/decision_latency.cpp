@@ -36,12 +36,17 @@ struct Lane {
   int placed = 0;
 };
 
-Topology latencyTopology(int gpus) {
+Topology latencyTopology(int gpus, bool mixed) {
   TopologyShape shape;
   shape.totalGpus = gpus;
   shape.gpusPerSwitch = 16;
   shape.switchesPerFabric = 4;
   shape.hostsPerFabric = 8;
+  if (mixed) {
+    shape.nicsPerSwitch = 3;
+    shape.drivesPerSwitch = 2;
+    shape.maxDevicesPerHost = 32;  // room for the companions beside 8 GPUs
+  }
   return generateTopology(shape);
 }
 
@@ -84,13 +89,13 @@ void decide(Lane& lane, const PlacementRequest& r) {
 int benchDecisionLatency(const LatencyOptions& o) {
   fmt::print(
       "placement decision latency (single thread, {} decisions per lane and row, lanes interleaved; requests of 1/2/4/8 GPUs, P2P "
-      "preferred; each placement taken and as many GPUs released)\n",
-      o.decisions);
+      "preferred{}; each placement taken and as many devices released)\n",
+      o.decisions, o.mixed ? ", each with 1 NIC under its GPUs' switch and 1 NVMe drive (3 NICs and 2 drives per 16-GPU switch)" : "");
   fmt::print("{:>8} {:>6} {:>5} {:>14} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>9}\n", "GPUs", "hosts", "fill", "profile", "lane", "p50 us",
              "p99 us", "max us", "mean us", "hosts/dec", "rebuilds");
   const int shapes[] = {1, 2, 4, 8};
   for (int gpus : o.gpus) {
-    const Topology t = latencyTopology(gpus);
+    const Topology t = latencyTopology(gpus, o.mixed);
     for (double fill : o.fills) {
       const Pool start = startingPool(t, fill);
       std::vector<std::unique_ptr<Lane>> lanes;
@@ -112,6 +117,7 @@ int benchDecisionLatency(const LatencyOptions& o) {
       for (int i = 0; i < o.decisions; ++i) {
         PlacementRequest r;
         r.gpuCount = shapes[i % 4];
+        if (o.mixed) r.endpoints = {{DeviceKind::kNic, 1, "", 0, Affinity::kSwitch}, {DeviceKind::kNvme, 1, "", 0, Affinity::kDomain}};
         for (auto& lane : lanes) decide(*lane, r);
         for (std::size_t k = 1; k < lanes.size(); ++k)
           if (lanes[k]->profile == lanes[k - 1]->profile && lanes[k]->lastHost != lanes[k - 1]->lastHost) {

@@ -16,6 +16,9 @@ struct LatencyOptions {
   int decisions = 20'000;
   std::vector<std::string> profiles{"switchyard-v1", "switchyard-v2"};
   bool scan = true;  // also time each profile without the index
+  // Whole machines (issue 62): every switch also holds 3 NICs and 2 NVMe drives (5 of its 21 devices, about a
+  // quarter), and every request asks for a NIC under its GPUs' switch and a drive anywhere the host reaches.
+  bool mixed = false;
 };
 
 // Prints one row per pool size, fill, profile and lane; returns a process exit code.
