@@ -117,6 +117,11 @@ void registerBuddyPlugins(ComposableRegistry& registry);
 // The "fragmentation" score (fragmentation_plugin.cpp): expected usable capacity lost for the learned demand.
 void registerFragmentationPlugin(ComposableRegistry& registry);
 
+// The "companions" filter (companions.cpp): a host whose GPU plan leaves no room or reach for the request's pooled
+// memory, drives and NICs (PlacementRequest::companionMemoryGiB, companionEndpoints) is rejected, saying why. Every
+// profile runs it after its device plan; it passes every GPU-only request untouched.
+void registerCompanionsPlugin(ComposableRegistry& registry);
+
 // Packing v1 as a profile: same-switch first, fewest switches, fewest inter-switch-link crossings,
 // tightest fit, then host order.
 [[nodiscard]] placement::Profile switchyardV1Profile();

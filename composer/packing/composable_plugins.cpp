@@ -85,19 +85,23 @@ class DeviceSetPlugin final : public placement::FilterPlugin {
     auto& plans = *state.find<DevicePlans>();
 
     // One switch, the tightest fit; with drives or NICs that must sit beside the GPUs, the tightest that has them
-    // too when one does (else as without them: the companions then say what is missing).
+    // too when one does (else as without them: the companions filter then says what is missing).
     const PoolHostPort* bestPort = nullptr;
     std::size_t bestCount = 0;
-    for (const bool beside : {!r.besideGpus.empty(), false}) {
+    boost::container::small_vector<EndpointDemand, 2> beside;
+    for (const auto& d : r.companionEndpoints)
+      if (d.affinity == Affinity::kSwitch) beside.push_back(d);
+    for (const bool wantBeside : {!beside.empty(), false}) {
       for (const auto& p : host.ports) {
         if (p.switchIndex < 0) continue;
         const std::size_t count = eligible.count(p.switchIndex);
-        if (count >= n && (!bestPort || count < bestCount) && (!beside || servesUnder(pool, p.switchIndex, r.besideGpus))) {
+        if (count >= n && (!bestPort || count < bestCount) &&
+            (!wantBeside || servesUnder(pool, p.switchIndex, std::span<const EndpointDemand>(beside.data(), beside.size())))) {
           bestPort = &p;
           bestCount = count;
         }
       }
-      if (bestPort || !beside) break;
+      if (bestPort || !wantBeside) break;
     }
     if (bestPort) {
       plans.set(c.hostIndex, DevicePlan{{{bestPort->switchIndex, n, bestCount, bestPort, false}}, 0, bestCount - n});
@@ -206,6 +210,7 @@ void registerComposablePlugins(ComposableRegistry& registry) {
   add<BestFitPlugin>(registry);
   registerBuddyPlugins(registry);
   registerFragmentationPlugin(registry);
+  registerCompanionsPlugin(registry);
 }
 
 const ComposableRegistry& composableRegistry() {
@@ -222,7 +227,7 @@ placement::Profile switchyardV1Profile() {
   return {"switchyard-v1",
           {"eligible-devices"},
           "hosts",
-          {"host-free", "device-limit", "device-set"},
+          {"host-free", "device-limit", "device-set", "companions"},
           {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"best-fit", 1}}};
 }
 
@@ -232,7 +237,7 @@ placement::Profile switchyardV2Profile() {
   return {"switchyard-v2",
           {"eligible-devices"},
           "hosts",
-          {"host-free", "device-limit", "device-set"},
+          {"host-free", "device-limit", "device-set", "companions"},
           {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"fragmentation", 100}, {"best-fit", 1}}};
 }
 
@@ -240,7 +245,7 @@ placement::Profile hivedBuddyProfile() {
   return {"hived-buddy",
           {"eligible-devices"},
           "hosts",
-          {"host-free", "device-limit", "buddy-cells"},
+          {"host-free", "device-limit", "buddy-cells", "companions"},
           {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"best-fit", 1}}};
 }
 

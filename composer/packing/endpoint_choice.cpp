@@ -35,11 +35,23 @@ struct SwitchSupply {
 
 }  // namespace
 
-bool servesUnder(const Pool& pool, int switchIndex, const std::vector<EndpointDemand>& demands) {
+bool servesUnder(const Pool& pool, int switchIndex, std::span<const EndpointDemand> demands) {
   const auto& free = pool.switches()[static_cast<std::size_t>(switchIndex)].freeDevices;
   return std::all_of(demands.begin(), demands.end(), [&](const EndpointDemand& d) {
     return std::count_if(free.begin(), free.end(), [&](int i) { return isEligibleEndpoint(pool.devices()[static_cast<std::size_t>(i)], d); }) >= d.count;
   });
+}
+
+EndpointSupply endpointSupply(const Pool& pool, int hostIndex, const std::vector<int>& gpuSwitches, const EndpointDemand& demand) {
+  // The switches a host reaches are those of the fabrics it has a port into (its direct ones among them).
+  EndpointSupply out;
+  for (const int f : pool.hostFabrics(hostIndex))
+    for (const int s : pool.fabricSwitches()[static_cast<std::size_t>(f)]) {
+      int n = 0;
+      for (const int i : pool.switches()[static_cast<std::size_t>(s)].freeDevices) n += isEligibleEndpoint(pool.devices()[static_cast<std::size_t>(i)], demand) ? 1 : 0;
+      (std::find(gpuSwitches.begin(), gpuSwitches.end(), s) != gpuSwitches.end() ? out.near : out.far) += n;
+    }
+  return out;
 }
 
 int reachableEndpoints(const Pool& pool, int hostIndex, const EndpointDemand& demand) {

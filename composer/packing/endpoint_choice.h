@@ -12,6 +12,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,15 @@ namespace switchyard {
                                                               const EndpointDemand& demand, int slots, const std::vector<DeviceId>& taken,
                                                               std::string* why = nullptr);
 
+// How many free eligible devices of a demand the host reaches: under the GPUs' switches (`near`) and elsewhere.
+// chooseEndpoints finds `count` of them exactly when near (affinity switch, with GPUs) or near + far reach it: the
+// count alone decides, without choosing (the companions filter asks it of every host).
+struct EndpointSupply {
+  int near = 0;
+  int far = 0;
+};
+[[nodiscard]] EndpointSupply endpointSupply(const Pool& pool, int hostIndex, const std::vector<int>& gpuSwitches, const EndpointDemand& demand);
+
 // How many devices a demand could take on the host at most (its affinity set aside): a quick test before
 // placing GPUs there.
 [[nodiscard]] int reachableEndpoints(const Pool& pool, int hostIndex, const EndpointDemand& demand);
@@ -35,6 +45,6 @@ namespace switchyard {
 [[nodiscard]] bool isEligibleEndpoint(const PoolDevice& d, const EndpointDemand& demand);
 
 // Whether switch `switchIndex` has every demand's count free and eligible under it.
-[[nodiscard]] bool servesUnder(const Pool& pool, int switchIndex, const std::vector<EndpointDemand>& demands);
+[[nodiscard]] bool servesUnder(const Pool& pool, int switchIndex, std::span<const EndpointDemand> demands);
 
 }  // namespace switchyard

@@ -32,10 +32,12 @@ struct PlacementRequest {
   // Drives and NICs by count (endpoint_choice.h), on the host the GPUs go to, near them as each one's
   // affinity says; with GPUs or alone.
   std::vector<EndpointDemand> endpoints;
-  // The GPU part of a request whose drives or NICs must sit under the GPUs' switches (affinity switch; set by
-  // companions.cpp, not by callers): where the GPUs fit under one switch, one that has these free is taken over a
-  // tighter one that has not (device-set plugin). Empty for every GPU-only request, whose placement it never changes.
-  std::vector<EndpointDemand> besideGpus;
+  // The GPU part of a request with pooled memory, drives or NICs (set by companions.cpp, not by callers): the
+  // "companions" filter keeps the hosts whose GPU plan leaves them room and reach for these, and the device-set
+  // plugin puts the GPUs under a switch that has the switch-affine ones free where one does. Empty for every
+  // GPU-only request, whose placement they never change.
+  int companionMemoryGiB = 0;
+  std::vector<EndpointDemand> companionEndpoints;
   PeerToPeer peerToPeer = PeerToPeer::kPreferred;
   std::optional<HostId> host;      // pinned host
   bool hostMayHaveSystem = false;  // attach: the pinned host already serves the system

@@ -1,5 +1,7 @@
 #include "composer/packing/placement_index.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -92,13 +94,16 @@ placement::Decision PlacementIndex::schedule(const ComposableScheduler& schedule
   const unsigned reads = scheduler.reads();
   // Rankings are kept per GPU shape; drives or NICs beside the GPUs change a host's verdict, so those requests
   // (rare, and small) take the full cycle.
-  if (request.explain || request.host || !request.besideGpus.empty() || !scheduler.perCandidate() || (reads & ~placement::kDemandMix) != 0)
-    return fullCycle();
+  if (request.explain || request.host || !scheduler.perCandidate() || (reads & ~placement::kDemandMix) != 0) return fullCycle();
   // A profile that never reads the demand mix keeps its rankings when the mix moves.
   const std::uint64_t demandVersion = (reads & placement::kDemandMix) != 0 ? pool.demandVersion() : 0;
 
+  std::string companions;
+  if (request.companionMemoryGiB > 0) companions = fmt::format("memory {} GiB", request.companionMemoryGiB);
+  for (const auto& d : request.companionEndpoints)
+    companions += fmt::format(";{} {} {} {} {}", toString(d.kind), d.count, d.model, d.minCapacityGiB, toString(d.affinity));
   Key key{&scheduler, request.gpuCount, request.model, request.minMemoryGiB, request.migCapable, request.peerToPeer,
-          request.hostMayHaveSystem};
+          request.hostMayHaveSystem, std::move(companions)};
   const std::size_t limit = std::clamp(kVerdictBudget / std::max<std::size_t>(1, pool.hosts().size()), kMinRankings, kMaxRankings);
   if (rankings_.size() >= limit && !rankings_.contains(key)) {
     auto oldest = std::min_element(rankings_.begin(), rankings_.end(),

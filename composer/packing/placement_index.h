@@ -14,8 +14,9 @@
 // what they read (placement::Reads): a profile none of whose plugins reads the demand mix keeps its
 // rankings when the mix moves.
 //
-// Falls back to the scheduler's full cycle for what it cannot rank: explained requests, a pinned host, GPUs
-// that must have drives or NICs beside them (PlacementRequest::besideGpus),
+// GPUs with companions (PlacementRequest::companionEndpoints, companionMemoryGiB) are ranked per shape with them:
+// the companions filter reads only the host's fabrics, as the contract wants.
+// Falls back to the scheduler's full cycle for what it cannot rank: explained requests, a pinned host,
 // a profile whose scores are normalised across candidates or that has a plugin reading more than its
 // host's surroundings (or not saying what it reads), and any request nothing fits (whose
 // diagnoses come from the full, explained cycle). Not thread-safe: one index per pool owner. Rankings
@@ -50,7 +51,8 @@ class PlacementIndex {
   [[nodiscard]] std::size_t rankingsKept() const { return rankings_.size(); }
 
  private:
-  using Key = std::tuple<const ComposableScheduler*, int, std::string, int, bool, PeerToPeer, bool>;
+  // The last part: the request's companions (drives, NICs, pooled memory) as text; empty for GPUs alone.
+  using Key = std::tuple<const ComposableScheduler*, int, std::string, int, bool, PeerToPeer, bool, std::string>;
   // Every host's total (NaN: rejected) and, over them, a tournament tree: each inner node holds the best
   // host of its subtree (highest total, then lowest index, as the framework selects), so changing one
   // host's total replays log2(hosts) matches in two flat arrays, with no allocation.

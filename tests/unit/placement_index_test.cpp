@@ -112,6 +112,63 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleOnAChurningPool) {
   EXPECT_LT(s.evaluated, 1500U * pool.hosts().size() / 2) << "rebuilds " << s.rebuilds;
 }
 
+// GPUs with drives and NICs beside them (issue 62) are ranked per shape with their companions: the same decisions
+// as the full cycle while NICs and drives come and go under the switches.
+TEST_P(PlacementIndexTest, DecidesAsTheFullCycleWithCompanions) {
+  TopologyShape shape;
+  shape.totalGpus = 12 * 32;
+  shape.switchesPerFabric = 4;
+  shape.gpusPerSwitch = 8;
+  shape.hostsPerFabric = 6;
+  shape.maxDevicesPerHost = 12;
+  shape.nicsPerSwitch = 2;
+  shape.drivesPerSwitch = 1;
+  Pool pool(generateTopology(shape));
+  auto scheduler = *buildComposableScheduler(GetParam());
+  PlacementIndex index;
+  std::mt19937 rng(9);
+  std::vector<int> endpoints;
+  for (std::size_t d = 0; d < pool.devices().size(); ++d)
+    if (pool.devices()[d].kind != DeviceKind::kGpu) endpoints.push_back(static_cast<int>(d));
+  std::vector<std::pair<std::vector<int>, int>> live;
+  for (int i = 0; i < 1200; ++i) {
+    PlacementRequest r = randomSizedRequest(rng);
+    if (rng() % 3 != 0) r.companionEndpoints.push_back({DeviceKind::kNic, 1 + static_cast<int>(rng() % 2), "", 0, rng() % 2 ? Affinity::kSwitch : Affinity::kDomain});
+    if (rng() % 3 == 0) r.companionEndpoints.push_back({DeviceKind::kNvme, 1, "", 0, Affinity::kDomain});
+    auto want = scheduler->schedule(pool, r, false);
+    auto got = index.schedule(*scheduler, pool, r);
+    expectSameDecision(want, got, "request " + std::to_string(i));
+    if (HasFatalFailure()) return;
+    if (got.chosen && rng() % 4 != 0) {
+      const int h = got.chosen->hostIndex;
+      const DevicePlan& plan = *got.state.find<DevicePlans>()->find(h);
+      auto& eligible = *got.state.find<EligibleDevices>();
+      std::vector<int> taken;
+      for (const auto& part : plan.parts) {
+        const auto& from = part.devices.empty() ? eligible.devices(part.switchIndex) : part.devices;
+        taken.insert(taken.end(), from.begin(), from.begin() + static_cast<long>(part.take));
+      }
+      for (int d : taken) pool.setFree(d, false);
+      pool.addAttached(h, static_cast<int>(taken.size()));
+      pool.setInSystem(h, true);
+      live.emplace_back(std::move(taken), h);
+    }
+    if (!live.empty() && rng() % 3 == 0) {
+      const std::size_t k = rng() % live.size();
+      for (int d : live[k].first) pool.setFree(d, true);
+      pool.addAttached(live[k].second, -static_cast<int>(live[k].first.size()));
+      pool.setInSystem(live[k].second, false);
+      live.erase(live.begin() + static_cast<long>(k));
+    }
+    for (int k = 0; k < 3; ++k) {  // drives and NICs come and go
+      const int e = endpoints[rng() % endpoints.size()];
+      pool.setFree(e, !pool.devices()[static_cast<std::size_t>(e)].free);
+    }
+  }
+  EXPECT_EQ(index.stats().stale, 0U);
+  EXPECT_GT(index.stats().cycles, 300U);
+}
+
 INSTANTIATE_TEST_SUITE_P(Profiles, PlacementIndexTest, ::testing::Values("switchyard-v1", "switchyard-v2", "hived-buddy"));
 
 // One pool, one profile, one index; requests of `gpus` GPUs.
