@@ -48,6 +48,20 @@ std::optional<HttpResponse> onlyKeys(const json& requirement, std::initializer_l
   return std::nullopt;
 }
 
+// A requirement's @Redfish.RequestedCount (1 when absent) and Model into `demand`; the error naming `where` else.
+std::optional<HttpResponse> readCountAndModel(const json& requirement, EndpointDemand& demand, const std::string& where) {
+  if (requirement.contains("@Redfish.RequestedCount")) {
+    auto n = wholeNumber(requirement["@Redfish.RequestedCount"], 1, kMaxEndpointsPerDemand, where + ".@Redfish.RequestedCount");
+    if (auto* e = std::get_if<HttpResponse>(&n)) return std::move(*e);
+    demand.count = static_cast<int>(std::get<long long>(n));
+  }
+  if (requirement.contains("Model")) {
+    if (!requirement["Model"].is_string()) return bad("PropertyValueTypeError", where + ".Model must be a string");
+    demand.model = requirement["Model"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
 std::optional<HttpResponse> addDemand(ComposeRequest& request, EndpointDemand demand, const std::string& where) {
   for (auto& d : request.placement.endpoints)
     if (d.kind == demand.kind) {
@@ -76,19 +90,11 @@ std::optional<HttpResponse> readDrives(const json& body, ComposeRequest& request
       if (!drive.is_object()) return bad("PropertyValueTypeError", "each of Storage.Members[].Drives must be an object");
       if (auto e = onlyKeys(drive, {"@Redfish.RequestedCount", "CapacityBytes", "Model"}, "Storage.Members[].Drives[]")) return e;
       EndpointDemand demand{DeviceKind::kNvme, 1, "", 0, Affinity::kDomain};
-      if (drive.contains("@Redfish.RequestedCount")) {
-        auto n = wholeNumber(drive["@Redfish.RequestedCount"], 1, kMaxEndpointsPerDemand, "Drives[].@Redfish.RequestedCount");
-        if (auto* e = std::get_if<HttpResponse>(&n)) return std::move(*e);
-        demand.count = static_cast<int>(std::get<long long>(n));
-      }
+      if (auto e = readCountAndModel(drive, demand, "Drives[]")) return e;
       if (drive.contains("CapacityBytes")) {  // in whole GiB, rounded up: a drive of at least that many bytes
         auto bytes = wholeNumber(drive["CapacityBytes"], 1, 1LL << 50, "Drives[].CapacityBytes");
         if (auto* e = std::get_if<HttpResponse>(&bytes)) return std::move(*e);
         demand.minCapacityGiB = static_cast<int>((std::get<long long>(bytes) + (1LL << 30) - 1) >> 30);
-      }
-      if (drive.contains("Model")) {
-        if (!drive["Model"].is_string()) return bad("PropertyValueTypeError", "Drives[].Model must be a string");
-        demand.model = drive["Model"].get<std::string>();
       }
       if (auto e = addDemand(request, std::move(demand), "Storage")) return e;
     }
@@ -102,15 +108,7 @@ std::optional<HttpResponse> readNics(const json& body, ComposeRequest& request) 
   for (const json& nic : *std::get<const json*>(list)) {
     if (auto e = onlyKeys(nic, {"@Redfish.RequestedCount", "Model"}, "NetworkInterfaces.Members[]")) return e;
     EndpointDemand demand{DeviceKind::kNic, 1, "", 0, Affinity::kDomain};
-    if (nic.contains("@Redfish.RequestedCount")) {
-      auto n = wholeNumber(nic["@Redfish.RequestedCount"], 1, kMaxEndpointsPerDemand, "NetworkInterfaces.Members[].@Redfish.RequestedCount");
-      if (auto* e = std::get_if<HttpResponse>(&n)) return std::move(*e);
-      demand.count = static_cast<int>(std::get<long long>(n));
-    }
-    if (nic.contains("Model")) {
-      if (!nic["Model"].is_string()) return bad("PropertyValueTypeError", "NetworkInterfaces.Members[].Model must be a string");
-      demand.model = nic["Model"].get<std::string>();
-    }
+    if (auto e = readCountAndModel(nic, demand, "NetworkInterfaces.Members[]")) return e;
     if (auto e = addDemand(request, std::move(demand), "NetworkInterfaces")) return e;
   }
   return std::nullopt;

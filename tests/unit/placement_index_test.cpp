@@ -56,6 +56,37 @@ void expectSameDecision(const placement::Decision& want, const placement::Decisi
   }
 }
 
+// Systems coming and going on a pool, as the engine takes and gives back a plan's GPUs.
+struct Churn {
+  std::vector<std::pair<std::vector<int>, int>> live;  // devices, host
+
+  // Takes what the decision's plan takes (three times in four, so some decisions are only looked at).
+  void take(const placement::Decision& got, Pool& pool, std::mt19937& rng) {
+    if (!got.chosen || rng() % 4 == 0) return;
+    const int h = got.chosen->hostIndex;
+    const DevicePlan& plan = *got.state.find<DevicePlans>()->find(h);
+    auto& eligible = *got.state.find<EligibleDevices>();
+    std::vector<int> taken;
+    for (const auto& part : plan.parts) {
+      const auto& from = part.devices.empty() ? eligible.devices(part.switchIndex) : part.devices;
+      taken.insert(taken.end(), from.begin(), from.begin() + static_cast<long>(part.take));
+    }
+    for (int d : taken) pool.setFree(d, false);
+    pool.addAttached(h, static_cast<int>(taken.size()));
+    pool.setInSystem(h, true);
+    live.emplace_back(std::move(taken), h);
+  }
+  // A system goes away, one time in three.
+  void release(Pool& pool, std::mt19937& rng) {
+    if (live.empty() || rng() % 3 != 0) return;
+    const std::size_t k = rng() % live.size();
+    for (int d : live[k].first) pool.setFree(d, true);
+    pool.addAttached(live[k].second, -static_cast<int>(live[k].first.size()));
+    pool.setInSystem(live[k].second, false);
+    live.erase(live.begin() + static_cast<long>(k));
+  }
+};
+
 class PlacementIndexTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PlacementIndexTest, DecidesAsTheFullCycleOnAChurningPool) {
@@ -64,7 +95,7 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleOnAChurningPool) {
   PlacementIndex index;
   DemandTracker demand;
   std::mt19937 rng(5);
-  std::vector<std::pair<std::vector<int>, int>> live;  // devices, host
+  Churn churn;
   for (int i = 0; i < 1500; ++i) {
     const PlacementRequest r = randomSizedRequest(rng);
     demand.observe(r, pool);  // the mix moves now and then: the index must notice
@@ -72,31 +103,11 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleOnAChurningPool) {
     auto got = index.schedule(*scheduler, pool, r);
     expectSameDecision(want, got, "request " + std::to_string(i));
     if (HasFatalFailure()) return;
-    if (got.chosen && rng() % 4 != 0) {
-      // Take what the plan takes, as the engine does.
-      const int h = got.chosen->hostIndex;
-      const DevicePlan& plan = *got.state.find<DevicePlans>()->find(h);
-      auto& eligible = *got.state.find<EligibleDevices>();
-      std::vector<int> taken;
-      for (const auto& part : plan.parts) {
-        const auto& from = part.devices.empty() ? eligible.devices(part.switchIndex) : part.devices;
-        taken.insert(taken.end(), from.begin(), from.begin() + static_cast<long>(part.take));
-      }
-      for (int d : taken) pool.setFree(d, false);
-      pool.addAttached(h, static_cast<int>(taken.size()));
-      pool.setInSystem(h, true);
-      live.emplace_back(std::move(taken), h);
-    }
-    if (!live.empty() && rng() % 3 == 0) {  // a system goes away
-      const std::size_t k = rng() % live.size();
-      for (int d : live[k].first) pool.setFree(d, true);
-      pool.addAttached(live[k].second, -static_cast<int>(live[k].first.size()));
-      pool.setInSystem(live[k].second, false);
-      live.erase(live.begin() + static_cast<long>(k));
-    }
+    churn.take(got, pool, rng);
+    churn.release(pool, rng);
     if (rng() % 10 == 0) {  // a host joins or leaves a system that holds no device yet
       const int h = static_cast<int>(rng() % pool.hosts().size());
-      if (std::none_of(live.begin(), live.end(), [&](const auto& l) { return l.second == h; }))
+      if (std::none_of(churn.live.begin(), churn.live.end(), [&](const auto& l) { return l.second == h; }))
         pool.setInSystem(h, !pool.hosts()[static_cast<std::size_t>(h)].inSystem);
     }
     if (rng() % 20 == 0) {  // a GPU's health moves
@@ -130,7 +141,7 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleWithCompanions) {
   std::vector<int> endpoints;
   for (std::size_t d = 0; d < pool.devices().size(); ++d)
     if (pool.devices()[d].kind != DeviceKind::kGpu) endpoints.push_back(static_cast<int>(d));
-  std::vector<std::pair<std::vector<int>, int>> live;
+  Churn churn;
   for (int i = 0; i < 1200; ++i) {
     PlacementRequest r = randomSizedRequest(rng);
     if (rng() % 3 != 0) r.companionEndpoints.push_back({DeviceKind::kNic, 1 + static_cast<int>(rng() % 2), "", 0, rng() % 2 ? Affinity::kSwitch : Affinity::kDomain});
@@ -139,27 +150,8 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleWithCompanions) {
     auto got = index.schedule(*scheduler, pool, r);
     expectSameDecision(want, got, "request " + std::to_string(i));
     if (HasFatalFailure()) return;
-    if (got.chosen && rng() % 4 != 0) {
-      const int h = got.chosen->hostIndex;
-      const DevicePlan& plan = *got.state.find<DevicePlans>()->find(h);
-      auto& eligible = *got.state.find<EligibleDevices>();
-      std::vector<int> taken;
-      for (const auto& part : plan.parts) {
-        const auto& from = part.devices.empty() ? eligible.devices(part.switchIndex) : part.devices;
-        taken.insert(taken.end(), from.begin(), from.begin() + static_cast<long>(part.take));
-      }
-      for (int d : taken) pool.setFree(d, false);
-      pool.addAttached(h, static_cast<int>(taken.size()));
-      pool.setInSystem(h, true);
-      live.emplace_back(std::move(taken), h);
-    }
-    if (!live.empty() && rng() % 3 == 0) {
-      const std::size_t k = rng() % live.size();
-      for (int d : live[k].first) pool.setFree(d, true);
-      pool.addAttached(live[k].second, -static_cast<int>(live[k].first.size()));
-      pool.setInSystem(live[k].second, false);
-      live.erase(live.begin() + static_cast<long>(k));
-    }
+    churn.take(got, pool, rng);
+    churn.release(pool, rng);
     for (int k = 0; k < 3; ++k) {  // drives and NICs come and go
       const int e = endpoints[rng() % endpoints.size()];
       pool.setFree(e, !pool.devices()[static_cast<std::size_t>(e)].free);
