@@ -16,7 +16,7 @@ namespace {
 
 // Twelve fabrics of four 8-GPU switches, two models, hosts cabled into two switches each; plus a
 // host cabled into two fabrics.
-Topology churnTopology() {
+TopologyShape churnShape() {
   TopologyShape shape;
   shape.totalGpus = 12 * 32;
   shape.switchesPerFabric = 4;
@@ -24,7 +24,11 @@ Topology churnTopology() {
   shape.hostsPerFabric = 6;
   shape.upstreamPortsPerHost = 2;
   shape.maxDevicesPerHost = 12;
-  Topology t = generateTopology(shape);
+  return shape;
+}
+
+Topology churnTopology() {
+  Topology t = generateTopology(churnShape());
   t.ports.push_back({"sw0-usp-bridge", "sw0", PortKind::kUpstream, 5, 16, {}});
   t.ports.push_back({"sw5-usp-bridge", "sw5", PortKind::kUpstream, 5, 16, {}});
   t.hosts.push_back({"bridge", {{"sw0-usp-bridge", 0}, {"sw5-usp-bridge", 1}}, 64, 512, 16});
@@ -126,12 +130,7 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleOnAChurningPool) {
 // GPUs with drives and NICs beside them (issue 62) are ranked per shape with their companions: the same decisions
 // as the full cycle while NICs and drives come and go under the switches.
 TEST_P(PlacementIndexTest, DecidesAsTheFullCycleWithCompanions) {
-  TopologyShape shape;
-  shape.totalGpus = 12 * 32;
-  shape.switchesPerFabric = 4;
-  shape.gpusPerSwitch = 8;
-  shape.hostsPerFabric = 6;
-  shape.maxDevicesPerHost = 12;
+  TopologyShape shape = churnShape();
   shape.nicsPerSwitch = 2;
   shape.drivesPerSwitch = 1;
   Pool pool(generateTopology(shape));
