@@ -74,7 +74,7 @@ class KubernetesProviderTest(YarddTestCase):
             last, _ = until_settled(lambda: yard.remove_resource("rm-2", "host0", device_uuid=second.device_uuid))
             self.assertEqual(last.state, ResourceStatus.DONE, last.message)
             self.assertEqual(yard.get_resources(), [])
-            self.assertEqual([s.name for s in yard.systems() if s.host_id == "host0" and s.state == 3], [])
+            self.assertEqual([s.name for s in yard.systems() if s.host_id == "host0" and s.state == 2], [])  # none COMPOSED
 
     def test_drives_and_nics_are_resources_too(self):
         """Whole machines (issue 62): AddResource of type nvme or nic attaches one such device, alone or beside GPUs;
