@@ -53,10 +53,8 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
       return bad("PropertyValueTypeError", "@Redfish.RequestedCount must be an integer");
     if (!want.value("ProcessorType", json("GPU")).is_string() || want.value("ProcessorType", json("GPU")) != "GPU")
       return bad("PropertyValueError", "only ProcessorType GPU can be composed");
-    // Read at full width: get<int>() would cut 4294967298 to 2 and compose that.
     const json& count = want["@Redfish.RequestedCount"];
-    const long long n = count.is_number_unsigned() ? (count.get<unsigned long long>() > 4096 ? 4097 : static_cast<long long>(count.get<unsigned long long>()))
-                                                   : count.get<long long>();
+    const long long n = redfish_json::wholeNumberUpTo(count, 4096);
     if (n < 1 || n > 4096)
       return bad("PropertyValueOutOfRange", fmt::format("@Redfish.RequestedCount {} is out of range: ask for 1 to 4096 GPUs", count.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     request.placement.gpuCount = static_cast<int>(n);

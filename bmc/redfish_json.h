@@ -20,6 +20,13 @@ inline json collection(const std::string& uri, const std::string& type, const st
   return {{"@odata.id", uri}, {"@odata.type", "#" + type + "." + type}, {"Name", name}, {"Members", m}, {"Members@odata.count", members.size()}};
 }
 
+// An integer JSON value read at full width, anything above `cap` as cap + 1: get<int>() would cut 4294967298 to 2
+// and compose that. The value must be an integer (is_number_integer()).
+inline long long wholeNumberUpTo(const json& v, long long cap) {
+  if (v.is_number_unsigned()) return v.get<unsigned long long>() > static_cast<unsigned long long>(cap) ? cap + 1 : static_cast<long long>(v.get<unsigned long long>());
+  return v.get<long long>();
+}
+
 inline std::string systemUri(const std::string& id) { return fmt::format("{}/Systems/{}", kRoot, id); }
 inline std::string blockUri(const std::string& id) { return fmt::format("{}/CompositionService/ResourceBlocks/{}", kRoot, id); }
 

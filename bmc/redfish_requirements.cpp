@@ -4,6 +4,7 @@
 
 #include <variant>
 
+#include "bmc/redfish_json.h"
 #include "bmc/redfish_protocol.h"
 
 namespace switchyard::bmc {
@@ -20,8 +21,7 @@ std::string shown(const json& v) { return v.dump(-1, ' ', false, json::error_han
 // A whole number in [lo, hi] read at full width (get<int>() would cut 4294967298 to 2), or the error naming `what`.
 std::variant<long long, HttpResponse> wholeNumber(const json& v, long long lo, long long hi, const std::string& what) {
   if (!v.is_number_integer()) return bad("PropertyValueTypeError", fmt::format("{} must be a whole number", what));
-  const long long n = v.is_number_unsigned() ? (v.get<unsigned long long>() > static_cast<unsigned long long>(hi) ? hi + 1 : static_cast<long long>(v.get<unsigned long long>()))
-                                             : v.get<long long>();
+  const long long n = redfish_json::wholeNumberUpTo(v, hi);
   if (n < lo || n > hi) return bad("PropertyValueOutOfRange", fmt::format("{} {} is out of range ({} to {})", what, shown(v), lo, hi));
   return n;
 }

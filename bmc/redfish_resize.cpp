@@ -51,7 +51,7 @@ std::variant<ResizeRequest, HttpResponse> parseResize(const json& body) {
   if (!want.value("ProcessorType", json("GPU")).is_string() || want.value("ProcessorType", json("GPU")) != "GPU")
     return bad("PropertyValueError", "only ProcessorType GPU can be composed");
   const json& count = want[key];
-  out.count = count.is_number_unsigned() && count.get<unsigned long long>() > 4096 ? 4097 : count.get<long long>();
+  out.count = redfish_json::wholeNumberUpTo(count, 4096);
   if (out.count < 0 || out.count > 4096) return bad("PropertyValueOutOfRange", fmt::format("{} must be from 0 to 4096", key));
   if (want.contains("Model")) {
     if (!want["Model"].is_string()) return bad("PropertyValueTypeError", "Model must be a string");

@@ -91,6 +91,18 @@ struct Churn {
   }
 };
 
+// One request through the full cycle and the index: the same decision (a fatal failure otherwise), then the pool
+// churns on what the index chose.
+void decideBothAndChurn(const ComposableScheduler& scheduler, PlacementIndex& index, Pool& pool, const PlacementRequest& r, Churn& churn,
+                        std::mt19937& rng, int i) {
+  auto want = scheduler.schedule(pool, r, false);
+  auto got = index.schedule(scheduler, pool, r);
+  expectSameDecision(want, got, "request " + std::to_string(i));
+  if (::testing::Test::HasFatalFailure()) return;
+  churn.take(got, pool, rng);
+  churn.release(pool, rng);
+}
+
 class PlacementIndexTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PlacementIndexTest, DecidesAsTheFullCycleOnAChurningPool) {
@@ -103,12 +115,8 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleOnAChurningPool) {
   for (int i = 0; i < 1500; ++i) {
     const PlacementRequest r = randomSizedRequest(rng);
     demand.observe(r, pool);  // the mix moves now and then: the index must notice
-    auto want = scheduler->schedule(pool, r, false);
-    auto got = index.schedule(*scheduler, pool, r);
-    expectSameDecision(want, got, "request " + std::to_string(i));
+    decideBothAndChurn(*scheduler, index, pool, r, churn, rng, i);
     if (HasFatalFailure()) return;
-    churn.take(got, pool, rng);
-    churn.release(pool, rng);
     if (rng() % 10 == 0) {  // a host joins or leaves a system that holds no device yet
       const int h = static_cast<int>(rng() % pool.hosts().size());
       if (std::none_of(churn.live.begin(), churn.live.end(), [&](const auto& l) { return l.second == h; }))
@@ -145,12 +153,8 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleWithCompanions) {
     PlacementRequest r = randomSizedRequest(rng);
     if (rng() % 3 != 0) r.companionEndpoints.push_back({DeviceKind::kNic, 1 + static_cast<int>(rng() % 2), "", 0, rng() % 2 ? Affinity::kSwitch : Affinity::kDomain});
     if (rng() % 3 == 0) r.companionEndpoints.push_back({DeviceKind::kNvme, 1, "", 0, Affinity::kDomain});
-    auto want = scheduler->schedule(pool, r, false);
-    auto got = index.schedule(*scheduler, pool, r);
-    expectSameDecision(want, got, "request " + std::to_string(i));
+    decideBothAndChurn(*scheduler, index, pool, r, churn, rng, i);
     if (HasFatalFailure()) return;
-    churn.take(got, pool, rng);
-    churn.release(pool, rng);
     for (int k = 0; k < 3; ++k) {  // drives and NICs come and go
       const int e = endpoints[rng() % endpoints.size()];
       pool.setFree(e, !pool.devices()[static_cast<std::size_t>(e)].free);
