@@ -256,8 +256,8 @@ class Client {
   bool versionChecked_ = false;
 };
 
-template <typename Response>
-void emit(const Globals& g, const Response& r, void (*table)(const Response&, std::ostream&)) {
+template <typename Response, typename PrintTable>
+void emit(const Globals& g, const Response& r, const PrintTable& table) {
   if (g.output == "csv") {  // only `yardctl usage` prints CSV
     std::cerr << "error: -o csv is for `yardctl usage`; use -o json or -o table here\n";
     std::exit(kExitUsage);

@@ -15,12 +15,12 @@
 
 namespace yardctl {
 
-namespace {
-
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? std::string(v) : std::string();
 }
+
+namespace {
 
 bool readFile(const std::string& path, std::string& out) {
   std::ifstream in(path);

@@ -45,4 +45,7 @@ struct Connection {
 // Where yardd keeps its self-signed certificate when run with the default state directory.
 [[nodiscard]] std::string defaultServerCertificate();
 
+// An environment variable's value; empty when unset or empty.
+[[nodiscard]] std::string env(const char* name);
+
 }  // namespace yardctl

@@ -1,4 +1,5 @@
 #include "cli/contexts.h"
+#include "cli/connection.h"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -12,11 +13,6 @@
 namespace yardctl {
 
 namespace {
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::string(v) : std::string();
-}
 
 std::filesystem::path configDir() {
   if (auto xdg = env("XDG_CONFIG_HOME"); !xdg.empty()) return std::filesystem::path(xdg) / "switchyard";

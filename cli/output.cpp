@@ -51,9 +51,9 @@ std::string shortEnum(const std::string& full, std::string_view prefix) {
   return s;
 }
 
-std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
-
 }  // namespace
+
+std::string orDash(const std::string& s) { return s.empty() ? "-" : s; }
 
 std::string stateName(pb::SystemState s) { return shortEnum(pb::SystemState_Name(s), "SYSTEM_STATE_"); }
 std::string stateName(pb::OperationState s) { return shortEnum(pb::OperationState_Name(s), "OPERATION_STATE_"); }
@@ -126,39 +126,6 @@ void printQueue(const pb::ListQueueResponse& r, std::ostream& out) {
       rest.remove_prefix(nl + 1);
     }
   }
-}
-
-void printUsage(const pb::UsageResponse& r, std::ostream& out) {
-  out << fmt::format("GPU-hours{}{} from {} to {}{}\n", r.total_memory_gib_hours() > 0 ? ", pooled memory GiB-hours" : "",
-                     r.total_device_hours() > 0 ? ", drive- and NIC-hours" : "", r.since(), r.until(),
-                     r.history_from().empty() || r.history_from() <= r.since() ? "" : fmt::format(" (the operation log starts at {})", r.history_from()));
-  if (r.rows().empty()) {
-    out << "no GPU, pooled memory, drive or NIC was held by a system in that time\n";
-    return;
-  }
-  const bool memory = r.total_memory_gib_hours() > 0;
-  std::vector<std::string> header{"TENANT", "SYSTEM", "MODEL", "GPU-HOURS", "IDLE", "SYSTEMS"};
-  if (memory) header.push_back("GIB-HOURS");
-  const bool devices = r.total_device_hours() > 0;
-  if (devices) header.push_back("DEVICE-HOURS");
-  Table t(header);
-  auto idle = [](double idleHours, double hours) {
-    return hours > 0 ? fmt::format("{:.2f} ({:.0f}%)", idleHours, 100 * idleHours / hours) : fmt::format("{:.2f}", idleHours);
-  };
-  for (const auto& row : r.rows()) {
-    std::vector<std::string> cells{orDash(row.tenant()),
-                                   row.system_name().empty() ? orDash(row.system_id()) : fmt::format("{} ({})", row.system_name(), row.system_id()),
-                                   orDash(row.model()), fmt::format("{:.2f}", row.gpu_hours()), idle(row.idle_gpu_hours(), row.gpu_hours()),
-                                   std::to_string(row.systems())};
-    if (memory) cells.push_back(row.memory_gib_hours() > 0 ? fmt::format("{:.2f}", row.memory_gib_hours()) : "-");
-    if (devices) cells.push_back(row.device_hours() > 0 ? fmt::format("{:.2f}", row.device_hours()) : "-");
-    t.add(cells);
-  }
-  std::vector<std::string> total{"total", "", "", fmt::format("{:.2f}", r.total_gpu_hours()), idle(r.total_idle_gpu_hours(), r.total_gpu_hours()), ""};
-  if (memory) total.push_back(fmt::format("{:.2f}", r.total_memory_gib_hours()));
-  if (devices) total.push_back(fmt::format("{:.2f}", r.total_device_hours()));
-  t.add(total);
-  t.print(out);
 }
 
 void printSystem(const pb::System& s, std::ostream& out) {

@@ -51,7 +51,8 @@ void printPlan(const switchyard::v1::PlanResponse& p, bool explain, std::ostream
 void printEvent(const switchyard::v1::Event& e, std::ostream& out);
 void printCapacity(const switchyard::v1::Capacity& c, std::ostream& out);
 void printQueue(const switchyard::v1::ListQueueResponse& r, std::ostream& out);
-void printUsage(const switchyard::v1::UsageResponse& r, std::ostream& out);
+// "-" for an empty text.
+[[nodiscard]] std::string orDash(const std::string& s);
 // "2h5m" from a number of seconds; "-" for 0.
 [[nodiscard]] std::string durationText(std::int64_t seconds);
 

@@ -3,6 +3,7 @@
 
 #include "cli/commands.h"
 #include "cli/list_watch.h"
+#include "cli/usage_output.h"
 
 namespace yardctl {
 namespace {
@@ -44,22 +45,20 @@ void addUsage(CLI::App& app, const CommandContext& ctx) {
   auto req = std::make_shared<pb::GetUsageRequest>();
   auto* usage = app.add_subcommand("usage", "GPU-hours by tenant, system or GPU model, from yardd's operation log (showback and chargeback)");
   usage->add_option_function<std::string>("--by", [req](const std::string& v) { req->set_by(v); },
-                                          "One row per tenant, system or model (default: per tenant, system and model)")
-      ->check(CLI::IsMember({"tenant", "system", "model"}));
+                                          "One row per tenant, system, model or label:KEY (the value of label KEY on the system: "
+                                          "--by label:team), or per several: --by tenant,label:team (default: tenant,system,model)");
   usage->add_option_function<std::string>("--since", [req](const std::string& v) { req->set_since(v); },
                                           "From this time (RFC 3339 UTC or a date: 2026-11-01); default: the start of the log");
   usage->add_option_function<std::string>("--until", [req](const std::string& v) { req->set_until(v); }, "Until this time; default: now");
   usage->callback([ctx, req] {
     pb::UsageResponse r;
     if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::GetUsage, *req, r)) != kExitOk) return;
+    const std::vector<std::string> labelKeys = usageLabelKeys(req->by());
     if (ctx.g.output == "csv") {
-      std::cout << "tenant,system_id,system_name,model,gpu_hours,systems,idle_gpu_hours,memory_gib_hours,device_hours\n";
-      for (const auto& row : r.rows())
-        std::cout << fmt::format("{},{},{},{},{:.4f},{},{:.4f},{:.4f},{:.4f}\n", row.tenant(), row.system_id(), row.system_name(), row.model(),
-                                 row.gpu_hours(), row.systems(), row.idle_gpu_hours(), row.memory_gib_hours(), row.device_hours());
+      printUsageCsv(r, labelKeys, std::cout);
       return;
     }
-    emit(ctx.g, r, printUsage);
+    emit(ctx.g, r, [&labelKeys](const pb::UsageResponse& response, std::ostream& out) { printUsage(response, labelKeys, out); });
   });
 }
 

@@ -112,15 +112,18 @@ Result<std::vector<AuditRecord>> SqliteStore::listAudit(const AuditQuery& q) {
   return out;
 }
 
-Result<std::map<SystemId, std::string>> SqliteStore::systemNames(const std::set<SystemId>& ids) {
-  std::map<SystemId, std::string> out;
+Result<std::map<SystemId, SystemIdentity>> SqliteStore::systemIdentities(const std::set<SystemId>& ids) {
+  std::map<SystemId, SystemIdentity> out;
   std::lock_guard lock(readerMutex_);
   const ReadSnapshot snapshot(*reader_);
-  SY_ASSIGN(auto st, reader_->prepare("SELECT name FROM systems WHERE id = ?1"));
+  SY_ASSIGN(auto st, reader_->prepare("SELECT name, labels FROM systems WHERE id = ?1"));
   for (const auto& id : ids) {
     st.bind(1, id);
     SY_ASSIGN(bool row, st.step());
-    if (row) out[id] = st.text(0);
+    if (row) {
+      SY_ASSIGN(auto labels, parseSystemLabels(id, st.text(1)));
+      out[id] = SystemIdentity{st.text(0), std::move(labels)};
+    }
     st.reset();
   }
   return out;

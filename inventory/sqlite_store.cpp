@@ -15,19 +15,6 @@
 
 namespace switchyard {
 
-namespace {
-
-// A system's labels column: a JSON object of strings. Anything else is a damaged row, reported as such.
-Result<std::map<std::string, std::string>> parseLabels(const std::string& systemId, const std::string& text) {
-  try {
-    return nlohmann::json::parse(text).get<std::map<std::string, std::string>>();
-  } catch (const nlohmann::json::exception& e) {
-    return fail(Code::kInternal, fmt::format("systems row {}: column labels is not a JSON object of strings ({}): {}", systemId, e.what(), text));
-  }
-}
-
-}  // namespace
-
 Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::filesystem::path& path, Durability durability) {
   if (path.has_parent_path()) {
     std::error_code ec;
@@ -403,7 +390,7 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
     s.tenant = st.text(3);
     SY_ASSIGN(s.state, parseColumn<SystemState>(st.text(4), parseSystemState, "system state"));
     s.activeOperation = st.text(5);
-    SY_ASSIGN(s.labels, parseLabels(s.id, st.text(6)));
+    SY_ASSIGN(s.labels, parseSystemLabels(s.id, st.text(6)));
     s.createdAt = st.integer(7);
     s.updatedAt = st.integer(8);
     s.leaseExpiresAt = st.integer(9);

@@ -101,6 +101,13 @@ struct PruneReport {
 using WriterEpoch = std::uint64_t;
 
 // Which operations a listing wants; empty filters match everything.
+// What names a system after it has ended: what a bill or an operation's page shows for it.
+struct SystemIdentity {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  bool operator==(const SystemIdentity&) const = default;
+};
+
 struct OperationQuery {
   std::size_t limit = 50;
   std::string systemId;                 // operations on this system
@@ -140,9 +147,9 @@ class Store {
   [[nodiscard]] virtual Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) = 0;
   // Newest first, filtered by the query.
   [[nodiscard]] virtual Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) = 0;
-  // The names of these systems, live or ended while history keeps them (usage names a decomposed system); an id
-  // the store does not hold is left out.
-  [[nodiscard]] virtual Result<std::map<SystemId, std::string>> systemNames(const std::set<SystemId>& ids) = 0;
+  // The names and labels of these systems, live or ended while history keeps them (usage names a decomposed
+  // system and groups it by its labels); an id the store does not hold is left out.
+  [[nodiscard]] virtual Result<std::map<SystemId, SystemIdentity>> systemIdentities(const std::set<SystemId>& ids) = 0;
   // The idle stretches that overlap [since, until), by start.
   [[nodiscard]] virtual Result<std::vector<IdleStretch>> listIdleStretches(Timestamp since, Timestamp until) = 0;
   // Deletes the oldest history beyond the policy, at most maxRowsPerRun rows of each kind per call; fenced

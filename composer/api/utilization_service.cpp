@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "composer/api/service_support.h"
+#include "composer/engine/usage_groups.h"
 #include "composer/model/access.h"
 
 namespace switchyard {
@@ -54,57 +55,33 @@ grpc::ServerUnaryReactor* SwitchyardService::GetUsage(Context* ctx, const v1::Ge
     if (!t) return finished(ctx, invalid(fmt::format("{}: '{}' is not an RFC 3339 UTC time such as 2026-11-01T00:00:00Z (or a date)", name, *text)));
     *field = *t;
   }
-  const std::string by = req->by();
-  if (!by.empty() && by != "tenant" && by != "system" && by != "model") return finished(ctx, invalid("by: tenant, system or model"));
-  // The log is read on the control thread; the sums are made on a reply thread.
+  auto by = UsageGrouping::parse(req->by());
+  if (!by) return finished(ctx, toGrpcStatus(by.error()));
+  // The log is read on the engine's read pool; the sums are made on a reply thread.
   auto* reactor = ctx->DefaultReactor();
-  engine_.usage(*caller, since, until, [reactor, out, by](Result<UsageReport> report) {
+  engine_.usage(*caller, since, until, [reactor, out, by = *by](Result<UsageReport> report) {
     if (!report) return reactor->Finish(toGrpcStatus(report.error()));
-    struct Sum {
-      double seconds = 0;
-      double idleSeconds = 0;
-      double memoryGiBSeconds = 0;
-      double deviceSeconds = 0;
-      std::set<SystemId> systems;
-      UsageRow first;
-    };
-    std::map<std::string, Sum> sums;
-    double total = 0, totalIdle = 0, totalMemory = 0, totalDevices = 0;
-    for (const auto& r : report->rows) {
-      const std::string key = by == "tenant" ? r.tenant : by == "system" ? r.systemId : by == "model" ? r.model : r.tenant + "|" + r.systemId + "|" + r.model;
-      Sum& s = sums[key];
-      if (s.systems.empty()) s.first = r;
-      s.seconds += r.gpuSeconds;
-      s.idleSeconds += r.idleGpuSeconds;
-      s.memoryGiBSeconds += r.memoryGiBSeconds;
-      s.deviceSeconds += r.deviceSeconds;
-      s.systems.insert(r.systemId);
-      total += r.gpuSeconds;
-      totalIdle += r.idleGpuSeconds;
-      totalMemory += r.memoryGiBSeconds;
-      totalDevices += r.deviceSeconds;
-    }
-    for (const auto& [key, s] : sums) {
+    for (const auto& g : groupUsage(report->rows, by)) {
       auto* row = out->add_rows();
-      if (by.empty() || by == "tenant" || by == "system") row->set_tenant(s.first.tenant);
-      if (by.empty() || by == "system") {
-        row->set_system_id(s.first.systemId);
-        row->set_system_name(s.first.systemName);
-      }
-      if (by.empty() || by == "model") row->set_model(s.first.model);
-      row->set_gpu_hours(s.seconds / 3600.0);
-      row->set_idle_gpu_hours(s.idleSeconds / 3600.0);
-      row->set_memory_gib_hours(s.memoryGiBSeconds / 3600.0);
-      row->set_device_hours(s.deviceSeconds / 3600.0);
-      row->set_systems(static_cast<std::int32_t>(s.systems.size()));
+      row->set_tenant(g.tenant);
+      row->set_system_id(g.systemId);
+      row->set_system_name(g.systemName);
+      row->set_model(g.model);
+      row->mutable_labels()->insert(g.labels.begin(), g.labels.end());
+      row->set_gpu_hours(g.gpuSeconds / 3600.0);
+      row->set_idle_gpu_hours(g.idleGpuSeconds / 3600.0);
+      row->set_memory_gib_hours(g.memoryGiBSeconds / 3600.0);
+      row->set_device_hours(g.deviceSeconds / 3600.0);
+      row->set_systems(static_cast<std::int32_t>(g.systems.size()));
     }
+    const UsageTotals total = totalUsage(report->rows);
     out->set_since(formatTimestamp(report->since));
     out->set_until(formatTimestamp(report->until));
     if (report->historyFrom > 0) out->set_history_from(formatTimestamp(report->historyFrom));
-    out->set_total_gpu_hours(total / 3600.0);
-    out->set_total_idle_gpu_hours(totalIdle / 3600.0);
-    out->set_total_memory_gib_hours(totalMemory / 3600.0);
-    out->set_total_device_hours(totalDevices / 3600.0);
+    out->set_total_gpu_hours(total.gpuSeconds / 3600.0);
+    out->set_total_idle_gpu_hours(total.idleGpuSeconds / 3600.0);
+    out->set_total_memory_gib_hours(total.memoryGiBSeconds / 3600.0);
+    out->set_total_device_hours(total.deviceSeconds / 3600.0);
     reactor->Finish(grpc::Status::OK);
   });
   return reactor;

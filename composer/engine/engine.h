@@ -156,8 +156,8 @@ class Engine {
   // It shows what the last commit point wrote.
   [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit);
   [[nodiscard]] Result<std::vector<Operation>> listOperations(const OperationQuery& query);
-  // The names of these systems, ended ones included while history keeps them (Store::systemNames); any thread.
-  [[nodiscard]] Result<std::map<SystemId, std::string>> systemNames(const std::set<SystemId>& ids) { return store_.systemNames(ids); }
+  // The names and labels of these systems, ended ones included while history keeps them (Store::systemIdentities); any thread.
+  [[nodiscard]] Result<std::map<SystemId, SystemIdentity>> systemIdentities(const std::set<SystemId>& ids) { return store_.systemIdentities(ids); }
   // The operation once finished, or its current state when the timeout passes first.
   [[nodiscard]] Result<Operation> waitOperation(const OperationId& id, std::chrono::milliseconds timeout);
   // The returned function cancels the wait (a client that went away): the waiter and its timer are released

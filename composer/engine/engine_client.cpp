@@ -50,7 +50,7 @@ void EngineClient::subscribeAfter(std::optional<std::uint64_t> lastSeen, Complet
 }
 
 Result<std::vector<Operation>> HistoryReads::listOperations(const OperationQuery& query) const { return engine_.listOperations(query); }
-Result<std::map<SystemId, std::string>> HistoryReads::systemNames(const std::set<SystemId>& ids) const { return engine_.systemNames(ids); }
+Result<std::map<SystemId, SystemIdentity>> HistoryReads::systemIdentities(const std::set<SystemId>& ids) const { return engine_.systemIdentities(ids); }
 Result<std::vector<Event>> HistoryReads::recentEvents(std::size_t limit) const { return engine_.recentEvents(limit); }
 Result<std::vector<AuditRecord>> HistoryReads::listAudit(const AuditQuery& query) const { return engine_.listAudit(query); }
 

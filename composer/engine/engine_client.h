@@ -42,8 +42,8 @@ class StepKindRegistry;
 class HistoryReads {
  public:
   [[nodiscard]] Result<std::vector<Operation>> listOperations(const OperationQuery& query) const;
-  // Systems' names, decomposed ones too (an operation names its system after it is gone).
-  [[nodiscard]] Result<std::map<SystemId, std::string>> systemNames(const std::set<SystemId>& ids) const;
+  // Systems' names and labels, decomposed ones too (an operation names its system after it is gone).
+  [[nodiscard]] Result<std::map<SystemId, SystemIdentity>> systemIdentities(const std::set<SystemId>& ids) const;
   [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit) const;  // the last `limit`, oldest first
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) const;
 

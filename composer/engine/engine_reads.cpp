@@ -188,17 +188,18 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
   std::erase_if(report.rows, [&](const UsageRow& r) { return !maySee(caller, r.tenant); });
   // No start asked for: the period is all the log knows, from its oldest operation (not "from 1970").
   if (since == 0) report.since = report.historyFrom > 0 ? std::min(report.historyFrom, until) : until;
-  // Each row names its system: a live one from the view, one that ended (decomposed, forgotten) from the store,
-  // which keeps ended systems as long as it keeps their operations (a bill names what it charges for).
+  // Each row names its system and carries its labels: a live one's from the view, one that ended (decomposed,
+  // forgotten) from the store, which keeps ended systems as long as it keeps their operations (a bill names what
+  // it charges for, and groups by what its systems were labelled).
   std::set<SystemId> ended;
   for (auto& r : report.rows) {
-    if (const auto s = view->systems.find(r.systemId)) r.systemName = s->name;
+    if (const auto s = view->systems.find(r.systemId)) r.systemName = s->name, r.labels = s->labels;
     else ended.insert(r.systemId);
   }
   if (!ended.empty()) {
-    SY_ASSIGN(auto names, store_.systemNames(ended));
+    SY_ASSIGN(auto identities, store_.systemIdentities(ended));
     for (auto& r : report.rows)
-      if (auto it = names.find(r.systemId); r.systemName.empty() && it != names.end()) r.systemName = it->second;
+      if (auto it = identities.find(r.systemId); r.systemName.empty() && it != identities.end()) r.systemName = it->second.name, r.labels = it->second.labels;
   }
   return report;
 }

@@ -28,6 +28,7 @@ struct UsageRow {
   double memoryGiBSeconds = 0;  // pooled memory held (rows of model "cxl-memory")
   double deviceSeconds = 0;     // drives or NICs held (rows of model "nvme" or "nic")
   std::string systemName;  // filled by Engine::usage (live systems and ended ones the store still holds)
+  std::map<std::string, std::string> labels;  // the system's, filled as systemName is
 };
 
 // The model of the rows that count pooled memory.

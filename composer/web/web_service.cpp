@@ -486,8 +486,8 @@ Result<WebService::ApiRead> WebService::operationsApi(const Caller& caller, cons
       else ended.insert(op.systemId);
     }
     if (!ended.empty()) {
-      SY_ASSIGN(auto stored, history.systemNames(ended));
-      names.merge(stored);
+      SY_ASSIGN(auto stored, history.systemIdentities(ended));
+      for (auto& [id, identity] : stored) names.emplace(id, std::move(identity.name));
     }
     json out = json::array();
     for (const auto& op : operations)

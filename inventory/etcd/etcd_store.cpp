@@ -395,8 +395,8 @@ std::string EtcdStore::idleKey(Timestamp from, const DeviceId& device) const {
   return fmt::format("{}idle/{:020}/{}", options_.prefix, from, device);
 }
 
-Result<std::map<SystemId, std::string>> EtcdStore::systemNames(const std::set<SystemId>& ids) {
-  std::map<SystemId, std::string> out;
+Result<std::map<SystemId, SystemIdentity>> EtcdStore::systemIdentities(const std::set<SystemId>& ids) {
+  std::map<SystemId, SystemIdentity> out;
   // A few (a page of operations): one read each. Many (a usage report over a long log): one scan of the systems,
   // whose history holds at most RetentionPolicy::finishedOperations of them.
   constexpr std::size_t kReadEachUpTo = 64;
@@ -405,14 +405,14 @@ Result<std::map<SystemId, std::string>> EtcdStore::systemNames(const std::set<Sy
       SY_ASSIGN(auto value, get(key("systems/", numberFromId(id))));
       if (!value) continue;
       SY_ASSIGN(System s, etcd::systemFrom(*value, id));
-      out[s.id] = s.name;
+      out[s.id] = SystemIdentity{s.name, s.labels};
     }
     return out;
   }
   SY_ASSIGN(auto systems, scan(options_.prefix + "systems/", etcd::prefixEnd(options_.prefix + "systems/")));
   for (const auto& kv : systems) {
     SY_ASSIGN(System s, etcd::systemFrom(kv.value, kv.key));
-    if (ids.contains(s.id)) out[s.id] = s.name;
+    if (ids.contains(s.id)) out[s.id] = SystemIdentity{s.name, s.labels};
   }
   return out;
 }

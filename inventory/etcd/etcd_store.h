@@ -50,7 +50,7 @@ class EtcdStore final : public Store {
   [[nodiscard]] Result<std::vector<Operation>> queryOperations(const OperationQuery& query) override;
   [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit) override;
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) override;
-  [[nodiscard]] Result<std::map<SystemId, std::string>> systemNames(const std::set<SystemId>& ids) override;
+  [[nodiscard]] Result<std::map<SystemId, SystemIdentity>> systemIdentities(const std::set<SystemId>& ids) override;
   [[nodiscard]] Result<std::vector<IdleStretch>> listIdleStretches(Timestamp since, Timestamp until) override;
   [[nodiscard]] Result<PruneReport> prune(const RetentionPolicy& policy, WriterEpoch epoch) override;
 

@@ -470,17 +470,20 @@ TEST(EtcdStore, WaitsForAChangeUnderItsPrefix) {
 // Idle stretches (usage accounting's idle GPU-hours): a later write of the same stretch (device and start)
 // replaces the earlier; a listing returns those that overlap the window, by start; pruning drops those that
 // ended before the oldest operation kept, as usage reads no further back.
-// Usage names the systems it charges, decomposed ones included (issue 63, item 4).
-TEST_P(StoreContract, NamesLiveAndEndedSystemsByIdAndLeavesOutUnknownOnes) {
+// Usage names the systems it charges, decomposed ones included, and groups them by their labels (issue 63, item 4).
+TEST_P(StoreContract, NamesLiveAndEndedSystemsByIdWithTheirLabelsAndLeavesOutUnknownOnes) {
   auto store = open();
   const WriterEpoch epoch = *store->claimWriter();
   auto batch = finishedHistory(2, true);  // sys-1 and sys-2, decomposed
+  System labelled = system(1, SystemState::kDecomposed);
+  labelled.labels = {{"team", "vision"}, {"spot", ""}};
+  batch.push_back(PutSystem{labelled});
   batch.push_back(PutSystem{system(3)});  // live
   ASSERT_TRUE(store->write(batch, epoch));
-  auto names = store->systemNames({"sys-000001", "sys-000003", "sys-000009"});
-  ASSERT_TRUE(names) << names.error().message;
-  EXPECT_EQ(*names, (std::map<SystemId, std::string>{{"sys-000001", "s1"}, {"sys-000003", "s3"}}));
-  EXPECT_TRUE(store->systemNames({})->empty());
+  auto identities = store->systemIdentities({"sys-000001", "sys-000003", "sys-000009"});
+  ASSERT_TRUE(identities) << identities.error().message;
+  EXPECT_EQ(*identities, (std::map<SystemId, SystemIdentity>{{"sys-000001", {"s1", {{"spot", ""}, {"team", "vision"}}}}, {"sys-000003", {"s3", {}}}}));
+  EXPECT_TRUE(store->systemIdentities({})->empty());
 }
 
 TEST_P(StoreContract, IdleStretchesAreExtendedByTheirStartListedByWindowAndPrunedWithTheLog) {

@@ -149,6 +149,16 @@ TEST_F(DaemonTest, YardctlQueuesWhatDoesNotFitAndComposesItWhenCapacityFrees) {
   EXPECT_NE(yardctl("-o csv usage").out.find(",a,"), std::string::npos);
   EXPECT_EQ(yardctl("-o csv systems").exitCode, 2);
   EXPECT_EQ(yardctl("usage --since yesterday").exitCode, 2);
+  // Issue 63: grouped by a label (none of these systems has one: one group, "-" in the table, an empty CSV cell).
+  const json byTeam = yardctlJson("usage --by tenant,label:team");
+  ASSERT_EQ(byTeam["rows"].size(), 1u) << byTeam.dump();
+  EXPECT_TRUE(byTeam["rows"][0]["labels"].empty()) << byTeam.dump();
+  auto teamCsv = yardctl("-o csv usage --by tenant,label:team");
+  EXPECT_NE(teamCsv.out.find("device_hours,label:team\ndefault,,,,"), std::string::npos) << teamCsv.out;
+  EXPECT_NE(yardctl("usage --by label:team").out.find("TEAM"), std::string::npos);
+  auto badBy = yardctl("usage --by label:");
+  EXPECT_EQ(badBy.exitCode, 2) << badBy.err;
+  EXPECT_NE(badBy.err.find("is not a label key"), std::string::npos) << badBy.err;
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ class RevisionedStore final : public Store {
   Result<std::vector<Operation>> queryOperations(const OperationQuery& q) override { return inner_.queryOperations(q); }
   Result<std::vector<Event>> listEvents(std::uint64_t after, std::size_t limit) override { return inner_.listEvents(after, limit); }
   Result<std::vector<AuditRecord>> listAudit(const AuditQuery& q) override { return inner_.listAudit(q); }
-  Result<std::map<SystemId, std::string>> systemNames(const std::set<SystemId>& ids) override { return inner_.systemNames(ids); }
+  Result<std::map<SystemId, SystemIdentity>> systemIdentities(const std::set<SystemId>& ids) override { return inner_.systemIdentities(ids); }
   Result<std::vector<IdleStretch>> listIdleStretches(Timestamp since, Timestamp until) override { return inner_.listIdleStretches(since, until); }
   Result<PruneReport> prune(const RetentionPolicy& p, WriterEpoch epoch) override { return inner_.prune(p, epoch); }
   int wholeLoads = 0;

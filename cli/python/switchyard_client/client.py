@@ -266,7 +266,8 @@ class Client:
 
     def usage(self, *, by: str = "", since: str = "", until: str = "") -> "switchyard_pb2.UsageResponse":
         """GPU-hours from the operation log (rows of tenant, system, model, gpu_hours and, of those, idle_gpu_hours),
-        by "tenant", "system", "model" or per all three; since/until are RFC 3339 times or dates."""
+        by "tenant", "system", "model", "label:KEY" (rows' labels[KEY]) or several comma-separated ("tenant,label:team"),
+        or per tenant, system and model; since/until are RFC 3339 times or dates."""
         return self._call("yard.GetUsage", switchyard_pb2.GetUsageRequest(by=by, since=since, until=until))
 
     def idle(self, idle_for_seconds: float = 0, *, include_busy: bool = False, tenant: str = "") -> "switchyard_pb2.ListIdleResponse":
