@@ -156,6 +156,8 @@ class Engine {
   // It shows what the last commit point wrote.
   [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit);
   [[nodiscard]] Result<std::vector<Operation>> listOperations(const OperationQuery& query);
+  // One operation as the store holds it (nullopt: none such); any thread.
+  [[nodiscard]] Result<std::optional<Operation>> storedOperation(const OperationId& id) { return store_.getOperation(id); }
   // The names and labels of these systems, ended ones included while history keeps them (Store::systemIdentities); any thread.
   [[nodiscard]] Result<std::map<SystemId, SystemIdentity>> systemIdentities(const std::set<SystemId>& ids) { return store_.systemIdentities(ids); }
   // The operation once finished, or its current state when the timeout passes first.

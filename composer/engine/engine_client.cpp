@@ -53,6 +53,8 @@ Result<std::vector<Operation>> HistoryReads::listOperations(const OperationQuery
 Result<std::map<SystemId, SystemIdentity>> HistoryReads::systemIdentities(const std::set<SystemId>& ids) const { return engine_.systemIdentities(ids); }
 Result<std::vector<Event>> HistoryReads::recentEvents(std::size_t limit) const { return engine_.recentEvents(limit); }
 Result<std::vector<AuditRecord>> HistoryReads::listAudit(const AuditQuery& query) const { return engine_.listAudit(query); }
+Result<std::optional<Operation>> HistoryReads::getOperation(const OperationId& id) const { return engine_.storedOperation(id); }
+Result<UsageReport> HistoryReads::usage(const Caller& caller, Timestamp since, Timestamp until) const { return engine_.usage(caller, since, until); }
 
 void EngineClient::offControlErased(std::function<void(const HistoryReads&)> work) {
   engine_.offControl([&engine = engine_, work = std::move(work)] { work(HistoryReads(engine)); });
@@ -60,7 +62,7 @@ void EngineClient::offControlErased(std::function<void(const HistoryReads&)> wor
 
 void EngineClient::usage(const Caller& caller, Timestamp since, Timestamp until, Completion<UsageReport> done) {
   // A read of up to 100,000 operations (docs/operations.md gives its cost), and the GPU-hours computed from it.
-  offControl<Result<UsageReport>>([&engine = engine_, caller, since, until](const HistoryReads&) { return engine.usage(caller, since, until); },
+  offControl<Result<UsageReport>>([caller, since, until](const HistoryReads& history) { return history.usage(caller, since, until); },
                                   [done = std::move(done)](Result<UsageReport> report) { done(std::move(report)); });
 }
 

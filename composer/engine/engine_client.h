@@ -46,6 +46,9 @@ class HistoryReads {
   [[nodiscard]] Result<std::map<SystemId, SystemIdentity>> systemIdentities(const std::set<SystemId>& ids) const;
   [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit) const;  // the last `limit`, oldest first
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) const;
+  [[nodiscard]] Result<std::optional<Operation>> getOperation(const OperationId& id) const;  // nullopt: none such
+  // GPU-hours (Engine::usage): up to 100,000 operations read and added up.
+  [[nodiscard]] Result<UsageReport> usage(const Caller& caller, Timestamp since, Timestamp until) const;
 
  private:
   friend class EngineClient;

@@ -13,6 +13,7 @@
 
 #include "composer/model/clock.h"
 #include "composer/model/queue.h"
+#include "composer/web/api_json.h"
 #include "composer/web/web_replies.h"
 #include "composer/web/web_service.h"
 #include "net/http_status.h"
@@ -99,7 +100,7 @@ void WebService::addConsoleRoutes(Routes& t) {
                                                                                        [](const Operation& op) { return operationJson(op); }));
                  }};
   };
-  t.route("/api/v1/session").on("GET", {false, [](Self& self, const Caller& caller, const net::HttpRequest& request, const std::string&, net::Reply reply,
+  t.route("/api/v1/session").on("GET", {false, [](Self& self, const Caller& caller, const net::HttpRequest& request, Params, const std::string&, net::Reply reply,
                                                   const net::OpenStream&) { self.session(caller, request, std::move(reply)); }});
   t.route("/api/v1/login").on("POST", Route{true, {}, {}, [](Self& self, const net::HttpRequest& request, const std::string& peer, net::Reply reply) {
                                               self.login(request, peer, std::move(reply));

@@ -1,5 +1,5 @@
 // The answers of the operator endpoint, shared by its reads (web_service.cpp) and the console's changes
-// (console_actions.cpp): a response with the endpoint's headers, its JSON error body, and an operation as JSON.
+// (console_actions.cpp): a response with the endpoint's headers and its JSON error body.
 #pragma once
 
 #include <boost/beast/http/status.hpp>
@@ -31,8 +31,5 @@ namespace switchyard::web {
                      "\n",
                  version, keepAlive);
 }
-
-// An operation as /api/v1/operations lists it (web_service.cpp).
-[[nodiscard]] nlohmann::json operationJson(const Operation& op);
 
 }  // namespace switchyard::web

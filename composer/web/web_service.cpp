@@ -19,6 +19,7 @@
 #include "composer/model/contain.h"
 #include "composer/model/queue.h"
 #include "composer/web/pool_metrics.h"
+#include "composer/web/api_json.h"
 #include "composer/web/web_replies.h"
 
 namespace switchyard::web {
@@ -50,47 +51,6 @@ Result<std::size_t> limitOf(std::string_view query, std::size_t fallback, std::s
 
 std::string isoTime(Timestamp at) { return formatTimestamp(at); }
 
-json deviceJson(const DeviceView& d, const System* system, bool visible) {
-  json j{{"id", d.device.id},
-         {"kind", toString(d.device.kind)},
-         {"model", d.device.model},
-         {"health", toString(d.device.health)},
-         {"state", toString(d.assignment.allocation)},
-         {"switch", d.switchId},
-         {"host", d.hostId}};
-  if (system) {
-    j["system"] = visible ? system->name : "(another tenant)";
-    if (visible)
-      for (const auto& h : system->hostDevices)
-        if (h.deviceId == d.device.id) j["uuid"] = h.uuid, j["host_pci_address"] = h.pciAddress;
-  }
-  return j;
-}
-
-json systemJson(const System& s) {
-  json instances = json::array(), shares = json::array();
-  for (const auto& i : s.gpuInstances) instances.push_back(json{{"device", i.deviceId}, {"profile", toString(i.profile)}, {"start", i.start}});
-  for (const auto& sh : s.gpuShares) shares.push_back(json{{"device", sh.deviceId}, {"percent", sh.milli / 10.0}});
-  json devices = json::array();
-  for (const auto& b : s.bindings) {
-    json d{{"id", b.deviceId}, {"upstream_port_id", b.upstreamPortId}};
-    for (const auto& h : s.hostDevices)
-      if (h.deviceId == b.deviceId) d["uuid"] = h.uuid, d["host_pci_address"] = h.pciAddress;
-    devices.push_back(std::move(d));
-  }
-  return json{{"id", s.id},         {"name", s.name},         {"host", s.hostId},        {"tenant", s.tenant},
-              {"state", toString(s.state)}, {"state_reason", s.stateReason}, {"progress", s.progress}, {"devices", std::move(devices)},
-              {"mig", instances},          {"shares", shares},
-              {"active_operation", s.activeOperation}, {"created_at", isoTime(s.createdAt)},
-              {"lease_expires_at", s.leaseExpiresAt == 0 ? std::string() : isoTime(s.leaseExpiresAt)}, {"labels", s.labels},
-              {"priority_class", s.priorityClass}};
-}
-
-json eventJson(const Event& e) {
-  return json{{"sequence", e.sequence}, {"at", isoTime(e.at)}, {"type", e.type},       {"subject", e.subject},
-              {"message", e.message},   {"actor", e.actor},    {"tenant", e.tenant}, {"system_id", e.systemId}};
-}
-
 // A MIG GPU's instances as the idle panel shows them: what runs in each and since when it idles.
 json migInstancesJson(const IdleGpu& g, Timestamp now) {
   json out = json::array();
@@ -107,31 +67,6 @@ json migInstancesJson(const IdleGpu& g, Timestamp now) {
 }
 
 }  // namespace
-
-json operationJson(const Operation& op) {
-  json steps = json::array();
-  for (const auto& st : op.steps) {
-    json devices = json::array();
-    for (const auto& b : st.bindings) devices.push_back(b.deviceId);
-    steps.push_back(json{{"kind", st.kind},
-                         {"state", toString(st.state)},
-                         {"compensation", st.compensation},
-                         {"attempts", st.attempts},
-                         {"message", st.message},
-                         {"devices", std::move(devices)}});
-  }
-  return json{{"id", op.id},
-              {"kind", toString(op.kind)},
-              {"system", op.systemId},
-              {"host", op.hostId},
-              {"state", toString(op.state)},
-              {"error", op.error},
-              {"requested_by", op.requestedBy.identity},
-              {"tenant", op.tenant},
-              {"created_at", isoTime(op.createdAt)},
-              {"updated_at", isoTime(op.updatedAt)},
-              {"steps", std::move(steps)}};
-}
 
 WebService::WebService(Engine& engine, const metrics::EngineMetrics* metrics, net::Authorize authorize, const CapacityHistory* history,
                        DeviceSeries deviceSeries, ConsoleOptions console)
@@ -154,20 +89,28 @@ net::HttpResponse WebService::errorResponse(http::status status, const std::stri
 WebService::Routes WebService::routeTable() {
   using Self = WebService;
   using Query = const std::string&;
+  using Params = const net::RouteParams&;
   // A JSON read of the API: the query checked, then answered from the view or after one control-thread hop.
   auto api = [](Api which) {
-    return Route{false, [which](Self& self, const Caller& caller, const net::HttpRequest& request, Query query, net::Reply reply, const net::OpenStream&) {
-      self.api(which, caller, query, std::move(reply), request.version(), request.keep_alive());
+    return Route{false, [which](Self& self, const Caller& caller, const net::HttpRequest& request, Params, Query query, net::Reply reply, const net::OpenStream&) {
+      self.answerRead((self.*which)(caller, query), std::move(reply), request.version(), request.keep_alive());
+    }};
+  };
+  // A read of one object (a system, a device, an operation), named by the path.
+  auto objectApi = [](ObjectApi which) {
+    return Route{false, [which](Self& self, const Caller& caller, const net::HttpRequest& request, Params params, Query query, net::Reply reply,
+                                const net::OpenStream&) {
+      self.answerRead((self.*which)(caller, params.at(0), query), std::move(reply), request.version(), request.keep_alive());
     }};
   };
   Routes t;
-  t.route("/healthz").on("GET", {true, [](Self& self, const Caller&, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
+  t.route("/healthz").on("GET", {true, [](Self& self, const Caller&, const net::HttpRequest& request, Params, Query, net::Reply reply, const net::OpenStream&) {
     self.healthz(request, std::move(reply));
   }});
-  t.route("/metrics").on("GET", {false, [](Self& self, const Caller& caller, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
+  t.route("/metrics").on("GET", {false, [](Self& self, const Caller& caller, const net::HttpRequest& request, Params, Query, net::Reply reply, const net::OpenStream&) {
     self.metricsPage(caller, std::move(reply), request.version(), request.keep_alive());
   }});
-  t.route("/api/v1/events/stream").on("GET", {false, [](Self& self, const Caller& caller, const net::HttpRequest& request, Query, net::Reply reply,
+  t.route("/api/v1/events/stream").on("GET", {false, [](Self& self, const Caller& caller, const net::HttpRequest& request, Params, Query, net::Reply reply,
                                                         const net::OpenStream& openStream) { self.eventStream(caller, request, std::move(reply), openStream); }});
   t.route("/api/v1/pool").on("GET", api(&Self::poolApi));
   t.route("/api/v1/summary").on("GET", api(&Self::summaryApi));
@@ -178,18 +121,23 @@ WebService::Routes WebService::routeTable() {
   t.route("/api/v1/events").on("GET", api(&Self::eventsApi));
   t.route("/api/v1/capacity").on("GET", api(&Self::capacityApi));
   t.route("/api/v1/templates").on("GET", api(&Self::templatesApi));
+  t.route("/api/v1/usage").on("GET", api(&Self::usageApi));
+  t.route("/api/v1/systems/{system}").on("GET", objectApi(&Self::systemPageApi));
+  t.route("/api/v1/devices/{device}").on("GET", objectApi(&Self::devicePageApi));
+  t.route("/api/v1/operations/{operation}").on("GET", objectApi(&Self::operationPageApi));
   addConsoleRoutes(t);
-  t.route("/api/{rest*}").on("GET", {false, [](Self&, const Caller&, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
+  t.route("/api/{rest*}").on("GET", {false, [](Self&, const Caller&, const net::HttpRequest& request, Params, Query, net::Reply reply, const net::OpenStream&) {
     const std::string target(request.target());
     reply(problem(http::status::not_found,
                   fmt::format("no API {}; there are /api/v1/summary, /api/v1/pool, /api/v1/systems, /api/v1/queue, /api/v1/idle, /api/v1/operations, "
-                              "/api/v1/events, /api/v1/events/stream, /api/v1/capacity, /api/v1/templates and /api/v1/session",
+                              "/api/v1/events, /api/v1/events/stream, /api/v1/capacity, /api/v1/templates, /api/v1/usage, /api/v1/session, and one "
+                              "system, device or operation at /api/v1/systems/NAME, /api/v1/devices/ID, /api/v1/operations/ID",
                               target.substr(0, target.find('?'))),
                   request.version(), request.keep_alive()));
   }});
   // The console: "/" is index.html; its other files by name. Open: they hold no data (the page asks for its data,
   // and shows its login form when it may not have it).
-  auto page = Route{true, [](Self&, const Caller&, const net::HttpRequest& request, Query, net::Reply reply, const net::OpenStream&) {
+  auto page = Route{true, [](Self&, const Caller&, const net::HttpRequest& request, Params, Query, net::Reply reply, const net::OpenStream&) {
     const std::string target(request.target());
     const std::string path = target.substr(0, target.find('?'));
     if (const Asset* asset = dashboardAsset(path))
@@ -222,9 +170,9 @@ void WebService::handle(const net::HttpRequest& request, net::Reply reply, const
   const Route& route = *found->entry;
   if (route.change) return authorizeChange(route, request, found->params, peer, std::move(reply));
   if (route.anonymous) return route.anonymous(*this, request, peer, std::move(reply));
-  if (route.open || !authorize_) return route.handle(*this, Caller::local(), request, query, std::move(reply), openStream);
+  if (route.open || !authorize_) return route.handle(*this, Caller::local(), request, found->params, query, std::move(reply), openStream);
   // A password check (Basic auth) may run on another thread (the accounts' own); the request stays valid until answered.
-  auto then = [this, &route, &request, query, reply = std::move(reply), openStream](std::optional<Caller> who) mutable {
+  auto then = [this, &route, &request, params = found->params, query, reply = std::move(reply), openStream](std::optional<Caller> who) mutable {
     if (!who) {
       auto res = problem(http::status::unauthorized,
                          "authenticate with HTTP Basic (an identity's password), a bearer token from the identities file, or the console's "
@@ -234,7 +182,7 @@ void WebService::handle(const net::HttpRequest& request, net::Reply reply, const
       if (request.find("X-Switchyard-Console") == request.end()) res.set(http::field::www_authenticate, "Basic realm=\"switchyard\", charset=\"UTF-8\"");
       return reply(std::move(res));
     }
-    route.handle(*this, *who, request, query, std::move(reply), openStream);
+    route.handle(*this, *who, request, params, query, std::move(reply), openStream);
   };
   const auto header = request.find(http::field::authorization);
   if (header != request.end()) return authorize_(std::string(header->value()), peer, std::move(then));
@@ -251,8 +199,7 @@ void WebService::healthz(const net::HttpRequest& request, net::Reply reply) {
   reply(respond(http::status::ok, "text/plain; charset=utf-8", "ok\n", request.version(), request.keep_alive()));
 }
 
-void WebService::api(Api which, const Caller& caller, const std::string& query, net::Reply reply, unsigned version, bool keepAlive) {
-  auto prepared = (this->*which)(caller, query);
+void WebService::answerRead(Result<ApiRead> prepared, net::Reply reply, unsigned version, bool keepAlive) {
   if (!prepared) return reply(problem(net::httpStatusOf(prepared.error().code), prepared.error().message, version, keepAlive));
   auto answer = [reply = std::move(reply), version, keepAlive](Result<json> body) {
     if (!body) return reply(problem(net::httpStatusOf(body.error().code), body.error().message, version, keepAlive));

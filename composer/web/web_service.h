@@ -64,7 +64,10 @@ class WebService {
   // What a route serves: whether it needs credentials, and what handles it once the caller is known.
   struct Route {
     bool open = false;  // answered without credentials (/healthz)
-    std::function<void(WebService&, const Caller&, const net::HttpRequest&, const std::string& query, net::Reply, const net::OpenStream&)> handle;
+    // A read: the caller, once proven; the path's captured segments and the query.
+    std::function<void(WebService&, const Caller&, const net::HttpRequest&, const net::RouteParams&, const std::string& query, net::Reply,
+                       const net::OpenStream&)>
+        handle;
     // A change (console_actions.cpp): the path's captured segments and the caller, once proven with a bearer token
     // or a session cookie and its CSRF token. Set instead of `handle`.
     std::function<void(WebService&, const Caller&, const net::HttpRequest&, const net::RouteParams&, net::Reply)> change;
@@ -81,7 +84,8 @@ class WebService {
     std::function<Result<nlohmann::json>(const HistoryReads&)> fromHistory;  // on the engine's read pool
   };
   using Api = Result<ApiRead> (WebService::*)(const Caller& caller, const std::string& query);
-  void api(Api which, const Caller& caller, const std::string& query, net::Reply reply, unsigned version, bool keepAlive);
+  using ObjectApi = Result<ApiRead> (WebService::*)(const Caller& caller, const std::string& name, const std::string& query);
+  void answerRead(Result<ApiRead> prepared, net::Reply reply, unsigned version, bool keepAlive);
   [[nodiscard]] Result<ApiRead> poolApi(const Caller& caller, const std::string& query);
   [[nodiscard]] Result<ApiRead> summaryApi(const Caller& caller, const std::string& query);
   [[nodiscard]] Result<ApiRead> systemsApi(const Caller& caller, const std::string& query);
@@ -92,6 +96,12 @@ class WebService {
   [[nodiscard]] Result<ApiRead> capacityApi(const Caller& caller, const std::string& query);
   // The machine templates a compose may start from, what each asks for, and how many fit now.
   [[nodiscard]] Result<ApiRead> templatesApi(const Caller& caller, const std::string& query);
+  // The console's pages per object (object_pages.cpp): a system with its devices, operations and events; a device
+  // with its system and history; an operation with its steps; usage (a tenant's page) grouped as `yardctl usage --by`.
+  [[nodiscard]] Result<ApiRead> systemPageApi(const Caller& caller, const std::string& system, const std::string& query);
+  [[nodiscard]] Result<ApiRead> devicePageApi(const Caller& caller, const std::string& device, const std::string& query);
+  [[nodiscard]] Result<ApiRead> operationPageApi(const Caller& caller, const std::string& operation, const std::string& query);
+  [[nodiscard]] Result<ApiRead> usageApi(const Caller& caller, const std::string& query);
   void healthz(const net::HttpRequest& request, net::Reply reply);
   // The console (console_actions.cpp): who is logged in, logging in and out, and the changes.
   void session(const Caller& caller, const net::HttpRequest& request, net::Reply reply);

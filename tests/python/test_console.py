@@ -169,6 +169,73 @@ class ConsoleTest(YarddTestCase):
         records = json.loads(audit.stdout).get("records", [])
         self.assertTrue(any(r["caller"]["identity"] == "vic" and r["result"] == "PERMISSION_DENIED" for r in records), records)
 
+    def test_pages_per_object_and_usage_by_label(self):
+        """Issue 63, items 1 and 4: a system's page (devices, labels, lease, class, operations, events), a device's (its system
+        and the operations that acted on it), an operation's with its steps, usage grouped as `yardctl usage --by`, a
+        label included; what a tenant may not see is not found, as a missing object is."""
+        yardd = self.start()
+        ops, alice = _logged_in(yardd.metrics_url, "ops", "ops-pw"), _logged_in(yardd.metrics_url, "alice", "alice-pw")
+        self.assertEqual(ops.change("POST", "/api/v1/systems", {"name": "web1", "gpus": 2, "lease": "8h", "labels": {"team": "vision"}})[0], 202)
+        self.assertEqual(alice.change("POST", "/api/v1/systems", {"name": "a1", "gpus": 1, "labels": {"team": "speech"}})[0], 202)
+        self.assertEqual(ops.change("POST", "/api/v1/systems", {"name": "gone", "gpus": 1})[0], 202)
+        wait_for(lambda: all(self.systems(ops).get(n, {}).get("state") == "composed" for n in ("web1", "a1", "gone")), what="three systems")
+        self.assertEqual(ops.change("DELETE", "/api/v1/systems/gone")[0], 202)
+        wait_for(lambda: "gone" not in self.systems(ops), what="gone decomposed")
+
+        status, _, page = ops.call("GET", "/api/v1/systems/web1")
+        self.assertEqual(status, 200, page)
+        self.assertEqual((page["labels"], page["tenant"], page["priority_class"]), ({"team": "vision"}, "default", "batch"))
+        self.assertTrue(page["lease_expires_at"])
+        self.assertEqual([d["kind"] for d in page["devices"]], ["gpu", "gpu"])
+        self.assertTrue(all(d["uuid"] and d["switch"] and d["upstream_port_id"] for d in page["devices"]), page["devices"])
+        compose = page["operations"][0]
+        self.assertEqual((compose["kind"], compose["state"]), ("compose", "succeeded"))
+        self.assertIn("system.composed", [e["type"] for e in page["events"]])
+
+        status, _, op = ops.call("GET", f"/api/v1/operations/{compose['id']}")
+        self.assertEqual(status, 200, op)
+        self.assertEqual(op["system_name"], "web1")
+        steps = [s["kind"] for s in op["steps"]]
+        self.assertIn("bind", steps)
+        bind = op["steps"][steps.index("bind")]
+        self.assertEqual((bind["state"], bind["attempts"], sorted(bind["devices"])), ("done", 1, sorted(d["id"] for d in page["devices"])))
+        self.assertTrue(bind["finished_at"])
+        self.assertIn("GPU(s) under", op["explanation"])
+
+        device = page["devices"][0]["id"]
+        status, _, d = ops.call("GET", f"/api/v1/devices/{device}")
+        self.assertEqual(status, 200, d)
+        self.assertEqual((d["system"], d["system_tenant"], d["state"]), ("web1", "default", "allocated"))
+        self.assertEqual([o["id"] for o in d["operations"]], [compose["id"]])
+        self.assertTrue(any(e["type"] == "device.bound" for e in d["events"]), d["events"])
+
+        # A tenant: another tenant's system and operation are not found; the device shows whose it is not.
+        self.assertEqual(alice.call("GET", "/api/v1/systems/web1")[0], 404)
+        self.assertEqual(alice.call("GET", f"/api/v1/operations/{compose['id']}")[0], 404)
+        status, _, theirs = alice.call("GET", f"/api/v1/devices/{device}")
+        self.assertEqual((status, theirs["system"], theirs["operations"], theirs["events"]), (200, "(another tenant)", [], []))
+        self.assertNotIn("uuid", theirs)
+        self.assertEqual(ops.call("GET", "/api/v1/systems/nope")[0], 404)
+        self.assertEqual(ops.call("GET", "/api/v1/devices/nope")[0], 404)
+        status, _, ended = ops.call("GET", "/api/v1/operations?limit=50")
+        gone_op = next(o for o in ended if o.get("system_name") == "gone" and o["kind"] == "decompose")
+        status, _, gone = ops.call("GET", f"/api/v1/operations/{gone_op['id']}")
+        self.assertEqual((status, gone["system_name"], gone["system_ended"]), (200, "gone", True))
+
+        # Usage by label: the decomposed system's group too (it had no team label); a tenant sees its own.
+        status, _, usage = ops.call("GET", "/api/v1/usage?by=tenant,label:team")
+        self.assertEqual(status, 200, usage)
+        groups = {(r["tenant"], r["labels"].get("team")): r["systems"] for r in usage["rows"]}
+        self.assertEqual(groups, {("default", None): 1, ("default", "vision"): 1, ("team-a", "speech"): 1})
+        self.assertGreater(usage["total_gpu_hours"], 0)
+        status, _, mine = alice.call("GET", "/api/v1/usage")
+        self.assertEqual({r["system_name"] for r in mine["rows"]}, {"a1"})
+        status, _, one = ops.call("GET", "/api/v1/usage?tenant=team-a&by=system")
+        self.assertEqual([r["system_name"] for r in one["rows"]], ["a1"])
+        for bad in ("by=label:", "by=colour", "since=yesterday"):
+            status, _, body = ops.call("GET", f"/api/v1/usage?{bad}")
+            self.assertEqual(status, 400, (bad, body))
+
     def test_a_session_ends_when_its_identity_changes(self):
         """A reload (SIGHUP) that changes an identity's password, role or tenant, or removes it, ends its console
         sessions at their next request, as it ends gRPC and Redfish logins; an unchanged identity stays logged in."""
@@ -261,6 +328,31 @@ class ConsoleTest(YarddTestCase):
                              "headers: {'Content-Type': 'application/json'}, body: JSON.stringify({name: 'x', gpus: 1})})"
                              ".then((r) => { window.csrfStatus = r.status; })")
             self.assertEqual(browser.wait_until("window.csrfStatus", what="the token-less change's answer"), 403)
+
+            # Pages per object (issue 63): the system's page from its name, an operation's steps from there, a device's page,
+            # the tenant's usage; the back link returns to the pool.
+            browser.evaluate("document.querySelector('[data-testid=\"link-system-web1\"]').click()")
+            browser.wait_until("!document.getElementById('page').hidden && document.getElementById('page').innerText.includes('System web1') && "
+                               "document.querySelector('[data-testid=\"page-devices\"]') !== null", what="web1's page")
+            self.assertTrue(browser.evaluate("getComputedStyle(document.getElementById('systems').closest('section')).display === 'none'"),
+                            "the pool's sections give way to the page")
+            self.assertEqual(browser.evaluate("document.querySelectorAll('[data-testid=\"page-devices\"] tbody tr').length"), 1)
+            browser.evaluate("document.querySelector('[data-testid=\"page-operations\"] a[href^=\"#/operation/\"]').click()")
+            browser.wait_until("document.getElementById('page').innerText.includes('Operation op-') && "
+                               "document.querySelector('[data-testid=\"page-steps\"]') !== null", what="an operation's page")
+            self.assertIn("bind", browser.evaluate("document.querySelector('[data-testid=\"page-steps\"]').innerText"))
+            browser.evaluate("document.querySelector('[data-testid=\"page-steps\"] a[href^=\"#/device/\"]').click()")
+            browser.wait_until("document.getElementById('page').innerText.includes('Device ') && "
+                               "document.querySelector('[data-testid=\"page-operations\"]') !== null", what="a device's page")
+            browser.evaluate("location.hash = '#/tenant/default'")
+            browser.wait_until("document.querySelector('[data-testid=\"page-usage\"]') !== null && "
+                               "document.querySelector('[data-testid=\"page-usage\"]').innerText.includes('web1')", what="the tenant's usage")
+            browser.evaluate("location.hash = '#/system/nope'")
+            browser.wait_until("document.querySelector('[data-testid=\"page-error\"]') !== null", what="a missing system's page")
+            self.assertIn("no system 'nope'", browser.evaluate("document.querySelector('[data-testid=\"page-error\"]').textContent"))
+            browser.evaluate("document.querySelector('[data-testid=\"back\"]').click()")
+            browser.wait_until("document.getElementById('page').hidden && "
+                               "getComputedStyle(document.getElementById('systems').closest('section')).display !== 'none'", what="the pool again")
 
             browser.evaluate("document.querySelector('[data-testid=\"decompose-web1\"]').click()")
             browser.wait_until("!document.getElementById('systems').innerText.includes('web1')", timeout=30, what="web1 gone from the page")

@@ -178,7 +178,7 @@ function drawPool(pool) {
       const release = d.state === "quarantined"
         ? button("release", `release-${d.id}`, () => act(`release ${d.id}`, "POST", `/api/v1/devices/${encodeURIComponent(d.id)}/release`, { unbind: false }))
         : "";
-      return el("div", { class: `device ${d.state}${d.health === "ok" ? "" : " unhealthy"}`, title: tip, "data-device": d.id }, label, release);
+      return el("div", { class: `device ${d.state}${d.health === "ok" ? "" : " unhealthy"}`, title: tip, "data-device": d.id }, link("device", d.id, label), release);
     });
     const what = [sw.model || sw.kind, sw.domain && sw.domain !== "default" && `domain ${sw.domain}`].filter(Boolean).join(" · ");
     return el("div", { class: "switch" }, el("div", { class: "name" }, `${sw.id} `, el("small", {}, what)),
@@ -191,11 +191,11 @@ function drawPool(pool) {
 function drawSystems(systems) {
   const enc = encodeURIComponent;
   fillTable("systems", systems.map((s) => [
-    s.name, s.host, s.tenant,
+    link("system", s.name), s.host, link("tenant", s.tenant),
     el("span", { class: `state-${s.state}`, title: s.state_reason || "" },
        s.progress ? `${s.state} (${s.progress})` : s.state, s.state_reason ? el("small", {}, ` ${s.state_reason}`) : ""),
     s.devices.length === 0 ? "—" : el("span", {}, ...s.devices.map((d, i) => el("span", { class: "device" }, i ? ", " : "",
-      d.uuid ? `${d.id} (${d.uuid})` : d.id,
+      link("device", d.id, d.uuid ? `${d.id} (${d.uuid})` : d.id),
       s.state === "composed" && s.devices.length > 1
         ? button("×", `detach-${d.id}`, () => act(`detach ${d.id} from ${s.name}`, "POST", `/api/v1/systems/${enc(s.name)}/detach`, { devices: [d.id] }))
         : ""))),
@@ -212,7 +212,8 @@ function drawSystems(systems) {
 function drawOperations(operations, systems) {
   const names = new Map(systems.map((s) => [s.id, s.name]));
   fillTable("operations", operations.map((op) => [
-    op.id, op.kind, op.system_name || names.get(op.system) || op.system,
+    link("operation", op.id), op.kind,
+    names.has(op.system) ? link("system", names.get(op.system)) : op.system_name ? `${op.system_name} (ended)` : op.system,
     el("span", { class: `state-${op.state}` }, op.state, op.error ? el("small", {}, ` ${op.error}`) : ""),
     el("span", {}, ...op.steps.map((s) => el("span", { class: `step ${s.state}`, title: s.message || s.devices.join(", ") },
                                              (s.compensation ? "↶ " : "") + s.kind))),
@@ -220,7 +221,7 @@ function drawOperations(operations, systems) {
 }
 
 function drawQueue(queue) {
-  fillTable("queue", queue.entries.map((e) => [String(e.position), e.name, e.tenant, e.class, e.asks,
+  fillTable("queue", queue.entries.map((e) => [String(e.position), link("system", e.name), e.tenant, e.class, e.asks,
     utc(e.enqueued_at), utc(e.deadline) || "—", (e.waiting_for || "").split("\n")[0],
     button("Cancel", `cancel-${e.name}`, () => act(`cancel ${e.name}`, "POST", `/api/v1/queue/${encodeURIComponent(e.operation)}/cancel`))]),
     "nothing waits: yardctl compose NAME --gpus N --queue waits here when it does not fit");
@@ -236,7 +237,8 @@ function drawIdle(idle) {
   // Grouped by system: its name once, on the first of its GPUs; "Reclaim" detaches that GPU now (the system keeps
   // the rest; a system's last GPU is given back by decomposing it).
   const bySystem = [...idle.gpus].sort((a, b) => a.name.localeCompare(b.name) || a.device.localeCompare(b.device));
-  fillTable("idle", bySystem.map((g, i) => [i > 0 && bySystem[i - 1].name === g.name ? "" : el("strong", {}, g.name), device(g), g.tenant,
+  fillTable("idle", bySystem.map((g, i) => [i > 0 && bySystem[i - 1].name === g.name ? "" : el("strong", {}, link("system", g.name)),
+    link("device", g.device, device(g)), g.tenant,
     utc(g.idle_since), g.idle_gpu_hours.toFixed(2), g.reclaim_blocked ? `${g.reclaim} (not taken: ${g.reclaim_blocked})` : g.reclaim,
     button("Reclaim", `reclaim-${g.device}`, () => act(`reclaim ${g.device} from ${g.name}`, "POST",
                                                       `/api/v1/systems/${encodeURIComponent(g.name)}/detach`, { devices: [g.device] }))]),
@@ -277,6 +279,7 @@ async function refresh() {
     drawIdle(idle);
     drawTemplates(templates);
     drawEvents(events);
+    await drawPage();
     status.textContent = `${live ? "live" : "polling every 2 s (no live updates)"} · updated ${utcNow()}`;
     status.className = "";
     document.getElementById("console").classList.remove("stale");
@@ -374,6 +377,9 @@ document.getElementById("logout").addEventListener("click", async () => {
   try { await send("POST", "/api/v1/logout"); } catch (e) { /* logged out either way */ }
   showLogin("logged out");
 });
+
+// A page per object is an address (#/system/NAME, ...): following a link, Back and Forward redraw.
+window.addEventListener("hashchange", () => { window.scrollTo(0, 0); requestRefresh(); });
 
 // Choosing a template empties the GPU count, so the template's holds unless one is typed.
 document.getElementById("compose-template").addEventListener("change", (event) => {
