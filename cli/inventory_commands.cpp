@@ -79,12 +79,21 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
       opsReq.set_system(s.id());
       opsReq.set_limit(5);
       pb::ListOperationsResponse ops;
-      if (ctx.client().call(&pb::Switchyard::Stub::ListOperations, opsReq, ops) != kExitOk || ops.operations().empty()) return;
-      std::cout << "recent operations (yardctl ops --system " << s.name() << "):\n";
-      for (const auto& op : ops.operations())
-        std::cout << fmt::format("  {}  {:<10} {:<9} {}{}{}\n", op.updated_at(), kindName(op.kind()), stateName(op.state()), op.id(),
-                                 op.requested_by().identity().empty() ? "" : " by " + op.requested_by().identity(),
-                                 op.error().empty() ? "" : ": " + op.error());
+      if (ctx.client().call(&pb::Switchyard::Stub::ListOperations, opsReq, ops) == kExitOk && !ops.operations().empty()) {
+        std::cout << "recent operations (yardctl ops --system " << s.name() << "):\n";
+        for (const auto& op : ops.operations())
+          std::cout << fmt::format("  {}  {:<10} {:<9} {}{}{}\n", op.updated_at(), kindName(op.kind()), stateName(op.state()), op.id(),
+                                   op.requested_by().identity().empty() ? "" : " by " + op.requested_by().identity(),
+                                   op.error().empty() ? "" : ": " + op.error());
+      }
+      // And its newest events, oldest first (`yardctl watch --system NAME --after 0` replays them all).
+      pb::ListEventsRequest eventsReq;
+      eventsReq.set_system(s.id());
+      eventsReq.set_limit(8);
+      pb::ListEventsResponse events;
+      if (ctx.client().call(&pb::Switchyard::Stub::ListEvents, eventsReq, events) != kExitOk || events.events().empty()) return;
+      std::cout << "recent events (yardctl watch --system " << s.name() << " --after 0):\n";
+      for (const auto& e : events.events()) std::cout << fmt::format("  {}  {:<22} {}\n", e.at(), e.type(), e.message());
       return;
     }
     auto list = [ctx, f] {

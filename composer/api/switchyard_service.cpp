@@ -369,6 +369,28 @@ grpc::ServerUnaryReactor* SwitchyardService::ListAudit(Context* ctx, const v1::L
       });
 }
 
+grpc::ServerUnaryReactor* SwitchyardService::ListEvents(Context* ctx, const v1::ListEventsRequest* req, v1::ListEventsResponse* out) {
+  auto caller = authenticator_.callerOf(*ctx);
+  if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
+  if (req->limit() < 0 || req->limit() > 1000) return finished(ctx, invalid("limit: 0 (the default, 20) to 1000"));
+  const std::size_t limit = req->limit() == 0 ? 20 : static_cast<std::size_t>(req->limit());
+  // A system as it exists now, by id or name; one that is gone, by its id (its recorded events keep it).
+  std::string systemId = req->system();
+  if (!systemId.empty())
+    if (auto found = engine_.getSystem(systemId); found && maySee(*caller, found->tenant)) systemId = found->id;
+  // One system's, or a tenant's, may be sparse among the newest: the newest 2,000 are searched.
+  constexpr std::size_t kScanned = 2000;
+  const bool sparse = !systemId.empty() || caller->role == Role::kTenant;
+  return answerRead<std::vector<Event>>(
+      ctx, [n = sparse ? std::max(limit, kScanned) : limit](const HistoryReads& history) { return history.recentEvents(n); },
+      [out, c = *caller, systemId, limit](const std::vector<Event>& events) {
+        std::vector<const Event*> kept;
+        for (auto it = events.rbegin(); it != events.rend() && kept.size() < limit; ++it)
+          if (maySee(c, it->tenant) && (systemId.empty() || it->systemId == systemId || it->subject == systemId)) kept.push_back(&*it);
+        for (auto it = kept.rbegin(); it != kept.rend(); ++it) toProto(**it, *out->add_events());
+      });
+}
+
 namespace {
 
 // One Watch stream: recorded events after the client's sequence first, then live ones as the engine

@@ -56,6 +56,7 @@ class SwitchyardService final : public v1::Switchyard::CallbackService {
   Unary* WaitOperation(Context*, const v1::WaitOperationRequest*, v1::Operation*) override;
   grpc::ServerWriteReactor<v1::Event>* Watch(Context*, const v1::WatchRequest*) override;
   Unary* ListAudit(Context*, const v1::ListAuditRequest*, v1::ListAuditResponse*) override;
+  Unary* ListEvents(Context*, const v1::ListEventsRequest*, v1::ListEventsResponse*) override;
   Unary* ListQueue(Context*, const v1::ListQueueRequest*, v1::ListQueueResponse*) override;
   Unary* CancelQueued(Context*, const v1::CancelQueuedRequest*, v1::Operation*) override;
   Unary* RenewLease(Context*, const v1::RenewLeaseRequest*, v1::System*) override;

@@ -11,6 +11,7 @@ import unittest
 from pathlib import Path
 
 from harness import YARDCTL, YARDD, YarddTestCase, wait_for
+from switchyard_client import Client
 
 
 def hash_password(password):
@@ -235,7 +236,7 @@ class YardctlTest(YarddTestCase):
 
     def test_a_queued_compose_says_what_it_waits_for_and_where_it_was_admitted(self):
         """Issue 63, item 3: `compose --queue` echoes a preemption it waits for and the placement once admitted; `queue`
-        prints a reason of several lines in full; `systems NAME` shows its recent operations."""
+        prints a reason of several lines in full; `systems NAME` shows its recent operations and events."""
         yardd = self.yardd("--preemption-grace", "2s")
         base = ["--plaintext", "--server", yardd.address]
         self.ok(*base, "compose", "s1", "--gpus", "8", "--priority", "spot")
@@ -251,6 +252,16 @@ class YardctlTest(YarddTestCase):
         self.assertRegex(waited.stderr, r"op-\d+ admitted on host\d: ")
         shown = self.ok(*base, "systems", "p")
         self.assertRegex(shown, r"recent operations \(yardctl ops --system p\):\n  \S+  compose +succeeded op-\d+ by ")
+        events = shown.split("recent events (yardctl watch --system p --after 0):\n")[1].splitlines()
+        self.assertTrue(events and len(events) <= 8, shown)
+        self.assertRegex(events[-1], r"^  \S+  operation.succeeded +compose op-\d+ succeeded$", "the newest last, p's own")
+        self.assertTrue(all("s1" not in e and "s2" not in e for e in events), "only p's events: " + shown)
+        # The same over the API (Python client): a tenant-blind list, and one system's.
+        with Client(yardd.address, plaintext=True) as client:
+            mine = client.events(system="p", limit=3)
+            self.assertEqual(len(mine), 3)
+            self.assertEqual(mine[-1].type, "operation.succeeded")
+            self.assertGreater(len(client.events(limit=50)), len(client.events(system="p", limit=50)))
 
 
     def test_watch_flag_redraws_a_list_when_yardd_reports_a_change(self):

@@ -374,6 +374,11 @@ class Client:
         return list(self._call("yard.ListOperations", switchyard_pb2.ListOperationsRequest(
             limit=limit, system=system, kind=kind, state=state)).operations)
 
+    def events(self, *, system: str = "", limit: int = 20) -> List["switchyard_pb2.Event"]:
+        """The newest recorded events, oldest first: every one the caller may see, or one system's (id or name: its own,
+        its operations' and its devices'), among the newest 2,000. watch() follows them live."""
+        return list(self._call("yard.ListEvents", switchyard_pb2.ListEventsRequest(system=system, limit=limit)).events)
+
     def audit(self, *, tenant: str = "", identity: str = "", since: str = "", until: str = "", limit: int = 100,
               before_sequence: int = 0) -> List["switchyard_pb2.AuditRecord"]:
         """Who asked for what and how it ended, newest first (since/until: RFC 3339). For the next page pass
