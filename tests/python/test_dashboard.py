@@ -30,7 +30,7 @@ class DashboardTest(YarddTestCase):
             yard.wait(yard.compose("web-demo", gpus=4).id)
             yard.wait(yard.compose("small-job", gpus=1).id)
             system = yard.system("web-demo")
-            waiting = yard.compose("big-wait", gpus=16, queue=True, priority_class="production")
+            waiting = yard.compose("big-wait", gpus=16, queue=True, priority_class="production", lease_seconds=9000)
             self.assertEqual(waiting.state, switchyard_pb2.OPERATION_STATE_QUEUED)
             self.assertEqual([e.name for e in yard.queue()], ["big-wait"])
         with Browser() as browser:
@@ -56,6 +56,8 @@ class DashboardTest(YarddTestCase):
         self.assertIn("big-wait", queue, "the queue panel lists what waits")
         self.assertIn("production", queue)
         self.assertIn("16 GPU(s)", queue)
+        self.assertIn("<td>2h30m</td>", queue, "the lease it will have once admitted")
+        self.assertRegex(systems, r"web-demo</a></td>(<td>.*?</td>){5}<td>batch</td>", "the priority class of each system")
         operations = dom[dom.index('data-testid="operations"'):dom.index('data-testid="events"')]
         for step in ("reserve", "bind", "verify", "host-admit", "commit"):
             self.assertIn(f'class="step done"', operations)

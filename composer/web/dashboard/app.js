@@ -200,6 +200,7 @@ function drawSystems(systems) {
         ? button("×", `detach-${d.id}`, () => act(`detach ${d.id} from ${s.name}`, "POST", `/api/v1/systems/${enc(s.name)}/detach`, { devices: [d.id] }))
         : ""))),
     [...(s.mig || []).map((i) => `${i.profile} on ${i.device}`), ...(s.shares || []).map((h) => `${h.percent}% of ${h.device}`)].join(", ") || "—",
+    s.priority_class || "—",
     utc(s.lease_expires_at) || "—",
     Object.entries(s.labels || {}).map(([k, v]) => v === "" ? k : `${k}=${v}`).join(", ") || "—",
     s.state === "queued" ? "" : el("span", { class: "actions" },
@@ -220,9 +221,16 @@ function drawOperations(operations, systems) {
     op.requested_by]), "no operations yet");
 }
 
+// "2h30m" from seconds, as yardctl writes a duration.
+function duration(seconds) {
+  const d = Math.floor(seconds / 86400), h = Math.floor((seconds % 86400) / 3600), m = Math.floor((seconds % 3600) / 60), s = seconds % 60;
+  return [d && `${d}d`, h && `${h}h`, m && `${m}m`, s && `${s}s`].filter(Boolean).join("") || "0s";
+}
+
 function drawQueue(queue) {
   fillTable("queue", queue.entries.map((e) => [String(e.position), link("system", e.name), e.tenant, e.class, e.asks,
-    utc(e.enqueued_at), utc(e.deadline) || "—", (e.waiting_for || "").split("\n")[0],
+    utc(e.enqueued_at), utc(e.deadline) || "—", e.lease_seconds > 0 ? duration(e.lease_seconds) : "none",
+    el("span", { title: e.waiting_for || "" }, (e.waiting_for || "").split("\n")[0]),
     button("Cancel", `cancel-${e.name}`, () => act(`cancel ${e.name}`, "POST", `/api/v1/queue/${encodeURIComponent(e.operation)}/cancel`))]),
     "nothing waits: yardctl compose NAME --gpus N --queue waits here when it does not fit");
 }
