@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, starts yardd on the embedded default (simulated two-chassis fabric,
 # SQLite under a fresh state directory) and runs a short tour with yardctl: pool before, compose,
-# pool after, decompose. Leave yardd running afterwards with KEEP_RUNNING=1.
+# pool after, idle GPUs (one simulated busy, which idle reclaim spares), usage by team, decompose (refused for
+# the system whose GPU a job holds). Leave yardd running afterwards with KEEP_RUNNING=1.
 set -euo pipefail
 cd "$(dirname "$0")"
 ./setup.sh
@@ -11,7 +12,11 @@ cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target yardd yardctl
 
 STATE_DIR=$(mktemp -d -t switchyard-demo-XXXXXX)
+# sw1-gpu0 runs a simulated job once attached (90 %, pid 4200): idle reclaim (after 1 h idle here) spares it and
+# takes the others, and its system cannot be decomposed under the job; the hosts are asked what their GPUs do
+# every second, so the tour sees it at once.
 "$BUILD_DIR/bin/yardd" --listen 127.0.0.1:0 --state-dir "$STATE_DIR" --port-file "$STATE_DIR/port" \
+  --sim-gpu-busy sw1-gpu0=90 --activity-interval 1s --reclaim-idle-after 1h --reclaim-mode detach \
   >"$STATE_DIR/yardd.log" 2>&1 &
 YARDD_PID=$!
 cleanup() {
@@ -26,12 +31,14 @@ export YARD_CA="$STATE_DIR/grpc-cert.pem"
 Y="$BUILD_DIR/bin/yardctl"
 
 step() { printf '\n\033[1m$ yardctl %s\033[0m\n' "$*"; "$Y" "$@"; }
+# A step yardd must refuse (the tour fails if it does not).
+refused() { printf '\n\033[1m$ yardctl %s\033[0m   # refused, as it must be\n' "$*"; if "$Y" "$@"; then echo "not refused"; exit 1; fi; }
 echo "yardd is serving on $YARD_SERVER (state in $STATE_DIR)"
 step hosts
 step devices
 step plan --gpus 4 --p2p required --explain
 step compose train-a --gpus 4 --p2p required --label team=vision
-step compose infer-b --gpus 2 --model A100-SXM4-40GB --nic 1 --affinity nic:gpu=switch
+step compose infer-b --gpus 2 --model A100-SXM4-40GB --nic 1 --affinity nic:gpu=switch --label team=speech
 step templates
 step compose ckpt --template storage-2x
 step systems
@@ -39,9 +46,12 @@ step systems train-a
 step capacity
 step topology
 step devices
+sleep 2  # two activity samples
+step idle --all
+step usage --by tenant,label:team
 step decompose train-a
-step decompose infer-b
 step decompose ckpt
+refused decompose infer-b
 step ops
 step audit
 printf '\nyardd log: %s/yardd.log\n' "$STATE_DIR"
