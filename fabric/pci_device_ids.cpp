@@ -20,6 +20,16 @@ constexpr KnownGpu kKnownGpus[] = {
     {0x10de, 0x26b9, "L40S-48GB", 48, false},     {0x10de, 0x27b8, "L4-24GB", 24, false},
 };
 
+// NICs and drives a composable chassis carries, by the names the simulated pool and templates use. A drive's
+// capacity is not in its ids (NVMe Identify says it): 0 here.
+struct KnownEndpoint {
+  std::uint16_t vendor, device;
+  const char* model;
+};
+constexpr KnownEndpoint kKnownEndpoints[] = {
+    {0x15b3, 0x1021, "ConnectX-7"}, {0x15b3, 0x101d, "ConnectX-6 Dx"}, {0x8086, 0x1592, "E810-C"}, {0x144d, 0xa824, "PM1733"},
+};
+
 }  // namespace
 
 DeviceKind deviceKindOfClass(std::uint32_t classCode) {
@@ -38,6 +48,8 @@ void describePciDevice(std::uint16_t vendor, std::uint16_t deviceId, Device& dev
       device.memoryGiB = k.memoryGiB;
       device.migCapable = k.mig;
     }
+  for (const auto& k : kKnownEndpoints)
+    if (k.vendor == vendor && k.device == deviceId) device.model = k.model;
 }
 
 }  // namespace switchyard

@@ -96,8 +96,13 @@ Result<CciMessage> decodeMessage(std::span<const std::uint8_t> bytes, const Dial
   m.response = category == 1;
   m.returnCode = r.u16();
   m.vendorStatus = r.u16();
-  if (bytes.size() - kCciHeaderSize < length)
-    return fail(Code::kUnavailable, fmt::format("CCI message says {} payload bytes and carries {}", length, bytes.size() - kCciHeaderSize));
+  if (bytes.size() - kCciHeaderSize < length) {
+    const bool cut = dialect.dropsByteOfFullPackets && (kCciHeaderSize + length) % 64 == 0 && bytes.size() - kCciHeaderSize + 1 == length;
+    return fail(Code::kUnavailable, fmt::format("CCI message says {} payload bytes and carries {}{}", length, bytes.size() - kCciHeaderSize,
+                                                cut ? " (cse drops the last byte of a message of a multiple of 64 bytes: a known quirk of its "
+                                                      "MCTP packetizer; the request should have been shaped to avoid that length)"
+                                                    : ""));
+  }
   const auto payload = r.take(length);
   m.payload.assign(payload.begin(), payload.end());
   return m;

@@ -62,8 +62,12 @@ struct Dialect {
   bool categoryInHighNibble = false;
   bool tunnelTypeByte = false;
   bool configByteOffset = false;
+  // cse counts a reply's MCTP packets as if the first carried no type byte: a CCI message of a multiple of 64
+  // bytes loses its last byte. Requests are shaped so that no reply has such a length (port states asked for
+  // in batches that avoid it), and a reply cut this way is reported as this quirk.
+  bool dropsByteOfFullPackets = false;
   [[nodiscard]] static Dialect spec() { return {}; }
-  [[nodiscard]] static Dialect jackrabbit() { return {true, true, true}; }
+  [[nodiscard]] static Dialect jackrabbit() { return {true, true, true, true}; }
   [[nodiscard]] std::string_view name() const { return categoryInHighNibble ? "jackrabbit" : "spec"; }
 };
 [[nodiscard]] Result<Dialect> parseDialect(std::string_view name);

@@ -82,8 +82,19 @@ Result<SwitchIdentity> FmClient::identifySwitch(Deadline deadline) {
 }
 
 Result<std::vector<PortState>> FmClient::physicalPortState(std::span<const std::uint8_t> ports, Deadline deadline) {
-  SY_ASSIGN(auto payload, succeed(Opcode::kGetPhysicalPortState, getPhysicalPortStateRequest(ports), deadline));
-  SY_ASSIGN(auto states, parsePhysicalPortState(payload));
+  // The reply is the CCI header, 4 bytes and 16 per port: for 3, 7, 11, ... ports a multiple of 64 bytes, which a
+  // switch with Dialect::dropsByteOfFullPackets cuts short. There the last port is asked for on its own.
+  const bool split = dialect_.dropsByteOfFullPackets && ports.size() % 4 == 3;
+  std::vector<FmRequest> requests;
+  const auto first = ports.first(split ? ports.size() - 1 : ports.size());
+  requests.push_back({Opcode::kGetPhysicalPortState, getPhysicalPortStateRequest(first)});
+  if (split) requests.push_back({Opcode::kGetPhysicalPortState, getPhysicalPortStateRequest(ports.last(1))});
+  SY_ASSIGN(auto payloads, succeedAll(requests, deadline));
+  std::vector<PortState> states;
+  for (const auto& payload : payloads) {
+    SY_ASSIGN(auto part, parsePhysicalPortState(payload));
+    std::move(part.begin(), part.end(), std::back_inserter(states));
+  }
   if (states.size() != ports.size())
     return fail(Code::kUnavailable, fmt::format("{}: Get Physical Port State answered {} ports of {}", name_, states.size(), ports.size()));
   return states;

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -40,17 +41,33 @@ inline std::string cseUnavailable() {
 // A switch like the example config of ../shared/third-party/jackrabbit-cxl. By default: VCS 0 and 1 on host
 // root ports 0 and 1 (8 vPPBs each), four GPU-like PCIe endpoints (10de:2330, class 0302h) on ports 2-5, one
 // 4 GiB MLD of 4 LDs on port 6 (each LD 1 GiB: range 1 of 4 x 256 MB), port 7 empty; nothing bound. In
-// general: `hosts` root ports first (VCS N on port N), then `gpus` GPU ports, then the MLD (if `mld`), then
-// one empty port.
+// general: `hosts` root ports first (VCS N on port N), then `gpus` GPU ports, `nics` NIC ports (ConnectX-7,
+// 15b3:1021, class 0200h), `drives` NVMe ports (Samsung PM1733, 144d:a824, class 010802h), then the MLD (if
+// `mld`), then one empty port.
 struct CseConfig {
   int hosts = 2;
   int vppbsPerVcs = 8;
   int gpus = 4;
+  int nics = 0;
+  int drives = 0;
   bool mld = true;
   bool boundAtStart = false;  // VCS 0 vPPB 0 <- the first GPU port, VCS 0 vPPB 1 <- the MLD's LD 0
-  [[nodiscard]] int mldPort() const { return hosts + gpus; }
-  [[nodiscard]] int ports() const { return hosts + gpus + (mld ? 1 : 0) + 1; }
+  [[nodiscard]] int firstNicPort() const { return hosts + gpus; }
+  [[nodiscard]] int firstDrivePort() const { return hosts + gpus + nics; }
+  [[nodiscard]] int mldPort() const { return hosts + gpus + nics + drives; }
+  [[nodiscard]] int ports() const { return mldPort() + (mld ? 1 : 0) + 1; }
 };
+
+// A plain PCIe endpoint profile of the config: `name` with these ids and class.
+inline std::string cseEndpointProfile(const char* name, int did, const char* vendor, const char* device, const char* subclass, const char* baseclass,
+                                      const char* pi, int width) {
+  std::ostringstream y;
+  y << "  " << name << ":\n    did: " << did << "\n    port:\n      dv: 0\n      dt: 1\n      cv: 0x0\n      mlw: " << width
+    << "\n      mls: 5\n    pcicfg:\n      vendor: " << vendor << "\n      device: " << device
+    << "\n      command: 0x0506\n      status: 0x0010\n      revid: 0\n      pi: " << pi << "\n      subclass: " << subclass
+    << "\n      baseclass: " << baseclass << "\n      cacheline: 0x10\n      type: 0x0\n      subvendor: " << vendor << "\n      subsystem: 0x0001\n";
+  return y.str();
+}
 
 inline std::string cseYaml(const CseConfig& c) {
   std::ostringstream y;
@@ -139,7 +156,8 @@ devices:
       bp_avg_pcnt: 42
       alloc_bw: "64,64,64,64"
       bw_limit: "ff,ff,ff,ff"
----
+)" << cseEndpointProfile("nic_pcie_x16", 3, "0x15b3", "0x1021", "0x00", "0x02", "0x00", 16)
+    << cseEndpointProfile("nvme_pcie_x4", 4, "0x144d", "0xa824", "0x08", "0x01", "0x02", 4) << R"(---
 emulator:
   dir: "cxl-mmap"
 ---
@@ -170,6 +188,8 @@ ports:
 )";
   for (int p = 0; p < c.hosts; ++p) y << "  " << p << ":\n    device: \"host_rp_x16\"\n";
   for (int p = c.hosts; p < c.hosts + c.gpus; ++p) y << "  " << p << ":\n    device: \"gpu_pcie_x16\"\n";
+  for (int p = c.firstNicPort(); p < c.firstDrivePort(); ++p) y << "  " << p << ":\n    device: \"nic_pcie_x16\"\n";
+  for (int p = c.firstDrivePort(); p < c.mldPort(); ++p) y << "  " << p << ":\n    device: \"nvme_pcie_x4\"\n";
   if (c.mld) y << "  " << c.mldPort() << ":\n    device: \"mld_4ld_4G\"\n";
   y << "---\nvcss:\n";
   for (int v = 0; v < c.hosts; ++v) {
@@ -218,6 +238,23 @@ class CseProcess {
       ::waitpid(pid_, nullptr, 0);
       pid_ = -1;
     }
+  }
+  // jack's view of one VCS's bound vPPBs: vPPB -> "PPID LDID Status" ("2    - Bound Physical Port").
+  [[nodiscard]] std::map<int, std::string> boundVppbs(int vcs) const {
+    const auto out = jack("show vcs -c " + std::to_string(vcs));
+    std::map<int, std::string> rows;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+      int vppb = -1;
+      char rest[128] = {};
+      if (std::sscanf(line.c_str(), " %d: %127[^\n]", &vppb, rest) == 2 && line.find("Bound") != std::string::npos) {
+        std::string r(rest);
+        r.erase(0, r.find_first_not_of(' '));
+        rows[vppb] = r;
+      }
+    }
+    return rows;
   }
   // Runs `jack ARGS -T 127.0.0.1 -P <port>` under a timeout (jack has none of its own) and returns its output.
   // jack itself crashes now and then when it connects while cse is still tearing down the previous FM's

@@ -33,23 +33,7 @@ class CxlFabricTest : public ::testing::Test {
     EXPECT_TRUE(f) << f.error().message << "\ncse log:\n" << cse_->log();
     return f ? std::move(*f) : nullptr;
   }
-  // jack's view of one VCS: vPPB -> "PPID LDID Status".
-  std::map<int, std::string> jackVcs(int vcs) {
-    const auto out = cse_->jack("show vcs -c " + std::to_string(vcs));
-    std::map<int, std::string> rows;
-    std::istringstream in(out);
-    std::string line;
-    while (std::getline(in, line)) {
-      int vppb = -1;
-      char rest[128] = {};
-      if (std::sscanf(line.c_str(), " %d: %127[^\n]", &vppb, rest) == 2 && line.find("Bound") != std::string::npos) {
-        std::string r(rest);
-        r.erase(0, r.find_first_not_of(' '));
-        rows[vppb] = r;
-      }
-    }
-    return rows;
-  }
+  std::map<int, std::string> jackVcs(int vcs) { return cse_->boundVppbs(vcs); }
   static std::vector<Binding> sorted(std::vector<Binding> b) {
     std::sort(b.begin(), b.end(), [](const Binding& x, const Binding& y) { return x.deviceId < y.deviceId; });
     return b;

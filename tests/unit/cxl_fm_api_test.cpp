@@ -202,6 +202,22 @@ TEST(CxlFmApiTest, ShortOrImpossibleRepliesAreErrorsNotCrashes) {
   EXPECT_FALSE(parseTunnelResponse(Bytes{1, 0, 0, 0, 0}, Dialect::jackrabbit()));  // no 08h type byte
 }
 
+// cse's MCTP packetizer counts packets without the type byte: a reply of 128 bytes (7 port states) arrives one
+// byte short. The error names the quirk; the client asks for such port sets in two parts (WholeMachineOnCxl ran
+// into it with a 7-port switch).
+TEST(CxlFmApiTest, AReplyCseCutAtAFullPacketNamesTheQuirk) {
+  CciMessage m{.response = true, .opcode = 0x5101, .payload = Bytes(4 + 7 * 16, 0)};
+  auto bytes = encodeResponse(m, Dialect::jackrabbit());
+  ASSERT_EQ(bytes.size(), 128u);
+  bytes.pop_back();
+  const auto cut = decodeMessage(bytes, Dialect::jackrabbit());
+  ASSERT_FALSE(cut);
+  EXPECT_NE(cut.error().message.find("known quirk"), std::string::npos) << cut.error().message;
+  const auto plain = decodeMessage(bytes, Dialect{true, true, true, false});  // cse's forms without the quirk
+  ASSERT_FALSE(plain);
+  EXPECT_EQ(plain.error().message.find("quirk"), std::string::npos) << "a switch without the quirk is not blamed for it";
+}
+
 TEST(CxlFmApiTest, ConfigurationRegistersAreDwordIndexesInTheSpecAndByteOffsetsInCse) {
   // Class code at byte offset 8: dword 2 in the spec's encoding, byte 8 in cse's.
   EXPECT_EQ(ppbConfigReadRequest(3, 8, Dialect::spec()), (Bytes{3, 2, 0xf0, 0, 0, 0, 0, 0}));
