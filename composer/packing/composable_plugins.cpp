@@ -16,6 +16,12 @@ using placement::Candidate;
 namespace {
 
 const PoolHost& hostOf(const Pool& pool, const Candidate& c) { return pool.hosts()[static_cast<std::size_t>(c.hostIndex)]; }
+
+// Whether a switch has free devices other than GPUs under it: drives or NICs a request for GPUs alone could strand.
+bool holdsFreeEndpoints(const Pool& pool, int switchIndex) {
+  const PoolSwitch& s = pool.switches()[static_cast<std::size_t>(switchIndex)];
+  return s.freeDevices.size() > static_cast<std::size_t>(s.freeGpus);
+}
 const std::string& switchName(const Pool& pool, int s) { return pool.switches()[static_cast<std::size_t>(s)].id; }
 
 class EligibleDevicesPlugin final : public placement::PreFilterPlugin {
@@ -192,6 +198,22 @@ class BestFitPlugin final : public placement::ScorePlugin {
   }
 };
 
+// A request for GPUs alone takes them from switches with no free drive or NIC when another place fits (issue 62,
+// item 3): a NIC serves the GPUs under its own switch (GPUDirect RDMA does not cross the root complex), so GPUs
+// taken beside it for a request that needs none may strand it for the requests that do. -1 for a plan that takes
+// from such a switch; 0 otherwise, and for requests with companions (the companions filter places those).
+class SpareEndpointsPlugin final : public placement::ScorePlugin {
+ public:
+  std::string_view name() const override { return "spare-endpoints"; }
+  unsigned reads() const override { return placement::kHostSurroundings; }
+  double score(CycleState& state, const Pool& pool, const PlacementRequest& r, const Candidate& c) override {
+    if (!r.companionEndpoints.empty() || r.companionMemoryGiB > 0) return 0;
+    for (const auto& part : planOf(state, c).parts)
+      if (holdsFreeEndpoints(pool, part.switchIndex)) return -1;
+    return 0;
+  }
+};
+
 template <typename P>
 void add(ComposableRegistry& r) {
   r.add(std::string(P().name()), [] { return std::make_unique<P>(); });
@@ -208,6 +230,7 @@ void registerComposablePlugins(ComposableRegistry& registry) {
   add<FewestSwitchesPlugin>(registry);
   add<AvoidInterSwitchLinksPlugin>(registry);
   add<BestFitPlugin>(registry);
+  add<SpareEndpointsPlugin>(registry);
   registerBuddyPlugins(registry);
   registerFragmentationPlugin(registry);
   registerCompanionsPlugin(registry);
@@ -223,12 +246,13 @@ const ComposableRegistry& composableRegistry() {
 }
 
 placement::Profile switchyardV1Profile() {
-  // Weights far apart make the sum lexicographic: switches, then ISL crossings, then fit.
+  // Weights far apart make the sum lexicographic: switches, then ISL crossings, then sparing NICs and drives
+  // (a pool without them scores 0 there), then fit.
   return {"switchyard-v1",
           {"eligible-devices"},
           "hosts",
           {"host-free", "device-limit", "device-set", "companions"},
-          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"best-fit", 1}}};
+          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"spare-endpoints", 5e3}, {"best-fit", 1}}};
 }
 
 placement::Profile switchyardV2Profile() {
@@ -238,7 +262,7 @@ placement::Profile switchyardV2Profile() {
           {"eligible-devices"},
           "hosts",
           {"host-free", "device-limit", "device-set", "companions"},
-          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"fragmentation", 100}, {"best-fit", 1}}};
+          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"spare-endpoints", 5e3}, {"fragmentation", 100}, {"best-fit", 1}}};
 }
 
 placement::Profile hivedBuddyProfile() {
@@ -246,7 +270,7 @@ placement::Profile hivedBuddyProfile() {
           {"eligible-devices"},
           "hosts",
           {"host-free", "device-limit", "buddy-cells", "companions"},
-          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"best-fit", 1}}};
+          {{"fewest-switches", 1e8}, {"avoid-inter-switch-links", 1e4}, {"spare-endpoints", 5e3}, {"best-fit", 1}}};
 }
 
 const std::vector<std::string>& composableProfileNames() {

@@ -34,6 +34,7 @@
 #include "tests/bench/idle_sampling.h"
 #include "tests/bench/queue_admission.h"
 #include "tests/bench/read_load.h"
+#include "tests/bench/nic_stranding.h"
 #include "tests/bench/topology_ablation.h"
 #include "tests/support/temp_dir.h"
 
@@ -251,7 +252,20 @@ int main(int argc, char** argv) {
   idleCmd->add_option("--gpus", ib.gpus, "GPUs in the pool (8 per host)")->check(CLI::Range(64, 1'000'000))->capture_default_str();
   idleCmd->add_option("--rounds", ib.rounds, "Timed sampling rounds")->check(CLI::Range(1, 100'000))->capture_default_str();
   idleCmd->add_option("--seconds", ib.seconds, "Each phase of the compose probe")->check(CLI::PositiveNumber)->capture_default_str();
+  auto* strandCmd = app.add_subcommand("nic-stranding", "How often GPUs placed alone strand a switch's NICs: the locality-aware profile against "
+                                                       "the same profile blind to NICs, on a synthetic mix (half the switches carry NICs)");
+  bench::StrandingOptions sb;
+  strandCmd->add_option("--profile", sb.profile, "placement profile")->capture_default_str();
+  strandCmd->add_option("--gpus", sb.gpus, "GPUs in the pool")->check(CLI::Range(32, 1'000'000))->capture_default_str();
+  strandCmd->add_option("--load", sb.load, "offered GPU load")->check(CLI::Range(0.05, 2.0))->capture_default_str();
+  strandCmd->add_option("--with-nic-share", sb.withNicShare, "share of requests that are 2 GPUs + 1 NIC under their switch")
+      ->check(CLI::Range(0.01, 0.99))->capture_default_str();
+  strandCmd->add_option("--nics-per-switch", sb.nicsPerSwitch, "NICs on each NIC-carrying switch")->check(CLI::Range(1, 16))->capture_default_str();
+  strandCmd->add_option("--warmup", sb.warmup, "requests before measuring")->check(CLI::Range(0, 10'000'000))->capture_default_str();
+  strandCmd->add_option("--requests", sb.requests, "measured requests per seed")->check(CLI::Range(1, 10'000'000))->capture_default_str();
+  strandCmd->add_option("--seeds", sb.seeds, "seeds")->delimiter(',')->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (strandCmd->parsed()) return bench::benchNicStranding(sb);
   if (idleCmd->parsed()) return bench::benchIdleSampling(ib);
   if (queueCmd->parsed()) return bench::benchQueueAdmission(qb);
   if (reads->parsed()) return bench::benchReadLoad(rl);

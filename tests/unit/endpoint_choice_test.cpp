@@ -3,6 +3,8 @@
 // says what the host reaches.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 #include "composer/model/endpoint_demand.h"
@@ -65,6 +67,38 @@ TEST(EndpointChoiceTest, TheGpusGoWhereTheirNicCanBeBesideThem) {
   auto refused = place(pool, two);
   ASSERT_FALSE(refused.placement);
   EXPECT_NE(refused.error->message.find("0 free under its GPUs' switches, 1 elsewhere it reaches"), std::string::npos) << refused.error->message;
+}
+
+// Issue 62, item 3: GPUs alone are not taken from beside a free NIC when another place fits ("spare-endpoints"),
+// so the requests that need a NIC under their GPUs still find one (switchyard_bench nic-stranding measures it).
+TEST(EndpointChoiceTest, GpusAloneSpareASwitchsFreeNicWhenAnotherPlaceFits) {
+  // h0 reaches sw0 (4 GPUs and a NIC), h1 reaches sw1 (6 GPUs, no NIC): the tightest fit for 4 GPUs is sw0.
+  const Topology t = TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 4).nics("sw0", 1).gpus("sw1", 6).host("h0", {"sw0"}).host("h1", {"sw1"}).build();
+  Pool pool(t);
+  PlacementRequest alone;
+  alone.gpuCount = 4;
+  alone.peerToPeer = PeerToPeer::kRequired;
+  auto a = place(pool, alone);
+  ASSERT_TRUE(a.placement);
+  EXPECT_EQ(a.placement->hostId, "h1") << "not beside sw0's free NIC";
+  // The NIC taken, sw0 holds nothing to strand: the tightest fit again.
+  pool.setFree(pool.deviceIndex("sw0-nic4"), false);
+  auto b = place(pool, alone);
+  ASSERT_TRUE(b.placement);
+  EXPECT_EQ(b.placement->hostId, "h0");
+  // Where only the NIC's switch fits, the GPUs go there (sparing is a preference, never a refusal).
+  pool.setFree(pool.deviceIndex("sw0-nic4"), true);
+  alone.gpuCount = 1;
+  for (int i = 0; i < 6; ++i) pool.setFree(pool.deviceIndex(fmt::format("sw1-gpu{}", i)), false);
+  auto c = place(pool, alone);
+  ASSERT_TRUE(c.placement);
+  EXPECT_EQ(c.placement->hostId, "h0");
+  // A request with its own NIC is not steered away from one.
+  PlacementRequest withNic = alone;
+  withNic.endpoints = {nicDemand(1, Affinity::kSwitch)};
+  auto d = place(pool, withNic);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  EXPECT_EQ(d.placement->hostId, "h0");
 }
 
 TEST(EndpointChoiceTest, SpreadOverTheGpusSwitchesByTheirShare) {
