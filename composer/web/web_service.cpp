@@ -314,9 +314,14 @@ Result<WebService::ApiRead> WebService::summaryApi(const Caller&, const std::str
     if (!view) return fail(Code::kUnavailable, "yardd is starting: the pool is not loaded yet");
     std::map<std::string, std::map<std::string, int>> byModel;  // model -> state -> GPUs
     std::map<std::string, int> gpus;
+    std::map<std::string, std::map<std::string, int>> others;  // kind -> state -> drives, NICs, memory devices
     int critical = 0;
     view->devices.forEach([&](const DeviceView& d) {
-      if (d.device.kind != DeviceKind::kGpu) return;
+      if (d.device.kind != DeviceKind::kGpu) {
+        auto& counts = others[std::string(toString(d.device.kind))];
+        ++counts["total"], ++counts[std::string(toString(d.assignment.allocation))];
+        return;
+      }
       const std::string state(toString(d.assignment.allocation));
       ++gpus["total"], ++gpus[state];
       ++byModel[d.device.model]["total"], ++byModel[d.device.model][state];
@@ -335,6 +340,7 @@ Result<WebService::ApiRead> WebService::summaryApi(const Caller&, const std::str
                 {"devices", view->devices.size()},
                 {"gpus", gpus},
                 {"models", std::move(models)},
+                {"other_devices", others},
                 {"switches", view->shape->topology.switches.size()},
                 {"hosts", {{"total", view->hosts.size()}, {"with_system", hostsWithSystem}}},
                 {"systems", view->systems.size()},

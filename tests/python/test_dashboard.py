@@ -43,6 +43,9 @@ class DashboardTest(YarddTestCase):
                 browser.screenshot(shot)
                 self.assertTrue(os.path.getsize(shot) > 10000)
         self.assertNotIn("cannot reach yardd", dom)
+        summary = dom[dom.index('data-testid="summary"'):dom.index('data-testid="capacity"')]
+        self.assertRegex(summary, r'<div class="value">8 of 8</div><div class="label">free NICs</div>', "the pool's NICs and drives (issue 62)")
+        self.assertRegex(summary, r'<div class="value">8 of 8</div><div class="label">free drives</div>')
         systems = dom[dom.index('data-testid="systems"'):dom.index('data-testid="operations"')]
         self.assertIn("web-demo", systems)
         self.assertIn("small-job", systems)

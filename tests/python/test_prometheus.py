@@ -104,6 +104,8 @@ scrape_configs:
         self.assertEqual(self.value('switchyard_requests_refused_total{action="compose",code="ALREADY_EXISTS"}'), 1)
         self.assertEqual(self.value('sum(switchyard_devices{state="allocated"})'), 6)
         self.assertEqual(self.value('sum(switchyard_devices)'), 32, "the embedded pool: 16 GPUs, 8 NICs, 8 drives")
+        self.assertEqual(self.value('sum(switchyard_devices{kind="gpu"})'), 16, "devices by kind (issue 62)")
+        self.assertEqual(self.value('sum(switchyard_devices{kind="nic",state="free"})'), 8)
         self.assertEqual(self.value('switchyard_systems{state="composed"}'), 2)
         self.assertEqual(self.value('count(switchyard_device_info{UUID=~"GPU-.+", pci_bus_id!=""})'), 6,
                          "each device in a system carries its host UUID and PCI address, named as DCGM exporter names them")
@@ -144,7 +146,7 @@ scrape_configs:
 
         groups = wait_for(lambda: (self.api("/api/v1/rules") or {}).get("data", {}).get("groups"), timeout=30, what="rules loaded")
         rules = [r for g in groups for r in g["rules"]]
-        self.assertEqual(len(rules), 11, [r["name"] for r in rules])
+        self.assertEqual(len(rules), 12, [r["name"] for r in rules])
         wait_for(lambda: all(r.get("health") == "ok" for g in self.api("/api/v1/rules")["data"]["groups"] for r in g["rules"]),
                  timeout=30, what="every alert rule evaluated without error")
         firing = {a["labels"]["alertname"] for a in self.api("/api/v1/alerts")["data"]["alerts"]}

@@ -96,7 +96,11 @@ function drawSummary(summary, capacity) {
     card("in systems", `${inSystems} (${used}%)`),
     card("free", capacity.free_gpus),
     card("stranded (free, yet no host can take them)", capacity.stranded_gpus, capacity.stranded_gpus > 0 ? "warn" : ""),
-    card("quarantined", quarantined, quarantined > 0 ? "warn" : ""));
+    card("quarantined", quarantined, quarantined > 0 ? "warn" : ""),
+    // Whole machines: the pool's drives and NICs (and pooled memory devices), free of all.
+    ...Object.entries(summary.other_devices || {}).map(([kind, n]) =>
+      card(`free ${{ nic: "NICs", nvme: "drives", "cxl-memory": "memory devices" }[kind] || kind}`, `${n.free || 0} of ${n.total}`,
+           (n.free || 0) === 0 ? "warn" : "")));
   document.getElementById("capacity").replaceChildren(
     ...capacity.shapes.map((s) => card(`${s.gpus}-GPU requests`, s.placeable, s.placeable === 0 ? "warn" : "")));
   // Several fabric domains: each one's part (no system spans two, so the rows add up to the cards).
