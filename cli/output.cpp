@@ -294,6 +294,14 @@ void printCapacity(const pb::Capacity& c, std::ostream& out) {
     out << fmt::format("{} GiB of pooled memory free (compose --memory takes whole logical devices from the host's own switches)\n",
                        c.free_pooled_memory_gib());
   }
+  if (c.endpoints_size() > 0) {
+    Table e({"DRIVES AND NICS", "MODEL", "FREE", "OF", "BESIDE A FREE GPU"});
+    for (const auto& k : c.endpoints())
+      e.add({k.kind(), k.model(), std::to_string(k.free()), std::to_string(k.total()), std::to_string(k.beside_free_gpus())});
+    out << "\n";
+    e.print(out);
+    out << "(beside a free GPU: under a switch that still has one, so a request with it beside its GPUs can have it)\n";
+  }
   if (c.templates_size() > 0) {
     Table fit({"TEMPLATE", "FIT NOW"});
     for (const auto& n : c.templates()) fit.add({n.name(), n.fits() >= 100 ? "100+" : std::to_string(n.fits())});

@@ -170,6 +170,14 @@ void toProto(const CapacityReport& r, pb::Capacity& out) {
     pm->set_total_devices(m.totalDevices);
   }
   out.set_free_pooled_memory_gib(r.freePooledMemoryGiB);
+  for (const auto& e : r.endpoints) {
+    auto& pe = *out.add_endpoints();
+    pe.set_kind(std::string(toString(e.kind)));
+    pe.set_model(e.model);
+    pe.set_total(e.total);
+    pe.set_free(e.free);
+    pe.set_beside_free_gpus(e.besideFreeGpus);
+  }
   for (const auto& n : r.named) {
     auto& t = *out.add_templates();
     t.set_name(n.name);

@@ -111,9 +111,21 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
       if (d.switchIndex >= 0 && attachFabrics.contains(pool.switches()[static_cast<std::size_t>(d.switchIndex)].fabric)) ++report.strandedAttachableGpus;
     }
   }
-  // Pooled memory per switch, in one pass over the devices (a pool of 100,000 GPUs has thousands of switches).
+  // Pooled memory per switch, and drives and NICs by kind and model, in one pass over the devices (a pool of
+  // 100,000 GPUs has thousands of switches).
   std::map<int, PooledMemoryCapacity> memory;  // switch index -> its pooled memory, in switch order
+  std::map<std::pair<DeviceKind, std::string>, EndpointCapacity> endpoints;
   for (const auto& d : pool.devices()) {
+    if (isEndpointKind(d.kind)) {
+      EndpointCapacity& e = endpoints[{d.kind, d.model}];
+      e.kind = d.kind, e.model = d.model;
+      ++e.total;
+      if (d.free && d.health != DeviceHealth::kCritical) {
+        ++e.free;
+        if (d.switchIndex >= 0 && pool.switches()[static_cast<std::size_t>(d.switchIndex)].freeGpus > 0) ++e.besideFreeGpus;
+      }
+      continue;
+    }
     if (d.kind != DeviceKind::kCxlMemory || d.switchIndex < 0) continue;
     auto [at, fresh] = memory.try_emplace(d.switchIndex);
     PooledMemoryCapacity& m = at->second;
@@ -133,6 +145,7 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
     report.freePooledMemoryGiB += m.freeGiB;
     report.pooledMemory.push_back(std::move(m));
   }
+  for (auto& [key, e] : endpoints) report.endpoints.push_back(std::move(e));
   for (const auto& shape : shapes) {
     const std::vector<int> perDomain = shape.gpus > 0 ? placeRepeatedly(scheduler, pool, shape) : std::vector<int>(pool.domains().size(), 0);
     int total = 0;

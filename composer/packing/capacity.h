@@ -69,6 +69,17 @@ struct NamedCapacity {
   int fits = 0;  // kNamedCapacityLimit: that many or more
 };
 
+// Drives and NICs of one kind and model (issue 62): how many are free, and of those how many sit under a switch
+// that still has a free GPU, which a request with the device beside its GPUs (affinity switch) can use. The
+// other free ones are stranded for such requests (a request with domain affinity may still take them).
+struct EndpointCapacity {
+  DeviceKind kind = DeviceKind::kNic;
+  std::string model;
+  int total = 0;
+  int free = 0;             // free and not critical
+  int besideFreeGpus = 0;   // of the free ones, under a switch with a free GPU
+};
+
 struct CapacityReport {
   int freeGpus = 0;      // free and not critical
   int strandedGpus = 0;  // free, yet no host that could take a new system reaches them
@@ -85,6 +96,7 @@ struct CapacityReport {
   std::vector<PooledMemoryCapacity> pooledMemory;  // one per switch with cxl-memory devices, in switch order
   int freePooledMemoryGiB = 0;
   std::vector<NamedCapacity> named;  // one per CapacityQuery::named, in its order
+  std::vector<EndpointCapacity> endpoints;  // drives and NICs, by kind then model
 };
 
 struct CapacityQuery {

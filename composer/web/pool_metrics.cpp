@@ -236,6 +236,14 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
              "at most 100 counted).",
              Type::kGauge);
   for (const auto& n : capacity.named) out.sample({{"template", n.name}}, n.fits);
+  if (!capacity.endpoints.empty()) {
+    out.family("switchyard_endpoints_beside_free_gpus",
+               "Free drives and NICs under a switch that still has a free GPU: what a request with one beside its GPUs can use "
+               "(the rest of switchyard_devices{state=\"free\",kind=...} is stranded for such requests).",
+               Type::kGauge);
+    for (const auto& e : capacity.endpoints)
+      out.sample({{"kind", std::string(toString(e.kind))}, {"modelName", e.model}}, e.besideFreeGpus);
+  }
   out.family("switchyard_domain_gpus_free", "Free GPUs that are not critical, per fabric domain (switch manager).", Type::kGauge);
   for (const auto& d : capacity.domains) out.sample({{"domain", d.domain}}, d.freeGpus);
   out.family("switchyard_domain_gpus_stranded", "Stranded free GPUs, per fabric domain.", Type::kGauge);

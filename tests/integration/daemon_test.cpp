@@ -2,6 +2,8 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -371,6 +373,10 @@ TEST_F(DaemonTest, CapacityShowsWhatStillFits) {
   auto table = yardctl("capacity --gpus 4 --p2p none");
   EXPECT_EQ(table.exitCode, 0) << table.err;
   EXPECT_NE(table.out.find("4 GPUs"), std::string::npos) << table.out;
+  // Drives and NICs by kind (issue 62): the embedded pool's 8 NICs and 8 drives, all beside a free GPU.
+  ASSERT_EQ(capacity["endpoints"].size(), 2u) << capacity.dump();
+  for (const auto& e : capacity["endpoints"]) EXPECT_EQ((std::tuple{e["total"], e["free"], e["beside_free_gpus"]}), (std::tuple{8, 8, 8})) << e.dump();
+  EXPECT_NE(yardctl("capacity").out.find("DRIVES AND NICS"), std::string::npos);
   EXPECT_EQ(yardctl("capacity --gpus 0").exitCode, 2);
 }
 

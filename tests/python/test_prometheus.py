@@ -106,6 +106,7 @@ scrape_configs:
         self.assertEqual(self.value('sum(switchyard_devices)'), 32, "the embedded pool: 16 GPUs, 8 NICs, 8 drives")
         self.assertEqual(self.value('sum(switchyard_devices{kind="gpu"})'), 16, "devices by kind (issue 62)")
         self.assertEqual(self.value('sum(switchyard_devices{kind="nic",state="free"})'), 8)
+        self.assertEqual(self.value('sum(switchyard_endpoints_beside_free_gpus{kind="nic"})'), 8, "every switch still has a free GPU")
         self.assertEqual(self.value('switchyard_systems{state="composed"}'), 2)
         self.assertEqual(self.value('count(switchyard_device_info{UUID=~"GPU-.+", pci_bus_id!=""})'), 6,
                          "each device in a system carries its host UUID and PCI address, named as DCGM exporter names them")

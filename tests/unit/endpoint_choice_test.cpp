@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "composer/model/endpoint_demand.h"
+#include "composer/packing/capacity.h"
 #include "composer/packing/packing.h"
 #include "composer/packing/pool.h"
 #include "tests/support/topology_builder.h"
@@ -99,6 +101,23 @@ TEST(EndpointChoiceTest, GpusAloneSpareASwitchsFreeNicWhenAnotherPlaceFits) {
   auto d = place(pool, withNic);
   ASSERT_TRUE(d.placement) << d.error->message;
   EXPECT_EQ(d.placement->hostId, "h0");
+}
+
+// Capacity by kind (issue 62, item 3): free drives and NICs, and of those the ones under a switch that still has a
+// free GPU (what a request with one beside its GPUs can have); `yardctl capacity` and /metrics show them.
+TEST(EndpointChoiceTest, CapacityCountsFreeDrivesAndNicsAndThoseBesideAFreeGpu) {
+  const Topology t = TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 4).nics("sw0", 1).gpus("sw1", 2).nics("sw1", 1).endpoints("sw1", DeviceKind::kNvme, 2)
+                         .host("h0", {"sw0", "sw1"}).build();
+  Pool pool(t);
+  for (const char* gpu : {"sw1-gpu0", "sw1-gpu1"}) pool.setFree(pool.deviceIndex(gpu), false);
+  pool.setFree(pool.deviceIndex("sw1-nvme4"), false);
+  const CapacityReport r = usableCapacity(pool, {});
+  ASSERT_EQ(r.endpoints.size(), 2u);
+  const EndpointCapacity& nvme = r.endpoints[0].kind == DeviceKind::kNvme ? r.endpoints[0] : r.endpoints[1];
+  const EndpointCapacity& nic = r.endpoints[0].kind == DeviceKind::kNic ? r.endpoints[0] : r.endpoints[1];
+  EXPECT_EQ((std::tuple{nic.model, nic.total, nic.free, nic.besideFreeGpus}), (std::tuple{std::string("ConnectX-7"), 2, 2, 1}))
+      << "sw1's NIC has no free GPU beside it";
+  EXPECT_EQ((std::tuple{nvme.total, nvme.free, nvme.besideFreeGpus}), (std::tuple{2, 1, 0}));
 }
 
 TEST(EndpointChoiceTest, SpreadOverTheGpusSwitchesByTheirShare) {
