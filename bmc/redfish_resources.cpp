@@ -191,19 +191,33 @@ json computerSystemWithoutPower(const PoolView& view, const std::string& id) {
               {"ProcessorSummary", {{"CoreCount", h.host.cpuCores}}},
               {"MemorySummary", {{"TotalSystemMemoryGiB", h.host.memoryGiB}}},
               {"Links", {{"ResourceBlocks", json::array({odataRef(blockUri(id))})}}}};
-  if (id == "Capabilities")
-    return {{"@odata.id", systemUri("Capabilities")},
-            {"@odata.type", "#ComputerSystem.v1_27_0.ComputerSystem"},
-            {"Id", "Capabilities"},
-            {"Name", "Capabilities for composing a system"},
-            {"Name@Redfish.RequiredOnCreate", true},
-            {"Links@Redfish.RequiredOnCreate", false},
-            {"Processors@Redfish.OptionalOnCreate", true},
-            {"Storage@Redfish.OptionalOnCreate", true},
-            {"NetworkInterfaces@Redfish.OptionalOnCreate", true},
-            {"Memory@Redfish.OptionalOnCreate", true},
-            {"Links", {{"ResourceBlocks@Redfish.OptionalOnCreate", true}}}};
+  if (id == "Capabilities") return compositionCapabilities({});
   return nullptr;
+}
+
+json compositionCapabilities(const std::vector<std::string>& templates) {
+  json capabilities = {{"@odata.id", systemUri("Capabilities")},
+                       {"@odata.type", "#ComputerSystem.v1_27_0.ComputerSystem"},
+                       {"Id", "Capabilities"},
+                       {"Name", "Capabilities for composing a system"},
+                       {"Name@Redfish.RequiredOnCreate", true},
+                       {"Links@Redfish.RequiredOnCreate", false},
+                       {"Processors@Redfish.OptionalOnCreate", true},
+                       {"Storage@Redfish.OptionalOnCreate", true},
+                       {"NetworkInterfaces@Redfish.OptionalOnCreate", true},
+                       {"Memory@Redfish.OptionalOnCreate", true},
+                       {"Links", {{"ResourceBlocks@Redfish.OptionalOnCreate", true}}}};
+  // The OEM part of a composition (redfish_changes.cpp reads it): the queue, and a machine template by name, whose
+  // names are the hints a client may offer (yardctl templates says what each asks for).
+  json oem = {{"Queue@Redfish.OptionalOnCreate", true},        {"PriorityClass@Redfish.OptionalOnCreate", true},
+              {"QueueTimeoutSeconds@Redfish.OptionalOnCreate", true}, {"LeaseSeconds@Redfish.OptionalOnCreate", true},
+              {"Affinity@Redfish.OptionalOnCreate", true}};
+  if (!templates.empty()) {
+    oem["Template@Redfish.OptionalOnCreate"] = true;
+    oem["Template@Redfish.AllowableValues"] = templates;
+  }
+  capabilities["Oem"] = {{"Switchyard", std::move(oem)}};
+  return capabilities;
 }
 
 json compositionService(std::chrono::seconds reservationDuration) {

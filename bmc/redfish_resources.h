@@ -35,6 +35,9 @@ struct PoolView {
 // A physical host or a composed system by id; null when neither. With Boot (no override) and Actions, and
 // ComputerSystem.Reset where its host has a BMC (the bmc-reset policy).
 [[nodiscard]] json computerSystem(const PoolView& view, const std::string& id);
+// /Systems/Capabilities: what a constrained composition may say, with the machine templates it may name
+// (Oem.Switchyard.Template@Redfish.AllowableValues) as composition hints.
+[[nodiscard]] json compositionCapabilities(const std::vector<std::string>& templates);
 [[nodiscard]] json computerSystemWithoutPower(const PoolView& view, const std::string& id);
 // The ResetTypes offered; the host's BMC decides which it accepts.
 extern const std::vector<std::string> kResetTypes;

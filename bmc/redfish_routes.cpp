@@ -162,6 +162,12 @@ RedfishService::Routes RedfishService::routeTable() {
   t.route(root + "/Systems/{id}", [](Params p) { return p[0] == "System"; })
       .on("GET", viewed(kHosts | kSystems, [](const PoolView& v, Params p) { return computerSystem(v, p[0]); }))
       .on("PATCH", {Need::kCompose, kComposing, [](Self& self, CallPtr call, Params p) { self.resizeSystem(call, p[0]); }});
+  // The composition capabilities name the machine templates a composition may start from.
+  t.route(root + "/Systems/{id}", [](Params p) { return p[0] == "Capabilities"; }).on("GET", now([](Self& self, CallPtr, Params) {
+    std::vector<std::string> names;
+    for (const auto& mt : self.engine_.templates()) names.push_back(mt.name);
+    return compositionCapabilities(names);
+  }));
   t.route(root + "/Systems/{id}").on("GET", viewed(kHosts | kSystems, [](const PoolView& v, Params p) { return computerSystem(v, p[0]); }));
   t.route(root + "/Systems/{id}/Actions/{action}")
       .on("POST", {Need::kCompose, "changing a system needs the Tenant, Operator or Administrator role", [](Self& self, CallPtr call, Params p) {

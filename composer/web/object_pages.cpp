@@ -92,7 +92,9 @@ Result<WebService::ApiRead> WebService::devicePageApi(const Caller& caller, cons
       if (names) ops.push_back(operationJson(op));
     }
     page["operations"] = std::move(ops);
-    SY_ASSIGN(page["events"], eventsOf(history, caller, [&](const Event& e) { return e.subject == id || e.message.find(id) != std::string::npos; }));
+    // Its own events (bound, online, quarantined, released, ...): a message's text is not searched, where sw0-gpu1
+    // would also find sw0-gpu10.
+    SY_ASSIGN(page["events"], eventsOf(history, caller, [&](const Event& e) { return e.subject == id; }));
     return page;
   }};
 }

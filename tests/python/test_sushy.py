@@ -181,6 +181,11 @@ class SushyTest(YarddTestCase):
         self.assertTrue(nic_switches <= gpu_switches, blocks)
         self.connect("ops", "ops-pw").get_system(machine["@odata.id"])  # sushy opens it too
 
+        # The composition capabilities name the templates a client may offer (composition hints).
+        capabilities = json.loads(http(self.redfish + "/redfish/v1/Systems/Capabilities", "ops", "ops-pw")[1])
+        hints = capabilities["Oem"]["Switchyard"]
+        self.assertEqual(sorted(hints["Template@Redfish.AllowableValues"]), ["infer-1x", "storage-2x", "train-8x"])
+        self.assertTrue(hints["Template@Redfish.OptionalOnCreate"])
         served = self.compose_over_redfish({"Name": "serve", "Oem": {"Switchyard": {"Template": "infer-1x"}}})
         self.assertEqual(self.block_types(served), {"ComputerSystem": 1, "Processor": 1, "Network": 1})
 
