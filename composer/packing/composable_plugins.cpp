@@ -17,11 +17,8 @@ namespace {
 
 const PoolHost& hostOf(const Pool& pool, const Candidate& c) { return pool.hosts()[static_cast<std::size_t>(c.hostIndex)]; }
 
-// Whether a switch has free devices other than GPUs under it: drives or NICs a request for GPUs alone could strand.
-bool holdsFreeEndpoints(const Pool& pool, int switchIndex) {
-  const PoolSwitch& s = pool.switches()[static_cast<std::size_t>(switchIndex)];
-  return s.freeDevices.size() > static_cast<std::size_t>(s.freeGpus);
-}
+// Whether a switch has a free drive or NIC under it that a request for GPUs alone could strand.
+bool holdsFreeEndpoints(const Pool& pool, int switchIndex) { return pool.switches()[static_cast<std::size_t>(switchIndex)].freeEndpoints > 0; }
 const std::string& switchName(const Pool& pool, int s) { return pool.switches()[static_cast<std::size_t>(s)].id; }
 
 class EligibleDevicesPlugin final : public placement::PreFilterPlugin {

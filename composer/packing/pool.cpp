@@ -29,6 +29,7 @@ Pool::Pool(const Topology& topology) {
     if (s >= 0) {
       PoolSwitch& owner = switches_[static_cast<std::size_t>(s)];
       owner.freeDevices.push_back(i);
+      if (isFreeEndpoint(devices_.back())) ++owner.freeEndpoints;
       if (d.kind == DeviceKind::kGpu) {
         if (auto at = std::lower_bound(gpuModels_.begin(), gpuModels_.end(), d.model); at == gpuModels_.end() || *at != d.model)
           gpuModels_.insert(at, d.model);
@@ -114,7 +115,7 @@ void Pool::setHealth(int deviceIndex, DeviceHealth health) {
 
 void Pool::setDevice(int deviceIndex, bool free, DeviceHealth health) {
   PoolDevice& d = devices_.at(static_cast<std::size_t>(deviceIndex));
-  const bool wasFree = d.free, wasUsable = isFreeGpu(d);
+  const bool wasFree = d.free, wasUsable = isFreeGpu(d), wasEndpoint = isFreeEndpoint(d);
   if (wasFree == free && d.health == health) return;
   d.free = free;
   d.health = health;
@@ -128,6 +129,7 @@ void Pool::setDevice(int deviceIndex, bool free, DeviceHealth health) {
     sw.gpuClasses[static_cast<std::size_t>(d.gpuClass)].free += usable ? 1 : -1;
     sw.freeGpus += usable ? 1 : -1;
   }
+  if (const bool endpoint = isFreeEndpoint(d); endpoint != wasEndpoint) sw.freeEndpoints += endpoint ? 1 : -1;
   if (wasFree == free) return;
   freeCount_ += free ? 1 : -1;
   auto& list = sw.freeDevices;

@@ -47,6 +47,7 @@ struct PoolSwitch {
   std::vector<int> gpus;         // every GPU under the switch, free or not, ascending: its GPU slots
   std::vector<PoolGpuClass> gpuClasses;
   int freeGpus = 0;              // isFreeGpu devices, all classes
+  int freeEndpoints = 0;         // isFreeEndpoint devices: drives and NICs a placement may hand out
   std::vector<int> hosts;        // hosts with an upstream port into it, ascending
 };
 
@@ -157,6 +158,11 @@ class Pool {
 // A GPU that a placement may hand out: free, and not critically unhealthy.
 [[nodiscard]] inline bool isFreeGpu(const PoolDevice& d) {
   return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical;
+}
+
+// A drive or NIC that a placement may hand out: free, and not critically unhealthy.
+[[nodiscard]] inline bool isFreeEndpoint(const PoolDevice& d) {
+  return d.free && (d.kind == DeviceKind::kNvme || d.kind == DeviceKind::kNic) && d.health != DeviceHealth::kCritical;
 }
 
 // The host's upstream port into a switch, or null.

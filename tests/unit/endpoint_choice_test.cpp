@@ -101,6 +101,15 @@ TEST(EndpointChoiceTest, GpusAloneSpareASwitchsFreeNicWhenAnotherPlaceFits) {
   auto d = place(pool, withNic);
   ASSERT_TRUE(d.placement) << d.error->message;
   EXPECT_EQ(d.placement->hostId, "h0");
+
+  // A free GPU that is critical is no drive or NIC: its switch has nothing to spare, and keeps the tightest fit.
+  const Topology u = TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 5).gpus("sw1", 6).host("h0", {"sw0"}).host("h1", {"sw1"}).build();
+  Pool sick(u);
+  sick.setHealth(sick.deviceIndex("sw0-gpu4"), DeviceHealth::kCritical);
+  alone.gpuCount = 4;
+  auto e = place(sick, alone);
+  ASSERT_TRUE(e.placement);
+  EXPECT_EQ(e.placement->hostId, "h0");
 }
 
 // Capacity by kind (issue 62, item 3): free drives and NICs, and of those the ones under a switch that still has a
