@@ -4,6 +4,7 @@
 #include "cli/commands.h"
 #include "cli/list_watch.h"
 #include "cli/usage_output.h"
+#include "composer/model/usage_grouping.h"
 
 namespace yardctl {
 namespace {
@@ -46,14 +47,20 @@ void addUsage(CLI::App& app, const CommandContext& ctx) {
   auto* usage = app.add_subcommand("usage", "GPU-hours by tenant, system or GPU model, from yardd's operation log (showback and chargeback)");
   usage->add_option_function<std::string>("--by", [req](const std::string& v) { req->set_by(v); },
                                           "One row per tenant, system, model or label:KEY (the value of label KEY on the system: "
-                                          "--by label:team), or per several: --by tenant,label:team (default: tenant,system,model)");
+                                          "--by label:team), or per several: --by tenant,label:team (default: tenant,system,model)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            auto grouping = switchyard::UsageGrouping::parse(v);
+            return grouping ? std::string() : grouping.error().message;
+          },
+          "GROUPING"));
   usage->add_option_function<std::string>("--since", [req](const std::string& v) { req->set_since(v); },
                                           "From this time (RFC 3339 UTC or a date: 2026-11-01); default: the start of the log");
   usage->add_option_function<std::string>("--until", [req](const std::string& v) { req->set_until(v); }, "Until this time; default: now");
   usage->callback([ctx, req] {
     pb::UsageResponse r;
     if ((ctx.rc = ctx.client().call(&pb::Switchyard::Stub::GetUsage, *req, r)) != kExitOk) return;
-    const std::vector<std::string> labelKeys = usageLabelKeys(req->by());
+    const std::vector<std::string> labelKeys = switchyard::UsageGrouping::parse(req->by())->labelKeys;  // checked above
     if (ctx.g.output == "csv") {
       printUsageCsv(r, labelKeys, std::cout);
       return;

@@ -31,20 +31,6 @@ std::string upper(std::string s) {
 
 }  // namespace
 
-std::vector<std::string> usageLabelKeys(std::string_view by) {
-  std::vector<std::string> keys;
-  std::size_t start = 0;
-  while (start <= by.size()) {
-    const std::size_t comma = std::min(by.find(',', start), by.size());
-    std::string_view item = by.substr(start, comma - start);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (item.starts_with("label:")) keys.emplace_back(item.substr(6));
-    start = comma + 1;
-  }
-  return keys;
-}
-
 void printUsage(const pb::UsageResponse& r, const std::vector<std::string>& labelKeys, std::ostream& out) {
   out << fmt::format("GPU-hours{}{} from {} to {}{}\n", r.total_memory_gib_hours() > 0 ? ", pooled memory GiB-hours" : "",
                      r.total_device_hours() > 0 ? ", drive- and NIC-hours" : "", r.since(), r.until(),

@@ -1,5 +1,5 @@
 // `yardctl usage` as a table and as CSV (for a billing system's import): one column per label key the rows are
-// grouped by (--by label:team).
+// grouped by (--by label:team, read by composer/model/usage_grouping.h as yardd reads it).
 #pragma once
 
 #include <ostream>
@@ -11,8 +11,6 @@
 
 namespace yardctl {
 
-// The label keys a --by value groups by, in its order: "tenant,label:team" gives {"team"}.
-[[nodiscard]] std::vector<std::string> usageLabelKeys(std::string_view by);
 void printUsage(const switchyard::v1::UsageResponse& r, const std::vector<std::string>& labelKeys, std::ostream& out);
 // RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled.
 void printUsageCsv(const switchyard::v1::UsageResponse& r, const std::vector<std::string>& labelKeys, std::ostream& out);

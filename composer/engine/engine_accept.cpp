@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "composer/engine/engine.h"
+#include "composer/model/label_selector.h"
 #include "composer/model/fail_points.h"
 #include "composer/packing/gpu_shares.h"
 
@@ -147,7 +148,6 @@ Result<void> Engine::validateRequestStrings(const ComposeRequest& request) {
   // Checked at acceptance, for every adapter: what is stored and shown later (listings, the audit, labels
   // in ListSystems) has bounded size and no control characters.
   static const std::regex kTenant("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
-  static const std::regex kLabelKey("[A-Za-z0-9][A-Za-z0-9._/-]{0,62}");
   const std::string& tenant = request.placement.tenant;
   if (tenant.empty()) return fail(Code::kInvalidArgument, "tenant must not be empty");
   if (!std::regex_match(tenant, kTenant))
@@ -155,8 +155,7 @@ Result<void> Engine::validateRequestStrings(const ComposeRequest& request) {
   if (request.labels.size() > 64) return fail(Code::kInvalidArgument, fmt::format("{} labels: a system has at most 64", request.labels.size()));
   for (const auto& [key, value] : request.labels) {
     if (key.empty()) return fail(Code::kInvalidArgument, "label keys must not be empty");
-    if (!std::regex_match(key, kLabelKey))
-      return fail(Code::kInvalidArgument, "label keys: 1-63 letters, digits, '.', '_', '/' or '-', starting with a letter or digit");
+    if (!isLabelKey(key)) return fail(Code::kInvalidArgument, fmt::format("label keys: {}", kLabelKeyRule));
     if (value.size() > 256 || !printableAscii(value))
       return fail(Code::kInvalidArgument, fmt::format("label {}: values are at most 256 printable ASCII characters", key));
   }

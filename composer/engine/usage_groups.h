@@ -1,5 +1,5 @@
-// Usage rows added up by what a bill groups by (issue 63, item 4): any of tenant, system, model and label:KEY,
-// comma-separated (`tenant,label:team`). A label dimension groups by the value KEY had on each row's system
+// Usage rows added up by what a bill groups by (issue 63, item 4): a UsageGrouping (composer/model/usage_grouping.h:
+// any of tenant, system, model and label:KEY, comma-separated). A label dimension groups by the value KEY had on each row's system
 // (live systems' from the view, ended ones' from the store's history); systems without KEY form a group of
 // their own. Shared by gRPC's GetUsage and the console's /api/v1/usage, so both add up the same way.
 #pragma once
@@ -12,18 +12,9 @@
 #include <vector>
 
 #include "composer/engine/usage.h"
-#include "composer/model/error.h"
+#include "composer/model/usage_grouping.h"
 
 namespace switchyard {
-
-struct UsageGrouping {
-  bool tenant = false, system = false, model = false;
-  std::vector<std::string> labelKeys;  // label:KEY dimensions, in the order given
-
-  // "" is the finest grouping: tenant, system and model. Refuses an unknown dimension, one named twice and a
-  // label key that no system could carry.
-  [[nodiscard]] static Result<UsageGrouping> parse(std::string_view text);
-};
 
 struct UsageGroup {
   std::string tenant;  // set when grouped by tenant or system (a system is one tenant's)

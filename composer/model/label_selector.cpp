@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <regex>
 
 namespace switchyard {
 
@@ -108,6 +109,11 @@ bool LabelSelector::matches(const std::map<std::string, std::string>& labels) co
     }
     return false;
   });
+}
+
+bool isLabelKey(std::string_view key) {
+  static const std::regex kLabelKey("[A-Za-z0-9][A-Za-z0-9._/-]{0,62}");
+  return std::regex_match(key.begin(), key.end(), kLabelKey);
 }
 
 }  // namespace switchyard

@@ -13,6 +13,10 @@
 
 namespace switchyard {
 
+// A key a system's label may have: 1-63 letters, digits, '.', '_', '/' or '-', starting with a letter or digit.
+[[nodiscard]] bool isLabelKey(std::string_view key);
+inline constexpr std::string_view kLabelKeyRule = "1-63 letters, digits, '.', '_', '/' or '-', starting with a letter or digit";
+
 class LabelSelector {
  public:
   // The empty selector selects everything. Refuses an empty requirement, a key with spaces or '=', an

@@ -84,7 +84,7 @@ TEST_F(DaemonTest, YardctlRefusesFlagsThatWouldBeSilentlyIgnoredOrMisread) {
 TEST_F(DaemonTest, YardctlQueuesWhatDoesNotFitAndComposesItWhenCapacityFrees) {
   startDaemon({"--priority-class", "production=1000", "--priority-class", "batch=100", "--priority-class", "spot=0:preemptible"});
   ASSERT_EQ(yardctl("compose a --gpus 8").exitCode, 0);
-  ASSERT_EQ(yardctl("compose b --gpus 8 --lease 2h").exitCode, 0);
+  ASSERT_EQ(yardctl("compose b --gpus 8 --lease 2h --label team=vision").exitCode, 0);
   auto refused = yardctl("compose c --gpus 8");
   EXPECT_EQ(refused.exitCode, 3) << "without --queue it is refused as before";
   auto bad = yardctl("compose c --gpus 8 --queue --queue-timeout soon");
@@ -149,13 +149,20 @@ TEST_F(DaemonTest, YardctlQueuesWhatDoesNotFitAndComposesItWhenCapacityFrees) {
   EXPECT_NE(yardctl("-o csv usage").out.find(",a,"), std::string::npos);
   EXPECT_EQ(yardctl("-o csv systems").exitCode, 2);
   EXPECT_EQ(yardctl("usage --since yesterday").exitCode, 2);
-  // Issue 63: grouped by a label (none of these systems has one: one group, "-" in the table, an empty CSV cell).
+  // Issue 63: grouped by a label: b carries team=vision; a and c none (one group of their own: "-" in the table,
+  // an empty CSV cell, no key in JSON).
   const json byTeam = yardctlJson("usage --by tenant,label:team");
-  ASSERT_EQ(byTeam["rows"].size(), 1u) << byTeam.dump();
+  ASSERT_EQ(byTeam["rows"].size(), 2u) << byTeam.dump();
   EXPECT_TRUE(byTeam["rows"][0]["labels"].empty()) << byTeam.dump();
+  EXPECT_EQ(byTeam["rows"][0]["systems"], 2) << byTeam.dump();
+  EXPECT_EQ(byTeam["rows"][1]["labels"]["team"], "vision") << byTeam.dump();
+  EXPECT_EQ(byTeam["rows"][1]["systems"], 1) << byTeam.dump();
   auto teamCsv = yardctl("-o csv usage --by tenant,label:team");
   EXPECT_NE(teamCsv.out.find("device_hours,label:team\ndefault,,,,"), std::string::npos) << teamCsv.out;
-  EXPECT_NE(yardctl("usage --by label:team").out.find("TEAM"), std::string::npos);
+  EXPECT_NE(teamCsv.out.find(",vision\n"), std::string::npos) << teamCsv.out;
+  const auto teamTable = yardctl("usage --by label:team").out;
+  EXPECT_NE(teamTable.find("TEAM"), std::string::npos) << teamTable;
+  EXPECT_NE(teamTable.find("vision"), std::string::npos) << teamTable;
   auto badBy = yardctl("usage --by label:");
   EXPECT_EQ(badBy.exitCode, 2) << badBy.err;
   EXPECT_NE(badBy.err.find("is not a label key"), std::string::npos) << badBy.err;

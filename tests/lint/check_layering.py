@@ -43,9 +43,9 @@ RULES = [
     ("agent/", (["composer/model/", "net/grpc_status.h", "inventory/pci/", "agent/", "switchyard/v1/"],
                 ["sqlite3.h", "composer/engine/"])),
     # yardctl talks to yardd over gRPC only; it shares the project's version and the pure grammars both sides parse
-    # (queue reasons, gRPC targets, the --affinity rule of endpoint_demand.h), so a flag yardctl accepts is one yardd accepts.
+    # (queue reasons, gRPC targets, the --affinity rule of endpoint_demand.h, usage's --by), so a flag yardctl accepts is one yardd accepts.
     ("cli/", (["cli/", "switchyard/v1/", "composer/model/version.h", "composer/model/queue.h", "composer/model/grpc_target.h",
-               "composer/model/endpoint_demand.h"],
+               "composer/model/endpoint_demand.h", "composer/model/usage_grouping.h"],
               ["composer/", "fabric/", "inventory/", "sqlite3.h", "boost/asio"])),
 ]
 PROJECT = ("composer/", "fabric/", "inventory/", "cli/", "bmc/", "agent/", "net/", "tests/")

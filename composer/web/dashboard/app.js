@@ -26,15 +26,15 @@ function card(label, value, extra = "") {
   return el("div", { class: "card " + extra }, el("div", { class: "value" }, value), el("div", { class: "label" }, label));
 }
 
-function fillTable(id, rows, emptyText) {
-  const body = document.querySelector(`#${id} tbody`);
+// A table body of these rows (each a list of cells), or one row saying `emptyText` across `cols` columns.
+function fillBody(body, rows, cols, emptyText) {
   body.replaceChildren();
-  if (rows.length === 0) {
-    const cols = document.querySelectorAll(`#${id} thead th`).length;
-    body.append(el("tr", {}, el("td", { class: "empty", colspan: cols }, emptyText)));
-    return;
-  }
+  if (rows.length === 0) body.append(el("tr", {}, el("td", { class: "empty", colspan: cols }, emptyText)));
   for (const cells of rows) body.append(el("tr", {}, ...cells.map((c) => el("td", {}, c))));
+}
+
+function fillTable(id, rows, emptyText) {
+  fillBody(document.querySelector(`#${id} tbody`), rows, document.querySelectorAll(`#${id} thead th`).length, emptyText);
 }
 
 // Every request says it is the console's: yardd then answers 401 without a Basic challenge (no password dialog).
@@ -206,7 +206,7 @@ function drawSystems(systems) {
     [...(s.mig || []).map((i) => `${i.profile} on ${i.device}`), ...(s.shares || []).map((h) => `${h.percent}% of ${h.device}`)].join(", ") || "—",
     s.priority_class || "—",
     utc(s.lease_expires_at) || "—",
-    Object.entries(s.labels || {}).map(([k, v]) => v === "" ? k : `${k}=${v}`).join(", ") || "—",
+    labelsText(s.labels) || "—",
     s.state === "queued" ? "" : el("span", { class: "actions" },
       button("Decompose", `decompose-${s.name}`, () => act(`decompose ${s.name}`, "DELETE", `/api/v1/systems/${enc(s.name)}`)),
       button("Attach 1", `attach-${s.name}`, () => act(`attach a GPU to ${s.name}`, "POST", `/api/v1/systems/${enc(s.name)}/attach`, { gpus: 1 })),
@@ -220,9 +220,7 @@ function drawOperations(operations, systems) {
     link("operation", op.id), op.kind,
     names.has(op.system) ? link("system", names.get(op.system)) : op.system_name ? `${op.system_name} (ended)` : op.system,
     el("span", { class: `state-${op.state}` }, op.state, op.error ? el("small", {}, ` ${op.error}`) : ""),
-    el("span", {}, ...op.steps.map((s) => el("span", { class: `step ${s.state}`, title: s.message || s.devices.join(", ") },
-                                             (s.compensation ? "↶ " : "") + s.kind))),
-    op.requested_by]), "no operations yet");
+    stepsInline(op), op.requested_by]), "no operations yet");
 }
 
 // "2h30m" from seconds, as yardctl writes a duration.

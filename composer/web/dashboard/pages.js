@@ -2,7 +2,7 @@
 // usage. Each is a hash route (#/system/NAME, #/device/ID, #/operation/ID, #/tenant/NAME), so a page can be
 // bookmarked, shared and reloaded; it is drawn from /api/v1/systems/NAME, /devices/ID, /operations/ID and /usage, and
 // redrawn with the rest of the console when yardd says something changed. Uses app.js's helpers (el, button, act,
-// getJson, utc).
+// getJson, utc, fillBody); app.js draws its tables' labels and steps with labelsText and stepsInline from here.
 "use strict";
 
 const PAGE_KINDS = ["system", "device", "operation", "tenant"];
@@ -20,11 +20,9 @@ function link(kind, name, text = name) {
 }
 
 function table(headers, rows, emptyText, testid) {
-  const head = el("thead", {}, el("tr", {}, ...headers.map((h) => el("th", {}, h))));
   const body = el("tbody");
-  if (rows.length === 0) body.append(el("tr", {}, el("td", { class: "empty", colspan: headers.length }, emptyText)));
-  for (const cells of rows) body.append(el("tr", {}, ...cells.map((c) => el("td", {}, c))));
-  return el("table", testid ? { "data-testid": testid } : {}, head, body);
+  fillBody(body, rows, headers.length, emptyText);
+  return el("table", testid ? { "data-testid": testid } : {}, el("thead", {}, el("tr", {}, ...headers.map((h) => el("th", {}, h)))), body);
 }
 
 // Facts as a definition list; empty values are left out.
