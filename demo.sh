@@ -41,6 +41,7 @@ step compose train-a --gpus 4 --p2p required --label team=vision
 step compose infer-b --gpus 2 --model A100-SXM4-40GB --nic 1 --affinity nic:gpu=switch --label team=speech
 step templates
 step compose ckpt --template storage-2x
+step compose cache --memory 128GiB --label team=vision
 step systems
 step systems train-a
 step capacity
@@ -51,6 +52,7 @@ step idle --all
 step usage --by tenant,label:team
 step decompose train-a
 step decompose ckpt
+step decompose cache
 refused decompose infer-b
 step ops
 step audit

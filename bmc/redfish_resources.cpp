@@ -89,7 +89,8 @@ std::string metadataXml() {
   };
   for (const Used& u : std::initializer_list<Used>{
            {"ServiceRoot", "v1_20_0"}, {"ComputerSystemCollection", ""}, {"ComputerSystem", "v1_27_0"},
-           {"CompositionService", "v1_2_3"}, {"ResourceBlockCollection", ""}, {"ResourceBlock", "v1_4_3"}, {"ZoneCollection", ""},
+           {"CompositionService", "v1_2_3"}, {"ResourceBlockCollection", ""}, {"ResourceBlock", "v1_4_3"}, {"Processor", "v1_22_0"},
+           {"Drive", "v1_22_0"}, {"Memory", "v1_23_0"}, {"ZoneCollection", ""},
            {"Zone", "v1_6_3"}, {"CompositionReservationCollection", ""}, {"CompositionReservation", "v1_0_2"}, {"CollectionCapabilities", "v1_4_1"},
            {"TaskService", "v1_3_0"}, {"TaskCollection", ""}, {"Task", "v1_7_4"}, {"SessionService", "v1_2_0"}, {"SessionCollection", ""},
            {"Session", "v1_8_0"}, {"AccountService", "v1_18_1"}, {"ManagerAccountCollection", ""}, {"ManagerAccount", "v1_14_1"},
@@ -163,6 +164,33 @@ json computerSystem(const PoolView& view, const std::string& id) {
   return system;
 }
 
+namespace {
+
+int hostMemoryGiB(const PoolView& view, const HostId& host) {
+  for (const auto& h : view.hosts)
+    if (h.host.id == host) return h.host.memoryGiB;
+  return 0;
+}
+
+int pooledGiB(const PoolView& view, const std::string& system) {
+  const auto it = view.pooledMemoryGiB.find(system);
+  return it == view.pooledMemoryGiB.end() ? 0 : it->second;
+}
+
+// The collection of a block that holds a device of this kind ("" for NICs: a NetworkInterface says nothing a
+// client composing by block needs).
+std::string partCollection(DeviceKind kind) {
+  switch (kind) {
+    case DeviceKind::kGpu: return "Processors";
+    case DeviceKind::kNvme: return "Drives";
+    case DeviceKind::kCxlMemory: return "Memory";
+    case DeviceKind::kNic: return "";
+  }
+  return "";
+}
+
+}  // namespace
+
 json computerSystemWithoutPower(const PoolView& view, const std::string& id) {
   if (const System* s = findSystem(view, id)) {
     json blocks = json::array({odataRef(blockUri(s->hostId))});
@@ -175,6 +203,7 @@ json computerSystemWithoutPower(const PoolView& view, const std::string& id) {
             {"SystemType", "Composed"},
             {"Status", systemStatus(s->state)},
             {"Composition", {{"UseCases", json::array({"ResourceBlockCapable", "ExpandableSystem"})}}},
+            {"MemorySummary", {{"TotalSystemMemoryGiB", hostMemoryGiB(view, s->hostId) + pooledGiB(view, s->id)}}},
             {"Actions",
              {{"#ComputerSystem.AddResourceBlock", {{"target", systemUri(s->id) + "/Actions/ComputerSystem.AddResourceBlock"}}},
               {"#ComputerSystem.RemoveResourceBlock", {{"target", systemUri(s->id) + "/Actions/ComputerSystem.RemoveResourceBlock"}}}}},
@@ -269,16 +298,19 @@ json resourceBlock(const PoolView& view, const std::string& id) {
                                                               : "Memory";
     json links = {{"ComputerSystems", json::array()}, {"Zones", json::array({odataRef(fmt::format("{}/CompositionService/ResourceZones/1", kRoot))})}};
     if (listed(view, d.systemId)) links["ComputerSystems"].push_back(odataRef(systemUri(d.systemId)));
-    return {{"@odata.id", blockUri(id)},
-            {"@odata.type", "#ResourceBlock.v1_4_3.ResourceBlock"},
-            {"Id", id},
-            {"Name", fmt::format("{} {}", d.device.model, id)},
-            {"Description", fmt::format("{} behind switch {}", toString(d.device.kind), d.switchId)},
-            {"ResourceBlockType", json::array({type})},
-            {"Status", {{"State", "Enabled"}, {"Health", health(d.device.health)}}},
-            {"CompositionStatus", {{"CompositionState", state}, {"Reserved", reserved}, {"SharingCapable", false}}},
-            {"Pool", pool},
-            {"Links", links}};
+    json block = {{"@odata.id", blockUri(id)},
+                  {"@odata.type", "#ResourceBlock.v1_4_3.ResourceBlock"},
+                  {"Id", id},
+                  {"Name", fmt::format("{} {}", d.device.model, id)},
+                  {"Description", fmt::format("{} behind switch {}", toString(d.device.kind), d.switchId)},
+                  {"ResourceBlockType", json::array({type})},
+                  {"Status", {{"State", "Enabled"}, {"Health", health(d.device.health)}}},
+                  {"CompositionStatus", {{"CompositionState", state}, {"Reserved", reserved}, {"SharingCapable", false}}},
+                  {"Pool", pool},
+                  {"Links", links}};
+    if (const std::string parts = partCollection(d.device.kind); !parts.empty())
+      block[parts] = json::array({odataRef(fmt::format("{}/{}/{}", blockUri(id), parts, id))});
+    return block;
   }
   for (const auto& h : view.hosts) {
     if (h.host.id != id) continue;
@@ -296,6 +328,43 @@ json resourceBlock(const PoolView& view, const std::string& id) {
             {"Links", links}};
   }
   return nullptr;
+}
+
+json resourceBlockPart(const DeviceView& d, const std::string& collection, const std::string& part) {
+  if (part != d.device.id || collection != partCollection(d.device.kind)) return nullptr;
+  json common = {{"@odata.id", fmt::format("{}/{}/{}", blockUri(d.device.id), collection, part)},
+                 {"Id", part},
+                 {"Model", d.device.model},
+                 {"SerialNumber", d.device.serial},
+                 {"Status", {{"State", "Enabled"}, {"Health", health(d.device.health)}}}};
+  const long long mib = static_cast<long long>(d.device.memoryGiB) * 1024;
+  switch (d.device.kind) {
+    case DeviceKind::kGpu:
+      common["@odata.type"] = "#Processor.v1_22_0.Processor";
+      common["Name"] = fmt::format("GPU {}", part);
+      common["ProcessorType"] = "GPU";
+      if (mib > 0) common["ProcessorMemory"] = json::array({{{"CapacityMiB", mib}, {"IntegratedMemory", true}}});
+      break;
+    case DeviceKind::kNvme:
+      common["@odata.type"] = "#Drive.v1_22_0.Drive";
+      common["Name"] = fmt::format("NVMe drive {}", part);
+      common["Protocol"] = "NVMe";
+      common["MediaType"] = "SSD";
+      common["CapacityBytes"] = mib * 1024 * 1024;
+      break;
+    case DeviceKind::kCxlMemory:
+      // A logical device (LD) of a pooled CXL memory device: volatile memory a host sees once it is bound.
+      common["@odata.type"] = "#Memory.v1_23_0.Memory";
+      common["Name"] = fmt::format("pooled memory {}", part);
+      common["Description"] = fmt::format("a logical device of a CXL memory device behind switch {}", d.switchId);
+      common["MemoryType"] = "DRAM";
+      common["MemoryMedia"] = json::array({"DRAM"});
+      common["CapacityMiB"] = mib;
+      common["VolatileSizeMiB"] = mib;
+      break;
+    case DeviceKind::kNic: return nullptr;
+  }
+  return common;
 }
 
 json resourceZonesCollection() {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,9 @@ struct PoolView {
   std::vector<HostView> hosts;
   std::vector<System> systems;  // live ones (not decomposed)
   std::vector<DeviceView> devices;
+  // With the systems: each one's pooled memory (its bound cxl-memory devices), in GiB; a composed system's
+  // MemorySummary adds it to its host's own memory.
+  std::map<std::string, int> pooledMemoryGiB;
 };
 
 [[nodiscard]] json serviceRoot();
@@ -56,6 +60,10 @@ extern const std::vector<std::string> kResetTypes;
 [[nodiscard]] json resourceBlocksCollection(const PoolView& view);
 // A device's block, or a host's compute block (ResourceBlockType ComputerSystem); null when neither.
 [[nodiscard]] json resourceBlock(const PoolView& view, const std::string& id);
+// What a device's block holds, as the resource of its kind (DSP0268 ResourceBlock: Processors, Drives, Memory):
+// /CompositionService/ResourceBlocks/ID/Processors/ID for a GPU, .../Drives/ID for a drive, .../Memory/ID for a
+// pooled memory device (a CXL logical device, with its CapacityMiB); null when the block holds no such part.
+[[nodiscard]] json resourceBlockPart(const DeviceView& device, const std::string& collection, const std::string& part);
 [[nodiscard]] json resourceZonesCollection();
 [[nodiscard]] json resourceZone(const PoolView& view, const std::string& id);
 

@@ -57,6 +57,13 @@ Topology generateTopology(const TopologyShape& shape) {
       };
       endpoints(DeviceKind::kNic, shape.nicsPerSwitch, shape.nicModel, 0);
       endpoints(DeviceKind::kNvme, shape.drivesPerSwitch, shape.driveModel, shape.driveGiB);
+      if (shape.memoryLdsPerSwitch > 0) {
+        const std::string dsp = fmt::format("{}-dsp-mem0", swId);
+        t.ports.push_back({dsp, swId, PortKind::kDownstream, 5, 16, {}});
+        for (int ld = 0; ld < shape.memoryLdsPerSwitch; ++ld)
+          t.devices.push_back({fmt::format("{}-mem0-ld{}", swId, ld), DeviceKind::kCxlMemory, dsp, shape.memoryModel, shape.memoryLdGiB,
+                               fmt::format("{}SN{:04}M{:02}", shape.idPrefix, sw, ld), DeviceHealth::kOk, false});
+      }
     }
     for (int h = 0; h < shape.hostsPerFabric; ++h) {
       Host host{fmt::format("{}host{}", shape.idPrefix, hostNumber++), {}, 64, 512, shape.maxDevicesPerHost};
@@ -87,6 +94,7 @@ Topology embeddedTopology() {
   TopologyShape shape;
   shape.nicsPerSwitch = 4;
   shape.drivesPerSwitch = 4;
+  shape.memoryLdsPerSwitch = 4;
   return generateTopology(shape);
 }
 

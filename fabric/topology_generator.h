@@ -25,6 +25,11 @@ struct TopologyShape {
   std::string nicModel = "ConnectX-7";
   std::string driveModel = "PM1743";
   int driveGiB = 3840;
+  // Pooled memory: one CXL multi-logical device (MLD) under each switch, its logical devices (LDs) sharing the
+  // MLD's downstream port (ids SW-mem0-ldN), each memoryLdGiB; 0 LDs: none.
+  int memoryLdsPerSwitch = 0;
+  int memoryLdGiB = 64;
+  std::string memoryModel = "CXL Type 3 MLD";
   // Put before every id and serial ("a-" gives a-sw0, a-host0, a-sw0-gpu3): pools generated for several
   // fabric domains stay apart.
   std::string idPrefix;
@@ -36,8 +41,9 @@ struct TopologyShape {
 // with one upstream port into each switch.
 [[nodiscard]] Topology defaultTopology();
 
-// yardd's embedded default: defaultTopology() with 4 NICs (ConnectX-7) and 4 NVMe drives (3840 GiB) under
-// each switch, so that a mixed compose and a template can be shown without hardware.
+// yardd's embedded default: defaultTopology() with 4 NICs (ConnectX-7), 4 NVMe drives (3840 GiB) and a pooled
+// memory device of 4 LDs x 64 GiB under each switch, so that a mixed compose, a template and pooled memory can be
+// shown without hardware.
 [[nodiscard]] Topology embeddedTopology();
 
 }  // namespace switchyard

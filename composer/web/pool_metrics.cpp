@@ -244,6 +244,14 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
     for (const auto& e : capacity.endpoints)
       out.sample({{"kind", std::string(toString(e.kind))}, {"modelName", e.model}}, e.besideFreeGpus);
   }
+  if (!capacity.pooledMemory.empty()) {
+    out.family("switchyard_pooled_memory_gib", "Pooled CXL memory under each switch, in GiB: state free (healthy, unbound) or total.",
+               Type::kGauge);
+    for (const auto& m : capacity.pooledMemory) {
+      out.sample({{"switch", m.switchId}, {"domain", m.domain}, {"state", "free"}}, m.freeGiB);
+      out.sample({{"switch", m.switchId}, {"domain", m.domain}, {"state", "total"}}, m.totalGiB);
+    }
+  }
   out.family("switchyard_domain_gpus_free", "Free GPUs that are not critical, per fabric domain (switch manager).", Type::kGauge);
   for (const auto& d : capacity.domains) out.sample({{"domain", d.domain}}, d.freeGpus);
   out.family("switchyard_domain_gpus_stranded", "Stranded free GPUs, per fabric domain.", Type::kGauge);

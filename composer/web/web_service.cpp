@@ -487,7 +487,12 @@ Result<WebService::ApiRead> WebService::capacityApi(const Caller&, const std::st
       for (const auto& c : d.shapes) placeable.push_back(json{{"gpus", c.shape.gpus}, {"placeable", c.placeable}});
       domains.push_back(json{{"domain", d.domain}, {"free_gpus", d.freeGpus}, {"stranded_gpus", d.strandedGpus}, {"shapes", std::move(placeable)}});
     }
+    json memory = json::array();  // pooled memory under each switch that has some
+    for (const auto& m : now.pooledMemory)
+      memory.push_back(json{{"switch", m.switchId}, {"domain", m.domain}, {"free_gib", m.freeGiB}, {"free_devices", m.freeDevices},
+                            {"total_gib", m.totalGiB}, {"total_devices", m.totalDevices}});
     return json{{"free_gpus", now.freeGpus}, {"stranded_gpus", now.strandedGpus}, {"shapes", std::move(shapes)}, {"domains", std::move(domains)},
+                {"pooled_memory", std::move(memory)}, {"free_pooled_memory_gib", now.freePooledMemoryGiB},
                 {"history", std::move(history)},
                 {"sample_seconds", history_ ? static_cast<double>(history_->interval().count()) / 1000.0 : 0.0}};
   }, nullptr};

@@ -46,6 +46,10 @@ class DashboardTest(YarddTestCase):
         summary = dom[dom.index('data-testid="summary"'):dom.index('data-testid="capacity"')]
         self.assertRegex(summary, r'<div class="value">8 of 8</div><div class="label">free NICs</div>', "the pool's NICs and drives (issue 62)")
         self.assertRegex(summary, r'<div class="value">8 of 8</div><div class="label">free drives</div>')
+        self.assertRegex(summary, r'<div class="value">512 GiB of 512 GiB</div><div class="label">free pooled memory</div>',
+                         "pooled memory in GiB (issue 60), not a count of LDs")
+        memory = dom[dom.index('data-testid="memory"'):dom.index('data-testid="hosts"')]
+        self.assertIn("<td>sw0</td><td>default</td><td>256 GiB</td><td>4</td><td>256 GiB in 4 LDs</td><td>0%</td>", memory)
         systems = dom[dom.index('data-testid="systems"'):dom.index('data-testid="operations"')]
         self.assertIn("web-demo", systems)
         self.assertIn("small-job", systems)
@@ -53,7 +57,7 @@ class DashboardTest(YarddTestCase):
             self.assertIn(binding.uuid, systems, "the system's GPUs with their host UUIDs")
         switches = dom[dom.index('data-testid="switches"'):dom.index('data-testid="hosts"')]
         self.assertEqual(len(re.findall(r'class="device allocated"', switches)), 5)
-        self.assertEqual(len(re.findall(r'class="device free"', switches)), 27, "11 GPUs, 8 NICs and 8 drives")
+        self.assertEqual(len(re.findall(r'class="device free"', switches)), 35, "11 GPUs, 8 NICs, 8 drives and 8 pooled memory LDs")
         self.assertIn(html.escape("sw0-gpu0 · web-demo"), switches)
         queue = dom[dom.index('data-testid="queue"'):dom.index('data-testid="operations"')]
         self.assertIn("big-wait", queue, "the queue panel lists what waits")

@@ -103,7 +103,7 @@ scrape_configs:
         self.assertEqual(self.value('switchyard_operations_total{kind="decompose",result="succeeded"}'), 1)
         self.assertEqual(self.value('switchyard_requests_refused_total{action="compose",code="ALREADY_EXISTS"}'), 1)
         self.assertEqual(self.value('sum(switchyard_devices{state="allocated"})'), 6)
-        self.assertEqual(self.value('sum(switchyard_devices)'), 32, "the embedded pool: 16 GPUs, 8 NICs, 8 drives")
+        self.assertEqual(self.value('sum(switchyard_devices)'), 40, "the embedded pool: 16 GPUs, 8 NICs, 8 drives, 8 pooled memory LDs")
         self.assertEqual(self.value('sum(switchyard_devices{kind="gpu"})'), 16, "devices by kind (issue 62)")
         self.assertEqual(self.value('sum(switchyard_devices{kind="nic",state="free"})'), 8)
         self.assertEqual(self.value('sum(switchyard_endpoints_beside_free_gpus{kind="nic"})'), 8, "every switch still has a free GPU")
@@ -120,6 +120,8 @@ scrape_configs:
         # One driver: one fabric domain, "default", holding all of it.
         self.assertEqual(self.value('switchyard_domain_gpus_free{domain="default"}'), 10)
         self.assertEqual(self.value('switchyard_domain_capacity_placeable{domain="default",gpus="8"}'), 1)
+        self.assertEqual(self.value('sum(switchyard_pooled_memory_gib{state="free"})'), 512, "pooled memory in GiB (issue 60)")
+        self.assertEqual(self.value('switchyard_pooled_memory_gib{switch="sw0",state="total"}'), 256)
         self.assertEqual(self.value('switchyard_step_duration_seconds_count{step="bind",result="ok"}'), 3)
         self.assertGreaterEqual(self.value('switchyard_switch_calls_total{call="bind",result="ok"}'), 3)
         self.assertGreater(self.value('switchyard_store_write_duration_seconds_count'), 5)

@@ -204,6 +204,41 @@ class SushyTest(YarddTestCase):
             self.assertIn(says, body, bad)
         self.assertEqual(json.loads(http(self.redfish + "/redfish/v1/Systems", "ops", "ops-pw")[1])["Members@odata.count"], before)
 
+    def test_pooled_memory_composes_as_memory_blocks_constrained_and_specific(self):
+        """Pooled CXL memory over Redfish (issue 60): the embedded pool's logical devices are Memory resource blocks,
+        each naming a Memory resource with its capacity; a constrained compose asks for Memory by CapacityMiB and a
+        specific one names a memory block; the composed system's MemorySummary adds its pooled memory to its host's,
+        and sushy reads it."""
+        blocks = json.loads(http(self.redfish + "/redfish/v1/CompositionService/ResourceBlocks", "ops", "ops-pw")[1])["Members"]
+        memory_blocks = [b["@odata.id"] for b in blocks if "-mem0-ld" in b["@odata.id"]]
+        self.assertEqual(len(memory_blocks), 8, "4 LDs of 64 GiB under each of the embedded pool's two switches")
+        block = json.loads(http(self.redfish + memory_blocks[0], "ops", "ops-pw")[1])
+        self.assertEqual(block["ResourceBlockType"], ["Memory"])
+        part = json.loads(http(self.redfish + block["Memory"][0]["@odata.id"], "ops", "ops-pw")[1])
+        self.assertEqual((part["@odata.type"], part["CapacityMiB"], part["MemoryType"]), ("#Memory.v1_23_0.Memory", 65536, "DRAM"))
+        gpu = json.loads(http(self.redfish + "/redfish/v1/CompositionService/ResourceBlocks/sw0-gpu0", "ops", "ops-pw")[1])
+        processor = json.loads(http(self.redfish + gpu["Processors"][0]["@odata.id"], "ops", "ops-pw")[1])
+        self.assertEqual(processor["ProcessorType"], "GPU")
+        self.assertEqual(http(self.redfish + block["@odata.id"] + "/Processors/" + block["Id"], "ops", "ops-pw")[0], 404,
+                         "a memory block holds no processor")
+
+        machine = self.compose_over_redfish({"Name": "big-memory", "Processors": {"Members": [{"@Redfish.RequestedCount": 1, "ProcessorType": "GPU"}]},
+                                             "Memory": {"Members": [{"CapacityMiB": 100 * 1024}]}})
+        self.assertEqual(self.block_types(machine), {"ComputerSystem": 1, "Processor": 1, "Memory": 2}, "100 GiB takes two 64 GiB LDs")
+        host_memory = json.loads(http(self.redfish + "/redfish/v1/Systems/" + machine["Links"]["ResourceBlocks"][0]["@odata.id"].rsplit("/", 1)[1],
+                                      "ops", "ops-pw")[1])["MemorySummary"]["TotalSystemMemoryGiB"]
+        self.assertEqual(machine["MemorySummary"]["TotalSystemMemoryGiB"], host_memory + 128)
+        self.assertEqual(self.connect("ops", "ops-pw").get_system(machine["@odata.id"]).memory_summary.size_gib, host_memory + 128)
+
+        free = [b for b in memory_blocks
+                if json.loads(http(self.redfish + b, "ops", "ops-pw")[1])["CompositionStatus"]["CompositionState"] == "Unused"]
+        host = json.loads(http(self.redfish + "/redfish/v1/CompositionService/FreePool", "ops", "ops-pw")[1])["Members"]
+        host = [h["@odata.id"] for h in host if h["@odata.id"].rsplit("/", 1)[1].startswith("host")][0]
+        specific = self.compose_over_redfish({"Name": "named-memory", "Links": {"ResourceBlocks": [{"@odata.id": host}, {"@odata.id": free[0]}]}})
+        self.assertEqual(self.block_types(specific), {"ComputerSystem": 1, "Memory": 1})
+        self.assertEqual(specific["MemorySummary"]["TotalSystemMemoryGiB"],
+                         json.loads(http(self.redfish + "/redfish/v1/Systems/" + host.rsplit("/", 1)[1], "ops", "ops-pw")[1])["MemorySummary"]["TotalSystemMemoryGiB"] + 64)
+
 
 if __name__ == "__main__":
     unittest.main()

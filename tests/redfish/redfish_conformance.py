@@ -355,8 +355,8 @@ def main():
         ids = sorted(m["@odata.id"].rsplit("/", 1)[-1] for m in chassis["Members"])
         check(ids == ["host0", "host1", "host2", "host3", "sw0", "sw1"], f"a chassis per switch and per host ({ids})")
         _, _, devices = request(port, "GET", "/redfish/v1/Chassis/sw0/PCIeDevices", viewer)
-        check(devices["Members@odata.count"] == 16,
-              f"switch sw0's enclosure holds its 8 GPUs, 4 NICs and 4 drives as PCIeDevices ({devices['Members@odata.count']})")
+        check(devices["Members@odata.count"] == 20,
+              f"switch sw0's enclosure holds its 8 GPUs, 4 NICs, 4 drives and its memory device's 4 LDs as PCIeDevices ({devices['Members@odata.count']})")
 
         # 2. Protocol rules.
         status, headers, body = request(port, "GET", "/redfish/v1/Systems")

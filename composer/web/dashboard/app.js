@@ -88,6 +88,23 @@ function button(label, testid, onClick) {
   return b;
 }
 
+function gib(n) { return n >= 1024 && n % 1024 === 0 ? `${n / 1024} TiB` : `${n} GiB`; }
+
+function memoryCards(capacity) {
+  const pools = capacity.pooled_memory || [];
+  if (pools.length === 0) return [];
+  const total = pools.reduce((sum, m) => sum + m.total_gib, 0);
+  return [card("free pooled memory", `${gib(capacity.free_pooled_memory_gib)} of ${gib(total)}`, capacity.free_pooled_memory_gib === 0 ? "warn" : "")];
+}
+
+// Pooled memory per switch: what a --memory request can still take from under each one.
+function drawMemory(capacity) {
+  const pools = capacity.pooled_memory || [];
+  document.getElementById("memory-section").hidden = pools.length === 0;
+  fillTable("memory", pools.map((m) => [m.switch, m.domain, gib(m.free_gib), String(m.free_devices), `${gib(m.total_gib)} in ${m.total_devices} LDs`,
+                                        `${m.total_gib ? Math.round((100 * (m.total_gib - m.free_gib)) / m.total_gib) : 0}%`]), "no pooled memory");
+}
+
 function drawSummary(summary, capacity) {
   const total = summary.gpus.total || 0, inSystems = summary.gpus.allocated || 0, quarantined = summary.gpus.quarantined || 0;
   const used = total ? Math.round((100 * inSystems) / total) : 0;
@@ -97,10 +114,11 @@ function drawSummary(summary, capacity) {
     card("free", capacity.free_gpus),
     card("stranded (free, yet no host can take them)", capacity.stranded_gpus, capacity.stranded_gpus > 0 ? "warn" : ""),
     card("quarantined", quarantined, quarantined > 0 ? "warn" : ""),
-    // Whole machines: the pool's drives and NICs (and pooled memory devices), free of all.
-    ...Object.entries(summary.other_devices || {}).map(([kind, n]) =>
-      card(`free ${{ nic: "NICs", nvme: "drives", "cxl-memory": "memory devices" }[kind] || kind}`, `${n.free || 0} of ${n.total}`,
-           (n.free || 0) === 0 ? "warn" : "")));
+    // Whole machines: the pool's drives and NICs, free of all; pooled memory in GiB (its LDs are sized, not counted).
+    ...Object.entries(summary.other_devices || {}).filter(([kind]) => kind !== "cxl-memory").map(([kind, n]) =>
+      card(`free ${{ nic: "NICs", nvme: "drives" }[kind] || kind}`, `${n.free || 0} of ${n.total}`, (n.free || 0) === 0 ? "warn" : "")),
+    ...memoryCards(capacity));
+  drawMemory(capacity);
   document.getElementById("capacity").replaceChildren(
     ...capacity.shapes.map((s) => card(`${s.gpus}-GPU requests`, s.placeable, s.placeable === 0 ? "warn" : "")));
   // Several fabric domains: each one's part (no system spans two, so the rows add up to the cards).
@@ -405,11 +423,11 @@ document.getElementById("compose").addEventListener("submit", (event) => {
   const template = document.getElementById("compose-template").value;
   if (template) body.template = template;
   // A count left empty is left unsaid: a template's own part holds (GPUs default to 1 without one).
-  for (const [field, id] of [["gpus", "compose-gpus"], ["nics", "compose-nics"], ["nvme", "compose-nvme"]]) {
+  for (const [field, id] of [["gpus", "compose-gpus"], ["nics", "compose-nics"], ["nvme", "compose-nvme"], ["memory_gib", "compose-memory"]]) {
     const value = document.getElementById(id).value;
     if (value !== "") body[field] = Number(value);
   }
-  if (!template && body.gpus === undefined && !body.nics && !body.nvme) body.gpus = 1;
+  if (!template && body.gpus === undefined && !body.nics && !body.nvme && !body.memory_gib) body.gpus = 1;
   const tenant = document.getElementById("compose-tenant").value, lease = document.getElementById("compose-lease").value;
   if (tenant) body.tenant = tenant;
   if (lease) body.lease = lease;

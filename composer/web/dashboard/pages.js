@@ -77,11 +77,12 @@ function drawSystemPage(s) {
     facts([["State", stateText(s.progress ? `${s.state} (${s.progress})` : s.state, s.state_reason)], ["Host", s.host],
            ["Tenant", link("tenant", s.tenant)], ["Priority class", s.priority_class], ["Lease ends", utc(s.lease_expires_at) || "no lease"],
            ["Labels", labelsText(s.labels) || "none"], ["Created", utc(s.created_at)],
-           ["Running", s.active_operation ? link("operation", s.active_operation) : ""], ["MIG / shares", parts.join(", ")], ...queue]),
+           ["Running", s.active_operation ? link("operation", s.active_operation) : ""], ["MIG / shares", parts.join(", ")],
+           ["Pooled memory", s.pooled_memory_gib ? `${s.pooled_memory_gib} GiB` : "none"], ...queue]),
     actions,
     el("h3", {}, "Devices"),
     table(["Device", "Kind", "Model", "Switch", "Health", "On the host", ""], s.devices.map((d) => [
-      link("device", d.id), d.kind, d.model, d.switch, d.health, [d.uuid, d.host_pci_address].filter(Boolean).join(" at ") || "—",
+      link("device", d.id), d.kind, d.memory_gib ? `${d.model} (${d.memory_gib} GiB)` : d.model, d.switch, d.health, [d.uuid, d.host_pci_address].filter(Boolean).join(" at ") || "—",
       s.state === "composed" && s.devices.length > 1
         ? button("Detach", `page-detach-${d.id}`, () => act(`detach ${d.id} from ${s.name}`, "POST", `/api/v1/systems/${enc(s.name)}/detach`, { devices: [d.id] }))
         : ""]), "no devices bound", "page-devices"),
