@@ -476,6 +476,7 @@ class Engine {
   [[nodiscard]] const StepKind& kindOf(const Step& step) const;
   // The system with `progress` filled in from its running operation's current step.
   [[nodiscard]] System withProgress(System s) const;
+  [[nodiscard]] std::string progressOf(const System& s) const;  // the running step, as withProgress writes it
   [[nodiscard]] std::string describe(const Step& step) const;
   // A step's events go into `events` (numbered as they come), naming `actor`, belonging to `tenant`.
   [[nodiscard]] StepEffects::EmitEvent emitInto(std::vector<Event>& events, const Operation& op);

@@ -75,18 +75,19 @@ Result<System> Engine::getSystem(const std::string& idOrName) {
   return *s;
 }
 
-System Engine::withProgress(System s) const {
-  s.progress.clear();
+std::string Engine::progressOf(const System& s) const {
   auto it = s.activeOperation.empty() ? active_.end() : active_.find(s.activeOperation);
-  if (it == active_.end()) return s;
+  if (it == active_.end()) return {};
   const Operation& op = it->second;
   const std::size_t i = op.cursor();
-  if (i == op.steps.size()) return s;
+  if (i == op.steps.size()) return {};
   const std::string_view activity = kindOf(op.steps[i]).activity();
-  if (op.state == OperationState::kRollingBack)
-    s.progress = activity.empty() ? "rolling back" : fmt::format("rolling back: {}", activity);
-  else
-    s.progress = std::string(activity);
+  if (op.state == OperationState::kRollingBack) return activity.empty() ? "rolling back" : fmt::format("rolling back: {}", activity);
+  return std::string(activity);
+}
+
+System Engine::withProgress(System s) const {
+  s.progress = progressOf(s);
   return s;
 }
 

@@ -61,7 +61,7 @@ void Engine::publishView() {
     for (const auto& id : progressed) {
       const System* s = state_->system(id);
       auto shown = current->systems.find(id);
-      if (s != nullptr && shown && shown->progress != withProgress(*s).progress) changes.systems.insert(id);
+      if (s != nullptr && shown && shown->progress != progressOf(*s)) changes.systems.insert(id);
     }
     if (changes.empty() && !queueChanged_ && !activityChanged_ && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
     next->shape = current->shape;

@@ -6,37 +6,44 @@
 namespace switchyard {
 
 SystemTable::SystemTable() {
-  auto empty = std::make_shared<const Bucket>();
-  buckets_.assign(kBuckets, empty);
-  nameBuckets_.assign(kBuckets, empty);
+  // One empty table for all: its buckets are never changed in place (with() makes new ones).
+  static const auto empty = [] {
+    auto none = std::make_shared<const Bucket>();
+    auto buckets = std::make_shared<Buckets>();
+    buckets->fill(none);
+    return std::shared_ptr<const Buckets>(std::move(buckets));
+  }();
+  byId_ = empty;
+  byName_ = empty;
 }
 
 std::shared_ptr<const System> SystemTable::find(std::string_view id) const {
-  for (const auto& s : *buckets_[bucketOf(id)])
+  for (const auto& s : *(*byId_)[bucketOf(id)])
     if (s->id == id) return s;
   return nullptr;
 }
 
 std::shared_ptr<const System> SystemTable::findByIdOrName(std::string_view idOrName) const {
   if (auto s = find(idOrName)) return s;
-  for (const auto& s : *nameBuckets_[bucketOf(idOrName)])
+  for (const auto& s : *(*byName_)[bucketOf(idOrName)])
     if (s->name == idOrName) return s;
   return nullptr;
 }
 
 SystemTable SystemTable::with(const std::vector<std::pair<SystemId, std::shared_ptr<const System>>>& changes) const {
+  if (changes.empty()) return *this;
   SystemTable out = *this;
   std::map<std::size_t, Bucket> copies, nameCopies;
-  auto copyOf = [](std::map<std::size_t, Bucket>& made, const std::vector<std::shared_ptr<const Bucket>>& buckets, std::size_t b) -> Bucket& {
+  auto copyOf = [](std::map<std::size_t, Bucket>& made, const Buckets& buckets, std::size_t b) -> Bucket& {
     auto it = made.find(b);
     if (it == made.end()) it = made.emplace(b, *buckets[b]).first;
     return it->second;
   };
   for (const auto& [id, system] : changes) {
-    Bucket& bucket = copyOf(copies, buckets_, bucketOf(id));
+    Bucket& bucket = copyOf(copies, *byId_, bucketOf(id));
     auto at = std::find_if(bucket.begin(), bucket.end(), [&](const auto& s) { return s->id == id; });
     if (at != bucket.end()) {
-      Bucket& named = copyOf(nameCopies, nameBuckets_, bucketOf((*at)->name));
+      Bucket& named = copyOf(nameCopies, *byName_, bucketOf((*at)->name));
       std::erase_if(named, [&](const auto& s) { return s->id == id; });
       --out.size_;
       bucket.erase(at);
@@ -44,18 +51,24 @@ SystemTable SystemTable::with(const std::vector<std::pair<SystemId, std::shared_
     if (system) {
       ++out.size_;
       bucket.push_back(system);
-      copyOf(nameCopies, nameBuckets_, bucketOf(system->name)).push_back(system);
+      copyOf(nameCopies, *byName_, bucketOf(system->name)).push_back(system);
     }
   }
-  for (auto& [b, bucket] : copies) out.buckets_[b] = std::make_shared<const Bucket>(std::move(bucket));
-  for (auto& [b, bucket] : nameCopies) out.nameBuckets_[b] = std::make_shared<const Bucket>(std::move(bucket));
+  // New arrays only for the side that changed; each shares the buckets it did not change.
+  auto rebuilt = [](const Buckets& old, std::map<std::size_t, Bucket>& made) {
+    auto buckets = std::make_shared<Buckets>(old);
+    for (auto& [b, bucket] : made) (*buckets)[b] = std::make_shared<const Bucket>(std::move(bucket));
+    return std::shared_ptr<const Buckets>(std::move(buckets));
+  };
+  if (!copies.empty()) out.byId_ = rebuilt(*byId_, copies);
+  if (!nameCopies.empty()) out.byName_ = rebuilt(*byName_, nameCopies);
   return out;
 }
 
 std::vector<std::shared_ptr<const System>> SystemTable::sorted() const {
   std::vector<std::shared_ptr<const System>> out;
   out.reserve(size_);
-  for (const auto& bucket : buckets_) out.insert(out.end(), bucket->begin(), bucket->end());
+  for (const auto& bucket : *byId_) out.insert(out.end(), bucket->begin(), bucket->end());
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
   return out;
 }

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -76,7 +77,9 @@ class ChunkedArray {
 };
 
 // Live systems by id, in hash buckets that views share, and by name in a second set of buckets: with()
-// copies only the buckets it changes, and a lookup by either costs one bucket.
+// copies only the buckets it changes, and a lookup by either costs one bucket. The bucket arrays are shared
+// too: a table made empty, or copied, or given no change, costs one reference count, not one per bucket (a view
+// is published several times a compose, most often with no system changed).
 class SystemTable {
  public:
   static constexpr std::size_t kBuckets = 256;
@@ -90,7 +93,7 @@ class SystemTable {
   // Every system, in no particular order.
   template <typename F>
   void forEach(F&& f) const {
-    for (const auto& bucket : buckets_)
+    for (const auto& bucket : *byId_)
       for (const auto& s : *bucket) f(*s);
   }
   // Every system, ordered by id.
@@ -98,9 +101,10 @@ class SystemTable {
 
  private:
   using Bucket = std::vector<std::shared_ptr<const System>>;
+  using Buckets = std::array<std::shared_ptr<const Bucket>, kBuckets>;
   [[nodiscard]] static std::size_t bucketOf(std::string_view key) { return std::hash<std::string_view>{}(key) % kBuckets; }
-  std::vector<std::shared_ptr<const Bucket>> buckets_;      // by id
-  std::vector<std::shared_ptr<const Bucket>> nameBuckets_;  // the same systems, by name
+  std::shared_ptr<const Buckets> byId_;
+  std::shared_ptr<const Buckets> byName_;  // the same systems, by name
   std::size_t size_ = 0;
 };
 
