@@ -31,6 +31,7 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
                                   : std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
       readPool_(options.stepped ? nullptr : std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.readThreads)))),
       pollTimer_(std::make_unique<TimerHolder>(*control_)),
+      recentUse_(options.fairShareHalfLife),
       activity_(options.idleBusyAbovePercent, options.activityHistory) {}
 
 void Engine::offControl(std::function<void()> work) {

@@ -43,7 +43,11 @@
 #include "composer/engine/engine_requests.h"
 #include "composer/model/event_stream.h"
 #include "composer/engine/activity_round.h"
+#include "composer/engine/disruption_budget.h"
 #include "composer/engine/idle_tracker.h"
+#include "composer/engine/lease_watch.h"
+#include "composer/engine/recent_use.h"
+#include "composer/engine/reservation_book.h"
 #include "composer/engine/steps/step_kind.h"
 #include "composer/engine/usage.h"
 #include "composer/metrics/engine_metrics.h"
@@ -396,7 +400,8 @@ class Engine {
   [[nodiscard]] Result<Operation> acceptQueued(const Acceptance& a, const ComposeRequest& request, const std::string& why);
   void admitQueued();
   // Each tenant's fair-share charge in GPUs: held now plus decayed recent use (EngineOptions::fairShareHalfLife).
-  [[nodiscard]] std::map<std::string, double, std::less<>> chargeRecentUse();
+  // Whole GPUs each tenant holds now.
+  [[nodiscard]] RecentUse::Charges heldGpusByTenant() const;
   // The packing pool as it would be once `systems` are decomposed (a copy; the engine's is unchanged).
   [[nodiscard]] Pool poolWithout(std::span<const System* const> systems) const;
   // Placement of a queued request on the pool as it is now (or on `pool` when given).
@@ -569,17 +574,12 @@ class Engine {
   std::atomic<std::uint64_t> storedEventSequence_{0};  // the newest event the store holds (recentEvents, any thread)
   std::uint64_t lastAuditSequence_ = 0;
   std::uint64_t lastSystemNumber_ = 0;
-  std::map<std::string, Reservation> reservations_;
+  ReservationBook reservations_;  // composition reservations (PreviewReserve), memory only
   std::map<OperationId, Operation> queue_;  // queued composes (not in active_: nothing of theirs runs)
   bool queueDirty_ = false;    // capacity may have freed or the queue changed: admitQueued at the commit point
   bool queueChanged_ = true;   // the view's queue is stale
   std::vector<OperationId> queueOrder_;             // admission order, as of the last pass
-  struct RecentUse {
-    double decayedGpuSeconds = 0;  // GPU-seconds held, decayed to the last pass
-    double heldGpus = 0;           // held at the last pass
-  };
-  std::map<std::string, RecentUse, std::less<>> recentUse_;  // per tenant (fair share's history)
-  Timestamp lastFairShareAt_ = 0;
+  RecentUse recentUse_;  // fair share's history, per tenant
   std::map<OperationId, std::string> waitingFor_;  // why each queued request waits, as of the last pass
   // The queue's head as of the last pass: when, by the leases we know of, it fits, and where (backfill).
   struct HeadShadow {
@@ -598,19 +598,13 @@ class Engine {
   };
   std::optional<Preemption> preemption_;  // one at a time
   std::map<OperationId, Timestamp> preemptRetryAt_;
-  // Each tenant's GPUs preempted (when the decompose started), for its disruption budget
-  // (TenantQuota::maxPreemptedGpusPerDay); entries older than a day are dropped. Memory only.
-  std::map<std::string, std::vector<std::pair<Timestamp, int>>, std::less<>> preemptedGpus_;
-  // GPUs of `tenant` that may still be preempted today (INT_MAX: no budget).
-  [[nodiscard]] int preemptionBudgetLeft(std::string_view tenant);
+  DisruptionBudget disruptionBudget_;  // each tenant's GPUs preempted in the last day
   mutable std::mutex activityMutex_;  // one round's recording at a time; usage and stop read under it
   ActivityBook activity_;             // guarded by activityMutex_
   std::shared_ptr<const std::vector<IdleGpu>> activityList_;  // what the view shows (control thread)
   bool activityChanged_ = false;                   // the view's activity is stale
   bool activityInFlight_ = false;                  // a background sample is out: the timer does not start another
-  std::set<SystemId> leaseWarned_;                 // lease.expiring sent
-  std::map<SystemId, Timestamp> leaseRetryAt_;     // overdue: when to try the decompose again
-  std::uint64_t lastReservationNumber_ = 0;
+  LeaseWatch leaseWatch_;                          // which leases were warned about, when overdue ones are retried
   std::uint64_t lastOperationNumber_ = 0;
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
   int stepCallsInFlight_ = 0;        // switch calls of operation steps: they may change bindings

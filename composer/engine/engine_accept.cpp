@@ -220,11 +220,9 @@ Result<Operation> Engine::acceptCompose(const Acceptance& a, const ComposeReques
     return fail(Code::kAlreadyExists, maySee(caller, existing->tenant)
                                           ? fmt::format("a system named '{}' already exists ({})", request.name, existing->id)
                                           : fmt::format("the name '{}' is taken", request.name));  // another tenant's: no id
-  for (const auto& [id, r] : reservations_)
-    for (const auto& held : r.systems)
-      if (held.name == request.name)
-        return fail(Code::kAlreadyExists, maySee(caller, r.tenant) ? fmt::format("reservation {} holds the name '{}'", id, request.name)
-                                                                   : fmt::format("the name '{}' is taken", request.name));
+  if (const Reservation* r = reservations_.holdingName(request.name))
+    return fail(Code::kAlreadyExists, maySee(caller, r->tenant) ? fmt::format("reservation {} holds the name '{}'", r->id, request.name)
+                                                                : fmt::format("the name '{}' is taken", request.name));
   SY_TRY(mayChange(caller, request.placement.tenant, "compose"));
   SY_TRY(checkQuota(request.placement.tenant, 1, {}));
 

@@ -47,8 +47,7 @@ Result<System> Engine::renewLeaseOnControl(const Caller& caller, const std::stri
                                caller.identity));
   SY_TRY(persist(m));
   state_->putSystem(system);
-  leaseWarned_.erase(system.id);
-  leaseRetryAt_.erase(system.id);
+  leaseWatch_.renewed(system.id);
   // A later end may let the queue's head in later: its promise is worked out again.
   queueDirty_ = true;
   return withProgress(system);
@@ -59,38 +58,35 @@ void Engine::pruneEndedBookkeeping() {
     const System* s = state_->system(id);
     return s == nullptr || s->leaseExpiresAt == 0;
   };
-  std::erase_if(leaseWarned_, gone);
-  std::erase_if(leaseRetryAt_, [&](const auto& entry) { return gone(entry.first); });
+  leaseWatch_.prune(gone);
   std::erase_if(preemptRetryAt_, [this](const auto& entry) { return !queue_.contains(entry.first); });
 }
 
 Result<std::size_t> Engine::bookkeepingEntries() {
-  return onControl([this]() -> Result<std::size_t> { return leaseWarned_.size() + leaseRetryAt_.size() + preemptRetryAt_.size(); });
+  return onControl([this]() -> Result<std::size_t> { return leaseWatch_.entries() + preemptRetryAt_.size(); });
 }
 
 void Engine::expireLeases(Mutation& m, std::vector<Operation>& started) {
   pruneEndedBookkeeping();
   const Timestamp now = clock_.now();
-  const Timestamp warnBefore = std::chrono::duration_cast<Duration>(options_.leaseWarning).count();
+  const Duration warnBefore = std::chrono::duration_cast<Duration>(options_.leaseWarning);
   std::vector<SystemId> due;
   for (const auto& [id, s] : state_->systems()) {
-    if (s.leaseExpiresAt == 0 || s.state == SystemState::kQueued) continue;
-    if (now >= s.leaseExpiresAt) {
-      if (!s.activeOperation.empty()) continue;  // its operation ends first; then it is due
-      if (auto retry = leaseRetryAt_.find(id); retry != leaseRetryAt_.end() && now < retry->second) continue;
-      due.push_back(id);
-    } else if (warnBefore > 0 && now >= s.leaseExpiresAt - warnBefore && leaseWarned_.insert(id).second) {
-      m.events.push_back(makeEvent("lease.expiring", id,
-                                   fmt::format("{} ({}): lease ends at {}; `yardctl renew {} --lease DURATION` keeps it", s.name, id,
-                                               formatTimestamp(s.leaseExpiresAt), s.name)));
+    switch (leaseWatch_.look(s, now, warnBefore)) {
+      case LeaseWatch::Due::kNothing: break;
+      case LeaseWatch::Due::kDecompose: due.push_back(id); break;
+      case LeaseWatch::Due::kWarn:
+        m.events.push_back(makeEvent("lease.expiring", id,
+                                     fmt::format("{} ({}): lease ends at {}; `yardctl renew {} --lease DURATION` keeps it", s.name, id,
+                                                 formatTimestamp(s.leaseExpiresAt), s.name)));
+        break;
     }
   }
   for (const auto& id : due) {
     const System* s = state_->system(id);
     if (s == nullptr) continue;
     const std::string name = s->name;
-    const bool retrying = leaseRetryAt_.contains(id);
-    leaseRetryAt_[id] = now + std::chrono::duration_cast<Duration>(options_.leaseRetry).count();
+    const bool retrying = leaseWatch_.tried(id, now, std::chrono::duration_cast<Duration>(options_.leaseRetry));
     auto op = audited(leaseCaller(), "decompose", id, {}, {}, [&](const Acceptance& a) { return acceptDecompose(a, id); });
     if (!op) {
       spdlog::warn("lease of {} ({}) ended but its decompose was refused: {}; trying again in {}", name, id, op.error().message,
@@ -142,9 +138,7 @@ Result<std::vector<Operation>> Engine::expireDeadlinesOnControl() {
   }
   // Preemptions more than a day old leave their tenants' disruption budgets: a request that waited on a
   // spent budget may preempt now, so the queue is looked at again.
-  const Timestamp dayAgo = now - std::chrono::duration_cast<Duration>(std::chrono::hours(24)).count();
-  for (auto& [tenant, preempted] : preemptedGpus_)
-    if (std::erase_if(preempted, [&](const auto& e) { return e.first <= dayAgo; }) > 0 && !queue_.empty()) queueDirty_ = true;
+  if (disruptionBudget_.expire(now) && !queue_.empty()) queueDirty_ = true;
   startPreemption(m, started);
   expireLeases(m, started);
   if (!m.events.empty()) SY_TRY(persist(m));

@@ -27,18 +27,6 @@ int gpusOf(const System& s) { return static_cast<int>(s.bindings.size()); }
 
 }  // namespace
 
-int Engine::preemptionBudgetLeft(std::string_view tenant) {
-  auto quota = options_.quotas.find(tenant);
-  if (quota == options_.quotas.end() || !quota->second.maxPreemptedGpusPerDay) return std::numeric_limits<int>::max();
-  const Timestamp dayAgo = clock_.now() - std::chrono::duration_cast<Duration>(std::chrono::hours(24)).count();
-  int used = 0;
-  if (auto it = preemptedGpus_.find(tenant); it != preemptedGpus_.end()) {
-    std::erase_if(it->second, [&](const auto& e) { return e.first <= dayAgo; });
-    for (const auto& [at, gpus] : it->second) used += gpus;
-  }
-  return std::max(0, *quota->second.maxPreemptedGpusPerDay - used);
-}
-
 std::optional<Engine::VictimChoice> Engine::chooseVictims(const PlacementRequest& wanted, const PriorityClass& cls) {
   std::vector<const System*> candidates;
   for (const auto& [id, s] : state_->systems()) {
@@ -61,7 +49,12 @@ std::optional<Engine::VictimChoice> Engine::chooseVictims(const PlacementRequest
   bool fits = false;
   // Within each tenant's disruption budget: a candidate that would take its tenant past it is passed over.
   std::map<std::string, int, std::less<>> budget;
-  for (const System* c : candidates) budget.try_emplace(c->tenant, preemptionBudgetLeft(c->tenant));
+  for (const System* c : candidates) {
+    if (budget.contains(c->tenant)) continue;
+    const auto quota = options_.quotas.find(c->tenant);
+    budget.emplace(c->tenant, disruptionBudget_.left(c->tenant, quota == options_.quotas.end() ? std::nullopt : quota->second.maxPreemptedGpusPerDay,
+                                                     clock_.now()));
+  }
   for (const System* c : candidates) {
     if (budget[c->tenant] < gpusOf(*c)) continue;
     budget[c->tenant] -= gpusOf(*c);
@@ -132,7 +125,7 @@ void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
       continue;
     }
     if (options_.metrics) options_.metrics->preemptions.add({cls});
-    preemptedGpus_[tenant].emplace_back(clock_.now(), gpus);
+    disruptionBudget_.record(tenant, gpus, clock_.now());
     const auto head = queue_.find(preemption_->head);
     const std::string forWhom = head != queue_.end() && head->second.tenant == tenant ? preemption_->head : std::string("a request of a higher class");
     m.events.push_back(makeEvent("system.preempted", id, fmt::format("{}: preempted for {}; {} decomposes it", id, forWhom, op->id)));

@@ -245,29 +245,12 @@ std::optional<std::string> Engine::delaysHead(const Placement& placement, std::i
   return std::nullopt;
 }
 
-std::map<std::string, double, std::less<>> Engine::chargeRecentUse() {
-  // Whole GPUs each tenant holds now.
-  std::map<std::string, double, std::less<>> heldNow;
+RecentUse::Charges Engine::heldGpusByTenant() const {
+  RecentUse::Charges held;
   for (const auto& [id, s] : state_->systems())
     for (const auto& b : s.bindings)
-      if (const Device* d = state_->index().device(b.deviceId); d && d->kind == DeviceKind::kGpu) heldNow[s.tenant] += 1.0;
-  const Timestamp now = clock_.now();
-  const double halfLife = std::chrono::duration<double>(options_.fairShareHalfLife).count();
-  std::map<std::string, double, std::less<>> out = heldNow;
-  if (halfLife <= 0) return out;
-  // Each tenant's history since the last pass, as if it held then what it held at that pass (the passes
-  // come with every change that may free capacity, so the steps are short while the queue is busy):
-  // decayed' = decayed * 2^(-dt/H) + held * H/ln2 * (1 - 2^(-dt/H)).
-  const double dt = lastFairShareAt_ == 0 ? 0.0 : static_cast<double>(now - lastFairShareAt_) / 1e9;
-  const double keep = std::exp2(-dt / halfLife);
-  for (auto& [tenant, u] : recentUse_) u.decayedGpuSeconds = u.decayedGpuSeconds * keep + u.heldGpus * halfLife / std::log(2.0) * (1 - keep);
-  for (auto& [tenant, u] : recentUse_) u.heldGpus = 0;
-  for (const auto& [tenant, n] : heldNow) recentUse_[tenant].heldGpus = n;
-  std::erase_if(recentUse_, [](const auto& e) { return e.second.heldGpus == 0 && e.second.decayedGpuSeconds < 1.0; });
-  lastFairShareAt_ = now;
-  // Recent use counts as the GPUs that, held for one half-life, would have cost as much.
-  for (const auto& [tenant, u] : recentUse_) out[tenant] += u.decayedGpuSeconds / halfLife;
-  return out;
+      if (const Device* d = state_->index().device(b.deviceId); d && d->kind == DeviceKind::kGpu) held[s.tenant] += 1.0;
+  return held;
 }
 
 void Engine::admitQueued() {
@@ -284,7 +267,7 @@ void Engine::admitQueued() {
   // in GPUs), per unit of its share.
   std::map<std::string, double, std::less<>> charge;
   for (const auto& [id, op] : queue_) charge.emplace(op.tenant, 0.0);
-  const auto held = chargeRecentUse();
+  const auto held = recentUse_.pass(heldGpusByTenant(), clock_.now());
   for (auto& [tenant, c] : charge) {
     if (auto h = held.find(tenant); h != held.end()) c = h->second;
     auto quota = options_.quotas.find(tenant);

@@ -54,15 +54,12 @@ Result<std::vector<Placement>> Engine::placeTogether(const std::vector<ComposeRe
   };
   if (requests.empty()) return fail(Code::kInvalidArgument, "name at least one system");
   std::set<std::string> names;
-  std::set<std::string> reservedNames;
-  for (const auto& [id, r] : reservations_)
-    for (const auto& s : r.systems) reservedNames.insert(s.name);
   for (const auto& r : requests) {
     if (auto valid = validateName(r.name); !valid) return refuse(r.name, valid.error());
     if (!names.insert(r.name).second) return refuse(r.name, Error{Code::kInvalidArgument, "the name is given to two systems"});
     if (const System* existing = state_->findSystem(r.name))
       return refuse(r.name, Error{Code::kAlreadyExists, fmt::format("a system named '{}' already exists ({})", r.name, existing->id)});
-    if (reservedNames.contains(r.name))
+    if (reservations_.holdingName(r.name) != nullptr)
       return refuse(r.name, Error{Code::kAlreadyExists, fmt::format("a reservation holds the name '{}'", r.name)});
     if (r.placement.gpuShareMilli != 0 || !r.placement.gpuInstances.empty())
       return refuse(r.name, Error{Code::kInvalidArgument,
@@ -105,17 +102,15 @@ Result<Reservation> Engine::reserveOnControl(const Caller& caller, const std::ve
   // The tenant's other reservations count towards its quota as if composed.
   int heldSystems = 0;
   Holding held;
-  for (const auto& [id, other] : reservations_)
-    if (other.tenant == tenant)
-      for (const auto& s : other.systems) {
-        ++heldSystems;
-        held += holdingOf(s.placement.devices);
-      }
+  for (const HeldSystem* s : reservations_.heldFor(tenant)) {
+    ++heldSystems;
+    held += holdingOf(s->placement.devices);
+  }
   const int systems = heldSystems + static_cast<int>(requests.size());
   SY_TRY(checkQuota(tenant, systems, {}));
 
   Reservation r;
-  r.id = fmt::format("rsv-{:06}", lastReservationNumber_ + 1);
+  r.id = reservations_.nextId();
   SY_ASSIGN(auto placed, placeTogether(requests, r.id));
   Holding total = held;
   for (const auto& p : placed) total += holdingOf(p.devices);
@@ -123,13 +118,12 @@ Result<Reservation> Engine::reserveOnControl(const Caller& caller, const std::ve
     for (const auto& p : placed) letGo(p, r.id);
     return fail(quota.error());
   }
-  ++lastReservationNumber_;
   r.reservedBy = caller;
   r.tenant = tenant;
   r.createdAt = clock_.now();
   r.expiresAt = r.createdAt + lifetime.count();
   for (std::size_t i = 0; i < requests.size(); ++i) r.systems.push_back({requests[i].name, requests[i].placement, placed[i], requests[i].labels});
-  reservations_.emplace(r.id, r);
+  reservations_.add(r);
   announceReservation(r, "reservation.created",
                       fmt::format("{} holds {} for {} for {} s", r.id, describeHeld(r.systems), caller.identity,
                                   std::chrono::duration_cast<std::chrono::seconds>(lifetime).count()),
@@ -149,22 +143,17 @@ Result<std::vector<Reservation>> Engine::listReservations() {
 Result<std::vector<Reservation>> Engine::listReservationsOnControl() {
   // A read writes nothing: one past its time is left out here, and let go by the deadline tick or the
   // next change to reservations.
-  const Timestamp now = clock_.now();
-  std::vector<Reservation> out;
-  for (const auto& [id, r] : reservations_)
-    if (r.expiresAt > now) out.push_back(r);
-  return out;
+  return reservations_.live(clock_.now());
 }
 
 namespace {
 
 // The reservation, if the caller may see it (else "none"), and may apply or release it (else refused).
-Result<const Reservation*> ownReservation(const std::map<std::string, Reservation>& reservations, const Caller& caller, const std::string& id,
-                                          std::string_view what) {
-  auto it = reservations.find(id);
-  if (it == reservations.end() || !maySee(caller, it->second.tenant))
+Result<const Reservation*> ownReservation(const ReservationBook& reservations, const Caller& caller, const std::string& id, std::string_view what) {
+  const Reservation* found = reservations.find(id);
+  if (found == nullptr || !maySee(caller, found->tenant))
     return fail(Code::kNotFound, fmt::format("no reservation '{}' (it may have expired, or yardd restarted since)", id));
-  const Reservation& r = it->second;
+  const Reservation& r = *found;
   if (caller.identity != r.reservedBy.identity && caller.role != Role::kAdmin)
     return fail(Code::kPermissionDenied, fmt::format("{} belongs to {}: only they or an administrator may {} it", id, r.reservedBy.identity, what));
   return &r;
@@ -269,14 +258,7 @@ Result<std::vector<Operation>> Engine::composeTogetherOnControl(const Caller& ca
 // reserves, applies, releases or composes, never from a read: devices held past their time go back to the pool.
 void Engine::expireReservations() {
   if (reservations_.empty() || !state_ || replica_) return;
-  const Timestamp now = clock_.now();
-  for (auto it = reservations_.begin(); it != reservations_.end();) {
-    if (it->second.expiresAt > now) {
-      ++it;
-      continue;
-    }
-    const Reservation r = std::move(it->second);
-    it = reservations_.erase(it);
+  for (const Reservation& r : reservations_.takeExpired(clock_.now())) {
     for (const auto& s : r.systems) letGo(s.placement, r.id);
     spdlog::info("{} expired: {} are free again", r.id, describeHeld(r.systems));
     announceReservation(r, "reservation.expired", fmt::format("{} expired unused: {} are free again", r.id, describeHeld(r.systems)), "yardd");

@@ -49,9 +49,7 @@ void Engine::publishView() {
     std::vector<HostSlot> hosts;
     hosts.reserve(shape.topology.hosts.size());
     for (const auto& h : shape.topology.hosts) hosts.push_back(state_->hostSlot(h.id));
-    for (const auto& [id, r] : reservations_)
-      for (const auto& held : r.systems)
-        if (auto it = shape.hostPosition.find(held.placement.hostId); it != shape.hostPosition.end()) hosts[it->second].reservationId = id;
+    for (std::size_t h = 0; h < hosts.size(); ++h) hosts[h].reservationId = reservations_.holderOfHost(shape.topology.hosts[h].id);
     next->hosts = ChunkedArray<HostSlot>(std::move(hosts));
     std::vector<std::pair<SystemId, std::shared_ptr<const System>>> systems;
     for (const auto& [id, s] : state_->systems()) systems.emplace_back(id, std::make_shared<const System>(withProgress(s)));
@@ -75,9 +73,7 @@ void Engine::publishView() {
       auto it = shape.hostPosition.find(id);
       if (it == shape.hostPosition.end()) continue;
       HostSlot slot = state_->hostSlot(id);
-      for (const auto& [rid, r] : reservations_)
-        for (const auto& held : r.systems)
-          if (held.placement.hostId == id) slot.reservationId = rid;
+      slot.reservationId = reservations_.holderOfHost(id);
       hosts.emplace_back(it->second, std::move(slot));
     }
     next->hosts = current->hosts.with(std::move(hosts));

@@ -1,0 +1,146 @@
+// The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
+// recent use, the disruption budget, the lease watch, the reservation book. The engine tests (engine_queue_test.cpp and others) check
+// the same rules through the whole engine; these pin each part's own contract.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <climits>
+#include <cmath>
+
+#include "composer/engine/disruption_budget.h"
+#include "composer/engine/lease_watch.h"
+#include "composer/engine/recent_use.h"
+#include "composer/engine/reservation_book.h"
+
+namespace switchyard {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+
+constexpr Timestamp at(std::chrono::nanoseconds since) { return 1'800'000'000'000'000'000 + since.count(); }
+
+TEST(RecentUse, ATenantThatHeldGpusForAHalfLifeIsChargedForThemAfterItGaveThemBack) {
+  RecentUse use(hours(1));
+  EXPECT_DOUBLE_EQ(use.pass({{"a", 8}}, at(hours(0))).at("a"), 8) << "no history yet: what it holds";
+  const auto later = use.pass({}, at(hours(1)));
+  // Held 8 GPUs for one half-life: 8 * H/ln2 * (1 - 1/2) GPU-seconds, charged over H: 8 / (2 ln 2) = 5.77 GPUs.
+  EXPECT_NEAR(later.at("a"), 8 / (2 * std::log(2.0)), 1e-9);
+  // A further half-life halves it; a tenant holding nothing and with under a GPU-second of history is forgotten.
+  EXPECT_NEAR(use.pass({}, at(hours(2))).at("a"), 4 / (2 * std::log(2.0)), 1e-9);
+  EXPECT_EQ(use.pass({}, at(hours(200))).count("a"), 0u);
+  EXPECT_EQ(use.tenants(), 0u);
+}
+
+TEST(RecentUse, WithoutAHalfLifeTheChargeIsWhatATenantHoldsNow) {
+  RecentUse use(std::chrono::milliseconds(0));
+  (void)use.pass({{"a", 8}}, at(hours(0)));
+  const auto charges = use.pass({{"b", 2}}, at(hours(1)));
+  EXPECT_EQ(charges.count("a"), 0u);
+  EXPECT_DOUBLE_EQ(charges.at("b"), 2);
+}
+
+TEST(DisruptionBudget, CountsWhatWasPreemptedInTheLastDayAndGrowsBackAfterIt) {
+  DisruptionBudget budget;
+  EXPECT_EQ(budget.left("a", std::nullopt, at(hours(0))), INT_MAX) << "no budget: no limit";
+  EXPECT_EQ(budget.left("a", 8, at(hours(0))), 8);
+  budget.record("a", 3, at(hours(0)));
+  budget.record("a", 4, at(hours(12)));
+  budget.record("b", 8, at(hours(12)));
+  EXPECT_EQ(budget.left("a", 8, at(hours(13))), 1);
+  EXPECT_EQ(budget.left("a", 5, at(hours(13))), 0) << "never below zero";
+  EXPECT_FALSE(budget.expire(at(hours(23))));
+  EXPECT_TRUE(budget.expire(at(hours(24)))) << "the first preemption is a day old";
+  EXPECT_EQ(budget.left("a", 8, at(hours(24))), 4);
+  EXPECT_TRUE(budget.expire(at(hours(36))));
+  EXPECT_EQ(budget.left("b", 8, at(hours(36))), 8);
+  EXPECT_FALSE(budget.expire(at(hours(48)))) << "nothing left to forget";
+}
+
+System leased(SystemId id, Timestamp ends) {
+  System s;
+  s.id = std::move(id);
+  s.state = SystemState::kComposed;
+  s.leaseExpiresAt = ends;
+  return s;
+}
+
+TEST(LeaseWatch, WarnsOnceBeforeTheEndThenAsksForTheDecomposeAndWaitsBetweenTries) {
+  LeaseWatch watch;
+  const System s = leased("sys-1", at(hours(1)));
+  const Duration warn = minutes(10), retry = std::chrono::seconds(30);
+  EXPECT_EQ(watch.look(s, at(minutes(40)), warn), LeaseWatch::Due::kNothing);
+  EXPECT_EQ(watch.look(s, at(minutes(50)), warn), LeaseWatch::Due::kWarn);
+  EXPECT_EQ(watch.look(s, at(minutes(55)), warn), LeaseWatch::Due::kNothing) << "warned once per lease";
+  EXPECT_EQ(watch.look(s, at(hours(1)), warn), LeaseWatch::Due::kDecompose);
+  EXPECT_FALSE(watch.tried("sys-1", at(hours(1)), retry));
+  EXPECT_EQ(watch.look(s, at(hours(1) + std::chrono::seconds(10)), warn), LeaseWatch::Due::kNothing) << "the retry waits";
+  EXPECT_EQ(watch.look(s, at(hours(1) + std::chrono::seconds(30)), warn), LeaseWatch::Due::kDecompose);
+  EXPECT_TRUE(watch.tried("sys-1", at(hours(1) + std::chrono::seconds(30)), retry)) << "a retry says so";
+
+  // Renewed: it may be warned about again and is due again only at its new end.
+  watch.renewed("sys-1");
+  const System renewed = leased("sys-1", at(hours(3)));
+  EXPECT_EQ(watch.look(renewed, at(hours(2)), warn), LeaseWatch::Due::kNothing);
+  EXPECT_EQ(watch.look(renewed, at(hours(3) - minutes(5)), warn), LeaseWatch::Due::kWarn);
+  EXPECT_EQ(watch.entries(), 1u);
+  watch.prune([](const SystemId&) { return true; });
+  EXPECT_EQ(watch.entries(), 0u);
+}
+
+TEST(LeaseWatch, ASystemWithoutALeaseQueuedOrBusyIsNotDue) {
+  LeaseWatch watch;
+  EXPECT_EQ(watch.look(leased("none", 0), at(hours(5)), minutes(10)), LeaseWatch::Due::kNothing);
+  System queued = leased("queued", at(hours(1)));
+  queued.state = SystemState::kQueued;
+  EXPECT_EQ(watch.look(queued, at(hours(5)), minutes(10)), LeaseWatch::Due::kNothing);
+  System busy = leased("busy", at(hours(1)));
+  busy.activeOperation = "op-000001";
+  EXPECT_EQ(watch.look(busy, at(hours(5)), minutes(10)), LeaseWatch::Due::kNothing) << "its operation ends first";
+  busy.activeOperation.clear();
+  EXPECT_EQ(watch.look(busy, at(hours(5)), minutes(10)), LeaseWatch::Due::kDecompose);
+}
+
+Reservation reservation(const ReservationBook& book, std::string tenant, std::vector<std::pair<std::string, HostId>> systems, Timestamp expires) {
+  Reservation r;
+  r.id = book.nextId();
+  r.tenant = std::move(tenant);
+  r.expiresAt = expires;
+  for (auto& [name, host] : systems) {
+    HeldSystem held;
+    held.name = name;
+    held.placement.hostId = host;
+    r.systems.push_back(std::move(held));
+  }
+  return r;
+}
+
+TEST(ReservationBook, NumbersReservationsAndAnswersWhatTheyHold) {
+  ReservationBook book;
+  EXPECT_TRUE(book.empty());
+  EXPECT_EQ(book.nextId(), "rsv-000001");
+  book.add(reservation(book, "team-a", {{"train", "host0"}, {"eval", "host1"}}, at(minutes(5))));
+  EXPECT_EQ(book.nextId(), "rsv-000002");
+  book.add(reservation(book, "team-b", {{"serve", "host2"}}, at(minutes(10))));
+  ASSERT_NE(book.holdingName("eval"), nullptr);
+  EXPECT_EQ(book.holdingName("eval")->id, "rsv-000001");
+  EXPECT_EQ(book.holdingName("nope"), nullptr);
+  EXPECT_EQ(book.holderOfHost("host2"), "rsv-000002");
+  EXPECT_EQ(book.holderOfHost("host3"), "");
+  EXPECT_EQ(book.heldFor("team-a").size(), 2u);
+  EXPECT_EQ(book.heldFor("team-c").size(), 0u);
+  EXPECT_EQ(book.live(at(minutes(6))).size(), 1u) << "a read leaves out one past its time without taking it out";
+  EXPECT_NE(book.find("rsv-000001"), nullptr);
+
+  const auto expired = book.takeExpired(at(minutes(6)));
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].id, "rsv-000001");
+  EXPECT_EQ(book.find("rsv-000001"), nullptr);
+  EXPECT_TRUE(book.erase("rsv-000002"));
+  EXPECT_FALSE(book.erase("rsv-000002"));
+  EXPECT_TRUE(book.empty());
+  EXPECT_EQ(book.nextId(), "rsv-000003") << "ids are never given twice";
+}
+
+}  // namespace
+}  // namespace switchyard
