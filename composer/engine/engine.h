@@ -46,6 +46,7 @@
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/idle_tracker.h"
 #include "composer/engine/lease_watch.h"
+#include "composer/engine/preemption_plan.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
 #include "composer/engine/steps/step_kind.h"
@@ -589,15 +590,7 @@ class Engine {
   };
   std::optional<HeadShadow> headShadow_;
   [[nodiscard]] HeadShadow leaseShadowOf(const Operation& head);
-  struct Preemption {
-    OperationId head;                // the queued request it makes room for
-    std::vector<SystemId> victims;
-    Timestamp decomposeAt = 0;       // the end of their grace period
-    Placement placement;             // where the head goes once they are gone
-    bool started = false;            // their decomposes began
-  };
-  std::optional<Preemption> preemption_;  // one at a time
-  std::map<OperationId, Timestamp> preemptRetryAt_;
+  PreemptionPlan preemptions_;  // the preemption in progress (one at a time) and failed ones' retry times
   DisruptionBudget disruptionBudget_;  // each tenant's GPUs preempted in the last day
   mutable std::mutex activityMutex_;  // one round's recording at a time; usage and stop read under it
   ActivityBook activity_;             // guarded by activityMutex_

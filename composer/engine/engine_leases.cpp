@@ -59,11 +59,11 @@ void Engine::pruneEndedBookkeeping() {
     return s == nullptr || s->leaseExpiresAt == 0;
   };
   leaseWatch_.prune(gone);
-  std::erase_if(preemptRetryAt_, [this](const auto& entry) { return !queue_.contains(entry.first); });
+  preemptions_.pruneRetries([this](const OperationId& id) { return queue_.contains(id); });
 }
 
 Result<std::size_t> Engine::bookkeepingEntries() {
-  return onControl([this]() -> Result<std::size_t> { return leaseWatch_.entries() + preemptRetryAt_.size(); });
+  return onControl([this]() -> Result<std::size_t> { return leaseWatch_.entries() + preemptions_.retryEntries(); });
 }
 
 void Engine::expireLeases(Mutation& m, std::vector<Operation>& started) {

@@ -80,7 +80,7 @@ bool Engine::planPreemption(const Operation& head) {
   const PriorityClass* cls = priorityClass(head.queued->priorityClass);
   if (cls == nullptr || !cls->preempting) return false;
   const Timestamp now = clock_.now();
-  if (auto retry = preemptRetryAt_.find(head.id); retry != preemptRetryAt_.end() && now < retry->second) return false;
+  if (!preemptions_.mayPlanFor(head.id, now)) return false;
   auto choice = chooseVictims(wantedOf(head), *cls);
   if (!choice) return false;
   const std::vector<const System*>& victims = choice->victims;
@@ -106,14 +106,15 @@ bool Engine::planPreemption(const Operation& head) {
   }
   if (auto r = persist(m); !r) return false;
   spdlog::info("preemption: {} ({} class) takes {} at {}", head.id, cls->name, fmt::join(names, ", "), formatTimestamp(p.decomposeAt));
-  preemption_ = std::move(p);
+  preemptions_.begin(std::move(p));
   return true;
 }
 
 void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
-  if (!preemption_ || preemption_->started || clock_.now() < preemption_->decomposeAt) return;
-  preemption_->started = true;
-  for (const auto& id : preemption_->victims) {
+  const auto due = preemptions_.takeDue(clock_.now());
+  if (due.empty()) return;
+  const OperationId headId = preemptions_.current()->head;  // the plan stays while its victims go
+  for (const auto& id : due) {
     const System* s = state_->system(id);
     if (s == nullptr || !s->activeOperation.empty()) continue;  // gone already, or its owner is changing it
     const std::string cls = s->priorityClass.empty() ? std::string(kDefaultPriorityClass) : s->priorityClass;
@@ -126,17 +127,17 @@ void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
     }
     if (options_.metrics) options_.metrics->preemptions.add({cls});
     disruptionBudget_.record(tenant, gpus, clock_.now());
-    const auto head = queue_.find(preemption_->head);
-    const std::string forWhom = head != queue_.end() && head->second.tenant == tenant ? preemption_->head : std::string("a request of a higher class");
+    const auto head = queue_.find(headId);
+    const std::string forWhom = head != queue_.end() && head->second.tenant == tenant ? headId : std::string("a request of a higher class");
     m.events.push_back(makeEvent("system.preempted", id, fmt::format("{}: preempted for {}; {} decomposes it", id, forWhom, op->id)));
     started.push_back(*op);
   }
 }
 
 void Engine::preemptionFailed(const Operation& op, Mutation& m) {
-  if (!preemption_) return;
-  const OperationId head = preemption_->head;
-  preemptRetryAt_[head] = clock_.now() + std::chrono::duration_cast<Duration>(options_.leaseRetry).count();
+  const auto failedHead = preemptions_.failed(clock_.now(), std::chrono::duration_cast<Duration>(options_.leaseRetry));
+  if (!failedHead) return;
+  const OperationId& head = *failedHead;
   // The event is the victim system's (its tenant's): the waiting request is named only to its own tenant.
   const auto waiting = queue_.find(head);
   const bool sameTenant = waiting != queue_.end() && waiting->second.tenant == op.tenant;
@@ -144,7 +145,6 @@ void Engine::preemptionFailed(const Operation& op, Mutation& m) {
                                sameTenant ? fmt::format("{} could not be preempted for {} ({}); it stays as it was, and {} keeps waiting",
                                                         op.systemId, head, op.error, head)
                                           : fmt::format("{} could not be preempted ({}); it stays as it was", op.systemId, op.error)));
-  preemption_.reset();
 }
 
 }  // namespace switchyard

@@ -290,7 +290,7 @@ void Engine::admitQueued() {
   headShadow_.reset();
   waitingFor_.clear();
   // A preemption whose request was admitted or left the queue is over (victims not yet decomposed keep running).
-  if (preemption_ && !queue_.contains(preemption_->head)) preemption_.reset();
+  preemptions_.endIfHeadLeft([this](const OperationId& id) { return queue_.contains(id); });
   std::map<std::string, std::string> failedShapes;  // shape -> why it does not fit: the same answer for the same shape
   std::size_t admitted = 0;
   for (const auto& id : ids) {
@@ -307,19 +307,21 @@ void Engine::admitQueued() {
       const std::string why = decision.error ? shortReason(decision.error->message) : "it does not fit";
       failedShapes.emplace(key, why);
       waitingFor_[id] = why;
-      if (!headShadow_ && preemption_ && preemption_->head == id) {
+      const Preemption* preemption = preemptions_.current();
+      if (!headShadow_ && preemption && preemption->head == id) {
         // Its victims are on notice or going: what they free is the head's.
-        headShadow_ = HeadShadow{id, preemption_->decomposeAt, preemption_->placement};
-      } else if (!headShadow_ && !preemption_ && planPreemption(op)) {
-        headShadow_ = HeadShadow{id, preemption_->decomposeAt, preemption_->placement};
+        headShadow_ = HeadShadow{id, preemption->decomposeAt, preemption->placement};
+      } else if (!headShadow_ && !preemption && planPreemption(op)) {
+        preemption = preemptions_.current();
+        headShadow_ = HeadShadow{id, preemption->decomposeAt, preemption->placement};
         // The head's tenant sees which of its own systems go; another tenant's only as a count (issue 58, N4).
         std::vector<std::string> own;
         std::size_t others = 0;
-        for (const auto& v : preemption_->victims)
+        for (const auto& v : preemption->victims)
           if (const System* s = state_->system(v); s && s->tenant == op.tenant) own.push_back(v);
           else ++others;
         if (others > 0) own.push_back(fmt::format("{} system{} of other tenants", others, others == 1 ? "" : "s"));
-        waitingFor_[id] = fmt::format("{}; preempting {} at {}", why, fmt::join(own, ", "), formatTimestamp(preemption_->decomposeAt));
+        waitingFor_[id] = fmt::format("{}; preempting {} at {}", why, fmt::join(own, ", "), formatTimestamp(preemption->decomposeAt));
       } else if (!headShadow_) {
         headShadow_ = leaseShadowOf(op);
       }
@@ -346,7 +348,7 @@ void Engine::admitQueued() {
     }
     ++admitted;
   }
-  if (preemption_ && !queue_.contains(preemption_->head)) preemption_.reset();
+  preemptions_.endIfHeadLeft([this](const OperationId& id) { return queue_.contains(id); });
   queueOrder_.clear();
   for (const auto& id : ids)
     if (queue_.contains(id)) queueOrder_.push_back(id);

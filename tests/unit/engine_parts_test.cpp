@@ -1,5 +1,5 @@
 // The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
-// recent use, the disruption budget, the lease watch, the reservation book. The engine tests (engine_queue_test.cpp and others) check
+// recent use, the disruption budget, the lease watch, the preemption plan, the reservation book. The engine tests (engine_queue_test.cpp and others) check
 // the same rules through the whole engine; these pin each part's own contract.
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/lease_watch.h"
+#include "composer/engine/preemption_plan.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
 
@@ -99,6 +100,34 @@ TEST(LeaseWatch, ASystemWithoutALeaseQueuedOrBusyIsNotDue) {
   EXPECT_EQ(watch.look(busy, at(hours(5)), minutes(10)), LeaseWatch::Due::kNothing) << "its operation ends first";
   busy.activeOperation.clear();
   EXPECT_EQ(watch.look(busy, at(hours(5)), minutes(10)), LeaseWatch::Due::kDecompose);
+}
+
+TEST(PreemptionPlan, OnePlanAtATimeItsVictimsDueOnceAndAFailedHeadWaitsBeforeAnother) {
+  PreemptionPlan plan;
+  EXPECT_EQ(plan.current(), nullptr);
+  EXPECT_TRUE(plan.mayPlanFor("op-000009", at(minutes(0))));
+  plan.begin(Preemption{"op-000009", {"sys-1", "sys-2"}, at(minutes(1)), {}, false});
+  ASSERT_NE(plan.current(), nullptr);
+  EXPECT_TRUE(plan.takeDue(at(std::chrono::seconds(30))).empty()) << "within the grace period";
+  EXPECT_EQ(plan.takeDue(at(minutes(1))), (std::vector<SystemId>{"sys-1", "sys-2"}));
+  EXPECT_TRUE(plan.takeDue(at(minutes(2))).empty()) << "once";
+  EXPECT_TRUE(plan.current()->started) << "the plan stays while its victims go";
+
+  EXPECT_EQ(plan.failed(at(minutes(2)), minutes(1)), std::optional<OperationId>("op-000009"));
+  EXPECT_EQ(plan.current(), nullptr);
+  EXPECT_FALSE(plan.mayPlanFor("op-000009", at(minutes(2) + std::chrono::seconds(59))));
+  EXPECT_TRUE(plan.mayPlanFor("op-000010", at(minutes(2))));
+  EXPECT_TRUE(plan.mayPlanFor("op-000009", at(minutes(3))));
+  EXPECT_EQ(plan.failed(at(minutes(3)), minutes(1)), std::nullopt) << "no plan in progress";
+
+  plan.begin(Preemption{"op-000010", {"sys-3"}, at(minutes(4)), {}, false});
+  plan.endIfHeadLeft([](const OperationId& id) { return id == "op-000010"; });
+  EXPECT_NE(plan.current(), nullptr) << "its head still waits";
+  plan.endIfHeadLeft([](const OperationId&) { return false; });
+  EXPECT_EQ(plan.current(), nullptr) << "its head was admitted or left";
+  EXPECT_EQ(plan.retryEntries(), 1u);
+  plan.pruneRetries([](const OperationId&) { return false; });
+  EXPECT_EQ(plan.retryEntries(), 0u);
 }
 
 Reservation reservation(const ReservationBook& book, std::string tenant, std::vector<std::pair<std::string, HostId>> systems, Timestamp expires) {
