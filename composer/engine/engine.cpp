@@ -178,9 +178,7 @@ void Engine::stop(Duration grace) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   (void)onControl([this]() -> Result<void> {
-    for (auto& weak : subscribers_)
-      if (auto s = weak.lock()) s->close();
-    subscribers_.clear();
+    events_.closeAll();
     // Waiters get the operation as it stands (unfinished, resumable) rather than waiting on a halted engine.
     std::vector<OperationId> waitedFor;
     for (const auto& [id, waiters] : waiters_) waitedFor.push_back(id);
@@ -397,11 +395,7 @@ std::shared_ptr<EventStream> Engine::subscribe() {
   return closed;
 }
 
-std::shared_ptr<EventStream> Engine::subscribeOnControl() {
-  auto stream = std::make_shared<EventStream>();
-  subscribers_.push_back(stream);
-  return stream;
-}
+std::shared_ptr<EventStream> Engine::subscribeOnControl() { return events_.subscribe(); }
 
 Result<Engine::Subscription> Engine::subscribeAfter(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit) {
   auto subscribed = onControl([&] { return subscribeAfterOnControl(lastSeen, replayLimit); });
@@ -425,7 +419,7 @@ Result<Engine::Subscription> Engine::subscribeAfterOnControl(std::optional<std::
 }
 
 Event Engine::makeEvent(std::string type, std::string subject, std::string message, std::string actor) {
-  return Event{++lastEventSequence_, clock_.now(), std::move(type), std::move(subject), std::move(message), std::move(actor)};
+  return events_.make(clock_.now(), std::move(type), std::move(subject), std::move(message), std::move(actor));
 }
 
 Event Engine::operationEvent(std::string type, const Operation& op, std::string message, std::string actor) {
@@ -482,14 +476,14 @@ Result<void> Engine::persist(Mutation& m) {
     if (!written) options_.metrics->storeWriteErrors.add({});
   }
   if (auto& r = written; !r) {
-    lastEventSequence_ -= m.events.size();
+    events_.unmake(m.events.size());
     lastAuditSequence_ -= static_cast<std::uint64_t>(std::count_if(
         m.writes.begin(), m.writes.end(), [](const StoreWrite& w) { return std::holds_alternative<PutAudit>(w); }));
     haltOnStoreFailure(r.error());
     // The engine has stopped taking work: callers get what checkAccepting() tells the ones after them.
     return fail(Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", r.error().message));
   }
-  storedEventSequence_.store(lastEventSequence_, std::memory_order_release);
+  events_.stored();
   publish(m.events);
   return {};
 }
@@ -541,17 +535,8 @@ void Engine::publish(const std::vector<Event>& events) {
 }
 
 void Engine::deliverEvents(const std::vector<Event>& events) {
-  for (const auto& e : events) {
-    spdlog::debug("event {} {} {}: {}", e.sequence, e.type, e.subject, e.message);
-    for (auto it = subscribers_.begin(); it != subscribers_.end();) {
-      if (auto s = it->lock(); s && !s->closed()) {
-        s->push(e);
-        ++it;
-      } else {
-        it = subscribers_.erase(it);
-      }
-    }
-  }
+  for (const auto& e : events) spdlog::debug("event {} {} {}: {}", e.sequence, e.type, e.subject, e.message);
+  events_.deliver(events);
 }
 
 }  // namespace switchyard

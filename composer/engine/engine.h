@@ -44,6 +44,7 @@
 #include "composer/model/event_stream.h"
 #include "composer/engine/activity_round.h"
 #include "composer/engine/disruption_budget.h"
+#include "composer/engine/event_log.h"
 #include "composer/engine/idle_tracker.h"
 #include "composer/engine/lease_watch.h"
 #include "composer/engine/preemption_plan.h"
@@ -570,9 +571,7 @@ class Engine {
   std::unordered_map<OperationId, Operation> active_;
   struct Waiter;
   std::unordered_map<OperationId, std::vector<std::shared_ptr<Waiter>>> waiters_;
-  std::vector<std::weak_ptr<EventStream>> subscribers_;
-  std::uint64_t lastEventSequence_ = 0;
-  std::atomic<std::uint64_t> storedEventSequence_{0};  // the newest event the store holds (recentEvents, any thread)
+  EventLog events_;  // events' numbers, the newest stored (any thread), live subscribers
   std::uint64_t lastAuditSequence_ = 0;
   std::uint64_t lastSystemNumber_ = 0;
   ReservationBook reservations_;  // composition reservations (PreviewReserve), memory only

@@ -228,7 +228,7 @@ Result<std::optional<Operation>> Engine::operationForRequestOnControl(const Call
 }
 
 Result<std::vector<Event>> Engine::recentEvents(std::size_t limit) {
-  const std::uint64_t last = storedEventSequence_.load(std::memory_order_acquire);
+  const std::uint64_t last = events_.storedSequence();
   return store_.listEvents(last > limit ? last - limit : 0, limit);
 }
 

@@ -67,8 +67,7 @@ Result<void> Engine::loadState() {
     SY_ASSIGN(adopted, checkSameFabric(*snapshot.inventory, discovered, driver_.name(), snapshot.systems.size(), options_.adoptFabric));
   }
   if (hosts_) hosts_->inventoryDiscovered(discovered);  // before recovery runs a host step
-  lastEventSequence_ = snapshot.lastEventSequence;
-  storedEventSequence_.store(lastEventSequence_);
+  events_.continueAfter(snapshot.lastEventSequence);
   lastAuditSequence_ = snapshot.lastAuditSequence;
   lastSystemNumber_ = snapshot.lastSystemNumber;
   lastOperationNumber_ = snapshot.lastOperationNumber;

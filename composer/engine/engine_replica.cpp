@@ -83,8 +83,7 @@ Result<void> Engine::startReplica() {
   SY_ASSIGN(replicaInventoryRevision_, store_.inventoryRevision());
   SY_ASSIGN(StoreSnapshot snapshot, store_.load());
   replica_ = true;
-  lastEventSequence_ = snapshot.lastEventSequence;  // Watch streams get what comes after this
-  storedEventSequence_.store(lastEventSequence_);
+  events_.continueAfter(snapshot.lastEventSequence);  // Watch streams get what comes after this
   applySnapshot(std::move(snapshot), false);
   flush();  // the first view, before any reader can ask
   startControl();
@@ -97,7 +96,7 @@ Result<void> Engine::refreshReplica() {
   if (!replica_) return fail(Code::kFailedPrecondition, "only a standby's engine refreshes from the store");
   // The store is read here, off the control thread (a large pool takes a while), and swapped in on it.
   SY_ASSIGN(const auto seen, onControl([this]() -> Result<std::pair<std::uint64_t, std::int64_t>> {
-              return std::pair{lastEventSequence_, replicaInventoryRevision_};
+              return std::pair{events_.last(), replicaInventoryRevision_};
             }));
   const auto [published, builtFrom] = seen;
   // The inventory (27 MB at 100,000 GPUs) is read again only when it was rewritten (a leader's start); its
@@ -124,9 +123,8 @@ Result<void> Engine::refreshReplica() {
     replicaInventoryRevision_ = inventoryNow;
     std::vector<Event> news;
     for (auto& e : fresh)
-      if (e.sequence > lastEventSequence_) news.push_back(std::move(e));
-    if (!news.empty()) lastEventSequence_ = news.back().sequence;
-    storedEventSequence_.store(lastEventSequence_);
+      if (e.sequence > events_.last()) news.push_back(std::move(e));
+    if (!news.empty()) events_.continueAfter(news.back().sequence);
     publish(news);
     for (const auto& op : ended) completeWaiters(op.id, op);
     return {};

@@ -1,5 +1,5 @@
 // The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
-// recent use, the disruption budget, the lease watch, the preemption plan, the reservation book. The engine tests (engine_queue_test.cpp and others) check
+// recent use, the disruption budget, the lease watch, the preemption plan, the reservation book, the event log. The engine tests (engine_queue_test.cpp and others) check
 // the same rules through the whole engine; these pin each part's own contract.
 #include <gtest/gtest.h>
 
@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "composer/engine/disruption_budget.h"
+#include "composer/engine/event_log.h"
 #include "composer/engine/lease_watch.h"
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/recent_use.h"
@@ -169,6 +170,43 @@ TEST(ReservationBook, NumbersReservationsAndAnswersWhatTheyHold) {
   EXPECT_FALSE(book.erase("rsv-000002"));
   EXPECT_TRUE(book.empty());
   EXPECT_EQ(book.nextId(), "rsv-000003") << "ids are never given twice";
+}
+
+TEST(EventLog, NumbersEventsGivesBackTheNumbersOfUnwrittenOnesAndTellsReadersOnlyWhatIsStored) {
+  EventLog log;
+  const Event a = log.make(at(minutes(1)), "device.bound", "sw0-gpu0", "bound", "alice");
+  const Event b = log.make(at(minutes(1)), "device.bound", "sw0-gpu1", "bound", "alice");
+  EXPECT_EQ(a.sequence, 1u);
+  EXPECT_EQ(b.sequence, 2u);
+  EXPECT_EQ(log.storedSequence(), 0u) << "not written yet: readers do not ask the store for them";
+  log.stored();
+  EXPECT_EQ(log.storedSequence(), 2u);
+  (void)log.make(at(minutes(2)), "x", "y", "z", "yardd");
+  log.unmake(1);  // the write failed
+  EXPECT_EQ(log.make(at(minutes(2)), "x", "y", "z", "yardd").sequence, 3u) << "its number is given again";
+  log.continueAfter(41);  // a standby read the leader's events that far
+  EXPECT_EQ(log.last(), 41u);
+  EXPECT_EQ(log.storedSequence(), 41u);
+  EXPECT_EQ(log.make(0, "x", "y", "z", "yardd").sequence, 42u);
+}
+
+TEST(EventLog, DeliversInOrderToOpenSubscribersForgetsClosedOnesAndClosesAllAtTheEnd) {
+  EventLog log;
+  auto first = log.subscribe();
+  auto second = log.subscribe();
+  {
+    auto dropped = log.subscribe();  // its owner went away
+  }
+  const std::vector<Event> events{log.make(0, "a", "s", "m", "yardd"), log.make(0, "b", "s", "m", "yardd")};
+  second->close();
+  log.deliver(events);
+  EXPECT_EQ(log.subscribers(), 1u) << "the closed and the dropped stream are forgotten";
+  ASSERT_EQ(first->tryNext()->type, "a");
+  ASSERT_EQ(first->tryNext()->type, "b");
+  EXPECT_FALSE(first->tryNext());
+  log.closeAll();
+  EXPECT_TRUE(first->closed());
+  EXPECT_EQ(log.subscribers(), 0u);
 }
 
 }  // namespace
