@@ -148,8 +148,8 @@ Result<void> RedfishService::checkSystemTag(const Caller& caller, const std::str
   // Another tenant's system is answered as one that does not exist (404, the same words), not 412: a tenant
   // must not learn which ids exist by comparing the two.
   if (!maySee(caller, system.tenant)) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", id));
-  if (const int gib = pooledMemoryGiB(system); gib > 0) v.pooledMemoryGiB[system.id] = gib;
   v.systems.push_back(std::move(system));
+  v.published = engine_.view();
   if (etagOf(computerSystem(v, id)) != tag) return fail(staleTag(id, tag));
   return {};
 }

@@ -172,10 +172,7 @@ int hostMemoryGiB(const PoolView& view, const HostId& host) {
   return 0;
 }
 
-int pooledGiB(const PoolView& view, const std::string& system) {
-  const auto it = view.pooledMemoryGiB.find(system);
-  return it == view.pooledMemoryGiB.end() ? 0 : it->second;
-}
+int pooledGiB(const PoolView& view, const System& system) { return view.published ? view.published->pooledMemoryGiB(system) : 0; }
 
 // The collection of a block that holds a device of this kind ("" for NICs: a NetworkInterface says nothing a
 // client composing by block needs).
@@ -203,7 +200,7 @@ json computerSystemWithoutPower(const PoolView& view, const std::string& id) {
             {"SystemType", "Composed"},
             {"Status", systemStatus(s->state)},
             {"Composition", {{"UseCases", json::array({"ResourceBlockCapable", "ExpandableSystem"})}}},
-            {"MemorySummary", {{"TotalSystemMemoryGiB", hostMemoryGiB(view, s->hostId) + pooledGiB(view, s->id)}}},
+            {"MemorySummary", {{"TotalSystemMemoryGiB", hostMemoryGiB(view, s->hostId) + pooledGiB(view, *s)}}},
             {"Actions",
              {{"#ComputerSystem.AddResourceBlock", {{"target", systemUri(s->id) + "/Actions/ComputerSystem.AddResourceBlock"}}},
               {"#ComputerSystem.RemoveResourceBlock", {{"target", systemUri(s->id) + "/Actions/ComputerSystem.RemoveResourceBlock"}}}}},

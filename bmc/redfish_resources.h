@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 #include <chrono>
-#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,9 +26,9 @@ struct PoolView {
   std::vector<HostView> hosts;
   std::vector<System> systems;  // live ones (not decomposed)
   std::vector<DeviceView> devices;
-  // With the systems: each one's pooled memory (its bound cxl-memory devices), in GiB; a composed system's
-  // MemorySummary adds it to its host's own memory.
-  std::map<std::string, int> pooledMemoryGiB;
+  // The engine's published view the reads came from: a composed system's MemorySummary adds its pooled memory
+  // (PoolView::pooledMemoryGiB) to its host's own.
+  std::shared_ptr<const switchyard::PoolView> published;
 };
 
 [[nodiscard]] json serviceRoot();

@@ -37,17 +37,20 @@ void RedfishService::replyViewed(const std::shared_ptr<Call>& call, unsigned nee
   });
 }
 
-void RedfishService::resourceBlock(const std::shared_ptr<Call>& call, const std::string& id, const std::string& collection,
-                                   const std::string& part) {
+void RedfishService::resourceBlockPart(const std::shared_ptr<Call>& call, const std::string& id, const std::string& collection,
+                                       const std::string& part) {
+  boost::asio::post(work_, [this, call, id, collection, part] {
+    auto device = engine_.getDevice(id);
+    const json body = device ? bmc::resourceBlockPart(*device, collection, part) : json(nullptr);
+    call->reply(device || device.error().code == Code::kNotFound ? forRead(*call->request, call->method, resource(body, call->allow))
+                                                                 : engineError(device.error(), false));
+  });
+}
+
+void RedfishService::resourceBlock(const std::shared_ptr<Call>& call, const std::string& id) {
   // One block: read just that device (or, when it is a host's block, the hosts).
   // From the view, on the service's pool: nothing here needs the control thread.
-  boost::asio::post(work_, [this, call, id, collection, part] {
-    if (!collection.empty()) {
-      auto device = engine_.getDevice(id);
-      const json body = device ? bmc::resourceBlockPart(*device, collection, part) : json(nullptr);
-      return call->reply(device || device.error().code == Code::kNotFound ? forRead(*call->request, call->method, resource(body, call->allow))
-                                                                          : engineError(device.error(), false));
-    }
+  boost::asio::post(work_, [this, call, id] {
     auto view = [&]() -> Result<PoolView> {
         const Caller& caller = call->caller;
         PoolView v;
@@ -205,7 +208,7 @@ RedfishService::Routes RedfishService::routeTable() {
   t.route(root + "/CompositionService/ResourceBlocks").on("GET", viewed(kHosts | kDevices, [](const PoolView& v, Params) { return resourceBlocksCollection(v); }));
   t.route(root + "/CompositionService/ResourceBlocks/{id}").on("GET", read([](Self& self, CallPtr call, Params p) { self.resourceBlock(call, p[0]); }));
   t.route(root + "/CompositionService/ResourceBlocks/{id}/{collection}/{part}")
-      .on("GET", read([](Self& self, CallPtr call, Params p) { self.resourceBlock(call, p[0], p[1], p[2]); }));
+      .on("GET", read([](Self& self, CallPtr call, Params p) { self.resourceBlockPart(call, p[0], p[1], p[2]); }));
   t.route(root + "/CompositionService/ResourceZones").on("GET", now([](Self&, CallPtr, Params) { return resourceZonesCollection(); }));
   t.route(root + "/CompositionService/ResourceZones/{id}")
       .on("GET", viewed(kHosts | kDevices, [](const PoolView& v, Params p) { return resourceZone(v, p[0]); }));

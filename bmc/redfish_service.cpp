@@ -101,13 +101,6 @@ void RedfishService::authenticated(const std::shared_ptr<Call>& call, const std:
   entry.handle(*this, call, found->params);
 }
 
-int RedfishService::pooledMemoryGiB(const System& system) const {
-  int gib = 0;
-  for (const auto& b : system.bindings)
-    if (auto d = engine_.getDevice(b.deviceId); d && d->device.kind == DeviceKind::kCxlMemory) gib += d->device.memoryGiB;
-  return gib;
-}
-
 void RedfishService::withView(const std::shared_ptr<Call>& call, unsigned needs, std::function<HttpResponse(const PoolView&)> build) {
   // From the view, on the service's pool: nothing here needs the control thread.
   boost::asio::post(work_, [this, call, needs, build = std::move(build)] {
@@ -120,10 +113,8 @@ void RedfishService::withView(const std::shared_ptr<Call>& call, unsigned needs,
         if (needs & kSystems) {
           SY_ASSIGN(auto systems, engine_.listSystems());
           for (auto& s : systems)
-            if (s.state != SystemState::kDecomposed && maySee(caller, s.tenant)) {
-              if (const int gib = pooledMemoryGiB(s); gib > 0) v.pooledMemoryGiB[s.id] = gib;
-              v.systems.push_back(std::move(s));
-            }
+            if (s.state != SystemState::kDecomposed && maySee(caller, s.tenant)) v.systems.push_back(std::move(s));
+          v.published = engine_.view();
         }
         if (needs & kDevices) {
           SY_ASSIGN(v.devices, engine_.listDevices());

@@ -78,11 +78,9 @@ class RedfishService {
   // Answers a read with `body` (304 on a matching If-None-Match; HEAD without the body), or the view built first.
   void replyRead(const std::shared_ptr<Call>& call, const json& body);
   void replyViewed(const std::shared_ptr<Call>& call, unsigned needs, std::function<json(const PoolView&)> body);
-  // A block (empty `collection`), or the part of its device a block's Processors, Drives or Memory names.
-  void resourceBlock(const std::shared_ptr<Call>& call, const std::string& id, const std::string& collection = {},
-                     const std::string& part = {});
-  // A system's pooled memory (its bound cxl-memory devices), GiB: what its MemorySummary adds to its host's.
-  [[nodiscard]] int pooledMemoryGiB(const System& system) const;
+  void resourceBlock(const std::shared_ptr<Call>& call, const std::string& id);
+  // The part of a device's block its Processors, Drives or Memory names (…/ResourceBlocks/ID/Memory/ID).
+  void resourceBlockPart(const std::shared_ptr<Call>& call, const std::string& id, const std::string& collection, const std::string& part);
   void tasks(const std::shared_ptr<Call>& call);
   void oneTask(const std::shared_ptr<Call>& call, const std::string& id);
   void sessions(const std::shared_ptr<Call>& call, const std::string& id);

@@ -49,7 +49,8 @@ void Engine::publishView() {
     std::vector<HostSlot> hosts;
     hosts.reserve(shape.topology.hosts.size());
     for (const auto& h : shape.topology.hosts) hosts.push_back(state_->hostSlot(h.id));
-    for (std::size_t h = 0; h < hosts.size(); ++h) hosts[h].reservationId = reservations_.holderOfHost(shape.topology.hosts[h].id);
+    for (const auto& [host, id] : reservations_.heldHosts())
+      if (auto it = shape.hostPosition.find(host); it != shape.hostPosition.end()) hosts[it->second].reservationId = id;
     next->hosts = ChunkedArray<HostSlot>(std::move(hosts));
     std::vector<std::pair<SystemId, std::shared_ptr<const System>>> systems;
     for (const auto& [id, s] : state_->systems()) systems.emplace_back(id, std::make_shared<const System>(withProgress(s)));

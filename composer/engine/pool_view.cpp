@@ -108,6 +108,13 @@ const DeviceView* PoolView::device(const DeviceId& id) const {
   return it == shape->devicePosition.end() ? nullptr : &devices[it->second];
 }
 
+int PoolView::pooledMemoryGiB(const System& system) const {
+  int gib = 0;
+  for (const auto& b : system.bindings)
+    if (const DeviceView* d = device(b.deviceId); d && d->device.kind == DeviceKind::kCxlMemory) gib += d->device.memoryGiB;
+  return gib;
+}
+
 const HostSlot* PoolView::host(const HostId& id) const {
   if (!shape) return nullptr;
   auto it = shape->hostPosition.find(id);

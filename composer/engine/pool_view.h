@@ -154,6 +154,8 @@ struct PoolView {
 
   [[nodiscard]] const DeviceView* device(const DeviceId& id) const;
   [[nodiscard]] const HostSlot* host(const HostId& id) const;
+  // A system's pooled memory: the GiB of the cxl-memory devices (LDs) bound to it.
+  [[nodiscard]] int pooledMemoryGiB(const System& system) const;
   // The topology with every device's current health.
   [[nodiscard]] Topology topology() const;
 };

@@ -51,6 +51,13 @@ std::string ReservationBook::holderOfHost(std::string_view host) const {
   return {};
 }
 
+std::vector<std::pair<HostId, std::string>> ReservationBook::heldHosts() const {
+  std::vector<std::pair<HostId, std::string>> out;
+  for (const auto& [id, r] : reservations_)
+    for (const auto& s : r.systems) out.emplace_back(s.placement.hostId, id);
+  return out;
+}
+
 std::vector<const HeldSystem*> ReservationBook::heldFor(std::string_view tenant) const {
   std::vector<const HeldSystem*> out;
   for (const auto& [id, r] : reservations_)

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "composer/engine/reservation.h"
@@ -29,6 +30,8 @@ class ReservationBook {
   [[nodiscard]] const Reservation* holdingName(std::string_view name) const;
   // The reservation that holds the host (empty if none).
   [[nodiscard]] std::string holderOfHost(std::string_view host) const;
+  // Every host a reservation holds, with its reservation's id.
+  [[nodiscard]] std::vector<std::pair<HostId, std::string>> heldHosts() const;
   // The systems a tenant's reservations hold: they count towards its quota as if composed.
   [[nodiscard]] std::vector<const HeldSystem*> heldFor(std::string_view tenant) const;
   // Every reservation still in time at `now`, by id (a read: one past its time is left out, not taken out).

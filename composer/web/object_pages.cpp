@@ -48,16 +48,15 @@ Result<WebService::ApiRead> WebService::systemPageApi(const Caller& caller, cons
     if (!system) return std::unexpected(system.error());
     json page = systemJson(*system);
     json devices = json::array();
-    int pooledGiB = 0;
     for (const auto& b : system->bindings)
       if (const DeviceView* d = view->device(b.deviceId)) {
         json j = deviceJson(*d, &*system, true);
         j["upstream_port_id"] = b.upstreamPortId;
-        if (d->device.kind == DeviceKind::kCxlMemory) j["memory_gib"] = d->device.memoryGiB, pooledGiB += d->device.memoryGiB;
+        if (d->device.kind == DeviceKind::kCxlMemory) j["memory_gib"] = d->device.memoryGiB;
         devices.push_back(std::move(j));
       }
     page["devices"] = std::move(devices);
-    page["pooled_memory_gib"] = pooledGiB;
+    page["pooled_memory_gib"] = view->pooledMemoryGiB(*system);
     SY_ASSIGN(const auto queue, engine_.listQueue());
     for (const auto& e : queue)
       if (e.systemId == system->id)

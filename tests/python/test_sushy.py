@@ -34,9 +34,11 @@ def sushy_or_skip():
         raise unittest.SkipTest("needs python3-sushy (./setup.sh installs it)")
 
 
-def http(url, user, password, method="GET", body=None, headers=False):
-    """(status, body), or (status, body, headers) with headers=True."""
+def http(url, user, password, method="GET", body=None, headers=False, send=None):
+    """(status, body), or (status, body, headers) with headers=True; `send`: request headers to add."""
     request = urllib.request.Request(url, method=method, data=None if body is None else json.dumps(body).encode())
+    for name, value in (send or {}).items():
+        request.add_header(name, value)
     request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
     if body is not None:
         request.add_header("Content-Type", "application/json")
@@ -238,6 +240,12 @@ class SushyTest(YarddTestCase):
         self.assertEqual(self.block_types(specific), {"ComputerSystem": 1, "Memory": 1})
         self.assertEqual(specific["MemorySummary"]["TotalSystemMemoryGiB"],
                          json.loads(http(self.redfish + "/redfish/v1/Systems/" + host.rsplit("/", 1)[1], "ops", "ops-pw")[1])["MemorySummary"]["TotalSystemMemoryGiB"] + 64)
+
+        # Every read of a system with pooled memory agrees, the If-Match check included: a DELETE with the ETag a GET
+        # gave is not stale.
+        _, _, read = http(self.redfish + machine["@odata.id"], "ops", "ops-pw", headers=True)
+        status, text = http(self.redfish + machine["@odata.id"], "ops", "ops-pw", "DELETE", send={"If-Match": read["ETag"]})
+        self.assertEqual(status, 202, text)
 
 
 if __name__ == "__main__":

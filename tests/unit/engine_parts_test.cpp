@@ -157,6 +157,7 @@ TEST(ReservationBook, NumbersReservationsAndAnswersWhatTheyHold) {
   EXPECT_EQ(book.holdingName("nope"), nullptr);
   EXPECT_EQ(book.holderOfHost("host2"), "rsv-000002");
   EXPECT_EQ(book.holderOfHost("host3"), "");
+  EXPECT_EQ(book.heldHosts(), (std::vector<std::pair<HostId, std::string>>{{"host0", "rsv-000001"}, {"host1", "rsv-000001"}, {"host2", "rsv-000002"}}));
   EXPECT_EQ(book.heldFor("team-a").size(), 2u);
   EXPECT_EQ(book.heldFor("team-c").size(), 0u);
   EXPECT_EQ(book.live(at(minutes(6))).size(), 1u) << "a read leaves out one past its time without taking it out";
