@@ -6,13 +6,14 @@
 namespace switchyard {
 
 SystemTable::SystemTable() {
-  // One empty table for all: its buckets are never changed in place (with() makes new ones).
-  static const auto empty = [] {
+  // One empty table for all: its buckets are never changed in place (with() makes new ones). It is never
+  // destroyed: a thread still running while the process exits (an engine a daemon never stops) may build a view.
+  static const auto& empty = *new std::shared_ptr<const Buckets>([] {
     auto none = std::make_shared<const Bucket>();
     auto buckets = std::make_shared<Buckets>();
     buckets->fill(none);
     return std::shared_ptr<const Buckets>(std::move(buckets));
-  }();
+  }());
   byId_ = empty;
   byName_ = empty;
 }

@@ -298,8 +298,9 @@ Result<std::shared_ptr<const ComposableScheduler>> buildComposableScheduler(
 }
 
 const ComposableScheduler& defaultComposableScheduler() {
-  static const std::shared_ptr<const ComposableScheduler> kDefault = *buildComposableScheduler("switchyard-v1");
-  return *kDefault;
+  // Never destroyed: a thread may still schedule while the process exits.
+  static const auto* kDefault = new std::shared_ptr<const ComposableScheduler>(*buildComposableScheduler("switchyard-v1"));
+  return **kDefault;
 }
 
 std::string summarizePlan(const Pool& pool, const DevicePlan& plan, std::size_t n) {

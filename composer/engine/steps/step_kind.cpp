@@ -40,7 +40,8 @@ std::vector<std::string> StepKindRegistry::names() const {
 }
 
 std::shared_ptr<const StepKindRegistry> StepKindRegistry::builtIn() {
-  static const std::shared_ptr<const StepKindRegistry> kBuiltIn = [] {
+  // Never destroyed, like every process-wide table here: a thread may still run while the process exits.
+  static const auto& kBuiltIn = *new std::shared_ptr<const StepKindRegistry>([] {
     auto registry = std::make_shared<StepKindRegistry>();
     auto registered = registerLocalSteps(*registry);
     if (registered) registered = registerFabricSteps(*registry);
@@ -50,7 +51,7 @@ std::shared_ptr<const StepKindRegistry> StepKindRegistry::builtIn() {
       std::abort();
     }
     return registry;
-  }();
+  }());
   return kBuiltIn;
 }
 
