@@ -299,7 +299,8 @@ json resourceBlock(const PoolView& view, const std::string& id) {
                   {"@odata.type", "#ResourceBlock.v1_4_3.ResourceBlock"},
                   {"Id", id},
                   {"Name", fmt::format("{} {}", d.device.model, id)},
-                  {"Description", fmt::format("{} behind switch {}", toString(d.device.kind), d.switchId)},
+                  {"Description", d.device.speedGbps > 0 ? fmt::format("{} behind switch {}, {} Gb/s", toString(d.device.kind), d.switchId, d.device.speedGbps)
+                                                         : fmt::format("{} behind switch {}", toString(d.device.kind), d.switchId)},
                   {"ResourceBlockType", json::array({type})},
                   {"Status", {{"State", "Enabled"}, {"Health", health(d.device.health)}}},
                   {"CompositionStatus", {{"CompositionState", state}, {"Reserved", reserved}, {"SharingCapable", false}}},

@@ -43,7 +43,7 @@ struct GpuFlags {
   double share = 0;
   std::string memory;  // pooled memory, e.g. 256GiB
   // Drives and NICs by count (ADR 0031).
-  int nics = 0, drives = 0;
+  int nics = 0, drives = 0, nicSpeedGbps = 0;
   std::string nicModel, driveModel, driveSize;
   std::vector<std::string> affinity;  // nic:gpu=switch, nvme:gpu=domain
 
@@ -80,14 +80,21 @@ struct GpuFlags {
   }
 
   void addEndpoints(CLI::App* cmd) {
-    cmd->add_option("--nic", nics, "NICs besides the GPUs (or alone), placed under the GPUs' switches first (see --affinity)")
-        ->check(CLI::Range(1, 64));
-    cmd->add_option("--nic-model", nicModel, "Only NICs of this model (see `yardctl devices --kind nic`)");
-    cmd->add_option("--nvme", drives, "NVMe drives besides the GPUs (or alone), placed under the GPUs' switches first (see --affinity)")
-        ->check(CLI::Range(1, 64));
-    cmd->add_option("--nvme-size", driveSize, "Only drives of at least this size, e.g. 3.84T as 3840GiB, or 2TiB")
-        ->check(CLI::Validator([](std::string& v) { return parseGiB(v) ? std::string() : "expected a size such as 2TiB or 3840 (GiB)"; }, "SIZE"));
-    cmd->add_option("--nvme-model", driveModel, "Only drives of this model");
+    // A filter without its count would be dropped silently (a template's NICs or drives are overridden by kind, whole).
+    auto* nic = cmd->add_option("--nic", nics, "NICs besides the GPUs (or alone), placed under the GPUs' switches first (see --affinity)")
+                    ->check(CLI::Range(1, 64));
+    cmd->add_option("--nic-model", nicModel, "Only NICs of this model (see `yardctl devices --kind nic`); needs --nic")->needs(nic);
+    cmd->add_option("--nic-speed", nicSpeedGbps,
+                    "Only NICs whose port runs at least this fast, in Gb/s, e.g. 400 (the SIZE column of `yardctl devices --kind nic`; a "
+                    "NIC whose speed the fabric does not report never qualifies); needs --nic")
+        ->check(CLI::Range(1, 100'000))
+        ->needs(nic);
+    auto* nvme = cmd->add_option("--nvme", drives, "NVMe drives besides the GPUs (or alone), placed under the GPUs' switches first (see --affinity)")
+                     ->check(CLI::Range(1, 64));
+    cmd->add_option("--nvme-size", driveSize, "Only drives of at least this size, e.g. 3.84T as 3840GiB, or 2TiB; needs --nvme")
+        ->check(CLI::Validator([](std::string& v) { return parseGiB(v) ? std::string() : "expected a size such as 2TiB or 3840 (GiB)"; }, "SIZE"))
+        ->needs(nvme);
+    cmd->add_option("--nvme-model", driveModel, "Only drives of this model; needs --nvme")->needs(nvme);
     cmd->add_option("--affinity", affinity,
                     "How close drives or NICs must be to the GPUs: nic:gpu=switch (under the GPUs' switches, or fail), nic:gpu=domain "
                     "(anywhere the host reaches, near the GPUs first: the default); the same for nvme. Repeatable")
@@ -101,20 +108,21 @@ struct GpuFlags {
 
   // Drives and NICs asked for with --nic/--nvme.
   void fillEndpoints(google::protobuf::RepeatedPtrField<switchyard::v1::EndpointRequest>* out) const {
-    auto add = [&](const char* kind, int n, const std::string& which, int minGiB) {
+    auto add = [&](const char* kind, int n, const std::string& which, int minGiB, int minGbps) {
       if (n <= 0) return;
       auto& e = *out->Add();
       e.set_kind(kind);
       e.set_count(n);
       e.set_model(which);
       e.set_min_capacity_gib(minGiB);
+      e.set_min_speed_gbps(minGbps);
       std::string error;
       for (const auto& a : affinity)
         if (const auto rule = switchyard::parseAffinityRule(a, error); rule && switchyard::toString(rule->kind) == kind)
           e.set_affinity(std::string(switchyard::toString(rule->affinity)));
     };
-    add("nic", nics, nicModel, 0);
-    add("nvme", drives, driveModel, driveSize.empty() ? 0 : parseGiB(driveSize).value_or(0));
+    add("nic", nics, nicModel, 0, nicSpeedGbps);
+    add("nvme", drives, driveModel, driveSize.empty() ? 0 : parseGiB(driveSize).value_or(0), 0);
   }
 
   // The memory request, when --memory was given.

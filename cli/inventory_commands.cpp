@@ -28,6 +28,8 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
   auto filter = std::make_shared<pb::ListDevicesRequest>();
   devices->add_flag_callback("--free", [filter] { filter->set_free_only(true); }, "Only free devices that are not critical (what a compose could take)");
   devices->add_option_function<std::string>("--model", [filter](const std::string& v) { filter->set_model(v); }, "Only this model (exact name)");
+  devices->add_option_function<std::string>("--kind", [filter](const std::string& v) { filter->set_kind(v); }, "Only devices of this kind")
+      ->check(CLI::IsMember({"gpu", "nvme", "nic", "cxl-memory"}));
   devices->add_option_function<std::string>("--switch", [filter](const std::string& v) { filter->set_switch_id(v); }, "Only devices under this switch");
   devices->add_option_function<std::string>("--host", [filter](const std::string& v) { filter->set_host_id(v); },
                                             "Only devices counted against this host (in its system, or held for it)");
@@ -40,7 +42,7 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
       pb::ListDevicesResponse r;
       if (int rc = ctx.allPages(&pb::Switchyard::Stub::ListDevices, *filter, r); rc != kExitOk) return rc;
       if (const auto none = noneMatched("device", "yardctl devices",
-                                        {{"--free", filter->free_only() ? "(set)" : ""}, {"--model", filter->model()}, {"--switch", filter->switch_id()},
+                                        {{"--free", filter->free_only() ? "(set)" : ""}, {"--model", filter->model()}, {"--kind", filter->kind()}, {"--switch", filter->switch_id()},
                                          {"--host", filter->host_id()}, {"--system", filter->system()}});
           r.devices().empty() && !none.empty() && ctx.g.format() == Format::kTable)
         std::cout << none << "\n";

@@ -153,10 +153,15 @@ void printSystem(const pb::System& s, std::ostream& out) {
 }
 
 void printDevices(const pb::ListDevicesResponse& r, std::ostream& out) {
-  Table t({"ID", "KIND", "MODEL", "MEM", "SWITCH", "HEALTH", "STATE", "SYSTEM", "HOST"});
+  // SIZE: a GPU's memory, a drive's capacity, a memory device's share; a NIC's port speed.
+  Table t({"ID", "KIND", "MODEL", "SIZE", "SWITCH", "HEALTH", "STATE", "SYSTEM", "HOST"});
+  auto size = [](const pb::Device& d) {
+    if (d.kind() == "nic") return d.speed_gbps() > 0 ? fmt::format("{}Gb/s", d.speed_gbps()) : std::string("-");
+    return fmt::format("{}G", d.memory_gib());
+  };
   for (const auto& d : r.devices())
-    t.add({d.id(), d.kind(), d.model(), fmt::format("{}G", d.memory_gib()), d.switch_id(), d.health(), allocationName(d.allocation()),
-           orDash(d.system_id()), orDash(d.host_id())});
+    t.add({d.id(), d.kind(), d.model(), size(d), d.switch_id(), d.health(), allocationName(d.allocation()), orDash(d.system_id()),
+           orDash(d.host_id())});
   t.print(out);
   const auto free = std::count_if(r.devices().begin(), r.devices().end(), [](auto& d) { return d.allocation() == pb::DEVICE_ALLOCATION_FREE; });
   out << fmt::format("{} device(s), {} free\n", r.devices_size(), free);

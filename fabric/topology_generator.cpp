@@ -51,8 +51,10 @@ Topology generateTopology(const TopologyShape& shape) {
         for (int e = 0; e < n; ++e) {
           const std::string dsp = fmt::format("{}-dsp-{}{}", swId, toString(kind), e);
           t.ports.push_back({dsp, swId, PortKind::kDownstream, 5, 16, {}});
+          const bool nic = kind == DeviceKind::kNic;
+          const int speed = nic && !shape.nicSpeedsGbps.empty() ? shape.nicSpeedsGbps[static_cast<std::size_t>(e) % shape.nicSpeedsGbps.size()] : 0;
           t.devices.push_back({fmt::format("{}-{}{}", swId, toString(kind), e), kind, dsp, m, gib,
-                               fmt::format("{}SN{:04}{}{:02}", shape.idPrefix, sw, kind == DeviceKind::kNic ? "N" : "D", e), DeviceHealth::kOk, false});
+                               fmt::format("{}SN{:04}{}{:02}", shape.idPrefix, sw, nic ? "N" : "D", e), DeviceHealth::kOk, false, speed});
         }
       };
       endpoints(DeviceKind::kNic, shape.nicsPerSwitch, shape.nicModel, 0);

@@ -23,6 +23,8 @@ struct TopologyShape {
   int nicsPerSwitch = 0;
   int drivesPerSwitch = 0;
   std::string nicModel = "ConnectX-7";
+  // Port speed per NIC under a switch, cycled (NIC e gets nicSpeedsGbps[e % size]).
+  std::vector<int> nicSpeedsGbps{400, 400, 200, 200};
   std::string driveModel = "PM1743";
   int driveGiB = 3840;
   // Pooled memory: one CXL multi-logical device (MLD) under each switch, its logical devices (LDs) sharing the
@@ -41,7 +43,7 @@ struct TopologyShape {
 // with one upstream port into each switch.
 [[nodiscard]] Topology defaultTopology();
 
-// yardd's embedded default: defaultTopology() with 4 NICs (ConnectX-7), 4 NVMe drives (3840 GiB) and a pooled
+// yardd's embedded default: defaultTopology() with 4 NICs (ConnectX-7: two at 400 Gb/s, two at 200 Gb/s), 4 NVMe drives (3840 GiB) and a pooled
 // memory device of 4 LDs x 64 GiB under each switch, so that a mixed compose, a template and pooled memory can be
 // shown without hardware.
 [[nodiscard]] Topology embeddedTopology();

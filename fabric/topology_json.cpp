@@ -147,7 +147,7 @@ std::optional<FieldError> readHost(const json& j, const std::string& path, Topol
 }
 
 std::optional<FieldError> readDevice(const json& j, const std::string& path, Topology& t) {
-  Reader r(j, path, {"id", "kind", "port", "model", "memoryGiB", "serial", "health", "migCapable"});
+  Reader r(j, path, {"id", "kind", "port", "model", "memoryGiB", "serial", "health", "migCapable", "speedGbps"});
   SY_TRY_FIELD(r.checkKeys());
   Device d;
   SY_TRY_FIELD(r.string("id", d.id, true));
@@ -158,6 +158,7 @@ std::optional<FieldError> readDevice(const json& j, const std::string& path, Top
   SY_TRY_FIELD(r.string("serial", d.serial, false));
   SY_TRY_FIELD(r.enumeration("health", d.health, parseDeviceHealth, "ok, warning, critical", false));
   SY_TRY_FIELD(r.boolean("migCapable", d.migCapable));
+  SY_TRY_FIELD(r.integer("speedGbps", d.speedGbps, 0, 100'000));
   t.devices.push_back(std::move(d));
   return std::nullopt;
 }
@@ -251,10 +252,12 @@ json topologyToJson(const Topology& t) {
                      {"maxDevices", h.maxDevices}, {"upstreamPorts", usps}});
   }
   json devices = json::array();
-  for (const auto& d : t.devices)
-    devices.push_back({{"id", d.id}, {"kind", toString(d.kind)}, {"port", d.portId}, {"model", d.model},
-                       {"memoryGiB", d.memoryGiB}, {"serial", d.serial}, {"health", toString(d.health)},
-                       {"migCapable", d.migCapable}});
+  for (const auto& d : t.devices) {
+    json device{{"id", d.id}, {"kind", toString(d.kind)}, {"port", d.portId},   {"model", d.model},
+                {"memoryGiB", d.memoryGiB}, {"serial", d.serial}, {"health", toString(d.health)}, {"migCapable", d.migCapable}};
+    if (d.speedGbps > 0) device["speedGbps"] = d.speedGbps;
+    devices.push_back(std::move(device));
+  }
   return json{{"switches", switches}, {"hosts", hosts}, {"devices", devices}};
 }
 

@@ -123,6 +123,9 @@ CREATE INDEX idle_stretches_by_start ON idle_stretches (from_at);
       {16, "whether an earlier attempt of a step may have applied it (a lost reply): a final failure is undone", R"sql(
 ALTER TABLE operation_steps ADD COLUMN outcome_unknown INTEGER NOT NULL DEFAULT 0;
 )sql"},
+      {17, "a NIC's port speed in Gb/s (0 where the fabric does not say, and for devices recorded before this version)", R"sql(
+ALTER TABLE devices ADD COLUMN speed_gbps INTEGER NOT NULL DEFAULT 0;
+)sql"},
   };
   return kMigrations;
 }

@@ -155,9 +155,10 @@ Result<void> SqliteStore::apply(const PutInventory& w) {
     }
   }
   for (const auto& d : t.devices) {
-    SY_ASSIGN(auto st, db_->prepare("INSERT INTO devices VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+    SY_ASSIGN(auto st, db_->prepare("INSERT INTO devices (id, kind, port_id, model, memory_gib, serial, health, mig_capable, speed_gbps) "
+                                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
     SY_TRY(st.bind(1, d.id).bind(2, toString(d.kind)).bind(3, d.portId).bind(4, d.model).bind(5, d.memoryGiB)
-               .bind(6, d.serial).bind(7, toString(d.health)).bind(8, d.migCapable ? 1 : 0).run());
+               .bind(6, d.serial).bind(7, toString(d.health)).bind(8, d.migCapable ? 1 : 0).bind(9, d.speedGbps).run());
   }
   return {};
 }
@@ -363,13 +364,14 @@ Result<std::optional<Topology>> SqliteStore::loadInventory() {
     }
     usp.reset();
   }
-  SY_ASSIGN(auto dev, db_->prepare("SELECT id, kind, port_id, model, memory_gib, serial, health, mig_capable FROM devices ORDER BY rowid"));
+  SY_ASSIGN(auto dev, db_->prepare("SELECT id, kind, port_id, model, memory_gib, serial, health, mig_capable, speed_gbps FROM devices ORDER BY rowid"));
   while (true) {
     SY_ASSIGN(bool row, dev.step());
     if (!row) break;
     SY_ASSIGN(auto kind, parseColumn<DeviceKind>(dev.text(1), parseDeviceKind, "device kind"));
     SY_ASSIGN(auto health, parseColumn<DeviceHealth>(dev.text(6), parseDeviceHealth, "device health"));
-    t.devices.push_back({dev.text(0), kind, dev.text(2), dev.text(3), static_cast<int>(dev.integer(4)), dev.text(5), health, dev.integer(7) != 0});
+    t.devices.push_back({dev.text(0), kind, dev.text(2), dev.text(3), static_cast<int>(dev.integer(4)), dev.text(5), health, dev.integer(7) != 0,
+                         static_cast<int>(dev.integer(8))});
   }
   dev.reset();
   return std::optional<Topology>(std::move(t));

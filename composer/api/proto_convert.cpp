@@ -80,7 +80,7 @@ Result<std::vector<EndpointDemand>> endpointsFromProto(const google::protobuf::R
     if (!kind || !isEndpointKind(*kind)) return fail(Code::kInvalidArgument, fmt::format("endpoints: kind '{}' is not nvme or nic", e.kind()));
     const auto affinity = parseAffinity(e.affinity());
     if (!affinity) return fail(Code::kInvalidArgument, fmt::format("endpoints: affinity '{}' is not switch or domain", e.affinity()));
-    EndpointDemand d{*kind, e.count(), e.model(), e.min_capacity_gib(), *affinity};
+    EndpointDemand d{*kind, e.count(), e.model(), e.min_capacity_gib(), *affinity, e.min_speed_gbps()};
     if (auto why = invalidDemand(d); !why.empty()) return fail(Code::kInvalidArgument, "endpoints: " + why);
     out.push_back(std::move(d));
   }
@@ -94,6 +94,7 @@ void toProto(const std::vector<EndpointDemand>& in, google::protobuf::RepeatedPt
     e.set_count(d.count);
     e.set_model(d.model);
     e.set_min_capacity_gib(d.minCapacityGiB);
+    e.set_min_speed_gbps(d.minSpeedGbps);
     e.set_affinity(std::string(toString(d.affinity)));
   }
 }
@@ -410,6 +411,7 @@ void toProto(const DeviceView& v, pb::Device& out) {
   out.set_serial(d.serial);
   out.set_health(std::string(toString(d.health)));
   out.set_mig_capable(d.migCapable);
+  out.set_speed_gbps(d.speedGbps);
   out.set_switch_id(v.switchId);
   out.set_port_id(d.portId);
   out.set_allocation(toProto(v.assignment.allocation));

@@ -218,7 +218,12 @@ grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1:
   // never waits for (or delays) the control thread.
   auto view = engine_.view();
   if (!view) return finished(ctx, grpc::Status(grpc::StatusCode::UNAVAILABLE, "yardd is starting: the pool is not loaded yet"));
-  const DeviceFilter filter{req->free_only(), req->model(), req->switch_id(), req->host_id(), req->system()};
+  DeviceFilter filter{req->free_only(), req->model(), req->switch_id(), req->host_id(), req->system(), std::nullopt};
+  if (!req->kind().empty()) {
+    filter.kind = parseDeviceKind(req->kind());
+    if (!filter.kind)
+      return finished(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, fmt::format("kind '{}' is not gpu, nvme, nic or cxl-memory", req->kind())));
+  }
   const auto size = static_cast<std::size_t>(req->page_size() <= 0 ? kDefaultPageSize : std::min(req->page_size(), kMaxPageSize));
   std::string next;
   for (const DeviceView* d : pageOfDevices(*view, filter, [](const DeviceView&) { return true; }, size, req->page_token(), next)) {

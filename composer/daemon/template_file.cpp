@@ -24,12 +24,13 @@ Result<void> onlyKeys(const json& j, const std::set<std::string>& known, const s
 }
 
 Result<EndpointDemand> demandOf(const json& j, DeviceKind kind, const std::string& where) {
-  SY_TRY(onlyKeys(j, {"count", "model", "minCapacityGiB", "affinity"}, where));
+  SY_TRY(onlyKeys(j, {"count", "model", "minCapacityGiB", "minSpeedGbps", "affinity"}, where));
   EndpointDemand d;
   d.kind = kind;
   d.count = j.at("count").get<int>();
   d.model = j.value("model", "");
   d.minCapacityGiB = j.value("minCapacityGiB", 0);
+  d.minSpeedGbps = j.value("minSpeedGbps", 0);
   const auto affinity = parseAffinity(j.value("affinity", "domain"));
   if (!affinity) return fail(Code::kInvalidArgument, fmt::format("{}: affinity must be switch or domain", where));
   d.affinity = *affinity;

@@ -61,7 +61,8 @@ std::string shapeKey(const QueuedRequest& q, const std::string& tenant) {
                                 q.migCapable, q.gpuShareMilli, tenant, q.devices.size());
   for (const auto& d : q.devices) key += "|" + d;
   for (MigProfile p : q.gpuInstances) key += fmt::format("|{}", toString(p));
-  for (const auto& e : q.endpoints) key += fmt::format("|{}:{}:{}:{}:{}", toString(e.kind), e.count, e.model, e.minCapacityGiB, toString(e.affinity));
+  for (const auto& e : q.endpoints)
+    key += fmt::format("|{}:{}:{}:{}:{}:{}", toString(e.kind), e.count, e.model, e.minCapacityGiB, toString(e.affinity), e.minSpeedGbps);
   return key;
 }
 

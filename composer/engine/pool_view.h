@@ -171,6 +171,7 @@ struct DeviceFilter {
   SwitchId switchId;
   HostId hostId;
   std::string system;  // id or name
+  std::optional<DeviceKind> kind;
 };
 
 // One page of the view's devices in id order, after `pageToken` (the last id of the page before), that

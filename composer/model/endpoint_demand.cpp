@@ -38,6 +38,7 @@ std::string describe(const EndpointDemand& d) {
   std::string out = fmt::format("{} {}", d.count, d.kind == DeviceKind::kNvme ? "NVMe drive(s)" : d.kind == DeviceKind::kNic ? "NIC(s)" : toString(d.kind));
   if (!d.model.empty()) out += " " + d.model;
   if (d.minCapacityGiB > 0) out += fmt::format(" >= {} GiB", d.minCapacityGiB);
+  if (d.minSpeedGbps > 0) out += fmt::format(" >= {} Gb/s", d.minSpeedGbps);
   if (d.affinity == Affinity::kSwitch) out += " under the GPUs' switches";
   return out;
 }
@@ -54,6 +55,10 @@ std::string invalidDemand(const EndpointDemand& d) {
   if (d.count < 1 || d.count > kMaxEndpointsPerDemand)
     return fmt::format("{} count must be 1-{} (got {})", toString(d.kind), kMaxEndpointsPerDemand, d.count);
   if (d.minCapacityGiB < 0) return fmt::format("{} minimum capacity must be >= 0 GiB", toString(d.kind));
+  if (d.minSpeedGbps < 0 || d.minSpeedGbps > kMaxLinkSpeedGbps)
+    return fmt::format("{} minimum speed must be 0-{} Gb/s (got {})", toString(d.kind), kMaxLinkSpeedGbps, d.minSpeedGbps);
+  if (d.minSpeedGbps > 0 && d.kind != DeviceKind::kNic)
+    return fmt::format("a minimum speed is for NICs; {} has none to ask for", toString(d.kind));
   return {};
 }
 

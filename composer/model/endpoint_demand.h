@@ -25,10 +25,12 @@ struct EndpointDemand {
   std::string model;                   // empty: any
   int minCapacityGiB = 0;              // the device's capacity (Device::memoryGiB: a drive's size) at least
   Affinity affinity = Affinity::kDomain;
+  int minSpeedGbps = 0;  // NICs: the port speed (Device::speedGbps) at least; a NIC of unknown speed never meets one
   friend bool operator==(const EndpointDemand&, const EndpointDemand&) = default;
 };
 
 inline constexpr int kMaxEndpointsPerDemand = 64;
+inline constexpr int kMaxLinkSpeedGbps = 100'000;  // a bound for input checks, far above any NIC port
 
 [[nodiscard]] std::string_view toString(Affinity v);
 [[nodiscard]] std::optional<Affinity> parseAffinity(std::string_view s);
@@ -40,7 +42,7 @@ struct AffinityRule {
 [[nodiscard]] std::optional<AffinityRule> parseAffinityRule(std::string_view text, std::string& error);
 // The kinds a demand may name (nvme, nic), for messages.
 [[nodiscard]] bool isEndpointKind(DeviceKind kind);
-// "2 NIC(s), 1 NVMe drive(s) >= 1024 GiB": for people.
+// "2 NIC(s) >= 200 Gb/s, 1 NVMe drive(s) >= 1024 GiB": for people.
 [[nodiscard]] std::string describe(const std::vector<EndpointDemand>& demands);
 [[nodiscard]] std::string describe(const EndpointDemand& demand);
 // Checks counts, kinds and capacities; a message naming the demand, empty when it is well formed.

@@ -11,10 +11,10 @@ const std::vector<MachineTemplate>& exampleTemplates() {
   static const std::vector<MachineTemplate> kExamples = [] {
     MachineTemplate train;
     train.name = "train-8x";
-    train.description = "A training node: 8 GPUs under one switch, a NIC beside each pair (GPUDirect RDMA) and 2 drives for checkpoints";
+    train.description = "A training node: 8 GPUs under one switch, a NIC of 200 Gb/s or more beside each pair (GPUDirect RDMA) and 2 drives for checkpoints";
     train.gpus = 8;
     train.peerToPeer = "required";
-    train.endpoints = {{DeviceKind::kNic, 4, "", 0, Affinity::kSwitch}, {DeviceKind::kNvme, 2, "", 0, Affinity::kDomain}};
+    train.endpoints = {{DeviceKind::kNic, 4, "", 0, Affinity::kSwitch, 200}, {DeviceKind::kNvme, 2, "", 0, Affinity::kDomain}};
     MachineTemplate infer;
     infer.name = "infer-1x";
     infer.description = "An inference node: 1 GPU and a NIC under its switch";

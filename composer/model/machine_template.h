@@ -39,7 +39,7 @@ inline constexpr std::string_view kTemplateLabel = "switchyard.io/template";
 // What is wrong with a template on its own (name, counts, peer-to-peer, demands); empty when nothing is.
 [[nodiscard]] std::string invalidTemplate(const MachineTemplate& t);
 
-// "8 GPU(s) (p2p required), 4 NIC(s) under the GPUs' switches, 2 NVMe drive(s)": what it asks for, for people.
+// "8 GPU(s) (p2p required), 4 NIC(s) >= 200 Gb/s under the GPUs' switches, 2 NVMe drive(s)": what it asks for, for people.
 [[nodiscard]] std::string describeShape(const MachineTemplate& t);
 
 }  // namespace switchyard

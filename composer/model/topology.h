@@ -66,6 +66,7 @@ struct Device {
   std::string serial;
   DeviceHealth health = DeviceHealth::kOk;
   bool migCapable = false;
+  int speedGbps = 0;  // a NIC's port speed in Gb/s; 0 where the fabric does not say (and for other kinds)
 };
 
 struct Topology {

@@ -8,7 +8,7 @@ namespace switchyard {
 
 bool isEligibleEndpoint(const PoolDevice& d, const EndpointDemand& demand) {
   return d.free && d.kind == demand.kind && d.health != DeviceHealth::kCritical && (demand.model.empty() || d.model == demand.model) &&
-         d.memoryGiB >= demand.minCapacityGiB;
+         d.memoryGiB >= demand.minCapacityGiB && d.speedGbps >= demand.minSpeedGbps;
 }
 
 namespace {
@@ -67,7 +67,11 @@ std::optional<std::vector<int>> chooseEndpoints(const Pool& pool, int hostIndex,
                                                 const EndpointDemand& demand, int slots, const std::vector<DeviceId>& taken,
                                                 std::string* why) {
   const PoolHost& host = pool.hosts()[static_cast<std::size_t>(hostIndex)];
-  const auto capacity = [&](int i) { return pool.devices()[static_cast<std::size_t>(i)].memoryGiB; };
+  // The smallest that meets the demand first: a drive's size, a NIC's speed (the larger ones stay for those who ask for them).
+  const auto capacity = [&](int i) {
+    const PoolDevice& d = pool.devices()[static_cast<std::size_t>(i)];
+    return std::pair(d.memoryGiB, d.speedGbps);
+  };
   std::vector<SwitchSupply> near, far;
   for (const int s : reachedSwitches(pool, host, hostIndex)) {
     SwitchSupply supply{s, static_cast<int>(std::count(gpuSwitches.begin(), gpuSwitches.end(), s)), {}, 0, 0};

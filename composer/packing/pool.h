@@ -28,6 +28,7 @@ struct PoolDevice {
   bool migCapable = false;
   int slot = -1;  // GPUs: position among its switch's GPUs (PoolSwitch::gpus); buddy cells are aligned on it
   int gpuClass = -1;  // GPUs: index into its switch's gpuClasses
+  int speedGbps = 0;  // NICs: the port speed (Device::speedGbps)
 };
 
 // The GPUs of one kind (model, memory, MIG) under a switch, and how many of them a placement may hand out

@@ -53,6 +53,7 @@ Result<WebService::ApiRead> WebService::systemPageApi(const Caller& caller, cons
         json j = deviceJson(*d, &*system, true);
         j["upstream_port_id"] = b.upstreamPortId;
         if (d->device.kind == DeviceKind::kCxlMemory) j["memory_gib"] = d->device.memoryGiB;
+        if (d->device.speedGbps > 0) j["speed_gbps"] = d->device.speedGbps;
         devices.push_back(std::move(j));
       }
     page["devices"] = std::move(devices);
@@ -81,6 +82,7 @@ Result<WebService::ApiRead> WebService::devicePageApi(const Caller& caller, cons
     const bool visible = system && maySee(caller, system->tenant);
     json page = deviceJson(*d, system.get(), visible);
     if (d->device.memoryGiB > 0) page["memory_gib"] = d->device.memoryGiB;
+    if (d->device.speedGbps > 0) page["speed_gbps"] = d->device.speedGbps;
     if (visible) page["system_tenant"] = system->tenant;
     // What bound, checked or let it go: the newest operations whose steps name it (of those the caller may see).
     SY_ASSIGN(const auto operations,

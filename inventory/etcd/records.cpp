@@ -87,7 +87,7 @@ json toJson(const Topology& t) {
   }
   for (const auto& d : t.devices)
     devices.push_back(json{{"id", d.id}, {"kind", toString(d.kind)}, {"port", d.portId}, {"model", d.model}, {"memory", d.memoryGiB},
-                           {"serial", d.serial}, {"health", toString(d.health)}, {"mig", d.migCapable}});
+                           {"serial", d.serial}, {"health", toString(d.health)}, {"mig", d.migCapable}, {"speed", d.speedGbps}});
   return json{{"switches", switches}, {"ports", ports}, {"hosts", hosts}, {"devices", devices}};
 }
 
@@ -107,7 +107,7 @@ Result<Topology> topologyFrom(std::string_view text, std::string_view what) {
     for (const auto& d : j.at("devices"))
       t.devices.push_back({d.at("id").get<std::string>(), parsed<DeviceKind>(d, "kind", parseDeviceKind), d.at("port").get<std::string>(),
                            d.value("model", ""), d.value("memory", 0), d.value("serial", ""), parsed<DeviceHealth>(d, "health", parseDeviceHealth),
-                           d.value("mig", false)});
+                           d.value("mig", false), d.value("speed", 0)});
     return t;
   });
 }

@@ -4,10 +4,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include "fabric/topology_generator.h"
 #include "inventory/etcd/etcd_store.h"
@@ -88,7 +90,7 @@ TEST_P(StoreContract, ANewStoreIsEmpty) {
 }
 
 TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
-  Topology inventory = defaultTopology();
+  Topology inventory = embeddedTopology();  // GPUs, NICs with their speeds, drives, pooled memory
   for (auto& sw : inventory.switches) sw.domain = "west";  // switches keep their fabric domain
   {
     auto store = open();
@@ -105,6 +107,17 @@ TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
   ASSERT_EQ(snap->inventory->switches.size(), 2u);
   EXPECT_EQ(snap->inventory->switches[0].domain, "west");
   EXPECT_EQ(snap->inventory->switches[1].domain, "west");
+  ASSERT_EQ(snap->inventory->devices.size(), inventory.devices.size());
+  for (std::size_t i = 0; i < inventory.devices.size(); ++i) {
+    const Device& want = inventory.devices[i];
+    const Device& got = snap->inventory->devices[i];
+    EXPECT_EQ(std::tie(got.id, got.kind, got.portId, got.model, got.memoryGiB, got.serial, got.health, got.migCapable, got.speedGbps),
+              std::tie(want.id, want.kind, want.portId, want.model, want.memoryGiB, want.serial, want.health, want.migCapable, want.speedGbps))
+        << want.id;
+  }
+  const auto nic = std::find_if(snap->inventory->devices.begin(), snap->inventory->devices.end(), [](const Device& d) { return d.id == "sw0-nic2"; });
+  ASSERT_NE(nic, snap->inventory->devices.end());
+  EXPECT_EQ(nic->speedGbps, 200);
   ASSERT_EQ(snap->systems.size(), 1u);
   ASSERT_EQ(snap->unfinishedOperations.size(), 1u);
   EXPECT_EQ(snap->unfinishedOperations[0].steps[1].bindings, operation(3, OperationState::kRunning).steps[1].bindings);

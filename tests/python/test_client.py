@@ -147,7 +147,7 @@ class ClientTest(YarddTestCase):
             names = [t.name for t in yard.templates()]
             self.assertEqual(names, ["train-8x", "infer-1x", "storage-2x"], "yardd's examples when no --templates is given")
             train = next(t for t in yard.templates() if t.name == "train-8x")
-            self.assertEqual(train.shape, "8 GPU(s) (p2p required), 4 NIC(s) under the GPUs' switches, 2 NVMe drive(s)")
+            self.assertEqual(train.shape, "8 GPU(s) (p2p required), 4 NIC(s) >= 200 Gb/s under the GPUs' switches, 2 NVMe drive(s)")
 
             yard.wait(yard.compose("mixed", gpus=2, nics=1, nvme=1, peer_to_peer="required").id)
             kinds = {d.id: d.kind for d in yard.devices()}
@@ -156,6 +156,13 @@ class ClientTest(YarddTestCase):
             gpu_switch = next(d for d in bound if kinds[d] == "gpu").split("-")[0]
             nic = next(d for d in bound if kinds[d] == "nic")
             self.assertEqual(nic.split("-")[0], gpu_switch, "the NIC sits under the GPUs' switch")
+            # A NIC by port speed, listed by kind.
+            speeds = {d.id: d.speed_gbps for d in yard.devices(kind="nic")}
+            self.assertEqual(len(speeds), 8)
+            fast = switchyard_client.endpoint_request("nic", 1, min_speed_gbps=400)
+            yard.wait(yard.compose("fastnic", gpus=0, endpoints=[fast]).id)
+            self.assertEqual([speeds[b.device_id] for b in yard.system("fastnic").bindings], [400])
+            yard.wait(yard.decompose("fastnic").id)
 
             op = yard.wait(yard.compose("trainer", machine_template="train-8x").id)
             self.assertIn("4 nic", op.explanation)

@@ -149,7 +149,7 @@ class YardctlTest(YarddTestCase):
         self.ok("context", "set", "lab", "--server", yardd.address, "--plaintext")
         listing = self.ok("templates")
         self.assertIn("train-8x", listing)
-        self.assertIn("8 GPU(s) (p2p required), 4 NIC(s) under the GPUs' switches, 2 NVMe drive(s)", listing)
+        self.assertIn("8 GPU(s) (p2p required), 4 NIC(s) >= 200 Gb/s under the GPUs' switches, 2 NVMe drive(s)", listing)
         shown = self.ok("templates", "infer-1x")
         self.assertIn("compose one: yardctl compose NAME --template infer-1x", shown)
         self.assertEqual(self.yardctl("templates", "nope").returncode, 3)
@@ -160,6 +160,23 @@ class YardctlTest(YarddTestCase):
         ids = [b["device_id"] for b in system["bindings"]]
         self.assertEqual(sum("-nic" in d for d in ids), 1)
         self.assertEqual(sum("-nvme" in d for d in ids), 1)
+        # NICs by port speed: the embedded pool has two 400 and two 200 Gb/s NICs under each switch.
+        listed = self.ok("devices", "--kind", "nic")
+        self.assertIn("400Gb/s", listed)
+        self.assertNotIn("gpu", listed.split("\n", 1)[1], "--kind nic lists NICs only")
+        speeds = {d["id"]: d["speed_gbps"] for d in json.loads(self.ok("devices", "--kind", "nic", "-o", "json"))["devices"]}
+        self.assertEqual(sorted(set(speeds.values())), [200, 400])
+        fast = self.yardctl("compose", "fast", "--gpus", "1", "--nic", "2", "--nic-speed", "400", "--affinity", "nic:gpu=switch")
+        self.assertEqual(fast.returncode, 0, fast.stderr)
+        bound = [b["device_id"] for b in json.loads(self.ok("systems", "fast", "-o", "json"))["bindings"]]
+        self.assertEqual(sorted(speeds[d] for d in bound if d in speeds), [400, 400])
+        too_fast = self.yardctl("compose", "x", "--nic", "1", "--nic-speed", "800")
+        self.assertEqual(too_fast.returncode, 3)
+        self.assertIn("1 NIC(s) >= 800 Gb/s", too_fast.stderr)
+        lone = self.yardctl("compose", "x", "--gpus", "1", "--nic-speed", "400")
+        self.assertEqual(lone.returncode, 2, "a NIC filter without --nic would be dropped")
+        self.assertIn("--nic", lone.stderr)
+        self.ok("decompose", "fast")
         self.ok("compose", "svc", "--template", "infer-1x", "--label", "team=web")
         labels = json.loads(self.ok("systems", "svc", "-o", "json"))["labels"]
         self.assertEqual(labels, {"switchyard.io/template": "infer-1x", "team": "web"})

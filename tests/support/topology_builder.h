@@ -39,18 +39,20 @@ class TopologyBuilder {
     return *this;
   }
   // Endpoints of another kind under `sw` ("<sw>-nic<slot>", "<sw>-nvme<slot>"), one per downstream port.
-  TopologyBuilder& endpoints(const std::string& sw, DeviceKind kind, int n, const std::string& model = "", int capacityGiB = 0) {
+  TopologyBuilder& endpoints(const std::string& sw, DeviceKind kind, int n, const std::string& model = "", int capacityGiB = 0, int speedGbps = 0) {
     for (int i = 0; i < n; ++i) {
       const int slot = nextSlot_[sw]++;
       const std::string port = fmt::format("{}-dsp{}", sw, slot);
       t_.ports.push_back({port, sw, PortKind::kDownstream, 5, 16, {}});
       const std::string m = !model.empty() ? model : kind == DeviceKind::kNic ? "ConnectX-7" : "PM1743";
       t_.devices.push_back({fmt::format("{}-{}{}", sw, toString(kind), slot), kind, port, m, capacityGiB, fmt::format("SN-{}-{}", sw, slot),
-                            DeviceHealth::kOk, false});
+                            DeviceHealth::kOk, false, speedGbps});
     }
     return *this;
   }
-  TopologyBuilder& nics(const std::string& sw, int n, const std::string& model = "") { return endpoints(sw, DeviceKind::kNic, n, model); }
+  TopologyBuilder& nics(const std::string& sw, int n, const std::string& model = "", int speedGbps = 0) {
+    return endpoints(sw, DeviceKind::kNic, n, model, 0, speedGbps);
+  }
   TopologyBuilder& drives(const std::string& sw, int n, int capacityGiB = 3840) { return endpoints(sw, DeviceKind::kNvme, n, "", capacityGiB); }
   // A host with one upstream port into each listed switch.
   TopologyBuilder& host(const std::string& id, const std::vector<std::string>& switches, int maxDevices = 16) {

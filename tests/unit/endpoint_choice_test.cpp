@@ -199,6 +199,49 @@ TEST(EndpointChoiceTest, CapacityAndModelAreMetByTheSmallestThatFits) {
   EXPECT_NE(unknown.error->message.find("no nic in the pool is a 'ConnectX-7'; the pool has: E810"), std::string::npos) << unknown.error->message;
 }
 
+TEST(EndpointChoiceTest, NicSpeedIsMetByTheSlowestThatFitsAndAnUnknownSpeedNeverMeetsOne) {
+  // sw0: a 400 Gb/s, a 100 Gb/s, a 200 Gb/s NIC and one whose speed the fabric does not report.
+  const Topology t = TopologyBuilder()
+                         .sw("sw0")
+                         .gpus("sw0", 2)
+                         .nics("sw0", 1, "", 400)
+                         .nics("sw0", 1, "", 100)
+                         .nics("sw0", 1, "", 200)
+                         .nics("sw0", 1)
+                         .host("h0", {"sw0"})
+                         .build();
+  const Pool pool(t);
+  PlacementRequest r;
+  r.gpuCount = 1;
+  r.endpoints = {{DeviceKind::kNic, 1, "", 0, Affinity::kSwitch, 150}};
+  auto d = place(pool, r);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  EXPECT_EQ(endpointsOfKind(pool, *d.placement, DeviceKind::kNic), (std::vector<DeviceId>{"sw0-nic4"}));  // the 200, not the 400
+  r.endpoints = {{DeviceKind::kNic, 2, "", 0, Affinity::kSwitch, 200}};
+  d = place(pool, r);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  EXPECT_EQ(endpointsOfKind(pool, *d.placement, DeviceKind::kNic), (std::vector<DeviceId>{"sw0-nic2", "sw0-nic4"}));
+  // Three at 200 Gb/s or more: two are there; the refusal counts what qualifies.
+  r.endpoints = {{DeviceKind::kNic, 3, "", 0, Affinity::kSwitch, 200}};
+  auto refused = place(pool, r);
+  ASSERT_FALSE(refused.placement);
+  EXPECT_EQ(refused.error->code, Code::kResourceExhausted);
+  EXPECT_NE(refused.error->message.find("3 NIC(s) >= 200 Gb/s"), std::string::npos) << refused.error->message;
+  // No speed asked: any NIC, the slowest known first (the unknown one counts as 0).
+  r.endpoints = {{DeviceKind::kNic, 1, "", 0, Affinity::kSwitch}};
+  d = place(pool, r);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  EXPECT_EQ(endpointsOfKind(pool, *d.placement, DeviceKind::kNic), (std::vector<DeviceId>{"sw0-nic5"}));
+  // A speed is for NICs: asked of drives it is a malformed demand, as is one out of range.
+  r.endpoints = {{DeviceKind::kNvme, 1, "", 0, Affinity::kDomain, 100}};
+  auto drives = place(pool, r);
+  ASSERT_TRUE(drives.error);
+  EXPECT_EQ(drives.error->code, Code::kInvalidArgument);
+  EXPECT_NE(drives.error->message.find("a minimum speed is for NICs"), std::string::npos) << drives.error->message;
+  r.endpoints = {{DeviceKind::kNic, 1, "", 0, Affinity::kDomain, -1}};
+  EXPECT_EQ(place(pool, r).error->code, Code::kInvalidArgument);
+}
+
 TEST(EndpointChoiceTest, MalformedDemandsAreRefusedBeforePlacing) {
   const Topology t = TopologyBuilder().sw("sw0").gpus("sw0", 2).nics("sw0", 2).host("h0", {"sw0"}).build();
   const Pool pool(t);

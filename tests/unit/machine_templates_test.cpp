@@ -10,7 +10,7 @@ namespace {
 
 constexpr std::string_view kFile = R"({"templates": [
   {"name": "train-8x", "description": "8 GPUs, a NIC per pair", "gpus": 8, "p2p": "required",
-   "nic": {"count": 4, "affinity": "switch"}, "nvme": {"count": 2, "minCapacityGiB": 3000},
+   "nic": {"count": 4, "affinity": "switch", "minSpeedGbps": 400}, "nvme": {"count": 2, "minCapacityGiB": 3000},
    "labels": {"team": "ml"}, "priorityClass": "production", "lease": "8h"},
   {"name": "cache", "memoryGiB": 512}
 ]})";
@@ -23,11 +23,11 @@ TEST(MachineTemplatesTest, AFileIsReadWithEveryPart) {
   EXPECT_EQ(t.gpus, 8);
   EXPECT_EQ(t.peerToPeer, "required");
   ASSERT_EQ(t.endpoints.size(), 2u);
-  EXPECT_EQ(t.endpoints[0], (EndpointDemand{DeviceKind::kNic, 4, "", 0, Affinity::kSwitch}));
+  EXPECT_EQ(t.endpoints[0], (EndpointDemand{DeviceKind::kNic, 4, "", 0, Affinity::kSwitch, 400}));
   EXPECT_EQ(t.endpoints[1], (EndpointDemand{DeviceKind::kNvme, 2, "", 3000, Affinity::kDomain}));
   EXPECT_EQ(t.labels.at("team"), "ml");
   EXPECT_EQ(t.leaseSeconds, 8 * 3600);
-  EXPECT_EQ(describeShape(t), "8 GPU(s) (p2p required), 4 NIC(s) under the GPUs' switches, 2 NVMe drive(s) >= 3000 GiB");
+  EXPECT_EQ(describeShape(t), "8 GPU(s) (p2p required), 4 NIC(s) >= 400 Gb/s under the GPUs' switches, 2 NVMe drive(s) >= 3000 GiB");
   EXPECT_EQ((*templates)[1].pooledMemoryGiB, 512);
 }
 

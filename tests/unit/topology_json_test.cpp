@@ -25,6 +25,27 @@ TEST(TopologyJson, RoundTripsTheDefaultTopology) {
   EXPECT_EQ(topologyToJson(*parsed), topologyToJson(t));
 }
 
+TEST(TopologyJson, KeepsANicsSpeedAndWritesItOnlyWhereKnown) {
+  const Topology t = embeddedTopology();
+  const auto j = topologyToJson(t);
+  auto parsed = parseTopologyJson(j.dump(), "embedded");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  int nics = 0;
+  for (std::size_t i = 0; i < t.devices.size(); ++i) {
+    EXPECT_EQ(parsed->devices[i].speedGbps, t.devices[i].speedGbps) << t.devices[i].id;
+    if (t.devices[i].kind == DeviceKind::kNic) {
+      ++nics;
+      EXPECT_GT(t.devices[i].speedGbps, 0) << t.devices[i].id;
+    } else {
+      EXPECT_FALSE(j["devices"][i].contains("speedGbps")) << t.devices[i].id;
+    }
+  }
+  EXPECT_EQ(nics, 8);
+  EXPECT_EQ(errorOf(R"({"switches": [{"id": "sw0", "ports": [{"id": "d", "kind": "downstream"}]}],
+                       "devices": [{"id": "n", "kind": "nic", "port": "d", "speedGbps": -1}]})"),
+            "pool.json: /devices/0/speedGbps: -1 is outside [0, 100000]");
+}
+
 TEST(TopologyJson, KeepsASwitchsDomain) {
   Topology t = defaultTopology();
   t.switches[0].domain = "east";

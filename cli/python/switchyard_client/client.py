@@ -57,10 +57,13 @@ def gpu_request(count: int = 1, *, model: str = "", min_memory_gib: int = 0, pee
 
 
 def endpoint_request(kind: str, count: int, *, model: str = "", min_capacity_gib: int = 0,
-                     affinity: str = "") -> "switchyard_pb2.EndpointRequest":
+                     affinity: str = "", min_speed_gbps: int = 0) -> "switchyard_pb2.EndpointRequest":
     """`count` devices of another kind ("nvme" or "nic") besides the GPUs; affinity "switch" puts them under the
-    GPUs' switches or fails, "domain" (the default) anywhere the host reaches, near the GPUs first."""
-    return switchyard_pb2.EndpointRequest(kind=kind, count=count, model=model, min_capacity_gib=min_capacity_gib, affinity=affinity)
+    GPUs' switches or fails, "domain" (the default) anywhere the host reaches, near the GPUs first.
+    `min_capacity_gib`: drives of at least that size; `min_speed_gbps`: NICs whose port runs at least that fast
+    (a NIC whose speed the fabric does not report never qualifies)."""
+    return switchyard_pb2.EndpointRequest(kind=kind, count=count, model=model, min_capacity_gib=min_capacity_gib, affinity=affinity,
+                                          min_speed_gbps=min_speed_gbps)
 
 
 def _endpoints(nics: int, nvme: int, endpoints: Sequence["switchyard_pb2.EndpointRequest"]) -> list:
@@ -325,10 +328,11 @@ class Client:
         return self._call("yard.GetSystem", switchyard_pb2.GetSystemRequest(system=id_or_name))
 
     def devices(self, *, free_only: bool = False, model: str = "", switch_id: str = "", host_id: str = "",
-                system: str = "") -> List["switchyard_pb2.Device"]:
-        """Every device, or those every given filter matches."""
+                system: str = "", kind: str = "") -> List["switchyard_pb2.Device"]:
+        """Every device, or those every given filter matches (kind: gpu, nvme, nic or cxl-memory). A NIC's
+        speed_gbps is its port speed (0 where the fabric does not report it)."""
         return self._pages("yard.ListDevices", switchyard_pb2.ListDevicesRequest(
-            free_only=free_only, model=model, switch_id=switch_id, host_id=host_id, system=system), "devices")
+            free_only=free_only, model=model, switch_id=switch_id, host_id=host_id, system=system, kind=kind), "devices")
 
     def release_device(self, device_id: str, *, unbind: bool = False) -> "switchyard_pb2.Device":
         """A quarantined device back in the pool: freed when the switch shows it unbound; with unbind=True, unbound

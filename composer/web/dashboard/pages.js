@@ -82,7 +82,7 @@ function drawSystemPage(s) {
     actions,
     el("h3", {}, "Devices"),
     table(["Device", "Kind", "Model", "Switch", "Health", "On the host", ""], s.devices.map((d) => [
-      link("device", d.id), d.kind, d.memory_gib ? `${d.model} (${d.memory_gib} GiB)` : d.model, d.switch, d.health, [d.uuid, d.host_pci_address].filter(Boolean).join(" at ") || "—",
+      link("device", d.id), d.kind, d.memory_gib ? `${d.model} (${d.memory_gib} GiB)` : d.speed_gbps ? `${d.model} (${d.speed_gbps} Gb/s)` : d.model, d.switch, d.health, [d.uuid, d.host_pci_address].filter(Boolean).join(" at ") || "—",
       s.state === "composed" && s.devices.length > 1
         ? button("Detach", `page-detach-${d.id}`, () => act(`detach ${d.id} from ${s.name}`, "POST", `/api/v1/systems/${enc(s.name)}/detach`, { devices: [d.id] }))
         : ""]), "no devices bound", "page-devices"),
@@ -100,7 +100,7 @@ function drawDevicePage(d) {
     el("h2", {}, `Device ${d.id}`),
     facts([["Kind", d.kind], ["Model", d.model], ["State", d.state], ["Health", d.health], ["Switch", d.switch], ["Host", d.host],
            ["System", system], ["Tenant", d.system_tenant ? link("tenant", d.system_tenant) : ""], ["UUID", d.uuid], ["PCI address on the host", d.host_pci_address],
-           ["Memory", d.memory_gib ? `${d.memory_gib} GiB` : ""]]),
+           ["Memory", d.memory_gib ? `${d.memory_gib} GiB` : ""], ["Port speed", d.speed_gbps ? `${d.speed_gbps} Gb/s` : ""]]),
     release,
     el("h3", {}, "Operations that acted on it"), operationsTable(d.operations),
     el("h3", {}, "Events"), eventsTable(d.events)];
