@@ -41,12 +41,13 @@ std::string roleDescription(Role role) {
   return "";
 }
 
-const char* pcieDeviceKind(DeviceKind k) {
-  switch (k) {
+std::string pcieDeviceKind(const Device& d) {
+  switch (d.kind) {
     case DeviceKind::kGpu: return "GPU";
     case DeviceKind::kNvme: return "NVMe drive";
     case DeviceKind::kNic: return "network adapter";
     case DeviceKind::kCxlMemory: return "CXL memory device";
+    case DeviceKind::kOther: return d.deviceClass;
   }
   return "device";
 }
@@ -188,7 +189,7 @@ json chassisResource(const PoolView& view, const std::vector<std::string>& parts
       json device = {{"@odata.id", devicesUri + "/" + d->id},
                      {"@odata.type", "#PCIeDevice.v1_21_0.PCIeDevice"},
                      {"Id", d->id},
-                     {"Name", fmt::format("{} {}", pcieDeviceKind(d->kind), d->id)},
+                     {"Name", fmt::format("{} {}", pcieDeviceKind(*d), d->id)},
                      {"Model", d->model},
                      {"DeviceType", "SingleFunction"},
                      {"Status", {{"State", "Enabled"}, {"Health", health}}},

@@ -182,6 +182,7 @@ std::string partCollection(DeviceKind kind) {
     case DeviceKind::kNvme: return "Drives";
     case DeviceKind::kCxlMemory: return "Memory";
     case DeviceKind::kNic: return "";
+    case DeviceKind::kOther: return "";  // an endpoint of another class: its block says its class
   }
   return "";
 }
@@ -289,18 +290,19 @@ json resourceBlock(const PoolView& view, const std::string& id) {
       case DeviceAllocation::kAllocated: state = "Composed", pool = "Active"; break;
       case DeviceAllocation::kQuarantined: state = "Unavailable", pool = "Unassigned"; break;
     }
-    const char* type = d.device.kind == DeviceKind::kGpu      ? "Processor"
-                       : d.device.kind == DeviceKind::kNvme   ? "Storage"
-                       : d.device.kind == DeviceKind::kNic    ? "Network"
-                                                              : "Memory";
+    const char* type = d.device.kind == DeviceKind::kGpu         ? "Processor"
+                       : d.device.kind == DeviceKind::kNvme      ? "Storage"
+                       : d.device.kind == DeviceKind::kNic       ? "Network"
+                       : d.device.kind == DeviceKind::kCxlMemory ? "Memory"
+                                                                 : "Expansion";  // another class: an FPGA, a DPU
     json links = {{"ComputerSystems", json::array()}, {"Zones", json::array({odataRef(fmt::format("{}/CompositionService/ResourceZones/1", kRoot))})}};
     if (listed(view, d.systemId)) links["ComputerSystems"].push_back(odataRef(systemUri(d.systemId)));
     json block = {{"@odata.id", blockUri(id)},
                   {"@odata.type", "#ResourceBlock.v1_4_3.ResourceBlock"},
                   {"Id", id},
                   {"Name", fmt::format("{} {}", d.device.model, id)},
-                  {"Description", d.device.speedGbps > 0 ? fmt::format("{} behind switch {}, {} Gb/s", toString(d.device.kind), d.switchId, d.device.speedGbps)
-                                                         : fmt::format("{} behind switch {}", toString(d.device.kind), d.switchId)},
+                  {"Description", d.device.speedGbps > 0 ? fmt::format("{} behind switch {}, {} Gb/s", kindName(d.device), d.switchId, d.device.speedGbps)
+                                                         : fmt::format("{} behind switch {}", kindName(d.device), d.switchId)},
                   {"ResourceBlockType", json::array({type})},
                   {"Status", {{"State", "Enabled"}, {"Health", health(d.device.health)}}},
                   {"CompositionStatus", {{"CompositionState", state}, {"Reserved", reserved}, {"SharingCapable", false}}},
@@ -360,7 +362,8 @@ json resourceBlockPart(const DeviceView& d, const std::string& collection, const
       common["CapacityMiB"] = mib;
       common["VolatileSizeMiB"] = mib;
       break;
-    case DeviceKind::kNic: return nullptr;
+    case DeviceKind::kNic:
+    case DeviceKind::kOther: return nullptr;
   }
   return common;
 }

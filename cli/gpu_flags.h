@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -46,6 +47,31 @@ struct GpuFlags {
   int nics = 0, drives = 0, nicSpeedGbps = 0;
   std::string nicModel, driveModel, driveSize;
   std::vector<std::string> affinity;  // nic:gpu=switch, nvme:gpu=domain
+  std::vector<std::string> others;    // endpoints of other classes: fpga=1
+
+  // "fpga=2": a class by name and a count; the error for people otherwise.
+  static std::optional<std::pair<std::string, int>> parseOtherEndpoint(const std::string& text, std::string& error) {
+    const auto eq = text.find('=');
+    const std::string name = text.substr(0, eq);
+    const auto kind = switchyard::parseKindName(name);
+    int count = 0;
+    const char* end = text.data() + text.size();
+    if (eq == std::string::npos || !kind || std::from_chars(text.data() + eq + 1, end, count).ptr != end || eq + 1 == text.size()) {
+      error = fmt::format("'{}' is not CLASS=COUNT (e.g. fpga=1)", text);
+      return std::nullopt;
+    }
+    if (kind->kind != switchyard::DeviceKind::kOther) {
+      error = fmt::format("'{}': ask for {} with {}", text, name,
+                          kind->kind == switchyard::DeviceKind::kNic ? "--nic" : kind->kind == switchyard::DeviceKind::kNvme ? "--nvme"
+                          : kind->kind == switchyard::DeviceKind::kGpu ? "--gpus" : "--memory");
+      return std::nullopt;
+    }
+    if (count < 1 || count > switchyard::kMaxEndpointsPerDemand) {
+      error = fmt::format("'{}': the count must be 1-{}", text, switchyard::kMaxEndpointsPerDemand);
+      return std::nullopt;
+    }
+    return std::pair{name, count};
+  }
 
   void add(CLI::App* cmd, bool withHost) {
     auto* gpus = cmd->add_option("-g,--gpus", count, "Number of GPUs")->check(CLI::Range(0, 4096));
@@ -95,9 +121,19 @@ struct GpuFlags {
         ->check(CLI::Validator([](std::string& v) { return parseGiB(v) ? std::string() : "expected a size such as 2TiB or 3840 (GiB)"; }, "SIZE"))
         ->needs(nvme);
     cmd->add_option("--nvme-model", driveModel, "Only drives of this model; needs --nvme")->needs(nvme);
+    cmd->add_option("--endpoint", others,
+                    "Endpoints of another class by name and count, besides the GPUs (or alone), e.g. --endpoint fpga=1: devices whose "
+                    "kind is that class (`yardctl devices --kind fpga`), near the GPUs as NICs are. Repeatable")
+        ->check(CLI::Validator(
+            [](std::string& v) {
+              std::string error;
+              return parseOtherEndpoint(v, error) ? std::string() : error;
+            },
+            "CLASS=COUNT"));
     cmd->add_option("--affinity", affinity,
-                    "How close drives or NICs must be to the GPUs: nic:gpu=switch (under the GPUs' switches, or fail), nic:gpu=domain "
-                    "(anywhere the host reaches, near the GPUs first: the default); the same for nvme. Repeatable")
+                    "How close drives, NICs or other endpoints must be to the GPUs: nic:gpu=switch (under the GPUs' switches, or fail), "
+                    "nic:gpu=domain (anywhere the host reaches, near the GPUs first: the default); the same for nvme or a class "
+                    "(fpga:gpu=switch). Repeatable")
         ->check(CLI::Validator(
             [](std::string& v) {
               std::string error;
@@ -106,9 +142,9 @@ struct GpuFlags {
             "KIND:gpu=switch|domain"));
   }
 
-  // Drives and NICs asked for with --nic/--nvme.
+  // Drives, NICs and other endpoints asked for with --nic/--nvme/--endpoint.
   void fillEndpoints(google::protobuf::RepeatedPtrField<switchyard::v1::EndpointRequest>* out) const {
-    auto add = [&](const char* kind, int n, const std::string& which, int minGiB, int minGbps) {
+    auto add = [&](const std::string& kind, int n, const std::string& which, int minGiB, int minGbps) {
       if (n <= 0) return;
       auto& e = *out->Add();
       e.set_kind(kind);
@@ -118,11 +154,14 @@ struct GpuFlags {
       e.set_min_speed_gbps(minGbps);
       std::string error;
       for (const auto& a : affinity)
-        if (const auto rule = switchyard::parseAffinityRule(a, error); rule && switchyard::toString(rule->kind) == kind)
+        if (const auto rule = switchyard::parseAffinityRule(a, error); rule && switchyard::kindName(rule->kind, rule->deviceClass) == kind)
           e.set_affinity(std::string(switchyard::toString(rule->affinity)));
     };
     add("nic", nics, nicModel, 0, nicSpeedGbps);
     add("nvme", drives, driveModel, driveSize.empty() ? 0 : parseGiB(driveSize).value_or(0), 0);
+    std::string error;
+    for (const auto& text : others)
+      if (const auto other = parseOtherEndpoint(text, error)) add(other->first, other->second, "", 0, 0);
   }
 
   // The memory request, when --memory was given.

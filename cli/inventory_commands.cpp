@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/list_watch.h"
 #include "cli/release_command.h"
+#include "composer/model/topology.h"
 
 namespace yardctl {
 
@@ -28,8 +29,10 @@ void addInventoryCommands(CLI::App& app, const CommandContext& ctx) {
   auto filter = std::make_shared<pb::ListDevicesRequest>();
   devices->add_flag_callback("--free", [filter] { filter->set_free_only(true); }, "Only free devices that are not critical (what a compose could take)");
   devices->add_option_function<std::string>("--model", [filter](const std::string& v) { filter->set_model(v); }, "Only this model (exact name)");
-  devices->add_option_function<std::string>("--kind", [filter](const std::string& v) { filter->set_kind(v); }, "Only devices of this kind")
-      ->check(CLI::IsMember({"gpu", "nvme", "nic", "cxl-memory"}));
+  devices->add_option_function<std::string>("--kind", [filter](const std::string& v) { filter->set_kind(v); },
+                                            "Only devices of this kind: gpu, nvme, nic, cxl-memory, or another class by name (fpga)")
+      ->check(CLI::Validator([](std::string& v) { return switchyard::parseKindName(v) ? std::string() : std::string(switchyard::kKindNameRule); },
+                             "KIND"));
   devices->add_option_function<std::string>("--switch", [filter](const std::string& v) { filter->set_switch_id(v); }, "Only devices under this switch");
   devices->add_option_function<std::string>("--host", [filter](const std::string& v) { filter->set_host_id(v); },
                                             "Only devices counted against this host (in its system, or held for it)");

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <utility>
+
 namespace switchyard {
 namespace {
 
@@ -32,12 +34,25 @@ constexpr KnownEndpoint kKnownEndpoints[] = {
 
 }  // namespace
 
-DeviceKind deviceKindOfClass(std::uint32_t classCode) {
-  const auto base = classCode >> 16, sub = (classCode >> 8) & 0xff;
-  if (base == 0x01 && sub == 0x08) return DeviceKind::kNvme;
-  if (base == 0x02) return DeviceKind::kNic;
-  if (base == 0x05 && sub == 0x02) return DeviceKind::kCxlMemory;
-  return DeviceKind::kGpu;  // 0x03 display/3D controllers, and accelerators (0x12)
+void classifyPciFunction(std::uint32_t classCode, Device& device) {
+  const auto base = (classCode >> 16) & 0xff, sub = (classCode >> 8) & 0xff;
+  device.deviceClass.clear();
+  if (base == 0x01 && sub == 0x08) device.kind = DeviceKind::kNvme;
+  else if (base == 0x02) device.kind = DeviceKind::kNic;
+  else if (base == 0x05 && sub == 0x02) device.kind = DeviceKind::kCxlMemory;
+  else if (base == 0x03 || base == 0x12) device.kind = DeviceKind::kGpu;  // display/3D controllers, processing accelerators
+  else {
+    // The PCI base class names (PCI Code and ID Assignment specification), as class names requests can use.
+    static constexpr std::pair<std::uint32_t, const char*> kNames[] = {
+        {0x01, "storage"},  {0x04, "multimedia"}, {0x05, "memory"},        {0x06, "bridge"},     {0x07, "communication"},
+        {0x08, "system-peripheral"}, {0x09, "input"}, {0x0a, "docking"},  {0x0b, "processor"},  {0x0c, "serial-bus"},
+        {0x0d, "wireless"}, {0x0e, "intelligent-io"}, {0x0f, "satellite"}, {0x10, "encryption"}, {0x11, "signal-processing"},
+        {0x13, "non-essential"}, {0x40, "coprocessor"}};
+    device.kind = DeviceKind::kOther;
+    device.deviceClass = fmt::format("pci-class-{:02x}", base);
+    for (const auto& [code, name] : kNames)
+      if (code == base) device.deviceClass = name;
+  }
 }
 
 void describePciDevice(std::uint16_t vendor, std::uint16_t deviceId, Device& device) {

@@ -151,7 +151,10 @@ std::optional<FieldError> readDevice(const json& j, const std::string& path, Top
   SY_TRY_FIELD(r.checkKeys());
   Device d;
   SY_TRY_FIELD(r.string("id", d.id, true));
-  SY_TRY_FIELD(r.enumeration("kind", d.kind, parseDeviceKind, "gpu, nvme, nic, cxl-memory", false));
+  KindName kind;  // absent: a GPU
+  SY_TRY_FIELD(r.enumeration("kind", kind, parseKindName, kKindNameRule, false));
+  d.kind = kind.kind;
+  d.deviceClass = kind.deviceClass;
   SY_TRY_FIELD(r.string("port", d.portId, true));
   SY_TRY_FIELD(r.string("model", d.model, false));
   SY_TRY_FIELD(r.integer("memoryGiB", d.memoryGiB, 0, 1 << 20));
@@ -253,7 +256,7 @@ json topologyToJson(const Topology& t) {
   }
   json devices = json::array();
   for (const auto& d : t.devices) {
-    json device{{"id", d.id}, {"kind", toString(d.kind)}, {"port", d.portId},   {"model", d.model},
+    json device{{"id", d.id}, {"kind", kindName(d)}, {"port", d.portId},   {"model", d.model},
                 {"memoryGiB", d.memoryGiB}, {"serial", d.serial}, {"health", toString(d.health)}, {"migCapable", d.migCapable}};
     if (d.speedGbps > 0) device["speedGbps"] = d.speedGbps;
     devices.push_back(std::move(device));

@@ -9,7 +9,7 @@ nlohmann::json queuedToJson(const QueuedRequest& q) {
   for (MigProfile p : q.gpuInstances) instances.push_back(std::string(toString(p)));
   nlohmann::json endpoints = nlohmann::json::array();
   for (const auto& e : q.endpoints)
-    endpoints.push_back({{"kind", toString(e.kind)}, {"count", e.count}, {"model", e.model}, {"minCapacityGiB", e.minCapacityGiB}, {"minSpeedGbps", e.minSpeedGbps},
+    endpoints.push_back({{"kind", kindName(e)}, {"count", e.count}, {"model", e.model}, {"minCapacityGiB", e.minCapacityGiB}, {"minSpeedGbps", e.minSpeedGbps},
                          {"affinity", toString(e.affinity)}});
   return nlohmann::json{{"gpus", q.gpuCount},
                         {"endpoints", endpoints},
@@ -45,10 +45,11 @@ Result<QueuedRequest> queuedFromJson(const nlohmann::json& j, std::string_view w
       q.gpuInstances.push_back(*profile);
     }
     for (const auto& e : j.value("endpoints", nlohmann::json::array())) {
-      const auto kind = parseDeviceKind(e.at("kind").get<std::string>());
+      const auto kind = parseKindName(e.at("kind").get<std::string>());
       const auto affinity = parseAffinity(e.value("affinity", ""));
       if (!kind || !affinity) return fail(Code::kInternal, fmt::format("{}: unknown endpoint kind or affinity in {}", what, e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-      q.endpoints.push_back({*kind, e.at("count").get<int>(), e.value("model", ""), e.value("minCapacityGiB", 0), *affinity, e.value("minSpeedGbps", 0)});
+      q.endpoints.push_back(
+          {kind->kind, e.at("count").get<int>(), e.value("model", ""), e.value("minCapacityGiB", 0), *affinity, e.value("minSpeedGbps", 0), kind->deviceClass});
     }
     q.migCapable = j.value("migCapable", false);
     q.gpuShareMilli = j.value("shareMilli", 0);

@@ -157,7 +157,7 @@ Result<void> SqliteStore::apply(const PutInventory& w) {
   for (const auto& d : t.devices) {
     SY_ASSIGN(auto st, db_->prepare("INSERT INTO devices (id, kind, port_id, model, memory_gib, serial, health, mig_capable, speed_gbps) "
                                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"));
-    SY_TRY(st.bind(1, d.id).bind(2, toString(d.kind)).bind(3, d.portId).bind(4, d.model).bind(5, d.memoryGiB)
+    SY_TRY(st.bind(1, d.id).bind(2, kindName(d)).bind(3, d.portId).bind(4, d.model).bind(5, d.memoryGiB)
                .bind(6, d.serial).bind(7, toString(d.health)).bind(8, d.migCapable ? 1 : 0).bind(9, d.speedGbps).run());
   }
   return {};
@@ -368,10 +368,10 @@ Result<std::optional<Topology>> SqliteStore::loadInventory() {
   while (true) {
     SY_ASSIGN(bool row, dev.step());
     if (!row) break;
-    SY_ASSIGN(auto kind, parseColumn<DeviceKind>(dev.text(1), parseDeviceKind, "device kind"));
+    SY_ASSIGN(auto kind, parseColumn<KindName>(dev.text(1), parseKindName, "device kind"));
     SY_ASSIGN(auto health, parseColumn<DeviceHealth>(dev.text(6), parseDeviceHealth, "device health"));
-    t.devices.push_back({dev.text(0), kind, dev.text(2), dev.text(3), static_cast<int>(dev.integer(4)), dev.text(5), health, dev.integer(7) != 0,
-                         static_cast<int>(dev.integer(8))});
+    t.devices.push_back({dev.text(0), kind.kind, dev.text(2), dev.text(3), static_cast<int>(dev.integer(4)), dev.text(5), health,
+                         dev.integer(7) != 0, static_cast<int>(dev.integer(8)), kind.deviceClass});
   }
   dev.reset();
   return std::optional<Topology>(std::move(t));

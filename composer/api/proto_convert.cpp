@@ -76,11 +76,13 @@ Result<PlacementRequest> fromProto(const pb::GpuRequest& gpus, const std::string
 Result<std::vector<EndpointDemand>> endpointsFromProto(const google::protobuf::RepeatedPtrField<pb::EndpointRequest>& in) {
   std::vector<EndpointDemand> out;
   for (const auto& e : in) {
-    const auto kind = parseDeviceKind(e.kind());
-    if (!kind || !isEndpointKind(*kind)) return fail(Code::kInvalidArgument, fmt::format("endpoints: kind '{}' is not nvme or nic", e.kind()));
+    const auto kind = parseKindName(e.kind());
+    if (!kind || !isEndpointKind(kind->kind))
+      return fail(Code::kInvalidArgument,
+                  fmt::format("endpoints: kind '{}' is not nvme, nic or another class's name (a-z, then a-z, 0-9 or -)", e.kind()));
     const auto affinity = parseAffinity(e.affinity());
     if (!affinity) return fail(Code::kInvalidArgument, fmt::format("endpoints: affinity '{}' is not switch or domain", e.affinity()));
-    EndpointDemand d{*kind, e.count(), e.model(), e.min_capacity_gib(), *affinity, e.min_speed_gbps()};
+    EndpointDemand d{kind->kind, e.count(), e.model(), e.min_capacity_gib(), *affinity, e.min_speed_gbps(), kind->deviceClass};
     if (auto why = invalidDemand(d); !why.empty()) return fail(Code::kInvalidArgument, "endpoints: " + why);
     out.push_back(std::move(d));
   }
@@ -90,7 +92,7 @@ Result<std::vector<EndpointDemand>> endpointsFromProto(const google::protobuf::R
 void toProto(const std::vector<EndpointDemand>& in, google::protobuf::RepeatedPtrField<pb::EndpointRequest>& out) {
   for (const auto& d : in) {
     auto& e = *out.Add();
-    e.set_kind(std::string(toString(d.kind)));
+    e.set_kind(kindName(d));
     e.set_count(d.count);
     e.set_model(d.model);
     e.set_min_capacity_gib(d.minCapacityGiB);
@@ -173,7 +175,7 @@ void toProto(const CapacityReport& r, pb::Capacity& out) {
   out.set_free_pooled_memory_gib(r.freePooledMemoryGiB);
   for (const auto& e : r.endpoints) {
     auto& pe = *out.add_endpoints();
-    pe.set_kind(std::string(toString(e.kind)));
+    pe.set_kind(kindName(e.kind, e.deviceClass));
     pe.set_model(e.model);
     pe.set_total(e.total);
     pe.set_free(e.free);
@@ -263,7 +265,7 @@ void toProto(const System& s, pb::System& out, const PoolView* view) {
     auto* pbb = out.add_bindings();
     pbb->set_device_id(b.deviceId);
     pbb->set_upstream_port_id(b.upstreamPortId);
-    if (const DeviceView* d = view ? view->device(b.deviceId) : nullptr) pbb->set_kind(std::string(toString(d->device.kind)));
+    if (const DeviceView* d = view ? view->device(b.deviceId) : nullptr) pbb->set_kind(std::string(kindName(d->device)));
     for (const auto& h : s.hostDevices)
       if (h.deviceId == b.deviceId) {
         pbb->set_host_pci_address(h.pciAddress);
@@ -405,7 +407,7 @@ void toProto(const IdleGpu& g, Timestamp now, pb::IdleGpu& out) {
 void toProto(const DeviceView& v, pb::Device& out) {
   const Device& d = v.device;
   out.set_id(d.id);
-  out.set_kind(std::string(toString(d.kind)));
+  out.set_kind(std::string(kindName(d)));
   out.set_model(d.model);
   out.set_memory_gib(d.memoryGiB);
   out.set_serial(d.serial);

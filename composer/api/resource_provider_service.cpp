@@ -123,18 +123,20 @@ grpc::ServerUnaryReactor* ResourceProviderService::AddResource(Context* ctx, con
       [this, r = *req](EngineCore& core, const Caller& caller) -> Result<Status> {
         SY_TRY(required("request_id", r.request_id()));
         SY_TRY(required("node", r.node()));
-        // One device a call: a whole GPU (type "gpu" or empty), or an NVMe drive or a NIC (ADR 0031) of the node's reach.
-        const auto kind = r.type().empty() ? std::optional(DeviceKind::kGpu) : parseDeviceKind(r.type());
-        if (!kind || (*kind != DeviceKind::kGpu && !isEndpointKind(*kind)))
-          return fail(Code::kInvalidArgument, fmt::format("type '{}': this provider attaches one device of type gpu, nvme or nic", r.type()));
+        // One device a call: a whole GPU (type "gpu" or empty), or an NVMe drive, a NIC or an endpoint of another class
+        // ("fpga"; ADR 0031) of the node's reach.
+        const auto kind = r.type().empty() ? std::optional(KindName{DeviceKind::kGpu, {}}) : parseKindName(r.type());
+        if (!kind || (kind->kind != DeviceKind::kGpu && !isEndpointKind(kind->kind)))
+          return fail(Code::kInvalidArgument,
+                      fmt::format("type '{}': this provider attaches one device of type gpu, nvme, nic or another class's name", r.type()));
         SY_ASSIGN(auto prior, core.operationForRequest(caller, r.request_id()));
         if (prior) return statusOf(engine_, *prior, {});  // the node the request went to, whatever this call says
         PlacementRequest placement;
-        if (*kind == DeviceKind::kGpu) {
+        if (kind->kind == DeviceKind::kGpu) {
           placement.gpuCount = 1;
           placement.model = r.model();
         } else {
-          placement.endpoints = {{*kind, 1, r.model(), 0, Affinity::kDomain}};
+          placement.endpoints = {{kind->kind, 1, r.model(), 0, Affinity::kDomain, 0, kind->deviceClass}};
         }
         placement.peerToPeer = PeerToPeer::kPreferred;
         Result<Operation> started;

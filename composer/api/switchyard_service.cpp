@@ -220,9 +220,8 @@ grpc::ServerUnaryReactor* SwitchyardService::ListDevices(Context* ctx, const v1:
   if (!view) return finished(ctx, grpc::Status(grpc::StatusCode::UNAVAILABLE, "yardd is starting: the pool is not loaded yet"));
   DeviceFilter filter{req->free_only(), req->model(), req->switch_id(), req->host_id(), req->system(), std::nullopt};
   if (!req->kind().empty()) {
-    filter.kind = parseDeviceKind(req->kind());
-    if (!filter.kind)
-      return finished(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, fmt::format("kind '{}' is not gpu, nvme, nic or cxl-memory", req->kind())));
+    filter.kind = parseKindName(req->kind());
+    if (!filter.kind) return finished(ctx, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, fmt::format("kind '{}' is not {}", req->kind(), kKindNameRule)));
   }
   const auto size = static_cast<std::size_t>(req->page_size() <= 0 ? kDefaultPageSize : std::min(req->page_size(), kMaxPageSize));
   std::string next;

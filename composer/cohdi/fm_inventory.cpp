@@ -88,7 +88,7 @@ Result<const Host*> offeredMachine(const Inventory& inventory, const std::string
   return host;
 }
 
-std::string resourceType(DeviceKind kind) { return std::string(toString(kind)); }
+std::string resourceType(const Device& device) { return std::string(kindName(device)); }
 
 json modelCondition(const std::string& model) { return json::array({{{"column", "model"}, {"operator", "eq"}, {"value", model}}}); }
 
@@ -104,7 +104,7 @@ json resourceJson(const DeviceView& device, const System* system, bool changing)
       if (h.deviceId == device.device.id && !h.uuid.empty()) serial = h.uuid;
   return json{{"res_uuid", deviceUuid(device.device.id)},
               {"res_name", device.device.id},
-              {"res_type", resourceType(device.device.kind)},
+              {"res_type", resourceType(device.device)},
               {"res_status", changing ? 1 : 0},  // 0: in place; 1: an operation is changing its machine
               {"res_op_status", opStatus},
               {"res_serial_num", serial},

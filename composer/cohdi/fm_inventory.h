@@ -70,8 +70,8 @@ class Inventory {
 // exist is, so that a tenant cannot tell them apart.
 [[nodiscard]] Result<const Host*> offeredMachine(const Inventory& inventory, const std::string& uuid, const std::string& tenant);
 
-// "gpu", "nvme", "nic", "cxl-memory": the res_type of a device kind.
-[[nodiscard]] std::string resourceType(DeviceKind kind);
+// "gpu", "nvme", "nic", "cxl-memory" or another class ("fpga"): a device's res_type.
+[[nodiscard]] std::string resourceType(const Device& device);
 // A device in a machine: res_uuid, res_name, res_type, res_status, res_op_status, res_serial_num, res_spec.
 // `system` (may be null) gives the identity its host verified (the GPU's UUID as nvidia-smi prints it).
 [[nodiscard]] nlohmann::json resourceJson(const DeviceView& device, const System* system, bool changing);

@@ -23,10 +23,11 @@ Result<void> onlyKeys(const json& j, const std::set<std::string>& known, const s
   return {};
 }
 
-Result<EndpointDemand> demandOf(const json& j, DeviceKind kind, const std::string& where) {
+Result<EndpointDemand> demandOf(const json& j, const KindName& kind, const std::string& where) {
   SY_TRY(onlyKeys(j, {"count", "model", "minCapacityGiB", "minSpeedGbps", "affinity"}, where));
   EndpointDemand d;
-  d.kind = kind;
+  d.kind = kind.kind;
+  d.deviceClass = kind.deviceClass;
   d.count = j.at("count").get<int>();
   d.model = j.value("model", "");
   d.minCapacityGiB = j.value("minCapacityGiB", 0);
@@ -40,7 +41,7 @@ Result<EndpointDemand> demandOf(const json& j, DeviceKind kind, const std::strin
 Result<MachineTemplate> templateOf(const json& j, std::size_t index) {
   std::string where = fmt::format("templates[{}]", index);
   if (j.is_object() && j.contains("name") && j["name"].is_string()) where = fmt::format("template '{}'", j["name"].get<std::string>());
-  SY_TRY(onlyKeys(j, {"name", "description", "gpus", "model", "minMemoryGiB", "p2p", "memoryGiB", "nic", "nvme", "labels", "priorityClass", "lease"}, where));
+  SY_TRY(onlyKeys(j, {"name", "description", "gpus", "model", "minMemoryGiB", "p2p", "memoryGiB", "nic", "nvme", "endpoints", "labels", "priorityClass", "lease"}, where));
   MachineTemplate t;
   t.name = j.at("name").get<std::string>();
   t.description = j.value("description", "");
@@ -50,12 +51,24 @@ Result<MachineTemplate> templateOf(const json& j, std::size_t index) {
   t.peerToPeer = j.value("p2p", "preferred");
   t.pooledMemoryGiB = j.value("memoryGiB", 0);
   if (j.contains("nic")) {
-    SY_ASSIGN(auto d, demandOf(j["nic"], DeviceKind::kNic, where + ": nic"));
+    SY_ASSIGN(auto d, demandOf(j["nic"], KindName{DeviceKind::kNic, {}}, where + ": nic"));
     t.endpoints.push_back(std::move(d));
   }
   if (j.contains("nvme")) {
-    SY_ASSIGN(auto d, demandOf(j["nvme"], DeviceKind::kNvme, where + ": nvme"));
+    SY_ASSIGN(auto d, demandOf(j["nvme"], KindName{DeviceKind::kNvme, {}}, where + ": nvme"));
     t.endpoints.push_back(std::move(d));
+  }
+  // Endpoints of other classes by name: {"endpoints": {"fpga": {"count": 1}}}.
+  if (j.contains("endpoints")) {
+    if (!j["endpoints"].is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: endpoints: expected an object of classes", where));
+    for (const auto& [name, demand] : j["endpoints"].items()) {
+      const auto kind = parseKindName(name);
+      if (!kind || kind->kind != DeviceKind::kOther)
+        return fail(Code::kInvalidArgument, fmt::format("{}: endpoints: '{}' is not another class's name (nic and nvme have keys of their own; {})",
+                                                        where, name, kKindNameRule));
+      SY_ASSIGN(auto d, demandOf(demand, *kind, fmt::format("{}: endpoints: {}", where, name)));
+      t.endpoints.push_back(std::move(d));
+    }
   }
   t.labels = j.value("labels", std::map<std::string, std::string>{});
   t.priorityClass = j.value("priorityClass", "");

@@ -4,8 +4,9 @@
 //   {"templates": [
 //     {"name": "train-8x", "description": "8 GPUs under one switch, a NIC per pair, 2 drives",
 //      "gpus": 8, "model": "H100-SXM5-80GB", "minMemoryGiB": 0, "p2p": "required", "memoryGiB": 0,
-//      "nic": {"count": 4, "model": "", "affinity": "switch"},
+//      "nic": {"count": 4, "model": "", "affinity": "switch", "minSpeedGbps": 200},
 //      "nvme": {"count": 2, "minCapacityGiB": 3000, "affinity": "domain"},
+//      "endpoints": {"fpga": {"count": 1, "affinity": "switch"}},
 //      "labels": {"team": "ml"}, "priorityClass": "batch", "lease": "8h"}]}
 #pragma once
 

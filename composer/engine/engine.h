@@ -360,6 +360,7 @@ class Engine {
         case DeviceKind::kCxlMemory: memoryGiB += d.memoryGiB; break;
         case DeviceKind::kNvme: ++drives; break;
         case DeviceKind::kNic: ++nics; break;
+        case DeviceKind::kOther: break;  // no quota counts other classes
       }
     }
   };

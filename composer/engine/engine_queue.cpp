@@ -62,7 +62,7 @@ std::string shapeKey(const QueuedRequest& q, const std::string& tenant) {
   for (const auto& d : q.devices) key += "|" + d;
   for (MigProfile p : q.gpuInstances) key += fmt::format("|{}", toString(p));
   for (const auto& e : q.endpoints)
-    key += fmt::format("|{}:{}:{}:{}:{}:{}", toString(e.kind), e.count, e.model, e.minCapacityGiB, toString(e.affinity), e.minSpeedGbps);
+    key += fmt::format("|{}:{}:{}:{}:{}:{}", kindName(e), e.count, e.model, e.minCapacityGiB, toString(e.affinity), e.minSpeedGbps);
   return key;
 }
 

@@ -184,7 +184,7 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
       },
       [&](const DeviceId& id) {
         const DeviceView* d = view->device(id);
-        return d && isEndpointKind(d->device.kind) ? std::string(toString(d->device.kind)) : std::string();
+        return d && isEndpointKind(d->device.kind) ? std::string(kindName(d->device)) : std::string();
       });
   std::erase_if(report.rows, [&](const UsageRow& r) { return !maySee(caller, r.tenant); });
   // No start asked for: the period is all the log knows, from its oldest operation (not "from 1970").

@@ -24,7 +24,7 @@ Result<ComposeRequest> applyTemplate(const std::vector<MachineTemplate>& templat
   if (!request.peerToPeerAsked) p.peerToPeer = parsePeerToPeer(t->peerToPeer).value_or(PeerToPeer::kPreferred);
   if (p.pooledMemoryGiB == 0) p.pooledMemoryGiB = t->pooledMemoryGiB;
   for (const auto& e : t->endpoints)
-    if (std::none_of(p.endpoints.begin(), p.endpoints.end(), [&](const EndpointDemand& asked) { return asked.kind == e.kind; }))
+    if (std::none_of(p.endpoints.begin(), p.endpoints.end(), [&](const EndpointDemand& asked) { return sameKind(asked, e); }))
       p.endpoints.push_back(e);
   out.labels = t->labels;
   for (const auto& [key, value] : request.labels) out.labels[key] = value;

@@ -154,7 +154,7 @@ namespace {
 bool matches(const DeviceView& d, const DeviceFilter& f, const System* system) {
   if (f.freeOnly && (d.assignment.allocation != DeviceAllocation::kFree || d.device.health == DeviceHealth::kCritical)) return false;
   if (!f.model.empty() && d.device.model != f.model) return false;
-  if (f.kind && d.device.kind != *f.kind) return false;
+  if (f.kind && (d.device.kind != f.kind->kind || d.device.deviceClass != f.kind->deviceClass)) return false;
   if (!f.switchId.empty() && d.switchId != f.switchId) return false;
   if (!f.hostId.empty() && d.hostId != f.hostId) return false;
   if (!f.system.empty() && (system == nullptr || d.systemId != system->id)) return false;

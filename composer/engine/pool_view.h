@@ -171,7 +171,7 @@ struct DeviceFilter {
   SwitchId switchId;
   HostId hostId;
   std::string system;  // id or name
-  std::optional<DeviceKind> kind;
+  std::optional<KindName> kind;  // gpu, nvme, nic, cxl-memory or another class
 };
 
 // One page of the view's devices in id order, after `pageToken` (the last id of the page before), that

@@ -12,7 +12,7 @@ std::optional<Affinity> parseAffinity(std::string_view s) {
   return std::nullopt;
 }
 
-bool isEndpointKind(DeviceKind kind) { return kind == DeviceKind::kNvme || kind == DeviceKind::kNic; }
+bool isEndpointKind(DeviceKind kind) { return kind == DeviceKind::kNvme || kind == DeviceKind::kNic || kind == DeviceKind::kOther; }
 
 std::optional<AffinityRule> parseAffinityRule(std::string_view text, std::string& error) {
   const auto colon = text.find(':');
@@ -21,9 +21,9 @@ std::optional<AffinityRule> parseAffinityRule(std::string_view text, std::string
     error = fmt::format("'{}' is not KIND:gpu=switch|domain (e.g. nic:gpu=switch)", text);
     return std::nullopt;
   }
-  const auto kind = parseDeviceKind(text.substr(0, colon));
-  if (!kind || !isEndpointKind(*kind)) {
-    error = fmt::format("'{}': the kind must be nic or nvme", text.substr(0, colon));
+  const auto kind = parseKindName(text.substr(0, colon));
+  if (!kind || !isEndpointKind(kind->kind)) {
+    error = fmt::format("'{}': the kind must be nic, nvme or another class asked for by count", text.substr(0, colon));
     return std::nullopt;
   }
   const auto affinity = parseAffinity(text.substr(eq + 1));
@@ -31,11 +31,11 @@ std::optional<AffinityRule> parseAffinityRule(std::string_view text, std::string
     error = fmt::format("'{}': the affinity must be switch or domain", text.substr(eq + 1));
     return std::nullopt;
   }
-  return AffinityRule{*kind, *affinity};
+  return AffinityRule{kind->kind, *affinity, kind->deviceClass};
 }
 
 std::string describe(const EndpointDemand& d) {
-  std::string out = fmt::format("{} {}", d.count, d.kind == DeviceKind::kNvme ? "NVMe drive(s)" : d.kind == DeviceKind::kNic ? "NIC(s)" : toString(d.kind));
+  std::string out = fmt::format("{} {}", d.count, d.kind == DeviceKind::kNvme ? "NVMe drive(s)" : d.kind == DeviceKind::kNic ? "NIC(s)" : kindName(d) + "(s)");
   if (!d.model.empty()) out += " " + d.model;
   if (d.minCapacityGiB > 0) out += fmt::format(" >= {} GiB", d.minCapacityGiB);
   if (d.minSpeedGbps > 0) out += fmt::format(" >= {} Gb/s", d.minSpeedGbps);
@@ -51,14 +51,21 @@ std::string describe(const std::vector<EndpointDemand>& demands) {
 
 std::string invalidDemand(const EndpointDemand& d) {
   if (!isEndpointKind(d.kind))
-    return fmt::format("a demand by kind names nvme or nic, not {} (GPUs and pooled memory are asked for their own way)", toString(d.kind));
-  if (d.count < 1 || d.count > kMaxEndpointsPerDemand)
-    return fmt::format("{} count must be 1-{} (got {})", toString(d.kind), kMaxEndpointsPerDemand, d.count);
-  if (d.minCapacityGiB < 0) return fmt::format("{} minimum capacity must be >= 0 GiB", toString(d.kind));
+    return fmt::format("a demand by kind names nvme, nic or another class, not {} (GPUs and pooled memory are asked for their own way)",
+                       toString(d.kind));
+  if (d.kind == DeviceKind::kOther) {
+    const auto named = parseKindName(d.deviceClass);
+    if (!named || named->kind != DeviceKind::kOther)
+      return fmt::format("'{}' is not a class of device to ask for by count ({})", d.deviceClass, kKindNameRule);
+  } else if (!d.deviceClass.empty()) {
+    return fmt::format("a {} demand names no class", toString(d.kind));
+  }
+  const std::string kind = kindName(d);
+  if (d.count < 1 || d.count > kMaxEndpointsPerDemand) return fmt::format("{} count must be 1-{} (got {})", kind, kMaxEndpointsPerDemand, d.count);
+  if (d.minCapacityGiB < 0) return fmt::format("{} minimum capacity must be >= 0 GiB", kind);
   if (d.minSpeedGbps < 0 || d.minSpeedGbps > kMaxLinkSpeedGbps)
-    return fmt::format("{} minimum speed must be 0-{} Gb/s (got {})", toString(d.kind), kMaxLinkSpeedGbps, d.minSpeedGbps);
-  if (d.minSpeedGbps > 0 && d.kind != DeviceKind::kNic)
-    return fmt::format("a minimum speed is for NICs; {} has none to ask for", toString(d.kind));
+    return fmt::format("{} minimum speed must be 0-{} Gb/s (got {})", kind, kMaxLinkSpeedGbps, d.minSpeedGbps);
+  if (d.minSpeedGbps > 0 && d.kind != DeviceKind::kNic) return fmt::format("a minimum speed is for NICs; {} has none to ask for", kind);
   return {};
 }
 

@@ -1,4 +1,5 @@
-// What a request asks for besides GPUs and pooled memory: endpoints of other kinds (NVMe drives, NICs) by
+// What a request asks for besides GPUs and pooled memory: endpoints of other kinds (NVMe drives, NICs, any other
+// class by name such as fpga) by
 // count, with the model and capacity they must have and how close to the request's GPUs they must sit. A
 // request is a set of demands by kind (ADR 0031): GPUs (PlacementRequest's own fields), pooled memory in
 // GiB (pooledMemoryGiB), and these.
@@ -20,14 +21,18 @@ namespace switchyard {
 enum class Affinity { kDomain, kSwitch };
 
 struct EndpointDemand {
-  DeviceKind kind = DeviceKind::kNic;  // nvme or nic: GPUs and pooled memory are asked for their own way
+  DeviceKind kind = DeviceKind::kNic;  // nvme, nic or other (deviceClass): GPUs and pooled memory are asked for their own way
   int count = 0;                       // 1..64
   std::string model;                   // empty: any
   int minCapacityGiB = 0;              // the device's capacity (Device::memoryGiB: a drive's size) at least
   Affinity affinity = Affinity::kDomain;
   int minSpeedGbps = 0;  // NICs: the port speed (Device::speedGbps) at least; a NIC of unknown speed never meets one
+  std::string deviceClass;  // kOther: the class asked for (Device::deviceClass), e.g. "fpga"
   friend bool operator==(const EndpointDemand&, const EndpointDemand&) = default;
 };
+[[nodiscard]] inline std::string kindName(const EndpointDemand& d) { return kindName(d.kind, d.deviceClass); }
+// The same kind (and, for other classes, the same class).
+[[nodiscard]] inline bool sameKind(const EndpointDemand& a, const EndpointDemand& b) { return a.kind == b.kind && a.deviceClass == b.deviceClass; }
 
 inline constexpr int kMaxEndpointsPerDemand = 64;
 inline constexpr int kMaxLinkSpeedGbps = 100'000;  // a bound for input checks, far above any NIC port
@@ -38,9 +43,10 @@ inline constexpr int kMaxLinkSpeedGbps = 100'000;  // a bound for input checks, 
 struct AffinityRule {
   DeviceKind kind = DeviceKind::kNic;
   Affinity affinity = Affinity::kDomain;
+  std::string deviceClass;  // kOther: its class ("fpga:gpu=switch")
 };
 [[nodiscard]] std::optional<AffinityRule> parseAffinityRule(std::string_view text, std::string& error);
-// The kinds a demand may name (nvme, nic), for messages.
+// The kinds a demand may name: nvme, nic, and other classes.
 [[nodiscard]] bool isEndpointKind(DeviceKind kind);
 // "2 NIC(s) >= 200 Gb/s, 1 NVMe drive(s) >= 1024 GiB": for people.
 [[nodiscard]] std::string describe(const std::vector<EndpointDemand>& demands);

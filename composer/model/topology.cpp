@@ -95,6 +95,13 @@ Result<void> validateTopology(const Topology& t) {
       return fail(Code::kInvalidArgument,
                   fmt::format("devices[{}] '{}': downstream port '{}' already holds another device", i, d.id, d.portId));
     if (d.memoryGiB < 0) return fail(Code::kInvalidArgument, fmt::format("devices[{}] '{}': memoryGiB must be >= 0", i, d.id));
+    if (d.kind == DeviceKind::kOther) {
+      const auto named = parseKindName(d.deviceClass);
+      if (!named || named->kind != DeviceKind::kOther)
+        return fail(Code::kInvalidArgument, fmt::format("devices[{}] '{}': class '{}' is not a class name ({})", i, d.id, d.deviceClass, kKindNameRule));
+    } else if (!d.deviceClass.empty()) {
+      return fail(Code::kInvalidArgument, fmt::format("devices[{}] '{}': only a device of another kind has a class", i, d.id));
+    }
   }
   return {};
 }
@@ -181,6 +188,7 @@ std::string_view toString(DeviceKind v) {
     case DeviceKind::kNvme: return "nvme";
     case DeviceKind::kNic: return "nic";
     case DeviceKind::kCxlMemory: return "cxl-memory";
+    case DeviceKind::kOther: return "other";
   }
   return "?";
 }
@@ -210,6 +218,18 @@ std::optional<DeviceKind> parseDeviceKind(std::string_view s) {
   if (s == "cxl-memory") return DeviceKind::kCxlMemory;
   return std::nullopt;
 }
+std::string kindName(DeviceKind kind, std::string_view deviceClass) {
+  return kind == DeviceKind::kOther ? std::string(deviceClass) : std::string(toString(kind));
+}
+
+std::optional<KindName> parseKindName(std::string_view s) {
+  if (const auto kind = parseDeviceKind(s)) return KindName{*kind, {}};
+  if (s.empty() || s.size() > 32 || s.front() < 'a' || s.front() > 'z') return std::nullopt;
+  for (const char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return std::nullopt;
+  return KindName{DeviceKind::kOther, std::string(s)};
+}
+
 std::optional<DeviceHealth> parseDeviceHealth(std::string_view s) {
   if (s == "ok") return DeviceHealth::kOk;
   if (s == "warning") return DeviceHealth::kWarning;

@@ -20,7 +20,9 @@ using DeviceId = std::string;
 
 enum class SwitchKind { kPcie, kCxl };
 enum class PortKind { kUpstream, kDownstream, kInterSwitch };
-enum class DeviceKind { kGpu, kNvme, kNic, kCxlMemory };
+// kOther: an endpoint of another class (an FPGA, a DPU, an accelerator that is not a GPU), named by
+// Device::deviceClass. Every surface names a device's kind with kindName(): gpu, nvme, nic, cxl-memory or the class.
+enum class DeviceKind { kGpu, kNvme, kNic, kCxlMemory, kOther };
 enum class DeviceHealth { kOk, kWarning, kCritical };
 
 // A fabric domain is the part of the pool one switch manager (one FabricDriver) runs: a simulated chassis,
@@ -67,6 +69,7 @@ struct Device {
   DeviceHealth health = DeviceHealth::kOk;
   bool migCapable = false;
   int speedGbps = 0;  // a NIC's port speed in Gb/s; 0 where the fabric does not say (and for other kinds)
+  std::string deviceClass;  // kOther: the class by name ("fpga"); empty for the four kinds
 };
 
 struct Topology {
@@ -116,5 +119,19 @@ class TopologyIndex {
 [[nodiscard]] std::optional<PortKind> parsePortKind(std::string_view s);
 [[nodiscard]] std::optional<DeviceKind> parseDeviceKind(std::string_view s);
 [[nodiscard]] std::optional<DeviceHealth> parseDeviceHealth(std::string_view s);
+
+// A kind as users name it: gpu, nvme, nic, cxl-memory, or (kOther) the device's class.
+[[nodiscard]] std::string kindName(DeviceKind kind, std::string_view deviceClass);
+// The device's own: valid as long as `d` is.
+[[nodiscard]] inline std::string_view kindName(const Device& d) { return d.kind == DeviceKind::kOther ? std::string_view(d.deviceClass) : toString(d.kind); }
+struct KindName {
+  DeviceKind kind = DeviceKind::kGpu;
+  std::string deviceClass;  // set for kOther only
+  friend bool operator==(const KindName&, const KindName&) = default;
+};
+// One of the four kinds, or any other class name (a lowercase letter, then lowercase letters, digits or '-', at
+// most 32) as kOther; nothing for anything else.
+[[nodiscard]] std::optional<KindName> parseKindName(std::string_view s);
+inline constexpr std::string_view kKindNameRule = "gpu, nvme, nic, cxl-memory, or another class's name (a-z, then a-z, 0-9 or -; at most 32)";
 
 }  // namespace switchyard

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <unordered_set>
 
 #include "composer/packing/composable_model.h"
@@ -114,11 +115,11 @@ CapacityReport usableCapacity(const ComposableScheduler& scheduler, const Pool& 
   // Pooled memory per switch, and drives and NICs by kind and model, in one pass over the devices (a pool of
   // 100,000 GPUs has thousands of switches).
   std::map<int, PooledMemoryCapacity> memory;  // switch index -> its pooled memory, in switch order
-  std::map<std::pair<DeviceKind, std::string>, EndpointCapacity> endpoints;
+  std::map<std::tuple<DeviceKind, std::string, std::string>, EndpointCapacity> endpoints;
   for (const auto& d : pool.devices()) {
     if (isEndpointKind(d.kind)) {
-      EndpointCapacity& e = endpoints[{d.kind, d.model}];
-      e.kind = d.kind, e.model = d.model;
+      EndpointCapacity& e = endpoints[{d.kind, d.deviceClass, d.model}];
+      e.kind = d.kind, e.deviceClass = d.deviceClass, e.model = d.model;
       ++e.total;
       if (d.free && d.health != DeviceHealth::kCritical) {
         ++e.free;

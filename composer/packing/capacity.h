@@ -74,6 +74,7 @@ struct NamedCapacity {
 // other free ones are stranded for such requests (a request with domain affinity may still take them).
 struct EndpointCapacity {
   DeviceKind kind = DeviceKind::kNic;
+  std::string deviceClass;  // kOther: its class
   std::string model;
   int total = 0;
   int free = 0;             // free and not critical

@@ -15,16 +15,17 @@ Result<void> validateEndpoints(const Pool& pool, const std::vector<EndpointDeman
     const EndpointDemand& d = endpoints[i];
     if (auto why = invalidDemand(d); !why.empty()) return fail(Code::kInvalidArgument, why);
     for (std::size_t j = 0; j < i; ++j)
-      if (endpoints[j].kind == d.kind && endpoints[j].model == d.model)
-        return fail(Code::kInvalidArgument, fmt::format("{}{} is asked for twice: give one count", toString(d.kind), d.model.empty() ? "" : " " + d.model));
+      if (sameKind(endpoints[j], d) && endpoints[j].model == d.model)
+        return fail(Code::kInvalidArgument, fmt::format("{}{} is asked for twice: give one count", kindName(d), d.model.empty() ? "" : " " + d.model));
     if (d.model.empty()) continue;
     // A model the pool has none of never fits: say what there is.
     std::vector<std::string> models;
     for (const auto& device : pool.devices())
-      if (device.kind == d.kind && std::find(models.begin(), models.end(), device.model) == models.end()) models.push_back(device.model);
+      if (device.kind == d.kind && device.deviceClass == d.deviceClass && std::find(models.begin(), models.end(), device.model) == models.end())
+        models.push_back(device.model);
     if (std::find(models.begin(), models.end(), d.model) == models.end()) {
       std::sort(models.begin(), models.end());
-      return fail(Code::kInvalidArgument, fmt::format("no {} in the pool is a '{}'; the pool has: {}", toString(d.kind), d.model,
+      return fail(Code::kInvalidArgument, fmt::format("no {} in the pool is a '{}'; the pool has: {}", kindName(d), d.model,
                                                       models.empty() ? std::string("none") : fmt::format("{}", fmt::join(models, ", "))));
     }
   }
@@ -108,7 +109,7 @@ bool addCompanions(const Pool& pool, Placement& p, const PlacementRequest& r, st
       ids.push_back(pool.devices()[static_cast<std::size_t>(i)].id);
       near += std::count(gpuSwitches.begin(), gpuSwitches.end(), pool.devices()[static_cast<std::size_t>(i)].switchIndex) > 0 ? 1 : 0;
     }
-    details.push_back(fmt::format("{} {} ({}){}", chosen.size(), toString(r.endpoints[k].kind), fmt::join(ids, ", "),
+    details.push_back(fmt::format("{} {} ({}){}", chosen.size(), kindName(r.endpoints[k]), fmt::join(ids, ", "),
                                   gpuSwitches.empty() ? "" : fmt::format(", {} under the GPUs' switches", near)));
     take(chosen);
   }
@@ -125,7 +126,7 @@ bool companionsFit(const Pool& pool, int hostIndex, const std::vector<int>& gpuS
                    const std::vector<EndpointDemand>& endpoints, std::string* why) {
   for (std::size_t i = 0; i < endpoints.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
-      if (endpoints[i].kind == endpoints[j].kind) return chooseCompanions(pool, hostIndex, gpuSwitches, slots, memoryGiB, endpoints, why).has_value();
+      if (sameKind(endpoints[i], endpoints[j])) return chooseCompanions(pool, hostIndex, gpuSwitches, slots, memoryGiB, endpoints, why).has_value();
   if (memoryGiB > 0) {
     const auto chosen = choosePooledMemory(pool, hostIndex, memoryGiB, slots, {});
     if (!chosen) {
@@ -183,7 +184,7 @@ std::string shortOfReach(const Pool& pool, int hostIndex, const PlacementRequest
     if (const int gib = reachableMemory(pool, hostIndex).gib; gib < r.pooledMemoryGiB) parts.push_back(fmt::format("{} GiB free there", gib));
   }
   for (const auto& d : r.endpoints)
-    if (const int n = reachableEndpoints(pool, hostIndex, d); n < d.count) parts.push_back(fmt::format("{} {} free there", n, toString(d.kind)));
+    if (const int n = reachableEndpoints(pool, hostIndex, d); n < d.count) parts.push_back(fmt::format("{} {} free there", n, kindName(d)));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 

@@ -7,7 +7,8 @@
 namespace switchyard {
 
 bool isEligibleEndpoint(const PoolDevice& d, const EndpointDemand& demand) {
-  return d.free && d.kind == demand.kind && d.health != DeviceHealth::kCritical && (demand.model.empty() || d.model == demand.model) &&
+  return d.free && d.kind == demand.kind && d.deviceClass == demand.deviceClass && d.health != DeviceHealth::kCritical &&
+         (demand.model.empty() || d.model == demand.model) &&
          d.memoryGiB >= demand.minCapacityGiB && d.speedGbps >= demand.minSpeedGbps;
 }
 

@@ -101,7 +101,7 @@ placement::Decision PlacementIndex::schedule(const ComposableScheduler& schedule
   std::string companions;
   if (request.companionMemoryGiB > 0) companions = fmt::format("memory {} GiB", request.companionMemoryGiB);
   for (const auto& d : request.companionEndpoints)
-    companions += fmt::format(";{} {} {} {} {} {}", toString(d.kind), d.count, d.model, d.minCapacityGiB, toString(d.affinity), d.minSpeedGbps);
+    companions += fmt::format(";{} {} {} {} {} {}", kindName(d), d.count, d.model, d.minCapacityGiB, toString(d.affinity), d.minSpeedGbps);
   Key key{&scheduler, request.gpuCount, request.model, request.minMemoryGiB, request.migCapable, request.peerToPeer,
           request.hostMayHaveSystem, std::move(companions)};
   const std::size_t limit = std::clamp(kVerdictBudget / std::max<std::size_t>(1, pool.hosts().size()), kMinRankings, kMaxRankings);

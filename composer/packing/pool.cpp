@@ -24,7 +24,7 @@ Pool::Pool(const Topology& topology) {
     const SwitchId* sw = index.switchOfDevice(d.id);
     const int s = sw ? switchIndex.at(*sw) : -1;
     const int i = static_cast<int>(devices_.size());
-    devices_.push_back({d.id, s, d.kind, d.model, d.memoryGiB, d.health, true, d.migCapable, -1, -1, d.speedGbps});
+    devices_.push_back({d.id, s, d.kind, d.model, d.memoryGiB, d.health, true, d.migCapable, -1, -1, d.speedGbps, d.deviceClass});
     deviceByid_.emplace(d.id, i);
     if (s >= 0) {
       PoolSwitch& owner = switches_[static_cast<std::size_t>(s)];

@@ -29,6 +29,7 @@ struct PoolDevice {
   int slot = -1;  // GPUs: position among its switch's GPUs (PoolSwitch::gpus); buddy cells are aligned on it
   int gpuClass = -1;  // GPUs: index into its switch's gpuClasses
   int speedGbps = 0;  // NICs: the port speed (Device::speedGbps)
+  std::string deviceClass;  // kOther: its class (Device::deviceClass)
 };
 
 // The GPUs of one kind (model, memory, MIG) under a switch, and how many of them a placement may hand out
@@ -161,9 +162,9 @@ class Pool {
   return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical;
 }
 
-// A drive or NIC that a placement may hand out: free, and not critically unhealthy.
+// A drive, NIC or endpoint of another class that a placement may hand out: free, and not critically unhealthy.
 [[nodiscard]] inline bool isFreeEndpoint(const PoolDevice& d) {
-  return d.free && (d.kind == DeviceKind::kNvme || d.kind == DeviceKind::kNic) && d.health != DeviceHealth::kCritical;
+  return d.free && (d.kind == DeviceKind::kNvme || d.kind == DeviceKind::kNic || d.kind == DeviceKind::kOther) && d.health != DeviceHealth::kCritical;
 }
 
 // The host's upstream port into a switch, or null.

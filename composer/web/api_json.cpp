@@ -6,7 +6,7 @@ using nlohmann::json;
 
 json deviceJson(const DeviceView& d, const System* system, bool visible) {
   json j{{"id", d.device.id},
-         {"kind", toString(d.device.kind)},
+         {"kind", kindName(d.device)},
          {"model", d.device.model},
          {"health", toString(d.device.health)},
          {"state", toString(d.assignment.allocation)},

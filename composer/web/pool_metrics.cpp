@@ -69,7 +69,7 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
 
   // Devices by (state, health, kind, model, switch): counted in a hash table (an ordered map's string compares took
   // 45-70 ms of a scrape at 100,000 GPUs on 6,252 switches), then sorted, so the lines keep their order. The kind
-  // (gpu, nic, nvme, cxl-memory) adds no series: a model is of one kind.
+  // (gpu, nic, nvme, cxl-memory or another class) adds no series: a model is of one kind.
   using StateKey = std::tuple<std::string_view, std::string_view, std::string_view, std::string_view, std::string_view>;
   struct StateKeyHash {
     std::size_t operator()(const StateKey& k) const {
@@ -82,7 +82,7 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
   };
   std::unordered_map<StateKey, int, StateKeyHash> counted;
   view->devices.forEach([&](const DeviceView& d) {
-    ++counted[{toString(d.assignment.allocation), toString(d.device.health), toString(d.device.kind), d.device.model, d.switchId}];
+    ++counted[{toString(d.assignment.allocation), toString(d.device.health), kindName(d.device), d.device.model, d.switchId}];
   });
   std::vector<std::pair<StateKey, int>> byState(counted.begin(), counted.end());
   std::sort(byState.begin(), byState.end());
@@ -107,7 +107,7 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
                Type::kGauge);
     auto render = [&view](const DeviceView& d, metrics::ExpositionWriter& lines) {
       Labels labels{{"device", d.device.id},
-                    {"kind", std::string(toString(d.device.kind))},
+                    {"kind", std::string(kindName(d.device))},
                     {"modelName", d.device.model},
                     {"switch", d.switchId},
                     {"state", std::string(toString(d.assignment.allocation))},
@@ -242,7 +242,7 @@ Result<void> writePoolMetrics(const EngineClient& engine, metrics::ExpositionWri
                "(the rest of switchyard_devices{state=\"free\",kind=...} is stranded for such requests).",
                Type::kGauge);
     for (const auto& e : capacity.endpoints)
-      out.sample({{"kind", std::string(toString(e.kind))}, {"modelName", e.model}}, e.besideFreeGpus);
+      out.sample({{"kind", kindName(e.kind, e.deviceClass)}, {"modelName", e.model}}, e.besideFreeGpus);
   }
   if (!capacity.pooledMemory.empty()) {
     out.family("switchyard_pooled_memory_gib", "Pooled CXL memory under each switch, in GiB: state free (healthy, unbound) or total.",

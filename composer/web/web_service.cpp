@@ -318,7 +318,7 @@ Result<WebService::ApiRead> WebService::summaryApi(const Caller&, const std::str
     int critical = 0;
     view->devices.forEach([&](const DeviceView& d) {
       if (d.device.kind != DeviceKind::kGpu) {
-        auto& counts = others[std::string(toString(d.device.kind))];
+        auto& counts = others[std::string(kindName(d.device))];
         ++counts["total"], ++counts[std::string(toString(d.assignment.allocation))];
         return;
       }

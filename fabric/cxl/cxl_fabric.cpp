@@ -98,7 +98,8 @@ Result<CxlFabric::Fabric> CxlFabric::readFabric(cxl::FmClient& client, cxl::Dead
     Device d;
     d.portId = portName(p.port);
     const std::uint32_t ids = config[nextRead++], classRev = config[nextRead++];
-    d.kind = isCxlMemory(p.deviceType) ? DeviceKind::kCxlMemory : deviceKindOfClass(classRev >> 8);
+    if (isCxlMemory(p.deviceType)) d.kind = DeviceKind::kCxlMemory;
+    else classifyPciFunction(classRev >> 8, d);
     describePciDevice(static_cast<std::uint16_t>(ids), static_cast<std::uint16_t>(ids >> 16), d);
     if (p.deviceType == static_cast<std::uint8_t>(cxl::ConnectedDevice::kCxlType3Pooled) && p.ldCount > 0) {
       SY_ASSIGN(const auto allocations, client.ldAllocations(p.port, deadline));

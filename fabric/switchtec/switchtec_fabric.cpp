@@ -125,7 +125,7 @@ Result<SwitchtecFabric::Fabric> SwitchtecFabric::readFabric(Deadline deadline) {
         const auto& fn = ep.functions.front();
         Device d;
         d.id = fmt::format("{}pax{}-ep{}", options_.prefix, pax, ep.physPort);
-        d.kind = deviceKindOfClass(fn.classCode);
+        classifyPciFunction(fn.classCode, d);
         d.portId = portName(pax, ep.physPort);
         describePciDevice(fn.vendorId, fn.deviceId, d);
         DeviceRef ref{pax, ep.physPort, {}};

@@ -86,7 +86,7 @@ json toJson(const Topology& t) {
     hosts.push_back(json{{"id", h.id}, {"upstream", ups}, {"cores", h.cpuCores}, {"memory", h.memoryGiB}, {"maxDevices", h.maxDevices}});
   }
   for (const auto& d : t.devices)
-    devices.push_back(json{{"id", d.id}, {"kind", toString(d.kind)}, {"port", d.portId}, {"model", d.model}, {"memory", d.memoryGiB},
+    devices.push_back(json{{"id", d.id}, {"kind", kindName(d)}, {"port", d.portId}, {"model", d.model}, {"memory", d.memoryGiB},
                            {"serial", d.serial}, {"health", toString(d.health)}, {"mig", d.migCapable}, {"speed", d.speedGbps}});
   return json{{"switches", switches}, {"ports", ports}, {"hosts", hosts}, {"devices", devices}};
 }
@@ -104,10 +104,12 @@ Result<Topology> topologyFrom(std::string_view text, std::string_view what) {
       for (const auto& u : h.at("upstream")) host.upstreamPorts.push_back({u.at("port").get<std::string>(), u.value("numa", 0)});
       t.hosts.push_back(std::move(host));
     }
-    for (const auto& d : j.at("devices"))
-      t.devices.push_back({d.at("id").get<std::string>(), parsed<DeviceKind>(d, "kind", parseDeviceKind), d.at("port").get<std::string>(),
-                           d.value("model", ""), d.value("memory", 0), d.value("serial", ""), parsed<DeviceHealth>(d, "health", parseDeviceHealth),
-                           d.value("mig", false), d.value("speed", 0)});
+    for (const auto& d : j.at("devices")) {
+      const auto kind = parsed<KindName>(d, "kind", parseKindName);
+      t.devices.push_back({d.at("id").get<std::string>(), kind.kind, d.at("port").get<std::string>(), d.value("model", ""), d.value("memory", 0),
+                           d.value("serial", ""), parsed<DeviceHealth>(d, "health", parseDeviceHealth), d.value("mig", false), d.value("speed", 0),
+                           kind.deviceClass});
+    }
     return t;
   });
 }

@@ -90,7 +90,9 @@ TEST_P(StoreContract, ANewStoreIsEmpty) {
 }
 
 TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
-  Topology inventory = embeddedTopology();  // GPUs, NICs with their speeds, drives, pooled memory
+  Topology inventory = embeddedTopology();  // GPUs, NICs with their speeds, drives, pooled memory, and an FPGA:
+  inventory.ports.push_back({"sw0-dsp-fpga0", "sw0", PortKind::kDownstream, 5, 16, {}});
+  inventory.devices.push_back({.id = "sw0-fpga0", .kind = DeviceKind::kOther, .portId = "sw0-dsp-fpga0", .model = "Alveo U55C", .deviceClass = "fpga"});
   for (auto& sw : inventory.switches) sw.domain = "west";  // switches keep their fabric domain
   {
     auto store = open();
@@ -111,8 +113,9 @@ TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
   for (std::size_t i = 0; i < inventory.devices.size(); ++i) {
     const Device& want = inventory.devices[i];
     const Device& got = snap->inventory->devices[i];
-    EXPECT_EQ(std::tie(got.id, got.kind, got.portId, got.model, got.memoryGiB, got.serial, got.health, got.migCapable, got.speedGbps),
-              std::tie(want.id, want.kind, want.portId, want.model, want.memoryGiB, want.serial, want.health, want.migCapable, want.speedGbps))
+    EXPECT_EQ(std::tie(got.id, got.kind, got.portId, got.model, got.memoryGiB, got.serial, got.health, got.migCapable, got.speedGbps, got.deviceClass),
+              std::tie(want.id, want.kind, want.portId, want.model, want.memoryGiB, want.serial, want.health, want.migCapable, want.speedGbps,
+                       want.deviceClass))
         << want.id;
   }
   const auto nic = std::find_if(snap->inventory->devices.begin(), snap->inventory->devices.end(), [](const Device& d) { return d.id == "sw0-nic2"; });

@@ -181,8 +181,13 @@ class ClientTest(YarddTestCase):
             self.assertEqual(unknown.exception.code(), grpc.StatusCode.NOT_FOUND)
             self.assertIn("known: train-8x, infer-1x, storage-2x", unknown.exception.details())
             with self.assertRaises(grpc.RpcError) as bad:
-                yard.compose("nope", gpus=1, endpoints=[switchyard_client.endpoint_request("fpga", 1)])
+                yard.compose("nope", gpus=1, endpoints=[switchyard_client.endpoint_request("FPGA!", 1)])
             self.assertEqual(bad.exception.code(), grpc.StatusCode.INVALID_ARGUMENT)
+            # Another class by name is a kind of its own: the embedded pool has no FPGA, so none fits.
+            with self.assertRaises(grpc.RpcError) as none:
+                yard.compose("nope", gpus=1, endpoints=[switchyard_client.endpoint_request("fpga", 1)])
+            self.assertEqual(none.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+            self.assertIn("1 fpga(s)", none.exception.details())
 
     def test_a_failed_operation_raises_with_the_reason(self):
         yardd = self.yardd("--sim-fail-next", "1")

@@ -188,6 +188,37 @@ class YardctlTest(YarddTestCase):
         self.assertEqual(too_many.returncode, 3)
         self.assertIn("no host can take 20 NVMe drive(s)", too_many.stderr)
 
+    def test_endpoints_of_other_classes_by_name(self):
+        """Issue 62: any other endpoint class by name (an FPGA, a DPU) is a kind of its own, listed and composed by count."""
+        pool = self.dir / "fpga-pool.json"
+        ports = [{"id": "sw0-usp0", "kind": "upstream"}] + [{"id": f"sw0-dsp{i}", "kind": "downstream"} for i in range(3)]
+        pool.write_text(json.dumps({
+            "switches": [{"id": "sw0", "kind": "pcie", "model": "PEX89144", "ports": ports}],
+            "hosts": [{"id": "host0", "upstreamPorts": [{"port": "sw0-usp0"}]}],
+            "devices": [{"id": "sw0-gpu0", "kind": "gpu", "port": "sw0-dsp0", "model": "H100-SXM5-80GB", "memoryGiB": 80},
+                        {"id": "sw0-fpga0", "kind": "fpga", "port": "sw0-dsp1", "model": "Alveo U55C"},
+                        {"id": "sw0-dpu0", "kind": "dpu", "port": "sw0-dsp2", "model": "BlueField-3"}]}))
+        yardd = self.yardd("--topology", str(pool))
+        base = ["--server", yardd.address, "--plaintext"]
+        listed = self.ok(*base, "devices", "--kind", "fpga")
+        self.assertIn("sw0-fpga0", listed)
+        self.assertNotIn("sw0-gpu0", listed)
+        composed = self.yardctl(*base, "compose", "infer", "--gpus", "1", "--endpoint", "fpga=1", "--affinity", "fpga:gpu=switch")
+        self.assertEqual(composed.returncode, 0, composed.stderr)
+        bindings = json.loads(self.ok(*base, "systems", "infer", "-o", "json"))["bindings"]
+        self.assertEqual(sorted((b["device_id"], b["kind"]) for b in bindings), [("sw0-fpga0", "fpga"), ("sw0-gpu0", "gpu")])
+        refused = self.yardctl(*base, "compose", "more", "--endpoint", "dpu=2")
+        self.assertEqual(refused.returncode, 3, refused.stderr)
+        self.assertIn("2 dpu(s)", refused.stderr)
+        for bad, why in (("fpga", "CLASS=COUNT"), ("nic=1", "--nic"), ("FPGA=1", "CLASS=COUNT"), ("fpga=0", "1-64")):
+            r = self.yardctl(*base, "compose", "x", "--endpoint", bad)
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn(why, r.stderr, bad)
+        self.ok(*base, "decompose", "infer")  # the pool's one host is free again
+        self.ok(*base, "compose", "dpu", "--endpoint", "dpu=1")
+        self.assertIn("sw0-dpu0", self.ok(*base, "devices", "--kind", "dpu", "--system", "dpu"))
+        self.ok(*base, "decompose", "dpu")
+
     def test_label_selectors_and_filters_on_ops_and_watch(self):
         yardd = self.yardd()
         base = ["--server", yardd.address, "--plaintext"]

@@ -39,16 +39,21 @@ class TopologyBuilder {
     return *this;
   }
   // Endpoints of another kind under `sw` ("<sw>-nic<slot>", "<sw>-nvme<slot>"), one per downstream port.
-  TopologyBuilder& endpoints(const std::string& sw, DeviceKind kind, int n, const std::string& model = "", int capacityGiB = 0, int speedGbps = 0) {
+  TopologyBuilder& endpoints(const std::string& sw, DeviceKind kind, int n, const std::string& model = "", int capacityGiB = 0, int speedGbps = 0,
+                             const std::string& deviceClass = "") {
     for (int i = 0; i < n; ++i) {
       const int slot = nextSlot_[sw]++;
       const std::string port = fmt::format("{}-dsp{}", sw, slot);
       t_.ports.push_back({port, sw, PortKind::kDownstream, 5, 16, {}});
-      const std::string m = !model.empty() ? model : kind == DeviceKind::kNic ? "ConnectX-7" : "PM1743";
-      t_.devices.push_back({fmt::format("{}-{}{}", sw, toString(kind), slot), kind, port, m, capacityGiB, fmt::format("SN-{}-{}", sw, slot),
-                            DeviceHealth::kOk, false, speedGbps});
+      const std::string m = !model.empty() ? model : kind == DeviceKind::kNic ? "ConnectX-7" : kind == DeviceKind::kNvme ? "PM1743" : "any";
+      t_.devices.push_back({fmt::format("{}-{}{}", sw, kindName(kind, deviceClass), slot), kind, port, m, capacityGiB, fmt::format("SN-{}-{}", sw, slot),
+                            DeviceHealth::kOk, false, speedGbps, deviceClass});
     }
     return *this;
+  }
+  // Endpoints of another class ("<sw>-fpga<slot>").
+  TopologyBuilder& others(const std::string& sw, const std::string& deviceClass, int n, const std::string& model = "") {
+    return endpoints(sw, DeviceKind::kOther, n, model, 0, 0, deviceClass);
   }
   TopologyBuilder& nics(const std::string& sw, int n, const std::string& model = "", int speedGbps = 0) {
     return endpoints(sw, DeviceKind::kNic, n, model, 0, speedGbps);

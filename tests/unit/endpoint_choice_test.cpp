@@ -242,6 +242,74 @@ TEST(EndpointChoiceTest, NicSpeedIsMetByTheSlowestThatFitsAndAnUnknownSpeedNever
   EXPECT_EQ(place(pool, r).error->code, Code::kInvalidArgument);
 }
 
+// Issue 62, item 1: any other endpoint class by name (an FPGA, a DPU) is asked for by count like a NIC, and only
+// a device of that class meets it.
+TEST(EndpointChoiceTest, AnotherClassIsAskedForByNameAndMetOnlyByThatClass) {
+  const Topology t = TopologyBuilder()
+                         .sw("sw0")
+                         .gpus("sw0", 2)
+                         .others("sw0", "dpu", 1, "BlueField-3")
+                         .sw("sw1")
+                         .gpus("sw1", 2)
+                         .others("sw1", "fpga", 2, "Alveo U55C")
+                         .host("h0", {"sw0", "sw1"})
+                         .build();
+  ASSERT_TRUE(validateTopology(t));
+  const Pool pool(t);
+  PlacementRequest r;
+  r.gpuCount = 2;
+  r.peerToPeer = PeerToPeer::kRequired;
+  r.endpoints = {{DeviceKind::kOther, 1, "", 0, Affinity::kSwitch, 0, "fpga"}};
+  auto d = place(pool, r);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  EXPECT_EQ(endpointsOfKind(pool, *d.placement, DeviceKind::kOther), (std::vector<DeviceId>{"sw1-fpga2"}));
+  for (const auto& p : d.placement->devices) EXPECT_EQ(p.switchId, "sw1") << "the GPUs go where their FPGA can be beside them";
+  EXPECT_NE(d.placement->explanation.find("1 fpga (sw1-fpga2)"), std::string::npos) << d.placement->explanation;
+  // Two classes in one request, each by its own count.
+  r.gpuCount = 0;
+  r.endpoints = {{DeviceKind::kOther, 2, "", 0, Affinity::kDomain, 0, "fpga"}, {DeviceKind::kOther, 1, "", 0, Affinity::kDomain, 0, "dpu"}};
+  d = place(pool, r);
+  ASSERT_TRUE(d.placement) << d.error->message;
+  EXPECT_EQ(endpointsOfKind(pool, *d.placement, DeviceKind::kOther), (std::vector<DeviceId>{"sw0-dpu2", "sw1-fpga2", "sw1-fpga3"}));
+  // A class the pool lacks is refused with what the host reaches; a class that is no name is malformed.
+  r.endpoints = {{DeviceKind::kOther, 1, "", 0, Affinity::kDomain, 0, "gpu-ish"}};
+  auto none = place(pool, r);
+  ASSERT_FALSE(none.placement);
+  EXPECT_EQ(none.error->code, Code::kResourceExhausted);
+  EXPECT_NE(none.error->message.find("1 gpu-ish(s)"), std::string::npos) << none.error->message;
+  EXPECT_NE(none.error->message.find("h0: 1 gpu-ish(s): reaches 0 free"), std::string::npos) << none.error->message;
+  r.endpoints = {{DeviceKind::kOther, 1, "", 0, Affinity::kDomain, 0, "FPGA!"}};
+  auto bad = place(pool, r);
+  ASSERT_TRUE(bad.error);
+  EXPECT_EQ(bad.error->code, Code::kInvalidArgument);
+  EXPECT_NE(bad.error->message.find("'FPGA!' is not a class"), std::string::npos) << bad.error->message;
+  r.endpoints = {{DeviceKind::kOther, 1, "Alveo U50", 0, Affinity::kDomain, 0, "fpga"}};
+  auto model = place(pool, r);
+  ASSERT_TRUE(model.error);
+  EXPECT_NE(model.error->message.find("no fpga in the pool is a 'Alveo U50'; the pool has: Alveo U55C"), std::string::npos) << model.error->message;
+}
+
+TEST(EndpointChoiceTest, KindNamesParseAndClassesAreChecked) {
+  EXPECT_EQ(parseKindName("nic"), (KindName{DeviceKind::kNic, {}}));
+  EXPECT_EQ(parseKindName("fpga"), (KindName{DeviceKind::kOther, "fpga"}));
+  EXPECT_EQ(parseKindName("signal-processing"), (KindName{DeviceKind::kOther, "signal-processing"}));
+  for (const char* bad : {"", "FPGA", "1fpga", "fp ga", "fpga_1", "a-very-long-class-name-over-32-chars"}) EXPECT_FALSE(parseKindName(bad)) << bad;
+  EXPECT_EQ(kindName(DeviceKind::kOther, "fpga"), "fpga");
+  EXPECT_EQ(kindName(DeviceKind::kNvme, ""), "nvme");
+  std::string error;
+  const auto rule = parseAffinityRule("fpga:gpu=switch", error);
+  ASSERT_TRUE(rule) << error;
+  EXPECT_EQ(rule->kind, DeviceKind::kOther);
+  EXPECT_EQ(rule->deviceClass, "fpga");
+  Topology t = TopologyBuilder().sw("sw0").others("sw0", "fpga", 1).host("h0", {"sw0"}).build();
+  EXPECT_TRUE(validateTopology(t));
+  t.devices[0].deviceClass = "";
+  EXPECT_FALSE(validateTopology(t)) << "another kind needs its class";
+  t.devices[0].kind = DeviceKind::kNic;
+  t.devices[0].deviceClass = "fpga";
+  EXPECT_FALSE(validateTopology(t)) << "only another kind has a class";
+}
+
 TEST(EndpointChoiceTest, MalformedDemandsAreRefusedBeforePlacing) {
   const Topology t = TopologyBuilder().sw("sw0").gpus("sw0", 2).nics("sw0", 2).host("h0", {"sw0"}).build();
   const Pool pool(t);
@@ -278,7 +346,7 @@ TEST(EndpointChoiceTest, AffinityRulesParse) {
   EXPECT_EQ(rule->affinity, Affinity::kSwitch);
   EXPECT_EQ(parseAffinityRule("nvme:gpu=domain", error)->affinity, Affinity::kDomain);
   EXPECT_FALSE(parseAffinityRule("gpu:gpu=switch", error));
-  EXPECT_NE(error.find("nic or nvme"), std::string::npos);
+  EXPECT_NE(error.find("nic, nvme or another class"), std::string::npos) << error;
   EXPECT_FALSE(parseAffinityRule("nic:gpu=rack", error));
   EXPECT_FALSE(parseAffinityRule("nic=switch", error));
 }

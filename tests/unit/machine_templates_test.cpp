@@ -12,13 +12,14 @@ constexpr std::string_view kFile = R"({"templates": [
   {"name": "train-8x", "description": "8 GPUs, a NIC per pair", "gpus": 8, "p2p": "required",
    "nic": {"count": 4, "affinity": "switch", "minSpeedGbps": 400}, "nvme": {"count": 2, "minCapacityGiB": 3000},
    "labels": {"team": "ml"}, "priorityClass": "production", "lease": "8h"},
-  {"name": "cache", "memoryGiB": 512}
+  {"name": "cache", "memoryGiB": 512},
+  {"name": "inference-fpga", "gpus": 1, "endpoints": {"fpga": {"count": 1, "model": "Alveo U55C", "affinity": "switch"}}}
 ]})";
 
 TEST(MachineTemplatesTest, AFileIsReadWithEveryPart) {
   auto templates = parseTemplates(kFile);
   ASSERT_TRUE(templates) << templates.error().message;
-  ASSERT_EQ(templates->size(), 2u);
+  ASSERT_EQ(templates->size(), 3u);
   const MachineTemplate& t = templates->front();
   EXPECT_EQ(t.gpus, 8);
   EXPECT_EQ(t.peerToPeer, "required");
@@ -29,12 +30,20 @@ TEST(MachineTemplatesTest, AFileIsReadWithEveryPart) {
   EXPECT_EQ(t.leaseSeconds, 8 * 3600);
   EXPECT_EQ(describeShape(t), "8 GPU(s) (p2p required), 4 NIC(s) >= 400 Gb/s under the GPUs' switches, 2 NVMe drive(s) >= 3000 GiB");
   EXPECT_EQ((*templates)[1].pooledMemoryGiB, 512);
+  ASSERT_EQ((*templates)[2].endpoints.size(), 1u);
+  EXPECT_EQ((*templates)[2].endpoints[0], (EndpointDemand{DeviceKind::kOther, 1, "Alveo U55C", 0, Affinity::kSwitch, 0, "fpga"}));
+  EXPECT_EQ(describeShape((*templates)[2]), "1 GPU(s), 1 fpga(s) Alveo U55C under the GPUs' switches");
 }
 
 TEST(MachineTemplatesTest, ATypoIsAnErrorThatNamesItNeverADefault) {
   auto typo = parseTemplates(R"({"templates": [{"name": "a", "gpu": 8}]})");
   ASSERT_FALSE(typo);
   EXPECT_NE(typo.error().message.find("template 'a': unknown key 'gpu'"), std::string::npos) << typo.error().message;
+  auto known = parseTemplates(R"({"templates": [{"name": "a", "gpus": 1, "endpoints": {"nic": {"count": 1}}}]})");
+  ASSERT_FALSE(known);
+  EXPECT_NE(known.error().message.find("template 'a': endpoints: 'nic' is not another class's name (nic and nvme have keys of their own"),
+            std::string::npos)
+      << known.error().message;
   auto nested = parseTemplates(R"({"templates": [{"name": "a", "gpus": 1, "nic": {"count": 1, "afinity": "switch"}}]})");
   ASSERT_FALSE(nested);
   EXPECT_NE(nested.error().message.find("template 'a': nic: unknown key 'afinity'"), std::string::npos) << nested.error().message;

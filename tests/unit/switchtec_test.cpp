@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "fabric/pci_device_ids.h"
 #include "fabric/switchtec/gfms_client.h"
 #include "fabric/switchtec/protocol.h"
 #include "fabric/switchtec/switchtec_fabric.h"
@@ -157,6 +158,31 @@ class SwitchtecDriver : public ::testing::Test {
   std::unique_ptr<testing::SwitchtecEmulator> emulator_;
   std::unique_ptr<SwitchtecFabric> fabric_;
 };
+
+// What the class code of an endpoint function makes it (issue 62, item 6: endpoint functions of any class): the
+// four kinds, and any other class by its PCI base class name, never a GPU by default.
+TEST(PciClass, EveryClassIsAKindOrAClassByName) {
+  const auto classify = [](std::uint32_t code) {
+    Device d;
+    classifyPciFunction(code, d);
+    return KindName{d.kind, d.deviceClass};
+  };
+  EXPECT_EQ(classify(0x030200), (KindName{DeviceKind::kGpu, {}}));   // 3D controller
+  EXPECT_EQ(classify(0x120000), (KindName{DeviceKind::kGpu, {}}));   // processing accelerator
+  EXPECT_EQ(classify(0x010802), (KindName{DeviceKind::kNvme, {}}));
+  EXPECT_EQ(classify(0x020000), (KindName{DeviceKind::kNic, {}}));
+  EXPECT_EQ(classify(0x050210), (KindName{DeviceKind::kCxlMemory, {}}));
+  EXPECT_EQ(classify(0x0b4000), (KindName{DeviceKind::kOther, "processor"}));  // co-processor
+  EXPECT_EQ(classify(0x118000), (KindName{DeviceKind::kOther, "signal-processing"}));
+  EXPECT_EQ(classify(0x0c0330), (KindName{DeviceKind::kOther, "serial-bus"}));  // USB xHCI
+  EXPECT_EQ(classify(0x010601), (KindName{DeviceKind::kOther, "storage"}));     // SATA AHCI: not NVMe
+  EXPECT_EQ(classify(0xff0000), (KindName{DeviceKind::kOther, "pci-class-ff"}));
+  for (std::uint32_t base = 0; base < 0x100; ++base) {
+    Device d;
+    classifyPciFunction(base << 16, d);
+    if (d.kind == DeviceKind::kOther) EXPECT_TRUE(parseKindName(d.deviceClass)) << d.deviceClass << ": a class requests can name";
+  }
+}
 
 TEST_F(SwitchtecDriver, DiscoversWhatTheDatabaseHolds) {
   auto t = fabric_->discover();

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -44,6 +46,20 @@ TEST(TopologyJson, KeepsANicsSpeedAndWritesItOnlyWhereKnown) {
   EXPECT_EQ(errorOf(R"({"switches": [{"id": "sw0", "ports": [{"id": "d", "kind": "downstream"}]}],
                        "devices": [{"id": "n", "kind": "nic", "port": "d", "speedGbps": -1}]})"),
             "pool.json: /devices/0/speedGbps: -1 is outside [0, 100000]");
+}
+
+TEST(TopologyJson, AnotherClassIsItsOwnKindByName) {
+  constexpr std::string_view kPool = R"({"switches": [{"id": "sw0", "ports": [{"id": "d0", "kind": "downstream"}, {"id": "d1", "kind": "downstream"}]}],
+    "devices": [{"id": "fpga0", "kind": "fpga", "port": "d0", "model": "Alveo U55C"}, {"id": "g0", "port": "d1"}]})";
+  auto parsed = parseTopologyJson(kPool, "pool.json");
+  ASSERT_TRUE(parsed) << parsed.error().message;
+  EXPECT_EQ(parsed->devices[0].kind, DeviceKind::kOther);
+  EXPECT_EQ(parsed->devices[0].deviceClass, "fpga");
+  EXPECT_EQ(parsed->devices[1].kind, DeviceKind::kGpu) << "no kind: a GPU, as before";
+  EXPECT_EQ(topologyToJson(*parsed)["devices"][0]["kind"], "fpga");
+  EXPECT_EQ(errorOf(R"({"switches": [{"id": "sw0", "ports": [{"id": "d", "kind": "downstream"}]}],
+                       "devices": [{"id": "n", "kind": "FPGA", "port": "d"}]})"),
+            fmt::format("pool.json: /devices/0/kind: 'FPGA' is not one of {}", kKindNameRule));
 }
 
 TEST(TopologyJson, KeepsASwitchsDomain) {

@@ -58,8 +58,9 @@ def gpu_request(count: int = 1, *, model: str = "", min_memory_gib: int = 0, pee
 
 def endpoint_request(kind: str, count: int, *, model: str = "", min_capacity_gib: int = 0,
                      affinity: str = "", min_speed_gbps: int = 0) -> "switchyard_pb2.EndpointRequest":
-    """`count` devices of another kind ("nvme" or "nic") besides the GPUs; affinity "switch" puts them under the
-    GPUs' switches or fails, "domain" (the default) anywhere the host reaches, near the GPUs first.
+    """`count` devices of another kind ("nvme", "nic", or any other class by name such as "fpga") besides the GPUs;
+    affinity "switch" puts them under the GPUs' switches or fails, "domain" (the default) anywhere the host
+    reaches, near the GPUs first.
     `min_capacity_gib`: drives of at least that size; `min_speed_gbps`: NICs whose port runs at least that fast
     (a NIC whose speed the fabric does not report never qualifies)."""
     return switchyard_pb2.EndpointRequest(kind=kind, count=count, model=model, min_capacity_gib=min_capacity_gib, affinity=affinity,
