@@ -38,6 +38,19 @@ const char* portType(PortKind k) {
   return k == PortKind::kUpstream ? "UpstreamPort" : k == PortKind::kInterSwitch ? "InterswitchPort" : "DownstreamPort";
 }
 
+// What a target endpoint connects (Endpoint.ConnectedEntities[].EntityType), so that a fabric manager reading
+// this service (the Redfish driver included) tells a GPU from a drive, a NIC or pooled memory.
+const char* entityType(const Device* d) {
+  switch (d ? d->kind : DeviceKind::kGpu) {
+    case DeviceKind::kGpu: return "Processor";
+    case DeviceKind::kNvme: return "Drive";
+    case DeviceKind::kNic: return "NetworkController";
+    case DeviceKind::kCxlMemory: return "MemoryChunk";
+    case DeviceKind::kOther: return "AccelerationFunction";
+  }
+  return "Processor";
+}
+
 }  // namespace
 
 json fabricsCollection(const PoolView& view) {
@@ -162,7 +175,7 @@ json fabricResource(const PoolView& view, const std::vector<std::string>& parts)
       if (const Port* p = index.port(d->portId)) ports.push_back(odataRef(portUri(f, *p)));
     }
     json entity = initiator ? json{{"EntityType", "RootComplex"}, {"EntityRole", "Initiator"}, {"EntityLink", odataRef(systemUri(id))}}
-                            : json{{"EntityType", "Processor"}, {"EntityRole", "Target"}, {"EntityLink", odataRef(blockUri(id))}};
+                            : json{{"EntityType", entityType(index.device(id))}, {"EntityRole", "Target"}, {"EntityLink", odataRef(blockUri(id))}};
     return {{"@odata.id", endpointUri(id)},
             {"@odata.type", "#Endpoint.v1_8_2.Endpoint"},
             {"Id", id},

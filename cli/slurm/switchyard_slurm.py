@@ -11,14 +11,16 @@ SLURM_RESUME_FILE, a JSON file naming the jobs the nodes are resumed for and the
 gets (or gives back) one yardd system, "<SYSTEM_PREFIX><node>", on the yardd host of the same name (or the
 one HOST_MAP names). How many GPUs, and which model, come from features: the job's (--constraint) first,
 then the node's active features, then DEFAULT_GPUS: "gpus_4" asks for 4 GPUs, "gpumodel_H100-SXM5-80GB"
-for that model, "nics_2" and "nvme_1" for NICs and NVMe drives beside them, "template_train-8x" for a machine
+for that model, "nics_2" and "nvme_1" for NICs and NVMe drives beside them ("nicspeed_400": NICs of 400 Gb/s or
+more), "endpoint_fpga_1" for one endpoint of another class (fpga) by name, "template_train-8x" for a machine
 template (its GPUs unless gpus_N says otherwise). A node that cannot be resumed is set DOWN with the reason at once, instead of Slurm
 waiting out ResumeTimeout. docs/slurm.md has the whole story.
 
 Settings (environment, or KEY=VALUE lines in $SWITCHYARD_SLURM_CONF, default /etc/switchyard/slurm.conf):
     YARDCTL=yardctl   SCONTROL=scontrol   YARD_SERVER / YARD_CA / YARD_TOKEN_FILE (read by yardctl)
     YARD_PLAINTEXT=0  DEFAULT_GPUS=1  GPU_FEATURE_PREFIX=gpus_  MODEL_FEATURE_PREFIX=gpumodel_
-    NIC_FEATURE_PREFIX=nics_  NVME_FEATURE_PREFIX=nvme_  TEMPLATE_FEATURE_PREFIX=template_
+    NIC_FEATURE_PREFIX=nics_  NIC_SPEED_FEATURE_PREFIX=nicspeed_  NVME_FEATURE_PREFIX=nvme_
+    ENDPOINT_FEATURE_PREFIX=endpoint_  TEMPLATE_FEATURE_PREFIX=template_
     SYSTEM_PREFIX=slurm-  TENANT=  HOST_MAP=node1=host-a,node2=host-b  PARALLEL=8  TIMEOUT=300
     SLURMD_RESTART='ssh {node} systemctl restart slurmd'  (run after GPUs were added; empty: never)
     LOG=/var/log/switchyard/slurm.log  (default: stderr; slurmctld discards the programs' output)
@@ -36,6 +38,7 @@ DEFAULTS = {
     "YARDCTL": "yardctl", "SCONTROL": "scontrol", "YARD_PLAINTEXT": "0", "DEFAULT_GPUS": "1",
     "GPU_FEATURE_PREFIX": "gpus_", "MODEL_FEATURE_PREFIX": "gpumodel_", "SYSTEM_PREFIX": "slurm-", "TENANT": "",
     "NIC_FEATURE_PREFIX": "nics_", "NVME_FEATURE_PREFIX": "nvme_", "TEMPLATE_FEATURE_PREFIX": "template_",
+    "NIC_SPEED_FEATURE_PREFIX": "nicspeed_", "ENDPOINT_FEATURE_PREFIX": "endpoint_",
     "HOST_MAP": "", "PARALLEL": "8", "TIMEOUT": "300", "SLURMD_RESTART": "", "LOG": "",
 }
 
@@ -128,10 +131,16 @@ class Kit:
     def wanted(self, features):
         """(GPUs, model, the compose's other flags): NICs, drives and a template from the features. GPUs is None when
         a template is asked for without gpus_N (the template's count holds)."""
-        gpus, model, extra, template = None, "", [], ""
+        gpus, model, extra, template, nic_speed = None, "", [], "", ""
         for token in re.split(r"[,&|()\[\]*\s]+", features or ""):
             value = lambda prefix: token[len(self.s[prefix]):] if self.s[prefix] and token.startswith(self.s[prefix]) else None
-            if value("GPU_FEATURE_PREFIX") is not None and value("GPU_FEATURE_PREFIX").isdigit():
+            # The longer prefixes first: nicspeed_ before nics_ would not matter, endpoint_ names a class then a count.
+            if value("NIC_SPEED_FEATURE_PREFIX") is not None and value("NIC_SPEED_FEATURE_PREFIX").isdigit():
+                nic_speed = value("NIC_SPEED_FEATURE_PREFIX")
+            elif value("ENDPOINT_FEATURE_PREFIX") and re.fullmatch(r"[a-z][a-z0-9-]*_[0-9]+", value("ENDPOINT_FEATURE_PREFIX")):
+                name, count = value("ENDPOINT_FEATURE_PREFIX").rsplit("_", 1)
+                extra += ["--endpoint", f"{name}={count}"]
+            elif value("GPU_FEATURE_PREFIX") is not None and value("GPU_FEATURE_PREFIX").isdigit():
                 gpus = int(value("GPU_FEATURE_PREFIX"))
             elif value("MODEL_FEATURE_PREFIX"):
                 model = value("MODEL_FEATURE_PREFIX")
@@ -141,6 +150,8 @@ class Kit:
                 extra += ["--nvme", value("NVME_FEATURE_PREFIX")]
             elif value("TEMPLATE_FEATURE_PREFIX"):
                 template = value("TEMPLATE_FEATURE_PREFIX")
+        if nic_speed and "--nic" in extra:  # a speed without a count of NICs asks for nothing
+            extra += ["--nic-speed", nic_speed]
         if template:
             extra += ["--template", template]
         elif gpus is None:

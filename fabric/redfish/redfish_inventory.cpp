@@ -3,8 +3,10 @@
 // handful of round trips whatever the fabric's size.
 #include <fmt/format.h>
 
+#include <iterator>
 #include <map>
 #include <set>
+#include <string_view>
 
 #include "fabric/redfish/redfish_fabric.h"
 #include "fabric/redfish/redfish_json.h"
@@ -13,6 +15,41 @@ namespace switchyard {
 
 using nlohmann::json;
 using namespace redfish;  // the resource readers of redfish_json.h
+
+namespace {
+
+// A target's kind from the entities its endpoint connects (Endpoint.ConnectedEntities[].EntityType), the
+// strongest first: a processor (a GPU, or another accelerator a Redfish service calls a processor) is placed as
+// a GPU; a network controller is a NIC; a drive, volume or storage subsystem an NVMe drive; an acceleration
+// function (an FPGA's) an endpoint of class "accelerator"; anything else (memory chunks, a CXL device, nothing
+// said) CXL memory, as DMTF's CXL mockups have it. The model is the last segment of the entity's link.
+void classifyTarget(const json& entities, Device& d) {
+  struct Kind {
+    std::string_view entityType;
+    DeviceKind kind;
+    std::string_view deviceClass;
+  };
+  static constexpr Kind kByStrength[] = {{"Processor", DeviceKind::kGpu, ""},         {"NetworkController", DeviceKind::kNic, ""},
+                                         {"Drive", DeviceKind::kNvme, ""},            {"Volume", DeviceKind::kNvme, ""},
+                                         {"StorageSubsystem", DeviceKind::kNvme, ""}, {"AccelerationFunction", DeviceKind::kOther, "accelerator"}};
+  d.kind = DeviceKind::kCxlMemory;
+  d.model = "CXL memory";
+  std::size_t best = std::size(kByStrength);
+  for (const auto& entity : entities) {
+    const std::string type = text(entity, "EntityType");
+    for (std::size_t k = 0; k < best; ++k)
+      if (kByStrength[k].entityType == type) {
+        best = k;
+        const std::string link = entity.contains("EntityLink") ? text(entity["EntityLink"], "@odata.id") : "";
+        d.kind = kByStrength[k].kind;
+        d.deviceClass = std::string(kByStrength[k].deviceClass);
+        d.model = !link.empty() ? lastSegment(link) : d.kind == DeviceKind::kGpu ? "accelerator" : type;
+        break;
+      }
+  }
+}
+
+}  // namespace
 
 Result<RedfishFabric::Inventory> RedfishFabric::readInventory(redfish::Deadline deadline) const {
   auto wrap = [&](const Error& e) { return e.wrap(fmt::format("Redfish fabric {}", fabricUri_)); };
@@ -139,17 +176,7 @@ Result<RedfishFabric::Inventory> RedfishFabric::readInventory(redfish::Deadline 
       Device d;
       d.id = lastSegment(endpointUri);
       d.portId = *behind;
-      // A target with a processor (GPU, FPGA, other accelerator) is placed as a GPU; one with only
-      // memory chunks is CXL memory.
-      d.kind = DeviceKind::kCxlMemory;
-      d.model = "CXL memory";
-      for (const auto& entity : entities) {
-        const std::string entityLink = entity.contains("EntityLink") ? text(entity["EntityLink"], "@odata.id") : "";
-        if (text(entity, "EntityType") == "Processor") {
-          d.kind = DeviceKind::kGpu;
-          d.model = entityLink.empty() ? "accelerator" : lastSegment(entityLink);
-        }
-      }
+      classifyTarget(entities, d);
       d.health = healthOf(e);
       inv.targetUri[d.id] = endpointUri;
       inv.deviceOfTarget[endpointUri] = d.id;

@@ -7,11 +7,14 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 import unittest
 
 from harness import SOURCE_DIR, YARDCTL, YarddTestCase
 
 KIT = SOURCE_DIR / "cli" / "slurm"
+sys.path.insert(0, str(KIT))
+import switchyard_slurm  # noqa: E402  (the kit's module, for what it makes of features)
 
 
 class SlurmKitTest(YarddTestCase):
@@ -101,11 +104,18 @@ LOG={self.dir / 'kit.log'}
         """Whole machines (issue 62): nics_N and nvme_N beside gpus_N, template_NAME for a machine template; a retry
         counts the system's GPUs (Binding.kind), not its NICs and drives, so nothing more is attached."""
         resume = {"jobs": [{"job_id": 9, "features": "gpus_2&nics_1&nvme_1", "nodes_resume": "host0"},
-                           {"job_id": 10, "features": "template_infer-1x", "nodes_resume": "host1"}]}
-        ran = self.run_kit("resume", "host[0-1]", resume_file=resume)
+                           {"job_id": 10, "features": "template_infer-1x", "nodes_resume": "host1"},
+                           {"job_id": 11, "features": "gpus_1&nics_2&nicspeed_400", "nodes_resume": "host2"}]}
+        ran = self.run_kit("resume", "host[0-2]", resume_file=resume)
         self.assertEqual(ran.returncode, 0, ran.stderr + self.kit_log())
         kinds = {name: sorted(b.get("kind") for b in s["bindings"]) for name, s in self.systems().items()}
-        self.assertEqual(kinds, {"slurm-host0": ["gpu", "gpu", "nic", "nvme"], "slurm-host1": ["gpu", "nic"]})
+        self.assertEqual(kinds, {"slurm-host0": ["gpu", "gpu", "nic", "nvme"], "slurm-host1": ["gpu", "nic"],
+                                 "slurm-host2": ["gpu", "nic", "nic"]})
+        speeds = {d["id"]: d["speed_gbps"] for d in json.loads(self.yard.yardctl("devices", "--kind", "nic", "-o", "json").stdout)["devices"]}
+        self.assertEqual([speeds[b["device_id"]] for b in self.systems()["slurm-host2"]["bindings"] if b["kind"] == "nic"], [400, 400],
+                         "nicspeed_400: the NICs run at 400 Gb/s (the embedded pool's slowest are 200)")
+        kit = switchyard_slurm.Kit(dict(switchyard_slurm.DEFAULTS))
+        self.assertEqual(kit.wanted("gpus_1&endpoint_fpga_2&nicspeed_100")[2], ["--endpoint", "fpga=2"], "a speed without nics_N asks nothing")
         self.assertEqual(self.systems()["slurm-host1"]["labels"]["switchyard.io/template"], "infer-1x")
         again = self.run_kit("resume", "host0", resume_file={"jobs": [{"job_id": 9, "features": "gpus_2&nics_1&nvme_1", "nodes_resume": "host0"}]})
         self.assertEqual(again.returncode, 0, self.kit_log())

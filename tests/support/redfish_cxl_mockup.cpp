@@ -93,13 +93,20 @@ Result<void> writeCxlMockup(const fs::path& folder, const CxlMockupShape& shape)
                         {"Links", {{"Port", link(port)}}}};
       resources[vcs + "/VPPBs"] = collection(vcs + "/VPPBs", "VirtualPCI2PCIBridge", {});  // the switch adds them as it binds
     }
-    for (int g = 1; g <= shape.gpusPerSwitch; ++g) {
+    const int targets = shape.gpusPerSwitch + shape.nicsPerSwitch + shape.drivesPerSwitch;
+    for (int g = 1; g <= targets; ++g) {
       const std::string port = fmt::format("{}/Ports/D{}", sw, g);
       const std::string target = fmt::format("{}/Endpoints/T{}-{}", fabric, s, g);
       ports.push_back(port);
       endpoints.push_back(target);
       resources[port] = switchPort(port, fmt::format("D{}", g), "DownstreamPort", target);
-      resources[target] = endpointOf(target, fmt::format("T{}-{}", s, g), "Processor", "Target", fmt::format("/redfish/v1/Chassis/GpuBox{}/Processors/H100", s));
+      const std::string id = fmt::format("T{}-{}", s, g);
+      if (g <= shape.gpusPerSwitch)
+        resources[target] = endpointOf(target, id, "Processor", "Target", fmt::format("/redfish/v1/Chassis/GpuBox{}/Processors/H100", s));
+      else if (g <= shape.gpusPerSwitch + shape.nicsPerSwitch)
+        resources[target] = endpointOf(target, id, "NetworkController", "Target", fmt::format("/redfish/v1/Chassis/GpuBox{}/NetworkAdapters/ConnectX-7", s));
+      else
+        resources[target] = endpointOf(target, id, "Drive", "Target", fmt::format("/redfish/v1/Chassis/GpuBox{}/Drives/PM1743", s));
     }
     resources[sw + "/Ports"] = collection(sw + "/Ports", "Port", ports);
     resources[sw + "/VCSs"] = collection(sw + "/VCSs", "VirtualCXLSwitch", vcss);

@@ -15,6 +15,10 @@ struct CxlMockupShape {
   int switches = 4;
   int hostsPerSwitch = 4;
   int gpusPerSwitch = 16;
+  // After the GPUs, downstream ports whose target endpoints connect a NetworkController ("ConnectX-7") or a
+  // Drive ("PM1743"), with ids T<s>-<n> numbered on from the GPUs'.
+  int nicsPerSwitch = 0;
+  int drivesPerSwitch = 0;
   bool expand = true;  // ProtocolFeaturesSupported.ExpandQuery in the service root
 };
 

@@ -5,6 +5,8 @@
 // timed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
 #include <thread>
 
 #include "fabric/redfish/redfish_fabric.h"
@@ -20,8 +22,9 @@ using namespace std::chrono_literals;
 
 class RedfishRoundTrips : public ::testing::Test {
  protected:
-  void start(bool expand) {
-    ASSERT_TRUE(testing::writeCxlMockup(dir_ / "mockup", {.switches = 2, .hostsPerSwitch = 2, .gpusPerSwitch = 4, .expand = expand}));
+  void start(bool expand, int nicsPerSwitch = 0, int drivesPerSwitch = 0) {
+    ASSERT_TRUE(testing::writeCxlMockup(dir_ / "mockup", {.switches = 2, .hostsPerSwitch = 2, .gpusPerSwitch = 4, .nicsPerSwitch = nicsPerSwitch,
+                                                          .drivesPerSwitch = drivesPerSwitch, .expand = expand}));
     auto e = testing::RedfishEmulator::start({dir_ / "mockup"});
     ASSERT_TRUE(e) << e.error().message;
     emulator_ = std::move(*e);
@@ -66,6 +69,28 @@ TEST_F(RedfishRoundTrips, ABindIsOneZoneRequestAndItsVerifyOneGet) {
   EXPECT_EQ(requests() - before, 1u) << "a PATCH with the ETag the POST answered";
   ASSERT_TRUE(fabric_->unbindAll(std::vector<Binding>{{"T1-1", "CXL1-U1"}, {"T1-2", "CXL1-U1"}, {"T1-3", "CXL1-U1"}}));
   EXPECT_EQ(emulator_->requests("DELETE"), 1u) << "the host's last devices left: its zone goes";
+  EXPECT_TRUE(fabric_->readBindings()->empty());
+}
+
+// Issue 62, item 6: the Redfish driver carries every kind. A target's kind is what its endpoint connects
+// (Processor, NetworkController, Drive), and a NIC and a drive are bound into a host's zone like a GPU.
+TEST_F(RedfishRoundTrips, NicsAndDrivesAreToldApartByWhatTheirEndpointsConnectAndBoundLikeGpus) {
+  start(true, 1, 1);
+  const auto topology = fabric_->discover();
+  ASSERT_TRUE(topology) << topology.error().message;
+  std::map<DeviceId, std::pair<DeviceKind, std::string>> kinds;
+  for (const auto& d : topology->devices) kinds[d.id] = {d.kind, d.model};
+  ASSERT_EQ(kinds.size(), 12u);
+  EXPECT_EQ(kinds["T1-1"], std::pair(DeviceKind::kGpu, std::string("H100")));
+  EXPECT_EQ(kinds["T1-5"], std::pair(DeviceKind::kNic, std::string("ConnectX-7")));
+  EXPECT_EQ(kinds["T2-6"], std::pair(DeviceKind::kNvme, std::string("PM1743")));
+  const std::vector<Binding> set{{"T1-1", "CXL1-U1"}, {"T1-5", "CXL1-U1"}, {"T1-6", "CXL1-U1"}};
+  ASSERT_TRUE(fabric_->bindAll(set));
+  auto bound = fabric_->readBindingsOf(std::vector<PortId>{"CXL1-U1"});
+  ASSERT_TRUE(bound) << bound.error().message;
+  EXPECT_EQ(bound->size(), set.size());
+  for (const auto& b : set) EXPECT_NE(std::find(bound->begin(), bound->end(), b), bound->end()) << b.deviceId;
+  ASSERT_TRUE(fabric_->unbindAll(set));
   EXPECT_TRUE(fabric_->readBindings()->empty());
 }
 

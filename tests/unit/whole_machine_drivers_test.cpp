@@ -2,8 +2,9 @@
 // engine composes GPUs, a NIC and a drive through the Switchtec driver against the Switchtec emulator (whose
 // GFMS database is the judge) and through the CXL FM-API driver against Jackrabbit Labs' cse (whose CLI, jack, is
 // the judge). Each driver learns a device's kind from its PCI class code and its model from its ids. The simulated
-// and Redfish drivers are covered in engine_mixed_test.cpp and test_redfish*.py; the QEMU driver in
-// tests/qemu/qemu_fabric_test.cpp (a NIC and a drive into a real guest kernel).
+// driver is covered in engine_mixed_test.cpp; the Redfish driver (a kind from what a target's endpoint connects) in
+// redfish_round_trips_test.cpp; the QEMU driver in tests/qemu/qemu_fabric_test.cpp (a NIC and a drive into a real
+// guest kernel).
 #include <gtest/gtest.h>
 
 #include <map>
