@@ -7,7 +7,7 @@
 #include "cli/commands.h"
 #include "cli/list_watch.h"
 #include "cli/release_command.h"
-#include "composer/model/topology.h"
+#include "composer/model/endpoint_demand.h"  // the kind-name grammar yardd parses too
 
 namespace yardctl {
 

@@ -92,8 +92,12 @@ class KubernetesProviderTest(YarddTestCase):
             system = next(s for s in yard.systems() if s.host_id == "host2" and s.state == 2)  # SYSTEM_STATE_COMPOSED
             self.assertEqual(sorted(b.kind for b in system.bindings), ["gpu", "nic", "nvme"])
             with self.assertRaises(grpc.RpcError) as refused:
-                yard.add_resource("x-1", "host2", type="fpga")
-            self.assertIn("gpu, nvme or nic", refused.exception.details())
+                yard.add_resource("x-1", "host2", type="FPGA!")
+            self.assertIn("gpu, nvme, nic or another class's name", refused.exception.details())
+            # Another class by name is a type too; the embedded pool has none of this one.
+            with self.assertRaises(grpc.RpcError) as none:
+                yard.add_resource("x-2", "host2", type="fpga")
+            self.assertIn("1 fpga(s)", none.exception.details())
             removed, _ = until_settled(lambda: yard.remove_resource("rm-d", "host2", device_id=drive.device_id))
             self.assertEqual(removed.state, ResourceStatus.DONE, removed.message)
             system = next(s for s in yard.systems() if s.host_id == "host2" and s.state == 2)  # SYSTEM_STATE_COMPOSED
