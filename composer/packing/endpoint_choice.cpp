@@ -37,7 +37,7 @@ struct SwitchSupply {
 }  // namespace
 
 bool servesUnder(const Pool& pool, int switchIndex, std::span<const EndpointDemand> demands) {
-  const auto& free = pool.switches()[static_cast<std::size_t>(switchIndex)].freeDevices;
+  const auto& free = pool.switches()[static_cast<std::size_t>(switchIndex)].freeEndpointDevices;
   return std::all_of(demands.begin(), demands.end(), [&](const EndpointDemand& d) {
     return std::count_if(free.begin(), free.end(), [&](int i) { return isEligibleEndpoint(pool.devices()[static_cast<std::size_t>(i)], d); }) >= d.count;
   });
@@ -48,8 +48,9 @@ EndpointSupply endpointSupply(const Pool& pool, int hostIndex, const std::vector
   EndpointSupply out;
   for (const int f : pool.hostFabrics(hostIndex))
     for (const int s : pool.fabricSwitches()[static_cast<std::size_t>(f)]) {
+      if (pool.switches()[static_cast<std::size_t>(s)].freeEndpoints == 0) continue;  // nothing there to count
       int n = 0;
-      for (const int i : pool.switches()[static_cast<std::size_t>(s)].freeDevices) n += isEligibleEndpoint(pool.devices()[static_cast<std::size_t>(i)], demand) ? 1 : 0;
+      for (const int i : pool.switches()[static_cast<std::size_t>(s)].freeEndpointDevices) n += isEligibleEndpoint(pool.devices()[static_cast<std::size_t>(i)], demand) ? 1 : 0;
       (std::find(gpuSwitches.begin(), gpuSwitches.end(), s) != gpuSwitches.end() ? out.near : out.far) += n;
     }
   return out;
@@ -59,7 +60,7 @@ int reachableEndpoints(const Pool& pool, int hostIndex, const EndpointDemand& de
   const PoolHost& host = pool.hosts()[static_cast<std::size_t>(hostIndex)];
   int n = 0;
   for (const int s : reachedSwitches(pool, host, hostIndex))
-    for (const int i : pool.switches()[static_cast<std::size_t>(s)].freeDevices)
+    for (const int i : pool.switches()[static_cast<std::size_t>(s)].freeEndpointDevices)
       if (isEligibleEndpoint(pool.devices()[static_cast<std::size_t>(i)], demand)) ++n;
   return n;
 }
@@ -76,7 +77,7 @@ std::optional<std::vector<int>> chooseEndpoints(const Pool& pool, int hostIndex,
   std::vector<SwitchSupply> near, far;
   for (const int s : reachedSwitches(pool, host, hostIndex)) {
     SwitchSupply supply{s, static_cast<int>(std::count(gpuSwitches.begin(), gpuSwitches.end(), s)), {}, 0, 0};
-    for (const int i : pool.switches()[static_cast<std::size_t>(s)].freeDevices) {
+    for (const int i : pool.switches()[static_cast<std::size_t>(s)].freeEndpointDevices) {
       const PoolDevice& d = pool.devices()[static_cast<std::size_t>(i)];
       if (isEligibleEndpoint(d, demand) && std::find(taken.begin(), taken.end(), d.id) == taken.end()) supply.devices.push_back(i);
     }

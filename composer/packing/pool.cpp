@@ -29,6 +29,7 @@ Pool::Pool(const Topology& topology) {
     if (s >= 0) {
       PoolSwitch& owner = switches_[static_cast<std::size_t>(s)];
       owner.freeDevices.push_back(i);
+      if (isEndpointDevice(devices_.back())) owner.freeEndpointDevices.push_back(i);
       if (isFreeEndpoint(devices_.back())) ++owner.freeEndpoints;
       if (d.kind == DeviceKind::kGpu) {
         if (auto at = std::lower_bound(gpuModels_.begin(), gpuModels_.end(), d.model); at == gpuModels_.end() || *at != d.model)
@@ -132,14 +133,17 @@ void Pool::setDevice(int deviceIndex, bool free, DeviceHealth health) {
   if (const bool endpoint = isFreeEndpoint(d); endpoint != wasEndpoint) sw.freeEndpoints += endpoint ? 1 : -1;
   if (wasFree == free) return;
   freeCount_ += free ? 1 : -1;
-  auto& list = sw.freeDevices;
-  auto it = std::lower_bound(list.begin(), list.end(), deviceIndex);
-  if (free) {
-    list.insert(it, deviceIndex);
-  } else {
-    assert(it != list.end() && *it == deviceIndex);
-    list.erase(it);
-  }
+  auto keep = [&](std::vector<int>& list) {
+    auto it = std::lower_bound(list.begin(), list.end(), deviceIndex);
+    if (free) {
+      list.insert(it, deviceIndex);
+    } else {
+      assert(it != list.end() && *it == deviceIndex);
+      list.erase(it);
+    }
+  };
+  keep(sw.freeDevices);
+  if (isEndpointDevice(d)) keep(sw.freeEndpointDevices);
 }
 
 void Pool::addAttached(int hostIndex, int delta) {

@@ -50,6 +50,9 @@ struct PoolSwitch {
   std::vector<PoolGpuClass> gpuClasses;
   int freeGpus = 0;              // isFreeGpu devices, all classes
   int freeEndpoints = 0;         // isFreeEndpoint devices: drives and NICs a placement may hand out
+  // The free devices of the endpoint kinds (drives, NICs, other classes; any health), ascending: what a search for
+  // companions walks instead of freeDevices, whose GPUs it would only skip.
+  std::vector<int> freeEndpointDevices;
   std::vector<int> hosts;        // hosts with an upstream port into it, ascending
 };
 
@@ -162,10 +165,13 @@ class Pool {
   return d.free && d.kind == DeviceKind::kGpu && d.health != DeviceHealth::kCritical;
 }
 
-// A drive, NIC or endpoint of another class that a placement may hand out: free, and not critically unhealthy.
-[[nodiscard]] inline bool isFreeEndpoint(const PoolDevice& d) {
-  return d.free && (d.kind == DeviceKind::kNvme || d.kind == DeviceKind::kNic || d.kind == DeviceKind::kOther) && d.health != DeviceHealth::kCritical;
+// A drive, NIC or endpoint of another class: what a request's endpoint demands take.
+[[nodiscard]] inline bool isEndpointDevice(const PoolDevice& d) {
+  return d.kind == DeviceKind::kNvme || d.kind == DeviceKind::kNic || d.kind == DeviceKind::kOther;
 }
+
+// One that a placement may hand out: free, and not critically unhealthy.
+[[nodiscard]] inline bool isFreeEndpoint(const PoolDevice& d) { return d.free && isEndpointDevice(d) && d.health != DeviceHealth::kCritical; }
 
 // The host's upstream port into a switch, or null.
 [[nodiscard]] const PoolHostPort* portInto(const PoolHost& host, int switchIndex);
