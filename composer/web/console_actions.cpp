@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "composer/model/clock.h"
@@ -108,7 +109,8 @@ void WebService::addConsoleRoutes(Routes& t) {
   t.route("/api/v1/logout").on("POST", Route{false, {}, [](Self& self, const Caller&, const net::HttpRequest& request, Params, net::Reply reply) {
                                                self.logout(request, std::move(reply));
                                              }});
-  // compose {"name", "gpus", "model", "template", "nics", "nvme", "memory_gib", "tenant", "queue", "priority_class", "lease", "labels"}
+  // compose {"name", "gpus", "model", "template", "nics", "nic_speed_gbps", "nvme", "memory_gib", "tenant", "queue", "priority_class",
+  //          "lease", "labels"}
   t.route("/api/v1/systems").on("POST", operation([](const Caller& caller, const json& body, Params) -> Result<std::function<Result<Operation>(EngineCore&)>> {
     ComposeRequest r;
     SY_ASSIGN(r.name, field<std::string>(body, "name", ""));
@@ -121,6 +123,14 @@ void WebService::addConsoleRoutes(Routes& t) {
       SY_ASSIGN(const int count, field<int>(body, key, 0));
       if (count < 0 || count > kMaxEndpointsPerDemand) return fail(Code::kInvalidArgument, fmt::format("'{}': a count from 0 to {}", key, kMaxEndpointsPerDemand));
       if (count > 0) r.placement.endpoints.push_back({kind, count, "", 0, Affinity::kDomain});
+    }
+    SY_ASSIGN(const int nicSpeed, field<int>(body, "nic_speed_gbps", 0));
+    if (nicSpeed < 0 || nicSpeed > kMaxLinkSpeedGbps)
+      return fail(Code::kInvalidArgument, fmt::format("'nic_speed_gbps': a port speed from 0 to {} Gb/s", kMaxLinkSpeedGbps));
+    if (nicSpeed > 0) {
+      auto nic = std::find_if(r.placement.endpoints.begin(), r.placement.endpoints.end(), [](const EndpointDemand& d) { return d.kind == DeviceKind::kNic; });
+      if (nic == r.placement.endpoints.end()) return fail(Code::kInvalidArgument, "'nic_speed_gbps': give the NICs' count too ('nics')");
+      nic->minSpeedGbps = nicSpeed;
     }
     SY_ASSIGN(r.placement.pooledMemoryGiB, field<int>(body, "memory_gib", 0));
     if (r.placement.pooledMemoryGiB < 0) return fail(Code::kInvalidArgument, "'memory_gib': GiB of pooled memory, 0 or more");

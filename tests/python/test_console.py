@@ -378,16 +378,18 @@ class ConsoleTest(YarddTestCase):
                                "document.getElementById('summary').innerText.includes('512 GiB of 512 GiB')", what="the pooled memory table")
             browser.evaluate("{ const t = document.getElementById('compose-template'); t.value = ''; t.dispatchEvent(new Event('change')); }"
                              "document.getElementById('compose-name').value = 'mem'; document.getElementById('compose-gpus').value = '1';"
-                             "document.getElementById('compose-memory').value = '128'; document.getElementById('compose-submit').click()")
+                             "document.getElementById('compose-memory').value = '128'; document.getElementById('compose-nics').value = '1';"
+                             "document.getElementById('compose-nic-speed').value = '400'; document.getElementById('compose-submit').click()")
             mem = wait_for(lambda: (lambda s: s if s and s["state"] == "composed" else None)(
                 self.systems(_logged_in(yardd.metrics_url, "ops", "ops-pw")).get("mem")), timeout=30,
                 what="mem composed: " + browser.evaluate("document.getElementById('action-result').textContent"))
-            self.assertEqual(sorted(d["id"].split("-")[1].rstrip("0123456789") for d in mem["devices"]), ["gpu", "mem", "mem"], mem)
+            self.assertEqual(sorted(d["id"].split("-")[1].rstrip("0123456789") for d in mem["devices"]), ["gpu", "mem", "mem", "nic"], mem)
             browser.wait_until("document.getElementById('summary').innerText.includes('384 GiB of 512 GiB')", timeout=30,
                                what="the free pooled memory less 128 GiB")
             browser.evaluate("document.querySelector('[data-testid=\"link-system-mem\"]').click()")
             browser.wait_until("document.getElementById('page').innerText.includes('System mem') && "
-                               "document.getElementById('page').innerText.includes('128 GiB')", what="mem's page with its pooled memory")
+                               "document.getElementById('page').innerText.includes('128 GiB') && "
+                               "document.getElementById('page').innerText.includes('(400 Gb/s)')", what="mem's page with its pooled memory and 400 Gb/s NIC")
             browser.evaluate("document.querySelector('[data-testid=\"back\"]').click()")
             browser.wait_until("document.querySelector('[data-testid=\"decompose-mem\"]') !== null", what="mem's row")
             browser.evaluate("document.querySelector('[data-testid=\"decompose-mem\"]').click()")

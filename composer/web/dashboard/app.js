@@ -423,7 +423,8 @@ document.getElementById("compose").addEventListener("submit", (event) => {
   const template = document.getElementById("compose-template").value;
   if (template) body.template = template;
   // A count left empty is left unsaid: a template's own part holds (GPUs default to 1 without one).
-  for (const [field, id] of [["gpus", "compose-gpus"], ["nics", "compose-nics"], ["nvme", "compose-nvme"], ["memory_gib", "compose-memory"]]) {
+  for (const [field, id] of [["gpus", "compose-gpus"], ["nics", "compose-nics"], ["nic_speed_gbps", "compose-nic-speed"], ["nvme", "compose-nvme"],
+                             ["memory_gib", "compose-memory"]]) {
     const value = document.getElementById(id).value;
     if (value !== "") body[field] = Number(value);
   }
