@@ -107,7 +107,8 @@ class ConsoleTest(YarddTestCase):
         self.assertEqual(self.systems(ops)["web1"]["labels"], {"team": "web"})
         # Whole machines: a template that is not there, nothing asked for, a count out of range: refused, nothing made.
         for bad, code, says in (({"name": "t1", "template": "no-such"}, 404, "no-such"), ({"name": "t2", "gpus": 0}, 400, "'gpus'"),
-                                ({"name": "t3", "gpus": 1, "nics": 65}, 400, "'nics'")):
+                                ({"name": "t3", "gpus": 1, "nics": 65}, 400, "'nics'"),
+                                ({"name": "t4", "gpus": 1, "nic_speed_gbps": 400}, 400, "give the NICs' count too")):
             status, _, body = ops.change("POST", "/api/v1/systems", bad)
             self.assertEqual(status, code, body)
             self.assertIn(says, body["error"]["message"])
