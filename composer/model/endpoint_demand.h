@@ -1,8 +1,7 @@
 // What a request asks for besides GPUs and pooled memory: endpoints of other kinds (NVMe drives, NICs, any other
-// class by name such as fpga) by
-// count, with the model and capacity they must have and how close to the request's GPUs they must sit. A
-// request is a set of demands by kind (ADR 0031): GPUs (PlacementRequest's own fields), pooled memory in
-// GiB (pooledMemoryGiB), and these.
+// class by name such as fpga) by count, with the model, capacity or speed they must have and how close to the
+// request's GPUs they must sit. A request is a set of demands by kind (ADR 0031): GPUs (PlacementRequest's own
+// fields), pooled memory in GiB (pooledMemoryGiB), and these.
 #pragma once
 
 #include <optional>

@@ -215,6 +215,11 @@ class YardctlTest(YarddTestCase):
             self.assertEqual(r.returncode, 2, bad)
             self.assertIn(why, r.stderr, bad)
         self.ok(*base, "decompose", "infer")  # the pool's one host is free again
+        # Usage accounts the FPGA as device-hours in a row of its class, as drives and NICs have theirs.
+        rows = json.loads(self.ok(*base, "usage", "--by", "model", "-o", "json")).get("rows", [])
+        fpga = [r for r in rows if r.get("model") == "fpga"]
+        self.assertEqual(len(fpga), 1, rows)
+        self.assertGreater(fpga[0]["device_hours"], 0, fpga)
         self.ok(*base, "compose", "dpu", "--endpoint", "dpu=1")
         self.assertIn("sw0-dpu0", self.ok(*base, "devices", "--kind", "dpu", "--system", "dpu"))
         self.ok(*base, "decompose", "dpu")
