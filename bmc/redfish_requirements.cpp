@@ -64,7 +64,7 @@ std::optional<HttpResponse> readCountAndModel(const json& requirement, EndpointD
 
 std::optional<HttpResponse> addDemand(ComposeRequest& request, EndpointDemand demand, const std::string& where) {
   for (auto& d : request.placement.endpoints)
-    if (d.kind == demand.kind) {
+    if (sameKind(d, demand)) {
       if (d.model != demand.model || d.minCapacityGiB != demand.minCapacityGiB || d.minSpeedGbps != demand.minSpeedGbps)
         return bad("PropertyValueConflict", fmt::format("{}: one request asks for one model and size of each kind", where));
       d.count += demand.count;

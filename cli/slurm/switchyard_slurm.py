@@ -134,7 +134,7 @@ class Kit:
         gpus, model, extra, template, nic_speed = None, "", [], "", ""
         for token in re.split(r"[,&|()\[\]*\s]+", features or ""):
             value = lambda prefix: token[len(self.s[prefix]):] if self.s[prefix] and token.startswith(self.s[prefix]) else None
-            # The longer prefixes first: nicspeed_ before nics_ would not matter, endpoint_ names a class then a count.
+            # endpoint_CLASS_COUNT: a class name has no '_', so the count is what follows the last one.
             if value("NIC_SPEED_FEATURE_PREFIX") is not None and value("NIC_SPEED_FEATURE_PREFIX").isdigit():
                 nic_speed = value("NIC_SPEED_FEATURE_PREFIX")
             elif value("ENDPOINT_FEATURE_PREFIX") and re.fullmatch(r"[a-z][a-z0-9-]*_[0-9]+", value("ENDPOINT_FEATURE_PREFIX")):

@@ -79,7 +79,7 @@ Result<std::vector<EndpointDemand>> endpointsFromProto(const google::protobuf::R
     const auto kind = parseKindName(e.kind());
     if (!kind || !isEndpointKind(kind->kind))
       return fail(Code::kInvalidArgument,
-                  fmt::format("endpoints: kind '{}' is not nvme, nic or another class's name (a-z, then a-z, 0-9 or -)", e.kind()));
+                  fmt::format("endpoints: kind '{}' is not nvme, nic or another class ({})", e.kind(), kKindNameRule));
     const auto affinity = parseAffinity(e.affinity());
     if (!affinity) return fail(Code::kInvalidArgument, fmt::format("endpoints: affinity '{}' is not switch or domain", e.affinity()));
     EndpointDemand d{kind->kind, e.count(), e.model(), e.min_capacity_gib(), *affinity, e.min_speed_gbps(), kind->deviceClass};

@@ -62,11 +62,10 @@ Result<MachineTemplate> templateOf(const json& j, std::size_t index) {
   if (j.contains("endpoints")) {
     if (!j["endpoints"].is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: endpoints: expected an object of classes", where));
     for (const auto& [name, demand] : j["endpoints"].items()) {
-      const auto kind = parseKindName(name);
-      if (!kind || kind->kind != DeviceKind::kOther)
+      if (!isClassName(name))
         return fail(Code::kInvalidArgument, fmt::format("{}: endpoints: '{}' is not another class's name (nic and nvme have keys of their own; {})",
                                                         where, name, kKindNameRule));
-      SY_ASSIGN(auto d, demandOf(demand, *kind, fmt::format("{}: endpoints: {}", where, name)));
+      SY_ASSIGN(auto d, demandOf(demand, KindName{DeviceKind::kOther, name}, fmt::format("{}: endpoints: {}", where, name)));
       t.endpoints.push_back(std::move(d));
     }
   }

@@ -96,8 +96,7 @@ Result<void> validateTopology(const Topology& t) {
                   fmt::format("devices[{}] '{}': downstream port '{}' already holds another device", i, d.id, d.portId));
     if (d.memoryGiB < 0) return fail(Code::kInvalidArgument, fmt::format("devices[{}] '{}': memoryGiB must be >= 0", i, d.id));
     if (d.kind == DeviceKind::kOther) {
-      const auto named = parseKindName(d.deviceClass);
-      if (!named || named->kind != DeviceKind::kOther)
+      if (!isClassName(d.deviceClass))
         return fail(Code::kInvalidArgument, fmt::format("devices[{}] '{}': class '{}' is not a class name ({})", i, d.id, d.deviceClass, kKindNameRule));
     } else if (!d.deviceClass.empty()) {
       return fail(Code::kInvalidArgument, fmt::format("devices[{}] '{}': only a device of another kind has a class", i, d.id));
@@ -228,6 +227,11 @@ std::optional<KindName> parseKindName(std::string_view s) {
   for (const char c : s)
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return std::nullopt;
   return KindName{DeviceKind::kOther, std::string(s)};
+}
+
+bool isClassName(std::string_view s) {
+  const auto named = parseKindName(s);
+  return named && named->kind == DeviceKind::kOther;
 }
 
 std::optional<DeviceHealth> parseDeviceHealth(std::string_view s) {

@@ -132,6 +132,8 @@ struct KindName {
 // One of the four kinds, or any other class name (a lowercase letter, then lowercase letters, digits or '-', at
 // most 32) as kOther; nothing for anything else.
 [[nodiscard]] std::optional<KindName> parseKindName(std::string_view s);
+// Whether `s` names another class (kOther): a kind name that is none of the four.
+[[nodiscard]] bool isClassName(std::string_view s);
 inline constexpr std::string_view kKindNameRule = "gpu, nvme, nic, cxl-memory, or another class's name (a-z, then a-z, 0-9 or -; at most 32)";
 
 }  // namespace switchyard

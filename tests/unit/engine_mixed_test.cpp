@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "bmc/redfish_resources.h"
 #include "tests/support/topology_builder.h"
 #include "tests/unit/engine_fixture.h"
 
@@ -35,6 +36,28 @@ class EngineMixedTest : public EngineTest {
     return static_cast<int>(std::count_if(s.bindings.begin(), s.bindings.end(), [&](const Binding& b) { return b.deviceId.find(kind) != std::string::npos; }));
   }
 };
+
+// yardd's own Redfish fabric says what each target is (Endpoint.ConnectedEntities[].EntityType), so that a fabric
+// manager reading it (Switchyard's Redfish driver among them) tells a GPU from a NIC or a drive.
+TEST_F(EngineMixedTest, YarddsRedfishFabricNamesEachTargetsKind) {
+  start();
+  bmc::PoolView view;  // what the Redfish service reads for a fabric resource
+  auto topology = engine_->topology();
+  ASSERT_TRUE(topology) << topology.error().message;
+  view.topology = std::move(*topology);
+  std::map<std::string, std::string> types;
+  const auto fabrics = bmc::fabricsCollection(view);
+  for (const auto& member : fabrics["Members"]) {
+    const std::string uri = member["@odata.id"];
+    const std::string fabric = uri.substr(uri.rfind('/') + 1);
+    for (const char* id : {"sw0-gpu0", "sw0-nic4", "sw1-nic4", "sw1-nvme5"}) {
+      const auto endpoint = bmc::fabricResource(view, {"redfish", "v1", "Fabrics", fabric, "Endpoints", id});
+      if (!endpoint.is_null()) types[id] = endpoint["ConnectedEntities"][0]["EntityType"];
+    }
+  }
+  EXPECT_EQ(types, (std::map<std::string, std::string>{
+                       {"sw0-gpu0", "Processor"}, {"sw0-nic4", "NetworkController"}, {"sw1-nic4", "NetworkController"}, {"sw1-nvme5", "Drive"}}));
+}
 
 TEST_F(EngineMixedTest, GpusDrivesAndNicsAreBoundTogetherAndGoBackTogether) {
   start();
