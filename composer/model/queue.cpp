@@ -47,7 +47,8 @@ std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::stri
 }
 
 // Why a request waits, short enough to keep per request and show in a list: the packing core's first line
-// and the first few hosts' reasons (its full answer names every host: 1,250 lines at 10,000 GPUs).
+// and the first few hosts' reasons, then how many hosts its answer covers past them (it explains up to eight
+// hosts per filter that rejected some and counts the rest in a last line).
 std::string shortReason(std::string_view why) {
   constexpr std::size_t kLines = 4;
   std::size_t at = 0;
@@ -56,7 +57,14 @@ std::string shortReason(std::string_view why) {
     if (at == std::string::npos) return std::string(why);
     ++at;
   }
-  const auto rest = static_cast<std::size_t>(std::count(why.begin() + static_cast<std::ptrdiff_t>(at), why.end(), '\n')) + 1;
+  auto rest = static_cast<std::size_t>(std::count(why.begin() + static_cast<std::ptrdiff_t>(at), why.end(), '\n')) + 1;
+  // The packing core's answer may end in "  ... and N more host(s): ..." for the hosts it did not explain.
+  constexpr std::string_view kMore = "  ... and ";
+  if (const auto last = why.rfind('\n'); last != std::string_view::npos && last + 1 >= at && why.substr(last + 1).starts_with(kMore)) {
+    std::size_t more = 0;
+    const std::string_view count = why.substr(last + 1 + kMore.size());
+    if (auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), more); ec == std::errc{} && more > 0) rest += more - 1;
+  }
   return fmt::format("{}  ... and {} more (`yardctl plan` explains every host)", std::string(why.substr(0, at)), rest);
 }
 

@@ -222,9 +222,7 @@ PlacementDecision placeWithCompanions(const placement::Scheduler& scheduler, con
       return out;
     }
     if (out.error && out.error->code == Code::kResourceExhausted) {
-      std::string message = fmt::format("no host can take {} with the GPUs:", companionsAsked(r));
-      for (const auto& c : out.candidates) message += fmt::format("\n  {}: {}", c.hostId, c.reason);
-      out.error->message = std::move(message);
+      out.error->message = fmt::format("no host can take {} with the GPUs:{}", companionsAsked(r), listCandidates(out));
     }
     return out;
   }
@@ -285,9 +283,7 @@ PlacementDecision placeWithCompanions(const placement::Scheduler& scheduler, con
     }
   }
   if (!best) {
-    std::string why = fmt::format("no host can take {}:", companionsAsked(r));
-    for (const auto& c : out.candidates) why += fmt::format("\n  {}: {}", c.hostId, c.reason);
-    out.error = Error{Code::kResourceExhausted, std::move(why)};
+    out.error = Error{Code::kResourceExhausted, fmt::format("no host can take {}:{}", companionsAsked(r), listCandidates(out))};
     return out;
   }
   out.placement = std::move(best);

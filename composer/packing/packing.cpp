@@ -11,6 +11,19 @@
 
 namespace switchyard {
 
+std::string listCandidates(const PlacementDecision& d) {
+  std::string out;
+  for (const auto& c : d.candidates) out += fmt::format("\n  {}: {}", c.hostId, c.reason);
+  if (d.unexplained.empty()) return out;
+  std::size_t hosts = 0;
+  std::string by;
+  for (const auto& u : d.unexplained) {
+    hosts += u.hosts;
+    by += fmt::format("{}{} {}{}", by.empty() ? "" : ", ", u.hosts, by.empty() ? "rejected by " : "by ", u.rejectedBy);
+  }
+  return out + fmt::format("\n  ... and {} more host(s): {} (`yardctl plan` explains every host)", hosts, by);
+}
+
 std::string_view toString(PeerToPeer v) {
   switch (v) {
     case PeerToPeer::kRequired: return "required";
@@ -180,6 +193,7 @@ PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, 
     if (diag.feasible && plans) reason = summarizePlan(pool, *plans->find(pool.hostIndex(diag.candidate)), n);
     out.candidates.push_back({diag.candidate, diag.feasible, std::move(reason)});
   }
+  out.unexplained = std::move(d.unexplained);
   if (d.status.kind == placement::Status::kError) {
     out.error = Error{Code::kInternal, fmt::format("placement profile '{}' failed: {}", scheduler.profile().name, d.status.reason)};
     return out;
@@ -189,7 +203,7 @@ PlacementDecision place(const ComposableScheduler& scheduler, const Pool& pool, 
                                   r.model.empty() ? "" : fmt::format(" of model {}", r.model),
                                   r.minMemoryGiB ? fmt::format(" with >= {} GiB", r.minMemoryGiB) : "",
                                   r.peerToPeer == PeerToPeer::kRequired ? " under one switch" : "");
-    for (const auto& c : out.candidates) why += fmt::format("\n  {}: {}", c.hostId, c.reason);
+    why += listCandidates(out);
     if (out.candidates.empty()) why += " " + d.status.reason;
     out.error = Error{Code::kResourceExhausted, std::move(why)};
     return out;

@@ -51,8 +51,8 @@ struct PlacementRequest {
   // the system's share GPUs (gpu_shares.h) or asks this core for one fresh GPU.
   int gpuShareMilli = 0;
   TenantId tenant{kDefaultTenant};
-  // Give every candidate host a reason (Plan). Without it only a failure explains itself, which keeps
-  // the hot path free of string formatting.
+  // Give every candidate host a reason (Plan). Without it only a failure explains itself, and only a few
+  // hosts per reason (PlacementDecision::unexplained), which keeps the hot path free of string formatting.
   bool explain = false;
 };
 
@@ -76,12 +76,25 @@ struct Placement {
   std::string detail;       // the same without the host: what was chosen on it (composed into other explanations)
 };
 
+// Hosts a refusal counts without a reason each: those one filter rejected past the few it explains.
+struct UnexplainedHosts {
+  std::string rejectedBy;  // the filter (a placement plugin's name)
+  std::size_t hosts = 0;
+};
+
 struct PlacementDecision {
   std::optional<Placement> placement;
-  std::vector<CandidateVerdict> candidates;  // one per host considered, in host order
+  // One per host considered, in host order; a refusal not asked to explain every host (PlacementRequest::
+  // explain) gives reasons for the first few hosts each filter rejected and counts the rest in `unexplained`.
+  std::vector<CandidateVerdict> candidates;
+  std::vector<UnexplainedHosts> unexplained;
   // When nothing fits: kResourceExhausted / kInvalidArgument / kNotFound / kFailedPrecondition.
   std::optional<Error> error;
 };
+
+// The candidates as a refusal's lines, "\n  HOST: reason" each, then one line for the hosts left unexplained:
+// "\n  ... and N more host(s): N1 rejected by F1, N2 by F2 (...)" (queue.h's shortReason() reads that count).
+[[nodiscard]] std::string listCandidates(const PlacementDecision& d);
 
 [[nodiscard]] std::string_view toString(PeerToPeer v);
 [[nodiscard]] std::optional<PeerToPeer> parsePeerToPeer(std::string_view s);

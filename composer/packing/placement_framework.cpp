@@ -35,6 +35,8 @@ Result<std::shared_ptr<const Scheduler>> Scheduler::build(const Registry& regist
     s->preFilters_.push_back(p);
   }
   SY_ASSIGN(s->candidates_, s->instantiate<CandidatePlugin>(registry, profile.candidates, "candidate"));
+  if (profile.filters.size() >= kNotRejected)
+    return fail(Code::kInvalidArgument, fmt::format("profile '{}' names {} filters; at most {}", profile.name, profile.filters.size(), kNotRejected - 1));
   for (const auto& n : profile.filters) {
     SY_ASSIGN(auto* p, s->instantiate<FilterPlugin>(registry, n, "filter"));
     s->filters_.push_back(p);
@@ -48,9 +50,7 @@ Result<std::shared_ptr<const Scheduler>> Scheduler::build(const Registry& regist
 }
 
 Decision Scheduler::schedule(const Pool& pool, const PlacementRequest& request, bool explain) const {
-  Decision d = run(pool, request, explain);
-  if (!explain && d.status.kind == Status::kRejected) d = run(pool, request, true);
-  return d;
+  return run(pool, request, explain);
 }
 
 bool Scheduler::perCandidate() const {
@@ -65,11 +65,40 @@ Status Scheduler::prepare(CycleState& state, const Pool& pool, const PlacementRe
 
 Scheduler::Verdict Scheduler::evaluate(CycleState& state, const Pool& pool, const PlacementRequest& request,
                                        const Candidate& candidate) const {
-  for (auto* f : filters_)
-    if (Status st = f->filter(state, pool, request, candidate); !st.ok()) return {std::move(st), 0};
+  for (std::size_t f = 0; f < filters_.size(); ++f)
+    if (Status st = filters_[f]->filter(state, pool, request, candidate); !st.ok()) return {std::move(st), 0, static_cast<std::uint8_t>(f)};
   double total = 0;
   for (const auto& [plugin, weight] : scores_) total += weight * plugin->score(state, pool, request, candidate);
   return {Status::fits(), total};
+}
+
+void Scheduler::explainRefusal(Decision& d, const Pool& pool, const PlacementRequest& request, std::span<const std::uint8_t> rejectedBy) const {
+  std::vector<std::size_t> explained(filters_.size(), 0), left(filters_.size(), 0);
+  const bool was = d.state.explain;
+  d.state.explain = true;
+  for (std::size_t h = 0; h < rejectedBy.size(); ++h) {
+    const std::uint8_t f = rejectedBy[h];
+    if (f >= filters_.size()) continue;
+    if (explained[f] == kExplainedPerFilter) {
+      ++left[f];
+      continue;
+    }
+    ++explained[f];
+    const Candidate candidate{static_cast<int>(h)};
+    Verdict v = evaluate(d.state, pool, request, candidate);
+    if (v.status.kind == Status::kError) {
+      d.status = std::move(v.status);
+      break;
+    }
+    // Evaluated again in the same pool, a host is rejected by the same filter; should a plugin disagree with
+    // itself, its own answer now is what the host is told.
+    const std::uint8_t by = v.status.ok() ? f : v.rejectedBy;
+    d.diagnoses.push_back({describe(pool, candidate), false, std::string(filters_[by]->name()),
+                           v.status.ok() ? std::string("passed every filter when explained") : std::move(v.status.reason), {}, 0});
+  }
+  d.state.explain = was;
+  for (std::size_t f = 0; f < filters_.size(); ++f)
+    if (left[f] > 0) d.unexplained.push_back({std::string(filters_[f]->name()), left[f]});
 }
 
 Decision Scheduler::run(const Pool& pool, const PlacementRequest& request, bool explain) const {
@@ -86,17 +115,20 @@ Decision Scheduler::run(const Pool& pool, const PlacementRequest& request, bool 
   candidates_->candidates(d.state, pool, request, all);
   std::vector<std::size_t> feasible;
   std::vector<CandidateDiagnosis> rejected;
+  std::vector<std::uint8_t> rejectedBy;  // unexplained: per host, for a refusal to explain a few of each
+  if (!explain) rejectedBy.assign(pool.hosts().size(), kNotRejected);
   for (std::size_t i = 0; i < all.size(); ++i) {
     bool ok = true;
-    for (auto* f : filters_) {
-      Status st = f->filter(d.state, pool, request, all[i]);
+    for (std::size_t f = 0; f < filters_.size(); ++f) {
+      Status st = filters_[f]->filter(d.state, pool, request, all[i]);
       if (st.kind == Status::kError) {
         d.status = std::move(st);
         return d;
       }
       if (!st.ok()) {
         ok = false;
-        if (explain) rejected.push_back({describe(pool, all[i]), false, std::string(f->name()), std::move(st.reason), {}, 0});
+        if (explain) rejected.push_back({describe(pool, all[i]), false, std::string(filters_[f]->name()), std::move(st.reason), {}, 0});
+        else rejectedBy[static_cast<std::size_t>(all[i].hostIndex)] = static_cast<std::uint8_t>(f);
         break;
       }
     }
@@ -104,7 +136,8 @@ Decision Scheduler::run(const Pool& pool, const PlacementRequest& request, bool 
   }
   if (feasible.empty()) {
     d.status = Status::rejected(all.empty() ? "there is no candidate" : "no candidate passed the filters");
-    d.diagnoses = std::move(rejected);
+    if (explain) d.diagnoses = std::move(rejected);
+    else explainRefusal(d, pool, request, rejectedBy);
     return d;
   }
   // Score: one column per plugin, normalized by that plugin, then weighted and summed.

@@ -11,10 +11,12 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,10 +118,17 @@ struct CandidateDiagnosis {
 // True while every candidate must explain itself; plugins format reasons only then.
 [[nodiscard]] inline bool explaining(const CycleState& state) { return state.explain; }
 
+// A refusal not asked to explain every candidate explains this many of those each filter rejected (the first,
+// in candidate order) and counts the rest: a person reads a few reasons of each kind, and formatting one per
+// host made a refusal cost a thousand times a decision that fits at 10,000 hosts.
+inline constexpr std::size_t kExplainedPerFilter = 8;
+
 struct Decision {
   std::optional<Candidate> chosen;
   std::size_t chosenIndex = 0;  // into diagnoses, when explained
+  // Explained: every candidate. A refusal otherwise: the first kExplainedPerFilter each filter rejected.
   std::vector<CandidateDiagnosis> diagnoses;
+  std::vector<UnexplainedHosts> unexplained;  // a refusal: the candidates left out of diagnoses, per filter
   Status status;  // kRejected: nothing fits (see diagnoses); kError: a plugin or the input is broken
   CycleState state;  // what the plugins recorded (the chosen host's device plan among it)
 };
@@ -143,7 +152,8 @@ class Scheduler {
   [[nodiscard]] const Profile& profile() const { return profile_; }
 
   // Pre-filter, candidates, filter, score, select. With `explain`, every candidate gets a diagnosis;
-  // without it the hot path formats nothing, and only a request that fits nowhere is re-run explained.
+  // without it the hot path formats nothing, and a request that fits nowhere explains a few hosts per filter
+  // (explainRefusal).
   [[nodiscard]] Decision schedule(const Pool& pool, const PlacementRequest& request, bool explain) const;
 
   // Per-candidate verdicts, for callers that keep them across cycles and re-evaluate only the candidates
@@ -153,12 +163,18 @@ class Scheduler {
   struct Verdict {
     Status status;
     double total = 0;
+    std::uint8_t rejectedBy = kNotRejected;  // the filter that said no, by its place in the profile
   };
+  static constexpr std::uint8_t kNotRejected = 0xFF;
   [[nodiscard]] bool perCandidate() const;
   // What the profile's verdicts read (Plugin::reads() of every plugin it runs).
   [[nodiscard]] unsigned reads() const { return reads_; }
   Status prepare(CycleState& state, const Pool& pool, const PlacementRequest& request) const;
   [[nodiscard]] Verdict evaluate(CycleState& state, const Pool& pool, const PlacementRequest& request, const Candidate& candidate) const;
+  // A refusal from verdicts already worked out: `rejectedBy` holds each host's rejecting filter (Verdict::
+  // rejectedBy, by host index; kNotRejected for a host that was no candidate). The first kExplainedPerFilter
+  // hosts of each filter are evaluated again, explained, in the prepared state of `d`; the rest are counted.
+  void explainRefusal(Decision& d, const Pool& pool, const PlacementRequest& request, std::span<const std::uint8_t> rejectedBy) const;
 
  private:
   Scheduler() = default;

@@ -21,6 +21,7 @@ constexpr double kRejected = std::numeric_limits<double>::quiet_NaN();
 void PlacementIndex::Ranking::reset(std::size_t hosts) {
   leaves = std::bit_ceil(std::max<std::size_t>(hosts, 1));
   total.assign(hosts, kRejected);
+  rejectedBy.assign(hosts, placement::Scheduler::kNotRejected);
   winner.assign(2 * leaves, -1);
   dirty.clear();
   whole = true;
@@ -69,6 +70,7 @@ bool PlacementIndex::refresh(Ranking& ranking, const ComposableScheduler& schedu
   ++stats_.evaluated;
   const auto verdict = scheduler.evaluate(state, pool, request, placement::Candidate{host});
   if (verdict.status.kind == placement::Status::kError) return false;
+  ranking.rejectedBy[h] = verdict.rejectedBy;
   const double was = ranking.total[h], now = verdict.status.ok() ? verdict.total : kRejected;
   if (now == was || (std::isnan(now) && std::isnan(was))) return true;  // most re-evaluated hosts did not move
   ranking.set(host, now);
@@ -140,9 +142,12 @@ placement::Decision PlacementIndex::schedule(const ComposableScheduler& schedule
     return fullCycle();
   }
   ranking.settle();
-  if (ranking.best() < 0) {  // nothing fits: straight to the explained cycle, which says why for every host
-    ++stats_.fallbacks;
-    return scheduler.schedule(pool, request, true);
+  if (ranking.best() < 0) {  // nothing fits: every host's rejecting filter is known, and a few of each explain
+    ++stats_.refusals;
+    d.status = placement::Status::rejected(pool.hosts().empty() ? "there is no candidate" : "no candidate passed the filters");
+    scheduler.explainRefusal(d, pool, request, ranking.rejectedBy);
+    stats_.evaluated += d.diagnoses.size();
+    return d;
   }
 
   int best = ranking.best();

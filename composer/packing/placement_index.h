@@ -16,10 +16,11 @@
 //
 // GPUs with companions (PlacementRequest::companionEndpoints, companionMemoryGiB) are ranked per shape with them:
 // the companions filter reads only the host's fabrics, as the contract wants.
+// A request nothing fits is answered from the ranking too: each host's rejecting filter is kept beside its
+// total, and only the few hosts per filter a refusal explains are evaluated again (Scheduler::explainRefusal).
 // Falls back to the scheduler's full cycle for what it cannot rank: explained requests, a pinned host,
 // a profile whose scores are normalised across candidates or that has a plugin reading more than its
-// host's surroundings (or not saying what it reads), and any request nothing fits (whose
-// diagnoses come from the full, explained cycle). Not thread-safe: one index per pool owner. Rankings
+// host's surroundings (or not saying what it reads). Not thread-safe: one index per pool owner. Rankings
 // are keyed by the scheduler's address, so a scheduler must outlive the index that ranked with it (the
 // engine's lives as long as the engine).
 #pragma once
@@ -42,6 +43,7 @@ class PlacementIndex {
     std::uint64_t rebuilds = 0;   // rankings built from scratch (new shape, pool, profile or demand mix)
     std::uint64_t evaluated = 0;  // host verdicts worked out
     std::uint64_t stale = 0;      // cached verdicts that did not hold (a plugin broke the contract)
+    std::uint64_t refusals = 0;   // decisions nothing fitted, explained from the ranking
   };
 
   // The decision scheduler.schedule(pool, request, request.explain) would make.
@@ -62,6 +64,7 @@ class PlacementIndex {
     std::uint64_t demandVersion = 0;
     std::uint64_t lastUsed = 0;  // the cycle that last asked for this shape
     std::vector<double> total;   // per host
+    std::vector<std::uint8_t> rejectedBy;  // per host: the filter that rejected it (Scheduler::Verdict)
     std::vector<int> winner;     // [1, 2 * leaves): the best host of the subtree, -1: none feasible
     std::size_t leaves = 0;      // a power of two >= hosts; host h is leaf leaves + h
     std::vector<std::size_t> dirty;  // leaves set since the last settle()

@@ -129,7 +129,8 @@ int benchDecisionLatency(const LatencyOptions& o) {
       for (auto& lane : lanes) {
         const Percentiles t = summarize(lane->us);
         const auto& s = lane->index.stats();
-        // The index's own verdicts, plus every host of the full cycles it handed over (nothing fits: explained).
+        // The index's own verdicts (those a refusal explained again among them), plus every host of the full cycles
+        // it handed over.
         const double hostsPerDecision = lane->indexed ? (static_cast<double>(s.evaluated) + static_cast<double>(s.fallbacks * start.hosts().size())) / o.decisions
                                                       : static_cast<double>(start.hosts().size());
         fmt::print("{:>8} {:>6} {:>4.0f}% {:>14} {:>6} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>10.1f} {:>9} {:>6.0f}%\n", gpus, start.hosts().size(),

@@ -53,6 +53,16 @@ class Fits final : public FilterPlugin {
   }
 };
 
+// Rejects every odd-numbered host: a second reason beside "fits".
+class EvenOnly final : public FilterPlugin {
+ public:
+  std::string_view name() const override { return "even-only"; }
+  Status filter(CycleState& state, const Pool&, const PlacementRequest&, const Candidate& c) override {
+    if (c.hostIndex % 2 == 0) return Status::fits();
+    return Status::rejected(explaining(state) ? "odd" : "");
+  }
+};
+
 class TightFit final : public ScorePlugin {
  public:
   std::string_view name() const override { return "tight-fit"; }
@@ -77,6 +87,7 @@ Registry registry() {
   r.add("record-largest", [] { return std::make_unique<RecordLargest>(); });
   r.add("all-hosts", [] { return std::make_unique<AllHosts>(); });
   r.add("fits", [] { return std::make_unique<Fits>(); });
+  r.add("even-only", [] { return std::make_unique<EvenOnly>(); });
   r.add("tight-fit", [] { return std::make_unique<TightFit>(); });
   r.add("near-largest", [] { return std::make_unique<NearLargest>(); });
   return r;
@@ -138,6 +149,29 @@ TEST(PlacementFramework, ANoFitIsExplainedEvenOnTheHotPath) {
   EXPECT_EQ(d.status.kind, Status::kRejected);
   ASSERT_EQ(d.diagnoses.size(), 2u);
   EXPECT_EQ(d.diagnoses[1].reason, "only 2 free");
+}
+
+TEST(PlacementFramework, ANoFitExplainsAFewHostsPerFilterAndCountsTheRest) {
+  auto s = *Scheduler::build(registry(), {"test", {"record-largest"}, "all-hosts", {"even-only", "fits"}, {{"tight-fit", 1}}});
+  const Pool pool = bins(std::vector<int>(30, 1));  // 15 odd hosts (even-only says no), 15 even ones with 1 free
+  auto d = s->schedule(pool, asking(3), false);
+  EXPECT_FALSE(d.chosen);
+  EXPECT_EQ(d.status.kind, Status::kRejected);
+  ASSERT_EQ(d.diagnoses.size(), 2 * kExplainedPerFilter);
+  for (std::size_t i = 0; i < d.diagnoses.size(); ++i) {  // the first eight of each, in host order: h0 ... h15
+    EXPECT_EQ(d.diagnoses[i].candidate, "h" + std::to_string(i));
+    EXPECT_EQ(d.diagnoses[i].rejectedBy, i % 2 ? "even-only" : "fits");
+    EXPECT_EQ(d.diagnoses[i].reason, i % 2 ? "odd" : "only 1 free");
+  }
+  ASSERT_EQ(d.unexplained.size(), 2u);  // in profile order
+  EXPECT_EQ(d.unexplained[0].rejectedBy, "even-only");
+  EXPECT_EQ(d.unexplained[0].hosts, 15 - kExplainedPerFilter);
+  EXPECT_EQ(d.unexplained[1].rejectedBy, "fits");
+  EXPECT_EQ(d.unexplained[1].hosts, 15 - kExplainedPerFilter);
+
+  auto all = s->schedule(pool, asking(3), true);  // asked to explain: every host, nothing counted
+  EXPECT_EQ(all.diagnoses.size(), 30u);
+  EXPECT_TRUE(all.unexplained.empty());
 }
 
 TEST(PlacementFramework, PreFilterCanRejectTheRequest) {

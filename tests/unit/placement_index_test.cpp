@@ -47,7 +47,20 @@ PlacementRequest randomSizedRequest(std::mt19937& rng) {
 void expectSameDecision(const placement::Decision& want, const placement::Decision& got,
                         const std::string& where) {
   ASSERT_EQ(want.chosen.has_value(), got.chosen.has_value()) << where;
-  if (!want.chosen) return;
+  if (!want.chosen) {  // the same refusal: the same hosts explained, the same reasons, the same counts left out
+    ASSERT_EQ(want.diagnoses.size(), got.diagnoses.size()) << where;
+    for (std::size_t k = 0; k < want.diagnoses.size(); ++k) {
+      EXPECT_EQ(want.diagnoses[k].candidate, got.diagnoses[k].candidate) << where;
+      EXPECT_EQ(want.diagnoses[k].rejectedBy, got.diagnoses[k].rejectedBy) << where;
+      EXPECT_EQ(want.diagnoses[k].reason, got.diagnoses[k].reason) << where;
+    }
+    ASSERT_EQ(want.unexplained.size(), got.unexplained.size()) << where;
+    for (std::size_t k = 0; k < want.unexplained.size(); ++k) {
+      EXPECT_EQ(want.unexplained[k].rejectedBy, got.unexplained[k].rejectedBy) << where;
+      EXPECT_EQ(want.unexplained[k].hosts, got.unexplained[k].hosts) << where;
+    }
+    return;
+  }
   ASSERT_EQ(want.chosen->hostIndex, got.chosen->hostIndex) << where;
   const auto h = static_cast<std::size_t>(want.chosen->hostIndex);
   const DevicePlan& a = *want.state.find<DevicePlans>()->find(static_cast<int>(h));
@@ -129,10 +142,13 @@ TEST_P(PlacementIndexTest, DecidesAsTheFullCycleOnAChurningPool) {
   }
   const auto& s = index.stats();
   EXPECT_EQ(s.stale, 0U);
-  EXPECT_GT(s.cycles, 500U);  // the rest fit nowhere (or asked to explain) and took the full cycle
-  // Fewer host verdicts than the full cycle's, though this small pool sees ~30 request shapes and a
-  // demand mix that moves (each move re-ranks every shape): switchyard_bench packing shows the gain at scale.
-  EXPECT_LT(s.evaluated, 1500U * pool.hosts().size() / 2) << "rebuilds " << s.rebuilds;
+  EXPECT_GT(s.cycles, 500U);  // the rest fit nowhere, answered from the ranking (refusals)
+  EXPECT_GT(s.refusals, 100U);
+  EXPECT_EQ(s.fallbacks, 0U);
+  // Fewer host verdicts than the full cycle's (a refusal's explained hosts counted among them), though this small
+  // pool sees ~30 request shapes and a demand mix that moves (each move re-ranks every shape): switchyard_bench
+  // packing shows the gain at scale.
+  EXPECT_LT(s.evaluated, 1500U * pool.hosts().size() * 2 / 3) << "rebuilds " << s.rebuilds << ", refusals " << s.refusals;
 }
 
 // GPUs with drives and NICs beside them (issue 62) are ranked per shape with their companions: the same decisions
@@ -206,14 +222,33 @@ TEST(PlacementIndex, ExplainedAndPinnedRequestsTakeTheFullCycle) {
   EXPECT_EQ(f.index.stats().cycles, 0U);
 }
 
-TEST(PlacementIndex, NothingFitsIsExplainedByTheFullCycle) {
+TEST(PlacementIndex, NothingFitsIsExplainedFromTheRankingAsTheFullCycleExplainsIt) {
   IndexFixture f("switchyard-v1");
   PlacementRequest r = f.request(9);
   r.peerToPeer = PeerToPeer::kRequired;  // no switch holds 9
   auto d = f.index.schedule(*f.scheduler, f.pool, r);
   EXPECT_FALSE(d.chosen);
   EXPECT_EQ(d.status.kind, placement::Status::kRejected);
-  EXPECT_EQ(d.diagnoses.size(), f.pool.hosts().size());
+  EXPECT_EQ(f.index.stats().refusals, 1U);
+  EXPECT_EQ(f.index.stats().fallbacks, 0U);
+  ASSERT_EQ(d.diagnoses.size(), placement::kExplainedPerFilter);  // 73 hosts, one reason: eight said, the rest counted
+  EXPECT_EQ(d.diagnoses[0].candidate, f.pool.hosts()[0].id);
+  EXPECT_NE(d.diagnoses[0].reason.find("9"), std::string::npos) << d.diagnoses[0].reason;
+  ASSERT_EQ(d.unexplained.size(), 1U);
+  EXPECT_EQ(d.unexplained[0].hosts, f.pool.hosts().size() - placement::kExplainedPerFilter);
+  expectSameDecision(f.scheduler->schedule(f.pool, r, false), f.index.schedule(*f.scheduler, f.pool, r), "again");
+
+  // Taken by a system, a host is rejected by another filter: counted apart, explained among its first eight.
+  f.pool.setInSystem(3, true);
+  d = f.index.schedule(*f.scheduler, f.pool, r);
+  ASSERT_EQ(d.unexplained.size(), 1U) << "one host of the other reason: explained, not counted";
+  ASSERT_EQ(d.diagnoses.size(), placement::kExplainedPerFilter + 1);
+  EXPECT_EQ(d.diagnoses[3].candidate, f.pool.hosts()[3].id);
+  EXPECT_NE(d.diagnoses[3].rejectedBy, d.diagnoses[0].rejectedBy);
+  expectSameDecision(f.scheduler->schedule(f.pool, r, false), d, "a host in a system");
+
+  r.explain = true;  // asked: every host, from the full cycle
+  EXPECT_EQ(f.index.schedule(*f.scheduler, f.pool, r).diagnoses.size(), f.pool.hosts().size());
 }
 
 TEST(PlacementIndex, ManyShapesEvictTheLeastRecentlyUsedRanking) {
