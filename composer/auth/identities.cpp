@@ -1,5 +1,6 @@
 #include "composer/auth/identities.h"
 #include "composer/model/queue.h"
+#include "composer/model/topology.h"
 
 #include <fmt/format.h>
 #include <openssl/crypto.h>
@@ -123,14 +124,14 @@ Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std
       const std::string where = fmt::format("{}: tenant '{}'", source, tenant);
       if (!printableName(tenant)) return fail(Code::kInvalidArgument, fmt::format("{}: 1-128 printable characters", where));
       if (!quota.is_object()) return fail(Code::kInvalidArgument, fmt::format("{}: expected an object of limits", where));
-      static const std::set<std::string> kKeys{"max_gpus",      "max_systems", "max_memory_gib", "max_nvme", "max_nics", "share",
+      static const std::set<std::string> kKeys{"max_gpus",      "max_systems", "max_memory_gib", "max_nvme", "max_nics", "max_endpoints", "share",
                                                "max_queued",    "default_lease", "max_lease",
                                                "reclaim_idle_after", "reclaim_mode", "max_preempted_gpus_per_day",
                                                "priority_classes"};
       for (const auto& [key, v] : quota.items())
         if (!kKeys.contains(key))
           return fail(Code::kInvalidArgument,
-                      fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems, max_memory_gib, max_nvme, max_nics, share, max_queued, default_lease, max_lease, "
+                      fmt::format("{}: unknown limit '{}' (expected max_gpus, max_systems, max_memory_gib, max_nvme, max_nics, max_endpoints, share, max_queued, default_lease, max_lease, "
                                   "reclaim_idle_after, reclaim_mode, max_preempted_gpus_per_day, priority_classes)",
                                   where, key));
       TenantQuota q;
@@ -139,6 +140,20 @@ Result<std::unique_ptr<Identities>> Identities::parse(std::string_view text, std
       SY_ASSIGN(q.maxMemoryGiB, limit(quota, "max_memory_gib", where));
       SY_ASSIGN(q.maxDrives, limit(quota, "max_nvme", where));
       SY_ASSIGN(q.maxNics, limit(quota, "max_nics", where));
+      if (quota.contains("max_endpoints")) {
+        const json& classes = quota.at("max_endpoints");
+        if (!classes.is_object())
+          return fail(Code::kInvalidArgument, fmt::format("{}: max_endpoints must be an object of counts by device class, e.g. {{\"fpga\": 2}}", where));
+        for (const auto& [deviceClass, n] : classes.items()) {
+          if (!isClassName(deviceClass))
+            return fail(Code::kInvalidArgument,
+                        fmt::format("{}: max_endpoints: '{}' is not another device class (a-z, then a-z, 0-9 or -; at most 32; GPUs, pooled memory, drives and "
+                                    "NICs have max_gpus, max_memory_gib, max_nvme and max_nics)",
+                                    where, deviceClass));
+          SY_ASSIGN(auto count, limit(classes, deviceClass.c_str(), fmt::format("{}: max_endpoints", where)));
+          q.maxEndpoints.emplace(deviceClass, *count);
+        }
+      }
       SY_ASSIGN(q.maxQueued, limit(quota, "max_queued", where));
       SY_ASSIGN(q.maxPreemptedGpusPerDay, limit(quota, "max_preempted_gpus_per_day", where));
       if (quota.contains("share")) {

@@ -48,6 +48,7 @@
 #include "composer/engine/idle_tracker.h"
 #include "composer/engine/lease_watch.h"
 #include "composer/engine/preemption_plan.h"
+#include "composer/engine/quota_check.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
 #include "composer/engine/steps/step_kind.h"
@@ -340,38 +341,11 @@ class Engine {
   [[nodiscard]] Result<Operation> acceptAttach(const Acceptance& a, const AttachRequest& request);
   [[nodiscard]] Result<Operation> acceptDetach(const Acceptance& a, const DetachRequest& request);
   [[nodiscard]] Result<void> checkAccepting() const;
-  // What the tenant holds now: live systems, and whole GPUs reserved or bound to them.
-  // What devices count against a quota: GPUs, pooled memory in GiB, drives and NICs.
-  struct Holding {
-    int gpus = 0;
-    int memoryGiB = 0;
-    int drives = 0;
-    int nics = 0;
-    Holding& operator+=(const Holding& o) {
-      gpus += o.gpus;
-      memoryGiB += o.memoryGiB;
-      drives += o.drives;
-      nics += o.nics;
-      return *this;
-    }
-    void add(const Device& d) {
-      switch (d.kind) {
-        case DeviceKind::kGpu: ++gpus; break;
-        case DeviceKind::kCxlMemory: memoryGiB += d.memoryGiB; break;
-        case DeviceKind::kNvme: ++drives; break;
-        case DeviceKind::kNic: ++nics; break;
-        case DeviceKind::kOther: break;  // no quota counts other classes
-      }
-    }
-  };
-  struct TenantUsage {
-    int systems = 0;
-    Holding held;
-  };
-  [[nodiscard]] TenantUsage usageOf(std::string_view tenant) const;
-  // kResourceExhausted when `newSystems` more systems, or `more` GPUs, memory, drives or NICs, would exceed the tenant's quota.
-  [[nodiscard]] Result<void> checkQuota(std::string_view tenant, int newSystems, const Holding& more) const;
-  [[nodiscard]] Holding holdingOf(const std::vector<PlacedDevice>& devices) const;
+  // What the tenant holds now: live systems, and the devices reserved or bound to them, as quotas count them.
+  [[nodiscard]] TenantHolding usageOf(std::string_view tenant) const;
+  // kResourceExhausted when `newSystems` more systems, or `more` devices, would exceed the tenant's quota (quota_check.h).
+  [[nodiscard]] Result<void> checkQuota(std::string_view tenant, int newSystems, const HeldDevices& more) const;
+  [[nodiscard]] HeldDevices holdingOf(const std::vector<PlacedDevice>& devices) const;
   [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Acceptance& a);
   // The request's audit record, for `operation`, into `m`; nothing when there is no request (null: yardd's own change).
   void auditInto(const Acceptance* a, Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message);

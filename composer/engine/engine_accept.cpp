@@ -28,8 +28,8 @@ Result<void> Engine::checkAccepting() const {
   return {};
 }
 
-Engine::TenantUsage Engine::usageOf(std::string_view tenant) const {
-  TenantUsage usage;
+TenantHolding Engine::usageOf(std::string_view tenant) const {
+  TenantHolding usage;
   auto counts = [&](const DeviceId& id) { return state_->index().device(id) != nullptr; };
   // What the tenant's systems hold, whatever the device's state (one quarantined by a failed undo is still
   // theirs), and what their running operations have reserved.
@@ -48,30 +48,14 @@ Engine::TenantUsage Engine::usageOf(std::string_view tenant) const {
   return usage;
 }
 
-Result<void> Engine::checkQuota(std::string_view tenant, int newSystems, const Holding& more) const {
-  const int newGpus = more.gpus;
+Result<void> Engine::checkQuota(std::string_view tenant, int newSystems, const HeldDevices& more) const {
   auto quota = options_.quotas.find(tenant);
   if (quota == options_.quotas.end()) return {};
-  const TenantUsage usage = usageOf(tenant);
-  if (quota->second.maxSystems && newSystems > 0 && usage.systems + newSystems > *quota->second.maxSystems)
-    return fail(Code::kResourceExhausted, fmt::format("tenant '{}' is at its quota of {} system(s) (it has {}); decompose one first",
-                                                      tenant, *quota->second.maxSystems, usage.systems));
-  if (quota->second.maxGpus && newGpus > 0 && usage.held.gpus + newGpus > *quota->second.maxGpus)
-    return fail(Code::kResourceExhausted, fmt::format("tenant '{}' may hold {} GPU(s); it holds {} and this asks for {} more", tenant,
-                                                      *quota->second.maxGpus, usage.held.gpus, newGpus));
-  if (quota->second.maxMemoryGiB && more.memoryGiB > 0 && usage.held.memoryGiB + more.memoryGiB > *quota->second.maxMemoryGiB)
-    return fail(Code::kResourceExhausted,
-                fmt::format("tenant '{}' may hold {} GiB of pooled memory; it holds {} GiB and this would add {} GiB (whole logical devices)", tenant,
-                            *quota->second.maxMemoryGiB, usage.held.memoryGiB, more.memoryGiB));
-  for (const auto& [limit, held, adding, what] : {std::tuple{quota->second.maxDrives, usage.held.drives, more.drives, "NVMe drive(s)"},
-                                                  std::tuple{quota->second.maxNics, usage.held.nics, more.nics, "NIC(s)"}})
-    if (limit && adding > 0 && held + adding > *limit)
-      return fail(Code::kResourceExhausted, fmt::format("tenant '{}' may hold {} {}; it holds {} and this asks for {} more", tenant, *limit, what, held, adding));
-  return {};
+  return checkTenantQuota(tenant, quota->second, usageOf(tenant), newSystems, more);
 }
 
-Engine::Holding Engine::holdingOf(const std::vector<PlacedDevice>& devices) const {
-  Holding h;
+HeldDevices Engine::holdingOf(const std::vector<PlacedDevice>& devices) const {
+  HeldDevices h;
   for (const auto& placed : devices)
     if (const Device* d = state_->index().device(placed.deviceId)) h.add(*d);
   return h;

@@ -101,7 +101,7 @@ Result<Reservation> Engine::reserveOnControl(const Caller& caller, const std::ve
   SY_TRY(mayChange(caller, tenant, "reserve"));
   // The tenant's other reservations count towards its quota as if composed.
   int heldSystems = 0;
-  Holding held;
+  HeldDevices held;
   for (const HeldSystem* s : reservations_.heldFor(tenant)) {
     ++heldSystems;
     held += holdingOf(s->placement.devices);
@@ -112,7 +112,7 @@ Result<Reservation> Engine::reserveOnControl(const Caller& caller, const std::ve
   Reservation r;
   r.id = reservations_.nextId();
   SY_ASSIGN(auto placed, placeTogether(requests, r.id));
-  Holding total = held;
+  HeldDevices total = held;
   for (const auto& p : placed) total += holdingOf(p.devices);
   if (auto quota = checkQuota(tenant, systems, total); !quota) {
     for (const auto& p : placed) letGo(p, r.id);
@@ -182,7 +182,7 @@ Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const s
   // Everything acceptCompose could refuse, checked for all systems while they are still held: the
   // manifest is accepted whole or not at all.
   SY_TRY(checkAccepting());
-  Holding held;
+  HeldDevices held;
   for (const auto& s : systems) {
     for (const auto& d : s.placement.devices)
       if (const DeviceAssignment a = state_->assignment(d.deviceId); a.allocation != DeviceAllocation::kReserved || a.owner != holder)

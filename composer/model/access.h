@@ -24,6 +24,7 @@ struct TenantQuota {
   std::optional<int> maxMemoryGiB;  // pooled memory (cxl-memory devices), in GiB
   std::optional<int> maxDrives;     // NVMe drives (nvme devices)
   std::optional<int> maxNics;       // NICs (nic devices)
+  std::map<std::string, int, std::less<>> maxEndpoints;  // devices of another class by count ("fpga": 2)
   // The queue and leases (issue 40): the tenant's fair-share weight (1 when unset), how many requests it may
   // have queued, the lease its systems get when the request names none, and the longest it may ask for.
   std::optional<double> share;

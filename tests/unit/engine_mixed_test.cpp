@@ -159,5 +159,49 @@ TEST_F(EngineMixedTest, DriveAndNicQuotasCountTheirOwnKind) {
   EXPECT_EQ(run(engine_->attach(Caller::local(), gpu)).state, OperationState::kSucceeded);
 }
 
+// max_endpoints counts each other class by name: two FPGAs allowed, a third refused whole, DPUs not held to it.
+class EngineOtherClassQuotaTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    startFabric(testing::TopologyBuilder()
+                    .sw("sw0").sw("sw1")
+                    .gpus("sw0", 4).others("sw0", "fpga", 2)
+                    .gpus("sw1", 4).others("sw1", "fpga", 2).others("sw1", "dpu", 2)
+                    .host("h0", {"sw0", "sw1"}).host("h1", {"sw0", "sw1"})
+                    .build());
+  }
+  static ComposeRequest want(const std::string& name, int gpus, std::vector<EndpointDemand> endpoints) {
+    ComposeRequest r{name, {}, {}};
+    r.placement.gpuCount = gpus;
+    r.placement.endpoints = std::move(endpoints);
+    r.placement.tenant = "team-a";
+    return r;
+  }
+  static EndpointDemand of(const std::string& deviceClass, int n) { return {DeviceKind::kOther, n, "", 0, Affinity::kDomain, 0, deviceClass}; }
+};
+
+TEST_F(EngineOtherClassQuotaTest, EachClassCountsAgainstItsOwnLimit) {
+  quotas_["team-a"] = TenantQuota{.maxEndpoints = {{"fpga", 2}}};
+  start();
+  auto tooMany = engine_->compose(Caller::local(), want("big", 1, {of("fpga", 3)}));
+  ASSERT_FALSE(tooMany);
+  EXPECT_EQ(tooMany.error().code, Code::kResourceExhausted);
+  EXPECT_NE(tooMany.error().message.find("tenant 'team-a' may hold 2 fpga device(s); it holds 0 and this asks for 3 more"), std::string::npos)
+      << tooMany.error().message;
+  EXPECT_FALSE(engine_->getSystem("big"));
+  EXPECT_TRUE(fabricBindings().empty()) << "a refusal binds nothing";
+  ASSERT_EQ(run(engine_->compose(Caller::local(), want("a1", 1, {of("fpga", 2), of("dpu", 2)}))).state, OperationState::kSucceeded);
+  AttachRequest more{"a1", {}, {}};
+  more.placement.endpoints = {of("fpga", 1)};
+  auto refused = engine_->attach(Caller::local(), more);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("may hold 2 fpga device(s); it holds 2 and this asks for 1 more"), std::string::npos) << refused.error().message;
+  AttachRequest gpu{"a1", {}, {}};  // the limit binds only what it counts
+  gpu.placement.gpuCount = 1;
+  EXPECT_EQ(run(engine_->attach(Caller::local(), gpu)).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->decompose(Caller::local(), "a1")).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->compose(Caller::local(), want("a2", 0, {of("fpga", 2)}))).state, OperationState::kSucceeded) << "given back, counted no more";
+}
+
 }  // namespace
 }  // namespace switchyard

@@ -21,7 +21,7 @@ TEST(Identities, ChecksPasswordsTokensAndCertificateNames) {
   auto ids = testing::makeIdentities({{"alice", "admin", "", "s3cret"},
                                       {"slurm", "operator", "", "", "tok-slurm"},
                                       {"ci-a", "tenant", "team-a", "", "", "ci-a.example"}},
-                                     {{"team-a", {{"max_gpus", 8}, {"max_systems", 2}, {"max_nvme", 4}, {"max_nics", 3}}}});
+                                     {{"team-a", {{"max_gpus", 8}, {"max_systems", 2}, {"max_nvme", 4}, {"max_nics", 3}, {"max_endpoints", {{"fpga", 2}, {"dpu", 0}}}}}});
   auto alice = ids->byPassword("alice", "s3cret");
   ASSERT_TRUE(alice);
   EXPECT_EQ(alice->role, Role::kAdmin);
@@ -41,6 +41,7 @@ TEST(Identities, ChecksPasswordsTokensAndCertificateNames) {
   EXPECT_EQ(ids->quotas().at("team-a").maxSystems, 2);
   EXPECT_EQ(ids->quotas().at("team-a").maxDrives, 4);
   EXPECT_EQ(ids->quotas().at("team-a").maxNics, 3);
+  EXPECT_EQ(ids->quotas().at("team-a").maxEndpoints, (std::map<std::string, int, std::less<>>{{"dpu", 0}, {"fpga", 2}}));
 }
 
 TEST(Identities, HashesAreSaltedAndNeverTheSecret) {
@@ -87,6 +88,16 @@ TEST(Identities, RefusesMistakesNamingTheEntry) {
                 .find("max_gpus must be a whole number"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"identities": [{"name": "a", "role": "admin", "certificate_cn": 5}]})").find("must be a string"), std::string::npos);
+  EXPECT_NE(refusal(R"({"tenants": {"t": {"max_endpoints": 2}}, "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})")
+                .find("max_endpoints must be an object of counts by device class"),
+            std::string::npos);
+  EXPECT_NE(refusal(R"({"tenants": {"t": {"max_endpoints": {"nic": 2}}}, "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})")
+                .find("'nic' is not another device class"),
+            std::string::npos)
+      << "the four kinds have their own limits";
+  EXPECT_NE(refusal(R"({"tenants": {"t": {"max_endpoints": {"fpga": 1.5}}}, "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})")
+                .find("max_endpoints: fpga must be a whole number"),
+            std::string::npos);
   EXPECT_NE(refusal(R"({"tenants": {"t": {"share": 0}}, "identities": [{"name": "a", "role": "admin", "certificate_cn": "x"}]})")
                 .find("share must be a positive number"),
             std::string::npos);
