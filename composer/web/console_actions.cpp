@@ -109,8 +109,8 @@ void WebService::addConsoleRoutes(Routes& t) {
   t.route("/api/v1/logout").on("POST", Route{false, {}, [](Self& self, const Caller&, const net::HttpRequest& request, Params, net::Reply reply) {
                                                self.logout(request, std::move(reply));
                                              }});
-  // compose {"name", "gpus", "model", "template", "nics", "nic_speed_gbps", "nvme", "memory_gib", "tenant", "queue", "priority_class",
-  //          "lease", "labels"}
+  // compose {"name", "gpus", "model", "template", "nics", "nic_speed_gbps", "nvme", "memory_gib", "endpoints" ({"fpga": 1}), "tenant",
+  //          "queue", "priority_class", "lease", "labels"}
   t.route("/api/v1/systems").on("POST", operation([](const Caller& caller, const json& body, Params) -> Result<std::function<Result<Operation>(EngineCore&)>> {
     ComposeRequest r;
     SY_ASSIGN(r.name, field<std::string>(body, "name", ""));
@@ -124,6 +124,17 @@ void WebService::addConsoleRoutes(Routes& t) {
       if (count < 0 || count > kMaxEndpointsPerDemand) return fail(Code::kInvalidArgument, fmt::format("'{}': a count from 0 to {}", key, kMaxEndpointsPerDemand));
       if (count > 0) r.placement.endpoints.push_back({kind, count, "", 0, Affinity::kDomain});
     }
+    // Other classes by name: {"fpga": 1, "dpu": 2}, placed anywhere the host reaches (yardctl --endpoint's default).
+    SY_ASSIGN(const auto others, (field<std::map<std::string, json>>(body, "endpoints", {})));
+    for (const auto& [deviceClass, value] : others) {
+      if (!isClassName(deviceClass))
+        return fail(Code::kInvalidArgument, fmt::format("'endpoints': '{}' is not another device class ({}; GPUs, NICs, drives and memory have their own "
+                                                        "fields)", deviceClass, kKindNameRule));
+      const int count = value.is_number_integer() ? value.get<int>() : 0;
+      if (count < 1 || count > kMaxEndpointsPerDemand)
+        return fail(Code::kInvalidArgument, fmt::format("'endpoints': {}: a count from 1 to {}", deviceClass, kMaxEndpointsPerDemand));
+      r.placement.endpoints.push_back({DeviceKind::kOther, count, "", 0, Affinity::kDomain, 0, deviceClass});
+    }
     SY_ASSIGN(const int nicSpeed, field<int>(body, "nic_speed_gbps", 0));
     if (nicSpeed < 0 || nicSpeed > kMaxLinkSpeedGbps)
       return fail(Code::kInvalidArgument, fmt::format("'nic_speed_gbps': a port speed from 0 to {} Gb/s", kMaxLinkSpeedGbps));
@@ -135,7 +146,7 @@ void WebService::addConsoleRoutes(Routes& t) {
     SY_ASSIGN(r.placement.pooledMemoryGiB, field<int>(body, "memory_gib", 0));
     if (r.placement.pooledMemoryGiB < 0) return fail(Code::kInvalidArgument, "'memory_gib': GiB of pooled memory, 0 or more");
     if (r.machineTemplate.empty() && r.placement.gpuCount == 0 && r.placement.endpoints.empty() && r.placement.pooledMemoryGiB == 0)
-      return fail(Code::kInvalidArgument, "'gpus': a count from 1 to 1024 (or a template, or NICs, drives or memory alone)");
+      return fail(Code::kInvalidArgument, "'gpus': a count from 1 to 1024 (or a template, or NICs, drives, memory or other devices alone)");
     SY_ASSIGN(r.placement.model, field<std::string>(body, "model", ""));
     SY_ASSIGN(std::string tenant, field<std::string>(body, "tenant", ""));
     r.placement.tenant = !tenant.empty() ? tenant : !caller.tenant.empty() ? caller.tenant : std::string(kDefaultTenant);

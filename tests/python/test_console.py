@@ -403,6 +403,50 @@ class ConsoleTest(YarddTestCase):
             self.assertIn("viewer role", browser.evaluate("document.getElementById('action-result').textContent"))
         self.assertEqual(set(self.systems(_logged_in(yardd.metrics_url, "ops", "ops-pw"))), set())
 
+    def test_in_a_browser_other_device_classes_are_composed_by_name(self):
+        """Issue 62: the compose form's Other devices field asks for devices of any other class by name (fpga=1), as
+        yardctl's --endpoint does; the API refuses a class that has a field of its own, or a count out of range."""
+        pool = self.dir / "fpga-pool.json"
+        ports = [{"id": "sw0-usp0", "kind": "upstream"}] + [{"id": f"sw0-dsp{i}", "kind": "downstream"} for i in range(3)]
+        pool.write_text(json.dumps({
+            "switches": [{"id": "sw0", "kind": "pcie", "model": "PEX89144", "ports": ports}],
+            "hosts": [{"id": "host0", "upstreamPorts": [{"port": "sw0-usp0"}]}],
+            "devices": [{"id": "sw0-gpu0", "kind": "gpu", "port": "sw0-dsp0", "model": "H100-SXM5-80GB", "memoryGiB": 80},
+                        {"id": "sw0-fpga0", "kind": "fpga", "port": "sw0-dsp1", "model": "Alveo U55C"},
+                        {"id": "sw0-dpu0", "kind": "dpu", "port": "sw0-dsp2", "model": "BlueField-3"}]}))
+        yardd = self.start("--topology", str(pool))
+        ops = _logged_in(yardd.metrics_url, "ops", "ops-pw")
+        for bad, says in (({"nic": 1}, "'nic' is not another device class"), ({"fpga": 0}, "fpga: a count from 1 to 64"),
+                          ({"fpga": "one"}, "fpga: a count from 1 to 64"), ({"FPGA": 1}, "'FPGA' is not another device class")):
+            status, _, body = ops.change("POST", "/api/v1/systems", {"name": "x", "endpoints": bad})
+            self.assertEqual(status, 400, body)
+            self.assertIn(says, body["error"]["message"])
+        status, _, body = ops.change("POST", "/api/v1/systems", {"name": "x", "endpoints": {"dpu": 2}})
+        self.assertIn("no host can take 2 dpu(s)", body["error"]["message"])  # the pool has one
+        with Browser() as browser:
+            browser.open(yardd.metrics_url + "/")
+            browser.wait_until("document.getElementById('login') !== null && !document.getElementById('login').hidden", what="the login form")
+            browser.evaluate("document.getElementById('login-name').value = 'ops'; document.getElementById('login-password').value = 'ops-pw';"
+                             "document.getElementById('login-submit').click()")
+            browser.wait_until("document.body.dataset.loaded === 'true' && !document.getElementById('console').hidden", what="the console")
+            browser.evaluate("document.getElementById('compose-name').value = 'infer'; document.getElementById('compose-gpus').value = '1';"
+                             "document.getElementById('compose-endpoints').value = 'fpga=1, dpu=1'; document.getElementById('compose-submit').click()")
+            infer = wait_for(lambda: (lambda s: s if s and s["state"] == "composed" else None)(self.systems(ops).get("infer")), timeout=30,
+                             what="infer composed: " + browser.evaluate("document.getElementById('action-result').textContent"))
+            self.assertEqual(sorted(d["id"] for d in infer["devices"]), ["sw0-dpu0", "sw0-fpga0", "sw0-gpu0"], infer)
+            browser.wait_until("document.querySelector('[data-testid=\"link-system-infer\"]') !== null", timeout=30, what="infer's link")
+            browser.evaluate("document.querySelector('[data-testid=\"link-system-infer\"]').click()")
+            browser.wait_until("document.getElementById('page').innerText.includes('System infer') && "
+                               "document.getElementById('page').innerText.includes('sw0-fpga0')", what="infer's page with its FPGA")
+            browser.evaluate("document.querySelector('[data-testid=\"back\"]').click()")
+            browser.wait_until("document.querySelector('[data-testid=\"decompose-infer\"]') !== null", what="infer's row")
+            browser.evaluate("document.querySelector('[data-testid=\"decompose-infer\"]').click()")
+            browser.wait_until("!document.getElementById('systems').innerText.includes('infer')", timeout=30, what="infer gone from the page")
+            # A part without a count reaches yardd as 0 and is refused, saying which.
+            browser.evaluate("document.getElementById('compose-name').value = 'y'; document.getElementById('compose-endpoints').value = 'fpga';"
+                             "document.getElementById('compose-submit').click()")
+            browser.wait_until("document.getElementById('action-result').textContent.includes('fpga: a count from 1 to 64')", what="a count-less class refused")
+
     def test_in_a_browser_a_quarantined_device_is_released_from_the_pool_view(self):
         """Issue 63, item 1: a device quarantined by a rollback the switch did not answer shows a release button in the
         pool view; an operator's click gives it back (the switch shows it unbound)."""

@@ -428,7 +428,16 @@ document.getElementById("compose").addEventListener("submit", (event) => {
     const value = document.getElementById(id).value;
     if (value !== "") body[field] = Number(value);
   }
-  if (!template && body.gpus === undefined && !body.nics && !body.nvme && !body.memory_gib) body.gpus = 1;
+  // "fpga=1, dpu=2" -> {fpga: 1, dpu: 2}; a part without a count is sent as 0, which yardd refuses naming it.
+  const others = document.getElementById("compose-endpoints").value.split(",").map((part) => part.trim()).filter((part) => part);
+  if (others.length) {
+    body.endpoints = {};
+    for (const part of others) {
+      const [cls, count] = part.split("=").map((s) => s.trim());
+      body.endpoints[cls] = /^[0-9]+$/.test(count ?? "") ? Number(count) : 0;
+    }
+  }
+  if (!template && body.gpus === undefined && !body.nics && !body.nvme && !body.memory_gib && !body.endpoints) body.gpus = 1;
   const tenant = document.getElementById("compose-tenant").value, lease = document.getElementById("compose-lease").value;
   if (tenant) body.tenant = tenant;
   if (lease) body.lease = lease;
