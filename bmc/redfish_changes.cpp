@@ -44,22 +44,6 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
       request.placement.devices.push_back(uri.substr(blocksPrefix.size()));
     }
   }
-  if (body.contains("Processors")) {
-    const json& processors = body["Processors"];
-    if (!processors.is_object() || !processors.contains("Members") || !processors["Members"].is_array() || processors["Members"].size() != 1)
-      return bad("PropertyValueTypeError", "Processors.Members must hold one requirement {\"@Redfish.RequestedCount\": N, \"ProcessorType\": \"GPU\"}");
-    const json& want = processors["Members"][0];
-    if (!want.is_object() || !want.contains("@Redfish.RequestedCount") || !want["@Redfish.RequestedCount"].is_number_integer())
-      return bad("PropertyValueTypeError", "@Redfish.RequestedCount must be an integer");
-    if (!want.value("ProcessorType", json("GPU")).is_string() || want.value("ProcessorType", json("GPU")) != "GPU")
-      return bad("PropertyValueError", "only ProcessorType GPU can be composed");
-    const json& count = want["@Redfish.RequestedCount"];
-    const long long n = redfish_json::wholeNumberUpTo(count, 4096);
-    if (n < 1 || n > 4096)
-      return bad("PropertyValueOutOfRange", fmt::format("@Redfish.RequestedCount {} is out of range: ask for 1 to 4096 GPUs", count.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
-    request.placement.gpuCount = static_cast<int>(n);
-    if (want.contains("Model") && want["Model"].is_string()) request.placement.model = want["Model"].get<std::string>();
-  }
   if (auto refused = readKindRequirements(body, request)) return std::move(*refused);
   // Switchyard's own properties (issue 40): wait in the queue, the priority class, give-up time and lease.
   //   "Oem": {"Switchyard": {"Queue": true, "PriorityClass": "production", "QueueTimeoutSeconds": 3600, "LeaseSeconds": 28800}}
@@ -71,7 +55,11 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
     if (oem.contains("Switchyard")) {
       const json& sy = oem["Switchyard"];
       if (!sy.is_object()) return bad("PropertyValueTypeError", "Oem.Switchyard must be an object");
+      // Endpoints first: Affinity may name their classes (the object's keys come in name order).
+      if (sy.contains("Endpoints"))
+        if (auto refused = readEndpoints(sy["Endpoints"], request)) return std::move(*refused);
       for (const auto& [key, value] : sy.items()) {
+        if (key == "Endpoints") continue;
         if (key == "Queue") {
           if (!value.is_boolean()) return bad("PropertyValueTypeError", "Oem.Switchyard.Queue must be true or false");
           request.queue = value.get<bool>();
@@ -89,7 +77,7 @@ std::variant<ComposeRequest, HttpResponse> parseSystemRequest(const json& body, 
           (key == "LeaseSeconds" ? request.lease : request.queueTimeout) = std::chrono::seconds(value.get<long long>());
         } else {
           return bad("PropertyUnknown",
-                     fmt::format("Oem.Switchyard.{} is unknown (Queue, PriorityClass, QueueTimeoutSeconds, LeaseSeconds, Template, Affinity)", key));
+                     fmt::format("Oem.Switchyard.{} is unknown (Queue, PriorityClass, QueueTimeoutSeconds, LeaseSeconds, Template, Endpoints, Affinity)", key));
         }
       }
     }

@@ -139,9 +139,52 @@ std::optional<HttpResponse> readMemory(const json& body, ComposeRequest& request
   return std::nullopt;
 }
 
+// Redfish's processor types that are devices of another class here (a topology's "kind": "fpga"), by that class.
+std::optional<std::string> classOfProcessorType(std::string_view type) {
+  if (type == "FPGA") return "fpga";
+  if (type == "DSP") return "dsp";
+  if (type == "Accelerator") return "accelerator";
+  return std::nullopt;
+}
+
+std::optional<HttpResponse> readProcessors(const json& body, ComposeRequest& request) {
+  auto list = members(body, "Processors", R"({"@Redfish.RequestedCount": N, "ProcessorType": "GPU", "Model": "..."})");
+  if (auto* e = std::get_if<HttpResponse>(&list)) return std::move(*e);
+  bool gpus = false;
+  for (const json& processor : *std::get<const json*>(list)) {
+    if (auto e = onlyKeys(processor, {"@Redfish.RequestedCount", "ProcessorType", "Model"}, "Processors.Members[]")) return e;
+    const json type = processor.value("ProcessorType", json("GPU"));
+    if (!type.is_string()) return bad("PropertyValueTypeError", "Processors.Members[].ProcessorType must be a string");
+    if (type == "GPU") {
+      if (gpus) return bad("PropertyValueConflict", "Processors: one requirement of ProcessorType GPU (one model and count)");
+      gpus = true;
+      if (!processor.contains("@Redfish.RequestedCount")) return bad("PropertyMissing", "Processors.Members[].@Redfish.RequestedCount is required for GPUs");
+      auto n = wholeNumber(processor["@Redfish.RequestedCount"], 1, 4096, "Processors.Members[].@Redfish.RequestedCount");
+      if (auto* e = std::get_if<HttpResponse>(&n)) return std::move(*e);
+      request.placement.gpuCount = static_cast<int>(std::get<long long>(n));
+      if (processor.contains("Model")) {
+        if (!processor["Model"].is_string()) return bad("PropertyValueTypeError", "Processors.Members[].Model must be a string");
+        request.placement.model = processor["Model"].get<std::string>();
+      }
+      continue;
+    }
+    const auto deviceClass = classOfProcessorType(type.get<std::string>());
+    if (!deviceClass)
+      return bad("PropertyValueNotInList", fmt::format("Processors.Members[].ProcessorType {}: this service composes GPU, FPGA, DSP and Accelerator "
+                                                       "(other classes: Oem.Switchyard.Endpoints)",
+                                                       shown(type)));
+    EndpointDemand demand{DeviceKind::kOther, 1, "", 0, Affinity::kDomain, 0, *deviceClass};
+    if (auto e = readCountAndModel(processor, demand, "Processors.Members[]")) return e;
+    if (auto e = addDemand(request, std::move(demand), "Processors")) return e;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<HttpResponse> readKindRequirements(const json& body, ComposeRequest& request) {
+  if (body.contains("Processors"))
+    if (auto e = readProcessors(body, request)) return e;
   if (body.contains("Storage"))
     if (auto e = readDrives(body, request)) return e;
   if (body.contains("NetworkInterfaces"))
@@ -151,16 +194,34 @@ std::optional<HttpResponse> readKindRequirements(const json& body, ComposeReques
   return std::nullopt;
 }
 
+std::optional<HttpResponse> readEndpoints(const json& endpoints, ComposeRequest& request) {
+  if (!endpoints.is_object() || endpoints.empty())
+    return bad("PropertyValueTypeError", R"(Oem.Switchyard.Endpoints must be an object of counts by device class, such as {"dpu": 1})");
+  for (const auto& [deviceClass, count] : endpoints.items()) {
+    if (!isClassName(deviceClass))
+      return bad("PropertyValueNotInList", fmt::format("Oem.Switchyard.Endpoints.{}: not another device class ({}; GPUs, drives, NICs and memory are "
+                                                       "Processors, Storage, NetworkInterfaces and Memory)",
+                                                       deviceClass, kKindNameRule));
+    auto n = wholeNumber(count, 1, kMaxEndpointsPerDemand, "Oem.Switchyard.Endpoints." + deviceClass);
+    if (auto* e = std::get_if<HttpResponse>(&n)) return std::move(*e);
+    if (auto e = addDemand(request, EndpointDemand{DeviceKind::kOther, static_cast<int>(std::get<long long>(n)), "", 0, Affinity::kDomain, 0, deviceClass},
+                           "Oem.Switchyard.Endpoints"))
+      return e;
+  }
+  return std::nullopt;
+}
+
 std::optional<HttpResponse> readAffinity(const json& affinity, ComposeRequest& request) {
   if (!affinity.is_object()) return bad("PropertyValueTypeError", R"(Oem.Switchyard.Affinity must be an object such as {"nic": "switch"})");
   for (const auto& [kind, value] : affinity.items()) {
-    const auto parsedKind = parseDeviceKind(kind);
+    const auto parsedKind = parseKindName(kind);
     const auto parsed = value.is_string() ? parseAffinity(value.get<std::string>()) : std::nullopt;
-    if (!parsedKind || !isEndpointKind(*parsedKind) || !parsed)
-      return bad("PropertyValueNotInList", fmt::format("Oem.Switchyard.Affinity.{}: {} (expected nic or nvme, each switch or domain)", kind, shown(value)));
+    if (!parsedKind || !isEndpointKind(parsedKind->kind) || !parsed)
+      return bad("PropertyValueNotInList",
+                 fmt::format("Oem.Switchyard.Affinity.{}: {} (expected nic, nvme or another class's name, each switch or domain)", kind, shown(value)));
     bool asked = false;
     for (auto& d : request.placement.endpoints)
-      if (d.kind == *parsedKind) {
+      if (d.kind == parsedKind->kind && d.deviceClass == parsedKind->deviceClass) {
         d.affinity = *parsed;
         asked = true;
       }

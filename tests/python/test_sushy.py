@@ -206,6 +206,39 @@ class SushyTest(YarddTestCase):
             self.assertIn(says, body, bad)
         self.assertEqual(json.loads(http(self.redfish + "/redfish/v1/Systems", "ops", "ops-pw")[1])["Members@odata.count"], before)
 
+    def test_constrained_composition_asks_for_other_classes(self):
+        """Issue 62: devices of other classes over Redfish: an FPGA as Processors' ProcessorType FPGA, any class by name in
+        Oem.Switchyard.Endpoints (with its affinity); a processor type with no class here, or a class that has its own
+        property, refused whole."""
+        pool = self.dir / "fpga-pool.json"
+        ports = [{"id": "sw0-usp0", "kind": "upstream"}] + [{"id": f"sw0-dsp{i}", "kind": "downstream"} for i in range(4)]
+        pool.write_text(json.dumps({
+            "switches": [{"id": "sw0", "kind": "pcie", "model": "PEX89144", "ports": ports}],
+            "hosts": [{"id": "host0", "upstreamPorts": [{"port": "sw0-usp0"}]}],
+            "devices": [{"id": "sw0-gpu0", "kind": "gpu", "port": "sw0-dsp0", "model": "H100-SXM5-80GB", "memoryGiB": 80},
+                        {"id": "sw0-fpga0", "kind": "fpga", "port": "sw0-dsp1", "model": "Alveo U55C"},
+                        {"id": "sw0-dpu0", "kind": "dpu", "port": "sw0-dsp2", "model": "BlueField-3"}]}))
+        other = self.yardd("--topology", str(pool), "--identities", str(self.dir / "identities.json"), "--redfish-listen", "127.0.0.1:0", "--redfish-http",
+                           "--redfish-port-file", str(self.dir / "rfport2"), name="fpga")
+        self.redfish = f"http://127.0.0.1:{int((self.dir / 'rfport2').read_text())}"
+        for bad, says in (
+                ({"Processors": {"Members": [{"@Redfish.RequestedCount": 1, "ProcessorType": "CPU"}]}}, "this service composes GPU, FPGA, DSP and Accelerator"),
+                ({"Processors": {"Members": [{"@Redfish.RequestedCount": 1}, {"@Redfish.RequestedCount": 2}]}}, "one requirement of ProcessorType GPU"),
+                ({"Oem": {"Switchyard": {"Endpoints": {"nic": 1}}}}, "not another device class"),
+                ({"Oem": {"Switchyard": {"Endpoints": {"dpu": 0}}}}, "out of range"),
+                ({"Oem": {"Switchyard": {"Endpoints": {"dpu": 1}, "Affinity": {"fpga": "switch"}}}}, "asks for no fpga")):
+            status, body = http(self.redfish + "/redfish/v1/Systems", "ops", "ops-pw", "POST", {"Name": "bad", **bad})
+            self.assertEqual(status, 400, (bad, body))
+            self.assertIn(says, body, bad)
+        machine = self.compose_over_redfish({
+            "Name": "infer", "Processors": {"Members": [{"@Redfish.RequestedCount": 1, "ProcessorType": "GPU"},
+                                                        {"@Redfish.RequestedCount": 1, "ProcessorType": "FPGA", "Model": "Alveo U55C"}]},
+            "Oem": {"Switchyard": {"Endpoints": {"dpu": 1}, "Affinity": {"dpu": "switch", "fpga": "switch"}}}})
+        blocks = sorted(ref["@odata.id"].rsplit("/", 1)[1] for ref in machine["Links"]["ResourceBlocks"])
+        self.assertEqual(blocks, ["host0", "sw0-dpu0", "sw0-fpga0", "sw0-gpu0"])
+        self.assertEqual(self.block_types(machine), {"ComputerSystem": 1, "Processor": 1, "Expansion": 2})
+        self.assertIsNotNone(other)
+
     def test_pooled_memory_composes_as_memory_blocks_constrained_and_specific(self):
         """Pooled CXL memory over Redfish (issue 60): the embedded pool's logical devices are Memory resource blocks,
         each naming a Memory resource with its capacity; a constrained compose asks for Memory by CapacityMiB and a
