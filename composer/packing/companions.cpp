@@ -136,7 +136,7 @@ bool companionsFit(const Pool& pool, int hostIndex, const std::vector<int>& gpuS
     slots -= static_cast<int>(chosen->size());
   }
   for (const auto& demand : endpoints) {
-    const EndpointSupply supply = endpointSupply(pool, hostIndex, gpuSwitches, demand);
+    const EndpointSupply supply = endpointSupply(pool, hostIndex, gpuSwitches, demand, why ? 0 : demand.count);  // a reason shows the whole count
     const bool farAllowed = demand.affinity == Affinity::kDomain || gpuSwitches.empty();
     if ((farAllowed ? supply.near + supply.far : supply.near) < demand.count) {
       if (why)

@@ -43,15 +43,21 @@ bool servesUnder(const Pool& pool, int switchIndex, std::span<const EndpointDema
   });
 }
 
-EndpointSupply endpointSupply(const Pool& pool, int hostIndex, const std::vector<int>& gpuSwitches, const EndpointDemand& demand) {
+EndpointSupply endpointSupply(const Pool& pool, int hostIndex, const std::vector<int>& gpuSwitches, const EndpointDemand& demand, int enough) {
   // The switches a host reaches are those of the fabrics it has a port into (its direct ones among them).
   EndpointSupply out;
+  const bool farServes = demand.affinity == Affinity::kDomain || gpuSwitches.empty();
   for (const int f : pool.hostFabrics(hostIndex))
     for (const int s : pool.fabricSwitches()[static_cast<std::size_t>(f)]) {
       if (pool.switches()[static_cast<std::size_t>(s)].freeEndpoints == 0) continue;  // nothing there to count
-      int n = 0;
-      for (const int i : pool.switches()[static_cast<std::size_t>(s)].freeEndpointDevices) n += isEligibleEndpoint(pool.devices()[static_cast<std::size_t>(i)], demand) ? 1 : 0;
-      (std::find(gpuSwitches.begin(), gpuSwitches.end(), s) != gpuSwitches.end() ? out.near : out.far) += n;
+      const bool near = std::find(gpuSwitches.begin(), gpuSwitches.end(), s) != gpuSwitches.end();
+      if (enough > 0 && !near && !farServes) continue;
+      int& n = near ? out.near : out.far;
+      for (const int i : pool.switches()[static_cast<std::size_t>(s)].freeEndpointDevices) {
+        if (!isEligibleEndpoint(pool.devices()[static_cast<std::size_t>(i)], demand)) continue;
+        ++n;
+        if (enough > 0 && out.near + (farServes ? out.far : 0) >= enough) return out;
+      }
     }
   return out;
 }

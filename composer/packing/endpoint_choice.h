@@ -35,7 +35,10 @@ struct EndpointSupply {
   int near = 0;
   int far = 0;
 };
-[[nodiscard]] EndpointSupply endpointSupply(const Pool& pool, int hostIndex, const std::vector<int>& gpuSwitches, const EndpointDemand& demand);
+// With `enough` > 0 the count stops once what can serve the demand (near, and far where its affinity allows) reaches
+// it, and switches that cannot serve it are not counted: enough to tell "fits", not the whole count a reason shows.
+[[nodiscard]] EndpointSupply endpointSupply(const Pool& pool, int hostIndex, const std::vector<int>& gpuSwitches, const EndpointDemand& demand,
+                                            int enough = 0);
 
 // How many devices a demand could take on the host at most (its affinity set aside): a quick test before
 // placing GPUs there.
