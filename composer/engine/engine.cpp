@@ -126,7 +126,7 @@ Result<RecoveryReport> Engine::start() {
   }
   SY_TRY(onControl([this]() -> Result<void> {
     accepting_ = true;
-    queueDirty_ = true;  // what waited in the queue before the restart may fit now
+    queue_.markDirty();  // what waited in the queue before the restart may fit now
     if (options_.stepped) return {};  // its tests run each round when they choose
     scheduleFabricPoll();
     scheduleDeadlines();
@@ -184,7 +184,7 @@ void Engine::stop(Duration grace) {
     for (const auto& [id, waiters] : waiters_) waitedFor.push_back(id);
     for (const auto& id : waitedFor) {
       if (auto op = active_.find(id); op != active_.end()) completeWaiters(id, op->second);
-      else if (auto queued = queue_.find(id); queued != queue_.end()) completeWaiters(id, queued->second);
+      else if (const Operation* queued = queue_.find(id)) completeWaiters(id, *queued);
       else waiters_.erase(id);  // a standby's wait for an operation it only read in the store: answered kAborted
     }
     pollTimer_->guard.reset();
@@ -208,7 +208,7 @@ Result<std::optional<Operation>> Engine::priorOperation(const Caller& caller, st
   std::optional<Operation> prior;
   for (const auto& [id, op] : active_)
     if (op.requestId == requestId) prior = op;
-  for (const auto& [id, op] : queue_)
+  for (const auto& [id, op] : queue_.waiting())
     if (op.requestId == requestId) prior = op;
   if (!prior) {
     SY_ASSIGN(prior, store_.findOperationByRequest(requestId));
@@ -346,7 +346,7 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
         if (it->second.empty()) waiters_.erase(it);
       }
       if (auto op = active_.find(id); op != active_.end()) return w->once.complete(op->second);
-      if (auto op = queue_.find(id); op != queue_.end()) return w->once.complete(op->second);
+      if (const Operation* op = queue_.find(id)) return w->once.complete(*op);
       if (replica_) {  // still running on the leader as far as the store said
         auto stored = store_.getOperation(id);
         if (!stored || !*stored) return w->once.complete(stored ? fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)) : fail(stored.error()));
@@ -431,7 +431,7 @@ Event Engine::operationEvent(std::string type, const Operation& op, std::string 
 
 std::string Engine::systemOf(const std::string& subject) const {
   if (auto op = active_.find(subject); op != active_.end()) return op->second.systemId;
-  if (auto op = queue_.find(subject); op != queue_.end()) return op->second.systemId;
+  if (const Operation* op = queue_.find(subject)) return op->systemId;
   if (!state_) return {};
   if (state_->systems().contains(subject)) return subject;
   if (state_->index().device(subject) == nullptr) return {};
@@ -446,7 +446,7 @@ std::string Engine::systemOf(const std::string& subject) const {
 
 std::string Engine::tenantOf(const std::string& subject) const {
   if (auto op = active_.find(subject); op != active_.end()) return op->second.tenant;
-  if (auto op = queue_.find(subject); op != queue_.end()) return op->second.tenant;
+  if (const Operation* op = queue_.find(subject)) return op->tenant;
   // By id only: most subjects are devices, and a lookup by name would scan every system for each of them.
   if (!state_) return {};
   if (auto s = state_->systems().find(subject); s != state_->systems().end()) return s->second.tenant;

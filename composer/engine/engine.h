@@ -49,6 +49,7 @@
 #include "composer/engine/lease_watch.h"
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
+#include "composer/engine/request_queue.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
 #include "composer/engine/steps/step_kind.h"
@@ -550,20 +551,10 @@ class Engine {
   std::uint64_t lastAuditSequence_ = 0;
   std::uint64_t lastSystemNumber_ = 0;
   ReservationBook reservations_;  // composition reservations (PreviewReserve), memory only
-  std::map<OperationId, Operation> queue_;  // queued composes (not in active_: nothing of theirs runs)
-  bool queueDirty_ = false;    // capacity may have freed or the queue changed: admitQueued at the commit point
-  bool queueChanged_ = true;   // the view's queue is stale
-  std::vector<OperationId> queueOrder_;             // admission order, as of the last pass
+  RequestQueue queue_;  // queued composes (not in active_: nothing of theirs runs), their order, reasons, the head's shadow
   RecentUse recentUse_;  // fair share's history, per tenant
-  std::map<OperationId, std::string> waitingFor_;  // why each queued request waits, as of the last pass
   // The queue's head as of the last pass: when, by the leases we know of, it fits, and where (backfill).
-  struct HeadShadow {
-    OperationId head;
-    Timestamp at = 0;          // 0: no lease we know of frees enough for it
-    Placement placement;
-  };
-  std::optional<HeadShadow> headShadow_;
-  [[nodiscard]] HeadShadow leaseShadowOf(const Operation& head);
+  [[nodiscard]] RequestQueue::HeadShadow leaseShadowOf(const Operation& head);
   PreemptionPlan preemptions_;  // the preemption in progress (one at a time) and failed ones' retry times
   DisruptionBudget disruptionBudget_;  // each tenant's GPUs preempted in the last day
   mutable std::mutex activityMutex_;  // one round's recording at a time; usage and stop read under it

@@ -354,9 +354,7 @@ Result<Operation> Engine::admit(Operation& op, const Placement& placement) {
   if (options_.metrics) options_.metrics->queueWaitSeconds.observe({op.queued->priorityClass, "admitted"}, waited);
   spdlog::info("{} admitted from the queue after {:.1f}s: system {} on {}", op.id, waited, system.name, system.hostId);
   const OperationId id = op.id;
-  queue_.erase(id);
-  waitingFor_.erase(id);
-  queueChanged_ = true;
+  queue_.remove(id);
   active_.emplace(id, op);
   advance(id);
   return op;

@@ -67,7 +67,7 @@ Result<System> Engine::forgetSystemOnControl(const Caller& caller, const std::st
   SY_TRY(persist(m));
   state_->putSystem(forgotten);
   spdlog::warn("{} ({}) forgotten by {}; its devices {} are not in the fabric", system.name, system.id, caller.identity, fmt::join(devices, ", "));
-  queueDirty_ = true;  // its host is free for the queue
+  queue_.markDirty();  // its host is free for the queue
   return forgotten;
 }
 

@@ -49,7 +49,7 @@ Result<System> Engine::renewLeaseOnControl(const Caller& caller, const std::stri
   state_->putSystem(system);
   leaseWatch_.renewed(system.id);
   // A later end may let the queue's head in later: its promise is worked out again.
-  queueDirty_ = true;
+  queue_.markDirty();
   return withProgress(system);
 }
 
@@ -121,24 +121,24 @@ Result<std::vector<Operation>> Engine::expireDeadlinesOnControl() {
     for (const auto& h : back) {
       spdlog::info("host {}: heard again ({}); it takes work again", h, hosts_->status(h));
       m.events.push_back(makeEvent("host.heard", h, fmt::format("{}: heard again; it takes work again", h)));
-      queueDirty_ = true;
+      queue_.markDirty();
     }
   }
   const Timestamp now = clock_.now();
   std::vector<OperationId> late;
-  for (const auto& [id, op] : queue_)
+  for (const auto& [id, op] : queue_.waiting())
     if (op.queued->deadline > 0 && now >= op.queued->deadline) late.push_back(id);
   for (const auto& id : late) {
-    const Operation& op = queue_.at(id);
+    const Operation& op = *queue_.find(id);
     const std::string why = fmt::format("gave up after {} in the queue (--queue-timeout): {}",
                                         formatDuration(std::chrono::milliseconds((now - op.queued->enqueuedAt) / 1'000'000)),
-                                        waitingFor_.contains(id) ? waitingFor_.at(id) : "it did not fit");
+                                        queue_.why(id) ? *queue_.why(id) : "it did not fit");
     SY_ASSIGN(auto dropped, dropQueued(nullptr, id, why, "queue.timed-out", "yardd"));
     (void)dropped;
   }
   // Preemptions more than a day old leave their tenants' disruption budgets: a request that waited on a
   // spent budget may preempt now, so the queue is looked at again.
-  if (disruptionBudget_.expire(now) && !queue_.empty()) queueDirty_ = true;
+  if (disruptionBudget_.expire(now) && !queue_.empty()) queue_.markDirty();
   startPreemption(m, started);
   expireLeases(m, started);
   if (!m.events.empty()) SY_TRY(persist(m));

@@ -127,8 +127,8 @@ void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
     }
     if (options_.metrics) options_.metrics->preemptions.add({cls});
     disruptionBudget_.record(tenant, gpus, clock_.now());
-    const auto head = queue_.find(headId);
-    const std::string forWhom = head != queue_.end() && head->second.tenant == tenant ? headId : std::string("a request of a higher class");
+    const Operation* head = queue_.find(headId);
+    const std::string forWhom = head != nullptr && head->tenant == tenant ? headId : std::string("a request of a higher class");
     m.events.push_back(makeEvent("system.preempted", id, fmt::format("{}: preempted for {}; {} decomposes it", id, forWhom, op->id)));
     started.push_back(*op);
   }
@@ -139,8 +139,8 @@ void Engine::preemptionFailed(const Operation& op, Mutation& m) {
   if (!failedHead) return;
   const OperationId& head = *failedHead;
   // The event is the victim system's (its tenant's): the waiting request is named only to its own tenant.
-  const auto waiting = queue_.find(head);
-  const bool sameTenant = waiting != queue_.end() && waiting->second.tenant == op.tenant;
+  const Operation* waiting = queue_.find(head);
+  const bool sameTenant = waiting != nullptr && waiting->tenant == op.tenant;
   m.events.push_back(makeEvent("preemption.failed", op.systemId,
                                sameTenant ? fmt::format("{} could not be preempted for {} ({}); it stays as it was, and {} keeps waiting",
                                                         op.systemId, head, op.error, head)

@@ -102,7 +102,7 @@ Result<DeviceView> Engine::finishRelease(const Caller& caller, const DeviceId& d
                                            bound ? fmt::format(" after being unbound from {}", bound->upstreamPortId) : ""),
                                caller.identity));
   spdlog::info("{}: released from quarantine by {} ({}){}", device, caller.identity, held.owner, bound ? ", unbound first" : "");
-  queueDirty_ = true;
+  queue_.markDirty();
   return state_->deviceView(device);
 }
 

@@ -130,7 +130,7 @@ Result<Operation> Engine::acceptQueued(const Acceptance& a, const ComposeRequest
   if (queue_.size() >= options_.maxQueued)
     return fail(Code::kResourceExhausted, fmt::format("it does not fit now ({}), and the queue is full ({} requests)", why, queue_.size()));
   const std::string& tenant = request.placement.tenant;
-  const auto ofTenant = static_cast<std::size_t>(std::count_if(queue_.begin(), queue_.end(), [&](const auto& e) { return e.second.tenant == tenant; }));
+  const std::size_t ofTenant = queue_.countOf(tenant);
   std::size_t mostOfTenant = options_.maxQueuedPerTenant;
   if (auto quota = options_.quotas.find(tenant); quota != options_.quotas.end() && quota->second.maxQueued)
     mostOfTenant = static_cast<std::size_t>(*quota->second.maxQueued);
@@ -168,8 +168,8 @@ Result<Operation> Engine::acceptQueued(const Acceptance& a, const ComposeRequest
   state_->putSystem(system);
   spdlog::info("{} compose of {} for {} queued ({} class): {}", op.id, request.name, caller.identity, op.queued->priorityClass, why);
   if (options_.metrics) options_.metrics->queued.add({op.queued->priorityClass});
-  queue_.emplace(op.id, op);
-  queueDirty_ = queueChanged_ = true;
+  queue_.add(op);
+  queue_.markDirty();
   return op;
 }
 
@@ -187,10 +187,10 @@ Pool Engine::poolWithout(std::span<const System* const> systems) const {
   return pool;
 }
 
-Engine::HeadShadow Engine::leaseShadowOf(const Operation& head) {
+RequestQueue::HeadShadow Engine::leaseShadowOf(const Operation& head) {
   // When, by the leases we know of, could the head go, and where? Feasibility only grows as leased systems
   // end, so a binary search over them in expiry order finds the first moment.
-  HeadShadow shadow{head.id, 0, {}};
+  RequestQueue::HeadShadow shadow{head.id, 0, {}};
   std::vector<const System*> leased;
   for (const auto& [id, s] : state_->systems())
     if (s.leaseExpiresAt > 0 && !s.hostId.empty()) leased.push_back(&s);
@@ -224,15 +224,15 @@ PlacementDecision Engine::placeQueued(const Operation& op, const Pool* pool) {
 
 std::optional<std::string> Engine::delaysHead(const Placement& placement, std::int64_t leaseSeconds, const std::string& tenant,
                                               int priority) {
-  if (!headShadow_ || headShadow_->at == 0) return std::nullopt;  // no lease we know of lets the head in: nothing to delay
-  const HeadShadow& head = *headShadow_;
-  if (auto queued = queue_.find(head.head); queued != queue_.end() && queued->second.queued && priority > queued->second.queued->priority)
+  if (!queue_.shadow() || queue_.shadow()->at == 0) return std::nullopt;  // no lease we know of lets the head in: nothing to delay
+  const RequestQueue::HeadShadow& head = *queue_.shadow();
+  if (const Operation* queued = queue_.find(head.head); queued != nullptr && queued->queued && priority > queued->queued->priority)
     return std::nullopt;  // it would be ahead of the head in the queue
   if (leaseSeconds > 0 && clock_.now() + leaseSeconds * 1'000'000'000LL <= head.at) return std::nullopt;  // ends before it starts
   auto headName = [&] {
-    auto it = queue_.find(head.head);
-    const System* s = it == queue_.end() ? nullptr : state_->system(it->second.systemId);
-    if (it == queue_.end() || it->second.tenant != tenant) return std::string("(a request queued earlier)");
+    const Operation* queued = queue_.find(head.head);
+    const System* s = queued == nullptr ? nullptr : state_->system(queued->systemId);
+    if (queued == nullptr || queued->tenant != tenant) return std::string("(a request queued earlier)");
     return s ? fmt::format("{} ({})", s->name, head.head) : head.head;
   };
   if (placement.hostId == head.placement.hostId)
@@ -255,10 +255,9 @@ RecentUse::Charges Engine::heldGpusByTenant() const {
 }
 
 void Engine::admitQueued() {
-  queueDirty_ = false;
+  queue_.clearDirty();
   if (queue_.empty()) {
-    if (headShadow_) queueChanged_ = true;
-    headShadow_.reset();
+    queue_.forgetPass();
     return;
   }
   if (!accepting_ || halted_ || replica_ || !storeFailure_.empty()) return;
@@ -267,7 +266,7 @@ void Engine::admitQueued() {
   // Fair share: each tenant's GPUs held now plus what it held recently (decayed GPU-seconds over the half-life,
   // in GPUs), per unit of its share.
   std::map<std::string, double, std::less<>> charge;
-  for (const auto& [id, op] : queue_) charge.emplace(op.tenant, 0.0);
+  for (const auto& [id, op] : queue_.waiting()) charge.emplace(op.tenant, 0.0);
   const auto held = recentUse_.pass(heldGpusByTenant(), clock_.now());
   for (auto& [tenant, c] : charge) {
     if (auto h = held.find(tenant); h != held.end()) c = h->second;
@@ -276,7 +275,7 @@ void Engine::admitQueued() {
   }
   std::vector<const Operation*> order;
   order.reserve(queue_.size());
-  for (const auto& [id, op] : queue_) order.push_back(&op);
+  for (const auto& [id, op] : queue_.waiting()) order.push_back(&op);
   std::sort(order.begin(), order.end(), [&](const Operation* a, const Operation* b) {
     if (a->queued->priority != b->queued->priority) return a->queued->priority > b->queued->priority;
     const double ca = charge[a->tenant], cb = charge[b->tenant];
@@ -288,33 +287,32 @@ void Engine::admitQueued() {
   ids.reserve(order.size());
   for (const Operation* op : order) ids.push_back(op->id);
 
-  headShadow_.reset();
-  waitingFor_.clear();
+  queue_.beginPass();
   // A preemption whose request was admitted or left the queue is over (victims not yet decomposed keep running).
   preemptions_.endIfHeadLeft([this](const OperationId& id) { return queue_.contains(id); });
   std::map<std::string, std::string> failedShapes;  // shape -> why it does not fit: the same answer for the same shape
   std::size_t admitted = 0;
   for (const auto& id : ids) {
-    auto it = queue_.find(id);
-    if (it == queue_.end()) continue;
-    const Operation& op = it->second;
+    const Operation* queued = queue_.find(id);
+    if (queued == nullptr) continue;
+    const Operation& op = *queued;
     const std::string key = shapeKey(*op.queued, op.tenant);
     if (auto failed = failedShapes.find(key); failed != failedShapes.end()) {
-      waitingFor_[id] = failed->second;
+      queue_.setWhy(id, failed->second);
       continue;
     }
     PlacementDecision decision = placeQueued(op);
     if (!decision.placement) {
       const std::string why = decision.error ? shortReason(decision.error->message) : "it does not fit";
       failedShapes.emplace(key, why);
-      waitingFor_[id] = why;
+      queue_.setWhy(id, why);
       const Preemption* preemption = preemptions_.current();
-      if (!headShadow_ && preemption && preemption->head == id) {
+      if (!queue_.shadow() && preemption && preemption->head == id) {
         // Its victims are on notice or going: what they free is the head's.
-        headShadow_ = HeadShadow{id, preemption->decomposeAt, preemption->placement};
-      } else if (!headShadow_ && !preemption && planPreemption(op)) {
+        queue_.setShadow({id, preemption->decomposeAt, preemption->placement});
+      } else if (!queue_.shadow() && !preemption && planPreemption(op)) {
         preemption = preemptions_.current();
-        headShadow_ = HeadShadow{id, preemption->decomposeAt, preemption->placement};
+        queue_.setShadow({id, preemption->decomposeAt, preemption->placement});
         // The head's tenant sees which of its own systems go; another tenant's only as a count (issue 58, N4).
         std::vector<std::string> own;
         std::size_t others = 0;
@@ -322,38 +320,35 @@ void Engine::admitQueued() {
           if (const System* s = state_->system(v); s && s->tenant == op.tenant) own.push_back(v);
           else ++others;
         if (others > 0) own.push_back(fmt::format("{} system{} of other tenants", others, others == 1 ? "" : "s"));
-        waitingFor_[id] = fmt::format("{}; preempting {} at {}", why, fmt::join(own, ", "), formatTimestamp(preemption->decomposeAt));
-      } else if (!headShadow_) {
-        headShadow_ = leaseShadowOf(op);
+        queue_.setWhy(id, fmt::format("{}; preempting {} at {}", why, fmt::join(own, ", "), formatTimestamp(preemption->decomposeAt)));
+      } else if (!queue_.shadow()) {
+        queue_.setShadow(leaseShadowOf(op));
       }
       continue;
     }
     const Placement& placement = *decision.placement;
     if (auto quota = checkQuota(op.tenant, 0, holdingOf(placement.devices)); !quota) {
-      waitingFor_[id] = quota.error().message;
+      queue_.setWhy(id, quota.error().message);
       continue;
     }
     if (auto policy = hostPolicy(placement.hostId); !policy) {
-      waitingFor_[id] = policy.error().message;
+      queue_.setWhy(id, policy.error().message);
       continue;
     }
     if (auto why = delaysHead(placement, op.queued->leaseSeconds, op.tenant, op.queued->priority)) {
-      waitingFor_[id] = *why;
+      queue_.setWhy(id, *why);
       continue;
     }
     Operation admitting = op;
     if (auto r = admit(admitting, placement); !r) {
       if (r.error().code == Code::kUnavailable) return;  // the store failed: the engine has halted
-      waitingFor_[id] = r.error().message;
+      queue_.setWhy(id, r.error().message);
       continue;
     }
     ++admitted;
   }
   preemptions_.endIfHeadLeft([this](const OperationId& id) { return queue_.contains(id); });
-  queueOrder_.clear();
-  for (const auto& id : ids)
-    if (queue_.contains(id)) queueOrder_.push_back(id);
-  queueChanged_ = true;
+  queue_.endPass(ids);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (options_.metrics) options_.metrics->queuePassSeconds.observe({}, seconds);
   if (admitted > 0) spdlog::info("queue: admitted {} request(s), {} waiting ({:.1f} ms)", admitted, queue_.size(), seconds * 1e3);
@@ -361,9 +356,9 @@ void Engine::admitQueued() {
 
 Result<Operation> Engine::dropQueued(const Acceptance* a, const OperationId& which, const std::string& why, const std::string& eventType, const std::string& actor) {
   const OperationId id = which;  // a copy: `which` may be the queued system's own field, gone once it is dropped
-  auto it = queue_.find(id);
-  if (it == queue_.end()) return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", id));
-  Operation op = it->second;
+  const Operation* queued = queue_.find(id);
+  if (queued == nullptr) return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", id));
+  Operation op = *queued;
   op.state = OperationState::kFailed;
   op.error = why;
   op.updatedAt = clock_.now();
@@ -386,14 +381,13 @@ Result<Operation> Engine::dropQueued(const Acceptance* a, const OperationId& whi
     dropped.state = SystemState::kFailed;
     state_->putSystem(dropped);
   }
-  queue_.erase(id);
-  waitingFor_.erase(id);
+  queue_.remove(id);
   if (options_.metrics)
     options_.metrics->queueWaitSeconds.observe({op.queued->priorityClass, "left"},
                                                static_cast<double>(op.updatedAt - op.queued->enqueuedAt) / 1e9);
   spdlog::info("{} left the queue: {}", op.id, why);
   completeWaiters(id, op);
-  queueDirty_ = queueChanged_ = true;  // it may have been the head: what waited behind it may go now
+  queue_.markDirty();  // it may have been the head: what waited behind it may go now
   return op;
 }
 
@@ -405,7 +399,7 @@ Result<std::vector<QueueEntry>> Engine::listQueue() const {
 Result<void> Engine::setQuotas(TenantQuotas quotas) {
   return onControl([&]() -> Result<void> {
     options_.quotas = std::move(quotas);
-    queueDirty_ = true;  // new shares may change the order; a raised quota may let a request in
+    queue_.markDirty();  // new shares may change the order; a raised quota may let a request in
     activityList_ = nullptr;  // and the reclaim policies shown with idle GPUs may have changed: shown anew
     activityChanged_ = true;
     return {};
@@ -425,10 +419,10 @@ Result<Operation> Engine::cancelQueuedOnControl(const Caller& caller, const std:
     } else if (const System* s = state_->findSystem(idOrName); s && s->state == SystemState::kQueued) {
       id = s->activeOperation;
     }
-    auto it = queue_.find(id);
-    if (it == queue_.end() || !maySee(caller, it->second.tenant))
+    const Operation* queued = queue_.find(id);
+    if (queued == nullptr || !maySee(caller, queued->tenant))
       return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", idOrName));
-    SY_TRY(mayChange(caller, it->second.tenant, "cancel"));
+    SY_TRY(mayChange(caller, queued->tenant, "cancel"));
     return dropQueued(&a, id, fmt::format("cancelled by {}", caller.identity), "queue.cancelled", caller.identity);
   });
 }

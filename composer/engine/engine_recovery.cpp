@@ -119,7 +119,7 @@ Result<void> Engine::loadState() {
                                 op.id, i + 1, op.steps[i].kind, fmt::join(steps_->names(), ", ")));
     hostOfOwner[op.id] = op.hostId;
     const OperationId id = op.id;
-    if (op.state == OperationState::kQueued) queue_.emplace(id, std::move(op));  // waits again; nothing of it ran
+    if (op.state == OperationState::kQueued) queue_.add(std::move(op));  // waits again; nothing of it ran
     else active_.emplace(id, std::move(op));
   }
   for (const auto& a : snapshot.assignments) {
@@ -214,7 +214,7 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
     state_->assign({device, DeviceAllocation::kFree, {}}, {});
     m.writes.emplace_back(PutAssignment{{device, DeviceAllocation::kFree, {}}});
     m.events.push_back(makeEvent("drift.resolved", device, fmt::format("{} is unbound in the fabric; back in the pool", device)));
-    queueDirty_ = true;
+    queue_.markDirty();
   }
   if (round.drifts().empty() && !knownDrifts_.empty()) spdlog::info("reconcile: store and fabric agree again ({} binding(s))", fabric.size());
   SY_TRY(persist(m));
@@ -248,7 +248,7 @@ void Engine::applyFabricEvents(const Result<std::vector<FabricEvent>>& events) {
   for (const auto& e : events ? *events : std::vector<FabricEvent>{}) {
     if (e.type == "device.health") {
       state_->setHealth(e.subject, e.health);
-      queueDirty_ = true;  // a device back to health may be what a queued request waits for
+      queue_.markDirty();  // a device back to health may be what a queued request waits for
     }
     m.events.push_back(makeEvent("fabric." + e.type, e.subject, e.message));
   }

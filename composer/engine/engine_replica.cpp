@@ -49,19 +49,19 @@ void Engine::applyHeldState(StoreSnapshot& snapshot) {
   for (auto& op : snapshot.unfinishedOperations) {
     hostOfOwner[op.id] = op.hostId;
     const OperationId id = op.id;
-    if (op.state == OperationState::kQueued) queue_.emplace(id, std::move(op));
+    if (op.state == OperationState::kQueued) queue_.add(std::move(op));
     else active_.emplace(id, std::move(op));
   }
   // A standby shows the queue in the leader's order, as far as it can tell without placing: class, age.
-  queueOrder_.clear();
-  for (const auto& [id, op] : queue_) queueOrder_.push_back(id);
-  std::sort(queueOrder_.begin(), queueOrder_.end(), [&](const OperationId& a, const OperationId& b) {
-    const auto& qa = *queue_.at(a).queued;
-    const auto& qb = *queue_.at(b).queued;
+  std::vector<OperationId> order;
+  for (const auto& [id, op] : queue_.waiting()) order.push_back(id);
+  std::sort(order.begin(), order.end(), [&](const OperationId& a, const OperationId& b) {
+    const auto& qa = *queue_.find(a)->queued;
+    const auto& qb = *queue_.find(b)->queued;
     if (qa.priority != qb.priority) return qa.priority > qb.priority;
     return qa.enqueuedAt != qb.enqueuedAt ? qa.enqueuedAt < qb.enqueuedAt : a < b;
   });
-  queueChanged_ = true;
+  queue_.setOrder(std::move(order));
   // Devices no longer held go free; the held ones get their holder (and the host they count against).
   std::set<DeviceId> held;
   for (const auto& a : snapshot.assignments) held.insert(a.deviceId);

@@ -42,7 +42,7 @@ void Engine::letGo(const Placement& placement, const std::string& holder) {
     if (a.allocation == DeviceAllocation::kReserved && a.owner == holder) state_->assign({d.deviceId, DeviceAllocation::kFree, {}}, {});
   }
   state_->holdHost(placement.hostId, false);
-  queueDirty_ = true;  // what a queued request waits for may be what was held
+  queue_.markDirty();  // what a queued request waits for may be what was held
 }
 
 Result<std::vector<Placement>> Engine::placeTogether(const std::vector<ComposeRequest>& requests, const std::string& holder) {

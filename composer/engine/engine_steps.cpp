@@ -311,7 +311,7 @@ void Engine::finish(Operation& op, Mutation& m) {
   }
   m.writes.emplace_back(PutOperation{op, false, {}});
   const bool ok = op.state == OperationState::kSucceeded;
-  queueDirty_ = true;  // a decompose, a detach or a failed compose freed devices; the queue looks at once
+  queue_.markDirty();  // a decompose, a detach or a failed compose freed devices; the queue looks at once
   if (!ok && op.kind == OperationKind::kDecompose && op.requestedBy.identity == kPreemptionActor) preemptionFailed(op, m);
   if (!ok && op.kind == OperationKind::kDecompose && op.requestedBy.identity == kLeaseActor) {
     // The system stays whole (the host kept its GPUs: a process holds one); yardd tries again later.

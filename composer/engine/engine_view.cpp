@@ -13,7 +13,7 @@ std::shared_ptr<const PoolView> Engine::view() const {
 
 void Engine::flush() {
   // Capacity that freed in this task goes to the queue in this task (engine_queue.cpp): no polling.
-  if (queueDirty_ && state_) admitQueued();
+  if (queue_.dirty() && state_) admitQueued();
   publishView();
   // Delivering may add to the outbox (a completion that posts nothing, a listener): take turns until empty.
   while (!outbox_.empty()) {
@@ -62,7 +62,7 @@ void Engine::publishView() {
       auto shown = current->systems.find(id);
       if (s != nullptr && shown && shown->progress != progressOf(*s)) changes.systems.insert(id);
     }
-    if (changes.empty() && !queueChanged_ && !activityChanged_ && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
+    if (changes.empty() && !queue_.changed() && !activityChanged_ && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
     next->shape = current->shape;
     const PoolShape& shape = *next->shape;
     std::vector<std::pair<std::size_t, DeviceView>> devices;
@@ -86,11 +86,12 @@ void Engine::publishView() {
     next->systems = current->systems.with(systems);
   }
   next->runningOperations = std::move(running);
-  if (queueChanged_ || !current || !current->queue) {
+  if (queue_.changed() || !current || !current->queue) {
     auto queue = std::make_shared<std::vector<QueueEntry>>();
     queue->reserve(queue_.size());
-    std::set<OperationId> listed;
-    auto add = [&](const Operation& op) {
+    // In admission order, then what no pass has looked at yet (a standby's, a halted engine's).
+    for (const Operation* waiting : queue_.inOrder()) {
+      const Operation& op = *waiting;
       QueueEntry e;
       e.operationId = op.id;
       e.systemId = op.systemId;
@@ -99,15 +100,11 @@ void Engine::publishView() {
       e.requestedBy = op.requestedBy.identity;
       e.request = *op.queued;
       e.position = queue->size() + 1;
-      if (auto w = waitingFor_.find(op.id); w != waitingFor_.end()) e.waitingFor = w->second;
+      if (const std::string* why = queue_.why(op.id)) e.waitingFor = *why;
       queue->push_back(std::move(e));
-    };
-    for (const auto& id : queueOrder_)
-      if (auto it = queue_.find(id); it != queue_.end() && listed.insert(id).second) add(it->second);
-    for (const auto& [id, op] : queue_)  // not yet looked at by an admission pass (a standby, a halted engine)
-      if (listed.insert(id).second) add(op);
+    }
     next->queue = std::move(queue);
-    queueChanged_ = false;
+    queue_.clearChanged();
   } else {
     next->queue = current->queue;
   }

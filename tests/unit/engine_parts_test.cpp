@@ -1,5 +1,6 @@
 // The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
-// recent use, the disruption budget, the lease watch, the preemption plan, the reservation book, the event log. The engine tests (engine_queue_test.cpp and others) check
+// recent use, the disruption budget, the lease watch, the preemption plan, the reservation book, the event log, the
+// request queue, the quota check. The engine tests (engine_queue_test.cpp and others) check
 // the same rules through the whole engine; these pin each part's own contract.
 #include <gtest/gtest.h>
 
@@ -11,8 +12,10 @@
 #include "composer/engine/event_log.h"
 #include "composer/engine/lease_watch.h"
 #include "composer/engine/preemption_plan.h"
+#include "composer/engine/quota_check.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
+#include "composer/engine/request_queue.h"
 
 namespace switchyard {
 namespace {
@@ -208,6 +211,87 @@ TEST(EventLog, DeliversInOrderToOpenSubscribersForgetsClosedOnesAndClosesAllAtTh
   log.closeAll();
   EXPECT_TRUE(first->closed());
   EXPECT_EQ(log.subscribers(), 0u);
+}
+
+Operation queuedOp(const std::string& id, const std::string& tenant) {
+  Operation op;
+  op.id = id;
+  op.tenant = tenant;
+  op.state = OperationState::kQueued;
+  op.queued = QueuedRequest{};
+  return op;
+}
+
+TEST(RequestQueue, ARequestThatLeavesTakesItsReasonAndItsPlaceWithIt) {
+  RequestQueue q;
+  for (const auto& [id, tenant] : {std::pair{"op-1", "a"}, std::pair{"op-2", "b"}, std::pair{"op-3", "a"}}) q.add(queuedOp(id, tenant));
+  EXPECT_EQ(q.size(), 3U);
+  EXPECT_EQ(q.countOf("a"), 2U);
+  q.clearChanged();
+  q.beginPass();
+  q.setWhy("op-3", "no host can take 8 GPU(s)");
+  q.setWhy("op-1", "quota");
+  q.setShadow({"op-3", 42, {}});
+  q.endPass({"op-3", "op-1", "op-9"});  // op-9 left during the pass: not kept in the order
+  EXPECT_TRUE(q.changed());
+  auto order = q.inOrder();
+  ASSERT_EQ(order.size(), 3U);  // the pass's order, then op-2, which it did not look at
+  EXPECT_EQ(order[0]->id, "op-3");
+  EXPECT_EQ(order[1]->id, "op-1");
+  EXPECT_EQ(order[2]->id, "op-2");
+  q.clearChanged();
+  q.remove("op-3");
+  EXPECT_TRUE(q.changed());
+  EXPECT_EQ(q.why("op-3"), nullptr);
+  EXPECT_EQ(*q.why("op-1"), "quota");
+  EXPECT_EQ(q.find("op-3"), nullptr);
+  ASSERT_EQ(q.inOrder().size(), 2U);
+  EXPECT_EQ(q.inOrder()[0]->id, "op-1");
+  // A new pass forgets the last one's findings; with nothing queued, a shadow left over is dropped and shown so.
+  q.beginPass();
+  EXPECT_EQ(q.why("op-1"), nullptr);
+  EXPECT_FALSE(q.shadow());
+  q.setShadow({"op-1", 7, {}});
+  q.remove("op-1");
+  q.remove("op-2");
+  q.clearChanged();
+  q.forgetPass();
+  EXPECT_TRUE(q.changed());
+  EXPECT_FALSE(q.shadow());
+  q.clearChanged();
+  q.forgetPass();
+  EXPECT_FALSE(q.changed()) << "nothing to forget: the view stays as it is";
+}
+
+TEST(QuotaCheck, EachKindAndClassCountsAgainstItsOwnLimitOnlyWhereTheRequestAddsIt) {
+  TenantQuota quota{.maxGpus = 4, .maxSystems = 2, .maxNics = 1, .maxEndpoints = {{"fpga", 2}}};
+  TenantHolding now;
+  now.systems = 1;
+  now.held.gpus = 3;
+  now.held.nics = 1;
+  now.held.others["fpga"] = 2;
+  HeldDevices more;
+  EXPECT_TRUE(checkTenantQuota("t", quota, now, 1, more)) << "a second system, adding nothing held";
+  EXPECT_EQ(checkTenantQuota("t", quota, now, 2, more).error().message, "tenant 't' is at its quota of 2 system(s) (it has 1); decompose one first");
+  more.gpus = 1;
+  EXPECT_TRUE(checkTenantQuota("t", quota, now, 0, more)) << "at the NIC and FPGA limits, a GPU still goes";
+  more.gpus = 2;
+  EXPECT_EQ(checkTenantQuota("t", quota, now, 0, more).error().message, "tenant 't' may hold 4 GPU(s); it holds 3 and this asks for 2 more");
+  more = {};
+  Device fpga{"f", DeviceKind::kOther, "p", "Alveo", 0, "", DeviceHealth::kOk, false};
+  fpga.deviceClass = "fpga";
+  more.add(fpga);
+  EXPECT_EQ(checkTenantQuota("t", quota, now, 0, more).error().message, "tenant 't' may hold 2 fpga device(s); it holds 2 and this asks for 1 more");
+  more = {};
+  Device dpu = fpga;
+  dpu.deviceClass = "dpu";
+  more.add(dpu);
+  EXPECT_TRUE(checkTenantQuota("t", quota, now, 0, more)) << "a class without a limit has none";
+  HeldDevices sum;
+  sum += more;
+  sum += more;
+  EXPECT_EQ(sum.other("dpu"), 2);
+  EXPECT_EQ(sum.other("fpga"), 0);
 }
 
 }  // namespace
