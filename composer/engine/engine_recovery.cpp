@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "composer/engine/drift_round.h"
+#include "composer/engine/fabric_comparison.h"
 #include "composer/engine/engine.h"
 
 namespace switchyard {
@@ -137,86 +138,31 @@ Result<void> Engine::loadState() {
 }
 
 Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>& fabricBindings) {
-  std::unordered_map<DeviceId, PortId> fabric;
-  for (const auto& b : fabricBindings) fabric.emplace(b.deviceId, b.upstreamPortId);
-
-  // Devices an operation is changing right now are not drift; leave them to the operation.
-  std::set<DeviceId> expected;
-  std::set<DeviceId> busy;
-  // (A device a composition reservation holds is not being changed: a binding of it is drift.)
-  for (const auto& [device, held] : state_->assignments())
-    if (held.first.allocation == DeviceAllocation::kReserved && !isReservationId(held.first.owner)) busy.insert(device);
-
+  FabricComparison found = compareWithFabric(*state_, fabricBindings, clock_.now());
   Mutation m;
   DriftRound round(knownDrifts_, announceDrift(m));
-  auto report = [&](std::string kind, const DeviceId& device, std::string message) { round.report(std::move(kind), device, std::move(message)); };
-
-  std::vector<System> changed;
-  for (const auto& [id, system] : state_->systems()) {
-    for (const auto& b : system.bindings) {
-      expected.insert(b.deviceId);
-      if (!system.activeOperation.empty()) busy.insert(b.deviceId);
-    }
-    if (!system.activeOperation.empty()) continue;
-    bool degraded = false;
-    std::vector<std::string> why;  // for the system.degraded event: what the fabric says of its devices
-    for (const auto& b : system.bindings) {
-      auto it = fabric.find(b.deviceId);
-      if (it == fabric.end()) {
-        degraded = true;
-        why.push_back(fmt::format("{} is {} the fabric", b.deviceId, state_->index().device(b.deviceId) ? "unbound in" : "not in"));
-        report("missing-binding", b.deviceId,
-               fmt::format("{} is in system {} ({}) bound to {}, but the fabric reports it unbound", b.deviceId, system.name, id, b.upstreamPortId));
-      } else if (it->second != b.upstreamPortId) {
-        degraded = true;
-        why.push_back(fmt::format("{} is on {} in the fabric, not {}", b.deviceId, it->second, b.upstreamPortId));
-        report("wrong-port", b.deviceId,
-               fmt::format("{} is in system {} ({}) bound to {}, but the fabric has it on {}", b.deviceId, system.name, id, b.upstreamPortId, it->second));
-      }
-    }
-    const SystemState next = degraded ? SystemState::kDegraded
-                                      : (system.state == SystemState::kDegraded ? SystemState::kComposed : system.state);
-    const std::string reason = degraded ? fmt::format("{}", fmt::join(why, "; ")) : std::string();
-    if (next != system.state || reason != system.stateReason) {
-      System updated = system;
-      updated.state = next;
-      updated.stateReason = reason;  // said on the system too, not only in the event
-      updated.updatedAt = clock_.now();
-      changed.push_back(updated);
-      if (next != system.state)
-        m.events.push_back(makeEvent(degraded ? "system.degraded" : "system.recovered", id,
-                                     degraded ? fmt::format("{} ({}) is degraded: {}", system.name, id, reason)
-                                              : fmt::format("{} ({}) is {}: the fabric has every device of it where it should be", system.name,
-                                                            id, toString(next))));
-    }
-  }
-  for (const auto& s : changed) {
+  for (auto& d : found.drifts) round.report(std::move(d.kind), d.deviceId, std::move(d.message));
+  for (const auto& [s, stateChanged] : found.systems) {
     state_->putSystem(s);
     m.writes.emplace_back(PutSystem{s});
+    if (!stateChanged) continue;
+    const bool degraded = s.state == SystemState::kDegraded;
+    m.events.push_back(makeEvent(degraded ? "system.degraded" : "system.recovered", s.id,
+                                 degraded ? fmt::format("{} ({}) is degraded: {}", s.name, s.id, s.stateReason)
+                                          : fmt::format("{} ({}) is {}: the fabric has every device of it where it should be", s.name, s.id,
+                                                        toString(s.state))));
   }
-
-  for (const auto& [device, port] : fabric) {
-    if (expected.contains(device) || busy.contains(device)) continue;
-    report("unexpected-binding", device,
-           fmt::format("{} is bound to {} in the fabric but to no system; quarantined until it is unbound", device, port));
-    DeviceAssignment q{device, DeviceAllocation::kQuarantined, fmt::format("bound to {} outside Switchyard", port)};
-    if (state_->assignment(device).owner != q.owner) {
-      state_->assign(q, {});
-      m.writes.emplace_back(PutAssignment{q});
-    }
+  for (const auto& q : found.quarantine) {
+    state_->assign(q, {});
+    m.writes.emplace_back(PutAssignment{q});
   }
-  std::vector<DeviceId> resolved;
-  for (const auto& [device, held] : state_->assignments())
-    if (held.first.allocation == DeviceAllocation::kQuarantined && !awaitsOperator(held.first) && !fabric.contains(device) &&
-        !expected.contains(device))
-      resolved.push_back(device);
-  for (const auto& device : resolved) {
+  for (const auto& device : found.freed) {
     state_->assign({device, DeviceAllocation::kFree, {}}, {});
     m.writes.emplace_back(PutAssignment{{device, DeviceAllocation::kFree, {}}});
     m.events.push_back(makeEvent("drift.resolved", device, fmt::format("{} is unbound in the fabric; back in the pool", device)));
     queue_.markDirty();
   }
-  if (round.drifts().empty() && !knownDrifts_.empty()) spdlog::info("reconcile: store and fabric agree again ({} binding(s))", fabric.size());
+  if (round.drifts().empty() && !knownDrifts_.empty()) spdlog::info("reconcile: store and fabric agree again ({} binding(s))", fabricBindings.size());
   SY_TRY(persist(m));
   knownDrifts_ = round.takeSeen();
   return round.drifts();

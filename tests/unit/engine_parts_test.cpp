@@ -1,6 +1,6 @@
 // The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
 // recent use, the disruption budget, the lease watch, the preemption plan, the reservation book, the event log, the
-// request queue, the quota check. The engine tests (engine_queue_test.cpp and others) check
+// request queue, the quota check, reconcile's comparison with the fabric. The engine tests (engine_queue_test.cpp and others) check
 // the same rules through the whole engine; these pin each part's own contract.
 #include <gtest/gtest.h>
 
@@ -10,12 +10,14 @@
 
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/event_log.h"
+#include "composer/engine/fabric_comparison.h"
 #include "composer/engine/lease_watch.h"
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
 #include "composer/engine/request_queue.h"
+#include "tests/support/topology_builder.h"
 
 namespace switchyard {
 namespace {
@@ -292,6 +294,51 @@ TEST(QuotaCheck, EachKindAndClassCountsAgainstItsOwnLimitOnlyWhereTheRequestAdds
   sum += more;
   EXPECT_EQ(sum.other("dpu"), 2);
   EXPECT_EQ(sum.other("fpga"), 0);
+}
+
+TEST(FabricComparison, FindsWhatTheFabricDisagreesWithAndLeavesBusyDevicesToTheirOperations) {
+  PoolState state(testing::TopologyBuilder().sw("sw0").gpus("sw0", 6).host("h0", {"sw0"}).host("h1", {"sw0"}).build());
+  const auto& gpus = state.index().topology().devices;
+  const PortId h0 = state.index().topology().hosts[0].upstreamPorts[0].portId, h1 = state.index().topology().hosts[1].upstreamPorts[0].portId;
+  System idle{.id = "sys-1", .name = "idle", .hostId = "h0", .bindings = {{gpus[0].id, h0}, {gpus[1].id, h0}}, .state = SystemState::kComposed};
+  System busy{.id = "sys-2", .name = "busy", .hostId = "h1", .bindings = {{gpus[2].id, h1}}, .state = SystemState::kComposed, .activeOperation = "op-9"};
+  state.putSystem(idle);
+  state.putSystem(busy);
+  state.assign({gpus[4].id, DeviceAllocation::kQuarantined, "bound to x outside Switchyard"}, {});
+  // The fabric: gpu0 where it belongs, gpu1 unbound, busy's gpu2 unbound (its operation's business), gpu3 bound to nobody's
+  // system, gpu4's quarantine no longer bound.
+  const auto found = compareWithFabric(state, {{gpus[0].id, h0}, {gpus[3].id, h1}}, 77);
+  ASSERT_EQ(found.drifts.size(), 2U);
+  EXPECT_EQ(found.drifts[0].kind, "missing-binding");
+  EXPECT_EQ(found.drifts[0].deviceId, gpus[1].id);
+  EXPECT_EQ(found.drifts[1].kind, "unexpected-binding");
+  EXPECT_EQ(found.drifts[1].deviceId, gpus[3].id);
+  ASSERT_EQ(found.systems.size(), 1U);
+  EXPECT_EQ(found.systems[0].updated.id, "sys-1");
+  EXPECT_EQ(found.systems[0].updated.state, SystemState::kDegraded);
+  EXPECT_EQ(found.systems[0].updated.stateReason, gpus[1].id + " is unbound in the fabric");
+  EXPECT_EQ(found.systems[0].updated.updatedAt, 77);
+  EXPECT_TRUE(found.systems[0].stateChanged);
+  ASSERT_EQ(found.quarantine.size(), 1U);
+  EXPECT_EQ(found.quarantine[0].deviceId, gpus[3].id);
+  EXPECT_EQ(found.quarantine[0].owner, "bound to " + h1 + " outside Switchyard");
+  EXPECT_EQ(found.freed, std::vector<DeviceId>{gpus[4].id});
+
+  // On another port it is drift too; all back where they belong, the system is composed again and nothing is found.
+  System degraded = found.systems[0].updated;
+  state.putSystem(degraded);
+  const auto moved = compareWithFabric(state, {{gpus[0].id, h0}, {gpus[1].id, h1}}, 78);
+  ASSERT_EQ(moved.drifts.size(), 1U);
+  EXPECT_EQ(moved.drifts[0].kind, "wrong-port");
+  ASSERT_EQ(moved.systems.size(), 1U);  // still degraded, for another reason: said on the system, no new state event
+  EXPECT_EQ(moved.systems[0].updated.stateReason, gpus[1].id + " is on " + h1 + " in the fabric, not " + h0);
+  EXPECT_FALSE(moved.systems[0].stateChanged);
+  const auto healed = compareWithFabric(state, {{gpus[0].id, h0}, {gpus[1].id, h0}}, 79);
+  EXPECT_TRUE(healed.drifts.empty());
+  ASSERT_EQ(healed.systems.size(), 1U);
+  EXPECT_EQ(healed.systems[0].updated.state, SystemState::kComposed);
+  EXPECT_EQ(healed.systems[0].updated.stateReason, "");
+  EXPECT_TRUE(healed.systems[0].stateChanged);
 }
 
 }  // namespace
