@@ -54,6 +54,19 @@ def hash_password(password):
     return subprocess.run([YARDD, "--hash-password"], input=password, capture_output=True, text=True, check=True).stdout.strip()
 
 
+def write_fpga_pool(path):
+    """A one-switch pool with a GPU, an FPGA (class fpga) and a DPU (class dpu) on host0, for the other classes'
+    tests (issue 62). Returns the path."""
+    ports = [{"id": "sw0-usp0", "kind": "upstream"}] + [{"id": f"sw0-dsp{i}", "kind": "downstream"} for i in range(3)]
+    path.write_text(json.dumps({
+        "switches": [{"id": "sw0", "kind": "pcie", "model": "PEX89144", "ports": ports}],
+        "hosts": [{"id": "host0", "upstreamPorts": [{"port": "sw0-usp0"}]}],
+        "devices": [{"id": "sw0-gpu0", "kind": "gpu", "port": "sw0-dsp0", "model": "H100-SXM5-80GB", "memoryGiB": 80},
+                    {"id": "sw0-fpga0", "kind": "fpga", "port": "sw0-dsp1", "model": "Alveo U55C"},
+                    {"id": "sw0-dpu0", "kind": "dpu", "port": "sw0-dsp2", "model": "BlueField-3"}]}))
+    return path
+
+
 def write_identities(path, entries):
     """entries: (name, role, tenant or None, token); tokens are stored as their SHA-256, as yardd wants."""
     identities = []

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 
 from browser import Browser
-from harness import YARDD, YarddTestCase, wait_for
+from harness import YARDD, YarddTestCase, wait_for, write_fpga_pool
 
 
 def hash_password(password):
@@ -406,14 +406,7 @@ class ConsoleTest(YarddTestCase):
     def test_in_a_browser_other_device_classes_are_composed_by_name(self):
         """Issue 62: the compose form's Other devices field asks for devices of any other class by name (fpga=1), as
         yardctl's --endpoint does; the API refuses a class that has a field of its own, or a count out of range."""
-        pool = self.dir / "fpga-pool.json"
-        ports = [{"id": "sw0-usp0", "kind": "upstream"}] + [{"id": f"sw0-dsp{i}", "kind": "downstream"} for i in range(3)]
-        pool.write_text(json.dumps({
-            "switches": [{"id": "sw0", "kind": "pcie", "model": "PEX89144", "ports": ports}],
-            "hosts": [{"id": "host0", "upstreamPorts": [{"port": "sw0-usp0"}]}],
-            "devices": [{"id": "sw0-gpu0", "kind": "gpu", "port": "sw0-dsp0", "model": "H100-SXM5-80GB", "memoryGiB": 80},
-                        {"id": "sw0-fpga0", "kind": "fpga", "port": "sw0-dsp1", "model": "Alveo U55C"},
-                        {"id": "sw0-dpu0", "kind": "dpu", "port": "sw0-dsp2", "model": "BlueField-3"}]}))
+        pool = write_fpga_pool(self.dir / "fpga-pool.json")
         yardd = self.start("--topology", str(pool))
         ops = _logged_in(yardd.metrics_url, "ops", "ops-pw")
         for bad, says in (({"nic": 1}, "'nic' is not another device class"), ({"fpga": 0}, "fpga: a count from 1 to 64"),

@@ -15,7 +15,7 @@ import unittest
 import urllib.error
 import urllib.request
 
-from harness import SOURCE_DIR, YarddTestCase, hash_password, wait_for
+from harness import SOURCE_DIR, YarddTestCase, hash_password, wait_for, write_fpga_pool
 from switchyard_client import Client
 
 EMULATOR = os.environ.get("REDFISH_EMULATOR", "build/tests/redfish-emulator")
@@ -210,14 +210,7 @@ class SushyTest(YarddTestCase):
         """Issue 62: devices of other classes over Redfish: an FPGA as Processors' ProcessorType FPGA, any class by name in
         Oem.Switchyard.Endpoints (with its affinity); a processor type with no class here, or a class that has its own
         property, refused whole."""
-        pool = self.dir / "fpga-pool.json"
-        ports = [{"id": "sw0-usp0", "kind": "upstream"}] + [{"id": f"sw0-dsp{i}", "kind": "downstream"} for i in range(4)]
-        pool.write_text(json.dumps({
-            "switches": [{"id": "sw0", "kind": "pcie", "model": "PEX89144", "ports": ports}],
-            "hosts": [{"id": "host0", "upstreamPorts": [{"port": "sw0-usp0"}]}],
-            "devices": [{"id": "sw0-gpu0", "kind": "gpu", "port": "sw0-dsp0", "model": "H100-SXM5-80GB", "memoryGiB": 80},
-                        {"id": "sw0-fpga0", "kind": "fpga", "port": "sw0-dsp1", "model": "Alveo U55C"},
-                        {"id": "sw0-dpu0", "kind": "dpu", "port": "sw0-dsp2", "model": "BlueField-3"}]}))
+        pool = write_fpga_pool(self.dir / "fpga-pool.json")
         other = self.yardd("--topology", str(pool), "--identities", str(self.dir / "identities.json"), "--redfish-listen", "127.0.0.1:0", "--redfish-http",
                            "--redfish-port-file", str(self.dir / "rfport2"), name="fpga")
         self.redfish = f"http://127.0.0.1:{int((self.dir / 'rfport2').read_text())}"

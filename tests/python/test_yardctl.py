@@ -10,7 +10,7 @@ import subprocess
 import unittest
 from pathlib import Path
 
-from harness import YARDCTL, YARDD, YarddTestCase, wait_for
+from harness import YARDCTL, YARDD, YarddTestCase, wait_for, write_fpga_pool
 from switchyard_client import Client
 
 
@@ -190,14 +190,7 @@ class YardctlTest(YarddTestCase):
 
     def test_endpoints_of_other_classes_by_name(self):
         """Issue 62: any other endpoint class by name (an FPGA, a DPU) is a kind of its own, listed and composed by count."""
-        pool = self.dir / "fpga-pool.json"
-        ports = [{"id": "sw0-usp0", "kind": "upstream"}] + [{"id": f"sw0-dsp{i}", "kind": "downstream"} for i in range(3)]
-        pool.write_text(json.dumps({
-            "switches": [{"id": "sw0", "kind": "pcie", "model": "PEX89144", "ports": ports}],
-            "hosts": [{"id": "host0", "upstreamPorts": [{"port": "sw0-usp0"}]}],
-            "devices": [{"id": "sw0-gpu0", "kind": "gpu", "port": "sw0-dsp0", "model": "H100-SXM5-80GB", "memoryGiB": 80},
-                        {"id": "sw0-fpga0", "kind": "fpga", "port": "sw0-dsp1", "model": "Alveo U55C"},
-                        {"id": "sw0-dpu0", "kind": "dpu", "port": "sw0-dsp2", "model": "BlueField-3"}]}))
+        pool = write_fpga_pool(self.dir / "fpga-pool.json")
         yardd = self.yardd("--topology", str(pool))
         base = ["--server", yardd.address, "--plaintext"]
         listed = self.ok(*base, "devices", "--kind", "fpga")
