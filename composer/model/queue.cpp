@@ -65,7 +65,7 @@ std::string shortReason(std::string_view why) {
     const std::string_view count = why.substr(last + 1 + kMore.size());
     if (auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), more); ec == std::errc{} && more > 0) rest += more - 1;
   }
-  return fmt::format("{}  ... and {} more (`yardctl plan` explains every host)", std::string(why.substr(0, at)), rest);
+  return fmt::format("{}  ... and {} more (`yardctl plan --explain` lists every host)", std::string(why.substr(0, at)), rest);
 }
 
 std::string describeShape(const QueuedRequest& q) {

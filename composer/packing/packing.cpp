@@ -21,7 +21,7 @@ std::string listCandidates(const PlacementDecision& d) {
     hosts += u.hosts;
     by += fmt::format("{}{} {}{}", by.empty() ? "" : ", ", u.hosts, by.empty() ? "rejected by " : "by ", u.rejectedBy);
   }
-  return out + fmt::format("\n  ... and {} more host(s): {} (`yardctl plan` explains every host)", hosts, by);
+  return out + fmt::format("\n  ... and {} more host(s): {} (`yardctl plan --explain` lists every host)", hosts, by);
 }
 
 std::string_view toString(PeerToPeer v) {
