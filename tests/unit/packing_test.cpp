@@ -6,6 +6,7 @@
 #include "composer/packing/capacity.h"
 #include "composer/packing/composable_model.h"
 #include "composer/packing/packing.h"
+#include "composer/packing/placement_index.h"
 #include "fabric/topology_generator.h"
 #include "tests/support/pool_requests.h"
 #include "tests/support/topology_builder.h"
@@ -57,6 +58,34 @@ TEST(Packing, P2pRequiredFailsWithAReasonPerHost) {
     EXPECT_NE(c.reason.find("sw0 has 6, sw1 has 6"), std::string::npos) << c.reason;
     EXPECT_NE(d.error->message.find(c.hostId + ": "), std::string::npos);
   }
+}
+
+// At scale a refusal says why for a few hosts per reason and counts the rest, with the scheduler's own cycle and with
+// the index alike; asked to explain (Plan), it names every host.
+TEST(Packing, ARefusalExplainsEightHostsPerReasonAndCountsTheRest) {
+  TopologyShape shape;
+  shape.totalGpus = 64;  // 4 fabrics of 2 switches, 4 hosts each: 16 hosts
+  Pool pool(generateTopology(shape));
+  pool.setInSystem(5, true);  // one host rejected for another reason
+  auto scheduler = *buildComposableScheduler("switchyard-v1");
+  PlacementIndex index;
+  for (PlacementIndex* with : {static_cast<PlacementIndex*>(nullptr), &index}) {
+    auto d = place(*scheduler, pool, gpus(9, PeerToPeer::kRequired), with);
+    ASSERT_TRUE(d.error);
+    ASSERT_EQ(d.candidates.size(), 9U) << "eight of one reason, the one host of the other";
+    ASSERT_EQ(d.unexplained.size(), 1U);
+    EXPECT_EQ(d.unexplained[0].hosts, 7U);
+    EXPECT_NE(d.error->message.find("\n  ... and 7 more host(s): 7 rejected by " + d.unexplained[0].rejectedBy +
+                                     " (`yardctl plan --explain` lists every host)"),
+              std::string::npos)
+        << d.error->message;
+    EXPECT_NE(d.error->message.find(pool.hosts()[5].id + ": "), std::string::npos) << "the host of the rarer reason is named";
+  }
+  auto explained = gpus(9, PeerToPeer::kRequired);
+  explained.explain = true;
+  auto all = place(*scheduler, pool, explained, &index);
+  EXPECT_EQ(all.candidates.size(), 16U);
+  EXPECT_TRUE(all.unexplained.empty());
 }
 
 TEST(Packing, PreferredSpansTheFewestSwitches) {
