@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "composer/packing/composable_model.h"
 #include "composer/packing/endpoint_choice.h"
@@ -259,16 +260,34 @@ PlacementDecision placeWithCompanions(const placement::Scheduler& scheduler, con
   }
   std::optional<Placement> best;
   int bestLeft = 0;
+  // Unless asked to explain every host (Plan), a refusal names the first few hosts of each reason and counts the
+  // rest, as the scheduler's refusals do (placement_framework.h).
+  std::map<std::string, std::size_t, std::less<>> explained;  // per reason: hosts named so far
+  auto rejected = [&](std::string_view by, const HostId& id, std::string reason) {
+    if (!r.explain) {
+      auto& named = explained[std::string(by)];
+      if (named == placement::kExplainedPerFilter) {
+        auto group = std::find_if(out.unexplained.begin(), out.unexplained.end(), [&](const UnexplainedHosts& u) { return u.rejectedBy == by; });
+        if (group == out.unexplained.end()) group = out.unexplained.insert(out.unexplained.end(), {std::string(by), 0});
+        ++group->hosts;
+        return;
+      }
+      ++named;
+    }
+    out.candidates.push_back({id, false, std::move(reason)});
+  };
   for (std::size_t h = 0; h < pool.hosts().size(); ++h) {
     const PoolHost& host = pool.hosts()[h];
     if (r.host && host.id != *r.host) continue;
+    if (host.silent || (host.inSystem && !r.hostMayHaveSystem)) {
+      rejected("host-free", host.id, host.silent ? "its yard-agent is silent" : "serves a composed system");
+      continue;
+    }
     std::string reason;
-    if (host.silent) reason = "its yard-agent is silent";
-    else if (host.inSystem && !r.hostMayHaveSystem) reason = "serves a composed system";
     Placement p{host.id, {}, {}};
-    if (reason.empty()) addCompanions(pool, p, r, reason);
+    addCompanions(pool, p, r, reason);
     if (!reason.empty()) {
-      out.candidates.push_back({host.id, false, std::move(reason)});
+      rejected("companions", host.id, std::move(reason));
       continue;
     }
     int memory = 0;
@@ -286,6 +305,7 @@ PlacementDecision placeWithCompanions(const placement::Scheduler& scheduler, con
     out.error = Error{Code::kResourceExhausted, fmt::format("no host can take {}:{}", companionsAsked(r), listCandidates(out))};
     return out;
   }
+  out.unexplained.clear();  // it fits: what the others lacked is no answer's business
   out.placement = std::move(best);
   return out;
 }

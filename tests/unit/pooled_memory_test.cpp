@@ -101,6 +101,27 @@ TEST(PooledMemoryTest, NotEnoughSaysWhatEachHostReaches) {
   EXPECT_EQ(d.error->code, Code::kInvalidArgument);
 }
 
+// Memory alone refused on many hosts: eight named per reason, the rest counted, as the scheduler's refusals say it.
+TEST(PooledMemoryTest, MemoryAloneRefusedOnManyHostsNamesEightPerReason) {
+  TopologyBuilder b;
+  b.sw("sw0").memoryPool("sw0", {16});
+  for (int h = 0; h < 12; ++h) b.host("h" + std::to_string(h), {"sw0"});
+  Pool pool(b.build());
+  pool.setInSystem(pool.hostIndex("h3"), true);
+  PlacementRequest r;
+  r.pooledMemoryGiB = 64;
+  auto d = place(pool, r);
+  ASSERT_TRUE(d.error);
+  EXPECT_EQ(d.candidates.size(), 9U) << d.error->message;  // eight that reach too little, the one in a system
+  ASSERT_EQ(d.unexplained.size(), 1U);
+  EXPECT_EQ(d.unexplained[0].rejectedBy, "companions");
+  EXPECT_EQ(d.unexplained[0].hosts, 3U);
+  EXPECT_NE(d.error->message.find("h3: serves a composed system"), std::string::npos) << d.error->message;
+  EXPECT_NE(d.error->message.find("... and 3 more host(s): 3 rejected by companions"), std::string::npos) << d.error->message;
+  r.explain = true;  // Plan: every host
+  EXPECT_EQ(place(pool, r).candidates.size(), 12U);
+}
+
 TEST(PooledMemoryTest, AttachOnAPinnedHostTakesOnlyItsSwitchesMemory) {
   const Topology t = TopologyBuilder().sw("sw0").sw("sw1").memoryPool("sw0", {8, 8}).memoryPool("sw1", {64}).host("h0", {"sw0"}).host("h1", {"sw1"}).build();
   Pool pool(t);
