@@ -226,7 +226,7 @@ Result<Operation> Engine::acceptCompose(const Acceptance& a, const ComposeReques
   if (!decision.placement) {
     if (demand && decision.error->code == Code::kResourceExhausted) {
       recordDemand(*demand);
-      if (request.queue) return acceptQueued(a, request, shortReason(decision.error->message));
+      if (request.queue) return acceptQueued(a, request, shortReason(decision.error->message, unexplainedHosts(decision)));
     }
     return fail(*decision.error);
   }

@@ -303,7 +303,7 @@ void Engine::admitQueued() {
     }
     PlacementDecision decision = placeQueued(op);
     if (!decision.placement) {
-      const std::string why = decision.error ? shortReason(decision.error->message) : "it does not fit";
+      const std::string why = decision.error ? shortReason(decision.error->message, unexplainedHosts(decision)) : "it does not fit";
       failedShapes.emplace(key, why);
       queue_.setWhy(id, why);
       const Preemption* preemption = preemptions_.current();

@@ -47,9 +47,9 @@ std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::stri
 }
 
 // Why a request waits, short enough to keep per request and show in a list: the packing core's first line
-// and the first few hosts' reasons, then how many hosts its answer covers past them (it explains up to eight
-// hosts per filter that rejected some and counts the rest in a last line).
-std::string shortReason(std::string_view why) {
+// and the first few hosts' reasons, then how many hosts its answer covers past them (it names up to eight hosts
+// per filter that rejected some and counts the rest in a last line).
+std::string shortReason(std::string_view why, std::size_t unexplainedHosts) {
   constexpr std::size_t kLines = 4;
   std::size_t at = 0;
   for (std::size_t line = 0; line < kLines; ++line) {
@@ -58,13 +58,7 @@ std::string shortReason(std::string_view why) {
     ++at;
   }
   auto rest = static_cast<std::size_t>(std::count(why.begin() + static_cast<std::ptrdiff_t>(at), why.end(), '\n')) + 1;
-  // The packing core's answer may end in "  ... and N more host(s): ..." for the hosts it did not explain.
-  constexpr std::string_view kMore = "  ... and ";
-  if (const auto last = why.rfind('\n'); last != std::string_view::npos && last + 1 >= at && why.substr(last + 1).starts_with(kMore)) {
-    std::size_t more = 0;
-    const std::string_view count = why.substr(last + 1 + kMore.size());
-    if (auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), more); ec == std::errc{} && more > 0) rest += more - 1;
-  }
+  if (unexplainedHosts > 0) rest += unexplainedHosts - 1;  // the last line is the count, not a host
   return fmt::format("{}  ... and {} more (`yardctl plan --explain` lists every host)", std::string(why.substr(0, at)), rest);
 }
 

@@ -65,8 +65,9 @@ struct QueuedRequest {
 };
 
 // Why a request waits, short enough to keep with each queued request: the first line of the packing core's
-// answer and its first three hosts' reasons.
-[[nodiscard]] std::string shortReason(std::string_view why);
+// answer and its first three hosts' reasons, then how many more hosts the answer covers. `unexplainedHosts`: the
+// hosts it counted without naming (its last line then says so; PlacementDecision::unexplained).
+[[nodiscard]] std::string shortReason(std::string_view why, std::size_t unexplainedHosts = 0);
 // "4 GPU(s) H100", "share 250m", "2 MIG instance(s)": what a queued request asks for, for people.
 [[nodiscard]] std::string describeShape(const QueuedRequest& q);
 

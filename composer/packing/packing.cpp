@@ -11,17 +11,20 @@
 
 namespace switchyard {
 
+std::size_t unexplainedHosts(const PlacementDecision& d) {
+  std::size_t hosts = 0;
+  for (const auto& u : d.unexplained) hosts += u.hosts;
+  return hosts;
+}
+
 std::string listCandidates(const PlacementDecision& d) {
   std::string out;
   for (const auto& c : d.candidates) out += fmt::format("\n  {}: {}", c.hostId, c.reason);
   if (d.unexplained.empty()) return out;
-  std::size_t hosts = 0;
   std::string by;
-  for (const auto& u : d.unexplained) {
-    hosts += u.hosts;
+  for (const auto& u : d.unexplained)
     by += fmt::format("{}{} {}{}", by.empty() ? "" : ", ", u.hosts, by.empty() ? "rejected by " : "by ", u.rejectedBy);
-  }
-  return out + fmt::format("\n  ... and {} more host(s): {} (`yardctl plan --explain` lists every host)", hosts, by);
+  return out + fmt::format("\n  ... and {} more host(s): {} (`yardctl plan --explain` lists every host)", unexplainedHosts(d), by);
 }
 
 std::string_view toString(PeerToPeer v) {

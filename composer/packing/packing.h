@@ -93,8 +93,10 @@ struct PlacementDecision {
 };
 
 // The candidates as a refusal's lines, "\n  HOST: reason" each, then one line for the hosts left unexplained:
-// "\n  ... and N more host(s): N1 rejected by F1, N2 by F2 (...)" (queue.h's shortReason() reads that count).
+// "\n  ... and N more host(s): N1 rejected by F1, N2 by F2 (...)".
 [[nodiscard]] std::string listCandidates(const PlacementDecision& d);
+// How many hosts a refusal counted without naming them (the sum of `unexplained`).
+[[nodiscard]] std::size_t unexplainedHosts(const PlacementDecision& d);
 
 [[nodiscard]] std::string_view toString(PeerToPeer v);
 [[nodiscard]] std::optional<PeerToPeer> parsePeerToPeer(std::string_view s);

@@ -10,6 +10,7 @@
 
 #include "composer/model/endpoint_demand.h"
 #include "composer/packing/capacity.h"
+#include "composer/packing/endpoint_choice.h"
 #include "composer/packing/packing.h"
 #include "composer/packing/pool.h"
 #include "tests/support/topology_builder.h"
@@ -162,6 +163,28 @@ TEST(EndpointChoiceTest, AffinitySwitchRefusesWhatDomainTakesFromElsewhere) {
   ASSERT_TRUE(taken.placement) << taken.error->message;
   // From sw2, which has two: sw1's only NIC stays.
   EXPECT_EQ(endpointsOfKind(pool, *taken.placement, DeviceKind::kNic), (std::vector<DeviceId>{"sw2-nic0"}));
+}
+
+// Asked whether there are `enough`, the count stops there and leaves out switches an affinity-switch demand cannot
+// use; whether it reaches the count is what the whole count says.
+TEST(EndpointChoiceTest, ASupplyCountStopsAtEnoughAndSaysTheSameAsTheWholeCount) {
+  const Topology t = TopologyBuilder().sw("sw0").sw("sw1").sw("sw2").gpus("sw0", 2).nics("sw0", 2).nics("sw1", 1).nics("sw2", 2).host("h0", {"sw0", "sw1", "sw2"}).build();
+  const Pool pool(t);
+  const int sw0 = pool.devices()[static_cast<std::size_t>(pool.deviceIndex("sw0-gpu0"))].switchIndex;
+  const std::vector<int> gpuSwitches{sw0, sw0};
+  for (const Affinity affinity : {Affinity::kSwitch, Affinity::kDomain})
+    for (int count = 1; count <= 6; ++count) {
+      const EndpointDemand demand = nicDemand(count, affinity);
+      const auto whole = endpointSupply(pool, 0, gpuSwitches, demand);
+      EXPECT_EQ(whole.near, 2);
+      EXPECT_EQ(whole.far, 3);
+      const auto cut = endpointSupply(pool, 0, gpuSwitches, demand, count);
+      const bool farServes = affinity == Affinity::kDomain;
+      const int usable = whole.near + (farServes ? whole.far : 0), counted = cut.near + (farServes ? cut.far : 0);
+      EXPECT_EQ(counted >= count, usable >= count) << count;
+      EXPECT_LE(counted, std::max(count, usable)) << "stopped once it had enough";
+      if (!farServes) EXPECT_EQ(cut.far, 0) << "the switches it cannot use are not counted";
+    }
 }
 
 TEST(EndpointChoiceTest, GpusMoveToAHostThatReachesTheDrives) {

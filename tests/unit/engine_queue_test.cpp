@@ -9,10 +9,26 @@
 #include <future>
 
 #include "agent/simulated_hosts.h"
+#include "fabric/topology_generator.h"
 #include "tests/unit/engine_queue_fixture.h"
 
 namespace switchyard {
 namespace {
+
+// On a pool of sixteen hosts the packing core names eight per reason and counts the rest; the queue's short reason
+// counts every host its answer covers, the counted ones included.
+TEST_F(EngineQueueTest, AQueuedRequestsReasonCountsTheHostsTheAnswerDidNotName) {
+  TopologyShape shape;
+  shape.totalGpus = 64;  // 4 fabrics of 2 switches of 8 GPUs, 4 hosts each
+  startFabric(generateTopology(shape));
+  start();
+  auto big = queued("big", 9);
+  big.placement.peerToPeer = PeerToPeer::kRequired;  // no switch holds 9: every host is refused for one reason
+  enqueue(big);
+  const auto queue = *engine_->listQueue();
+  ASSERT_EQ(queue.size(), 1u);
+  EXPECT_NE(queue[0].waitingFor.find("... and 13 more (`yardctl plan --explain` lists every host)"), std::string::npos) << queue[0].waitingFor;
+}
 
 TEST_F(EngineQueueTest, ARequestThatDoesNotFitWaitsAndIsAdmittedWhenADecomposeFreesCapacity) {
   start();

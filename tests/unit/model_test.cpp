@@ -126,8 +126,8 @@ TEST(QueueReasons, KeepTheFirstHostsAndCountEveryHostTheAnswerCovers) {
   EXPECT_EQ(shortReason("no host can take 8 GPU(s):\n  h0: a\n  h1: b"), "no host can take 8 GPU(s):\n  h0: a\n  h1: b");
   EXPECT_EQ(shortReason("no host:\n  h0: a\n  h1: b\n  h2: c\n  h3: d\n  h4: e"),
             "no host:\n  h0: a\n  h1: b\n  h2: c\n  ... and 2 more (`yardctl plan --explain` lists every host)");
-  // The packing core's count of hosts it did not explain is added to those it did.
-  EXPECT_EQ(shortReason("no host:\n  h0: a\n  h1: b\n  h2: c\n  h3: d\n  ... and 1200 more host(s): 1200 rejected by device-set"),
+  // The packing core's count of hosts it did not name is added to those it did (its last line is that count).
+  EXPECT_EQ(shortReason("no host:\n  h0: a\n  h1: b\n  h2: c\n  h3: d\n  ... and 1200 more host(s): 1200 rejected by device-set", 1200),
             "no host:\n  h0: a\n  h1: b\n  h2: c\n  ... and 1201 more (`yardctl plan --explain` lists every host)");
 }
 
