@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "composer/engine/admission/admission_profile.h"
 #include "composer/model/listen_address.h"
 #include "composer/model/queue.h"
 #include "composer/packing/composable_model.h"
@@ -51,6 +52,8 @@ struct DaemonOptions {
   std::string logLevel = "info";
   std::string placementProfile = "switchyard-v2";
   std::vector<std::string> placementWeights;  // plugin=weight
+  std::string admissionProfile{admission::kDefaultAdmissionProfile};
+  std::vector<std::string> admissionQueueSort;  // empty: the profile's
   int reconcileIntervalSeconds = 30;
   std::size_t retainEvents = 1'000'000;
   std::size_t retainOperations = 100'000;
@@ -246,6 +249,19 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--placement-weight", o.placementWeights,
                  "Override a score plugin's weight, e.g. best-fit=10 (repeatable; plugins: fewest-switches, "
                  "avoid-inter-switch-links, fragmentation (switchyard-v2), best-fit)");
+  app.add_option("--admission-profile", o.admissionProfile,
+                 "How the queue admits (profile of admission plugins, ADR 0032): switchyard-v1 (priority classes strict, then "
+                 "each tenant's fair-share charge, then age; backfill that cannot delay the head; preemption) or share-first "
+                 "(across tenants, one under its weighted share first, then the lower charge with the request admitted; class "
+                 "and age inside a tenant)")
+      ->check(CLI::IsMember(admission::admissionProfileNames()))->capture_default_str();
+  std::vector<std::string> sorts;
+  for (const auto& e : admission::queueSortPlugins()) sorts.emplace_back(e.name);
+  app.add_option("--admission-queue-sort", o.admissionQueueSort,
+                 "Replace the profile's queue sort: plugins in order, the first that tells two requests apart decides "
+                 "(e.g. --admission-queue-sort priority-class age for class then age, no fair share; plugins: priority-class, "
+                 "fair-share, share-first, age)")
+      ->check(CLI::IsMember(sorts));
   app.add_option("--reconcile-interval", o.reconcileIntervalSeconds,
                  "Seconds between comparisons of the store with the fabric while running (0: only at start)")
       ->check(CLI::Range(0, 86'400))->capture_default_str();

@@ -120,6 +120,8 @@ Result<EngineOptions> engineOptionsOf(const DaemonOptions& o, std::shared_ptr<co
                                       SignalWaiter& signalWaiter) {
   EngineOptions options;
   options.placement = std::move(scheduler);
+  SY_ASSIGN(options.admission, admission::buildProfile(o.admissionProfile, o.admissionQueueSort));
+  spdlog::info("admission profile {}", options.admission->describe());
   options.driverThreads = o.driverThreads;
   options.adoptFabric = o.adoptFabric;
   options.switchCallTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.switchTimeoutSeconds * 1000));

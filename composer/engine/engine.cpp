@@ -32,6 +32,7 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       readPool_(options.stepped ? nullptr : std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.readThreads)))),
       pollTimer_(std::make_unique<TimerHolder>(*control_)),
       recentUse_(options.fairShareHalfLife),
+      admission_(options.admission ? options.admission : *admission::buildProfile(admission::kDefaultAdmissionProfile)),
       activity_(options.idleBusyAbovePercent, options.activityHistory) {}
 
 void Engine::offControl(std::function<void()> work) {

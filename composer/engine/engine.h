@@ -43,6 +43,8 @@
 #include "composer/engine/engine_requests.h"
 #include "composer/model/event_stream.h"
 #include "composer/engine/activity_round.h"
+#include "composer/engine/admission/admission_profile.h"
+#include "composer/engine/admission/tenant_shares.h"
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/event_log.h"
 #include "composer/engine/idle_tracker.h"
@@ -391,7 +393,15 @@ class Engine {
   // higher priority than the head's delays nothing: queued, it would be ahead of the head (a spot head does
   // not stop a batch compose that fits now).
   [[nodiscard]] std::optional<std::string> delaysHead(const Placement& placement, std::int64_t leaseSeconds, const std::string& tenant,
-                                                      int priority);
+                                                      int priority) const;
+  // What admission's plugins ask of the engine during a pass (admission::Handle, engine_queue.cpp).
+  class AdmissionHandle;
+  // The pass's order: the admission profile's queue sort over the waiting requests, the id last.
+  struct Admittable {
+    OperationId id;
+    admission::Waiting waiting;
+  };
+  [[nodiscard]] std::vector<Admittable> admissionOrder(const admission::TenantShares& shares) const;
   // Forgets the lease and preemption bookkeeping of systems and requests that are gone (their maps would
   // otherwise only grow).
   void pruneEndedBookkeeping();
@@ -404,13 +414,14 @@ class Engine {
   void expireLeases(Mutation& m, std::vector<Operation>& started);
   // Preemption (engine_preemption.cpp): victims for a head that cannot fit, their decompose once the grace
   // period is over, and what a victim that would not let go leaves.
-  [[nodiscard]] bool planPreemption(const Operation& head);
+  [[nodiscard]] bool planPreemption(const Operation& head, const admission::Handle::VictimFilter& mayTake = {});
   // The victims that free a placement for `wanted` of class `cls` while losing the least, and that placement.
   struct VictimChoice {
     std::vector<const System*> victims;
     Placement placement;
   };
-  [[nodiscard]] std::optional<VictimChoice> chooseVictims(const PlacementRequest& wanted, const PriorityClass& cls);
+  [[nodiscard]] std::optional<VictimChoice> chooseVictims(const PlacementRequest& wanted, const PriorityClass& cls,
+                                                          const admission::Handle::VictimFilter& mayTake = {});
   // What a queued operation asks of the packing core (a share takes a fresh GPU).
   [[nodiscard]] PlacementRequest wantedOf(const Operation& op) const;
   void startPreemption(Mutation& m, std::vector<Operation>& started);
@@ -553,6 +564,7 @@ class Engine {
   ReservationBook reservations_;  // composition reservations (PreviewReserve), memory only
   RequestQueue queue_;  // queued composes (not in active_: nothing of theirs runs), their order, reasons, the head's shadow
   RecentUse recentUse_;  // fair share's history, per tenant
+  std::shared_ptr<const admission::Profile> admission_;  // the admission pass's plugins (ADR 0032)
   // The queue's head as of the last pass: when, by the leases we know of, it fits, and where (backfill).
   [[nodiscard]] RequestQueue::HeadShadow leaseShadowOf(const Operation& head);
   PreemptionPlan preemptions_;  // the preemption in progress (one at a time) and failed ones' retry times

@@ -21,8 +21,13 @@
 
 namespace switchyard {
 
+namespace admission {
+struct Profile;
+}
+
 struct EngineOptions {
   std::shared_ptr<const ComposableScheduler> placement;  // null: the switchyard-v2 profile
+  std::shared_ptr<const admission::Profile> admission;   // the admission pass's plugins; null: switchyard-v1 (ADR 0032)
   std::shared_ptr<const StepKindRegistry> steps;         // null: the built-in step kinds
   int driverThreads = 256;  // the most switch calls in flight at once (a thread each, started as needed)
   // The most history reads (operations, events, audit, usage) and capacity computations in flight at once

@@ -27,13 +27,15 @@ int gpusOf(const System& s) { return static_cast<int>(s.bindings.size()); }
 
 }  // namespace
 
-std::optional<Engine::VictimChoice> Engine::chooseVictims(const PlacementRequest& wanted, const PriorityClass& cls) {
+std::optional<Engine::VictimChoice> Engine::chooseVictims(const PlacementRequest& wanted, const PriorityClass& cls,
+                                                          const admission::Handle::VictimFilter& mayTake) {
   std::vector<const System*> candidates;
   for (const auto& [id, s] : state_->systems()) {
     if (s.hostId.empty() || !s.activeOperation.empty()) continue;
     if (s.state != SystemState::kComposed && s.state != SystemState::kDegraded) continue;
     const PriorityClass* theirs = priorityClass(s.priorityClass.empty() ? kDefaultPriorityClass : std::string_view(s.priorityClass));
     if (theirs == nullptr || !theirs->preemptible || theirs->value >= cls.value) continue;
+    if (mayTake && !mayTake(s)) continue;  // the admission profile's rule (share-preemption: no inverted shares)
     candidates.push_back(&s);
   }
   if (candidates.empty()) return std::nullopt;
@@ -76,12 +78,12 @@ std::optional<Engine::VictimChoice> Engine::chooseVictims(const PlacementRequest
   return VictimChoice{std::move(victims), std::move(*decision.placement)};
 }
 
-bool Engine::planPreemption(const Operation& head) {
+bool Engine::planPreemption(const Operation& head, const admission::Handle::VictimFilter& mayTake) {
   const PriorityClass* cls = priorityClass(head.queued->priorityClass);
   if (cls == nullptr || !cls->preempting) return false;
   const Timestamp now = clock_.now();
   if (!preemptions_.mayPlanFor(head.id, now)) return false;
-  auto choice = chooseVictims(wantedOf(head), *cls);
+  auto choice = chooseVictims(wantedOf(head), *cls, mayTake);
   if (!choice) return false;
   const std::vector<const System*>& victims = choice->victims;
 

@@ -2,10 +2,11 @@
 // queued system with a queued operation, both durable; at every commit point after which capacity may
 // have freed (an operation ended, a request was cancelled or queued, a reservation let go), admitQueued
 // places the waiting requests in order and admits each that fits, in the same control-thread task: no
-// polling. Order: priority class, then the tenant's fair-share charge (GPUs held per unit of share), then
-// age. A request behind the head goes first only when it cannot delay the head (backfill): by the leases
-// we know of, the head's placement is predicted, and a request that takes none of it, or ends before it,
-// may go.
+// polling. The pass's rules are the admission profile's plugins (composer/engine/admission/, ADR 0032); the
+// default, switchyard-v1, orders by priority class, then the tenant's fair-share charge (GPUs held per unit of
+// share), then age, and lets a request behind the head go first only when it cannot delay the head (backfill): by
+// the leases we know of, the head's placement is predicted, and a request that takes none of it, or ends before
+// it, may go.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -223,7 +224,7 @@ PlacementDecision Engine::placeQueued(const Operation& op, const Pool* pool) {
 }
 
 std::optional<std::string> Engine::delaysHead(const Placement& placement, std::int64_t leaseSeconds, const std::string& tenant,
-                                              int priority) {
+                                              int priority) const {
   if (!queue_.shadow() || queue_.shadow()->at == 0) return std::nullopt;  // no lease we know of lets the head in: nothing to delay
   const RequestQueue::HeadShadow& head = *queue_.shadow();
   if (const Operation* queued = queue_.find(head.head); queued != nullptr && queued->queued && priority > queued->queued->priority)
@@ -254,6 +255,76 @@ RecentUse::Charges Engine::heldGpusByTenant() const {
   return held;
 }
 
+class Engine::AdmissionHandle final : public admission::Handle {
+ public:
+  explicit AdmissionHandle(Engine& engine) : e_(engine) {}
+
+  Result<void> quotaAllows(const Operation& op, const Placement& placement) const override {
+    return e_.checkQuota(op.tenant, 0, e_.holdingOf(placement.devices));
+  }
+  Result<void> hostAllows(const Placement& placement) const override {
+    SY_TRY(e_.hostPolicy(placement.hostId));
+    return {};
+  }
+  std::optional<std::string> delaysHead(const Operation& op, const Placement& placement) const override {
+    return e_.delaysHead(placement, op.queued->leaseSeconds, op.tenant, op.queued->priority);
+  }
+  std::optional<admission::Promise> preemptFor(const Operation& head, const std::string& why, const VictimFilter& mayTake) override {
+    if (const Preemption* p = e_.preemptions_.current()) {
+      // Its victims are on notice or going: what they free is the head's. Another head's preemption: none now.
+      if (p->head != head.id) return std::nullopt;
+      return admission::Promise{{head.id, p->decomposeAt, p->placement}, std::nullopt};
+    }
+    if (!e_.planPreemption(head, mayTake)) return std::nullopt;
+    const Preemption& p = *e_.preemptions_.current();
+    // The head's tenant sees which of its own systems go; another tenant's only as a count (issue 58, N4).
+    std::vector<std::string> own;
+    std::size_t others = 0;
+    for (const auto& v : p.victims)
+      if (const System* s = e_.state_->system(v); s && s->tenant == head.tenant) own.push_back(v);
+      else ++others;
+    if (others > 0) own.push_back(fmt::format("{} system{} of other tenants", others, others == 1 ? "" : "s"));
+    return admission::Promise{{head.id, p.decomposeAt, p.placement},
+                              fmt::format("{}; preempting {} at {}", why, fmt::join(own, ", "), formatTimestamp(p.decomposeAt))};
+  }
+  admission::Promise leaseShadow(const Operation& head) override { return {e_.leaseShadowOf(head), std::nullopt}; }
+
+ private:
+  Engine& e_;
+};
+
+std::vector<Engine::Admittable> Engine::admissionOrder(const admission::TenantShares& shares) const {
+  const admission::QueueSort& sort = admission_->queueSort;
+  std::vector<Admittable> entries;
+  entries.reserve(queue_.size());
+  for (const auto& [id, op] : queue_.waiting())
+    entries.push_back({id, {shares.index(op.tenant), op.queued->priority, op.queued->enqueuedAt, admission::gpusAsked(*op.queued)}});
+  auto before = [&](const Admittable& a, const Admittable& b) {
+    if (const int c = sort.compare(a.waiting, b.waiting, shares); c != 0) return c < 0;
+    return a.id < b.id;
+  };
+  if (!sort.readsSize()) {
+    std::sort(entries.begin(), entries.end(), before);
+    return entries;
+  }
+  // An order that weighs each request's size is no order over all requests (a tenant's small request may go
+  // before another's, that one before the first tenant's large one, and that before the small one by age): each
+  // tenant's requests are put in order apart, and the pass takes, each time, the tenant's next that goes first.
+  std::vector<std::vector<Admittable>> lines(shares.size());
+  for (Admittable& e : entries) lines[e.waiting.tenant].push_back(std::move(e));
+  for (auto& line : lines) std::sort(line.begin(), line.end(), before);
+  std::vector<Admittable> ordered;
+  ordered.reserve(entries.size());
+  std::vector<std::size_t> next(lines.size(), 0);
+  while (ordered.size() < entries.size()) {
+    std::optional<std::size_t> pick;
+    for (std::size_t t = 0; t < lines.size(); ++t)
+      if (next[t] < lines[t].size() && (!pick || before(lines[t][next[t]], lines[*pick][next[*pick]]))) pick = t;
+    ordered.push_back(std::move(lines[*pick][next[*pick]++]));
+  }
+  return ordered;
+}
+
 void Engine::admitQueued() {
   queue_.clearDirty();
   if (queue_.empty()) {
@@ -264,38 +335,40 @@ void Engine::admitQueued() {
   const auto started = std::chrono::steady_clock::now();
 
   // Fair share: each tenant's GPUs held now plus what it held recently (decayed GPU-seconds over the half-life,
-  // in GPUs), per unit of its share.
-  std::map<std::string, double, std::less<>> charge;
-  for (const auto& [id, op] : queue_.waiting()) charge.emplace(op.tenant, 0.0);
-  const auto held = recentUse_.pass(heldGpusByTenant(), clock_.now());
-  for (auto& [tenant, c] : charge) {
-    if (auto h = held.find(tenant); h != held.end()) c = h->second;
+  // in GPUs), per unit of its share; the fair line over every tenant that waits, holds, remembers use or has a share.
+  const RecentUse::Charges used = recentUse_.pass(heldGpusByTenant(), clock_.now());
+  std::vector<std::string> tenants;
+  for (const auto& [id, op] : queue_.waiting()) tenants.push_back(op.tenant);
+  for (const auto& [tenant, gpus] : used) tenants.push_back(tenant);
+  for (const auto& [tenant, quota] : options_.quotas)
+    if (quota.share) tenants.push_back(tenant);
+  const admission::TenantShares shares(tenants, used, [&](std::string_view tenant) {
     auto quota = options_.quotas.find(tenant);
-    c /= quota == options_.quotas.end() || !quota->second.share ? 1.0 : *quota->second.share;
-  }
-  std::vector<const Operation*> order;
-  order.reserve(queue_.size());
-  for (const auto& [id, op] : queue_.waiting()) order.push_back(&op);
-  std::sort(order.begin(), order.end(), [&](const Operation* a, const Operation* b) {
-    if (a->queued->priority != b->queued->priority) return a->queued->priority > b->queued->priority;
-    const double ca = charge[a->tenant], cb = charge[b->tenant];
-    if (ca != cb) return ca < cb;
-    if (a->queued->enqueuedAt != b->queued->enqueuedAt) return a->queued->enqueuedAt < b->queued->enqueuedAt;
-    return a->id < b->id;
+    return quota == options_.quotas.end() || !quota->second.share ? 1.0 : *quota->second.share;
   });
+  const std::vector<Admittable> order = admissionOrder(shares);
   std::vector<OperationId> ids;
   ids.reserve(order.size());
-  for (const Operation* op : order) ids.push_back(op->id);
+  for (const Admittable& a : order) ids.push_back(a.id);
 
   queue_.beginPass();
   // A preemption whose request was admitted or left the queue is over (victims not yet decomposed keep running).
   preemptions_.endIfHeadLeft([this](const OperationId& id) { return queue_.contains(id); });
+  AdmissionHandle handle(*this);
+  admission::Pass pass{shares, false, {}};
   std::map<std::string, std::string> failedShapes;  // shape -> why it does not fit: the same answer for the same shape
   std::size_t admitted = 0;
-  for (const auto& id : ids) {
+  for (const auto& [id, waiting] : order) {
     const Operation* queued = queue_.find(id);
     if (queued == nullptr) continue;
     const Operation& op = *queued;
+    std::optional<std::string> skipped;
+    for (const auto& preFilter : admission_->preFilters)
+      if ((skipped = preFilter->skip(op, waiting, pass))) break;
+    if (skipped) {
+      queue_.setWhy(id, std::move(*skipped));
+      continue;
+    }
     const std::string key = shapeKey(*op.queued, op.tenant);
     if (auto failed = failedShapes.find(key); failed != failedShapes.end()) {
       queue_.setWhy(id, failed->second);
@@ -306,37 +379,23 @@ void Engine::admitQueued() {
       const std::string why = decision.error ? shortReason(decision.error->message, unexplainedHosts(decision)) : "it does not fit";
       failedShapes.emplace(key, why);
       queue_.setWhy(id, why);
-      const Preemption* preemption = preemptions_.current();
-      if (!queue_.shadow() && preemption && preemption->head == id) {
-        // Its victims are on notice or going: what they free is the head's.
-        queue_.setShadow({id, preemption->decomposeAt, preemption->placement});
-      } else if (!queue_.shadow() && !preemption && planPreemption(op)) {
-        preemption = preemptions_.current();
-        queue_.setShadow({id, preemption->decomposeAt, preemption->placement});
-        // The head's tenant sees which of its own systems go; another tenant's only as a count (issue 58, N4).
-        std::vector<std::string> own;
-        std::size_t others = 0;
-        for (const auto& v : preemption->victims)
-          if (const System* s = state_->system(v); s && s->tenant == op.tenant) own.push_back(v);
-          else ++others;
-        if (others > 0) own.push_back(fmt::format("{} system{} of other tenants", others, others == 1 ? "" : "s"));
-        queue_.setWhy(id, fmt::format("{}; preempting {} at {}", why, fmt::join(own, ", "), formatTimestamp(preemption->decomposeAt)));
-      } else if (!queue_.shadow()) {
-        queue_.setShadow(leaseShadowOf(op));
-      }
+      // The first that does not fit is the head: the post-filters promise it a time and a place.
+      pass.headWaits = true;
+      if (!queue_.shadow())
+        for (const auto& postFilter : admission_->postFilters)
+          if (auto promise = postFilter->promise(op, waiting, why, pass, handle)) {
+            queue_.setShadow(std::move(promise->shadow));
+            if (promise->why) queue_.setWhy(id, std::move(*promise->why));
+            break;
+          }
       continue;
     }
     const Placement& placement = *decision.placement;
-    if (auto quota = checkQuota(op.tenant, 0, holdingOf(placement.devices)); !quota) {
-      queue_.setWhy(id, quota.error().message);
-      continue;
-    }
-    if (auto policy = hostPolicy(placement.hostId); !policy) {
-      queue_.setWhy(id, policy.error().message);
-      continue;
-    }
-    if (auto why = delaysHead(placement, op.queued->leaseSeconds, op.tenant, op.queued->priority)) {
-      queue_.setWhy(id, *why);
+    std::optional<std::string> refused;
+    for (const auto& permit : admission_->permits)
+      if ((refused = permit->refuse(op, placement, handle))) break;
+    if (refused) {
+      queue_.setWhy(id, std::move(*refused));
       continue;
     }
     Operation admitting = op;

@@ -40,6 +40,17 @@ TEST_F(DaemonTest, PlacementProfileFromTheCommandLine) {
   EXPECT_EQ(devices, (std::set<std::string>{"sw0-gpu4", "sw0-gpu5"})) << systems.dump();
 }
 
+TEST_F(DaemonTest, AdmissionProfileFromTheCommandLine) {
+  EXPECT_FALSE(daemon_->start({"--admission-queue-sort", "age", "--admission-queue-sort", "age"}));
+  EXPECT_NE(daemon_->log().find("queue-sort plugin 'age' named twice"), std::string::npos) << daemon_->log();
+
+  startDaemon({"--admission-profile", "share-first", "--admission-queue-sort", "share-first", "--admission-queue-sort", "age"});
+  EXPECT_NE(daemon_->log().find("admission profile share-first: queue sort share-first, age; pre-filter backfill-per-tenant; permit quota, host-policy, head-shadow"),
+            std::string::npos)
+      << "the log says which rules admit: " << daemon_->log();
+  ASSERT_EQ(yardctl("compose a --gpus 1").exitCode, 0);
+}
+
 TEST_F(DaemonTest, ComposeListDecomposeWithYardctl) {
   startDaemon();
   auto composed = yardctl("compose train-a --gpus 4 --p2p required --label team=ml");

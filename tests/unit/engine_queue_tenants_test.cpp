@@ -115,5 +115,98 @@ TEST_F(EngineQueueTest, ATenantCannotSeeOrCancelAnotherTenantsQueuedRequest) {
   ASSERT_TRUE(engine_->cancelQueued(alice, mine.id));
 }
 
+// Admission profiles (issue 59, ADR 0032). The pool full (team-a's "a" and the default tenant's "x", 8 GPUs each);
+// team-a queues a batch request, then team-b, holding nothing, a spot one.
+class EngineAdmissionProfileTest : public EngineQueueTest {
+ protected:
+  void startWith(std::string_view profile, std::vector<std::string> queueSort = {}) {
+    auto built = admission::buildProfile(profile, queueSort);
+    ASSERT_TRUE(built) << built.error().message;
+    configure_ = [p = *built](EngineOptions& o) { o.admission = p; };
+    start();
+    auto a = want("a", 8);
+    a.placement.tenant = "team-a";
+    composeWith(a);
+    compose("x", 8);
+    enqueue(queued("a-batch", 8, "batch", "team-a"));
+    clock_.advance(1s);
+    enqueue(queued("b-spot", 8, "spot", "team-b"));
+  }
+};
+
+TEST_F(EngineAdmissionProfileTest, TheDefaultProfileOrdersTheHigherClassFirstAcrossTenants) {
+  startWith("switchyard-v1");
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-batch", "b-spot"}));
+  run(engine_->decompose(Caller::local(), "x"));
+  EXPECT_NE(engine_->getSystem("a-batch")->state, SystemState::kQueued);
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-spot"}));
+}
+
+TEST_F(EngineAdmissionProfileTest, ShareFirstPutsATenantUnderItsShareBeforeAHigherClassOfOneAbove) {
+  // team-a holds 8, the default tenant 8, team-b nothing: the line is 16 GPUs over 3 tenants; team-b is under it.
+  startWith("share-first");
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-spot", "a-batch"}));
+  run(engine_->decompose(Caller::local(), "x"));
+  EXPECT_NE(engine_->getSystem("b-spot")->state, SystemState::kQueued) << "admitted ahead of a higher class of a tenant above its share";
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-batch"}));
+}
+
+TEST_F(EngineAdmissionProfileTest, AQueueSortOfAgeAloneIsFirstComeFirstServed) {
+  quotas_["team-b"].share = 100.0;  // fair share would favour team-b, and spot is the lower class: age alone decides
+  startWith("switchyard-v1", {"age"});
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-batch", "b-spot"}));
+  clock_.advance(1s);
+  enqueue(queued("production", 8, "production", "team-b"));
+  EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-batch", "b-spot", "production"}));
+}
+
+TEST_F(EngineAdmissionProfileTest, ShareFirstTriesSixteenRequestsOfATenantBesideAWaitingHeadAPass) {
+  startWith("share-first");  // b-spot (team-b, under its share) is the head, and waits
+  for (int i = 0; i < 18; ++i) enqueue(queued(fmt::format("a-small-{:02}", i), 1, "batch", "team-a"));
+  const auto queue = *engine_->listQueue();
+  ASSERT_EQ(queue.size(), 20u);
+  EXPECT_EQ(queue.front().name, "b-spot");
+  int capped = 0;
+  for (const auto& e : queue)
+    if (e.waitingFor.find("had 16 requests tried beside the queue's head") != std::string::npos) ++capped;
+  EXPECT_EQ(capped, 3) << "a-batch and 15 small ones were tried; three small ones wait for the next pass";
+}
+
+// team-a holds 8 GPUs and asks for 8 more in the production class; team-b's spot system holds the other 8. Why the
+// request waits, under `profile`.
+class EngineSharePreemptionTest : public EngineQueueTest {
+ protected:
+  std::string urgentWaitsFor(std::string_view profile) {
+    auto built = admission::buildProfile(profile);
+    EXPECT_TRUE(built);
+    if (!built) return {};
+    configure_ = [p = *built](EngineOptions& o) { o.admission = p; };
+    start();
+    auto a = want("a", 8);
+    a.placement.tenant = "team-a";
+    composeWith(a);
+    auto spot = want("b-spot", 8);
+    spot.priorityClass = "spot";
+    spot.placement.tenant = "team-b";
+    composeWith(spot);
+    enqueue(queued("a-urgent", 8, "production", "team-a"));
+    const auto queue = *engine_->listQueue();
+    EXPECT_EQ(queue.size(), 1u);
+    return queue.empty() ? std::string() : queue.front().waitingFor;
+  }
+};
+
+TEST_F(EngineSharePreemptionTest, TheDefaultProfileTakesFromALowerClassWhateverTheTenantsShares) {
+  const std::string why = urgentWaitsFor("switchyard-v1");
+  EXPECT_NE(why.find("preempting 1 system of other tenants"), std::string::npos) << why;
+}
+
+TEST_F(EngineSharePreemptionTest, ShareFirstDoesNotTakeFromATenantThatWouldEndBelowThePreemptor) {
+  // team-a with 16 GPUs would be charged more than team-b with none.
+  const std::string why = urgentWaitsFor("share-first");
+  EXPECT_EQ(why.find("preempting"), std::string::npos) << why;
+  EXPECT_TRUE(engine_->getSystem("b-spot")) << "team-b's system stays";
+}
+
 }  // namespace
 }  // namespace switchyard

@@ -11,6 +11,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "composer/engine/admission/queue_sort.h"
 #include "tests/bench/packing/fair_share.h"
 #include "tests/bench/packing/sim_pool.h"
 
@@ -72,11 +73,31 @@ struct Preemption {
   std::vector<std::pair<size_t, uint32_t>> victims;  // slot, generation
 };
 
+// The ledger as admission's queue-sort plugins read it (their GPUs are the ledger's thousandths).
+class LedgerShares final : public admission::ShareBook {
+ public:
+  explicit LedgerShares(const FairShareLedger& ledger) : ledger_(ledger) {}
+  double charge(admission::TenantIndex t) const override { return ledger_.charge(t); }
+  double chargeWith(admission::TenantIndex t, double gpus) const override { return ledger_.chargeWith(t, std::llround(gpus * 1000)); }
+  bool belowFairLine(admission::TenantIndex t) const override { return ledger_.belowFairLine(t); }
+
+ private:
+  const FairShareLedger& ledger_;
+};
+
+// yardd's admission profiles' queue sorts (composer/engine/admission/admission_profile.cpp): switchyard-v1, or
+// share-first.
+admission::QueueSort queueSortOf(const LoopRules& r) {
+  const std::vector<std::string> names = r.shareFirst ? std::vector<std::string>{"share-first", "priority-class", "age"}
+                                                      : std::vector<std::string>{"priority-class", "fair-share", "age"};
+  return *admission::QueueSort::of(names);
+}
+
 class LoopSim {
  public:
   LoopSim(SimPool& pool, const std::vector<TracePod>& pods, sharing::SharePolicy& policy, const LoopOptions& o)
       : pool_(pool), pods_(pods), policy_(policy), o_(o), a_(o.arrivals), r_(o.rules),
-        fairShare_(o.workload.tenantWeights, o.rules.fairShareHalfLifeSeconds) {
+        fairShare_(o.workload.tenantWeights, o.rules.fairShareHalfLifeSeconds), shares_(fairShare_), sort_(queueSortOf(o.rules)) {
     const size_t tenants = o.workload.tenantWeights.size();
     if (tenants == 0 || o.workload.tenantDemand.size() != tenants) throw std::invalid_argument("one weight and one demand per tenant");
     for (auto& perTenant : queues_) perTenant.resize(tenants);
@@ -139,6 +160,10 @@ class LoopSim {
   // allowedBeside, and when it is, counts what the job takes against its tenant's cap (LoopRules::backfillGpusAboveShare).
   bool admitBeside(const SharePlacement& p, size_t job);
   [[nodiscard]] bool orderedBefore(size_t job, size_t other) const;
+  // A job as the queue sort sees it: classes as yardd's values (production highest), age in nanoseconds.
+  [[nodiscard]] admission::Waiting waitingOf(size_t tenant, size_t cls, double since, std::int64_t milli) const {
+    return {tenant, static_cast<int>(kLoopClasses - cls), std::llround(since * 1e9), static_cast<double>(milli) / 1000};
+  }
   bool planPreemption(size_t head);
   [[nodiscard]] Shadow leaseShadow(size_t head);
   void arrive(size_t job);
@@ -165,6 +190,8 @@ class LoopSim {
   size_t besideHead_ = std::numeric_limits<size_t>::max();  // the head the caps below count for
   std::vector<double> besideMilli_;                           // per tenant: GPU-thousandths started beside it
   FairShareLedger fairShare_;
+  LedgerShares shares_;
+  admission::QueueSort sort_;
 
   LoopResult result_;
   std::chrono::steady_clock::duration spent_{};
@@ -286,15 +313,10 @@ void LoopSim::serveFifo() {
 bool LoopSim::orderedBefore(size_t job, size_t other) const {
   const Job& a = jobs_[job];
   const Job& b = jobs_[other];
-  if (r_.shareFirst) {
-    if (a.tenant != b.tenant) {
-      const bool belowA = fairShare_.belowFairLine(a.tenant), belowB = fairShare_.belowFairLine(b.tenant);
-      if (belowA != belowB) return belowA;
-      return fairShare_.chargeWith(a.tenant, request(job).totalGpuMilli()) < fairShare_.chargeWith(b.tenant, request(other).totalGpuMilli());
-    }
-    if (a.cls != b.cls) return a.cls < b.cls;
-    return a.since < b.since;
-  }
+  if (!r_.fairShareLiftsSpot)
+    return sort_.before(waitingOf(a.tenant, a.cls, a.since, request(job).totalGpuMilli()),
+                        waitingOf(b.tenant, b.cls, b.since, request(other).totalGpuMilli()), shares_);
+  // The experiment orders a class as another for some tenants: not a profile of yardd's.
   const size_t ca = orderClass(a.cls, a.tenant), cb = orderClass(b.cls, b.tenant);
   if (ca != cb) return ca < cb;
   if (a.tenant != b.tenant) return charge(a.tenant) < charge(b.tenant);
@@ -482,6 +504,8 @@ void LoopSim::serveLoop() {
   std::vector<size_t> rank(tenants.size());
   for (size_t i = 0; i < tenants.size(); ++i) rank[tenants[i]] = i;
   std::stable_sort(order.begin(), order.end(), [&](const auto& x, const auto& y) {
+    // The queues of one class and tenant as the queue sort orders them (age apart: each queue is in age order).
+    if (!r_.fairShareLiftsSpot) return sort_.before(waitingOf(x.second, x.first, 0, 0), waitingOf(y.second, y.first, 0, 0), shares_);
     const size_t cx = orderClass(x.first, x.second), cy = orderClass(y.first, y.second);
     if (cx != cy) return cx < cy;
     if (x.second != y.second) return rank[x.second] < rank[y.second];
