@@ -181,12 +181,10 @@ void Engine::stop(Duration grace) {
   (void)onControl([this]() -> Result<void> {
     events_.closeAll();
     // Waiters get the operation as it stands (unfinished, resumable) rather than waiting on a halted engine.
-    std::vector<OperationId> waitedFor;
-    for (const auto& [id, waiters] : waiters_) waitedFor.push_back(id);
-    for (const auto& id : waitedFor) {
+    for (const auto& id : waiters_.waitedFor()) {
       if (auto op = active_.find(id); op != active_.end()) completeWaiters(id, op->second);
       else if (const Operation* queued = queue_.find(id)) completeWaiters(id, *queued);
-      else waiters_.erase(id);  // a standby's wait for an operation it only read in the store: answered kAborted
+      else waiters_.drop(id);  // a standby's wait for an operation it only read in the store: answered kAborted
     }
     pollTimer_->guard.reset();
     control_->stop();
@@ -301,57 +299,40 @@ Result<Operation> Engine::detachOnControl(const Caller& caller, const DetachRequ
   return audited(caller, "detach", request.system, {}, request.requestId, [&](const Acceptance& a) { return acceptDetach(a, request); });
 }
 
-struct Engine::Waiter {
-  Waiter(asio::io_context& io, Completion<Operation> done) : timer(io), once(std::move(done)) {}
-  asio::steady_timer timer;
-  CompleteOnce<Operation> once;
-};
-
 Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done) {
-  auto waiter = std::make_shared<Waiter>(*control_, std::move(done));
-  // Cancelling releases the waiter on the control thread: out of waiters_, its timer stopped, answered kAborted.
-  CancelWait cancel = [this, id, weak = std::weak_ptr<Waiter>(waiter)] {
+  auto wait = waiters_.make(std::move(done));
+  // Cancelling releases the wait on the control thread: it leaves, its timer stopped, answered kAborted.
+  CancelWait cancel = [this, id, weak = std::weak_ptr<OperationWaiters::Wait>(wait)] {
     if (weak.expired()) return;
     postToControl([this, id, weak](bool running) {
       auto w = weak.lock();
       if (!w || !running) return;
-      if (auto it = waiters_.find(id); it != waiters_.end()) {
-        std::erase(it->second, w);
-        if (it->second.empty()) waiters_.erase(it);
-      }
-      w->timer.cancel();
-      w->once.complete(fail(Code::kAborted, fmt::format("the wait for {} was cancelled", id)));
+      waiters_.cancel(id, w);
     });
   };
-  postToControl([this, id, timeout, waiter](bool running) {
-    if (!running) return;  // the waiter is dropped: kAborted
+  postToControl([this, id, timeout, wait](bool running) {
+    if (!running) return;  // the wait is dropped: kAborted
     if (!active_.contains(id) && !queue_.contains(id)) {
       auto stored = store_.getOperation(id);
-      if (!stored) return waiter->once.complete(fail(stored.error()));
-      if (!*stored) return waiter->once.complete(fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)));
+      if (!stored) return OperationWaiters::answer(*wait, fail(stored.error()));
+      if (!*stored) return OperationWaiters::answer(*wait, fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)));
       // A standby may read an operation the leader started after the standby's last refresh: wait for it.
-      if (!replica_ || (*stored)->finished()) return waiter->once.complete(std::move(**stored));
+      if (!replica_ || (*stored)->finished()) return OperationWaiters::answer(*wait, std::move(**stored));
     }
     // A halted engine (its store failed, or stop's grace ran out) finishes nothing: say how it stands now,
     // rather than wait for an end that cannot come (a start whose resume hit a failed store hung here).
     if (halted_ && !replica_)
-      if (auto it = active_.find(id); it != active_.end()) return waiter->once.complete(it->second);
-    waiters_[id].push_back(waiter);
-    waiter->timer.expires_after(timeout);
-    waiter->timer.async_wait([this, id, weak = std::weak_ptr<Waiter>(waiter)](const boost::system::error_code& ec) {
+      if (auto it = active_.find(id); it != active_.end()) return OperationWaiters::answer(*wait, it->second);
+    waiters_.add(id, wait, timeout, [this, id](OperationWaiters::Wait& w) {  // its time is up: as it stands
       CommitPoint commit{*this};
-      auto w = weak.lock();
-      if (ec || !w) return;  // answered already
-      if (auto it = waiters_.find(id); it != waiters_.end()) {
-        std::erase(it->second, w);
-        if (it->second.empty()) waiters_.erase(it);
-      }
-      if (auto op = active_.find(id); op != active_.end()) return w->once.complete(op->second);
-      if (const Operation* op = queue_.find(id)) return w->once.complete(*op);
+      if (auto op = active_.find(id); op != active_.end()) return OperationWaiters::answer(w, op->second);
+      if (const Operation* op = queue_.find(id)) return OperationWaiters::answer(w, *op);
       if (replica_) {  // still running on the leader as far as the store said
         auto stored = store_.getOperation(id);
-        if (!stored || !*stored) return w->once.complete(stored ? fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)) : fail(stored.error()));
-        w->once.complete(std::move(**stored));
+        if (!stored || !*stored)
+          return OperationWaiters::answer(w, stored ? fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id))
+                                                    : fail(stored.error()));
+        OperationWaiters::answer(w, std::move(**stored));
       }
     });
   });
@@ -378,14 +359,7 @@ Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::mill
 }
 
 void Engine::completeWaiters(const OperationId& id, const Operation& op) {
-  auto it = waiters_.find(id);
-  if (it == waiters_.end()) return;
-  auto waiters = std::move(it->second);
-  waiters_.erase(it);
-  for (auto& w : waiters) w->timer.cancel();
-  toOutbox([waiters = std::move(waiters), op] {
-    for (auto& w : waiters) w->once.complete(op);
-  });
+  if (auto answer = waiters_.takeAll(id, op)) toOutbox(std::move(answer));
 }
 
 std::shared_ptr<EventStream> Engine::subscribe() {
@@ -519,9 +493,7 @@ void Engine::halt(const std::string& why, const std::string& logLine) {
   halted_ = true;
   haltedForReaders_ = true;
   // No operation will finish now: whoever waits for one gets it as it stands (resumable at the next start).
-  std::vector<OperationId> waitedFor;
-  for (const auto& [id, waiters] : waiters_) waitedFor.push_back(id);
-  for (const auto& id : waitedFor)
+  for (const auto& id : waiters_.waitedFor())
     if (auto it = active_.find(id); it != active_.end()) completeWaiters(id, it->second);
 }
 

@@ -49,6 +49,7 @@
 #include "composer/engine/event_log.h"
 #include "composer/engine/idle_tracker.h"
 #include "composer/engine/lease_watch.h"
+#include "composer/engine/operation_waiters.h"
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
 #include "composer/engine/request_queue.h"
@@ -556,8 +557,7 @@ class Engine {
   // Everything below is touched on the control thread only.
   std::unique_ptr<PoolState> state_;
   std::unordered_map<OperationId, Operation> active_;
-  struct Waiter;
-  std::unordered_map<OperationId, std::vector<std::shared_ptr<Waiter>>> waiters_;
+  OperationWaiters waiters_{*control_};  // who waits for which operation (waitOperation), each answered once
   EventLog events_;  // events' numbers, the newest stored (any thread), live subscribers
   std::uint64_t lastAuditSequence_ = 0;
   std::uint64_t lastSystemNumber_ = 0;

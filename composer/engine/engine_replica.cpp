@@ -105,11 +105,7 @@ Result<void> Engine::refreshReplica() {
   const bool sameInventory = inventoryNow != 0 && inventoryNow == builtFrom;
   SY_ASSIGN(StoreSnapshot snapshot, store_.load(sameInventory ? LoadScope::kWithoutInventory : LoadScope::kEverything));
   SY_ASSIGN(std::vector<Event> fresh, store_.listEvents(published, kReplicaEventBatch));
-  SY_ASSIGN(auto waitedFor, onControl([this]() -> Result<std::vector<OperationId>> {
-              std::vector<OperationId> ids;
-              for (const auto& [id, waiters] : waiters_) ids.push_back(id);
-              return ids;
-            }));
+  SY_ASSIGN(auto waitedFor, onControl([this]() -> Result<std::vector<OperationId>> { return waiters_.waitedFor(); }));
   std::set<OperationId> stillRunning;
   for (const auto& op : snapshot.unfinishedOperations) stillRunning.insert(op.id);
   std::vector<Operation> ended;

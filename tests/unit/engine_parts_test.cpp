@@ -1,8 +1,10 @@
 // The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
 // recent use, the disruption budget, the lease watch, the preemption plan, the reservation book, the event log, the
-// request queue, the quota check, reconcile's comparison with the fabric. The engine tests (engine_queue_test.cpp and others) check
+// request queue, the quota check, the operations' waiters, reconcile's comparison with the fabric. The engine tests (engine_queue_test.cpp and others) check
 // the same rules through the whole engine; these pin each part's own contract.
 #include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
 
 #include <chrono>
 #include <climits>
@@ -12,6 +14,7 @@
 #include "composer/engine/event_log.h"
 #include "composer/engine/fabric_comparison.h"
 #include "composer/engine/lease_watch.h"
+#include "composer/engine/operation_waiters.h"
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
 #include "composer/engine/recent_use.h"
@@ -339,6 +342,74 @@ TEST(FabricComparison, FindsWhatTheFabricDisagreesWithAndLeavesBusyDevicesToThei
   EXPECT_EQ(healed.systems[0].updated.state, SystemState::kComposed);
   EXPECT_EQ(healed.systems[0].updated.stateReason, "");
   EXPECT_TRUE(healed.systems[0].stateChanged);
+}
+
+// OperationWaiters: each wait answered exactly once, whichever way it ends.
+class OperationWaitersTest : public ::testing::Test {
+ protected:
+  struct Answers {
+    std::vector<Result<Operation>> got;
+  };
+  OperationWaiters::Answer recordInto(const std::shared_ptr<Answers>& a) {
+    return [a](Result<Operation> r) { a->got.push_back(std::move(r)); };
+  }
+  static Operation operation(const std::string& id, OperationState state) {
+    Operation op;
+    op.id = id;
+    op.state = state;
+    return op;
+  }
+  boost::asio::io_context io_;
+  OperationWaiters waiters_{io_};
+};
+
+TEST_F(OperationWaitersTest, TakingAnOperationsWaitsAnswersEachOnceWithItAndStopsTheirTimers) {
+  auto a = std::make_shared<Answers>();
+  int timeouts = 0;
+  for (int i = 0; i < 2; ++i)
+    waiters_.add("op-1", waiters_.make(recordInto(a)), std::chrono::milliseconds(1), [&](OperationWaiters::Wait&) { ++timeouts; });
+  waiters_.add("op-2", waiters_.make(recordInto(a)), std::chrono::hours(1), [&](OperationWaiters::Wait&) { ++timeouts; });
+  EXPECT_EQ(waiters_.waitedFor().size(), 2u);
+  auto answer = waiters_.takeAll("op-1", operation("op-1", OperationState::kSucceeded));
+  ASSERT_TRUE(answer);
+  EXPECT_TRUE(a->got.empty()) << "answered when the engine runs the call, at its commit point";
+  answer();
+  ASSERT_EQ(a->got.size(), 2u);
+  for (const auto& r : a->got) EXPECT_EQ(r->state, OperationState::kSucceeded);
+  EXPECT_FALSE(waiters_.takeAll("op-1", operation("op-1", OperationState::kSucceeded))) << "nobody waits for it now";
+  EXPECT_EQ(waiters_.waitedFor(), std::vector<OperationId>{"op-2"});
+  io_.run_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(timeouts, 0) << "their timers were stopped";
+}
+
+TEST_F(OperationWaitersTest, AWaitWhoseTimeIsUpLeavesAndIsAnsweredByTheEngine) {
+  auto a = std::make_shared<Answers>();
+  waiters_.add("op-1", waiters_.make(recordInto(a)), std::chrono::milliseconds(1), [](OperationWaiters::Wait& w) {
+    OperationWaiters::answer(w, operation("op-1", OperationState::kRunning));
+  });
+  io_.run_for(std::chrono::milliseconds(50));
+  ASSERT_EQ(a->got.size(), 1u);
+  EXPECT_EQ(a->got.front()->state, OperationState::kRunning) << "as it stands";
+  EXPECT_TRUE(waiters_.empty());
+}
+
+TEST_F(OperationWaitersTest, ACancelledWaitIsAnsweredAbortedAndADroppedOneAbortedToo) {
+  auto a = std::make_shared<Answers>();
+  auto wait = waiters_.make(recordInto(a));
+  waiters_.add("op-1", wait, std::chrono::hours(1), [](OperationWaiters::Wait&) { FAIL() << "cancelled before its time"; });
+  waiters_.cancel("op-1", wait);
+  ASSERT_EQ(a->got.size(), 1u);
+  EXPECT_EQ(a->got.front().error().code, Code::kAborted);
+  EXPECT_EQ(a->got.front().error().message, "the wait for op-1 was cancelled");
+  waiters_.cancel("op-1", wait);
+  EXPECT_EQ(a->got.size(), 1u) << "once";
+  EXPECT_TRUE(waiters_.empty());
+
+  waiters_.add("op-2", waiters_.make(recordInto(a)), std::chrono::hours(1), [](OperationWaiters::Wait&) {});
+  waiters_.drop("op-2");
+  ASSERT_EQ(a->got.size(), 2u);
+  EXPECT_EQ(a->got.back().error().message, "yardd is shutting down");
+  io_.run_for(std::chrono::milliseconds(5));
 }
 
 }  // namespace
