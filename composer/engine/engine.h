@@ -403,6 +403,9 @@ class Engine {
     admission::Waiting waiting;
   };
   [[nodiscard]] std::vector<Admittable> admissionOrder(const admission::TenantShares& shares) const;
+  // The tenants' shares for a pass from their use (RecentUse): every tenant that waits, uses, has a share set, and
+  // `alsoTenant` (a plan's).
+  [[nodiscard]] admission::TenantShares sharesOf(const RecentUse::Charges& used, const std::string& alsoTenant = {}) const;
   // Forgets the lease and preemption bookkeeping of systems and requests that are gone (their maps would
   // otherwise only grow).
   void pruneEndedBookkeeping();

@@ -293,6 +293,18 @@ class Engine::AdmissionHandle final : public admission::Handle {
   Engine& e_;
 };
 
+admission::TenantShares Engine::sharesOf(const RecentUse::Charges& used, const std::string& alsoTenant) const {
+  std::vector<std::string> tenants{alsoTenant};
+  for (const auto& [id, op] : queue_.waiting()) tenants.push_back(op.tenant);
+  for (const auto& [tenant, gpus] : used) tenants.push_back(tenant);
+  for (const auto& [tenant, quota] : options_.quotas)
+    if (quota.share) tenants.push_back(tenant);
+  return admission::TenantShares(tenants, used, [&](std::string_view tenant) {
+    auto quota = options_.quotas.find(tenant);
+    return quota == options_.quotas.end() || !quota->second.share ? 1.0 : *quota->second.share;
+  });
+}
+
 std::vector<Engine::Admittable> Engine::admissionOrder(const admission::TenantShares& shares) const {
   const admission::QueueSort& sort = admission_->queueSort;
   std::vector<Admittable> entries;
@@ -336,16 +348,7 @@ void Engine::admitQueued() {
 
   // Fair share: each tenant's GPUs held now plus what it held recently (decayed GPU-seconds over the half-life,
   // in GPUs), per unit of its share; the fair line over every tenant that waits, holds, remembers use or has a share.
-  const RecentUse::Charges used = recentUse_.pass(heldGpusByTenant(), clock_.now());
-  std::vector<std::string> tenants;
-  for (const auto& [id, op] : queue_.waiting()) tenants.push_back(op.tenant);
-  for (const auto& [tenant, gpus] : used) tenants.push_back(tenant);
-  for (const auto& [tenant, quota] : options_.quotas)
-    if (quota.share) tenants.push_back(tenant);
-  const admission::TenantShares shares(tenants, used, [&](std::string_view tenant) {
-    auto quota = options_.quotas.find(tenant);
-    return quota == options_.quotas.end() || !quota->second.share ? 1.0 : *quota->second.share;
-  });
+  const admission::TenantShares shares = sharesOf(recentUse_.pass(heldGpusByTenant(), clock_.now()));
   const std::vector<Admittable> order = admissionOrder(shares);
   std::vector<OperationId> ids;
   ids.reserve(order.size());

@@ -32,7 +32,13 @@ Result<Engine::PlanOutcome> Engine::planOnControl(const PlacementRequest& reques
   }
   PlanOutcome outcome{place(*placement_, state_->pool(), wanted, &state_->placementIndex()), {}, {}};
   if (outcome.decision.placement || cls == nullptr || !cls->preempting) return outcome;
-  if (auto choice = chooseVictims(wanted, *cls)) {
+  // The victims a pass would take: the admission profile's preemption rule (none: it never preempts).
+  const admission::PreemptingPostFilter* rule = admission_->preemption();
+  if (rule == nullptr) return outcome;
+  const admission::TenantShares shares = sharesOf(recentUse_.peek(heldGpusByTenant(), clock_.now()), request.tenant);
+  const admission::Pass pass{shares, true, {}};
+  const admission::Waiting waiting{shares.index(request.tenant), cls->value, clock_.now(), admission::gpusAsked(wanted)};
+  if (auto choice = chooseVictims(wanted, *cls, rule->mayTake(request.tenant, waiting, pass))) {
     for (const System* v : choice->victims)
       outcome.wouldPreempt.push_back({v->id, v->name, v->tenant,
                                       v->priorityClass.empty() ? std::string(kDefaultPriorityClass) : v->priorityClass,

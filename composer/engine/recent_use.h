@@ -23,6 +23,11 @@ class RecentUse {
   // into the history (as if each tenant held, since that pass, what it held then) and answers each tenant's
   // charge in GPUs: held now, plus its decayed GPU-seconds over one half-life.
   [[nodiscard]] Charges pass(const Charges& heldNow, Timestamp now);
+  // The charges a pass at `now` would answer, the history left as it is (a dry run: yardctl plan).
+  [[nodiscard]] Charges peek(const Charges& heldNow, Timestamp now) const {
+    RecentUse copy = *this;
+    return copy.pass(heldNow, now);
+  }
 
   // Tenants remembered (holding GPUs or with a second or more of history): the bookkeeping's size.
   [[nodiscard]] std::size_t tenants() const { return tenants_.size(); }

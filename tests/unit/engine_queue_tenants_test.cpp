@@ -208,5 +208,33 @@ TEST_F(EngineSharePreemptionTest, ShareFirstDoesNotTakeFromATenantThatWouldEndBe
   EXPECT_TRUE(engine_->getSystem("b-spot")) << "team-b's system stays";
 }
 
+// A dry run (yardctl plan) takes the victims the pass would: the profile's rule.
+TEST_F(EngineSharePreemptionTest, APlanNamesTheVictimsTheProfilesPreemptionWouldTake) {
+  for (const std::string profile : {"switchyard-v1", "share-first"}) {
+    SCOPED_TRACE(profile);
+    auto built = admission::buildProfile(profile);
+    ASSERT_TRUE(built);
+    configure_ = [p = *built](EngineOptions& o) { o.admission = p; };
+    start();
+    if (profile == "switchyard-v1") {
+      auto a = want("a", 8);
+      a.placement.tenant = "team-a";
+      composeWith(a);
+      auto spot = want("b-spot", 8);
+      spot.priorityClass = "spot";
+      spot.placement.tenant = "team-b";
+      composeWith(spot);
+    }
+    PlacementRequest urgent;
+    urgent.gpuCount = 8;
+    urgent.tenant = "team-a";
+    auto plan = engine_->plan(urgent, "production");
+    ASSERT_TRUE(plan) << plan.error().message;
+    EXPECT_FALSE(plan->decision.placement);
+    // team-a with 16 GPUs would be charged more than team-b with none: share-first takes nothing.
+    EXPECT_EQ(plan->wouldPreempt.size(), profile == "switchyard-v1" ? 1u : 0u);
+  }
+}
+
 }  // namespace
 }  // namespace switchyard

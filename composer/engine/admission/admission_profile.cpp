@@ -16,6 +16,13 @@ double gpusAsked(const QueuedRequest& q) {
   return gpus;
 }
 
+double gpusAsked(const PlacementRequest& r) {
+  double gpus = r.gpuCount > 0 ? r.gpuCount : static_cast<double>(r.devices.size());
+  gpus += r.gpuShareMilli / 1000.0;
+  for (MigProfile p : r.gpuInstances) gpus += computeSlices(p) / 7.0;
+  return gpus;
+}
+
 namespace {
 
 // Share-first's bounds (the trace loop's rule A, docs/benchmarks/packing.md section 10).
@@ -67,28 +74,25 @@ class HeadShadowPermit final : public PermitPlugin {
   }
 };
 
-class PreemptionPostFilter final : public PostFilterPlugin {
+class PreemptionPostFilter final : public PreemptingPostFilter {
  public:
   std::string_view name() const override { return "preemption"; }
-  std::optional<Promise> promise(const Operation& head, const Waiting&, const std::string& why, const Pass&, Handle& engine) const override {
-    return engine.preemptFor(head, why, {});
-  }
+  Handle::VictimFilter mayTake(const std::string&, const Waiting&, const Pass&) const override { return {}; }
 };
 
 // Preemption that does not invert shares: another tenant's system is a victim only when the preemptor's charge
 // with the request stays under the victim tenant's charge after the eviction, by the hysteresis.
-class SharePreemptionPostFilter final : public PostFilterPlugin {
+class SharePreemptionPostFilter final : public PreemptingPostFilter {
  public:
   std::string_view name() const override { return "share-preemption"; }
-  std::optional<Promise> promise(const Operation& head, const Waiting& waiting, const std::string& why, const Pass& pass,
-                                 Handle& engine) const override {
+  Handle::VictimFilter mayTake(const std::string& tenant, const Waiting& waiting, const Pass& pass) const override {
     const double preemptor = pass.shares.chargeWith(waiting.tenant, waiting.gpus);
-    return engine.preemptFor(head, why, [&](const System& victim) {
-      if (victim.tenant == head.tenant) return true;
-      const auto v = pass.shares.find(victim.tenant);
-      const double after = v ? pass.shares.chargeWith(*v, -static_cast<double>(victim.bindings.size())) : 0;
+    return [&shares = pass.shares, tenant, preemptor](const System& victim) {
+      if (victim.tenant == tenant) return true;
+      const auto v = shares.find(victim.tenant);
+      const double after = v ? shares.chargeWith(*v, -static_cast<double>(victim.bindings.size())) : 0;
       return preemptor * (1 + kPreemptionHysteresis) <= after;
-    });
+    };
   }
 };
 
@@ -183,6 +187,12 @@ std::string Profile::describe() const {
   return fmt::format("{}: queue sort {}; pre-filter {}; permit {}; post-filter {}", name, fmt::join(queueSort.names(), ", "),
                      preFilterNames.empty() ? std::string("none") : fmt::format("{}", fmt::join(preFilterNames, ", ")),
                      fmt::join(permitNames, ", "), fmt::join(postFilterNames, ", "));
+}
+
+const PreemptingPostFilter* Profile::preemption() const {
+  for (const auto& p : postFilters)
+    if (const auto* preempting = dynamic_cast<const PreemptingPostFilter*>(p.get())) return preempting;
+  return nullptr;
 }
 
 std::span<const ProfileEntry> admissionProfiles() { return profileTable(); }

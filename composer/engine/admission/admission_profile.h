@@ -42,6 +42,7 @@ struct Pass {
 // The GPUs a queued request asks for, as fair share counts them: whole GPUs (or named devices), a share as a part of
 // one, MIG instances by their compute slices out of seven.
 [[nodiscard]] double gpusAsked(const QueuedRequest& q);
+[[nodiscard]] double gpusAsked(const PlacementRequest& r);
 
 // What a post-filter promises the head: when and where it goes (backfill keeps off it), and, when it has more to
 // say than the placement's refusal, why it waits.
@@ -94,6 +95,19 @@ class PostFilterPlugin {
                                                        Handle& engine) const = 0;
 };
 
+// A post-filter that preempts. It says which systems it may take for a head, so that a dry run (yardctl plan) takes
+// the same ones a pass would.
+class PreemptingPostFilter : public PostFilterPlugin {
+ public:
+  // Which victims a head of `tenant` asking `waiting` may take in `pass` (empty: any the classes allow). The filter
+  // reads `pass.shares`: use it while they live.
+  [[nodiscard]] virtual Handle::VictimFilter mayTake(const std::string& tenant, const Waiting& waiting, const Pass& pass) const = 0;
+  [[nodiscard]] std::optional<Promise> promise(const Operation& head, const Waiting& waiting, const std::string& why, const Pass& pass,
+                                               Handle& engine) const final {
+    return engine.preemptFor(head, why, mayTake(head.tenant, waiting, pass));
+  }
+};
+
 struct Profile {
   std::string name;
   QueueSort queueSort;
@@ -101,7 +115,9 @@ struct Profile {
   std::vector<std::shared_ptr<const PermitPlugin>> permits;
   std::vector<std::shared_ptr<const PostFilterPlugin>> postFilters;
 
-  [[nodiscard]] std::string describe() const;  // "name: queue sort a, b; pre-filter c; permit d, e; post-filter f, g"
+  [[nodiscard]] std::string describe() const;
+  // The first post-filter that preempts; none: this profile never preempts.
+  [[nodiscard]] const PreemptingPostFilter* preemption() const;  // "name: queue sort a, b; pre-filter c; permit d, e; post-filter f, g"
 };
 
 struct ProfileEntry {
