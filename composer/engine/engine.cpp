@@ -163,7 +163,7 @@ void Engine::stop(Duration grace) {
     pollTimer_->reconcileTimer.cancel();
     pollTimer_->deadlineTimer.cancel();
     pollTimer_->activityTimer.cancel();
-    for (auto& backoff : pollTimer_->backoffs) backoff.cancel();  // not a call yet: the step runs at the next start
+    retries_.cancelAll();  // not a call yet: the step runs at the next start
     if (!active_.empty()) spdlog::warn("stopping with {} operation(s) unfinished; they resume at next start", active_.size());
     writeIdleStretchesAtStop();
     return {};

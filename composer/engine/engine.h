@@ -53,6 +53,7 @@
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
 #include "composer/engine/request_queue.h"
+#include "composer/engine/step_retries.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
 #include "composer/engine/steps/step_kind.h"
@@ -463,7 +464,6 @@ class Engine {
   // stop() cancels the timer, and the step runs at the next start.
   void retryAfter(const OperationId& id, std::size_t step, Duration wait);
   // How long a step waits before its attempt after `attempts` failed ones (EngineOptions::retryBackoff).
-  [[nodiscard]] Duration backoffAfter(int attempts);
   void onStepResult(const OperationId& id, std::size_t step, Result<StepReport> result);
   void recordSuccess(const Operation& op, const Step& step, const StepKind& kind, const StepReport& report, Mutation& m);
   // The host's policy; compose, attach, decompose and detach on a host whose policy is unset are refused.
@@ -582,7 +582,7 @@ class Engine {
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
   int stepCallsInFlight_ = 0;        // switch calls of operation steps: they may change bindings
   std::uint64_t stepResults_ = 0;    // bumps whenever a step's switch call returns: an older binding read is stale
-  std::minstd_rand jitter_{std::random_device{}()};  // retry waits (control thread only)
+  StepRetries retries_{*control_, options_.retryBackoff, options_.maxRetryBackoff};  // failed steps' backoffs and their timers
   ShareDemand shareDemand_;  // the share sizes asked for lately: what share placement keeps servable
   std::set<std::string> knownHostDrifts_;  // the same for host-side drift
   std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event

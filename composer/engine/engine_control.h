@@ -22,7 +22,6 @@ struct Engine::TimerHolder {
   boost::asio::steady_timer reconcileTimer;
   boost::asio::steady_timer deadlineTimer;
   boost::asio::steady_timer activityTimer;
-  std::list<boost::asio::steady_timer> backoffs;  // retries waiting out their backoff (Engine::retryAfter)
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard;
 };
 

@@ -106,25 +106,14 @@ void Engine::advance(const OperationId& id, Mutation carried) {
   (void)flush();
 }
 
-Duration Engine::backoffAfter(int attempts) {
-  if (options_.retryBackoff.count() <= 0) return Duration::zero();
-  const int doublings = std::clamp(attempts - 1, 0, 20);
-  const auto ceiling = std::min<std::chrono::nanoseconds>(options_.retryBackoff * (std::int64_t{1} << doublings), options_.maxRetryBackoff);
-  std::uniform_int_distribution<std::int64_t> half(ceiling.count() / 2, ceiling.count());
-  return Duration(half(jitter_));
-}
-
 void Engine::retryAfter(const OperationId& id, std::size_t step, Duration wait) {
   const Duration real = clock_.timerFor(wait);
   if (real.count() <= 0) {
     dispatch(id, step);
     return;
   }
-  auto& backoffs = pollTimer_->backoffs;
-  auto timer = backoffs.emplace(backoffs.end(), *control_, real);
-  timer->async_wait([this, id, step, timer](const boost::system::error_code& ec) {
-    pollTimer_->backoffs.erase(timer);
-    if (ec || halted_ || !active_.contains(id)) return;  // stopped: the step runs again at the next start
+  retries_.after(real, [this, id, step] {
+    if (halted_ || !active_.contains(id)) return;  // halted: the step runs again at the next start
     CommitPoint commit{*this};
     dispatch(id, step);
   });
@@ -178,7 +167,7 @@ void Engine::onStepResult(const OperationId& id, std::size_t index, Result<StepR
     const bool again = step.compensation ? retryable(error.code) : kind.retries(error);
     if (again && step.attempts < options_.maxStepAttempts && !halted_) {
       if (!step.compensation && kind.undoWhenFailed(error)) step.outcomeUnknown = true;  // it may have been applied
-      const Duration wait = backoffAfter(step.attempts);
+      const Duration wait = retries_.waitAfter(step.attempts);
       step.message = fmt::format("attempt {} failed: {}; retrying in {} ms", step.attempts, error.message,
                                  std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
       spdlog::warn("{}: {}: {}", op.id, describe(step), step.message);

@@ -1,6 +1,6 @@
 // The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
 // recent use, the disruption budget, the lease watch, the preemption plan, the reservation book, the event log, the
-// request queue, the quota check, the operations' waiters, reconcile's comparison with the fabric. The engine tests (engine_queue_test.cpp and others) check
+// request queue, the quota check, the operations' waiters, the steps' retries, reconcile's comparison with the fabric. The engine tests (engine_queue_test.cpp and others) check
 // the same rules through the whole engine; these pin each part's own contract.
 #include <gtest/gtest.h>
 
@@ -20,6 +20,7 @@
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
 #include "composer/engine/request_queue.h"
+#include "composer/engine/step_retries.h"
 #include "tests/support/topology_builder.h"
 
 namespace switchyard {
@@ -410,6 +411,42 @@ TEST_F(OperationWaitersTest, ACancelledWaitIsAnsweredAbortedAndADroppedOneAborte
   ASSERT_EQ(a->got.size(), 2u);
   EXPECT_EQ(a->got.back().error().message, "yardd is shutting down");
   io_.run_for(std::chrono::milliseconds(5));
+}
+
+// StepRetries: the backoff before each attempt, and the timers that wait it out.
+TEST(StepRetries, EachWaitIsBetweenHalfAndAllOfADoublingBackoffUpToTheLongest) {
+  boost::asio::io_context io;
+  StepRetries retries(io, std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
+  auto ms = [](Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+  for (int i = 0; i < 50; ++i) {
+    const auto first = ms(retries.waitAfter(1)), second = ms(retries.waitAfter(2)), late = ms(retries.waitAfter(9));
+    EXPECT_GE(first, 50);
+    EXPECT_LE(first, 100);
+    EXPECT_GE(second, 100);
+    EXPECT_LE(second, 200);
+    EXPECT_GE(late, 1000) << "capped at the longest, 2 s";
+    EXPECT_LE(late, 2000);
+  }
+  StepRetries atOnce(io, std::chrono::milliseconds(0), std::chrono::milliseconds(2000));
+  EXPECT_EQ(atOnce.waitAfter(3).count(), 0);
+}
+
+TEST(StepRetries, ARetryRunsOnceItsWaitIsOverAndNotAfterCancelAll) {
+  boost::asio::io_context io;
+  StepRetries retries(io, std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
+  int ran = 0, cancelled = 0;
+  retries.after(std::chrono::milliseconds(1), [&] { ++ran; });
+  EXPECT_EQ(retries.waiting(), 1u);
+  io.run_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(retries.waiting(), 0u);
+  io.restart();
+  retries.after(std::chrono::hours(1), [&] { ++cancelled; });
+  retries.after(std::chrono::hours(1), [&] { ++cancelled; });
+  retries.cancelAll();
+  io.run_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(cancelled, 0);
+  EXPECT_EQ(retries.waiting(), 0u) << "a cancelled timer leaves the list";
 }
 
 }  // namespace
