@@ -43,6 +43,7 @@
 #include "composer/engine/engine_requests.h"
 #include "composer/model/event_stream.h"
 #include "composer/engine/activity_round.h"
+#include "composer/engine/complete_once.h"
 #include "composer/engine/admission/admission_profile.h"
 #include "composer/engine/admission/tenant_shares.h"
 #include "composer/engine/disruption_budget.h"
@@ -253,26 +254,6 @@ class Engine {
   // The adapters' way in (engine_client.h): EngineCore's calls are these methods, made on the control thread.
   friend class EngineCore;
   friend class EngineClient;
-  // Calls its completion exactly once: with the result, or with kAborted when dropped before that (the
-  // engine stopped before running the call).
-  template <typename T>
-  class CompleteOnce {
-   public:
-    explicit CompleteOnce(Completion<T> done) : done_(std::move(done)) {}
-    CompleteOnce(const CompleteOnce&) = delete;
-    CompleteOnce& operator=(const CompleteOnce&) = delete;
-    ~CompleteOnce() {
-      if (done_) done_(fail(Code::kAborted, "yardd is shutting down"));
-    }
-    void complete(Result<T> result) {
-      auto done = std::move(done_);
-      done_ = nullptr;
-      if (done) done(std::move(result));
-    }
-
-   private:
-    Completion<T> done_;
-  };
   // Runs `task(true)` on the control thread, or `task(false)` when the engine has stopped.
   void postToControl(std::function<void(bool running)> task);
   // The commit point that ends every control-thread task (engine_view.cpp): publishes a new view when the

@@ -1,5 +1,7 @@
 #include "composer/engine/operation_waiters.h"
 
+#include "composer/engine/complete_once.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,26 +11,16 @@
 namespace switchyard {
 
 struct OperationWaiters::Wait {
-  Wait(boost::asio::io_context& io, Answer a) : timer(io), answer(std::move(a)) {}
-  Wait(const Wait&) = delete;
-  Wait& operator=(const Wait&) = delete;
-  ~Wait() {
-    if (answer) answer(fail(Code::kAborted, "yardd is shutting down"));
-  }
-  void complete(Result<Operation> result) {
-    auto a = std::move(answer);
-    answer = nullptr;
-    if (a) a(std::move(result));
-  }
+  Wait(boost::asio::io_context& io, Answer a) : timer(io), once(std::move(a)) {}
   boost::asio::steady_timer timer;
-  Answer answer;
+  CompleteOnce<Operation> once;  // answered exactly once; kAborted when dropped unanswered
 };
 
 std::shared_ptr<OperationWaiters::Wait> OperationWaiters::make(Answer answer) const {
   return std::make_shared<Wait>(control_, std::move(answer));
 }
 
-void OperationWaiters::answer(Wait& wait, Result<Operation> result) { wait.complete(std::move(result)); }
+void OperationWaiters::answer(Wait& wait, Result<Operation> result) { wait.once.complete(std::move(result)); }
 
 void OperationWaiters::leave(const OperationId& id, const std::shared_ptr<Wait>& wait) {
   auto it = waits_.find(id);
@@ -43,7 +35,7 @@ void OperationWaiters::add(const OperationId& id, const std::shared_ptr<Wait>& w
   wait->timer.expires_after(timeout);
   wait->timer.async_wait([this, id, weak = std::weak_ptr<Wait>(wait), onTimeout = std::move(onTimeout)](const boost::system::error_code& ec) {
     auto w = weak.lock();
-    if (ec || !w || !w->answer) return;  // answered already
+    if (ec || !w || w->once.answered()) return;  // answered already
     leave(id, w);
     onTimeout(*w);
   });
@@ -52,7 +44,7 @@ void OperationWaiters::add(const OperationId& id, const std::shared_ptr<Wait>& w
 void OperationWaiters::cancel(const OperationId& id, const std::shared_ptr<Wait>& wait) {
   leave(id, wait);
   wait->timer.cancel();
-  wait->complete(fail(Code::kAborted, fmt::format("the wait for {} was cancelled", id)));
+  wait->once.complete(fail(Code::kAborted, fmt::format("the wait for {} was cancelled", id)));
 }
 
 std::function<void()> OperationWaiters::takeAll(const OperationId& id, const Operation& op) {
@@ -62,7 +54,7 @@ std::function<void()> OperationWaiters::takeAll(const OperationId& id, const Ope
   waits_.erase(it);
   for (auto& w : waits) w->timer.cancel();
   return [waits = std::move(waits), op] {
-    for (auto& w : waits) w->complete(op);
+    for (auto& w : waits) w->once.complete(op);
   };
 }
 

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "composer/engine/engine_requests.h"
 #include "composer/model/composition.h"
 #include "composer/model/error.h"
 
@@ -22,7 +23,7 @@ namespace switchyard {
 
 class OperationWaiters {
  public:
-  using Answer = std::function<void(Result<Operation>)>;
+  using Answer = Completion<Operation>;
   struct Wait;  // its answer, given once, and its timer
 
   explicit OperationWaiters(boost::asio::io_context& control) : control_(control) {}
