@@ -9,19 +9,21 @@
 
 namespace switchyard::admission {
 
-double gpusAsked(const QueuedRequest& q) {
-  double gpus = q.gpuCount > 0 ? q.gpuCount : static_cast<double>(q.devices.size());
-  gpus += q.gpuShareMilli / 1000.0;
-  for (MigProfile p : q.gpuInstances) gpus += computeSlices(p) / 7.0;
-  return gpus;
-}
+namespace {
 
-double gpusAsked(const PlacementRequest& r) {
+// A queued request and a placement request name the GPUs they ask for with the same fields.
+template <typename Request>
+double gpusOf(const Request& r) {
   double gpus = r.gpuCount > 0 ? r.gpuCount : static_cast<double>(r.devices.size());
   gpus += r.gpuShareMilli / 1000.0;
   for (MigProfile p : r.gpuInstances) gpus += computeSlices(p) / 7.0;
   return gpus;
 }
+
+}  // namespace
+
+double gpusAsked(const QueuedRequest& q) { return gpusOf(q); }
+double gpusAsked(const PlacementRequest& r) { return gpusOf(r); }
 
 namespace {
 

@@ -33,6 +33,8 @@ bool FairShareLedger::belowFairLine(std::size_t tenant) const {
   return weights > 0 && charge(tenant) < all / weights;
 }
 
+double LedgerShares::chargeWith(admission::TenantIndex t, double gpus) const { return ledger_.chargeWith(t, std::llround(gpus * 1000)); }
+
 std::vector<double> waterFill(const std::vector<double>& demand, const std::vector<double>& weight, double total) {
   std::vector<double> share(demand.size(), 0);
   std::vector<bool> open(demand.size());

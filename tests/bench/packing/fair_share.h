@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "composer/engine/admission/queue_sort.h"
+
 namespace switchyard::bench {
 
 class FairShareLedger {
@@ -33,6 +35,19 @@ class FairShareLedger {
   std::vector<std::int64_t> held_;
   std::vector<double> history_;
   double at_ = 0;
+};
+
+// The ledger as yardd's admission plugins read it (composer/engine/admission/queue_sort.h; their GPUs are the
+// ledger's thousandths), so the loop orders through the profiles' own queue sorts.
+class LedgerShares final : public admission::ShareBook {
+ public:
+  explicit LedgerShares(const FairShareLedger& ledger) : ledger_(ledger) {}
+  [[nodiscard]] double charge(admission::TenantIndex t) const override { return ledger_.charge(t); }
+  [[nodiscard]] double chargeWith(admission::TenantIndex t, double gpus) const override;
+  [[nodiscard]] bool belowFairLine(admission::TenantIndex t) const override { return ledger_.belowFairLine(t); }
+
+ private:
+  const FairShareLedger& ledger_;
 };
 
 // Weighted max-min fair shares of `total` among demands (a tenant with no demand gets nothing).

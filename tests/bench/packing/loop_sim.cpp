@@ -11,7 +11,7 @@
 #include <random>
 #include <stdexcept>
 
-#include "composer/engine/admission/queue_sort.h"
+#include "composer/engine/admission/admission_profile.h"
 #include "tests/bench/packing/fair_share.h"
 #include "tests/bench/packing/sim_pool.h"
 
@@ -73,24 +73,10 @@ struct Preemption {
   std::vector<std::pair<size_t, uint32_t>> victims;  // slot, generation
 };
 
-// The ledger as admission's queue-sort plugins read it (their GPUs are the ledger's thousandths).
-class LedgerShares final : public admission::ShareBook {
- public:
-  explicit LedgerShares(const FairShareLedger& ledger) : ledger_(ledger) {}
-  double charge(admission::TenantIndex t) const override { return ledger_.charge(t); }
-  double chargeWith(admission::TenantIndex t, double gpus) const override { return ledger_.chargeWith(t, std::llround(gpus * 1000)); }
-  bool belowFairLine(admission::TenantIndex t) const override { return ledger_.belowFairLine(t); }
-
- private:
-  const FairShareLedger& ledger_;
-};
-
-// yardd's admission profiles' queue sorts (composer/engine/admission/admission_profile.cpp): switchyard-v1, or
-// share-first.
+// The queue sort of yardd's admission profile (composer/engine/admission/admission_profile.cpp's table):
+// share-first, or switchyard-v1.
 admission::QueueSort queueSortOf(const LoopRules& r) {
-  const std::vector<std::string> names = r.shareFirst ? std::vector<std::string>{"share-first", "priority-class", "age"}
-                                                      : std::vector<std::string>{"priority-class", "fair-share", "age"};
-  return *admission::QueueSort::of(names);
+  return (*admission::buildProfile(r.shareFirst ? "share-first" : admission::kDefaultAdmissionProfile))->queueSort;
 }
 
 class LoopSim {
