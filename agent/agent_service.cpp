@@ -116,8 +116,8 @@ grpc::Status AgentService::PrepareDetach(grpc::ServerContext*, const v1::Prepare
   const auto mig = migOf(in->mig_instances());
   if (auto bad = check(devices, mig); !bad.ok()) return bad;
   const std::string reason = in->reason().empty() ? "request" : in->reason();
-  if (reason != "request" && reason != "lease" && reason != "preemption" && reason != "reclaim")
-    return {grpc::StatusCode::INVALID_ARGUMENT, "reason: request, lease, preemption or reclaim"};
+  if (reason != "request" && reason != "lease" && reason != "preemption" && reason != "reclaim" && reason != "move")
+    return {grpc::StatusCode::INVALID_ARGUMENT, "reason: request, lease, preemption, reclaim or move"};
   auto outcome = ops_.prepareDetach(devices, in->dry_run(), mig, reason);
   log(hostId_, in->dry_run() ? "prepare-detach (dry run, " + reason + ")" : "prepare-detach (" + reason + ")", devices,
       outcome ? Result<void>{} : Result<void>{fail(outcome.error())});

@@ -116,7 +116,7 @@ class HostOps {
   // Refuses while a device is in use; destroys `mig`, runs the hooks, unbinds, resets (deviceReset) and
   // removes the devices. A device whose reset fails is removed all the same and named in notReset, in this
   // answer and in every later one that finds it gone, until verifyPresent sees it again.
-  // `reason` (request, lease, preemption, reclaim) reaches the hooks as YARD_DETACH_REASON.
+  // `reason` (request, lease, preemption, reclaim, move) reaches the hooks as YARD_DETACH_REASON.
   [[nodiscard]] Result<DetachOutcome> prepareDetach(const std::vector<ExpectedDevice>& expected, bool dryRun,
                                                     const std::vector<MigRequest>& mig = {}, const std::string& reason = "request") const;
   // What each expected GPU on this host is doing: nvidia-smi's utilization, memory and compute processes,

@@ -397,7 +397,7 @@ int main(int argc, char** argv) {
                                                       "YARD_PCI_ADDRESSES, YARD_DEVICE_IDS, YARD_GPU_UUIDS");
   app.add_option("--before-detach", flags.beforeDetach,
                  "Shell command run before devices are removed (repeatable), same variables and YARD_DETACH_REASON "
-                 "(request, lease, preemption or reclaim)");
+                 "(request, lease, preemption, reclaim or move)");
   app.add_option("--device-reset", flags.deviceReset,
                  "How a device is reset as it leaves this host, so that the next tenant finds nothing of this one's in it: sysfs "
                  "(the kernel's reset, after the driver is unbound), a shell command with {pci} (e.g. 'nvidia-smi -r -i {pci}', run "

@@ -46,6 +46,7 @@
 #include "composer/engine/complete_once.h"
 #include "composer/engine/admission/admission_profile.h"
 #include "composer/engine/admission/tenant_shares.h"
+#include "composer/engine/defragmentation.h"
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/event_log.h"
 #include "composer/engine/idle_tracker.h"
@@ -412,6 +413,18 @@ class Engine {
   [[nodiscard]] PlacementRequest wantedOf(const Operation& op) const;
   void startPreemption(Mutation& m, std::vector<Operation>& started);
   void preemptionFailed(const Operation& op, Mutation& m);
+  // Defragmentation (engine_defrag.cpp, ADR 0033): the fewest idle GPUs of movable systems to move, grouped by
+  // system, for `wanted` to fit, and where it goes then; the head's promise (its plan's attaches started); a
+  // move's operation that ended; the detaches due, started at the commit point.
+  struct MoveChoice {
+    std::vector<SystemMove> moves;
+    Placement placement;
+    std::size_t gpus = 0;
+  };
+  [[nodiscard]] std::optional<MoveChoice> chooseMoves(const PlacementRequest& wanted);
+  [[nodiscard]] std::optional<admission::Promise> defragmentFor(const Operation& head, const std::string& why);
+  void moveEnded(const Operation& op, bool succeeded, Mutation& m);
+  void startDueDetaches();
   void scheduleDeadlines();
   // Idle reclaim (engine_idle.cpp), a round in three parts: the control thread says which hosts to ask about
   // which GPUs (with what the round needs of each system, as it is then); the hosts are asked and their answers
@@ -552,6 +565,7 @@ class Engine {
   // The queue's head as of the last pass: when, by the leases we know of, it fits, and where (backfill).
   [[nodiscard]] RequestQueue::HeadShadow leaseShadowOf(const Operation& head);
   PreemptionPlan preemptions_;  // the preemption in progress (one at a time) and failed ones' retry times
+  Defragmentation defrag_;  // the moves in progress for a head (one plan at a time) and failed plans' retry times
   DisruptionBudget disruptionBudget_;  // each tenant's GPUs preempted in the last day
   mutable std::mutex activityMutex_;  // one round's recording at a time; usage and stop read under it
   ActivityBook activity_;             // guarded by activityMutex_

@@ -60,6 +60,7 @@ void Engine::pruneEndedBookkeeping() {
   };
   leaseWatch_.prune(gone);
   preemptions_.pruneRetries([this](const OperationId& id) { return queue_.contains(id); });
+  defrag_.pruneRetries([this](const OperationId& id) { return queue_.contains(id); });
 }
 
 Result<std::size_t> Engine::bookkeepingEntries() {

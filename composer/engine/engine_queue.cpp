@@ -287,6 +287,7 @@ class Engine::AdmissionHandle final : public admission::Handle {
     return admission::Promise{{head.id, p.decomposeAt, p.placement},
                               fmt::format("{}; preempting {} at {}", why, fmt::join(own, ", "), formatTimestamp(p.decomposeAt))};
   }
+  std::optional<admission::Promise> defragmentFor(const Operation& head, const std::string& why) override { return e_.defragmentFor(head, why); }
   admission::Promise leaseShadow(const Operation& head) override { return {e_.leaseShadowOf(head), std::nullopt}; }
 
  private:

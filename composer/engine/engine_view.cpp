@@ -13,6 +13,7 @@ std::shared_ptr<const PoolView> Engine::view() const {
 
 void Engine::flush() {
   // Capacity that freed in this task goes to the queue in this task (engine_queue.cpp): no polling.
+  if (state_) startDueDetaches();  // a move's attach succeeded in this task: its idle GPUs leave now
   if (queue_.dirty() && state_) admitQueued();
   publishView();
   // Delivering may add to the outbox (a completion that posts nothing, a listener): take turns until empty.

@@ -33,6 +33,10 @@ EngineMetrics::EngineMetrics()
                                      "Idle GPUs taken back by the reclaim policy (a MIG instance or time-sliced share counts its part of a GPU): detach (a "
                                      "detach began) or dry-run (a would-detach event named it).",
                                      {"mode"})),
+      movedGpus(registry.counter("switchyard_moved_gpus_total",
+                                 "Idle GPUs of systems labelled movable=true that defragmentation moved elsewhere to make room for the queue's "
+                                 "head: moved (attach and detach done) or failed (the system kept them).",
+                                 {"outcome"})),
       servingSince(registry.gauge("switchyard_serving_since_timestamp_seconds",
                                   "Unix time at which this yardd began to serve writes: its start with SQLite, or winning the leadership with etcd. "
                                   "A change means yardd restarted or another leader took over.",

@@ -27,6 +27,7 @@ struct EngineMetrics {
   CounterFamily& leaseExpiries;       // {result}: started (a decompose began) or overdue (it failed: retried)
   CounterFamily& preemptions;         // {class}: systems decomposed to make room for a higher class
   CounterFamily& reclaimedGpus;       // {mode}: idle GPUs detached (detach) or named in a would-detach event (dry-run)
+  CounterFamily& movedGpus;           // {outcome}: idle GPUs moved to make room for the queue's head (moved, failed)
   CounterFamily& servingSince;        // gauge {store}: Unix time this yardd began serving writes (a start, or winning leadership)
 };
 

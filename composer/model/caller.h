@@ -28,17 +28,20 @@ struct Caller {
   friend bool operator==(const Caller&, const Caller&) = default;
 };
 
-// The actors of what yardd starts on its own: a lease's end, a preemption, an idle GPU taken back.
+// The actors of what yardd starts on its own: a lease's end, a preemption, an idle GPU taken back, an idle GPU
+// moved to make room (defragmentation).
 inline constexpr std::string_view kLeaseActor = "yardd (lease)";
 inline constexpr std::string_view kPreemptionActor = "yardd (preemption)";
 inline constexpr std::string_view kReclaimActor = "yardd (reclaim)";
+inline constexpr std::string_view kDefragActor = "yardd (defragmentation)";
 
 // Why devices leave a host, as the host's hooks are told (YARD_DETACH_REASON): "lease", "preemption",
-// "reclaim" for what yardd started on its own, "request" for everything asked for.
+// "reclaim", "move" for what yardd started on its own, "request" for everything asked for.
 [[nodiscard]] inline std::string_view detachReason(std::string_view actor) {
   if (actor == kLeaseActor) return "lease";
   if (actor == kPreemptionActor) return "preemption";
   if (actor == kReclaimActor) return "reclaim";
+  if (actor == kDefragActor) return "move";
   return "request";
 }
 

@@ -99,12 +99,12 @@ TEST(AdmissionProfile, TheDefaultProfileIsTodaysRulesAndEveryRowBuilds) {
   ASSERT_TRUE(profile) << profile.error().message;
   EXPECT_EQ((*profile)->describe(),
             "switchyard-v1: queue sort priority-class, fair-share, age; pre-filter none; permit quota, host-policy, head-shadow; "
-            "post-filter preemption, lease-shadow");
+            "post-filter defragmentation, preemption, lease-shadow");
   auto shareFirst = buildProfile("share-first");
   ASSERT_TRUE(shareFirst) << shareFirst.error().message;
   EXPECT_EQ((*shareFirst)->describe(),
             "share-first: queue sort share-first, priority-class, age; pre-filter backfill-per-tenant; permit quota, host-policy, "
-            "head-shadow; post-filter share-preemption, lease-shadow");
+            "head-shadow; post-filter defragmentation, share-preemption, lease-shadow");
   for (const auto& row : admissionProfiles()) {
     auto built = buildProfile(row.name);
     ASSERT_TRUE(built) << row.name << ": " << built.error().message;

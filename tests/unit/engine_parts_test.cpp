@@ -1,6 +1,6 @@
 // The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
 // recent use, the disruption budget, the lease watch, the preemption plan, the reservation book, the event log, the
-// request queue, the quota check, the operations' waiters, the steps' retries, reconcile's comparison with the fabric. The engine tests (engine_queue_test.cpp and others) check
+// request queue, the quota check, the operations' waiters, the steps' retries, defragmentation's moves, reconcile's comparison with the fabric. The engine tests (engine_queue_test.cpp and others) check
 // the same rules through the whole engine; these pin each part's own contract.
 #include <gtest/gtest.h>
 
@@ -10,6 +10,7 @@
 #include <climits>
 #include <cmath>
 
+#include "composer/engine/defragmentation.h"
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/event_log.h"
 #include "composer/engine/fabric_comparison.h"
@@ -152,6 +153,53 @@ Reservation reservation(const ReservationBook& book, std::string tenant, std::ve
     r.systems.push_back(std::move(held));
   }
   return r;
+}
+
+TEST(Defragmentation, EachMoveAttachesThenDetachesThePlanEndsWithItsLastMoveAndAFailedOneDelaysTheNext) {
+  Defragmentation d;
+  const Duration retry = std::chrono::seconds(60);
+  EXPECT_TRUE(d.mayPlanFor("op-head", 0));
+  DefragPlan plan{"op-head", {{"sys-a", {"g0"}, {"g4"}, SystemMove::Stage::kAttaching, "op-1"},
+                             {"sys-b", {"g1", "g2"}, {"g5", "g6"}, SystemMove::Stage::kAttaching, "op-2"}},
+                  {}, 100};
+  EXPECT_EQ(plan.gpus(), 3u);
+  d.begin(plan, 100, retry);
+  ASSERT_NE(d.current(), nullptr);
+  EXPECT_FALSE(d.failed());
+  EXPECT_FALSE(d.ended("op-9", true, 110, retry)) << "not a move's operation";
+  EXPECT_TRUE(d.detachesDue().empty()) << "nothing leaves before its replacement came";
+
+  auto a = d.ended("op-1", true, 110, retry);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->stage, SystemMove::Stage::kDetachDue);
+  ASSERT_EQ(d.detachesDue().size(), 1u);
+  EXPECT_EQ(d.detachesDue()[0].system, "sys-a");
+  d.detaching("sys-a", "op-3", 111, retry);
+  EXPECT_TRUE(d.detachesDue().empty()) << "due once";
+  EXPECT_EQ(d.ended("op-3", true, 120, retry)->stage, SystemMove::Stage::kMoved);
+  ASSERT_NE(d.current(), nullptr) << "sys-b still moves";
+
+  EXPECT_EQ(d.ended("op-2", false, 130, retry)->stage, SystemMove::Stage::kFailed);
+  EXPECT_EQ(d.current(), nullptr) << "every move is over";
+  EXPECT_FALSE(d.mayPlanFor("op-head", 130 + retry.count() - 1)) << "a failed plan's head waits before another";
+  EXPECT_TRUE(d.mayPlanFor("op-head", 130 + retry.count()));
+  EXPECT_TRUE(d.mayPlanFor("op-other", 130));
+  d.pruneRetries([](const OperationId&) { return false; });
+  EXPECT_TRUE(d.mayPlanFor("op-head", 130)) << "forgotten once it left the queue";
+}
+
+TEST(Defragmentation, AMoveThatCouldNotStartFailsThePlanAtOnceAndTheOthersFinish) {
+  Defragmentation d;
+  const Duration retry = std::chrono::seconds(60);
+  d.begin({"op-head", {{"sys-a", {"g0"}, {"g4"}, SystemMove::Stage::kAttaching, "op-1"}, {"sys-b", {"g1"}, {"g5"}, SystemMove::Stage::kFailed, ""}},
+           {}, 100},
+          100, retry);
+  ASSERT_NE(d.current(), nullptr);
+  EXPECT_TRUE(d.failed()) << "its head is promised nothing more";
+  EXPECT_FALSE(d.mayPlanFor("op-head", 101));
+  d.ended("op-1", true, 105, retry);
+  d.detaching("sys-a", "", 106, retry);  // the detach was refused
+  EXPECT_EQ(d.current(), nullptr);
 }
 
 TEST(ReservationBook, NumbersReservationsAndAnswersWhatTheyHold) {

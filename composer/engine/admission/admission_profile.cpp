@@ -98,6 +98,15 @@ class SharePreemptionPostFilter final : public PreemptingPostFilter {
   }
 };
 
+// Moves idle GPUs of systems that allow it (label movable=true) off where the head needs room (ADR 0033).
+class DefragmentationPostFilter final : public PostFilterPlugin {
+ public:
+  std::string_view name() const override { return "defragmentation"; }
+  std::optional<Promise> promise(const Operation& head, const Waiting&, const std::string& why, const Pass&, Handle& engine) const override {
+    return engine.defragmentFor(head, why);
+  }
+};
+
 class LeaseShadowPostFilter final : public PostFilterPlugin {
  public:
   std::string_view name() const override { return "lease-shadow"; }
@@ -135,6 +144,7 @@ const std::vector<Row<PermitPlugin>>& permitTable() {
 
 const std::vector<Row<PostFilterPlugin>>& postFilterTable() {
   static const std::vector<Row<PostFilterPlugin>> rows{
+      {"defragmentation", &make<PostFilterPlugin, DefragmentationPostFilter>},
       {"preemption", &make<PostFilterPlugin, PreemptionPostFilter>},
       {"share-preemption", &make<PostFilterPlugin, SharePreemptionPostFilter>},
       {"lease-shadow", &make<PostFilterPlugin, LeaseShadowPostFilter>},
@@ -162,11 +172,11 @@ const std::vector<ProfileEntry>& profileTable() {
   static const std::vector<ProfileEntry> rows{
       {"switchyard-v1",
        "priority classes strict, then the tenant's fair-share charge, then age; backfill that cannot delay the head; "
-       "preemption, else the head's shadow by leases (ADR 0017)",
+       "moves of idle GPUs that allow it, else preemption, else the head's shadow by leases (ADR 0017, ADR 0033)",
        {"priority-class", "fair-share", "age"},
        {},
        {"quota", "host-policy", "head-shadow"},
-       {"preemption", "lease-shadow"}},
+       {"defragmentation", "preemption", "lease-shadow"}},
       {"share-first",
        "across tenants, one under its weighted share first, then the lower charge with the request admitted; class "
        "and age inside a tenant; while a head waits, 16 tries a tenant a pass beside it; no preemption that puts the "
@@ -174,7 +184,7 @@ const std::vector<ProfileEntry>& profileTable() {
        {"share-first", "priority-class", "age"},
        {"backfill-per-tenant"},
        {"quota", "host-policy", "head-shadow"},
-       {"share-preemption", "lease-shadow"}},
+       {"defragmentation", "share-preemption", "lease-shadow"}},
   };
   return rows;
 }

@@ -66,6 +66,10 @@ class Handle {
   // class does not preempt, or no victims free enough.
   using VictimFilter = std::function<bool(const System& victim)>;
   [[nodiscard]] virtual std::optional<Promise> preemptFor(const Operation& head, const std::string& why, const VictimFilter& mayTake) = 0;
+  // The moves in progress for this head, or moves planned for it now (their attaches started): idle GPUs of
+  // systems that allow it, moved off where the head needs room; none when another head's moves run, a plan for
+  // this one failed lately, or no such moves make it fit.
+  [[nodiscard]] virtual std::optional<Promise> defragmentFor(const Operation& head, const std::string& why) = 0;
   // When and where the head fits as leased systems end (at 0: no lease frees enough).
   [[nodiscard]] virtual Promise leaseShadow(const Operation& head) = 0;
 };

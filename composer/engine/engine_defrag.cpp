@@ -1,0 +1,207 @@
+// Defragmentation (issue 59 item 4, ADR 0033): the queue's head does not fit although the pool holds enough
+// free GPUs for it, in pieces (too few under any one switch its host can reach, for a peer-to-peer request, or
+// under switches no free host reaches). The `defragmentation` post-filter asks the engine for the fewest moves
+// that make room: a system that allows it (label movable=true, its owner's consent) gives up GPUs its host side
+// reports idle (nothing running on them, at most the busy threshold's utilization: the agent's activity) on one
+// switch and gets as many free GPUs elsewhere, through the safe paths every attach and detach takes (host-admit
+// of the new ones first; host-release of the old ones refuses a GPU a process opened since). What the moves free
+// is promised to the head (backfill keeps off it); the moves' state is the Defragmentation part's.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "composer/engine/engine.h"
+
+namespace switchyard {
+
+namespace {
+
+Caller defragCaller() { return {std::string(kDefragActor), Role::kAdmin, {}}; }
+
+// GPUs moved for one head at most: past that, the head waits for what leases and preemption give it.
+constexpr std::size_t kMostMovedGpus = 8;
+
+bool allowsMoves(const System& s) {
+  auto label = s.labels.find(std::string(kMovableLabel));
+  return label != s.labels.end() && label->second == "true";
+}
+
+// An idle whole GPU of a system that allows moves.
+struct Movable {
+  const System* system = nullptr;
+  DeviceId device;
+  int index = -1;  // in the pool
+};
+
+}  // namespace
+
+std::optional<Engine::MoveChoice> Engine::chooseMoves(const PlacementRequest& wanted) {
+  // Whole GPUs by count: a request for named devices, MIG instances or a share is not helped by moving others.
+  if (wanted.gpuCount <= 0 || !wanted.devices.empty() || !wanted.gpuInstances.empty() || wanted.gpuShareMilli != 0) return std::nullopt;
+  const auto activity = activityList_ ? activityList_ : activityForView();
+  if (!activity || activity->empty()) return std::nullopt;
+  std::unordered_map<DeviceId, const IdleGpu*> idle;
+  for (const auto& g : *activity) idle.emplace(g.gpu.deviceId, &g);
+
+  const Pool& now = state_->pool();
+  std::map<int, std::vector<Movable>> bySwitch;  // the candidates under each switch, in the systems' order
+  for (const auto& [id, s] : state_->systems()) {
+    if (!allowsMoves(s) || s.state != SystemState::kComposed || !s.activeOperation.empty() || s.hostId.empty()) continue;
+    for (const auto& b : s.bindings) {
+      auto g = idle.find(b.deviceId);
+      if (g == idle.end()) continue;
+      const IdleGpu& row = *g->second;
+      // Idle at the latest sample with no process, and whole: MIG instances and shares stay where they are.
+      if (row.systemId != s.id || !row.gpu.idle() || !row.gpu.processes.empty() || !row.instances.empty() || row.shareMilli != 0) continue;
+      if (const int di = now.deviceIndex(b.deviceId); di >= 0) bySwitch[now.devices()[static_cast<std::size_t>(di)].switchIndex].push_back({&s, b.deviceId, di});
+    }
+  }
+  if (bySwitch.empty()) return std::nullopt;
+
+  std::optional<MoveChoice> best;
+  for (const auto& [sw, movables] : bySwitch) {
+    // Empty this switch of movable GPUs one at a time, each to a free GPU its system's host reaches elsewhere,
+    // until the head fits: the fewest GPUs moved over all switches wins (the first switch on a tie).
+    Pool trial = now;      // the pool once the moves are done
+    Pool elsewhere = now;  // where a moved GPU may go: this switch's free GPUs hidden, the chosen ones taken
+    for (int d : now.switches()[static_cast<std::size_t>(sw)].freeDevices) elsewhere.setFree(d, false);
+    std::map<SystemId, SystemMove> moves;
+    std::size_t moved = 0;
+    for (const Movable& m : movables) {
+      if (moved >= kMostMovedGpus || (best && moved + 1 >= best->gpus)) break;
+      const PoolDevice& device = now.devices()[static_cast<std::size_t>(m.index)];
+      PlacementRequest to;
+      to.gpuCount = 1;
+      to.model = device.model;
+      to.minMemoryGiB = device.memoryGiB;
+      to.host = m.system->hostId;
+      to.hostMayHaveSystem = true;
+      to.peerToPeer = PeerToPeer::kNone;
+      to.tenant = m.system->tenant;
+      const PlacementDecision destination = place(*placement_, elsewhere, to);
+      if (!destination.placement || destination.placement->devices.empty()) continue;
+      const DeviceId& target = destination.placement->devices.front().deviceId;
+      const int ti = now.deviceIndex(target);
+      elsewhere.setFree(ti, false);
+      elsewhere.addAttached(elsewhere.hostIndex(m.system->hostId), 1);  // the attach comes before the detach
+      trial.setFree(ti, false);
+      trial.setFree(m.index, true);
+      SystemMove& move = moves[m.system->id];
+      move.system = m.system->id;
+      move.from.push_back(m.device);
+      move.to.push_back(target);
+      ++moved;
+      if (auto fits = place(*placement_, trial, wanted); fits.placement) {
+        MoveChoice choice{{}, std::move(*fits.placement), moved};
+        for (auto& entry : moves) choice.moves.push_back(std::move(entry.second));
+        best = std::move(choice);
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+std::optional<admission::Promise> Engine::defragmentFor(const Operation& head, const std::string& why) {
+  const Timestamp now = clock_.now();
+  const auto headName = [&](const std::string& tenant) {
+    const System* s = state_->system(head.systemId);
+    return tenant == head.tenant && s != nullptr ? fmt::format("{} ({})", s->name, head.id) : std::string("a queued request");
+  };
+  if (const DefragPlan* plan = defrag_.current()) {
+    // Its moves are running: what they free is the head's. Another head's (or a failed plan): nothing now.
+    if (plan->head != head.id || defrag_.failed()) return std::nullopt;
+    return admission::Promise{{head.id, now, plan->placement},
+                              fmt::format("{}; moving {} idle GPU{} of {} system{} to make room since {}", why, plan->gpus(),
+                                          plan->gpus() == 1 ? "" : "s", plan->moves.size(), plan->moves.size() == 1 ? "" : "s",
+                                          formatTimestamp(plan->startedAt))};
+  }
+  if (!defrag_.mayPlanFor(head.id, now)) return std::nullopt;
+  auto choice = chooseMoves(wantedOf(head));
+  if (!choice) return std::nullopt;
+
+  DefragPlan plan{head.id, std::move(choice->moves), std::move(choice->placement), now};
+  Mutation m;
+  for (SystemMove& move : plan.moves) {
+    const System* s = state_->system(move.system);
+    if (s == nullptr) {
+      move.stage = SystemMove::Stage::kFailed;
+      continue;
+    }
+    const std::string name = s->name, tenant = s->tenant;
+    AttachRequest attach{move.system, {}, {}};
+    attach.placement.devices = move.to;
+    attach.placement.tenant = tenant;
+    auto op = audited(defragCaller(), "attach", move.system, {}, {}, [&](const Acceptance& a) { return acceptAttach(a, attach); });
+    if (!op) {
+      spdlog::warn("defragmentation: {} could not take {}: {}", move.system, fmt::join(move.to, ", "), op.error().message);
+      if (options_.metrics) options_.metrics->movedGpus.add({"failed"}, static_cast<double>(move.from.size()));
+      move.stage = SystemMove::Stage::kFailed;
+      continue;
+    }
+    move.operation = op->id;
+    m.events.push_back(makeEvent("system.moving", move.system,
+                                 fmt::format("{} ({}): its idle GPU{} {} move{} to {} to make room for {} ({} attaches them, then the "
+                                             "idle one{} detached)",
+                                             name, move.system, move.from.size() == 1 ? "" : "s", fmt::join(move.from, ", "),
+                                             move.from.size() == 1 ? "s" : "", fmt::join(move.to, ", "), headName(tenant), op->id,
+                                             move.from.size() == 1 ? " is" : "s are"),
+                                 std::string(kDefragActor)));
+  }
+  if (!m.events.empty()) (void)persist(m);
+  std::vector<std::string> systems;
+  for (const auto& move : plan.moves) systems.push_back(fmt::format("{} ({} -> {})", move.system, fmt::join(move.from, ","), fmt::join(move.to, ",")));
+  spdlog::info("defragmentation: moving {} idle GPU(s) to make room for {}: {}", plan.gpus(), head.id, fmt::join(systems, "; "));
+  const bool started = std::any_of(plan.moves.begin(), plan.moves.end(), [](const SystemMove& mv) { return !mv.operation.empty(); });
+  defrag_.begin(std::move(plan), now, std::chrono::duration_cast<Duration>(options_.leaseRetry));
+  if (!started || defrag_.failed()) return std::nullopt;
+  const DefragPlan& begun = *defrag_.current();
+  return admission::Promise{{head.id, now, begun.placement},
+                            fmt::format("{}; moving {} idle GPU{} of {} system{} to make room", why, begun.gpus(), begun.gpus() == 1 ? "" : "s",
+                                        begun.moves.size(), begun.moves.size() == 1 ? "" : "s")};
+}
+
+void Engine::moveEnded(const Operation& op, bool succeeded, Mutation& m) {
+  auto move = defrag_.ended(op.id, succeeded, clock_.now(), std::chrono::duration_cast<Duration>(options_.leaseRetry));
+  if (!move) return;
+  const std::string actor(kDefragActor);
+  if (options_.metrics && (move->stage == SystemMove::Stage::kMoved || move->stage == SystemMove::Stage::kFailed))
+    options_.metrics->movedGpus.add({move->stage == SystemMove::Stage::kMoved ? "moved" : "failed"}, static_cast<double>(move->from.size()));
+  if (move->stage == SystemMove::Stage::kMoved)
+    m.events.push_back(makeEvent("system.moved", move->system,
+                                 fmt::format("{}: moved from {} to {}", move->system, fmt::join(move->from, ", "), fmt::join(move->to, ", ")), actor));
+  else if (move->stage == SystemMove::Stage::kFailed)
+    m.events.push_back(makeEvent("move.failed", move->system,
+                                 op.kind == OperationKind::kAttach
+                                     ? fmt::format("{}: could not take {} ({}); it keeps its GPUs where they are", move->system,
+                                                   fmt::join(move->to, ", "), op.error)
+                                     : fmt::format("{}: took {} but could not give up {} ({}); it keeps both until they are detached",
+                                                   move->system, fmt::join(move->to, ", "), fmt::join(move->from, ", "), op.error),
+                                 actor));
+}
+
+void Engine::startDueDetaches() {
+  if (!accepting_ || halted_ || replica_ || !storeFailure_.empty()) return;
+  const auto due = defrag_.detachesDue();
+  if (due.empty()) return;
+  Mutation m;
+  for (const SystemMove& move : due) {
+    DetachRequest detach{move.system, move.from, {}, {}, {}};
+    auto op = audited(defragCaller(), "detach", move.system, {}, {}, [&](const Acceptance& a) { return acceptDetach(a, detach); });
+    if (!op) {
+      spdlog::warn("defragmentation: {} could not give up {}: {}", move.system, fmt::join(move.from, ", "), op.error().message);
+      if (options_.metrics) options_.metrics->movedGpus.add({"failed"}, static_cast<double>(move.from.size()));
+      m.events.push_back(makeEvent("move.failed", move.system,
+                                   fmt::format("{}: took {} but could not give up {} ({}); it keeps both until they are detached",
+                                               move.system, fmt::join(move.to, ", "), fmt::join(move.from, ", "), op.error().message),
+                                   std::string(kDefragActor)));
+    }
+    defrag_.detaching(move.system, op ? op->id : OperationId{}, clock_.now(), std::chrono::duration_cast<Duration>(options_.leaseRetry));
+  }
+  if (!m.events.empty()) (void)persist(m);
+}
+
+}  // namespace switchyard

@@ -1,0 +1,158 @@
+// Defragmentation (engine_defrag.cpp, defragmentation.h; ADR 0033): a queued request that does not fit although
+// the pool has its GPUs free in pieces gets room from moves of idle GPUs of systems that allow them (label
+// movable=true): each such system takes free GPUs elsewhere first, then gives up its idle ones; never a GPU with
+// a process, never a system without the label; a move that fails half-way leaves its system whole.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "agent/simulated_hosts.h"
+#include "tests/support/topology_builder.h"
+#include "tests/unit/engine_fixture.h"
+
+namespace switchyard {
+namespace {
+
+class EngineDefragTest : public EngineTest {
+ protected:
+  void SetUp() override {
+    // sw0 and sw1 hold 4 GPUs each; "mover" reaches both switches, "head" only sw0.
+    Topology t = testing::TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 4).gpus("sw1", 4).host("mover", {"sw0", "sw1"}).host("head", {"sw0"}).build();
+    startFabric(t);
+    simulated_ = std::make_unique<SimulatedHosts>(t, fabric_->router(), clock_);
+    hosts_ = simulated_.get();
+    configure_ = [](EngineOptions& o) { o.activityInterval = 0ms; };  // the tests sample on the manual clock
+  }
+  // "idle" on the mover with two GPUs under sw0, labelled as asked; then one activity sample.
+  void composeIdleUnderSw0(std::map<std::string, std::string> labels) {
+    ComposeRequest r{"idle", {}, std::move(labels)};
+    r.placement.devices = {"sw0-gpu0", "sw0-gpu1"};
+    r.placement.host = "mover";
+    const Operation op = run(engine_->compose(Caller::local(), r));
+    ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
+    ASSERT_TRUE(engine_->sampleActivity());
+  }
+  // Four GPUs under one switch: only sw0 is reachable from the free host, and it has two free.
+  Operation queueFourUnderOneSwitch() {
+    ComposeRequest r{"big", {}, {}};
+    r.placement.gpuCount = 4;
+    r.placement.peerToPeer = PeerToPeer::kRequired;
+    r.queue = true;
+    auto op = engine_->compose(Caller::local(), r);
+    EXPECT_TRUE(op) << op.error().message;
+    if (!op) return {};
+    EXPECT_EQ(op->state, OperationState::kQueued) << op->explanation;
+    return *op;
+  }
+  std::vector<DeviceId> devicesOf(const std::string& system) {
+    std::vector<DeviceId> out;
+    const auto s = engine_->getSystem(system);
+    EXPECT_TRUE(s) << system;
+    if (s)
+      for (const auto& b : s->bindings) out.push_back(b.deviceId);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  // The moves are operations of their own: each that defragmentation started, finished. A detach starts only once
+  // its attach has succeeded, so `expected` says how many to wait for (the attaches exist when the pass returns).
+  std::vector<Operation> movesDone(std::size_t expected) {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    std::vector<Operation> out;
+    while (true) {
+      out.clear();
+      const auto ops = engine_->listOperations(1000);
+      EXPECT_TRUE(ops);
+      for (const auto& op : *ops)
+        if (op.requestedBy.identity == kDefragActor) out.push_back(*engine_->waitOperation(op.id, 10s));
+      if (out.size() >= expected || std::chrono::steady_clock::now() > deadline) break;
+      std::this_thread::sleep_for(5ms);
+    }
+    std::sort(out.begin(), out.end(), [](const Operation& a, const Operation& b) { return a.id < b.id; });
+    return out;
+  }
+  std::size_t count(const std::string& type) {
+    const auto types = eventTypes();
+    return static_cast<std::size_t>(std::count(types.begin(), types.end(), type));
+  }
+  std::string why(const OperationId& id) {
+    const auto queue = engine_->listQueue();
+    for (const auto& e : *queue)
+      if (e.operationId == id) return e.waitingFor;
+    return "(not queued)";
+  }
+  std::unique_ptr<SimulatedHosts> simulated_;
+};
+
+TEST_F(EngineDefragTest, AHeadThatFitsOnlyInPiecesGetsRoomByMovingIdleGpusOfAMovableSystem) {
+  start();
+  composeIdleUnderSw0({{"movable", "true"}});
+  const Operation big = queueFourUnderOneSwitch();
+  const Operation done = *engine_->waitOperation(big.id, 10s);
+  ASSERT_EQ(done.state, OperationState::kSucceeded) << done.error << " / " << why(big.id);
+  EXPECT_EQ(devicesOf("big"), (std::vector<DeviceId>{"sw0-gpu0", "sw0-gpu1", "sw0-gpu2", "sw0-gpu3"}))
+      << "the whole of sw0, which the moves emptied";
+  const auto moved = devicesOf("idle");
+  ASSERT_EQ(moved.size(), 2u) << "the moved system keeps its size";
+  for (const auto& d : moved) EXPECT_EQ(d.rfind("sw1-", 0), 0u) << d << ": its GPUs are under sw1 now";
+  const auto moves = movesDone(2);
+  ASSERT_EQ(moves.size(), 2u) << "one attach, then one detach";
+  EXPECT_EQ(moves[0].kind, OperationKind::kAttach);
+  EXPECT_EQ(moves[1].kind, OperationKind::kDetach);
+  for (const auto& op : moves) EXPECT_EQ(op.state, OperationState::kSucceeded) << op.id << ": " << op.error;
+  EXPECT_EQ(count("system.moving"), 1u);
+  EXPECT_EQ(count("system.moved"), 1u);
+  EXPECT_EQ(count("move.failed"), 0u);
+}
+
+TEST_F(EngineDefragTest, NothingMovesWithoutTheLabelNorWhenAProcessRunsOnAGpuItWouldNeed) {
+  start();
+  composeIdleUnderSw0({});  // no consent
+  const Operation big = queueFourUnderOneSwitch();
+  EXPECT_EQ(engine_->listQueue()->size(), 1u);
+  EXPECT_EQ(why(big.id).find("moving"), std::string::npos) << why(big.id);
+  EXPECT_TRUE(movesDone(0).empty());
+  EXPECT_EQ(devicesOf("idle"), (std::vector<DeviceId>{"sw0-gpu0", "sw0-gpu1"}));
+  ASSERT_TRUE(engine_->cancelQueued(Caller::local(), big.id));
+  run(engine_->decompose(Caller::local(), "idle"));
+
+  composeIdleUnderSw0({{"movable", "true"}});
+  simulated_->setActivity("sw0-gpu1", 0, {{4100, "python3 eval.py", 2048}});
+  ASSERT_TRUE(engine_->sampleActivity());
+  const Operation again = queueFourUnderOneSwitch();
+  EXPECT_EQ(why(again.id).find("moving"), std::string::npos) << "one idle GPU is not enough room; the busy one stays: " << why(again.id);
+  EXPECT_TRUE(movesDone(0).empty());
+  EXPECT_EQ(count("system.moving"), 0u);
+}
+
+TEST_F(EngineDefragTest, AMoveTheSwitchRefusesLeavesTheSystemWhereItWasAndTheHeadWaiting) {
+  start();
+  composeIdleUnderSw0({{"movable", "true"}});
+  fabric_->setFaults({.failNext = 1, .failCode = Code::kFailedPrecondition, .targets = kFaultBind});
+  const Operation big = queueFourUnderOneSwitch();
+  const auto moves = movesDone(1);
+  ASSERT_EQ(moves.size(), 1u) << "the attach only: no detach after it failed";
+  EXPECT_EQ(moves[0].state, OperationState::kFailed);
+  EXPECT_EQ(devicesOf("idle"), (std::vector<DeviceId>{"sw0-gpu0", "sw0-gpu1"}));
+  EXPECT_EQ(count("move.failed"), 1u);
+  EXPECT_EQ(engine_->listQueue()->size(), 1u) << "the head still waits";
+  EXPECT_EQ(why(big.id).find("moving"), std::string::npos) << "no promise from a failed plan: " << why(big.id);
+}
+
+TEST_F(EngineDefragTest, AGpuThatTurnedBusyBeforeItsDetachStaysAndTheSystemKeepsBoth) {
+  start();
+  composeIdleUnderSw0({{"movable", "true"}});
+  // A process starts on a GPU after the sample the plan reads: the host side refuses to let it go.
+  simulated_->setActivity("sw0-gpu0", 0, {{4100, "python3 train.py", 2048}});
+  const Operation big = queueFourUnderOneSwitch();
+  const auto moves = movesDone(2);
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(moves[0].state, OperationState::kSucceeded) << "the new GPUs came";
+  EXPECT_EQ(moves[1].state, OperationState::kFailed) << "the busy GPU was not taken: " << moves[1].error;
+  EXPECT_EQ(devicesOf("idle").size(), 4u) << "it keeps both sets until someone detaches the extra ones";
+  EXPECT_EQ(count("move.failed"), 1u);
+  EXPECT_EQ(engine_->listQueue()->size(), 1u);
+}
+
+}  // namespace
+}  // namespace switchyard
