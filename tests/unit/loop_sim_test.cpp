@@ -144,6 +144,27 @@ TEST_F(LoopSimulation, FairShareBringsEveryTenantCloserToItsWeightedShare) {
   EXPECT_GE(loop.jain, fifo.jain);
 }
 
+// Defragmentation (ADR 0033): a head that does not fit gets room from systems in their idle end moving to another
+// enclosure their host reaches; without the rule nothing moves. The mini trace's pods live 100 s; reclaim is off so
+// that idle ends last.
+TEST_F(LoopSimulation, DefragmentationMovesIdleSystemsToLetTheHeadInAndNothingMovesWithoutIt) {
+  LoopOptions o = options(1.6, true);
+  o.workload.overprovisionedShare = 0.6;
+  o.workload.idleShare = 0.6;
+  o.rules.reclaimAfterSeconds = 1e9;
+  const LoopResult off = run(&composable, o);
+  EXPECT_EQ(off.moves, 0u);
+  o.rules.defragment = true;
+  const LoopResult on = run(&composable, o);
+  EXPECT_GT(on.moves, 0u);
+  EXPECT_GE(on.movedGpus, static_cast<double>(on.moves)) << "a moved system has at least one GPU";
+  EXPECT_EQ(on.all.arrived, off.all.arrived) << "the same arrivals";
+  o.rules.mostMovedGpus = 1;
+  const LoopResult one = run(&composable, o);
+  EXPECT_LE(one.movedGpus, static_cast<double>(one.moves)) << "at most one GPU a head: single-GPU systems only";
+  EXPECT_EQ(run(nullptr, o).moves, 0u) << "a static cluster has nothing to move between";
+}
+
 // The charge is held GPUs plus recent use per unit of weight; what a tenant stopped holding counts less as time
 // passes, and the fair line is everyone's use split by weight.
 TEST(FairShareLedger, ChargesHeldAndRecentUsePerWeight) {

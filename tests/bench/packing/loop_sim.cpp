@@ -141,7 +141,9 @@ class LoopSim {
   void serveLoop();
   void serveByShare();
   bool tryAdmit(size_t job);
-  void establishHead(size_t job);
+  // Makes `job` the pass's head and plans for it (moves, preemption, else the lease shadow); true when moves made room
+  // for it now.
+  bool establishHead(size_t job);
   [[nodiscard]] bool allowedBeside(const SharePlacement& p, size_t job) const;
   // allowedBeside, and when it is, counts what the job takes against its tenant's cap (LoopRules::backfillGpusAboveShare).
   bool admitBeside(const SharePlacement& p, size_t job);
@@ -151,6 +153,8 @@ class LoopSim {
     return {tenant, static_cast<int>(kLoopClasses - cls), std::llround(since * 1e9), static_cast<double>(milli) / 1000};
   }
   bool planPreemption(size_t head);
+  // Moves idle systems off one enclosure so that the head fits there (LoopRules::defragment); the view it fits on.
+  std::optional<size_t> moveForHead(size_t head);
   [[nodiscard]] Shadow leaseShadow(size_t head);
   void arrive(size_t job);
   [[nodiscard]] bool queueEmpty() const { return waiting_ == 0; }
@@ -407,17 +411,128 @@ bool LoopSim::planPreemption(size_t head) {
   return true;
 }
 
-void LoopSim::establishHead(size_t job) {
+std::optional<size_t> LoopSim::moveForHead(size_t head) {
+  const ComposablePool* composable = pool_.composable();
+  const ShareRequest& r = request(head);
+  if (composable == nullptr || composable->mirror() || !r.wholeGpus()) return std::nullopt;
+  if (measuredSince_ >= 0) ++result_.moveLooks;
+
+  // The candidates: systems of whole GPUs in their idle end, by enclosure.
+  std::map<long, std::vector<size_t>> byEnclosure;
+  std::map<long, int> movableGpus;
+  for (size_t i = 0; i < running_.size(); ++i) {
+    const Running& run = running_[i];
+    if (!run.active || run.preempting || !jobs_[run.job].overprovisioned || now_ < run.start + busyFor(run.job)) continue;
+    if (!request(run.job).wholeGpus()) continue;
+    const long e = pool_.site(run.holding.placement.node).enclosure;
+    if (e < 0) continue;
+    byEnclosure[e].push_back(i);
+    movableGpus[e] += request(run.job).gpuCount;
+  }
+  // The enclosures where moves could make room, the fewest GPUs missing first; four tried at most.
+  std::vector<std::pair<int, long>> tries;
+  // A host cabled to the enclosure must have the head's CPU, memory, model and room for its GPUs: moves free GPUs,
+  // not hosts.
+  const auto hostFor = [&](long e) {
+    for (size_t v : composable->viewsOfEnclosure(static_cast<size_t>(e))) {
+      const sharing::ShareNode& n = pool_.view().node(v);
+      if (n.cpuLeft >= r.cpuMilli && n.memoryLeft >= r.memoryMib && n.serves(r.modelMask) &&
+          composable->hostRoom(pool_.site(v).host) >= r.gpuCount)
+        return true;
+    }
+    return false;
+  };
+  for (const auto& [e, gpus] : movableGpus) {
+    const int missing = r.gpuCount - composable->enclosureFree(static_cast<size_t>(e));
+    if (missing > 0 && missing <= std::min(gpus, r_.mostMovedGpus) && hostFor(e)) tries.emplace_back(missing, e);
+  }
+  if (tries.empty()) return std::nullopt;
+  if (measuredSince_ >= 0) ++result_.moveChances;
+  std::sort(tries.begin(), tries.end());
+  if (tries.size() > 4) tries.resize(4);
+  struct Plan {
+    int gpus = 0;
+    std::vector<std::pair<size_t, size_t>> moves;  // slot, destination view
+    size_t view = 0;
+  };
+  std::optional<Plan> best;
+  for (const auto& [missing, e] : tries) {
+    auto& slots = byEnclosure[e];
+    std::sort(slots.begin(), slots.end(), [&](size_t x, size_t y) {  // the fewest GPUs first, then the oldest idle
+      const int32_t gx = request(running_[x].job).gpuCount, gy = request(running_[y].job).gpuCount;
+      return gx != gy ? gx < gy : x < y;
+    });
+    SimPool copy = pool_;
+    Plan plan;
+    for (size_t slot : slots) {
+      const Running& run = running_[slot];
+      const ShareRequest& q = request(run.job);
+      if (plan.gpus + q.gpuCount > r_.mostMovedGpus || (best && plan.gpus + q.gpuCount >= best->gpus)) continue;
+      // Where it goes: another enclosure its host reaches with as many GPUs free (the host's CPU, memory and device
+      // count stay as they are: it gives up as many GPUs as it takes).
+      std::optional<size_t> to;
+      for (size_t v : composable->viewsOfHost(pool_.site(run.holding.placement.node).host))
+        if (const long ve = copy.site(v).enclosure;
+            ve >= 0 && ve != e && copy.composable()->enclosureFree(static_cast<size_t>(ve)) >= q.gpuCount) {
+          to = v;
+          break;
+        }
+      if (!to) continue;
+      copy.remove(run.holding, q);
+      if (!sharing::fits(copy.view().node(*to), q)) throw std::logic_error("a move's destination does not fit it");
+      (void)copy.place({*to, sharing::pickExclusiveGpus(copy.view().node(*to), q)}, q);
+      plan.moves.emplace_back(slot, *to);
+      plan.gpus += q.gpuCount;
+      std::optional<size_t> fits;
+      for (size_t v : composable->viewsOfEnclosure(static_cast<size_t>(e)))
+        if (sharing::fits(copy.view().node(v), r)) {
+          fits = v;
+          break;
+        }
+      if (fits) {
+        plan.view = *fits;
+        best = std::move(plan);
+        break;
+      }
+    }
+  }
+  if (!best) return std::nullopt;
+  account(now_);
+  for (const auto& [slot, to] : best->moves) {
+    Running& run = running_[slot];
+    const ShareRequest& q = request(run.job);
+    pool_.remove(run.holding, q);
+    run.holding = pool_.place({to, sharing::pickExclusiveGpus(pool_.view().node(to), q)}, q);
+    if (measuredSince_ >= 0) {
+      ++result_.moves;
+      result_.movedGpus += q.gpuCount;
+    }
+  }
+  return best->view;
+}
+
+bool LoopSim::establishHead(size_t job) {
   passHead_ = job;
+  const auto begin = std::chrono::steady_clock::now();
+  // Moves are looked for at every pass while the head waits (as yardd's post-filter is asked at every pass): what
+  // departed since may have made a destination.
+  if (r_.defragment)
+    if (auto view = moveForHead(job)) {  // the moves emptied a place for it: it goes now
+      shadow_ = Shadow{job, now_, *view, now_};
+      spent_ += std::chrono::steady_clock::now() - begin;
+      return true;
+    }
   // A shadow stays valid while its head waits: whatever started since ends before it or keeps off its place.
   // It is planned again once its time has passed, and a head no lease lets in looks again every minute.
   if (shadow_ && shadow_->head == job && now_ <= shadow_->at &&
-      (!std::isinf(shadow_->at) || now_ - shadow_->plannedAt < kReplanSeconds))
-    return;
-  const auto begin = std::chrono::steady_clock::now();
+      (!std::isinf(shadow_->at) || now_ - shadow_->plannedAt < kReplanSeconds)) {
+    spent_ += std::chrono::steady_clock::now() - begin;
+    return false;
+  }
   shadow_.reset();
   if (!planPreemption(job)) shadow_ = leaseShadow(job);
   spent_ += std::chrono::steady_clock::now() - begin;
+  return false;
 }
 
 bool LoopSim::tryAdmit(size_t job) {
@@ -428,8 +543,10 @@ bool LoopSim::tryAdmit(size_t job) {
     if (!p) failedShapes_.push_back(r);
   }
   if (!p) {
-    if (!passHead_) establishHead(job);
-    return false;
+    if (passHead_ || !establishHead(job)) return false;
+    p = choose(job);  // moves made room for it
+    if (!p) return false;
+    passHead_.reset();
   }
   if (passHead_ && !admitBeside(*p, job)) return false;
   --waiting_;

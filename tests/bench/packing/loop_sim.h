@@ -69,6 +69,12 @@ struct LoopRules {
   // when the head became the head); 0: no cap.
   double backfillGpusAboveShare = 0;
   double preemptionHysteresis = 0.1;
+  // Defragmentation (issue 59, ADR 0033): when the head does not fit, systems in their idle end (over-provisioned,
+  // whole GPUs; every owner taken to allow moves) on one enclosure move to another enclosure their host reaches,
+  // the fewest GPUs first, at most mostMovedGpus, when that lets the head in there. Moves are instant here (yardd's
+  // attach and detach take seconds against the trace's hours).
+  bool defragment = false;
+  int mostMovedGpus = 8;
 };
 
 struct LoopOptions {
@@ -96,6 +102,11 @@ struct LoopResult {
   std::array<LoopGroup, kLoopSizes> bySize;
   // Of the GPU time allocated while measuring: doing work, and held idle.
   double busyGpuTime = 0, idleGpuTime = 0;
+  size_t moves = 0;               // systems moved to make room (LoopRules::defragment), while measuring
+  double movedGpus = 0;           // their GPUs
+  // Passes in which a waiting head of whole GPUs was looked at for moves, and those in which some enclosure had a
+  // host able to take it (CPU, memory, model, room) and enough movable GPUs to cover what it lacked.
+  size_t moveLooks = 0, moveChances = 0;
   size_t reclaims = 0;            // systems whose idle end was cut by a reclaim
   double reclaimedGpuTime = 0;    // the idle GPU time those reclaims gave back
   // Each tenant's max-min fair entitlement (weighted water-filling of what was served over what each

@@ -43,13 +43,13 @@ struct Run {
 void writeRuns(const fs::path& file, const std::vector<Run>& runs) {
   std::ofstream csv(file);
   csv << "pool,policy,mode,load,seed,arrived,accepted,gave_up,served_gpu_time_pct,busy_gpu_hours,idle_gpu_hours,reclaims,"
-         "reclaimed_gpu_hours,preemptions,preempted_gpu_hours,jain,min_tenant_ratio,mean_allocation_pct,decide_seconds\n";
+         "reclaimed_gpu_hours,preemptions,preempted_gpu_hours,jain,min_tenant_ratio,mean_allocation_pct,decide_seconds,moves,moved_gpus,move_looks,move_chances\n";
   for (const auto& r : runs) {
     const auto& d = r.result;
-    csv << fmt::format("{},{},{},{:.2f},{},{},{},{},{:.4f},{:.1f},{:.1f},{},{:.1f},{},{:.1f},{:.4f},{:.4f},{:.4f},{:.3f}\n", r.pool, r.policy,
+    csv << fmt::format("{},{},{},{:.2f},{},{},{},{},{:.4f},{:.1f},{:.1f},{},{:.1f},{},{:.1f},{:.4f},{:.4f},{:.4f},{:.3f},{},{:.0f},{},{}\n", r.pool, r.policy,
                        r.mode, r.load, r.seed, d.all.arrived, d.all.accepted, d.all.gaveUp, pct(d.all.servedGpuTime, d.all.offeredGpuTime),
                        hours(d.busyGpuTime), hours(d.idleGpuTime), d.reclaims, hours(d.reclaimedGpuTime), d.all.preemptions,
-                       hours(d.all.preemptedGpuTime), d.jain, lowestTenantRatio(d), d.meanAllocationPercent, d.seconds);
+                       hours(d.all.preemptedGpuTime), d.jain, lowestTenantRatio(d), d.meanAllocationPercent, d.seconds, d.moves, d.movedGpus, d.moveLooks, d.moveChances);
   }
 }
 
@@ -133,7 +133,7 @@ int runLoopCommand(const fs::path& traces, const std::string& workload, const st
   emit(fmt::format(
       "Utilization loop on workload {}: {} measured arrivals after {} warm-up, patience {:.0f} s, backfill depth {}; tenants' "
       "weights {} and shares of arrivals {}; classes production/batch/spot {}; {:.0f} % of systems idle for the last {:.0f} % of "
-      "their life; reclaim after {:.0f} s idle ({}); preemption grace {:.0f} s; batch {} spot; {}. Mean over seeds {}.\n\n",
+      "their life; reclaim after {:.0f} s idle ({}); preemption grace {:.0f} s; batch {} spot; {}{}. Mean over seeds {}.\n\n",
       workload, base.arrivals.arrivals, base.arrivals.warmup, base.arrivals.patienceSeconds, base.arrivals.backfillDepth,
       fmt::join(w.tenantWeights, ":"), fmt::join(w.tenantDemand, ":"), fmt::join(w.classShare, ":"), 100 * w.overprovisionedShare,
       100 * w.idleShare, base.rules.reclaimAfterSeconds, base.rules.reclaimShares ? "whole GPUs and shares" : "whole GPUs only",
@@ -142,6 +142,7 @@ int runLoopCommand(const fs::path& traces, const std::string& workload, const st
       base.rules.shareFirst ? fmt::format("fair share first (backfill {} per tenant, preemption hysteresis {})", base.rules.backfillPerTenant,
                                           base.rules.preemptionHysteresis)
                             : std::string("class first, then the tenant's charge"),
+      base.rules.defragment ? fmt::format("; idle systems moved to make room for the head (at most {} GPUs)", base.rules.mostMovedGpus) : "",
       fmt::join(seeds, ",")));
   emit("| pool | policy | mode | load | GPU time served % | idle % of allocated | production / batch / spot served % | "
        "production / batch / spot p99 wait s | gave up | min tenant ratio | Jain | spot GPU time lost to preemption % | reclaims | "

@@ -231,6 +231,11 @@ int main(int argc, char** argv) {
               "experiment: a tenant below the fair line has its spot requests ordered with batch (not yardd's rule)");
   lp->add_flag("--fair-share-gates-backfill", lpOptions.rules.fairShareGatesBackfill,
               "experiment: while a head waits, a tenant above the fair line does not backfill (not yardd's rule)");
+  lp->add_flag("--defragment", lpOptions.rules.defragment,
+               "when the head does not fit, move systems in their idle end to another enclosure their host reaches when that "
+               "lets the head in (ADR 0033)");
+  lp->add_option("--most-moved-gpus", lpOptions.rules.mostMovedGpus, "with --defragment: GPUs moved for one head at most")
+      ->check(CLI::Range(1, 64));
   lp->add_flag("--share-first", lpOptions.rules.shareFirst,
               "fair share first (issue 59): across tenants by the fair line and the charge with the request, class and age inside a "
               "tenant; backfill capped per tenant; no preemption that inverts shares");
