@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <tuple>
 
 #include "agent/simulated_hosts.h"
 #include "tests/support/topology_builder.h"
@@ -16,13 +17,17 @@ namespace {
 
 class EngineDefragTest : public EngineTest {
  protected:
-  void SetUp() override {
-    // sw0 and sw1 hold 4 GPUs each; "mover" reaches both switches, "head" only sw0.
-    Topology t = testing::TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 4).gpus("sw1", 4).host("mover", {"sw0", "sw1"}).host("head", {"sw0"}).build();
+  void SetUp() override {}  // each test starts on its own pool (startOn)
+  // sw0 and sw1 hold 4 GPUs each; "mover" reaches both switches, "head" only sw0.
+  static Topology twoSwitches() {
+    return testing::TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 4).gpus("sw1", 4).host("mover", {"sw0", "sw1"}).host("head", {"sw0"}).build();
+  }
+  void startOn(const Topology& t) {
     startFabric(t);
     simulated_ = std::make_unique<SimulatedHosts>(t, fabric_->router(), clock_);
     hosts_ = simulated_.get();
     configure_ = [](EngineOptions& o) { o.activityInterval = 0ms; };  // the tests sample on the manual clock
+    start();
   }
   // "idle" on the mover with two GPUs under sw0, labelled as asked; then one activity sample.
   void composeIdleUnderSw0(std::map<std::string, std::string> labels) {
@@ -85,7 +90,7 @@ class EngineDefragTest : public EngineTest {
 };
 
 TEST_F(EngineDefragTest, AHeadThatFitsOnlyInPiecesGetsRoomByMovingIdleGpusOfAMovableSystem) {
-  start();
+  startOn(twoSwitches());
   composeIdleUnderSw0({{"movable", "true"}});
   const Operation big = queueFourUnderOneSwitch();
   const Operation done = *engine_->waitOperation(big.id, 10s);
@@ -106,7 +111,7 @@ TEST_F(EngineDefragTest, AHeadThatFitsOnlyInPiecesGetsRoomByMovingIdleGpusOfAMov
 }
 
 TEST_F(EngineDefragTest, NothingMovesWithoutTheLabelNorWhenAProcessRunsOnAGpuItWouldNeed) {
-  start();
+  startOn(twoSwitches());
   composeIdleUnderSw0({});  // no consent
   const Operation big = queueFourUnderOneSwitch();
   EXPECT_EQ(engine_->listQueue()->size(), 1u);
@@ -126,7 +131,7 @@ TEST_F(EngineDefragTest, NothingMovesWithoutTheLabelNorWhenAProcessRunsOnAGpuItW
 }
 
 TEST_F(EngineDefragTest, AMoveTheSwitchRefusesLeavesTheSystemWhereItWasAndTheHeadWaiting) {
-  start();
+  startOn(twoSwitches());
   composeIdleUnderSw0({{"movable", "true"}});
   fabric_->setFaults({.failNext = 1, .failCode = Code::kFailedPrecondition, .targets = kFaultBind});
   const Operation big = queueFourUnderOneSwitch();
@@ -140,7 +145,7 @@ TEST_F(EngineDefragTest, AMoveTheSwitchRefusesLeavesTheSystemWhereItWasAndTheHea
 }
 
 TEST_F(EngineDefragTest, AGpuThatTurnedBusyBeforeItsDetachStaysAndTheSystemKeepsBoth) {
-  start();
+  startOn(twoSwitches());
   composeIdleUnderSw0({{"movable", "true"}});
   // A process starts on a GPU after the sample the plan reads: the host side refuses to let it go.
   simulated_->setActivity("sw0-gpu0", 0, {{4100, "python3 train.py", 2048}});
@@ -152,6 +157,31 @@ TEST_F(EngineDefragTest, AGpuThatTurnedBusyBeforeItsDetachStaysAndTheSystemKeeps
   EXPECT_EQ(devicesOf("idle").size(), 4u) << "it keeps both sets until someone detaches the extra ones";
   EXPECT_EQ(count("move.failed"), 1u);
   EXPECT_EQ(engine_->listQueue()->size(), 1u);
+}
+
+// Of two switches the head could use, the one that needs fewer GPUs moved is emptied: one move, not two.
+TEST_F(EngineDefragTest, TheFewestGpusAreMoved) {
+  const Topology t = testing::TopologyBuilder()
+                   .sw("sw0").sw("sw1").sw("sw2")
+                   .gpus("sw0", 4).gpus("sw1", 4).gpus("sw2", 4)
+                   .host("a", {"sw0", "sw2"}).host("b", {"sw1", "sw2"}).host("head", {"sw0", "sw1"})
+                   .build();
+  startOn(t);
+  for (const auto& [name, host, devices] : {std::tuple<std::string, std::string, std::vector<DeviceId>>{"two", "a", {"sw0-gpu0", "sw0-gpu1"}},
+                                            {"one", "b", {"sw1-gpu0"}}}) {
+    ComposeRequest r{name, {}, {{"movable", "true"}}};
+    r.placement.devices = devices;
+    r.placement.host = host;
+    ASSERT_EQ(run(engine_->compose(Caller::local(), r)).state, OperationState::kSucceeded) << name;
+  }
+  ASSERT_TRUE(engine_->sampleActivity());
+  const Operation big = queueFourUnderOneSwitch();
+  ASSERT_EQ(engine_->waitOperation(big.id, 10s)->state, OperationState::kSucceeded) << why(big.id);
+  EXPECT_EQ(devicesOf("big"), (std::vector<DeviceId>{"sw1-gpu0", "sw1-gpu1", "sw1-gpu2", "sw1-gpu3"}));
+  EXPECT_EQ(devicesOf("two"), (std::vector<DeviceId>{"sw0-gpu0", "sw0-gpu1"})) << "not moved: it would have taken two";
+  ASSERT_EQ(devicesOf("one").size(), 1u);
+  EXPECT_EQ(devicesOf("one")[0].rfind("sw2-", 0), 0u) << devicesOf("one")[0];
+  EXPECT_EQ(movesDone(2).size(), 2u) << "one system's attach and detach";
 }
 
 }  // namespace
