@@ -255,6 +255,17 @@ void printPlan(const pb::PlanResponse& p, bool explain, std::ostream& out) {
     for (const auto& i : p.gpu_instances()) out << fmt::format("  MIG {} on {} at slice {}\n", i.profile(), i.device_id(), i.start());
   } else {
     out << "does not fit: " << p.explanation() << "\n";
+    if (p.would_move_size() > 0) {
+      int gpus = 0;
+      for (const auto& m : p.would_move()) gpus += m.gpus();
+      out << fmt::format("moving {} idle GPU(s) of {} system(s) labelled movable=true would make room on {}:\n", gpus, p.would_move_size(),
+                         p.host_after_moves());
+      for (const auto& m : p.would_move())
+        out << fmt::format("  {:<20} {:<10} {}\n", m.name().empty() ? "(another tenant's)" : m.name(), m.tenant().empty() ? "-" : m.tenant(),
+                           m.from_device_ids().empty() ? fmt::format("{} GPU(s)", m.gpus())
+                                                       : fmt::format("{} -> {}", fmt::join(m.from_device_ids(), ","),
+                                                                     fmt::join(m.to_device_ids(), ",")));
+    }
     if (p.would_preempt_size() > 0) {
       out << fmt::format("preemption would take back {} system(s) and place it on {}:\n", p.would_preempt_size(), p.host_after_preemption());
       for (const auto& v : p.would_preempt())

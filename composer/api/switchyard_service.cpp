@@ -147,6 +147,17 @@ grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRe
           pv->set_tenant(v.tenant);
         }
         if (outcome->afterPreemption) out->set_host_after_preemption(outcome->afterPreemption->hostId);
+        for (const auto& m : outcome->wouldMove) {
+          auto* pm = out->add_would_move();
+          pm->set_gpus(static_cast<int>(m.from.size()));
+          if (c.role == Role::kTenant && m.tenant != c.tenant) continue;  // another tenant's: only how many GPUs
+          pm->set_system_id(m.systemId);
+          pm->set_name(m.name);
+          pm->set_tenant(m.tenant);
+          for (const auto& d : m.from) pm->add_from_device_ids(d);
+          for (const auto& d : m.to) pm->add_to_device_ids(d);
+        }
+        if (outcome->afterMoves) out->set_host_after_moves(outcome->afterMoves->hostId);
         reactor->Finish(grpc::Status::OK);
       });
   return reactor;

@@ -84,12 +84,15 @@ struct RecoveryReport {
   std::vector<Drift> drifts;
 };
 
-// A dry run of a placement (plan). With a priority class that preempts, a request that does not fit also
-// names the systems preemption would take back for it and where it would go then (nothing changes).
+// A dry run of a placement (plan). A request that does not fit also names the idle GPUs defragmentation would
+// move for it (when the admission profile moves any) and where it would go then; failing that, with a priority
+// class that preempts, the systems preemption would take back and where it would go then. Nothing changes.
 struct PlanOutcome {
   PlacementDecision decision;
   std::vector<PreemptionVictim> wouldPreempt;
   std::optional<Placement> afterPreemption;
+  std::vector<PlannedMove> wouldMove;
+  std::optional<Placement> afterMoves;
 };
 
 // Live events after a replay of the recorded ones after `lastSeen` (subscribeAfter): subscribed before the

@@ -43,6 +43,15 @@ struct PreemptionVictim {
   int gpus = 0;
 };
 
+// A system whose idle GPUs defragmentation would move to make room (ADR 0033): `from` leave, `to` come.
+struct PlannedMove {
+  std::string systemId;
+  std::string name;
+  std::string tenant;
+  std::vector<std::string> from;
+  std::vector<std::string> to;
+};
+
 // What a queued compose asked for, as the packing core takes it (PlacementRequest's stored form).
 struct QueuedRequest {
   int gpuCount = 0;

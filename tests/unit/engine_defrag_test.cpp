@@ -92,6 +92,18 @@ class EngineDefragTest : public EngineTest {
 TEST_F(EngineDefragTest, AHeadThatFitsOnlyInPiecesGetsRoomByMovingIdleGpusOfAMovableSystem) {
   startOn(twoSwitches());
   composeIdleUnderSw0({{"movable", "true"}});
+  PlacementRequest four;
+  four.gpuCount = 4;
+  four.peerToPeer = PeerToPeer::kRequired;
+  const auto plan = engine_->plan(four);
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_FALSE(plan->decision.placement);
+  ASSERT_EQ(plan->wouldMove.size(), 1u) << "the dry run names the moves a pass would start";
+  EXPECT_EQ(plan->wouldMove[0].name, "idle");
+  EXPECT_EQ(plan->wouldMove[0].from, (std::vector<std::string>{"sw0-gpu0", "sw0-gpu1"}));
+  ASSERT_TRUE(plan->afterMoves);
+  EXPECT_EQ(plan->afterMoves->hostId, "head");
+  EXPECT_TRUE(movesDone(0).empty()) << "a plan changes nothing";
   const Operation big = queueFourUnderOneSwitch();
   const Operation done = *engine_->waitOperation(big.id, 10s);
   ASSERT_EQ(done.state, OperationState::kSucceeded) << done.error << " / " << why(big.id);

@@ -353,7 +353,9 @@ class Client:
              endpoints: Sequence["switchyard_pb2.EndpointRequest"] = ()) -> "switchyard_pb2.PlanResponse":
         """Dry run: where a compose would go (fits, host_id, devices) and why (explanation, candidates). With a
         priority_class that preempts, a request that does not fit also names the systems preemption would take
-        back (would_preempt) and the host it would get then (host_after_preemption)."""
+        back (would_preempt) and the host it would get then (host_after_preemption). Before that, a request that
+        does not fit names the idle GPUs of systems labelled movable=true a pass would move to make room
+        (would_move) and the host it would get then (host_after_moves)."""
         request = switchyard_pb2.PlanRequest(
             gpus=gpu_request(gpus, model=model, min_memory_gib=min_memory_gib, peer_to_peer=peer_to_peer, host=host,
                              device_ids=device_ids, mig_profiles=mig_profiles, share_milli=share_milli),
