@@ -24,6 +24,12 @@ Caller defragCaller() { return {std::string(kDefragActor), Role::kAdmin, {}}; }
 // GPUs moved for one head at most: past that, the head waits for what leases and preemption give it.
 constexpr std::size_t kMostMovedGpus = 8;
 
+// A move whose detach did not happen: the system holds both sets.
+std::string keptBoth(const SystemMove& move, const std::string& why) {
+  return fmt::format("{}: took {} but could not give up {} ({}); it keeps both until they are detached", move.system, fmt::join(move.to, ", "),
+                     fmt::join(move.from, ", "), why);
+}
+
 bool allowsMoves(const System& s) {
   auto label = s.labels.find(std::string(kMovableLabel));
   return label != s.labels.end() && label->second == "true";
@@ -178,8 +184,7 @@ void Engine::moveEnded(const Operation& op, bool succeeded, Mutation& m) {
                                  op.kind == OperationKind::kAttach
                                      ? fmt::format("{}: could not take {} ({}); it keeps its GPUs where they are", move->system,
                                                    fmt::join(move->to, ", "), op.error)
-                                     : fmt::format("{}: took {} but could not give up {} ({}); it keeps both until they are detached",
-                                                   move->system, fmt::join(move->to, ", "), fmt::join(move->from, ", "), op.error),
+                                     : keptBoth(*move, op.error),
                                  actor));
 }
 
@@ -194,10 +199,7 @@ void Engine::startDueDetaches() {
     if (!op) {
       spdlog::warn("defragmentation: {} could not give up {}: {}", move.system, fmt::join(move.from, ", "), op.error().message);
       if (options_.metrics) options_.metrics->movedGpus.add({"failed"}, static_cast<double>(move.from.size()));
-      m.events.push_back(makeEvent("move.failed", move.system,
-                                   fmt::format("{}: took {} but could not give up {} ({}); it keeps both until they are detached",
-                                               move.system, fmt::join(move.to, ", "), fmt::join(move.from, ", "), op.error().message),
-                                   std::string(kDefragActor)));
+      m.events.push_back(makeEvent("move.failed", move.system, keptBoth(move, op.error().message), std::string(kDefragActor)));
     }
     defrag_.detaching(move.system, op ? op->id : OperationId{}, clock_.now(), std::chrono::duration_cast<Duration>(options_.leaseRetry));
   }
