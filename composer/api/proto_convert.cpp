@@ -467,6 +467,30 @@ void toProto(const AuditRecord& r, pb::AuditRecord& out) {
   if (r.finishedAt != 0) out.set_finished_at(formatTimestamp(r.finishedAt));
 }
 
+void toProto(const PlanOutcome& plan, const Caller& caller, pb::PlanResponse& out) {
+  for (const auto& v : plan.wouldPreempt) {
+    auto* pv = out.add_would_preempt();
+    pv->set_priority_class(v.priorityClass);
+    pv->set_gpus(v.gpus);
+    if (caller.role == Role::kTenant && v.tenant != caller.tenant) continue;  // another tenant's: only that one exists
+    pv->set_system_id(v.systemId);
+    pv->set_name(v.name);
+    pv->set_tenant(v.tenant);
+  }
+  if (plan.afterPreemption) out.set_host_after_preemption(plan.afterPreemption->hostId);
+  for (const auto& m : plan.wouldMove) {
+    auto* pm = out.add_would_move();
+    pm->set_gpus(static_cast<int>(m.from.size()));
+    if (caller.role == Role::kTenant && m.tenant != caller.tenant) continue;  // another tenant's: only how many GPUs
+    pm->set_system_id(m.systemId);
+    pm->set_name(m.name);
+    pm->set_tenant(m.tenant);
+    for (const auto& d : m.from) pm->add_from_device_ids(d);
+    for (const auto& d : m.to) pm->add_to_device_ids(d);
+  }
+  if (plan.afterMoves) out.set_host_after_moves(plan.afterMoves->hostId);
+}
+
 void toProto(const PlacementDecision& d, pb::PlanResponse& out) {
   out.set_fits(d.placement.has_value());
   if (d.placement) {

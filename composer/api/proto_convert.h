@@ -32,6 +32,8 @@ void toProto(const QueueEntry& e, pb::QueueEntry& out);
 void toProto(const IdleGpu& g, Timestamp now, pb::IdleGpu& out);
 void toProto(const AuditRecord& r, pb::AuditRecord& out);
 void toProto(const PlacementDecision& d, pb::PlanResponse& out);
+// A plan's moves and victims, as `caller` may see them: another tenant's system as a count of GPUs only.
+void toProto(const PlanOutcome& plan, const Caller& caller, pb::PlanResponse& out);
 void toProto(const Topology& t, const std::vector<HostView>& hosts, const std::vector<DeviceView>& devices, pb::Topology& out);
 
 }  // namespace switchyard

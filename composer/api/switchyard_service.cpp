@@ -137,27 +137,7 @@ grpc::ServerUnaryReactor* SwitchyardService::Plan(Context* ctx, const v1::PlanRe
         // A request that cannot be valid is an error; one that merely does not fit now is an answer.
         if (decision.error && decision.error->code != Code::kResourceExhausted) return reactor->Finish(toGrpcStatus(*decision.error));
         toProto(decision, *out);
-        for (const auto& v : outcome->wouldPreempt) {
-          auto* pv = out->add_would_preempt();
-          pv->set_priority_class(v.priorityClass);
-          pv->set_gpus(v.gpus);
-          if (c.role == Role::kTenant && v.tenant != c.tenant) continue;  // another tenant's: only that one exists
-          pv->set_system_id(v.systemId);
-          pv->set_name(v.name);
-          pv->set_tenant(v.tenant);
-        }
-        if (outcome->afterPreemption) out->set_host_after_preemption(outcome->afterPreemption->hostId);
-        for (const auto& m : outcome->wouldMove) {
-          auto* pm = out->add_would_move();
-          pm->set_gpus(static_cast<int>(m.from.size()));
-          if (c.role == Role::kTenant && m.tenant != c.tenant) continue;  // another tenant's: only how many GPUs
-          pm->set_system_id(m.systemId);
-          pm->set_name(m.name);
-          pm->set_tenant(m.tenant);
-          for (const auto& d : m.from) pm->add_from_device_ids(d);
-          for (const auto& d : m.to) pm->add_to_device_ids(d);
-        }
-        if (outcome->afterMoves) out->set_host_after_moves(outcome->afterMoves->hostId);
+        toProto(*outcome, c, *out);
         reactor->Finish(grpc::Status::OK);
       });
   return reactor;

@@ -47,6 +47,7 @@
 #include "composer/engine/admission/admission_profile.h"
 #include "composer/engine/admission/tenant_shares.h"
 #include "composer/engine/defragmentation.h"
+#include "composer/engine/move_planner.h"
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/event_log.h"
 #include "composer/engine/idle_tracker.h"
@@ -413,15 +414,10 @@ class Engine {
   [[nodiscard]] PlacementRequest wantedOf(const Operation& op) const;
   void startPreemption(Mutation& m, std::vector<Operation>& started);
   void preemptionFailed(const Operation& op, Mutation& m);
-  // Defragmentation (engine_defrag.cpp, ADR 0033): the fewest idle GPUs of movable systems to move, grouped by
-  // system, for `wanted` to fit, and where it goes then; the head's promise (its plan's attaches started); a
-  // move's operation that ended; the detaches due, started at the commit point.
-  struct MoveChoice {
-    std::vector<SystemMove> moves;
-    Placement placement;
-    std::size_t gpus = 0;
-  };
-  [[nodiscard]] std::optional<MoveChoice> chooseMoves(const PlacementRequest& wanted);
+  // Defragmentation (engine_defrag.cpp, ADR 0033): the moves for `wanted` on the pool and activity as they are
+  // (move_planner.h); the head's promise (its plan's attaches started); a move's operation that ended; the
+  // detaches due, started at the commit point.
+  [[nodiscard]] std::optional<MoveChoice> chooseMoves(const PlacementRequest& wanted) const;
   [[nodiscard]] std::optional<admission::Promise> defragmentFor(const Operation& head, const std::string& why);
   void moveEnded(const Operation& op, bool succeeded, Mutation& m);
   void startDueDetaches();

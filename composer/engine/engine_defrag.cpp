@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "composer/engine/engine.h"
+#include "composer/engine/move_planner.h"
 
 namespace switchyard {
 
@@ -21,94 +22,28 @@ namespace {
 
 Caller defragCaller() { return {std::string(kDefragActor), Role::kAdmin, {}}; }
 
-// GPUs moved for one head at most: past that, the head waits for what leases and preemption give it.
-constexpr std::size_t kMostMovedGpus = 8;
-
 // A move whose detach did not happen: the system holds both sets.
 std::string keptBoth(const SystemMove& move, const std::string& why) {
   return fmt::format("{}: took {} but could not give up {} ({}); it keeps both until they are detached", move.system, fmt::join(move.to, ", "),
                      fmt::join(move.from, ", "), why);
 }
 
-bool allowsMoves(const System& s) {
-  auto label = s.labels.find(std::string(kMovableLabel));
-  return label != s.labels.end() && label->second == "true";
+// What the head is promised while its moves run, and why it waits.
+admission::Promise promiseOf(const DefragPlan& plan, const std::string& why, Timestamp now) {
+  return {{plan.head, now, plan.placement},
+          fmt::format("{}; moving {} idle GPU{} of {} system{} to make room since {}", why, plan.gpus(), plan.gpus() == 1 ? "" : "s",
+                      plan.moves.size(), plan.moves.size() == 1 ? "" : "s", formatTimestamp(plan.startedAt))};
 }
 
-// An idle whole GPU of a system that allows moves.
-struct Movable {
-  const System* system = nullptr;
-  DeviceId device;
-  int index = -1;  // in the pool
-};
+// How long a head whose moves failed waits before another plan.
+Duration retryOf(const EngineOptions& options) { return std::chrono::duration_cast<Duration>(options.leaseRetry); }
 
 }  // namespace
 
-std::optional<Engine::MoveChoice> Engine::chooseMoves(const PlacementRequest& wanted) {
-  // Whole GPUs by count: a request for named devices, MIG instances or a share is not helped by moving others.
-  if (wanted.gpuCount <= 0 || !wanted.devices.empty() || !wanted.gpuInstances.empty() || wanted.gpuShareMilli != 0) return std::nullopt;
+std::optional<MoveChoice> Engine::chooseMoves(const PlacementRequest& wanted) const {
   const auto activity = activityList_ ? activityList_ : activityForView();
-  if (!activity || activity->empty()) return std::nullopt;
-  std::unordered_map<DeviceId, const IdleGpu*> idle;
-  for (const auto& g : *activity) idle.emplace(g.gpu.deviceId, &g);
-
-  const Pool& now = state_->pool();
-  std::map<int, std::vector<Movable>> bySwitch;  // the candidates under each switch, in the systems' order
-  for (const auto& [id, s] : state_->systems()) {
-    if (!allowsMoves(s) || s.state != SystemState::kComposed || !s.activeOperation.empty() || s.hostId.empty()) continue;
-    for (const auto& b : s.bindings) {
-      auto g = idle.find(b.deviceId);
-      if (g == idle.end()) continue;
-      const IdleGpu& row = *g->second;
-      // Idle at the latest sample with no process, and whole: MIG instances and shares stay where they are.
-      if (row.systemId != s.id || !row.gpu.idle() || !row.gpu.processes.empty() || !row.instances.empty() || row.shareMilli != 0) continue;
-      if (const int di = now.deviceIndex(b.deviceId); di >= 0) bySwitch[now.devices()[static_cast<std::size_t>(di)].switchIndex].push_back({&s, b.deviceId, di});
-    }
-  }
-  if (bySwitch.empty()) return std::nullopt;
-
-  std::optional<MoveChoice> best;
-  for (const auto& [sw, movables] : bySwitch) {
-    // Empty this switch of movable GPUs one at a time, each to a free GPU its system's host reaches elsewhere,
-    // until the head fits: the fewest GPUs moved over all switches wins (the first switch on a tie).
-    Pool trial = now;      // the pool once the moves are done
-    Pool elsewhere = now;  // where a moved GPU may go: this switch's free GPUs hidden, the chosen ones taken
-    for (int d : now.switches()[static_cast<std::size_t>(sw)].freeDevices) elsewhere.setFree(d, false);
-    std::map<SystemId, SystemMove> moves;
-    std::size_t moved = 0;
-    for (const Movable& m : movables) {
-      if (moved >= kMostMovedGpus || (best && moved + 1 >= best->gpus)) break;
-      const PoolDevice& device = now.devices()[static_cast<std::size_t>(m.index)];
-      PlacementRequest to;
-      to.gpuCount = 1;
-      to.model = device.model;
-      to.minMemoryGiB = device.memoryGiB;
-      to.host = m.system->hostId;
-      to.hostMayHaveSystem = true;
-      to.peerToPeer = PeerToPeer::kNone;
-      to.tenant = m.system->tenant;
-      const PlacementDecision destination = place(*placement_, elsewhere, to);
-      if (!destination.placement || destination.placement->devices.empty()) continue;
-      const DeviceId& target = destination.placement->devices.front().deviceId;
-      const int ti = now.deviceIndex(target);
-      elsewhere.setFree(ti, false);
-      elsewhere.addAttached(elsewhere.hostIndex(m.system->hostId), 1);  // the attach comes before the detach
-      trial.setFree(ti, false);
-      trial.setFree(m.index, true);
-      SystemMove& move = moves[m.system->id];
-      move.system = m.system->id;
-      move.from.push_back(m.device);
-      move.to.push_back(target);
-      ++moved;
-      if (auto fits = place(*placement_, trial, wanted); fits.placement) {
-        MoveChoice choice{{}, std::move(*fits.placement), moved};
-        for (auto& entry : moves) choice.moves.push_back(std::move(entry.second));
-        best = std::move(choice);
-        break;
-      }
-    }
-  }
-  return best;
+  if (!activity) return std::nullopt;
+  return planMoves(*placement_, *state_, *activity, wanted);
 }
 
 std::optional<admission::Promise> Engine::defragmentFor(const Operation& head, const std::string& why) {
@@ -120,10 +55,7 @@ std::optional<admission::Promise> Engine::defragmentFor(const Operation& head, c
   if (const DefragPlan* plan = defrag_.current()) {
     // Its moves are running: what they free is the head's. Another head's (or a failed plan): nothing now.
     if (plan->head != head.id || defrag_.failed()) return std::nullopt;
-    return admission::Promise{{head.id, now, plan->placement},
-                              fmt::format("{}; moving {} idle GPU{} of {} system{} to make room since {}", why, plan->gpus(),
-                                          plan->gpus() == 1 ? "" : "s", plan->moves.size(), plan->moves.size() == 1 ? "" : "s",
-                                          formatTimestamp(plan->startedAt))};
+    return promiseOf(*plan, why, now);
   }
   if (!defrag_.mayPlanFor(head.id, now)) return std::nullopt;
   auto choice = chooseMoves(wantedOf(head));
@@ -162,16 +94,13 @@ std::optional<admission::Promise> Engine::defragmentFor(const Operation& head, c
   for (const auto& move : plan.moves) systems.push_back(fmt::format("{} ({} -> {})", move.system, fmt::join(move.from, ","), fmt::join(move.to, ",")));
   spdlog::info("defragmentation: moving {} idle GPU(s) to make room for {}: {}", plan.gpus(), head.id, fmt::join(systems, "; "));
   const bool started = std::any_of(plan.moves.begin(), plan.moves.end(), [](const SystemMove& mv) { return !mv.operation.empty(); });
-  defrag_.begin(std::move(plan), now, std::chrono::duration_cast<Duration>(options_.leaseRetry));
+  defrag_.begin(std::move(plan), now, retryOf(options_));
   if (!started || defrag_.failed()) return std::nullopt;
-  const DefragPlan& begun = *defrag_.current();
-  return admission::Promise{{head.id, now, begun.placement},
-                            fmt::format("{}; moving {} idle GPU{} of {} system{} to make room", why, begun.gpus(), begun.gpus() == 1 ? "" : "s",
-                                        begun.moves.size(), begun.moves.size() == 1 ? "" : "s")};
+  return promiseOf(*defrag_.current(), why, now);
 }
 
 void Engine::moveEnded(const Operation& op, bool succeeded, Mutation& m) {
-  auto move = defrag_.ended(op.id, succeeded, clock_.now(), std::chrono::duration_cast<Duration>(options_.leaseRetry));
+  auto move = defrag_.ended(op.id, succeeded, clock_.now(), retryOf(options_));
   if (!move) return;
   const std::string actor(kDefragActor);
   if (options_.metrics && (move->stage == SystemMove::Stage::kMoved || move->stage == SystemMove::Stage::kFailed))
@@ -201,7 +130,7 @@ void Engine::startDueDetaches() {
       if (options_.metrics) options_.metrics->movedGpus.add({"failed"}, static_cast<double>(move.from.size()));
       m.events.push_back(makeEvent("move.failed", move.system, keptBoth(move, op.error().message), std::string(kDefragActor)));
     }
-    defrag_.detaching(move.system, op ? op->id : OperationId{}, clock_.now(), std::chrono::duration_cast<Duration>(options_.leaseRetry));
+    defrag_.detaching(move.system, op ? op->id : OperationId{}, clock_.now(), retryOf(options_));
   }
   if (!m.events.empty()) (void)persist(m);
 }

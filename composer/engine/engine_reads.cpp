@@ -33,9 +33,7 @@ Result<Engine::PlanOutcome> Engine::planOnControl(const PlacementRequest& reques
   PlanOutcome outcome{place(*placement_, state_->pool(), wanted, &state_->placementIndex()), {}, {}, {}, {}};
   if (outcome.decision.placement) return outcome;
   // Moves come first in a pass (they take nobody's work): the ones a pass would start, if the profile moves any.
-  const bool moves = std::any_of(admission_->postFilters.begin(), admission_->postFilters.end(),
-                                 [](const auto& p) { return p->name() == "defragmentation"; });
-  if (auto choice = moves ? chooseMoves(wanted) : std::nullopt) {
+  if (auto choice = admission_->moves() ? chooseMoves(wanted) : std::nullopt) {
     for (const SystemMove& m : choice->moves)
       if (const System* s = state_->system(m.system)) outcome.wouldMove.push_back({s->id, s->name, s->tenant, m.from, m.to});
     outcome.afterMoves = std::move(choice->placement);

@@ -100,6 +100,7 @@ TEST(AdmissionProfile, TheDefaultProfileIsTodaysRulesAndEveryRowBuilds) {
   EXPECT_EQ((*profile)->describe(),
             "switchyard-v1: queue sort priority-class, fair-share, age; pre-filter none; permit quota, host-policy, head-shadow; "
             "post-filter defragmentation, preemption, lease-shadow");
+  EXPECT_TRUE((*profile)->moves()) << "defragmentation is a post-filter of the default";
   auto shareFirst = buildProfile("share-first");
   ASSERT_TRUE(shareFirst) << shareFirst.error().message;
   EXPECT_EQ((*shareFirst)->describe(),

@@ -201,6 +201,11 @@ std::string Profile::describe() const {
                      fmt::join(permitNames, ", "), fmt::join(postFilterNames, ", "));
 }
 
+bool Profile::moves() const {
+  return std::any_of(postFilters.begin(), postFilters.end(),
+                     [](const auto& p) { return dynamic_cast<const DefragmentationPostFilter*>(p.get()) != nullptr; });
+}
+
 const PreemptingPostFilter* Profile::preemption() const {
   for (const auto& p : postFilters)
     if (const auto* preempting = dynamic_cast<const PreemptingPostFilter*>(p.get())) return preempting;

@@ -121,7 +121,9 @@ struct Profile {
 
   [[nodiscard]] std::string describe() const;
   // The first post-filter that preempts; none: this profile never preempts.
-  [[nodiscard]] const PreemptingPostFilter* preemption() const;  // "name: queue sort a, b; pre-filter c; permit d, e; post-filter f, g"
+  [[nodiscard]] const PreemptingPostFilter* preemption() const;
+  // Whether a post-filter moves idle GPUs to make room (defragmentation, ADR 0033).
+  [[nodiscard]] bool moves() const;  // "name: queue sort a, b; pre-filter c; permit d, e; post-filter f, g"
 };
 
 struct ProfileEntry {
