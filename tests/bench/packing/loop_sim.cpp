@@ -13,6 +13,7 @@
 
 #include "composer/engine/admission/admission_profile.h"
 #include "tests/bench/packing/fair_share.h"
+#include "tests/bench/packing/loop_moves.h"
 #include "tests/bench/packing/sim_pool.h"
 
 namespace switchyard::bench {
@@ -416,86 +417,16 @@ std::optional<size_t> LoopSim::moveForHead(size_t head) {
   const ShareRequest& r = request(head);
   if (composable == nullptr || composable->mirror() || !r.wholeGpus()) return std::nullopt;
   if (measuredSince_ >= 0) ++result_.moveLooks;
-
-  // The candidates: systems of whole GPUs in their idle end, by enclosure.
-  std::map<long, std::vector<size_t>> byEnclosure;
-  std::map<long, int> movableGpus;
+  // The candidates: systems of whole GPUs in their idle end.
+  std::vector<LoopMovable> movable;
   for (size_t i = 0; i < running_.size(); ++i) {
     const Running& run = running_[i];
     if (!run.active || run.preempting || !jobs_[run.job].overprovisioned || now_ < run.start + busyFor(run.job)) continue;
-    if (!request(run.job).wholeGpus()) continue;
-    const long e = pool_.site(run.holding.placement.node).enclosure;
-    if (e < 0) continue;
-    byEnclosure[e].push_back(i);
-    movableGpus[e] += request(run.job).gpuCount;
+    if (request(run.job).wholeGpus()) movable.push_back({i, &run.holding, &request(run.job)});
   }
-  // The enclosures where moves could make room, the fewest GPUs missing first; four tried at most.
-  std::vector<std::pair<int, long>> tries;
-  // A host cabled to the enclosure must have the head's CPU, memory, model and room for its GPUs: moves free GPUs,
-  // not hosts.
-  const auto hostFor = [&](long e) {
-    for (size_t v : composable->viewsOfEnclosure(static_cast<size_t>(e))) {
-      const sharing::ShareNode& n = pool_.view().node(v);
-      if (n.cpuLeft >= r.cpuMilli && n.memoryLeft >= r.memoryMib && n.serves(r.modelMask) &&
-          composable->hostRoom(pool_.site(v).host) >= r.gpuCount)
-        return true;
-    }
-    return false;
-  };
-  for (const auto& [e, gpus] : movableGpus) {
-    const int missing = r.gpuCount - composable->enclosureFree(static_cast<size_t>(e));
-    if (missing > 0 && missing <= std::min(gpus, r_.mostMovedGpus) && hostFor(e)) tries.emplace_back(missing, e);
-  }
-  if (tries.empty()) return std::nullopt;
-  if (measuredSince_ >= 0) ++result_.moveChances;
-  std::sort(tries.begin(), tries.end());
-  if (tries.size() > 4) tries.resize(4);
-  struct Plan {
-    int gpus = 0;
-    std::vector<std::pair<size_t, size_t>> moves;  // slot, destination view
-    size_t view = 0;
-  };
-  std::optional<Plan> best;
-  for (const auto& [missing, e] : tries) {
-    auto& slots = byEnclosure[e];
-    std::sort(slots.begin(), slots.end(), [&](size_t x, size_t y) {  // the fewest GPUs first, then the oldest idle
-      const int32_t gx = request(running_[x].job).gpuCount, gy = request(running_[y].job).gpuCount;
-      return gx != gy ? gx < gy : x < y;
-    });
-    SimPool copy = pool_;
-    Plan plan;
-    for (size_t slot : slots) {
-      const Running& run = running_[slot];
-      const ShareRequest& q = request(run.job);
-      if (plan.gpus + q.gpuCount > r_.mostMovedGpus || (best && plan.gpus + q.gpuCount >= best->gpus)) continue;
-      // Where it goes: another enclosure its host reaches with as many GPUs free (the host's CPU, memory and device
-      // count stay as they are: it gives up as many GPUs as it takes).
-      std::optional<size_t> to;
-      for (size_t v : composable->viewsOfHost(pool_.site(run.holding.placement.node).host))
-        if (const long ve = copy.site(v).enclosure;
-            ve >= 0 && ve != e && copy.composable()->enclosureFree(static_cast<size_t>(ve)) >= q.gpuCount) {
-          to = v;
-          break;
-        }
-      if (!to) continue;
-      copy.remove(run.holding, q);
-      if (!sharing::fits(copy.view().node(*to), q)) throw std::logic_error("a move's destination does not fit it");
-      (void)copy.place({*to, sharing::pickExclusiveGpus(copy.view().node(*to), q)}, q);
-      plan.moves.emplace_back(slot, *to);
-      plan.gpus += q.gpuCount;
-      std::optional<size_t> fits;
-      for (size_t v : composable->viewsOfEnclosure(static_cast<size_t>(e)))
-        if (sharing::fits(copy.view().node(v), r)) {
-          fits = v;
-          break;
-        }
-      if (fits) {
-        plan.view = *fits;
-        best = std::move(plan);
-        break;
-      }
-    }
-  }
+  bool chance = false;
+  const auto best = planLoopMoves(pool_, movable, r, r_.mostMovedGpus, chance);
+  if (chance && measuredSince_ >= 0) ++result_.moveChances;
   if (!best) return std::nullopt;
   account(now_);
   for (const auto& [slot, to] : best->moves) {
