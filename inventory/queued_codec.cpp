@@ -4,6 +4,13 @@
 
 namespace switchyard {
 
+namespace {
+
+// The name and labels a preempted system is queued again under (QueuedRequest::requeueAs).
+nlohmann::json requeueToJson(const QueuedRequest::RequeueAs& r) { return {{"name", r.name}, {"labels", r.labels}}; }
+
+}  // namespace
+
 nlohmann::json queuedToJson(const QueuedRequest& q) {
   nlohmann::json instances = nlohmann::json::array();
   for (MigProfile p : q.gpuInstances) instances.push_back(std::string(toString(p)));
@@ -11,7 +18,7 @@ nlohmann::json queuedToJson(const QueuedRequest& q) {
   for (const auto& e : q.endpoints)
     endpoints.push_back({{"kind", kindName(e)}, {"count", e.count}, {"model", e.model}, {"minCapacityGiB", e.minCapacityGiB}, {"minSpeedGbps", e.minSpeedGbps},
                          {"affinity", toString(e.affinity)}});
-  return nlohmann::json{{"gpus", q.gpuCount},
+  nlohmann::json j{{"gpus", q.gpuCount},
                         {"endpoints", endpoints},
                         {"model", q.model},
                         {"minMemoryGiB", q.minMemoryGiB},
@@ -27,6 +34,8 @@ nlohmann::json queuedToJson(const QueuedRequest& q) {
                         {"enqueuedAt", q.enqueuedAt},
                         {"deadline", q.deadline},
                         {"leaseSeconds", q.leaseSeconds}};
+  if (q.requeueAs) j["requeueAs"] = requeueToJson(*q.requeueAs);
+  return j;
 }
 
 Result<QueuedRequest> queuedFromJson(const nlohmann::json& j, std::string_view what) {
@@ -58,6 +67,8 @@ Result<QueuedRequest> queuedFromJson(const nlohmann::json& j, std::string_view w
     q.enqueuedAt = j.value("enqueuedAt", Timestamp{0});
     q.deadline = j.value("deadline", Timestamp{0});
     q.leaseSeconds = j.value("leaseSeconds", std::int64_t{0});
+    if (const auto r = j.find("requeueAs"); r != j.end())
+      q.requeueAs = QueuedRequest::RequeueAs{r->at("name").get<std::string>(), r->value("labels", std::map<std::string, std::string>{})};
     return q;
   } catch (const nlohmann::json::exception& e) {
     return fail(Code::kInternal, fmt::format("{}: the queued request is damaged ({})", what, e.what()));

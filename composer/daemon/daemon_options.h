@@ -74,7 +74,7 @@ struct DaemonOptions {
   std::filesystem::path metricsCert;
   std::filesystem::path metricsKey;
   double capacitySampleSeconds = 60;        // how often the dashboard's capacity history is sampled
-  std::vector<std::string> priorityClasses;  // NAME=VALUE[:preemptible]; empty: production, batch, spot
+  std::vector<std::string> priorityClasses;  // NAME=VALUE[:preemptible[:requeue]][:preempting]; empty: production, batch, spot
   std::string templatesFile;  // machine templates (JSON); empty: the built-in examples; "none": none
   std::string leaseWarning = "10m";          // lease.expiring this long before a lease ends
   std::string preemptionGrace = "30s";       // system.preempting this long before the victim is decomposed
@@ -337,10 +337,11 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
       ->capture_default_str()
       ->group("Metrics and dashboard");
   app.add_option("--priority-class", o.priorityClasses,
-                 "NAME=VALUE[:preemptible][:preempting], a priority class of the queue (repeatable; replaces the built-in "
+                 "NAME=VALUE[:preemptible[:requeue]][:preempting], a priority class of the queue (repeatable; replaces the built-in "
                  "production=1000:preempting, batch=100:preempting and spot=0:preemptible). A higher value is admitted first; a queued "
                  "request of a preempting class that cannot fit takes back systems of preemptible classes with a lower value, after "
-                 "--preemption-grace. 'batch' must be one of them: it is the default")
+                 "--preemption-grace; with :requeue such a system is queued again once decomposed (same name, labels, class and "
+                 "shape), e.g. spot=0:preemptible:requeue. 'batch' must be one of them: it is the default")
       ->group("Queue and leases");
   app.add_option("--templates", o.templatesFile,
                  "Machine templates (JSON: {\"templates\": [{\"name\": \"train-8x\", \"gpus\": 8, \"p2p\": \"required\", \"nic\": {\"count\": 4, "

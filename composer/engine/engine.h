@@ -325,7 +325,8 @@ class Engine {
   [[nodiscard]] static Result<void> validateName(const std::string& name);
   [[nodiscard]] static Result<void> validateRequestStrings(const ComposeRequest& request);
   [[nodiscard]] Result<Operation> acceptCompose(const Acceptance& a, const ComposeRequest& request);
-  [[nodiscard]] Result<Operation> acceptDecompose(const Acceptance& a, const std::string& system);
+  // `requeue`: a preemption's, of a system whose class requeues: what it is queued again as once decomposed (requeue.h).
+  [[nodiscard]] Result<Operation> acceptDecompose(const Acceptance& a, const std::string& system, std::optional<QueuedRequest> requeue = {});
   [[nodiscard]] Result<Operation> acceptAttach(const Acceptance& a, const AttachRequest& request);
   [[nodiscard]] Result<Operation> acceptDetach(const Acceptance& a, const DetachRequest& request);
   [[nodiscard]] Result<void> checkAccepting() const;
@@ -363,6 +364,18 @@ class Engine {
   // admitQueued, at each commit point after capacity may have freed, admits what now fits, in order.
   [[nodiscard]] Result<QueuedRequest> queuedRequestOf(const ComposeRequest& request) const;
   [[nodiscard]] Result<Operation> acceptQueued(const Acceptance& a, const ComposeRequest& request, const std::string& why);
+  // kResourceExhausted when the queue, or the tenant's part of it, is full (`why`: why the request would wait).
+  [[nodiscard]] Result<void> queueHasRoom(const std::string& tenant, const std::string& why) const;
+  // A queued system named `name` and its queued compose (acceptQueued, a preemption's requeue), with the request's
+  // audit record, into `m`; enqueue() takes them into memory once `m` is written.
+  struct QueuedCompose {
+    System system;
+    Operation op;
+  };
+  [[nodiscard]] QueuedCompose queuedCompose(const Acceptance& a, const std::string& name, const std::string& tenant,
+                                            const std::map<std::string, std::string>& labels, QueuedRequest queued, std::string explanation,
+                                            Mutation& m);
+  void enqueue(const QueuedCompose& queued);
   void admitQueued();
   // Each tenant's fair-share charge in GPUs: held now plus decayed recent use (EngineOptions::fairShareHalfLife).
   // Whole GPUs each tenant holds now.
@@ -414,6 +427,9 @@ class Engine {
   [[nodiscard]] PlacementRequest wantedOf(const Operation& op) const;
   void startPreemption(Mutation& m, std::vector<Operation>& started);
   void preemptionFailed(const Operation& op, Mutation& m);
+  // A preemption's decompose that carried a requeue (QueuedRequest::requeueAs) succeeded: its system is queued again
+  // in `m`, the decompose's own transaction.
+  void requeuePreempted(const Operation& decompose, Mutation& m);
   // Defragmentation (engine_defrag.cpp, ADR 0033): the moves for `wanted` on the pool and activity as they are
   // (move_planner.h); the head's promise (its plan's attaches started); a move's operation that ended; the
   // detaches due, started at the commit point.

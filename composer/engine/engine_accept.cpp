@@ -360,7 +360,7 @@ Result<Operation> Engine::admit(Operation& op, const Placement& placement) {
   return op;
 }
 
-Result<Operation> Engine::acceptDecompose(const Acceptance& a, const std::string& idOrName) {
+Result<Operation> Engine::acceptDecompose(const Acceptance& a, const std::string& idOrName, std::optional<QueuedRequest> requeue) {
   const Caller& caller = a.caller();
   SY_TRY(checkAccepting());
   // A queued system has nothing to take apart: decomposing it cancels its request.
@@ -382,6 +382,7 @@ Result<Operation> Engine::acceptDecompose(const Acceptance& a, const std::string
   Operation op = newOperation(OperationKind::kDecompose, system, a);
   op.gpuInstances = system.gpuInstances;  // all of them leave, with their GPUs
   op.steps = unbindSteps(system.bindings, policy, !op.gpuInstances.empty());
+  op.queued = std::move(requeue);
   system.state = SystemState::kDecomposing;
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;

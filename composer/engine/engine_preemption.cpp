@@ -7,7 +7,8 @@
 // the head (backfill keeps off it). A victim whose host refuses to let go stays whole; the head keeps
 // waiting, and yardd plans again after EngineOptions::leaseRetry. A tenant's disruption budget
 // (TenantQuota::maxPreemptedGpusPerDay) caps how many of its GPUs are preempted in any 24 hours: a system
-// that would take it past the budget is not a candidate.
+// that would take it past the budget is not a candidate. A victim of a class that requeues is queued again once
+// decomposed (requeue.h): the decompose carries the request, and its last transaction queues it.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +17,7 @@
 #include <limits>
 
 #include "composer/engine/engine.h"
+#include "composer/engine/requeue.h"
 
 namespace switchyard {
 
@@ -101,10 +103,12 @@ bool Engine::planPreemption(const Operation& head, const admission::Handle::Vict
     // The victim's tenant hears which request takes its GPUs only when that request is its own (issue 58, N4).
     const std::string forWhom = v->tenant == head.tenant ? fmt::format("{} ({}, {} class)", headName, head.id, cls->name)
                                                          : fmt::format("a request of the {} class", cls->name);
+    const PriorityClass* theirs = priorityClass(v->priorityClass.empty() ? kDefaultPriorityClass : std::string_view(v->priorityClass));
     m.events.push_back(makeEvent("system.preempting", v->id,
-                                 fmt::format("{} ({}, {} class) is preempted at {} to make room for {}; save its work now", v->name, v->id,
+                                 fmt::format("{} ({}, {} class) is preempted at {} to make room for {}; save its work now{}", v->name, v->id,
                                              v->priorityClass.empty() ? kDefaultPriorityClass : std::string_view(v->priorityClass),
-                                             formatTimestamp(p.decomposeAt), forWhom)));
+                                             formatTimestamp(p.decomposeAt), forWhom,
+                                             theirs != nullptr && theirs->requeue ? " (it is queued again once decomposed)" : "")));
   }
   if (auto r = persist(m); !r) return false;
   spdlog::info("preemption: {} ({} class) takes {} at {}", head.id, cls->name, fmt::join(names, ", "), formatTimestamp(p.decomposeAt));
@@ -122,7 +126,14 @@ void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
     const std::string cls = s->priorityClass.empty() ? std::string(kDefaultPriorityClass) : s->priorityClass;
     const std::string tenant = s->tenant;
     const int gpus = gpusOf(*s);
-    auto op = audited(preemptionCaller(), "decompose", id, {}, {}, [&](const Acceptance& a) { return acceptDecompose(a, id); });
+    // Its class requeues: the decompose carries what it is queued again as (a shape no request can say ends it instead).
+    std::optional<QueuedRequest> requeue;
+    std::string notRequeued;
+    if (const PriorityClass* theirs = priorityClass(cls); theirs != nullptr && theirs->requeue) {
+      if (auto asked = requeueRequestOf(*s, state_->index(), *theirs)) requeue = std::move(*asked);
+      else notRequeued = "; " + asked.error().message;
+    }
+    auto op = audited(preemptionCaller(), "decompose", id, {}, {}, [&](const Acceptance& a) { return acceptDecompose(a, id, requeue); });
     if (!op) {
       spdlog::warn("preemption of {} refused: {}", id, op.error().message);
       continue;
@@ -131,7 +142,9 @@ void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
     disruptionBudget_.record(tenant, gpus, clock_.now());
     const Operation* head = queue_.find(headId);
     const std::string forWhom = head != nullptr && head->tenant == tenant ? headId : std::string("a request of a higher class");
-    m.events.push_back(makeEvent("system.preempted", id, fmt::format("{}: preempted for {}; {} decomposes it", id, forWhom, op->id)));
+    m.events.push_back(makeEvent("system.preempted", id,
+                                 fmt::format("{}: preempted for {}; {} decomposes it{}", id, forWhom, op->id,
+                                             requeue ? ", then queues it again" : notRequeued)));
     started.push_back(*op);
   }
 }
@@ -147,6 +160,42 @@ void Engine::preemptionFailed(const Operation& op, Mutation& m) {
                                sameTenant ? fmt::format("{} could not be preempted for {} ({}); it stays as it was, and {} keeps waiting",
                                                         op.systemId, head, op.error, head)
                                           : fmt::format("{} could not be preempted ({}); it stays as it was", op.systemId, op.error)));
+}
+
+void Engine::requeuePreempted(const Operation& decompose, Mutation& m) {
+  QueuedRequest asked = *decompose.queued;
+  const QueuedRequest::RequeueAs as = *asked.requeueAs;
+  asked.requeueAs.reset();
+  const Timestamp now = clock_.now();
+  asked.enqueuedAt = now;
+  asked.deadline = 0;
+  // The old system's events: its tenant's (it is gone from memory, so tenantOf() cannot tell).
+  auto announce = [&](std::string type, std::string message) {
+    m.events.push_back(makeEvent(std::move(type), decompose.systemId, std::move(message), std::string(kPreemptionActor)));
+    m.events.back().tenant = decompose.tenant;
+    m.events.back().systemId = decompose.systemId;
+  };
+  const std::string why = fmt::format("preempted ({} was {})", as.name, decompose.systemId);
+  Result<void> room = queueHasRoom(decompose.tenant, why);
+  if (room && state_->findSystem(as.name) != nullptr) room = fail(Code::kAlreadyExists, fmt::format("the name '{}' is taken", as.name));
+  if (!room) {
+    announce("system.requeue-failed", fmt::format("{} ({}) was preempted and is not queued again: {}", as.name, decompose.systemId, room.error().message));
+    spdlog::warn("{} ({}) was preempted and is not queued again: {}", as.name, decompose.systemId, room.error().message);
+    return;
+  }
+  const Acceptance a{AuditRecord{0, now, preemptionCaller(), "compose", as.name, decompose.tenant, "accepted", {}, {}, {}, 0}, {}};
+  const std::string cls = asked.priorityClass;
+  const std::string shape = describeShape(asked);
+  QueuedCompose queued = queuedCompose(a, as.name, decompose.tenant, as.labels, std::move(asked),
+                                       fmt::format("queued again ({} class) after preemption: {}", cls, why), m);
+  announce("system.requeued", fmt::format("{} ({}) was preempted and waits in the queue again as {} ({}, {} class, {})", as.name,
+                                          decompose.systemId, queued.system.id, queued.op.id, cls, shape));
+  m.events.push_back(operationEvent("queue.entered", queued.op,
+                                    fmt::format("{} ({}) waits in the queue again, {} class: {}", as.name, shape, cls, why),
+                                    std::string(kPreemptionActor)));
+  m.events.back().tenant = decompose.tenant;
+  enqueue(queued);
+  spdlog::info("{} ({}) preempted: queued again as {} ({}, {} class)", as.name, decompose.systemId, queued.system.id, queued.op.id, cls);
 }
 
 }  // namespace switchyard

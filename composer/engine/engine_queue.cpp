@@ -126,11 +126,9 @@ Result<QueuedRequest> Engine::queuedRequestOf(const ComposeRequest& request) con
   return q;
 }
 
-Result<Operation> Engine::acceptQueued(const Acceptance& a, const ComposeRequest& request, const std::string& why) {
-  const Caller& caller = a.caller();
+Result<void> Engine::queueHasRoom(const std::string& tenant, const std::string& why) const {
   if (queue_.size() >= options_.maxQueued)
     return fail(Code::kResourceExhausted, fmt::format("it does not fit now ({}), and the queue is full ({} requests)", why, queue_.size()));
-  const std::string& tenant = request.placement.tenant;
   const std::size_t ofTenant = queue_.countOf(tenant);
   std::size_t mostOfTenant = options_.maxQueuedPerTenant;
   if (auto quota = options_.quotas.find(tenant); quota != options_.quotas.end() && quota->second.maxQueued)
@@ -139,38 +137,56 @@ Result<Operation> Engine::acceptQueued(const Acceptance& a, const ComposeRequest
     return fail(Code::kResourceExhausted, fmt::format("it does not fit now ({}), and tenant '{}' has {} request(s) queued, its most; "
                                                       "cancel one (`yardctl queue cancel ID`) or wait",
                                                       why, tenant, ofTenant));
-  SY_ASSIGN(QueuedRequest queued, queuedRequestOf(request));
+  return {};
+}
 
+Engine::QueuedCompose Engine::queuedCompose(const Acceptance& a, const std::string& name, const std::string& tenant,
+                                            const std::map<std::string, std::string>& labels, QueuedRequest queued, std::string explanation,
+                                            Mutation& m) {
   System system;
   system.id = fmt::format("sys-{:06}", lastSystemNumber_ + 1);
-  system.name = request.name;
+  system.name = name;
   system.tenant = tenant;
-  system.labels = request.labels;
+  system.labels = labels;
   system.state = SystemState::kQueued;
   system.priorityClass = queued.priorityClass;
   system.createdAt = system.updatedAt = clock_.now();
   Operation op = newOperation(OperationKind::kCompose, system, a);
   op.state = OperationState::kQueued;
-  op.explanation = fmt::format("queued ({} class): {}", queued.priorityClass, why);
+  op.explanation = std::move(explanation);
   op.queued = std::move(queued);
   system.activeOperation = op.id;
-
-  Mutation m;
   m.writes.emplace_back(PutSystem{system});
   m.writes.emplace_back(PutOperation{op});
-  auditInto(&a, m, tenant, op.id, op.explanation);
+  auditInto(&a, m, system.tenant, op.id, op.explanation);
+  return {std::move(system), std::move(op)};
+}
+
+void Engine::enqueue(const QueuedCompose& queued) {
+  ++lastSystemNumber_;
+  state_->putSystem(queued.system);
+  if (options_.metrics) options_.metrics->queued.add({queued.op.queued->priorityClass});
+  queue_.add(queued.op);
+  queue_.markDirty();
+}
+
+Result<Operation> Engine::acceptQueued(const Acceptance& a, const ComposeRequest& request, const std::string& why) {
+  const Caller& caller = a.caller();
+  const std::string& tenant = request.placement.tenant;
+  SY_TRY(queueHasRoom(tenant, why));
+  SY_ASSIGN(QueuedRequest asked, queuedRequestOf(request));
+  const std::string explanation = fmt::format("queued ({} class): {}", asked.priorityClass, why);
+  Mutation m;
+  QueuedCompose queued = queuedCompose(a, request.name, tenant, request.labels, std::move(asked), explanation, m);
+  const Operation& op = queued.op;
   m.events.push_back(operationEvent("queue.entered", op,
                                fmt::format("{} ({}) for {} waits in the queue, {} class: {}", request.name, describeShape(*op.queued),
                                            caller.identity, op.queued->priorityClass, why),
                                caller.identity));
   for (auto& e : m.events) e.tenant = tenant;
   SY_TRY(persist(m));
-  ++lastSystemNumber_;
-  state_->putSystem(system);
+  enqueue(queued);
   spdlog::info("{} compose of {} for {} queued ({} class): {}", op.id, request.name, caller.identity, op.queued->priorityClass, why);
-  if (options_.metrics) options_.metrics->queued.add({op.queued->priorityClass});
-  queue_.add(op);
-  queue_.markDirty();
   return op;
 }
 

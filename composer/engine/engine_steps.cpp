@@ -302,6 +302,7 @@ void Engine::finish(Operation& op, Mutation& m) {
   const bool ok = op.state == OperationState::kSucceeded;
   queue_.markDirty();  // a decompose, a detach or a failed compose freed devices; the queue looks at once
   if (!ok && op.kind == OperationKind::kDecompose && op.requestedBy.identity == kPreemptionActor) preemptionFailed(op, m);
+  if (ok && op.kind == OperationKind::kDecompose && op.queued && op.queued->requeueAs) requeuePreempted(op, m);
   if (op.requestedBy.identity == kDefragActor) moveEnded(op, ok, m);
   if (!ok && op.kind == OperationKind::kDecompose && op.requestedBy.identity == kLeaseActor) {
     // The system stays whole (the host kept its GPUs: a process holds one); yardd tries again later.

@@ -8,7 +8,7 @@
 namespace switchyard {
 
 const std::vector<PriorityClass>& defaultPriorityClasses() {
-  static const std::vector<PriorityClass> kClasses{{"production", 1000, false, true}, {"batch", 100, false, true}, {"spot", 0, true, false}};
+  static const std::vector<PriorityClass> kClasses{{"production", 1000, false, true}, {"batch", 100, false, true}, {"spot", 0, true, false, false}};
   return kClasses;
 }
 
@@ -19,7 +19,7 @@ std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::stri
   const bool nameOk = !c.name.empty() && c.name.size() <= 32 &&
                       std::all_of(c.name.begin(), c.name.end(), [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_'; });
   if (eq == std::string_view::npos || !nameOk) {
-    error = fmt::format("'{}': expected NAME=VALUE[:preemptible] with a name of letters, digits, '-' or '_'", text);
+    error = fmt::format("'{}': expected NAME=VALUE[:preemptible[:requeue]][:preempting] with a name of letters, digits, '-' or '_'", text);
     return std::nullopt;
   }
   std::string_view rest = text.substr(eq + 1);
@@ -31,12 +31,17 @@ std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::stri
       const std::string_view flag = flags.substr(0, next);
       if (flag == "preemptible") c.preemptible = true;
       else if (flag == "preempting") c.preempting = true;
+      else if (flag == "requeue") c.requeue = true;
       else {
-        error = fmt::format("'{}': after the value only ':preemptible' and ':preempting' may follow", text);
+        error = fmt::format("'{}': after the value only ':preemptible', ':requeue' and ':preempting' may follow", text);
         return std::nullopt;
       }
       flags = next == std::string_view::npos ? std::string_view{} : flags.substr(next + 1);
     }
+  }
+  if (c.requeue && !c.preemptible) {
+    error = fmt::format("'{}': ':requeue' needs ':preemptible' (only a preempted system is queued again)", text);
+    return std::nullopt;
   }
   auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), c.value);
   if (ec != std::errc{} || end != rest.data() + rest.size() || c.value < -1'000'000 || c.value > 1'000'000) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,19 +20,20 @@ namespace switchyard {
 
 // A priority class (yardd --priority-class): a higher value is admitted first. A queued request of a
 // preempting class that cannot fit may take back the systems of preemptible classes of a lower value
-// (engine_preemption.cpp).
+// (engine_preemption.cpp). A preempted system of a class that requeues is queued again once decomposed (requeue.h).
 struct PriorityClass {
   std::string name;
   int value = 0;
   bool preemptible = false;
   bool preempting = false;
+  bool requeue = false;  // only with preemptible
 };
 
 // The classes yardd knows when none are configured: production 1000 (preempting), batch 100 (the default;
 // preempting), spot 0 (preemptible).
 [[nodiscard]] const std::vector<PriorityClass>& defaultPriorityClasses();
 inline constexpr std::string_view kDefaultPriorityClass = "batch";
-// "NAME=VALUE[:preemptible][:preempting]" (yardd --priority-class); nothing, with `error` set, when malformed.
+// "NAME=VALUE[:preemptible[:requeue]][:preempting]" (yardd --priority-class); nothing, with `error` set, when malformed.
 [[nodiscard]] std::optional<PriorityClass> parsePriorityClass(std::string_view text, std::string& error);
 
 // A system that a preempting request would take back (yardctl plan --explain --priority CLASS).
@@ -70,6 +72,14 @@ struct QueuedRequest {
   Timestamp enqueuedAt = 0;
   Timestamp deadline = 0;           // given up at this time (--queue-timeout); 0: waits until cancelled
   std::int64_t leaseSeconds = 0;    // the system's lease once admitted; 0: none
+  // Set on a preemption's decompose of a system whose class requeues (requeue.h), not on a compose: the name and
+  // labels its request is queued again under once the decompose succeeded; the fields above are its shape.
+  struct RequeueAs {
+    std::string name;
+    std::map<std::string, std::string> labels;
+    friend bool operator==(const RequeueAs&, const RequeueAs&) = default;
+  };
+  std::optional<RequeueAs> requeueAs;
   friend bool operator==(const QueuedRequest&, const QueuedRequest&) = default;
 };
 

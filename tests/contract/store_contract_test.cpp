@@ -185,6 +185,17 @@ TEST_P(StoreContract, AQueuedComposeAndALeaseAreReadBackAndTheQueuedOperationIsU
   EXPECT_EQ((*admitted)->steps.size(), 3u);
   ASSERT_TRUE((*admitted)->queued);
   EXPECT_EQ((*admitted)->queued->priorityClass, "production");
+
+  // A preemption's decompose of a system whose class requeues: its name and labels come back with its shape.
+  Operation decompose = operation(5, OperationState::kRunning);
+  decompose.kind = OperationKind::kDecompose;
+  QueuedRequest again = q;
+  again.requeueAs = QueuedRequest::RequeueAs{"spot-job", {{"team", "vision"}}};
+  decompose.queued = again;
+  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutOperation{decompose}}, *store->claimWriter()));
+  auto requeuing = store->getOperation(decompose.id);
+  ASSERT_TRUE(requeuing && *requeuing && (*requeuing)->queued);
+  EXPECT_EQ(*(*requeuing)->queued, again);
 }
 
 TEST_P(StoreContract, ABatchIsAllOrNothing) {

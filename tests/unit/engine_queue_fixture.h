@@ -33,6 +33,12 @@ class EngineQueueTest : public EngineTest {
     return *op;
   }
   Operation composeWith(ComposeRequest r) { return run(engine_->compose(Caller::local(), r)); }
+  // The built-in classes, with spot's preempted systems queued again (spot=0:preemptible:requeue).
+  static std::vector<PriorityClass> requeueingSpot() {
+    std::vector<PriorityClass> classes = defaultPriorityClasses();
+    for (auto& c : classes) c.requeue = c.name == "spot";
+    return classes;
+  }
   Operation finished(const OperationId& id) {
     auto op = engine_->waitOperation(id, 10s);
     EXPECT_TRUE(op) << op.error().message;

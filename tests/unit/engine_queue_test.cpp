@@ -4,12 +4,15 @@
 // normal decompose path.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <fmt/format.h>
 
 #include <future>
 
 #include "agent/simulated_hosts.h"
 #include "fabric/topology_generator.h"
+#include "tests/support/gated_driver.h"
 #include "tests/unit/engine_queue_fixture.h"
 
 namespace switchyard {
@@ -393,6 +396,92 @@ TEST_F(EngineQueueTest, AProductionRequestPreemptsTheSmallestSpotSystemAfterItsG
   EXPECT_EQ(engine_->listQueue()->front().operationId, spotWaits.id);
   types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "system.preempted"), types.end());
+  EXPECT_EQ(std::find(types.begin(), types.end(), "system.requeued"), types.end()) << "spot does not requeue unless configured to";
+}
+
+// With a class that requeues (spot=0:preemptible:requeue), a preempted system is not lost: once its decompose
+// succeeded it waits in the queue again, under its name and labels, in its class, asking for what it had, and it
+// comes back when the GPUs free.
+TEST_F(EngineQueueTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAndComesBack) {
+  configure_ = [](EngineOptions& o) { o.priorityClasses = requeueingSpot(); };
+  start();
+  auto spot = want("spot-job", 8);
+  spot.priorityClass = "spot";
+  spot.labels = {{"team", "vision"}};
+  spot.lease = 2h;
+  composeWith(spot);
+  const SystemId before = engine_->getSystem("spot-job")->id;
+  compose("batch-job", 8);
+  const Operation urgent = enqueue(queued("urgent", 8, "production"));
+  clock_.advance(31s);
+  auto started = engine_->expireDeadlines();
+  ASSERT_TRUE(started);
+  ASSERT_EQ(started->size(), 1u);
+  ASSERT_TRUE(started->front().queued) << "the decompose carries what it is queued again as";
+  EXPECT_EQ(finished(started->front().id).state, OperationState::kSucceeded);
+  EXPECT_EQ(finished(urgent.id).state, OperationState::kSucceeded) << "the request that preempted it goes first";
+
+  const auto again = engine_->getSystem("spot-job");
+  ASSERT_TRUE(again) << "queued again under its name";
+  EXPECT_NE(again->id, before);
+  EXPECT_EQ(again->state, SystemState::kQueued);
+  EXPECT_EQ(again->labels, spot.labels);
+  EXPECT_EQ(again->priorityClass, "spot");
+  const auto queue = *engine_->listQueue();
+  ASSERT_EQ(queue.size(), 1u);
+  EXPECT_EQ(queue.front().name, "spot-job");
+  EXPECT_EQ(queue.front().requestedBy, "yardd (preemption)");
+  EXPECT_EQ(queue.front().request.gpuCount, 8);
+  EXPECT_EQ(queue.front().request.leaseSeconds, 7200) << "a lease as long as the one it had";
+  EXPECT_FALSE(queue.front().request.requeueAs) << "a compose carries no requeue";
+  const auto events = *engine_->listEvents(0, 10'000);
+  const auto requeued = std::find_if(events.begin(), events.end(), [](const Event& e) { return e.type == "system.requeued"; });
+  ASSERT_NE(requeued, events.end());
+  EXPECT_EQ(requeued->subject, before);
+  EXPECT_NE(requeued->message.find(again->id), std::string::npos) << requeued->message;
+  const auto audit = *engine_->listAudit({});
+  EXPECT_TRUE(std::any_of(audit.begin(), audit.end(), [&](const AuditRecord& r) {
+    return r.action == "compose" && r.target == "spot-job" && r.caller.identity == "yardd (preemption)" && r.operationId == queue.front().operationId;
+  })) << "the audit trail says who queued it again";
+
+  run(engine_->decompose(Caller::local(), "urgent"));
+  EXPECT_EQ(finished(queue.front().operationId).state, OperationState::kSucceeded);
+  EXPECT_EQ(engine_->getSystem("spot-job")->state, SystemState::kComposed);
+  EXPECT_EQ(engine_->getSystem("spot-job")->bindings.size(), 8u) << "as much as it had";
+}
+
+// The requeue is written with the decompose's last step: a yardd stopped while the victim's unbind is in the switch
+// resumes the decompose at its next start, and the system is queued again all the same.
+TEST_F(EngineQueueTest, APreemptedSystemIsQueuedAgainWhenItsDecomposeEndsAfterARestart) {
+  configure_ = [](EngineOptions& o) { o.priorityClasses = requeueingSpot(); };
+  testing::GatedDriver gated(*fabric_);
+  start(&gated);
+  auto spot = want("spot-job", 8);
+  spot.priorityClass = "spot";
+  composeWith(spot);
+  compose("batch-job", 8);
+  const Operation urgent = enqueue(queued("urgent", 8, "production"));
+  clock_.advance(31s);
+  gated.closeBeforeUnbind(0);
+  auto started = engine_->expireDeadlines();
+  ASSERT_TRUE(started);
+  ASSERT_EQ(started->size(), 1u);
+  gated.waitUntilHeld();
+  std::thread stopper([&] { engine_->stop(0s); });
+  while (!engine_->halted()) std::this_thread::yield();
+  gated.open();
+  stopper.join();
+  EXPECT_FALSE(engine_->getSystem("spot-job")->state == SystemState::kQueued) << "not queued before its decompose ended";
+
+  const RecoveryReport report = start();
+  EXPECT_EQ(report.resumedOperations, 1u);
+  EXPECT_EQ(engine_->getOperation(started->front().id)->state, OperationState::kSucceeded);
+  EXPECT_EQ(finished(urgent.id).state, OperationState::kSucceeded);
+  const auto again = engine_->getSystem("spot-job");
+  ASSERT_TRUE(again) << "queued again after the restart";
+  EXPECT_EQ(again->state, SystemState::kQueued);
+  ASSERT_EQ(engine_->listQueue()->size(), 1u);
+  EXPECT_EQ(engine_->listQueue()->front().request.gpuCount, 8);
 }
 
 // yardctl plan --priority production: a request that does not fit names whom preemption would take back for

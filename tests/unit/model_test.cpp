@@ -165,6 +165,13 @@ TEST(PriorityClasses, ParseTheFlagsFormAndRefuseTheRest) {
   ASSERT_TRUE(c) << error;
   EXPECT_EQ(c->value, -10);
   EXPECT_TRUE(c->preemptible);
+  EXPECT_FALSE(c->requeue);
+  c = parsePriorityClass("spot=0:preemptible:requeue", error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_TRUE(c->requeue);
+  EXPECT_TRUE(c->preemptible);
+  EXPECT_FALSE(parsePriorityClass("spot=0:requeue", error)) << "only a preemptible class is preempted, so only it requeues";
+  EXPECT_NE(error.find(":preemptible"), std::string::npos) << error;
   for (const char* bad : {"", "x", "=5", "x=", "x=abc", "x=5:sometimes", "bad name=5", "x=99999999"}) {
     error.clear();
     EXPECT_FALSE(parsePriorityClass(bad, error)) << bad;

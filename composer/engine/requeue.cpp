@@ -1,0 +1,71 @@
+#include "composer/engine/requeue.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace switchyard {
+
+Result<QueuedRequest> requeueRequestOf(const System& system, const TopologyIndex& devices, const PriorityClass& cls) {
+  auto refuse = [&](std::string_view why) {
+    return fail(Code::kFailedPrecondition, fmt::format("{} ({}) is not queued again: {}", system.name, system.id, why));
+  };
+  std::set<DeviceId> carved, shared;
+  for (const auto& i : system.gpuInstances) carved.insert(i.deviceId);
+  for (const auto& s : system.gpuShares) shared.insert(s.deviceId);
+
+  QueuedRequest q;
+  std::set<std::string> models;
+  // Endpoints by kind, class and model, in the order first met.
+  std::vector<EndpointDemand> endpoints;
+  for (const auto& b : system.bindings) {
+    const Device* d = devices.device(b.deviceId);
+    if (d == nullptr) return refuse(fmt::format("the fabric no longer reports {}", b.deviceId));
+    switch (d->kind) {
+      case DeviceKind::kGpu:
+        if (carved.contains(d->id) || shared.contains(d->id)) break;
+        ++q.gpuCount;
+        models.insert(d->model);
+        break;
+      case DeviceKind::kCxlMemory: q.pooledMemoryGiB += d->memoryGiB; break;
+      case DeviceKind::kNvme:
+      case DeviceKind::kNic:
+      case DeviceKind::kOther: {
+        auto same = std::find_if(endpoints.begin(), endpoints.end(), [&](const EndpointDemand& e) {
+          return std::tie(e.kind, e.deviceClass, e.model) == std::tie(d->kind, d->deviceClass, d->model);
+        });
+        if (same == endpoints.end()) {
+          EndpointDemand e;
+          e.kind = d->kind;
+          e.model = d->model;
+          e.deviceClass = d->deviceClass;
+          endpoints.push_back(e);
+          same = std::prev(endpoints.end());
+        }
+        ++same->count;
+        break;
+      }
+    }
+  }
+  const bool whole = q.gpuCount > 0;
+  if (!system.gpuInstances.empty() && (whole || !system.gpuShares.empty()))
+    return refuse("it holds MIG instances beside other GPUs, which one request cannot ask for");
+  if (system.gpuShares.size() > 1) return refuse(fmt::format("it holds {} GPU shares; a request asks for one", system.gpuShares.size()));
+  if (!system.gpuShares.empty() && whole) return refuse("it holds a GPU share beside whole GPUs, which one request cannot ask for");
+  for (const auto& i : system.gpuInstances) q.gpuInstances.push_back(i.profile);
+  if (!system.gpuShares.empty()) q.gpuShareMilli = system.gpuShares.front().milli;
+  if (models.size() == 1) q.model = *models.begin();  // several models: any
+  q.endpoints = std::move(endpoints);
+  if (!whole && q.gpuInstances.empty() && q.gpuShareMilli == 0 && q.pooledMemoryGiB == 0 && q.endpoints.empty())
+    return refuse("it holds nothing to ask for again");
+  q.priorityClass = cls.name;
+  q.priority = cls.value;
+  if (system.leaseExpiresAt > 0) q.leaseSeconds = std::max<std::int64_t>(1, (system.leaseExpiresAt - system.createdAt) / 1'000'000'000LL);
+  q.requeueAs = QueuedRequest::RequeueAs{system.name, system.labels};
+  return q;
+}
+
+}  // namespace switchyard
