@@ -126,6 +126,9 @@ ALTER TABLE operation_steps ADD COLUMN outcome_unknown INTEGER NOT NULL DEFAULT 
       {17, "a NIC's port speed in Gb/s (0 where the fabric does not say, and for devices recorded before this version)", R"sql(
 ALTER TABLE devices ADD COLUMN speed_gbps INTEGER NOT NULL DEFAULT 0;
 )sql"},
+      {18, "a move's attach: the devices of its system it replaces (JSON array, '' for every other operation)", R"sql(
+ALTER TABLE operations ADD COLUMN replaces TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

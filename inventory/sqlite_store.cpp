@@ -249,7 +249,8 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   const Operation& op = w.operation;
   SY_ASSIGN(auto st, db_->prepare(
                          "INSERT INTO operations (id, number, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
-                         "requested_by, requested_role, requested_tenant, tenant, request_id, queued) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16) "
+                         "requested_by, requested_role, requested_tenant, tenant, request_id, queued, replaces) "
+                         "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) "
                          "ON CONFLICT(id) DO UPDATE SET host_id=excluded.host_id, "
                          "state=excluded.state, explanation=excluded.explanation, error=excluded.error, updated_at=excluded.updated_at, "
                          "queued=excluded.queued"));
@@ -257,7 +258,9 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
              .bind(5, op.hostId).bind(6, toString(op.state)).bind(7, op.explanation).bind(8, op.error).bind(9, op.createdAt)
              .bind(10, op.updatedAt).bind(11, op.requestedBy.identity).bind(12, toString(op.requestedBy.role))
              .bind(13, op.requestedBy.tenant).bind(14, op.tenant).bind(15, op.requestId)
-             .bind(16, op.queued ? queuedToJson(*op.queued).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : std::string()).run());
+             .bind(16, op.queued ? queuedToJson(*op.queued).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : std::string())
+             .bind(17, op.replaces.empty() ? std::string() : nlohmann::json(op.replaces).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+             .run());
   // A step's bindings never change once it is in the log: they are written with the whole log only.
   auto writeStep = [&](std::size_t i, bool withBindings) -> Result<void> {
     const Step& s = op.steps.at(i);
@@ -461,7 +464,7 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(SqliteDb& db, const s
                                                            const std::function<void(Statement&)>& bindMore) {
   std::vector<Operation> out;
   SY_ASSIGN(auto st, db.prepare(fmt::format("SELECT id, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
-                                              "requested_by, requested_role, requested_tenant, tenant, request_id, queued FROM operations {} ORDER BY number DESC LIMIT ?2",
+                                              "requested_by, requested_role, requested_tenant, tenant, request_id, queued, replaces FROM operations {} ORDER BY number DESC LIMIT ?2",
                                               whereClause)));
   if (!param.empty()) st.bind(1, param);
   st.bind(2, static_cast<std::int64_t>(limit));
@@ -488,6 +491,12 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(SqliteDb& db, const s
       const auto parsed = nlohmann::json::parse(queued, nullptr, false);
       if (parsed.is_discarded()) return fail(Code::kInternal, fmt::format("operations row {}: column queued is not JSON", op.id));
       SY_ASSIGN(op.queued, queuedFromJson(parsed, fmt::format("operations row {}", op.id)));
+    }
+    if (const std::string replaces = st.text(15); !replaces.empty()) {
+      const auto parsed = nlohmann::json::parse(replaces, nullptr, false);
+      if (!parsed.is_array() || !std::all_of(parsed.begin(), parsed.end(), [](const nlohmann::json& d) { return d.is_string(); }))
+        return fail(Code::kInternal, fmt::format("operations row {}: column replaces is not a JSON list of device ids", op.id));
+      op.replaces = parsed.get<std::vector<DeviceId>>();
     }
     out.push_back(std::move(op));
   }

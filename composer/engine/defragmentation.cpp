@@ -23,8 +23,22 @@ void Defragmentation::begin(DefragPlan plan, Timestamp now, Duration retryAfter)
   endIfOver();
 }
 
+void Defragmentation::resume(SystemMove move) {
+  move.stage = SystemMove::Stage::kDetachDue;
+  move.operation.clear();
+  resumed_.push_back(std::move(move));
+}
+
 std::optional<SystemMove> Defragmentation::ended(const OperationId& operation, bool succeeded, Timestamp now, Duration retryAfter) {
-  if (!plan_ || operation.empty()) return std::nullopt;
+  if (operation.empty()) return std::nullopt;
+  if (auto it = std::find_if(resumed_.begin(), resumed_.end(), [&](const SystemMove& m) { return m.operation == operation; }); it != resumed_.end()) {
+    SystemMove move = std::move(*it);
+    resumed_.erase(it);
+    move.operation.clear();
+    move.stage = succeeded ? SystemMove::Stage::kMoved : SystemMove::Stage::kFailed;
+    return move;
+  }
+  if (!plan_) return std::nullopt;
   auto it = std::find_if(plan_->moves.begin(), plan_->moves.end(), [&](const SystemMove& m) { return m.operation == operation; });
   if (it == plan_->moves.end()) return std::nullopt;
   SystemMove& move = *it;
@@ -42,6 +56,8 @@ std::optional<SystemMove> Defragmentation::ended(const OperationId& operation, b
 
 std::vector<SystemMove> Defragmentation::detachesDue() const {
   std::vector<SystemMove> due;
+  for (const auto& m : resumed_)
+    if (m.stage == SystemMove::Stage::kDetachDue) due.push_back(m);
   if (plan_)
     for (const auto& m : plan_->moves)
       if (m.stage == SystemMove::Stage::kDetachDue) due.push_back(m);
@@ -49,6 +65,16 @@ std::vector<SystemMove> Defragmentation::detachesDue() const {
 }
 
 void Defragmentation::detaching(const SystemId& system, const OperationId& operation, Timestamp now, Duration retryAfter) {
+  for (auto it = resumed_.begin(); it != resumed_.end(); ++it) {
+    if (it->system != system || it->stage != SystemMove::Stage::kDetachDue) continue;
+    if (operation.empty()) {
+      resumed_.erase(it);  // could not start: the system keeps both sets (the engine said so)
+    } else {
+      it->stage = SystemMove::Stage::kDetaching;
+      it->operation = operation;
+    }
+    return;
+  }
   if (!plan_) return;
   for (auto& m : plan_->moves) {
     if (m.system != system || m.stage != SystemMove::Stage::kDetachDue) continue;

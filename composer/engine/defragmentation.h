@@ -63,11 +63,15 @@ class Defragmentation {
   [[nodiscard]] bool failed() const { return plan_ && failed_; }
   // Forgets retry times of requests no longer queued.
   void pruneRetries(const std::function<bool(const OperationId&)>& queued);
+  // A move found half-way at start (its attach ended, its detach never started; the plan was lost with the last
+  // yardd): its detach is due, outside any plan. It ends on its own and fails no head.
+  void resume(SystemMove move);
 
  private:
   void fail(Timestamp now, Duration retryAfter);
   void endIfOver();
   std::optional<DefragPlan> plan_;
+  std::vector<SystemMove> resumed_;  // moves outside any plan (resume)
   bool failed_ = false;
   std::map<OperationId, Timestamp> retryAt_;
 };

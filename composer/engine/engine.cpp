@@ -127,6 +127,7 @@ Result<RecoveryReport> Engine::start() {
   }
   SY_TRY(onControl([this]() -> Result<void> {
     accepting_ = true;
+    resumeMoves();       // their detaches start at this task's commit point
     queue_.markDirty();  // what waited in the queue before the restart may fit now
     if (options_.stepped) return {};  // its tests run each round when they choose
     scheduleFabricPoll();

@@ -327,7 +327,8 @@ class Engine {
   [[nodiscard]] Result<Operation> acceptCompose(const Acceptance& a, const ComposeRequest& request);
   // `requeue`: a preemption's, of a system whose class requeues: what it is queued again as once decomposed (requeue.h).
   [[nodiscard]] Result<Operation> acceptDecompose(const Acceptance& a, const std::string& system, std::optional<QueuedRequest> requeue = {});
-  [[nodiscard]] Result<Operation> acceptAttach(const Acceptance& a, const AttachRequest& request);
+  // `replaces`: a move's (defragmentation): the system's devices the attach replaces (Operation::replaces).
+  [[nodiscard]] Result<Operation> acceptAttach(const Acceptance& a, const AttachRequest& request, std::vector<DeviceId> replaces = {});
   [[nodiscard]] Result<Operation> acceptDetach(const Acceptance& a, const DetachRequest& request);
   [[nodiscard]] Result<void> checkAccepting() const;
   // What the tenant holds now: live systems, and the devices reserved or bound to them, as quotas count them.
@@ -437,6 +438,9 @@ class Engine {
   [[nodiscard]] std::optional<admission::Promise> defragmentFor(const Operation& head, const std::string& why);
   void moveEnded(const Operation& op, bool succeeded, Mutation& m);
   void startDueDetaches();
+  // At start: a move whose attach ended but whose detach never started (yardd stopped between them; the plan was in
+  // memory) has its detach due again, from what the attach replaces.
+  void resumeMoves();
   void scheduleDeadlines();
   // Idle reclaim (engine_idle.cpp), a round in three parts: the control thread says which hosts to ask about
   // which GPUs (with what the round needs of each system, as it is then); the hosts are asked and their answers

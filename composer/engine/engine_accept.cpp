@@ -391,7 +391,7 @@ Result<Operation> Engine::acceptDecompose(const Acceptance& a, const std::string
   return launch(a, std::move(op), system.tenant, std::move(m), [&] { state_->putSystem(system); });
 }
 
-Result<Operation> Engine::acceptAttach(const Acceptance& a, const AttachRequest& request) {
+Result<Operation> Engine::acceptAttach(const Acceptance& a, const AttachRequest& request, std::vector<DeviceId> replaces) {
   const Caller& caller = a.caller();
   SY_TRY(checkAccepting());
   SY_ASSIGN(System system, idleSystem(*state_, request.system, caller, "attach"));
@@ -429,6 +429,7 @@ Result<Operation> Engine::acceptAttach(const Acceptance& a, const AttachRequest&
   }
   op.steps = bindSteps(decision.placement->devices, policy, !op.gpuInstances.empty());
   op.steps.front().finishedAt = op.createdAt;
+  op.replaces = std::move(replaces);
   system.activeOperation = op.id;
   system.updatedAt = op.createdAt;
   Mutation m;

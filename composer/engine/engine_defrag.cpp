@@ -73,7 +73,7 @@ std::optional<admission::Promise> Engine::defragmentFor(const Operation& head, c
     AttachRequest attach{move.system, {}, {}};
     attach.placement.devices = move.to;
     attach.placement.tenant = tenant;
-    auto op = audited(defragCaller(), "attach", move.system, {}, {}, [&](const Acceptance& a) { return acceptAttach(a, attach); });
+    auto op = audited(defragCaller(), "attach", move.system, {}, {}, [&](const Acceptance& a) { return acceptAttach(a, attach, move.from); });
     if (!op) {
       spdlog::warn("defragmentation: {} could not take {}: {}", move.system, fmt::join(move.to, ", "), op.error().message);
       if (options_.metrics) options_.metrics->movedGpus.add({"failed"}, static_cast<double>(move.from.size()));
@@ -115,6 +115,39 @@ void Engine::moveEnded(const Operation& op, bool succeeded, Mutation& m) {
                                                    fmt::join(move->to, ", "), op.error)
                                      : keptBoth(*move, op.error),
                                  actor));
+}
+
+void Engine::resumeMoves() {
+  for (const auto& [id, s] : state_->systems()) {
+    const auto label = s.labels.find(std::string(kMovableLabel));
+    if (label == s.labels.end() || label->second != "true" || !s.activeOperation.empty() || s.hostId.empty()) continue;
+    // Its last operation says whether a move stopped half-way: a succeeded attach of defragmentation's, with what it
+    // replaces still in the system. Anything after it (the detach, or the owner's own change) ended the move.
+    OperationQuery last;
+    last.systemId = id;
+    last.limit = 1;
+    const auto ops = store_.queryOperations(last);
+    if (!ops) {
+      spdlog::warn("defragmentation: cannot read {}'s last operation to finish a move it may be in: {}", id, ops.error().message);
+      continue;
+    }
+    if (ops->empty()) continue;
+    const Operation& attach = ops->front();
+    if (attach.kind != OperationKind::kAttach || attach.state != OperationState::kSucceeded || attach.requestedBy.identity != kDefragActor ||
+        attach.replaces.empty())
+      continue;
+    const bool holdsAll = std::all_of(attach.replaces.begin(), attach.replaces.end(), [&](const DeviceId& d) {
+      return std::any_of(s.bindings.begin(), s.bindings.end(), [&](const Binding& b) { return b.deviceId == d; });
+    });
+    if (!holdsAll) continue;
+    SystemMove move{id, attach.replaces, {}, SystemMove::Stage::kDetachDue, {}};
+    for (const auto& step : attach.steps)
+      if (step.kind == step::kBind && step.state == StepState::kDone)
+        for (const auto& b : step.bindings) move.to.push_back(b.deviceId);
+    spdlog::info("defragmentation: {} took {} ({}) before yardd stopped; it gives up {} now", id, fmt::join(move.to, ", "), attach.id,
+                 fmt::join(move.from, ", "));
+    defrag_.resume(std::move(move));
+  }
 }
 
 void Engine::startDueDetaches() {

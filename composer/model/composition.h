@@ -185,6 +185,9 @@ struct Operation {
   std::string tenant;       // the tenant of its system: who may see it
   std::string requestId;    // the client's idempotency key: the same key again returns this operation
   std::optional<QueuedRequest> queued;  // a compose that went through the queue: what it asked for and how
+  // A move's attach (defragmentation, ADR 0033): the system's devices it replaces, detached once it succeeded.
+  // Stored with it, so that a yardd stopped between the attach and the detach finishes the move at its next start.
+  std::vector<DeviceId> replaces;
 
   [[nodiscard]] bool finished() const {
     return state == OperationState::kSucceeded || state == OperationState::kFailed;

@@ -186,6 +186,7 @@ json toJson(const Operation& op) {
               {"tenant", op.tenant},
               {"requestId", op.requestId}};
   if (op.queued) record["queued"] = queuedToJson(*op.queued);
+  if (!op.replaces.empty()) record["replaces"] = op.replaces;
   return record;
 }
 
@@ -223,6 +224,7 @@ Result<Operation> operationFrom(std::string_view text, std::string_view what) {
       if (!queued) throw std::runtime_error(queued.error().message);
       op.queued = std::move(*queued);
     }
+    op.replaces = j.value("replaces", std::vector<DeviceId>{});
     return op;
   });
 }

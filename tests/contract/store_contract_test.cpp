@@ -196,6 +196,16 @@ TEST_P(StoreContract, AQueuedComposeAndALeaseAreReadBackAndTheQueuedOperationIsU
   auto requeuing = store->getOperation(decompose.id);
   ASSERT_TRUE(requeuing && *requeuing && (*requeuing)->queued);
   EXPECT_EQ(*(*requeuing)->queued, again);
+
+  // A move's attach: the devices it replaces come back, in order; any other operation replaces none.
+  Operation attach = operation(6, OperationState::kRunning);
+  attach.kind = OperationKind::kAttach;
+  attach.replaces = {"sw0-gpu3", "sw0-gpu2"};
+  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutOperation{attach}}, *store->claimWriter()));
+  auto moving = store->getOperation(attach.id);
+  ASSERT_TRUE(moving && *moving);
+  EXPECT_EQ((*moving)->replaces, attach.replaces);
+  EXPECT_TRUE((*requeuing)->replaces.empty());
 }
 
 TEST_P(StoreContract, ABatchIsAllOrNothing) {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "agent/simulated_hosts.h"
+#include "tests/support/gated_driver.h"
 #include "tests/support/topology_builder.h"
 #include "tests/unit/engine_fixture.h"
 
@@ -194,6 +195,53 @@ TEST_F(EngineDefragTest, TheFewestGpusAreMoved) {
   ASSERT_EQ(devicesOf("one").size(), 1u);
   EXPECT_EQ(devicesOf("one")[0].rfind("sw2-", 0), 0u) << devicesOf("one")[0];
   EXPECT_EQ(movesDone(2).size(), 2u) << "one system's attach and detach";
+}
+
+// A yardd stopped while a move's attach is in the switch: the plan was in memory, but the attach says what it
+// replaces, so the next start finishes the move (the detach of the idle GPUs) instead of leaving the system with both
+// sets; the head is admitted on what it freed.
+TEST_F(EngineDefragTest, AMoveStoppedBetweenItsAttachAndItsDetachIsFinishedAtTheNextStart) {
+  const Topology t = twoSwitches();
+  startFabric(t);
+  simulated_ = std::make_unique<SimulatedHosts>(t, fabric_->router(), clock_);
+  hosts_ = simulated_.get();
+  configure_ = [](EngineOptions& o) { o.activityInterval = 0ms; };
+  testing::GatedDriver gated(*fabric_);
+  start(&gated);
+  composeIdleUnderSw0({{"movable", "true"}});
+  gated.closeBeforeBind(0);
+  const Operation big = queueFourUnderOneSwitch();
+  gated.waitUntilHeld();  // the move's attach is in the switch
+  std::thread stopper([&] { engine_->stop(0s); });
+  while (!engine_->halted()) std::this_thread::yield();
+  gated.open();
+  stopper.join();
+  std::vector<Operation> attach;  // as stored: the engine is stopped
+  const auto stored = engine_->listOperations(100);
+  ASSERT_TRUE(stored) << stored.error().message;
+  for (const auto& op : *stored)
+    if (op.requestedBy.identity == kDefragActor) attach.push_back(op);
+  ASSERT_EQ(attach.size(), 1u);
+  EXPECT_EQ(attach[0].kind, OperationKind::kAttach);
+  EXPECT_FALSE(attach[0].finished());
+  EXPECT_EQ(attach[0].replaces, (std::vector<DeviceId>{"sw0-gpu0", "sw0-gpu1"})) << "stored with the attach";
+
+  start();
+  const Operation done = *engine_->waitOperation(big.id, 10s);
+  ASSERT_EQ(done.state, OperationState::kSucceeded) << done.error << " / " << why(big.id);
+  EXPECT_EQ(devicesOf("big"), (std::vector<DeviceId>{"sw0-gpu0", "sw0-gpu1", "sw0-gpu2", "sw0-gpu3"}));
+  const auto moved = devicesOf("idle");
+  ASSERT_EQ(moved.size(), 2u) << "the moved system keeps its size: the idle GPUs were given up after the restart";
+  for (const auto& d : moved) EXPECT_EQ(d.rfind("sw1-", 0), 0u) << d;
+  const auto moves = movesDone(2);
+  ASSERT_EQ(moves.size(), 2u);
+  EXPECT_EQ(moves[1].kind, OperationKind::kDetach);
+  EXPECT_EQ(moves[1].state, OperationState::kSucceeded) << moves[1].error;
+  EXPECT_EQ(count("system.moved"), 1u);
+
+  start();  // and once the move is over, a further start finds nothing to finish
+  EXPECT_EQ(movesDone(2).size(), 2u);
+  EXPECT_EQ(devicesOf("idle"), moved);
 }
 
 }  // namespace

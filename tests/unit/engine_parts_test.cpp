@@ -202,6 +202,27 @@ TEST(Defragmentation, AMoveThatCouldNotStartFailsThePlanAtOnceAndTheOthersFinish
   EXPECT_EQ(d.current(), nullptr);
 }
 
+TEST(Defragmentation, AMoveResumedAtStartDetachesOutsideAnyPlanAndFailsNoHead) {
+  Defragmentation d;
+  const Duration retry = std::chrono::seconds(60);
+  d.resume({"sys-a", {"g0"}, {"g4"}, SystemMove::Stage::kAttaching, "op-1"});
+  EXPECT_EQ(d.current(), nullptr) << "no plan: its head was lost with the last yardd";
+  ASSERT_EQ(d.detachesDue().size(), 1u) << "its attach is over: the detach is due";
+  EXPECT_EQ(d.detachesDue()[0].from, (std::vector<DeviceId>{"g0"}));
+  EXPECT_FALSE(d.ended("op-1", true, 100, retry)) << "the attach's id is forgotten: only the detach counts";
+  d.detaching("sys-a", "op-7", 101, retry);
+  EXPECT_TRUE(d.detachesDue().empty());
+  const auto moved = d.ended("op-7", true, 102, retry);
+  ASSERT_TRUE(moved);
+  EXPECT_EQ(moved->stage, SystemMove::Stage::kMoved);
+  EXPECT_FALSE(d.ended("op-7", true, 103, retry)) << "over once";
+
+  d.resume({"sys-b", {"g1"}, {"g5"}, SystemMove::Stage::kDetachDue, ""});
+  d.detaching("sys-b", "op-8", 104, retry);
+  EXPECT_EQ(d.ended("op-8", false, 105, retry)->stage, SystemMove::Stage::kFailed);
+  EXPECT_TRUE(d.mayPlanFor("op-head", 105)) << "a resumed move that fails delays no head";
+}
+
 TEST(ReservationBook, NumbersReservationsAndAnswersWhatTheyHold) {
   ReservationBook book;
   EXPECT_TRUE(book.empty());
