@@ -4,6 +4,11 @@
 
 namespace switchyard {
 
+bool allowsMoves(const System& s) {
+  const auto label = s.labels.find(std::string(kMovableLabel));
+  return label != s.labels.end() && label->second == "true";
+}
+
 std::size_t DefragPlan::gpus() const {
   std::size_t n = 0;
   for (const auto& m : moves) n += m.from.size();

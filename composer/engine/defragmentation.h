@@ -24,6 +24,7 @@ namespace switchyard {
 
 // The label by which a system's owner lets yardd move its idle GPUs ("true"); anything else, or none: never moved.
 inline constexpr std::string_view kMovableLabel = "movable";
+[[nodiscard]] bool allowsMoves(const System& s);
 
 struct SystemMove {
   enum class Stage { kAttaching, kDetachDue, kDetaching, kMoved, kFailed };

@@ -119,8 +119,7 @@ void Engine::moveEnded(const Operation& op, bool succeeded, Mutation& m) {
 
 void Engine::resumeMoves() {
   for (const auto& [id, s] : state_->systems()) {
-    const auto label = s.labels.find(std::string(kMovableLabel));
-    if (label == s.labels.end() || label->second != "true" || !s.activeOperation.empty() || s.hostId.empty()) continue;
+    if (!allowsMoves(s) || !s.activeOperation.empty() || s.hostId.empty()) continue;
     // Its last operation says whether a move stopped half-way: a succeeded attach of defragmentation's, with what it
     // replaces still in the system. Anything after it (the detach, or the owner's own change) ended the move.
     OperationQuery last;

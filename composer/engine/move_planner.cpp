@@ -8,11 +8,6 @@ namespace switchyard {
 
 namespace {
 
-bool allowsMoves(const System& s) {
-  auto label = s.labels.find(std::string(kMovableLabel));
-  return label != s.labels.end() && label->second == "true";
-}
-
 // An idle whole GPU of a system that allows moves.
 struct Movable {
   const System* system = nullptr;
