@@ -126,7 +126,8 @@ void Engine::startPreemption(Mutation& m, std::vector<Operation>& started) {
     const std::string cls = s->priorityClass.empty() ? std::string(kDefaultPriorityClass) : s->priorityClass;
     const std::string tenant = s->tenant;
     const int gpus = gpusOf(*s);
-    // Its class requeues: the decompose carries what it is queued again as (a shape no request can say ends it instead).
+    // Its class requeues: the decompose carries what it is queued again as. A system that no one request can ask for
+    // again (requeueRequestOf says why) is only decomposed.
     std::optional<QueuedRequest> requeue;
     std::string notRequeued;
     if (const PriorityClass* theirs = priorityClass(cls); theirs != nullptr && theirs->requeue) {
@@ -187,7 +188,7 @@ void Engine::requeuePreempted(const Operation& decompose, Mutation& m) {
   const std::string cls = asked.priorityClass;
   const std::string shape = describeShape(asked);
   QueuedCompose queued = queuedCompose(a, as.name, decompose.tenant, as.labels, std::move(asked),
-                                       fmt::format("queued again ({} class) after preemption: {}", cls, why), m);
+                                       fmt::format("queued again ({} class) after preemption ({} was {})", cls, as.name, decompose.systemId), m);
   announce("system.requeued", fmt::format("{} ({}) was preempted and waits in the queue again as {} ({}, {} class, {})", as.name,
                                           decompose.systemId, queued.system.id, queued.op.id, cls, shape));
   m.events.push_back(operationEvent("queue.entered", queued.op,

@@ -3,10 +3,12 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "composer/model/version.h"
 #include "tests/integration/daemon_fixture.h"
@@ -185,6 +187,35 @@ TEST_F(DaemonTest, YardctlPlanNamesWhomPreemptionWouldTakeBack) {
   EXPECT_FALSE(asJson["host_after_preemption"].get<std::string>().empty());
   EXPECT_EQ(yardctlJson("systems cheap")["state"], "SYSTEM_STATE_COMPOSED") << "a plan changes nothing";
   EXPECT_EQ(yardctl("plan --gpus 8 --priority urgent").exitCode, 2);
+}
+
+// --priority-class spot=0:preemptible:requeue: the spot system a production request preempts waits in the queue
+// again under its name and labels (yardctl queue says who queued it), and comes back once the GPUs free.
+TEST_F(DaemonTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAndComesBack) {
+  startDaemon({"--priority-class", "production=1000:preempting", "--priority-class", "batch=100:preempting", "--priority-class",
+               "spot=0:preemptible:requeue", "--preemption-grace", "1s"});
+  ASSERT_EQ(yardctl("compose cheap --gpus 8 --priority spot --label team=vision").exitCode, 0);
+  ASSERT_EQ(yardctl("compose steady --gpus 8").exitCode, 0);
+  const auto urgent = yardctl("compose urgent --gpus 8 --priority production --queue");  // follows it until admitted
+  ASSERT_EQ(urgent.exitCode, 0) << urgent.out << urgent.err;
+  const json cheap = yardctlJson("systems cheap");
+  EXPECT_EQ(cheap["state"], "SYSTEM_STATE_QUEUED") << cheap.dump();
+  EXPECT_EQ(cheap["labels"]["team"], "vision") << cheap.dump();
+  const json queue = yardctlJson("queue");
+  ASSERT_EQ(queue["entries"].size(), 1u) << queue.dump();
+  EXPECT_EQ(queue["entries"][0]["name"], "cheap");
+  EXPECT_EQ(queue["entries"][0]["requested_by"], "yardd (preemption)");
+  EXPECT_EQ(queue["entries"][0]["ticket"]["priority_class"], "spot");
+
+  ASSERT_EQ(yardctl("decompose urgent").exitCode, 0);
+  json back;
+  for (int i = 0; i < 500; ++i) {
+    back = yardctlJson("systems cheap");
+    if (back["state"] == "SYSTEM_STATE_COMPOSED") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(back["state"], "SYSTEM_STATE_COMPOSED") << back.dump();
+  EXPECT_EQ(back["bindings"].size(), 8u) << back.dump();
 }
 
 }  // namespace switchyard
