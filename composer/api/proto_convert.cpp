@@ -323,7 +323,9 @@ void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& 
   out.set_updated_at(formatTimestamp(op.updatedAt));
   addInstances(op.gpuInstances, *out.mutable_gpu_instances());
   addShares(op.gpuShares, *out.mutable_gpu_shares());
-  if (op.queued) toProto(*op.queued, *out.mutable_queued());
+  // A compose's ticket only: a preemption's decompose also carries one (what its system is queued again as,
+  // QueuedRequest::requeueAs), which the API's "a compose that went through the queue" does not mean.
+  if (op.queued && op.kind == OperationKind::kCompose) toProto(*op.queued, *out.mutable_queued());
 }
 
 void toProto(const QueuedRequest& q, pb::QueueTicket& out) {

@@ -206,6 +206,10 @@ TEST_F(DaemonTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAndCome
   EXPECT_EQ(queue["entries"][0]["name"], "cheap");
   EXPECT_EQ(queue["entries"][0]["requested_by"], "yardd (preemption)");
   EXPECT_EQ(queue["entries"][0]["ticket"]["priority_class"], "spot");
+  const json decomposes = yardctlJson("ops --kind decompose");
+  ASSERT_EQ(decomposes["operations"].size(), 1u) << decomposes.dump();
+  EXPECT_EQ(decomposes["operations"][0]["requested_by"]["identity"], "yardd (preemption)") << decomposes.dump();
+  EXPECT_FALSE(decomposes["operations"][0].contains("queued")) << "a queue ticket is a compose's: " << decomposes.dump();
 
   ASSERT_EQ(yardctl("decompose urgent").exitCode, 0);
   json back;
