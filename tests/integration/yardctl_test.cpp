@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -220,6 +221,38 @@ TEST_F(DaemonTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAndCome
   }
   EXPECT_EQ(back["state"], "SYSTEM_STATE_COMPOSED") << back.dump();
   EXPECT_EQ(back["bindings"].size(), 8u) << back.dump();
+}
+
+// The same, with yardd killed (SIGKILL, a fail point) right after the victim's unbind call, before the decompose
+// ended: the next yardd resumes the decompose, and its end queues the system again, from what the stored decompose
+// carries.
+TEST_F(DaemonTest, APreemptedSystemIsQueuedAgainByTheYarddThatFinishesItsDecomposeAfterAKill) {
+  const std::vector<std::string> classes{"--priority-class", "production=1000:preempting", "--priority-class", "batch=100:preempting",
+                                         "--priority-class", "spot=0:preemptible:requeue", "--preemption-grace", "1s"};
+  std::vector<std::string> dying = classes;
+  dying.insert(dying.end(), {"--fail-point", "step.unbind.after-call=crash@1"});  // no unbind comes before the victim's
+  startDaemon(dying);
+  ASSERT_EQ(yardctl("compose cheap --gpus 8 --priority spot --label team=vision").exitCode, 0);
+  ASSERT_EQ(yardctl("compose steady --gpus 8").exitCode, 0);
+  ASSERT_EQ(yardctl("compose urgent --gpus 8 --priority production --queue --no-wait").exitCode, 0);
+  ASSERT_TRUE(daemon_->waitExit(10s)) << daemon_->log();
+  ASSERT_EQ(daemon_->signaled(), SIGKILL) << daemon_->log();
+
+  daemon_ = std::make_unique<testing::DaemonProcess>(YARDD_PATH, dir_.path());  // the same state directory
+  startDaemon(classes);
+  json urgent;
+  for (int i = 0; i < 500; ++i) {
+    urgent = yardctlJson("systems urgent");
+    if (urgent["state"] == "SYSTEM_STATE_COMPOSED") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(urgent["state"], "SYSTEM_STATE_COMPOSED") << urgent.dump() << daemon_->log();
+  const json cheap = yardctlJson("systems cheap");
+  EXPECT_EQ(cheap["state"], "SYSTEM_STATE_QUEUED") << cheap.dump() << daemon_->log();
+  EXPECT_EQ(cheap["labels"]["team"], "vision") << cheap.dump();
+  const json queue = yardctlJson("queue");
+  ASSERT_EQ(queue["entries"].size(), 1u) << queue.dump();
+  EXPECT_EQ(queue["entries"][0]["requested_by"], "yardd (preemption)");
 }
 
 }  // namespace switchyard
