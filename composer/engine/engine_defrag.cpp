@@ -101,13 +101,24 @@ std::optional<admission::Promise> Engine::defragmentFor(const Operation& head, c
 
 void Engine::moveEnded(const Operation& op, bool succeeded, Mutation& m) {
   auto move = defrag_.ended(op.id, succeeded, clock_.now(), retryOf(options_));
+  if (!move && op.kind == OperationKind::kDetach && succeeded) {
+    // A move's detach that was running when the last yardd stopped, resumed from its step log: no plan knows it,
+    // but it ends the move all the same.
+    move = SystemMove{op.systemId, {}, {}, SystemMove::Stage::kMoved, {}};
+    for (const auto& step : op.steps)
+      if (step.kind == step::kUnbind && step.state == StepState::kDone && !step.compensation)
+        for (const auto& b : step.bindings) move->from.push_back(b.deviceId);
+  }
   if (!move) return;
   const std::string actor(kDefragActor);
   if (options_.metrics && (move->stage == SystemMove::Stage::kMoved || move->stage == SystemMove::Stage::kFailed))
     options_.metrics->movedGpus.add({move->stage == SystemMove::Stage::kMoved ? "moved" : "failed"}, static_cast<double>(move->from.size()));
   if (move->stage == SystemMove::Stage::kMoved)
     m.events.push_back(makeEvent("system.moved", move->system,
-                                 fmt::format("{}: moved from {} to {}", move->system, fmt::join(move->from, ", "), fmt::join(move->to, ", ")), actor));
+                                 move->to.empty() ? fmt::format("{}: moved off {}", move->system, fmt::join(move->from, ", "))
+                                                  : fmt::format("{}: moved from {} to {}", move->system, fmt::join(move->from, ", "),
+                                                                fmt::join(move->to, ", ")),
+                                 actor));
   else if (move->stage == SystemMove::Stage::kFailed)
     m.events.push_back(makeEvent("move.failed", move->system,
                                  op.kind == OperationKind::kAttach

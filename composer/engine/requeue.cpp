@@ -19,6 +19,7 @@ Result<QueuedRequest> requeueRequestOf(const System& system, const TopologyIndex
 
   QueuedRequest q;
   std::set<std::string> models;
+  std::set<SwitchId> switches;  // of its whole GPUs
   // Endpoints by kind, class and model, in the order first met.
   std::vector<EndpointDemand> endpoints;
   for (const auto& b : system.bindings) {
@@ -29,6 +30,7 @@ Result<QueuedRequest> requeueRequestOf(const System& system, const TopologyIndex
         if (carved.contains(d->id) || shared.contains(d->id)) break;
         ++q.gpuCount;
         models.insert(d->model);
+        if (const SwitchId* sw = devices.switchOfDevice(d->id)) switches.insert(*sw);
         break;
       case DeviceKind::kCxlMemory: q.pooledMemoryGiB += d->memoryGiB; break;
       case DeviceKind::kNvme:
@@ -58,6 +60,8 @@ Result<QueuedRequest> requeueRequestOf(const System& system, const TopologyIndex
   for (const auto& i : system.gpuInstances) q.gpuInstances.push_back(i.profile);
   if (!system.gpuShares.empty()) q.gpuShareMilli = system.gpuShares.front().milli;
   if (models.size() == 1) q.model = *models.begin();  // several models: any
+  // Peer-to-peer as it had it: GPUs that shared a switch get one again.
+  q.peerToPeer = q.gpuCount >= 2 && switches.size() == 1 ? "required" : "preferred";
   q.endpoints = std::move(endpoints);
   if (!whole && q.gpuInstances.empty() && q.gpuShareMilli == 0 && q.pooledMemoryGiB == 0 && q.endpoints.empty())
     return refuse("it holds nothing to ask for again");

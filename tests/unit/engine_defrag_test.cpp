@@ -23,12 +23,21 @@ class EngineDefragTest : public EngineTest {
   static Topology twoSwitches() {
     return testing::TopologyBuilder().sw("sw0").sw("sw1").gpus("sw0", 4).gpus("sw1", 4).host("mover", {"sw0", "sw1"}).host("head", {"sw0"}).build();
   }
-  void startOn(const Topology& t) {
+  // `driver`: the switch the engine drives instead of the fabric itself (a gate in front of it).
+  void startOn(const Topology& t, std::function<FabricDriver*(SimulatedFabric&)> driver = {}) {
     startFabric(t);
     simulated_ = std::make_unique<SimulatedHosts>(t, fabric_->router(), clock_);
     hosts_ = simulated_.get();
     configure_ = [](EngineOptions& o) { o.activityInterval = 0ms; };  // the tests sample on the manual clock
-    start();
+    start(driver ? driver(*fabric_) : nullptr);
+  }
+  // Stops the engine while `gated` holds a call of the running move, then lets the call finish.
+  void stopWhileHeld(testing::GatedDriver& gated) {
+    gated.waitUntilHeld();
+    std::thread stopper([&] { engine_->stop(0s); });
+    while (!engine_->halted()) std::this_thread::yield();
+    gated.open();
+    stopper.join();
   }
   // "idle" on the mover with two GPUs under sw0, labelled as asked; then one activity sample.
   void composeIdleUnderSw0(std::map<std::string, std::string> labels) {
@@ -201,21 +210,12 @@ TEST_F(EngineDefragTest, TheFewestGpusAreMoved) {
 // replaces, so the next start finishes the move (the detach of the idle GPUs) instead of leaving the system with both
 // sets; the head is admitted on what it freed.
 TEST_F(EngineDefragTest, AMoveStoppedBetweenItsAttachAndItsDetachIsFinishedAtTheNextStart) {
-  const Topology t = twoSwitches();
-  startFabric(t);
-  simulated_ = std::make_unique<SimulatedHosts>(t, fabric_->router(), clock_);
-  hosts_ = simulated_.get();
-  configure_ = [](EngineOptions& o) { o.activityInterval = 0ms; };
-  testing::GatedDriver gated(*fabric_);
-  start(&gated);
+  std::unique_ptr<testing::GatedDriver> gated;
+  startOn(twoSwitches(), [&](SimulatedFabric& f) { return (gated = std::make_unique<testing::GatedDriver>(f)).get(); });
   composeIdleUnderSw0({{"movable", "true"}});
-  gated.closeBeforeBind(0);
+  gated->closeBeforeBind(0);
   const Operation big = queueFourUnderOneSwitch();
-  gated.waitUntilHeld();  // the move's attach is in the switch
-  std::thread stopper([&] { engine_->stop(0s); });
-  while (!engine_->halted()) std::this_thread::yield();
-  gated.open();
-  stopper.join();
+  stopWhileHeld(*gated);  // the move's attach was in the switch
   std::vector<Operation> attach;  // as stored: the engine is stopped
   const auto stored = engine_->listOperations(100);
   ASSERT_TRUE(stored) << stored.error().message;
@@ -242,6 +242,30 @@ TEST_F(EngineDefragTest, AMoveStoppedBetweenItsAttachAndItsDetachIsFinishedAtThe
   start();  // and once the move is over, a further start finds nothing to finish
   EXPECT_EQ(movesDone(2).size(), 2u);
   EXPECT_EQ(devicesOf("idle"), moved);
+}
+
+// The same with yardd stopped while the move's detach is in the switch: the detach resumes from its step log and
+// ends the move with its event, though no plan knows it any more.
+TEST_F(EngineDefragTest, AMoveStoppedDuringItsDetachEndsWithItsEventAfterTheRestart) {
+  std::unique_ptr<testing::GatedDriver> gated;
+  startOn(twoSwitches(), [&](SimulatedFabric& f) { return (gated = std::make_unique<testing::GatedDriver>(f)).get(); });
+  composeIdleUnderSw0({{"movable", "true"}});
+  gated->closeBeforeUnbind(0);
+  const Operation big = queueFourUnderOneSwitch();
+  stopWhileHeld(*gated);
+  EXPECT_EQ(count("system.moved"), 0u);
+
+  start();
+  const Operation done = *engine_->waitOperation(big.id, 10s);
+  ASSERT_EQ(done.state, OperationState::kSucceeded) << done.error << " / " << why(big.id);
+  const auto moved = devicesOf("idle");
+  ASSERT_EQ(moved.size(), 2u);
+  for (const auto& d : moved) EXPECT_EQ(d.rfind("sw1-", 0), 0u) << d;
+  ASSERT_EQ(count("system.moved"), 1u);
+  const auto events = *engine_->listEvents(0, 10'000);
+  const auto event = std::find_if(events.begin(), events.end(), [](const Event& e) { return e.type == "system.moved"; });
+  EXPECT_NE(event->message.find("moved off sw0-gpu0, sw0-gpu1"), std::string::npos) << event->message;
+  EXPECT_EQ(movesDone(2).size(), 2u) << "nothing more was started for it";
 }
 
 }  // namespace

@@ -57,11 +57,27 @@ TEST_F(RequeueRequestTest, WholeGpusDrivesNicsAndMemoryAreAskedForByCountModelAn
   EXPECT_EQ(q->priorityClass, "spot");
   EXPECT_EQ(q->priority, 0);
   EXPECT_EQ(q->leaseSeconds, 3600);
-  EXPECT_EQ(q->peerToPeer, "preferred");
+  EXPECT_EQ(q->peerToPeer, "required") << "its GPUs shared a switch: they do again";
   EXPECT_TRUE(q->host.empty()) << "any host";
   ASSERT_TRUE(q->requeueAs);
   EXPECT_EQ(q->requeueAs->name, "spot-job");
   EXPECT_EQ(q->requeueAs->labels, s.labels);
+}
+
+TEST_F(RequeueRequestTest, GpusUnderTwoSwitchesOrOneAloneAskForPeerToPeerPreferred) {
+  std::vector<Binding> apart;
+  for (const auto& d : topology_.devices)
+    if (d.kind == DeviceKind::kGpu && (apart.empty() || index_.switchOfDevice(d.id) != nullptr &&
+                                                           *index_.switchOfDevice(d.id) != *index_.switchOfDevice(apart.front().deviceId)))
+      if (apart.size() < 2) apart.push_back({d.id, "up0"});
+  ASSERT_EQ(apart.size(), 2u) << "one GPU under each of two switches";
+  const auto q = requeueRequestOf(systemWith(apart), index_, spot_);
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_EQ(q->gpuCount, 2);
+  EXPECT_EQ(q->peerToPeer, "preferred") << "it never had peer-to-peer: it is not asked for";
+  const auto one = requeueRequestOf(systemWith(devicesOf(DeviceKind::kGpu, 1)), index_, spot_);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->peerToPeer, "preferred");
 }
 
 TEST_F(RequeueRequestTest, MigInstancesOrOneShareAreAskedForAsSuch) {
