@@ -238,6 +238,8 @@ void printOperation(const pb::Operation& op, std::ostream& out) {
   if (!op.requested_by().identity().empty()) out << "  by:    " << op.requested_by().identity() << "\n";
   if (!op.explanation().empty()) out << "  why:   " << op.explanation() << "\n";
   if (!op.error().empty()) out << "  error: " << op.error() << "\n";
+  if (op.replaces_size() > 0) out << "  then:  detaches " << fmt::format("{}", fmt::join(op.replaces(), ", ")) << " (a move)\n";
+  if (!op.requeues_as().empty()) out << "  then:  queues " << op.requeues_as() << " again (preempted)\n";
   for (const auto& i : op.gpu_instances())
     out << fmt::format("  MIG:   {} on {} at slice {}\n", i.profile(), i.device_id(), i.start());
   for (const auto& sh : op.gpu_shares()) out << fmt::format("  share: #{} {:g}% of {}\n", sh.id(), sh.milli() / 10.0, sh.device_id());
@@ -269,8 +271,8 @@ void printPlan(const pb::PlanResponse& p, bool explain, std::ostream& out) {
     if (p.would_preempt_size() > 0) {
       out << fmt::format("preemption would take back {} system(s) and place it on {}:\n", p.would_preempt_size(), p.host_after_preemption());
       for (const auto& v : p.would_preempt())
-        out << fmt::format("  {:<20} {:<10} {:<12} {} GPU(s)\n", v.name().empty() ? "(another tenant's)" : v.name(),
-                           v.tenant().empty() ? "-" : v.tenant(), v.priority_class(), v.gpus());
+        out << fmt::format("  {:<20} {:<10} {:<12} {} GPU(s){}\n", v.name().empty() ? "(another tenant's)" : v.name(),
+                           v.tenant().empty() ? "-" : v.tenant(), v.priority_class(), v.gpus(), v.requeued() ? ", queued again" : "");
     }
   }
   if (explain && p.fits()) {

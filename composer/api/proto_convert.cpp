@@ -326,6 +326,8 @@ void toProto(const Operation& op, const StepKindRegistry& kinds, pb::Operation& 
   // A compose's ticket only: a preemption's decompose also carries one (what its system is queued again as,
   // QueuedRequest::requeueAs), which the API's "a compose that went through the queue" does not mean.
   if (op.queued && op.kind == OperationKind::kCompose) toProto(*op.queued, *out.mutable_queued());
+  if (op.queued && op.queued->requeueAs) out.set_requeues_as(op.queued->requeueAs->name);
+  for (const auto& d : op.replaces) out.add_replaces(d);
 }
 
 void toProto(const QueuedRequest& q, pb::QueueTicket& out) {
@@ -474,6 +476,7 @@ void toProto(const PlanOutcome& plan, const Caller& caller, pb::PlanResponse& ou
     auto* pv = out.add_would_preempt();
     pv->set_priority_class(v.priorityClass);
     pv->set_gpus(v.gpus);
+    pv->set_requeued(v.requeued);
     if (caller.role == Role::kTenant && v.tenant != caller.tenant) continue;  // another tenant's: only that one exists
     pv->set_system_id(v.systemId);
     pv->set_name(v.name);

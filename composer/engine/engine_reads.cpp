@@ -47,10 +47,12 @@ Result<Engine::PlanOutcome> Engine::planOnControl(const PlacementRequest& reques
   const admission::Pass pass{shares, true, {}};
   const admission::Waiting waiting{shares.index(request.tenant), cls->value, clock_.now(), admission::gpusAsked(wanted)};
   if (auto choice = chooseVictims(wanted, *cls, rule->mayTake(request.tenant, waiting, pass))) {
-    for (const System* v : choice->victims)
-      outcome.wouldPreempt.push_back({v->id, v->name, v->tenant,
-                                      v->priorityClass.empty() ? std::string(kDefaultPriorityClass) : v->priorityClass,
-                                      static_cast<int>(v->bindings.size())});
+    for (const System* v : choice->victims) {
+      const std::string theirs = v->priorityClass.empty() ? std::string(kDefaultPriorityClass) : v->priorityClass;
+      const PriorityClass* victimClass = priorityClass(theirs);
+      outcome.wouldPreempt.push_back({v->id, v->name, v->tenant, theirs, static_cast<int>(v->bindings.size()),
+                                      victimClass != nullptr && victimClass->requeue});
+    }
     outcome.afterPreemption = std::move(choice->placement);
   }
   return outcome;

@@ -43,6 +43,7 @@ struct PreemptionVictim {
   std::string tenant;
   std::string priorityClass;
   int gpus = 0;
+  bool requeued = false;  // its class requeues: it would wait in the queue again once decomposed
 };
 
 // A system whose idle GPUs defragmentation would move to make room (ADR 0033): `from` leave, `to` come.

@@ -548,6 +548,9 @@ TEST_F(DaemonMoveTest, IdleGpusOfAMovableSystemMoveToMakeRoomAndYardctlPlanSaysS
   ASSERT_EQ(moved["bindings"].size(), 2u) << moved.dump();
   for (const auto& b : moved["bindings"]) EXPECT_EQ(b["device_id"].get<std::string>().rfind("sw1-", 0), 0u) << moved.dump();
   EXPECT_EQ(movesStarted(), 2) << "an attach and a detach";
+  const json attaches = yardctlJson("ops --kind attach");
+  ASSERT_EQ(attaches["operations"].size(), 1u) << attaches.dump();
+  EXPECT_EQ(attaches["operations"][0]["replaces"], json::array({"sw0-gpu0", "sw0-gpu1"})) << "what the move's attach replaces";
 }
 
 // yardd killed (SIGKILL, a fail point) right after a move's attach ended, before its detach started: the plan was in

@@ -197,6 +197,11 @@ TEST_F(DaemonTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAndCome
                "spot=0:preemptible:requeue", "--preemption-grace", "1s"});
   ASSERT_EQ(yardctl("compose cheap --gpus 8 --priority spot --label team=vision").exitCode, 0);
   ASSERT_EQ(yardctl("compose steady --gpus 8").exitCode, 0);
+  const auto plan = yardctl("plan --gpus 8 --priority production");
+  EXPECT_NE(plan.out.find("8 GPU(s), queued again"), std::string::npos) << "the plan says the victim comes back: " << plan.out;
+  const json planned = json::parse(yardctl("-o json plan --gpus 8 --priority production").out);  // exit 3: it does not fit now
+  ASSERT_EQ(planned["would_preempt"].size(), 1u) << planned.dump();
+  EXPECT_EQ(planned["would_preempt"][0]["requeued"], true) << planned.dump();
   const auto urgent = yardctl("compose urgent --gpus 8 --priority production --queue");  // follows it until admitted
   ASSERT_EQ(urgent.exitCode, 0) << urgent.out << urgent.err;
   const json cheap = yardctlJson("systems cheap");
@@ -211,6 +216,9 @@ TEST_F(DaemonTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAndCome
   ASSERT_EQ(decomposes["operations"].size(), 1u) << decomposes.dump();
   EXPECT_EQ(decomposes["operations"][0]["requested_by"]["identity"], "yardd (preemption)") << decomposes.dump();
   EXPECT_FALSE(decomposes["operations"][0].contains("queued")) << "a queue ticket is a compose's: " << decomposes.dump();
+  EXPECT_EQ(decomposes["operations"][0]["requeues_as"], "cheap") << decomposes.dump();
+  const auto shown = yardctl("ops show " + decomposes["operations"][0]["id"].get<std::string>());
+  EXPECT_NE(shown.out.find("then:  queues cheap again (preempted)"), std::string::npos) << shown.out;
 
   ASSERT_EQ(yardctl("decompose urgent").exitCode, 0);
   json back;
