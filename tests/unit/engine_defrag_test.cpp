@@ -31,13 +31,19 @@ class EngineDefragTest : public EngineTest {
     configure_ = [](EngineOptions& o) { o.activityInterval = 0ms; };  // the tests sample on the manual clock
     start(driver ? driver(*fabric_) : nullptr);
   }
-  // Stops the engine while `gated` holds a call of the running move, then lets the call finish.
-  void stopWhileHeld(testing::GatedDriver& gated) {
-    gated.waitUntilHeld();
+  // twoSwitches() behind a gate, the idle movable system, the queued request ("big", returned), and the engine
+  // stopped while the gate, closed by `close`, holds a call of the move the request started; then the call finishes.
+  Operation stopMidMove(void (testing::GatedDriver::*close)(int)) {
+    startOn(twoSwitches(), [&](SimulatedFabric& f) { return (gated_ = std::make_unique<testing::GatedDriver>(f)).get(); });
+    composeIdleUnderSw0({{"movable", "true"}});
+    ((*gated_).*close)(0);
+    const Operation big = queueFourUnderOneSwitch();
+    gated_->waitUntilHeld();
     std::thread stopper([&] { engine_->stop(0s); });
     while (!engine_->halted()) std::this_thread::yield();
-    gated.open();
+    gated_->open();
     stopper.join();
+    return big;
   }
   // "idle" on the mover with two GPUs under sw0, labelled as asked; then one activity sample.
   void composeIdleUnderSw0(std::map<std::string, std::string> labels) {
@@ -97,6 +103,7 @@ class EngineDefragTest : public EngineTest {
     return "(not queued)";
   }
   std::unique_ptr<SimulatedHosts> simulated_;
+  std::unique_ptr<testing::GatedDriver> gated_;  // stopMidMove's
 };
 
 TEST_F(EngineDefragTest, AHeadThatFitsOnlyInPiecesGetsRoomByMovingIdleGpusOfAMovableSystem) {
@@ -210,12 +217,7 @@ TEST_F(EngineDefragTest, TheFewestGpusAreMoved) {
 // replaces, so the next start finishes the move (the detach of the idle GPUs) instead of leaving the system with both
 // sets; the head is admitted on what it freed.
 TEST_F(EngineDefragTest, AMoveStoppedBetweenItsAttachAndItsDetachIsFinishedAtTheNextStart) {
-  std::unique_ptr<testing::GatedDriver> gated;
-  startOn(twoSwitches(), [&](SimulatedFabric& f) { return (gated = std::make_unique<testing::GatedDriver>(f)).get(); });
-  composeIdleUnderSw0({{"movable", "true"}});
-  gated->closeBeforeBind(0);
-  const Operation big = queueFourUnderOneSwitch();
-  stopWhileHeld(*gated);  // the move's attach was in the switch
+  const Operation big = stopMidMove(&testing::GatedDriver::closeBeforeBind);  // the move's attach was in the switch
   std::vector<Operation> attach;  // as stored: the engine is stopped
   const auto stored = engine_->listOperations(100);
   ASSERT_TRUE(stored) << stored.error().message;
@@ -247,12 +249,7 @@ TEST_F(EngineDefragTest, AMoveStoppedBetweenItsAttachAndItsDetachIsFinishedAtThe
 // The same with yardd stopped while the move's detach is in the switch: the detach resumes from its step log and
 // ends the move with its event, though no plan knows it any more.
 TEST_F(EngineDefragTest, AMoveStoppedDuringItsDetachEndsWithItsEventAfterTheRestart) {
-  std::unique_ptr<testing::GatedDriver> gated;
-  startOn(twoSwitches(), [&](SimulatedFabric& f) { return (gated = std::make_unique<testing::GatedDriver>(f)).get(); });
-  composeIdleUnderSw0({{"movable", "true"}});
-  gated->closeBeforeUnbind(0);
-  const Operation big = queueFourUnderOneSwitch();
-  stopWhileHeld(*gated);
+  const Operation big = stopMidMove(&testing::GatedDriver::closeBeforeUnbind);  // the move's detach was in the switch
   EXPECT_EQ(count("system.moved"), 0u);
 
   start();
