@@ -35,6 +35,15 @@ admission::Promise promiseOf(const DefragPlan& plan, const std::string& why, Tim
                       plan.moves.size(), plan.moves.size() == 1 ? "" : "s", formatTimestamp(plan.startedAt))};
 }
 
+// The devices an operation's done steps of `kind` (bind, unbind) acted on, undo steps left out.
+std::vector<DeviceId> devicesOf(const Operation& op, std::string_view kind) {
+  std::vector<DeviceId> out;
+  for (const auto& step : op.steps)
+    if (step.kind == kind && step.state == StepState::kDone && !step.compensation)
+      for (const auto& b : step.bindings) out.push_back(b.deviceId);
+  return out;
+}
+
 // How long a head whose moves failed waits before another plan.
 Duration retryOf(const EngineOptions& options) { return std::chrono::duration_cast<Duration>(options.leaseRetry); }
 
@@ -104,10 +113,7 @@ void Engine::moveEnded(const Operation& op, bool succeeded, Mutation& m) {
   if (!move && op.kind == OperationKind::kDetach && succeeded) {
     // A move's detach that was running when the last yardd stopped, resumed from its step log: no plan knows it,
     // but it ends the move all the same.
-    move = SystemMove{op.systemId, {}, {}, SystemMove::Stage::kMoved, {}};
-    for (const auto& step : op.steps)
-      if (step.kind == step::kUnbind && step.state == StepState::kDone && !step.compensation)
-        for (const auto& b : step.bindings) move->from.push_back(b.deviceId);
+    move = SystemMove{op.systemId, devicesOf(op, step::kUnbind), {}, SystemMove::Stage::kMoved, {}};
   }
   if (!move) return;
   const std::string actor(kDefragActor);
@@ -150,10 +156,7 @@ void Engine::resumeMoves() {
       return std::any_of(s.bindings.begin(), s.bindings.end(), [&](const Binding& b) { return b.deviceId == d; });
     });
     if (!holdsAll) continue;
-    SystemMove move{id, attach.replaces, {}, SystemMove::Stage::kDetachDue, {}};
-    for (const auto& step : attach.steps)
-      if (step.kind == step::kBind && step.state == StepState::kDone)
-        for (const auto& b : step.bindings) move.to.push_back(b.deviceId);
+    SystemMove move{id, attach.replaces, devicesOf(attach, step::kBind), SystemMove::Stage::kDetachDue, {}};
     spdlog::info("defragmentation: {} took {} ({}) before yardd stopped; it gives up {} now", id, fmt::join(move.to, ", "), attach.id,
                  fmt::join(move.from, ", "));
     defrag_.resume(std::move(move));

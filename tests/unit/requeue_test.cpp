@@ -65,12 +65,11 @@ TEST_F(RequeueRequestTest, WholeGpusDrivesNicsAndMemoryAreAskedForByCountModelAn
 }
 
 TEST_F(RequeueRequestTest, GpusUnderTwoSwitchesOrOneAloneAskForPeerToPeerPreferred) {
-  std::vector<Binding> apart;
+  std::map<SwitchId, Binding> firstBySwitch;  // one GPU under each switch
   for (const auto& d : topology_.devices)
-    if (d.kind == DeviceKind::kGpu && (apart.empty() || index_.switchOfDevice(d.id) != nullptr &&
-                                                           *index_.switchOfDevice(d.id) != *index_.switchOfDevice(apart.front().deviceId)))
-      if (apart.size() < 2) apart.push_back({d.id, "up0"});
-  ASSERT_EQ(apart.size(), 2u) << "one GPU under each of two switches";
+    if (d.kind == DeviceKind::kGpu) firstBySwitch.try_emplace(*index_.switchOfDevice(d.id), Binding{d.id, "up0"});
+  ASSERT_GE(firstBySwitch.size(), 2u);
+  const std::vector<Binding> apart{firstBySwitch.begin()->second, std::next(firstBySwitch.begin())->second};
   const auto q = requeueRequestOf(systemWith(apart), index_, spot_);
   ASSERT_TRUE(q) << q.error().message;
   EXPECT_EQ(q->gpuCount, 2);
