@@ -43,6 +43,18 @@ void Engine::offControl(std::function<void()> work) {
   readPool_->post(std::move(contained));
 }
 
+void Engine::callOffControl(std::function<std::function<void()>()> call) {
+  ++driverCallsInFlight_;
+  driverPool_->post([this, call = std::move(call)] {
+    std::function<void()> back = call();
+    asio::post(*control_, [this, back = std::move(back)] {
+      CommitPoint commit{*this};
+      --driverCallsInFlight_;
+      back();
+    });
+  });
+}
+
 Engine::~Engine() {
   if (controlRunning_.load()) stop(Duration::zero());
   if (readPool_) readPool_->join();  // the reads in flight end first: they read the store and the view

@@ -274,6 +274,9 @@ class Engine {
   };
   // Runs `deliver` at the end of the current control-thread task, after the view is published.
   void toOutbox(std::function<void()> deliver) { outbox_.push_back(std::move(deliver)); }
+  // A switch or host call: `call` runs on a driver thread (stop() waits for it) and returns what then runs on the
+  // control thread with its result, as a task of its own that ends at a commit point.
+  void callOffControl(std::function<std::function<void()>()> call);
 
   // A change to persist atomically, then apply and publish.
   struct Mutation {

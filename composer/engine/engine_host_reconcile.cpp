@@ -7,15 +7,12 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
 
 #include "composer/engine/drift_round.h"
 #include "composer/engine/engine.h"
 #include "composer/model/contain.h"
 
 namespace switchyard {
-
-namespace asio = boost::asio;
 
 std::vector<Engine::HostCheck> Engine::hostChecksOnControl() const {
   std::vector<HostCheck> out;
@@ -70,17 +67,14 @@ Result<std::vector<Drift>> Engine::compareHostsOnControl(const std::vector<HostC
 void Engine::reconcileHostsInBackground() {
   auto checks = hostChecksOnControl();
   if (checks.empty()) return;
-  ++driverCallsInFlight_;
-  driverPool_->post([this, checks = std::move(checks)] {
+  callOffControl([this, checks = std::move(checks)]() -> std::function<void()> {
     std::vector<Result<std::vector<HostDeviceIdentity>>> seen;
     for (const auto& check : checks)
       seen.push_back(resultContained("the host listing call", [&] { return hosts_->listPresent(check.host, {options_.hostCallTimeout}); }));
-    asio::post(*control_, [this, checks, seen = std::move(seen)] {
-      CommitPoint commit{*this};
-      --driverCallsInFlight_;
+    return [this, checks, seen = std::move(seen)] {
       if (halted_) return;
       if (auto r = compareHostsOnControl(checks, seen); !r) spdlog::warn("host reconcile: {}", r.error().message);
-    });
+    };
   });
 }
 

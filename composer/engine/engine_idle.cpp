@@ -17,7 +17,6 @@
 
 #include <algorithm>
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "composer/engine/engine.h"
@@ -25,8 +24,6 @@
 #include "composer/model/contain.h"
 
 namespace switchyard {
-
-namespace asio = boost::asio;
 
 namespace {
 
@@ -372,12 +369,9 @@ void Engine::scheduleActivity() {
     auto round = activityRoundOnControl();
     if (!round.asksAny()) return;
     activityInFlight_ = true;
-    ++driverCallsInFlight_;
-    driverPool_->post([this, round = std::move(round)] {
+    callOffControl([this, round = std::move(round)]() -> std::function<void()> {
       auto outcome = std::make_shared<ActivityOutcome>(recordActivity(round));
-      asio::post(*control_, [this, outcome] {
-        CommitPoint sampled{*this};
-        --driverCallsInFlight_;
+      return [this, outcome] {
         activityInFlight_ = false;
         if (halted_) return;
         Mutation m;
@@ -385,7 +379,7 @@ void Engine::scheduleActivity() {
         applyActivity(std::move(*outcome), m, started);
         if (!m.events.empty() || !m.writes.empty())
           if (auto r = persist(m); !r) spdlog::warn("idle reclaim: {}", r.error().message);
-      });
+      };
     });
   });
 }

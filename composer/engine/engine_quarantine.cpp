@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/post.hpp>
 
 #include "composer/engine/engine.h"
 #include "composer/engine/engine_control.h"
@@ -50,17 +49,14 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
     if (held.allocation != DeviceAllocation::kQuarantined)
       return refuse(Error{Code::kFailedPrecondition, fmt::format("{} is not quarantined (it is {}); only a quarantined device is released this way",
                                                                  device, toString(held.allocation))});
-    ++driverCallsInFlight_;
-    driverPool_->post([this, caller, device, unbind, once] {
+    callOffControl([this, caller, device, unbind, once]() -> std::function<void()> {
       auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
       Result<void> unbound;
       if (bindings && unbind)
         for (const auto& b : *bindings)
           if (b.deviceId == device)
             unbound = resultContained("the unbind call", [&] { return driver_.unbindAll(std::span<const Binding>(&b, 1), {options_.switchCallTimeout}); });
-      boost::asio::post(*control_, [this, caller, device, unbind, once, bindings = std::move(bindings), unbound = std::move(unbound)] {
-        CommitPoint inner{*this};
-        --driverCallsInFlight_;
+      return [this, caller, device, unbind, once, bindings = std::move(bindings), unbound = std::move(unbound)] {
         if (halted_) return;
         Mutation m;
         Result<DeviceView> released = finishRelease(caller, device, unbind, bindings, unbound, m);
@@ -71,7 +67,7 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
         if (auto persisted = persist(m); !persisted) released = fail(persisted.error());
         if (released) released = state_->deviceView(device);
         toOutbox([once, released = std::move(released)]() mutable { once->complete(std::move(released)); });
-      });
+      };
     });
   });
 }

@@ -2,7 +2,6 @@
 // fabric's bindings (and the hosts'), and pruning history; each on its own control-thread timer.
 #include <spdlog/spdlog.h>
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "composer/engine/engine.h"
@@ -10,8 +9,6 @@
 #include "composer/model/contain.h"
 
 namespace switchyard {
-
-namespace asio = boost::asio;
 
 Result<void> Engine::pollFabricEvents() {
   auto events = driver_.pollEvents();
@@ -88,18 +85,15 @@ void Engine::scheduleReconcile() {
       return;
     }
     const std::uint64_t before = stepResults_;
-    ++driverCallsInFlight_;
-    driverPool_->post([this, before] {
+    callOffControl([this, before]() -> std::function<void()> {
       auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
-      asio::post(*control_, [this, before, bindings = std::move(bindings)] {
-        CommitPoint inner{*this};
-        --driverCallsInFlight_;
+      return [this, before, bindings = std::move(bindings)] {
         if (halted_) return;
         if (auto r = reconcileIfFresh(bindings, before); !r && r.error().code != Code::kUnavailable)
           spdlog::warn("periodic reconcile: {}", r.error().message);
         reconcileHostsInBackground();
         scheduleReconcile();
-      });
+      };
     });
   });
 }
@@ -110,15 +104,12 @@ void Engine::scheduleFabricPoll() {
   pollTimer_->timer.async_wait([this](const boost::system::error_code& ec) {
     CommitPoint commit{*this};
     if (ec || halted_) return;
-    ++driverCallsInFlight_;
-    driverPool_->post([this] {
+    callOffControl([this]() -> std::function<void()> {
       auto events = resultContained("the switch's event poll", [&] { return driver_.pollEvents(); });
-      asio::post(*control_, [this, events = std::move(events)] {
-        CommitPoint inner{*this};
-        --driverCallsInFlight_;
+      return [this, events = std::move(events)] {
         applyFabricEvents(events);
         scheduleFabricPoll();
-      });
+      };
     });
   });
 }
