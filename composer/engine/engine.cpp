@@ -33,7 +33,11 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       pollTimer_(std::make_unique<TimerHolder>(*control_)),
       recentUse_(options.fairShareHalfLife),
       admission_(options.admission ? options.admission : *admission::buildProfile(admission::kDefaultAdmissionProfile)),
-      activity_(options.idleBusyAbovePercent, options.activityHistory) {}
+      activity_(options.idleBusyAbovePercent, options.activityHistory) {
+  runnerContext_ = runnerContextFor(*this);
+  runner_ = std::make_unique<OperationRunner>(*runnerContext_, *control_, *steps_,
+                                              StepTargets{driver_, {options_.switchCallTimeout}, nullptr, {options_.hostCallTimeout}}, clock_, options_);
+}
 
 void Engine::offControl(std::function<void()> work) {
   auto contained = [work = std::move(work)] {
@@ -107,16 +111,7 @@ Result<RecoveryReport> Engine::start() {
   startControl();
 
   RecoveryReport report;
-  SY_ASSIGN(auto resumed, onControl([this]() -> Result<std::vector<OperationId>> {
-              std::vector<OperationId> ids;
-              for (const auto& [id, op] : active_) ids.push_back(id);
-              std::sort(ids.begin(), ids.end());
-              for (const auto& id : ids) {
-                spdlog::info("resuming {} from its step log", id);
-                advance(id);
-              }
-              return ids;
-            }));
+  SY_ASSIGN(auto resumed, onControl([this]() -> Result<std::vector<OperationId>> { return runner_->resumeAll(); }));
   report.resumedOperations = resumed.size();
   for (const auto& id : resumed) {
     SY_ASSIGN(auto op, waitOperation(id, std::chrono::hours(1)));
@@ -160,7 +155,7 @@ void Engine::stop(Duration grace) {
   });
   const auto deadline = std::chrono::steady_clock::now() + grace;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto busy = onControl([this]() -> Result<bool> { return !active_.empty(); });
+    auto busy = onControl([this]() -> Result<bool> { return !runner_->running().empty(); });
     if (!busy || !*busy) break;
     if (options_.stepped) {
       if (runUntilIdle() == 0) break;  // nothing left that could finish them
@@ -176,8 +171,9 @@ void Engine::stop(Duration grace) {
     pollTimer_->reconcileTimer.cancel();
     pollTimer_->deadlineTimer.cancel();
     pollTimer_->activityTimer.cancel();
-    retries_.cancelAll();  // not a call yet: the step runs at the next start
-    if (!active_.empty()) spdlog::warn("stopping with {} operation(s) unfinished; they resume at next start", active_.size());
+    runner_->cancelRetries();  // not a call yet: the step runs at the next start
+    if (const auto& running = runner_->running(); !running.empty())
+      spdlog::warn("stopping with {} operation(s) unfinished; they resume at next start", running.size());
     writeIdleStretchesAtStop();
     return {};
   });
@@ -195,7 +191,7 @@ void Engine::stop(Duration grace) {
     events_.closeAll();
     // Waiters get the operation as it stands (unfinished, resumable) rather than waiting on a halted engine.
     for (const auto& id : waiters_.waitedFor()) {
-      if (auto op = active_.find(id); op != active_.end()) completeWaiters(id, op->second);
+      if (const Operation* op = runner_->find(id)) completeWaiters(id, *op);
       else if (const Operation* queued = queue_.find(id)) completeWaiters(id, *queued);
       else waiters_.drop(id);  // a standby's wait for an operation it only read in the store: answered kAborted
     }
@@ -218,7 +214,7 @@ void Engine::stop(Duration grace) {
 Result<std::optional<Operation>> Engine::priorOperation(const Caller& caller, std::string_view action, const std::string& requestId) {
   if (requestId.size() > 256) return fail(Code::kInvalidArgument, fmt::format("request id of {} characters: at most 256", requestId.size()));
   std::optional<Operation> prior;
-  for (const auto& [id, op] : active_)
+  for (const auto& [id, op] : runner_->running())
     if (op.requestId == requestId) prior = op;
   for (const auto& [id, op] : queue_.waiting())
     if (op.requestId == requestId) prior = op;
@@ -325,7 +321,7 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
   };
   postToControl([this, id, timeout, wait](bool running) {
     if (!running) return;  // the wait is dropped: kAborted
-    if (!active_.contains(id) && !queue_.contains(id)) {
+    if (runner_->find(id) == nullptr && !queue_.contains(id)) {
       auto stored = store_.getOperation(id);
       if (!stored) return OperationWaiters::answer(*wait, fail(stored.error()));
       if (!*stored) return OperationWaiters::answer(*wait, fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)));
@@ -335,10 +331,10 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
     // A halted engine (its store failed, or stop's grace ran out) finishes nothing: say how it stands now,
     // rather than wait for an end that cannot come (a start whose resume hit a failed store hung here).
     if (halted_ && !replica_)
-      if (auto it = active_.find(id); it != active_.end()) return OperationWaiters::answer(*wait, it->second);
+      if (const Operation* op = runner_->find(id)) return OperationWaiters::answer(*wait, *op);
     waiters_.add(id, wait, timeout, [this, id](OperationWaiters::Wait& w) {  // its time is up: as it stands
       CommitPoint commit{*this};
-      if (auto op = active_.find(id); op != active_.end()) return OperationWaiters::answer(w, op->second);
+      if (const Operation* op = runner_->find(id)) return OperationWaiters::answer(w, *op);
       if (const Operation* op = queue_.find(id)) return OperationWaiters::answer(w, *op);
       if (replica_) {  // still running on the leader as far as the store said
         auto stored = store_.getOperation(id);
@@ -418,7 +414,7 @@ Event Engine::operationEvent(std::string type, const Operation& op, std::string 
 }
 
 std::string Engine::systemOf(const std::string& subject) const {
-  if (auto op = active_.find(subject); op != active_.end()) return op->second.systemId;
+  if (const Operation* op = runner_->find(subject)) return op->systemId;
   if (const Operation* op = queue_.find(subject)) return op->systemId;
   if (!state_) return {};
   if (state_->systems().contains(subject)) return subject;
@@ -426,14 +422,14 @@ std::string Engine::systemOf(const std::string& subject) const {
   const DeviceView d = state_->deviceView(subject);
   if (!d.systemId.empty()) return d.systemId;
   if (d.assignment.allocation == DeviceAllocation::kReserved) {
-    if (auto op = active_.find(d.assignment.owner); op != active_.end()) return op->second.systemId;
+    if (const Operation* op = runner_->find(d.assignment.owner)) return op->systemId;
     if (state_->systems().contains(d.assignment.owner)) return d.assignment.owner;
   }
   return {};
 }
 
 std::string Engine::tenantOf(const std::string& subject) const {
-  if (auto op = active_.find(subject); op != active_.end()) return op->second.tenant;
+  if (const Operation* op = runner_->find(subject)) return op->tenant;
   if (const Operation* op = queue_.find(subject)) return op->tenant;
   // By id only: most subjects are devices, and a lookup by name would scan every system for each of them.
   if (!state_) return {};
@@ -444,7 +440,7 @@ std::string Engine::tenantOf(const std::string& subject) const {
   if (!d.systemId.empty())
     if (auto s = state_->systems().find(d.systemId); s != state_->systems().end()) return s->second.tenant;
   if (d.assignment.allocation == DeviceAllocation::kReserved) {
-    if (auto op = active_.find(d.assignment.owner); op != active_.end()) return op->second.tenant;
+    if (const Operation* op = runner_->find(d.assignment.owner)) return op->tenant;
     if (auto s = state_->systems().find(d.assignment.owner); s != state_->systems().end()) return s->second.tenant;
   }
   return {};
@@ -507,7 +503,7 @@ void Engine::halt(const std::string& why, const std::string& logLine) {
   haltedForReaders_ = true;
   // No operation will finish now: whoever waits for one gets it as it stands (resumable at the next start).
   for (const auto& id : waiters_.waitedFor())
-    if (auto it = active_.find(id); it != active_.end()) completeWaiters(id, it->second);
+    if (const Operation* op = runner_->find(id)) completeWaiters(id, *op);
 }
 
 std::string Engine::storeFailure() const {

@@ -56,7 +56,7 @@
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
 #include "composer/engine/request_queue.h"
-#include "composer/engine/step_retries.h"
+#include "composer/engine/operation_runner.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
 #include "composer/engine/steps/step_kind.h"
@@ -89,7 +89,7 @@ class Engine {
 
   // The host side (agent/host_agents.h): whose policy decides which hosts get host steps. Set before
   // start(). Without one every host trusts the fabric (engine tests that are about the switch).
-  void useHostAgents(HostAgents& hosts) { hosts_ = &hosts; }
+  void useHostAgents(HostAgents& hosts);
 
   // Loads the store, merges the fabric's inventory, resumes or rolls back unfinished operations,
   // waits for them, then reconciles the store against the fabric's real bindings.
@@ -278,11 +278,8 @@ class Engine {
   // control thread with its result, as a task of its own that ends at a commit point.
   void callOffControl(std::function<std::function<void()>()> call);
 
-  // A change to persist atomically, then apply and publish.
-  struct Mutation {
-    std::vector<StoreWrite> writes;
-    std::vector<Event> events;
-  };
+  // A change to persist atomically, then apply and publish (mutation.h).
+  using Mutation = switchyard::Mutation;
 
   // Runs f on the control thread and waits for its result: the blocking methods above, for threads other
   // than the control thread (tests, tools, the daemon's start, reload and stop). On the control thread it
@@ -469,28 +466,15 @@ class Engine {
   [[nodiscard]] ReclaimPolicy reclaimPolicyFor(const System& system) const;
   void scheduleActivity();
 
-  // Running steps (engine_steps.cpp).
-  void advance(const OperationId& id, Mutation carried = {});
-  // Runs step `step` of the operation on a driver thread; its result comes back to the control thread.
-  void dispatch(const OperationId& id, std::size_t step);
-  // Dispatches the step again after a retry's backoff, on a control-thread timer (no thread waits);
-  // stop() cancels the timer, and the step runs at the next start.
-  void retryAfter(const OperationId& id, std::size_t step, Duration wait);
-  // How long a step waits before its attempt after `attempts` failed ones (EngineOptions::retryBackoff).
-  void onStepResult(const OperationId& id, std::size_t step, Result<StepReport> result);
-  void recordSuccess(const Operation& op, const Step& step, const StepKind& kind, const StepReport& report, Mutation& m);
+  // Running operations (operation_runner.h); the engine's side of it (engine_runner.cpp): what the runner asks of
+  // the engine, and the engine's rules where an operation ends (the queue, preemption, requeue, moves, leases).
+  class RunnerContext;
+  [[nodiscard]] static std::unique_ptr<OperationRunner::Context> runnerContextFor(Engine& engine);
+  void operationEnding(const Operation& op, Mutation& m);
   // The host's policy; compose, attach, decompose and detach on a host whose policy is unset are refused.
   [[nodiscard]] Result<HostPolicy> hostPolicy(const HostId& host) const;
-  void failForward(Operation& op, std::size_t step, const Error& error, Mutation& m);
-  void runLocalStep(Operation& op, std::size_t step, const StepKind& kind, Mutation& m);
-  void finish(Operation& op, Mutation& m);
-  [[nodiscard]] const StepKind& kindOf(const Step& step) const;
   // The system with `progress` filled in from its running operation's current step.
   [[nodiscard]] System withProgress(System s) const;
-  [[nodiscard]] std::string progressOf(const System& s) const;  // the running step, as withProgress writes it
-  [[nodiscard]] std::string describe(const Step& step) const;
-  // A step's events go into `events` (numbered as they come), naming `actor`, belonging to `tenant`.
-  [[nodiscard]] StepEffects::EmitEvent emitInto(std::vector<Event>& events, const Operation& op);
   // Hands a finished (or, when stopping, unfinished) operation to everyone waiting for it.
   void completeWaiters(const OperationId& id, const Operation& op);
 
@@ -572,13 +556,14 @@ class Engine {
 
   // Everything below is touched on the control thread only.
   std::unique_ptr<PoolState> state_;
-  std::unordered_map<OperationId, Operation> active_;
+  std::unique_ptr<OperationRunner::Context> runnerContext_;
+  std::unique_ptr<OperationRunner> runner_;  // the running operations, their steps and retries
   OperationWaiters waiters_{*control_};  // who waits for which operation (waitOperation), each answered once
   EventLog events_;  // events' numbers, the newest stored (any thread), live subscribers
   std::uint64_t lastAuditSequence_ = 0;
   std::uint64_t lastSystemNumber_ = 0;
   ReservationBook reservations_;  // composition reservations (PreviewReserve), memory only
-  RequestQueue queue_;  // queued composes (not in active_: nothing of theirs runs), their order, reasons, the head's shadow
+  RequestQueue queue_;  // queued composes (not in runner_: nothing of theirs runs), their order, reasons, the head's shadow
   RecentUse recentUse_;  // fair share's history, per tenant
   std::shared_ptr<const admission::Profile> admission_;  // the admission pass's plugins (ADR 0032)
   // The queue's head as of the last pass: when, by the leases we know of, it fits, and where (backfill).
@@ -594,9 +579,6 @@ class Engine {
   LeaseWatch leaseWatch_;                          // which leases were warned about, when overdue ones are retried
   std::uint64_t lastOperationNumber_ = 0;
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
-  int stepCallsInFlight_ = 0;        // switch calls of operation steps: they may change bindings
-  std::uint64_t stepResults_ = 0;    // bumps whenever a step's switch call returns: an older binding read is stale
-  StepRetries retries_{*control_, options_.retryBackoff, options_.maxRetryBackoff};  // failed steps' backoffs and their timers
   ShareDemand shareDemand_;  // the share sizes asked for lately: what share placement keeps servable
   std::set<std::string> knownHostDrifts_;  // the same for host-side drift
   std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event

@@ -98,10 +98,8 @@ Result<Operation> Engine::launch(const Acceptance& a, Operation op, const std::s
   applyInMemory();
   spdlog::info("{} {} accepted for {}: system {} on {}{}", op.id, toString(op.kind), op.requestedBy.identity, op.systemId, op.hostId,
                op.explanation.empty() ? "" : " (" + op.explanation + ")");
-  const OperationId id = op.id;
-  active_.emplace(id, std::move(op));
-  Operation snapshot = active_.at(id);
-  advance(id);
+  Operation snapshot = op;
+  runner_->run(std::move(op));
   return snapshot;
 }
 
@@ -353,10 +351,8 @@ Result<Operation> Engine::admit(Operation& op, const Placement& placement) {
   for (const auto& a : reserved) state_->assign(a, system.hostId);
   if (options_.metrics) options_.metrics->queueWaitSeconds.observe({op.queued->priorityClass, "admitted"}, waited);
   spdlog::info("{} admitted from the queue after {:.1f}s: system {} on {}", op.id, waited, system.name, system.hostId);
-  const OperationId id = op.id;
-  queue_.remove(id);
-  active_.emplace(id, op);
-  advance(id);
+  queue_.remove(op.id);
+  runner_->run(op);
   return op;
 }
 

@@ -91,19 +91,8 @@ Result<System> Engine::getSystem(const std::string& idOrName) {
   return *s;
 }
 
-std::string Engine::progressOf(const System& s) const {
-  auto it = s.activeOperation.empty() ? active_.end() : active_.find(s.activeOperation);
-  if (it == active_.end()) return {};
-  const Operation& op = it->second;
-  const std::size_t i = op.cursor();
-  if (i == op.steps.size()) return {};
-  const std::string_view activity = kindOf(op.steps[i]).activity();
-  if (op.state == OperationState::kRollingBack) return activity.empty() ? "rolling back" : fmt::format("rolling back: {}", activity);
-  return std::string(activity);
-}
-
 System Engine::withProgress(System s) const {
-  s.progress = progressOf(s);
+  s.progress = runner_->progressOf(s.activeOperation);
   return s;
 }
 
@@ -159,7 +148,7 @@ Result<Operation> Engine::getOperation(const OperationId& id) {
 }
 
 Result<Operation> Engine::getOperationOnControl(const OperationId& id) {
-  if (auto it = active_.find(id); it != active_.end()) return it->second;
+  if (const Operation* op = runner_->find(id)) return *op;
   SY_ASSIGN(auto stored, store_.getOperation(id));
   if (!stored) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));
   return *stored;
@@ -234,7 +223,7 @@ Result<std::optional<Operation>> Engine::operationForRequest(const Caller& calle
 Result<std::optional<Operation>> Engine::operationForRequestOnControl(const Caller& caller, const std::string& requestId) {
   if (requestId.empty()) return std::optional<Operation>{};
   std::optional<Operation> found;
-  for (const auto& [id, op] : active_)
+  for (const auto& [id, op] : runner_->running())
     if (op.requestId == requestId) found = op;
   if (!found) {
     SY_ASSIGN(found, store_.findOperationByRequest(requestId));

@@ -119,9 +119,8 @@ Result<void> Engine::loadState() {
                     fmt::format("{} step {} has kind '{}', which this yardd does not know (known: {}); was the log written by a newer yardd?",
                                 op.id, i + 1, op.steps[i].kind, fmt::join(steps_->names(), ", ")));
     hostOfOwner[op.id] = op.hostId;
-    const OperationId id = op.id;
     if (op.state == OperationState::kQueued) queue_.add(std::move(op));  // waits again; nothing of it ran
-    else active_.emplace(id, std::move(op));
+    else runner_->adopt(std::move(op));
   }
   for (const auto& a : snapshot.assignments) {
     if (removed.contains(a.deviceId)) {
@@ -133,7 +132,7 @@ Result<void> Engine::loadState() {
   }
   SY_TRY(persist(m));
   spdlog::info("loaded {} system(s), {} unfinished operation(s), {} queued request(s), {} held device(s)", state_->systems().size(),
-               active_.size(), queue_.size(), state_->assignments().size());
+               runner_->running().size(), queue_.size(), state_->assignments().size());
   return {};
 }
 

@@ -44,13 +44,12 @@ void Engine::applyHeldState(StoreSnapshot& snapshot) {
     hostOfOwner[s.id] = s.hostId;
     state_->putSystem(s);
   }
-  active_.clear();
+  runner_->clear();
   queue_.clear();
   for (auto& op : snapshot.unfinishedOperations) {
     hostOfOwner[op.id] = op.hostId;
-    const OperationId id = op.id;
     if (op.state == OperationState::kQueued) queue_.add(std::move(op));
-    else active_.emplace(id, std::move(op));
+    else runner_->adopt(std::move(op));
   }
   // A standby shows the queue in the leader's order, as far as it can tell without placing: class, age.
   std::vector<OperationId> order;

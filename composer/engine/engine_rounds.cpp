@@ -21,8 +21,8 @@ Result<void> Engine::pollFabricEvents() {
 
 Result<std::vector<Drift>> Engine::reconcile() {
   SY_ASSIGN(std::uint64_t before, onControl([this]() -> Result<std::uint64_t> {
-              if (stepCallsInFlight_ > 0) return fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later");
-              return stepResults_;
+              if (runner_->stepCallsInFlight() > 0) return fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later");
+              return runner_->stepResults();
             }));
   auto bindings = driver_.readBindings({options_.switchCallTimeout});
   return onControl([&] { return reconcileIfFresh(bindings, before); });
@@ -38,7 +38,7 @@ Result<std::vector<Drift>> Engine::reconcileHosts() {
 
 Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Binding>>& bindings, std::uint64_t before) {
   if (!bindings) return fail(bindings.error().wrap("cannot read the fabric's bindings"));
-  if (stepResults_ != before || stepCallsInFlight_ > 0)
+  if (runner_->stepResults() != before || runner_->stepCallsInFlight() > 0)
     return fail(Code::kUnavailable, "an operation changed the fabric during the read; reconcile again later");
   return reconcileOnControl(*bindings);
 }
@@ -80,11 +80,11 @@ void Engine::scheduleReconcile() {
     CommitPoint commit{*this};
     if (ec || halted_) return;
     // A read taken while steps call the switch may show an operation half-way: skip the round.
-    if (stepCallsInFlight_ > 0) {
+    if (runner_->stepCallsInFlight() > 0) {
       scheduleReconcile();
       return;
     }
-    const std::uint64_t before = stepResults_;
+    const std::uint64_t before = runner_->stepResults();
     callOffControl([this, before]() -> std::function<void()> {
       auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
       return [this, before, bindings = std::move(bindings)] {

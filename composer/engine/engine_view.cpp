@@ -33,7 +33,7 @@ void Engine::publishView() {
   // Systems whose running operation may have moved on: their progress line is part of the view.
   std::vector<SystemId> progressed;
   std::map<std::string, int> running;
-  for (const auto& [id, op] : active_) {
+  for (const auto& [id, op] : runner_->running()) {
     ++running[std::string(toString(op.kind))];
     if (!op.systemId.empty()) progressed.push_back(op.systemId);
   }
@@ -61,7 +61,7 @@ void Engine::publishView() {
     for (const auto& id : progressed) {
       const System* s = state_->system(id);
       auto shown = current->systems.find(id);
-      if (s != nullptr && shown && shown->progress != progressOf(*s)) changes.systems.insert(id);
+      if (s != nullptr && shown && shown->progress != runner_->progressOf(s->activeOperation)) changes.systems.insert(id);
     }
     if (changes.empty() && !queue_.changed() && !activityChanged_ && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
     next->shape = current->shape;

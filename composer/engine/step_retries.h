@@ -1,7 +1,7 @@
 // When a failed step runs again (issue 59: one of the engine's parts, the operation runner's retries). A step that
 // failed in a way worth retrying waits first: the first backoff doubling with each failed attempt, at most the
 // longest, each wait drawn between half and all of that (jitter, so that calls that failed together do not retry
-// together). The part owns the random stream and the timers that wait the backoffs out; the engine decides what
+// together). The part owns the random stream and the timers that wait the backoffs out; the runner decides what
 // runs again (the same step, if its operation is still active). Control thread only.
 #pragma once
 
