@@ -260,7 +260,7 @@ Result<Operation> Engine::audited(const Caller& caller, std::string action, cons
 
 Result<void> Engine::recordAudit(AuditRecord record) {
   return onControl([&]() -> Result<void> {
-    if (replica_ || !storeFailure_.empty()) return checkAccepting();
+    if (standby_.on() || !storeFailure_.empty()) return checkAccepting();
     if (record.at == 0) record.at = clock_.now();
     record.sequence = ++lastAuditSequence_;
     Mutation m;
@@ -326,17 +326,17 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
       if (!stored) return OperationWaiters::answer(*wait, fail(stored.error()));
       if (!*stored) return OperationWaiters::answer(*wait, fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)));
       // A standby may read an operation the leader started after the standby's last refresh: wait for it.
-      if (!replica_ || (*stored)->finished()) return OperationWaiters::answer(*wait, std::move(**stored));
+      if (!standby_.on() || (*stored)->finished()) return OperationWaiters::answer(*wait, std::move(**stored));
     }
     // A halted engine (its store failed, or stop's grace ran out) finishes nothing: say how it stands now,
     // rather than wait for an end that cannot come (a start whose resume hit a failed store hung here).
-    if (halted_ && !replica_)
+    if (halted_ && !standby_.on())
       if (const Operation* op = runner_->find(id)) return OperationWaiters::answer(*wait, *op);
     waiters_.add(id, wait, timeout, [this, id](OperationWaiters::Wait& w) {  // its time is up: as it stands
       CommitPoint commit{*this};
       if (const Operation* op = runner_->find(id)) return OperationWaiters::answer(w, *op);
       if (const Operation* op = queue_.find(id)) return OperationWaiters::answer(w, *op);
-      if (replica_) {  // still running on the leader as far as the store said
+      if (standby_.on()) {  // still running on the leader as far as the store said
         auto stored = store_.getOperation(id);
         if (!stored || !*stored)
           return OperationWaiters::answer(w, stored ? fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id))
@@ -447,7 +447,7 @@ std::string Engine::tenantOf(const std::string& subject) const {
 }
 
 Result<void> Engine::persist(Mutation& m) {
-  if (replica_) return fail(Code::kUnavailable, "a standby's engine never writes the store");  // a safety net: nothing reaches here
+  if (standby_.on()) return fail(Code::kUnavailable, "a standby's engine never writes the store");  // a safety net: nothing reaches here
   for (auto& e : m.events) {
     if (e.tenant.empty()) e.tenant = tenantOf(e.subject);
     if (e.systemId.empty()) e.systemId = systemOf(e.subject);

@@ -56,6 +56,7 @@
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
 #include "composer/engine/request_queue.h"
+#include "composer/engine/standby_replica.h"
 #include "composer/engine/operation_runner.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
@@ -509,7 +510,6 @@ class Engine {
   // proportional to what is held, not to the pool.
   void applySnapshot(StoreSnapshot snapshot, bool sameInventory);
   void applyHeldState(StoreSnapshot& snapshot);
-  std::int64_t replicaInventoryRevision_ = 0;  // the stored inventory the replica's pool was built from
   [[nodiscard]] Result<std::vector<Drift>> reconcileOnControl(const std::vector<Binding>& fabricBindings);
   // Reconciles against a binding read taken when `stepResultsBefore` was current, unless a step's switch
   // call returned since (the read may show an operation half-way): then kUnavailable, nothing recorded.
@@ -588,9 +588,7 @@ class Engine {
   std::string failureForReaders_;
   std::string eventFeedFailure_;  // why the switch's events cannot be read, while they cannot
   bool accepting_ = false;
-  std::atomic<bool> replica_{false};  // a standby's engine: reads only (set before its control thread starts)
-  mutable std::mutex standbyMutex_;
-  std::string standbyLeader_;  // under standbyMutex_
+  StandbyReplica standby_;  // a standby's engine (reads only): the leader, what its pool was built from
   bool halted_ = false;  // after stop's grace: record step results but start no new steps
   std::atomic<bool> haltedForReaders_{false};  // halted_, for halted() on other threads
   std::vector<std::function<void()>> outbox_;  // delivered by flush()

@@ -17,7 +17,7 @@
 namespace switchyard {
 
 Result<void> Engine::checkAccepting() const {
-  if (replica_) {
+  if (standby_.on()) {
     const std::string leader = standbyLeader();
     return fail(Code::kUnavailable, leader.empty() ? "this yardd is a standby and no yardd leads right now; retry shortly"
                                                    : fmt::format("this yardd is a standby; send changes to the leader at {}", leader));

@@ -164,7 +164,7 @@ void Engine::resumeMoves() {
 }
 
 void Engine::startDueDetaches() {
-  if (!accepting_ || halted_ || replica_ || !storeFailure_.empty()) return;
+  if (!accepting_ || halted_ || standby_.on() || !storeFailure_.empty()) return;
   const auto due = defrag_.detachesDue();
   if (due.empty()) return;
   Mutation m;

@@ -135,7 +135,7 @@ ActivityOutcome Engine::recordActivity(const ActivityRound& round) {
     const InstanceIdleState* i = g->instance(std::atoi(entry.first.c_str() + at + 1));
     return i == nullptr || i->idleSince != entry.second;
   });
-  if (!replica_)
+  if (!standby_.on())
     out.stretchWrites = idleStretchesToWrite(now, [&](const SystemId& system) {
       auto it = checkOf.find(system);
       return it == checkOf.end() ? std::string() : it->second->tenant;
@@ -243,7 +243,7 @@ std::vector<IdleStretch> Engine::idleStretchesToWrite(Timestamp now, const std::
 }
 
 void Engine::writeIdleStretchesAtStop() {
-  if (replica_ || writerEpoch_ == 0) return;
+  if (standby_.on() || writerEpoch_ == 0) return;
   const auto all = unwrittenIdleStretches(clock_.now());
   for (std::size_t at = 0; at < all.size(); at += kIdleWritesPerRound) {
     Mutation m;
@@ -269,7 +269,7 @@ void Engine::applyActivity(ActivityOutcome outcome, Mutation& m, std::vector<Ope
   for (auto& s : outcome.stretchWrites) m.writes.emplace_back(PutIdleStretch{std::move(s)});
   activityList_ = std::move(outcome.list);
   activityChanged_ = true;
-  if (replica_ || !accepting_ || halted_) return;
+  if (standby_.on() || !accepting_ || halted_) return;
   for (auto& d : outcome.due) {
     // The round saw the system as it was when it started: detach only what is still there as it was.
     const System* s = state_->system(d.system);

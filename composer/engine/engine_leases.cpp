@@ -108,7 +108,7 @@ Result<std::vector<Operation>> Engine::expireDeadlines() {
 
 Result<std::vector<Operation>> Engine::expireDeadlinesOnControl() {
   std::vector<Operation> started;
-  if (replica_ || !accepting_ || halted_) return started;
+  if (standby_.on() || !accepting_ || halted_) return started;
   expireReservations();
   Mutation m;
   // Agents past their heartbeat deadline: placement passes their hosts by (no bind that must roll back);

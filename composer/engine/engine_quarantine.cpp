@@ -31,7 +31,7 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
   // Refused before the switch is asked: a standby, a tenant or viewer, an unknown or unquarantined device.
   auto refuse = [this, caller, device, once](const Error& error) {
     Mutation m;
-    if (!replica_ && storeFailure_.empty()) {
+    if (!standby_.on() && storeFailure_.empty()) {
       AuditRecord record{0, clock_.now(), caller, "release", "device:" + device, {}, std::string(codeName(error.code)), error.message};
       record.sequence = ++lastAuditSequence_;
       m.writes.emplace_back(PutAudit{std::move(record)});

@@ -130,7 +130,7 @@ Result<std::vector<HostView>> Engine::listHosts() {
     if (hosts_ != nullptr) {  // HostAgents answers policy and status on any thread
       h.policy = hosts_->policy(hosts[i].id);
       h.hostSide = hosts_->status(hosts[i].id);
-    } else if (replica_) {
+    } else if (standby_.on()) {
       h.hostSide = "standby: the leader serves host sides";  // policies live in the leader's flags and agents
     }
     out.push_back(std::move(h));

@@ -14,12 +14,6 @@
 
 namespace switchyard {
 
-namespace {
-// At most this many new events are read (and published to Watch streams) per refresh; a standby further
-// behind than that catches up over several refreshes.
-constexpr std::size_t kReplicaEventBatch = 10'000;
-}  // namespace
-
 void Engine::applySnapshot(StoreSnapshot snapshot, bool sameInventory) {
   if (!sameInventory || !state_) {
     state_ = std::make_unique<PoolState>(snapshot.inventory ? std::move(*snapshot.inventory) : Topology{});
@@ -51,16 +45,9 @@ void Engine::applyHeldState(StoreSnapshot& snapshot) {
     if (op.state == OperationState::kQueued) queue_.add(std::move(op));
     else runner_->adopt(std::move(op));
   }
-  // A standby shows the queue in the leader's order, as far as it can tell without placing: class, age.
-  std::vector<OperationId> order;
-  for (const auto& [id, op] : queue_.waiting()) order.push_back(id);
-  std::sort(order.begin(), order.end(), [&](const OperationId& a, const OperationId& b) {
-    const auto& qa = *queue_.find(a)->queued;
-    const auto& qb = *queue_.find(b)->queued;
-    if (qa.priority != qb.priority) return qa.priority > qb.priority;
-    return qa.enqueuedAt != qb.enqueuedAt ? qa.enqueuedAt < qb.enqueuedAt : a < b;
-  });
-  queue_.setOrder(std::move(order));
+  std::vector<const Operation*> queued;
+  for (const auto& [id, op] : queue_.waiting()) queued.push_back(&op);
+  queue_.setOrder(StandbyReplica::leaderOrder(queued));
   // Devices no longer held go free; the held ones get their holder (and the host they count against).
   std::set<DeviceId> held;
   for (const auto& a : snapshot.assignments) held.insert(a.deviceId);
@@ -79,9 +66,9 @@ void Engine::applyHeldState(StoreSnapshot& snapshot) {
 
 Result<void> Engine::startReplica() {
   if (controlRunning_.load()) return fail(Code::kFailedPrecondition, "the engine is running already");
-  SY_ASSIGN(replicaInventoryRevision_, store_.inventoryRevision());
+  SY_ASSIGN(const std::int64_t inventoryRevision, store_.inventoryRevision());
   SY_ASSIGN(StoreSnapshot snapshot, store_.load());
-  replica_ = true;
+  standby_.begin(inventoryRevision);
   events_.continueAfter(snapshot.lastEventSequence);  // Watch streams get what comes after this
   applySnapshot(std::move(snapshot), false);
   flush();  // the first view, before any reader can ask
@@ -92,48 +79,30 @@ Result<void> Engine::startReplica() {
 }
 
 Result<void> Engine::refreshReplica() {
-  if (!replica_) return fail(Code::kFailedPrecondition, "only a standby's engine refreshes from the store");
+  if (!standby_.on()) return fail(Code::kFailedPrecondition, "only a standby's engine refreshes from the store");
   // The store is read here, off the control thread (a large pool takes a while), and swapped in on it.
-  SY_ASSIGN(const auto seen, onControl([this]() -> Result<std::pair<std::uint64_t, std::int64_t>> {
-              return std::pair{events_.last(), replicaInventoryRevision_};
-            }));
-  const auto [published, builtFrom] = seen;
-  // The inventory (27 MB at 100,000 GPUs) is read again only when it was rewritten (a leader's start); its
-  // revision is read first, so a rewrite after it is seen by the next refresh.
-  SY_ASSIGN(const std::int64_t inventoryNow, store_.inventoryRevision());
-  const bool sameInventory = inventoryNow != 0 && inventoryNow == builtFrom;
-  SY_ASSIGN(StoreSnapshot snapshot, store_.load(sameInventory ? LoadScope::kWithoutInventory : LoadScope::kEverything));
-  SY_ASSIGN(std::vector<Event> fresh, store_.listEvents(published, kReplicaEventBatch));
-  SY_ASSIGN(auto waitedFor, onControl([this]() -> Result<std::vector<OperationId>> { return waiters_.waitedFor(); }));
-  std::set<OperationId> stillRunning;
-  for (const auto& op : snapshot.unfinishedOperations) stillRunning.insert(op.id);
-  std::vector<Operation> ended;
-  for (const auto& id : waitedFor) {
-    if (stillRunning.contains(id)) continue;
-    SY_ASSIGN(auto op, store_.getOperation(id));
-    if (op) ended.push_back(std::move(*op));
-  }
+  struct Seen {
+    std::uint64_t published;
+    std::int64_t builtFrom;
+    std::vector<OperationId> waitedFor;
+  };
+  SY_ASSIGN(const Seen seen, onControl([this]() -> Result<Seen> { return Seen{events_.last(), standby_.builtFrom(), waiters_.waitedFor()}; }));
+  SY_ASSIGN(StandbyReplica::Refresh refresh, StandbyReplica::read(store_, seen.published, seen.builtFrom, seen.waitedFor));
   return onControl([&]() -> Result<void> {
-    applySnapshot(std::move(snapshot), sameInventory);
-    replicaInventoryRevision_ = inventoryNow;
+    applySnapshot(std::move(refresh.snapshot), refresh.sameInventory);
+    standby_.applied(refresh);
     std::vector<Event> news;
-    for (auto& e : fresh)
+    for (auto& e : refresh.events)
       if (e.sequence > events_.last()) news.push_back(std::move(e));
     if (!news.empty()) events_.continueAfter(news.back().sequence);
     publish(news);
-    for (const auto& op : ended) completeWaiters(op.id, op);
+    for (const auto& op : refresh.ended) completeWaiters(op.id, op);
     return {};
   });
 }
 
-void Engine::setStandbyLeader(std::string leader) {
-  std::lock_guard lock(standbyMutex_);
-  standbyLeader_ = std::move(leader);
-}
+void Engine::setStandbyLeader(std::string leader) { standby_.setLeader(std::move(leader)); }
 
-std::string Engine::standbyLeader() const {
-  std::lock_guard lock(standbyMutex_);
-  return replica_ ? standbyLeader_ : std::string();
-}
+std::string Engine::standbyLeader() const { return standby_.leader(); }
 
 }  // namespace switchyard

@@ -257,7 +257,7 @@ Result<std::vector<Operation>> Engine::composeTogetherOnControl(const Caller& ca
 // On the control thread, from the deadline tick (EngineOptions::deadlineInterval) and from every change that
 // reserves, applies, releases or composes, never from a read: devices held past their time go back to the pool.
 void Engine::expireReservations() {
-  if (reservations_.empty() || !state_ || replica_) return;
+  if (reservations_.empty() || !state_ || standby_.on()) return;
   for (const Reservation& r : reservations_.takeExpired(clock_.now())) {
     for (const auto& s : r.systems) letGo(s.placement, r.id);
     spdlog::info("{} expired: {} are free again", r.id, describeHeld(r.systems));

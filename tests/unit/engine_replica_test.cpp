@@ -208,5 +208,58 @@ TEST_F(EngineReplicaTest, AStandbyWaitsForAnOperationItOnlyReadInTheStore) {
   ASSERT_TRUE(engine_->waitOperation(accepted->id, 10s)->finished());
 }
 
+// The part alone (standby_replica.h): what a refresh reads from the leader's store.
+TEST_F(EngineReplicaTest, ARefreshReadsTheInventoryOnlyWhenRewrittenTheEventsAfterTheLastAndTheWaitedOperationsThatEnded) {
+  start();
+  const Operation first = compose("first", 2);
+  auto s = SqliteStore::open(dir_ / "yard.db");
+  ASSERT_TRUE(s) << s.error().message;
+  RevisionedStore store(**s);  // the inventory at revision 7
+
+  auto same = StandbyReplica::read(store, 0, 7, {first.id, "op-999999"});
+  ASSERT_TRUE(same) << same.error().message;
+  EXPECT_TRUE(same->sameInventory);
+  EXPECT_FALSE(same->snapshot.inventory) << "not read again";
+  EXPECT_EQ(store.wholeLoads, 0);
+  ASSERT_EQ(same->ended.size(), 1u) << "the one that ended; an id the store does not know is not one";
+  EXPECT_EQ(same->ended[0].id, first.id);
+  ASSERT_FALSE(same->events.empty());
+  EXPECT_EQ(same->events.front().sequence, 1u);
+
+  auto rewritten = StandbyReplica::read(store, same->events.back().sequence, 6, {});
+  ASSERT_TRUE(rewritten) << rewritten.error().message;
+  EXPECT_FALSE(rewritten->sameInventory);
+  ASSERT_TRUE(rewritten->snapshot.inventory);
+  EXPECT_EQ(rewritten->inventoryRevision, 7);
+  EXPECT_TRUE(rewritten->events.empty()) << "nothing after the last one published";
+
+  auto plain = StandbyReplica::read(**s, 0, 0, {});  // a store that keeps no revision: the inventory every time
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->sameInventory);
+  EXPECT_TRUE(plain->snapshot.inventory);
+}
+
+TEST(StandbyReplica, ShowsTheQueueInTheLeadersOrderByClassThenAgeAndNamesTheLeaderOnlyOnceItIsAStandby) {
+  auto queued = [](std::string id, int priority, Timestamp at) {
+    Operation op{.id = std::move(id)};
+    op.queued = QueuedRequest{};
+    op.queued->priority = priority;
+    op.queued->enqueuedAt = at;
+    return op;
+  };
+  const Operation spotOld = queued("op-1", 0, 10), batchNew = queued("op-2", 100, 30), batchOld = queued("op-3", 100, 20),
+                  batchTie = queued("op-0", 100, 30);
+  EXPECT_EQ(StandbyReplica::leaderOrder({&spotOld, &batchNew, &batchOld, &batchTie}),
+            (std::vector<OperationId>{"op-3", "op-0", "op-2", "op-1"}));
+
+  StandbyReplica replica;
+  replica.setLeader("10.0.0.1:50051");
+  EXPECT_EQ(replica.leader(), "") << "not a standby yet";
+  replica.begin(7);
+  EXPECT_TRUE(replica.on());
+  EXPECT_EQ(replica.leader(), "10.0.0.1:50051");
+  EXPECT_EQ(replica.builtFrom(), 7);
+}
+
 }  // namespace
 }  // namespace switchyard
