@@ -204,9 +204,8 @@ class Engine {
   using Subscription = EventSubscription;
   [[nodiscard]] Result<Subscription> subscribeAfter(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit = 10'000);
 
-  // Runs `call` on the control thread, where every method above answers inline without blocking (except
-  // the blocking waitOperation: use its Completion form), then `done` with the result.
-  //   engine.async<Operation>([&e = engine, caller, r] { return e.compose(caller, r); }, reply);
+  // Runs `call` on the control thread as a task that ends at a commit point, then `done` with the result. The
+  // blocking methods above are refused there: adapters go through EngineClient::run, whose EngineCore answers inline.
   template <typename T>
   void async(std::function<Result<T>()> call, Completion<T> done) {
     auto once = std::make_shared<CompleteOnce<T>>(std::move(done));
