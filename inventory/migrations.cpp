@@ -129,6 +129,9 @@ ALTER TABLE devices ADD COLUMN speed_gbps INTEGER NOT NULL DEFAULT 0;
       {18, "a move's attach: the devices of its system it replaces (JSON array, '' for every other operation)", R"sql(
 ALTER TABLE operations ADD COLUMN replaces TEXT NOT NULL DEFAULT '';
 )sql"},
+      {19, "what a system's compose asked for (JSON, as a queued request's; '' for systems stored before this version)", R"sql(
+ALTER TABLE systems ADD COLUMN asked TEXT NOT NULL DEFAULT '';
+)sql"},
   };
   return kMigrations;
 }

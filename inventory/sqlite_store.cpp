@@ -168,14 +168,16 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
   nlohmann::json labels = s.labels;
   SY_ASSIGN(auto st, db_->prepare(
                          "INSERT INTO systems (id, number, name, host_id, tenant, state, active_operation, labels, created_at, updated_at, "
-                         "lease_expires_at, priority_class, state_reason) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
+                         "lease_expires_at, priority_class, state_reason, asked) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) "
                          "ON CONFLICT(id) DO UPDATE SET "
                          "name=excluded.name, host_id=excluded.host_id, tenant=excluded.tenant, state=excluded.state, "
                          "active_operation=excluded.active_operation, labels=excluded.labels, updated_at=excluded.updated_at, "
-                         "lease_expires_at=excluded.lease_expires_at, priority_class=excluded.priority_class, state_reason=excluded.state_reason"));
+                         "lease_expires_at=excluded.lease_expires_at, priority_class=excluded.priority_class, state_reason=excluded.state_reason, "
+                         "asked=excluded.asked"));
   SY_TRY(st.bind(1, s.id).bind(2, static_cast<std::int64_t>(numberFromId(s.id))).bind(3, s.name).bind(4, s.hostId).bind(5, s.tenant)
              .bind(6, toString(s.state)).bind(7, s.activeOperation).bind(8, labels.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).bind(9, s.createdAt).bind(10, s.updatedAt)
-             .bind(11, s.leaseExpiresAt).bind(12, s.priorityClass).bind(13, s.stateReason).run());
+             .bind(11, s.leaseExpiresAt).bind(12, s.priorityClass).bind(13, s.stateReason)
+             .bind(14, s.asked ? queuedToJson(*s.asked).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : std::string()).run());
   SY_ASSIGN(auto del, db_->prepare("DELETE FROM system_devices WHERE system_id = ?1"));
   SY_TRY(del.bind(1, s.id).run());
   for (std::size_t i = 0; i < s.bindings.size(); ++i) {
@@ -383,7 +385,7 @@ Result<std::optional<Topology>> SqliteStore::loadInventory() {
 Result<std::vector<System>> SqliteStore::loadSystems() {
   std::vector<System> out;
   SY_ASSIGN(auto st, db_->prepare("SELECT id, name, host_id, tenant, state, active_operation, labels, created_at, updated_at, "
-                                  "lease_expires_at, priority_class, state_reason FROM systems WHERE state NOT IN ('decomposed', 'failed') "
+                                  "lease_expires_at, priority_class, state_reason, asked FROM systems WHERE state NOT IN ('decomposed', 'failed') "
                                   "ORDER BY number"));
   while (true) {
     SY_ASSIGN(bool row, st.step());
@@ -401,6 +403,11 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
     s.leaseExpiresAt = st.integer(9);
     s.priorityClass = st.text(10);
     s.stateReason = st.text(11);
+    if (const std::string asked = st.text(12); !asked.empty()) {
+      const auto parsed = nlohmann::json::parse(asked, nullptr, false);
+      if (parsed.is_discarded()) return fail(Code::kInternal, fmt::format("systems row {}: column asked is not JSON", s.id));
+      SY_ASSIGN(s.asked, queuedFromJson(parsed, fmt::format("systems row {}", s.id)));
+    }
     out.push_back(std::move(s));
   }
   st.reset();

@@ -247,6 +247,7 @@ Result<Operation> Engine::acceptCompose(const Acceptance& a, const ComposeReques
   system.createdAt = system.updatedAt = clock_.now();
   if (asked.leaseSeconds > 0) system.leaseExpiresAt = system.createdAt + asked.leaseSeconds * 1'000'000'000LL;
   system.priorityClass = asked.priorityClass;
+  system.asked = asked;
   Operation op = newOperation(OperationKind::kCompose, system, a);
   system.activeOperation = op.id;
   op.explanation = placement.explanation;

@@ -151,6 +151,7 @@ Engine::QueuedCompose Engine::queuedCompose(const Acceptance& a, const std::stri
   system.state = SystemState::kQueued;
   system.priorityClass = queued.priorityClass;
   system.createdAt = system.updatedAt = clock_.now();
+  system.asked = queued;
   Operation op = newOperation(OperationKind::kCompose, system, a);
   op.state = OperationState::kQueued;
   op.explanation = std::move(explanation);

@@ -62,6 +62,24 @@ Result<QueuedRequest> requeueRequestOf(const System& system, const TopologyIndex
   if (models.size() == 1) q.model = *models.begin();  // several models: any
   // Peer-to-peer as it had it: GPUs that shared a switch get one again.
   q.peerToPeer = q.gpuCount >= 2 && switches.size() == 1 ? "required" : "preferred";
+  if (system.asked) {
+    // What its compose asked for beside its shape, asked again: the host it was pinned to, a GPU's least memory, MIG-capable
+    // GPUs, peer-to-peer as asked, and each kind of endpoint's affinity, speed and size.
+    const QueuedRequest& asked = *system.asked;
+    q.host = asked.host;
+    q.minMemoryGiB = asked.minMemoryGiB;
+    q.migCapable = asked.migCapable;
+    q.peerToPeer = asked.peerToPeer;
+    for (auto& e : endpoints) {
+      auto same = std::find_if(asked.endpoints.begin(), asked.endpoints.end(), [&](const EndpointDemand& a) {
+        return sameKind(a, e) && (a.model.empty() || a.model == e.model);
+      });
+      if (same == asked.endpoints.end()) continue;
+      e.affinity = same->affinity;
+      e.minSpeedGbps = same->minSpeedGbps;
+      e.minCapacityGiB = same->minCapacityGiB;
+    }
+  }
   q.endpoints = std::move(endpoints);
   if (!whole && q.gpuInstances.empty() && q.gpuShareMilli == 0 && q.pooledMemoryGiB == 0 && q.endpoints.empty())
     return refuse("it holds nothing to ask for again");

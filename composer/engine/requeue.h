@@ -14,9 +14,12 @@ namespace switchyard {
 
 // What a system asks for when it is queued again: its shape as it stands, so it gets as much as it had (its whole
 // GPUs by count, and by model when they share one; or its MIG instances; or its one share; its drives, NICs and
-// other endpoints by kind, model and count, anywhere its host reaches; its pooled memory), peer-to-peer required
-// when its whole GPUs (two or more) were under one switch and preferred otherwise, on any host; its class; a lease as long as the one it had; its name and labels (requeueAs). Its enqueue time is
-// set when it is queued. kFailedPrecondition for a system that no one request asks for again: whole GPUs beside
+// other endpoints by kind, model and count; its pooled memory); from what its compose asked for (System::asked),
+// the host it was pinned to, a GPU's least memory, MIG-capable GPUs, peer-to-peer, and each endpoint kind's
+// affinity, speed and size (a system stored before schema 19 has none of that: any host, any memory, anywhere its
+// host reaches, and peer-to-peer required when its whole GPUs, two or more, were under one switch); its class; a
+// lease as long as the one it had; its name and labels (requeueAs). Not a queue timeout: it was running, and
+// waits until it is admitted or cancelled. Its enqueue time is set when it is queued. kFailedPrecondition for a system that no one request asks for again: whole GPUs beside
 // MIG instances or a share, two shares or more, a device the fabric no longer reports, nothing bound.
 [[nodiscard]] Result<QueuedRequest> requeueRequestOf(const System& system, const TopologyIndex& devices, const PriorityClass& cls);
 

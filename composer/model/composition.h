@@ -144,6 +144,9 @@ struct System {
   // The priority class it was composed in (composer/model/queue.h): whether a higher class may preempt it.
   // Empty: the default class.
   std::string priorityClass;
+  // What its compose asked for (a queued one's request as queued; none for a system stored before schema 19):
+  // what a preemption that queues it again carries over besides its shape (requeue.h).
+  std::optional<QueuedRequest> asked;
 };
 
 enum class OperationKind { kCompose, kDecompose, kAttach, kDetach };

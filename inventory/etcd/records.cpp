@@ -117,7 +117,7 @@ Result<Topology> topologyFrom(std::string_view text, std::string_view what) {
 json toJson(const System& s) {
   json hostDevices = json::array();
   for (const auto& h : s.hostDevices) hostDevices.push_back(json{{"device", h.deviceId}, {"pci", h.pciAddress}, {"uuid", h.uuid}});
-  return json{{"id", s.id},
+  json record{{"id", s.id},
               {"name", s.name},
               {"host", s.hostId},
               {"bindings", bindingsJson(s.bindings)},
@@ -133,6 +133,8 @@ json toJson(const System& s) {
               {"leaseExpiresAt", s.leaseExpiresAt},
               {"priorityClass", s.priorityClass},
               {"stateReason", s.stateReason}};
+  if (s.asked) record["asked"] = queuedToJson(*s.asked);
+  return record;
 }
 
 Result<System> systemFrom(std::string_view text, std::string_view what) {
@@ -155,6 +157,11 @@ Result<System> systemFrom(std::string_view text, std::string_view what) {
     s.leaseExpiresAt = j.value("leaseExpiresAt", Timestamp{0});
     s.priorityClass = j.value("priorityClass", "");
     s.stateReason = j.value("stateReason", "");
+    if (j.contains("asked")) {
+      auto asked = queuedFromJson(j.at("asked"), "asked");
+      if (!asked) throw std::runtime_error(asked.error().message);
+      s.asked = std::move(*asked);
+    }
     return s;
   });
 }

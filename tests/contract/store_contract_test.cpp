@@ -152,6 +152,7 @@ TEST_P(StoreContract, AQueuedComposeAndALeaseAreReadBackAndTheQueuedOperationIsU
   op.hostId.clear();
   op.steps.clear();
   op.queued = q;
+  waiting.asked = q;  // what its compose asked for (a preemption that queues it again asks for it again)
   System leased = system(1);
   leased.leaseExpiresAt = 1'234'567;
   leased.priorityClass = "spot";
@@ -169,6 +170,8 @@ TEST_P(StoreContract, AQueuedComposeAndALeaseAreReadBackAndTheQueuedOperationIsU
   EXPECT_EQ(snap->systems[0].priorityClass, "spot");
   EXPECT_EQ(snap->systems[0].stateReason, "sw0-gpu1 is unbound in the fabric");
   EXPECT_EQ(snap->systems[1].state, SystemState::kQueued);
+  EXPECT_FALSE(snap->systems[0].asked);
+  EXPECT_EQ(snap->systems[1].asked, q);
   ASSERT_EQ(snap->unfinishedOperations.size(), 1u) << "a queued operation is unfinished: it waits again after a restart";
   ASSERT_TRUE(snap->unfinishedOperations[0].queued);
   EXPECT_EQ(*snap->unfinishedOperations[0].queued, q);

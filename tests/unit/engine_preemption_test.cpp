@@ -61,6 +61,8 @@ TEST_F(EngineQueueTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAn
   spot.priorityClass = "spot";
   spot.labels = {{"team", "vision"}};
   spot.lease = 2h;
+  spot.placement.host = "host1";  // pinned, with a least memory: asked for again (System::asked)
+  spot.placement.minMemoryGiB = 40;
   composeWith(spot);
   const SystemId before = engine_->getSystem("spot-job")->id;
   compose("batch-job", 8);
@@ -85,6 +87,8 @@ TEST_F(EngineQueueTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAn
   EXPECT_EQ(queue.front().requestedBy, "yardd (preemption)");
   EXPECT_EQ(queue.front().request.gpuCount, 8);
   EXPECT_EQ(queue.front().request.leaseSeconds, 7200) << "a lease as long as the one it had";
+  EXPECT_EQ(queue.front().request.host, "host1") << "pinned as its compose asked";
+  EXPECT_EQ(queue.front().request.minMemoryGiB, 40);
   EXPECT_FALSE(queue.front().request.requeueAs) << "a compose carries no requeue";
   const auto events = *engine_->listEvents(0, 10'000);
   const auto requeued = std::find_if(events.begin(), events.end(), [](const Event& e) { return e.type == "system.requeued"; });
@@ -100,6 +104,7 @@ TEST_F(EngineQueueTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAn
   EXPECT_EQ(finished(queue.front().operationId).state, OperationState::kSucceeded);
   EXPECT_EQ(engine_->getSystem("spot-job")->state, SystemState::kComposed);
   EXPECT_EQ(engine_->getSystem("spot-job")->bindings.size(), 8u) << "as much as it had";
+  EXPECT_EQ(engine_->getSystem("spot-job")->hostId, "host1");
 }
 
 // The requeue is written with the decompose's last step: a yardd stopped while the victim's unbind is in the switch

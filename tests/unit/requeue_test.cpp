@@ -64,6 +64,40 @@ TEST_F(RequeueRequestTest, WholeGpusDrivesNicsAndMemoryAreAskedForByCountModelAn
   EXPECT_EQ(q->requeueAs->labels, s.labels);
 }
 
+TEST_F(RequeueRequestTest, WhatItsComposeAskedForBesideItsShapeIsAskedForAgain) {
+  auto bindings = devicesOf(DeviceKind::kGpu, 2);
+  append(bindings, devicesOf(DeviceKind::kNic, 1));
+  System s = systemWith(bindings);
+  // It asked for 1 GPU pinned to host0 with 80 GiB, any peer-to-peer, a 400 Gb/s NIC under its GPUs' switch, and a
+  // queue timeout; an attach gave it a second GPU since.
+  QueuedRequest asked;
+  asked.gpuCount = 1;
+  asked.host = "host0";
+  asked.minMemoryGiB = 80;
+  asked.peerToPeer = "none";
+  EndpointDemand nic;
+  nic.kind = DeviceKind::kNic;
+  nic.count = 1;
+  nic.affinity = Affinity::kSwitch;
+  nic.minSpeedGbps = 400;
+  asked.endpoints = {nic};
+  asked.enqueuedAt = 1'000;
+  asked.deadline = 2'000;
+  s.asked = asked;
+  const auto q = requeueRequestOf(s, index_, spot_);
+  ASSERT_TRUE(q) << q.error().message;
+  EXPECT_EQ(q->gpuCount, 2) << "its shape as it stands, not as first asked";
+  EXPECT_EQ(q->host, "host0") << "pinned as it was";
+  EXPECT_EQ(q->minMemoryGiB, 80);
+  EXPECT_EQ(q->peerToPeer, "none") << "as asked, though its GPUs share a switch";
+  ASSERT_EQ(q->endpoints.size(), 1u);
+  EXPECT_EQ(q->endpoints[0].affinity, Affinity::kSwitch);
+  EXPECT_EQ(q->endpoints[0].minSpeedGbps, 400);
+  EXPECT_EQ(q->endpoints[0].model, index_.device(bindings.back().deviceId)->model) << "the model it got";
+  EXPECT_EQ(q->deadline, 0) << "no queue timeout: it was running";
+  EXPECT_EQ(q->enqueuedAt, 0) << "set when it is queued";
+}
+
 TEST_F(RequeueRequestTest, GpusUnderTwoSwitchesOrOneAloneAskForPeerToPeerPreferred) {
   std::map<SwitchId, Binding> firstBySwitch;  // one GPU under each switch
   for (const auto& d : topology_.devices)
