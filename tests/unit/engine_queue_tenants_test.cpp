@@ -1,6 +1,8 @@
 // The queue across tenants (issue 58): what one tenant may learn of another's queued and preempting work, and
 // the priority classes a tenant may use. The queue's order, leases and preemption themselves:
 // engine_queue_test.cpp.
+#include <fmt/format.h>
+
 #include "tests/unit/engine_queue_fixture.h"
 
 namespace switchyard {

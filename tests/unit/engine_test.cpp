@@ -1,8 +1,8 @@
 // The operation engine against the real simulated fabric and a real SQLite store (temp file).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
-
 #include <set>
 #include <thread>
 
