@@ -231,6 +231,26 @@ TEST_F(DaemonTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAndCome
   EXPECT_EQ(back["bindings"].size(), 8u) << back.dump();
 }
 
+// What the compose asked for beside its shape (a pinned host, a GPU's least memory) is stored with the system: a yardd
+// started after the compose asks for it again when it preempts and requeues the system.
+TEST_F(DaemonTest, ARequeueAfterARestartAsksAgainForThePinnedHostItsComposeAskedFor) {
+  const std::vector<std::string> classes{"--priority-class", "production=1000:preempting", "--priority-class", "batch=100:preempting",
+                                         "--priority-class", "spot=0:preemptible:requeue", "--preemption-grace", "1s"};
+  startDaemon(classes);
+  ASSERT_EQ(yardctl("compose cheap --gpus 8 --priority spot --host host1 --min-memory 40").exitCode, 0);
+  ASSERT_EQ(yardctl("compose steady --gpus 8").exitCode, 0);
+  daemon_->kill(SIGTERM);
+  ASSERT_TRUE(daemon_->waitExit(10s)) << daemon_->log();
+  daemon_ = std::make_unique<testing::DaemonProcess>(YARDD_PATH, dir_.path());  // the same state directory
+  startDaemon(classes);
+  ASSERT_EQ(yardctl("compose urgent --gpus 8 --priority production --queue").exitCode, 0);
+  const json queue = yardctlJson("queue");
+  ASSERT_EQ(queue["entries"].size(), 1u) << queue.dump() << daemon_->log();
+  EXPECT_EQ(queue["entries"][0]["name"], "cheap");
+  EXPECT_EQ(queue["entries"][0]["gpus"]["host"], "host1") << queue.dump();
+  EXPECT_EQ(queue["entries"][0]["gpus"]["min_memory_gib"], 40) << queue.dump();
+}
+
 // The same, with yardd killed (SIGKILL, a fail point) right after the victim's unbind call, before the decompose
 // ended: the next yardd resumes the decompose, and its end queues the system again, from what the stored decompose
 // carries.
