@@ -1,11 +1,11 @@
 // A standby's engine (issue 26, active/standby on etcd): the pool as the leader last wrote it, read from the
 // store and swapped in whenever the store changes, so that a standby answers reads (systems, devices,
 // hosts, topology, capacity, plans, operations, the audit, WaitOperation and Watch) without the switch. It
-// never writes and never calls the fabric: every change is refused with kUnavailable naming the leader.
-#include <fmt/format.h>
+// never writes and never calls the fabric: every change is refused with kUnavailable naming the leader. What the
+// standby itself holds, and the store read of a refresh, are StandbyReplica's (standby_replica.h); this file swaps
+// what was read into the engine's parts.
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <set>
 #include <unordered_map>
 
