@@ -1,13 +1,10 @@
 // The contract every Store backend must honour (see inventory/store.h). A new backend (etcd) joins by
 // adding a factory to INSTANTIATE_TEST_SUITE_P below; the factory may open the same store twice, as two
-// yardd processes would.
+// yardd processes would. The fixture: store_contract.h; the history reads: store_history_contract_test.cpp.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <atomic>
-#include <functional>
-#include <mutex>
 #include <thread>
 #include <tuple>
 
@@ -17,67 +14,10 @@
 #include "tests/support/daemon_process.h"
 #include "tests/support/etcd_cluster.h"
 #include "tests/support/temp_dir.h"
+#include "tests/contract/store_contract.h"
 
-namespace switchyard {
+namespace switchyard::store_contract {
 namespace {
-
-struct StoreFactory {
-  std::string name;
-  // Opens (a new connection to) the store that lives under `dir`.
-  std::function<Result<std::unique_ptr<Store>>(const std::filesystem::path& dir)> open;
-};
-
-std::ostream& operator<<(std::ostream& os, const StoreFactory& f) { return os << f.name; }
-
-System system(int n, SystemState state = SystemState::kComposed) {
-  System s;
-  s.id = fmt::format("sys-{:06}", n);
-  s.name = fmt::format("s{}", n);
-  s.hostId = "host0";
-  s.state = state;
-  s.bindings = {{"sw0-gpu0", "sw0-usp0"}};
-  s.gpuShares = {{1, "sw0-gpu0", 250}, {2, "sw0-gpu0", 500}};
-  return s;
-}
-
-Operation operation(int n, OperationState state) {
-  Operation op;
-  op.id = fmt::format("op-{:06}", n);
-  op.systemId = "sys-000001";
-  op.hostId = "host0";
-  op.state = state;
-  op.steps = {{"reserve", {}, StepState::kDone}, {"bind", {{"sw0-gpu0", "sw0-usp0"}, {"sw0-gpu1", "sw0-usp0"}}}, {"commit"}};
-  op.gpuShares = {{3, "sw0-gpu1", 100}};
-  op.requestedBy = {"alice", Role::kOperator, "team-a"};
-  return op;
-}
-
-// Finished history: operations op-1..n with event i each, and decomposed systems sys-1..n when asked.
-std::vector<StoreWrite> finishedHistory(int n, bool withSystems) {
-  std::vector<StoreWrite> batch;
-  for (int i = 1; i <= n; ++i) {
-    if (withSystems) batch.push_back(PutSystem{system(i, SystemState::kDecomposed)});
-    batch.push_back(PutOperation{operation(i, OperationState::kSucceeded)});
-    batch.push_back(PutEvent{{static_cast<std::uint64_t>(i), i, "t", "s", fmt::format("m{}", i)}});
-  }
-  return batch;
-}
-
-class StoreContract : public ::testing::TestWithParam<StoreFactory> {
- protected:
-  void SetUp() override {
-    if (GetParam().name.starts_with("etcd") && !testing::EtcdCluster::available()) {
-      if (testing::EtcdCluster::required()) FAIL() << "etcd is not installed; run ./setup.sh";
-      GTEST_SKIP() << "needs Debian's etcd-server (./setup.sh installs it)";
-    }
-  }
-  std::unique_ptr<Store> open() {
-    auto s = GetParam().open(dir_.path());
-    EXPECT_TRUE(s) << s.error().message;
-    return s ? std::move(*s) : nullptr;
-  }
-  testing::TempDir dir_;
-};
 
 TEST_P(StoreContract, ANewStoreIsEmpty) {
   auto store = open();
@@ -291,159 +231,6 @@ TEST_P(StoreContract, IdCountersSurviveAChangeOfWriterAndPruning) {
   EXPECT_EQ(snap->lastEventSequence, 5u);
 }
 
-TEST_P(StoreContract, ListsOperationsNewestFirstAndEventsInOrder) {
-  auto store = open();
-  ASSERT_TRUE(store->write(finishedHistory(3, false), *store->claimWriter()));
-  auto ops = store->listOperations(2);
-  ASSERT_TRUE(ops);
-  ASSERT_EQ(ops->size(), 2u);
-  EXPECT_EQ((*ops)[0].id, "op-000003");
-  EXPECT_EQ((*ops)[0].steps.size(), 3u);
-  auto events = store->listEvents(1, 10);
-  ASSERT_EQ(events->size(), 2u);
-  EXPECT_EQ((*events)[0].sequence, 2u);
-  EXPECT_FALSE(*store->getOperation("op-999999"));
-}
-
-// The history reads run on any thread while the writer writes (the engine serves them off its control
-// thread): each read sees whole commits only, and what it sees only grows.
-TEST_P(StoreContract, HistoryIsReadOnOtherThreadsWhileTheWriterWrites) {
-  auto store = open();
-  const WriterEpoch epoch = *store->claimWriter();
-  constexpr int kWrites = 150;
-  std::atomic<bool> done{false};
-  std::vector<std::string> problems;
-  std::vector<std::thread> readers;
-  std::mutex problemsMutex;
-  for (int r = 0; r < 2; ++r)
-    readers.emplace_back([&] {
-      std::size_t lastEvents = 0;
-      while (!done.load()) {
-        auto ops = store->listOperations(5);
-        auto events = store->listEvents(0, 10'000);
-        auto audit = store->listAudit(AuditQuery{});
-        std::lock_guard lock(problemsMutex);
-        if (!ops || !events || !audit) {
-          problems.push_back(!ops ? ops.error().message : !events ? events.error().message : audit.error().message);
-          return;
-        }
-        for (const auto& op : *ops)
-          if (op.steps.size() != 3u) problems.push_back(fmt::format("{} read with {} steps", op.id, op.steps.size()));
-        if (events->size() < lastEvents) problems.push_back("the event log shrank");
-        lastEvents = events->size();
-      }
-    });
-  for (int i = 1; i <= kWrites; ++i) {
-    std::vector<StoreWrite> batch{PutOperation{operation(i, OperationState::kSucceeded)},
-                                  PutEvent{{static_cast<std::uint64_t>(i), i, "t", "s", fmt::format("m{}", i)}}};
-    ASSERT_TRUE(store->write(batch, epoch));
-  }
-  done = true;
-  for (auto& t : readers) t.join();
-  EXPECT_TRUE(problems.empty()) << problems.front();
-  EXPECT_EQ(store->listEvents(0, 10'000)->size(), static_cast<std::size_t>(kWrites));
-}
-
-TEST_P(StoreContract, EventsKeepTheirTenantAndSystem) {
-  auto store = open();
-  Event e{1, 7, "device.bound", "sw0-gpu0", "bound", "alice", "team-a", "sys-000004"};
-  StoreWrite w = PutEvent{e};
-  ASSERT_TRUE(store->write({&w, 1}, *store->claimWriter()));
-  auto events = store->listEvents(0, 10);
-  ASSERT_TRUE(events) << events.error().message;
-  ASSERT_EQ(events->size(), 1u);
-  EXPECT_EQ((*events)[0].tenant, "team-a");
-  EXPECT_EQ((*events)[0].systemId, "sys-000004");
-  EXPECT_EQ((*events)[0].actor, "alice");
-}
-
-TEST_P(StoreContract, FiltersOperationsBySystemKindStateAndTenantBeforeTheLimit) {
-  auto store = open();
-  std::vector<StoreWrite> batch;
-  for (int i = 1; i <= 6; ++i) {
-    Operation op = operation(i, i % 2 == 0 ? OperationState::kFailed : OperationState::kSucceeded);
-    op.systemId = i <= 3 ? "sys-000001" : "sys-000002";
-    op.kind = i == 3 ? OperationKind::kDecompose : OperationKind::kCompose;
-    op.tenant = i == 6 ? "team-b" : "team-a";
-    batch.push_back(PutOperation{op});
-  }
-  ASSERT_TRUE(store->write(batch, *store->claimWriter()));
-  auto ids = [&](OperationQuery q) {
-    std::vector<std::string> out;
-    auto ops = store->queryOperations(q);
-    EXPECT_TRUE(ops) << ops.error().message;
-    if (ops)
-      for (const auto& op : *ops) out.push_back(op.id);
-    return out;
-  };
-  using V = std::vector<std::string>;
-  EXPECT_EQ(ids({.limit = 10, .systemId = "sys-000001"}), (V{"op-000003", "op-000002", "op-000001"}));
-  EXPECT_EQ(ids({.limit = 10, .kind = OperationKind::kDecompose}), (V{"op-000003"}));
-  EXPECT_EQ(ids({.limit = 2, .state = OperationState::kFailed}), (V{"op-000006", "op-000004"})) << "the limit counts matches only";
-  EXPECT_EQ(ids({.limit = 10, .systemId = "sys-000002", .state = OperationState::kSucceeded}), (V{"op-000005"}));
-  EXPECT_EQ(ids({.limit = 10, .tenant = "team-b"}), (V{"op-000006"}));
-  EXPECT_EQ(ids({.limit = 10, .systemId = "sys-000009"}), V{});
-  EXPECT_EQ(ids({.limit = 3}).size(), 3u);
-}
-
-TEST_P(StoreContract, FindsTheOperationAClientsRequestIdStartedAndKeepsTheKeyUnique) {
-  auto store = open();
-  const auto epoch = *store->claimWriter();
-  Operation keyed = operation(1, OperationState::kRunning);
-  keyed.requestId = "k8s-uid-1";
-  Operation plain = operation(2, OperationState::kRunning);  // no key: many operations have none
-  Operation plainToo = operation(3, OperationState::kRunning);
-  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutOperation{keyed}, PutOperation{plain}, PutOperation{plainToo}}, epoch));
-  keyed.state = OperationState::kSucceeded;
-  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutOperation{keyed, false, {}}}, epoch));
-  store.reset();
-  store = open();
-  auto found = store->findOperationByRequest("k8s-uid-1");
-  ASSERT_TRUE(found && *found);
-  EXPECT_EQ((*found)->id, "op-000001");
-  EXPECT_EQ((*found)->requestId, "k8s-uid-1");
-  EXPECT_EQ((*found)->state, OperationState::kSucceeded);
-  EXPECT_EQ((*found)->steps.size(), 3u);
-  EXPECT_FALSE(*store->findOperationByRequest("k8s-uid-2"));
-  EXPECT_FALSE(*store->findOperationByRequest("")) << "the empty key names no operation";
-  Operation again = operation(4, OperationState::kRunning);
-  again.requestId = "k8s-uid-1";
-  EXPECT_FALSE(store->write(std::vector<StoreWrite>{PutOperation{again}}, *store->claimWriter())) << "a key starts one operation only";
-}
-
-TEST_P(StoreContract, TheAuditTrailIsFilteredPagedAndKeepsOutcomes) {
-  AuditRecord accepted{1, 100, {"alice", Role::kTenant, "team-a"}, "compose", "a1", "team-a", "accepted", "", "op-000001", "", 0};
-  AuditRecord refused{2, 200, {"bob", Role::kTenant, "team-b"}, "decompose", "a1", "", "NOT_FOUND", "no system 'a1'", "", "", 0};
-  AuditRecord byAdmin{3, 300, {"root", Role::kAdmin, ""}, "attach", "a1", "team-a", "accepted", "", "op-000002", "", 0};
-  {
-    auto store = open();
-    const WriterEpoch epoch = *store->claimWriter();
-    ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutAudit{accepted}, PutAudit{refused}, PutAudit{byAdmin}}, epoch));
-    ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutAuditOutcome{"op-000001", "succeeded", 150}}, epoch));
-  }
-  auto store = open();
-  const WriterEpoch epoch = *store->claimWriter();
-  EXPECT_EQ(store->load()->lastAuditSequence, 3u);
-  auto all = store->listAudit({});
-  ASSERT_TRUE(all) << all.error().message;
-  ASSERT_EQ(all->size(), 3u);
-  EXPECT_EQ((*all)[0].sequence, 3u);
-  EXPECT_EQ((*all)[2].caller, accepted.caller);
-  EXPECT_EQ((*all)[2].outcome, "succeeded");
-  EXPECT_EQ((*all)[2].finishedAt, 150);
-  EXPECT_EQ((*all)[1].message, "no system 'a1'");
-  EXPECT_EQ(store->listAudit({.tenant = "team-a"})->size(), 2u);
-  EXPECT_EQ(store->listAudit({.tenant = "team-b"})->size(), 1u) << "a tenant's identities' own requests count as the tenant's";
-  EXPECT_EQ(store->listAudit({.identity = "root"})->size(), 1u);
-  EXPECT_EQ(store->listAudit({.since = 200, .until = 300})->size(), 1u);
-  EXPECT_EQ(store->listAudit({.beforeSequence = 2})->size(), 1u);
-  EXPECT_EQ(store->listAudit({.limit = 1})->size(), 1u);
-  auto pruned = store->prune({.audit = 1}, epoch);
-  ASSERT_TRUE(pruned);
-  EXPECT_EQ(pruned->audit, 2u);
-  EXPECT_EQ(store->listAudit({})->front().sequence, 3u);
-}
-
 // One etcd member for the whole suite, started on first use; each test's store lives under its own prefix
 // (its temporary directory's name), so tests cannot see each other's keys.
 testing::EtcdCluster& sharedEtcd() {
@@ -507,57 +294,6 @@ TEST(EtcdStore, WaitsForAChangeUnderItsPrefix) {
 
 // An inventory far larger than one etcd request may carry (etcd's default limit is 1.5 MiB; this one is
 // about 2 MB) is written whole, read back whole, and replaced whole by a smaller one.
-// Idle stretches (usage accounting's idle GPU-hours): a later write of the same stretch (device and start)
-// replaces the earlier; a listing returns those that overlap the window, by start; pruning drops those that
-// ended before the oldest operation kept, as usage reads no further back.
-// Usage names the systems it charges, decomposed ones included, and groups them by their labels (issue 63, item 4).
-TEST_P(StoreContract, NamesLiveAndEndedSystemsByIdWithTheirLabelsAndLeavesOutUnknownOnes) {
-  auto store = open();
-  const WriterEpoch epoch = *store->claimWriter();
-  auto batch = finishedHistory(2, true);  // sys-1 and sys-2, decomposed
-  System labelled = system(1, SystemState::kDecomposed);
-  labelled.labels = {{"team", "vision"}, {"spot", ""}};
-  batch.push_back(PutSystem{labelled});
-  batch.push_back(PutSystem{system(3)});  // live
-  ASSERT_TRUE(store->write(batch, epoch));
-  auto identities = store->systemIdentities({"sys-000001", "sys-000003", "sys-000009"});
-  ASSERT_TRUE(identities) << identities.error().message;
-  EXPECT_EQ(*identities, (std::map<SystemId, SystemIdentity>{{"sys-000001", {"s1", {{"spot", ""}, {"team", "vision"}}}}, {"sys-000003", {"s3", {}}}}));
-  EXPECT_TRUE(store->systemIdentities({})->empty());
-}
-
-TEST_P(StoreContract, IdleStretchesAreExtendedByTheirStartListedByWindowAndPrunedWithTheLog) {
-  auto store = open();
-  const WriterEpoch epoch = *store->claimWriter();
-  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutIdleStretch{{"sw0-gpu0", "sys-000001", "team-a", 100, 200}},
-                                                   PutIdleStretch{{"sw0-gpu1", "sys-000001", "team-a", 150, 150}}},
-                           epoch));
-  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutIdleStretch{{"sw0-gpu1", "sys-000001", "team-a", 150, 400}}}, epoch));
-  ASSERT_TRUE(store->write(std::vector<StoreWrite>{PutIdleStretch{{"sw0-gpu0", "sys-000002", "team-b", 500, 900}}}, epoch));
-  auto all = store->listIdleStretches(0, 1000);
-  ASSERT_TRUE(all) << all.error().message;
-  EXPECT_EQ(*all, (std::vector<IdleStretch>{{"sw0-gpu0", "sys-000001", "team-a", 100, 200},
-                                            {"sw0-gpu1", "sys-000001", "team-a", 150, 400},
-                                            {"sw0-gpu0", "sys-000002", "team-b", 500, 900}}));
-  auto window = *store->listIdleStretches(300, 600);
-  ASSERT_EQ(window.size(), 2u) << "those overlapping [300, 600)";
-  EXPECT_EQ(window[0].to, 400);
-  EXPECT_EQ(window[1].from, 500);
-
-  std::vector<StoreWrite> log;
-  for (int i = 1; i <= 3; ++i) {
-    Operation op = operation(i, OperationState::kSucceeded);
-    op.createdAt = op.updatedAt = i * 150;
-    log.push_back(PutOperation{op});
-  }
-  ASSERT_TRUE(store->write(log, epoch));
-  auto pruned = store->prune({.finishedOperations = 2}, epoch);  // op-1 goes; op-2, created at 300, is the oldest kept
-  ASSERT_TRUE(pruned) << pruned.error().message;
-  EXPECT_EQ(pruned->operations, 1u);
-  EXPECT_EQ(pruned->idleStretches, 1u) << "only the stretch that ended at 200";
-  EXPECT_EQ(store->listIdleStretches(0, 1000)->size(), 2u);
-}
-
 TEST_P(StoreContract, ALargeInventoryIsWrittenAndReplacedWhole) {
   TopologyShape shape;
   shape.totalGpus = 8000;
@@ -618,4 +354,4 @@ INSTANTIATE_TEST_SUITE_P(Stores, StoreContract,
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
-}  // namespace switchyard
+}  // namespace switchyard::store_contract
