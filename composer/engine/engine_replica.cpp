@@ -81,13 +81,12 @@ Result<void> Engine::startReplica() {
 Result<void> Engine::refreshReplica() {
   if (!standby_.on()) return fail(Code::kFailedPrecondition, "only a standby's engine refreshes from the store");
   // The store is read here, off the control thread (a large pool takes a while), and swapped in on it.
-  struct Seen {
-    std::uint64_t published;
-    std::int64_t builtFrom;
-    std::vector<OperationId> waitedFor;
-  };
-  SY_ASSIGN(const Seen seen, onControl([this]() -> Result<Seen> { return Seen{events_.last(), standby_.builtFrom(), waiters_.waitedFor()}; }));
-  SY_ASSIGN(StandbyReplica::Refresh refresh, StandbyReplica::read(store_, seen.published, seen.builtFrom, seen.waitedFor));
+  SY_ASSIGN(const auto seen, onControl([this]() -> Result<std::pair<std::uint64_t, std::int64_t>> {
+              return std::pair{events_.last(), standby_.builtFrom()};
+            }));
+  const auto [published, builtFrom] = seen;
+  auto waitedFor = [this] { return onControl([this]() -> Result<std::vector<OperationId>> { return waiters_.waitedFor(); }); };
+  SY_ASSIGN(StandbyReplica::Refresh refresh, StandbyReplica::read(store_, published, builtFrom, waitedFor));
   return onControl([&]() -> Result<void> {
     applySnapshot(std::move(refresh.snapshot), refresh.sameInventory);
     standby_.applied(refresh);

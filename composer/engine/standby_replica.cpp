@@ -16,7 +16,7 @@ std::string StandbyReplica::leader() const {
 }
 
 Result<StandbyReplica::Refresh> StandbyReplica::read(Store& store, std::uint64_t published, std::int64_t builtFrom,
-                                                     const std::vector<OperationId>& waitedFor) {
+                                                     const std::function<Result<std::vector<OperationId>>()>& waitedFor) {
   Refresh r;
   // The inventory (27 MB at 100,000 GPUs) is read again only when it was rewritten (a leader's start).
   SY_ASSIGN(r.inventoryRevision, store.inventoryRevision());
@@ -25,7 +25,8 @@ Result<StandbyReplica::Refresh> StandbyReplica::read(Store& store, std::uint64_t
   SY_ASSIGN(r.events, store.listEvents(published, kEventBatch));
   std::set<OperationId> stillRunning;
   for (const auto& op : r.snapshot.unfinishedOperations) stillRunning.insert(op.id);
-  for (const auto& id : waitedFor) {
+  SY_ASSIGN(const std::vector<OperationId> waited, waitedFor());
+  for (const auto& id : waited) {
     if (stillRunning.contains(id)) continue;
     SY_ASSIGN(auto op, store.getOperation(id));
     if (op) r.ended.push_back(std::move(*op));

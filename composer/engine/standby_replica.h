@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -44,11 +45,12 @@ class StandbyReplica {
 
   // The stored inventory's revision the pool was built from (control thread).
   [[nodiscard]] std::int64_t builtFrom() const { return builtFrom_; }
-  // What a refresh reads (any thread): the events after `published`, the operations in `waitedFor` that ended, and
-  // the inventory only when its revision is no longer `builtFrom` (or the store keeps none). The revision is read
-  // before the rest, so a rewrite after it is seen by the next refresh.
+  // What a refresh reads (any thread): the events after `published`, the operations waited for that ended, and the
+  // inventory only when its revision is no longer `builtFrom` (or the store keeps none). The revision is read before
+  // the rest, so a rewrite after it is seen by the next refresh; `waitedFor` is asked after the load, so a wait that
+  // began during it is answered by this refresh too.
   [[nodiscard]] static Result<Refresh> read(Store& store, std::uint64_t published, std::int64_t builtFrom,
-                                            const std::vector<OperationId>& waitedFor);
+                                            const std::function<Result<std::vector<OperationId>>()>& waitedFor);
   // The refresh is in (control thread): the pool was built from its inventory.
   void applied(const Refresh& refresh) { builtFrom_ = refresh.inventoryRevision; }
 

@@ -216,7 +216,8 @@ TEST_F(EngineReplicaTest, ARefreshReadsTheInventoryOnlyWhenRewrittenTheEventsAft
   ASSERT_TRUE(s) << s.error().message;
   RevisionedStore store(**s);  // the inventory at revision 7
 
-  auto same = StandbyReplica::read(store, 0, 7, {first.id, "op-999999"});
+  const auto waited = [&]() -> Result<std::vector<OperationId>> { return std::vector<OperationId>{first.id, "op-999999"}; };
+  auto same = StandbyReplica::read(store, 0, 7, waited);
   ASSERT_TRUE(same) << same.error().message;
   EXPECT_TRUE(same->sameInventory);
   EXPECT_FALSE(same->snapshot.inventory) << "not read again";
@@ -226,14 +227,15 @@ TEST_F(EngineReplicaTest, ARefreshReadsTheInventoryOnlyWhenRewrittenTheEventsAft
   ASSERT_FALSE(same->events.empty());
   EXPECT_EQ(same->events.front().sequence, 1u);
 
-  auto rewritten = StandbyReplica::read(store, same->events.back().sequence, 6, {});
+  const auto noneWaited = []() -> Result<std::vector<OperationId>> { return std::vector<OperationId>{}; };
+  auto rewritten = StandbyReplica::read(store, same->events.back().sequence, 6, noneWaited);
   ASSERT_TRUE(rewritten) << rewritten.error().message;
   EXPECT_FALSE(rewritten->sameInventory);
   ASSERT_TRUE(rewritten->snapshot.inventory);
   EXPECT_EQ(rewritten->inventoryRevision, 7);
   EXPECT_TRUE(rewritten->events.empty()) << "nothing after the last one published";
 
-  auto plain = StandbyReplica::read(**s, 0, 0, {});  // a store that keeps no revision: the inventory every time
+  auto plain = StandbyReplica::read(**s, 0, 0, noneWaited);  // a store that keeps no revision: the inventory every time
   ASSERT_TRUE(plain);
   EXPECT_FALSE(plain->sameInventory);
   EXPECT_TRUE(plain->snapshot.inventory);
