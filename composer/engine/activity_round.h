@@ -1,6 +1,6 @@
 // An idle-reclaim sampling round's types (engine_idle.cpp, ADR 0019): what the control thread hands the round
-// (a check per live system with GPUs, as the system is then), what the round hands back (stretch writes, the
-// reclaims due, the view's list), and what idle reclaim remembers between rounds (the activity book).
+// (a check per live system with GPUs, as the system is then) and what the round hands back (stretch writes, the
+// reclaims due, the view's list). What idle reclaim remembers between rounds is IdleReclaim's (idle_reclaim.h).
 #pragma once
 
 #include <algorithm>
@@ -49,22 +49,6 @@ struct ActivityOutcome {
   };
   std::vector<Reclaim> due;
   std::shared_ptr<const std::vector<IdleGpu>> list;  // for the view
-};
-
-struct OpenStretch {
-  IdleStretch stretch;
-  Timestamp writtenAt = 0;  // its latest checkpoint (its start until the first)
-};
-
-// What idle reclaim remembers between rounds. Written by the round's worker, off the control thread, under the
-// engine's activityMutex_.
-struct ActivityBook {
-  ActivityBook(int busyAbovePercent, std::size_t history) : tracker(busyAbovePercent, history) {}
-  IdleTracker tracker;                             // what attached GPUs did, as sampled
-  // Dry run: the idle stretch (its start) a would-detach named, by GPU or MIG instance (reclaimKey).
-  std::map<std::string, Timestamp> reclaimAnnounced;
-  std::map<DeviceId, OpenStretch> openStretches;   // idle now, by GPU
-  std::vector<IdleStretch> endedStretches;         // ended, waiting for a round's write budget
 };
 
 }  // namespace switchyard

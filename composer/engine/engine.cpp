@@ -33,7 +33,7 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       pollTimer_(std::make_unique<TimerHolder>(*control_)),
       recentUse_(options.fairShareHalfLife),
       admission_(options.admission ? options.admission : *admission::buildProfile(admission::kDefaultAdmissionProfile)),
-      activity_(options.idleBusyAbovePercent, options.activityHistory) {
+      idle_(options.idleBusyAbovePercent, options.activityHistory) {
   runnerContext_ = runnerContextFor(*this);
   runner_ = std::make_unique<OperationRunner>(*runnerContext_, *control_, *steps_,
                                               StepTargets{driver_, {options_.switchCallTimeout}, nullptr, {options_.hostCallTimeout}}, clock_, options_);

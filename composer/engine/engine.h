@@ -50,7 +50,7 @@
 #include "composer/engine/move_planner.h"
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/event_log.h"
-#include "composer/engine/idle_tracker.h"
+#include "composer/engine/idle_reclaim.h"
 #include "composer/engine/lease_watch.h"
 #include "composer/engine/operation_waiters.h"
 #include "composer/engine/preemption_plan.h"
@@ -443,27 +443,21 @@ class Engine {
   void resumeMoves();
   void scheduleDeadlines();
   // Idle reclaim (engine_idle.cpp), a round in three parts: the control thread says which hosts to ask about
-  // which GPUs (with what the round needs of each system, as it is then); the hosts are asked and their answers
-  // recorded off the control thread (activity_, under activityMutex_), which also works out the idle stretches
-  // to write, the reclaims due and the list the view shows; the control thread applies that (writes, events,
-  // detaches checked against the state as it is now). The control thread
-  // copies each system's GPU list once per round (a lookup per GPU); recording, stretches and the list are off it.
-  // The round's types (what it asks, what it finds, what it remembers): composer/engine/activity_round.h.
+  // which GPUs (with what the round needs of each system, as it is then); the hosts are asked off the control
+  // thread and idle_ records their answers there, working out the idle stretches to write, the reclaims due and
+  // the list the view shows (idle_reclaim.h); the control thread applies that (writes, events, detaches checked
+  // against the state as it is now). The round's types: composer/engine/activity_round.h.
   [[nodiscard]] ActivityRound activityRoundOnControl() const;
   // Off the control thread: asks the hosts and records what they said.
   [[nodiscard]] ActivityOutcome recordActivity(const ActivityRound& round);
   void applyActivity(ActivityOutcome outcome, Mutation& m, std::vector<Operation>& started);
-  // The idle stretches that ended this round, and checkpoints of open ones (under activityMutex_); a new
-  // stretch's tenant is its system's.
-  [[nodiscard]] std::vector<IdleStretch> idleStretchesToWrite(Timestamp now, const std::function<std::string(const SystemId&)>& tenantOf);
-  // The idle stretches usage reads beside the stored ones: open ones up to now, and ended ones not yet written.
-  [[nodiscard]] std::vector<IdleStretch> unwrittenIdleStretches(Timestamp now) const;
   // At a clean stop: every stretch as it is now, in transactions of the round's size (a crash loses up to a checkpoint).
   void writeIdleStretchesAtStop();
-  // The view's list of attached GPUs with their systems' current policies, from the recorded activity (after
-  // setQuotas; a round builds its own off the control thread).
-  [[nodiscard]] std::shared_ptr<const std::vector<IdleGpu>> activityForView() const;
   [[nodiscard]] ReclaimPolicy reclaimPolicyFor(const System& system) const;
+  // reclaimPolicyFor as the idle list's builder asks for it.
+  [[nodiscard]] IdleReclaim::PolicyOf policyOf() const {
+    return [this](const System& s) { return reclaimPolicyFor(s); };
+  }
   void scheduleActivity();
 
   // Running operations (operation_runner.h); the engine's side of it (engine_runner.cpp): what the runner asks of
@@ -570,11 +564,7 @@ class Engine {
   PreemptionPlan preemptions_;  // the preemption in progress (one at a time) and failed ones' retry times
   Defragmentation defrag_;  // the moves in progress for a head (one plan at a time) and failed plans' retry times
   DisruptionBudget disruptionBudget_;  // each tenant's GPUs preempted in the last day
-  mutable std::mutex activityMutex_;  // one round's recording at a time; usage and stop read under it
-  ActivityBook activity_;             // guarded by activityMutex_
-  std::shared_ptr<const std::vector<IdleGpu>> activityList_;  // what the view shows (control thread)
-  bool activityChanged_ = false;                   // the view's activity is stale
-  bool activityInFlight_ = false;                  // a background sample is out: the timer does not start another
+  IdleReclaim idle_;  // what attached GPUs did, the idle stretches, dry-run notices, the view's idle list
   LeaseWatch leaseWatch_;                          // which leases were warned about, when overdue ones are retried
   std::uint64_t lastOperationNumber_ = 0;
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them

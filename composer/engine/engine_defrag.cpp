@@ -50,7 +50,7 @@ Duration retryOf(const EngineOptions& options) { return std::chrono::duration_ca
 }  // namespace
 
 std::optional<MoveChoice> Engine::chooseMoves(const PlacementRequest& wanted) const {
-  const auto activity = activityList_ ? activityList_ : activityForView();
+  const auto activity = idle_.current(*state_, policyOf());
   if (!activity) return std::nullopt;
   return planMoves(*placement_, *state_, *activity, wanted);
 }

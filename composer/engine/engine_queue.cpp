@@ -480,8 +480,7 @@ Result<void> Engine::setQuotas(TenantQuotas quotas) {
   return onControl([&]() -> Result<void> {
     options_.quotas = std::move(quotas);
     queue_.markDirty();  // new shares may change the order; a raised quota may let a request in
-    activityList_ = nullptr;  // and the reclaim policies shown with idle GPUs may have changed: shown anew
-    activityChanged_ = true;
+    idle_.policiesChanged();  // and the reclaim policies shown with idle GPUs may have changed: shown anew
     return {};
   });
 }

@@ -161,7 +161,7 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
   SY_ASSIGN(auto view, readableView());
   // What is in memory only (open stretches, ended ones not yet written), read on this thread: it waits for a
   // sampling round's recording, if one is under way, without holding the control thread.
-  std::vector<IdleStretch> unwritten = unwrittenIdleStretches(now);
+  std::vector<IdleStretch> unwritten = idle_.unwritten(now);
   SY_ASSIGN(auto idle, store_.listIdleStretches(since, until));
   {
     // The memory's copy of a stretch replaces what is stored of the same (it is as long or longer).

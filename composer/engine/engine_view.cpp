@@ -63,7 +63,7 @@ void Engine::publishView() {
       auto shown = current->systems.find(id);
       if (s != nullptr && shown && shown->progress != runner_->progressOf(s->activeOperation)) changes.systems.insert(id);
     }
-    if (changes.empty() && !queue_.changed() && !activityChanged_ && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
+    if (changes.empty() && !queue_.changed() && !idle_.changed() && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
     next->shape = current->shape;
     const PoolShape& shape = *next->shape;
     std::vector<std::pair<std::size_t, DeviceView>> devices;
@@ -109,10 +109,8 @@ void Engine::publishView() {
   } else {
     next->queue = current->queue;
   }
-  if (activityChanged_ || !current || !current->activity) {
-    if (!activityList_) activityList_ = activityForView();  // a round builds its own off the control thread
-    next->activity = activityList_;
-    activityChanged_ = false;
+  if (idle_.changed() || !current || !current->activity) {
+    next->activity = idle_.forView(*state_, policyOf());  // a round builds its own off the control thread
   } else {
     next->activity = current->activity;
   }
