@@ -177,7 +177,8 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
   SY_TRY(st.bind(1, s.id).bind(2, static_cast<std::int64_t>(numberFromId(s.id))).bind(3, s.name).bind(4, s.hostId).bind(5, s.tenant)
              .bind(6, toString(s.state)).bind(7, s.activeOperation).bind(8, labels.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).bind(9, s.createdAt).bind(10, s.updatedAt)
              .bind(11, s.leaseExpiresAt).bind(12, s.priorityClass).bind(13, s.stateReason)
-             .bind(14, s.asked ? queuedToJson(*s.asked).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : std::string()).run());
+             .bind(14, askedTextOf(s)).run());
+  if (s.state == SystemState::kDecomposed || s.state == SystemState::kFailed) askedText_.erase(s.id);  // written for the last time
   SY_ASSIGN(auto del, db_->prepare("DELETE FROM system_devices WHERE system_id = ?1"));
   SY_TRY(del.bind(1, s.id).run());
   for (std::size_t i = 0; i < s.bindings.size(); ++i) {
@@ -193,6 +194,18 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
     SY_TRY(ins.bind(1, s.id).bind(2, h.deviceId).bind(3, h.pciAddress).bind(4, h.uuid).run());
   }
   return {};
+}
+
+const std::string& SqliteStore::askedTextOf(const System& s) {
+  static const std::string kNothing;
+  if (!s.asked) {
+    askedText_.erase(s.id);
+    return kNothing;
+  }
+  auto [it, fresh] = askedText_.try_emplace(s.id);
+  if (fresh || !(it->second.asked == *s.asked))
+    it->second = {*s.asked, queuedToJson(*s.asked).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+  return it->second.text;
 }
 
 Result<void> SqliteStore::writeGpuShares(std::string_view table, const std::string& owner, const std::vector<GpuShare>& shares) {

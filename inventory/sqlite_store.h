@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "inventory/sqlite_db.h"
 #include "inventory/store.h"
@@ -65,6 +66,16 @@ class SqliteStore final : public Store {
   // Time-sliced shares of a system or an operation (table: system_gpu_shares or operation_gpu_shares).
   [[nodiscard]] Result<void> writeGpuShares(std::string_view table, const std::string& owner, const std::vector<GpuShare>& shares);
   [[nodiscard]] static Result<std::vector<GpuShare>> loadGpuShares(SqliteDb& db, std::string_view table, const std::string& owner);
+
+  // What the compose of a system asked for (System::asked) as the systems table stores it. A system is written at
+  // every step of its operations while what it asked for stays the same: the JSON is made again only when that
+  // differs from what was last written for the system (kept until the system ends; the writer's only).
+  [[nodiscard]] const std::string& askedTextOf(const System& s);
+  struct AskedText {
+    QueuedRequest asked;
+    std::string text;
+  };
+  std::unordered_map<SystemId, AskedText> askedText_;
 
   std::unique_ptr<SqliteDb> db_;
   std::unique_ptr<SqliteDb> reader_;

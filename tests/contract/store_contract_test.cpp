@@ -73,6 +73,30 @@ TEST_P(StoreContract, WritesAreReadBackWholeAfterReopening) {
   EXPECT_EQ(store->listEvents(0, 10)->front().actor, "alice");
 }
 
+TEST_P(StoreContract, ASystemWrittenAgainKeepsWhatItsComposeAskedForAsLastWritten) {
+  QueuedRequest first;
+  first.gpuCount = 2;
+  first.host = "host1";
+  QueuedRequest second = first;
+  second.minMemoryGiB = 40;  // a store that keeps the last text it wrote must see the change
+  System s = system(1);
+  auto store = open();
+  const WriterEpoch epoch = *store->claimWriter();
+  const auto askedAfter = [&](const std::optional<QueuedRequest>& asked) -> std::optional<QueuedRequest> {
+    s.asked = asked;
+    s.updatedAt += 1;
+    EXPECT_TRUE(store->write(std::vector<StoreWrite>{PutSystem{s}}, epoch));
+    auto snap = store->load();
+    EXPECT_TRUE(snap && snap->systems.size() == 1u);
+    return snap && !snap->systems.empty() ? snap->systems[0].asked : std::nullopt;
+  };
+  EXPECT_EQ(askedAfter(first), first);
+  EXPECT_EQ(askedAfter(first), first) << "written again unchanged";
+  EXPECT_EQ(askedAfter(second), second);
+  EXPECT_EQ(askedAfter(std::nullopt), std::nullopt);
+  EXPECT_EQ(askedAfter(first), first);
+}
+
 TEST_P(StoreContract, AQueuedComposeAndALeaseAreReadBackAndTheQueuedOperationIsUnfinished) {
   QueuedRequest q;
   q.gpuCount = 4;
