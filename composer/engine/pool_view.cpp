@@ -10,8 +10,10 @@ SystemTable::SystemTable() {
   // destroyed: a thread still running while the process exits (an engine a daemon never stops) may build a view.
   static const auto& empty = *new std::shared_ptr<const Buckets>([] {
     auto none = std::make_shared<const Bucket>();
+    auto group = std::make_shared<Group>();
+    group->fill(none);
     auto buckets = std::make_shared<Buckets>();
-    buckets->fill(none);
+    buckets->fill(std::shared_ptr<const Group>(std::move(group)));
     return std::shared_ptr<const Buckets>(std::move(buckets));
   }());
   byId_ = empty;
@@ -19,14 +21,14 @@ SystemTable::SystemTable() {
 }
 
 std::shared_ptr<const System> SystemTable::find(std::string_view id) const {
-  for (const auto& s : *(*byId_)[bucketOf(id)])
+  for (const auto& s : bucket(*byId_, bucketOf(id)))
     if (s->id == id) return s;
   return nullptr;
 }
 
 std::shared_ptr<const System> SystemTable::findByIdOrName(std::string_view idOrName) const {
   if (auto s = find(idOrName)) return s;
-  for (const auto& s : *(*byName_)[bucketOf(idOrName)])
+  for (const auto& s : bucket(*byName_, bucketOf(idOrName)))
     if (s->name == idOrName) return s;
   return nullptr;
 }
@@ -37,39 +39,51 @@ SystemTable SystemTable::with(const std::vector<std::pair<SystemId, std::shared_
   std::map<std::size_t, Bucket> copies, nameCopies;
   auto copyOf = [](std::map<std::size_t, Bucket>& made, const Buckets& buckets, std::size_t b) -> Bucket& {
     auto it = made.find(b);
-    if (it == made.end()) it = made.emplace(b, *buckets[b]).first;
+    if (it == made.end()) it = made.emplace(b, bucket(buckets, b)).first;
     return it->second;
   };
   for (const auto& [id, system] : changes) {
-    Bucket& bucket = copyOf(copies, *byId_, bucketOf(id));
-    auto at = std::find_if(bucket.begin(), bucket.end(), [&](const auto& s) { return s->id == id; });
-    if (at != bucket.end()) {
+    Bucket& inBucket = copyOf(copies, *byId_, bucketOf(id));
+    auto at = std::find_if(inBucket.begin(), inBucket.end(), [&](const auto& s) { return s->id == id; });
+    if (at != inBucket.end()) {
       Bucket& named = copyOf(nameCopies, *byName_, bucketOf((*at)->name));
       std::erase_if(named, [&](const auto& s) { return s->id == id; });
       --out.size_;
-      bucket.erase(at);
+      inBucket.erase(at);
     }
     if (system) {
       ++out.size_;
-      bucket.push_back(system);
+      inBucket.push_back(system);
       copyOf(nameCopies, *byName_, bucketOf(system->name)).push_back(system);
     }
   }
-  // New arrays only for the side that changed; each shares the buckets it did not change.
-  auto rebuilt = [](const Buckets& old, std::map<std::size_t, Bucket>& made) {
-    auto buckets = std::make_shared<Buckets>(old);
-    for (auto& [b, bucket] : made) (*buckets)[b] = std::make_shared<const Bucket>(std::move(bucket));
-    return std::shared_ptr<const Buckets>(std::move(buckets));
-  };
+  // New arrays only for the side that changed; each shares the groups it did not change.
   if (!copies.empty()) out.byId_ = rebuilt(*byId_, copies);
   if (!nameCopies.empty()) out.byName_ = rebuilt(*byName_, nameCopies);
   return out;
 }
 
+std::shared_ptr<const SystemTable::Buckets> SystemTable::rebuilt(const Buckets& old, std::map<std::size_t, Bucket>& made) {
+  auto buckets = std::make_shared<Buckets>(old);
+  std::shared_ptr<Group> group;  // the group being changed (`made` is ordered: a group's buckets come together)
+  std::size_t groupAt = kGroups;
+  for (auto& [b, changed] : made) {
+    if (b / kBucketsPerGroup != groupAt) {
+      if (group) (*buckets)[groupAt] = std::move(group);
+      groupAt = b / kBucketsPerGroup;
+      group = std::make_shared<Group>(*old[groupAt]);
+    }
+    (*group)[b % kBucketsPerGroup] = std::make_shared<const Bucket>(std::move(changed));
+  }
+  if (group) (*buckets)[groupAt] = std::move(group);
+  return buckets;
+}
+
 std::vector<std::shared_ptr<const System>> SystemTable::sorted() const {
   std::vector<std::shared_ptr<const System>> out;
   out.reserve(size_);
-  for (const auto& bucket : *byId_) out.insert(out.end(), bucket->begin(), bucket->end());
+  for (const auto& group : *byId_)
+    for (const auto& b : *group) out.insert(out.end(), b->begin(), b->end());
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
   return out;
 }

@@ -77,12 +77,15 @@ class ChunkedArray {
 };
 
 // Live systems by id, in hash buckets that views share, and by name in a second set of buckets: with()
-// copies only the buckets it changes, and a lookup by either costs one bucket. The bucket arrays are shared
-// too: a table made empty, or copied, or given no change, costs one reference count, not one per bucket (a view
-// is published several times a compose, most often with no system changed).
+// copies only the buckets it changes, and a lookup by either costs one bucket. The buckets sit in groups that
+// views share too: a change copies its bucket, that bucket's group (kBucketsPerGroup references) and the array of
+// groups (kGroups), not one reference per bucket; a table made empty, or copied, or given no change, costs one
+// reference count (a view is published several times a compose, most often with no system changed).
 class SystemTable {
  public:
-  static constexpr std::size_t kBuckets = 256;
+  static constexpr std::size_t kGroups = 16;
+  static constexpr std::size_t kBucketsPerGroup = 16;
+  static constexpr std::size_t kBuckets = kGroups * kBucketsPerGroup;
   SystemTable();
   [[nodiscard]] std::size_t size() const { return size_; }
   [[nodiscard]] std::shared_ptr<const System> find(std::string_view id) const;
@@ -93,16 +96,23 @@ class SystemTable {
   // Every system, in no particular order.
   template <typename F>
   void forEach(F&& f) const {
-    for (const auto& bucket : *byId_)
-      for (const auto& s : *bucket) f(*s);
+    for (const auto& group : *byId_)
+      for (const auto& bucket : *group)
+        for (const auto& s : *bucket) f(*s);
   }
   // Every system, ordered by id.
   [[nodiscard]] std::vector<std::shared_ptr<const System>> sorted() const;
 
  private:
   using Bucket = std::vector<std::shared_ptr<const System>>;
-  using Buckets = std::array<std::shared_ptr<const Bucket>, kBuckets>;
+  using Group = std::array<std::shared_ptr<const Bucket>, kBucketsPerGroup>;
+  using Buckets = std::array<std::shared_ptr<const Group>, kGroups>;
   [[nodiscard]] static std::size_t bucketOf(std::string_view key) { return std::hash<std::string_view>{}(key) % kBuckets; }
+  [[nodiscard]] static const Bucket& bucket(const Buckets& buckets, std::size_t b) {
+    return *(*buckets[b / kBucketsPerGroup])[b % kBucketsPerGroup];
+  }
+  // `old` with the buckets in `made` (by number) in place of its own; the groups no bucket of `made` is in are shared.
+  [[nodiscard]] static std::shared_ptr<const Buckets> rebuilt(const Buckets& old, std::map<std::size_t, Bucket>& made);
   std::shared_ptr<const Buckets> byId_;
   std::shared_ptr<const Buckets> byName_;  // the same systems, by name
   std::size_t size_ = 0;

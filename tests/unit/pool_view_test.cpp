@@ -1,5 +1,8 @@
 // The published pool view (pool_view.h, ADR 0016): reads answer while the control thread is busy, a reader
 // sees what it was told about, views never change once published, and they share what did not change.
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <future>
 #include <latch>
 
@@ -56,6 +59,47 @@ TEST(SystemTable, AddsReplacesAndRemovesWithoutTouchingTheOriginal) {
   EXPECT_EQ(two.find("sys-2")->name, "b");
   ASSERT_EQ(two.sorted().size(), 2u);
   EXPECT_EQ(two.sorted()[0]->id, "sys-1");
+}
+
+TEST(SystemTable, ThousandsOfSystemsInEveryGroupAreFoundByIdAndNameThroughChangesInOneStep) {
+  auto sys = [](int i, std::string suffix = {}) {
+    System s;
+    s.id = fmt::format("sys-{:06}", i);
+    s.name = fmt::format("train-{}{}", i, suffix);
+    return std::make_shared<const System>(std::move(s));
+  };
+  std::vector<std::pair<SystemId, std::shared_ptr<const System>>> all;
+  for (int i = 0; i < 3000; ++i) all.emplace_back(fmt::format("sys-{:06}", i), sys(i));
+  const auto full = SystemTable{}.with(all);
+  ASSERT_EQ(full.size(), 3000u);
+  // One step that renames every third system and removes every seventh: many buckets of one group change together.
+  std::vector<std::pair<SystemId, std::shared_ptr<const System>>> changes;
+  for (int i = 0; i < 3000; ++i) {
+    if (i % 7 == 0) changes.emplace_back(fmt::format("sys-{:06}", i), nullptr);
+    else if (i % 3 == 0) changes.emplace_back(fmt::format("sys-{:06}", i), sys(i, "-renamed"));
+  }
+  const auto changed = full.with(changes);
+  std::size_t left = 0;
+  changed.forEach([&](const System&) { ++left; });
+  EXPECT_EQ(left, changed.size());
+  EXPECT_EQ(changed.size(), 3000u - 429u);
+  for (int i = 0; i < 3000; ++i) {
+    const std::string id = fmt::format("sys-{:06}", i);
+    ASSERT_NE(full.find(id), nullptr) << "the older table is unchanged: " << id;
+    EXPECT_EQ(full.findByIdOrName(fmt::format("train-{}", i))->id, id);
+    if (i % 7 == 0) {
+      EXPECT_EQ(changed.find(id), nullptr) << id;
+      EXPECT_EQ(changed.findByIdOrName(fmt::format("train-{}", i)), nullptr) << id;
+    } else if (i % 3 == 0) {
+      EXPECT_EQ(changed.findByIdOrName(fmt::format("train-{}-renamed", i))->id, id);
+      EXPECT_EQ(changed.findByIdOrName(fmt::format("train-{}", i)), nullptr) << "the old name is gone: " << id;
+    } else {
+      EXPECT_EQ(changed.findByIdOrName(fmt::format("train-{}", i))->id, id);
+    }
+  }
+  const auto sorted = changed.sorted();
+  ASSERT_EQ(sorted.size(), changed.size());
+  EXPECT_TRUE(std::is_sorted(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a->id < b->id; }));
 }
 
 TEST(PoolState, FindsALiveSystemByIdOrNameAndForgetsANameWhenItGoes) {
