@@ -247,7 +247,7 @@ Result<Operation> Engine::audited(const Caller& caller, std::string action, cons
   // A refusal is recorded on its own, unless yardd is not taking work at all (starting, stopping, or its
   // store failed: then there is nothing to write to).
   if (!result && result.error().code != Code::kUnavailable && result.error().code != Code::kAborted) {
-    record.sequence = ++lastAuditSequence_;
+    record.sequence = numbers_.nextAudit();
     record.result = std::string(codeName(result.error().code));
     if (options_.metrics) options_.metrics->refusals.add({record.action, record.result});
     record.message = result.error().message;
@@ -262,7 +262,7 @@ Result<void> Engine::recordAudit(AuditRecord record) {
   return onControl([&]() -> Result<void> {
     if (standby_.on() || !storeFailure_.empty()) return checkAccepting();
     if (record.at == 0) record.at = clock_.now();
-    record.sequence = ++lastAuditSequence_;
+    record.sequence = numbers_.nextAudit();
     Mutation m;
     m.writes.emplace_back(PutAudit{std::move(record)});
     return persist(m);
@@ -461,8 +461,8 @@ Result<void> Engine::persist(Mutation& m) {
   }
   if (auto& r = written; !r) {
     events_.unmake(m.events.size());
-    lastAuditSequence_ -= static_cast<std::uint64_t>(std::count_if(
-        m.writes.begin(), m.writes.end(), [](const StoreWrite& w) { return std::holds_alternative<PutAudit>(w); }));
+    numbers_.auditNotWritten(static_cast<std::uint64_t>(std::count_if(
+        m.writes.begin(), m.writes.end(), [](const StoreWrite& w) { return std::holds_alternative<PutAudit>(w); })));
     haltOnStoreFailure(r.error());
     // The engine has stopped taking work: callers get what checkAccepting() tells the ones after them.
     return fail(Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", r.error().message));

@@ -48,6 +48,7 @@
 #include "composer/engine/admission/tenant_shares.h"
 #include "composer/engine/defragmentation.h"
 #include "composer/engine/move_planner.h"
+#include "composer/engine/numbering.h"
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/event_log.h"
 #include "composer/engine/idle_reclaim.h"
@@ -553,8 +554,7 @@ class Engine {
   std::unique_ptr<OperationRunner> runner_;  // the running operations, their steps and retries
   OperationWaiters waiters_{*control_};  // who waits for which operation (waitOperation), each answered once
   EventLog events_;  // events' numbers, the newest stored (any thread), live subscribers
-  std::uint64_t lastAuditSequence_ = 0;
-  std::uint64_t lastSystemNumber_ = 0;
+  Numbering numbers_;  // the next operation id, system id and audit record number
   ReservationBook reservations_;  // composition reservations (PreviewReserve), memory only
   RequestQueue queue_;  // queued composes (not in runner_: nothing of theirs runs), their order, reasons, the head's shadow
   RecentUse recentUse_;  // fair share's history, per tenant
@@ -566,7 +566,6 @@ class Engine {
   DisruptionBudget disruptionBudget_;  // each tenant's GPUs preempted in the last day
   IdleReclaim idle_;  // what attached GPUs did, the idle stretches, dry-run notices, the view's idle list
   LeaseWatch leaseWatch_;                          // which leases were warned about, when overdue ones are retried
-  std::uint64_t lastOperationNumber_ = 0;
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
   ShareDemand shareDemand_;  // the share sizes asked for lately: what share placement keeps servable
   std::set<std::string> knownHostDrifts_;  // the same for host-side drift

@@ -64,7 +64,7 @@ HeldDevices Engine::holdingOf(const std::vector<PlacedDevice>& devices) const {
 Operation Engine::newOperation(OperationKind kind, const System& system, const Acceptance& a) {
   Operation op;
   op.requestedBy = a.caller();
-  op.id = fmt::format("op-{:06}", ++lastOperationNumber_);
+  op.id = numbers_.nextOperation();
   op.kind = kind;
   op.systemId = system.id;
   op.hostId = system.hostId;
@@ -77,7 +77,7 @@ Operation Engine::newOperation(OperationKind kind, const System& system, const A
 void Engine::auditInto(const Acceptance* a, Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message) {
   if (a == nullptr) return;
   AuditRecord record = a->audit;
-  record.sequence = ++lastAuditSequence_;
+  record.sequence = numbers_.nextAudit();
   record.tenant = tenant;
   record.operationId = operation;
   record.message = message;
@@ -238,7 +238,7 @@ Result<Operation> Engine::acceptCompose(const Acceptance& a, const ComposeReques
   SY_ASSIGN(const HostPolicy policy, hostPolicy(placement.hostId));
 
   System system;
-  system.id = fmt::format("sys-{:06}", lastSystemNumber_ + 1);
+  system.id = numbers_.nextSystem();
   system.name = request.name;
   system.hostId = placement.hostId;
   system.tenant = request.placement.tenant;
@@ -268,7 +268,7 @@ Result<Operation> Engine::acceptCompose(const Acceptance& a, const ComposeReques
   }
   if (demand) m.writes.emplace_back(PutDemand{*demand});
   return launch(a, std::move(op), system.tenant, std::move(m), [&] {
-    ++lastSystemNumber_;
+    numbers_.systemAdded();
     state_->putSystem(system);
     for (const auto& assignment : reserved) state_->assign(assignment, system.hostId);
     if (demand) state_->observeDemand(*demand);

@@ -19,7 +19,7 @@ Result<System> Engine::forgetSystemOnControl(const Caller& caller, const std::st
   Mutation m;
   auto audit = [&](std::string result, std::string message) {
     AuditRecord record{0, clock_.now(), caller, "forget", system.name, system.tenant, std::move(result), std::move(message)};
-    record.sequence = ++lastAuditSequence_;
+    record.sequence = numbers_.nextAudit();
     m.writes.emplace_back(PutAudit{std::move(record)});
   };
   auto refuse = [&](Code code, std::string why) -> Result<System> {

@@ -33,7 +33,7 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
     Mutation m;
     if (!standby_.on() && storeFailure_.empty()) {
       AuditRecord record{0, clock_.now(), caller, "release", "device:" + device, {}, std::string(codeName(error.code)), error.message};
-      record.sequence = ++lastAuditSequence_;
+      record.sequence = numbers_.nextAudit();
       m.writes.emplace_back(PutAudit{std::move(record)});
       (void)persist(m);
     }
@@ -62,7 +62,7 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
         Result<DeviceView> released = finishRelease(caller, device, unbind, bindings, unbound, m);
         AuditRecord record{0, clock_.now(), caller, "release", "device:" + device, {}, released ? "accepted" : std::string(codeName(released.error().code)),
                            released ? fmt::format("back in the pool{}", unbind ? " (unbound first where it was bound)" : "") : released.error().message};
-        record.sequence = ++lastAuditSequence_;
+        record.sequence = numbers_.nextAudit();
         m.writes.emplace_back(PutAudit{std::move(record)});
         if (auto persisted = persist(m); !persisted) released = fail(persisted.error());
         if (released) released = state_->deviceView(device);

@@ -144,7 +144,7 @@ Engine::QueuedCompose Engine::queuedCompose(const Acceptance& a, const std::stri
                                             const std::map<std::string, std::string>& labels, QueuedRequest queued, std::string explanation,
                                             Mutation& m) {
   System system;
-  system.id = fmt::format("sys-{:06}", lastSystemNumber_ + 1);
+  system.id = numbers_.nextSystem();
   system.name = name;
   system.tenant = tenant;
   system.labels = labels;
@@ -164,7 +164,7 @@ Engine::QueuedCompose Engine::queuedCompose(const Acceptance& a, const std::stri
 }
 
 void Engine::enqueue(const QueuedCompose& queued) {
-  ++lastSystemNumber_;
+  numbers_.systemAdded();
   state_->putSystem(queued.system);
   if (options_.metrics) options_.metrics->queued.add({queued.op.queued->priorityClass});
   queue_.add(queued.op);

@@ -69,9 +69,7 @@ Result<void> Engine::loadState() {
   }
   if (hosts_) hosts_->inventoryDiscovered(discovered);  // before recovery runs a host step
   events_.continueAfter(snapshot.lastEventSequence);
-  lastAuditSequence_ = snapshot.lastAuditSequence;
-  lastSystemNumber_ = snapshot.lastSystemNumber;
-  lastOperationNumber_ = snapshot.lastOperationNumber;
+  numbers_.continueAfter(snapshot);
 
   Mutation m;
   std::set<DeviceId> removed;

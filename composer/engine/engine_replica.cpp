@@ -59,9 +59,7 @@ void Engine::applyHeldState(StoreSnapshot& snapshot) {
     auto host = hostOfOwner.find(a.owner);
     state_->assign(a, host == hostOfOwner.end() ? HostId{} : host->second);
   }
-  lastAuditSequence_ = snapshot.lastAuditSequence;
-  lastSystemNumber_ = snapshot.lastSystemNumber;
-  lastOperationNumber_ = snapshot.lastOperationNumber;
+  numbers_.continueAfter(snapshot);
 }
 
 Result<void> Engine::startReplica() {

@@ -1,6 +1,6 @@
 // The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
 // recent use, the disruption budget, the lease watch, the preemption plan, the reservation book, the event log, the
-// request queue, the quota check, the operations' waiters, the steps' retries, defragmentation's moves, reconcile's comparison with the fabric. The engine tests (engine_queue_test.cpp and others) check
+// request queue, the quota check, the operations' waiters, the steps' retries, defragmentation's moves, reconcile's comparison with the fabric, the numbers the engine gives out. The engine tests (engine_queue_test.cpp and others) check
 // the same rules through the whole engine; these pin each part's own contract.
 #include <gtest/gtest.h>
 
@@ -15,6 +15,7 @@
 #include "composer/engine/event_log.h"
 #include "composer/engine/fabric_comparison.h"
 #include "composer/engine/lease_watch.h"
+#include "composer/engine/numbering.h"
 #include "composer/engine/operation_waiters.h"
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
@@ -50,6 +51,25 @@ TEST(RecentUse, WithoutAHalfLifeTheChargeIsWhatATenantHoldsNow) {
   const auto charges = use.pass({{"b", 2}}, at(hours(1)));
   EXPECT_EQ(charges.count("a"), 0u);
   EXPECT_DOUBLE_EQ(charges.at("b"), 2);
+}
+
+TEST(Numbering, ContinuesAfterTheStoreNeverReusesAnOperationIdAndGivesBackAuditNumbersThatWereNotWritten) {
+  Numbering numbers;
+  StoreSnapshot stored;
+  stored.lastAuditSequence = 41;
+  stored.lastSystemNumber = 6;
+  stored.lastOperationNumber = 99;
+  numbers.continueAfter(stored);
+  EXPECT_EQ(numbers.nextOperation(), "op-000100");
+  EXPECT_EQ(numbers.nextOperation(), "op-000101") << "given is spent, whether or not its write succeeds";
+  EXPECT_EQ(numbers.nextSystem(), "sys-000007");
+  EXPECT_EQ(numbers.nextSystem(), "sys-000007") << "a system refused before it joined the pool spends nothing";
+  numbers.systemAdded();
+  EXPECT_EQ(numbers.nextSystem(), "sys-000008");
+  EXPECT_EQ(numbers.nextAudit(), 42u);
+  EXPECT_EQ(numbers.nextAudit(), 43u);
+  numbers.auditNotWritten(2);  // the write that carried both failed
+  EXPECT_EQ(numbers.nextAudit(), 42u) << "the trail has no gaps";
 }
 
 TEST(DisruptionBudget, CountsWhatWasPreemptedInTheLastDayAndGrowsBackAfterIt) {
