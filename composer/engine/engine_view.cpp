@@ -27,8 +27,7 @@ void Engine::publishView() {
   if (!state_) return;
   const bool rebuild = viewState_ != state_.get();
   auto current = view();
-  auto next = std::make_shared<PoolView>();
-  next->version = current ? current->version + 1 : 1;
+  std::shared_ptr<PoolView> next;  // made once something changed: most commit points change nothing the view shows
 
   // Systems whose running operation may have moved on: their progress line is part of the view.
   std::vector<SystemId> progressed;
@@ -41,6 +40,7 @@ void Engine::publishView() {
   if (rebuild) {
     (void)state_->takeChanges();
     viewState_ = state_.get();
+    next = std::make_shared<PoolView>();
     next->shape = std::make_shared<const PoolShape>(state_->topology());
     const PoolShape& shape = *next->shape;
     std::vector<DeviceView> devices(shape.topology.devices.size());
@@ -64,6 +64,7 @@ void Engine::publishView() {
       if (s != nullptr && shown && shown->progress != runner_->progressOf(s->activeOperation)) changes.systems.insert(id);
     }
     if (changes.empty() && !queue_.changed() && !idle_.changed() && running == current->runningOperations && state_->pool().sharedDemand() == current->demand) return;
+    next = std::make_shared<PoolView>();
     next->shape = current->shape;
     const PoolShape& shape = *next->shape;
     std::vector<std::pair<std::size_t, DeviceView>> devices;
@@ -86,6 +87,7 @@ void Engine::publishView() {
     }
     next->systems = current->systems.with(systems);
   }
+  next->version = current ? current->version + 1 : 1;
   next->runningOperations = std::move(running);
   if (queue_.changed() || !current || !current->queue) {
     auto queue = std::make_shared<std::vector<QueueEntry>>();
