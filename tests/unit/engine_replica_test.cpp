@@ -216,9 +216,16 @@ TEST_F(EngineReplicaTest, ARefreshReadsTheInventoryOnlyWhenRewrittenTheEventsAft
   ASSERT_TRUE(s) << s.error().message;
   RevisionedStore store(**s);  // the inventory at revision 7
 
-  const auto waited = [&]() -> Result<std::vector<OperationId>> { return std::vector<OperationId>{first.id, "op-999999"}; };
+  // Asked after the load: a wait that began while the store was read is answered by this refresh, not the next.
+  int loadsWhenAsked = -1;
+  const auto waited = [&]() -> Result<std::vector<OperationId>> {
+    loadsWhenAsked = store.wholeLoads + store.stateLoads;
+    return std::vector<OperationId>{first.id, "op-999999"};
+  };
   auto same = StandbyReplica::read(store, 0, 7, waited);
   ASSERT_TRUE(same) << same.error().message;
+  EXPECT_EQ(loadsWhenAsked, store.wholeLoads + store.stateLoads) << "who waits is asked once the store is loaded";
+  EXPECT_GT(loadsWhenAsked, 0);
   EXPECT_TRUE(same->sameInventory);
   EXPECT_FALSE(same->snapshot.inventory) << "not read again";
   EXPECT_EQ(store.wholeLoads, 0);
