@@ -48,10 +48,14 @@ void Engine::offControl(std::function<void()> work) {
 }
 
 void Engine::callOffControl(std::function<std::function<void()>()> call) {
+  // No call leaves the control thread while writes are staged (group_commit.h): what it acts on is in the store.
+  (void)writeStaged();
   ++driverCallsInFlight_;
   driverPool_->post([this, call = std::move(call)] {
     std::function<void()> back = call();
+    commits_.posted();
     asio::post(*control_, [this, back = std::move(back)] {
+      commits_.started();
       CommitPoint commit{*this};
       --driverCallsInFlight_;
       back();
@@ -99,7 +103,9 @@ void Engine::postToControl(std::function<void(bool running)> task) {
     task(false);
     return;
   }
+  commits_.posted();
   asio::post(*control_, [this, task = std::move(task)] {
+    commits_.started();
     task(!controlStopped_);
     flush();
   });
@@ -219,6 +225,7 @@ Result<std::optional<Operation>> Engine::priorOperation(const Caller& caller, st
   for (const auto& [id, op] : queue_.waiting())
     if (op.requestId == requestId) prior = op;
   if (!prior) {
+    SY_TRY(writeStaged());  // the store answers for what memory no longer holds: it must have what memory had
     SY_ASSIGN(prior, store_.findOperationByRequest(requestId));
   }
   if (!prior) return prior;
@@ -322,6 +329,7 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
   postToControl([this, id, timeout, wait](bool running) {
     if (!running) return;  // the wait is dropped: kAborted
     if (runner_->find(id) == nullptr && !queue_.contains(id)) {
+      (void)writeStaged();  // an operation that ended in a task of this batch: the store has its end
       auto stored = store_.getOperation(id);
       if (!stored) return OperationWaiters::answer(*wait, fail(stored.error()));
       if (!*stored) return OperationWaiters::answer(*wait, fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)));
@@ -334,6 +342,7 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
       if (const Operation* op = runner_->find(id)) return OperationWaiters::answer(*wait, *op);
     waiters_.add(id, wait, timeout, [this, id](OperationWaiters::Wait& w) {  // its time is up: as it stands
       CommitPoint commit{*this};
+      (void)writeStaged();  // as it stands in the store too: a batch still open holds the tasks before this one
       if (const Operation* op = runner_->find(id)) return OperationWaiters::answer(w, *op);
       if (const Operation* op = queue_.find(id)) return OperationWaiters::answer(w, *op);
       if (standby_.on()) {  // still running on the leader as far as the store said
@@ -368,7 +377,7 @@ Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::mill
 }
 
 void Engine::completeWaiters(const OperationId& id, const Operation& op) {
-  if (auto answer = waiters_.takeAll(id, op)) toOutbox(std::move(answer));
+  if (auto answer = waiters_.takeAll(id, op)) toOutbox([answer] { answer(nullptr); }, [answer](const Error& refused) { answer(&refused); });
 }
 
 std::shared_ptr<EventStream> Engine::subscribe() {
@@ -392,6 +401,7 @@ Result<Engine::Subscription> Engine::subscribeAfterOnControl(std::optional<std::
   auto live = subscribeOnControl();
   std::vector<Event> replay;
   if (lastSeen) {
+    (void)writeStaged();  // the batch's events: in the replay, not only live
     auto recorded = store_.listEvents(*lastSeen, replayLimit);
     if (!recorded) {
       live->close();
@@ -453,22 +463,38 @@ Result<void> Engine::persist(Mutation& m) {
     if (e.systemId.empty()) e.systemId = systemOf(e.subject);
     m.writes.emplace_back(PutEvent{e});
   }
+  publish(m.events);  // delivered at the commit point, in order with the task's other deliveries, once written
+  if (commits_.stage(m)) return writeStaged();
+  return {};
+}
+
+Result<void> Engine::writeStaged() {
+  if (commits_.empty()) {
+    outboxWritten_ = outbox_.size();
+    return {};
+  }
+  Mutation batch = commits_.take();
   const auto started = std::chrono::steady_clock::now();
-  auto written = store_.write(m.writes, writerEpoch_);
+  auto written = store_.write(batch.writes, writerEpoch_);
   if (options_.metrics) {
     options_.metrics->storeWriteSeconds.observe({}, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (!written) options_.metrics->storeWriteErrors.add({});
   }
   if (auto& r = written; !r) {
-    events_.unmake(m.events.size());
+    // The engine has stopped taking work: callers get what checkAccepting() tells the ones after them. What waited
+    // for these writes is refused; what halting adds after them (the waits, answered as they stand) is not.
+    const Error refused{Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", r.error().message)};
+    for (std::size_t i = outboxWritten_; i < outbox_.size(); ++i)
+      if (!outbox_[i].failed) outbox_[i].failed = refused;
+    outboxWritten_ = outbox_.size();
+    events_.unmake(batch.events.size());
     numbers_.auditNotWritten(static_cast<std::uint64_t>(std::count_if(
-        m.writes.begin(), m.writes.end(), [](const StoreWrite& w) { return std::holds_alternative<PutAudit>(w); })));
+        batch.writes.begin(), batch.writes.end(), [](const StoreWrite& w) { return std::holds_alternative<PutAudit>(w); })));
     haltOnStoreFailure(r.error());
-    // The engine has stopped taking work: callers get what checkAccepting() tells the ones after them.
-    return fail(Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", r.error().message));
+    return std::unexpected(refused);
   }
   events_.stored();
-  publish(m.events);
+  outboxWritten_ = outbox_.size();
   return {};
 }
 

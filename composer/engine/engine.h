@@ -51,6 +51,7 @@
 #include "composer/engine/numbering.h"
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/event_log.h"
+#include "composer/engine/group_commit.h"
 #include "composer/engine/idle_reclaim.h"
 #include "composer/engine/lease_watch.h"
 #include "composer/engine/operation_waiters.h"
@@ -212,9 +213,9 @@ class Engine {
     auto once = std::make_shared<CompleteOnce<T>>(std::move(done));
     postToControl([this, call = std::move(call), once](bool running) {
       if (!running) return;
-      Result<T> result = call();
-      flush();  // what the call changed is published before its caller hears of it
-      once->complete(std::move(result));
+      // Answered at the commit point, once what the call changed is written and published (group_commit.h).
+      auto result = std::make_shared<Result<T>>(call());
+      toOutbox([once, result] { once->complete(std::move(*result)); }, [once](const Error& refused) { once->complete(std::unexpected(refused)); });
     });
   }
   // The latest published picture of the pool: safe to read on any thread, for as long as it is held.
@@ -273,8 +274,13 @@ class Engine {
     CommitPoint& operator=(const CommitPoint&) = delete;
     ~CommitPoint() { engine.flush(); }
   };
-  // Runs `deliver` at the end of the current control-thread task, after the view is published.
-  void toOutbox(std::function<void()> deliver) { outbox_.push_back(std::move(deliver)); }
+  // Runs `deliver` at the task's commit point, once what the task wrote is in the store and the view is published;
+  // if that write fails, `refused` instead (with why the engine stopped), or nothing when it is empty.
+  void toOutbox(std::function<void()> deliver, std::function<void(const Error&)> refused = {}) {
+    outbox_.push_back(Delivery{std::move(deliver), std::move(refused), std::nullopt});
+  }
+  // Writes the staged batch (group_commit.h) now; on failure the engine halts and what waited for it is refused.
+  Result<void> writeStaged();
   // A switch or host call: `call` runs on a driver thread (stop() waits for it) and returns what then runs on the
   // control thread with its result, as a task of its own that ends at a commit point.
   void callOffControl(std::function<std::function<void()>()> call);
@@ -579,7 +585,14 @@ class Engine {
   StandbyReplica standby_;  // a standby's engine (reads only): the leader, what its pool was built from
   bool halted_ = false;  // after stop's grace: record step results but start no new steps
   std::atomic<bool> haltedForReaders_{false};  // halted_, for halted() on other threads
-  std::vector<std::function<void()>> outbox_;  // delivered by flush()
+  struct Delivery {
+    std::function<void()> deliver;
+    std::function<void(const Error&)> refused;
+    std::optional<Error> failed;  // the write it waited for failed
+  };
+  std::vector<Delivery> outbox_;  // delivered by flush()
+  std::size_t outboxWritten_ = 0;  // outbox_'s first entries whose writes are in the store
+  GroupCommit commits_{options_.stepped ? 1 : options_.groupCommitTasks};  // the writes of the tasks since the last commit point, written there at once
   const PoolState* viewState_ = nullptr;        // the state the published view was built from
   mutable std::mutex viewMutex_;                // guards view_ (a pointer swap; readers copy the pointer)
   std::shared_ptr<const PoolView> view_;

@@ -94,7 +94,10 @@ Result<Operation> Engine::launch(const Acceptance& a, Operation op, const std::s
                                       op.requestedBy.identity));
   for (auto& e : mutation.events) e.tenant = tenant;  // the operation is not in memory yet: tenantOf() cannot tell
   SY_TRY(persist(mutation));
-  failpoints::crashPoint("accept.after-persist");
+  if (failpoints::armed()) {
+    (void)writeStaged();  // the point is after the write (group commit may hold it until the commit point)
+    failpoints::crashPoint("accept.after-persist");
+  }
   applyInMemory();
   spdlog::info("{} {} accepted for {}: system {} on {}{}", op.id, toString(op.kind), op.requestedBy.identity, op.systemId, op.hostId,
                op.explanation.empty() ? "" : " (" + op.explanation + ")");
@@ -347,7 +350,10 @@ Result<Operation> Engine::admit(Operation& op, const Placement& placement) {
                                op.requestedBy.identity));
   for (auto& e : m.events) e.tenant = op.tenant;
   SY_TRY(persist(m));
-  failpoints::crashPoint("queue.after-admit");
+  if (failpoints::armed()) {
+    (void)writeStaged();  // the point is after the write (group commit may hold it until the commit point)
+    failpoints::crashPoint("queue.after-admit");
+  }
   state_->putSystem(system);
   for (const auto& a : reserved) state_->assign(a, system.hostId);
   if (options_.metrics) options_.metrics->queueWaitSeconds.observe({op.queued->priorityClass, "admitted"}, waited);

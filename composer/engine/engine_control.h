@@ -43,11 +43,18 @@ auto Engine::onControl(F&& f) -> decltype(f()) {
   }
   auto promise = std::make_shared<std::promise<R>>();
   auto future = promise->get_future();
+  commits_.posted();
   boost::asio::post(*control_, [this, promise, fn = std::forward<F>(f)]() mutable {
-    if (controlStopped_) return;  // dropped unrun: the caller gets kAborted
-    R result = fn();
-    flush();  // the change is published before the caller sees the answer
-    promise->set_value(std::move(result));
+    commits_.started();
+    if (controlStopped_) {  // dropped unrun: the caller gets kAborted
+      flush();  // the commit point a task before this one waited for
+      return;
+    }
+    // Answered at the commit point: once the change is written and published (group_commit.h).
+    auto result = std::make_shared<R>(fn());
+    toOutbox([promise, result] { promise->set_value(std::move(*result)); },
+             [promise](const Error& refused) { promise->set_value(R(std::unexpected(refused))); });
+    flush();
   });
   try {
     return future.get();

@@ -135,6 +135,7 @@ void Engine::moveEnded(const Operation& op, bool succeeded, Mutation& m) {
 }
 
 void Engine::resumeMoves() {
+  (void)writeStaged();  // the store answers below for each system's last operation
   for (const auto& [id, s] : state_->systems()) {
     if (!allowsMoves(s) || !s.activeOperation.empty() || s.hostId.empty()) continue;
     // Its last operation says whether a move stopped half-way: a succeeded attach of defragmentation's, with what it

@@ -33,6 +33,9 @@ struct EngineOptions {
   // The most history reads (operations, events, audit, usage) and capacity computations in flight at once
   // (EngineClient): on threads of their own, never the control thread or an adapter's (issue 59, item 5).
   int readThreads = 8;
+  // Group commit (group_commit.h, ADR 0035): the writes of up to this many control-thread tasks that ran back to
+  // back, each queued behind the one before, go to the store in one transaction. 1: every task writes alone.
+  std::size_t groupCommitTasks = 32;
   int maxStepAttempts = 3;  // for steps that must converge: unbinds, compensations
   // A retried step waits first: retryBackoff doubling with each attempt, at most maxRetryBackoff, each wait
   // drawn between half and all of that (jitter, so that calls that failed together do not retry together).

@@ -37,7 +37,7 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
       m.writes.emplace_back(PutAudit{std::move(record)});
       (void)persist(m);
     }
-    toOutbox([once, error] { once->complete(fail(error)); });
+    toOutbox([once, error] { once->complete(fail(error)); }, [once](const Error& refused) { once->complete(fail(refused)); });
   };
   postToControl([this, caller, device, unbind, once, refuse](bool running) {
     if (!running) return;
@@ -66,7 +66,8 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
         m.writes.emplace_back(PutAudit{std::move(record)});
         if (auto persisted = persist(m); !persisted) released = fail(persisted.error());
         if (released) released = state_->deviceView(device);
-        toOutbox([once, released = std::move(released)]() mutable { once->complete(std::move(released)); });
+        toOutbox([once, released = std::move(released)]() mutable { once->complete(std::move(released)); },
+                 [once](const Error& refused) { once->complete(fail(refused)); });
       };
     });
   });

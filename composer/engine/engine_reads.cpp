@@ -149,6 +149,7 @@ Result<Operation> Engine::getOperation(const OperationId& id) {
 
 Result<Operation> Engine::getOperationOnControl(const OperationId& id) {
   if (const Operation* op = runner_->find(id)) return *op;
+  SY_TRY(writeStaged());  // an operation that ended in a task of this batch: the store has its end
   SY_ASSIGN(auto stored, store_.getOperation(id));
   if (!stored) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));
   return *stored;
@@ -226,6 +227,7 @@ Result<std::optional<Operation>> Engine::operationForRequestOnControl(const Call
   for (const auto& [id, op] : runner_->running())
     if (op.requestId == requestId) found = op;
   if (!found) {
+    SY_TRY(writeStaged());  // the store answers for what memory no longer holds: it must have what memory had
     SY_ASSIGN(found, store_.findOperationByRequest(requestId));
   }
   if (found && !maySee(caller, found->tenant)) found.reset();

@@ -48,6 +48,7 @@ Result<PruneReport> Engine::pruneHistory() {
 }
 
 Result<PruneReport> Engine::pruneHistoryOnControl() {
+  SY_TRY(writeStaged());  // what this batch's tasks ended is history to keep or prune like the rest
   auto pruned = store_.prune(options_.retention, writerEpoch_);
   if (!pruned) haltOnStoreFailure(pruned.error());
   SY_ASSIGN(PruneReport report, std::move(pruned));

@@ -17,8 +17,10 @@ class Engine::RunnerContext final : public OperationRunner::Context {
   Event event(std::string type, std::string subject, std::string message, std::string actor) override {
     return engine_.makeEvent(std::move(type), std::move(subject), std::move(message), std::move(actor));
   }
+  void writeNow() override { (void)engine_.writeStaged(); }
   void callAtCommitPoint(std::function<std::function<void()>()> call) override {
-    engine_.toOutbox([&engine = engine_, call = std::move(call)]() mutable { engine.callOffControl(std::move(call)); });
+    engine_.toOutbox([&engine = engine_, call = std::move(call)]() mutable { engine.callOffControl(std::move(call)); },
+                     [&engine = engine_](const Error&) { engine.runner_->callNotMade(); });
   }
   void asTask(const std::function<void()>& body) override {
     CommitPoint commit{engine_};

@@ -1,4 +1,5 @@
 // The commit point of every control-thread task, and the published view of the pool (pool_view.h).
+#include <boost/asio/io_context.hpp>
 #include <set>
 #include <utility>
 
@@ -15,11 +16,21 @@ void Engine::flush() {
   // Capacity that freed in this task goes to the queue in this task (engine_queue.cpp): no polling.
   if (state_) startDueDetaches();  // a move's attach succeeded in this task: its idle GPUs leave now
   if (queue_.dirty() && state_) admitQueued();
+  // Group commit (group_commit.h): with a task queued behind this one, its commit point is that task's too; not
+  // once the loop is stopping (stop() waits for this task's answer before it runs what is still queued).
+  if (!control_->stopped() && commits_.deferCommitPoint()) return;
+  (void)writeStaged();  // a failure halts the engine and marks what waited for it refused
   publishView();
-  // Delivering may add to the outbox (a completion that posts nothing, a listener): take turns until empty.
+  // Delivering may add to the outbox (a completion that posts nothing, a listener): take turns until empty;
+  // whatever a delivery wrote is written before the deliveries after it.
   while (!outbox_.empty()) {
     auto items = std::exchange(outbox_, {});
-    for (auto& deliver : items) deliver();
+    outboxWritten_ = 0;
+    for (auto& d : items) {
+      if (!d.failed) d.deliver();
+      else if (d.refused) d.refused(*d.failed);
+    }
+    (void)writeStaged();
   }
 }
 

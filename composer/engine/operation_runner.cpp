@@ -142,7 +142,10 @@ void OperationRunner::advance(const OperationId& id, Mutation carried) {
     if (i == op.steps.size()) {
       finish(op, m);
       if (!flush()) return;  // halted: the operation stays running and resumes at the next start
-      failpoints::crashPoint("operation.after-finish");
+      if (failpoints::armed()) {
+        context_.writeNow();
+        failpoints::crashPoint("operation.after-finish");
+      }
       Operation done = std::move(op);
       running_.erase(it);
       context_.ended(done);
@@ -155,7 +158,10 @@ void OperationRunner::advance(const OperationId& id, Mutation carried) {
       continue;
     }
     if (!flush()) return;
-    if (failpoints::armed()) failpoints::crashPoint(fmt::format("step.{}.before", op.steps[i].kind));
+    if (failpoints::armed()) {
+      context_.writeNow();
+      failpoints::crashPoint(fmt::format("step.{}.before", op.steps[i].kind));
+    }
     dispatch(id, i);
     return;
   }

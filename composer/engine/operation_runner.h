@@ -37,11 +37,16 @@ class OperationRunner {
     // The engine stopped or its store failed: no step starts; what ran is recorded and resumes at the next start.
     [[nodiscard]] virtual bool halted() const = 0;
     // Writes `m` in one transaction and publishes its events; an error when the store refused (the engine halts).
+    // The engine may write it later, with the writes of the tasks after this one (group commit), but always
+    // before anything the task did is seen: the calls it starts, its events, its answers.
     [[nodiscard]] virtual Result<void> persist(Mutation& m) = 0;
+    // What persist was given is in the store now (before a fail point that says it is: `operation.after-finish`).
+    virtual void writeNow() {}
     // A new event, numbered and timed (not yet published).
     [[nodiscard]] virtual Event event(std::string type, std::string subject, std::string message, std::string actor) = 0;
     // At the end of the current control task, once the view shows what it changed: `call` runs on a driver thread
-    // and returns what then runs on the control thread, as a task of its own that ends at a commit point.
+    // and returns what then runs on the control thread, as a task of its own that ends at a commit point. When the
+    // write before it fails the call is not made, and callNotMade() says so.
     virtual void callAtCommitPoint(std::function<std::function<void()>()> call) = 0;
     // Runs `body` on the control thread as a task of its own (it ends at a commit point): a retry's timer fired.
     virtual void asTask(const std::function<void()>& body) = 0;
@@ -75,6 +80,8 @@ class OperationRunner {
   // Switch calls of steps not yet answered (they may be changing bindings), and how many have been answered:
   // a binding read taken before the last answer may show an operation half-way.
   [[nodiscard]] int stepCallsInFlight() const { return stepCallsInFlight_; }
+  // A step's call that callAtCommitPoint was given was dropped: the write before it failed (the engine halted).
+  void callNotMade() { --stepCallsInFlight_; }
   [[nodiscard]] std::uint64_t stepResults() const { return stepResults_; }
   // What the operation is doing now, for a system's progress line ("" when it is between steps or not running).
   [[nodiscard]] std::string progressOf(const OperationId& id) const;

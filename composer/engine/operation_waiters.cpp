@@ -47,14 +47,14 @@ void OperationWaiters::cancel(const OperationId& id, const std::shared_ptr<Wait>
   wait->once.complete(fail(Code::kAborted, fmt::format("the wait for {} was cancelled", id)));
 }
 
-std::function<void()> OperationWaiters::takeAll(const OperationId& id, const Operation& op) {
+std::function<void(const Error*)> OperationWaiters::takeAll(const OperationId& id, const Operation& op) {
   auto it = waits_.find(id);
   if (it == waits_.end()) return {};
   auto waits = std::move(it->second);
   waits_.erase(it);
   for (auto& w : waits) w->timer.cancel();
-  return [waits = std::move(waits), op] {
-    for (auto& w : waits) w->once.complete(op);
+  return [waits = std::move(waits), op](const Error* refused) {
+    for (auto& w : waits) w->once.complete(refused ? Result<Operation>(std::unexpected(*refused)) : Result<Operation>(op));
   };
 }
 

@@ -39,9 +39,10 @@ class OperationWaiters {
            std::function<void(Wait&)> onTimeout);
   // The wait leaves and is answered kAborted ("the wait for ID was cancelled"); nothing when it is answered already.
   void cancel(const OperationId& id, const std::shared_ptr<Wait>& wait);
-  // Every wait on `id` leaves, its timer stopped; the returned call answers them all with the operation (the
-  // engine runs it at the commit point, after the view shows the operation's end).
-  [[nodiscard]] std::function<void()> takeAll(const OperationId& id, const Operation& op);
+  // Every wait on `id` leaves, its timer stopped; the returned call answers them all with the operation, or with
+  // the error it is given (the engine runs it at the commit point: after the view shows the operation's end, or
+  // with why the write of that end failed).
+  [[nodiscard]] std::function<void(const Error*)> takeAll(const OperationId& id, const Operation& op);
   // The operations someone waits for.
   [[nodiscard]] std::vector<OperationId> waitedFor() const;
   // The waits on `id` leave unanswered here: dropped, they are answered kAborted.

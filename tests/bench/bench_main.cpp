@@ -2,7 +2,7 @@
 //   switchyard_bench packing [--gpus N ...] [--decisions N] [--profiles P ...] [--index-only]   placement decision latency
 //   switchyard_bench ablation [--gpus N] [--requests N]      switchyard-v1 without its topology / fit scores, and hived-buddy
 //   switchyard_bench latency [--sim-latency-ms MS] [--gpus N] [--concurrent N]   compose time against a slow switch
-//   switchyard_bench compose [--seconds S] [--clients N] [--durability normal|full]
+//   switchyard_bench compose [--seconds S] [--clients N] [--durability normal|full] [--group-commit N]
 //                                                            compose+decompose through gRPC, durable store
 //   switchyard_bench queue [--gpus N] [--queued N] [--rounds N]   freed capacity to the next queued request bound
 //   switchyard_bench idle [--gpus N] [--rounds N] [--seconds S]    what idle reclaim's activity sampling costs
@@ -60,8 +60,8 @@ Topology benchTopology(int gpus, int hostsPerFabric, int nicsPerSwitch = 0, int 
 // Compose + decompose loops through the real gRPC service, engine, SQLite store and simulated switch.
 // Whole machines: `nics` NICs (beside the GPUs' switch) and `drives` drives with every compose, from a pool with
 // 4 of each per 16-GPU switch.
-int benchCompose(double seconds, int clients, const std::string& durability, int gpusPerCompose, const std::string& hostSide, int nics = 0,
-                 int drives = 0) {
+int benchCompose(double seconds, int clients, const std::string& durability, int gpusPerCompose, const std::string& hostSide, int nics,
+                 int drives, std::size_t groupCommitTasks) {
   spdlog::set_level(spdlog::level::warn);
   testing::TempDir dir;
   SystemClock clock;
@@ -72,7 +72,7 @@ int benchCompose(double seconds, int clients, const std::string& durability, int
     fmt::print(stderr, "error: {}\n", store.error().message);
     return 1;
   }
-  Engine engine(*fabric, **store, clock, {.fabricPollInterval = std::chrono::milliseconds(0)});
+  Engine engine(*fabric, **store, clock, {.groupCommitTasks = groupCommitTasks, .fabricPollInterval = std::chrono::milliseconds(0)});
   // With simulated hosts every compose also runs host-admit and every decompose host-release (zero delay):
   // what the host steps cost the engine.
   std::unique_ptr<SimulatedHosts> hosts;
@@ -157,10 +157,10 @@ int benchCompose(double seconds, int clients, const std::string& durability, int
   }
   const auto c = summarize(all);
   const auto d = summarize(allDecompose);
-  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "durability", "host side", "clients", "gpus",
-             "nic+nvme", "composes", "composes/s", "p50 ms", "p99 ms", "max ms", "decomp p99", "peak RSS");
-  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>9} {:>12.0f} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>8}MiB\n", durability, hostSide, clients,
-             gpusPerCompose, fmt::format("{}+{}", nics, drives),
+  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>6} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "durability", "host side", "clients", "gpus",
+             "nic+nvme", "group", "composes", "composes/s", "p50 ms", "p99 ms", "max ms", "decomp p99", "peak RSS");
+  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>6} {:>9} {:>12.0f} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>8}MiB\n", durability, hostSide, clients,
+             gpusPerCompose, fmt::format("{}+{}", nics, drives), groupCommitTasks,
              all.size(), static_cast<double>(all.size()) / elapsed, c.p50 / 1000, c.p99 / 1000, c.max / 1000, d.p99 / 1000,
              peakRssKiB() / 1024);
   return 0;
@@ -197,6 +197,10 @@ int main(int argc, char** argv) {
   compose->add_option("--nic", composeNics, "NICs per compose, under the GPUs' switch (the pool then has 4 NICs and 4 drives per switch)")
       ->check(CLI::Range(0, 4))->capture_default_str();
   compose->add_option("--nvme", composeDrives, "NVMe drives per compose")->check(CLI::Range(0, 4))->capture_default_str();
+  std::size_t groupCommitTasks = EngineOptions{}.groupCommitTasks;
+  compose->add_option("--group-commit", groupCommitTasks,
+                      "The most control-thread tasks whose writes go to the store in one transaction (group commit); 1: each task alone")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   compose->add_option("--host-side", hostSide, "none (every host trusts the fabric) or simulated (host-admit and host-release on simulated hosts)")
       ->check(CLI::IsMember({"none", "simulated"}))->capture_default_str();
   auto* ablation = app.add_subcommand("ablation", "switchyard-v2 (fragmentation score on the learned demand), switchyard-v1 against itself without topology and/or fit scores, and the HiveD buddy baseline, on a churning pool");
@@ -278,5 +282,5 @@ int main(int argc, char** argv) {
     latency.scan = !indexOnly;
     return bench::benchDecisionLatency(latency);
   }
-  return benchCompose(seconds, clients, durability, gpus, hostSide, composeNics, composeDrives);
+  return benchCompose(seconds, clients, durability, gpus, hostSide, composeNics, composeDrives, groupCommitTasks);
 }

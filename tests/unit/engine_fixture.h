@@ -99,12 +99,17 @@ class EngineTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
 };
 
+// A compose of `gpus` GPUs named `name`, everything else as the request's defaults.
+inline ComposeRequest gpuCompose(std::string name, int gpus) {
+  ComposeRequest r{std::move(name), {}, {}};
+  r.placement.gpuCount = gpus;
+  return r;
+}
+
 // Starts a compose whose bind call then waits in the switch until gated.open().
 inline Result<Operation> composeHeldInTheSwitch(Engine& engine, testing::GatedDriver& gated, std::string name, int gpus) {
   gated.closeBeforeBind(0);
-  ComposeRequest r{std::move(name), {}, {}};
-  r.placement.gpuCount = gpus;
-  auto accepted = engine.compose(Caller::local(), r);
+  auto accepted = engine.compose(Caller::local(), gpuCompose(std::move(name), gpus));
   if (accepted) gated.waitUntilHeld();
   return accepted;
 }

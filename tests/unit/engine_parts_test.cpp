@@ -463,13 +463,28 @@ TEST_F(OperationWaitersTest, TakingAnOperationsWaitsAnswersEachOnceWithItAndStop
   auto answer = waiters_.takeAll("op-1", operation("op-1", OperationState::kSucceeded));
   ASSERT_TRUE(answer);
   EXPECT_TRUE(a->got.empty()) << "answered when the engine runs the call, at its commit point";
-  answer();
+  answer(nullptr);
   ASSERT_EQ(a->got.size(), 2u);
   for (const auto& r : a->got) EXPECT_EQ(r->state, OperationState::kSucceeded);
   EXPECT_FALSE(waiters_.takeAll("op-1", operation("op-1", OperationState::kSucceeded))) << "nobody waits for it now";
   EXPECT_EQ(waiters_.waitedFor(), std::vector<OperationId>{"op-2"});
   io_.run_for(std::chrono::milliseconds(20));
   EXPECT_EQ(timeouts, 0) << "their timers were stopped";
+}
+
+// The write of an operation's end failed (group commit): its waits hear why, not an end the store never got.
+TEST_F(OperationWaitersTest, TakenWaitsAreAnsweredWithTheErrorTheyAreGiven) {
+  auto a = std::make_shared<Answers>();
+  waiters_.add("op-1", waiters_.make(recordInto(a)), std::chrono::hours(1), [](OperationWaiters::Wait&) {});
+  auto answer = waiters_.takeAll("op-1", operation("op-1", OperationState::kSucceeded));
+  ASSERT_TRUE(answer);
+  const Error refused{Code::kUnavailable, "the store failed"};
+  answer(&refused);
+  ASSERT_EQ(a->got.size(), 1u);
+  ASSERT_FALSE(a->got.front());
+  EXPECT_EQ(a->got.front().error().code, Code::kUnavailable);
+  EXPECT_EQ(a->got.front().error().message, "the store failed");
+  EXPECT_TRUE(waiters_.empty());
 }
 
 TEST_F(OperationWaitersTest, AWaitWhoseTimeIsUpLeavesAndIsAnsweredByTheEngine) {
