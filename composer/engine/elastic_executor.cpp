@@ -14,16 +14,22 @@ std::unique_ptr<ElasticExecutor> ElasticExecutor::manual() { return std::unique_
 
 ElasticExecutor::~ElasticExecutor() { join(); }
 
-bool ElasticExecutor::runOne() {
+bool ElasticExecutor::runOne(std::size_t index) {
   std::function<void()> work;
   {
     std::lock_guard lock(mutex_);
-    if (!manual_ || queue_.empty()) return false;
-    work = std::move(queue_.front());
-    queue_.pop_front();
+    if (!manual_ || index >= queue_.size()) return false;
+    const auto at = queue_.begin() + static_cast<std::ptrdiff_t>(index);
+    work = std::move(*at);
+    queue_.erase(at);
   }
   work();
   return true;
+}
+
+std::size_t ElasticExecutor::queued() const {
+  std::lock_guard lock(mutex_);
+  return queue_.size();
 }
 
 void ElasticExecutor::post(std::function<void()> work) {

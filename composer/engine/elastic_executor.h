@@ -31,8 +31,10 @@ class ElasticExecutor {
   // Waits for the queued work, then for every thread to end. Work posted afterwards is dropped. A manual
   // executor drops what is queued.
   void join();
-  // A manual executor: runs the oldest queued work here; false when nothing is queued.
-  bool runOne();
+  // A manual executor: runs the queued work at `index` (0: the oldest) here; false when there is none.
+  bool runOne(std::size_t index = 0);
+  // A manual executor: the work queued now.
+  [[nodiscard]] std::size_t queued() const;
   [[nodiscard]] std::size_t threads() const;
   [[nodiscard]] std::size_t idleThreads() const;
 

@@ -84,13 +84,19 @@ void Engine::startControl() {
   controlRunning_.store(true, std::memory_order_release);
 }
 
-bool Engine::step() {
+bool Engine::step() { return stepControl() || runCall(0); }
+
+bool Engine::stepControl() {
   if (!options_.stepped || !onControlThread()) return false;
   ++taskDepth_;
   const bool ran = control_->poll_one() > 0;
   --taskDepth_;
-  return ran || driverPool_->runOne();
+  return ran;
 }
+
+std::size_t Engine::waitingCalls() const { return options_.stepped ? driverPool_->queued() : 0; }
+
+bool Engine::runCall(std::size_t index) { return options_.stepped && onControlThread() && driverPool_->runOne(index); }
 
 std::size_t Engine::runUntilIdle() {
   std::size_t steps = 0;

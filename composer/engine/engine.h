@@ -228,6 +228,13 @@ class Engine {
   bool step();
   // step() until nothing is waiting; how many steps ran.
   std::size_t runUntilIdle();
+  // A stepped engine: runs the next ready control-thread task only; false when none is ready (the switch and
+  // host calls wait). With the two below, a test chooses which waiting call runs next (the deterministic
+  // simulation, tests/sim/).
+  bool stepControl();
+  // A stepped engine: the switch and host calls waiting to run, and running the one at `index` (0: the oldest).
+  [[nodiscard]] std::size_t waitingCalls() const;
+  bool runCall(std::size_t index);
   // True once stop() has halted the engine (its grace is over): step results still in flight are recorded,
   // no new step starts. Safe on any thread; tests wait on it instead of sleeping.
   [[nodiscard]] bool halted() const { return haltedForReaders_.load(); }

@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <fmt/ranges.h>
-#include <mutex>
 #include <map>
 #include <memory>
 #include <random>
@@ -70,7 +68,7 @@ class GatedHosts final : public HostAgents {
   Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& o = {}) override {
     return gate_.pass<Result<HostRelease>>(describe("release on " + host, change.devices), [&] { return inner_.release(host, change, o); });
   }
-  // Activity samples change nothing: not gated (the simulation asks for them itself, on its own thread).
+  // Activity samples change nothing: not gated (the simulation asks for them itself).
   bool canReportActivity(const HostId& host) const override { return inner_.canReportActivity(host); }
   Result<std::vector<GpuActivity>> activity(const HostId& host, const std::vector<Binding>& gpus, const CallOptions& o = {}) override {
     return inner_.activity(host, gpus, o);
@@ -88,7 +86,8 @@ constexpr int kTeamASystems = 3;
 
 class Simulation {
  public:
-  explicit Simulation(const SimOptions& o) : options_(o), rng_(o.seed), clock_(1'800'000'000'000'000'000) {}
+  explicit Simulation(const SimOptions& o)
+      : options_(o), rng_(o.seed), clock_(1'800'000'000'000'000'000), gate_([this](const std::string& call) { return fateOf(call); }) {}
 
   SimReport run() {
     report_.seed = options_.seed;
@@ -161,8 +160,9 @@ class Simulation {
     if (!store) return violation("set-up: cannot create the store");
     store_ = std::move(*store);
     gatedSwitch_ = std::make_unique<GatedSwitch>(*driver_, gate_);
-    EngineOptions eo{.driverThreads = 16, .switchCallTimeout = 1h, .hostCallTimeout = 1h, .fabricPollInterval = 0ms,
-                     .reconcileInterval = 0ms, .pruneInterval = 0ms};
+    // Stepped (ADR 0026): this thread is the control thread, and the switch and host calls wait until act() picks one.
+    EngineOptions eo{.switchCallTimeout = 1h, .hostCallTimeout = 1h, .fabricPollInterval = 0ms, .reconcileInterval = 0ms, .pruneInterval = 0ms};
+    eo.stepped = true;
     eo.retryBackoff = 0ms;  // retries at once: a seed's schedule stays the same (the backoff's jitter is random)
     eo.deadlineInterval = 0ms;  // leases and queue timeouts end only when the simulation says, on its clock
     eo.quotas["team-a"] = TenantQuota{.maxGpus = kTeamAGpus, .maxSystems = kTeamASystems};
@@ -176,14 +176,6 @@ class Simulation {
     for (const auto& h : topology.hosts)
       for (const auto& u : h.upstreamPorts) hostOfPort_[u.portId] = h.id;
     if (auto r = engine_->start(); !r) return violation("set-up: the engine did not start: " + r.error().message);
-    // Every change the engine makes on its own (an admission from the queue, the decompose a lease's end
-    // started, and how it ended) wakes the settling check: its events come after the view that counts it.
-    events_ = engine_->subscribe();
-    events_->setListener([this] {
-      while (events_->tryNext()) {
-      }
-      gate_.poke();
-    });
     gate_.hold();
     return true;
   }
@@ -202,26 +194,30 @@ class Simulation {
 
   void act() {
     clock_.advance(std::chrono::milliseconds(1 + pick(50)));
-    const auto pending = gate_.pending();
+    const std::size_t waiting = engine_->waitingCalls();
     const int roll = pick(100);
-    if (!pending.empty() && (roll < 50 || running() >= 6)) return decide(pending);
+    if (waiting > 0 && (roll < 50 || running() >= 6)) return decide(waiting);
     if (roll < 86) return submit();
     if (roll < 89) return expireDeadlines();
     if (roll < 91 && hosts_) return sampleActivity();
-    if (roll < 96 && reconciling_ == 0) return reconcile();
-    if (!pending.empty()) return decide(pending);
+    if (roll < 96) return reconcile();
+    if (waiting > 0) return decide(waiting);
     submit();
   }
 
-  void decide(const std::vector<std::string>& pending) {
-    const std::string& call = pending[static_cast<std::size_t>(pick(static_cast<int>(pending.size())))];
-    const int roll = pick(100);
+  // One of the waiting switch or host calls runs now; fateOf() decides how it goes as it reaches the gate.
+  void decide(std::size_t waiting) { (void)engine_->runCall(static_cast<std::size_t>(pick(static_cast<int>(waiting)))); }
+
+  // The fate of a call reaching the gate: drawn from the seed, or pass while draining.
+  Fate fateOf(const std::string& call) {
+    const int roll = draining_ ? 0 : pick(100);
     Fate fate = roll < 76 ? Fate::kPass : roll < 88 ? Fate::kFail : Fate::kLoseReply;
     // A refused host call is an agent restarting (it misses the call); the trace says so.
     const bool hostCall = call.rfind("admit", 0) == 0 || call.rfind("release", 0) == 0;
     if (fate != Fate::kPass) ++report_.faults;
-    note(fmt::format("{} {}", fate == Fate::kPass ? "pass" : fate == Fate::kFail ? (hostCall ? "agent-restart" : "fail") : "lose-reply", call));
-    gate_.decide(call, fate);
+    note(fmt::format("{}{} {}", draining_ ? "drain: " : "",
+                     fate == Fate::kPass ? "pass" : fate == Fate::kFail ? (hostCall ? "agent-restart" : "fail") : "lose-reply", call));
+    return fate;
   }
 
   // Live systems by name, as the engine has them.
@@ -282,9 +278,8 @@ class Simulation {
     EngineClient(*engine_).run<Operation>(std::move(call), [this, what, mustRefuse](Result<Operation> r) { answered(what, mustRefuse, std::move(r)); });
   }
 
-  // On the control thread: a request was answered.
+  // On the control thread (this one, stepping): a request was answered.
   void answered(const std::string& what, bool mustRefuse, Result<Operation> r) {
-    std::lock_guard lock(mutex_);
     if (!r) {
       ++report_.refused;
       answers_.push_back(fmt::format("{}: refused {}", what, codeName(r.error().code)));
@@ -298,27 +293,19 @@ class Simulation {
       running_[r->id] = r->tenant;  // queued ones too: once admitted they reserve devices as their own
       if (r->state == OperationState::kQueued) ++report_.queued;
       engine_->waitOperation(r->id, 24h, [this](Result<Operation> done) {
-        {
-          std::lock_guard lock(mutex_);
-          if (done && done->finished() && running_.erase(done->id))
-            (done->state == OperationState::kSucceeded ? report_.succeeded : report_.failed)++;
-        }
-        gate_.poke();
+        if (done && done->finished() && running_.erase(done->id))
+          (done->state == OperationState::kSucceeded ? report_.succeeded : report_.failed)++;
       });
     }
     --requests_;
-    gate_.poke();
   }
 
+  // Compares the store with the switch now, between steps: refused while a step's call waits (the engine's
+  // rule), else its read of the switch meets the gate like any other call.
   void reconcile() {
     ++report_.reconciles;
-    ++reconciling_;
     note("reconcile");
-    threads_.emplace_back([this] {
-      (void)engine_->reconcile();
-      --reconciling_;
-      gate_.poke();
-    });
+    (void)engine_->reconcile();
   }
 
   // Operations running now, as the engine's published view counts them: what the simulation accepted,
@@ -364,29 +351,22 @@ class Simulation {
     for (const auto& op : *started) note(fmt::format("reclaim: {} detaches idle GPUs of {}", op.id, op.systemId));
   }
 
-  // Waits until every request is answered and every running operation and reconcile waits at the gate:
-  // nothing moves until the next decision.
+  // Runs the control thread's tasks until none is ready: then every request must be answered and every running
+  // operation must wait for its one switch or host call, so that nothing moves until the next decision.
   bool settle() {
-    const bool settled = gate_.waitUntil(
-        [this](std::size_t waiting) {
-          return requests_.load() == 0 && static_cast<int>(waiting) == running() + reconciling_.load();
-        },
-        10s);
-    if (!settled)
-      return violation(fmt::format("stuck: {} request(s) unanswered, {} operation(s) running, {} reconcile(s), calls waiting: {}",
-                                   requests_.load(), running(), reconciling_.load(), fmt::join(gate_.pending(), "; ")));
+    while (engine_->stepControl()) {
+    }
+    if (requests_ != 0 || static_cast<int>(engine_->waitingCalls()) != running())
+      return violation(fmt::format("stuck: {} request(s) unanswered, {} operation(s) running, {} call(s) waiting", requests_, running(),
+                                   engine_->waitingCalls()));
     return true;
   }
 
   void check(bool idle) {
     ++report_.checks;
-    std::map<OperationId, std::string> running;
+    const std::map<OperationId, std::string>& running = running_;
     std::vector<std::string> crossings;
-    {
-      std::lock_guard lock(mutex_);
-      running = running_;
-      crossings.swap(crossings_);
-    }
+    crossings.swap(crossings_);
     for (auto& c : crossings) violation(std::move(c));
     auto live = engine_->listSystems();
     auto devices = engine_->listDevices();
@@ -483,15 +463,13 @@ class Simulation {
     return b;
   }
 
-  // Lets everything finish: the waiting calls pass one at a time (so that arrivals stay in a fixed order),
-  // until nothing runs.
+  // Lets everything finish: the waiting calls pass one at a time, the oldest first, until nothing runs.
   void drain() {
+    draining_ = true;
     for (int round = 0; round < 10'000; ++round) {
-      const auto pending = gate_.pending();
-      if (pending.empty() && running() == 0 && reconciling_ == 0) break;
-      if (pending.empty()) return (void)violation("3: operations run but none waits at the gate");
-      note("drain: pass " + pending.front());
-      gate_.decide(pending.front(), Fate::kPass);
+      if (engine_->waitingCalls() == 0 && running() == 0) break;
+      if (engine_->waitingCalls() == 0) return (void)violation("3: operations run but none waits for a call");
+      (void)engine_->runCall(0);
       if (!settle()) return;
     }
     if (running() != 0) violation(fmt::format("3: {} operation(s) never ended", running()));
@@ -500,13 +478,9 @@ class Simulation {
 
   void finish() {
     gate_.open();
-    threads_.clear();
-    engine_->stop(std::chrono::seconds(0));
+    if (engine_) engine_->stop(std::chrono::seconds(0));
     std::string state = report_.trace;
-    {
-      std::lock_guard lock(mutex_);
-      for (const auto& a : answers_) state += a + "\n";
-    }
+    for (const auto& a : answers_) state += a + "\n";
     if (auto b = report_.unjudged.empty() ? observeSwitch() : Result<std::vector<Binding>>(std::vector<Binding>{}))
       for (const auto& x : *b) state += x.deviceId + ">" + x.upstreamPortId + "\n";
     std::uint64_t h = 1469598103934665603ull;
@@ -528,12 +502,9 @@ class Simulation {
   std::unique_ptr<GatedSwitch> gatedSwitch_;
   std::unique_ptr<GatedHosts> gatedHosts_;
   std::unique_ptr<Engine> engine_;
-  std::shared_ptr<EventStream> events_;
-  std::vector<std::jthread> threads_;
   std::map<PortId, HostId> hostOfPort_;
-  std::atomic<int> reconciling_{0};
-  std::atomic<int> requests_{0};
-  std::mutex mutex_;  // the engine's control thread writes what follows; the simulation reads it
+  int requests_ = 0;     // asked and not yet answered
+  bool draining_ = false;  // every call passes
   std::map<OperationId, std::string> running_;  // accepted and not finished, with their tenant
   std::vector<std::string> answers_;
   std::vector<std::string> crossings_;

@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "composer/engine/elastic_executor.h"
 
@@ -70,6 +71,24 @@ TEST(ElasticExecutor, ReusesIdleThreads) {
     for (int spin = 0; spin < 10'000 && executor.idleThreads() < executor.threads(); ++spin) std::this_thread::sleep_for(1ms);
   }
   EXPECT_EQ(executor.threads(), 1u) << "calls one after another run on one thread";
+}
+
+// A stepped engine's executor: nothing runs until the caller runs it, in the order the caller picks.
+TEST(ElasticExecutor, AManualOneRunsTheQueuedWorkTheCallerPicksOnItsThread) {
+  auto executor = ElasticExecutor::manual();
+  std::vector<int> ran;
+  for (int i = 0; i < 4; ++i) executor->post([&ran, i] { ran.push_back(i); });
+  EXPECT_EQ(executor->queued(), 4u);
+  EXPECT_TRUE(ran.empty()) << "no thread of its own";
+  EXPECT_TRUE(executor->runOne(2));
+  EXPECT_TRUE(executor->runOne());
+  EXPECT_FALSE(executor->runOne(2)) << "two are left";
+  EXPECT_TRUE(executor->runOne(1));
+  EXPECT_EQ(executor->queued(), 1u);
+  EXPECT_EQ(ran, (std::vector<int>{2, 0, 3}));
+  executor->join();
+  EXPECT_EQ(executor->queued(), 0u) << "join drops what a manual executor still holds";
+  EXPECT_EQ(ran.size(), 3u);
 }
 
 }  // namespace
