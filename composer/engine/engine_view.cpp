@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "composer/engine/engine.h"
+#include "composer/model/fail_points.h"
 
 namespace switchyard {
 
@@ -18,7 +19,10 @@ void Engine::flush() {
   if (queue_.dirty() && state_) admitQueued();
   // Group commit (group_commit.h): with a task queued behind this one, its commit point is that task's too; not
   // once the loop is stopping (stop() waits for this task's answer before it runs what is still queued).
-  if (!control_->stopped() && commits_.deferCommitPoint()) return;
+  if (!control_->stopped() && commits_.deferCommitPoint()) {
+    if (failpoints::armed()) failpoints::crashPoint("commit.deferred");  // a batch is open: nobody heard of its tasks
+    return;
+  }
   (void)writeStaged();  // a failure halts the engine and marks what waited for it refused
   publishView();
   // Delivering may add to the outbox (a completion that posts nothing, a listener): take turns until empty;

@@ -38,7 +38,7 @@ bool knownName(std::string_view name) {
 }  // namespace
 
 std::vector<std::string> fixedPoints() {
-  return {"accept.after-persist", "queue.after-admit", "operation.after-finish", "store.before-commit", "store.after-commit"};
+  return {"accept.after-persist", "queue.after-admit", "operation.after-finish", "commit.deferred", "store.before-commit", "store.after-commit"};
 }
 
 Result<std::string> configure(std::string_view spec) {
@@ -67,8 +67,8 @@ Result<std::string> configure(std::string_view spec) {
       return fail(Code::kInvalidArgument, fmt::format("fail point '{}': the action is crash or error", item));
     if (!knownName(name))
       return fail(Code::kInvalidArgument, fmt::format("fail point '{}': no such point (accept.after-persist, queue.after-admit, step.<kind>.before, "
-                                                      "step.<kind>.after-call, operation.after-finish, store.before-commit, "
-                                                      "store.after-commit)",
+                                                      "step.<kind>.after-call, operation.after-finish, commit.deferred, "
+                                                      "store.before-commit, store.after-commit)",
                                                       name));
     armed.crash = action == "crash";
     {

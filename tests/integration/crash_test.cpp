@@ -15,8 +15,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 
 #include "tests/integration/daemon_fixture.h"
 #include "tests/support/jackrabbit_cse.h"
@@ -387,6 +389,66 @@ TEST_F(CrashTest, TheCheckerSeesABindingTheStoreDoesNotKnow) {
   const auto bad = invariants();
   ASSERT_EQ(bad.size(), 1u);
   EXPECT_EQ(bad[0].rfind("2: the switch holds 2 binding(s) and the store's systems 1", 0), 0u) << bad[0];
+}
+
+// Group commit (ADR 0035): yardd killed while a commit point waits for the task queued behind it, with eight
+// clients asking at once: composes that may wait in the queue (each accepted at once: bound or queued) and
+// decomposes of what they got (a queued one's cancels it). After the restart the pool is consistent, every
+// operation a client was told of is in the store, and one it was told had ended ended so: nobody heard of a task
+// whose writes died with the batch.
+TEST_F(CrashTest, ClientsAtOnceKilledWithAGroupCommitOpenLoseNothingTheyWereTold) {
+  reset();
+  ASSERT_TRUE(daemon_->start(args("commit.deferred=crash@10"))) << daemon_->log();
+  channel_ = grpc::CreateChannel(daemon_->address(), grpc::InsecureChannelCredentials());
+  stub_ = pb::Switchyard::NewStub(channel_);
+  std::mutex mutex;
+  std::vector<pb::Operation> told;  // the operations as answers said they were
+  auto ask = [&](auto method, const auto& request) {
+    pb::Operation op;
+    grpc::Status s = as("bob", method, request, op);
+    if (s.ok()) {
+      std::lock_guard lock(mutex);
+      told.push_back(op);
+    }
+    return s.error_code() != grpc::StatusCode::UNAVAILABLE && s.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED;  // false: yardd died
+  };
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 8; ++c)
+    clients.emplace_back([&, c] {
+      for (int i = 0; i < 200; ++i) {
+        pb::ComposeRequest r;
+        r.set_name(fmt::format("c{}-{}", c, i));
+        r.mutable_gpus()->set_count(1 + (i % 2));
+        r.set_queue(true);
+        if (!ask(&pb::Switchyard::Stub::Compose, r)) return;
+        pb::DecomposeRequest d;
+        d.set_system(fmt::format("c{}-{}", c, i > 0 ? i - 1 : i));
+        if (!ask(&pb::Switchyard::Stub::Decompose, d)) return;
+      }
+    });
+  for (auto& t : clients) t.join();
+  ASSERT_TRUE(daemon_->waitExit(10s)) << "no commit point waited for another task in 8 x 400 requests at once";
+  ASSERT_EQ(daemon_->signaled(), SIGKILL) << daemon_->log();
+  ASSERT_NE(daemon_->log().find("fail point"), std::string::npos) << daemon_->log();
+
+  startDaemon(args(""));
+  for (const auto& v : invariants()) ADD_FAILURE() << v;
+  pb::ListOperationsRequest lo;
+  lo.set_limit(10'000);
+  pb::ListOperationsResponse ops;
+  ASSERT_TRUE(as("ops", &pb::Switchyard::Stub::ListOperations, lo, ops).ok());
+  std::map<std::string, pb::Operation> stored;
+  for (const auto& op : ops.operations()) stored[op.id()] = op;
+  EXPECT_FALSE(told.empty()) << "some requests were answered before the kill";
+  for (const auto& op : told) {
+    auto it = stored.find(op.id());
+    if (it == stored.end()) {
+      ADD_FAILURE() << op.id() << " was answered but is not in the store";
+    } else if (op.done()) {
+      EXPECT_TRUE(it->second.done()) << op.id() << " was answered as ended but is not in the store";
+      EXPECT_EQ(it->second.state(), op.state()) << op.id() << " was answered as ended one way and the store says another";
+    }
+  }
 }
 
 TEST_F(CrashTest, RandomFailPointsLongMode) {
