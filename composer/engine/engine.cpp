@@ -334,8 +334,10 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
   };
   postToControl([this, id, timeout, wait](bool running) {
     if (!running) return;  // the wait is dropped: kAborted
+    // Answered here, before this task's commit point: the store and the view first show what the batch's tasks
+    // before it did (an operation that ended in one of them, group_commit.h).
+    commitNow();
     if (runner_->find(id) == nullptr && !queue_.contains(id)) {
-      (void)writeStaged();  // an operation that ended in a task of this batch: the store has its end
       auto stored = store_.getOperation(id);
       if (!stored) return OperationWaiters::answer(*wait, fail(stored.error()));
       if (!*stored) return OperationWaiters::answer(*wait, fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)));
@@ -348,7 +350,7 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
       if (const Operation* op = runner_->find(id)) return OperationWaiters::answer(*wait, *op);
     waiters_.add(id, wait, timeout, [this, id](OperationWaiters::Wait& w) {  // its time is up: as it stands
       CommitPoint commit{*this};
-      (void)writeStaged();  // as it stands in the store too: a batch still open holds the tasks before this one
+      commitNow();  // as it stands in the store and the view too: a batch still open holds the tasks before this one
       if (const Operation* op = runner_->find(id)) return OperationWaiters::answer(w, *op);
       if (const Operation* op = queue_.find(id)) return OperationWaiters::answer(w, *op);
       if (standby_.on()) {  // still running on the leader as far as the store said
@@ -472,6 +474,11 @@ Result<void> Engine::persist(Mutation& m) {
   publish(m.events);  // delivered at the commit point, in order with the task's other deliveries, once written
   if (commits_.stage(m)) return writeStaged();
   return {};
+}
+
+void Engine::commitNow() {
+  (void)writeStaged();
+  publishView();
 }
 
 Result<void> Engine::writeStaged() {

@@ -288,6 +288,8 @@ class Engine {
   }
   // Writes the staged batch (group_commit.h) now; on failure the engine halts and what waited for it is refused.
   Result<void> writeStaged();
+  // writeStaged(), then publishes the view: before an answer given inside a task rather than at its commit point.
+  void commitNow();
   // A switch or host call: `call` runs on a driver thread (stop() waits for it) and returns what then runs on the
   // control thread with its result, as a task of its own that ends at a commit point.
   void callOffControl(std::function<std::function<void()>()> call);

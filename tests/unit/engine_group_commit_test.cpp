@@ -141,5 +141,31 @@ TEST_F(GroupCommitTest, AFailedGroupWriteRefusesEveryAnswerThatWaitedForItAndPub
   EXPECT_TRUE(fabricBindings().empty()) << "no bind started after the failed write";
 }
 
+// An answer given inside a task, not at its commit point (a wait for an operation that already ended), comes
+// after the view and the store show that end, even when it ended in a task of the same batch.
+TEST_F(GroupCommitTest, AWaitForAnOperationThatEndedEarlierInTheBatchIsAnsweredOnceTheViewShowsItsEnd) {
+  start();
+  for (int h = 0; h < 4; ++h) compose("full-" + std::to_string(h), 4);  // every host serves a system
+  ComposeRequest waits = gpuCompose("waits", 1);
+  waits.queue = true;
+  auto queued = engine_->compose(Caller::local(), waits);
+  ASSERT_TRUE(queued) << queued.error().message;
+  ASSERT_EQ(queued->state, OperationState::kQueued);
+
+  EngineClient client(*engine_);
+  holdControlThread(client);
+  client.run<Operation>([](EngineCore& core) { return core.cancelQueued(Caller::local(), "waits"); }, [](Result<Operation>) {});
+  std::promise<std::string> answered;  // what the view showed when the answer came
+  engine_->waitOperation(queued->id, 10s, [&](Result<Operation> done) {
+    const auto view = engine_->view();
+    answered.set_value(!done ? done.error().message
+                       : !done->finished() ? "not ended"
+                       : !view->queue->empty() ? "the view still shows it queued"
+                                               : "");
+  });
+  release();
+  EXPECT_EQ(answered.get_future().get(), "");
+}
+
 }  // namespace
 }  // namespace switchyard
