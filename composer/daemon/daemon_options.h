@@ -25,6 +25,7 @@ struct DaemonOptions {
   std::filesystem::path dbPath;  // default: <state-dir>/yard.db
   bool adoptFabric = false;       // start on a store another fabric made (EngineOptions::adoptFabric)
   std::string durability = "normal";
+  std::size_t groupCommitTasks = 32;  // EngineOptions::groupCommitTasks
   std::filesystem::path topologyFile;
   int generateGpus = 0;
   std::string driver = "simulated";  // simulated | redfish | switchtec | cxl | qemu
@@ -173,6 +174,11 @@ inline void addDaemonOptions(CLI::App& app, DaemonOptions& o) {
   app.add_option("--durability", o.durability,
                  "normal: WAL + synchronous=NORMAL, survives kill -9 (default); full: fsync every commit, survives power loss")
       ->check(CLI::IsMember({"normal", "full"}))->capture_default_str();
+  app.add_option("--group-commit", o.groupCommitTasks,
+                 "The most requests and step results, each queued behind the one before, whose store writes go in one "
+                 "transaction; each is answered only once that transaction is written (docs/adr/0035-group-commit.md). 1: every "
+                 "one writes alone")
+      ->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--topology", o.topologyFile, "Simulated fabric topology (JSON); default: the embedded two-chassis pool")
       ->check(CLI::ExistingFile);
   app.add_option("--generate-gpus", o.generateGpus, "Simulate a generated pool of N GPUs (16 per switch, 4 switches per fabric)")

@@ -123,6 +123,7 @@ Result<EngineOptions> engineOptionsOf(const DaemonOptions& o, std::shared_ptr<co
   SY_ASSIGN(options.admission, admission::buildProfile(o.admissionProfile, o.admissionQueueSort));
   spdlog::info("admission profile {}", options.admission->describe());
   options.driverThreads = o.driverThreads;
+  options.groupCommitTasks = o.groupCommitTasks;
   options.adoptFabric = o.adoptFabric;
   options.switchCallTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.switchTimeoutSeconds * 1000));
   options.hostCallTimeout = std::chrono::milliseconds(static_cast<std::int64_t>(o.hostTimeoutSeconds * 1000));

@@ -39,6 +39,22 @@ TEST_F(DaemonTest, ASecondYarddOnTheSameStateDirectoryRefusesToStartNamingTheFir
   EXPECT_TRUE(second.startProgram({"--listen", "127.0.0.1:0", "--plaintext", "--state-dir", dir_.path().string()})) << second.log();
 }
 
+// Group commit (ADR 0035) is on by default; `--group-commit 1` turns it off, and a bound outside 1-1024 is refused
+// at start naming the flag.
+TEST_F(DaemonTest, GroupCommitCanBeTurnedOffAndAnImpossibleBoundIsRefusedAtStart) {
+  testing::TempDir elsewhere;
+  testing::DaemonProcess refused(YARDD_PATH, elsewhere.path());
+  EXPECT_FALSE(refused.startProgram({"--listen", "127.0.0.1:0", "--plaintext", "--state-dir", elsewhere.path().string(), "--group-commit", "0"}));
+  EXPECT_TRUE(refused.waitExit(10s));
+  EXPECT_NE(refused.exitCode(), 0);
+  EXPECT_NE(refused.log().find("--group-commit"), std::string::npos) << refused.log();
+
+  startDaemon({"--group-commit", "1"});
+  const auto composed = yardctl("compose alone --gpus 2");
+  EXPECT_EQ(composed.exitCode, 0) << composed.err;
+  EXPECT_EQ(yardctl("decompose alone").exitCode, 0);
+}
+
 TEST_F(DaemonTest, ASecondYarddOnTheSamePortFailsToListenInsteadOfSharingIt) {
   startDaemon();
   testing::TempDir elsewhere;
