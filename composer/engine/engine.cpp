@@ -486,11 +486,13 @@ Result<void> Engine::writeStaged() {
     outboxWritten_ = outbox_.size();
     return {};
   }
+  const std::size_t tasks = commits_.tasks();
   Mutation batch = commits_.take();
   const auto started = std::chrono::steady_clock::now();
   auto written = store_.write(batch.writes, writerEpoch_);
   if (options_.metrics) {
     options_.metrics->storeWriteSeconds.observe({}, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    options_.metrics->storeWriteTasks.add({}, static_cast<double>(tasks));
     if (!written) options_.metrics->storeWriteErrors.add({});
   }
   if (auto& r = written; !r) {

@@ -56,6 +56,8 @@ class GroupCommit {
     return true;
   }
   [[nodiscard]] bool empty() const { return staged_.writes.empty(); }
+  // The tasks whose writes the batch holds: those whose commit point waited, and the one writing it now.
+  [[nodiscard]] std::size_t tasks() const { return tasks_ + 1; }
   // The batch, to write now; the next one starts empty.
   [[nodiscard]] Mutation take() {
     tasks_ = 0;

@@ -18,6 +18,10 @@ EngineMetrics::EngineMetrics()
                               {"kind"})),
       storeWriteSeconds(registry.histogram("switchyard_store_write_duration_seconds", "Latency of one store transaction.", {})),
       storeWriteErrors(registry.counter("switchyard_store_write_errors_total", "Store transactions that failed.", {})),
+      storeWriteTasks(registry.counter("switchyard_store_write_tasks_total",
+                                       "Control-thread tasks whose writes went to the store; divided by the transactions "
+                                       "(switchyard_store_write_duration_seconds_count), the tasks that shared each (group commit).",
+                                       {})),
       queued(registry.counter("switchyard_queue_entered_total", "Compose requests that waited in the queue, by priority class.", {"class"})),
       queueWaitSeconds(registry.histogram("switchyard_queue_wait_seconds",
                                           "Time a request spent in the queue, by priority class and outcome (admitted, left).",

@@ -21,6 +21,7 @@ struct EngineMetrics {
   CounterFamily& drifts;              // {kind}: disagreements found by reconcile (first sightings)
   HistogramFamily& storeWriteSeconds; // {}: one transaction
   CounterFamily& storeWriteErrors;    // {}
+  CounterFamily& storeWriteTasks;     // {}: control-thread tasks whose writes went in a transaction (group commit)
   CounterFamily& queued;              // {class}: composes that went into the queue
   HistogramFamily& queueWaitSeconds;  // {class, outcome}: time in the queue; outcome admitted|left (cancelled, timed out)
   HistogramFamily& queuePassSeconds;  // {}: one admission pass over the queue

@@ -52,11 +52,13 @@ class GroupCommitTest : public EngineTest {
     std::vector<std::promise<void>> done(static_cast<std::size_t>(n));
     holdControlThread(client);
     writesBefore_ = metrics_->storeWriteSeconds.count({});
+    tasksBefore_ = metrics_->storeWriteTasks.value({});
     for (int i = 0; i < n; ++i)
       client.run<Operation>([i](EngineCore& core) { return core.compose(Caller::local(), gpuCompose("job-" + std::to_string(i), 1)); },
                             [&, i](Result<Operation> op) {
                               Answer a{std::move(op)};
                               a.writesWhenAnswered = metrics_->storeWriteSeconds.count({}) - writesBefore_;
+                              tasksWhenAnswered_ = metrics_->storeWriteTasks.value({}) - tasksBefore_;
                               if (a.op) {
                                 auto stored = (*reader)->getOperation(a.op->id);
                                 a.inStoreWhenAnswered = stored && stored->has_value();
@@ -75,6 +77,7 @@ class GroupCommitTest : public EngineTest {
   std::shared_ptr<metrics::EngineMetrics> metrics_ = std::make_shared<metrics::EngineMetrics>();
   std::size_t groupCommitTasks_ = 32;
   std::uint64_t writesBefore_ = 0;
+  double tasksBefore_ = 0, tasksWhenAnswered_ = 0;
   std::promise<void> open_;
   std::shared_future<void> opened_ = open_.get_future().share();
 };
@@ -91,6 +94,7 @@ TEST_F(GroupCommitTest, ComposesQueuedBehindEachOtherAreWrittenTogetherAndEachIs
   // Answered at one commit point, inline on the control thread, before any bind's result was recorded.
   for (const auto& a : answers)
     EXPECT_EQ(a.writesWhenAnswered, 1u) << "the four acceptances queued behind each other were written in one transaction";
+  EXPECT_EQ(tasksWhenAnswered_, 4.0) << "and the metric says four tasks shared it";
   for (const auto& a : answers) EXPECT_EQ(engine_->waitOperation(a.op->id, 10s)->state, OperationState::kSucceeded) << a.op->id;
   EXPECT_EQ(fabricBindings().size(), 4u);
 
