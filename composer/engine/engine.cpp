@@ -483,7 +483,7 @@ void Engine::commitNow() {
 
 Result<void> Engine::writeStaged() {
   if (commits_.empty()) {
-    outboxWritten_ = outbox_.size();
+    outbox_.written();
     return {};
   }
   const std::size_t tasks = commits_.tasks();
@@ -499,9 +499,7 @@ Result<void> Engine::writeStaged() {
     // The engine has stopped taking work: callers get what checkAccepting() tells the ones after them. What waited
     // for these writes is refused; what halting adds after them (the waits, answered as they stand) is not.
     const Error refused{Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", r.error().message)};
-    for (std::size_t i = outboxWritten_; i < outbox_.size(); ++i)
-      if (!outbox_[i].failed) outbox_[i].failed = refused;
-    outboxWritten_ = outbox_.size();
+    outbox_.failed(refused);
     events_.unmake(batch.events.size());
     numbers_.auditNotWritten(static_cast<std::uint64_t>(std::count_if(
         batch.writes.begin(), batch.writes.end(), [](const StoreWrite& w) { return std::holds_alternative<PutAudit>(w); })));
@@ -509,7 +507,7 @@ Result<void> Engine::writeStaged() {
     return std::unexpected(refused);
   }
   events_.stored();
-  outboxWritten_ = outbox_.size();
+  outbox_.written();
   return {};
 }
 

@@ -55,6 +55,7 @@
 #include "composer/engine/idle_reclaim.h"
 #include "composer/engine/lease_watch.h"
 #include "composer/engine/operation_waiters.h"
+#include "composer/engine/outbox.h"
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
 #include "composer/engine/request_queue.h"
@@ -228,11 +229,9 @@ class Engine {
   bool step();
   // step() until nothing is waiting; how many steps ran.
   std::size_t runUntilIdle();
-  // A stepped engine: runs the next ready control-thread task only; false when none is ready (the switch and
-  // host calls wait). With the two below, a test chooses which waiting call runs next (the deterministic
-  // simulation, tests/sim/).
+  // A stepped engine: the next ready control task only (false: none); the switch and host calls waiting, and running
+  // the one at `index` (0: the oldest). A test picks which call runs next (the deterministic simulation, tests/sim/).
   bool stepControl();
-  // A stepped engine: the switch and host calls waiting to run, and running the one at `index` (0: the oldest).
   [[nodiscard]] std::size_t waitingCalls() const;
   bool runCall(std::size_t index);
   // True once stop() has halted the engine (its grace is over): step results still in flight are recorded,
@@ -281,14 +280,10 @@ class Engine {
     CommitPoint& operator=(const CommitPoint&) = delete;
     ~CommitPoint() { engine.flush(); }
   };
-  // Runs `deliver` at the task's commit point, once what the task wrote is in the store and the view is published;
-  // if that write fails, `refused` instead (with why the engine stopped), or nothing when it is empty.
-  void toOutbox(std::function<void()> deliver, std::function<void(const Error&)> refused = {}) {
-    outbox_.push_back(Delivery{std::move(deliver), std::move(refused), std::nullopt});
-  }
-  // Writes the staged batch (group_commit.h) now; on failure the engine halts and what waited for it is refused.
+  // Runs `deliver` at the task's commit point, once what it wrote is in the store and the view is published (outbox.h).
+  void toOutbox(std::function<void()> deliver, Outbox::Refusal refused = {}) { outbox_.add(std::move(deliver), std::move(refused)); }
+  // Writes the staged batch now (group_commit.h; a failure halts and refuses what waited); commitNow also publishes the view.
   Result<void> writeStaged();
-  // writeStaged(), then publishes the view: before an answer given inside a task rather than at its commit point.
   void commitNow();
   // A switch or host call: `call` runs on a driver thread (stop() waits for it) and returns what then runs on the
   // control thread with its result, as a task of its own that ends at a commit point.
@@ -594,14 +589,8 @@ class Engine {
   StandbyReplica standby_;  // a standby's engine (reads only): the leader, what its pool was built from
   bool halted_ = false;  // after stop's grace: record step results but start no new steps
   std::atomic<bool> haltedForReaders_{false};  // halted_, for halted() on other threads
-  struct Delivery {
-    std::function<void()> deliver;
-    std::function<void(const Error&)> refused;
-    std::optional<Error> failed;  // the write it waited for failed
-  };
-  std::vector<Delivery> outbox_;  // delivered by flush()
-  std::size_t outboxWritten_ = 0;  // outbox_'s first entries whose writes are in the store
-  GroupCommit commits_{options_.stepped ? 1 : options_.groupCommitTasks};  // the writes of the tasks since the last commit point, written there at once
+  Outbox outbox_;  // what the tasks hand out at their commit point (flush), once written
+  GroupCommit commits_{options_.stepped ? 1 : options_.groupCommitTasks};  // the writes of the tasks since the last commit point
   const PoolState* viewState_ = nullptr;        // the state the published view was built from
   mutable std::mutex viewMutex_;                // guards view_ (a pointer swap; readers copy the pointer)
   std::shared_ptr<const PoolView> view_;

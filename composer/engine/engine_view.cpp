@@ -28,12 +28,7 @@ void Engine::flush() {
   // Delivering may add to the outbox (a completion that posts nothing, a listener): take turns until empty;
   // whatever a delivery wrote is written before the deliveries after it.
   while (!outbox_.empty()) {
-    auto items = std::exchange(outbox_, {});
-    outboxWritten_ = 0;
-    for (auto& d : items) {
-      if (!d.failed) d.deliver();
-      else if (d.refused) d.refused(*d.failed);
-    }
+    outbox_.deliverTurn();
     (void)writeStaged();
   }
 }

@@ -17,6 +17,7 @@
 #include "composer/engine/lease_watch.h"
 #include "composer/engine/numbering.h"
 #include "composer/engine/operation_waiters.h"
+#include "composer/engine/outbox.h"
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
 #include "composer/engine/recent_use.h"
@@ -470,6 +471,34 @@ TEST_F(OperationWaitersTest, TakingAnOperationsWaitsAnswersEachOnceWithItAndStop
   EXPECT_EQ(waiters_.waitedFor(), std::vector<OperationId>{"op-2"});
   io_.run_for(std::chrono::milliseconds(20));
   EXPECT_EQ(timeouts, 0) << "their timers were stopped";
+}
+
+// What the tasks hand out at their commit point: in order, once written; after a failed write, refused (or dropped
+// when there is no refusal) from the last write that reached the store on; what a turn adds waits for the next.
+TEST(Outbox, EntriesRunInOrderOnceWrittenAndThoseAfterAFailedWriteAreRefused) {
+  Outbox outbox;
+  std::vector<std::string> log;
+  auto entry = [&](std::string name, bool refusable) {
+    outbox.add([&log, name] { log.push_back(name); },
+               refusable ? Outbox::Refusal([&log, name](const Error& e) { log.push_back(name + " refused: " + e.message); }) : Outbox::Refusal{});
+  };
+  entry("answer a", true);
+  outbox.written();  // a's write reached the store
+  entry("event b", false);
+  entry("answer c", true);
+  outbox.failed(Error{Code::kUnavailable, "store failed"});
+  outbox.add([&] {
+    log.push_back("wait d");
+    entry("later e", true);  // added while delivering
+  });
+  ASSERT_FALSE(outbox.empty());
+  outbox.deliverTurn();
+  EXPECT_EQ(log, (std::vector<std::string>{"answer a", "answer c refused: store failed", "wait d"})) << "b is dropped, d came after the failure";
+  ASSERT_FALSE(outbox.empty()) << "e waits for the next turn";
+  outbox.written();
+  outbox.deliverTurn();
+  EXPECT_EQ(log.back(), "later e");
+  EXPECT_TRUE(outbox.empty());
 }
 
 // The write of an operation's end failed (group commit): its waits hear why, not an end the store never got.
