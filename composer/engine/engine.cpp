@@ -334,10 +334,10 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
   };
   postToControl([this, id, timeout, wait](bool running) {
     if (!running) return;  // the wait is dropped: kAborted
-    // Answered here, before this task's commit point: the store and the view first show what the batch's tasks
-    // before it did (an operation that ended in one of them, group_commit.h).
-    commitNow();
+    // An answer here comes before this task's commit point: the store and the view first show what the batch's
+    // tasks before it did (the operation may have ended in one of them, group_commit.h).
     if (runner_->find(id) == nullptr && !queue_.contains(id)) {
+      commitNow();
       auto stored = store_.getOperation(id);
       if (!stored) return OperationWaiters::answer(*wait, fail(stored.error()));
       if (!*stored) return OperationWaiters::answer(*wait, fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id)));
@@ -347,7 +347,10 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
     // A halted engine (its store failed, or stop's grace ran out) finishes nothing: say how it stands now,
     // rather than wait for an end that cannot come (a start whose resume hit a failed store hung here).
     if (halted_ && !standby_.on())
-      if (const Operation* op = runner_->find(id)) return OperationWaiters::answer(*wait, *op);
+      if (const Operation* op = runner_->find(id)) {
+        commitNow();
+        return OperationWaiters::answer(*wait, *op);
+      }
     waiters_.add(id, wait, timeout, [this, id](OperationWaiters::Wait& w) {  // its time is up: as it stands
       CommitPoint commit{*this};
       commitNow();  // as it stands in the store and the view too: a batch still open holds the tasks before this one
