@@ -475,7 +475,7 @@ Result<void> Engine::persist(Mutation& m) {
     m.writes.emplace_back(PutEvent{e});
   }
   publish(m.events);  // delivered at the commit point, in order with the task's other deliveries, once written
-  if (commits_.stage(m)) return writeStaged();
+  if (commits_.stage(m.writes)) return writeStaged();
   return {};
 }
 
@@ -490,9 +490,9 @@ Result<void> Engine::writeStaged() {
     return {};
   }
   const std::size_t tasks = commits_.tasks();
-  Mutation batch = commits_.take();
+  const std::vector<StoreWrite> batch = commits_.take();
   const auto started = std::chrono::steady_clock::now();
-  auto written = store_.write(batch.writes, writerEpoch_);
+  auto written = store_.write(batch, writerEpoch_);
   if (options_.metrics) {
     options_.metrics->storeWriteSeconds.observe({}, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     options_.metrics->storeWriteTasks.add({}, static_cast<double>(tasks));
@@ -503,9 +503,11 @@ Result<void> Engine::writeStaged() {
     // for these writes is refused; what halting adds after them (the waits, answered as they stand) is not.
     const Error refused{Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", r.error().message)};
     outbox_.failed(refused);
-    events_.unmake(batch.events.size());
-    numbers_.auditNotWritten(static_cast<std::uint64_t>(std::count_if(
-        batch.writes.begin(), batch.writes.end(), [](const StoreWrite& w) { return std::holds_alternative<PutAudit>(w); })));
+    auto count = [&batch]<typename Kind>(Kind*) {
+      return static_cast<std::size_t>(std::count_if(batch.begin(), batch.end(), [](const StoreWrite& w) { return std::holds_alternative<Kind>(w); }));
+    };
+    events_.unmake(count(static_cast<PutEvent*>(nullptr)));  // their numbers are given again
+    numbers_.auditNotWritten(count(static_cast<PutAudit*>(nullptr)));
     haltOnStoreFailure(r.error());
     return std::unexpected(refused);
   }

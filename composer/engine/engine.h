@@ -276,8 +276,7 @@ class Engine {
   struct CommitPoint {
     Engine& engine;
     explicit CommitPoint(Engine& e) : engine(e) {}
-    CommitPoint(const CommitPoint&) = delete;
-    CommitPoint& operator=(const CommitPoint&) = delete;
+    CommitPoint(const CommitPoint&) = delete;  // and so not assignable: its one member is a reference
     ~CommitPoint() { engine.flush(); }
   };
   // Runs `deliver` at the task's commit point, once what it wrote is in the store and the view is published (outbox.h).
@@ -285,6 +284,7 @@ class Engine {
   // Writes the staged batch now (group_commit.h; a failure halts and refuses what waited); commitNow also publishes the view.
   Result<void> writeStaged();
   void commitNow();
+  void crashPointAfterWrite(const char* point);  // a fail point that says the task's writes are in the store
   // A switch or host call: `call` runs on a driver thread (stop() waits for it) and returns what then runs on the
   // control thread with its result, as a task of its own that ends at a commit point.
   void callOffControl(std::function<std::function<void()>()> call);

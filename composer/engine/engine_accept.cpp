@@ -84,6 +84,12 @@ void Engine::auditInto(const Acceptance* a, Mutation& m, const std::string& tena
   m.writes.emplace_back(PutAudit{std::move(record)});
 }
 
+void Engine::crashPointAfterWrite(const char* point) {
+  if (!failpoints::armed()) return;
+  (void)writeStaged();  // the point is after the write, which group commit may hold until the commit point
+  failpoints::crashPoint(point);
+}
+
 Result<Operation> Engine::launch(const Acceptance& a, Operation op, const std::string& tenant, Mutation mutation,
                                  const std::function<void()>& applyInMemory) {
   mutation.writes.emplace_back(PutOperation{op});
@@ -94,10 +100,7 @@ Result<Operation> Engine::launch(const Acceptance& a, Operation op, const std::s
                                       op.requestedBy.identity));
   for (auto& e : mutation.events) e.tenant = tenant;  // the operation is not in memory yet: tenantOf() cannot tell
   SY_TRY(persist(mutation));
-  if (failpoints::armed()) {
-    (void)writeStaged();  // the point is after the write (group commit may hold it until the commit point)
-    failpoints::crashPoint("accept.after-persist");
-  }
+  crashPointAfterWrite("accept.after-persist");
   applyInMemory();
   spdlog::info("{} {} accepted for {}: system {} on {}{}", op.id, toString(op.kind), op.requestedBy.identity, op.systemId, op.hostId,
                op.explanation.empty() ? "" : " (" + op.explanation + ")");
@@ -350,10 +353,7 @@ Result<Operation> Engine::admit(Operation& op, const Placement& placement) {
                                op.requestedBy.identity));
   for (auto& e : m.events) e.tenant = op.tenant;
   SY_TRY(persist(m));
-  if (failpoints::armed()) {
-    (void)writeStaged();  // the point is after the write (group commit may hold it until the commit point)
-    failpoints::crashPoint("queue.after-admit");
-  }
+  crashPointAfterWrite("queue.after-admit");
   state_->putSystem(system);
   for (const auto& a : reserved) state_->assign(a, system.hostId);
   if (options_.metrics) options_.metrics->queueWaitSeconds.observe({op.queued->priorityClass, "admitted"}, waited);

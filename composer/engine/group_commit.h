@@ -22,7 +22,9 @@
 #include <cstddef>
 #include <utility>
 
-#include "composer/engine/mutation.h"
+#include <vector>
+
+#include "inventory/store.h"
 
 namespace switchyard {
 
@@ -41,25 +43,24 @@ class GroupCommit {
 
   // A task's writes (its events among them, as PutEvent), written with the batch's. True when they should be
   // written now: batching is off or no task waits behind this one.
-  bool stage(Mutation& m) {
-    for (auto& w : m.writes) staged_.writes.push_back(std::move(w));
-    for (auto& e : m.events) staged_.events.push_back(std::move(e));
+  bool stage(std::vector<StoreWrite>& writes) {
+    for (auto& w : writes) staged_.push_back(std::move(w));
     return maxTasks_ <= 1 || queued_.load(std::memory_order_relaxed) <= 0;
   }
   // At the end of a task: true when its commit point waits for the task queued behind it (a batch is open, a task
   // waits and the batch is not full). The task is then counted into the batch.
   [[nodiscard]] bool deferCommitPoint() {
-    if (staged_.writes.empty() || maxTasks_ <= 1 || queued_.load(std::memory_order_relaxed) <= 0 || tasks_ + 1 >= maxTasks_ ||
-        staged_.writes.size() >= kMaxWrites)
+    if (staged_.empty() || maxTasks_ <= 1 || queued_.load(std::memory_order_relaxed) <= 0 || tasks_ + 1 >= maxTasks_ ||
+        staged_.size() >= kMaxWrites)
       return false;
     ++tasks_;
     return true;
   }
-  [[nodiscard]] bool empty() const { return staged_.writes.empty(); }
+  [[nodiscard]] bool empty() const { return staged_.empty(); }
   // The tasks whose writes the batch holds: those whose commit point waited, and the one writing it now.
   [[nodiscard]] std::size_t tasks() const { return tasks_ + 1; }
   // The batch, to write now; the next one starts empty.
-  [[nodiscard]] Mutation take() {
+  [[nodiscard]] std::vector<StoreWrite> take() {
     tasks_ = 0;
     return std::exchange(staged_, {});
   }
@@ -67,7 +68,7 @@ class GroupCommit {
  private:
   std::size_t maxTasks_;
   std::atomic<int> queued_{0};
-  Mutation staged_;
+  std::vector<StoreWrite> staged_;
   std::size_t tasks_ = 0;
 };
 
