@@ -282,43 +282,39 @@ Result<void> Engine::recordAudit(AuditRecord record) {
   });
 }
 
-Result<Operation> Engine::compose(const Caller& caller, const ComposeRequest& request) {
-  return onControl([&] { return composeOnControl(caller, request); });
-}
-
-Result<Operation> Engine::composeOnControl(const Caller& caller, const ComposeRequest& request) {
-  // A template is laid under the request first: what is checked, queued and stored is the request it makes.
-  std::optional<Result<ComposeRequest>> expanded;
-  if (!request.machineTemplate.empty()) expanded = applyTemplate(options_.templates, request);
-  return audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&](const Acceptance& a) -> Result<Operation> {
-    if (!expanded) return acceptCompose(a, request);
-    if (!*expanded) return fail(expanded->error());
-    return acceptCompose(a, **expanded);
+Result<void> Engine::runCore(const std::function<void(EngineCore&)>& f) {
+  return onControl([&]() -> Result<void> {
+    EngineCore core(*this);
+    f(core);
+    return {};
   });
 }
 
-Result<Operation> Engine::decompose(const Caller& caller, const std::string& system, const std::string& requestId) {
-  return onControl([&] { return decomposeOnControl(caller, system, requestId); });
+Result<Operation> EngineCore::compose(const Caller& caller, const ComposeRequest& request) {
+  if (!inTask()) return answerFromTask("compose", [&](EngineCore& core) { return core.compose(caller, request); });
+  // A template is laid under the request first: what is checked, queued and stored is the request it makes.
+  std::optional<Result<ComposeRequest>> expanded;
+  if (!request.machineTemplate.empty()) expanded = applyTemplate(engine_.options_.templates, request);
+  return engine_.audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&](const Engine::Acceptance& a) -> Result<Operation> {
+    if (!expanded) return engine_.acceptCompose(a, request);
+    if (!*expanded) return fail(expanded->error());
+    return engine_.acceptCompose(a, **expanded);
+  });
 }
 
-Result<Operation> Engine::decomposeOnControl(const Caller& caller, const std::string& system, const std::string& requestId) {
-  return audited(caller, "decompose", system, {}, requestId, [&](const Acceptance& a) { return acceptDecompose(a, system); });
+Result<Operation> EngineCore::decompose(const Caller& caller, const std::string& system, const std::string& requestId) {
+  if (!inTask()) return answerFromTask("decompose", [&](EngineCore& core) { return core.decompose(caller, system, requestId); });
+  return engine_.audited(caller, "decompose", system, {}, requestId, [&](const Engine::Acceptance& a) { return engine_.acceptDecompose(a, system); });
 }
 
-Result<Operation> Engine::attach(const Caller& caller, const AttachRequest& request) {
-  return onControl([&] { return attachOnControl(caller, request); });
+Result<Operation> EngineCore::attach(const Caller& caller, const AttachRequest& request) {
+  if (!inTask()) return answerFromTask("attach", [&](EngineCore& core) { return core.attach(caller, request); });
+  return engine_.audited(caller, "attach", request.system, {}, request.requestId, [&](const Engine::Acceptance& a) { return engine_.acceptAttach(a, request); });
 }
 
-Result<Operation> Engine::attachOnControl(const Caller& caller, const AttachRequest& request) {
-  return audited(caller, "attach", request.system, {}, request.requestId, [&](const Acceptance& a) { return acceptAttach(a, request); });
-}
-
-Result<Operation> Engine::detach(const Caller& caller, const DetachRequest& request) {
-  return onControl([&] { return detachOnControl(caller, request); });
-}
-
-Result<Operation> Engine::detachOnControl(const Caller& caller, const DetachRequest& request) {
-  return audited(caller, "detach", request.system, {}, request.requestId, [&](const Acceptance& a) { return acceptDetach(a, request); });
+Result<Operation> EngineCore::detach(const Caller& caller, const DetachRequest& request) {
+  if (!inTask()) return answerFromTask("detach", [&](EngineCore& core) { return core.detach(caller, request); });
+  return engine_.audited(caller, "detach", request.system, {}, request.requestId, [&](const Engine::Acceptance& a) { return engine_.acceptDetach(a, request); });
 }
 
 Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done) {
@@ -377,7 +373,7 @@ Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::mill
     while (!*answer && step()) {
     }
     if (*answer) return std::move(**answer);
-    return getOperationOnControl(id);
+    return EngineCore(*this).getOperation(id);
   }
   if (onControlThread())
     return fail(Code::kInternal, "waitOperation would block the engine's control thread: use the Completion form");

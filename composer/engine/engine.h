@@ -6,11 +6,12 @@
 // seconds on a real switch, run on an elastic pool and post their result back to the control thread.
 //
 // Who calls what (ADR 0025): adapters (gRPC, Redfish, the operator endpoint, the resource provider) hold
-// an EngineClient (engine_client.h) and never this class: their calls run as EngineCore calls on the control
-// thread, each the body of a method below (its *OnControl), and complete on the adapter's executor. The
-// plain methods here block the calling thread until the control thread has answered (microseconds to a few
-// milliseconds: they never wait for a switch); they are for tests, tools and the daemon's start, reload and
-// stop, and are refused on the control thread itself (kInternal) except in a stepped engine (ADR 0026).
+// an EngineClient (engine_client.h) and never this class: their calls run as EngineCore calls (engine_core.h,
+// where each is declared once) on the control thread, and complete on the adapter's executor. The core that
+// blocking() gives makes the same calls from other threads, and the plain methods here that go to the control
+// thread block likewise until it has answered (microseconds to a few milliseconds: they never wait for a
+// switch); they are for tests, tools and the daemon's start, reload and stop, and are refused on the control
+// thread itself (kInternal) except in a stepped engine (ADR 0026).
 // Event subscribers can be pushed to (EventStream::setListener).
 //
 // Reads of the pool (devices, hosts, systems, the topology, usable capacity) never go to the control
@@ -39,6 +40,7 @@
 #include <vector>
 
 #include "composer/engine/elastic_executor.h"
+#include "composer/engine/engine_core.h"
 #include "composer/engine/engine_options.h"
 #include "composer/engine/engine_requests.h"
 #include "composer/model/event_stream.h"
@@ -112,19 +114,17 @@ class Engine {
   void setStandbyLeader(std::string leader);
   [[nodiscard]] std::string standbyLeader() const;
 
-  // Accept a change: the returned operation is durable and running; waitOperation() follows it.
-  [[nodiscard]] Result<Operation> compose(const Caller& caller, const ComposeRequest& request);
-  [[nodiscard]] Result<Operation> decompose(const Caller& caller, const std::string& system, const std::string& requestId = {});
-  [[nodiscard]] Result<Operation> attach(const Caller& caller, const AttachRequest& request);
-  [[nodiscard]] Result<Operation> detach(const Caller& caller, const DetachRequest& request);
-  // A dry run of a placement (PlanOutcome: engine_requests.h).
+  // A core (engine_core.h: compose, decompose, attach, detach, plan, cancel a queued request, renew a lease, forget a
+  // system, reservations, an operation by id or request id) whose calls block: each runs as a task of its own on
+  // the control thread and answers once what it changed is written and published. For tests, tools and the
+  // daemon's start, reload and stop; adapters use EngineClient::run, which never blocks. A call is refused
+  // (kInternal) on the control thread itself, except by a stepped engine's caller (ADR 0026), and kAborted when
+  // the engine is not running. For example: `auto op = engine.blocking().compose(caller, request);`
+  [[nodiscard]] EngineCore blocking() { return EngineCore(*this, true); }
   using PlanOutcome = switchyard::PlanOutcome;
-  [[nodiscard]] Result<PlanOutcome> plan(const PlacementRequest& request, std::string_view priorityClass = {});
-  // The queue (engine_queue.cpp): the waiting requests in admission order (from the view: never waits
-  // for the control thread), and cancelling one (by its operation id or its system's name): the operation
-  // fails as cancelled and the name is free again. Decomposing a queued system cancels it too.
+  // The queue (engine_queue.cpp): the waiting requests in admission order, from the view: never waits for the
+  // control thread (EngineCore::cancelQueued cancels one).
   [[nodiscard]] Result<std::vector<QueueEntry>> listQueue() const;
-  [[nodiscard]] Result<Operation> cancelQueued(const Caller& caller, const std::string& idOrName);
   // Usage accounting (usage.h): GPU-hours between `since` and `until` (0: now) from the operation log, per
   // tenant, system and GPU model, of the tenants the caller may see. Reads the log (up to kUsageHistory
   // operations; see docs/operations.md for its cost) and computes on the calling thread.
@@ -133,9 +133,7 @@ class Engine {
   // The tenants' quotas and shares from now on (yardd reloaded its identities file): they bound what is
   // accepted next (nothing running is undone), and the queue is ordered again by the new shares.
   [[nodiscard]] Result<void> setQuotas(TenantQuotas quotas);
-  // Leases (engine_leases.cpp): the system's lease ends `lease` from now (a system without one gets one).
-  [[nodiscard]] Result<System> renewLease(const Caller& caller, const std::string& system, std::chrono::milliseconds lease);
-  // Gives up queued requests past their timeout, lets reservations past their time go, and decomposes systems
+  // Leases (engine_leases.cpp; EngineCore::renewLease renews one). Gives up queued requests past their timeout, lets reservations past their time go, and decomposes systems
   // past their lease (also on a timer, every EngineOptions::deadlineInterval); what it started, as operations.
   [[nodiscard]] Result<std::vector<Operation>> expireDeadlines();
   // Idle reclaim (engine_idle.cpp): asks each host with attached GPUs what they are doing, records it, and
@@ -146,17 +144,6 @@ class Engine {
   // may see, longest idle first. From the view: never waits for the control thread.
   [[nodiscard]] Result<std::vector<IdleGpu>> idleGpus(const Caller& caller, Duration minIdle, bool includeBusy = false) const;
 
-  // Several systems at once (engine_reservations.cpp): a manifest's systems are placed together, each on
-  // what the ones before it left. planSystems holds nothing; reserve holds the placements for `lifetime`
-  // (see reservation.h); composeReserved composes a reservation's systems, accepted all or none, one
-  // operation each; composeTogether is reserve + composeReserved in one step. A reservation may be seen by
-  // who may see its tenant, and applied or released by who reserved it or an administrator.
-  [[nodiscard]] Result<std::vector<Placement>> planSystems(const std::vector<ComposeRequest>& requests);
-  [[nodiscard]] Result<Reservation> reserve(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime);
-  [[nodiscard]] Result<std::vector<Reservation>> listReservations();
-  [[nodiscard]] Result<void> releaseReservation(const Caller& caller, const std::string& id);
-  [[nodiscard]] Result<std::vector<Operation>> composeReserved(const Caller& caller, const std::string& id);
-  [[nodiscard]] Result<std::vector<Operation>> composeTogether(const Caller& caller, const std::vector<ComposeRequest>& requests);
   // Usable capacity per request shape, and per MIG profile and share size when asked.
   [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles = {},
                                                 const std::vector<int>& shareMilli = {});
@@ -167,9 +154,6 @@ class Engine {
   [[nodiscard]] Result<DeviceView> getDevice(const DeviceId& id);
   [[nodiscard]] Result<std::vector<HostView>> listHosts();
   [[nodiscard]] Result<Topology> topology();
-  [[nodiscard]] Result<Operation> getOperation(const OperationId& id);
-  // The operation a client's request id started (ComposeRequest::requestId), if the caller may see it.
-  [[nodiscard]] Result<std::optional<Operation>> operationForRequest(const Caller& caller, const std::string& requestId);
   // The history below (operations, events, audit, usage) is read from the store on the calling thread, any
   // thread (the store's history reads are safe there: inventory/store.h), never on the control thread.
   // It shows what the last commit point wrote.
@@ -207,8 +191,8 @@ class Engine {
   using Subscription = EventSubscription;
   [[nodiscard]] Result<Subscription> subscribeAfter(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit = 10'000);
 
-  // Runs `call` on the control thread as a task that ends at a commit point, then `done` with the result. The
-  // blocking methods above are refused there: adapters go through EngineClient::run, whose EngineCore answers inline.
+  // Runs `call` on the control thread as a task that ends at a commit point, then `done` with the result. blocking()
+  // and the blocking methods above are refused there: adapters go through EngineClient::run, whose EngineCore answers inline.
   template <typename T>
   void async(std::function<Result<T>()> call, Completion<T> done) {
     auto once = std::make_shared<CompleteOnce<T>>(std::move(done));
@@ -261,9 +245,11 @@ class Engine {
   [[nodiscard]] Result<std::size_t> bookkeepingEntries();
 
  private:
-  // The adapters' way in (engine_client.h): EngineCore's calls are these methods, made on the control thread.
+  // The adapters' way in (engine_client.h): EngineCore's calls are made on the control thread, with this engine's parts.
   friend class EngineCore;
   friend class EngineClient;
+  // A blocking core's call: runs `f` with a core of the control thread as a task of its own, and waits (onControl).
+  [[nodiscard]] Result<void> runCore(const std::function<void(EngineCore&)>& f);
   // Runs `task(true)` on the control thread, or `task(false)` when the engine has stopped.
   void postToControl(std::function<void(bool running)> task);
   // The commit point that ends every control-thread task (engine_view.cpp): publishes a new view when the
@@ -292,29 +278,14 @@ class Engine {
   // A change to persist atomically, then apply and publish (mutation.h).
   using Mutation = switchyard::Mutation;
 
-  // Runs f on the control thread and waits for its result: the blocking methods above, for threads other
-  // than the control thread (tests, tools, the daemon's start, reload and stop). On the control thread it
+  // Runs f on the control thread and waits for its result: blocking() and the blocking methods above, for threads
+  // other than the control thread (tests, tools, the daemon's start, reload and stop). On the control thread it
   // runs f inline only for a stepped engine's caller; anywhere else there it is refused (kInternal): the
-  // engine's own code and EngineCore call the *OnControl bodies below.
+  // engine's own code calls EngineCore and the *OnControl bodies below.
   template <typename F>
   auto onControl(F&& f) -> decltype(f());
 
-  // The bodies of the blocking methods, on the control thread (EngineCore's calls, the timers).
-  [[nodiscard]] Result<Operation> composeOnControl(const Caller& caller, const ComposeRequest& request);
-  [[nodiscard]] Result<Operation> decomposeOnControl(const Caller& caller, const std::string& system, const std::string& requestId);
-  [[nodiscard]] Result<Operation> attachOnControl(const Caller& caller, const AttachRequest& request);
-  [[nodiscard]] Result<Operation> detachOnControl(const Caller& caller, const DetachRequest& request);
-  [[nodiscard]] Result<Operation> cancelQueuedOnControl(const Caller& caller, const std::string& idOrName);
-  [[nodiscard]] Result<System> renewLeaseOnControl(const Caller& caller, const std::string& idOrName, std::chrono::milliseconds lease);
-  [[nodiscard]] Result<System> forgetSystemOnControl(const Caller& caller, const std::string& idOrName);  // engine_forget.cpp
-  [[nodiscard]] Result<PlanOutcome> planOnControl(const PlacementRequest& request, std::string_view className);
-  [[nodiscard]] Result<std::vector<Placement>> planSystemsOnControl(const std::vector<ComposeRequest>& requests);
-  [[nodiscard]] Result<std::vector<Reservation>> listReservationsOnControl();
-  [[nodiscard]] Result<void> releaseReservationOnControl(const Caller& caller, const std::string& id);
-  [[nodiscard]] Result<std::vector<Operation>> composeReservedOnControl(const Caller& caller, const std::string& id);
-  [[nodiscard]] Result<std::vector<Operation>> composeTogetherOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests);
-  [[nodiscard]] Result<Operation> getOperationOnControl(const OperationId& id);
-  [[nodiscard]] Result<std::optional<Operation>> operationForRequestOnControl(const Caller& caller, const std::string& requestId);
+  // The bodies of the blocking methods that are not core calls, on the control thread (the timers call them too).
   [[nodiscard]] Result<std::vector<Operation>> expireDeadlinesOnControl();
   [[nodiscard]] Result<PruneReport> pruneHistoryOnControl();
   [[nodiscard]] Result<Subscription> subscribeAfterOnControl(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit);
@@ -364,7 +335,6 @@ class Engine {
   // accepts each (acceptCompose on exactly its held host and devices).
   [[nodiscard]] Result<std::vector<Operation>> composeHeld(const Caller& caller, const std::vector<HeldSystem>& systems,
                                                            const std::string& holder, const std::function<void()>& letGoAll);
-  [[nodiscard]] Result<Reservation> reserveOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime);
   // Drops reservations whose time is up (each with a reservation.expired event). Cheap when there are none.
   // Called from the deadline tick and from changes that reserve, apply, release or compose; never from a read.
   void expireReservations();

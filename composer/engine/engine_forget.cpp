@@ -11,20 +11,21 @@
 
 namespace switchyard {
 
-Result<System> Engine::forgetSystemOnControl(const Caller& caller, const std::string& idOrName) {
-  SY_TRY(checkAccepting());
-  const System* found = state_->findSystem(idOrName);
+Result<System> EngineCore::forgetSystem(const Caller& caller, const std::string& idOrName) {
+  if (!inTask()) return answerFromTask("forget", [&](EngineCore& core) { return core.forgetSystem(caller, idOrName); });
+  SY_TRY(engine_.checkAccepting());
+  const System* found = engine_.state_->findSystem(idOrName);
   if (!found || !maySee(caller, found->tenant)) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
   const System system = *found;
   Mutation m;
   auto audit = [&](std::string result, std::string message) {
-    AuditRecord record{0, clock_.now(), caller, "forget", system.name, system.tenant, std::move(result), std::move(message)};
-    record.sequence = numbers_.nextAudit();
+    AuditRecord record{0, engine_.clock_.now(), caller, "forget", system.name, system.tenant, std::move(result), std::move(message)};
+    record.sequence = engine_.numbers_.nextAudit();
     m.writes.emplace_back(PutAudit{std::move(record)});
   };
   auto refuse = [&](Code code, std::string why) -> Result<System> {
     audit(std::string(codeName(code)), why);
-    if (auto persisted = persist(m); !persisted) return fail(persisted.error());
+    if (auto persisted = engine_.persist(m); !persisted) return fail(persisted.error());
     return fail(code, std::move(why));
   };
   if (caller.role != Role::kAdmin)
@@ -39,7 +40,7 @@ Result<System> Engine::forgetSystemOnControl(const Caller& caller, const std::st
                               system.activeOperation));
   std::vector<DeviceId> known;
   for (const auto& b : system.bindings)
-    if (state_->index().device(b.deviceId) != nullptr) known.push_back(b.deviceId);
+    if (engine_.state_->index().device(b.deviceId) != nullptr) known.push_back(b.deviceId);
   if (!known.empty())
     return refuse(Code::kFailedPrecondition,
                   fmt::format("the fabric still reports {} of system '{}' ({}): `yardctl decompose {}` releases them safely; forget is only for "
@@ -55,19 +56,19 @@ Result<System> Engine::forgetSystemOnControl(const Caller& caller, const std::st
   forgotten.gpuInstances.clear();
   forgotten.gpuShares.clear();
   forgotten.leaseExpiresAt = 0;
-  forgotten.updatedAt = clock_.now();
+  forgotten.updatedAt = engine_.clock_.now();
   std::vector<DeviceId> devices;
   for (const auto& b : system.bindings) devices.push_back(b.deviceId);
   m.writes.emplace_back(PutSystem{forgotten});
-  m.events.push_back(makeEvent("system.forgotten", system.id,
-                               fmt::format("{} ({}) forgotten by {}: its device(s) {} are not in the fabric; nothing was unbound", system.name,
-                                           system.id, caller.identity, devices.empty() ? "(none)" : fmt::format("{}", fmt::join(devices, ", "))),
-                               caller.identity));
+  m.events.push_back(engine_.makeEvent("system.forgotten", system.id,
+                                       fmt::format("{} ({}) forgotten by {}: its device(s) {} are not in the fabric; nothing was unbound", system.name,
+                                                   system.id, caller.identity, devices.empty() ? "(none)" : fmt::format("{}", fmt::join(devices, ", "))),
+                                       caller.identity));
   audit("accepted", fmt::format("forgot {} device(s) no fabric reports: {}", devices.size(), fmt::join(devices, ", ")));
-  SY_TRY(persist(m));
-  state_->putSystem(forgotten);
+  SY_TRY(engine_.persist(m));
+  engine_.state_->putSystem(forgotten);
   spdlog::warn("{} ({}) forgotten by {}; its devices {} are not in the fabric", system.name, system.id, caller.identity, fmt::join(devices, ", "));
-  queue_.markDirty();  // its host is free for the queue
+  engine_.queue_.markDirty();  // its host is free for the queue
   return forgotten;
 }
 

@@ -18,16 +18,13 @@ Caller leaseCaller() { return {std::string(kLeaseActor), Role::kAdmin, {}}; }
 
 }  // namespace
 
-Result<System> Engine::renewLease(const Caller& caller, const std::string& idOrName, std::chrono::milliseconds lease) {
-  return onControl([&] { return renewLeaseOnControl(caller, idOrName, lease); });
-}
-
-Result<System> Engine::renewLeaseOnControl(const Caller& caller, const std::string& idOrName, std::chrono::milliseconds lease) {
-  SY_TRY(checkAccepting());
-  const System* found = state_->findSystem(idOrName);
+Result<System> EngineCore::renewLease(const Caller& caller, const std::string& idOrName, std::chrono::milliseconds lease) {
+  if (!inTask()) return answerFromTask("renew a lease", [&](EngineCore& core) { return core.renewLease(caller, idOrName, lease); });
+  SY_TRY(engine_.checkAccepting());
+  const System* found = engine_.state_->findSystem(idOrName);
   if (!found || !maySee(caller, found->tenant)) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
-  std::chrono::milliseconds maxLease = options_.maxLease;
-  if (auto quota = options_.quotas.find(found->tenant); quota != options_.quotas.end() && quota->second.maxLease)
+  std::chrono::milliseconds maxLease = engine_.options_.maxLease;
+  if (auto quota = engine_.options_.quotas.find(found->tenant); quota != engine_.options_.quotas.end() && quota->second.maxLease)
     maxLease = std::min(maxLease, *quota->second.maxLease);
   if (lease < std::chrono::seconds(1) || lease > maxLease)
     return fail(Code::kInvalidArgument, fmt::format("lease: between 1s and {}", formatDuration(maxLease)));
@@ -37,20 +34,20 @@ Result<System> Engine::renewLeaseOnControl(const Caller& caller, const std::stri
   if (found->state == SystemState::kDecomposing)
     return fail(Code::kFailedPrecondition, fmt::format("system '{}' is being decomposed", found->name));
   System system = *found;
-  system.leaseExpiresAt = clock_.now() + std::chrono::duration_cast<Duration>(lease).count();
-  system.updatedAt = clock_.now();
+  system.leaseExpiresAt = engine_.clock_.now() + std::chrono::duration_cast<Duration>(lease).count();
+  system.updatedAt = engine_.clock_.now();
   Mutation m;
   m.writes.emplace_back(PutSystem{system});
-  m.events.push_back(makeEvent("lease.renewed", system.id,
-                               fmt::format("{} ({}): lease renewed by {} for {}, until {}", system.name, system.id, caller.identity,
-                                           formatDuration(lease), formatTimestamp(system.leaseExpiresAt)),
-                               caller.identity));
-  SY_TRY(persist(m));
-  state_->putSystem(system);
-  leaseWatch_.renewed(system.id);
+  m.events.push_back(engine_.makeEvent("lease.renewed", system.id,
+                                       fmt::format("{} ({}): lease renewed by {} for {}, until {}", system.name, system.id, caller.identity,
+                                                   formatDuration(lease), formatTimestamp(system.leaseExpiresAt)),
+                                       caller.identity));
+  SY_TRY(engine_.persist(m));
+  engine_.state_->putSystem(system);
+  engine_.leaseWatch_.renewed(system.id);
   // A later end may let the queue's head in later: its promise is worked out again.
-  queue_.markDirty();
-  return withProgress(system);
+  engine_.queue_.markDirty();
+  return engine_.withProgress(system);
 }
 
 void Engine::pruneEndedBookkeeping() {

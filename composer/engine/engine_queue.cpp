@@ -485,24 +485,21 @@ Result<void> Engine::setQuotas(TenantQuotas quotas) {
   });
 }
 
-Result<Operation> Engine::cancelQueued(const Caller& caller, const std::string& idOrName) {
-  return onControl([&] { return cancelQueuedOnControl(caller, idOrName); });
-}
-
-Result<Operation> Engine::cancelQueuedOnControl(const Caller& caller, const std::string& idOrName) {
-  return audited(caller, "cancel", idOrName, {}, {}, [&](const Acceptance& a) -> Result<Operation> {
-    SY_TRY(checkAccepting());
+Result<Operation> EngineCore::cancelQueued(const Caller& caller, const std::string& idOrName) {
+  if (!inTask()) return answerFromTask("cancel", [&](EngineCore& core) { return core.cancelQueued(caller, idOrName); });
+  return engine_.audited(caller, "cancel", idOrName, {}, {}, [&](const Engine::Acceptance& a) -> Result<Operation> {
+    SY_TRY(engine_.checkAccepting());
     OperationId id;
-    if (queue_.contains(idOrName)) {
+    if (engine_.queue_.contains(idOrName)) {
       id = idOrName;
-    } else if (const System* s = state_->findSystem(idOrName); s && s->state == SystemState::kQueued) {
+    } else if (const System* s = engine_.state_->findSystem(idOrName); s && s->state == SystemState::kQueued) {
       id = s->activeOperation;
     }
-    const Operation* queued = queue_.find(id);
+    const Operation* queued = engine_.queue_.find(id);
     if (queued == nullptr || !maySee(caller, queued->tenant))
       return fail(Code::kNotFound, fmt::format("no queued request '{}' (see `yardctl queue`)", idOrName));
     SY_TRY(mayChange(caller, queued->tenant, "cancel"));
-    return dropQueued(&a, id, fmt::format("cancelled by {}", caller.identity), "queue.cancelled", caller.identity);
+    return engine_.dropQueued(&a, id, fmt::format("cancelled by {}", caller.identity), "queue.cancelled", caller.identity);
   });
 }
 

@@ -17,39 +17,36 @@ namespace switchyard {
 
 Result<std::vector<AuditRecord>> Engine::listAudit(const AuditQuery& query) { return store_.listAudit(query); }
 
-Result<Engine::PlanOutcome> Engine::plan(const PlacementRequest& request, std::string_view className) {
-  return onControl([&] { return planOnControl(request, className); });
-}
-
-Result<Engine::PlanOutcome> Engine::planOnControl(const PlacementRequest& request, std::string_view className) {
+Result<Engine::PlanOutcome> EngineCore::plan(const PlacementRequest& request, std::string_view className) {
+  if (!inTask()) return answerFromTask("plan", [&](EngineCore& core) { return core.plan(request, className); });
   const PriorityClass* cls = nullptr;
-  if (!className.empty() && (cls = priorityClass(className)) == nullptr)
+  if (!className.empty() && (cls = engine_.priorityClass(className)) == nullptr)
     return fail(Code::kInvalidArgument, fmt::format("priority class '{}' is not configured (yardd --priority-class)", className));
   PlacementRequest wanted = request;
   if (request.gpuShareMilli != 0) {
     SY_TRY(validateShareRequest(request));
     wanted = freshGpuForShare(request);  // a new system's share always takes a fresh GPU
   }
-  PlanOutcome outcome{place(*placement_, state_->pool(), wanted, &state_->placementIndex()), {}, {}, {}, {}};
+  PlanOutcome outcome{place(*engine_.placement_, engine_.state_->pool(), wanted, &engine_.state_->placementIndex()), {}, {}, {}, {}};
   if (outcome.decision.placement) return outcome;
   // Moves come first in a pass (they take nobody's work): the ones a pass would start, if the profile moves any.
-  if (auto choice = admission_->moves() ? chooseMoves(wanted) : std::nullopt) {
+  if (auto choice = engine_.admission_->moves() ? engine_.chooseMoves(wanted) : std::nullopt) {
     for (const SystemMove& m : choice->moves)
-      if (const System* s = state_->system(m.system)) outcome.wouldMove.push_back({s->id, s->name, s->tenant, m.from, m.to});
+      if (const System* s = engine_.state_->system(m.system)) outcome.wouldMove.push_back({s->id, s->name, s->tenant, m.from, m.to});
     outcome.afterMoves = std::move(choice->placement);
     return outcome;
   }
   if (cls == nullptr || !cls->preempting) return outcome;
   // The victims a pass would take: the admission profile's preemption rule (none: it never preempts).
-  const admission::PreemptingPostFilter* rule = admission_->preemption();
+  const admission::PreemptingPostFilter* rule = engine_.admission_->preemption();
   if (rule == nullptr) return outcome;
-  const admission::TenantShares shares = sharesOf(recentUse_.peek(heldGpusByTenant(), clock_.now()), request.tenant);
+  const admission::TenantShares shares = engine_.sharesOf(engine_.recentUse_.peek(engine_.heldGpusByTenant(), engine_.clock_.now()), request.tenant);
   const admission::Pass pass{shares, true, {}};
-  const admission::Waiting waiting{shares.index(request.tenant), cls->value, clock_.now(), admission::gpusAsked(wanted)};
-  if (auto choice = chooseVictims(wanted, *cls, rule->mayTake(request.tenant, waiting, pass))) {
+  const admission::Waiting waiting{shares.index(request.tenant), cls->value, engine_.clock_.now(), admission::gpusAsked(wanted)};
+  if (auto choice = engine_.chooseVictims(wanted, *cls, rule->mayTake(request.tenant, waiting, pass))) {
     for (const System* v : choice->victims) {
       const std::string theirs = v->priorityClass.empty() ? std::string(kDefaultPriorityClass) : v->priorityClass;
-      const PriorityClass* victimClass = priorityClass(theirs);
+      const PriorityClass* victimClass = engine_.priorityClass(theirs);
       outcome.wouldPreempt.push_back({v->id, v->name, v->tenant, theirs, static_cast<int>(v->bindings.size()),
                                       victimClass != nullptr && victimClass->requeue});
     }
@@ -143,14 +140,11 @@ Result<Topology> Engine::topology() {
   return v->topology();
 }
 
-Result<Operation> Engine::getOperation(const OperationId& id) {
-  return onControl([&] { return getOperationOnControl(id); });
-}
-
-Result<Operation> Engine::getOperationOnControl(const OperationId& id) {
-  if (const Operation* op = runner_->find(id)) return *op;
-  SY_TRY(writeStaged());  // an operation that ended in a task of this batch: the store has its end
-  SY_ASSIGN(auto stored, store_.getOperation(id));
+Result<Operation> EngineCore::getOperation(const OperationId& id) {
+  if (!inTask()) return answerFromTask("read an operation", [&](EngineCore& core) { return core.getOperation(id); });
+  if (const Operation* op = engine_.runner_->find(id)) return *op;
+  SY_TRY(engine_.writeStaged());  // an operation that ended in a task of this batch: the store has its end
+  SY_ASSIGN(auto stored, engine_.store_.getOperation(id));
   if (!stored) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));
   return *stored;
 }
@@ -217,18 +211,15 @@ Result<std::vector<Operation>> Engine::listOperations(std::size_t limit) { retur
 // before its call starts and when its result comes).
 Result<std::vector<Operation>> Engine::listOperations(const OperationQuery& query) { return store_.queryOperations(query); }
 
-Result<std::optional<Operation>> Engine::operationForRequest(const Caller& caller, const std::string& requestId) {
-  return onControl([&] { return operationForRequestOnControl(caller, requestId); });
-}
-
-Result<std::optional<Operation>> Engine::operationForRequestOnControl(const Caller& caller, const std::string& requestId) {
+Result<std::optional<Operation>> EngineCore::operationForRequest(const Caller& caller, const std::string& requestId) {
+  if (!inTask()) return answerFromTask("find an operation by request id", [&](EngineCore& core) { return core.operationForRequest(caller, requestId); });
   if (requestId.empty()) return std::optional<Operation>{};
   std::optional<Operation> found;
-  for (const auto& [id, op] : runner_->running())
+  for (const auto& [id, op] : engine_.runner_->running())
     if (op.requestId == requestId) found = op;
   if (!found) {
-    SY_TRY(writeStaged());  // the store answers for what memory no longer holds: it must have what memory had
-    SY_ASSIGN(found, store_.findOperationByRequest(requestId));
+    SY_TRY(engine_.writeStaged());  // the store answers for what memory no longer holds: it must have what memory had
+    SY_ASSIGN(found, engine_.store_.findOperationByRequest(requestId));
   }
   if (found && !maySee(caller, found->tenant)) found.reset();
   return found;

@@ -73,13 +73,10 @@ Result<std::vector<Placement>> Engine::placeTogether(const std::vector<ComposeRe
   return placed;
 }
 
-Result<std::vector<Placement>> Engine::planSystems(const std::vector<ComposeRequest>& requests) {
-  return onControl([&] { return planSystemsOnControl(requests); });
-}
-
-Result<std::vector<Placement>> Engine::planSystemsOnControl(const std::vector<ComposeRequest>& requests) {
-  SY_ASSIGN(auto placed, placeTogether(requests, std::string(kManifestHolder)));
-  for (const auto& p : placed) letGo(p, std::string(kManifestHolder));
+Result<std::vector<Placement>> EngineCore::planSystems(const std::vector<ComposeRequest>& requests) {
+  if (!inTask()) return answerFromTask("plan systems", [&](EngineCore& core) { return core.planSystems(requests); });
+  SY_ASSIGN(auto placed, engine_.placeTogether(requests, std::string(kManifestHolder)));
+  for (const auto& p : placed) engine_.letGo(p, std::string(kManifestHolder));
   return placed;
 }
 
@@ -90,9 +87,10 @@ void Engine::announceReservation(const Reservation& r, const std::string& type, 
   if (auto written = persist(m); !written) spdlog::warn("cannot record {} for {}: {}", type, r.id, written.error().message);
 }
 
-Result<Reservation> Engine::reserveOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime) {
-  SY_TRY(checkAccepting());
-  expireReservations();
+Result<Reservation> EngineCore::reserve(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime) {
+  if (!inTask()) return answerFromTask("reserve", [&](EngineCore& core) { return core.reserve(caller, requests, lifetime); });
+  SY_TRY(engine_.checkAccepting());
+  engine_.expireReservations();
   if (lifetime <= Duration::zero()) return fail(Code::kInvalidArgument, "a reservation must last longer than zero");
   if (requests.empty()) return fail(Code::kInvalidArgument, "name at least one system to reserve for");
   const std::string tenant = requests.front().placement.tenant;
@@ -102,48 +100,41 @@ Result<Reservation> Engine::reserveOnControl(const Caller& caller, const std::ve
   // The tenant's other reservations count towards its quota as if composed.
   int heldSystems = 0;
   HeldDevices held;
-  for (const HeldSystem* s : reservations_.heldFor(tenant)) {
+  for (const HeldSystem* s : engine_.reservations_.heldFor(tenant)) {
     ++heldSystems;
-    held += holdingOf(s->placement.devices);
+    held += engine_.holdingOf(s->placement.devices);
   }
   const int systems = heldSystems + static_cast<int>(requests.size());
-  SY_TRY(checkQuota(tenant, systems, {}));
+  SY_TRY(engine_.checkQuota(tenant, systems, {}));
 
   Reservation r;
-  r.id = reservations_.nextId();
-  SY_ASSIGN(auto placed, placeTogether(requests, r.id));
+  r.id = engine_.reservations_.nextId();
+  SY_ASSIGN(auto placed, engine_.placeTogether(requests, r.id));
   HeldDevices total = held;
-  for (const auto& p : placed) total += holdingOf(p.devices);
-  if (auto quota = checkQuota(tenant, systems, total); !quota) {
-    for (const auto& p : placed) letGo(p, r.id);
+  for (const auto& p : placed) total += engine_.holdingOf(p.devices);
+  if (auto quota = engine_.checkQuota(tenant, systems, total); !quota) {
+    for (const auto& p : placed) engine_.letGo(p, r.id);
     return fail(quota.error());
   }
   r.reservedBy = caller;
   r.tenant = tenant;
-  r.createdAt = clock_.now();
+  r.createdAt = engine_.clock_.now();
   r.expiresAt = r.createdAt + lifetime.count();
   for (std::size_t i = 0; i < requests.size(); ++i) r.systems.push_back({requests[i].name, requests[i].placement, placed[i], requests[i].labels});
-  reservations_.add(r);
-  announceReservation(r, "reservation.created",
-                      fmt::format("{} holds {} for {} for {} s", r.id, describeHeld(r.systems), caller.identity,
-                                  std::chrono::duration_cast<std::chrono::seconds>(lifetime).count()),
-                      caller.identity);
+  engine_.reservations_.add(r);
+  engine_.announceReservation(r, "reservation.created",
+                              fmt::format("{} holds {} for {} for {} s", r.id, describeHeld(r.systems), caller.identity,
+                                          std::chrono::duration_cast<std::chrono::seconds>(lifetime).count()),
+                              caller.identity);
   spdlog::info("{} reserved by {}: {}", r.id, caller.identity, describeHeld(r.systems));
   return r;
 }
 
-Result<Reservation> Engine::reserve(const Caller& caller, const std::vector<ComposeRequest>& requests, Duration lifetime) {
-  return onControl([&] { return reserveOnControl(caller, requests, lifetime); });
-}
-
-Result<std::vector<Reservation>> Engine::listReservations() {
-  return onControl([&] { return listReservationsOnControl(); });
-}
-
-Result<std::vector<Reservation>> Engine::listReservationsOnControl() {
+Result<std::vector<Reservation>> EngineCore::listReservations() {
+  if (!inTask()) return answerFromTask("list reservations", [&](EngineCore& core) { return core.listReservations(); });
   // A read writes nothing: one past its time is left out here, and let go by the deadline tick or the
   // next change to reservations.
-  return reservations_.live(clock_.now());
+  return engine_.reservations_.live(engine_.clock_.now());
 }
 
 namespace {
@@ -161,19 +152,16 @@ Result<const Reservation*> ownReservation(const ReservationBook& reservations, c
 
 }  // namespace
 
-Result<void> Engine::releaseReservation(const Caller& caller, const std::string& id) {
-  return onControl([&] { return releaseReservationOnControl(caller, id); });
-}
-
-Result<void> Engine::releaseReservationOnControl(const Caller& caller, const std::string& id) {
-  SY_TRY(checkAccepting());
-  expireReservations();
-  SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "release"));
+Result<void> EngineCore::releaseReservation(const Caller& caller, const std::string& id) {
+  if (!inTask()) return answerFromTask("release a reservation", [&](EngineCore& core) { return core.releaseReservation(caller, id); });
+  SY_TRY(engine_.checkAccepting());
+  engine_.expireReservations();
+  SY_ASSIGN(const Reservation* found, ownReservation(engine_.reservations_, caller, id, "release"));
   const Reservation r = *found;
-  for (const auto& s : r.systems) letGo(s.placement, r.id);
-  reservations_.erase(id);
-  announceReservation(r, "reservation.released", fmt::format("{} released by {}: {}", r.id, caller.identity, describeHeld(r.systems)),
-                      caller.identity);
+  for (const auto& s : r.systems) engine_.letGo(s.placement, r.id);
+  engine_.reservations_.erase(id);
+  engine_.announceReservation(r, "reservation.released", fmt::format("{} released by {}: {}", r.id, caller.identity, describeHeld(r.systems)),
+                              caller.identity);
   return {};
 }
 
@@ -215,41 +203,35 @@ Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const s
   return started;
 }
 
-Result<std::vector<Operation>> Engine::composeReserved(const Caller& caller, const std::string& id) {
-  return onControl([&] { return composeReservedOnControl(caller, id); });
-}
-
-Result<std::vector<Operation>> Engine::composeReservedOnControl(const Caller& caller, const std::string& id) {
-  SY_TRY(checkAccepting());
-  expireReservations();
-  SY_ASSIGN(const Reservation* found, ownReservation(reservations_, caller, id, "apply"));
+Result<std::vector<Operation>> EngineCore::composeReserved(const Caller& caller, const std::string& id) {
+  if (!inTask()) return answerFromTask("compose a reservation", [&](EngineCore& core) { return core.composeReserved(caller, id); });
+  SY_TRY(engine_.checkAccepting());
+  engine_.expireReservations();
+  SY_ASSIGN(const Reservation* found, ownReservation(engine_.reservations_, caller, id, "apply"));
   const Reservation r = *found;
-  SY_ASSIGN(auto started, composeHeld(caller, r.systems, r.id, [&] {
-              for (const auto& s : r.systems) letGo(s.placement, r.id);
-              reservations_.erase(r.id);
+  SY_ASSIGN(auto started, engine_.composeHeld(caller, r.systems, r.id, [&] {
+              for (const auto& s : r.systems) engine_.letGo(s.placement, r.id);
+              engine_.reservations_.erase(r.id);
             }));
   std::string ops;
   for (const auto& o : started) ops += fmt::format("{}{} ({})", ops.empty() ? "" : ", ", o.systemId, o.id);
-  announceReservation(r, "reservation.applied", fmt::format("{} applied by {}: {}", r.id, caller.identity, ops), caller.identity);
+  engine_.announceReservation(r, "reservation.applied", fmt::format("{} applied by {}: {}", r.id, caller.identity, ops), caller.identity);
   return started;
 }
 
-Result<std::vector<Operation>> Engine::composeTogether(const Caller& caller, const std::vector<ComposeRequest>& requests) {
-  return onControl([&] { return composeTogetherOnControl(caller, requests); });
-}
-
-Result<std::vector<Operation>> Engine::composeTogetherOnControl(const Caller& caller, const std::vector<ComposeRequest>& requests) {
-  SY_TRY(checkAccepting());
-  expireReservations();
-  SY_ASSIGN(auto placed, placeTogether(requests, std::string(kManifestHolder)));
+Result<std::vector<Operation>> EngineCore::composeTogether(const Caller& caller, const std::vector<ComposeRequest>& requests) {
+  if (!inTask()) return answerFromTask("compose together", [&](EngineCore& core) { return core.composeTogether(caller, requests); });
+  SY_TRY(engine_.checkAccepting());
+  engine_.expireReservations();
+  SY_ASSIGN(auto placed, engine_.placeTogether(requests, std::string(kManifestHolder)));
   std::vector<HeldSystem> systems;
   for (std::size_t i = 0; i < requests.size(); ++i) systems.push_back({requests[i].name, requests[i].placement, placed[i], requests[i].labels});
   bool released = false;
   auto letGoAll = [&] {
-    for (const auto& p : placed) letGo(p, std::string(kManifestHolder));
+    for (const auto& p : placed) engine_.letGo(p, std::string(kManifestHolder));
     released = true;
   };
-  auto started = composeHeld(caller, systems, std::string(kManifestHolder), letGoAll);
+  auto started = engine_.composeHeld(caller, systems, std::string(kManifestHolder), letGoAll);
   if (!released) letGoAll();
   return started;
 }

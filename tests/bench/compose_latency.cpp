@@ -108,7 +108,7 @@ struct Rig {
     r.placement.host = host;
     r.placement.devices = std::move(devices);
     const auto t0 = Stopwatch::now();
-    SY_ASSIGN(Operation op, engine->compose(Caller::local(), r));
+    SY_ASSIGN(Operation op, engine->blocking().compose(Caller::local(), r));
     SY_ASSIGN(op, engine->waitOperation(op.id, std::chrono::minutes(10)));
     if (op.state != OperationState::kSucceeded) return fail(Code::kInternal, fmt::format("{} did not succeed: {}", op.id, op.error));
     return secondsSince(t0);
@@ -116,7 +116,7 @@ struct Rig {
 
   Result<double> decompose(const std::string& name) {
     const auto t0 = Stopwatch::now();
-    SY_ASSIGN(Operation op, engine->decompose(Caller::local(), name));
+    SY_ASSIGN(Operation op, engine->blocking().decompose(Caller::local(), name));
     SY_ASSIGN(op, engine->waitOperation(op.id, std::chrono::minutes(10)));
     if (op.state != OperationState::kSucceeded) return fail(Code::kInternal, fmt::format("{} did not succeed: {}", op.id, op.error));
     return secondsSince(t0);

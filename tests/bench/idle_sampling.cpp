@@ -64,7 +64,7 @@ int benchIdleSampling(const IdleBenchOptions& o) {
     ComposeRequest r{fmt::format("s-{}", composed), {}, {}};
     r.placement.gpuCount = 8;
     r.placement.host = h.id;
-    auto op = engine.compose(Caller::local(), r);
+    auto op = engine.blocking().compose(Caller::local(), r);
     if (!op) continue;
     auto done = engine.waitOperation(op->id, std::chrono::seconds(60));
     if (!done || done->state != OperationState::kSucceeded) continue;
@@ -106,11 +106,11 @@ int benchIdleSampling(const IdleBenchOptions& o) {
       r.placement.gpuCount = 8;
       r.placement.host = probeHost;
       const auto t0 = Stopwatch::now();
-      auto op = engine.compose(Caller::local(), r);
+      auto op = engine.blocking().compose(Caller::local(), r);
       if (!op) return false;
       if (auto done = engine.waitOperation(op->id, std::chrono::seconds(60)); !done || done->state != OperationState::kSucceeded) return false;
       out.push_back(msSince(t0));
-      auto gone = engine.decompose(Caller::local(), r.name);
+      auto gone = engine.blocking().decompose(Caller::local(), r.name);
       if (!gone || !engine.waitOperation(gone->id, std::chrono::seconds(60))) return false;
     }
     return true;

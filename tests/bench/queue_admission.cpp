@@ -53,7 +53,7 @@ int benchQueueAdmission(const QueueBenchOptions& o) {
   for (int i = 0;; ++i) {
     ComposeRequest r{fmt::format("fill-{}", i), {}, {}};
     r.placement.gpuCount = 8;
-    auto op = engine.compose(Caller::local(), r);
+    auto op = engine.blocking().compose(Caller::local(), r);
     if (!op) break;
     (void)engine.waitOperation(op->id, std::chrono::seconds(60));
     live.push_back(r.name);
@@ -70,7 +70,7 @@ int benchQueueAdmission(const QueueBenchOptions& o) {
     r.priorityClass = kClasses[(next / 4) % 4];
     r.queue = true;
     ++next;
-    auto op = engine.compose(Caller::local(), r);
+    auto op = engine.blocking().compose(Caller::local(), r);
     if (!op || op->state != OperationState::kQueued) {
       fmt::print(stderr, "error: {} was not queued: {}\n", r.name, op ? op->explanation : op.error().message);
       return false;
@@ -92,7 +92,7 @@ int benchQueueAdmission(const QueueBenchOptions& o) {
     const std::string victim = live[pick];
     live.erase(live.begin() + static_cast<std::ptrdiff_t>(pick));
     const auto t0 = Stopwatch::now();
-    auto op = engine.decompose(Caller::local(), victim);
+    auto op = engine.blocking().decompose(Caller::local(), victim);
     if (!op) {
       fmt::print(stderr, "error: decompose {}: {}\n", victim, op.error().message);
       return 1;

@@ -56,7 +56,7 @@ PathLane composeLoop(Engine& engine, int firstHost, int hosts, const std::atomic
     request.placement.gpuCount = 4;
     request.placement.host = fmt::format("host{}", firstHost + i % hosts);
     const auto t0 = Stopwatch::now();
-    auto op = engine.compose(Caller::local(), request);
+    auto op = engine.blocking().compose(Caller::local(), request);
     auto done = op ? engine.waitOperation(op->id, std::chrono::seconds(30)) : Result<Operation>(std::unexpected(op.error()));
     if (!done || done->state != OperationState::kSucceeded) {
       ++lane.failures;
@@ -64,7 +64,7 @@ PathLane composeLoop(Engine& engine, int firstHost, int hosts, const std::atomic
       continue;
     }
     lane.ms.push_back(msSince(t0));
-    auto d = engine.decompose(Caller::local(), name);
+    auto d = engine.blocking().decompose(Caller::local(), name);
     if (!d || !engine.waitOperation(d->id, std::chrono::seconds(30))) ++lane.failures;
   }
   return lane;
@@ -118,7 +118,7 @@ int benchReadLoad(const ReadLoadOptions& o) {
     r.name = fmt::format("background-{}", i);
     r.placement.gpuCount = 8;
     r.placement.host = fmt::format("host{}", hosts - 1 - i);
-    auto op = engine.compose(Caller::local(), r);
+    auto op = engine.blocking().compose(Caller::local(), r);
     if (op) (void)engine.waitOperation(op->id, std::chrono::seconds(30));
   }
   fmt::print("composed {} background systems in {:.0f} ms\n\n", std::min(o.composed, hosts - measuredHosts), msSince(fillAt));

@@ -33,7 +33,7 @@ class EngineAccessTest : public EngineTest {
 TEST_F(EngineAccessTest, HostileStringsAndSizesAreRefusedAtAcceptanceAndForeignNamesStayUnnamed) {
   start();
   auto refused = [&](ComposeRequest r, const std::string& says) {
-    auto op = engine_->compose(kAdmin, r);
+    auto op = engine_->blocking().compose(kAdmin, r);
     ASSERT_FALSE(op) << r.name;
     EXPECT_EQ(op.error().code, Code::kInvalidArgument);
     EXPECT_NE(op.error().message.find(says), std::string::npos) << op.error().message;
@@ -55,8 +55,8 @@ TEST_F(EngineAccessTest, HostileStringsAndSizesAreRefusedAtAcceptanceAndForeignN
   longKey.requestId = std::string(200, 'r');
   refused(longKey, "request id");
   // A name another tenant holds is "taken", without that system's id.
-  run(engine_->compose(kAlice, request("shared-name", 1, "team-a")));
-  auto clash = engine_->compose(kBob, request("shared-name", 1, "team-b"));
+  run(engine_->blocking().compose(kAlice, request("shared-name", 1, "team-a")));
+  auto clash = engine_->blocking().compose(kBob, request("shared-name", 1, "team-b"));
   ASSERT_FALSE(clash);
   EXPECT_EQ(clash.error().code, Code::kAlreadyExists);
   EXPECT_EQ(clash.error().message.find("sys-"), std::string::npos) << clash.error().message;
@@ -67,13 +67,13 @@ TEST_F(EngineAccessTest, HostileStringsAndSizesAreRefusedAtAcceptanceAndForeignN
 TEST_F(EngineAccessTest, EveryEventOfATenantsOperationCarriesThatTenant) {
   start();
   const auto first = engine_->listEvents(0, 10'000)->size();
-  Operation composed = run(engine_->compose(kAlice, request("secret-train", 3, "team-a")));
+  Operation composed = run(engine_->blocking().compose(kAlice, request("secret-train", 3, "team-a")));
   ASSERT_EQ(composed.state, OperationState::kSucceeded);
   const System system = *engine_->getSystem("secret-train");
   // A drift on one of its devices (the switch lost the binding) is the tenant's too.
   ASSERT_TRUE(fabric_->unbind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));
   ASSERT_TRUE(engine_->reconcile());
-  run(engine_->decompose(kAlice, "secret-train"));
+  run(engine_->blocking().decompose(kAlice, "secret-train"));
   const auto events = *engine_->listEvents(first, 10'000);
   ASSERT_FALSE(events.empty());
   std::set<std::string> types;
@@ -88,65 +88,65 @@ TEST_F(EngineAccessTest, EveryEventOfATenantsOperationCarriesThatTenant) {
 
 TEST_F(EngineAccessTest, AViewerChangesNothingAndATenantOnlyItsOwnSystems) {
   start();
-  auto refused = engine_->compose(kViewer, request("look", 1, "team-a"));
+  auto refused = engine_->blocking().compose(kViewer, request("look", 1, "team-a"));
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Code::kPermissionDenied);
   EXPECT_NE(refused.error().message.find("viewer"), std::string::npos) << refused.error().message;
 
-  auto wrongTenant = engine_->compose(kAlice, request("sneaky", 1, "team-b"));
+  auto wrongTenant = engine_->blocking().compose(kAlice, request("sneaky", 1, "team-b"));
   ASSERT_FALSE(wrongTenant);
   EXPECT_EQ(wrongTenant.error().code, Code::kPermissionDenied);
   EXPECT_NE(wrongTenant.error().message.find("acts for tenant 'team-a'"), std::string::npos) << wrongTenant.error().message;
 
-  const Operation a = run(engine_->compose(kAlice, request("a-train", 2, "team-a")));
+  const Operation a = run(engine_->blocking().compose(kAlice, request("a-train", 2, "team-a")));
   ASSERT_EQ(a.state, OperationState::kSucceeded);
   EXPECT_EQ(a.tenant, "team-a");
   const auto before = fabricBindings();
 
   // Bob cannot see Alice's system, so to him it does not exist: nothing changes.
-  for (auto r : {engine_->decompose(kBob, "a-train"), engine_->detach(kBob, DetachRequest{"a-train", {a.steps[1].bindings[0].deviceId}, {}, {}}),
-                 engine_->attach(kBob, AttachRequest{"a-train", PlacementRequest{.gpuCount = 1}})}) {
+  for (auto r : {engine_->blocking().decompose(kBob, "a-train"), engine_->blocking().detach(kBob, DetachRequest{"a-train", {a.steps[1].bindings[0].deviceId}, {}, {}}),
+                 engine_->blocking().attach(kBob, AttachRequest{"a-train", PlacementRequest{.gpuCount = 1}})}) {
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::kNotFound) << r.error().message;
   }
-  auto viewerDecompose = engine_->decompose(kViewer, "a-train");
+  auto viewerDecompose = engine_->blocking().decompose(kViewer, "a-train");
   ASSERT_FALSE(viewerDecompose);
   EXPECT_EQ(viewerDecompose.error().code, Code::kPermissionDenied) << "a viewer sees the system but may not change it";
   EXPECT_EQ(fabricBindings(), before);
 
   // An operator may change any tenant's system; Alice may change her own.
-  EXPECT_EQ(run(engine_->attach(kOperator, AttachRequest{"a-train", PlacementRequest{.gpuCount = 1}})).state, OperationState::kSucceeded);
-  EXPECT_EQ(run(engine_->decompose(kAlice, "a-train")).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().attach(kOperator, AttachRequest{"a-train", PlacementRequest{.gpuCount = 1}})).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().decompose(kAlice, "a-train")).state, OperationState::kSucceeded);
 }
 
 TEST_F(EngineAccessTest, QuotasCountSystemsAndWholeGpusIncludingReservations) {
   quotas_["team-a"] = TenantQuota{.maxGpus = 4, .maxSystems = 2};
   start();
-  ASSERT_EQ(run(engine_->compose(kAlice, request("a1", 3, "team-a"))).state, OperationState::kSucceeded);
-  auto tooMany = engine_->compose(kAlice, request("a2", 2, "team-a"));
+  ASSERT_EQ(run(engine_->blocking().compose(kAlice, request("a1", 3, "team-a"))).state, OperationState::kSucceeded);
+  auto tooMany = engine_->blocking().compose(kAlice, request("a2", 2, "team-a"));
   ASSERT_FALSE(tooMany);
   EXPECT_EQ(tooMany.error().code, Code::kResourceExhausted);
   EXPECT_NE(tooMany.error().message.find("may hold 4 GPU(s); it holds 3 and this asks for 2 more"), std::string::npos)
       << tooMany.error().message;
-  auto tooManyAttached = engine_->attach(kOperator, AttachRequest{"a1", PlacementRequest{.gpuCount = 2}});
+  auto tooManyAttached = engine_->blocking().attach(kOperator, AttachRequest{"a1", PlacementRequest{.gpuCount = 2}});
   ASSERT_FALSE(tooManyAttached) << "the quota is the tenant's, whoever asks";
   EXPECT_EQ(tooManyAttached.error().code, Code::kResourceExhausted);
-  ASSERT_EQ(run(engine_->compose(kAlice, request("a2", 1, "team-a"))).state, OperationState::kSucceeded);
-  auto thirdSystem = engine_->compose(kAdmin, request("a3", 0, "team-a"));
+  ASSERT_EQ(run(engine_->blocking().compose(kAlice, request("a2", 1, "team-a"))).state, OperationState::kSucceeded);
+  auto thirdSystem = engine_->blocking().compose(kAdmin, request("a3", 0, "team-a"));
   ASSERT_FALSE(thirdSystem);
   EXPECT_EQ(thirdSystem.error().code, Code::kResourceExhausted);
   EXPECT_NE(thirdSystem.error().message.find("quota of 2 system(s)"), std::string::npos) << thirdSystem.error().message;
   // Another tenant has no quota; freeing GPUs makes room again.
-  EXPECT_EQ(run(engine_->compose(kBob, request("b1", 4, "team-b"))).state, OperationState::kSucceeded);
-  ASSERT_EQ(run(engine_->decompose(kAlice, "a2")).state, OperationState::kSucceeded);
-  EXPECT_EQ(run(engine_->compose(kAlice, request("a2", 1, "team-a"))).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().compose(kBob, request("b1", 4, "team-b"))).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().decompose(kAlice, "a2")).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().compose(kAlice, request("a2", 1, "team-a"))).state, OperationState::kSucceeded);
 
   // Concurrent requests are accepted one at a time on the control thread, reservations counting: of two
   // composes that would each fit alone, only one gets in.
-  ASSERT_EQ(run(engine_->decompose(kAlice, "a2")).state, OperationState::kSucceeded);
-  ASSERT_EQ(run(engine_->decompose(kAlice, "a1")).state, OperationState::kSucceeded);
-  auto first = engine_->compose(kAlice, request("c1", 3, "team-a"));
-  auto second = engine_->compose(kAlice, request("c2", 3, "team-a"));
+  ASSERT_EQ(run(engine_->blocking().decompose(kAlice, "a2")).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().decompose(kAlice, "a1")).state, OperationState::kSucceeded);
+  auto first = engine_->blocking().compose(kAlice, request("c1", 3, "team-a"));
+  auto second = engine_->blocking().compose(kAlice, request("c2", 3, "team-a"));
   ASSERT_TRUE(first) << first.error().message;
   ASSERT_FALSE(second) << "the first compose's reserved GPUs count before it is done";
   EXPECT_EQ(second.error().code, Code::kResourceExhausted);
@@ -158,17 +158,17 @@ TEST_F(EngineAccessTest, QuotasCountSystemsAndWholeGpusIncludingReservations) {
 TEST_F(EngineAccessTest, QuarantinedDevicesOfASystemStillCountTowardsItsQuota) {
   quotas_["team-a"] = TenantQuota{.maxGpus = 3};
   start();
-  ASSERT_EQ(run(engine_->compose(kAlice, request("a1", 2, "team-a"))).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(kAlice, request("a1", 2, "team-a"))).state, OperationState::kSucceeded);
   // The unbind times out three times (applied, unknown outcome), then re-binding it fails for good.
   fabric_->setFaults(FaultPlan{.failProbability = 1.0, .timeoutNext = 3});
-  const Operation down = run(engine_->decompose(kAlice, "a1"));
+  const Operation down = run(engine_->blocking().decompose(kAlice, "a1"));
   ASSERT_EQ(down.state, OperationState::kFailed);
   ASSERT_NE(down.error.find("quarantined"), std::string::npos) << down.error;
   fabric_->setFaults({});
   auto a1 = engine_->getSystem("a1");
   ASSERT_TRUE(a1);
   ASSERT_EQ(a1->bindings.size(), 2u) << "the system keeps its devices";
-  auto over = engine_->compose(kAlice, request("a2", 2, "team-a"));
+  auto over = engine_->blocking().compose(kAlice, request("a2", 2, "team-a"));
   ASSERT_FALSE(over) << "2 quarantined + 2 new would exceed 3";
   EXPECT_EQ(over.error().code, Code::kResourceExhausted);
   EXPECT_NE(over.error().message.find("it holds 2"), std::string::npos) << over.error().message;
@@ -177,13 +177,13 @@ TEST_F(EngineAccessTest, QuarantinedDevicesOfASystemStillCountTowardsItsQuota) {
 TEST_F(EngineAccessTest, EveryRequestIsAuditedWithWhoWhatAndHowItEnded) {
   quotas_["team-a"] = TenantQuota{.maxGpus = 2};
   start();
-  const Operation ok = run(engine_->compose(kAlice, request("a1", 2, "team-a")));
+  const Operation ok = run(engine_->blocking().compose(kAlice, request("a1", 2, "team-a")));
   ASSERT_EQ(ok.state, OperationState::kSucceeded);
-  ASSERT_FALSE(engine_->compose(kAlice, request("a2", 1, "team-a")));  // over quota
-  ASSERT_FALSE(engine_->decompose(kBob, "a1"));                         // not his
-  ASSERT_FALSE(engine_->compose(kViewer, request("v", 1, "team-b")));   // a viewer
+  ASSERT_FALSE(engine_->blocking().compose(kAlice, request("a2", 1, "team-a")));  // over quota
+  ASSERT_FALSE(engine_->blocking().decompose(kBob, "a1"));                         // not his
+  ASSERT_FALSE(engine_->blocking().compose(kViewer, request("v", 1, "team-b")));   // a viewer
   fabric_->setFaults(FaultPlan{.failNext = 1});
-  const Operation failed = run(engine_->compose(kBob, request("b1", 1, "team-b")));
+  const Operation failed = run(engine_->blocking().compose(kBob, request("b1", 1, "team-b")));
   ASSERT_EQ(failed.state, OperationState::kFailed);
 
   const auto all = audit();
@@ -219,13 +219,13 @@ TEST_F(EngineAccessTest, EveryRequestIsAuditedWithWhoWhatAndHowItEnded) {
   // Durable: the trail survives a restart, and new records continue its numbering.
   start();
   EXPECT_EQ(audit().size(), 5u);
-  ASSERT_FALSE(engine_->compose(kViewer, request("v2", 1, "team-b")));
+  ASSERT_FALSE(engine_->blocking().compose(kViewer, request("v2", 1, "team-b")));
   EXPECT_EQ(audit().front().sequence, 6u);
 }
 
 TEST_F(EngineAccessTest, EventsCarryTheTenantOfTheirSystem) {
   start();
-  const Operation a = run(engine_->compose(kAlice, request("a1", 1, "team-a")));
+  const Operation a = run(engine_->blocking().compose(kAlice, request("a1", 1, "team-a")));
   int aboutIt = 0;
   const auto events = engine_->listEvents(0, 1000);  // kept: the loop refers into it
   ASSERT_TRUE(events);

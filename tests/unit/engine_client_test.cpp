@@ -151,6 +151,25 @@ TEST_F(EngineTest, ACoreUsedOffTheControlThreadIsRefusedInEveryBuild) {
   EXPECT_FALSE(engine_->getSystem("stray")) << "nothing was composed";
 }
 
+// The blocking core (tests, tools, the daemon's start) waits for the control thread: called on that thread it
+// would wait for itself, so it is refused there at once, changes nothing, and the engine goes on.
+TEST_F(EngineTest, ABlockingCoreCalledOnTheControlThreadIsRefusedInsteadOfWaitingForItself) {
+  start();
+  EngineClient client(*engine_);
+  std::promise<Result<Operation>> onControl;
+  client.run<bool>([this, &onControl](EngineCore&) -> Result<bool> {
+    onControl.set_value(engine_->blocking().compose(kAlice, gpus("inside", 1)));
+    return true;
+  }, [](Result<bool>) {});
+  auto refused = onControl.get_future().get();
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code, Code::kInternal);
+  EXPECT_FALSE(engine_->getSystem("inside")) << "nothing was composed";
+  auto after = engine_->blocking().compose(kAlice, gpus("after", 1));
+  ASSERT_TRUE(after) << after.error().message;
+  EXPECT_EQ(engine_->waitOperation(after->id, 10s)->state, OperationState::kSucceeded) << "the engine went on";
+}
+
 TEST_F(EngineTest, AClientsCallTheEngineNeverRanIsAnsweredAbortedOnce) {
   start();
   AdapterPool adapter;
@@ -200,7 +219,7 @@ TEST_F(EngineTest, AControlTaskThatThrowsHaltsTheEngineInsteadOfEndingTheProcess
   ASSERT_EQ(why.wait_for(10s), std::future_status::ready) << "the engine halted";
   EXPECT_NE(why.get().find("type_error.316"), std::string::npos);
   EXPECT_NE(engine_->storeFailure().find("a failure inside the engine"), std::string::npos) << engine_->storeFailure();
-  auto refused = engine_->compose(kAlice, gpus("after", 1));
+  auto refused = engine_->blocking().compose(kAlice, gpus("after", 1));
   ASSERT_FALSE(refused) << "a halted engine takes no work";
   EXPECT_EQ(refused.error().code, Code::kUnavailable);
   // The call that threw is still answered once, on the adapter's executor: aborted.
@@ -217,7 +236,7 @@ TEST_F(EngineTest, AClientsSubscriptionReplaysWhatCameAfterTheSequenceThenGoesLi
   AdapterPool adapter;
   EngineClient client(*engine_, adapter.deliver());
   const auto before = engine_->listEvents(0, 1000)->size();
-  run(engine_->compose(kAlice, gpus("train", 1)));
+  run(engine_->blocking().compose(kAlice, gpus("train", 1)));
   const std::uint64_t after = engine_->listEvents(0, 1000)->back().sequence;
   std::promise<std::pair<Result<EventSubscription>, std::thread::id>> subscribed;
   client.subscribeAfter(before, [&](Result<EventSubscription> s) { subscribed.set_value({std::move(s), std::this_thread::get_id()}); });
@@ -231,7 +250,7 @@ TEST_F(EngineTest, AClientsSubscriptionReplaysWhatCameAfterTheSequenceThenGoesLi
   s->live->setListener([&] {
     if (auto e = s->live->tryNext()) std::call_once(once, [&] { pushed.set_value(*e); });
   });
-  run(engine_->decompose(kAlice, "train"));
+  run(engine_->blocking().decompose(kAlice, "train"));
   const Event live = pushed.get_future().get();
   EXPECT_GT(live.sequence, after) << "then live events";
   s->live->setListener(nullptr);

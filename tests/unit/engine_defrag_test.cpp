@@ -50,7 +50,7 @@ class EngineDefragTest : public EngineTest {
     ComposeRequest r{"idle", {}, std::move(labels)};
     r.placement.devices = {"sw0-gpu0", "sw0-gpu1"};
     r.placement.host = "mover";
-    const Operation op = run(engine_->compose(Caller::local(), r));
+    const Operation op = run(engine_->blocking().compose(Caller::local(), r));
     ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
     ASSERT_TRUE(engine_->sampleActivity());
   }
@@ -60,7 +60,7 @@ class EngineDefragTest : public EngineTest {
     r.placement.gpuCount = 4;
     r.placement.peerToPeer = PeerToPeer::kRequired;
     r.queue = true;
-    auto op = engine_->compose(Caller::local(), r);
+    auto op = engine_->blocking().compose(Caller::local(), r);
     EXPECT_TRUE(op) << op.error().message;
     if (!op) return {};
     EXPECT_EQ(op->state, OperationState::kQueued) << op->explanation;
@@ -112,7 +112,7 @@ TEST_F(EngineDefragTest, AHeadThatFitsOnlyInPiecesGetsRoomByMovingIdleGpusOfAMov
   PlacementRequest four;
   four.gpuCount = 4;
   four.peerToPeer = PeerToPeer::kRequired;
-  const auto plan = engine_->plan(four);
+  const auto plan = engine_->blocking().plan(four);
   ASSERT_TRUE(plan) << plan.error().message;
   EXPECT_FALSE(plan->decision.placement);
   ASSERT_EQ(plan->wouldMove.size(), 1u) << "the dry run names the moves a pass would start";
@@ -147,8 +147,8 @@ TEST_F(EngineDefragTest, NothingMovesWithoutTheLabelNorWhenAProcessRunsOnAGpuItW
   EXPECT_EQ(why(big.id).find("moving"), std::string::npos) << why(big.id);
   EXPECT_TRUE(movesDone(0).empty());
   EXPECT_EQ(devicesOf("idle"), (std::vector<DeviceId>{"sw0-gpu0", "sw0-gpu1"}));
-  ASSERT_TRUE(engine_->cancelQueued(Caller::local(), big.id));
-  run(engine_->decompose(Caller::local(), "idle"));
+  ASSERT_TRUE(engine_->blocking().cancelQueued(Caller::local(), big.id));
+  run(engine_->blocking().decompose(Caller::local(), "idle"));
 
   composeIdleUnderSw0({{"movable", "true"}});
   simulated_->setActivity("sw0-gpu1", 0, {{4100, "python3 eval.py", 2048}});
@@ -201,7 +201,7 @@ TEST_F(EngineDefragTest, TheFewestGpusAreMoved) {
     ComposeRequest r{name, {}, {{"movable", "true"}}};
     r.placement.devices = devices;
     r.placement.host = host;
-    ASSERT_EQ(run(engine_->compose(Caller::local(), r)).state, OperationState::kSucceeded) << name;
+    ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), r)).state, OperationState::kSucceeded) << name;
   }
   ASSERT_TRUE(engine_->sampleActivity());
   const Operation big = queueFourUnderOneSwitch();

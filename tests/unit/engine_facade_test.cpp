@@ -22,7 +22,7 @@ ComposeRequest gpus(const std::string& name, int n) {
 // Alice's 2-GPU compose, accepted and held at its bind call until the gate opens.
 Result<Operation> composeHeldAtBind(Engine& engine, testing::GatedDriver& gated) {
   gated.closeBeforeBind(0);
-  auto op = engine.compose(kAlice, gpus("train", 2));
+  auto op = engine.blocking().compose(kAlice, gpus("train", 2));
   if (op) gated.waitUntilHeld();
   return op;
 }
@@ -30,7 +30,7 @@ Result<Operation> composeHeldAtBind(Engine& engine, testing::GatedDriver& gated)
 TEST_F(EngineTest, AnOperationRecordsItsCallerAndItsEventsNameThem) {
   start();
   const auto atStart = engine_->listEvents(0, 100)->size();
-  Operation op = run(engine_->compose(kAlice, gpus("train", 2)));
+  Operation op = run(engine_->blocking().compose(kAlice, gpus("train", 2)));
   EXPECT_EQ(op.requestedBy, kAlice);
   auto stored = store_->getOperation(op.id);
   ASSERT_TRUE(stored && *stored);
@@ -39,7 +39,7 @@ TEST_F(EngineTest, AnOperationRecordsItsCallerAndItsEventsNameThem) {
   ASSERT_FALSE(events.empty());
   for (const auto& e : events) EXPECT_EQ(e.actor, "alice") << e.type;
 
-  run(engine_->decompose(Caller::local(), "train"));
+  run(engine_->blocking().decompose(Caller::local(), "train"));
   events = *engine_->listEvents(0, 100);
   EXPECT_EQ(events.back().type, "operation.succeeded");
   EXPECT_EQ(events.back().actor, "local");
@@ -123,7 +123,7 @@ TEST_F(EngineTest, SubscribersArePushedEachEventAsItHappens) {
     std::lock_guard lock(mutex);
     while (auto e = stream->tryNext()) pushed.push_back(e->type);
   });
-  run(engine_->compose(kAlice, gpus("train", 1)));
+  run(engine_->blocking().compose(kAlice, gpus("train", 1)));
   std::lock_guard lock(mutex);
   EXPECT_EQ(pushed, (std::vector<std::string>{"operation.accepted", "device.bound", "system.composed", "operation.succeeded"}))
       << "every event was pushed by the time the operation finished: nobody polled";

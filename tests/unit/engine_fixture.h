@@ -65,7 +65,7 @@ class EngineTest : public ::testing::Test {
     ComposeRequest r{name, {}, {}};
     r.placement.gpuCount = gpus;
     r.placement.peerToPeer = p2p;
-    return run(engine_->compose(Caller::local(), r));
+    return run(engine_->blocking().compose(Caller::local(), r));
   }
 
   std::vector<Binding> fabricBindings() { return *fabric_->readBindings(); }
@@ -109,7 +109,7 @@ inline ComposeRequest gpuCompose(std::string name, int gpus) {
 // Starts a compose whose bind call then waits in the switch until gated.open().
 inline Result<Operation> composeHeldInTheSwitch(Engine& engine, testing::GatedDriver& gated, std::string name, int gpus) {
   gated.closeBeforeBind(0);
-  auto accepted = engine.compose(Caller::local(), gpuCompose(std::move(name), gpus));
+  auto accepted = engine.blocking().compose(Caller::local(), gpuCompose(std::move(name), gpus));
   if (accepted) gated.waitUntilHeld();
   return accepted;
 }

@@ -27,7 +27,7 @@ class ForgetTest : public EngineTest {
     ComposeRequest r{"train", {}, {}};
     r.placement.gpuCount = 2;
     r.placement.host = "host0";
-    run(engine_->compose(Caller::local(), r));
+    run(engine_->blocking().compose(Caller::local(), r));
     engine_.reset();
     swapFabric(otherFabric());
   }
@@ -81,7 +81,7 @@ TEST_F(ForgetTest, AnAdoptedStoresGhostSystemIsDegradedAndAnAdminForgetsIt) {
   ComposeRequest onHost0{"next", {}, {}};
   onHost0.placement.gpuCount = 2;
   onHost0.placement.host = "host0";
-  EXPECT_FALSE(engine_->compose(Caller::local(), onHost0));
+  EXPECT_FALSE(engine_->blocking().compose(Caller::local(), onHost0));
 
   auto refused = forget(kOperator, "train");
   ASSERT_FALSE(refused);
@@ -101,7 +101,7 @@ TEST_F(ForgetTest, AnAdoptedStoresGhostSystemIsDegradedAndAnAdminForgetsIt) {
     if (a.action == "forget") results.push_back(a.caller.identity + ":" + a.result);
   EXPECT_EQ(results, (std::vector<std::string>{"root:accepted", "ops:PERMISSION_DENIED"}));  // newest first
   // host0 is free again, and a restart keeps it forgotten.
-  run(engine_->compose(Caller::local(), onHost0));
+  run(engine_->blocking().compose(Caller::local(), onHost0));
   start();
   EXPECT_FALSE(engine_->getSystem("train"));
   EXPECT_EQ(engine_->getSystem("next")->state, SystemState::kComposed);

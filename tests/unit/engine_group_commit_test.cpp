@@ -152,7 +152,7 @@ TEST_F(GroupCommitTest, AWaitForAnOperationThatEndedEarlierInTheBatchIsAnsweredO
   for (int h = 0; h < 4; ++h) compose("full-" + std::to_string(h), 4);  // every host serves a system
   ComposeRequest waits = gpuCompose("waits", 1);
   waits.queue = true;
-  auto queued = engine_->compose(Caller::local(), waits);
+  auto queued = engine_->blocking().compose(Caller::local(), waits);
   ASSERT_TRUE(queued) << queued.error().message;
   ASSERT_EQ(queued->state, OperationState::kQueued);
 

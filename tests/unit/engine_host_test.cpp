@@ -36,7 +36,7 @@ class EngineHostTest : public EngineTest {
   // The device the next compose will take first: compose, look, decompose.
   DeviceId nextDevice() {
     System probe = composeTwo("probe");
-    run(engine_->decompose(Caller::local(), "probe"));
+    run(engine_->blocking().decompose(Caller::local(), "probe"));
     return probe.bindings.front().deviceId;
   }
 
@@ -65,7 +65,7 @@ TEST_F(EngineHostTest, ADeviceIsOnlineOnlyAfterItsHostSawIt) {
   EXPECT_EQ(engine_->getSystem("train")->hostDevices, system.hostDevices);
 
   // Decompose lets the host go first, then unbinds: no surprise removal.
-  Operation down = run(engine_->decompose(Caller::local(), "train"));
+  Operation down = run(engine_->blocking().decompose(Caller::local(), "train"));
   ASSERT_EQ(down.state, OperationState::kSucceeded) << down.error;
   EXPECT_EQ(stepLog(down), (std::vector<std::string>{"host-release:done", "unbind:done", "release:done"}));
   EXPECT_TRUE(simulatedHosts_->present(system.hostId).empty());
@@ -111,7 +111,7 @@ TEST_F(EngineHostTest, TheWrongDeviceIsReleasedFromTheHostBeforeItIsUnbound) {
 TEST_F(EngineHostTest, ARollbackWhoseHostKeepsTheDevicesLeavesThemBoundAndQuarantined) {
   startWithHosts();
   const System probe = composeTwo("probe");  // the two devices the next compose of two gets
-  run(engine_->decompose(Caller::local(), "probe"));
+  run(engine_->blocking().decompose(Caller::local(), "probe"));
   const DeviceId first = probe.bindings[0].deviceId, second = probe.bindings[1].deviceId;
   simulatedHosts_->setDeviceFault(first, SimulatedHostFault::kInUse);         // appears, then cannot be released
   simulatedHosts_->setDeviceFault(second, SimulatedHostFault::kWrongSerial);  // fails the admit
@@ -146,11 +146,11 @@ TEST_F(EngineHostTest, AGpuInUseIsNotDetachedAndTheErrorNamesTheProcess) {
   const DeviceId busy = system.bindings.front().deviceId;
   simulatedHosts_->setDeviceFault(busy, SimulatedHostFault::kInUse);
 
-  Operation detach = run(engine_->detach(Caller::local(), {.system = "train", .devices = {busy}}));
+  Operation detach = run(engine_->blocking().detach(Caller::local(), {.system = "train", .devices = {busy}}));
   EXPECT_EQ(detach.state, OperationState::kFailed);
   EXPECT_NE(detach.error.find("in use by pid 4242 (python3 train.py)"), std::string::npos) << detach.error;
   EXPECT_EQ(stepLog(detach), (std::vector<std::string>{"host-release:failed", "unbind:skipped", "release:skipped"}));
-  Operation decompose = run(engine_->decompose(Caller::local(), "train"));
+  Operation decompose = run(engine_->blocking().decompose(Caller::local(), "train"));
   EXPECT_EQ(decompose.state, OperationState::kFailed);
 
   // Nothing was unbound or removed; the system is whole.
@@ -162,7 +162,7 @@ TEST_F(EngineHostTest, AGpuInUseIsNotDetachedAndTheErrorNamesTheProcess) {
   EXPECT_EQ(after.hostDevices.size(), 2u);
 
   simulatedHosts_->setDeviceFault(busy, SimulatedHostFault::kNone);
-  EXPECT_EQ(run(engine_->decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
   EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
 }
 
@@ -176,7 +176,7 @@ TEST_F(EngineHostTest, ADeviceWhoseResetFailedIsQuarantinedUntilAnOperatorReleas
   const DeviceId clean = system.bindings.back().deviceId;
   simulatedHosts_->setDeviceFault(dirty, SimulatedHostFault::kResetFails);
 
-  Operation down = run(engine_->decompose(Caller::local(), "train"));
+  Operation down = run(engine_->blocking().decompose(Caller::local(), "train"));
   ASSERT_EQ(down.state, OperationState::kSucceeded) << down.error;
   EXPECT_TRUE(simulatedHosts_->present(system.hostId).empty()) << "the host let go of both";
   EXPECT_TRUE(fabricBindings().empty()) << "and the switch unbound both";
@@ -200,7 +200,7 @@ TEST_F(EngineHostTest, ADeviceWhoseResetFailedIsQuarantinedUntilAnOperatorReleas
   ComposeRequest named{"next", {}, {}};
   named.placement.devices = {dirty};
   named.placement.host = system.hostId;
-  auto refused = engine_->compose(Caller::local(), named);
+  auto refused = engine_->blocking().compose(Caller::local(), named);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("is quarantined (not reset: "), std::string::npos) << refused.error().message;
 
@@ -211,7 +211,7 @@ TEST_F(EngineHostTest, ADeviceWhoseResetFailedIsQuarantinedUntilAnOperatorReleas
   ASSERT_TRUE(released) << released.error().message;
   EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);
   simulatedHosts_->setDeviceFault(dirty, SimulatedHostFault::kNone);
-  EXPECT_EQ(run(engine_->compose(Caller::local(), named)).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().compose(Caller::local(), named)).state, OperationState::kSucceeded);
 }
 
 TEST_F(EngineHostTest, AnAgentThatRestartsIsAskedAgain) {
@@ -223,7 +223,7 @@ TEST_F(EngineHostTest, AnAgentThatRestartsIsAskedAgain) {
   EXPECT_EQ(op.steps.at(3).attempts, 3);
 
   simulatedHosts_->restartAgent(engine_->getSystem("train")->hostId, 2);
-  Operation down = run(engine_->decompose(Caller::local(), "train"));
+  Operation down = run(engine_->blocking().decompose(Caller::local(), "train"));
   EXPECT_EQ(down.state, OperationState::kSucceeded) << down.error;
   EXPECT_EQ(down.steps.front().attempts, 3);
 }
@@ -232,7 +232,7 @@ TEST_F(EngineHostTest, AnUnreachableAgentFailsTheDetachWithAClearStatusAndUnbind
   startWithHosts();
   const System system = composeTwo("train");
   simulatedHosts_->setHostReachable(system.hostId, false);
-  Operation down = run(engine_->decompose(Caller::local(), "train"));
+  Operation down = run(engine_->blocking().decompose(Caller::local(), "train"));
   EXPECT_EQ(down.state, OperationState::kFailed);
   EXPECT_NE(down.error.find("UNAVAILABLE"), std::string::npos) << down.error;
   EXPECT_NE(down.error.find("does not answer"), std::string::npos) << down.error;
@@ -242,14 +242,14 @@ TEST_F(EngineHostTest, AnUnreachableAgentFailsTheDetachWithAClearStatusAndUnbind
   EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kComposed);
 
   simulatedHosts_->setHostReachable(system.hostId, true);
-  EXPECT_EQ(run(engine_->decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
 }
 
 TEST_F(EngineHostTest, AHostWithNoPolicyIsRefusedWithTheWayOut) {
   startWithHosts({.policy = HostPolicy::kUnset});
   ComposeRequest r{"train", {}, {}};
   r.placement.gpuCount = 2;
-  auto refused = engine_->compose(Caller::local(), r);
+  auto refused = engine_->blocking().compose(Caller::local(), r);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
   EXPECT_NE(refused.error().message.find("--host-policy"), std::string::npos) << refused.error().message;
@@ -273,26 +273,26 @@ TEST_F(EngineHostTest, MigInstancesAreMadeOnTheHostAndTornDownBeforeTheyLeave) {
   startWithHosts();
   ComposeRequest r{"infer", {}, {}};
   r.placement.gpuInstances = {MigProfile::k3g};
-  Operation composed = run(engine_->compose(Caller::local(), r));
+  Operation composed = run(engine_->blocking().compose(Caller::local(), r));
   ASSERT_EQ(composed.state, OperationState::kSucceeded) << composed.error;
   const System system = *engine_->getSystem("infer");
   EXPECT_EQ(simulatedHosts_->migInstances(system.hostId), system.gpuInstances);
 
   AttachRequest more{"infer", {}};
   more.placement.gpuInstances = {MigProfile::k2g};
-  Operation attached = run(engine_->attach(Caller::local(), more));
+  Operation attached = run(engine_->blocking().attach(Caller::local(), more));
   ASSERT_EQ(attached.state, OperationState::kSucceeded) << attached.error;
   EXPECT_EQ(stepLog(attached), (std::vector<std::string>{"reserve:done", "host-admit:done", "commit:done"}))
       << "the 2g fits on the GPU the system holds: no bind, but the host makes it";
   EXPECT_EQ(simulatedHosts_->migInstances(system.hostId).size(), 2u);
 
   const GpuInstance added = attached.gpuInstances.front();
-  Operation detached = run(engine_->detach(Caller::local(), {.system = "infer", .gpuInstances = {{added.deviceId, added.start}}}));
+  Operation detached = run(engine_->blocking().detach(Caller::local(), {.system = "infer", .gpuInstances = {{added.deviceId, added.start}}}));
   ASSERT_EQ(detached.state, OperationState::kSucceeded) << detached.error;
   EXPECT_EQ(stepLog(detached), (std::vector<std::string>{"host-release:done", "release:done"}));
   EXPECT_EQ(simulatedHosts_->migInstances(system.hostId), system.gpuInstances);
 
-  ASSERT_EQ(run(engine_->decompose(Caller::local(), "infer")).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().decompose(Caller::local(), "infer")).state, OperationState::kSucceeded);
   EXPECT_TRUE(simulatedHosts_->migInstances(system.hostId).empty());
   EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
 }
@@ -303,7 +303,7 @@ TEST_F(EngineHostTest, AMigInstanceTheHostCannotMakeRollsTheComposeBack) {
   simulatedHosts_->setDeviceFault(gpu, SimulatedHostFault::kMigFails);
   ComposeRequest r{"infer", {}, {}};
   r.placement.gpuInstances = {MigProfile::k1g, MigProfile::k1g};
-  Operation op = run(engine_->compose(Caller::local(), r));
+  Operation op = run(engine_->blocking().compose(Caller::local(), r));
   EXPECT_EQ(op.state, OperationState::kFailed);
   EXPECT_NE(op.error.find("MIG mode is disabled"), std::string::npos) << op.error;
   EXPECT_TRUE(fabricBindings().empty());
@@ -370,7 +370,7 @@ TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart)
   start();
   ComposeRequest r{"train", {}, {}};
   r.placement.gpuCount = 2;
-  auto accepted = engine_->compose(Caller::local(), r);
+  auto accepted = engine_->blocking().compose(Caller::local(), r);
   ASSERT_TRUE(accepted) << accepted.error().message;
   gated.waitUntilHeld();
   // Bound in the switch, not yet seen by the host: the system says so, and is not composed.
@@ -388,7 +388,7 @@ TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart)
   hosts_ = simulatedHosts_.get();
   RecoveryReport report = start();
   EXPECT_EQ(report.resumedOperations, 1u);
-  auto op = engine_->getOperation(accepted->id);
+  auto op = engine_->blocking().getOperation(accepted->id);
   ASSERT_TRUE(op);
   EXPECT_EQ(op->state, OperationState::kSucceeded);
   EXPECT_EQ(engine_->getSystem("train")->hostDevices.size(), 2u);
@@ -421,7 +421,7 @@ TEST_F(EngineHostTest, AHostThatReleasedBeforeAStopStillHasThemReleasedAfterTheR
   ReleaseHeld held(*simulatedHosts_);
   hosts_ = &held;
   start();
-  auto accepted = engine_->decompose(Caller::local(), "train");
+  auto accepted = engine_->blocking().decompose(Caller::local(), "train");
   ASSERT_TRUE(accepted) << accepted.error().message;
   held.waitUntilHeld();
   std::thread stopper([&] { engine_->stop(0s); });
@@ -470,12 +470,12 @@ TEST_F(EngineHostTest, AReleaseWhoseReplyWasLostIsUndoneEvenWhenTheAgentIsDownAt
   start();
   ComposeRequest r{"infer", {}, {}};
   r.placement.gpuInstances = {MigProfile::k3g};
-  ASSERT_EQ(run(engine_->compose(Caller::local(), r)).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), r)).state, OperationState::kSucceeded);
   const System system = *engine_->getSystem("infer");
   ReleaseThenDown flaky(*simulatedHosts_);
   hosts_ = &flaky;
   start();
-  Operation failed = run(engine_->decompose(Caller::local(), "infer"));
+  Operation failed = run(engine_->blocking().decompose(Caller::local(), "infer"));
   EXPECT_EQ(failed.state, OperationState::kFailed);
   EXPECT_EQ(stepLog(failed).back(), "host-admit:done*") << "the rollback re-admits what the lost reply may have released";
   EXPECT_EQ(simulatedHosts_->migInstances(system.hostId), system.gpuInstances) << "and makes its MIG instance again";

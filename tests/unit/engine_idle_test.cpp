@@ -96,7 +96,7 @@ class EngineIdleTest : public EngineTest {
     ComposeRequest r{name, {}, std::move(labels)};
     r.placement.gpuCount = gpus;
     r.placement.tenant = std::move(tenant);
-    return run(engine_->compose(Caller::local(), r));
+    return run(engine_->blocking().compose(Caller::local(), r));
   }
   std::vector<DeviceId> gpusOf(const std::string& system) {
     std::vector<DeviceId> out;
@@ -142,7 +142,7 @@ TEST_F(EngineIdleTest, IdleListsAttachedGpusIdleLongEnoughWithTheirSystemAndNoth
   ASSERT_EQ(all.size(), 4u) << "every sampled GPU when asked";
   EXPECT_EQ(count("reclaim.would-detach") + count("reclaim.started"), 0u);
 
-  run(engine_->detach(Caller::local(), {"train", {gpus[2]}, {}, {}, {}}));
+  run(engine_->blocking().detach(Caller::local(), {"train", {gpus[2]}, {}, {}, {}}));
   EXPECT_EQ(engine_->idleGpus(Caller::local(), std::chrono::minutes(30))->size(), 1u) << "a detached GPU is no longer listed";
 }
 
@@ -222,7 +222,7 @@ TEST_F(EngineIdleTest, IdleMigInstancesGoBackOneByOneWhileASiblingWorksAndTheGpu
   const std::size_t freeBefore = freeDevices();
   ComposeRequest r{"infer", {}, {}};
   r.placement.gpuInstances = {MigProfile::k3g, MigProfile::k3g};
-  ASSERT_EQ(run(engine_->compose(Caller::local(), r)).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), r)).state, OperationState::kSucceeded);
   const System system = *engine_->getSystem("infer");
   ASSERT_EQ(system.gpuInstances.size(), 2u);
   ASSERT_EQ(system.bindings.size(), 1u) << "both on one GPU";
@@ -250,7 +250,7 @@ TEST_F(EngineIdleTest, IdleMigInstancesGoBackOneByOneWhileASiblingWorksAndTheGpu
   EXPECT_TRUE(sample().empty()) << "the busy one is never taken";
 
   // A process that started in it since the sample: the host refuses to destroy it and the system stays whole.
-  auto refused = run(engine_->detach(Caller::local(), {.system = "infer", .gpuInstances = {{busy.deviceId, busy.start}}}));
+  auto refused = run(engine_->blocking().detach(Caller::local(), {.system = "infer", .gpuInstances = {{busy.deviceId, busy.start}}}));
   EXPECT_NE(refused.state, OperationState::kSucceeded);
   EXPECT_NE(refused.error.find("in use by pid 5150"), std::string::npos) << refused.error;
   EXPECT_EQ(engine_->getSystem("infer")->gpuInstances, (std::vector<GpuInstance>{busy}));
@@ -275,7 +275,7 @@ TEST_F(EngineIdleTest, UsageCountsAnIdleMigInstanceByItsPartOfTheGpu) {
   ComposeRequest r{"infer", {}, {}};
   r.placement.gpuInstances = {MigProfile::k3g, MigProfile::k3g};
   r.placement.tenant = "team-a";
-  ASSERT_EQ(run(engine_->compose(Caller::local(), r)).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), r)).state, OperationState::kSucceeded);
   const System system = *engine_->getSystem("infer");
   const GpuInstance busy = system.gpuInstances[0], idle = system.gpuInstances[1];
   simulated_->setInstanceActivity(busy.deviceId, busy.start, {{5150, "tritonserver", 9000}});
@@ -302,7 +302,7 @@ TEST_F(EngineIdleTest, AnIdleGpuCarryingSharesGoesBackWithThemAndADryRunNamesThe
   startWith({std::chrono::minutes(30), true});
   ComposeRequest r{"notebook", {}, {}};
   r.placement.gpuShareMilli = 500;
-  ASSERT_EQ(run(engine_->compose(Caller::local(), r)).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), r)).state, OperationState::kSucceeded);
   const DeviceId gpu = engine_->getSystem("notebook")->gpuShares.at(0).deviceId;
   sample();
   auto listed = *engine_->idleGpus(Caller::local(), Duration(0));
@@ -349,7 +349,7 @@ TEST_F(EngineIdleTest, ARoundRecordsOffTheControlThreadAndReclaimsOnlyWhatIsStil
   auto round = std::async(std::launch::async, [&] { return engine_->sampleActivity(); });
   gate.asked.wait();
   // While the round is out, the owner detaches one of the two idle GPUs itself: the control thread is free.
-  run(engine_->detach(Caller::local(), {"busy-owner", {gpus[0]}, {}, {}, {}}));
+  run(engine_->blocking().detach(Caller::local(), {"busy-owner", {gpus[0]}, {}, {}, {}}));
   gate.open.count_down();
   auto started = round.get();
   ASSERT_TRUE(started) << started.error().message;
@@ -369,7 +369,7 @@ TEST_F(EngineIdleTest, LabelsAndTenantPolicyChooseOverYarddsAndTenantsSeeOnlyThe
   composeLabelled("a-keep", 2, {{"reclaim-idle-after", "never"}}, "team-a");
   composeLabelled("a-default", 2, {}, "team-a");
   composeLabelled("b-default", 2, {}, "team-b");
-  auto bad = engine_->compose(Caller::local(), [] {
+  auto bad = engine_->blocking().compose(Caller::local(), [] {
     ComposeRequest r{"bad", {}, {{"reclaim-mode", "whenever"}}};
     r.placement.gpuCount = 1;
     return r;

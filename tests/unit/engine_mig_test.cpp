@@ -16,12 +16,12 @@ class EngineMigTest : public EngineTest {
   Result<Operation> composeMig(const std::string& name, std::vector<MigProfile> profiles) {
     ComposeRequest r{name, {}, {}};
     r.placement.gpuInstances = std::move(profiles);
-    return engine_->compose(Caller::local(), r);
+    return engine_->blocking().compose(Caller::local(), r);
   }
   Result<Operation> attachMig(const std::string& name, std::vector<MigProfile> profiles) {
     AttachRequest a{name, {}};
     a.placement.gpuInstances = std::move(profiles);
-    return engine_->attach(Caller::local(), a);
+    return engine_->blocking().attach(Caller::local(), a);
   }
   // GPUs the operation bound (all in one bind step).
   static std::size_t binds(const Operation& op) { return forwardBindings(op, step::kBind).size(); }
@@ -69,14 +69,14 @@ TEST_F(EngineMigTest, DetachingTheLastInstanceOfAGpuUnbindsIt) {
   const GpuInstance large = *std::find_if(before.gpuInstances.begin(), before.gpuInstances.end(),
                                           [](const GpuInstance& i) { return i.profile == MigProfile::k3g; });
   DetachRequest first{"infer", {}, {{small.deviceId, small.start}}};
-  Operation op = run(engine_->detach(Caller::local(), first));
+  Operation op = run(engine_->blocking().detach(Caller::local(), first));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(op.steps.size(), 1u) << "only a release: the GPU still carries the 3g";
   EXPECT_EQ(engine_->getSystem("infer")->gpuInstances, std::vector<GpuInstance>{large});
   EXPECT_EQ(fabricBindings().size(), 1u);
 
   DetachRequest last{"infer", {}, {{large.deviceId, large.start}}};
-  op = run(engine_->detach(Caller::local(), last));
+  op = run(engine_->blocking().detach(Caller::local(), last));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(op.steps.front().kind, step::kUnbind);
   EXPECT_TRUE(fabricBindings().empty());
@@ -89,7 +89,7 @@ TEST_F(EngineMigTest, DetachingAGpuTakesItsInstancesAlong) {
   run(composeMig("infer", {MigProfile::k2g, MigProfile::k2g}));
   const System before = *engine_->getSystem("infer");
   DetachRequest r{"infer", {before.bindings[0].deviceId}, {}};
-  Operation op = run(engine_->detach(Caller::local(), r));
+  Operation op = run(engine_->blocking().detach(Caller::local(), r));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(op.gpuInstances.size(), 2u);
   EXPECT_TRUE(engine_->getSystem("infer")->gpuInstances.empty());
@@ -99,15 +99,15 @@ TEST_F(EngineMigTest, BadMigRequestsChangeNothing) {
   start();
   run(composeMig("infer", {MigProfile::k7g}));
   DetachRequest unknown{"infer", {}, {{"sw0-gpu0", 3}}};
-  EXPECT_EQ(engine_->detach(Caller::local(), unknown).error().code, Code::kNotFound);
+  EXPECT_EQ(engine_->blocking().detach(Caller::local(), unknown).error().code, Code::kNotFound);
   const GpuInstance i = engine_->getSystem("infer")->gpuInstances.at(0);
   DetachRequest twice{"infer", {i.deviceId}, {{i.deviceId, i.start}}};
-  EXPECT_EQ(engine_->detach(Caller::local(), twice).error().code, Code::kInvalidArgument);
+  EXPECT_EQ(engine_->blocking().detach(Caller::local(), twice).error().code, Code::kInvalidArgument);
   ComposeRequest both{"mixed", {}, {}};
   both.placement.gpuInstances = {MigProfile::k1g};
   both.placement.devices = {"sw1-gpu0"};
   both.placement.host = "host1";
-  EXPECT_EQ(engine_->compose(Caller::local(), both).error().code, Code::kInvalidArgument);
+  EXPECT_EQ(engine_->blocking().compose(Caller::local(), both).error().code, Code::kInvalidArgument);
   EXPECT_EQ(engine_->getSystem("infer")->gpuInstances.size(), 1u);
   EXPECT_EQ(fabricBindings().size(), 1u);
 }
@@ -138,7 +138,7 @@ TEST_F(EngineMigTest, InstancesSurviveARestartMidOperation) {
 
   RecoveryReport report = start();
   EXPECT_EQ(report.resumedOperations, 1u);
-  auto op = engine_->getOperation(accepted->id);
+  auto op = engine_->blocking().getOperation(accepted->id);
   ASSERT_TRUE(op);
   EXPECT_EQ(op->state, OperationState::kSucceeded);
   EXPECT_EQ(op->gpuInstances, accepted->gpuInstances) << "the plan was read back from the store";

@@ -61,7 +61,7 @@ TEST_F(EngineMixedTest, YarddsRedfishFabricNamesEachTargetsKind) {
 
 TEST_F(EngineMixedTest, GpusDrivesAndNicsAreBoundTogetherAndGoBackTogether) {
   start();
-  const Operation op = run(engine_->compose(Caller::local(), want("train", 4, 1, 1)));
+  const Operation op = run(engine_->blocking().compose(Caller::local(), want("train", 4, 1, 1)));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   auto s = engine_->getSystem("train");
   ASSERT_TRUE(s);
@@ -76,9 +76,9 @@ TEST_F(EngineMixedTest, GpusDrivesAndNicsAreBoundTogetherAndGoBackTogether) {
   // Another NIC for the running system, then all of it back at decompose.
   AttachRequest more{"train", {}, {}};
   more.placement.endpoints = {{DeviceKind::kNic, 1, "", 0, Affinity::kDomain}};
-  ASSERT_EQ(run(engine_->attach(Caller::local(), more)).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().attach(Caller::local(), more)).state, OperationState::kSucceeded);
   EXPECT_EQ(count(*engine_->getSystem("train"), "nic"), 2);
-  ASSERT_EQ(run(engine_->decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
   EXPECT_TRUE(fabricBindings().empty());
 }
 
@@ -87,7 +87,7 @@ TEST_F(EngineMixedTest, ATemplatesComposeCarriesItsNameAndAnUnknownOneChangesNot
   ComposeRequest r{"svc", {}, {}};
   r.machineTemplate = "infer-1x";
   r.peerToPeerAsked = false;
-  const Operation op = run(engine_->compose(Caller::local(), r));
+  const Operation op = run(engine_->blocking().compose(Caller::local(), r));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   auto s = engine_->getSystem("svc");
   EXPECT_EQ(count(*s, "gpu"), 1);
@@ -95,7 +95,7 @@ TEST_F(EngineMixedTest, ATemplatesComposeCarriesItsNameAndAnUnknownOneChangesNot
   EXPECT_EQ(s->labels.at(std::string(kTemplateLabel)), "infer-1x");
   r.name = "other";
   r.machineTemplate = "no-such";
-  auto unknown = engine_->compose(Caller::local(), r);
+  auto unknown = engine_->blocking().compose(Caller::local(), r);
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, Code::kNotFound);
   EXPECT_FALSE(engine_->getSystem("other"));
@@ -104,14 +104,14 @@ TEST_F(EngineMixedTest, ATemplatesComposeCarriesItsNameAndAnUnknownOneChangesNot
 TEST_F(EngineMixedTest, AQueuedMixedRequestKeepsItsDrivesAcrossARestart) {
   start();
   // Both drives taken: a request for one waits.
-  ASSERT_EQ(run(engine_->compose(Caller::local(), want("disks", 0, 0, 2))).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), want("disks", 0, 0, 2))).state, OperationState::kSucceeded);
   auto queued = want("later", 1, 0, 1);
   queued.queue = true;
-  auto accepted = engine_->compose(Caller::local(), queued);
+  auto accepted = engine_->blocking().compose(Caller::local(), queued);
   ASSERT_TRUE(accepted) << accepted.error().message;
   EXPECT_EQ(accepted->state, OperationState::kQueued);
   start();  // restart: the queue is read back from the store
-  ASSERT_EQ(run(engine_->decompose(Caller::local(), "disks")).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().decompose(Caller::local(), "disks")).state, OperationState::kSucceeded);
   auto done = engine_->waitOperation(accepted->id, 10s);
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state, OperationState::kSucceeded) << done->error;
@@ -132,31 +132,31 @@ TEST_F(EngineMixedTest, CapacityCountsWholeSystemsOfEachTemplate) {
 TEST_F(EngineMixedTest, AGpuQuotaCountsGpusOnly) {
   quotas_["team-a"] = TenantQuota{.maxGpus = 1};
   start();
-  EXPECT_EQ(run(engine_->compose(Caller::local(), want("a1", 1, 1, 2, "team-a"))).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().compose(Caller::local(), want("a1", 1, 1, 2, "team-a"))).state, OperationState::kSucceeded);
 }
 
 // max_nvme and max_nics count drives and NICs, across composes and attaches, and a refusal changes nothing.
 TEST_F(EngineMixedTest, DriveAndNicQuotasCountTheirOwnKind) {
   quotas_["team-a"] = TenantQuota{.maxDrives = 1, .maxNics = 1};
   start();
-  auto tooMany = engine_->compose(Caller::local(), want("big", 1, 0, 2, "team-a"));
+  auto tooMany = engine_->blocking().compose(Caller::local(), want("big", 1, 0, 2, "team-a"));
   ASSERT_FALSE(tooMany);
   EXPECT_EQ(tooMany.error().code, Code::kResourceExhausted);
   EXPECT_NE(tooMany.error().message.find("may hold 1 NVMe drive(s); it holds 0 and this asks for 2 more"), std::string::npos) << tooMany.error().message;
   EXPECT_FALSE(engine_->getSystem("big"));
   EXPECT_TRUE(fabricBindings().empty());
-  ASSERT_EQ(run(engine_->compose(Caller::local(), want("a1", 1, 1, 1, "team-a"))).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), want("a1", 1, 1, 1, "team-a"))).state, OperationState::kSucceeded);
   AttachRequest nic{"a1", {}, {}};
   nic.placement.endpoints = {{DeviceKind::kNic, 1, "", 0, Affinity::kDomain}};
-  auto refused = engine_->attach(Caller::local(), nic);
+  auto refused = engine_->blocking().attach(Caller::local(), nic);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("may hold 1 NIC(s); it holds 1"), std::string::npos) << refused.error().message;
   // Another tenant, without a quota, is not held to team-a's.
-  EXPECT_EQ(run(engine_->compose(Caller::local(), want("b1", 1, 1, 1, "team-b"))).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().compose(Caller::local(), want("b1", 1, 1, 1, "team-b"))).state, OperationState::kSucceeded);
   // The GPUs stay free of it: a GPU-only attach goes through.
   AttachRequest gpu{"a1", {}, {}};
   gpu.placement.gpuCount = 1;
-  EXPECT_EQ(run(engine_->attach(Caller::local(), gpu)).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().attach(Caller::local(), gpu)).state, OperationState::kSucceeded);
 }
 
 // max_endpoints counts each other class by name: two FPGAs allowed, a third refused whole, DPUs not held to it.
@@ -183,24 +183,24 @@ class EngineOtherClassQuotaTest : public EngineTest {
 TEST_F(EngineOtherClassQuotaTest, EachClassCountsAgainstItsOwnLimit) {
   quotas_["team-a"] = TenantQuota{.maxEndpoints = {{"fpga", 2}}};
   start();
-  auto tooMany = engine_->compose(Caller::local(), want("big", 1, {of("fpga", 3)}));
+  auto tooMany = engine_->blocking().compose(Caller::local(), want("big", 1, {of("fpga", 3)}));
   ASSERT_FALSE(tooMany);
   EXPECT_EQ(tooMany.error().code, Code::kResourceExhausted);
   EXPECT_NE(tooMany.error().message.find("tenant 'team-a' may hold 2 fpga device(s); it holds 0 and this asks for 3 more"), std::string::npos)
       << tooMany.error().message;
   EXPECT_FALSE(engine_->getSystem("big"));
   EXPECT_TRUE(fabricBindings().empty()) << "a refusal binds nothing";
-  ASSERT_EQ(run(engine_->compose(Caller::local(), want("a1", 1, {of("fpga", 2), of("dpu", 2)}))).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), want("a1", 1, {of("fpga", 2), of("dpu", 2)}))).state, OperationState::kSucceeded);
   AttachRequest more{"a1", {}, {}};
   more.placement.endpoints = {of("fpga", 1)};
-  auto refused = engine_->attach(Caller::local(), more);
+  auto refused = engine_->blocking().attach(Caller::local(), more);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("may hold 2 fpga device(s); it holds 2 and this asks for 1 more"), std::string::npos) << refused.error().message;
   AttachRequest gpu{"a1", {}, {}};  // the limit binds only what it counts
   gpu.placement.gpuCount = 1;
-  EXPECT_EQ(run(engine_->attach(Caller::local(), gpu)).state, OperationState::kSucceeded);
-  ASSERT_EQ(run(engine_->decompose(Caller::local(), "a1")).state, OperationState::kSucceeded);
-  EXPECT_EQ(run(engine_->compose(Caller::local(), want("a2", 0, {of("fpga", 2)}))).state, OperationState::kSucceeded) << "given back, counted no more";
+  EXPECT_EQ(run(engine_->blocking().attach(Caller::local(), gpu)).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().decompose(Caller::local(), "a1")).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().compose(Caller::local(), want("a2", 0, {of("fpga", 2)}))).state, OperationState::kSucceeded) << "given back, counted no more";
 }
 
 }  // namespace

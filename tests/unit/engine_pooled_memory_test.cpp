@@ -39,7 +39,7 @@ class EnginePooledMemoryTest : public EngineTest {
 
 TEST_F(EnginePooledMemoryTest, GpusAndMemoryAreBoundTogetherFromTheHostsSwitch) {
   start();
-  const Operation op = run(engine_->compose(Caller::local(), want("train", 2, 100)));
+  const Operation op = run(engine_->blocking().compose(Caller::local(), want("train", 2, 100)));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   auto s = engine_->getSystem("train");
   ASSERT_TRUE(s);
@@ -50,7 +50,7 @@ TEST_F(EnginePooledMemoryTest, GpusAndMemoryAreBoundTogetherFromTheHostsSwitch) 
   // More memory for the running system, on its host.
   AttachRequest more{"train", {}, {}};
   more.placement.pooledMemoryGiB = 64;
-  ASSERT_EQ(run(engine_->attach(Caller::local(), more)).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().attach(Caller::local(), more)).state, OperationState::kSucceeded);
   EXPECT_EQ(memoryOf(*engine_->getSystem("train")), 192);
   // Capacity shows what is left per switch.
   const auto report = engine_->capacity(defaultShapes());
@@ -62,11 +62,11 @@ TEST_F(EnginePooledMemoryTest, GpusAndMemoryAreBoundTogetherFromTheHostsSwitch) 
 
 TEST_F(EnginePooledMemoryTest, MemoryAloneIsASystemToo) {
   start();
-  const Operation op = run(engine_->compose(Caller::local(), want("cache", 0, 256)));
+  const Operation op = run(engine_->blocking().compose(Caller::local(), want("cache", 0, 256)));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(memoryOf(*engine_->getSystem("cache")), 256);
   // The other host's switch has its own; nothing crosses switches, so 300 GiB fits nowhere now.
-  auto tooMuch = engine_->compose(Caller::local(), want("big", 0, 300));
+  auto tooMuch = engine_->blocking().compose(Caller::local(), want("big", 0, 300));
   ASSERT_FALSE(tooMuch);
   EXPECT_EQ(tooMuch.error().code, Code::kResourceExhausted);
   EXPECT_NE(tooMuch.error().message.find("256 GiB"), std::string::npos) << tooMuch.error().message;
@@ -76,26 +76,26 @@ TEST_F(EnginePooledMemoryTest, ATenantsMemoryQuotaIsInGiBOfWholeDevices) {
   quotas_["team-a"] = TenantQuota{.maxMemoryGiB = 100};
   start();
   // 64 GiB asked is one 64 GiB device: within 100.
-  ASSERT_EQ(run(engine_->compose(Caller::local(), want("a1", 1, 64, "team-a"))).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), want("a1", 1, 64, "team-a"))).state, OperationState::kSucceeded);
   // 30 more GiB still takes a whole 64 GiB device: 128 > 100.
-  auto over = engine_->compose(Caller::local(), want("a2", 1, 30, "team-a"));
+  auto over = engine_->blocking().compose(Caller::local(), want("a2", 1, 30, "team-a"));
   ASSERT_FALSE(over);
   EXPECT_EQ(over.error().code, Code::kResourceExhausted);
   EXPECT_NE(over.error().message.find("100 GiB of pooled memory"), std::string::npos) << over.error().message;
   // GPUs alone are not held back by the memory quota.
-  EXPECT_EQ(run(engine_->compose(Caller::local(), want("a3", 2, 0, "team-a"))).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().compose(Caller::local(), want("a3", 2, 0, "team-a"))).state, OperationState::kSucceeded);
 }
 
 TEST_F(EnginePooledMemoryTest, AQueuedMemoryRequestRunsWhenMemoryFrees) {
   start();
-  ASSERT_EQ(run(engine_->compose(Caller::local(), want("hog0", 0, 256))).state, OperationState::kSucceeded);
-  ASSERT_EQ(run(engine_->compose(Caller::local(), want("hog1", 0, 256))).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), want("hog0", 0, 256))).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), want("hog1", 0, 256))).state, OperationState::kSucceeded);
   auto queued = want("later", 1, 128);
   queued.queue = true;
-  auto accepted = engine_->compose(Caller::local(), queued);
+  auto accepted = engine_->blocking().compose(Caller::local(), queued);
   ASSERT_TRUE(accepted) << accepted.error().message;
   EXPECT_EQ(accepted->state, OperationState::kQueued);
-  ASSERT_EQ(run(engine_->decompose(Caller::local(), "hog1")).state, OperationState::kSucceeded);
+  ASSERT_EQ(run(engine_->blocking().decompose(Caller::local(), "hog1")).state, OperationState::kSucceeded);
   auto done = engine_->waitOperation(accepted->id, 10s);
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state, OperationState::kSucceeded) << done->error;

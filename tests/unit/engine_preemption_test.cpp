@@ -100,7 +100,7 @@ TEST_F(EngineQueueTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAn
     return r.action == "compose" && r.target == "spot-job" && r.caller.identity == "yardd (preemption)" && r.operationId == queue.front().operationId;
   })) << "the audit trail says who queued it again";
 
-  run(engine_->decompose(Caller::local(), "urgent"));
+  run(engine_->blocking().decompose(Caller::local(), "urgent"));
   EXPECT_EQ(finished(queue.front().operationId).state, OperationState::kSucceeded);
   EXPECT_EQ(engine_->getSystem("spot-job")->state, SystemState::kComposed);
   EXPECT_EQ(engine_->getSystem("spot-job")->bindings.size(), 8u) << "as much as it had";
@@ -132,7 +132,7 @@ TEST_F(EngineQueueTest, APreemptedSystemIsQueuedAgainWhenItsDecomposeEndsAfterAR
 
   const RecoveryReport report = start();
   EXPECT_EQ(report.resumedOperations, 1u);
-  EXPECT_EQ(engine_->getOperation(started->front().id)->state, OperationState::kSucceeded);
+  EXPECT_EQ(engine_->blocking().getOperation(started->front().id)->state, OperationState::kSucceeded);
   EXPECT_EQ(finished(urgent.id).state, OperationState::kSucceeded);
   const auto again = engine_->getSystem("spot-job");
   ASSERT_TRUE(again) << "queued again after the restart";
@@ -152,7 +152,7 @@ TEST_F(EngineQueueTest, APlanWithAPreemptingClassNamesItsVictimsAndChangesNothin
   PlacementRequest eight;
   eight.gpuCount = 8;
 
-  const auto production = engine_->plan(eight, "production");
+  const auto production = engine_->blocking().plan(eight, "production");
   ASSERT_TRUE(production) << production.error().message;
   EXPECT_FALSE(production->decision.placement);
   ASSERT_EQ(production->wouldPreempt.size(), 1u);
@@ -165,9 +165,9 @@ TEST_F(EngineQueueTest, APlanWithAPreemptingClassNamesItsVictimsAndChangesNothin
   EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 0);
   EXPECT_EQ(engine_->getSystem("spot-job")->bindings.size(), 8u);
 
-  EXPECT_TRUE(engine_->plan(eight, "spot")->wouldPreempt.empty()) << "spot does not preempt";
-  EXPECT_TRUE(engine_->plan(eight)->wouldPreempt.empty()) << "no class, no preemption";
-  const auto unknown = engine_->plan(eight, "urgent");
+  EXPECT_TRUE(engine_->blocking().plan(eight, "spot")->wouldPreempt.empty()) << "spot does not preempt";
+  EXPECT_TRUE(engine_->blocking().plan(eight)->wouldPreempt.empty()) << "no class, no preemption";
+  const auto unknown = engine_->blocking().plan(eight, "urgent");
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, Code::kInvalidArgument);
 }

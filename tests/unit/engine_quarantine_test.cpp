@@ -36,7 +36,7 @@ TEST_F(EngineQuarantineTest, ABoundDeviceIsReleasedOnlyByUnbindingItAndAnUnbound
   for (const auto& h : defaultTopology().hosts)
     for (const auto& p : h.upstreamPorts)
       if (p.portId == "sw1-usp2") named.placement.host = h.id;
-  auto refused = engine_->compose(Caller::local(), named);
+  auto refused = engine_->blocking().compose(Caller::local(), named);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("is quarantined (bound to sw1-usp2 outside Switchyard)"), std::string::npos) << refused.error().message;
   EXPECT_NE(refused.error().message.find("yardctl devices release sw1-gpu7"), std::string::npos);
@@ -55,7 +55,7 @@ TEST_F(EngineQuarantineTest, ABoundDeviceIsReleasedOnlyByUnbindingItAndAnUnbound
   const auto events = *engine_->listEvents(0, 1000);
   ASSERT_TRUE(std::any_of(events.begin(), events.end(), [](const Event& e) { return e.type == "device.released" && e.subject == "sw1-gpu7" && e.actor == "ops"; }));
   EXPECT_EQ(auditResults(), (std::vector<std::string>{"device:sw1-gpu7:accepted", "device:sw1-gpu7:FAILED_PRECONDITION"}));
-  EXPECT_TRUE(run(engine_->compose(Caller::local(), named)).state == OperationState::kSucceeded) << "it can be composed again";
+  EXPECT_TRUE(run(engine_->blocking().compose(Caller::local(), named)).state == OperationState::kSucceeded) << "it can be composed again";
 }
 
 TEST_F(EngineQuarantineTest, OnlyOperatorsReleaseAndOnlyQuarantinedDevices) {

@@ -26,13 +26,13 @@ class EngineQueueTest : public EngineTest {
     return r;
   }
   Operation enqueue(const ComposeRequest& r, const Caller& caller = Caller::local()) {
-    auto op = engine_->compose(caller, r);
+    auto op = engine_->blocking().compose(caller, r);
     EXPECT_TRUE(op) << op.error().message;
     if (!op) return {};
     EXPECT_EQ(op->state, OperationState::kQueued) << r.name << ": " << op->explanation;
     return *op;
   }
-  Operation composeWith(ComposeRequest r) { return run(engine_->compose(Caller::local(), r)); }
+  Operation composeWith(ComposeRequest r) { return run(engine_->blocking().compose(Caller::local(), r)); }
   // The built-in classes, with spot's preempted systems queued again (spot=0:preemptible:requeue).
   static std::vector<PriorityClass> requeueingSpot() {
     std::vector<PriorityClass> classes = defaultPriorityClasses();
@@ -56,7 +56,7 @@ class EngineQueueTest : public EngineTest {
     const Operation aNext = enqueue(queued("a-next", 8, "batch", "team-a"));
     clock_.advance(12h);
     const Operation bNext = enqueue(queued("b-next", 8, "batch", "team-b"));
-    run(engine_->decompose(Caller::local(), "a"));
+    run(engine_->blocking().decompose(Caller::local(), "a"));
     return {aNext, bNext};
   }
   std::vector<std::string> queueNames() {

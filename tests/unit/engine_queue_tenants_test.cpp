@@ -22,7 +22,7 @@ TEST_F(EngineQueueTest, ARefusalForTheHeadNamesItOnlyToItsOwnTenant) {
 
   auto other = want("small", 4);
   other.placement.tenant = "team-b";
-  auto refused = engine_->compose(Caller{"bob", Role::kTenant, "team-b"}, other);
+  auto refused = engine_->blocking().compose(Caller{"bob", Role::kTenant, "team-b"}, other);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Code::kResourceExhausted);
   EXPECT_EQ(refused.error().message.find("team-a-secret-project"), std::string::npos) << refused.error().message;
@@ -41,7 +41,7 @@ TEST_F(EngineQueueTest, ARefusalForTheHeadNamesItOnlyToItsOwnTenant) {
 
   auto own = want("own", 4);
   own.placement.tenant = "team-a";
-  auto ownRefused = engine_->compose(Caller{"alice", Role::kTenant, "team-a"}, own);
+  auto ownRefused = engine_->blocking().compose(Caller{"alice", Role::kTenant, "team-a"}, own);
   ASSERT_FALSE(ownRefused);
   EXPECT_NE(ownRefused.error().message.find("team-a-secret-project"), std::string::npos) << "its own tenant is told which: "
                                                                                          << ownRefused.error().message;
@@ -82,13 +82,13 @@ TEST_F(EngineQueueTest, ATenantLimitedToSomeClassesMayNotNameAnother) {
   configure_ = [](EngineOptions& o) { o.quotas["team-a"].priorityClasses = std::vector<std::string>{"spot"}; };
   start();
   auto production = queued("urgent", 2, "production", "team-a");
-  auto refused = engine_->compose(Caller{"alice", Role::kTenant, "team-a"}, production);
+  auto refused = engine_->blocking().compose(Caller{"alice", Role::kTenant, "team-a"}, production);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Code::kPermissionDenied);
   EXPECT_EQ(refused.error().message, "tenant 'team-a' may compose in priority class spot only, not 'production'");
   auto plain = want("plain", 2);
   plain.placement.tenant = "team-a";
-  auto defaulted = engine_->compose(Caller{"alice", Role::kTenant, "team-a"}, plain);
+  auto defaulted = engine_->blocking().compose(Caller{"alice", Role::kTenant, "team-a"}, plain);
   ASSERT_FALSE(defaulted);
   EXPECT_NE(defaulted.error().message.find("(the default): name one with --priority"), std::string::npos) << defaulted.error().message;
   auto spot = want("cheap", 2);
@@ -106,15 +106,15 @@ TEST_F(EngineQueueTest, ATenantCannotSeeOrCancelAnotherTenantsQueuedRequest) {
   const Caller bob{"bob", Role::kTenant, "team-b"};
   const Operation mine = enqueue(queued("alices", 8, "batch", "team-a"), alice);
   for (const std::string& id : {mine.id, std::string("alices")}) {
-    auto r = engine_->cancelQueued(bob, id);
+    auto r = engine_->blocking().cancelQueued(bob, id);
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error().code, Code::kNotFound) << "not even told it exists";
   }
-  auto viewer = engine_->cancelQueued({"val", Role::kViewer, {}}, mine.id);
+  auto viewer = engine_->blocking().cancelQueued({"val", Role::kViewer, {}}, mine.id);
   ASSERT_FALSE(viewer);
   EXPECT_EQ(viewer.error().code, Code::kPermissionDenied);
   EXPECT_EQ(engine_->listQueue()->size(), 1u);
-  ASSERT_TRUE(engine_->cancelQueued(alice, mine.id));
+  ASSERT_TRUE(engine_->blocking().cancelQueued(alice, mine.id));
 }
 
 // Admission profiles (issue 59, ADR 0032). The pool full (team-a's "a" and the default tenant's "x", 8 GPUs each);
@@ -139,7 +139,7 @@ class EngineAdmissionProfileTest : public EngineQueueTest {
 TEST_F(EngineAdmissionProfileTest, TheDefaultProfileOrdersTheHigherClassFirstAcrossTenants) {
   startWith("switchyard-v1");
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-batch", "b-spot"}));
-  run(engine_->decompose(Caller::local(), "x"));
+  run(engine_->blocking().decompose(Caller::local(), "x"));
   EXPECT_NE(engine_->getSystem("a-batch")->state, SystemState::kQueued);
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-spot"}));
 }
@@ -148,7 +148,7 @@ TEST_F(EngineAdmissionProfileTest, ShareFirstPutsATenantUnderItsShareBeforeAHigh
   // team-a holds 8, the default tenant 8, team-b nothing: the line is 16 GPUs over 3 tenants; team-b is under it.
   startWith("share-first");
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-spot", "a-batch"}));
-  run(engine_->decompose(Caller::local(), "x"));
+  run(engine_->blocking().decompose(Caller::local(), "x"));
   EXPECT_NE(engine_->getSystem("b-spot")->state, SystemState::kQueued) << "admitted ahead of a higher class of a tenant above its share";
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-batch"}));
 }
@@ -204,7 +204,7 @@ class EngineSharePreemptionTest : public EngineQueueTest {
     PlacementRequest urgent;
     urgent.gpuCount = 8;
     urgent.tenant = "team-a";
-    auto plan = engine_->plan(urgent, "production");
+    auto plan = engine_->blocking().plan(urgent, "production");
     EXPECT_TRUE(plan) << plan.error().message;
     if (!plan) return 0;
     EXPECT_FALSE(plan->decision.placement);

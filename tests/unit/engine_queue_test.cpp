@@ -34,7 +34,7 @@ TEST_F(EngineQueueTest, ARequestThatDoesNotFitWaitsAndIsAdmittedWhenADecomposeFr
   start();
   compose("a", 8);
   compose("b", 8);
-  auto refused = engine_->compose(Caller::local(), want("c", 8));
+  auto refused = engine_->blocking().compose(Caller::local(), want("c", 8));
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Code::kResourceExhausted) << "without --queue, a request that does not fit is refused as before";
 
@@ -53,11 +53,11 @@ TEST_F(EngineQueueTest, ARequestThatDoesNotFitWaitsAndIsAdmittedWhenADecomposeFr
   auto stillQueued = engine_->waitOperation(waiting.id, 10ms);
   ASSERT_TRUE(stillQueued);
   EXPECT_EQ(stillQueued->state, OperationState::kQueued) << "a wait on a queued request times out with it still queued";
-  auto name = engine_->compose(Caller::local(), want("c", 1));
+  auto name = engine_->blocking().compose(Caller::local(), want("c", 1));
   ASSERT_FALSE(name);
   EXPECT_EQ(name.error().code, Code::kAlreadyExists) << "a queued system holds its name";
 
-  run(engine_->decompose(Caller::local(), "a"));
+  run(engine_->blocking().decompose(Caller::local(), "a"));
   const Operation admitted = finished(waiting.id);
   EXPECT_EQ(admitted.state, OperationState::kSucceeded) << admitted.error;
   EXPECT_NE(admitted.explanation.find("admitted from the queue"), std::string::npos) << admitted.explanation;
@@ -110,7 +110,7 @@ TEST_F(EngineQueueTest, AHigherPriorityClassGoesFirstWhateverItsAge) {
   EXPECT_EQ(queue[0].request.priorityClass, "production");
   EXPECT_EQ(queue[0].request.priority, 1000);
 
-  run(engine_->decompose(Caller::local(), "a"));
+  run(engine_->blocking().decompose(Caller::local(), "a"));
   EXPECT_EQ(finished(queue[0].operationId).state, OperationState::kSucceeded);
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"old-batch", "spot"}));
 }
@@ -126,7 +126,7 @@ TEST_F(EngineQueueTest, WithinAClassTheTenantHoldingLessOfItsShareGoesFirst) {
   enqueue(queued("a-more", 8, "batch", "team-a"));  // older, but team-a holds 8 GPUs
   enqueue(queued("b-first", 8, "batch", "team-b"));  // team-b holds none
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-first", "a-more"}));
-  run(engine_->decompose(Caller::local(), "b"));
+  run(engine_->blocking().decompose(Caller::local(), "b"));
   EXPECT_NE(engine_->getSystem("b-first")->state, SystemState::kQueued) << "admitted ahead of the older request";
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-more"}));
 }
@@ -151,14 +151,14 @@ TEST_F(EngineQueueTest, CancellingFreesTheNameAndTimeoutsGiveUpOnTheEnginesClock
   compose("a", 8);
   compose("b", 8);
   const Operation c = enqueue(want("c", 8, true));
-  auto cancelled = engine_->cancelQueued(Caller::local(), "c");
+  auto cancelled = engine_->blocking().cancelQueued(Caller::local(), "c");
   ASSERT_TRUE(cancelled) << cancelled.error().message;
   EXPECT_EQ(cancelled->state, OperationState::kFailed);
   EXPECT_NE(cancelled->error.find("cancelled by local"), std::string::npos) << cancelled->error;
   EXPECT_EQ(finished(c.id).state, OperationState::kFailed) << "waiters hear of the cancel";
   EXPECT_FALSE(engine_->getSystem("c")) << "the queued system is gone";
   EXPECT_TRUE(engine_->listQueue()->empty());
-  auto again = engine_->cancelQueued(Caller::local(), c.id);
+  auto again = engine_->blocking().cancelQueued(Caller::local(), c.id);
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, Code::kNotFound);
 
@@ -177,7 +177,7 @@ TEST_F(EngineQueueTest, CancellingFreesTheNameAndTimeoutsGiveUpOnTheEnginesClock
 
   // Decomposing a queued system cancels its request too.
   const Operation d = enqueue(want("d", 8, true));
-  auto viaDecompose = engine_->decompose(Caller::local(), "d");
+  auto viaDecompose = engine_->blocking().decompose(Caller::local(), "d");
   ASSERT_TRUE(viaDecompose) << viaDecompose.error().message;
   EXPECT_EQ(viaDecompose->id, d.id);
   EXPECT_EQ(finished(d.id).state, OperationState::kFailed);
@@ -194,7 +194,7 @@ TEST_F(EngineQueueTest, TheQueueSurvivesARestartAndIsAdmittedAfterIt) {
   EXPECT_EQ(queue[0].operationId, c.id);
   EXPECT_EQ(queue[0].request.priorityClass, "production");
   EXPECT_EQ(engine_->getSystem("c")->state, SystemState::kQueued);
-  run(engine_->decompose(Caller::local(), "a"));
+  run(engine_->blocking().decompose(Caller::local(), "a"));
   EXPECT_EQ(finished(c.id).state, OperationState::kSucceeded);
 }
 
@@ -206,7 +206,7 @@ TEST_F(EngineQueueTest, ALaterRequestDoesNotTakeWhatTheHeadIsPromisedUnlessItEnd
   compose("a", 4);      // four of the other; four left free
   const Operation head = enqueue(want("big", 12, true));  // fits when b's lease ends: b's 8 and the free 4
 
-  auto plain = engine_->compose(Caller::local(), want("small", 4));
+  auto plain = engine_->blocking().compose(Caller::local(), want("small", 4));
   ASSERT_FALSE(plain) << "the free four are the head's once b ends";
   EXPECT_EQ(plain.error().code, Code::kResourceExhausted);
   EXPECT_NE(plain.error().message.find("queue's head"), std::string::npos) << plain.error().message;
@@ -248,7 +248,7 @@ TEST_F(EngineQueueTest, ALeaseEndsInADecomposeWithAWarningFirstAndRenewMovesIt) 
   types = eventTypes();
   EXPECT_EQ(std::count(types.begin(), types.end(), "lease.expiring"), 1) << "warned once";
 
-  auto renewed = engine_->renewLease(Caller::local(), "a", 1h);
+  auto renewed = engine_->blocking().renewLease(Caller::local(), "a", 1h);
   ASSERT_TRUE(renewed) << renewed.error().message;
   EXPECT_EQ(renewed->leaseExpiresAt, clock_.now() + std::chrono::duration_cast<Duration>(1h).count());
   clock_.advance(10min);
@@ -296,7 +296,7 @@ TEST_F(EngineQueueTest, ALowerClassHeadDoesNotStopAHigherClassComposeThatFits) {
   composeWith(leased);
   compose("a", 4);
   enqueue(queued("spot-head", 12, "spot"));  // fits when b's lease ends: b's 8 and the free 4
-  auto batch = engine_->compose(Caller::local(), want("small", 4));  // batch, the default class
+  auto batch = engine_->blocking().compose(Caller::local(), want("small", 4));  // batch, the default class
   ASSERT_TRUE(batch) << batch.error().message;
   EXPECT_EQ(finished(batch->id).state, OperationState::kSucceeded);
 }
@@ -310,21 +310,21 @@ TEST_F(EngineQueueTest, BadClassesDurationsAndFloodsAreRefusedWithNothingQueued)
   compose("a", 8);
   compose("b", 8);
   auto badClass = queued("x", 8, "vip");
-  auto r = engine_->compose(Caller::local(), badClass);
+  auto r = engine_->blocking().compose(Caller::local(), badClass);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Code::kInvalidArgument);
   EXPECT_NE(r.error().message.find("production, batch, spot"), std::string::npos) << r.error().message;
   auto longLease = want("x", 8, true);
   longLease.lease = std::chrono::hours(25);
-  r = engine_->compose(Caller::local(), longLease);
+  r = engine_->blocking().compose(Caller::local(), longLease);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Code::kInvalidArgument);
-  EXPECT_FALSE(engine_->renewLease(Caller::local(), "a", std::chrono::hours(48)));
+  EXPECT_FALSE(engine_->blocking().renewLease(Caller::local(), "a", std::chrono::hours(48)));
   EXPECT_TRUE(engine_->listQueue()->empty());
 
   enqueue(want("q1", 8, true));
   enqueue(want("q2", 8, true));
-  r = engine_->compose(Caller::local(), want("q3", 8, true));
+  r = engine_->blocking().compose(Caller::local(), want("q3", 8, true));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Code::kResourceExhausted);
   EXPECT_NE(r.error().message.find("its most"), std::string::npos) << r.error().message;
@@ -345,15 +345,15 @@ TEST_F(EngineQueueTest, ATenantsPolicyGivesItsDefaultLeaseAndCapsLeasesAndItsQue
   auto tooLong = want("y", 4);
   tooLong.placement.tenant = "team-a";
   tooLong.lease = 5h;
-  auto r = engine_->compose(Caller::local(), tooLong);
+  auto r = engine_->blocking().compose(Caller::local(), tooLong);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Code::kInvalidArgument);
   EXPECT_NE(r.error().message.find("for tenant 'team-a'"), std::string::npos) << r.error().message;
-  EXPECT_FALSE(engine_->renewLease(Caller::local(), "x", 5h));
-  EXPECT_TRUE(engine_->renewLease(Caller::local(), "x", 3h));
+  EXPECT_FALSE(engine_->blocking().renewLease(Caller::local(), "x", 5h));
+  EXPECT_TRUE(engine_->blocking().renewLease(Caller::local(), "x", 3h));
   compose("other", 12);  // fills the pool
   enqueue(queued("q1", 8, "batch", "team-a"));
-  r = engine_->compose(Caller::local(), queued("q2", 8, "batch", "team-a"));
+  r = engine_->blocking().compose(Caller::local(), queued("q2", 8, "batch", "team-a"));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Code::kResourceExhausted);
   enqueue(queued("q3", 8, "batch", "team-b")) ;  // another tenant's limit is its own

@@ -71,7 +71,7 @@ TEST_F(EngineReplicaTest, ARefreshWithTheSameInventoryChangesOnlyWhatIsHeld) {
   revisioned_ = true;
   auto replica = standby();
   EXPECT_EQ(revisionedStore_->wholeLoads, 1);
-  run(engine_->decompose(Caller::local(), "first"));
+  run(engine_->blocking().decompose(Caller::local(), "first"));
   compose("third", 4);
   ASSERT_TRUE(replica->refreshReplica());
   EXPECT_EQ(revisionedStore_->wholeLoads, 1) << "the inventory was not read again";
@@ -140,19 +140,19 @@ TEST_F(EngineReplicaTest, AStandbyRefusesChangesNamingTheLeader) {
   auto replica = standby();
   ComposeRequest r{"nope", {}, {}};
   r.placement.gpuCount = 1;
-  auto refused = replica->compose(Caller::local(), r);
+  auto refused = replica->blocking().compose(Caller::local(), r);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Code::kUnavailable);
   EXPECT_NE(refused.error().message.find("no yardd leads"), std::string::npos) << refused.error().message;
   replica->setStandbyLeader("10.0.0.21:7390");
   EXPECT_EQ(replica->standbyLeader(), "10.0.0.21:7390");
-  refused = replica->compose(Caller::local(), r);
+  refused = replica->blocking().compose(Caller::local(), r);
   ASSERT_FALSE(refused);
   EXPECT_NE(refused.error().message.find("send changes to the leader at 10.0.0.21:7390"), std::string::npos) << refused.error().message;
   r.requestId = "retry-1";
-  EXPECT_EQ(replica->compose(Caller::local(), r).error().code, Code::kUnavailable) << "with a request id too";
-  EXPECT_EQ(replica->decompose(Caller::local(), "nope").error().code, Code::kUnavailable);
-  EXPECT_TRUE(replica->plan(r.placement)) << "plans are reads";
+  EXPECT_EQ(replica->blocking().compose(Caller::local(), r).error().code, Code::kUnavailable) << "with a request id too";
+  EXPECT_EQ(replica->blocking().decompose(Caller::local(), "nope").error().code, Code::kUnavailable);
+  EXPECT_TRUE(replica->blocking().plan(r.placement)) << "plans are reads";
   EXPECT_TRUE(engine_->listAudit({})->empty()) << "a standby's refusals are not written to the leader's audit trail";
   EXPECT_TRUE(engine_->listSystems()->empty());
 }
@@ -163,7 +163,7 @@ TEST_F(EngineReplicaTest, WaitOperationOnAStandbyEndsWhenARefreshFindsTheOperati
   gated.closeBeforeBind(0);
   ComposeRequest r{"held", {}, {}};
   r.placement.gpuCount = 2;
-  auto accepted = engine_->compose(Caller::local(), r);
+  auto accepted = engine_->blocking().compose(Caller::local(), r);
   ASSERT_TRUE(accepted) << accepted.error().message;
   gated.waitUntilHeld();
 
@@ -192,7 +192,7 @@ TEST_F(EngineReplicaTest, AStandbyWaitsForAnOperationItOnlyReadInTheStore) {
   gated.closeBeforeBind(0);
   ComposeRequest r{"late", {}, {}};
   r.placement.gpuCount = 1;
-  auto accepted = engine_->compose(Caller::local(), r);
+  auto accepted = engine_->blocking().compose(Caller::local(), r);
   ASSERT_TRUE(accepted);
   gated.waitUntilHeld();
   std::promise<Result<Operation>> waited;

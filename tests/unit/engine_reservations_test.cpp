@@ -34,7 +34,7 @@ class EngineReservationsTest : public EngineTest {
 
 TEST_F(EngineReservationsTest, AReservationHoldsItsHostsAndDevicesFromEveryoneElseUntilApplied) {
   start();
-  auto reserved = engine_->reserve(alice_, {want("train", 8), want("eval", 4)}, 300s);
+  auto reserved = engine_->blocking().reserve(alice_, {want("train", 8), want("eval", 4)}, 300s);
   ASSERT_TRUE(reserved) << reserved.error().message;
   ASSERT_EQ(reserved->systems.size(), 2u);
   EXPECT_NE(reserved->systems[0].placement.hostId, reserved->systems[1].placement.hostId);
@@ -54,16 +54,16 @@ TEST_F(EngineReservationsTest, AReservationHoldsItsHostsAndDevicesFromEveryoneEl
   // Others get what is left: four GPUs on one of the two other hosts, and nothing more.
   PlacementRequest eight;
   eight.gpuCount = 8;
-  EXPECT_FALSE(engine_->plan(eight)->decision.placement.has_value());
+  EXPECT_FALSE(engine_->blocking().plan(eight)->decision.placement.has_value());
   compose("other", 4);
-  auto none = engine_->compose(bob_, want("more", 1));
+  auto none = engine_->blocking().compose(bob_, want("more", 1));
   ASSERT_FALSE(none);
   EXPECT_EQ(none.error().code, Code::kResourceExhausted);
-  auto sameName = engine_->compose(bob_, want("train", 0));
+  auto sameName = engine_->blocking().compose(bob_, want("train", 0));
   ASSERT_FALSE(sameName);
   EXPECT_EQ(sameName.error().code, Code::kAlreadyExists) << "the reservation holds its systems' names too";
 
-  auto ops = engine_->composeReserved(alice_, reserved->id);
+  auto ops = engine_->blocking().composeReserved(alice_, reserved->id);
   ASSERT_TRUE(ops) << ops.error().message;
   ASSERT_EQ(ops->size(), 2u);
   for (const auto& op : *ops) EXPECT_EQ(run(op).state, OperationState::kSucceeded);
@@ -77,8 +77,8 @@ TEST_F(EngineReservationsTest, AReservationHoldsItsHostsAndDevicesFromEveryoneEl
     for (const auto& d : held.placement.devices) wanted.insert(d.deviceId);
     EXPECT_EQ(bound, wanted) << "exactly what was held is composed";
   }
-  EXPECT_TRUE(engine_->listReservations()->empty());
-  EXPECT_EQ(engine_->composeReserved(alice_, reserved->id).error().code, Code::kNotFound) << "a reservation is applied once";
+  EXPECT_TRUE(engine_->blocking().listReservations()->empty());
+  EXPECT_EQ(engine_->blocking().composeReserved(alice_, reserved->id).error().code, Code::kNotFound) << "a reservation is applied once";
   const auto types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "reservation.created"), types.end());
   EXPECT_NE(std::find(types.begin(), types.end(), "reservation.applied"), types.end());
@@ -86,13 +86,13 @@ TEST_F(EngineReservationsTest, AReservationHoldsItsHostsAndDevicesFromEveryoneEl
 
 TEST_F(EngineReservationsTest, AReservationExpiresOnTheEnginesClockAndItsDevicesAreFreeAgain) {
   start();
-  auto reserved = engine_->reserve(alice_, {want("train", 8)}, 60s);
+  auto reserved = engine_->blocking().reserve(alice_, {want("train", 8)}, 60s);
   ASSERT_TRUE(reserved) << reserved.error().message;
   clock_.advance(59s);
-  EXPECT_EQ(engine_->listReservations()->size(), 1u);
+  EXPECT_EQ(engine_->blocking().listReservations()->size(), 1u);
   EXPECT_EQ(freeDevices(), 8u);
   clock_.advance(2s);
-  EXPECT_TRUE(engine_->listReservations()->empty()) << "past its time it is not listed";
+  EXPECT_TRUE(engine_->blocking().listReservations()->empty()) << "past its time it is not listed";
   EXPECT_EQ(freeDevices(), 8u) << "a read writes nothing: the devices go back on the deadline tick (issue 36)";
   auto types = eventTypes();
   EXPECT_EQ(std::find(types.begin(), types.end(), "reservation.expired"), types.end());
@@ -100,7 +100,7 @@ TEST_F(EngineReservationsTest, AReservationExpiresOnTheEnginesClockAndItsDevices
   EXPECT_EQ(freeDevices(), 16u);
   types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "reservation.expired"), types.end());
-  auto late = engine_->composeReserved(alice_, reserved->id);
+  auto late = engine_->blocking().composeReserved(alice_, reserved->id);
   ASSERT_FALSE(late);
   EXPECT_EQ(late.error().code, Code::kNotFound);
   EXPECT_NE(late.error().message.find("expired"), std::string::npos) << late.error().message;
@@ -109,46 +109,46 @@ TEST_F(EngineReservationsTest, AReservationExpiresOnTheEnginesClockAndItsDevices
 
 TEST_F(EngineReservationsTest, OnlyTheReserverOrAnAdministratorAppliesOrReleasesAndTenantsSeeOnlyTheirOwn) {
   start();
-  auto reserved = engine_->reserve(alice_, {want("train", 2)}, 300s);
+  auto reserved = engine_->blocking().reserve(alice_, {want("train", 2)}, 300s);
   ASSERT_TRUE(reserved);
-  EXPECT_EQ(engine_->composeReserved(bob_, reserved->id).error().code, Code::kPermissionDenied);
-  EXPECT_EQ(engine_->releaseReservation(bob_, reserved->id).error().code, Code::kPermissionDenied);
+  EXPECT_EQ(engine_->blocking().composeReserved(bob_, reserved->id).error().code, Code::kPermissionDenied);
+  EXPECT_EQ(engine_->blocking().releaseReservation(bob_, reserved->id).error().code, Code::kPermissionDenied);
   const Caller tenant{"carol", Role::kTenant, "team-a"};
-  EXPECT_EQ(engine_->releaseReservation(tenant, reserved->id).error().code, Code::kNotFound) << "another tenant's reservation is none";
-  auto mine = engine_->reserve(tenant, {forTenant("mine", 1)}, 300s);
+  EXPECT_EQ(engine_->blocking().releaseReservation(tenant, reserved->id).error().code, Code::kNotFound) << "another tenant's reservation is none";
+  auto mine = engine_->blocking().reserve(tenant, {forTenant("mine", 1)}, 300s);
   ASSERT_TRUE(mine) << mine.error().message;
-  EXPECT_EQ(engine_->releaseReservation(alice_, mine->id).error().code, Code::kPermissionDenied);
-  ASSERT_TRUE(engine_->releaseReservation(Caller::local(), reserved->id)) << "an administrator may release anyone's";
+  EXPECT_EQ(engine_->blocking().releaseReservation(alice_, mine->id).error().code, Code::kPermissionDenied);
+  ASSERT_TRUE(engine_->blocking().releaseReservation(Caller::local(), reserved->id)) << "an administrator may release anyone's";
   EXPECT_EQ(freeDevices(), 15u);
-  ASSERT_TRUE(engine_->releaseReservation(tenant, mine->id));
+  ASSERT_TRUE(engine_->blocking().releaseReservation(tenant, mine->id));
   EXPECT_EQ(freeDevices(), 16u);
   EXPECT_TRUE(engine_->listSystems()->empty());
 }
 
 TEST_F(EngineReservationsTest, AManifestIsPlacedTogetherOrRefusedWhole) {
   start();
-  auto plans = engine_->planSystems({want("a", 8), want("b", 8)});
+  auto plans = engine_->blocking().planSystems({want("a", 8), want("b", 8)});
   ASSERT_TRUE(plans) << plans.error().message;
   ASSERT_EQ(plans->size(), 2u);
   EXPECT_NE((*plans)[0].hostId, (*plans)[1].hostId);
   EXPECT_EQ(freeDevices(), 16u) << "a plan holds nothing";
 
-  auto tooMuch = engine_->composeTogether(alice_, {want("a", 8), want("b", 8), want("c", 1)});
+  auto tooMuch = engine_->blocking().composeTogether(alice_, {want("a", 8), want("b", 8), want("c", 1)});
   ASSERT_FALSE(tooMuch);
   EXPECT_EQ(tooMuch.error().code, Code::kResourceExhausted);
   EXPECT_NE(tooMuch.error().message.find("system 'c'"), std::string::npos) << tooMuch.error().message;
   EXPECT_EQ(freeDevices(), 16u);
   EXPECT_TRUE(engine_->listSystems()->empty()) << "refused whole: nothing composed";
 
-  auto twice = engine_->composeTogether(alice_, {want("a", 1), want("a", 1)});
+  auto twice = engine_->blocking().composeTogether(alice_, {want("a", 1), want("a", 1)});
   ASSERT_FALSE(twice);
   EXPECT_EQ(twice.error().code, Code::kInvalidArgument);
   ComposeRequest share = want("s", 0);
   share.placement.gpuShareMilli = 250;
-  EXPECT_EQ(engine_->reserve(alice_, {share}, 60s).error().code, Code::kInvalidArgument);
-  EXPECT_EQ(engine_->reserve(alice_, {want("z", 1)}, 0s).error().code, Code::kInvalidArgument);
+  EXPECT_EQ(engine_->blocking().reserve(alice_, {share}, 60s).error().code, Code::kInvalidArgument);
+  EXPECT_EQ(engine_->blocking().reserve(alice_, {want("z", 1)}, 0s).error().code, Code::kInvalidArgument);
 
-  auto ops = engine_->composeTogether(alice_, {want("a", 8), want("b", 4), want("c", 4)});
+  auto ops = engine_->blocking().composeTogether(alice_, {want("a", 8), want("b", 4), want("c", 4)});
   ASSERT_TRUE(ops) << ops.error().message;
   ASSERT_EQ(ops->size(), 3u);
   for (const auto& op : *ops) EXPECT_EQ(run(op).state, OperationState::kSucceeded);
@@ -160,17 +160,17 @@ TEST_F(EngineReservationsTest, ATenantsQuotaCountsEverySystemOfTheManifest) {
   quotas_["team-a"] = TenantQuota{.maxGpus = 4, .maxSystems = 2};
   start();
   const Caller tenant{"carol", Role::kTenant, "team-a"};
-  EXPECT_EQ(engine_->reserve(tenant, {forTenant("a", 1), forTenant("b", 1), forTenant("c", 1)}, 60s).error().code, Code::kResourceExhausted);
-  EXPECT_EQ(engine_->composeTogether(tenant, {forTenant("a", 4), forTenant("b", 1)}).error().code, Code::kResourceExhausted);
+  EXPECT_EQ(engine_->blocking().reserve(tenant, {forTenant("a", 1), forTenant("b", 1), forTenant("c", 1)}, 60s).error().code, Code::kResourceExhausted);
+  EXPECT_EQ(engine_->blocking().composeTogether(tenant, {forTenant("a", 4), forTenant("b", 1)}).error().code, Code::kResourceExhausted);
   EXPECT_EQ(freeDevices(), 16u);
-  auto ops = engine_->composeTogether(tenant, {forTenant("a", 2), forTenant("b", 2)});
+  auto ops = engine_->blocking().composeTogether(tenant, {forTenant("a", 2), forTenant("b", 2)});
   ASSERT_TRUE(ops) << ops.error().message;
   for (const auto& op : *ops) run(op);
 }
 
 TEST_F(EngineReservationsTest, ADeviceQuarantinedWhileHeldStopsTheApplyAndStaysQuarantined) {
   start();
-  auto reserved = engine_->reserve(alice_, {want("train", 2)}, 300s);
+  auto reserved = engine_->blocking().reserve(alice_, {want("train", 2)}, 300s);
   ASSERT_TRUE(reserved);
   const DeviceId taken = reserved->systems[0].placement.devices[0].deviceId;
   // Someone binds a held device behind yardd's back; reconcile quarantines it.
@@ -183,13 +183,13 @@ TEST_F(EngineReservationsTest, ADeviceQuarantinedWhileHeldStopsTheApplyAndStaysQ
   ASSERT_TRUE(engine_->reconcile());
   ASSERT_EQ(engine_->getDevice(taken)->assignment.allocation, DeviceAllocation::kQuarantined);
 
-  auto applied = engine_->composeReserved(alice_, reserved->id);
+  auto applied = engine_->blocking().composeReserved(alice_, reserved->id);
   ASSERT_FALSE(applied);
   EXPECT_EQ(applied.error().code, Code::kFailedPrecondition);
   EXPECT_NE(applied.error().message.find(taken), std::string::npos) << applied.error().message;
   EXPECT_TRUE(engine_->listSystems()->empty()) << "nothing of the reservation was composed";
-  ASSERT_EQ(engine_->listReservations()->size(), 1u) << "the reservation is kept for its owner to release";
-  ASSERT_TRUE(engine_->releaseReservation(alice_, reserved->id));
+  ASSERT_EQ(engine_->blocking().listReservations()->size(), 1u) << "the reservation is kept for its owner to release";
+  ASSERT_TRUE(engine_->blocking().releaseReservation(alice_, reserved->id));
   EXPECT_EQ(engine_->getDevice(taken)->assignment.allocation, DeviceAllocation::kQuarantined) << "letting go never frees a quarantined device";
 }
 
@@ -197,17 +197,17 @@ TEST_F(EngineReservationsTest, ATenantsReservationsCountTowardsItsQuota) {
   quotas_["team-a"] = TenantQuota{.maxGpus = 4, .maxSystems = 2};
   start();
   const Caller tenant{"carol", Role::kTenant, "team-a"};
-  ASSERT_TRUE(engine_->reserve(tenant, {forTenant("a", 3)}, 60s));
-  EXPECT_EQ(engine_->reserve(tenant, {forTenant("b", 2)}, 60s).error().code, Code::kResourceExhausted) << "3 held + 2 > 4 GPUs";
-  ASSERT_TRUE(engine_->reserve(tenant, {forTenant("b", 1)}, 60s));
-  EXPECT_EQ(engine_->reserve(tenant, {forTenant("c", 1)}, 60s).error().code, Code::kResourceExhausted) << "2 systems held already";
+  ASSERT_TRUE(engine_->blocking().reserve(tenant, {forTenant("a", 3)}, 60s));
+  EXPECT_EQ(engine_->blocking().reserve(tenant, {forTenant("b", 2)}, 60s).error().code, Code::kResourceExhausted) << "3 held + 2 > 4 GPUs";
+  ASSERT_TRUE(engine_->blocking().reserve(tenant, {forTenant("b", 1)}, 60s));
+  EXPECT_EQ(engine_->blocking().reserve(tenant, {forTenant("c", 1)}, 60s).error().code, Code::kResourceExhausted) << "2 systems held already";
 }
 
 TEST_F(EngineReservationsTest, ARestartDropsReservations) {
   start();
-  ASSERT_TRUE(engine_->reserve(alice_, {want("train", 8)}, 300s));
+  ASSERT_TRUE(engine_->blocking().reserve(alice_, {want("train", 8)}, 300s));
   start();
-  EXPECT_TRUE(engine_->listReservations()->empty());
+  EXPECT_TRUE(engine_->blocking().listReservations()->empty());
   EXPECT_EQ(freeDevices(), 16u);
   compose("train", 8);
 }

@@ -37,7 +37,7 @@ TEST_F(EngineTest, ACrashBetweenStepsResumesFromTheStepLog) {
   RecoveryReport report = start();
   EXPECT_EQ(report.resumedOperations, 1u);
   EXPECT_TRUE(report.drifts.empty());
-  auto op = engine_->getOperation(accepted->id);
+  auto op = engine_->blocking().getOperation(accepted->id);
   ASSERT_TRUE(op);
   EXPECT_EQ(op->state, OperationState::kSucceeded);
   EXPECT_EQ(engine_->getSystem("train")->bindings.size(), 4u);
@@ -64,7 +64,7 @@ TEST_F(EngineTest, RestartReportsEveryKindOfDrift) {
   PlacementRequest all;
   all.gpuCount = 8;
   all.model = "A100-SXM4-40GB";
-  EXPECT_FALSE(engine_->plan(all)->decision.placement) << "the foreign-bound GPU is quarantined";
+  EXPECT_FALSE(engine_->blocking().plan(all)->decision.placement) << "the foreign-bound GPU is quarantined";
 
   // Put the switch right; reconcile clears the drift.
   ASSERT_TRUE(fabric_->bind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));
@@ -75,7 +75,7 @@ TEST_F(EngineTest, RestartReportsEveryKindOfDrift) {
   ASSERT_TRUE(drifts);
   EXPECT_TRUE(drifts->empty());
   EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kComposed);
-  EXPECT_TRUE(engine_->plan(all)->decision.placement);
+  EXPECT_TRUE(engine_->blocking().plan(all)->decision.placement);
 }
 
 TEST_F(EngineTest, ARepeatedDriftIsReportedButRecordedOnce) {
@@ -131,10 +131,10 @@ TEST_F(EngineTest, ASystemMidOperationRefusesAnotherOperation) {
   gated.closeBeforeBind(0);
   AttachRequest a{"train", {}};
   a.placement.gpuCount = 1;
-  auto accepted = engine_->attach(Caller::local(), a);
+  auto accepted = engine_->blocking().attach(Caller::local(), a);
   ASSERT_TRUE(accepted);
   gated.waitUntilHeld();
-  auto second = engine_->decompose(Caller::local(), "train");
+  auto second = engine_->blocking().decompose(Caller::local(), "train");
   ASSERT_FALSE(second);
   EXPECT_EQ(second.error().code, Code::kFailedPrecondition);
   EXPECT_NE(second.error().message.find(accepted->id), std::string::npos);
@@ -149,7 +149,7 @@ TEST_F(EngineTest, UnhealthyDevicesLeaveThePool) {
   PlacementRequest eight;
   eight.gpuCount = 8;
   eight.model = "H100-SXM5-80GB";
-  auto plan = engine_->plan(eight);
+  auto plan = engine_->blocking().plan(eight);
   ASSERT_TRUE(plan);
   EXPECT_FALSE(plan->decision.placement);
   const auto types = eventTypes();
@@ -161,7 +161,7 @@ TEST_F(EngineTest, PruningHistoryKeepsIdsMovingForward) {
   start();
   for (int i = 0; i < 3; ++i) {
     compose("job", 1);
-    run(engine_->decompose(Caller::local(), "job"));
+    run(engine_->blocking().decompose(Caller::local(), "job"));
   }
   auto report = engine_->pruneHistory();
   ASSERT_TRUE(report) << report.error().message;
@@ -190,8 +190,8 @@ TEST_F(EngineTest, AnEngineThatCanNoLongerWriteSaysSoOnceToItsDaemonAndToHealthC
   ASSERT_TRUE((*successor)->claimWriter());  // a newer yardd: every write of this engine is refused now
   ComposeRequest r{"train", {}, {}};
   r.placement.gpuCount = 1;
-  EXPECT_FALSE(engine_->compose(Caller::local(), r));
-  EXPECT_FALSE(engine_->compose(Caller::local(), r));
+  EXPECT_FALSE(engine_->blocking().compose(Caller::local(), r));
+  EXPECT_FALSE(engine_->blocking().compose(Caller::local(), r));
   EXPECT_NE(engine_->storeFailure(), "") << "health checks read why";
   std::lock_guard lock(mutex);
   ASSERT_EQ(halts.size(), 1u) << "the daemon is told once";
@@ -212,14 +212,14 @@ TEST_F(EngineTest, AFencedOutEngineStopsCleanlyAndTheNextWriterResumes) {
   EXPECT_FALSE(after->finished()) << "nothing after the refused write runs";
   ComposeRequest another{"other", {}, {}};
   another.placement.gpuCount = 1;
-  auto refused = engine_->compose(Caller::local(), another);
+  auto refused = engine_->blocking().compose(Caller::local(), another);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Code::kUnavailable);
   EXPECT_NE(refused.error().message.find("fenced"), std::string::npos) << refused.error().message;
 
   RecoveryReport report = start();  // the next writer resumes from the last durable step
   EXPECT_EQ(report.resumedOperations, 1u);
-  EXPECT_EQ(engine_->getOperation(accepted->id)->state, OperationState::kSucceeded);
+  EXPECT_EQ(engine_->blocking().getOperation(accepted->id)->state, OperationState::kSucceeded);
   EXPECT_EQ(fabricBindings().size(), 2u);
 }
 
@@ -233,12 +233,12 @@ TEST_F(EngineTest, AFencedOutEngineRefusesWorkFromItsFirstRefusedWrite) {
   ComposeRequest r{"train", {}, {}};
   r.placement.gpuCount = 2;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto refused = engine_->compose(Caller::local(), r);
+    auto refused = engine_->blocking().compose(Caller::local(), r);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().code, Code::kUnavailable) << attempt;
     EXPECT_NE(refused.error().message.find("fenced"), std::string::npos) << refused.error().message;
   }
-  auto halted = engine_->decompose(Caller::local(), "no-such-system");
+  auto halted = engine_->blocking().decompose(Caller::local(), "no-such-system");
   ASSERT_FALSE(halted);
   EXPECT_EQ(halted.error().code, Code::kUnavailable) << "refused before it looks anything up: the engine has stopped taking work";
   EXPECT_EQ(freeDevices(), 16u) << "nothing was reserved";

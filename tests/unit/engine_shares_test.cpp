@@ -12,12 +12,12 @@ class EngineSharesTest : public EngineTest {
   Result<Operation> composeShare(const std::string& name, int milli) {
     ComposeRequest r{name, {}, {}};
     r.placement.gpuShareMilli = milli;
-    return engine_->compose(Caller::local(), r);
+    return engine_->blocking().compose(Caller::local(), r);
   }
   Result<Operation> attachShare(const std::string& name, int milli) {
     AttachRequest a{name, {}};
     a.placement.gpuShareMilli = milli;
-    return engine_->attach(Caller::local(), a);
+    return engine_->blocking().attach(Caller::local(), a);
   }
   static std::size_t binds(const Operation& op) { return forwardBindings(op, step::kBind).size(); }
 };
@@ -56,12 +56,12 @@ TEST_F(EngineSharesTest, DetachingTheLastShareOfAGpuUnbindsIt) {
   start();
   run(composeShare("svc", 250));
   run(attachShare("svc", 250));
-  Operation first = run(engine_->detach(Caller::local(), {"svc", {}, {}, {1}}));
+  Operation first = run(engine_->blocking().detach(Caller::local(), {"svc", {}, {}, {1}}));
   ASSERT_EQ(first.state, OperationState::kSucceeded) << first.error;
   EXPECT_EQ(binds(first), 0u);
   EXPECT_EQ(forwardBindings(first, step::kUnbind).size(), 0u) << "share #2 still uses the GPU";
   EXPECT_EQ(fabricBindings().size(), 1u);
-  Operation last = run(engine_->detach(Caller::local(), {"svc", {}, {}, {2}}));
+  Operation last = run(engine_->blocking().detach(Caller::local(), {"svc", {}, {}, {2}}));
   ASSERT_EQ(last.state, OperationState::kSucceeded) << last.error;
   EXPECT_EQ(forwardBindings(last, step::kUnbind).size(), 1u);
   EXPECT_TRUE(fabricBindings().empty());
@@ -75,11 +75,11 @@ TEST_F(EngineSharesTest, DetachingAGpuTakesItsSharesAndDecomposeTakesAll) {
   run(attachShare("svc", 900));
   const System before = *engine_->getSystem("svc");
   ASSERT_EQ(before.bindings.size(), 2u);
-  Operation op = run(engine_->detach(Caller::local(), {"svc", {before.gpuShares[0].deviceId}, {}, {}}));
+  Operation op = run(engine_->blocking().detach(Caller::local(), {"svc", {before.gpuShares[0].deviceId}, {}, {}}));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(op.gpuShares.size(), 2u);
   EXPECT_EQ(engine_->getSystem("svc")->gpuShares.size(), 1u);
-  EXPECT_EQ(run(engine_->decompose(Caller::local(), "svc")).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().decompose(Caller::local(), "svc")).state, OperationState::kSucceeded);
   // The decomposed system is gone with its shares (reading it is NOT_FOUND: this test used to dereference
   // that error, which only passed by luck), and every GPU is free.
   auto gone = engine_->getSystem("svc");
@@ -95,17 +95,17 @@ TEST_F(EngineSharesTest, BadShareRequestsChangeNothing) {
     AttachRequest a{"svc", {}};
     a.placement.gpuShareMilli = bad;
     if (bad == 0) a.placement.gpuCount = 0;  // nothing asked for at all
-    auto r = engine_->attach(Caller::local(), a);
+    auto r = engine_->blocking().attach(Caller::local(), a);
     EXPECT_FALSE(r) << bad;
   }
   ComposeRequest both{"both", {}, {}};
   both.placement.gpuShareMilli = 250;
   both.placement.gpuCount = 2;
-  EXPECT_EQ(engine_->compose(Caller::local(), both).error().code, Code::kInvalidArgument);
-  auto unknown = engine_->detach(Caller::local(), {"svc", {}, {}, {7}});
+  EXPECT_EQ(engine_->blocking().compose(Caller::local(), both).error().code, Code::kInvalidArgument);
+  auto unknown = engine_->blocking().detach(Caller::local(), {"svc", {}, {}, {7}});
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, Code::kNotFound);
-  auto twice = engine_->detach(Caller::local(), {"svc", {}, {}, {1, 1}});
+  auto twice = engine_->blocking().detach(Caller::local(), {"svc", {}, {}, {1, 1}});
   ASSERT_FALSE(twice);
   EXPECT_EQ(twice.error().code, Code::kInvalidArgument);
   EXPECT_EQ(engine_->getSystem("svc")->gpuShares.size(), 1u);
@@ -141,7 +141,7 @@ TEST_F(EngineSharesTest, PlanForAShareShowsTheFreshGpu) {
   start();
   PlacementRequest r;
   r.gpuShareMilli = 250;
-  auto plan = engine_->plan(r);
+  auto plan = engine_->blocking().plan(r);
   ASSERT_TRUE(plan);
   ASSERT_TRUE(plan->decision.placement);
   EXPECT_EQ(plan->decision.placement->devices.size(), 1u);

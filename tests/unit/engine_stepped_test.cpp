@@ -25,7 +25,7 @@ class SteppedEngineTest : public EngineTest {
 
 TEST_F(SteppedEngineTest, NothingReachesTheSwitchUntilTheTestStepsIt) {
   start();
-  auto op = engine_->compose(kAlice, gpus("train", 2));
+  auto op = engine_->blocking().compose(kAlice, gpus("train", 2));
   ASSERT_TRUE(op) << op.error().message;
   EXPECT_EQ(op->state, OperationState::kRunning);
   EXPECT_TRUE(fabricBindings().empty()) << "accepted and durable, but its bind has not run";
@@ -40,9 +40,9 @@ TEST_F(SteppedEngineTest, NothingReachesTheSwitchUntilTheTestStepsIt) {
     ++steps;
   }
   EXPECT_GE(steps, 1u);
-  EXPECT_FALSE(engine_->getOperation(op->id)->finished()) << "bound in the switch; verify and commit still wait";
+  EXPECT_FALSE(engine_->blocking().getOperation(op->id)->finished()) << "bound in the switch; verify and commit still wait";
   engine_->runUntilIdle();
-  auto done = engine_->getOperation(op->id);
+  auto done = engine_->blocking().getOperation(op->id);
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state, OperationState::kSucceeded);
   EXPECT_EQ(fabricBindings().size(), 2u);
@@ -51,14 +51,14 @@ TEST_F(SteppedEngineTest, NothingReachesTheSwitchUntilTheTestStepsIt) {
 
 TEST_F(SteppedEngineTest, ADecomposeAskedWhileTheComposesBindWaitsIsRefusedAndChangesNothing) {
   start();
-  auto op = engine_->compose(kAlice, gpus("train", 2));
+  auto op = engine_->blocking().compose(kAlice, gpus("train", 2));
   ASSERT_TRUE(op);
   // The interleaving a threaded test can only hope for: the compose is accepted, its bind not yet run.
-  auto early = engine_->decompose(kAlice, "train");
+  auto early = engine_->blocking().decompose(kAlice, "train");
   ASSERT_FALSE(early);
   EXPECT_EQ(early.error().code, Code::kFailedPrecondition) << early.error().message;
   EXPECT_EQ(run(std::move(op)).state, OperationState::kSucceeded) << "the blocking wait steps until it ends";
-  EXPECT_EQ(run(engine_->decompose(kAlice, "train")).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().decompose(kAlice, "train")).state, OperationState::kSucceeded);
   EXPECT_TRUE(fabricBindings().empty());
 }
 
@@ -76,21 +76,21 @@ Record runScript(const std::filesystem::path& dir) {
                                                         .deadlineInterval = 0ms, .stepped = true});
   EXPECT_TRUE(engine.start());
   // Two composes whose steps alternate, a decompose while the second still runs, and a queued request.
-  auto a = engine.compose(kAlice, gpus("a", 4));
+  auto a = engine.blocking().compose(kAlice, gpus("a", 4));
   clock.advance(1ms);
-  auto b = engine.compose(kAlice, gpus("b", 4));
+  auto b = engine.blocking().compose(kAlice, gpus("b", 4));
   for (int i = 0; i < 3 && engine.step(); ++i) clock.advance(1ms);
   auto queued = [&] {
     ComposeRequest r = gpus("c", 16);
     r.queue = true;
-    return engine.compose(kAlice, r);
+    return engine.blocking().compose(kAlice, r);
   }();
   EXPECT_TRUE(a && b && queued);
   engine.runUntilIdle();
   clock.advance(5ms);
-  EXPECT_TRUE(engine.decompose(kAlice, "a"));
+  EXPECT_TRUE(engine.blocking().decompose(kAlice, "a"));
   engine.runUntilIdle();
-  EXPECT_TRUE(engine.decompose(kAlice, "b"));
+  EXPECT_TRUE(engine.blocking().decompose(kAlice, "b"));
   engine.runUntilIdle();
   Record record;
   const auto events = engine.listEvents(0, 10'000);

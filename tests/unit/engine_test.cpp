@@ -46,7 +46,7 @@ TEST_F(EngineTest, ComposeBindsVerifiesAndCommits) {
 TEST_F(EngineTest, DecomposeUnbindsAndReturnsEverything) {
   start();
   compose("train", 6);
-  Operation op = run(engine_->decompose(Caller::local(), "train"));
+  Operation op = run(engine_->blocking().decompose(Caller::local(), "train"));
   EXPECT_EQ(op.state, OperationState::kSucceeded);
   EXPECT_TRUE(fabricBindings().empty());
   EXPECT_EQ(freeDevices(), 16u);
@@ -59,11 +59,11 @@ TEST_F(EngineTest, AttachAndDetachChangeOneSystem) {
   compose("train", 2);
   AttachRequest a{"train", {}};
   a.placement.gpuCount = 3;
-  EXPECT_EQ(run(engine_->attach(Caller::local(), a)).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().attach(Caller::local(), a)).state, OperationState::kSucceeded);
   auto system = *engine_->getSystem("train");
   ASSERT_EQ(system.bindings.size(), 5u);
   const DeviceId gone = system.bindings[1].deviceId;
-  EXPECT_EQ(run(engine_->detach(Caller::local(), {"train", {gone}})).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().detach(Caller::local(), {"train", {gone}})).state, OperationState::kSucceeded);
   system = *engine_->getSystem("train");
   EXPECT_EQ(system.bindings.size(), 4u);
   for (const auto& b : system.bindings) EXPECT_NE(b.deviceId, gone);
@@ -74,7 +74,7 @@ TEST_F(EngineTest, AttachAndDetachChangeOneSystem) {
   const HostId host = system.hostId;
   std::vector<DeviceId> rest;
   for (const auto& b : system.bindings) rest.push_back(b.deviceId);
-  EXPECT_EQ(run(engine_->detach(Caller::local(), {"train", rest})).state, OperationState::kSucceeded);
+  EXPECT_EQ(run(engine_->blocking().detach(Caller::local(), {"train", rest})).state, OperationState::kSucceeded);
   EXPECT_EQ(engine_->getSystem("train").error().code, Code::kNotFound);
   EXPECT_EQ(freeDevices(), 16u);
   const auto types = eventTypes();
@@ -82,7 +82,7 @@ TEST_F(EngineTest, AttachAndDetachChangeOneSystem) {
   ComposeRequest pinned{"next", {}, {}};
   pinned.placement.gpuCount = 1;
   pinned.placement.host = host;
-  EXPECT_EQ(run(engine_->compose(Caller::local(), pinned)).state, OperationState::kSucceeded) << "the host took a new system";
+  EXPECT_EQ(run(engine_->blocking().compose(Caller::local(), pinned)).state, OperationState::kSucceeded) << "the host took a new system";
 }
 
 TEST_F(EngineTest, RejectsBadRequestsWithoutChangingAnything) {
@@ -90,23 +90,23 @@ TEST_F(EngineTest, RejectsBadRequestsWithoutChangingAnything) {
   compose("train", 2);
   ComposeRequest dup{"train", {}, {}};
   dup.placement.gpuCount = 1;
-  EXPECT_EQ(engine_->compose(Caller::local(), dup).error().code, Code::kAlreadyExists);
+  EXPECT_EQ(engine_->blocking().compose(Caller::local(), dup).error().code, Code::kAlreadyExists);
   ComposeRequest bad{"no spaces allowed", {}, {}};
   bad.placement.gpuCount = 1;
-  EXPECT_EQ(engine_->compose(Caller::local(), bad).error().code, Code::kInvalidArgument);
+  EXPECT_EQ(engine_->blocking().compose(Caller::local(), bad).error().code, Code::kInvalidArgument);
   ComposeRequest zero{"zero", {}, {}};
-  EXPECT_EQ(engine_->compose(Caller::local(), zero).error().code, Code::kInvalidArgument);
+  EXPECT_EQ(engine_->blocking().compose(Caller::local(), zero).error().code, Code::kInvalidArgument);
   ComposeRequest huge{"huge", {}, {}};
   huge.placement.gpuCount = 15;
-  EXPECT_EQ(engine_->compose(Caller::local(), huge).error().code, Code::kResourceExhausted);
-  EXPECT_EQ(engine_->decompose(Caller::local(), "ghost").error().code, Code::kNotFound);
-  EXPECT_EQ(engine_->detach(Caller::local(), {"train", {"sw1-gpu7"}}).error().code, Code::kFailedPrecondition);
-  EXPECT_EQ(engine_->detach(Caller::local(), {"train", {"nope"}}).error().code, Code::kNotFound);
+  EXPECT_EQ(engine_->blocking().compose(Caller::local(), huge).error().code, Code::kResourceExhausted);
+  EXPECT_EQ(engine_->blocking().decompose(Caller::local(), "ghost").error().code, Code::kNotFound);
+  EXPECT_EQ(engine_->blocking().detach(Caller::local(), {"train", {"sw1-gpu7"}}).error().code, Code::kFailedPrecondition);
+  EXPECT_EQ(engine_->blocking().detach(Caller::local(), {"train", {"nope"}}).error().code, Code::kNotFound);
   // A model the pool lacks can never fit: refused as a bad argument naming the models, and not learned as demand.
   ComposeRequest b200{"b200", {}, {}};
   b200.placement.gpuCount = 1;
   b200.placement.model = "B200";
-  auto unknown = engine_->compose(Caller::local(), b200);
+  auto unknown = engine_->blocking().compose(Caller::local(), b200);
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, Code::kInvalidArgument);
   EXPECT_NE(unknown.error().message.find("the pool has: A100-SXM4-40GB, H100-SXM5-80GB"), std::string::npos) << unknown.error().message;
@@ -123,11 +123,11 @@ TEST_F(EngineTest, ComposeRequestsTeachThePoolItsDemand) {
   compose("c", 1, PeerToPeer::kNone);
   ComposeRequest huge{"huge", {}, {}};
   huge.placement.gpuCount = 15;
-  EXPECT_EQ(engine_->compose(Caller::local(), huge).error().code, Code::kResourceExhausted);  // demand all the same
+  EXPECT_EQ(engine_->blocking().compose(Caller::local(), huge).error().code, Code::kResourceExhausted);  // demand all the same
   ComposeRequest unknown{"unknown", {}, {}};
   unknown.placement.gpuCount = 2;
   unknown.placement.model = "no-such-gpu";
-  EXPECT_FALSE(engine_->compose(Caller::local(), unknown));  // malformed: not demand
+  EXPECT_FALSE(engine_->blocking().compose(Caller::local(), unknown));  // malformed: not demand
   auto report = engine_->capacity({}, {});
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->demand.size(), 3u);
@@ -144,7 +144,7 @@ TEST_F(EngineTest, TheLearnedDemandSurvivesARestart) {
   compose("c", 1, PeerToPeer::kNone);
   ComposeRequest huge{"huge", {}, {}};
   huge.placement.gpuCount = 15;
-  EXPECT_EQ(engine_->compose(Caller::local(), huge).error().code, Code::kResourceExhausted);  // refused, still demand
+  EXPECT_EQ(engine_->blocking().compose(Caller::local(), huge).error().code, Code::kResourceExhausted);  // refused, still demand
   const auto before = engine_->capacity({}, {})->demand;
   ASSERT_EQ(before.size(), 3u);
   start();
@@ -207,7 +207,7 @@ TEST_F(EngineTest, AComposeBindsAllItsDevicesInOneSwitchCall) {
   const auto events = *engine_->listEvents(0, 1000);
   EXPECT_EQ(std::count_if(events.begin(), events.end(), [](const Event& e) { return e.type == "device.bound"; }), 8)
       << "the audit trail still has one event per device";
-  Operation down = run(engine_->decompose(Caller::local(), "train"));
+  Operation down = run(engine_->blocking().decompose(Caller::local(), "train"));
   EXPECT_EQ(stepLog(down), (std::vector<std::string>{"unbind:done", "release:done"}));
   EXPECT_EQ(fabric_->callCount() - before, 3u);
 }
@@ -304,7 +304,7 @@ TEST_F(EngineTest, ANewStepKindIsOneRegistrationAndIsRetriedAsItself) {
   }
   RecoveryReport report = start();
   EXPECT_EQ(report.resumedOperations, 1u);
-  auto op = engine_->getOperation("op-000001");
+  auto op = engine_->blocking().getOperation("op-000001");
   ASSERT_TRUE(op);
   EXPECT_EQ(op->state, OperationState::kSucceeded) << op->error;
   EXPECT_EQ(stepLog(*op), (std::vector<std::string>{"reserve:done", "bind:done", "flaky-probe:done", "verify:done", "commit:done"}));
@@ -319,7 +319,7 @@ TEST_F(EngineTest, DecomposeRetriesTransientUnbindFailures) {
   start();
   compose("train", 2);
   fabric_->setFaults({.failNext = 2, .targets = kFaultUnbind});
-  Operation op = run(engine_->decompose(Caller::local(), "train"));
+  Operation op = run(engine_->blocking().decompose(Caller::local(), "train"));
   EXPECT_EQ(op.state, OperationState::kSucceeded);
   EXPECT_EQ(op.steps[0].attempts, 3);
   EXPECT_TRUE(fabricBindings().empty());
@@ -330,7 +330,7 @@ TEST_F(EngineTest, ANameShapedLikeAnIdIsRefused) {
   for (const std::string name : {"sys-000028", "sys-1", "op-000003", "rsv-000001"}) {
     ComposeRequest r{name, {}, {}};
     r.placement.gpuCount = 1;
-    auto refused = engine_->compose(Caller::local(), r);
+    auto refused = engine_->blocking().compose(Caller::local(), r);
     ASSERT_FALSE(refused) << name;
     EXPECT_EQ(refused.error().code, Code::kInvalidArgument);
     EXPECT_NE(refused.error().message.find("looks like a yardd id"), std::string::npos) << refused.error().message;
@@ -344,7 +344,7 @@ TEST_F(EngineTest, ARetriedStepBacksOffOnTheEnginesClockWithJitter) {
   compose("train", 2);
   fabric_->setFaults({.failNext = 2, .targets = kFaultUnbind});
   const Timestamp before = clock_.now();
-  Operation op = run(engine_->decompose(Caller::local(), "train"));
+  Operation op = run(engine_->blocking().decompose(Caller::local(), "train"));
   EXPECT_EQ(op.state, OperationState::kSucceeded);
   EXPECT_EQ(op.steps[0].attempts, 3);
   // Two waits: 50-100 ms, then 100-200 ms (retryBackoff 100 ms, doubling, each between half and all).
@@ -371,15 +371,15 @@ TEST_F(EngineTest, StopCutsARetrysBackoffShortAndTheStepRunsAtTheNextStart) {
   auto walled = std::make_unique<Engine>(*fabric_, *store_, wall, options);
   ASSERT_TRUE(walled->start());
   fabric_->setFaults({.failNext = 1, .targets = kFaultUnbind});
-  auto accepted = walled->decompose(Caller::local(), "train");
+  auto accepted = walled->blocking().decompose(Caller::local(), "train");
   ASSERT_TRUE(accepted) << accepted.error().message;
   for (int i = 0; i < 1000; ++i) {
-    auto op = walled->getOperation(accepted->id);
+    auto op = walled->blocking().getOperation(accepted->id);
     ASSERT_TRUE(op);
     if (op->steps[0].attempts == 1) break;
     std::this_thread::sleep_for(5ms);
   }
-  ASSERT_EQ(walled->getOperation(accepted->id)->steps[0].attempts, 1) << "the unbind failed once and waits to retry";
+  ASSERT_EQ(walled->blocking().getOperation(accepted->id)->steps[0].attempts, 1) << "the unbind failed once and waits to retry";
   const auto before = std::chrono::steady_clock::now();
   walled->stop(0s);
   EXPECT_LT(std::chrono::steady_clock::now() - before, 10s) << "stop() waited out the backoff";
@@ -399,7 +399,7 @@ TEST_F(EngineTest, DecomposeThatCannotUnbindLeavesTheSystemWhole) {
   compose("train", 3);
   // Every unbind call is applied but times out: after 3 attempts the decompose gives up and binds the set back.
   fabric_->setFaults({.timeoutNext = 3, .targets = kFaultUnbind});
-  Operation op = run(engine_->decompose(Caller::local(), "train"));
+  Operation op = run(engine_->blocking().decompose(Caller::local(), "train"));
   EXPECT_EQ(op.state, OperationState::kFailed);
   EXPECT_EQ(stepLog(op), (std::vector<std::string>{"unbind:failed", "release:skipped", "bind:done*"}));
   auto system = engine_->getSystem("train");
@@ -423,7 +423,7 @@ TEST_F(EngineTest, ConcurrentComposesNeverShareADevice) {
     clients.emplace_back([&, i] {
       ComposeRequest r{"job-" + std::to_string(i), {}, {}};
       r.placement.gpuCount = 3;
-      auto accepted = engine_->compose(Caller::local(), r);
+      auto accepted = engine_->blocking().compose(Caller::local(), r);
       results[static_cast<std::size_t>(i)] = accepted ? engine_->waitOperation(accepted->id, 10s) : accepted;
     });
   for (auto& c : clients) c.join();
@@ -510,29 +510,29 @@ TEST_F(EngineTest, ARequestIdStartsOneOperationWhoeverRetriesAndWhenever) {
   start();
   ComposeRequest r{"keyed", {}, {}, "req-1"};
   r.placement.gpuCount = 2;
-  auto first = engine_->compose(Caller::local(), r);
+  auto first = engine_->blocking().compose(Caller::local(), r);
   ASSERT_TRUE(first) << first.error().message;
   r.placement.gpuCount = 4;  // a retry is answered by the first operation, whatever it says now
-  auto again = engine_->compose(Caller::local(), r);
+  auto again = engine_->blocking().compose(Caller::local(), r);
   ASSERT_TRUE(again);
   EXPECT_EQ(again->id, first->id);
   EXPECT_EQ(again->requestId, "req-1");
   run(std::move(first));
-  auto reused = engine_->decompose(Caller::local(), "keyed", "req-1");
+  auto reused = engine_->blocking().decompose(Caller::local(), "keyed", "req-1");
   ASSERT_FALSE(reused);
   EXPECT_EQ(reused.error().code, Code::kAlreadyExists);
   const Caller tenant{"eve", Role::kTenant, "team-e"};
   ComposeRequest theirs{"theirs", {}, {}, "req-1"};
   theirs.placement.gpuCount = 1;
   theirs.placement.tenant = "team-e";
-  auto hidden = engine_->compose(tenant, theirs);
+  auto hidden = engine_->blocking().compose(tenant, theirs);
   ASSERT_FALSE(hidden);
   EXPECT_EQ(hidden.error().code, Code::kAlreadyExists);
   EXPECT_EQ(hidden.error().message.find("op-"), std::string::npos) << "another tenant's operation is not named";
-  EXPECT_FALSE(*engine_->operationForRequest(tenant, "req-1"));
+  EXPECT_FALSE(*engine_->blocking().operationForRequest(tenant, "req-1"));
 
   start();  // after a restart the key still finds its operation, from the store
-  auto afterRestart = engine_->compose(Caller::local(), r);
+  auto afterRestart = engine_->blocking().compose(Caller::local(), r);
   ASSERT_TRUE(afterRestart);
   EXPECT_EQ(afterRestart->id, again->id);
   EXPECT_EQ(afterRestart->state, OperationState::kSucceeded);

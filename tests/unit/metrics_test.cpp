@@ -66,10 +66,10 @@ TEST_F(EngineMetricsTest, TheEngineCountsOperationsStepsRefusalsSwitchCallsAndSt
   ASSERT_TRUE(engine.start());
   ComposeRequest two{"train", {}, {}};
   two.placement.gpuCount = 2;
-  auto op = engine.compose(Caller::local(), two);
+  auto op = engine.blocking().compose(Caller::local(), two);
   ASSERT_TRUE(op) << op.error().message;
   ASSERT_TRUE(engine.waitOperation(op->id, std::chrono::seconds(5)));
-  auto refused = engine.compose(Caller::local(), two);
+  auto refused = engine.blocking().compose(Caller::local(), two);
   ASSERT_FALSE(refused);
   EXPECT_EQ(counted->operations.value({"compose", "succeeded"}), 1);
   EXPECT_EQ(counted->operationSeconds.count({"compose"}), 1u);
@@ -82,7 +82,7 @@ TEST_F(EngineMetricsTest, TheEngineCountsOperationsStepsRefusalsSwitchCallsAndSt
   fabric_->setFaults({.failNext = 1});
   ComposeRequest other{"other", {}, {}};
   other.placement.gpuCount = 1;
-  auto failing = engine.compose(Caller::local(), other);
+  auto failing = engine.blocking().compose(Caller::local(), other);
   ASSERT_TRUE(failing);
   auto ended = engine.waitOperation(failing->id, std::chrono::seconds(5));
   ASSERT_TRUE(ended);

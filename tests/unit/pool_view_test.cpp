@@ -162,7 +162,7 @@ TEST_F(EngineTest, WhatACallerHearsOfIsAlreadyInTheView) {
   testing::GatedDriver gated(*fabric_);
   start(&gated);
   gated.closeBeforeBind(0);
-  auto op = engine_->compose(Caller::local(), gpus("train", 2));
+  auto op = engine_->blocking().compose(Caller::local(), gpus("train", 2));
   ASSERT_TRUE(op) << op.error().message;
   // Accepted: the system and its reserved devices are readable the moment compose returns.
   auto accepted = engine_->getSystem("train");
@@ -207,7 +207,7 @@ TEST_F(EngineTest, TheViewsPoolAgreesWithTheEnginesPlacements) {
   for (int n : {1, 2, 4, 8}) {
     PlacementRequest r;
     r.gpuCount = n;
-    auto planned = engine_->plan(r);
+    auto planned = engine_->blocking().plan(r);
     ASSERT_TRUE(planned) << planned.error().message;
     const PlacementDecision fromView = place(*scheduler, pool, r);
     ASSERT_EQ(planned->decision.placement.has_value(), fromView.placement.has_value()) << n;

@@ -81,14 +81,14 @@ TEST_F(EngineUsageLabelsTest, RowsCarryTheLabelsOfLiveAndDecomposedSystems) {
     ComposeRequest r{name, {}, {}};
     r.placement.gpuCount = 2;
     r.labels = std::move(labels);
-    run(engine_->compose(Caller::local(), r));
+    run(engine_->blocking().compose(Caller::local(), r));
   };
   const Timestamp begin = clock_.now() - 1;
   compose("gone", {{"team", "vision"}});
   compose("live", {{"team", "speech"}});
   compose("plain", {});
   clock_.advance(std::chrono::hours(1));
-  run(engine_->decompose(Caller::local(), "gone"));
+  run(engine_->blocking().decompose(Caller::local(), "gone"));
   start();  // after a restart too: the ended system's labels come from the store
   auto report = engine_->usage(Caller::local(), begin, 0);
   ASSERT_TRUE(report) << report.error().message;

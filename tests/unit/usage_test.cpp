@@ -133,10 +133,10 @@ TEST_F(EngineUsageTest, UsageComesFromTheLogAndIsTheSameAfterARestart) {
   ComposeRequest r{"train", {}, {}};
   r.placement.gpuCount = 4;
   r.placement.tenant = "team-a";
-  run(engine_->compose(Caller::local(), r));
+  run(engine_->blocking().compose(Caller::local(), r));
   const Timestamp begin = clock_.now() - 1;
   clock_.advance(std::chrono::hours(2));
-  run(engine_->decompose(Caller::local(), "train"));
+  run(engine_->blocking().decompose(Caller::local(), "train"));
   clock_.advance(std::chrono::hours(1));
   auto before = engine_->usage(Caller::local(), begin, 0);
   ASSERT_TRUE(before) << before.error().message;

@@ -65,7 +65,7 @@ TEST_F(WholeMachineOnSwitchtec, GpusANicAndADriveAreBoundThroughGfmsAndGivenBack
   EXPECT_EQ(devices.at("pax0-ep19").kind, DeviceKind::kNvme);
   EXPECT_EQ(devices.at("pax0-ep19").model, "PM1733");
 
-  const Operation op = run(engine_->compose(Caller::local(), wholeMachine()));
+  const Operation op = run(engine_->blocking().compose(Caller::local(), wholeMachine()));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   // The switch's own database holds all four functions, bound to the one host port of the system's host.
   const auto bound = emulator_->bindings();
@@ -79,7 +79,7 @@ TEST_F(WholeMachineOnSwitchtec, GpusANicAndADriveAreBoundThroughGfmsAndGivenBack
   ASSERT_TRUE(system);
   EXPECT_EQ(system->bindings.size(), 4u);
 
-  run(engine_->decompose(Caller::local(), "machine"));
+  run(engine_->blocking().decompose(Caller::local(), "machine"));
   EXPECT_TRUE(emulator_->bindings().empty()) << "the NIC and the drive went back with the GPUs";
   EXPECT_EQ(freeDevices(), 4u);
 }
@@ -110,7 +110,7 @@ TEST_F(WholeMachineOnCxl, GpusANicAndADriveAreBoundToTheHostsVcsAsJackSeesThemAn
   EXPECT_EQ(devices.at("cxl0-ep5").kind, DeviceKind::kNvme);
   EXPECT_EQ(devices.at("cxl0-ep5").model, "PM1733");
 
-  const Operation op = run(engine_->compose(Caller::local(), wholeMachine()));
+  const Operation op = run(engine_->blocking().compose(Caller::local(), wholeMachine()));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   auto system = engine_->getSystem("machine");
   ASSERT_TRUE(system);
@@ -123,7 +123,7 @@ TEST_F(WholeMachineOnCxl, GpusANicAndADriveAreBoundToTheHostsVcsAsJackSeesThemAn
   EXPECT_EQ(ports, (std::set<std::string>{"2", "3", "4", "5"})) << "jack shows the GPUs, the NIC and the drive on " << system->hostId;
   EXPECT_TRUE(cse_->boundVppbs(1 - vcs).empty());
 
-  run(engine_->decompose(Caller::local(), "machine"));
+  run(engine_->blocking().decompose(Caller::local(), "machine"));
   EXPECT_TRUE(cse_->boundVppbs(vcs).empty()) << "the NIC and the drive went back with the GPUs";
 }
 
