@@ -76,13 +76,7 @@ class EngineCore {
   // off the control thread: EngineClient::read.
   [[nodiscard]] Result<Operation> getOperation(const OperationId& id);
   [[nodiscard]] Result<std::optional<Operation>> operationForRequest(const Caller& caller, const std::string& requestId);
-
-  // The published view, as the last commit point left it (what the change being made here does shows at
-  // the end of this task, before the completion runs).
-  [[nodiscard]] Result<System> getSystem(const std::string& idOrName);
-  [[nodiscard]] Result<std::vector<System>> listSystems();
-  [[nodiscard]] Result<DeviceView> getDevice(const DeviceId& id);
-  [[nodiscard]] Result<std::vector<HostView>> listHosts();
+  // Systems, devices and hosts: EngineClient reads them from the published view, on any thread.
 
  private:
   friend class Engine;

@@ -137,10 +137,10 @@ TEST_F(EngineTest, HistoryAndCapacityAreReadWhileTheControlThreadIsBusy) {
 TEST_F(EngineTest, ACoreUsedOffTheControlThreadIsRefusedInEveryBuild) {
   start();
   EngineClient client(*engine_);
-  std::promise<std::pair<Result<Operation>, Result<std::vector<System>>>> fromElsewhere;
+  std::promise<std::pair<Result<Operation>, Result<std::vector<Reservation>>>> fromElsewhere;
   client.run<bool>([&fromElsewhere](EngineCore& core) -> Result<bool> {
     // The misuse checked here: another thread calls the core while the control thread waits for it.
-    auto elsewhere = std::async(std::launch::async, [&core] { return std::pair{core.compose(kAlice, gpus("stray", 1)), core.listSystems()}; });
+    auto elsewhere = std::async(std::launch::async, [&core] { return std::pair{core.compose(kAlice, gpus("stray", 1)), core.listReservations()}; });
     fromElsewhere.set_value(elsewhere.get());
     return true;
   }, [](Result<bool>) {});
