@@ -94,6 +94,7 @@ Result<void> SqliteStore::migrate() {
 }
 
 Result<WriterEpoch> SqliteStore::claimWriter() {
+  systemRows_.forgetAll();  // another writer may have written since this one last did
   Transaction tx(*db_);
   SY_TRY(tx.begin());
   SY_ASSIGN(auto bump, db_->prepare("UPDATE writer SET epoch = epoch + 1 WHERE id = 1"));
@@ -122,6 +123,14 @@ Result<void> SqliteStore::checkWriter(WriterEpoch epoch) {
 
 Result<void> SqliteStore::write(std::span<const StoreWrite> batch, WriterEpoch epoch) {
   Transaction tx(*db_);
+  // What the batch wrote of systems' child rows counts once it is committed (a failed write is rolled back).
+  struct Staged {
+    SystemRowsWritten& rows;
+    bool committed = false;
+    ~Staged() {
+      if (!committed) rows.rolledBack();
+    }
+  } staged{systemRows_};
   SY_TRY(tx.begin());
   SY_TRY(checkWriter(epoch));
   for (const auto& w : batch) {
@@ -130,6 +139,8 @@ Result<void> SqliteStore::write(std::span<const StoreWrite> batch, WriterEpoch e
   }
   SY_TRY(failpoints::hit("store.before-commit"));  // an injected error rolls the transaction back
   SY_TRY(tx.commit());
+  systemRows_.committed();
+  staged.committed = true;
   failpoints::crashPoint("store.after-commit");
   return {};
 }
@@ -178,21 +189,30 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
              .bind(6, toString(s.state)).bind(7, s.activeOperation).bind(8, labels.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).bind(9, s.createdAt).bind(10, s.updatedAt)
              .bind(11, s.leaseExpiresAt).bind(12, s.priorityClass).bind(13, s.stateReason)
              .bind(14, askedTextOf(s)).run());
-  if (s.state == SystemState::kDecomposed || s.state == SystemState::kFailed) askedText_.erase(s.id);  // written for the last time
-  SY_ASSIGN(auto del, db_->prepare("DELETE FROM system_devices WHERE system_id = ?1"));
-  SY_TRY(del.bind(1, s.id).run());
-  for (std::size_t i = 0; i < s.bindings.size(); ++i) {
-    SY_ASSIGN(auto ins, db_->prepare("INSERT INTO system_devices VALUES (?1, ?2, ?3, ?4)"));
-    SY_TRY(ins.bind(1, s.id).bind(2, s.bindings[i].deviceId).bind(3, s.bindings[i].upstreamPortId).bind(4, static_cast<int>(i)).run());
+  const bool last = s.state == SystemState::kDecomposed || s.state == SystemState::kFailed;  // written for the last time
+  if (last) askedText_.erase(s.id);
+  // The child rows: each table only when its rows differ from what is stored (system_rows_written.h).
+  const SystemRowsWritten::Rows* stored = systemRows_.stored(s.id);
+  if (stored == nullptr || stored->bindings != s.bindings) {
+    SY_ASSIGN(auto del, db_->prepare("DELETE FROM system_devices WHERE system_id = ?1"));
+    SY_TRY(del.bind(1, s.id).run());
+    for (std::size_t i = 0; i < s.bindings.size(); ++i) {
+      SY_ASSIGN(auto ins, db_->prepare("INSERT INTO system_devices VALUES (?1, ?2, ?3, ?4)"));
+      SY_TRY(ins.bind(1, s.id).bind(2, s.bindings[i].deviceId).bind(3, s.bindings[i].upstreamPortId).bind(4, static_cast<int>(i)).run());
+    }
   }
-  SY_TRY(writeGpuInstances("system_gpu_instances", s.id, s.gpuInstances));
-  SY_TRY(writeGpuShares("system_gpu_shares", s.id, s.gpuShares));
-  SY_ASSIGN(auto delHost, db_->prepare("DELETE FROM system_host_devices WHERE system_id = ?1"));
-  SY_TRY(delHost.bind(1, s.id).run());
-  for (const auto& h : s.hostDevices) {
-    SY_ASSIGN(auto ins, db_->prepare("INSERT INTO system_host_devices VALUES (?1, ?2, ?3, ?4)"));
-    SY_TRY(ins.bind(1, s.id).bind(2, h.deviceId).bind(3, h.pciAddress).bind(4, h.uuid).run());
+  if (stored == nullptr || stored->gpuInstances != s.gpuInstances) SY_TRY(writeGpuInstances("system_gpu_instances", s.id, s.gpuInstances));
+  if (stored == nullptr || stored->gpuShares != s.gpuShares) SY_TRY(writeGpuShares("system_gpu_shares", s.id, s.gpuShares));
+  if (stored == nullptr || stored->hostDevices != s.hostDevices) {
+    SY_ASSIGN(auto delHost, db_->prepare("DELETE FROM system_host_devices WHERE system_id = ?1"));
+    SY_TRY(delHost.bind(1, s.id).run());
+    for (const auto& h : s.hostDevices) {
+      SY_ASSIGN(auto ins, db_->prepare("INSERT INTO system_host_devices VALUES (?1, ?2, ?3, ?4)"));
+      SY_TRY(ins.bind(1, s.id).bind(2, h.deviceId).bind(3, h.pciAddress).bind(4, h.uuid).run());
+    }
   }
+  if (last) systemRows_.ended(s.id);
+  else systemRows_.wrote(s.id, {s.bindings, s.gpuInstances, s.gpuShares, s.hostDevices});
   return {};
 }
 
@@ -262,6 +282,15 @@ Result<std::vector<GpuInstance>> SqliteStore::loadGpuInstances(SqliteDb& db, std
 
 Result<void> SqliteStore::apply(const PutOperation& w) {
   const Operation& op = w.operation;
+  // A whole log replaces the child rows stored before; a new operation has none to delete (most whole logs are
+  // an operation's first write, at acceptance).
+  bool stored = false;
+  if (w.allSteps) {
+    SY_ASSIGN(auto exists, db_->prepare("SELECT 1 FROM operations WHERE id = ?1"));
+    exists.bind(1, op.id);
+    SY_ASSIGN(stored, exists.step());
+    exists.reset();
+  }
   SY_ASSIGN(auto st, db_->prepare(
                          "INSERT INTO operations (id, number, kind, system_id, host_id, state, explanation, error, created_at, updated_at, "
                          "requested_by, requested_role, requested_tenant, tenant, request_id, queued, replaces) "
@@ -279,12 +308,17 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   // A step's bindings never change once it is in the log: they are written with the whole log only.
   auto writeStep = [&](std::size_t i, bool withBindings) -> Result<void> {
     const Step& s = op.steps.at(i);
-    SY_ASSIGN(auto ss, db_->prepare("INSERT OR REPLACE INTO operation_steps VALUES (?1, ?2, ?3, '', '', ?4, ?5, ?6, ?7, ?8, ?9)"));
+    SY_ASSIGN(auto ss, db_->prepare("INSERT INTO operation_steps VALUES (?1, ?2, ?3, '', '', ?4, ?5, ?6, ?7, ?8, ?9) "
+                                    "ON CONFLICT(operation_id, position) DO UPDATE SET kind=excluded.kind, state=excluded.state, "
+                                    "compensation=excluded.compensation, attempts=excluded.attempts, message=excluded.message, "
+                                    "finished_at=excluded.finished_at, outcome_unknown=excluded.outcome_unknown"));
     SY_TRY(ss.bind(1, op.id).bind(2, static_cast<int>(i)).bind(3, s.kind).bind(4, toString(s.state)).bind(5, s.compensation ? 1 : 0)
                .bind(6, s.attempts).bind(7, s.message).bind(8, s.finishedAt).bind(9, s.outcomeUnknown ? 1 : 0).run());
     if (!withBindings) return {};
-    SY_ASSIGN(auto del, db_->prepare("DELETE FROM operation_step_bindings WHERE operation_id = ?1 AND step = ?2"));
-    SY_TRY(del.bind(1, op.id).bind(2, static_cast<int>(i)).run());
+    if (stored) {
+      SY_ASSIGN(auto del, db_->prepare("DELETE FROM operation_step_bindings WHERE operation_id = ?1 AND step = ?2"));
+      SY_TRY(del.bind(1, op.id).bind(2, static_cast<int>(i)).run());
+    }
     for (std::size_t j = 0; j < s.bindings.size(); ++j) {
       SY_ASSIGN(auto ins, db_->prepare("INSERT INTO operation_step_bindings VALUES (?1, ?2, ?3, ?4, ?5)"));
       SY_TRY(ins.bind(1, op.id).bind(2, static_cast<int>(i)).bind(3, static_cast<int>(j)).bind(4, s.bindings[j].deviceId)
@@ -294,8 +328,8 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   };
   if (w.allSteps) {
     for (std::size_t i = 0; i < op.steps.size(); ++i) SY_TRY(writeStep(i, true));
-    SY_TRY(writeGpuInstances("operation_gpu_instances", op.id, op.gpuInstances));
-    SY_TRY(writeGpuShares("operation_gpu_shares", op.id, op.gpuShares));
+    if (stored || !op.gpuInstances.empty()) SY_TRY(writeGpuInstances("operation_gpu_instances", op.id, op.gpuInstances));
+    if (stored || !op.gpuShares.empty()) SY_TRY(writeGpuShares("operation_gpu_shares", op.id, op.gpuShares));
   } else {
     for (std::size_t i : w.changedSteps) SY_TRY(writeStep(i, false));
   }

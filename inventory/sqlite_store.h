@@ -12,6 +12,7 @@
 
 #include "inventory/sqlite_db.h"
 #include "inventory/store.h"
+#include "inventory/system_rows_written.h"
 
 namespace switchyard {
 
@@ -76,6 +77,8 @@ class SqliteStore final : public Store {
     std::string text;
   };
   std::unordered_map<SystemId, AskedText> askedText_;
+  // Each live system's child rows as the writer last committed them: a table is written when its rows differ.
+  SystemRowsWritten systemRows_;
 
   std::unique_ptr<SqliteDb> db_;
   std::unique_ptr<SqliteDb> reader_;

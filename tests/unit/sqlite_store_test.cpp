@@ -277,6 +277,77 @@ TEST(SqliteStore, ABatchIsAllOrNothing) {
   EXPECT_EQ(store->listEvents(0, 10)->size(), 1u);
 }
 
+// A system's child rows (devices, MIG instances, shares, what its host saw) are written only when they differ from
+// what the writer last committed (inventory/system_rows_written.h): what a rolled-back write or another writer did
+// must never be taken for stored.
+TEST(SqliteStore, ASystemsRowsAreWrittenWheneverTheyDifferFromWhatIsStoredAfterARollbackOrAnotherWriterToo) {
+  TempDir dir;
+  auto store = std::move(*SqliteStore::open(dir / "yard.db"));
+  auto stored = [&store]() -> System {
+    auto snap = store->load();
+    EXPECT_TRUE(snap && snap->systems.size() == 1);
+    return snap && !snap->systems.empty() ? snap->systems.front() : System{};
+  };
+  System first = sampleSystem();
+  StoreWrite w = PutSystem{first};
+  auto epoch = store->claimWriter();
+  ASSERT_TRUE(epoch);
+  ASSERT_TRUE(store->write({&w, 1}, *epoch));
+
+  System moved = first;
+  moved.bindings = {{"sw0-gpu3", "sw0-usp0"}};
+  moved.gpuInstances.clear();
+  moved.hostDevices = {{"sw0-gpu3", "0000:41:00.0", "GPU-3"}};
+  StoreWrite event = PutEvent{{1, 1, "a", "x", "first"}};
+  ASSERT_TRUE(store->write({&event, 1}, *epoch));
+  std::vector<StoreWrite> failing{PutSystem{moved}, PutEvent{{1, 2, "b", "y", "the same sequence again"}}};
+  ASSERT_FALSE(store->write(failing, *epoch));
+  EXPECT_EQ(stored().bindings, first.bindings) << "rolled back";
+  w = PutSystem{moved};
+  ASSERT_TRUE(store->write({&w, 1}, *epoch));
+  EXPECT_EQ(stored().bindings, moved.bindings) << "the rows the rolled-back write had are written again";
+  EXPECT_TRUE(stored().gpuInstances.empty());
+  EXPECT_EQ(stored().hostDevices, moved.hostDevices);
+
+  System composing = moved;  // only the row changes: the child rows stay as they are
+  composing.state = SystemState::kDegraded;
+  w = PutSystem{composing};
+  ASSERT_TRUE(store->write({&w, 1}, *epoch));
+  EXPECT_EQ(stored().state, SystemState::kDegraded);
+  EXPECT_EQ(stored().bindings, moved.bindings);
+  EXPECT_EQ(stored().hostDevices, moved.hostDevices);
+
+  // Another writer changes the rows; this store, writer again, writes what it last wrote: it must reach the file.
+  {
+    auto other = std::move(*SqliteStore::open(dir / "yard.db"));
+    w = PutSystem{first};
+    ASSERT_TRUE(writeAsNewWriter(*other, {&w, 1}));
+  }
+  ASSERT_EQ(stored().bindings, first.bindings);
+  w = PutSystem{composing};
+  ASSERT_TRUE(writeAsNewWriter(*store, {&w, 1}));
+  EXPECT_EQ(stored().bindings, moved.bindings);
+  EXPECT_EQ(stored().gpuInstances, moved.gpuInstances);
+}
+
+// A whole step log written again replaces the step bindings stored before (an operation's first write has none).
+TEST(SqliteStore, AWholeStepLogWrittenAgainReplacesTheBindingsStoredBefore) {
+  TempDir dir;
+  auto store = std::move(*SqliteStore::open(dir / "yard.db"));
+  Operation op = sampleOperation();
+  StoreWrite w = PutOperation{op};
+  ASSERT_TRUE(writeAsNewWriter(*store, {&w, 1}));
+  op.steps[1].bindings = {{"sw0-gpu5", "sw0-usp0"}};
+  op.gpuInstances.clear();
+  w = PutOperation{op};
+  ASSERT_TRUE(writeAsNewWriter(*store, {&w, 1}));
+  auto got = store->getOperation(op.id);
+  ASSERT_TRUE(got && *got);
+  EXPECT_EQ((*got)->steps[1].bindings, op.steps[1].bindings);
+  EXPECT_TRUE((*got)->gpuInstances.empty());
+  EXPECT_EQ((*got)->steps[2].bindings.size(), 1u);
+}
+
 TEST(SqliteStore, FinishedOperationsAreNotResumedButCanBeRead) {
   TempDir dir;
   auto store = std::move(*SqliteStore::open(dir / "yard.db"));
