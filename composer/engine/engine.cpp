@@ -333,6 +333,12 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
     // An answer here comes before this task's commit point: the store and the view first show what the batch's
     // tasks before it did (the operation may have ended in one of them, group_commit.h).
     if (runner_->find(id) == nullptr && !queue_.contains(id)) {
+      // Ended lately: answered at this task's commit point, once the batch that holds the end is written (recent_ends.h).
+      if (const Operation* ended = recentEnds_.find(id)) {
+        toOutbox([wait, op = *ended] { OperationWaiters::answer(*wait, op); },
+                 [wait](const Error& refused) { OperationWaiters::answer(*wait, std::unexpected(refused)); });
+        return;
+      }
       commitNow();
       auto stored = store_.getOperation(id);
       if (!stored) return OperationWaiters::answer(*wait, fail(stored.error()));
@@ -384,6 +390,7 @@ Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::mill
 }
 
 void Engine::completeWaiters(const OperationId& id, const Operation& op) {
+  if (op.finished()) recentEnds_.ended(op);
   if (auto answer = waiters_.takeAll(id, op)) toOutbox([answer] { answer(nullptr); }, [answer](const Error& refused) { answer(&refused); });
 }
 
@@ -541,6 +548,7 @@ void Engine::halt(const std::string& why, const std::string& logLine) {
   accepting_ = false;
   halted_ = true;
   haltedForReaders_ = true;
+  recentEnds_.clear();  // an end recorded there may be one the failed write lost
   // No operation will finish now: whoever waits for one gets it as it stands (resumable at the next start).
   for (const auto& id : waiters_.waitedFor())
     if (const Operation* op = runner_->find(id)) completeWaiters(id, *op);

@@ -63,6 +63,7 @@
 #include "composer/engine/request_queue.h"
 #include "composer/engine/standby_replica.h"
 #include "composer/engine/operation_runner.h"
+#include "composer/engine/recent_ends.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
 #include "composer/engine/steps/step_kind.h"
@@ -533,6 +534,7 @@ class Engine {
   std::unique_ptr<OperationRunner::Context> runnerContext_;
   std::unique_ptr<OperationRunner> runner_;  // the running operations, their steps and retries
   OperationWaiters waiters_{*control_};  // who waits for which operation (waitOperation), each answered once
+  RecentEnds recentEnds_;  // the operations that ended lately, as they ended: what a wait after the end is answered with
   EventLog events_;  // events' numbers, the newest stored (any thread), live subscribers
   Numbering numbers_;  // the next operation id, system id and audit record number
   ReservationBook reservations_;  // composition reservations (PreviewReserve), memory only

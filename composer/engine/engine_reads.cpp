@@ -143,6 +143,8 @@ Result<Topology> Engine::topology() {
 Result<Operation> EngineCore::getOperation(const OperationId& id) {
   if (!inTask()) return answerFromTask("read an operation", [&](EngineCore& core) { return core.getOperation(id); });
   if (const Operation* op = engine_.runner_->find(id)) return *op;
+  // Ended lately: the answer is given at the task's commit point, once the end is written (recent_ends.h).
+  if (const Operation* op = engine_.recentEnds_.find(id)) return *op;
   SY_TRY(engine_.writeStaged());  // an operation that ended in a task of this batch: the store has its end
   SY_ASSIGN(auto stored, engine_.store_.getOperation(id));
   if (!stored) return fail(Code::kNotFound, fmt::format("no operation '{}' (see `yardctl ops`)", id));

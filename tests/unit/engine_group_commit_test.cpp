@@ -171,5 +171,68 @@ TEST_F(GroupCommitTest, AWaitForAnOperationThatEndedEarlierInTheBatchIsAnsweredO
   EXPECT_EQ(answered.get_future().get(), "");
 }
 
+// A wait that comes after the operation ended is answered from memory (recent_ends.h) at its task's commit point:
+// once the store holds the end, without reading it back and without writing the batch early, so the tasks queued
+// behind the wait still share its transaction.
+TEST_F(GroupCommitTest, AWaitAfterTheEndIsAnsweredOnceTheEndIsWrittenWithoutCuttingTheBatchShort) {
+  start();
+  for (int h = 0; h < 4; ++h) compose("full-" + std::to_string(h), 4);  // every host serves a system
+  std::vector<OperationId> queued;
+  for (const char* name : {"first", "second"}) {
+    ComposeRequest r = gpuCompose(name, 1);
+    r.queue = true;
+    auto op = engine_->blocking().compose(Caller::local(), r);
+    ASSERT_TRUE(op) << op.error().message;
+    queued.push_back(op->id);
+  }
+  auto reader = SqliteStore::open(dir_ / "yard.db");
+  ASSERT_TRUE(reader);
+  EngineClient client(*engine_);
+  holdControlThread(client);
+  writesBefore_ = metrics_->storeWriteSeconds.count({});
+  client.run<Operation>([](EngineCore& core) { return core.cancelQueued(Caller::local(), "first"); }, [](Result<Operation>) {});
+  std::promise<std::string> answered;  // what the store held when the answer came
+  engine_->waitOperation(queued[0], 10s, [&](Result<Operation> done) {
+    auto stored = (*reader)->getOperation(queued[0]);
+    answered.set_value(!done                              ? done.error().message
+                       : !done->finished()                ? "not ended"
+                       : !stored || !*stored              ? "not in the store"
+                       : (*stored)->state != done->state ? "the store does not hold the end yet"
+                                                          : "");
+  });
+  std::promise<Result<Operation>> second;
+  client.run<Operation>([](EngineCore& core) { return core.cancelQueued(Caller::local(), "second"); },
+                        [&](Result<Operation> op) { second.set_value(std::move(op)); });
+  release();
+  EXPECT_EQ(answered.get_future().get(), "");
+  ASSERT_TRUE(second.get_future().get());
+  EXPECT_EQ(metrics_->storeWriteSeconds.count({}) - writesBefore_, 1u) << "the two cancels and the wait between them: one transaction";
+}
+
+// An end kept in memory is told only once written: when the write of the batch that holds it fails, the wait is
+// refused, and a wait after that failure is not answered with the end the store never got.
+TEST_F(GroupCommitTest, AnEndAFailedWriteLostIsNeverToldToAWait) {
+  start();
+  for (int h = 0; h < 4; ++h) compose("full-" + std::to_string(h), 4);
+  ComposeRequest r = gpuCompose("waits", 1);
+  r.queue = true;
+  auto queued = engine_->blocking().compose(Caller::local(), r);
+  ASSERT_TRUE(queued) << queued.error().message;
+  auto reader = SqliteStore::open(dir_ / "yard.db");
+  ASSERT_TRUE(reader);
+  EngineClient client(*engine_);
+  holdControlThread(client);
+  ASSERT_TRUE((*reader)->claimWriter());  // from now on every write of this engine is refused
+  client.run<Operation>([](EngineCore& core) { return core.cancelQueued(Caller::local(), "waits"); }, [](Result<Operation>) {});
+  std::promise<Result<Operation>> inTheBatch;
+  engine_->waitOperation(queued->id, 10s, [&](Result<Operation> done) { inTheBatch.set_value(std::move(done)); });
+  release();
+  auto refused = inTheBatch.get_future().get();
+  ASSERT_FALSE(refused) << "answered " << toString(refused->state) << " though its end was never written";
+  EXPECT_NE(refused.error().message.find("fenced"), std::string::npos) << refused.error().message;
+  auto later = engine_->waitOperation(queued->id, 200ms);
+  EXPECT_FALSE(later && later->finished()) << "a later wait was told the end the store never got";
+}
+
 }  // namespace
 }  // namespace switchyard

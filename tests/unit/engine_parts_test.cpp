@@ -20,6 +20,7 @@
 #include "composer/engine/outbox.h"
 #include "composer/engine/preemption_plan.h"
 #include "composer/engine/quota_check.h"
+#include "composer/engine/recent_ends.h"
 #include "composer/engine/recent_use.h"
 #include "composer/engine/reservation_book.h"
 #include "composer/engine/request_queue.h"
@@ -52,6 +53,30 @@ TEST(RecentUse, WithoutAHalfLifeTheChargeIsWhatATenantHoldsNow) {
   const auto charges = use.pass({{"b", 2}}, at(hours(1)));
   EXPECT_EQ(charges.count("a"), 0u);
   EXPECT_DOUBLE_EQ(charges.at("b"), 2);
+}
+
+TEST(RecentEnds, KeepsTheNewestEndsAsTheyEndedAndForgetsTheOldestFirst) {
+  RecentEnds ends(2);
+  auto ended = [](std::string id, OperationState state) {
+    Operation op;
+    op.id = std::move(id);
+    op.state = state;
+    return op;
+  };
+  ends.ended(ended("op-1", OperationState::kSucceeded));
+  ends.ended(ended("op-2", OperationState::kFailed));
+  ASSERT_NE(ends.find("op-1"), nullptr);
+  EXPECT_EQ(ends.find("op-2")->state, OperationState::kFailed);
+  ends.ended(ended("op-2", OperationState::kSucceeded));  // the same operation again: replaced, not kept twice
+  EXPECT_EQ(ends.find("op-2")->state, OperationState::kSucceeded);
+  EXPECT_EQ(ends.size(), 2u);
+  ends.ended(ended("op-3", OperationState::kSucceeded));
+  EXPECT_EQ(ends.find("op-1"), nullptr) << "the oldest end went";
+  EXPECT_NE(ends.find("op-2"), nullptr);
+  EXPECT_NE(ends.find("op-3"), nullptr);
+  ends.clear();
+  EXPECT_EQ(ends.find("op-3"), nullptr);
+  EXPECT_EQ(ends.size(), 0u);
 }
 
 TEST(Numbering, ContinuesAfterTheStoreNeverReusesAnOperationIdAndGivesBackAuditNumbersThatWereNotWritten) {
