@@ -27,6 +27,7 @@
 #include "fabric/simulated_fabric.h"
 #include "agent/simulated_hosts.h"
 #include "fabric/topology_generator.h"
+#include "inventory/etcd/etcd_store.h"
 #include "inventory/sqlite_store.h"
 #include "tests/bench/compose_latency.h"
 #include "tests/bench/decision_latency.h"
@@ -36,6 +37,7 @@
 #include "tests/bench/read_load.h"
 #include "tests/bench/nic_stranding.h"
 #include "tests/bench/topology_ablation.h"
+#include "tests/support/etcd_cluster.h"
 #include "tests/support/temp_dir.h"
 
 using namespace switchyard;
@@ -60,19 +62,38 @@ Topology benchTopology(int gpus, int hostsPerFabric, int nicsPerSwitch = 0, int 
 // Compose + decompose loops through the real gRPC service, engine, SQLite store and simulated switch.
 // Whole machines: `nics` NICs (beside the GPUs' switch) and `drives` drives with every compose, from a pool with
 // 4 of each per 16-GPU switch.
+// The store the compose benchmark writes: SQLite (in `durability`), or etcd (Debian's etcd-server, one member on
+// loopback as tests/support/etcd_cluster.h starts it, --max-txn-ops 16384 as docs/operations.md asks).
+struct BenchStore {
+  std::unique_ptr<testing::EtcdCluster> etcd;
+  std::unique_ptr<Store> store;
+};
+Result<BenchStore> openBenchStore(const std::string& kind, const std::filesystem::path& dir, const std::string& durability) {
+  BenchStore out;
+  if (kind == "etcd") {
+    if (!testing::EtcdCluster::available()) return fail(Code::kUnavailable, "--store etcd needs etcd (Debian package etcd-server)");
+    out.etcd = std::make_unique<testing::EtcdCluster>(dir / "etcd", 1);
+    if (!out.etcd->start()) return fail(Code::kUnavailable, "etcd did not start");
+    SY_ASSIGN(out.store, EtcdStore::open({out.etcd->endpoints()}));
+    return out;
+  }
+  SY_ASSIGN(out.store, SqliteStore::open(dir / "yard.db", durability == "full" ? Durability::kFull : Durability::kNormal));
+  return out;
+}
+
 int benchCompose(double seconds, int clients, const std::string& durability, int gpusPerCompose, const std::string& hostSide, int nics,
-                 int drives, std::size_t groupCommitTasks) {
+                 int drives, std::size_t groupCommitTasks, const std::string& storeKind) {
   spdlog::set_level(spdlog::level::warn);
   testing::TempDir dir;
   SystemClock clock;
   const bool mixed = nics + drives > 0;
   auto fabric = std::move(*SimulatedFabric::create(benchTopology(std::max(64, clients * 16), clients, mixed ? 4 : 0, mixed ? 4 : 0), clock, {}));
-  auto store = SqliteStore::open(dir / "yard.db", durability == "full" ? Durability::kFull : Durability::kNormal);
+  auto store = openBenchStore(storeKind, dir.path(), durability);
   if (!store) {
     fmt::print(stderr, "error: {}\n", store.error().message);
     return 1;
   }
-  Engine engine(*fabric, **store, clock, {.groupCommitTasks = groupCommitTasks, .fabricPollInterval = std::chrono::milliseconds(0)});
+  Engine engine(*fabric, *store->store, clock, {.groupCommitTasks = groupCommitTasks, .fabricPollInterval = std::chrono::milliseconds(0)});
   // With simulated hosts every compose also runs host-admit and every decompose host-release (zero delay):
   // what the host steps cost the engine.
   std::unique_ptr<SimulatedHosts> hosts;
@@ -157,9 +178,10 @@ int benchCompose(double seconds, int clients, const std::string& durability, int
   }
   const auto c = summarize(all);
   const auto d = summarize(allDecompose);
-  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>6} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "durability", "host side", "clients", "gpus",
+  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>6} {:>9} {:>12} {:>10} {:>10} {:>10} {:>12} {:>10}\n", "store", "host side", "clients", "gpus",
              "nic+nvme", "group", "composes", "composes/s", "p50 ms", "p99 ms", "max ms", "decomp p99", "peak RSS");
-  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>6} {:>9} {:>12.0f} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>8}MiB\n", durability, hostSide, clients,
+  fmt::print("{:<12} {:<10} {:>7} {:>5} {:>9} {:>6} {:>9} {:>12.0f} {:>10.2f} {:>10.2f} {:>10.2f} {:>12.2f} {:>8}MiB\n",
+             storeKind == "etcd" ? "etcd" : durability, hostSide, clients,
              gpusPerCompose, fmt::format("{}+{}", nics, drives), groupCommitTasks,
              all.size(), static_cast<double>(all.size()) / elapsed, c.p50 / 1000, c.p99 / 1000, c.max / 1000, d.p99 / 1000,
              peakRssKiB() / 1024);
@@ -201,6 +223,9 @@ int main(int argc, char** argv) {
   compose->add_option("--group-commit", groupCommitTasks,
                       "The most control-thread tasks whose writes go to the store in one transaction (group commit); 1: each task alone")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  std::string composeStore = "sqlite";
+  compose->add_option("--store", composeStore, "sqlite (a file, in --durability) or etcd (one etcd-server member on loopback, started for the run)")
+      ->check(CLI::IsMember({"sqlite", "etcd"}))->capture_default_str();
   compose->add_option("--host-side", hostSide, "none (every host trusts the fabric) or simulated (host-admit and host-release on simulated hosts)")
       ->check(CLI::IsMember({"none", "simulated"}))->capture_default_str();
   auto* ablation = app.add_subcommand("ablation", "switchyard-v2 (fragmentation score on the learned demand), switchyard-v1 against itself without topology and/or fit scores, and the HiveD buddy baseline, on a churning pool");
@@ -282,5 +307,5 @@ int main(int argc, char** argv) {
     latency.scan = !indexOnly;
     return bench::benchDecisionLatency(latency);
   }
-  return benchCompose(seconds, clients, durability, gpus, hostSide, composeNics, composeDrives, groupCommitTasks);
+  return benchCompose(seconds, clients, durability, gpus, hostSide, composeNics, composeDrives, groupCommitTasks, composeStore);
 }
