@@ -232,6 +232,10 @@ class Engine {
   // Compares the store with the fabric and reports (and records) every disagreement. Refused with
   // kUnavailable while operation steps are calling the switch.
   [[nodiscard]] Result<std::vector<Drift>> reconcile();
+  // The same without blocking: the switch is read on a driver thread (a waiting call in a stepped engine, which the
+  // test runs when it chooses), and `done` gets the drifts at the commit point that records them, or kUnavailable
+  // when a step called the switch before the read or returned during it (the read may show an operation half-way).
+  void reconcile(Completion<std::vector<Drift>> done);
   // A quarantined device back to the pool (engine_quarantine.cpp; operators and admins, audited): once the
   // fabric shows it unbound, or, with `unbind`, after unbinding it. Never blocks: the switch is read (and
   // written) on a driver thread, and `done` runs after the change is published.
@@ -490,6 +494,10 @@ class Engine {
   // call returned since (the read may show an operation half-way): then kUnavailable, nothing recorded.
   [[nodiscard]] Result<std::vector<Drift>> reconcileIfFresh(const Result<std::vector<Binding>>& fabricBindings,
                                                             std::uint64_t stepResultsBefore);
+  // A reconcile round, on the control thread: refused (kUnavailable, `read` false) while steps call the switch, else
+  // the bindings are read off the control thread and compared back on it (reconcileIfFresh); `then` gets the outcome
+  // there. The timer's rounds and reconcile(done).
+  void reconcileRound(std::function<void(Result<std::vector<Drift>> outcome, bool read)> then);
   void applyFabricEvents(const Result<std::vector<FabricEvent>>& events);
   // Host-side drift (engine_host_reconcile.cpp): which hosts to look at, and what their sides saw.
   struct HostCheck {

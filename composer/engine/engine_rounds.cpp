@@ -36,6 +36,31 @@ Result<std::vector<Drift>> Engine::reconcileHosts() {
   return onControl([&] { return compareHostsOnControl(checks, seen); });
 }
 
+void Engine::reconcile(Completion<std::vector<Drift>> done) {
+  postToControl([this, done = std::move(done)](bool running) {
+    if (!running) return done(fail(Code::kAborted, "the engine is not running"));
+    if (halted_) return done(fail(Code::kUnavailable, "yardd has stopped taking work"));
+    reconcileRound([this, done](Result<std::vector<Drift>> outcome, bool) {
+      // Answered once what the round recorded is written (group_commit.h).
+      auto answer = std::make_shared<Result<std::vector<Drift>>>(std::move(outcome));
+      toOutbox([done, answer] { done(std::move(*answer)); }, [done](const Error& refused) { done(std::unexpected(refused)); });
+    });
+  });
+}
+
+void Engine::reconcileRound(std::function<void(Result<std::vector<Drift>>, bool)> then) {
+  // A read taken while steps call the switch may show an operation half-way.
+  if (runner_->stepCallsInFlight() > 0) return then(fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later"), false);
+  const std::uint64_t before = runner_->stepResults();
+  callOffControl([this, before, then = std::move(then)]() -> std::function<void()> {
+    auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
+    return [this, before, then, bindings = std::move(bindings)] {
+      if (halted_) return then(fail(Code::kUnavailable, "yardd has stopped taking work"), true);
+      then(reconcileIfFresh(bindings, before), true);
+    };
+  });
+}
+
 Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Binding>>& bindings, std::uint64_t before) {
   if (!bindings) return fail(bindings.error().wrap("cannot read the fabric's bindings"));
   if (runner_->stepResults() != before || runner_->stepCallsInFlight() > 0)
@@ -80,21 +105,13 @@ void Engine::scheduleReconcile() {
   pollTimer_->reconcileTimer.async_wait([this](const boost::system::error_code& ec) {
     CommitPoint commit{*this};
     if (ec || halted_) return;
-    // A read taken while steps call the switch may show an operation half-way: skip the round.
-    if (runner_->stepCallsInFlight() > 0) {
-      scheduleReconcile();
-      return;
-    }
-    const std::uint64_t before = runner_->stepResults();
-    callOffControl([this, before]() -> std::function<void()> {
-      auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
-      return [this, before, bindings = std::move(bindings)] {
-        if (halted_) return;
-        if (auto r = reconcileIfFresh(bindings, before); !r && r.error().code != Code::kUnavailable)
-          spdlog::warn("periodic reconcile: {}", r.error().message);
+    reconcileRound([this](Result<std::vector<Drift>> outcome, bool read) {
+      if (halted_) return;
+      if (read) {  // else steps were calling the switch: the round is skipped
+        if (!outcome && outcome.error().code != Code::kUnavailable) spdlog::warn("periodic reconcile: {}", outcome.error().message);
         reconcileHostsInBackground();
-        scheduleReconcile();
-      };
+      }
+      scheduleReconcile();
     });
   });
 }

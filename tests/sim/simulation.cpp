@@ -300,12 +300,17 @@ class Simulation {
     --requests_;
   }
 
-  // Compares the store with the switch now, between steps: refused while a step's call waits (the engine's
-  // rule), else its read of the switch meets the gate like any other call.
+  // Compares the store with the switch: refused while a step's call waits (the engine's rule); else its read of the
+  // switch waits among the other calls, and the seed decides when it runs, so steps may start, run and return around
+  // it, and its fate, like any other call's. A read that steps overtook must be refused as stale, not recorded.
   void reconcile() {
     ++report_.reconciles;
+    ++reconciling_;
     note("reconcile");
-    (void)engine_->reconcile();
+    engine_->reconcile([this](Result<std::vector<Drift>> drifts) {
+      --reconciling_;
+      note(drifts ? fmt::format("reconcile: {} drift(s)", drifts->size()) : fmt::format("reconcile: {}", drifts.error().message));
+    });
   }
 
   // Operations running now, as the engine's published view counts them: what the simulation accepted,
@@ -356,9 +361,9 @@ class Simulation {
   bool settle() {
     while (engine_->stepControl()) {
     }
-    if (requests_ != 0 || static_cast<int>(engine_->waitingCalls()) != running())
-      return violation(fmt::format("stuck: {} request(s) unanswered, {} operation(s) running, {} call(s) waiting", requests_, running(),
-                                   engine_->waitingCalls()));
+    if (requests_ != 0 || static_cast<int>(engine_->waitingCalls()) != running() + reconciling_)
+      return violation(fmt::format("stuck: {} request(s) unanswered, {} operation(s) running, {} reconcile(s) reading, {} call(s) waiting",
+                                   requests_, running(), reconciling_, engine_->waitingCalls()));
     return true;
   }
 
@@ -505,6 +510,7 @@ class Simulation {
   std::map<PortId, HostId> hostOfPort_;
   int requests_ = 0;     // asked and not yet answered
   bool draining_ = false;  // every call passes
+  int reconciling_ = 0;     // reconciles whose read of the switch waits among the calls
   std::map<OperationId, std::string> running_;  // accepted and not finished, with their tenant
   std::vector<std::string> answers_;
   std::vector<std::string> crossings_;

@@ -62,6 +62,55 @@ TEST_F(SteppedEngineTest, ADecomposeAskedWhileTheComposesBindWaitsIsRefusedAndCh
   EXPECT_TRUE(fabricBindings().empty());
 }
 
+// reconcile(done) reads the switch as a waiting call, as a switch call of a step does: refused at once while a step's
+// call waits, refused as stale when a step called the switch while its read waited, and otherwise recorded.
+TEST_F(SteppedEngineTest, AReconcilesReadWaitsAmongTheCallsAndIsRefusedWhenAStepCalledTheSwitchMeanwhile) {
+  start();
+  std::optional<Result<std::vector<Drift>>> outcome;
+  auto reconcileNow = [&] {
+    outcome.reset();
+    engine_->reconcile([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
+  };
+
+  auto op = engine_->blocking().compose(kAlice, gpus("train", 2));
+  ASSERT_TRUE(op) << op.error().message;
+  reconcileNow();
+  while (engine_->stepControl()) {
+  }
+  ASSERT_TRUE(outcome && !*outcome) << "refused at once: the compose's bind waits";
+  EXPECT_NE(outcome->error().message.find("operations are changing the fabric"), std::string::npos) << outcome->error().message;
+  engine_->runUntilIdle();
+
+  reconcileNow();
+  while (engine_->stepControl()) {
+  }
+  ASSERT_EQ(engine_->waitingCalls(), 1u) << "the read waits";
+  EXPECT_FALSE(outcome);
+  auto decompose = engine_->blocking().decompose(kAlice, "train");
+  ASSERT_TRUE(decompose) << decompose.error().message;
+  ASSERT_EQ(engine_->waitingCalls(), 2u) << "the read and the decompose's first call";
+  ASSERT_TRUE(engine_->runCall(1));  // the decompose's call first, then the read
+  while (engine_->stepControl()) {
+  }
+  ASSERT_TRUE(engine_->runCall(0));
+  while (engine_->stepControl()) {
+  }
+  ASSERT_TRUE(outcome && !*outcome) << "a step called the switch while the read waited";
+  EXPECT_NE(outcome->error().message.find("changed the fabric during the read"), std::string::npos) << outcome->error().message;
+  EXPECT_EQ(run(std::move(decompose)).state, OperationState::kSucceeded);
+
+  auto kept = run(engine_->blocking().compose(kAlice, gpus("kept", 1)));
+  ASSERT_EQ(kept.state, OperationState::kSucceeded);
+  const System system = *engine_->getSystem("kept");
+  ASSERT_TRUE(fabric_->unbind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));  // behind yardd's back
+  reconcileNow();
+  engine_->runUntilIdle();
+  ASSERT_TRUE(outcome && *outcome) << (outcome ? outcome->error().message : "no answer");
+  ASSERT_EQ((*outcome)->size(), 1u);
+  EXPECT_EQ((*outcome)->front().kind, "missing-binding");
+  EXPECT_EQ(engine_->getSystem("kept")->state, SystemState::kDegraded) << "what the answer said is recorded";
+}
+
 // Everything the engine recorded, with time: the same script must give the same record.
 using Record = std::vector<std::tuple<std::uint64_t, Timestamp, std::string, std::string, std::string>>;
 
