@@ -295,7 +295,8 @@ Result<Operation> EngineCore::compose(const Caller& caller, const ComposeRequest
   // A template is laid under the request first: what is checked, queued and stored is the request it makes.
   std::optional<Result<ComposeRequest>> expanded;
   if (!request.machineTemplate.empty()) expanded = applyTemplate(engine_.options_.templates, request);
-  return engine_.audited(caller, "compose", request.name, request.placement.tenant, request.requestId, [&](const Engine::Acceptance& a) -> Result<Operation> {
+  const std::string& tenant = request.placement.tenant;
+  return engine_.audited(caller, "compose", request.name, tenant, request.requestId, [&](const Engine::Acceptance& a) -> Result<Operation> {
     if (!expanded) return engine_.acceptCompose(a, request);
     if (!*expanded) return fail(expanded->error());
     return engine_.acceptCompose(a, **expanded);
@@ -304,17 +305,20 @@ Result<Operation> EngineCore::compose(const Caller& caller, const ComposeRequest
 
 Result<Operation> EngineCore::decompose(const Caller& caller, const std::string& system, const std::string& requestId) {
   if (!inTask()) return answerFromTask("decompose", [&](EngineCore& core) { return core.decompose(caller, system, requestId); });
-  return engine_.audited(caller, "decompose", system, {}, requestId, [&](const Engine::Acceptance& a) { return engine_.acceptDecompose(a, system); });
+  return engine_.audited(caller, "decompose", system, {}, requestId,
+                         [&](const Engine::Acceptance& a) { return engine_.acceptDecompose(a, system); });
 }
 
 Result<Operation> EngineCore::attach(const Caller& caller, const AttachRequest& request) {
   if (!inTask()) return answerFromTask("attach", [&](EngineCore& core) { return core.attach(caller, request); });
-  return engine_.audited(caller, "attach", request.system, {}, request.requestId, [&](const Engine::Acceptance& a) { return engine_.acceptAttach(a, request); });
+  return engine_.audited(caller, "attach", request.system, {}, request.requestId,
+                         [&](const Engine::Acceptance& a) { return engine_.acceptAttach(a, request); });
 }
 
 Result<Operation> EngineCore::detach(const Caller& caller, const DetachRequest& request) {
   if (!inTask()) return answerFromTask("detach", [&](EngineCore& core) { return core.detach(caller, request); });
-  return engine_.audited(caller, "detach", request.system, {}, request.requestId, [&](const Engine::Acceptance& a) { return engine_.acceptDetach(a, request); });
+  return engine_.audited(caller, "detach", request.system, {}, request.requestId,
+                         [&](const Engine::Acceptance& a) { return engine_.acceptDetach(a, request); });
 }
 
 Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done) {

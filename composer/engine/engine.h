@@ -134,8 +134,9 @@ class Engine {
   // The tenants' quotas and shares from now on (yardd reloaded its identities file): they bound what is
   // accepted next (nothing running is undone), and the queue is ordered again by the new shares.
   [[nodiscard]] Result<void> setQuotas(TenantQuotas quotas);
-  // Leases (engine_leases.cpp; EngineCore::renewLease renews one). Gives up queued requests past their timeout, lets reservations past their time go, and decomposes systems
-  // past their lease (also on a timer, every EngineOptions::deadlineInterval); what it started, as operations.
+  // Leases (engine_leases.cpp; EngineCore::renewLease renews one). Gives up queued requests past their timeout,
+  // lets reservations past their time go, and decomposes systems past their lease (also on a timer, every
+  // EngineOptions::deadlineInterval); what it started, as operations.
   [[nodiscard]] Result<std::vector<Operation>> expireDeadlines();
   // Idle reclaim (engine_idle.cpp): asks each host with attached GPUs what they are doing, records it, and
   // reclaims the GPUs its system's policy says are idle too long (also on a timer, every

@@ -60,10 +60,12 @@ Result<System> EngineCore::forgetSystem(const Caller& caller, const std::string&
   std::vector<DeviceId> devices;
   for (const auto& b : system.bindings) devices.push_back(b.deviceId);
   m.writes.emplace_back(PutSystem{forgotten});
-  m.events.push_back(engine_.makeEvent("system.forgotten", system.id,
-                                       fmt::format("{} ({}) forgotten by {}: its device(s) {} are not in the fabric; nothing was unbound", system.name,
-                                                   system.id, caller.identity, devices.empty() ? "(none)" : fmt::format("{}", fmt::join(devices, ", "))),
-                                       caller.identity));
+  const std::string listed = devices.empty() ? "(none)" : fmt::format("{}", fmt::join(devices, ", "));
+  m.events.push_back(engine_.makeEvent(
+      "system.forgotten", system.id,
+      fmt::format("{} ({}) forgotten by {}: its device(s) {} are not in the fabric; nothing was unbound", system.name, system.id,
+                  caller.identity, listed),
+      caller.identity));
   audit("accepted", fmt::format("forgot {} device(s) no fabric reports: {}", devices.size(), fmt::join(devices, ", ")));
   SY_TRY(engine_.persist(m));
   engine_.state_->putSystem(forgotten);

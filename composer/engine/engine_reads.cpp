@@ -214,7 +214,8 @@ Result<std::vector<Operation>> Engine::listOperations(std::size_t limit) { retur
 Result<std::vector<Operation>> Engine::listOperations(const OperationQuery& query) { return store_.queryOperations(query); }
 
 Result<std::optional<Operation>> EngineCore::operationForRequest(const Caller& caller, const std::string& requestId) {
-  if (!inTask()) return answerFromTask("find an operation by request id", [&](EngineCore& core) { return core.operationForRequest(caller, requestId); });
+  if (!inTask())
+    return answerFromTask("find an operation by request id", [&](EngineCore& core) { return core.operationForRequest(caller, requestId); });
   if (requestId.empty()) return std::optional<Operation>{};
   std::optional<Operation> found;
   for (const auto& [id, op] : engine_.runner_->running())
