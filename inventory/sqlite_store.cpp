@@ -11,6 +11,7 @@
 #include "composer/model/fail_points.h"
 #include "inventory/migrations.h"
 #include "inventory/record_number.h"
+#include "inventory/sqlite_gpu_rows.h"
 #include "inventory/sqlite_columns.h"
 
 namespace switchyard {
@@ -201,8 +202,8 @@ Result<void> SqliteStore::apply(const PutSystem& w) {
       SY_TRY(ins.bind(1, s.id).bind(2, s.bindings[i].deviceId).bind(3, s.bindings[i].upstreamPortId).bind(4, static_cast<int>(i)).run());
     }
   }
-  if (stored == nullptr || stored->gpuInstances != s.gpuInstances) SY_TRY(writeGpuInstances("system_gpu_instances", s.id, s.gpuInstances));
-  if (stored == nullptr || stored->gpuShares != s.gpuShares) SY_TRY(writeGpuShares("system_gpu_shares", s.id, s.gpuShares));
+  if (stored == nullptr || stored->gpuInstances != s.gpuInstances) SY_TRY(writeGpuInstances(*db_, GpuRowsOwner::kSystem, s.id, s.gpuInstances));
+  if (stored == nullptr || stored->gpuShares != s.gpuShares) SY_TRY(writeGpuShares(*db_, GpuRowsOwner::kSystem, s.id, s.gpuShares));
   if (stored == nullptr || stored->hostDevices != s.hostDevices) {
     SY_ASSIGN(auto delHost, db_->prepare("DELETE FROM system_host_devices WHERE system_id = ?1"));
     SY_TRY(delHost.bind(1, s.id).run());
@@ -226,58 +227,6 @@ const std::string& SqliteStore::askedTextOf(const System& s) {
   if (fresh || !(it->second.asked == *s.asked))
     it->second = {*s.asked, queuedToJson(*s.asked).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
   return it->second.text;
-}
-
-Result<void> SqliteStore::writeGpuShares(std::string_view table, const std::string& owner, const std::vector<GpuShare>& shares) {
-  const std::string_view ownerColumn = table == "system_gpu_shares" ? "system_id" : "operation_id";
-  SY_ASSIGN(auto del, db_->prepare(fmt::format("DELETE FROM {} WHERE {} = ?1", table, ownerColumn)));
-  SY_TRY(del.bind(1, owner).run());
-  for (std::size_t i = 0; i < shares.size(); ++i) {
-    SY_ASSIGN(auto ins, db_->prepare(fmt::format("INSERT INTO {} VALUES (?1, ?2, ?3, ?4, ?5)", table)));
-    SY_TRY(ins.bind(1, owner).bind(2, static_cast<int>(i)).bind(3, shares[i].id).bind(4, shares[i].deviceId).bind(5, shares[i].milli).run());
-  }
-  return {};
-}
-
-Result<std::vector<GpuShare>> SqliteStore::loadGpuShares(SqliteDb& db, std::string_view table, const std::string& owner) {
-  const std::string_view ownerColumn = table == "system_gpu_shares" ? "system_id" : "operation_id";
-  SY_ASSIGN(auto st, db.prepare(fmt::format("SELECT share_id, device_id, milli FROM {} WHERE {} = ?1 ORDER BY position", table, ownerColumn)));
-  st.bind(1, owner);
-  std::vector<GpuShare> out;
-  while (true) {
-    SY_ASSIGN(bool row, st.step());
-    if (!row) break;
-    out.push_back({static_cast<int>(st.integer(0)), st.text(1), static_cast<int>(st.integer(2))});
-  }
-  st.reset();
-  return out;
-}
-
-Result<void> SqliteStore::writeGpuInstances(std::string_view table, const std::string& owner, const std::vector<GpuInstance>& instances) {
-  const std::string_view ownerColumn = table == "system_gpu_instances" ? "system_id" : "operation_id";
-  SY_ASSIGN(auto del, db_->prepare(fmt::format("DELETE FROM {} WHERE {} = ?1", table, ownerColumn)));
-  SY_TRY(del.bind(1, owner).run());
-  for (std::size_t i = 0; i < instances.size(); ++i) {
-    SY_ASSIGN(auto ins, db_->prepare(fmt::format("INSERT INTO {} VALUES (?1, ?2, ?3, ?4, ?5)", table)));
-    SY_TRY(ins.bind(1, owner).bind(2, static_cast<int>(i)).bind(3, instances[i].deviceId).bind(4, toString(instances[i].profile))
-               .bind(5, instances[i].start).run());
-  }
-  return {};
-}
-
-Result<std::vector<GpuInstance>> SqliteStore::loadGpuInstances(SqliteDb& db, std::string_view table, const std::string& owner) {
-  const std::string_view ownerColumn = table == "system_gpu_instances" ? "system_id" : "operation_id";
-  SY_ASSIGN(auto st, db.prepare(fmt::format("SELECT device_id, profile, start FROM {} WHERE {} = ?1 ORDER BY position", table, ownerColumn)));
-  st.bind(1, owner);
-  std::vector<GpuInstance> out;
-  while (true) {
-    SY_ASSIGN(bool row, st.step());
-    if (!row) break;
-    SY_ASSIGN(MigProfile profile, parseColumn<MigProfile>(st.text(1), parseMigProfile, "MIG profile"));
-    out.push_back({st.text(0), profile, static_cast<int>(st.integer(2))});
-  }
-  st.reset();
-  return out;
 }
 
 Result<void> SqliteStore::apply(const PutOperation& w) {
@@ -328,8 +277,8 @@ Result<void> SqliteStore::apply(const PutOperation& w) {
   };
   if (w.allSteps) {
     for (std::size_t i = 0; i < op.steps.size(); ++i) SY_TRY(writeStep(i, true));
-    if (stored || !op.gpuInstances.empty()) SY_TRY(writeGpuInstances("operation_gpu_instances", op.id, op.gpuInstances));
-    if (stored || !op.gpuShares.empty()) SY_TRY(writeGpuShares("operation_gpu_shares", op.id, op.gpuShares));
+    if (stored || !op.gpuInstances.empty()) SY_TRY(writeGpuInstances(*db_, GpuRowsOwner::kOperation, op.id, op.gpuInstances));
+    if (stored || !op.gpuShares.empty()) SY_TRY(writeGpuShares(*db_, GpuRowsOwner::kOperation, op.id, op.gpuShares));
   } else {
     for (std::size_t i : w.changedSteps) SY_TRY(writeStep(i, false));
   }
@@ -467,8 +416,8 @@ Result<std::vector<System>> SqliteStore::loadSystems() {
       s.bindings.push_back({d.text(0), d.text(1)});
     }
     d.reset();
-    SY_ASSIGN(s.gpuInstances, loadGpuInstances(*db_, "system_gpu_instances", s.id));
-    SY_ASSIGN(s.gpuShares, loadGpuShares(*db_, "system_gpu_shares", s.id));
+    SY_ASSIGN(s.gpuInstances, loadGpuInstances(*db_, GpuRowsOwner::kSystem, s.id));
+    SY_ASSIGN(s.gpuShares, loadGpuShares(*db_, GpuRowsOwner::kSystem, s.id));
     SY_ASSIGN(auto h, db_->prepare("SELECT device_id, pci_address, uuid FROM system_host_devices WHERE system_id = ?1 ORDER BY device_id"));
     h.bind(1, s.id);
     while (true) {
@@ -557,8 +506,8 @@ Result<std::vector<Operation>> SqliteStore::loadOperations(SqliteDb& db, const s
   st.reset();
   for (auto& op : out) {
     SY_TRY(loadSteps(db, op));
-    SY_ASSIGN(op.gpuInstances, loadGpuInstances(db, "operation_gpu_instances", op.id));
-    SY_ASSIGN(op.gpuShares, loadGpuShares(db, "operation_gpu_shares", op.id));
+    SY_ASSIGN(op.gpuInstances, loadGpuInstances(db, GpuRowsOwner::kOperation, op.id));
+    SY_ASSIGN(op.gpuShares, loadGpuShares(db, GpuRowsOwner::kOperation, op.id));
   }
   return out;
 }

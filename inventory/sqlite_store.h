@@ -61,13 +61,6 @@ class SqliteStore final : public Store {
   [[nodiscard]] static Result<std::vector<Operation>> loadOperations(SqliteDb& db, const std::string& whereClause, std::size_t limit,
                                                                      std::string_view param, const std::function<void(Statement&)>& bindMore = {});
   [[nodiscard]] static Result<void> loadSteps(SqliteDb& db, Operation& op);
-  // MIG instances of a system or an operation (table: system_gpu_instances or operation_gpu_instances).
-  [[nodiscard]] Result<void> writeGpuInstances(std::string_view table, const std::string& owner, const std::vector<GpuInstance>& instances);
-  [[nodiscard]] static Result<std::vector<GpuInstance>> loadGpuInstances(SqliteDb& db, std::string_view table, const std::string& owner);
-  // Time-sliced shares of a system or an operation (table: system_gpu_shares or operation_gpu_shares).
-  [[nodiscard]] Result<void> writeGpuShares(std::string_view table, const std::string& owner, const std::vector<GpuShare>& shares);
-  [[nodiscard]] static Result<std::vector<GpuShare>> loadGpuShares(SqliteDb& db, std::string_view table, const std::string& owner);
-
   // What the compose of a system asked for (System::asked) as the systems table stores it. A system is written at
   // every step of its operations while what it asked for stays the same: the JSON is made again only when that
   // differs from what was last written for the system (kept until the system ends; the writer's only).

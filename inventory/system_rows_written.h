@@ -52,7 +52,6 @@ class SystemRowsWritten {
     staged_.clear();
     committed_.clear();
   }
-  [[nodiscard]] std::size_t systemsKnown() const { return committed_.size(); }
 
  private:
   std::unordered_map<SystemId, Rows> committed_;
