@@ -52,14 +52,18 @@ void Engine::callOffControl(std::function<std::function<void()>()> call) {
   (void)writeStaged();
   ++driverCallsInFlight_;
   driverPool_->post([this, call = std::move(call)] {
-    std::function<void()> back = call();
-    commits_.posted();
-    asio::post(*control_, [this, back = std::move(back)] {
-      commits_.started();
-      CommitPoint commit{*this};
-      --driverCallsInFlight_;
-      back();
-    });
+    std::function<void()> reply = [this, back = call()] {
+      commits_.posted();
+      asio::post(*control_, [this, back] {
+        commits_.started();
+        CommitPoint commit{*this};
+        --driverCallsInFlight_;
+        back();
+      });
+    };
+    // A stepped engine's late reply (runCall(index, Reply::kLate)) waits for deliverReply().
+    if (lateReplies_.holdNext) return lateReplies_.held.push_back(std::move(reply));
+    reply();
   });
 }
 
@@ -84,7 +88,7 @@ void Engine::startControl() {
   controlRunning_.store(true, std::memory_order_release);
 }
 
-bool Engine::step() { return stepControl() || runCall(0); }
+bool Engine::step() { return stepControl() || runCall(0) || deliverReply(0); }
 
 bool Engine::stepControl() {
   if (!options_.stepped || !onControlThread()) return false;
@@ -96,7 +100,22 @@ bool Engine::stepControl() {
 
 std::size_t Engine::waitingCalls() const { return options_.stepped ? driverPool_->queued() : 0; }
 
-bool Engine::runCall(std::size_t index) { return options_.stepped && onControlThread() && driverPool_->runOne(index); }
+bool Engine::runCall(std::size_t index, Reply reply) {
+  if (!options_.stepped || !onControlThread()) return false;
+  lateReplies_.holdNext = reply == Reply::kLate;
+  const bool ran = driverPool_->runOne(index);
+  lateReplies_.holdNext = false;
+  return ran;
+}
+
+bool Engine::deliverReply(std::size_t index) {
+  auto& held = lateReplies_.held;
+  if (!options_.stepped || !onControlThread() || index >= held.size()) return false;
+  auto reply = std::move(held[index]);
+  held.erase(held.begin() + static_cast<std::ptrdiff_t>(index));
+  reply();
+  return true;
+}
 
 std::size_t Engine::runUntilIdle() {
   std::size_t steps = 0;

@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <future>
 #include <map>
@@ -211,7 +212,8 @@ class Engine {
   // Empty while the engine can write its store; else why it stopped (safe on any thread: health checks).
   [[nodiscard]] std::string storeFailure() const;
   // A stepped engine (EngineOptions::stepped), on the thread that started it: runs the next ready task of
-  // the control thread, or else the oldest queued switch or host call; false when neither is waiting.
+  // the control thread, or else the oldest queued switch or host call, or else hands over the oldest late reply;
+  // false when none is waiting.
   bool step();
   // step() until nothing is waiting; how many steps ran.
   std::size_t runUntilIdle();
@@ -219,7 +221,12 @@ class Engine {
   // the one at `index` (0: the oldest). A test picks which call runs next (the deterministic simulation, tests/sim/).
   bool stepControl();
   [[nodiscard]] std::size_t waitingCalls() const;
-  bool runCall(std::size_t index);
+  // kLate: the call acts now but its reply waits, like a switch's answer slow to come back, until deliverReply()
+  // hands it to the control thread; other calls run and their replies are handled meanwhile, in any order.
+  enum class Reply { kNow, kLate };
+  bool runCall(std::size_t index, Reply reply = Reply::kNow);
+  [[nodiscard]] std::size_t lateReplies() const { return lateReplies_.held.size(); }
+  bool deliverReply(std::size_t index);
   // True once stop() has halted the engine (its grace is over): step results still in flight are recorded,
   // no new step starts. Safe on any thread; tests wait on it instead of sleeping.
   [[nodiscard]] bool halted() const { return haltedForReaders_.load(); }
@@ -531,6 +538,11 @@ class Engine {
   std::thread controlThread_;
   std::thread::id controlThreadId_;           // set once at start, before any other thread calls in
   int taskDepth_ = 0;                         // a stepped engine: > 0 while step() runs a control task
+  struct LateReplies {
+    bool holdNext = false;                      // the call runCall() runs now answers late
+    std::deque<std::function<void()>> held;     // each hands a reply to the control thread
+  };
+  LateReplies lateReplies_;  // a stepped engine's replies held back (runCall(index, Reply::kLate))
   // Makes the calling thread the control thread (stepped) or starts one.
   void startControl();
   std::atomic<bool> controlRunning_{false};  // calls may be posted to the control thread

@@ -195,6 +195,7 @@ class Simulation {
   void act() {
     clock_.advance(std::chrono::milliseconds(1 + pick(50)));
     const std::size_t waiting = engine_->waitingCalls();
+    if (const std::size_t late = engine_->lateReplies(); late > 0 && pick(4) == 0) return deliverLate(late);
     const int roll = pick(100);
     if (waiting > 0 && (roll < 50 || running() >= 6)) return decide(waiting);
     if (roll < 86) return submit();
@@ -205,8 +206,22 @@ class Simulation {
     submit();
   }
 
-  // One of the waiting switch or host calls runs now; fateOf() decides how it goes as it reaches the gate.
-  void decide(std::size_t waiting) { (void)engine_->runCall(static_cast<std::size_t>(pick(static_cast<int>(waiting)))); }
+  // One of the waiting switch or host calls runs now; fateOf() decides how it goes as it reaches the gate. Now and
+  // then its reply comes back late: the call acts now, and other calls run and are answered before the engine hears
+  // of it (deliverLate), as with a switch that is slow to answer.
+  void decide(std::size_t waiting) {
+    const auto index = static_cast<std::size_t>(pick(static_cast<int>(waiting)));
+    const bool late = pick(5) == 0;
+    if (late) note("the next call's reply comes back late");
+    (void)engine_->runCall(index, late ? Engine::Reply::kLate : Engine::Reply::kNow);
+  }
+
+  // One of the late replies, drawn from the seed (so late replies also overtake each other), reaches the engine.
+  void deliverLate(std::size_t late) {
+    const auto index = static_cast<std::size_t>(pick(static_cast<int>(late)));
+    note(fmt::format("late reply {} of {} arrives", index + 1, late));
+    (void)engine_->deliverReply(index);
+  }
 
   // The fate of a call reaching the gate: drawn from the seed, or pass while draining.
   Fate fateOf(const std::string& call) {
@@ -310,7 +325,22 @@ class Simulation {
     engine_->reconcile([this](Result<std::vector<Drift>> drifts) {
       --reconciling_;
       note(drifts ? fmt::format("reconcile: {} drift(s)", drifts->size()) : fmt::format("reconcile: {}", drifts.error().message));
+      if (drifts) checkDrifts(*drifts);
     });
+  }
+
+  // 9: a drift the engine records holds against the switch as it is when the engine says so (no call can have
+  // run since its read: a step's call would have made the read stale). A read that a late reply or a reordering
+  // let through stale records drift that is not there: a bound GPU quarantined, a whole system degraded.
+  void checkDrifts(const std::vector<Drift>& drifts) {
+    if (drifts.empty()) return;
+    auto fabric = observeSwitch();
+    if (!fabric) return;  // the observer's trouble; check() says so
+    std::set<DeviceId> bound;
+    for (const auto& b : *fabric) bound.insert(b.deviceId);
+    for (const auto& d : drifts)
+      if ((d.kind == "missing-binding") == bound.contains(d.deviceId))
+        violation(fmt::format("9: reconcile recorded {} of {}, which the switch does not show: {}", d.kind, d.deviceId, d.message));
   }
 
   // Operations running now, as the engine's published view counts them: what the simulation accepted,
@@ -361,9 +391,10 @@ class Simulation {
   bool settle() {
     while (engine_->stepControl()) {
     }
-    if (requests_ != 0 || static_cast<int>(engine_->waitingCalls()) != running() + reconciling_)
-      return violation(fmt::format("stuck: {} request(s) unanswered, {} operation(s) running, {} reconcile(s) reading, {} call(s) waiting",
-                                   requests_, running(), reconciling_, engine_->waitingCalls()));
+    const std::size_t waiting = engine_->waitingCalls() + engine_->lateReplies();
+    if (requests_ != 0 || static_cast<int>(waiting) != running() + reconciling_)
+      return violation(fmt::format("stuck: {} request(s) unanswered, {} operation(s) running, {} reconcile(s) reading, {} call(s) or "
+                                   "late repl(ies) waiting", requests_, running(), reconciling_, waiting));
     return true;
   }
 
@@ -472,9 +503,10 @@ class Simulation {
   void drain() {
     draining_ = true;
     for (int round = 0; round < 10'000; ++round) {
-      if (engine_->waitingCalls() == 0 && running() == 0) break;
-      if (engine_->waitingCalls() == 0) return (void)violation("3: operations run but none waits for a call");
-      (void)engine_->runCall(0);
+      const bool late = engine_->lateReplies() > 0;
+      if (engine_->waitingCalls() == 0 && !late && running() == 0) break;
+      if (engine_->waitingCalls() == 0 && !late) return (void)violation("3: operations run but none waits for a call");
+      (void)(engine_->waitingCalls() > 0 ? engine_->runCall(0) : engine_->deliverReply(0));
       if (!settle()) return;
     }
     if (running() != 0) violation(fmt::format("3: {} operation(s) never ended", running()));

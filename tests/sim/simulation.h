@@ -1,7 +1,8 @@
 // Deterministic simulation (issue 24): many clients (two tenants, an operator, a viewer) issue mixed
 // requests against the real engine, SQLite store, simulated switch and simulated hosts, while every switch
 // and host call is held at a Gate and given its fate by one seeded random stream: pass, fail, or apply and
-// lose the reply; host agents restart; reconcile reads the switch among the steps; the clock is virtual. After every
+// lose the reply; some replies come back late, after other calls ran and were answered; host agents restart;
+// reconcile reads the switch among the steps; the clock is virtual. After every
 // decision the simulation waits for the engine to settle and checks the invariants of
 // ../shared/design/architecture-sketch.md. The same seed makes the same decisions in the same order, so a
 // failing seed reproduces (its trace and digest are printed).

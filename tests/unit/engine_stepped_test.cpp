@@ -111,6 +111,64 @@ TEST_F(SteppedEngineTest, AReconcilesReadWaitsAmongTheCallsAndIsRefusedWhenAStep
   EXPECT_EQ(engine_->getSystem("kept")->state, SystemState::kDegraded) << "what the answer said is recorded";
 }
 
+// runCall(index, Reply::kLate): the call acts at once, and its reply waits until deliverReply(), as a slow switch's
+// answer does; the operation waits for it, nothing else does.
+TEST_F(SteppedEngineTest, ACallsLateReplyHoldsItsOperationUntilItIsDeliveredAndNothingElse) {
+  start();
+  auto op = engine_->blocking().compose(kAlice, gpus("train", 2));
+  ASSERT_TRUE(op) << op.error().message;
+  ASSERT_EQ(engine_->waitingCalls(), 1u);
+  ASSERT_TRUE(engine_->runCall(0, Engine::Reply::kLate));
+  EXPECT_EQ(fabricBindings().size(), 2u) << "the bind acted";
+  EXPECT_EQ(engine_->lateReplies(), 1u);
+  EXPECT_FALSE(engine_->stepControl()) << "the engine has not heard of it";
+  EXPECT_EQ(engine_->blocking().getOperation(op->id)->state, OperationState::kRunning);
+
+  auto other = engine_->blocking().compose(kAlice, gpus("other", 1));
+  ASSERT_TRUE(other) << other.error().message;
+  while (engine_->stepControl() || engine_->runCall(0)) {
+  }
+  EXPECT_EQ(engine_->blocking().getOperation(other->id)->state, OperationState::kSucceeded) << "answered while the first reply waits";
+  EXPECT_EQ(engine_->blocking().getOperation(op->id)->state, OperationState::kRunning);
+
+  ASSERT_TRUE(engine_->deliverReply(0));
+  EXPECT_EQ(engine_->lateReplies(), 0u);
+  EXPECT_FALSE(engine_->deliverReply(0)) << "none left";
+  engine_->runUntilIdle();
+  EXPECT_EQ(engine_->blocking().getOperation(op->id)->state, OperationState::kSucceeded);
+  EXPECT_EQ(fabricBindings().size(), 3u);
+}
+
+// The window reconcile's freshness guard closes: its read of the switch ran, a whole decompose ran and ended, and
+// only then does the read's reply arrive. It shows the two GPUs still bound; recorded, it would quarantine them.
+TEST_F(SteppedEngineTest, AReadWhoseReplyArrivesAfterAWholeOperationEndedIsRefusedAsStale) {
+  start();
+  ASSERT_EQ(run(engine_->blocking().compose(kAlice, gpus("train", 2))).state, OperationState::kSucceeded);
+  std::optional<Result<std::vector<Drift>>> outcome;
+  engine_->reconcile([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
+  while (engine_->stepControl()) {
+  }
+  ASSERT_EQ(engine_->waitingCalls(), 1u) << "the read waits";
+  ASSERT_TRUE(engine_->runCall(0, Engine::Reply::kLate));
+  auto decompose = engine_->blocking().decompose(kAlice, "train");
+  ASSERT_TRUE(decompose) << decompose.error().message;
+  while (engine_->stepControl() || engine_->runCall(0)) {
+  }
+  ASSERT_EQ(engine_->blocking().getOperation(decompose->id)->state, OperationState::kSucceeded);
+  ASSERT_TRUE(fabricBindings().empty());
+  EXPECT_FALSE(outcome) << "the read's reply has not arrived";
+
+  ASSERT_TRUE(engine_->deliverReply(0));
+  while (engine_->stepControl()) {
+  }
+  ASSERT_TRUE(outcome && !*outcome) << "a stale read recorded: " << (outcome && *outcome ? (*outcome)->size() : 0u) << " drift(s)";
+  EXPECT_NE(outcome->error().message.find("changed the fabric during the read"), std::string::npos) << outcome->error().message;
+  const auto devices = engine_->listDevices();
+  ASSERT_TRUE(devices);
+  for (const auto& d : *devices)
+    EXPECT_NE(d.assignment.allocation, DeviceAllocation::kQuarantined) << d.device.id << " quarantined on a stale read";
+}
+
 // Everything the engine recorded, with time: the same script must give the same record.
 using Record = std::vector<std::tuple<std::uint64_t, Timestamp, std::string, std::string, std::string>>;
 
