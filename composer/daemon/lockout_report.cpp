@@ -30,7 +30,7 @@ void reportLockout(const auth::Identities::Lockout& lockout, Engine* engine) {
   record.target = fmt::format("{}:{}", ofName ? "identity" : "source", lockout.who);
   record.result = "LOCKED";
   record.message = message;
-  if (auto written = engine->recordAudit(std::move(record)); !written)
+  if (auto written = engine->blocking().recordAudit(std::move(record)); !written)
     spdlog::debug("lockout not in the audit trail: {}", written.error().message);
 }
 

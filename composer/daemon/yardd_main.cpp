@@ -186,7 +186,8 @@ std::unique_ptr<agent::AgentRegistryService> agentRegistryOf(HostSide& hosts, Au
         record.target = "host:" + host;
         record.result = refused ? std::string(codeName(refused->code)) : "accepted";
         record.message = refused ? refused->message : fmt::format("the yard-agent of {} was forgotten", host);
-        if (auto written = engine.recordAudit(std::move(record)); !written) spdlog::warn("audit of agent removal: {}", written.error().message);
+        if (auto written = engine.blocking().recordAudit(std::move(record)); !written)
+          spdlog::warn("audit of agent removal: {}", written.error().message);
       });
 }
 
@@ -221,7 +222,7 @@ void reloadIdentitiesOnHangup(SignalWaiter& signalWaiter, const DaemonOptions& o
       spdlog::error("SIGHUP: {}; keeping the identities in use", fresh.error().message);
     } else {
       identities->replaceWith(**fresh);
-      if (auto set = engine.setQuotas((*fresh)->quotas()); !set) spdlog::error("SIGHUP: quotas not applied: {}", set.error().message);
+      if (auto set = engine.blocking().setQuotas((*fresh)->quotas()); !set) spdlog::error("SIGHUP: quotas not applied: {}", set.error().message);
       spdlog::info("SIGHUP: identities reloaded: {} from {}, {} tenant quota(s)", (*fresh)->identities().size(), o.identitiesFile.string(),
                    (*fresh)->quotas().size());
     }

@@ -290,15 +290,14 @@ Result<Operation> Engine::audited(const Caller& caller, std::string action, cons
   return result;
 }
 
-Result<void> Engine::recordAudit(AuditRecord record) {
-  return onControl([&]() -> Result<void> {
-    if (standby_.on() || !storeFailure_.empty()) return checkAccepting();
-    if (record.at == 0) record.at = clock_.now();
-    record.sequence = numbers_.nextAudit();
-    Mutation m;
-    m.writes.emplace_back(PutAudit{std::move(record)});
-    return persist(m);
-  });
+Result<void> EngineCore::recordAudit(AuditRecord record) {
+  if (!inTask()) return answerFromTask("record an audit", [&](EngineCore& core) { return core.recordAudit(std::move(record)); });
+  if (engine_.standby_.on() || !engine_.storeFailure_.empty()) return engine_.checkAccepting();
+  if (record.at == 0) record.at = engine_.clock_.now();
+  record.sequence = engine_.numbers_.nextAudit();
+  Mutation m;
+  m.writes.emplace_back(PutAudit{std::move(record)});
+  return engine_.persist(m);
 }
 
 Result<void> Engine::runCore(const std::function<void(EngineCore&)>& f) {
@@ -417,36 +416,30 @@ void Engine::completeWaiters(const OperationId& id, const Operation& op) {
   if (auto answer = waiters_.takeAll(id, op)) toOutbox([answer] { answer(nullptr); }, [answer](const Error& refused) { answer(&refused); });
 }
 
-std::shared_ptr<EventStream> Engine::subscribe() {
-  auto stream = onControl([&]() -> Result<std::shared_ptr<EventStream>> { return subscribeOnControl(); });
-  if (stream) return *stream;
-  auto closed = std::make_shared<EventStream>();
-  closed->close();
-  return closed;
+Result<std::shared_ptr<EventStream>> EngineCore::subscribe() {
+  if (!inTask()) return answerFromTask("subscribe", [&](EngineCore& core) { return core.subscribe(); });
+  return engine_.events_.subscribe();
 }
 
-std::shared_ptr<EventStream> Engine::subscribeOnControl() { return events_.subscribe(); }
-
-Result<Engine::Subscription> Engine::subscribeAfter(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit) {
-  auto subscribed = onControl([&] { return subscribeAfterOnControl(lastSeen, replayLimit); });
-  if (!subscribed && subscribed.error().code == Code::kAborted) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
-  return subscribed;
-}
-
-Result<Engine::Subscription> Engine::subscribeAfterOnControl(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit) {
-  if (controlStopped_) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
-  auto live = subscribeOnControl();
+Result<EventSubscription> EngineCore::subscribeAfter(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit) {
+  if (!inTask()) {
+    auto subscribed = answerFromTask("subscribe", [&](EngineCore& core) { return core.subscribeAfter(lastSeen, replayLimit); });
+    if (!subscribed && subscribed.error().code == Code::kAborted) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
+    return subscribed;
+  }
+  if (engine_.controlStopped_) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
+  auto live = engine_.events_.subscribe();
   std::vector<Event> replay;
   if (lastSeen) {
-    (void)writeStaged();  // the batch's events: in the replay, not only live
-    auto recorded = store_.listEvents(*lastSeen, replayLimit);
+    (void)engine_.writeStaged();  // the batch's events: in the replay, not only live
+    auto recorded = engine_.store_.listEvents(*lastSeen, replayLimit);
     if (!recorded) {
       live->close();
       return std::unexpected(recorded.error());
     }
     replay = std::move(*recorded);
   }
-  return Subscription{std::move(live), std::move(replay), lastSeen.value_or(0)};
+  return EventSubscription{std::move(live), std::move(replay), lastSeen.value_or(0)};
 }
 
 Event Engine::makeEvent(std::string type, std::string subject, std::string message, std::string actor) {

@@ -132,13 +132,6 @@ class Engine {
   // operations; see docs/operations.md for its cost) and computes on the calling thread.
   static constexpr std::size_t kUsageHistory = 100'000;
   [[nodiscard]] Result<UsageReport> usage(const Caller& caller, Timestamp since, Timestamp until);
-  // The tenants' quotas and shares from now on (yardd reloaded its identities file): they bound what is
-  // accepted next (nothing running is undone), and the queue is ordered again by the new shares.
-  [[nodiscard]] Result<void> setQuotas(TenantQuotas quotas);
-  // Leases (engine_leases.cpp; EngineCore::renewLease renews one). Gives up queued requests past their timeout,
-  // lets reservations past their time go, and decomposes systems past their lease (also on a timer, every
-  // EngineOptions::deadlineInterval); what it started, as operations.
-  [[nodiscard]] Result<std::vector<Operation>> expireDeadlines();
   // Idle reclaim (engine_idle.cpp): asks each host with attached GPUs what they are doing, records it, and
   // reclaims the GPUs its system's policy says are idle too long (also on a timer, every
   // EngineOptions::activityInterval); the detaches it started, as operations.
@@ -181,18 +174,6 @@ class Engine {
   [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit);
   // The audit trail, newest first (composer/model/audit.h). Callers filter by what the asker may see.
   [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query);
-  // Writes a record no request makes (a password lockout, from yardd) to the audit trail, numbered after the
-  // last; `at` 0 is now. Refused (kUnavailable) where nothing can be written: a standby, a failed store.
-  [[nodiscard]] Result<void> recordAudit(AuditRecord record);
-  // Live events from now on (a closed stream when the engine is not running). Read it blocking, or set
-  // a listener to be pushed to.
-  [[nodiscard]] std::shared_ptr<EventStream> subscribe();
-  // A subscription that first replays the recorded events after `lastSeen` (none when nullopt), then goes on
-  // live: subscribed before the log is read, so nothing falls between the two (an event in both is the
-  // reader's to skip by its sequence: net::EventFeed does). Fails while the engine is starting or stopping,
-  // or when the log cannot be read. What a reconnecting SSE client (Last-Event-ID) asks for.
-  using Subscription = EventSubscription;
-  [[nodiscard]] Result<Subscription> subscribeAfter(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit = 10'000);
 
   // Runs `call` on the control thread as a task that ends at a commit point, then `done` with the result. blocking()
   // and the blocking methods above are refused there: adapters go through EngineClient::run, whose EngineCore answers inline.
@@ -252,8 +233,6 @@ class Engine {
   // host-unexpected-device); hosts with an operation running are skipped. Also done after each periodic
   // reconcile and at start.
   [[nodiscard]] Result<std::vector<Drift>> reconcileHosts();
-  // Deletes history beyond the retention policy (also done on a timer).
-  [[nodiscard]] Result<PruneReport> pruneHistory();
   // Entries in the lease and preemption bookkeeping now (tests: it does not grow with systems that came and went).
   [[nodiscard]] Result<std::size_t> bookkeepingEntries();
 
@@ -294,15 +273,9 @@ class Engine {
   // Runs f on the control thread and waits for its result: blocking() and the blocking methods above, for threads
   // other than the control thread (tests, tools, the daemon's start, reload and stop). On the control thread it
   // runs f inline only for a stepped engine's caller; anywhere else there it is refused (kInternal): the
-  // engine's own code calls EngineCore and the *OnControl bodies below.
+  // engine's own code calls a core of its task.
   template <typename F>
   auto onControl(F&& f) -> decltype(f());
-
-  // The bodies of the blocking methods that are not core calls, on the control thread (the timers call them too).
-  [[nodiscard]] Result<std::vector<Operation>> expireDeadlinesOnControl();
-  [[nodiscard]] Result<PruneReport> pruneHistoryOnControl();
-  [[nodiscard]] Result<Subscription> subscribeAfterOnControl(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit);
-  [[nodiscard]] std::shared_ptr<EventStream> subscribeOnControl();
 
   // Acceptance (engine.cpp). One request being accepted: its audit record (launch() writes it with the
   // operation it starts, or audited() on its own as a refusal) and its client request id, which the

@@ -42,7 +42,9 @@ void EngineClient::releaseQuarantined(const Caller& caller, const DeviceId& devi
 
 void EngineClient::subscribeAfter(std::optional<std::uint64_t> lastSeen, Completion<EventSubscription> done, std::size_t replayLimit) {
   // On the control thread subscribeAfter subscribes and reads the log inline.
-  engine_.async<EventSubscription>([&engine = engine_, lastSeen, replayLimit] { return engine.subscribeAfterOnControl(lastSeen, replayLimit); },
+  engine_.async<EventSubscription>([&engine = engine_, lastSeen, replayLimit] {
+    return EngineCore(engine).subscribeAfter(lastSeen, replayLimit);
+  },
                                    deliverVia<EventSubscription>(deliver_, [done = std::move(done)](Result<EventSubscription> s) {
                                      if (!s && s.error().code == Code::kAborted) s = fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
                                      done(std::move(s));

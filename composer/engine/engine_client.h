@@ -97,7 +97,7 @@ class EngineClient {
   std::function<void()> waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
   // A quarantined device back to the pool (Engine::releaseQuarantined); on the adapter's executor.
   void releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done);
-  // Live events after a replay of up to `replayLimit` of those after `lastSeen` (Engine::subscribeAfter); on
+  // Live events after a replay of up to `replayLimit` of those after `lastSeen` (EngineCore::subscribeAfter); on
   // the adapter's executor.
   void subscribeAfter(std::optional<std::uint64_t> lastSeen, Completion<EventSubscription> done, std::size_t replayLimit = 10'000);
   // GPU-hours (Engine::usage): the log is read and the report computed on the engine's read pool.

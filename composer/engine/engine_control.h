@@ -30,9 +30,9 @@ auto Engine::onControl(F&& f) -> decltype(f()) {
   using R = decltype(f());
   if (!controlRunning_.load(std::memory_order_acquire)) return R(fail(Code::kAborted, "the engine is not running"));
   if (onControlThread()) {
-    // Blocking here would wait for itself: the control thread's own code calls the *OnControl bodies.
+    // Blocking here would wait for itself: the control thread's own code calls a core of its task.
     if (!options_.stepped || taskDepth_ > 0)
-      return R(fail(Code::kInternal, "a blocking engine method was called on the engine's control thread (use EngineCore or the *OnControl body)"));
+      return R(fail(Code::kInternal, "a blocking engine method was called on the engine's control thread (use a core of the task: EngineCore)"));
     // A stepped engine's caller outside a task (a test): the call is a task of its own, ending at its
     // commit point like every other.
     ++taskDepth_;

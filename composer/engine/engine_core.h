@@ -28,7 +28,9 @@
 #include "composer/engine/reservation.h"
 #include "composer/model/audit.h"
 #include "composer/model/caller.h"
+#include "composer/model/access.h"
 #include "composer/model/composition.h"
+#include "composer/model/event_stream.h"
 #include "composer/model/queue.h"
 #include "composer/packing/packing.h"
 #include "inventory/store.h"
@@ -77,6 +79,26 @@ class EngineCore {
   [[nodiscard]] Result<Operation> getOperation(const OperationId& id);
   [[nodiscard]] Result<std::optional<Operation>> operationForRequest(const Caller& caller, const std::string& requestId);
   // Systems, devices and hosts: EngineClient reads them from the published view, on any thread.
+
+  // What the daemon and the engine's own timers ask for (the timers on a core of their task).
+  // Leases and deadlines (engine_leases.cpp): gives up queued requests past their timeout, lets reservations past
+  // their time go, preempts for a head whose grace is over and decomposes systems past their lease (also every
+  // EngineOptions::deadlineInterval); what it started, as operations.
+  [[nodiscard]] Result<std::vector<Operation>> expireDeadlines();
+  // History past EngineOptions::retention, pruned (engine_rounds.cpp; also every EngineOptions::pruneInterval).
+  [[nodiscard]] Result<PruneReport> pruneHistory();
+  // The tenants' quotas and shares from now on (yardd reloaded its identities file): they bound what is accepted
+  // next (nothing running is undone), and the queue is ordered again by the new shares (engine_queue.cpp).
+  [[nodiscard]] Result<void> setQuotas(TenantQuotas quotas);
+  // A record no request makes (a password lockout, an agent's removal) in the audit trail, numbered after the
+  // last; `at` 0 is now. Refused (kUnavailable) where nothing can be written: a standby, a failed store.
+  [[nodiscard]] Result<void> recordAudit(AuditRecord record);
+  // Live events from now on. subscribeAfter first replays the recorded events after `lastSeen` (none when
+  // nullopt), subscribed before the log is read, so nothing falls between the two (an event in both is the
+  // reader's to skip by its sequence: net::EventFeed does); refused (kUnavailable) while the engine starts or
+  // stops, or when the log cannot be read. What a reconnecting SSE client (Last-Event-ID) asks for.
+  [[nodiscard]] Result<std::shared_ptr<EventStream>> subscribe();
+  [[nodiscard]] Result<EventSubscription> subscribeAfter(std::optional<std::uint64_t> lastSeen, std::size_t replayLimit = 10'000);
 
  private:
   friend class Engine;

@@ -99,47 +99,44 @@ void Engine::expireLeases(Mutation& m, std::vector<Operation>& started) {
   }
 }
 
-Result<std::vector<Operation>> Engine::expireDeadlines() {
-  return onControl([&] { return expireDeadlinesOnControl(); });
-}
-
-Result<std::vector<Operation>> Engine::expireDeadlinesOnControl() {
+Result<std::vector<Operation>> EngineCore::expireDeadlines() {
+  if (!inTask()) return answerFromTask("deadlines", [&](EngineCore& core) { return core.expireDeadlines(); });
   std::vector<Operation> started;
-  if (standby_.on() || !accepting_ || halted_) return started;
-  expireReservations();
+  if (engine_.standby_.on() || !engine_.accepting_ || engine_.halted_) return started;
+  engine_.expireReservations();
   Mutation m;
   // Agents past their heartbeat deadline: placement passes their hosts by (no bind that must roll back);
   // one heard again takes work again, and the queue is looked at.
-  if (hosts_ != nullptr) {
-    const auto [fell, back] = state_->setSilentHosts(hosts_->silentHosts());
+  if (engine_.hosts_ != nullptr) {
+    const auto [fell, back] = engine_.state_->setSilentHosts(engine_.hosts_->silentHosts());
     for (const auto& h : fell) {
-      spdlog::warn("host {}: {}; placement passes it by until it is heard again", h, hosts_->status(h));
-      m.events.push_back(makeEvent("host.silent", h, fmt::format("{}: {}; no new work goes to it", h, hosts_->status(h))));
+      spdlog::warn("host {}: {}; placement passes it by until it is heard again", h, engine_.hosts_->status(h));
+      m.events.push_back(engine_.makeEvent("host.silent", h, fmt::format("{}: {}; no new work goes to it", h, engine_.hosts_->status(h))));
     }
     for (const auto& h : back) {
-      spdlog::info("host {}: heard again ({}); it takes work again", h, hosts_->status(h));
-      m.events.push_back(makeEvent("host.heard", h, fmt::format("{}: heard again; it takes work again", h)));
-      queue_.markDirty();
+      spdlog::info("host {}: heard again ({}); it takes work again", h, engine_.hosts_->status(h));
+      m.events.push_back(engine_.makeEvent("host.heard", h, fmt::format("{}: heard again; it takes work again", h)));
+      engine_.queue_.markDirty();
     }
   }
-  const Timestamp now = clock_.now();
+  const Timestamp now = engine_.clock_.now();
   std::vector<OperationId> late;
-  for (const auto& [id, op] : queue_.waiting())
+  for (const auto& [id, op] : engine_.queue_.waiting())
     if (op.queued->deadline > 0 && now >= op.queued->deadline) late.push_back(id);
   for (const auto& id : late) {
-    const Operation& op = *queue_.find(id);
+    const Operation& op = *engine_.queue_.find(id);
     const std::string why = fmt::format("gave up after {} in the queue (--queue-timeout): {}",
                                         formatDuration(std::chrono::milliseconds((now - op.queued->enqueuedAt) / 1'000'000)),
-                                        queue_.why(id) ? *queue_.why(id) : "it did not fit");
-    SY_ASSIGN(auto dropped, dropQueued(nullptr, id, why, "queue.timed-out", "yardd"));
+                                        engine_.queue_.why(id) ? *engine_.queue_.why(id) : "it did not fit");
+    SY_ASSIGN(auto dropped, engine_.dropQueued(nullptr, id, why, "queue.timed-out", "yardd"));
     (void)dropped;
   }
   // Preemptions more than a day old leave their tenants' disruption budgets: a request that waited on a
   // spent budget may preempt now, so the queue is looked at again.
-  if (disruptionBudget_.expire(now) && !queue_.empty()) queue_.markDirty();
-  startPreemption(m, started);
-  expireLeases(m, started);
-  if (!m.events.empty()) SY_TRY(persist(m));
+  if (engine_.disruptionBudget_.expire(now) && !engine_.queue_.empty()) engine_.queue_.markDirty();
+  engine_.startPreemption(m, started);
+  engine_.expireLeases(m, started);
+  if (!m.events.empty()) SY_TRY(engine_.persist(m));
   return started;
 }
 
@@ -149,7 +146,7 @@ void Engine::scheduleDeadlines() {
   pollTimer_->deadlineTimer.async_wait([this](const boost::system::error_code& ec) {
     CommitPoint commit{*this};
     if (ec || halted_) return;
-    if (auto r = expireDeadlinesOnControl(); !r) spdlog::warn("leases and queue timeouts: {}", r.error().message);
+    if (auto r = EngineCore(*this).expireDeadlines(); !r) spdlog::warn("leases and queue timeouts: {}", r.error().message);
     scheduleDeadlines();
   });
 }

@@ -476,13 +476,12 @@ Result<std::vector<QueueEntry>> Engine::listQueue() const {
   return view->queue ? *view->queue : std::vector<QueueEntry>{};
 }
 
-Result<void> Engine::setQuotas(TenantQuotas quotas) {
-  return onControl([&]() -> Result<void> {
-    options_.quotas = std::move(quotas);
-    queue_.markDirty();  // new shares may change the order; a raised quota may let a request in
-    idle_.policiesChanged();  // and the reclaim policies shown with idle GPUs may have changed: shown anew
-    return {};
-  });
+Result<void> EngineCore::setQuotas(TenantQuotas quotas) {
+  if (!inTask()) return answerFromTask("set quotas", [&](EngineCore& core) { return core.setQuotas(std::move(quotas)); });
+  engine_.options_.quotas = std::move(quotas);
+  engine_.queue_.markDirty();  // new shares may change the order; a raised quota may let a request in
+  engine_.idle_.policiesChanged();  // and the reclaim policies shown with idle GPUs may have changed: shown anew
+  return {};
 }
 
 Result<Operation> EngineCore::cancelQueued(const Caller& caller, const std::string& idOrName) {

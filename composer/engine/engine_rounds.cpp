@@ -68,14 +68,11 @@ Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Bin
   return reconcileOnControl(*bindings);
 }
 
-Result<PruneReport> Engine::pruneHistory() {
-  return onControl([&] { return pruneHistoryOnControl(); });
-}
-
-Result<PruneReport> Engine::pruneHistoryOnControl() {
-  SY_TRY(writeStaged());  // what this batch's tasks ended is history to keep or prune like the rest
-  auto pruned = store_.prune(options_.retention, writerEpoch_);
-  if (!pruned) haltOnStoreFailure(pruned.error());
+Result<PruneReport> EngineCore::pruneHistory() {
+  if (!inTask()) return answerFromTask("prune history", [&](EngineCore& core) { return core.pruneHistory(); });
+  SY_TRY(engine_.writeStaged());  // what this batch's tasks ended is history to keep or prune like the rest
+  auto pruned = engine_.store_.prune(engine_.options_.retention, engine_.writerEpoch_);
+  if (!pruned) engine_.haltOnStoreFailure(pruned.error());
   SY_ASSIGN(PruneReport report, std::move(pruned));
   if (report.events + report.operations + report.systems + report.demand > 0)
     spdlog::info("pruned history: {} event(s), {} finished operation(s), {} old system(s), {} old request shape(s)", report.events,
@@ -92,7 +89,7 @@ void Engine::schedulePrune(bool behind) {
   pollTimer_->pruneTimer.async_wait([this](const boost::system::error_code& ec) {
     CommitPoint commit{*this};
     if (ec || halted_) return;
-    auto r = pruneHistoryOnControl();
+    auto r = EngineCore(*this).pruneHistory();
     if (!r) spdlog::error("cannot prune history: {}", r.error().message);
     const std::size_t limit = options_.retention.maxRowsPerRun;
     schedulePrune(r && (r->events >= limit || r->audit >= limit || r->operations >= limit || r->systems >= limit || r->demand >= limit));

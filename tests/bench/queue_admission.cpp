@@ -84,7 +84,7 @@ int benchQueueAdmission(const QueueBenchOptions& o) {
   fmt::print("queue: {} requests (1/2/4/8 GPUs; production, batch, spot) queued in {:.0f} ms ({:.2f} ms each)\n", o.queued, enqueueMs,
              enqueueMs / o.queued);
 
-  auto stream = engine.subscribe();
+  auto stream = engine.blocking().subscribe().value();
   std::vector<double> admission, endToEnd;
   int admitted = 0;
   for (int round = 0; round < o.rounds && !live.empty(); ++round) {

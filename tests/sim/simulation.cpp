@@ -357,7 +357,7 @@ class Simulation {
   void expireDeadlines() {
     clock_.advance(std::chrono::seconds(pick(90)));
     note("deadlines (leases, queue timeouts)");
-    auto started = engine_->expireDeadlines();
+    auto started = engine_->blocking().expireDeadlines();
     if (!started) return (void)violation("expireDeadlines failed: " + started.error().message);
     for (const auto& op : *started) note(fmt::format("lease ended: {} decomposes {}", op.id, op.systemId));
   }

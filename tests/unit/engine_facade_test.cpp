@@ -116,7 +116,7 @@ TEST_F(EngineTest, CallsPendingWhenTheEngineStopsAreAnswered) {
 
 TEST_F(EngineTest, SubscribersArePushedEachEventAsItHappens) {
   start();
-  auto stream = engine_->subscribe();
+  auto stream = engine_->blocking().subscribe().value();
   std::mutex mutex;
   std::vector<std::string> pushed;
   stream->setListener([&] {

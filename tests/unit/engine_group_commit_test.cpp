@@ -120,7 +120,7 @@ TEST_F(GroupCommitTest, WithGroupCommitOffEveryAcceptanceIsItsOwnTransaction) {
 // for it, says why, and delivers none of its events: nobody hears of an acceptance the store never got.
 TEST_F(GroupCommitTest, AFailedGroupWriteRefusesEveryAnswerThatWaitedForItAndPublishesNoneOfItsEvents) {
   start();
-  auto events = engine_->subscribe();
+  auto events = engine_->blocking().subscribe().value();
   EngineClient client(*engine_);
   std::vector<Answer> answers;
   {

@@ -34,9 +34,9 @@ TEST_F(EngineQueueTest, AProductionRequestPreemptsTheSmallestSpotSystemAfterItsG
   EXPECT_NE(queue.front().waitingFor.find("preempting"), std::string::npos) << queue.front().waitingFor;
 
   clock_.advance(29s);
-  EXPECT_TRUE(engine_->expireDeadlines()->empty()) << "the grace period is not over";
+  EXPECT_TRUE(engine_->blocking().expireDeadlines()->empty()) << "the grace period is not over";
   clock_.advance(2s);
-  auto started = engine_->expireDeadlines();
+  auto started = engine_->blocking().expireDeadlines();
   ASSERT_TRUE(started);
   ASSERT_EQ(started->size(), 1u);
   EXPECT_EQ(started->front().requestedBy.identity, "yardd (preemption)");
@@ -68,7 +68,7 @@ TEST_F(EngineQueueTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAn
   compose("batch-job", 8);
   const Operation urgent = enqueue(queued("urgent", 8, "production"));
   clock_.advance(31s);
-  auto started = engine_->expireDeadlines();
+  auto started = engine_->blocking().expireDeadlines();
   ASSERT_TRUE(started);
   ASSERT_EQ(started->size(), 1u);
   ASSERT_TRUE(started->front().queued) << "the decompose carries what it is queued again as";
@@ -120,7 +120,7 @@ TEST_F(EngineQueueTest, APreemptedSystemIsQueuedAgainWhenItsDecomposeEndsAfterAR
   const Operation urgent = enqueue(queued("urgent", 8, "production"));
   clock_.advance(31s);
   gated.closeBeforeUnbind(0);
-  auto started = engine_->expireDeadlines();
+  auto started = engine_->blocking().expireDeadlines();
   ASSERT_TRUE(started);
   ASSERT_EQ(started->size(), 1u);
   gated.waitUntilHeld();
@@ -186,7 +186,7 @@ TEST_F(EngineQueueTest, ATenantsDisruptionBudgetCapsTheGpusPreemptedFromItInADay
   auto types = eventTypes();
   EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 1) << "4 GPUs: within team-a's budget";
   clock_.advance(31s);
-  auto started = engine_->expireDeadlines();
+  auto started = engine_->blocking().expireDeadlines();
   ASSERT_TRUE(started);
   ASSERT_EQ(started->size(), 1u);
   EXPECT_EQ(finished(started->front().id).state, OperationState::kSucceeded);
@@ -203,7 +203,7 @@ TEST_F(EngineQueueTest, ATenantsDisruptionBudgetCapsTheGpusPreemptedFromItInADay
 
   // A day after the first preemption, the budget frees on the deadline tick itself: nothing else has to change.
   clock_.advance(24h);
-  ASSERT_TRUE(engine_->expireDeadlines());
+  ASSERT_TRUE(engine_->blocking().expireDeadlines());
   types = eventTypes();
   EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 2) << "the waiting request preempts the other spot system now";
 }
@@ -219,7 +219,7 @@ TEST_F(EngineQueueTest, AVictimWhoseHostWillNotLetGoStaysWholeAndTheRequestKeeps
   simulated.setDeviceFault(engine_->getSystem("spot-job")->bindings.front().deviceId, SimulatedHostFault::kInUse);
   const Operation urgent = enqueue(queued("urgent", 8, "production"));
   clock_.advance(31s);
-  auto started = engine_->expireDeadlines();
+  auto started = engine_->blocking().expireDeadlines();
   ASSERT_TRUE(started);
   ASSERT_EQ(started->size(), 1u);
   EXPECT_EQ(finished(started->front().id).state, OperationState::kFailed) << "a GPU in use is never unbound";

@@ -62,7 +62,7 @@ TEST_F(EngineQueueTest, APreemptionAcrossTenantsNamesEachSideOnlyToItsOwnTenant)
   EXPECT_NE(queue.front().waitingFor.find("preempting 1 system of other tenants"), std::string::npos) << queue.front().waitingFor;
   EXPECT_EQ(queue.front().waitingFor.find(victim.systemId), std::string::npos) << queue.front().waitingFor;
   clock_.advance(31s);
-  auto started = engine_->expireDeadlines();
+  auto started = engine_->blocking().expireDeadlines();
   ASSERT_TRUE(started);
   int victimsEvents = 0;
   const auto events = engine_->recentEvents(200);  // held: a range-for over *temporary would dangle

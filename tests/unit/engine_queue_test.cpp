@@ -166,10 +166,10 @@ TEST_F(EngineQueueTest, CancellingFreesTheNameAndTimeoutsGiveUpOnTheEnginesClock
   timed.queueTimeout = 30s;
   const Operation t = enqueue(timed);
   clock_.advance(29s);
-  ASSERT_TRUE(engine_->expireDeadlines());
+  ASSERT_TRUE(engine_->blocking().expireDeadlines());
   EXPECT_EQ(engine_->listQueue()->size(), 1u);
   clock_.advance(2s);
-  ASSERT_TRUE(engine_->expireDeadlines());
+  ASSERT_TRUE(engine_->blocking().expireDeadlines());
   const Operation gaveUp = finished(t.id);
   EXPECT_EQ(gaveUp.state, OperationState::kFailed);
   EXPECT_NE(gaveUp.error.find("gave up after 31s"), std::string::npos) << gaveUp.error;
@@ -220,9 +220,9 @@ TEST_F(EngineQueueTest, ALaterRequestDoesNotTakeWhatTheHeadIsPromisedUnlessItEnd
   composeWith(shortJob);
 
   clock_.advance(31min);
-  ASSERT_TRUE(engine_->expireDeadlines());  // short's lease ends: decomposed
+  ASSERT_TRUE(engine_->blocking().expireDeadlines());  // short's lease ends: decomposed
   clock_.advance(30min);
-  auto started = engine_->expireDeadlines();  // b's lease ends
+  auto started = engine_->blocking().expireDeadlines();  // b's lease ends
   ASSERT_TRUE(started);
   for (const auto& op : *started) finished(op.id);
   EXPECT_EQ(finished(head.id).state, OperationState::kSucceeded) << "the head got what it was promised";
@@ -240,11 +240,11 @@ TEST_F(EngineQueueTest, ALeaseEndsInADecomposeWithAWarningFirstAndRenewMovesIt) 
   const Operation waiting = enqueue(want("c", 8, true));
 
   clock_.advance(11min);
-  ASSERT_TRUE(engine_->expireDeadlines());
+  ASSERT_TRUE(engine_->blocking().expireDeadlines());
   auto types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "lease.expiring"), types.end()) << "ten minutes before the end";
   EXPECT_EQ(std::count(types.begin(), types.end(), "lease.expiring"), 1);
-  ASSERT_TRUE(engine_->expireDeadlines());
+  ASSERT_TRUE(engine_->blocking().expireDeadlines());
   types = eventTypes();
   EXPECT_EQ(std::count(types.begin(), types.end(), "lease.expiring"), 1) << "warned once";
 
@@ -252,10 +252,10 @@ TEST_F(EngineQueueTest, ALeaseEndsInADecomposeWithAWarningFirstAndRenewMovesIt) 
   ASSERT_TRUE(renewed) << renewed.error().message;
   EXPECT_EQ(renewed->leaseExpiresAt, clock_.now() + std::chrono::duration_cast<Duration>(1h).count());
   clock_.advance(10min);
-  EXPECT_TRUE(engine_->expireDeadlines()->empty()) << "renewed: not due";
+  EXPECT_TRUE(engine_->blocking().expireDeadlines()->empty()) << "renewed: not due";
 
   clock_.advance(51min);
-  auto started = engine_->expireDeadlines();
+  auto started = engine_->blocking().expireDeadlines();
   ASSERT_TRUE(started);
   ASSERT_EQ(started->size(), 1u);
   EXPECT_EQ(started->front().kind, OperationKind::kDecompose);
@@ -276,14 +276,14 @@ TEST_F(EngineQueueTest, LeaseBookkeepingOfSystemsThatAreGoneIsForgotten) {
     leased.lease = 20min;
     composeWith(leased);
     clock_.advance(11min);
-    ASSERT_TRUE(engine_->expireDeadlines());  // warned: one entry
+    ASSERT_TRUE(engine_->blocking().expireDeadlines());  // warned: one entry
     clock_.advance(10min);
-    auto started = engine_->expireDeadlines();  // due: decomposed
+    auto started = engine_->blocking().expireDeadlines();  // due: decomposed
     ASSERT_TRUE(started);
     ASSERT_EQ(started->size(), 1u);
     EXPECT_EQ(finished(started->front().id).state, OperationState::kSucceeded);
   }
-  ASSERT_TRUE(engine_->expireDeadlines());
+  ASSERT_TRUE(engine_->blocking().expireDeadlines());
   EXPECT_EQ(*engine_->bookkeepingEntries(), 0u) << "five leased systems came and went";
 }
 
@@ -369,16 +369,16 @@ TEST_F(EngineQueueTest, ALeaseWhoseHostWillNotLetGoIsOverdueAndTriedAgain) {
   const DeviceId busy = engine_->getSystem("a")->bindings.front().deviceId;
   simulated.setDeviceFault(busy, SimulatedHostFault::kInUse);
   clock_.advance(61s);
-  auto first = engine_->expireDeadlines();
+  auto first = engine_->blocking().expireDeadlines();
   ASSERT_EQ(first->size(), 1u);
   EXPECT_EQ(finished(first->front().id).state, OperationState::kFailed);
   EXPECT_EQ(engine_->getSystem("a")->bindings.size(), 8u);
   auto types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "lease.overdue"), types.end());
-  EXPECT_TRUE(engine_->expireDeadlines()->empty()) << "not again at once";
+  EXPECT_TRUE(engine_->blocking().expireDeadlines()->empty()) << "not again at once";
   simulated.setDeviceFault(busy, SimulatedHostFault::kNone);  // the process let go
   clock_.advance(31s);
-  auto again = engine_->expireDeadlines();
+  auto again = engine_->blocking().expireDeadlines();
   ASSERT_EQ(again->size(), 1u) << "tried again after the retry interval";
   EXPECT_EQ(finished(again->front().id).state, OperationState::kSucceeded);
   EXPECT_FALSE(engine_->getSystem("a"));

@@ -115,7 +115,7 @@ TEST_F(EngineReplicaTest, AStandbyReadsWhatTheLeaderWroteAndFollowsItOnRefresh) 
   EXPECT_EQ(replica->capacity(defaultShapes())->freeGpus, 14);
   EXPECT_EQ(replica->listHosts()->front().hostSide, "standby: the leader serves host sides");
 
-  auto stream = replica->subscribe();
+  auto stream = replica->blocking().subscribe().value();
   compose("second", 4);
   EXPECT_EQ(replica->listSystems()->size(), 1u) << "not refreshed yet";
   ASSERT_TRUE(replica->refreshReplica());

@@ -96,7 +96,7 @@ TEST_F(EngineReservationsTest, AReservationExpiresOnTheEnginesClockAndItsDevices
   EXPECT_EQ(freeDevices(), 8u) << "a read writes nothing: the devices go back on the deadline tick (issue 36)";
   auto types = eventTypes();
   EXPECT_EQ(std::find(types.begin(), types.end(), "reservation.expired"), types.end());
-  ASSERT_TRUE(engine_->expireDeadlines());  // the tick (every EngineOptions::deadlineInterval in yardd)
+  ASSERT_TRUE(engine_->blocking().expireDeadlines());  // the tick (every EngineOptions::deadlineInterval in yardd)
   EXPECT_EQ(freeDevices(), 16u);
   types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "reservation.expired"), types.end());

@@ -96,7 +96,7 @@ TEST_F(EngineTest, DriftIsFoundWhileRunning) {
   reconcileInterval_ = 10ms;
   start();
   compose("train", 2);
-  auto stream = engine_->subscribe();
+  auto stream = engine_->blocking().subscribe().value();
   const Binding b = engine_->getSystem("train")->bindings[1];
   ASSERT_TRUE(fabric_->unbind(b.deviceId, b.upstreamPortId));
   std::optional<Event> drift;
@@ -163,7 +163,7 @@ TEST_F(EngineTest, PruningHistoryKeepsIdsMovingForward) {
     compose("job", 1);
     run(engine_->blocking().decompose(Caller::local(), "job"));
   }
-  auto report = engine_->pruneHistory();
+  auto report = engine_->blocking().pruneHistory();
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_EQ(report->operations, 5u);
   EXPECT_EQ(report->systems, 2u);

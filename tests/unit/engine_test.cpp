@@ -453,7 +453,7 @@ TEST(EventStream, ASlowSubscriberLosesTheOldestAndIsToldHowMany) {
 
 TEST_F(EngineTest, WatchersSeeEventsInOrder) {
   start();
-  auto stream = engine_->subscribe();
+  auto stream = engine_->blocking().subscribe().value();
   compose("train", 1);
   std::vector<std::string> types;
   std::uint64_t last = 0;
@@ -475,11 +475,11 @@ TEST_F(EngineTest, ASubscriptionAfterASequenceReplaysWhatCameAfterItThenGoesLive
   const std::uint64_t seen = recorded->back().sequence;
   compose("second", 1);
 
-  auto fresh = engine_->subscribeAfter(std::nullopt);
+  auto fresh = engine_->blocking().subscribeAfter(std::nullopt);
   ASSERT_TRUE(fresh) << fresh.error().message;
   EXPECT_TRUE(fresh->replay.empty()) << "no Last-Event-ID: nothing replayed";
 
-  auto sub = engine_->subscribeAfter(seen);
+  auto sub = engine_->blocking().subscribeAfter(seen);
   ASSERT_TRUE(sub) << sub.error().message;
   EXPECT_EQ(sub->lastSeen, seen);
   ASSERT_FALSE(sub->replay.empty());
@@ -495,7 +495,7 @@ TEST_F(EngineTest, ASubscriptionAfterASequenceReplaysWhatCameAfterItThenGoesLive
 
   engine_->stop(0ms);
   EXPECT_TRUE(sub->live->closed());
-  auto stopped = engine_->subscribeAfter(seen);
+  auto stopped = engine_->blocking().subscribeAfter(seen);
   ASSERT_FALSE(stopped);
   EXPECT_EQ(stopped.error().code, Code::kUnavailable) << stopped.error().message;
 }
