@@ -230,9 +230,12 @@ class Engine {
   // written) on a driver thread, and `done` runs after the change is published.
   void releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done);
   // Compares what each host's side sees with what its system holds (host-missing-device,
-  // host-unexpected-device); hosts with an operation running are skipped. Also done after each periodic
-  // reconcile and at start.
+  // host-unexpected-device); hosts with an operation running are skipped, and so are hosts where a step answered
+  // while they were listed (what they showed may be half-way). Also done after each periodic reconcile and at start.
   [[nodiscard]] Result<std::vector<Drift>> reconcileHosts();
+  // The same without blocking: the hosts are listed on a driver thread (a waiting call in a stepped engine), and
+  // `done` gets the drifts at the commit point that records them.
+  void reconcileHosts(Completion<std::vector<Drift>> done);
   // Entries in the lease and preemption bookkeeping now (tests: it does not grow with systems that came and went).
   [[nodiscard]] Result<std::size_t> bookkeepingEntries();
 
@@ -489,7 +492,11 @@ class Engine {
   };
   [[nodiscard]] std::vector<HostCheck> hostChecksOnControl() const;
   [[nodiscard]] Result<std::vector<Drift>> compareHostsOnControl(const std::vector<HostCheck>& checks,
-                                                                 const std::vector<Result<std::vector<HostDeviceIdentity>>>& seen);
+                                                                 const std::vector<Result<std::vector<HostDeviceIdentity>>>& seen,
+                                                                 std::uint64_t stepResultsBefore);
+  // One host reconcile with its listing as a waiting call (the periodic one, reconcileHosts(done)): `then` gets
+  // what compareHostsOnControl found, or kUnavailable when the engine halted meanwhile.
+  void hostReconcileRound(std::function<void(Result<std::vector<Drift>>)> then);
   void reconcileHostsInBackground();
   // A drift seen for the first time: a warning and a drift.<kind> event in `m` (drift_round.h).
   [[nodiscard]] std::function<void(const Drift&)> announceDrift(Mutation& m);

@@ -32,7 +32,8 @@ std::vector<Engine::HostCheck> Engine::hostChecksOnControl() const {
 }
 
 Result<std::vector<Drift>> Engine::compareHostsOnControl(const std::vector<HostCheck>& checks,
-                                                         const std::vector<Result<std::vector<HostDeviceIdentity>>>& seen) {
+                                                         const std::vector<Result<std::vector<HostDeviceIdentity>>>& seen,
+                                                         std::uint64_t stepResultsBefore) {
   Mutation m;
   DriftRound round(knownHostDrifts_, announceDrift(m));
   for (std::size_t i = 0; i < checks.size(); ++i) {
@@ -41,10 +42,12 @@ Result<std::vector<Drift>> Engine::compareHostsOnControl(const std::vector<HostC
       spdlog::debug("host reconcile: {}: {}", check.host, seen[i].error().message);
       continue;
     }
-    // An operation that started on the host since the look began owns what it sees.
+    // An operation that started on the host since the look began owns what it sees; one that answered there since
+    // may have changed it before or after the host was listed (an attach that ended, a compose rolled back).
     const System* system = state_->systemOfHost(check.host);
     const SystemId systemNow = system ? system->id : SystemId{};
     if (systemNow != check.system || (system && !system->activeOperation.empty())) continue;
+    if (runner_->lastStepResultOn(check.host) > stepResultsBefore) continue;
     std::map<DeviceId, const HostDeviceIdentity*> visible;
     for (const auto& identity : *seen[i]) visible.emplace(identity.deviceId, &identity);
     for (const auto& online : check.online)
@@ -64,16 +67,36 @@ Result<std::vector<Drift>> Engine::compareHostsOnControl(const std::vector<HostC
   return round.drifts();
 }
 
+void Engine::reconcileHosts(Completion<std::vector<Drift>> done) {
+  postToControl([this, done = std::move(done)](bool running) {
+    if (!running) return done(fail(Code::kAborted, "the engine is not running"));
+    if (halted_) return done(fail(Code::kUnavailable, "yardd has stopped taking work"));
+    hostReconcileRound([this, done](Result<std::vector<Drift>> outcome) {
+      // Answered once what the round recorded is written (group_commit.h).
+      auto answer = std::make_shared<Result<std::vector<Drift>>>(std::move(outcome));
+      toOutbox([done, answer] { done(std::move(*answer)); }, [done](const Error& refused) { done(std::unexpected(refused)); });
+    });
+  });
+}
+
 void Engine::reconcileHostsInBackground() {
+  hostReconcileRound([](Result<std::vector<Drift>> r) {
+    if (!r && r.error().code != Code::kUnavailable) spdlog::warn("host reconcile: {}", r.error().message);
+  });
+}
+
+void Engine::hostReconcileRound(std::function<void(Result<std::vector<Drift>>)> then) {
   auto checks = hostChecksOnControl();
-  if (checks.empty()) return;
-  callOffControl([this, checks = std::move(checks)]() -> std::function<void()> {
+  if (checks.empty()) return then(std::vector<Drift>{});
+  const std::uint64_t before = runner_->stepResults();
+  // The hosts are listed as a call like a step's (a waiting call in a stepped engine), off the control thread.
+  callOffControl([this, checks = std::move(checks), before, then = std::move(then)]() -> std::function<void()> {
     std::vector<Result<std::vector<HostDeviceIdentity>>> seen;
     for (const auto& check : checks)
       seen.push_back(resultContained("the host listing call", [&] { return hosts_->listPresent(check.host, {options_.hostCallTimeout}); }));
-    return [this, checks, seen = std::move(seen)] {
-      if (halted_) return;
-      if (auto r = compareHostsOnControl(checks, seen); !r) spdlog::warn("host reconcile: {}", r.error().message);
+    return [this, checks, before, then, seen = std::move(seen)] {
+      if (halted_) return then(fail(Code::kUnavailable, "yardd has stopped taking work"));
+      then(compareHostsOnControl(checks, seen, before));
     };
   });
 }

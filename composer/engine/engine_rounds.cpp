@@ -30,10 +30,14 @@ Result<std::vector<Drift>> Engine::reconcile() {
 
 // The rest of host reconcile is in engine_host_reconcile.cpp; this part needs onControl.
 Result<std::vector<Drift>> Engine::reconcileHosts() {
-  SY_ASSIGN(auto checks, onControl([this]() -> Result<std::vector<HostCheck>> { return hostChecksOnControl(); }));
+  std::uint64_t before = 0;
+  SY_ASSIGN(auto checks, onControl([&]() -> Result<std::vector<HostCheck>> {
+    before = runner_->stepResults();
+    return hostChecksOnControl();
+  }));
   std::vector<Result<std::vector<HostDeviceIdentity>>> seen;
   for (const auto& check : checks) seen.push_back(hosts_->listPresent(check.host, {options_.hostCallTimeout}));
-  return onControl([&] { return compareHostsOnControl(checks, seen); });
+  return onControl([&] { return compareHostsOnControl(checks, seen, before); });
 }
 
 void Engine::reconcile(Completion<std::vector<Drift>> done) {

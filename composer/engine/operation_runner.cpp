@@ -194,9 +194,9 @@ void OperationRunner::dispatch(const OperationId& id, std::size_t step) {
       options_.metrics->stepSeconds.observe({snapshot.steps[step].kind, result ? std::string("ok") : std::string(codeName(result.error().code))},
                                             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     if (failpoints::armed()) failpoints::crashPoint(fmt::format("step.{}.after-call", snapshot.steps[step].kind));
-    return [this, id, step, result = std::move(result)] {
+    return [this, id, step, host = snapshot.hostId, result = std::move(result)] {
       --stepCallsInFlight_;
-      ++stepResults_;
+      lastResultOnHost_[host] = ++stepResults_;
       onStepResult(id, step, result);
     };
   });

@@ -83,6 +83,12 @@ class OperationRunner {
   // A step's call that callAtCommitPoint was given was dropped: the write before it failed (the engine halted).
   void callNotMade() { --stepCallsInFlight_; }
   [[nodiscard]] std::uint64_t stepResults() const { return stepResults_; }
+  // stepResults() as it was after the last answer of a step on `host` (0: none since the engine started): what a
+  // host showed before then may show an operation half-way.
+  [[nodiscard]] std::uint64_t lastStepResultOn(const HostId& host) const {
+    auto it = lastResultOnHost_.find(host);
+    return it == lastResultOnHost_.end() ? 0 : it->second;
+  }
   // What the operation is doing now, for a system's progress line ("" when it is between steps or not running).
   [[nodiscard]] std::string progressOf(const OperationId& id) const;
   [[nodiscard]] const StepKind& kindOf(const Step& step) const;
@@ -116,6 +122,7 @@ class OperationRunner {
   std::unordered_map<OperationId, Operation> running_;
   int stepCallsInFlight_ = 0;
   std::uint64_t stepResults_ = 0;
+  std::unordered_map<HostId, std::uint64_t> lastResultOnHost_;  // stepResults_ at each host's last step answer
 };
 
 }  // namespace switchyard

@@ -2,6 +2,7 @@
 // when each control task and each switch call runs, so an interleaving is written down, not raced for.
 #include <tuple>
 
+#include "agent/simulated_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -167,6 +168,53 @@ TEST_F(SteppedEngineTest, AReadWhoseReplyArrivesAfterAWholeOperationEndedIsRefus
   ASSERT_TRUE(devices);
   for (const auto& d : *devices)
     EXPECT_NE(d.assignment.allocation, DeviceAllocation::kQuarantined) << d.device.id << " quarantined on a stale read";
+}
+
+// Host reconcile lists the hosts as a waiting call too. A host listed after an attach or a detach there ended, but
+// compared with what its system held when the look began, would show drift that is not there: a GPU the attach
+// gave it as unexpected, one the detach took as missing. Such a host is left out of the round.
+TEST_F(SteppedEngineTest, AHostListedAfterAnOperationThereEndedIsLeftOutOfTheHostReconcile) {
+  SimulatedHosts hosts(defaultTopology(), fabric_->router(), clock_);
+  hosts_ = &hosts;
+  start();
+  ASSERT_EQ(run(engine_->blocking().compose(kAlice, gpus("train", 1))).state, OperationState::kSucceeded);
+  std::optional<Result<std::vector<Drift>>> outcome;
+  auto reconcileAround = [&](const std::function<Result<Operation>()>& change) {
+    outcome.reset();
+    engine_->reconcileHosts([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
+    while (engine_->stepControl()) {
+    }
+    EXPECT_EQ(engine_->waitingCalls(), 1u) << "the listing waits";
+    auto op = change();
+    EXPECT_TRUE(op) << op.error().message;
+    // The change runs to its end first (its calls queue behind the listing), then the listing runs.
+    while (engine_->stepControl() || engine_->runCall(1)) {
+    }
+    EXPECT_EQ(engine_->blocking().getOperation(op->id)->state, OperationState::kSucceeded);
+    engine_->runUntilIdle();
+    EXPECT_TRUE(outcome && *outcome) << (outcome ? outcome->error().message : "no answer");
+  };
+
+  AttachRequest more{"train", {}, {}};
+  more.placement.gpuCount = 1;
+  reconcileAround([&] { return engine_->blocking().attach(kAlice, more); });
+  ASSERT_TRUE(outcome && *outcome);
+  EXPECT_TRUE((*outcome)->empty()) << "the attach's GPU reported as drift: " << (*outcome)->front().message;
+  const System train = *engine_->getSystem("train");
+  ASSERT_EQ(train.bindings.size(), 2u);
+  reconcileAround([&] { return engine_->blocking().detach(kAlice, DetachRequest{"train", {train.bindings.back().deviceId}, {}, {}, {}}); });
+  ASSERT_TRUE(outcome && *outcome);
+  EXPECT_TRUE((*outcome)->empty()) << "the detached GPU reported as drift: " << (*outcome)->front().message;
+
+  // A round with nothing happening around it still reports what is there.
+  hosts.forget(train.hostId, train.bindings.front().deviceId);
+  outcome.reset();
+  engine_->reconcileHosts([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
+  engine_->runUntilIdle();
+  ASSERT_TRUE(outcome && *outcome);
+  ASSERT_EQ((*outcome)->size(), 1u);
+  EXPECT_EQ((*outcome)->front().kind, "host-missing-device");
+  for (const auto& type : eventTypes()) EXPECT_NE(type, "drift.host-unexpected-device");
 }
 
 // Everything the engine recorded, with time: the same script must give the same record.
