@@ -24,6 +24,19 @@ Result<void> mayRelease(const Caller& caller) {
   return fail(Code::kPermissionDenied, fmt::format("'{}' may not release quarantined devices: that needs the operator or admin role", caller.identity));
 }
 
+// A quarantined device that a live system still lists (an undo inside that system failed) leaves quarantine with
+// the system, not on its own: freed while the system holds it, it could be handed to a second system.
+Result<void> notInASystem(const PoolState& state, const DeviceId& device) {
+  const DeviceView v = state.deviceView(device);
+  if (v.systemId.empty()) return {};
+  const System* s = state.findSystem(v.systemId);
+  const std::string name = s ? s->name : v.systemId;
+  return fail(Code::kFailedPrecondition,
+              fmt::format("{} is still in system {} ({}): decompose {} or detach {} from it first (the device leaves it quarantined), "
+                          "then release it",
+                          device, name, v.systemId, name, device));
+}
+
 }  // namespace
 
 void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done) {
@@ -49,6 +62,7 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
     if (held.allocation != DeviceAllocation::kQuarantined)
       return refuse(Error{Code::kFailedPrecondition, fmt::format("{} is not quarantined (it is {}); only a quarantined device is released this way",
                                                                  device, toString(held.allocation))});
+    if (auto ok = notInASystem(*state_, device); !ok) return refuse(ok.error());
     callOffControl([this, caller, device, unbind, once]() -> std::function<void()> {
       auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
       Result<void> unbound;
@@ -78,6 +92,7 @@ Result<DeviceView> Engine::finishRelease(const Caller& caller, const DeviceId& d
   const DeviceAssignment held = state_->assignment(device);
   if (held.allocation != DeviceAllocation::kQuarantined)
     return fail(Code::kFailedPrecondition, fmt::format("{} is no longer quarantined (it is {})", device, toString(held.allocation)));
+  SY_TRY(notInASystem(*state_, device));  // a system may have taken it back meanwhile (a rollback)
   if (!bindings) return fail(bindings.error().wrap(fmt::format("cannot read the fabric's bindings, so {} stays quarantined", device)));
   std::optional<Binding> bound;
   for (const auto& b : *bindings)

@@ -68,6 +68,11 @@ class GatedHosts final : public HostAgents {
   Result<HostRelease> release(const HostId& host, const HostChange& change, const CallOptions& o = {}) override {
     return gate_.pass<Result<HostRelease>>(describe("release on " + host, change.devices), [&] { return inner_.release(host, change, o); });
   }
+  // Host reconcile's listing: gated like every other call (one host's listing per call, so its fate is the host's).
+  bool canList(const HostId& host) const override { return inner_.canList(host); }
+  Result<std::vector<HostDeviceIdentity>> listPresent(const HostId& host, const CallOptions& o = {}) override {
+    return gate_.pass<Result<std::vector<HostDeviceIdentity>>>("list on " + host, [&] { return inner_.listPresent(host, o); });
+  }
   // Activity samples change nothing: not gated (the simulation asks for them itself).
   bool canReportActivity(const HostId& host) const override { return inner_.canReportActivity(host); }
   Result<std::vector<GpuActivity>> activity(const HostId& host, const std::vector<Binding>& gpus, const CallOptions& o = {}) override {
@@ -196,12 +201,14 @@ class Simulation {
     clock_.advance(std::chrono::milliseconds(1 + pick(50)));
     const std::size_t waiting = engine_->waitingCalls();
     if (const std::size_t late = engine_->lateReplies(); late > 0 && pick(4) == 0) return deliverLate(late);
+    if (pick(25) == 0) return releaseQuarantined();
     const int roll = pick(100);
     if (waiting > 0 && (roll < 50 || running() >= 6)) return decide(waiting);
     if (roll < 86) return submit();
     if (roll < 89) return expireDeadlines();
     if (roll < 91 && hosts_) return sampleActivity();
-    if (roll < 96) return reconcile();
+    if (roll < 94 || (roll < 96 && !hosts_)) return reconcile();
+    if (roll < 96) return reconcileHosts();
     if (waiting > 0) return decide(waiting);
     submit();
   }
@@ -327,6 +334,65 @@ class Simulation {
       note(drifts ? fmt::format("reconcile: {} drift(s)", drifts->size()) : fmt::format("reconcile: {}", drifts.error().message));
       if (drifts) checkDrifts(*drifts);
     });
+  }
+
+  // The same for the hosts' side: the engine lists every host with an agent as one waiting call, and compares what
+  // each shows with what its system holds; a host where a step answered meanwhile is left out of the round.
+  void reconcileHosts() {
+    ++report_.reconciles;
+    ++reconciling_;
+    note("host reconcile");
+    engine_->reconcileHosts([this](Result<std::vector<Drift>> drifts) {
+      --reconciling_;
+      note(drifts ? fmt::format("host reconcile: {} drift(s)", drifts->size()) : fmt::format("host reconcile: {}", drifts.error().message));
+      if (drifts) checkHostDrifts(*drifts);
+    });
+  }
+
+  // The operator releases a quarantined GPU (`yardctl devices release`, unbinding it first or not): the engine
+  // reads the switch, unbinds it where asked, and frees it, in one waiting call, while operations and reconciles
+  // go on around it. The operator vouches that no host uses a GPU it unbinds (the engine cannot know): this one
+  // asks for the unbind only where no host has the GPU enumerated.
+  void releaseQuarantined() {
+    auto devices = engine_->listDevices();
+    std::vector<DeviceId> quarantined;
+    for (const auto& d : devices ? *devices : std::vector<DeviceView>{})
+      if (d.assignment.allocation == DeviceAllocation::kQuarantined) quarantined.push_back(d.device.id);
+    if (quarantined.empty()) return;
+    const DeviceId device = quarantined[static_cast<std::size_t>(pick(static_cast<int>(quarantined.size())))];
+    bool unbind = pick(2) == 0;
+    std::set<HostId> hostIds;
+    for (const auto& [port, host] : hostOfPort_) hostIds.insert(host);
+    for (const auto& h : hostIds)
+      for (const auto& d : hosts_ ? hosts_->present(h) : std::vector<HostDeviceIdentity>{}) unbind = unbind && d.deviceId != device;
+    ++reconciling_;
+    note(fmt::format("ops releases {}{}", device, unbind ? " --unbind" : ""));
+    engine_->releaseQuarantined(kCallers[2], device, unbind, [this, device](Result<DeviceView> released) {
+      --reconciling_;
+      note(released ? fmt::format("release {}: {}", device, toString(released->assignment.allocation))
+                    : fmt::format("release {}: {}", device, released.error().message));
+    });
+  }
+
+  // 9 on the hosts' side, against the hosts and the systems as they are when the engine says so: a device reported
+  // missing is in a system whose host does not see it; one reported unexpected is seen by a host outside its systems.
+  void checkHostDrifts(const std::vector<Drift>& drifts) {
+    if (drifts.empty()) return;
+    std::set<std::pair<HostId, DeviceId>> held, seen;
+    for (const auto& s : systems())
+      for (const auto& b : s.bindings) held.insert({s.hostId, b.deviceId});
+    std::set<HostId> hostIds;
+    for (const auto& [port, host] : hostOfPort_) hostIds.insert(host);
+    for (const auto& h : hostIds)
+      for (const auto& d : hosts_->present(h)) seen.insert({h, d.deviceId});
+    for (const auto& d : drifts) {
+      bool holds = false;
+      for (const auto& h : hostIds) {
+        const bool in = held.contains({h, d.deviceId}), sees = seen.contains({h, d.deviceId});
+        holds = holds || (d.kind == "host-missing-device" ? in && !sees : sees && !in);
+      }
+      if (!holds) violation(fmt::format("9: host reconcile recorded {} of {}, which the hosts do not show: {}", d.kind, d.deviceId, d.message));
+    }
   }
 
   // 9: a drift the engine records holds against the switch as it is when the engine says so (no call can have
@@ -542,7 +608,7 @@ class Simulation {
   std::map<PortId, HostId> hostOfPort_;
   int requests_ = 0;     // asked and not yet answered
   bool draining_ = false;  // every call passes
-  int reconciling_ = 0;     // reconciles whose read of the switch waits among the calls
+  int reconciling_ = 0;     // reconciles and quarantine releases whose call waits among the calls
   std::map<OperationId, std::string> running_;  // accepted and not finished, with their tenant
   std::vector<std::string> answers_;
   std::vector<std::string> crossings_;

@@ -2,7 +2,7 @@
 // requests against the real engine, SQLite store, simulated switch and simulated hosts, while every switch
 // and host call is held at a Gate and given its fate by one seeded random stream: pass, fail, or apply and
 // lose the reply; some replies come back late, after other calls ran and were answered; host agents restart;
-// reconcile reads the switch among the steps; the clock is virtual. After every
+// reconcile reads the switch, and host reconcile lists the hosts, among the steps; the clock is virtual. After every
 // decision the simulation waits for the engine to settle and checks the invariants of
 // ../shared/design/architecture-sketch.md. The same seed makes the same decisions in the same order, so a
 // failing seed reproduces (its trace and digest are printed).

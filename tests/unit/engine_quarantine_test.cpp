@@ -58,6 +58,46 @@ TEST_F(EngineQuarantineTest, ABoundDeviceIsReleasedOnlyByUnbindingItAndAnUnbound
   EXPECT_TRUE(run(engine_->blocking().compose(Caller::local(), named)).state == OperationState::kSucceeded) << "it can be composed again";
 }
 
+// Found by the deterministic simulation (thirty-fifth session, seed 1115, once it released quarantined GPUs): a
+// failed decompose left its system holding its GPUs, quarantined; releasing one freed it while the system still
+// held it, and the next compose took it: one GPU in two systems. A GPU a live system holds leaves quarantine with
+// the system (decompose it, or detach the GPU), not on its own.
+TEST_F(EngineQuarantineTest, ADeviceASystemStillHoldsIsNotReleasedFromUnderIt) {
+  start();
+  ComposeRequest two{"a1", {}, {}};
+  two.placement.gpuCount = 2;
+  ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), two)).state, OperationState::kSucceeded);
+  // The unbind times out three times (applied, outcome unknown), then binding it back fails for good.
+  fabric_->setFaults(FaultPlan{.failProbability = 1.0, .timeoutNext = 3});
+  ASSERT_EQ(run(engine_->blocking().decompose(Caller::local(), "a1")).state, OperationState::kFailed);
+  fabric_->setFaults({});
+  const System a1 = *engine_->getSystem("a1");
+  ASSERT_EQ(a1.bindings.size(), 2u) << "the system keeps its GPUs";
+  const DeviceId held = a1.bindings.front().deviceId;
+  ASSERT_EQ(engine_->view()->device(held)->assignment.allocation, DeviceAllocation::kQuarantined);
+  const auto boundBefore = fabricBindings();
+
+  for (const bool unbind : {false, true}) {
+    auto refused = release(operatorCaller(), held, unbind);
+    ASSERT_FALSE(refused) << "released from under a1";
+    EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
+    EXPECT_NE(refused.error().message.find("still in system a1"), std::string::npos) << refused.error().message;
+  }
+  EXPECT_EQ(engine_->view()->device(held)->assignment.allocation, DeviceAllocation::kQuarantined);
+  EXPECT_EQ(fabricBindings(), boundBefore) << "nothing unbound";
+  ComposeRequest other{"other", {}, {}};
+  other.placement.devices = {held};
+  EXPECT_FALSE(engine_->blocking().compose(Caller::local(), other)) << "nor handed to another system";
+
+  // The way out the refusal names: decomposed, the system lets its GPUs go, still quarantined; then they are released.
+  const Operation again = run(engine_->blocking().decompose(Caller::local(), "a1"));
+  ASSERT_EQ(again.state, OperationState::kSucceeded) << again.error;
+  EXPECT_EQ(engine_->view()->device(held)->assignment.allocation, DeviceAllocation::kQuarantined);
+  auto released = release(operatorCaller(), held, true);
+  ASSERT_TRUE(released) << released.error().message;
+  EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);
+}
+
 TEST_F(EngineQuarantineTest, OnlyOperatorsReleaseAndOnlyQuarantinedDevices) {
   start();
   ASSERT_TRUE(fabric_->bind("sw1-gpu7", "sw1-usp2"));
