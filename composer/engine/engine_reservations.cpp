@@ -222,6 +222,9 @@ Result<std::vector<Operation>> EngineCore::composeReserved(const Caller& caller,
 Result<std::vector<Operation>> EngineCore::composeTogether(const Caller& caller, const std::vector<ComposeRequest>& requests) {
   if (!inTask()) return answerFromTask("compose together", [&](EngineCore& core) { return core.composeTogether(caller, requests); });
   SY_TRY(engine_.checkAccepting());
+  // Who may compose for these tenants is asked first: a caller who may not learns nothing of the pool (found by the
+  // simulation: a viewer was told RESOURCE_EXHAUSTED).
+  for (const auto& r : requests) SY_TRY(mayChange(caller, r.placement.tenant, "compose"));
   engine_.expireReservations();
   SY_ASSIGN(auto placed, engine_.placeTogether(requests, std::string(kManifestHolder)));
   std::vector<HeldSystem> systems;

@@ -255,6 +255,7 @@ class Simulation {
     std::function<Result<Operation>(EngineCore&)> call;
     std::string what;
     bool mustRefuse = false;
+    if (kind >= 95) return composeTogether(caller);
     if (kind < 40 || live.empty()) {
       ComposeRequest r{fmt::format("s{}", ++names_), {}, {}};
       r.placement.gpuCount = 1 + pick(4);
@@ -278,7 +279,11 @@ class Simulation {
       call = [caller, r](EngineCore& core) { return core.compose(caller, r); };
     } else {
       const System& target = live[static_cast<std::size_t>(pick(static_cast<int>(live.size())))];
-      if (kind < 60) {
+      if (kind >= 90) return renewLease(caller, target);
+      if (kind >= 85) {
+        what = fmt::format("{} cancels {}", caller.identity, target.name);
+        call = [caller, name = target.name](EngineCore& core) { return core.cancelQueued(caller, name); };
+      } else if (kind < 60) {
         what = fmt::format("{} decomposes {}", caller.identity, target.name);
         call = [caller, name = target.name](EngineCore& core) { return core.decompose(caller, name); };
       } else if (kind < 80) {
@@ -298,6 +303,49 @@ class Simulation {
     ++requests_;
     // As the adapters call it; answered on the control thread, where the request was decided.
     EngineClient(*engine_).run<Operation>(std::move(call), [this, what, mustRefuse](Result<Operation> r) { answered(what, mustRefuse, std::move(r)); });
+  }
+
+  // Two systems placed together, accepted all or none (a manifest; engine_reservations.cpp), each then followed
+  // like any other operation.
+  void composeTogether(const Caller& caller) {
+    std::vector<ComposeRequest> both;
+    const std::string tenant = caller.role == Role::kTenant ? caller.tenant : std::string(pick(2) ? "team-a" : "team-b");
+    for (int i = 0; i < 2; ++i) {
+      ComposeRequest r{fmt::format("s{}", ++names_), {}, {}};
+      r.placement.gpuCount = 1 + pick(3);
+      r.placement.tenant = tenant;
+      both.push_back(std::move(r));
+    }
+    const std::string what = fmt::format("{} composes {} and {} together ({}, {} + {} GPUs)", caller.identity, both[0].name, both[1].name,
+                                         tenant, both[0].placement.gpuCount, both[1].placement.gpuCount);
+    const bool mustRefuse = caller.role == Role::kViewer;
+    note(what);
+    ++requests_;
+    EngineClient(*engine_).run<std::vector<Operation>>([caller, both](EngineCore& core) { return core.composeTogether(caller, both); },
+                                                       [this, what, mustRefuse](Result<std::vector<Operation>> r) {
+                                                         if (!r) return answered(what, mustRefuse, std::unexpected(r.error()));
+                                                         for (auto& op : *r) {
+                                                           ++requests_;
+                                                           answered(what, mustRefuse, std::move(op));
+                                                         }
+                                                         --requests_;
+                                                       });
+  }
+
+  // A lease renewed (or a queued system's refused): a lease that ends later, so a later expireDeadlines passes it by.
+  void renewLease(const Caller& caller, const System& target) {
+    const std::string what = fmt::format("{} renews the lease of {}", caller.identity, target.name);
+    const bool mustRefuse = (caller.role == Role::kTenant && target.tenant != caller.tenant) || caller.role == Role::kViewer;
+    const auto lease = std::chrono::seconds(1 + pick(120));
+    note(what);
+    ++requests_;
+    EngineClient(*engine_).run<System>([caller, name = target.name, lease](EngineCore& core) { return core.renewLease(caller, name, lease); },
+                                       [this, what, mustRefuse](Result<System> r) {
+                                         if (r) answers_.push_back(fmt::format("{}: until {}", what, r->leaseExpiresAt));
+                                         else answers_.push_back(fmt::format("{}: refused {}", what, codeName(r.error().code)));
+                                         if (r && mustRefuse) crossings_.push_back(fmt::format("6: '{}' was accepted though the caller may not", what));
+                                         --requests_;
+                                       });
   }
 
   // On the control thread (this one, stepping): a request was answered.

@@ -168,6 +168,21 @@ TEST_F(EngineReservationsTest, ATenantsQuotaCountsEverySystemOfTheManifest) {
   for (const auto& op : *ops) run(op);
 }
 
+// Found by the deterministic simulation (thirty-fifth session): a viewer's manifest was placed before its caller was
+// asked about, so a pool too full for it answered RESOURCE_EXHAUSTED, telling a caller who may compose nothing how
+// full the pool is. Who may compose is asked first, as every other change does.
+TEST_F(EngineReservationsTest, AManifestOfACallerWhoMayNotComposeIsRefusedAsSuchWhateverThePoolHolds) {
+  start();
+  const Caller viewer{"watcher", Role::kViewer, {}};
+  const Caller otherTenant{"dave", Role::kTenant, "team-b"};
+  for (const auto& [caller, size] : std::vector<std::pair<Caller, int>>{{viewer, 1}, {viewer, 16}, {otherTenant, 16}}) {
+    auto refused = engine_->blocking().composeTogether(caller, {forTenant("a", size), forTenant("b", size)});
+    ASSERT_FALSE(refused) << caller.identity;
+    EXPECT_EQ(refused.error().code, Code::kPermissionDenied) << caller.identity << " with " << size << " GPUs each: " << refused.error().message;
+  }
+  EXPECT_EQ(freeDevices(), 16u);
+}
+
 TEST_F(EngineReservationsTest, ADeviceQuarantinedWhileHeldStopsTheApplyAndStaysQuarantined) {
   start();
   auto reserved = engine_->blocking().reserve(alice_, {want("train", 2)}, 300s);
