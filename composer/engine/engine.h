@@ -302,10 +302,12 @@ class Engine {
   [[nodiscard]] Result<Operation> acceptAttach(const Acceptance& a, const AttachRequest& request, std::vector<DeviceId> replaces = {});
   [[nodiscard]] Result<Operation> acceptDetach(const Acceptance& a, const DetachRequest& request);
   [[nodiscard]] Result<void> checkAccepting() const;
-  // What the tenant holds now: live systems, and the devices reserved or bound to them, as quotas count them.
-  [[nodiscard]] TenantHolding usageOf(std::string_view tenant) const;
+  // What the tenant holds now, as quotas count it: live systems and the devices reserved or bound to them, and its
+  // reservations' systems and devices as if composed, but for the reservation `applying` (being composed: the
+  // request counts it).
+  [[nodiscard]] TenantHolding usageOf(std::string_view tenant, std::string_view applying = {}) const;
   // kResourceExhausted when `newSystems` more systems, or `more` devices, would exceed the tenant's quota (quota_check.h).
-  [[nodiscard]] Result<void> checkQuota(std::string_view tenant, int newSystems, const HeldDevices& more) const;
+  [[nodiscard]] Result<void> checkQuota(std::string_view tenant, int newSystems, const HeldDevices& more, std::string_view applying = {}) const;
   [[nodiscard]] HeldDevices holdingOf(const std::vector<PlacedDevice>& devices) const;
   [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Acceptance& a);
   // The request's audit record, for `operation`, into `m`; nothing when there is no request (null: yardd's own change).

@@ -28,7 +28,7 @@ Result<void> Engine::checkAccepting() const {
   return {};
 }
 
-TenantHolding Engine::usageOf(std::string_view tenant) const {
+TenantHolding Engine::usageOf(std::string_view tenant, std::string_view applying) const {
   TenantHolding usage;
   auto counts = [&](const DeviceId& id) { return state_->index().device(id) != nullptr; };
   // What the tenant's systems hold, whatever the device's state (one quarantined by a failed undo is still
@@ -44,14 +44,21 @@ TenantHolding Engine::usageOf(std::string_view tenant) const {
   }
   for (const auto& [device, h] : state_->assignments())
     if (h.first.allocation == DeviceAllocation::kReserved && running.contains(h.first.owner) && counts(device)) held.insert(device);
+  // Its reservations hold devices nobody else may take: as if composed (found by the simulation, thirty-fifth
+  // session: a tenant reserved 3 GPUs, then composed 4 more past its quota of 6).
+  for (const HeldSystem* s : reservations_.heldFor(tenant, applying)) {
+    ++usage.systems;
+    for (const auto& placed : s->placement.devices)
+      if (counts(placed.deviceId)) held.insert(placed.deviceId);
+  }
   for (const auto& id : held) usage.held.add(*state_->index().device(id));
   return usage;
 }
 
-Result<void> Engine::checkQuota(std::string_view tenant, int newSystems, const HeldDevices& more) const {
+Result<void> Engine::checkQuota(std::string_view tenant, int newSystems, const HeldDevices& more, std::string_view applying) const {
   auto quota = options_.quotas.find(tenant);
   if (quota == options_.quotas.end()) return {};
-  return checkTenantQuota(tenant, quota->second, usageOf(tenant), newSystems, more);
+  return checkTenantQuota(tenant, quota->second, usageOf(tenant, applying), newSystems, more);
 }
 
 HeldDevices Engine::holdingOf(const std::vector<PlacedDevice>& devices) const {

@@ -97,20 +97,14 @@ Result<Reservation> EngineCore::reserve(const Caller& caller, const std::vector<
   for (const auto& r : requests)
     if (r.placement.tenant != tenant) return fail(Code::kInvalidArgument, "the systems of one reservation belong to one tenant");
   SY_TRY(mayChange(caller, tenant, "reserve"));
-  // The tenant's other reservations count towards its quota as if composed.
-  int heldSystems = 0;
-  HeldDevices held;
-  for (const HeldSystem* s : engine_.reservations_.heldFor(tenant)) {
-    ++heldSystems;
-    held += engine_.holdingOf(s->placement.devices);
-  }
-  const int systems = heldSystems + static_cast<int>(requests.size());
+  // The tenant's other reservations count towards its quota as if composed (Engine::usageOf).
+  const int systems = static_cast<int>(requests.size());
   SY_TRY(engine_.checkQuota(tenant, systems, {}));
 
   Reservation r;
   r.id = engine_.reservations_.nextId();
   SY_ASSIGN(auto placed, engine_.placeTogether(requests, r.id));
-  HeldDevices total = held;
+  HeldDevices total;
   for (const auto& p : placed) total += engine_.holdingOf(p.devices);
   if (auto quota = engine_.checkQuota(tenant, systems, total); !quota) {
     for (const auto& p : placed) engine_.letGo(p, r.id);
@@ -182,7 +176,7 @@ Result<std::vector<Operation>> Engine::composeHeld(const Caller& caller, const s
     SY_TRY(hostPolicy(s.placement.hostId));
     held += holdingOf(s.placement.devices);
   }
-  SY_TRY(checkQuota(systems.front().request.tenant, static_cast<int>(systems.size()), held));
+  SY_TRY(checkQuota(systems.front().request.tenant, static_cast<int>(systems.size()), held, holder));
   letGoAll();
   std::vector<Operation> started;
   for (const auto& s : systems) {

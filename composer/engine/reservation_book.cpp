@@ -58,10 +58,10 @@ std::vector<std::pair<HostId, std::string>> ReservationBook::heldHosts() const {
   return out;
 }
 
-std::vector<const HeldSystem*> ReservationBook::heldFor(std::string_view tenant) const {
+std::vector<const HeldSystem*> ReservationBook::heldFor(std::string_view tenant, std::string_view except) const {
   std::vector<const HeldSystem*> out;
   for (const auto& [id, r] : reservations_)
-    if (r.tenant == tenant)
+    if (r.tenant == tenant && id != except)
       for (const auto& s : r.systems) out.push_back(&s);
   return out;
 }

@@ -32,8 +32,8 @@ class ReservationBook {
   [[nodiscard]] std::string holderOfHost(std::string_view host) const;
   // Every host a reservation holds, with its reservation's id.
   [[nodiscard]] std::vector<std::pair<HostId, std::string>> heldHosts() const;
-  // The systems a tenant's reservations hold: they count towards its quota as if composed.
-  [[nodiscard]] std::vector<const HeldSystem*> heldFor(std::string_view tenant) const;
+  // The systems a tenant's reservations hold (but reservation `except`'s): they count towards its quota as if composed.
+  [[nodiscard]] std::vector<const HeldSystem*> heldFor(std::string_view tenant, std::string_view except = {}) const;
   // Every reservation still in time at `now`, by id (a read: one past its time is left out, not taken out).
   [[nodiscard]] std::vector<Reservation> live(Timestamp now) const;
   [[nodiscard]] bool empty() const { return reservations_.empty(); }

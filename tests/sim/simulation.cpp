@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <variant>
 
 #include "composer/engine/engine.h"
 #include "composer/engine/engine_client.h"
@@ -255,6 +256,8 @@ class Simulation {
     std::function<Result<Operation>(EngineCore&)> call;
     std::string what;
     bool mustRefuse = false;
+    if (kind >= 99) return useReservation(caller);
+    if (kind >= 97) return reserve(caller);
     if (kind >= 95) return composeTogether(caller);
     if (kind < 40 || live.empty()) {
       ComposeRequest r{fmt::format("s{}", ++names_), {}, {}};
@@ -330,6 +333,71 @@ class Simulation {
                                                          }
                                                          --requests_;
                                                        });
+  }
+
+  // Two systems' placements held for a while (PreviewReserve): the GPUs are held, in no system, until the
+  // reservation is composed, released, or its time passes (expireDeadlines).
+  void reserve(const Caller& caller) {
+    std::vector<ComposeRequest> both;
+    const std::string tenant = caller.role == Role::kTenant ? caller.tenant : std::string(pick(2) ? "team-a" : "team-b");
+    for (int i = 0; i < 2; ++i) {
+      ComposeRequest r{fmt::format("s{}", ++names_), {}, {}};
+      r.placement.gpuCount = 1 + pick(2);
+      r.placement.tenant = tenant;
+      both.push_back(std::move(r));
+    }
+    const auto lifetime = std::chrono::seconds(1 + pick(120));
+    const std::string what = fmt::format("{} reserves {} and {} for {}s ({})", caller.identity, both[0].name, both[1].name, lifetime.count(), tenant);
+    const bool mustRefuse = caller.role == Role::kViewer;
+    note(what);
+    ++requests_;
+    EngineClient(*engine_).run<Reservation>([caller, both, lifetime](EngineCore& core) { return core.reserve(caller, both, lifetime); },
+                                            [this, what, mustRefuse](Result<Reservation> r) {
+                                              answers_.push_back(fmt::format("{}: {}", what, r ? r->id : std::string(codeName(r.error().code))));
+                                              refusedAsSuch(what, mustRefuse, r ? std::optional<Error>{} : r.error());
+                                              --requests_;
+                                            });
+  }
+
+  // A reservation composed (its systems' operations followed like any other) or released, by its tenant's
+  // clients or the operator; others must be refused.
+  void useReservation(const Caller& caller) {
+    auto held = engine_->blocking().listReservations();
+    if (!held || held->empty()) return;
+    const Reservation& r = (*held)[static_cast<std::size_t>(pick(static_cast<int>(held->size())))];
+    const bool compose = pick(3) != 0;
+    const std::string what = fmt::format("{} {} {}", caller.identity, compose ? "composes" : "releases", r.id);
+    const bool mustRefuse = caller.role == Role::kViewer || (caller.role == Role::kTenant && caller.tenant != r.tenant);
+    note(what);
+    ++requests_;
+    if (compose)
+      return EngineClient(*engine_).run<std::vector<Operation>>(
+          [caller, id = r.id](EngineCore& core) { return core.composeReserved(caller, id); }, [this, what, mustRefuse](Result<std::vector<Operation>> ops) {
+            if (!ops) return answered(what, mustRefuse, std::unexpected(ops.error()));
+            for (auto& op : *ops) {
+              ++requests_;
+              answered(what, mustRefuse, std::move(op));
+            }
+            --requests_;
+          });
+    EngineClient(*engine_).run<std::monostate>(
+        [caller, id = r.id](EngineCore& core) -> Result<std::monostate> {
+          SY_TRY(core.releaseReservation(caller, id));
+          return std::monostate{};
+        },
+        [this, what, mustRefuse](Result<std::monostate> done) {
+          answers_.push_back(fmt::format("{}: {}", what, done ? "released" : std::string(codeName(done.error().code))));
+          refusedAsSuch(what, mustRefuse, done ? std::optional<Error>{} : done.error());
+          --requests_;
+        });
+  }
+
+  // Invariant 6 for an answer that is not an operation.
+  void refusedAsSuch(const std::string& what, bool mustRefuse, const std::optional<Error>& refused) {
+    if (!mustRefuse) return;
+    if (!refused) crossings_.push_back(fmt::format("6: '{}' was accepted though the caller may not", what));
+    else if (refused->code != Code::kNotFound && refused->code != Code::kPermissionDenied)
+      crossings_.push_back(fmt::format("6: '{}' was refused with {}, not NOT_FOUND or PERMISSION_DENIED", what, codeName(refused->code)));
   }
 
   // A lease renewed (or a queued system's refused): a lease that ends later, so a later expireDeadlines passes it by.
@@ -542,12 +610,17 @@ class Simulation {
         if (!inSystem.emplace(b.deviceId, &s).second) violation(fmt::format("1: {} is in systems {} and {}", b.deviceId, inSystem[b.deviceId]->name, s.name));
         ++tenantGpus[s.tenant];
       }
+    std::map<std::string, std::string> reservationTenant;
+    if (auto held = engine_->blocking().listReservations())
+      for (const auto& r : *held) reservationTenant[r.id] = r.tenant;
     std::map<DeviceId, const DeviceView*> view;
     std::set<DeviceId> quarantined;
     for (const auto& d : *devices) {
       view[d.device.id] = &d;
       if (d.assignment.allocation == DeviceAllocation::kQuarantined) quarantined.insert(d.device.id);
-      if (d.assignment.allocation == DeviceAllocation::kReserved) {
+      if (d.assignment.allocation == DeviceAllocation::kReserved && isReservationId(d.assignment.owner)) {
+        ++tenantGpus[reservationTenant[d.assignment.owner]];  // a reservation's GPUs count towards its tenant's quota
+      } else if (d.assignment.allocation == DeviceAllocation::kReserved) {
         auto op = running.find(d.assignment.owner);
         if (op == running.end()) violation(fmt::format("4: {} is reserved by {}, which is not running", d.device.id, d.assignment.owner));
         else if (!inSystem.contains(d.device.id)) ++tenantGpus[op->second];

@@ -183,6 +183,26 @@ TEST_F(EngineReservationsTest, AManifestOfACallerWhoMayNotComposeIsRefusedAsSuch
   EXPECT_EQ(freeDevices(), 16u);
 }
 
+// Found by the deterministic simulation (thirty-fifth session, seed 18, once its clients reserved): a tenant held a
+// reservation's GPUs and composed past its quota beside them. A reservation counts towards its tenant's quota for
+// every change, as if composed, and once, when it is composed itself.
+TEST_F(EngineReservationsTest, AReservationsGpusCountTowardsItsTenantsQuotaForEveryCompose) {
+  quotas_["team-a"] = TenantQuota{.maxGpus = 4};
+  start();
+  const Caller tenant{"carol", Role::kTenant, "team-a"};
+  auto held = engine_->blocking().reserve(tenant, {forTenant("a", 3)}, 60s);
+  ASSERT_TRUE(held) << held.error().message;
+  auto over = engine_->blocking().compose(tenant, forTenant("b", 2));
+  ASSERT_FALSE(over) << "3 reserved + 2 would exceed 4";
+  EXPECT_EQ(over.error().code, Code::kResourceExhausted);
+  EXPECT_NE(over.error().message.find("it holds 3"), std::string::npos) << over.error().message;
+  EXPECT_EQ(run(engine_->blocking().compose(tenant, forTenant("b", 1))).state, OperationState::kSucceeded);
+  auto ops = engine_->blocking().composeReserved(tenant, held->id);
+  ASSERT_TRUE(ops) << "counted twice while it is composed: " << ops.error().message;
+  for (const auto& op : *ops) EXPECT_EQ(run(op).state, OperationState::kSucceeded);
+  EXPECT_EQ(freeDevices(), 12u);
+}
+
 TEST_F(EngineReservationsTest, ADeviceQuarantinedWhileHeldStopsTheApplyAndStaysQuarantined) {
   start();
   auto reserved = engine_->blocking().reserve(alice_, {want("train", 2)}, 300s);
