@@ -18,6 +18,7 @@
 #include "fabric/switchtec/switchtec_fabric.h"
 #include "fabric/topology_generator.h"
 #include "inventory/sqlite_store.h"
+#include "tests/sim/clients.h"
 #include "tests/sim/gate.h"
 #include "tests/support/jackrabbit_cse.h"
 #include "tests/support/switchtec_emulator.h"
@@ -84,11 +85,6 @@ class GatedHosts final : public HostAgents {
   SimulatedHosts& inner_;
   Gate& gate_;
 };
-
-const Caller kCallers[] = {{"alice", Role::kTenant, "team-a"}, {"bob", Role::kTenant, "team-b"}, {"ops", Role::kOperator, {}},
-                           {"watcher", Role::kViewer, {}}};
-constexpr int kTeamAGpus = 6;
-constexpr int kTeamASystems = 3;
 
 class Simulation {
  public:
@@ -178,6 +174,8 @@ class Simulation {
     eo.activityInterval = 0ms;
     engine_ = std::make_unique<Engine>(*gatedSwitch_, *store_, clock_, eo);
     if (gatedHosts_) engine_->useHostAgents(*gatedHosts_);
+    clients_ = std::make_unique<Clients>(*engine_, options_.driver == "simulated", report_, [this](int n) { return pick(n); },
+                                         [this](std::string line) { note(std::move(line)); });
     const Topology topology = *driver_->discover();
     for (const auto& h : topology.hosts)
       for (const auto& u : h.upstreamPorts) hostOfPort_[u.portId] = h.id;
@@ -205,13 +203,13 @@ class Simulation {
     if (pick(25) == 0) return releaseQuarantined();
     const int roll = pick(100);
     if (waiting > 0 && (roll < 50 || running() >= 6)) return decide(waiting);
-    if (roll < 86) return submit();
+    if (roll < 86) return clients_->submit();
     if (roll < 89) return expireDeadlines();
     if (roll < 91 && hosts_) return sampleActivity();
     if (roll < 94 || (roll < 96 && !hosts_)) return reconcile();
     if (roll < 96) return reconcileHosts();
     if (waiting > 0) return decide(waiting);
-    submit();
+    clients_->submit();
   }
 
   // One of the waiting switch or host calls runs now; fateOf() decides how it goes as it reaches the gate. Now and
@@ -243,200 +241,7 @@ class Simulation {
     return fate;
   }
 
-  // Live systems by name, as the engine has them.
-  std::vector<System> systems() {
-    auto s = engine_->listSystems();
-    return s ? *s : std::vector<System>{};
-  }
-
-  void submit() {
-    const Caller& caller = kCallers[pick(4)];
-    const auto live = systems();
-    const int kind = pick(100);
-    std::function<Result<Operation>(EngineCore&)> call;
-    std::string what;
-    bool mustRefuse = false;
-    if (kind >= 99) return useReservation(caller);
-    if (kind >= 97) return reserve(caller);
-    if (kind >= 95) return composeTogether(caller);
-    if (kind < 40 || live.empty()) {
-      ComposeRequest r{fmt::format("s{}", ++names_), {}, {}};
-      r.placement.gpuCount = 1 + pick(4);
-      // Now and then MIG instances instead (on the simulated switch: the Switchtec chips' GPUs are not MIG-capable).
-      const bool mig = options_.driver == "simulated" && pick(6) == 0;
-      if (mig) {
-        r.placement.gpuCount = 0;
-        r.placement.gpuInstances = pick(2) ? std::vector<MigProfile>{MigProfile::k3g, MigProfile::k3g} : std::vector<MigProfile>{MigProfile::k2g};
-      }
-      // Tenants compose for their own tenant, now and then for the other one (which must be refused).
-      r.placement.tenant = caller.role == Role::kTenant ? (pick(10) == 0 ? std::string("team-b") : caller.tenant)
-                                                        : (pick(2) ? std::string("team-a") : std::string("team-b"));
-      // Now and then it may wait in the queue, or carry a lease that a later expireDeadlines ends.
-      r.queue = pick(4) == 0;
-      if (pick(5) == 0) r.lease = std::chrono::seconds(1 + pick(120));
-      what = fmt::format("{} composes {} ({}, {}{}{})", caller.identity, r.name,
-                         mig ? fmt::format("{} MIG instance(s)", r.placement.gpuInstances.size()) : fmt::format("{} GPUs", r.placement.gpuCount),
-                         r.placement.tenant,
-                         r.queue ? ", queue" : "", r.lease.count() > 0 ? fmt::format(", lease {}s", r.lease.count() / 1000) : "");
-      mustRefuse = caller.role == Role::kViewer || (caller.role == Role::kTenant && r.placement.tenant != caller.tenant);
-      call = [caller, r](EngineCore& core) { return core.compose(caller, r); };
-    } else {
-      const System& target = live[static_cast<std::size_t>(pick(static_cast<int>(live.size())))];
-      if (kind >= 90) return renewLease(caller, target);
-      if (kind >= 85) {
-        what = fmt::format("{} cancels {}", caller.identity, target.name);
-        call = [caller, name = target.name](EngineCore& core) { return core.cancelQueued(caller, name); };
-      } else if (kind < 60) {
-        what = fmt::format("{} decomposes {}", caller.identity, target.name);
-        call = [caller, name = target.name](EngineCore& core) { return core.decompose(caller, name); };
-      } else if (kind < 80) {
-        AttachRequest r{target.name, {}};
-        r.placement.gpuCount = 1 + pick(2);
-        what = fmt::format("{} attaches {} GPU(s) to {}", caller.identity, r.placement.gpuCount, target.name);
-        call = [caller, r](EngineCore& core) { return core.attach(caller, r); };
-      } else {
-        if (target.bindings.empty()) return submit();
-        DetachRequest r{target.name, {target.bindings[static_cast<std::size_t>(pick(static_cast<int>(target.bindings.size())))].deviceId}, {}, {}};
-        what = fmt::format("{} detaches {} from {}", caller.identity, r.devices[0], target.name);
-        call = [caller, r](EngineCore& core) { return core.detach(caller, r); };
-      }
-      mustRefuse = (caller.role == Role::kTenant && target.tenant != caller.tenant) || caller.role == Role::kViewer;
-    }
-    note(what);
-    ++requests_;
-    // As the adapters call it; answered on the control thread, where the request was decided.
-    EngineClient(*engine_).run<Operation>(std::move(call), [this, what, mustRefuse](Result<Operation> r) { answered(what, mustRefuse, std::move(r)); });
-  }
-
-  // Two systems placed together, accepted all or none (a manifest; engine_reservations.cpp), each then followed
-  // like any other operation.
-  void composeTogether(const Caller& caller) {
-    std::vector<ComposeRequest> both;
-    const std::string tenant = caller.role == Role::kTenant ? caller.tenant : std::string(pick(2) ? "team-a" : "team-b");
-    for (int i = 0; i < 2; ++i) {
-      ComposeRequest r{fmt::format("s{}", ++names_), {}, {}};
-      r.placement.gpuCount = 1 + pick(3);
-      r.placement.tenant = tenant;
-      both.push_back(std::move(r));
-    }
-    const std::string what = fmt::format("{} composes {} and {} together ({}, {} + {} GPUs)", caller.identity, both[0].name, both[1].name,
-                                         tenant, both[0].placement.gpuCount, both[1].placement.gpuCount);
-    const bool mustRefuse = caller.role == Role::kViewer;
-    note(what);
-    ++requests_;
-    EngineClient(*engine_).run<std::vector<Operation>>([caller, both](EngineCore& core) { return core.composeTogether(caller, both); },
-                                                       [this, what, mustRefuse](Result<std::vector<Operation>> r) {
-                                                         if (!r) return answered(what, mustRefuse, std::unexpected(r.error()));
-                                                         for (auto& op : *r) {
-                                                           ++requests_;
-                                                           answered(what, mustRefuse, std::move(op));
-                                                         }
-                                                         --requests_;
-                                                       });
-  }
-
-  // Two systems' placements held for a while (PreviewReserve): the GPUs are held, in no system, until the
-  // reservation is composed, released, or its time passes (expireDeadlines).
-  void reserve(const Caller& caller) {
-    std::vector<ComposeRequest> both;
-    const std::string tenant = caller.role == Role::kTenant ? caller.tenant : std::string(pick(2) ? "team-a" : "team-b");
-    for (int i = 0; i < 2; ++i) {
-      ComposeRequest r{fmt::format("s{}", ++names_), {}, {}};
-      r.placement.gpuCount = 1 + pick(2);
-      r.placement.tenant = tenant;
-      both.push_back(std::move(r));
-    }
-    const auto lifetime = std::chrono::seconds(1 + pick(120));
-    const std::string what = fmt::format("{} reserves {} and {} for {}s ({})", caller.identity, both[0].name, both[1].name, lifetime.count(), tenant);
-    const bool mustRefuse = caller.role == Role::kViewer;
-    note(what);
-    ++requests_;
-    EngineClient(*engine_).run<Reservation>([caller, both, lifetime](EngineCore& core) { return core.reserve(caller, both, lifetime); },
-                                            [this, what, mustRefuse](Result<Reservation> r) {
-                                              answers_.push_back(fmt::format("{}: {}", what, r ? r->id : std::string(codeName(r.error().code))));
-                                              refusedAsSuch(what, mustRefuse, r ? std::optional<Error>{} : r.error());
-                                              --requests_;
-                                            });
-  }
-
-  // A reservation composed (its systems' operations followed like any other) or released, by its tenant's
-  // clients or the operator; others must be refused.
-  void useReservation(const Caller& caller) {
-    auto held = engine_->blocking().listReservations();
-    if (!held || held->empty()) return;
-    const Reservation& r = (*held)[static_cast<std::size_t>(pick(static_cast<int>(held->size())))];
-    const bool compose = pick(3) != 0;
-    const std::string what = fmt::format("{} {} {}", caller.identity, compose ? "composes" : "releases", r.id);
-    const bool mustRefuse = caller.role == Role::kViewer || (caller.role == Role::kTenant && caller.tenant != r.tenant);
-    note(what);
-    ++requests_;
-    if (compose)
-      return EngineClient(*engine_).run<std::vector<Operation>>(
-          [caller, id = r.id](EngineCore& core) { return core.composeReserved(caller, id); }, [this, what, mustRefuse](Result<std::vector<Operation>> ops) {
-            if (!ops) return answered(what, mustRefuse, std::unexpected(ops.error()));
-            for (auto& op : *ops) {
-              ++requests_;
-              answered(what, mustRefuse, std::move(op));
-            }
-            --requests_;
-          });
-    EngineClient(*engine_).run<std::monostate>(
-        [caller, id = r.id](EngineCore& core) -> Result<std::monostate> {
-          SY_TRY(core.releaseReservation(caller, id));
-          return std::monostate{};
-        },
-        [this, what, mustRefuse](Result<std::monostate> done) {
-          answers_.push_back(fmt::format("{}: {}", what, done ? "released" : std::string(codeName(done.error().code))));
-          refusedAsSuch(what, mustRefuse, done ? std::optional<Error>{} : done.error());
-          --requests_;
-        });
-  }
-
-  // Invariant 6 for an answer that is not an operation.
-  void refusedAsSuch(const std::string& what, bool mustRefuse, const std::optional<Error>& refused) {
-    if (!mustRefuse) return;
-    if (!refused) crossings_.push_back(fmt::format("6: '{}' was accepted though the caller may not", what));
-    else if (refused->code != Code::kNotFound && refused->code != Code::kPermissionDenied)
-      crossings_.push_back(fmt::format("6: '{}' was refused with {}, not NOT_FOUND or PERMISSION_DENIED", what, codeName(refused->code)));
-  }
-
-  // A lease renewed (or a queued system's refused): a lease that ends later, so a later expireDeadlines passes it by.
-  void renewLease(const Caller& caller, const System& target) {
-    const std::string what = fmt::format("{} renews the lease of {}", caller.identity, target.name);
-    const bool mustRefuse = (caller.role == Role::kTenant && target.tenant != caller.tenant) || caller.role == Role::kViewer;
-    const auto lease = std::chrono::seconds(1 + pick(120));
-    note(what);
-    ++requests_;
-    EngineClient(*engine_).run<System>([caller, name = target.name, lease](EngineCore& core) { return core.renewLease(caller, name, lease); },
-                                       [this, what, mustRefuse](Result<System> r) {
-                                         if (r) answers_.push_back(fmt::format("{}: until {}", what, r->leaseExpiresAt));
-                                         else answers_.push_back(fmt::format("{}: refused {}", what, codeName(r.error().code)));
-                                         if (r && mustRefuse) crossings_.push_back(fmt::format("6: '{}' was accepted though the caller may not", what));
-                                         --requests_;
-                                       });
-  }
-
-  // On the control thread (this one, stepping): a request was answered.
-  void answered(const std::string& what, bool mustRefuse, Result<Operation> r) {
-    if (!r) {
-      ++report_.refused;
-      answers_.push_back(fmt::format("{}: refused {}", what, codeName(r.error().code)));
-      const Code c = r.error().code;
-      if (mustRefuse && c != Code::kNotFound && c != Code::kPermissionDenied)
-        crossings_.push_back(fmt::format("6: '{}' was refused with {}, not NOT_FOUND or PERMISSION_DENIED", what, codeName(c)));
-    } else {
-      ++report_.accepted;
-      answers_.push_back(fmt::format("{}: {} accepted", what, r->id));
-      if (mustRefuse) crossings_.push_back(fmt::format("6: '{}' was accepted ({}) though the caller may not", what, r->id));
-      running_[r->id] = r->tenant;  // queued ones too: once admitted they reserve devices as their own
-      if (r->state == OperationState::kQueued) ++report_.queued;
-      engine_->waitOperation(r->id, 24h, [this](Result<Operation> done) {
-        if (done && done->finished() && running_.erase(done->id))
-          (done->state == OperationState::kSucceeded ? report_.succeeded : report_.failed)++;
-      });
-    }
-    --requests_;
-  }
+  std::vector<System> systems() { return liveSystems(*engine_); }
 
   // Compares the store with the switch: refused while a step's call waits (the engine's rule); else its read of the
   // switch waits among the other calls, and the seed decides when it runs, so steps may start, run and return around
@@ -574,18 +379,16 @@ class Simulation {
     while (engine_->stepControl()) {
     }
     const std::size_t waiting = engine_->waitingCalls() + engine_->lateReplies();
-    if (requests_ != 0 || static_cast<int>(waiting) != running() + reconciling_)
+    if (clients_->unanswered() != 0 || static_cast<int>(waiting) != running() + reconciling_)
       return violation(fmt::format("stuck: {} request(s) unanswered, {} operation(s) running, {} reconcile(s) reading, {} call(s) or "
-                                   "late repl(ies) waiting", requests_, running(), reconciling_, waiting));
+                                   "late repl(ies) waiting", clients_->unanswered(), running(), reconciling_, waiting));
     return true;
   }
 
   void check(bool idle) {
     ++report_.checks;
-    const std::map<OperationId, std::string>& running = running_;
-    std::vector<std::string> crossings;
-    crossings.swap(crossings_);
-    for (auto& c : crossings) violation(std::move(c));
+    const std::map<OperationId, std::string>& running = clients_->running();
+    for (auto& c : clients_->takeCrossings()) violation(std::move(c));
     auto live = engine_->listSystems();
     auto devices = engine_->listDevices();
     auto fabric = observeSwitch();
@@ -704,7 +507,7 @@ class Simulation {
     gate_.open();
     if (engine_) engine_->stop(std::chrono::seconds(0));
     std::string state = report_.trace;
-    for (const auto& a : answers_) state += a + "\n";
+    for (const auto& a : clients_->answers()) state += a + "\n";
     if (auto b = report_.unjudged.empty() ? observeSwitch() : Result<std::vector<Binding>>(std::vector<Binding>{}))
       for (const auto& x : *b) state += x.deviceId + ">" + x.upstreamPortId + "\n";
     std::uint64_t h = 1469598103934665603ull;
@@ -727,13 +530,9 @@ class Simulation {
   std::unique_ptr<GatedHosts> gatedHosts_;
   std::unique_ptr<Engine> engine_;
   std::map<PortId, HostId> hostOfPort_;
-  int requests_ = 0;     // asked and not yet answered
   bool draining_ = false;  // every call passes
   int reconciling_ = 0;     // reconciles and quarantine releases whose call waits among the calls
-  std::map<OperationId, std::string> running_;  // accepted and not finished, with their tenant
-  std::vector<std::string> answers_;
-  std::vector<std::string> crossings_;
-  int names_ = 0;
+  std::unique_ptr<Clients> clients_;  // the requests and their answers
   SimReport report_;
 };
 
