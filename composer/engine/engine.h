@@ -478,6 +478,10 @@ class Engine {
   [[nodiscard]] Result<std::vector<Drift>> reconcileOnControl(const std::vector<Binding>& fabricBindings);
   // Reconciles against a binding read taken when `stepResultsBefore` was current, unless a step's switch
   // call returned since (the read may show an operation half-way): then kUnavailable, nothing recorded.
+  // Switch calls that may change bindings, of steps and of quarantine releases: in flight now, and answered so far.
+  // A binding read taken while one is in flight, or processed after one was answered, may show a change half-way.
+  [[nodiscard]] bool switchChangesInFlight() const;
+  [[nodiscard]] std::uint64_t switchChangesAnswered() const;
   [[nodiscard]] Result<std::vector<Drift>> reconcileIfFresh(const Result<std::vector<Binding>>& fabricBindings,
                                                             std::uint64_t stepResultsBefore);
   // A reconcile round, on the control thread: refused (kUnavailable, `read` false) while steps call the switch, else
@@ -551,6 +555,11 @@ class Engine {
   DisruptionBudget disruptionBudget_;  // each tenant's GPUs preempted in the last day
   IdleReclaim idle_;  // what attached GPUs did, the idle stretches, dry-run notices, the view's idle list
   LeaseWatch leaseWatch_;                          // which leases were warned about, when overdue ones are retried
+  struct ReleaseCalls {
+    int inFlight = 0;
+    std::uint64_t answered = 0;
+  };
+  ReleaseCalls releaseCalls_;  // quarantine releases' switch calls (they may unbind): reconcile's guard counts them
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
   ShareDemand shareDemand_;  // the share sizes asked for lately: what share placement keeps servable
   std::set<std::string> knownHostDrifts_;  // the same for host-side drift

@@ -63,6 +63,7 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
       return refuse(Error{Code::kFailedPrecondition, fmt::format("{} is not quarantined (it is {}); only a quarantined device is released this way",
                                                                  device, toString(held.allocation))});
     if (auto ok = notInASystem(*state_, device); !ok) return refuse(ok.error());
+    ++releaseCalls_.inFlight;
     callOffControl([this, caller, device, unbind, once]() -> std::function<void()> {
       auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
       Result<void> unbound;
@@ -71,6 +72,8 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
           if (b.deviceId == device)
             unbound = resultContained("the unbind call", [&] { return driver_.unbindAll(std::span<const Binding>(&b, 1), {options_.switchCallTimeout}); });
       return [this, caller, device, unbind, once, bindings = std::move(bindings), unbound = std::move(unbound)] {
+        --releaseCalls_.inFlight;
+        ++releaseCalls_.answered;
         if (halted_) return;
         Mutation m;
         Result<DeviceView> released = finishRelease(caller, device, unbind, bindings, unbound, m);

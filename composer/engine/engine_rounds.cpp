@@ -21,8 +21,8 @@ Result<void> Engine::pollFabricEvents() {
 
 Result<std::vector<Drift>> Engine::reconcile() {
   SY_ASSIGN(std::uint64_t before, onControl([this]() -> Result<std::uint64_t> {
-              if (runner_->stepCallsInFlight() > 0) return fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later");
-              return runner_->stepResults();
+              if (switchChangesInFlight()) return fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later");
+              return switchChangesAnswered();
             }));
   auto bindings = driver_.readBindings({options_.switchCallTimeout});
   return onControl([&] { return reconcileIfFresh(bindings, before); });
@@ -53,9 +53,9 @@ void Engine::reconcile(Completion<std::vector<Drift>> done) {
 }
 
 void Engine::reconcileRound(std::function<void(Result<std::vector<Drift>>, bool)> then) {
-  // A read taken while steps call the switch may show an operation half-way.
-  if (runner_->stepCallsInFlight() > 0) return then(fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later"), false);
-  const std::uint64_t before = runner_->stepResults();
+  // A read taken while steps (or a quarantine release) call the switch may show a change half-way.
+  if (switchChangesInFlight()) return then(fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later"), false);
+  const std::uint64_t before = switchChangesAnswered();
   callOffControl([this, before, then = std::move(then)]() -> std::function<void()> {
     auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
     return [this, before, then, bindings = std::move(bindings)] {
@@ -67,10 +67,14 @@ void Engine::reconcileRound(std::function<void(Result<std::vector<Drift>>, bool)
 
 Result<std::vector<Drift>> Engine::reconcileIfFresh(const Result<std::vector<Binding>>& bindings, std::uint64_t before) {
   if (!bindings) return fail(bindings.error().wrap("cannot read the fabric's bindings"));
-  if (runner_->stepResults() != before || runner_->stepCallsInFlight() > 0)
+  if (switchChangesAnswered() != before || switchChangesInFlight())
     return fail(Code::kUnavailable, "an operation changed the fabric during the read; reconcile again later");
   return reconcileOnControl(*bindings);
 }
+
+bool Engine::switchChangesInFlight() const { return runner_->stepCallsInFlight() > 0 || releaseCalls_.inFlight > 0; }
+
+std::uint64_t Engine::switchChangesAnswered() const { return runner_->stepResults() + releaseCalls_.answered; }
 
 Result<PruneReport> EngineCore::pruneHistory() {
   if (!inTask()) return answerFromTask("prune history", [&](EngineCore& core) { return core.pruneHistory(); });

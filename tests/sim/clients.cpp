@@ -50,9 +50,12 @@ void Clients::submit() {
     // Now and then it may wait in the queue, or carry a lease that a later expireDeadlines ends.
     r.queue = pick(4) == 0;
     if (pick(5) == 0) r.lease = std::chrono::seconds(1 + pick(120));
-    what = fmt::format("{} composes {} ({}, {}{}{})", caller.identity, r.name,
+    // Some are spot work (preemptible), some production (which queues and preempts spot once its grace is over).
+    if (const int cls = pick(8); cls == 0) r.priorityClass = "spot";
+    else if (cls == 1) r.priorityClass = "production", r.queue = true;
+    what = fmt::format("{} composes {} ({}, {}{}{}{})", caller.identity, r.name,
                        mig ? fmt::format("{} MIG instance(s)", r.placement.gpuInstances.size()) : fmt::format("{} GPUs", r.placement.gpuCount),
-                       r.placement.tenant,
+                       r.placement.tenant, r.priorityClass.empty() ? "" : ", " + r.priorityClass,
                        r.queue ? ", queue" : "", r.lease.count() > 0 ? fmt::format(", lease {}s", r.lease.count() / 1000) : "");
     mustRefuse = caller.role == Role::kViewer || (caller.role == Role::kTenant && r.placement.tenant != caller.tenant);
     call = [caller, r](EngineCore& core) { return core.compose(caller, r); };

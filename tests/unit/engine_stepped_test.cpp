@@ -170,6 +170,39 @@ TEST_F(SteppedEngineTest, AReadWhoseReplyArrivesAfterAWholeOperationEndedIsRefus
     EXPECT_NE(d.assignment.allocation, DeviceAllocation::kQuarantined) << d.device.id << " quarantined on a stale read";
 }
 
+// A quarantine release unbinds too (`yardctl devices release DEV --unbind`), outside any operation: a reconcile whose
+// read was taken before that unbind and processed after the release freed the GPU would see it still bound, in no
+// system, and quarantine it again (found by the simulation, thirty-fifth session, seed 833). Such a read is stale.
+TEST_F(SteppedEngineTest, AReadTakenBeforeAQuarantineReleaseUnboundIsRefusedAsStale) {
+  start();
+  ASSERT_TRUE(fabric_->bind("sw1-gpu7", "sw1-usp2"));  // behind yardd's back
+  std::optional<Result<std::vector<Drift>>> outcome;
+  engine_->reconcile([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
+  engine_->runUntilIdle();
+  ASSERT_TRUE(outcome && *outcome);
+  ASSERT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
+
+  outcome.reset();
+  engine_->reconcile([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
+  while (engine_->stepControl()) {
+  }
+  ASSERT_TRUE(engine_->runCall(0, Engine::Reply::kLate)) << "the read runs: sw1-gpu7 still bound";
+  std::optional<Result<DeviceView>> released;
+  engine_->releaseQuarantined({"ops", Role::kOperator, {}}, "sw1-gpu7", true, [&](Result<DeviceView> r) { released = std::move(r); });
+  while (engine_->stepControl() || engine_->runCall(0)) {
+  }
+  ASSERT_TRUE(released && *released) << (released ? released->error().message : "no answer");
+  ASSERT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree);
+  ASSERT_TRUE(fabricBindings().empty());
+
+  ASSERT_TRUE(engine_->deliverReply(0));
+  while (engine_->stepControl()) {
+  }
+  ASSERT_TRUE(outcome);
+  EXPECT_FALSE(*outcome) << "a stale read recorded " << (*outcome ? (*outcome)->size() : 0u) << " drift(s)";
+  EXPECT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree) << "quarantined again on a stale read";
+}
+
 // Host reconcile lists the hosts as a waiting call too. A host listed after an attach or a detach there ended, but
 // compared with what its system held when the look began, would show drift that is not there: a GPU the attach
 // gave it as unexpected, one the detach took as missing. Such a host is left out of the round.
