@@ -503,6 +503,10 @@ class Engine {
   // One host reconcile with its listing as a waiting call (the periodic one, reconcileHosts(done)): `then` gets
   // what compareHostsOnControl found, or kUnavailable when the engine halted meanwhile.
   void hostReconcileRound(std::function<void(Result<std::vector<Drift>>)> then);
+  // reconcile(done) and reconcileHosts(done): `round` runs as a control task of its own (refused when the engine does
+  // not run or has halted), and `done` gets what it found once that is written.
+  using DriftsFound = std::function<void(Result<std::vector<Drift>>)>;
+  void roundAsTask(std::function<void(DriftsFound)> round, Completion<std::vector<Drift>> done);
   void reconcileHostsInBackground();
   // A drift seen for the first time: a warning and a drift.<kind> event in `m` (drift_round.h).
   [[nodiscard]] std::function<void(const Drift&)> announceDrift(Mutation& m);

@@ -67,18 +67,6 @@ Result<std::vector<Drift>> Engine::compareHostsOnControl(const std::vector<HostC
   return round.drifts();
 }
 
-void Engine::reconcileHosts(Completion<std::vector<Drift>> done) {
-  postToControl([this, done = std::move(done)](bool running) {
-    if (!running) return done(fail(Code::kAborted, "the engine is not running"));
-    if (halted_) return done(fail(Code::kUnavailable, "yardd has stopped taking work"));
-    hostReconcileRound([this, done](Result<std::vector<Drift>> outcome) {
-      // Answered once what the round recorded is written (group_commit.h).
-      auto answer = std::make_shared<Result<std::vector<Drift>>>(std::move(outcome));
-      toOutbox([done, answer] { done(std::move(*answer)); }, [done](const Error& refused) { done(std::unexpected(refused)); });
-    });
-  });
-}
-
 void Engine::reconcileHostsInBackground() {
   hostReconcileRound([](Result<std::vector<Drift>> r) {
     if (!r && r.error().code != Code::kUnavailable) spdlog::warn("host reconcile: {}", r.error().message);

@@ -41,10 +41,19 @@ Result<std::vector<Drift>> Engine::reconcileHosts() {
 }
 
 void Engine::reconcile(Completion<std::vector<Drift>> done) {
-  postToControl([this, done = std::move(done)](bool running) {
+  roundAsTask([this](DriftsFound found) { reconcileRound([found](Result<std::vector<Drift>> outcome, bool) { found(std::move(outcome)); }); },
+              std::move(done));
+}
+
+void Engine::reconcileHosts(Completion<std::vector<Drift>> done) {
+  roundAsTask([this](DriftsFound found) { hostReconcileRound(std::move(found)); }, std::move(done));
+}
+
+void Engine::roundAsTask(std::function<void(DriftsFound)> round, Completion<std::vector<Drift>> done) {
+  postToControl([this, round = std::move(round), done = std::move(done)](bool running) {
     if (!running) return done(fail(Code::kAborted, "the engine is not running"));
     if (halted_) return done(fail(Code::kUnavailable, "yardd has stopped taking work"));
-    reconcileRound([this, done](Result<std::vector<Drift>> outcome, bool) {
+    round([this, done](Result<std::vector<Drift>> outcome) {
       // Answered once what the round recorded is written (group_commit.h).
       auto answer = std::make_shared<Result<std::vector<Drift>>>(std::move(outcome));
       toOutbox([done, answer] { done(std::move(*answer)); }, [done](const Error& refused) { done(std::unexpected(refused)); });
