@@ -393,22 +393,10 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
 }
 
 Result<Operation> Engine::waitOperation(const OperationId& id, std::chrono::milliseconds timeout) {
-  if (onControlThread() && options_.stepped) {
-    // The caller is a stepped engine's control thread: run what is waiting until the operation ends, or
-    // answer it as it stands when nothing is left to run (what a timeout would have said).
-    auto answer = std::make_shared<std::optional<Result<Operation>>>();
-    waitOperation(id, timeout, [answer](Result<Operation> r) { answer->emplace(std::move(r)); });
-    while (!*answer && step()) {
-    }
-    if (*answer) return std::move(**answer);
-    return EngineCore(*this).getOperation(id);
-  }
-  if (onControlThread())
-    return fail(Code::kInternal, "waitOperation would block the engine's control thread: use the Completion form");
-  auto result = std::make_shared<std::promise<Result<Operation>>>();
-  auto future = result->get_future();
-  waitOperation(id, timeout, [result](Result<Operation> r) { result->set_value(std::move(r)); });
-  return future.get();
+  // A stepped engine's caller runs what waits until the operation ends; when nothing is left to run, the operation
+  // is answered as it stands (what a timeout would have said).
+  return awaitAnswer<Operation>("waitOperation", [&](Completion<Operation> done) { (void)waitOperation(id, timeout, std::move(done)); },
+                                [&] { return EngineCore(*this).getOperation(id); });
 }
 
 void Engine::completeWaiters(const OperationId& id, const Operation& op) {

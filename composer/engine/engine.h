@@ -218,8 +218,8 @@ class Engine {
 
   // Pulls health and link events from the driver now (also done on a timer).
   [[nodiscard]] Result<void> pollFabricEvents();
-  // Compares the store with the fabric and reports (and records) every disagreement. Refused with
-  // kUnavailable while operation steps are calling the switch.
+  // Compares the store with the fabric and reports (and records) every disagreement: reconcile(done), waited for
+  // (awaitAnswer). Refused with kUnavailable while operation steps are calling the switch.
   [[nodiscard]] Result<std::vector<Drift>> reconcile();
   // The same without blocking: the switch is read on a driver thread (a waiting call in a stepped engine, which the
   // test runs when it chooses), and `done` gets the drifts at the commit point that records them, or kUnavailable
@@ -232,6 +232,7 @@ class Engine {
   // Compares what each host's side sees with what its system holds (host-missing-device,
   // host-unexpected-device); hosts with an operation running are skipped, and so are hosts where a step answered
   // while they were listed (what they showed may be half-way). Also done after each periodic reconcile and at start.
+  // reconcileHosts(done), waited for.
   [[nodiscard]] Result<std::vector<Drift>> reconcileHosts();
   // The same without blocking: the hosts are listed on a driver thread (a waiting call in a stepped engine), and
   // `done` gets the drifts at the commit point that records them.
@@ -279,6 +280,12 @@ class Engine {
   // engine's own code calls a core of its task.
   template <typename F>
   auto onControl(F&& f) -> decltype(f());
+  // A blocking form over its Completion form (the blocking reconciles, waitOperation): a stepped engine's caller
+  // (its control thread) runs what waits (step()) until `start`'s answer comes, or gets `unanswered()` once nothing
+  // is left to run; another thread waits for the answer. Refused on a running engine's own control thread.
+  template <typename T>
+  [[nodiscard]] Result<T> awaitAnswer(std::string_view what, const std::function<void(Completion<T>)>& start,
+                                      const std::function<Result<T>()>& unanswered);
 
   // Acceptance (engine.cpp). One request being accepted: its audit record (launch() writes it with the
   // operation it starts, or audited() on its own as a refusal) and its client request id, which the

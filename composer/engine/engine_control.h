@@ -1,6 +1,8 @@
-// Engine::onControl, for the engine's own .cpp files (not a public header): runs a function on the
-// control thread and waits for its result (inline when already there).
+// Engine::onControl and Engine::awaitAnswer, for the engine's own .cpp files (not a public header): run a function on
+// the control thread and wait for its result (inline when already there), or wait for a Completion form's answer.
 #pragma once
+
+#include <fmt/format.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -8,6 +10,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <future>
 #include <list>
+#include <optional>
 
 #include "composer/engine/engine.h"
 
@@ -60,6 +63,29 @@ auto Engine::onControl(F&& f) -> decltype(f()) {
     return future.get();
   } catch (const std::future_error&) {  // the control loop stopped before running it
     return R(fail(Code::kAborted, "yardd is shutting down"));
+  }
+}
+
+template <typename T>
+Result<T> Engine::awaitAnswer(std::string_view what, const std::function<void(Completion<T>)>& start,
+                              const std::function<Result<T>()>& unanswered) {
+  if (onControlThread() && options_.stepped) {
+    auto answer = std::make_shared<std::optional<Result<T>>>();
+    start([answer](Result<T> r) { answer->emplace(std::move(r)); });
+    while (!*answer && step()) {
+    }
+    if (*answer) return std::move(**answer);
+    return unanswered();
+  }
+  if (onControlThread())
+    return fail(Code::kInternal, fmt::format("{} would block the engine's control thread: use its Completion form", what));
+  auto promise = std::make_shared<std::promise<Result<T>>>();
+  auto future = promise->get_future();
+  start([promise](Result<T> r) { promise->set_value(std::move(r)); });
+  try {
+    return future.get();
+  } catch (const std::future_error&) {  // the control loop stopped with the call unanswered
+    return fail(Code::kAborted, "yardd is shutting down");
   }
 }
 

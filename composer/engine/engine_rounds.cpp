@@ -9,6 +9,13 @@
 #include "composer/model/contain.h"
 
 namespace switchyard {
+namespace {
+
+// A stepped engine where nothing is left to run and the round was not answered: not seen to happen (its read is a
+// waiting call that step() runs), answered rather than waited for.
+Result<std::vector<Drift>> unansweredRound() { return fail(Code::kUnavailable, "the round was not answered: nothing is left to run"); }
+
+}  // namespace
 
 Result<void> Engine::pollFabricEvents() {
   auto events = driver_.pollEvents();
@@ -20,24 +27,13 @@ Result<void> Engine::pollFabricEvents() {
 }
 
 Result<std::vector<Drift>> Engine::reconcile() {
-  SY_ASSIGN(std::uint64_t before, onControl([this]() -> Result<std::uint64_t> {
-              if (switchChangesInFlight()) return fail(Code::kUnavailable, "operations are changing the fabric; reconcile again later");
-              return switchChangesAnswered();
-            }));
-  auto bindings = driver_.readBindings({options_.switchCallTimeout});
-  return onControl([&] { return reconcileIfFresh(bindings, before); });
+  return awaitAnswer<std::vector<Drift>>("reconcile", [this](Completion<std::vector<Drift>> done) { reconcile(std::move(done)); },
+                                         unansweredRound);
 }
 
-// The rest of host reconcile is in engine_host_reconcile.cpp; this part needs onControl.
 Result<std::vector<Drift>> Engine::reconcileHosts() {
-  std::uint64_t before = 0;
-  SY_ASSIGN(auto checks, onControl([&]() -> Result<std::vector<HostCheck>> {
-    before = runner_->stepResults();
-    return hostChecksOnControl();
-  }));
-  std::vector<Result<std::vector<HostDeviceIdentity>>> seen;
-  for (const auto& check : checks) seen.push_back(hosts_->listPresent(check.host, {options_.hostCallTimeout}));
-  return onControl([&] { return compareHostsOnControl(checks, seen, before); });
+  return awaitAnswer<std::vector<Drift>>("host reconcile", [this](Completion<std::vector<Drift>> done) { reconcileHosts(std::move(done)); },
+                                         unansweredRound);
 }
 
 void Engine::reconcile(Completion<std::vector<Drift>> done) {
