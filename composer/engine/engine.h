@@ -53,6 +53,7 @@
 #include "composer/engine/move_planner.h"
 #include "composer/engine/numbering.h"
 #include "composer/engine/disruption_budget.h"
+#include "composer/engine/drift_watch.h"
 #include "composer/engine/event_log.h"
 #include "composer/engine/group_commit.h"
 #include "composer/engine/idle_reclaim.h"
@@ -515,7 +516,7 @@ class Engine {
   using DriftsFound = std::function<void(Result<std::vector<Drift>>)>;
   void roundAsTask(std::function<void(DriftsFound)> round, Completion<std::vector<Drift>> done);
   void reconcileHostsInBackground();
-  // A drift seen for the first time: a warning and a drift.<kind> event in `m` (drift_round.h).
+  // A drift seen for the first time: a warning and a drift.<kind> event in `m` (drift_watch.h).
   [[nodiscard]] std::function<void(const Drift&)> announceDrift(Mutation& m);
   void scheduleFabricPoll();
   void schedulePrune(bool behind = false);
@@ -573,13 +574,11 @@ class Engine {
   ReleaseCalls releaseCalls_;  // quarantine releases' switch calls (they may unbind): reconcile's guard counts them
   int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
   ShareDemand shareDemand_;  // the share sizes asked for lately: what share placement keeps servable
-  std::set<std::string> knownHostDrifts_;  // the same for host-side drift
-  std::set<std::string> knownDrifts_;  // reported already; repeated sightings make no new event
+  DriftWatch drifts_;  // reconcile's memory: the drifts each side's last round reported, whether the event feed fails
   WriterEpoch writerEpoch_ = 0;  // claimed at start: the fencing token of every write
   std::string storeFailure_;     // why the engine stopped writing, once it did
   mutable std::mutex failureMutex_;  // guards failureForReaders_, storeFailure_'s copy for other threads
   std::string failureForReaders_;
-  std::string eventFeedFailure_;  // why the switch's events cannot be read, while they cannot
   bool accepting_ = false;
   StandbyReplica standby_;  // a standby's engine (reads only): the leader, what its pool was built from
   bool halted_ = false;  // after stop's grace: record step results but start no new steps

@@ -8,7 +8,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "composer/engine/drift_round.h"
+#include "composer/engine/drift_watch.h"
 #include "composer/engine/engine.h"
 #include "composer/model/contain.h"
 
@@ -35,7 +35,7 @@ Result<std::vector<Drift>> Engine::compareHostsOnControl(const std::vector<HostC
                                                          const std::vector<Result<std::vector<HostDeviceIdentity>>>& seen,
                                                          std::uint64_t stepResultsBefore) {
   Mutation m;
-  DriftRound round(knownHostDrifts_, announceDrift(m));
+  DriftRound round = drifts_.round(DriftWatch::Side::kHosts, announceDrift(m));
   for (std::size_t i = 0; i < checks.size(); ++i) {
     const HostCheck& check = checks[i];
     if (!seen[i]) {
@@ -61,9 +61,8 @@ Result<std::vector<Drift>> Engine::compareHostsOnControl(const std::vector<HostC
                fmt::format("{} sees {} at {}, which is in none of its systems: release it from the host (yard-agent) or compose it", check.host,
                            device, identity->pciAddress));
   }
-  if (round.drifts().empty() && !knownHostDrifts_.empty()) spdlog::info("host reconcile: every host sees what its system holds again");
   SY_TRY(persist(m));
-  knownHostDrifts_ = round.takeSeen();
+  if (drifts_.remember(DriftWatch::Side::kHosts, round)) spdlog::info("host reconcile: every host sees what its system holds again");
   return round.drifts();
 }
 

@@ -11,7 +11,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "composer/engine/drift_round.h"
+#include "composer/engine/drift_watch.h"
 #include "composer/engine/fabric_comparison.h"
 #include "composer/engine/engine.h"
 
@@ -137,7 +137,7 @@ Result<void> Engine::loadState() {
 Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>& fabricBindings) {
   FabricComparison found = compareWithFabric(*state_, fabricBindings, clock_.now());
   Mutation m;
-  DriftRound round(knownDrifts_, announceDrift(m));
+  DriftRound round = drifts_.round(DriftWatch::Side::kFabric, announceDrift(m));
   for (auto& d : found.drifts) round.report(std::move(d.kind), d.deviceId, std::move(d.message));
   for (const auto& [s, stateChanged] : found.systems) {
     state_->putSystem(s);
@@ -159,9 +159,8 @@ Result<std::vector<Drift>> Engine::reconcileOnControl(const std::vector<Binding>
     m.events.push_back(makeEvent("drift.resolved", device, fmt::format("{} is unbound in the fabric; back in the pool", device)));
     queue_.markDirty();
   }
-  if (round.drifts().empty() && !knownDrifts_.empty()) spdlog::info("reconcile: store and fabric agree again ({} binding(s))", fabricBindings.size());
   SY_TRY(persist(m));
-  knownDrifts_ = round.takeSeen();
+  if (drifts_.remember(DriftWatch::Side::kFabric, round)) spdlog::info("reconcile: store and fabric agree again ({} binding(s))", fabricBindings.size());
   return round.drifts();
 }
 
@@ -177,16 +176,14 @@ void Engine::applyFabricEvents(const Result<std::vector<FabricEvent>>& events) {
   Mutation m;
   // A feed that cannot be read is recorded once when it goes and once when it comes back; health changes
   // meanwhile arrive with the first successful poll (the driver keeps them).
-  if (!events) {
-    if (!eventFeedFailure_.empty()) return;
-    eventFeedFailure_ = events.error().message;
-    spdlog::warn("cannot read the switch's events: {}; device health may be stale until it answers", eventFeedFailure_);
+  const DriftWatch::Feed feed = drifts_.feedRead(events ? std::string{} : events.error().message);
+  if (feed == DriftWatch::Feed::kLost) {
+    spdlog::warn("cannot read the switch's events: {}; device health may be stale until it answers", drifts_.feedFailure());
     m.events.push_back(makeEvent("fabric.events-unavailable", std::string(driver_.name()),
-                                 fmt::format("cannot read the switch's events: {}; device health may be stale", eventFeedFailure_)));
-  } else if (!eventFeedFailure_.empty()) {
+                                 fmt::format("cannot read the switch's events: {}; device health may be stale", drifts_.feedFailure())));
+  } else if (feed == DriftWatch::Feed::kBack) {
     spdlog::info("the switch's events can be read again");
     m.events.push_back(makeEvent("fabric.events-restored", std::string(driver_.name()), "the switch's events can be read again"));
-    eventFeedFailure_.clear();
   }
   for (const auto& e : events ? *events : std::vector<FabricEvent>{}) {
     if (e.type == "device.health") {

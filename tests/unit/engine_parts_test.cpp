@@ -1,17 +1,19 @@
 // The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
 // recent use, the disruption budget, the lease watch, the preemption plan, the reservation book, the event log, the
-// request queue, the quota check, the operations' waiters, the steps' retries, defragmentation's moves, reconcile's comparison with the fabric, the numbers the engine gives out. The engine tests (engine_queue_test.cpp and others) check
+// request queue, the quota check, the operations' waiters, the steps' retries, defragmentation's moves, reconcile's comparison with the fabric and its memory of drift, the numbers the engine gives out. The engine tests (engine_queue_test.cpp and others) check
 // the same rules through the whole engine; these pin each part's own contract.
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cmath>
 
 #include "composer/engine/defragmentation.h"
 #include "composer/engine/disruption_budget.h"
+#include "composer/engine/drift_watch.h"
 #include "composer/engine/event_log.h"
 #include "composer/engine/fabric_comparison.h"
 #include "composer/engine/lease_watch.h"
@@ -434,6 +436,54 @@ TEST(FabricComparison, FindsWhatTheFabricDisagreesWithAndLeavesBusyDevicesToThei
 }
 
 // StepRetries: the backoff before each attempt, and the timers that wait it out.
+TEST(DriftWatch, ADriftThatPersistsIsAnnouncedOnceEachSideRemembersItsOwnAndTheirEndIsToldOnce) {
+  DriftWatch watch;
+  std::vector<std::string> announced;
+  auto announce = [&](const Drift& d) { announced.push_back(d.kind + ":" + d.deviceId); };
+  auto fabricRound = [&](const std::vector<std::string>& devices) {
+    DriftRound round = watch.round(DriftWatch::Side::kFabric, announce);
+    for (const auto& d : devices) round.report("unexpected-binding", d, "bound in the fabric only");
+    EXPECT_EQ(round.drifts().size(), devices.size()) << "a round returns every drift it found, announced or not";
+    return watch.remember(DriftWatch::Side::kFabric, round);
+  };
+  EXPECT_FALSE(fabricRound({"gpu0"}));
+  EXPECT_EQ(announced, (std::vector<std::string>{"unexpected-binding:gpu0"}));
+  EXPECT_FALSE(fabricRound({"gpu0", "gpu1"}));
+  EXPECT_EQ(announced.size(), 2u) << "gpu0 again makes no announcement; gpu1 is new";
+  EXPECT_EQ(announced.back(), "unexpected-binding:gpu1");
+
+  // The host side has its own memory: the same device there is new to it, and its rounds leave the fabric's alone.
+  DriftRound hosts = watch.round(DriftWatch::Side::kHosts, announce);
+  hosts.report("host-missing-device", "gpu0", "the host no longer sees it");
+  EXPECT_FALSE(watch.remember(DriftWatch::Side::kHosts, hosts));
+  EXPECT_EQ(announced.back(), "host-missing-device:gpu0");
+
+  // A round that is never remembered (its writes failed) changes nothing: the next one announces the same again.
+  {
+    DriftRound unwritten = watch.round(DriftWatch::Side::kFabric, announce);
+    unwritten.report("unexpected-binding", "gpu2", "bound in the fabric only");
+  }
+  EXPECT_FALSE(fabricRound({"gpu0", "gpu1", "gpu2"}));
+  EXPECT_EQ(std::count(announced.begin(), announced.end(), "unexpected-binding:gpu2"), 2);
+
+  EXPECT_TRUE(fabricRound({})) << "the fabric's drift is over: told once";
+  EXPECT_FALSE(fabricRound({})) << "and not again";
+  EXPECT_FALSE(fabricRound({"gpu0"}));
+  EXPECT_EQ(announced.back(), "unexpected-binding:gpu0") << "a drift that comes back after it ended is announced again";
+}
+
+TEST(DriftWatch, TheEventFeedIsLostOnceAndBackOnceWhateverItSaysMeanwhile) {
+  DriftWatch watch;
+  EXPECT_EQ(watch.feedRead(""), DriftWatch::Feed::kAsBefore);
+  EXPECT_EQ(watch.feedRead("the switch does not answer"), DriftWatch::Feed::kLost);
+  EXPECT_EQ(watch.feedFailure(), "the switch does not answer");
+  EXPECT_EQ(watch.feedRead("connection refused"), DriftWatch::Feed::kAsBefore) << "still failing: announced when it went";
+  EXPECT_EQ(watch.feedFailure(), "the switch does not answer") << "what was announced";
+  EXPECT_EQ(watch.feedRead(""), DriftWatch::Feed::kBack);
+  EXPECT_EQ(watch.feedFailure(), "");
+  EXPECT_EQ(watch.feedRead(""), DriftWatch::Feed::kAsBefore);
+}
+
 TEST(StepRetries, EachWaitIsBetweenHalfAndAllOfADoublingBackoffUpToTheLongest) {
   boost::asio::io_context io;
   StepRetries retries(io, std::chrono::milliseconds(100), std::chrono::milliseconds(2000));
