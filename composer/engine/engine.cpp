@@ -153,10 +153,10 @@ Result<RecoveryReport> Engine::start() {
   }
   // A store that failed while they ran halted the engine: what memory says of them may not be durable.
   SY_TRY(onControl([this]() -> Result<void> {
-    if (storeFailure_.empty()) return {};
+    if (!lifecycle_.failed()) return {};
     return fail(Code::kUnavailable, fmt::format("recovery stopped: resumed operations could not finish because the store failed ({}); "
                                                 "yardd does not start on a store it cannot write",
-                                                storeFailure_));
+                                                lifecycle_.failure()));
   }));
   SY_ASSIGN(report.drifts, reconcile());
   if (hosts_ != nullptr) {
@@ -164,7 +164,7 @@ Result<RecoveryReport> Engine::start() {
     report.drifts.insert(report.drifts.end(), hostDrifts.begin(), hostDrifts.end());
   }
   SY_TRY(onControl([this]() -> Result<void> {
-    accepting_ = true;
+    lifecycle_.open();
     resumeMoves();       // their detaches start at this task's commit point
     queue_.markDirty();  // what waited in the queue before the restart may fit now
     if (options_.stepped) return {};  // its tests run each round when they choose
@@ -181,7 +181,7 @@ Result<RecoveryReport> Engine::start() {
 void Engine::stop(Duration grace) {
   if (!controlRunning_.load()) return;
   (void)onControl([this]() -> Result<void> {
-    accepting_ = false;
+    lifecycle_.close();
     return {};
   });
   const auto deadline = std::chrono::steady_clock::now() + grace;
@@ -195,8 +195,7 @@ void Engine::stop(Duration grace) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   (void)onControl([this]() -> Result<void> {
-    halted_ = true;
-    haltedForReaders_ = true;
+    lifecycle_.halt();
     pollTimer_->timer.cancel();
     pollTimer_->pruneTimer.cancel();
     pollTimer_->reconcileTimer.cancel();
@@ -292,7 +291,7 @@ Result<Operation> Engine::audited(const Caller& caller, std::string action, cons
 
 Result<void> EngineCore::recordAudit(AuditRecord record) {
   if (!inTask()) return answerFromTask("record an audit", [&](EngineCore& core) { return core.recordAudit(std::move(record)); });
-  if (engine_.standby_.on() || !engine_.storeFailure_.empty()) return engine_.checkAccepting();
+  if (engine_.standby_.on() || engine_.lifecycle_.failed()) return engine_.checkAccepting();
   if (record.at == 0) record.at = engine_.clock_.now();
   record.sequence = engine_.numbers_.nextAudit();
   Mutation m;
@@ -370,7 +369,7 @@ Engine::CancelWait Engine::waitOperation(const OperationId& id, std::chrono::mil
     }
     // A halted engine (its store failed, or stop's grace ran out) finishes nothing: say how it stands now,
     // rather than wait for an end that cannot come (a start whose resume hit a failed store hung here).
-    if (halted_ && !standby_.on())
+    if (lifecycle_.halted() && !standby_.on())
       if (const Operation* op = runner_->find(id)) {
         commitNow();
         return OperationWaiters::answer(*wait, *op);
@@ -540,18 +539,10 @@ void Engine::haltOnInternalFailure(const std::string& what) {
 }
 
 void Engine::halt(const std::string& why, const std::string& logLine) {
-  if (storeFailure_.empty()) {
-    storeFailure_ = why;
+  if (lifecycle_.haltForGood(why)) {
     spdlog::critical("{}", logLine);
-    {
-      std::lock_guard lock(failureMutex_);
-      failureForReaders_ = storeFailure_;
-    }
-    if (options_.onHalt) options_.onHalt(storeFailure_);
+    if (options_.onHalt) options_.onHalt(why);
   }
-  accepting_ = false;
-  halted_ = true;
-  haltedForReaders_ = true;
   recentEnds_.clear();  // an end recorded there may be one the failed write lost
   // No operation will finish now: whoever waits for one gets it as it stands (resumable at the next start).
   for (const auto& id : waiters_.waitedFor())
@@ -559,8 +550,7 @@ void Engine::halt(const std::string& why, const std::string& logLine) {
 }
 
 std::string Engine::storeFailure() const {
-  std::lock_guard lock(failureMutex_);
-  return failureForReaders_;
+  return lifecycle_.failureForReaders();
 }
 
 void Engine::publish(const std::vector<Event>& events) {

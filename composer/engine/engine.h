@@ -53,6 +53,7 @@
 #include "composer/engine/move_planner.h"
 #include "composer/engine/numbering.h"
 #include "composer/engine/disruption_budget.h"
+#include "composer/engine/engine_lifecycle.h"
 #include "composer/engine/drift_watch.h"
 #include "composer/engine/event_log.h"
 #include "composer/engine/group_commit.h"
@@ -211,7 +212,7 @@ class Engine {
   bool deliverReply(std::size_t index);
   // True once stop() has halted the engine (its grace is over): step results still in flight are recorded,
   // no new step starts. Safe on any thread; tests wait on it instead of sleeping.
-  [[nodiscard]] bool halted() const { return haltedForReaders_.load(); }
+  [[nodiscard]] bool halted() const { return lifecycle_.haltedForReaders(); }
   // Now on the engine's clock (a manual one in tests): what idle times and lease ends are measured against.
   [[nodiscard]] Timestamp now() const { return clock_.now(); }
   // The step kinds this engine runs (for describing steps).
@@ -576,13 +577,8 @@ class Engine {
   ShareDemand shareDemand_;  // the share sizes asked for lately: what share placement keeps servable
   DriftWatch drifts_;  // reconcile's memory: the drifts each side's last round reported, whether the event feed fails
   WriterEpoch writerEpoch_ = 0;  // claimed at start: the fencing token of every write
-  std::string storeFailure_;     // why the engine stopped writing, once it did
-  mutable std::mutex failureMutex_;  // guards failureForReaders_, storeFailure_'s copy for other threads
-  std::string failureForReaders_;
-  bool accepting_ = false;
+  EngineLifecycle lifecycle_;  // whether it takes work (starting, open, closing, halted) and why it failed, once it did
   StandbyReplica standby_;  // a standby's engine (reads only): the leader, what its pool was built from
-  bool halted_ = false;  // after stop's grace: record step results but start no new steps
-  std::atomic<bool> haltedForReaders_{false};  // halted_, for halted() on other threads
   Outbox outbox_;  // what the tasks hand out at their commit point (flush), once written
   GroupCommit commits_{options_.stepped ? 1 : options_.groupCommitTasks};  // the writes of the tasks since the last commit point
   const PoolState* viewState_ = nullptr;        // the state the published view was built from

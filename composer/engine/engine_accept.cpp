@@ -22,10 +22,7 @@ Result<void> Engine::checkAccepting() const {
     return fail(Code::kUnavailable, leader.empty() ? "this yardd is a standby and no yardd leads right now; retry shortly"
                                                    : fmt::format("this yardd is a standby; send changes to the leader at {}", leader));
   }
-  if (!storeFailure_.empty())
-    return fail(Code::kUnavailable, fmt::format("yardd stopped taking work because its store failed ({}); restart it", storeFailure_));
-  if (!accepting_) return fail(Code::kUnavailable, "yardd is starting or shutting down; retry shortly");
-  return {};
+  return lifecycle_.refusal();
 }
 
 TenantHolding Engine::usageOf(std::string_view tenant, std::string_view applying) const {

@@ -165,7 +165,7 @@ void Engine::resumeMoves() {
 }
 
 void Engine::startDueDetaches() {
-  if (!accepting_ || halted_ || standby_.on() || !storeFailure_.empty()) return;
+  if (!lifecycle_.accepting() || standby_.on()) return;
   const auto due = defrag_.detachesDue();
   if (due.empty()) return;
   Mutation m;

@@ -82,7 +82,7 @@ void Engine::hostReconcileRound(std::function<void(Result<std::vector<Drift>>)> 
     for (const auto& check : checks)
       seen.push_back(resultContained("the host listing call", [&] { return hosts_->listPresent(check.host, {options_.hostCallTimeout}); }));
     return [this, checks, before, then, seen = std::move(seen)] {
-      if (halted_) return then(fail(Code::kUnavailable, "yardd has stopped taking work"));
+      if (lifecycle_.halted()) return then(fail(Code::kUnavailable, "yardd has stopped taking work"));
       then(compareHostsOnControl(checks, seen, before));
     };
   });

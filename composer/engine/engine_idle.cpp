@@ -94,7 +94,7 @@ void Engine::writeIdleStretchesAtStop() {
 void Engine::applyActivity(ActivityOutcome outcome, Mutation& m, std::vector<Operation>& started) {
   for (auto& s : outcome.stretchWrites) m.writes.emplace_back(PutIdleStretch{std::move(s)});
   idle_.show(std::move(outcome.list));
-  if (standby_.on() || !accepting_ || halted_) return;
+  if (standby_.on() || !lifecycle_.accepting()) return;
   for (auto& d : outcome.due) {
     // The round saw the system as it was when it started: detach only what is still there as it was.
     const System* s = state_->system(d.system);
@@ -179,11 +179,11 @@ Result<std::vector<Operation>> Engine::sampleActivity() {
 }
 
 void Engine::scheduleActivity() {
-  if (halted_ || hosts_ == nullptr || options_.activityInterval.count() <= 0) return;
+  if (lifecycle_.halted() || hosts_ == nullptr || options_.activityInterval.count() <= 0) return;
   pollTimer_->activityTimer.expires_after(options_.activityInterval);
   pollTimer_->activityTimer.async_wait([this](const boost::system::error_code& ec) {
     CommitPoint commit{*this};
-    if (ec || halted_) return;
+    if (ec || lifecycle_.halted()) return;
     scheduleActivity();
     if (idle_.roundOut()) return;  // hosts slower than the interval: one look at a time
     auto round = activityRoundOnControl();
@@ -193,7 +193,7 @@ void Engine::scheduleActivity() {
       auto outcome = std::make_shared<ActivityOutcome>(recordActivity(round));
       return [this, outcome] {
         idle_.endRound();
-        if (halted_) return;
+        if (lifecycle_.halted()) return;
         Mutation m;
         std::vector<Operation> started;
         applyActivity(std::move(*outcome), m, started);

@@ -102,7 +102,7 @@ void Engine::expireLeases(Mutation& m, std::vector<Operation>& started) {
 Result<std::vector<Operation>> EngineCore::expireDeadlines() {
   if (!inTask()) return answerFromTask("deadlines", [&](EngineCore& core) { return core.expireDeadlines(); });
   std::vector<Operation> started;
-  if (engine_.standby_.on() || !engine_.accepting_ || engine_.halted_) return started;
+  if (engine_.standby_.on() || !engine_.lifecycle_.accepting()) return started;
   engine_.expireReservations();
   Mutation m;
   // Agents past their heartbeat deadline: placement passes their hosts by (no bind that must roll back);
@@ -141,11 +141,11 @@ Result<std::vector<Operation>> EngineCore::expireDeadlines() {
 }
 
 void Engine::scheduleDeadlines() {
-  if (halted_ || options_.deadlineInterval.count() <= 0) return;
+  if (lifecycle_.halted() || options_.deadlineInterval.count() <= 0) return;
   pollTimer_->deadlineTimer.expires_after(options_.deadlineInterval);
   pollTimer_->deadlineTimer.async_wait([this](const boost::system::error_code& ec) {
     CommitPoint commit{*this};
-    if (ec || halted_) return;
+    if (ec || lifecycle_.halted()) return;
     if (auto r = EngineCore(*this).expireDeadlines(); !r) spdlog::warn("leases and queue timeouts: {}", r.error().message);
     scheduleDeadlines();
   });

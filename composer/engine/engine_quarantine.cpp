@@ -44,7 +44,7 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
   // Refused before the switch is asked: a standby, a tenant or viewer, an unknown or unquarantined device.
   auto refuse = [this, caller, device, once](const Error& error) {
     Mutation m;
-    if (!standby_.on() && storeFailure_.empty()) {
+    if (!standby_.on() && !lifecycle_.failed()) {
       AuditRecord record{0, clock_.now(), caller, "release", "device:" + device, {}, std::string(codeName(error.code)), error.message};
       record.sequence = numbers_.nextAudit();
       m.writes.emplace_back(PutAudit{std::move(record)});
@@ -74,7 +74,7 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
       return [this, caller, device, unbind, once, bindings = std::move(bindings), unbound = std::move(unbound)] {
         --releaseCalls_.inFlight;
         ++releaseCalls_.answered;
-        if (halted_) return;
+        if (lifecycle_.halted()) return;
         Mutation m;
         Result<DeviceView> released = finishRelease(caller, device, unbind, bindings, unbound, m);
         AuditRecord record{0, clock_.now(), caller, "release", "device:" + device, {}, released ? "accepted" : std::string(codeName(released.error().code)),

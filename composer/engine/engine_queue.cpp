@@ -361,7 +361,7 @@ void Engine::admitQueued() {
     queue_.forgetPass();
     return;
   }
-  if (!accepting_ || halted_ || standby_.on() || !storeFailure_.empty()) return;
+  if (!lifecycle_.accepting() || standby_.on()) return;
   const auto started = std::chrono::steady_clock::now();
 
   // Fair share: each tenant's GPUs held now plus what it held recently (decayed GPU-seconds over the half-life,

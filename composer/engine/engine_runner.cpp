@@ -12,7 +12,7 @@ class Engine::RunnerContext final : public OperationRunner::Context {
   explicit RunnerContext(Engine& engine) : engine_(engine) {}
 
   PoolState& state() override { return *engine_.state_; }
-  bool halted() const override { return engine_.halted_; }
+  bool halted() const override { return engine_.lifecycle_.halted(); }
   Result<void> persist(Mutation& m) override { return engine_.persist(m); }
   Event event(std::string type, std::string subject, std::string message, std::string actor) override {
     return engine_.makeEvent(std::move(type), std::move(subject), std::move(message), std::move(actor));

@@ -1,6 +1,6 @@
 // The engine's parts that own their state (issue 59), each alone, with time passed in: fair share's memory of
 // recent use, the disruption budget, the lease watch, the preemption plan, the reservation book, the event log, the
-// request queue, the quota check, the operations' waiters, the steps' retries, defragmentation's moves, reconcile's comparison with the fabric and its memory of drift, the numbers the engine gives out. The engine tests (engine_queue_test.cpp and others) check
+// request queue, the quota check, the operations' waiters, the steps' retries, defragmentation's moves, reconcile's comparison with the fabric and its memory of drift, the engine's lifecycle, the numbers the engine gives out. The engine tests (engine_queue_test.cpp and others) check
 // the same rules through the whole engine; these pin each part's own contract.
 #include <gtest/gtest.h>
 
@@ -14,6 +14,7 @@
 #include "composer/engine/defragmentation.h"
 #include "composer/engine/disruption_budget.h"
 #include "composer/engine/drift_watch.h"
+#include "composer/engine/engine_lifecycle.h"
 #include "composer/engine/event_log.h"
 #include "composer/engine/fabric_comparison.h"
 #include "composer/engine/lease_watch.h"
@@ -482,6 +483,34 @@ TEST(DriftWatch, TheEventFeedIsLostOnceAndBackOnceWhateverItSaysMeanwhile) {
   EXPECT_EQ(watch.feedRead(""), DriftWatch::Feed::kBack);
   EXPECT_EQ(watch.feedFailure(), "");
   EXPECT_EQ(watch.feedRead(""), DriftWatch::Feed::kAsBefore);
+}
+
+TEST(EngineLifecycle, TakesChangesOnlyWhileOpenAndAFailureHaltsItForGoodWithItsFirstReason) {
+  EngineLifecycle life;
+  EXPECT_FALSE(life.accepting());
+  EXPECT_EQ(life.refusal().error().message, "yardd is starting or shutting down; retry shortly");
+  life.open();
+  EXPECT_TRUE(life.accepting());
+  EXPECT_TRUE(life.refusal());
+  life.close();  // stop(): refused, nothing halted yet
+  EXPECT_FALSE(life.accepting());
+  EXPECT_FALSE(life.halted());
+  life.halt();  // its grace is over
+  EXPECT_TRUE(life.halted());
+  EXPECT_TRUE(life.haltedForReaders());
+  life.open();
+  EXPECT_FALSE(life.accepting()) << "a halted engine does not open again";
+
+  EngineLifecycle failing;
+  failing.open();
+  EXPECT_TRUE(failing.haltForGood("disk I/O error"));
+  EXPECT_FALSE(failing.haltForGood("fenced out")) << "told once";
+  EXPECT_TRUE(failing.halted());
+  EXPECT_FALSE(failing.accepting());
+  EXPECT_EQ(failing.failure(), "disk I/O error");
+  EXPECT_EQ(failing.failureForReaders(), "disk I/O error");
+  EXPECT_EQ(failing.refusal().error().message, "yardd stopped taking work because its store failed (disk I/O error); restart it");
+  EXPECT_EQ(failing.refusal().error().code, Code::kUnavailable);
 }
 
 TEST(StepRetries, EachWaitIsBetweenHalfAndAllOfADoublingBackoffUpToTheLongest) {
