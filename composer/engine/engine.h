@@ -62,6 +62,7 @@
 #include "composer/engine/operation_waiters.h"
 #include "composer/engine/outbox.h"
 #include "composer/engine/preemption_plan.h"
+#include "composer/engine/published_view.h"
 #include "composer/engine/quota_check.h"
 #include "composer/engine/request_queue.h"
 #include "composer/engine/standby_replica.h"
@@ -581,9 +582,7 @@ class Engine {
   StandbyReplica standby_;  // a standby's engine (reads only): the leader, what its pool was built from
   Outbox outbox_;  // what the tasks hand out at their commit point (flush), once written
   GroupCommit commits_{options_.stepped ? 1 : options_.groupCommitTasks};  // the writes of the tasks since the last commit point
-  const PoolState* viewState_ = nullptr;        // the state the published view was built from
-  mutable std::mutex viewMutex_;                // guards view_ (a pointer swap; readers copy the pointer)
-  std::shared_ptr<const PoolView> view_;
+  PublishedView view_;  // what readers see (any thread), and the state it was built from
   bool controlStopped_ = false;  // the control loop has ended: posted work is answered kAborted
 };
 

@@ -8,10 +8,7 @@
 
 namespace switchyard {
 
-std::shared_ptr<const PoolView> Engine::view() const {
-  std::lock_guard lock(viewMutex_);
-  return view_;
-}
+std::shared_ptr<const PoolView> Engine::view() const { return view_.current(); }
 
 void Engine::flush() {
   // Capacity that freed in this task goes to the queue in this task (engine_queue.cpp): no polling.
@@ -35,7 +32,7 @@ void Engine::flush() {
 
 void Engine::publishView() {
   if (!state_) return;
-  const bool rebuild = viewState_ != state_.get();
+  const bool rebuild = !view_.builtFrom(state_.get());
   auto current = view();
   std::shared_ptr<PoolView> next;  // made once something changed: most commit points change nothing the view shows
 
@@ -49,7 +46,6 @@ void Engine::publishView() {
 
   if (rebuild) {
     (void)state_->takeChanges();
-    viewState_ = state_.get();
     next = std::make_shared<PoolView>();
     next->shape = std::make_shared<const PoolShape>(state_->topology());
     const PoolShape& shape = *next->shape;
@@ -127,9 +123,7 @@ void Engine::publishView() {
     next->activity = current->activity;
   }
   next->demand = state_->pool().sharedDemand();
-  std::shared_ptr<const PoolView> old;  // freed outside the lock (a reader may still hold it, then it frees it)
-  std::lock_guard lock(viewMutex_);
-  old = std::exchange(view_, std::move(next));
+  view_.publish(std::move(next), state_.get());
 }
 
 }  // namespace switchyard
