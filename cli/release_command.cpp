@@ -23,8 +23,9 @@ void addReleaseCommand(CLI::App& devices, std::function<int(const pb::ReleaseDev
   release->add_option_function<std::string>("device", [request](const std::string& v) { request->set_device_id(v); }, "The quarantined device")
       ->required();
   release->add_flag_callback("--unbind", [request] { request->set_unbind(true); },
-                             "Unbind it in the switch first if it is still bound: only once you know no host uses it (a host that still "
-                             "has it would lose it from under its driver)");
+                             "Unbind it in the switch first if it is still bound. yardd first asks the host behind its port (one with "
+                             "yard-agent) and refuses while that host still has it enumerated or does not answer; a host without an "
+                             "agent cannot be asked, so there you vouch that no host uses it (it would lose it from under its driver)");
   release->callback([request, call = std::move(call), format = std::move(format), &rc] {
     pb::Device d;
     if ((rc = call(*request, d)) != 0) return;

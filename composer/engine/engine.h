@@ -322,8 +322,14 @@ class Engine {
   [[nodiscard]] Operation newOperation(OperationKind kind, const System& system, const Acceptance& a);
   // The request's audit record, for `operation`, into `m`; nothing when there is no request (null: yardd's own change).
   void auditInto(const Acceptance* a, Mutation& m, const std::string& tenant, const OperationId& operation, const std::string& message);
-  [[nodiscard]] Result<DeviceView> finishRelease(const Caller& caller, const DeviceId& device, bool unbind, const Result<std::vector<Binding>>& bindings,
-                                                 const Result<void>& unbound, Mutation& m);
+  // A quarantine release's waiting call, as it answered: the fabric's bindings; with an unbind, whether the host behind
+  // the device's port let it go (engine_quarantine.cpp) and the unbind's outcome.
+  struct Release {
+    Result<std::vector<Binding>> bindings;
+    Result<void> letGo;
+    Result<void> unbound;
+  };
+  [[nodiscard]] Result<DeviceView> finishRelease(const Caller& caller, const DeviceId& device, bool unbind, const Release& outcome, Mutation& m);
   // Persists the operation with its mutation and the request's audit record, then applies the in-memory change and starts it.
   [[nodiscard]] Result<Operation> launch(const Acceptance& a, Operation op, const std::string& tenant, Mutation mutation,
                                          const std::function<void()>& applyInMemory);

@@ -2,13 +2,16 @@
 // for good (its state in the switch or on its host is unknown) or when it was found bound in the fabric
 // outside any system. Reconcile frees one that the fabric shows unbound by itself; this is the operator's
 // way out for the rest: look at the fabric now, and free the device if it is unbound, or (asked to) unbind
-// it first. The operator vouches that no host still uses it; nothing else can.
+// it first. Before an unbind, the host behind the port it is bound to is asked whether it still has the device
+// enumerated (then the unbind would pull it from under the host's driver: refused); a host whose side cannot list
+// its devices (trust-fabric, bmc-reset) cannot be asked, and there the operator vouches that it does not use it.
 //
 // Crash safety: the unbind happens before the store frees the device. A crash between the two leaves it
 // quarantined and unbound, which the reconcile at the next start frees.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <map>
 
 #include "composer/engine/engine.h"
 #include "composer/engine/engine_control.h"
@@ -37,6 +40,26 @@ Result<void> notInASystem(const PoolState& state, const DeviceId& device) {
                           device, name, v.systemId, name, device));
 }
 
+// Off the control thread, before `device` is unbound from `port`: refused while the host behind the port (one that can
+// list its devices: `listable`) still has it enumerated, or cannot say whether it has.
+Result<void> hostLetGo(HostAgents* hosts, const std::map<PortId, HostId>& listable, const PortId& port, const DeviceId& device,
+                       const CallOptions& options) {
+  auto host = listable.find(port);
+  if (hosts == nullptr || host == listable.end()) return {};
+  auto seen = resultContained("the host listing call", [&] { return hosts->listPresent(host->second, options); });
+  if (!seen)
+    return fail(Code::kUnavailable, fmt::format("cannot ask {} whether it still has {} ({}), so it stays bound and quarantined: release it "
+                                                "again once the host's agent answers",
+                                                host->second, device, seen.error().message));
+  for (const auto& d : *seen)
+    if (d.deviceId == device)
+      return fail(Code::kFailedPrecondition,
+                  fmt::format("{} still has {} enumerated at {}: unbinding it now would pull it from under the host's driver; remove it on the "
+                              "host first (stop what uses it, then yard-agent releases it), and release it again",
+                              host->second, device, d.pciAddress.empty() ? "an unknown address" : d.pciAddress));
+  return {};
+}
+
 }  // namespace
 
 void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done) {
@@ -63,20 +86,30 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
       return refuse(Error{Code::kFailedPrecondition, fmt::format("{} is not quarantined (it is {}); only a quarantined device is released this way",
                                                                  device, toString(held.allocation))});
     if (auto ok = notInASystem(*state_, device); !ok) return refuse(ok.error());
+    std::map<PortId, HostId> listable;  // the upstream ports of hosts that can say what they have enumerated
+    if (unbind && hosts_ != nullptr)
+      for (const auto& h : state_->topology().hosts)
+        if (hosts_->canList(h.id))
+          for (const auto& p : h.upstreamPorts) listable.emplace(p.portId, h.id);
     ++releaseCalls_.inFlight;
-    callOffControl([this, caller, device, unbind, once]() -> std::function<void()> {
+    callOffControl([this, caller, device, unbind, once, listable = std::move(listable)]() -> std::function<void()> {
       auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
+      Result<void> letGo;
       Result<void> unbound;
       if (bindings && unbind)
-        for (const auto& b : *bindings)
-          if (b.deviceId == device)
+        for (const auto& b : *bindings) {
+          if (b.deviceId != device) continue;
+          letGo = hostLetGo(hosts_, listable, b.upstreamPortId, device, {options_.hostCallTimeout});
+          if (letGo)
             unbound = resultContained("the unbind call", [&] { return driver_.unbindAll(std::span<const Binding>(&b, 1), {options_.switchCallTimeout}); });
-      return [this, caller, device, unbind, once, bindings = std::move(bindings), unbound = std::move(unbound)] {
+        }
+      const Release outcome{std::move(bindings), std::move(letGo), std::move(unbound)};
+      return [this, caller, device, unbind, once, outcome] {
         --releaseCalls_.inFlight;
         ++releaseCalls_.answered;
         if (lifecycle_.halted()) return;
         Mutation m;
-        Result<DeviceView> released = finishRelease(caller, device, unbind, bindings, unbound, m);
+        Result<DeviceView> released = finishRelease(caller, device, unbind, outcome, m);
         AuditRecord record{0, clock_.now(), caller, "release", "device:" + device, {}, released ? "accepted" : std::string(codeName(released.error().code)),
                            released ? fmt::format("back in the pool{}", unbind ? " (unbound first where it was bound)" : "") : released.error().message};
         record.sequence = numbers_.nextAudit();
@@ -90,8 +123,8 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
   });
 }
 
-Result<DeviceView> Engine::finishRelease(const Caller& caller, const DeviceId& device, bool unbind, const Result<std::vector<Binding>>& bindings,
-                                         const Result<void>& unbound, Mutation& m) {
+Result<DeviceView> Engine::finishRelease(const Caller& caller, const DeviceId& device, bool unbind, const Release& outcome, Mutation& m) {
+  const auto& [bindings, letGo, unbound] = outcome;
   const DeviceAssignment held = state_->assignment(device);
   if (held.allocation != DeviceAllocation::kQuarantined)
     return fail(Code::kFailedPrecondition, fmt::format("{} is no longer quarantined (it is {})", device, toString(held.allocation)));
@@ -105,6 +138,7 @@ Result<DeviceView> Engine::finishRelease(const Caller& caller, const DeviceId& d
                 fmt::format("{} is still bound to {} in the fabric (quarantined: {}); once you know no host uses it, `yardctl devices release "
                             "{} --unbind` unbinds it first",
                             device, bound->upstreamPortId, held.owner, device));
+  if (bound && !letGo) return fail(letGo.error());
   if (bound && !unbound)
     return fail(unbound.error().wrap(fmt::format("unbinding {} from {} failed, so it stays quarantined", device, bound->upstreamPortId)));
   const DeviceAssignment free{device, DeviceAllocation::kFree, {}};

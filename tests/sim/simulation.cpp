@@ -271,9 +271,9 @@ class Simulation {
   }
 
   // The operator releases a quarantined GPU (`yardctl devices release`, unbinding it first or not): the engine
-  // reads the switch, unbinds it where asked, and frees it, in one waiting call, while operations and reconciles
-  // go on around it. The operator vouches that no host uses a GPU it unbinds (the engine cannot know): this one
-  // asks for the unbind only where no host has the GPU enumerated.
+  // reads the switch, asks the host behind its port whether it still has the GPU, unbinds it where asked and the
+  // host let it go, and frees it, in one waiting call, while operations and reconciles go on around it. This
+  // operator asks for the unbind whatever the hosts have: the engine's question keeps surprise removals away.
   void releaseQuarantined() {
     auto devices = engine_->listDevices();
     std::vector<DeviceId> quarantined;
@@ -281,11 +281,7 @@ class Simulation {
       if (d.assignment.allocation == DeviceAllocation::kQuarantined) quarantined.push_back(d.device.id);
     if (quarantined.empty()) return;
     const DeviceId device = quarantined[static_cast<std::size_t>(pick(static_cast<int>(quarantined.size())))];
-    bool unbind = pick(2) == 0;
-    std::set<HostId> hostIds;
-    for (const auto& [port, host] : hostOfPort_) hostIds.insert(host);
-    for (const auto& h : hostIds)
-      for (const auto& d : hosts_ ? hosts_->present(h) : std::vector<HostDeviceIdentity>{}) unbind = unbind && d.deviceId != device;
+    const bool unbind = pick(2) == 0;
     ++reconciling_;
     note(fmt::format("ops releases {}{}", device, unbind ? " --unbind" : ""));
     engine_->releaseQuarantined(kCallers[2], device, unbind, [this, device](Result<DeviceView> released) {

@@ -1,8 +1,10 @@
 // Releasing a quarantined device (`yardctl devices release`, issue 39 item 13): a device found bound outside
 // any system is quarantined; releasing it is refused while the switch still has it bound, unbinds it first
-// when asked, is refused to tenants and for devices that are not quarantined, and every answer is audited.
+// when asked (not while the host behind its port still has it enumerated), is refused to tenants and for devices
+// that are not quarantined, and every answer is audited.
 #include <future>
 
+#include "agent/simulated_hosts.h"
 #include "tests/unit/engine_fixture.h"
 
 namespace switchyard {
@@ -96,6 +98,47 @@ TEST_F(EngineQuarantineTest, ADeviceASystemStillHoldsIsNotReleasedFromUnderIt) {
   auto released = release(operatorCaller(), held, true);
   ASSERT_TRUE(released) << released.error().message;
   EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);
+}
+
+// The operator used to vouch alone that no host used a GPU it unbinds: now the host behind the port is asked first,
+// where its side can list its devices (an agent), so a release never pulls a GPU from under a host's driver.
+TEST_F(EngineQuarantineTest, AnUnbindWaitsUntilTheHostBehindThePortNoLongerHasTheDevice) {
+  SimulatedHosts hosts(defaultTopology(), fabric_->router(), clock_);
+  hosts_ = &hosts;
+  start();
+  HostId host;
+  for (const auto& h : defaultTopology().hosts)
+    for (const auto& p : h.upstreamPorts)
+      if (p.portId == "sw1-usp2") host = h.id;
+  ASSERT_FALSE(host.empty());
+  ASSERT_TRUE(fabric_->bind("sw1-gpu7", "sw1-usp2"));  // bound behind yardd's back, and the host rescanned
+  hosts.enumerate(host, "sw1-gpu7");
+  ASSERT_TRUE(engine_->reconcile());
+  ASSERT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
+
+  auto inUse = release(operatorCaller(), "sw1-gpu7", true);
+  ASSERT_FALSE(inUse);
+  EXPECT_EQ(inUse.error().code, Code::kFailedPrecondition);
+  EXPECT_NE(inUse.error().message.find(host + " still has sw1-gpu7 enumerated at "), std::string::npos) << inUse.error().message;
+  EXPECT_NE(inUse.error().message.find("remove it on the host first"), std::string::npos) << inUse.error().message;
+  EXPECT_EQ(fabricBindings().size(), 1u) << "not unbound";
+  EXPECT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
+
+  hosts.setHostReachable(host, false);
+  auto unknown = release(operatorCaller(), "sw1-gpu7", true);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, Code::kUnavailable);
+  EXPECT_NE(unknown.error().message.find("cannot ask " + host + " whether it still has sw1-gpu7"), std::string::npos) << unknown.error().message;
+  EXPECT_EQ(fabricBindings().size(), 1u) << "a host that cannot say is not taken at its silence";
+
+  hosts.setHostReachable(host, true);
+  hosts.forget(host, "sw1-gpu7");  // removed on the host
+  auto released = release(operatorCaller(), "sw1-gpu7", true);
+  ASSERT_TRUE(released) << released.error().message;
+  EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);
+  EXPECT_TRUE(fabricBindings().empty());
+  EXPECT_TRUE(hosts.surpriseRemovals().empty()) << "no host lost a device it still had";
+  EXPECT_EQ(auditResults(), (std::vector<std::string>{"device:sw1-gpu7:accepted", "device:sw1-gpu7:UNAVAILABLE", "device:sw1-gpu7:FAILED_PRECONDITION"}));
 }
 
 TEST_F(EngineQuarantineTest, OnlyOperatorsReleaseAndOnlyQuarantinedDevices) {
