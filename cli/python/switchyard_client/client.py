@@ -337,7 +337,8 @@ class Client:
 
     def release_device(self, device_id: str, *, unbind: bool = False) -> "switchyard_pb2.Device":
         """A quarantined device back in the pool: freed when the switch shows it unbound; with unbind=True, unbound
-        first if it is still bound (only once no host uses it). Operators and admins; audited."""
+        first if it is still bound (yardd asks the host behind its port first, where it runs yard-agent, and refuses while
+        that host still has it; elsewhere only once you know no host uses it). Operators and admins; audited."""
         return self._call("yard.ReleaseDevice", switchyard_pb2.ReleaseDeviceRequest(device_id=device_id, unbind=unbind))
 
     def hosts(self) -> List["switchyard_pb2.Host"]:
