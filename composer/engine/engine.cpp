@@ -25,17 +25,14 @@ Engine::Engine(FabricDriver& driver, Store& store, Clock& clock, EngineOptions o
       clock_(clock),
       options_(options),
       placement_(options.placement ? options.placement : *buildComposableScheduler("switchyard-v2")),
-      control_(std::make_unique<asio::io_context>(1)),
+      loop_(options.stepped, options.driverThreads, options.readThreads),
       steps_(options.steps ? options.steps : StepKindRegistry::builtIn()),
-      driverPool_(options.stepped ? ElasticExecutor::manual()
-                                  : std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.driverThreads)))),
-      readPool_(options.stepped ? nullptr : std::make_unique<ElasticExecutor>(static_cast<std::size_t>(std::max(1, options.readThreads)))),
-      pollTimer_(std::make_unique<TimerHolder>(*control_)),
+      pollTimer_(std::make_unique<TimerHolder>(loop_.context())),
       recentUse_(options.fairShareHalfLife),
       admission_(options.admission ? options.admission : *admission::buildProfile(admission::kDefaultAdmissionProfile)),
       idle_(options.idleBusyAbovePercent, options.activityHistory) {
   runnerContext_ = runnerContextFor(*this);
-  runner_ = std::make_unique<OperationRunner>(*runnerContext_, *control_, *steps_,
+  runner_ = std::make_unique<OperationRunner>(*runnerContext_, loop_.context(), *steps_,
                                               StepTargets{driver_, {options_.switchCallTimeout}, nullptr, {options_.hostCallTimeout}}, clock_, options_);
 }
 
@@ -43,79 +40,46 @@ void Engine::offControl(std::function<void()> work) {
   auto contained = [work = std::move(work)] {
     runContained(work, [](const std::string& what) { spdlog::error("a read off the control thread failed and was dropped: {}", what); });
   };
-  if (!readPool_) return contained();
-  readPool_->post(std::move(contained));
+  loop_.read(std::move(contained));
 }
 
 void Engine::callOffControl(std::function<std::function<void()>()> call) {
   // No call leaves the control thread while writes are staged (group_commit.h): what it acts on is in the store.
   (void)writeStaged();
-  ++driverCallsInFlight_;
-  driverPool_->post([this, call = std::move(call)] {
-    std::function<void()> reply = [this, back = call()] {
+  loop_.callOff([this, call = std::move(call)]() -> std::function<void()> {
+    // The reply: a task of its own (a stepped engine's late reply waits for deliverReply()).
+    return [this, back = call()] {
       commits_.posted();
-      asio::post(*control_, [this, back] {
+      asio::post(loop_.context(), [this, back] {
         commits_.started();
         CommitPoint commit{*this};
-        --driverCallsInFlight_;
+        loop_.answered();
         back();
       });
     };
-    // A stepped engine's late reply (runCall(index, Reply::kLate)) waits for deliverReply().
-    if (lateReplies_.holdNext) return lateReplies_.held.push_back(std::move(reply));
-    reply();
   });
 }
 
 Engine::~Engine() {
-  if (controlRunning_.load()) stop(Duration::zero());
-  if (readPool_) readPool_->join();  // the reads in flight end first: they read the store and the view
-  driverPool_->join();
+  if (loop_.running()) stop(Duration::zero());
+  loop_.joinAll();  // before the parts their work reaches are gone
 }
 
 void Engine::startControl() {
-  if (options_.stepped) {
-    controlThreadId_ = std::this_thread::get_id();
-  } else {
-    // A task that throws halts the engine (its changes may be half made) and the loop goes on, so that stop()
-    // and every waiter are still answered.
-    controlThread_ = std::thread([this] {
-      while (!runContained([this] { control_->run(); }, [this](const std::string& what) { haltOnInternalFailure(what); })) {
-      }
-    });
-    controlThreadId_ = controlThread_.get_id();
-  }
-  controlRunning_.store(true, std::memory_order_release);
+  // A task that throws halts the engine (its changes may be half made) and the loop goes on, so that stop() and every
+  // waiter are still answered.
+  loop_.start([this](const std::string& what) { haltOnInternalFailure(what); });
 }
 
 bool Engine::step() { return stepControl() || runCall(0) || deliverReply(0); }
 
-bool Engine::stepControl() {
-  if (!options_.stepped || !onControlThread()) return false;
-  ++taskDepth_;
-  const bool ran = control_->poll_one() > 0;
-  --taskDepth_;
-  return ran;
-}
+bool Engine::stepControl() { return loop_.stepControl(); }
 
-std::size_t Engine::waitingCalls() const { return options_.stepped ? driverPool_->queued() : 0; }
+std::size_t Engine::waitingCalls() const { return loop_.waitingCalls(); }
 
-bool Engine::runCall(std::size_t index, Reply reply) {
-  if (!options_.stepped || !onControlThread()) return false;
-  lateReplies_.holdNext = reply == Reply::kLate;
-  const bool ran = driverPool_->runOne(index);
-  lateReplies_.holdNext = false;
-  return ran;
-}
+bool Engine::runCall(std::size_t index, Reply reply) { return loop_.runCall(index, reply); }
 
-bool Engine::deliverReply(std::size_t index) {
-  auto& held = lateReplies_.held;
-  if (!options_.stepped || !onControlThread() || index >= held.size()) return false;
-  auto reply = std::move(held[index]);
-  held.erase(held.begin() + static_cast<std::ptrdiff_t>(index));
-  reply();
-  return true;
-}
+bool Engine::deliverReply(std::size_t index) { return loop_.deliverReply(index); }
 
 std::size_t Engine::runUntilIdle() {
   std::size_t steps = 0;
@@ -124,14 +88,14 @@ std::size_t Engine::runUntilIdle() {
 }
 
 void Engine::postToControl(std::function<void(bool running)> task) {
-  if (!controlRunning_.load(std::memory_order_acquire)) {
+  if (!loop_.running()) {
     task(false);
     return;
   }
   commits_.posted();
-  asio::post(*control_, [this, task = std::move(task)] {
+  asio::post(loop_.context(), [this, task = std::move(task)] {
     commits_.started();
-    task(!controlStopped_);
+    task(!loop_.stopped());
     flush();
   });
 }
@@ -179,7 +143,7 @@ Result<RecoveryReport> Engine::start() {
 }
 
 void Engine::stop(Duration grace) {
-  if (!controlRunning_.load()) return;
+  if (!loop_.running()) return;
   (void)onControl([this]() -> Result<void> {
     lifecycle_.close();
     return {};
@@ -209,7 +173,7 @@ void Engine::stop(Duration grace) {
   });
   // Driver calls cannot be interrupted; wait for their results so that each is recorded.
   while (true) {
-    auto inFlight = onControl([this]() -> Result<int> { return driverCallsInFlight_; });
+    auto inFlight = onControl([this]() -> Result<int> { return loop_.callsInFlight(); });
     if (!inFlight || *inFlight == 0) break;
     if (options_.stepped) {
       if (runUntilIdle() == 0) break;
@@ -226,19 +190,15 @@ void Engine::stop(Duration grace) {
       else waiters_.drop(id);  // a standby's wait for an operation it only read in the store: answered kAborted
     }
     pollTimer_->guard.reset();
-    control_->stop();
+    loop_.context().stop();
     return {};
   });
   // From here on, calls are answered kAborted at once; what was posted before is drained below.
-  controlRunning_.store(false, std::memory_order_release);
-  if (controlThread_.joinable()) controlThread_.join();
   // Whatever was posted meanwhile is answered kAborted, here, while the engine is whole.
-  controlStopped_ = true;
-  control_->restart();
-  control_->poll();
+  loop_.close();
   // The reads in flight answer before stop() returns, so that no adapter hears from the engine after it (yardd
   // closes its servers next). A read asked for later is dropped.
-  if (readPool_) readPool_->join();
+  loop_.joinReads();
 }
 
 Result<std::optional<Operation>> Engine::priorOperation(const Caller& caller, std::string_view action, const std::string& requestId) {
@@ -414,7 +374,7 @@ Result<EventSubscription> EngineCore::subscribeAfter(std::optional<std::uint64_t
     if (!subscribed && subscribed.error().code == Code::kAborted) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
     return subscribed;
   }
-  if (engine_.controlStopped_) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
+  if (engine_.loop_.stopped()) return fail(Code::kUnavailable, "yardd is starting or stopping; retry shortly");
   auto live = engine_.events_.subscribe();
   std::vector<Event> replay;
   if (lastSeen) {

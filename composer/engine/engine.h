@@ -47,6 +47,7 @@
 #include "composer/model/event_stream.h"
 #include "composer/engine/activity_round.h"
 #include "composer/engine/complete_once.h"
+#include "composer/engine/control_loop.h"
 #include "composer/engine/admission/admission_profile.h"
 #include "composer/engine/admission/tenant_shares.h"
 #include "composer/engine/defragmentation.h"
@@ -207,9 +208,9 @@ class Engine {
   [[nodiscard]] std::size_t waitingCalls() const;
   // kLate: the call acts now but its reply waits, like a switch's answer slow to come back, until deliverReply()
   // hands it to the control thread; other calls run and their replies are handled meanwhile, in any order.
-  enum class Reply { kNow, kLate };
+  using Reply = ControlLoop::Reply;
   bool runCall(std::size_t index, Reply reply = Reply::kNow);
-  [[nodiscard]] std::size_t lateReplies() const { return lateReplies_.held.size(); }
+  [[nodiscard]] std::size_t lateReplies() const { return loop_.lateReplies(); }
   bool deliverReply(std::size_t index);
   // True once stop() has halted the engine (its grace is over): step results still in flight are recorded,
   // no new step starts. Safe on any thread; tests wait on it instead of sleeping.
@@ -537,22 +538,11 @@ class Engine {
   EngineOptions options_;
   std::shared_ptr<const ComposableScheduler> placement_;
 
-  std::unique_ptr<boost::asio::io_context> control_;
+  ControlLoop loop_;  // the control thread and the driver and read pools (a stepped engine's: none, the test steps)
   std::shared_ptr<const StepKindRegistry> steps_;
-  std::unique_ptr<ElasticExecutor> driverPool_;
-  std::unique_ptr<ElasticExecutor> readPool_;  // offControl(); none in a stepped engine (it reads inline)
-  std::thread controlThread_;
-  std::thread::id controlThreadId_;           // set once at start, before any other thread calls in
-  int taskDepth_ = 0;                         // a stepped engine: > 0 while step() runs a control task
-  struct LateReplies {
-    bool holdNext = false;                      // the call runCall() runs now answers late
-    std::deque<std::function<void()>> held;     // each hands a reply to the control thread
-  };
-  LateReplies lateReplies_;  // a stepped engine's replies held back (runCall(index, Reply::kLate))
+  [[nodiscard]] bool onControlThread() const { return loop_.onControlThread(); }
   // Makes the calling thread the control thread (stepped) or starts one.
   void startControl();
-  std::atomic<bool> controlRunning_{false};  // calls may be posted to the control thread
-  [[nodiscard]] bool onControlThread() const { return std::this_thread::get_id() == controlThreadId_; }
   struct TimerHolder;
   std::unique_ptr<TimerHolder> pollTimer_;
 
@@ -560,7 +550,7 @@ class Engine {
   std::unique_ptr<PoolState> state_;
   std::unique_ptr<OperationRunner::Context> runnerContext_;
   std::unique_ptr<OperationRunner> runner_;  // the running operations, their steps and retries
-  OperationWaiters waiters_{*control_};  // who waits for which operation (waitOperation), each answered once
+  OperationWaiters waiters_{loop_.context()};  // who waits for which operation (waitOperation), each answered once
   RecentEnds recentEnds_;  // the operations that ended lately, as they ended: what a wait after the end is answered with
   EventLog events_;  // events' numbers, the newest stored (any thread), live subscribers
   Numbering numbers_;  // the next operation id, system id and audit record number
@@ -580,7 +570,6 @@ class Engine {
     std::uint64_t answered = 0;
   };
   ReleaseCalls releaseCalls_;  // quarantine releases' switch calls (they may unbind): reconcile's guard counts them
-  int driverCallsInFlight_ = 0;      // every switch call, including reads: stop() waits for them
   ShareDemand shareDemand_;  // the share sizes asked for lately: what share placement keeps servable
   DriftWatch drifts_;  // reconcile's memory: the drifts each side's last round reported, whether the event feed fails
   WriterEpoch writerEpoch_ = 0;  // claimed at start: the fencing token of every write
@@ -589,7 +578,6 @@ class Engine {
   Outbox outbox_;  // what the tasks hand out at their commit point (flush), once written
   GroupCommit commits_{options_.stepped ? 1 : options_.groupCommitTasks};  // the writes of the tasks since the last commit point
   PublishedView view_;  // what readers see (any thread), and the state it was built from
-  bool controlStopped_ = false;  // the control loop has ended: posted work is answered kAborted
 };
 
 }  // namespace switchyard

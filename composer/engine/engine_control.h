@@ -31,25 +31,23 @@ struct Engine::TimerHolder {
 template <typename F>
 auto Engine::onControl(F&& f) -> decltype(f()) {
   using R = decltype(f());
-  if (!controlRunning_.load(std::memory_order_acquire)) return R(fail(Code::kAborted, "the engine is not running"));
+  if (!loop_.running()) return R(fail(Code::kAborted, "the engine is not running"));
   if (onControlThread()) {
     // Blocking here would wait for itself: the control thread's own code calls a core of its task.
-    if (!options_.stepped || taskDepth_ > 0)
+    if (!options_.stepped || loop_.inTask())
       return R(fail(Code::kInternal, "a blocking engine method was called on the engine's control thread (use a core of the task: EngineCore)"));
     // A stepped engine's caller outside a task (a test): the call is a task of its own, ending at its
     // commit point like every other.
-    ++taskDepth_;
-    R result = f();
-    --taskDepth_;
+    R result = loop_.asTask(std::forward<F>(f));
     flush();
     return result;
   }
   auto promise = std::make_shared<std::promise<R>>();
   auto future = promise->get_future();
   commits_.posted();
-  boost::asio::post(*control_, [this, promise, fn = std::forward<F>(f)]() mutable {
+  boost::asio::post(loop_.context(), [this, promise, fn = std::forward<F>(f)]() mutable {
     commits_.started();
-    if (controlStopped_) {  // dropped unrun: the caller gets kAborted
+    if (loop_.stopped()) {  // dropped unrun: the caller gets kAborted
       flush();  // the commit point a task before this one waited for
       return;
     }

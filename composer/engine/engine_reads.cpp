@@ -56,7 +56,7 @@ Result<Engine::PlanOutcome> EngineCore::plan(const PlacementRequest& request, st
 }
 
 Result<std::shared_ptr<const PoolView>> Engine::readableView() const {
-  if (!controlRunning_.load(std::memory_order_acquire)) return fail(Code::kAborted, "the engine is not running");
+  if (!loop_.running()) return fail(Code::kAborted, "the engine is not running");
   auto v = view();
   if (!v) return fail(Code::kAborted, "the engine is not running");
   return v;

@@ -63,7 +63,7 @@ void Engine::applyHeldState(StoreSnapshot& snapshot) {
 }
 
 Result<void> Engine::startReplica() {
-  if (controlRunning_.load()) return fail(Code::kFailedPrecondition, "the engine is running already");
+  if (loop_.running()) return fail(Code::kFailedPrecondition, "the engine is running already");
   SY_ASSIGN(const std::int64_t inventoryRevision, store_.inventoryRevision());
   SY_ASSIGN(StoreSnapshot snapshot, store_.load());
   standby_.begin(inventoryRevision);

@@ -16,7 +16,7 @@ void Engine::flush() {
   if (queue_.dirty() && state_) admitQueued();
   // Group commit (group_commit.h): with a task queued behind this one, its commit point is that task's too; not
   // once the loop is stopping (stop() waits for this task's answer before it runs what is still queued).
-  if (!control_->stopped() && commits_.deferCommitPoint()) {
+  if (!loop_.context().stopped() && commits_.deferCommitPoint()) {
     if (failpoints::armed()) failpoints::crashPoint("commit.deferred");  // a batch is open: nobody heard of its tasks
     return;
   }
