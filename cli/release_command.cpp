@@ -24,8 +24,14 @@ void addReleaseCommand(CLI::App& devices, std::function<int(const pb::ReleaseDev
       ->required();
   release->add_flag_callback("--unbind", [request] { request->set_unbind(true); },
                              "Unbind it in the switch first if it is still bound. yardd first asks the host behind its port (one with "
-                             "yard-agent) and refuses while that host still has it enumerated or does not answer; a host without an "
-                             "agent cannot be asked, so there you vouch that no host uses it (it would lose it from under its driver)");
+                             "yard-agent) and refuses while that host still has it enumerated or does not answer (see --host-is-down); "
+                             "a host without an agent cannot be asked, so there you vouch that no host uses it (it would lose it from "
+                             "under its driver)");
+  release
+      ->add_flag_callback("--host-is-down", [request] { request->set_host_is_down(true); },
+                          "With --unbind: the host behind its port is down for good, so its agent not answering does not stop the "
+                          "unbind (you vouch for it; the audit record says so). A host that answers is still asked")
+      ->needs("--unbind");
   release->callback([request, call = std::move(call), format = std::move(format), &rc] {
     pb::Device d;
     if ((rc = call(*request, d)) != 0) return;

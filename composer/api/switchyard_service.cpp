@@ -230,7 +230,7 @@ grpc::ServerUnaryReactor* SwitchyardService::ReleaseDevice(Context* ctx, const v
   if (!caller) return finished(ctx, toGrpcStatus(caller.error()));
   if (req->device_id().empty()) return finished(ctx, invalid("device_id: required (see `yardctl devices`)"));
   auto* reactor = ctx->DefaultReactor();
-  engine_.releaseQuarantined(*caller, req->device_id(), req->unbind(), [this, ctx, reactor, out](Result<DeviceView> r) {
+  engine_.releaseQuarantined(*caller, req->device_id(), {req->unbind(), req->host_is_down()}, [this, ctx, reactor, out](Result<DeviceView> r) {
                                if (!r) {
                                  if (r.error().code == Code::kUnavailable)
                                    if (const std::string leader = engine_.standbyLeader(); !leader.empty())

@@ -232,7 +232,7 @@ class Engine {
   // A quarantined device back to the pool (engine_quarantine.cpp; operators and admins, audited): once the
   // fabric shows it unbound, or, with `unbind`, after unbinding it. Never blocks: the switch is read (and
   // written) on a driver thread, and `done` runs after the change is published.
-  void releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done);
+  void releaseQuarantined(const Caller& caller, const DeviceId& device, ReleaseAsked asked, Completion<DeviceView> done);
   // Compares what each host's side sees with what its system holds (host-missing-device,
   // host-unexpected-device); hosts with an operation running are skipped, and so are hosts where a step answered
   // while they were listed (what they showed may be half-way). Also done after each periodic reconcile and at start.
@@ -327,7 +327,7 @@ class Engine {
   // the device's port let it go (engine_quarantine.cpp) and the unbind's outcome.
   struct Release {
     Result<std::vector<Binding>> bindings;
-    Result<void> letGo;
+    Result<std::string> letGo;  // refused, or what the record adds (a host that is down, not heard)
     Result<void> unbound;
   };
   [[nodiscard]] Result<DeviceView> finishRelease(const Caller& caller, const DeviceId& device, bool unbind, const Release& outcome, Mutation& m);

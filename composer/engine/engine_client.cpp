@@ -36,8 +36,8 @@ std::function<void()> EngineClient::waitOperation(const OperationId& id, std::ch
   return engine_.waitOperation(id, timeout, deliverVia(deliver_, std::move(done)));
 }
 
-void EngineClient::releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done) {
-  engine_.releaseQuarantined(caller, device, unbind, deliverVia(deliver_, std::move(done)));
+void EngineClient::releaseQuarantined(const Caller& caller, const DeviceId& device, ReleaseAsked asked, Completion<DeviceView> done) {
+  engine_.releaseQuarantined(caller, device, asked, deliverVia(deliver_, std::move(done)));
 }
 
 void EngineClient::subscribeAfter(std::optional<std::uint64_t> lastSeen, Completion<EventSubscription> done, std::size_t replayLimit) {

@@ -96,7 +96,7 @@ class EngineClient {
   // The returned function cancels the wait (Engine::waitOperation): call it when the caller goes away.
   std::function<void()> waitOperation(const OperationId& id, std::chrono::milliseconds timeout, Completion<Operation> done);
   // A quarantined device back to the pool (Engine::releaseQuarantined); on the adapter's executor.
-  void releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done);
+  void releaseQuarantined(const Caller& caller, const DeviceId& device, ReleaseAsked asked, Completion<DeviceView> done);
   // Live events after a replay of up to `replayLimit` of those after `lastSeen` (EngineCore::subscribeAfter); on
   // the adapter's executor.
   void subscribeAfter(std::optional<std::uint64_t> lastSeen, Completion<EventSubscription> done, std::size_t replayLimit = 10'000);

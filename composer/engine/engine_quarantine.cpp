@@ -3,8 +3,10 @@
 // outside any system. Reconcile frees one that the fabric shows unbound by itself; this is the operator's
 // way out for the rest: look at the fabric now, and free the device if it is unbound, or (asked to) unbind
 // it first. Before an unbind, the host behind the port it is bound to is asked whether it still has the device
-// enumerated (then the unbind would pull it from under the host's driver: refused); a host whose side cannot list
-// its devices (trust-fabric, bmc-reset) cannot be asked, and there the operator vouches that it does not use it.
+// enumerated (then the unbind would pull it from under the host's driver: refused), and while its agent does not
+// answer (one lost reply must not let a GPU in use go), unless the operator says the host is down for good
+// (`hostIsDown`: then its silence is taken as the operator's word, and recorded). A host whose side cannot list its
+// devices (trust-fabric, bmc-reset) cannot be asked, and there the operator vouches that it does not use it.
 //
 // Crash safety: the unbind happens before the store frees the device. A crash between the two leaves it
 // quarantined and unbound, which the reconcile at the next start frees.
@@ -41,15 +43,17 @@ Result<void> notInASystem(const PoolState& state, const DeviceId& device) {
 }
 
 // Off the control thread, before `device` is unbound from `port`: refused while the host behind the port (one that can
-// list its devices: `listable`) still has it enumerated, or cannot say whether it has.
-Result<void> hostLetGo(HostAgents* hosts, const std::map<PortId, HostId>& listable, const PortId& port, const DeviceId& device,
-                       const CallOptions& options) {
+// list its devices: `listable`) still has it enumerated, or cannot say whether it has and is not `down`. Else what the
+// release's record adds ("", or that the host was not heard).
+Result<std::string> hostLetGo(HostAgents* hosts, const std::map<PortId, HostId>& listable, const PortId& port, const DeviceId& device,
+                              bool down, const CallOptions& options) {
   auto host = listable.find(port);
-  if (hosts == nullptr || host == listable.end()) return {};
+  if (hosts == nullptr || host == listable.end()) return std::string{};
   auto seen = resultContained("the host listing call", [&] { return hosts->listPresent(host->second, options); });
+  if (!seen && down) return fmt::format("; {} did not answer ({}) and the operator says it is down", host->second, seen.error().message);
   if (!seen)
     return fail(Code::kUnavailable, fmt::format("cannot ask {} whether it still has {} ({}), so it stays bound and quarantined: release it "
-                                                "again once the host's agent answers",
+                                                "again once the host's agent answers (or, if that host is down for good, with --host-is-down)",
                                                 host->second, device, seen.error().message));
   for (const auto& d : *seen)
     if (d.deviceId == device)
@@ -57,12 +61,13 @@ Result<void> hostLetGo(HostAgents* hosts, const std::map<PortId, HostId>& listab
                   fmt::format("{} still has {} enumerated at {}: unbinding it now would pull it from under the host's driver; remove it on the "
                               "host first (stop what uses it, then yard-agent releases it), and release it again",
                               host->second, device, d.pciAddress.empty() ? "an unknown address" : d.pciAddress));
-  return {};
+  return std::string{};
 }
 
 }  // namespace
 
-void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bool unbind, Completion<DeviceView> done) {
+void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, ReleaseAsked asked, Completion<DeviceView> done) {
+  const bool unbind = asked.unbind;
   auto once = std::make_shared<CompleteOnce<DeviceView>>(std::move(done));
   // Refused before the switch is asked: a standby, a tenant or viewer, an unknown or unquarantined device.
   auto refuse = [this, caller, device, once](const Error& error) {
@@ -75,11 +80,12 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
     }
     toOutbox([once, error] { once->complete(fail(error)); }, [once](const Error& refused) { once->complete(fail(refused)); });
   };
-  postToControl([this, caller, device, unbind, once, refuse](bool running) {
+  postToControl([this, caller, device, unbind, down = asked.hostIsDown, once, refuse](bool running) {
     if (!running) return;
     CommitPoint commit{*this};
     if (auto ok = checkAccepting(); !ok) return once->complete(fail(ok.error()));
     if (auto ok = mayRelease(caller); !ok) return refuse(ok.error());
+    if (down && !unbind) return refuse(Error{Code::kInvalidArgument, "host is down: only with unbind (it says whose silence the unbind may pass)"});
     if (state_->index().device(device) == nullptr) return refuse(Error{Code::kNotFound, fmt::format("no device '{}' (see `yardctl devices`)", device)});
     const DeviceAssignment held = state_->assignment(device);
     if (held.allocation != DeviceAllocation::kQuarantined)
@@ -92,14 +98,14 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
         if (hosts_->canList(h.id))
           for (const auto& p : h.upstreamPorts) listable.emplace(p.portId, h.id);
     ++releaseCalls_.inFlight;
-    callOffControl([this, caller, device, unbind, once, listable = std::move(listable)]() -> std::function<void()> {
+    callOffControl([this, caller, device, unbind, down, once, listable = std::move(listable)]() -> std::function<void()> {
       auto bindings = resultContained("the switch's binding read", [&] { return driver_.readBindings({options_.switchCallTimeout}); });
-      Result<void> letGo;
+      Result<std::string> letGo = std::string{};
       Result<void> unbound;
       if (bindings && unbind)
         for (const auto& b : *bindings) {
           if (b.deviceId != device) continue;
-          letGo = hostLetGo(hosts_, listable, b.upstreamPortId, device, {options_.hostCallTimeout});
+          letGo = hostLetGo(hosts_, listable, b.upstreamPortId, device, down, {options_.hostCallTimeout});
           if (letGo)
             unbound = resultContained("the unbind call", [&] { return driver_.unbindAll(std::span<const Binding>(&b, 1), {options_.switchCallTimeout}); });
         }
@@ -111,7 +117,8 @@ void Engine::releaseQuarantined(const Caller& caller, const DeviceId& device, bo
         Mutation m;
         Result<DeviceView> released = finishRelease(caller, device, unbind, outcome, m);
         AuditRecord record{0, clock_.now(), caller, "release", "device:" + device, {}, released ? "accepted" : std::string(codeName(released.error().code)),
-                           released ? fmt::format("back in the pool{}", unbind ? " (unbound first where it was bound)" : "") : released.error().message};
+                           released ? fmt::format("back in the pool{}{}", unbind ? " (unbound first where it was bound)" : "", outcome.letGo.value_or(""))
+                                    : released.error().message};
         record.sequence = numbers_.nextAudit();
         m.writes.emplace_back(PutAudit{std::move(record)});
         if (auto persisted = persist(m); !persisted) released = fail(persisted.error());
@@ -150,7 +157,8 @@ Result<DeviceView> Engine::finishRelease(const Caller& caller, const DeviceId& d
                                fmt::format("{} left quarantine{}; back in the pool", device,
                                            bound ? fmt::format(" after being unbound from {}", bound->upstreamPortId) : ""),
                                caller.identity));
-  spdlog::info("{}: released from quarantine by {} ({}){}", device, caller.identity, held.owner, bound ? ", unbound first" : "");
+  if (bound && !letGo->empty()) spdlog::warn("{}: released from quarantine by {} ({}), unbound first{}", device, caller.identity, held.owner, *letGo);
+  else spdlog::info("{}: released from quarantine by {} ({}){}", device, caller.identity, held.owner, bound ? ", unbound first" : "");
   queue_.markDirty();
   return state_->deviceView(device);
 }

@@ -103,6 +103,14 @@ struct EventSubscription {
   std::uint64_t lastSeen = 0;
 };
 
+// How a quarantined device is released (`yardctl devices release`): `unbind`: unbound first if the fabric still has it
+// bound, once the host behind its port (one with an agent) says it no longer has it; `hostIsDown` (with `unbind`): that
+// host is down for good, so its silence does not stop the unbind (a host that answers is still asked, and heeded).
+struct ReleaseAsked {
+  bool unbind = false;
+  bool hostIsDown = false;
+};
+
 // A completion: runs exactly once, on the control thread (or on the stopping thread with kAborted when
 // the engine stops first). It must return quickly and must not call the engine's blocking methods.
 template <typename T>

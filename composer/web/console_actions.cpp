@@ -191,7 +191,9 @@ void WebService::addConsoleRoutes(Routes& t) {
     auto body = bodyOf(request);
     auto unbind = body ? field<bool>(*body, "unbind", false) : std::unexpected(body.error());
     if (!unbind) return reply(problem(net::httpStatusOf(unbind.error().code), unbind.error().message, version, keepAlive));
-    self.engine_.releaseQuarantined(caller, p.at(0), *unbind,
+    auto down = field<bool>(*body, "host_is_down", false);
+    if (!down) return reply(problem(net::httpStatusOf(down.error().code), down.error().message, version, keepAlive));
+    self.engine_.releaseQuarantined(caller, p.at(0), {*unbind, *down},
                                     answerWith<DeviceView>(std::move(reply), version, keepAlive, http::status::ok, [](const DeviceView& d) {
                                       return json{{"id", d.device.id}, {"state", toString(d.assignment.allocation)}};
                                     }));

@@ -284,7 +284,7 @@ class Simulation {
     const bool unbind = pick(2) == 0;
     ++reconciling_;
     note(fmt::format("ops releases {}{}", device, unbind ? " --unbind" : ""));
-    engine_->releaseQuarantined(kCallers[2], device, unbind, [this, device](Result<DeviceView> released) {
+    engine_->releaseQuarantined(kCallers[2], device, {.unbind = unbind}, [this, device](Result<DeviceView> released) {
       --reconciling_;
       note(released ? fmt::format("release {}: {}", device, toString(released->assignment.allocation))
                     : fmt::format("release {}: {}", device, released.error().message));

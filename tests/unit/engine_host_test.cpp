@@ -206,7 +206,7 @@ TEST_F(EngineHostTest, ADeviceWhoseResetFailedIsQuarantinedUntilAnOperatorReleas
 
   // The operator resets it (here: the fault is cleared) and releases it.
   std::promise<Result<DeviceView>> answered;
-  engine_->releaseQuarantined({"ops", Role::kOperator, {}}, dirty, false, [&](Result<DeviceView> r) { answered.set_value(std::move(r)); });
+  engine_->releaseQuarantined({"ops", Role::kOperator, {}}, dirty, {}, [&](Result<DeviceView> r) { answered.set_value(std::move(r)); });
   auto released = answered.get_future().get();
   ASSERT_TRUE(released) << released.error().message;
   EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);

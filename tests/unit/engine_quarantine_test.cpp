@@ -12,9 +12,9 @@ namespace {
 
 class EngineQuarantineTest : public EngineTest {
  protected:
-  Result<DeviceView> release(const Caller& caller, const DeviceId& device, bool unbind) {
+  Result<DeviceView> release(const Caller& caller, const DeviceId& device, bool unbind, bool hostIsDown = false) {
     std::promise<Result<DeviceView>> answered;
-    engine_->releaseQuarantined(caller, device, unbind, [&](Result<DeviceView> r) { answered.set_value(std::move(r)); });
+    engine_->releaseQuarantined(caller, device, {unbind, hostIsDown}, [&](Result<DeviceView> r) { answered.set_value(std::move(r)); });
     return answered.get_future().get();
   }
   std::vector<std::string> auditResults() {
@@ -131,14 +131,42 @@ TEST_F(EngineQuarantineTest, AnUnbindWaitsUntilTheHostBehindThePortNoLongerHasTh
   EXPECT_NE(unknown.error().message.find("cannot ask " + host + " whether it still has sw1-gpu7"), std::string::npos) << unknown.error().message;
   EXPECT_EQ(fabricBindings().size(), 1u) << "a host that cannot say is not taken at its silence";
 
+  // The operator says the host is down: a host that answers is still asked, and heeded.
   hosts.setHostReachable(host, true);
+  auto notDown = release(operatorCaller(), "sw1-gpu7", true, /*hostIsDown=*/true);
+  ASSERT_FALSE(notDown);
+  EXPECT_EQ(notDown.error().code, Code::kFailedPrecondition) << notDown.error().message;
+  auto withoutUnbind = release(operatorCaller(), "sw1-gpu7", false, /*hostIsDown=*/true);
+  ASSERT_FALSE(withoutUnbind);
+  EXPECT_EQ(withoutUnbind.error().code, Code::kInvalidArgument);
+
   hosts.forget(host, "sw1-gpu7");  // removed on the host
   auto released = release(operatorCaller(), "sw1-gpu7", true);
   ASSERT_TRUE(released) << released.error().message;
   EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);
   EXPECT_TRUE(fabricBindings().empty());
   EXPECT_TRUE(hosts.surpriseRemovals().empty()) << "no host lost a device it still had";
-  EXPECT_EQ(auditResults(), (std::vector<std::string>{"device:sw1-gpu7:accepted", "device:sw1-gpu7:UNAVAILABLE", "device:sw1-gpu7:FAILED_PRECONDITION"}));
+  EXPECT_EQ(auditResults(), (std::vector<std::string>{"device:sw1-gpu7:accepted", "device:sw1-gpu7:INVALID_ARGUMENT", "device:sw1-gpu7:FAILED_PRECONDITION",
+                                                      "device:sw1-gpu7:UNAVAILABLE", "device:sw1-gpu7:FAILED_PRECONDITION"}));
+
+  // A host that is down for good: its silence stops the unbind until the operator says so; then it is their word,
+  // and the audit record says the host was not heard.
+  ASSERT_TRUE(fabric_->bind("sw1-gpu6", "sw1-usp2"));
+  ASSERT_TRUE(engine_->reconcile());
+  hosts.setHostReachable(host, false);
+  auto silent = release(operatorCaller(), "sw1-gpu6", true);
+  ASSERT_FALSE(silent);
+  EXPECT_EQ(silent.error().code, Code::kUnavailable);
+  EXPECT_NE(silent.error().message.find("--host-is-down"), std::string::npos) << silent.error().message;
+  auto down = release(operatorCaller(), "sw1-gpu6", true, /*hostIsDown=*/true);
+  ASSERT_TRUE(down) << down.error().message;
+  EXPECT_EQ(down->assignment.allocation, DeviceAllocation::kFree);
+  EXPECT_TRUE(fabricBindings().empty());
+  const auto records = *engine_->listAudit({});
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records.front().target, "device:sw1-gpu6");
+  EXPECT_NE(records.front().message.find(host + " did not answer"), std::string::npos) << records.front().message;
+  EXPECT_NE(records.front().message.find("the operator says it is down"), std::string::npos) << records.front().message;
 }
 
 TEST_F(EngineQuarantineTest, OnlyOperatorsReleaseAndOnlyQuarantinedDevices) {

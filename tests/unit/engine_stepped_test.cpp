@@ -188,7 +188,7 @@ TEST_F(SteppedEngineTest, AReadTakenBeforeAQuarantineReleaseUnboundIsRefusedAsSt
   }
   ASSERT_TRUE(engine_->runCall(0, Engine::Reply::kLate)) << "the read runs: sw1-gpu7 still bound";
   std::optional<Result<DeviceView>> released;
-  engine_->releaseQuarantined({"ops", Role::kOperator, {}}, "sw1-gpu7", true, [&](Result<DeviceView> r) { released = std::move(r); });
+  engine_->releaseQuarantined({"ops", Role::kOperator, {}}, "sw1-gpu7", {.unbind = true}, [&](Result<DeviceView> r) { released = std::move(r); });
   while (engine_->stepControl() || engine_->runCall(0)) {
   }
   ASSERT_TRUE(released && *released) << (released ? released->error().message : "no answer");

@@ -335,11 +335,12 @@ class Client:
         return self._pages("yard.ListDevices", switchyard_pb2.ListDevicesRequest(
             free_only=free_only, model=model, switch_id=switch_id, host_id=host_id, system=system, kind=kind), "devices")
 
-    def release_device(self, device_id: str, *, unbind: bool = False) -> "switchyard_pb2.Device":
+    def release_device(self, device_id: str, *, unbind: bool = False, host_is_down: bool = False) -> "switchyard_pb2.Device":
         """A quarantined device back in the pool: freed when the switch shows it unbound; with unbind=True, unbound
         first if it is still bound (yardd asks the host behind its port first, where it runs yard-agent, and refuses while
         that host still has it; elsewhere only once you know no host uses it). Operators and admins; audited."""
-        return self._call("yard.ReleaseDevice", switchyard_pb2.ReleaseDeviceRequest(device_id=device_id, unbind=unbind))
+        return self._call("yard.ReleaseDevice", switchyard_pb2.ReleaseDeviceRequest(device_id=device_id, unbind=unbind,
+                                                                                   host_is_down=host_is_down))
 
     def hosts(self) -> List["switchyard_pb2.Host"]:
         return self._pages("yard.ListHosts", switchyard_pb2.ListHostsRequest(), "hosts")
