@@ -34,7 +34,6 @@ class ControlLoop {
 
   // The loop's io_context: tasks are posted to it, and its timers run there.
   [[nodiscard]] boost::asio::io_context& context() { return *io_; }
-  [[nodiscard]] bool stepped() const { return stepped_; }
 
   // Makes the calling thread the control thread (stepped) or starts one. A task that throws is contained there:
   // `onThrow` is told what it threw, on the control thread, and the loop goes on.
