@@ -48,6 +48,7 @@
 #include "composer/engine/activity_round.h"
 #include "composer/engine/complete_once.h"
 #include "composer/engine/control_loop.h"
+#include "composer/engine/admission/admission_pass.h"
 #include "composer/engine/admission/admission_profile.h"
 #include "composer/engine/admission/tenant_shares.h"
 #include "composer/engine/defragmentation.h"
@@ -382,14 +383,8 @@ class Engine {
   // not stop a batch compose that fits now).
   [[nodiscard]] std::optional<std::string> delaysHead(const Placement& placement, std::int64_t leaseSeconds, const std::string& tenant,
                                                       int priority) const;
-  // What admission's plugins ask of the engine during a pass (admission::Handle, engine_queue.cpp).
+  // What an admission pass and its plugins ask of the engine (admission::PassEngine, engine_queue.cpp).
   class AdmissionHandle;
-  // The pass's order: the admission profile's queue sort over the waiting requests, the id last.
-  struct Admittable {
-    OperationId id;
-    admission::Waiting waiting;
-  };
-  [[nodiscard]] std::vector<Admittable> admissionOrder(const admission::TenantShares& shares) const;
   // The tenants' shares for a pass from their use (RecentUse): every tenant that waits, uses, has a share set, and
   // `alsoTenant` (a plan's).
   [[nodiscard]] admission::TenantShares sharesOf(const RecentUse::Charges& used, const std::string& alsoTenant = {}) const;

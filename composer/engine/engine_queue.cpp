@@ -56,17 +56,6 @@ PlacementRequest placementRequestOf(const QueuedRequest& q, const std::string& t
   return r;
 }
 
-// Requests with the same key get the same answer from the packing core on the same pool.
-std::string shapeKey(const QueuedRequest& q, const std::string& tenant) {
-  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", q.gpuCount, q.model, q.minMemoryGiB, q.pooledMemoryGiB, q.peerToPeer, q.host,
-                                q.migCapable, q.gpuShareMilli, tenant, q.devices.size());
-  for (const auto& d : q.devices) key += "|" + d;
-  for (MigProfile p : q.gpuInstances) key += fmt::format("|{}", toString(p));
-  for (const auto& e : q.endpoints)
-    key += fmt::format("|{}:{}:{}:{}:{}:{}", kindName(e), e.count, e.model, e.minCapacityGiB, toString(e.affinity), e.minSpeedGbps);
-  return key;
-}
-
 }  // namespace
 
 const PriorityClass* Engine::priorityClass(std::string_view name) const {
@@ -272,7 +261,7 @@ RecentUse::Charges Engine::heldGpusByTenant() const {
   return held;
 }
 
-class Engine::AdmissionHandle final : public admission::Handle {
+class Engine::AdmissionHandle final : public admission::PassEngine {
  public:
   explicit AdmissionHandle(Engine& engine) : e_(engine) {}
 
@@ -306,6 +295,11 @@ class Engine::AdmissionHandle final : public admission::Handle {
   }
   std::optional<admission::Promise> defragmentFor(const Operation& head, const std::string& why) override { return e_.defragmentFor(head, why); }
   admission::Promise leaseShadow(const Operation& head) override { return {e_.leaseShadowOf(head), std::nullopt}; }
+  PlacementDecision place(const Operation& op) override { return e_.placeQueued(op); }
+  Result<Operation> admit(const Operation& op, const Placement& placement) override {
+    Operation admitting = op;  // a copy: `op` is the queue's, which admission takes it out of
+    return e_.admit(admitting, placement);
+  }
 
  private:
   Engine& e_;
@@ -323,38 +317,6 @@ admission::TenantShares Engine::sharesOf(const RecentUse::Charges& used, const s
   });
 }
 
-std::vector<Engine::Admittable> Engine::admissionOrder(const admission::TenantShares& shares) const {
-  const admission::QueueSort& sort = admission_->queueSort;
-  std::vector<Admittable> entries;
-  entries.reserve(queue_.size());
-  for (const auto& [id, op] : queue_.waiting())
-    entries.push_back({id, {shares.index(op.tenant), op.queued->priority, op.queued->enqueuedAt, admission::gpusAsked(*op.queued)}});
-  auto before = [&](const Admittable& a, const Admittable& b) {
-    if (const int c = sort.compare(a.waiting, b.waiting, shares); c != 0) return c < 0;
-    return a.id < b.id;
-  };
-  if (!sort.readsSize()) {
-    std::sort(entries.begin(), entries.end(), before);
-    return entries;
-  }
-  // An order that weighs each request's size is no order over all requests (a tenant's small request may go
-  // before another's, that one before the first tenant's large one, and that before the small one by age): each
-  // tenant's requests are put in order apart, and the pass takes, each time, the tenant's next that goes first.
-  std::vector<std::vector<Admittable>> lines(shares.size());
-  for (Admittable& e : entries) lines[e.waiting.tenant].push_back(std::move(e));
-  for (auto& line : lines) std::sort(line.begin(), line.end(), before);
-  std::vector<Admittable> ordered;
-  ordered.reserve(entries.size());
-  std::vector<std::size_t> next(lines.size(), 0);
-  while (ordered.size() < entries.size()) {
-    std::optional<std::size_t> pick;
-    for (std::size_t t = 0; t < lines.size(); ++t)
-      if (next[t] < lines[t].size() && (!pick || before(lines[t][next[t]], lines[*pick][next[*pick]]))) pick = t;
-    ordered.push_back(std::move(lines[*pick][next[*pick]++]));
-  }
-  return ordered;
-}
-
 void Engine::admitQueued() {
   queue_.clearDirty();
   if (queue_.empty()) {
@@ -367,71 +329,24 @@ void Engine::admitQueued() {
   // Fair share: each tenant's GPUs held now plus what it held recently (decayed GPU-seconds over the half-life,
   // in GPUs), per unit of its share; the fair line over every tenant that waits, holds, remembers use or has a share.
   const admission::TenantShares shares = sharesOf(recentUse_.pass(heldGpusByTenant(), clock_.now()));
-  const std::vector<Admittable> order = admissionOrder(shares);
+  const std::vector<admission::Admittable> order = admission::admissionOrder(admission_->queueSort, queue_, shares);
   std::vector<OperationId> ids;
   ids.reserve(order.size());
-  for (const Admittable& a : order) ids.push_back(a.id);
+  for (const admission::Admittable& a : order) ids.push_back(a.id);
 
   queue_.beginPass();
   // A preemption whose request was admitted or left the queue is over (victims not yet decomposed keep running).
   preemptions_.endIfHeadLeft([this](const OperationId& id) { return queue_.contains(id); });
   AdmissionHandle handle(*this);
   admission::Pass pass{shares, false, {}};
-  std::map<std::string, std::string> failedShapes;  // shape -> why it does not fit: the same answer for the same shape
-  std::size_t admitted = 0;
-  for (const auto& [id, waiting] : order) {
-    const Operation* queued = queue_.find(id);
-    if (queued == nullptr) continue;
-    const Operation& op = *queued;
-    std::optional<std::string> skipped;
-    for (const auto& preFilter : admission_->preFilters)
-      if ((skipped = preFilter->skip(op, waiting, pass))) break;
-    if (skipped) {
-      queue_.setWhy(id, std::move(*skipped));
-      continue;
-    }
-    const std::string key = shapeKey(*op.queued, op.tenant);
-    if (auto failed = failedShapes.find(key); failed != failedShapes.end()) {
-      queue_.setWhy(id, failed->second);
-      continue;
-    }
-    PlacementDecision decision = placeQueued(op);
-    if (!decision.placement) {
-      const std::string why = decision.error ? shortReason(decision.error->message, unexplainedHosts(decision)) : "it does not fit";
-      failedShapes.emplace(key, why);
-      queue_.setWhy(id, why);
-      // The first that does not fit is the head: the post-filters promise it a time and a place.
-      pass.headWaits = true;
-      if (!queue_.shadow())
-        for (const auto& postFilter : admission_->postFilters)
-          if (auto promise = postFilter->promise(op, waiting, why, pass, handle)) {
-            queue_.setShadow(std::move(promise->shadow));
-            if (promise->why) queue_.setWhy(id, std::move(*promise->why));
-            break;
-          }
-      continue;
-    }
-    const Placement& placement = *decision.placement;
-    std::optional<std::string> refused;
-    for (const auto& permit : admission_->permits)
-      if ((refused = permit->refuse(op, placement, handle))) break;
-    if (refused) {
-      queue_.setWhy(id, std::move(*refused));
-      continue;
-    }
-    Operation admitting = op;
-    if (auto r = admit(admitting, placement); !r) {
-      if (r.error().code == Code::kUnavailable) return;  // the store failed: the engine has halted
-      queue_.setWhy(id, r.error().message);
-      continue;
-    }
-    ++admitted;
-  }
+  const admission::PassOutcome outcome = admission::runPass(*admission_, order, queue_, pass, handle);
+  if (outcome.halted) return;  // the store failed: the engine has halted
   preemptions_.endIfHeadLeft([this](const OperationId& id) { return queue_.contains(id); });
   queue_.endPass(ids);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (options_.metrics) options_.metrics->queuePassSeconds.observe({}, seconds);
-  if (admitted > 0) spdlog::info("queue: admitted {} request(s), {} waiting ({:.1f} ms)", admitted, queue_.size(), seconds * 1e3);
+  if (outcome.admitted > 0)
+    spdlog::info("queue: admitted {} request(s), {} waiting ({:.1f} ms)", outcome.admitted, queue_.size(), seconds * 1e3);
 }
 
 Result<Operation> Engine::dropQueued(const Acceptance* a, const OperationId& which, const std::string& why, const std::string& eventType, const std::string& actor) {

@@ -2,8 +2,8 @@
 // admission pass looked at them in, why each still waits, and the head's shadow (when and where, by the leases
 // we know of, the head is predicted to go: what backfill must not take). One of the engine's parts (issue 59):
 // it owns this state and keeps it whole (a request that leaves takes its reason and its place in the order with
-// it); the admission pass itself, which needs the pool, the placement and the store, is the engine's
-// (engine_queue.cpp). Control thread only.
+// it); the admission pass (admission/admission_pass.h) writes what it found here and asks the engine for the
+// pool, the placement and the store. Control thread only.
 #pragma once
 
 #include <cstddef>

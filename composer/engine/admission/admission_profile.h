@@ -1,5 +1,5 @@
 // Admission as a framework (issue 59, ADR 0032), shaped like the Kubernetes scheduling framework over yardd's queue.
-// An admission pass (engine_queue.cpp) runs, for each pass:
+// An admission pass (runPass, admission_pass.h; the engine starts one at a commit point, engine_queue.cpp) runs:
 //
 //   queue sort (the waiting composes in order)
 //     -> for each request: pre-filter (each plugin may leave it out of this pass, with its reason)
@@ -11,7 +11,8 @@
 // A Profile names the plugins of each extension point, in order; profiles are rows of one table
 // (admissionProfiles()), plugins rows of one table per extension point; yardd --admission-profile chooses a profile
 // and --admission-queue-sort may replace its queue sort. The plugins decide; the engine holds every piece of state
-// (the queue, the preemption in progress, the pool) and answers them through Handle.
+// (the queue, the preemption in progress, the pool) and answers them through Handle (and the pass, through
+// PassEngine: the placement and the admission).
 #pragma once
 
 #include <functional>
