@@ -154,7 +154,7 @@ Result<EngineOptions> engineOptionsOf(const DaemonOptions& o, std::shared_ptr<co
 
 // What the engine discovered is what agents register against (host ids) and are asked for (serials).
 Result<void> introduceInventory(Engine& engine, agent::AgentDirectory& agents) {
-  SY_ASSIGN(Topology inventory, engine.topology());
+  SY_ASSIGN(Topology inventory, engine.reads().topology());
   agents.setInventory(inventory);
   for (const auto& h : inventory.hosts)
     if (agents.policy(h.id) == HostPolicy::kUnset)

@@ -16,7 +16,8 @@
 //
 // Reads of the pool (devices, hosts, systems, the topology, usable capacity) never go to the control
 // thread: they answer on the caller's thread from the latest published PoolView (pool_view.h, ADR 0016),
-// so a scrape or a dashboard never delays a compose. Each control-thread task ends at one commit point
+// so a scrape or a dashboard never delays a compose. They are PoolReads's (pool_reads.h): engine.reads() here, and
+// every EngineClient is one. Each control-thread task ends at one commit point
 // (flush): the view is published first, then the task's events reach subscribers and its finished
 // operations their waiters, then the caller's completion runs; whoever learns of a change can read it.
 //
@@ -64,6 +65,7 @@
 #include "composer/engine/operation_waiters.h"
 #include "composer/engine/outbox.h"
 #include "composer/engine/preemption_plan.h"
+#include "composer/engine/pool_reads.h"
 #include "composer/engine/published_view.h"
 #include "composer/engine/quota_check.h"
 #include "composer/engine/request_queue.h"
@@ -129,9 +131,6 @@ class Engine {
   // the engine is not running. For example: `auto op = engine.blocking().compose(caller, request);`
   [[nodiscard]] EngineCore blocking() { return EngineCore(*this, true); }
   using PlanOutcome = switchyard::PlanOutcome;
-  // The queue (engine_queue.cpp): the waiting requests in admission order, from the view: never waits for the
-  // control thread (EngineCore::cancelQueued cancels one).
-  [[nodiscard]] Result<std::vector<QueueEntry>> listQueue() const;
   // Usage accounting (usage.h): GPU-hours between `since` and `until` (0: now) from the operation log, per
   // tenant, system and GPU model, of the tenants the caller may see. Reads the log (up to kUsageHistory
   // operations; see docs/operations.md for its cost) and computes on the calling thread.
@@ -141,20 +140,10 @@ class Engine {
   // reclaims the GPUs its system's policy says are idle too long (also on a timer, every
   // EngineOptions::activityInterval); the detaches it started, as operations.
   [[nodiscard]] Result<std::vector<Operation>> sampleActivity();
-  // Attached GPUs idle for at least `minIdle` (busy ones too when `includeBusy`), of the tenants the caller
-  // may see, longest idle first. From the view: never waits for the control thread.
-  [[nodiscard]] Result<std::vector<IdleGpu>> idleGpus(const Caller& caller, Duration minIdle, bool includeBusy = false) const;
 
-  // Usable capacity per request shape, and per MIG profile and share size when asked.
-  [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles = {},
-                                                const std::vector<int>& shareMilli = {});
-
-  [[nodiscard]] Result<System> getSystem(const std::string& idOrName);
-  [[nodiscard]] Result<std::vector<System>> listSystems();
-  [[nodiscard]] Result<std::vector<DeviceView>> listDevices();
-  [[nodiscard]] Result<DeviceView> getDevice(const DeviceId& id);
-  [[nodiscard]] Result<std::vector<HostView>> listHosts();
-  [[nodiscard]] Result<Topology> topology();
+  // Reads of the pool (pool_reads.h: systems, devices, hosts, the topology, the queue, idle GPUs, usable capacity),
+  // from the published view on the caller's thread: they never wait for the control thread.
+  [[nodiscard]] const PoolReads& reads() const { return reads_; }
   // The history below (operations, events, audit, usage) is read from the store on the calling thread, any
   // thread (the store's history reads are safe there: inventory/store.h), never on the control thread.
   // It shows what the last commit point wrote.
@@ -257,8 +246,6 @@ class Engine {
   // pool changed, then delivers what the task left in the outbox (events, finished operations), in order.
   void flush();
   void publishView();
-  // The view for a read, or kAborted when the engine is not running (engine_reads.cpp).
-  [[nodiscard]] Result<std::shared_ptr<const PoolView>> readableView() const;
   // Ends a control-thread task at its commit point, however the task returns.
   struct CommitPoint {
     Engine& engine;
@@ -573,6 +560,7 @@ class Engine {
   Outbox outbox_;  // what the tasks hand out at their commit point (flush), once written
   GroupCommit commits_{options_.stepped ? 1 : options_.groupCommitTasks};  // the writes of the tasks since the last commit point
   PublishedView view_;  // what readers see (any thread), and the state it was built from
+  PoolReads reads_{{view_, loop_, clock_, hosts_, standby_, options_.templates, placement_}};  // the reads of view_ (any thread)
 };
 
 }  // namespace switchyard

@@ -8,7 +8,7 @@
 namespace switchyard {
 
 EngineClient::EngineClient(Engine& engine, Deliver deliver)
-    : engine_(engine), deliver_([deliver = std::move(deliver)](std::function<void()> completion) {
+    : PoolReads(engine.reads()), engine_(engine), deliver_([deliver = std::move(deliver)](std::function<void()> completion) {
         deliver([completion = std::move(completion)] {
           runContained(completion, [](const std::string& what) { spdlog::error("an engine reply failed in its adapter and was dropped: {}", what); });
         });
@@ -72,27 +72,12 @@ void EngineClient::capacity(std::vector<RequestShape> shapes, std::vector<MigPro
                             Completion<CapacityReport> done) {
   offControl<Result<CapacityReport>>(
       [&engine = engine_, shapes = std::move(shapes), mig = std::move(migProfiles), shares = std::move(shareMilli)](const HistoryReads&) {
-        return engine.capacity(shapes, mig, shares);
+        return engine.reads().capacity(shapes, mig, shares);
       },
       [done = std::move(done)](Result<CapacityReport> report) { done(std::move(report)); });
 }
 
-std::shared_ptr<const PoolView> EngineClient::view() const { return engine_.view(); }
 const std::vector<MachineTemplate>& EngineClient::templates() const { return engine_.options_.templates; }
-Result<System> EngineClient::getSystem(const std::string& idOrName) const { return engine_.getSystem(idOrName); }
-Result<std::vector<System>> EngineClient::listSystems() const { return engine_.listSystems(); }
-Result<std::vector<DeviceView>> EngineClient::listDevices() const { return engine_.listDevices(); }
-Result<DeviceView> EngineClient::getDevice(const DeviceId& id) const { return engine_.getDevice(id); }
-Result<std::vector<HostView>> EngineClient::listHosts() const { return engine_.listHosts(); }
-Result<Topology> EngineClient::topology() const { return engine_.topology(); }
-Result<std::vector<QueueEntry>> EngineClient::listQueue() const { return engine_.listQueue(); }
-Result<std::vector<IdleGpu>> EngineClient::idleGpus(const Caller& caller, Duration minIdle, bool includeBusy) const {
-  return engine_.idleGpus(caller, minIdle, includeBusy);
-}
-Result<CapacityReport> EngineClient::capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles,
-                                              const std::vector<int>& shareMilli) const {
-  return engine_.capacity(shapes, migProfiles, shareMilli);
-}
 std::string EngineClient::standbyLeader() const { return engine_.standbyLeader(); }
 std::string EngineClient::storeFailure() const { return engine_.storeFailure(); }
 const StepKindRegistry& EngineClient::stepKinds() const { return engine_.stepKinds(); }

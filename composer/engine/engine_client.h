@@ -26,6 +26,7 @@
 #include "composer/engine/engine_core.h"
 #include "composer/engine/engine_requests.h"
 #include "composer/engine/idle_tracker.h"
+#include "composer/engine/pool_reads.h"
 #include "composer/engine/pool_view.h"
 #include "composer/model/machine_template.h"
 #include "composer/engine/usage.h"
@@ -56,7 +57,7 @@ class HistoryReads {
   Engine& engine_;
 };
 
-class EngineClient {
+class EngineClient : public PoolReads {
  public:
   // Hands a completion to the adapter's executor (an Asio io_context or thread pool: post it there).
   using Deliver = std::function<void(std::function<void()>)>;
@@ -103,20 +104,11 @@ class EngineClient {
   // GPU-hours (Engine::usage): the log is read and the report computed on the engine's read pool.
   void usage(const Caller& caller, Timestamp since, Timestamp until, Completion<UsageReport> done);
 
-  // From the published view, on the caller's thread.
-  [[nodiscard]] std::shared_ptr<const PoolView> view() const;
+  // Reads of the pool (view, getSystem, listSystems, listDevices, getDevice, listHosts, topology, listQueue, idleGpus,
+  // capacity): PoolReads's (pool_reads.h), from the published view, on the caller's thread.
+  using PoolReads::capacity;
   // The machine templates a compose may start from (fixed for the engine's life).
   [[nodiscard]] const std::vector<MachineTemplate>& templates() const;
-  [[nodiscard]] Result<System> getSystem(const std::string& idOrName) const;
-  [[nodiscard]] Result<std::vector<System>> listSystems() const;
-  [[nodiscard]] Result<std::vector<DeviceView>> listDevices() const;
-  [[nodiscard]] Result<DeviceView> getDevice(const DeviceId& id) const;
-  [[nodiscard]] Result<std::vector<HostView>> listHosts() const;
-  [[nodiscard]] Result<Topology> topology() const;
-  [[nodiscard]] Result<std::vector<QueueEntry>> listQueue() const;
-  [[nodiscard]] Result<std::vector<IdleGpu>> idleGpus(const Caller& caller, Duration minIdle, bool includeBusy = false) const;
-  [[nodiscard]] Result<CapacityReport> capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles = {},
-                                                const std::vector<int>& shareMilli = {}) const;
 
   // Safe on any thread.
   [[nodiscard]] std::string standbyLeader() const;  // a standby's leader (its refusals name it); empty otherwise

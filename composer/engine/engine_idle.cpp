@@ -204,20 +204,4 @@ void Engine::scheduleActivity() {
   });
 }
 
-Result<std::vector<IdleGpu>> Engine::idleGpus(const Caller& caller, Duration minIdle, bool includeBusy) const {
-  SY_ASSIGN(auto view, readableView());
-  const Timestamp now = clock_.now();
-  std::vector<IdleGpu> out;
-  for (const auto& g : *view->activity) {
-    if (!maySee(caller, g.tenant)) continue;
-    const DeviceView* d = view->device(g.gpu.deviceId);
-    if (d == nullptr || d->systemId != g.systemId) continue;  // detached since it was sampled
-    const Duration idleFor = g.idleFor(now);  // the GPU's, or its longest idle MIG instance's
-    if (!includeBusy && (!g.anyIdle() || idleFor < minIdle)) continue;
-    out.push_back(g);
-  }
-  std::stable_sort(out.begin(), out.end(), [&](const IdleGpu& a, const IdleGpu& b) { return a.idleFor(now) > b.idleFor(now); });
-  return out;
-}
-
 }  // namespace switchyard

@@ -386,11 +386,6 @@ Result<Operation> Engine::dropQueued(const Acceptance* a, const OperationId& whi
   return op;
 }
 
-Result<std::vector<QueueEntry>> Engine::listQueue() const {
-  SY_ASSIGN(auto view, readableView());
-  return view->queue ? *view->queue : std::vector<QueueEntry>{};
-}
-
 Result<void> EngineCore::setQuotas(TenantQuotas quotas) {
   if (!inTask()) return answerFromTask("set quotas", [&](EngineCore& core) { return core.setQuotas(std::move(quotas)); });
   engine_.options_.quotas = std::move(quotas);

@@ -1,5 +1,5 @@
 // The engine's reads. Systems, devices, hosts and the topology answer on the caller's thread from the
-// published view (pool_view.h); the history (operations, events, the audit trail, usage) from the store on
+// published view (pool_reads.h); the history (operations, events, the audit trail, usage) from the store on
 // the caller's thread too (the store's history reads are safe on any thread). Plans and a single operation
 // by id or request id still run on the control thread (they read what is in flight). None waits for a switch.
 #include <fmt/format.h>
@@ -55,89 +55,9 @@ Result<Engine::PlanOutcome> EngineCore::plan(const PlacementRequest& request, st
   return outcome;
 }
 
-Result<std::shared_ptr<const PoolView>> Engine::readableView() const {
-  if (!loop_.running()) return fail(Code::kAborted, "the engine is not running");
-  auto v = view();
-  if (!v) return fail(Code::kAborted, "the engine is not running");
-  return v;
-}
-
-Result<CapacityReport> Engine::capacity(const std::vector<RequestShape>& shapes, const std::vector<MigProfile>& migProfiles,
-                                        const std::vector<int>& shareMilli) {
-  // On the caller's thread, on the packing core's pool rebuilt from the view: however long it takes at
-  // scale, no compose waits for it.
-  SY_ASSIGN(const auto v, readableView());
-  CapacityQuery query{shapes, migProfiles, {}, shareMilli, {}, {}};
-  for (const auto& t : options_.templates) {
-    ComposeRequest asked;
-    asked.machineTemplate = t.name;
-    asked.peerToPeerAsked = false;
-    if (auto made = applyTemplate(options_.templates, asked)) query.named.emplace_back(t.name, std::move(made->placement));
-  }
-  v->systems.forEach([&](const System& s) {
-    query.gpuInstances.insert(query.gpuInstances.end(), s.gpuInstances.begin(), s.gpuInstances.end());
-    query.gpuShares.insert(query.gpuShares.end(), s.gpuShares.begin(), s.gpuShares.end());
-  });
-  return usableCapacity(*placement_, poolOf(*v), query);
-}
-
-Result<System> Engine::getSystem(const std::string& idOrName) {
-  SY_ASSIGN(const auto v, readableView());
-  auto s = v->systems.findByIdOrName(idOrName);
-  if (!s) return fail(Code::kNotFound, fmt::format("no system '{}' (see `yardctl systems`)", idOrName));
-  return *s;
-}
-
 System Engine::withProgress(System s) const {
   s.progress = runner_->progressOf(s.activeOperation);
   return s;
-}
-
-Result<std::vector<System>> Engine::listSystems() {
-  SY_ASSIGN(const auto v, readableView());
-  std::vector<System> out;
-  out.reserve(v->systems.size());
-  for (const auto& s : v->systems.sorted()) out.push_back(*s);
-  return out;
-}
-
-Result<std::vector<DeviceView>> Engine::listDevices() {
-  SY_ASSIGN(const auto v, readableView());
-  std::vector<DeviceView> out;
-  out.reserve(v->devices.size());
-  v->devices.forEach([&](const DeviceView& d) { out.push_back(d); });
-  return out;
-}
-
-Result<DeviceView> Engine::getDevice(const DeviceId& id) {
-  SY_ASSIGN(const auto v, readableView());
-  const DeviceView* d = v->device(id);
-  if (!d) return fail(Code::kNotFound, fmt::format("no device '{}' (see `yardctl devices`)", id));
-  return *d;
-}
-
-Result<std::vector<HostView>> Engine::listHosts() {
-  SY_ASSIGN(const auto v, readableView());
-  const auto& hosts = v->shape->topology.hosts;
-  std::vector<HostView> out;
-  out.reserve(hosts.size());
-  for (std::size_t i = 0; i < hosts.size(); ++i) {
-    const HostSlot& slot = v->hosts[i];
-    HostView h{hosts[i], v->shape->upstreamSwitches[i], slot.systemId, slot.attachedDevices, HostPolicy::kTrustFabric, "", slot.reservationId};
-    if (hosts_ != nullptr) {  // HostAgents answers policy and status on any thread
-      h.policy = hosts_->policy(hosts[i].id);
-      h.hostSide = hosts_->status(hosts[i].id);
-    } else if (standby_.on()) {
-      h.hostSide = "standby: the leader serves host sides";  // policies live in the leader's flags and agents
-    }
-    out.push_back(std::move(h));
-  }
-  return out;
-}
-
-Result<Topology> Engine::topology() {
-  SY_ASSIGN(const auto v, readableView());
-  return v->topology();
 }
 
 Result<Operation> EngineCore::getOperation(const OperationId& id) {
@@ -155,7 +75,7 @@ Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timesta
   const Timestamp now = clock_.now();
   if (until == 0) until = now;
   if (since < 0 || until <= since) return fail(Code::kInvalidArgument, "usage: --since must be before --until");
-  SY_ASSIGN(auto view, readableView());
+  SY_ASSIGN(auto view, reads_.readableView());
   // What is in memory only (open stretches, ended ones not yet written), read on this thread: it waits for a
   // sampling round's recording, if one is under way, without holding the control thread.
   std::vector<IdleStretch> unwritten = idle_.unwritten(now);

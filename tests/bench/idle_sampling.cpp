@@ -70,7 +70,7 @@ int benchIdleSampling(const IdleBenchOptions& o) {
     if (!done || done->state != OperationState::kSucceeded) continue;
     ++composed;
     int i = 0;
-    const auto system = engine.getSystem(r.name);  // held: a range-for over a temporary's member would dangle
+    const auto system = engine.reads().getSystem(r.name);  // held: a range-for over a temporary's member would dangle
     if (!system) continue;
     for (const auto& b : system->bindings)
       if (i++ % 2 == 0) {  // every other GPU runs a process
@@ -94,7 +94,7 @@ int benchIdleSampling(const IdleBenchOptions& o) {
   std::size_t idle = 0;
   for (int i = 0; i < o.rounds; ++i) {
     const auto t0 = Stopwatch::now();
-    auto list = engine.idleGpus(Caller::local(), Duration{0});
+    auto list = engine.reads().idleGpus(Caller::local(), Duration{0});
     listing.push_back(msSince(t0));
     if (list) idle = list->size();
   }

@@ -115,7 +115,7 @@ int benchQueueAdmission(const QueueBenchOptions& o) {
       if (s.kind == "bind") bindDone = s.finishedAt;
     admission.push_back(static_cast<double>(bindDone - done->updatedAt) / 1e6);
     ++admitted;
-    live.push_back(engine.getSystem(bound->systemId)->name);
+    live.push_back(engine.reads().getSystem(bound->systemId)->name);
     if (!enqueue()) return 1;
   }
   if (admission.empty()) {

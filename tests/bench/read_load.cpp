@@ -148,7 +148,7 @@ int benchReadLoad(const ReadLoadOptions& o) {
     std::vector<MigProfile> profiles(kMigProfiles.begin(), kMigProfiles.end());
     for (int i = 0; i < 3; ++i) {
       const auto t0 = Stopwatch::now();
-      if (!engine.capacity(defaultShapes(), profiles, web::kReportedShares)) ++lane.failures;
+      if (!engine.reads().capacity(defaultShapes(), profiles, web::kReportedShares)) ++lane.failures;
       lane.ms.push_back(msSince(t0));
     }
     printRow("idle", "capacity (as /metrics)", lane, 1);

@@ -12,7 +12,7 @@ namespace switchyard::sim {
 using namespace std::chrono_literals;
 
 std::vector<System> liveSystems(Engine& engine) {
-  auto s = engine.listSystems();
+  auto s = engine.reads().listSystems();
   return s ? *s : std::vector<System>{};
 }
 

@@ -275,7 +275,7 @@ class Simulation {
   // host let it go, and frees it, in one waiting call, while operations and reconciles go on around it. This
   // operator asks for the unbind whatever the hosts have: the engine's question keeps surprise removals away.
   void releaseQuarantined() {
-    auto devices = engine_->listDevices();
+    auto devices = engine_->reads().listDevices();
     std::vector<DeviceId> quarantined;
     for (const auto& d : devices ? *devices : std::vector<DeviceView>{})
       if (d.assignment.allocation == DeviceAllocation::kQuarantined) quarantined.push_back(d.device.id);
@@ -385,8 +385,8 @@ class Simulation {
     ++report_.checks;
     const std::map<OperationId, std::string>& running = clients_->running();
     for (auto& c : clients_->takeCrossings()) violation(std::move(c));
-    auto live = engine_->listSystems();
-    auto devices = engine_->listDevices();
+    auto live = engine_->reads().listSystems();
+    auto devices = engine_->reads().listDevices();
     auto fabric = observeSwitch();
     if (!fabric && !report_.unjudged.empty()) return;  // the switch stopped answering: nothing more can be judged
     if (!live || !devices || !fabric)
@@ -395,7 +395,7 @@ class Simulation {
     std::map<DeviceId, const System*> inSystem;
     std::map<std::string, int> tenantGpus;
     // The queue: every entry is a queued system with nothing bound, once; every queued system is in it.
-    auto queue = engine_->listQueue();
+    auto queue = engine_->reads().listQueue();
     if (!queue) return (void)violation("cannot read the queue");
     std::set<SystemId> inQueue;
     for (const auto& e : *queue)

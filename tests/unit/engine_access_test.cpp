@@ -69,7 +69,7 @@ TEST_F(EngineAccessTest, EveryEventOfATenantsOperationCarriesThatTenant) {
   const auto first = engine_->listEvents(0, 10'000)->size();
   Operation composed = run(engine_->blocking().compose(kAlice, request("secret-train", 3, "team-a")));
   ASSERT_EQ(composed.state, OperationState::kSucceeded);
-  const System system = *engine_->getSystem("secret-train");
+  const System system = *engine_->reads().getSystem("secret-train");
   // A drift on one of its devices (the switch lost the binding) is the tenant's too.
   ASSERT_TRUE(fabric_->unbind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));
   ASSERT_TRUE(engine_->reconcile());
@@ -165,7 +165,7 @@ TEST_F(EngineAccessTest, QuarantinedDevicesOfASystemStillCountTowardsItsQuota) {
   ASSERT_EQ(down.state, OperationState::kFailed);
   ASSERT_NE(down.error.find("quarantined"), std::string::npos) << down.error;
   fabric_->setFaults({});
-  auto a1 = engine_->getSystem("a1");
+  auto a1 = engine_->reads().getSystem("a1");
   ASSERT_TRUE(a1);
   ASSERT_EQ(a1->bindings.size(), 2u) << "the system keeps its devices";
   auto over = engine_->blocking().compose(kAlice, request("a2", 2, "team-a"));

@@ -148,7 +148,7 @@ TEST_F(EngineTest, ACoreUsedOffTheControlThreadIsRefusedInEveryBuild) {
   ASSERT_FALSE(composed);
   EXPECT_EQ(composed.error().code, Code::kInternal);
   EXPECT_FALSE(listed) << "reads through the core are refused too";
-  EXPECT_FALSE(engine_->getSystem("stray")) << "nothing was composed";
+  EXPECT_FALSE(engine_->reads().getSystem("stray")) << "nothing was composed";
 }
 
 // The blocking core (tests, tools, the daemon's start) waits for the control thread: called on that thread it
@@ -164,7 +164,7 @@ TEST_F(EngineTest, ABlockingCoreCalledOnTheControlThreadIsRefusedInsteadOfWaitin
   auto refused = onControl.get_future().get();
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Code::kInternal);
-  EXPECT_FALSE(engine_->getSystem("inside")) << "nothing was composed";
+  EXPECT_FALSE(engine_->reads().getSystem("inside")) << "nothing was composed";
   auto after = engine_->blocking().compose(kAlice, gpus("after", 1));
   ASSERT_TRUE(after) << after.error().message;
   EXPECT_EQ(engine_->waitOperation(after->id, 10s)->state, OperationState::kSucceeded) << "the engine went on";

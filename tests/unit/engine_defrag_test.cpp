@@ -68,7 +68,7 @@ class EngineDefragTest : public EngineTest {
   }
   std::vector<DeviceId> devicesOf(const std::string& system) {
     std::vector<DeviceId> out;
-    const auto s = engine_->getSystem(system);
+    const auto s = engine_->reads().getSystem(system);
     EXPECT_TRUE(s) << system;
     if (s)
       for (const auto& b : s->bindings) out.push_back(b.deviceId);
@@ -97,7 +97,7 @@ class EngineDefragTest : public EngineTest {
     return static_cast<std::size_t>(std::count(types.begin(), types.end(), type));
   }
   std::string why(const OperationId& id) {
-    const auto queue = engine_->listQueue();
+    const auto queue = engine_->reads().listQueue();
     for (const auto& e : *queue)
       if (e.operationId == id) return e.waitingFor;
     return "(not queued)";
@@ -143,7 +143,7 @@ TEST_F(EngineDefragTest, NothingMovesWithoutTheLabelNorWhenAProcessRunsOnAGpuItW
   startOn(twoSwitches());
   composeIdleUnderSw0({});  // no consent
   const Operation big = queueFourUnderOneSwitch();
-  EXPECT_EQ(engine_->listQueue()->size(), 1u);
+  EXPECT_EQ(engine_->reads().listQueue()->size(), 1u);
   EXPECT_EQ(why(big.id).find("moving"), std::string::npos) << why(big.id);
   EXPECT_TRUE(movesDone(0).empty());
   EXPECT_EQ(devicesOf("idle"), (std::vector<DeviceId>{"sw0-gpu0", "sw0-gpu1"}));
@@ -169,7 +169,7 @@ TEST_F(EngineDefragTest, AMoveTheSwitchRefusesLeavesTheSystemWhereItWasAndTheHea
   EXPECT_EQ(moves[0].state, OperationState::kFailed);
   EXPECT_EQ(devicesOf("idle"), (std::vector<DeviceId>{"sw0-gpu0", "sw0-gpu1"}));
   EXPECT_EQ(count("move.failed"), 1u);
-  EXPECT_EQ(engine_->listQueue()->size(), 1u) << "the head still waits";
+  EXPECT_EQ(engine_->reads().listQueue()->size(), 1u) << "the head still waits";
   EXPECT_EQ(why(big.id).find("moving"), std::string::npos) << "no promise from a failed plan: " << why(big.id);
 }
 
@@ -185,7 +185,7 @@ TEST_F(EngineDefragTest, AGpuThatTurnedBusyBeforeItsDetachStaysAndTheSystemKeeps
   EXPECT_EQ(moves[1].state, OperationState::kFailed) << "the busy GPU was not taken: " << moves[1].error;
   EXPECT_EQ(devicesOf("idle").size(), 4u) << "it keeps both sets until someone detaches the extra ones";
   EXPECT_EQ(count("move.failed"), 1u);
-  EXPECT_EQ(engine_->listQueue()->size(), 1u);
+  EXPECT_EQ(engine_->reads().listQueue()->size(), 1u);
 }
 
 // Of two switches the head could use, the one that needs fewer GPUs moved is emptied: one move, not two.

@@ -163,7 +163,7 @@ TEST_F(EngineTest, AnUnreadableEventFeedIsRecordedOnceAndItsReturnOnce) {
   EXPECT_EQ(std::count(types.begin(), types.end(), "fabric.events-unavailable"), 1);
   EXPECT_EQ(std::count(types.begin(), types.end(), "fabric.events-restored"), 1);
   EXPECT_EQ(std::count(types.begin(), types.end(), "fabric.device.health"), 1) << "the change made while the feed was down arrived";
-  auto devices = *engine_->listDevices();
+  auto devices = *engine_->reads().listDevices();
   auto gpu3 = std::find_if(devices.begin(), devices.end(), [](const DeviceView& d) { return d.device.id == "sw0-gpu3"; });
   ASSERT_NE(gpu3, devices.end());
   EXPECT_EQ(gpu3->device.health, DeviceHealth::kCritical);

@@ -71,7 +71,7 @@ class EngineTest : public ::testing::Test {
   std::vector<Binding> fabricBindings() { return *fabric_->readBindings(); }
 
   std::size_t freeDevices() {
-    auto devices = engine_->listDevices();
+    auto devices = engine_->reads().listDevices();
     return static_cast<std::size_t>(std::count_if(devices->begin(), devices->end(),
                                                   [](const DeviceView& d) { return d.assignment.allocation == DeviceAllocation::kFree; }));
   }

@@ -70,7 +70,7 @@ TEST_F(ForgetTest, AnAdoptedStoresGhostSystemIsDegradedAndAnAdminForgetsIt) {
   composeThenSwapFabric();
   configure_ = [](EngineOptions& o) { o.adoptFabric = true; };
   start();
-  auto ghost = engine_->getSystem("train");
+  auto ghost = engine_->reads().getSystem("train");
   ASSERT_TRUE(ghost);
   EXPECT_EQ(ghost->state, SystemState::kDegraded);
   {
@@ -91,7 +91,7 @@ TEST_F(ForgetTest, AnAdoptedStoresGhostSystemIsDegradedAndAnAdminForgetsIt) {
   EXPECT_EQ(forgotten->state, SystemState::kDecomposed);
   EXPECT_TRUE(forgotten->bindings.empty());
   EXPECT_NE(forgotten->stateReason.find("forgotten by root"), std::string::npos) << forgotten->stateReason;
-  EXPECT_FALSE(engine_->getSystem("train"));
+  EXPECT_FALSE(engine_->reads().getSystem("train"));
   EXPECT_EQ(eventTypes().back(), "system.forgotten");
   // Both attempts are audited, the refusal with its code.
   auto audit = engine_->listAudit({});
@@ -103,8 +103,8 @@ TEST_F(ForgetTest, AnAdoptedStoresGhostSystemIsDegradedAndAnAdminForgetsIt) {
   // host0 is free again, and a restart keeps it forgotten.
   run(engine_->blocking().compose(Caller::local(), onHost0));
   start();
-  EXPECT_FALSE(engine_->getSystem("train"));
-  EXPECT_EQ(engine_->getSystem("next")->state, SystemState::kComposed);
+  EXPECT_FALSE(engine_->reads().getSystem("train"));
+  EXPECT_EQ(engine_->reads().getSystem("next")->state, SystemState::kComposed);
 }
 
 TEST_F(ForgetTest, ASystemWhoseDevicesTheFabricReportsIsRefusedAndKept) {
@@ -114,7 +114,7 @@ TEST_F(ForgetTest, ASystemWhoseDevicesTheFabricReportsIsRefusedAndKept) {
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
   EXPECT_NE(refused.error().message.find("yardctl decompose train"), std::string::npos) << refused.error().message;
-  EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kComposed);
+  EXPECT_EQ(engine_->reads().getSystem("train")->state, SystemState::kComposed);
   EXPECT_EQ(fabricBindings().size(), 2u);
   auto unknown = forget(kAdmin, "nope");
   ASSERT_FALSE(unknown);
@@ -128,7 +128,7 @@ TEST_F(ForgetTest, AFabricThatKeepsOneSwitchOfTheStoreIsTheSameFabric) {
   // sw1 left, a new switch came: still this store's fabric (no flag needed).
   swapFabric(testing::TopologyBuilder().sw("sw0").sw("sw9").gpus("sw0", 2).gpus("sw9", 2).host("host0", {"sw0", "sw9"}).build());
   start();
-  EXPECT_TRUE(engine_->getSystem("train"));
+  EXPECT_TRUE(engine_->reads().getSystem("train"));
 }
 
 }  // namespace engine_forget_test

@@ -99,7 +99,7 @@ TEST_F(GroupCommitTest, ComposesQueuedBehindEachOtherAreWrittenTogetherAndEachIs
   EXPECT_EQ(fabricBindings().size(), 4u);
 
   start();  // all of it is in the store: a restart finds the four systems
-  EXPECT_EQ(engine_->listSystems()->size(), 4u);
+  EXPECT_EQ(engine_->reads().listSystems()->size(), 4u);
 }
 
 TEST_F(GroupCommitTest, WithGroupCommitOffEveryAcceptanceIsItsOwnTransaction) {

@@ -30,7 +30,7 @@ class EngineHostTest : public EngineTest {
   System composeTwo(const std::string& name) {
     Operation op = compose(name, 2);
     EXPECT_EQ(op.state, OperationState::kSucceeded) << op.error;
-    return *engine_->getSystem(name);
+    return *engine_->reads().getSystem(name);
   }
 
   // The device the next compose will take first: compose, look, decompose.
@@ -48,7 +48,7 @@ TEST_F(EngineHostTest, ADeviceIsOnlineOnlyAfterItsHostSawIt) {
   Operation op = compose("train", 2);
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:done", "verify:done", "host-admit:done", "commit:done"}));
-  const System system = *engine_->getSystem("train");
+  const System system = *engine_->reads().getSystem("train");
   ASSERT_EQ(system.hostDevices.size(), 2u);
   for (const auto& b : system.bindings) {
     auto it = std::find_if(system.hostDevices.begin(), system.hostDevices.end(), [&](const auto& h) { return h.deviceId == b.deviceId; });
@@ -62,7 +62,7 @@ TEST_F(EngineHostTest, ADeviceIsOnlineOnlyAfterItsHostSawIt) {
 
   // The identities survive a restart (they are stored with the system).
   start();
-  EXPECT_EQ(engine_->getSystem("train")->hostDevices, system.hostDevices);
+  EXPECT_EQ(engine_->reads().getSystem("train")->hostDevices, system.hostDevices);
 
   // Decompose lets the host go first, then unbinds: no surprise removal.
   Operation down = run(engine_->blocking().decompose(Caller::local(), "train"));
@@ -103,7 +103,7 @@ TEST_F(EngineHostTest, TheWrongDeviceIsReleasedFromTheHostBeforeItIsUnbound) {
   EXPECT_EQ(stepLog(op).at(5), "host-release:done*");  // the host let go of what appeared, then the switch unbound
   EXPECT_TRUE(fabricBindings().empty());
   EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
-  EXPECT_TRUE(simulatedHosts_->present(engine_->listHosts()->front().host.id).empty());
+  EXPECT_TRUE(simulatedHosts_->present(engine_->reads().listHosts()->front().host.id).empty());
 }
 
 // Found by the deterministic simulation (seed 2301): when a rollback's host-release fails for good, the
@@ -124,7 +124,7 @@ TEST_F(EngineHostTest, ARollbackWhoseHostKeepsTheDevicesLeavesThemBoundAndQuaran
   EXPECT_TRUE(unbindSkipped) << "the switch was not asked to unbind what the host kept";
   EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
   EXPECT_EQ(fabricBindings().size(), 2u);
-  const auto devices = engine_->listDevices();  // kept: the loop refers into it
+  const auto devices = engine_->reads().listDevices();  // kept: the loop refers into it
   for (const auto& d : *devices)
     if (d.device.id == first || d.device.id == second) EXPECT_EQ(d.assignment.allocation, DeviceAllocation::kQuarantined) << d.device.id;
 }
@@ -156,7 +156,7 @@ TEST_F(EngineHostTest, AGpuInUseIsNotDetachedAndTheErrorNamesTheProcess) {
   // Nothing was unbound or removed; the system is whole.
   EXPECT_EQ(fabricBindings().size(), 2u);
   EXPECT_EQ(simulatedHosts_->present(system.hostId).size(), 2u);
-  const System after = *engine_->getSystem("train");
+  const System after = *engine_->reads().getSystem("train");
   EXPECT_EQ(after.state, SystemState::kComposed);
   EXPECT_EQ(after.bindings.size(), 2u);
   EXPECT_EQ(after.hostDevices.size(), 2u);
@@ -216,13 +216,13 @@ TEST_F(EngineHostTest, ADeviceWhoseResetFailedIsQuarantinedUntilAnOperatorReleas
 
 TEST_F(EngineHostTest, AnAgentThatRestartsIsAskedAgain) {
   startWithHosts();
-  const HostId host = engine_->listHosts()->front().host.id;
+  const HostId host = engine_->reads().listHosts()->front().host.id;
   simulatedHosts_->restartAgent(host, 2);  // two calls find nobody; the third (maxStepAttempts) answers
   Operation op = compose("train", 2);
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(op.steps.at(3).attempts, 3);
 
-  simulatedHosts_->restartAgent(engine_->getSystem("train")->hostId, 2);
+  simulatedHosts_->restartAgent(engine_->reads().getSystem("train")->hostId, 2);
   Operation down = run(engine_->blocking().decompose(Caller::local(), "train"));
   EXPECT_EQ(down.state, OperationState::kSucceeded) << down.error;
   EXPECT_EQ(down.steps.front().attempts, 3);
@@ -239,7 +239,7 @@ TEST_F(EngineHostTest, AnUnreachableAgentFailsTheDetachWithAClearStatusAndUnbind
   EXPECT_EQ(down.steps.front().attempts, 3);
   EXPECT_EQ(stepLog(down), (std::vector<std::string>{"host-release:failed", "unbind:skipped", "release:skipped"}));
   EXPECT_EQ(fabricBindings().size(), 2u);
-  EXPECT_EQ(engine_->getSystem("train")->state, SystemState::kComposed);
+  EXPECT_EQ(engine_->reads().getSystem("train")->state, SystemState::kComposed);
 
   simulatedHosts_->setHostReachable(system.hostId, true);
   EXPECT_EQ(run(engine_->blocking().decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
@@ -254,7 +254,7 @@ TEST_F(EngineHostTest, AHostWithNoPolicyIsRefusedWithTheWayOut) {
   EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
   EXPECT_NE(refused.error().message.find("--host-policy"), std::string::npos) << refused.error().message;
   EXPECT_TRUE(fabricBindings().empty());
-  EXPECT_EQ(engine_->listSystems()->size(), 0u);
+  EXPECT_EQ(engine_->reads().listSystems()->size(), 0u);
 }
 
 TEST_F(EngineHostTest, AHostThatTrustsTheFabricHasNoHostSteps) {
@@ -262,7 +262,7 @@ TEST_F(EngineHostTest, AHostThatTrustsTheFabricHasNoHostSteps) {
   Operation op = compose("train", 2);
   ASSERT_EQ(op.state, OperationState::kSucceeded);
   EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:done", "verify:done", "commit:done"}));
-  EXPECT_TRUE(engine_->getSystem("train")->hostDevices.empty());
+  EXPECT_TRUE(engine_->reads().getSystem("train")->hostDevices.empty());
   EXPECT_EQ(simulatedHosts_->calls(), 0u);
 }
 
@@ -275,7 +275,7 @@ TEST_F(EngineHostTest, MigInstancesAreMadeOnTheHostAndTornDownBeforeTheyLeave) {
   r.placement.gpuInstances = {MigProfile::k3g};
   Operation composed = run(engine_->blocking().compose(Caller::local(), r));
   ASSERT_EQ(composed.state, OperationState::kSucceeded) << composed.error;
-  const System system = *engine_->getSystem("infer");
+  const System system = *engine_->reads().getSystem("infer");
   EXPECT_EQ(simulatedHosts_->migInstances(system.hostId), system.gpuInstances);
 
   AttachRequest more{"infer", {}};
@@ -307,7 +307,7 @@ TEST_F(EngineHostTest, AMigInstanceTheHostCannotMakeRollsTheComposeBack) {
   EXPECT_EQ(op.state, OperationState::kFailed);
   EXPECT_NE(op.error.find("MIG mode is disabled"), std::string::npos) << op.error;
   EXPECT_TRUE(fabricBindings().empty());
-  EXPECT_TRUE(simulatedHosts_->migInstances(engine_->listHosts()->front().host.id).empty());
+  EXPECT_TRUE(simulatedHosts_->migInstances(engine_->reads().listHosts()->front().host.id).empty());
   EXPECT_TRUE(simulatedHosts_->surpriseRemovals().empty());
 }
 
@@ -322,7 +322,7 @@ TEST_F(EngineHostTest, HostSideDriftIsReportedOnceAndClears) {
 
   const DeviceId lost = system.bindings.front().deviceId;
   simulatedHosts_->forget(system.hostId, lost);
-  const HostId other = engine_->listHosts()->back().host.id;
+  const HostId other = engine_->reads().listHosts()->back().host.id;
   ASSERT_NE(other, system.hostId);
   simulatedHosts_->enumerate(other, "sw1-gpu7");
   auto drifts = engine_->reconcileHosts();
@@ -374,7 +374,7 @@ TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart)
   ASSERT_TRUE(accepted) << accepted.error().message;
   gated.waitUntilHeld();
   // Bound in the switch, not yet seen by the host: the system says so, and is not composed.
-  const System waiting = *engine_->getSystem("train");
+  const System waiting = *engine_->reads().getSystem("train");
   EXPECT_EQ(waiting.state, SystemState::kComposing);
   EXPECT_EQ(waiting.progress, "verifying on the host");
   std::thread stopper([&] { engine_->stop(0s); });
@@ -391,8 +391,8 @@ TEST_F(EngineHostTest, AnOperationStoppedDuringItsHostStepResumesAtTheNextStart)
   auto op = engine_->blocking().getOperation(accepted->id);
   ASSERT_TRUE(op);
   EXPECT_EQ(op->state, OperationState::kSucceeded);
-  EXPECT_EQ(engine_->getSystem("train")->hostDevices.size(), 2u);
-  EXPECT_EQ(engine_->getSystem("train")->progress, "");
+  EXPECT_EQ(engine_->reads().getSystem("train")->hostDevices.size(), 2u);
+  EXPECT_EQ(engine_->reads().getSystem("train")->progress, "");
 }
 
 // The host releases, then its reply waits until let through: the engine stops between host-release and unbind.
@@ -471,7 +471,7 @@ TEST_F(EngineHostTest, AReleaseWhoseReplyWasLostIsUndoneEvenWhenTheAgentIsDownAt
   ComposeRequest r{"infer", {}, {}};
   r.placement.gpuInstances = {MigProfile::k3g};
   ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), r)).state, OperationState::kSucceeded);
-  const System system = *engine_->getSystem("infer");
+  const System system = *engine_->reads().getSystem("infer");
   ReleaseThenDown flaky(*simulatedHosts_);
   hosts_ = &flaky;
   start();
@@ -480,7 +480,7 @@ TEST_F(EngineHostTest, AReleaseWhoseReplyWasLostIsUndoneEvenWhenTheAgentIsDownAt
   EXPECT_EQ(stepLog(failed).back(), "host-admit:done*") << "the rollback re-admits what the lost reply may have released";
   EXPECT_EQ(simulatedHosts_->migInstances(system.hostId), system.gpuInstances) << "and makes its MIG instance again";
   EXPECT_EQ(simulatedHosts_->present(system.hostId).size(), 1u);
-  EXPECT_EQ(engine_->getSystem("infer")->state, SystemState::kComposed);
+  EXPECT_EQ(engine_->reads().getSystem("infer")->state, SystemState::kComposed);
 }
 
 }  // namespace

@@ -100,7 +100,7 @@ class EngineIdleTest : public EngineTest {
   }
   std::vector<DeviceId> gpusOf(const std::string& system) {
     std::vector<DeviceId> out;
-    const auto found = engine_->getSystem(system);  // held: a range-for over a temporary's member would dangle
+    const auto found = engine_->reads().getSystem(system);  // held: a range-for over a temporary's member would dangle
     EXPECT_TRUE(found) << system << ": " << found.error().message;
     if (found)
       for (const auto& b : found->bindings) out.push_back(b.deviceId);
@@ -127,7 +127,7 @@ TEST_F(EngineIdleTest, IdleListsAttachedGpusIdleLongEnoughWithTheirSystemAndNoth
   EXPECT_TRUE(sample().empty());
   clock_.advance(45min);
   EXPECT_TRUE(sample().empty()) << "no policy: idle GPUs are shown, never taken";
-  auto idle = engine_->idleGpus(Caller::local(), std::chrono::minutes(30));
+  auto idle = engine_->reads().idleGpus(Caller::local(), std::chrono::minutes(30));
   ASSERT_TRUE(idle);
   ASSERT_EQ(idle->size(), 2u) << "the two idle ones; busy at 97 % with a process, and at 40 %, are not";
   for (const auto& g : *idle) {
@@ -137,13 +137,13 @@ TEST_F(EngineIdleTest, IdleListsAttachedGpusIdleLongEnoughWithTheirSystemAndNoth
     EXPECT_FALSE(g.hostId.empty());
     EXPECT_FALSE(g.model.empty());
   }
-  EXPECT_EQ(engine_->idleGpus(Caller::local(), std::chrono::hours(1))->size(), 0u);
-  auto all = *engine_->idleGpus(Caller::local(), Duration(0), true);
+  EXPECT_EQ(engine_->reads().idleGpus(Caller::local(), std::chrono::hours(1))->size(), 0u);
+  auto all = *engine_->reads().idleGpus(Caller::local(), Duration(0), true);
   ASSERT_EQ(all.size(), 4u) << "every sampled GPU when asked";
   EXPECT_EQ(count("reclaim.would-detach") + count("reclaim.started"), 0u);
 
   run(engine_->blocking().detach(Caller::local(), {"train", {gpus[2]}, {}, {}, {}}));
-  EXPECT_EQ(engine_->idleGpus(Caller::local(), std::chrono::minutes(30))->size(), 1u) << "a detached GPU is no longer listed";
+  EXPECT_EQ(engine_->reads().idleGpus(Caller::local(), std::chrono::minutes(30))->size(), 1u) << "a detached GPU is no longer listed";
 }
 
 TEST_F(EngineIdleTest, ADryRunNamesIdleGpusOncePerIdleStretchAndDetachesNothing) {
@@ -159,7 +159,7 @@ TEST_F(EngineIdleTest, ADryRunNamesIdleGpusOncePerIdleStretchAndDetachesNothing)
   clock_.advance(10min);
   sample();
   EXPECT_EQ(count("reclaim.would-detach"), 1u) << "once per idle stretch";
-  EXPECT_EQ(engine_->getSystem("notebook")->bindings.size(), 2u) << "a dry run detaches nothing";
+  EXPECT_EQ(engine_->reads().getSystem("notebook")->bindings.size(), 2u) << "a dry run detaches nothing";
   const auto gpus = gpusOf("notebook");
   simulated_->setActivity(gpus[0], 80);
   simulated_->setActivity(gpus[1], 80);
@@ -192,7 +192,7 @@ TEST_F(EngineIdleTest, ADetachPolicyGivesIdleGpusBackThroughTheSafePathButNeverO
   EXPECT_EQ(count("reclaim.started"), 1u);
   EXPECT_EQ(freeDevices(), freeBefore - 2u);
   EXPECT_TRUE(simulated_->surpriseRemovals().empty()) << "host-release ran before the switch unbound";
-  EXPECT_TRUE(engine_->idleGpus(Caller::local(), Duration(0))->empty()) << "what was reclaimed is no longer attached";
+  EXPECT_TRUE(engine_->reads().idleGpus(Caller::local(), Duration(0))->empty()) << "what was reclaimed is no longer attached";
   auto audit = engine_->listAudit({});
   ASSERT_TRUE(audit);
   EXPECT_TRUE(std::any_of(audit->begin(), audit->end(), [](const AuditRecord& a) { return a.caller.identity == kReclaimActor && a.action == "detach"; }));
@@ -223,13 +223,13 @@ TEST_F(EngineIdleTest, IdleMigInstancesGoBackOneByOneWhileASiblingWorksAndTheGpu
   ComposeRequest r{"infer", {}, {}};
   r.placement.gpuInstances = {MigProfile::k3g, MigProfile::k3g};
   ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), r)).state, OperationState::kSucceeded);
-  const System system = *engine_->getSystem("infer");
+  const System system = *engine_->reads().getSystem("infer");
   ASSERT_EQ(system.gpuInstances.size(), 2u);
   ASSERT_EQ(system.bindings.size(), 1u) << "both on one GPU";
   const GpuInstance busy = system.gpuInstances[0], idle = system.gpuInstances[1];
   simulated_->setInstanceActivity(busy.deviceId, busy.start, {{5150, "tritonserver", 9000}});
   sample();
-  auto listed = engine_->idleGpus(Caller::local(), Duration(0));
+  auto listed = engine_->reads().idleGpus(Caller::local(), Duration(0));
   ASSERT_TRUE(listed);
   ASSERT_EQ(listed->size(), 1u) << "listed for its idle instance, though the GPU is busy";
   EXPECT_FALSE(listed->front().gpu.idle());
@@ -242,7 +242,7 @@ TEST_F(EngineIdleTest, IdleMigInstancesGoBackOneByOneWhileASiblingWorksAndTheGpu
   ASSERT_EQ(started[0].gpuInstances.size(), 1u);
   EXPECT_EQ(started[0].gpuInstances[0], idle) << "only the instance nothing runs in";
   EXPECT_EQ(run(Result<Operation>(started[0])).state, OperationState::kSucceeded);
-  auto after = *engine_->getSystem("infer");
+  auto after = *engine_->reads().getSystem("infer");
   EXPECT_EQ(after.gpuInstances, (std::vector<GpuInstance>{busy}));
   EXPECT_EQ(after.bindings.size(), 1u) << "the GPU stays with its busy instance";
   EXPECT_EQ(simulated_->migInstances(system.hostId), (std::vector<GpuInstance>{busy})) << "the host destroyed the idle one";
@@ -253,7 +253,7 @@ TEST_F(EngineIdleTest, IdleMigInstancesGoBackOneByOneWhileASiblingWorksAndTheGpu
   auto refused = run(engine_->blocking().detach(Caller::local(), {.system = "infer", .gpuInstances = {{busy.deviceId, busy.start}}}));
   EXPECT_NE(refused.state, OperationState::kSucceeded);
   EXPECT_NE(refused.error.find("in use by pid 5150"), std::string::npos) << refused.error;
-  EXPECT_EQ(engine_->getSystem("infer")->gpuInstances, (std::vector<GpuInstance>{busy}));
+  EXPECT_EQ(engine_->reads().getSystem("infer")->gpuInstances, (std::vector<GpuInstance>{busy}));
 
   simulated_->setInstanceActivity(busy.deviceId, busy.start, {});  // the server stops
   sample();
@@ -262,7 +262,7 @@ TEST_F(EngineIdleTest, IdleMigInstancesGoBackOneByOneWhileASiblingWorksAndTheGpu
   ASSERT_EQ(started.size(), 1u);
   EXPECT_EQ(started[0].steps.front().bindings.size(), 1u) << "its last instance: the GPU goes back with it";
   EXPECT_EQ(run(Result<Operation>(started[0])).state, OperationState::kSucceeded);
-  const auto gone = engine_->getSystem("infer");
+  const auto gone = engine_->reads().getSystem("infer");
   EXPECT_TRUE(!gone || gone->state == SystemState::kDecomposed);
   EXPECT_EQ(freeDevices(), freeBefore);
   EXPECT_TRUE(simulated_->surpriseRemovals().empty());
@@ -276,7 +276,7 @@ TEST_F(EngineIdleTest, UsageCountsAnIdleMigInstanceByItsPartOfTheGpu) {
   r.placement.gpuInstances = {MigProfile::k3g, MigProfile::k3g};
   r.placement.tenant = "team-a";
   ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), r)).state, OperationState::kSucceeded);
-  const System system = *engine_->getSystem("infer");
+  const System system = *engine_->reads().getSystem("infer");
   const GpuInstance busy = system.gpuInstances[0], idle = system.gpuInstances[1];
   simulated_->setInstanceActivity(busy.deviceId, busy.start, {{5150, "tritonserver", 9000}});
   sample();
@@ -303,9 +303,9 @@ TEST_F(EngineIdleTest, AnIdleGpuCarryingSharesGoesBackWithThemAndADryRunNamesThe
   ComposeRequest r{"notebook", {}, {}};
   r.placement.gpuShareMilli = 500;
   ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), r)).state, OperationState::kSucceeded);
-  const DeviceId gpu = engine_->getSystem("notebook")->gpuShares.at(0).deviceId;
+  const DeviceId gpu = engine_->reads().getSystem("notebook")->gpuShares.at(0).deviceId;
   sample();
-  auto listed = *engine_->idleGpus(Caller::local(), Duration(0));
+  auto listed = *engine_->reads().idleGpus(Caller::local(), Duration(0));
   ASSERT_EQ(listed.size(), 1u);
   EXPECT_EQ(listed[0].shareMilli, 500);
   EXPECT_TRUE(listed[0].reclaimBlocked.empty()) << "a share's GPU is no longer kept out of reclaim";
@@ -355,7 +355,7 @@ TEST_F(EngineIdleTest, ARoundRecordsOffTheControlThreadAndReclaimsOnlyWhatIsStil
   ASSERT_TRUE(started) << started.error().message;
   ASSERT_EQ(started->size(), 1u) << "one reclaim, of the GPU still attached";
   EXPECT_EQ(run(Result<Operation>(started->front())).state, OperationState::kSucceeded);
-  const auto after = engine_->getSystem("busy-owner");
+  const auto after = engine_->reads().getSystem("busy-owner");
   EXPECT_TRUE(!after || after->state == SystemState::kDecomposed) << "detaching its last GPU ended the system";
   const auto audit = *engine_->listAudit({});
   EXPECT_EQ(std::count_if(audit.begin(), audit.end(), [](const AuditRecord& a) { return a.caller.identity == kReclaimActor; }), 1)
@@ -381,18 +381,18 @@ TEST_F(EngineIdleTest, LabelsAndTenantPolicyChooseOverYarddsAndTenantsSeeOnlyThe
   const auto started = sample();
   ASSERT_EQ(started.size(), 1u) << "team-a's 10m detach policy takes a-default only";
   EXPECT_EQ(run(Result<Operation>(started[0])).state, OperationState::kSucceeded);
-  EXPECT_EQ(engine_->getSystem("a-default").error().code, Code::kNotFound) << "every GPU reclaimed: the system is decomposed";
+  EXPECT_EQ(engine_->reads().getSystem("a-default").error().code, Code::kNotFound) << "every GPU reclaimed: the system is decomposed";
   EXPECT_EQ(gpusOf("a-keep").size(), 2u);
   EXPECT_EQ(gpusOf("b-default").size(), 2u) << "team-b has yardd's 4h dry run";
 
   const Caller teamB{"bob", Role::kTenant, "team-b"};
-  auto seen = *engine_->idleGpus(teamB, Duration(0));
+  auto seen = *engine_->reads().idleGpus(teamB, Duration(0));
   ASSERT_EQ(seen.size(), 2u);
   for (const auto& g : seen) {
     EXPECT_EQ(g.tenant, "team-b");
     EXPECT_EQ(describe(g.reclaim), "after 4h idle (dry run)");
   }
-  auto all = *engine_->idleGpus(Caller::local(), Duration(0));
+  auto all = *engine_->reads().idleGpus(Caller::local(), Duration(0));
   EXPECT_EQ(all.size(), 4u);
 }
 

@@ -32,7 +32,7 @@ TEST_F(EngineMigTest, ComposePacksInstancesOntoAsFewFreshGpusAsFit) {
   Operation op = run(composeMig("infer", {MigProfile::k1g, MigProfile::k3g, MigProfile::k3g, MigProfile::k1g}));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(binds(op), 2u) << "3g+3g fill one GPU's memory slices, the two 1g go on a second";
-  const System system = *engine_->getSystem("infer");
+  const System system = *engine_->reads().getSystem("infer");
   EXPECT_EQ(system.bindings.size(), 2u);
   ASSERT_EQ(system.gpuInstances.size(), 4u);
   for (const auto& b : system.bindings) {
@@ -50,11 +50,11 @@ TEST_F(EngineMigTest, AttachFillsAPartlyUsedGpuBeforeAttachingAnother) {
   Operation fill = run(attachMig("infer", {MigProfile::k2g, MigProfile::k1g}));
   ASSERT_EQ(fill.state, OperationState::kSucceeded) << fill.error;
   EXPECT_EQ(binds(fill), 0u) << "both fit beside the 3g: no hot-plug needed";
-  EXPECT_EQ(engine_->getSystem("infer")->bindings.size(), 1u);
+  EXPECT_EQ(engine_->reads().getSystem("infer")->bindings.size(), 1u);
   Operation grow = run(attachMig("infer", {MigProfile::k4g}));
   ASSERT_EQ(grow.state, OperationState::kSucceeded) << grow.error;
   EXPECT_EQ(binds(grow), 1u) << "4g needs slices 0-3, which the 3g holds: a fresh GPU";
-  const System system = *engine_->getSystem("infer");
+  const System system = *engine_->reads().getSystem("infer");
   EXPECT_EQ(system.bindings.size(), 2u);
   EXPECT_EQ(system.gpuInstances.size(), 4u);
 }
@@ -62,7 +62,7 @@ TEST_F(EngineMigTest, AttachFillsAPartlyUsedGpuBeforeAttachingAnother) {
 TEST_F(EngineMigTest, DetachingTheLastInstanceOfAGpuUnbindsIt) {
   start();
   run(composeMig("infer", {MigProfile::k3g, MigProfile::k1g}));
-  const System before = *engine_->getSystem("infer");
+  const System before = *engine_->reads().getSystem("infer");
   ASSERT_EQ(before.bindings.size(), 1u);
   const GpuInstance small = *std::find_if(before.gpuInstances.begin(), before.gpuInstances.end(),
                                           [](const GpuInstance& i) { return i.profile == MigProfile::k1g; });
@@ -72,7 +72,7 @@ TEST_F(EngineMigTest, DetachingTheLastInstanceOfAGpuUnbindsIt) {
   Operation op = run(engine_->blocking().detach(Caller::local(), first));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(op.steps.size(), 1u) << "only a release: the GPU still carries the 3g";
-  EXPECT_EQ(engine_->getSystem("infer")->gpuInstances, std::vector<GpuInstance>{large});
+  EXPECT_EQ(engine_->reads().getSystem("infer")->gpuInstances, std::vector<GpuInstance>{large});
   EXPECT_EQ(fabricBindings().size(), 1u);
 
   DetachRequest last{"infer", {}, {{large.deviceId, large.start}}};
@@ -80,19 +80,19 @@ TEST_F(EngineMigTest, DetachingTheLastInstanceOfAGpuUnbindsIt) {
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(op.steps.front().kind, step::kUnbind);
   EXPECT_TRUE(fabricBindings().empty());
-  EXPECT_EQ(engine_->getSystem("infer").error().code, Code::kNotFound) << "with nothing left it is decomposed, not kept empty";
+  EXPECT_EQ(engine_->reads().getSystem("infer").error().code, Code::kNotFound) << "with nothing left it is decomposed, not kept empty";
   EXPECT_EQ(freeDevices(), 16u);
 }
 
 TEST_F(EngineMigTest, DetachingAGpuTakesItsInstancesAlong) {
   start();
   run(composeMig("infer", {MigProfile::k2g, MigProfile::k2g}));
-  const System before = *engine_->getSystem("infer");
+  const System before = *engine_->reads().getSystem("infer");
   DetachRequest r{"infer", {before.bindings[0].deviceId}, {}};
   Operation op = run(engine_->blocking().detach(Caller::local(), r));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(op.gpuInstances.size(), 2u);
-  EXPECT_TRUE(engine_->getSystem("infer")->gpuInstances.empty());
+  EXPECT_TRUE(engine_->reads().getSystem("infer")->gpuInstances.empty());
 }
 
 TEST_F(EngineMigTest, BadMigRequestsChangeNothing) {
@@ -100,7 +100,7 @@ TEST_F(EngineMigTest, BadMigRequestsChangeNothing) {
   run(composeMig("infer", {MigProfile::k7g}));
   DetachRequest unknown{"infer", {}, {{"sw0-gpu0", 3}}};
   EXPECT_EQ(engine_->blocking().detach(Caller::local(), unknown).error().code, Code::kNotFound);
-  const GpuInstance i = engine_->getSystem("infer")->gpuInstances.at(0);
+  const GpuInstance i = engine_->reads().getSystem("infer")->gpuInstances.at(0);
   DetachRequest twice{"infer", {i.deviceId}, {{i.deviceId, i.start}}};
   EXPECT_EQ(engine_->blocking().detach(Caller::local(), twice).error().code, Code::kInvalidArgument);
   ComposeRequest both{"mixed", {}, {}};
@@ -108,7 +108,7 @@ TEST_F(EngineMigTest, BadMigRequestsChangeNothing) {
   both.placement.devices = {"sw1-gpu0"};
   both.placement.host = "host1";
   EXPECT_EQ(engine_->blocking().compose(Caller::local(), both).error().code, Code::kInvalidArgument);
-  EXPECT_EQ(engine_->getSystem("infer")->gpuInstances.size(), 1u);
+  EXPECT_EQ(engine_->reads().getSystem("infer")->gpuInstances.size(), 1u);
   EXPECT_EQ(fabricBindings().size(), 1u);
 }
 
@@ -118,7 +118,7 @@ TEST_F(EngineMigTest, ASwitchThatSaysNoLeavesNoInstances) {
   fabric_->setFaults({.failNext = 1, .failCode = Code::kFailedPrecondition, .targets = kFaultBind});
   Operation op = run(attachMig("infer", {MigProfile::k3g, MigProfile::k7g}));
   EXPECT_EQ(op.state, OperationState::kFailed);
-  const System system = *engine_->getSystem("infer");
+  const System system = *engine_->reads().getSystem("infer");
   EXPECT_EQ(system.gpuInstances.size(), 1u) << "the fill onto the bound GPU is undone with the failed attach";
   EXPECT_EQ(system.bindings.size(), 1u);
   EXPECT_EQ(fabricBindings().size(), 1u);
@@ -142,17 +142,17 @@ TEST_F(EngineMigTest, InstancesSurviveARestartMidOperation) {
   ASSERT_TRUE(op);
   EXPECT_EQ(op->state, OperationState::kSucceeded);
   EXPECT_EQ(op->gpuInstances, accepted->gpuInstances) << "the plan was read back from the store";
-  const System system = *engine_->getSystem("infer");
+  const System system = *engine_->reads().getSystem("infer");
   EXPECT_EQ(system.gpuInstances, accepted->gpuInstances);
   EXPECT_EQ(system.bindings.size(), 2u);
   start();  // and once more, from a clean stop
-  EXPECT_EQ(engine_->getSystem("infer")->gpuInstances, accepted->gpuInstances);
+  EXPECT_EQ(engine_->reads().getSystem("infer")->gpuInstances, accepted->gpuInstances);
 }
 
 TEST_F(EngineMigTest, CapacityCountsFreeSlicesApartFromFreeGpus) {
   start();
   run(composeMig("infer", {MigProfile::k4g}));
-  auto report = engine_->capacity({}, {MigProfile::k1g, MigProfile::k3g, MigProfile::k7g});
+  auto report = engine_->reads().capacity({}, {MigProfile::k1g, MigProfile::k3g, MigProfile::k7g});
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->mig.size(), 3u);
   EXPECT_EQ(report->attachableMigGpus, 15);

@@ -42,7 +42,7 @@ class EngineMixedTest : public EngineTest {
 TEST_F(EngineMixedTest, YarddsRedfishFabricNamesEachTargetsKind) {
   start();
   bmc::PoolView view;  // what the Redfish service reads for a fabric resource
-  auto topology = engine_->topology();
+  auto topology = engine_->reads().topology();
   ASSERT_TRUE(topology) << topology.error().message;
   view.topology = std::move(*topology);
   std::map<std::string, std::string> types;
@@ -63,7 +63,7 @@ TEST_F(EngineMixedTest, GpusDrivesAndNicsAreBoundTogetherAndGoBackTogether) {
   start();
   const Operation op = run(engine_->blocking().compose(Caller::local(), want("train", 4, 1, 1)));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
-  auto s = engine_->getSystem("train");
+  auto s = engine_->reads().getSystem("train");
   ASSERT_TRUE(s);
   EXPECT_EQ(count(*s, "gpu"), 4);
   EXPECT_EQ(count(*s, "nic"), 1);
@@ -77,7 +77,7 @@ TEST_F(EngineMixedTest, GpusDrivesAndNicsAreBoundTogetherAndGoBackTogether) {
   AttachRequest more{"train", {}, {}};
   more.placement.endpoints = {{DeviceKind::kNic, 1, "", 0, Affinity::kDomain}};
   ASSERT_EQ(run(engine_->blocking().attach(Caller::local(), more)).state, OperationState::kSucceeded);
-  EXPECT_EQ(count(*engine_->getSystem("train"), "nic"), 2);
+  EXPECT_EQ(count(*engine_->reads().getSystem("train"), "nic"), 2);
   ASSERT_EQ(run(engine_->blocking().decompose(Caller::local(), "train")).state, OperationState::kSucceeded);
   EXPECT_TRUE(fabricBindings().empty());
 }
@@ -89,7 +89,7 @@ TEST_F(EngineMixedTest, ATemplatesComposeCarriesItsNameAndAnUnknownOneChangesNot
   r.peerToPeerAsked = false;
   const Operation op = run(engine_->blocking().compose(Caller::local(), r));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
-  auto s = engine_->getSystem("svc");
+  auto s = engine_->reads().getSystem("svc");
   EXPECT_EQ(count(*s, "gpu"), 1);
   EXPECT_EQ(count(*s, "nic"), 1);
   EXPECT_EQ(s->labels.at(std::string(kTemplateLabel)), "infer-1x");
@@ -98,7 +98,7 @@ TEST_F(EngineMixedTest, ATemplatesComposeCarriesItsNameAndAnUnknownOneChangesNot
   auto unknown = engine_->blocking().compose(Caller::local(), r);
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, Code::kNotFound);
-  EXPECT_FALSE(engine_->getSystem("other"));
+  EXPECT_FALSE(engine_->reads().getSystem("other"));
 }
 
 TEST_F(EngineMixedTest, AQueuedMixedRequestKeepsItsDrivesAcrossARestart) {
@@ -115,12 +115,12 @@ TEST_F(EngineMixedTest, AQueuedMixedRequestKeepsItsDrivesAcrossARestart) {
   auto done = engine_->waitOperation(accepted->id, 10s);
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state, OperationState::kSucceeded) << done->error;
-  EXPECT_EQ(count(*engine_->getSystem("later"), "nvme"), 1);
+  EXPECT_EQ(count(*engine_->reads().getSystem("later"), "nvme"), 1);
 }
 
 TEST_F(EngineMixedTest, CapacityCountsWholeSystemsOfEachTemplate) {
   start();
-  const auto report = engine_->capacity(defaultShapes());
+  const auto report = engine_->reads().capacity(defaultShapes());
   ASSERT_TRUE(report) << report.error().message;
   std::map<std::string, int> fits;
   for (const auto& n : report->named) fits[n.name] = n.fits;
@@ -143,7 +143,7 @@ TEST_F(EngineMixedTest, DriveAndNicQuotasCountTheirOwnKind) {
   ASSERT_FALSE(tooMany);
   EXPECT_EQ(tooMany.error().code, Code::kResourceExhausted);
   EXPECT_NE(tooMany.error().message.find("may hold 1 NVMe drive(s); it holds 0 and this asks for 2 more"), std::string::npos) << tooMany.error().message;
-  EXPECT_FALSE(engine_->getSystem("big"));
+  EXPECT_FALSE(engine_->reads().getSystem("big"));
   EXPECT_TRUE(fabricBindings().empty());
   ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), want("a1", 1, 1, 1, "team-a"))).state, OperationState::kSucceeded);
   AttachRequest nic{"a1", {}, {}};
@@ -188,7 +188,7 @@ TEST_F(EngineOtherClassQuotaTest, EachClassCountsAgainstItsOwnLimit) {
   EXPECT_EQ(tooMany.error().code, Code::kResourceExhausted);
   EXPECT_NE(tooMany.error().message.find("tenant 'team-a' may hold 2 fpga device(s); it holds 0 and this asks for 3 more"), std::string::npos)
       << tooMany.error().message;
-  EXPECT_FALSE(engine_->getSystem("big"));
+  EXPECT_FALSE(engine_->reads().getSystem("big"));
   EXPECT_TRUE(fabricBindings().empty()) << "a refusal binds nothing";
   ASSERT_EQ(run(engine_->blocking().compose(Caller::local(), want("a1", 1, {of("fpga", 2), of("dpu", 2)}))).state, OperationState::kSucceeded);
   AttachRequest more{"a1", {}, {}};

@@ -41,7 +41,7 @@ TEST_F(EnginePooledMemoryTest, GpusAndMemoryAreBoundTogetherFromTheHostsSwitch) 
   start();
   const Operation op = run(engine_->blocking().compose(Caller::local(), want("train", 2, 100)));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
-  auto s = engine_->getSystem("train");
+  auto s = engine_->reads().getSystem("train");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->bindings.size(), 4u);  // 2 GPUs and 2 x 64 GiB
   EXPECT_EQ(memoryOf(*s), 128);
@@ -51,9 +51,9 @@ TEST_F(EnginePooledMemoryTest, GpusAndMemoryAreBoundTogetherFromTheHostsSwitch) 
   AttachRequest more{"train", {}, {}};
   more.placement.pooledMemoryGiB = 64;
   ASSERT_EQ(run(engine_->blocking().attach(Caller::local(), more)).state, OperationState::kSucceeded);
-  EXPECT_EQ(memoryOf(*engine_->getSystem("train")), 192);
+  EXPECT_EQ(memoryOf(*engine_->reads().getSystem("train")), 192);
   // Capacity shows what is left per switch.
-  const auto report = engine_->capacity(defaultShapes());
+  const auto report = engine_->reads().capacity(defaultShapes());
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->pooledMemory.size(), 2u);
   EXPECT_EQ(report->freePooledMemoryGiB, 64 + 256);
@@ -64,7 +64,7 @@ TEST_F(EnginePooledMemoryTest, MemoryAloneIsASystemToo) {
   start();
   const Operation op = run(engine_->blocking().compose(Caller::local(), want("cache", 0, 256)));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
-  EXPECT_EQ(memoryOf(*engine_->getSystem("cache")), 256);
+  EXPECT_EQ(memoryOf(*engine_->reads().getSystem("cache")), 256);
   // The other host's switch has its own; nothing crosses switches, so 300 GiB fits nowhere now.
   auto tooMuch = engine_->blocking().compose(Caller::local(), want("big", 0, 300));
   ASSERT_FALSE(tooMuch);
@@ -99,7 +99,7 @@ TEST_F(EnginePooledMemoryTest, AQueuedMemoryRequestRunsWhenMemoryFrees) {
   auto done = engine_->waitOperation(accepted->id, 10s);
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state, OperationState::kSucceeded) << done->error;
-  EXPECT_EQ(memoryOf(*engine_->getSystem("later")), 128);
+  EXPECT_EQ(memoryOf(*engine_->reads().getSystem("later")), 128);
 }
 
 }  // namespace

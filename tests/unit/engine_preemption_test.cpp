@@ -20,7 +20,7 @@ TEST_F(EngineQueueTest, AProductionRequestPreemptsTheSmallestSpotSystemAfterItsG
   spot.priorityClass = "spot";
   composeWith(spot);
   compose("batch-job", 8);  // batch: not preemptible
-  EXPECT_EQ(engine_->getSystem("spot-job")->priorityClass, "spot");
+  EXPECT_EQ(engine_->reads().getSystem("spot-job")->priorityClass, "spot");
 
   const Operation spotWaits = enqueue(queued("spot-later", 8, "spot"));  // spot does not preempt: it waits
   auto types = eventTypes();
@@ -29,7 +29,7 @@ TEST_F(EngineQueueTest, AProductionRequestPreemptsTheSmallestSpotSystemAfterItsG
   const Operation urgent = enqueue(queued("urgent", 8, "production"));
   types = eventTypes();
   EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 1) << "one victim is enough";
-  const auto queue = *engine_->listQueue();
+  const auto queue = *engine_->reads().listQueue();
   ASSERT_EQ(queue.front().operationId, urgent.id);
   EXPECT_NE(queue.front().waitingFor.find("preempting"), std::string::npos) << queue.front().waitingFor;
 
@@ -42,10 +42,10 @@ TEST_F(EngineQueueTest, AProductionRequestPreemptsTheSmallestSpotSystemAfterItsG
   EXPECT_EQ(started->front().requestedBy.identity, "yardd (preemption)");
   EXPECT_EQ(finished(started->front().id).state, OperationState::kSucceeded);
   EXPECT_EQ(finished(urgent.id).state, OperationState::kSucceeded) << "what the victim freed went to the request";
-  EXPECT_FALSE(engine_->getSystem("spot-job"));
-  EXPECT_EQ(engine_->getSystem("batch-job")->bindings.size(), 8u) << "batch is not preemptible";
-  EXPECT_EQ(engine_->listQueue()->size(), 1u);
-  EXPECT_EQ(engine_->listQueue()->front().operationId, spotWaits.id);
+  EXPECT_FALSE(engine_->reads().getSystem("spot-job"));
+  EXPECT_EQ(engine_->reads().getSystem("batch-job")->bindings.size(), 8u) << "batch is not preemptible";
+  EXPECT_EQ(engine_->reads().listQueue()->size(), 1u);
+  EXPECT_EQ(engine_->reads().listQueue()->front().operationId, spotWaits.id);
   types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "system.preempted"), types.end());
   EXPECT_EQ(std::find(types.begin(), types.end(), "system.requeued"), types.end()) << "spot does not requeue unless configured to";
@@ -64,7 +64,7 @@ TEST_F(EngineQueueTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAn
   spot.placement.host = "host1";  // pinned, with a least memory: asked for again (System::asked)
   spot.placement.minMemoryGiB = 40;
   composeWith(spot);
-  const SystemId before = engine_->getSystem("spot-job")->id;
+  const SystemId before = engine_->reads().getSystem("spot-job")->id;
   compose("batch-job", 8);
   const Operation urgent = enqueue(queued("urgent", 8, "production"));
   clock_.advance(31s);
@@ -75,13 +75,13 @@ TEST_F(EngineQueueTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAn
   EXPECT_EQ(finished(started->front().id).state, OperationState::kSucceeded);
   EXPECT_EQ(finished(urgent.id).state, OperationState::kSucceeded) << "the request that preempted it goes first";
 
-  const auto again = engine_->getSystem("spot-job");
+  const auto again = engine_->reads().getSystem("spot-job");
   ASSERT_TRUE(again) << "queued again under its name";
   EXPECT_NE(again->id, before);
   EXPECT_EQ(again->state, SystemState::kQueued);
   EXPECT_EQ(again->labels, spot.labels);
   EXPECT_EQ(again->priorityClass, "spot");
-  const auto queue = *engine_->listQueue();
+  const auto queue = *engine_->reads().listQueue();
   ASSERT_EQ(queue.size(), 1u);
   EXPECT_EQ(queue.front().name, "spot-job");
   EXPECT_EQ(queue.front().requestedBy, "yardd (preemption)");
@@ -102,9 +102,9 @@ TEST_F(EngineQueueTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAn
 
   run(engine_->blocking().decompose(Caller::local(), "urgent"));
   EXPECT_EQ(finished(queue.front().operationId).state, OperationState::kSucceeded);
-  EXPECT_EQ(engine_->getSystem("spot-job")->state, SystemState::kComposed);
-  EXPECT_EQ(engine_->getSystem("spot-job")->bindings.size(), 8u) << "as much as it had";
-  EXPECT_EQ(engine_->getSystem("spot-job")->hostId, "host1");
+  EXPECT_EQ(engine_->reads().getSystem("spot-job")->state, SystemState::kComposed);
+  EXPECT_EQ(engine_->reads().getSystem("spot-job")->bindings.size(), 8u) << "as much as it had";
+  EXPECT_EQ(engine_->reads().getSystem("spot-job")->hostId, "host1");
 }
 
 // The requeue is written with the decompose's last step: a yardd stopped while the victim's unbind is in the switch
@@ -128,17 +128,17 @@ TEST_F(EngineQueueTest, APreemptedSystemIsQueuedAgainWhenItsDecomposeEndsAfterAR
   while (!engine_->halted()) std::this_thread::yield();
   gated.open();
   stopper.join();
-  EXPECT_FALSE(engine_->getSystem("spot-job")->state == SystemState::kQueued) << "not queued before its decompose ended";
+  EXPECT_FALSE(engine_->reads().getSystem("spot-job")->state == SystemState::kQueued) << "not queued before its decompose ended";
 
   const RecoveryReport report = start();
   EXPECT_EQ(report.resumedOperations, 1u);
   EXPECT_EQ(engine_->blocking().getOperation(started->front().id)->state, OperationState::kSucceeded);
   EXPECT_EQ(finished(urgent.id).state, OperationState::kSucceeded);
-  const auto again = engine_->getSystem("spot-job");
+  const auto again = engine_->reads().getSystem("spot-job");
   ASSERT_TRUE(again) << "queued again after the restart";
   EXPECT_EQ(again->state, SystemState::kQueued);
-  ASSERT_EQ(engine_->listQueue()->size(), 1u);
-  EXPECT_EQ(engine_->listQueue()->front().request.gpuCount, 8);
+  ASSERT_EQ(engine_->reads().listQueue()->size(), 1u);
+  EXPECT_EQ(engine_->reads().listQueue()->front().request.gpuCount, 8);
 }
 
 // yardctl plan --priority production: a request that does not fit names whom preemption would take back for
@@ -160,10 +160,10 @@ TEST_F(EngineQueueTest, APlanWithAPreemptingClassNamesItsVictimsAndChangesNothin
   EXPECT_EQ(production->wouldPreempt.front().priorityClass, "spot");
   EXPECT_EQ(production->wouldPreempt.front().gpus, 8);
   ASSERT_TRUE(production->afterPreemption);
-  EXPECT_EQ(production->afterPreemption->hostId, engine_->getSystem("spot-job")->hostId);
+  EXPECT_EQ(production->afterPreemption->hostId, engine_->reads().getSystem("spot-job")->hostId);
   const auto types = eventTypes();
   EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 0);
-  EXPECT_EQ(engine_->getSystem("spot-job")->bindings.size(), 8u);
+  EXPECT_EQ(engine_->reads().getSystem("spot-job")->bindings.size(), 8u);
 
   EXPECT_TRUE(engine_->blocking().plan(eight, "spot")->wouldPreempt.empty()) << "spot does not preempt";
   EXPECT_TRUE(engine_->blocking().plan(eight)->wouldPreempt.empty()) << "no class, no preemption";
@@ -195,7 +195,7 @@ TEST_F(EngineQueueTest, ATenantsDisruptionBudgetCapsTheGpusPreemptedFromItInADay
   const Operation second = enqueue(queued("urgent-2", 4, "production"));
   types = eventTypes();
   EXPECT_EQ(std::count(types.begin(), types.end(), "system.preempting"), 1) << "team-a lost 4 GPUs today: its budget is spent";
-  const auto left = engine_->getSystem("spot-a1") ? engine_->getSystem("spot-a1") : engine_->getSystem("spot-a2");
+  const auto left = engine_->reads().getSystem("spot-a1") ? engine_->reads().getSystem("spot-a1") : engine_->reads().getSystem("spot-a2");
   ASSERT_TRUE(left) << "one spot system is left";
   EXPECT_EQ(left->bindings.size(), 4u);
   auto still = engine_->waitOperation(second.id, 10ms);
@@ -216,15 +216,15 @@ TEST_F(EngineQueueTest, AVictimWhoseHostWillNotLetGoStaysWholeAndTheRequestKeeps
   spot.priorityClass = "spot";
   composeWith(spot);
   compose("batch-job", 8);
-  simulated.setDeviceFault(engine_->getSystem("spot-job")->bindings.front().deviceId, SimulatedHostFault::kInUse);
+  simulated.setDeviceFault(engine_->reads().getSystem("spot-job")->bindings.front().deviceId, SimulatedHostFault::kInUse);
   const Operation urgent = enqueue(queued("urgent", 8, "production"));
   clock_.advance(31s);
   auto started = engine_->blocking().expireDeadlines();
   ASSERT_TRUE(started);
   ASSERT_EQ(started->size(), 1u);
   EXPECT_EQ(finished(started->front().id).state, OperationState::kFailed) << "a GPU in use is never unbound";
-  EXPECT_EQ(engine_->getSystem("spot-job")->bindings.size(), 8u) << "the victim stays whole";
-  EXPECT_EQ(engine_->getSystem("spot-job")->state, SystemState::kComposed);
+  EXPECT_EQ(engine_->reads().getSystem("spot-job")->bindings.size(), 8u) << "the victim stays whole";
+  EXPECT_EQ(engine_->reads().getSystem("spot-job")->state, SystemState::kComposed);
   auto still = engine_->waitOperation(urgent.id, 10ms);
   EXPECT_EQ(still->state, OperationState::kQueued) << "the request keeps waiting";
   const auto types = eventTypes();

@@ -73,7 +73,7 @@ TEST_F(EngineQuarantineTest, ADeviceASystemStillHoldsIsNotReleasedFromUnderIt) {
   fabric_->setFaults(FaultPlan{.failProbability = 1.0, .timeoutNext = 3});
   ASSERT_EQ(run(engine_->blocking().decompose(Caller::local(), "a1")).state, OperationState::kFailed);
   fabric_->setFaults({});
-  const System a1 = *engine_->getSystem("a1");
+  const System a1 = *engine_->reads().getSystem("a1");
   ASSERT_EQ(a1.bindings.size(), 2u) << "the system keeps its GPUs";
   const DeviceId held = a1.bindings.front().deviceId;
   ASSERT_EQ(engine_->view()->device(held)->assignment.allocation, DeviceAllocation::kQuarantined);

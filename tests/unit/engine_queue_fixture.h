@@ -61,7 +61,7 @@ class EngineQueueTest : public EngineTest {
   }
   std::vector<std::string> queueNames() {
     std::vector<std::string> out;
-    const auto queue = engine_->listQueue();  // held: a range-for over *temporary would dangle
+    const auto queue = engine_->reads().listQueue();  // held: a range-for over *temporary would dangle
     for (const auto& e : *queue) out.push_back(e.name);
     return out;
   }

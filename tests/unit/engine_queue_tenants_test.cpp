@@ -57,7 +57,7 @@ TEST_F(EngineQueueTest, APreemptionAcrossTenantsNamesEachSideOnlyToItsOwnTenant)
   const Operation victim = composeWith(spot);
   compose("batch-job", 8);
   const Operation urgent = enqueue(queued("team-a-urgent", 8, "production", "team-a"));
-  const auto queue = *engine_->listQueue();
+  const auto queue = *engine_->reads().listQueue();
   ASSERT_EQ(queue.front().operationId, urgent.id);
   EXPECT_NE(queue.front().waitingFor.find("preempting 1 system of other tenants"), std::string::npos) << queue.front().waitingFor;
   EXPECT_EQ(queue.front().waitingFor.find(victim.systemId), std::string::npos) << queue.front().waitingFor;
@@ -113,7 +113,7 @@ TEST_F(EngineQueueTest, ATenantCannotSeeOrCancelAnotherTenantsQueuedRequest) {
   auto viewer = engine_->blocking().cancelQueued({"val", Role::kViewer, {}}, mine.id);
   ASSERT_FALSE(viewer);
   EXPECT_EQ(viewer.error().code, Code::kPermissionDenied);
-  EXPECT_EQ(engine_->listQueue()->size(), 1u);
+  EXPECT_EQ(engine_->reads().listQueue()->size(), 1u);
   ASSERT_TRUE(engine_->blocking().cancelQueued(alice, mine.id));
 }
 
@@ -140,7 +140,7 @@ TEST_F(EngineAdmissionProfileTest, TheDefaultProfileOrdersTheHigherClassFirstAcr
   startWith("switchyard-v1");
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-batch", "b-spot"}));
   run(engine_->blocking().decompose(Caller::local(), "x"));
-  EXPECT_NE(engine_->getSystem("a-batch")->state, SystemState::kQueued);
+  EXPECT_NE(engine_->reads().getSystem("a-batch")->state, SystemState::kQueued);
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-spot"}));
 }
 
@@ -149,7 +149,7 @@ TEST_F(EngineAdmissionProfileTest, ShareFirstPutsATenantUnderItsShareBeforeAHigh
   startWith("share-first");
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-spot", "a-batch"}));
   run(engine_->blocking().decompose(Caller::local(), "x"));
-  EXPECT_NE(engine_->getSystem("b-spot")->state, SystemState::kQueued) << "admitted ahead of a higher class of a tenant above its share";
+  EXPECT_NE(engine_->reads().getSystem("b-spot")->state, SystemState::kQueued) << "admitted ahead of a higher class of a tenant above its share";
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-batch"}));
 }
 
@@ -165,7 +165,7 @@ TEST_F(EngineAdmissionProfileTest, AQueueSortOfAgeAloneIsFirstComeFirstServed) {
 TEST_F(EngineAdmissionProfileTest, ShareFirstTriesSixteenRequestsOfATenantBesideAWaitingHeadAPass) {
   startWith("share-first");  // b-spot (team-b, under its share) is the head, and waits
   for (int i = 0; i < 18; ++i) enqueue(queued(fmt::format("a-small-{:02}", i), 1, "batch", "team-a"));
-  const auto queue = *engine_->listQueue();
+  const auto queue = *engine_->reads().listQueue();
   ASSERT_EQ(queue.size(), 20u);
   EXPECT_EQ(queue.front().name, "b-spot");
   int capped = 0;
@@ -194,7 +194,7 @@ class EngineSharePreemptionTest : public EngineQueueTest {
   std::string urgentWaitsFor(std::string_view profile) {
     startWith(profile);
     enqueue(queued("a-urgent", 8, "production", "team-a"));
-    const auto queue = *engine_->listQueue();
+    const auto queue = *engine_->reads().listQueue();
     EXPECT_EQ(queue.size(), 1u);
     return queue.empty() ? std::string() : queue.front().waitingFor;
   }
@@ -221,7 +221,7 @@ TEST_F(EngineSharePreemptionTest, ShareFirstDoesNotTakeFromATenantThatWouldEndBe
   // team-a with 16 GPUs would be charged more than team-b with none.
   const std::string why = urgentWaitsFor("share-first");
   EXPECT_EQ(why.find("preempting"), std::string::npos) << why;
-  EXPECT_TRUE(engine_->getSystem("b-spot")) << "team-b's system stays";
+  EXPECT_TRUE(engine_->reads().getSystem("b-spot")) << "team-b's system stays";
 }
 
 // A dry run (yardctl plan) takes the victims the pass would: the profile's rule.

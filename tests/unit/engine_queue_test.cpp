@@ -25,7 +25,7 @@ TEST_F(EngineQueueTest, AQueuedRequestsReasonCountsTheHostsTheAnswerDidNotName) 
   auto big = queued("big", 9);
   big.placement.peerToPeer = PeerToPeer::kRequired;  // no switch holds 9: every host is refused for one reason
   enqueue(big);
-  const auto queue = *engine_->listQueue();
+  const auto queue = *engine_->reads().listQueue();
   ASSERT_EQ(queue.size(), 1u);
   EXPECT_NE(queue[0].waitingFor.find("... and 13 more (`yardctl plan --explain` lists every host)"), std::string::npos) << queue[0].waitingFor;
 }
@@ -41,11 +41,11 @@ TEST_F(EngineQueueTest, ARequestThatDoesNotFitWaitsAndIsAdmittedWhenADecomposeFr
   const Operation waiting = enqueue(want("c", 8, true));
   EXPECT_TRUE(waiting.queued.has_value());
   EXPECT_TRUE(waiting.steps.empty());
-  auto system = engine_->getSystem("c");
+  auto system = engine_->reads().getSystem("c");
   ASSERT_TRUE(system);
   EXPECT_EQ(system->state, SystemState::kQueued);
   EXPECT_TRUE(system->hostId.empty());
-  const auto queue = *engine_->listQueue();
+  const auto queue = *engine_->reads().listQueue();
   ASSERT_EQ(queue.size(), 1u);
   EXPECT_EQ(queue[0].position, 1u);
   EXPECT_EQ(queue[0].operationId, waiting.id);
@@ -61,9 +61,9 @@ TEST_F(EngineQueueTest, ARequestThatDoesNotFitWaitsAndIsAdmittedWhenADecomposeFr
   const Operation admitted = finished(waiting.id);
   EXPECT_EQ(admitted.state, OperationState::kSucceeded) << admitted.error;
   EXPECT_NE(admitted.explanation.find("admitted from the queue"), std::string::npos) << admitted.explanation;
-  EXPECT_EQ(engine_->getSystem("c")->state, SystemState::kComposed);
-  EXPECT_EQ(engine_->getSystem("c")->bindings.size(), 8u);
-  EXPECT_TRUE(engine_->listQueue()->empty());
+  EXPECT_EQ(engine_->reads().getSystem("c")->state, SystemState::kComposed);
+  EXPECT_EQ(engine_->reads().getSystem("c")->bindings.size(), 8u);
+  EXPECT_TRUE(engine_->reads().listQueue()->empty());
   const auto types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "queue.entered"), types.end());
   EXPECT_NE(std::find(types.begin(), types.end(), "queue.admitted"), types.end());
@@ -106,7 +106,7 @@ TEST_F(EngineQueueTest, AHigherPriorityClassGoesFirstWhateverItsAge) {
   enqueue(queued("new-production", 8, "production"));
   enqueue(queued("spot", 8, "spot"));
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"new-production", "old-batch", "spot"}));
-  const auto queue = *engine_->listQueue();
+  const auto queue = *engine_->reads().listQueue();
   EXPECT_EQ(queue[0].request.priorityClass, "production");
   EXPECT_EQ(queue[0].request.priority, 1000);
 
@@ -127,7 +127,7 @@ TEST_F(EngineQueueTest, WithinAClassTheTenantHoldingLessOfItsShareGoesFirst) {
   enqueue(queued("b-first", 8, "batch", "team-b"));  // team-b holds none
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"b-first", "a-more"}));
   run(engine_->blocking().decompose(Caller::local(), "b"));
-  EXPECT_NE(engine_->getSystem("b-first")->state, SystemState::kQueued) << "admitted ahead of the older request";
+  EXPECT_NE(engine_->reads().getSystem("b-first")->state, SystemState::kQueued) << "admitted ahead of the older request";
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"a-more"}));
 }
 
@@ -156,8 +156,8 @@ TEST_F(EngineQueueTest, CancellingFreesTheNameAndTimeoutsGiveUpOnTheEnginesClock
   EXPECT_EQ(cancelled->state, OperationState::kFailed);
   EXPECT_NE(cancelled->error.find("cancelled by local"), std::string::npos) << cancelled->error;
   EXPECT_EQ(finished(c.id).state, OperationState::kFailed) << "waiters hear of the cancel";
-  EXPECT_FALSE(engine_->getSystem("c")) << "the queued system is gone";
-  EXPECT_TRUE(engine_->listQueue()->empty());
+  EXPECT_FALSE(engine_->reads().getSystem("c")) << "the queued system is gone";
+  EXPECT_TRUE(engine_->reads().listQueue()->empty());
   auto again = engine_->blocking().cancelQueued(Caller::local(), c.id);
   ASSERT_FALSE(again);
   EXPECT_EQ(again.error().code, Code::kNotFound);
@@ -167,13 +167,13 @@ TEST_F(EngineQueueTest, CancellingFreesTheNameAndTimeoutsGiveUpOnTheEnginesClock
   const Operation t = enqueue(timed);
   clock_.advance(29s);
   ASSERT_TRUE(engine_->blocking().expireDeadlines());
-  EXPECT_EQ(engine_->listQueue()->size(), 1u);
+  EXPECT_EQ(engine_->reads().listQueue()->size(), 1u);
   clock_.advance(2s);
   ASSERT_TRUE(engine_->blocking().expireDeadlines());
   const Operation gaveUp = finished(t.id);
   EXPECT_EQ(gaveUp.state, OperationState::kFailed);
   EXPECT_NE(gaveUp.error.find("gave up after 31s"), std::string::npos) << gaveUp.error;
-  EXPECT_TRUE(engine_->listQueue()->empty());
+  EXPECT_TRUE(engine_->reads().listQueue()->empty());
 
   // Decomposing a queued system cancels its request too.
   const Operation d = enqueue(want("d", 8, true));
@@ -189,11 +189,11 @@ TEST_F(EngineQueueTest, TheQueueSurvivesARestartAndIsAdmittedAfterIt) {
   compose("b", 8);
   const Operation c = enqueue(queued("c", 8, "production"));
   start();  // a restart over the same store
-  const auto queue = *engine_->listQueue();
+  const auto queue = *engine_->reads().listQueue();
   ASSERT_EQ(queue.size(), 1u);
   EXPECT_EQ(queue[0].operationId, c.id);
   EXPECT_EQ(queue[0].request.priorityClass, "production");
-  EXPECT_EQ(engine_->getSystem("c")->state, SystemState::kQueued);
+  EXPECT_EQ(engine_->reads().getSystem("c")->state, SystemState::kQueued);
   run(engine_->blocking().decompose(Caller::local(), "a"));
   EXPECT_EQ(finished(c.id).state, OperationState::kSucceeded);
 }
@@ -213,7 +213,7 @@ TEST_F(EngineQueueTest, ALaterRequestDoesNotTakeWhatTheHeadIsPromisedUnlessItEnd
   EXPECT_NE(plain.error().message.find("--queue"), std::string::npos) << plain.error().message;
   enqueue(want("small", 4, true));
   EXPECT_EQ(queueNames(), (std::vector<std::string>{"big", "small"}));
-  EXPECT_NE(engine_->listQueue()->at(1).waitingFor.find("queue's head"), std::string::npos);
+  EXPECT_NE(engine_->reads().listQueue()->at(1).waitingFor.find("queue's head"), std::string::npos);
 
   auto shortJob = want("short", 4);
   shortJob.lease = 30min;  // back before the head can start: it delays nothing
@@ -226,7 +226,7 @@ TEST_F(EngineQueueTest, ALaterRequestDoesNotTakeWhatTheHeadIsPromisedUnlessItEnd
   ASSERT_TRUE(started);
   for (const auto& op : *started) finished(op.id);
   EXPECT_EQ(finished(head.id).state, OperationState::kSucceeded) << "the head got what it was promised";
-  EXPECT_EQ(engine_->getSystem("big")->bindings.size(), 12u);
+  EXPECT_EQ(engine_->reads().getSystem("big")->bindings.size(), 12u);
 }
 
 TEST_F(EngineQueueTest, ALeaseEndsInADecomposeWithAWarningFirstAndRenewMovesIt) {
@@ -234,7 +234,7 @@ TEST_F(EngineQueueTest, ALeaseEndsInADecomposeWithAWarningFirstAndRenewMovesIt) 
   auto leased = want("a", 8);
   leased.lease = 20min;
   composeWith(leased);
-  auto system = *engine_->getSystem("a");
+  auto system = *engine_->reads().getSystem("a");
   EXPECT_EQ(system.leaseExpiresAt, system.createdAt + std::chrono::duration_cast<Duration>(20min).count());
   compose("b", 8);
   const Operation waiting = enqueue(want("c", 8, true));
@@ -261,7 +261,7 @@ TEST_F(EngineQueueTest, ALeaseEndsInADecomposeWithAWarningFirstAndRenewMovesIt) 
   EXPECT_EQ(started->front().kind, OperationKind::kDecompose);
   EXPECT_EQ(started->front().requestedBy.identity, "yardd (lease)");
   EXPECT_EQ(finished(started->front().id).state, OperationState::kSucceeded);
-  EXPECT_FALSE(engine_->getSystem("a"));
+  EXPECT_FALSE(engine_->reads().getSystem("a"));
   EXPECT_EQ(finished(waiting.id).state, OperationState::kSucceeded) << "the lease's GPUs went to the queue at once";
   types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "lease.expired"), types.end());
@@ -320,7 +320,7 @@ TEST_F(EngineQueueTest, BadClassesDurationsAndFloodsAreRefusedWithNothingQueued)
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Code::kInvalidArgument);
   EXPECT_FALSE(engine_->blocking().renewLease(Caller::local(), "a", std::chrono::hours(48)));
-  EXPECT_TRUE(engine_->listQueue()->empty());
+  EXPECT_TRUE(engine_->reads().listQueue()->empty());
 
   enqueue(want("q1", 8, true));
   enqueue(want("q2", 8, true));
@@ -328,8 +328,8 @@ TEST_F(EngineQueueTest, BadClassesDurationsAndFloodsAreRefusedWithNothingQueued)
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, Code::kResourceExhausted);
   EXPECT_NE(r.error().message.find("its most"), std::string::npos) << r.error().message;
-  EXPECT_EQ(engine_->listQueue()->size(), 2u);
-  EXPECT_FALSE(engine_->getSystem("q3"));
+  EXPECT_EQ(engine_->reads().listQueue()->size(), 2u);
+  EXPECT_FALSE(engine_->reads().getSystem("q3"));
 }
 
 TEST_F(EngineQueueTest, ATenantsPolicyGivesItsDefaultLeaseAndCapsLeasesAndItsQueue) {
@@ -340,7 +340,7 @@ TEST_F(EngineQueueTest, ATenantsPolicyGivesItsDefaultLeaseAndCapsLeasesAndItsQue
   auto x = want("x", 4);
   x.placement.tenant = "team-a";
   composeWith(x);
-  const System sx = *engine_->getSystem("x");
+  const System sx = *engine_->reads().getSystem("x");
   EXPECT_EQ(sx.leaseExpiresAt, sx.createdAt + std::chrono::duration_cast<Duration>(2h).count()) << "the tenant's default lease";
   auto tooLong = want("y", 4);
   tooLong.placement.tenant = "team-a";
@@ -366,13 +366,13 @@ TEST_F(EngineQueueTest, ALeaseWhoseHostWillNotLetGoIsOverdueAndTriedAgain) {
   auto leased = want("a", 8);
   leased.lease = 1min;
   composeWith(leased);
-  const DeviceId busy = engine_->getSystem("a")->bindings.front().deviceId;
+  const DeviceId busy = engine_->reads().getSystem("a")->bindings.front().deviceId;
   simulated.setDeviceFault(busy, SimulatedHostFault::kInUse);
   clock_.advance(61s);
   auto first = engine_->blocking().expireDeadlines();
   ASSERT_EQ(first->size(), 1u);
   EXPECT_EQ(finished(first->front().id).state, OperationState::kFailed);
-  EXPECT_EQ(engine_->getSystem("a")->bindings.size(), 8u);
+  EXPECT_EQ(engine_->reads().getSystem("a")->bindings.size(), 8u);
   auto types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "lease.overdue"), types.end());
   EXPECT_TRUE(engine_->blocking().expireDeadlines()->empty()) << "not again at once";
@@ -381,7 +381,7 @@ TEST_F(EngineQueueTest, ALeaseWhoseHostWillNotLetGoIsOverdueAndTriedAgain) {
   auto again = engine_->blocking().expireDeadlines();
   ASSERT_EQ(again->size(), 1u) << "tried again after the retry interval";
   EXPECT_EQ(finished(again->front().id).state, OperationState::kSucceeded);
-  EXPECT_FALSE(engine_->getSystem("a"));
+  EXPECT_FALSE(engine_->reads().getSystem("a"));
   EXPECT_TRUE(simulated.surpriseRemovals().empty());
 }
 

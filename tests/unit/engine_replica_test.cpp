@@ -77,12 +77,12 @@ TEST_F(EngineReplicaTest, ARefreshWithTheSameInventoryChangesOnlyWhatIsHeld) {
   EXPECT_EQ(revisionedStore_->wholeLoads, 1) << "the inventory was not read again";
   EXPECT_EQ(revisionedStore_->stateLoads, 1);
   std::vector<std::string> names;
-  const auto systems = replica->listSystems();  // held: a range-for over *temporary() would read freed memory
+  const auto systems = replica->reads().listSystems();  // held: a range-for over *temporary() would read freed memory
   ASSERT_TRUE(systems);
   for (const auto& s : *systems) names.push_back(s.name);
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"second", "third"}));
-  EXPECT_EQ(replica->capacity(defaultShapes())->freeGpus, 16 - 3 - 4);
+  EXPECT_EQ(replica->reads().capacity(defaultShapes())->freeGpus, 16 - 3 - 4);
   // As a standby that loaded everything now sees it (the first one's store stays open beside it).
   auto firstStore = std::move(standbyStore_);
   auto firstFabric = std::move(standbyFabric_);
@@ -91,10 +91,10 @@ TEST_F(EngineReplicaTest, ARefreshWithTheSameInventoryChangesOnlyWhatIsHeld) {
   auto fresh = standby();
   for (const auto& id : {std::string("sw0-gpu0"), std::string("sw0-gpu1"), std::string("sw1-gpu0"), std::string("sw1-gpu7")})
     EXPECT_EQ(replica->view()->device(id)->assignment.allocation, fresh->view()->device(id)->assignment.allocation) << id;
-  const auto hosts = fresh->listHosts();
+  const auto hosts = fresh->reads().listHosts();
   ASSERT_TRUE(hosts);
   for (const auto& h : *hosts) {
-    const auto mine = *replica->listHosts();
+    const auto mine = *replica->reads().listHosts();
     const auto same = std::find_if(mine.begin(), mine.end(), [&](const HostView& v) { return v.host.id == h.host.id; });
     ASSERT_NE(same, mine.end());
     EXPECT_EQ(same->systemId, h.systemId) << h.host.id;
@@ -108,20 +108,20 @@ TEST_F(EngineReplicaTest, AStandbyReadsWhatTheLeaderWroteAndFollowsItOnRefresh) 
   start();
   compose("first", 2);
   auto replica = standby();
-  auto systems = replica->listSystems();
+  auto systems = replica->reads().listSystems();
   ASSERT_TRUE(systems) << systems.error().message;
   ASSERT_EQ(systems->size(), 1u);
   EXPECT_EQ((*systems)[0].name, "first");
-  EXPECT_EQ(replica->capacity(defaultShapes())->freeGpus, 14);
-  EXPECT_EQ(replica->listHosts()->front().hostSide, "standby: the leader serves host sides");
+  EXPECT_EQ(replica->reads().capacity(defaultShapes())->freeGpus, 14);
+  EXPECT_EQ(replica->reads().listHosts()->front().hostSide, "standby: the leader serves host sides");
 
   auto stream = replica->blocking().subscribe().value();
   compose("second", 4);
-  EXPECT_EQ(replica->listSystems()->size(), 1u) << "not refreshed yet";
+  EXPECT_EQ(replica->reads().listSystems()->size(), 1u) << "not refreshed yet";
   ASSERT_TRUE(replica->refreshReplica());
-  EXPECT_EQ(replica->listSystems()->size(), 2u);
-  EXPECT_EQ(replica->capacity(defaultShapes())->freeGpus, 10);
-  auto second = replica->getSystem("second");
+  EXPECT_EQ(replica->reads().listSystems()->size(), 2u);
+  EXPECT_EQ(replica->reads().capacity(defaultShapes())->freeGpus, 10);
+  auto second = replica->reads().getSystem("second");
   ASSERT_TRUE(second);
   EXPECT_EQ(second->bindings.size(), 4u);
   // The leader's events since the standby loaded reach its Watch streams, once and in order.
@@ -154,7 +154,7 @@ TEST_F(EngineReplicaTest, AStandbyRefusesChangesNamingTheLeader) {
   EXPECT_EQ(replica->blocking().decompose(Caller::local(), "nope").error().code, Code::kUnavailable);
   EXPECT_TRUE(replica->blocking().plan(r.placement)) << "plans are reads";
   EXPECT_TRUE(engine_->listAudit({})->empty()) << "a standby's refusals are not written to the leader's audit trail";
-  EXPECT_TRUE(engine_->listSystems()->empty());
+  EXPECT_TRUE(engine_->reads().listSystems()->empty());
 }
 
 TEST_F(EngineReplicaTest, WaitOperationOnAStandbyEndsWhenARefreshFindsTheOperationEnded) {

@@ -40,14 +40,14 @@ TEST_F(EngineReservationsTest, AReservationHoldsItsHostsAndDevicesFromEveryoneEl
   EXPECT_NE(reserved->systems[0].placement.hostId, reserved->systems[1].placement.hostId);
   EXPECT_EQ(heldDevices(*reserved).size(), 12u) << "the two systems' devices are disjoint";
   EXPECT_EQ(freeDevices(), 4u);
-  const auto devices = *engine_->listDevices();
+  const auto devices = *engine_->reads().listDevices();
   for (const auto& d : devices)
     if (heldDevices(*reserved).contains(d.device.id)) {
       EXPECT_EQ(d.assignment.allocation, DeviceAllocation::kReserved);
       EXPECT_EQ(d.assignment.owner, reserved->id);
     }
   int heldHosts = 0;
-  const auto hosts = *engine_->listHosts();
+  const auto hosts = *engine_->reads().listHosts();
   for (const auto& h : hosts) heldHosts += h.reservationId == reserved->id ? 1 : 0;
   EXPECT_EQ(heldHosts, 2);
 
@@ -68,7 +68,7 @@ TEST_F(EngineReservationsTest, AReservationHoldsItsHostsAndDevicesFromEveryoneEl
   ASSERT_EQ(ops->size(), 2u);
   for (const auto& op : *ops) EXPECT_EQ(run(op).state, OperationState::kSucceeded);
   for (const auto& held : reserved->systems) {
-    auto s = engine_->getSystem(held.name);
+    auto s = engine_->reads().getSystem(held.name);
     ASSERT_TRUE(s);
     EXPECT_EQ(s->hostId, held.placement.hostId);
     std::set<std::string> bound;
@@ -122,7 +122,7 @@ TEST_F(EngineReservationsTest, OnlyTheReserverOrAnAdministratorAppliesOrReleases
   EXPECT_EQ(freeDevices(), 15u);
   ASSERT_TRUE(engine_->blocking().releaseReservation(tenant, mine->id));
   EXPECT_EQ(freeDevices(), 16u);
-  EXPECT_TRUE(engine_->listSystems()->empty());
+  EXPECT_TRUE(engine_->reads().listSystems()->empty());
 }
 
 TEST_F(EngineReservationsTest, AManifestIsPlacedTogetherOrRefusedWhole) {
@@ -138,7 +138,7 @@ TEST_F(EngineReservationsTest, AManifestIsPlacedTogetherOrRefusedWhole) {
   EXPECT_EQ(tooMuch.error().code, Code::kResourceExhausted);
   EXPECT_NE(tooMuch.error().message.find("system 'c'"), std::string::npos) << tooMuch.error().message;
   EXPECT_EQ(freeDevices(), 16u);
-  EXPECT_TRUE(engine_->listSystems()->empty()) << "refused whole: nothing composed";
+  EXPECT_TRUE(engine_->reads().listSystems()->empty()) << "refused whole: nothing composed";
 
   auto twice = engine_->blocking().composeTogether(alice_, {want("a", 1), want("a", 1)});
   ASSERT_FALSE(twice);
@@ -216,16 +216,16 @@ TEST_F(EngineReservationsTest, ADeviceQuarantinedWhileHeldStopsTheApplyAndStaysQ
   const std::vector<Binding> foreign{{taken, foreignPort}};
   ASSERT_TRUE(fabric_->bindAll(foreign));
   ASSERT_TRUE(engine_->reconcile());
-  ASSERT_EQ(engine_->getDevice(taken)->assignment.allocation, DeviceAllocation::kQuarantined);
+  ASSERT_EQ(engine_->reads().getDevice(taken)->assignment.allocation, DeviceAllocation::kQuarantined);
 
   auto applied = engine_->blocking().composeReserved(alice_, reserved->id);
   ASSERT_FALSE(applied);
   EXPECT_EQ(applied.error().code, Code::kFailedPrecondition);
   EXPECT_NE(applied.error().message.find(taken), std::string::npos) << applied.error().message;
-  EXPECT_TRUE(engine_->listSystems()->empty()) << "nothing of the reservation was composed";
+  EXPECT_TRUE(engine_->reads().listSystems()->empty()) << "nothing of the reservation was composed";
   ASSERT_EQ(engine_->blocking().listReservations()->size(), 1u) << "the reservation is kept for its owner to release";
   ASSERT_TRUE(engine_->blocking().releaseReservation(alice_, reserved->id));
-  EXPECT_EQ(engine_->getDevice(taken)->assignment.allocation, DeviceAllocation::kQuarantined) << "letting go never frees a quarantined device";
+  EXPECT_EQ(engine_->reads().getDevice(taken)->assignment.allocation, DeviceAllocation::kQuarantined) << "letting go never frees a quarantined device";
 }
 
 TEST_F(EngineReservationsTest, ATenantsReservationsCountTowardsItsQuota) {

@@ -27,7 +27,7 @@ TEST_F(EngineSharesTest, AComposedShareBindsOneGpuAndRecordsTheShare) {
   Operation op = run(composeShare("svc", 250));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(binds(op), 1u);
-  const System system = *engine_->getSystem("svc");
+  const System system = *engine_->reads().getSystem("svc");
   ASSERT_EQ(system.bindings.size(), 1u);
   ASSERT_EQ(system.gpuShares.size(), 1u);
   EXPECT_EQ(system.gpuShares[0], (GpuShare{1, system.bindings[0].deviceId, 250}));
@@ -44,7 +44,7 @@ TEST_F(EngineSharesTest, AttachFillsTheSystemsShareGpuBeforeBindingAnother) {
   Operation grow = run(attachShare("svc", 500));
   ASSERT_EQ(grow.state, OperationState::kSucceeded) << grow.error;
   EXPECT_EQ(binds(grow), 1u) << "250 left is too little for 500: a fresh GPU";
-  const System system = *engine_->getSystem("svc");
+  const System system = *engine_->reads().getSystem("svc");
   EXPECT_EQ(system.bindings.size(), 2u);
   ASSERT_EQ(system.gpuShares.size(), 3u);
   EXPECT_EQ(system.gpuShares[1].deviceId, system.gpuShares[0].deviceId);
@@ -65,7 +65,7 @@ TEST_F(EngineSharesTest, DetachingTheLastShareOfAGpuUnbindsIt) {
   ASSERT_EQ(last.state, OperationState::kSucceeded) << last.error;
   EXPECT_EQ(forwardBindings(last, step::kUnbind).size(), 1u);
   EXPECT_TRUE(fabricBindings().empty());
-  EXPECT_EQ(engine_->getSystem("svc").error().code, Code::kNotFound) << "with nothing left it is decomposed, not kept empty";
+  EXPECT_EQ(engine_->reads().getSystem("svc").error().code, Code::kNotFound) << "with nothing left it is decomposed, not kept empty";
 }
 
 TEST_F(EngineSharesTest, DetachingAGpuTakesItsSharesAndDecomposeTakesAll) {
@@ -73,16 +73,16 @@ TEST_F(EngineSharesTest, DetachingAGpuTakesItsSharesAndDecomposeTakesAll) {
   run(composeShare("svc", 250));
   run(attachShare("svc", 250));
   run(attachShare("svc", 900));
-  const System before = *engine_->getSystem("svc");
+  const System before = *engine_->reads().getSystem("svc");
   ASSERT_EQ(before.bindings.size(), 2u);
   Operation op = run(engine_->blocking().detach(Caller::local(), {"svc", {before.gpuShares[0].deviceId}, {}, {}}));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
   EXPECT_EQ(op.gpuShares.size(), 2u);
-  EXPECT_EQ(engine_->getSystem("svc")->gpuShares.size(), 1u);
+  EXPECT_EQ(engine_->reads().getSystem("svc")->gpuShares.size(), 1u);
   EXPECT_EQ(run(engine_->blocking().decompose(Caller::local(), "svc")).state, OperationState::kSucceeded);
   // The decomposed system is gone with its shares (reading it is NOT_FOUND: this test used to dereference
   // that error, which only passed by luck), and every GPU is free.
-  auto gone = engine_->getSystem("svc");
+  auto gone = engine_->reads().getSystem("svc");
   ASSERT_FALSE(gone);
   EXPECT_EQ(gone.error().code, Code::kNotFound);
   EXPECT_EQ(freeDevices(), 16u);
@@ -108,16 +108,16 @@ TEST_F(EngineSharesTest, BadShareRequestsChangeNothing) {
   auto twice = engine_->blocking().detach(Caller::local(), {"svc", {}, {}, {1, 1}});
   ASSERT_FALSE(twice);
   EXPECT_EQ(twice.error().code, Code::kInvalidArgument);
-  EXPECT_EQ(engine_->getSystem("svc")->gpuShares.size(), 1u);
+  EXPECT_EQ(engine_->reads().getSystem("svc")->gpuShares.size(), 1u);
 }
 
 TEST_F(EngineSharesTest, SharesSurviveARestart) {
   start();
   run(composeShare("svc", 300));
   run(attachShare("svc", 300));
-  const System before = *engine_->getSystem("svc");
+  const System before = *engine_->reads().getSystem("svc");
   start();
-  const System after = *engine_->getSystem("svc");
+  const System after = *engine_->reads().getSystem("svc");
   EXPECT_EQ(after.gpuShares, before.gpuShares);
   Operation fill = run(attachShare("svc", 300));
   EXPECT_EQ(binds(fill), 0u) << "the restarted engine knows the GPU has 400 left";
@@ -127,7 +127,7 @@ TEST_F(EngineSharesTest, CapacityCountsShareRoomApartFromFreeGpus) {
   start();
   run(composeShare("svc", 250));
   run(attachShare("svc", 500));
-  auto report = engine_->capacity({}, {}, {250, 100});
+  auto report = engine_->reads().capacity({}, {}, {250, 100});
   ASSERT_TRUE(report);
   ASSERT_EQ(report->shares.size(), 2u);
   EXPECT_EQ(report->shares[0].milli, 250);

@@ -102,14 +102,14 @@ TEST_F(SteppedEngineTest, AReconcilesReadWaitsAmongTheCallsAndIsRefusedWhenAStep
 
   auto kept = run(engine_->blocking().compose(kAlice, gpus("kept", 1)));
   ASSERT_EQ(kept.state, OperationState::kSucceeded);
-  const System system = *engine_->getSystem("kept");
+  const System system = *engine_->reads().getSystem("kept");
   ASSERT_TRUE(fabric_->unbind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));  // behind yardd's back
   reconcileNow();
   engine_->runUntilIdle();
   ASSERT_TRUE(outcome && *outcome) << (outcome ? outcome->error().message : "no answer");
   ASSERT_EQ((*outcome)->size(), 1u);
   EXPECT_EQ((*outcome)->front().kind, "missing-binding");
-  EXPECT_EQ(engine_->getSystem("kept")->state, SystemState::kDegraded) << "what the answer said is recorded";
+  EXPECT_EQ(engine_->reads().getSystem("kept")->state, SystemState::kDegraded) << "what the answer said is recorded";
 }
 
 // runCall(index, Reply::kLate): the call acts at once, and its reply waits until deliverReply(), as a slow switch's
@@ -164,7 +164,7 @@ TEST_F(SteppedEngineTest, AReadWhoseReplyArrivesAfterAWholeOperationEndedIsRefus
   }
   ASSERT_TRUE(outcome && !*outcome) << "a stale read recorded: " << (outcome && *outcome ? (*outcome)->size() : 0u) << " drift(s)";
   EXPECT_NE(outcome->error().message.find("changed the fabric during the read"), std::string::npos) << outcome->error().message;
-  const auto devices = engine_->listDevices();
+  const auto devices = engine_->reads().listDevices();
   ASSERT_TRUE(devices);
   for (const auto& d : *devices)
     EXPECT_NE(d.assignment.allocation, DeviceAllocation::kQuarantined) << d.device.id << " quarantined on a stale read";
@@ -233,7 +233,7 @@ TEST_F(SteppedEngineTest, AHostListedAfterAnOperationThereEndedIsLeftOutOfTheHos
   reconcileAround([&] { return engine_->blocking().attach(kAlice, more); });
   ASSERT_TRUE(outcome && *outcome);
   EXPECT_TRUE((*outcome)->empty()) << "the attach's GPU reported as drift: " << (*outcome)->front().message;
-  const System train = *engine_->getSystem("train");
+  const System train = *engine_->reads().getSystem("train");
   ASSERT_EQ(train.bindings.size(), 2u);
   reconcileAround([&] { return engine_->blocking().detach(kAlice, DetachRequest{"train", {train.bindings.back().deviceId}, {}, {}, {}}); });
   ASSERT_TRUE(outcome && *outcome);

@@ -28,7 +28,7 @@ TEST_F(EngineTest, ComposeBindsVerifiesAndCommits) {
   EXPECT_EQ(op.state, OperationState::kSucceeded);
   ASSERT_EQ(op.steps.size(), 4u);  // reserve, bind (the set of 4), verify, commit
   EXPECT_EQ(engine_->stepKinds().find("bind")->describe(op.steps[1]), "bind sw0-gpu0, sw0-gpu1, sw0-gpu2, sw0-gpu3 -> sw0-usp0");
-  auto system = engine_->getSystem("train");
+  auto system = engine_->reads().getSystem("train");
   ASSERT_TRUE(system);
   EXPECT_EQ(system->state, SystemState::kComposed);
   EXPECT_EQ(system->bindings.size(), 4u);
@@ -50,8 +50,8 @@ TEST_F(EngineTest, DecomposeUnbindsAndReturnsEverything) {
   EXPECT_EQ(op.state, OperationState::kSucceeded);
   EXPECT_TRUE(fabricBindings().empty());
   EXPECT_EQ(freeDevices(), 16u);
-  EXPECT_EQ(engine_->getSystem("train").error().code, Code::kNotFound);
-  EXPECT_TRUE(engine_->listHosts()->at(0).systemId.empty()) << "the host is free for a new system";
+  EXPECT_EQ(engine_->reads().getSystem("train").error().code, Code::kNotFound);
+  EXPECT_TRUE(engine_->reads().listHosts()->at(0).systemId.empty()) << "the host is free for a new system";
 }
 
 TEST_F(EngineTest, AttachAndDetachChangeOneSystem) {
@@ -60,11 +60,11 @@ TEST_F(EngineTest, AttachAndDetachChangeOneSystem) {
   AttachRequest a{"train", {}};
   a.placement.gpuCount = 3;
   EXPECT_EQ(run(engine_->blocking().attach(Caller::local(), a)).state, OperationState::kSucceeded);
-  auto system = *engine_->getSystem("train");
+  auto system = *engine_->reads().getSystem("train");
   ASSERT_EQ(system.bindings.size(), 5u);
   const DeviceId gone = system.bindings[1].deviceId;
   EXPECT_EQ(run(engine_->blocking().detach(Caller::local(), {"train", {gone}})).state, OperationState::kSucceeded);
-  system = *engine_->getSystem("train");
+  system = *engine_->reads().getSystem("train");
   EXPECT_EQ(system.bindings.size(), 4u);
   for (const auto& b : system.bindings) EXPECT_NE(b.deviceId, gone);
   EXPECT_EQ(fabricBindings().size(), 4u);
@@ -75,7 +75,7 @@ TEST_F(EngineTest, AttachAndDetachChangeOneSystem) {
   std::vector<DeviceId> rest;
   for (const auto& b : system.bindings) rest.push_back(b.deviceId);
   EXPECT_EQ(run(engine_->blocking().detach(Caller::local(), {"train", rest})).state, OperationState::kSucceeded);
-  EXPECT_EQ(engine_->getSystem("train").error().code, Code::kNotFound);
+  EXPECT_EQ(engine_->reads().getSystem("train").error().code, Code::kNotFound);
   EXPECT_EQ(freeDevices(), 16u);
   const auto types = eventTypes();
   EXPECT_NE(std::find(types.begin(), types.end(), "system.decomposed"), types.end());
@@ -110,14 +110,14 @@ TEST_F(EngineTest, RejectsBadRequestsWithoutChangingAnything) {
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, Code::kInvalidArgument);
   EXPECT_NE(unknown.error().message.find("the pool has: A100-SXM4-40GB, H100-SXM5-80GB"), std::string::npos) << unknown.error().message;
-  EXPECT_EQ(engine_->listSystems()->size(), 1u);
+  EXPECT_EQ(engine_->reads().listSystems()->size(), 1u);
   EXPECT_EQ(fabricBindings().size(), 2u);
   EXPECT_EQ(freeDevices(), 14u);
 }
 
 TEST_F(EngineTest, ComposeRequestsTeachThePoolItsDemand) {
   start();
-  EXPECT_TRUE(engine_->capacity({}, {})->demand.empty()) << "nothing asked yet";
+  EXPECT_TRUE(engine_->reads().capacity({}, {})->demand.empty()) << "nothing asked yet";
   compose("a", 2);
   compose("b", 2);
   compose("c", 1, PeerToPeer::kNone);
@@ -128,7 +128,7 @@ TEST_F(EngineTest, ComposeRequestsTeachThePoolItsDemand) {
   unknown.placement.gpuCount = 2;
   unknown.placement.model = "no-such-gpu";
   EXPECT_FALSE(engine_->blocking().compose(Caller::local(), unknown));  // malformed: not demand
-  auto report = engine_->capacity({}, {});
+  auto report = engine_->reads().capacity({}, {});
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->demand.size(), 3u);
   EXPECT_EQ(report->demand[0].shape, (DemandShape{2, true, {}}));
@@ -145,10 +145,10 @@ TEST_F(EngineTest, TheLearnedDemandSurvivesARestart) {
   ComposeRequest huge{"huge", {}, {}};
   huge.placement.gpuCount = 15;
   EXPECT_EQ(engine_->blocking().compose(Caller::local(), huge).error().code, Code::kResourceExhausted);  // refused, still demand
-  const auto before = engine_->capacity({}, {})->demand;
+  const auto before = engine_->reads().capacity({}, {})->demand;
   ASSERT_EQ(before.size(), 3u);
   start();
-  const auto after = engine_->capacity({}, {})->demand;
+  const auto after = engine_->reads().capacity({}, {})->demand;
   ASSERT_EQ(after.size(), before.size());
   for (std::size_t i = 0; i < before.size(); ++i) {
     EXPECT_EQ(after[i].shape, before[i].shape);
@@ -165,9 +165,9 @@ TEST_F(EngineTest, ByDefaultPlacesForTheDemandItLearned) {
                   .host("ht", {"d"}).host("ha", {"a"}).host("hb", {"b"}).host("hx", {"a", "b"}).build());
   start();
   compose("teach", 2, PeerToPeer::kRequired);
-  ASSERT_EQ(engine_->getSystem("teach")->hostId, "ht");
+  ASSERT_EQ(engine_->reads().getSystem("teach")->hostId, "ht");
   compose("one", 1);
-  EXPECT_EQ(engine_->getSystem("one")->hostId, "hb");
+  EXPECT_EQ(engine_->reads().getSystem("one")->hostId, "hb");
 }
 
 TEST_F(EngineTest, ASwitchThatSaysNoRollsTheComposeBack) {
@@ -182,7 +182,7 @@ TEST_F(EngineTest, ASwitchThatSaysNoRollsTheComposeBack) {
   EXPECT_EQ(op.steps[4].bindings, op.steps[1].bindings) << "the undo unbinds the whole set";
   EXPECT_TRUE(fabricBindings().empty());
   EXPECT_EQ(freeDevices(), 16u);
-  EXPECT_TRUE(engine_->listSystems()->empty());
+  EXPECT_TRUE(engine_->reads().listSystems()->empty());
   EXPECT_EQ(compose("train", 4).state, OperationState::kSucceeded) << "name and devices are usable again";
 }
 
@@ -231,7 +231,7 @@ TEST_F(EngineTest, AnUndoThatKeepsFailingQuarantinesTheDevices) {
   ASSERT_EQ(op.steps.size(), 6u);
   EXPECT_EQ(op.steps[4].kind, "unbind");
   EXPECT_EQ(op.steps[4].attempts, 3) << "the undo was retried";
-  auto devices = *engine_->listDevices();
+  auto devices = *engine_->reads().listDevices();
   for (const auto& b : op.steps[1].bindings) {
     auto it = std::find_if(devices.begin(), devices.end(), [&](const DeviceView& d) { return d.device.id == b.deviceId; });
     EXPECT_EQ(it->assignment.allocation, DeviceAllocation::kQuarantined) << b.deviceId;
@@ -402,7 +402,7 @@ TEST_F(EngineTest, DecomposeThatCannotUnbindLeavesTheSystemWhole) {
   Operation op = run(engine_->blocking().decompose(Caller::local(), "train"));
   EXPECT_EQ(op.state, OperationState::kFailed);
   EXPECT_EQ(stepLog(op), (std::vector<std::string>{"unbind:failed", "release:skipped", "bind:done*"}));
-  auto system = engine_->getSystem("train");
+  auto system = engine_->reads().getSystem("train");
   ASSERT_TRUE(system);
   EXPECT_EQ(system->state, SystemState::kComposed);
   EXPECT_EQ(system->bindings.size(), 3u);
@@ -432,7 +432,7 @@ TEST_F(EngineTest, ConcurrentComposesNeverShareADevice) {
     ASSERT_TRUE(r) << r.error().message;
     EXPECT_EQ(r->state, OperationState::kSucceeded);
   }
-  const auto systems = engine_->listSystems();
+  const auto systems = engine_->reads().listSystems();
   for (const auto& s : *systems)
     for (const auto& b : s.bindings) EXPECT_TRUE(seen.insert(b.deviceId).second) << b.deviceId << " is in two systems";
   EXPECT_EQ(seen.size(), 96u);
@@ -536,7 +536,7 @@ TEST_F(EngineTest, ARequestIdStartsOneOperationWhoeverRetriesAndWhenever) {
   ASSERT_TRUE(afterRestart);
   EXPECT_EQ(afterRestart->id, again->id);
   EXPECT_EQ(afterRestart->state, OperationState::kSucceeded);
-  EXPECT_EQ(engine_->listSystems()->size(), 1u);
+  EXPECT_EQ(engine_->reads().listSystems()->size(), 1u);
 }
 
 }  // namespace

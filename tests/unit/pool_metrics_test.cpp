@@ -33,7 +33,7 @@ TEST_F(EngineTest, PerDeviceSeriesFollowTheOptionAndLeaveEmptyLabelsOut) {
   };
   const std::string all = scrape(web::DeviceSeries::kAll);
   const auto devices = linesOf(all, "switchyard_device_info");
-  ASSERT_EQ(devices.size(), engine_->listDevices()->size());
+  ASSERT_EQ(devices.size(), engine_->reads().listDevices()->size());
   EXPECT_EQ(linesOf(all, "switchyard_device_series_written"), std::vector<std::string>{"switchyard_device_series_written 1"});
   std::size_t inSystem = 0;
   for (const auto& line : devices) {

@@ -142,12 +142,12 @@ TEST_F(EngineTest, PoolReadsAnswerWhileTheControlThreadIsBusy) {
       },
       [&](Result<int> r) { left.set_value(std::move(r)); });
   entered.get_future().wait();
-  auto systems = engine_->listSystems();
-  auto devices = engine_->listDevices();
-  auto hosts = engine_->listHosts();
-  auto system = engine_->getSystem("train");
-  auto capacity = engine_->capacity({{1, PeerToPeer::kRequired, ""}});
-  auto topology = engine_->topology();
+  auto systems = engine_->reads().listSystems();
+  auto devices = engine_->reads().listDevices();
+  auto hosts = engine_->reads().listHosts();
+  auto system = engine_->reads().getSystem("train");
+  auto capacity = engine_->reads().capacity({{1, PeerToPeer::kRequired, ""}});
+  auto topology = engine_->reads().topology();
   release.count_down();
   ASSERT_TRUE(left.get_future().get());
   ASSERT_TRUE(systems && devices && hosts && system && capacity && topology);
@@ -165,7 +165,7 @@ TEST_F(EngineTest, WhatACallerHearsOfIsAlreadyInTheView) {
   auto op = engine_->blocking().compose(Caller::local(), gpus("train", 2));
   ASSERT_TRUE(op) << op.error().message;
   // Accepted: the system and its reserved devices are readable the moment compose returns.
-  auto accepted = engine_->getSystem("train");
+  auto accepted = engine_->reads().getSystem("train");
   ASSERT_TRUE(accepted) << accepted.error().message;
   EXPECT_EQ(accepted->state, SystemState::kComposing);
   EXPECT_EQ(accepted->progress, "binding") << "the running operation's step";

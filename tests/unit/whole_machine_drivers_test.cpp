@@ -29,7 +29,7 @@ ComposeRequest wholeMachine() {
 
 std::map<DeviceId, Device> devicesOf(Engine& engine) {
   std::map<DeviceId, Device> out;
-  const auto devices = engine.listDevices();
+  const auto devices = engine.reads().listDevices();
   EXPECT_TRUE(devices);
   if (devices)
     for (const auto& d : *devices) out[d.device.id] = d.device;
@@ -75,7 +75,7 @@ TEST_F(WholeMachineOnSwitchtec, GpusANicAndADriveAreBoundThroughGfmsAndGivenBack
   EXPECT_EQ(hostPorts.size(), 1u);
   for (std::uint8_t port : {16, 17, 18, 19})
     EXPECT_TRUE(bound.contains(emulator_->pdfidOf(0, port))) << "pax0-ep" << int(port) << " is not bound";
-  auto system = engine_->getSystem("machine");
+  auto system = engine_->reads().getSystem("machine");
   ASSERT_TRUE(system);
   EXPECT_EQ(system->bindings.size(), 4u);
 
@@ -112,7 +112,7 @@ TEST_F(WholeMachineOnCxl, GpusANicAndADriveAreBoundToTheHostsVcsAsJackSeesThemAn
 
   const Operation op = run(engine_->blocking().compose(Caller::local(), wholeMachine()));
   ASSERT_EQ(op.state, OperationState::kSucceeded) << op.error;
-  auto system = engine_->getSystem("machine");
+  auto system = engine_->reads().getSystem("machine");
   ASSERT_TRUE(system);
   const int vcs = system->hostId.back() - '0';  // cxl0-vcsN
   std::set<std::string> ports;
