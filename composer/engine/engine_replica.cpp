@@ -23,42 +23,20 @@ void Engine::applySnapshot(StoreSnapshot snapshot, bool sameInventory) {
 
 void Engine::applyHeldState(StoreSnapshot& snapshot) {
   state_->replayDemand(snapshot.recentDemand);
+  // Each holder's host: a system's own, a running operation's (it reserved the devices).
   std::unordered_map<std::string, HostId> hostOfOwner;
-  // Systems the store no longer holds as live leave (dropping one frees its host); the rest are put anew.
-  std::set<SystemId> live;
-  for (const auto& s : snapshot.systems) live.insert(s.id);
-  std::vector<System> gone;
-  for (const auto& [id, s] : state_->systems())
-    if (!live.contains(id)) gone.push_back(s);
-  for (auto& s : gone) {
-    s.state = SystemState::kDecomposed;
-    state_->putSystem(s);
-  }
-  for (auto& s : snapshot.systems) {
-    hostOfOwner[s.id] = s.hostId;
-    state_->putSystem(s);
-  }
+  for (const auto& s : snapshot.systems) hostOfOwner[s.id] = s.hostId;
+  for (const auto& op : snapshot.unfinishedOperations) hostOfOwner[op.id] = op.hostId;
+  state_->replaceHeld(snapshot.systems, snapshot.assignments, hostOfOwner);
   runner_->clear();
   queue_.clear();
   for (auto& op : snapshot.unfinishedOperations) {
-    hostOfOwner[op.id] = op.hostId;
     if (op.state == OperationState::kQueued) queue_.add(std::move(op));
     else runner_->adopt(std::move(op));
   }
   std::vector<const Operation*> queued;
   for (const auto& [id, op] : queue_.waiting()) queued.push_back(&op);
   queue_.setOrder(StandbyReplica::leaderOrder(queued));
-  // Devices no longer held go free; the held ones get their holder (and the host they count against).
-  std::set<DeviceId> held;
-  for (const auto& a : snapshot.assignments) held.insert(a.deviceId);
-  std::vector<DeviceId> released;
-  for (const auto& [device, holder] : state_->assignments())
-    if (!held.contains(device)) released.push_back(device);
-  for (const auto& device : released) state_->assign({device, DeviceAllocation::kFree, {}}, {});
-  for (const auto& a : snapshot.assignments) {
-    auto host = hostOfOwner.find(a.owner);
-    state_->assign(a, host == hostOfOwner.end() ? HostId{} : host->second);
-  }
   numbers_.continueAfter(snapshot);
 }
 

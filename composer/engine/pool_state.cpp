@@ -79,6 +79,30 @@ const System* PoolState::findSystem(std::string_view idOrName) const {
   return it == systems_.end() ? nullptr : &it->second;
 }
 
+void PoolState::replaceHeld(const std::vector<System>& systems, const std::vector<DeviceAssignment>& held,
+                            const std::unordered_map<std::string, HostId>& hostOfOwner) {
+  std::set<SystemId> live;
+  for (const auto& s : systems) live.insert(s.id);
+  std::vector<System> gone;
+  for (const auto& [id, s] : systems_)
+    if (!live.contains(id)) gone.push_back(s);
+  for (auto& s : gone) {
+    s.state = SystemState::kDecomposed;
+    putSystem(s);
+  }
+  for (const auto& s : systems) putSystem(s);
+  std::set<DeviceId> stillHeld;
+  for (const auto& a : held) stillHeld.insert(a.deviceId);
+  std::vector<DeviceId> released;
+  for (const auto& [device, holder] : assignments_)
+    if (!stillHeld.contains(device)) released.push_back(device);
+  for (const auto& device : released) assign({device, DeviceAllocation::kFree, {}}, {});
+  for (const auto& a : held) {
+    auto host = hostOfOwner.find(a.owner);
+    assign(a, host == hostOfOwner.end() ? HostId{} : host->second);
+  }
+}
+
 void PoolState::putSystem(const System& s) {
   const int hi = pool_.hostIndex(s.hostId);
   changes_.systems.insert(s.id);

@@ -55,6 +55,12 @@ class PoolState {
   // Adds or updates a live system; a decomposed or failed one is dropped, freeing its host.
   void putSystem(const System& s);
   [[nodiscard]] const System* systemOfHost(const HostId& host) const;
+  // A standby's refresh: the live systems and the device holders become these (the store's, as the leader wrote them),
+  // in time proportional to what is held, not to the pool. A system not among `systems` leaves (its host frees); a
+  // device no holder names goes free; each held one counts against the host of its owner (`hostOfOwner`: a system's
+  // id or an operation's; none, as a quarantined device's reason, counts against no host).
+  void replaceHeld(const std::vector<System>& systems, const std::vector<DeviceAssignment>& held,
+                   const std::unordered_map<std::string, HostId>& hostOfOwner);
 
   // What a published view shows of one device or host now (pool_view.h).
   [[nodiscard]] DeviceView deviceView(const DeviceId& device) const;

@@ -390,6 +390,36 @@ TEST(QuotaCheck, EachKindAndClassCountsAgainstItsOwnLimitOnlyWhereTheRequestAdds
   EXPECT_EQ(sum.other("fpga"), 0);
 }
 
+TEST(PoolState, AStandbysRefreshReplacesWhatIsHeldAndFreesWhatNoLongerIs) {
+  PoolState state(testing::TopologyBuilder().sw("sw0").gpus("sw0", 4).host("h0", {"sw0"}).host("h1", {"sw0"}).build());
+  const auto& gpus = state.index().topology().devices;
+  const PortId h0 = state.index().topology().hosts[0].upstreamPorts[0].portId, h1 = state.index().topology().hosts[1].upstreamPorts[0].portId;
+  auto poolDevice = [&](int i) { return state.pool().devices()[static_cast<std::size_t>(state.pool().deviceIndex(gpus[static_cast<std::size_t>(i)].id))]; };
+  auto poolHost = [&](const HostId& h) { return state.pool().hosts()[static_cast<std::size_t>(state.pool().hostIndex(h))]; };
+  System old{.id = "sys-1", .name = "old", .hostId = "h0", .bindings = {{gpus[0].id, h0}}, .state = SystemState::kComposed};
+  state.putSystem(old);
+  state.assign({gpus[0].id, DeviceAllocation::kAllocated, "sys-1"}, "h0");
+  state.assign({gpus[3].id, DeviceAllocation::kQuarantined, "bound outside Switchyard"}, {});
+  ASSERT_TRUE(poolHost("h0").inSystem);
+
+  // The leader decomposed sys-1, composed sys-2 on h1, has op-7 reserving gpu2 for h1's system, and released gpu3.
+  System fresh{.id = "sys-2", .name = "new", .hostId = "h1", .bindings = {{gpus[1].id, h1}}, .state = SystemState::kComposed};
+  state.replaceHeld({fresh}, {{gpus[1].id, DeviceAllocation::kAllocated, "sys-2"}, {gpus[2].id, DeviceAllocation::kReserved, "op-7"}},
+                    {{"sys-2", "h1"}, {"op-7", "h1"}});
+  EXPECT_EQ(state.findSystem("old"), nullptr);
+  ASSERT_NE(state.findSystem("new"), nullptr);
+  EXPECT_FALSE(poolHost("h0").inSystem);
+  EXPECT_EQ(poolHost("h0").attachedDevices, 0);
+  EXPECT_TRUE(poolHost("h1").inSystem);
+  EXPECT_EQ(poolHost("h1").attachedDevices, 2) << "sys-2's GPU and the one op-7 reserved for h1";
+  EXPECT_TRUE(poolDevice(0).free);
+  EXPECT_FALSE(poolDevice(1).free);
+  EXPECT_FALSE(poolDevice(2).free);
+  EXPECT_TRUE(poolDevice(3).free) << "the quarantine no holder names any more";
+  EXPECT_EQ(state.assignments().size(), 2U);
+  EXPECT_EQ(state.assignment(gpus[2].id).owner, "op-7");
+}
+
 TEST(FabricComparison, FindsWhatTheFabricDisagreesWithAndLeavesBusyDevicesToTheirOperations) {
   PoolState state(testing::TopologyBuilder().sw("sw0").gpus("sw0", 6).host("h0", {"sw0"}).host("h1", {"sw0"}).build());
   const auto& gpus = state.index().topology().devices;
