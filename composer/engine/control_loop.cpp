@@ -63,6 +63,12 @@ bool ControlLoop::stepControl() {
   return asTask([this] { return io_->poll_one() > 0; });
 }
 
+std::size_t ControlLoop::runUntilIdle() {
+  std::size_t steps = 0;
+  while (step()) ++steps;
+  return steps;
+}
+
 std::size_t ControlLoop::waitingCalls() const { return stepped_ ? driverPool_->queued() : 0; }
 
 bool ControlLoop::runCall(std::size_t index, Reply reply) {

@@ -69,8 +69,15 @@ class ControlLoop {
   // Every pool's work ends: the engine's destructor, before the parts the work reaches are gone.
   void joinAll();
 
-  // A stepped loop, on its control thread (else false, or 0): the next ready task only; the calls waiting, and running
-  // the one at `index` (0: the oldest); the replies held back, and handing over the one at `index`.
+  // A stepped loop, on its control thread (else false, or 0; ADR 0026). step(): the next ready task, or else the
+  // oldest waiting switch or host call, or else the oldest late reply; false when none is waiting. runUntilIdle():
+  // step() until nothing is waiting; how many steps ran.
+  bool step() { return stepControl() || runCall(0) || deliverReply(0); }
+  std::size_t runUntilIdle();
+  // The same one kind at a time (a test picks which call runs next: the deterministic simulation, tests/sim/): the
+  // next ready task only; the calls waiting, and running the one at `index` (0: the oldest; kLate: it acts now but its
+  // reply waits, like a switch's answer slow to come back, until deliverReply() hands it to the control thread); the
+  // replies held back, and handing over the one at `index`.
   bool stepControl();
   [[nodiscard]] std::size_t waitingCalls() const;
   bool runCall(std::size_t index, Reply reply = Reply::kNow);

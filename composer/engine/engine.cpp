@@ -71,22 +71,6 @@ void Engine::startControl() {
   loop_.start([this](const std::string& what) { haltOnInternalFailure(what); });
 }
 
-bool Engine::step() { return stepControl() || runCall(0) || deliverReply(0); }
-
-bool Engine::stepControl() { return loop_.stepControl(); }
-
-std::size_t Engine::waitingCalls() const { return loop_.waitingCalls(); }
-
-bool Engine::runCall(std::size_t index, Reply reply) { return loop_.runCall(index, reply); }
-
-bool Engine::deliverReply(std::size_t index) { return loop_.deliverReply(index); }
-
-std::size_t Engine::runUntilIdle() {
-  std::size_t steps = 0;
-  while (step()) ++steps;
-  return steps;
-}
-
 void Engine::postToControl(std::function<void(bool running)> task) {
   if (!loop_.running()) {
     task(false);
@@ -153,7 +137,7 @@ void Engine::stop(Duration grace) {
     auto busy = onControl([this]() -> Result<bool> { return !runner_->running().empty(); });
     if (!busy || !*busy) break;
     if (options_.stepped) {
-      if (runUntilIdle() == 0) break;  // nothing left that could finish them
+      if (loop_.runUntilIdle() == 0) break;  // nothing left that could finish them
       continue;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -176,7 +160,7 @@ void Engine::stop(Duration grace) {
     auto inFlight = onControl([this]() -> Result<int> { return loop_.callsInFlight(); });
     if (!inFlight || *inFlight == 0) break;
     if (options_.stepped) {
-      if (runUntilIdle() == 0) break;
+      if (loop_.runUntilIdle() == 0) break;
       continue;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

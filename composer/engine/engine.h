@@ -186,22 +186,10 @@ class Engine {
   [[nodiscard]] std::shared_ptr<const PoolView> view() const;
   // Empty while the engine can write its store; else why it stopped (safe on any thread: health checks).
   [[nodiscard]] std::string storeFailure() const;
-  // A stepped engine (EngineOptions::stepped), on the thread that started it: runs the next ready task of
-  // the control thread, or else the oldest queued switch or host call, or else hands over the oldest late reply;
-  // false when none is waiting.
-  bool step();
-  // step() until nothing is waiting; how many steps ran.
-  std::size_t runUntilIdle();
-  // A stepped engine: the next ready control task only (false: none); the switch and host calls waiting, and running
-  // the one at `index` (0: the oldest). A test picks which call runs next (the deterministic simulation, tests/sim/).
-  bool stepControl();
-  [[nodiscard]] std::size_t waitingCalls() const;
-  // kLate: the call acts now but its reply waits, like a switch's answer slow to come back, until deliverReply()
-  // hands it to the control thread; other calls run and their replies are handled meanwhile, in any order.
-  using Reply = ControlLoop::Reply;
-  bool runCall(std::size_t index, Reply reply = Reply::kNow);
-  [[nodiscard]] std::size_t lateReplies() const { return loop_.lateReplies(); }
-  bool deliverReply(std::size_t index);
+  // A stepped engine (EngineOptions::stepped, ADR 0026): its caller, on the thread that started it, steps the loop
+  // (control_loop.h: step, runUntilIdle, stepControl, runCall, deliverReply, waitingCalls, lateReplies). Nobody else
+  // has business with it.
+  [[nodiscard]] ControlLoop& loop() { return loop_; }
   // True once stop() has halted the engine (its grace is over): step results still in flight are recorded,
   // no new step starts. Safe on any thread; tests wait on it instead of sleeping.
   [[nodiscard]] bool halted() const { return lifecycle_.haltedForReaders(); }

@@ -70,7 +70,7 @@ Result<T> Engine::awaitAnswer(std::string_view what, const std::function<void(Co
   if (onControlThread() && options_.stepped) {
     auto answer = std::make_shared<std::optional<Result<T>>>();
     start([answer](Result<T> r) { answer->emplace(std::move(r)); });
-    while (!*answer && step()) {
+    while (!*answer && loop_.step()) {
     }
     if (*answer) return std::move(**answer);
     return unanswered();

@@ -198,8 +198,8 @@ class Simulation {
 
   void act() {
     clock_.advance(std::chrono::milliseconds(1 + pick(50)));
-    const std::size_t waiting = engine_->waitingCalls();
-    if (const std::size_t late = engine_->lateReplies(); late > 0 && pick(4) == 0) return deliverLate(late);
+    const std::size_t waiting = engine_->loop().waitingCalls();
+    if (const std::size_t late = engine_->loop().lateReplies(); late > 0 && pick(4) == 0) return deliverLate(late);
     if (pick(25) == 0) return releaseQuarantined();
     const int roll = pick(100);
     if (waiting > 0 && (roll < 50 || running() >= 6)) return decide(waiting);
@@ -219,14 +219,14 @@ class Simulation {
     const auto index = static_cast<std::size_t>(pick(static_cast<int>(waiting)));
     const bool late = pick(5) == 0;
     if (late) note("the next call's reply comes back late");
-    (void)engine_->runCall(index, late ? Engine::Reply::kLate : Engine::Reply::kNow);
+    (void)engine_->loop().runCall(index, late ? ControlLoop::Reply::kLate : ControlLoop::Reply::kNow);
   }
 
   // One of the late replies, drawn from the seed (so late replies also overtake each other), reaches the engine.
   void deliverLate(std::size_t late) {
     const auto index = static_cast<std::size_t>(pick(static_cast<int>(late)));
     note(fmt::format("late reply {} of {} arrives", index + 1, late));
-    (void)engine_->deliverReply(index);
+    (void)engine_->loop().deliverReply(index);
   }
 
   // The fate of a call reaching the gate: drawn from the seed, or pass while draining.
@@ -372,9 +372,9 @@ class Simulation {
   // Runs the control thread's tasks until none is ready: then every request must be answered and every running
   // operation must wait for its one switch or host call, so that nothing moves until the next decision.
   bool settle() {
-    while (engine_->stepControl()) {
+    while (engine_->loop().stepControl()) {
     }
-    const std::size_t waiting = engine_->waitingCalls() + engine_->lateReplies();
+    const std::size_t waiting = engine_->loop().waitingCalls() + engine_->loop().lateReplies();
     if (clients_->unanswered() != 0 || static_cast<int>(waiting) != running() + reconciling_)
       return violation(fmt::format("stuck: {} request(s) unanswered, {} operation(s) running, {} reconcile(s) reading, {} call(s) or "
                                    "late repl(ies) waiting", clients_->unanswered(), running(), reconciling_, waiting));
@@ -489,10 +489,10 @@ class Simulation {
   void drain() {
     draining_ = true;
     for (int round = 0; round < 10'000; ++round) {
-      const bool late = engine_->lateReplies() > 0;
-      if (engine_->waitingCalls() == 0 && !late && running() == 0) break;
-      if (engine_->waitingCalls() == 0 && !late) return (void)violation("3: operations run but none waits for a call");
-      (void)(engine_->waitingCalls() > 0 ? engine_->runCall(0) : engine_->deliverReply(0));
+      const bool late = engine_->loop().lateReplies() > 0;
+      if (engine_->loop().waitingCalls() == 0 && !late && running() == 0) break;
+      if (engine_->loop().waitingCalls() == 0 && !late) return (void)violation("3: operations run but none waits for a call");
+      (void)(engine_->loop().waitingCalls() > 0 ? engine_->loop().runCall(0) : engine_->loop().deliverReply(0));
       if (!settle()) return;
     }
     if (running() != 0) violation(fmt::format("3: {} operation(s) never ended", running()));

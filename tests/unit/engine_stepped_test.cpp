@@ -37,17 +37,17 @@ TEST_F(SteppedEngineTest, NothingReachesTheSwitchUntilTheTestStepsIt) {
   // One step at a time: the bind call runs on this thread, then its result is recorded, and so on.
   std::size_t steps = 0;
   while (fabricBindings().empty()) {
-    ASSERT_TRUE(engine_->step()) << "the bind is among the waiting work";
+    ASSERT_TRUE(engine_->loop().step()) << "the bind is among the waiting work";
     ++steps;
   }
   EXPECT_GE(steps, 1u);
   EXPECT_FALSE(engine_->blocking().getOperation(op->id)->finished()) << "bound in the switch; verify and commit still wait";
-  engine_->runUntilIdle();
+  engine_->loop().runUntilIdle();
   auto done = engine_->blocking().getOperation(op->id);
   ASSERT_TRUE(done);
   EXPECT_EQ(done->state, OperationState::kSucceeded);
   EXPECT_EQ(fabricBindings().size(), 2u);
-  EXPECT_FALSE(engine_->step()) << "idle: nothing waits";
+  EXPECT_FALSE(engine_->loop().step()) << "idle: nothing waits";
 }
 
 TEST_F(SteppedEngineTest, ADecomposeAskedWhileTheComposesBindWaitsIsRefusedAndChangesNothing) {
@@ -76,25 +76,25 @@ TEST_F(SteppedEngineTest, AReconcilesReadWaitsAmongTheCallsAndIsRefusedWhenAStep
   auto op = engine_->blocking().compose(kAlice, gpus("train", 2));
   ASSERT_TRUE(op) << op.error().message;
   reconcileNow();
-  while (engine_->stepControl()) {
+  while (engine_->loop().stepControl()) {
   }
   ASSERT_TRUE(outcome && !*outcome) << "refused at once: the compose's bind waits";
   EXPECT_NE(outcome->error().message.find("operations are changing the fabric"), std::string::npos) << outcome->error().message;
-  engine_->runUntilIdle();
+  engine_->loop().runUntilIdle();
 
   reconcileNow();
-  while (engine_->stepControl()) {
+  while (engine_->loop().stepControl()) {
   }
-  ASSERT_EQ(engine_->waitingCalls(), 1u) << "the read waits";
+  ASSERT_EQ(engine_->loop().waitingCalls(), 1u) << "the read waits";
   EXPECT_FALSE(outcome);
   auto decompose = engine_->blocking().decompose(kAlice, "train");
   ASSERT_TRUE(decompose) << decompose.error().message;
-  ASSERT_EQ(engine_->waitingCalls(), 2u) << "the read and the decompose's first call";
-  ASSERT_TRUE(engine_->runCall(1));  // the decompose's call first, then the read
-  while (engine_->stepControl()) {
+  ASSERT_EQ(engine_->loop().waitingCalls(), 2u) << "the read and the decompose's first call";
+  ASSERT_TRUE(engine_->loop().runCall(1));  // the decompose's call first, then the read
+  while (engine_->loop().stepControl()) {
   }
-  ASSERT_TRUE(engine_->runCall(0));
-  while (engine_->stepControl()) {
+  ASSERT_TRUE(engine_->loop().runCall(0));
+  while (engine_->loop().stepControl()) {
   }
   ASSERT_TRUE(outcome && !*outcome) << "a step called the switch while the read waited";
   EXPECT_NE(outcome->error().message.find("changed the fabric during the read"), std::string::npos) << outcome->error().message;
@@ -105,7 +105,7 @@ TEST_F(SteppedEngineTest, AReconcilesReadWaitsAmongTheCallsAndIsRefusedWhenAStep
   const System system = *engine_->reads().getSystem("kept");
   ASSERT_TRUE(fabric_->unbind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));  // behind yardd's back
   reconcileNow();
-  engine_->runUntilIdle();
+  engine_->loop().runUntilIdle();
   ASSERT_TRUE(outcome && *outcome) << (outcome ? outcome->error().message : "no answer");
   ASSERT_EQ((*outcome)->size(), 1u);
   EXPECT_EQ((*outcome)->front().kind, "missing-binding");
@@ -118,24 +118,24 @@ TEST_F(SteppedEngineTest, ACallsLateReplyHoldsItsOperationUntilItIsDeliveredAndN
   start();
   auto op = engine_->blocking().compose(kAlice, gpus("train", 2));
   ASSERT_TRUE(op) << op.error().message;
-  ASSERT_EQ(engine_->waitingCalls(), 1u);
-  ASSERT_TRUE(engine_->runCall(0, Engine::Reply::kLate));
+  ASSERT_EQ(engine_->loop().waitingCalls(), 1u);
+  ASSERT_TRUE(engine_->loop().runCall(0, ControlLoop::Reply::kLate));
   EXPECT_EQ(fabricBindings().size(), 2u) << "the bind acted";
-  EXPECT_EQ(engine_->lateReplies(), 1u);
-  EXPECT_FALSE(engine_->stepControl()) << "the engine has not heard of it";
+  EXPECT_EQ(engine_->loop().lateReplies(), 1u);
+  EXPECT_FALSE(engine_->loop().stepControl()) << "the engine has not heard of it";
   EXPECT_EQ(engine_->blocking().getOperation(op->id)->state, OperationState::kRunning);
 
   auto other = engine_->blocking().compose(kAlice, gpus("other", 1));
   ASSERT_TRUE(other) << other.error().message;
-  while (engine_->stepControl() || engine_->runCall(0)) {
+  while (engine_->loop().stepControl() || engine_->loop().runCall(0)) {
   }
   EXPECT_EQ(engine_->blocking().getOperation(other->id)->state, OperationState::kSucceeded) << "answered while the first reply waits";
   EXPECT_EQ(engine_->blocking().getOperation(op->id)->state, OperationState::kRunning);
 
-  ASSERT_TRUE(engine_->deliverReply(0));
-  EXPECT_EQ(engine_->lateReplies(), 0u);
-  EXPECT_FALSE(engine_->deliverReply(0)) << "none left";
-  engine_->runUntilIdle();
+  ASSERT_TRUE(engine_->loop().deliverReply(0));
+  EXPECT_EQ(engine_->loop().lateReplies(), 0u);
+  EXPECT_FALSE(engine_->loop().deliverReply(0)) << "none left";
+  engine_->loop().runUntilIdle();
   EXPECT_EQ(engine_->blocking().getOperation(op->id)->state, OperationState::kSucceeded);
   EXPECT_EQ(fabricBindings().size(), 3u);
 }
@@ -147,20 +147,20 @@ TEST_F(SteppedEngineTest, AReadWhoseReplyArrivesAfterAWholeOperationEndedIsRefus
   ASSERT_EQ(run(engine_->blocking().compose(kAlice, gpus("train", 2))).state, OperationState::kSucceeded);
   std::optional<Result<std::vector<Drift>>> outcome;
   engine_->reconcile([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
-  while (engine_->stepControl()) {
+  while (engine_->loop().stepControl()) {
   }
-  ASSERT_EQ(engine_->waitingCalls(), 1u) << "the read waits";
-  ASSERT_TRUE(engine_->runCall(0, Engine::Reply::kLate));
+  ASSERT_EQ(engine_->loop().waitingCalls(), 1u) << "the read waits";
+  ASSERT_TRUE(engine_->loop().runCall(0, ControlLoop::Reply::kLate));
   auto decompose = engine_->blocking().decompose(kAlice, "train");
   ASSERT_TRUE(decompose) << decompose.error().message;
-  while (engine_->stepControl() || engine_->runCall(0)) {
+  while (engine_->loop().stepControl() || engine_->loop().runCall(0)) {
   }
   ASSERT_EQ(engine_->blocking().getOperation(decompose->id)->state, OperationState::kSucceeded);
   ASSERT_TRUE(fabricBindings().empty());
   EXPECT_FALSE(outcome) << "the read's reply has not arrived";
 
-  ASSERT_TRUE(engine_->deliverReply(0));
-  while (engine_->stepControl()) {
+  ASSERT_TRUE(engine_->loop().deliverReply(0));
+  while (engine_->loop().stepControl()) {
   }
   ASSERT_TRUE(outcome && !*outcome) << "a stale read recorded: " << (outcome && *outcome ? (*outcome)->size() : 0u) << " drift(s)";
   EXPECT_NE(outcome->error().message.find("changed the fabric during the read"), std::string::npos) << outcome->error().message;
@@ -178,25 +178,25 @@ TEST_F(SteppedEngineTest, AReadTakenBeforeAQuarantineReleaseUnboundIsRefusedAsSt
   ASSERT_TRUE(fabric_->bind("sw1-gpu7", "sw1-usp2"));  // behind yardd's back
   std::optional<Result<std::vector<Drift>>> outcome;
   engine_->reconcile([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
-  engine_->runUntilIdle();
+  engine_->loop().runUntilIdle();
   ASSERT_TRUE(outcome && *outcome);
   ASSERT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
 
   outcome.reset();
   engine_->reconcile([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
-  while (engine_->stepControl()) {
+  while (engine_->loop().stepControl()) {
   }
-  ASSERT_TRUE(engine_->runCall(0, Engine::Reply::kLate)) << "the read runs: sw1-gpu7 still bound";
+  ASSERT_TRUE(engine_->loop().runCall(0, ControlLoop::Reply::kLate)) << "the read runs: sw1-gpu7 still bound";
   std::optional<Result<DeviceView>> released;
   engine_->releaseQuarantined({"ops", Role::kOperator, {}}, "sw1-gpu7", {.unbind = true}, [&](Result<DeviceView> r) { released = std::move(r); });
-  while (engine_->stepControl() || engine_->runCall(0)) {
+  while (engine_->loop().stepControl() || engine_->loop().runCall(0)) {
   }
   ASSERT_TRUE(released && *released) << (released ? released->error().message : "no answer");
   ASSERT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree);
   ASSERT_TRUE(fabricBindings().empty());
 
-  ASSERT_TRUE(engine_->deliverReply(0));
-  while (engine_->stepControl()) {
+  ASSERT_TRUE(engine_->loop().deliverReply(0));
+  while (engine_->loop().stepControl()) {
   }
   ASSERT_TRUE(outcome);
   EXPECT_FALSE(*outcome) << "a stale read recorded " << (*outcome ? (*outcome)->size() : 0u) << " drift(s)";
@@ -215,16 +215,16 @@ TEST_F(SteppedEngineTest, AHostListedAfterAnOperationThereEndedIsLeftOutOfTheHos
   auto reconcileAround = [&](const std::function<Result<Operation>()>& change) {
     outcome.reset();
     engine_->reconcileHosts([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
-    while (engine_->stepControl()) {
+    while (engine_->loop().stepControl()) {
     }
-    EXPECT_EQ(engine_->waitingCalls(), 1u) << "the listing waits";
+    EXPECT_EQ(engine_->loop().waitingCalls(), 1u) << "the listing waits";
     auto op = change();
     EXPECT_TRUE(op) << op.error().message;
     // The change runs to its end first (its calls queue behind the listing), then the listing runs.
-    while (engine_->stepControl() || engine_->runCall(1)) {
+    while (engine_->loop().stepControl() || engine_->loop().runCall(1)) {
     }
     EXPECT_EQ(engine_->blocking().getOperation(op->id)->state, OperationState::kSucceeded);
-    engine_->runUntilIdle();
+    engine_->loop().runUntilIdle();
     EXPECT_TRUE(outcome && *outcome) << (outcome ? outcome->error().message : "no answer");
   };
 
@@ -243,7 +243,7 @@ TEST_F(SteppedEngineTest, AHostListedAfterAnOperationThereEndedIsLeftOutOfTheHos
   hosts.forget(train.hostId, train.bindings.front().deviceId);
   outcome.reset();
   engine_->reconcileHosts([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
-  engine_->runUntilIdle();
+  engine_->loop().runUntilIdle();
   ASSERT_TRUE(outcome && *outcome);
   ASSERT_EQ((*outcome)->size(), 1u);
   EXPECT_EQ((*outcome)->front().kind, "host-missing-device");
@@ -267,19 +267,19 @@ Record runScript(const std::filesystem::path& dir) {
   auto a = engine.blocking().compose(kAlice, gpus("a", 4));
   clock.advance(1ms);
   auto b = engine.blocking().compose(kAlice, gpus("b", 4));
-  for (int i = 0; i < 3 && engine.step(); ++i) clock.advance(1ms);
+  for (int i = 0; i < 3 && engine.loop().step(); ++i) clock.advance(1ms);
   auto queued = [&] {
     ComposeRequest r = gpus("c", 16);
     r.queue = true;
     return engine.blocking().compose(kAlice, r);
   }();
   EXPECT_TRUE(a && b && queued);
-  engine.runUntilIdle();
+  engine.loop().runUntilIdle();
   clock.advance(5ms);
   EXPECT_TRUE(engine.blocking().decompose(kAlice, "a"));
-  engine.runUntilIdle();
+  engine.loop().runUntilIdle();
   EXPECT_TRUE(engine.blocking().decompose(kAlice, "b"));
-  engine.runUntilIdle();
+  engine.loop().runUntilIdle();
   Record record;
   const auto events = engine.listEvents(0, 10'000);
   EXPECT_TRUE(events);
