@@ -65,6 +65,7 @@
 #include "composer/engine/operation_waiters.h"
 #include "composer/engine/outbox.h"
 #include "composer/engine/preemption_plan.h"
+#include "composer/engine/history_reads.h"
 #include "composer/engine/pool_reads.h"
 #include "composer/engine/published_view.h"
 #include "composer/engine/quota_check.h"
@@ -131,11 +132,6 @@ class Engine {
   // the engine is not running. For example: `auto op = engine.blocking().compose(caller, request);`
   [[nodiscard]] EngineCore blocking() { return EngineCore(*this, true); }
   using PlanOutcome = switchyard::PlanOutcome;
-  // Usage accounting (usage.h): GPU-hours between `since` and `until` (0: now) from the operation log, per
-  // tenant, system and GPU model, of the tenants the caller may see. Reads the log (up to kUsageHistory
-  // operations; see docs/operations.md for its cost) and computes on the calling thread.
-  static constexpr std::size_t kUsageHistory = 100'000;
-  [[nodiscard]] Result<UsageReport> usage(const Caller& caller, Timestamp since, Timestamp until);
   // Idle reclaim (engine_idle.cpp): asks each host with attached GPUs what they are doing, records it, and
   // reclaims the GPUs its system's policy says are idle too long (also on a timer, every
   // EngineOptions::activityInterval); the detaches it started, as operations.
@@ -144,15 +140,9 @@ class Engine {
   // Reads of the pool (pool_reads.h: systems, devices, hosts, the topology, the queue, idle GPUs, usable capacity),
   // from the published view on the caller's thread: they never wait for the control thread.
   [[nodiscard]] const PoolReads& reads() const { return reads_; }
-  // The history below (operations, events, audit, usage) is read from the store on the calling thread, any
-  // thread (the store's history reads are safe there: inventory/store.h), never on the control thread.
-  // It shows what the last commit point wrote.
-  [[nodiscard]] Result<std::vector<Operation>> listOperations(std::size_t limit);
-  [[nodiscard]] Result<std::vector<Operation>> listOperations(const OperationQuery& query);
-  // One operation as the store holds it (nullopt: none such); any thread.
-  [[nodiscard]] Result<std::optional<Operation>> storedOperation(const OperationId& id) { return store_.getOperation(id); }
-  // The names and labels of these systems, ended ones included while history keeps them (Store::systemIdentities); any thread.
-  [[nodiscard]] Result<std::map<SystemId, SystemIdentity>> systemIdentities(const std::set<SystemId>& ids) { return store_.systemIdentities(ids); }
+  // Reads of the history (history_reads.h: operations, events, the audit trail, usage), from the store on the calling
+  // thread, any thread but the control thread: what the last commit point wrote.
+  [[nodiscard]] const HistoryReads& history() const { return history_; }
   // The operation once finished, or its current state when the timeout passes first.
   [[nodiscard]] Result<Operation> waitOperation(const OperationId& id, std::chrono::milliseconds timeout);
   // The returned function cancels the wait (a client that went away): the waiter and its timer are released
@@ -163,11 +153,6 @@ class Engine {
   // control thread nor an adapter's threads (EngineClient's history and capacity). Inline in a stepped engine.
   // stop() waits for the reads in flight; one asked for after it is dropped.
   void offControl(std::function<void()> work);
-  [[nodiscard]] Result<std::vector<Event>> listEvents(std::uint64_t afterSequence, std::size_t limit);
-  // The last `limit` events, oldest first.
-  [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit);
-  // The audit trail, newest first (composer/model/audit.h). Callers filter by what the asker may see.
-  [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query);
 
   // Runs `call` on the control thread as a task that ends at a commit point, then `done` with the result. blocking()
   // and the blocking methods above are refused there: adapters go through EngineClient::run, whose EngineCore answers inline.
@@ -549,6 +534,7 @@ class Engine {
   GroupCommit commits_{options_.stepped ? 1 : options_.groupCommitTasks};  // the writes of the tasks since the last commit point
   PublishedView view_;  // what readers see (any thread), and the state it was built from
   PoolReads reads_{{view_, loop_, clock_, hosts_, standby_, options_.templates, placement_}};  // the reads of view_ (any thread)
+  HistoryReads history_{{store_, events_, idle_, reads_, clock_}};  // the reads of the store's history (any thread)
 };
 
 }  // namespace switchyard

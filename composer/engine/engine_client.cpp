@@ -51,15 +51,8 @@ void EngineClient::subscribeAfter(std::optional<std::uint64_t> lastSeen, Complet
                                    }));
 }
 
-Result<std::vector<Operation>> HistoryReads::listOperations(const OperationQuery& query) const { return engine_.listOperations(query); }
-Result<std::map<SystemId, SystemIdentity>> HistoryReads::systemIdentities(const std::set<SystemId>& ids) const { return engine_.systemIdentities(ids); }
-Result<std::vector<Event>> HistoryReads::recentEvents(std::size_t limit) const { return engine_.recentEvents(limit); }
-Result<std::vector<AuditRecord>> HistoryReads::listAudit(const AuditQuery& query) const { return engine_.listAudit(query); }
-Result<std::optional<Operation>> HistoryReads::getOperation(const OperationId& id) const { return engine_.storedOperation(id); }
-Result<UsageReport> HistoryReads::usage(const Caller& caller, Timestamp since, Timestamp until) const { return engine_.usage(caller, since, until); }
-
 void EngineClient::offControlErased(std::function<void(const HistoryReads&)> work) {
-  engine_.offControl([&engine = engine_, work = std::move(work)] { work(HistoryReads(engine)); });
+  engine_.offControl([&history = engine_.history(), work = std::move(work)] { work(history); });
 }
 
 void EngineClient::usage(const Caller& caller, Timestamp since, Timestamp until, Completion<UsageReport> done) {

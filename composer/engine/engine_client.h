@@ -25,6 +25,7 @@
 
 #include "composer/engine/engine_core.h"
 #include "composer/engine/engine_requests.h"
+#include "composer/engine/history_reads.h"
 #include "composer/engine/idle_tracker.h"
 #include "composer/engine/pool_reads.h"
 #include "composer/engine/pool_view.h"
@@ -37,25 +38,6 @@ namespace switchyard {
 
 class Engine;
 class StepKindRegistry;
-
-// The history as the store holds it (what the last commit point wrote), for EngineClient::read's calls:
-// safe on any thread, never the control thread.
-class HistoryReads {
- public:
-  [[nodiscard]] Result<std::vector<Operation>> listOperations(const OperationQuery& query) const;
-  // Systems' names and labels, decomposed ones too (an operation names its system after it is gone).
-  [[nodiscard]] Result<std::map<SystemId, SystemIdentity>> systemIdentities(const std::set<SystemId>& ids) const;
-  [[nodiscard]] Result<std::vector<Event>> recentEvents(std::size_t limit) const;  // the last `limit`, oldest first
-  [[nodiscard]] Result<std::vector<AuditRecord>> listAudit(const AuditQuery& query) const;
-  [[nodiscard]] Result<std::optional<Operation>> getOperation(const OperationId& id) const;  // nullopt: none such
-  // GPU-hours (Engine::usage): up to 100,000 operations read and added up.
-  [[nodiscard]] Result<UsageReport> usage(const Caller& caller, Timestamp since, Timestamp until) const;
-
- private:
-  friend class EngineClient;
-  explicit HistoryReads(Engine& engine) : engine_(engine) {}
-  Engine& engine_;
-};
 
 class EngineClient : public PoolReads {
  public:
@@ -101,7 +83,7 @@ class EngineClient : public PoolReads {
   // Live events after a replay of up to `replayLimit` of those after `lastSeen` (EngineCore::subscribeAfter); on
   // the adapter's executor.
   void subscribeAfter(std::optional<std::uint64_t> lastSeen, Completion<EventSubscription> done, std::size_t replayLimit = 10'000);
-  // GPU-hours (Engine::usage): the log is read and the report computed on the engine's read pool.
+  // GPU-hours (HistoryReads::usage): the log is read and the report computed on the engine's read pool.
   void usage(const Caller& caller, Timestamp since, Timestamp until, Completion<UsageReport> done);
 
   // Reads of the pool (view, getSystem, listSystems, listDevices, getDevice, listHosts, topology, listQueue, idleGpus,

@@ -15,8 +15,6 @@
 
 namespace switchyard {
 
-Result<std::vector<AuditRecord>> Engine::listAudit(const AuditQuery& query) { return store_.listAudit(query); }
-
 Result<Engine::PlanOutcome> EngineCore::plan(const PlacementRequest& request, std::string_view className) {
   if (!inTask()) return answerFromTask("plan", [&](EngineCore& core) { return core.plan(request, className); });
   const PriorityClass* cls = nullptr;
@@ -71,68 +69,6 @@ Result<Operation> EngineCore::getOperation(const OperationId& id) {
   return *stored;
 }
 
-Result<UsageReport> Engine::usage(const Caller& caller, Timestamp since, Timestamp until) {
-  const Timestamp now = clock_.now();
-  if (until == 0) until = now;
-  if (since < 0 || until <= since) return fail(Code::kInvalidArgument, "usage: --since must be before --until");
-  SY_ASSIGN(auto view, reads_.readableView());
-  // What is in memory only (open stretches, ended ones not yet written), read on this thread: it waits for a
-  // sampling round's recording, if one is under way, without holding the control thread.
-  std::vector<IdleStretch> unwritten = idle_.unwritten(now);
-  SY_ASSIGN(auto idle, store_.listIdleStretches(since, until));
-  {
-    // The memory's copy of a stretch replaces what is stored of the same (it is as long or longer).
-    std::map<std::pair<DeviceId, Timestamp>, IdleStretch> merged;
-    for (auto& s : idle) merged[{s.deviceId, s.from}] = std::move(s);
-    for (auto& s : unwritten) {
-      auto& kept = merged[{s.deviceId, s.from}];
-      if (kept.to < s.to) kept = std::move(s);
-    }
-    idle.clear();
-    for (auto& [key, s] : merged) idle.push_back(std::move(s));
-  }
-  SY_ASSIGN(auto ops, store_.listOperations(kUsageHistory));
-  std::reverse(ops.begin(), ops.end());  // oldest first
-  UsageReport report = computeUsage(
-      ops,
-      [&](const DeviceId& id) {
-        const DeviceView* d = view->device(id);
-        return d && d->device.kind == DeviceKind::kGpu ? (d->device.model.empty() ? std::string("GPU") : d->device.model) : std::string();
-      },
-      since, until, now, idle,
-      [&](const DeviceId& id) {
-        const DeviceView* d = view->device(id);
-        return d && d->device.kind == DeviceKind::kCxlMemory ? d->device.memoryGiB : 0;
-      },
-      [&](const DeviceId& id) {
-        const DeviceView* d = view->device(id);
-        return d && isEndpointKind(d->device.kind) ? std::string(kindName(d->device)) : std::string();
-      });
-  std::erase_if(report.rows, [&](const UsageRow& r) { return !maySee(caller, r.tenant); });
-  // No start asked for: the period is all the log knows, from its oldest operation (not "from 1970").
-  if (since == 0) report.since = report.historyFrom > 0 ? std::min(report.historyFrom, until) : until;
-  // Each row names its system and carries its labels: a live one's from the view, one that ended (decomposed,
-  // forgotten) from the store, which keeps ended systems as long as it keeps their operations (a bill names what
-  // it charges for, and groups by what its systems were labelled).
-  std::set<SystemId> ended;
-  for (auto& r : report.rows) {
-    if (const auto s = view->systems.find(r.systemId)) r.systemName = s->name, r.labels = s->labels;
-    else ended.insert(r.systemId);
-  }
-  if (!ended.empty()) {
-    SY_ASSIGN(auto identities, store_.systemIdentities(ended));
-    for (auto& r : report.rows)
-      if (auto it = identities.find(r.systemId); r.systemName.empty() && it != identities.end()) r.systemName = it->second.name, r.labels = it->second.labels;
-  }
-  return report;
-}
-
-Result<std::vector<Operation>> Engine::listOperations(std::size_t limit) { return listOperations(OperationQuery{.limit = limit}); }
-
-// What the last commit point wrote: a running operation as its last step left it (every step is written
-// before its call starts and when its result comes).
-Result<std::vector<Operation>> Engine::listOperations(const OperationQuery& query) { return store_.queryOperations(query); }
-
 Result<std::optional<Operation>> EngineCore::operationForRequest(const Caller& caller, const std::string& requestId) {
   if (!inTask())
     return answerFromTask("find an operation by request id", [&](EngineCore& core) { return core.operationForRequest(caller, requestId); });
@@ -147,12 +83,5 @@ Result<std::optional<Operation>> EngineCore::operationForRequest(const Caller& c
   if (found && !maySee(caller, found->tenant)) found.reset();
   return found;
 }
-
-Result<std::vector<Event>> Engine::recentEvents(std::size_t limit) {
-  const std::uint64_t last = events_.storedSequence();
-  return store_.listEvents(last > limit ? last - limit : 0, limit);
-}
-
-Result<std::vector<Event>> Engine::listEvents(std::uint64_t afterSequence, std::size_t limit) { return store_.listEvents(afterSequence, limit); }
 
 }  // namespace switchyard

@@ -27,7 +27,7 @@ struct UsageRow {
   double idleGpuSeconds = 0;  // of gpuSeconds, idle (a GPU held in parts: while all of them idled, by its part)
   double memoryGiBSeconds = 0;  // pooled memory held (rows of model "cxl-memory")
   double deviceSeconds = 0;     // drives or NICs held (rows of model "nvme" or "nic")
-  std::string systemName;  // filled by Engine::usage (live systems and ended ones the store still holds)
+  std::string systemName;  // filled by HistoryReads::usage (live systems and ended ones the store still holds)
   std::map<std::string, std::string> labels;  // the system's, filled as systemName is
 };
 

@@ -24,7 +24,7 @@ ComposeRequest request(const std::string& name, int gpus, const std::string& ten
 class EngineAccessTest : public EngineTest {
  protected:
   std::vector<AuditRecord> audit(AuditQuery q = {}) {
-    auto records = engine_->listAudit(q);
+    auto records = engine_->history().listAudit(q);
     EXPECT_TRUE(records) << records.error().message;
     return records ? *records : std::vector<AuditRecord>{};
   }
@@ -66,7 +66,7 @@ TEST_F(EngineAccessTest, HostileStringsAndSizesAreRefusedAtAcceptanceAndForeignN
 // composed and decomposed) carries the operation's tenant: another tenant never receives it.
 TEST_F(EngineAccessTest, EveryEventOfATenantsOperationCarriesThatTenant) {
   start();
-  const auto first = engine_->listEvents(0, 10'000)->size();
+  const auto first = engine_->history().listEvents(0, 10'000)->size();
   Operation composed = run(engine_->blocking().compose(kAlice, request("secret-train", 3, "team-a")));
   ASSERT_EQ(composed.state, OperationState::kSucceeded);
   const System system = *engine_->reads().getSystem("secret-train");
@@ -74,7 +74,7 @@ TEST_F(EngineAccessTest, EveryEventOfATenantsOperationCarriesThatTenant) {
   ASSERT_TRUE(fabric_->unbind(system.bindings[0].deviceId, system.bindings[0].upstreamPortId));
   ASSERT_TRUE(engine_->reconcile());
   run(engine_->blocking().decompose(kAlice, "secret-train"));
-  const auto events = *engine_->listEvents(first, 10'000);
+  const auto events = *engine_->history().listEvents(first, 10'000);
   ASSERT_FALSE(events.empty());
   std::set<std::string> types;
   for (const auto& e : events) {
@@ -227,7 +227,7 @@ TEST_F(EngineAccessTest, EventsCarryTheTenantOfTheirSystem) {
   start();
   const Operation a = run(engine_->blocking().compose(kAlice, request("a1", 1, "team-a")));
   int aboutIt = 0;
-  const auto events = engine_->listEvents(0, 1000);  // kept: the loop refers into it
+  const auto events = engine_->history().listEvents(0, 1000);  // kept: the loop refers into it
   ASSERT_TRUE(events);
   for (const auto& e : *events) {
     if (e.subject == a.id || e.subject == a.systemId) {

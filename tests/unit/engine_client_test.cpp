@@ -235,9 +235,9 @@ TEST_F(EngineTest, AClientsSubscriptionReplaysWhatCameAfterTheSequenceThenGoesLi
   start();
   AdapterPool adapter;
   EngineClient client(*engine_, adapter.deliver());
-  const auto before = engine_->listEvents(0, 1000)->size();
+  const auto before = engine_->history().listEvents(0, 1000)->size();
   run(engine_->blocking().compose(kAlice, gpus("train", 1)));
-  const std::uint64_t after = engine_->listEvents(0, 1000)->back().sequence;
+  const std::uint64_t after = engine_->history().listEvents(0, 1000)->back().sequence;
   std::promise<std::pair<Result<EventSubscription>, std::thread::id>> subscribed;
   client.subscribeAfter(before, [&](Result<EventSubscription> s) { subscribed.set_value({std::move(s), std::this_thread::get_id()}); });
   auto [s, thread] = subscribed.get_future().get();

@@ -82,7 +82,7 @@ class EngineDefragTest : public EngineTest {
     std::vector<Operation> out;
     while (true) {
       out.clear();
-      const auto ops = engine_->listOperations(1000);
+      const auto ops = engine_->history().listOperations({.limit = 1000});
       EXPECT_TRUE(ops);
       for (const auto& op : *ops)
         if (op.requestedBy.identity == kDefragActor) out.push_back(*engine_->waitOperation(op.id, 10s));
@@ -219,7 +219,7 @@ TEST_F(EngineDefragTest, TheFewestGpusAreMoved) {
 TEST_F(EngineDefragTest, AMoveStoppedBetweenItsAttachAndItsDetachIsFinishedAtTheNextStart) {
   const Operation big = stopMidMove(&testing::GatedDriver::closeBeforeBind);  // the move's attach was in the switch
   std::vector<Operation> attach;  // as stored: the engine is stopped
-  const auto stored = engine_->listOperations(100);
+  const auto stored = engine_->history().listOperations({.limit = 100});
   ASSERT_TRUE(stored) << stored.error().message;
   for (const auto& op : *stored)
     if (op.requestedBy.identity == kDefragActor) attach.push_back(op);
@@ -259,7 +259,7 @@ TEST_F(EngineDefragTest, AMoveStoppedDuringItsDetachEndsWithItsEventAfterTheRest
   ASSERT_EQ(moved.size(), 2u);
   for (const auto& d : moved) EXPECT_EQ(d.rfind("sw1-", 0), 0u) << d;
   ASSERT_EQ(count("system.moved"), 1u);
-  const auto events = *engine_->listEvents(0, 10'000);
+  const auto events = *engine_->history().listEvents(0, 10'000);
   const auto event = std::find_if(events.begin(), events.end(), [](const Event& e) { return e.type == "system.moved"; });
   EXPECT_NE(event->message.find("moved off sw0-gpu0, sw0-gpu1"), std::string::npos) << event->message;
   EXPECT_EQ(movesDone(2).size(), 2u) << "nothing more was started for it";

@@ -29,18 +29,18 @@ Result<Operation> composeHeldAtBind(Engine& engine, testing::GatedDriver& gated)
 
 TEST_F(EngineTest, AnOperationRecordsItsCallerAndItsEventsNameThem) {
   start();
-  const auto atStart = engine_->listEvents(0, 100)->size();
+  const auto atStart = engine_->history().listEvents(0, 100)->size();
   Operation op = run(engine_->blocking().compose(kAlice, gpus("train", 2)));
   EXPECT_EQ(op.requestedBy, kAlice);
   auto stored = store_->getOperation(op.id);
   ASSERT_TRUE(stored && *stored);
   EXPECT_EQ((*stored)->requestedBy, kAlice) << "the caller is durable";
-  auto events = *engine_->listEvents(atStart, 100);
+  auto events = *engine_->history().listEvents(atStart, 100);
   ASSERT_FALSE(events.empty());
   for (const auto& e : events) EXPECT_EQ(e.actor, "alice") << e.type;
 
   run(engine_->blocking().decompose(Caller::local(), "train"));
-  events = *engine_->listEvents(0, 100);
+  events = *engine_->history().listEvents(0, 100);
   EXPECT_EQ(events.back().type, "operation.succeeded");
   EXPECT_EQ(events.back().actor, "local");
 }
@@ -49,7 +49,7 @@ TEST_F(EngineTest, TheDaemonIsTheActorOfWhatNobodyAskedFor) {
   start();
   ASSERT_TRUE(fabric_->setDeviceHealth("sw0-gpu0", DeviceHealth::kCritical));
   ASSERT_TRUE(engine_->pollFabricEvents());
-  auto events = *engine_->listEvents(0, 100);
+  auto events = *engine_->history().listEvents(0, 100);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events.back().type, "fabric.device.health");
   EXPECT_EQ(events.back().actor, "yardd");

@@ -78,7 +78,7 @@ class EngineTest : public ::testing::Test {
 
   std::vector<std::string> eventTypes() {
     std::vector<std::string> out;
-    const auto events = engine_->listEvents(0, 10'000);
+    const auto events = engine_->history().listEvents(0, 10'000);
     for (const auto& e : *events) out.push_back(e.type);
     return out;
   }

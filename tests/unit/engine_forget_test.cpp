@@ -94,7 +94,7 @@ TEST_F(ForgetTest, AnAdoptedStoresGhostSystemIsDegradedAndAnAdminForgetsIt) {
   EXPECT_FALSE(engine_->reads().getSystem("train"));
   EXPECT_EQ(eventTypes().back(), "system.forgotten");
   // Both attempts are audited, the refusal with its code.
-  auto audit = engine_->listAudit({});
+  auto audit = engine_->history().listAudit({});
   ASSERT_TRUE(audit);
   std::vector<std::string> results;
   for (const auto& a : *audit)

@@ -185,7 +185,7 @@ TEST_F(EngineHostTest, ADeviceWhoseResetFailedIsQuarantinedUntilAnOperatorReleas
   EXPECT_EQ(held.allocation, DeviceAllocation::kQuarantined);
   EXPECT_TRUE(held.owner.starts_with(kNotResetQuarantine)) << held.owner;
   EXPECT_NE(held.owner.find("reset failed"), std::string::npos) << held.owner;
-  const auto events = *engine_->listEvents(0, 1000);
+  const auto events = *engine_->history().listEvents(0, 1000);
   EXPECT_TRUE(std::any_of(events.begin(), events.end(), [&](const Event& e) {
     return e.type == "device.quarantined" && e.subject == dirty && e.message.find("yardctl devices release " + dirty) != std::string::npos;
   }));

@@ -193,7 +193,7 @@ TEST_F(EngineIdleTest, ADetachPolicyGivesIdleGpusBackThroughTheSafePathButNeverO
   EXPECT_EQ(freeDevices(), freeBefore - 2u);
   EXPECT_TRUE(simulated_->surpriseRemovals().empty()) << "host-release ran before the switch unbound";
   EXPECT_TRUE(engine_->reads().idleGpus(Caller::local(), Duration(0))->empty()) << "what was reclaimed is no longer attached";
-  auto audit = engine_->listAudit({});
+  auto audit = engine_->history().listAudit({});
   ASSERT_TRUE(audit);
   EXPECT_TRUE(std::any_of(audit->begin(), audit->end(), [](const AuditRecord& a) { return a.caller.identity == kReclaimActor && a.action == "detach"; }));
 }
@@ -287,7 +287,7 @@ TEST_F(EngineIdleTest, UsageCountsAnIdleMigInstanceByItsPartOfTheGpu) {
   sample();
   clock_.advance(1h);
   sample();
-  auto report = engine_->usage(Caller::local(), 0, 0);
+  auto report = engine_->history().usage(Caller::local(), 0, 0);
   ASSERT_TRUE(report) << report.error().message;
   ASSERT_EQ(report->rows.size(), 1u);
   EXPECT_NEAR(report->rows[0].gpuSeconds / 3600, 3.0, 1e-6) << "two 3g instances (4/8 each) for 3 h";
@@ -313,7 +313,7 @@ TEST_F(EngineIdleTest, AnIdleGpuCarryingSharesGoesBackWithThemAndADryRunNamesThe
   sample();
   sample();
   EXPECT_EQ(count("reclaim.would-detach"), 1u);
-  const auto events = engine_->listEvents(0, 10'000);
+  const auto events = engine_->history().listEvents(0, 10'000);
   ASSERT_TRUE(events);
   const auto named = std::find_if(events->begin(), events->end(), [](const Event& e) { return e.type == "reclaim.would-detach"; });
   ASSERT_NE(named, events->end());
@@ -357,7 +357,7 @@ TEST_F(EngineIdleTest, ARoundRecordsOffTheControlThreadAndReclaimsOnlyWhatIsStil
   EXPECT_EQ(run(Result<Operation>(started->front())).state, OperationState::kSucceeded);
   const auto after = engine_->reads().getSystem("busy-owner");
   EXPECT_TRUE(!after || after->state == SystemState::kDecomposed) << "detaching its last GPU ended the system";
-  const auto audit = *engine_->listAudit({});
+  const auto audit = *engine_->history().listAudit({});
   EXPECT_EQ(std::count_if(audit.begin(), audit.end(), [](const AuditRecord& a) { return a.caller.identity == kReclaimActor; }), 1)
       << "the GPU the owner took back was not reclaimed a second time";
 }
@@ -417,7 +417,7 @@ TEST_F(EngineIdleTest, UsageCountsIdleGpuHoursAndTheyOutliveARestart) {
   clock_.advance(5min);
 
   auto idleOf = [&](const std::string& tenant) {
-    auto report = engine_->usage(Caller::local(), 0, 0);
+    auto report = engine_->history().usage(Caller::local(), 0, 0);
     EXPECT_TRUE(report) << report.error().message;
     double held = 0, idle = 0;
     for (const auto& r : report->rows)

@@ -90,12 +90,12 @@ TEST_F(EngineQueueTest, APreemptedSystemOfARequeueingClassWaitsInTheQueueAgainAn
   EXPECT_EQ(queue.front().request.host, "host1") << "pinned as its compose asked";
   EXPECT_EQ(queue.front().request.minMemoryGiB, 40);
   EXPECT_FALSE(queue.front().request.requeueAs) << "a compose carries no requeue";
-  const auto events = *engine_->listEvents(0, 10'000);
+  const auto events = *engine_->history().listEvents(0, 10'000);
   const auto requeued = std::find_if(events.begin(), events.end(), [](const Event& e) { return e.type == "system.requeued"; });
   ASSERT_NE(requeued, events.end());
   EXPECT_EQ(requeued->subject, before);
   EXPECT_NE(requeued->message.find(again->id), std::string::npos) << requeued->message;
-  const auto audit = *engine_->listAudit({});
+  const auto audit = *engine_->history().listAudit({});
   EXPECT_TRUE(std::any_of(audit.begin(), audit.end(), [&](const AuditRecord& r) {
     return r.action == "compose" && r.target == "spot-job" && r.caller.identity == "yardd (preemption)" && r.operationId == queue.front().operationId;
   })) << "the audit trail says who queued it again";

@@ -19,7 +19,7 @@ class EngineQuarantineTest : public EngineTest {
   }
   std::vector<std::string> auditResults() {
     std::vector<std::string> out;
-    const auto records = engine_->listAudit({});
+    const auto records = engine_->history().listAudit({});
     for (const auto& a : *records)
       if (a.action == "release") out.push_back(a.target + ":" + a.result);
     return out;
@@ -54,7 +54,7 @@ TEST_F(EngineQuarantineTest, ABoundDeviceIsReleasedOnlyByUnbindingItAndAnUnbound
   EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);
   EXPECT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree);
   EXPECT_TRUE(fabricBindings().empty()) << "unbound in the switch";
-  const auto events = *engine_->listEvents(0, 1000);
+  const auto events = *engine_->history().listEvents(0, 1000);
   ASSERT_TRUE(std::any_of(events.begin(), events.end(), [](const Event& e) { return e.type == "device.released" && e.subject == "sw1-gpu7" && e.actor == "ops"; }));
   EXPECT_EQ(auditResults(), (std::vector<std::string>{"device:sw1-gpu7:accepted", "device:sw1-gpu7:FAILED_PRECONDITION"}));
   EXPECT_TRUE(run(engine_->blocking().compose(Caller::local(), named)).state == OperationState::kSucceeded) << "it can be composed again";
@@ -162,7 +162,7 @@ TEST_F(EngineQuarantineTest, AnUnbindWaitsUntilTheHostBehindThePortNoLongerHasTh
   ASSERT_TRUE(down) << down.error().message;
   EXPECT_EQ(down->assignment.allocation, DeviceAllocation::kFree);
   EXPECT_TRUE(fabricBindings().empty());
-  const auto records = *engine_->listAudit({});
+  const auto records = *engine_->history().listAudit({});
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.front().target, "device:sw1-gpu6");
   EXPECT_NE(records.front().message.find(host + " did not answer"), std::string::npos) << records.front().message;

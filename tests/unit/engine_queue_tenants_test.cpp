@@ -30,11 +30,11 @@ TEST_F(EngineQueueTest, ARefusalForTheHeadNamesItOnlyToItsOwnTenant) {
   EXPECT_NE(refused.error().message.find("a request queued earlier"), std::string::npos) << refused.error().message;
   AuditQuery query;
   query.tenant = "team-b";
-  const auto audit = engine_->listAudit(query);  // held: a range-for over *temporary would dangle
+  const auto audit = engine_->history().listAudit(query);  // held: a range-for over *temporary would dangle
   ASSERT_TRUE(audit);
   EXPECT_FALSE(audit->empty()) << "bob's refusal is in team-b's audit trail";
   for (const auto& record : *audit) EXPECT_EQ(record.message.find("team-a-secret-project"), std::string::npos) << record.message;
-  const auto events = engine_->recentEvents(100);
+  const auto events = engine_->history().recentEvents(100);
   ASSERT_TRUE(events);
   for (const auto& event : *events)
     if (event.tenant == "team-b") EXPECT_EQ(event.message.find("team-a-secret-project"), std::string::npos) << event.message;
@@ -65,7 +65,7 @@ TEST_F(EngineQueueTest, APreemptionAcrossTenantsNamesEachSideOnlyToItsOwnTenant)
   auto started = engine_->blocking().expireDeadlines();
   ASSERT_TRUE(started);
   int victimsEvents = 0;
-  const auto events = engine_->recentEvents(200);  // held: a range-for over *temporary would dangle
+  const auto events = engine_->history().recentEvents(200);  // held: a range-for over *temporary would dangle
   ASSERT_TRUE(events);
   for (const auto& e : *events) {
     if (e.tenant != "team-b") continue;

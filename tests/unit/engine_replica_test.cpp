@@ -153,7 +153,7 @@ TEST_F(EngineReplicaTest, AStandbyRefusesChangesNamingTheLeader) {
   EXPECT_EQ(replica->blocking().compose(Caller::local(), r).error().code, Code::kUnavailable) << "with a request id too";
   EXPECT_EQ(replica->blocking().decompose(Caller::local(), "nope").error().code, Code::kUnavailable);
   EXPECT_TRUE(replica->blocking().plan(r.placement)) << "plans are reads";
-  EXPECT_TRUE(engine_->listAudit({})->empty()) << "a standby's refusals are not written to the leader's audit trail";
+  EXPECT_TRUE(engine_->history().listAudit({})->empty()) << "a standby's refusals are not written to the leader's audit trail";
   EXPECT_TRUE(engine_->reads().listSystems()->empty());
 }
 

@@ -109,7 +109,7 @@ TEST_F(EngineTest, DriftIsFoundWhileRunning) {
   EXPECT_EQ(drift->subject, b.deviceId);
   EXPECT_EQ(engine_->reads().getSystem("train")->state, SystemState::kDegraded);
   // The system's own event says why it is degraded.
-  const auto events = *engine_->listEvents(0, 1000);
+  const auto events = *engine_->history().listEvents(0, 1000);
   const auto degraded = std::find_if(events.begin(), events.end(), [](const Event& e) { return e.type == "system.degraded"; });
   ASSERT_NE(degraded, events.end());
   EXPECT_NE(degraded->message.find("is degraded: " + b.deviceId + " is unbound in the fabric"), std::string::npos) << degraded->message;
@@ -167,7 +167,7 @@ TEST_F(EngineTest, PruningHistoryKeepsIdsMovingForward) {
   ASSERT_TRUE(report) << report.error().message;
   EXPECT_EQ(report->operations, 5u);
   EXPECT_EQ(report->systems, 2u);
-  EXPECT_EQ(engine_->listEvents(0, 1000)->size(), 5u);
+  EXPECT_EQ(engine_->history().listEvents(0, 1000)->size(), 5u);
   start();  // a restart after pruning continues numbering where it was
   Operation op = compose("job", 1);
   EXPECT_EQ(op.id, "op-000007");

@@ -281,7 +281,7 @@ Record runScript(const std::filesystem::path& dir) {
   EXPECT_TRUE(engine.blocking().decompose(kAlice, "b"));
   engine.loop().runUntilIdle();
   Record record;
-  const auto events = engine.listEvents(0, 10'000);
+  const auto events = engine.history().listEvents(0, 10'000);
   EXPECT_TRUE(events);
   for (const auto& e : *events) record.emplace_back(e.sequence, e.at, e.type, e.subject, e.message);
   engine.stop(0s);

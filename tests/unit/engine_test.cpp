@@ -204,7 +204,7 @@ TEST_F(EngineTest, AComposeBindsAllItsDevicesInOneSwitchCall) {
   EXPECT_EQ(fabric_->callCount() - before, 2u) << "one bind call for the set, one read to verify";
   EXPECT_EQ(stepLog(op), (std::vector<std::string>{"reserve:done", "bind:done", "verify:done", "commit:done"}));
   EXPECT_EQ(op.steps[1].bindings.size(), 8u);
-  const auto events = *engine_->listEvents(0, 1000);
+  const auto events = *engine_->history().listEvents(0, 1000);
   EXPECT_EQ(std::count_if(events.begin(), events.end(), [](const Event& e) { return e.type == "device.bound"; }), 8)
       << "the audit trail still has one event per device";
   Operation down = run(engine_->blocking().decompose(Caller::local(), "train"));
@@ -470,7 +470,7 @@ TEST_F(EngineTest, WatchersSeeEventsInOrder) {
 TEST_F(EngineTest, ASubscriptionAfterASequenceReplaysWhatCameAfterItThenGoesLive) {
   start();
   compose("first", 1);
-  auto recorded = engine_->recentEvents(1);
+  auto recorded = engine_->history().recentEvents(1);
   ASSERT_TRUE(recorded && !recorded->empty());
   const std::uint64_t seen = recorded->back().sequence;
   compose("second", 1);

@@ -90,7 +90,7 @@ TEST_F(EngineUsageLabelsTest, RowsCarryTheLabelsOfLiveAndDecomposedSystems) {
   clock_.advance(std::chrono::hours(1));
   run(engine_->blocking().decompose(Caller::local(), "gone"));
   start();  // after a restart too: the ended system's labels come from the store
-  auto report = engine_->usage(Caller::local(), begin, 0);
+  auto report = engine_->history().usage(Caller::local(), begin, 0);
   ASSERT_TRUE(report) << report.error().message;
   std::map<std::string, double> hoursByTeam;
   for (const auto& g : groupUsage(report->rows, *UsageGrouping::parse("label:team")))

@@ -138,26 +138,26 @@ TEST_F(EngineUsageTest, UsageComesFromTheLogAndIsTheSameAfterARestart) {
   clock_.advance(std::chrono::hours(2));
   run(engine_->blocking().decompose(Caller::local(), "train"));
   clock_.advance(std::chrono::hours(1));
-  auto before = engine_->usage(Caller::local(), begin, 0);
+  auto before = engine_->history().usage(Caller::local(), begin, 0);
   ASSERT_TRUE(before) << before.error().message;
   double hours = 0;
   for (const auto& row : before->rows) hours += row.gpuSeconds / 3600;
   EXPECT_NEAR(hours, 8.0, 0.01);
   start();  // a restart over the same store
-  auto after = engine_->usage(Caller::local(), begin, 0);
+  auto after = engine_->history().usage(Caller::local(), begin, 0);
   ASSERT_TRUE(after);
   double again = 0;
   for (const auto& row : after->rows) again += row.gpuSeconds / 3600;
   EXPECT_DOUBLE_EQ(again, hours);
-  auto theirs = engine_->usage({"bob", Role::kTenant, "team-b"}, begin, 0);
+  auto theirs = engine_->history().usage({"bob", Role::kTenant, "team-b"}, begin, 0);
   ASSERT_TRUE(theirs);
   EXPECT_TRUE(theirs->rows.empty()) << "a tenant sees its own usage only";
-  EXPECT_FALSE(engine_->usage(Caller::local(), 10, 5)) << "since after until";
+  EXPECT_FALSE(engine_->history().usage(Caller::local(), 10, 5)) << "since after until";
   // Issue 63: the decomposed system keeps its name, and with no start given the period starts at the log's
   // oldest operation, not at 1970.
   ASSERT_FALSE(after->rows.empty());
   for (const auto& row : after->rows) EXPECT_EQ(row.systemName, "train");
-  auto everything = engine_->usage(Caller::local(), 0, 0);
+  auto everything = engine_->history().usage(Caller::local(), 0, 0);
   ASSERT_TRUE(everything);
   EXPECT_EQ(everything->since, everything->historyFrom);
   EXPECT_GT(everything->since, 0);
