@@ -26,6 +26,14 @@ std::string shapeKey(const QueuedRequest& q, const std::string& tenant) {
   return key;
 }
 
+// The first answer any of `plugins` gives (`ask` puts the question to one), in the profile's order; nothing: none had one.
+template <typename Plugins, typename Ask>
+std::optional<std::string> firstAnswer(const Plugins& plugins, Ask&& ask) {
+  for (const auto& plugin : plugins)
+    if (auto answer = ask(*plugin)) return answer;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<Admittable> admissionOrder(const QueueSort& sort, const RequestQueue& queue, const TenantShares& shares) {
@@ -66,10 +74,7 @@ PassOutcome runPass(const Profile& profile, std::span<const Admittable> order, R
     const Operation* queued = queue.find(id);
     if (queued == nullptr) continue;  // admitted or dropped earlier in this pass
     const Operation& op = *queued;
-    std::optional<std::string> skipped;
-    for (const auto& preFilter : profile.preFilters)
-      if ((skipped = preFilter->skip(op, waiting, pass))) break;
-    if (skipped) {
+    if (auto skipped = firstAnswer(profile.preFilters, [&](const PreFilterPlugin& p) { return p.skip(op, waiting, pass); })) {
       queue.setWhy(id, std::move(*skipped));
       continue;
     }
@@ -95,10 +100,7 @@ PassOutcome runPass(const Profile& profile, std::span<const Admittable> order, R
       continue;
     }
     const Placement& placement = *decision.placement;
-    std::optional<std::string> refused;
-    for (const auto& permit : profile.permits)
-      if ((refused = permit->refuse(op, placement, engine))) break;
-    if (refused) {
+    if (auto refused = firstAnswer(profile.permits, [&](const PermitPlugin& p) { return p.refuse(op, placement, engine); })) {
       queue.setWhy(id, std::move(*refused));
       continue;
     }
