@@ -166,9 +166,6 @@ class Engine {
       toOutbox([once, result] { once->complete(std::move(*result)); }, [once](const Error& refused) { once->complete(std::unexpected(refused)); });
     });
   }
-  // The latest published picture of the pool: safe to read on any thread, for as long as it is held.
-  // Null before start() (or startReplica()) has loaded the store.
-  [[nodiscard]] std::shared_ptr<const PoolView> view() const;
   // Empty while the engine can write its store; else why it stopped (safe on any thread: health checks).
   [[nodiscard]] std::string storeFailure() const;
   // A stepped engine (EngineOptions::stepped, ADR 0026): its caller, on the thread that started it, steps the loop

@@ -8,8 +8,6 @@
 
 namespace switchyard {
 
-std::shared_ptr<const PoolView> Engine::view() const { return view_.current(); }
-
 void Engine::flush() {
   // Capacity that freed in this task goes to the queue in this task (engine_queue.cpp): no polling.
   if (state_) startDueDetaches();  // a move's attach succeeded in this task: its idle GPUs leave now
@@ -33,7 +31,7 @@ void Engine::flush() {
 void Engine::publishView() {
   if (!state_) return;
   const bool rebuild = !view_.builtFrom(state_.get());
-  auto current = view();
+  auto current = view_.current();
   std::shared_ptr<PoolView> next;  // made once something changed: most commit points change nothing the view shows
 
   // Systems whose running operation may have moved on: their progress line is part of the view.

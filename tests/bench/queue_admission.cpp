@@ -127,7 +127,7 @@ int benchQueueAdmission(const QueueBenchOptions& o) {
   fmt::print("\n{:<58} {:>9} {:>9} {:>9}\n", "", "p50 ms", "p99 ms", "max ms");
   fmt::print("{:<58} {:>9.2f} {:>9.2f} {:>9.2f}\n", "admission: decompose ended -> queued request bound", a.p50, a.p99, a.max);
   fmt::print("{:<58} {:>9.2f} {:>9.2f} {:>9.2f}\n", "decompose called -> queued request bound", e.p50, e.p99, e.max);
-  const auto view = engine.view();
+  const auto view = engine.reads().view();
   fmt::print("\n{} round(s), {} admitted, {} still queued at the end; peak RSS {} MiB\n", o.rounds, admitted,
              view && view->queue ? view->queue->size() : 0, peakRssKiB() / 1024);
   // The admission passes' own cost (every pass: those that admitted and those that found nothing), from the

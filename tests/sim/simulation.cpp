@@ -330,7 +330,7 @@ class Simulation {
   // what the queue admitted and what a lease's end started (a queued request is not running: it waits
   // for capacity, not at the gate).
   int running() const {
-    const auto view = engine_->view();
+    const auto view = engine_->reads().view();
     int n = 0;
     if (view)
       for (const auto& [kind, count] : view->runningOperations) n += count;

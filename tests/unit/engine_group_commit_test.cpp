@@ -161,7 +161,7 @@ TEST_F(GroupCommitTest, AWaitForAnOperationThatEndedEarlierInTheBatchIsAnsweredO
   client.run<Operation>([](EngineCore& core) { return core.cancelQueued(Caller::local(), "waits"); }, [](Result<Operation>) {});
   std::promise<std::string> answered;  // what the view showed when the answer came
   engine_->waitOperation(queued->id, 10s, [&](Result<Operation> done) {
-    const auto view = engine_->view();
+    const auto view = engine_->reads().view();
     answered.set_value(!done ? done.error().message
                        : !done->finished() ? "not ended"
                        : !view->queue->empty() ? "the view still shows it queued"

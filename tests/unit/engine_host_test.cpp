@@ -180,8 +180,8 @@ TEST_F(EngineHostTest, ADeviceWhoseResetFailedIsQuarantinedUntilAnOperatorReleas
   ASSERT_EQ(down.state, OperationState::kSucceeded) << down.error;
   EXPECT_TRUE(simulatedHosts_->present(system.hostId).empty()) << "the host let go of both";
   EXPECT_TRUE(fabricBindings().empty()) << "and the switch unbound both";
-  EXPECT_EQ(engine_->view()->device(clean)->assignment.allocation, DeviceAllocation::kFree);
-  const auto held = engine_->view()->device(dirty)->assignment;
+  EXPECT_EQ(engine_->reads().view()->device(clean)->assignment.allocation, DeviceAllocation::kFree);
+  const auto held = engine_->reads().view()->device(dirty)->assignment;
   EXPECT_EQ(held.allocation, DeviceAllocation::kQuarantined);
   EXPECT_TRUE(held.owner.starts_with(kNotResetQuarantine)) << held.owner;
   EXPECT_NE(held.owner.find("reset failed"), std::string::npos) << held.owner;
@@ -196,7 +196,7 @@ TEST_F(EngineHostTest, ADeviceWhoseResetFailedIsQuarantinedUntilAnOperatorReleas
   // Unbound in the fabric, yet neither reconcile nor a restart frees it; no compose gets it.
   ASSERT_TRUE(engine_->reconcile());
   start();
-  EXPECT_EQ(engine_->view()->device(dirty)->assignment.allocation, DeviceAllocation::kQuarantined);
+  EXPECT_EQ(engine_->reads().view()->device(dirty)->assignment.allocation, DeviceAllocation::kQuarantined);
   ComposeRequest named{"next", {}, {}};
   named.placement.devices = {dirty};
   named.placement.host = system.hostId;

@@ -31,7 +31,7 @@ TEST_F(EngineQuarantineTest, ABoundDeviceIsReleasedOnlyByUnbindingItAndAnUnbound
   start();
   ASSERT_TRUE(fabric_->bind("sw1-gpu7", "sw1-usp2"));  // someone works the switch behind yardd's back
   ASSERT_TRUE(engine_->reconcile());
-  ASSERT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
+  ASSERT_EQ(engine_->reads().view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
 
   ComposeRequest named{"named", {}, {}};
   named.placement.devices = {"sw1-gpu7"};
@@ -52,7 +52,7 @@ TEST_F(EngineQuarantineTest, ABoundDeviceIsReleasedOnlyByUnbindingItAndAnUnbound
   auto released = release(operatorCaller(), "sw1-gpu7", true);
   ASSERT_TRUE(released) << released.error().message;
   EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);
-  EXPECT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree);
+  EXPECT_EQ(engine_->reads().view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree);
   EXPECT_TRUE(fabricBindings().empty()) << "unbound in the switch";
   const auto events = *engine_->history().listEvents(0, 1000);
   ASSERT_TRUE(std::any_of(events.begin(), events.end(), [](const Event& e) { return e.type == "device.released" && e.subject == "sw1-gpu7" && e.actor == "ops"; }));
@@ -76,7 +76,7 @@ TEST_F(EngineQuarantineTest, ADeviceASystemStillHoldsIsNotReleasedFromUnderIt) {
   const System a1 = *engine_->reads().getSystem("a1");
   ASSERT_EQ(a1.bindings.size(), 2u) << "the system keeps its GPUs";
   const DeviceId held = a1.bindings.front().deviceId;
-  ASSERT_EQ(engine_->view()->device(held)->assignment.allocation, DeviceAllocation::kQuarantined);
+  ASSERT_EQ(engine_->reads().view()->device(held)->assignment.allocation, DeviceAllocation::kQuarantined);
   const auto boundBefore = fabricBindings();
 
   for (const bool unbind : {false, true}) {
@@ -85,7 +85,7 @@ TEST_F(EngineQuarantineTest, ADeviceASystemStillHoldsIsNotReleasedFromUnderIt) {
     EXPECT_EQ(refused.error().code, Code::kFailedPrecondition);
     EXPECT_NE(refused.error().message.find("still in system a1"), std::string::npos) << refused.error().message;
   }
-  EXPECT_EQ(engine_->view()->device(held)->assignment.allocation, DeviceAllocation::kQuarantined);
+  EXPECT_EQ(engine_->reads().view()->device(held)->assignment.allocation, DeviceAllocation::kQuarantined);
   EXPECT_EQ(fabricBindings(), boundBefore) << "nothing unbound";
   ComposeRequest other{"other", {}, {}};
   other.placement.devices = {held};
@@ -94,7 +94,7 @@ TEST_F(EngineQuarantineTest, ADeviceASystemStillHoldsIsNotReleasedFromUnderIt) {
   // The way out the refusal names: decomposed, the system lets its GPUs go, still quarantined; then they are released.
   const Operation again = run(engine_->blocking().decompose(Caller::local(), "a1"));
   ASSERT_EQ(again.state, OperationState::kSucceeded) << again.error;
-  EXPECT_EQ(engine_->view()->device(held)->assignment.allocation, DeviceAllocation::kQuarantined);
+  EXPECT_EQ(engine_->reads().view()->device(held)->assignment.allocation, DeviceAllocation::kQuarantined);
   auto released = release(operatorCaller(), held, true);
   ASSERT_TRUE(released) << released.error().message;
   EXPECT_EQ(released->assignment.allocation, DeviceAllocation::kFree);
@@ -114,7 +114,7 @@ TEST_F(EngineQuarantineTest, AnUnbindWaitsUntilTheHostBehindThePortNoLongerHasTh
   ASSERT_TRUE(fabric_->bind("sw1-gpu7", "sw1-usp2"));  // bound behind yardd's back, and the host rescanned
   hosts.enumerate(host, "sw1-gpu7");
   ASSERT_TRUE(engine_->reconcile());
-  ASSERT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
+  ASSERT_EQ(engine_->reads().view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
 
   auto inUse = release(operatorCaller(), "sw1-gpu7", true);
   ASSERT_FALSE(inUse);
@@ -122,7 +122,7 @@ TEST_F(EngineQuarantineTest, AnUnbindWaitsUntilTheHostBehindThePortNoLongerHasTh
   EXPECT_NE(inUse.error().message.find(host + " still has sw1-gpu7 enumerated at "), std::string::npos) << inUse.error().message;
   EXPECT_NE(inUse.error().message.find("remove it on the host first"), std::string::npos) << inUse.error().message;
   EXPECT_EQ(fabricBindings().size(), 1u) << "not unbound";
-  EXPECT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
+  EXPECT_EQ(engine_->reads().view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
 
   hosts.setHostReachable(host, false);
   auto unknown = release(operatorCaller(), "sw1-gpu7", true);
@@ -182,7 +182,7 @@ TEST_F(EngineQuarantineTest, OnlyOperatorsReleaseAndOnlyQuarantinedDevices) {
   auto unknown = release(operatorCaller(), "sw9-gpu9", false);
   ASSERT_FALSE(unknown);
   EXPECT_EQ(unknown.error().code, Code::kNotFound);
-  EXPECT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
+  EXPECT_EQ(engine_->reads().view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
   EXPECT_EQ(auditResults().size(), 3u) << "refusals are audited too";
 }
 

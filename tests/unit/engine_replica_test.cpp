@@ -90,7 +90,7 @@ TEST_F(EngineReplicaTest, ARefreshWithTheSameInventoryChangesOnlyWhatIsHeld) {
   revisioned_ = false;
   auto fresh = standby();
   for (const auto& id : {std::string("sw0-gpu0"), std::string("sw0-gpu1"), std::string("sw1-gpu0"), std::string("sw1-gpu7")})
-    EXPECT_EQ(replica->view()->device(id)->assignment.allocation, fresh->view()->device(id)->assignment.allocation) << id;
+    EXPECT_EQ(replica->reads().view()->device(id)->assignment.allocation, fresh->reads().view()->device(id)->assignment.allocation) << id;
   const auto hosts = fresh->reads().listHosts();
   ASSERT_TRUE(hosts);
   for (const auto& h : *hosts) {

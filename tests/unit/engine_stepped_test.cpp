@@ -30,7 +30,7 @@ TEST_F(SteppedEngineTest, NothingReachesTheSwitchUntilTheTestStepsIt) {
   ASSERT_TRUE(op) << op.error().message;
   EXPECT_EQ(op->state, OperationState::kRunning);
   EXPECT_TRUE(fabricBindings().empty()) << "accepted and durable, but its bind has not run";
-  auto view = engine_->view();
+  auto view = engine_->reads().view();
   ASSERT_TRUE(view);
   EXPECT_NE(view->systems.findByIdOrName("train"), nullptr) << "a call outside a task ends at its own commit point";
 
@@ -180,7 +180,7 @@ TEST_F(SteppedEngineTest, AReadTakenBeforeAQuarantineReleaseUnboundIsRefusedAsSt
   engine_->reconcile([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
   engine_->loop().runUntilIdle();
   ASSERT_TRUE(outcome && *outcome);
-  ASSERT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
+  ASSERT_EQ(engine_->reads().view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kQuarantined);
 
   outcome.reset();
   engine_->reconcile([&](Result<std::vector<Drift>> r) { outcome = std::move(r); });
@@ -192,7 +192,7 @@ TEST_F(SteppedEngineTest, AReadTakenBeforeAQuarantineReleaseUnboundIsRefusedAsSt
   while (engine_->loop().stepControl() || engine_->loop().runCall(0)) {
   }
   ASSERT_TRUE(released && *released) << (released ? released->error().message : "no answer");
-  ASSERT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree);
+  ASSERT_EQ(engine_->reads().view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree);
   ASSERT_TRUE(fabricBindings().empty());
 
   ASSERT_TRUE(engine_->loop().deliverReply(0));
@@ -200,7 +200,7 @@ TEST_F(SteppedEngineTest, AReadTakenBeforeAQuarantineReleaseUnboundIsRefusedAsSt
   }
   ASSERT_TRUE(outcome);
   EXPECT_FALSE(*outcome) << "a stale read recorded " << (*outcome ? (*outcome)->size() : 0u) << " drift(s)";
-  EXPECT_EQ(engine_->view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree) << "quarantined again on a stale read";
+  EXPECT_EQ(engine_->reads().view()->device("sw1-gpu7")->assignment.allocation, DeviceAllocation::kFree) << "quarantined again on a stale read";
 }
 
 // Host reconcile lists the hosts as a waiting call too. A host listed after an attach or a detach there ended, but

@@ -169,13 +169,13 @@ TEST_F(EngineTest, WhatACallerHearsOfIsAlreadyInTheView) {
   ASSERT_TRUE(accepted) << accepted.error().message;
   EXPECT_EQ(accepted->state, SystemState::kComposing);
   EXPECT_EQ(accepted->progress, "binding") << "the running operation's step";
-  const auto reservedView = engine_->view();
+  const auto reservedView = engine_->reads().view();
   gated.waitUntilHeld();
   gated.open();
   auto done = engine_->waitOperation(op->id, 10s);
   ASSERT_TRUE(done && done->state == OperationState::kSucceeded);
   // Finished: whoever waited reads the composed system, its devices allocated.
-  const auto composedView = engine_->view();
+  const auto composedView = engine_->reads().view();
   auto s = composedView->systems.findByIdOrName("train");
   ASSERT_TRUE(s);
   EXPECT_EQ(s->state, SystemState::kComposed);
@@ -200,7 +200,7 @@ TEST_F(EngineTest, TheViewsPoolAgreesWithTheEnginesPlacements) {
   compose("b", 3);
   ASSERT_TRUE(fabric_->setDeviceHealth("sw1-gpu0", DeviceHealth::kCritical));
   ASSERT_TRUE(engine_->pollFabricEvents());
-  const auto view = engine_->view();
+  const auto view = engine_->reads().view();
   const Pool pool = poolOf(*view);
   const auto scheduler = *buildComposableScheduler("switchyard-v2");  // the engine's default profile
   // What the engine would place next, planned on its own pool, is what the view's pool places.
@@ -222,7 +222,7 @@ TEST_F(EngineTest, TheViewsPoolAgreesWithTheEnginesPlacements) {
 TEST_F(EngineTest, DevicePagesFollowTheTokenAndTheFilters) {
   start();
   compose("train", 2, PeerToPeer::kRequired);
-  const auto view = engine_->view();
+  const auto view = engine_->reads().view();
   const auto all = [](const DeviceView&) { return true; };
   // Every device once, in id order, page by page.
   std::vector<std::string> seen;
